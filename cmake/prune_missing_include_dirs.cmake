@@ -1,0 +1,26 @@
+# The ROS 2 wheels on PyPI export CMake targets whose INTERFACE_INCLUDE_DIRECTORIES name
+# directories of the machine that built the wheels (/opt/python/cp311-cp311/...). CMake refuses
+# to generate a build that depends on a non-existent include directory, so drop those entries.
+# In an ordinary ROS 2 install every directory exists and this changes nothing.
+function(inertia_id_prune_missing_include_dirs)
+  get_property(_targets DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" PROPERTY IMPORTED_TARGETS)
+  foreach(_target IN LISTS _targets)
+    get_target_property(_dirs ${_target} INTERFACE_INCLUDE_DIRECTORIES)
+    if(NOT _dirs)
+      continue()
+    endif()
+    set(_kept "")
+    set(_pruned FALSE)
+    foreach(_dir IN LISTS _dirs)
+      if(_dir MATCHES "^\\$<" OR EXISTS "${_dir}")
+        list(APPEND _kept "${_dir}")
+      else()
+        set(_pruned TRUE)
+      endif()
+    endforeach()
+    if(_pruned)
+      message(STATUS "inertia_id_ros: dropped non-existent include directories of ${_target}")
+      set_target_properties(${_target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_kept}")
+    endif()
+  endforeach()
+endfunction()

@@ -1,0 +1,38 @@
+"""``ols``: (weighted, prior-regularised) least squares from the normal equations.
+
+``x = x_0 + H^+ (b - H x_0)`` with ``H = Y^T Y + W``, ``b = Y^T y + W prior`` and ``x_0`` the
+prior (or 0): the minimiser of the objective closest (Euclidean) to the prior when ``H`` is
+rank-deficient. Unconstrained: the bodies may be physically inconsistent.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from inertia_id_ros.solvers._linalg import psd_solve
+from inertia_id_ros.solvers.problem import Problem, Solution, initial_x, make_solution
+
+DEFAULT_RCOND = 1e-12
+"""Eigenvalues of ``H`` below ``rcond * lambda_max`` are treated as zero (unidentifiable)."""
+
+
+def unconstrained_minimizer(problem: Problem, rcond: float = DEFAULT_RCOND) -> tuple[np.ndarray, int]:
+    """``(x, numerical rank of H)``: the objective's minimiser closest to the prior (or to 0)."""
+    hessian, rhs, _ = problem.quadratic()
+    reference = problem.prior if problem.prior is not None else np.zeros(problem.n_params)
+    step, rank = psd_solve(hessian, rhs - hessian @ reference, rcond)
+    return reference + step, rank
+
+
+def solve_ols(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
+              rcond: float = DEFAULT_RCOND) -> Solution:
+    """Closed-form least squares; ``initvals`` is validated but unused (nothing to warm-start)."""
+    started = time.perf_counter()
+    initial_x(problem, initvals)
+    x, rank = unconstrained_minimizer(problem, rcond)
+    return make_solution(problem, x, "ols", found=True, status="solved", iterations=0,
+                         started=started, finished=time.perf_counter(),
+                         message=f"rank {rank} of {problem.n_params}",
+                         info={"rank": rank})

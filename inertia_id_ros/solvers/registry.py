@@ -1,0 +1,42 @@
+"""``solve`` and the registry ``METHODS`` (name -> ``solve_<name>(problem, initvals, **options)``)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from inertia_id_ros.solvers.ols import solve_ols
+from inertia_id_ros.solvers.problem import Problem, ProblemError, Solution, SolverError
+
+MethodFunction = Callable[..., Solution]
+
+METHODS: dict[str, MethodFunction] = {
+    "ols": solve_ols,
+}
+"""Available methods; each is ``f(problem, initvals=None, **options) -> Solution``."""
+
+
+def solve(problem: Problem, method: str = "lmi",
+          initvals: Solution | np.ndarray | None = None, **options: Any) -> Solution:
+    """Solve ``problem`` with ``method`` (a key of :data:`METHODS`), warm-started from
+    ``initvals`` (a previous :class:`Solution` or ``x`` (p,)); ``options`` go to the method.
+
+    Raises :class:`ProblemError` for an invalid problem, method or option, and
+    :class:`SolverError` (chaining the cause) when the numerical back end fails.
+    """
+    if not isinstance(problem, Problem):
+        raise ProblemError(f"problem must be a Problem, got {type(problem).__name__}")
+    try:
+        function = METHODS[method]
+    except KeyError:
+        raise ProblemError(f"unknown method {method!r}; available: {sorted(METHODS)}") from None
+    try:
+        inspect.signature(function).bind(problem, initvals, **options)
+    except TypeError as e:
+        raise ProblemError(f"method {method!r}: {e}") from e
+    try:
+        return function(problem, initvals, **options)
+    except np.linalg.LinAlgError as e:
+        raise SolverError(f"method {method!r}: linear algebra failed: {e}") from e
