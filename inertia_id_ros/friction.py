@@ -88,7 +88,10 @@ class JointDrive:
             "offset": np.ones_like(dq),
             "armature": np.asarray(acceleration, dtype=float),
         }
-        return np.stack([columns[t] for t in self.terms], axis=-1).reshape(dq.shape + (len(self.terms),))
+        out = np.empty(dq.shape + (len(self.terms),))
+        for k, term in enumerate(self.terms):
+            out[..., k] = columns[term]
+        return out
 
     def prior(self) -> np.ndarray:
         """(len(terms),) prior of the estimated terms: zero friction and offset, the reflected

@@ -134,11 +134,12 @@ class SensorKinematics:
 
     def _frames_beyond(self) -> set[int]:
         """Indices of the frames whose chain of parent frames reaches the sensor frame (included)."""
-        sensor_id = frame_id(self.model, self.sensor_frame)
-        beyond = {sensor_id}
-        for k, frame in enumerate(self.model.frames):  # parents come before their children
-            if frame.parentFrame in beyond and k != frame.parentFrame:
-                beyond.add(k)
+        beyond = {frame_id(self.model, self.sensor_frame)}
+        size = 0
+        while size != len(beyond):
+            size = len(beyond)
+            beyond.update(k for k, frame in enumerate(self.model.frames)
+                          if frame.parentFrame in beyond and k != frame.parentFrame)
         return beyond
 
     def subtree_inertia(self, q_full: np.ndarray | None = None) -> np.ndarray:
@@ -148,11 +149,11 @@ class SensorKinematics:
         joints of :meth:`subtree_joint_names` matter. The links beyond are those whose frames
         descend from the sensor frame in the model's frame tree. pinocchio merges a fixed joint's
         child link into the parent joint's body and keeps the link's own inertia on the
-        ``FIXED_JOINT`` frame; so the sensor frame splits its joint's body: the part beyond is the
-        sum of the inertias of the ``FIXED_JOINT`` frames beyond it (the whole body when the sensor
-        frame is the joint's own frame or its first link), plus the bodies of all moving joints
-        beyond. This assumes a model from the URDF parser (a ``pin.buildReducedModel`` model
-        duplicates locked bodies in frames).
+        ``FIXED_JOINT`` frame, so a sensor frame on a fixed joint splits its joint's body: the part
+        beyond is the sum of the inertias of the ``FIXED_JOINT`` frames beyond it (the whole body
+        when the sensor frame is the joint's own frame or the joint's first link), plus the bodies
+        of all moving joints beyond. This assumes a model from the URDF parser (a
+        ``pin.buildReducedModel`` model also copies locked bodies into frames).
         """
         model = self.model
         q_full = pin.neutral(model) if q_full is None else np.asarray(q_full, dtype=float)
@@ -162,21 +163,24 @@ class SensorKinematics:
         pin.forwardKinematics(model, data, q_full)
         pin.updateFramePlacements(model, data)
         sensor_id = frame_id(model, self.sensor_frame)
-        sensor_joint = model.frames[sensor_id].parentJoint
+        sensor = model.frames[sensor_id]
         beyond = self._frames_beyond()
         world_to_sensor = data.oMf[sensor_id].inverse()
-        whole_joint_body = any(model.frames[k].type == pin.FrameType.JOINT
-                               and model.frames[k].parentJoint == sensor_joint for k in beyond)
-        whole_joint_body |= any(model.frames[k].type == pin.FrameType.BODY
-                                and model.frames[model.frames[k].parentFrame].type == pin.FrameType.JOINT
-                                and model.frames[k].parentJoint == sensor_joint for k in beyond)
+        frames = model.frames
+        parent = frames[sensor.parentFrame]
+        whole_body = (sensor.type == pin.FrameType.JOINT
+                      or (sensor.type == pin.FrameType.BODY and parent.type == pin.FrameType.JOINT))
+        carriers = set() if whole_body else {  # FIXED_JOINT frames holding links beyond
+            k for k in beyond if frames[k].type == pin.FrameType.FIXED_JOINT
+            and frames[k].parentJoint == sensor.parentJoint}
+        if sensor.type == pin.FrameType.BODY and parent.type == pin.FrameType.FIXED_JOINT:
+            carriers.add(sensor.parentFrame)  # the sensor's own link
         total = pin.Inertia.Zero()
-        for k in beyond:
-            frame = model.frames[k]
-            if frame.type == pin.FrameType.JOINT:  # a moving joint's whole body
-                total += (world_to_sensor * data.oMi[frame.parentJoint]).act(
-                    model.inertias[frame.parentJoint])
-            elif (frame.type == pin.FrameType.FIXED_JOINT and frame.parentJoint == sensor_joint
-                  and not whole_joint_body):
-                total += (world_to_sensor * data.oMf[k]).act(frame.inertia)
+        for k in sorted(carriers):
+            total += (world_to_sensor * data.oMf[k]).act(frames[k].inertia)
+        moving = [frames[k].parentJoint for k in beyond if frames[k].type == pin.FrameType.JOINT]
+        if whole_body and sensor.parentJoint > 0:
+            moving.append(sensor.parentJoint)
+        for j in sorted(set(moving)):  # a moving joint's whole body
+            total += (world_to_sensor * data.oMi[j]).act(model.inertias[j])
         return np.array(total.toDynamicParameters())

@@ -34,15 +34,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import warnings
+
 import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
 from inertia_id_ros.friction import NONNEGATIVE_DRIVE_TERMS, JointDrive
 from inertia_id_ros.inertia import THETA_NAMES, ConsistencyReport, check_consistency
+from inertia_id_ros.robots import load_model, reduce_model
 from inertia_id_ros.solvers import Problem, Solution, solve
 
-DEFAULT_PRIOR_WEIGHT = 1.5e-3
+DEFAULT_PRIOR_WEIGHT = 2e-3
 """Default ``prior_weight`` ((N·m)² per SI unit² of x, per torque sample): the blocked
 cross-validation optimum on the KUKA LWR4+ run 1 (``benchmarks/kuka_lwr4.py``). Robot-dependent:
 prefer :func:`select_prior_weight` on your own data."""
@@ -146,26 +149,10 @@ class LinkModel:
         so ``data.mean_positions()`` locks joints at their measured positions). A locked joint's
         subtree is lumped into the link it hangs from.
         """
-        full = pin.buildModelFromUrdf(str(urdf))
-        available = list(full.names[1:])
-        keep = available if joints is None else list(joints)
-        unknown = [j for j in keep if j not in available]
-        if unknown:
-            raise ValueError(f"joints {unknown} not in {urdf}; its joints are {available}")
-        locked_positions = dict(locked_positions or {})
-        unknown = [j for j in locked_positions if j not in available]
-        if unknown:
-            raise ValueError(f"locked_positions names joints {unknown} not in {urdf}; "
-                             f"its joints are {available}")
-        locked = [j for j in available if j not in keep]
-        if not locked:
-            return cls(full, drives)
-        q_ref = pin.neutral(full)
-        for name in locked:
-            joint = full.joints[full.getJointId(name)]
-            _set_position(q_ref, joint.idx_q, joint.nq, locked_positions.get(name, 0.0), name)
-        reduced = pin.buildReducedModel(full, [full.getJointId(j) for j in locked], q_ref)
-        return cls(reduced, drives)
+        full = load_model(urdf)
+        keep = list(full.names[1:]) if joints is None else list(joints)
+        locked = {name: value for name, value in (locked_positions or {}).items() if name not in keep}
+        return cls(reduce_model(full, keep, locked), drives)
 
     def _drives_per_joint(self, drives: JointDrive | Sequence[JointDrive] | Mapping[str, JointDrive]
                           ) -> tuple[JointDrive, ...]:
@@ -450,7 +437,8 @@ def _fit(model: LinkModel, equations: NormalEquations, method: str, prior_weight
                       body_names=model.link_names, param_names=model.parameter_names)
     solution = solve(problem, method=method, initvals=initvals, **solver_options)
     if not solution.found:
-        raise RuntimeError(f"link fit with method {method!r} failed: status {solution.status!r}")
+        warnings.warn(f"link fit with method {method!r} did not converge (status "
+                      f"{solution.status!r}); using its last iterate", RuntimeWarning, stacklevel=3)
     return solution
 
 
@@ -539,12 +527,3 @@ def select_prior_weight(model: LinkModel, data: JointTorqueData,
     cv_rms = np.sqrt(np.maximum(squared, 0.0) / total.n_rows)
     return PriorWeightSelection(weights, cv_rms, float(weights[np.argmin(cv_rms)]))
 
-
-def _set_position(q: np.ndarray, idx_q: int, nq: int, position: float, name: str) -> None:
-    """Write a 1-DoF joint's position (rad or m) into configuration ``q``."""
-    if nq == 1:
-        q[idx_q] = position
-    elif nq == 2:
-        q[idx_q], q[idx_q + 1] = np.cos(position), np.sin(position)
-    else:
-        raise ValueError(f"cannot lock joint {name!r} with nq={nq} at a scalar position")

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from inertia_id_ros.solvers.lmi import solve_lmi
 from inertia_id_ros.solvers.ols import solve_ols
 from inertia_id_ros.solvers.problem import Problem, ProblemError, Solution, SolverError
 
@@ -14,6 +15,7 @@ MethodFunction = Callable[..., Solution]
 
 METHODS: dict[str, MethodFunction] = {
     "ols": solve_ols,
+    "lmi": solve_lmi,
 }
 """Available methods; each is ``f(problem, initvals=None, **options) -> Solution``."""
 

@@ -1,0 +1,142 @@
+"""Savitzky–Golay smoothing and differentiation, on uniform samples and at arbitrary query times.
+
+Online, joint states and wrenches come with their own stamps: :func:`joint_states_at` fits a local
+polynomial (least squares over the samples within ``half_width`` seconds of each query time; the
+Savitzky–Golay filter generalised to non-uniform stamps) and evaluates it and its derivatives at
+the wrench stamps: interpolation and differentiation in one step. :func:`check_coverage` tells
+which query times the joint states cover without a gap. Offline, on uniformly sampled data,
+:func:`savgol_derivatives` wraps ``scipy.signal.savgol_filter``.
+"""
+
+from __future__ import annotations
+
+from math import factorial
+
+import numpy as np
+from scipy.signal import savgol_filter
+
+_EDGE_TOLERANCE = 1e-9
+"""Relative widening of the fit window so samples exactly at ``t +- half_width`` are included."""
+
+COVERAGE_OK = ""
+COVERAGE_PENDING = "pending"
+COVERAGE_NO_SAMPLES = "no_joint_state"
+COVERAGE_GAP = "gap"
+COVERAGE_SPARSE = "sparse"
+
+
+def local_polynomial_derivatives(t: np.ndarray, x: np.ndarray, t_query: np.ndarray,
+                                 half_width: float, order: int = 2,
+                                 n_derivatives: int = 2) -> np.ndarray:
+    """Local polynomial fit of ``x`` at each query time, and its derivatives there.
+
+    ``t`` (K,) increasing sample times (s), ``x`` (K, n) samples, ``t_query`` (M,) (s). For each
+    query ``tq``, a polynomial of degree ``order`` in ``t - tq`` is fitted by least squares to the
+    samples with ``|t - tq| <= half_width``; returns (M, n_derivatives + 1, n): the fit's value and
+    derivatives 1..n_derivatives (units of x per s^k) at ``tq``. At uniform stamps with ``tq`` on a
+    sample this is the Savitzky–Golay filter of window ``2 half_width / dt + 1``. Raises
+    ``ValueError`` if a query has fewer than ``order + 1`` samples in its window.
+    """
+    t = np.asarray(t, dtype=float)
+    x = np.asarray(x, dtype=float)
+    t_query = np.atleast_1d(np.asarray(t_query, dtype=float))
+    if x.ndim == 1:
+        return local_polynomial_derivatives(t, x[:, None], t_query, half_width, order,
+                                            n_derivatives)[:, :, 0]
+    if t.ndim != 1 or x.shape[0] != t.shape[0]:
+        raise ValueError(f"t (K,) and x (K, n) must have the same length, got {t.shape}, {x.shape}")
+    if not 0 <= n_derivatives <= order:
+        raise ValueError(f"n_derivatives must be in [0, order={order}], got {n_derivatives}")
+    if not half_width > 0:
+        raise ValueError(f"half_width must be positive (s), got {half_width}")
+    reach = half_width * (1.0 + _EDGE_TOLERANCE)
+    lo = np.searchsorted(t, t_query - reach, side="left")
+    hi = np.searchsorted(t, t_query + reach, side="right")
+    counts = hi - lo
+    if t_query.size == 0:
+        return np.zeros((0, n_derivatives + 1, x.shape[1]))
+    if counts.min() < order + 1:
+        bad = t_query[counts < order + 1]
+        raise ValueError(f"{bad.size} query time(s) (first {bad[0]:.6f} s) have fewer than "
+                         f"{order + 1} samples within {half_width} s for a degree-{order} fit")
+    offsets = np.arange(counts.max())
+    inside = offsets < counts[:, None]  # (M, K)
+    index = np.where(inside, lo[:, None] + offsets, lo[:, None])
+    tau = np.where(inside, (t[index] - t_query[:, None]) / half_width, 0.0)
+    basis = (tau[..., None] ** np.arange(order + 1)) * inside[..., None]  # (M, K, order+1)
+    gram = np.einsum("mki,mkj->mij", basis, basis)
+    rhs = np.einsum("mki,mkn->min", basis, x[index])
+    coefficients = np.linalg.solve(gram, rhs)  # (M, order+1, n), in tau = (t - tq) / half_width
+    scale = np.array([factorial(k) / half_width ** k for k in range(n_derivatives + 1)])
+    return coefficients[:, :n_derivatives + 1] * scale[:, None]
+
+
+def joint_states_at(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, t_query: np.ndarray,
+                    half_width: float, order: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Joint positions, velocities, accelerations (M, n) at ``t_query`` (M,) (s).
+
+    ``t`` (K,) joint-state stamps, ``q`` (K, n) positions, ``dq`` (K, n) measured velocities or
+    ``None``. Positions come from the local polynomial fit of ``q``; velocities from the fit of
+    ``dq`` when given (else the fit's derivative of ``q``); accelerations from the derivative of
+    the velocity fit (else the second derivative of the ``q`` fit); see
+    :func:`local_polynomial_derivatives`.
+    """
+    q = np.asarray(q, dtype=float)
+    n = q.shape[1]
+    if dq is None:
+        if order < 2:
+            raise ValueError(f"differentiating positions twice needs order >= 2, got {order}")
+        fit = local_polynomial_derivatives(t, q, t_query, half_width, order, 2)
+        return fit[:, 0], fit[:, 1], fit[:, 2]
+    dq = np.asarray(dq, dtype=float)
+    if dq.shape != q.shape:
+        raise ValueError(f"dq must have the shape of q {q.shape}, got {dq.shape}")
+    fit = local_polynomial_derivatives(t, np.hstack([q, dq]), t_query, half_width, order, 1)
+    return fit[:, 0, :n], fit[:, 0, n:], fit[:, 1, n:]
+
+
+def check_coverage(t: np.ndarray, t_query: np.ndarray, half_width: float, max_gap: float,
+                   order: int = 2) -> np.ndarray:
+    """Whether the samples at ``t`` (K,) (s, increasing) support a fit at each of ``t_query`` (M,).
+
+    Returns (M,) strings: ``""`` ready; ``"pending"`` the newest sample is before
+    ``tq + half_width`` (wait for more); ``"no_joint_state"`` no sample at or before
+    ``tq - half_width``; ``"gap"`` two consecutive samples around the window
+    ``[tq - half_width, tq + half_width]`` (bracketing samples included) are more than ``max_gap``
+    s apart (the fit never spans a gap); ``"sparse"`` fewer than ``order + 1`` samples in the window.
+    """
+    t = np.asarray(t, dtype=float)
+    t_query = np.atleast_1d(np.asarray(t_query, dtype=float))
+    reach = half_width * (1.0 + _EDGE_TOLERANCE)
+    status = np.full(t_query.shape, COVERAGE_OK, dtype=object)
+    if t.size == 0:
+        status[:] = COVERAGE_PENDING
+        return status
+    first = np.searchsorted(t, t_query - reach, side="right") - 1  # last sample <= tq - h
+    last = np.searchsorted(t, t_query + half_width * (1.0 - _EDGE_TOLERANCE), side="left")
+    counts = (np.searchsorted(t, t_query + reach, side="right")
+              - np.searchsorted(t, t_query - reach, side="left"))
+    gaps = np.flatnonzero(np.diff(t) > max_gap)  # gap i is between samples i and i + 1
+    end = np.minimum(last, t.size - 1)
+    spans_gap = (np.searchsorted(gaps, end, side="left")
+                 - np.searchsorted(gaps, np.maximum(first, 0), side="left")) > 0
+    status[counts < order + 1] = COVERAGE_SPARSE
+    status[last >= t.size] = COVERAGE_PENDING
+    status[spans_gap] = COVERAGE_GAP
+    status[first < 0] = COVERAGE_NO_SAMPLES
+    return status
+
+
+def savgol_derivatives(x: np.ndarray, dt: float, window_length: int,
+                       polyorder: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Savitzky–Golay smoothing and first two derivatives of uniform samples ``x`` (N, ...) along
+    axis 0, sample period ``dt`` (s); ``window_length`` odd (samples). Returns
+    ``(x_smooth, dx/dt, d2x/dt2)`` (``scipy.signal.savgol_filter``, ``mode="interp"``)."""
+    x = np.asarray(x, dtype=float)
+    if window_length % 2 != 1 or window_length <= polyorder:
+        raise ValueError(f"window_length must be odd and > polyorder={polyorder}, "
+                         f"got {window_length}")
+    if x.shape[0] < window_length:
+        raise ValueError(f"need at least window_length={window_length} samples, got {x.shape[0]}")
+    return tuple(savgol_filter(x, window_length, polyorder, deriv=k, delta=dt, axis=0,
+                               mode="interp") for k in range(3))

@@ -1,0 +1,94 @@
+"""Conversions between ROS messages and the library's arrays and estimates."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Wrench, WrenchStamped
+from sensor_msgs.msg import JointState
+
+from inertia_id_ros.estimator import Estimate
+from inertia_id_ros.inertia import inertia_from_theta
+from inertia_id_ros.msg import InertialParameters
+
+
+def stamp_to_seconds(stamp: Time) -> float:
+    """``builtin_interfaces/Time`` -> seconds (float)."""
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def seconds_to_stamp(t: float) -> Time:
+    """Seconds (float, >= 0) -> ``builtin_interfaces/Time``."""
+    sec = math.floor(t)
+    nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
+    return Time(sec=int(sec), nanosec=nanosec)
+
+
+def wrench_to_array(wrench: Wrench) -> np.ndarray:
+    """``geometry_msgs/Wrench`` -> ``[fx, fy, fz, tx, ty, tz]`` (6,)."""
+    f, t = wrench.force, wrench.torque
+    return np.array([f.x, f.y, f.z, t.x, t.y, t.z])
+
+
+def array_to_wrench(values: np.ndarray) -> Wrench:
+    """``[fx, fy, fz, tx, ty, tz]`` -> ``geometry_msgs/Wrench``."""
+    msg = Wrench()
+    (msg.force.x, msg.force.y, msg.force.z,
+     msg.torque.x, msg.torque.y, msg.torque.z) = (float(v) for v in values)
+    return msg
+
+
+def wrench_stamped(t: float, frame_id: str, values: np.ndarray) -> WrenchStamped:
+    """A ``WrenchStamped`` at time ``t`` (s) in ``frame_id``."""
+    msg = WrenchStamped(wrench=array_to_wrench(values))
+    msg.header.stamp = seconds_to_stamp(t)
+    msg.header.frame_id = frame_id
+    return msg
+
+
+def joint_state(t: float, names: list[str], q: np.ndarray, dq: np.ndarray | None = None,
+                effort: np.ndarray | None = None) -> JointState:
+    """A ``JointState`` at time ``t`` (s): positions (rad or m), velocities, efforts."""
+    msg = JointState(name=list(names), position=[float(v) for v in q])
+    if dq is not None:
+        msg.velocity = [float(v) for v in dq]
+    if effort is not None:
+        msg.effort = [float(v) for v in effort]
+    msg.header.stamp = seconds_to_stamp(t)
+    return msg
+
+
+def theta_to_msg(theta: np.ndarray, frame_id: str, body_name: str,
+                 stamp: float = 0.0) -> InertialParameters:
+    """An ``InertialParameters`` holding only a body's ``theta`` (e.g. ground truth)."""
+    msg = InertialParameters(body_name=body_name)
+    msg.header.frame_id = frame_id
+    msg.header.stamp = seconds_to_stamp(stamp)
+    msg.theta = np.asarray(theta, dtype=float)
+    mass, com, inertia_com = inertia_from_theta(theta)
+    msg.inertia.m = mass
+    msg.inertia.com.x, msg.inertia.com.y, msg.inertia.com.z = (float(v) for v in com)
+    msg.inertia.ixx, msg.inertia.ixy, msg.inertia.ixz = (float(v) for v in inertia_com[0])
+    msg.inertia.iyy, msg.inertia.iyz = float(inertia_com[1, 1]), float(inertia_com[1, 2])
+    msg.inertia.izz = float(inertia_com[2, 2])
+    return msg
+
+
+def estimate_to_msg(estimate: Estimate, frame_id: str, body_name: str) -> InertialParameters:
+    """An ``InertialParameters`` message from a (fully consistent) estimate."""
+    msg = theta_to_msg(estimate.theta, frame_id, body_name, estimate.t_last)
+    msg.covariance = np.asarray(estimate.covariance, dtype=float).reshape(100)
+    msg.sensor_offset = array_to_wrench(estimate.sensor_offset)
+    msg.min_pseudo_inertia_eig = float(estimate.min_pseudo_inertia_eig)
+    msg.residual_rms = float(estimate.residual_rms)
+    msg.num_samples = int(estimate.n_samples)
+    msg.method = estimate.method
+    msg.solve_time = float(estimate.solve_time)
+    return msg
+
+
+def msg_to_theta(msg: InertialParameters) -> np.ndarray:
+    """``theta`` (10,) of an ``InertialParameters`` message."""
+    return np.array(msg.theta, dtype=float)

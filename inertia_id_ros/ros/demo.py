@@ -1,0 +1,199 @@
+"""The live demo: simulator, identification node and a client, as three processes over DDS.
+
+``inertia-id demo`` starts ``inertia-id-sim`` (Panda, payload beyond the flange ``panda_link8``,
+1 kHz, noisy F/T with an offset) and ``inertia-id-node``, follows the published estimates as they
+converge, calls ``/inertia_id/identify`` once the motion has ended and prints truth vs. estimate.
+Exit code 0 when the acceptance thresholds hold, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from inertia_id_ros.inertia import check_consistency, inertia_from_theta
+from inertia_id_ros.msg import InertialParameters
+from inertia_id_ros.robots import example_robot_urdf
+from inertia_id_ros.ros.conversions import msg_to_theta, wrench_to_array
+from inertia_id_ros.srv import Identify
+
+SENSOR_FRAME = "panda_link8"
+
+# Acceptance thresholds of the default demo (issue 2).
+MASS_REL_TOL = 0.005
+COM_TOL = 0.002  # m
+INERTIA_REL_TOL = 0.10  # Frobenius, about the COM
+OFFSET_FORCE_TOL = 0.1  # N
+
+
+def executable(name: str, module: str) -> list[str]:
+    """The console script ``name`` beside this interpreter, else ``python -m module``."""
+    found = shutil.which(name, path=str(Path(sys.executable).parent))
+    return [found] if found else [sys.executable, "-m", module]
+
+
+def ros_environment() -> dict[str, str]:
+    """The environment for the demo's processes: DDS discovery kept on this machine."""
+    env = dict(os.environ)
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+@dataclass
+class Errors:
+    """Errors of an estimate against the truth (SI units)."""
+
+    mass_rel: float
+    com: float
+    inertia_rel: float
+    offset_force: float
+
+    @classmethod
+    def of(cls, estimate: InertialParameters, truth: np.ndarray,
+           true_offset: np.ndarray) -> "Errors":
+        m, c, i_com = inertia_from_theta(msg_to_theta(estimate))
+        m0, c0, i0 = inertia_from_theta(truth)
+        offset = wrench_to_array(estimate.sensor_offset)
+        return cls(abs(m - m0) / m0, float(np.linalg.norm(c - c0)),
+                   float(np.linalg.norm(i_com - i0) / np.linalg.norm(i0)),
+                   float(np.linalg.norm(offset[:3] - true_offset[:3])))
+
+    def acceptable(self) -> bool:
+        return (self.mass_rel < MASS_REL_TOL and self.com < COM_TOL
+                and self.inertia_rel < INERTIA_REL_TOL and self.offset_force < OFFSET_FORCE_TOL)
+
+
+@dataclass
+class DemoClient:
+    """Follows ``/inertia_id/estimate`` and the simulator's ground truth."""
+
+    node: Node
+    estimates: list[InertialParameters] = field(default_factory=list)
+    inconsistent: int = 0
+    truth: InertialParameters | None = None
+
+    def __post_init__(self) -> None:
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=ReliabilityPolicy.RELIABLE)
+        self.node.create_subscription(InertialParameters, "/inertia_id/estimate",
+                                      self._on_estimate, latched)
+        self.node.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
+                                      self._on_truth, latched)
+        self.identify = self.node.create_client(Identify, "/inertia_id/identify")
+
+    def _on_estimate(self, msg: InertialParameters) -> None:
+        self.estimates.append(msg)
+        if not check_consistency(msg_to_theta(msg)).fully_consistent:
+            self.inconsistent += 1
+
+    def _on_truth(self, msg: InertialParameters) -> None:
+        self.truth = msg
+
+
+def _table(truth: np.ndarray, estimate: np.ndarray, true_offset: np.ndarray,
+           offset: np.ndarray) -> str:
+    m0, c0, i0 = inertia_from_theta(truth)
+    m, c, i = inertia_from_theta(estimate)
+    rows = [("mass (kg)", m0, m)]
+    rows += [(f"com {a} (mm)", 1e3 * c0[k], 1e3 * c[k]) for k, a in enumerate("xyz")]
+    for name, (r, s) in zip(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"),
+                            ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))):
+        rows.append((f"{name} (g m^2)", 1e3 * i0[r, s], 1e3 * i[r, s]))
+    rows += [(f"offset {a}", true_offset[k], offset[k])
+             for k, a in enumerate(("fx (N)", "fy (N)", "fz (N)", "tx (N m)", "ty (N m)",
+                                    "tz (N m)"))]
+    lines = [f"{'parameter':<16}{'truth':>12}{'estimate':>12}{'error':>12}"]
+    lines += [f"{n:<16}{t:>12.4f}{e:>12.4f}{e - t:>12.4f}" for n, t, e in rows]
+    return "\n".join(lines)
+
+
+def run_demo(motion_sec: float = 30.0, method: str = "lmi", seed: int = 0,
+             timeout_sec: float = 120.0) -> int:
+    """Run the demo; returns the exit code (0: estimate within the acceptance thresholds)."""
+    env = ros_environment()
+    urdf = str(example_robot_urdf("panda"))
+    sim = subprocess.Popen(executable("inertia-id-sim", "inertia_id_ros.ros.sim_node") + [
+        "--ros-args", "-p", f"duration_sec:={motion_sec}", "-p", f"seed:={seed}",
+        "--log-level", "warn"], env=env)
+    node = subprocess.Popen(executable("inertia-id-node", "inertia_id_ros.ros.node") + [
+        "--ros-args", "-p", f"urdf_path:={urdf}", "-p", f"sensor_frame:={SENSOR_FRAME}",
+        "-p", f"window_sec:={motion_sec + 5.0}", "-p", f"method:={method}",
+        "-p", "update_rate_hz:=1.0"], env=env)
+    processes = [sim, node]
+    rclpy.init()
+    client_node = rclpy.create_node("inertia_id_demo")
+    client = DemoClient(client_node)
+    print(f"demo: Panda with a payload beyond '{SENSOR_FRAME}', {motion_sec:.0f} s of motion at "
+          "1 kHz, method " + method, flush=True)
+    try:
+        deadline = time.monotonic() + timeout_sec
+        last_print = 0.0
+        true_offset = None
+        while sim.poll() is None and time.monotonic() < deadline:
+            rclpy.spin_once(client_node, timeout_sec=0.1)
+            if node.poll() is not None:
+                print(f"demo: the node exited with code {node.returncode}", file=sys.stderr)
+                return 1
+            if client.truth is not None and true_offset is None:
+                true_offset = wrench_to_array(client.truth.sensor_offset)
+            if client.estimates and client.truth is not None and time.monotonic() - last_print > 3:
+                last_print = time.monotonic()
+                e = client.estimates[-1]
+                err = Errors.of(e, msg_to_theta(client.truth), true_offset)
+                print(f"  {len(client.estimates):3d} estimates | m = {e.inertia.m:7.4f} kg "
+                      f"({100 * err.mass_rel:5.2f} %) | com err {1e3 * err.com:6.2f} mm | "
+                      f"I_com err {100 * err.inertia_rel:5.1f} % | offset err "
+                      f"{err.offset_force:6.3f} N | {e.num_samples} samples", flush=True)
+        if client.truth is None:
+            print("demo: no ground truth received from the simulator", file=sys.stderr)
+            return 1
+        if not client.identify.wait_for_service(timeout_sec=10.0):
+            print("demo: /inertia_id/identify is not available", file=sys.stderr)
+            return 1
+        future = client.identify.call_async(Identify.Request(method=method))
+        rclpy.spin_until_future_complete(client_node, future, timeout_sec=60.0)
+        response = future.result()
+        if response is None or not response.success:
+            print(f"demo: identify failed: {response.message if response else 'no answer'}",
+                  file=sys.stderr)
+            return 1
+        truth = msg_to_theta(client.truth)
+        true_offset = wrench_to_array(client.truth.sensor_offset)
+        estimate = response.estimate
+        err = Errors.of(estimate, truth, true_offset)
+        print(f"\nidentify ({estimate.method}, {estimate.num_samples} samples, solve "
+              f"{1e3 * estimate.solve_time:.1f} ms, min eig J = "
+              f"{estimate.min_pseudo_inertia_eig:.3g}):")
+        print(_table(truth, msg_to_theta(estimate), true_offset,
+                     wrench_to_array(estimate.sensor_offset)))
+        print(f"\nmass error {100 * err.mass_rel:.3f} % (< {100 * MASS_REL_TOL} %), "
+              f"COM error {1e3 * err.com:.3f} mm (< {1e3 * COM_TOL} mm), "
+              f"inertia error {100 * err.inertia_rel:.2f} % (< {100 * INERTIA_REL_TOL} %), "
+              f"offset force error {err.offset_force:.4f} N (< {OFFSET_FORCE_TOL} N)")
+        print(f"published estimates: {len(client.estimates)}, inconsistent: {client.inconsistent}")
+        ok = err.acceptable() and client.inconsistent == 0 and len(client.estimates) > 0
+        print("demo: PASS" if ok else "demo: FAIL")
+        return 0 if ok else 1
+    finally:
+        client_node.destroy_node()
+        rclpy.try_shutdown()
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()

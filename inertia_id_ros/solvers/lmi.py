@@ -1,0 +1,296 @@
+"""``lmi``: least squares subject to LMI physical consistency (Wensing, Kim, Slotine 2017).
+
+    minimise ||Y x - y||^2 + (x - prior)^T W (x - prior)
+    s.t.     J(theta_k) >= 0,  tr(J(theta_k) Q_k) >= 0 (bounding ellipsoids),  x_i >= 0 (nonnegative)
+
+Back ends (option ``backend``):
+
+- ``"fast"`` (default): if the unconstrained minimiser is feasible it is the optimum and is
+  returned at once; otherwise the unconstrained parameters are eliminated (Schur complement) and
+  a specialised primal-dual interior-point method (:mod:`._lmi_fast`) solves the small problem on
+  the bodies (and constrained extras), warm-started from ``initvals`` (and its duals).
+- ``"cvxpy"``: the reference. The problem is built once per structure
+  (:meth:`Problem.structure_key`) with cvxpy Parameters (DPP) as
+  ``sum_squares(R @ x - z)`` with ``R^T R = Y^T Y + W`` and ``R^T z = Y^T y + W prior``, cached,
+  and solved with Clarabel.
+- ``"cvxpy_per_solve"``: the same model built from scratch on every call (for benchmarks).
+
+Every backend returns bodies with ``lambda_min(J) >= margin`` (a final lift, see
+:func:`.problem.lift_to_margin`, guards against round-off).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from inertia_id_ros.inertia import PSEUDO_INERTIA_BASIS
+from inertia_id_ros.solvers._linalg import psd_solve, psd_sqrt_factor
+from inertia_id_ros.solvers._lmi_fast import ConeProblem, solve_cone_qp
+from inertia_id_ros.solvers.ols import DEFAULT_RCOND, unconstrained_minimizer
+from inertia_id_ros.solvers.problem import (
+    CONSISTENCY_MARGIN,
+    PARAMS_PER_BODY,
+    Problem,
+    ProblemError,
+    Solution,
+    SolverError,
+    body_min_eigs,
+    initial_x,
+    lift_to_margin,
+    make_solution,
+)
+
+BACKENDS = ("fast", "cvxpy", "cvxpy_per_solve")
+DEFAULT_REGULARIZATION = 1e-12
+"""Fast backend: ``regularization * max(diag(P))`` times ``|z - reference|^2`` is added to the
+reduced objective so the optimum is unique (rank-deficient data) and the central path exists."""
+
+
+def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
+              backend: str = "fast", tol: float = 1e-10, max_iterations: int = 60,
+              regularization: float = DEFAULT_REGULARIZATION,
+              margin: float = CONSISTENCY_MARGIN, solver: str = "CLARABEL",
+              solver_options: dict[str, Any] | None = None) -> Solution:
+    """Solve the LMI-constrained problem.
+
+    ``tol``: relative tolerance (gap and residuals; for cvxpy, Clarabel's gap/feasibility
+    tolerances); ``max_iterations``: interior-point iterations; ``regularization``: fast backend,
+    see :data:`DEFAULT_REGULARIZATION`; ``margin``: guaranteed lambda_min(J) (kg*m^2);
+    ``solver``/``solver_options``: cvxpy backends. ``initvals`` warm-starts the fast backend
+    (Clarabel has no warm start: ignored by the cvxpy backends).
+    """
+    started = time.perf_counter()
+    x0 = initial_x(problem, initvals)
+    if backend == "fast":
+        duals = initvals.info.get("duals") if isinstance(initvals, Solution) else None
+        return _solve_fast(problem, x0, duals, started, tol=tol, max_iterations=max_iterations,
+                           regularization=regularization, margin=margin)
+    if backend in ("cvxpy", "cvxpy_per_solve"):
+        return _solve_cvxpy(problem, started, backend=backend, tol=tol, margin=margin,
+                            solver=solver, solver_options=solver_options or {},
+                            max_iterations=max_iterations)
+    raise ProblemError(f"lmi: unknown backend {backend!r}; available: {BACKENDS}")
+
+
+# ---- fast ----------------------------------------------------------------------------------
+
+
+def _constraints_hold(problem: Problem, x: np.ndarray) -> bool:
+    """``J(theta_k) >= 0``, ellipsoid and non-negativity constraints hold at ``x`` (exactly)."""
+    if problem.n_bodies and body_min_eigs(x, problem.n_bodies).min() < 0.0:
+        return False
+    if problem.nonnegative and x[list(problem.nonnegative)].min() < 0.0:
+        return False
+    return all(a @ x[10 * k:10 * k + 10] >= 0.0 for k, a in problem.ellipsoid_rows().items())
+
+
+def _unconstrained(problem: Problem, hessian: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Minimiser of ``x^T H x - 2 b^T x``: Cholesky when ``H`` is PD, else closest to the prior."""
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(hessian), rhs)
+    except np.linalg.LinAlgError:
+        return unconstrained_minimizer(problem, DEFAULT_RCOND)[0]
+
+
+def _symmetric_inverse_apply(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``matrix^+ rhs`` for symmetric PSD ``matrix``; Cholesky when possible."""
+    if matrix.size == 0:
+        return np.zeros_like(rhs)
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix), rhs)
+    except np.linalg.LinAlgError:
+        if rhs.ndim == 1:
+            return psd_solve(matrix, rhs, DEFAULT_RCOND)[0]
+        return np.column_stack([psd_solve(matrix, col, DEFAULT_RCOND)[0] for col in rhs.T])
+
+
+@dataclass
+class _Reduction:
+    """Elimination of the unconstrained entries ``u`` of ``x``: ``x_u = base - gain @ x_c``."""
+
+    constrained: np.ndarray
+    free: np.ndarray
+    base: np.ndarray
+    gain: np.ndarray
+
+    def expand(self, z: np.ndarray, n_params: int) -> np.ndarray:
+        x = np.empty(n_params)
+        x[self.constrained] = z
+        x[self.free] = self.base - self.gain @ z
+        return x
+
+
+def _reduce(problem: Problem, hessian: np.ndarray, rhs: np.ndarray,
+            regularization: float, reference: np.ndarray) -> tuple[ConeProblem, _Reduction]:
+    """Schur complement on the constrained entries (bodies, non-negative extras):
+    ``P = H_cc - H_cu H_uu^-1 H_uc``, ``q = b_c - H_cu H_uu^-1 b_u`` (objective halved)."""
+    p, nb = problem.n_params, problem.n_body_params
+    constrained = np.array(sorted(set(range(nb)) | set(problem.nonnegative)), dtype=int)
+    free = np.setdiff1d(np.arange(p), constrained)
+    H_cc = hessian[np.ix_(constrained, constrained)]
+    H_cu = hessian[np.ix_(constrained, free)]
+    solved = _symmetric_inverse_apply(hessian[np.ix_(free, free)],
+                                      np.column_stack([H_cu.T, rhs[free]]))
+    gain, base = solved[:, :-1], solved[:, -1]
+    P = H_cc - H_cu @ gain
+    P = 0.5 * (P + P.T)
+    q = rhs[constrained] - H_cu @ base
+    epsilon = regularization * max(float(np.max(np.diag(P), initial=0.0)), 1e-300)
+    P[np.diag_indices_from(P)] += epsilon
+    q = q + epsilon * reference[constrained]
+    position = {int(i): j for j, i in enumerate(constrained)}
+    row_list = []
+    for k, a in problem.ellipsoid_rows().items():
+        row = np.zeros(len(constrained))
+        row[10 * k:10 * k + 10] = a
+        row_list.append(row)
+    for i in problem.nonnegative:
+        row = np.zeros(len(constrained))
+        row[position[i]] = 1.0
+        row_list.append(row)
+    rows = np.array(row_list).reshape(len(row_list), len(constrained))
+    return (ConeProblem(P=P, q=q, n_blocks=problem.n_bodies, rows=rows),
+            _Reduction(constrained=constrained, free=free, base=base, gain=gain))
+
+
+def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, started: float, *,
+                tol: float, max_iterations: int, regularization: float,
+                margin: float) -> Solution:
+    hessian, rhs, _ = problem.quadratic()
+    x_unconstrained = _unconstrained(problem, hessian, rhs)
+    if _constraints_hold(problem, x_unconstrained):
+        x = lift_to_margin(x_unconstrained, problem.n_bodies, margin)
+        return make_solution(problem, x, "lmi", found=True, status="solved", iterations=0,
+                             started=started, finished=time.perf_counter(),
+                             message="unconstrained optimum is feasible",
+                             info={"backend": "fast", "active": False})
+    reference = problem.prior if problem.prior is not None else np.zeros(problem.n_params)
+    cone, reduction = _reduce(problem, hessian, rhs, regularization, reference)
+    z_unconstrained = x_unconstrained[reduction.constrained]
+    # gap scale: the objective's size, max(excess over the unconstrained minimum, its magnitude)
+    f_min = 0.5 * z_unconstrained @ cone.P @ z_unconstrained - cone.q @ z_unconstrained
+    warm = x0 is not None
+    z_start = x0[reduction.constrained] if warm else z_unconstrained
+    excess_guess = 0.5 * (z_start - z_unconstrained) @ cone.P @ (z_start - z_unconstrained)
+    gap_scale = max(excess_guess, 1e-6 * abs(f_min), 1e-300)
+    block_duals, row_duals = duals if duals is not None else (None, None)
+    try:
+        result = solve_cone_qp(cone, z_start, block_duals, row_duals, gap_scale=gap_scale,
+                               tol=tol, max_iterations=max_iterations, warm=warm)
+    except (np.linalg.LinAlgError, FloatingPointError, ValueError) as e:
+        raise SolverError(f"lmi fast interior point failed: {e}") from e
+    z = result.z.copy()
+    n_body = problem.n_body_params
+    z[:n_body] = lift_to_margin(z[:n_body], problem.n_bodies, margin)
+    nonnegative_positions = np.searchsorted(reduction.constrained, problem.nonnegative)
+    z[nonnegative_positions] = np.maximum(z[nonnegative_positions], 0.0)
+    x = reduction.expand(z, problem.n_params)
+    return make_solution(problem, x, "lmi", found=result.converged, status=result.status,
+                         iterations=result.iterations, started=started,
+                         finished=time.perf_counter(),
+                         message=f"interior point: {result.status}, gap {result.gap:.3g}",
+                         info={"backend": "fast", "active": True, "gap": result.gap,
+                               "duals": (result.block_duals, result.row_duals)})
+
+
+# ---- cvxpy ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _CvxpyModel:
+    """A compiled DPP model: ``problem`` with Parameters ``R`` (p, p), ``z`` (p,) and one
+    ``a_k`` (10,) per bounding ellipsoid (``a_k . theta_k = tr(J_k Q_k)``)."""
+
+    problem: Any
+    x: Any
+    R: Any
+    z: Any
+    ellipsoid_rows: dict[int, Any]
+
+
+_MODEL_CACHE: OrderedDict[tuple, _CvxpyModel] = OrderedDict()
+_MODEL_CACHE_SIZE = 16
+_MODEL_LOCK = threading.Lock()
+
+
+def build_cvxpy_model(structure: Problem) -> _CvxpyModel:
+    """DPP model of ``structure``'s problem class (its numbers are set per solve)."""
+    import cvxpy as cp
+
+    p, n = structure.n_params, structure.n_bodies
+    x = cp.Variable(p, name="x")
+    R = cp.Parameter((p, p), name="R")
+    z = cp.Parameter(p, name="z")
+    basis = PSEUDO_INERTIA_BASIS.reshape(10, 16).T
+    constraints = []
+    for k in range(n):
+        theta = x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)]
+        constraints.append(cp.reshape(basis @ theta, (4, 4), order="C") >> 0)
+    ellipsoid_rows = {}
+    for k in structure.ellipsoid_rows():
+        ellipsoid_rows[k] = cp.Parameter(10, name=f"a_{k}")
+        constraints.append(ellipsoid_rows[k] @ x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)] >= 0)
+    if structure.nonnegative:
+        constraints.append(x[list(structure.nonnegative)] >= 0)
+    model = cp.Problem(cp.Minimize(cp.sum_squares(R @ x - z)), constraints)
+    return _CvxpyModel(problem=model, x=x, R=R, z=z, ellipsoid_rows=ellipsoid_rows)
+
+
+def cached_cvxpy_model(problem: Problem) -> _CvxpyModel:
+    """The cached DPP model for ``problem.structure_key()`` (built on first use)."""
+    key = problem.structure_key()
+    with _MODEL_LOCK:
+        model = _MODEL_CACHE.get(key)
+        if model is None:
+            model = build_cvxpy_model(problem)
+            _MODEL_CACHE[key] = model
+            while len(_MODEL_CACHE) > _MODEL_CACHE_SIZE:
+                _MODEL_CACHE.popitem(last=False)
+        else:
+            _MODEL_CACHE.move_to_end(key)
+        return model
+
+
+def _solve_cvxpy(problem: Problem, started: float, *, backend: str, tol: float, margin: float,
+                 solver: str, solver_options: dict[str, Any], max_iterations: int) -> Solution:
+    import cvxpy as cp
+
+    model = cached_cvxpy_model(problem) if backend == "cvxpy" else build_cvxpy_model(problem)
+    hessian, rhs, _ = problem.quadratic()
+    R, z = psd_sqrt_factor(hessian, rhs, DEFAULT_RCOND)
+    options = dict(solver_options)
+    if solver == "CLARABEL":
+        options = {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol,
+                   "max_iter": max_iterations, **options}
+    with _MODEL_LOCK if backend == "cvxpy" else contextlib.nullcontext():
+        model.R.value = R
+        model.z.value = z
+        for k, a in problem.ellipsoid_rows().items():
+            model.ellipsoid_rows[k].value = a
+        try:
+            model.problem.solve(solver=solver, **options)
+        except (cp.error.SolverError, ValueError, ArithmeticError) as e:
+            raise SolverError(f"lmi {backend}: {solver} failed: {e}") from e
+        status = str(model.problem.status)
+        value = model.x.value
+        stats = model.problem.solver_stats
+        iterations = int(stats.num_iters or 0) if stats is not None else 0
+        is_dpp = model.problem.is_dpp()
+    if value is None:
+        raise SolverError(f"lmi {backend}: {solver} returned no solution (status {status})")
+    x = np.array(value, dtype=float)
+    if problem.nonnegative:
+        x[list(problem.nonnegative)] = np.maximum(x[list(problem.nonnegative)], 0.0)
+    x = lift_to_margin(x, problem.n_bodies, margin)
+    return make_solution(problem, x, "lmi", found=status == cp.OPTIMAL, status=status,
+                         iterations=iterations, started=started, finished=time.perf_counter(),
+                         message=f"{solver} via cvxpy ({backend})",
+                         info={"backend": backend, "is_dpp": is_dpp})
