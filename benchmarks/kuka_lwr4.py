@@ -1,11 +1,12 @@
 """Link identification on real KUKA LWR4+ joint torques (FloBaRoID recordings, LGPL-3.0).
 
-Run: ``.venv/bin/python benchmarks/kuka_lwr4.py [data_dir]`` (default ``<repo>/../shared/data/kuka_lwr4``;
-see its README.md for provenance and reference numbers).
+Run: ``.venv/bin/python benchmarks/kuka_lwr4.py [data_dir]`` (default
+``<repo>/../shared/data/kuka_lwr4``; see its README.md for provenance and reference numbers).
 
 Model: 7 links (10 inertial parameters each, nominal URDF as prior) plus viscous, Coulomb (exact
 sign), offset and armature per joint: 98 parameters. Everything is fitted on run 1 only; runs 2
-(same trajectory: repeatability) and 3 (a different, faster trajectory: generalisation) are held out.
+(same trajectory: repeatability) and 3 (a different, faster trajectory: generalisation) are held
+out.
 
 Compared: the nominal URDF (zero friction), unconstrained least squares ("OLS") and the physically
 consistent fit ("LMI": every link's pseudo-inertia J >= 0, viscous/Coulomb/armature >= 0, prior
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from inertia_id_ros.friction import DRIVE_TERMS
 from inertia_id_ros.inertia import check_consistency
 from inertia_id_ros.links import (
     JointTorqueData,
@@ -47,7 +49,8 @@ def load_run(data_dir: Path, index: int) -> JointTorqueData:
     """Run ``index`` (1, 2 or 3): measured positions, velocities, accelerations and torques."""
     path = data_dir / f"measurements_{index}.npz"
     run = np.load(path)
-    return JointTorqueData(run["positions"], run["velocities"], run["accelerations"], run["torques"])
+    return JointTorqueData(run["positions"], run["velocities"], run["accelerations"],
+                           run["torques"])
 
 
 def main(data_dir: Path = DEFAULT_DATA_DIR) -> int:
@@ -69,15 +72,18 @@ def main(data_dir: Path = DEFAULT_DATA_DIR) -> int:
     print(f"\nprior weight by 5-fold blocked cross-validation on run 1 "
           f"({time.perf_counter() - start:.1f} s):")
     for w, rms in zip(selection.weights, selection.cv_rms):
-        print(f"  {w:9.2e}  held-out RMS {rms:.4f} N·m{'  <- chosen' if w == selection.best else ''}")
+        chosen = "  <- chosen" if w == selection.best else ""
+        print(f"  {w:9.2e}  held-out RMS {rms:.4f} N·m{chosen}")
 
     ols = fit_links(model, runs[1], method="ols", prior_weight=0.0)
     start = time.perf_counter()
     lmi = fit_links(model, runs[1], method="lmi", prior_weight=selection.best, initvals=ols)
+    run1 = torque_error(model, lmi.x, runs[1]).overall
     print(f"consistent fit: {time.perf_counter() - start:.2f} s, solver status "
-          f"{lmi.solution.status!r}, run-1 RMS {torque_error(model, lmi.x, runs[1]).overall:.4f} N·m")
+          f"{lmi.solution.status!r}, run-1 RMS {run1:.4f} N·m")
     fits = {"URDF": model.prior, "OLS": ols.x, "LMI": lmi.x}
-    errors = {(name, i): torque_error(model, x, runs[i]) for name, x in fits.items() for i in (2, 3)}
+    errors = {(name, i): torque_error(model, x, runs[i])
+              for name, x in fits.items() for i in (2, 3)}
 
     print("\nreference check (README):")
     for name, (ref2, ref3) in README_REFERENCE.items():
@@ -88,8 +94,10 @@ def main(data_dir: Path = DEFAULT_DATA_DIR) -> int:
     header = "joint          " + "".join(f"{f'{n} r{i}':>10}" for i in (2, 3) for n in fits)
     print(header)
     for j, joint in enumerate(model.joint_names):
-        print(f"{joint:<15}" + "".join(f"{errors[n, i].per_joint[j]:10.3f}" for i in (2, 3) for n in fits))
-    print(f"{'overall':<15}" + "".join(f"{errors[n, i].overall:10.3f}" for i in (2, 3) for n in fits))
+        print(f"{joint:<15}"
+              + "".join(f"{errors[n, i].per_joint[j]:10.3f}" for i in (2, 3) for n in fits))
+    print(f"{'overall':<15}"
+          + "".join(f"{errors[n, i].overall:10.3f}" for i in (2, 3) for n in fits))
 
     print("\nlink consistency: mass (kg) and min eigenvalue of J (kg·m²)")
     print(f"{'link':<12}" + "".join(f"{f'{n} m':>10}{f'{n} λmin':>12}{'':>4}" for n in fits))
@@ -103,9 +111,9 @@ def main(data_dir: Path = DEFAULT_DATA_DIR) -> int:
         print(f"{link:<12}" + "".join(cells))
 
     print("\nestimated drive parameters (consistent fit):")
-    print(f"{'joint':<15}{'viscous':>10}{'coulomb':>10}{'offset':>10}{'armature':>10}")
+    print(f"{'joint':<15}" + "".join(f"{t:>10}" for t in DRIVE_TERMS))
     for joint, terms in model.drive_parameters(lmi.x).items():
-        print(f"{joint:<15}" + "".join(f"{terms[t]:10.4f}" for t in ("viscous", "coulomb", "offset", "armature")))
+        print(f"{joint:<15}" + "".join(f"{terms[t]:10.4f}" for t in DRIVE_TERMS))
 
     checks = {
         "every link fully consistent": all(r.fully_consistent for r in reports["LMI"]),

@@ -25,6 +25,15 @@ COVERAGE_GAP = "gap"
 COVERAGE_SPARSE = "sparse"
 
 
+def fit_window(t: np.ndarray, t_query: np.ndarray,
+               half_width: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` (M,): the samples ``t[lo:hi]`` within ``half_width`` of each query time (edges
+    included, with a relative tolerance of 1e-9) are those a local fit uses."""
+    reach = half_width * (1.0 + _EDGE_TOLERANCE)
+    return (np.searchsorted(t, t_query - reach, side="left"),
+            np.searchsorted(t, t_query + reach, side="right"))
+
+
 def local_polynomial_derivatives(t: np.ndarray, x: np.ndarray, t_query: np.ndarray,
                                  half_width: float, order: int = 2,
                                  n_derivatives: int = 2) -> np.ndarray:
@@ -49,9 +58,7 @@ def local_polynomial_derivatives(t: np.ndarray, x: np.ndarray, t_query: np.ndarr
         raise ValueError(f"n_derivatives must be in [0, order={order}], got {n_derivatives}")
     if not half_width > 0:
         raise ValueError(f"half_width must be positive (s), got {half_width}")
-    reach = half_width * (1.0 + _EDGE_TOLERANCE)
-    lo = np.searchsorted(t, t_query - reach, side="left")
-    hi = np.searchsorted(t, t_query + reach, side="right")
+    lo, hi = fit_window(t, t_query, half_width)
     counts = hi - lo
     if t_query.size == 0:
         return np.zeros((0, n_derivatives + 1, x.shape[1]))
@@ -114,8 +121,8 @@ def check_coverage(t: np.ndarray, t_query: np.ndarray, half_width: float, max_ga
         return status
     first = np.searchsorted(t, t_query - reach, side="right") - 1  # last sample <= tq - h
     last = np.searchsorted(t, t_query + half_width * (1.0 - _EDGE_TOLERANCE), side="left")
-    counts = (np.searchsorted(t, t_query + reach, side="right")
-              - np.searchsorted(t, t_query - reach, side="left"))
+    lo, hi = fit_window(t, t_query, half_width)
+    counts = hi - lo
     gaps = np.flatnonzero(np.diff(t) > max_gap)  # gap i is between samples i and i + 1
     end = np.minimum(last, t.size - 1)
     spans_gap = (np.searchsorted(gaps, end, side="left")

@@ -80,7 +80,7 @@ class JointDrive:
         return tuple(t for t in DRIVE_TERMS if getattr(self, t))
 
     def regressor(self, velocity: np.ndarray, acceleration: np.ndarray) -> np.ndarray:
-        """(N, len(terms)) columns ``[dq, s(dq), 1, ddq]`` of the estimated terms, for (N,) inputs."""
+        """(N, len(terms)) columns ``[dq, s(dq), 1, ddq]`` of the estimated terms; (N,) inputs."""
         dq = np.asarray(velocity, dtype=float)
         columns = {
             "viscous": dq,

@@ -84,6 +84,11 @@ class SensorKinematics:
             self._q[self._q_index[cont] + 1] = np.sin(q[cont])
         return self._q
 
+    def model_configuration(self, q: np.ndarray) -> np.ndarray:
+        """Configuration (reduced_model.nq,) of :attr:`reduced_model` from joint positions
+        (n_joints,) in :attr:`joint_names` order (continuous joints as (cos, sin))."""
+        return self._configuration(self._check("q", q)).copy()
+
     def _check(self, name: str, x: np.ndarray, n_samples: int | None = None) -> np.ndarray:
         x = np.asarray(x, dtype=float)
         shape = (self.n_joints,) if n_samples is None else (n_samples, self.n_joints)

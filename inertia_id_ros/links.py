@@ -30,11 +30,10 @@ one weight for all parameters. Choose it by blocked cross-validation (:func:`sel
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import warnings
 
 import numpy as np
 import pinocchio as pin
@@ -55,6 +54,9 @@ DEFAULT_RANK_TOLERANCE = 1e-8
 ``tolerance * |R_00|`` counts as zero."""
 
 _CHUNK = 2000  # samples per block when accumulating normal equations or the QR factor
+
+DriveSpec = JointDrive | Sequence[JointDrive] | Mapping[str, JointDrive]
+"""One :class:`JointDrive` for every joint, one per joint in order, or ``{joint name: drive}``."""
 
 
 @dataclass(frozen=True)
@@ -116,52 +118,54 @@ class LinkModel:
     joint order, or a mapping from joint name (joints not in it get ``JointDrive()``).
     """
 
-    def __init__(self, model: pin.Model,
-                 drives: JointDrive | Sequence[JointDrive] | Mapping[str, JointDrive] = JointDrive()):
+    def __init__(self, model: pin.Model, drives: DriveSpec = JointDrive()):
         self.model = model
         self._data = model.createData()
         self.joint_names: tuple[str, ...] = tuple(model.names[1:])
         for j in range(1, model.njoints):
             if model.joints[j].nv != 1:
-                raise ValueError(f"joint {model.names[j]!r} has {model.joints[j].nv} DoF; only 1-DoF "
-                                 "joints are supported (lock the others, see LinkModel.from_urdf)")
+                raise ValueError(f"joint {model.names[j]!r} has {model.joints[j].nv} DoF; only "
+                                 "1-DoF joints are supported (lock the others, see from_urdf)")
         self.n_joints = len(self.joint_names)
         self.drives: tuple[JointDrive, ...] = self._drives_per_joint(drives)
-        self.link_names: tuple[str, ...] = tuple(self._body_name(j) for j in range(1, model.njoints))
+        self.link_names: tuple[str, ...] = tuple(self._body_name(j)
+                                                 for j in range(1, model.njoints))
         names = [f"{link}.{p}" for link in self.link_names for p in THETA_NAMES]
-        names += [f"{joint}.{t}" for joint, d in zip(self.joint_names, self.drives) for t in d.terms]
+        names += [f"{joint}.{t}" for joint, d in zip(self.joint_names, self.drives)
+                  for t in d.terms]
         self.parameter_names: tuple[str, ...] = tuple(names)
         self.n_parameters = len(names)
         self.nonnegative: tuple[int, ...] = tuple(
             i for i, name in enumerate(names)
             if i >= 10 * self.n_joints and name.rsplit(".", 1)[1] in NONNEGATIVE_DRIVE_TERMS)
-        self._q_index = [(model.joints[j].idx_q, model.joints[j].nq) for j in range(1, model.njoints)]
+        self._q_index = [(model.joints[j].idx_q, model.joints[j].nq)
+                         for j in range(1, model.njoints)]
 
     @classmethod
     def from_urdf(cls, urdf: str | Path, joints: Sequence[str] | None = None,
                   locked_positions: Mapping[str, float] | None = None,
-                  drives: JointDrive | Sequence[JointDrive] | Mapping[str, JointDrive] = JointDrive(),
-                  ) -> LinkModel:
+                  drives: DriveSpec = JointDrive()) -> LinkModel:
         """Model of the chain of ``joints`` (default: all) of the URDF at path ``urdf``.
 
-        Every other joint is locked (``pin.buildReducedModel``) at its position in
+        Every other joint is locked (:func:`inertia_id_ros.robots.reduce_model`) at its position in
         ``locked_positions`` (rad or m; default 0; entries naming identified joints are ignored,
         so ``data.mean_positions()`` locks joints at their measured positions). A locked joint's
         subtree is lumped into the link it hangs from.
         """
         full = load_model(urdf)
         keep = list(full.names[1:]) if joints is None else list(joints)
-        locked = {name: value for name, value in (locked_positions or {}).items() if name not in keep}
+        locked = {name: value for name, value in (locked_positions or {}).items()
+                  if name not in keep}
         return cls(reduce_model(full, keep, locked), drives)
 
-    def _drives_per_joint(self, drives: JointDrive | Sequence[JointDrive] | Mapping[str, JointDrive]
-                          ) -> tuple[JointDrive, ...]:
+    def _drives_per_joint(self, drives: DriveSpec) -> tuple[JointDrive, ...]:
         if isinstance(drives, JointDrive):
             return (drives,) * self.n_joints
         if isinstance(drives, Mapping):
             unknown = [j for j in drives if j not in self.joint_names]
             if unknown:
-                raise ValueError(f"drives given for unknown joints {unknown}; joints: {self.joint_names}")
+                raise ValueError(f"drives given for unknown joints {unknown}; "
+                                 f"the model's joints are {self.joint_names}")
             return tuple(drives.get(j, JointDrive()) for j in self.joint_names)
         drives = tuple(drives)
         if len(drives) != self.n_joints:
@@ -178,7 +182,8 @@ class LinkModel:
     def prior(self) -> np.ndarray:
         """(n_parameters,) the model's inertials (URDF) and the drives' priors (zero friction and
         offset, reflected rotor inertia as armature)."""
-        thetas = [self.model.inertias[j].toDynamicParameters() for j in range(1, self.model.njoints)]
+        thetas = [self.model.inertias[j].toDynamicParameters()
+                  for j in range(1, self.model.njoints)]
         return np.concatenate(thetas + [d.prior() for d in self.drives])
 
     def link_parameters(self, x: np.ndarray) -> np.ndarray:
@@ -229,16 +234,23 @@ class LinkModel:
         q = self.configuration(positions)
         dq = np.atleast_2d(np.asarray(velocities, dtype=float))
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
-        n, n_theta = self.n_joints, 10 * self.n_joints
-        Y = np.zeros((q.shape[0], n, self.n_parameters))
+        n_theta = 10 * self.n_joints
+        Y = np.empty((q.shape[0], self.n_joints, self.n_parameters))
         for k in range(q.shape[0]):
-            Y[k, :, :n_theta] = pin.computeJointTorqueRegressor(self.model, self._data, q[k], dq[k], ddq[k])
-        col = n_theta
+            Y[k, :, :n_theta] = pin.computeJointTorqueRegressor(self.model, self._data,
+                                                                q[k], dq[k], ddq[k])
+        Y[:, :, n_theta:] = self._drive_regressor(dq, ddq)
+        return Y
+
+    def _drive_regressor(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n_joints, n_drive_parameters) drive columns: joint ``j``'s only in row ``j``."""
+        out = np.zeros(dq.shape + (self.n_parameters - 10 * self.n_joints,))
+        col = 0
         for j, drive in enumerate(self.drives):
             m = len(drive.terms)
-            Y[:, j, col:col + m] = drive.regressor(dq[:, j], ddq[:, j])
+            out[:, j, col:col + m] = drive.regressor(dq[:, j], ddq[:, j])
             col += m
-        return Y
+        return out
 
     def known_torques(self, accelerations: np.ndarray) -> np.ndarray:
         """(N, n_joints) torque of the known (not estimated) drive terms: fixed armature x ddq."""
@@ -267,31 +279,8 @@ class LinkModel:
         dq = np.atleast_2d(np.asarray(velocities, dtype=float))
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
         tau = np.stack([pin.rnea(model, data, q[k], dq[k], ddq[k]) for k in range(q.shape[0])])
-        col = 10 * self.n_joints
-        for j, drive in enumerate(self.drives):
-            m = len(drive.terms)
-            tau[:, j] += drive.regressor(dq[:, j], ddq[:, j]) @ x[col:col + m]
-            col += m
-        return tau + self.known_torques(ddq)
-
-
-@dataclass
-class NormalEquations:
-    """``gram = YᵀY`` (p, p), ``moment = Yᵀy`` (p,), ``yty = yᵀy`` and ``n_rows`` of a stacked
-    system ``Y x ≈ y`` with ``y = tau_measured - tau_known`` (one row per sample and joint)."""
-
-    gram: np.ndarray
-    moment: np.ndarray
-    yty: float
-    n_rows: int
-
-    def __add__(self, other: NormalEquations) -> NormalEquations:
-        return NormalEquations(self.gram + other.gram, self.moment + other.moment,
-                               self.yty + other.yty, self.n_rows + other.n_rows)
-
-    def __sub__(self, other: NormalEquations) -> NormalEquations:
-        return NormalEquations(self.gram - other.gram, self.moment - other.moment,
-                               self.yty - other.yty, self.n_rows - other.n_rows)
+        drive_torques = self._drive_regressor(dq, ddq) @ x[10 * self.n_joints:]
+        return tau + drive_torques + self.known_torques(ddq)
 
 
 def regression_system(model: LinkModel, data: JointTorqueData) -> tuple[np.ndarray, np.ndarray]:
@@ -303,16 +292,34 @@ def regression_system(model: LinkModel, data: JointTorqueData) -> tuple[np.ndarr
     return Y.reshape(-1, model.n_parameters), y.reshape(-1)
 
 
-def normal_equations(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData]
-                     ) -> NormalEquations:
-    """Normal equations of all samples of ``data`` (one run or several), accumulated in blocks."""
+def link_problem(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],
+                 prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+                 bounding_ellipsoids: Sequence[np.ndarray | None] | None = None) -> Problem:
+    """The solver problem of fitting ``model`` to all samples of ``data`` (one run or several).
+
+    Normal equations of :func:`regression_system` (accumulated in blocks), the prior
+    ``model.prior`` with weight ``prior_weight * n_rows`` (``prior_weight`` is per torque sample,
+    see the module docstring), every link a body (``J(theta_k) >= 0`` for constrained methods),
+    viscous, Coulomb and armature in ``nonnegative``; optional bounding ellipsoids per link
+    (:func:`inertia_id_ros.solvers.ellipsoid_matrix`, link frame).
+    """
+    if not prior_weight >= 0.0:
+        raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
     p = model.n_parameters
-    total = NormalEquations(np.zeros((p, p)), np.zeros(p), 0.0, 0)
+    gram, moment, yty, n_rows = np.zeros((p, p)), np.zeros(p), 0.0, 0
     for run in _as_list(data):
         for start in range(0, run.n_samples, _CHUNK):
             Y, y = regression_system(model, run.subset(slice(start, start + _CHUNK)))
-            total = total + NormalEquations(Y.T @ Y, Y.T @ y, float(y @ y), len(y))
-    return total
+            gram += Y.T @ Y
+            moment += Y.T @ y
+            yty += float(y @ y)
+            n_rows += len(y)
+    if n_rows == 0:
+        raise ValueError("no torque samples in data")
+    return Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=model.n_joints,
+                   nonnegative=model.nonnegative, prior=model.prior,
+                   prior_weight=prior_weight * n_rows, bounding_ellipsoids=bounding_ellipsoids,
+                   body_names=model.link_names, param_names=model.parameter_names)
 
 
 @dataclass(frozen=True)
@@ -424,39 +431,33 @@ class LinkFit:
         return all(r.fully_consistent for r in self.consistency)
 
 
-def _fit(model: LinkModel, equations: NormalEquations, method: str, prior_weight: float,
-         initvals: Solution | np.ndarray | None, **solver_options: object) -> Solution:
-    if not prior_weight >= 0.0:
-        raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
-    if equations.n_rows == 0:
-        raise ValueError("no torque samples to fit")
-    problem = Problem(gram=equations.gram, moment=equations.moment, yty=equations.yty,
-                      n_rows=equations.n_rows, n_bodies=model.n_joints,
-                      nonnegative=model.nonnegative, prior=model.prior,
-                      prior_weight=prior_weight * equations.n_rows,
-                      body_names=model.link_names, param_names=model.parameter_names)
+def _solve(problem: Problem, method: str, initvals: Solution | np.ndarray | None,
+           **solver_options: object) -> Solution:
     solution = solve(problem, method=method, initvals=initvals, **solver_options)
     if not solution.found:
         warnings.warn(f"link fit with method {method!r} did not converge (status "
-                      f"{solution.status!r}); using its last iterate", RuntimeWarning, stacklevel=3)
+                      f"{solution.status!r}); using its last iterate", RuntimeWarning,
+                      stacklevel=3)
     return solution
 
 
 def fit_links(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],
               method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
               initvals: LinkFit | Solution | np.ndarray | None = None,
+              bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
               **solver_options: object) -> LinkFit:
     """Fit links and drives to the torques of ``data`` (one run or several).
 
-    Minimises ``(1/n_rows) ||Y x - y||² + prior_weight ||x - model.prior||²`` with
-    ``method`` of :func:`inertia_id_ros.solvers.solve`: ``"lmi"`` keeps every link fully
-    consistent (``J(theta_k) >= 0``) and viscous, Coulomb and armature ``>= 0``; ``"ols"`` is
-    unconstrained. ``initvals`` warm-starts the solver (a previous fit, solution or x).
+    Minimises ``(1/n_rows) ||Y x - y||² + prior_weight ||x - model.prior||²`` (see
+    :func:`link_problem`) with ``method`` of :func:`inertia_id_ros.solvers.solve`: ``"lmi"``
+    keeps every link fully consistent (``J(theta_k) >= 0``) and viscous, Coulomb and armature
+    ``>= 0``; ``"ols"`` is unconstrained. ``initvals`` warm-starts the solver (a previous fit,
+    solution or x); ``solver_options`` go to the method. Warns if the solver did not converge.
     """
     if isinstance(initvals, LinkFit):
         initvals = initvals.solution
-    solution = _fit(model, normal_equations(model, data), method, prior_weight, initvals,
-                    **solver_options)
+    problem = link_problem(model, data, prior_weight, bounding_ellipsoids)
+    solution = _solve(problem, method, initvals, **solver_options)
     x = np.asarray(solution.x, dtype=float)
     consistency = tuple(check_consistency(theta) for theta in model.link_parameters(x))
     return LinkFit(x, model.parameter_names, model.link_names, method, prior_weight, solution,
@@ -513,17 +514,18 @@ def select_prior_weight(model: LinkModel, data: JointTorqueData,
         raise ValueError(f"{data.n_samples} samples cannot make {n_folds} folds")
     weights = np.asarray(sorted(weights), dtype=float)
     blocks = np.array_split(np.arange(data.n_samples), n_folds)
-    fold_equations = [normal_equations(model, data.subset(b)) for b in blocks]
-    total = sum(fold_equations[1:], fold_equations[0])
+    folds = [link_problem(model, data.subset(b), prior_weight=0.0) for b in blocks]
+    total = link_problem(model, data, prior_weight=0.0)
     squared = np.zeros(len(weights))
-    for held_out in fold_equations:
-        training = total - held_out
+    for held_out in folds:
+        n_rows = total.n_rows - held_out.n_rows
+        training = total.replace(gram=total.gram - held_out.gram,
+                                 moment=total.moment - held_out.moment,
+                                 yty=total.yty - held_out.yty, n_rows=n_rows)
         previous: Solution | None = None
-        for i, w in enumerate(weights[::-1]):  # strong to weak prior, warm-started
-            previous = _fit(model, training, method, float(w), previous, **solver_options)
-            x = np.asarray(previous.x)
-            squared[len(weights) - 1 - i] += (x @ held_out.gram @ x - 2.0 * held_out.moment @ x
-                                              + held_out.yty)
-    cv_rms = np.sqrt(np.maximum(squared, 0.0) / total.n_rows)
+        for i in reversed(range(len(weights))):  # strong to weak prior, warm-started
+            problem = training.replace(prior_weight=weights[i] * n_rows)
+            previous = _solve(problem, method, previous, **solver_options)
+            squared[i] += held_out.squared_residual(previous.x)
+    cv_rms = np.sqrt(squared / total.n_rows)
     return PriorWeightSelection(weights, cv_rms, float(weights[np.argmin(cv_rms)]))
-

@@ -10,13 +10,67 @@ WRENCH_ROWS = 6
 """Rows of ``Y`` per sample (one wrench)."""
 
 
+class SampleBuffer:
+    """Bounded FIFO of samples with named fields, kept contiguous in memory.
+
+    ``fields``: name -> per-sample shape; ``buffer[name]`` is a view (N, *shape) of the samples held,
+    oldest first, valid until the next change. Preallocated for ``2 capacity`` samples; adding
+    beyond ``capacity`` drops the oldest. Not thread-safe.
+    """
+
+    def __init__(self, capacity: int, **fields: tuple[int, ...]) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1 sample, got {capacity}")
+        self.capacity = int(capacity)
+        self._arrays = {name: np.empty((2 * self.capacity, *shape)) for name, shape in fields.items()}
+        self._start = 0
+        self._end = 0
+
+    def __len__(self) -> int:
+        return self._end - self._start
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._arrays[name][self._start:self._end]
+
+    def clear(self) -> None:
+        """Drop all samples."""
+        self._start = self._end = 0
+
+    def drop_front(self, count: int) -> None:
+        """Drop the ``count`` oldest samples."""
+        self._start = min(self._start + max(int(count), 0), self._end)
+
+    def extend(self, **values: np.ndarray) -> int:
+        """Append N samples (every field, shape (N, *shape)); returns how many of the oldest were
+        dropped to stay within ``capacity``."""
+        if set(values) != set(self._arrays):
+            raise ValueError(f"need the fields {sorted(self._arrays)}, got {sorted(values)}")
+        n = len(next(iter(values.values())))
+        if n > self.capacity:
+            values = {name: value[-self.capacity:] for name, value in values.items()}
+            skipped, n = n - self.capacity, self.capacity
+        else:
+            skipped = 0
+        if self._end + n > 2 * self.capacity:  # move the newest samples to the front
+            keep = min(len(self), 2 * self.capacity - n)
+            for array in self._arrays.values():
+                array[:keep] = array[self._end - keep:self._end]
+            self._start, self._end = 0, keep
+        for name, array in self._arrays.items():
+            array[self._end:self._end + n] = values[name]
+        self._end += n
+        overflow = max(len(self) - self.capacity, 0)
+        self._start += overflow
+        return skipped + overflow
+
+
 class SlidingWindow:
     """The samples ``(t_i, Y_i (6, p), f_i (6,))`` of the last ``window_sec`` seconds.
 
     Samples older than ``window_sec`` behind the newest one are dropped; so are the oldest ones
-    beyond ``capacity`` samples (bounded memory: preallocated buffers of ``2 capacity`` samples,
-    kept contiguous so the normal equations are one matrix product). ``p`` is fixed by
-    ``n_params`` or by the first sample. Not thread-safe (the estimator locks around it).
+    beyond ``capacity`` samples (bounded memory, a :class:`SampleBuffer`; contiguous, so the normal
+    equations are one matrix product). ``p`` is fixed by ``n_params`` or by the first sample. Not
+    thread-safe (the estimator locks around it).
     """
 
     def __init__(self, window_sec: float, n_params: int | None = None,
@@ -27,43 +81,41 @@ class SlidingWindow:
             raise ValueError(f"capacity must be at least 1 sample, got {capacity}")
         self.window_sec = float(window_sec)
         self.capacity = int(capacity)
-        self._start = 0
-        self._end = 0
-        self._t = np.empty(2 * self.capacity)
-        self._Y: np.ndarray | None = None
-        self._f = np.empty((2 * self.capacity, WRENCH_ROWS))
+        self._buffer: SampleBuffer | None = None
         if n_params is not None:
             self._allocate(n_params)
 
     def _allocate(self, n_params: int) -> None:
-        self._Y = np.empty((2 * self.capacity, WRENCH_ROWS, n_params))
+        self._buffer = SampleBuffer(self.capacity, t=(), Y=(WRENCH_ROWS, n_params),
+                                    f=(WRENCH_ROWS,))
 
     @property
     def n_params(self) -> int | None:
         """Columns ``p`` of the regressor (``None`` before the first sample)."""
-        return None if self._Y is None else self._Y.shape[2]
+        return None if self._buffer is None else self._buffer["Y"].shape[2]
 
     def __len__(self) -> int:
-        return self._end - self._start
+        return 0 if self._buffer is None else len(self._buffer)
 
     @property
     def t_first(self) -> float | None:
         """Stamp of the oldest sample (s), ``None`` when empty."""
-        return float(self._t[self._start]) if len(self) else None
+        return float(self._buffer["t"][0]) if len(self) else None
 
     @property
     def t_last(self) -> float | None:
         """Stamp of the newest sample (s), ``None`` when empty."""
-        return float(self._t[self._end - 1]) if len(self) else None
+        return float(self._buffer["t"][-1]) if len(self) else None
 
     def clear(self) -> None:
         """Drop all samples (the parameter count stays)."""
-        self._start = self._end = 0
+        if self._buffer is not None:
+            self._buffer.clear()
 
     def append(self, t: float, Y: np.ndarray, f: np.ndarray) -> None:
         """Add one sample: stamp ``t`` (s), regressor ``Y`` (6, p), wrench ``f`` (6,)."""
-        Y = np.asarray(Y, dtype=float)
-        self.extend(np.array([t], dtype=float), Y[None], np.asarray(f, dtype=float)[None])
+        self.extend(np.array([t], dtype=float), np.asarray(Y, dtype=float)[None],
+                    np.asarray(f, dtype=float)[None])
 
     def extend(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> None:
         """Add samples with non-decreasing stamps ``t`` (N,) (s, not older than the newest held),
@@ -75,59 +127,49 @@ class SlidingWindow:
         if Y.ndim != 3 or Y.shape[:2] != (n, WRENCH_ROWS) or f.shape != (n, WRENCH_ROWS):
             raise ValueError(f"need Y (N, 6, p) and f (N, 6) for N={n} stamps, got {Y.shape} "
                              f"and {f.shape}")
-        if self._Y is None:
+        if self._buffer is None:
             self._allocate(Y.shape[2])
         if Y.shape[2] != self.n_params:
             raise ValueError(f"Y has {Y.shape[2]} columns, the window holds {self.n_params}")
         if n == 0:
             return
-        if np.any(np.diff(t) < 0) or (len(self) and t[0] < self._t[self._end - 1]):
+        if np.any(np.diff(t) < 0) or (len(self) and t[0] < self.t_last):
             raise ValueError("stamps must be non-decreasing and not older than the newest sample")
-        if n > self.capacity:
-            t, Y, f = t[-self.capacity:], Y[-self.capacity:], f[-self.capacity:]
-            n = self.capacity
-        if self._end + n > 2 * self.capacity:  # move the live samples to the front
-            keep = min(len(self), self.capacity)
-            src = slice(self._end - keep, self._end)
-            self._t[:keep], self._Y[:keep], self._f[:keep] = self._t[src], self._Y[src], self._f[src]
-            self._start, self._end = 0, keep
-        new = slice(self._end, self._end + n)
-        self._t[new], self._Y[new], self._f[new] = t, Y, f
-        self._end += n
-        oldest_kept = np.searchsorted(self._t[self._start:self._end],
-                                      self._t[self._end - 1] - self.window_sec, side="left")
-        self._start = max(self._start + int(oldest_kept), self._end - self.capacity)
+        self._buffer.extend(t=t, Y=Y, f=f)
+        stamps = self._buffer["t"]
+        self._buffer.drop_front(np.searchsorted(stamps, stamps[-1] - self.window_sec, side="left"))
 
     def _slice(self, duration: float) -> slice:
         if duration < 0:
             raise ValueError(f"duration must be >= 0 (s; 0 = the whole window), got {duration}")
-        start = self._start
-        if duration > 0 and len(self):
-            start += int(np.searchsorted(self._t[self._start:self._end],
-                                         self._t[self._end - 1] - duration, side="left"))
-        return slice(start, self._end)
+        if duration == 0 or not len(self):
+            return slice(0, len(self))
+        stamps = self._buffer["t"]
+        return slice(int(np.searchsorted(stamps, stamps[-1] - duration, side="left")), len(self))
 
     def count(self, duration: float = 0.0) -> int:
         """Samples in the newest ``duration`` seconds (0: the whole window)."""
         s = self._slice(duration)
         return s.stop - s.start
 
-    def samples(self, duration: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Copies ``(t (N,), Y (N, 6, p), f (N, 6))`` of the newest ``duration`` seconds
-        (0: the whole window)."""
-        s = self._slice(duration)
-        if self._Y is None:
+    def samples(self, duration: float = 0.0,
+                copy: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(t (N,), Y (N, 6, p), f (N, 6))`` of the newest ``duration`` seconds (0: the whole
+        window); copies, or views valid until the next change if ``copy`` is false."""
+        if self._buffer is None:
             return np.zeros(0), np.zeros((0, WRENCH_ROWS, 0)), np.zeros((0, WRENCH_ROWS))
-        return self._t[s].copy(), self._Y[s].copy(), self._f[s].copy()
+        s = self._slice(duration)
+        out = tuple(self._buffer[name][s] for name in ("t", "Y", "f"))
+        return tuple(x.copy() for x in out) if copy else out
 
     def normal_equations(self, duration: float = 0.0) -> tuple[np.ndarray, np.ndarray, float, int]:
         """``(Y^T Y (p, p), Y^T y (p,), y^T y, rows)`` of the stacked rows of the newest
         ``duration`` seconds (0: the whole window)."""
-        if self._Y is None:
+        if self._buffer is None:
             raise ValueError("the window has never held a sample (unknown parameter count)")
-        s = self._slice(duration)
-        Y = self._Y[s].reshape(-1, self.n_params)
-        y = self._f[s].reshape(-1)
+        _, Y, f = self.samples(duration, copy=False)
+        Y = Y.reshape(-1, self.n_params)
+        y = f.reshape(-1)
         return Y.T @ Y, Y.T @ y, float(y @ y), Y.shape[0]
 
     def problem(self, duration: float = 0.0, n_bodies: int = 1, **problem_fields: Any):

@@ -9,7 +9,12 @@ import pinocchio as pin
 import pytest
 
 from inertia_id_ros.friction import JointDrive, smooth_sign
-from inertia_id_ros.inertia import check_consistency, inertia_from_theta, theta_from_inertia
+from inertia_id_ros.inertia import (
+    check_consistency,
+    inertia_from_theta,
+    pseudo_inertia,
+    theta_from_inertia,
+)
 from inertia_id_ros.links import (
     DEFAULT_PRIOR_WEIGHT,
     JointTorqueData,
@@ -21,6 +26,7 @@ from inertia_id_ros.links import (
     torque_error,
 )
 from inertia_id_ros.robots import example_robot_urdf
+from inertia_id_ros.solvers import ellipsoid_matrix
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 KUKA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kuka_lwr4"
@@ -33,7 +39,8 @@ def fourier_trajectory(n_joints: int, n_samples: int, rate: float, rng: np.rando
     derivatives; returns (N, n) positions, velocities, accelerations."""
     t = np.arange(n_samples)[:, None] / rate
     q0 = rng.uniform(-0.5, 0.5, n_joints)
-    q, dq, ddq = np.tile(q0, (n_samples, 1)), np.zeros((n_samples, n_joints)), np.zeros((n_samples, n_joints))
+    q = np.tile(q0, (n_samples, 1))
+    dq, ddq = np.zeros((2, n_samples, n_joints))
     for harmonic in range(1, harmonics + 1):
         w = 2.0 * np.pi * base_frequency * harmonic
         a, b = rng.normal(0.0, amplitude / harmonic, (2, n_joints))
@@ -49,8 +56,8 @@ def drive_torques(drive: JointDrive, dq: np.ndarray, ddq: np.ndarray, values: di
     """``viscous dq + coulomb s(dq) + offset + armature ddq`` written out (missing terms: 0; a
     non-estimated armature is the drive's reflected inertia)."""
     armature = values.get("armature", 0.0 if drive.armature else drive.reflected_inertia)
-    return (values.get("viscous", 0.0) * dq + values.get("coulomb", 0.0) * smooth_sign(dq, drive.coulomb_velocity)
-            + values.get("offset", 0.0) + armature * ddq)
+    coulomb = values.get("coulomb", 0.0) * smooth_sign(dq, drive.coulomb_velocity)
+    return values.get("viscous", 0.0) * dq + coulomb + values.get("offset", 0.0) + armature * ddq
 
 
 def perturbed_consistent_thetas(thetas: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -73,13 +80,14 @@ def test_smooth_sign() -> None:
 
 def test_regressor_matches_rnea_plus_drives() -> None:
     rng = np.random.default_rng(1)
-    drives = {  # every combination of estimated terms; a known armature N² I_rotor on joints 3 and 6
+    drives = {  # various estimated terms; a known armature N² I_rotor on joints 3 and 6
         "panda_joint1": JointDrive(),
         "panda_joint2": JointDrive(coulomb_velocity=0.05, offset=False),
         "panda_joint3": JointDrive(armature=False, rotor_inertia=2e-5, gear_ratio=100.0),
         "panda_joint4": JointDrive(viscous=False, coulomb=False, offset=False, armature=False),
         "panda_joint5": JointDrive(coulomb_velocity=0.01, effort_scale=2.5),
-        "panda_joint6": JointDrive(viscous=False, armature=False, rotor_inertia=1e-4, gear_ratio=50.0),
+        "panda_joint6": JointDrive(viscous=False, armature=False, rotor_inertia=1e-4,
+                                   gear_ratio=50.0),
     }
     model = LinkModel.from_urdf(example_robot_urdf("panda"), joints=PANDA_ARM, drives=drives)
     assert model.n_parameters == 70 + 4 + 3 + 3 + 0 + 4 + 2 + 4
@@ -97,7 +105,8 @@ def test_regressor_matches_rnea_plus_drives() -> None:
     pin_data = pin_model.createData()
     expected = np.stack([pin.rnea(pin_model, pin_data, q[k], dq[k], ddq[k]) for k in range(20)])
     for j, (joint, drive) in enumerate(zip(model.joint_names, model.drives)):
-        expected[:, j] += drive_torques(drive, dq[:, j], ddq[:, j], model.drive_parameters(x)[joint])
+        values = model.drive_parameters(x)[joint]
+        expected[:, j] += drive_torques(drive, dq[:, j], ddq[:, j], values)
 
     np.testing.assert_allclose(predict_torques(model, x, data), expected, atol=1e-9)
     np.testing.assert_allclose(model.inverse_dynamics(x, q, dq, ddq), expected, atol=1e-9)
@@ -118,8 +127,8 @@ def test_data_columns_follow_joint_names() -> None:
     np.testing.assert_allclose(predict_torques(model, model.prior, shuffled),
                                predict_torques(model, model.prior, plain))
     with pytest.raises(ValueError, match="lacks joints"):
-        predict_torques(model, model.prior, JointTorqueData(q[:, :3], dq[:, :3], ddq[:, :3], tau[:, :3],
-                                                            names[:3]))
+        partial = JointTorqueData(q[:, :3], dq[:, :3], ddq[:, :3], tau[:, :3], names[:3])
+        predict_torques(model, model.prior, partial)
     with pytest.raises(ValueError, match="no joint names"):
         predict_torques(model, model.prior, JointTorqueData(q, dq, ddq, tau))
 
@@ -129,7 +138,8 @@ def test_sub_chain_locks_other_joints() -> None:
     full model's with the locked joints held still at their positions."""
     rng = np.random.default_rng(3)
     full = pin.buildModelFromUrdf(str(example_robot_urdf("panda")))
-    locked = {"panda_joint5": 0.3, "panda_joint6": 1.2, "panda_joint7": -0.4, "panda_finger_joint1": 0.02}
+    locked = {"panda_joint5": 0.3, "panda_joint6": 1.2, "panda_joint7": -0.4,
+              "panda_finger_joint1": 0.02}
     arm = PANDA_ARM[:4]
     samples = rng.uniform(-1, 1, (3, 10, 4))
     positions = {**locked, "panda_joint1": 0.5}  # entries for identified joints are ignored
@@ -145,9 +155,10 @@ def test_sub_chain_locks_other_joints() -> None:
         dq, ddq = np.zeros(full.nv), np.zeros(full.nv)
         for j, name in enumerate(arm):
             i = full.joints[full.getJointId(name)]
-            q[i.idx_q], dq[i.idx_v], ddq[i.idx_v] = samples[0, k, j], samples[1, k, j], samples[2, k, j]
+            q[i.idx_q], dq[i.idx_v], ddq[i.idx_v] = samples[:, k, j]
         expected.append(pin.rnea(full, full.createData(), q, dq, ddq)[:4])
-    np.testing.assert_allclose(predict_torques(model, model.prior, data), np.array(expected), atol=1e-9)
+    np.testing.assert_allclose(predict_torques(model, model.prior, data), np.array(expected),
+                               atol=1e-9)
     total_mass = sum(full.inertias[j].mass for j in range(4, full.njoints))
     assert model.link_parameters(model.prior)[3, 0] == pytest.approx(total_mass)
 
@@ -157,21 +168,23 @@ def test_base_parameters_of_panda() -> None:
     urdf = example_robot_urdf("panda")
     data = JointTorqueData(rng.uniform(-2, 2, (200, 7)), rng.normal(size=(200, 7)),
                            rng.normal(size=(200, 7)), np.zeros((200, 7)))
-    links_only = LinkModel.from_urdf(urdf, joints=PANDA_ARM, drives=JointDrive(False, False, False, False))
+    links_only = LinkModel.from_urdf(urdf, joints=PANDA_ARM,
+                                     drives=JointDrive(False, False, False, False))
     base = base_parameters(links_only, data)
     assert base.rank == 43  # the Panda's 43 base inertial parameters (Gaz et al. 2019)
     assert base.null_space.shape == (70, 27)
     assert set(base.no_effect) >= {"panda_link1.m", "panda_link1.mcz", "panda_link1.Ixx"}
     assert "panda_link1.Izz" in base.unidentifiable  # grouped with link 2's inertia
     assert {"panda_link7.Izz", "panda_link7.mcx"}.isdisjoint(base.unidentifiable)
-    Y = links_only.joint_torque_regressor(data.positions, data.velocities, data.accelerations).reshape(-1, 70)
+    Y = links_only.joint_torque_regressor(data.positions, data.velocities, data.accelerations)
+    Y = Y.reshape(-1, 70)
     assert np.abs(Y @ base.null_space).max() < 1e-9 * np.abs(Y).max()
     x1, x2 = rng.normal(size=(2, 70))
     x2 = x1 + base.null_space @ rng.normal(size=27)  # same base parameters, same torques
     np.testing.assert_allclose(base.from_standard(x1), base.from_standard(x2), atol=1e-9)
     assert len(base.expressions()) == 43 and len(base.null_directions()) == 27
 
-    with_drives = LinkModel.from_urdf(urdf, joints=PANDA_ARM)  # + viscous, Coulomb, offset, armature
+    with_drives = LinkModel.from_urdf(urdf, joints=PANDA_ARM)  # + all four drive terms
     base = base_parameters(with_drives, data)
     assert base.rank == 43 + 28 - 2
     # the armatures of joints 1 and 2 only add to the links' inertia about those axes
@@ -204,13 +217,14 @@ def test_simulated_fit_recovers_friction_and_armature() -> None:
         for term in ("viscous", "coulomb", "offset", "armature"):
             if f"{joint}.{term}" in base.unidentifiable:
                 continue
-            assert estimate[joint][term] == pytest.approx(truth[joint][term], abs=0.03), (joint, term)
+            assert estimate[joint][term] == pytest.approx(truth[joint][term], abs=0.03), \
+                (joint, term)
     base_true, base_fit = base.from_standard(x_true), base.from_standard(fit.x)
     assert np.all(np.abs(base_fit - base_true) <= 0.02 + 0.02 * np.abs(base_true))
     _, _, fresh = simulated_panda(np.random.default_rng(6), 300, noise=0.0)  # another trajectory
     q, dq, ddq = fresh.positions, fresh.velocities, fresh.accelerations
     held_out = JointTorqueData(q, dq, ddq, model.inverse_dynamics(x_true, q, dq, ddq))
-    assert torque_error(model, fit.x, held_out).overall < 0.05
+    assert torque_error(model, fit.x, held_out).overall < 0.02
 
 
 def test_badly_excited_links_stay_consistent() -> None:
@@ -230,6 +244,12 @@ def test_badly_excited_links_stay_consistent() -> None:
             assert report.fully_consistent, (weight, link, report.problems)
         drives = fit.x[70:].reshape(7, 4)
         assert np.all(drives[:, [0, 1, 3]] >= -1e-9)  # viscous, Coulomb, armature
+    # a bounding ellipsoid (a 10 cm ball at the URDF COM) reaches the solver: tr(J Q) >= 0
+    _, com, _ = inertia_from_theta(model.link_parameters(model.prior)[6])
+    ellipsoids = [None] * 6 + [ellipsoid_matrix(com, np.full(3, 0.1))]
+    fit = fit_links(model, data, prior_weight=0.0, bounding_ellipsoids=ellipsoids)
+    assert np.trace(pseudo_inertia(fit.link_parameters[6]) @ ellipsoids[6]) >= -1e-9
+    assert fit.fully_consistent
 
 
 def test_select_prior_weight_by_blocked_cross_validation() -> None:
@@ -244,7 +264,8 @@ def test_select_prior_weight_by_blocked_cross_validation() -> None:
 
 def load_kuka_run(index: int, step: int) -> JointTorqueData:
     if not KUKA_DIR.is_dir():
-        pytest.skip(f"KUKA LWR4+ recordings not found at {KUKA_DIR} (see docs: /work/shared/data)")
+        pytest.skip(f"KUKA LWR4+ recordings not found at {KUKA_DIR} (the repository's sibling "
+                    "shared/data/kuka_lwr4, see its README.md)")
     run = np.load(KUKA_DIR / f"measurements_{index}.npz")
     return JointTorqueData(run["positions"][::step], run["velocities"][::step],
                            run["accelerations"][::step], run["torques"][::step])

@@ -68,8 +68,9 @@ class IPResult:
     gap: float
 
 
-def _scaled_step_limit(lam: np.ndarray, d_scaled: np.ndarray) -> float:
-    """Largest ``a`` with ``diag(lam) + a d_scaled >= 0`` for batched blocks (n,4) / (n,4,4)."""
+def _block_step_limit(lam: np.ndarray, d_scaled: np.ndarray) -> float:
+    """Largest ``a`` with ``diag(lam_k) + a d_k >= 0`` for every block: ``lam`` (b, 4),
+    ``d_scaled`` (b, 4, 4) (primal and dual directions stacked)."""
     if lam.size == 0:
         return np.inf
     r = 1.0 / np.sqrt(lam)
@@ -78,6 +79,7 @@ def _scaled_step_limit(lam: np.ndarray, d_scaled: np.ndarray) -> float:
 
 
 def _row_step_limit(value: np.ndarray, step: np.ndarray) -> float:
+    """Largest ``a`` with ``value + a step >= 0`` (1-D arrays)."""
     negative = step < 0
     return float(np.min(-value[negative] / step[negative])) if np.any(negative) else np.inf
 
@@ -90,15 +92,21 @@ def _block_index(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.broadcast_to(rows, (n, 10, 10)), np.broadcast_to(cols, (n, 10, 10))
 
 
+def _transpose(blocks: np.ndarray) -> np.ndarray:
+    return np.swapaxes(blocks, 1, 2)
+
+
 def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray | None,
-                  row_duals0: np.ndarray | None, *, gap_scale: float, tol: float,
+                  row_duals0: np.ndarray | None, *, z_unconstrained: np.ndarray, tol: float,
                   max_iterations: int, warm: bool) -> IPResult:
     """Run the interior-point method from ``z0`` (d,) and optional duals.
 
     ``z0`` may violate the constraints (infeasible start): the slacks start at ``C(z0)`` shifted
-    into the interior. Stops when the duality gap ``<S, Z> + s.w <= tol * gap_scale`` and the
-    primal/dual residuals are ``<= tol`` relative, or after ``max_iterations``.
-    ``warm`` uses small shifts (``z0`` and the duals are a previous solution's).
+    into the interior. Stops when the duality gap ``<S, Z> + s.w`` is ``<= tol`` times the
+    objective's excess over its unconstrained minimum (at ``z_unconstrained``; floored at
+    ``tol**1.5`` times that minimum's magnitude) and the primal/dual residuals are ``<= tol``
+    relative, or after ``max_iterations``. ``warm``: ``z0`` and the duals are a previous
+    solution's (smaller interior shifts).
     """
     n, m = problem.n_blocks, problem.rows.shape[0]
     P, q, rows = problem.P, problem.q, problem.rows
@@ -109,16 +117,21 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
     block_rows, block_cols = _block_index(n)
     eye4 = np.eye(4)
     q_norm = 1.0 + np.linalg.norm(q)
+    Pz_u = P @ z_unconstrained
+    f_min = 0.5 * z_unconstrained @ Pz_u - q @ z_unconstrained
+    gap_floor = tol ** 1.5 * abs(f_min)
     status, converged, gap = "max_iterations", False, np.inf
     iterations = 0
     for iterations in range(max_iterations + 1):
         Cz, Gz = problem.blocks(z), rows @ z
         rp_blocks, rp_rows = S - Cz, s - Gz
-        rd = P @ z - q - problem.adjoint(Z, w)
-        gap = float(np.sum(S * Z) + s @ w)
-        primal_scale = 1.0 + np.sqrt(np.sum(Cz * Cz) + Gz @ Gz)
-        primal_residual = np.sqrt(np.sum(rp_blocks * rp_blocks) + rp_rows @ rp_rows)
-        if (gap <= tol * gap_scale and primal_residual <= tol * primal_scale
+        Pz = P @ z
+        rd = Pz - q - problem.adjoint(Z, w)
+        gap = float(np.vdot(S, Z) + s @ w)
+        excess = 0.5 * z @ Pz - q @ z - f_min
+        primal_scale = 1.0 + np.sqrt(np.vdot(Cz, Cz) + Gz @ Gz)
+        primal_residual = np.sqrt(np.vdot(rp_blocks, rp_blocks) + rp_rows @ rp_rows)
+        if (gap <= tol * excess + gap_floor and primal_residual <= tol * primal_scale
                 and np.linalg.norm(rd) <= tol * q_norm):
             status, converged = "solved", True
             break
@@ -126,18 +139,24 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
             break
         mu = gap / nu
         try:  # Nesterov-Todd scaling: R^-1 S R^-T = R^T Z R = diag(lam)
-            Ls, Lz = np.linalg.cholesky(S), np.linalg.cholesky(Z)
-            U, lam, Vt = np.linalg.svd(np.swapaxes(Lz, 1, 2) @ Ls)
+            factors = np.linalg.cholesky(np.concatenate([S, Z]))
+            Ls, Lz = factors[:n], factors[n:]
+            U, lam, Vt = np.linalg.svd(_transpose(Lz) @ Ls)
         except np.linalg.LinAlgError:
             status = "numerical_limit"
             break
         inv_sqrt_lam = 1.0 / np.sqrt(lam)
-        R = Ls @ (np.swapaxes(Vt, 1, 2) * inv_sqrt_lam[:, None, :])
+        R = Ls @ (_transpose(Vt) * inv_sqrt_lam[:, None, :])
         Rit = Lz @ (U * inv_sqrt_lam[:, None, :])  # R^-T
-        Winv = Rit @ np.swapaxes(Rit, 1, 2)
-        w_over_s = w / s
+        Ri = _transpose(Rit)
+        Winv = Rit @ Ri
         kron = (Winv[:, :, None, :, None] * Winv[:, None, :, None, :]).reshape(n, 16, 16)
-        K = P + (rows.T * w_over_s) @ rows
+        if m:
+            w_over_s = w / s
+            K = P + (rows.T * w_over_s) @ rows
+        else:
+            w_over_s = w
+            K = P.copy()
         K[block_rows, block_cols] += _BASIS @ kron @ _BASIS.T
         try:
             factor = scipy.linalg.cho_factor(K, check_finite=False)
@@ -147,43 +166,45 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
         lam_sum = lam[:, :, None] + lam[:, None, :]
         Wrp_blocks = Winv @ rp_blocks @ Winv
         rp_rows_scaled = w_over_s * rp_rows
+        lam2 = np.concatenate([lam, lam])
 
         def direction(c_blocks: np.ndarray, c_rows: np.ndarray):
-            T_blocks = Rit @ (2.0 * c_blocks / lam_sum) @ np.swapaxes(Rit, 1, 2)
+            T_blocks = Rit @ (2.0 * c_blocks / lam_sum) @ Ri
             T_rows = c_rows / s
             rhs = -rd + problem.adjoint(T_blocks + Wrp_blocks, T_rows + rp_rows_scaled)
             dz = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
             dS = problem.blocks(dz) - rp_blocks
-            ds = rows @ dz - rp_rows
-            return dz, dS, ds, T_blocks - Winv @ dS @ Winv, T_rows - w_over_s * ds
-
-        def step_limit(dS, ds, dZ, dw) -> tuple[float, np.ndarray, np.ndarray]:
-            dS_scaled = np.swapaxes(Rit, 1, 2) @ dS @ Rit  # R^-1 dS R^-T
-            dZ_scaled = np.swapaxes(R, 1, 2) @ dZ @ R
-            limit = min(_scaled_step_limit(lam, dS_scaled), _scaled_step_limit(lam, dZ_scaled),
-                        _row_step_limit(s, ds), _row_step_limit(w, dw))
-            return limit, dS_scaled, dZ_scaled
+            dZ = T_blocks - Winv @ dS @ Winv
+            dS_scaled = Ri @ dS @ Rit  # R^-1 dS R^-T
+            dZ_scaled = _transpose(R) @ dZ @ R
+            limit = _block_step_limit(lam2, np.concatenate([dS_scaled, dZ_scaled]))
+            if m:
+                ds = rows @ dz - rp_rows
+                dw = T_rows - w_over_s * ds
+                limit = min(limit, _row_step_limit(s, ds), _row_step_limit(w, dw))
+            else:
+                ds = dw = rp_rows
+            return dz, dS, ds, dZ, dw, dS_scaled, dZ_scaled, limit
 
         lam_sq = lam * lam
-        dz, dS, ds, dZ, dw = direction(-lam_sq[:, :, None] * eye4, -s * w)
-        limit, dS_a, dZ_a = step_limit(dS, ds, dZ, dw)
+        dz, dS, ds, dZ, dw, dS_a, dZ_a, limit = direction(-lam_sq[:, :, None] * eye4, -s * w)
         alpha = min(1.0, limit)
-        mu_affine = (np.sum((S + alpha * dS) * (Z + alpha * dZ))
+        mu_affine = (np.vdot(S + alpha * dS, Z + alpha * dZ)
                      + (s + alpha * ds) @ (w + alpha * dw)) / nu
         sigma = float(np.clip(mu_affine / mu, 0.0, 1.0) ** 3) if mu > 0 else 0.0
-        product = 0.5 * (dS_a @ dZ_a + dZ_a @ dS_a)
-        c_blocks = (sigma * mu - lam_sq)[:, :, None] * eye4 - product
+        product = dS_a @ dZ_a
+        c_blocks = (sigma * mu - lam_sq)[:, :, None] * eye4 - 0.5 * (product + _transpose(product))
         c_rows = sigma * mu - s * w - ds * dw
-        dz, dS, ds, dZ, dw = direction(c_blocks, c_rows)
-        limit, _, _ = step_limit(dS, ds, dZ, dw)
+        dz, dS, ds, dZ, dw, _, _, limit = direction(c_blocks, c_rows)
         alpha = min(1.0, _STEP_FRACTION * limit)
         z += alpha * dz
         S = S + alpha * dS
         Z = Z + alpha * dZ
-        S = 0.5 * (S + np.swapaxes(S, 1, 2))
-        Z = 0.5 * (Z + np.swapaxes(Z, 1, 2))
-        s = s + alpha * ds
-        w = w + alpha * dw
+        S = 0.5 * (S + _transpose(S))
+        Z = 0.5 * (Z + _transpose(Z))
+        if m:
+            s = s + alpha * ds
+            w = w + alpha * dw
     return IPResult(z=z, block_duals=Z, row_duals=w, converged=converged, status=status,
                     iterations=iterations, gap=gap)
 

@@ -175,16 +175,13 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
     reference = problem.prior if problem.prior is not None else np.zeros(problem.n_params)
     cone, reduction = _reduce(problem, hessian, rhs, regularization, reference)
     z_unconstrained = x_unconstrained[reduction.constrained]
-    # gap scale: the objective's size, max(excess over the unconstrained minimum, its magnitude)
-    f_min = 0.5 * z_unconstrained @ cone.P @ z_unconstrained - cone.q @ z_unconstrained
     warm = x0 is not None
     z_start = x0[reduction.constrained] if warm else z_unconstrained
-    excess_guess = 0.5 * (z_start - z_unconstrained) @ cone.P @ (z_start - z_unconstrained)
-    gap_scale = max(excess_guess, 1e-6 * abs(f_min), 1e-300)
     block_duals, row_duals = duals if duals is not None else (None, None)
     try:
-        result = solve_cone_qp(cone, z_start, block_duals, row_duals, gap_scale=gap_scale,
-                               tol=tol, max_iterations=max_iterations, warm=warm)
+        result = solve_cone_qp(cone, z_start, block_duals, row_duals,
+                               z_unconstrained=z_unconstrained, tol=tol,
+                               max_iterations=max_iterations, warm=warm)
     except (np.linalg.LinAlgError, FloatingPointError, ValueError) as e:
         raise SolverError(f"lmi fast interior point failed: {e}") from e
     z = result.z.copy()

@@ -8,7 +8,9 @@ from typing import Any, Callable
 import numpy as np
 
 from inertia_id_ros.solvers.lmi import solve_lmi
+from inertia_id_ros.solvers.manifold import solve_manifold
 from inertia_id_ros.solvers.ols import solve_ols
+from inertia_id_ros.solvers.pointmass import solve_pointmass
 from inertia_id_ros.solvers.problem import Problem, ProblemError, Solution, SolverError
 
 MethodFunction = Callable[..., Solution]
@@ -16,6 +18,8 @@ MethodFunction = Callable[..., Solution]
 METHODS: dict[str, MethodFunction] = {
     "ols": solve_ols,
     "lmi": solve_lmi,
+    "manifold": solve_manifold,
+    "pointmass": solve_pointmass,
 }
 """Available methods; each is ``f(problem, initvals=None, **options) -> Solution``."""
 

@@ -1,0 +1,160 @@
+"""``pointmass``: each body as non-negative point masses on a grid (Ayusawa & Nakamura).
+
+Body ``k`` is ``theta_k = Phi_k w_k`` with ``w_k >= 0`` (kg) the masses at grid points ``p_j`` of
+an axis-aligned box (body frame, m); column ``j`` of ``Phi_k`` is the ``theta`` of a unit point
+mass at ``p_j``: ``[1, p, |p|^2 - px^2, -px py, |p|^2 - py^2, -px pz, -py pz, |p|^2 - pz^2]``.
+``x = M v`` with ``v = [w_1 .. w_n, extras]`` is linear, so the problem is the QP::
+
+    minimise 1/2 v^T (M^T H M + eps 1_w) v - (M^T b)^T v   s.t.  w >= 0, constraints on x
+
+solved by OSQP (warm-started from a previous ``pointmass`` solution's weights and duals). A sum
+of point masses is a physical body: consistent by construction (a body whose weights are all zero
+is lifted to the margin). The grid restricts the representable inertias to mass inside the box.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse
+
+from inertia_id_ros.inertia import inertia_from_theta
+from inertia_id_ros.solvers.problem import (
+    CONSISTENCY_MARGIN,
+    Problem,
+    ProblemError,
+    Solution,
+    SolverError,
+    initial_x,
+    lift_to_margin,
+    make_solution,
+)
+
+Box = tuple[np.ndarray, np.ndarray]
+DEFAULT_HALF_EXTENT = 0.25
+"""Half side (m) of the default box centred at the body frame's origin (no prior, no ``boxes``)."""
+PRIOR_BOX_SIGMAS = 3.0
+"""A box from the prior spans this many standard deviations of its mass distribution per axis."""
+
+
+def point_mass_thetas(points: np.ndarray) -> np.ndarray:
+    """(10, K) ``theta`` of unit point masses at ``points`` (K, 3) (body frame, m)."""
+    px, py, pz = points.T
+    sq = px ** 2 + py ** 2 + pz ** 2
+    return np.array([np.ones_like(px), px, py, pz, sq - px ** 2, -px * py, sq - py ** 2,
+                     -px * pz, -py * pz, sq - pz ** 2])
+
+
+def grid_points(box: Box, per_axis: int) -> np.ndarray:
+    """(per_axis^3, 3) points of a regular grid spanning ``box = (min (3,), max (3,))``, corners
+    included."""
+    low, high = (np.asarray(b, dtype=float).reshape(3) for b in box)
+    axes = [np.linspace(lo, hi, per_axis) for lo, hi in zip(low, high)]
+    return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+
+
+def box_from_theta(theta: np.ndarray, min_half_extent: float) -> Box | None:
+    """Box ``c +/- max(PRIOR_BOX_SIGMAS * sqrt(Sigma_com_ii / m), min_half_extent)`` around the COM
+    ``c`` of a consistent ``theta`` (``Sigma_com = tr(I_com)/2 1 - I_com``); ``None`` if ``m <= 0``."""
+    if not theta[0] > 0:
+        return None
+    mass, com, i_com = inertia_from_theta(theta)
+    sigma_com = 0.5 * np.trace(i_com) * np.eye(3) - i_com
+    half = np.maximum(PRIOR_BOX_SIGMAS * np.sqrt(np.maximum(np.diag(sigma_com), 0.0) / mass),
+                      min_half_extent)
+    return com - half, com + half
+
+
+def _boxes(problem: Problem, boxes: Sequence[Box] | None, min_half_extent: float,
+           default_half_extent: float) -> list[Box]:
+    if boxes is not None:
+        if len(boxes) != problem.n_bodies:
+            raise ProblemError(f"pointmass: boxes has {len(boxes)} entries for "
+                               f"{problem.n_bodies} bodies")
+        checked = []
+        for k, (low, high) in enumerate(boxes):
+            low, high = np.asarray(low, dtype=float).reshape(3), np.asarray(high, dtype=float).reshape(3)
+            if np.any(high < low):
+                raise ProblemError(f"pointmass: boxes[{k}] has max < min ({low}, {high})")
+            checked.append((low, high))
+        return checked
+    default = (-default_half_extent * np.ones(3), default_half_extent * np.ones(3))
+    result = []
+    for k in range(problem.n_bodies):
+        box = None
+        if problem.prior is not None:
+            box = box_from_theta(problem.prior[10 * k:10 * k + 10], min_half_extent)
+        result.append(default if box is None else box)
+    return result
+
+
+def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
+                    boxes: Sequence[Box] | None = None, points_per_axis: int = 4,
+                    min_half_extent: float = 0.02,
+                    default_half_extent: float = DEFAULT_HALF_EXTENT, ridge: float = 1e-9,
+                    eps: float = 1e-9, max_iterations: int = 20000,
+                    margin: float = CONSISTENCY_MARGIN) -> Solution:
+    """Point-mass QP with OSQP.
+
+    ``boxes``: per body ``(min (3,), max (3,))`` in the body frame (m); default from the prior
+    (see :func:`box_from_theta`, at least ``min_half_extent``) or a cube of half side
+    ``default_half_extent`` at the origin. ``points_per_axis``: grid resolution (``^3`` points per
+    body). ``ridge``: ``eps_w = ridge * max(diag(M^T H M))`` makes the weights unique.
+    ``eps``/``max_iterations``: OSQP's absolute/relative tolerance and iteration limit.
+    """
+    import osqp
+
+    started = time.perf_counter()
+    x0 = initial_x(problem, initvals)
+    n, nb, p = problem.n_bodies, problem.n_body_params, problem.n_params
+    if points_per_axis < 2:
+        raise ProblemError(f"pointmass: points_per_axis must be >= 2, got {points_per_axis}")
+    box_list = _boxes(problem, boxes, min_half_extent, default_half_extent)
+    K = points_per_axis ** 3
+    n_weights, n_extras = n * K, p - nb
+    M = np.zeros((p, n_weights + n_extras))
+    for k, box in enumerate(box_list):
+        M[10 * k:10 * k + 10, K * k:K * (k + 1)] = point_mass_thetas(grid_points(box, points_per_axis))
+    M[nb:, n_weights:] = np.eye(n_extras)
+    hessian, rhs, _ = problem.quadratic()
+    P = M.T @ hessian @ M
+    P[np.diag_indices(n_weights)] += ridge * max(float(np.max(np.diag(P)[:n_weights], initial=0.0)),
+                                                  1e-300)
+    q = -(M.T @ rhs)
+    rows = [np.eye(n_weights + n_extras)[:n_weights]]
+    rows += [M[i] for i in problem.nonnegative]  # entries of x: extras or body entries
+    rows += [a @ M[10 * k:10 * k + 10] for k, a in problem.ellipsoid_rows().items()]
+    A = np.vstack(rows)
+    solver = osqp.OSQP()
+    try:
+        solver.setup(scipy.sparse.triu(scipy.sparse.csc_matrix(P), format="csc"), q,
+                     scipy.sparse.csc_matrix(A), np.zeros(A.shape[0]), np.full(A.shape[0], np.inf),
+                     eps_abs=eps, eps_rel=eps, max_iter=max_iterations, polishing=True,
+                     verbose=False)
+        previous = initvals.info.get("osqp_warm_start") if isinstance(initvals, Solution) else None
+        if previous is not None and previous[0].shape == (P.shape[0],) and previous[1].shape == (A.shape[0],):
+            solver.warm_start(x=previous[0], y=previous[1])
+        elif x0 is not None:
+            guess = np.zeros(P.shape[0])
+            guess[n_weights:] = x0[nb:]
+            solver.warm_start(x=guess)
+        result = solver.solve()
+    except (ValueError, RuntimeError) as e:
+        raise SolverError(f"pointmass: OSQP failed: {e}") from e
+    status = str(result.info.status)
+    if result.x is None or not np.all(np.isfinite(result.x)):
+        raise SolverError(f"pointmass: OSQP returned no solution (status {status!r})")
+    v = result.x.copy()
+    v[:n_weights] = np.maximum(v[:n_weights], 0.0)
+    x = M @ v
+    if problem.nonnegative:
+        x[list(problem.nonnegative)] = np.maximum(x[list(problem.nonnegative)], 0.0)
+    x = lift_to_margin(x, n, margin)
+    found = status in ("solved", "solved inaccurate")
+    return make_solution(problem, x, "pointmass", found=found, status=status,
+                         iterations=int(result.info.iter), started=started,
+                         finished=time.perf_counter(), message=f"OSQP: {status}",
+                         info={"weights": v[:n_weights].reshape(n, K), "boxes": box_list,
+                               "osqp_warm_start": (result.x, result.y)})

@@ -1,0 +1,152 @@
+"""The node as users run it: a separate process over real DDS, fed by this test process."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from conftest import spin_until
+from inertia_id_ros.inertia import check_consistency
+from inertia_id_ros.robots import example_robot_urdf
+from inertia_id_ros.simulation import PayloadSimulator
+
+SENSOR = "panda_link8"
+
+
+def node_args(**overrides) -> list[str]:
+    params = {"urdf_path": str(example_robot_urdf("panda")), "sensor_frame": SENSOR,
+              "update_rate_hz": 2.0, "window_sec": 30.0, "warning_period_sec": 0.5}
+    params.update(overrides)
+    args: list[str] = []
+    for key, value in params.items():
+        args += ["-p", f"{key}:={value}"]
+    return args
+
+
+@pytest.mark.parametrize("overrides, parameter", [
+    ({"sensor_frame": "no_such_frame"}, "sensor_frame"),
+    ({"window_sec": 0.0}, "window_sec"),
+    ({"window_sec": -3.0}, "window_sec"),
+    ({"urdf_path": "/nonexistent/robot.urdf"}, "urdf_path"),
+    ({"method": "magic"}, "method"),
+])
+def test_bad_startup_parameters_exit_nonzero_naming_the_parameter(launch, overrides, parameter):
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node", *node_args(**overrides))
+    node.popen.wait(timeout=60)
+    assert node.popen.returncode == 2
+    assert f"'{parameter}'" in node.output()
+
+
+class Feeder:
+    """Publishes simulated joint states and wrenches (and bad samples) to the node."""
+
+    def __init__(self, node, sim: PayloadSimulator, rate_hz: float = 250.0) -> None:
+        from geometry_msgs.msg import WrenchStamped
+        from rclpy.qos import QoSProfile
+        from sensor_msgs.msg import JointState
+
+        qos = QoSProfile(depth=1000)
+        self.sim, self.rate = sim, rate_hz
+        self.joints = node.create_publisher(JointState, "/joint_states", qos)
+        self.wrenches = node.create_publisher(WrenchStamped, "/ft_sensor/wrench", qos)
+        self.rng = np.random.default_rng(1)
+        self.k = 0
+        self.t0 = 1000.0
+
+    def publish(self, seconds: float, sleep: bool = True) -> None:
+        from inertia_id_ros.ros.conversions import joint_state, wrench_stamped
+
+        n = int(seconds * self.rate)
+        t = (self.k + np.arange(n)) / self.rate
+        q, dq, w = self.sim.measure(t, self.rng)
+        for i in range(n):
+            stamp = self.t0 + t[i]
+            self.joints.publish(joint_state(stamp, self.sim.joint_names, q[i], dq[i]))
+            self.wrenches.publish(wrench_stamped(stamp, self.sim.sensor_frame, w[i]))
+            if sleep and i % 25 == 0:
+                time.sleep(0.002)
+        self.k += n
+
+
+def identify(node, client, **request):
+    import rclpy
+    from inertia_id_ros.srv import Identify
+
+    assert client.wait_for_service(timeout_sec=20.0)
+    future = client.call_async(Identify.Request(**request))
+    rclpy.spin_until_future_complete(node, future, timeout_sec=60.0)
+    return future.result()
+
+
+@pytest.fixture
+def node_under_test(launch, rclpy_context):
+    import rclpy
+    from inertia_id_ros.srv import Identify
+
+    process = launch("inertia-id-node", "inertia_id_ros.ros.node", *node_args())
+    peer = rclpy.create_node("inertia_id_test_peer")
+    client = peer.create_client(Identify, "/inertia_id/identify")
+    assert client.wait_for_service(timeout_sec=30.0), process.output()
+    yield process, peer, client
+    peer.destroy_node()
+
+
+def test_bad_inputs_are_dropped_with_warnings_and_the_last_estimate_is_kept(node_under_test):
+    from geometry_msgs.msg import WrenchStamped
+    from inertia_id_ros.ros.conversions import joint_state, wrench_stamped
+
+    process, peer, client = node_under_test
+    sim = PayloadSimulator.panda()
+    feeder = Feeder(peer, sim)
+    time.sleep(1.0)  # discovery
+    feeder.publish(12.0)
+    time.sleep(1.0)
+    good = identify(peer, client)
+    assert good.success, good.message
+    theta_good = np.array(good.estimate.theta)
+    assert check_consistency(theta_good).fully_consistent
+    assert abs(theta_good[0] - sim.true_theta[0]) < 0.05 * sim.true_theta[0]
+
+    t_last = feeder.t0 + feeder.k / feeder.rate
+    names, q = list(sim.joint_names), np.zeros(len(sim.joint_names))
+    nan_q = q.copy()
+    nan_q[2] = np.nan
+    bad_messages = [
+        (feeder.joints, joint_state(t_last + 0.1, names, nan_q)),                 # NaN
+        (feeder.joints, joint_state(t_last + 0.2, names[:-1], q[:-1])),           # missing joint
+        (feeder.joints, joint_state(t_last + 0.3, names + ["ghost"], np.zeros(len(names) + 1))),
+        (feeder.joints, joint_state(t_last - 5.0, names, q)),                     # out of order
+        (feeder.wrenches, wrench_stamped(t_last + 0.1, "wrong_frame", np.ones(6))),
+        (feeder.wrenches, wrench_stamped(t_last + 0.2, SENSOR, np.array([np.inf, 0, 0, 0, 0, 0]))),
+        (feeder.wrenches, wrench_stamped(t_last - 5.0, SENSOR, np.ones(6))),      # out of order
+    ]
+    mismatched = joint_state(t_last + 0.4, names, q)
+    mismatched.velocity = [0.0, 1.0]
+    bad_messages.append((feeder.joints, mismatched))
+    for publisher, msg in bad_messages:
+        publisher.publish(msg)
+        time.sleep(0.6)  # past the warning period, so every class is warned about
+    time.sleep(1.0)
+    assert process.alive(), process.output()
+    after = identify(peer, client)
+    assert process.alive(), process.output()
+    theta_after = np.array(after.estimate.theta)
+    assert check_consistency(theta_after).fully_consistent
+    assert np.allclose(theta_after, theta_good, rtol=0.05, atol=1e-3)
+    log = process.output()
+    for reason in ("non_finite", "missing_joint", "wrong_frame", "out_of_order"):
+        assert reason in log, f"no warning about {reason}:\n{log[-3000:]}"
+
+
+def test_reset_drops_the_window(node_under_test):
+    process, peer, client = node_under_test
+    feeder = Feeder(peer, PayloadSimulator.panda())
+    time.sleep(1.0)
+    feeder.publish(4.0)
+    reset = identify(peer, client, reset=True)
+    assert not reset.success and "reset" in reset.message
+    empty = identify(peer, client)
+    assert not empty.success
+    assert process.alive()
