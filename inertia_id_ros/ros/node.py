@@ -18,7 +18,7 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
@@ -62,6 +62,9 @@ PARAMETERS: tuple[_Param, ...] = (
     _Param("flip_wrench_sign", False,
            "Set for sensors reporting the wrench the body exerts on the sensor (the opposite of "
            "the convention: the wrench the sensor exerts on the body beyond it)."),
+    _Param("max_input_rate_hz", 1000.0,
+           "Highest expected rate of each input (Hz); sizes the window's buffers "
+           "(window_sec x this rate samples)."),
     _Param("qos_depth", 500,
            "Depth of the best-effort (sensor-data) input queues; deep enough to ride out solves "
            "at 1 kHz."),
@@ -69,13 +72,20 @@ PARAMETERS: tuple[_Param, ...] = (
 )
 
 
+RUNTIME_PARAMETERS = ("method",)
+"""Parameters that may change while the node runs (applied from the next solve on)."""
+
+
 class InertiaIdNode(Node):
     """The identification node; see the module docstring. Raises :class:`StartupError`."""
 
     def __init__(self, **kwargs) -> None:
+        self._stop = threading.Event()
+        self._worker: threading.Thread | None = None
         super().__init__("inertia_id", **kwargs)
         for p in PARAMETERS:
-            self.declare_parameter(p.name, p.default, ParameterDescriptor(description=p.description))
+            self.declare_parameter(p.name, p.default, ParameterDescriptor(
+                description=p.description, read_only=p.name not in RUNTIME_PARAMETERS))
         self._estimator = self._build_estimator()
         self._sensor_frame = self._param("sensor_frame")
         self._body_name = self._param("body_name")
@@ -100,7 +110,6 @@ class InertiaIdNode(Node):
                             callback_group=MutuallyExclusiveCallbackGroup())
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
-        self._stop = threading.Event()
         self._worker = threading.Thread(target=self._run_worker, name="inertia_id_solver",
                                         daemon=True)
         self._worker.start()
@@ -129,7 +138,7 @@ class InertiaIdNode(Node):
             kinematics = SensorKinematics(model, sensor_frame)
         except FrameNotFound as error:
             raise StartupError(f"parameter 'sensor_frame': {error}") from error
-        for name in ("window_sec", "update_rate_hz", "warning_period_sec"):
+        for name in ("window_sec", "update_rate_hz", "warning_period_sec", "max_input_rate_hz"):
             if not float(self._param(name)) > 0.0:
                 raise StartupError(f"parameter '{name}' must be > 0, got {self._param(name)!r}")
         if int(self._param("qos_depth")) < 1:
@@ -137,7 +146,10 @@ class InertiaIdNode(Node):
         if self._param("method") not in METHODS:
             raise StartupError(f"parameter 'method': unknown method {self._param('method')!r}; "
                                f"choose one of {sorted(METHODS)}")
+        samples = int(1.1 * float(self._param("window_sec")) * float(self._param("max_input_rate_hz")))
         config = EstimatorConfig(window_sec=float(self._param("window_sec")),
+                                 window_capacity=max(samples, 1000),
+                                 joint_buffer_capacity=max(samples // 10, 10000),
                                  method=self._param("method"),
                                  estimate_offset=bool(self._param("estimate_offset")),
                                  wrench_sign=-1.0 if self._param("flip_wrench_sign") else 1.0)
@@ -149,38 +161,37 @@ class InertiaIdNode(Node):
                 return SetParametersResult(successful=False,
                                            reason=f"unknown method {p.value!r}; choose one of "
                                                   f"{sorted(METHODS)}")
-            if p.name in ("window_sec", "update_rate_hz", "warning_period_sec") and (
-                    p.type_ not in (ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_INTEGER)
-                    or not p.value > 0):
-                return SetParametersResult(successful=False, reason=f"{p.name} must be > 0")
         for p in params:
             if p.name == "method":
                 self._estimator.config.method = p.value
-            elif p.name == "window_sec":
-                self._estimator.set_window(float(p.value))
         return SetParametersResult(successful=True)
 
     # -- inputs (light: validate and buffer; the worker does the rest) ----------------------------
-    def _warn(self, reason: str, message: str) -> None:
+    def _warn(self, kind: str, message: str) -> None:
+        """Log a warning, at most one per ``warning_period_sec`` of each ``kind``."""
         now = time.monotonic()
-        if now - self._last_warning.get(reason, -np.inf) >= float(self._param("warning_period_sec")):
-            self._last_warning[reason] = now
-            total = self._estimator.dropped[reason]
-            self.get_logger().warning(f"dropped sample ({reason}, {total} so far): {message}")
+        if now - self._last_warning.get(kind, -np.inf) >= float(self._param("warning_period_sec")):
+            self._last_warning[kind] = now
+            self.get_logger().warning(message)
+
+    def _warn_dropped(self, rejected: SampleRejected, what: str) -> None:
+        total = self._estimator.dropped[rejected.reason]
+        self._warn(rejected.reason, f"dropped {what} ({rejected.reason}, {total} so far): "
+                                    f"{rejected.message}")
 
     def _on_joint_state(self, msg: JointState) -> None:
         try:
             self._estimator.add_joint_state(stamp_to_seconds(msg.header.stamp), msg.name,
                                             msg.position, msg.velocity if len(msg.velocity) else None)
         except SampleRejected as rejected:
-            self._warn(rejected.reason, f"joint state: {rejected.message}")
+            self._warn_dropped(rejected, "joint state")
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         try:
             self._estimator.add_wrench(stamp_to_seconds(msg.header.stamp),
                                        wrench_to_array(msg.wrench), msg.header.frame_id)
         except SampleRejected as rejected:
-            self._warn(rejected.reason, f"wrench: {rejected.message}")
+            self._warn_dropped(rejected, "wrench")
 
     # -- solving --------------------------------------------------------------------------------
     def _solve(self, method: str | None = None, duration: float = 0.0) -> InertialParameters:
@@ -189,7 +200,7 @@ class InertiaIdNode(Node):
         estimate = self._estimator.solve(method=method or None, duration=duration)
         report = check_consistency(estimate.theta)
         if not report.fully_consistent:  # the estimator should never return one; never publish it
-            raise EstimateUnavailable("the estimate failed the consistency check: "
+            raise EstimateUnavailable("inconsistent", "the estimate failed the consistency check: "
                                       + "; ".join(report.problems))
         return estimate_to_msg(estimate, self._sensor_frame, self._body_name)
 
@@ -200,7 +211,11 @@ class InertiaIdNode(Node):
             try:
                 msg = self._solve()
             except EstimateUnavailable as why:
-                self._warn("no_estimate", f"no estimate yet: {why}")
+                if why.reason == "too_few_samples":  # normal while the window fills
+                    self.get_logger().info(f"waiting for data: {why.message}",
+                                           throttle_duration_sec=10.0)
+                else:
+                    self._warn(why.reason, f"no estimate ({why.reason}): {why.message}")
             except Exception as error:  # a solver failure keeps the last estimate
                 self._warn("solver_error", f"solve failed, keeping the last estimate: {error!r}")
             else:
@@ -216,9 +231,11 @@ class InertiaIdNode(Node):
         status = DiagnosticStatus(name="inertia_id: inputs", hardware_id=self._sensor_frame)
         status.level = DiagnosticStatus.OK if self._last_estimate else DiagnosticStatus.WARN
         status.message = "estimating" if self._last_estimate else "waiting for an estimate"
-        status.values = [KeyValue(key=str(k), value=str(v)) for k, v in stats.items()]
-        status.values += [KeyValue(key=f"dropped.{k}", value=str(v))
-                          for k, v in sorted(self._estimator.dropped.items())]
+        values = {"window_samples": stats.window_samples,
+                  "pending_wrenches": stats.pending_wrenches, "published": self.published}
+        for group in ("received", "processed", "dropped"):
+            values.update({f"{group}.{k}": v for k, v in getattr(stats, group).items()})
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in sorted(values.items())]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_pub.publish(msg)
@@ -236,7 +253,7 @@ class InertiaIdNode(Node):
         try:
             msg = self._solve(request.method, max(0.0, float(request.duration)))
         except EstimateUnavailable as why:
-            response.success, response.message = False, str(why)
+            response.success, response.message = False, f"{why.reason}: {why.message}"
             if self._last_estimate is not None:
                 response.estimate = self._last_estimate
         except Exception as error:
@@ -250,7 +267,8 @@ class InertiaIdNode(Node):
 
     def destroy_node(self) -> None:
         self._stop.set()
-        self._worker.join(timeout=5.0)
+        if self._worker is not None:
+            self._worker.join(timeout=5.0)
         super().destroy_node()
 
 

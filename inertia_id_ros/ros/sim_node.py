@@ -42,7 +42,7 @@ class SimulatorNode(Node):
             ("rate_hz", 1000.0, "Publication rate of both topics (Hz)."),
             ("duration_sec", 0.0, "Seconds of motion to play; 0 = until stopped."),
             ("seed", 0, "Seed of the trajectory and the noise."),
-            ("noise", True, "Add F/T noise, F/T offset and encoder noise."),
+            ("noise", True, "Add F/T noise (0.1 N, 0.005 N m) and encoder noise."),
             ("publish_velocity", True, "Fill JointState.velocity (else positions only)."),
             ("payload_mass", float(mass), "Payload mass (kg)."),
             ("payload_com", [float(v) for v in com], "Payload COM in the sensor frame (m)."),
@@ -60,8 +60,10 @@ class SimulatorNode(Node):
         p = {name: self.get_parameter(name).value for name, _, _ in declare}
         theta = theta_from_inertia(p["payload_mass"], np.array(p["payload_com"]),
                                    inertia_from_msg_order(p["payload_inertia"]))
-        self.sim = PayloadSimulator.panda(payload_theta=theta, ft_offset=np.array(p["ft_offset"]),
-                                          seed=int(p["seed"]), noise=bool(p["noise"]))
+        quiet = {} if p["noise"] else {"wrench_noise_std": 0.0, "position_noise_std": 0.0,
+                                       "velocity_noise_std": 0.0}
+        self.sim = PayloadSimulator.panda(payload_theta=theta, offset=np.array(p["ft_offset"]),
+                                          seed=int(p["seed"]), **quiet)
         self._rate = float(p["rate_hz"])
         self._duration = float(p["duration_sec"])
         self._publish_velocity = bool(p["publish_velocity"])

@@ -83,7 +83,7 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
 # ---- fast ----------------------------------------------------------------------------------
 
 
-def _constraints_hold(problem: Problem, x: np.ndarray) -> bool:
+def constraints_hold(problem: Problem, x: np.ndarray) -> bool:
     """``J(theta_k) >= 0``, ellipsoid and non-negativity constraints hold at ``x`` (exactly)."""
     if problem.n_bodies and body_min_eigs(x, problem.n_bodies).min() < 0.0:
         return False
@@ -166,7 +166,7 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
                 margin: float) -> Solution:
     hessian, rhs, _ = problem.quadratic()
     x_unconstrained = _unconstrained(problem, hessian, rhs)
-    if _constraints_hold(problem, x_unconstrained):
+    if constraints_hold(problem, x_unconstrained):
         x = lift_to_margin(x_unconstrained, problem.n_bodies, margin)
         return make_solution(problem, x, "lmi", found=True, status="solved", iterations=0,
                              started=started, finished=time.perf_counter(),
@@ -218,25 +218,35 @@ _MODEL_CACHE_SIZE = 16
 _MODEL_LOCK = threading.Lock()
 
 
+def consistency_constraints(x: Any, n_bodies: int, ellipsoid_rows: dict[int, Any],
+                            nonnegative: tuple[int, ...]) -> list:
+    """cvxpy constraints on the expression ``x`` (p,): ``J(theta_k) >> 0`` per body,
+    ``a_k . theta_k >= 0`` (``ellipsoid_rows``: arrays or Parameters) and ``x_i >= 0``."""
+    import cvxpy as cp
+
+    basis = PSEUDO_INERTIA_BASIS.reshape(10, 16).T
+    constraints = []
+    for k in range(n_bodies):
+        theta = x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)]
+        constraints.append(cp.reshape(basis @ theta, (4, 4), order="C") >> 0)
+    for k, a in ellipsoid_rows.items():
+        constraints.append(a @ x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)] >= 0)
+    if nonnegative:
+        constraints.append(x[list(nonnegative)] >= 0)
+    return constraints
+
+
 def build_cvxpy_model(structure: Problem) -> _CvxpyModel:
     """DPP model of ``structure``'s problem class (its numbers are set per solve)."""
     import cvxpy as cp
 
-    p, n = structure.n_params, structure.n_bodies
+    p = structure.n_params
     x = cp.Variable(p, name="x")
     R = cp.Parameter((p, p), name="R")
     z = cp.Parameter(p, name="z")
-    basis = PSEUDO_INERTIA_BASIS.reshape(10, 16).T
-    constraints = []
-    for k in range(n):
-        theta = x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)]
-        constraints.append(cp.reshape(basis @ theta, (4, 4), order="C") >> 0)
-    ellipsoid_rows = {}
-    for k in structure.ellipsoid_rows():
-        ellipsoid_rows[k] = cp.Parameter(10, name=f"a_{k}")
-        constraints.append(ellipsoid_rows[k] @ x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)] >= 0)
-    if structure.nonnegative:
-        constraints.append(x[list(structure.nonnegative)] >= 0)
+    ellipsoid_rows = {k: cp.Parameter(10, name=f"a_{k}") for k in structure.ellipsoid_rows()}
+    constraints = consistency_constraints(x, structure.n_bodies, ellipsoid_rows,
+                                          structure.nonnegative)
     model = cp.Problem(cp.Minimize(cp.sum_squares(R @ x - z)), constraints)
     return _CvxpyModel(problem=model, x=x, R=R, z=z, ellipsoid_rows=ellipsoid_rows)
 

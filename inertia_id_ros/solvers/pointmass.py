@@ -93,8 +93,8 @@ def _boxes(problem: Problem, boxes: Sequence[Box] | None, min_half_extent: float
 def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
                     boxes: Sequence[Box] | None = None, points_per_axis: int = 4,
                     min_half_extent: float = 0.02,
-                    default_half_extent: float = DEFAULT_HALF_EXTENT, ridge: float = 1e-9,
-                    eps: float = 1e-9, max_iterations: int = 20000,
+                    default_half_extent: float = DEFAULT_HALF_EXTENT, ridge: float = 1e-6,
+                    eps: float = 1e-7, max_iterations: int = 20000,
                     margin: float = CONSISTENCY_MARGIN) -> Solution:
     """Point-mass QP with OSQP.
 

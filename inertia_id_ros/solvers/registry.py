@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from inertia_id_ros.solvers.cad_prior import solve_cad_prior
 from inertia_id_ros.solvers.lmi import solve_lmi
 from inertia_id_ros.solvers.manifold import solve_manifold
 from inertia_id_ros.solvers.ols import solve_ols
@@ -20,6 +21,7 @@ METHODS: dict[str, MethodFunction] = {
     "lmi": solve_lmi,
     "manifold": solve_manifold,
     "pointmass": solve_pointmass,
+    "cad_prior": solve_cad_prior,
 }
 """Available methods; each is ``f(problem, initvals=None, **options) -> Solution``."""
 
