@@ -1,13 +1,332 @@
 """``inertia-id``: the command line.
 
 Subcommands:
+
+- ``fit-payload``: the payload beyond an F/T sensor from recorded joint states and wrenches, with
+  the node's estimator (:class:`~inertia_id_ros.estimator.PayloadEstimator`);
+- ``fit-links``: the links of a chain (and joint friction, offset, armature) from recorded joint
+  states and efforts (:func:`~inertia_id_ros.links.fit_links`);
+- ``traversaro``: Traversaro et al. 2016's Table I reproduced in simulation
+  (:mod:`inertia_id_ros.experiments.traversaro2016`);
 - ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`.
+
+Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
+:mod:`inertia_id_ros.data`.
+``--json OUT`` writes the result::
+
+    {"method": str,
+     "bodies": [{"name", "frame", "mass", "com": [3], "inertia_com": [ixx, ixy, ixz, iyy, iyz, izz],
+                 "theta": [10], "fully_consistent": bool, "min_pseudo_inertia_eig": float}],
+     "sensor_offset": [6],        # fit-payload only: [fx, fy, fz, tx, ty, tz] (N, N m)
+     "joints": [{"name", "viscous", "coulomb", "coulomb_velocity", "offset", "armature"}],
+                                  # fit-links only
+     "residual_rms": float, "samples": int, "solve_time_s": float}
+
+SI units; ``theta`` about and in ``frame`` (:mod:`inertia_id_ros.inertia` order), ``com`` in that
+frame, ``inertia_com`` about the COM with that frame's axes (both ``null`` when the mass is not
+positive). fit-payload: one body, ``"payload"`` in the sensor frame; ``residual_rms`` of the wrench
+fit (N and N m rows mixed); recorded ``ddq`` is not used (the estimator differentiates, as live).
+fit-links: one body per identified joint, named and framed by the URDF link it moves (the link's
+frame is the joint's); predicted torque = RNEA(theta) + viscous dq + coulomb s(dq) + offset +
+armature ddq with s = tanh(dq / coulomb_velocity) (sign(dq) if coulomb_velocity is 0);
+``residual_rms`` the joint torque RMS (N m); missing ``dq``/``ddq`` are differentiated
+(:func:`inertia_id_ros.data.with_derivatives`).
+
+Exit codes: 0 done; 1 no estimate (solver failure, or the estimator's result was not physically
+consistent); 2 bad input (arguments, URDF, data, or data that cannot determine the estimate), with
+one line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+
+from inertia_id_ros.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC, DataError,
+                                 JointStates, PayloadRecording, check_joints, check_wrench_frame,
+                                 read_joint_bag, read_joint_file, read_payload_bag,
+                                 read_payload_file, with_derivatives)
+from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
+                                      SampleRejected)
+from inertia_id_ros.friction import JointDrive
+from inertia_id_ros.inertia import check_consistency, inertia_from_theta, inertia_to_msg_order
+from inertia_id_ros.kinematics import SensorKinematics
+from inertia_id_ros.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkModel, fit_links,
+                                  torque_error)
+from inertia_id_ros.robots import FrameNotFound, JointNotFound, load_model, reduce_model
+from inertia_id_ros.solvers import METHODS, ProblemError, SolverError
+
+EXIT_NO_ESTIMATE = 1
+EXIT_BAD_INPUT = 2
+FEED_BLOCK_SEC = 0.5
+"""Recorded samples are fed to the estimator in time order, this many seconds at a time, with a
+``process()`` after each block (bounded buffers, as live)."""
+_DATA_LIMITED = ("too_few_samples", "offset_not_identifiable")
+"""Reasons of :class:`EstimateUnavailable` that mean the data cannot determine the estimate."""
+
+
+class InputError(Exception):
+    """Bad input: the message is the one line printed on stderr."""
+
+
+# ---- shared --------------------------------------------------------------------------------
+
+
+def _load_model(urdf: str) -> pin.Model:
+    try:
+        return load_model(urdf)
+    except (FileNotFoundError, ValueError) as e:
+        raise InputError(str(e)) from None
+
+
+def _body_json(name: str, frame: str, theta: np.ndarray) -> dict[str, Any]:
+    """The ``bodies`` entry of ``theta`` (10,) about and in ``frame``."""
+    report = check_consistency(theta)
+    com = inertia_com = None
+    if theta[0] > 0:
+        _, c, i = inertia_from_theta(theta)
+        com, inertia_com = c.tolist(), inertia_to_msg_order(i).tolist()
+    return {"name": name, "frame": frame, "mass": float(theta[0]), "com": com,
+            "inertia_com": inertia_com, "theta": np.asarray(theta, dtype=float).tolist(),
+            "fully_consistent": report.fully_consistent,
+            "min_pseudo_inertia_eig": report.min_pseudo_inertia_eig}
+
+
+def _body_lines(body: dict[str, Any]) -> list[str]:
+    """Human summary of a ``bodies`` entry."""
+    lines = [f"  mass      {body['mass']:.4f} kg"]
+    if body["com"] is not None:
+        com = ", ".join(f"{1e3 * c:.2f}" for c in body["com"])
+        inertia = ", ".join(f"{1e3 * i:.4f}" for i in body["inertia_com"])
+        lines += [f"  COM       [{com}] mm",
+                  f"  inertia about the COM [ixx, ixy, ixz, iyy, iyz, izz]: [{inertia}] 1e-3 kg m²"]
+    verdict = "yes" if body["fully_consistent"] else "NO"
+    lines.append(f"  fully physically consistent: {verdict} "
+                 f"(λmin(J) = {body['min_pseudo_inertia_eig']:.3e} kg m²)")
+    return lines
+
+
+def _dropped_text(dropped: dict[str, int]) -> str:
+    """``{"gap": 3, "no_joint_state": 11}`` -> ``"3 gap, 11 no_joint_state"``."""
+    return ", ".join(f"{count} {reason}" for reason, count in sorted(dropped.items()))
+
+
+def _write_json(path: str | None, result: dict[str, Any]) -> None:
+    if path is None:
+        return
+    try:
+        Path(path).write_text(json.dumps(result, indent=2) + "\n")
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _data_source(args: argparse.Namespace) -> None:
+    """Reject bag-only options without ``--bag``."""
+    if args.data is not None:
+        topics = [name for name in ("joint_states_topic", "wrench_topic")
+                  if getattr(args, name, None) is not None]
+        if topics:
+            options = ", ".join("--" + name.replace("_", "-") for name in topics)
+            raise InputError(f"{options} only apply to --bag")
+
+
+# ---- fit-payload ---------------------------------------------------------------------------
+
+
+def feed_estimator(estimator: PayloadEstimator, recording: PayloadRecording) -> None:
+    """Add every joint state and wrench of ``recording`` to ``estimator`` in time order, in blocks
+    of :data:`FEED_BLOCK_SEC`, processing after each block. Rejected samples are counted by the
+    estimator (``estimator.dropped``)."""
+    states, wrenches = recording.joint_states, recording.wrenches
+    names = states.joint_names
+    start = min(states.t[0], wrenches.t[0])
+    end = max(states.t[-1], wrenches.t[-1])
+    boundaries = np.append(np.arange(start, end, FEED_BLOCK_SEC)[1:], np.inf)
+    joint_stops = np.searchsorted(states.t, boundaries, side="left")
+    wrench_stops = np.searchsorted(wrenches.t, boundaries, side="left")
+    joint_start = wrench_start = 0
+    for joint_stop, wrench_stop in zip(joint_stops, wrench_stops):
+        for i in range(joint_start, joint_stop):
+            try:
+                estimator.add_joint_state(states.t[i], names, states.q[i],
+                                          None if states.dq is None else states.dq[i])
+            except SampleRejected:
+                pass
+        for k in range(wrench_start, wrench_stop):
+            try:
+                estimator.add_wrench(wrenches.t[k], wrenches.wrench[k])
+            except SampleRejected:
+                pass
+        joint_start, wrench_start = joint_stop, wrench_stop
+        estimator.process()
+
+
+def _fit_payload(args: argparse.Namespace) -> int:
+    _data_source(args)
+    if args.data is not None:
+        recording = read_payload_file(args.data)
+    else:
+        recording = read_payload_bag(args.bag,
+                                     args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+                                     args.wrench_topic or DEFAULT_WRENCH_TOPIC)
+    model = _load_model(args.urdf)
+    try:
+        kinematics = SensorKinematics(model, args.sensor_frame)
+    except (FrameNotFound, ValueError) as e:
+        raise InputError(str(e)) from None
+    check_joints(recording.joint_states, list(model.names)[1:], kinematics.joint_names,
+                 recording.source)
+    check_wrench_frame(recording, args.sensor_frame)
+    n_wrenches = recording.wrenches.t.size
+    span = max(recording.joint_states.t[-1], recording.wrenches.t[-1]) - min(
+        recording.joint_states.t[0], recording.wrenches.t[0])
+    try:
+        config = EstimatorConfig(window_sec=args.window_sec or span + 1.0, method=args.method,
+                                 estimate_offset=not args.no_offset,
+                                 filter_half_width=args.filter_half_width,
+                                 window_capacity=n_wrenches)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    estimator = PayloadEstimator(kinematics, config)
+    feed_estimator(estimator, recording)
+    try:
+        estimate = estimator.solve()
+    except EstimateUnavailable as e:
+        dropped = estimator.stats().dropped
+        detail = f" (samples dropped: {_dropped_text(dropped)})" if dropped else ""
+        if e.reason in _DATA_LIMITED:
+            raise InputError(f"{recording.source}: no estimate: {e.message}{detail}") from None
+        print(f"inertia-id fit-payload: no estimate: {e.message}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
+    body = _body_json("payload", args.sensor_frame, estimate.theta)
+    result = {"method": estimate.method, "bodies": [body],
+              "sensor_offset": estimate.sensor_offset.tolist(),
+              "residual_rms": estimate.residual_rms, "samples": estimate.n_samples,
+              "solve_time_s": estimate.solve_time}
+    _write_json(args.json, result)
+    dropped = estimator.stats().dropped
+    offset = estimate.sensor_offset
+    lines = [f"fit-payload ({estimate.method}): {estimate.n_samples} wrench samples over "
+             f"{estimate.t_last - estimate.t_first:.1f} s from {recording.source}"
+             + (f"; dropped {_dropped_text(dropped)}" if dropped else ""),
+             f"payload beyond {args.sensor_frame!r}, in that frame:", *_body_lines(body)]
+    if config.estimate_offset:
+        lines.append("  F/T offset [" + ", ".join(f"{v:.3f}" for v in offset[:3]) + "] N, ["
+                     + ", ".join(f"{v:.4f}" for v in offset[3:]) + "] N m")
+    lines.append(f"  residual rms {estimate.residual_rms:.4g}, solve time "
+                 f"{estimate.solve_time:.3f} s" + (f" ({estimate.message})" if estimate.message
+                                                   else ""))
+    if args.json:
+        lines.append(f"wrote {args.json}")
+    print("\n".join(lines))
+    return 0
+
+
+# ---- fit-links -----------------------------------------------------------------------------
+
+
+def _link_model(model: pin.Model, states: JointStates, joints: list[str],
+                coulomb_velocity: float) -> LinkModel:
+    """The chain of ``joints``; the other joints locked at their mean recorded positions (those
+    not recorded at the model's neutral position)."""
+    locked = {name: value for name, value in states.mean_positions().items() if name not in joints}
+    try:
+        return LinkModel(reduce_model(model, joints, locked),
+                         JointDrive(coulomb_velocity=coulomb_velocity))
+    except (JointNotFound, ValueError) as e:
+        raise InputError(str(e)) from None
+
+
+def _fit_links(args: argparse.Namespace) -> int:
+    _data_source(args)
+    if args.data is not None:
+        states = read_joint_file(args.data)
+        source = args.data
+    else:
+        states = read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC)
+        source = args.bag
+    model = _load_model(args.urdf)
+    joints = ([name.strip() for name in args.joints.split(",") if name.strip()] if args.joints
+              else list(states.joint_names))
+    if len(set(joints)) != len(joints):
+        raise InputError(f"--joints lists a joint twice: {args.joints}")
+    check_joints(states, list(model.names)[1:], joints, source)
+    if args.coulomb_velocity < 0:
+        raise InputError(f"--coulomb-velocity must be >= 0 rad/s, got {args.coulomb_velocity}")
+    if args.prior_weight < 0:
+        raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
+    links = _link_model(model, states, joints, args.coulomb_velocity)
+    try:
+        states = with_derivatives(states, args.filter_half_width)
+    except DataError as e:
+        raise DataError(f"{source}: {e}") from None
+    data = JointTorqueData(states.q, states.dq, states.ddq, states.effort, states.joint_names)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            fit = fit_links(links, data, method=args.method, prior_weight=args.prior_weight)
+        except (ProblemError, SolverError) as e:
+            print(f"inertia-id fit-links: no estimate: {e}", file=sys.stderr)
+            return EXIT_NO_ESTIMATE
+    for warning in caught:
+        print(f"inertia-id fit-links: warning: {warning.message}", file=sys.stderr)
+    errors = torque_error(links, fit.x, data)
+    bodies = [_body_json(link, link, theta)
+              for link, theta in zip(links.link_names, fit.link_parameters)]
+    drive = links.drive_parameters(fit.x)
+    joint_entries = [{"name": joint, "viscous": drive[joint]["viscous"],
+                      "coulomb": drive[joint]["coulomb"], "coulomb_velocity": args.coulomb_velocity,
+                      "offset": drive[joint]["offset"], "armature": drive[joint]["armature"]}
+                     for joint in links.joint_names]
+    result = {"method": args.method, "bodies": bodies, "joints": joint_entries,
+              "residual_rms": errors.overall, "samples": data.n_samples,
+              "solve_time_s": float(fit.solution.solve_time)}
+    _write_json(args.json, result)
+    lines = [f"fit-links ({args.method}, prior weight {args.prior_weight:g}): {data.n_samples} "
+             f"samples of {len(links.joint_names)} joints from {source}; solver "
+             f"{fit.solution.status!r} in {fit.solution.solve_time:.2f} s",
+             f"{'link':<20}{'mass (kg)':>10}{'COM (mm)':>26}{'λmin(J)':>12}  consistent"]
+    for body in bodies:
+        com = ("" if body["com"] is None
+               else " ".join(f"{1e3 * c:8.1f}" for c in body["com"]))
+        lines.append(f"{body['name']:<20}{body['mass']:10.3f}{com:>26}"
+                     f"{body['min_pseudo_inertia_eig']:12.2e}  "
+                     f"{'yes' if body['fully_consistent'] else 'NO'}")
+    lines.append(f"{'joint':<20}{'viscous':>10}{'coulomb':>10}{'offset':>10}{'armature':>10}"
+                 f"{'rms (N m)':>11}")
+    for entry, rms in zip(joint_entries, errors.per_joint):
+        lines.append(f"{entry['name']:<20}{entry['viscous']:10.4f}{entry['coulomb']:10.4f}"
+                     f"{entry['offset']:10.4f}{entry['armature']:10.4f}{rms:11.4f}")
+    lines.append(f"joint torque rms {errors.overall:.4f} N m; all links fully consistent: "
+                 f"{'yes' if fit.fully_consistent else 'NO'}")
+    if args.json:
+        lines.append(f"wrote {args.json}")
+    print("\n".join(lines))
+    return 0
+
+
+# ---- traversaro, demo ----------------------------------------------------------------------
+
+
+def _traversaro(args: argparse.Namespace) -> int:
+    from inertia_id_ros.experiments import traversaro2016
+    from inertia_id_ros.simulation import DEFAULT_WRENCH_NOISE_STD
+
+    if args.trials < 1 or not args.noise_scale >= 0:
+        raise InputError("--trials must be >= 1 and --noise-scale >= 0")
+    noise = args.noise_scale * DEFAULT_WRENCH_NOISE_STD
+    print(traversaro2016.format_table(traversaro2016.run(seed=args.seed, wrench_noise_std=noise)))
+    if args.trials > 1:
+        summary = traversaro2016.run_trials(args.seed, args.trials, wrench_noise_std=noise)
+        print("\n" + traversaro2016.format_trials(summary))
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -16,10 +335,74 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(motion_sec=args.duration, method=args.method, seed=args.seed)
 
 
+# ---- parser --------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr (exit code 2), like every other bad input."""
+
+    def error(self, message: str) -> None:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+
+def _add_data_options(parser: argparse.ArgumentParser, wrenches: bool) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="recorded data, .npz or .csv (see inertia_id_ros.data)")
+    source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    parser.add_argument("--joint-states-topic",
+                        help="sensor_msgs/JointState topic of --bag "
+                             f"({DEFAULT_JOINT_STATES_TOPIC})")
+    if wrenches:
+        parser.add_argument("--wrench-topic",
+                            help=f"geometry_msgs/WrenchStamped topic of --bag "
+                                 f"({DEFAULT_WRENCH_TOPIC})")
+    parser.add_argument("--urdf", required=True, help="URDF file of the robot")
+    parser.add_argument("--method", default="lmi", choices=sorted(METHODS),
+                        help="identification method (lmi)")
+    parser.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
+    parser.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
+                        help="half-width of the local polynomial fit that differentiates joint "
+                             "states (s; 0.05)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``inertia-id``."""
-    parser = argparse.ArgumentParser(prog="inertia-id", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="inertia-id", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+
+    payload = sub.add_parser("fit-payload", help="identify the payload beyond an F/T sensor from "
+                                                 "recorded joint states and wrenches")
+    _add_data_options(payload, wrenches=True)
+    payload.add_argument("--sensor-frame", required=True,
+                         help="URDF frame of the F/T sensor (the wrenches' frame)")
+    payload.add_argument("--no-offset", action="store_true",
+                         help="do not estimate the F/T sensor offset (it is calibrated out)")
+    payload.add_argument("--window-sec", type=float, default=0.0, metavar="SEC",
+                         help="use the newest SEC seconds of the recording (default: all)")
+    payload.set_defaults(run=_fit_payload)
+
+    links = sub.add_parser("fit-links", help="identify links and joint friction from recorded "
+                                             "joint states and efforts")
+    _add_data_options(links, wrenches=False)
+    links.add_argument("--joints", help="comma-separated joints to identify (default: all "
+                                        "recorded); the others are locked at their mean position")
+    links.add_argument("--prior-weight", type=float, default=DEFAULT_PRIOR_WEIGHT,
+                       help="weight of the pull toward the URDF's inertials, per torque sample "
+                            f"((N m)² per SI unit²; {DEFAULT_PRIOR_WEIGHT:g})")
+    links.add_argument("--coulomb-velocity", type=float, default=0.0, metavar="V",
+                       help="width of the Coulomb sign tanh(dq/V) (rad/s; 0: exact sign)")
+    links.set_defaults(run=_fit_links)
+
+    traversaro = sub.add_parser("traversaro", help="Traversaro et al. 2016 Table I in simulation "
+                                                   "(iCub arm, OLS vs manifold vs LMI)")
+    traversaro.add_argument("--seed", type=int, default=0, help="seed of paths and noise (0)")
+    traversaro.add_argument("--trials", type=int, default=1,
+                            help="also count inconsistent estimates over this many seeds (1)")
+    traversaro.add_argument("--noise-scale", type=float, default=1.0,
+                            help="F/T noise as a multiple of the simulator's default (1)")
+    traversaro.set_defaults(run=_traversaro)
+
     demo = sub.add_parser("demo", help="live demo: simulated Panda, node and client over DDS")
     demo.add_argument("--duration", type=float, default=30.0, help="seconds of motion (30)")
     demo.add_argument("--method", default="lmi", help="identification method (lmi)")
@@ -29,9 +412,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code (2 on bad input)."""
-    args = build_parser().parse_args(argv)
-    return args.run(args)
+    """Entry point; returns the exit code (2 on bad input, with one line on stderr)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
+        return int(e.code or 0)
+    try:
+        return args.run(args)
+    except (InputError, DataError) as e:
+        print(f"inertia-id {args.command}: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

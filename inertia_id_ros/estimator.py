@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,8 @@ from inertia_id_ros.filtering import (COVERAGE_OK, COVERAGE_PENDING, check_cover
 from inertia_id_ros.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.kinematics import SensorKinematics
 from inertia_id_ros.regressors import N_BODY_PARAMS, N_OFFSET_PARAMS, payload_regressor_batch
+from inertia_id_ros.solvers import Problem, ProblemError, SolverError
+from inertia_id_ros.solvers import solve as solve_problem
 from inertia_id_ros.window import SampleBuffer, SlidingWindow
 
 JOINT_STATE = "joint_state"
@@ -70,7 +72,7 @@ class EstimatorConfig:
     """Half-width of the local polynomial fit of joint states around each wrench stamp (s); also
     the processing lag."""
     filter_order: int = 2
-    """Degree of the local polynomial (>= 2 when velocities are differentiated)."""
+    """Degree of the local polynomial (>= 2: positions may be differentiated twice)."""
     use_measured_velocity: bool = True
     """Use joint-state velocities when present (else positions are differentiated)."""
     max_joint_gap: float = 0.1
@@ -100,14 +102,15 @@ class EstimatorConfig:
     """Options passed to ``solvers.solve``."""
 
     def __post_init__(self) -> None:
-        positive = ("window_sec", "filter_half_width", "max_joint_gap")
-        for name in positive:
+        for name in ("window_sec", "filter_half_width", "max_joint_gap"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"EstimatorConfig.{name} must be positive, got {getattr(self, name)}")
+                raise ValueError(f"EstimatorConfig.{name} must be positive, got "
+                                 f"{getattr(self, name)}")
         if self.wrench_sign not in (1.0, -1.0):
-            raise ValueError(f"EstimatorConfig.wrench_sign must be +1 or -1, got {self.wrench_sign}")
-        if self.filter_order < 1:
-            raise ValueError(f"EstimatorConfig.filter_order must be >= 1, got {self.filter_order}")
+            raise ValueError(f"EstimatorConfig.wrench_sign must be +1 or -1, got "
+                             f"{self.wrench_sign}")
+        if self.filter_order < 2:
+            raise ValueError(f"EstimatorConfig.filter_order must be >= 2, got {self.filter_order}")
         for name in ("min_samples", "window_capacity", "joint_buffer_capacity",
                      "max_pending_wrenches"):
             if getattr(self, name) < 1:
@@ -115,12 +118,6 @@ class EstimatorConfig:
         if self.offset_min_tilt_deg < 0:
             raise ValueError("EstimatorConfig.offset_min_tilt_deg must be >= 0, got "
                              f"{self.offset_min_tilt_deg}")
-
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        """Names of the settings (e.g. to declare ROS parameters)."""
-        return tuple(f.name for f in fields(cls))
-
 
 @dataclass(frozen=True)
 class Estimate:
@@ -192,7 +189,8 @@ class PayloadEstimator:
     :meth:`solve` (solving runs outside the lock).
     """
 
-    def __init__(self, kinematics: SensorKinematics, config: EstimatorConfig | None = None) -> None:
+    def __init__(self, kinematics: SensorKinematics,
+                 config: EstimatorConfig | None = None) -> None:
         self.kinematics = kinematics
         self.config = config or EstimatorConfig()
         config = self.config
@@ -225,7 +223,8 @@ class PayloadEstimator:
         if not np.isfinite(t):
             raise self._reject("non_finite", f"{what} stamp is {t}")
         if last is not None and t == last:
-            raise self._reject("duplicate_stamp", f"{what} stamp {t:.6f} s repeats the previous one")
+            raise self._reject("duplicate_stamp",
+                               f"{what} stamp {t:.6f} s repeats the previous one")
         if last is not None and t < last:
             raise self._reject("out_of_order", f"{what} stamp {t:.6f} s is older than the previous "
                                f"{last:.6f} s")
@@ -274,12 +273,11 @@ class PayloadEstimator:
             indices = self._joint_indices(names)
             q = q[indices]
             dq = None if dq is None or not self.config.use_measured_velocity else dq[indices]
-            if not np.all(np.isfinite(q)) or (dq is not None and not np.all(np.isfinite(dq))):
+            if not np.isfinite(q).all() or (dq is not None and not np.isfinite(dq).all()):
                 raise self._reject("non_finite", f"joint state at {t:.6f} s has NaN or Inf values")
             self._check_stamp(t, self._last_joint_t, "joint state")
             self._last_joint_t = t
-            self._joints.extend(t=np.array([t]), q=q[None], has_dq=np.array([dq is not None]),
-                                dq=(np.zeros_like(q) if dq is None else dq)[None])
+            self._joints.append(t=t, q=q, has_dq=dq is not None, dq=0.0 if dq is None else dq)
             self.processed[JOINT_STATE] += 1
 
     def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None) -> None:
@@ -296,7 +294,7 @@ class PayloadEstimator:
             wrench = np.asarray(wrench, dtype=float).reshape(-1)
             if wrench.size != 6:
                 raise self._reject("length_mismatch", f"wrench has {wrench.size} values, need 6")
-            if not np.all(np.isfinite(wrench)):
+            if not np.isfinite(wrench).all():
                 raise self._reject("non_finite", f"wrench at {t:.6f} s has NaN or Inf values")
             if (self.config.check_wrench_frame and frame_id is not None
                     and frame_id != self._expected_frame):
@@ -304,9 +302,8 @@ class PayloadEstimator:
                                    f"{self._expected_frame!r}")
             self._check_stamp(t, self._last_wrench_t, "wrench")
             self._last_wrench_t = t
-            overflow = self._wrenches.extend(t=np.array([t]),
-                                             f=(self.config.wrench_sign * wrench)[None])
-            self.dropped["overflow"] += overflow
+            if self._wrenches.append(t=t, f=self.config.wrench_sign * wrench):
+                self.dropped["overflow"] += 1
 
     # ---- processing ------------------------------------------------------------------------
 
@@ -395,8 +392,6 @@ class PayloadEstimator:
         ``too_few_samples``, ``offset_not_identifiable`` (when estimating the offset),
         ``solver_failed`` or ``inconsistent`` (never returns an estimate that is not fully
         physically consistent)."""
-        from inertia_id_ros.solvers import ProblemError, SolverError, solve as solve_problem
-
         config = self.config
         method = method or config.method
         with self._lock:
@@ -407,20 +402,15 @@ class PayloadEstimator:
             t, _, _ = self.window.samples(duration, copy=False)
             t_first, t_last = float(t[0]), float(t[-1])
             spread = self._orientation_spread_deg(duration)
-            problem = self.window.problem(duration)
+            identifiable = bool(spread[1] >= config.offset_min_tilt_deg)
+            if config.estimate_offset and not identifiable:
+                raise EstimateUnavailable("offset_not_identifiable", _unidentifiable_offset_message(
+                    t_last - t_first, spread, config.offset_min_tilt_deg))
+            gram, moment, yty, n_rows = self.window.normal_equations(duration)
             if initvals is None and config.warm_start:
                 initvals = self._last_solution
             generation = self._generation
-        identifiable = bool(spread[1] >= config.offset_min_tilt_deg)
-        if config.estimate_offset and not identifiable:
-            raise EstimateUnavailable(
-                "offset_not_identifiable",
-                f"the F/T sensor offset cannot be told apart from the payload's weight: over the "
-                f"last {t_last - t_first:.1f} s the sensor's orientation with respect to gravity "
-                f"varied by {spread[0]:.1f} and {spread[1]:.1f} deg rms about its two main axes, "
-                f"it must vary by at least {config.offset_min_tilt_deg:.1f} deg about both; tilt "
-                "the sensor in several directions, or calibrate the offset and set "
-                "estimate_offset=False")
+        problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1)
         try:
             solution = solve_problem(problem, method, initvals=initvals, **config.solver_options)
         except (ProblemError, SolverError) as e:
@@ -467,7 +457,16 @@ class PayloadEstimator:
                                   window_samples=len(self.window))
 
 
-def _theta_covariance(problem, x: np.ndarray) -> np.ndarray:
+def _unidentifiable_offset_message(duration: float, spread: np.ndarray,
+                                   min_tilt: float) -> str:
+    return (f"the F/T sensor offset cannot be told apart from the payload's weight: over the last "
+            f"{duration:.1f} s the sensor's orientation with respect to gravity varied by "
+            f"{spread[0]:.1f} and {spread[1]:.1f} deg rms in its two main directions, and it must "
+            f"vary by at least {min_tilt:.1f} deg in both; tilt the sensor about two different "
+            "horizontal axes, or calibrate the offset and set estimate_offset=False")
+
+
+def _theta_covariance(problem: Problem, x: np.ndarray) -> np.ndarray:
     """(10, 10) ``sigma^2 (Y^T Y)^+`` theta block, ``sigma^2 = ||Y x - y||^2 / (rows - p)``; the
     pseudo-inverse is taken on the column-scaled gram matrix (units differ per column)."""
     p = problem.n_params

@@ -18,6 +18,9 @@ from scipy.signal import savgol_filter
 _EDGE_TOLERANCE = 1e-9
 """Relative widening of the fit window so samples exactly at ``t +- half_width`` are included."""
 
+_CHUNK = 1024
+"""Query times fitted together (memory: chunk x samples per window x columns)."""
+
 COVERAGE_OK = ""
 COVERAGE_PENDING = "pending"
 COVERAGE_NO_SAMPLES = "no_joint_state"
@@ -66,16 +69,22 @@ def local_polynomial_derivatives(t: np.ndarray, x: np.ndarray, t_query: np.ndarr
         bad = t_query[counts < order + 1]
         raise ValueError(f"{bad.size} query time(s) (first {bad[0]:.6f} s) have fewer than "
                          f"{order + 1} samples within {half_width} s for a degree-{order} fit")
-    offsets = np.arange(counts.max())
-    inside = offsets < counts[:, None]  # (M, K)
-    index = np.where(inside, lo[:, None] + offsets, lo[:, None])
-    tau = np.where(inside, (t[index] - t_query[:, None]) / half_width, 0.0)
-    basis = (tau[..., None] ** np.arange(order + 1)) * inside[..., None]  # (M, K, order+1)
-    gram = np.einsum("mki,mkj->mij", basis, basis)
-    rhs = np.einsum("mki,mkn->min", basis, x[index])
-    coefficients = np.linalg.solve(gram, rhs)  # (M, order+1, n), in tau = (t - tq) / half_width
     scale = np.array([factorial(k) / half_width ** k for k in range(n_derivatives + 1)])
-    return coefficients[:, :n_derivatives + 1] * scale[:, None]
+    out = np.empty((t_query.size, n_derivatives + 1, x.shape[1]))
+    for chunk in range(0, t_query.size, _CHUNK):  # bounds the (M, K, n) gathered samples
+        part = slice(chunk, chunk + _CHUNK)
+        offsets = np.arange(counts[part].max())
+        inside = offsets < counts[part, None]  # (M, K)
+        index = np.where(inside, lo[part, None] + offsets, lo[part, None])
+        tau = np.where(inside, (np.take(t, index) - t_query[part, None]) / half_width, 0.0)
+        powers = [inside.astype(float)]
+        for _ in range(order):
+            powers.append(powers[-1] * tau)
+        basis = np.stack(powers, axis=-1)  # (M, K, order + 1), zero rows outside the window
+        basis_t = basis.transpose(0, 2, 1)
+        coefficients = np.linalg.solve(basis_t @ basis, basis_t @ np.take(x, index, axis=0))
+        out[part] = coefficients[:, :n_derivatives + 1] * scale[:, None]  # tau = (t - tq) / h
+    return out
 
 
 def joint_states_at(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, t_query: np.ndarray,
@@ -109,8 +118,9 @@ def check_coverage(t: np.ndarray, t_query: np.ndarray, half_width: float, max_ga
     Returns (M,) strings: ``""`` ready; ``"pending"`` the newest sample is before
     ``tq + half_width`` (wait for more); ``"no_joint_state"`` no sample at or before
     ``tq - half_width``; ``"gap"`` two consecutive samples around the window
-    ``[tq - half_width, tq + half_width]`` (bracketing samples included) are more than ``max_gap``
-    s apart (the fit never spans a gap); ``"sparse"`` fewer than ``order + 1`` samples in the window.
+    ``[tq - half_width, tq + half_width]`` (bracketing samples included) are more than
+    ``max_gap`` s apart (the fit never spans a gap); ``"sparse"`` fewer than ``order + 1`` samples
+    in the window.
     """
     t = np.asarray(t, dtype=float)
     t_query = np.atleast_1d(np.asarray(t_query, dtype=float))

@@ -25,7 +25,7 @@ class SensorKinematics:
     other joints are locked at ``locked_positions`` (name -> rad or m, default their neutral
     position). Internally the model is reduced to ``joint_names`` (the per-sample hot path), the
     full model is kept for :meth:`subtree_inertia`. 1-dof joints only (revolute, prismatic,
-    continuous; a continuous joint's input is its angle).
+    continuous; a continuous joint's input is its angle). Not thread-safe (one pinocchio ``Data``).
     """
 
     def __init__(self, model: pin.Model, sensor_frame: str,
@@ -46,8 +46,8 @@ class SensorKinematics:
         else:
             outside = [name for name in joint_names if name not in chain_names]
             if outside:
-                raise ValueError(f"joint(s) {outside} do not move frame {sensor_frame!r}; the joints "
-                                 f"that do are {chain_names}")
+                raise ValueError(f"joint(s) {outside} do not move frame {sensor_frame!r}; the "
+                                 f"joints that do are {chain_names}")
             if len(set(joint_names)) != len(joint_names):
                 raise ValueError(f"joint_names has duplicates: {list(joint_names)}")
             names = [name for name in chain_names if name in joint_names]
@@ -90,14 +90,17 @@ class SensorKinematics:
         return self._configuration(self._check("q", q)).copy()
 
     def _check(self, name: str, x: np.ndarray, n_samples: int | None = None) -> np.ndarray:
+        """``x`` as floats, of shape (n_joints,) or, given ``n_samples``, (n_samples, n_joints)."""
         x = np.asarray(x, dtype=float)
         shape = (self.n_joints,) if n_samples is None else (n_samples, self.n_joints)
         if x.shape != shape:
-            raise ValueError(f"{name} must have shape {shape} (joints {list(self.joint_names)}), "
-                             f"got {x.shape}")
+            expected = shape if n_samples is None or n_samples >= 0 else ("N", self.n_joints)
+            raise ValueError(f"{name} must have shape {expected} (joints "
+                             f"{list(self.joint_names)}), got {x.shape}")
         return x
 
-    def compute(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def compute(self, q: np.ndarray, dq: np.ndarray,
+                ddq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(v, a_g)`` (6,) each: twist and proper spatial acceleration ``a - g`` of the sensor
         frame, in the sensor frame, from joint positions (rad, m), velocities and accelerations
         (n_joints,) in :attr:`joint_names` order."""
@@ -138,7 +141,8 @@ class SensorKinematics:
                      if k in beyond and frame.type == pin.FrameType.JOINT)
 
     def _frames_beyond(self) -> set[int]:
-        """Indices of the frames whose chain of parent frames reaches the sensor frame (included)."""
+        """Indices of the frames whose chain of parent frames reaches the sensor frame (itself
+        included)."""
         beyond = {frame_id(self.model, self.sensor_frame)}
         size = 0
         while size != len(beyond):
@@ -157,8 +161,9 @@ class SensorKinematics:
         ``FIXED_JOINT`` frame, so a sensor frame on a fixed joint splits its joint's body: the part
         beyond is the sum of the inertias of the ``FIXED_JOINT`` frames beyond it (the whole body
         when the sensor frame is the joint's own frame or the joint's first link), plus the bodies
-        of all moving joints beyond. This assumes a model from the URDF parser (a
-        ``pin.buildReducedModel`` model also copies locked bodies into frames).
+        of all moving joints beyond; a frame with no frame beyond it (an operational frame) gives
+        zeros. This assumes a model from the URDF parser (a ``pin.buildReducedModel`` model also
+        copies locked bodies into frames).
         """
         model = self.model
         q_full = pin.neutral(model) if q_full is None else np.asarray(q_full, dtype=float)

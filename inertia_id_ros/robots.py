@@ -99,7 +99,8 @@ def example_robot_urdf(name: str) -> Path:
     return path
 
 
-def load_model(urdf_path: str | os.PathLike | None = None, urdf_xml: str | None = None) -> pin.Model:
+def load_model(urdf_path: str | os.PathLike | None = None,
+               urdf_xml: str | None = None) -> pin.Model:
     """Fixed-base pinocchio model from a URDF file or an XML string (exactly one of them).
 
     Fixed joints are merged into their parent body (pinocchio's URDF parser); their frames are kept
@@ -109,10 +110,12 @@ def load_model(urdf_path: str | os.PathLike | None = None, urdf_xml: str | None 
         raise ValueError("give exactly one of urdf_path and urdf_xml")
     if urdf_path is not None:
         path = Path(urdf_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"URDF file {str(path)!r} does not exist or is not a file")
         try:
             xml = path.read_text()
-        except OSError as e:
-            raise FileNotFoundError(f"cannot read URDF file {str(path)!r}: {e.strerror or e}") from e
+        except (OSError, UnicodeDecodeError) as e:
+            raise OSError(f"cannot read URDF file {str(path)!r}: {e}") from e
         source = f"URDF file {str(path)!r}"
     else:
         xml = urdf_xml

@@ -8,7 +8,7 @@ the wrench the sensor exerts on the payload, ``f = I a_g + v x* (I v)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pinocchio as pin
@@ -16,6 +16,10 @@ import pinocchio as pin
 from inertia_id_ros.inertia import theta_from_inertia
 from inertia_id_ros.kinematics import SensorKinematics
 from inertia_id_ros.robots import example_robot_urdf, load_model
+
+Trajectory = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+"""``trajectory(t) -> (q, dq, ddq)``: (N, n) joint positions, velocities, accelerations at
+times ``t`` (N,) (s)."""
 
 PANDA_ARM_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 PANDA_FLANGE = "panda_link8"
@@ -61,7 +65,8 @@ class ExcitingTrajectory:
     """Finite Fourier series per joint (Swevers et al. 1997) within position and velocity limits.
 
     ``q_j(t) = c_j + s_j sum_l (a_jl sin(l w t) - b_jl cos(l w t)) / (l w)``, ``w = 2 pi / period``,
-    with random ``a, b`` (seeded, spectrum decaying as ``1/l``), ``c`` the middle of the limits and
+    with random ``a, b`` (seeded, normal, divided by ``l ** spectrum_decay``: the velocity's
+    spectrum; flat by default, which favours accelerations), ``c`` the middle of the limits and
     the scale ``s_j`` the largest keeping ``|q - c| <= position_fraction`` of the half range (and
     ``<= max_amplitude`` rad), ``|dq| <= velocity_fraction * velocity_limit`` and, if given,
     ``|ddq| <= acceleration_limit``. Periodic; every joint moves, so the sensor's orientation and
@@ -72,21 +77,23 @@ class ExcitingTrajectory:
                  velocity_limit: Sequence[float], period: float = 10.0, n_harmonics: int = 5,
                  seed: int = 0, position_fraction: float = 0.8, velocity_fraction: float = 0.8,
                  acceleration_limit: float | Sequence[float] | None = None,
-                 max_amplitude: float = np.pi, center: Sequence[float] | None = None) -> None:
+                 max_amplitude: float = np.pi, center: Sequence[float] | None = None,
+                 spectrum_decay: float = 0.0) -> None:
         self.lower = np.asarray(lower, dtype=float)
         self.upper = np.asarray(upper, dtype=float)
         if np.any(self.upper <= self.lower):
             raise ValueError(f"upper limits {self.upper} must exceed lower limits {self.lower}")
-        self.center = 0.5 * (self.lower + self.upper) if center is None else np.asarray(center, float)
+        self.center = (0.5 * (self.lower + self.upper) if center is None
+                       else np.asarray(center, dtype=float))
         self.omega = 2.0 * np.pi / period
         self.period = float(period)
         n = self.lower.size
         rng = np.random.default_rng(seed)
         harmonics = np.arange(1, n_harmonics + 1)
         self.harmonics = harmonics
-        self._a = rng.normal(size=(n, n_harmonics)) / harmonics
-        self._b = rng.normal(size=(n, n_harmonics)) / harmonics
-        self.scale = np.ones(n)
+        self._a = rng.normal(size=(n, n_harmonics)) / harmonics ** spectrum_decay
+        self._b = rng.normal(size=(n, n_harmonics)) / harmonics ** spectrum_decay
+        self.scale = np.ones(n)  # unit scale while measuring the series' extremes
         grid = np.linspace(0.0, period, 2001)
         p, dp, ddp = self(grid)
         p -= self.center
@@ -117,7 +124,8 @@ class ExcitingTrajectory:
 
 class PointToPointTrajectory:
     """Minimum-jerk motions through ``waypoints`` (K, n), each taking ``completion_time`` s and
-    followed by a rest of ``hold_time`` s (Flash and Hogan 1985: ``s = 10 r^3 - 15 r^4 + 6 r^5``)."""
+    followed by a rest of ``hold_time`` s (Flash and Hogan 1985: ``s(r) = 10 r^3 - 15 r^4 + 6 r^5``,
+    ``r`` the fraction of the completion time)."""
 
     def __init__(self, waypoints: np.ndarray, completion_time: float, hold_time: float = 0.0):
         self.waypoints = np.asarray(waypoints, dtype=float)
@@ -135,7 +143,7 @@ class PointToPointTrajectory:
         return (self.waypoints.shape[0] - 1) * (self.completion_time + self.hold_time)
 
     def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(q, dq, ddq)`` (N, n) at times ``t`` (N,) (s); holds the last waypoint after the end."""
+        """``(q, dq, ddq)`` (N, n) at times ``t`` (N,) (s), clipped to ``[0, duration]``."""
         t = np.clip(np.atleast_1d(np.asarray(t, float)), 0.0, self.duration)
         segment_time = self.completion_time + self.hold_time
         k = np.minimum((t // segment_time).astype(int), self.waypoints.shape[0] - 2)
@@ -175,7 +183,7 @@ class PayloadSimulator:
     """
 
     def __init__(self, model: pin.Model, sensor_frame: str, payload_theta: np.ndarray,
-                 trajectory, joint_names: Sequence[str] | None = None,
+                 trajectory: Trajectory, joint_names: Sequence[str] | None = None,
                  locked_positions: Mapping[str, float] | None = None,
                  offset: np.ndarray = DEFAULT_OFFSET,
                  wrench_noise_std: np.ndarray = DEFAULT_WRENCH_NOISE_STD,
@@ -191,11 +199,12 @@ class PayloadSimulator:
         self._data = self._model.createData()
 
     @classmethod
-    def panda(cls, payload_theta: np.ndarray | None = None, trajectory=None, seed: int = 0,
-              **kwargs) -> PayloadSimulator:
+    def panda(cls, payload_theta: np.ndarray | None = None, trajectory: Trajectory | None = None,
+              seed: int = 0, **kwargs) -> PayloadSimulator:
         """example-robot-data Panda, sensor at the flange ``panda_link8``, the 7 arm joints (the
         fingers locked), :func:`default_payload_theta`, an :class:`ExcitingTrajectory` (period 10 s,
-        5 harmonics, ``seed``); ``kwargs`` go to the constructor (noise, offset)."""
+        5 harmonics, ``seed``); ``kwargs`` go to the constructor (noise, offset). The payload is
+        all there is beyond the sensor (the URDF's hand only moves with the flange)."""
         model = load_model(example_robot_urdf("panda"))
         if trajectory is None:
             trajectory = ExcitingTrajectory.for_model(model, PANDA_ARM_JOINTS, seed=seed)

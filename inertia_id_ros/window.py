@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from inertia_id_ros.solvers import Problem
+
 WRENCH_ROWS = 6
 """Rows of ``Y`` per sample (one wrench)."""
 
@@ -13,16 +15,18 @@ WRENCH_ROWS = 6
 class SampleBuffer:
     """Bounded FIFO of samples with named fields, kept contiguous in memory.
 
-    ``fields``: name -> per-sample shape; ``buffer[name]`` is a view (N, *shape) of the samples held,
-    oldest first, valid until the next change. Preallocated for ``2 capacity`` samples; adding
-    beyond ``capacity`` drops the oldest. Not thread-safe.
+    ``fields``: name -> per-sample shape; ``buffer[name]`` is a view (N, *shape) of the samples
+    held, oldest first, valid until the next change. Preallocated for ``2 capacity`` samples
+    (appending moves the live samples to the front when the end is reached, so they stay one
+    slice); adding beyond ``capacity`` drops the oldest. Not thread-safe.
     """
 
     def __init__(self, capacity: int, **fields: tuple[int, ...]) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1 sample, got {capacity}")
         self.capacity = int(capacity)
-        self._arrays = {name: np.empty((2 * self.capacity, *shape)) for name, shape in fields.items()}
+        self._arrays = {name: np.empty((2 * self.capacity, *shape))
+                        for name, shape in fields.items()}
         self._start = 0
         self._end = 0
 
@@ -39,6 +43,22 @@ class SampleBuffer:
     def drop_front(self, count: int) -> None:
         """Drop the ``count`` oldest samples."""
         self._start = min(self._start + max(int(count), 0), self._end)
+
+    def append(self, **values: np.ndarray | float) -> int:
+        """Append one sample (every field, of its per-sample shape); returns how many of the
+        oldest were dropped (0 or 1)."""
+        if self._end == 2 * self.capacity:  # move the newest samples to the front
+            keep = len(self)
+            for array in self._arrays.values():
+                array[:keep] = array[self._end - keep:self._end]
+            self._start, self._end = 0, keep
+        for name, array in self._arrays.items():
+            array[self._end] = values[name]
+        self._end += 1
+        if len(self) > self.capacity:
+            self._start += 1
+            return 1
+        return 0
 
     def extend(self, **values: np.ndarray) -> int:
         """Append N samples (every field, shape (N, *shape)); returns how many of the oldest were
@@ -68,9 +88,10 @@ class SlidingWindow:
     """The samples ``(t_i, Y_i (6, p), f_i (6,))`` of the last ``window_sec`` seconds.
 
     Samples older than ``window_sec`` behind the newest one are dropped; so are the oldest ones
-    beyond ``capacity`` samples (bounded memory, a :class:`SampleBuffer`; contiguous, so the normal
-    equations are one matrix product). ``p`` is fixed by ``n_params`` or by the first sample. Not
-    thread-safe (the estimator locks around it).
+    beyond ``capacity`` samples (bounded memory, a :class:`SampleBuffer`). Each sample is stored
+    as the augmented rows ``[Y_i | f_i]`` (6, p + 1), contiguous, so the normal equations are one
+    product ``A^T A`` of the stacked rows. ``p`` is fixed by ``n_params`` or by the first sample.
+    Not thread-safe (the estimator locks around it).
     """
 
     def __init__(self, window_sec: float, n_params: int | None = None,
@@ -86,13 +107,12 @@ class SlidingWindow:
             self._allocate(n_params)
 
     def _allocate(self, n_params: int) -> None:
-        self._buffer = SampleBuffer(self.capacity, t=(), Y=(WRENCH_ROWS, n_params),
-                                    f=(WRENCH_ROWS,))
+        self._buffer = SampleBuffer(self.capacity, t=(), rows=(WRENCH_ROWS, n_params + 1))
 
     @property
     def n_params(self) -> int | None:
         """Columns ``p`` of the regressor (``None`` before the first sample)."""
-        return None if self._buffer is None else self._buffer["Y"].shape[2]
+        return None if self._buffer is None else self._buffer["rows"].shape[2] - 1
 
     def __len__(self) -> int:
         return 0 if self._buffer is None else len(self._buffer)
@@ -135,7 +155,7 @@ class SlidingWindow:
             return
         if np.any(np.diff(t) < 0) or (len(self) and t[0] < self.t_last):
             raise ValueError("stamps must be non-decreasing and not older than the newest sample")
-        self._buffer.extend(t=t, Y=Y, f=f)
+        self._buffer.extend(t=t, rows=np.concatenate([Y, f[:, :, None]], axis=2))
         stamps = self._buffer["t"]
         self._buffer.drop_front(np.searchsorted(stamps, stamps[-1] - self.window_sec, side="left"))
 
@@ -159,7 +179,8 @@ class SlidingWindow:
         if self._buffer is None:
             return np.zeros(0), np.zeros((0, WRENCH_ROWS, 0)), np.zeros((0, WRENCH_ROWS))
         s = self._slice(duration)
-        out = tuple(self._buffer[name][s] for name in ("t", "Y", "f"))
+        rows = self._buffer["rows"][s]
+        out = (self._buffer["t"][s], rows[:, :, :-1], rows[:, :, -1])
         return tuple(x.copy() for x in out) if copy else out
 
     def normal_equations(self, duration: float = 0.0) -> tuple[np.ndarray, np.ndarray, float, int]:
@@ -167,16 +188,15 @@ class SlidingWindow:
         ``duration`` seconds (0: the whole window)."""
         if self._buffer is None:
             raise ValueError("the window has never held a sample (unknown parameter count)")
-        _, Y, f = self.samples(duration, copy=False)
-        Y = Y.reshape(-1, self.n_params)
-        y = f.reshape(-1)
-        return Y.T @ Y, Y.T @ y, float(y @ y), Y.shape[0]
+        p = self.n_params
+        augmented = self._buffer["rows"][self._slice(duration)].reshape(-1, p + 1)  # [Y | y]
+        product = augmented.T @ augmented
+        return product[:p, :p], product[:p, p].copy(), float(product[p, p]), augmented.shape[0]
 
-    def problem(self, duration: float = 0.0, n_bodies: int = 1, **problem_fields: Any):
-        """:class:`inertia_id_ros.solvers.Problem` of the newest ``duration`` seconds (0: the whole
-        window); ``problem_fields`` are its other fields (``prior``, ``nonnegative``, ...)."""
-        from inertia_id_ros.solvers import Problem
-
+    def problem(self, duration: float = 0.0, n_bodies: int = 1,
+                **problem_fields: Any) -> Problem:
+        """:class:`~inertia_id_ros.solvers.Problem` of the newest ``duration`` seconds (0: the
+        whole window); ``problem_fields`` are its other fields (``prior``, ``nonnegative``, ...)."""
         gram, moment, yty, rows = self.normal_equations(duration)
         return Problem(gram=gram, moment=moment, yty=yty, n_rows=rows, n_bodies=n_bodies,
                        **problem_fields)

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+import scipy.linalg
+
+DEFAULT_REGULARIZATION = 1e-8
+"""Rank-deficient data: ``regularization * lambda_max(H)`` times the squared distance to a
+reference (the prior, else 0) along the numerical null space of ``H`` (eigenvalues below
+:data:`NULL_SPACE_RCOND` ``* lambda_max``) is added to the objective, so the optimum is unique
+(the optimal fit closest to the reference) and iterative methods do not drift. Directions the data
+determine are not biased."""
+NULL_SPACE_RCOND = 1e-10
 
 
 def psd_solve(matrix: np.ndarray, rhs: np.ndarray, rcond: float) -> tuple[np.ndarray, int]:
@@ -34,3 +45,41 @@ def psd_sqrt_factor(matrix: np.ndarray, rhs: np.ndarray,
     projected = eigvecs.T @ rhs
     z = np.where(keep, projected / np.where(keep, root, 1.0), 0.0)
     return root[:, None] * eigvecs.T, z
+
+
+class Regularized(NamedTuple):
+    """Objective ``x^T H x - 2 b^T x + c`` after :func:`regularize_null_space`."""
+
+    hessian: np.ndarray
+    rhs: np.ndarray
+    constant_shift: float
+    x_unconstrained: np.ndarray
+    null_space_dim: int
+
+
+def regularize_null_space(hessian: np.ndarray, rhs: np.ndarray, reference: np.ndarray,
+                          regularization: float) -> Regularized:
+    """Add ``eps |V^T (x - reference)|^2`` (``V``: null space of ``H``, ``eps = regularization *
+    lambda_max``; see :data:`DEFAULT_REGULARIZATION`) and return the unconstrained minimiser.
+
+    A Cholesky factor with well-balanced pivots (``min L_ii^2 >= NULL_SPACE_RCOND max L_ii^2``)
+    means no null space (the common, fast case); otherwise the eigendecomposition decides."""
+    try:
+        factor = scipy.linalg.cho_factor(hessian, check_finite=False)
+        pivots = np.diag(factor[0]) ** 2
+        if pivots.min() >= NULL_SPACE_RCOND * pivots.max():
+            x = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+            return Regularized(hessian, rhs, 0.0, x, 0)
+    except np.linalg.LinAlgError:
+        pass
+    eigvals, eigvecs = np.linalg.eigh(hessian)
+    null = eigvals <= NULL_SPACE_RCOND * max(eigvals[-1], 0.0)
+    epsilon = regularization * max(eigvals[-1], 1e-300)
+    v = eigvecs[:, null]
+    projected_reference = v.T @ reference
+    hessian = hessian + epsilon * (v @ v.T)
+    rhs = rhs + epsilon * (v @ projected_reference)
+    eigvals = np.where(null, eigvals + epsilon, eigvals)
+    x = eigvecs @ ((eigvecs.T @ rhs) / np.maximum(eigvals, epsilon))
+    return Regularized(hessian, rhs, float(epsilon * projected_reference @ projected_reference),
+                       x, int(null.sum()))

@@ -1,4 +1,4 @@
-"""Specialised primal-dual interior-point method for the LMI-constrained least squares (``lmi`` fast).
+"""Primal-dual interior-point method for the LMI-constrained least squares (``lmi`` fast).
 
 Reduced problem, after the unconstrained parameters are eliminated (Schur complement)::
 
@@ -25,6 +25,9 @@ from inertia_id_ros.inertia import PSEUDO_INERTIA_BASIS
 
 _BASIS = PSEUDO_INERTIA_BASIS.reshape(10, 16)  # J(theta).ravel() = theta @ _BASIS
 _STEP_FRACTION = 0.99
+NEAR_TOLERANCE = 100.0
+"""When round-off stops the iterations (a factorisation fails), the result counts as solved if
+the stopping criteria hold with ``NEAR_TOLERANCE * tol``."""
 
 
 @dataclass
@@ -105,7 +108,8 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
     into the interior. Stops when the duality gap ``<S, Z> + s.w`` is ``<= tol`` times the
     objective's excess over its unconstrained minimum (at ``z_unconstrained``; floored at
     ``tol**1.5`` times that minimum's magnitude) and the primal/dual residuals are ``<= tol``
-    relative, or after ``max_iterations``. ``warm``: ``z0`` and the duals are a previous
+    relative (see :data:`NEAR_TOLERANCE`), or after ``max_iterations``. ``warm``: ``z0`` and the
+    duals are a previous
     solution's (smaller interior shifts).
     """
     n, m = problem.n_blocks, problem.rows.shape[0]
@@ -131,10 +135,15 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
         excess = 0.5 * z @ Pz - q @ z - f_min
         primal_scale = 1.0 + np.sqrt(np.vdot(Cz, Cz) + Gz @ Gz)
         primal_residual = np.sqrt(np.vdot(rp_blocks, rp_blocks) + rp_rows @ rp_rows)
+        dual_residual = np.linalg.norm(rd)
         if (gap <= tol * excess + gap_floor and primal_residual <= tol * primal_scale
-                and np.linalg.norm(rd) <= tol * q_norm):
+                and dual_residual <= tol * q_norm):
             status, converged = "solved", True
             break
+        # round-off may end the iterations just short of tol: accept NEAR_TOLERANCE * tol then
+        nearly = (gap <= NEAR_TOLERANCE * (tol * excess + gap_floor)
+                  and primal_residual <= NEAR_TOLERANCE * tol * primal_scale
+                  and dual_residual <= NEAR_TOLERANCE * tol * q_norm)
         if iterations == max_iterations:
             break
         mu = gap / nu
@@ -143,7 +152,7 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
             Ls, Lz = factors[:n], factors[n:]
             U, lam, Vt = np.linalg.svd(_transpose(Lz) @ Ls)
         except np.linalg.LinAlgError:
-            status = "numerical_limit"
+            status, converged = ("solved", True) if nearly else ("numerical_limit", False)
             break
         inv_sqrt_lam = 1.0 / np.sqrt(lam)
         R = Ls @ (_transpose(Vt) * inv_sqrt_lam[:, None, :])
@@ -161,7 +170,7 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
         try:
             factor = scipy.linalg.cho_factor(K, check_finite=False)
         except np.linalg.LinAlgError:
-            status = "numerical_limit"
+            status, converged = ("solved", True) if nearly else ("numerical_limit", False)
             break
         lam_sum = lam[:, :, None] + lam[:, None, :]
         Wrp_blocks = Winv @ rp_blocks @ Winv

@@ -15,8 +15,8 @@ is consistent (noise on the identifiable combinations), it solves instead, lexic
                                                  consistency constraints
 
 with ``f_c`` the best consistent residual (``lmi`` on the data alone) and ``a`` a round-off
-allowance; ``status`` says which (``"solved"`` / ``"solved_relaxed"``). The prior term is not part of
-the fit here: the prior only selects among (near-)optimal fits.
+allowance; ``status`` says which (``"solved"`` / ``"solved_relaxed"``). The prior term is not
+part of the fit here: the prior only selects among (near-)optimal fits.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _constraints(problem: Problem, x) -> list:
 
 
 def solve_cad_prior(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
-                    rcond: float = 1e-10, residual_slack: float = 1e-4, tol: float = 1e-9,
+                    rcond: float = 1e-10, residual_slack: float = 1e-4, tol: float = 1e-8,
                     margin: float = CONSISTENCY_MARGIN) -> Solution:
     """Consistent least-squares parameters closest to ``problem.prior`` (required).
 
@@ -106,7 +106,7 @@ def solve_cad_prior(problem: Problem, initvals: Solution | np.ndarray | None = N
     x_value = np.array(x_value, dtype=float)
     if problem.nonnegative:
         x_value[list(problem.nonnegative)] = np.maximum(x_value[list(problem.nonnegative)], 0.0)
-    x_value = lift_to_margin(x_value, problem.n_bodies, margin)
+    x_value = lift_to_margin(x_value, problem, margin)
     return make_solution(problem, x_value, "cad_prior", found=status.startswith("solved"),
                          status=status, iterations=iterations, started=started,
                          finished=time.perf_counter(),

@@ -43,7 +43,8 @@ def closest_feasible(x: np.ndarray, n_bodies: int, metric: float | np.ndarray | 
     """``argmin_x' (x' - x)^T M (x' - x)`` s.t. ``J(theta_k') >= 0`` (and the optional
     ``nonnegative`` / ellipsoid constraints): the SDP is the ``lmi`` problem with ``Y^T Y = M``,
     ``Y^T y = M x``. Metric ``M`` as in :func:`metric_matrix` (identity by default; mixing kg and
-    kg*m^2, so pass one that reflects the parameters' scales). Returns ``x'`` (p,) with ``lambda_min(J) >= margin``."""
+    kg*m^2, so pass one that reflects the parameters' scales). Returns ``x'`` (p,) with
+    ``lambda_min(J) >= CONSISTENCY_MARGIN``."""
     x = np.asarray(x, dtype=float).ravel()
     gram = metric_matrix(metric, x.size)
     problem = Problem(gram=gram, moment=gram @ x, yty=float(x @ gram @ x), n_rows=1,

@@ -1,14 +1,18 @@
 """``lmi``: least squares subject to LMI physical consistency (Wensing, Kim, Slotine 2017).
 
     minimise ||Y x - y||^2 + (x - prior)^T W (x - prior)
-    s.t.     J(theta_k) >= 0,  tr(J(theta_k) Q_k) >= 0 (bounding ellipsoids),  x_i >= 0 (nonnegative)
+    s.t.     J(theta_k) >= 0,  tr(J(theta_k) Q_k) >= 0 (bounding ellipsoids),
+             x_i >= 0 (i in nonnegative)
 
 Back ends (option ``backend``):
 
 - ``"fast"`` (default): if the unconstrained minimiser is feasible it is the optimum and is
   returned at once; otherwise the unconstrained parameters are eliminated (Schur complement) and
-  a specialised primal-dual interior-point method (:mod:`._lmi_fast`) solves the small problem on
-  the bodies (and constrained extras), warm-started from ``initvals`` (and its duals).
+  the small problem on the bodies (and constrained extras) is solved by (1) a Newton method on
+  the KKT conditions with low-rank duals (:mod:`._lmi_active_set`; accepted only with an exact
+  KKT certificate; not with ellipsoid / non-negativity rows), else (2) a specialised
+  primal-dual interior-point method (:mod:`._lmi_fast`). Both are warm-started from
+  ``initvals`` (its duals, ``info["duals"]``).
 - ``"cvxpy"``: the reference. The problem is built once per structure
   (:meth:`Problem.structure_key`) with cvxpy Parameters (DPP) as
   ``sum_squares(R @ x - z)`` with ``R^T R = Y^T Y + W`` and ``R^T z = Y^T y + W prior``, cached,
@@ -32,9 +36,15 @@ import numpy as np
 import scipy.linalg
 
 from inertia_id_ros.inertia import PSEUDO_INERTIA_BASIS
-from inertia_id_ros.solvers._linalg import psd_solve, psd_sqrt_factor
+from inertia_id_ros.solvers._linalg import (
+    DEFAULT_REGULARIZATION,
+    psd_solve,
+    psd_sqrt_factor,
+    regularize_null_space,
+)
+from inertia_id_ros.solvers._lmi_active_set import solve_low_rank_kkt
 from inertia_id_ros.solvers._lmi_fast import ConeProblem, solve_cone_qp
-from inertia_id_ros.solvers.ols import DEFAULT_RCOND, unconstrained_minimizer
+from inertia_id_ros.solvers.ols import DEFAULT_RCOND
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     PARAMS_PER_BODY,
@@ -49,21 +59,28 @@ from inertia_id_ros.solvers.problem import (
 )
 
 BACKENDS = ("fast", "cvxpy", "cvxpy_per_solve")
-DEFAULT_REGULARIZATION = 1e-12
-"""Fast backend: ``regularization * max(diag(P))`` times ``|z - reference|^2`` is added to the
-reduced objective so the optimum is unique (rank-deficient data) and the central path exists."""
+FAST_TOL = 1e-10
+CLARABEL_TOL = 1e-9
+"""Default tolerances (Clarabel tends to report "inaccurate" below 1e-9 on these problems)."""
+ACTIVE_SET_MAX_BODIES = 2
+"""Measured: the active-set Newton method beats the interior point for a payload (1 body, ~6
+iterations) but not for a 7-body arm (more bodies, dual ranks to discover one escape at a time)."""
 
 
 def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
-              backend: str = "fast", tol: float = 1e-10, max_iterations: int = 60,
+              backend: str = "fast", tol: float | None = None, max_iterations: int = 60,
               regularization: float = DEFAULT_REGULARIZATION,
-              margin: float = CONSISTENCY_MARGIN, solver: str = "CLARABEL",
+              margin: float = CONSISTENCY_MARGIN, use_active_set: bool | None = None,
+              solver: str = "CLARABEL",
               solver_options: dict[str, Any] | None = None) -> Solution:
     """Solve the LMI-constrained problem.
 
-    ``tol``: relative tolerance (gap and residuals; for cvxpy, Clarabel's gap/feasibility
-    tolerances); ``max_iterations``: interior-point iterations; ``regularization``: fast backend,
-    see :data:`DEFAULT_REGULARIZATION`; ``margin``: guaranteed lambda_min(J) (kg*m^2);
+    ``tol``: relative tolerance of the gap and residuals (default :data:`FAST_TOL` for the fast
+    backend, :data:`CLARABEL_TOL` for Clarabel's gap/feasibility tolerances);
+    ``max_iterations``: interior-point iterations; ``regularization``: fast backend, see
+    :data:`._linalg.DEFAULT_REGULARIZATION`; ``margin``: guaranteed lambda_min(J) (kg*m^2);
+    ``use_active_set``: fast backend, try :mod:`._lmi_active_set` before the interior point
+    (default: when ``n_bodies <= ACTIVE_SET_MAX_BODIES``);
     ``solver``/``solver_options``: cvxpy backends. ``initvals`` warm-starts the fast backend
     (Clarabel has no warm start: ignored by the cvxpy backends).
     """
@@ -71,10 +88,14 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
     x0 = initial_x(problem, initvals)
     if backend == "fast":
         duals = initvals.info.get("duals") if isinstance(initvals, Solution) else None
-        return _solve_fast(problem, x0, duals, started, tol=tol, max_iterations=max_iterations,
-                           regularization=regularization, margin=margin)
+        return _solve_fast(problem, x0, duals, started, tol=FAST_TOL if tol is None else tol,
+                           max_iterations=max_iterations,
+                           regularization=regularization, margin=margin,
+                           use_active_set=(problem.n_bodies <= ACTIVE_SET_MAX_BODIES
+                                           if use_active_set is None else use_active_set))
     if backend in ("cvxpy", "cvxpy_per_solve"):
-        return _solve_cvxpy(problem, started, backend=backend, tol=tol, margin=margin,
+        return _solve_cvxpy(problem, started, backend=backend,
+                            tol=CLARABEL_TOL if tol is None else tol, margin=margin,
                             solver=solver, solver_options=solver_options or {},
                             max_iterations=max_iterations)
     raise ProblemError(f"lmi: unknown backend {backend!r}; available: {BACKENDS}")
@@ -90,14 +111,6 @@ def constraints_hold(problem: Problem, x: np.ndarray) -> bool:
     if problem.nonnegative and x[list(problem.nonnegative)].min() < 0.0:
         return False
     return all(a @ x[10 * k:10 * k + 10] >= 0.0 for k, a in problem.ellipsoid_rows().items())
-
-
-def _unconstrained(problem: Problem, hessian: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Minimiser of ``x^T H x - 2 b^T x``: Cholesky when ``H`` is PD, else closest to the prior."""
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(hessian), rhs)
-    except np.linalg.LinAlgError:
-        return unconstrained_minimizer(problem, DEFAULT_RCOND)[0]
 
 
 def _symmetric_inverse_apply(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -128,8 +141,8 @@ class _Reduction:
         return x
 
 
-def _reduce(problem: Problem, hessian: np.ndarray, rhs: np.ndarray,
-            regularization: float, reference: np.ndarray) -> tuple[ConeProblem, _Reduction]:
+def _reduce(problem: Problem, hessian: np.ndarray,
+            rhs: np.ndarray) -> tuple[ConeProblem, _Reduction]:
     """Schur complement on the constrained entries (bodies, non-negative extras):
     ``P = H_cc - H_cu H_uu^-1 H_uc``, ``q = b_c - H_cu H_uu^-1 b_u`` (objective halved)."""
     p, nb = problem.n_params, problem.n_body_params
@@ -143,9 +156,6 @@ def _reduce(problem: Problem, hessian: np.ndarray, rhs: np.ndarray,
     P = H_cc - H_cu @ gain
     P = 0.5 * (P + P.T)
     q = rhs[constrained] - H_cu @ base
-    epsilon = regularization * max(float(np.max(np.diag(P), initial=0.0)), 1e-300)
-    P[np.diag_indices_from(P)] += epsilon
-    q = q + epsilon * reference[constrained]
     position = {int(i): j for j, i in enumerate(constrained)}
     row_list = []
     for k, a in problem.ellipsoid_rows().items():
@@ -162,40 +172,59 @@ def _reduce(problem: Problem, hessian: np.ndarray, rhs: np.ndarray,
 
 
 def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, started: float, *,
-                tol: float, max_iterations: int, regularization: float,
-                margin: float) -> Solution:
+                tol: float, max_iterations: int, regularization: float, margin: float,
+                use_active_set: bool) -> Solution:
     hessian, rhs, _ = problem.quadratic()
-    x_unconstrained = _unconstrained(problem, hessian, rhs)
+    reference = problem.prior if problem.prior is not None else np.zeros(problem.n_params)
+    regularized = regularize_null_space(hessian, rhs, reference, regularization)
+    hessian, rhs = regularized.hessian, regularized.rhs
+    x_unconstrained = regularized.x_unconstrained
+    null_dim = regularized.null_space_dim
     if constraints_hold(problem, x_unconstrained):
-        x = lift_to_margin(x_unconstrained, problem.n_bodies, margin)
+        x = lift_to_margin(x_unconstrained, problem, margin)
         return make_solution(problem, x, "lmi", found=True, status="solved", iterations=0,
                              started=started, finished=time.perf_counter(),
                              message="unconstrained optimum is feasible",
-                             info={"backend": "fast", "active": False})
-    reference = problem.prior if problem.prior is not None else np.zeros(problem.n_params)
-    cone, reduction = _reduce(problem, hessian, rhs, regularization, reference)
+                             info={"backend": "fast", "active": False, "null_space_dim": null_dim})
+    cone, reduction = _reduce(problem, hessian, rhs)
     z_unconstrained = x_unconstrained[reduction.constrained]
-    warm = x0 is not None
-    z_start = x0[reduction.constrained] if warm else z_unconstrained
     block_duals, row_duals = duals if duals is not None else (None, None)
-    try:
-        result = solve_cone_qp(cone, z_start, block_duals, row_duals,
-                               z_unconstrained=z_unconstrained, tol=tol,
-                               max_iterations=max_iterations, warm=warm)
-    except (np.linalg.LinAlgError, FloatingPointError, ValueError) as e:
-        raise SolverError(f"lmi fast interior point failed: {e}") from e
-    z = result.z.copy()
+    certified = None
+    if use_active_set and cone.rows.shape[0] == 0:
+        try:
+            factor = scipy.linalg.cho_factor(cone.P, check_finite=False)
+            certified = solve_low_rank_kkt(factor, cone.q, z_unconstrained, problem.n_bodies,
+                                           block_duals)
+        except np.linalg.LinAlgError:
+            certified = None
+    if certified is not None:
+        z, block_duals, iterations = certified
+        row_duals = np.zeros(0)
+        algorithm, status, found, gap = "active_set", "solved", True, 0.0
+    else:
+        warm = x0 is not None
+        z_start = x0[reduction.constrained] if warm else z_unconstrained
+        try:
+            result = solve_cone_qp(cone, z_start, block_duals, row_duals,
+                                   z_unconstrained=z_unconstrained, tol=tol,
+                                   max_iterations=max_iterations, warm=warm)
+        except (np.linalg.LinAlgError, FloatingPointError, ValueError) as e:
+            raise SolverError(f"lmi fast interior point failed: {e}") from e
+        z, block_duals, row_duals = result.z.copy(), result.block_duals, result.row_duals
+        algorithm, status, found, gap = ("interior_point", result.status, result.converged,
+                                         result.gap)
+        iterations = result.iterations
     n_body = problem.n_body_params
-    z[:n_body] = lift_to_margin(z[:n_body], problem.n_bodies, margin)
+    z[:n_body] = lift_to_margin(z[:n_body], problem, margin)
     nonnegative_positions = np.searchsorted(reduction.constrained, problem.nonnegative)
     z[nonnegative_positions] = np.maximum(z[nonnegative_positions], 0.0)
     x = reduction.expand(z, problem.n_params)
-    return make_solution(problem, x, "lmi", found=result.converged, status=result.status,
-                         iterations=result.iterations, started=started,
-                         finished=time.perf_counter(),
-                         message=f"interior point: {result.status}, gap {result.gap:.3g}",
-                         info={"backend": "fast", "active": True, "gap": result.gap,
-                               "duals": (result.block_duals, result.row_duals)})
+    return make_solution(problem, x, "lmi", found=found, status=status, iterations=iterations,
+                         started=started, finished=time.perf_counter(),
+                         message=f"{algorithm}: {status}, gap {gap:.3g}",
+                         info={"backend": "fast", "active": True, "algorithm": algorithm,
+                               "gap": gap, "null_space_dim": null_dim,
+                               "duals": (block_duals, row_duals)})
 
 
 # ---- cvxpy ---------------------------------------------------------------------------------
@@ -296,7 +325,7 @@ def _solve_cvxpy(problem: Problem, started: float, *, backend: str, tol: float, 
     x = np.array(value, dtype=float)
     if problem.nonnegative:
         x[list(problem.nonnegative)] = np.maximum(x[list(problem.nonnegative)], 0.0)
-    x = lift_to_margin(x, problem.n_bodies, margin)
+    x = lift_to_margin(x, problem, margin)
     return make_solution(problem, x, "lmi", found=status == cp.OPTIMAL, status=status,
                          iterations=iterations, started=started, finished=time.perf_counter(),
                          message=f"{solver} via cvxpy ({backend})",

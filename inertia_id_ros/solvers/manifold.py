@@ -5,7 +5,8 @@ Each body is ``theta = pi(mu, c, Q, l)`` with mass ``m = mu^2`` (kg), COM ``c`` 
 frame), principal axes ``Q`` in SO(3) and second moments of the mass distribution about the COM
 along them ``L = l^2`` (3,) (kg*m^2)::
 
-    Sigma_com = Q diag(L) Q^T,   I_com = tr(Sigma_com) 1 - Sigma_com = Q diag(Ly+Lz, Lx+Lz, Lx+Ly) Q^T
+    Sigma_com = Q diag(L) Q^T
+    I_com = tr(Sigma_com) 1 - Sigma_com = Q diag(Ly+Lz, Lx+Lz, Lx+Ly) Q^T
     theta = [m, m c, I_com + m (|c|^2 1 - c c^T)]
 
 so ``J(theta) = [[1, c], [0, 1]]^T-congruent to diag(Sigma_com, m) >= 0`` for every parameter value
@@ -24,7 +25,7 @@ import time
 import numpy as np
 
 from inertia_id_ros.inertia import PSEUDO_INERTIA_BASIS, theta_from_pseudo_inertia
-from inertia_id_ros.solvers.ols import unconstrained_minimizer
+from inertia_id_ros.solvers._linalg import DEFAULT_REGULARIZATION, regularize_null_space
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     PARAMS_PER_BODY,
@@ -42,6 +43,9 @@ _SKEW = np.array([[[0, 0, 0], [0, 0, -1], [0, 1, 0]],
                   [[0, -1, 0], [1, 0, 0], [0, 0, 0]]], dtype=float)  # [e_j]x
 _MOMENT_TO_INERTIA = np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]], dtype=float)  # d = M L
 _MASS_FLOOR = 1e-12  # kg: initialisation only (COM of a near-massless body is set to 0)
+_START_MASS = 1e-6  # kg: smallest starting mass
+_START_INTERIOR = 1e-4  # smallest starting second moment relative to the body's largest
+_SCALE_FLOOR = 1e-6  # Marquardt scaling: smallest diagonal relative to the largest
 
 
 def _entries(sym: np.ndarray) -> np.ndarray:
@@ -57,7 +61,8 @@ class _Bodies:
 
     @classmethod
     def from_thetas(cls, thetas: np.ndarray) -> _Bodies:
-        """Parameters of consistent ``thetas`` (n, 10) (near-massless bodies get ``c = 0``)."""
+        """Starting parameters from consistent ``thetas`` (n, 10): near-massless bodies get
+        ``c = 0``, and masses / second moments are floored slightly above 0."""
         n = thetas.shape[0]
         mass = np.maximum(thetas[:, 0], _MASS_FLOOR)
         c = np.where(thetas[:, :1] > _MASS_FLOOR, thetas[:, 1:4] / mass[:, None], 0.0)
@@ -70,7 +75,10 @@ class _Bodies:
         sigma_com = 0.5 * np.trace(i_com, axis1=1, axis2=2)[:, None, None] * np.eye(3) - i_com
         moments, Q = np.linalg.eigh(sigma_com)
         Q[:, :, 2] *= np.sign(np.linalg.det(Q))[:, None]  # proper rotations
-        return cls(np.sqrt(mass), c, Q, np.sqrt(np.maximum(moments, 0.0)))
+        # squared coordinates at 0 are stationary points: start slightly inside
+        moments = np.maximum(moments, _START_INTERIOR * moments.max(axis=1, keepdims=True)
+                             + _MASS_FLOOR)
+        return cls(np.sqrt(np.maximum(mass, _START_MASS)), c, Q, np.sqrt(moments))
 
     def thetas(self) -> np.ndarray:
         """(n, 10) ``theta`` of each body."""
@@ -84,7 +92,8 @@ class _Bodies:
         return np.concatenate([m[:, None], m[:, None] * c, _entries(inertia)], axis=1)
 
     def jacobian(self) -> np.ndarray:
-        """(n, 10, 10) ``d theta / d(mu, c, omega, l)`` (omega: rotation increment in ``Q``'s frame)."""
+        """(n, 10, 10) ``d theta / d(mu, c, omega, l)`` (omega: rotation increment, ``Q``'s
+        frame)."""
         n = self.mu.shape[0]
         m, c, Q = self.mu ** 2, self.c, self.Q
         out = np.zeros((n, 10, 10))
@@ -96,8 +105,8 @@ class _Bodies:
         eye = np.eye(3)
         for j in range(3):
             out[:, 1 + j, 1 + j] = m
-            d_parallel = (2.0 * c[:, j, None, None] * eye
-                          - eye[j][None, :, None] * c[:, None, :] - c[:, :, None] * eye[j][None, None, :])
+            d_parallel = (2.0 * c[:, j, None, None] * eye - eye[j][None, :, None] * c[:, None, :]
+                          - c[:, :, None] * eye[j][None, None, :])
             out[:, 4:, 1 + j] = m[:, None] * _entries(d_parallel)
         d = (self.l ** 2) @ _MOMENT_TO_INERTIA.T
         for j in range(3):  # d I_com / d omega_j = Q ([e_j]x D - D [e_j]x) Q^T
@@ -110,7 +119,8 @@ class _Bodies:
 
     def squared_curvature(self, body_gradient: np.ndarray) -> np.ndarray:
         """(n, 10) exact second-derivative terms of the squared coordinates: ``m = mu^2`` and
-        ``L = l^2`` enter ``theta`` affinely, so ``d^2 f / d mu^2`` gains ``2 g . d theta / d m`` and
+        ``L = l^2`` enter ``theta`` affinely, so ``d^2 f / d mu^2`` gains ``2 g . d theta / d m``
+        and
         ``d^2 f / d l_j^2`` gains ``2 g . d theta / d L_j`` (``g`` (n, 10): ``df/dtheta``). Without
         them Gauss-Newton's curvature vanishes at the boundary ``mu = 0`` or ``l_j = 0``."""
         n = self.mu.shape[0]
@@ -121,7 +131,8 @@ class _Bodies:
         out = np.zeros((n, 10))
         out[:, 0] = 2.0 * np.einsum("ni,ni->n", body_gradient, d_mass)
         for j in range(3):
-            d_inertia = _entries(np.einsum("nij,j,nkj->nik", self.Q, _MOMENT_TO_INERTIA[:, j], self.Q))
+            d_inertia = _entries(np.einsum("nij,j,nkj->nik", self.Q, _MOMENT_TO_INERTIA[:, j],
+                                           self.Q))
             out[:, 7 + j] = 2.0 * np.einsum("ni,ni->n", body_gradient[:, 4:], d_inertia)
         return out
 
@@ -148,27 +159,34 @@ def _project_consistent(thetas: np.ndarray) -> np.ndarray:
 
 def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
                    max_iterations: int = 200, max_time: float | None = None,
-                   tol: float = 1e-12, margin: float = CONSISTENCY_MARGIN) -> Solution:
+                   tol: float = 1e-12, regularization: float = DEFAULT_REGULARIZATION,
+                   margin: float = CONSISTENCY_MARGIN) -> Solution:
     """Levenberg-Marquardt from ``initvals`` (else the least-squares estimate projected onto
     consistency). Stops when the relative objective decrease of an accepted step is below ``tol``,
     the gradient vanishes, or after ``max_iterations`` / ``max_time`` seconds (``found`` False
-    then; the estimate is still consistent)."""
+    then; the estimate is still consistent). ``regularization``: see
+    :data:`._linalg.DEFAULT_REGULARIZATION` (rank-deficient data)."""
     started = time.perf_counter()
     if problem.bounding_ellipsoids is not None and problem.ellipsoid_rows():
-        raise ProblemError("manifold does not support bounding ellipsoids; use 'lmi' or 'pointmass'")
+        raise ProblemError("manifold does not support bounding ellipsoids; "
+                           "use 'lmi' or 'pointmass'")
     n, nb, p = problem.n_bodies, problem.n_body_params, problem.n_params
     body_nonneg = [i for i in problem.nonnegative if i < nb and i % PARAMS_PER_BODY != 0]
     if body_nonneg:
         raise ProblemError(f"manifold: nonnegative body entries {body_nonneg} are not supported "
                            "(masses are non-negative by construction)")
+    hessian, rhs, constant = problem.quadratic()
+    reference = problem.prior if problem.prior is not None else np.zeros(p)
+    regularized = regularize_null_space(hessian, rhs, reference, regularization)
+    hessian, rhs = regularized.hessian, regularized.rhs
+    constant += regularized.constant_shift
     x0 = initial_x(problem, initvals)
     if x0 is None:
-        x0 = unconstrained_minimizer(problem)[0]
+        x0 = regularized.x_unconstrained
     bodies = _Bodies.from_thetas(_project_consistent(x0[:nb].reshape(n, PARAMS_PER_BODY)))
     squared = np.zeros(p - nb, dtype=bool)
     squared[[i - nb for i in problem.nonnegative if i >= nb]] = True
     extras = np.where(squared, np.sqrt(np.maximum(x0[nb:], 0.0)), x0[nb:])
-    hessian, rhs, constant = problem.quadratic()
 
     def assemble(bodies: _Bodies, extras: np.ndarray) -> np.ndarray:
         return np.concatenate([bodies.thetas().ravel(), np.where(squared, extras ** 2, extras)])
@@ -193,7 +211,8 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
             bodies.squared_curvature(x_gradient[:nb].reshape(n, PARAMS_PER_BODY)).ravel(),
             np.where(squared, 2.0 * x_gradient[nb:], 0.0)])
         gauss_newton[np.diag_indices(p)] += np.maximum(curvature, 0.0)
-        scale = np.maximum(np.diag(gauss_newton), 1e-12 * max(np.max(np.diag(gauss_newton)), 1e-300))
+        diagonal = np.diag(gauss_newton)
+        scale = np.maximum(diagonal, _SCALE_FLOOR * max(float(np.max(diagonal)), 1e-300))
         if np.linalg.norm(gradient / np.sqrt(scale)) ** 2 <= tol * max(value, value_floor):
             status, found = "solved", True
             break
@@ -226,7 +245,7 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
         if max_time is not None and time.perf_counter() - started > max_time:
             status = "max_time"
             break
-    x = lift_to_margin(x, n, margin)
+    x = lift_to_margin(x, problem, margin)
     return make_solution(problem, x, "manifold", found=found, status=status,
                          iterations=iterations, started=started, finished=time.perf_counter(),
                          message=f"Levenberg-Marquardt: {status}",

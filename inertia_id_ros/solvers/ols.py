@@ -18,7 +18,8 @@ DEFAULT_RCOND = 1e-12
 """Eigenvalues of ``H`` below ``rcond * lambda_max`` are treated as zero (unidentifiable)."""
 
 
-def unconstrained_minimizer(problem: Problem, rcond: float = DEFAULT_RCOND) -> tuple[np.ndarray, int]:
+def unconstrained_minimizer(problem: Problem,
+                            rcond: float = DEFAULT_RCOND) -> tuple[np.ndarray, int]:
     """``(x, numerical rank of H)``: the objective's minimiser closest to the prior (or to 0)."""
     hessian, rhs, _ = problem.quadratic()
     reference = problem.prior if problem.prior is not None else np.zeros(problem.n_params)

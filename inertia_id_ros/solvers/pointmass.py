@@ -7,7 +7,9 @@ mass at ``p_j``: ``[1, p, |p|^2 - px^2, -px py, |p|^2 - py^2, -px pz, -py pz, |p
 
     minimise 1/2 v^T (M^T H M + eps 1_w) v - (M^T b)^T v   s.t.  w >= 0, constraints on x
 
-solved by OSQP (warm-started from a previous ``pointmass`` solution's weights and duals). A sum
+solved by OSQP. Warm start: a previous ``pointmass`` solution of a problem with the same
+structure and grid carries its OSQP solver (``info["osqp"]``), which is updated with the new
+matrices and resumes from its last iterate, duals and step size. A sum
 of point masses is a physical body: consistent by construction (a body whose weights are all zero
 is lifted to the margin). The grid restricts the representable inertias to mass inside the box.
 """
@@ -57,7 +59,8 @@ def grid_points(box: Box, per_axis: int) -> np.ndarray:
 
 def box_from_theta(theta: np.ndarray, min_half_extent: float) -> Box | None:
     """Box ``c +/- max(PRIOR_BOX_SIGMAS * sqrt(Sigma_com_ii / m), min_half_extent)`` around the COM
-    ``c`` of a consistent ``theta`` (``Sigma_com = tr(I_com)/2 1 - I_com``); ``None`` if ``m <= 0``."""
+    ``c`` of a consistent ``theta`` (``Sigma_com = tr(I_com)/2 1 - I_com``); ``None`` if
+    ``m <= 0``."""
     if not theta[0] > 0:
         return None
     mass, com, i_com = inertia_from_theta(theta)
@@ -65,6 +68,16 @@ def box_from_theta(theta: np.ndarray, min_half_extent: float) -> Box | None:
     half = np.maximum(PRIOR_BOX_SIGMAS * np.sqrt(np.maximum(np.diag(sigma_com), 0.0) / mass),
                       min_half_extent)
     return com - half, com + half
+
+
+def _dense_upper_csc(matrix: np.ndarray) -> scipy.sparse.csc_matrix:
+    """Upper triangle of a dense (n, n) matrix as CSC with every entry stored (explicit zeros
+    too), so that a later ``OSQP.update(Px=...)`` keeps the sparsity pattern."""
+    n = matrix.shape[0]
+    rows = np.concatenate([np.arange(j + 1) for j in range(n)])
+    cols = np.repeat(np.arange(n), np.arange(1, n + 1))
+    indptr = np.concatenate([[0], np.cumsum(np.arange(1, n + 1))])
+    return scipy.sparse.csc_matrix((matrix[rows, cols], rows, indptr), shape=(n, n))
 
 
 def _boxes(problem: Problem, boxes: Sequence[Box] | None, min_half_extent: float,
@@ -75,7 +88,8 @@ def _boxes(problem: Problem, boxes: Sequence[Box] | None, min_half_extent: float
                                f"{problem.n_bodies} bodies")
         checked = []
         for k, (low, high) in enumerate(boxes):
-            low, high = np.asarray(low, dtype=float).reshape(3), np.asarray(high, dtype=float).reshape(3)
+            low = np.asarray(low, dtype=float).reshape(3)
+            high = np.asarray(high, dtype=float).reshape(3)
             if np.any(high < low):
                 raise ProblemError(f"pointmass: boxes[{k}] has max < min ({low}, {high})")
             checked.append((low, high))
@@ -116,7 +130,8 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
     n_weights, n_extras = n * K, p - nb
     M = np.zeros((p, n_weights + n_extras))
     for k, box in enumerate(box_list):
-        M[10 * k:10 * k + 10, K * k:K * (k + 1)] = point_mass_thetas(grid_points(box, points_per_axis))
+        points = grid_points(box, points_per_axis)
+        M[10 * k:10 * k + 10, K * k:K * (k + 1)] = point_mass_thetas(points)
     M[nb:, n_weights:] = np.eye(n_extras)
     hessian, rhs, _ = problem.quadratic()
     P = M.T @ hessian @ M
@@ -127,20 +142,24 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
     rows += [M[i] for i in problem.nonnegative]  # entries of x: extras or body entries
     rows += [a @ M[10 * k:10 * k + 10] for k, a in problem.ellipsoid_rows().items()]
     A = np.vstack(rows)
-    solver = osqp.OSQP()
+    P_upper = _dense_upper_csc(P)
+    signature = (problem.structure_key(), points_per_axis,
+                 tuple(tuple(np.concatenate(box)) for box in box_list))
+    previous = initvals.info.get("osqp") if isinstance(initvals, Solution) else None
     try:
-        solver.setup(scipy.sparse.triu(scipy.sparse.csc_matrix(P), format="csc"), q,
-                     scipy.sparse.csc_matrix(A), np.zeros(A.shape[0]), np.full(A.shape[0], np.inf),
-                     eps_abs=eps, eps_rel=eps, max_iter=max_iterations, polishing=True,
-                     verbose=False)
-        previous = initvals.info.get("osqp_warm_start") if isinstance(initvals, Solution) else None
-        if previous is not None and previous[0].shape == (P.shape[0],) and previous[1].shape == (A.shape[0],):
-            solver.warm_start(x=previous[0], y=previous[1])
-        elif x0 is not None:
-            guess = np.zeros(P.shape[0])
-            guess[n_weights:] = x0[nb:]
-            solver.warm_start(x=guess)
-        result = solver.solve()
+        if previous is not None and previous[0] == signature:
+            solver = previous[1]  # keeps its last iterate, duals and step size: a warm start
+            solver.update(Px=P_upper.data, q=q)
+        else:
+            solver = osqp.OSQP()
+            solver.setup(P_upper, q, scipy.sparse.csc_matrix(A), np.zeros(A.shape[0]),
+                         np.full(A.shape[0], np.inf), eps_abs=eps, eps_rel=eps,
+                         max_iter=max_iterations, polishing=True, verbose=False)
+            if x0 is not None:
+                guess = np.zeros(P.shape[0])
+                guess[n_weights:] = x0[nb:]
+                solver.warm_start(x=guess)
+        result = solver.solve(raise_error=False)
     except (ValueError, RuntimeError) as e:
         raise SolverError(f"pointmass: OSQP failed: {e}") from e
     status = str(result.info.status)
@@ -151,10 +170,10 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
     x = M @ v
     if problem.nonnegative:
         x[list(problem.nonnegative)] = np.maximum(x[list(problem.nonnegative)], 0.0)
-    x = lift_to_margin(x, n, margin)
+    x = lift_to_margin(x, problem, margin)
     found = status in ("solved", "solved inaccurate")
     return make_solution(problem, x, "pointmass", found=found, status=status,
                          iterations=int(result.info.iter), started=started,
                          finished=time.perf_counter(), message=f"OSQP: {status}",
                          info={"weights": v[:n_weights].reshape(n, K), "boxes": box_list,
-                               "osqp_warm_start": (result.x, result.y)})
+                               "osqp": (signature, solver)})

@@ -20,7 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.inertia import PSEUDO_INERTIA_BASIS, check_consistency, ConsistencyReport
+from inertia_id_ros.inertia import (
+    PSEUDO_INERTIA_BASIS,
+    ConsistencyReport,
+    check_consistency,
+    theta_from_pseudo_inertia,
+)
 
 PARAMS_PER_BODY = 10
 """Entries of ``x`` per body (``theta``)."""
@@ -50,11 +55,12 @@ def _as_float_array(name: str, value: Any, ndim: int) -> np.ndarray:
     return array
 
 
-@dataclass
+@dataclass(eq=False)
 class Problem:
     """Normal equations of ``||Y x - y||^2`` plus the prior, the constraints and names.
 
-    Shapes (``p`` parameters): ``gram`` (p, p) ``= Y^T diag(w) Y``, ``moment`` (p,) ``= Y^T diag(w) y``,
+    Shapes (``p`` parameters): ``gram`` (p, p) ``= Y^T diag(w) Y``, ``moment`` (p,)
+    ``= Y^T diag(w) y``,
     ``yty = y^T diag(w) y``, ``n_rows`` rows of ``Y`` (N). ``prior`` (p,) and ``prior_weight``
     (scalar, (p,) diagonal or (p, p) PSD matrix ``W``) add ``(x - prior)^T W (x - prior)``.
     ``bounding_ellipsoids[k]`` is ``None`` or the 4x4 ``Q_k`` of Wensing et al. 2017
@@ -148,7 +154,12 @@ class Problem:
             if q.shape != (4, 4) or not np.allclose(q, q.T):
                 raise ProblemError(f"bounding_ellipsoids[{k}] must be a symmetric 4x4 matrix, "
                                    f"got shape {q.shape}")
-            ellipsoids[k] = 0.5 * (q + q.T)
+            q = 0.5 * (q + q.T)
+            if np.linalg.eigvalsh(-q[:3, :3])[0] <= 0 or solid_ellipsoid_theta(q) @ \
+                    np.einsum("iab,ba->i", PSEUDO_INERTIA_BASIS, q) <= 0:
+                raise ProblemError(f"bounding_ellipsoids[{k}] is not a bounded ellipsoid "
+                                   "(see ellipsoid_matrix)")
+            ellipsoids[k] = q
         self.bounding_ellipsoids = ellipsoids
 
     # ---- construction and accumulation -------------------------------------------------------
@@ -180,7 +191,8 @@ class Problem:
         return self.replace(gram=self.gram + gram, moment=self.moment + moment,
                             yty=self.yty + yty, n_rows=self.n_rows + Y.shape[0])
 
-    def remove_rows(self, Y: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> Problem:
+    def remove_rows(self, Y: np.ndarray, y: np.ndarray,
+                    weights: np.ndarray | None = None) -> Problem:
         """Inverse of :meth:`add_rows` (rows leaving a sliding window)."""
         Y = _as_float_array("Y", Y, 2)
         y = _as_float_array("y", y, 1)
@@ -269,7 +281,8 @@ class Problem:
         return float(np.sqrt(self.squared_residual(x) / self.n_rows)) if self.n_rows else 0.0
 
     def ellipsoid_rows(self) -> dict[int, np.ndarray]:
-        """``{k: a_k}`` (10,) with ``tr(J(theta_k) Q_k) = a_k . theta_k`` for bodies with an ellipsoid."""
+        """``{k: a_k}`` (10,) with ``tr(J(theta_k) Q_k) = a_k . theta_k``, bodies with an
+        ellipsoid."""
         if self.bounding_ellipsoids is None:
             return {}
         return {k: np.einsum("iab,ba->i", PSEUDO_INERTIA_BASIS, q)
@@ -309,10 +322,23 @@ def ellipsoid_matrix(center: np.ndarray, semi_axes: np.ndarray,
     return q
 
 
+def solid_ellipsoid_theta(q: np.ndarray) -> np.ndarray:
+    """``theta`` (10,) of a uniform solid ellipsoid of 1 kg filling the ellipsoid ``Q`` (4x4, as
+    from :func:`ellipsoid_matrix`): ``Sigma_com = S^-1 / 5`` with ``S = -Q[:3, :3]``, COM
+    ``c = S^-1 Q[:3, 3]``. Its ``J`` is positive definite and ``tr(J Q) = 2/5``."""
+    s_inv = np.linalg.inv(-q[:3, :3])
+    c = s_inv @ q[:3, 3]
+    j = np.empty((4, 4))
+    j[:3, :3] = s_inv / 5.0 + np.outer(c, c)
+    j[:3, 3] = j[3, :3] = c
+    j[3, 3] = 1.0
+    return theta_from_pseudo_inertia(j)
+
+
 # ---- solution --------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(eq=False)
 class Solution:
     """Result of :func:`inertia_id_ros.solvers.solve`.
 
@@ -366,18 +392,29 @@ def body_min_eigs(x: np.ndarray, n_bodies: int) -> np.ndarray:
     return np.linalg.eigvalsh(np.tensordot(thetas, PSEUDO_INERTIA_BASIS, axes=1))[:, 0]
 
 
-def lift_to_margin(x: np.ndarray, n_bodies: int, margin: float = CONSISTENCY_MARGIN) -> np.ndarray:
-    """Copy of ``x`` with every body's ``J`` shifted by ``(margin - lambda_min) * 1_4`` where
-    ``lambda_min(J) < margin``: the round-off safeguard of the constrained methods.
+_IDENTITY_THETA = np.array([1.0, 0, 0, 0, 2.0, 0, 2.0, 0, 0, 2.0])  # J(theta) = 1_4
 
-    ``J + t 1_4`` is ``theta + t [1, 0, 0, 0, 2, 0, 2, 0, 0, 2]`` (mass ``t``, inertia ``2 t 1_3``).
-    """
+
+def lift_to_margin(x: np.ndarray, problem: Problem,
+                   margin: float = CONSISTENCY_MARGIN) -> np.ndarray:
+    """Copy of ``x`` whose bodies have ``lambda_min(J) >= margin``: the round-off safeguard of the
+    constrained methods. A body below the margin gets ``J + t D`` with ``D = 1_4``
+    (``theta + t [1, 0, 0, 0, 2, 0, 2, 0, 0, 2]``) or, if it has a bounding ellipsoid, ``D`` the
+    solid ellipsoid's pseudo-inertia (which keeps ``tr(J Q) >= 0``), and
+    ``t = (margin - lambda_min(J)) / lambda_min(D)``."""
     x = np.array(x, dtype=float)
-    if n_bodies == 0:
+    n = problem.n_bodies
+    if n == 0:
         return x
-    shift = np.maximum(margin - body_min_eigs(x, n_bodies), 0.0)
-    direction = np.array([1.0, 0, 0, 0, 2.0, 0, 2.0, 0, 0, 2.0])
-    x[:PARAMS_PER_BODY * n_bodies] += np.outer(shift, direction).ravel()
+    shift = np.maximum(margin - body_min_eigs(x, n), 0.0)
+    if not np.any(shift > 0):
+        return x
+    ellipsoids = problem.bounding_ellipsoids or [None] * n
+    for k in np.flatnonzero(shift > 0):
+        q = ellipsoids[k]
+        direction = _IDENTITY_THETA if q is None else solid_ellipsoid_theta(q)
+        scale = np.linalg.eigvalsh(np.tensordot(direction, PSEUDO_INERTIA_BASIS, axes=1))[0]
+        x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)] += shift[k] / scale * direction
     return x
 
 

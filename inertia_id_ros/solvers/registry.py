@@ -1,4 +1,4 @@
-"""``solve`` and the registry ``METHODS`` (name -> ``solve_<name>(problem, initvals, **options)``)."""
+"""``solve`` and the registry ``METHODS`` (name -> ``solve_<name>(problem, initvals, **opts)``)."""
 
 from __future__ import annotations
 

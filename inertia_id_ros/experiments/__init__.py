@@ -1,0 +1,1 @@
+"""Reproductions of published experiments (run from the ``inertia-id`` command line)."""
