@@ -55,7 +55,8 @@ class Feeder:
         self.k = 0
         self.t0 = 1000.0
 
-    def publish(self, seconds: float, sleep: bool = True) -> None:
+    def publish(self, seconds: float, sleep: bool = True, joint_states: bool = True) -> None:
+        """``seconds`` of samples; without ``joint_states`` only wrenches (a joint-state gap)."""
         from inertia_id_ros.ros.conversions import joint_state, wrench_stamped
 
         n = int(seconds * self.rate)
@@ -63,7 +64,8 @@ class Feeder:
         q, dq, w = self.sim.measure(t, self.rng)
         for i in range(n):
             stamp = self.t0 + t[i]
-            self.joints.publish(joint_state(stamp, self.sim.joint_names, q[i], dq[i]))
+            if joint_states:
+                self.joints.publish(joint_state(stamp, self.sim.joint_names, q[i], dq[i]))
             self.wrenches.publish(wrench_stamped(stamp, self.sim.sensor_frame, w[i]))
             if sleep and i % 25 == 0:
                 time.sleep(0.002)
@@ -125,10 +127,16 @@ def test_bad_inputs_are_dropped_with_warnings_and_the_last_estimate_is_kept(node
     mismatched = joint_state(t_last + 0.4, names, q)
     mismatched.velocity = [0.0, 1.0]
     bad_messages.append((feeder.joints, mismatched))
+    good_js = joint_state(t_last + 0.5, names, q)
+    bad_messages += [(feeder.joints, good_js), (feeder.joints, good_js)]  # duplicate stamp
     for publisher, msg in bad_messages:
         publisher.publish(msg)
         time.sleep(0.6)  # past the warning period, so every class is warned about
-    time.sleep(1.0)
+    feeder.t0 += 2.0  # resume the motion after the bad samples, then a joint-state gap
+    feeder.publish(1.0)
+    feeder.publish(0.5, joint_states=False)
+    feeder.publish(2.0)
+    time.sleep(1.5)
     assert process.alive(), process.output()
     after = identify(peer, client)
     assert process.alive(), process.output()
@@ -136,7 +144,8 @@ def test_bad_inputs_are_dropped_with_warnings_and_the_last_estimate_is_kept(node
     assert check_consistency(theta_after).fully_consistent
     assert np.allclose(theta_after, theta_good, rtol=0.05, atol=1e-3)
     log = process.output()
-    for reason in ("non_finite", "missing_joint", "wrong_frame", "out_of_order"):
+    for reason in ("non_finite", "missing_joint", "unknown_joint", "length_mismatch",
+                   "wrong_frame", "out_of_order", "duplicate_stamp", "gap"):
         assert reason in log, f"no warning about {reason}:\n{log[-3000:]}"
 
 

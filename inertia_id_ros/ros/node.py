@@ -19,9 +19,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException
-from rclpy.experimental import EventsExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -73,6 +71,14 @@ PARAMETERS: tuple[_Param, ...] = (
 )
 
 
+PROCESSING_DROPS = {
+    "gap": "the joint states have a gap longer than max_joint_gap around these wrench stamps",
+    "no_joint_state": "no joint state reaches back to these wrench stamps",
+    "sparse": "too few joint states around these wrench stamps for the derivative filter",
+    "overflow": "too many wrenches waited for joint states (are joint states late or missing?)",
+}
+"""Wrench samples the estimator drops while processing (not on arrival), with the reason."""
+
 RUNTIME_PARAMETERS = ("method",)
 """Parameters that may change while the node runs (applied from the next solve on)."""
 
@@ -93,6 +99,7 @@ class InertiaIdNode(Node):
         self._last_warning: dict[str, float] = {}
         self._last_estimate: InertialParameters | None = None
         self.published = 0
+        self._drops_reported: dict[str, int] = {}
         self.timing: dict[str, float] = {}
         """Latest update's cost: process_us_per_sample, solve_ms, update_ms (process + solve)."""
 
@@ -108,9 +115,7 @@ class InertiaIdNode(Node):
                                  self._on_joint_state, sensor_qos)
         self.create_subscription(WrenchStamped, self._param("wrench_topic"),
                                  self._on_wrench, sensor_qos)
-        # the service may solve for a while: its own group, so inputs keep flowing meanwhile
-        self.create_service(Identify, "~/identify", self._on_identify,
-                            callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_service(Identify, "~/identify", self._on_identify)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         self._worker = threading.Thread(target=self._run_worker, name="inertia_id_solver",
@@ -203,6 +208,7 @@ class InertiaIdNode(Node):
         processed = self._estimator.process()
         if processed:
             self.timing["process_us_per_sample"] = 1e6 * (time.perf_counter() - start) / processed
+        self._report_processing_drops()
         estimate = self._estimator.solve(method=method or None, duration=duration)
         report = check_consistency(estimate.theta)
         if not report.fully_consistent:  # the estimator should never return one; never publish it
@@ -211,6 +217,15 @@ class InertiaIdNode(Node):
         self.timing["solve_ms"] = 1e3 * estimate.solve_time
         self.timing["update_ms"] = 1e3 * (time.perf_counter() - start)
         return estimate_to_msg(estimate, self._sensor_frame, self._body_name)
+
+    def _report_processing_drops(self) -> None:
+        dropped = self._estimator.stats().dropped
+        for reason, explanation in PROCESSING_DROPS.items():
+            new = dropped.get(reason, 0) - self._drops_reported.get(reason, 0)
+            if new > 0:
+                self._drops_reported[reason] = dropped[reason]
+                self._warn(reason, f"dropped {new} wrench samples ({reason}, {dropped[reason]} so "
+                                   f"far): {explanation}")
 
     def _run_worker(self) -> None:
         next_time = time.monotonic()
@@ -283,6 +298,9 @@ class InertiaIdNode(Node):
 
 def main(args: list[str] | None = None) -> None:
     """Console script ``inertia-id-node``; exits 2 on an invalid start-up parameter."""
+    # Two Python threads share the GIL: input callbacks and the solver. A short switch interval
+    # (default 5 ms) keeps either from stalling the other for long, so solves stay within a few ms.
+    sys.setswitchinterval(5e-4)
     rclpy.init(args=args)
     try:
         node = InertiaIdNode()
@@ -290,9 +308,9 @@ def main(args: list[str] | None = None) -> None:
         print(f"inertia_id: {error}", file=sys.stderr)
         rclpy.try_shutdown()
         sys.exit(2)
-    # rclpy's C++ events executor: several times cheaper per message than the Python executors,
-    # which matters at 2 x 1 kHz input; the solver runs in the node's own worker thread.
-    executor = EventsExecutor()
+    # Callbacks only validate and buffer (the solver has its own worker thread), so one thread
+    # serves 2 x 1 kHz of input; the service's solve briefly delays them (deep queues absorb it).
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
         executor.spin()

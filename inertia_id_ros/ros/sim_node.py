@@ -52,6 +52,9 @@ class SimulatorNode(Node):
              "Payload inertia about its COM [ixx, ixy, ixz, iyy, iyz, izz] (kg m^2)."),
             ("ft_offset", [float(v) for v in default.true_offset],
              "Constant F/T offset [fx, fy, fz, tx, ty, tz] (N, N m)."),
+            ("wait_for_subscribers_sec", 10.0,
+             "Start the motion once both topics have a subscriber, waiting at most this long (s); "
+             "0 = start at once."),
             ("joint_states_topic", "/joint_states", "JointState output topic."),
             ("wrench_topic", "/ft_sensor/wrench", "WrenchStamped output topic."),
         ]
@@ -67,6 +70,7 @@ class SimulatorNode(Node):
         self._rate = float(p["rate_hz"])
         self._duration = float(p["duration_sec"])
         self._publish_velocity = bool(p["publish_velocity"])
+        self._wait_for_subscribers = float(p["wait_for_subscribers_sec"])
         self._rng = np.random.default_rng(int(p["seed"]) + 1)
         self.sent = {"joint_states": 0, "wrenches": 0}
         self.finished = threading.Event()
@@ -87,15 +91,22 @@ class SimulatorNode(Node):
             f"'{self.sim.sensor_frame}' at {self._rate:.0f} Hz")
 
     def _run(self) -> None:
+        deadline = time.monotonic() + self._wait_for_subscribers
+        while time.monotonic() < deadline and not (
+                self._joint_pub.get_subscription_count() and self._wrench_pub.get_subscription_count()):
+            time.sleep(0.05)
         start_stamp = self.get_clock().now().nanoseconds * 1e-9
         start_wall = time.monotonic()
         k = 0
         period = 1.0 / self._rate
+        n_total = int(round(self._duration * self._rate))  # samples to play (duration_sec > 0)
         while rclpy.ok() and not self.finished.is_set():
             elapsed = time.monotonic() - start_wall
             if self._duration > 0.0:
                 elapsed = min(elapsed, self._duration)
             k_due = int(elapsed * self._rate) + 1
+            if self._duration > 0.0:
+                k_due = min(k_due, n_total)
             if k_due > k:
                 t = np.arange(k, k_due) * period
                 q, dq, wrench = self.sim.measure(t, self._rng)
@@ -109,7 +120,7 @@ class SimulatorNode(Node):
                 self.sent["joint_states"] += len(t)
                 self.sent["wrenches"] += len(t)
                 k = k_due
-            if self._duration > 0.0 and k * period >= self._duration:
+            if self._duration > 0.0 and k >= n_total:
                 self.get_logger().info(f"played {self._duration:.1f} s: published "
                                        f"{self.sent['joint_states']} joint states and "
                                        f"{self.sent['wrenches']} wrenches")

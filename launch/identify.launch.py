@@ -1,0 +1,27 @@
+"""Launch the inertia_id node with a parameter file and a URDF.
+
+    ros2 launch inertia_id_ros identify.launch.py urdf_path:=/path/robot.urdf \
+        config:=$(ros2 pkg prefix inertia_id_ros)/share/inertia_id_ros/config/panda_payload.yaml
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def generate_launch_description() -> LaunchDescription:
+    return LaunchDescription([
+        DeclareLaunchArgument("config", description="YAML parameter file of the node"),
+        DeclareLaunchArgument("urdf_path", description="URDF of the robot"),
+        DeclareLaunchArgument("namespace", default_value="", description="namespace of the node"),
+        Node(
+            package="inertia_id_ros",
+            executable="inertia_id_node",
+            name="inertia_id",
+            namespace=LaunchConfiguration("namespace"),
+            parameters=[LaunchConfiguration("config"),
+                        {"urdf_path": LaunchConfiguration("urdf_path")}],
+            output="screen",
+        ),
+    ])

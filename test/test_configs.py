@@ -1,0 +1,31 @@
+"""Configuration files load into the real node; the launch file names what exists."""
+
+from __future__ import annotations
+
+import ast
+import time
+
+from conftest import REPO
+from inertia_id_ros.robots import example_robot_urdf
+
+
+def test_panda_config_loads_into_the_node(launch):
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "panda_payload.yaml"),
+                  "-p", f"urdf_path:={example_robot_urdf('panda')}")
+    deadline = time.monotonic() + 30
+    while "identifying the body beyond 'panda_link8'" not in node.output():
+        assert node.alive(), node.output()
+        assert time.monotonic() < deadline, node.output()
+        time.sleep(0.2)
+    assert "window 30.0 s" in node.output()
+
+
+def test_launch_file_names_existing_executables():
+    tree = ast.parse((REPO / "launch" / "identify.launch.py").read_text())
+    executables = {node.value.value for node in ast.walk(tree)
+                   if isinstance(node, ast.keyword) and node.arg == "executable"}
+    installed = {path.name for path in (REPO / "scripts").iterdir()}
+    assert executables and executables <= installed
+    cmake = (REPO / "CMakeLists.txt").read_text()
+    assert all(f"scripts/{name}" in cmake for name in executables)
