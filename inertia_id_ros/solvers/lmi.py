@@ -8,11 +8,11 @@ Back ends (option ``backend``):
 
 - ``"fast"`` (default): if the unconstrained minimiser is feasible it is the optimum and is
   returned at once; otherwise the unconstrained parameters are eliminated (Schur complement) and
-  the small problem on the bodies (and constrained extras) is solved by (1) a Newton method on
-  the KKT conditions with low-rank duals (:mod:`._lmi_active_set`; accepted only with an exact
-  KKT certificate; not with ellipsoid / non-negativity rows), else (2) a specialised
+  the small problem on the bodies (and constrained extras) is solved by (1) a semismooth Newton
+  (primal-dual active-set) method on the KKT conditions (:mod:`._lmi_active_set`; accepted only
+  with a KKT certificate; not with ellipsoid / non-negativity rows), else (2) a specialised
   primal-dual interior-point method (:mod:`._lmi_fast`). Both are warm-started from
-  ``initvals`` (its duals, ``info["duals"]``).
+  ``initvals`` (its ``x``; the interior point also from its duals, ``info["duals"]``).
 - ``"cvxpy"``: the reference. The problem is built once per structure
   (:meth:`Problem.structure_key`) with cvxpy Parameters (DPP) as
   ``sum_squares(R @ x - z)`` with ``R^T R = Y^T Y + W`` and ``R^T z = Y^T y + W prior``, cached,
@@ -42,7 +42,7 @@ from inertia_id_ros.solvers._linalg import (
     psd_sqrt_factor,
     regularize_null_space,
 )
-from inertia_id_ros.solvers._lmi_active_set import solve_low_rank_kkt
+from inertia_id_ros.solvers._lmi_active_set import solve_newton_kkt
 from inertia_id_ros.solvers._lmi_fast import ConeProblem, solve_cone_qp
 from inertia_id_ros.solvers.ols import DEFAULT_RCOND
 from inertia_id_ros.solvers.problem import (
@@ -62,15 +62,12 @@ BACKENDS = ("fast", "cvxpy", "cvxpy_per_solve")
 FAST_TOL = 1e-10
 CLARABEL_TOL = 1e-9
 """Default tolerances (Clarabel tends to report "inaccurate" below 1e-9 on these problems)."""
-ACTIVE_SET_MAX_BODIES = 2
-"""Measured: the active-set Newton method beats the interior point for a payload (1 body, ~6
-iterations) but not for a 7-body arm (more bodies, dual ranks to discover one escape at a time)."""
 
 
 def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
               backend: str = "fast", tol: float | None = None, max_iterations: int = 60,
               regularization: float = DEFAULT_REGULARIZATION,
-              margin: float = CONSISTENCY_MARGIN, use_active_set: bool | None = None,
+              margin: float = CONSISTENCY_MARGIN, use_active_set: bool = True,
               solver: str = "CLARABEL",
               solver_options: dict[str, Any] | None = None) -> Solution:
     """Solve the LMI-constrained problem.
@@ -79,8 +76,8 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
     backend, :data:`CLARABEL_TOL` for Clarabel's gap/feasibility tolerances);
     ``max_iterations``: interior-point iterations; ``regularization``: fast backend, see
     :data:`._linalg.DEFAULT_REGULARIZATION`; ``margin``: guaranteed lambda_min(J) (kg*m^2);
-    ``use_active_set``: fast backend, try :mod:`._lmi_active_set` before the interior point
-    (default: when ``n_bodies <= ACTIVE_SET_MAX_BODIES``);
+    ``use_active_set``: fast backend, try the semismooth Newton method of
+    :mod:`._lmi_active_set` before the interior point;
     ``solver``/``solver_options``: cvxpy backends. ``initvals`` warm-starts the fast backend
     (Clarabel has no warm start: ignored by the cvxpy backends).
     """
@@ -91,8 +88,7 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
         return _solve_fast(problem, x0, duals, started, tol=FAST_TOL if tol is None else tol,
                            max_iterations=max_iterations,
                            regularization=regularization, margin=margin,
-                           use_active_set=(problem.n_bodies <= ACTIVE_SET_MAX_BODIES
-                                           if use_active_set is None else use_active_set))
+                           use_active_set=use_active_set)
     if backend in ("cvxpy", "cvxpy_per_solve"):
         return _solve_cvxpy(problem, started, backend=backend,
                             tol=CLARABEL_TOL if tol is None else tol, margin=margin,
@@ -188,26 +184,23 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
                              info={"backend": "fast", "active": False, "null_space_dim": null_dim})
     cone, reduction = _reduce(problem, hessian, rhs)
     z_unconstrained = x_unconstrained[reduction.constrained]
+    z_start = x0[reduction.constrained] if x0 is not None else z_unconstrained
     block_duals, row_duals = duals if duals is not None else (None, None)
-    certified = None
+    newton = None
     if use_active_set and cone.rows.shape[0] == 0:
         try:
-            factor = scipy.linalg.cho_factor(cone.P, check_finite=False)
-            certified = solve_low_rank_kkt(factor, cone.q, z_unconstrained, problem.n_bodies,
-                                           block_duals)
-        except np.linalg.LinAlgError:
-            certified = None
-    if certified is not None:
-        z, block_duals, iterations = certified
+            newton = solve_newton_kkt(cone.P, cone.q, z_start, problem.n_bodies, tol=tol)
+        except (np.linalg.LinAlgError, FloatingPointError, ValueError):
+            newton = None
+    if newton is not None:
+        z, block_duals, iterations = newton
         row_duals = np.zeros(0)
         algorithm, status, found, gap = "active_set", "solved", True, 0.0
     else:
-        warm = x0 is not None
-        z_start = x0[reduction.constrained] if warm else z_unconstrained
         try:
             result = solve_cone_qp(cone, z_start, block_duals, row_duals,
                                    z_unconstrained=z_unconstrained, tol=tol,
-                                   max_iterations=max_iterations, warm=warm)
+                                   max_iterations=max_iterations, warm=x0 is not None)
         except (np.linalg.LinAlgError, FloatingPointError, ValueError) as e:
             raise SolverError(f"lmi fast interior point failed: {e}") from e
         z, block_duals, row_duals = result.z.copy(), result.block_duals, result.row_duals
