@@ -196,8 +196,8 @@ def _fit_payload(args: argparse.Namespace) -> int:
         raise InputError(str(e)) from None
     estimator = PayloadEstimator(kinematics, config)
     feed_estimator(estimator, recording)
-    try:
-        estimate = estimator.solve()
+    try:  # a baseline such as ols may be inconsistent: reported, flagged, never hidden
+        estimate = estimator.solve(require_consistent=False)
     except EstimateUnavailable as e:
         dropped = estimator.stats().dropped
         detail = f" (samples dropped: {_dropped_text(dropped)})" if dropped else ""

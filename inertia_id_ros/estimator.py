@@ -385,13 +385,14 @@ class PayloadEstimator:
         return np.rad2deg(np.sqrt(np.clip(variances, 0.0, None)))
 
     def solve(self, method: str | None = None, duration: float = 0.0,
-              initvals: Any = None) -> Estimate:
+              initvals: Any = None, require_consistent: bool = True) -> Estimate:
         """Estimate from the newest ``duration`` s of the window (0: all) with ``method`` (default
         ``config.method``), warm-started from ``initvals`` (default: the previous solution if
         ``config.warm_start``). Raises :class:`EstimateUnavailable` with reason
         ``too_few_samples``, ``offset_not_identifiable`` (when estimating the offset),
-        ``solver_failed`` or ``inconsistent`` (never returns an estimate that is not fully
-        physically consistent)."""
+        ``solver_failed`` or ``inconsistent``: never returns an estimate that is not fully
+        physically consistent, unless ``require_consistent`` is False (offline analysis of a
+        baseline such as ``ols``; check the result with ``check_consistency``)."""
         config = self.config
         method = method or config.method
         with self._lock:
@@ -417,7 +418,7 @@ class PayloadEstimator:
             raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
         theta = np.array(solution.bodies[0])
         report = check_consistency(theta)
-        if not report.fully_consistent:
+        if require_consistent and not report.fully_consistent:
             raise EstimateUnavailable("inconsistent", f"method {method!r} returned a physically "
                                       f"inconsistent estimate: {'; '.join(report.problems)}")
         with self._lock:

@@ -409,3 +409,22 @@ def test_cli_module_does_not_import_rclpy() -> None:
 def test_help_exits_zero(capsys) -> None:
     assert cli.main(["--help"]) == 0
     assert "fit-payload" in capsys.readouterr().out
+
+
+def test_fit_payload_reports_an_inconsistent_ols_estimate_flagged(capsys, panda_urdf, tmp_path):
+    """A point mass sits on the consistency boundary: noise makes OLS inconsistent; fit-payload
+    still writes it, flagged, while lmi stays consistent."""
+    point_mass = theta_from_inertia(1.0, np.array([0.02, 0.0, 0.05]), np.zeros((3, 3)))
+    sim = PayloadSimulator.panda(payload_theta=point_mass, seed=4)
+    t = np.arange(2400) / 200.0
+    q, dq, wrench = sim.measure(t, np.random.default_rng(3))
+    data = tmp_path / "point_mass.npz"
+    np.savez(data, t=t, joint_names=np.array(PANDA_ARM), q=q, dq=dq, wrench=wrench)
+    flags = {}
+    for method in ("ols", "lmi"):
+        out = tmp_path / f"{method}.json"
+        code, _, err = run_cli(capsys, "fit-payload", "--urdf", panda_urdf, "--sensor-frame",
+                               SENSOR, "--data", str(data), "--method", method, "--json", str(out))
+        assert code == 0, err
+        flags[method] = read_json(out)["bodies"][0]["fully_consistent"]
+    assert flags == {"ols": False, "lmi": True}

@@ -6,11 +6,20 @@ import numpy as np
 import pytest
 
 from inertia_id_ros.inertia import check_consistency, inertia_from_theta, theta_from_inertia
-from inertia_id_ros.links import fit_links
+from inertia_id_ros.links import LinkModel, fit_links
 from inertia_id_ros.payload_from_torques import PayloadTorqueModel, fit_payload
-from inertia_id_ros.robots import FrameNotFound
-from inertia_id_ros.simulation import PANDA_HOME, default_payload_theta
-from inertia_id_ros.torque_simulation import DriveTruth, panda_torque_simulator
+from inertia_id_ros.robots import FrameNotFound, example_robot_urdf
+from inertia_id_ros.simulation import (
+    PANDA_ARM_JOINTS,
+    PANDA_HOME,
+    ExcitingTrajectory,
+    default_payload_theta,
+)
+from inertia_id_ros.torque_simulation import (
+    DriveTruth,
+    JointTorqueSimulator,
+    panda_torque_simulator,
+)
 
 FLANGE = "panda_link8"
 
@@ -26,18 +35,17 @@ def test_payload_regressor_is_the_rnea_difference(frame: str) -> None:
     """Y_p theta == RNEA(model + payload at the frame) - RNEA(model), any state."""
     rng = np.random.default_rng(0)
     theta = theta_from_inertia(0.8, np.array([0.05, 0.02, -0.04]), np.diag([2e-3, 3e-3, 1e-3]))
-    with_payload = panda_torque_simulator(theta)
-    with_payload.payload_frame = frame  # same links, the payload moved to ``frame``
-    with_payload = type(with_payload)(with_payload.links, with_payload.trajectory,
-                                      payload=(frame, theta))
-    without = panda_torque_simulator(np.zeros(10))
+    links = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
+    trajectory = ExcitingTrajectory.for_model(links.model, links.joint_names, seed=0)
+    with_payload = JointTorqueSimulator(links, trajectory, payload=(frame, theta))
+    without = JointTorqueSimulator(links, trajectory)
     t = rng.uniform(0.0, 10.0, 40)
     q, dq, ddq = with_payload.trajectory(t)
-    Y = PayloadTorqueModel(with_payload.links, frame, estimate_offsets=False).regressor(q, dq, ddq)
+    Y = PayloadTorqueModel(links, frame, estimate_offsets=False).regressor(q, dq, ddq)
     expected = with_payload.true_torques(t) - without.true_torques(t)
     np.testing.assert_allclose(Y @ theta, expected, atol=1e-10)
     assert np.abs(expected).max() > 1.0
-    Y_offsets = PayloadTorqueModel(with_payload.links, frame).regressor(q, dq, ddq)
+    Y_offsets = PayloadTorqueModel(links, frame).regressor(q, dq, ddq)
     np.testing.assert_array_equal(Y_offsets[:, :, 10:], np.broadcast_to(np.eye(7), (40, 7, 7)))
 
 
@@ -82,11 +90,11 @@ def test_payload_from_torques_with_links_from_a_previous_fit() -> None:
 def test_badly_excited_payload_stays_consistent() -> None:
     """A few slow samples near one pose: least squares breaks the payload, LMI does not."""
     rng = np.random.default_rng(3)
-    sim = panda_torque_simulator(seed=3, torque_noise_std=0.3)
-    sim.trajectory = lambda t: (PANDA_HOME + 0.02 * rng.normal(size=(len(t), 7)),
-                                0.02 * rng.normal(size=(len(t), 7)),
-                                0.05 * rng.normal(size=(len(t), 7)))
-    data = sim.measure(np.zeros(30), rng)
+    states = (PANDA_HOME + 0.02 * rng.normal(size=(30, 7)), 0.02 * rng.normal(size=(30, 7)),
+              0.05 * rng.normal(size=(30, 7)))
+    sim = panda_torque_simulator(torque_noise_std=0.3, trajectory=lambda t: tuple(
+        s[t.astype(int)] for s in states))
+    data = sim.measure(np.arange(30.0), rng)
     known = sim.true_parameters()
     ols = fit_payload(sim.links, known, data, FLANGE, method="ols")
     assert not ols.consistency.fully_consistent

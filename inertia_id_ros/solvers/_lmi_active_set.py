@@ -76,21 +76,28 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
     P_rows = P.reshape(n, 10, d)
     sigma = 10.0 / np.einsum("ij,nij->n", _GRAM_INV, P_rows.reshape(n, 10, n, 10)[diagonal, :,
                                                                                     diagonal, :])
-    if not np.all(np.isfinite(sigma) & (sigma > 0)):
+    if not np.all(sigma > 0):
         return None
-    step = (sigma[:, None, None] * _GRAM_INV) @ P_rows  # (n, 10, d): sigma G^-1 P, per body
-    w_matrix = np.eye(d) - step.reshape(d, d)  # w = w_matrix z + w_offset
-    w_offset = ((sigma[:, None] * q.reshape(n, 10)) @ _GRAM_INV).ravel()
+    # w = z - sigma G^-1 (P z - q) = w_rows z + w_shift; vec(W_k) = B^T w_k
+    w_rows = -(sigma[:, None, None] * _GRAM_INV) @ P_rows  # (n, 10, d)
+    w_rows[diagonal, :, 10 * diagonal[:, None] + np.arange(10)] += np.eye(10)
+    w_shift = (sigma[:, None] * q.reshape(n, 10)) @ _GRAM_INV
+    w_map = (_BASIS.T @ w_rows).reshape(16 * n, d)
+    w_map_shift = (w_shift @ _BASIS).ravel()
+    gram_blocks = np.zeros((n, 10, n, 10))
+    gram_blocks[diagonal, :, diagonal, :] = _GRAM
+    gram_blocks = gram_blocks.reshape(d, d)
 
     def state(z: np.ndarray):
         """``(lam, Q, F, |F_k|^2, |J_k|^2)`` at ``z``."""
         J = z.reshape(n, 10) @ _BASIS
-        lam, Q = _eigh(((w_matrix @ z + w_offset).reshape(n, 10) @ _BASIS).reshape(n, 4, 4))
+        lam, Q = _eigh((w_map @ z + w_map_shift).reshape(n, 4, 4))
         F = J.reshape(n, 4, 4) - (Q * np.maximum(lam, 0.0)[:, None, :]) @ Q.transpose(0, 2, 1)
-        return lam, Q, F, np.einsum("nij,nij->n", F, F), np.einsum("ni,ni->n", J, J)
+        F = F.reshape(n, 16)
+        return lam, Q, F, np.einsum("ni,ni->n", F, F), np.einsum("ni,ni->n", J, J)
 
     def converged(relative: float) -> bool:
-        return bool(np.all(residual <= relative * relative * np.maximum(size, 1e-24 * size.max())))
+        return (residual / np.maximum(size, 1e-24 * size.max())).max() <= relative * relative
 
     z = np.array(z0, dtype=float)
     lam, Q, F, residual, size = state(z)
@@ -105,10 +112,10 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
         omega = ((positive[:, :, None] + positive[:, None, :])
                  / np.maximum(magnitude[:, :, None] + magnitude[:, None, :], 1e-300))
         R = (U * omega.reshape(n, 1, 16)) @ U.transpose(0, 2, 1)
-        jacobian = (R @ step).reshape(d, d)
-        jacobian.reshape(n, 10, n, 10)[diagonal, :, diagonal, :] += _GRAM - R
-        _, _, dz, info = lapack.dgesv(jacobian, -(F.reshape(n, 16) @ _BASIS.T).ravel())
-        if info or not np.all(np.isfinite(dz)):
+        # Newton: (G - R_k) dz_k + R_k [sigma G^-1 P dz]_k = G dz_k - R_k [dw]_k = -B vec(F_k)
+        jacobian = gram_blocks - (R @ w_rows).reshape(d, d)
+        _, _, dz, info = lapack.dgesv(jacobian, -(F @ _BASIS.T).ravel(), overwrite_a=True)
+        if info:
             return None
         merit, alpha = residual.sum(), 1.0
         while True:  # Armijo: d|F|^2 / d alpha = -2 |F|^2 along the Newton direction
@@ -116,13 +123,13 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
             if trial[3].sum() <= (1.0 - 2.0 * _ARMIJO * alpha) * merit:
                 break
             alpha *= 0.5
-            if alpha < _MIN_STEP:
-                trial = None
-                break
-        if trial is None:  # round-off floor (or a failure)
-            if converged(NEAR_TOLERANCE * tol):
-                break
-            return None
+            if alpha < _MIN_STEP:  # round-off floor (or a failure)
+                if converged(NEAR_TOLERANCE * tol):
+                    trial = None
+                    break
+                return None
+        if trial is None:
+            break
         z = z + alpha * dz
         lam, Q, F, residual, size = trial
     positive = (Q * np.maximum(lam, 0.0)[:, None, :]) @ Q.transpose(0, 2, 1)
