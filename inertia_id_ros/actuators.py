@@ -6,23 +6,24 @@ ratio, rotor inertia, torque constant, motor type, Coulomb smoothing). It is a p
 YAML (``config/go1_front_left_leg.yaml``), so a node can load it from ``config/``.
 
 Which armatures the joint torques determine. A joint's armature (reflected rotor inertia
-``N**2 * I_rotor``, :mod:`inertia_id_ros.friction`) adds ``armature * ddq_k`` to joint ``k``'s torque
-only. The inertia of link ``k`` (the body joint ``k`` moves) about joint ``k``'s axis, ``I_kk``,
-enters the torques through ``omega_k`` and ``alpha_k``; for a fixed base:
+``N**2 * I_rotor``, :mod:`inertia_id_ros.friction`) adds ``armature * ddq_k`` to joint ``k``'s
+torque only. The inertia of link ``k`` (the body joint ``k`` moves) about joint ``k``'s axis,
+``I_kk``, enters the torques through ``omega_k`` and ``alpha_k``; for a fixed base:
 
 - joint 1: its axis is fixed, ``I_11`` only adds ``I_11 * ddq_1`` to joint 1's torque: the same
-  column as the armature. Never separable (Khalil & Gautier's grouping of ``Ia_1`` with ``ZZ_1``).
+  column as the armature. Never separable (the classic regrouping of ``Ia_1`` with ``ZZ_1``).
 - joint 2 with its axis perpendicular to joint 1's (hip flexion after hip abduction on every
   quadruped leg, Panda joint 2): ``I_22`` again only adds ``I_22 * ddq_2`` to joint 2's torque
   (``z_1 . z_2 = 0`` removes it from joint 1's row, and ``omega x I omega`` has no ``I_22`` term
   along ``z_2``): not separable either.
-- a joint parallel to a previous one (the knee after the hip flexion) or skewed: ``I_kk`` also
-  moves the previous joints' torques, the armature does not: separable.
+- a joint parallel to a previous one (the knee after the hip flexion), and in general the joints
+  further out: ``I_kk`` also moves earlier joints' torques, the armature does not: separable
+  (:func:`~inertia_id_ros.links.base_parameters` tells for the data at hand).
 
 So from a fixed-base leg's torques only the knee's armature is identifiable; the hip abduction's
 and hip flexion's come only as "armature + link inertia about the axis". When the joints share one
-motor type (:attr:`ActuatorConfig.motor`; Go1, MIT Cheetah 3: one motor, different gear ratios),
-the rotor inertia follows from the identifiable armatures, ``I_rotor = sum N_k**2 a_k / sum N_k**4``
+motor type (:attr:`ActuatorConfig.motor`; Go1: one motor, reductions 6.33 and 9.5), the rotor
+inertia follows from the identifiable armatures, ``I_rotor = sum N_k**2 a_k / sum N_k**4``
 (least squares of ``a_k = N_k**2 I_rotor``), and fixes the others: :func:`fit_chain`.
 """
 
@@ -134,7 +135,8 @@ class ChainConfig:
     and ``urdf`` (a path) gives the model. ``joints`` are identified; every other joint is locked
     at ``locked_positions`` (rad or m, default 0). ``actuators`` maps each joint to its
     :class:`ActuatorConfig` (a joint without one gets ``ActuatorConfig()``: N = 1, no rotor).
-    ``estimate``: the drive terms estimated for every joint (:data:`inertia_id_ros.friction.DRIVE_TERMS`).
+    ``estimate``: the drive terms estimated for every joint
+    (:data:`inertia_id_ros.friction.DRIVE_TERMS`).
 
     YAML form (:meth:`load`)::
 

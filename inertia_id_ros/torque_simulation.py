@@ -58,8 +58,8 @@ class JointTorqueSimulator:
     ``link_thetas`` (n, 10): the true links, about their joint frames (default: the model's, i.e.
     the URDF's); ``drives``: one :class:`DriveTruth` per joint (sequence in joint order or mapping
     by name; default none); ``payload``: ``(frame name, theta (10,) about and in that frame)`` of a
-    rigid payload; ``torque_noise_std`` (N·m, scalar or per joint). Efforts are scaled by the
-    model's drives' ``effort_scale``.
+    rigid payload (a zero ``theta``: none); ``torque_noise_std`` (N·m, scalar or per joint).
+    Efforts are torques divided by the model's drives' ``effort_scale``.
     """
 
     def __init__(self, links: LinkModel, trajectory: Trajectory,
@@ -99,7 +99,7 @@ class JointTorqueSimulator:
         model = self.links.model.copy()
         for j, theta in enumerate(self.link_thetas, start=1):
             model.inertias[j] = pin.Inertia.FromDynamicParameters(theta)
-        if self.payload_frame is not None:  # a zero theta (no payload) still checks the frame
+        if self.payload_frame is not None:
             frame = model.frames[frame_id(model, self.payload_frame)]
             if np.any(self.payload_theta):
                 model.appendBodyToJoint(frame.parentJoint,

@@ -13,6 +13,11 @@ from pathlib import Path
 
 import pytest
 
+# The matrices here are small: a multi-threaded BLAS only contends for the 2 cores (as the ROS
+# processes, see inertia_id_ros/ros/__init__.py). Set before numpy loads; overridable.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 

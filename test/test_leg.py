@@ -24,7 +24,7 @@ from inertia_id_ros.torque_simulation import (
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 HIP, THIGH, KNEE = go1_leg_config().joints
-RATE = 500.0  # Hz
+RATE = 250.0  # Hz
 DURATION = 60.0  # s
 
 
@@ -101,7 +101,7 @@ def test_simulated_torques_match_the_regressor() -> None:
 
 @pytest.fixture(scope="module")
 def leg_fit():
-    """60 s at 500 Hz of the Go1 leg (perturbed links, Go1 rotors, friction, 0.1 N·m noise)."""
+    """60 s at 250 Hz of the Go1 leg (perturbed links, Go1 rotors, friction, 0.1 N·m noise)."""
     rng = np.random.default_rng(11)
     config = go1_leg_config()
     links = config.link_model()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
+from scipy.linalg import lapack
 
 DEFAULT_REGULARIZATION = 1e-8
 """Rank-deficient data: ``regularization * lambda_max(H)`` times the squared distance to a
@@ -14,6 +14,21 @@ reference (the prior, else 0) along the numerical null space of ``H`` (eigenvalu
 (the optimal fit closest to the reference) and iterative methods do not drift. Directions the data
 determine are not biased."""
 NULL_SPACE_RCOND = 1e-10
+
+
+def cholesky(matrix: np.ndarray) -> np.ndarray | None:
+    """Lower Cholesky factor of symmetric ``matrix`` (n, n), or ``None`` if it is not positive
+    definite. LAPACK directly: at these sizes scipy's wrappers cost more than the factorisation."""
+    factor, info = lapack.dpotrf(matrix, lower=True)
+    return factor if info == 0 else None
+
+
+def cholesky_solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``matrix^-1 rhs`` (rhs (n,) or (n, k)) from ``factor = cholesky(matrix)``."""
+    solution, info = lapack.dpotrs(factor, rhs, lower=True)
+    if info:
+        raise ValueError(f"dpotrs: illegal argument {-info}")
+    return solution
 
 
 def psd_solve(matrix: np.ndarray, rhs: np.ndarray, rcond: float) -> tuple[np.ndarray, int]:
@@ -64,14 +79,11 @@ def regularize_null_space(hessian: np.ndarray, rhs: np.ndarray, reference: np.nd
 
     A Cholesky factor with well-balanced pivots (``min L_ii^2 >= NULL_SPACE_RCOND max L_ii^2``)
     means no null space (the common, fast case); otherwise the eigendecomposition decides."""
-    try:
-        factor = scipy.linalg.cho_factor(hessian, check_finite=False)
-        pivots = np.diag(factor[0]) ** 2
+    factor = cholesky(hessian)
+    if factor is not None:
+        pivots = np.diag(factor) ** 2
         if pivots.min() >= NULL_SPACE_RCOND * pivots.max():
-            x = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
-            return Regularized(hessian, rhs, 0.0, x, 0)
-    except np.linalg.LinAlgError:
-        pass
+            return Regularized(hessian, rhs, 0.0, cholesky_solve(factor, rhs), 0)
     eigvals, eigvecs = np.linalg.eigh(hessian)
     null = eigvals <= NULL_SPACE_RCOND * max(eigvals[-1], 0.0)
     epsilon = regularization * max(eigvals[-1], 1e-300)

@@ -41,6 +41,7 @@ _THETA = _GRAM_INV @ _BASIS  # theta(J) = _THETA @ vec(J)
 MAX_ITERATIONS = 30
 NEAR_TOLERANCE = 100.0
 """When round-off stops the line search, ``|F_k| <= NEAR_TOLERANCE * tol * |J_k|`` is accepted."""
+FLOOR_RTOL = 1e-13
 _ARMIJO = 1e-4
 _MIN_STEP = 1e-6
 
@@ -65,11 +66,15 @@ def _eigh(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int, *,
-                     tol: float, max_iterations: int = MAX_ITERATIONS) -> NewtonResult | None:
+                     tol: float, floor: float = 0.0,
+                     max_iterations: int = MAX_ITERATIONS) -> NewtonResult | None:
     """Semismooth Newton from ``z0`` (10n,) on ``P`` (10n, 10n) PD, ``q`` (10n,); a certified
     :class:`NewtonResult` once every ``|F_k| <= tol |J_k(z)|`` (Frobenius), else ``None``.
 
     ``sigma_k = 10 / tr(G^-1 P_kk)`` (the inverse mean curvature of body k in ``G``'s metric).
+    The returned ``J_k`` are ``Pi(W_k)`` with eigenvalues raised to ``floor`` plus a round-off
+    allowance (:data:`FLOOR_RTOL` times the largest), so ``lambda_min(J_k) >= floor`` survives
+    the conversion to ``theta``.
     """
     n, d = n_bodies, 10 * n_bodies
     diagonal = np.arange(n)
@@ -80,7 +85,7 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
         return None
     # w = z - sigma G^-1 (P z - q) = w_rows z + w_shift; vec(W_k) = B^T w_k
     w_rows = -(sigma[:, None, None] * _GRAM_INV) @ P_rows  # (n, 10, d)
-    w_rows[diagonal, :, 10 * diagonal[:, None] + np.arange(10)] += np.eye(10)
+    w_rows.reshape(n, 10, n, 10)[diagonal, :, diagonal, :] += np.eye(10)
     w_shift = (sigma[:, None] * q.reshape(n, 10)) @ _GRAM_INV
     w_map = (_BASIS.T @ w_rows).reshape(16 * n, d)
     w_map_shift = (w_shift @ _BASIS).ravel()
@@ -132,7 +137,8 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
             break
         z = z + alpha * dz
         lam, Q, F, residual, size = trial
-    positive = (Q * np.maximum(lam, 0.0)[:, None, :]) @ Q.transpose(0, 2, 1)
+    lifted = np.maximum(lam, floor + FLOOR_RTOL * np.abs(lam).max(axis=1, keepdims=True))
+    positive = (Q * lifted[:, None, :]) @ Q.transpose(0, 2, 1)
     duals = (Q * (np.minimum(lam, 0.0) / -sigma[:, None])[:, None, :]) @ Q.transpose(0, 2, 1)
     return NewtonResult(z=(positive.reshape(n, 16) @ _THETA.T).ravel(), block_duals=duals,
                         iterations=iterations)

@@ -33,11 +33,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
 from inertia_id_ros.inertia import PSEUDO_INERTIA_BASIS
 from inertia_id_ros.solvers._linalg import (
     DEFAULT_REGULARIZATION,
+    cholesky,
+    cholesky_solve,
     psd_solve,
     psd_sqrt_factor,
     regularize_null_space,
@@ -111,14 +112,12 @@ def constraints_hold(problem: Problem, x: np.ndarray) -> bool:
 
 def _symmetric_inverse_apply(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """``matrix^+ rhs`` for symmetric PSD ``matrix``; Cholesky when possible."""
-    if matrix.size == 0:
-        return np.zeros_like(rhs)
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix), rhs)
-    except np.linalg.LinAlgError:
-        if rhs.ndim == 1:
-            return psd_solve(matrix, rhs, DEFAULT_RCOND)[0]
-        return np.column_stack([psd_solve(matrix, col, DEFAULT_RCOND)[0] for col in rhs.T])
+    factor = cholesky(matrix)
+    if factor is not None:
+        return cholesky_solve(factor, rhs)
+    if rhs.ndim == 1:
+        return psd_solve(matrix, rhs, DEFAULT_RCOND)[0]
+    return np.column_stack([psd_solve(matrix, col, DEFAULT_RCOND)[0] for col in rhs.T])
 
 
 @dataclass
@@ -142,27 +141,27 @@ def _reduce(problem: Problem, hessian: np.ndarray,
     """Schur complement on the constrained entries (bodies, non-negative extras):
     ``P = H_cc - H_cu H_uu^-1 H_uc``, ``q = b_c - H_cu H_uu^-1 b_u`` (objective halved)."""
     p, nb = problem.n_params, problem.n_body_params
-    constrained = np.array(sorted(set(range(nb)) | set(problem.nonnegative)), dtype=int)
-    free = np.setdiff1d(np.arange(p), constrained)
-    H_cc = hessian[np.ix_(constrained, constrained)]
-    H_cu = hessian[np.ix_(constrained, free)]
-    solved = _symmetric_inverse_apply(hessian[np.ix_(free, free)],
-                                      np.column_stack([H_cu.T, rhs[free]]))
-    gain, base = solved[:, :-1], solved[:, -1]
-    P = H_cc - H_cu @ gain
-    P = 0.5 * (P + P.T)
-    q = rhs[constrained] - H_cu @ base
-    position = {int(i): j for j, i in enumerate(constrained)}
-    row_list = []
-    for k, a in problem.ellipsoid_rows().items():
-        row = np.zeros(len(constrained))
+    is_constrained = np.zeros(p, dtype=bool)
+    is_constrained[:nb] = True
+    is_constrained[list(problem.nonnegative)] = True
+    constrained, free = np.flatnonzero(is_constrained), np.flatnonzero(~is_constrained)
+    c = constrained.size
+    if free.size:
+        order = np.concatenate([constrained, free])
+        H, b = hessian[order][:, order], rhs[order]
+        gain = _symmetric_inverse_apply(H[c:, c:], H[c:, :c])
+        base = _symmetric_inverse_apply(H[c:, c:], b[c:])
+        P = H[:c, :c] - H[:c, c:] @ gain
+        P = 0.5 * (P + P.T)
+        q = b[:c] - H[:c, c:] @ base
+    else:
+        P, q, gain, base = hessian, rhs, np.zeros((0, c)), np.zeros(0)
+    ellipsoids = problem.ellipsoid_rows()
+    rows = np.zeros((len(ellipsoids) + len(problem.nonnegative), c))
+    for row, (k, a) in zip(rows, ellipsoids.items()):
         row[10 * k:10 * k + 10] = a
-        row_list.append(row)
-    for i in problem.nonnegative:
-        row = np.zeros(len(constrained))
-        row[position[i]] = 1.0
-        row_list.append(row)
-    rows = np.array(row_list).reshape(len(row_list), len(constrained))
+    rows[np.arange(len(ellipsoids), rows.shape[0]),
+         np.searchsorted(constrained, problem.nonnegative)] = 1.0
     return (ConeProblem(P=P, q=q, n_blocks=problem.n_bodies, rows=rows),
             _Reduction(constrained=constrained, free=free, base=base, gain=gain))
 
@@ -189,7 +188,8 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
     newton = None
     if use_active_set and cone.rows.shape[0] == 0:
         try:
-            newton = solve_newton_kkt(cone.P, cone.q, z_start, problem.n_bodies, tol=tol)
+            newton = solve_newton_kkt(cone.P, cone.q, z_start, problem.n_bodies, tol=tol,
+                                      floor=margin)
         except (np.linalg.LinAlgError, FloatingPointError, ValueError):
             newton = None
     if newton is not None:
@@ -209,8 +209,9 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
         iterations = result.iterations
     n_body = problem.n_body_params
     z[:n_body] = lift_to_margin(z[:n_body], problem, margin)
-    nonnegative_positions = np.searchsorted(reduction.constrained, problem.nonnegative)
-    z[nonnegative_positions] = np.maximum(z[nonnegative_positions], 0.0)
+    if problem.nonnegative:
+        nonnegative_positions = np.searchsorted(reduction.constrained, problem.nonnegative)
+        z[nonnegative_positions] = np.maximum(z[nonnegative_positions], 0.0)
     x = reduction.expand(z, problem.n_params)
     return make_solution(problem, x, "lmi", found=found, status=status, iterations=iterations,
                          started=started, finished=time.perf_counter(),
