@@ -343,7 +343,7 @@ def fit_chain(config: ChainConfig, data: JointTorqueData | Iterable[JointTorqueD
     for rotor in rotors:
         for joint in rotor.applied_to:
             drives[joint] = replace(drives[joint], armature=False, rotor_inertia=rotor.value)
-    fixed = LinkModel(model.model, drives)
+    fixed = LinkModel(model.model, drives, model.robot_joint_names)
     start = np.array([fit.x[model.parameter_names.index(name)]
                       for name in fixed.parameter_names])
     final = fit_links(fixed, runs, method=method, prior_weight=prior_weight, initvals=start,

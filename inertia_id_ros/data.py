@@ -325,13 +325,22 @@ def read_joint_file(path: str | Path) -> JointStates:
 # ---- ROS 2 bags ----------------------------------------------------------------------------
 
 
-def _stamp(header) -> float:
+def header_seconds(header) -> float:
+    """``std_msgs/Header`` stamp of a deserialised bag message -> seconds."""
     return header.stamp.sec + 1e-9 * header.stamp.nanosec
 
 
-def _read_bag(path: str | Path, topics: Sequence[tuple[str, str]]) -> dict[str, list]:
-    """Deserialised messages of every topic of ``topics`` ((topic, expected message type)
-    pairs), in bag order."""
+def wrench_values(msg) -> list[float]:
+    """``[fx, fy, fz, tx, ty, tz]`` of a deserialised ``WrenchStamped`` (N, N·m)."""
+    force, torque = msg.wrench.force, msg.wrench.torque
+    return [force.x, force.y, force.z, torque.x, torque.y, torque.z]
+
+
+def read_bag_messages(path: str | Path, topics: Sequence[tuple[str, str]],
+                      optional: Sequence[tuple[str, str]] = ()) -> list[tuple[str, int, object]]:
+    """``(topic, log time (ns), deserialised message)`` of every message on ``topics`` ((topic,
+    expected message type) pairs, each must be in the bag) and on the ``optional`` ones present,
+    in bag order: the order of the log (receive) times, as a subscriber got them."""
     from rosbags.highlevel import AnyReader, AnyReaderError
     from rosbags.rosbag2 import ReaderError
     from rosbags.typesys import Stores, get_typestore
@@ -339,7 +348,7 @@ def _read_bag(path: str | Path, topics: Sequence[tuple[str, str]]) -> dict[str, 
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such bag")
-    messages: dict[str, list] = {topic: [] for topic, _ in topics}
+    messages: list[tuple[str, int, object]] = []
     try:
         with AnyReader([path], default_typestore=get_typestore(Stores.ROS2_KILTED)) as reader:
             available = {c.topic: c.msgtype for c in reader.connections}
@@ -351,16 +360,29 @@ def _read_bag(path: str | Path, topics: Sequence[tuple[str, str]]) -> dict[str, 
                 if available[topic] != msgtype:
                     raise DataError(f"{path}: topic {topic!r} carries {available[topic]}, "
                                     f"expected {msgtype}")
-            connections = [c for c in reader.connections if c.topic in messages]
-            for connection, _, raw in reader.messages(connections=connections):
-                messages[connection.topic].append(reader.deserialize(raw, connection.msgtype))
+            wanted = {topic for topic, _ in topics} | {
+                topic for topic, msgtype in optional if available.get(topic) == msgtype}
+            connections = [c for c in reader.connections if c.topic in wanted]
+            for connection, log_time, raw in reader.messages(connections=connections):
+                messages.append((connection.topic, int(log_time),
+                                 reader.deserialize(raw, connection.msgtype)))
     except DataError:
         raise
     except (AnyReaderError, ReaderError, OSError, KeyError, ValueError, AssertionError) as e:
         raise DataError(f"{path}: cannot read as a ROS 2 bag: {e}".replace("\n", " ")) from None
-    for topic, received in messages.items():
-        if not received:
+    received = {topic for topic, _, _ in messages}
+    for topic, _ in topics:
+        if topic not in received:
             raise DataError(f"{path}: no messages on {topic!r}")
+    return messages
+
+
+def _read_bag(path: str | Path, topics: Sequence[tuple[str, str]]) -> dict[str, list]:
+    """Deserialised messages of every topic of ``topics`` ((topic, expected message type)
+    pairs), in bag order."""
+    messages: dict[str, list] = {topic: [] for topic, _ in topics}
+    for topic, _, msg in read_bag_messages(path, topics):
+        messages[topic].append(msg)
     return messages
 
 
@@ -401,8 +423,8 @@ def _states_from_messages(source: str, topic: str, msgs: list) -> JointStates:
             row = np.empty(len(names))
             row[index] = values
             columns[key].append(row)
-    order = _sorted_by_stamp(source, topic, [_stamp(msg.header) for msg in msgs])
-    t = np.array([_stamp(msg.header) for msg in msgs])[order]
+    order = _sorted_by_stamp(source, topic, [header_seconds(msg.header) for msg in msgs])
+    t = np.array([header_seconds(msg.header) for msg in msgs])[order]
     arrays = {key: np.array(rows)[order] if key == "q" or has[key] else None
               for key, rows in columns.items()}
     return _joint_states(source, t, names, arrays["q"], arrays["dq"], None, arrays["effort"])
@@ -419,11 +441,10 @@ def read_payload_bag(path: str | Path, joint_states_topic: str = DEFAULT_JOINT_S
     frames = sorted({msg.header.frame_id for msg in wrench_msgs})
     if len(frames) > 1:
         raise DataError(f"{source}: wrenches on {wrench_topic!r} come in several frames {frames}")
-    order = _sorted_by_stamp(source, wrench_topic, [_stamp(msg.header) for msg in wrench_msgs])
-    t = np.array([_stamp(msg.header) for msg in wrench_msgs])[order]
-    wrench = np.array([[msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z,
-                        msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z]
-                       for msg in wrench_msgs])[order]
+    stamps = [header_seconds(msg.header) for msg in wrench_msgs]
+    order = _sorted_by_stamp(source, wrench_topic, stamps)
+    t = np.array(stamps)[order]
+    wrench = np.array([wrench_values(msg) for msg in wrench_msgs])[order]
     wrenches = Wrenches(_stamps(source, "wrench stamps", t),
                         _array(source, "wrench", wrench, (t.size, 6)), frames[0])
     return PayloadRecording(states, wrenches, source)

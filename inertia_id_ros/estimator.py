@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.filtering import (COVERAGE_OK, COVERAGE_PENDING, check_coverage, fit_window,
-                                      joint_states_at)
+from inertia_id_ros.covariance import ChannelNormalEquations, parameter_covariance
+from inertia_id_ros.filtering import (COVERAGE_OK, COVERAGE_PENDING, check_coverage,
+                                      joint_states_at_mixed)
 from inertia_id_ros.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.kinematics import SensorKinematics
 from inertia_id_ros.regressors import N_BODY_PARAMS, N_OFFSET_PARAMS, payload_regressor_batch
@@ -38,7 +40,7 @@ _PROCESS_CHUNK = 500
 
 class SampleRejected(ValueError):
     """An input sample was rejected; ``reason`` is a short machine-readable code (see
-    :meth:`PayloadEstimator.add_joint_state`, :meth:`PayloadEstimator.add_wrench`)."""
+    :meth:`JointStateValidator.validate`, :meth:`PayloadEstimator.add_wrench`)."""
 
     def __init__(self, reason: str, message: str) -> None:
         self.reason = reason
@@ -57,43 +59,31 @@ class EstimateUnavailable(RuntimeError):
 
 
 @dataclass
-class EstimatorConfig:
-    """Settings of :class:`PayloadEstimator` (SI units; times in s)."""
+class OnlineEstimatorConfig:
+    """Settings shared by the online estimators (:class:`PayloadEstimator`,
+    :class:`~inertia_id_ros.link_estimator.LinkEstimator`): window, joint-state filter, solver
+    (SI units; times in s). A "sample" is a wrench (payload) or a joint state (links)."""
 
     window_sec: float = 10.0
     """Length of the sliding window of samples solved on (s)."""
     method: str = "lmi"
     """Default solver method (a key of ``inertia_id_ros.solvers.METHODS``)."""
-    estimate_offset: bool = True
-    """Estimate the F/T sensor's constant offset (6,) (N, N m) with the payload."""
-    wrench_sign: float = 1.0
-    """+1 if the sensor reports the wrench it exerts on the payload, -1 for the opposite."""
     filter_half_width: float = 0.05
-    """Half-width of the local polynomial fit of joint states around each wrench stamp (s); also
+    """Half-width of the local polynomial fit of joint states around each sample stamp (s); also
     the processing lag."""
     filter_order: int = 2
     """Degree of the local polynomial (>= 2: positions may be differentiated twice)."""
     use_measured_velocity: bool = True
     """Use joint-state velocities when present (else positions are differentiated)."""
     max_joint_gap: float = 0.1
-    """Joint states further apart are a gap: no fit spans it; wrenches within
+    """Joint states further apart are a gap: no fit spans it; samples within
     ``filter_half_width`` of it are dropped (reason ``"gap"``) (s)."""
     min_samples: int = 200
-    """Wrench samples needed in the (sub)window to solve."""
-    offset_min_tilt_deg: float = 5.0
-    """The F/T offset is identifiable if the direction of gravity in the sensor frame (more
-    precisely of the proper acceleration) spreads at least this much (rms, deg) along its second
-    principal axis over the window (tilts about two axes)."""
+    """Samples needed in the (sub)window to solve."""
     window_capacity: int = 20000
     """Maximum samples in the window (bounded memory; the oldest are dropped first)."""
     joint_buffer_capacity: int = 10000
     """Joint states kept for filtering (bounded memory)."""
-    max_pending_wrenches: int = 10000
-    """Wrenches waiting for joint states; the oldest beyond are dropped (reason ``"overflow"``)."""
-    wrench_frame_id: str = ""
-    """Expected ``frame_id`` of the wrenches ("" : the sensor frame's name)."""
-    check_wrench_frame: bool = True
-    """Reject wrenches with another ``frame_id`` (reason ``"wrong_frame"``)."""
     ignore_unknown_joints: bool = False
     """Ignore joint names absent from the model instead of rejecting the joint state."""
     warm_start: bool = True
@@ -102,30 +92,169 @@ class EstimatorConfig:
     """Options passed to ``solvers.solve``."""
 
     def __post_init__(self) -> None:
-        for name in ("window_sec", "filter_half_width", "max_joint_gap"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"EstimatorConfig.{name} must be positive, got "
-                                 f"{getattr(self, name)}")
-        if self.wrench_sign not in (1.0, -1.0):
-            raise ValueError(f"EstimatorConfig.wrench_sign must be +1 or -1, got "
-                             f"{self.wrench_sign}")
+        self._check_positive("window_sec", "filter_half_width", "max_joint_gap")
         if self.filter_order < 2:
-            raise ValueError(f"EstimatorConfig.filter_order must be >= 2, got {self.filter_order}")
-        for name in ("min_samples", "window_capacity", "joint_buffer_capacity",
-                     "max_pending_wrenches"):
+            raise self._invalid("filter_order", "must be >= 2")
+        self._check_at_least_one("min_samples", "window_capacity", "joint_buffer_capacity")
+
+    def _invalid(self, name: str, requirement: str) -> ValueError:
+        return ValueError(f"{type(self).__name__}.{name} {requirement}, got "
+                          f"{getattr(self, name)!r}")
+
+    def _check_positive(self, *names: str) -> None:
+        for name in names:
+            if not getattr(self, name) > 0:
+                raise self._invalid(name, "must be positive")
+
+    def _check_at_least_one(self, *names: str) -> None:
+        for name in names:
             if getattr(self, name) < 1:
-                raise ValueError(f"EstimatorConfig.{name} must be >= 1, got {getattr(self, name)}")
+                raise self._invalid(name, "must be >= 1")
+
+
+@dataclass
+class EstimatorConfig(OnlineEstimatorConfig):
+    """Settings of :class:`PayloadEstimator` (SI units; times in s): the shared ones of
+    :class:`OnlineEstimatorConfig` (samples are wrenches) and the F/T sensor's."""
+
+    estimate_offset: bool = True
+    """Estimate the F/T sensor's constant offset (6,) (N, N m) with the payload."""
+    wrench_sign: float = 1.0
+    """+1 if the sensor reports the wrench it exerts on the payload, -1 for the opposite."""
+    offset_min_tilt_deg: float = 5.0
+    """The F/T offset is identifiable if the direction of gravity in the sensor frame (more
+    precisely of the proper acceleration) spreads at least this much (rms, deg) along its second
+    principal axis over the window (tilts about two axes)."""
+    max_pending_wrenches: int = 10000
+    """Wrenches waiting for joint states; the oldest beyond are dropped (reason ``"overflow"``)."""
+    wrench_frame_id: str = ""
+    """Expected ``frame_id`` of the wrenches ("" : the sensor frame's name)."""
+    check_wrench_frame: bool = True
+    """Reject wrenches with another ``frame_id`` (reason ``"wrong_frame"``)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.wrench_sign not in (1.0, -1.0):
+            raise self._invalid("wrench_sign", "must be +1 or -1")
+        self._check_at_least_one("max_pending_wrenches")
         if self.offset_min_tilt_deg < 0:
-            raise ValueError("EstimatorConfig.offset_min_tilt_deg must be >= 0, got "
-                             f"{self.offset_min_tilt_deg}")
+            raise self._invalid("offset_min_tilt_deg", "must be >= 0")
+
+
+def check_stamp(t: float, last: float | None, what: str) -> None:
+    """Raise :class:`SampleRejected` unless the stamp ``t`` (s) is finite and newer than ``last``
+    (the previous accepted stamp of the same input; reasons ``non_finite``, ``duplicate_stamp``,
+    ``out_of_order``)."""
+    if not np.isfinite(t):
+        raise SampleRejected("non_finite", f"{what} stamp is {t}")
+    if last is not None and t == last:
+        raise SampleRejected("duplicate_stamp", f"{what} stamp {t:.6f} s repeats the previous one")
+    if last is not None and t < last:
+        raise SampleRejected("out_of_order", f"{what} stamp {t:.6f} s is older than the previous "
+                             f"{last:.6f} s")
+
+
+@dataclass(frozen=True)
+class JointStateSample:
+    """A validated joint state: stamp ``t`` (s); positions ``q`` (n,) (rad, m), velocities ``dq``
+    (n,) or ``None``, raw efforts ``effort`` (n,) or ``None``, in the validator's joint order."""
+
+    t: float
+    q: np.ndarray
+    dq: np.ndarray | None
+    effort: np.ndarray | None
+
+
+class JointStateValidator:
+    """Validates joint states (any joint order) for the joints ``joint_names`` of a model whose
+    joints are ``model_joint_names``; remembers the last accepted stamp. Not thread-safe.
+
+    ``ignore_unknown``: joints absent from the model are ignored instead of rejected;
+    ``use_velocity``: keep measured velocities (else they are dropped unchecked); ``need_effort``:
+    a joint state without efforts is rejected (reason ``missing_effort``); without it efforts
+    are dropped unchecked.
+    """
+
+    def __init__(self, joint_names: Sequence[str], model_joint_names: Iterable[str],
+                 ignore_unknown: bool = False, use_velocity: bool = True,
+                 need_effort: bool = False) -> None:
+        self.joint_names = tuple(joint_names)
+        self._model_joint_names = frozenset(model_joint_names)
+        self.ignore_unknown = ignore_unknown
+        self.use_velocity = use_velocity
+        self.need_effort = need_effort
+        self.last_t: float | None = None
+        self._index_cache: dict[tuple[str, ...], np.ndarray] = {}
+
+    def reset(self) -> None:
+        """Forget the last stamp (any stamp is accepted next)."""
+        self.last_t = None
+
+    def _indices(self, names: tuple[str, ...]) -> np.ndarray:
+        """Positions in ``names`` of :attr:`joint_names` (cached per name list)."""
+        indices = self._index_cache.get(names)
+        if indices is not None:
+            return indices
+        position = {}
+        for i, name in enumerate(names):
+            if name in position:
+                raise SampleRejected("duplicate_joint", f"joint {name!r} appears twice")
+            position[name] = i
+        unknown = [name for name in names if name not in self._model_joint_names]
+        if unknown and not self.ignore_unknown:
+            raise SampleRejected("unknown_joint", f"joint(s) {unknown} are not in the robot model")
+        missing = [name for name in self.joint_names if name not in position]
+        if missing:
+            raise SampleRejected("missing_joint", f"joint state lacks joint(s) {missing} (needed: "
+                                 f"{list(self.joint_names)})")
+        indices = np.array([position[name] for name in self.joint_names], dtype=int)
+        if len(self._index_cache) < 16:
+            self._index_cache[names] = indices
+        return indices
+
+    def validate(self, t: float, names: Sequence[str], q: np.ndarray,
+                 dq: np.ndarray | None = None, effort: np.ndarray | None = None
+                 ) -> JointStateSample:
+        """The joint state ``(t (s), names, q, dq, effort)`` (``dq``, ``effort``: ``None`` or
+        empty when absent) reordered to :attr:`joint_names`; records ``t`` as the last stamp.
+
+        Raises :class:`SampleRejected` with reason ``non_finite``, ``length_mismatch``,
+        ``duplicate_joint``, ``unknown_joint``, ``missing_joint``, ``missing_effort``,
+        ``duplicate_stamp`` or ``out_of_order``.
+        """
+        t = float(t)
+        names = tuple(names)
+        q = np.asarray(q, dtype=float).reshape(-1)
+        dq, effort = (None if v is None or len(v) == 0 else np.asarray(v, dtype=float).reshape(-1)
+                      for v in (dq, effort))
+        sizes = [v.size for v in (q, dq, effort) if v is not None]
+        if any(size != len(names) for size in sizes):
+            raise SampleRejected("length_mismatch", f"{len(names)} names, {q.size} positions, "
+                                 f"{0 if dq is None else dq.size} velocities, "
+                                 f"{0 if effort is None else effort.size} efforts")
+        indices = self._indices(names)
+        if self.need_effort and effort is None:
+            raise SampleRejected("missing_effort", f"joint state at {t:.6f} s has no efforts")
+        q = q[indices]
+        dq = dq[indices] if dq is not None and self.use_velocity else None
+        effort = effort[indices] if effort is not None and self.need_effort else None
+        if not all(np.isfinite(v).all() for v in (q, dq, effort) if v is not None):
+            raise SampleRejected("non_finite", f"joint state at {t:.6f} s has NaN or Inf values")
+        check_stamp(t, self.last_t, "joint state")
+        self.last_t = t
+        return JointStateSample(t, q, dq, effort)
+
 
 @dataclass(frozen=True)
 class Estimate:
     """A fully physically consistent estimate of the payload beyond the sensor.
 
     ``theta`` (10,) about and in the sensor frame; ``sensor_offset`` (6,) (N, N m; zeros when not
-    estimated); ``covariance`` (10, 10) of ``theta``: ``sigma^2 (Y^T Y)^+`` (its theta block, the
-    offset marginalised) with ``sigma^2`` the residual variance per row; ``min_pseudo_inertia_eig``
+    estimated); ``covariance`` (10, 10) of ``theta`` (the offset marginalised): the sandwich with
+    each wrench channel's residual variance, on the identifiable subspace, projected onto the
+    tangent of active consistency constraints
+    (:func:`~inertia_id_ros.covariance.parameter_covariance`);
+    ``condition_number`` of the column-scaled regressor (excitation); ``min_pseudo_inertia_eig``
     (kg m^2); ``residual_rms`` (N / N m mixed); ``n_samples`` wrenches used, stamped from
     ``t_first`` to ``t_last`` (s); ``solve_time`` (s); ``orientation_spread_deg`` (3,) rms spread
     of the gravity direction in the sensor frame along its principal axes (deg, descending);
@@ -145,6 +274,7 @@ class Estimate:
     offset_identifiable: bool
     orientation_spread_deg: np.ndarray
     message: str = ""
+    condition_number: float = float("nan")
 
     @property
     def mass(self) -> float:
@@ -169,15 +299,17 @@ class Estimate:
 
 @dataclass(frozen=True)
 class EstimatorStats:
-    """Counters of a :class:`PayloadEstimator` (a snapshot)."""
+    """Counters of an online estimator (a snapshot)."""
 
     received: dict[str, int]
     """Samples offered per input (``"joint_state"``, ``"wrench"``)."""
     processed: dict[str, int]
-    """Accepted joint states; wrenches turned into window rows."""
+    """Per input: samples accepted (joint states for a payload) or turned into window rows."""
     dropped: dict[str, int]
     """Rejected or dropped samples per reason."""
-    pending_wrenches: int
+    pending: int
+    """Samples waiting to be processed: wrenches waiting for joint states (payload), joint states
+    waiting for the filter's look-ahead (links)."""
     window_samples: int
 
 
@@ -196,7 +328,9 @@ class PayloadEstimator:
         config = self.config
         n = kinematics.n_joints
         self._n_params = N_BODY_PARAMS + (N_OFFSET_PARAMS if config.estimate_offset else 0)
-        self._model_joint_names = frozenset(kinematics.model.names[1:])
+        self._joint_input = JointStateValidator(kinematics.joint_names, kinematics.model.names[1:],
+                                                config.ignore_unknown_joints,
+                                                config.use_measured_velocity)
         self._expected_frame = config.wrench_frame_id or kinematics.sensor_frame
         self._lock = threading.Lock()
         self._process_lock = threading.Lock()
@@ -204,52 +338,14 @@ class PayloadEstimator:
                                     has_dq=())
         self._wrenches = SampleBuffer(config.max_pending_wrenches, t=(), f=(6,))
         self.window = SlidingWindow(config.window_sec, self._n_params, config.window_capacity)
-        self._index_cache: dict[tuple[str, ...], np.ndarray] = {}
         self.received: Counter[str] = Counter()
         self.processed: Counter[str] = Counter()
         self.dropped: Counter[str] = Counter()
-        self._last_joint_t: float | None = None
         self._last_wrench_t: float | None = None
         self._last_solution = None
         self._generation = 0
 
     # ---- input -----------------------------------------------------------------------------
-
-    def _reject(self, reason: str, message: str) -> SampleRejected:
-        self.dropped[reason] += 1
-        return SampleRejected(reason, message)
-
-    def _check_stamp(self, t: float, last: float | None, what: str) -> None:
-        if not np.isfinite(t):
-            raise self._reject("non_finite", f"{what} stamp is {t}")
-        if last is not None and t == last:
-            raise self._reject("duplicate_stamp",
-                               f"{what} stamp {t:.6f} s repeats the previous one")
-        if last is not None and t < last:
-            raise self._reject("out_of_order", f"{what} stamp {t:.6f} s is older than the previous "
-                               f"{last:.6f} s")
-
-    def _joint_indices(self, names: tuple[str, ...]) -> np.ndarray:
-        """Positions in ``names`` of :attr:`SensorKinematics.joint_names` (cached per name list)."""
-        indices = self._index_cache.get(names)
-        if indices is not None:
-            return indices
-        position = {}
-        for i, name in enumerate(names):
-            if name in position:
-                raise self._reject("duplicate_joint", f"joint {name!r} appears twice")
-            position[name] = i
-        unknown = [name for name in names if name not in self._model_joint_names]
-        if unknown and not self.config.ignore_unknown_joints:
-            raise self._reject("unknown_joint", f"joint(s) {unknown} are not in the robot model")
-        missing = [name for name in self.kinematics.joint_names if name not in position]
-        if missing:
-            raise self._reject("missing_joint", f"joint state lacks joint(s) {missing} (needed: "
-                               f"{list(self.kinematics.joint_names)})")
-        indices = np.array([position[name] for name in self.kinematics.joint_names], dtype=int)
-        if len(self._index_cache) < 16:
-            self._index_cache[names] = indices
-        return indices
 
     def add_joint_state(self, t: float, names: list[str] | tuple[str, ...], q: np.ndarray,
                         dq: np.ndarray | None = None) -> None:
@@ -263,21 +359,13 @@ class PayloadEstimator:
         """
         with self._lock:
             self.received[JOINT_STATE] += 1
-            t = float(t)
-            names = tuple(names)
-            q = np.asarray(q, dtype=float).reshape(-1)
-            dq = None if dq is None or len(dq) == 0 else np.asarray(dq, dtype=float).reshape(-1)
-            if q.size != len(names) or (dq is not None and dq.size != len(names)):
-                raise self._reject("length_mismatch", f"{len(names)} names, {q.size} positions, "
-                                   f"{0 if dq is None else dq.size} velocities")
-            indices = self._joint_indices(names)
-            q = q[indices]
-            dq = None if dq is None or not self.config.use_measured_velocity else dq[indices]
-            if not np.isfinite(q).all() or (dq is not None and not np.isfinite(dq).all()):
-                raise self._reject("non_finite", f"joint state at {t:.6f} s has NaN or Inf values")
-            self._check_stamp(t, self._last_joint_t, "joint state")
-            self._last_joint_t = t
-            self._joints.append(t=t, q=q, has_dq=dq is not None, dq=0.0 if dq is None else dq)
+            try:
+                sample = self._joint_input.validate(t, names, q, dq)
+            except SampleRejected as rejected:
+                self.dropped[rejected.reason] += 1
+                raise
+            self._joints.append(t=sample.t, q=sample.q, has_dq=sample.dq is not None,
+                                dq=0.0 if sample.dq is None else sample.dq)
             self.processed[JOINT_STATE] += 1
 
     def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None) -> None:
@@ -290,20 +378,29 @@ class PayloadEstimator:
         """
         with self._lock:
             self.received[WRENCH] += 1
-            t = float(t)
-            wrench = np.asarray(wrench, dtype=float).reshape(-1)
-            if wrench.size != 6:
-                raise self._reject("length_mismatch", f"wrench has {wrench.size} values, need 6")
-            if not np.isfinite(wrench).all():
-                raise self._reject("non_finite", f"wrench at {t:.6f} s has NaN or Inf values")
-            if (self.config.check_wrench_frame and frame_id is not None
-                    and frame_id != self._expected_frame):
-                raise self._reject("wrong_frame", f"wrench in frame {frame_id!r}, expected "
-                                   f"{self._expected_frame!r}")
-            self._check_stamp(t, self._last_wrench_t, "wrench")
+            try:
+                t, wrench = self._validate_wrench(t, wrench, frame_id)
+            except SampleRejected as rejected:
+                self.dropped[rejected.reason] += 1
+                raise
             self._last_wrench_t = t
             if self._wrenches.append(t=t, f=self.config.wrench_sign * wrench):
                 self.dropped["overflow"] += 1
+
+    def _validate_wrench(self, t: float, wrench: np.ndarray,
+                         frame_id: str | None) -> tuple[float, np.ndarray]:
+        t = float(t)
+        wrench = np.asarray(wrench, dtype=float).reshape(-1)
+        if wrench.size != 6:
+            raise SampleRejected("length_mismatch", f"wrench has {wrench.size} values, need 6")
+        if not np.isfinite(wrench).all():
+            raise SampleRejected("non_finite", f"wrench at {t:.6f} s has NaN or Inf values")
+        if (self.config.check_wrench_frame and frame_id is not None
+                and frame_id != self._expected_frame):
+            raise SampleRejected("wrong_frame", f"wrench in frame {frame_id!r}, expected "
+                                 f"{self._expected_frame!r}")
+        check_stamp(t, self._last_wrench_t, "wrench")
+        return t, wrench
 
     # ---- processing ------------------------------------------------------------------------
 
@@ -339,32 +436,16 @@ class PayloadEstimator:
         ready = np.flatnonzero(status == COVERAGE_OK)
         if ready.size:
             t_ready = t_wrench[ready]
-            q, dq, ddq = self._joint_states_at(t_ready)
+            joints = self._joints
+            q, dq, ddq = joint_states_at_mixed(joints["t"], joints["q"], joints["dq"],
+                                               joints["has_dq"], t_ready,
+                                               config.filter_half_width, config.filter_order)
             V, A = self.kinematics.compute_batch(q, dq, ddq)
             Y = payload_regressor_batch(V, A, config.estimate_offset)
             self.window.extend(t_ready, Y, self._wrenches["f"][ready])
             self.processed[WRENCH] += ready.size
         self._wrenches.drop_front(consumed)
         return int(ready.size), consumed
-
-    def _joint_states_at(self, t_query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(q, dq, ddq) (M, n) at ``t_query``; measured velocities are used for the queries whose
-        whole fit window has them."""
-        config = self.config
-        t, q, dq, has_dq = (self._joints[name] for name in ("t", "q", "dq", "has_dq"))
-        h = config.filter_half_width
-        lo, hi = fit_window(t, t_query, h)
-        missing = np.concatenate([[0], np.cumsum(has_dq == 0)])
-        with_velocity = (missing[hi] - missing[lo]) == 0
-        out = [np.empty((t_query.size, q.shape[1])) for _ in range(3)]
-        for use_dq in (True, False):
-            select = with_velocity if use_dq else ~with_velocity
-            if select.any():
-                values = joint_states_at(t, q, dq if use_dq else None, t_query[select], h,
-                                         config.filter_order)
-                for array, value in zip(out, values):
-                    array[select] = value
-        return tuple(out)
 
     # ---- solving ---------------------------------------------------------------------------
 
@@ -407,7 +488,9 @@ class PayloadEstimator:
             if config.estimate_offset and not identifiable:
                 raise EstimateUnavailable("offset_not_identifiable", _unidentifiable_offset_message(
                     t_last - t_first, spread, config.offset_min_tilt_deg))
-            gram, moment, yty, n_rows = self.window.normal_equations(duration)
+            _, Y, f = self.window.samples(duration, copy=False)
+            channels = ChannelNormalEquations.from_samples(Y, f)
+            gram, moment, yty, n_rows = channels.total()
             if initvals is None and config.warm_start:
                 initvals = self._last_solution
             generation = self._generation
@@ -427,13 +510,15 @@ class PayloadEstimator:
         message = "" if solution.found else f"solver stopped early ({solution.status})"
         offset = (np.array(solution.extras[:N_OFFSET_PARAMS]) if config.estimate_offset
                   else np.zeros(N_OFFSET_PARAMS))
-        return Estimate(theta=theta, sensor_offset=offset,
-                        covariance=_theta_covariance(problem, solution.x),
+        covariance = parameter_covariance(channels, np.asarray(solution.x),
+                                          constrained=method != "ols")
+        return Estimate(theta=theta, sensor_offset=offset, covariance=covariance.theta(),
                         min_pseudo_inertia_eig=report.min_pseudo_inertia_eig,
                         residual_rms=float(solution.residual_rms), n_samples=n_samples,
                         method=method, solve_time=float(solution.solve_time), t_first=t_first,
                         t_last=t_last, offset_identifiable=identifiable,
-                        orientation_spread_deg=spread, message=message)
+                        orientation_spread_deg=spread, message=message,
+                        condition_number=covariance.condition_number)
 
     # ---- state -----------------------------------------------------------------------------
 
@@ -443,7 +528,8 @@ class PayloadEstimator:
             self._joints.clear()
             self._wrenches.clear()
             self.window.clear()
-            self._last_joint_t = self._last_wrench_t = None
+            self._joint_input.reset()
+            self._last_wrench_t = None
             self._last_solution = None
             self._generation += 1
             self.received.clear()
@@ -454,7 +540,7 @@ class PayloadEstimator:
         """Snapshot of the counters."""
         with self._lock:
             return EstimatorStats(received=dict(self.received), processed=dict(self.processed),
-                                  dropped=dict(self.dropped), pending_wrenches=len(self._wrenches),
+                                  dropped=dict(self.dropped), pending=len(self._wrenches),
                                   window_samples=len(self.window))
 
 
@@ -465,16 +551,3 @@ def _unidentifiable_offset_message(duration: float, spread: np.ndarray,
             f"{spread[0]:.1f} and {spread[1]:.1f} deg rms in its two main directions, and it must "
             f"vary by at least {min_tilt:.1f} deg in both; tilt the sensor about two different "
             "horizontal axes, or calibrate the offset and set estimate_offset=False")
-
-
-def _theta_covariance(problem: Problem, x: np.ndarray) -> np.ndarray:
-    """(10, 10) ``sigma^2 (Y^T Y)^+`` theta block, ``sigma^2 = ||Y x - y||^2 / (rows - p)``; the
-    pseudo-inverse is taken on the column-scaled gram matrix (units differ per column)."""
-    p = problem.n_params
-    dof = max(problem.n_rows - p, 1)
-    sigma2 = problem.squared_residual(x) / dof
-    gram = problem.gram
-    scale = 1.0 / np.sqrt(np.where(np.diag(gram) > 0, np.diag(gram), 1.0))
-    inverse = scale[:, None] * np.linalg.pinv(scale[:, None] * gram * scale, rcond=1e-12,
-                                              hermitian=True) * scale
-    return sigma2 * inverse[:N_BODY_PARAMS, :N_BODY_PARAMS]

@@ -111,6 +111,30 @@ def joint_states_at(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, t_query
     return fit[:, 0, :n], fit[:, 0, n:], fit[:, 1, n:]
 
 
+def joint_states_at_mixed(t: np.ndarray, q: np.ndarray, dq: np.ndarray, has_dq: np.ndarray,
+                          t_query: np.ndarray, half_width: float,
+                          order: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`joint_states_at` for joint states that carry measured velocities only sometimes.
+
+    ``t`` (K,) stamps (s), ``q`` (K, n), ``dq`` (K, n) (any value where absent), ``has_dq`` (K,)
+    whether sample ``k`` has measured velocities. Returns positions, velocities, accelerations
+    (M, n) at ``t_query`` (M,): from the fit of the measured velocities for the queries whose whole
+    fit window has them, else by differentiating the positions.
+    """
+    lo, hi = fit_window(t, t_query, half_width)
+    missing = np.concatenate([[0], np.cumsum(np.asarray(has_dq) == 0)])
+    with_velocity = (missing[hi] - missing[lo]) == 0
+    out = tuple(np.empty((np.size(t_query), np.shape(q)[1])) for _ in range(3))
+    for use_dq in (True, False):
+        select = with_velocity if use_dq else ~with_velocity
+        if select.any():
+            values = joint_states_at(t, q, dq if use_dq else None, t_query[select], half_width,
+                                     order)
+            for array, value in zip(out, values):
+                array[select] = value
+    return out
+
+
 def check_coverage(t: np.ndarray, t_query: np.ndarray, half_width: float, max_gap: float,
                    order: int = 2) -> np.ndarray:
     """Whether the samples at ``t`` (K,) (s, increasing) support a fit at each of ``t_query`` (M,).

@@ -16,6 +16,7 @@ when not estimated. A measured effort is turned into a joint torque with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,25 @@ def smooth_sign(velocity: np.ndarray, coulomb_velocity: float) -> np.ndarray:
     if coulomb_velocity == 0.0:
         return np.sign(v)
     return np.tanh(v / coulomb_velocity)
+
+
+@dataclass(frozen=True)
+class DriveParameters:
+    """The values of one joint's drive terms (revolute units; see the module docstring): viscous
+    (N·m·s/rad), Coulomb (N·m), offset (N·m), armature (kg·m²) and the Coulomb sign's width
+    ``coulomb_velocity`` (rad/s, 0: exact sign). Simulation truth and estimates alike."""
+
+    viscous: float = 0.0
+    coulomb: float = 0.0
+    offset: float = 0.0
+    armature: float = 0.0
+    coulomb_velocity: float = 0.0
+
+    def torque(self, velocity: np.ndarray, acceleration: np.ndarray) -> np.ndarray:
+        """``viscous dq + coulomb s(dq) + offset + armature ddq`` (N·m), same shape as ``dq``."""
+        dq = np.asarray(velocity, dtype=float)
+        return (self.viscous * dq + self.coulomb * smooth_sign(dq, self.coulomb_velocity)
+                + self.offset + self.armature * np.asarray(acceleration, dtype=float))
 
 
 @dataclass(frozen=True)
@@ -103,3 +123,13 @@ class JointDrive:
         the armature is not estimated, else zero. Same shape as ``acceleration``."""
         ddq = np.asarray(acceleration, dtype=float)
         return np.zeros_like(ddq) if self.armature else self.reflected_inertia * ddq
+
+    def parameters(self, estimated: Mapping[str, float]) -> DriveParameters:
+        """All the drive's values from the estimated ones ``{term: value}`` (:attr:`terms`):
+        a term not estimated is zero, except the armature, then the known reflected inertia."""
+        missing = [t for t in self.terms if t not in estimated]
+        if missing:
+            raise ValueError(f"values of the estimated terms {missing} are missing")
+        values = {t: float(estimated[t]) for t in self.terms}
+        values.setdefault("armature", self.reflected_inertia)
+        return DriveParameters(**values, coulomb_velocity=self.coulomb_velocity)

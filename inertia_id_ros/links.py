@@ -53,6 +53,9 @@ DEFAULT_RANK_TOLERANCE = 1e-8
 """Default relative tolerance of :func:`base_parameters`: a pivoted-QR diagonal ``|R_ii|`` below
 ``tolerance * |R_00|`` counts as zero."""
 
+DEFAULT_GRAM_RANK_TOLERANCE = 1e-6
+"""Default relative tolerance of :func:`base_parameters_from_gram` (see there why larger)."""
+
 _CHUNK = 2000  # samples per block when accumulating normal equations or the QR factor
 
 DriveSpec = JointDrive | Sequence[JointDrive] | Mapping[str, JointDrive]
@@ -116,12 +119,17 @@ class LinkModel:
     locked subtrees lumped in); its ``theta`` is about joint ``k``'s frame. ``drives`` sets the
     friction/armature terms and effort scale: one :class:`JointDrive` for every joint, a sequence in
     joint order, or a mapping from joint name (joints not in it get ``JointDrive()``).
+    ``robot_joint_names``: every joint of the robot the chain was taken from, the locked ones
+    too (default: the chain's); joint states may name them.
     """
 
-    def __init__(self, model: pin.Model, drives: DriveSpec = JointDrive()):
+    def __init__(self, model: pin.Model, drives: DriveSpec = JointDrive(),
+                 robot_joint_names: Sequence[str] | None = None):
         self.model = model
         self._data = model.createData()
         self.joint_names: tuple[str, ...] = tuple(model.names[1:])
+        self.robot_joint_names: tuple[str, ...] = (
+            self.joint_names if robot_joint_names is None else tuple(robot_joint_names))
         for j in range(1, model.njoints):
             if model.joints[j].nv != 1:
                 raise ValueError(f"joint {model.names[j]!r} has {model.joints[j].nv} DoF; only "
@@ -152,11 +160,18 @@ class LinkModel:
         so ``data.mean_positions()`` locks joints at their measured positions). A locked joint's
         subtree is lumped into the link it hangs from.
         """
-        full = load_model(urdf)
-        keep = list(full.names[1:]) if joints is None else list(joints)
+        return cls.from_model(load_model(urdf), joints, locked_positions, drives)
+
+    @classmethod
+    def from_model(cls, robot: pin.Model, joints: Sequence[str] | None = None,
+                   locked_positions: Mapping[str, float] | None = None,
+                   drives: DriveSpec = JointDrive()) -> LinkModel:
+        """Model of the chain of ``joints`` (default: all) of the whole robot's model ``robot``;
+        as :meth:`from_urdf`. Raises :class:`~inertia_id_ros.robots.JointNotFound`."""
+        keep = list(robot.names[1:]) if joints is None else list(joints)
         locked = {name: value for name, value in (locked_positions or {}).items()
                   if name not in keep}
-        return cls(reduce_model(full, keep, locked), drives)
+        return cls(reduce_model(robot, keep, locked), drives, robot.names[1:])
 
     def _drives_per_joint(self, drives: DriveSpec) -> tuple[JointDrive, ...]:
         if isinstance(drives, JointDrive):
@@ -303,8 +318,6 @@ def link_problem(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueD
     viscous, Coulomb and armature in ``nonnegative``; optional bounding ellipsoids per link
     (:func:`inertia_id_ros.solvers.ellipsoid_matrix`, link frame).
     """
-    if not prior_weight >= 0.0:
-        raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
     p = model.n_parameters
     gram, moment, yty, n_rows = np.zeros((p, p)), np.zeros(p), 0.0, 0
     for run in _as_list(data):
@@ -316,6 +329,18 @@ def link_problem(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueD
             n_rows += len(y)
     if n_rows == 0:
         raise ValueError("no torque samples in data")
+    return build_link_problem(model, gram, moment, yty, n_rows, prior_weight, bounding_ellipsoids)
+
+
+def build_link_problem(model: LinkModel, gram: np.ndarray, moment: np.ndarray, yty: float,
+                       n_rows: int, prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+                       bounding_ellipsoids: Sequence[np.ndarray | None] | None = None) -> Problem:
+    """The solver problem of fitting ``model`` given the normal equations of its
+    :func:`regression_system` over ``n_rows`` torque samples: ``gram`` (p, p) ``= Y^T Y``,
+    ``moment`` (p,) ``= Y^T y``, ``yty = y^T y`` (N·m)²; the prior and constraints as in
+    :func:`link_problem` (``prior_weight`` per torque sample)."""
+    if not prior_weight >= 0.0:
+        raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
     return Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=model.n_joints,
                    nonnegative=model.nonnegative, prior=model.prior,
                    prior_weight=prior_weight * n_rows, bounding_ellipsoids=bounding_ellipsoids,
@@ -389,6 +414,37 @@ def base_parameters(model: LinkModel, data: JointTorqueData | Iterable[JointTorq
             R = scipy.linalg.qr(np.vstack([R, Y]), mode="r")[0][:p]
     if R.shape[0] == 0:
         raise ValueError("base_parameters needs at least one sample")
+    return _base_parameters_of_factor(model.parameter_names, R, tolerance, leak_tolerance=1e-9)
+
+
+def base_parameters_from_gram(names: Sequence[str], gram: np.ndarray,
+                              tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE) -> BaseParameters:
+    """:func:`base_parameters` from the normal equations ``gram = Y^T Y`` (p, p) alone (a sliding
+    window's), ``names`` (p,) naming the parameters.
+
+    ``R = Λ^½ V^T`` from ``gram = V Λ V^T`` is a factor with ``R^T R = gram``, so ``Y = U R`` with
+    ``U`` of orthonormal columns and pivoted QR of ``R`` takes the decisions it takes on ``Y``.
+    Forming ``Y^T Y`` squares the condition number: singular values below ``sqrt(eps) |R_00|``
+    (about 1e-8 relative) are round-off, hence the larger default ``tolerance``; for the same
+    reason a parameter counts as unidentifiable when its component in the null space exceeds 1e-5
+    (round-off puts up to about 1e-7 there).
+    """
+    gram = np.asarray(gram, dtype=float)
+    if gram.ndim != 2 or gram.shape != (len(names), len(names)):
+        raise ValueError(f"gram must be ({len(names)}, {len(names)}) for the {len(names)} "
+                         f"names, got {gram.shape}")
+    eigenvalues, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
+    R = np.sqrt(np.clip(eigenvalues, 0.0, None))[:, None] * vectors.T
+    return _base_parameters_of_factor(tuple(names), R, tolerance, leak_tolerance=1e-5)
+
+
+def _base_parameters_of_factor(names: Sequence[str], R: np.ndarray, tolerance: float,
+                               leak_tolerance: float) -> BaseParameters:
+    """:class:`BaseParameters` of any ``Y`` with ``Y^T Y = R^T R`` (``R`` (k, p), k >= p); a
+    parameter whose unit vector has a component above ``leak_tolerance`` in the null space is
+    unidentifiable."""
+    names = tuple(names)
+    p = len(names)
     R, perm = scipy.linalg.qr(R, mode="r", pivoting=True)
     diag = np.abs(np.diag(R))
     rank = int(np.sum(diag > tolerance * diag[0])) if diag[0] > 0 else 0
@@ -400,12 +456,11 @@ def base_parameters(model: LinkModel, data: JointTorqueData | Iterable[JointTorq
     # a parameter is individually identifiable iff e_i is orthogonal to the null space
     basis = np.linalg.qr(null_space)[0] if p > rank else np.zeros((p, 0))
     leak = np.linalg.norm(basis, axis=1)
-    unidentifiable = tuple(model.parameter_names[i] for i in range(p) if leak[i] > 1e-9)
+    unidentifiable = tuple(names[i] for i in range(p) if leak[i] > leak_tolerance)
     column_norms = np.linalg.norm(R, axis=0)[np.argsort(perm)]
-    no_effect = tuple(model.parameter_names[i] for i in range(p)
-                      if column_norms[i] <= tolerance * diag[0])
-    return BaseParameters(model.parameter_names, rank, independent, dependent, combination,
-                          null_space, unidentifiable, no_effect)
+    no_effect = tuple(names[i] for i in range(p) if column_norms[i] <= tolerance * diag[0])
+    return BaseParameters(names, rank, independent, dependent, combination, null_space,
+                          unidentifiable, no_effect)
 
 
 @dataclass(frozen=True)

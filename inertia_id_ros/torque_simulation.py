@@ -16,12 +16,13 @@ filtering of a dense recording); the effort noise is the torque noise.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 
 from inertia_id_ros.actuators import ChainConfig, go1_leg_config
+from inertia_id_ros.friction import DriveParameters
+from inertia_id_ros.inertia import inertia_from_theta, theta_from_inertia
 from inertia_id_ros.links import JointTorqueData, LinkModel
 from inertia_id_ros.robots import example_robot_urdf, frame_id
 from inertia_id_ros.simulation import (
@@ -31,25 +32,8 @@ from inertia_id_ros.simulation import (
     default_payload_theta,
 )
 
-
-@dataclass(frozen=True)
-class DriveTruth:
-    """True drive of one joint (units of :mod:`inertia_id_ros.friction`): viscous (N·m·s/rad),
-    Coulomb (N·m), offset (N·m), armature (kg·m²), ``coulomb_velocity`` (rad/s)."""
-
-    viscous: float = 0.0
-    coulomb: float = 0.0
-    offset: float = 0.0
-    armature: float = 0.0
-    coulomb_velocity: float = 0.0
-
-    def torque(self, velocity: np.ndarray, acceleration: np.ndarray) -> np.ndarray:
-        """``viscous dq + coulomb tanh(dq / coulomb_velocity) + offset + armature ddq`` (N·m)."""
-        dq = np.asarray(velocity, dtype=float)
-        sign = (np.sign(dq) if self.coulomb_velocity == 0.0
-                else np.tanh(dq / self.coulomb_velocity))
-        return (self.viscous * dq + self.coulomb * sign + self.offset
-                + self.armature * np.asarray(acceleration, dtype=float))
+DriveTruth = DriveParameters
+"""The true drive of a simulated joint (:class:`~inertia_id_ros.friction.DriveParameters`)."""
 
 
 class JointTorqueSimulator:
@@ -139,6 +123,18 @@ class JointTorqueSimulator:
         values = [getattr(truth, term) for drive, truth in zip(model.drives, self.drives)
                   for term in drive.terms]
         return np.concatenate([self.link_thetas.ravel(), values])
+
+
+def perturbed_links(thetas: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(n, 10) physically consistent links near ``thetas`` (n, 10), e.g. a "true" robot that
+    differs from its URDF: each mass and inertia about the COM scaled by U(0.8, 1.2), each COM
+    moved by N(0, (1 cm)²) per axis."""
+    out = []
+    for theta in np.asarray(thetas, dtype=float):
+        mass, com, inertia_com = inertia_from_theta(theta)
+        out.append(theta_from_inertia(mass * rng.uniform(0.8, 1.2), com + rng.normal(0, 0.01, 3),
+                                      inertia_com * rng.uniform(0.8, 1.2)))
+    return np.array(out)
 
 
 DEFAULT_LEG_FRICTION = ((0.08, 0.20, 0.05), (0.10, 0.25, -0.10), (0.15, 0.30, 0.08))

@@ -85,29 +85,34 @@ class SampleBuffer:
 
 
 class SlidingWindow:
-    """The samples ``(t_i, Y_i (6, p), f_i (6,))`` of the last ``window_sec`` seconds.
+    """The samples ``(t_i, Y_i (r, p), f_i (r,))`` of the last ``window_sec`` seconds.
 
+    ``r = rows_per_sample``: 6 for a wrench (default), ``n`` for the torques of ``n`` joints.
     Samples older than ``window_sec`` behind the newest one are dropped; so are the oldest ones
     beyond ``capacity`` samples (bounded memory, a :class:`SampleBuffer`). Each sample is stored
-    as the augmented rows ``[Y_i | f_i]`` (6, p + 1), contiguous, so the normal equations are one
+    as the augmented rows ``[Y_i | f_i]`` (r, p + 1), contiguous, so the normal equations are one
     product ``A^T A`` of the stacked rows. ``p`` is fixed by ``n_params`` or by the first sample.
     Not thread-safe (the estimator locks around it).
     """
 
     def __init__(self, window_sec: float, n_params: int | None = None,
-                 capacity: int = 20000) -> None:
+                 capacity: int = 20000, rows_per_sample: int = WRENCH_ROWS) -> None:
         if not window_sec > 0:
             raise ValueError(f"window_sec must be positive (s), got {window_sec}")
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1 sample, got {capacity}")
+        if rows_per_sample < 1:
+            raise ValueError(f"rows_per_sample must be at least 1, got {rows_per_sample}")
         self.window_sec = float(window_sec)
         self.capacity = int(capacity)
+        self.rows_per_sample = int(rows_per_sample)
         self._buffer: SampleBuffer | None = None
         if n_params is not None:
             self._allocate(n_params)
 
     def _allocate(self, n_params: int) -> None:
-        self._buffer = SampleBuffer(self.capacity, t=(), rows=(WRENCH_ROWS, n_params + 1))
+        self._buffer = SampleBuffer(self.capacity, t=(),
+                                    rows=(self.rows_per_sample, n_params + 1))
 
     @property
     def n_params(self) -> int | None:
@@ -133,19 +138,20 @@ class SlidingWindow:
             self._buffer.clear()
 
     def append(self, t: float, Y: np.ndarray, f: np.ndarray) -> None:
-        """Add one sample: stamp ``t`` (s), regressor ``Y`` (6, p), wrench ``f`` (6,)."""
+        """Add one sample: stamp ``t`` (s), regressor ``Y`` (r, p), measurement ``f`` (r,)."""
         self.extend(np.array([t], dtype=float), np.asarray(Y, dtype=float)[None],
                     np.asarray(f, dtype=float)[None])
 
     def extend(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> None:
         """Add samples with non-decreasing stamps ``t`` (N,) (s, not older than the newest held),
-        regressors ``Y`` (N, 6, p) and wrenches ``f`` (N, 6)."""
+        regressors ``Y`` (N, r, p) and measurements ``f`` (N, r) (wrenches, torques)."""
         t = np.asarray(t, dtype=float).reshape(-1)
         Y = np.asarray(Y, dtype=float)
         f = np.asarray(f, dtype=float)
         n = t.shape[0]
-        if Y.ndim != 3 or Y.shape[:2] != (n, WRENCH_ROWS) or f.shape != (n, WRENCH_ROWS):
-            raise ValueError(f"need Y (N, 6, p) and f (N, 6) for N={n} stamps, got {Y.shape} "
+        r = self.rows_per_sample
+        if Y.ndim != 3 or Y.shape[:2] != (n, r) or f.shape != (n, r):
+            raise ValueError(f"need Y (N, {r}, p) and f (N, {r}) for N={n} stamps, got {Y.shape} "
                              f"and {f.shape}")
         if self._buffer is None:
             self._allocate(Y.shape[2])
@@ -174,10 +180,11 @@ class SlidingWindow:
 
     def samples(self, duration: float = 0.0,
                 copy: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(t (N,), Y (N, 6, p), f (N, 6))`` of the newest ``duration`` seconds (0: the whole
+        """``(t (N,), Y (N, r, p), f (N, r))`` of the newest ``duration`` seconds (0: the whole
         window); copies, or views valid until the next change if ``copy`` is false."""
         if self._buffer is None:
-            return np.zeros(0), np.zeros((0, WRENCH_ROWS, 0)), np.zeros((0, WRENCH_ROWS))
+            r = self.rows_per_sample
+            return np.zeros(0), np.zeros((0, r, 0)), np.zeros((0, r))
         s = self._slice(duration)
         rows = self._buffer["rows"][s]
         out = (self._buffer["t"][s], rows[:, :, :-1], rows[:, :, -1])

@@ -21,6 +21,18 @@ def test_panda_config_loads_into_the_node(launch):
     assert "window 30.0 s" in node.output()
 
 
+def test_go1_leg_links_config_loads_into_the_node(launch):
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
+                  "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")
+    deadline = time.monotonic() + 30
+    while "identifying the links ['FL_hip', 'FL_thigh', 'FL_calf']" not in node.output():
+        assert node.alive(), node.output()
+        assert time.monotonic() < deadline, node.output()
+        time.sleep(0.2)
+    assert "prior weight 1e-06" in node.output() and "window 60.0 s" in node.output()
+
+
 def test_launch_file_names_existing_executables():
     tree = ast.parse((REPO / "launch" / "identify.launch.py").read_text())
     executables = {node.value.value for node in ast.walk(tree)

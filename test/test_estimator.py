@@ -96,7 +96,7 @@ def test_too_few_samples_and_reset(sim):
     assert why.value.reason == "too_few_samples" and "500" in why.value.message
     estimator.reset()
     stats = estimator.stats()
-    assert stats.window_samples == 0 and stats.pending_wrenches == 0 and not stats.received
+    assert stats.window_samples == 0 and stats.pending == 0 and not stats.received
 
 
 def test_a_motion_that_keeps_the_sensor_orientation_makes_the_offset_unidentifiable():
@@ -177,7 +177,7 @@ def test_each_bad_wrench_is_rejected_with_its_reason(estimator, sim):
     assert rejected(add, 0.5, np.zeros(6), sim.sensor_frame) == "out_of_order"
     assert rejected(add, 1.0, np.zeros(6), sim.sensor_frame) == "duplicate_stamp"
     add(2.0, np.zeros(6))  # no frame_id: not checked
-    assert estimator.stats().pending_wrenches == 2
+    assert estimator.stats().pending == 2
     lenient = PayloadEstimator(sim.kinematics, EstimatorConfig(check_wrench_frame=False))
     lenient.add_wrench(1.0, np.zeros(6), "world")
     renamed = PayloadEstimator(sim.kinematics, EstimatorConfig(wrench_frame_id="ft_sensor"))
@@ -199,7 +199,7 @@ def test_wrenches_in_a_joint_state_gap_or_before_joint_states_are_dropped(sim):
     assert stats.dropped["no_joint_state"] == 2
     # a fit window [tq - 0.05, tq + 0.05] reaching into the hole (1.5, 2.0): tq = 1.451 ... 2.001
     assert stats.dropped["gap"] == 12
-    assert stats.pending_wrenches == 1  # 3.951 waits for joint states after 4.001
+    assert stats.pending == 1  # 3.951 waits for joint states after 4.001
     assert added == stats.processed["wrench"] == 81 - 2 - 12 - 1
 
 
@@ -207,7 +207,7 @@ def test_overflowing_pending_wrenches_drop_the_oldest(sim):
     estimator = PayloadEstimator(sim.kinematics, EstimatorConfig(max_pending_wrenches=10))
     for k in range(15):
         estimator.add_wrench(k * 0.01, np.zeros(6))
-    assert estimator.dropped["overflow"] == 5 and estimator.stats().pending_wrenches == 10
+    assert estimator.dropped["overflow"] == 5 and estimator.stats().pending == 10
 
 
 def test_inputs_and_solves_from_different_threads(sim):
@@ -234,6 +234,6 @@ def test_inputs_and_solves_from_different_threads(sim):
     estimator.process()
     assert not failures and estimates > 0
     stats = estimator.stats()
-    assert stats.received["wrench"] == stats.processed["wrench"] + stats.pending_wrenches + sum(
+    assert stats.received["wrench"] == stats.processed["wrench"] + stats.pending + sum(
         stats.dropped.values())
     assert errors(estimator.solve(), sim)["mass"] < 0.02

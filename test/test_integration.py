@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conftest import spin_until
+from conftest import REPO, spin_until
 from inertia_id_ros.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.robots import example_robot_urdf
 
@@ -56,5 +56,65 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
         assert np.linalg.norm(offset_error[:3]) < 0.2
         assert response.estimate.header.frame_id == "panda_link8"
         assert response.estimate.num_samples > 0.9 * motion * 1000
+    finally:
+        peer.destroy_node()
+
+
+def test_simulated_leg_and_links_mode_recover_the_friction_and_armature(launch, rclpy_context):
+    """Go1 leg simulator (25 s at 500 Hz, 0.1 N m torque noise, links perturbed from the URDF) ->
+    node in links mode (config/go1_leg_links.yaml) -> identify: every link consistent; viscous and
+    Coulomb of every joint and the knee's armature (the one the torques separate from the link
+    inertias) within 10 % (the offline fit of the same length: within 3 %)."""
+    import rclpy
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from inertia_id_ros.msg import InertialParametersArray
+    from inertia_id_ros.ros.conversions import msg_to_drive, msg_to_thetas
+    from inertia_id_ros.srv import Identify
+
+    motion, rate = 25.0, 500.0
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_leg",
+                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", "seed:=3")
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
+                  "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")
+    peer = rclpy.create_node("inertia_id_links_client")
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+    received: dict[str, list] = {"truth": [], "links": []}
+    peer.create_subscription(InertialParametersArray, "/inertia_id_sim/ground_truth_links",
+                             received["truth"].append, latched)
+    peer.create_subscription(InertialParametersArray, "/inertia_id/links",
+                             received["links"].append, latched)
+    client = peer.create_client(Identify, "/inertia_id/identify")
+    try:
+        assert spin_until(peer, lambda: not sim.alive(), motion + 30.0), sim.output()
+        assert sim.popen.returncode == 0, sim.output()
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(Identify.Request())
+        rclpy.spin_until_future_complete(peer, future, timeout_sec=60.0)
+        response = future.result()
+        assert response is not None and response.success, node.output()[-3000:]
+        assert received["truth"], "no ground truth from the simulator"
+        assert received["links"], "the node published no links"
+        for msg in received["links"] + [response.links]:
+            for theta in msg_to_thetas(msg).values():
+                assert check_consistency(theta).fully_consistent
+        links = response.links
+        assert [b.header.frame_id for b in links.bodies] == ["FL_hip", "FL_thigh", "FL_calf"]
+        assert links.bodies[0].num_samples > 0.95 * motion * rate
+        truth = {j.name: msg_to_drive(j) for j in received["truth"][-1].joints}
+        estimate = {j.name: msg_to_drive(j) for j in links.joints}
+        assert list(estimate) == ["FL_hip_joint", "FL_thigh_joint", "FL_calf_joint"]
+        errors = {(joint, term): getattr(estimate[joint], term) / getattr(truth[joint], term) - 1
+                  for joint in truth for term in ("viscous", "coulomb")}
+        errors["FL_calf_joint", "armature"] = (estimate["FL_calf_joint"].armature
+                                               / truth["FL_calf_joint"].armature - 1)
+        print("relative errors:", {k: f"{v:+.3f}" for k, v in errors.items()})
+        assert max(abs(e) for e in errors.values()) < 0.10, errors
+        assert all(j.coulomb_velocity == 0.05 for j in links.joints)
+        # the hip's and thigh's armatures add to their links' inertias about the axes
+        assert "FL_hip_joint.armature" in response.message, response.message
+        assert "FL_calf_joint.armature" not in response.message
     finally:
         peer.destroy_node()

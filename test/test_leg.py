@@ -14,28 +14,18 @@ from inertia_id_ros.actuators import (
     fit_chain,
     go1_leg_config,
 )
-from inertia_id_ros.inertia import inertia_from_theta, theta_from_inertia
 from inertia_id_ros.links import JointTorqueData, predict_torques, torque_error
 from inertia_id_ros.torque_simulation import (
     DEFAULT_LEG_TORQUE_NOISE_STD,
     leg_simulator,
     leg_trajectory,
+    perturbed_links,
 )
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 HIP, THIGH, KNEE = go1_leg_config().joints
 RATE = 250.0  # Hz
 DURATION = 60.0  # s
-
-
-def perturbed_links(thetas: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Consistent links near ``thetas``: mass and inertia scaled by 0.8-1.2, COM moved ~1 cm."""
-    out = []
-    for theta in thetas:
-        mass, com, inertia_com = inertia_from_theta(theta)
-        out.append(theta_from_inertia(mass * rng.uniform(0.8, 1.2), com + rng.normal(0, 0.01, 3),
-                                      inertia_com * rng.uniform(0.8, 1.2)))
-    return np.array(out)
 
 
 def test_config_file_is_the_go1_leg_and_round_trips(tmp_path: Path) -> None:

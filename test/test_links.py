@@ -20,7 +20,9 @@ from inertia_id_ros.links import (
     JointTorqueData,
     LinkModel,
     base_parameters,
+    base_parameters_from_gram,
     fit_links,
+    link_problem,
     predict_torques,
     select_prior_weight,
     torque_error,
@@ -190,6 +192,27 @@ def test_base_parameters_of_panda() -> None:
     # the armatures of joints 1 and 2 only add to the links' inertia about those axes
     assert {n for n in base.unidentifiable if "joint" in n} == {"panda_joint1.armature",
                                                                 "panda_joint2.armature"}
+
+
+@pytest.mark.parametrize("n_samples", [200, 10])
+def test_base_parameters_from_the_gram_alone_are_those_of_the_rows(n_samples: int) -> None:
+    """A window keeps only Y^T Y: same rank, unidentifiable set and null space as the rows' QR
+    (10 random states: a nearly degenerate regressor, diagonals down to 1e-5 relative)."""
+    rng = np.random.default_rng(7)
+    data = JointTorqueData(rng.uniform(-2, 2, (n_samples, 7)), rng.normal(size=(n_samples, 7)),
+                           rng.normal(size=(n_samples, 7)), np.zeros((n_samples, 7)))
+    model = LinkModel.from_urdf(example_robot_urdf("panda"), joints=PANDA_ARM)
+    rows = base_parameters(model, data)
+    gram = link_problem(model, data, prior_weight=0.0).gram
+    from_gram = base_parameters_from_gram(model.parameter_names, gram)
+    assert from_gram.rank == rows.rank and set(from_gram.unidentifiable) == set(
+        rows.unidentifiable)
+    assert set(from_gram.no_effect) == set(rows.no_effect)
+    Y = model.joint_torque_regressor(data.positions, data.velocities, data.accelerations)
+    Y = Y.reshape(-1, model.n_parameters)
+    assert np.abs(Y @ from_gram.null_space).max() < 1e-6 * np.abs(Y).max()
+    with pytest.raises(ValueError, match="gram must be"):
+        base_parameters_from_gram(model.parameter_names[:-1], gram)
 
 
 def simulated_panda(rng: np.random.Generator, n_samples: int, noise: float

@@ -14,7 +14,12 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from inertia_id_ros.inertia import check_consistency, pseudo_inertia, theta_from_inertia
+from inertia_id_ros.inertia import (
+    PSEUDO_INERTIA_BASIS,
+    check_consistency,
+    pseudo_inertia,
+    theta_from_inertia,
+)
 from inertia_id_ros.solvers import (
     METHODS,
     Problem,
@@ -23,8 +28,12 @@ from inertia_id_ros.solvers import (
     ellipsoid_matrix,
     solve,
 )
-from inertia_id_ros.solvers import feasibility
+from inertia_id_ros.solvers import feasibility, lmi
+from inertia_id_ros.solvers._linalg import cholesky, cholesky_solve
+from inertia_id_ros.solvers._lmi_active_set import solve_newton_kkt
+from inertia_id_ros.solvers._lmi_fast import ConeProblem, solve_cone_qp
 from inertia_id_ros.solvers.lmi import build_cvxpy_model, cached_cvxpy_model
+from inertia_id_ros.solvers.problem import body_min_eigs
 
 GRAVITY = 9.81
 PAYLOAD_THETA = theta_from_inertia(1.3, np.array([0.02, -0.01, 0.05]), np.diag([4e-3, 5e-3, 3e-3]))
@@ -277,7 +286,8 @@ def test_lmi_unconstrained_optimum_returned_without_iterations():
 
 
 @pytest.mark.parametrize("method, options", [
-    ("lmi", dict(use_active_set=False)),  # the interior point (the active set needs ~6 anyway)
+    ("lmi", {}),  # the semismooth Newton method
+    ("lmi", dict(use_active_set=False)),  # the interior point
     ("manifold", {}), ("pointmass", {})])
 def test_warm_start_reduces_iterations(method, options):
     problem, _ = payload_problem(noise=2.0, n=100, seed=3)
@@ -291,6 +301,88 @@ def test_warm_start_reduces_iterations(method, options):
     tolerance = 5e-3 if method == "pointmass" else 1e-5
     assert relative_error(warm.x, cold.x) < tolerance
     assert_consistent(warm)
+
+
+def test_lmi_newton_warm_start_on_the_arm_and_from_a_poor_guess():
+    problem, _ = panda_problem(noise=1.0, n=60, prior=truth_prior(), prior_weight=10.0)
+    previous = solve(problem, "lmi")
+    Y, truth = panda_data(63, 0)
+    updated = problem.add_rows(Y[-21:], Y[-21:] @ truth)  # 3 more samples
+    cold = solve(updated, "lmi")
+    warm = solve(updated, "lmi", initvals=previous)
+    assert cold.info["algorithm"] == warm.info["algorithm"] == "active_set"
+    assert warm.iterations < cold.iterations, (warm.iterations, cold.iterations)
+    assert relative_error(warm.x, cold.x) < 1e-8
+    # a useless warm start: the Newton method restarts from the unconstrained minimiser
+    guess = solve(updated, "lmi", initvals=np.random.default_rng(0).normal(size=70))
+    assert guess.found and relative_error(guess.x, cold.x) < 1e-8
+    assert_consistent(guess)
+
+
+# ---- the fast back end's building blocks ------------------------------------------------------
+
+
+def random_cone_qp(n_bodies: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(P, q)`` of a well-conditioned reduced problem whose unconstrained minimiser
+    (a noisy 1 kg point mass per body) violates every body's LMI."""
+    rng = np.random.default_rng(seed)
+    d = 10 * n_bodies
+    A = rng.normal(size=(3 * d, d))
+    P = A.T @ A / (3 * d) + 0.1 * np.eye(d)
+    point = theta_from_inertia(1.0, np.array([0.1, 0.0, 0.0]), np.zeros((3, 3)))
+    target = np.tile(point, n_bodies) + 0.05 * rng.normal(size=d)
+    return P, P @ target
+
+
+@pytest.mark.parametrize("n_bodies", [1, 3])
+def test_newton_kkt_certificate_and_agreement_with_interior_point(n_bodies):
+    P, q = random_cone_qp(n_bodies, seed=n_bodies)
+    z_unconstrained = np.linalg.solve(P, q)
+    assert body_min_eigs(z_unconstrained, n_bodies).max() < 0  # every LMI active
+    result = solve_newton_kkt(P, q, z_unconstrained, n_bodies, tol=1e-12, floor=1e-9)
+    assert result is not None and result.iterations <= 10
+    z, Z = result.z, result.block_duals
+    J = np.tensordot(z.reshape(n_bodies, 10), PSEUDO_INERTIA_BASIS, axes=1)
+    assert body_min_eigs(z, n_bodies).min() >= 1e-9  # floor raised by the method itself
+    assert np.linalg.eigvalsh(Z).min() >= -1e-12 * np.abs(Z).max()
+    assert np.abs(J @ Z).max() <= 1e-8 * np.abs(J).max() * np.abs(Z).max()  # complementarity
+    adjoint = np.einsum("iab,kab->ki", PSEUDO_INERTIA_BASIS, Z).ravel()
+    assert np.linalg.norm(P @ z - q - adjoint) <= 1e-7 * np.linalg.norm(q)  # stationarity
+    cone = ConeProblem(P=P, q=q, n_blocks=n_bodies, rows=np.zeros((0, 10 * n_bodies)))
+    ip = solve_cone_qp(cone, z_unconstrained, None, None, z_unconstrained=z_unconstrained,
+                       tol=1e-12, max_iterations=60, warm=False)
+    assert ip.converged
+    assert relative_error(z, ip.z) < 1e-7
+    assert solve_newton_kkt(P, q, z_unconstrained, n_bodies, tol=1e-12, max_iterations=1) is None
+
+
+def test_lmi_falls_back_to_interior_point_when_newton_gives_up(monkeypatch):
+    problem, _ = payload_problem(noise=2.0, n=100)
+    newton = solve(problem, "lmi")
+    monkeypatch.setattr(lmi, "solve_newton_kkt", lambda *args, **kwargs: None)
+    fallback = solve(problem, "lmi")
+    assert newton.info["algorithm"] == "active_set"
+    assert fallback.info["algorithm"] == "interior_point" and fallback.found
+    assert relative_error(fallback.x, newton.x) < 1e-6
+    assert_consistent(fallback)
+
+
+def test_cholesky_helpers():
+    A = np.random.default_rng(1).normal(size=(6, 6))
+    matrix = A @ A.T + np.eye(6)
+    rhs = np.arange(12.0).reshape(6, 2)
+    np.testing.assert_allclose(cholesky_solve(cholesky(matrix), rhs), np.linalg.solve(matrix, rhs))
+    assert cholesky(-matrix) is None
+
+
+def test_lmi_fast_with_some_nonnegative_extras_matches_cvxpy():
+    # constrained entries (bodies, 11, 15; true values < 0) interleaved with free ones
+    problem, _ = payload_problem(noise=0.5, n=60, nonnegative=(15, 11))
+    fast = solve(problem, "lmi")
+    reference = solve(problem, "lmi", backend="cvxpy")
+    assert fast.info["algorithm"] == "interior_point"  # rows: no Newton
+    assert relative_error(fast.x, reference.x) < 1e-6
+    assert fast.x[11] == pytest.approx(0.0, abs=1e-9) and fast.x[15] >= 0
 
 
 # ---- special bodies and constraints --------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -10,8 +11,10 @@ from geometry_msgs.msg import Wrench, WrenchStamped
 from sensor_msgs.msg import JointState
 
 from inertia_id_ros.estimator import Estimate
+from inertia_id_ros.friction import DriveParameters
 from inertia_id_ros.inertia import inertia_from_theta
-from inertia_id_ros.msg import InertialParameters
+from inertia_id_ros.link_estimator import LinkEstimate
+from inertia_id_ros.msg import InertialParameters, InertialParametersArray, JointDriveParameters
 
 
 def stamp_to_seconds(stamp: Time) -> float:
@@ -92,3 +95,47 @@ def estimate_to_msg(estimate: Estimate, frame_id: str, body_name: str) -> Inerti
 def msg_to_theta(msg: InertialParameters) -> np.ndarray:
     """``theta`` (10,) of an ``InertialParameters`` message."""
     return np.array(msg.theta, dtype=float)
+
+
+def drive_to_msg(joint: str, drive: DriveParameters) -> JointDriveParameters:
+    """A ``JointDriveParameters`` of joint ``joint`` (SI units of :mod:`inertia_id_ros.friction`)."""
+    return JointDriveParameters(name=joint, viscous=float(drive.viscous),
+                                coulomb=float(drive.coulomb),
+                                coulomb_velocity=float(drive.coulomb_velocity),
+                                offset=float(drive.offset), armature=float(drive.armature))
+
+
+def msg_to_drive(msg: JointDriveParameters) -> DriveParameters:
+    """The :class:`~inertia_id_ros.friction.DriveParameters` of a ``JointDriveParameters``."""
+    return DriveParameters(viscous=msg.viscous, coulomb=msg.coulomb, offset=msg.offset,
+                           armature=msg.armature, coulomb_velocity=msg.coulomb_velocity)
+
+
+def links_to_msg(link_names: Sequence[str], thetas: np.ndarray,
+                 drives: Mapping[str, DriveParameters], stamp: float = 0.0
+                 ) -> InertialParametersArray:
+    """An ``InertialParametersArray`` of links ``link_names`` (n,) with ``thetas`` (n, 10), each
+    about and in its own frame (named like the link), and the joints' ``drives`` (in order)."""
+    msg = InertialParametersArray(
+        bodies=[theta_to_msg(theta, link, link, stamp) for link, theta in zip(link_names, thetas)],
+        joints=[drive_to_msg(joint, drive) for joint, drive in drives.items()])
+    msg.header.stamp = seconds_to_stamp(stamp)
+    return msg
+
+
+def link_estimate_to_msg(estimate: LinkEstimate) -> InertialParametersArray:
+    """An ``InertialParametersArray`` from a (fully consistent) link estimate; every body carries
+    the fit's residual RMS (N m), sample count, method and solve time."""
+    msg = links_to_msg(estimate.link_names, estimate.thetas, estimate.drives, estimate.t_last)
+    for body, min_eig in zip(msg.bodies, estimate.min_pseudo_inertia_eigs):
+        body.min_pseudo_inertia_eig = float(min_eig)
+        body.residual_rms = float(estimate.residual_rms)
+        body.num_samples = int(estimate.n_samples)
+        body.method = estimate.method
+        body.solve_time = float(estimate.solve_time)
+    return msg
+
+
+def msg_to_thetas(msg: InertialParametersArray) -> dict[str, np.ndarray]:
+    """``{frame: theta (10,)}`` of the bodies of an ``InertialParametersArray``."""
+    return {body.header.frame_id: msg_to_theta(body) for body in msg.bodies}

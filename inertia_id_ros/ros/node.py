@@ -1,10 +1,18 @@
-"""``inertia_id``: the online payload-identification node.
+"""``inertia_id``: the online identification node.
 
-Subscribes ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped`` (sensor-data QoS), feeds
-a :class:`~inertia_id_ros.estimator.PayloadEstimator` and, in a worker thread, periodically solves
-the fully consistent problem on the sliding window. Publishes ``~/estimate``
-(``InertialParameters``, latched) and serves ``~/identify`` (``Identify``). Only estimates that
-pass the full-consistency check (pseudo-inertia J >= 0, mass > 0) are ever published.
+Two modes (parameter ``mode``), one worker: input callbacks only validate and buffer; a worker
+thread periodically processes the buffered samples and solves the fully consistent problem on the
+sliding window (``update_rate_hz``), publishes the result (latched) and reports on
+``/diagnostics``; ``~/identify`` (``Identify``) solves on demand. Only fully physically
+consistent results (pseudo-inertia J >= 0, mass > 0, for every body) are ever published.
+
+- ``payload`` (default): ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped`` in
+  (sensor-data QoS), a :class:`~inertia_id_ros.estimator.PayloadEstimator`, ``~/estimate``
+  (``InertialParameters``) out; the service fills ``estimate``.
+- ``links``: ``sensor_msgs/JointState`` with efforts in, a
+  :class:`~inertia_id_ros.link_estimator.LinkEstimator` of the chain ``joints`` (actuators from
+  ``chain_config``), ``~/links`` (``InertialParametersArray``: every link about its own frame and
+  every joint's drive) out; the service fills ``links``.
 """
 
 from __future__ import annotations
@@ -13,26 +21,33 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import InvalidParameterTypeException, ParameterUninitializedException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
+from inertia_id_ros.actuators import ActuatorConfig, ChainConfig, ConfigError
 from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
                                       SampleRejected)
+from inertia_id_ros.friction import DRIVE_TERMS
 from inertia_id_ros.inertia import check_consistency
 from inertia_id_ros.kinematics import SensorKinematics
-from inertia_id_ros.robots import FrameNotFound, load_model
-from inertia_id_ros.ros.conversions import estimate_to_msg, stamp_to_seconds, wrench_to_array
+from inertia_id_ros.link_estimator import LinkEstimator, LinkEstimatorConfig
+from inertia_id_ros.links import DEFAULT_PRIOR_WEIGHT, LinkModel
+from inertia_id_ros.robots import FrameNotFound, JointNotFound, load_model
+from inertia_id_ros.ros.conversions import (estimate_to_msg, link_estimate_to_msg,
+                                            stamp_to_seconds, wrench_to_array)
 from inertia_id_ros.solvers import METHODS
-from inertia_id_ros.msg import InertialParameters
+from inertia_id_ros.msg import InertialParameters, InertialParametersArray
 from inertia_id_ros.srv import Identify
 
 
@@ -43,24 +58,23 @@ class StartupError(RuntimeError):
 @dataclass(frozen=True)
 class _Param:
     name: str
-    default: object
+    default: Any
+    """The default value, or a ``Parameter.Type`` for a parameter without one."""
     description: str
 
 
 PARAMETERS: tuple[_Param, ...] = (
-    _Param("urdf_path", "", "Path of the robot's URDF (or give robot_description)."),
+    _Param("mode", "payload",
+           "What to identify: 'payload' (the body beyond an F/T sensor, from joint states and "
+           "wrenches) or 'links' (a chain's links and joint drives, from joint states with "
+           "efforts)."),
+    _Param("urdf_path", "", "Path of the robot's URDF (or give robot_description; in links mode "
+                            "chain_config may give it)."),
     _Param("robot_description", "", "The robot's URDF as a string (used when urdf_path is empty)."),
-    _Param("sensor_frame", "", "URDF frame of the F/T sensor; wrenches must carry this frame_id."),
-    _Param("body_name", "payload", "Name of the identified body in the published estimate."),
     _Param("joint_states_topic", "/joint_states", "sensor_msgs/JointState input topic."),
-    _Param("wrench_topic", "/ft_sensor/wrench", "geometry_msgs/WrenchStamped input topic."),
     _Param("window_sec", 10.0, "Length of the sliding window of samples (s), > 0."),
     _Param("update_rate_hz", 2.0, "Rate of the periodic consistent solve and publication (Hz), > 0."),
     _Param("method", "lmi", "Identification method: " + ", ".join(sorted(METHODS)) + "."),
-    _Param("estimate_offset", True, "Estimate the 6-D F/T offset jointly with the inertia."),
-    _Param("flip_wrench_sign", False,
-           "Set for sensors reporting the wrench the body exerts on the sensor (the opposite of "
-           "the convention: the wrench the sensor exerts on the body beyond it)."),
     _Param("max_input_rate_hz", 1000.0,
            "Highest expected rate of each input (Hz); sizes the window's buffers "
            "(window_sec x this rate samples)."),
@@ -68,19 +82,237 @@ PARAMETERS: tuple[_Param, ...] = (
            "Depth of the best-effort (sensor-data) input queues; deep enough to ride out solves "
            "at 1 kHz."),
     _Param("warning_period_sec", 5.0, "Minimum time between two warnings of the same kind (s)."),
+    # payload mode
+    _Param("sensor_frame", "", "Payload mode: URDF frame of the F/T sensor; wrenches must carry "
+                               "this frame_id."),
+    _Param("body_name", "payload", "Payload mode: name of the identified body in the estimate."),
+    _Param("wrench_topic", "/ft_sensor/wrench",
+           "Payload mode: geometry_msgs/WrenchStamped input topic."),
+    _Param("estimate_offset", True,
+           "Payload mode: estimate the 6-D F/T offset jointly with the inertia."),
+    _Param("flip_wrench_sign", False,
+           "Payload mode: set for sensors reporting the wrench the body exerts on the sensor (the "
+           "opposite of the convention: the wrench the sensor exerts on the body beyond it)."),
+    # links mode
+    _Param("joints", Parameter.Type.STRING_ARRAY,
+           "Links mode: the chain's joints (each moves one link to identify; the robot's other "
+           "joints are locked). Default: chain_config's joints; required without it."),
+    _Param("chain_config", "",
+           "Links mode: path of a chain configuration YAML (inertia_id_ros.actuators.ChainConfig, "
+           "e.g. config/go1_front_left_leg.yaml): the URDF unless urdf_path/robot_description is "
+           "given, the joints unless 'joints' is, locked positions, the drive terms to estimate, "
+           "gear ratios, rotor inertias (armature priors) and effort scaling (torque constants)."),
+    _Param("prior_weight", DEFAULT_PRIOR_WEIGHT,
+           "Links mode: weight of the prior toward the URDF per torque sample ((N m)^2 per SI "
+           "unit^2), >= 0; small (1e-6) for clean, exciting data, larger for noisy or short data."),
+    _Param("coulomb_velocity", 0.0,
+           "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 = exact "
+           "sign, for joints that chain_config does not configure."),
 )
-
-
-PROCESSING_DROPS = {
-    "gap": "the joint states have a gap longer than max_joint_gap around these wrench stamps",
-    "no_joint_state": "no joint state reaches back to these wrench stamps",
-    "sparse": "too few joint states around these wrench stamps for the derivative filter",
-    "overflow": "too many wrenches waited for joint states (are joint states late or missing?)",
-}
-"""Wrench samples the estimator drops while processing (not on arrival), with the reason."""
 
 RUNTIME_PARAMETERS = ("method",)
 """Parameters that may change while the node runs (applied from the next solve on)."""
+
+_PROCESSING_DROPS = {
+    "gap": "the joint states have a gap longer than max_joint_gap around these stamps",
+    "no_joint_state": "no joint state reaches back to these stamps",
+    "sparse": "too few joint states around these stamps for the derivative filter",
+    "overflow": "too many samples waited for processing (are joint states late or missing?)",
+}
+"""Samples the estimators drop after accepting them, with the reason."""
+
+
+@dataclass(frozen=True)
+class _Result:
+    """A consistent result of a mode's solve: the message to publish, the solve time (s), one
+    line for the service response and mode-specific values for ``/diagnostics``."""
+
+    msg: Any
+    solve_time: float
+    summary: str
+    diagnostics: dict[str, Any]
+
+
+class _Mode:
+    """What a mode adds to the node: inputs, estimator, output message, service field.
+
+    Subclasses build their estimator, publisher and subscriptions in ``__init__`` (raising
+    :class:`StartupError` naming the parameter at fault) and say how a result is published.
+    """
+
+    name: str
+    sample_name: str
+    """What the window's samples are, plural (in warnings about dropped samples)."""
+    estimator: PayloadEstimator | LinkEstimator
+    hardware_id: str
+    description: str
+    """One line for the start-up log."""
+
+    def solve(self, method: str | None, duration: float) -> _Result:
+        """Solve on the window (thread-safe). Raises EstimateUnavailable."""
+        raise NotImplementedError
+
+    def publish(self, msg: Any) -> None:
+        raise NotImplementedError
+
+    def respond(self, response: Identify.Response, msg: Any) -> None:
+        """Put ``msg`` in its field of the service response."""
+        raise NotImplementedError
+
+
+def _latched() -> QoSProfile:
+    return QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                      reliability=ReliabilityPolicy.RELIABLE)
+
+
+class _PayloadMode(_Mode):
+    """The body beyond an F/T sensor from joint states and wrenches -> ``~/estimate``."""
+
+    name = "payload"
+    sample_name = "wrench samples"
+
+    def __init__(self, node: InertiaIdNode, sensor_qos: QoSProfile) -> None:
+        model = node.load_robot()
+        sensor_frame = node.param("sensor_frame")
+        if not sensor_frame:
+            raise StartupError("parameter 'sensor_frame' is required in payload mode")
+        try:
+            kinematics = SensorKinematics(model, sensor_frame)
+        except FrameNotFound as error:
+            raise StartupError(f"parameter 'sensor_frame': {error}") from error
+        config = EstimatorConfig(**node.window_settings(),
+                                 estimate_offset=bool(node.param("estimate_offset")),
+                                 wrench_sign=-1.0 if node.param("flip_wrench_sign") else 1.0)
+        self.estimator = PayloadEstimator(kinematics, config)
+        self._sensor_frame = self.hardware_id = sensor_frame
+        self._body_name = node.param("body_name")
+        self._publisher = node.create_publisher(InertialParameters, "~/estimate", _latched())
+        node.create_subscription(JointState, node.param("joint_states_topic"),
+                                 self._on_joint_state, sensor_qos)
+        node.create_subscription(WrenchStamped, node.param("wrench_topic"), self._on_wrench,
+                                 sensor_qos)
+        self._warn_dropped = node.warn_dropped
+        self.description = (f"identifying the body beyond '{sensor_frame}' from joints "
+                            f"{list(kinematics.joint_names)}")
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            self.estimator.add_joint_state(stamp_to_seconds(msg.header.stamp), msg.name,
+                                           msg.position, msg.velocity)
+        except SampleRejected as rejected:
+            self._warn_dropped(rejected, "joint state")
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        try:
+            self.estimator.add_wrench(stamp_to_seconds(msg.header.stamp),
+                                      wrench_to_array(msg.wrench), msg.header.frame_id)
+        except SampleRejected as rejected:
+            self._warn_dropped(rejected, "wrench")
+
+    def solve(self, method: str | None, duration: float) -> _Result:
+        estimate = self.estimator.solve(method=method, duration=duration)
+        _check_consistent({self._body_name: estimate.theta})
+        summary = (f"{estimate.method}: m = {estimate.mass:.4f} kg from {estimate.n_samples} "
+                   f"samples, residual RMS {estimate.residual_rms:.4g}")
+        return _Result(estimate_to_msg(estimate, self._sensor_frame, self._body_name),
+                       estimate.solve_time, summary, {})
+
+    def publish(self, msg: InertialParameters) -> None:
+        self._publisher.publish(msg)
+
+    def respond(self, response: Identify.Response, msg: InertialParameters) -> None:
+        response.estimate = msg
+
+
+class _LinksMode(_Mode):
+    """A chain's links and joint drives from joint states with efforts -> ``~/links``."""
+
+    name = "links"
+    sample_name = "joint states"
+
+    def __init__(self, node: InertiaIdNode, sensor_qos: QoSProfile) -> None:
+        link_model = _link_model(node)
+        prior_weight = float(node.param("prior_weight"))
+        if not prior_weight >= 0.0:
+            raise StartupError(f"parameter 'prior_weight' must be >= 0, got {prior_weight!r}")
+        config = LinkEstimatorConfig(**node.window_settings(), prior_weight=prior_weight)
+        self.estimator = LinkEstimator(link_model, config)
+        self.hardware_id = ",".join(link_model.joint_names)
+        self._publisher = node.create_publisher(InertialParametersArray, "~/links", _latched())
+        node.create_subscription(JointState, node.param("joint_states_topic"),
+                                 self._on_joint_state, sensor_qos)
+        self._warn_dropped = node.warn_dropped
+        self.description = (f"identifying the links {list(link_model.link_names)} and the drives "
+                            f"of joints {list(link_model.joint_names)} from joint torques, "
+                            f"prior weight {prior_weight:g}")
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            self.estimator.add_joint_state(stamp_to_seconds(msg.header.stamp), msg.name,
+                                           msg.position, msg.velocity, msg.effort)
+        except SampleRejected as rejected:
+            self._warn_dropped(rejected, "joint state")
+
+    def solve(self, method: str | None, duration: float) -> _Result:
+        estimate = self.estimator.solve(method=method, duration=duration)
+        _check_consistent(dict(zip(estimate.link_names, estimate.thetas)))
+        unidentifiable = " ".join(estimate.unidentifiable)
+        summary = (f"{estimate.method}: {len(estimate.link_names)} links and "
+                   f"{len(estimate.drives)} joint drives from {estimate.n_samples} samples, "
+                   f"residual RMS {estimate.residual_rms:.4g} N m, base-parameter rank "
+                   f"{estimate.rank}; unidentifiable (the prior decides): "
+                   f"{unidentifiable or 'none'}")
+        return _Result(link_estimate_to_msg(estimate), estimate.solve_time, summary,
+                       {"base_parameter_rank": estimate.rank, "unidentifiable": unidentifiable})
+
+    def publish(self, msg: InertialParametersArray) -> None:
+        self._publisher.publish(msg)
+
+    def respond(self, response: Identify.Response, msg: InertialParametersArray) -> None:
+        response.links = msg
+
+
+MODES: dict[str, type[_Mode]] = {"payload": _PayloadMode, "links": _LinksMode}
+
+
+def _check_consistent(thetas: dict[str, np.ndarray]) -> None:
+    """The node's own check before anything is published: raise if a body is inconsistent (the
+    estimators never return one)."""
+    for body, theta in thetas.items():
+        report = check_consistency(theta)
+        if not report.fully_consistent:
+            raise EstimateUnavailable("inconsistent", f"{body} failed the consistency check: "
+                                      + "; ".join(report.problems))
+
+
+def _link_model(node: InertiaIdNode) -> LinkModel:
+    """The chain of links mode from ``joints``, ``chain_config``, the URDF, ``coulomb_velocity``."""
+    chain = None
+    if node.param("chain_config"):
+        try:
+            chain = ChainConfig.load(node.param("chain_config"))
+        except ConfigError as error:
+            raise StartupError(f"parameter 'chain_config': {error}") from error
+    joints = node.string_list("joints") or (list(chain.joints) if chain else [])
+    if not joints:
+        raise StartupError("parameter 'joints' is required in links mode (or give "
+                           "'chain_config')")
+    coulomb_velocity = float(node.param("coulomb_velocity"))
+    if not coulomb_velocity >= 0.0:
+        raise StartupError(f"parameter 'coulomb_velocity' must be >= 0 rad/s, got "
+                           f"{coulomb_velocity!r}")
+    unconfigured = ActuatorConfig(coulomb_velocity=coulomb_velocity)
+    estimate = chain.estimate if chain else DRIVE_TERMS
+    drives = {j: (chain.actuators.get(j, unconfigured) if chain else unconfigured).drive(estimate)
+              for j in joints}
+    robot = node.load_robot(default_urdf=str(chain.urdf_path()) if chain else None)
+    try:
+        return LinkModel.from_model(robot, joints, chain.locked_positions if chain else None,
+                                    drives)
+    except JointNotFound as error:
+        raise StartupError(f"parameter 'joints': {error}") from error
+    except ValueError as error:  # a joint with more than one degree of freedom
+        raise StartupError(f"parameter 'joints': {error}") from error
 
 
 class InertiaIdNode(Node):
@@ -91,30 +323,30 @@ class InertiaIdNode(Node):
         self._worker: threading.Thread | None = None
         super().__init__("inertia_id", **kwargs)
         for p in PARAMETERS:
-            self.declare_parameter(p.name, p.default, ParameterDescriptor(
-                description=p.description, read_only=p.name not in RUNTIME_PARAMETERS))
-        self._estimator = self._build_estimator()
-        self._sensor_frame = self._param("sensor_frame")
-        self._body_name = self._param("body_name")
+            try:
+                self.declare_parameter(p.name, p.default, ParameterDescriptor(
+                    description=p.description, read_only=p.name not in RUNTIME_PARAMETERS))
+            except InvalidParameterTypeException as error:
+                raise StartupError(f"parameter '{p.name}': {error}") from error
+        self._check_common_parameters()
+        depth = int(self.param("qos_depth"))
+        sensor_qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
+                                durability=DurabilityPolicy.VOLATILE,
+                                history=HistoryPolicy.KEEP_LAST, depth=depth)
+        mode = self.param("mode")
+        if mode not in MODES:
+            raise StartupError(f"parameter 'mode': unknown mode {mode!r}; choose one of "
+                               f"{sorted(MODES)}")
+        self._mode = MODES[mode](self, sensor_qos)
+        self._estimator = self._mode.estimator
         self._last_warning: dict[str, float] = {}
-        self._last_estimate: InertialParameters | None = None
+        self._last: _Result | None = None
         self.published = 0
         self._drops_reported: dict[str, int] = {}
         self.timing: dict[str, float] = {}
         """Latest update's cost: process_us_per_sample, solve_ms, update_ms (process + solve)."""
 
-        depth = int(self._param("qos_depth"))
-        sensor_qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
-                                durability=DurabilityPolicy.VOLATILE,
-                                history=HistoryPolicy.KEEP_LAST, depth=depth)
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
-        self._estimate_pub = self.create_publisher(InertialParameters, "~/estimate", latched)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(JointState, self._param("joint_states_topic"),
-                                 self._on_joint_state, sensor_qos)
-        self.create_subscription(WrenchStamped, self._param("wrench_topic"),
-                                 self._on_wrench, sensor_qos)
         self.create_service(Identify, "~/identify", self._on_identify)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
@@ -122,46 +354,53 @@ class InertiaIdNode(Node):
                                         daemon=True)
         self._worker.start()
         self.get_logger().info(
-            f"identifying the body beyond '{self._sensor_frame}' from joints "
-            f"{list(self._estimator.kinematics.joint_names)}; method {self._param('method')}, "
-            f"window {self._param('window_sec')} s, update {self._param('update_rate_hz')} Hz")
+            f"{self._mode.description}; method {self.param('method')}, window "
+            f"{self.param('window_sec')} s, update {self.param('update_rate_hz')} Hz")
 
-    # -- set-up ---------------------------------------------------------------------------------
-    def _param(self, name: str):
+    # -- set-up (also used by the modes) --------------------------------------------------------
+    def param(self, name: str) -> Any:
+        """The value of parameter ``name``."""
         return self.get_parameter(name).value
 
-    def _build_estimator(self) -> PayloadEstimator:
-        urdf_path, urdf_xml = self._param("urdf_path"), self._param("robot_description")
+    def string_list(self, name: str) -> list[str]:
+        """A string-array parameter's value; ``[]`` when not set."""
+        try:
+            return list(self.param(name) or [])
+        except ParameterUninitializedException:
+            return []
+
+    def load_robot(self, default_urdf: str | None = None):
+        """The robot's pinocchio model from ``urdf_path`` or ``robot_description``, else from
+        ``default_urdf`` (a path); raises :class:`StartupError` naming the parameter."""
+        urdf_path, urdf_xml = self.param("urdf_path"), self.param("robot_description")
+        name = "urdf_path" if urdf_path else "robot_description" if urdf_xml else "chain_config"
         if not urdf_path and not urdf_xml:
-            raise StartupError("parameter 'urdf_path' (or 'robot_description') is required")
+            if default_urdf is None:
+                raise StartupError("parameter 'urdf_path' (or 'robot_description') is required")
+            urdf_path = default_urdf
         try:
-            model = load_model(urdf_path=urdf_path or None, urdf_xml=None if urdf_path else urdf_xml)
+            return load_model(urdf_path=urdf_path or None,
+                              urdf_xml=None if urdf_path else urdf_xml)
         except Exception as error:  # pinocchio raises ValueError/RuntimeError on bad URDFs
-            name = "urdf_path" if urdf_path else "robot_description"
             raise StartupError(f"parameter '{name}': cannot load the URDF: {error}") from error
-        sensor_frame = self._param("sensor_frame")
-        if not sensor_frame:
-            raise StartupError("parameter 'sensor_frame' is required")
-        try:
-            kinematics = SensorKinematics(model, sensor_frame)
-        except FrameNotFound as error:
-            raise StartupError(f"parameter 'sensor_frame': {error}") from error
+
+    def window_settings(self) -> dict[str, Any]:
+        """The estimator settings both modes take from the node's parameters."""
+        samples = int(1.1 * float(self.param("window_sec")) * float(self.param("max_input_rate_hz")))
+        return {"window_sec": float(self.param("window_sec")),
+                "window_capacity": max(samples, 1000),
+                "joint_buffer_capacity": max(samples // 10, 10000),
+                "method": self.param("method")}
+
+    def _check_common_parameters(self) -> None:
         for name in ("window_sec", "update_rate_hz", "warning_period_sec", "max_input_rate_hz"):
-            if not float(self._param(name)) > 0.0:
-                raise StartupError(f"parameter '{name}' must be > 0, got {self._param(name)!r}")
-        if int(self._param("qos_depth")) < 1:
-            raise StartupError(f"parameter 'qos_depth' must be >= 1, got {self._param('qos_depth')}")
-        if self._param("method") not in METHODS:
-            raise StartupError(f"parameter 'method': unknown method {self._param('method')!r}; "
+            if not float(self.param(name)) > 0.0:
+                raise StartupError(f"parameter '{name}' must be > 0, got {self.param(name)!r}")
+        if int(self.param("qos_depth")) < 1:
+            raise StartupError(f"parameter 'qos_depth' must be >= 1, got {self.param('qos_depth')}")
+        if self.param("method") not in METHODS:
+            raise StartupError(f"parameter 'method': unknown method {self.param('method')!r}; "
                                f"choose one of {sorted(METHODS)}")
-        samples = int(1.1 * float(self._param("window_sec")) * float(self._param("max_input_rate_hz")))
-        config = EstimatorConfig(window_sec=float(self._param("window_sec")),
-                                 window_capacity=max(samples, 1000),
-                                 joint_buffer_capacity=max(samples // 10, 10000),
-                                 method=self._param("method"),
-                                 estimate_offset=bool(self._param("estimate_offset")),
-                                 wrench_sign=-1.0 if self._param("flip_wrench_sign") else 1.0)
-        return PayloadEstimator(kinematics, config)
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         for p in params:
@@ -174,65 +413,48 @@ class InertiaIdNode(Node):
                 self._estimator.config.method = p.value
         return SetParametersResult(successful=True)
 
-    # -- inputs (light: validate and buffer; the worker does the rest) ----------------------------
+    # -- warnings -------------------------------------------------------------------------------
     def _warn(self, kind: str, message: str) -> None:
         """Log a warning, at most one per ``warning_period_sec`` of each ``kind``."""
         now = time.monotonic()
-        if now - self._last_warning.get(kind, -np.inf) >= float(self._param("warning_period_sec")):
+        if now - self._last_warning.get(kind, -np.inf) >= float(self.param("warning_period_sec")):
             self._last_warning[kind] = now
             self.get_logger().warning(message)
 
-    def _warn_dropped(self, rejected: SampleRejected, what: str) -> None:
+    def warn_dropped(self, rejected: SampleRejected, what: str) -> None:
+        """Warn (rate-limited) that an input sample ``what`` was rejected."""
         total = self._estimator.dropped[rejected.reason]
         self._warn(rejected.reason, f"dropped {what} ({rejected.reason}, {total} so far): "
                                     f"{rejected.message}")
 
-    def _on_joint_state(self, msg: JointState) -> None:
-        try:
-            self._estimator.add_joint_state(stamp_to_seconds(msg.header.stamp), msg.name,
-                                            msg.position, msg.velocity if len(msg.velocity) else None)
-        except SampleRejected as rejected:
-            self._warn_dropped(rejected, "joint state")
-
-    def _on_wrench(self, msg: WrenchStamped) -> None:
-        try:
-            self._estimator.add_wrench(stamp_to_seconds(msg.header.stamp),
-                                       wrench_to_array(msg.wrench), msg.header.frame_id)
-        except SampleRejected as rejected:
-            self._warn_dropped(rejected, "wrench")
+    def _report_processing_drops(self) -> None:
+        dropped = self._estimator.stats().dropped
+        for reason, explanation in _PROCESSING_DROPS.items():
+            new = dropped.get(reason, 0) - self._drops_reported.get(reason, 0)
+            if new > 0:
+                self._drops_reported[reason] = dropped[reason]
+                self._warn(reason, f"dropped {new} {self._mode.sample_name} ({reason}, "
+                                   f"{dropped[reason]} so far): {explanation}")
 
     # -- solving --------------------------------------------------------------------------------
-    def _solve(self, method: str | None = None, duration: float = 0.0) -> InertialParameters:
+    def _solve(self, method: str | None = None, duration: float = 0.0) -> _Result:
         """Process the buffered samples and solve; raises EstimateUnavailable. Records timings."""
         start = time.perf_counter()
         processed = self._estimator.process()
         if processed:
             self.timing["process_us_per_sample"] = 1e6 * (time.perf_counter() - start) / processed
         self._report_processing_drops()
-        estimate = self._estimator.solve(method=method or None, duration=duration)
-        report = check_consistency(estimate.theta)
-        if not report.fully_consistent:  # the estimator should never return one; never publish it
-            raise EstimateUnavailable("inconsistent", "the estimate failed the consistency check: "
-                                      + "; ".join(report.problems))
-        self.timing["solve_ms"] = 1e3 * estimate.solve_time
+        result = self._mode.solve(method or None, duration)
+        self.timing["solve_ms"] = 1e3 * result.solve_time
         self.timing["update_ms"] = 1e3 * (time.perf_counter() - start)
-        return estimate_to_msg(estimate, self._sensor_frame, self._body_name)
-
-    def _report_processing_drops(self) -> None:
-        dropped = self._estimator.stats().dropped
-        for reason, explanation in PROCESSING_DROPS.items():
-            new = dropped.get(reason, 0) - self._drops_reported.get(reason, 0)
-            if new > 0:
-                self._drops_reported[reason] = dropped[reason]
-                self._warn(reason, f"dropped {new} wrench samples ({reason}, {dropped[reason]} so "
-                                   f"far): {explanation}")
+        return result
 
     def _run_worker(self) -> None:
         next_time = time.monotonic()
         while not self._stop.is_set():
-            next_time += 1.0 / float(self._param("update_rate_hz"))
+            next_time += 1.0 / float(self.param("update_rate_hz"))
             try:
-                msg = self._solve()
+                result = self._solve()
             except EstimateUnavailable as why:
                 if why.reason == "too_few_samples":  # normal while the window fills
                     self.get_logger().info(f"waiting for data: {why.message}",
@@ -242,8 +464,8 @@ class InertiaIdNode(Node):
             except Exception as error:  # a solver failure keeps the last estimate
                 self._warn("solver_error", f"solve failed, keeping the last estimate: {error!r}")
             else:
-                self._last_estimate = msg
-                self._estimate_pub.publish(msg)
+                self._last = result
+                self._mode.publish(result.msg)
                 self.published += 1
             self._publish_diagnostics()
             self._stop.wait(max(0.0, next_time - time.monotonic()))
@@ -251,12 +473,14 @@ class InertiaIdNode(Node):
 
     def _publish_diagnostics(self) -> None:
         stats = self._estimator.stats()
-        status = DiagnosticStatus(name="inertia_id: inputs", hardware_id=self._sensor_frame)
-        status.level = DiagnosticStatus.OK if self._last_estimate else DiagnosticStatus.WARN
-        status.message = "estimating" if self._last_estimate else "waiting for an estimate"
-        values = {"window_samples": stats.window_samples,
-                  "pending_wrenches": stats.pending_wrenches, "published": self.published}
+        status = DiagnosticStatus(name="inertia_id: inputs", hardware_id=self._mode.hardware_id)
+        status.level = DiagnosticStatus.OK if self._last else DiagnosticStatus.WARN
+        status.message = "estimating" if self._last else "waiting for an estimate"
+        values = {"mode": self._mode.name, "window_samples": stats.window_samples,
+                  "pending_samples": stats.pending, "published": self.published}
         values.update({k: f"{v:.4g}" for k, v in self.timing.items()})
+        if self._last is not None:
+            values.update(self._last.diagnostics)
         for group in ("received", "processed", "dropped"):
             values.update({f"{group}.{k}": v for k, v in getattr(stats, group).items()})
         status.values = [KeyValue(key=k, value=str(v)) for k, v in sorted(values.items())]
@@ -275,18 +499,17 @@ class InertiaIdNode(Node):
             response.message = "window reset; call again once new data have arrived"
             return response
         try:
-            msg = self._solve(request.method, max(0.0, float(request.duration)))
+            result = self._solve(request.method, max(0.0, float(request.duration)))
         except EstimateUnavailable as why:
             response.success, response.message = False, f"{why.reason}: {why.message}"
-            if self._last_estimate is not None:
-                response.estimate = self._last_estimate
+            if self._last is not None:
+                self._mode.respond(response, self._last.msg)
         except Exception as error:
             response.success, response.message = False, f"solve failed: {error!r}"
         else:
             response.success = True
-            response.message = (f"{msg.method}: m = {msg.inertia.m:.4f} kg from {msg.num_samples} "
-                                f"samples, residual RMS {msg.residual_rms:.4g}")
-            response.estimate = msg
+            response.message = result.summary
+            self._mode.respond(response, result.msg)
         return response
 
     def destroy_node(self) -> None:

@@ -1,10 +1,21 @@
-"""``inertia_id_sim``: a simulated robot with a wrist F/T sensor carrying a payload.
+"""``inertia_id_sim``: a simulated robot publishing what the identification node needs.
 
-Publishes ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped`` at ``rate_hz`` (default
-1 kHz) along an exciting trajectory, with F/T noise, a constant F/T offset and encoder noise
-(:class:`~inertia_id_ros.simulation.PayloadSimulator`), and the ground truth on
-``~/ground_truth`` (``InertialParameters``, latched). Stamps are exact (``start + k / rate_hz``);
-messages are published in small bursts as they fall due.
+Parameter ``robot``:
+
+- ``panda`` (default): a Panda with a wrist F/T sensor carrying a payload. Publishes
+  ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped`` at ``rate_hz`` (default 1 kHz)
+  along an exciting trajectory, with F/T noise, a constant F/T offset and encoder noise
+  (:class:`~inertia_id_ros.simulation.PayloadSimulator`), and the ground truth on
+  ``~/ground_truth`` (``InertialParameters``, latched).
+- ``go1_leg``: the Go1's front-left leg swinging in the air, trunk fixed
+  (:func:`~inertia_id_ros.torque_simulation.leg_simulator`): links differing from the URDF,
+  viscous and Coulomb friction, torque offsets, the rotors' armatures. Publishes
+  ``sensor_msgs/JointState`` of all 12 joints (the other legs still at 0) with exact positions and
+  velocities and efforts = joint torques + 0.1 N m white noise, and the ground truth of the leg's
+  links and drives on ``~/ground_truth_links`` (``InertialParametersArray``, latched).
+
+Stamps are exact (``start + k / rate_hz``); messages are published in small bursts as they fall
+due.
 """
 
 from __future__ import annotations
@@ -12,6 +23,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from typing import Any
 
 import numpy as np
 import rclpy
@@ -22,13 +34,99 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
+from inertia_id_ros.actuators import go1_leg_config
 from inertia_id_ros.inertia import inertia_from_msg_order, inertia_from_theta, theta_from_inertia
-from inertia_id_ros.msg import InertialParameters
-from inertia_id_ros.ros.conversions import array_to_wrench, joint_state, theta_to_msg, wrench_stamped
+from inertia_id_ros.msg import InertialParameters, InertialParametersArray
+from inertia_id_ros.ros.conversions import (array_to_wrench, joint_state, links_to_msg,
+                                            theta_to_msg, wrench_stamped)
 from inertia_id_ros.simulation import PayloadSimulator
+from inertia_id_ros.torque_simulation import (DEFAULT_LEG_TORQUE_NOISE_STD, leg_simulator,
+                                              perturbed_links)
 
 BURST_SEC = 0.005
 """Samples are published in bursts of at most this length (s)."""
+
+_DATA_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+_LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                      reliability=ReliabilityPolicy.RELIABLE)
+
+
+class _PandaPayload:
+    """The Panda with a payload beyond its F/T sensor: joint states and wrenches."""
+
+    def __init__(self, node: Node, p: dict[str, Any]) -> None:
+        theta = theta_from_inertia(p["payload_mass"], np.array(p["payload_com"]),
+                                   inertia_from_msg_order(p["payload_inertia"]))
+        quiet = {} if p["noise"] else {"wrench_noise_std": 0.0, "position_noise_std": 0.0,
+                                       "velocity_noise_std": 0.0}
+        self.sim = PayloadSimulator.panda(payload_theta=theta, offset=np.array(p["ft_offset"]),
+                                          seed=int(p["seed"]), **quiet)
+        self._publish_velocity = bool(p["publish_velocity"])
+        self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
+        self._wrench_pub = node.create_publisher(WrenchStamped, p["wrench_topic"], _DATA_QOS)
+        truth_msg = theta_to_msg(self.sim.true_theta, self.sim.sensor_frame, "payload")
+        truth_msg.sensor_offset = array_to_wrench(self.sim.true_offset)
+        node.create_publisher(InertialParameters, "~/ground_truth", _LATCHED).publish(truth_msg)
+        self.sent = {"joint states": 0, "wrenches": 0}
+        self.description = (f"the Panda with a {p['payload_mass']:.3f} kg payload beyond "
+                            f"'{self.sim.sensor_frame}'")
+
+    def subscribed(self) -> bool:
+        """Both topics have a subscriber."""
+        return bool(self._joint_pub.get_subscription_count()
+                    and self._wrench_pub.get_subscription_count())
+
+    def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
+        """The samples at trajectory times ``t`` (N,) (s), stamped ``stamps`` (N,) (s)."""
+        q, dq, wrench = self.sim.measure(t, rng)
+        for i, stamp in enumerate(stamps):
+            self._joint_pub.publish(joint_state(stamp, self.sim.joint_names, q[i],
+                                                dq[i] if self._publish_velocity else None))
+            self._wrench_pub.publish(wrench_stamped(stamp, self.sim.sensor_frame, wrench[i]))
+        self.sent["joint states"] += len(t)
+        self.sent["wrenches"] += len(t)
+
+
+class _Go1Leg:
+    """The Go1's front-left leg: joint states with efforts (joint torques)."""
+
+    def __init__(self, node: Node, p: dict[str, Any]) -> None:
+        config = go1_leg_config()
+        links = config.link_model()
+        seed = int(p["seed"])
+        thetas = links.link_parameters(links.prior)
+        if p["perturb_links"]:
+            thetas = perturbed_links(thetas, np.random.default_rng(seed))
+        noise = DEFAULT_LEG_TORQUE_NOISE_STD if p["noise"] else 0.0
+        self.sim = leg_simulator(config, seed=seed, link_thetas=thetas, torque_noise_std=noise)
+        self._names = list(links.robot_joint_names)  # the other legs' joints stay at 0
+        self._columns = [self._names.index(j) for j in links.joint_names]
+        self._publish_velocity = bool(p["publish_velocity"])
+        self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
+        truth = links_to_msg(links.link_names, self.sim.link_thetas,
+                             dict(zip(links.joint_names, self.sim.drives)))
+        node.create_publisher(InertialParametersArray, "~/ground_truth_links",
+                              _LATCHED).publish(truth)
+        self.sent = {"joint states": 0}
+        self.description = (f"the Go1 front-left leg {list(links.joint_names)} "
+                            f"({'perturbed' if p['perturb_links'] else 'URDF'} links, torque "
+                            f"noise {noise} N m)")
+
+    def subscribed(self) -> bool:
+        return bool(self._joint_pub.get_subscription_count())
+
+    def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
+        data = self.sim.measure(t, rng)
+        values = np.zeros((3, len(self._names)))
+        for i, stamp in enumerate(stamps):
+            values[:, self._columns] = data.positions[i], data.velocities[i], data.efforts[i]
+            self._joint_pub.publish(joint_state(stamp, self._names, values[0],
+                                                values[1] if self._publish_velocity else None,
+                                                values[2]))
+        self.sent["joint states"] += len(t)
+
+
+ROBOTS = {"panda": _PandaPayload, "go1_leg": _Go1Leg}
 
 
 class SimulatorNode(Node):
@@ -39,61 +137,51 @@ class SimulatorNode(Node):
         default = PayloadSimulator.panda()
         mass, com, inertia_com = inertia_from_theta(default.true_theta)
         declare = [
-            ("rate_hz", 1000.0, "Publication rate of both topics (Hz)."),
+            ("robot", "panda", "What to simulate: 'panda' (a payload beyond a wrist F/T sensor: "
+                               "joint states and wrenches) or 'go1_leg' (a Go1 leg: joint states "
+                               "with joint torques as efforts)."),
+            ("rate_hz", 1000.0, "Publication rate of the topics (Hz)."),
             ("duration_sec", 0.0, "Seconds of motion to play; 0 = until stopped."),
-            ("seed", 0, "Seed of the trajectory and the noise."),
-            ("noise", True, "Add F/T noise (0.1 N, 0.005 N m) and encoder noise."),
+            ("seed", 0, "Seed of the trajectory and the noise (and go1_leg's true links)."),
+            ("noise", True, "Add the sensors' noise (panda: F/T 0.1 N, 0.005 N m and encoders; "
+                            "go1_leg: 0.1 N m on the joint torques)."),
             ("publish_velocity", True, "Fill JointState.velocity (else positions only)."),
-            ("payload_mass", float(mass), "Payload mass (kg)."),
-            ("payload_com", [float(v) for v in com], "Payload COM in the sensor frame (m)."),
+            ("payload_mass", float(mass), "panda: payload mass (kg)."),
+            ("payload_com", [float(v) for v in com], "panda: payload COM in the sensor frame (m)."),
             ("payload_inertia", [float(v) for v in
                                  (inertia_com[0, 0], inertia_com[0, 1], inertia_com[0, 2],
                                   inertia_com[1, 1], inertia_com[1, 2], inertia_com[2, 2])],
-             "Payload inertia about its COM [ixx, ixy, ixz, iyy, iyz, izz] (kg m^2)."),
+             "panda: payload inertia about its COM [ixx, ixy, ixz, iyy, iyz, izz] (kg m^2)."),
             ("ft_offset", [float(v) for v in default.true_offset],
-             "Constant F/T offset [fx, fy, fz, tx, ty, tz] (N, N m)."),
+             "panda: constant F/T offset [fx, fy, fz, tx, ty, tz] (N, N m)."),
+            ("perturb_links", True,
+             "go1_leg: the true links differ from the URDF (masses and inertias x U(0.8, 1.2), "
+             "COMs moved ~1 cm; seeded by 'seed')."),
             ("wait_for_subscribers_sec", 10.0,
-             "Start the motion once both topics have a subscriber, waiting at most this long (s); "
-             "0 = start at once."),
+             "Start the motion once every data topic has a subscriber, waiting at most this long "
+             "(s); 0 = start at once."),
             ("joint_states_topic", "/joint_states", "JointState output topic."),
-            ("wrench_topic", "/ft_sensor/wrench", "WrenchStamped output topic."),
+            ("wrench_topic", "/ft_sensor/wrench", "panda: WrenchStamped output topic."),
         ]
         for name, value, description in declare:
             self.declare_parameter(name, value, ParameterDescriptor(description=description))
         p = {name: self.get_parameter(name).value for name, _, _ in declare}
-        theta = theta_from_inertia(p["payload_mass"], np.array(p["payload_com"]),
-                                   inertia_from_msg_order(p["payload_inertia"]))
-        quiet = {} if p["noise"] else {"wrench_noise_std": 0.0, "position_noise_std": 0.0,
-                                       "velocity_noise_std": 0.0}
-        self.sim = PayloadSimulator.panda(payload_theta=theta, offset=np.array(p["ft_offset"]),
-                                          seed=int(p["seed"]), **quiet)
+        if p["robot"] not in ROBOTS:
+            raise ValueError(f"parameter 'robot': unknown robot {p['robot']!r}; choose one of "
+                             f"{sorted(ROBOTS)}")
+        self.robot = ROBOTS[p["robot"]](self, p)
         self._rate = float(p["rate_hz"])
         self._duration = float(p["duration_sec"])
-        self._publish_velocity = bool(p["publish_velocity"])
         self._wait_for_subscribers = float(p["wait_for_subscribers_sec"])
         self._rng = np.random.default_rng(int(p["seed"]) + 1)
-        self.sent = {"joint_states": 0, "wrenches": 0}
         self.finished = threading.Event()
-
-        data_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        self._joint_pub = self.create_publisher(JointState, p["joint_states_topic"], data_qos)
-        self._wrench_pub = self.create_publisher(WrenchStamped, p["wrench_topic"], data_qos)
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
-        truth = self.create_publisher(InertialParameters, "~/ground_truth", latched)
-        truth_msg = theta_to_msg(self.sim.true_theta, self.sim.sensor_frame, "payload")
-        truth_msg.sensor_offset = array_to_wrench(self.sim.true_offset)
-        truth.publish(truth_msg)
         self._thread = threading.Thread(target=self._run, name="inertia_id_sim", daemon=True)
         self._thread.start()
-        self.get_logger().info(
-            f"simulating the Panda with a {p['payload_mass']:.3f} kg payload beyond "
-            f"'{self.sim.sensor_frame}' at {self._rate:.0f} Hz")
+        self.get_logger().info(f"simulating {self.robot.description} at {self._rate:.0f} Hz")
 
     def _run(self) -> None:
         deadline = time.monotonic() + self._wait_for_subscribers
-        while time.monotonic() < deadline and not (
-                self._joint_pub.get_subscription_count() and self._wrench_pub.get_subscription_count()):
+        while time.monotonic() < deadline and not self.robot.subscribed():
             time.sleep(0.05)
         start_stamp = self.get_clock().now().nanoseconds * 1e-9
         start_wall = time.monotonic()
@@ -109,30 +197,26 @@ class SimulatorNode(Node):
                 k_due = min(k_due, n_total)
             if k_due > k:
                 t = np.arange(k, k_due) * period
-                q, dq, wrench = self.sim.measure(t, self._rng)
-                for i, ti in enumerate(t):
-                    stamp = start_stamp + ti
-                    self._joint_pub.publish(joint_state(
-                        stamp, self.sim.joint_names, q[i],
-                        dq[i] if self._publish_velocity else None))
-                    self._wrench_pub.publish(wrench_stamped(stamp, self.sim.sensor_frame,
-                                                            wrench[i]))
-                self.sent["joint_states"] += len(t)
-                self.sent["wrenches"] += len(t)
+                self.robot.publish(t, start_stamp + t, self._rng)
                 k = k_due
             if self._duration > 0.0 and k >= n_total:
-                self.get_logger().info(f"played {self._duration:.1f} s: published "
-                                       f"{self.sent['joint_states']} joint states and "
-                                       f"{self.sent['wrenches']} wrenches")
+                sent = " and ".join(f"{n} {what}" for what, n in self.robot.sent.items())
+                self.get_logger().info(f"played {self._duration:.1f} s: published {sent}")
                 self.finished.set()
                 break
             time.sleep(BURST_SEC)
 
 
 def main(args: list[str] | None = None) -> None:
-    """Console script ``inertia-id-sim``: runs until stopped or ``duration_sec`` is played."""
+    """Console script ``inertia-id-sim``: runs until stopped or ``duration_sec`` is played; exits
+    2 on an unknown ``robot``."""
     rclpy.init(args=args)
-    node = SimulatorNode()
+    try:
+        node = SimulatorNode()
+    except ValueError as error:
+        print(f"inertia_id_sim: {error}", file=sys.stderr)
+        rclpy.try_shutdown()
+        sys.exit(2)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:

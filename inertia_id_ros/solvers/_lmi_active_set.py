@@ -1,28 +1,29 @@
-"""Semismooth Newton method on the KKT conditions (``lmi`` fast, first try).
+"""Semismooth Newton (primal-dual active-set) method on the KKT conditions (``lmi`` fast).
 
-For the reduced problem ``min 1/2 z^T P z - q^T z  s.t.  J_k(z) >= 0`` (bodies only, no linear
-rows). ``J: R^10 -> S^4`` is a bijection, so stationarity ``g = P z - q = C^T(Z)`` fixes each
-body's dual: ``Z_k = J(G^-1 g_k)`` with ``G_ij = tr(A_i A_j)``. With ``Pi`` the projection onto
-the PSD cone (eigenvalues clipped at 0), the remaining KKT conditions ``J_k >= 0, Z_k >= 0,
-J_k Z_k = 0`` are (Moreau) the natural residual::
+Reduced problem ``min 1/2 z^T P z - q^T z  s.t.  J_k(z) >= 0`` (bodies only, no linear rows;
+``P`` positive definite). ``J: R^10 -> S^4`` is a bijection, so stationarity
+``g = P z - q = C^T(Z)`` fixes each body's dual: ``Z_k = J(G^-1 g_k)``, ``G_ij = tr(A_i A_j)``.
+With ``Pi`` the projection onto the PSD cone (eigenvalues clipped at 0), the other KKT
+conditions ``J_k >= 0, Z_k >= 0, J_k Z_k = 0`` are (Moreau) the natural residual::
 
     F_k(z) = J_k(z) - Pi(W_k) = 0,    W_k = J_k(z) - sigma_k Z_k = J(w_k),
-    w = z - sigma G^-1 (P z - q)      (a preconditioned gradient step; sigma_k > 0 per body)
+    w_k = z_k - sigma_k G^-1 (P z - q)_k        (sigma_k = 10 / tr(G^-1 P_kk) > 0)
 
 ``Pi`` is strongly semismooth: with ``W = Q diag(lam) Q^T``,
 ``dPi(W)[H] = Q (Omega o Q^T H Q) Q^T``, ``Omega_ab = (lam_a+ + lam_b+) / (|lam_a| + |lam_b|)``
-(1 on the primal face, 0 on the dual face, in between across it). In ``theta`` coordinates
-(rows ``U_i = vec(Q^T A_i Q)``, ``R_k = U diag(Omega) U^T``) Newton's equation, multiplied by
-``G``, is::
+(1 on the primal face, 0 on the dual face, in between across). In ``theta`` coordinates, with
+``U_k`` (10, 16) the rows ``vec(Q_k^T A_i Q_k)`` and ``R_k = U_k diag(Omega_k) U_k^T``
+(``0 <= R_k <= G``), Newton's equation times ``G`` is::
 
-    (G - R_k) dz_k + R_k [sigma G^-1 P dz]_k = -B vec(F_k)      (B: rows vec(A_i))
+    G dz_k - R_k dw_k = -B vec(F_k),    dw_k = dz_k - sigma_k G^-1 (P dz)_k   (B: rows vec(A_i))
 
-This is a primal-dual active-set method (Hintermueller, Ito, Kunisch 2002) that re-decides each
-body's face every step (no rank guesses), and converges quadratically near a strictly
-complementary solution. Armijo backtracking on ``|F|^2`` globalises it (the Newton direction is a
-descent direction). On convergence the projected ``Pi(W_k)`` (PSD) and ``Z_k = -W_k- / sigma_k``
-(PSD, ``Pi(W_k) Z_k = 0`` exactly) satisfy the KKT conditions to ``tol``, so they are THE optimum;
-otherwise ``None`` is returned and the interior point takes over.
+whose matrix is nonsingular whenever ``P > 0`` (similar to ``I - M + M P^`` with
+``0 <= M <= I``, ``P^ > 0``). Each step re-decides every body's face (no rank guesses: a
+primal-dual active-set method, Hintermueller, Ito, Kunisch 2002); convergence is quadratic near a
+strictly complementary optimum. Armijo backtracking on ``|F|^2`` globalises it (the Newton
+direction has slope ``-2 |F|^2``). At ``F = 0``, ``Pi(W_k) >= 0`` and ``Z_k = -W_k- / sigma_k >= 0``
+have ``Pi(W_k) Z_k = 0`` exactly and satisfy stationarity: a KKT certificate, so the result is
+THE optimum. Otherwise (no convergence, stalling) ``None``: the interior point takes over.
 """
 
 from __future__ import annotations
@@ -39,15 +40,19 @@ _GRAM = _BASIS @ _BASIS.T  # G_ij = tr(A_i A_j)
 _GRAM_INV = np.linalg.inv(_GRAM)
 _THETA = _GRAM_INV @ _BASIS  # theta(J) = _THETA @ vec(J)
 MAX_ITERATIONS = 30
+STALL_ITERATIONS = 3
+"""Give up (the interior point takes over) after this many consecutive steps that each reduce
+``|F|`` by less than 10 % (damped steps: ill-conditioned data, nearly degenerate optimum)."""
 NEAR_TOLERANCE = 100.0
 """When round-off stops the line search, ``|F_k| <= NEAR_TOLERANCE * tol * |J_k|`` is accepted."""
 FLOOR_RTOL = 1e-13
+"""Round-off allowance of the returned eigenvalue floor, relative to the largest eigenvalue."""
 _ARMIJO = 1e-4
 _MIN_STEP = 1e-6
 
 
 class NewtonResult(NamedTuple):
-    """``z`` (10n,) the projected primal (each ``J_k(z)`` PSD to round-off), ``block_duals``
+    """``z`` (10n,) the projected primal (``lambda_min(J_k(z)) >= floor``), ``block_duals``
     (n, 4, 4) the PSD duals, ``iterations`` Newton steps."""
 
     z: np.ndarray
@@ -56,7 +61,7 @@ class NewtonResult(NamedTuple):
 
 
 def _eigh(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.linalg.eigh`` of (n, 4, 4); one block through LAPACK directly (a third of the cost)."""
+    """``np.linalg.eigh`` of (n, 4, 4); one block through LAPACK directly (half the cost)."""
     if W.shape[0] == 1:
         lam, Q, info = lapack.dsyevd(W[0])
         if info:
@@ -71,7 +76,6 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
     """Semismooth Newton from ``z0`` (10n,) on ``P`` (10n, 10n) PD, ``q`` (10n,); a certified
     :class:`NewtonResult` once every ``|F_k| <= tol |J_k(z)|`` (Frobenius), else ``None``.
 
-    ``sigma_k = 10 / tr(G^-1 P_kk)`` (the inverse mean curvature of body k in ``G``'s metric).
     The returned ``J_k`` are ``Pi(W_k)`` with eigenvalues raised to ``floor`` plus a round-off
     allowance (:data:`FLOOR_RTOL` times the largest), so ``lambda_min(J_k) >= floor`` survives
     the conversion to ``theta``.
@@ -102,13 +106,14 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
         return lam, Q, F, np.einsum("ni,ni->n", F, F), np.einsum("ni,ni->n", J, J)
 
     def converged(relative: float) -> bool:
-        return (residual / np.maximum(size, 1e-24 * size.max())).max() <= relative * relative
+        scale = np.maximum(size, max(1e-24 * size.max(), 1e-300))
+        return (residual / scale).max() <= relative * relative
 
     z = np.array(z0, dtype=float)
     lam, Q, F, residual, size = state(z)
-    iterations = 0
+    iterations = stalled = 0
     while not converged(tol):
-        if iterations == max_iterations:
+        if iterations == max_iterations or stalled == STALL_ITERATIONS:
             return None
         iterations += 1
         K = (Q[:, :, None, :, None] * Q[:, None, :, None, :]).reshape(n, 16, 16)
@@ -137,7 +142,8 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
             break
         z = z + alpha * dz
         lam, Q, F, residual, size = trial
-    lifted = np.maximum(lam, floor + FLOOR_RTOL * np.abs(lam).max(axis=1, keepdims=True))
+        stalled = stalled + 1 if residual.sum() > 0.81 * merit else 0
+    lifted = np.maximum(lam, floor + FLOOR_RTOL * np.maximum(lam.max(axis=1, keepdims=True), 0))
     positive = (Q * lifted[:, None, :]) @ Q.transpose(0, 2, 1)
     duals = (Q * (np.minimum(lam, 0.0) / -sigma[:, None])[:, None, :]) @ Q.transpose(0, 2, 1)
     return NewtonResult(z=(positive.reshape(n, 16) @ _THETA.T).ravel(), block_duals=duals,

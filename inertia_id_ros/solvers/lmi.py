@@ -12,15 +12,16 @@ Back ends (option ``backend``):
   (primal-dual active-set) method on the KKT conditions (:mod:`._lmi_active_set`; accepted only
   with a KKT certificate; not with ellipsoid / non-negativity rows), else (2) a specialised
   primal-dual interior-point method (:mod:`._lmi_fast`). Both are warm-started from
-  ``initvals`` (its ``x``; the interior point also from its duals, ``info["duals"]``).
+  ``initvals``: the Newton method from its ``x`` (then, if that fails, from the unconstrained
+  minimiser), the interior point from its ``x`` and duals (``info["duals"]``).
 - ``"cvxpy"``: the reference. The problem is built once per structure
   (:meth:`Problem.structure_key`) with cvxpy Parameters (DPP) as
   ``sum_squares(R @ x - z)`` with ``R^T R = Y^T Y + W`` and ``R^T z = Y^T y + W prior``, cached,
   and solved with Clarabel.
 - ``"cvxpy_per_solve"``: the same model built from scratch on every call (for benchmarks).
 
-Every backend returns bodies with ``lambda_min(J) >= margin`` (a final lift, see
-:func:`.problem.lift_to_margin`, guards against round-off).
+Every backend returns bodies with ``lambda_min(J) >= margin`` (the Newton method raises the
+eigenvalues itself; a final lift, see :func:`.problem.lift_to_margin`, guards against round-off).
 """
 
 from __future__ import annotations
@@ -53,13 +54,13 @@ from inertia_id_ros.solvers.problem import (
     ProblemError,
     Solution,
     SolverError,
-    body_min_eigs,
     initial_x,
     lift_to_margin,
     make_solution,
 )
 
 BACKENDS = ("fast", "cvxpy", "cvxpy_per_solve")
+_BASIS = PSEUDO_INERTIA_BASIS.reshape(10, 16)  # vec(J(theta)) = theta @ _BASIS
 FAST_TOL = 1e-10
 CLARABEL_TOL = 1e-9
 """Default tolerances (Clarabel tends to report "inaccurate" below 1e-9 on these problems)."""
@@ -73,8 +74,9 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
               solver_options: dict[str, Any] | None = None) -> Solution:
     """Solve the LMI-constrained problem.
 
-    ``tol``: relative tolerance of the gap and residuals (default :data:`FAST_TOL` for the fast
-    backend, :data:`CLARABEL_TOL` for Clarabel's gap/feasibility tolerances);
+    ``tol``: relative tolerance of the gap and residuals (the Newton method: of its natural
+    residual; default :data:`FAST_TOL` for the fast backend, :data:`CLARABEL_TOL` for
+    Clarabel's gap/feasibility tolerances);
     ``max_iterations``: interior-point iterations; ``regularization``: fast backend, see
     :data:`._linalg.DEFAULT_REGULARIZATION`; ``margin``: guaranteed lambda_min(J) (kg*m^2);
     ``use_active_set``: fast backend, try the semismooth Newton method of
@@ -101,9 +103,16 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
 # ---- fast ----------------------------------------------------------------------------------
 
 
+def _min_eigs(x: np.ndarray, n_bodies: int) -> np.ndarray:
+    """(n_bodies,) lambda_min of each body's pseudo-inertia (:func:`.problem.body_min_eigs`
+    without its generality: this is on the fast path)."""
+    blocks = (x[:PARAMS_PER_BODY * n_bodies].reshape(n_bodies, 10) @ _BASIS).reshape(-1, 4, 4)
+    return np.linalg.eigvalsh(blocks)[:, 0]
+
+
 def constraints_hold(problem: Problem, x: np.ndarray) -> bool:
     """``J(theta_k) >= 0``, ellipsoid and non-negativity constraints hold at ``x`` (exactly)."""
-    if problem.n_bodies and body_min_eigs(x, problem.n_bodies).min() < 0.0:
+    if problem.n_bodies and _min_eigs(x, problem.n_bodies).min() < 0.0:
         return False
     if problem.nonnegative and x[list(problem.nonnegative)].min() < 0.0:
         return False
@@ -160,8 +169,9 @@ def _reduce(problem: Problem, hessian: np.ndarray,
     rows = np.zeros((len(ellipsoids) + len(problem.nonnegative), c))
     for row, (k, a) in zip(rows, ellipsoids.items()):
         row[10 * k:10 * k + 10] = a
-    rows[np.arange(len(ellipsoids), rows.shape[0]),
-         np.searchsorted(constrained, problem.nonnegative)] = 1.0
+    if problem.nonnegative:
+        rows[np.arange(len(ellipsoids), rows.shape[0]),
+             np.searchsorted(constrained, problem.nonnegative)] = 1.0
     return (ConeProblem(P=P, q=q, n_blocks=problem.n_bodies, rows=rows),
             _Reduction(constrained=constrained, free=free, base=base, gain=gain))
 
@@ -187,11 +197,16 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
     block_duals, row_duals = duals if duals is not None else (None, None)
     newton = None
     if use_active_set and cone.rows.shape[0] == 0:
-        try:
-            newton = solve_newton_kkt(cone.P, cone.q, z_start, problem.n_bodies, tol=tol,
-                                      floor=margin)
-        except (np.linalg.LinAlgError, FloatingPointError, ValueError):
-            newton = None
+        # from the warm start, then (a poor warm start) from the unconstrained minimiser
+        starts = (z_start, z_unconstrained) if x0 is not None else (z_unconstrained,)
+        for z0 in starts:
+            try:
+                newton = solve_newton_kkt(cone.P, cone.q, z0, problem.n_bodies, tol=tol,
+                                          floor=margin)
+            except (np.linalg.LinAlgError, FloatingPointError, ValueError):
+                newton = None
+            if newton is not None:
+                break
     if newton is not None:
         z, block_duals, iterations = newton
         row_duals = np.zeros(0)
@@ -208,7 +223,8 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
                                          result.gap)
         iterations = result.iterations
     n_body = problem.n_body_params
-    z[:n_body] = lift_to_margin(z[:n_body], problem, margin)
+    if _min_eigs(z, problem.n_bodies).min(initial=np.inf) < margin:
+        z[:n_body] = lift_to_margin(z[:n_body], problem, margin)
     if problem.nonnegative:
         nonnegative_positions = np.searchsorted(reduction.constrained, problem.nonnegative)
         z[nonnegative_positions] = np.maximum(z[nonnegative_positions], 0.0)
