@@ -15,38 +15,48 @@ Parameters (:class:`ChangeDetectorConfig`):
 
 * ``drift`` (k, default 1): allowance per sample. Without a change ``z - 1 - k`` averages ``-k``,
   so noise and model error whose normalised power stays below ``1 + k`` times the window's do not
-  accumulate. The smallest change detected has ``mean(z) > 1 + k``: with k = 1 and the simulated
-  sensor (0.1 N, 0.005 N m) a force change of ``sqrt(6 k) * 0.1 N`` = 0.25 N, about 25 g.
+  accumulate. A change is detectable when its residual ``delta`` (6,) makes
+  ``sum_c (delta_c / sigma_c)^2 > 6 k``: e.g. 0.25 N of force alone with sigma = 0.1 N.
 * ``threshold`` (h, default 50): the alarm level; sets the false-alarm rate and the delay.
 * ``min_samples`` (default 10): fewest samples that can raise an alarm (each adds at most
-  ``h / min_samples``): a glitch of fewer samples (a spike, a dropped packet) cannot.
+  ``h / min_samples``): a glitch of fewer samples (a spike, a corrupt packet) cannot.
 * ``holdoff_sec`` (default 5 s): after arming (the first reference after a reset or an alarm) the
   detector ignores this long of samples, so the reference it tests against comes from an
   estimate of at least that much data, not from the first, poorly extrapolating one.
 
+``sigma`` comes from :func:`residual_sigma`: the largest per-channel rms over ten parts of the
+window, because the model error varies along the motion (with the window's average instead, the
+hardest phase of a motion raised alarms when the derivative filter was too wide).
+
 Expected detection delay: ``h / (min(mean z, z_max) - 1 - k)`` samples after the change, at
-least ``min_samples``. Measured on the simulated Panda at 1 kHz (the :mod:`~.simulation`
-defaults: 1.5 kg payload, F/T noise 0.1 N / 0.005 N m, encoder noise), median over seeds of the
-delay in ms after adding a point mass at the payload's COM::
+least ``min_samples``; an external force held for that long (a contact) looks like a change.
+Measured on the simulated Panda at 1 kHz (:mod:`~inertia_id_ros.simulation` defaults: 1.5 kg
+payload, COM 8 cm from the flange, F/T noise 0.1 N / 0.005 N m, encoder noise; 10 s window),
+median over 3 seeds of the delay (ms) after a point mass is added at the payload's COM::
 
-    added mass     h = 25   h = 50   h = 100
-    20 g            n/d      n/d      n/d      (below the drift: mean z < 2)
-    50 g            96      182      360
-    100 g           16       30       56
-    300 g and more  10       10       10       (min_samples samples)
+    added mass   h = 25   h = 50   h = 100
+    10 g           n/d      n/d      n/d     (mean z < 1 + k)
+    15 g           110      n/d      n/d
+    20 g            22       36       80
+    50 g or more     9        9        9     (min_samples samples)
 
-(n/d: not detected within 2 s.) Without a change, 10 min at 200 Hz stay far below h = 50 (the
-maximum of S is about 5, see ``test/test_change_detection.py``).
+(n/d: not detected within 2 s.) A node solving at ``update_rate_hz`` sees the alarm at its next
+update. Without a change, 10 min at 200 Hz keep S below 2 (h = 50), also when the filter's model
+error makes the torque residuals 2-3 times the sensor noise (``test/test_change_detection.py``).
 
-Use (the node, per update)::
+Use (the node, per update; the rows are the window's newest ``added``)::
 
     detector = PayloadChangeDetector()
-    added = estimator.process()                       # new window rows: the newest `added`
-    event = detector.update(t[-added:], Y[-added:], f[-added:]) if added else None
-    if event: estimator.reset()                       # the detector is disarmed until ...
+    added = estimator.process()
+    if added:
+        t, Y, f = estimator.window.samples(copy=False)
+        event = detector.update(t[-added:], Y[-added:], f[-added:])
+        if event is not None:        # warn with str(event); the detector is now disarmed
+            estimator.reset()        # identify the new payload from post-change samples only
     estimate = estimator.solve()
+    t, Y, f = estimator.window.samples(copy=False)
     detector.set_reference(estimate.theta, estimate.sensor_offset,
-                           residual_sigma(Y_window, f_window, estimate.theta, estimate.sensor_offset))
+                           residual_sigma(Y, f, estimate.theta, estimate.sensor_offset))
 """
 
 from __future__ import annotations

@@ -8,7 +8,13 @@ Subcommands:
   states and efforts (:func:`~inertia_id_ros.links.fit_links`);
 - ``traversaro``: Traversaro et al. 2016's Table I reproduced in simulation
   (:mod:`inertia_id_ros.experiments.traversaro2016`);
-- ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`.
+- ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`;
+- ``replay``: a ROS 2 bag through the node's estimator, update by update in bag time, to CSV, JSON
+  and a PNG report (:mod:`inertia_id_ros.replay`, :mod:`inertia_id_ros.report`);
+- ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
+  directly (no DDS);
+- ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
+  filter parameter file (:mod:`inertia_id_ros.export`).
 
 Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
 :mod:`inertia_id_ros.data`.
@@ -20,12 +26,15 @@ Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
      "sensor_offset": [6],        # fit-payload only: [fx, fy, fz, tx, ty, tz] (N, N m)
      "joints": [{"name", "viscous", "coulomb", "coulomb_velocity", "offset", "armature"}],
                                   # fit-links only
-     "residual_rms": float, "samples": int, "solve_time_s": float}
+     "residual_rms": float, "samples": int, "solve_time_s": float,
+     "updates": [{...}]}           # replay only: one record per update, keys replay.CSV_COLUMNS
 
 SI units; ``theta`` about and in ``frame`` (:mod:`inertia_id_ros.inertia` order), ``com`` in that
 frame, ``inertia_com`` about the COM with that frame's axes (both ``null`` when the mass is not
 positive). fit-payload: one body, ``"payload"`` in the sensor frame; ``residual_rms`` of the wrench
 fit (N and N m rows mixed); recorded ``ddq`` is not used (the estimator differentiates, as live).
+replay: as fit-payload, for the final estimate. record-sim ``--truth-json``: the simulated payload
+(``"method": "truth"``).
 fit-links: one body per identified joint, named and framed by the URDF link it moves (the link's
 frame is the joint's); predicted torque = RNEA(theta) + viscous dq + coulomb s(dq) + offset +
 armature ddq with s = tanh(dq / coulomb_velocity) (sign(dq) if coulomb_velocity is 0);
@@ -55,8 +64,11 @@ from inertia_id_ros.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPI
                                  read_payload_file, with_derivatives)
 from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
                                       SampleRejected)
+from inertia_id_ros.export import (DEFAULT_FILTER_CHAIN, EXPORT_MODES, STANDARD_GRAVITY,
+                                   ExportError, body_json, export_urdf, gravity_compensation_yaml,
+                                   read_body, root_link)
 from inertia_id_ros.friction import JointDrive
-from inertia_id_ros.inertia import check_consistency, inertia_from_theta, inertia_to_msg_order
+from inertia_id_ros.inertia import inertia_from_theta
 from inertia_id_ros.kinematics import SensorKinematics
 from inertia_id_ros.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkModel, fit_links,
                                   torque_error)
@@ -84,19 +96,6 @@ def _load_model(urdf: str) -> pin.Model:
         return load_model(urdf)
     except (FileNotFoundError, ValueError) as e:
         raise InputError(str(e)) from None
-
-
-def _body_json(name: str, frame: str, theta: np.ndarray) -> dict[str, Any]:
-    """The ``bodies`` entry of ``theta`` (10,) about and in ``frame``."""
-    report = check_consistency(theta)
-    com = inertia_com = None
-    if theta[0] > 0:
-        _, c, i = inertia_from_theta(theta)
-        com, inertia_com = c.tolist(), inertia_to_msg_order(i).tolist()
-    return {"name": name, "frame": frame, "mass": float(theta[0]), "com": com,
-            "inertia_com": inertia_com, "theta": np.asarray(theta, dtype=float).tolist(),
-            "fully_consistent": report.fully_consistent,
-            "min_pseudo_inertia_eig": report.min_pseudo_inertia_eig}
 
 
 def _body_lines(body: dict[str, Any]) -> list[str]:
@@ -205,7 +204,7 @@ def _fit_payload(args: argparse.Namespace) -> int:
             raise InputError(f"{recording.source}: no estimate: {e.message}{detail}") from None
         print(f"inertia-id fit-payload: no estimate: {e.message}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
-    body = _body_json("payload", args.sensor_frame, estimate.theta)
+    body = body_json("payload", args.sensor_frame, estimate.theta)
     result = {"method": estimate.method, "bodies": [body],
               "sensor_offset": estimate.sensor_offset.tolist(),
               "residual_rms": estimate.residual_rms, "samples": estimate.n_samples,
@@ -278,7 +277,7 @@ def _fit_links(args: argparse.Namespace) -> int:
     for warning in caught:
         print(f"inertia-id fit-links: warning: {warning.message}", file=sys.stderr)
     errors = torque_error(links, fit.x, data)
-    bodies = [_body_json(link, link, theta)
+    bodies = [body_json(link, link, theta)
               for link, theta in zip(links.link_names, fit.link_parameters)]
     drive = links.drive_parameters(fit.x)
     joint_entries = [{"name": joint, "viscous": drive[joint]["viscous"],
@@ -333,6 +332,155 @@ def _demo(args: argparse.Namespace) -> int:
     from inertia_id_ros.ros.demo import run_demo  # ROS only where needed
 
     return run_demo(motion_sec=args.duration, method=args.method, seed=args.seed)
+
+
+# ---- replay, record-sim --------------------------------------------------------------------
+
+
+def _json_ready(value: Any) -> Any:
+    """NaN -> None (strict JSON)."""
+    return None if isinstance(value, float) and not np.isfinite(value) else value
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from inertia_id_ros.replay import (node_estimator_config, replay_bag, update_record,
+                                       write_csv)
+
+    if not args.update_rate > 0:
+        raise InputError(f"--update-rate must be > 0 Hz, got {args.update_rate}")
+    truth = None if args.truth is None else _read_body(args.truth)
+    try:
+        config = node_estimator_config(args.window_sec, args.method, not args.no_offset,
+                                       args.flip_wrench_sign, args.max_input_rate)
+        replay = replay_bag(args.bag, args.sensor_frame, args.urdf,
+                            args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+                            args.wrench_topic or DEFAULT_WRENCH_TOPIC, args.update_rate, config)
+    except (FileNotFoundError, FrameNotFound, ValueError) as e:
+        if isinstance(e, DataError):
+            raise
+        raise InputError(str(e).strip('"')) from None
+    estimates = replay.estimates
+    if args.csv:
+        _write_output(args.csv, lambda path: write_csv(replay, path))
+    span = replay.updates[-1].time - replay.start_time
+    dropped = f"; dropped {_dropped_text(replay.dropped)}" if replay.dropped else ""
+    lines = [f"replay: {len(replay.updates)} updates at {args.update_rate:g} Hz over {span:.1f} s "
+             f"of {args.bag}, {len(estimates)} with an estimate{dropped}"]
+    final = replay.final
+    if final is None:
+        last = replay.updates[-1]
+        message = f"{args.bag}: no estimate in the replay; last update: {last.message}"
+        if last.status in _DATA_LIMITED:
+            raise InputError(message)
+        print(f"inertia-id replay: {message}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
+    body = body_json("payload", replay.sensor_frame, final.theta)
+    if args.json:
+        records = [{key: _json_ready(value) for key, value in
+                    update_record(update, replay.start_time).items()}
+                   for update in replay.updates]
+        _write_json(args.json, {
+            "method": final.method, "bodies": [body],
+            "sensor_offset": final.sensor_offset.tolist(), "residual_rms": final.residual_rms,
+            "samples": final.n_samples, "solve_time_s": final.solve_time, "source": args.bag,
+            "update_rate_hz": args.update_rate, "window_sec": config.window_sec,
+            "start_time": replay.start_time, "received": replay.received,
+            "dropped": replay.dropped, "updates": records})
+    if args.png:
+        from inertia_id_ros.report import plot_replay
+
+        _write_output(args.png, lambda path: plot_replay(
+            replay, path, None if truth is None else truth.theta))
+    first = estimates[0].time - replay.start_time
+    lines += [f"first estimate after {first:.1f} s; final ({final.method}, {final.n_samples} "
+              f"samples, condition number {final.condition_number:.3g}), in "
+              f"{replay.sensor_frame!r}:", *_body_lines(body),
+              f"  mass std {final.theta_std[0]:.2g} kg"]
+    if truth is not None:
+        com_error = np.linalg.norm(final.com - inertia_from_theta(truth.theta)[1])
+        lines.append(f"  vs truth: mass error {final.mass - truth.theta[0]:+.2g} kg, COM error "
+                     f"{1e3 * com_error:.3g} mm")
+    lines += [f"wrote {path}" for path in (args.csv, args.json, args.png) if path]
+    print("\n".join(lines))
+    return 0
+
+
+def _write_output(path: str, write) -> None:
+    try:
+        write(path)
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _read_body(path: str, name: str | None = None):
+    try:
+        return read_body(path, name)
+    except ExportError as e:
+        raise InputError(str(e)) from None
+
+
+def _record_sim(args: argparse.Namespace) -> int:
+    from inertia_id_ros.replay import record_simulation
+
+    try:
+        sim = record_simulation(args.out, args.duration, args.rate, args.seed, args.storage)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    if args.truth_json:
+        _write_json(args.truth_json, {
+            "method": "truth", "bodies": [body_json("payload", sim.sensor_frame, sim.true_theta)],
+            "sensor_offset": sim.true_offset.tolist()})
+    n = int(round(args.duration * args.rate))
+    print(f"wrote {args.out} ({args.storage}): {args.duration:g} s of the simulated Panda at "
+          f"{args.rate:g} Hz, {n} joint states on {DEFAULT_JOINT_STATES_TOPIC}, {n} wrenches on "
+          f"{DEFAULT_WRENCH_TOPIC} in {sim.sensor_frame!r}, the URDF on /robot_description; "
+          f"payload {sim.true_theta[0]:g} kg"
+          + (f"; truth in {args.truth_json}" if args.truth_json else ""))
+    return 0
+
+
+# ---- export --------------------------------------------------------------------------------
+
+
+def _export(args: argparse.Namespace) -> int:
+    if not args.urdf_out and not args.gravity_yaml:
+        raise InputError("nothing to write: give --urdf-out and/or --gravity-yaml")
+    if args.urdf_out and not (args.urdf and args.link):
+        raise InputError("--urdf-out needs --urdf (the robot) and --link (the link to write)")
+    if not args.urdf_out and (args.link or args.mode != "replace"):
+        raise InputError("--link and --mode only apply to --urdf-out")
+    body = _read_body(args.json, args.body)
+    urdf_xml = None
+    if args.urdf:
+        try:
+            urdf_xml = Path(args.urdf).read_text()
+        except OSError as e:
+            raise InputError(f"cannot read {args.urdf}: {e.strerror or e}") from None
+    lines = []
+    try:
+        if args.urdf_out:
+            theta = export_urdf(args.urdf, args.urdf_out, args.link, body, args.mode)
+            mass, com, _ = inertia_from_theta(theta)
+            lines.append(f"wrote {args.urdf_out}: link {args.link!r} inertial ({args.mode}) "
+                         f"{mass:.4f} kg at [" + ", ".join(f"{1e3 * c:.2f}" for c in com)
+                         + "] mm in the link frame")
+        if args.gravity_yaml:
+            world = args.world_frame or (root_link(urdf_xml) if urdf_xml else None)
+            if world is None:
+                raise InputError("--gravity-yaml needs --world-frame (or --urdf: its root link)")
+            gravity = (_load_model(args.urdf).gravity.linear if urdf_xml
+                       else STANDARD_GRAVITY)
+            text = gravity_compensation_yaml(body, world, gravity, args.node, args.chain)
+            try:
+                Path(args.gravity_yaml).write_text(text)
+            except OSError as e:
+                raise InputError(f"cannot write {args.gravity_yaml}: {e.strerror or e}") from None
+            lines.append(f"wrote {args.gravity_yaml}: gravity compensation of {body.name!r} in "
+                         f"{body.frame!r}, world frame {world!r}")
+    except ExportError as e:
+        raise InputError(str(e)) from None
+    print("\n".join(lines))
+    return 0
 
 
 # ---- parser --------------------------------------------------------------------------------
@@ -408,6 +556,71 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--method", default="lmi", help="identification method (lmi)")
     demo.add_argument("--seed", type=int, default=0, help="seed of trajectory and noise (0)")
     demo.set_defaults(run=_demo)
+
+    replay = sub.add_parser("replay", help="run the node's estimator over a ROS 2 bag, update by "
+                                           "update in bag time; CSV, JSON, PNG report")
+    replay.add_argument("bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    replay.add_argument("--sensor-frame", help="URDF frame of the F/T sensor (default: the "
+                                               "wrenches' frame_id)")
+    replay.add_argument("--urdf", help="URDF file of the robot (default: /robot_description "
+                                       "in the bag)")
+    replay.add_argument("--joint-states-topic",
+                        help=f"sensor_msgs/JointState topic ({DEFAULT_JOINT_STATES_TOPIC})")
+    replay.add_argument("--wrench-topic",
+                        help=f"geometry_msgs/WrenchStamped topic ({DEFAULT_WRENCH_TOPIC})")
+    replay.add_argument("--update-rate", type=float, default=2.0, metavar="HZ",
+                        help="updates (process + solve) per second of bag time (2, the node's "
+                             "update_rate_hz)")
+    replay.add_argument("--window-sec", type=float, default=10.0, metavar="SEC",
+                        help="sliding window (10, the node's window_sec)")
+    replay.add_argument("--method", default="lmi", choices=sorted(METHODS),
+                        help="identification method (lmi)")
+    replay.add_argument("--no-offset", action="store_true",
+                        help="do not estimate the F/T sensor offset")
+    replay.add_argument("--flip-wrench-sign", action="store_true",
+                        help="the sensor reports the wrench the body exerts on it")
+    replay.add_argument("--max-input-rate", type=float, default=1000.0, metavar="HZ",
+                        help="sizes the window's buffers (1000, the node's max_input_rate_hz)")
+    replay.add_argument("--csv", metavar="OUT", help="write every update to OUT (CSV)")
+    replay.add_argument("--json", metavar="OUT", help="write the final estimate and every update "
+                                                      "to OUT (JSON)")
+    replay.add_argument("--png", metavar="OUT", help="write the report to OUT (PNG)")
+    replay.add_argument("--truth", metavar="JSON", help="result JSON of the true payload (e.g. "
+                                                        "record-sim --truth-json), drawn dashed")
+    replay.set_defaults(run=_replay)
+
+    record = sub.add_parser("record-sim", help="write a ROS 2 bag of the simulated Panda "
+                                               "(no DDS) to replay")
+    record.add_argument("out", help="bag to create (a rosbag2 directory; must not exist)")
+    record.add_argument("--duration", type=float, default=20.0, help="seconds of motion (20)")
+    record.add_argument("--rate", type=float, default=1000.0, metavar="HZ",
+                        help="joint-state and wrench rate (1000)")
+    record.add_argument("--seed", type=int, default=0, help="seed of trajectory and noise (0)")
+    record.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"),
+                        help="bag storage (mcap)")
+    record.add_argument("--truth-json", metavar="OUT",
+                        help="write the simulated payload as a result JSON to OUT")
+    record.set_defaults(run=_record_sim)
+
+    export = sub.add_parser("export", help="write an identified body into a new URDF and/or a "
+                                           "gravity-compensation filter parameter file")
+    export.add_argument("--json", required=True, metavar="RESULT",
+                        help="result JSON (fit-payload, fit-links, replay, record-sim)")
+    export.add_argument("--body", help="body of the result to export (default: the only one)")
+    export.add_argument("--urdf", help="URDF of the robot (read only)")
+    export.add_argument("--link", help="link whose <inertial> to write")
+    export.add_argument("--urdf-out", metavar="OUT", help="the new URDF to write")
+    export.add_argument("--mode", default="replace", choices=EXPORT_MODES,
+                        help="replace the link's inertial, or add the body to it (replace)")
+    export.add_argument("--gravity-yaml", metavar="OUT",
+                        help="write control_toolbox GravityCompensationWrench parameters to OUT")
+    export.add_argument("--world-frame", help="world_frame of the filter (default: the URDF's "
+                                              "root link)")
+    export.add_argument("--node", default="/**",
+                        help="node name the parameters are for (/**: any)")
+    export.add_argument("--chain", default=DEFAULT_FILTER_CHAIN,
+                        help=f"filter chain parameter name ({DEFAULT_FILTER_CHAIN})")
+    export.set_defaults(run=_export)
     return parser
 
 

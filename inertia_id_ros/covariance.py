@@ -21,7 +21,8 @@ in :attr:`ParameterCovariance.rank`.
 Constrained estimates (every method but ``ols``: ``J(theta) >= 0``): when the optimum lies on the
 boundary of the PSD cone, ``J(theta)`` has (near-)zero eigenvalues with eigenvectors ``U``; to first
 order the estimate is then the least-squares estimate constrained to ``U^T J(theta) U = 0``, a
-linear constraint ``A x = 0`` (rows ``u_a^T A_i u_b``, :data:`~inertia_id_ros.inertia.PSEUDO_INERTIA_BASIS`).
+linear constraint ``A x = 0`` (rows ``u_a^T A_i u_b``, ``A_i`` the
+:data:`~inertia_id_ros.inertia.PSEUDO_INERTIA_BASIS`).
 Its covariance is ``P Cov(x) P^T`` with ``P = 1 - G^+ A^T (A G^+ A^T)^+ A`` the projection of
 the (``G``-metric) least squares onto the tangent of the active constraints: the directions that
 would leave the cone carry no variance, the others keep theirs. This is local and costs
@@ -53,7 +54,8 @@ BODY_PARAMS = 10
 _INERTIA_INDEX = {(0, 0): 4, (0, 1): 5, (1, 1): 6, (0, 2): 7, (1, 2): 8, (2, 2): 9}
 """``theta`` index of the entry ``(i, j)`` (``i <= j``) of the inertia about the origin."""
 _MSG_ORDER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
-"""Entries of a 3x3 inertia in ``geometry_msgs/Inertia`` order ``[ixx, ixy, ixz, iyy, iyz, izz]``."""
+"""Entries ``(i, j)`` of a 3x3 inertia in ``geometry_msgs/Inertia`` order
+``[ixx, ixy, ixz, iyy, iyz, izz]``."""
 
 
 @dataclass(frozen=True)

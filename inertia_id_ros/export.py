@@ -5,8 +5,9 @@ ros2_control's gravity-compensation filter; the ``bodies`` entries of the result
 :mod:`inertia_id_ros.cli`): :func:`body_json` writes a ``bodies`` entry, :func:`read_body` reads
 one back as an :class:`IdentifiedBody` (``theta`` about and in ``frame``).
 
-**URDF** (:func:`export_urdf`): writes a *new* file in which link ``link``'s ``<inertial>`` holds the
-body (the input file is not touched; a link without ``<inertial>`` gets one). The inertial's origin
+**URDF** (:func:`export_urdf`): writes a *new* file in which link ``link``'s ``<inertial>`` holds
+the body (the input file is not touched; a link without ``<inertial>`` gets one; nothing else in
+the text changes). The inertial's origin
 is the COM with the link frame's axes (``rpy="0 0 0"``), so ``<inertia>`` is the inertia about the
 COM in link axes: the same numbers as ``geometry_msgs/Inertia`` of the estimate, no principal-axis
 ambiguity (order or sign of eigenvectors) and exact round trips. When the body's frame (e.g. the
@@ -177,34 +178,33 @@ def _inertial_xml(theta: np.ndarray, indent: str) -> str:
 @dataclass
 class _LinkSpans:
     """Byte offsets in a URDF of a link: its start tag ``[start, tag_end)`` (``self_closing``:
-    ``<link .../>``), its first child's start (-1: none) and its ``<inertial>``
-    ``[inertial_start, inertial_end)`` (-1: none); ``start == -1``: no such link."""
+    ``<link .../>``), its end tag's start ``end_tag``, its first child's start (-1: none) and its
+    ``<inertial>`` ``[inertial_start, inertial_end)`` (-1: none)."""
 
     start: int = -1
     tag_end: int = -1
     self_closing: bool = False
+    end_tag: int = -1
     first_child: int = -1
     inertial_start: int = -1
     inertial_end: int = -1
 
 
-def _find_link(data: bytes, link: str) -> tuple[_LinkSpans, list[str]]:
-    """Where link ``link`` is in the URDF ``data``, and the names of all links."""
+def _find_link(data: bytes, link: str) -> _LinkSpans:
+    """Where link ``link`` is in the URDF ``data``; :class:`ExportError` if it is not there."""
     parser = expat.ParserCreate()
-    spans, names, stack = _LinkSpans(), [], []
-
-    def in_link() -> bool:  # inside the wanted link, as its direct child
-        return len(stack) == 3 and spans.start >= 0 and spans.inertial_end == -2
+    spans, names, depth = _LinkSpans(), [], [0]
+    inside = [False]  # within the wanted link's element
 
     def start(name: str, attrs: dict[str, str]) -> None:
         position = parser.CurrentByteIndex
-        stack.append(name)
-        if len(stack) == 2 and name == "link":
+        depth[0] += 1
+        if depth[0] == 2 and name == "link":
             names.append(attrs.get("name", "?"))
             if attrs.get("name") == link and spans.start < 0:
                 spans.start, spans.tag_end = position, data.index(b">", position) + 1
-                spans.inertial_end = -2  # marks "inside the wanted link"
-        elif in_link():
+                inside[0] = True
+        elif depth[0] == 3 and inside[0]:  # a child of the wanted link
             if spans.first_child < 0:
                 spans.first_child = position
             if name == "inertial" and spans.inertial_start < 0:
@@ -213,19 +213,21 @@ def _find_link(data: bytes, link: str) -> tuple[_LinkSpans, list[str]]:
     def end(name: str) -> None:
         position = parser.CurrentByteIndex
         closing = data.startswith(b"</", position)  # else a self-closing tag that ends here
-        if in_link() and name == "inertial" and spans.inertial_start >= 0:
+        if depth[0] == 3 and inside[0] and name == "inertial" and spans.inertial_end < 0:
             spans.inertial_end = data.index(b">", position) + 1 if closing else position
-        elif len(stack) == 2 and spans.inertial_end == -2:  # the wanted link ends
-            spans.self_closing = not closing
-            spans.inertial_end = -1
-        stack.pop()
+        elif depth[0] == 2 and inside[0]:
+            spans.self_closing, spans.end_tag = not closing, position
+            inside[0] = False
+        depth[0] -= 1
 
     parser.StartElementHandler, parser.EndElementHandler = start, end
     try:
         parser.Parse(data, True)
     except expat.ExpatError as e:
         raise ExportError(f"the URDF is not valid XML: {e}") from None
-    return spans, names
+    if spans.start < 0:
+        raise ExportError(f"no link {link!r} in the URDF; its links: {', '.join(names)}")
+    return spans
 
 
 def _line_indent(data: bytes, position: int) -> str:
@@ -243,9 +245,7 @@ def with_link_inertial(urdf_xml: str, link: str, theta: np.ndarray,
     if mode not in EXPORT_MODES:
         raise ExportError(f"unknown mode {mode!r}; choose one of {EXPORT_MODES}")
     data = urdf_xml.encode()
-    spans, names = _find_link(data, link)
-    if spans.start < 0:
-        raise ExportError(f"no link {link!r} in the URDF; its links: {', '.join(names)}")
+    spans = _find_link(data, link)
     link_indent = _line_indent(data, spans.start)
     if spans.inertial_start >= 0:
         present = data[spans.inertial_start:spans.inertial_end]
@@ -260,8 +260,10 @@ def with_link_inertial(urdf_xml: str, link: str, theta: np.ndarray,
         opened = data[spans.start:spans.tag_end - 2].rstrip() + b">"
         text += f"\n{link_indent}</link>"
         return (data[:spans.start] + opened + text.encode() + data[spans.tag_end:]).decode()
-    if spans.first_child < 0:  # <link ...></link>: the closing tag on its own line
+    if spans.first_child < 0 and not data[spans.tag_end:spans.end_tag].strip():
+        # <link ...></link> or only whitespace inside: the closing tag on its own line
         text += f"\n{link_indent}"
+        return (data[:spans.tag_end] + text.encode() + data[spans.end_tag:]).decode()
     return (data[:spans.tag_end] + text.encode() + data[spans.tag_end:]).decode()
 
 
@@ -278,6 +280,7 @@ def export_urdf(urdf_path: str | Path, output_path: str | Path, link: str, body:
         urdf_xml = urdf_path.read_text()
     except OSError as e:
         raise ExportError(f"cannot read {urdf_path}: {e.strerror or e}") from None
+    _find_link(urdf_xml.encode(), link)
     theta = body.theta
     if body.frame != link:
         try:
@@ -333,8 +336,8 @@ def gravity_compensation_yaml(body: IdentifiedBody, world_frame: str,
              f"COM in {body.frame!r}.",
              "# control_toolbox control_filters/GravityCompensationWrench: CoG.pos (m) in "
              "sensor_frame, CoG.force = m g (N) in world_frame;",
-             "# it subtracts CoG.force from the reading: negate it for sensors reporting the wrench "
-             "they exert on the load."]
+             "# it subtracts CoG.force from the reading: negate it for sensors reporting the "
+             "wrench they exert on the load."]
     if body.sensor_offset is not None:
         lines.append("# F/T offset identified with it (not part of this filter) [fx, fy, fz, tx, "
                      "ty, tz]: [" + ", ".join(f"{v:.6g}" for v in body.sensor_offset) + "]")

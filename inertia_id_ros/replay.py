@@ -12,11 +12,11 @@ none (:class:`ReplayUpdate`). The estimator's settings are the node's for the sa
 (:func:`node_estimator_config`).
 
 **Record** (:func:`record_simulation`, ``inertia-id record-sim``): a rosbag2 (MCAP or sqlite3)
-written with rosbags (no DDS): the simulated Panda of :class:`~inertia_id_ros.simulation.PayloadSimulator`
-(the one ``inertia-id-sim`` publishes: payload, F/T offset, noise, stamps ``start + k / rate``),
-``sensor_msgs/JointState`` on ``/joint_states`` (positions and velocities of the 7 arm joints),
-``geometry_msgs/WrenchStamped`` on ``/ft_sensor/wrench`` in ``panda_link8``, each logged
-:data:`TRANSPORT_LATENCY` after its stamp, and the URDF on ``/robot_description``
+written with rosbags (no DDS) of the simulated Panda that ``inertia-id-sim`` publishes
+(:class:`~inertia_id_ros.simulation.PayloadSimulator`: payload, F/T offset, noise, stamps
+``start + k / rate``): ``sensor_msgs/JointState`` on ``/joint_states`` (positions and velocities of
+the 7 arm joints), ``geometry_msgs/WrenchStamped`` on ``/ft_sensor/wrench`` in ``panda_link8``,
+each logged :data:`TRANSPORT_LATENCY` after its stamp, and the URDF on ``/robot_description``
 (``std_msgs/String``, once at the start, as ``robot_state_publisher`` latches it).
 """
 

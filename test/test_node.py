@@ -31,6 +31,11 @@ def node_args(**overrides) -> list[str]:
     ({"window_sec": -3.0}, "window_sec"),
     ({"urdf_path": "/nonexistent/robot.urdf"}, "urdf_path"),
     ({"method": "magic"}, "method"),
+    ({"mode": "magic"}, "mode"),
+    ({"mode": "links"}, "joints"),                                  # no joints, no chain config
+    ({"mode": "links", "joints": "[panda_joint1, nope]"}, "joints"),
+    ({"mode": "links", "chain_config": "/nonexistent/chain.yaml"}, "chain_config"),
+    ({"mode": "links", "joints": "[panda_joint1]", "prior_weight": -1.0}, "prior_weight"),
 ])
 def test_bad_startup_parameters_exit_nonzero_naming_the_parameter(launch, overrides, parameter):
     node = launch("inertia-id-node", "inertia_id_ros.ros.node", *node_args(**overrides))

@@ -98,8 +98,9 @@ PARAMETERS: tuple[_Param, ...] = (
            "Links mode: the chain's joints (each moves one link to identify; the robot's other "
            "joints are locked). Default: chain_config's joints; required without it."),
     _Param("chain_config", "",
-           "Links mode: path of a chain configuration YAML (inertia_id_ros.actuators.ChainConfig, "
-           "e.g. config/go1_front_left_leg.yaml): the URDF unless urdf_path/robot_description is "
+           "Links mode: path (absolute, or relative to the working directory) of a chain "
+           "configuration YAML (inertia_id_ros.actuators.ChainConfig, e.g. "
+           "config/go1_front_left_leg.yaml): the URDF unless urdf_path/robot_description is "
            "given, the joints unless 'joints' is, locked positions, the drive terms to estimate, "
            "gear ratios, rotor inertias (armature priors) and effort scaling (torque constants)."),
     _Param("prior_weight", DEFAULT_PRIOR_WEIGHT,
@@ -309,9 +310,7 @@ def _link_model(node: InertiaIdNode) -> LinkModel:
     try:
         return LinkModel.from_model(robot, joints, chain.locked_positions if chain else None,
                                     drives)
-    except JointNotFound as error:
-        raise StartupError(f"parameter 'joints': {error}") from error
-    except ValueError as error:  # a joint with more than one degree of freedom
+    except (JointNotFound, ValueError) as error:  # unknown, or not a 1-DoF joint
         raise StartupError(f"parameter 'joints': {error}") from error
 
 

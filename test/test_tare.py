@@ -1,0 +1,152 @@
+"""Tare of the F/T offset and its reconciliation with the joint estimate, on simulated data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inertia_id_ros.estimator import EstimateUnavailable, PayloadEstimator
+from inertia_id_ros.inertia import check_consistency, inertia_from_theta
+from inertia_id_ros.simulation import PANDA_HOME, PayloadSimulator
+from inertia_id_ros.solvers import Problem, ProblemError, solve
+from inertia_id_ros.tare import DEFAULT_OFFSET_DRIFT_RATE, Tare, tare_from_window, tare_offset, with_tare
+
+T0 = 1000.0  # s, first stamp
+
+
+def feed(estimator: PayloadEstimator, sim: PayloadSimulator, start: float, seconds: float,
+         rate: float, seed: int = 0) -> None:
+    """``seconds`` of joint states and wrenches from ``start`` (s after T0), then process."""
+    rng = np.random.default_rng(seed)
+    t = start + np.arange(int(round(seconds * rate))) / rate
+    q, dq, wrench = sim.measure(t, rng)
+    for i in range(t.size):
+        estimator.add_joint_state(T0 + t[i], sim.joint_names, q[i], dq[i])
+        estimator.add_wrench(T0 + t[i], wrench[i], sim.sensor_frame)
+    estimator.process()
+
+
+def removed_payload_recording(sim: PayloadSimulator, seconds: float, rate: float,
+                              seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Stamps and wrenches of the sensor without a payload: its offset and noise."""
+    rng = np.random.default_rng(seed)
+    t = T0 + np.arange(int(round(seconds * rate))) / rate
+    return t, sim.true_offset + rng.normal(size=(t.size, 6)) * sim.wrench_noise_std
+
+
+def turn_joint_7(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """From the home pose (flange down), only joint 7 turns, about the vertical: gravity stays
+    fixed in the sensor frame, so the data cannot tell the offset from the weight."""
+    t = np.atleast_1d(t)
+    q = np.tile(PANDA_HOME, (t.size, 1))
+    dq, ddq = np.zeros_like(q), np.zeros_like(q)
+    q[:, 6] += 1.5 * np.sin(0.8 * t)
+    dq[:, 6] = 1.2 * np.cos(0.8 * t)
+    ddq[:, 6] = -0.96 * np.sin(0.8 * t)
+    return q, dq, ddq
+
+
+def test_a_tare_without_payload_is_the_mean_wrench():
+    sim = PayloadSimulator.panda()
+    t, f = removed_payload_recording(sim, 1.0, 1000.0)
+    tare = tare_offset(t, f)
+    assert tare.n_samples == 1000 and tare.t == t[-1]
+    assert np.array_equal(tare.theta_known, np.zeros(10))
+    assert np.allclose(tare.noise_std, sim.wrench_noise_std, rtol=0.1)
+    assert np.allclose(tare.offset_std, sim.wrench_noise_std / np.sqrt(1000), rtol=0.1)
+    assert np.all(np.abs(tare.offset - sim.true_offset) < 4 * tare.offset_std)
+
+
+def test_a_tare_with_a_known_payload_while_moving():
+    sim = PayloadSimulator.panda()
+    estimator = PayloadEstimator(sim.kinematics)  # 16 columns: the offset's are ignored
+    feed(estimator, sim, 0.0, 2.0, 500.0)
+    tare = tare_from_window(estimator.window, sim.true_theta)
+    assert tare.n_samples == len(estimator.window)
+    assert np.linalg.norm(tare.offset[:3] - sim.true_offset[:3]) < 0.02
+    assert np.linalg.norm(tare.offset[3:] - sim.true_offset[3:]) < 1e-3
+    assert np.all(tare.noise_std < 1.2 * sim.wrench_noise_std)  # little model error
+    wrong = tare_from_window(estimator.window, 1.1 * sim.true_theta)  # a 10 % heavier guess
+    assert np.linalg.norm(wrong.offset[:3] - sim.true_offset[:3]) > 0.5
+
+
+def test_a_fresh_tare_identifies_the_mass_from_a_motion_without_tilt():
+    sim = PayloadSimulator.panda(trajectory=turn_joint_7)
+    tare = tare_offset(*removed_payload_recording(sim, 1.0, 1000.0))  # then the payload goes on
+    estimator = PayloadEstimator(sim.kinematics)
+    feed(estimator, sim, 5.0, 10.0, 200.0)
+    with pytest.raises(EstimateUnavailable, match="offset_not_identifiable"):
+        estimator.solve()
+    now = estimator.window.t_last
+    problem = estimator.window.problem()
+    mass, com, _ = inertia_from_theta(sim.true_theta)
+    untared = solve(problem, "lmi").x
+    assert abs(untared[0] - mass) > 0.05 * mass  # weight and offset confused
+    x = solve(with_tare(problem, tare, now), "lmi").x
+    assert check_consistency(x[:10]).fully_consistent
+    assert abs(x[0] - mass) < 0.005 * mass
+    assert np.linalg.norm(inertia_from_theta(x[:10])[1][:2] - com[:2]) < 0.002  # cz: no info
+    assert np.linalg.norm(x[10:13] - sim.true_offset[:3]) < 0.1
+
+
+def test_an_old_tare_yields_to_data_that_identify_the_offset():
+    """The offset drifted by 0.3 N since a tare 10 minutes ago; the exciting motion identifies
+    the offset. Weighted by its age the tare barely counts; weighted as if fresh it biases."""
+    drift = np.array([0.3, -0.2, 0.1, 0.0, 0.0, 0.0])
+    before = PayloadSimulator.panda()
+    tare = tare_offset(*removed_payload_recording(before, 1.0, 1000.0))
+    sim = PayloadSimulator.panda(offset=before.true_offset + drift)
+    estimator = PayloadEstimator(sim.kinematics)
+    feed(estimator, sim, 600.0, 10.0, 200.0)
+    now = estimator.window.t_last
+    age = now - tare.t  # about 10 min
+    assert np.allclose(tare.offset_std_at(now),
+                       np.hypot(tare.offset_std, DEFAULT_OFFSET_DRIFT_RATE * age))
+    problem = estimator.window.problem()
+    mass = sim.true_theta[0]
+    aged = solve(with_tare(problem, tare, now), "lmi").x
+    assert np.linalg.norm(aged[10:13] - sim.true_offset[:3]) < 0.05
+    assert abs(aged[0] - mass) < 0.005 * mass
+    as_if_fresh = solve(with_tare(problem, tare, tare.t), "lmi").x
+    assert np.linalg.norm(as_if_fresh[10:13] - sim.true_offset[:3]) > 0.1
+
+
+def test_with_tare_keeps_a_prior_on_theta_and_checks_the_problem():
+    tare = Tare(offset=np.arange(6.0), offset_std=np.full(6, 0.01), noise_std=np.full(6, 0.1),
+                n_samples=100, t=10.0, theta_known=np.zeros(10))
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(60, 16))
+    problem = Problem.from_regressor(Y, rng.normal(size=60), n_bodies=1)
+    tared = with_tare(problem, tare, 10.0, drift_rate=np.zeros(6))
+    assert np.array_equal(tared.prior[10:], tare.offset) and not tared.prior[:10].any()
+    assert np.allclose(tared.prior_weight[10:], 100.0) and not tared.prior_weight[:10].any()
+    assert np.allclose(with_tare(problem, tare, 20.0, sigma=np.full(6, 0.2),
+                                 drift_rate=np.full(6, 0.001)).prior_weight[10:], 200.0)
+    cad = Problem.from_regressor(Y, rng.normal(size=60), n_bodies=1,
+                                 prior=np.r_[np.ones(10), np.zeros(6)],
+                                 prior_weight=np.r_[np.full(10, 3.0), np.zeros(6)])
+    combined = with_tare(cad, tare, 10.0)
+    assert np.array_equal(combined.prior[:10], np.ones(10))
+    assert np.allclose(np.diag(combined.prior_weight), np.r_[np.full(10, 3.0), np.full(6, 100.0)])
+    with pytest.raises(ProblemError, match="already weights the F/T offset"):
+        with_tare(combined, tare, 10.0)
+    with pytest.raises(ProblemError, match="estimate_offset=True"):
+        with_tare(Problem.from_regressor(Y[:, :10], rng.normal(size=60), n_bodies=1), tare, 10.0)
+    with pytest.raises(ValueError, match="sigma"):
+        with_tare(problem, tare, 10.0, sigma=np.zeros(6))
+
+
+def test_invalid_recordings_are_rejected():
+    t, f = np.arange(5.0), np.zeros((5, 6))
+    with pytest.raises(ValueError, match="f \\(N, 6\\)"):
+        tare_offset(t, f[:, :3])
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        tare_offset(t[:1], f[:1])
+    with pytest.raises(ValueError, match="non-finite"):
+        tare_offset(t, np.full((5, 6), np.nan))
+    with pytest.raises(ValueError, match="needs its regressor rows"):
+        tare_offset(t, f, theta_known=np.ones(10))
+    with pytest.raises(ValueError, match="theta_known"):
+        tare_offset(t, f, np.zeros((5, 6, 10)), theta_known=np.ones(9))
+    with pytest.raises(ValueError, match="regressor rows Y"):
+        tare_offset(t, f, np.zeros((5, 6, 4)), theta_known=np.ones(10))
