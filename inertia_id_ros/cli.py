@@ -52,6 +52,7 @@ import argparse
 import json
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +66,8 @@ from inertia_id_ros.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPI
 from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
                                       SampleRejected)
 from inertia_id_ros.export import (DEFAULT_FILTER_CHAIN, EXPORT_MODES, STANDARD_GRAVITY,
-                                   ExportError, body_json, export_urdf, gravity_compensation_yaml,
-                                   read_body, root_link)
+                                   ExportError, IdentifiedBody, body_json, export_urdf,
+                                   gravity_compensation_yaml, read_body, root_link)
 from inertia_id_ros.friction import JointDrive
 from inertia_id_ros.inertia import inertia_from_theta
 from inertia_id_ros.kinematics import SensorKinematics
@@ -355,21 +356,18 @@ def _replay(args: argparse.Namespace) -> int:
         replay = replay_bag(args.bag, args.sensor_frame, args.urdf,
                             args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
                             args.wrench_topic or DEFAULT_WRENCH_TOPIC, args.update_rate, config)
-    except (FileNotFoundError, FrameNotFound, ValueError) as e:
-        if isinstance(e, DataError):
-            raise
-        raise InputError(str(e).strip('"')) from None
-    estimates = replay.estimates
+    except DataError:
+        raise
+    except (OSError, FrameNotFound, ValueError) as e:  # URDF, sensor frame, settings
+        raise InputError(str(e)) from None
     if args.csv:
         _write_output(args.csv, lambda path: write_csv(replay, path))
-    span = replay.updates[-1].time - replay.start_time
-    dropped = f"; dropped {_dropped_text(replay.dropped)}" if replay.dropped else ""
-    lines = [f"replay: {len(replay.updates)} updates at {args.update_rate:g} Hz over {span:.1f} s "
-             f"of {args.bag}, {len(estimates)} with an estimate{dropped}"]
+    dropped = _dropped_text(replay.dropped)
     final = replay.final
     if final is None:
         last = replay.updates[-1]
-        message = f"{args.bag}: no estimate in the replay; last update: {last.message}"
+        message = (f"{args.bag}: no estimate in the replay; last update: {last.message}"
+                   + (f" (samples dropped: {dropped})" if dropped else ""))
         if last.status in _DATA_LIMITED:
             raise InputError(message)
         print(f"inertia-id replay: {message}", file=sys.stderr)
@@ -391,8 +389,13 @@ def _replay(args: argparse.Namespace) -> int:
 
         _write_output(args.png, lambda path: plot_replay(
             replay, path, None if truth is None else truth.theta))
+    estimates = replay.estimates
+    span = replay.updates[-1].time - replay.start_time
     first = estimates[0].time - replay.start_time
-    lines += [f"first estimate after {first:.1f} s; final ({final.method}, {final.n_samples} "
+    lines = [f"replay: {len(replay.updates)} updates at {args.update_rate:g} Hz over {span:.1f} s "
+             f"of {args.bag}, {len(estimates)} with an estimate"
+             + (f"; dropped {dropped}" if dropped else ""),
+             f"first estimate after {first:.1f} s; final ({final.method}, {final.n_samples} "
               f"samples, condition number {final.condition_number:.3g}), in "
               f"{replay.sensor_frame!r}:", *_body_lines(body),
               f"  mass std {final.theta_std[0]:.2g} kg"]
@@ -405,14 +408,14 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_output(path: str, write) -> None:
+def _write_output(path: str, write: Callable[[str], None]) -> None:
     try:
         write(path)
     except OSError as e:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
 
 
-def _read_body(path: str, name: str | None = None):
+def _read_body(path: str, name: str | None = None) -> IdentifiedBody:
     try:
         return read_body(path, name)
     except ExportError as e:
@@ -458,6 +461,10 @@ def _export(args: argparse.Namespace) -> int:
             raise InputError(f"cannot read {args.urdf}: {e.strerror or e}") from None
     lines = []
     try:
+        world = args.world_frame or (root_link(urdf_xml) if urdf_xml and args.gravity_yaml
+                                     else None)
+        if args.gravity_yaml and world is None:
+            raise InputError("--gravity-yaml needs --world-frame (or --urdf: its root link)")
         if args.urdf_out:
             theta = export_urdf(args.urdf, args.urdf_out, args.link, body, args.mode)
             mass, com, _ = inertia_from_theta(theta)
@@ -465,9 +472,6 @@ def _export(args: argparse.Namespace) -> int:
                          f"{mass:.4f} kg at [" + ", ".join(f"{1e3 * c:.2f}" for c in com)
                          + "] mm in the link frame")
         if args.gravity_yaml:
-            world = args.world_frame or (root_link(urdf_xml) if urdf_xml else None)
-            if world is None:
-                raise InputError("--gravity-yaml needs --world-frame (or --urdf: its root link)")
             gravity = (_load_model(args.urdf).gravity.linear if urdf_xml
                        else STANDARD_GRAVITY)
             text = gravity_compensation_yaml(body, world, gravity, args.node, args.chain)

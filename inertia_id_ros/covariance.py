@@ -142,13 +142,13 @@ def active_constraint_rows(theta: np.ndarray,
     return np.array(rows).reshape(-1, BODY_PARAMS)
 
 
-def _pinv_psd(matrix: np.ndarray, rcond: float) -> tuple[np.ndarray, int]:
+def _pinv_psd(matrix: np.ndarray, rcond: float) -> tuple[np.ndarray, int, np.ndarray]:
     """Pseudo-inverse of a symmetric PSD matrix on the span of its eigenvalues above ``rcond``
-    times the largest, and that span's dimension."""
+    times the largest, that span's dimension, and the eigenvalues (ascending)."""
     eigenvalues, vectors = np.linalg.eigh(0.5 * (matrix + matrix.T))
     keep = eigenvalues > rcond * max(eigenvalues[-1], 0.0)
     kept = vectors[:, keep]
-    return (kept / eigenvalues[keep]) @ kept.T, int(keep.sum())
+    return (kept / eigenvalues[keep]) @ kept.T, int(keep.sum()), eigenvalues
 
 
 def parameter_covariance(channels: ChannelNormalEquations, x: np.ndarray, n_bodies: int = 1,
@@ -168,10 +168,9 @@ def parameter_covariance(channels: ChannelNormalEquations, x: np.ndarray, n_bodi
     diagonal = np.diag(gram)
     scale = 1.0 / np.sqrt(np.where(diagonal > 0, diagonal, 1.0))  # D
     scaled_gram = scale[:, None] * gram * scale
-    inverse, rank = _pinv_psd(scaled_gram, rcond)  # (D G D)^+
+    inverse, rank, eigenvalues = _pinv_psd(scaled_gram, rcond)  # (D G D)^+
     meat = np.tensordot(variance, channels.gram, axes=1)
     covariance = inverse @ (scale[:, None] * meat * scale) @ inverse  # scaled coordinates
-    eigenvalues = np.linalg.eigvalsh(scaled_gram)
     condition = (float(np.sqrt(eigenvalues[-1] / eigenvalues[0])) if eigenvalues[0] > 0
                  else float("inf"))
     n_active = 0
@@ -186,8 +185,9 @@ def parameter_covariance(channels: ChannelNormalEquations, x: np.ndarray, n_bodi
                 blocks.append(padded)
         if blocks:
             a = np.vstack(blocks) * scale  # constraint rows in scaled coordinates
-            a /= np.linalg.norm(a, axis=1, keepdims=True)
-            gain, n_active = _pinv_psd(a @ inverse @ a.T, 1e-9)
+            norms = np.linalg.norm(a, axis=1)
+            a = a[norms > 0] / norms[norms > 0, None]
+            gain, n_active, _ = _pinv_psd(a @ inverse @ a.T, 1e-9)
             projection = np.eye(p) - inverse @ a.T @ gain @ a
             covariance = projection @ covariance @ projection.T
     matrix = scale[:, None] * covariance * scale

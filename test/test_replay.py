@@ -167,6 +167,7 @@ def test_bad_replay_and_record_input_exit_2_with_one_line(capsys, recording, tmp
         (["replay", tmp_path / "missing"], "no such bag"),
         (["replay", bag, "--update-rate", 0], "--update-rate"),
         (["replay", bag, "--sensor-frame", "no_frame"], "no_frame"),
+        (["replay", bag, "--sensor-frame", "panda_link7"], "2400 wrong_frame"),
         (["replay", bag, "--wrench-topic", "/nothing"], "no topic '/nothing'"),
         (["replay", bag, "--urdf", tmp_path / "none.urdf"], "none.urdf"),
         (["replay", bag, "--truth", tmp_path / "none.json"], "cannot read"),
