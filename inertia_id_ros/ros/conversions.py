@@ -98,7 +98,7 @@ def msg_to_theta(msg: InertialParameters) -> np.ndarray:
 
 
 def drive_to_msg(joint: str, drive: DriveParameters) -> JointDriveParameters:
-    """A ``JointDriveParameters`` of joint ``joint`` (SI units of :mod:`inertia_id_ros.friction`)."""
+    """A ``JointDriveParameters`` for ``joint`` (SI units of :mod:`inertia_id_ros.friction`)."""
     return JointDriveParameters(name=joint, viscous=float(drive.viscous),
                                 coulomb=float(drive.coulomb),
                                 coulomb_velocity=float(drive.coulomb_velocity),
