@@ -58,6 +58,15 @@ class EstimateUnavailable(RuntimeError):
         super().__init__(f"{reason}: {message}")
 
 
+def window_capacities(window_sec: float, max_input_rate_hz: float) -> dict[str, int]:
+    """Buffer sizes for a window of ``window_sec`` (s) of inputs arriving at up to
+    ``max_input_rate_hz`` (Hz): ``window_capacity`` 1.1 x window_sec x rate samples (at least
+    1000) and ``joint_buffer_capacity`` a tenth of it (at least 10000)."""
+    samples = int(1.1 * window_sec * max_input_rate_hz)
+    return {"window_capacity": max(samples, 1000),
+            "joint_buffer_capacity": max(samples // 10, 10000)}
+
+
 @dataclass
 class OnlineEstimatorConfig:
     """Settings shared by the online estimators (:class:`PayloadEstimator`,

@@ -55,14 +55,10 @@ OFFSET_NAMES = ("fx", "fy", "fz", "tx", "ty", "tz")
 def node_estimator_config(window_sec: float = 10.0, method: str = "lmi",
                           estimate_offset: bool = True, flip_wrench_sign: bool = False,
                           max_input_rate_hz: float = 1000.0) -> EstimatorConfig:
-    """The :class:`EstimatorConfig` the node builds from its parameters of the same names (window
-    capacity ``1.1 window_sec max_input_rate_hz`` samples, at least 1000; joint buffer a tenth,
-    at least 10000)."""
-    samples = int(1.1 * window_sec * max_input_rate_hz)
-    return EstimatorConfig(window_sec=window_sec, window_capacity=max(samples, 1000),
-                           joint_buffer_capacity=max(samples // 10, 10000), method=method,
-                           estimate_offset=estimate_offset,
-                           wrench_sign=-1.0 if flip_wrench_sign else 1.0)
+    """The :class:`EstimatorConfig` the node builds from its parameters of the same names."""
+    return EstimatorConfig(window_sec=window_sec, method=method, estimate_offset=estimate_offset,
+                           wrench_sign=-1.0 if flip_wrench_sign else 1.0,
+                           **window_capacities(window_sec, max_input_rate_hz))
 
 
 @dataclass(frozen=True)

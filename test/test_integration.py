@@ -13,6 +13,8 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+    from visualization_msgs.msg import Marker, MarkerArray
+
     from inertia_id_ros.msg import InertialParameters
     from inertia_id_ros.ros.conversions import wrench_to_array
     from inertia_id_ros.srv import Identify
@@ -26,9 +28,11 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
     peer = rclpy.create_node("inertia_id_integration_client")
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
-    received: dict[str, list] = {"truth": [], "estimates": []}
+    received: dict[str, list] = {"truth": [], "estimates": [], "markers": []}
     peer.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
                              received["truth"].append, latched)
+    peer.create_subscription(MarkerArray, "/inertia_id/markers", received["markers"].append,
+                             latched)
     peer.create_subscription(InertialParameters, "/inertia_id/estimate",
                              received["estimates"].append, latched)
     client = peer.create_client(Identify, "/inertia_id/identify")
@@ -55,6 +59,9 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
                         - wrench_to_array(received["truth"][-1].sensor_offset))
         assert np.linalg.norm(offset_error[:3]) < 0.2
         assert response.estimate.header.frame_id == "panda_link8"
+        markers = received["markers"][-1].markers
+        assert {m.type for m in markers} == {Marker.SPHERE, Marker.TEXT_VIEW_FACING}
+        assert all(m.header.frame_id == "panda_link8" for m in markers)
         assert response.estimate.num_samples > 0.9 * motion * 1000
     finally:
         peer.destroy_node()

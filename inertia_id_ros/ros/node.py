@@ -34,10 +34,11 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from visualization_msgs.msg import MarkerArray
 
 from inertia_id_ros.actuators import ActuatorConfig, ChainConfig, ConfigError
 from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
-                                      SampleRejected)
+                                      SampleRejected, window_capacities)
 from inertia_id_ros.friction import DRIVE_TERMS
 from inertia_id_ros.inertia import check_consistency
 from inertia_id_ros.kinematics import SensorKinematics
@@ -46,6 +47,7 @@ from inertia_id_ros.links import DEFAULT_PRIOR_WEIGHT, LinkModel
 from inertia_id_ros.robots import FrameNotFound, JointNotFound, load_model
 from inertia_id_ros.ros.conversions import (estimate_to_msg, link_estimate_to_msg,
                                             stamp_to_seconds, wrench_to_array)
+from inertia_id_ros.ros.markers import estimate_markers
 from inertia_id_ros.solvers import METHODS
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray
 from inertia_id_ros.srv import Identify
@@ -188,6 +190,7 @@ class _PayloadMode(_Mode):
         self._sensor_frame = self.hardware_id = sensor_frame
         self._body_name = node.param("body_name")
         self._publisher = node.create_publisher(InertialParameters, "~/estimate", _latched())
+        self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
         node.create_subscription(JointState, node.param("joint_states_topic"),
                                  self._on_joint_state, sensor_qos)
         node.create_subscription(WrenchStamped, node.param("wrench_topic"), self._on_wrench,
@@ -220,6 +223,7 @@ class _PayloadMode(_Mode):
 
     def publish(self, msg: InertialParameters) -> None:
         self._publisher.publish(msg)
+        self._markers.publish(estimate_markers(msg))
 
     def respond(self, response: Identify.Response, msg: InertialParameters) -> None:
         response.estimate = msg
@@ -240,6 +244,7 @@ class _LinksMode(_Mode):
         self.estimator = LinkEstimator(link_model, config)
         self.hardware_id = ",".join(link_model.joint_names)
         self._publisher = node.create_publisher(InertialParametersArray, "~/links", _latched())
+        self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
         node.create_subscription(JointState, node.param("joint_states_topic"),
                                  self._on_joint_state, sensor_qos)
         self._warn_dropped = node.warn_dropped
@@ -268,6 +273,10 @@ class _LinksMode(_Mode):
 
     def publish(self, msg: InertialParametersArray) -> None:
         self._publisher.publish(msg)
+        markers = MarkerArray()
+        for body in msg.bodies:  # one namespace per link: marker ids restart in each
+            markers.markers += estimate_markers(body, ns=f"inertia_id/{body.body_name}").markers
+        self._markers.publish(markers)
 
     def respond(self, response: Identify.Response, msg: InertialParametersArray) -> None:
         response.links = msg
@@ -385,11 +394,9 @@ class InertiaIdNode(Node):
 
     def window_settings(self) -> dict[str, Any]:
         """The estimator settings both modes take from the node's parameters."""
-        samples = int(1.1 * float(self.param("window_sec")) * float(self.param("max_input_rate_hz")))
-        return {"window_sec": float(self.param("window_sec")),
-                "window_capacity": max(samples, 1000),
-                "joint_buffer_capacity": max(samples // 10, 10000),
-                "method": self.param("method")}
+        window_sec = float(self.param("window_sec"))
+        return {"window_sec": window_sec, "method": self.param("method"),
+                **window_capacities(window_sec, float(self.param("max_input_rate_hz")))}
 
     def _check_common_parameters(self) -> None:
         for name in ("window_sec", "update_rate_hz", "warning_period_sec", "max_input_rate_hz"):
