@@ -167,8 +167,8 @@ def main() -> int:
     def row(quantity: str, value: str, target: str = "") -> None:
         print(f"{quantity:<46}{value:>24}  {target}")
 
-    print(f"\nsoak: {args.duration:.0f} s at {RATE_HZ:.0f} Hz per input, window {args.window:.0f} s, "
-          f"{args.update_rate:.0f} updates/s, method {args.method}")
+    print(f"\nsoak: {args.duration:.0f} s at {RATE_HZ:.0f} Hz per input, window "
+          f"{args.window:.0f} s, {args.update_rate:.0f} updates/s, method {args.method}")
     row("quantity", "value", "target")
     row("node RSS idle / first estimate (MB)", f"{rss_idle:.1f} / {mb[0]:.1f}")
     row(f"node RSS at {args.warm:.0f} s / end (MB)", f"{mb[warm][0]:.1f} / {rss_end:.1f}")

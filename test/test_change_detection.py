@@ -203,7 +203,8 @@ def heavier_payload() -> np.ndarray:
 
 def light_payload() -> np.ndarray:
     """What stays after releasing the part: 0.4 kg, 10 x 6 x 8 cm, COM at (0, 1, 4) cm."""
-    return theta_from_inertia(0.4, np.array([0.0, 0.01, 0.04]), box_inertia(0.4, (0.10, 0.06, 0.08)))
+    return theta_from_inertia(0.4, np.array([0.0, 0.01, 0.04]),
+                              box_inertia(0.4, (0.10, 0.06, 0.08)))
 
 
 @pytest.mark.parametrize("new_payload", [heavier_payload, light_payload],

@@ -13,6 +13,7 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+    from diagnostic_msgs.msg import DiagnosticArray
     from visualization_msgs.msg import Marker, MarkerArray
 
     from inertia_id_ros.msg import InertialParameters
@@ -33,6 +34,11 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
                              received["truth"].append, latched)
     peer.create_subscription(MarkerArray, "/inertia_id/markers", received["markers"].append,
                              latched)
+    diagnostics: list[dict[str, str]] = []
+    peer.create_subscription(
+        DiagnosticArray, "/diagnostics",
+        lambda msg: diagnostics.extend({kv.key: kv.value for kv in s.values} | {"": s.message}
+                                       for s in msg.status if s.name.startswith("inertia_id")), 10)
     peer.create_subscription(InertialParameters, "/inertia_id/estimate",
                              received["estimates"].append, latched)
     client = peer.create_client(Identify, "/inertia_id/identify")
@@ -62,6 +68,11 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
         markers = received["markers"][-1].markers
         assert {m.type for m in markers} == {Marker.SPHERE, Marker.TEXT_VIEW_FACING}
         assert all(m.header.frame_id == "panda_link8" for m in markers)
+        moving = [d for d in diagnostics if "excitation" in d and "rate_hz.wrench" in d]
+        assert moving, diagnostics[-3:]
+        assert max(float(d["rate_hz.wrench"]) for d in moving) > 500.0
+        assert float(moving[-1]["condition_number"]) > 1.0
+        assert "relative_std.Ixx" in moving[-1]
         assert response.estimate.num_samples > 0.9 * motion * 1000
     finally:
         peer.destroy_node()

@@ -9,7 +9,8 @@ from inertia_id_ros.estimator import EstimateUnavailable, PayloadEstimator
 from inertia_id_ros.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.simulation import PANDA_HOME, PayloadSimulator
 from inertia_id_ros.solvers import Problem, ProblemError, solve
-from inertia_id_ros.tare import DEFAULT_OFFSET_DRIFT_RATE, Tare, tare_from_window, tare_offset, with_tare
+from inertia_id_ros.tare import (DEFAULT_OFFSET_DRIFT_RATE, Tare, tare_from_window, tare_offset,
+                                 with_tare)
 
 T0 = 1000.0  # s, first stamp
 

@@ -39,6 +39,7 @@ from visualization_msgs.msg import MarkerArray
 from inertia_id_ros.actuators import ActuatorConfig, ChainConfig, ConfigError
 from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
                                       SampleRejected, window_capacities)
+from inertia_id_ros.excitation import excitation_report
 from inertia_id_ros.friction import DRIVE_TERMS
 from inertia_id_ros.inertia import check_consistency
 from inertia_id_ros.kinematics import SensorKinematics
@@ -134,6 +135,8 @@ class _Result:
     solve_time: float
     summary: str
     diagnostics: dict[str, Any]
+    advice: str = ""
+    """When not empty, what the operator should do (the data do not yet determine everything)."""
 
 
 class _Mode:
@@ -218,8 +221,14 @@ class _PayloadMode(_Mode):
         _check_consistent({self._body_name: estimate.theta})
         summary = (f"{estimate.method}: m = {estimate.mass:.4f} kg from {estimate.n_samples} "
                    f"samples, residual RMS {estimate.residual_rms:.4g}")
+        excitation = excitation_report(estimate.theta, estimate.covariance)
+        diagnostics = {"excitation": excitation.message,
+                       "condition_number": f"{estimate.condition_number:.4g}",
+                       **{f"relative_std.{name}": f"{value:.3g}"
+                          for name, value in excitation.relative_std.items()}}
         return _Result(estimate_to_msg(estimate, self._sensor_frame, self._body_name),
-                       estimate.solve_time, summary, {})
+                       estimate.solve_time, summary, diagnostics,
+                       "" if excitation.well_excited else excitation.message)
 
     def publish(self, msg: InertialParameters) -> None:
         self._publisher.publish(msg)
@@ -349,6 +358,9 @@ class InertiaIdNode(Node):
         self._estimator = self._mode.estimator
         self._last_warning: dict[str, float] = {}
         self._last: _Result | None = None
+        self._problem: tuple[int, str] | None = None
+        """(diagnostic level, why) the latest update gave no estimate; None when it gave one."""
+        self._rate_counts: tuple[float, dict[str, int]] = (time.monotonic(), {})
         self.published = 0
         self._drops_reported: dict[str, int] = {}
         self.timing: dict[str, float] = {}
@@ -461,14 +473,18 @@ class InertiaIdNode(Node):
             next_time += 1.0 / float(self.param("update_rate_hz"))
             try:
                 result = self._solve()
+                self._problem = None
             except EstimateUnavailable as why:
+                self._problem = (DiagnosticStatus.WARN, f"no estimate ({why.reason}): {why.message}")
                 if why.reason == "too_few_samples":  # normal while the window fills
                     self.get_logger().info(f"waiting for data: {why.message}",
                                            throttle_duration_sec=10.0)
                 else:
                     self._warn(why.reason, f"no estimate ({why.reason}): {why.message}")
             except Exception as error:  # a solver failure keeps the last estimate
-                self._warn("solver_error", f"solve failed, keeping the last estimate: {error!r}")
+                why = f"solve failed, keeping the last estimate: {error!r}"
+                self._problem = (DiagnosticStatus.ERROR, why)
+                self._warn("solver_error", why)
             else:
                 self._last = result
                 self._mode.publish(result.msg)
@@ -480,8 +496,13 @@ class InertiaIdNode(Node):
     def _publish_diagnostics(self) -> None:
         stats = self._estimator.stats()
         status = DiagnosticStatus(name="inertia_id: inputs", hardware_id=self._mode.hardware_id)
-        status.level = DiagnosticStatus.OK if self._last else DiagnosticStatus.WARN
-        status.message = "estimating" if self._last else "waiting for an estimate"
+        if self._problem is not None:
+            status.level, status.message = self._problem
+        elif self._last is not None and self._last.advice:
+            status.level, status.message = DiagnosticStatus.WARN, self._last.advice
+        else:
+            status.level = DiagnosticStatus.OK if self._last else DiagnosticStatus.WARN
+            status.message = "estimating" if self._last else "waiting for an estimate"
         values = {"mode": self._mode.name, "window_samples": stats.window_samples,
                   "pending_samples": stats.pending, "published": self.published}
         values.update({k: f"{v:.4g}" for k, v in self.timing.items()})
@@ -489,6 +510,11 @@ class InertiaIdNode(Node):
             values.update(self._last.diagnostics)
         for group in ("received", "processed", "dropped"):
             values.update({f"{group}.{k}": v for k, v in getattr(stats, group).items()})
+        now, previous = time.monotonic(), self._rate_counts
+        if now > previous[0]:
+            values.update({f"rate_hz.{k}": f"{(v - previous[1].get(k, 0)) / (now - previous[0]):.1f}"
+                           for k, v in stats.received.items()})
+        self._rate_counts = (now, dict(stats.received))
         status.values = [KeyValue(key=k, value=str(v)) for k, v in sorted(values.items())]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
