@@ -35,7 +35,7 @@ from inertia_id_ros.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPI
                                  JOINT_STATE_TYPE, WRENCH_TYPE, DataError, header_seconds,
                                  read_bag_messages, wrench_values)
 from inertia_id_ros.estimator import (Estimate, EstimateUnavailable, EstimatorConfig,
-                                      PayloadEstimator, SampleRejected)
+                                      PayloadEstimator, SampleRejected, window_capacities)
 from inertia_id_ros.inertia import THETA_NAMES
 from inertia_id_ros.kinematics import SensorKinematics
 from inertia_id_ros.robots import example_robot_urdf, load_model

@@ -224,6 +224,7 @@ class _PayloadMode(_Mode):
         excitation = excitation_report(estimate.theta, estimate.covariance)
         diagnostics = {"excitation": excitation.message,
                        "condition_number": f"{estimate.condition_number:.4g}",
+                       "min_pseudo_inertia_eig": f"{estimate.min_pseudo_inertia_eig:.4g}",
                        **{f"relative_std.{name}": f"{value:.3g}"
                           for name, value in excitation.relative_std.items()}}
         return _Result(estimate_to_msg(estimate, self._sensor_frame, self._body_name),
