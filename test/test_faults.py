@@ -1,9 +1,11 @@
 """Fault injection over real DDS: one node process, fed by this test process, meets stale stamps,
-stamps going backwards, gaps, bursts and floods, in that order (module-scoped: the node must also
-survive the sequence). After each fault the node must be alive with bounded memory, answer
-``identify`` with a consistent estimate close to the one before the faults, have counted the
-dropped samples by reason on ``/diagnostics``, and have warned about them at most once per
-``warning_period_sec`` per kind."""
+stamps going backwards, gaps, a burst, floods and a clock reset, in that order (module-scoped:
+the node must also survive the sequence). After each fault the node must be alive with bounded
+memory and answer ``identify`` with a consistent estimate close to the one before the faults;
+dropped samples must be counted by reason on ``/diagnostics`` and warned about, at most once per
+``warning_period_sec`` per kind. A burst of valid samples must pass without loss or warning.
+What the current node lacks is marked xfail (imperatively, after the checks it passes): a
+warning when the input rate exceeds ``max_input_rate_hz``, and recovery from a clock reset."""
 
 from __future__ import annotations
 
