@@ -41,7 +41,7 @@ median over 3 seeds of the delay (ms) after a point mass is added at the payload
     50 g or more     9        9        9     (min_samples samples)
 
 (n/d: not detected within 2 s.) A node solving at ``update_rate_hz`` sees the alarm at its next
-update. Without a change, 10 min at 200 Hz keep S below 2 (h = 50), also when the filter's model
+update. Without a change, 10 min at 200 Hz keep S below 3 (h = 50), also when the filter's model
 error makes the torque residuals 2-3 times the sensor noise (``test/test_change_detection.py``).
 
 Use (the node, per update; the rows are the window's newest ``added``)::

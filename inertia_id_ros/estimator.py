@@ -87,6 +87,10 @@ class OnlineEstimatorConfig:
     max_joint_gap: float = 0.1
     """Joint states further apart are a gap: no fit spans it; samples within
     ``filter_half_width`` of it are dropped (reason ``"gap"``) (s)."""
+    clock_jump_sec: float = 1.0
+    """Stamps this much older than the newest accepted one of their input, going on for this long,
+    are a clock reset: the buffers and the window start afresh (counted in ``clock_jumps``)
+    instead of dropping every later sample (s; see :class:`ClockResetDetector`)."""
     min_samples: int = 200
     """Samples needed in the (sub)window to solve."""
     window_capacity: int = 20000
@@ -148,6 +152,32 @@ class EstimatorConfig(OnlineEstimatorConfig):
         self._check_at_least_one("max_pending_wrenches")
         if self.offset_min_tilt_deg < 0:
             raise self._invalid("offset_min_tilt_deg", "must be >= 0")
+
+
+class ClockResetDetector:
+    """Tells a reset of an input's clock (a driver restart, a looped bag, simulated time reset)
+    from stale or misordered samples: stamps more than ``clock_jump_sec`` (s) older than the
+    newest accepted one are a reset once they have gone on, increasing, for ``clock_jump_sec`` of
+    their own time; until then they are dropped as ``out_of_order``, like a stale burst."""
+
+    def __init__(self, clock_jump_sec: float) -> None:
+        self.clock_jump_sec = clock_jump_sec
+        self._first: float | None = None
+        self._previous: float | None = None
+
+    def is_reset(self, t: float, newest: float | None) -> bool:
+        """Whether the sample stamped ``t`` (s) starts afresh (``newest``: the input's newest
+        accepted stamp)."""
+        if newest is None or not np.isfinite(t) or t >= newest - self.clock_jump_sec:
+            self._first = self._previous = None
+            return False
+        if self._first is None or self._previous is None or t <= self._previous:
+            self._first = t
+        self._previous = t
+        if t - self._first >= self.clock_jump_sec:
+            self._first = self._previous = None
+            return True
+        return False
 
 
 def check_stamp(t: float, last: float | None, what: str) -> None:
@@ -320,6 +350,8 @@ class EstimatorStats:
     """Samples waiting to be processed: wrenches waiting for joint states (payload), joint states
     waiting for the filter's look-ahead (links)."""
     window_samples: int
+    clock_jumps: int = 0
+    """Clock resets after which the estimator started afresh (see ``clock_jump_sec``)."""
 
 
 class PayloadEstimator:
@@ -353,6 +385,10 @@ class PayloadEstimator:
         self._last_wrench_t: float | None = None
         self._last_solution = None
         self._generation = 0
+        self.clock_jumps = 0
+        """Clock resets seen since the last :meth:`reset` (see ``clock_jump_sec``)."""
+        self._joint_clock = ClockResetDetector(config.clock_jump_sec)
+        self._wrench_clock = ClockResetDetector(config.clock_jump_sec)
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -368,6 +404,8 @@ class PayloadEstimator:
         """
         with self._lock:
             self.received[JOINT_STATE] += 1
+            if self._joint_clock.is_reset(float(t), self._joint_input.last_t):
+                self._restart_after_clock_reset()
             try:
                 sample = self._joint_input.validate(t, names, q, dq)
             except SampleRejected as rejected:
@@ -387,6 +425,8 @@ class PayloadEstimator:
         """
         with self._lock:
             self.received[WRENCH] += 1
+            if self._wrench_clock.is_reset(float(t), self._last_wrench_t):
+                self._restart_after_clock_reset()
             try:
                 t, wrench = self._validate_wrench(t, wrench, frame_id)
             except SampleRejected as rejected:
@@ -451,7 +491,9 @@ class PayloadEstimator:
                                                config.filter_half_width, config.filter_order)
             V, A = self.kinematics.compute_batch(q, dq, ddq)
             Y = payload_regressor_batch(V, A, config.estimate_offset)
-            self.window.extend(t_ready, Y, self._wrenches["f"][ready])
+            overflow = self.window.extend(t_ready, Y, self._wrenches["f"][ready])
+            if overflow:
+                self.dropped["window_overflow"] += overflow
             self.processed[WRENCH] += ready.size
         self._wrenches.drop_front(consumed)
         return int(ready.size), consumed
@@ -531,25 +573,36 @@ class PayloadEstimator:
 
     # ---- state -----------------------------------------------------------------------------
 
+    def _restart_after_clock_reset(self) -> None:
+        """Forget the samples of the old time base (lock held); the counters are kept."""
+        self._clear_samples()
+        self.clock_jumps += 1
+
+    def _clear_samples(self) -> None:
+        """Forget the buffered samples, the window and the previous solution (lock held)."""
+        self._joints.clear()
+        self._wrenches.clear()
+        self.window.clear()
+        self._joint_input.reset()
+        self._last_wrench_t = None
+        self._last_solution = None
+        self._generation += 1
+
     def reset(self) -> None:
         """Forget all samples, the previous solution and the counters."""
         with self._lock:
-            self._joints.clear()
-            self._wrenches.clear()
-            self.window.clear()
-            self._joint_input.reset()
-            self._last_wrench_t = None
-            self._last_solution = None
-            self._generation += 1
+            self._clear_samples()
             self.received.clear()
             self.processed.clear()
             self.dropped.clear()
+            self.clock_jumps = 0
 
     def stats(self) -> EstimatorStats:
         """Snapshot of the counters."""
         with self._lock:
             return EstimatorStats(received=dict(self.received), processed=dict(self.processed),
                                   dropped=dict(self.dropped), pending=len(self._wrenches),
+                                  clock_jumps=self.clock_jumps,
                                   window_samples=len(self.window))
 
 

@@ -32,6 +32,7 @@ import numpy as np
 from inertia_id_ros.estimator import (
     JOINT_STATE,
     EstimateUnavailable,
+    ClockResetDetector,
     EstimatorStats,
     JointStateValidator,
     OnlineEstimatorConfig,
@@ -164,6 +165,9 @@ class LinkEstimator:
         """Stamp of the newest joint state processed or dropped by :meth:`process`."""
         self._last_solution: Solution | None = None
         self._generation = 0
+        self.clock_jumps = 0
+        """Clock resets seen since the last :meth:`reset` (see ``clock_jump_sec``)."""
+        self._clock = ClockResetDetector(config.clock_jump_sec)
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -182,6 +186,9 @@ class LinkEstimator:
         """
         with self._lock:
             self.received[JOINT_STATE] += 1
+            if self._clock.is_reset(float(t), self._joint_input.last_t):
+                self._clear_samples()
+                self.clock_jumps += 1
             try:
                 sample = self._joint_input.validate(t, names, q, dq, effort)
             except SampleRejected as rejected:
@@ -215,7 +222,9 @@ class LinkEstimator:
                     y = model.measured_torques(effort) - model.known_torques(ddq)
                     with self._lock:
                         if generation == self._generation:
-                            self.window.extend(t, Y, y)
+                            overflow = self.window.extend(t, Y, y)
+                            if overflow:
+                                self.dropped["window_overflow"] += overflow
                             self.processed[JOINT_STATE] += t.size
                             added += t.size
                 if consumed < _PROCESS_CHUNK:
@@ -302,18 +311,23 @@ class LinkEstimator:
 
     # ---- state -----------------------------------------------------------------------------
 
+    def _clear_samples(self) -> None:
+        """Forget the buffered joint states, the window and the previous solution (lock held)."""
+        self._joints.clear()
+        self.window.clear()
+        self._joint_input.reset()
+        self._t_consumed = -np.inf
+        self._last_solution = None
+        self._generation += 1
+
     def reset(self) -> None:
         """Forget all samples, the previous solution and the counters."""
         with self._lock:
-            self._joints.clear()
-            self.window.clear()
-            self._joint_input.reset()
-            self._t_consumed = -np.inf
-            self._last_solution = None
-            self._generation += 1
+            self._clear_samples()
             self.received.clear()
             self.processed.clear()
             self.dropped.clear()
+            self.clock_jumps = 0
 
     def stats(self) -> EstimatorStats:
         """Snapshot of the counters (``pending``: joint states waiting for the filter's
@@ -323,4 +337,4 @@ class LinkEstimator:
                                                               side="right"))
             return EstimatorStats(received=dict(self.received), processed=dict(self.processed),
                                   dropped=dict(self.dropped), pending=pending,
-                                  window_samples=len(self.window))
+                                  window_samples=len(self.window), clock_jumps=self.clock_jumps)

@@ -142,9 +142,11 @@ class SlidingWindow:
         self.extend(np.array([t], dtype=float), np.asarray(Y, dtype=float)[None],
                     np.asarray(f, dtype=float)[None])
 
-    def extend(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> None:
+    def extend(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> int:
         """Add samples with non-decreasing stamps ``t`` (N,) (s, not older than the newest held),
-        regressors ``Y`` (N, r, p) and measurements ``f`` (N, r) (wrenches, torques)."""
+        regressors ``Y`` (N, r, p) and measurements ``f`` (N, r) (wrenches, torques). Returns how
+        many samples still within ``window_sec`` were dropped because ``capacity`` was reached
+        (inputs faster than the window was sized for)."""
         t = np.asarray(t, dtype=float).reshape(-1)
         Y = np.asarray(Y, dtype=float)
         f = np.asarray(f, dtype=float)
@@ -158,12 +160,13 @@ class SlidingWindow:
         if Y.shape[2] != self.n_params:
             raise ValueError(f"Y has {Y.shape[2]} columns, the window holds {self.n_params}")
         if n == 0:
-            return
+            return 0
         if np.any(np.diff(t) < 0) or (len(self) and t[0] < self.t_last):
             raise ValueError("stamps must be non-decreasing and not older than the newest sample")
-        self._buffer.extend(t=t, rows=np.concatenate([Y, f[:, :, None]], axis=2))
+        overflow = self._buffer.extend(t=t, rows=np.concatenate([Y, f[:, :, None]], axis=2))
         stamps = self._buffer["t"]
         self._buffer.drop_front(np.searchsorted(stamps, stamps[-1] - self.window_sec, side="left"))
+        return overflow
 
     def _slice(self, duration: float) -> slice:
         if duration < 0:

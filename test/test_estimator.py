@@ -237,3 +237,39 @@ def test_inputs_and_solves_from_different_threads(sim):
     assert stats.received["wrench"] == stats.processed["wrench"] + stats.pending + sum(
         stats.dropped.values())
     assert errors(estimator.solve(), sim)["mass"] < 0.02
+
+
+def test_a_clock_reset_starts_afresh_but_a_stale_burst_does_not(sim):
+    """Stamps jumping back and going on (a driver restart) restart the window after
+    ``clock_jump_sec`` (1 s); a short burst of stale stamps is only dropped."""
+    estimator = PayloadEstimator(sim.kinematics, EstimatorConfig(min_samples=50))
+    t = np.arange(0.0, 3.0, 1.0 / RATE)
+    q, dq, _ = sim.state(t)
+    wrench = sim.true_wrench(t)
+
+    def feed(start: float) -> int:
+        """All samples from ``start`` on; returns how many were rejected."""
+        rejected = 0
+        for i in range(len(t)):
+            for add, args in ((estimator.add_joint_state, (sim.joint_names, q[i], dq[i])),
+                              (estimator.add_wrench, (wrench[i],))):
+                try:
+                    add(start + t[i], *args)
+                except SampleRejected:
+                    rejected += 1
+        return rejected
+
+    assert feed(T0) == 0
+    estimator.process()
+    in_window = estimator.stats().window_samples
+    for i in range(10):  # a stale burst, 1000 s back
+        with pytest.raises(SampleRejected):
+            estimator.add_wrench(T0 - 1000.0 + 0.001 * i, wrench[0])
+    assert estimator.stats().clock_jumps == 0 and estimator.stats().window_samples == in_window
+    rejected = feed(T0 - 100.0)  # the clock restarts 100 s back and goes on
+    estimator.process()
+    stats = estimator.stats()
+    assert stats.clock_jumps == 1
+    assert rejected <= 2 * (RATE + 1)  # the first second of the new time base
+    assert 0 < stats.window_samples < in_window
+    assert estimator.solve().t_last < T0

@@ -117,11 +117,16 @@ PARAMETERS: tuple[_Param, ...] = (
 RUNTIME_PARAMETERS = ("method",)
 """Parameters that may change while the node runs (applied from the next solve on)."""
 
+RATE_INTERVAL_SEC = 5.0
+"""Input rates (diagnostics, and the warning above max_input_rate_hz) are averages over this (s)."""
+
 _PROCESSING_DROPS = {
     "gap": "the joint states have a gap longer than max_joint_gap around these stamps",
     "no_joint_state": "no joint state reaches back to these stamps",
     "sparse": "too few joint states around these stamps for the derivative filter",
     "overflow": "too many samples waited for processing (are joint states late or missing?)",
+    "window_overflow": "the inputs arrive faster than max_input_rate_hz, for which the window "
+                       "was sized: the oldest samples leave it early (raise max_input_rate_hz)",
 }
 """Samples the estimators drop after accepting them, with the reason."""
 
@@ -364,6 +369,7 @@ class InertiaIdNode(Node):
         self._rate_counts: tuple[float, dict[str, int]] = (time.monotonic(), {})
         self.published = 0
         self._drops_reported: dict[str, int] = {}
+        self._clock_jumps_reported = 0
         self.timing: dict[str, float] = {}
         """Latest update's cost: process_us_per_sample, solve_ms, update_ms (process + solve)."""
 
@@ -447,7 +453,13 @@ class InertiaIdNode(Node):
                                     f"{rejected.message}")
 
     def _report_processing_drops(self) -> None:
-        dropped = self._estimator.stats().dropped
+        stats = self._estimator.stats()
+        if stats.clock_jumps > self._clock_jumps_reported:
+            self._clock_jumps_reported = stats.clock_jumps
+            self._warn("clock_jump", "the input stamps jumped back by more than clock_jump_sec "
+                       "(a driver restart, a looped bag or a simulated time reset): the window "
+                       "starts afresh; the last estimate stays published")
+        dropped = stats.dropped
         for reason, explanation in _PROCESSING_DROPS.items():
             new = dropped.get(reason, 0) - self._drops_reported.get(reason, 0)
             if new > 0:
@@ -512,10 +524,16 @@ class InertiaIdNode(Node):
         for group in ("received", "processed", "dropped"):
             values.update({f"{group}.{k}": v for k, v in getattr(stats, group).items()})
         now, previous = time.monotonic(), self._rate_counts
-        if now > previous[0]:
-            values.update({f"rate_hz.{k}": f"{(v - previous[1].get(k, 0)) / (now - previous[0]):.1f}"
-                           for k, v in stats.received.items()})
-        self._rate_counts = (now, dict(stats.received))
+        if now - previous[0] >= RATE_INTERVAL_SEC:  # sustained rates, not bursts
+            limit = float(self.param("max_input_rate_hz"))
+            for name, count in stats.received.items():
+                rate = (count - previous[1].get(name, 0)) / (now - previous[0])
+                values[f"rate_hz.{name}"] = f"{rate:.1f}"
+                if rate > 1.2 * limit:
+                    self._warn("input_rate", f"{name} samples arrive at {rate:.0f} Hz, above "
+                               f"max_input_rate_hz ({limit:.0f} Hz) for which the window was "
+                               "sized: it may hold less than window_sec")
+            self._rate_counts = (now, dict(stats.received))
         status.values = [KeyValue(key=k, value=str(v)) for k, v in sorted(values.items())]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
