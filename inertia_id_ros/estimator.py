@@ -588,6 +588,11 @@ class PayloadEstimator:
         self._last_solution = None
         self._generation += 1
 
+    def restart(self) -> None:
+        """Forget the samples and the previous solution, keep the counters (a new payload)."""
+        with self._lock:
+            self._clear_samples()
+
     def reset(self) -> None:
         """Forget all samples, the previous solution and the counters."""
         with self._lock:

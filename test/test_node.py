@@ -164,3 +164,39 @@ def test_reset_drops_the_window(node_under_test):
     empty = identify(peer, client)
     assert not empty.success
     assert process.alive()
+
+
+def test_a_payload_change_is_detected_and_the_new_payload_identified(node_under_test):
+    """The payload switches (a grasp) at a known stamp: the node publishes ~/payload_change within
+    1 s of it, restarts its window and identifies the new payload from 20 s of data."""
+    from inertia_id_ros.inertia import inertia_from_theta, theta_from_inertia
+    from inertia_id_ros.msg import PayloadChange
+    from inertia_id_ros.ros.conversions import wrench_to_array
+    from inertia_id_ros.simulation import box_inertia
+
+    process, peer, client = node_under_test
+    changes: list = []
+    peer.create_subscription(PayloadChange, "/inertia_id/payload_change", changes.append, 10)
+    feeder = Feeder(peer, PayloadSimulator.panda())
+    time.sleep(1.0)
+    feeder.publish(12.0)
+    t_switch = feeder.t0 + feeder.k / feeder.rate
+    grasped = theta_from_inertia(2.3, np.array([0.0, 0.04, 0.09]),
+                                 box_inertia(2.3, [0.10, 0.15, 0.08]))
+    feeder.sim = PayloadSimulator.panda(payload_theta=grasped)  # same motion and offset
+    feeder.publish(21.0)
+    assert spin_until(peer, lambda: bool(changes), 10.0), process.output()[-3000:]
+    detected = changes[0].header.stamp.sec + 1e-9 * changes[0].header.stamp.nanosec
+    assert 0.0 <= detected - t_switch < 1.0
+    assert len(changes) == 1, [c.message for c in changes]
+    time.sleep(1.0)
+    response = identify(peer, client)
+    assert response.success, response.message
+    m0, c0, i0 = inertia_from_theta(grasped)
+    m, c, i = inertia_from_theta(np.array(response.estimate.theta))
+    assert abs(m - m0) / m0 < 0.005
+    assert np.linalg.norm(c - c0) < 0.002
+    assert np.linalg.norm(i - i0) / np.linalg.norm(i0) < 0.10
+    offset = wrench_to_array(response.estimate.sensor_offset)
+    assert np.linalg.norm(offset[:3] - feeder.sim.true_offset[:3]) < 0.1
+    assert "payload change detected" in process.output()

@@ -37,6 +37,8 @@ from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
 from inertia_id_ros.actuators import ActuatorConfig, ChainConfig, ConfigError
+from inertia_id_ros.change_detection import (ChangeDetectorConfig, PayloadChangeDetector,
+                                             residual_sigma)
 from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
                                       SampleRejected, window_capacities)
 from inertia_id_ros.excitation import excitation_report
@@ -47,10 +49,10 @@ from inertia_id_ros.link_estimator import LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.links import DEFAULT_PRIOR_WEIGHT, LinkModel
 from inertia_id_ros.robots import FrameNotFound, JointNotFound, load_model
 from inertia_id_ros.ros.conversions import (estimate_to_msg, link_estimate_to_msg,
-                                            stamp_to_seconds, wrench_to_array)
+                                            seconds_to_stamp, stamp_to_seconds, wrench_to_array)
 from inertia_id_ros.ros.markers import estimate_markers
 from inertia_id_ros.solvers import METHODS
-from inertia_id_ros.msg import InertialParameters, InertialParametersArray
+from inertia_id_ros.msg import InertialParameters, InertialParametersArray, PayloadChange
 from inertia_id_ros.srv import Identify
 
 
@@ -96,6 +98,12 @@ PARAMETERS: tuple[_Param, ...] = (
     _Param("flip_wrench_sign", False,
            "Payload mode: set for sensors reporting the wrench the body exerts on the sensor (the "
            "opposite of the convention: the wrench the sensor exerts on the body beyond it)."),
+    _Param("detect_payload_change", True,
+           "Payload mode: detect a grasp or release (CUSUM of the wrench residuals), publish "
+           "~/payload_change and restart the window."),
+    _Param("payload_change_threshold", 50.0,
+           "Payload mode: CUSUM alarm level (> 0); higher = fewer false alarms, later detection "
+           "(see inertia_id_ros.change_detection)."),
     # links mode
     _Param("joints", Parameter.Type.STRING_ARRAY,
            "Links mode: the chain's joints (each moves one link to identify; the robot's other "
@@ -163,6 +171,13 @@ class _Mode:
         """Solve on the window (thread-safe). Raises EstimateUnavailable."""
         raise NotImplementedError
 
+    def after_process(self, added: int) -> None:
+        """Look at the ``added`` newest samples of the window (after each ``process()``)."""
+
+    def reset(self) -> None:
+        """Forget the samples and the counters (``identify`` with ``reset``)."""
+        self.estimator.reset()
+
     def publish(self, msg: Any) -> None:
         raise NotImplementedError
 
@@ -204,6 +219,14 @@ class _PayloadMode(_Mode):
         node.create_subscription(WrenchStamped, node.param("wrench_topic"), self._on_wrench,
                                  sensor_qos)
         self._warn_dropped = node.warn_dropped
+        self._warn = node.warn
+        threshold = float(node.param("payload_change_threshold"))
+        if not threshold > 0.0:
+            raise StartupError(f"parameter 'payload_change_threshold' must be > 0, got {threshold}")
+        self._detector = (PayloadChangeDetector(ChangeDetectorConfig(threshold=threshold))
+                          if node.param("detect_payload_change") else None)
+        self._detector_lock = threading.Lock()
+        self._changes = node.create_publisher(PayloadChange, "~/payload_change", 10)
         self.description = (f"identifying the body beyond '{sensor_frame}' from joints "
                             f"{list(kinematics.joint_names)}")
 
@@ -221,9 +244,36 @@ class _PayloadMode(_Mode):
         except SampleRejected as rejected:
             self._warn_dropped(rejected, "wrench")
 
+    def after_process(self, added: int) -> None:
+        if self._detector is None or added == 0:
+            return
+        with self._detector_lock:
+            t, Y, f = self.estimator.window.samples(copy=False)
+            event = self._detector.update(t[-added:], Y[-added:], f[-added:])
+        if event is not None:
+            self._warn("payload_change", f"{event}; restarting the window")
+            msg = PayloadChange(onset_time=event.t_onset, num_samples=event.n_samples,
+                                residual_mean=event.residual_mean, message=str(event))
+            msg.header.stamp = seconds_to_stamp(event.t_detected)
+            msg.header.frame_id = self._sensor_frame
+            self._changes.publish(msg)
+            self.estimator.restart()
+
+    def reset(self) -> None:
+        with self._detector_lock:
+            if self._detector is not None:
+                self._detector.reset()
+        self.estimator.reset()
+
     def solve(self, method: str | None, duration: float) -> _Result:
         estimate = self.estimator.solve(method=method, duration=duration)
         _check_consistent({self._body_name: estimate.theta})
+        if self._detector is not None and duration == 0.0:  # the reference: the whole window
+            with self._detector_lock:
+                t, Y, f = self.estimator.window.samples(copy=False)
+                self._detector.set_reference(estimate.theta, estimate.sensor_offset,
+                                             residual_sigma(Y, f, estimate.theta,
+                                                            estimate.sensor_offset))
         summary = (f"{estimate.method}: m = {estimate.mass:.4f} kg from {estimate.n_samples} "
                    f"samples, residual RMS {estimate.residual_rms:.4g}")
         excitation = excitation_report(estimate.theta, estimate.covariance)
@@ -439,7 +489,7 @@ class InertiaIdNode(Node):
         return SetParametersResult(successful=True)
 
     # -- warnings -------------------------------------------------------------------------------
-    def _warn(self, kind: str, message: str) -> None:
+    def warn(self, kind: str, message: str) -> None:
         """Log a warning, at most one per ``warning_period_sec`` of each ``kind``."""
         now = time.monotonic()
         if now - self._last_warning.get(kind, -np.inf) >= float(self.param("warning_period_sec")):
@@ -449,14 +499,14 @@ class InertiaIdNode(Node):
     def warn_dropped(self, rejected: SampleRejected, what: str) -> None:
         """Warn (rate-limited) that an input sample ``what`` was rejected."""
         total = self._estimator.dropped[rejected.reason]
-        self._warn(rejected.reason, f"dropped {what} ({rejected.reason}, {total} so far): "
+        self.warn(rejected.reason, f"dropped {what} ({rejected.reason}, {total} so far): "
                                     f"{rejected.message}")
 
     def _report_processing_drops(self) -> None:
         stats = self._estimator.stats()
         if stats.clock_jumps > self._clock_jumps_reported:
             self._clock_jumps_reported = stats.clock_jumps
-            self._warn("clock_jump", "the input stamps jumped back by more than clock_jump_sec "
+            self.warn("clock_jump", "the input stamps jumped back by more than clock_jump_sec "
                        "(a driver restart, a looped bag or a simulated time reset): the window "
                        "starts afresh; the last estimate stays published")
         dropped = stats.dropped
@@ -464,7 +514,7 @@ class InertiaIdNode(Node):
             new = dropped.get(reason, 0) - self._drops_reported.get(reason, 0)
             if new > 0:
                 self._drops_reported[reason] = dropped[reason]
-                self._warn(reason, f"dropped {new} {self._mode.sample_name} ({reason}, "
+                self.warn(reason, f"dropped {new} {self._mode.sample_name} ({reason}, "
                                    f"{dropped[reason]} so far): {explanation}")
 
     # -- solving --------------------------------------------------------------------------------
@@ -475,6 +525,7 @@ class InertiaIdNode(Node):
         if processed:
             self.timing["process_us_per_sample"] = 1e6 * (time.perf_counter() - start) / processed
         self._report_processing_drops()
+        self._mode.after_process(processed)
         result = self._mode.solve(method or None, duration)
         self.timing["solve_ms"] = 1e3 * result.solve_time
         self.timing["update_ms"] = 1e3 * (time.perf_counter() - start)
@@ -493,11 +544,11 @@ class InertiaIdNode(Node):
                     self.get_logger().info(f"waiting for data: {why.message}",
                                            throttle_duration_sec=10.0)
                 else:
-                    self._warn(why.reason, f"no estimate ({why.reason}): {why.message}")
+                    self.warn(why.reason, f"no estimate ({why.reason}): {why.message}")
             except Exception as error:  # a solver failure keeps the last estimate
                 why = f"solve failed, keeping the last estimate: {error!r}"
                 self._problem = (DiagnosticStatus.ERROR, why)
-                self._warn("solver_error", why)
+                self.warn("solver_error", why)
             else:
                 self._last = result
                 self._mode.publish(result.msg)
@@ -530,7 +581,7 @@ class InertiaIdNode(Node):
                 rate = (count - previous[1].get(name, 0)) / (now - previous[0])
                 values[f"rate_hz.{name}"] = f"{rate:.1f}"
                 if rate > 1.2 * limit:
-                    self._warn("input_rate", f"{name} samples arrive at {rate:.0f} Hz, above "
+                    self.warn("input_rate", f"{name} samples arrive at {rate:.0f} Hz, above "
                                f"max_input_rate_hz ({limit:.0f} Hz) for which the window was "
                                "sized: it may hold less than window_sec")
             self._rate_counts = (now, dict(stats.received))
@@ -545,7 +596,7 @@ class InertiaIdNode(Node):
             response.message = f"unknown method {request.method!r}; choose one of {sorted(METHODS)}"
             return response
         if request.reset:
-            self._estimator.reset()
+            self._mode.reset()
             response.success = False
             response.message = "window reset; call again once new data have arrived"
             return response
