@@ -9,6 +9,23 @@ from inertia_id_ros.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.robots import example_robot_urdf
 
 
+
+def identify_after_motion(peer, client, sim, node, timeout: float):
+    """Spin until the simulator has played its motion and exited cleanly (``timeout`` s), then
+    call the node's identify service; returns the successful response."""
+    import rclpy
+
+    from inertia_id_ros.srv import Identify
+
+    assert spin_until(peer, lambda: not sim.alive(), timeout), sim.output()
+    assert sim.popen.returncode == 0, sim.output()
+    assert client.wait_for_service(timeout_sec=10.0)
+    future = client.call_async(Identify.Request())
+    rclpy.spin_until_future_complete(peer, future, timeout_sec=60.0)
+    response = future.result()
+    assert response is not None and response.success, node.output()[-3000:]
+    return response
+
 def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_context):
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -43,13 +60,7 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
                              received["estimates"].append, latched)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        assert spin_until(peer, lambda: not sim.alive(), motion + 40.0), sim.output()
-        assert sim.popen.returncode == 0, sim.output()
-        assert client.wait_for_service(timeout_sec=10.0)
-        future = client.call_async(Identify.Request())
-        rclpy.spin_until_future_complete(peer, future, timeout_sec=60.0)
-        response = future.result()
-        assert response is not None and response.success, node.output()[-3000:]
+        response = identify_after_motion(peer, client, sim, node, motion + 40.0)
         assert received["truth"], "no ground truth from the simulator"
         assert received["estimates"], "the node published no estimate"
         for msg in received["estimates"]:
@@ -106,13 +117,7 @@ def test_simulated_leg_and_links_mode_recover_the_friction_and_armature(launch, 
                              received["links"].append, latched)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        assert spin_until(peer, lambda: not sim.alive(), motion + 30.0), sim.output()
-        assert sim.popen.returncode == 0, sim.output()
-        assert client.wait_for_service(timeout_sec=10.0)
-        future = client.call_async(Identify.Request())
-        rclpy.spin_until_future_complete(peer, future, timeout_sec=60.0)
-        response = future.result()
-        assert response is not None and response.success, node.output()[-3000:]
+        response = identify_after_motion(peer, client, sim, node, motion + 30.0)
         assert received["truth"], "no ground truth from the simulator"
         assert received["links"], "the node published no links"
         for msg in received["links"] + [response.links]:
