@@ -182,6 +182,9 @@ def main() -> int:
     row("joint states sent / received", f"{sent} / {diagnostics.get('received.joint_state', 0)}")
     row("wrenches sent / received", f"{sent} / {diagnostics.get('received.wrench', 0)}")
     row("dropped by the node (reason: count)", str(dropped or 0))
+    failed = {k[len("failed_solves."):]: int(v) for k, v in diagnostics.items()
+              if k.startswith("failed_solves.")}
+    row("failed solves (reason: count)", str(failed or 0), "0")
     row("warnings in the node's log", str(warnings))
 
     t_estimate = arrivals - arrivals[0]

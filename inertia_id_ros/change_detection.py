@@ -20,9 +20,10 @@ Parameters (:class:`ChangeDetectorConfig`):
 * ``threshold`` (h, default 50): the alarm level; sets the false-alarm rate and the delay.
 * ``min_samples`` (default 10): fewest samples that can raise an alarm (each adds at most
   ``h / min_samples``): a glitch of fewer samples (a spike, a corrupt packet) cannot.
-* ``holdoff_sec`` (default 5 s): after arming (the first reference after a reset or an alarm) the
-  detector ignores this long of samples, so the reference it tests against comes from an
-  estimate of at least that much data, not from the first, poorly extrapolating one.
+* ``min_reference_sec`` (default 5 s): a reference estimated from samples spanning less than
+  this does not arm the detector: the first estimates of a filling window extrapolate poorly to
+  new motion. (The span is the reference's own; a hold-off counted on incoming samples instead
+  would depend on how fast samples arrive relative to the solves: a backlog, a bag replayed fast.)
 
 ``sigma`` comes from :func:`residual_sigma`: the largest per-channel rms over ten parts of the
 window, because the model error varies along the motion (with the window's average instead, the
@@ -52,11 +53,12 @@ Use (the node, per update; the rows are the window's newest ``added``)::
         t, Y, f = estimator.window.samples(copy=False)
         event = detector.update(t[-added:], Y[-added:], f[-added:])
         if event is not None:        # warn with str(event); the detector is now disarmed
-            estimator.reset()        # identify the new payload from post-change samples only
+            estimator.restart()      # identify the new payload from post-change samples only
     estimate = estimator.solve()
     t, Y, f = estimator.window.samples(copy=False)
     detector.set_reference(estimate.theta, estimate.sensor_offset,
-                           residual_sigma(Y, f, estimate.theta, estimate.sensor_offset))
+                           residual_sigma(Y, f, estimate.theta, estimate.sensor_offset),
+                           span=estimate.t_last - estimate.t_first)
 """
 
 from __future__ import annotations
@@ -82,9 +84,9 @@ class ChangeDetectorConfig:
     min_samples: int = 10
     """Fewest samples that can raise an alarm (>= 1): each adds at most ``threshold /
     min_samples``."""
-    holdoff_sec: float = 5.0
-    """Samples within this time (s, sample stamps) after the first one seen after arming are
-    ignored (>= 0)."""
+    min_reference_sec: float = 5.0
+    """Shortest span of samples (s) a reference must be estimated from to arm the detector
+    (>= 0)."""
     sigma_floor: np.ndarray = field(default_factory=lambda: np.array([0.01, 0.01, 0.01,
                                                                       5e-4, 5e-4, 5e-4]))
     """Lower bound (6,) of the per-channel residual standard deviations (N, N m): a near-perfect
@@ -99,9 +101,9 @@ class ChangeDetectorConfig:
         if int(self.min_samples) != self.min_samples or self.min_samples < 1:
             raise ValueError(f"ChangeDetectorConfig.min_samples must be an integer >= 1, got "
                              f"{self.min_samples!r}")
-        if not self.holdoff_sec >= 0:
-            raise ValueError(f"ChangeDetectorConfig.holdoff_sec must be >= 0 (s), got "
-                             f"{self.holdoff_sec!r}")
+        if not self.min_reference_sec >= 0:
+            raise ValueError(f"ChangeDetectorConfig.min_reference_sec must be >= 0 (s), got "
+                             f"{self.min_reference_sec!r}")
         self.sigma_floor = np.broadcast_to(np.asarray(self.sigma_floor, dtype=float),
                                            (WRENCH_CHANNELS,)).copy()
         if not np.all(self.sigma_floor > 0):
@@ -191,7 +193,8 @@ class PayloadChangeDetector:
     """CUSUM test of new samples against a reference estimate (see the module docstring).
 
     States: *disarmed* (initially, after :meth:`reset` and after an alarm: :meth:`update`
-    ignores samples) and *armed* (by :meth:`set_reference`). Not thread-safe.
+    ignores samples) and *armed* (by :meth:`set_reference` with a long enough reference). Not
+    thread-safe.
     """
 
     def __init__(self, config: ChangeDetectorConfig | None = None) -> None:
@@ -199,7 +202,6 @@ class PayloadChangeDetector:
         self._theta: np.ndarray | None = None
         self._offset = np.zeros(N_OFFSET_PARAMS)
         self._sigma = np.ones(WRENCH_CHANNELS)
-        self._holdoff_end: float | None = None
         self._clear_statistic()
 
     def _clear_statistic(self) -> None:
@@ -218,23 +220,26 @@ class PayloadChangeDetector:
     def reset(self) -> None:
         """Disarm and clear the statistic (e.g. when the estimator's window is reset)."""
         self._theta = None
-        self._holdoff_end = None
         self._clear_statistic()
 
-    def set_reference(self, theta: np.ndarray, offset: np.ndarray, sigma: np.ndarray) -> None:
+    def set_reference(self, theta: np.ndarray, offset: np.ndarray, sigma: np.ndarray,
+                      span: float) -> bool:
         """Test from now on against ``theta`` (10,), ``offset`` (6,) (N, N m) with per-channel
         residual standard deviations ``sigma`` (6,) (N, N m; raised to ``sigma_floor``), e.g.
-        the latest estimate and :func:`residual_sigma` of its window. Arms a disarmed detector
-        (the hold-off starts at the next sample); an armed one keeps its statistic."""
+        the latest estimate and :func:`residual_sigma` of its window, estimated from samples
+        spanning ``span`` (s). Ignored (returns False) when ``span < min_reference_sec``;
+        otherwise arms a disarmed detector, and an armed one keeps its statistic."""
         theta, offset = _check_reference(theta, offset)
         sigma = np.asarray(sigma, dtype=float).reshape(-1)
         if sigma.shape != (WRENCH_CHANNELS,) or not np.all(np.isfinite(sigma) & (sigma >= 0)):
             raise ValueError(f"sigma must be 6 finite values >= 0 (N, N m), got {sigma}")
+        if not span >= self.config.min_reference_sec:
+            return False
         if not self.armed:
             self._clear_statistic()
-            self._holdoff_end = None
         self._theta, self._offset = theta, offset
         self._sigma = np.maximum(sigma, self.config.sigma_floor)
+        return True
 
     def scores(self, Y: np.ndarray, f: np.ndarray) -> np.ndarray:
         """(N,) normalised squared residuals ``z`` of samples ``Y`` (N, 6, p >= 10), ``f`` (N, 6)
@@ -252,18 +257,11 @@ class PayloadChangeDetector:
         """Test new samples, in time order: stamps ``t`` (N,) (s), regressor rows ``Y``
         (N, 6, p >= 10) (the window's, with or without offset columns) and wrenches ``f`` (N, 6)
         (N, N m). Returns the :class:`ChangeEvent` of the first alarm (the detector is then
-        disarmed, the remaining samples ignored) or ``None``. Ignores samples while disarmed or
-        in the hold-off."""
+        disarmed, the remaining samples ignored) or ``None``. Ignores samples while disarmed."""
         t, Y, f = _check_rows(t, Y, f)
         if not self.armed or t.size == 0:
             return None
         config = self.config
-        if self._holdoff_end is None:
-            self._holdoff_end = float(t[0]) + config.holdoff_sec
-        start = int(np.searchsorted(t, self._holdoff_end, side="left"))
-        if start == t.size:
-            return None
-        t, Y, f = t[start:], Y[start:], f[start:]
         z, residual = self._scores(Y, f)
         increments = np.minimum(z, config.max_score) - 1.0 - config.drift
         # Lindley's recursion S_i = max(0, S_{i-1} + s_i), vectorised: S_i = C_i - min(-S_0,

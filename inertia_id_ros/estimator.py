@@ -30,6 +30,7 @@ from inertia_id_ros.kinematics import SensorKinematics
 from inertia_id_ros.regressors import N_BODY_PARAMS, N_OFFSET_PARAMS, payload_regressor_batch
 from inertia_id_ros.solvers import Problem, ProblemError, SolverError
 from inertia_id_ros.solvers import solve as solve_problem
+from inertia_id_ros.tare import Tare, tare_offset, with_tare
 from inertia_id_ros.window import SampleBuffer, SlidingWindow
 
 JOINT_STATE = "joint_state"
@@ -46,6 +47,10 @@ class SampleRejected(ValueError):
         self.reason = reason
         self.message = message
         super().__init__(f"{reason}: {message}")
+
+
+WRENCH_CHANNELS = ("fx", "fy", "fz", "tx", "ty", "tz")
+"""Names of a wrench's channels, in the order of its 6-vector."""
 
 
 class EstimateUnavailable(RuntimeError):
@@ -144,11 +149,20 @@ class EstimatorConfig(OnlineEstimatorConfig):
     """Expected ``frame_id`` of the wrenches ("" : the sensor frame's name)."""
     check_wrench_frame: bool = True
     """Reject wrenches with another ``frame_id`` (reason ``"wrong_frame"``)."""
+    wrench_limits: tuple[float, ...] | None = None
+    """Saturation limits (6,) of the measured channels ``[fx, fy, fz, tx, ty, tz]`` (N, N m,
+    > 0): a wrench reaching ``|value| >= limit`` on a channel is rejected (reason
+    ``"saturated"``: the sensor clips beyond its range, so the value is not the load). ``None``:
+    no check; ``inf`` for a channel: none on it."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.wrench_sign not in (1.0, -1.0):
             raise self._invalid("wrench_sign", "must be +1 or -1")
+        if self.wrench_limits is not None:
+            self.wrench_limits = tuple(float(v) for v in self.wrench_limits)
+            if len(self.wrench_limits) != 6 or not all(v > 0 for v in self.wrench_limits):
+                raise self._invalid("wrench_limits", "must be 6 values > 0 (N, N m) or None")
         self._check_at_least_one("max_pending_wrenches")
         if self.offset_min_tilt_deg < 0:
             raise self._invalid("offset_min_tilt_deg", "must be >= 0")
@@ -354,7 +368,26 @@ class EstimatorStats:
     """Clock resets after which the estimator started afresh (see ``clock_jump_sec``)."""
 
 
-class PayloadEstimator:
+class OnlineEstimator:
+    """What the online estimators share: ``config`` (an :class:`OnlineEstimatorConfig`), the
+    sliding ``window`` of samples and the lock guarding it."""
+
+    config: OnlineEstimatorConfig
+    window: SlidingWindow
+    _lock: threading.Lock
+
+    def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
+        """Change the window's length ``window_sec`` (s, > 0) and ``window_capacity`` (samples;
+        default: unchanged) at run time, between solves (thread-safe): the newest samples that
+        fit stay. Raises ValueError for invalid values."""
+        with self._lock:
+            capacity = self.config.window_capacity if window_capacity is None else window_capacity
+            self.window.resize(window_sec, capacity)
+            self.config.window_sec = self.window.window_sec
+            self.config.window_capacity = self.window.capacity
+
+
+class PayloadEstimator(OnlineEstimator):
     """Identify the rigid payload beyond an F/T sensor from joint states and wrenches.
 
     Thread-safe: one internal lock guards the buffers; :meth:`add_joint_state` and
@@ -389,6 +422,7 @@ class PayloadEstimator:
         """Clock resets seen since the last :meth:`reset` (see ``clock_jump_sec``)."""
         self._joint_clock = ClockResetDetector(config.clock_jump_sec)
         self._wrench_clock = ClockResetDetector(config.clock_jump_sec)
+        self._tare: Tare | None = None
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -420,7 +454,8 @@ class PayloadEstimator:
         (N, N m) in the sensor frame, ``frame_id`` checked against the expected one when given.
 
         Raises :class:`SampleRejected` (counted in :attr:`dropped`) with reason ``non_finite``,
-        ``length_mismatch``, ``wrong_frame``, ``duplicate_stamp`` or ``out_of_order``. When
+        ``length_mismatch``, ``saturated`` (``wrench_limits``), ``wrong_frame``,
+        ``duplicate_stamp`` or ``out_of_order``. When
         ``max_pending_wrenches`` wait already, the oldest is dropped (reason ``overflow``).
         """
         with self._lock:
@@ -444,6 +479,11 @@ class PayloadEstimator:
             raise SampleRejected("length_mismatch", f"wrench has {wrench.size} values, need 6")
         if not np.isfinite(wrench).all():
             raise SampleRejected("non_finite", f"wrench at {t:.6f} s has NaN or Inf values")
+        limits = self.config.wrench_limits
+        if limits is not None and np.any(saturated := np.abs(wrench) >= limits):
+            channels = ", ".join(f"{WRENCH_CHANNELS[c]} = {wrench[c]:.6g} (limit {limits[c]:g})"
+                                 for c in np.flatnonzero(saturated))
+            raise SampleRejected("saturated", f"wrench at {t:.6f} s saturates {channels}")
         if (self.config.check_wrench_frame and frame_id is not None
                 and frame_id != self._expected_frame):
             raise SampleRejected("wrong_frame", f"wrench in frame {frame_id!r}, expected "
@@ -520,8 +560,10 @@ class PayloadEstimator:
               initvals: Any = None, require_consistent: bool = True) -> Estimate:
         """Estimate from the newest ``duration`` s of the window (0: all) with ``method`` (default
         ``config.method``), warm-started from ``initvals`` (default: the previous solution if
-        ``config.warm_start``). Raises :class:`EstimateUnavailable` with reason
-        ``too_few_samples``, ``offset_not_identifiable`` (when estimating the offset),
+        ``config.warm_start``), with the :attr:`tare` if one is set (the rule of
+        :mod:`inertia_id_ros.tare`). Raises :class:`EstimateUnavailable` with reason
+        ``too_few_samples``, ``offset_not_identifiable`` (when estimating the offset without a
+        tare),
         ``solver_failed`` or ``inconsistent``: never returns an estimate that is not fully
         physically consistent, unless ``require_consistent`` is False (offline analysis of a
         baseline such as ``ols``; check the result with ``check_consistency``)."""
@@ -536,16 +578,21 @@ class PayloadEstimator:
             t_first, t_last = float(t[0]), float(t[-1])
             spread = self._orientation_spread_deg(duration)
             identifiable = bool(spread[1] >= config.offset_min_tilt_deg)
-            if config.estimate_offset and not identifiable:
+            tare = self._tare
+            if config.estimate_offset and not identifiable and tare is None:
                 raise EstimateUnavailable("offset_not_identifiable", _unidentifiable_offset_message(
                     t_last - t_first, spread, config.offset_min_tilt_deg))
             _, Y, f = self.window.samples(duration, copy=False)
+            if tare is not None and not config.estimate_offset:
+                f = f - tare.offset  # the tare is the known offset
             channels = ChannelNormalEquations.from_samples(Y, f)
             gram, moment, yty, n_rows = channels.total()
             if initvals is None and config.warm_start:
                 initvals = self._last_solution
             generation = self._generation
         problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1)
+        if tare is not None and config.estimate_offset:
+            problem = with_tare(problem, tare, t_last)  # a prior on the offset, fading with age
         try:
             solution = solve_problem(problem, method, initvals=initvals, **config.solver_options)
         except (ProblemError, SolverError) as e:
@@ -560,7 +607,7 @@ class PayloadEstimator:
                 self._last_solution = solution
         message = "" if solution.found else f"solver stopped early ({solution.status})"
         offset = (np.array(solution.extras[:N_OFFSET_PARAMS]) if config.estimate_offset
-                  else np.zeros(N_OFFSET_PARAMS))
+                  else np.zeros(N_OFFSET_PARAMS) if tare is None else tare.offset.copy())
         covariance = parameter_covariance(channels, np.asarray(solution.x),
                                           constrained=method != "ols")
         return Estimate(theta=theta, sensor_offset=offset, covariance=covariance.theta(),
@@ -571,11 +618,52 @@ class PayloadEstimator:
                         orientation_spread_deg=spread, message=message,
                         condition_number=covariance.condition_number)
 
+    # ---- tare ------------------------------------------------------------------------------
+
+    @property
+    def tare(self) -> Tare | None:
+        """The F/T offset tare every solve uses (:mod:`inertia_id_ros.tare`); ``None``: none."""
+        return self._tare
+
+    def set_tare(self, duration: float = 1.0, theta_known: np.ndarray | None = None) -> Tare:
+        """Tare the F/T offset from the newest ``duration`` s (> 0) of wrenches (the buffered
+        ones are processed first), recorded with nothing attached beyond the sensor
+        (``theta_known=None``) or with the known payload ``theta_known`` (10,) (about the sensor
+        frame). Replaces the previous tare. With nothing attached the window restarts: its
+        older samples belong to the payload that was removed.
+
+        Raises :class:`EstimateUnavailable` (``too_few_samples``) when the window holds less
+        than half of ``duration``, ValueError for an invalid ``duration`` or ``theta_known``.
+        """
+        if not (duration > 0 and np.isfinite(duration)):
+            raise ValueError(f"the tare duration must be positive (s), got {duration}")
+        self.process()
+        with self._lock:
+            t, Y, f = self.window.samples(duration, copy=False)
+            span = float(t[-1] - t[0]) if t.size else 0.0
+            if t.size < 2 or span < 0.5 * duration:
+                raise EstimateUnavailable("too_few_samples", f"the window holds {t.size} wrenches "
+                                          f"over {span:.2f} s for a {duration:g} s tare: keep the "
+                                          "payload removed (or the known one attached) that "
+                                          "long with the inputs streaming, then tare")
+            tare = tare_offset(t, f, Y, theta_known)
+            self._tare = tare
+            if theta_known is None:
+                self._clear_samples()
+            return tare
+
+    def clear_tare(self) -> None:
+        """Forget the tare."""
+        with self._lock:
+            self._tare = None
+
     # ---- state -----------------------------------------------------------------------------
 
     def _restart_after_clock_reset(self) -> None:
-        """Forget the samples of the old time base (lock held); the counters are kept."""
+        """Forget the samples of the old time base and the tare (its age is lost, and the sensor
+        may have restarted too) (lock held); the counters are kept."""
         self._clear_samples()
+        self._tare = None
         self.clock_jumps += 1
 
     def _clear_samples(self) -> None:
@@ -594,7 +682,8 @@ class PayloadEstimator:
             self._clear_samples()
 
     def reset(self) -> None:
-        """Forget all samples, the previous solution and the counters."""
+        """Forget all samples, the previous solution and the counters (the tare stays: it
+        describes the sensor)."""
         with self._lock:
             self._clear_samples()
             self.received.clear()

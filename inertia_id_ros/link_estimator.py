@@ -19,22 +19,41 @@ solves the window's :func:`~inertia_id_ros.links.build_link_problem`::
 started from the previous solution, and returns a :class:`LinkEstimate` only if every link is fully
 physically consistent, with the base parameters of the window's regressor
 (:func:`~inertia_id_ros.links.base_parameters_from_gram`): what the data so far cannot identify.
+
+Given the chain's actuators (``LinkEstimator(..., actuators=chain.actuators)``), every solve also
+resolves the armatures the window cannot identify, as :func:`inertia_id_ros.actuators.fit_chain`
+does offline (a fixed-base leg's torques separate only the knee's armature from the link
+inertias; see :mod:`inertia_id_ros.actuators`): from the first solution and the window's base
+parameters, :func:`~inertia_id_ros.actuators.resolve_armatures` estimates each motor type's rotor
+inertia from its joints' identifiable armatures, and the problem is solved again (warm started
+from the previous such solve) with the unidentifiable armatures known, ``N**2 * I_rotor``: the
+window's normal equations with those columns moved to the right-hand side, so the links' inertias
+about those axes exclude the rotors. :attr:`LinkEstimate.armature_sources` says which armature is
+which. Without actuators (or when every armature is identifiable) a solve is the single one above.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from inertia_id_ros.actuators import (
+    ActuatorConfig,
+    RotorInertia,
+    known_armature_model,
+    resolve_armatures,
+)
 from inertia_id_ros.estimator import (
     JOINT_STATE,
     EstimateUnavailable,
     ClockResetDetector,
     EstimatorStats,
     JointStateValidator,
+    OnlineEstimator,
     OnlineEstimatorConfig,
     SampleRejected,
 )
@@ -54,12 +73,21 @@ from inertia_id_ros.links import (
     base_parameters_from_gram,
     build_link_problem,
 )
-from inertia_id_ros.solvers import ProblemError, Solution, SolverError
+from inertia_id_ros.solvers import Problem, ProblemError, Solution, SolverError
 from inertia_id_ros.solvers import solve as solve_problem
 from inertia_id_ros.window import SampleBuffer, SlidingWindow
 
 _PROCESS_CHUNK = 500
 """Joint states turned into rows per batch in :meth:`LinkEstimator.process`."""
+
+ARMATURE_SOURCES = ("estimated", "rotor", "configured")
+"""Where a joint's armature comes from (:attr:`LinkEstimate.armature_sources`): ``estimated``
+from the joint torques (when the data cannot identify it, with the prior's help: see
+:attr:`LinkEstimate.unidentifiable`); ``rotor``: ``N**2`` x the rotor inertia of the joint's motor
+type, estimated from the identifiable armatures of the other joints with that motor type (the
+torques do not separate this joint's armature from its link's inertia about the axis);
+``configured``: ``N**2`` x the configured rotor inertia (not an estimated drive term, or
+unidentifiable with no identifiable armature of its motor type)."""
 
 
 @dataclass
@@ -89,14 +117,18 @@ class LinkEstimatorConfig(OnlineEstimatorConfig):
 class LinkEstimate:
     """A fully physically consistent estimate of a chain's links and joint drives.
 
-    ``x`` (p,) all parameters in :attr:`LinkModel.parameter_names` order; ``link_names`` (n,)
-    and ``thetas`` (n, 10): each link's ``theta`` about and in its link frame (the frame of the
-    joint moving it); ``drives``: ``{joint: DriveParameters}`` (a term not estimated is zero, a
-    known armature the reflected rotor inertia); ``min_pseudo_inertia_eigs`` (n,) (kg m²);
-    ``residual_rms`` (N·m) over the torque samples; ``base``: the base parameters of the
-    window's regressor (rank, what the data cannot identify); ``n_samples`` joint states used,
-    stamped ``t_first`` to ``t_last`` (s); ``method``; ``prior_weight``; ``solve_time`` (s);
-    ``message``: non-empty if the solver stopped early.
+    ``x`` (p,) all parameters in :attr:`LinkModel.parameter_names` order (an armature fixed by
+    a rotor inertia holds its ``N**2 * I_rotor``); ``link_names`` (n,) and ``thetas`` (n, 10):
+    each link's ``theta`` about and in its link frame (the frame of the joint moving it);
+    ``drives``: ``{joint: DriveParameters}`` (a term not estimated is zero, a known armature the
+    reflected rotor inertia); ``min_pseudo_inertia_eigs`` (n,) (kg m²); ``residual_rms`` (N·m)
+    over the torque samples; ``base``: the base parameters of the problem solved (the window's
+    regressor, without the armatures ``rotor_inertias`` fixed: rank, what the data leave to the
+    prior); ``n_samples`` joint states used, stamped ``t_first`` to ``t_last`` (s); ``method``;
+    ``prior_weight``; ``solve_time`` (s, all solves); ``message``: non-empty if the solver
+    stopped early; ``rotor_inertias``: how the armatures the window cannot identify were fixed
+    (only with the chain's actuators, see :class:`LinkEstimator`); ``armature_sources``:
+    ``{joint: source}`` of each joint's armature, one of :data:`ARMATURE_SOURCES`.
     """
 
     x: np.ndarray
@@ -113,6 +145,8 @@ class LinkEstimate:
     prior_weight: float
     solve_time: float
     message: str = ""
+    rotor_inertias: tuple[RotorInertia, ...] = ()
+    armature_sources: dict[str, str] = field(default_factory=dict)
 
     @property
     def joint_names(self) -> tuple[str, ...]:
@@ -127,7 +161,7 @@ class LinkEstimate:
     @property
     def unidentifiable(self) -> tuple[str, ...]:
         """Parameters the window's data cannot fix individually (their values lean on the
-        prior), e.g. ``'FL_hip_joint.armature'``."""
+        prior), e.g. ``'FL_hip_joint.armature'`` (unless a rotor inertia fixed it)."""
         return self.base.unidentifiable
 
     def null_directions(self, digits: int = 4) -> list[str]:
@@ -135,17 +169,26 @@ class LinkEstimate:
         return self.base.null_directions(digits)
 
 
-class LinkEstimator:
+class LinkEstimator(OnlineEstimator):
     """Identify a chain's links and joint drives online from joint states with efforts.
 
     Thread-safe: one internal lock guards the buffers and the window; :meth:`add_joint_state`
     may be called from one thread while another calls :meth:`process` and :meth:`solve` (the
     regressor and the solve run outside the lock).
+
+    ``actuators``: the chain's actuators by joint (``ChainConfig.actuators``; the model's drives
+    must have their gear ratios and rotor inertias, as ``ChainConfig.link_model()`` gives):
+    armatures the window cannot identify are then fixed by their motor type's rotor inertia (see
+    the module docstring). ``None``: every armature is estimated (the prior settles the
+    unidentifiable ones). Raises ValueError for actuators of joints not in the chain or that
+    disagree with the model's drives.
     """
 
-    def __init__(self, link_model: LinkModel, config: LinkEstimatorConfig | None = None) -> None:
+    def __init__(self, link_model: LinkModel, config: LinkEstimatorConfig | None = None,
+                 actuators: Mapping[str, ActuatorConfig] | None = None) -> None:
         self.link_model = link_model
         self.config = config or LinkEstimatorConfig()
+        self.actuators = None if actuators is None else _checked_actuators(link_model, actuators)
         config = self.config
         n = link_model.n_joints
         self._joint_input = JointStateValidator(link_model.joint_names,
@@ -164,6 +207,8 @@ class LinkEstimator:
         self._t_consumed: float = -np.inf
         """Stamp of the newest joint state processed or dropped by :meth:`process`."""
         self._last_solution: Solution | None = None
+        self._last_known_armature_solution: tuple[tuple[str, ...], Solution] | None = None
+        """The previous solve's second solution (armatures known), to warm-start the next."""
         self._generation = 0
         self.clock_jumps = 0
         """Clock resets seen since the last :meth:`reset` (see ``clock_jump_sec``)."""
@@ -263,9 +308,13 @@ class LinkEstimator:
               initvals: Solution | np.ndarray | None = None) -> LinkEstimate:
         """Estimate from the newest ``duration`` s of the window (0: all) with ``method`` (default
         ``config.method``), warm-started from ``initvals`` (default: the previous solution if
-        ``config.warm_start``). Raises :class:`~inertia_id_ros.estimator.EstimateUnavailable`
-        with reason ``too_few_samples``, ``solver_failed`` or ``inconsistent`` (some link not
-        fully physically consistent, e.g. with ``ols``): never returns an inconsistent link."""
+        ``config.warm_start``). With the chain's actuators, armatures the window cannot identify
+        are fixed by their motor type's rotor inertia and the problem solved again (see the
+        module docstring; that second solve is warm-started from the previous one's when
+        ``initvals`` is the default, else from the first). Raises
+        :class:`~inertia_id_ros.estimator.EstimateUnavailable` with reason ``too_few_samples``,
+        ``solver_failed`` or ``inconsistent`` (some link not fully physically consistent, e.g.
+        with ``ols``): never returns an inconsistent link."""
         config = self.config
         model = self.link_model
         method = method or config.method
@@ -277,15 +326,34 @@ class LinkEstimator:
             t, _, _ = self.window.samples(duration, copy=False)
             t_first, t_last = float(t[0]), float(t[-1])
             gram, moment, yty, n_rows = self.window.normal_equations(duration)
-            if initvals is None and config.warm_start:
+            warm = initvals is None and config.warm_start
+            if warm:
                 initvals = self._last_solution
+            previous_known = self._last_known_armature_solution if warm else None
             generation = self._generation
         problem = build_link_problem(model, gram, moment, yty, n_rows, config.prior_weight)
-        try:
-            solution = solve_problem(problem, method, initvals=initvals, **config.solver_options)
-        except (ProblemError, SolverError) as e:
-            raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
+        solution = _solve(problem, method, initvals, config.solver_options)
         x = np.array(solution.x)
+        base = base_parameters_from_gram(model.parameter_names, gram, config.rank_tolerance)
+        rotors = (() if self.actuators is None else
+                  resolve_armatures(model, self.actuators, x, base.unidentifiable))
+        final, solve_time = solution, float(solution.solve_time)
+        if rotors:  # the unidentifiable armatures known: N² I_rotor, solve again
+            known = known_armature_model(model, rotors)
+            keep = np.array([model.parameter_names.index(n) for n in known.parameter_names])
+            fixed = np.setdiff1d(np.arange(model.n_parameters), keep)
+            known_drives = dict(zip(known.joint_names, known.drives))
+            values = np.array([known_drives[model.parameter_names[i].rsplit(".", 1)[0]]
+                               .reflected_inertia for i in fixed])
+            gram, moment, yty = _with_known_parameters(gram, moment, yty, keep, fixed, values)
+            start = (previous_known[1] if previous_known is not None
+                     and previous_known[0] == known.parameter_names else x[keep])
+            final = _solve(build_link_problem(known, gram, moment, yty, n_rows,
+                                              config.prior_weight), method, start,
+                           config.solver_options)
+            solve_time += float(final.solve_time)
+            x[keep], x[fixed] = final.x, values
+            base = base_parameters_from_gram(known.parameter_names, gram, config.rank_tolerance)
         thetas = model.link_parameters(x).copy()
         reports = [check_consistency(theta) for theta in thetas]
         problems = [f"{link}: {'; '.join(report.problems)}"
@@ -297,17 +365,23 @@ class LinkEstimator:
         with self._lock:
             if generation == self._generation:
                 self._last_solution = solution
+                if rotors:
+                    self._last_known_armature_solution = (known.parameter_names, final)
         estimated = model.drive_parameters(x)
         drives = {joint: drive.parameters(estimated[joint])
                   for joint, drive in zip(model.joint_names, model.drives)}
+        sources = {joint: "estimated" if drive.armature else "configured"
+                   for joint, drive in zip(model.joint_names, model.drives)}
+        sources.update({joint: rotor.source for rotor in rotors for joint in rotor.applied_to})
+        stopped = [s.status for s in (solution, final) if not s.found]
         return LinkEstimate(
             x=x, link_names=model.link_names, thetas=thetas, drives=drives,
             min_pseudo_inertia_eigs=np.array([r.min_pseudo_inertia_eig for r in reports]),
-            residual_rms=float(solution.residual_rms),
-            base=base_parameters_from_gram(model.parameter_names, gram, config.rank_tolerance),
-            n_samples=n_samples, t_first=t_first, t_last=t_last, method=method,
-            prior_weight=config.prior_weight, solve_time=float(solution.solve_time),
-            message="" if solution.found else f"solver stopped early ({solution.status})")
+            residual_rms=float(final.residual_rms), base=base, n_samples=n_samples,
+            t_first=t_first, t_last=t_last, method=method, prior_weight=config.prior_weight,
+            solve_time=solve_time,
+            message=f"solver stopped early ({stopped[0]})" if stopped else "",
+            rotor_inertias=rotors, armature_sources=sources)
 
     # ---- state -----------------------------------------------------------------------------
 
@@ -318,6 +392,7 @@ class LinkEstimator:
         self._joint_input.reset()
         self._t_consumed = -np.inf
         self._last_solution = None
+        self._last_known_armature_solution = None
         self._generation += 1
 
     def reset(self) -> None:
@@ -338,3 +413,46 @@ class LinkEstimator:
             return EstimatorStats(received=dict(self.received), processed=dict(self.processed),
                                   dropped=dict(self.dropped), pending=pending,
                                   window_samples=len(self.window), clock_jumps=self.clock_jumps)
+
+
+def _solve(problem: Problem, method: str, initvals: Solution | np.ndarray | None,
+           options: Mapping[str, object]) -> Solution:
+    """``solve(problem, method, initvals, **options)``; a failure is ``solver_failed``."""
+    try:
+        return solve_problem(problem, method, initvals=initvals, **options)
+    except (ProblemError, SolverError) as e:
+        raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
+
+
+def _with_known_parameters(gram: np.ndarray, moment: np.ndarray, yty: float, keep: np.ndarray,
+                           known: np.ndarray, values: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Normal equations of ``||Y[:, keep] x_keep - (y - Y[:, known] values)||²`` from those of
+    ``||Y x - y||²``: the parameters ``known`` are ``values``, the others ``keep`` remain."""
+    cross = gram[np.ix_(keep, known)]
+    known_square = values @ gram[np.ix_(known, known)] @ values
+    return (gram[np.ix_(keep, keep)], moment[keep] - cross @ values,
+            float(yty - 2.0 * values @ moment[known] + known_square))
+
+
+def _checked_actuators(model: LinkModel, actuators: Mapping[str, ActuatorConfig]
+                       ) -> dict[str, ActuatorConfig]:
+    """``actuators`` after checking them against ``model``'s joints and drives."""
+    drives = dict(zip(model.joint_names, model.drives))
+    out = {}
+    for joint, actuator in actuators.items():
+        if joint not in drives:
+            raise ValueError(f"actuators given for joint {joint!r}, not in the chain "
+                             f"{list(model.joint_names)}")
+        if not isinstance(actuator, ActuatorConfig):
+            raise ValueError(f"actuators[{joint!r}] must be an ActuatorConfig, got "
+                             f"{type(actuator).__name__}")
+        drive = drives[joint]
+        if not (np.isclose(actuator.gear_ratio, drive.gear_ratio, rtol=1e-12, atol=0.0)
+                and np.isclose(actuator.rotor_inertia, drive.rotor_inertia, rtol=1e-12, atol=0.0)):
+            raise ValueError(f"actuators[{joint!r}]: gear ratio {actuator.gear_ratio:g} and rotor "
+                             f"inertia {actuator.rotor_inertia:g} differ from the model's drive "
+                             f"({drive.gear_ratio:g}, {drive.rotor_inertia:g}); build the model "
+                             "from the same actuators (ChainConfig.link_model)")
+        out[joint] = actuator
+    return out

@@ -23,20 +23,25 @@ averaged). Consequences:
 
 * Right after a tare the offset is known whatever the motion: a motion that does not tilt the
   sensor identifies the mass (to about ``offset_std / g``), so while a tare is set the estimator
-  need not refuse with ``offset_not_identifiable``.
+  does not refuse with ``offset_not_identifiable``.
 * As the tare ages its weight fades and data that identify the offset (tilts about two axes)
   take over: a stale tare cannot bias the payload for long.
 * A new tare replaces the previous one. Resetting the estimator's window (a payload change)
-  keeps the tare: it describes the sensor, not the payload.
+  keeps the tare: it describes the sensor, not the payload; a clock reset forgets it (its age is
+  lost and the sensor may have restarted).
+* Without offset estimation (``estimate_offset=False``) the tare is the known offset: it is
+  subtracted from the wrenches (and zero until a tare is set).
 
 ``drift_rate`` (6,) (N/s, N m/s) is the sensor's assumed offset drift; the default,
 :data:`DEFAULT_OFFSET_DRIFT_RATE` (0.02 N and 1 mN m per minute), halves a 1 s, 1 kHz tare's
 weight (sigma 0.1 N) in about 10 s and makes it one sample's worth after about 5 minutes; set it
 from the sensor's data sheet or from the spread of repeated tares.
 
-Use (the node): ``tare = tare_from_window(estimator.window, theta_known)`` after recording a few
-seconds into a freshly reset window; then each solve uses ``with_tare(problem, tare, t_now,
-sigma)`` instead of ``problem``.
+Use: :meth:`PayloadEstimator.set_tare <inertia_id_ros.estimator.PayloadEstimator.set_tare>` (the
+node's ``~/tare`` service) records it from the newest seconds of the window, and every solve then
+applies it (``with_tare``, or subtracting it when the offset is not estimated); by hand,
+``tare = tare_from_window(estimator.window, theta_known)``, then ``with_tare(problem, tare, t_now,
+sigma)`` instead of ``problem`` in each solve.
 """
 
 from __future__ import annotations

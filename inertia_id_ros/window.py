@@ -137,6 +137,23 @@ class SlidingWindow:
         if self._buffer is not None:
             self._buffer.clear()
 
+    def resize(self, window_sec: float, capacity: int) -> None:
+        """Change the window's length (s) and capacity (samples), keeping the newest samples that
+        fit both."""
+        if not (window_sec > 0 and np.isfinite(window_sec)):
+            raise ValueError(f"window_sec must be positive and finite (s), got {window_sec}")
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1 sample, got {capacity}")
+        n_params, old = self.n_params, self._buffer
+        self.window_sec, self.capacity = float(window_sec), int(capacity)
+        if old is None:
+            return
+        self._allocate(n_params)
+        t, rows = old["t"], old["rows"]
+        keep = max(int(np.searchsorted(t, t[-1] - self.window_sec, side="left")) if t.size else 0,
+                   t.size - self.capacity)
+        self._buffer.extend(t=t[keep:], rows=rows[keep:])
+
     def append(self, t: float, Y: np.ndarray, f: np.ndarray) -> None:
         """Add one sample: stamp ``t`` (s), regressor ``Y`` (r, p), measurement ``f`` (r,)."""
         self.extend(np.array([t], dtype=float), np.asarray(Y, dtype=float)[None],

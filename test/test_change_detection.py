@@ -32,8 +32,8 @@ def synthetic_rows(n: int, seed: int = 0, bias: np.ndarray | None = None,
 
 
 def armed_detector(theta, offset, **config) -> PayloadChangeDetector:
-    detector = PayloadChangeDetector(ChangeDetectorConfig(holdoff_sec=0.0, **config))
-    detector.set_reference(theta, offset, DEFAULT_WRENCH_NOISE_STD)
+    detector = PayloadChangeDetector(ChangeDetectorConfig(**config))
+    assert detector.set_reference(theta, offset, DEFAULT_WRENCH_NOISE_STD, span=10.0)
     return detector
 
 
@@ -79,19 +79,20 @@ def test_fewer_than_min_samples_glitches_cannot_raise_an_alarm():
     assert isinstance(event, ChangeEvent) and event.t_detected == t[109]
 
 
-def test_disarmed_hold_off_and_re_arming():
+def test_disarmed_short_references_and_re_arming():
     theta, offset, Y, f = synthetic_rows(2000, bias=np.array([5.0, 0, 0, 0, 0, 0]))
     t = T0 + np.arange(2000) * 1e-3
-    detector = PayloadChangeDetector(ChangeDetectorConfig(holdoff_sec=1.0))
+    detector = PayloadChangeDetector(ChangeDetectorConfig(min_reference_sec=1.0))
     assert not detector.armed and detector.update(t, Y, f) is None  # no reference yet
     with pytest.raises(RuntimeError, match="set_reference"):
         detector.scores(Y, f)
-    detector.set_reference(theta, offset, np.full(6, 0.1))
-    assert detector.update(t[:500], Y[:500], f[:500]) is None  # hold-off: 1 s from t[0]
+    assert not detector.set_reference(theta, offset, np.full(6, 0.1), span=0.9)  # too short
+    assert not detector.armed and detector.update(t, Y, f) is None
+    assert detector.set_reference(theta, offset, np.full(6, 0.1), span=1.0)
     event = detector.update(t[500:], Y[500:], f[500:])
-    assert event.t_onset == t[1000] and event.n_samples == 10
+    assert event.t_onset == t[500] and event.n_samples == 10
     assert not detector.armed
-    detector.set_reference(theta, offset + [5.0, 0, 0, 0, 0, 0], np.full(6, 0.1))
+    detector.set_reference(theta, offset + [5.0, 0, 0, 0, 0, 0], np.full(6, 0.1), span=1.0)
     assert detector.update(t, Y, f) is None  # the new reference fits
     detector.reset()
     assert not detector.armed
@@ -99,16 +100,16 @@ def test_disarmed_hold_off_and_re_arming():
 
 def test_invalid_configuration_and_inputs_are_rejected():
     for bad in ({"drift": -1.0}, {"threshold": 0.0}, {"min_samples": 0}, {"min_samples": 2.5},
-                {"holdoff_sec": -1.0}, {"sigma_floor": [0.1, 0.1, 0.1, 0.0, 0.01, 0.01]}):
+                {"min_reference_sec": -1.0}, {"sigma_floor": [0.1, 0.1, 0.1, 0.0, 0.01, 0.01]}):
         with pytest.raises(ValueError, match="ChangeDetectorConfig"):
             ChangeDetectorConfig(**bad)
     theta, offset, Y, f = synthetic_rows(10)
     detector = PayloadChangeDetector()
     with pytest.raises(ValueError, match="theta"):
-        detector.set_reference(theta[:9], offset, np.ones(6))
+        detector.set_reference(theta[:9], offset, np.ones(6), span=10.0)
     with pytest.raises(ValueError, match="sigma"):
-        detector.set_reference(theta, offset, [np.nan] * 6)
-    detector.set_reference(theta, offset, np.ones(6))
+        detector.set_reference(theta, offset, [np.nan] * 6, span=10.0)
+    detector.set_reference(theta, offset, np.ones(6), span=10.0)
     with pytest.raises(ValueError, match="need Y"):
         detector.update(np.arange(10.0), Y[:, :3], f)
     with pytest.raises(ValueError, match="at least one sample"):
@@ -182,7 +183,8 @@ class OnlineLoop:
         else:
             _, Y, f = self.estimator.window.samples(copy=False)
             sigma = residual_sigma(Y, f, estimate.theta, estimate.sensor_offset)
-        self.detector.set_reference(estimate.theta, estimate.sensor_offset, sigma)
+        self.detector.set_reference(estimate.theta, estimate.sensor_offset, sigma,
+                                    span=estimate.t_last - estimate.t_first)
 
 
 def errors(estimate, theta: np.ndarray, offset: np.ndarray) -> dict[str, float]:

@@ -184,6 +184,40 @@ def test_each_bad_wrench_is_rejected_with_its_reason(estimator, sim):
     renamed.add_wrench(1.0, np.zeros(6), "ft_sensor")
 
 
+def test_wrenches_reaching_a_channel_limit_are_rejected_as_saturated(sim):
+    limits = (100.0, 100.0, 200.0, 8.0, 8.0, np.inf)  # no limit on tz
+    estimator = PayloadEstimator(sim.kinematics, EstimatorConfig(wrench_limits=limits))
+    estimator.add_wrench(1.0, [99.9, -99.9, 150.0, 7.9, 0.0, 1e6], sim.sensor_frame)
+    with pytest.raises(SampleRejected, match="saturated") as why:
+        estimator.add_wrench(2.0, [0.0, 0.0, -200.0, 0.0, 8.5, 0.0], sim.sensor_frame)
+    assert "fz = -200 (limit 200)" in why.value.message and "ty = 8.5" in why.value.message
+    assert "fx" not in why.value.message
+    assert estimator.dropped == {"saturated": 1} and estimator.stats().pending == 1
+    estimator.add_wrench(2.0, np.zeros(6), sim.sensor_frame)  # the stamp was not taken
+    for bad in ((100.0,) * 5, (100.0, 100.0, 0.0, 8.0, 8.0, 8.0), (np.nan,) * 6):
+        with pytest.raises(ValueError, match="wrench_limits"):
+            EstimatorConfig(wrench_limits=bad)
+
+
+def test_the_window_can_be_resized_while_running(sim):
+    estimator = PayloadEstimator(sim.kinematics, EstimatorConfig(window_sec=20.0))
+    feed(estimator, sim, 12.0)
+    estimator.process()
+    before = estimator.solve()
+    estimator.resize_window(5.0)
+    t, _, _ = estimator.window.samples()
+    assert estimator.config.window_sec == 5.0 and t[-1] - t[0] <= 5.0
+    assert t[-1] == pytest.approx(before.t_last) and len(t) > 0.95 * 5.0 * RATE
+    after = estimator.solve()  # the warm start survives
+    assert check_consistency(after.theta).fully_consistent
+    assert after.n_samples == len(t)
+    estimator.resize_window(60.0, window_capacity=30000)
+    assert estimator.window.capacity == 30000 and len(estimator.window) == len(t)
+    with pytest.raises(ValueError, match="positive"):
+        estimator.resize_window(-1.0)
+    assert estimator.config.window_sec == 60.0
+
+
 def test_wrenches_in_a_joint_state_gap_or_before_joint_states_are_dropped(sim):
     estimator = PayloadEstimator(sim.kinematics)
     t = np.arange(0.0, 4.0, 1.0 / RATE)

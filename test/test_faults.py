@@ -1,5 +1,6 @@
 """Fault injection over real DDS: one node process, fed by this test process, meets stale stamps,
-stamps going backwards, gaps, a burst, floods and a clock reset, in that order (module-scoped:
+stamps going backwards, saturated F/T channels, gaps, a burst, floods and a clock reset, in that
+order (module-scoped:
 the node must also survive the sequence). After each fault the node must be alive with bounded
 memory and answer ``identify`` with a consistent estimate close to the one before the faults;
 dropped samples must be counted by reason on ``/diagnostics`` and warned about, at most once per
@@ -23,6 +24,8 @@ from test_node import SENSOR, Feeder, identify, node_args
 
 WARNING_PERIOD = 0.5
 """The node's ``warning_period_sec`` (s)."""
+WRENCH_LIMITS = [100.0, 100.0, 100.0, 10.0, 10.0, 10.0]
+"""The F/T sensor's range given to the node (N, N m); the simulated payload stays well within."""
 MAX_RSS_GROWTH_MB = 80.0
 """Largest growth of the node's resident memory over all the faults (MB). Measured: about
 60 MB, reached after 1-4 floods and flat after: the preallocated buffers' pages are touched only
@@ -47,18 +50,38 @@ class NodeUnderTest:
 
     def __init__(self, process: Process, peer, client, feeder: Feeder) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+        from inertia_id_ros.msg import InertialParameters
 
         self.process, self.peer, self.client, self.feeder = process, peer, client, feeder
+        self.inconsistent_published: list[np.ndarray] = []
+        """Every published estimate that fails the consistency check (must stay empty)."""
+        self.estimates_received = 0
+        peer.create_subscription(InertialParameters, "/inertia_id/estimate", self._on_estimate,
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self.diagnostics: dict[str, str] = {}
+        self.status: tuple[int, str] = (0, "")
+        """Level and message of the latest diagnostics status."""
+        self.diagnostics_stamp = 0.0
         self.diagnostics_received = 0
         peer.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self.reference_theta: np.ndarray | None = None
         self.rss_start = 0.0
 
+    def _on_estimate(self, msg) -> None:
+        self.estimates_received += 1
+        if not check_consistency(np.array(msg.theta)).fully_consistent:
+            self.inconsistent_published.append(np.array(msg.theta))
+
     def _on_diagnostics(self, msg) -> None:
         for status in msg.status:
             if status.name.startswith("inertia_id"):
                 self.diagnostics = {kv.key: kv.value for kv in status.values}
+                self.status = (int.from_bytes(status.level, "little")
+                               if isinstance(status.level, bytes) else int(status.level),
+                               status.message)
+                self.diagnostics_stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
                 self.diagnostics_received += 1
 
     def counter(self, key: str) -> int:
@@ -99,8 +122,10 @@ class NodeUnderTest:
                 if "WARN" in line and kind in line]
 
     def check_estimate_kept(self) -> np.ndarray:
-        """``identify`` succeeds with a consistent estimate close to the one before the faults."""
+        """``identify`` succeeds with a consistent estimate close to the one before the faults;
+        every estimate published so far was consistent."""
         assert self.process.alive(), self.process.output()[-3000:]
+        assert not self.inconsistent_published and self.estimates_received > 0
         response = identify(self.peer, self.client)
         assert self.process.alive(), self.process.output()[-3000:]
         assert response.success, response.message
@@ -124,7 +149,8 @@ def node(ros_env, rclpy_context, tmp_path_factory):
     log = tmp_path_factory.mktemp("faults") / "inertia-id-node.log"
     process = Process(console_script("inertia-id-node", "inertia_id_ros.ros.node")
                       + ["--ros-args", *node_args(window_sec=10.0, update_rate_hz=5.0,
-                                                  warning_period_sec=WARNING_PERIOD)],
+                                                  warning_period_sec=WARNING_PERIOD,
+                                                  wrench_limits=WRENCH_LIMITS)],
                       ros_env, log)
     peer = rclpy.create_node("inertia_id_fault_injector")
     try:
@@ -147,12 +173,15 @@ def node(ros_env, rclpy_context, tmp_path_factory):
         process.stop()
 
 
-def inject_out_of_order(harness: NodeUnderTest, stamps: np.ndarray) -> None:
-    """Publish a joint state and a wrench at each of ``stamps`` (s), all older than accepted."""
+def inject(harness: NodeUnderTest, stamps: np.ndarray,
+           wrench_offset: np.ndarray = np.zeros(6)) -> None:
+    """Publish a joint state and a wrench (plus ``wrench_offset`` (6,)) at each of ``stamps``
+    (s) of the feeder's motion."""
     from inertia_id_ros.ros.conversions import joint_state, wrench_stamped
 
     sim, feeder = harness.feeder.sim, harness.feeder
     q, dq, wrench = sim.measure(stamps - feeder.t0, np.random.default_rng(7))
+    wrench += wrench_offset
     for i, stamp in enumerate(stamps):
         feeder.joints.publish(joint_state(stamp, sim.joint_names, q[i], dq[i]))
         feeder.wrenches.publish(wrench_stamped(stamp, SENSOR, wrench[i]))
@@ -180,10 +209,62 @@ def check_dropped_and_warned(harness: NodeUnderTest, mark: int, reasons: tuple[s
     assert len(warnings) <= 2 * (seconds / WARNING_PERIOD + 1), warnings
 
 
+def test_malformed_messages_are_dropped(node):
+    """Malformed messages: NaN and Inf in every field a payload node reads (joint positions and
+    velocities, each wrench channel), mismatched lengths, unknown, missing and duplicated joints,
+    a wrench in another frame, a repeated stamp. Each is counted by its reason and warned about;
+    the stream then goes on."""
+    from inertia_id_ros.ros.conversions import joint_state, wrench_stamped
+
+    feeder, names = node.feeder, list(node.feeder.sim.joint_names)
+    t = feeder.t0 + feeder.k / feeder.rate
+    q, dq = feeder.sim.measure_joints(np.array([0.0, 0.07]) + t - feeder.t0,
+                                      np.random.default_rng(2))
+    q, valid = q[0], joint_state(t + 0.07, names, q[1], dq[1])
+    js, wr = feeder.joints.publish, feeder.wrenches.publish
+    bad = []
+    for field in ("position", "velocity"):
+        for value in (np.nan, np.inf, -np.inf):
+            msg = joint_state(t + 0.01, names, q, np.zeros(len(names)))
+            values = np.array(getattr(msg, field))
+            values[3] = value
+            setattr(msg, field, values.tolist())
+            bad.append((js, msg, "non_finite"))
+    for c in range(6):
+        w = np.zeros(6)
+        w[c] = np.nan if c % 2 else -np.inf
+        bad.append((wr, wrench_stamped(t + 0.01, SENSOR, w), "non_finite"))
+    short = joint_state(t + 0.02, names, q)
+    short.velocity = [0.0, 1.0]
+    bad += [(js, short, "length_mismatch"),
+            (js, joint_state(t + 0.03, names + ["ghost"], np.r_[q, 0.0]), "unknown_joint"),
+            (js, joint_state(t + 0.04, names[:-1], q[:-1]), "missing_joint"),
+            (js, joint_state(t + 0.05, names[:-1] + names[:1], q), "duplicate_joint"),
+            (wr, wrench_stamped(t + 0.06, "world", np.ones(6)), "wrong_frame"),
+            (js, valid, None),
+            (js, valid, "duplicate_stamp")]
+    expected: dict[str, int] = {}
+    for _, _, reason in bad:
+        if reason:
+            expected[reason] = expected.get(reason, 0) + 1
+    before, mark, started = begin_fault(node)
+    for publish, msg, _ in bad:  # warnings are rate-limited per reason: one each at least
+        publish(msg)
+        time.sleep(0.01)
+    feeder.k += int(round(0.08 * feeder.rate))  # the motion resumes after their stamps
+    feeder.publish(2.0)
+    for reason, count in expected.items():
+        check_dropped_and_warned(node, mark, (reason,), before, count,
+                                 time.monotonic() - started)
+        assert node.counter(f"dropped.{reason}") - before.get(reason, 0) == count, reason
+    node.check_estimate_kept()
+    node.check_memory()
+
+
 def test_stale_stamps_are_dropped(node):
     """Samples stamped 1000 s in the past (a sensor with its own clock, a replayed bag)."""
     before, mark, started = begin_fault(node)
-    inject_out_of_order(node, np.arange(100) * 1e-3 + 1.0)
+    inject(node, np.arange(100) * 1e-3 + 1.0)
     node.feeder.publish(2.0)
     check_dropped_and_warned(node, mark, ("out_of_order", "stale"), before, 2 * 90,
                              time.monotonic() - started)
@@ -195,10 +276,25 @@ def test_stamps_going_backwards_are_dropped(node):
     """Each stamp older than the previous one, just behind the stream."""
     before, mark, started = begin_fault(node)
     newest = node.feeder.t0 + (node.feeder.k - 1) / node.feeder.rate
-    inject_out_of_order(node, newest - 1e-3 * (1 + np.arange(100)))
+    inject(node, newest - 1e-3 * (1 + np.arange(100)))
     node.feeder.publish(2.0)
     check_dropped_and_warned(node, mark, ("out_of_order",), before, 2 * 90,
                              time.monotonic() - started)
+    node.check_estimate_kept()
+    node.check_memory()
+
+
+def test_saturated_wrenches_are_dropped(node):
+    """0.4 s of wrenches with fz beyond the sensor's 100 N range, in the stream."""
+    before, mark, started = begin_fault(node)
+    feeder = node.feeder
+    inject(node, feeder.t0 + (feeder.k + np.arange(100)) / feeder.rate,
+           np.array([0.0, 0.0, 150.0, 0.0, 0.0, 0.0]))
+    feeder.k += 100
+    feeder.publish(2.0)
+    check_dropped_and_warned(node, mark, ("saturated",), before, 100, time.monotonic() - started)
+    assert node.counter("dropped.saturated") - before.get("saturated", 0) == 100
+    assert "fz = 1" in "".join(node.warnings_since(mark, "saturated"))
     node.check_estimate_kept()
     node.check_memory()
 

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from inertia_id_ros.actuators import ActuatorConfig, ChainConfig, go1_leg_config
+from inertia_id_ros.actuators import ActuatorConfig, ChainConfig, fit_chain, go1_leg_config
 from inertia_id_ros.estimator import EstimateUnavailable, SampleRejected
 from inertia_id_ros.inertia import check_consistency
 from inertia_id_ros.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig
@@ -118,6 +118,112 @@ def test_a_warm_started_solve_and_a_shorter_duration(leg_online) -> None:
     with pytest.raises(EstimateUnavailable) as why:
         estimator.solve(method="ols")  # unconstrained: links come out inconsistent
     assert why.value.reason == "inconsistent" and "FL_" in why.value.message
+
+
+@pytest.fixture(scope="module")
+def leg_with_actuators() -> tuple[JointTorqueSimulator, JointTorqueData, LinkEstimator,
+                                  list[LinkEstimate]]:
+    """60 s of the Go1 leg at 250 Hz through an estimator that knows the leg's actuators (one
+    motor type, gear ratios 6.33, 6.33, 9.5), processed and solved every 5 s as the node does
+    (each solve warm-started from the previous one)."""
+    sim = leg(11)
+    estimator = LinkEstimator(sim.links, LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6),
+                              actuators=go1_leg_config().actuators)
+    t = np.arange(0.0, 60.0, 1.0 / RATE)
+    data = sim.measure(t, np.random.default_rng(11))
+    estimates = []
+    for k in range(t.size):
+        estimator.add_joint_state(T0 + t[k], sim.joint_names, data.positions[k],
+                                  data.velocities[k], data.efforts[k])
+        if (k + 1) % round(5.0 * RATE) == 0:
+            estimator.process()
+            estimates.append(estimator.solve())
+    return sim, data, estimator, estimates
+
+
+def test_with_the_actuators_every_armature_and_the_friction_are_recovered(
+        leg_with_actuators) -> None:
+    """Acceptance (issue 4, item 6), online: 60 s of data, every joint's armature, viscous and
+    Coulomb friction within 10 %. The knee's armature gives the motor's rotor inertia, which fixes
+    the hip abduction's and hip flexion's (the torques do not separate those from the links)."""
+    sim, _, estimator, estimates = leg_with_actuators
+    estimate = estimates[-1]
+    assert estimate.n_samples == len(estimator.window) == 60.0 * RATE - 2 * EDGE
+    assert all(check_consistency(theta).fully_consistent for theta in estimate.thetas)
+    truth = dict(zip(sim.joint_names, sim.drives))
+    errors = {(joint, term): getattr(estimate.drives[joint], term) / getattr(truth[joint], term) - 1
+              for joint in sim.joint_names for term in ("viscous", "coulomb", "armature")}
+    print("online, 60 s, relative errors:", {k: f"{v:+.4f}" for k, v in errors.items()})
+    assert max(abs(e) for e in errors.values()) < 0.10, errors
+    assert estimate.armature_sources == {HIP: "rotor", THIGH: "rotor", KNEE: "estimated"}
+    (rotor,) = estimate.rotor_inertias
+    assert (rotor.motor, rotor.from_joints, rotor.applied_to) == ("go1_motor", (KNEE,),
+                                                                  (HIP, THIGH))
+    assert rotor.value == pytest.approx(go1_leg_config().actuator(KNEE).rotor_inertia, rel=0.1)
+    names = sim.links.parameter_names
+    for joint, drive in zip(sim.joint_names, sim.links.drives):
+        if joint != KNEE:  # N² I_rotor, in the drives and in x
+            assert estimate.drives[joint].armature == pytest.approx(
+                drive.gear_ratio**2 * rotor.value, rel=1e-12)
+            assert estimate.x[names.index(f"{joint}.armature")] == estimate.drives[joint].armature
+    # the base parameters are those of the problem solved: the hip armatures are no parameters
+    # there, and nothing about them is left to the prior
+    assert not any(name.endswith(".armature") for name in estimate.unidentifiable)
+    assert f"{HIP}.armature" not in estimate.base.names and estimate.rank == 27
+    assert estimate.residual_rms == pytest.approx(0.1, rel=0.05)  # the torque noise (N·m)
+    # every periodic solve (from 5 s of data on) separated the knee's armature, so each took
+    # the rotor step, warm-started from the previous one
+    assert all(e.armature_sources == estimate.armature_sources for e in estimates)
+
+
+def test_the_online_rotor_step_is_fit_chain(leg_with_actuators) -> None:
+    """The same steps as actuators.fit_chain on the exact samples: the same rotor inertia and
+    armatures within 3 % (the online fit's accelerations are the local-polynomial filter's
+    derivative, the offline fit's exact; the knee's armature is the small term they scale), the
+    same torques."""
+    sim, data, _, estimates = leg_with_actuators
+    estimate = estimates[-1]
+    offline = fit_chain(go1_leg_config(), data, prior_weight=1e-6)
+    assert offline.rotor_inertias[0].value == pytest.approx(estimate.rotor_inertias[0].value,
+                                                            rel=0.03)
+    for joint in sim.joint_names:
+        assert estimate.drives[joint].armature == pytest.approx(offline.armatures[joint],
+                                                                rel=0.03)
+    difference = predict_torques(sim.links, estimate.x, data) - predict_torques(
+        offline.model, offline.fit.x, data)
+    assert np.sqrt(np.mean(difference**2, axis=0)).max() < 0.005  # N·m; the noise is 0.1
+
+
+def test_the_rotor_step_warm_starts(leg_with_actuators) -> None:
+    """Solving again (warm: both solves from the previous ones), from an explicit start, or
+    without warm starts gives the same estimate."""
+    sim, _, estimator, estimates = leg_with_actuators
+    again = estimator.solve()
+    assert np.allclose(again.x, estimates[-1].x, atol=1e-7)
+    assert again.armature_sources == estimates[-1].armature_sources
+    explicit = estimator.solve(initvals=estimates[-2].x)
+    assert np.allclose(explicit.x, again.x, atol=1e-6)
+    cold = LinkEstimator(sim.links, LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6,
+                                                        warm_start=False),
+                         actuators=estimator.actuators)
+    cold.window = estimator.window
+    assert np.allclose(cold.solve().x, again.x, atol=1e-6)
+    with pytest.raises(EstimateUnavailable) as why:
+        estimator.solve(method="ols")  # unconstrained: links come out inconsistent
+    assert why.value.reason == "inconsistent"
+    assert np.allclose(estimator.solve().x, again.x, atol=1e-7)  # the warm starts survive it
+
+
+def test_actuators_must_match_the_chain() -> None:
+    model = go1_leg_config().link_model()
+    with pytest.raises(ValueError, match="not in the chain"):
+        LinkEstimator(model, actuators={"FR_hip_joint": ActuatorConfig()})
+    with pytest.raises(ValueError, match="differ from the model's drive"):
+        LinkEstimator(model, actuators={HIP: ActuatorConfig(gear_ratio=9.0, rotor_inertia=1e-4)})
+    # joints without an actuator keep their drive's rotor (no motor type)
+    go1 = go1_leg_config()
+    assert LinkEstimator(model, actuators={KNEE: go1.actuators[KNEE]}).actuators == {
+        KNEE: go1.actuators[KNEE]}
 
 
 def test_panda_locked_joints_are_ignored_and_every_link_consistent() -> None:

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from conftest import spin_until
-from inertia_id_ros.inertia import check_consistency
 from inertia_id_ros.robots import example_robot_urdf
 from inertia_id_ros.simulation import PayloadSimulator
 
@@ -30,7 +29,11 @@ def node_args(**overrides) -> list[str]:
     ({"window_sec": 0.0}, "window_sec"),
     ({"window_sec": -3.0}, "window_sec"),
     ({"urdf_path": "/nonexistent/robot.urdf"}, "urdf_path"),
+    ({"window_sec": 1e7}, "window_sec"),                            # more memory than allowed
     ({"method": "magic"}, "method"),
+    ({"solver_options": "'{nope: 1}'"}, "solver_options"),
+    ({"wrench_limits": "[100.0, 100.0]"}, "wrench_limits"),
+    ({"wrench_limits": "[100, 100, 100, 10, 10, 10]"}, "wrench_limits"),  # integers
     ({"mode": "magic"}, "mode"),
     ({"mode": "links"}, "joints"),                                  # no joints, no chain config
     ({"mode": "links", "joints": "[panda_joint1, nope]"}, "joints"),
@@ -59,10 +62,15 @@ class Feeder:
         self.rng = np.random.default_rng(1)
         self.k = 0
         self.t0 = 1000.0
+        self.clock = None
+        """A ``rosgraph_msgs/Clock`` publisher: set, the samples' stamps are also the simulated
+        time (``use_sim_time``), published every 10 samples."""
 
     def publish(self, seconds: float, sleep: bool = True, joint_states: bool = True) -> None:
         """``seconds`` of samples; without ``joint_states`` only wrenches (a joint-state gap)."""
-        from inertia_id_ros.ros.conversions import joint_state, wrench_stamped
+        from rosgraph_msgs.msg import Clock
+
+        from inertia_id_ros.ros.conversions import joint_state, seconds_to_stamp, wrench_stamped
 
         n = int(seconds * self.rate)
         t = (self.k + np.arange(n)) / self.rate
@@ -72,6 +80,8 @@ class Feeder:
             if joint_states:
                 self.joints.publish(joint_state(stamp, self.sim.joint_names, q[i], dq[i]))
             self.wrenches.publish(wrench_stamped(stamp, self.sim.sensor_frame, w[i]))
+            if self.clock is not None and i % 10 == 0:
+                self.clock.publish(Clock(clock=seconds_to_stamp(stamp)))
             if sleep and i % 25 == 0:
                 time.sleep(0.002)
         self.k += n
@@ -100,60 +110,6 @@ def node_under_test(launch, rclpy_context):
     peer.destroy_node()
 
 
-def test_bad_inputs_are_dropped_with_warnings_and_the_last_estimate_is_kept(node_under_test):
-    from geometry_msgs.msg import WrenchStamped
-    from inertia_id_ros.ros.conversions import joint_state, wrench_stamped
-
-    process, peer, client = node_under_test
-    sim = PayloadSimulator.panda()
-    feeder = Feeder(peer, sim)
-    time.sleep(1.0)  # discovery
-    feeder.publish(12.0)
-    time.sleep(1.0)
-    good = identify(peer, client)
-    assert good.success, good.message
-    theta_good = np.array(good.estimate.theta)
-    assert check_consistency(theta_good).fully_consistent
-    assert abs(theta_good[0] - sim.true_theta[0]) < 0.05 * sim.true_theta[0]
-
-    t_last = feeder.t0 + feeder.k / feeder.rate
-    names, q = list(sim.joint_names), np.zeros(len(sim.joint_names))
-    nan_q = q.copy()
-    nan_q[2] = np.nan
-    bad_messages = [
-        (feeder.joints, joint_state(t_last + 0.1, names, nan_q)),                 # NaN
-        (feeder.joints, joint_state(t_last + 0.2, names[:-1], q[:-1])),           # missing joint
-        (feeder.joints, joint_state(t_last + 0.3, names + ["ghost"], np.zeros(len(names) + 1))),
-        (feeder.joints, joint_state(t_last - 5.0, names, q)),                     # out of order
-        (feeder.wrenches, wrench_stamped(t_last + 0.1, "wrong_frame", np.ones(6))),
-        (feeder.wrenches, wrench_stamped(t_last + 0.2, SENSOR, np.array([np.inf, 0, 0, 0, 0, 0]))),
-        (feeder.wrenches, wrench_stamped(t_last - 5.0, SENSOR, np.ones(6))),      # out of order
-    ]
-    mismatched = joint_state(t_last + 0.4, names, q)
-    mismatched.velocity = [0.0, 1.0]
-    bad_messages.append((feeder.joints, mismatched))
-    good_js = joint_state(t_last + 0.5, names, q)
-    bad_messages += [(feeder.joints, good_js), (feeder.joints, good_js)]  # duplicate stamp
-    for publisher, msg in bad_messages:
-        publisher.publish(msg)
-        time.sleep(0.6)  # past the warning period, so every class is warned about
-    feeder.t0 += 2.0  # resume the motion after the bad samples, then a joint-state gap
-    feeder.publish(1.0)
-    feeder.publish(0.5, joint_states=False)
-    feeder.publish(2.0)
-    time.sleep(1.5)
-    assert process.alive(), process.output()
-    after = identify(peer, client)
-    assert process.alive(), process.output()
-    theta_after = np.array(after.estimate.theta)
-    assert check_consistency(theta_after).fully_consistent
-    assert np.allclose(theta_after, theta_good, rtol=0.05, atol=1e-3)
-    log = process.output()
-    for reason in ("non_finite", "missing_joint", "unknown_joint", "length_mismatch",
-                   "wrong_frame", "out_of_order", "duplicate_stamp", "gap"):
-        assert reason in log, f"no warning about {reason}:\n{log[-3000:]}"
-
-
 def test_reset_drops_the_window(node_under_test):
     process, peer, client = node_under_test
     feeder = Feeder(peer, PayloadSimulator.panda())
@@ -180,6 +136,7 @@ def test_a_payload_change_is_detected_and_the_new_payload_identified(node_under_
     feeder = Feeder(peer, PayloadSimulator.panda())
     time.sleep(1.0)
     feeder.publish(12.0)
+    assert identify(peer, client).success  # the detector's reference: the whole window
     t_switch = feeder.t0 + feeder.k / feeder.rate
     grasped = theta_from_inertia(2.3, np.array([0.0, 0.04, 0.09]),
                                  box_inertia(2.3, [0.10, 0.15, 0.08]))

@@ -151,3 +151,50 @@ def test_invalid_recordings_are_rejected():
         tare_offset(t, f, np.zeros((5, 6, 10)), theta_known=np.ones(9))
     with pytest.raises(ValueError, match="regressor rows Y"):
         tare_offset(t, f, np.zeros((5, 6, 4)), theta_known=np.ones(10))
+
+
+def test_the_estimator_tares_without_payload_then_identifies_it_without_tilt():
+    """The node's procedure: stream with the payload removed, tare (the window restarts), attach
+    the payload; a motion that never tilts the sensor then identifies the mass."""
+    sim = PayloadSimulator.panda(trajectory=turn_joint_7)
+    estimator = PayloadEstimator(sim.kinematics)
+    with pytest.raises(EstimateUnavailable, match="too_few_samples"):
+        estimator.set_tare(1.0)
+    t, wrench = removed_payload_recording(sim, 2.0, 500.0)
+    q, dq = sim.measure_joints(t - T0, np.random.default_rng(3))
+    for i in range(t.size):
+        estimator.add_joint_state(t[i], sim.joint_names, q[i], dq[i])
+        estimator.add_wrench(t[i], wrench[i], sim.sensor_frame)
+    tare = estimator.set_tare(1.0)
+    assert estimator.tare is tare and len(estimator.window) == 0  # the window restarted
+    assert 450 <= tare.n_samples <= 510
+    assert np.linalg.norm(tare.offset[:3] - sim.true_offset[:3]) < 0.02
+    feed(estimator, sim, 2.0, 10.0, 200.0)
+    estimate = estimator.solve()
+    mass = sim.true_theta[0]
+    assert check_consistency(estimate.theta).fully_consistent
+    assert abs(estimate.mass - mass) < 0.005 * mass
+    assert np.linalg.norm(estimate.sensor_offset[:3] - tare.offset[:3]) < 0.05
+    estimator.clear_tare()
+    with pytest.raises(EstimateUnavailable, match="offset_not_identifiable"):
+        estimator.solve()
+
+
+def test_without_offset_estimation_the_tare_is_the_known_offset():
+    from inertia_id_ros.estimator import EstimatorConfig
+
+    sim = PayloadSimulator.panda()
+    estimator = PayloadEstimator(sim.kinematics, EstimatorConfig(estimate_offset=False))
+    feed(estimator, sim, 0.0, 10.0, 200.0)
+    mass, com, _ = inertia_from_theta(sim.true_theta)
+    untared = estimator.solve()
+    assert np.array_equal(untared.sensor_offset, np.zeros(6))
+    assert np.linalg.norm(untared.com - com) > 0.005  # the offset's torque reads as a COM shift
+    tare = estimator.set_tare(2.0, theta_known=sim.true_theta)  # a known payload: window kept
+    assert len(estimator.window) > 1900
+    tared = estimator.solve()
+    assert np.array_equal(tared.sensor_offset, tare.offset)
+    assert abs(tared.mass - mass) < 0.005 * mass
+    assert np.linalg.norm(tared.com - com) < 0.001
+    with pytest.raises(ValueError, match="positive"):
+        estimator.set_tare(0.0)

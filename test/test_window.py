@@ -66,3 +66,28 @@ def test_sample_buffer_drops_the_oldest_beyond_capacity():
     assert list(buffer["t"]) == [12.0, 13.0, 14.0, 15.0]
     buffer.drop_front(3)
     assert list(buffer["t"]) == [15.0]
+
+
+def test_resizing_keeps_the_newest_samples_that_fit():
+    rng = np.random.default_rng(2)
+    window = SlidingWindow(window_sec=10.0, capacity=2000)
+    t = np.arange(0.0, 8.0, 0.01)
+    Y, f = rows(rng, t)
+    window.extend(t, Y, f)
+    window.resize(window_sec=2.0, capacity=2000)  # shorter: the older samples leave
+    kept = t >= t[-1] - 2.0
+    assert np.array_equal(window.samples()[0], t[kept])
+    assert np.array_equal(window.samples()[2], f[kept])
+    window.resize(window_sec=30.0, capacity=100)  # longer, but fewer samples fit
+    assert np.array_equal(window.samples()[0], t[-100:]) and window.capacity == 100
+    more = np.arange(8.0, 20.0, 0.01)  # the longer window now keeps 30 s... of 100 samples
+    window.extend(more, *rows(rng, more))
+    assert len(window) == 100 and window.t_last == more[-1]
+    window.resize(window_sec=30.0, capacity=5000)
+    window.extend(more + 12.0, *rows(rng, more))
+    assert window.t_first == pytest.approx(more[-100])  # nothing older came back; none left
+    with pytest.raises(ValueError, match="positive"):
+        window.resize(window_sec=float("nan"), capacity=10)
+    empty = SlidingWindow(window_sec=1.0)
+    empty.resize(window_sec=5.0, capacity=10)
+    assert empty.window_sec == 5.0 and len(empty) == 0

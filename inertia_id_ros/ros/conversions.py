@@ -97,12 +97,16 @@ def msg_to_theta(msg: InertialParameters) -> np.ndarray:
     return np.array(msg.theta, dtype=float)
 
 
-def drive_to_msg(joint: str, drive: DriveParameters) -> JointDriveParameters:
-    """A ``JointDriveParameters`` for ``joint`` (SI units of :mod:`inertia_id_ros.friction`)."""
+def drive_to_msg(joint: str, drive: DriveParameters,
+                 armature_source: str = "") -> JointDriveParameters:
+    """A ``JointDriveParameters`` for ``joint`` (SI units of :mod:`inertia_id_ros.friction`);
+    ``armature_source``: one of :data:`inertia_id_ros.link_estimator.ARMATURE_SOURCES`, or empty
+    (not stated)."""
     return JointDriveParameters(name=joint, viscous=float(drive.viscous),
                                 coulomb=float(drive.coulomb),
                                 coulomb_velocity=float(drive.coulomb_velocity),
-                                offset=float(drive.offset), armature=float(drive.armature))
+                                offset=float(drive.offset), armature=float(drive.armature),
+                                armature_source=armature_source)
 
 
 def msg_to_drive(msg: JointDriveParameters) -> DriveParameters:
@@ -112,21 +116,26 @@ def msg_to_drive(msg: JointDriveParameters) -> DriveParameters:
 
 
 def links_to_msg(link_names: Sequence[str], thetas: np.ndarray,
-                 drives: Mapping[str, DriveParameters], stamp: float = 0.0
-                 ) -> InertialParametersArray:
+                 drives: Mapping[str, DriveParameters], stamp: float = 0.0,
+                 armature_sources: Mapping[str, str] | None = None) -> InertialParametersArray:
     """An ``InertialParametersArray`` of links ``link_names`` (n,) with ``thetas`` (n, 10), each
-    about and in its own frame (named like the link), and the joints' ``drives`` (in order)."""
+    about and in its own frame (named like the link), and the joints' ``drives`` (in order) with
+    their ``armature_sources`` (``{joint: source}``; default: not stated)."""
+    sources = armature_sources or {}
     msg = InertialParametersArray(
         bodies=[theta_to_msg(theta, link, link, stamp) for link, theta in zip(link_names, thetas)],
-        joints=[drive_to_msg(joint, drive) for joint, drive in drives.items()])
+        joints=[drive_to_msg(joint, drive, sources.get(joint, ""))
+                for joint, drive in drives.items()])
     msg.header.stamp = seconds_to_stamp(stamp)
     return msg
 
 
 def link_estimate_to_msg(estimate: LinkEstimate) -> InertialParametersArray:
     """An ``InertialParametersArray`` from a (fully consistent) link estimate; every body carries
-    the fit's residual RMS (N m), sample count, method and solve time."""
-    msg = links_to_msg(estimate.link_names, estimate.thetas, estimate.drives, estimate.t_last)
+    the fit's residual RMS (N m), sample count, method and solve time, every joint where its
+    armature comes from (``armature_source``)."""
+    msg = links_to_msg(estimate.link_names, estimate.thetas, estimate.drives, estimate.t_last,
+                       estimate.armature_sources)
     for body, min_eig in zip(msg.bodies, estimate.min_pseudo_inertia_eigs):
         body.min_pseudo_inertia_eig = float(min_eig)
         body.residual_rms = float(estimate.residual_rms)

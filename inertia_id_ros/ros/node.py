@@ -4,11 +4,16 @@ Two modes (parameter ``mode``), one worker: input callbacks only validate and bu
 thread periodically processes the buffered samples and solves the fully consistent problem on the
 sliding window (``update_rate_hz``), publishes the result (latched) and reports on
 ``/diagnostics``; ``~/identify`` (``Identify``) solves on demand. Only fully physically
-consistent results (pseudo-inertia J >= 0, mass > 0, for every body) are ever published.
+consistent results (pseudo-inertia J >= 0, mass > 0, for every body) are ever published; a failed
+solve keeps the last estimate and is reported (``failed_solves.<reason>`` on ``/diagnostics``).
+``method``, ``solver_options``, ``window_sec`` and ``update_rate_hz`` may change at run time
+(``ros2 param set``); invalid values are rejected with the reason.
 
 - ``payload`` (default): ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped`` in
   (sensor-data QoS), a :class:`~inertia_id_ros.estimator.PayloadEstimator`, ``~/estimate``
-  (``InertialParameters``) out; the service fills ``estimate``.
+  (``InertialParameters``) out; the service fills ``estimate``; ``~/tare`` (``Tare``) sets the F/T
+  offset from the newest wrenches, ``~/payload_change`` (``PayloadChange``) reports a grasp or a
+  release.
 - ``links``: ``sensor_msgs/JointState`` with efforts in, a
   :class:`~inertia_id_ros.link_estimator.LinkEstimator` of the chain ``joints`` (actuators from
   ``chain_config``), ``~/links`` (``InertialParametersArray``: every link about its own frame and
@@ -17,14 +22,17 @@ consistent results (pseudo-inertia J >= 0, mass > 0, for every body) are ever pu
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import rclpy
+import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
@@ -48,12 +56,13 @@ from inertia_id_ros.kinematics import SensorKinematics
 from inertia_id_ros.link_estimator import LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.links import DEFAULT_PRIOR_WEIGHT, LinkModel
 from inertia_id_ros.robots import FrameNotFound, JointNotFound, load_model
-from inertia_id_ros.ros.conversions import (estimate_to_msg, link_estimate_to_msg,
-                                            seconds_to_stamp, stamp_to_seconds, wrench_to_array)
+from inertia_id_ros.ros.conversions import (array_to_wrench, estimate_to_msg,
+                                            link_estimate_to_msg, seconds_to_stamp,
+                                            stamp_to_seconds, wrench_to_array)
 from inertia_id_ros.ros.markers import estimate_markers
-from inertia_id_ros.solvers import METHODS
+from inertia_id_ros.solvers import METHODS, ProblemError, check_options
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, PayloadChange
-from inertia_id_ros.srv import Identify
+from inertia_id_ros.srv import Identify, Tare
 
 
 class StartupError(RuntimeError):
@@ -77,9 +86,14 @@ PARAMETERS: tuple[_Param, ...] = (
                             "chain_config may give it)."),
     _Param("robot_description", "", "The robot's URDF as a string (used when urdf_path is empty)."),
     _Param("joint_states_topic", "/joint_states", "sensor_msgs/JointState input topic."),
-    _Param("window_sec", 10.0, "Length of the sliding window of samples (s), > 0."),
+    _Param("window_sec", 10.0, "Length of the sliding window of samples (s), > 0; run-time "
+                               "changes keep the newest samples that fit."),
     _Param("update_rate_hz", 2.0, "Rate of the periodic consistent solve and publication (Hz), > 0."),
     _Param("method", "lmi", "Identification method: " + ", ".join(sorted(METHODS)) + "."),
+    _Param("solver_options", "",
+           "Options of the method's solver as a YAML/JSON mapping, e.g. '{tol: 1.0e-8}' or "
+           "'{backend: cvxpy, solver: CLARABEL}' for lmi (inertia_id_ros.solvers: the keyword "
+           "arguments of solve_<method>); empty = the method's defaults."),
     _Param("max_input_rate_hz", 1000.0,
            "Highest expected rate of each input (Hz); sizes the window's buffers "
            "(window_sec x this rate samples)."),
@@ -95,6 +109,10 @@ PARAMETERS: tuple[_Param, ...] = (
            "Payload mode: geometry_msgs/WrenchStamped input topic."),
     _Param("estimate_offset", True,
            "Payload mode: estimate the 6-D F/T offset jointly with the inertia."),
+    _Param("wrench_limits", Parameter.Type.DOUBLE_ARRAY,
+           "Payload mode: the F/T sensor's range [fx, fy, fz, tx, ty, tz] (N, N m, > 0; .inf for "
+           "no limit on a channel): a wrench reaching it on any channel is saturated and dropped "
+           "(reason 'saturated'). Unset: no check."),
     _Param("flip_wrench_sign", False,
            "Payload mode: set for sensors reporting the wrench the body exerts on the sensor (the "
            "opposite of the convention: the wrench the sensor exerts on the body beyond it)."),
@@ -122,8 +140,20 @@ PARAMETERS: tuple[_Param, ...] = (
            "sign, for joints that chain_config does not configure."),
 )
 
-RUNTIME_PARAMETERS = ("method",)
-"""Parameters that may change while the node runs (applied from the next solve on)."""
+RUNTIME_PARAMETERS = ("method", "solver_options", "window_sec", "update_rate_hz")
+"""Parameters that may change while the node runs (applied between solves; the others are
+read-only)."""
+
+MAX_WINDOW_MEMORY_BYTES = 2 * 1024**3
+"""Largest memory the window may take (window_sec x max_input_rate_hz samples, preallocated
+twice): a window_sec or max_input_rate_hz beyond it is refused."""
+
+DEFAULT_TARE_SEC = 1.0
+"""Seconds of wrenches ``~/tare`` averages when the request gives 0."""
+
+_SOLVE_FAILURES = ("solver_failed", "inconsistent")
+"""Reasons of EstimateUnavailable that are failures of a solve (reported as errors, counted in
+``failed_solves``), unlike waiting for data."""
 
 RATE_INTERVAL_SEC = 5.0
 """Input rates (diagnostics, and the warning above max_input_rate_hz) are averages over this (s)."""
@@ -206,9 +236,15 @@ class _PayloadMode(_Mode):
             kinematics = SensorKinematics(model, sensor_frame)
         except FrameNotFound as error:
             raise StartupError(f"parameter 'sensor_frame': {error}") from error
-        config = EstimatorConfig(**node.window_settings(),
-                                 estimate_offset=bool(node.param("estimate_offset")),
-                                 wrench_sign=-1.0 if node.param("flip_wrench_sign") else 1.0)
+        estimate_offset = bool(node.param("estimate_offset"))
+        settings = node.window_settings(rows_per_sample=6, n_params=16 if estimate_offset else 10)
+        wrench_limits = node.double_list("wrench_limits") or None
+        try:
+            config = EstimatorConfig(**settings, estimate_offset=estimate_offset,
+                                     wrench_sign=-1.0 if node.param("flip_wrench_sign") else 1.0,
+                                     wrench_limits=wrench_limits)
+        except ValueError as error:
+            raise StartupError(f"parameter 'wrench_limits': {error}") from error
         self.estimator = PayloadEstimator(kinematics, config)
         self._sensor_frame = self.hardware_id = sensor_frame
         self._body_name = node.param("body_name")
@@ -227,8 +263,12 @@ class _PayloadMode(_Mode):
                           if node.param("detect_payload_change") else None)
         self._detector_lock = threading.Lock()
         self._changes = node.create_publisher(PayloadChange, "~/payload_change", 10)
+        self._process_inputs = node.process_inputs
+        self._log = node.get_logger()
+        node.create_service(Tare, "~/tare", self._on_tare)
+        limits = "" if wrench_limits is None else f", wrench limits {list(wrench_limits)}"
         self.description = (f"identifying the body beyond '{sensor_frame}' from joints "
-                            f"{list(kinematics.joint_names)}")
+                            f"{list(kinematics.joint_names)}{limits}")
 
     def _on_joint_state(self, msg: JointState) -> None:
         try:
@@ -265,6 +305,41 @@ class _PayloadMode(_Mode):
                 self._detector.reset()
         self.estimator.reset()
 
+    def _on_tare(self, request: Tare.Request, response: Tare.Response) -> Tare.Response:
+        if request.clear:
+            self.estimator.clear_tare()
+            response.success, response.message = True, "tare cleared"
+            self._log.info("F/T tare cleared")
+            return response
+        theta_known = np.array(request.payload.theta) if request.known_payload else None
+        if theta_known is not None and not check_consistency(theta_known).fully_consistent:
+            response.success = False
+            response.message = ("the known payload's theta is not physically consistent: "
+                                + "; ".join(check_consistency(theta_known).problems))
+            return response
+        duration = float(request.duration) or DEFAULT_TARE_SEC
+        self._process_inputs()
+        try:
+            with self._detector_lock:
+                tare = self.estimator.set_tare(duration, theta_known)
+                if theta_known is None and self._detector is not None:
+                    self._detector.reset()  # the window restarted
+        except (EstimateUnavailable, ValueError) as error:
+            response.success, response.message = False, f"no tare: {error}"
+            return response
+        response.success = True
+        response.offset = array_to_wrench(tare.offset)
+        response.offset_std = tare.offset_std.tolist()
+        response.noise_std = tare.noise_std.tolist()
+        response.num_samples = tare.n_samples
+        payload = "the known payload" if theta_known is not None else "no payload"
+        response.message = (f"tared from {tare.n_samples} wrenches with {payload}: force offset "
+                            f"{np.round(tare.offset[:3], 4).tolist()} N, torque offset "
+                            f"{np.round(tare.offset[3:], 5).tolist()} N m"
+                            + ("; the window restarted" if theta_known is None else ""))
+        self._log.info(response.message)
+        return response
+
     def solve(self, method: str | None, duration: float) -> _Result:
         estimate = self.estimator.solve(method=method, duration=duration)
         _check_consistent({self._body_name: estimate.theta})
@@ -273,11 +348,15 @@ class _PayloadMode(_Mode):
                 t, Y, f = self.estimator.window.samples(copy=False)
                 self._detector.set_reference(estimate.theta, estimate.sensor_offset,
                                              residual_sigma(Y, f, estimate.theta,
-                                                            estimate.sensor_offset))
+                                                            estimate.sensor_offset),
+                                             span=estimate.t_last - estimate.t_first)
         summary = (f"{estimate.method}: m = {estimate.mass:.4f} kg from {estimate.n_samples} "
                    f"samples, residual RMS {estimate.residual_rms:.4g}")
         excitation = excitation_report(estimate.theta, estimate.covariance)
+        tare = self.estimator.tare
         diagnostics = {"excitation": excitation.message,
+                       "tare_age_sec": "none" if tare is None
+                       else f"{max(estimate.t_last - tare.t, 0.0):.1f}",
                        "condition_number": f"{estimate.condition_number:.4g}",
                        "min_pseudo_inertia_eig": f"{estimate.min_pseudo_inertia_eig:.4g}",
                        **{f"relative_std.{name}": f"{value:.3g}"
@@ -301,12 +380,14 @@ class _LinksMode(_Mode):
     sample_name = "joint states"
 
     def __init__(self, node: InertiaIdNode, sensor_qos: QoSProfile) -> None:
-        link_model = _link_model(node)
+        link_model, actuators = _link_model(node)
         prior_weight = float(node.param("prior_weight"))
         if not prior_weight >= 0.0:
             raise StartupError(f"parameter 'prior_weight' must be >= 0, got {prior_weight!r}")
-        config = LinkEstimatorConfig(**node.window_settings(), prior_weight=prior_weight)
-        self.estimator = LinkEstimator(link_model, config)
+        config = LinkEstimatorConfig(**node.window_settings(link_model.n_joints,
+                                                            link_model.n_parameters),
+                                     prior_weight=prior_weight)
+        self.estimator = LinkEstimator(link_model, config, actuators)
         self.hardware_id = ",".join(link_model.joint_names)
         self._publisher = node.create_publisher(InertialParametersArray, "~/links", _latched())
         self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
@@ -350,6 +431,25 @@ class _LinksMode(_Mode):
 MODES: dict[str, type[_Mode]] = {"payload": _PayloadMode, "links": _LinksMode}
 
 
+def _solver_options(method: str, text: str | dict[str, Any]) -> dict[str, Any]:
+    """The ``solver_options`` parameter (YAML/JSON mapping text; "" = none) checked against
+    ``method``'s solver; raises ValueError naming what is wrong."""
+    if isinstance(text, dict):
+        options = text
+    else:
+        try:
+            options = yaml.safe_load(text) if text.strip() else {}
+        except yaml.YAMLError as error:
+            raise ValueError(f"not a YAML/JSON mapping: {error}") from error
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        raise ValueError(f"must be a mapping of option names to values, got {text!r}")
+    try:
+        check_options(method, options)
+    except ProblemError as error:
+        raise ValueError(str(error)) from error
+    return options
+
+
 def _check_consistent(thetas: dict[str, np.ndarray]) -> None:
     """The node's own check before anything is published: raise if a body is inconsistent (the
     estimators never return one)."""
@@ -360,8 +460,10 @@ def _check_consistent(thetas: dict[str, np.ndarray]) -> None:
                                       + "; ".join(report.problems))
 
 
-def _link_model(node: InertiaIdNode) -> LinkModel:
-    """The chain of links mode from ``joints``, ``chain_config``, the URDF, ``coulomb_velocity``."""
+def _link_model(node: InertiaIdNode) -> tuple[LinkModel, dict[str, ActuatorConfig] | None]:
+    """The chain of links mode from ``joints``, ``chain_config``, the URDF, ``coulomb_velocity``,
+    and the chain config's actuators of its joints (``None`` without a chain config): the
+    estimator fixes the armatures the data cannot identify by their motor type's rotor inertia."""
     chain = None
     if node.param("chain_config"):
         try:
@@ -382,10 +484,12 @@ def _link_model(node: InertiaIdNode) -> LinkModel:
               for j in joints}
     robot = node.load_robot(default_urdf=str(chain.urdf_path()) if chain else None)
     try:
-        return LinkModel.from_model(robot, joints, chain.locked_positions if chain else None,
-                                    drives)
+        model = LinkModel.from_model(robot, joints, chain.locked_positions if chain else None,
+                                     drives)
     except (JointNotFound, ValueError) as error:  # unknown, or not a 1-DoF joint
         raise StartupError(f"parameter 'joints': {error}") from error
+    return model, ({j: chain.actuators[j] for j in joints if j in chain.actuators}
+                   if chain else None)
 
 
 class InertiaIdNode(Node):
@@ -393,6 +497,8 @@ class InertiaIdNode(Node):
 
     def __init__(self, **kwargs) -> None:
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        """Set to end the worker's wait early: a stop, or a new update rate."""
         self._worker: threading.Thread | None = None
         super().__init__("inertia_id", **kwargs)
         for p in PARAMETERS:
@@ -402,6 +508,7 @@ class InertiaIdNode(Node):
             except InvalidParameterTypeException as error:
                 raise StartupError(f"parameter '{p.name}': {error}") from error
         self._check_common_parameters()
+        self._update_period = 1.0 / float(self.param("update_rate_hz"))
         depth = int(self.param("qos_depth"))
         sensor_qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
                                 durability=DurabilityPolicy.VOLATILE,
@@ -418,6 +525,9 @@ class InertiaIdNode(Node):
         """(diagnostic level, why) the latest update gave no estimate; None when it gave one."""
         self._rate_counts: tuple[float, dict[str, int]] = (time.monotonic(), {})
         self.published = 0
+        self.failed_solves: Counter[str] = Counter()
+        """Periodic solves that failed, by reason (``solver_failed``, ``inconsistent``,
+        ``exception``)."""
         self._drops_reported: dict[str, int] = {}
         self._clock_jumps_reported = 0
         self.timing: dict[str, float] = {}
@@ -446,6 +556,13 @@ class InertiaIdNode(Node):
         except ParameterUninitializedException:
             return []
 
+    def double_list(self, name: str) -> list[float]:
+        """A double-array parameter's value; ``[]`` when not set."""
+        try:
+            return [float(v) for v in self.param(name) or []]
+        except ParameterUninitializedException:
+            return []
+
     def load_robot(self, default_urdf: str | None = None):
         """The robot's pinocchio model from ``urdf_path`` or ``robot_description``, else from
         ``default_urdf`` (a path); raises :class:`StartupError` naming the parameter."""
@@ -461,31 +578,76 @@ class InertiaIdNode(Node):
         except Exception as error:  # pinocchio raises ValueError/RuntimeError on bad URDFs
             raise StartupError(f"parameter '{name}': cannot load the URDF: {error}") from error
 
-    def window_settings(self) -> dict[str, Any]:
-        """The estimator settings both modes take from the node's parameters."""
+    def window_settings(self, rows_per_sample: int, n_params: int) -> dict[str, Any]:
+        """The estimator settings both modes take from the node's parameters, for a window of
+        samples of ``rows_per_sample`` rows and ``n_params`` parameters (its memory is
+        checked)."""
         window_sec = float(self.param("window_sec"))
+        try:
+            self.check_window_memory(window_sec, rows_per_sample, n_params)
+        except ValueError as error:
+            raise StartupError(f"parameter 'window_sec': {error}") from error
         return {"window_sec": window_sec, "method": self.param("method"),
+                "solver_options": _solver_options(self.param("method"),
+                                                  self.param("solver_options")),
                 **window_capacities(window_sec, float(self.param("max_input_rate_hz")))}
+
+    def check_window_memory(self, window_sec: float, rows_per_sample: int, n_params: int) -> None:
+        """Raise ValueError if a window of ``window_sec`` at ``max_input_rate_hz`` would take
+        more than :data:`MAX_WINDOW_MEMORY_BYTES`."""
+        capacity = window_capacities(window_sec, float(self.param("max_input_rate_hz")))
+        size = 2 * capacity["window_capacity"] * 8 * (rows_per_sample * (n_params + 1) + 1)
+        if size > MAX_WINDOW_MEMORY_BYTES:
+            raise ValueError(f"a {window_sec:g} s window at max_input_rate_hz "
+                             f"{self.param('max_input_rate_hz'):g} Hz needs "
+                             f"{size / 1024**3:.1f} GiB, more than "
+                             f"{MAX_WINDOW_MEMORY_BYTES / 1024**3:g} GiB: shorten window_sec or "
+                             "lower max_input_rate_hz")
 
     def _check_common_parameters(self) -> None:
         for name in ("window_sec", "update_rate_hz", "warning_period_sec", "max_input_rate_hz"):
-            if not float(self.param(name)) > 0.0:
+            if not math.isfinite(value := float(self.param(name))) or value <= 0.0:
                 raise StartupError(f"parameter '{name}' must be > 0, got {self.param(name)!r}")
         if int(self.param("qos_depth")) < 1:
             raise StartupError(f"parameter 'qos_depth' must be >= 1, got {self.param('qos_depth')}")
         if self.param("method") not in METHODS:
             raise StartupError(f"parameter 'method': unknown method {self.param('method')!r}; "
                                f"choose one of {sorted(METHODS)}")
+        try:
+            _solver_options(self.param("method"), self.param("solver_options"))
+        except ValueError as error:
+            raise StartupError(f"parameter 'solver_options': {error}") from error
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
-        for p in params:
-            if p.name == "method" and p.value not in METHODS:
-                return SetParametersResult(successful=False,
-                                           reason=f"unknown method {p.value!r}; choose one of "
-                                                  f"{sorted(METHODS)}")
-        for p in params:
-            if p.name == "method":
-                self._estimator.config.method = p.value
+        """Validate run-time changes (all or none apply) and apply them under the estimator's
+        lock, between solves."""
+        new = {p.name: p.value for p in params}
+        config = self._estimator.config
+        method = new.get("method", config.method)
+        try:
+            if method not in METHODS:
+                raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
+            options = (_solver_options(method, new["solver_options"]) if "solver_options" in new
+                       else _solver_options(method, config.solver_options))
+            for name in ("window_sec", "update_rate_hz"):
+                if name in new and not (math.isfinite(new[name]) and new[name] > 0.0):
+                    raise ValueError(f"{name} must be a finite number > 0, got {new[name]!r}")
+            if "window_sec" in new:
+                window = self._estimator.window
+                self.check_window_memory(new["window_sec"], window.rows_per_sample,
+                                         window.n_params or 0)
+        except ValueError as error:
+            self.get_logger().warning(f"rejected parameter change {new}: {error}")
+            return SetParametersResult(successful=False, reason=str(error))
+        config.method, config.solver_options = method, options
+        if "window_sec" in new:
+            capacities = window_capacities(new["window_sec"],
+                                           float(self.param("max_input_rate_hz")))
+            self._estimator.resize_window(new["window_sec"], capacities["window_capacity"])
+        if "update_rate_hz" in new:
+            self._update_period = 1.0 / new["update_rate_hz"]
+            self._wake.set()
+        self.get_logger().info(f"parameters changed: {new}")
         return SetParametersResult(successful=True)
 
     # -- warnings -------------------------------------------------------------------------------
@@ -518,43 +680,71 @@ class InertiaIdNode(Node):
                                    f"{dropped[reason]} so far): {explanation}")
 
     # -- solving --------------------------------------------------------------------------------
-    def _solve(self, method: str | None = None, duration: float = 0.0) -> _Result:
-        """Process the buffered samples and solve; raises EstimateUnavailable. Records timings."""
+    def process_inputs(self) -> None:
+        """Turn the buffered samples into window rows (and let the mode look at them); records
+        the cost per sample and warns about samples dropped on the way."""
         start = time.perf_counter()
         processed = self._estimator.process()
         if processed:
             self.timing["process_us_per_sample"] = 1e6 * (time.perf_counter() - start) / processed
         self._report_processing_drops()
         self._mode.after_process(processed)
+
+    def _solve(self, method: str | None = None, duration: float = 0.0) -> _Result:
+        """Process the buffered samples and solve; raises EstimateUnavailable. Records timings."""
+        start = time.perf_counter()
+        self.process_inputs()
         result = self._mode.solve(method or None, duration)
         self.timing["solve_ms"] = 1e3 * result.solve_time
         self.timing["update_ms"] = 1e3 * (time.perf_counter() - start)
         return result
 
+    def _update(self) -> None:
+        """One periodic update: solve, publish a consistent result, report failures; the last
+        estimate stays published whatever fails."""
+        try:
+            result = self._solve()
+            self._problem = None
+        except EstimateUnavailable as why:
+            failed = why.reason in _SOLVE_FAILURES
+            message = f"no estimate ({why.reason}): {why.message}"
+            if failed:
+                self.failed_solves[why.reason] += 1
+                message += "; the last estimate stays published"
+            self._problem = (DiagnosticStatus.ERROR if failed else DiagnosticStatus.WARN, message)
+            if why.reason == "too_few_samples":  # normal while the window fills
+                self.get_logger().info(f"waiting for data: {why.message}",
+                                       throttle_duration_sec=10.0)
+            else:
+                self.warn(why.reason, message)
+        except Exception as error:  # a bug or an unexpected back-end error: never fatal
+            self.failed_solves["exception"] += 1
+            why = f"solve failed, keeping the last estimate: {error!r}"
+            self._problem = (DiagnosticStatus.ERROR, why)
+            self.warn("solver_error", why)
+        else:
+            self._last = result
+            self._mode.publish(result.msg)
+            self.published += 1
+        self._publish_diagnostics()
+
     def _run_worker(self) -> None:
         next_time = time.monotonic()
         while not self._stop.is_set():
-            next_time += 1.0 / float(self.param("update_rate_hz"))
-            try:
-                result = self._solve()
-                self._problem = None
-            except EstimateUnavailable as why:
-                self._problem = (DiagnosticStatus.WARN, f"no estimate ({why.reason}): {why.message}")
-                if why.reason == "too_few_samples":  # normal while the window fills
-                    self.get_logger().info(f"waiting for data: {why.message}",
-                                           throttle_duration_sec=10.0)
-                else:
-                    self.warn(why.reason, f"no estimate ({why.reason}): {why.message}")
-            except Exception as error:  # a solver failure keeps the last estimate
-                why = f"solve failed, keeping the last estimate: {error!r}"
-                self._problem = (DiagnosticStatus.ERROR, why)
-                self.warn("solver_error", why)
-            else:
-                self._last = result
-                self._mode.publish(result.msg)
-                self.published += 1
-            self._publish_diagnostics()
-            self._stop.wait(max(0.0, next_time - time.monotonic()))
+            started, period = time.monotonic(), self._update_period
+            next_time += period
+            self._update()
+            while True:  # wait for the next update; a new rate applies from this update on
+                self._wake.clear()
+                if self._stop.is_set():
+                    return
+                if self._update_period != period:
+                    period = self._update_period
+                    next_time = started + period
+                remaining = next_time - time.monotonic()
+                if remaining <= 0.0:
+                    break
+                self._wake.wait(remaining)
             next_time = max(next_time, time.monotonic() - 1.0)
 
     def _publish_diagnostics(self) -> None:
@@ -568,7 +758,11 @@ class InertiaIdNode(Node):
             status.level = DiagnosticStatus.OK if self._last else DiagnosticStatus.WARN
             status.message = "estimating" if self._last else "waiting for an estimate"
         values = {"mode": self._mode.name, "window_samples": stats.window_samples,
-                  "pending_samples": stats.pending, "published": self.published}
+                  "pending_samples": stats.pending, "published": self.published,
+                  "method": self._estimator.config.method,
+                  "window_sec": f"{self._estimator.config.window_sec:g}",
+                  "update_rate_hz": f"{1.0 / self._update_period:g}",
+                  **{f"failed_solves.{k}": v for k, v in self.failed_solves.items()}}
         values.update({k: f"{v:.4g}" for k, v in self.timing.items()})
         if self._last is not None:
             values.update(self._last.diagnostics)
@@ -602,12 +796,14 @@ class InertiaIdNode(Node):
             return response
         try:
             result = self._solve(request.method, max(0.0, float(request.duration)))
-        except EstimateUnavailable as why:
-            response.success, response.message = False, f"{why.reason}: {why.message}"
+        except Exception as error:  # EstimateUnavailable, or unexpected: answer with the last
+            response.success = False
+            response.message = (f"{error.reason}: {error.message}"
+                                if isinstance(error, EstimateUnavailable)
+                                else f"solve failed: {error!r}")
             if self._last is not None:
+                response.message += "; the last estimate is attached"
                 self._mode.respond(response, self._last.msg)
-        except Exception as error:
-            response.success, response.message = False, f"solve failed: {error!r}"
         else:
             response.success = True
             response.message = result.summary
@@ -616,6 +812,7 @@ class InertiaIdNode(Node):
 
     def destroy_node(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._worker is not None:
             self._worker.join(timeout=5.0)
         super().destroy_node()

@@ -12,7 +12,7 @@ from inertia_id_ros.solvers.problem import (
     SolverError,
     ellipsoid_matrix,
 )
-from inertia_id_ros.solvers.registry import METHODS, solve
+from inertia_id_ros.solvers.registry import METHODS, check_options, solve
 
 __all__ = [
     "CONSISTENCY_MARGIN",
@@ -21,6 +21,7 @@ __all__ = [
     "ProblemError",
     "Solution",
     "SolverError",
+    "check_options",
     "ellipsoid_matrix",
     "solve",
 ]

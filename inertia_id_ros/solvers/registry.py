@@ -26,6 +26,20 @@ METHODS: dict[str, MethodFunction] = {
 """Available methods; each is ``f(problem, initvals=None, **options) -> Solution``."""
 
 
+def check_options(method: str, options: dict[str, Any]) -> MethodFunction:
+    """The function of ``method``; raises :class:`ProblemError` if the method is unknown or does
+    not take ``options`` (names only: values are checked when solving)."""
+    try:
+        function = METHODS[method]
+    except KeyError:
+        raise ProblemError(f"unknown method {method!r}; available: {sorted(METHODS)}") from None
+    try:
+        inspect.signature(function).bind(None, None, **options)
+    except TypeError as e:
+        raise ProblemError(f"method {method!r}: {e}") from e
+    return function
+
+
 def solve(problem: Problem, method: str = "lmi",
           initvals: Solution | np.ndarray | None = None, **options: Any) -> Solution:
     """Solve ``problem`` with ``method`` (a key of :data:`METHODS`), warm-started from
@@ -36,14 +50,7 @@ def solve(problem: Problem, method: str = "lmi",
     """
     if not isinstance(problem, Problem):
         raise ProblemError(f"problem must be a Problem, got {type(problem).__name__}")
-    try:
-        function = METHODS[method]
-    except KeyError:
-        raise ProblemError(f"unknown method {method!r}; available: {sorted(METHODS)}") from None
-    try:
-        inspect.signature(function).bind(problem, initvals, **options)
-    except TypeError as e:
-        raise ProblemError(f"method {method!r}: {e}") from e
+    function = check_options(method, options)
     try:
         return function(problem, initvals, **options)
     except np.linalg.LinAlgError as e:
