@@ -14,14 +14,16 @@ offset`` in the sensor frame.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from inertia_id_ros.change_detection import residual_sigma
 from inertia_id_ros.covariance import ChannelNormalEquations, parameter_covariance
 from inertia_id_ros.filtering import (COVERAGE_OK, COVERAGE_PENDING, check_coverage,
                                       joint_states_at_mixed)
@@ -49,7 +51,10 @@ class SampleRejected(ValueError):
         super().__init__(f"{reason}: {message}")
 
 
-WRENCH_CHANNELS = ("fx", "fy", "fz", "tx", "ty", "tz")
+RowsCallback = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+"""``on_rows(t (N,), Y (N, r, p), f (N, r))``: regressor rows just added to a window."""
+
+WRENCH_CHANNEL_NAMES = ("fx", "fy", "fz", "tx", "ty", "tz")
 """Names of a wrench's channels, in the order of its 6-vector."""
 
 
@@ -139,6 +144,11 @@ class EstimatorConfig(OnlineEstimatorConfig):
     """Estimate the F/T sensor's constant offset (6,) (N, N m) with the payload."""
     wrench_sign: float = 1.0
     """+1 if the sensor reports the wrench it exerts on the payload, -1 for the opposite."""
+    tare_max_force_std: float = 0.05
+    """A tare (:meth:`PayloadEstimator.set_tare`) replaces the tilt requirement of
+    ``offset_min_tilt_deg`` while the standard deviation of its force offset, grown with its age
+    (:meth:`~inertia_id_ros.tare.Tare.offset_std_at`), stays below this (N; per axis); with the
+    default drift rate about 2.5 minutes after a 1 s, 1 kHz tare."""
     offset_min_tilt_deg: float = 5.0
     """The F/T offset is identifiable if the direction of gravity in the sensor frame (more
     precisely of the proper acceleration) spreads at least this much (rms, deg) along its second
@@ -166,6 +176,7 @@ class EstimatorConfig(OnlineEstimatorConfig):
         self._check_at_least_one("max_pending_wrenches")
         if self.offset_min_tilt_deg < 0:
             raise self._invalid("offset_min_tilt_deg", "must be >= 0")
+        self._check_positive("tare_max_force_std")
 
 
 class ClockResetDetector:
@@ -302,8 +313,8 @@ class JointStateValidator:
 class Estimate:
     """A fully physically consistent estimate of the payload beyond the sensor.
 
-    ``theta`` (10,) about and in the sensor frame; ``sensor_offset`` (6,) (N, N m; zeros when not
-    estimated); ``covariance`` (10, 10) of ``theta`` (the offset marginalised): the sandwich with
+    ``theta`` (10,) about and in the sensor frame; ``sensor_offset`` (6,) (N, N m; when not
+    estimated: the tared offset, zeros without a tare); ``covariance`` (10, 10) of ``theta`` (the offset marginalised): the sandwich with
     each wrench channel's residual variance, on the identifiable subspace, projected onto the
     tangent of active consistency constraints
     (:func:`~inertia_id_ros.covariance.parameter_covariance`);
@@ -376,6 +387,28 @@ class OnlineEstimator:
     window: SlidingWindow
     _lock: threading.Lock
 
+    _generation: int
+
+    @property
+    def generation(self) -> int:
+        """Increments whenever the estimator forgets its samples (restart, reset, clock reset):
+        a result computed before belongs to the previous samples."""
+        return self._generation
+
+    def configure_solver(self, method: str, solver_options: dict[str, Any]) -> None:
+        """Set the default ``method`` and its ``solver_options`` together, between solves
+        (thread-safe: a solve reads both at once)."""
+        with self._lock:
+            self.config.method, self.config.solver_options = method, dict(solver_options)
+
+    def _solver_settings(self, method: str | None) -> tuple[str, dict[str, Any]]:
+        """(method, options) of a solve (lock held): ``config.solver_options`` belong to
+        ``config.method``; another method gets its own defaults."""
+        config = self.config
+        if method is None or method == config.method:
+            return config.method, dict(config.solver_options)
+        return method, {}
+
     def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
         """Change the window's length ``window_sec`` (s, > 0) and ``window_capacity`` (samples;
         default: unchanged) at run time, between solves (thread-safe): the newest samples that
@@ -439,7 +472,7 @@ class PayloadEstimator(OnlineEstimator):
         with self._lock:
             self.received[JOINT_STATE] += 1
             if self._joint_clock.is_reset(float(t), self._joint_input.last_t):
-                self._restart_after_clock_reset()
+                self._restart_after_clock_reset(float(t))
             try:
                 sample = self._joint_input.validate(t, names, q, dq)
             except SampleRejected as rejected:
@@ -461,7 +494,7 @@ class PayloadEstimator(OnlineEstimator):
         with self._lock:
             self.received[WRENCH] += 1
             if self._wrench_clock.is_reset(float(t), self._last_wrench_t):
-                self._restart_after_clock_reset()
+                self._restart_after_clock_reset(float(t))
             try:
                 t, wrench = self._validate_wrench(t, wrench, frame_id)
             except SampleRejected as rejected:
@@ -481,7 +514,7 @@ class PayloadEstimator(OnlineEstimator):
             raise SampleRejected("non_finite", f"wrench at {t:.6f} s has NaN or Inf values")
         limits = self.config.wrench_limits
         if limits is not None and np.any(saturated := np.abs(wrench) >= limits):
-            channels = ", ".join(f"{WRENCH_CHANNELS[c]} = {wrench[c]:.6g} (limit {limits[c]:g})"
+            channels = ", ".join(f"{WRENCH_CHANNEL_NAMES[c]} = {wrench[c]:.6g} (limit {limits[c]:g})"
                                  for c in np.flatnonzero(saturated))
             raise SampleRejected("saturated", f"wrench at {t:.6f} s saturates {channels}")
         if (self.config.check_wrench_frame and frame_id is not None
@@ -493,22 +526,23 @@ class PayloadEstimator(OnlineEstimator):
 
     # ---- processing ------------------------------------------------------------------------
 
-    def process(self) -> int:
+    def process(self, on_rows: RowsCallback | None = None) -> int:
         """Move the wrenches whose stamps the joint states now cover into the window; returns how
         many rows were added. Wrenches that can never be covered are dropped (reasons ``gap``: a
         joint-state gap longer than ``max_joint_gap`` within ``filter_half_width`` of the stamp;
         ``no_joint_state``: before the oldest buffered joint state; ``sparse``: too few joint
-        states in the fit window)."""
+        states in the fit window). ``on_rows(t (N,), Y (N, 6, p), f (N, 6))`` sees each batch of
+        rows added, under the lock (views valid during the call; e.g. a change detector)."""
         added = 0
         with self._process_lock:
             while True:
                 with self._lock:
-                    rows, consumed = self._process_chunk()
+                    rows, consumed = self._process_chunk(on_rows)
                 added += rows
                 if consumed < _PROCESS_CHUNK:
                     return added
 
-    def _process_chunk(self) -> tuple[int, int]:
+    def _process_chunk(self, on_rows: RowsCallback | None) -> tuple[int, int]:
         """Process up to ``_PROCESS_CHUNK`` pending wrenches (lock held): (rows added, consumed)."""
         config = self.config
         t_wrench = self._wrenches["t"][:_PROCESS_CHUNK]
@@ -531,9 +565,12 @@ class PayloadEstimator(OnlineEstimator):
                                                config.filter_half_width, config.filter_order)
             V, A = self.kinematics.compute_batch(q, dq, ddq)
             Y = payload_regressor_batch(V, A, config.estimate_offset)
-            overflow = self.window.extend(t_ready, Y, self._wrenches["f"][ready])
+            f = self._wrenches["f"][ready]
+            overflow = self.window.extend(t_ready, Y, f)
             if overflow:
                 self.dropped["window_overflow"] += overflow
+            if on_rows is not None:
+                on_rows(t_ready, Y, f)
             self.processed[WRENCH] += ready.size
         self._wrenches.drop_front(consumed)
         return int(ready.size), consumed
@@ -559,17 +596,17 @@ class PayloadEstimator(OnlineEstimator):
     def solve(self, method: str | None = None, duration: float = 0.0,
               initvals: Any = None, require_consistent: bool = True) -> Estimate:
         """Estimate from the newest ``duration`` s of the window (0: all) with ``method`` (default
-        ``config.method``), warm-started from ``initvals`` (default: the previous solution if
-        ``config.warm_start``), with the :attr:`tare` if one is set (the rule of
-        :mod:`inertia_id_ros.tare`). Raises :class:`EstimateUnavailable` with reason
-        ``too_few_samples``, ``offset_not_identifiable`` (when estimating the offset without a
-        tare),
+        ``config.method``; ``config.solver_options`` apply to that method only), warm-started
+        from ``initvals`` (default: the previous solution if ``config.warm_start``), with the
+        :attr:`tare` if one is set (the rule of :mod:`inertia_id_ros.tare`). Raises
+        :class:`EstimateUnavailable` with reason ``too_few_samples``,
+        ``offset_not_identifiable`` (when estimating the offset without a recent enough tare),
         ``solver_failed`` or ``inconsistent``: never returns an estimate that is not fully
         physically consistent, unless ``require_consistent`` is False (offline analysis of a
         baseline such as ``ols``; check the result with ``check_consistency``)."""
         config = self.config
-        method = method or config.method
         with self._lock:
+            method, options = self._solver_settings(method or None)
             n_samples = self.window.count(duration)
             if n_samples < config.min_samples:
                 raise EstimateUnavailable("too_few_samples", f"{n_samples} wrench samples in the "
@@ -579,7 +616,9 @@ class PayloadEstimator(OnlineEstimator):
             spread = self._orientation_spread_deg(duration)
             identifiable = bool(spread[1] >= config.offset_min_tilt_deg)
             tare = self._tare
-            if config.estimate_offset and not identifiable and tare is None:
+            tare_known = (tare is not None and float(np.max(tare.offset_std_at(t_last)[:3]))
+                          <= config.tare_max_force_std)
+            if config.estimate_offset and not identifiable and not tare_known:
                 raise EstimateUnavailable("offset_not_identifiable", _unidentifiable_offset_message(
                     t_last - t_first, spread, config.offset_min_tilt_deg))
             _, Y, f = self.window.samples(duration, copy=False)
@@ -590,12 +629,12 @@ class PayloadEstimator(OnlineEstimator):
             if initvals is None and config.warm_start:
                 initvals = self._last_solution
             generation = self._generation
-        problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1)
-        if tare is not None and config.estimate_offset:
-            problem = with_tare(problem, tare, t_last)  # a prior on the offset, fading with age
         try:
-            solution = solve_problem(problem, method, initvals=initvals, **config.solver_options)
-        except (ProblemError, SolverError) as e:
+            problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1)
+            if tare is not None and config.estimate_offset:
+                problem = with_tare(problem, tare, t_last)  # a prior on the offset, fading
+            solution = solve_problem(problem, method, initvals=initvals, **options)
+        except (ProblemError, SolverError, TypeError, ValueError) as e:  # bad option values too
             raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
         theta = np.array(solution.bodies[0])
         report = check_consistency(theta)
@@ -617,6 +656,19 @@ class PayloadEstimator(OnlineEstimator):
                         t_last=t_last, offset_identifiable=identifiable,
                         orientation_spread_deg=spread, message=message,
                         condition_number=covariance.condition_number)
+
+    def residual_sigma(self, estimate: Estimate, generation: int) -> np.ndarray | None:
+        """:func:`~inertia_id_ros.change_detection.residual_sigma` (6,) (N, N m) of the window's
+        samples from ``estimate.t_first`` on against ``estimate``, or ``None`` if the estimator
+        forgot its samples since ``generation`` (read before the solve) or holds none."""
+        with self._lock:
+            if generation != self._generation:
+                return None
+            t, Y, f = self.window.samples(copy=False)
+            first = int(np.searchsorted(t, estimate.t_first, side="left"))
+            if first == t.size:
+                return None
+            return residual_sigma(Y[first:], f[first:], estimate.theta, estimate.sensor_offset)
 
     # ---- tare ------------------------------------------------------------------------------
 
@@ -659,11 +711,15 @@ class PayloadEstimator(OnlineEstimator):
 
     # ---- state -----------------------------------------------------------------------------
 
-    def _restart_after_clock_reset(self) -> None:
-        """Forget the samples of the old time base and the tare (its age is lost, and the sensor
-        may have restarted too) (lock held); the counters are kept."""
+    def _restart_after_clock_reset(self, t: float) -> None:
+        """Forget the samples of the old time base, whose newest stamp the sample stamped ``t``
+        (s) of the new one follows (lock held); the counters are kept, and so is the tare, its
+        age carried over into the new time base."""
+        if self._tare is not None:
+            newest = max(v for v in (self._last_wrench_t, self._joint_input.last_t, self._tare.t)
+                         if v is not None)
+            self._tare = dataclasses.replace(self._tare, t=t - (newest - self._tare.t))
         self._clear_samples()
-        self._tare = None
         self.clock_jumps += 1
 
     def _clear_samples(self) -> None:

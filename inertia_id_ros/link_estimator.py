@@ -317,8 +317,8 @@ class LinkEstimator(OnlineEstimator):
         with ``ols``): never returns an inconsistent link."""
         config = self.config
         model = self.link_model
-        method = method or config.method
         with self._lock:
+            method, options = self._solver_settings(method or None)
             n_samples = self.window.count(duration)
             if n_samples < config.min_samples:
                 raise EstimateUnavailable("too_few_samples", f"{n_samples} joint states in the "
@@ -332,7 +332,7 @@ class LinkEstimator(OnlineEstimator):
             previous_known = self._last_known_armature_solution if warm else None
             generation = self._generation
         problem = build_link_problem(model, gram, moment, yty, n_rows, config.prior_weight)
-        solution = _solve(problem, method, initvals, config.solver_options)
+        solution = _solve(problem, method, initvals, options)
         x = np.array(solution.x)
         base = base_parameters_from_gram(model.parameter_names, gram, config.rank_tolerance)
         rotors = (() if self.actuators is None else
@@ -350,7 +350,7 @@ class LinkEstimator(OnlineEstimator):
                      and previous_known[0] == known.parameter_names else x[keep])
             final = _solve(build_link_problem(known, gram, moment, yty, n_rows,
                                               config.prior_weight), method, start,
-                           config.solver_options)
+                           options)
             solve_time += float(final.solve_time)
             x[keep], x[fixed] = final.x, values
             base = base_parameters_from_gram(known.parameter_names, gram, config.rank_tolerance)
@@ -420,7 +420,7 @@ def _solve(problem: Problem, method: str, initvals: Solution | np.ndarray | None
     """``solve(problem, method, initvals, **options)``; a failure is ``solver_failed``."""
     try:
         return solve_problem(problem, method, initvals=initvals, **options)
-    except (ProblemError, SolverError) as e:
+    except (ProblemError, SolverError, TypeError, ValueError) as e:  # bad option values too
         raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
 
 

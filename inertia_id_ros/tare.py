@@ -19,16 +19,21 @@ prior on it, whose variance grows with the tare's age as the sensor drifts::
 ``sigma_c`` is the residual standard deviation of the window's channel-c rows (each row of
 ``||Y x - y||^2`` has weight 1, so the tare counts as ``sigma_c^2 / v_c`` extra samples measuring
 ``offset_c`` directly; fresh and with ``sigma`` equal to the recording's noise, as many as it
-averaged). Consequences:
+averaged). The estimator uses the recording's own ``noise_std`` for ``sigma`` (the window's
+residuals are known only after the solve); when the motion adds model error to the window's
+residuals, this weights the tare a little less than the rule. Consequences:
 
 * Right after a tare the offset is known whatever the motion: a motion that does not tilt the
-  sensor identifies the mass (to about ``offset_std / g``), so while a tare is set the estimator
-  does not refuse with ``offset_not_identifiable``.
+  sensor identifies the mass (to about ``offset_std / g``), so while the tare's force offset is
+  known to ``EstimatorConfig.tare_max_force_std`` (its ``offset_std_at(t)``) the estimator does
+  not refuse with ``offset_not_identifiable``. Beyond that age it refuses again: without tilts
+  the data cannot separate the offset from the weight, so the tare alone fixes that direction,
+  however small its weight, and its drift since would bias the mass unnoticed.
 * As the tare ages its weight fades and data that identify the offset (tilts about two axes)
-  take over: a stale tare cannot bias the payload for long.
+  take over: with such data a stale tare cannot bias the payload for long.
 * A new tare replaces the previous one. Resetting the estimator's window (a payload change)
-  keeps the tare: it describes the sensor, not the payload; a clock reset forgets it (its age is
-  lost and the sensor may have restarted).
+  keeps the tare: it describes the sensor, not the payload; so does a clock reset, the tare's
+  age carried over into the new time base.
 * Without offset estimation (``estimate_offset=False``) the tare is the known offset: it is
   subtracted from the wrenches (and zero until a tare is set).
 
@@ -58,6 +63,11 @@ from inertia_id_ros.window import SlidingWindow
 DEFAULT_OFFSET_DRIFT_RATE = np.array([0.02, 0.02, 0.02, 0.001, 0.001, 0.001]) / 60.0
 """Assumed drift rate (6,) of the F/T offset (N/s, N m/s): 0.02 N and 0.001 N m per minute."""
 
+NOISE_STD_FLOOR = np.array([0.01, 0.01, 0.01, 5e-4, 5e-4, 5e-4])
+"""Lower bound (6,) of a tare's ``noise_std`` (N, N m), about the resolution of a good F/T sensor:
+a channel that reads constant (a noise-free simulated sensor, a 3-axis load cell's torques)
+must not make the tare infinitely certain."""
+
 OFFSET_SLICE = slice(N_BODY_PARAMS, N_BODY_PARAMS + N_OFFSET_PARAMS)
 """Entries of the F/T offset in the joint parameter vector ``x = [theta, offset]``."""
 
@@ -68,7 +78,8 @@ class Tare:
 
     ``offset`` (6,) ``[fx, fy, fz, tx, ty, tz]`` (N, N m, sensor frame); ``offset_std`` (6,) its
     standard error when recorded (``noise_std / sqrt(n_samples)``); ``noise_std`` (6,) the
-    standard deviation of ``f - Y theta_known`` over the recording (N, N m); ``n_samples``
+    standard deviation of ``f - Y theta_known`` over the recording (N, N m; at least
+    :data:`NOISE_STD_FLOOR`); ``n_samples``
     wrenches recorded, the newest stamped ``t`` (s); ``theta_known`` (10,) the payload assumed.
     """
 
@@ -114,7 +125,7 @@ def tare_offset(t: np.ndarray, f: np.ndarray, Y: np.ndarray | None = None,
             raise ValueError(f"need regressor rows Y (N, 6, p >= 10) for N={t.size}, got "
                              f"{Y.shape}")
         residual = f - Y[:, :, :N_BODY_PARAMS] @ theta_known
-    noise_std = residual.std(axis=0, ddof=1)
+    noise_std = np.maximum(residual.std(axis=0, ddof=1), NOISE_STD_FLOOR)
     return Tare(offset=residual.mean(axis=0), offset_std=noise_std / np.sqrt(t.size),
                 noise_std=noise_std, n_samples=int(t.size), t=float(t.max()),
                 theta_known=theta_known)

