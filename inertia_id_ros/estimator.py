@@ -409,6 +409,17 @@ class OnlineEstimator:
             return config.method, dict(config.solver_options)
         return method, {}
 
+    def _samples_to_solve(self, duration: float, what: str) -> tuple[int, float, float]:
+        """(count, first stamp, last stamp) of the newest ``duration`` s of the window (lock
+        held); raises :class:`EstimateUnavailable` (``too_few_samples``, naming ``what`` the
+        samples are) below ``config.min_samples``."""
+        n_samples = self.window.count(duration)
+        if n_samples < self.config.min_samples:
+            raise EstimateUnavailable("too_few_samples", f"{n_samples} {what} in the window, "
+                                      f"need {self.config.min_samples}")
+        t, _, _ = self.window.samples(duration, copy=False)
+        return n_samples, float(t[0]), float(t[-1])
+
     def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
         """Change the window's length ``window_sec`` (s, > 0) and ``window_capacity`` (samples;
         default: unchanged) at run time, between solves (thread-safe): the newest samples that
@@ -607,12 +618,7 @@ class PayloadEstimator(OnlineEstimator):
         config = self.config
         with self._lock:
             method, options = self._solver_settings(method or None)
-            n_samples = self.window.count(duration)
-            if n_samples < config.min_samples:
-                raise EstimateUnavailable("too_few_samples", f"{n_samples} wrench samples in the "
-                                          f"window, need {config.min_samples}")
-            t, _, _ = self.window.samples(duration, copy=False)
-            t_first, t_last = float(t[0]), float(t[-1])
+            n_samples, t_first, t_last = self._samples_to_solve(duration, "wrench samples")
             spread = self._orientation_spread_deg(duration)
             identifiable = bool(spread[1] >= config.offset_min_tilt_deg)
             tare = self._tare

@@ -319,12 +319,7 @@ class LinkEstimator(OnlineEstimator):
         model = self.link_model
         with self._lock:
             method, options = self._solver_settings(method or None)
-            n_samples = self.window.count(duration)
-            if n_samples < config.min_samples:
-                raise EstimateUnavailable("too_few_samples", f"{n_samples} joint states in the "
-                                          f"window, need {config.min_samples}")
-            t, _, _ = self.window.samples(duration, copy=False)
-            t_first, t_last = float(t[0]), float(t[-1])
+            n_samples, t_first, t_last = self._samples_to_solve(duration, "joint states")
             gram, moment, yty, n_rows = self.window.normal_equations(duration)
             warm = initvals is None and config.warm_start
             if warm:

@@ -10,7 +10,7 @@ import pytest
 from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
                                       SampleRejected)
 from inertia_id_ros.inertia import check_consistency, inertia_from_theta
-from inertia_id_ros.simulation import PANDA_HOME, PayloadSimulator
+from inertia_id_ros.simulation import PayloadSimulator
 
 RATE = 200.0  # Hz, reduced for speed
 T0 = 1.7e9  # s, first stamp (a ROS epoch stamp: float64 resolves 0.24 us there)
@@ -102,15 +102,7 @@ def test_too_few_samples_and_reset(sim):
 def test_a_motion_that_keeps_the_sensor_orientation_makes_the_offset_unidentifiable():
     """Only joint 7 turns, about the vertical axis through the flange: gravity stays fixed in the
     sensor frame, so the weight and the force offset cannot be told apart."""
-
-    def turn_joint_7(t):
-        t = np.atleast_1d(t)
-        q = np.tile(PANDA_HOME, (t.size, 1))
-        dq, ddq = np.zeros_like(q), np.zeros_like(q)
-        q[:, 6] += 1.5 * np.sin(0.8 * t)
-        dq[:, 6] = 1.2 * np.cos(0.8 * t)
-        ddq[:, 6] = -0.96 * np.sin(0.8 * t)
-        return q, dq, ddq
+    from test_tare import turn_joint_7
 
     sim = PayloadSimulator.panda(trajectory=turn_joint_7)
     estimator = PayloadEstimator(sim.kinematics)
