@@ -29,6 +29,17 @@ def script(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
+def shut_down(processes, peer) -> None:
+    """Interrupt the ``processes`` (``subprocess.Popen``) still running and wait for them, then
+    destroy this process's ``peer`` node and shut rclpy down."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        process.wait(timeout=10)
+    peer.destroy_node()
+    rclpy.try_shutdown()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=30.0, help="seconds of motion (30)")
@@ -71,12 +82,7 @@ def main() -> int:
         while time.monotonic() < end:
             rclpy.spin_once(peer, timeout_sec=0.05)
     finally:
-        for process in (sim, node):
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-            process.wait(timeout=10)
-        peer.destroy_node()
-        rclpy.try_shutdown()
+        shut_down((sim, node), peer)
 
     sent = int(round(args.duration * 1000.0))
     received_js = int(last.get("received.joint_state", 0))

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from bench_node_dds import script
+from bench_node_dds import script, shut_down
 from inertia_id_ros.inertia import inertia_from_theta
 from inertia_id_ros.msg import InertialParameters
 from inertia_id_ros.robots import example_robot_urdf
@@ -142,12 +141,7 @@ def main() -> int:
         while time.monotonic() < end:
             rclpy.spin_once(peer, timeout_sec=0.05)
     finally:
-        for process in (sim, node):
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-            process.wait(timeout=10)
-        peer.destroy_node()
-        rclpy.try_shutdown()
+        shut_down((sim, node), peer)
 
     if not monitor.estimates or monitor.truth is None or cpu_warm is None:
         print(f"no estimates or no ground truth received; node log: {log.name}")

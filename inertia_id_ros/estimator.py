@@ -385,6 +385,10 @@ class OnlineEstimator:
 
     config: OnlineEstimatorConfig
     window: SlidingWindow
+    received: Counter[str]
+    processed: Counter[str]
+    dropped: Counter[str]
+    clock_jumps: int
     _lock: threading.Lock
 
     _generation: int
@@ -419,6 +423,25 @@ class OnlineEstimator:
                                       f"need {self.config.min_samples}")
         t, _, _ = self.window.samples(duration, copy=False)
         return n_samples, float(t[0]), float(t[-1])
+
+    def _clear_samples(self) -> None:
+        """Forget the buffered samples, the window and the previous solution (lock held)."""
+        raise NotImplementedError
+
+    def restart(self) -> None:
+        """Forget the samples and the previous solution, keep the counters (e.g. a new
+        payload; a payload estimator's tare stays: it describes the sensor)."""
+        with self._lock:
+            self._clear_samples()
+
+    def reset(self) -> None:
+        """Forget all samples, the previous solution and the counters (a tare stays)."""
+        with self._lock:
+            self._clear_samples()
+            self.received.clear()
+            self.processed.clear()
+            self.dropped.clear()
+            self.clock_jumps = 0
 
     def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
         """Change the window's length ``window_sec`` (s, > 0) and ``window_capacity`` (samples;
@@ -738,20 +761,6 @@ class PayloadEstimator(OnlineEstimator):
         self._last_solution = None
         self._generation += 1
 
-    def restart(self) -> None:
-        """Forget the samples and the previous solution, keep the counters (a new payload)."""
-        with self._lock:
-            self._clear_samples()
-
-    def reset(self) -> None:
-        """Forget all samples, the previous solution and the counters (the tare stays: it
-        describes the sensor)."""
-        with self._lock:
-            self._clear_samples()
-            self.received.clear()
-            self.processed.clear()
-            self.dropped.clear()
-            self.clock_jumps = 0
 
     def stats(self) -> EstimatorStats:
         """Snapshot of the counters."""

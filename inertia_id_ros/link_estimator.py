@@ -390,15 +390,6 @@ class LinkEstimator(OnlineEstimator):
         self._last_known_armature_solution = None
         self._generation += 1
 
-    def reset(self) -> None:
-        """Forget all samples, the previous solution and the counters."""
-        with self._lock:
-            self._clear_samples()
-            self.received.clear()
-            self.processed.clear()
-            self.dropped.clear()
-            self.clock_jumps = 0
-
     def stats(self) -> EstimatorStats:
         """Snapshot of the counters (``pending``: joint states waiting for the filter's
         look-ahead)."""

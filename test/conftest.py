@@ -110,3 +110,44 @@ def spin_until(node, predicate, timeout: float) -> bool:
         if predicate():
             return True
     return predicate()
+
+
+def solve_while_feeding(estimator, add_sample, n: int, allowed: tuple[str, ...]) -> int:
+    """Call ``add_sample(k)`` for ``k < n`` from a producer thread while this thread processes
+    and solves ``estimator``; halfway the producer waits for a successful solve, so the rest
+    arrives while solves run, however the threads are scheduled. Every failed solve must have a
+    reason in ``allowed``; returns the successful solves (> 0); re-raises the producer's error."""
+    import threading
+
+    from inertia_id_ros.estimator import EstimateUnavailable
+
+    failures: list[BaseException] = []
+    solved = threading.Event()
+
+    def produce() -> None:
+        try:
+            for k in range(n):
+                if k == n // 2 and not solved.wait(timeout=60.0):
+                    raise TimeoutError("no successful solve within 60 s")
+                add_sample(k)
+        except BaseException as error:  # noqa: BLE001 - re-raised below
+            failures.append(error)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    solves = 0
+    while producer.is_alive():
+        estimator.process()
+        try:
+            estimator.solve()
+        except EstimateUnavailable as why:
+            assert why.reason in allowed, why
+        else:
+            solves += 1
+            solved.set()
+    producer.join()
+    if failures:
+        raise failures[0]
+    assert solves > 0
+    estimator.process()
+    return solves

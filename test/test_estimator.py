@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
+from conftest import solve_while_feeding
 from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
                                       SampleRejected)
 from inertia_id_ros.inertia import check_consistency, inertia_from_theta
@@ -238,27 +237,18 @@ def test_overflowing_pending_wrenches_drop_the_oldest(sim):
 
 def test_inputs_and_solves_from_different_threads(sim):
     estimator = PayloadEstimator(sim.kinematics, EstimatorConfig(min_samples=100))
-    failures = []
+    rng = np.random.default_rng(3)
+    t_joint = np.arange(0.0, 6.0, 1.0 / RATE)
+    t_wrench = t_joint + 0.0013 + rng.uniform(0.0, 1e-3, t_joint.size)
+    q, dq = sim.measure_joints(t_joint, rng)
+    wrench = sim.measure_wrench(t_wrench, rng)
 
-    def produce():
-        try:
-            feed(estimator, sim, 6.0, seed=3)
-        except Exception as error:  # noqa: BLE001 - reported by the assertion below
-            failures.append(error)
+    def add(k: int) -> None:
+        estimator.add_joint_state(T0 + t_joint[k], sim.joint_names, q[k], dq[k])
+        estimator.add_wrench(T0 + t_wrench[k], wrench[k], sim.sensor_frame)
 
-    producer = threading.Thread(target=produce)
-    producer.start()
-    estimates = 0
-    while producer.is_alive():
-        estimator.process()
-        try:
-            estimator.solve()
-            estimates += 1
-        except EstimateUnavailable as why:
-            assert why.reason in ("too_few_samples", "offset_not_identifiable")
-    producer.join()
-    estimator.process()
-    assert not failures and estimates > 0
+    solve_while_feeding(estimator, add, t_joint.size,
+                        ("too_few_samples", "offset_not_identifiable"))
     stats = estimator.stats()
     assert stats.received["wrench"] == stats.processed["wrench"] + stats.pending + sum(
         stats.dropped.values())

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
+from conftest import solve_while_feeding
 from inertia_id_ros.actuators import ActuatorConfig, ChainConfig, fit_chain, go1_leg_config
 from inertia_id_ros.estimator import EstimateUnavailable, SampleRejected
 from inertia_id_ros.inertia import check_consistency
@@ -370,29 +369,14 @@ def test_invalid_settings_name_the_setting() -> None:
 def test_inputs_and_solves_from_different_threads() -> None:
     sim = leg(5)
     estimator = LinkEstimator(sim.links, LinkEstimatorConfig(prior_weight=1e-6, min_samples=250))
-    failures = []
+    t = np.arange(0.0, 8.0, 1.0 / RATE)
+    data = sim.measure(t, np.random.default_rng(5))
 
-    def produce() -> None:
-        try:
-            feed(estimator, sim, 8.0, np.random.default_rng(5))
-        except Exception as error:  # noqa: BLE001 - reported by the assertion below
-            failures.append(error)
+    def add(k: int) -> None:
+        estimator.add_joint_state(T0 + t[k], sim.joint_names, data.positions[k],
+                                  data.velocities[k], data.efforts[k])
 
-    producer = threading.Thread(target=produce)
-    producer.start()
-    estimates = 0
-    while producer.is_alive():
-        estimator.process()
-        try:
-            estimate = estimator.solve()
-        except EstimateUnavailable as why:
-            assert why.reason == "too_few_samples"
-        else:
-            estimates += 1
-            assert all(check_consistency(theta).fully_consistent for theta in estimate.thetas)
-    producer.join()
-    estimator.process()
-    assert not failures and estimates > 0
+    solve_while_feeding(estimator, add, t.size, ("too_few_samples",))
     stats = estimator.stats()
     assert stats.received["joint_state"] == (stats.processed["joint_state"] + stats.pending
                                              + sum(stats.dropped.values()))
