@@ -4,7 +4,7 @@ Data: the KUKA LWR4+ run 1 (``<repo>/../shared/data/kuka_lwr4/measurements_1.npz
 at 200 Hz) if present, else 25 s of the simulated Panda at 200 Hz (URDF links, friction,
 armature, 0.05 N·m noise). Model: 7 links (10 parameters each, URDF prior) plus viscous, Coulomb
 (exact sign), offset and armature per joint: 98 parameters
-(:class:`inertia_id_ros.links.LinkModel`).
+(:class:`inertia_id_ros.chain.links.LinkModel`).
 
 1. Regressor cost per sample (µs): pinocchio's ``computeJointTorqueRegressor`` alone (a Python
    loop over the samples, as any caller has to), ours (``LinkModel.joint_torque_regressor``: the
@@ -39,17 +39,17 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402  (after the BLAS thread settings)
 import pinocchio as pin  # noqa: E402
 
-from inertia_id_ros.links import (  # noqa: E402
+from inertia_id_ros.chain.links import (  # noqa: E402
     DEFAULT_PRIOR_WEIGHT,
     JointTorqueData,
     LinkModel,
     link_problem,
     regression_system,
 )
-from inertia_id_ros.robots import example_robot_urdf  # noqa: E402
-from inertia_id_ros.simulation import PANDA_ARM_JOINTS, ExcitingTrajectory  # noqa: E402
+from inertia_id_ros.core.robots import example_robot_urdf  # noqa: E402
+from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, ExcitingTrajectory  # noqa: E402
 from inertia_id_ros.solvers import Problem, Solution, solve  # noqa: E402
-from inertia_id_ros.torque_simulation import DriveTruth, JointTorqueSimulator  # noqa: E402
+from inertia_id_ros.sim.torques import DriveTruth, JointTorqueSimulator  # noqa: E402
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kuka_lwr4"
 RATE = 200.0  # Hz, the KUKA recording's and the simulated Panda's

@@ -22,7 +22,7 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 
-from inertia_id_ros.robots import example_robot_urdf
+from inertia_id_ros.core.robots import example_robot_urdf
 
 
 def script(name: str) -> str:

@@ -45,7 +45,7 @@ if ARGS.threads != "default":
 import numpy as np  # noqa: E402  (after the BLAS thread settings)
 import pinocchio as pin  # noqa: E402
 
-from inertia_id_ros.inertia import theta_from_inertia  # noqa: E402
+from inertia_id_ros.core.inertia import theta_from_inertia  # noqa: E402
 from inertia_id_ros.solvers import Problem, solve  # noqa: E402
 
 PAYLOAD_THETA = theta_from_inertia(1.3, np.array([0.02, -0.01, 0.05]), np.diag([4e-3, 5e-3, 3e-3]))

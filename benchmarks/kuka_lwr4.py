@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from inertia_id_ros.friction import DRIVE_TERMS
-from inertia_id_ros.inertia import check_consistency
-from inertia_id_ros.links import (
+from inertia_id_ros.chain.friction import DRIVE_TERMS
+from inertia_id_ros.core.inertia import check_consistency
+from inertia_id_ros.chain.links import (
     JointTorqueData,
     LinkModel,
     base_parameters,

@@ -3,21 +3,21 @@
 Subcommands:
 
 - ``fit-payload``: the payload beyond an F/T sensor from recorded joint states and wrenches, with
-  the node's estimator (:class:`~inertia_id_ros.estimator.PayloadEstimator`);
+  the node's estimator (:class:`~inertia_id_ros.online.payload_estimator.PayloadEstimator`);
 - ``fit-links``: the links of a chain (and joint friction, offset, armature) from recorded joint
-  states and efforts (:func:`~inertia_id_ros.links.fit_links`);
+  states and efforts (:func:`~inertia_id_ros.chain.links.fit_links`);
 - ``traversaro``: Traversaro et al. 2016's Table I reproduced in simulation
-  (:mod:`inertia_id_ros.experiments.traversaro2016`);
+  (:mod:`inertia_id_ros.sim.traversaro2016`);
 - ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`;
 - ``replay``: a ROS 2 bag through the node's estimator, update by update in bag time, to CSV, JSON
-  and a PNG report (:mod:`inertia_id_ros.replay`, :mod:`inertia_id_ros.report`);
+  and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`);
 - ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
   directly (no DDS);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
-  filter parameter file (:mod:`inertia_id_ros.export`).
+  filter parameter file (:mod:`inertia_id_ros.io.export`).
 
 Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
-:mod:`inertia_id_ros.data`.
+:mod:`inertia_id_ros.io.data`.
 ``--json OUT`` writes the result::
 
     {"method": str,
@@ -29,7 +29,7 @@ Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
      "residual_rms": float, "samples": int, "solve_time_s": float,
      "updates": [{...}]}           # replay only: one record per update, keys replay.CSV_COLUMNS
 
-SI units; ``theta`` about and in ``frame`` (:mod:`inertia_id_ros.inertia` order), ``com`` in that
+SI units; ``theta`` about and in ``frame`` (:mod:`inertia_id_ros.core.inertia` order), ``com`` in that
 frame, ``inertia_com`` about the COM with that frame's axes (both ``null`` when the mass is not
 positive). fit-payload: one body, ``"payload"`` in the sensor frame; ``residual_rms`` of the wrench
 fit (N and N m rows mixed); recorded ``ddq`` is not used (the estimator differentiates, as live).
@@ -39,7 +39,7 @@ fit-links: one body per identified joint, named and framed by the URDF link it m
 frame is the joint's); predicted torque = RNEA(theta) + viscous dq + coulomb s(dq) + offset +
 armature ddq with s = tanh(dq / coulomb_velocity) (sign(dq) if coulomb_velocity is 0);
 ``residual_rms`` the joint torque RMS (N m); missing ``dq``/``ddq`` are differentiated
-(:func:`inertia_id_ros.data.with_derivatives`).
+(:func:`inertia_id_ros.io.data.with_derivatives`).
 
 Exit codes: 0 done; 1 no estimate (solver failure, or the estimator's result was not physically
 consistent); 2 bad input (arguments, URDF, data, or data that cannot determine the estimate), with
@@ -59,22 +59,44 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-from inertia_id_ros.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC, DataError,
-                                 JointStates, PayloadRecording, check_joints, check_wrench_frame,
-                                 read_joint_bag, read_joint_file, read_payload_bag,
-                                 read_payload_file, with_derivatives)
-from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
-                                      SampleRejected)
-from inertia_id_ros.export import (DEFAULT_FILTER_CHAIN, EXPORT_MODES, STANDARD_GRAVITY,
-                                   ExportError, IdentifiedBody, body_json, export_urdf,
-                                   gravity_compensation_yaml, read_body, root_link)
-from inertia_id_ros.friction import JointDrive
-from inertia_id_ros.inertia import inertia_from_theta
-from inertia_id_ros.kinematics import SensorKinematics
-from inertia_id_ros.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkModel, fit_links,
+from inertia_id_ros.errors import InputError
+from inertia_id_ros.io.data import (
+    DEFAULT_JOINT_STATES_TOPIC,
+    DEFAULT_WRENCH_TOPIC,
+    JointStates,
+    PayloadRecording,
+    check_joints,
+    check_wrench_frame,
+    read_joint_bag,
+    read_joint_file,
+    read_payload_bag,
+    read_payload_file,
+    with_derivatives,
+)
+from inertia_id_ros.errors import DataError
+from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
+from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
+from inertia_id_ros.io.export import (
+    DEFAULT_FILTER_CHAIN,
+    EXPORT_MODES,
+    STANDARD_GRAVITY,
+    IdentifiedBody,
+    body_json,
+    export_urdf,
+    gravity_compensation_yaml,
+    read_body,
+    root_link,
+)
+from inertia_id_ros.errors import ExportError
+from inertia_id_ros.chain.friction import JointDrive
+from inertia_id_ros.core.inertia import inertia_from_theta
+from inertia_id_ros.core.kinematics import SensorKinematics
+from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkModel, fit_links,
                                   torque_error)
-from inertia_id_ros.robots import FrameNotFound, JointNotFound, load_model, reduce_model
-from inertia_id_ros.solvers import METHODS, ProblemError, SolverError
+from inertia_id_ros.core.robots import load_model, reduce_model
+from inertia_id_ros.errors import FrameNotFound, JointNotFound
+from inertia_id_ros.solvers import METHODS
+from inertia_id_ros.errors import ProblemError, SolverError
 
 EXIT_NO_ESTIMATE = 1
 EXIT_BAD_INPUT = 2
@@ -83,10 +105,6 @@ FEED_BLOCK_SEC = 0.5
 ``process()`` after each block (bounded buffers, as live)."""
 _DATA_LIMITED = ("too_few_samples", "offset_not_identifiable")
 """Reasons of :class:`EstimateUnavailable` that mean the data cannot determine the estimate."""
-
-
-class InputError(Exception):
-    """Bad input: the message is the one line printed on stderr."""
 
 
 # ---- shared --------------------------------------------------------------------------------
@@ -316,8 +334,8 @@ def _fit_links(args: argparse.Namespace) -> int:
 
 
 def _traversaro(args: argparse.Namespace) -> int:
-    from inertia_id_ros.experiments import traversaro2016
-    from inertia_id_ros.simulation import DEFAULT_WRENCH_NOISE_STD
+    from inertia_id_ros.sim import traversaro2016
+    from inertia_id_ros.sim.payload import DEFAULT_WRENCH_NOISE_STD
 
     if args.trials < 1 or not args.noise_scale >= 0:
         raise InputError("--trials must be >= 1 and --noise-scale >= 0")
@@ -344,7 +362,7 @@ def _json_ready(value: Any) -> Any:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from inertia_id_ros.replay import (node_estimator_config, replay_bag, update_record,
+    from inertia_id_ros.io.replay import (node_estimator_config, replay_bag, update_record,
                                        write_csv)
 
     if not args.update_rate > 0:
@@ -385,7 +403,7 @@ def _replay(args: argparse.Namespace) -> int:
             "start_time": replay.start_time, "received": replay.received,
             "dropped": replay.dropped, "updates": records})
     if args.png:
-        from inertia_id_ros.report import plot_replay
+        from inertia_id_ros.io.report import plot_replay
 
         _write_output(args.png, lambda path: plot_replay(
             replay, path, None if truth is None else truth.theta))
@@ -423,7 +441,7 @@ def _read_body(path: str, name: str | None = None) -> IdentifiedBody:
 
 
 def _record_sim(args: argparse.Namespace) -> int:
-    from inertia_id_ros.replay import record_simulation
+    from inertia_id_ros.io.replay import record_simulation
 
     try:
         sim = record_simulation(args.out, args.duration, args.rate, args.seed, args.storage)
@@ -497,10 +515,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-
 def _add_data_options(parser: argparse.ArgumentParser, wrenches: bool) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--data", help="recorded data, .npz or .csv (see inertia_id_ros.data)")
+    source.add_argument("--data", help="recorded data, .npz or .csv (see inertia_id_ros.io.data)")
     source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
     parser.add_argument("--joint-states-topic",
                         help="sensor_msgs/JointState topic of --bag "

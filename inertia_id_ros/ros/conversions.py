@@ -10,10 +10,10 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Wrench, WrenchStamped
 from sensor_msgs.msg import JointState
 
-from inertia_id_ros.estimator import Estimate
-from inertia_id_ros.friction import DriveParameters
-from inertia_id_ros.inertia import inertia_from_theta
-from inertia_id_ros.link_estimator import LinkEstimate
+from inertia_id_ros.online.payload_estimator import Estimate
+from inertia_id_ros.chain.friction import DriveParameters
+from inertia_id_ros.core.inertia import inertia_from_theta
+from inertia_id_ros.online.link_estimator import LinkEstimate
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, JointDriveParameters
 
 
@@ -99,8 +99,8 @@ def msg_to_theta(msg: InertialParameters) -> np.ndarray:
 
 def drive_to_msg(joint: str, drive: DriveParameters,
                  armature_source: str = "") -> JointDriveParameters:
-    """A ``JointDriveParameters`` for ``joint`` (SI units of :mod:`inertia_id_ros.friction`);
-    ``armature_source``: one of :data:`inertia_id_ros.link_estimator.ARMATURE_SOURCES`, or empty
+    """A ``JointDriveParameters`` for ``joint`` (SI units of :mod:`inertia_id_ros.chain.friction`);
+    ``armature_source``: one of :data:`inertia_id_ros.online.link_estimator.ARMATURE_SOURCES`, or empty
     (not stated)."""
     return JointDriveParameters(name=joint, viscous=float(drive.viscous),
                                 coulomb=float(drive.coulomb),
@@ -110,7 +110,7 @@ def drive_to_msg(joint: str, drive: DriveParameters,
 
 
 def msg_to_drive(msg: JointDriveParameters) -> DriveParameters:
-    """The :class:`~inertia_id_ros.friction.DriveParameters` of a ``JointDriveParameters``."""
+    """The :class:`~inertia_id_ros.chain.friction.DriveParameters` of a ``JointDriveParameters``."""
     return DriveParameters(viscous=msg.viscous, coulomb=msg.coulomb, offset=msg.offset,
                            armature=msg.armature, coulomb_velocity=msg.coulomb_velocity)
 

@@ -22,9 +22,9 @@ import rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from inertia_id_ros.inertia import check_consistency, inertia_from_theta
+from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.msg import InertialParameters
-from inertia_id_ros.robots import example_robot_urdf
+from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.ros.conversions import msg_to_theta, wrench_to_array
 from inertia_id_ros.srv import Identify
 

@@ -6,7 +6,7 @@ sensor frame; ``frame_locked`` so they follow it), four markers of namespace ``n
 - id 0 ``SPHERE``: the centre of mass;
 - id 1 ``SPHERE`` scaled into the COM's ``n_sigma`` confidence ellipsoid: axes the eigenvectors of
   the COM covariance (``J_c Cov(theta) J_c^T``, ``c = h / m``,
-  :func:`inertia_id_ros.covariance.com_covariance`), full lengths ``2 n_sigma sqrt(eigenvalue)``;
+  :func:`inertia_id_ros.core.covariance.com_covariance`), full lengths ``2 n_sigma sqrt(eigenvalue)``;
 - id 2 ``SPHERE`` scaled into the equivalent uniform-density solid ellipsoid: same mass and inertia
   about the COM, axes the principal axes, semi-axes from the principal moments
   (``I_a = m (b^2 + c^2) / 5`` ... so ``a^2 = 5 (I_b + I_c - I_a) / (2 m)``);
@@ -28,9 +28,9 @@ from builtin_interfaces.msg import Time
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from inertia_id_ros.covariance import (Ellipsoid, com_covariance, confidence_ellipsoid,
+from inertia_id_ros.core.covariance import (Ellipsoid, com_covariance, confidence_ellipsoid,
                                        inertia_com_covariance, proper_rotation)
-from inertia_id_ros.inertia import inertia_from_theta
+from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.ros.conversions import seconds_to_stamp
 
 MARKERS_TOPIC = "/inertia_id/markers"
@@ -106,7 +106,7 @@ def estimate_markers(estimate: Any, frame_id: str | None = None,
                      label: str | None = None, n_sigma: float = 3.0) -> MarkerArray:
     """The markers of an estimate (see the module docstring).
 
-    ``estimate``: an :class:`~inertia_id_ros.estimator.Estimate` or an ``InertialParameters``
+    ``estimate``: an :class:`~inertia_id_ros.online.payload_estimator.Estimate` or an ``InertialParameters``
     message (anything with ``theta`` (10,) and ``covariance`` (10, 10) or (100,)), mass > 0.
     ``frame_id`` (default: the message's ``header.frame_id``; required for an ``Estimate``) and
     ``stamp`` (``builtin_interfaces/Time`` or seconds; default: the message's stamp, or the

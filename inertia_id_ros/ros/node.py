@@ -10,12 +10,12 @@ solve keeps the last estimate and is reported (``failed_solves.<reason>`` on ``/
 (``ros2 param set``); invalid values are rejected with the reason.
 
 - ``payload`` (default): ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped`` in
-  (sensor-data QoS), a :class:`~inertia_id_ros.estimator.PayloadEstimator`, ``~/estimate``
+  (sensor-data QoS), a :class:`~inertia_id_ros.online.payload_estimator.PayloadEstimator`, ``~/estimate``
   (``InertialParameters``) out; the service fills ``estimate``; ``~/tare`` (``Tare``) sets the F/T
   offset from the newest wrenches, ``~/payload_change`` (``PayloadChange``) reports a grasp or a
   release.
 - ``links``: ``sensor_msgs/JointState`` with efforts in, a
-  :class:`~inertia_id_ros.link_estimator.LinkEstimator` of the chain ``joints`` (actuators from
+  :class:`~inertia_id_ros.online.link_estimator.LinkEstimator` of the chain ``joints`` (actuators from
   ``chain_config``), ``~/links`` (``InertialParametersArray``: every link about its own frame and
   every joint's drive) out; the service fills ``links``.
 """
@@ -44,28 +44,32 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
-from inertia_id_ros.actuators import ActuatorConfig, ChainConfig, ConfigError
-from inertia_id_ros.change_detection import ChangeDetectorConfig, PayloadChangeDetector
-from inertia_id_ros.estimator import (EstimateUnavailable, EstimatorConfig, PayloadEstimator,
-                                      SampleRejected, window_capacities)
-from inertia_id_ros.excitation import excitation_report
-from inertia_id_ros.friction import DRIVE_TERMS
-from inertia_id_ros.inertia import check_consistency, theta_from_inertia
-from inertia_id_ros.kinematics import SensorKinematics
-from inertia_id_ros.link_estimator import LinkEstimator, LinkEstimatorConfig
-from inertia_id_ros.links import DEFAULT_PRIOR_WEIGHT, LinkModel
-from inertia_id_ros.robots import FrameNotFound, JointNotFound, load_model
+from inertia_id_ros.errors import StartupError
+from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig
+from inertia_id_ros.errors import ConfigError
+from inertia_id_ros.online.change_detection import ChangeDetectorConfig, PayloadChangeDetector
+from inertia_id_ros.online.payload_estimator import (
+    EstimatorConfig,
+    PayloadEstimator,
+    window_capacities,
+)
+from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
+from inertia_id_ros.online.excitation import excitation_report
+from inertia_id_ros.chain.friction import DRIVE_TERMS
+from inertia_id_ros.core.inertia import check_consistency, theta_from_inertia
+from inertia_id_ros.core.kinematics import SensorKinematics
+from inertia_id_ros.online.link_estimator import LinkEstimator, LinkEstimatorConfig
+from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
+from inertia_id_ros.core.robots import load_model
+from inertia_id_ros.errors import FrameNotFound, JointNotFound
 from inertia_id_ros.ros.conversions import (array_to_wrench, estimate_to_msg,
                                             link_estimate_to_msg, seconds_to_stamp,
                                             stamp_to_seconds, wrench_to_array)
 from inertia_id_ros.ros.markers import estimate_markers
-from inertia_id_ros.solvers import METHODS, ProblemError, check_options
+from inertia_id_ros.solvers import METHODS, check_options
+from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, PayloadChange
 from inertia_id_ros.srv import Identify, Tare
-
-
-class StartupError(RuntimeError):
-    """A start-up parameter is invalid; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -121,14 +125,14 @@ PARAMETERS: tuple[_Param, ...] = (
            "~/payload_change and restart the window."),
     _Param("payload_change_threshold", 50.0,
            "Payload mode: CUSUM alarm level (> 0); higher = fewer false alarms, later detection "
-           "(see inertia_id_ros.change_detection)."),
+           "(see inertia_id_ros.online.change_detection)."),
     # links mode
     _Param("joints", Parameter.Type.STRING_ARRAY,
            "Links mode: the chain's joints (each moves one link to identify; the robot's other "
            "joints are locked). Default: chain_config's joints; required without it."),
     _Param("chain_config", "",
            "Links mode: path (absolute, or relative to the working directory) of a chain "
-           "configuration YAML (inertia_id_ros.actuators.ChainConfig, e.g. "
+           "configuration YAML (inertia_id_ros.chain.actuators.ChainConfig, e.g. "
            "config/go1_front_left_leg.yaml): the URDF unless urdf_path/robot_description is "
            "given, the joints unless 'joints' is, locked positions, the drive terms to estimate, "
            "gear ratios, rotor inertias (armature priors) and effort scaling (torque constants)."),

@@ -5,10 +5,10 @@ Parameter ``robot``:
 - ``panda`` (default): a Panda with a wrist F/T sensor carrying a payload. Publishes
   ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped`` at ``rate_hz`` (default 1 kHz)
   along an exciting trajectory, with F/T noise, a constant F/T offset and encoder noise
-  (:class:`~inertia_id_ros.simulation.PayloadSimulator`), and the ground truth on
+  (:class:`~inertia_id_ros.sim.payload.PayloadSimulator`), and the ground truth on
   ``~/ground_truth`` (``InertialParameters``, latched).
 - ``go1_leg``: the Go1's front-left leg swinging in the air, trunk fixed
-  (:func:`~inertia_id_ros.torque_simulation.leg_simulator`): links differing from the URDF,
+  (:func:`~inertia_id_ros.sim.torques.leg_simulator`): links differing from the URDF,
   viscous and Coulomb friction, torque offsets, the rotors' armatures. Publishes
   ``sensor_msgs/JointState`` of all 12 joints (the other legs still at 0) with exact positions and
   velocities and efforts = joint torques + 0.1 N m white noise, and the ground truth of the leg's
@@ -34,13 +34,13 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from inertia_id_ros.actuators import go1_leg_config
-from inertia_id_ros.inertia import inertia_from_msg_order, inertia_from_theta, theta_from_inertia
+from inertia_id_ros.chain.actuators import go1_leg_config
+from inertia_id_ros.core.inertia import inertia_from_msg_order, inertia_from_theta, theta_from_inertia
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray
 from inertia_id_ros.ros.conversions import (array_to_wrench, joint_state, links_to_msg,
                                             theta_to_msg, wrench_stamped)
-from inertia_id_ros.simulation import PayloadSimulator
-from inertia_id_ros.torque_simulation import (DEFAULT_LEG_TORQUE_NOISE_STD, leg_simulator,
+from inertia_id_ros.sim.payload import PayloadSimulator
+from inertia_id_ros.sim.torques import (DEFAULT_LEG_TORQUE_NOISE_STD, leg_simulator,
                                               perturbed_links)
 
 BURST_SEC = 0.005

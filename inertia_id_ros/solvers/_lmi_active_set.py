@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import lapack
 
-from inertia_id_ros.inertia import PSEUDO_INERTIA_BASIS
+from inertia_id_ros.core.inertia import PSEUDO_INERTIA_BASIS
 
 _BASIS = PSEUDO_INERTIA_BASIS.reshape(10, 16)  # vec(J(theta)) = theta @ _BASIS
 _GRAM = _BASIS @ _BASIS.T  # G_ij = tr(A_i A_j)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from inertia_id_ros.inertia import PSEUDO_INERTIA_BASIS
+from inertia_id_ros.core.inertia import PSEUDO_INERTIA_BASIS
 
 _BASIS = PSEUDO_INERTIA_BASIS.reshape(10, 16)  # J(theta).ravel() = theta @ _BASIS
 _STEP_FRACTION = 0.99

@@ -30,13 +30,12 @@ from inertia_id_ros.solvers.lmi import constraints_hold, consistency_constraints
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     Problem,
-    ProblemError,
     Solution,
-    SolverError,
     initial_x,
     lift_to_margin,
     make_solution,
 )
+from inertia_id_ros.errors import ProblemError, SolverError
 
 
 def _constraints(problem: Problem, x) -> list:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from inertia_id_ros.inertia import CONSISTENCY_TOLERANCE, ConsistencyReport, check_consistency
+from inertia_id_ros.core.inertia import CONSISTENCY_TOLERANCE, ConsistencyReport, check_consistency
 from inertia_id_ros.solvers.lmi import solve_lmi
-from inertia_id_ros.solvers.problem import PARAMS_PER_BODY, Problem, ProblemError
+from inertia_id_ros.solvers.problem import PARAMS_PER_BODY, Problem
+from inertia_id_ros.errors import ProblemError
 
 
 def check(x: np.ndarray, n_bodies: int,
           tol: float = CONSISTENCY_TOLERANCE) -> list[ConsistencyReport]:
-    """:func:`~inertia_id_ros.inertia.check_consistency` of each body of ``x`` (p,)."""
+    """:func:`~inertia_id_ros.core.inertia.check_consistency` of each body of ``x`` (p,)."""
     x = np.asarray(x, dtype=float).ravel()
     if x.size < PARAMS_PER_BODY * n_bodies:
         raise ProblemError(f"x has {x.size} entries, {n_bodies} bodies need "

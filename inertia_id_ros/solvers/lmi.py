@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.inertia import PSEUDO_INERTIA_BASIS
+from inertia_id_ros.core.inertia import PSEUDO_INERTIA_BASIS
 from inertia_id_ros.solvers._linalg import (
     DEFAULT_REGULARIZATION,
     cholesky,
@@ -51,13 +51,12 @@ from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     PARAMS_PER_BODY,
     Problem,
-    ProblemError,
     Solution,
-    SolverError,
     initial_x,
     lift_to_margin,
     make_solution,
 )
+from inertia_id_ros.errors import ProblemError, SolverError
 
 BACKENDS = ("fast", "cvxpy", "cvxpy_per_solve")
 _BASIS = PSEUDO_INERTIA_BASIS.reshape(10, 16)  # vec(J(theta)) = theta @ _BASIS

@@ -22,17 +22,16 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse
 
-from inertia_id_ros.inertia import inertia_from_theta
+from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     Problem,
-    ProblemError,
     Solution,
-    SolverError,
     initial_x,
     lift_to_margin,
     make_solution,
 )
+from inertia_id_ros.errors import ProblemError, SolverError
 
 Box = tuple[np.ndarray, np.ndarray]
 DEFAULT_HALF_EXTENT = 0.25

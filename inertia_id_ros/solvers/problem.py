@@ -9,7 +9,7 @@ The problem, in the normal-equation form a sliding window keeps::
 
 with ``||Y x - y||^2 = x^T G x - 2 m^T x + y^T y`` (``G = Y^T Y``: ``gram``, ``m = Y^T y``:
 ``moment``). ``x[:10 * n_bodies]`` are the bodies' ``theta`` stacked (conventions of
-:mod:`inertia_id_ros.inertia`); the remaining entries are "extras" (F/T offset, friction, ...).
+:mod:`inertia_id_ros.core.inertia`); the remaining entries are "extras" (F/T offset, friction, ...).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.inertia import (
+from inertia_id_ros.errors import ProblemError
+from inertia_id_ros.core.inertia import (
     PSEUDO_INERTIA_BASIS,
     ConsistencyReport,
     check_consistency,
@@ -32,15 +33,7 @@ PARAMS_PER_BODY = 10
 
 CONSISTENCY_MARGIN = 1e-9
 """lambda_min(J) every method guarantees for its returned bodies (kg, kg*m^2): a margin above
-:data:`inertia_id_ros.inertia.CONSISTENCY_TOLERANCE` so round-off never breaks consistency."""
-
-
-class ProblemError(ValueError):
-    """The problem, the method name or an option is invalid (the caller's error)."""
-
-
-class SolverError(RuntimeError):
-    """A numerical back end failed; the original exception is chained as ``__cause__``."""
+:data:`inertia_id_ros.core.inertia.CONSISTENCY_TOLERANCE` so round-off never breaks consistency."""
 
 
 def _as_float_array(name: str, value: Any, ndim: int) -> np.ndarray:
@@ -375,12 +368,12 @@ class Solution:
 
     @property
     def consistency(self) -> list[ConsistencyReport]:
-        """:func:`~inertia_id_ros.inertia.check_consistency` of each body."""
+        """:func:`~inertia_id_ros.core.inertia.check_consistency` of each body."""
         return [check_consistency(theta) for theta in self.bodies]
 
     @property
     def fully_consistent(self) -> bool:
-        """All bodies pass :func:`~inertia_id_ros.inertia.check_consistency`."""
+        """All bodies pass :func:`~inertia_id_ros.core.inertia.check_consistency`."""
         return all(report.fully_consistent for report in self.consistency)
 
 

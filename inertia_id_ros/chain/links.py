@@ -1,0 +1,586 @@
+"""Link identification from joint torques: rigid-body links plus joint friction and armature.
+
+For a fixed-base chain of ``n`` 1-DoF joints (a sub-chain of a larger robot: the other joints are
+locked, see :meth:`LinkModel.from_urdf`), the measured joint torques (N, n) obey::
+
+    tau = Y_links(q, dq, ddq) @ theta + viscous * dq + coulomb * s(dq) + offset + armature * ddq
+        = RNEA(theta; q, dq, ddq) + tau_drive(dq, ddq)
+
+where ``theta`` stacks the 10 inertial parameters of every link (the body moved by joint ``k``,
+about joint ``k``'s frame, :mod:`inertia_id_ros.core.inertia` order), ``Y_links`` is pinocchio's
+``computeJointTorqueRegressor`` and the drive terms are those of :mod:`inertia_id_ros.chain.friction`
+(gravity is the model's, ``[0, 0, -9.81]`` in the root frame for a URDF). With the drive columns
+appended, ``tau = Y(q, dq, ddq) @ x + tau_known(ddq)`` (:meth:`LinkModel.joint_torque_regressor`)
+with the parameter vector::
+
+    x = [theta_link_1 (10), ..., theta_link_n (10), drive terms of joint 1, ..., of joint n]
+
+(:attr:`LinkModel.parameter_names`). ``tau_known`` is the torque of a known, not estimated,
+armature. A fit (:func:`fit_links`) minimises, over the ``n_rows = N * n`` torque samples::
+
+    (1 / n_rows) * ||Y x - (tau_measured - tau_known)||^2 + prior_weight * ||x - x_prior||^2
+
+subject to every link's pseudo-inertia ``J(theta_k) >= 0`` and viscous, Coulomb and armature
+``>= 0``. ``x_prior`` is the URDF's inertials with zero friction and offset (Tikhonov
+regularisation toward the CAD model as in Wensing, Kim & Slotine 2017, "Linear matrix inequalities
+for physically consistent inertial parameter identification"). ``prior_weight`` is per torque
+sample, so the fit does not change with subsampling; its unit is (N·m)² per (SI unit of x)², i.e.
+one weight for all parameters. Choose it by blocked cross-validation (:func:`select_prior_weight`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import scipy.linalg
+
+from inertia_id_ros.chain.friction import NONNEGATIVE_DRIVE_TERMS, JointDrive
+from inertia_id_ros.core.inertia import THETA_NAMES, ConsistencyReport, check_consistency
+from inertia_id_ros.core.robots import load_model, reduce_model
+from inertia_id_ros.solvers import Problem, Solution, solve
+
+DEFAULT_PRIOR_WEIGHT = 2e-3
+"""Default ``prior_weight`` ((N·m)² per SI unit² of x, per torque sample): the blocked
+cross-validation optimum on the KUKA LWR4+ run 1 (``benchmarks/kuka_lwr4.py``). Robot-dependent:
+prefer :func:`select_prior_weight` on your own data."""
+
+DEFAULT_RANK_TOLERANCE = 1e-8
+"""Default relative tolerance of :func:`base_parameters`: a pivoted-QR diagonal ``|R_ii|`` below
+``tolerance * |R_00|`` counts as zero."""
+
+DEFAULT_GRAM_RANK_TOLERANCE = 1e-6
+"""Default relative tolerance of :func:`base_parameters_from_gram` (see there why larger)."""
+
+_CHUNK = 2000  # samples per block when accumulating normal equations or the QR factor
+
+DriveSpec = JointDrive | Sequence[JointDrive] | Mapping[str, JointDrive]
+"""One :class:`JointDrive` for every joint, one per joint in order, or ``{joint name: drive}``."""
+
+
+@dataclass(frozen=True)
+class JointTorqueData:
+    """Joint-space samples: positions (rad or m), velocities, accelerations and raw efforts.
+
+    All arrays are (N, n_columns), one row per sample. ``efforts`` are the raw measured efforts
+    (joint torque = effort x the joint's ``effort_scale``). ``joint_names`` names the columns; when
+    ``None`` the columns are the model's joints in its order.
+    """
+
+    positions: np.ndarray
+    velocities: np.ndarray
+    accelerations: np.ndarray
+    efforts: np.ndarray
+    joint_names: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        arrays = {}
+        for name in ("positions", "velocities", "accelerations", "efforts"):
+            a = np.atleast_2d(np.asarray(getattr(self, name), dtype=float))
+            object.__setattr__(self, name, a)
+            arrays[name] = a.shape
+        if len(set(arrays.values())) != 1:
+            raise ValueError(f"joint data arrays must all have the same shape (N, n), got {arrays}")
+        if self.joint_names is not None:
+            names = tuple(self.joint_names)
+            object.__setattr__(self, "joint_names", names)
+            if len(names) != self.positions.shape[1]:
+                raise ValueError(f"{len(names)} joint names for {self.positions.shape[1]} columns")
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples N."""
+        return self.positions.shape[0]
+
+    def subset(self, samples: slice | np.ndarray) -> JointTorqueData:
+        """The samples selected by ``samples`` (a slice, indices or a boolean mask)."""
+        return JointTorqueData(self.positions[samples], self.velocities[samples],
+                               self.accelerations[samples], self.efforts[samples], self.joint_names)
+
+    def mean_positions(self) -> dict[str, float]:
+        """Mean position of every named column, e.g. to lock joints at their measured positions."""
+        if self.joint_names is None:
+            raise ValueError("mean_positions needs joint_names")
+        return dict(zip(self.joint_names, self.positions.mean(axis=0).tolist()))
+
+
+def _as_list(data: JointTorqueData | Iterable[JointTorqueData]) -> list[JointTorqueData]:
+    return [data] if isinstance(data, JointTorqueData) else list(data)
+
+
+class LinkModel:
+    """Joint-torque model of a fixed-base chain of 1-DoF joints (see the module docstring).
+
+    Every joint ``k`` moves one link (pinocchio body ``k``, with any rigidly attached bodies and
+    locked subtrees lumped in); its ``theta`` is about joint ``k``'s frame. ``drives`` sets the
+    friction/armature terms and effort scale: one :class:`JointDrive` for every joint, a sequence in
+    joint order, or a mapping from joint name (joints not in it get ``JointDrive()``).
+    ``robot_joint_names``: every joint of the robot the chain was taken from, the locked ones
+    too (default: the chain's); joint states may name them.
+    """
+
+    def __init__(self, model: pin.Model, drives: DriveSpec = JointDrive(),
+                 robot_joint_names: Sequence[str] | None = None):
+        self.model = model
+        self._data = model.createData()
+        self.joint_names: tuple[str, ...] = tuple(model.names[1:])
+        self.robot_joint_names: tuple[str, ...] = (
+            self.joint_names if robot_joint_names is None else tuple(robot_joint_names))
+        for j in range(1, model.njoints):
+            if model.joints[j].nv != 1:
+                raise ValueError(f"joint {model.names[j]!r} has {model.joints[j].nv} DoF; only "
+                                 "1-DoF joints are supported (lock the others, see from_urdf)")
+        self.n_joints = len(self.joint_names)
+        self.drives: tuple[JointDrive, ...] = self._drives_per_joint(drives)
+        self.link_names: tuple[str, ...] = tuple(self._body_name(j)
+                                                 for j in range(1, model.njoints))
+        names = [f"{link}.{p}" for link in self.link_names for p in THETA_NAMES]
+        names += [f"{joint}.{t}" for joint, d in zip(self.joint_names, self.drives)
+                  for t in d.terms]
+        self.parameter_names: tuple[str, ...] = tuple(names)
+        self.n_parameters = len(names)
+        self.nonnegative: tuple[int, ...] = tuple(
+            i for i, name in enumerate(names)
+            if i >= 10 * self.n_joints and name.rsplit(".", 1)[1] in NONNEGATIVE_DRIVE_TERMS)
+        self._q_index = [(model.joints[j].idx_q, model.joints[j].nq)
+                         for j in range(1, model.njoints)]
+
+    @classmethod
+    def from_urdf(cls, urdf: str | Path, joints: Sequence[str] | None = None,
+                  locked_positions: Mapping[str, float] | None = None,
+                  drives: DriveSpec = JointDrive()) -> LinkModel:
+        """Model of the chain of ``joints`` (default: all) of the URDF at path ``urdf``.
+
+        Every other joint is locked (:func:`inertia_id_ros.core.robots.reduce_model`) at its position in
+        ``locked_positions`` (rad or m; default 0; entries naming identified joints are ignored,
+        so ``data.mean_positions()`` locks joints at their measured positions). A locked joint's
+        subtree is lumped into the link it hangs from.
+        """
+        return cls.from_model(load_model(urdf), joints, locked_positions, drives)
+
+    @classmethod
+    def from_model(cls, robot: pin.Model, joints: Sequence[str] | None = None,
+                   locked_positions: Mapping[str, float] | None = None,
+                   drives: DriveSpec = JointDrive()) -> LinkModel:
+        """Model of the chain of ``joints`` (default: all) of the whole robot's model ``robot``;
+        as :meth:`from_urdf`. Raises :class:`~inertia_id_ros.core.robots.JointNotFound`."""
+        keep = list(robot.names[1:]) if joints is None else list(joints)
+        locked = {name: value for name, value in (locked_positions or {}).items()
+                  if name not in keep}
+        return cls(reduce_model(robot, keep, locked), drives, robot.names[1:])
+
+    def _drives_per_joint(self, drives: DriveSpec) -> tuple[JointDrive, ...]:
+        if isinstance(drives, JointDrive):
+            return (drives,) * self.n_joints
+        if isinstance(drives, Mapping):
+            unknown = [j for j in drives if j not in self.joint_names]
+            if unknown:
+                raise ValueError(f"drives given for unknown joints {unknown}; "
+                                 f"the model's joints are {self.joint_names}")
+            return tuple(drives.get(j, JointDrive()) for j in self.joint_names)
+        drives = tuple(drives)
+        if len(drives) != self.n_joints:
+            raise ValueError(f"{len(drives)} drives for {self.n_joints} joints {self.joint_names}")
+        return drives
+
+    def _body_name(self, joint_id: int) -> str:
+        for frame in self.model.frames:
+            if frame.type == pin.FrameType.BODY and frame.parentJoint == joint_id:
+                return frame.name
+        return self.model.names[joint_id]
+
+    @property
+    def prior(self) -> np.ndarray:
+        """(n_parameters,) the model's inertials (URDF) and the drives' priors (zero friction and
+        offset, reflected rotor inertia as armature)."""
+        thetas = [self.model.inertias[j].toDynamicParameters()
+                  for j in range(1, self.model.njoints)]
+        return np.concatenate(thetas + [d.prior() for d in self.drives])
+
+    def link_parameters(self, x: np.ndarray) -> np.ndarray:
+        """(n_joints, 10) view of the links' ``theta`` in ``x``."""
+        return np.asarray(x)[: 10 * self.n_joints].reshape(self.n_joints, 10)
+
+    def drive_parameters(self, x: np.ndarray) -> dict[str, dict[str, float]]:
+        """``{joint: {term: value}}`` of the estimated drive terms in ``x`` (units: friction.py)."""
+        out: dict[str, dict[str, float]] = {j: {} for j in self.joint_names}
+        for name, value in zip(self.parameter_names[10 * self.n_joints:], x[10 * self.n_joints:]):
+            joint, term = name.rsplit(".", 1)
+            out[joint][term] = float(value)
+        return out
+
+    def in_joint_order(self, data: JointTorqueData) -> JointTorqueData:
+        """``data`` with its columns in the model's joint order."""
+        if data.joint_names is None:
+            if data.positions.shape[1] != self.n_joints:
+                raise ValueError(f"data has {data.positions.shape[1]} columns and no joint names; "
+                                 f"the model has {self.n_joints} joints {self.joint_names}")
+            return data
+        missing = [j for j in self.joint_names if j not in data.joint_names]
+        if missing:
+            raise ValueError(f"data lacks joints {missing}; it has {data.joint_names}")
+        idx = [data.joint_names.index(j) for j in self.joint_names]
+        return JointTorqueData(data.positions[:, idx], data.velocities[:, idx],
+                               data.accelerations[:, idx], data.efforts[:, idx], self.joint_names)
+
+    def configuration(self, positions: np.ndarray) -> np.ndarray:
+        """(N, nq) pinocchio configurations from (N, n_joints) joint positions (rad or m)."""
+        positions = np.atleast_2d(np.asarray(positions, dtype=float))
+        q = np.zeros((positions.shape[0], self.model.nq))
+        for k, (iq, nq) in enumerate(self._q_index):
+            if nq == 1:
+                q[:, iq] = positions[:, k]
+            else:  # unbounded revolute: (cos, sin)
+                q[:, iq], q[:, iq + 1] = np.cos(positions[:, k]), np.sin(positions[:, k])
+        return q
+
+    def joint_torque_regressor(self, positions: np.ndarray, velocities: np.ndarray,
+                               accelerations: np.ndarray) -> np.ndarray:
+        """(N, n_joints, n_parameters) ``Y`` with ``tau = Y @ x + known_torques(ddq)``.
+
+        Inputs are (N, n_joints) in the model's joint order. The first ``10 n`` columns are
+        ``pin.computeJointTorqueRegressor`` (RNEA is linear in the links' ``theta``), the rest each
+        joint's drive columns ``[dq, s(dq), 1, ddq]`` (estimated terms only).
+        """
+        q = self.configuration(positions)
+        dq = np.atleast_2d(np.asarray(velocities, dtype=float))
+        ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
+        n_theta = 10 * self.n_joints
+        Y = np.empty((q.shape[0], self.n_joints, self.n_parameters))
+        for k in range(q.shape[0]):
+            Y[k, :, :n_theta] = pin.computeJointTorqueRegressor(self.model, self._data,
+                                                                q[k], dq[k], ddq[k])
+        Y[:, :, n_theta:] = self._drive_regressor(dq, ddq)
+        return Y
+
+    def _drive_regressor(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n_joints, n_drive_parameters) drive columns: joint ``j``'s only in row ``j``."""
+        out = np.zeros(dq.shape + (self.n_parameters - 10 * self.n_joints,))
+        col = 0
+        for j, drive in enumerate(self.drives):
+            m = len(drive.terms)
+            out[:, j, col:col + m] = drive.regressor(dq[:, j], ddq[:, j])
+            col += m
+        return out
+
+    def known_torques(self, accelerations: np.ndarray) -> np.ndarray:
+        """(N, n_joints) torque of the known (not estimated) drive terms: fixed armature x ddq."""
+        ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
+        return np.stack([d.known_torque(ddq[:, j]) for j, d in enumerate(self.drives)], axis=1)
+
+    def measured_torques(self, efforts: np.ndarray) -> np.ndarray:
+        """(N, n_joints) joint torques from raw efforts: ``effort x effort_scale`` per joint."""
+        scale = np.array([d.effort_scale for d in self.drives])
+        return np.atleast_2d(np.asarray(efforts, dtype=float)) * scale
+
+    def inverse_dynamics(self, x: np.ndarray, positions: np.ndarray, velocities: np.ndarray,
+                         accelerations: np.ndarray) -> np.ndarray:
+        """(N, n_joints) joint torques for parameters ``x`` by pinocchio RNEA plus the drive terms.
+
+        Independent of the regressor: ``inverse_dynamics(x, ...) == Y @ x + known_torques``.
+        """
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.n_parameters,):
+            raise ValueError(f"x must have shape ({self.n_parameters},), got {x.shape}")
+        model = self.model.copy()
+        for j, theta in enumerate(self.link_parameters(x), start=1):
+            model.inertias[j] = pin.Inertia.FromDynamicParameters(theta)
+        data = model.createData()
+        q = self.configuration(positions)
+        dq = np.atleast_2d(np.asarray(velocities, dtype=float))
+        ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
+        tau = np.stack([pin.rnea(model, data, q[k], dq[k], ddq[k]) for k in range(q.shape[0])])
+        drive_torques = self._drive_regressor(dq, ddq) @ x[10 * self.n_joints:]
+        return tau + drive_torques + self.known_torques(ddq)
+
+
+def regression_system(model: LinkModel, data: JointTorqueData) -> tuple[np.ndarray, np.ndarray]:
+    """Stacked ``(Y (N n, p), y (N n,))`` with ``y = tau_measured - tau_known``; row ``k n + j``
+    is sample ``k``, joint ``j``."""
+    d = model.in_joint_order(data)
+    Y = model.joint_torque_regressor(d.positions, d.velocities, d.accelerations)
+    y = model.measured_torques(d.efforts) - model.known_torques(d.accelerations)
+    return Y.reshape(-1, model.n_parameters), y.reshape(-1)
+
+
+def link_problem(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],
+                 prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+                 bounding_ellipsoids: Sequence[np.ndarray | None] | None = None) -> Problem:
+    """The solver problem of fitting ``model`` to all samples of ``data`` (one run or several).
+
+    Normal equations of :func:`regression_system` (accumulated in blocks), the prior
+    ``model.prior`` with weight ``prior_weight * n_rows`` (``prior_weight`` is per torque sample,
+    see the module docstring), every link a body (``J(theta_k) >= 0`` for constrained methods),
+    viscous, Coulomb and armature in ``nonnegative``; optional bounding ellipsoids per link
+    (:func:`inertia_id_ros.solvers.ellipsoid_matrix`, link frame).
+    """
+    p = model.n_parameters
+    gram, moment, yty, n_rows = np.zeros((p, p)), np.zeros(p), 0.0, 0
+    for run in _as_list(data):
+        for start in range(0, run.n_samples, _CHUNK):
+            Y, y = regression_system(model, run.subset(slice(start, start + _CHUNK)))
+            gram += Y.T @ Y
+            moment += Y.T @ y
+            yty += float(y @ y)
+            n_rows += len(y)
+    if n_rows == 0:
+        raise ValueError("no torque samples in data")
+    return build_link_problem(model, gram, moment, yty, n_rows, prior_weight, bounding_ellipsoids)
+
+
+def build_link_problem(model: LinkModel, gram: np.ndarray, moment: np.ndarray, yty: float,
+                       n_rows: int, prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+                       bounding_ellipsoids: Sequence[np.ndarray | None] | None = None) -> Problem:
+    """The solver problem of fitting ``model`` given the normal equations of its
+    :func:`regression_system` over ``n_rows`` torque samples: ``gram`` (p, p) ``= Y^T Y``,
+    ``moment`` (p,) ``= Y^T y``, ``yty = y^T y`` (N·m)²; the prior and constraints as in
+    :func:`link_problem` (``prior_weight`` per torque sample)."""
+    if not prior_weight >= 0.0:
+        raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
+    return Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=model.n_joints,
+                   nonnegative=model.nonnegative, prior=model.prior,
+                   prior_weight=prior_weight * n_rows, bounding_ellipsoids=bounding_ellipsoids,
+                   body_names=model.link_names, param_names=model.parameter_names)
+
+
+@dataclass(frozen=True)
+class BaseParameters:
+    """Numerical base parameters of a stacked regressor ``Y`` (QR with column pivoting).
+
+    With ``Y P = Q R`` and ``rank`` r, the columns ``independent`` (r,) of ``Y`` are a basis and the
+    others depend on them: ``Y[:, dependent] = Y[:, independent] @ combination``. The base
+    parameters, which the data determine, are ``x[independent] + combination @ x[dependent]``
+    (:meth:`from_standard`). Every column of :attr:`null_space` changes ``x`` without changing any
+    torque of the data. ``unidentifiable`` lists the standard parameters that the data cannot fix
+    individually (a nonzero component in the null space); ``no_effect`` those that do not act on
+    any torque at all.
+    """
+
+    names: tuple[str, ...]
+    rank: int
+    independent: np.ndarray
+    dependent: np.ndarray
+    combination: np.ndarray
+    null_space: np.ndarray
+    unidentifiable: tuple[str, ...]
+    no_effect: tuple[str, ...]
+
+    def from_standard(self, x: np.ndarray) -> np.ndarray:
+        """(rank,) base parameters of the standard parameters ``x`` (p,)."""
+        x = np.asarray(x, dtype=float)
+        return x[self.independent] + self.combination @ x[self.dependent]
+
+    def expressions(self, digits: int = 4) -> list[str]:
+        """Each base parameter as text, e.g. ``'link2.Izz + 0.16*link2.m'``."""
+        out = []
+        for k, i in enumerate(self.independent):
+            terms = [self.names[i]]
+            for c, j in zip(self.combination[k], self.dependent):
+                if abs(c) > 10.0 ** -digits:
+                    terms.append(f"{'+' if c > 0 else '-'} {abs(c):.{digits}g}*{self.names[j]}")
+            out.append(" ".join(terms))
+        return out
+
+    def null_directions(self, digits: int = 4) -> list[str]:
+        """Each direction ``e_dep - Σ_k combination[k, dep] e_indep_k`` that leaves all torques
+        unchanged, as text: ``'link1.Ixx - 1*link1.Iyy'``."""
+        out = []
+        for col, j in enumerate(self.dependent):
+            terms = [self.names[j]]
+            for k, i in enumerate(self.independent):
+                c = -self.combination[k, col]
+                if abs(c) > 10.0 ** -digits:
+                    terms.append(f"{'+' if c > 0 else '-'} {abs(c):.{digits}g}*{self.names[i]}")
+            out.append(" ".join(terms))
+        return out
+
+
+def base_parameters(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],
+                    tolerance: float = DEFAULT_RANK_TOLERANCE) -> BaseParameters:
+    """Numerical base parameters of the regressor of ``data`` (see :class:`BaseParameters`).
+
+    The rank counts pivoted-QR diagonals ``|R_ii| > tolerance * |R_00|`` of the unscaled stacked
+    regressor (torques in N·m, parameters in SI units).
+    """
+    p = model.n_parameters
+    R = np.zeros((0, p))
+    for run in _as_list(data):
+        for start in range(0, run.n_samples, _CHUNK):
+            Y, _ = regression_system(model, run.subset(slice(start, start + _CHUNK)))
+            R = scipy.linalg.qr(np.vstack([R, Y]), mode="r")[0][:p]
+    if R.shape[0] == 0:
+        raise ValueError("base_parameters needs at least one sample")
+    return _base_parameters_of_factor(model.parameter_names, R, tolerance, leak_tolerance=1e-9)
+
+
+def base_parameters_from_gram(names: Sequence[str], gram: np.ndarray,
+                              tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE) -> BaseParameters:
+    """:func:`base_parameters` from the normal equations ``gram = Y^T Y`` (p, p) alone (a sliding
+    window's), ``names`` (p,) naming the parameters.
+
+    ``R = Λ^½ V^T`` from ``gram = V Λ V^T`` is a factor with ``R^T R = gram``, so ``Y = U R`` with
+    ``U`` of orthonormal columns and pivoted QR of ``R`` takes the decisions it takes on ``Y``.
+    Forming ``Y^T Y`` squares the condition number: singular values below ``sqrt(eps) |R_00|``
+    (about 1e-8 relative) are round-off, hence the larger default ``tolerance``; for the same
+    reason a parameter counts as unidentifiable when its component in the null space exceeds 1e-5
+    (round-off puts up to about 1e-7 there).
+    """
+    gram = np.asarray(gram, dtype=float)
+    if gram.ndim != 2 or gram.shape != (len(names), len(names)):
+        raise ValueError(f"gram must be ({len(names)}, {len(names)}) for the {len(names)} "
+                         f"names, got {gram.shape}")
+    eigenvalues, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
+    R = np.sqrt(np.clip(eigenvalues, 0.0, None))[:, None] * vectors.T
+    return _base_parameters_of_factor(tuple(names), R, tolerance, leak_tolerance=1e-5)
+
+
+def _base_parameters_of_factor(names: Sequence[str], R: np.ndarray, tolerance: float,
+                               leak_tolerance: float) -> BaseParameters:
+    """:class:`BaseParameters` of any ``Y`` with ``Y^T Y = R^T R`` (``R`` (k, p), k >= p); a
+    parameter whose unit vector has a component above ``leak_tolerance`` in the null space is
+    unidentifiable."""
+    names = tuple(names)
+    p = len(names)
+    R, perm = scipy.linalg.qr(R, mode="r", pivoting=True)
+    diag = np.abs(np.diag(R))
+    rank = int(np.sum(diag > tolerance * diag[0])) if diag[0] > 0 else 0
+    independent, dependent = perm[:rank], perm[rank:]
+    combination = scipy.linalg.solve_triangular(R[:rank, :rank], R[:rank, rank:p])
+    null_space = np.zeros((p, p - rank))
+    null_space[dependent, np.arange(p - rank)] = 1.0
+    null_space[independent, :] = -combination
+    # a parameter is individually identifiable iff e_i is orthogonal to the null space
+    basis = np.linalg.qr(null_space)[0] if p > rank else np.zeros((p, 0))
+    leak = np.linalg.norm(basis, axis=1)
+    unidentifiable = tuple(names[i] for i in range(p) if leak[i] > leak_tolerance)
+    column_norms = np.linalg.norm(R, axis=0)[np.argsort(perm)]
+    no_effect = tuple(names[i] for i in range(p) if column_norms[i] <= tolerance * diag[0])
+    return BaseParameters(names, rank, independent, dependent, combination, null_space,
+                          unidentifiable, no_effect)
+
+
+@dataclass(frozen=True)
+class LinkFit:
+    """Result of :func:`fit_links`: ``x`` (p,) in :attr:`LinkModel.parameter_names` order."""
+
+    x: np.ndarray
+    parameter_names: tuple[str, ...]
+    link_names: tuple[str, ...]
+    method: str
+    prior_weight: float
+    solution: Solution
+    consistency: tuple[ConsistencyReport, ...] = field(repr=False)
+
+    @property
+    def link_parameters(self) -> np.ndarray:
+        """(n_links, 10) each link's ``theta``."""
+        return self.x[: 10 * len(self.link_names)].reshape(-1, 10)
+
+    @property
+    def fully_consistent(self) -> bool:
+        """Every link passes :func:`inertia_id_ros.core.inertia.check_consistency`."""
+        return all(r.fully_consistent for r in self.consistency)
+
+
+def _solve(problem: Problem, method: str, initvals: Solution | np.ndarray | None,
+           **solver_options: object) -> Solution:
+    solution = solve(problem, method=method, initvals=initvals, **solver_options)
+    if not solution.found:
+        warnings.warn(f"link fit with method {method!r} did not converge (status "
+                      f"{solution.status!r}); using its last iterate", RuntimeWarning,
+                      stacklevel=3)
+    return solution
+
+
+def fit_links(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],
+              method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+              initvals: LinkFit | Solution | np.ndarray | None = None,
+              bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
+              **solver_options: object) -> LinkFit:
+    """Fit links and drives to the torques of ``data`` (one run or several).
+
+    Minimises ``(1/n_rows) ||Y x - y||² + prior_weight ||x - model.prior||²`` (see
+    :func:`link_problem`) with ``method`` of :func:`inertia_id_ros.solvers.solve`: ``"lmi"``
+    keeps every link fully consistent (``J(theta_k) >= 0``) and viscous, Coulomb and armature
+    ``>= 0``; ``"ols"`` is unconstrained. ``initvals`` warm-starts the solver (a previous fit,
+    solution or x); ``solver_options`` go to the method. Warns if the solver did not converge.
+    """
+    if isinstance(initvals, LinkFit):
+        initvals = initvals.solution
+    problem = link_problem(model, data, prior_weight, bounding_ellipsoids)
+    solution = _solve(problem, method, initvals, **solver_options)
+    x = np.asarray(solution.x, dtype=float)
+    consistency = tuple(check_consistency(theta) for theta in model.link_parameters(x))
+    return LinkFit(x, model.parameter_names, model.link_names, method, prior_weight, solution,
+                   consistency)
+
+
+def predict_torques(model: LinkModel, x: np.ndarray, data: JointTorqueData) -> np.ndarray:
+    """(N, n_joints) predicted joint torques ``Y @ x + tau_known`` for the samples of ``data``."""
+    d = model.in_joint_order(data)
+    Y = model.joint_torque_regressor(d.positions, d.velocities, d.accelerations)
+    return Y @ np.asarray(x, dtype=float) + model.known_torques(d.accelerations)
+
+
+@dataclass(frozen=True)
+class TorqueError:
+    """RMS of predicted minus measured joint torques (N·m or N): per joint (n,) and overall."""
+
+    per_joint: np.ndarray
+    overall: float
+
+
+def torque_error(model: LinkModel, x: np.ndarray,
+                 data: JointTorqueData | Iterable[JointTorqueData]) -> TorqueError:
+    """RMS prediction error of ``x`` over all samples of ``data``, per joint and overall."""
+    squares, n = np.zeros(model.n_joints), 0
+    for run in _as_list(data):
+        measured = model.measured_torques(model.in_joint_order(run).efforts)
+        squares += np.sum((predict_torques(model, x, run) - measured) ** 2, axis=0)
+        n += run.n_samples
+    per_joint = np.sqrt(squares / n)
+    return TorqueError(per_joint, float(np.sqrt(np.mean(per_joint**2))))
+
+
+@dataclass(frozen=True)
+class PriorWeightSelection:
+    """Blocked cross-validation of ``prior_weight``: ``cv_rms[i]`` (N·m) is the RMS torque error
+    on held-out blocks with ``weights[i]``; ``best`` the weight with the smallest."""
+
+    weights: np.ndarray
+    cv_rms: np.ndarray
+    best: float
+
+
+def select_prior_weight(model: LinkModel, data: JointTorqueData,
+                        weights: Sequence[float] = tuple(np.logspace(-5, -1, 13)),
+                        n_folds: int = 5, method: str = "lmi",
+                        **solver_options: object) -> PriorWeightSelection:
+    """Choose ``prior_weight`` by ``n_folds``-fold cross-validation over contiguous time blocks of
+    one run (contiguous, so that a held-out block is a part of the trajectory the fit has not
+    seen, rather than samples interleaved with the training ones)."""
+    if n_folds < 2:
+        raise ValueError(f"n_folds must be >= 2, got {n_folds}")
+    if data.n_samples < n_folds:
+        raise ValueError(f"{data.n_samples} samples cannot make {n_folds} folds")
+    weights = np.asarray(sorted(weights), dtype=float)
+    blocks = np.array_split(np.arange(data.n_samples), n_folds)
+    folds = [link_problem(model, data.subset(b), prior_weight=0.0) for b in blocks]
+    total = link_problem(model, data, prior_weight=0.0)
+    squared = np.zeros(len(weights))
+    for held_out in folds:
+        n_rows = total.n_rows - held_out.n_rows
+        training = total.replace(gram=total.gram - held_out.gram,
+                                 moment=total.moment - held_out.moment,
+                                 yty=total.yty - held_out.yty, n_rows=n_rows)
+        previous: Solution | None = None
+        for i in reversed(range(len(weights))):  # strong to weak prior, warm-started
+            problem = training.replace(prior_weight=weights[i] * n_rows)
+            previous = _solve(problem, method, previous, **solver_options)
+            squared[i] += held_out.squared_residual(previous.x)
+    cv_rms = np.sqrt(squared / total.n_rows)
+    return PriorWeightSelection(weights, cv_rms, float(weights[np.argmin(cv_rms)]))

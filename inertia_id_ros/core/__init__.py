@@ -1,0 +1,2 @@
+"""Core math: conventions and consistency checks, robot models, kinematics, regressors,
+filtering and covariance (no rclpy)."""

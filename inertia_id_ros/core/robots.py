@@ -1,0 +1,154 @@
+"""Robot models: example-robot-data URDFs, loading a pinocchio model, reducing it to some joints.
+
+Models are fixed-base (no root joint is added): the F/T-sensor pipeline needs the chain from the
+world to the sensor, expressed with the robot's actuated joints only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+from inertia_id_ros.errors import FrameNotFound, JointNotFound
+
+ROBOT_URDFS: dict[str, str] = {
+    "panda": "panda_description/urdf/panda.urdf",
+    "icub": "icub_description/robots/icub.urdf",
+    "icub_reduced": "icub_description/robots/icub_reduced.urdf",
+    "ur3": "ur_description/urdf/ur3_robot.urdf",
+    "ur5": "ur_description/urdf/ur5_robot.urdf",
+    "ur10": "ur_description/urdf/ur10_robot.urdf",
+    "solo12": "solo_description/robots/solo12.urdf",
+    "go1": "go1_description/urdf/go1.urdf",
+}
+"""Known example-robot-data robots: name -> URDF path relative to :func:`example_robot_data_dir`.
+
+``icub`` is the full iCub with its six F/T sensors as fixed joints (e.g. ``r_arm_ft_sensor``
+between ``r_shoulder_3`` and ``r_upper_arm``); ``solo12`` and ``go1`` are quadrupeds (use a leg's
+joints, the trunk is the fixed base)."""
+
+_ENV_VAR = "EXAMPLE_ROBOT_DATA_DIR"
+
+
+def _candidate_dirs() -> list[Path]:
+    candidates = []
+    if os.environ.get(_ENV_VAR):
+        candidates.append(Path(os.environ[_ENV_VAR]))
+    for entry in sys.path:  # pip (cmeel) installs: <site-packages>/cmeel.prefix/share/...
+        path = Path(entry or ".")
+        candidates.append(path / "cmeel.prefix" / "share" / "example-robot-data" / "robots")
+        if path.parent.parent.parent.name == "cmeel.prefix":
+            candidates.append(path.parent.parent.parent / "share" / "example-robot-data" / "robots")
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) + ["/opt/openrobots"]:
+        if prefix:
+            candidates.append(Path(prefix) / "share" / "example-robot-data" / "robots")
+    return candidates
+
+
+def example_robot_data_dir() -> Path:
+    """Directory holding example-robot-data's ``*_description`` folders.
+
+    Searched in order: ``$EXAMPLE_ROBOT_DATA_DIR``, the pip (cmeel) install next to the Python
+    packages, ``$AMENT_PREFIX_PATH`` entries, ``/opt/openrobots``. Raises ``FileNotFoundError``
+    listing the places searched.
+    """
+    candidates = _candidate_dirs()
+    for path in candidates:
+        if (path / "panda_description").is_dir():
+            return path
+    raise FileNotFoundError("example-robot-data not found (pip install example-robot-data, or set "
+                            f"${_ENV_VAR}); searched: {', '.join(map(str, candidates))}")
+
+
+def example_robot_urdf(name: str) -> Path:
+    """Path of the URDF of example-robot-data robot ``name`` (a key of :data:`ROBOT_URDFS`)."""
+    if name not in ROBOT_URDFS:
+        raise KeyError(f"unknown example robot {name!r}; known: {', '.join(sorted(ROBOT_URDFS))}")
+    path = example_robot_data_dir() / ROBOT_URDFS[name]
+    if not path.is_file():
+        raise FileNotFoundError(f"URDF of {name!r} not found at {path}")
+    return path
+
+
+def load_model(urdf_path: str | os.PathLike | None = None,
+               urdf_xml: str | None = None) -> pin.Model:
+    """Fixed-base pinocchio model from a URDF file or an XML string (exactly one of them).
+
+    Fixed joints are merged into their parent body (pinocchio's URDF parser); their frames are kept
+    as ``FIXED_JOINT`` frames carrying the child link's inertia.
+    """
+    if (urdf_path is None) == (urdf_xml is None):
+        raise ValueError("give exactly one of urdf_path and urdf_xml")
+    if urdf_path is not None:
+        path = Path(urdf_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"URDF file {str(path)!r} does not exist or is not a file")
+        try:
+            xml = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise OSError(f"cannot read URDF file {str(path)!r}: {e}") from e
+        source = f"URDF file {str(path)!r}"
+    else:
+        xml = urdf_xml
+        source = "URDF string"
+    if not xml.strip():
+        raise ValueError(f"{source} is empty")
+    try:
+        return pin.buildModelFromXML(xml)
+    except (RuntimeError, ValueError) as e:
+        raise ValueError(f"cannot build a model from {source}: {e}") from e
+
+
+def frame_id(model: pin.Model, name: str) -> int:
+    """Index of frame ``name`` in ``model``; raises :class:`FrameNotFound` listing the frames."""
+    if not model.existFrame(name):
+        raise FrameNotFound(name, [frame.name for frame in model.frames])
+    return model.getFrameId(name)
+
+
+def joint_id(model: pin.Model, name: str) -> int:
+    """Index of joint ``name`` in ``model``; raises :class:`JointNotFound` listing the joints."""
+    if not model.existJointName(name):
+        raise JointNotFound([name], list(model.names)[1:])
+    return model.getJointId(name)
+
+
+def reduce_model(model: pin.Model, joint_names: Iterable[str],
+                 locked_positions: Mapping[str, float] | None = None) -> pin.Model:
+    """Copy of ``model`` keeping only ``joint_names``; the other joints are locked.
+
+    Locked joints are held at ``locked_positions[name]`` (rad or m; 1-dof joints only), else at
+    their neutral position (``pin.buildReducedModel``: their bodies are merged into the parent and
+    their frames become ``FIXED_JOINT`` frames).
+    """
+    keep = list(joint_names)
+    unknown = [name for name in keep if not model.existJointName(name)]
+    if unknown:
+        raise JointNotFound(unknown, list(model.names)[1:])
+    locked_positions = dict(locked_positions or {})
+    q = configuration(model, locked_positions)
+    locked = [j for j in range(1, model.njoints) if model.names[j] not in keep]
+    extra = set(locked_positions) - {model.names[j] for j in locked}
+    if extra:
+        raise ValueError(f"locked_positions names joints that are kept or unknown: {sorted(extra)}")
+    return pin.buildReducedModel(model, locked, q)
+
+
+def configuration(model: pin.Model, positions: Mapping[str, float]) -> np.ndarray:
+    """Configuration (model.nq,) at neutral except ``positions`` (name -> rad or m, 1-dof joints;
+    continuous joints are given as their angle)."""
+    q = pin.neutral(model)
+    for name, value in positions.items():
+        joint = model.joints[joint_id(model, name)]
+        if joint.nv != 1:
+            raise ValueError(f"joint {name!r} has {joint.nv} degrees of freedom; only 1-dof joints "
+                             "can be set by a scalar position")
+        if joint.nq == 1:
+            q[joint.idx_q] = value
+        else:  # continuous joint: (cos, sin)
+            q[joint.idx_q:joint.idx_q + 2] = np.cos(value), np.sin(value)
+    return q

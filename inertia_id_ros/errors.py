@@ -1,0 +1,104 @@
+"""Every exception the package raises on purpose: one base, :class:`InertiaIdError`, so a caller
+can catch the package's errors apart from bugs. Each also derives from the built-in exception it
+refines (``ValueError`` for bad input, ``RuntimeError`` for a failure at run time, ``KeyError``
+for a missing name), so ``except ValueError`` keeps working."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class InertiaIdError(Exception):
+    """Base of the package's exceptions."""
+
+
+# ---- inputs ----------------------------------------------------------------------------
+
+
+class SampleRejected(InertiaIdError, ValueError):
+    """An input sample was rejected; ``reason`` is a short machine-readable code (see
+    :meth:`JointStateValidator.validate`, :meth:`PayloadEstimator.add_wrench`)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        self.message = message
+        super().__init__(f"{reason}: {message}")
+
+
+# ---- estimates -------------------------------------------------------------------------
+
+
+class EstimateUnavailable(InertiaIdError, RuntimeError):
+    """No estimate can be given now; ``reason``: ``"too_few_samples"``,
+    ``"offset_not_identifiable"``, ``"solver_failed"`` or ``"inconsistent"``."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        self.message = message
+        super().__init__(f"{reason}: {message}")
+
+
+# ---- models and configuration ----------------------------------------------------------
+
+
+class FrameNotFound(InertiaIdError, KeyError):
+    """A frame name is not in the model; ``available`` lists the model's frame names."""
+
+    def __init__(self, name: str, available: Sequence[str]) -> None:
+        self.name = name
+        self.available = tuple(available)
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        return (f"frame {self.name!r} is not in the model; available frames: "
+                f"{', '.join(self.available)}")
+
+
+class JointNotFound(InertiaIdError, KeyError):
+    """A joint name is not in the model; ``available`` lists the model's joint names."""
+
+    def __init__(self, names: Sequence[str], available: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self.available = tuple(available)
+        super().__init__(self.names)
+
+    def __str__(self) -> str:
+        return (f"joint(s) {', '.join(map(repr, self.names))} not in the model; available joints: "
+                f"{', '.join(self.available)}")
+
+
+class ConfigError(InertiaIdError, ValueError):
+    """A chain or actuator configuration is invalid (names the offending key)."""
+
+
+# ---- solvers ---------------------------------------------------------------------------
+
+
+class ProblemError(InertiaIdError, ValueError):
+    """The problem, the method name or an option is invalid (the caller's error)."""
+
+
+class SolverError(InertiaIdError, RuntimeError):
+    """A numerical back end failed; the original exception is chained as ``__cause__``."""
+
+
+# ---- files and command line ------------------------------------------------------------
+
+
+class DataError(InertiaIdError, ValueError):
+    """A recorded-data file is unusable; the message is one line naming the file and the problem."""
+
+
+class ExportError(InertiaIdError, ValueError):
+    """The body cannot be exported as asked; the message is one line."""
+
+
+class InputError(InertiaIdError):
+    """Bad input: the message is the one line printed on stderr."""
+
+
+# ---- the node --------------------------------------------------------------------------
+
+
+class StartupError(InertiaIdError, RuntimeError):
+    """A start-up parameter is invalid; the message names it."""

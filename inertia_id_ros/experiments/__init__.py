@@ -1,1 +1,0 @@
-"""Reproductions of published experiments (run from the ``inertia-id`` command line)."""

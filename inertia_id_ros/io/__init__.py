@@ -1,0 +1,1 @@
+"""Files: recorded data (NPZ, CSV, ROS 2 bags), replay of bags, reports, export of results."""

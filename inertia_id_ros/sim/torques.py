@@ -1,0 +1,193 @@
+"""Simulated joint torques of a fixed-base chain: true links, drives and payload, noisy efforts.
+
+The truth is computed independently of the regressors (:mod:`inertia_id_ros.chain.links`,
+:mod:`inertia_id_ros.chain.payload_from_torques`): pinocchio RNEA on a copy of the chain's model whose
+links carry the true inertias (and, with a payload, the payload appended to the body of its
+frame's joint at the frame's placement), plus each joint's drive torque written out::
+
+    tau    = RNEA(q, dq, ddq) + viscous dq + coulomb tanh(dq / coulomb_velocity) + offset
+             + armature ddq                                   (sign(dq) if coulomb_velocity = 0)
+    effort = (tau + noise) / effort_scale                     (noise: white, N(0, std²) per joint)
+
+Joint positions, velocities and accelerations are reported exactly (as after zero-phase
+filtering of a dense recording); the effort noise is the torque noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from inertia_id_ros.chain.actuators import ChainConfig, go1_leg_config
+from inertia_id_ros.chain.friction import DriveParameters
+from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel
+from inertia_id_ros.core.robots import example_robot_urdf, frame_id
+from inertia_id_ros.sim.payload import (
+    PANDA_ARM_JOINTS,
+    ExcitingTrajectory,
+    Trajectory,
+    default_payload_theta,
+)
+
+DriveTruth = DriveParameters
+"""The true drive of a simulated joint (:class:`~inertia_id_ros.chain.friction.DriveParameters`)."""
+
+
+class JointTorqueSimulator:
+    """Joint torques of ``links``'s chain moving along ``trajectory``.
+
+    ``link_thetas`` (n, 10): the true links, about their joint frames (default: the model's, i.e.
+    the URDF's); ``drives``: one :class:`DriveTruth` per joint (sequence in joint order or mapping
+    by name; default none); ``payload``: ``(frame name, theta (10,) about and in that frame)`` of a
+    rigid payload (a zero ``theta``: none); ``torque_noise_std`` (N·m, scalar or per joint).
+    Efforts are torques divided by the model's drives' ``effort_scale``.
+    """
+
+    def __init__(self, links: LinkModel, trajectory: Trajectory,
+                 link_thetas: np.ndarray | None = None,
+                 drives: Sequence[DriveTruth] | Mapping[str, DriveTruth] | None = None,
+                 payload: tuple[str, np.ndarray] | None = None,
+                 torque_noise_std: float | Sequence[float] = 0.0) -> None:
+        self.links = links
+        self.trajectory = trajectory
+        n = links.n_joints
+        thetas = (links.link_parameters(links.prior) if link_thetas is None
+                  else np.asarray(link_thetas, dtype=float))
+        if thetas.shape != (n, 10):
+            raise ValueError(f"link_thetas must have shape ({n}, 10), got {thetas.shape}")
+        self.link_thetas = thetas.copy()
+        if drives is None:
+            drives = [DriveTruth()] * n
+        elif isinstance(drives, Mapping):
+            unknown = sorted(set(drives) - set(links.joint_names))
+            if unknown:
+                raise ValueError(f"drives for unknown joints {unknown}; the chain's joints are "
+                                 f"{links.joint_names}")
+            drives = [drives.get(j, DriveTruth()) for j in links.joint_names]
+        if len(drives) != n:
+            raise ValueError(f"{len(drives)} drives for {n} joints {links.joint_names}")
+        self.drives: tuple[DriveTruth, ...] = tuple(drives)
+        self.torque_noise_std = np.broadcast_to(np.asarray(torque_noise_std, float), (n,)).copy()
+        self.payload_frame, self.payload_theta = (None, None) if payload is None else (
+            payload[0], np.asarray(payload[1], dtype=float).reshape(10).copy())
+        if self.payload_theta is not None and np.any(self.payload_theta) and \
+                not self.payload_theta[0] > 0.0:
+            raise ValueError(f"payload mass must be positive, got {self.payload_theta[0]!r}")
+        self._model = self._true_model()
+        self._data = self._model.createData()
+
+    def _true_model(self) -> pin.Model:
+        model = self.links.model.copy()
+        for j, theta in enumerate(self.link_thetas, start=1):
+            model.inertias[j] = pin.Inertia.FromDynamicParameters(theta)
+        if self.payload_frame is not None:
+            frame = model.frames[frame_id(model, self.payload_frame)]
+            if np.any(self.payload_theta):
+                model.appendBodyToJoint(frame.parentJoint,
+                                        pin.Inertia.FromDynamicParameters(self.payload_theta),
+                                        frame.placement)
+        return model
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The chain's joints, in the order of every (N, n) array."""
+        return self.links.joint_names
+
+    def true_torques(self, t: np.ndarray) -> np.ndarray:
+        """(N, n) noise-free joint torques (N·m) at times ``t`` (N,) (s)."""
+        q, dq, ddq = self.trajectory(t)
+        configurations = self.links.configuration(q)
+        tau = np.stack([pin.rnea(self._model, self._data, configurations[k], dq[k], ddq[k])
+                        for k in range(q.shape[0])])
+        for j, drive in enumerate(self.drives):
+            tau[:, j] += drive.torque(dq[:, j], ddq[:, j])
+        return tau
+
+    def measure(self, t: np.ndarray, rng: np.random.Generator) -> JointTorqueData:
+        """Samples at times ``t`` (N,) (s): exact joint states, efforts with torque noise."""
+        q, dq, ddq = self.trajectory(t)
+        tau = self.true_torques(t) + rng.normal(size=q.shape) * self.torque_noise_std
+        scale = np.array([d.effort_scale for d in self.links.drives])
+        return JointTorqueData(q, dq, ddq, tau / scale, self.links.joint_names)
+
+    def true_parameters(self, model: LinkModel | None = None) -> np.ndarray:
+        """The truth as ``x`` of ``model`` (default :attr:`links`; same chain): the true links'
+        ``theta`` and the true values of the drive terms ``model`` estimates (payload excluded)."""
+        model = self.links if model is None else model
+        if model.joint_names != self.joint_names:
+            raise ValueError(f"model joints {model.joint_names} differ from the simulator's "
+                             f"{self.joint_names}")
+        values = [getattr(truth, term) for drive, truth in zip(model.drives, self.drives)
+                  for term in drive.terms]
+        return np.concatenate([self.link_thetas.ravel(), values])
+
+
+def perturbed_links(thetas: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(n, 10) physically consistent links near ``thetas`` (n, 10), e.g. a "true" robot that
+    differs from its URDF: each mass and inertia about the COM scaled by U(0.8, 1.2), each COM
+    moved by N(0, (1 cm)²) per axis."""
+    out = []
+    for theta in np.asarray(thetas, dtype=float):
+        mass, com, inertia_com = inertia_from_theta(theta)
+        out.append(theta_from_inertia(mass * rng.uniform(0.8, 1.2), com + rng.normal(0, 0.01, 3),
+                                      inertia_com * rng.uniform(0.8, 1.2)))
+    return np.array(out)
+
+
+DEFAULT_LEG_FRICTION = ((0.08, 0.20, 0.05), (0.10, 0.25, -0.10), (0.15, 0.30, 0.08))
+"""True (viscous N·m·s/rad, Coulomb N·m, offset N·m) of hip abduction, hip flexion and knee."""
+DEFAULT_LEG_TORQUE_NOISE_STD = 0.1
+"""Joint torque noise of a current-based torque estimate (N·m)."""
+
+
+def leg_trajectory(links: LinkModel, seed: int = 0, period: float = 5.0,
+                   n_harmonics: int = 8) -> ExcitingTrajectory:
+    """Exciting swing of a Go1 leg in the air (trunk fixed): a Fourier series of period ``period``
+    s with ``n_harmonics`` harmonics around hip 0, thigh 0.8, knee -1.7 rad (thigh up to 1.2 rad
+    away), within the joint limits and half the velocity limits (accelerations ~10-40 rad/s²)."""
+    return ExcitingTrajectory.for_model(links.model, links.joint_names, period=period,
+                                        n_harmonics=n_harmonics, seed=seed,
+                                        center=(0.0, 0.8, -1.7), max_amplitude=1.2,
+                                        velocity_fraction=0.5)
+
+
+def leg_simulator(config: ChainConfig | None = None, seed: int = 0,
+                  link_thetas: np.ndarray | None = None,
+                  friction: Sequence[tuple[float, float, float]] = DEFAULT_LEG_FRICTION,
+                  torque_noise_std: float | Sequence[float] = DEFAULT_LEG_TORQUE_NOISE_STD,
+                  trajectory: Trajectory | None = None) -> JointTorqueSimulator:
+    """A Go1 leg (default :func:`~inertia_id_ros.chain.actuators.go1_leg_config`, front left) with its
+    configured rotors as the true armatures, ``friction`` (viscous, Coulomb, offset) per joint,
+    torque noise, and :func:`leg_trajectory` (``seed``) unless ``trajectory`` is given."""
+    config = go1_leg_config() if config is None else config
+    links = config.link_model()
+    if len(friction) != links.n_joints:
+        raise ValueError(f"{len(friction)} friction triples for {links.n_joints} joints")
+    drives = [DriveTruth(viscous, coulomb, offset, config.actuator(j).reflected_inertia,
+                         config.actuator(j).coulomb_velocity)
+              for j, (viscous, coulomb, offset) in zip(links.joint_names, friction)]
+    trajectory = leg_trajectory(links, seed) if trajectory is None else trajectory
+    return JointTorqueSimulator(links, trajectory, link_thetas, drives,
+                                torque_noise_std=torque_noise_std)
+
+
+def panda_torque_simulator(payload_theta: np.ndarray | None = None, seed: int = 0,
+                           drives: Sequence[DriveTruth] | None = None,
+                           torque_noise_std: float | Sequence[float] = 0.05,
+                           trajectory: Trajectory | None = None,
+                           links: LinkModel | None = None) -> JointTorqueSimulator:
+    """The Panda's 7 arm joints (fingers locked; URDF links) carrying ``payload_theta`` (default
+    :func:`~inertia_id_ros.sim.payload.default_payload_theta`; ``np.zeros(10)`` for none) at the
+    flange ``panda_link8``; an :class:`ExcitingTrajectory` (period 10 s, 5 harmonics, ``seed``)
+    unless ``trajectory`` is given; ``links`` the chain's model (default: all drive terms
+    estimated, exact Coulomb sign)."""
+    links = (LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
+             if links is None else links)
+    if trajectory is None:
+        trajectory = ExcitingTrajectory.for_model(links.model, links.joint_names, seed=seed)
+    theta = default_payload_theta() if payload_theta is None else payload_theta
+    return JointTorqueSimulator(links, trajectory, drives=drives,
+                                payload=("panda_link8", theta), torque_noise_std=torque_noise_std)

@@ -1,0 +1,62 @@
+"""Configuration files load into the real node; the launch file names what exists."""
+
+from __future__ import annotations
+
+import ast
+import time
+
+from helpers import REPO
+from inertia_id_ros.core.robots import example_robot_urdf
+
+
+def test_panda_config_loads_into_the_node(launch):
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "panda_payload.yaml"),
+                  "-p", f"urdf_path:={example_robot_urdf('panda')}")
+    wait_for(node, "identifying the body beyond 'panda_link8'")
+    assert "window 30.0 s" in node.output()
+
+
+def test_icub_right_arm_config_loads_into_the_node(launch):
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "icub_right_arm.yaml"),
+                  "-p", f"urdf_path:={example_robot_urdf('icub')}")
+    wait_for(node, "identifying the body beyond 'r_arm_ft_sensor' from joints ['torso_pitch', "
+                   "'torso_roll', 'torso_yaw', 'r_shoulder_pitch', 'r_shoulder_roll', "
+                   "'r_shoulder_yaw']")
+    assert "window 60.0 s" in node.output()
+
+
+def test_seven_dof_arm_links_config_loads_into_the_node(launch):
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "panda_links.yaml"),
+                  "-p", f"urdf_path:={example_robot_urdf('panda')}")
+    wait_for(node, "identifying the links ['panda_link1'")
+    assert "prior weight 0.002" in node.output() and "window 30.0 s" in node.output()
+
+
+def wait_for(node, text: str, timeout: float = 30.0) -> None:
+    """Until ``text`` is in the node's log; fails if the node exits or the time runs out."""
+    deadline = time.monotonic() + timeout
+    while text not in node.output():
+        assert node.alive(), node.output()
+        assert time.monotonic() < deadline, node.output()
+        time.sleep(0.2)
+
+
+def test_go1_leg_links_config_loads_into_the_node(launch):
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
+                  "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")
+    wait_for(node, "identifying the links ['FL_hip', 'FL_thigh', 'FL_calf']")
+    assert "prior weight 1e-06" in node.output() and "window 60.0 s" in node.output()
+
+
+def test_launch_file_names_existing_executables():
+    tree = ast.parse((REPO / "launch" / "identify.launch.py").read_text())
+    executables = {node.value.value for node in ast.walk(tree)
+                   if isinstance(node, ast.keyword) and node.arg == "executable"}
+    installed = {path.name for path in (REPO / "scripts").iterdir()}
+    assert executables and executables <= installed
+    cmake = (REPO / "CMakeLists.txt").read_text()
+    assert all(f"scripts/{name}" in cmake for name in executables)

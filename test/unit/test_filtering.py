@@ -1,0 +1,95 @@
+"""Savitzky–Golay filtering: uniform (scipy) and at arbitrary query times (non-uniform stamps)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.signal import savgol_filter
+
+from inertia_id_ros.core.filtering import (check_coverage, joint_states_at,
+                                      local_polynomial_derivatives, savgol_derivatives)
+
+
+def signal(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Two smooth joints (rad) with their first two derivatives, (N, 2) each."""
+    x = np.stack([np.sin(2.0 * t), 0.5 * np.cos(3.0 * t + 0.2)], axis=1)
+    dx = np.stack([2.0 * np.cos(2.0 * t), -1.5 * np.sin(3.0 * t + 0.2)], axis=1)
+    ddx = np.stack([-4.0 * np.sin(2.0 * t), -4.5 * np.cos(3.0 * t + 0.2)], axis=1)
+    return x, dx, ddx
+
+
+def test_at_uniform_stamps_it_is_the_savitzky_golay_filter():
+    dt, window = 0.01, 21
+    t = np.arange(0.0, 3.0, dt)
+    x = signal(t)[0] + np.random.default_rng(0).normal(scale=1e-3, size=(t.size, 2))
+    interior = slice(window, -window)
+    fit = local_polynomial_derivatives(t, x, t[interior], (window - 1) / 2 * dt, order=2)
+    for k in range(3):
+        reference = savgol_filter(x, window, 2, deriv=k, delta=dt, axis=0)[interior]
+        assert np.allclose(fit[:, k], reference, rtol=0, atol=1e-9 * 10 ** k)
+
+
+def test_a_polynomial_is_recovered_exactly_at_non_uniform_stamps():
+    rng = np.random.default_rng(1)
+    t = np.sort(rng.uniform(0.0, 2.0, 300))
+    coefficients = np.array([0.3, -1.0, 0.7, 0.2])  # cubic in t
+    x = np.polynomial.polynomial.polyval(t, coefficients)
+    t_query = rng.uniform(0.2, 1.8, 50)
+    fit = local_polynomial_derivatives(t, x, t_query, 0.1, order=3)
+    for k in range(3):
+        exact = np.polynomial.polynomial.polyval(t_query,
+                                                 np.polynomial.polynomial.polyder(coefficients, k))
+        assert np.allclose(fit[:, k], exact, atol=1e-9)
+
+
+def test_noisy_joint_states_are_interpolated_and_differentiated_at_query_times():
+    rng = np.random.default_rng(2)
+    t = np.cumsum(rng.uniform(0.002, 0.008, 1000))  # ~200 Hz with jitter
+    q, dq, _ = signal(t)
+    q_meas = q + rng.normal(scale=1e-5, size=q.shape)
+    dq_meas = dq + rng.normal(scale=5e-4, size=dq.shape)
+    t_query = np.linspace(0.5, t[-1] - 0.5, 200) + 0.0013
+    q_true, dq_true, ddq_true = signal(t_query)
+    for velocity in (None, dq_meas):
+        q_fit, dq_fit, ddq_fit = joint_states_at(t, q_meas, velocity, t_query, 0.05, order=2)
+        assert np.abs(q_fit - q_true).max() < 2e-4
+        assert np.abs(dq_fit - dq_true).max() < 5e-3  # bias ~ (w h)^2 / 6 of 1.5 rad/s
+        assert np.abs(ddq_fit - ddq_true).max() < 0.1
+        assert np.sqrt(np.mean((ddq_fit - ddq_true) ** 2)) < 0.03
+
+
+def test_too_few_samples_in_a_window_is_an_error():
+    t = np.array([0.0, 0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="fewer than 3 samples"):
+        local_polynomial_derivatives(t, t[:, None], np.array([0.15]), 0.06, order=2)
+    with pytest.raises(ValueError, match="order >= 2"):
+        joint_states_at(t, t[:, None], None, np.array([0.15]), 0.2, order=1)
+
+
+def test_coverage_says_which_queries_are_ready_pending_or_in_a_gap():
+    t = np.r_[np.arange(0.0, 1.0, 0.01), np.arange(1.5, 3.0, 0.01)]  # a 0.5 s hole
+    queries = [0.03, 0.5, 0.97, 1.2, 1.53, 1.6, 2.96, 3.5]
+    expected = ["no_joint_state", "", "gap", "gap", "gap", "", "pending", "pending"]
+    assert list(check_coverage(t, queries, 0.05, max_gap=0.1)) == expected
+    sparse = np.arange(0.0, 1.0, 0.04)
+    assert list(check_coverage(sparse, [0.5], 0.05, max_gap=0.1)) == ["sparse"]
+    assert list(check_coverage(np.zeros(0), [0.5], 0.05, max_gap=0.1)) == ["pending"]
+
+
+def test_uniform_savgol_helper_differentiates_offline_data():
+    dt = 0.001
+    t = np.arange(0.0, 20.0, dt)
+    x = np.stack([np.sin(0.5 * t), np.cos(0.4 * t)], axis=1)
+    dx = np.stack([0.5 * np.cos(0.5 * t), -0.4 * np.sin(0.4 * t)], axis=1)
+    ddx = np.stack([-0.25 * np.sin(0.5 * t), -0.16 * np.cos(0.4 * t)], axis=1)
+    noisy = x + np.random.default_rng(3).normal(scale=1e-6, size=x.shape)
+    for window in (499, 41, 21, 9, 7):  # the windows of the Traversaro 2016 reproduction
+        smooth, first, second = savgol_derivatives(noisy, dt, window, polyorder=2)
+        assert np.array_equal(second, savgol_filter(noisy, window, 2, deriv=2, delta=dt, axis=0))
+        inner = slice(window, -window)
+        assert np.abs(smooth - x)[inner].max() < 1e-4
+        assert np.abs(first - dx)[inner].max() < 2e-3
+        if window >= 41:  # short windows amplify the encoder noise in second derivatives
+            assert np.abs(second - ddx)[inner].max() < 5e-2
+    with pytest.raises(ValueError, match="odd"):
+        savgol_derivatives(x, dt, 20)

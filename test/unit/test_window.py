@@ -1,0 +1,93 @@
+"""Sliding window: bounded memory, time-based eviction, correct normal equations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
+
+
+def rows(rng: np.random.Generator, t: np.ndarray, p: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    return rng.normal(size=(t.size, 6, p)), rng.normal(size=(t.size, 6))
+
+
+def test_normal_equations_are_those_of_the_stacked_rows_of_the_window():
+    rng = np.random.default_rng(0)
+    window = SlidingWindow(window_sec=2.0)
+    t = np.arange(0.0, 5.0, 0.01)
+    Y, f = rows(rng, t)
+    for chunk in np.array_split(np.arange(t.size), 7):
+        window.extend(t[chunk], Y[chunk], f[chunk])
+    kept = t >= t[-1] - 2.0
+    assert len(window) == kept.sum() and window.t_first == t[kept][0] and window.t_last == t[-1]
+    for duration, select in ((0.0, kept), (0.5, t >= t[-1] - 0.5)):
+        Ys, ys = Y[select].reshape(-1, 16), f[select].reshape(-1)
+        gram, moment, yty, n_rows = window.normal_equations(duration)
+        assert np.allclose(gram, Ys.T @ Ys) and np.allclose(moment, Ys.T @ ys)
+        assert yty == pytest.approx(ys @ ys) and n_rows == Ys.shape[0]
+        assert window.count(duration) == select.sum()
+    problem = window.problem(0.5)
+    assert problem.n_rows == 6 * window.count(0.5) and problem.n_bodies == 1
+    assert np.allclose(problem.gram, window.normal_equations(0.5)[0])
+
+
+def test_memory_is_bounded_by_the_capacity():
+    rng = np.random.default_rng(1)
+    window = SlidingWindow(window_sec=100.0, capacity=50)
+    stamps = np.arange(400) / 10
+    window.extend(stamps[:10], *rows(rng, stamps[:10], p=10))
+    arrays = dict(window._buffer._arrays)
+    for chunk in np.split(stamps[10:], 39):
+        window.extend(chunk, *rows(rng, chunk, p=10))
+    assert len(window) == 50 and np.array_equal(window.samples()[0], stamps[-50:])
+    assert all(window._buffer._arrays[name] is array for name, array in arrays.items())
+
+
+def test_bad_samples_are_refused():
+    window = SlidingWindow(window_sec=1.0)
+    window.append(1.0, np.zeros((6, 16)), np.zeros(6))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        window.append(0.5, np.zeros((6, 16)), np.zeros(6))
+    with pytest.raises(ValueError, match="columns"):
+        window.append(2.0, np.zeros((6, 10)), np.zeros(6))
+    with pytest.raises(ValueError, match="positive"):
+        SlidingWindow(window_sec=0.0)
+    window.clear()
+    assert len(window) == 0 and window.t_last is None
+
+
+def test_sample_buffer_drops_the_oldest_beyond_capacity():
+    buffer = SampleBuffer(4, t=(), x=(2,))
+    assert buffer.extend(t=np.arange(3.0), x=np.zeros((3, 2))) == 0
+    assert buffer.extend(t=np.arange(3.0, 6.0), x=np.ones((3, 2))) == 2
+    assert list(buffer["t"]) == [2.0, 3.0, 4.0, 5.0]
+    assert buffer.extend(t=np.arange(6.0, 16.0), x=np.ones((10, 2))) == 10
+    assert list(buffer["t"]) == [12.0, 13.0, 14.0, 15.0]
+    buffer.drop_front(3)
+    assert list(buffer["t"]) == [15.0]
+
+
+def test_resizing_keeps_the_newest_samples_that_fit():
+    rng = np.random.default_rng(2)
+    window = SlidingWindow(window_sec=10.0, capacity=2000)
+    t = np.arange(0.0, 8.0, 0.01)
+    Y, f = rows(rng, t)
+    window.extend(t, Y, f)
+    window.resize(window_sec=2.0, capacity=2000)  # shorter: the older samples leave
+    kept = t >= t[-1] - 2.0
+    assert np.array_equal(window.samples()[0], t[kept])
+    assert np.array_equal(window.samples()[2], f[kept])
+    window.resize(window_sec=30.0, capacity=100)  # longer, but fewer samples fit
+    assert np.array_equal(window.samples()[0], t[-100:]) and window.capacity == 100
+    more = np.arange(8.0, 20.0, 0.01)  # the longer window now keeps 30 s... of 100 samples
+    window.extend(more, *rows(rng, more))
+    assert len(window) == 100 and window.t_last == more[-1]
+    window.resize(window_sec=30.0, capacity=5000)
+    window.extend(more + 12.0, *rows(rng, more))
+    assert window.t_first == pytest.approx(more[-100])  # nothing older came back; none left
+    with pytest.raises(ValueError, match="positive"):
+        window.resize(window_sec=float("nan"), capacity=10)
+    empty = SlidingWindow(window_sec=1.0)
+    empty.resize(window_sec=5.0, capacity=10)
+    assert empty.window_sec == 5.0 and len(empty) == 0
