@@ -17,7 +17,7 @@ class InertiaIdError(Exception):
 
 class SampleRejected(InertiaIdError, ValueError):
     """An input sample was rejected; ``reason`` is a short machine-readable code (see
-    :meth:`JointStateValidator.validate`, :meth:`PayloadEstimator.add_wrench`)."""
+    :meth:`~inertia_id_ros.online.inputs.JointStateValidator.validate`, :meth:`~inertia_id_ros.online.payload_estimator.PayloadEstimator.add_wrench`)."""
 
     def __init__(self, reason: str, message: str) -> None:
         self.reason = reason

@@ -87,7 +87,7 @@ def solve_while_feeding(estimator, add_sample, n: int, allowed: tuple[str, ...])
     reason in ``allowed``; returns the successful solves (> 0); re-raises the producer's error."""
     import threading
 
-    from inertia_id_ros.online.payload_estimator import EstimateUnavailable
+    from inertia_id_ros.errors import EstimateUnavailable
 
     failures: list[BaseException] = []
     solved = threading.Event()

@@ -19,6 +19,8 @@ import numpy as np
 
 N_BODY_PARAMS = 10
 N_OFFSET_PARAMS = 6
+WRENCH_CHANNEL_NAMES = ("fx", "fy", "fz", "tx", "ty", "tz")
+"""Names of a wrench's channels, in the order of its 6-vector (N, N m)."""
 
 
 def _cross_matrices(x: np.ndarray) -> np.ndarray:

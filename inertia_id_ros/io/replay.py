@@ -45,8 +45,8 @@ from inertia_id_ros.online.payload_estimator import (
     Estimate,
     EstimatorConfig,
     PayloadEstimator,
-    window_capacities,
 )
+from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.core.inertia import THETA_NAMES
 from inertia_id_ros.core.kinematics import SensorKinematics

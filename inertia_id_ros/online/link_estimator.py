@@ -21,10 +21,10 @@ physically consistent, with the base parameters of the window's regressor
 (:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`): what the data so far cannot identify.
 
 Given the chain's actuators (``LinkEstimator(..., actuators=chain.actuators)``), every solve also
-resolves the armatures the window cannot identify, as :func:`inertia_id_ros.chain.actuators.fit_chain`
+resolves the armatures the window cannot identify, as :func:`inertia_id_ros.chain.armatures.fit_chain`
 does offline (a fixed-base leg's torques separate only the knee's armature from the link
 inertias; see :mod:`inertia_id_ros.chain.actuators`): from the first solution and the window's base
-parameters, :func:`~inertia_id_ros.chain.actuators.resolve_armatures` estimates each motor type's rotor
+parameters, :func:`~inertia_id_ros.chain.armatures.resolve_armatures` estimates each motor type's rotor
 inertia from its joints' identifiable armatures, and the problem is solved again (warm started
 from the previous such solve) with the unidentifiable armatures known, ``N**2 * I_rotor``: the
 window's normal equations with those columns moved to the right-hand side, so the links' inertias
@@ -34,36 +34,14 @@ which. Without actuators (or when every armature is identifiable) a solve is the
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from inertia_id_ros.chain.actuators import (
-    ActuatorConfig,
-    RotorInertia,
-    known_armature_model,
-    resolve_armatures,
-)
-from inertia_id_ros.online.payload_estimator import (
-    JOINT_STATE,
-    ClockResetDetector,
-    EstimatorStats,
-    JointStateValidator,
-    OnlineEstimator,
-    OnlineEstimatorConfig,
-)
-from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
-from inertia_id_ros.core.filtering import (
-    COVERAGE_OK,
-    COVERAGE_PENDING,
-    check_coverage,
-    joint_states_at_mixed,
-)
+from inertia_id_ros.chain.actuators import ActuatorConfig
+from inertia_id_ros.chain.armatures import RotorInertia, resolve_armatures
 from inertia_id_ros.chain.friction import DriveParameters
-from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.chain.links import (
     DEFAULT_GRAM_RANK_TOLERANCE,
     DEFAULT_PRIOR_WEIGHT,
@@ -72,13 +50,10 @@ from inertia_id_ros.chain.links import (
     base_parameters_from_gram,
     build_link_problem,
 )
-from inertia_id_ros.solvers import Problem, Solution
-from inertia_id_ros.errors import ProblemError, SolverError
-from inertia_id_ros.solvers import solve as solve_problem
-from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
-
-_PROCESS_CHUNK = 500
-"""Joint states turned into rows per batch in :meth:`LinkEstimator.process`."""
+from inertia_id_ros.online.estimator import (OnlineEstimator, OnlineEstimatorConfig, SampleBatch,
+                                             check_bodies, solve_or_fail)
+from inertia_id_ros.online.inputs import JOINT_STATE, JointStateValidator
+from inertia_id_ros.solvers import Solution
 
 ARMATURE_SOURCES = ("estimated", "rotor", "configured")
 """Where a joint's armature comes from (:attr:`LinkEstimate.armature_sources`): ``estimated``
@@ -169,12 +144,10 @@ class LinkEstimate:
         return self.base.null_directions(digits)
 
 
-class LinkEstimator(OnlineEstimator):
-    """Identify a chain's links and joint drives online from joint states with efforts.
-
-    Thread-safe: one internal lock guards the buffers and the window; :meth:`add_joint_state`
-    may be called from one thread while another calls :meth:`process` and :meth:`solve` (the
-    regressor and the solve run outside the lock).
+class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
+    """Identify a chain's links and joint drives online from joint states with efforts (the
+    window's samples are the joint states, ``n`` torque rows each). Thread-safe under the
+    locking rule of :mod:`inertia_id_ros.online.estimator`.
 
     ``actuators``: the chain's actuators by joint (``ChainConfig.actuators``; the model's drives
     must have their gear ratios and rotor inertias, as ``ChainConfig.link_model()`` gives):
@@ -184,123 +157,53 @@ class LinkEstimator(OnlineEstimator):
     disagree with the model's drives.
     """
 
+    sample_kind = JOINT_STATE
+    sample_name = "joint states"
+
     def __init__(self, link_model: LinkModel, config: LinkEstimatorConfig | None = None,
                  actuators: Mapping[str, ActuatorConfig] | None = None) -> None:
+        config = config or LinkEstimatorConfig()
+        super().__init__(config, JointStateValidator(link_model.joint_names,
+                                                     link_model.robot_joint_names,
+                                                     config.ignore_unknown_joints,
+                                                     config.use_measured_velocity,
+                                                     need_effort=True),
+                         link_model.n_parameters, rows_per_sample=link_model.n_joints)
         self.link_model = link_model
-        self.config = config or LinkEstimatorConfig()
         self.actuators = None if actuators is None else _checked_actuators(link_model, actuators)
-        config = self.config
-        n = link_model.n_joints
-        self._joint_input = JointStateValidator(link_model.joint_names,
-                                                link_model.robot_joint_names,
-                                                config.ignore_unknown_joints,
-                                                config.use_measured_velocity, need_effort=True)
-        self._lock = threading.Lock()
-        self._process_lock = threading.Lock()
-        self._joints = SampleBuffer(config.joint_buffer_capacity, t=(), q=(n,), dq=(n,),
-                                    has_dq=(), effort=(n,))
-        self.window = SlidingWindow(config.window_sec, link_model.n_parameters,
-                                    config.window_capacity, rows_per_sample=n)
-        self.received: Counter[str] = Counter()
-        self.processed: Counter[str] = Counter()
-        self.dropped: Counter[str] = Counter()
         self._t_consumed: float = -np.inf
         """Stamp of the newest joint state processed or dropped by :meth:`process`."""
-        self._last_solution: Solution | None = None
         self._last_known_armature_solution: tuple[tuple[str, ...], Solution] | None = None
         """The previous solve's second solution (armatures known), to warm-start the next."""
-        self._generation = 0
-        self.clock_jumps = 0
-        """Clock resets seen since the last :meth:`reset` (see ``clock_jump_sec``)."""
-        self._clock = ClockResetDetector(config.clock_jump_sec)
 
-    # ---- input -----------------------------------------------------------------------------
+    # ---- input and processing (the hooks of OnlineEstimator) -------------------------------
 
-    def add_joint_state(self, t: float, names: list[str] | tuple[str, ...], q: np.ndarray,
-                        dq: np.ndarray | None = None, effort: np.ndarray | None = None) -> None:
-        """Buffer a joint state: stamp ``t`` (s), ``names`` with positions ``q`` (rad, m),
-        optionally velocities ``dq`` (rad/s, m/s; ``None`` or empty when absent), and raw
-        efforts ``effort`` (joint torque = effort x the joint's ``effort_scale``).
-
-        Joints of the robot outside the chain (locked) are ignored. Raises
-        :class:`~inertia_id_ros.online.payload_estimator.SampleRejected` (counted in :attr:`dropped`) with reason
-        ``non_finite``, ``length_mismatch``, ``duplicate_joint``, ``unknown_joint`` (unless
-        ``ignore_unknown_joints``), ``missing_joint``, ``missing_effort``, ``duplicate_stamp`` or
-        ``out_of_order``. When ``joint_buffer_capacity`` joint states wait already, the oldest is
-        dropped (reason ``overflow``).
-        """
-        with self._lock:
-            self.received[JOINT_STATE] += 1
-            if self._clock.is_reset(float(t), self._joint_input.last_t):
-                self._clear_samples()
-                self.clock_jumps += 1
-            try:
-                sample = self._joint_input.validate(t, names, q, dq, effort)
-            except SampleRejected as rejected:
-                self.dropped[rejected.reason] += 1
-                raise
-            joints = self._joints
-            if len(joints) == joints.capacity and joints["t"][0] > self._t_consumed:
-                self.dropped["overflow"] += 1
-            joints.append(t=sample.t, q=sample.q, has_dq=sample.dq is not None,
-                          dq=0.0 if sample.dq is None else sample.dq, effort=sample.effort)
-
-    # ---- processing ------------------------------------------------------------------------
-
-    def process(self) -> int:
-        """Turn the buffered joint states that the filter can now evaluate into window rows;
-        returns how many samples were added. Joint states that can never be evaluated are dropped
-        (reasons ``gap``: a gap longer than ``max_joint_gap`` within ``filter_half_width``;
-        ``no_joint_state``: within ``filter_half_width`` of the oldest buffered joint state;
-        ``sparse``: too few joint states in the fit window)."""
-        added = 0
-        with self._process_lock:
-            while True:
-                with self._lock:
-                    batch = self._next_batch()
-                if batch is None:
-                    return added
-                t, q, dq, ddq, effort, generation, consumed = batch
-                if t.size:
-                    model = self.link_model
-                    Y = model.joint_torque_regressor(q, dq, ddq)
-                    y = model.measured_torques(effort) - model.known_torques(ddq)
-                    with self._lock:
-                        if generation == self._generation:
-                            overflow = self.window.extend(t, Y, y)
-                            if overflow:
-                                self.dropped["window_overflow"] += overflow
-                            self.processed[JOINT_STATE] += t.size
-                            added += t.size
-                if consumed < _PROCESS_CHUNK:
-                    return added
-
-    def _next_batch(self) -> tuple | None:
-        """Filter up to ``_PROCESS_CHUNK`` unprocessed joint states (lock held): ``(t, q, dq, ddq,
-        effort, generation, consumed)`` of the ready ones, or ``None`` if none can be decided."""
-        config = self.config
+    def _joint_accepted(self) -> None:
         joints = self._joints
-        t_all = joints["t"]
+        if len(joints) == joints.capacity and joints["t"][0] > self._t_consumed:
+            self.dropped["overflow"] += 1  # the oldest unprocessed joint state is pushed out
+
+    def _pending_stamps(self, limit: int) -> np.ndarray:
+        t_all = self._joints["t"]
         start = int(np.searchsorted(t_all, self._t_consumed, side="right"))
-        t_query = t_all[start:start + _PROCESS_CHUNK]
-        if t_query.size == 0:
-            return None
-        status = check_coverage(t_all, t_query, config.filter_half_width, config.max_joint_gap,
-                                config.filter_order)
-        pending = np.flatnonzero(status == COVERAGE_PENDING)
-        consumed = int(pending[0]) if pending.size else t_query.size
-        if consumed == 0:
-            return None
-        status = status[:consumed]
-        for reason, count in Counter(status[status != COVERAGE_OK]).items():
-            self.dropped[reason] += count
-        ready = np.flatnonzero(status == COVERAGE_OK)
-        t_ready = t_query[ready]
-        q, dq, ddq = joint_states_at_mixed(t_all, joints["q"], joints["dq"], joints["has_dq"],
-                                           t_ready, config.filter_half_width, config.filter_order)
-        effort = joints["effort"][start + ready]
-        self._t_consumed = float(t_query[consumed - 1])
-        return t_ready.copy(), q, dq, ddq, effort, self._generation, consumed
+        return t_all[start:start + limit]
+
+    def _take_samples(self, consumed: int, ready: np.ndarray) -> np.ndarray:
+        joints = self._joints
+        start = int(np.searchsorted(joints["t"], self._t_consumed, side="right"))
+        effort = joints["effort"][start + ready].copy()
+        self._t_consumed = float(joints["t"][start + consumed - 1])
+        return effort
+
+    def _rows(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray]:
+        model = self.link_model
+        Y = model.joint_torque_regressor(batch.q, batch.dq, batch.ddq)
+        y = model.measured_torques(batch.measured) - model.known_torques(batch.ddq)
+        return Y, y
+
+    def _pending_count(self) -> int:
+        return len(self._joints) - int(np.searchsorted(self._joints["t"], self._t_consumed,
+                                                       side="right"))
 
     # ---- solving ---------------------------------------------------------------------------
 
@@ -312,61 +215,48 @@ class LinkEstimator(OnlineEstimator):
         are fixed by their motor type's rotor inertia and the problem solved again (see the
         module docstring; that second solve is warm-started from the previous one's when
         ``initvals`` is the default, else from the first). Raises
-        :class:`~inertia_id_ros.online.payload_estimator.EstimateUnavailable` with reason ``too_few_samples``,
+        :class:`~inertia_id_ros.errors.EstimateUnavailable` with reason ``too_few_samples``,
         ``solver_failed`` or ``inconsistent`` (some link not fully physically consistent, e.g.
         with ``ols``): never returns an inconsistent link."""
         config = self.config
         model = self.link_model
         with self._lock:
             method, options = self._solver_settings(method or None)
-            n_samples, t_first, t_last = self._samples_to_solve(duration, "joint states")
+            n_samples, t_first, t_last = self._samples_to_solve(duration)
             gram, moment, yty, n_rows = self.window.normal_equations(duration)
             warm = initvals is None and config.warm_start
-            if warm:
-                initvals = self._last_solution
+            initvals = self._warm_start(initvals)
             previous_known = self._last_known_armature_solution if warm else None
             generation = self._generation
-        problem = build_link_problem(model, gram, moment, yty, n_rows, config.prior_weight)
-        solution = _solve(problem, method, initvals, options)
+        solution = solve_or_fail(build_link_problem(model, gram, moment, yty, n_rows,
+                                                    config.prior_weight), method, initvals, options)
         x = np.array(solution.x)
         base = base_parameters_from_gram(model.parameter_names, gram, config.rank_tolerance)
-        rotors = (() if self.actuators is None else
-                  resolve_armatures(model, self.actuators, x, base.unidentifiable))
+        resolution = (None if self.actuators is None else
+                      resolve_armatures(model, self.actuators, x, base.unidentifiable))
         final, solve_time = solution, float(solution.solve_time)
-        if rotors:  # the unidentifiable armatures known: N² I_rotor, solve again
-            known = known_armature_model(model, rotors)
-            keep = np.array([model.parameter_names.index(n) for n in known.parameter_names])
-            fixed = np.setdiff1d(np.arange(model.n_parameters), keep)
-            known_drives = dict(zip(known.joint_names, known.drives))
-            values = np.array([known_drives[model.parameter_names[i].rsplit(".", 1)[0]]
-                               .reflected_inertia for i in fixed])
-            gram, moment, yty = _with_known_parameters(gram, moment, yty, keep, fixed, values)
+        if resolution is not None:  # the unidentifiable armatures known: N² I_rotor, solve again
+            known = resolution.model
+            reduced = resolution.normal_equations(gram, moment, yty)
             start = (previous_known[1] if previous_known is not None
-                     and previous_known[0] == known.parameter_names else x[keep])
-            final = _solve(build_link_problem(known, gram, moment, yty, n_rows,
-                                              config.prior_weight), method, start,
-                           options)
+                     and previous_known[0] == known.parameter_names else resolution.reduce(x))
+            final = solve_or_fail(build_link_problem(known, *reduced, n_rows,
+                                                     config.prior_weight), method, start, options)
             solve_time += float(final.solve_time)
-            x[keep], x[fixed] = final.x, values
-            base = base_parameters_from_gram(known.parameter_names, gram, config.rank_tolerance)
+            x = resolution.expand(final.x)
+            base = base_parameters_from_gram(known.parameter_names, reduced[0],
+                                             config.rank_tolerance)
         thetas = model.link_parameters(x).copy()
-        reports = [check_consistency(theta) for theta in thetas]
-        problems = [f"{link}: {'; '.join(report.problems)}"
-                    for link, report in zip(model.link_names, reports)
-                    if not report.fully_consistent]
-        if problems:
-            raise EstimateUnavailable("inconsistent", f"method {method!r} returned physically "
-                                      f"inconsistent links: {' | '.join(problems)}")
-        with self._lock:
-            if generation == self._generation:
-                self._last_solution = solution
-                if rotors:
-                    self._last_known_armature_solution = (known.parameter_names, final)
+        reports = check_bodies(dict(zip(model.link_names, thetas)), method)
+        if self._keep_solution(solution, generation) and resolution is not None:
+            with self._lock:
+                self._last_known_armature_solution = (resolution.model.parameter_names, final)
         estimated = model.drive_parameters(x)
         drives = {joint: drive.parameters(estimated[joint])
                   for joint, drive in zip(model.joint_names, model.drives)}
         sources = {joint: "estimated" if drive.armature else "configured"
                    for joint, drive in zip(model.joint_names, model.drives)}
+        rotors = () if resolution is None else resolution.rotors
         sources.update({joint: rotor.source for rotor in rotors for joint in rotor.applied_to})
         stopped = [s.status for s in (solution, final) if not s.found]
         return LinkEstimate(
@@ -380,45 +270,9 @@ class LinkEstimator(OnlineEstimator):
 
     # ---- state -----------------------------------------------------------------------------
 
-    def _clear_samples(self) -> None:
-        """Forget the buffered joint states, the window and the previous solution (lock held)."""
-        self._joints.clear()
-        self.window.clear()
-        self._joint_input.reset()
+    def _clear_pending(self) -> None:
         self._t_consumed = -np.inf
-        self._last_solution = None
         self._last_known_armature_solution = None
-        self._generation += 1
-
-    def stats(self) -> EstimatorStats:
-        """Snapshot of the counters (``pending``: joint states waiting for the filter's
-        look-ahead)."""
-        with self._lock:
-            pending = len(self._joints) - int(np.searchsorted(self._joints["t"], self._t_consumed,
-                                                              side="right"))
-            return EstimatorStats(received=dict(self.received), processed=dict(self.processed),
-                                  dropped=dict(self.dropped), pending=pending,
-                                  window_samples=len(self.window), clock_jumps=self.clock_jumps)
-
-
-def _solve(problem: Problem, method: str, initvals: Solution | np.ndarray | None,
-           options: Mapping[str, object]) -> Solution:
-    """``solve(problem, method, initvals, **options)``; a failure is ``solver_failed``."""
-    try:
-        return solve_problem(problem, method, initvals=initvals, **options)
-    except (ProblemError, SolverError, TypeError, ValueError) as e:  # bad option values too
-        raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
-
-
-def _with_known_parameters(gram: np.ndarray, moment: np.ndarray, yty: float, keep: np.ndarray,
-                           known: np.ndarray, values: np.ndarray
-                           ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Normal equations of ``||Y[:, keep] x_keep - (y - Y[:, known] values)||²`` from those of
-    ``||Y x - y||²``: the parameters ``known`` are ``values``, the others ``keep`` remain."""
-    cross = gram[np.ix_(keep, known)]
-    known_square = values @ gram[np.ix_(known, known)] @ values
-    return (gram[np.ix_(keep, keep)], moment[keep] - cross @ values,
-            float(yty - 2.0 * values @ moment[known] + known_square))
 
 
 def _checked_actuators(model: LinkModel, actuators: Mapping[str, ActuatorConfig]

@@ -51,8 +51,8 @@ from inertia_id_ros.online.change_detection import ChangeDetectorConfig, Payload
 from inertia_id_ros.online.payload_estimator import (
     EstimatorConfig,
     PayloadEstimator,
-    window_capacities,
 )
+from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.excitation import excitation_report
 from inertia_id_ros.chain.friction import DRIVE_TERMS

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from helpers import solve_while_feeding
-from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig, fit_chain, go1_leg_config
+from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig, go1_leg_config
+from inertia_id_ros.chain.armatures import fit_chain
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.online.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig

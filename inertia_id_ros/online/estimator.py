@@ -1,0 +1,417 @@
+"""The online estimators' shared core: buffers, counters, clock, the coverage loop, one solve path.
+
+:class:`OnlineEstimator` is what :class:`~inertia_id_ros.online.payload_estimator.PayloadEstimator`
+(a payload from an F/T sensor) and :class:`~inertia_id_ros.online.link_estimator.LinkEstimator`
+(a chain's links from joint torques) share; they add only what differs: which samples become
+rows (:meth:`OnlineEstimator._pending_stamps`, :meth:`~OnlineEstimator._take_samples`), the rows
+themselves (:meth:`~OnlineEstimator._rows`) and the problem they solve.
+
+**Locking rule** (one, for every estimator): ``_lock`` guards every piece of mutable state (the
+buffers, the window, the counters, the previous solution, the generation) and is held only to
+read or write it, never while rows are computed or a problem is solved. Heavy work runs on
+copies taken under the lock; its result is written back under the lock only if the
+:attr:`~OnlineEstimator.generation` is still the one it was computed for (a restart, reset or
+clock reset in between makes it stale). ``_process_lock`` keeps :meth:`~OnlineEstimator.process`
+calls one at a time. So inputs may be added from one thread (ROS callbacks) while another
+processes and solves.
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from inertia_id_ros.core.filtering import (COVERAGE_OK, COVERAGE_PENDING, check_coverage,
+                                           joint_states_at_mixed)
+from inertia_id_ros.core.inertia import check_consistency
+from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SampleRejected, SolverError
+from inertia_id_ros.online.inputs import JOINT_STATE, ClockResetDetector, JointStateValidator
+from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
+from inertia_id_ros.solvers import Problem, Solution
+from inertia_id_ros.solvers import solve as solve_problem
+
+PROCESS_CHUNK = 500
+"""Samples turned into rows per batch by :meth:`OnlineEstimator.process` (bounds the time the
+lock is held and the memory of one batch)."""
+
+RowsCallback = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+"""``on_rows(t (N,), Y (N, r, p), y (N, r))``: regressor rows just added to a window (called
+under the estimator's lock; the arrays are valid during the call)."""
+
+SOLVE_FAILURES = ("solver_failed", "inconsistent")
+"""Reasons of :class:`~inertia_id_ros.errors.EstimateUnavailable` that are failures of a solve
+(reported as errors), unlike waiting for data (``too_few_samples``,
+``offset_not_identifiable``)."""
+
+
+def window_capacities(window_sec: float, max_input_rate_hz: float) -> dict[str, int]:
+    """Buffer sizes for a window of ``window_sec`` (s) of inputs arriving at up to
+    ``max_input_rate_hz`` (Hz): ``window_capacity`` 1.1 x window_sec x rate samples (at least
+    1000) and ``joint_buffer_capacity`` a tenth of it (at least 10000)."""
+    samples = int(1.1 * window_sec * max_input_rate_hz)
+    return {"window_capacity": max(samples, 1000),
+            "joint_buffer_capacity": max(samples // 10, 10000)}
+
+
+@dataclass
+class OnlineEstimatorConfig:
+    """Settings shared by the online estimators: window, joint-state filter, solver (SI units;
+    times in s). A "sample" is a wrench (payload) or a joint state (links)."""
+
+    window_sec: float = 10.0
+    """Length of the sliding window of samples solved on (s)."""
+    method: str = "lmi"
+    """Default solver method (a key of ``inertia_id_ros.solvers.METHODS``)."""
+    filter_half_width: float = 0.05
+    """Half-width of the local polynomial fit of joint states around each sample stamp (s); also
+    the processing lag."""
+    filter_order: int = 2
+    """Degree of the local polynomial (>= 2: positions may be differentiated twice)."""
+    use_measured_velocity: bool = True
+    """Use joint-state velocities when present (else positions are differentiated)."""
+    max_joint_gap: float = 0.1
+    """Joint states further apart are a gap: no fit spans it; samples within
+    ``filter_half_width`` of it are dropped (reason ``"gap"``) (s)."""
+    clock_jump_sec: float = 1.0
+    """Stamps this much older than the newest accepted one of their input, going on for this long,
+    are a clock reset: the buffers and the window start afresh (counted in ``clock_jumps``)
+    instead of dropping every later sample (s; see
+    :class:`~inertia_id_ros.online.inputs.ClockResetDetector`)."""
+    min_samples: int = 200
+    """Samples needed in the (sub)window to solve."""
+    window_capacity: int = 20000
+    """Maximum samples in the window (bounded memory; the oldest are dropped first)."""
+    joint_buffer_capacity: int = 10000
+    """Joint states kept for filtering (bounded memory)."""
+    ignore_unknown_joints: bool = False
+    """Ignore joint names absent from the model instead of rejecting the joint state."""
+    warm_start: bool = True
+    """Start each solve from the previous solution."""
+    solver_options: dict[str, Any] = field(default_factory=dict)
+    """Options passed to ``solvers.solve`` (they belong to ``method``)."""
+
+    def __post_init__(self) -> None:
+        self._check_positive("window_sec", "filter_half_width", "max_joint_gap")
+        if self.filter_order < 2:
+            raise self._invalid("filter_order", "must be >= 2")
+        self._check_at_least_one("min_samples", "window_capacity", "joint_buffer_capacity")
+
+    def _invalid(self, name: str, requirement: str) -> ValueError:
+        return ValueError(f"{type(self).__name__}.{name} {requirement}, got "
+                          f"{getattr(self, name)!r}")
+
+    def _check_positive(self, *names: str) -> None:
+        for name in names:
+            if not getattr(self, name) > 0:
+                raise self._invalid(name, "must be positive")
+
+    def _check_at_least_one(self, *names: str) -> None:
+        for name in names:
+            if getattr(self, name) < 1:
+                raise self._invalid(name, "must be >= 1")
+
+
+@dataclass(frozen=True)
+class EstimatorStats:
+    """Counters of an online estimator (a snapshot)."""
+
+    received: dict[str, int]
+    """Samples offered per input (``"joint_state"``, ``"wrench"``)."""
+    processed: dict[str, int]
+    """Per input: samples accepted (joint states for a payload) or turned into window rows."""
+    dropped: dict[str, int]
+    """Rejected or dropped samples per reason."""
+    pending: int
+    """Samples waiting to be processed: wrenches waiting for joint states (payload), joint states
+    waiting for the filter's look-ahead (links)."""
+    window_samples: int
+    clock_jumps: int = 0
+    """Clock resets after which the estimator started afresh (see ``clock_jump_sec``)."""
+
+
+@dataclass(frozen=True)
+class SampleBatch:
+    """Samples ready to become rows: stamps ``t`` (N,) (s), the joints' positions, velocities and
+    accelerations ``q``, ``dq``, ``ddq`` (N, n) at those stamps, ``measured`` (N, ...) what each
+    sample measured (wrenches (N, 6), efforts (N, n)), and the ``generation`` they belong to."""
+
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    measured: np.ndarray
+    generation: int
+
+
+def check_bodies(bodies: Mapping[str, np.ndarray], method: str) -> list:
+    """The :func:`~inertia_id_ros.core.inertia.check_consistency` reports of ``bodies`` (name ->
+    theta (10,)); raises :class:`EstimateUnavailable` (``inconsistent``) naming every body that
+    is not fully physically consistent. The one check between a solver and a published
+    estimate."""
+    reports = [check_consistency(theta) for theta in bodies.values()]
+    problems = [f"{name}: {'; '.join(report.problems)}"
+                for name, report in zip(bodies, reports) if not report.fully_consistent]
+    if problems:
+        raise EstimateUnavailable("inconsistent", f"method {method!r} returned a physically "
+                                  f"inconsistent estimate: {' | '.join(problems)}")
+    return reports
+
+
+def solve_or_fail(problem: Problem, method: str, initvals: Any,
+                  options: Mapping[str, Any]) -> Solution:
+    """``solvers.solve(problem, method, initvals, **options)``; any failure of the problem, the
+    options or the back end is :class:`EstimateUnavailable` (``solver_failed``)."""
+    try:
+        return solve_problem(problem, method, initvals=initvals, **options)
+    except (ProblemError, SolverError, TypeError, ValueError) as e:  # bad option values too
+        raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
+
+
+ConfigT = TypeVar("ConfigT", bound=OnlineEstimatorConfig)
+
+
+class OnlineEstimator(abc.ABC, Generic[ConfigT]):
+    """Joint states (and a subclass's other inputs) in, physically consistent estimates out.
+
+    Owns the lock (see the module's locking rule), the joint-state buffer and validator, the
+    sliding ``window`` of regressor rows, the counters (``received``, ``processed``,
+    ``dropped`` by reason, ``clock_jumps``), the clock-reset detection and the
+    :attr:`generation`. Subclasses say which samples become rows and how.
+    """
+
+    sample_kind: str
+    """Input kind of the window's samples (``"wrench"``, ``"joint_state"``)."""
+    sample_name: str
+    """What the window's samples are, plural, for messages (``"wrench samples"``)."""
+
+    def __init__(self, config: ConfigT, joint_input: JointStateValidator, n_params: int,
+                 rows_per_sample: int) -> None:
+        self.config = config
+        self._joint_input = joint_input
+        n = len(joint_input.joint_names)
+        effort = {"effort": (n,)} if joint_input.need_effort else {}
+        self._joints = SampleBuffer(config.joint_buffer_capacity, t=(), q=(n,), dq=(n,),
+                                    has_dq=(), **effort)
+        self.window = SlidingWindow(config.window_sec, n_params, config.window_capacity,
+                                    rows_per_sample=rows_per_sample)
+        self._lock = threading.Lock()
+        self._process_lock = threading.Lock()
+        self.received: Counter[str] = Counter()
+        self.processed: Counter[str] = Counter()
+        self.dropped: Counter[str] = Counter()
+        self.clock_jumps = 0
+        """Clock resets seen since the last :meth:`reset` (see ``clock_jump_sec``)."""
+        self._joint_clock = ClockResetDetector(config.clock_jump_sec)
+        self._last_solution: Solution | None = None
+        self._generation = 0
+
+    # ---- input -----------------------------------------------------------------------------
+
+    def add_joint_state(self, t: float, names: list[str] | tuple[str, ...], q: np.ndarray,
+                        dq: np.ndarray | None = None, effort: np.ndarray | None = None) -> None:
+        """Buffer a joint state: stamp ``t`` (s), ``names`` with positions ``q`` (rad, m),
+        optionally velocities ``dq`` (rad/s, m/s) and efforts ``effort`` (``None`` or empty when
+        absent; efforts are kept only by estimators that use them).
+
+        Joints the estimate does not depend on are ignored. Raises
+        :class:`~inertia_id_ros.errors.SampleRejected` (counted in :attr:`dropped`) with reason
+        ``non_finite``, ``length_mismatch``, ``duplicate_joint``, ``unknown_joint`` (unless
+        ``ignore_unknown_joints``), ``missing_joint``, ``missing_effort`` (estimators that need
+        efforts), ``duplicate_stamp`` or ``out_of_order``.
+        """
+        with self._lock:
+            self.received[JOINT_STATE] += 1
+            if self._joint_clock.is_reset(float(t), self._joint_input.last_t):
+                self._restart_after_clock_reset(float(t))
+            try:
+                sample = self._joint_input.validate(t, names, q, dq, effort)
+            except SampleRejected as rejected:
+                self.dropped[rejected.reason] += 1
+                raise
+            self._joint_accepted()
+            values = {"effort": sample.effort} if sample.effort is not None else {}
+            self._joints.append(t=sample.t, q=sample.q, has_dq=sample.dq is not None,
+                                dq=0.0 if sample.dq is None else sample.dq, **values)
+
+    def _joint_accepted(self) -> None:
+        """A valid joint state is about to be buffered (lock held): count it (a subclass may
+        also check its buffer's overflow)."""
+
+    # ---- processing ------------------------------------------------------------------------
+
+    def process(self, on_rows: RowsCallback | None = None) -> int:
+        """Turn the buffered samples whose stamps the joint states now cover (the filter's
+        ``filter_half_width`` on both sides) into window rows; returns how many samples were
+        added. Samples that can never be covered are dropped (reasons ``gap``: a joint-state gap
+        longer than ``max_joint_gap`` within ``filter_half_width`` of the stamp;
+        ``no_joint_state``: before the oldest buffered joint state; ``sparse``: too few joint
+        states in the fit window). ``on_rows(t, Y, y)`` sees each batch of rows added."""
+        added = 0
+        with self._process_lock:
+            while True:
+                with self._lock:
+                    batch, consumed = self._next_batch()
+                if batch is not None and batch.t.size:
+                    Y, y = self._rows(batch)  # outside the lock
+                    with self._lock:
+                        if batch.generation == self._generation:
+                            overflow = self.window.extend(batch.t, Y, y)
+                            if overflow:
+                                self.dropped["window_overflow"] += overflow
+                            self.processed[self.sample_kind] += batch.t.size
+                            if on_rows is not None:
+                                on_rows(batch.t, Y, y)
+                            added += batch.t.size
+                if consumed < PROCESS_CHUNK:
+                    return added
+
+    def _next_batch(self) -> tuple[SampleBatch | None, int]:
+        """The next up to :data:`PROCESS_CHUNK` pending samples that can be decided (lock held):
+        the ready ones with their joint states, and how many were consumed (ready or dropped)."""
+        config = self.config
+        t_pending = self._pending_stamps(PROCESS_CHUNK)
+        if t_pending.size == 0:
+            return None, 0
+        joints = self._joints
+        status = check_coverage(joints["t"], t_pending, config.filter_half_width,
+                                config.max_joint_gap, config.filter_order)
+        waiting = np.flatnonzero(status == COVERAGE_PENDING)
+        consumed = int(waiting[0]) if waiting.size else t_pending.size
+        if consumed == 0:
+            return None, 0
+        status = status[:consumed]
+        for reason, count in Counter(status[status != COVERAGE_OK]).items():
+            self.dropped[reason] += count
+        ready = np.flatnonzero(status == COVERAGE_OK)
+        t_ready = t_pending[ready].copy()
+        q, dq, ddq = joint_states_at_mixed(joints["t"], joints["q"], joints["dq"],
+                                           joints["has_dq"], t_ready, config.filter_half_width,
+                                           config.filter_order)
+        measured = self._take_samples(consumed, ready)
+        return SampleBatch(t_ready, q, dq, ddq, measured, self._generation), consumed
+
+    @abc.abstractmethod
+    def _pending_stamps(self, limit: int) -> np.ndarray:
+        """Stamps (s) of the oldest up to ``limit`` samples waiting to become rows (lock held)."""
+
+    @abc.abstractmethod
+    def _take_samples(self, consumed: int, ready: np.ndarray) -> np.ndarray:
+        """Consume the first ``consumed`` pending samples (lock held); return a copy of what
+        the ``ready`` ones (indices into them) measured."""
+
+    @abc.abstractmethod
+    def _rows(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray]:
+        """Regressor rows ``Y`` (N, r, p) and measurements ``y`` (N, r) of a batch (outside the
+        lock: use only the batch and immutable state)."""
+
+    # ---- solving ---------------------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        """Increments whenever the estimator forgets its samples (restart, reset, clock reset):
+        a result computed before belongs to the previous samples."""
+        return self._generation
+
+    def configure_solver(self, method: str, solver_options: Mapping[str, Any]) -> None:
+        """Set the default ``method`` and its ``solver_options`` together, between solves
+        (thread-safe: a solve reads both at once)."""
+        with self._lock:
+            self.config.method, self.config.solver_options = method, dict(solver_options)
+
+    def _solver_settings(self, method: str | None) -> tuple[str, dict[str, Any]]:
+        """(method, options) of a solve (lock held): ``config.solver_options`` belong to
+        ``config.method``; another method gets its own defaults."""
+        config = self.config
+        if method is None or method == config.method:
+            return config.method, dict(config.solver_options)
+        return method, {}
+
+    def _samples_to_solve(self, duration: float) -> tuple[int, float, float]:
+        """(count, first stamp, last stamp) of the newest ``duration`` s of the window (lock
+        held); raises :class:`EstimateUnavailable` (``too_few_samples``) below
+        ``config.min_samples``."""
+        n_samples = self.window.count(duration)
+        if n_samples < self.config.min_samples:
+            raise EstimateUnavailable("too_few_samples", f"{n_samples} {self.sample_name} in "
+                                      f"the window, need {self.config.min_samples}")
+        t, _, _ = self.window.samples(duration, copy=False)
+        return n_samples, float(t[0]), float(t[-1])
+
+    def _warm_start(self, initvals: Any) -> Any:
+        """The start of a solve (lock held): ``initvals``, else the previous solution when
+        ``config.warm_start``."""
+        if initvals is None and self.config.warm_start:
+            return self._last_solution
+        return initvals
+
+    def _keep_solution(self, solution: Solution, generation: int) -> bool:
+        """Remember ``solution`` to warm-start the next solve, unless the samples it was solved
+        on have been forgotten since ``generation``; returns whether it was kept."""
+        with self._lock:
+            if generation != self._generation:
+                return False
+            self._last_solution = solution
+            return True
+
+    # ---- state -----------------------------------------------------------------------------
+
+    def _clear_samples(self) -> None:
+        """Forget the buffered samples, the window and the previous solution (lock held)."""
+        self._joints.clear()
+        self.window.clear()
+        self._joint_input.reset()
+        self._last_solution = None
+        self._clear_pending()
+        self._generation += 1
+
+    @abc.abstractmethod
+    def _clear_pending(self) -> None:
+        """Forget the subclass's own pending samples and solve state (lock held)."""
+
+    def _restart_after_clock_reset(self, t: float) -> None:
+        """The sample stamped ``t`` (s) starts a new time base: forget the samples of the old
+        one (lock held); the counters are kept."""
+        self._clear_samples()
+        self.clock_jumps += 1
+
+    def restart(self) -> None:
+        """Forget the samples and the previous solution, keep the counters (e.g. a new
+        payload)."""
+        with self._lock:
+            self._clear_samples()
+
+    def reset(self) -> None:
+        """Forget all samples, the previous solution and the counters."""
+        with self._lock:
+            self._clear_samples()
+            self.received.clear()
+            self.processed.clear()
+            self.dropped.clear()
+            self.clock_jumps = 0
+
+    def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
+        """Change the window's length ``window_sec`` (s, > 0) and ``window_capacity`` (samples;
+        default: unchanged) at run time, between solves (thread-safe): the newest samples that
+        fit stay. Raises ValueError for invalid values."""
+        with self._lock:
+            capacity = self.config.window_capacity if window_capacity is None else window_capacity
+            self.window.resize(window_sec, capacity)
+            self.config.window_sec = self.window.window_sec
+            self.config.window_capacity = self.window.capacity
+
+    def stats(self) -> EstimatorStats:
+        """Snapshot of the counters."""
+        with self._lock:
+            return EstimatorStats(received=dict(self.received), processed=dict(self.processed),
+                                  dropped=dict(self.dropped), pending=self._pending_count(),
+                                  window_samples=len(self.window), clock_jumps=self.clock_jumps)
+
+    @abc.abstractmethod
+    def _pending_count(self) -> int:
+        """Samples waiting to become rows (lock held)."""
