@@ -362,18 +362,22 @@ def _json_ready(value: Any) -> Any:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from inertia_id_ros.io.replay import (node_estimator_config, replay_bag, update_record,
-                                       write_csv)
+    from inertia_id_ros.io.replay import change_record, replay_bag, update_record, write_csv
 
     if not args.update_rate > 0:
         raise InputError(f"--update-rate must be > 0 Hz, got {args.update_rate}")
     truth = None if args.truth is None else _read_body(args.truth)
+    if not args.change_threshold > 0:
+        raise InputError(f"--change-threshold must be > 0, got {args.change_threshold}")
+    settings = {"window_sec": args.window_sec, "method": args.method,
+                "estimate_offset": not args.no_offset, "flip_wrench_sign": args.flip_wrench_sign,
+                "max_input_rate_hz": args.max_input_rate,
+                "detect_payload_change": not args.no_change_detection,
+                "payload_change_threshold": args.change_threshold}
     try:
-        config = node_estimator_config(args.window_sec, args.method, not args.no_offset,
-                                       args.flip_wrench_sign, args.max_input_rate)
         replay = replay_bag(args.bag, args.sensor_frame, args.urdf,
                             args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
-                            args.wrench_topic or DEFAULT_WRENCH_TOPIC, args.update_rate, config)
+                            args.wrench_topic or DEFAULT_WRENCH_TOPIC, args.update_rate, settings)
     except DataError:
         raise
     except (OSError, FrameNotFound, ValueError) as e:  # URDF, sensor frame, settings
@@ -399,9 +403,11 @@ def _replay(args: argparse.Namespace) -> int:
             "method": final.method, "bodies": [body],
             "sensor_offset": final.sensor_offset.tolist(), "residual_rms": final.residual_rms,
             "samples": final.n_samples, "solve_time_s": final.solve_time, "source": args.bag,
-            "update_rate_hz": args.update_rate, "window_sec": config.window_sec,
+            "update_rate_hz": args.update_rate, "window_sec": args.window_sec,
             "start_time": replay.start_time, "received": replay.received,
-            "dropped": replay.dropped, "updates": records})
+            "dropped": replay.dropped,
+            "payload_changes": [change_record(event) for event in replay.payload_changes],
+            "updates": records})
     if args.png:
         from inertia_id_ros.io.report import plot_replay
 
@@ -413,6 +419,9 @@ def _replay(args: argparse.Namespace) -> int:
     lines = [f"replay: {len(replay.updates)} updates at {args.update_rate:g} Hz over {span:.1f} s "
              f"of {args.bag}, {len(estimates)} with an estimate"
              + (f"; dropped {dropped}" if dropped else ""),
+             *[f"payload change at {event.t_detected - replay.start_time:.2f} s (onset "
+               f"{event.t_onset - replay.start_time:.2f} s): the window restarted"
+               for event in replay.payload_changes],
              f"first estimate after {first:.1f} s; final ({final.method}, {final.n_samples} "
               f"samples, condition number {final.condition_number:.3g}), in "
               f"{replay.sensor_frame!r}:", *_body_lines(body),
@@ -442,21 +451,28 @@ def _read_body(path: str, name: str | None = None) -> IdentifiedBody:
 
 def _record_sim(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.replay import record_simulation
+    from inertia_id_ros.sim.payload import grasped_payload_theta
 
     try:
-        sim = record_simulation(args.out, args.duration, args.rate, args.seed, args.storage)
+        sim = record_simulation(args.out, args.duration, args.rate, args.seed, args.storage,
+                                payload_change_at=args.grasp_at,
+                                changed_payload=(None if args.grasp_at is None
+                                                 else grasped_payload_theta()))
     except ValueError as e:
         raise InputError(str(e)) from None
+    final = sim.true_theta if args.grasp_at is None else grasped_payload_theta()
     if args.truth_json:
         _write_json(args.truth_json, {
-            "method": "truth", "bodies": [body_json("payload", sim.sensor_frame, sim.true_theta)],
+            "method": "truth", "bodies": [body_json("payload", sim.sensor_frame, final)],
             "sensor_offset": sim.true_offset.tolist()})
     n = int(round(args.duration * args.rate))
     print(f"wrote {args.out} ({args.storage}): {args.duration:g} s of the simulated Panda at "
           f"{args.rate:g} Hz, {n} joint states on {DEFAULT_JOINT_STATES_TOPIC}, {n} wrenches on "
           f"{DEFAULT_WRENCH_TOPIC} in {sim.sensor_frame!r}, the URDF on /robot_description; "
           f"payload {sim.true_theta[0]:g} kg"
-          + (f"; truth in {args.truth_json}" if args.truth_json else ""))
+          + ("" if args.grasp_at is None else
+             f", {final[0]:g} kg from {args.grasp_at:g} s on (a grasp)")
+          + (f"; truth (the final payload) in {args.truth_json}" if args.truth_json else ""))
     return 0
 
 
@@ -602,6 +618,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the sensor reports the wrench the body exerts on it")
     replay.add_argument("--max-input-rate", type=float, default=1000.0, metavar="HZ",
                         help="sizes the window's buffers (1000, the node's max_input_rate_hz)")
+    replay.add_argument("--no-change-detection", action="store_true",
+                        help="do not detect payload changes (the node's detect_payload_change)")
+    replay.add_argument("--change-threshold", type=float, default=50.0, metavar="H",
+                        help="CUSUM alarm level of the payload-change detector (50, the node's "
+                             "payload_change_threshold)")
     replay.add_argument("--csv", metavar="OUT", help="write every update to OUT (CSV)")
     replay.add_argument("--json", metavar="OUT", help="write the final estimate and every update "
                                                       "to OUT (JSON)")
@@ -619,8 +640,10 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--seed", type=int, default=0, help="seed of trajectory and noise (0)")
     record.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"),
                         help="bag storage (mcap)")
+    record.add_argument("--grasp-at", type=float, metavar="SEC",
+                        help="switch to another payload (a 2.3 kg box) SEC s into the motion")
     record.add_argument("--truth-json", metavar="OUT",
-                        help="write the simulated payload as a result JSON to OUT")
+                        help="write the simulated (final) payload as a result JSON to OUT")
     record.set_defaults(run=_record_sim)
 
     export = sub.add_parser("export", help="write an identified body into a new URDF and/or a "

@@ -45,20 +45,9 @@ median over 3 seeds of the delay (ms) after a point mass is added at the payload
 update. Without a change, 10 min at 200 Hz keep S below 3 (h = 50), also when the filter's model
 error makes the torque residuals 2-3 times the sensor noise (``test/test_change_detection.py``).
 
-Use (the node, per update; the rows are the window's newest ``added``)::
-
-    detector = PayloadChangeDetector()
-    added = estimator.process()
-    if added:
-        t, Y, f = estimator.window.samples(copy=False)
-        event = detector.update(t[-added:], Y[-added:], f[-added:])
-        if event is not None:        # warn with str(event); the detector is now disarmed
-            estimator.restart()      # identify the new payload from post-change samples only
-    estimate = estimator.solve()
-    t, Y, f = estimator.window.samples(copy=False)
-    detector.set_reference(estimate.theta, estimate.sensor_offset,
-                           residual_sigma(Y, f, estimate.theta, estimate.sensor_offset),
-                           span=estimate.t_last - estimate.t_first)
+Use: :class:`~inertia_id_ros.online.session.PayloadSession` runs the detector on every batch of
+rows the estimator adds, restarts the window on an alarm and re-arms it with each new estimate
+(the node, replay and the tests all drive that session; the rules are written there only).
 """
 
 from __future__ import annotations

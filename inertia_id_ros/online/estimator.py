@@ -380,11 +380,17 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
         self._clear_samples()
         self.clock_jumps += 1
 
-    def restart(self) -> None:
-        """Forget the samples and the previous solution, keep the counters (e.g. a new
-        payload)."""
+    def restart(self, since: float | None = None) -> None:
+        """Forget the samples and the previous solution, keep the counters. ``since`` (s): forget
+        only the window's samples stamped before it, keeping the newer ones and the buffered
+        inputs (a new payload from ``since`` on: its samples stay)."""
         with self._lock:
-            self._clear_samples()
+            if since is None:
+                self._clear_samples()
+            else:
+                self.window.drop_before(since)
+                self._last_solution = None
+                self._generation += 1
 
     def reset(self) -> None:
         """Forget all samples, the previous solution and the counters."""

@@ -137,6 +137,11 @@ class SlidingWindow:
         if self._buffer is not None:
             self._buffer.clear()
 
+    def drop_before(self, t: float) -> None:
+        """Drop the samples stamped before ``t`` (s)."""
+        if len(self):
+            self._buffer.drop_front(int(np.searchsorted(self._buffer["t"], t, side="left")))
+
     def resize(self, window_sec: float, capacity: int) -> None:
         """Change the window's length (s) and capacity (samples), keeping the newest samples that
         fit both."""

@@ -12,7 +12,7 @@ from sensor_msgs.msg import JointState
 
 from inertia_id_ros.online.payload_estimator import Estimate
 from inertia_id_ros.chain.friction import DriveParameters
-from inertia_id_ros.core.inertia import inertia_from_theta
+from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
 from inertia_id_ros.online.link_estimator import LinkEstimate
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, JointDriveParameters
 
@@ -95,6 +95,17 @@ def estimate_to_msg(estimate: Estimate, frame_id: str, body_name: str) -> Inerti
 def msg_to_theta(msg: InertialParameters) -> np.ndarray:
     """``theta`` (10,) of an ``InertialParameters`` message."""
     return np.array(msg.theta, dtype=float)
+
+
+def payload_theta_from_msg(msg: InertialParameters) -> np.ndarray:
+    """``theta`` (10,) of a payload given as a message: its ``theta``, or, when that is all
+    zero, its ``inertia`` (mass, COM, inertia about the COM) converted."""
+    theta = msg_to_theta(msg)
+    if np.any(theta != 0.0):
+        return theta
+    i = msg.inertia
+    inertia = np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]])
+    return theta_from_inertia(i.m, np.array([i.com.x, i.com.y, i.com.z]), inertia)
 
 
 def drive_to_msg(joint: str, drive: DriveParameters,

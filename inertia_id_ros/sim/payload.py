@@ -8,6 +8,8 @@ the wrench the sensor exerts on the payload, ``f = I a_g + v x* (I v)``.
 
 from __future__ import annotations
 
+import copy
+
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -44,6 +46,12 @@ def default_payload_theta() -> np.ndarray:
     rotation = pin.utils.rotate("z", np.deg2rad(25.0)) @ pin.utils.rotate("x", np.deg2rad(10.0))
     inertia = rotation @ box_inertia(1.5, (0.12, 0.08, 0.10)) @ rotation.T
     return theta_from_inertia(1.5, np.array([0.03, -0.02, 0.07]), inertia)
+
+
+def grasped_payload_theta() -> np.ndarray:
+    """theta (10,) of the payload a simulated grasp adds: a 2.3 kg box 10 x 15 x 8 cm, COM at
+    (0, 4, 9) cm in the flange frame."""
+    return theta_from_inertia(2.3, np.array([0.0, 0.04, 0.09]), box_inertia(2.3, [0.10, 0.15, 0.08]))
 
 
 def _joint_limits(model: pin.Model, joint_names: Sequence[str]) -> tuple[np.ndarray, ...]:
@@ -210,6 +218,14 @@ class PayloadSimulator:
             trajectory = ExcitingTrajectory.for_model(model, PANDA_ARM_JOINTS, seed=seed)
         theta = default_payload_theta() if payload_theta is None else payload_theta
         return cls(model, PANDA_FLANGE, theta, trajectory, PANDA_ARM_JOINTS, **kwargs)
+
+    def with_payload(self, payload_theta: np.ndarray) -> PayloadSimulator:
+        """The same robot, motion, F/T offset and noise carrying another payload (a grasp)."""
+        other = copy.copy(self)
+        other.true_theta = np.asarray(payload_theta, dtype=float).reshape(10).copy()
+        other._model, other._payload_joint = other._model_with_payload()
+        other._data = other._model.createData()
+        return other
 
     def _model_with_payload(self) -> tuple[pin.Model, int]:
         model = pin.Model(self.kinematics.reduced_model)

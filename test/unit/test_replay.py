@@ -16,6 +16,7 @@ from inertia_id_ros import cli
 from inertia_id_ros.io.data import read_bag_messages, read_payload_bag
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.io.replay import CSV_COLUMNS, replay_messages
+from inertia_id_ros.online.session import Update
 from inertia_id_ros.core.robots import example_robot_urdf
 
 DURATION, RATE = 12.0, 200.0
@@ -98,8 +99,8 @@ def test_replay_writes_csv_json_png_and_converges_to_the_truth(capsys, recording
 
 
 def test_updates_follow_bag_time_and_see_exactly_the_messages_before_them():
-    """A stub estimator logs the calls: each update processes and solves after the messages
-    logged before its time and before the others, every 1 / rate s of log time."""
+    """A stub session logs the calls: each update comes after the messages logged before its
+    time and before the others, every 1 / rate s of log time, at that bag time."""
 
     class Recorder:
         def __init__(self):
@@ -111,12 +112,9 @@ def test_updates_follow_bag_time_and_see_exactly_the_messages_before_them():
         def add_wrench(self, t, wrench, frame_id):
             self.calls.append(("wrench", t, frame_id))
 
-        def process(self):
-            self.calls.append(("process",))
-
-        def solve(self):
-            self.calls.append(("solve",))
-            return "estimate"
+        def update(self, now):
+            self.calls.append(("solve", now))
+            return Update(now, "ok", estimate="estimate")
 
     def message(stamp: float, **fields):
         sec = int(stamp)
@@ -178,3 +176,31 @@ def test_bad_replay_and_record_input_exit_2_with_one_line(capsys, recording, tmp
         code, _, err = run(capsys, *argv)
         assert code == 2, (argv, err)
         assert err.count("\n") == 1 and fragment in err, (argv, err)
+
+
+def test_replay_detects_a_grasp_like_the_node_and_identifies_the_new_payload(capsys, tmp_path):
+    """A bag with a grasp at 14 s: replay reports one payload change (in the JSON's
+    ``payload_changes``, its time in bag time) within 1 s of it, and the final estimate is the
+    grasped payload's, from its own samples only."""
+    from inertia_id_ros.sim.payload import grasped_payload_theta
+
+    bag, truth, out = tmp_path / "grasp", tmp_path / "truth.json", tmp_path / "replay.json"
+    code, _, err = run(capsys, "record-sim", bag, "--duration", 24, "--rate", 200, "--grasp-at",
+                       14, "--truth-json", truth)
+    assert code == 0, err
+    code, printed, err = run(capsys, "replay", bag, "--update-rate", 2, "--window-sec", 10,
+                             "--json", out, "--truth", truth)
+    assert code == 0, err
+    result = json.loads(out.read_text())
+    changes = result["payload_changes"]
+    assert len(changes) == 1, changes
+    grasp_time = result["start_time"] + 14.0
+    assert 0.0 <= changes[0]["time"] - grasp_time < 1.0
+    assert abs(changes[0]["onset"] - grasp_time) < 0.5
+    assert "payload change at" in printed
+    mass, com, _ = inertia_from_theta(np.array(result["bodies"][0]["theta"]))
+    true_mass, true_com, _ = inertia_from_theta(grasped_payload_theta())
+    assert abs(mass - true_mass) < 0.01 * true_mass
+    assert np.linalg.norm(com - true_com) < 0.005
+    last = result["updates"][-1]
+    assert last["status"] == "ok" and last["n_samples"] <= (24 - 14) * 200 + 200

@@ -1,0 +1,383 @@
+"""The node's parameters: the table, their validation, and the session they build (no rclpy).
+
+- :data:`PARAMETERS`: every parameter with its default (or type, when it has none), its
+  description, and whether it may change at run time; the node declares them from this table.
+- :func:`settings_from_parameters`: the values read at start-up -> validated
+  :class:`NodeSettings`, or :class:`~inertia_id_ros.errors.StartupError` naming the parameter.
+- :func:`build_session`: :class:`NodeSettings` -> the mode's
+  :class:`~inertia_id_ros.online.session.Session` (robot model, estimator, change detector).
+- :func:`validate_change`: a run-time change (all of one set-parameters call) -> the settings it
+  would give, or ValueError with the reason (the node's on-set callback: validation only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig
+from inertia_id_ros.chain.friction import DRIVE_TERMS
+from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
+from inertia_id_ros.core.kinematics import SensorKinematics
+from inertia_id_ros.core.robots import load_model
+from inertia_id_ros.errors import (ConfigError, FrameNotFound, JointNotFound, ProblemError,
+                                   StartupError)
+from inertia_id_ros.online.estimator import window_capacities
+from inertia_id_ros.online.session import Session, link_session, payload_session
+from inertia_id_ros.solvers import METHODS, check_options
+
+MODES = ("payload", "links")
+"""What the node identifies (parameter ``mode``)."""
+
+MAX_UPDATE_RATE_HZ = 100.0
+"""Highest ``update_rate_hz``: a faster periodic solve would starve the input callbacks."""
+
+MAX_WINDOW_MEMORY_BYTES = 2 * 1024**3
+"""Largest memory the window may take (window_sec x max_input_rate_hz samples, preallocated
+twice): a window_sec or max_input_rate_hz beyond it is refused."""
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One node parameter: ``default`` value, or, for a parameter without one, its type name
+    (``"double_array"``, ``"string_array"``) in ``array_type``; ``runtime``: may change while the
+    node runs."""
+
+    name: str
+    default: Any
+    description: str
+    runtime: bool = False
+    array_type: str = ""
+
+
+PARAMETERS: tuple[ParameterSpec, ...] = (
+    ParameterSpec("mode", "payload",
+                  "What to identify: 'payload' (the body beyond an F/T sensor, from joint states "
+                  "and wrenches) or 'links' (a chain's links and joint drives, from joint states "
+                  "with efforts)."),
+    ParameterSpec("urdf_path", "", "Path of the robot's URDF (or give robot_description; in "
+                                   "links mode chain_config may give it)."),
+    ParameterSpec("robot_description", "",
+                  "The robot's URDF as a string (used when urdf_path is empty)."),
+    ParameterSpec("joint_states_topic", "/joint_states", "sensor_msgs/JointState input topic."),
+    ParameterSpec("window_sec", 10.0, "Length of the sliding window of samples (s), > 0; run-time "
+                                      "changes keep the newest samples that fit.", runtime=True),
+    ParameterSpec("update_rate_hz", 2.0, "Rate of the periodic consistent solve and publication "
+                                         "(Hz), > 0 and <= 100.", runtime=True),
+    ParameterSpec("method", "lmi", "Identification method: " + ", ".join(sorted(METHODS)) + ".",
+                  runtime=True),
+    ParameterSpec("solver_options", "",
+                  "Options of the method's solver as a YAML/JSON mapping, e.g. '{tol: 1.0e-8}' or "
+                  "'{backend: cvxpy, solver: CLARABEL}' for lmi (inertia_id_ros.solvers: the "
+                  "keyword arguments of solve_<method>); empty = the method's defaults.",
+                  runtime=True),
+    ParameterSpec("max_input_rate_hz", 1000.0,
+                  "Highest expected rate of each input (Hz); sizes the window's buffers "
+                  "(window_sec x this rate samples)."),
+    ParameterSpec("qos_depth", 2000,
+                  "Depth of the best-effort (sensor-data) input queues; deep enough to ride out "
+                  "solves at 1 kHz."),
+    ParameterSpec("warning_period_sec", 5.0,
+                  "Minimum time between two warnings of the same kind (s)."),
+    # payload mode
+    ParameterSpec("sensor_frame", "", "Payload mode: URDF frame of the F/T sensor; wrenches must "
+                                      "carry this frame_id."),
+    ParameterSpec("body_name", "payload",
+                  "Payload mode: name of the identified body in the estimate."),
+    ParameterSpec("wrench_topic", "/ft_sensor/wrench",
+                  "Payload mode: geometry_msgs/WrenchStamped input topic."),
+    ParameterSpec("estimate_offset", True,
+                  "Payload mode: estimate the 6-D F/T offset jointly with the inertia."),
+    ParameterSpec("wrench_limits", None,
+                  "Payload mode: the F/T sensor's range [fx, fy, fz, tx, ty, tz] (N, N m, > 0; "
+                  ".inf for no limit on a channel): a wrench reaching it on any channel is "
+                  "saturated and dropped (reason 'saturated'). Unset: no check.",
+                  array_type="double_array"),
+    ParameterSpec("flip_wrench_sign", False,
+                  "Payload mode: set for sensors reporting the wrench the body exerts on the "
+                  "sensor (the opposite of the convention: the wrench the sensor exerts on the "
+                  "body beyond it)."),
+    ParameterSpec("detect_payload_change", True,
+                  "Payload mode: detect a grasp or release (CUSUM of the wrench residuals), "
+                  "publish ~/payload_change and restart the window."),
+    ParameterSpec("payload_change_threshold", 50.0,
+                  "Payload mode: CUSUM alarm level (> 0); higher = fewer false alarms, later "
+                  "detection (see inertia_id_ros.online.change_detection)."),
+    # links mode
+    ParameterSpec("joints", None,
+                  "Links mode: the chain's joints (each moves one link to identify; the robot's "
+                  "other joints are locked). Default: chain_config's joints; required without "
+                  "it.", array_type="string_array"),
+    ParameterSpec("chain_config", "",
+                  "Links mode: path (absolute, or relative to the working directory) of a chain "
+                  "configuration YAML (inertia_id_ros.chain.actuators.ChainConfig, e.g. "
+                  "config/go1_front_left_leg.yaml): the URDF unless urdf_path/robot_description "
+                  "is given, the joints unless 'joints' is, locked positions, the drive terms to "
+                  "estimate, gear ratios, rotor inertias (armature priors) and effort scaling "
+                  "(torque constants)."),
+    ParameterSpec("prior_weight", DEFAULT_PRIOR_WEIGHT,
+                  "Links mode: weight of the prior toward the URDF per torque sample ((N m)^2 per "
+                  "SI unit^2), >= 0; small (1e-6) for clean, exciting data, larger for noisy or "
+                  "short data."),
+    ParameterSpec("coulomb_velocity", 0.0,
+                  "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 = "
+                  "exact sign, for joints that chain_config does not configure."),
+)
+
+RUNTIME_PARAMETERS = tuple(p.name for p in PARAMETERS if p.runtime)
+"""Parameters that may change while the node runs (the others are read-only)."""
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """The node's validated parameters (SI units; see :data:`PARAMETERS` for each)."""
+
+    mode: str
+    urdf_path: str
+    robot_description: str
+    joint_states_topic: str
+    window_sec: float
+    update_rate_hz: float
+    method: str
+    solver_options: dict[str, Any]
+    max_input_rate_hz: float
+    qos_depth: int
+    warning_period_sec: float
+    sensor_frame: str
+    body_name: str
+    wrench_topic: str
+    estimate_offset: bool
+    wrench_limits: tuple[float, ...] | None
+    flip_wrench_sign: bool
+    detect_payload_change: bool
+    payload_change_threshold: float
+    joints: tuple[str, ...]
+    chain_config: str
+    prior_weight: float
+    coulomb_velocity: float
+
+
+def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
+    """Validated settings from the parameters' values (name -> value; missing names take the
+    table's default; an array parameter not set is ``None``). Raises
+    :class:`~inertia_id_ros.errors.StartupError` naming the first invalid parameter."""
+    unknown = sorted(set(values) - {p.name for p in PARAMETERS})
+    if unknown:
+        raise StartupError(f"parameter {unknown[0]!r} is not a parameter of the node")
+    v = {p.name: values.get(p.name, p.default) for p in PARAMETERS}
+    for name in ("window_sec", "update_rate_hz", "warning_period_sec", "max_input_rate_hz"):
+        if not _positive(v[name]):
+            raise StartupError(f"parameter '{name}' must be > 0, got {v[name]!r}")
+    if float(v["update_rate_hz"]) > MAX_UPDATE_RATE_HZ:
+        raise StartupError(f"parameter 'update_rate_hz' must be <= {MAX_UPDATE_RATE_HZ:g} Hz, "
+                           f"got {v['update_rate_hz']!r}")
+    if int(v["qos_depth"]) < 1:
+        raise StartupError(f"parameter 'qos_depth' must be >= 1, got {v['qos_depth']!r}")
+    if v["mode"] not in MODES:
+        raise StartupError(f"parameter 'mode': unknown mode {v['mode']!r}; choose one of "
+                           f"{list(MODES)}")
+    if v["method"] not in METHODS:
+        raise StartupError(f"parameter 'method': unknown method {v['method']!r}; choose one of "
+                           f"{sorted(METHODS)}")
+    try:
+        options = solver_options(v["method"], v["solver_options"])
+    except ValueError as error:
+        raise StartupError(f"parameter 'solver_options': {error}") from error
+    limits = v["wrench_limits"]
+    if limits is not None:
+        if (len(limits) != 6 or not all(isinstance(x, float) for x in limits)
+                or not all(x > 0 for x in limits)):
+            raise StartupError(f"parameter 'wrench_limits' must be 6 floats > 0 (N, N m; .inf "
+                               f"for none), got {list(limits)!r}")
+        limits = tuple(float(x) for x in limits)
+    if not float(v["payload_change_threshold"]) > 0.0:
+        raise StartupError(f"parameter 'payload_change_threshold' must be > 0, got "
+                           f"{v['payload_change_threshold']!r}")
+    for name in ("prior_weight", "coulomb_velocity"):
+        if not float(v[name]) >= 0.0:
+            raise StartupError(f"parameter '{name}' must be >= 0, got {v[name]!r}")
+    settings = NodeSettings(
+        mode=v["mode"], urdf_path=v["urdf_path"], robot_description=v["robot_description"],
+        joint_states_topic=v["joint_states_topic"], window_sec=float(v["window_sec"]),
+        update_rate_hz=float(v["update_rate_hz"]), method=v["method"], solver_options=options,
+        max_input_rate_hz=float(v["max_input_rate_hz"]), qos_depth=int(v["qos_depth"]),
+        warning_period_sec=float(v["warning_period_sec"]), sensor_frame=v["sensor_frame"],
+        body_name=v["body_name"], wrench_topic=v["wrench_topic"],
+        estimate_offset=bool(v["estimate_offset"]), wrench_limits=limits,
+        flip_wrench_sign=bool(v["flip_wrench_sign"]),
+        detect_payload_change=bool(v["detect_payload_change"]),
+        payload_change_threshold=float(v["payload_change_threshold"]),
+        joints=tuple(v["joints"] or ()), chain_config=v["chain_config"],
+        prior_weight=float(v["prior_weight"]), coulomb_velocity=float(v["coulomb_velocity"]))
+    if settings.mode == "payload" and not settings.sensor_frame:
+        raise StartupError("parameter 'sensor_frame' is required in payload mode")
+    if settings.mode == "links" and not settings.joints and not settings.chain_config:
+        raise StartupError("parameter 'joints' is required in links mode (or give "
+                           "'chain_config')")
+    if settings.mode == "payload":  # links: once the chain is known (build_session)
+        _check_startup_window(settings, PAYLOAD_WINDOW_SHAPE)
+    return settings
+
+
+PAYLOAD_WINDOW_SHAPE = (6, 16)
+"""(rows per sample, parameters) of the payload window at its largest (with the offset)."""
+
+
+def _check_startup_window(settings: NodeSettings, shape: tuple[int, int]) -> None:
+    try:
+        check_window_memory(settings.window_sec, settings.max_input_rate_hz, shape)
+    except ValueError as error:
+        raise StartupError(f"parameter 'window_sec': {error}") from error
+
+
+def build_session(settings: NodeSettings) -> Session:
+    """The session of ``settings.mode``: the robot model, the estimator and (payload) the
+    change detector. Raises :class:`~inertia_id_ros.errors.StartupError` naming the parameter
+    at fault (an unreadable URDF, a sensor frame or joint not in it, a bad chain config)."""
+    if settings.mode == "payload":
+        try:
+            kinematics = SensorKinematics(_load_robot(settings), settings.sensor_frame)
+        except FrameNotFound as error:
+            raise StartupError(f"parameter 'sensor_frame': {error}") from error
+        return payload_session(
+            kinematics, window_sec=settings.window_sec, method=settings.method,
+            solver_options=settings.solver_options, estimate_offset=settings.estimate_offset,
+            flip_wrench_sign=settings.flip_wrench_sign, wrench_limits=settings.wrench_limits,
+            max_input_rate_hz=settings.max_input_rate_hz,
+            detect_payload_change=settings.detect_payload_change,
+            payload_change_threshold=settings.payload_change_threshold)
+    model, actuators = _link_model(settings)
+    _check_startup_window(settings, (model.n_joints, model.n_parameters))
+    return link_session(model, actuators, window_sec=settings.window_sec,
+                        method=settings.method, solver_options=settings.solver_options,
+                        prior_weight=settings.prior_weight,
+                        max_input_rate_hz=settings.max_input_rate_hz)
+
+
+def validate_change(settings: NodeSettings, new: Mapping[str, Any],
+                    window_shape: tuple[int, int]) -> NodeSettings:
+    """The settings after the run-time change ``new`` (name -> value, one set-parameters call:
+    all apply or none) to a node whose window holds samples of ``window_shape`` (rows per
+    sample, parameters), or ValueError with the reason: a read-only parameter, a value that is not
+    finite and > 0, a rate above :data:`MAX_UPDATE_RATE_HZ`, an unknown method, options the
+    method does not take (they belong to the method: a new method keeps the old options only if
+    it takes them), a window needing more than :data:`MAX_WINDOW_MEMORY_BYTES`."""
+    read_only = sorted(set(new) - set(RUNTIME_PARAMETERS))
+    if read_only:
+        raise ValueError(f"parameter {read_only[0]!r} is read-only (run-time parameters: "
+                         f"{', '.join(RUNTIME_PARAMETERS)})")
+    method = new.get("method", settings.method)
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
+    options = solver_options(method, new.get("solver_options", settings.solver_options))
+    for name in ("window_sec", "update_rate_hz"):
+        if name in new and not _positive(new[name]):
+            raise ValueError(f"{name} must be a finite number > 0, got {new[name]!r}")
+    rate = float(new.get("update_rate_hz", settings.update_rate_hz))
+    if rate > MAX_UPDATE_RATE_HZ:
+        raise ValueError(f"update_rate_hz must be <= {MAX_UPDATE_RATE_HZ:g} Hz, got {rate!r}")
+    window_sec = float(new.get("window_sec", settings.window_sec))
+    check_window_memory(window_sec, settings.max_input_rate_hz, window_shape)
+    return dataclasses.replace(settings, method=method, solver_options=options,
+                               update_rate_hz=rate, window_sec=window_sec)
+
+
+def check_window_memory(window_sec: float, max_input_rate_hz: float,
+                        window_shape: tuple[int, int]) -> None:
+    """Raise ValueError if a window of ``window_sec`` (s) at ``max_input_rate_hz`` (Hz) of
+    samples of ``window_shape`` (rows per sample, parameters) would take more than
+    :data:`MAX_WINDOW_MEMORY_BYTES`."""
+    rows, n_params = window_shape
+    capacity = window_capacities(window_sec, max_input_rate_hz)["window_capacity"]
+    size = 2 * capacity * 8 * (rows * (n_params + 1) + 1)
+    if size > MAX_WINDOW_MEMORY_BYTES:
+        raise ValueError(f"a {window_sec:g} s window at max_input_rate_hz "
+                         f"{max_input_rate_hz:g} Hz needs {size / 1024**3:.1f} GiB, "
+                         f"more than {MAX_WINDOW_MEMORY_BYTES / 1024**3:g} GiB: shorten "
+                         "window_sec or lower max_input_rate_hz")
+
+
+def solver_options(method: str, text: str | Mapping[str, Any]) -> dict[str, Any]:
+    """The ``solver_options`` parameter (YAML/JSON mapping text; "" = none) checked against
+    ``method``'s solver; raises ValueError naming what is wrong."""
+    if isinstance(text, Mapping):
+        options = dict(text)
+    else:
+        try:
+            options = yaml.safe_load(text) if text.strip() else {}
+        except yaml.YAMLError as error:
+            raise ValueError(f"not a YAML/JSON mapping: {error}") from error
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        raise ValueError(f"must be a mapping of option names to values, got {text!r}")
+    options = {k: _number(v) for k, v in options.items()}
+    try:
+        check_options(method, options)
+    except ProblemError as error:
+        raise ValueError(f"{error} (solver_options {options} do not apply to method "
+                         f"{method!r}; set solver_options with it, '' for the defaults)") from error
+    return options
+
+
+def _number(value: Any) -> Any:
+    """``value``, or the number a string spells (YAML 1.1 reads ``1e-8``, without a dot, as a
+    string)."""
+    if isinstance(value, str):
+        for kind in (int, float):
+            try:
+                return kind(value)
+            except ValueError:
+                pass
+    return value
+
+
+def _positive(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value)) and float(value) > 0.0
+    except (TypeError, ValueError):
+        return False
+
+
+def _load_robot(settings: NodeSettings, default_urdf: str | None = None):
+    """The robot's pinocchio model from ``urdf_path`` or ``robot_description``, else from
+    ``default_urdf`` (a path); raises StartupError naming the parameter."""
+    urdf_path, urdf_xml = settings.urdf_path, settings.robot_description
+    name = "urdf_path" if urdf_path else "robot_description" if urdf_xml else "chain_config"
+    if not urdf_path and not urdf_xml:
+        if default_urdf is None:
+            raise StartupError("parameter 'urdf_path' (or 'robot_description') is required")
+        urdf_path = default_urdf
+    try:
+        return load_model(urdf_path=urdf_path or None, urdf_xml=None if urdf_path else urdf_xml)
+    except Exception as error:  # pinocchio raises ValueError/RuntimeError on bad URDFs
+        raise StartupError(f"parameter '{name}': cannot load the URDF: {error}") from error
+
+
+def _link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorConfig] | None]:
+    """The chain of links mode from ``joints``, ``chain_config``, the URDF and
+    ``coulomb_velocity``, and the chain config's actuators of its joints (``None`` without a
+    chain config): the estimator fixes the armatures the data cannot identify by their motor
+    type's rotor inertia."""
+    chain = None
+    if settings.chain_config:
+        try:
+            chain = ChainConfig.load(settings.chain_config)
+        except ConfigError as error:
+            raise StartupError(f"parameter 'chain_config': {error}") from error
+    joints = list(settings.joints) or list(chain.joints)
+    unconfigured = ActuatorConfig(coulomb_velocity=settings.coulomb_velocity)
+    estimate = chain.estimate if chain else DRIVE_TERMS
+    drives = {j: (chain.actuators.get(j, unconfigured) if chain else unconfigured).drive(estimate)
+              for j in joints}
+    robot = _load_robot(settings, default_urdf=str(chain.urdf_path()) if chain else None)
+    try:
+        model = LinkModel.from_model(robot, joints, chain.locked_positions if chain else None,
+                                     drives)
+    except (JointNotFound, ValueError) as error:  # unknown, or not a 1-DoF joint
+        raise StartupError(f"parameter 'joints': {error}") from error
+    return model, ({j: chain.actuators[j] for j in joints if j in chain.actuators}
+                   if chain else None)
