@@ -21,7 +21,7 @@ from __future__ import annotations
 import abc
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -234,14 +234,70 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
             except SampleRejected as rejected:
                 self.dropped[rejected.reason] += 1
                 raise
-            self._joint_accepted()
+            self._joint_accepted(1)
             values = {"effort": sample.effort} if sample.effort is not None else {}
             self._joints.append(t=sample.t, q=sample.q, has_dq=sample.dq is not None,
                                 dq=0.0 if sample.dq is None else sample.dq, **values)
 
-    def _joint_accepted(self) -> None:
-        """A valid joint state is about to be buffered (lock held): count it (a subclass may
-        also check its buffer's overflow)."""
+    def add_joint_states(self, t: np.ndarray, names: Sequence[str], q: np.ndarray,
+                         dq: np.ndarray | None = None, effort: np.ndarray | None = None
+                         ) -> list[SampleRejected]:
+        """Buffer ``N`` joint states that list the same joints ``names`` (m,): stamps ``t``
+        (N,) (s), positions ``q`` (N, m), velocities ``dq`` and efforts ``effort`` (N, m) or
+        ``None``. The same checks, counters and result as :meth:`add_joint_state` for each in
+        turn (valid batches take a vectorised path); returns the rejections, in order."""
+        t = np.asarray(t, dtype=float).reshape(-1)
+        q, dq, effort = (None if v is None or np.size(v) == 0 else np.asarray(v, dtype=float)
+                         for v in (q, dq, effort))
+        with self._lock:
+            if self._append_joint_batch(t, tuple(names), q, dq, effort):
+                return []
+        rejected = []
+        for i in range(t.size):
+            try:
+                self.add_joint_state(t[i], names, q[i] if q is not None else np.zeros(0),
+                                     None if dq is None else dq[i],
+                                     None if effort is None else effort[i])
+            except SampleRejected as why:
+                rejected.append(why)
+        return rejected
+
+    def _append_joint_batch(self, t: np.ndarray, names: tuple[str, ...], q: np.ndarray | None,
+                            dq: np.ndarray | None, effort: np.ndarray | None) -> bool:
+        """Buffer the batch at once if every sample passes every check (lock held); ``False``
+        (nothing done) otherwise."""
+        validator = self._joint_input
+        n, m = t.size, len(names)
+        if n == 0 or q is None or any(v is not None and v.shape != (n, m)
+                                      for v in (q, dq, effort)):
+            return False
+        if validator.need_effort and effort is None:
+            return False
+        last = validator.last_t
+        if not (np.isfinite(t).all() and np.all(np.diff(t) > 0)
+                and (last is None or t[0] > last)):
+            return False
+        try:
+            indices = validator._indices(names)
+        except SampleRejected:
+            return False
+        q = q[:, indices]
+        dq = dq[:, indices] if dq is not None and validator.use_velocity else None
+        effort = effort[:, indices] if effort is not None and validator.need_effort else None
+        if not all(np.isfinite(v).all() for v in (q, dq, effort) if v is not None):
+            return False
+        self.received[JOINT_STATE] += n
+        self._joint_accepted(n)
+        values = {"effort": effort} if effort is not None else {}
+        self._joints.extend(t=t, q=q, has_dq=np.full(n, dq is not None),
+                            dq=np.zeros_like(q) if dq is None else dq, **values)
+        validator.last_t = float(t[-1])
+        self._joint_clock.in_step()
+        return True
+
+    def _joint_accepted(self, count: int = 1) -> None:
+        """``count`` valid joint states are about to be buffered (lock held): count them (a
+        subclass may also check its buffer's overflow)."""
 
     # ---- processing ------------------------------------------------------------------------
 

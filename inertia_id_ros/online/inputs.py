@@ -31,11 +31,15 @@ class ClockResetDetector:
         self._first: float | None = None
         self._previous: float | None = None
 
+    def in_step(self) -> None:
+        """Samples in the input's current time base arrived: forget a stale run."""
+        self._first = self._previous = None
+
     def is_reset(self, t: float, newest: float | None) -> bool:
         """Whether the sample stamped ``t`` (s) starts afresh (``newest``: the input's newest
         accepted stamp)."""
         if newest is None or not np.isfinite(t) or t >= newest - self.clock_jump_sec:
-            self._first = self._previous = None
+            self.in_step()
             return False
         if self._first is None or self._previous is None or t <= self._previous:
             self._first = t

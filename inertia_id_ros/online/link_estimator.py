@@ -178,10 +178,12 @@ class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
 
     # ---- input and processing (the hooks of OnlineEstimator) -------------------------------
 
-    def _joint_accepted(self) -> None:
+    def _joint_accepted(self, count: int = 1) -> None:
         joints = self._joints
-        if len(joints) == joints.capacity and joints["t"][0] > self._t_consumed:
-            self.dropped["overflow"] += 1  # the oldest unprocessed joint state is pushed out
+        pushed_out = len(joints) + count - joints.capacity
+        if pushed_out > 0:  # the oldest are pushed out: count those not yet processed
+            unprocessed = int(np.count_nonzero(joints["t"][:pushed_out] > self._t_consumed))
+            self.dropped["overflow"] += unprocessed + max(pushed_out - len(joints), 0)
 
     def _pending_stamps(self, limit: int) -> np.ndarray:
         t_all = self._joints["t"]

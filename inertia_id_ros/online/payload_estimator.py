@@ -16,6 +16,7 @@ fully physically consistent. Model: ``f = wrench_sign * measured = body_regresso
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,8 +159,8 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
 
     # ---- input -----------------------------------------------------------------------------
 
-    def _joint_accepted(self) -> None:
-        self.processed["joint_state"] += 1
+    def _joint_accepted(self, count: int = 1) -> None:
+        self.processed["joint_state"] += count
 
     def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None) -> None:
         """Buffer an F/T measurement: stamp ``t`` (s), ``wrench`` (6,) ``[fx, fy, fz, tx, ty, tz]``
@@ -182,6 +183,49 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
             self._last_wrench_t = t
             if self._wrenches.append(t=t, f=self.config.wrench_sign * wrench):
                 self.dropped["overflow"] += 1
+
+    def add_wrenches(self, t: np.ndarray, wrenches: np.ndarray,
+                     frame_ids: Sequence[str | None] | None = None) -> list[SampleRejected]:
+        """Buffer ``N`` F/T measurements: stamps ``t`` (N,) (s), ``wrenches`` (N, 6) (N, N m),
+        ``frame_ids`` (N,) (``None``: not checked). The same checks, counters and result as
+        :meth:`add_wrench` for each in turn (valid batches take a vectorised path); returns the
+        rejections, in order."""
+        t = np.asarray(t, dtype=float).reshape(-1)
+        wrenches = np.asarray(wrenches, dtype=float)
+        frames = [None] * t.size if frame_ids is None else list(frame_ids)
+        with self._lock:
+            if self._append_wrench_batch(t, wrenches, frames):
+                return []
+        rejected = []
+        for i in range(t.size):
+            try:
+                self.add_wrench(t[i], wrenches[i], frames[i])
+            except SampleRejected as why:
+                rejected.append(why)
+        return rejected
+
+    def _append_wrench_batch(self, t: np.ndarray, wrenches: np.ndarray,
+                             frames: list[str | None]) -> bool:
+        """Buffer the batch at once if every sample passes every check (lock held); ``False``
+        (nothing done) otherwise."""
+        n, config, last = t.size, self.config, self._last_wrench_t
+        if n == 0 or wrenches.shape != (n, 6) or len(frames) != n:
+            return False
+        if not (np.isfinite(t).all() and np.all(np.diff(t) > 0)
+                and (last is None or t[0] > last) and np.isfinite(wrenches).all()):
+            return False
+        if config.wrench_limits is not None and np.any(np.abs(wrenches) >= config.wrench_limits):
+            return False
+        if config.check_wrench_frame and any(f is not None and f != self._expected_frame
+                                             for f in frames):
+            return False
+        self.received[WRENCH] += n
+        overflow = self._wrenches.extend(t=t, f=config.wrench_sign * wrenches)
+        if overflow:
+            self.dropped["overflow"] += overflow
+        self._last_wrench_t = float(t[-1])
+        self._wrench_clock.in_step()
+        return True
 
     def _validate_wrench(self, t: float, wrench: np.ndarray,
                          frame_id: str | None) -> tuple[float, np.ndarray]:

@@ -161,6 +161,14 @@ class Session(abc.ABC, Generic[E]):
             return self._dropped(rejected, "joint state")
         return None
 
+    def add_joint_states(self, t: np.ndarray, names: Sequence[str], q: np.ndarray,
+                         dq: np.ndarray | None = None, effort: np.ndarray | None = None
+                         ) -> list[Warning_]:
+        """Offer ``N`` joint states listing the same joints (see the estimator's
+        ``add_joint_states``): the warnings of those dropped."""
+        return [self._dropped(why, "joint state")
+                for why in self.estimator.add_joint_states(t, names, q, dq, effort)]
+
     def _dropped(self, rejected: SampleRejected, what: str) -> Warning_:
         total = self.estimator.dropped[rejected.reason]
         return rejected.reason, (f"dropped {what} ({rejected.reason}, {total} so far): "
@@ -366,6 +374,13 @@ class PayloadSession(Session[PayloadEstimator]):
         except SampleRejected as rejected:
             return self._dropped(rejected, "wrench")
         return None
+
+    def add_wrenches(self, t: np.ndarray, wrenches: np.ndarray,
+                     frame_ids: Sequence[str | None] | None = None) -> list[Warning_]:
+        """Offer ``N`` wrenches (see ``PayloadEstimator.add_wrenches``): the warnings of those
+        dropped."""
+        return [self._dropped(why, "wrench")
+                for why in self.estimator.add_wrenches(t, wrenches, frame_ids)]
 
     def _on_rows(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> None:
         """Test rows just added (under the estimator's lock) for a payload change."""

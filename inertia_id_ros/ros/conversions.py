@@ -29,6 +29,39 @@ def seconds_to_stamp(t: float) -> Time:
     return Time(sec=int(sec), nanosec=nanosec)
 
 
+def joint_state_groups(msgs: Sequence[JointState]) -> list[Sequence[JointState]]:
+    """Consecutive ``JointState`` messages that list the same joints with arrays of the same
+    lengths, in order."""
+    keys = [(tuple(m.name), len(m.position), len(m.velocity), len(m.effort)) for m in msgs]
+    starts = [i for i in range(len(msgs)) if i == 0 or keys[i] != keys[i - 1]]
+    return [msgs[a:b] for a, b in zip(starts, starts[1:] + [len(msgs)])]
+
+
+def joint_state_arrays(group: Sequence[JointState]) -> tuple[
+        np.ndarray, tuple[str, ...], np.ndarray, np.ndarray | None, np.ndarray | None] | None:
+    """A :func:`joint_state_groups` group as ``(t (N,) (s), names, q (N, m), dq (N, m) or None,
+    effort (N, m) or None)``; ``None`` when its arrays do not match its names (to be offered one
+    at a time, and rejected)."""
+    first = group[0]
+    names = tuple(first.name)
+    if any(n not in (0, len(names)) for n in (len(first.velocity), len(first.effort))) \
+            or len(first.position) != len(names):
+        return None
+    t = np.array([stamp_to_seconds(m.header.stamp) for m in group])
+    return (t, names, np.array([m.position for m in group]),
+            np.array([m.velocity for m in group]) if len(first.velocity) else None,
+            np.array([m.effort for m in group]) if len(first.effort) else None)
+
+
+def wrench_batch(msgs: Sequence[WrenchStamped]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``WrenchStamped`` messages as ``(t (N,) (s), wrenches (N, 6), frame_ids)``."""
+    t = np.array([stamp_to_seconds(m.header.stamp) for m in msgs])
+    wrenches = np.array([(m.wrench.force.x, m.wrench.force.y, m.wrench.force.z,
+                          m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z)
+                         for m in msgs]).reshape(-1, 6)
+    return t, wrenches, [m.header.frame_id for m in msgs]
+
+
 def wrench_to_array(wrench: Wrench) -> np.ndarray:
     """``geometry_msgs/Wrench`` -> ``[fx, fy, fz, tx, ty, tz]`` (6,)."""
     f, t = wrench.force, wrench.torque

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -42,8 +43,9 @@ from inertia_id_ros.msg import InertialParameters, InertialParametersArray, Payl
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.session import LinkSession, PayloadSession, Session, Update
 from inertia_id_ros.ros.conversions import (array_to_wrench, estimate_to_msg,
+                                            joint_state_arrays, joint_state_groups,
                                             link_estimate_to_msg, payload_theta_from_msg,
-                                            seconds_to_stamp, stamp_to_seconds, wrench_to_array)
+                                            seconds_to_stamp, stamp_to_seconds, wrench_batch)
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
 from inertia_id_ros.ros.markers import estimate_markers
 from inertia_id_ros.ros.parameters import (PARAMETERS, NodeSettings, build_session,
@@ -53,6 +55,13 @@ from inertia_id_ros.srv import Identify, Tare
 
 DEFAULT_TARE_SEC = 1.0
 """Seconds of wrenches ``~/tare`` averages when the request gives 0."""
+
+DRAIN_PERIOD_SEC = 0.05
+"""The worker hands the queued input messages to the session at least this often (s)."""
+
+INBOX_SEC = 2.0
+"""Each input queue holds up to this many seconds of messages at ``max_input_rate_hz`` (the
+oldest are dropped beyond, and counted)."""
 
 _ARRAY_TYPES = {"double_array": Parameter.Type.DOUBLE_ARRAY,
                 "string_array": Parameter.Type.STRING_ARRAY}
@@ -64,19 +73,75 @@ def _latched() -> QoSProfile:
                       reliability=ReliabilityPolicy.RELIABLE)
 
 
-class _PayloadIO:
+class _Inbox:
+    """The messages of one input: the subscription callback only queues them (cheap: the
+    callbacks keep up with the executor), the worker takes them in batches."""
+
+    def __init__(self, limit: int) -> None:
+        self._queue: deque = deque(maxlen=limit)
+        self.overflow = 0
+        """Messages dropped because the queue was full."""
+
+    def put(self, msg: Any) -> None:
+        if len(self._queue) == self._queue.maxlen:
+            self.overflow += 1
+        self._queue.append(msg)
+
+    def take(self) -> list:
+        """Every message queued so far, oldest first."""
+        return [self._queue.popleft() for _ in range(len(self._queue))]
+
+
+class _JointStateInput:
+    """``sensor_msgs/JointState`` into a session, in batches (both modes)."""
+
+    def __init__(self, node: InertiaIdNode, session: Session, settings: NodeSettings,
+                 sensor_qos: QoSProfile) -> None:
+        self._node, self._session = node, session
+        self._inbox_limit = max(int(INBOX_SEC * settings.max_input_rate_hz), settings.qos_depth)
+        self._joint_states = _Inbox(self._inbox_limit)
+        self._drain_lock = threading.Lock()
+        node.create_subscription(JointState, settings.joint_states_topic,
+                                 self._joint_states.put, sensor_qos)
+
+    def drain(self) -> None:
+        """Hand every queued message to the session (any thread; one drain at a time, so the
+        samples keep their order); warn about those it drops."""
+        with self._drain_lock:
+            session, warn = self._session, self._node.warn
+            for group in joint_state_groups(self._joint_states.take()):
+                arrays = joint_state_arrays(group)
+                if arrays is None:  # arrays that do not match the names: rejected one by one
+                    for m in group:
+                        warn(session.add_joint_state(stamp_to_seconds(m.header.stamp), m.name,
+                                                     m.position, m.velocity, m.effort))
+                else:
+                    for warning in session.add_joint_states(*arrays):
+                        warn(warning)
+            self._drain_more()
+
+    def _drain_more(self) -> None:
+        """The mode's other inputs (lock held)."""
+
+    @property
+    def queue_overflow(self) -> int:
+        """Messages dropped because an input queue was full."""
+        return self._joint_states.overflow
+
+
+class _PayloadIO(_JointStateInput):
     """The payload mode's topics and services around a :class:`PayloadSession`."""
 
     def __init__(self, node: InertiaIdNode, session: PayloadSession, settings: NodeSettings,
                  sensor_qos: QoSProfile) -> None:
-        self._node, self._session, self._settings = node, session, settings
+        super().__init__(node, session, settings, sensor_qos)
+        self._settings = settings
         self.hardware_id = settings.sensor_frame
         self._estimates = node.create_publisher(InertialParameters, "~/estimate", _latched())
         self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
         self._changes = node.create_publisher(PayloadChange, "~/payload_change", 10)
-        node.create_subscription(JointState, settings.joint_states_topic, self._on_joint_state,
-                                 sensor_qos)
-        node.create_subscription(WrenchStamped, settings.wrench_topic, self._on_wrench,
+        self._wrenches = _Inbox(self._inbox_limit)
+        node.create_subscription(WrenchStamped, settings.wrench_topic, self._wrenches.put,
                                  sensor_qos)
         node.create_service(Tare, "~/tare", self._on_tare)
         kinematics = session.estimator.kinematics
@@ -85,14 +150,15 @@ class _PayloadIO:
         self.description = (f"identifying the body beyond '{settings.sensor_frame}' from joints "
                             f"{list(kinematics.joint_names)}{limits}")
 
-    def _on_joint_state(self, msg: JointState) -> None:
-        self._node.warn(self._session.add_joint_state(stamp_to_seconds(msg.header.stamp),
-                                                      msg.name, msg.position, msg.velocity))
+    def _drain_more(self) -> None:
+        msgs = self._wrenches.take()
+        if msgs:
+            for warning in self._session.add_wrenches(*wrench_batch(msgs)):
+                self._node.warn(warning)
 
-    def _on_wrench(self, msg: WrenchStamped) -> None:
-        self._node.warn(self._session.add_wrench(stamp_to_seconds(msg.header.stamp),
-                                                 wrench_to_array(msg.wrench),
-                                                 msg.header.frame_id))
+    @property
+    def queue_overflow(self) -> int:
+        return self._joint_states.overflow + self._wrenches.overflow
 
     def to_msg(self, update: Update) -> InertialParameters:
         return estimate_to_msg(update.estimate, self._settings.sensor_frame,
@@ -137,6 +203,7 @@ class _PayloadIO:
             response.message = ("the known payload's theta is not physically consistent: "
                                 + "; ".join(check_consistency(theta_known).problems))
             return
+        self.drain()
         try:
             tare = self._session.tare(float(request.duration) or DEFAULT_TARE_SEC, theta_known)
         except (EstimateUnavailable, ValueError) as error:
@@ -154,26 +221,19 @@ class _PayloadIO:
                             + ("; the window restarted" if theta_known is None else ""))
 
 
-class _LinksIO:
+class _LinksIO(_JointStateInput):
     """The links mode's topics around a :class:`LinkSession`."""
 
     def __init__(self, node: InertiaIdNode, session: LinkSession, settings: NodeSettings,
                  sensor_qos: QoSProfile) -> None:
-        self._node, self._session = node, session
+        super().__init__(node, session, settings, sensor_qos)
         model = session.estimator.link_model
         self.hardware_id = ",".join(model.joint_names)
         self._links = node.create_publisher(InertialParametersArray, "~/links", _latched())
         self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
-        node.create_subscription(JointState, settings.joint_states_topic, self._on_joint_state,
-                                 sensor_qos)
         self.description = (f"identifying the links {list(model.link_names)} and the drives "
                             f"of joints {list(model.joint_names)} from joint torques, "
                             f"prior weight {settings.prior_weight:g}")
-
-    def _on_joint_state(self, msg: JointState) -> None:
-        self._node.warn(self._session.add_joint_state(stamp_to_seconds(msg.header.stamp),
-                                                      msg.name, msg.position, msg.velocity,
-                                                      msg.effort))
 
     def publish_change(self, update: Update) -> None:
         """No payload, no payload change in links mode."""
@@ -280,6 +340,7 @@ class InertiaIdNode(Node):
     def _update(self) -> None:
         """One periodic update: the session's, then publish what it gave; the last estimate
         stays published whatever fails."""
+        self._io.drain()
         update = self.session.update(self.get_clock().now().nanoseconds * 1e-9)
         for warning in update.warnings:
             self.warn(warning)
@@ -292,7 +353,8 @@ class InertiaIdNode(Node):
             self.warn(warning)
         self._diagnostics.publish(diagnostics_msg(
             diagnostics, self._io.hardware_id, self.get_clock().now().to_msg(),
-            {"update_rate_hz": f"{self.settings.update_rate_hz:g}"}))
+            {"update_rate_hz": f"{self.settings.update_rate_hz:g}",
+             "dropped.input_queue_full": str(self._io.queue_overflow)}))
 
     def _run_worker(self) -> None:
         next_time = time.monotonic()
@@ -313,7 +375,11 @@ class InertiaIdNode(Node):
                 remaining = next_time - time.monotonic()
                 if remaining <= 0.0:
                     break
-                self._wake.wait(remaining)
+                self._wake.wait(min(remaining, DRAIN_PERIOD_SEC))
+                try:
+                    self._io.drain()
+                except Exception as error:  # a bug must not stop the worker
+                    self.warn(("drain_error", f"could not take the inputs: {error!r}"))
             next_time = max(next_time, time.monotonic() - 1.0)
 
     def _on_identify(self, request: Identify.Request, response: Identify.Response):
@@ -321,6 +387,7 @@ class InertiaIdNode(Node):
             response.success = False
             response.message = f"unknown method {request.method!r}; choose one of {sorted(METHODS)}"
             return response
+        self._io.drain()  # what arrived before the call belongs to it (and to a reset)
         if request.reset:
             self.session.reset()
             response.success = False
