@@ -37,6 +37,10 @@ from inertia_id_ros.online.window import SampleBuffer
 from inertia_id_ros.solvers import Problem
 
 
+SPREAD_SAMPLES = 2000
+"""Samples (evenly spaced over the window) the orientation spread is computed from."""
+
+
 @dataclass
 class EstimatorConfig(OnlineEstimatorConfig):
     """Settings of :class:`PayloadEstimator` (SI units; times in s): the shared ones of
@@ -277,7 +281,8 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
         _, Y, _ = self.window.samples(duration, copy=False)
         if Y.shape[0] < 2:
             return np.zeros(3)
-        a_c = Y[:, :3, 0]  # m column: classical proper acceleration of the sensor origin
+        stride = max(1, Y.shape[0] // SPREAD_SAMPLES)  # a spread needs no more samples
+        a_c = Y[::stride, :3, 0]  # m column: classical proper acceleration of the sensor origin
         g = np.linalg.norm(self.kinematics.gravity) or 1.0
         variances = np.linalg.eigvalsh(np.cov(a_c.T) / g ** 2)[::-1]
         return np.rad2deg(np.sqrt(np.clip(variances, 0.0, None)))

@@ -20,7 +20,8 @@ One update, in order:
 3. **solve** on the whole window, warm-started; an estimate is always fully physically
    consistent (:func:`~inertia_id_ros.online.estimator.check_bodies`), or there is none;
 4. **reference**: the payload session re-arms the detector with the new estimate and the
-   residual scale of its window, when that window spans ``min_reference_sec``;
+   residual scale of its window, when that window spans ``min_reference_sec`` (renewed at most
+   every :data:`REFERENCE_PERIOD_SEC` of sample time);
 5. **classify**: ``ok``; waiting for data (``too_few_samples``, ``offset_not_identifiable``:
    diagnostics WARN); a failed solve (``solver_failed``, ``inconsistent``, ``exception``: counted
    in :attr:`Session.failed_solves`, diagnostics ERROR). The last estimate stays whatever fails.
@@ -60,6 +61,11 @@ OK, WARN, ERROR = 0, 1, 2
 RATE_INTERVAL_SEC = 5.0
 """Input rates (diagnostics, and the warning above ``max_input_rate_hz``) are averages over this
 (s): sustained rates, not bursts."""
+
+REFERENCE_PERIOD_SEC = 1.0
+"""The payload-change detector's reference (the estimate and its window's residual scale) is
+renewed at most this often (s of sample time): the payload does not change between solves, and
+the residual scale costs a pass over the window."""
 
 PROCESSING_DROPS = {
     "gap": "the joint states have a gap longer than max_joint_gap around these stamps",
@@ -364,6 +370,8 @@ class PayloadSession(Session[PayloadEstimator]):
         """Every payload change detected so far."""
         self._detector_lock = threading.Lock()
         self._change: ChangeEvent | None = None
+        self._reference_t = -np.inf
+        """Stamp of the newest sample of the current reference (s)."""
 
     def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None
                    ) -> Warning_ | None:
@@ -406,12 +414,15 @@ class PayloadSession(Session[PayloadEstimator]):
     def _solve(self, method: str | None, duration: float) -> Estimate:
         generation = self.estimator.generation
         estimate = self.estimator.solve(method=method, duration=duration)
-        if self.detector is not None and duration == 0.0:  # the reference: the whole window
+        if self.detector is not None and duration == 0.0 and (  # the reference: the whole window
+                not self.detector.armed
+                or estimate.t_last - self._reference_t >= REFERENCE_PERIOD_SEC):
             sigma = self.estimator.residual_sigma(estimate, generation)
             if sigma is not None:  # None: the samples were forgotten meanwhile (a restart)
                 with self._detector_lock:
-                    self.detector.set_reference(estimate.theta, estimate.sensor_offset, sigma,
-                                                span=estimate.t_last - estimate.t_first)
+                    if self.detector.set_reference(estimate.theta, estimate.sensor_offset, sigma,
+                                                   span=estimate.t_last - estimate.t_first):
+                        self._reference_t = estimate.t_last
         return estimate
 
     def _summary(self, estimate: Estimate) -> str:

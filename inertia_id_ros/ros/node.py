@@ -56,6 +56,10 @@ from inertia_id_ros.srv import Identify, Tare
 DEFAULT_TARE_SEC = 1.0
 """Seconds of wrenches ``~/tare`` averages when the request gives 0."""
 
+MARKERS_PERIOD_SEC = 1.0
+"""``~/markers`` are published at most this often (s; the estimate and ``/diagnostics`` at every
+update): rviz needs no more, and they cost more than the estimate."""
+
 DRAIN_PERIOD_SEC = 0.05
 """The worker hands the queued input messages to the session at least this often (s)."""
 
@@ -101,8 +105,8 @@ class _JointStateInput:
         self._inbox_limit = max(int(INBOX_SEC * settings.max_input_rate_hz), settings.qos_depth)
         self._joint_states = _Inbox(self._inbox_limit)
         self._drain_lock = threading.Lock()
-        node.create_subscription(JointState, settings.joint_states_topic,
-                                 self._joint_states.put, sensor_qos)
+        node.inputs.create_subscription(JointState, settings.joint_states_topic,
+                                        self._joint_states.put, sensor_qos)
 
     def drain(self) -> None:
         """Hand every queued message to the session (any thread; one drain at a time, so the
@@ -141,8 +145,8 @@ class _PayloadIO(_JointStateInput):
         self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
         self._changes = node.create_publisher(PayloadChange, "~/payload_change", 10)
         self._wrenches = _Inbox(self._inbox_limit)
-        node.create_subscription(WrenchStamped, settings.wrench_topic, self._wrenches.put,
-                                 sensor_qos)
+        node.inputs.create_subscription(WrenchStamped, settings.wrench_topic,
+                                        self._wrenches.put, sensor_qos)
         node.create_service(Tare, "~/tare", self._on_tare)
         kinematics = session.estimator.kinematics
         limits = ("" if settings.wrench_limits is None
@@ -174,12 +178,14 @@ class _PayloadIO(_JointStateInput):
             msg.header.frame_id = self._settings.sensor_frame
             self._changes.publish(msg)
 
-    def publish(self, update: Update) -> None:
+    def publish(self, update: Update, markers: bool = True) -> None:
+        """The update's payload change and estimate (and its markers, when ``markers``)."""
         self.publish_change(update)
         if update.ok:
             msg = self.to_msg(update)
             self._estimates.publish(msg)
-            self._markers.publish(estimate_markers(msg))
+            if markers:
+                self._markers.publish(estimate_markers(msg))
 
     def respond(self, response: Identify.Response, update: Update) -> None:
         response.estimate = self.to_msg(update)
@@ -238,15 +244,18 @@ class _LinksIO(_JointStateInput):
     def publish_change(self, update: Update) -> None:
         """No payload, no payload change in links mode."""
 
-    def publish(self, update: Update) -> None:
+    def publish(self, update: Update, markers: bool = True) -> None:
+        """The update's links and drives (and their markers, when ``markers``)."""
         if not update.ok:
             return
         msg = link_estimate_to_msg(update.estimate)
         self._links.publish(msg)
-        markers = MarkerArray()
+        if not markers:
+            return
+        array = MarkerArray()
         for body in msg.bodies:  # one namespace per link: marker ids restart in each
-            markers.markers += estimate_markers(body, ns=f"inertia_id/{body.body_name}").markers
-        self._markers.publish(markers)
+            array.markers += estimate_markers(body, ns=f"inertia_id/{body.body_name}").markers
+        self._markers.publish(array)
 
     def respond(self, response: Identify.Response, update: Update) -> None:
         response.links = link_estimate_to_msg(update.estimate)
@@ -264,7 +273,12 @@ class InertiaIdNode(Node):
         super().__init__("inertia_id", **kwargs)
         self.settings = settings_from_parameters(self._declare_parameters())
         self.session: Session = build_session(self.settings)
+        self.inputs = Node(f"{self.get_name()}_inputs", namespace=self.get_namespace(),
+                           context=self.context, start_parameter_services=False)
+        """The input subscriptions' own node: :func:`main` spins it on its own executor and
+        thread, so that input messages cost as little as rclpy allows."""
         self._last_warning: dict[str, float] = {}
+        self._last_markers = -np.inf
         sensor_qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
                                 durability=DurabilityPolicy.VOLATILE,
                                 history=HistoryPolicy.KEEP_LAST, depth=self.settings.qos_depth)
@@ -347,7 +361,11 @@ class InertiaIdNode(Node):
         if update.status == "too_few_samples":  # normal while the window fills
             self.get_logger().info(f"waiting for data: {update.message}",
                                    throttle_duration_sec=10.0)
-        self._io.publish(update)
+        now = time.monotonic()
+        markers = update.ok and now - self._last_markers >= MARKERS_PERIOD_SEC
+        if markers:
+            self._last_markers = now
+        self._io.publish(update, markers)
         diagnostics = self.session.diagnostics()
         for warning in diagnostics.warnings:
             self.warn(warning)
@@ -412,7 +430,20 @@ class InertiaIdNode(Node):
         self._wake.set()
         if self._worker is not None:
             self._worker.join(timeout=5.0)
+        if hasattr(self, "inputs"):
+            self.inputs.destroy_node()
         super().destroy_node()
+
+
+def _input_executor():
+    """rclpy's events executor (C++; Jazzy and later) for the input subscriptions: about half the
+    single-threaded executor's CPU per message. (It serves no services in this rclpy, so the
+    node's services stay on the single-threaded executor.)"""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:  # rclpy before Jazzy
+        return SingleThreadedExecutor()
+    return EventsExecutor()
 
 
 def main(args: list[str] | None = None) -> None:
@@ -427,8 +458,12 @@ def main(args: list[str] | None = None) -> None:
         print(f"inertia_id: {error}", file=sys.stderr)
         rclpy.try_shutdown()
         sys.exit(2)
-    # Callbacks only validate and buffer (the solver has its own worker thread), so one thread
-    # serves 2 x 1 kHz of input; the service's solve briefly delays them (deep queues absorb it).
+    # Three threads: the input callbacks only queue messages (their own node and executor), the
+    # worker takes them in batches and solves, this one serves the services and parameters.
+    inputs = _input_executor()
+    inputs.add_node(node.inputs)
+    threading.Thread(target=_spin_inputs, args=(inputs,), name="inertia_id_inputs",
+                     daemon=True).start()
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
@@ -436,8 +471,20 @@ def main(args: list[str] | None = None) -> None:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        inputs.shutdown(timeout_sec=1.0)
+        executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+def _spin_inputs(executor) -> None:
+    """Spin the input node until shutdown (``spin_once`` with a timeout: this rclpy's events
+    executor busy-waits in ``spin()``)."""
+    try:
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
 
 
 if __name__ == "__main__":
