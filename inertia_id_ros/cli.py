@@ -86,6 +86,7 @@ from inertia_id_ros.io.export import (
     gravity_compensation_yaml,
     read_body,
     root_link,
+    write_payload_formats,
 )
 from inertia_id_ros.errors import ExportError
 from inertia_id_ros.chain.friction import JointDrive
@@ -464,8 +465,8 @@ def _record_sim(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    if not args.urdf_out and not args.gravity_yaml:
-        raise InputError("nothing to write: give --urdf-out and/or --gravity-yaml")
+    if not (args.urdf_out or args.gravity_yaml or args.payload_formats):
+        raise InputError("nothing to write: give --urdf-out, --gravity-yaml or --payload-formats")
     if args.urdf_out and not (args.urdf and args.link):
         raise InputError("--urdf-out needs --urdf (the robot) and --link (the link to write)")
     if not args.urdf_out and (args.link or args.mode != "replace"):
@@ -499,6 +500,10 @@ def _export(args: argparse.Namespace) -> int:
                 raise InputError(f"cannot write {args.gravity_yaml}: {e.strerror or e}") from None
             lines.append(f"wrote {args.gravity_yaml}: gravity compensation of {body.name!r} in "
                          f"{body.frame!r}, world frame {world!r}")
+        if args.payload_formats:
+            write_payload_formats(args.payload_formats, body, args.flange_frame, urdf_xml)
+            lines.append(f"wrote {args.payload_formats}: UR SetPayload, franka SetLoad, KUKA load "
+                         f"data of {body.name!r} in {args.flange_frame or body.frame!r}")
     except ExportError as e:
         raise InputError(str(e)) from None
     print("\n".join(lines))
@@ -641,6 +646,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="node name the parameters are for (/**: any)")
     export.add_argument("--chain", default=DEFAULT_FILTER_CHAIN,
                         help=f"filter chain parameter name ({DEFAULT_FILTER_CHAIN})")
+    export.add_argument("--payload-formats", metavar="OUT",
+                        help="write UR SetPayload, franka SetLoad and KUKA load data (YAML, with "
+                             "the ros2 service call lines) to OUT")
+    export.add_argument("--flange-frame", help="flange frame of --payload-formats (default: the "
+                                               "body's frame; another needs --urdf)")
     export.set_defaults(run=_export)
     return parser
 
