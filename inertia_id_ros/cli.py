@@ -89,6 +89,7 @@ from inertia_id_ros.io.export import (
     write_payload_formats,
 )
 from inertia_id_ros.errors import ExportError
+from inertia_id_ros.io.validate import add_validate_parser, validate_after_fit
 from inertia_id_ros.chain.friction import JointDrive
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.kinematics import SensorKinematics
@@ -245,6 +246,7 @@ def _fit_payload(args: argparse.Namespace) -> int:
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
+    validate_after_fit(args, result)
     return 0
 
 
@@ -328,6 +330,7 @@ def _fit_links(args: argparse.Namespace) -> int:
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
+    validate_after_fit(args, result)
     return 0
 
 
@@ -538,6 +541,8 @@ def _add_data_options(parser: argparse.ArgumentParser, wrenches: bool) -> None:
     parser.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
                         help="half-width of the local polynomial fit that differentiates joint "
                              "states (s; 0.05)")
+    parser.add_argument("--validate", metavar="DATA", help="held-out data (file or bag): print "
+                                                           "the result's errors on them")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -652,6 +657,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--flange-frame", help="flange frame of --payload-formats (default: the "
                                                "body's frame; another needs --urdf)")
     export.set_defaults(run=_export)
+
+    add_validate_parser(sub)
     return parser
 
 
