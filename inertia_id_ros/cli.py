@@ -14,7 +14,9 @@ Subcommands:
 - ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
   directly (no DDS);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
-  filter parameter file (:mod:`inertia_id_ros.io.export`).
+  filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
+- ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
+  (:mod:`inertia_id_ros.io.validate`).
 
 Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
 :mod:`inertia_id_ros.io.data`.

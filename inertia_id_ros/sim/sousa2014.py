@@ -224,7 +224,7 @@ def run(seed: int = 0, torque_noise_std: float | tuple[float, ...] = DEFAULT_TOR
 def format_table(result: SousaResult) -> str:
     """Table 8 of the paper's form: relative error (%) per joint of each method on the
     identification and validation trajectories, and whether each estimate is feasible."""
-    names = {"ols": "OLS", "closest": "closest feas.", "constrained": "feas.-constr. OLS"}
+    names = {"ols": "OLS", "closest": "closest", "constrained": "constr. OLS"}
     methods = list(result.estimates)
     lines = [f"WAM (Sousa & Cortesão 2014), simulated: {result.n_standard} standard parameters "
              f"(7 links x 10 + 7 joints x viscous, Coulomb, offset, drive inertia), "
@@ -232,7 +232,7 @@ def format_table(result: SousaResult) -> str:
              "relative error 100·‖τ_j − τ̂_j‖/‖τ_j‖ (%) per joint",
              f"{'':8}" + "".join(f"{'identification':^{12 * len(methods)}}")
              + "".join(f"{'validation':^{12 * len(methods)}}"),
-             f"{'joint':<8}" + "".join(f"{names[m][:11]:>12}" for m in methods) * 2]
+             f"{'joint':<8}" + "".join(f"{names[m]:>12}" for m in methods) * 2]
     for j in range(len(result.joint_names)):
         lines.append(f"{j + 1:<8}"
                      + "".join(f"{result.estimates[m].identification_error[j]:12.2f}"
@@ -241,5 +241,6 @@ def format_table(result: SousaResult) -> str:
                                for m in methods))
     lines.append("feasible" + "".join(
         f"{'yes' if result.estimates[m].feasible else 'NO':>12}" for m in methods) * 2)
-    lines.append("methods: " + "; ".join(f"{names[m][:11]} = {names[m]}" for m in methods))
+    lines.append("OLS: least-squares base estimate (feasibility test); closest: its closest "
+                 "feasible correction; constr. OLS: feasibility-constrained OLS")
     return "\n".join(lines)
