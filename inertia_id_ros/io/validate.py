@@ -327,8 +327,8 @@ def format_errors(errors: dict[str, ModelError], source: str) -> str:
     lines = [f"validation on {source}: RMS error and 100·‖τ − τ̂‖/‖τ‖ per channel", header]
     for k, channel in enumerate(channels):
         lines.append(f"{channel:<16}" + "".join(
-            f"{errors[n].rms_per_channel[k]:12.4g}{errors[n].relative_error_percent_per_channel[k]:9.2f}"
-            for n in names))
+            f"{errors[n].rms_per_channel[k]:12.4g}"
+            f"{errors[n].relative_error_percent_per_channel[k]:9.2f}" for n in names))
     lines.append(f"{'overall':<16}" + "".join(
         f"{errors[n].rms:12.4g}{errors[n].relative_error_percent:9.2f}" for n in names))
     return "\n".join(lines)

@@ -148,7 +148,8 @@ def dh_urdf(dh: Sequence[tuple[float, float, float]], links: Sequence[LinkInerti
 
 
 WAM_URDF = Path(__file__).resolve().parents[2] / "config" / "wam7_dh.urdf"
-"""The committed URDF of the WAM (``dh_urdf(WAM_DH, WAM_LINKS, WAM_LIMITS)``; a test keeps it so)."""
+"""The committed URDF of the WAM, ``dh_urdf(WAM_DH, WAM_LINKS, WAM_LIMITS)`` (a test keeps it
+so)."""
 
 
 def wam_urdf() -> str:

@@ -10,10 +10,11 @@ import pytest
 import yaml
 
 from inertia_id_ros.chain.friction import JointDrive
-from inertia_id_ros.chain.links import base_parameters
+from inertia_id_ros.chain.links import base_parameters, regression_system
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.sim import sousa2014
+from inertia_id_ros.solvers import feasibility
 from inertia_id_ros.sim.wam import (WAM_DH, WAM_FLANGE, WAM_JOINTS, WAM_LINKS, WAM_URDF,
                                     dh_forward_kinematics, dh_transform, wam_link_model,
                                     wam_model, wam_simulator, wam_urdf)
@@ -88,7 +89,7 @@ def test_feasibility_constrained_and_closest_estimates_are_feasible(experiment):
         assert estimate.feasible, method
         thetas = model.link_parameters(estimate.x)
         assert all(report.min_pseudo_inertia_eig > -1e-7
-                   for report in sousa2014.feasibility.check(estimate.x, 7))
+                   for report in feasibility.check(estimate.x, 7))
         assert all(estimate.x[i] >= -1e-7 for i in model.nonnegative)
         assert all(check_consistency(theta, tol=1e-7).fully_consistent for theta in thetas)
         assert bounds.hold(estimate.x, 7) and thetas[:, 0].sum() <= bounds.max_total_mass + 1e-7
@@ -98,6 +99,26 @@ def test_feasibility_constrained_and_closest_estimates_are_feasible(experiment):
     # finding); the closest feasible correction ignores the data and may predict worse
     constrained = experiment.estimates["constrained"].validation_error
     assert np.all(constrained < experiment.estimates["ols"].validation_error * 1.2 + 0.5)
+
+
+def test_closest_base_is_the_packages_closest_feasible_without_bounds():
+    """With bounds that never bind, the closest feasible base parameters are those of
+    solvers.feasibility.closest_feasible in the metric K^T K (||K (x' - x)||^2)."""
+    model = wam_link_model()
+    data = wam_simulator(0, sousa2014.DEFAULT_TORQUE_NOISE_STD, model).measure(
+        np.arange(600) / 50.0, np.random.default_rng(0))
+    base = base_parameters(model, data)
+    K = sousa2014.base_matrix(base)
+    assert np.allclose(K @ np.arange(98.0), base.from_standard(np.arange(98.0)))
+    Y, y = regression_system(model, data)
+    beta = np.linalg.lstsq(Y[:, base.independent], y, rcond=None)[0]
+    x_ols = np.zeros(98)
+    x_ols[base.independent] = beta
+    loose = sousa2014.PhysicalBounds(np.full((7, 3), -10.0), np.full((7, 3), 10.0), 1e6)
+    ours = sousa2014.FeasibleSet(model, loose).closest_base(K, beta)
+    reference = feasibility.closest_feasible(x_ols, 7, K.T @ K, nonnegative=model.nonnegative)
+    assert np.linalg.norm(K @ ours - beta) > 1e-3  # OLS is infeasible: the correction moves it
+    assert np.allclose(K @ ours, K @ reference, atol=1e-4 * np.abs(beta).max())
 
 
 def test_table_has_every_joint_and_method(experiment):
