@@ -14,7 +14,9 @@ Subcommands:
 - ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
   directly (no DDS);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
-  filter parameter file (:mod:`inertia_id_ros.io.export`).
+  filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
+- ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
+  (:mod:`inertia_id_ros.io.validate`).
 
 Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
 :mod:`inertia_id_ros.io.data`.
@@ -86,8 +88,10 @@ from inertia_id_ros.io.export import (
     gravity_compensation_yaml,
     read_body,
     root_link,
+    write_payload_formats,
 )
 from inertia_id_ros.errors import ExportError
+from inertia_id_ros.io.validate import add_validate_parser, validate_after_fit
 from inertia_id_ros.chain.friction import JointDrive
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.kinematics import SensorKinematics
@@ -244,6 +248,7 @@ def _fit_payload(args: argparse.Namespace) -> int:
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
+    validate_after_fit(args, result)
     return 0
 
 
@@ -327,6 +332,7 @@ def _fit_links(args: argparse.Namespace) -> int:
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
+    validate_after_fit(args, result)
     return 0
 
 
@@ -480,8 +486,8 @@ def _record_sim(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    if not args.urdf_out and not args.gravity_yaml:
-        raise InputError("nothing to write: give --urdf-out and/or --gravity-yaml")
+    if not (args.urdf_out or args.gravity_yaml or args.payload_formats):
+        raise InputError("nothing to write: give --urdf-out, --gravity-yaml or --payload-formats")
     if args.urdf_out and not (args.urdf and args.link):
         raise InputError("--urdf-out needs --urdf (the robot) and --link (the link to write)")
     if not args.urdf_out and (args.link or args.mode != "replace"):
@@ -515,6 +521,10 @@ def _export(args: argparse.Namespace) -> int:
                 raise InputError(f"cannot write {args.gravity_yaml}: {e.strerror or e}") from None
             lines.append(f"wrote {args.gravity_yaml}: gravity compensation of {body.name!r} in "
                          f"{body.frame!r}, world frame {world!r}")
+        if args.payload_formats:
+            write_payload_formats(args.payload_formats, body, args.flange_frame, urdf_xml)
+            lines.append(f"wrote {args.payload_formats}: UR SetPayload, franka SetLoad, KUKA load "
+                         f"data of {body.name!r} in {args.flange_frame or body.frame!r}")
     except ExportError as e:
         raise InputError(str(e)) from None
     print("\n".join(lines))
@@ -549,6 +559,8 @@ def _add_data_options(parser: argparse.ArgumentParser, wrenches: bool) -> None:
     parser.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
                         help="half-width of the local polynomial fit that differentiates joint "
                              "states (s; 0.05)")
+    parser.add_argument("--validate", metavar="DATA", help="held-out data (file or bag): print "
+                                                           "the result's errors on them")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -664,7 +676,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="node name the parameters are for (/**: any)")
     export.add_argument("--chain", default=DEFAULT_FILTER_CHAIN,
                         help=f"filter chain parameter name ({DEFAULT_FILTER_CHAIN})")
+    export.add_argument("--payload-formats", metavar="OUT",
+                        help="write UR SetPayload, franka SetLoad and KUKA load data (YAML, with "
+                             "the ros2 service call lines) to OUT")
+    export.add_argument("--flange-frame", help="flange frame of --payload-formats (default: the "
+                                               "body's frame; another needs --urdf)")
     export.set_defaults(run=_export)
+
+    add_validate_parser(sub)
     return parser
 
 
