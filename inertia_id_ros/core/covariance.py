@@ -43,14 +43,13 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from inertia_id_ros.core.inertia import PSEUDO_INERTIA_BASIS, pseudo_inertia
+from inertia_id_ros.core.inertia import N_BODY_PARAMS, PSEUDO_INERTIA_BASIS, pseudo_inertia
 
 IDENTIFIABLE_RCOND = 1e-10
 """Eigenvalues of the Jacobi-scaled gram below this fraction of the largest span the
 unidentifiable subspace (no variance is reported along it)."""
 ACTIVE_EIG_REL_TOL = 1e-6
 """Eigenvalues of ``J(theta)`` at most this fraction of its largest are active constraints."""
-BODY_PARAMS = 10
 _INERTIA_INDEX = {(0, 0): 4, (0, 1): 5, (1, 1): 6, (0, 2): 7, (1, 2): 8, (2, 2): 9}
 """``theta`` index of the entry ``(i, j)`` (``i <= j``) of the inertia about the origin."""
 _MSG_ORDER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
@@ -125,7 +124,7 @@ class ParameterCovariance:
 
     def theta(self, body: int = 0) -> np.ndarray:
         """(10, 10) covariance of body ``body``'s ``theta``."""
-        s = slice(BODY_PARAMS * body, BODY_PARAMS * (body + 1))
+        s = slice(N_BODY_PARAMS * body, N_BODY_PARAMS * (body + 1))
         return self.matrix[s, s].copy()
 
 
@@ -139,7 +138,7 @@ def active_constraint_rows(theta: np.ndarray,
     active = vectors[:, eigenvalues <= rel_tol * max(eigenvalues[-1], 0.0)]
     rows = [np.einsum("i,kij,j->k", active[:, a], PSEUDO_INERTIA_BASIS, active[:, b])
             for a in range(active.shape[1]) for b in range(a, active.shape[1])]
-    return np.array(rows).reshape(-1, BODY_PARAMS)
+    return np.array(rows).reshape(-1, N_BODY_PARAMS)
 
 
 def _pinv_psd(matrix: np.ndarray, rcond: float) -> tuple[np.ndarray, int, np.ndarray]:
@@ -177,11 +176,11 @@ def parameter_covariance(channels: ChannelNormalEquations, x: np.ndarray, n_bodi
     if constrained:
         blocks = []
         for k in range(n_bodies):
-            theta = x[BODY_PARAMS * k:BODY_PARAMS * (k + 1)]
+            theta = x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)]
             rows = active_constraint_rows(theta, active_tol)
             if rows.size:
                 padded = np.zeros((rows.shape[0], p))
-                padded[:, BODY_PARAMS * k:BODY_PARAMS * (k + 1)] = rows
+                padded[:, N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)] = rows
                 blocks.append(padded)
         if blocks:
             a = np.vstack(blocks) * scale  # constraint rows in scaled coordinates
@@ -204,7 +203,7 @@ def com_jacobian(theta: np.ndarray) -> np.ndarray:
     m = t[0]
     if not m > 0:
         raise ValueError(f"mass must be positive to define a centre of mass, got {m!r}")
-    jacobian = np.zeros((3, BODY_PARAMS))
+    jacobian = np.zeros((3, N_BODY_PARAMS))
     jacobian[:, 0] = -t[1:4] / m ** 2
     jacobian[:, 1:4] = np.eye(3) / m
     return jacobian
@@ -225,7 +224,7 @@ def inertia_com_jacobian(theta: np.ndarray) -> np.ndarray:
     if not m > 0:
         raise ValueError(f"mass must be positive to define a centre of mass, got {m!r}")
     eye = np.eye(3)
-    jacobian = np.zeros((6, BODY_PARAMS))
+    jacobian = np.zeros((6, N_BODY_PARAMS))
     for row, (i, j) in enumerate(_MSG_ORDER):
         jacobian[row, 0] = (h @ h * eye[i, j] - h[i] * h[j]) / m ** 2
         jacobian[row, 1:4] = -(2.0 * h * eye[i, j] - eye[i] * h[j] - h[i] * eye[j]) / m

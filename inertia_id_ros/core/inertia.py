@@ -26,6 +26,8 @@ import numpy as np
 
 THETA_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 """Names of the 10 entries of ``theta``, in order."""
+N_BODY_PARAMS = len(THETA_NAMES)
+"""Parameters of one rigid body (10)."""
 
 CONSISTENCY_TOLERANCE = 1e-10
 """Default absolute tolerance (SI: kg*m^2 for J's eigenvalues) of :func:`check_consistency`."""

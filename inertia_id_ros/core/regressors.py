@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-N_BODY_PARAMS = 10
-N_OFFSET_PARAMS = 6
+from inertia_id_ros.core.inertia import N_BODY_PARAMS
+
 WRENCH_CHANNEL_NAMES = ("fx", "fy", "fz", "tx", "ty", "tz")
-"""Names of a wrench's channels, in the order of its 6-vector (N, N m)."""
+"""Names of a wrench's channels, in the order of its 6-vector (N, N m); an F/T offset has one
+parameter per channel."""
+N_WRENCH_CHANNELS = len(WRENCH_CHANNEL_NAMES)
+"""Channels of a wrench (6)."""
 
 
 def _cross_matrices(x: np.ndarray) -> np.ndarray:
@@ -79,9 +82,9 @@ def payload_regressor_batch(v: np.ndarray, a_g: np.ndarray,
     body = body_regressor_batch(v, a_g)
     if not estimate_offset:
         return body
-    out = np.zeros((body.shape[0], 6, N_BODY_PARAMS + N_OFFSET_PARAMS))
+    out = np.zeros((body.shape[0], 6, N_BODY_PARAMS + N_WRENCH_CHANNELS))
     out[:, :, :N_BODY_PARAMS] = body
-    out[:, :, N_BODY_PARAMS:] = np.eye(N_OFFSET_PARAMS)
+    out[:, :, N_BODY_PARAMS:] = np.eye(N_WRENCH_CHANNELS)
     return out
 
 

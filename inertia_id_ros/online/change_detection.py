@@ -56,10 +56,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from inertia_id_ros.core.regressors import N_BODY_PARAMS, N_OFFSET_PARAMS
+from inertia_id_ros.core.inertia import N_BODY_PARAMS
+from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS
 
-WRENCH_CHANNELS = 6
-"""Channels of a wrench ``[fx, fy, fz, tx, ty, tz]``."""
 
 
 @dataclass
@@ -94,7 +93,7 @@ class ChangeDetectorConfig:
             raise ValueError(f"ChangeDetectorConfig.min_reference_sec must be >= 0 (s), got "
                              f"{self.min_reference_sec!r}")
         self.sigma_floor = np.broadcast_to(np.asarray(self.sigma_floor, dtype=float),
-                                           (WRENCH_CHANNELS,)).copy()
+                                           (N_WRENCH_CHANNELS,)).copy()
         if not np.all(self.sigma_floor > 0):
             raise ValueError(f"ChangeDetectorConfig.sigma_floor must be > 0 per channel, got "
                              f"{self.sigma_floor}")
@@ -142,8 +141,8 @@ def _check_rows(t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> tuple[np.ndarray
     Y = np.asarray(Y, dtype=float)
     f = np.asarray(f, dtype=float)
     n = t.size
-    if (Y.ndim != 3 or Y.shape[:2] != (n, WRENCH_CHANNELS) or Y.shape[2] < N_BODY_PARAMS
-            or f.shape != (n, WRENCH_CHANNELS)):
+    if (Y.ndim != 3 or Y.shape[:2] != (n, N_WRENCH_CHANNELS) or Y.shape[2] < N_BODY_PARAMS
+            or f.shape != (n, N_WRENCH_CHANNELS)):
         raise ValueError(f"need Y (N, 6, p >= 10) and f (N, 6) for N={n} stamps, got "
                          f"{Y.shape} and {f.shape}")
     return t, Y, f
@@ -152,7 +151,7 @@ def _check_rows(t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> tuple[np.ndarray
 def _check_reference(theta: np.ndarray, offset: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     theta = np.asarray(theta, dtype=float).reshape(-1)
     offset = np.asarray(offset, dtype=float).reshape(-1)
-    if theta.shape != (N_BODY_PARAMS,) or offset.shape != (N_OFFSET_PARAMS,):
+    if theta.shape != (N_BODY_PARAMS,) or offset.shape != (N_WRENCH_CHANNELS,):
         raise ValueError(f"need theta (10,) and offset (6,), got {theta.shape} and "
                          f"{offset.shape}")
     if not (np.isfinite(theta).all() and np.isfinite(offset).all()):
@@ -189,8 +188,8 @@ class PayloadChangeDetector:
     def __init__(self, config: ChangeDetectorConfig | None = None) -> None:
         self.config = config or ChangeDetectorConfig()
         self._theta: np.ndarray | None = None
-        self._offset = np.zeros(N_OFFSET_PARAMS)
-        self._sigma = np.ones(WRENCH_CHANNELS)
+        self._offset = np.zeros(N_WRENCH_CHANNELS)
+        self._sigma = np.ones(N_WRENCH_CHANNELS)
         self._clear_statistic()
 
     def _clear_statistic(self) -> None:
@@ -199,7 +198,7 @@ class PayloadChangeDetector:
         self._run_n = 0
         self._run_t0 = np.nan
         self._run_score = 0.0
-        self._run_residual = np.zeros(WRENCH_CHANNELS)
+        self._run_residual = np.zeros(N_WRENCH_CHANNELS)
 
     @property
     def armed(self) -> bool:
@@ -220,7 +219,7 @@ class PayloadChangeDetector:
         otherwise arms a disarmed detector, and an armed one keeps its statistic."""
         theta, offset = _check_reference(theta, offset)
         sigma = np.asarray(sigma, dtype=float).reshape(-1)
-        if sigma.shape != (WRENCH_CHANNELS,) or not np.all(np.isfinite(sigma) & (sigma >= 0)):
+        if sigma.shape != (N_WRENCH_CHANNELS,) or not np.all(np.isfinite(sigma) & (sigma >= 0)):
             raise ValueError(f"sigma must be 6 finite values >= 0 (N, N m), got {sigma}")
         if not span >= self.config.min_reference_sec:
             return False

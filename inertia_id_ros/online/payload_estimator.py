@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.core.covariance import ChannelNormalEquations, parameter_covariance
-from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
+from inertia_id_ros.core.inertia import N_BODY_PARAMS, check_consistency, inertia_from_theta
 from inertia_id_ros.core.kinematics import SensorKinematics
-from inertia_id_ros.core.regressors import (N_BODY_PARAMS, N_OFFSET_PARAMS, WRENCH_CHANNEL_NAMES,
+from inertia_id_ros.core.regressors import (N_WRENCH_CHANNELS, WRENCH_CHANNEL_NAMES,
                                             payload_regressor_batch)
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.change_detection import residual_sigma
@@ -148,7 +148,7 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
     def __init__(self, kinematics: SensorKinematics,
                  config: EstimatorConfig | None = None) -> None:
         config = config or EstimatorConfig()
-        n_params = N_BODY_PARAMS + (N_OFFSET_PARAMS if config.estimate_offset else 0)
+        n_params = N_BODY_PARAMS + (N_WRENCH_CHANNELS if config.estimate_offset else 0)
         super().__init__(config, JointStateValidator(kinematics.joint_names,
                                                      kinematics.model.names[1:],
                                                      config.ignore_unknown_joints,
@@ -328,8 +328,8 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
             report = check_consistency(theta)
         self._keep_solution(solution, generation)
         message = "" if solution.found else f"solver stopped early ({solution.status})"
-        offset = (np.array(solution.extras[:N_OFFSET_PARAMS]) if config.estimate_offset
-                  else np.zeros(N_OFFSET_PARAMS) if tare is None else tare.offset.copy())
+        offset = (np.array(solution.extras[:N_WRENCH_CHANNELS]) if config.estimate_offset
+                  else np.zeros(N_WRENCH_CHANNELS) if tare is None else tare.offset.copy())
         covariance = parameter_covariance(channels, np.asarray(solution.x),
                                           constrained=method != "ols")
         return Estimate(theta=theta, sensor_offset=offset, covariance=covariance.theta(),

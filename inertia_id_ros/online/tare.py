@@ -56,7 +56,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inertia_id_ros.core.regressors import N_BODY_PARAMS, N_OFFSET_PARAMS
+from inertia_id_ros.core.inertia import N_BODY_PARAMS
+from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS
 from inertia_id_ros.solvers import Problem
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.online.window import SlidingWindow
@@ -69,7 +70,7 @@ NOISE_STD_FLOOR = np.array([0.01, 0.01, 0.01, 5e-4, 5e-4, 5e-4])
 a channel that reads constant (a noise-free simulated sensor, a 3-axis load cell's torques)
 must not make the tare infinitely certain."""
 
-OFFSET_SLICE = slice(N_BODY_PARAMS, N_BODY_PARAMS + N_OFFSET_PARAMS)
+OFFSET_SLICE = slice(N_BODY_PARAMS, N_BODY_PARAMS + N_WRENCH_CHANNELS)
 """Entries of the F/T offset in the joint parameter vector ``x = [theta, offset]``."""
 
 
@@ -106,7 +107,7 @@ def tare_offset(t: np.ndarray, f: np.ndarray, Y: np.ndarray | None = None,
     its regressor rows ``Y`` (N, 6, p >= 10). ``theta_known=None``: the payload is removed."""
     t = np.asarray(t, dtype=float).reshape(-1)
     f = np.asarray(f, dtype=float)
-    if f.shape != (t.size, N_OFFSET_PARAMS):
+    if f.shape != (t.size, N_WRENCH_CHANNELS):
         raise ValueError(f"need wrenches f (N, 6) for N={t.size} stamps, got {f.shape}")
     if t.size < 2:
         raise ValueError(f"a tare needs at least 2 samples, got {t.size}")
@@ -146,12 +147,12 @@ def with_tare(problem: Problem, tare: Tare, t: float, sigma: np.ndarray | None =
     offset at time ``t`` (s): weights ``W_c = sigma_c^2 / v_c`` (see the module docstring);
     ``sigma`` (6,) the window's per-channel residual standard deviation (N, N m; default the
     tare's ``noise_std``). A prior the problem already has on ``theta`` is kept."""
-    if problem.n_bodies != 1 or problem.n_params != N_BODY_PARAMS + N_OFFSET_PARAMS:
+    if problem.n_bodies != 1 or problem.n_params != N_BODY_PARAMS + N_WRENCH_CHANNELS:
         raise ProblemError(f"a tare applies to the payload problem with the F/T offset (one body, "
                            f"16 parameters: estimate_offset=True), got {problem.n_bodies} "
                            f"bodies and {problem.n_params} parameters")
     sigma = tare.noise_std if sigma is None else np.asarray(sigma, dtype=float).reshape(-1)
-    if sigma.shape != (N_OFFSET_PARAMS,) or not np.all(np.isfinite(sigma) & (sigma > 0)):
+    if sigma.shape != (N_WRENCH_CHANNELS,) or not np.all(np.isfinite(sigma) & (sigma > 0)):
         raise ValueError(f"sigma must be 6 finite values > 0 (N, N m), got {sigma}")
     offset_weight = (sigma / np.maximum(tare.offset_std_at(t, drift_rate), 1e-12)) ** 2
     prior = np.zeros(problem.n_params) if problem.prior is None else problem.prior.copy()
