@@ -7,7 +7,9 @@ Runs ``inertia-id-sim`` and ``inertia-id-node`` as separate processes for ``--du
   buffers are warm (``--warm`` s into the motion: the window's double buffer has been written
   through) and at the end; growth from warm to end (target < 5 MB) and its trend;
 * the node's CPU share of one core (``/proc/<pid>/stat`` utime + stime over wall time, warm to
-  end);
+  end), beside that of a bare rclpy subscriber to the same two topics (``bare_subscriber.py``,
+  same QoS, default executor, count-only callbacks) measured over the same interval, and their
+  ratio (target <= 1.3: the floor is rclpy's own per-message cost);
 * missed updates: ``update_rate`` x the time from the first to the last estimate received, plus
   one, vs. the estimates received (target 0; the node catches up on late updates);
 * the estimate's error vs. the simulator's ground truth over time (mass, COM, inertia about the
@@ -112,6 +114,9 @@ def main() -> int:
                              "-p", f"update_rate_hz:={args.update_rate}",
                              "-p", f"method:={args.method}"],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
+    bare_log = tempfile.NamedTemporaryFile("w+", prefix="soak_bare_", suffix=".log", delete=False)
+    bare = subprocess.Popen([sys.executable, str(Path(__file__).with_name("bare_subscriber.py"))],
+                            env=env, stdout=bare_log, stderr=subprocess.STDOUT)
     rclpy.init()
     peer = rclpy.create_node("inertia_id_soak")
     monitor = Monitor(peer)
@@ -121,7 +126,7 @@ def main() -> int:
                             "-p", f"duration_sec:={args.duration}", "-p", f"rate_hz:={RATE_HZ}",
                             "--log-level", "error"], env=env)
     rss: list[tuple[float, float]] = []  # (wall s since the first estimate, MB)
-    cpu_warm = wall_warm = None
+    cpu_warm = wall_warm = bare_warm = None
     next_sample = time.monotonic()
     try:
         while sim.poll() is None:
@@ -132,16 +137,18 @@ def main() -> int:
                 since_first = now - monitor.estimates[0][0]
                 rss.append((since_first, rss_mb(node.pid)))
                 if cpu_warm is None and since_first >= args.warm:
-                    cpu_warm, wall_warm = cpu_seconds(node.pid), now
+                    cpu_warm, bare_warm = cpu_seconds(node.pid), cpu_seconds(bare.pid)
+                    wall_warm = now
             if node.poll() is not None:
                 raise RuntimeError(f"the node exited with {node.returncode}; log: {log.name}")
-        cpu_end, wall_end = cpu_seconds(node.pid), time.monotonic()
+        cpu_end, bare_end = cpu_seconds(node.pid), cpu_seconds(bare.pid)
+        wall_end = time.monotonic()
         rss_end = rss_mb(node.pid)
         end = time.monotonic() + 3.0
         while time.monotonic() < end:
             rclpy.spin_once(peer, timeout_sec=0.05)
     finally:
-        shut_down((sim, node), peer)
+        shut_down((sim, node, bare), peer)
 
     if not monitor.estimates or monitor.truth is None or cpu_warm is None:
         print(f"no estimates or no ground truth received; node log: {log.name}")
@@ -156,6 +163,10 @@ def main() -> int:
     diagnostics = monitor.diagnostics
     dropped = {k[len("dropped."):]: int(v) for k, v in diagnostics.items()
                if k.startswith("dropped.")}
+    bare_counts = re.findall(r"received (\d+) (\d+)", Path(bare_log.name).read_text())
+    bare_received = sum(map(int, bare_counts[-1])) if bare_counts else 0
+    node_cpu = 100 * (cpu_end - cpu_warm) / (wall_end - wall_warm)
+    bare_cpu = 100 * (bare_end - bare_warm) / (wall_end - wall_warm)
     warnings = sum("WARN" in line for line in Path(log.name).read_text().splitlines())
 
     def row(quantity: str, value: str, target: str = "") -> None:
@@ -168,13 +179,15 @@ def main() -> int:
     row(f"node RSS at {args.warm:.0f} s / end (MB)", f"{mb[warm][0]:.1f} / {rss_end:.1f}")
     row(f"RSS growth {args.warm:.0f} s -> end (MB)", f"{rss_end - mb[warm][0]:.2f}", "< 5")
     row("RSS trend over the second half (MB/min)", f"{trend:.3f}")
-    row(f"node CPU, {args.warm:.0f} s -> end (% of one core)",
-        f"{100 * (cpu_end - cpu_warm) / (wall_end - wall_warm):.1f}")
+    row(f"node CPU, {args.warm:.0f} s -> end (% of one core)", f"{node_cpu:.1f}")
+    row("bare rclpy subscriber CPU, same interval (%)", f"{bare_cpu:.1f}")
+    row("node CPU / bare subscriber CPU", f"{node_cpu / bare_cpu:.2f}", "<= 1.3")
     row("updates expected / published / received",
         f"{expected} / {diagnostics.get('published', '?')} / {len(arrivals)}")
     row("missed updates (expected - received)", f"{expected - len(arrivals)}", "0")
     row("joint states sent / received", f"{sent} / {diagnostics.get('received.joint_state', 0)}")
     row("wrenches sent / received", f"{sent} / {diagnostics.get('received.wrench', 0)}")
+    row("messages received by the bare subscriber", f"{bare_received} / {2 * sent}")
     row("dropped by the node (reason: count)", str(dropped or 0))
     failed = {k[len("failed_solves."):]: int(v) for k, v in diagnostics.items()
               if k.startswith("failed_solves.")}

@@ -42,11 +42,10 @@ import numpy as np
 
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.core.filtering import joint_states_at
+from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 
 DEFAULT_JOINT_STATES_TOPIC = "/joint_states"
 DEFAULT_WRENCH_TOPIC = "/ft_sensor/wrench"
-WRENCH_COMPONENTS = ("fx", "fy", "fz", "tx", "ty", "tz")
-"""Names of the 6 wrench columns (CSV ``wrench:<name>``), in order."""
 JOINT_COLUMN_KINDS = ("q", "dq", "ddq", "effort")
 """Per-joint CSV column prefixes (``<kind>:<joint>``)."""
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
@@ -261,7 +260,7 @@ def _read_csv(path: Path) -> dict[str, object]:
             raise DataError(f"{path}: missing column(s) {missing}")
         if present:
             out[kind] = np.column_stack([column.pop(f"{kind}:{j}") for j in joints])
-    wrench = [f"wrench:{c}" for c in WRENCH_COMPONENTS]
+    wrench = [f"wrench:{c}" for c in WRENCH_CHANNEL_NAMES]
     present = [name for name in wrench if name in column]
     if present and len(present) != len(wrench):
         raise DataError(f"{path}: missing column(s) {[n for n in wrench if n not in present]}")

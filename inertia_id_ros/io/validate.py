@@ -38,11 +38,11 @@ import numpy as np
 from inertia_id_ros.chain.friction import JointDrive
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, fit_links, predict_torques
 from inertia_id_ros.core.kinematics import SensorKinematics
-from inertia_id_ros.core.regressors import payload_regressor_batch
+from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES, payload_regressor_batch
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.errors import DataError, FrameNotFound, InputError, JointNotFound
 from inertia_id_ros.io.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC,
-                                    WRENCH_COMPONENTS, JointStates, PayloadRecording,
+                                    JointStates, PayloadRecording,
                                     read_joint_bag, read_joint_file, read_payload_bag,
                                     read_payload_file, with_derivatives)
 from inertia_id_ros.solvers import Problem, solve
@@ -304,7 +304,7 @@ def evaluate_payload(result: dict, held_out: DataSource, urdf: str | None,
         _, Y_train, w_train = _payload_rows(kinematics, train.payload_recording())
         problem = Problem.from_regressor(Y_train.reshape(-1, 16), w_train.ravel(), n_bodies=1)
         models["ols"] = solve(problem, method="ols").x
-    return {name: Prediction(WRENCH_COMPONENTS, t, wrench, Y @ x) for name, x in models.items()}
+    return {name: Prediction(WRENCH_CHANNEL_NAMES, t, wrench, Y @ x) for name, x in models.items()}
 
 
 register_result_kind("links", evaluate_links)

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from inertia_id_ros.core.inertia import CONSISTENCY_TOLERANCE, ConsistencyReport, check_consistency
+from inertia_id_ros.core.inertia import (
+    CONSISTENCY_TOLERANCE,
+    N_BODY_PARAMS,
+    ConsistencyReport,
+    check_consistency,
+)
 from inertia_id_ros.solvers.lmi import solve_lmi
-from inertia_id_ros.solvers.problem import PARAMS_PER_BODY, Problem
+from inertia_id_ros.solvers.problem import Problem
 from inertia_id_ros.errors import ProblemError
 
 
@@ -15,10 +20,10 @@ def check(x: np.ndarray, n_bodies: int,
           tol: float = CONSISTENCY_TOLERANCE) -> list[ConsistencyReport]:
     """:func:`~inertia_id_ros.core.inertia.check_consistency` of each body of ``x`` (p,)."""
     x = np.asarray(x, dtype=float).ravel()
-    if x.size < PARAMS_PER_BODY * n_bodies:
+    if x.size < N_BODY_PARAMS * n_bodies:
         raise ProblemError(f"x has {x.size} entries, {n_bodies} bodies need "
-                           f"{PARAMS_PER_BODY * n_bodies}")
-    return [check_consistency(x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)], tol)
+                           f"{N_BODY_PARAMS * n_bodies}")
+    return [check_consistency(x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)], tol)
             for k in range(n_bodies)]
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.core.inertia import PSEUDO_INERTIA_BASIS
+from inertia_id_ros.core.inertia import N_BODY_PARAMS, PSEUDO_INERTIA_BASIS
 from inertia_id_ros.solvers._linalg import (
     DEFAULT_REGULARIZATION,
     cholesky,
@@ -49,7 +49,6 @@ from inertia_id_ros.solvers._lmi_fast import ConeProblem, solve_cone_qp
 from inertia_id_ros.solvers.ols import DEFAULT_RCOND
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
-    PARAMS_PER_BODY,
     Problem,
     Solution,
     initial_x,
@@ -105,7 +104,7 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
 def _min_eigs(x: np.ndarray, n_bodies: int) -> np.ndarray:
     """(n_bodies,) lambda_min of each body's pseudo-inertia (:func:`.problem.body_min_eigs`
     without its generality: this is on the fast path)."""
-    blocks = (x[:PARAMS_PER_BODY * n_bodies].reshape(n_bodies, 10) @ _BASIS).reshape(-1, 4, 4)
+    blocks = (x[:N_BODY_PARAMS * n_bodies].reshape(n_bodies, N_BODY_PARAMS) @ _BASIS).reshape(-1, 4, 4)
     return np.linalg.eigvalsh(blocks)[:, 0]
 
 
@@ -265,10 +264,10 @@ def consistency_constraints(x: Any, n_bodies: int, ellipsoid_rows: dict[int, Any
     basis = PSEUDO_INERTIA_BASIS.reshape(10, 16).T
     constraints = []
     for k in range(n_bodies):
-        theta = x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)]
+        theta = x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)]
         constraints.append(cp.reshape(basis @ theta, (4, 4), order="C") >> 0)
     for k, a in ellipsoid_rows.items():
-        constraints.append(a @ x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)] >= 0)
+        constraints.append(a @ x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)] >= 0)
     if nonnegative:
         constraints.append(x[list(nonnegative)] >= 0)
     return constraints

@@ -24,11 +24,10 @@ import time
 
 import numpy as np
 
-from inertia_id_ros.core.inertia import PSEUDO_INERTIA_BASIS, theta_from_pseudo_inertia
+from inertia_id_ros.core.inertia import N_BODY_PARAMS, PSEUDO_INERTIA_BASIS, theta_from_pseudo_inertia
 from inertia_id_ros.solvers._linalg import DEFAULT_REGULARIZATION, regularize_null_space
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
-    PARAMS_PER_BODY,
     Problem,
     Solution,
     initial_x,
@@ -171,7 +170,7 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
         raise ProblemError("manifold does not support bounding ellipsoids; "
                            "use 'lmi' or 'pointmass'")
     n, nb, p = problem.n_bodies, problem.n_body_params, problem.n_params
-    body_nonneg = [i for i in problem.nonnegative if i < nb and i % PARAMS_PER_BODY != 0]
+    body_nonneg = [i for i in problem.nonnegative if i < nb and i % N_BODY_PARAMS != 0]
     if body_nonneg:
         raise ProblemError(f"manifold: nonnegative body entries {body_nonneg} are not supported "
                            "(masses are non-negative by construction)")
@@ -183,7 +182,7 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
     x0 = initial_x(problem, initvals)
     if x0 is None:
         x0 = regularized.x_unconstrained
-    bodies = _Bodies.from_thetas(_project_consistent(x0[:nb].reshape(n, PARAMS_PER_BODY)))
+    bodies = _Bodies.from_thetas(_project_consistent(x0[:nb].reshape(n, N_BODY_PARAMS)))
     squared = np.zeros(p - nb, dtype=bool)
     squared[[i - nb for i in problem.nonnegative if i >= nb]] = True
     extras = np.where(squared, np.sqrt(np.maximum(x0[nb:], 0.0)), x0[nb:])
@@ -208,7 +207,7 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
         gradient = T.T @ x_gradient
         gauss_newton = T.T @ hessian @ T
         curvature = np.concatenate([
-            bodies.squared_curvature(x_gradient[:nb].reshape(n, PARAMS_PER_BODY)).ravel(),
+            bodies.squared_curvature(x_gradient[:nb].reshape(n, N_BODY_PARAMS)).ravel(),
             np.where(squared, 2.0 * x_gradient[nb:], 0.0)])
         gauss_newton[np.diag_indices(p)] += np.maximum(curvature, 0.0)
         diagonal = np.diag(gauss_newton)
@@ -219,7 +218,7 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
         accepted = False
         while not accepted:
             step = np.linalg.solve(gauss_newton + damping * np.diag(scale), -gradient)
-            trial_bodies = bodies.retract(step[:nb].reshape(n, PARAMS_PER_BODY))
+            trial_bodies = bodies.retract(step[:nb].reshape(n, N_BODY_PARAMS))
             trial_extras = extras + step[nb:]
             trial_x = assemble(trial_bodies, trial_extras)
             trial_value = objective(trial_x)

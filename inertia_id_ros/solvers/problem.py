@@ -22,14 +22,12 @@ import numpy as np
 
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.core.inertia import (
+    N_BODY_PARAMS,
     PSEUDO_INERTIA_BASIS,
     ConsistencyReport,
     check_consistency,
     theta_from_pseudo_inertia,
 )
-
-PARAMS_PER_BODY = 10
-"""Entries of ``x`` per body (``theta``)."""
 
 CONSISTENCY_MARGIN = 1e-9
 """lambda_min(J) every method guarantees for its returned bodies (kg, kg*m^2): a margin above
@@ -90,9 +88,9 @@ class Problem:
         if int(self.n_bodies) != self.n_bodies or self.n_bodies < 0:
             raise ProblemError(f"n_bodies must be a non-negative integer, got {self.n_bodies!r}")
         self.n_bodies = int(self.n_bodies)
-        if PARAMS_PER_BODY * self.n_bodies > p:
+        if N_BODY_PARAMS * self.n_bodies > p:
             raise ProblemError(f"n_bodies={self.n_bodies} needs at least "
-                               f"{PARAMS_PER_BODY * self.n_bodies} parameters, gram has {p}")
+                               f"{N_BODY_PARAMS * self.n_bodies} parameters, gram has {p}")
         nonnegative = tuple(sorted({int(i) for i in self.nonnegative}))
         if any(not 0 <= i < p for i in nonnegative):
             raise ProblemError(f"nonnegative indices {nonnegative} out of range [0, {p})")
@@ -224,7 +222,7 @@ class Problem:
     @property
     def n_body_params(self) -> int:
         """``10 * n_bodies``."""
-        return PARAMS_PER_BODY * self.n_bodies
+        return N_BODY_PARAMS * self.n_bodies
 
     @property
     def n_extras(self) -> int:
@@ -359,12 +357,12 @@ class Solution:
     @property
     def bodies(self) -> np.ndarray:
         """(n_bodies, 10) view of ``x[:10 * n_bodies]``."""
-        return self.x[:PARAMS_PER_BODY * self.n_bodies].reshape(self.n_bodies, PARAMS_PER_BODY)
+        return self.x[:N_BODY_PARAMS * self.n_bodies].reshape(self.n_bodies, N_BODY_PARAMS)
 
     @property
     def extras(self) -> np.ndarray:
         """``x[10 * n_bodies:]``."""
-        return self.x[PARAMS_PER_BODY * self.n_bodies:]
+        return self.x[N_BODY_PARAMS * self.n_bodies:]
 
     @property
     def consistency(self) -> list[ConsistencyReport]:
@@ -381,7 +379,7 @@ def body_min_eigs(x: np.ndarray, n_bodies: int) -> np.ndarray:
     """(n_bodies,) lambda_min of each body's pseudo-inertia ``J(theta_k)``."""
     if n_bodies == 0:
         return np.zeros(0)
-    thetas = np.asarray(x, dtype=float)[:PARAMS_PER_BODY * n_bodies].reshape(n_bodies, 10)
+    thetas = np.asarray(x, dtype=float)[:N_BODY_PARAMS * n_bodies].reshape(n_bodies, N_BODY_PARAMS)
     return np.linalg.eigvalsh(np.tensordot(thetas, PSEUDO_INERTIA_BASIS, axes=1))[:, 0]
 
 
@@ -407,7 +405,7 @@ def lift_to_margin(x: np.ndarray, problem: Problem,
         q = ellipsoids[k]
         direction = _IDENTITY_THETA if q is None else solid_ellipsoid_theta(q)
         scale = np.linalg.eigvalsh(np.tensordot(direction, PSEUDO_INERTIA_BASIS, axes=1))[0]
-        x[PARAMS_PER_BODY * k:PARAMS_PER_BODY * (k + 1)] += shift[k] / scale * direction
+        x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)] += shift[k] / scale * direction
     return x
 
 
