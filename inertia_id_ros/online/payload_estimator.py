@@ -361,6 +361,8 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
             report = check_consistency(theta)
         self._keep_solution(solution, generation)
         message = "" if solution.found else f"solver stopped early ({solution.status})"
+        if solution.info.get("approximation_limited"):  # pointmass: its points limit the fit
+            message = "; ".join(filter(None, [message, solution.message]))
         offset = (np.array(solution.extras[:N_WRENCH_CHANNELS]) if config.estimate_offset
                   else np.zeros(N_WRENCH_CHANNELS) if tare is None else tare.offset.copy())
         covariance = parameter_covariance(channels, np.asarray(solution.x),
