@@ -222,7 +222,8 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         flip_wrench_sign=bool(v["flip_wrench_sign"]),
         detect_payload_change=bool(v["detect_payload_change"]),
         payload_change_threshold=float(v["payload_change_threshold"]),
-        payload_prior=str(v["payload_prior"]), joints=tuple(v["joints"] or ()), chain_config=v["chain_config"],
+        payload_prior=str(v["payload_prior"]),
+        joints=tuple(v["joints"] or ()), chain_config=v["chain_config"],
         prior_weight=float(v["prior_weight"]), coulomb_velocity=float(v["coulomb_velocity"]))
     if settings.mode == "payload" and not settings.sensor_frame:
         raise StartupError("parameter 'sensor_frame' is required in payload mode")

@@ -184,7 +184,8 @@ class _PointQP:
         self.n_rows = N_BODY_PARAMS * n + nw + len(problem.nonnegative) + self._n_ellipsoids
         a_mask = np.zeros((self.n_rows, size), dtype=bool)
         for k in range(n):
-            a_mask[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1), n_points * k:n_points * (k + 1)] = True
+            a_mask[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1),
+                   n_points * k:n_points * (k + 1)] = True  # Phi_k
         a_mask[:N_BODY_PARAMS * n, nw:] = True  # S_body z
         a_mask[N_BODY_PARAMS * n:N_BODY_PARAMS * n + nw, :nw] = np.eye(nw, dtype=bool)
         a_mask[N_BODY_PARAMS * n + nw:, nw:] = True  # nonnegative entries, ellipsoids
