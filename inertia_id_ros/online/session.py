@@ -197,20 +197,22 @@ class Session(abc.ABC, Generic[E]):
             return update
 
     def identify(self, method: str | None = None, duration: float = 0.0,
-                 now: float | None = None) -> Update:
-        """Solve now on the newest ``duration`` s (0: the whole window) with ``method``
-        (default: the configured one; another method uses its default options); the same
-        processing as :meth:`update`, without counting into the periodic statistics."""
+                 now: float | None = None, until: float | None = None) -> Update:
+        """Solve now on the newest ``duration`` s (0: the whole window), or, with ``until``, on
+        the samples stamped in ``[until - duration, until]`` (s; an excitation's interval), with
+        ``method`` (default: the configured one; another method uses its default options); the
+        same processing as :meth:`update`, without counting into the periodic statistics."""
         now = time.time() if now is None else float(now)
         with self._lock:
-            return self._solve_update(now, method or None, max(0.0, float(duration)))
+            return self._solve_update(now, method or None, max(0.0, float(duration)), until)
 
-    def _solve_update(self, now: float, method: str | None, duration: float) -> Update:
+    def _solve_update(self, now: float, method: str | None, duration: float,
+                      until: float | None = None) -> Update:
         start = time.perf_counter()
         warnings: list[Warning_] = []
         change = self._process(warnings)
         try:
-            estimate = self._solve(method, duration)
+            estimate = self._solve(method, duration, until)
         except EstimateUnavailable as why:
             update = Update(now, why.reason, why.message, change=change)
         except Exception as error:  # a bug or an unexpected back-end error: never fatal
@@ -260,7 +262,7 @@ class Session(abc.ABC, Generic[E]):
         return warnings
 
     @abc.abstractmethod
-    def _solve(self, method: str | None, duration: float) -> Any:
+    def _solve(self, method: str | None, duration: float, until: float | None = None) -> Any:
         """Step 3-4: a consistent estimate, or :class:`EstimateUnavailable`."""
 
     @abc.abstractmethod
@@ -411,10 +413,11 @@ class PayloadSession(Session[PayloadEstimator]):
         warnings += self._processing_warnings()
         return event
 
-    def _solve(self, method: str | None, duration: float) -> Estimate:
+    def _solve(self, method: str | None, duration: float,
+               until: float | None = None) -> Estimate:
         generation = self.estimator.generation
-        estimate = self.estimator.solve(method=method, duration=duration)
-        if self.detector is not None and duration == 0.0 and (  # the reference: the whole window
+        estimate = self.estimator.solve(method=method, duration=duration, until=until)
+        if self.detector is not None and duration == 0.0 and until is None and (  # whole window
                 not self.detector.armed
                 or estimate.t_last - self._reference_t >= REFERENCE_PERIOD_SEC):
             sigma = self.estimator.residual_sigma(estimate, generation)
@@ -482,8 +485,9 @@ class LinkSession(Session[LinkEstimator]):
 
     mode = "links"
 
-    def _solve(self, method: str | None, duration: float) -> LinkEstimate:
-        return self.estimator.solve(method=method, duration=duration)
+    def _solve(self, method: str | None, duration: float,
+               until: float | None = None) -> LinkEstimate:
+        return self.estimator.solve(method=method, duration=duration, until=until)
 
     def _summary(self, estimate: LinkEstimate) -> str:
         unidentifiable = " ".join(estimate.unidentifiable)
