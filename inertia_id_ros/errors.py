@@ -89,6 +89,10 @@ class DataError(InertiaIdError, ValueError):
     """A recorded-data file is unusable; the message is one line naming the file and the problem."""
 
 
+class TrajectoryError(InertiaIdError, ValueError):
+    """A joint trajectory is invalid (shapes, stamps, joints) or is used outside its span."""
+
+
 class ExportError(InertiaIdError, ValueError):
     """The body cannot be exported as asked; the message is one line."""
 
