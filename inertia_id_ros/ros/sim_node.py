@@ -6,7 +6,10 @@ Parameter ``robot``:
   ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped`` at ``rate_hz`` (default 1 kHz)
   along an exciting trajectory, with F/T noise, a constant F/T offset and encoder noise
   (:class:`~inertia_id_ros.sim.payload.PayloadSimulator`), and the ground truth on
-  ``~/ground_truth`` (``InertialParameters``, latched).
+  ``~/ground_truth`` (``InertialParameters``, latched). It follows ``trajectory_msgs/
+  JointTrajectory`` commands on ``trajectory_topic`` as joint_trajectory_controller does,
+  ``tracking_lag_sec`` late (:class:`~inertia_id_ros.sim.follower.CommandFollower`), instead of
+  its built-in ``motion`` (``exciting``, or ``hold`` at ``start_position``) once one arrives.
 - ``go1_leg``: the Go1's front-left leg swinging in the air, trunk fixed
   (:func:`~inertia_id_ros.sim.torques.leg_simulator`): links differing from the URDF,
   viscous and Coulomb friction, torque offsets, the rotors' armatures. Publishes
@@ -33,13 +36,16 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
 
 from inertia_id_ros.chain.actuators import go1_leg_config
 from inertia_id_ros.core.inertia import inertia_from_msg_order, inertia_from_theta, theta_from_inertia
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray
-from inertia_id_ros.ros.conversions import (array_to_wrench, joint_state, links_to_msg,
+from inertia_id_ros.ros.conversions import (array_to_wrench, joint_state,
+                                            joint_trajectory_arrays, links_to_msg,
                                             theta_to_msg, wrench_stamped)
-from inertia_id_ros.sim.payload import PayloadSimulator
+from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
+from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator
 from inertia_id_ros.sim.torques import (DEFAULT_LEG_TORQUE_NOISE_STD, leg_simulator,
                                               perturbed_links)
 
@@ -52,15 +58,28 @@ _LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
 
 
 class _PandaPayload:
-    """The Panda with a payload beyond its F/T sensor: joint states and wrenches."""
+    """The Panda with a payload beyond its F/T sensor: joint states and wrenches; follows
+    joint trajectory commands."""
 
-    def __init__(self, node: Node, p: dict[str, Any]) -> None:
+    def __init__(self, node: SimulatorNode, p: dict[str, Any]) -> None:
         theta = theta_from_inertia(p["payload_mass"], np.array(p["payload_com"]),
                                    inertia_from_msg_order(p["payload_inertia"]))
         quiet = {} if p["noise"] else {"wrench_noise_std": 0.0, "position_noise_std": 0.0,
                                        "velocity_noise_std": 0.0}
         self.sim = PayloadSimulator.panda(payload_theta=theta, offset=np.array(p["ft_offset"]),
                                           seed=int(p["seed"]), **quiet)
+        if p["motion"] not in MOTIONS:
+            raise ValueError(f"parameter 'motion': unknown motion {p['motion']!r}; choose one "
+                             f"of {list(MOTIONS)}")
+        start = np.array(p["start_position"], dtype=float)
+        if start.shape != (len(self.sim.joint_names),):
+            raise ValueError(f"parameter 'start_position' needs {len(self.sim.joint_names)} "
+                             f"values (rad), got {start.size}")
+        initial = self.sim.trajectory if p["motion"] == "exciting" else at_rest(start)
+        self.follower = CommandFollower(initial, self.sim.joint_names, p["tracking_lag_sec"])
+        self.sim.trajectory = self.follower
+        self._node = node
+        node.create_subscription(JointTrajectory, p["trajectory_topic"], self._on_command, 10)
         self._publish_velocity = bool(p["publish_velocity"])
         self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
         self._wrench_pub = node.create_publisher(WrenchStamped, p["wrench_topic"], _DATA_QOS)
@@ -69,7 +88,34 @@ class _PandaPayload:
         node.create_publisher(InertialParameters, "~/ground_truth", _LATCHED).publish(truth_msg)
         self.sent = {"joint states": 0, "wrenches": 0}
         self.description = (f"the Panda with a {p['payload_mass']:.3f} kg payload beyond "
-                            f"'{self.sim.sensor_frame}'")
+                            f"'{self.sim.sensor_frame}' ({p['motion']} motion until a command "
+                            f"on '{p['trajectory_topic']}')")
+
+    def _on_command(self, msg: JointTrajectory) -> None:
+        """Follow a joint trajectory command from now on (its joints: the simulated ones, in any
+        order)."""
+        node, log = self._node, self._node.get_logger()
+        if node.start_stamp is None:
+            log.warning("ignored a joint trajectory command: the motion has not started")
+            return
+        try:
+            t_start, names, times, q, dq, ddq = joint_trajectory_arrays(msg)
+        except ValueError as error:
+            log.error(f"ignored a joint trajectory command: {error}")
+            return
+        if sorted(names) != sorted(self.sim.joint_names):
+            log.error(f"ignored a joint trajectory command for joints {list(names)}: the "
+                      f"simulated joints are {list(self.sim.joint_names)}")
+            return
+        order = [names.index(name) for name in self.sim.joint_names]
+        arrival = node.get_clock().now().nanoseconds * 1e-9 - node.start_stamp
+        start = arrival if t_start == 0.0 else t_start - node.start_stamp
+        if self.follower.command(arrival, start, times, q[:, order], dq[:, order],
+                                 ddq[:, order]):
+            log.info(f"following a joint trajectory of {len(times)} points, "
+                     f"{times[-1] if len(times) else 0.0:.2f} s")
+        else:
+            log.warning("ignored a joint trajectory command: all its points are in the past")
 
     def subscribed(self) -> bool:
         """Both topics have a subscriber."""
@@ -127,6 +173,8 @@ class _Go1Leg:
 
 
 ROBOTS = {"panda": _PandaPayload, "go1_leg": _Go1Leg}
+MOTIONS = ("exciting", "hold")
+"""panda: the built-in motion until a joint trajectory command arrives."""
 
 
 class SimulatorNode(Node):
@@ -134,6 +182,8 @@ class SimulatorNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("inertia_id_sim", **kwargs)
+        self.start_stamp: float | None = None
+        """Stamp (s) of the motion's time 0, once it has started."""
         default = PayloadSimulator.panda()
         mass, com, inertia_com = inertia_from_theta(default.true_theta)
         declare = [
@@ -162,6 +212,14 @@ class SimulatorNode(Node):
              "(s); 0 = start at once."),
             ("joint_states_topic", "/joint_states", "JointState output topic."),
             ("wrench_topic", "/ft_sensor/wrench", "panda: WrenchStamped output topic."),
+            ("motion", "exciting", "panda: the motion until a joint trajectory command arrives: "
+                                   "'exciting' (a Fourier series) or 'hold' (at start_position)."),
+            ("start_position", [float(v) for v in PANDA_HOME],
+             "panda: the arm's pose for motion 'hold' (rad, joints 1-7)."),
+            ("trajectory_topic", "/joint_trajectory_controller/joint_trajectory",
+             "panda: trajectory_msgs/JointTrajectory commands to follow."),
+            ("tracking_lag_sec", DEFAULT_TRACKING_LAG_SEC,
+             "panda: how late the arm follows the commanded trajectory (s)."),
         ]
         for name, value, description in declare:
             self.declare_parameter(name, value, ParameterDescriptor(description=description))
@@ -185,6 +243,7 @@ class SimulatorNode(Node):
             time.sleep(0.05)
         start_stamp = self.get_clock().now().nanoseconds * 1e-9
         start_wall = time.monotonic()
+        self.start_stamp = start_stamp
         k = 0
         period = 1.0 / self._rate
         n_total = int(round(self._duration * self._rate))  # samples to play (duration_sec > 0)
