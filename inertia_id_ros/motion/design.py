@@ -57,7 +57,8 @@ from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS, body_regressor_batch
 from inertia_id_ros.core.robots import joint_id
-from inertia_id_ros.errors import ProblemError
+from inertia_id_ros.errors import DataError, ProblemError
+from inertia_id_ros.io.data import read_joint_file, read_payload_file, with_derivatives
 from inertia_id_ros.motion.trajectory import DEFAULT_RATE_HZ, ExcitationTrajectory
 
 TARGETS = ("payload", "links")
@@ -222,13 +223,14 @@ def _midpoints(duration: float, rate_hz: float) -> np.ndarray:
 
 
 def _feasible_scale(X: np.ndarray, start: np.ndarray, limits: MotionLimits,
-                    P: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    """(n,) the largest per-joint factors <= 1 with ``start + s P_q X`` etc. within the limits
-    at the samples of ``P``."""
+                    P: tuple[np.ndarray, np.ndarray, np.ndarray], grow: bool = False
+                    ) -> np.ndarray:
+    """(n,) the largest per-joint factors with ``start + s P_q X`` etc. within the limits at the
+    samples of ``P``; at most 1 unless ``grow``."""
     Pq, Pdq, Pddq = P
     d, v, a = Pq @ X, Pdq @ X, Pddq @ X
     tiny = 1e-300
-    bounds = [np.ones(X.shape[1]),
+    bounds = [np.full(X.shape[1], np.inf if grow else 1.0),
               (limits.upper - start) / np.maximum(d.max(axis=0), tiny),
               (start - limits.lower) / np.maximum(-d.min(axis=0), tiny),
               limits.velocity / np.maximum(np.abs(v).max(axis=0), tiny),
@@ -246,7 +248,10 @@ class _PayloadObjective:
 
     def __init__(self, model: pin.Model, sensor_frame: str, joint_names: Sequence[str],
                  noise_std: Sequence[float], prior_information: np.ndarray | None) -> None:
-        self.kinematics = SensorKinematics(model, sensor_frame, joint_names)
+        try:
+            self.kinematics = SensorKinematics(model, sensor_frame, joint_names)
+        except ValueError as e:  # a joint that does not move the frame, or a multi-dof joint
+            raise ProblemError(str(e)) from None
         if self.kinematics.joint_names != tuple(joint_names):
             raise ProblemError(f"joints must be given in model order: "
                                f"{list(self.kinematics.joint_names)}")
@@ -332,7 +337,7 @@ class _LinksObjective:
 
     def __init__(self, model: pin.Model, joint_names: Sequence[str],
                  prior_information: np.ndarray | None, probe: tuple[np.ndarray, ...]) -> None:
-        self.links = LinkModel.from_model(model, joint_names, drives=JointDrive())
+        self.links = _link_model(model, joint_names)
         if self.links.joint_names != tuple(joint_names):
             raise ProblemError(f"joints must be given in model order: "
                                f"{list(self.links.joint_names)}")
@@ -412,6 +417,60 @@ class _LinksObjective:
         g_dq[:, has_viscous] += full[:, joints[has_viscous], self._viscous[has_viscous]]
         g_ddq[:, has_armature] += full[:, joints[has_armature], self._armature[has_armature]]
         return g_q, g_dq, g_ddq  # Coulomb sign and offset: zero derivative (almost everywhere)
+
+
+def _link_model(model: pin.Model, joint_names: Sequence[str]) -> LinkModel:
+    """The chain of ``joint_names`` with every drive term (viscous, Coulomb, offset, armature)."""
+    try:
+        return LinkModel.from_model(model, joint_names, drives=JointDrive())
+    except ValueError as e:  # a multi-dof joint
+        raise ProblemError(str(e)) from None
+
+
+def sample_information(model: pin.Model, joint_names: Sequence[str], target: str,
+                       Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, *,
+                       sensor_frame: str | None = None,
+                       noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
+                       weight: float = 1.0) -> np.ndarray:
+    """Information of joint samples ``Q, DQ, DDQ`` (N, n) in ``joint_names`` (model) order, each
+    counted ``weight`` times: payload, the noise-weighted ``Y^T W Y`` (16, 16) of
+    ``[theta, offset]``; links, ``Y^T Y`` (p, p) of the standard parameters of
+    :class:`~inertia_id_ros.chain.links.LinkModel` with every drive term (torques in N·m)."""
+    if target == "payload":
+        if sensor_frame is None:
+            raise ProblemError("target 'payload' needs sensor_frame")
+        rows = _PayloadObjective(model, sensor_frame, joint_names, noise_std, None).rows(Q, DQ, DDQ)
+    elif target == "links":
+        rows = _link_model(model, joint_names).joint_torque_regressor(Q, DQ, DDQ)
+    else:
+        raise ProblemError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    flat = rows.reshape(-1, rows.shape[-1])
+    return weight * (flat.T @ flat)
+
+
+def recording_information(path: str, model: pin.Model, joint_names: Sequence[str], target: str,
+                          *, sensor_frame: str | None = None,
+                          noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
+                          half_width: float = 0.05) -> np.ndarray:
+    """:func:`sample_information` of a recording (NPZ or CSV, :mod:`inertia_id_ros.io.data`): the
+    payload's wrench samples (each joint sample counted ``n_wrenches / n_joint_samples`` times)
+    or the links' joint samples; missing ``dq``/``ddq`` are differentiated over ``half_width``
+    s. Raises :class:`~inertia_id_ros.errors.DataError` when the file lacks a joint."""
+    if target == "payload":
+        recording = read_payload_file(path)
+        states = recording.joint_states
+        weight = recording.wrenches.t.size / states.t.size
+    else:
+        states = read_joint_file(path)
+        weight = 1.0
+    missing = [name for name in joint_names if name not in states.joint_names]
+    if missing:
+        raise DataError(f"{path}: no samples of joint(s) {', '.join(missing)}")
+    states = with_derivatives(states, half_width)
+    columns = [states.joint_names.index(name) for name in joint_names]
+    return sample_information(model, joint_names, target, states.q[:, columns],
+                              states.dq[:, columns], states.ddq[:, columns],
+                              sensor_frame=sensor_frame, noise_std=noise_std, weight=weight)
 
 
 def _check_prior(prior: np.ndarray | None, p: int) -> np.ndarray:
@@ -512,10 +571,9 @@ class MotionEvaluator:
         """Information of the samples (N, n), each counted ``weight`` times: payload (16, 16);
         links (p, p) of the standard parameters (rows of the full regressor)."""
         if self.target == "links":
-            rows = self._objective.links.joint_torque_regressor(Q, DQ, DDQ)
-        else:
-            rows = self._objective.rows(Q, DQ, DDQ)
-        return self._rows_information(rows, weight)
+            return self._rows_information(
+                self._objective.links.joint_torque_regressor(Q, DQ, DDQ), weight)
+        return self._rows_information(self._objective.rows(Q, DQ, DDQ), weight)
 
     def criterion_of(self, trajectory: ExcitationTrajectory) -> float:
         """Criterion of a trajectory's samples counted at ``measurement_rate_hz`` (prior
@@ -556,8 +614,8 @@ def random_fourier_motion(limits: MotionLimits, start: np.ndarray, duration: flo
     acceleration, on a 1 kHz grid): the reference a design is compared with."""
     basis = RestToRestFourier(duration, n_harmonics)
     X = _random_coefficients(np.random.default_rng(seed), basis.n_free, len(limits.joint_names))
-    X *= _feasible_scale(X, start, limits, basis.evaluate(_midpoints(duration, CHECK_RATE_HZ)))
-    X *= 1.0 - FEASIBILITY_SAFETY
+    X *= _feasible_scale(X, start, limits, basis.evaluate(_midpoints(duration, CHECK_RATE_HZ)),
+                         grow=True) * (1.0 - FEASIBILITY_SAFETY)
     return basis.trajectory(X, start, limits.joint_names, rate_hz)
 
 
@@ -631,7 +689,7 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     weight = measurement_rate_hz * duration / t_objective.size
     rng = np.random.default_rng(seed)
     X0 = _random_coefficients(rng, basis.n_free, n)
-    X0 *= _feasible_scale(X0, start, limits, P_con)
+    X0 *= _feasible_scale(X0, start, limits, P_con, grow=True)
 
     def states(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return start + P_obj[0] @ X, P_obj[1] @ X, P_obj[2] @ X
@@ -682,7 +740,7 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     stopped_on_time = False
     for mu in _PENALTY_WEIGHTS:
         result = scipy.optimize.minimize(fun, x, args=(mu,), jac=True, method="L-BFGS-B",
-                                         callback=callback, options={"maxiter": 400})
+                                         callback=callback, options={"maxiter": 600})
         x = result.x
         if time.perf_counter() - began > budget:
             stopped_on_time = True
