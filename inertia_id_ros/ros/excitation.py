@@ -31,6 +31,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from inertia_id_ros.errors import DataError, ExcitationRefused
+from inertia_id_ros.motion.design import design_excitation
 from inertia_id_ros.motion.run import (FAILED, IDENTIFYING, MOVING, ExcitationCommand,
                                        ExcitationRun, JointStateSnapshot)
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory
@@ -146,7 +147,6 @@ class ExcitationIO:
         """Design a motion from ``start`` (thread), then start it."""
         began = time.monotonic()
         try:
-            from inertia_id_ros.motion.design import design_excitation  # TODO top-level after merge
             trajectory = design_excitation(
                 self._model, self._joints, self._target, duration,
                 sensor_frame=self._settings.sensor_frame or None, start=start,
