@@ -65,7 +65,7 @@ class RunConfig:
     max_start_distance: float = 0.5
     ramp_velocity: float = 0.5
     min_ramp_sec: float = 1.0
-    joint_state_timeout: float = 0.25
+    joint_state_timeout: float = 0.5
     max_tracking_error: float = 0.2
     start_delay: float = 0.25
     ramp_rate_hz: float = 100.0

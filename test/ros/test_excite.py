@@ -1,0 +1,219 @@
+"""The load-identification wizard over DDS: ~/excite on the simulator (which follows the node's
+JointTrajectory commands), identify on the motion's samples, dry run, stop, refusals."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from helpers import node_args, spin_until
+from inertia_id_ros.core.inertia import inertia_from_theta
+from inertia_id_ros.motion.trajectory import ExcitationTrajectory, concatenate, rest_to_rest
+from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
+
+AWAY = np.array([0.6, -0.4, 0.5, 0.4, -0.6, 0.5, 0.8])
+"""rad: how far the test motion swings each joint from home and back."""
+
+
+def out_and_back(tmp_path, seconds: float = 3.0) -> tuple[str, ExcitationTrajectory]:
+    """A trajectory file: rest-to-rest from the simulator's home pose out and back (``seconds``
+    each way)."""
+    trajectory = concatenate(
+        rest_to_rest(PANDA_HOME, PANDA_HOME + AWAY, seconds, joint_names=PANDA_ARM_JOINTS),
+        rest_to_rest(PANDA_HOME + AWAY, PANDA_HOME, seconds, joint_names=PANDA_ARM_JOINTS))
+    path = tmp_path / "out_and_back.npz"
+    trajectory.save_npz(path)
+    return str(path), trajectory
+
+
+class Wizard:
+    """A peer calling ~/excite and ~/stop and following ~/excitation and /joint_states."""
+
+    def __init__(self, peer) -> None:
+        from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy,
+                               qos_profile_sensor_data)
+        from sensor_msgs.msg import JointState
+        from std_srvs.srv import Trigger
+
+        from inertia_id_ros.msg import ExcitationStatus, InertialParameters
+        from inertia_id_ros.srv import Excite
+
+        self.peer = peer
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=ReliabilityPolicy.RELIABLE)
+        self.status: list = []
+        self.truth: list = []
+        self.joints: list[tuple[float, np.ndarray, np.ndarray]] = []
+        peer.create_subscription(ExcitationStatus, "/inertia_id/excitation", self.status.append,
+                                 latched)
+        peer.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
+                                 self.truth.append, latched)
+        peer.create_subscription(JointState, "/joint_states", self._on_joint_state,
+                                 qos_profile_sensor_data)
+        self.excite_client = peer.create_client(Excite, "/inertia_id/excite")
+        self.stop_client = peer.create_client(Trigger, "/inertia_id/stop")
+        self._excite, self._trigger = Excite, Trigger
+        self.mark = 0
+        """Statuses received before the latest request."""
+
+    def _on_joint_state(self, msg) -> None:
+        self.joints.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
+                            np.array(msg.position), np.array(msg.velocity)))
+
+    def _call(self, client, request):
+        import rclpy
+
+        self.mark = len(self.status)
+        assert client.wait_for_service(timeout_sec=20.0)
+        future = client.call_async(request)
+        rclpy.spin_until_future_complete(self.peer, future, timeout_sec=30.0)
+        assert future.result() is not None
+        return future.result()
+
+    def excite(self, trajectory_file: str = "", duration: float = 0.0,
+               speed_scale: float = 1.0):
+        return self._call(self.excite_client, self._excite.Request(
+            trajectory_file=trajectory_file, duration=duration, speed_scale=speed_scale))
+
+    def stop(self):
+        return self._call(self.stop_client, self._trigger.Request())
+
+    def wait_for(self, states: tuple[str, ...], timeout: float, since: int | None = None):
+        """The first status in ``states`` from the ``since``-th on (default: the last request's
+        first), spinning up to ``timeout`` s."""
+        seen = self.mark if since is None else since
+        assert spin_until(self.peer, lambda: any(m.state in states
+                                                 for m in self.status[seen:]), timeout), \
+            [(m.state, m.message) for m in self.status]
+        return next(m for m in self.status[seen:] if m.state in states)
+
+    def joint_states_between(self, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+        rows = [(q, dq) for t, q, dq in self.joints if t0 <= t <= t1]
+        return np.array([q for q, _ in rows]), np.array([dq for _, dq in rows])
+
+
+def start(launch, *sim_args: str):
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold",
+                 *sim_args)
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  *node_args(window_sec=10.0, update_rate_hz=1.0))
+    return sim, node
+
+
+def test_excite_designs_runs_and_identifies_the_payload_from_one_15_s_motion(
+        launch, rclpy_context):
+    import rclpy
+
+    from inertia_id_ros.ros.conversions import wrench_to_array
+    from inertia_id_ros.ros.demo import Errors
+
+    sim, node = start(launch)
+    wizard = Wizard(rclpy.create_node("excite_accuracy"))
+    try:
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        response = wizard.excite(duration=15.0)  # designed on the spot from the measured pose
+        assert response.accepted, response.reason
+        running = wizard.wait_for(("running", "failed"), 150.0)
+        assert running.state == "running", node.output()[-3000:]
+        done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
+        assert done.state == "done" and done.identified, done.message
+        assert done.duration == pytest.approx(15.0) and done.speed_scale == 1.0
+        estimate = done.estimate
+        assert estimate.num_samples >= 0.99 * 15.0 * 1000.0  # 1 kHz over the motion, all of it
+        assert estimate.num_samples <= 15.0 * 1000.0 + 1
+        truth = wizard.truth[-1]
+        errors = Errors.of(estimate, np.array(truth.theta), wrench_to_array(truth.sensor_offset))
+        print(f"\nexcite over DDS: mass {100 * errors.mass_rel:.3f} %, COM "
+              f"{1e3 * errors.com:.3f} mm, inertia {100 * errors.inertia_rel:.2f} %, offset "
+              f"force {errors.offset_force:.4f} N from {estimate.num_samples} samples")
+        assert errors.acceptable(), errors
+        # the robot followed the command: it moved, and came back to where it started
+        q, _ = wizard.joint_states_between(done.motion_start, done.motion_end)
+        assert np.ptp(q, axis=0).min() > 0.1
+        q_end, _ = wizard.joint_states_between(done.motion_end + 3.0, np.inf)
+        assert np.allclose(q_end[-1], PANDA_HOME, atol=1e-3)
+    finally:
+        wizard.peer.destroy_node()
+
+
+def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_context,
+                                                                   tmp_path):
+    import rclpy
+
+    path, trajectory = out_and_back(tmp_path)
+    sim, node = start(launch)
+    wizard = Wizard(rclpy.create_node("excite_dry_run"))
+    try:
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        response = wizard.excite(path, speed_scale=0.5)
+        assert response.accepted and "dry run at speed_scale 0.5" in response.reason
+        busy = wizard.excite(path)
+        assert not busy.accepted and busy.reason.startswith("busy")
+        done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
+        assert done.state == "done", done.message
+        assert done.motion_end - done.motion_start == pytest.approx(2 * 6.0)
+        _, dq = wizard.joint_states_between(done.motion_start, done.motion_end)
+        peak, full_speed = np.abs(dq).max(axis=0), np.abs(trajectory.dq).max(axis=0)
+        print(f"\ndry run: peak joint speed / full-speed peak = {np.round(peak / full_speed, 3)}")
+        assert np.allclose(peak / full_speed, 0.5, rtol=0.03)
+
+        assert wizard.excite(path).accepted  # full speed, stopped 2 s into the motion
+        running = wizard.wait_for(("running",), 10.0)
+        assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > running.motion_start + 2.0,
+                          10.0)
+        stop = wizard.stop()
+        stopped = wizard.wait_for(("stopped",), 5.0)
+        assert stop.success and "holding the current pose" in stop.message
+        assert "requested by ~/stop" in stopped.message and not stopped.identified
+        t_stop = wizard.joints[-1][0]
+        assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > t_stop + 2.0, 10.0)
+        q, dq = wizard.joint_states_between(t_stop + 1.0, np.inf)
+        print(f"after the stop: joints moved {np.ptp(q, axis=0).max():.2e} rad, speeds "
+              f"{np.abs(dq).max():.2e} rad/s (noise 5e-4 rad/s)")
+        assert np.ptp(q, axis=0).max() < 1e-3 and np.abs(dq).max() < 5e-3  # holding
+        q_plan = trajectory.sample(2.0)[0][0]
+        assert np.abs(q[-1] - q_plan).max() < 0.1  # held near where it was stopped
+        assert not wizard.stop().success  # nothing left to stop
+    finally:
+        wizard.peer.destroy_node()
+
+
+def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, tmp_path):
+    import rclpy
+
+    path, _ = out_and_back(tmp_path, seconds=4.0)
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node", *node_args(window_sec=10.0))
+    wizard = Wizard(rclpy.create_node("excite_refusals"))
+    try:
+        refused = wizard.excite(path)  # no joint states at all
+        assert not refused.accepted and refused.reason.startswith("stale_joint_states")
+        far = np.array(PANDA_HOME)
+        far[3] += 0.8
+        sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold",
+                     "-p", f"start_position:={far.tolist()}")
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        refused = wizard.excite(path)
+        assert not refused.accepted and refused.reason.startswith("far_from_start")
+        assert "panda_joint4 is 0.800" in refused.reason
+        refused = wizard.excite(str(tmp_path / "missing.npz"))
+        assert not refused.accepted and refused.reason.startswith("unreadable_trajectory")
+        refused = wizard.excite()
+        assert not refused.accepted and refused.reason.startswith("no_motion")
+        sim.stop()
+        time.sleep(0.5)
+        refused = wizard.excite(path)
+        assert not refused.accepted and refused.reason.startswith("stale_joint_states")
+
+        sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold")
+        wizard.joints.clear()
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        assert wizard.excite(path).accepted
+        wizard.wait_for(("running",), 10.0)
+        sim.stop()  # the joint states stop mid-run
+        stopped = wizard.wait_for(("stopped",), 5.0)
+        assert "joint states stopped" in stopped.message and "holding" in stopped.message
+        assert node.alive()
+    finally:
+        wizard.peer.destroy_node()
