@@ -290,6 +290,11 @@ class Session(abc.ABC, Generic[E]):
         """A new window length (s) and capacity (samples), keeping the newest samples."""
         self.estimator.resize_window(window_sec, window_capacity)
 
+    def pause_change_detection(self, paused: bool) -> None:
+        """Stop detecting payload changes (``paused``: while an excitation runs, the payload
+        is known not to change, and the estimates from its first seconds are too poor a
+        reference), or start again afresh (a new reference). No-op where nothing is detected."""
+
     # ---- diagnostics -----------------------------------------------------------------------
 
     def diagnostics(self, now: float | None = None) -> Diagnostics:
@@ -373,6 +378,7 @@ class PayloadSession(Session[PayloadEstimator]):
         self._detector_lock = threading.Lock()
         self._change: ChangeEvent | None = None
         self._reference_t = -np.inf
+        self._paused = False
         """Stamp of the newest sample of the current reference (s)."""
 
     def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None
@@ -395,7 +401,7 @@ class PayloadSession(Session[PayloadEstimator]):
     def _on_rows(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> None:
         """Test rows just added (under the estimator's lock) for a payload change."""
         with self._detector_lock:
-            if self.detector is not None and self._change is None:
+            if self.detector is not None and self._change is None and not self._paused:
                 self._change = self.detector.update(t, Y, f)
 
     def _process(self, warnings: list[Warning_]) -> ChangeEvent | None:
@@ -443,6 +449,11 @@ class PayloadSession(Session[PayloadEstimator]):
                   **{f"relative_std.{name}": f"{value:.3g}"
                      for name, value in excitation.relative_std.items()}}
         return values, "" if excitation.well_excited else excitation.message
+
+    def pause_change_detection(self, paused: bool) -> None:
+        with self._detector_lock:
+            self._paused = bool(paused)
+        self._forget_change()
 
     def _forget_change(self) -> None:
         with self._detector_lock:

@@ -12,7 +12,9 @@ them to the node:
   ``std_srvs/Trigger``; joint states gone stale; the robot off the command) publishes a hold at
   the newest measured pose.
 - after the ramp-out the session identifies on exactly the samples stamped in the motion's
-  interval (a thread), with the window lengthened for the excitation when it was shorter.
+  interval (a thread). While the robot moves the window holds the whole command (lengthened if
+  it was shorter) and payload-change detection pauses (the payload does not change during an
+  excitation, and the estimates of its first seconds are too poor a reference).
 - ``~/excitation`` (``ExcitationStatus``, latched): every change of state, the progress each
   second, and the result; ``/diagnostics`` gets the state too.
 """
@@ -165,13 +167,14 @@ class ExcitationIO:
         self._publish_status()
 
     def _send(self, command: ExcitationCommand) -> None:
-        """Lengthen the window to hold the command, then publish it."""
+        """Lengthen the window to hold the command, pause change detection, publish it."""
         needed = command.trajectory.duration + self._settings.excitation.start_delay \
             + WINDOW_MARGIN_SEC
         window_sec = self._session.estimator.config.window_sec
         if window_sec < needed:
             self._window_sec = window_sec if self._window_sec is None else self._window_sec
             self._resize_window(needed)
+        self._session.pause_change_detection(True)
         plan = command.trajectory
         self._commands.publish(joint_trajectory_msg(command.t_start, plan.joint_names, plan.t,
                                                     plan.q, plan.dq, plan.ddq))
@@ -180,10 +183,12 @@ class ExcitationIO:
         capacity = window_capacities(window_sec, self._settings.max_input_rate_hz)
         self._session.resize_window(window_sec, capacity["window_capacity"])
 
-    def _restore_window(self) -> None:
+    def _release(self) -> None:
+        """The excitation is over: the configured window, change detection again."""
         if self._window_sec is not None:
             self._resize_window(self._window_sec)
             self._window_sec = None
+        self._session.pause_change_detection(False)
 
     def _tick(self) -> None:
         now = self._now()
@@ -207,7 +212,7 @@ class ExcitationIO:
             self._commands.publish(joint_trajectory_msg(0.0, names, np.array([HOLD_SEC]),
                                                         hold[None], zeros, zeros))
         self._node.get_logger().warning(f"excite: {message}")
-        self._restore_window()
+        self._release()
         self._publish_status()
 
     def _identify(self) -> None:
@@ -228,7 +233,7 @@ class ExcitationIO:
             else:
                 message = f"identification failed ({update.status}): {update.message}"
             self.run.finish(update.ok, message)
-        self._restore_window()
+        self._release()
         log = self._node.get_logger()
         (log.info if self.run.state != FAILED else log.error)(f"excite: {self.run.message}")
         self._publish_status()
