@@ -358,9 +358,13 @@ def _traversaro(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from inertia_id_ros.ros.demo import run_demo  # ROS only where needed
+    from inertia_id_ros.ros.demo import run_demo, run_excite_demo  # ROS only where needed
 
-    return run_demo(motion_sec=args.duration, method=args.method, seed=args.seed)
+    if args.excite:
+        return run_excite_demo(duration=args.duration or 15.0, speed_scale=args.speed_scale,
+                               trajectory_file=args.trajectory, method=args.method,
+                               seed=args.seed)
+    return run_demo(motion_sec=args.duration or 30.0, method=args.method, seed=args.seed)
 
 
 # ---- replay, record-sim --------------------------------------------------------------------
@@ -646,7 +650,16 @@ def build_parser() -> argparse.ArgumentParser:
     traversaro.set_defaults(run=_traversaro)
 
     demo = sub.add_parser("demo", help="live demo: simulated Panda, node and client over DDS")
-    demo.add_argument("--duration", type=float, default=30.0, help="seconds of motion (30)")
+    demo.add_argument("--duration", type=float, default=0.0,
+                      help="seconds of motion (30; --excite: 15)")
+    demo.add_argument("--excite", action="store_true",
+                      help="the load-identification wizard: the robot at rest, one ~/excite call "
+                           "(ramp in, motion, ramp out, identify on the motion's samples)")
+    demo.add_argument("--trajectory", default="",
+                      help="--excite: a trajectory NPZ (from 'inertia-id excite') instead of a "
+                           "motion designed on the spot")
+    demo.add_argument("--speed-scale", type=float, default=1.0,
+                      help="--excite: fraction of the motion's speed, (0, 1] (1)")
     demo.add_argument("--method", default="lmi", help="identification method (lmi)")
     demo.add_argument("--seed", type=int, default=0, help="seed of trajectory and noise (0)")
     demo.set_defaults(run=_demo)

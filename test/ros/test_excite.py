@@ -218,3 +218,21 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
         assert node.alive()
     finally:
         wizard.peer.destroy_node()
+
+
+def test_a_trajectory_message_carries_every_point_exactly(tmp_path):
+    from inertia_id_ros.ros.conversions import joint_trajectory_arrays, joint_trajectory_msg
+
+    _, trajectory = out_and_back(tmp_path, seconds=1.0)
+    msg = joint_trajectory_msg(1234.5, trajectory.joint_names, trajectory.t, trajectory.q,
+                               trajectory.dq, trajectory.ddq)
+    t_start, names, times, q, dq, ddq = joint_trajectory_arrays(msg)
+    assert t_start == pytest.approx(1234.5, abs=1e-9) and names == PANDA_ARM_JOINTS
+    assert np.allclose(times, trajectory.t, atol=1e-9)
+    assert np.array_equal(q, trajectory.q) and np.array_equal(dq, trajectory.dq)
+    assert np.array_equal(ddq, trajectory.ddq)
+    msg.points[3].velocities = []  # positions only: zeros
+    assert np.array_equal(joint_trajectory_arrays(msg)[4][3], np.zeros(7))
+    msg.points[3].positions = [0.0]
+    with pytest.raises(ValueError, match="positions do not match the 7 joints"):
+        joint_trajectory_arrays(msg)
