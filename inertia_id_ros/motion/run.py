@@ -9,7 +9,8 @@
    (``stale_joint_states``: none received for ``joint_state_timeout``), a joint of the motion is
    not measured (``missing_joints``), the measured pose is further than ``max_start_distance``
    from the motion's start (``far_from_start``), the motion does not start and end at rest
-   (``invalid_trajectory``) or ``speed_scale`` is outside (0, 1] (``invalid_speed_scale``).
+   (``invalid_trajectory``), ``speed_scale`` is outside (0, 1] (``invalid_speed_scale``) or the
+   command would leave the robot's limits (``beyond_limits``, when they are given).
    Otherwise the command, as one trajectory: a ramp-in from the measured pose to the motion's
    start, the motion at ``speed_scale`` (:meth:`ExcitationTrajectory.time_scaled`), a ramp-out
    back to the measured pose. Each ramp is a rest-to-rest quintic at most ``ramp_velocity`` fast
@@ -32,11 +33,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from inertia_id_ros.errors import ExcitationRefused, TrajectoryError
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory, concatenate, rest_to_rest
+
+if TYPE_CHECKING:
+    from inertia_id_ros.motion.design import MotionLimits
 
 IDLE, DESIGNING, RAMP_IN, RUNNING, RAMP_OUT, IDENTIFYING = (
     "idle", "designing", "ramp_in", "running", "ramp_out", "identifying")
@@ -48,6 +53,9 @@ ACTIVE = (DESIGNING, *MOVING, IDENTIFYING)
 
 PEAK_SPEED_FACTOR = 1.875
 """Peak speed of the rest-to-rest quintic ``10 s^3 - 15 s^4 + 6 s^5`` over its mean speed."""
+
+LIMIT_TOLERANCE = 1e-6
+"""How far (in each limit's unit) a command's samples may exceed the limits given to start."""
 
 
 @dataclass(frozen=True)
@@ -193,22 +201,24 @@ class ExcitationRun:
             return q
 
     def start(self, trajectory: ExcitationTrajectory, joint_state: JointStateSnapshot | None,
-              now: float, speed_scale: float = 1.0, designed: bool = False
-              ) -> ExcitationCommand:
+              now: float, speed_scale: float = 1.0, designed: bool = False,
+              limits: MotionLimits | None = None) -> ExcitationCommand:
         """The command playing ``trajectory`` at ``speed_scale`` from the measured pose, starting
         at ``now + start_delay`` (state ``ramp_in``); refused as the module docstring says.
         ``designed``: the motion of :meth:`begin_design` (refused as ``cancelled`` if that
-        excitation was stopped meanwhile; any refusal then fails it)."""
+        excitation was stopped meanwhile; any refusal then fails it). ``limits``: the robot's
+        (of the trajectory's joints) that every sample of the command must keep."""
         with self._lock:
             try:
-                return self._start(trajectory, joint_state, now, speed_scale, designed)
+                return self._start(trajectory, joint_state, now, speed_scale, designed, limits)
             except ExcitationRefused as refused:
                 if designed and self.state == DESIGNING:
                     self._set(FAILED, f"refused: {refused.message}", None)
                 raise
 
     def _start(self, trajectory: ExcitationTrajectory, joint_state: JointStateSnapshot | None,
-               now: float, speed_scale: float, designed: bool) -> ExcitationCommand:
+               now: float, speed_scale: float, designed: bool,
+               limits: MotionLimits | None) -> ExcitationCommand:
         q = self._check_ready(joint_state, now, trajectory.joint_names, designed)
         if not (np.isfinite(speed_scale) and 0.0 < speed_scale <= 1.0):
             raise ExcitationRefused("invalid_speed_scale",
@@ -230,6 +240,13 @@ class ExcitationRun:
         except TrajectoryError as error:
             raise ExcitationRefused("invalid_trajectory", f"the motion must start and end at "
                                     f"rest: {error}") from error
+        if limits is not None:
+            over = {name: excess for name, excess in limits.violations(plan).items()
+                    if excess > LIMIT_TOLERANCE}
+            if over:
+                raise ExcitationRefused("beyond_limits", "the command exceeds the robot's "
+                                        + ", ".join(f"{name} limit by {excess:.4g}"
+                                                    for name, excess in over.items()))
         command = ExcitationCommand(plan, now + self.config.start_delay, ramp_in.duration,
                                     ramp_in.duration + motion.duration, float(speed_scale))
         dry = "" if speed_scale == 1.0 else f" (dry run at speed_scale {speed_scale:g})"

@@ -5,7 +5,8 @@ them to the node:
 
 - ``~/excite`` (``Excite``): a trajectory file, or a motion designed on the spot from the
   measured pose (on a thread; :func:`~inertia_id_ros.motion.design.design_excitation` with
-  ``excite_max_acceleration``), at ``speed_scale``. The command (ramp-in, motion, ramp-out) goes
+  ``excite_max_acceleration``), at ``speed_scale``; refused beyond the URDF's position and
+  velocity limits. The command (ramp-in, motion, ramp-out) goes
   to ``trajectory_topic`` as one ``trajectory_msgs/JointTrajectory`` whose points carry positions,
   velocities and accelerations, stamped with its start.
 - a timer (:data:`TICK_HZ`) steps the run with the newest joint state; a stop (``~/stop``,
@@ -32,8 +33,8 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from inertia_id_ros.errors import DataError, ExcitationRefused
-from inertia_id_ros.motion.design import design_excitation
+from inertia_id_ros.errors import DataError, ExcitationRefused, JointNotFound, ProblemError
+from inertia_id_ros.motion.design import MotionLimits, design_excitation, motion_limits
 from inertia_id_ros.motion.run import (FAILED, IDENTIFYING, MOVING, ExcitationCommand,
                                        ExcitationRun, JointStateSnapshot)
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory
@@ -115,7 +116,8 @@ class ExcitationIO:
                     trajectory = ExcitationTrajectory.load_npz(request.trajectory_file)
                 except DataError as error:
                     raise ExcitationRefused("unreadable_trajectory", str(error)) from error
-                command = self.run.start(trajectory, self._observe(), self._now(), speed_scale)
+                command = self.run.start(trajectory, self._observe(), self._now(), speed_scale,
+                                         limits=self._limits(trajectory.joint_names))
                 self._send(command)
             else:
                 duration = float(request.duration)
@@ -154,7 +156,7 @@ class ExcitationIO:
                 sensor_frame=self._settings.sensor_frame or None, start=start,
                 max_acceleration=self._settings.excite_max_acceleration).trajectory
             command = self.run.start(trajectory, self._observe(), self._now(), speed_scale,
-                                     designed=True)
+                                     designed=True, limits=self._limits(trajectory.joint_names))
         except ExcitationRefused as refused:  # stopped meanwhile, or the robot moved
             self._node.get_logger().warning(f"excite: {refused}")
         except Exception as error:  # a failed design must not leave the robot reserved
@@ -165,6 +167,15 @@ class ExcitationIO:
                                          f" {self.run.message}")
             self._send(command)
         self._publish_status()
+
+    def _limits(self, joint_names: tuple[str, ...]) -> MotionLimits:
+        """The URDF's position and velocity limits of ``joint_names`` (a command must keep
+        them); refused (``limits``) for a joint the URDF lacks or gives no limits."""
+        try:
+            return motion_limits(self._model, joint_names, position_margin=0.0,
+                                 max_acceleration=np.inf)
+        except (JointNotFound, ProblemError) as error:
+            raise ExcitationRefused("limits", str(error)) from error
 
     def _send(self, command: ExcitationCommand) -> None:
         """Lengthen the window to hold the command, pause change detection, publish it."""

@@ -19,11 +19,11 @@ AWAY = np.array([0.6, -0.4, 0.5, 0.4, -0.6, 0.5, 0.8])
 
 def out_and_back(tmp_path, seconds: float = 3.0) -> tuple[str, ExcitationTrajectory]:
     """A trajectory file: rest-to-rest from the simulator's home pose out and back (``seconds``
-    each way)."""
+    each way; peak joint speed 0.5 rad/s in 3 s)."""
     trajectory = concatenate(
         rest_to_rest(PANDA_HOME, PANDA_HOME + AWAY, seconds, joint_names=PANDA_ARM_JOINTS),
         rest_to_rest(PANDA_HOME + AWAY, PANDA_HOME, seconds, joint_names=PANDA_ARM_JOINTS))
-    path = tmp_path / "out_and_back.npz"
+    path = tmp_path / f"out_and_back_{seconds:g}.npz"
     trajectory.save_npz(path)
     return str(path), trajectory
 
@@ -210,6 +210,9 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
         sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold")
         wizard.joints.clear()
         assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        refused = wizard.excite(out_and_back(tmp_path, seconds=0.4)[0], speed_scale=0.9)
+        assert not refused.accepted and refused.reason.startswith("beyond_limits")
+        assert "velocity limit" in refused.reason
         assert wizard.excite(path).accepted
         wizard.wait_for(("running",), 10.0)
         sim.stop()  # the joint states stop mid-run

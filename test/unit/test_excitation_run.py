@@ -177,3 +177,23 @@ def test_a_design_reserves_the_robot_and_a_stop_meanwhile_cancels_it():
     with pytest.raises(ExcitationRefused, match="far_from_start"):  # the robot moved meanwhile
         run.start(motion(), snapshot(START + 1.0, 1.0), now=1.0, designed=True)
     assert run.state == FAILED and not run.active
+
+
+def test_a_command_beyond_the_limits_is_refused():
+    from inertia_id_ros.motion.design import MotionLimits
+
+    def limits(upper: float, velocity: float) -> MotionLimits:
+        return MotionLimits(NAMES, np.full(3, -2.0), np.full(3, upper), np.full(3, velocity),
+                            np.full(3, np.inf))
+
+    fits = ExcitationRun().start(motion(), snapshot(START, 0.0), now=0.0, limits=limits(2.0, 2.0))
+    assert fits.motion_end > 0
+    for upper, velocity, message in ((0.5, 2.0, "position limit by 0.2"),
+                                     (2.0, 0.4, "velocity limit by ")):
+        run = ExcitationRun()
+        with pytest.raises(ExcitationRefused, match=message) as info:
+            run.start(motion(), snapshot(START, 0.0), now=0.0, limits=limits(upper, velocity))
+        assert info.value.reason == "beyond_limits" and run.state == IDLE
+    run = ExcitationRun()
+    run.start(motion(), snapshot(START, 0.0), now=0.0, speed_scale=0.5,
+              limits=limits(2.0, 0.4))  # the dry run is slow enough
