@@ -103,9 +103,9 @@ from inertia_id_ros.core.robots import load_model, reduce_model
 from inertia_id_ros.errors import FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
 from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ, SelfCollisionChecker
+from inertia_id_ros.io.information import recording_information
 from inertia_id_ros.motion.design import (DEFAULT_COLLISION_MARGIN, DEFAULT_MAX_ACCELERATION,
-                                          TARGETS, design_excitation, motion_limits,
-                                          recording_information)
+                                          TARGETS, design_excitation, motion_limits)
 from inertia_id_ros.errors import ProblemError, SolverError
 
 EXIT_NO_ESTIMATE = 1

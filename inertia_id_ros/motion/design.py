@@ -65,8 +65,7 @@ from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS, body_regressor_batch
 from inertia_id_ros.core.robots import joint_id
-from inertia_id_ros.errors import DataError, ProblemError
-from inertia_id_ros.io.data import read_joint_file, read_payload_file, with_derivatives
+from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.motion.collision import Clearance, SelfCollisionChecker
 from inertia_id_ros.motion.trajectory import DEFAULT_RATE_HZ, ExcitationTrajectory
 
@@ -464,31 +463,6 @@ def sample_information(model: pin.Model, joint_names: Sequence[str], target: str
     return weight * (flat.T @ flat)
 
 
-def recording_information(path: str, model: pin.Model, joint_names: Sequence[str], target: str,
-                          *, sensor_frame: str | None = None,
-                          noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
-                          half_width: float = 0.05) -> np.ndarray:
-    """:func:`sample_information` of a recording (NPZ or CSV, :mod:`inertia_id_ros.io.data`): the
-    payload's wrench samples (each joint sample counted ``n_wrenches / n_joint_samples`` times)
-    or the links' joint samples; missing ``dq``/``ddq`` are differentiated over ``half_width``
-    s. Raises :class:`~inertia_id_ros.errors.DataError` when the file lacks a joint."""
-    if target == "payload":
-        recording = read_payload_file(path)
-        states = recording.joint_states
-        weight = recording.wrenches.t.size / states.t.size
-    else:
-        states = read_joint_file(path)
-        weight = 1.0
-    missing = [name for name in joint_names if name not in states.joint_names]
-    if missing:
-        raise DataError(f"{path}: no samples of joint(s) {', '.join(missing)}")
-    states = with_derivatives(states, half_width)
-    columns = [states.joint_names.index(name) for name in joint_names]
-    return sample_information(model, joint_names, target, states.q[:, columns],
-                              states.dq[:, columns], states.ddq[:, columns],
-                              sensor_frame=sensor_frame, noise_std=noise_std, weight=weight)
-
-
 def _check_prior(prior: np.ndarray | None, p: int) -> np.ndarray:
     if prior is None:
         return np.zeros((p, p))
@@ -674,7 +648,7 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     the module docstring. ``seed`` draws the random motions the best of which is the initial
     one; ``prior_information`` is the
     information already gathered (a previous :attr:`DesignResult.information`, or of a
-    recording: :meth:`MotionEvaluator.information`); ``progress`` receives one-line messages;
+    recording: :func:`inertia_id_ros.io.information.recording_information`); ``progress`` receives one-line messages;
     ``time_limit`` (s, default :data:`DEFAULT_TIME_LIMIT`) bounds the optimisation.
     ``noise_std`` and ``measurement_rate_hz``: the F/T noise per sample and the sample rate
     the payload's standard errors are predicted for. The result is sampled at ``rate_hz``.

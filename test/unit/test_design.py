@@ -14,9 +14,9 @@ from inertia_id_ros.motion.design import (
     design_excitation,
     motion_limits,
     random_fourier_motion,
-    recording_information,
     sample_information,
 )
+from inertia_id_ros.io.information import recording_information
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory
 
 JOINTS = ("panda_joint5", "panda_joint6", "panda_joint7")  # the wrist: fast kinematics
