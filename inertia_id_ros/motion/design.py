@@ -102,7 +102,7 @@ _SOFTMAX_POWER = 8.0
 N_STARTS = 8
 """Random motions drawn (from ``seed``); the optimiser starts from the best."""
 _SOFTMAX_SHARPNESS = 200.0  # of the soft maximum of limit usage (1: at a limit)
-_COLLISION_WEIGHT = 1e3
+_COLLISION_WEIGHT = 10.0
 
 
 # ---- limits ----------------------------------------------------------------------------------
@@ -757,12 +757,18 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         if time.perf_counter() - began > budget:
             raise StopIteration
 
-    result = scipy.optimize.minimize(fun, X0.ravel(), jac=True, method="L-BFGS-B",
-                                     callback=callback, options={"maxiter": 5000})
-    stopped_on_time = time.perf_counter() - began > budget
-    if stopped_on_time:
-        say(f"  time limit {budget:g} s reached")
-    x = result.x
+    x, best, stalls = X0.ravel(), np.inf, 0
+    while True:  # restarted while it improves: line searches can fail where distances kink
+        result = scipy.optimize.minimize(fun, x, jac=True, method="L-BFGS-B",
+                                         callback=callback, options={"maxiter": 5000})
+        x = result.x
+        stopped_on_time = time.perf_counter() - began > budget
+        stalls = stalls + 1 if result.fun > best - 1e-6 * abs(best) else 0
+        best = min(best, float(result.fun))
+        if stopped_on_time or result.success or stalls >= 2:
+            break
+    say(f"  time limit {budget:g} s reached" if stopped_on_time
+        else f"  optimiser stopped: {result.message}")
     X = x.reshape(basis.n_free, n)
     X = X * soft_scale(X)[0]
     scale = _feasible_scale(X, start, limits, basis.evaluate(_midpoints(duration, CHECK_RATE_HZ)))
