@@ -3,7 +3,9 @@ the pairs an SRDF leaves (its ``disable_collisions`` removed), with their gradie
 
 Every mesh is replaced by its convex hull: the hull contains the mesh, so its distance is a lower
 bound of the mesh's (conservative), and convex distances (GJK) are about a hundred times faster
-than mesh ones, fast enough for the design's optimiser. A negative distance is a penetration.
+than mesh ones, fast enough for the design's optimiser. A negative distance is a penetration
+depth; its gradient (from EPA's witness points) is approximate, while that of a positive distance
+is exact.
 """
 
 from __future__ import annotations
@@ -102,14 +104,14 @@ class SelfCollisionChecker:
         return out
 
     def near(self, joint_names: Sequence[str], Q: np.ndarray, threshold: float
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every (sample, pair) closer than ``threshold`` (m): sample indices (K,), distances (K,)
-        and their gradients (K, n) w.r.t. the positions of ``joint_names``
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every (sample, pair) closer than ``threshold`` (m): sample indices (K,), pair indices
+        (K,), distances (K,) and their gradients (K, n) w.r.t. the positions of ``joint_names``
         (``d' = normal . (v_2 - v_1)`` at the nearest points)."""
         columns = [self.model.joints[joint_id(self.model, name)].idx_v for name in joint_names]
         model, data, geometry, gdata = self.model, self._data, self.geometry, self._geometry_data
         world = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-        samples, values, gradients = [], [], []
+        samples, pairs, values, gradients = [], [], [], []
         closest, _ = self._closest(joint_names, Q)
         for i in np.flatnonzero(closest < threshold):
             q = self._configuration(joint_names, Q[i])
@@ -127,10 +129,11 @@ class SelfCollisionChecker:
                     lever = point - data.oMi[joint].translation
                     jacobians.append(J[:3] - pin.skew(lever) @ J[3:])
                 samples.append(i)
+                pairs.append(k)
                 values.append(result.min_distance)
                 gradients.append((result.normal @ (jacobians[1] - jacobians[0]))[columns])
         n = len(joint_names)
-        return (np.array(samples, dtype=int), np.array(values),
+        return (np.array(samples, dtype=int), np.array(pairs, dtype=int), np.array(values),
                 np.array(gradients).reshape(-1, n))
 
     def clearance(self, trajectory: ExcitationTrajectory,

@@ -732,7 +732,7 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         if collision is None:
             return 0.0, np.zeros_like(X)
         threshold = collision_margin + COLLISION_BUFFER
-        rows, distances, d_distances = collision.near(joint_names, start + P_col @ X, threshold)
+        rows, _, distances, d_distances = collision.near(joint_names, start + P_col @ X, threshold)
         shortfall = (threshold - distances) / COLLISION_BUFFER
         gradient = -P_col[rows].T @ ((2.0 * _COLLISION_WEIGHT * shortfall
                                       / COLLISION_BUFFER)[:, None] * d_distances)
