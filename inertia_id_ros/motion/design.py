@@ -22,8 +22,8 @@ end every joint's motion is scaled by the largest factor that meets every limit 
 RNEA of the URDF's links, without the payload) are checked after the design and met by scaling
 the whole motion down when ``torque_limits`` is set. With a
 :class:`~inertia_id_ros.motion.collision.SelfCollisionChecker` (URDF collision geometry and SRDF
-pairs), distances below the margin plus ``COLLISION_BUFFER`` on ``COLLISION_RATE_HZ`` samples are
-penalised quadratically (gradients from the nearest points); the final motion is checked at 50 Hz
+pairs), after half the time limit, distances below the margin plus ``COLLISION_BUFFER`` on
+``COLLISION_RATE_HZ`` samples are penalised quadratically (gradients from the nearest points); the final motion is checked at 50 Hz
 and, if it still comes closer than the margin, scaled toward ``start`` (bisection) until it does
 not.
 
@@ -94,6 +94,8 @@ DEFAULT_COLLISION_MARGIN = 0.01
 """m: smallest self-collision distance of a designed motion (with a collision checker)."""
 COLLISION_RATE_HZ = 10.0
 """Hz: time samples on which the optimiser penalises self-collision distances."""
+COLLISION_FREE_SHARE = 0.5
+"""Share of the time limit the optimiser runs without the self-collision penalty first."""
 COLLISION_BUFFER = 0.03
 """m: the optimiser keeps distances above the margin plus this (motion between its samples)."""
 INERTIA_SLICE = slice(4, N_BODY_PARAMS)
@@ -711,6 +713,7 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         f"initial {evaluator.name} {initial:.4g}")
 
     counters = {"evaluations": 0, "iterations": 0}
+    stop = {"at": budget}
     P_stack = np.vstack(P_con)  # (3 M, n_free): positions, velocities, accelerations
     up, down = limits.upper - start, start - limits.lower
 
@@ -728,8 +731,10 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         scale = 1.0 / (top + np.log(total) / _SOFTMAX_SHARPNESS)
         return scale, -scale ** 2 * (P_stack.T @ (e / total * d_usage))
 
+    phase = {"collision": False}
+
     def collision_penalty(X: np.ndarray) -> tuple[float, np.ndarray]:
-        if collision is None:
+        if not phase["collision"]:
             return 0.0, np.zeros_like(X)
         threshold = collision_margin + COLLISION_BUFFER
         rows, _, distances, d_distances = collision.near(joint_names, start + P_col @ X, threshold)
@@ -754,21 +759,35 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         if counters["iterations"] % 25 == 0:
             say(f"  iteration {counters['iterations']}: surrogate "
                 f"{intermediate_result.fun:.5g}, {time.perf_counter() - began:.1f} s")
-        if time.perf_counter() - began > budget:
+        if time.perf_counter() - began > stop["at"]:
             raise StopIteration
 
-    x, best, stalls = X0.ravel(), np.inf, 0
-    while True:  # restarted while it improves: line searches can fail where distances kink
-        result = scipy.optimize.minimize(fun, x, jac=True, method="L-BFGS-B",
-                                         callback=callback, options={"maxiter": 5000})
-        x = result.x
-        stopped_on_time = time.perf_counter() - began > budget
-        stalls = stalls + 1 if result.fun > best - 1e-6 * abs(best) else 0
-        best = min(best, float(result.fun))
-        if stopped_on_time or result.success or stalls >= 2:
-            break
-    say(f"  time limit {budget:g} s reached" if stopped_on_time
-        else f"  optimiser stopped: {result.message}")
+    def optimise(x: np.ndarray, deadline: float) -> tuple[np.ndarray, str]:
+        """L-BFGS-B from ``x`` until ``deadline`` (s since the start), restarted while it
+        improves (line searches can fail where a distance kinks)."""
+        best, stalls = np.inf, 0
+        while True:
+            stop["at"] = deadline
+            result = scipy.optimize.minimize(fun, x, jac=True, method="L-BFGS-B",
+                                             callback=callback,
+                                             options={"maxiter": 100000, "ftol": 0.0,
+                                                      "gtol": 0.0})
+            x = result.x
+            if time.perf_counter() - began > deadline:
+                return x, f"time limit {deadline:g} s reached"
+            stalls = stalls + 1 if result.fun > best - 1e-9 * abs(best) else 0
+            best = min(best, float(result.fun))
+            if stalls >= 2:
+                return x, f"optimiser stopped: {result.message}"
+
+    # without the collision penalty first (smooth), then with it from there
+    x, message = optimise(X0.ravel(), budget * (COLLISION_FREE_SHARE if collision else 1.0))
+    say(f"  {message}")
+    if collision is not None:
+        phase["collision"] = True
+        x, message = optimise(x, budget)
+        say(f"  with self-collision distances: {message}")
+    stopped_on_time = time.perf_counter() - began > budget
     X = x.reshape(basis.n_free, n)
     X = X * soft_scale(X)[0]
     scale = _feasible_scale(X, start, limits, basis.evaluate(_midpoints(duration, CHECK_RATE_HZ)))
