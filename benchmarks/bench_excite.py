@@ -6,7 +6,9 @@ UR5 payload beyond ``tool0`` (6 joints, 15 s), Panda payload beyond ``panda_link
 
 1. the design (:func:`inertia_id_ros.motion.design.design_excitation`): wall-clock time and the
    largest excess over every limit (position with margin, velocity, acceleration) on the output
-   samples and on the quintic interpolation at 1 kHz (<= 1e-6 required);
+   samples and on the quintic interpolation at 1 kHz (<= 1e-6 required); with the self-collision
+   constraint (example-robot-data's SRDF, convex hulls, margin 10 mm; ``--no-collision`` drops
+   it), the smallest distance of the design and of the best random motion (which ignores it);
 2. the reference: the best of 30 random 5-harmonic rest-to-rest Fourier motions (seeds 0..29,
    :func:`inertia_id_ros.motion.design.random_fourier_motion`), each joint scaled as far as the
    same limits allow, same start and duration; both scored by the same evaluator on their 100 Hz
@@ -39,7 +41,12 @@ import numpy as np  # noqa: E402  (after the BLAS thread settings)
 
 from inertia_id_ros.core.inertia import inertia_from_theta  # noqa: E402
 from inertia_id_ros.core.regressors import payload_regressor_batch  # noqa: E402
-from inertia_id_ros.core.robots import example_robot_urdf, load_model  # noqa: E402
+from inertia_id_ros.core.robots import (  # noqa: E402
+    example_robot_data_dir,
+    example_robot_urdf,
+    load_model,
+)
+from inertia_id_ros.motion.collision import SelfCollisionChecker  # noqa: E402
 from inertia_id_ros.motion.design import (  # noqa: E402
     DesignResult,
     design_excitation,
@@ -62,6 +69,7 @@ CASES = {  # name: (robot, joints, target, sensor frame, duration s, design time
     "panda_payload": ("panda", PANDA_ARM_JOINTS, "payload", PANDA_FLANGE, 15.0, 60.0),
     "panda_links": ("panda", PANDA_ARM_JOINTS, "links", None, 30.0, 300.0),
 }
+SRDFS = {"ur5": "ur_description/srdf/ur5.srdf", "panda": "panda_description/srdf/panda.srdf"}
 MAX_ACCELERATION = 3.0
 SIM_RATE = 1000.0  # Hz, the demo simulator's
 
@@ -97,12 +105,15 @@ def identify(model, sensor_frame: str, joints, trajectory: ExcitationTrajectory,
             100.0 * float(np.linalg.norm(inertia - inertia0) / np.linalg.norm(inertia0)))
 
 
-def run_case(name: str, n_random: int) -> dict[str, object]:
+def run_case(name: str, n_random: int, with_collision: bool) -> dict[str, object]:
     robot, joints, target, frame, duration, time_target = CASES[name]
     model = load_model(example_robot_urdf(robot))
+    collision = (SelfCollisionChecker(example_robot_urdf(robot),
+                                      example_robot_data_dir() / SRDFS[robot])
+                 if with_collision else None)
     began = time.perf_counter()
     result = design_excitation(model, joints, target, duration, sensor_frame=frame,
-                               max_acceleration=MAX_ACCELERATION, seed=0)
+                               max_acceleration=MAX_ACCELERATION, seed=0, collision=collision)
     design_time = time.perf_counter() - began
     start = result.trajectory.q[0]
     evaluator = result.evaluator
@@ -117,7 +128,10 @@ def run_case(name: str, n_random: int) -> dict[str, object]:
         "violation": worst_violation(result, result.trajectory),
         "random_violation": worst_violation(result, randoms[best]),
         "design_s": design_time, "time_target_s": time_target,
-        "iterations": result.stats.iterations}
+        "iterations": result.stats.iterations,
+        "clearance_mm": 1e3 * result.clearance.distance if result.clearance else float("nan"),
+        "random_clearance_mm": (1e3 * collision.clearance(randoms[best]).distance
+                                if collision else float("nan"))}
     if target == "payload":
         row["fit_designed"] = identify(model, frame, joints, result.trajectory, seed=1)
         row["fit_random"] = identify(model, frame, joints, randoms[best], seed=1)
@@ -128,13 +142,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--random", type=int, default=30, help="random motions (30)")
+    parser.add_argument("--no-collision", action="store_true",
+                        help="design without the self-collision constraint (SRDF pairs)")
     args = parser.parse_args()
-    rows = [run_case(name, args.random) for name in args.cases.split(",")]
+    rows = [run_case(name, args.random, not args.no_collision) for name in args.cases.split(",")]
     print(f"\n{'case':<15}{'objective':<26}{'designed':>11}{'best rand':>11}{'ratio':>7}"
-          f"{'max excess':>12}{'design s':>10}{'target s':>9}{'iters':>7}")
+          f"{'max excess':>12}{'clear mm':>9}{'rand mm':>9}{'design s':>10}{'target s':>9}"
+          f"{'iters':>7}")
     for r in rows:
         print(f"{r['case']:<15}{r['objective']:<26}{r['designed']:>11.4g}{r['best_random']:>11.4g}"
-              f"{r['ratio']:>7.3f}{r['violation']:>12.2e}{r['design_s']:>10.1f}"
+              f"{r['ratio']:>7.3f}{r['violation']:>12.2e}{r['clearance_mm']:>9.1f}"
+              f"{r['random_clearance_mm']:>9.1f}{r['design_s']:>10.1f}"
               f"{r['time_target_s']:>9.0f}{r['iterations']:>7}")
     payload_rows = [r for r in rows if "fit_designed" in r]
     if payload_rows:

@@ -102,8 +102,10 @@ from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, L
 from inertia_id_ros.core.robots import load_model, reduce_model
 from inertia_id_ros.errors import FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
-from inertia_id_ros.motion.design import (DEFAULT_MAX_ACCELERATION, TARGETS, design_excitation,
-                                          motion_limits, recording_information)
+from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ, SelfCollisionChecker
+from inertia_id_ros.io.information import recording_information
+from inertia_id_ros.motion.design import (DEFAULT_COLLISION_MARGIN, DEFAULT_MAX_ACCELERATION,
+                                          TARGETS, design_excitation, motion_limits)
 from inertia_id_ros.errors import ProblemError, SolverError
 
 EXIT_NO_ESTIMATE = 1
@@ -558,6 +560,8 @@ def _cmd_excite(args: argparse.Namespace) -> int:
     try:
         limits = motion_limits(model, joints, max_acceleration=args.max_acceleration,
                                torque_limits=args.torque_limits)
+        collision = (None if args.srdf is None
+                     else SelfCollisionChecker(args.urdf, args.srdf))
         print(f"limits used (position margin {limits.position_margin:g} rad):")
         print("\n".join("  " + line for line in limits.table()))
         prior = None if args.from_recording is None else recording_information(
@@ -566,10 +570,16 @@ def _cmd_excite(args: argparse.Namespace) -> int:
                                    sensor_frame=args.sensor_frame, start=start,
                                    max_acceleration=args.max_acceleration, seed=args.seed,
                                    prior_information=prior, progress=print,
-                                   time_limit=args.time_limit, torque_limits=args.torque_limits)
+                                   time_limit=args.time_limit, torque_limits=args.torque_limits,
+                                   collision=collision, collision_margin=args.collision_margin)
     except (ProblemError, JointNotFound, FrameNotFound) as e:
         raise InputError(str(e)) from None
     trajectory = result.trajectory
+    if result.clearance is not None:
+        c = result.clearance
+        print(f"self-collision: smallest distance {1e3 * c.distance:.1f} mm ({c.pair[0]} and "
+              f"{c.pair[1]} at {c.time:.2f} s; convex hulls checked at "
+              f"{DEFAULT_CHECK_RATE_HZ:g} Hz)")
     _write_output(args.out, trajectory.save_npz)
     print(f"achieved: {result.objective_name} {result.objective:.4g} (random start "
           f"{result.stats.initial_objective:.4g}"
@@ -764,6 +774,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="recording (.npz/.csv) whose information the motion adds to")
     excite.add_argument("--torque-limits", action="store_true",
                         help="also keep the URDF links' torques within the effort limits")
+    excite.add_argument("--srdf", help="SRDF of the robot: keep the self-collision distance of "
+                                       "the pairs it leaves (URDF collision geometry) >= "
+                                       "--collision-margin")
+    excite.add_argument("--collision-margin", type=float, default=DEFAULT_COLLISION_MARGIN,
+                        metavar="M", help="smallest self-collision distance with --srdf "
+                                          f"(m; {DEFAULT_COLLISION_MARGIN:g})")
     excite.add_argument("--time-limit", type=float, metavar="SEC",
                         help="optimisation time (default: 40 payload, 240 links)")
     excite.set_defaults(run=_cmd_excite)

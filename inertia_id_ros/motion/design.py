@@ -12,12 +12,20 @@ acceleration) for any free coefficient: :class:`RestToRestFourier` maps the free
 ``duration x MAX_FREQUENCY_HZ``.
 
 **Limits** (:class:`MotionLimits`): the URDF's position limits shrunk by a margin, its velocity
-limits, an acceleration limit; all linear in the coefficients. The optimiser sees them as a
-quadratic penalty on dense time samples (100 Hz) with an increasing weight; at the end every joint's
-motion is scaled about ``start`` by the largest factor <= 1 that meets every limit on a 1 kHz grid
+limits, an acceleration limit; all linear in the coefficients. The optimiser never leaves them:
+it evaluates the objective on every joint's motion scaled about ``start`` by ``1 / u``, ``u`` a
+smooth soft maximum (>= the maximum) of the joint's limit usage (position offset, velocity,
+acceleration over their limits) on dense time samples (100 Hz), so the motion always spans its
+limits (as the random reference motions do) and the problem is unconstrained and smooth. At the
+end every joint's motion is scaled by the largest factor that meets every limit on a 1 kHz grid
 (less a relative 1e-4), so the result meets them exactly. Torque limits (the URDF's efforts, by
 RNEA of the URDF's links, without the payload) are checked after the design and met by scaling
-the whole motion down when ``torque_limits`` is set. Self-collision is not checked.
+the whole motion down when ``torque_limits`` is set. With a
+:class:`~inertia_id_ros.motion.collision.SelfCollisionChecker` (URDF collision geometry and SRDF
+pairs), after half the time limit, distances below the margin plus ``COLLISION_BUFFER`` on
+``COLLISION_RATE_HZ`` samples are penalised quadratically (gradients from the nearest points); the final motion is checked at 50 Hz
+and, if it still comes closer than the margin, scaled toward ``start`` (bisection) until it does
+not.
 
 **Objectives** (the predicted information of samples at ``measurement_rate_hz``, evaluated on a
 coarser grid of ``OBJECTIVE_RATE_HZ`` and scaled; a periodic integrand makes this accurate):
@@ -57,8 +65,8 @@ from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS, body_regressor_batch
 from inertia_id_ros.core.robots import joint_id
-from inertia_id_ros.errors import DataError, ProblemError
-from inertia_id_ros.io.data import read_joint_file, read_payload_file, with_derivatives
+from inertia_id_ros.errors import ProblemError
+from inertia_id_ros.motion.collision import Clearance, SelfCollisionChecker
 from inertia_id_ros.motion.trajectory import DEFAULT_RATE_HZ, ExcitationTrajectory
 
 TARGETS = ("payload", "links")
@@ -82,10 +90,21 @@ FEASIBILITY_SAFETY = 1e-4
 """Relative amount by which the final motion stays inside its limits."""
 DEFAULT_TIME_LIMIT = {"payload": 40.0, "links": 240.0}
 """s: default optimisation time per target."""
+DEFAULT_COLLISION_MARGIN = 0.01
+"""m: smallest self-collision distance of a designed motion (with a collision checker)."""
+COLLISION_RATE_HZ = 10.0
+"""Hz: time samples on which the optimiser penalises self-collision distances."""
+COLLISION_FREE_SHARE = 0.5
+"""Share of the time limit the optimiser runs without the self-collision penalty first."""
+COLLISION_BUFFER = 0.03
+"""m: the optimiser keeps distances above the margin plus this (motion between its samples)."""
 INERTIA_SLICE = slice(4, N_BODY_PARAMS)
 """The six rotational-inertia entries of theta."""
 _SOFTMAX_POWER = 8.0
-_PENALTY_WEIGHTS = (1e2, 1e4, 1e6)
+N_STARTS = 8
+"""Random motions drawn (from ``seed``); the optimiser starts from the best."""
+_SOFTMAX_SHARPNESS = 200.0  # of the soft maximum of limit usage (1: at a limit)
+_COLLISION_WEIGHT = 10.0
 
 
 # ---- limits ----------------------------------------------------------------------------------
@@ -223,15 +242,13 @@ def _midpoints(duration: float, rate_hz: float) -> np.ndarray:
 
 
 def _feasible_scale(X: np.ndarray, start: np.ndarray, limits: MotionLimits,
-                    P: tuple[np.ndarray, np.ndarray, np.ndarray], grow: bool = False
-                    ) -> np.ndarray:
-    """(n,) the largest per-joint factors with ``start + s P_q X`` etc. within the limits at the
-    samples of ``P``; at most 1 unless ``grow``."""
+                    P: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """(n,) the largest per-joint factors ``s`` with ``start + s P_q X``, ``s P_dq X`` and
+    ``s P_ddq X`` within the limits at the samples of ``P``."""
     Pq, Pdq, Pddq = P
     d, v, a = Pq @ X, Pdq @ X, Pddq @ X
     tiny = 1e-300
-    bounds = [np.full(X.shape[1], np.inf if grow else 1.0),
-              (limits.upper - start) / np.maximum(d.max(axis=0), tiny),
+    bounds = [(limits.upper - start) / np.maximum(d.max(axis=0), tiny),
               (start - limits.lower) / np.maximum(-d.min(axis=0), tiny),
               limits.velocity / np.maximum(np.abs(v).max(axis=0), tiny),
               limits.acceleration / np.maximum(np.abs(a).max(axis=0), tiny)]
@@ -448,31 +465,6 @@ def sample_information(model: pin.Model, joint_names: Sequence[str], target: str
     return weight * (flat.T @ flat)
 
 
-def recording_information(path: str, model: pin.Model, joint_names: Sequence[str], target: str,
-                          *, sensor_frame: str | None = None,
-                          noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
-                          half_width: float = 0.05) -> np.ndarray:
-    """:func:`sample_information` of a recording (NPZ or CSV, :mod:`inertia_id_ros.io.data`): the
-    payload's wrench samples (each joint sample counted ``n_wrenches / n_joint_samples`` times)
-    or the links' joint samples; missing ``dq``/``ddq`` are differentiated over ``half_width``
-    s. Raises :class:`~inertia_id_ros.errors.DataError` when the file lacks a joint."""
-    if target == "payload":
-        recording = read_payload_file(path)
-        states = recording.joint_states
-        weight = recording.wrenches.t.size / states.t.size
-    else:
-        states = read_joint_file(path)
-        weight = 1.0
-    missing = [name for name in joint_names if name not in states.joint_names]
-    if missing:
-        raise DataError(f"{path}: no samples of joint(s) {', '.join(missing)}")
-    states = with_derivatives(states, half_width)
-    columns = [states.joint_names.index(name) for name in joint_names]
-    return sample_information(model, joint_names, target, states.q[:, columns],
-                              states.dq[:, columns], states.ddq[:, columns],
-                              sensor_frame=sensor_frame, noise_std=noise_std, weight=weight)
-
-
 def _check_prior(prior: np.ndarray | None, p: int) -> np.ndarray:
     if prior is None:
         return np.zeros((p, p))
@@ -497,10 +489,12 @@ def _inverse(information: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DesignStats:
-    """How the optimisation went: L-BFGS-B ``iterations`` and objective ``evaluations`` over all
-    penalty rounds, wall-clock ``seconds``, the criterion of the random initial motion, the
-    number of harmonics and free variables, whether it stopped on the time limit, and the
-    largest relative scale-down the final feasibility step applied (0: none)."""
+    """How the optimisation went: L-BFGS-B ``iterations`` and objective ``evaluations``,
+    wall-clock ``seconds``, the criterion of the best random initial motion, the
+    number of harmonics and free variables, whether it stopped on the time limit, the smallest
+    per-joint factor of the final scaling onto the limits (slightly above 1: the soft maximum
+    is conservative), and the factors the whole motion was scaled by for the torque limits and
+    for self-collision (1: not needed)."""
 
     iterations: int
     evaluations: int
@@ -509,8 +503,9 @@ class DesignStats:
     n_harmonics: int
     n_variables: int
     stopped_on_time: bool
-    feasibility_shrink: float
+    limit_scale: float
     torque_scale: float = 1.0
+    collision_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -520,7 +515,8 @@ class DesignResult:
     ``information`` the predicted information matrix of the motion alone (payload: (16, 16),
     per F/T sample at ``measurement_rate_hz``; links: (p, p) of the standard parameters,
     torques in N·m) to pass as the next design's ``prior_information``; the ``limits`` used;
-    the ``evaluator`` that scored it (to score other motions the same way)."""
+    the ``evaluator`` that scored it (to score other motions the same way); ``clearance``: its
+    smallest self-collision distance (with a collision checker)."""
 
     trajectory: ExcitationTrajectory
     objective: float
@@ -530,6 +526,7 @@ class DesignResult:
     information: np.ndarray = field(repr=False)
     stats: DesignStats
     evaluator: MotionEvaluator = field(repr=False)
+    clearance: Clearance | None = None
 
 
 class MotionEvaluator:
@@ -614,8 +611,8 @@ def random_fourier_motion(limits: MotionLimits, start: np.ndarray, duration: flo
     acceleration, on a 1 kHz grid): the reference a design is compared with."""
     basis = RestToRestFourier(duration, n_harmonics)
     X = _random_coefficients(np.random.default_rng(seed), basis.n_free, len(limits.joint_names))
-    X *= _feasible_scale(X, start, limits, basis.evaluate(_midpoints(duration, CHECK_RATE_HZ)),
-                         grow=True) * (1.0 - FEASIBILITY_SAFETY)
+    X *= _feasible_scale(X, start, limits, basis.evaluate(_midpoints(duration, CHECK_RATE_HZ))
+                         ) * (1.0 - FEASIBILITY_SAFETY)
     return basis.trajectory(X, start, limits.joint_names, rate_hz)
 
 
@@ -643,17 +640,21 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
                       torque_limits: bool = False,
                       noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
                       measurement_rate_hz: float = DEFAULT_MEASUREMENT_RATE_HZ,
-                      rate_hz: float = DEFAULT_RATE_HZ) -> DesignResult:
+                      rate_hz: float = DEFAULT_RATE_HZ,
+                      collision: SelfCollisionChecker | None = None,
+                      collision_margin: float = DEFAULT_COLLISION_MARGIN) -> DesignResult:
     """Design an exciting motion of ``joint_names`` (model order) of the fixed-base ``model``
     for ``target`` (``"payload"`` beyond ``sensor_frame``, or ``"links"``) lasting ``duration``
     s, starting and ending at rest at ``start`` (rad; default the middle of the limits), within
     :func:`motion_limits` (``position_margin``, ``max_acceleration``, ``torque_limits``); see
-    the module docstring. ``seed`` draws the initial motion; ``prior_information`` is the
+    the module docstring. ``seed`` draws the random motions the best of which is the initial
+    one; ``prior_information`` is the
     information already gathered (a previous :attr:`DesignResult.information`, or of a
-    recording: :meth:`MotionEvaluator.information`); ``progress`` receives one-line messages;
+    recording: :func:`inertia_id_ros.io.information.recording_information`); ``progress`` receives one-line messages;
     ``time_limit`` (s, default :data:`DEFAULT_TIME_LIMIT`) bounds the optimisation.
     ``noise_std`` and ``measurement_rate_hz``: the F/T noise per sample and the sample rate
     the payload's standard errors are predicted for. The result is sampled at ``rate_hz``.
+    ``collision``: keep self-collision distances >= ``collision_margin`` (m).
 
     Raises :class:`~inertia_id_ros.errors.ProblemError` on bad input (unknown target, no range
     left, start outside the limits) and the model's :class:`~inertia_id_ros.errors.JointNotFound`
@@ -680,73 +681,115 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     if outside:
         raise ProblemError("start is not strictly within the limits less the margin: "
                            + ", ".join(outside))
+    if collision is not None:
+        at_start = collision.distances(joint_names, start[None])[0]
+        if np.min(at_start) < collision_margin:
+            k = int(np.argmin(at_start))
+            raise ProblemError(f"the start pose is within {1e3 * at_start[k]:.1f} mm of "
+                               f"self-collision ({' and '.join(collision.pair_names(k))}), less "
+                               f"than the margin {1e3 * collision_margin:g} mm")
     budget = DEFAULT_TIME_LIMIT[target] if time_limit is None else float(time_limit)
 
     basis = RestToRestFourier(duration, max(int(round(duration * MAX_FREQUENCY_HZ)), 5))
     t_objective = _midpoints(duration, OBJECTIVE_RATE_HZ)
     P_obj = basis.evaluate(t_objective)
     P_con = basis.evaluate(_midpoints(duration, CONSTRAINT_RATE_HZ))
+    P_col = basis.evaluate(_midpoints(duration, COLLISION_RATE_HZ))[0]
     weight = measurement_rate_hz * duration / t_objective.size
     rng = np.random.default_rng(seed)
-    X0 = _random_coefficients(rng, basis.n_free, n)
-    X0 *= _feasible_scale(X0, start, limits, P_con, grow=True)
+    candidates = [_random_coefficients(rng, basis.n_free, n) for _ in range(N_STARTS)]
+    candidates = [X * _feasible_scale(X, start, limits, P_con) for X in candidates]
 
     def states(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return start + P_obj[0] @ X, P_obj[1] @ X, P_obj[2] @ X
 
     evaluator = MotionEvaluator(model, joint_names, target, sensor_frame=sensor_frame,
                                 prior_information=prior_information, noise_std=noise_std,
-                                measurement_rate_hz=measurement_rate_hz, probe=states(X0))
-    initial = evaluator.criterion(evaluator.information(*states(X0), weight))
+                                measurement_rate_hz=measurement_rate_hz,
+                                probe=states(candidates[0]))
+    scores = [evaluator.criterion(evaluator.information(*states(X), weight)) for X in candidates]
+    X0, initial = candidates[int(np.argmin(scores))], min(scores)
     say(f"{target}: {basis.harmonics.size} harmonics, {basis.n_free * n} variables, "
         f"initial {evaluator.name} {initial:.4g}")
 
-    half_range = 0.5 * (limits.upper - limits.lower)
     counters = {"evaluations": 0, "iterations": 0}
+    stop = {"at": budget}
+    P_stack = np.vstack(P_con)  # (3 M, n_free): positions, velocities, accelerations
+    up, down = limits.upper - start, start - limits.lower
 
-    def penalty(X: np.ndarray, mu: float) -> tuple[float, np.ndarray]:
-        value, gradient = 0.0, np.zeros_like(X)
-        Pq, Pdq, Pddq = P_con
-        d = start + Pq @ X
-        for P, excess, scale in (
-                (Pq, np.maximum(d - limits.upper, 0.0) - np.maximum(limits.lower - d, 0.0),
-                 half_range),
-                (Pdq, np.sign(Pdq @ X) * np.maximum(np.abs(Pdq @ X) - limits.velocity, 0.0),
-                 limits.velocity),
-                (Pddq, np.sign(Pddq @ X) * np.maximum(np.abs(Pddq @ X) - limits.acceleration,
-                                                      0.0), limits.acceleration)):
-            relative = excess / scale
-            value += mu * float(np.sum(relative ** 2))
-            gradient += P.T @ (2.0 * mu * relative / scale)
-        return value, gradient
+    def soft_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per joint ``s = 1 / softmax(usage)`` (usage: each sample's value over its limit, a
+        soft maximum >= the maximum, so ``X s`` is within the limits) and ``ds/dX``."""
+        d, v, a = (P @ X for P in P_con)
+        usage = np.vstack([np.where(d > 0.0, d / up, -d / down), np.abs(v) / limits.velocity,
+                           np.abs(a) / limits.acceleration])
+        d_usage = np.vstack([np.where(d > 0.0, 1.0 / up, -1.0 / down),
+                             np.sign(v) / limits.velocity, np.sign(a) / limits.acceleration])
+        top = usage.max(axis=0)
+        e = np.exp(_SOFTMAX_SHARPNESS * (usage - top))
+        total = e.sum(axis=0)
+        scale = 1.0 / (top + np.log(total) / _SOFTMAX_SHARPNESS)
+        return scale, -scale ** 2 * (P_stack.T @ (e / total * d_usage))
 
-    def fun(x: np.ndarray, mu: float) -> tuple[float, np.ndarray]:
+    phase = {"collision": False}
+
+    def collision_penalty(X: np.ndarray) -> tuple[float, np.ndarray]:
+        if not phase["collision"]:
+            return 0.0, np.zeros_like(X)
+        threshold = collision_margin + COLLISION_BUFFER
+        rows, _, distances, d_distances = collision.near(joint_names, start + P_col @ X, threshold)
+        shortfall = (threshold - distances) / COLLISION_BUFFER
+        gradient = -P_col[rows].T @ ((2.0 * _COLLISION_WEIGHT * shortfall
+                                      / COLLISION_BUFFER)[:, None] * d_distances)
+        return _COLLISION_WEIGHT * float(np.sum(shortfall ** 2)), gradient
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         counters["evaluations"] += 1
         X = x.reshape(basis.n_free, n)
-        f, (g_q, g_dq, g_ddq) = evaluator.value_and_gradient(*states(X), weight)
-        gradient = P_obj[0].T @ g_q + P_obj[1].T @ g_dq + P_obj[2].T @ g_ddq
-        p, g_p = penalty(X, mu)
-        return f + p, (gradient + g_p).ravel()
+        scale, d_scale = soft_scale(X)
+        scaled = X * scale
+        f, (g_q, g_dq, g_ddq) = evaluator.value_and_gradient(*states(scaled), weight)
+        p, g_p = collision_penalty(scaled)
+        g_scaled = P_obj[0].T @ g_q + P_obj[1].T @ g_dq + P_obj[2].T @ g_ddq + g_p
+        gradient = g_scaled * scale + d_scale * np.sum(g_scaled * X, axis=0)
+        return f + p, gradient.ravel()
 
     def callback(intermediate_result: scipy.optimize.OptimizeResult) -> None:
         counters["iterations"] += 1
         if counters["iterations"] % 25 == 0:
             say(f"  iteration {counters['iterations']}: surrogate "
                 f"{intermediate_result.fun:.5g}, {time.perf_counter() - began:.1f} s")
-        if time.perf_counter() - began > budget:
+        if time.perf_counter() - began > stop["at"]:
             raise StopIteration
 
-    x = X0.ravel()
-    stopped_on_time = False
-    for mu in _PENALTY_WEIGHTS:
-        result = scipy.optimize.minimize(fun, x, args=(mu,), jac=True, method="L-BFGS-B",
-                                         callback=callback, options={"maxiter": 600})
-        x = result.x
-        if time.perf_counter() - began > budget:
-            stopped_on_time = True
-            say(f"  time limit {budget:g} s reached")
-            break
+    def optimise(x: np.ndarray, deadline: float) -> tuple[np.ndarray, str]:
+        """L-BFGS-B from ``x`` until ``deadline`` (s since the start), restarted while it
+        improves (line searches can fail where a distance kinks)."""
+        best, stalls = np.inf, 0
+        while True:
+            stop["at"] = deadline
+            result = scipy.optimize.minimize(fun, x, jac=True, method="L-BFGS-B",
+                                             callback=callback,
+                                             options={"maxiter": 100000, "ftol": 0.0,
+                                                      "gtol": 0.0})
+            x = result.x
+            if time.perf_counter() - began > deadline:
+                return x, f"time limit {deadline:g} s reached"
+            stalls = stalls + 1 if result.fun > best - 1e-9 * abs(best) else 0
+            best = min(best, float(result.fun))
+            if stalls >= 2:
+                return x, f"optimiser stopped: {result.message}"
+
+    # without the collision penalty first (smooth), then with it from there
+    x, message = optimise(X0.ravel(), budget * (COLLISION_FREE_SHARE if collision else 1.0))
+    say(f"  {message}")
+    if collision is not None:
+        phase["collision"] = True
+        x, message = optimise(x, budget)
+        say(f"  with self-collision distances: {message}")
+    stopped_on_time = time.perf_counter() - began > budget
     X = x.reshape(basis.n_free, n)
+    X = X * soft_scale(X)[0]
     scale = _feasible_scale(X, start, limits, basis.evaluate(_midpoints(duration, CHECK_RATE_HZ)))
     X = X * (scale * (1.0 - FEASIBILITY_SAFETY))
     torque_scale = 1.0
@@ -755,6 +798,23 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         while torque_excess(model, trajectory, limits) > 1.0 - FEASIBILITY_SAFETY:
             torque_scale *= 0.95
             trajectory = basis.trajectory(X * torque_scale, start, joint_names, rate_hz)
+    clearance, collision_scale = None, 1.0
+    if collision is not None:
+        clearance = collision.clearance(trajectory)
+        if clearance.distance < collision_margin:
+            low, high = 0.0, 1.0  # scale toward start: 0 is the start pose, clear
+            for _ in range(12):
+                middle = 0.5 * (low + high)
+                candidate = basis.trajectory(X * torque_scale * middle, start, joint_names,
+                                             rate_hz)
+                if collision.clearance(candidate).distance >= collision_margin:
+                    low = middle
+                else:
+                    high = middle
+            collision_scale = low
+            trajectory = basis.trajectory(X * torque_scale * low, start, joint_names, rate_hz)
+            clearance = collision.clearance(trajectory)
+            say(f"  scaled by {low:.3f} toward the start to clear self-collision")
     sample_weight = measurement_rate_hz * duration / trajectory.t.size
     information = evaluator.information(trajectory.q, trajectory.dq, trajectory.ddq,
                                         sample_weight)
@@ -764,6 +824,6 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         f"{counters['iterations']} iterations, {seconds:.1f} s")
     stats = DesignStats(counters["iterations"], counters["evaluations"], seconds, initial,
                         basis.harmonics.size, basis.n_free * n, stopped_on_time,
-                        float(1.0 - np.min(scale)), torque_scale)
+                        float(np.min(scale)), torque_scale, collision_scale)
     return DesignResult(trajectory, objective, evaluator.name, target, limits, information,
-                        stats, evaluator)
+                        stats, evaluator, clearance)

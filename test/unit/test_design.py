@@ -7,7 +7,7 @@ import pytest
 
 from inertia_id_ros import cli
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
-from inertia_id_ros.errors import ProblemError
+from inertia_id_ros.errors import DataError, ProblemError
 from inertia_id_ros.motion.design import (
     MotionEvaluator,
     RestToRestFourier,
@@ -16,6 +16,7 @@ from inertia_id_ros.motion.design import (
     random_fourier_motion,
     sample_information,
 )
+from inertia_id_ros.io.information import recording_information
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory
 
 JOINTS = ("panda_joint5", "panda_joint6", "panda_joint7")  # the wrist: fast kinematics
@@ -138,3 +139,18 @@ def test_bad_cli_input_exits_2_with_one_line(tmp_path, capsys, argv, message):
                      ",".join(JOINTS), "--duration", "3", "--out", str(tmp_path / "t.npz"), *argv])
     err = capsys.readouterr().err
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_the_information_of_a_recording_is_that_of_its_samples(panda, tmp_path):
+    limits = motion_limits(panda, JOINTS)
+    motion = random_fourier_motion(limits, 0.5 * (limits.lower + limits.upper), 2.0, seed=2)
+    path = tmp_path / "recording.npz"
+    np.savez(path, t=motion.t, joint_names=np.array(JOINTS[::-1]), q=motion.q[:, ::-1],
+             dq=motion.dq[:, ::-1], ddq=motion.ddq[:, ::-1], wrench=np.zeros((motion.t.size, 6)))
+    information = recording_information(str(path), panda, JOINTS, "payload", sensor_frame=SENSOR)
+    expected = sample_information(panda, JOINTS, "payload", motion.q, motion.dq, motion.ddq,
+                                  sensor_frame=SENSOR)
+    assert np.allclose(information, expected)
+    with pytest.raises(DataError, match="panda_joint4"):
+        recording_information(str(path), panda, ("panda_joint4",) + JOINTS, "payload",
+                              sensor_frame=SENSOR)
