@@ -58,6 +58,13 @@ LIMIT_TOLERANCE = 1e-6
 """How far (in each limit's unit) a command's samples may exceed the limits given to start."""
 
 
+def check_speed_scale(speed_scale: float) -> None:
+    """Refuse (``invalid_speed_scale``) a ``speed_scale`` outside (0, 1]."""
+    if not (np.isfinite(speed_scale) and 0.0 < speed_scale <= 1.0):
+        raise ExcitationRefused("invalid_speed_scale",
+                                f"speed_scale must be in (0, 1], got {speed_scale!r}")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """The checks and ramps of an excitation (rad for revolute joints, s).
@@ -220,9 +227,7 @@ class ExcitationRun:
                now: float, speed_scale: float, designed: bool,
                limits: MotionLimits | None) -> ExcitationCommand:
         q = self._check_ready(joint_state, now, trajectory.joint_names, designed)
-        if not (np.isfinite(speed_scale) and 0.0 < speed_scale <= 1.0):
-            raise ExcitationRefused("invalid_speed_scale",
-                                    f"speed_scale must be in (0, 1], got {speed_scale!r}")
+        check_speed_scale(speed_scale)
         names = trajectory.joint_names
         gap = np.abs(q - trajectory.q[0])
         worst = int(np.argmax(gap))

@@ -36,7 +36,7 @@ from trajectory_msgs.msg import JointTrajectory
 from inertia_id_ros.errors import DataError, ExcitationRefused, JointNotFound, ProblemError
 from inertia_id_ros.motion.design import MotionLimits, design_excitation, motion_limits
 from inertia_id_ros.motion.run import (FAILED, IDENTIFYING, MOVING, ExcitationCommand,
-                                       ExcitationRun, JointStateSnapshot)
+                                       ExcitationRun, JointStateSnapshot, check_speed_scale)
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory
 from inertia_id_ros.msg import ExcitationStatus
 from inertia_id_ros.online.estimator import window_capacities
@@ -124,6 +124,7 @@ class ExcitationIO:
                 if not (np.isfinite(duration) and duration > 0.0):
                     raise ExcitationRefused("no_motion", "give trajectory_file, or a duration "
                                             "> 0 s to design a motion from the measured pose")
+                check_speed_scale(speed_scale)
                 start = self.run.begin_design(self._observe(), self._now(), self._joints)
                 threading.Thread(target=self._design, args=(start, duration, speed_scale),
                                  name="inertia_id_design", daemon=True).start()

@@ -202,6 +202,8 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
         assert not refused.accepted and refused.reason.startswith("unreadable_trajectory")
         refused = wizard.excite()
         assert not refused.accepted and refused.reason.startswith("no_motion")
+        refused = wizard.excite(duration=15.0, speed_scale=1.5)
+        assert not refused.accepted and refused.reason.startswith("invalid_speed_scale")
         sim.stop()
         time.sleep(0.5)
         refused = wizard.excite(path)
