@@ -225,6 +225,42 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
         wizard.peer.destroy_node()
 
 
+def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_context,
+                                                                  tmp_path):
+    import rclpy
+
+    from helpers import REPO
+    from inertia_id_ros.core.inertia import check_consistency
+    from inertia_id_ros.ros.conversions import msg_to_thetas
+    from inertia_id_ros.sim.torques import LEG_HOME
+
+    joints = ("FL_hip_joint", "FL_thigh_joint", "FL_calf_joint")
+    swing = np.array([0.4, 0.6, 0.6])
+    motion = concatenate(*(rest_to_rest(a, b, 2.0, joint_names=joints) for a, b in (
+        (LEG_HOME, LEG_HOME + swing), (LEG_HOME + swing, LEG_HOME - swing),
+        (LEG_HOME - swing, LEG_HOME))))
+    path = tmp_path / "leg.npz"
+    motion.save_npz(path)
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_leg",
+                 "-p", "motion:=hold", "-p", "rate_hz:=500.0")
+    launch("inertia-id-node", "inertia_id_ros.ros.node",
+           "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
+           "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")
+    wizard = Wizard(rclpy.create_node("excite_links"))
+    try:
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        response = wizard.excite(str(path))
+        assert response.accepted, response.reason
+        done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
+        assert done.state == "done" and done.identified, done.message
+        assert [b.header.frame_id for b in done.links.bodies] == ["FL_hip", "FL_thigh", "FL_calf"]
+        assert done.links.bodies[0].num_samples >= 0.98 * 6.0 * 500.0
+        for theta in msg_to_thetas(done.links).values():
+            assert check_consistency(theta).fully_consistent
+    finally:
+        wizard.peer.destroy_node()
+
+
 def test_a_trajectory_message_carries_every_point_exactly(tmp_path):
     from inertia_id_ros.ros.conversions import joint_trajectory_arrays, joint_trajectory_msg
 
