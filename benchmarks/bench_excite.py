@@ -15,11 +15,12 @@ UR5 payload beyond ``tool0`` (6 joints, 15 s), Panda payload beyond ``panda_link
    samples: payload, the largest predicted standard error of the 6 inertia parameters (noise
    0.1 N and 0.005 N·m per sample at 100 Hz); links, the condition number of the
    column-normalised base regressor. Ratio designed / best random (<= 0.5 required);
-3. payloads only: the demo's payload (1.5 kg box, :func:`inertia_id_ros.sim.payload.default_payload_theta`)
-   identified by the ``lmi`` method from simulated F/T data at 1 kHz along the designed motion
-   (the demo's noise: 0.1 N, 0.005 N·m, joint positions 1e-5 rad, velocities 5e-4 rad/s; F/T
-   offset estimated), errors of mass (%), COM (mm) and inertia about the COM (relative Frobenius
-   norm, %); same for the best random motion.
+3. payloads only: the demo's payload (1.5 kg box,
+   :func:`inertia_id_ros.sim.payload.default_payload_theta`) identified by the ``lmi`` method
+   from simulated F/T data at 1 kHz along the designed motion (the demo's noise: 0.1 N,
+   0.005 N·m, joint positions 1e-5 rad, velocities 5e-4 rad/s; F/T offset estimated), errors of
+   mass (%), COM (mm) and inertia about the COM (relative Frobenius norm, %); same for the best
+   random motion.
 
 Targets: design <= 60 s (payload), <= 300 s (links) on the 2-core machine.
 

@@ -23,9 +23,9 @@ RNEA of the URDF's links, without the payload) are checked after the design and 
 the whole motion down when ``torque_limits`` is set. With a
 :class:`~inertia_id_ros.motion.collision.SelfCollisionChecker` (URDF collision geometry and SRDF
 pairs), after half the time limit, distances below the margin plus ``COLLISION_BUFFER`` on
-``COLLISION_RATE_HZ`` samples are penalised quadratically (gradients from the nearest points); the final motion is checked at 50 Hz
-and, if it still comes closer than the margin, scaled toward ``start`` (bisection) until it does
-not.
+``COLLISION_RATE_HZ`` samples are penalised quadratically (gradients from the nearest points);
+the final motion is checked at 50 Hz and, if it still comes closer than the margin, scaled
+toward ``start`` (bisection) until it does not.
 
 **Objectives** (the predicted information of samples at ``measurement_rate_hz``, evaluated on a
 coarser grid of ``OBJECTIVE_RATE_HZ`` and scaled; a periodic integrand makes this accurate):
@@ -401,7 +401,8 @@ class _LinksObjective:
 
     def pull_back(self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, H: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Gradients (N, n) w.r.t. ``Q, DQ, DDQ`` of ``sum_i <H_i, rows_i>`` (``H`` (N, n, n_base))."""
+        """Gradients (N, n) w.r.t. ``Q, DQ, DDQ`` of ``sum_i <H_i, rows_i>``
+        (``H`` (N, n, n_base))."""
         n_samples, n = Q.shape
         full = np.zeros((n_samples, n, self.n_params))
         full[:, :, self.columns] = H
@@ -648,10 +649,10 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     s, starting and ending at rest at ``start`` (rad; default the middle of the limits), within
     :func:`motion_limits` (``position_margin``, ``max_acceleration``, ``torque_limits``); see
     the module docstring. ``seed`` draws the random motions the best of which is the initial
-    one; ``prior_information`` is the
-    information already gathered (a previous :attr:`DesignResult.information`, or of a
-    recording: :func:`inertia_id_ros.io.information.recording_information`); ``progress`` receives one-line messages;
-    ``time_limit`` (s, default :data:`DEFAULT_TIME_LIMIT`) bounds the optimisation.
+    one; ``prior_information`` is the information already gathered (a previous
+    :attr:`DesignResult.information`, or of a recording:
+    :func:`inertia_id_ros.io.information.recording_information`); ``progress`` receives one-line
+    messages; ``time_limit`` (s, default :data:`DEFAULT_TIME_LIMIT`) bounds the optimisation.
     ``noise_std`` and ``measurement_rate_hz``: the F/T noise per sample and the sample rate
     the payload's standard errors are predicted for. The result is sampled at ``rate_hz``.
     ``collision``: keep self-collision distances >= ``collision_margin`` (m).

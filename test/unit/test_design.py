@@ -1,4 +1,4 @@
-"""Exciting-motion design: rest-to-rest basis, limits, analytic gradients, the design and its CLI."""
+"""Exciting-motion design: rest-to-rest basis, limits, analytic gradients, design, CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ExcitationTrajectory: validation, NPZ round trip, consistent interpolation, time scaling, joins."""
+"""ExcitationTrajectory: validation, NPZ round trip, interpolation, time scaling, joins."""
 
 from __future__ import annotations
 
