@@ -49,7 +49,7 @@ from inertia_id_ros.ros.conversions import (array_to_wrench, joint_state,
                                             joint_trajectory_arrays, links_to_msg,
                                             theta_to_msg, wrench_stamped)
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
-from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator
+from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
 from inertia_id_ros.sim.torques import (DEFAULT_LEG_TORQUE_NOISE_STD, LEG_HOME, leg_simulator,
                                         perturbed_links)
 
@@ -147,7 +147,7 @@ class _CommandInput:
     simulated ``joint_names`` (its ``follower``), which plays ``exciting`` until the first one
     (or rests at ``start_position``, default ``home``, for motion ``hold``)."""
 
-    def __init__(self, node: SimulatorNode, p: dict[str, Any], exciting: Any,
+    def __init__(self, node: SimulatorNode, p: dict[str, Any], exciting: Trajectory,
                  joint_names: tuple[str, ...], home: np.ndarray) -> None:
         if p["motion"] not in MOTIONS:
             raise ValueError(f"parameter 'motion': unknown motion {p['motion']!r}; choose one "
@@ -190,7 +190,7 @@ class _CommandInput:
 
 ROBOTS = {"panda": _PandaPayload, "go1_leg": _Go1Leg}
 MOTIONS = ("exciting", "hold")
-"""panda: the built-in motion until a joint trajectory command arrives."""
+"""Parameter ``motion``: the built-in motion until a joint trajectory command arrives."""
 
 
 class SimulatorNode(Node):
