@@ -36,6 +36,7 @@ class Wizard:
                                qos_profile_sensor_data)
         from sensor_msgs.msg import JointState
         from std_srvs.srv import Trigger
+        from trajectory_msgs.msg import JointTrajectory
 
         from inertia_id_ros.msg import ExcitationStatus, InertialParameters
         from inertia_id_ros.srv import Excite
@@ -52,6 +53,9 @@ class Wizard:
                                  self.truth.append, latched)
         peer.create_subscription(JointState, "/joint_states", self._on_joint_state,
                                  qos_profile_sensor_data)
+        self.commands: list = []
+        peer.create_subscription(JointTrajectory, "/joint_trajectory_controller/joint_trajectory",
+                                 self.commands.append, 10)
         self.excite_client = peer.create_client(Excite, "/inertia_id/excite")
         self.stop_client = peer.create_client(Trigger, "/inertia_id/stop")
         self._excite, self._trigger = Excite, Trigger
@@ -143,6 +147,8 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
                                                                    tmp_path):
     import rclpy
 
+    from inertia_id_ros.ros.conversions import joint_trajectory_arrays
+
     path, trajectory = out_and_back(tmp_path)
     sim, node = start(launch)
     wizard = Wizard(rclpy.create_node("excite_dry_run"))
@@ -159,6 +165,21 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
         peak, full_speed = np.abs(dq).max(axis=0), np.abs(trajectory.dq).max(axis=0)
         print(f"\ndry run: peak joint speed / full-speed peak = {np.round(peak / full_speed, 3)}")
         assert np.allclose(peak / full_speed, 0.5, rtol=0.03)
+        # the command: every point with positions, velocities and accelerations, stamped with
+        # its start; the robot followed it 20 ms late (the simulator's tracking lag)
+        t_start, names, times, q, dq, ddq = joint_trajectory_arrays(wizard.commands[0])
+        assert names == PANDA_ARM_JOINTS and q.shape == dq.shape == ddq.shape == (times.size, 7)
+        assert all(len(point.velocities) == len(point.accelerations) == 7
+                   for point in wizard.commands[0].points)
+        assert t_start == pytest.approx(done.motion_start - 1.0, abs=1e-6)  # a 1 s ramp-in
+        command = ExcitationTrajectory(times, names, q, dq, ddq)
+        stamps = np.array([t for t, _, _ in wizard.joints
+                           if done.motion_start <= t <= done.motion_end])
+        measured, _ = wizard.joint_states_between(done.motion_start, done.motion_end)
+        late = np.abs(measured - command.sample(stamps - t_start - 0.02)[0]).max()
+        on_time = np.abs(measured - command.sample(stamps - t_start)[0]).max()
+        print(f"measured vs. command: {late:.1e} rad 20 ms late, {on_time:.1e} rad on time")
+        assert late < 2e-4 < 5 * late < on_time
 
         assert wizard.excite(path).accepted  # full speed, stopped 2 s into the motion
         running = wizard.wait_for(("running",), 10.0)
@@ -177,6 +198,8 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
         q_plan = trajectory.sample(2.0)[0][0]
         assert np.abs(q[-1] - q_plan).max() < 0.1  # held near where it was stopped
         assert not wizard.stop().success  # nothing left to stop
+        hold = joint_trajectory_arrays(wizard.commands[-1])
+        assert hold[0] == 0.0 and hold[2].size == 1 and not hold[4].any()  # one point, at rest
     finally:
         wizard.peer.destroy_node()
 
