@@ -15,6 +15,8 @@ Subcommands:
   directly (no DDS);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
   filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
+- ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
+  (:mod:`inertia_id_ros.motion.design`);
 - ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
   (:mod:`inertia_id_ros.io.validate`).
 
@@ -100,6 +102,10 @@ from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, L
 from inertia_id_ros.core.robots import load_model, reduce_model
 from inertia_id_ros.errors import ConfigError, FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
+from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ, SelfCollisionChecker
+from inertia_id_ros.io.information import recording_information
+from inertia_id_ros.motion.design import (DEFAULT_COLLISION_MARGIN, DEFAULT_MAX_ACCELERATION,
+                                          TARGETS, design_excitation, motion_limits)
 from inertia_id_ros.errors import ProblemError, SolverError
 
 EXIT_NO_ESTIMATE = 1
@@ -390,9 +396,13 @@ def _traversaro(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from inertia_id_ros.ros.demo import run_demo  # ROS only where needed
+    from inertia_id_ros.ros.demo import run_demo, run_excite_demo  # ROS only where needed
 
-    return run_demo(motion_sec=args.duration, method=args.method, seed=args.seed)
+    if args.excite:
+        return run_excite_demo(duration=args.duration or 15.0, speed_scale=args.speed_scale,
+                               trajectory_file=args.trajectory, method=args.method,
+                               seed=args.seed)
+    return run_demo(motion_sec=args.duration or 30.0, method=args.method, seed=args.seed)
 
 
 # ---- replay, record-sim --------------------------------------------------------------------
@@ -567,6 +577,55 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- excite --------------------------------------------------------------------------------
+
+
+def _cmd_excite(args: argparse.Namespace) -> int:
+    joints = [name.strip() for name in args.joints.split(",") if name.strip()]
+    if not joints or len(set(joints)) != len(joints):
+        raise InputError(f"--joints must list distinct joints, got {args.joints!r}")
+    if (args.target == "payload") != (args.sensor_frame is not None):
+        raise InputError("--sensor-frame is needed with --target payload and only then")
+    try:
+        start = (None if args.start is None
+                 else np.array([float(v) for v in args.start.split(",")]))
+    except ValueError:
+        raise InputError(f"--start must be comma-separated numbers (rad), got {args.start!r}") \
+            from None
+    model = _load_model(args.urdf)
+    try:
+        limits = motion_limits(model, joints, max_acceleration=args.max_acceleration,
+                               torque_limits=args.torque_limits)
+        collision = (None if args.srdf is None
+                     else SelfCollisionChecker(args.urdf, args.srdf))
+        print(f"limits used (position margin {limits.position_margin:g} rad):")
+        print("\n".join("  " + line for line in limits.table()))
+        prior = None if args.from_recording is None else recording_information(
+            args.from_recording, model, joints, args.target, sensor_frame=args.sensor_frame)
+        result = design_excitation(model, joints, args.target, args.duration,
+                                   sensor_frame=args.sensor_frame, start=start,
+                                   max_acceleration=args.max_acceleration, seed=args.seed,
+                                   prior_information=prior, progress=print,
+                                   time_limit=args.time_limit, torque_limits=args.torque_limits,
+                                   collision=collision, collision_margin=args.collision_margin)
+    except (ProblemError, JointNotFound, FrameNotFound) as e:
+        raise InputError(str(e)) from None
+    trajectory = result.trajectory
+    if result.clearance is not None:
+        c = result.clearance
+        print(f"self-collision: smallest distance {1e3 * c.distance:.1f} mm ({c.pair[0]} and "
+              f"{c.pair[1]} at {c.time:.2f} s; convex hulls checked at "
+              f"{DEFAULT_CHECK_RATE_HZ:g} Hz)")
+    _write_output(args.out, trajectory.save_npz)
+    print(f"achieved: {result.objective_name} {result.objective:.4g} (random start "
+          f"{result.stats.initial_objective:.4g}"
+          + (f", prior: the information in {args.from_recording}" if prior is not None else "")
+          + f"), design time {result.stats.seconds:.1f} s")
+    print(f"wrote {args.out}: {trajectory.t.size} samples of {len(joints)} joints over "
+          f"{trajectory.duration:g} s ({(trajectory.t.size - 1) / trajectory.duration:g} Hz)")
+    return 0
+
+
 # ---- parser --------------------------------------------------------------------------------
 
 
@@ -645,7 +704,16 @@ def build_parser() -> argparse.ArgumentParser:
     traversaro.set_defaults(run=_traversaro)
 
     demo = sub.add_parser("demo", help="live demo: simulated Panda, node and client over DDS")
-    demo.add_argument("--duration", type=float, default=30.0, help="seconds of motion (30)")
+    demo.add_argument("--duration", type=float, default=0.0,
+                      help="seconds of motion (30; --excite: 15)")
+    demo.add_argument("--excite", action="store_true",
+                      help="the load-identification wizard: the robot at rest, one ~/excite call "
+                           "(ramp in, motion, ramp out, identify on the motion's samples)")
+    demo.add_argument("--trajectory", default="",
+                      help="--excite: a trajectory NPZ (from 'inertia-id excite') instead of a "
+                           "motion designed on the spot")
+    demo.add_argument("--speed-scale", type=float, default=1.0,
+                      help="--excite: fraction of the motion's speed, (0, 1] (1)")
     demo.add_argument("--method", default="lmi", help="identification method (lmi)")
     demo.add_argument("--seed", type=int, default=0, help="seed of trajectory and noise (0)")
     demo.set_defaults(run=_demo)
@@ -726,6 +794,39 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--flange-frame", help="flange frame of --payload-formats (default: the "
                                                "body's frame; another needs --urdf)")
     export.set_defaults(run=_export)
+
+    excite = sub.add_parser("excite", help="design an exciting motion for identifying a payload "
+                                           "or the links (rest to rest, within the limits)")
+    excite.add_argument("--urdf", required=True, help="URDF file of the robot")
+    excite.add_argument("--joints", required=True,
+                        help="comma-separated joints to move, in URDF order")
+    excite.add_argument("--target", required=True, choices=TARGETS,
+                        help="what the motion identifies: the payload beyond --sensor-frame, or "
+                             "the links (with joint friction and armature)")
+    excite.add_argument("--sensor-frame", help="URDF frame of the F/T sensor (--target payload)")
+    excite.add_argument("--duration", type=float, required=True, metavar="SEC",
+                        help="seconds of motion")
+    excite.add_argument("--out", required=True, metavar="TRAJ.npz",
+                        help="trajectory to write (keys t, joint_names, q, dq, ddq; 100 Hz)")
+    excite.add_argument("--start", metavar="Q1,...",
+                        help="start and end pose (rad; default: the middle of the limits)")
+    excite.add_argument("--max-acceleration", type=float, default=DEFAULT_MAX_ACCELERATION,
+                        metavar="A", help="acceleration limit of every joint "
+                                          f"(rad/s²; {DEFAULT_MAX_ACCELERATION:g})")
+    excite.add_argument("--seed", type=int, default=0, help="seed of the initial motion (0)")
+    excite.add_argument("--from", dest="from_recording", metavar="RECORDING",
+                        help="recording (.npz/.csv) whose information the motion adds to")
+    excite.add_argument("--torque-limits", action="store_true",
+                        help="also keep the URDF links' torques within the effort limits")
+    excite.add_argument("--srdf", help="SRDF of the robot: keep the self-collision distance of "
+                                       "the pairs it leaves (URDF collision geometry) >= "
+                                       "--collision-margin")
+    excite.add_argument("--collision-margin", type=float, default=DEFAULT_COLLISION_MARGIN,
+                        metavar="M", help="smallest self-collision distance with --srdf "
+                                          f"(m; {DEFAULT_COLLISION_MARGIN:g})")
+    excite.add_argument("--time-limit", type=float, metavar="SEC",
+                        help="optimisation time (default: 40 payload, 240 links)")
+    excite.set_defaults(run=_cmd_excite)
 
     add_validate_parser(sub)
     return parser

@@ -89,6 +89,10 @@ class DataError(InertiaIdError, ValueError):
     """A recorded-data file is unusable; the message is one line naming the file and the problem."""
 
 
+class TrajectoryError(InertiaIdError, ValueError):
+    """A joint trajectory is invalid (shapes, stamps, joints) or is used outside its span."""
+
+
 class ExportError(InertiaIdError, ValueError):
     """The body cannot be exported as asked; the message is one line."""
 
@@ -102,3 +106,14 @@ class InputError(InertiaIdError):
 
 class StartupError(InertiaIdError, RuntimeError):
     """A start-up parameter is invalid; the message names it."""
+
+
+class ExcitationRefused(InertiaIdError, RuntimeError):
+    """An excitation cannot start (or go on); ``reason`` is a short machine-readable code
+    (``busy``, ``stale_joint_states``, ``missing_joints``, ``far_from_start``, ...), the message
+    says why in words."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message

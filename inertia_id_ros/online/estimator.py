@@ -388,15 +388,16 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
             return config.method, dict(config.solver_options)
         return method, {}
 
-    def _samples_to_solve(self, duration: float) -> tuple[int, float, float]:
-        """(count, first stamp, last stamp) of the newest ``duration`` s of the window (lock
-        held); raises :class:`EstimateUnavailable` (``too_few_samples``) below
-        ``config.min_samples``."""
-        n_samples = self.window.count(duration)
+    def _samples_to_solve(self, duration: float, until: float | None = None
+                          ) -> tuple[int, float, float]:
+        """(count, first stamp, last stamp) of the newest ``duration`` s of the window (up to the
+        stamp ``until`` when given; lock held); raises :class:`EstimateUnavailable`
+        (``too_few_samples``) below ``config.min_samples``."""
+        n_samples = self.window.count(duration, until)
         if n_samples < self.config.min_samples:
             raise EstimateUnavailable("too_few_samples", f"{n_samples} {self.sample_name} in "
                                       f"the window, need {self.config.min_samples}")
-        t, _, _ = self.window.samples(duration, copy=False)
+        t, _, _ = self.window.samples(duration, copy=False, until=until)
         return n_samples, float(t[0]), float(t[-1])
 
     def _warm_start(self, initvals: Any) -> Any:

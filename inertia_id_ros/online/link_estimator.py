@@ -210,8 +210,10 @@ class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
     # ---- solving ---------------------------------------------------------------------------
 
     def solve(self, method: str | None = None, duration: float = 0.0,
-              initvals: Solution | np.ndarray | None = None) -> LinkEstimate:
-        """Estimate from the newest ``duration`` s of the window (0: all) with ``method`` (default
+              initvals: Solution | np.ndarray | None = None,
+              until: float | None = None) -> LinkEstimate:
+        """Estimate from the newest ``duration`` s of the window (0: all; with ``until``, the
+        ``duration`` s up to that stamp, s: an interval of the past) with ``method`` (default
         ``config.method``), warm-started from ``initvals`` (default: the previous solution if
         ``config.warm_start``). With the chain's actuators, armatures the window cannot identify
         are fixed by their motor type's rotor inertia and the problem solved again (see the
@@ -224,8 +226,8 @@ class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
         model = self.link_model
         with self._lock:
             method, options = self._solver_settings(method or None)
-            n_samples, t_first, t_last = self._samples_to_solve(duration)
-            gram, moment, yty, n_rows = self.window.normal_equations(duration)
+            n_samples, t_first, t_last = self._samples_to_solve(duration, until)
+            gram, moment, yty, n_rows = self.window.normal_equations(duration, until)
             warm = initvals is None and config.warm_start
             initvals = self._warm_start(initvals)
             previous_known = self._last_known_armature_solution if warm else None

@@ -305,8 +305,8 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
         with self._lock:
             return self._orientation_spread_deg(duration)
 
-    def _orientation_spread_deg(self, duration: float) -> np.ndarray:
-        _, Y, _ = self.window.samples(duration, copy=False)
+    def _orientation_spread_deg(self, duration: float, until: float | None = None) -> np.ndarray:
+        _, Y, _ = self.window.samples(duration, copy=False, until=until)
         if Y.shape[0] < 2:
             return np.zeros(3)
         stride = max(1, Y.shape[0] // SPREAD_SAMPLES)  # a spread needs no more samples
@@ -316,8 +316,10 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
         return np.rad2deg(np.sqrt(np.clip(variances, 0.0, None)))
 
     def solve(self, method: str | None = None, duration: float = 0.0,
-              initvals: Any = None, require_consistent: bool = True) -> Estimate:
-        """Estimate from the newest ``duration`` s of the window (0: all) with ``method`` (default
+              initvals: Any = None, require_consistent: bool = True,
+              until: float | None = None) -> Estimate:
+        """Estimate from the newest ``duration`` s of the window (0: all; with ``until``, the
+        ``duration`` s up to that stamp, s: an interval of the past) with ``method`` (default
         ``config.method``; ``config.solver_options`` apply to that method only), warm-started
         from ``initvals`` (default: the previous solution if ``config.warm_start``), with the
         :attr:`tare` if one is set (the rule of :mod:`inertia_id_ros.online.tare`). Raises
@@ -329,8 +331,8 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
         config = self.config
         with self._lock:
             method, options = self._solver_settings(method or None)
-            n_samples, t_first, t_last = self._samples_to_solve(duration)
-            spread = self._orientation_spread_deg(duration)
+            n_samples, t_first, t_last = self._samples_to_solve(duration, until)
+            spread = self._orientation_spread_deg(duration, until)
             identifiable = bool(spread[1] >= config.offset_min_tilt_deg)
             tare = self._tare
             tare_known = (tare is not None and float(np.max(tare.offset_std_at(t_last)[:3]))
@@ -338,7 +340,7 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
             if config.estimate_offset and not identifiable and not tare_known:
                 raise EstimateUnavailable("offset_not_identifiable", _unidentifiable_offset_message(
                     t_last - t_first, spread, config.offset_min_tilt_deg))
-            _, Y, f = self.window.samples(duration, copy=False)
+            _, Y, f = self.window.samples(duration, copy=False, until=until)
             if tare is not None and not config.estimate_offset:
                 f = f - tare.offset  # the tare is the known offset
             channels = ChannelNormalEquations.from_samples(Y, f)

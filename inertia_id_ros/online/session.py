@@ -197,20 +197,22 @@ class Session(abc.ABC, Generic[E]):
             return update
 
     def identify(self, method: str | None = None, duration: float = 0.0,
-                 now: float | None = None) -> Update:
-        """Solve now on the newest ``duration`` s (0: the whole window) with ``method``
-        (default: the configured one; another method uses its default options); the same
-        processing as :meth:`update`, without counting into the periodic statistics."""
+                 now: float | None = None, until: float | None = None) -> Update:
+        """Solve now on the newest ``duration`` s (0: the whole window), or, with ``until``, on
+        the samples stamped in ``[until - duration, until]`` (s; an excitation's interval), with
+        ``method`` (default: the configured one; another method uses its default options); the
+        same processing as :meth:`update`, without counting into the periodic statistics."""
         now = time.time() if now is None else float(now)
         with self._lock:
-            return self._solve_update(now, method or None, max(0.0, float(duration)))
+            return self._solve_update(now, method or None, max(0.0, float(duration)), until)
 
-    def _solve_update(self, now: float, method: str | None, duration: float) -> Update:
+    def _solve_update(self, now: float, method: str | None, duration: float,
+                      until: float | None = None) -> Update:
         start = time.perf_counter()
         warnings: list[Warning_] = []
         change = self._process(warnings)
         try:
-            estimate = self._solve(method, duration)
+            estimate = self._solve(method, duration, until)
         except EstimateUnavailable as why:
             update = Update(now, why.reason, why.message, change=change)
         except Exception as error:  # a bug or an unexpected back-end error: never fatal
@@ -260,7 +262,7 @@ class Session(abc.ABC, Generic[E]):
         return warnings
 
     @abc.abstractmethod
-    def _solve(self, method: str | None, duration: float) -> Any:
+    def _solve(self, method: str | None, duration: float, until: float | None = None) -> Any:
         """Step 3-4: a consistent estimate, or :class:`EstimateUnavailable`."""
 
     @abc.abstractmethod
@@ -292,6 +294,11 @@ class Session(abc.ABC, Generic[E]):
     def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
         """A new window length (s) and capacity (samples), keeping the newest samples."""
         self.estimator.resize_window(window_sec, window_capacity)
+
+    def pause_change_detection(self, paused: bool) -> None:
+        """Stop detecting payload changes (``paused``: while an excitation runs, the payload
+        is known not to change, and the estimates from its first seconds are too poor a
+        reference), or start again afresh (a new reference). No-op where nothing is detected."""
 
     # ---- diagnostics -----------------------------------------------------------------------
 
@@ -376,6 +383,7 @@ class PayloadSession(Session[PayloadEstimator]):
         self._detector_lock = threading.Lock()
         self._change: ChangeEvent | None = None
         self._reference_t = -np.inf
+        self._paused = False
         """Stamp of the newest sample of the current reference (s)."""
 
     def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None
@@ -403,7 +411,7 @@ class PayloadSession(Session[PayloadEstimator]):
     def _on_rows(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> None:
         """Test rows just added (under the estimator's lock) for a payload change."""
         with self._detector_lock:
-            if self.detector is not None and self._change is None:
+            if self.detector is not None and self._change is None and not self._paused:
                 self._change = self.detector.update(t, Y, f)
 
     def _process(self, warnings: list[Warning_]) -> ChangeEvent | None:
@@ -421,10 +429,11 @@ class PayloadSession(Session[PayloadEstimator]):
         warnings += self._processing_warnings()
         return event
 
-    def _solve(self, method: str | None, duration: float) -> Estimate:
+    def _solve(self, method: str | None, duration: float,
+               until: float | None = None) -> Estimate:
         generation = self.estimator.generation
-        estimate = self.estimator.solve(method=method, duration=duration)
-        if self.detector is not None and duration == 0.0 and (  # the reference: the whole window
+        estimate = self.estimator.solve(method=method, duration=duration, until=until)
+        if self.detector is not None and duration == 0.0 and until is None and (  # whole window
                 not self.detector.armed
                 or estimate.t_last - self._reference_t >= REFERENCE_PERIOD_SEC):
             sigma = self.estimator.residual_sigma(estimate, generation)
@@ -450,6 +459,11 @@ class PayloadSession(Session[PayloadEstimator]):
                   **{f"relative_std.{name}": f"{value:.3g}"
                      for name, value in excitation.relative_std.items()}}
         return values, "" if excitation.well_excited else excitation.message
+
+    def pause_change_detection(self, paused: bool) -> None:
+        with self._detector_lock:
+            self._paused = bool(paused)
+        self._forget_change()
 
     def _forget_change(self) -> None:
         with self._detector_lock:
@@ -492,8 +506,9 @@ class LinkSession(Session[LinkEstimator]):
 
     mode = "links"
 
-    def _solve(self, method: str | None, duration: float) -> LinkEstimate:
-        return self.estimator.solve(method=method, duration=duration)
+    def _solve(self, method: str | None, duration: float,
+               until: float | None = None) -> LinkEstimate:
+        return self.estimator.solve(method=method, duration=duration, until=until)
 
     def _summary(self, estimate: LinkEstimate) -> str:
         unidentifiable = " ".join(estimate.unidentifiable)

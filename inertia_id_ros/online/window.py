@@ -190,38 +190,48 @@ class SlidingWindow:
         self._buffer.drop_front(np.searchsorted(stamps, stamps[-1] - self.window_sec, side="left"))
         return overflow
 
-    def _slice(self, duration: float) -> slice:
+    def _slice(self, duration: float, until: float | None = None) -> slice:
+        """The samples stamped in ``[end - duration, end]``, ``end`` = ``until`` (s) or the
+        newest stamp; ``duration`` 0: every sample up to ``end``."""
         if duration < 0:
             raise ValueError(f"duration must be >= 0 (s; 0 = the whole window), got {duration}")
-        if duration == 0 or not len(self):
-            return slice(0, len(self))
+        if not len(self):
+            return slice(0, 0)
         stamps = self._buffer["t"]
-        return slice(int(np.searchsorted(stamps, stamps[-1] - duration, side="left")), len(self))
+        stop = len(self) if until is None else int(np.searchsorted(stamps, until, side="right"))
+        if duration == 0 or stop == 0:
+            return slice(0, stop)
+        end = stamps[stop - 1] if until is None else until
+        return slice(int(np.searchsorted(stamps, end - duration, side="left")), stop)
 
-    def count(self, duration: float = 0.0) -> int:
-        """Samples in the newest ``duration`` seconds (0: the whole window)."""
-        s = self._slice(duration)
+    def count(self, duration: float = 0.0, until: float | None = None) -> int:
+        """Samples in the newest ``duration`` seconds (0: the whole window), or in the
+        ``duration`` s up to the stamp ``until`` (s) when given."""
+        s = self._slice(duration, until)
         return s.stop - s.start
 
-    def samples(self, duration: float = 0.0,
-                copy: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def samples(self, duration: float = 0.0, copy: bool = True, until: float | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(t (N,), Y (N, r, p), f (N, r))`` of the newest ``duration`` seconds (0: the whole
-        window); copies, or views valid until the next change if ``copy`` is false."""
+        window), or of the ``duration`` s up to the stamp ``until`` (s) when given; copies, or
+        views valid until the next change if ``copy`` is false."""
         if self._buffer is None:
             r = self.rows_per_sample
             return np.zeros(0), np.zeros((0, r, 0)), np.zeros((0, r))
-        s = self._slice(duration)
+        s = self._slice(duration, until)
         rows = self._buffer["rows"][s]
         out = (self._buffer["t"][s], rows[:, :, :-1], rows[:, :, -1])
         return tuple(x.copy() for x in out) if copy else out
 
-    def normal_equations(self, duration: float = 0.0) -> tuple[np.ndarray, np.ndarray, float, int]:
+    def normal_equations(self, duration: float = 0.0, until: float | None = None
+                         ) -> tuple[np.ndarray, np.ndarray, float, int]:
         """``(Y^T Y (p, p), Y^T y (p,), y^T y, rows)`` of the stacked rows of the newest
-        ``duration`` seconds (0: the whole window)."""
+        ``duration`` seconds (0: the whole window), or of the ``duration`` s up to the stamp
+        ``until`` (s) when given."""
         if self._buffer is None:
             raise ValueError("the window has never held a sample (unknown parameter count)")
         p = self.n_params
-        augmented = self._buffer["rows"][self._slice(duration)].reshape(-1, p + 1)  # [Y | y]
+        augmented = self._buffer["rows"][self._slice(duration, until)].reshape(-1, p + 1)
         product = augmented.T @ augmented
         return product[:p, :p], product[:p, p].copy(), float(product[p, p]), augmented.shape[0]
 

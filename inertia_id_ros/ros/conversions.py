@@ -6,9 +6,10 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from builtin_interfaces.msg import Time
+from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import Wrench, WrenchStamped
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from inertia_id_ros.online.payload_estimator import Estimate
 from inertia_id_ros.chain.friction import DriveParameters
@@ -51,6 +52,42 @@ def joint_state_arrays(group: Sequence[JointState]) -> tuple[
     return (t, names, np.array([m.position for m in group]),
             np.array([m.velocity for m in group]) if len(first.velocity) else None,
             np.array([m.effort for m in group]) if len(first.effort) else None)
+
+
+def joint_trajectory_msg(t_start: float, names: Sequence[str], times: np.ndarray, q: np.ndarray,
+                         dq: np.ndarray, ddq: np.ndarray) -> JointTrajectory:
+    """A ``trajectory_msgs/JointTrajectory`` starting at the stamp ``t_start`` (s; 0: on
+    arrival) through points at ``times`` (K,) (s from the start) with positions, velocities and
+    accelerations (K, n) of joints ``names`` (what joint_trajectory_controller's quintic splines
+    follow)."""
+    msg = JointTrajectory(joint_names=list(names))
+    msg.header.stamp = seconds_to_stamp(t_start)
+    for k, t in enumerate(np.asarray(times, dtype=float)):
+        sec = math.floor(t)
+        msg.points.append(JointTrajectoryPoint(
+            positions=q[k].tolist(), velocities=dq[k].tolist(), accelerations=ddq[k].tolist(),
+            time_from_start=Duration(sec=int(sec), nanosec=min(int(round((t - sec) * 1e9)),
+                                                               999_999_999))))
+    return msg
+
+
+def joint_trajectory_arrays(msg: JointTrajectory) -> tuple[
+        float, tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(t_start (s; 0: on arrival), names, times (K,) (s), q, dq, ddq (K, n))`` of a
+    ``JointTrajectory``; missing velocities or accelerations are zeros. ValueError when a point's
+    arrays do not match the joints."""
+    names = tuple(msg.joint_names)
+    n = len(names)
+    times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+                      for p in msg.points])
+    arrays = []
+    for field in ("positions", "velocities", "accelerations"):
+        rows = [getattr(p, field) for p in msg.points]
+        if any(len(row) not in ((n,) if field == "positions" else (0, n)) for row in rows):
+            raise ValueError(f"a point's {field} do not match the {n} joints {list(names)}")
+        arrays.append(np.array([row if len(row) else np.zeros(n) for row in rows],
+                               dtype=float).reshape(-1, n))
+    return (stamp_to_seconds(msg.header.stamp), names, times, *arrays)
 
 
 def wrench_batch(msgs: Sequence[WrenchStamped]) -> tuple[np.ndarray, np.ndarray, list[str]]:

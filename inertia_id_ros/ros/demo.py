@@ -1,8 +1,15 @@
-"""The live demo: simulator, identification node and a client, as three processes over DDS.
+"""The live demos: simulator, identification node and a client, as three processes over DDS.
 
 ``inertia-id demo`` starts ``inertia-id-sim`` (Panda, payload beyond the flange ``panda_link8``,
 1 kHz, noisy F/T with an offset) and ``inertia-id-node``, follows the published estimates as they
 converge, calls ``/inertia_id/identify`` once the motion has ended and prints truth vs. estimate.
+
+``inertia-id demo --excite`` (:func:`run_excite_demo`) is the load-identification wizard: the
+simulated Panda holds still until the client calls ``/inertia_id/excite`` (a motion designed on
+the spot from the measured pose, or a trajectory file); the node ramps in, plays the motion
+through the simulator's joint trajectory topic (which it follows with a tracking lag), ramps out,
+identifies on the motion's samples and reports on ``/inertia_id/excitation``.
+
 Exit code 0 when the acceptance thresholds hold, 1 otherwise.
 """
 
@@ -20,13 +27,14 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import JointState
 
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
-from inertia_id_ros.msg import InertialParameters
+from inertia_id_ros.msg import ExcitationStatus, InertialParameters
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.ros.conversions import msg_to_theta, wrench_to_array
-from inertia_id_ros.srv import Identify
+from inertia_id_ros.srv import Excite, Identify
 
 SENSOR_FRAME = "panda_link8"
 
@@ -119,19 +127,56 @@ def _table(truth: np.ndarray, estimate: np.ndarray, true_offset: np.ndarray,
     return "\n".join(lines)
 
 
-def run_demo(motion_sec: float = 30.0, method: str = "lmi", seed: int = 0,
-             timeout_sec: float = 120.0) -> int:
-    """Run the demo; returns the exit code (0: estimate within the acceptance thresholds)."""
+def _launch(sim_args: list[str], node_args: list[str]) -> list[subprocess.Popen]:
+    """Start the simulator and the node (Panda, payload beyond :data:`SENSOR_FRAME`) with these
+    extra parameters (``-p name:=value`` pairs)."""
     env = ros_environment()
     urdf = str(example_robot_urdf("panda"))
     sim = subprocess.Popen(executable("inertia-id-sim", "inertia_id_ros.ros.sim_node") + [
-        "--ros-args", "-p", f"duration_sec:={motion_sec}", "-p", f"seed:={seed}",
-        "--log-level", "warn"], env=env)
+        "--ros-args", *sim_args, "--log-level", "warn"], env=env)
     node = subprocess.Popen(executable("inertia-id-node", "inertia_id_ros.ros.node") + [
         "--ros-args", "-p", f"urdf_path:={urdf}", "-p", f"sensor_frame:={SENSOR_FRAME}",
-        "-p", f"window_sec:={motion_sec + 5.0}", "-p", f"method:={method}",
-        "-p", "update_rate_hz:=1.0"], env=env)
-    processes = [sim, node]
+        "-p", "update_rate_hz:=1.0", *node_args], env=env)
+    return [sim, node]
+
+
+def _shutdown(client_node: Node, processes: list[subprocess.Popen]) -> None:
+    """Stop the client and the processes (SIGINT, then kill after 10 s)."""
+    client_node.destroy_node()
+    rclpy.try_shutdown()
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+    for process in processes:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _report(estimate: InertialParameters, truth_msg: InertialParameters) -> Errors:
+    """Print truth vs. ``estimate`` and the errors against the thresholds; the errors."""
+    truth = msg_to_theta(truth_msg)
+    true_offset = wrench_to_array(truth_msg.sensor_offset)
+    err = Errors.of(estimate, truth, true_offset)
+    print(f"\nidentify ({estimate.method}, {estimate.num_samples} samples, solve "
+          f"{1e3 * estimate.solve_time:.1f} ms, min eig J = "
+          f"{estimate.min_pseudo_inertia_eig:.3g}):")
+    print(_table(truth, msg_to_theta(estimate), true_offset,
+                 wrench_to_array(estimate.sensor_offset)))
+    print(f"\nmass error {100 * err.mass_rel:.3f} % (< {100 * MASS_REL_TOL} %), "
+          f"COM error {1e3 * err.com:.3f} mm (< {1e3 * COM_TOL} mm), "
+          f"inertia error {100 * err.inertia_rel:.2f} % (< {100 * INERTIA_REL_TOL} %), "
+          f"offset force error {err.offset_force:.4f} N (< {OFFSET_FORCE_TOL} N)")
+    return err
+
+
+def run_demo(motion_sec: float = 30.0, method: str = "lmi", seed: int = 0,
+             timeout_sec: float = 120.0) -> int:
+    """Run the demo; returns the exit code (0: estimate within the acceptance thresholds)."""
+    processes = _launch(["-p", f"duration_sec:={motion_sec}", "-p", f"seed:={seed}"],
+                        ["-p", f"window_sec:={motion_sec + 5.0}", "-p", f"method:={method}"])
+    sim, node = processes
     rclpy.init()
     client_node = rclpy.create_node("inertia_id_demo")
     client = DemoClient(client_node)
@@ -169,31 +214,83 @@ def run_demo(motion_sec: float = 30.0, method: str = "lmi", seed: int = 0,
             print(f"demo: identify failed: {response.message if response else 'no answer'}",
                   file=sys.stderr)
             return 1
-        truth = msg_to_theta(client.truth)
-        true_offset = wrench_to_array(client.truth.sensor_offset)
-        estimate = response.estimate
-        err = Errors.of(estimate, truth, true_offset)
-        print(f"\nidentify ({estimate.method}, {estimate.num_samples} samples, solve "
-              f"{1e3 * estimate.solve_time:.1f} ms, min eig J = "
-              f"{estimate.min_pseudo_inertia_eig:.3g}):")
-        print(_table(truth, msg_to_theta(estimate), true_offset,
-                     wrench_to_array(estimate.sensor_offset)))
-        print(f"\nmass error {100 * err.mass_rel:.3f} % (< {100 * MASS_REL_TOL} %), "
-              f"COM error {1e3 * err.com:.3f} mm (< {1e3 * COM_TOL} mm), "
-              f"inertia error {100 * err.inertia_rel:.2f} % (< {100 * INERTIA_REL_TOL} %), "
-              f"offset force error {err.offset_force:.4f} N (< {OFFSET_FORCE_TOL} N)")
+        err = _report(response.estimate, client.truth)
         print(f"published estimates: {len(client.estimates)}, inconsistent: {client.inconsistent}")
         ok = err.acceptable() and client.inconsistent == 0 and len(client.estimates) > 0
         print("demo: PASS" if ok else "demo: FAIL")
         return 0 if ok else 1
     finally:
-        client_node.destroy_node()
-        rclpy.try_shutdown()
-        for process in processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        _shutdown(client_node, processes)
+
+
+FINAL_STATES = ("done", "stopped", "failed")
+"""``ExcitationStatus.state`` values that end an excitation."""
+
+PROGRESS_PERIOD_SEC = 5.0
+"""The excite demo prints the motion's progress this often (s)."""
+
+
+def run_excite_demo(duration: float = 15.0, speed_scale: float = 1.0,
+                    trajectory_file: str = "", method: str = "lmi", seed: int = 0,
+                    timeout_sec: float = 240.0) -> int:
+    """Run the wizard demo: one ``~/excite`` call (a ``duration`` s motion designed on the spot,
+    or ``trajectory_file``, at ``speed_scale``); returns the exit code (0: the estimate is within
+    the acceptance thresholds)."""
+    processes = _launch(["-p", "motion:=hold", "-p", f"seed:={seed}"],
+                        ["-p", f"method:={method}", "--log-level", "error"])
+    rclpy.init()
+    client_node = rclpy.create_node("inertia_id_excite_demo")
+    client = DemoClient(client_node)
+    statuses: list[ExcitationStatus] = []
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+    client_node.create_subscription(ExcitationStatus, "/inertia_id/excitation",
+                                    statuses.append, latched)
+    joint_states: list[JointState] = []
+    client_node.create_subscription(JointState, "/joint_states",
+                                    lambda msg: joint_states.append(msg) if not joint_states
+                                    else None, qos_profile_sensor_data)
+    excite = client_node.create_client(Excite, "/inertia_id/excite")
+    what = trajectory_file or f"a {duration:g} s motion designed on the spot"
+    print(f"demo --excite: Panda with a payload beyond '{SENSOR_FRAME}', at rest; ~/excite with "
+          f"{what}, speed_scale {speed_scale:g}, method {method}", flush=True)
+    try:
+        deadline = time.monotonic() + timeout_sec
+        while not joint_states and time.monotonic() < deadline:
+            rclpy.spin_once(client_node, timeout_sec=0.1)
+        if not excite.wait_for_service(timeout_sec=20.0):
+            print("demo: /inertia_id/excite is not available", file=sys.stderr)
+            return 1
+        time.sleep(1.0)  # the node sees the joint states too
+        future = excite.call_async(Excite.Request(trajectory_file=trajectory_file,
+                                                  duration=duration, speed_scale=speed_scale))
+        rclpy.spin_until_future_complete(client_node, future, timeout_sec=30.0)
+        response = future.result()
+        if response is None or not response.accepted:
+            print(f"demo: excite refused: {response.reason if response else 'no answer'}",
+                  file=sys.stderr)
+            return 1
+        shown, state, printed = 0, "", -np.inf
+        while time.monotonic() < deadline and not (statuses
+                                                   and statuses[-1].state in FINAL_STATES):
+            rclpy.spin_once(client_node, timeout_sec=0.1)
+            for status in statuses[shown:]:
+                if status.state != state:
+                    print(f"  {status.state}: {status.message}", flush=True)
+                elif time.monotonic() - printed >= PROGRESS_PERIOD_SEC:
+                    print(f"  {status.state}: {status.elapsed:.1f} of {status.duration:.1f} s",
+                          flush=True)
+                else:
+                    continue
+                state, printed = status.state, time.monotonic()
+            shown = len(statuses)
+        if not statuses or statuses[-1].state != "done" or client.truth is None:
+            state = statuses[-1].state if statuses else "no status"
+            print(f"demo: the excitation did not identify ({state})", file=sys.stderr)
+            return 1
+        err = _report(statuses[-1].estimate, client.truth)
+        ok = err.acceptable()
+        print("demo: PASS" if ok else "demo: FAIL")
+        return 0 if ok else 1
+    finally:
+        _shutdown(client_node, processes)

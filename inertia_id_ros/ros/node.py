@@ -13,7 +13,8 @@ periodic update on a worker thread and publishes what it gives:
 
 Both: ``~/identify`` (``Identify``), ``/diagnostics``; ``method``, ``solver_options``,
 ``window_sec`` and ``update_rate_hz`` may change at run time (validated in the on-set callback,
-applied in the post-set callback).
+applied in the post-set callback). The load-identification wizard (``~/excite``, ``~/stop``,
+``~/excitation``, commands on ``trajectory_topic``): :mod:`inertia_id_ros.ros.excitation`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from inertia_id_ros.ros.conversions import (array_to_wrench, estimate_to_msg,
                                             link_estimate_to_msg, payload_theta_from_msg,
                                             seconds_to_stamp, stamp_to_seconds, wrench_batch)
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
+from inertia_id_ros.ros.excitation import ExcitationIO
 from inertia_id_ros.ros.markers import estimate_markers
 from inertia_id_ros.ros.parameters import (PARAMETERS, NodeSettings, build_session,
                                            settings_from_parameters, validate_change)
@@ -86,11 +88,14 @@ class _Inbox:
         self._queue: deque = deque(maxlen=limit)
         self.overflow = 0
         """Messages dropped because the queue was full."""
+        self.newest: Any = None
+        """The newest message put (taken or not)."""
 
     def put(self, msg: Any) -> None:
         if len(self._queue) == self._queue.maxlen:
             self.overflow += 1
         self._queue.append(msg)
+        self.newest = msg
 
     def take(self) -> list:
         """Every message queued so far, oldest first."""
@@ -132,6 +137,11 @@ class _JointStateInput:
     def queue_overflow(self) -> int:
         """Messages dropped because an input queue was full."""
         return self._joint_states.overflow
+
+    @property
+    def latest_joint_state(self) -> JointState | None:
+        """The newest joint state received."""
+        return self._joint_states.newest
 
 
 class _PayloadIO(_JointStateInput):
@@ -285,6 +295,7 @@ class InertiaIdNode(Node):
                                 history=HistoryPolicy.KEEP_LAST, depth=self.settings.qos_depth)
         io_class = _PayloadIO if self.settings.mode == "payload" else _LinksIO
         self._io = io_class(self, self.session, self.settings, sensor_qos)
+        self._excitation = ExcitationIO(self, self._io, self.session, self.settings)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_service(Identify, "~/identify", self._on_identify)
         self.add_on_set_parameters_callback(self._validate_parameters)
@@ -375,7 +386,8 @@ class InertiaIdNode(Node):
         self._diagnostics.publish(diagnostics_msg(
             diagnostics, self._io.hardware_id, self.get_clock().now().to_msg(),
             {"update_rate_hz": f"{self.settings.update_rate_hz:g}",
-             "dropped.input_queue_full": str(self._io.queue_overflow)}))
+             "dropped.input_queue_full": str(self._io.queue_overflow),
+             **self._excitation.diagnostic_values()}))
 
     def _run_worker(self) -> None:
         next_time = time.monotonic()

@@ -29,6 +29,7 @@ from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.errors import (ConfigError, FrameNotFound, JointNotFound, ProblemError,
                                    StartupError)
 from inertia_id_ros.io.prior import NO_PRIOR, resolve_payload_prior
+from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.session import Session, link_session, payload_session
@@ -136,7 +137,29 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec("coulomb_velocity", 0.0,
                   "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 = "
                   "exact sign, for joints that chain_config does not configure."),
+    # ~/excite
+    ParameterSpec("trajectory_topic", "/joint_trajectory_controller/joint_trajectory",
+                  "~/excite: trajectory_msgs/JointTrajectory output topic (the trajectory "
+                  "controller's command topic)."),
+    ParameterSpec("excite_max_start_distance", RunConfig.max_start_distance,
+                  "~/excite: largest distance of any joint from the motion's start pose (rad, "
+                  "m), > 0; further away, the excitation is refused (move the robot there first)."),
+    ParameterSpec("excite_ramp_velocity", RunConfig.ramp_velocity,
+                  "~/excite: peak joint speed of the ramps in and out (rad/s, m/s), > 0."),
+    ParameterSpec("excite_joint_state_timeout", RunConfig.joint_state_timeout,
+                  "~/excite: joint states older than this are stale (s), > 0: an excitation is "
+                  "refused, or stopped (holding the last measured pose)."),
+    ParameterSpec("excite_max_tracking_error", RunConfig.max_tracking_error,
+                  "~/excite: largest distance of a measured joint from the command (rad, m), > 0; "
+                  "beyond, the excitation stops and holds."),
+    ParameterSpec("excite_max_acceleration", 3.0,
+                  "~/excite: joint acceleration limit of motions designed on the spot "
+                  "(rad/s^2, m/s^2), > 0."),
 )
+
+EXCITE_PARAMETERS = {f"excite_{field}": field for field in (
+    "max_start_distance", "ramp_velocity", "joint_state_timeout", "max_tracking_error")}
+"""The parameters of :class:`~inertia_id_ros.motion.run.RunConfig` -> its fields."""
 
 RUNTIME_PARAMETERS = tuple(p.name for p in PARAMETERS if p.runtime)
 """Parameters that may change while the node runs (the others are read-only)."""
@@ -170,6 +193,10 @@ class NodeSettings:
     chain_config: str
     prior_weight: float
     coulomb_velocity: float
+    trajectory_topic: str
+    excitation: RunConfig
+    """The ``excite_*`` parameters but ``excite_max_acceleration``."""
+    excite_max_acceleration: float
 
 
 def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
@@ -180,7 +207,8 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
     if unknown:
         raise StartupError(f"parameter {unknown[0]!r} is not a parameter of the node")
     v = {p.name: values.get(p.name, p.default) for p in PARAMETERS}
-    for name in ("window_sec", "update_rate_hz", "warning_period_sec", "max_input_rate_hz"):
+    for name in ("window_sec", "update_rate_hz", "warning_period_sec", "max_input_rate_hz",
+                 *EXCITE_PARAMETERS, "excite_max_acceleration"):
         if not _positive(v[name]):
             raise StartupError(f"parameter '{name}' must be > 0, got {v[name]!r}")
     if float(v["update_rate_hz"]) > MAX_UPDATE_RATE_HZ:
@@ -224,7 +252,11 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         payload_change_threshold=float(v["payload_change_threshold"]),
         payload_prior=str(v["payload_prior"]),
         joints=tuple(v["joints"] or ()), chain_config=v["chain_config"],
-        prior_weight=float(v["prior_weight"]), coulomb_velocity=float(v["coulomb_velocity"]))
+        prior_weight=float(v["prior_weight"]), coulomb_velocity=float(v["coulomb_velocity"]),
+        trajectory_topic=v["trajectory_topic"],
+        excitation=RunConfig(**{field: float(v[name])
+                                for name, field in EXCITE_PARAMETERS.items()}),
+        excite_max_acceleration=float(v["excite_max_acceleration"]))
     if settings.mode == "payload" and not settings.sensor_frame:
         raise StartupError("parameter 'sensor_frame' is required in payload mode")
     if settings.mode == "links" and not settings.joints and not settings.chain_config:

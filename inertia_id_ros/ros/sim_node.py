@@ -14,6 +14,11 @@ Parameter ``robot``:
   velocities and efforts = joint torques + 0.1 N m white noise, and the ground truth of the leg's
   links and drives on ``~/ground_truth_links`` (``InertialParametersArray``, latched).
 
+Both follow ``trajectory_msgs/JointTrajectory`` commands on ``trajectory_topic`` as
+joint_trajectory_controller does, ``tracking_lag_sec`` late
+(:class:`~inertia_id_ros.sim.follower.CommandFollower`), instead of their built-in ``motion``
+(``exciting``, or ``hold`` at ``start_position``) once one arrives.
+
 Stamps are exact (``start + k / rate_hz``); messages are published in small bursts as they fall
 due.
 """
@@ -29,19 +34,24 @@ import numpy as np
 import rclpy
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
 
 from inertia_id_ros.chain.actuators import go1_leg_config
 from inertia_id_ros.core.inertia import inertia_from_msg_order, inertia_from_theta, theta_from_inertia
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray
-from inertia_id_ros.ros.conversions import (array_to_wrench, joint_state, links_to_msg,
+from inertia_id_ros.ros.conversions import (array_to_wrench, joint_state,
+                                            joint_trajectory_arrays, links_to_msg,
                                             theta_to_msg, wrench_stamped)
-from inertia_id_ros.sim.payload import PayloadSimulator
-from inertia_id_ros.sim.torques import (DEFAULT_LEG_TORQUE_NOISE_STD, leg_simulator,
-                                              perturbed_links)
+from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
+from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
+from inertia_id_ros.sim.torques import (DEFAULT_LEG_TORQUE_NOISE_STD, LEG_HOME, leg_simulator,
+                                        perturbed_links)
 
 BURST_SEC = 0.005
 """Samples are published in bursts of at most this length (s)."""
@@ -52,15 +62,18 @@ _LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
 
 
 class _PandaPayload:
-    """The Panda with a payload beyond its F/T sensor: joint states and wrenches."""
+    """The Panda with a payload beyond its F/T sensor: joint states and wrenches; follows
+    joint trajectory commands."""
 
-    def __init__(self, node: Node, p: dict[str, Any]) -> None:
+    def __init__(self, node: SimulatorNode, p: dict[str, Any]) -> None:
         theta = theta_from_inertia(p["payload_mass"], np.array(p["payload_com"]),
                                    inertia_from_msg_order(p["payload_inertia"]))
         quiet = {} if p["noise"] else {"wrench_noise_std": 0.0, "position_noise_std": 0.0,
                                        "velocity_noise_std": 0.0}
         self.sim = PayloadSimulator.panda(payload_theta=theta, offset=np.array(p["ft_offset"]),
                                           seed=int(p["seed"]), **quiet)
+        self.sim.trajectory = _CommandInput(node, p, self.sim.trajectory, self.sim.joint_names,
+                                            PANDA_HOME).follower
         self._publish_velocity = bool(p["publish_velocity"])
         self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
         self._wrench_pub = node.create_publisher(WrenchStamped, p["wrench_topic"], _DATA_QOS)
@@ -69,7 +82,8 @@ class _PandaPayload:
         node.create_publisher(InertialParameters, "~/ground_truth", _LATCHED).publish(truth_msg)
         self.sent = {"joint states": 0, "wrenches": 0}
         self.description = (f"the Panda with a {p['payload_mass']:.3f} kg payload beyond "
-                            f"'{self.sim.sensor_frame}'")
+                            f"'{self.sim.sensor_frame}' ({p['motion']} motion until a command "
+                            f"on '{p['trajectory_topic']}')")
 
     def subscribed(self) -> bool:
         """Both topics have a subscriber."""
@@ -99,6 +113,8 @@ class _Go1Leg:
             thetas = perturbed_links(thetas, np.random.default_rng(seed))
         noise = DEFAULT_LEG_TORQUE_NOISE_STD if p["noise"] else 0.0
         self.sim = leg_simulator(config, seed=seed, link_thetas=thetas, torque_noise_std=noise)
+        self.sim.trajectory = _CommandInput(node, p, self.sim.trajectory, links.joint_names,
+                                            LEG_HOME).follower
         self._names = list(links.robot_joint_names)  # the other legs' joints stay at 0
         self._columns = [self._names.index(j) for j in links.joint_names]
         self._publish_velocity = bool(p["publish_velocity"])
@@ -126,7 +142,55 @@ class _Go1Leg:
         self.sent["joint states"] += len(t)
 
 
+class _CommandInput:
+    """Joint trajectory commands on ``trajectory_topic`` into a :class:`CommandFollower` of the
+    simulated ``joint_names`` (its ``follower``), which plays ``exciting`` until the first one
+    (or rests at ``start_position``, default ``home``, for motion ``hold``)."""
+
+    def __init__(self, node: SimulatorNode, p: dict[str, Any], exciting: Trajectory,
+                 joint_names: tuple[str, ...], home: np.ndarray) -> None:
+        if p["motion"] not in MOTIONS:
+            raise ValueError(f"parameter 'motion': unknown motion {p['motion']!r}; choose one "
+                             f"of {list(MOTIONS)}")
+        start = np.array(p["start_position"] or home, dtype=float)
+        if start.shape != (len(joint_names),):
+            raise ValueError(f"parameter 'start_position' needs {len(joint_names)} values "
+                             f"(rad, m; joints {list(joint_names)}), got {start.size}")
+        initial = exciting if p["motion"] == "exciting" else at_rest(start)
+        self.follower = CommandFollower(initial, joint_names, p["tracking_lag_sec"])
+        self._node = node
+        node.create_subscription(JointTrajectory, p["trajectory_topic"], self._on_command, 10)
+
+    def _on_command(self, msg: JointTrajectory) -> None:
+        """Follow a joint trajectory command from now on (its joints: the simulated ones, in any
+        order)."""
+        node, log, joints = self._node, self._node.get_logger(), self.follower.joint_names
+        if node.start_stamp is None:
+            log.warning("ignored a joint trajectory command: the motion has not started")
+            return
+        try:
+            t_start, names, times, q, dq, ddq = joint_trajectory_arrays(msg)
+        except ValueError as error:
+            log.error(f"ignored a joint trajectory command: {error}")
+            return
+        if sorted(names) != sorted(joints):
+            log.error(f"ignored a joint trajectory command for joints {list(names)}: the "
+                      f"simulated joints are {list(joints)}")
+            return
+        order = [names.index(name) for name in joints]
+        arrival = node.get_clock().now().nanoseconds * 1e-9 - node.start_stamp
+        start = arrival if t_start == 0.0 else t_start - node.start_stamp
+        if self.follower.command(arrival, start, times, q[:, order], dq[:, order],
+                                 ddq[:, order]):
+            log.info(f"following a joint trajectory of {len(times)} points, "
+                     f"{times[-1] if len(times) else 0.0:.2f} s")
+        else:
+            log.warning("ignored a joint trajectory command: all its points are in the past")
+
+
 ROBOTS = {"panda": _PandaPayload, "go1_leg": _Go1Leg}
+MOTIONS = ("exciting", "hold")
+"""Parameter ``motion``: the built-in motion until a joint trajectory command arrives."""
 
 
 class SimulatorNode(Node):
@@ -134,6 +198,8 @@ class SimulatorNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("inertia_id_sim", **kwargs)
+        self.start_stamp: float | None = None
+        """Stamp (s) of the motion's time 0, once it has started."""
         default = PayloadSimulator.panda()
         mass, com, inertia_com = inertia_from_theta(default.true_theta)
         declare = [
@@ -162,10 +228,19 @@ class SimulatorNode(Node):
              "(s); 0 = start at once."),
             ("joint_states_topic", "/joint_states", "JointState output topic."),
             ("wrench_topic", "/ft_sensor/wrench", "panda: WrenchStamped output topic."),
+            ("motion", "exciting", "The motion until a joint trajectory command arrives: "
+                                   "'exciting' (a Fourier series) or 'hold' (at start_position)."),
+            ("start_position", Parameter.Type.DOUBLE_ARRAY,
+             "The pose for motion 'hold' (rad; panda: joints 1-7, default its home; go1_leg: hip, "
+             "thigh, knee, default 0, 0.8, -1.7)."),
+            ("trajectory_topic", "/joint_trajectory_controller/joint_trajectory",
+             "trajectory_msgs/JointTrajectory commands to follow."),
+            ("tracking_lag_sec", DEFAULT_TRACKING_LAG_SEC,
+             "How late the robot follows the commanded trajectory (s)."),
         ]
         for name, value, description in declare:
             self.declare_parameter(name, value, ParameterDescriptor(description=description))
-        p = {name: self.get_parameter(name).value for name, _, _ in declare}
+        p = {name: _value(self, name) for name, _, _ in declare}
         if p["robot"] not in ROBOTS:
             raise ValueError(f"parameter 'robot': unknown robot {p['robot']!r}; choose one of "
                              f"{sorted(ROBOTS)}")
@@ -185,6 +260,7 @@ class SimulatorNode(Node):
             time.sleep(0.05)
         start_stamp = self.get_clock().now().nanoseconds * 1e-9
         start_wall = time.monotonic()
+        self.start_stamp = start_stamp
         k = 0
         period = 1.0 / self._rate
         n_total = int(round(self._duration * self._rate))  # samples to play (duration_sec > 0)
@@ -205,6 +281,14 @@ class SimulatorNode(Node):
                 self.finished.set()
                 break
             time.sleep(BURST_SEC)
+
+
+def _value(node: Node, name: str) -> Any:
+    """The parameter's value; ``None`` for an array not set."""
+    try:
+        return node.get_parameter(name).value
+    except ParameterUninitializedException:
+        return None
 
 
 def main(args: list[str] | None = None) -> None:

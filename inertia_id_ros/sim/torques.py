@@ -143,6 +143,10 @@ DEFAULT_LEG_TORQUE_NOISE_STD = 0.1
 """Joint torque noise of a current-based torque estimate (N·m)."""
 
 
+LEG_HOME = np.array([0.0, 0.8, -1.7])
+"""A Go1 leg's middle pose (rad): hip, thigh, knee."""
+
+
 def leg_trajectory(links: LinkModel, seed: int = 0, period: float = 5.0,
                    n_harmonics: int = 8) -> ExcitingTrajectory:
     """Exciting swing of a Go1 leg in the air (trunk fixed): a Fourier series of period ``period``
@@ -150,7 +154,7 @@ def leg_trajectory(links: LinkModel, seed: int = 0, period: float = 5.0,
     away), within the joint limits and half the velocity limits (accelerations ~10-40 rad/s²)."""
     return ExcitingTrajectory.for_model(links.model, links.joint_names, period=period,
                                         n_harmonics=n_harmonics, seed=seed,
-                                        center=(0.0, 0.8, -1.7), max_amplitude=1.2,
+                                        center=LEG_HOME, max_amplitude=1.2,
                                         velocity_fraction=0.5)
 
 

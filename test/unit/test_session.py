@@ -81,6 +81,27 @@ def test_a_grasp_restarts_the_window_at_its_onset_and_the_new_payload_is_identif
     assert abs(final.estimate.mass - 2.3) < 0.01 * 2.3
 
 
+def test_a_paused_detector_keeps_the_window_and_resumes_afresh(session, sim):
+    feed(session, sim, 0.0, 12.0)
+    assert session.update(12.0).ok and session.detector.armed
+    session.pause_change_detection(True)
+    grasped = sim.with_payload(grasped_payload_theta())
+    feed(session, grasped, 12.0, 1.0, seed=1)
+    update = session.update(13.0)
+    assert update.change is None and not session.changes  # no alarm while paused
+    assert session.estimator.window.t_first < T0 + 12.0 - 5.0
+    session.pause_change_detection(False)
+    assert not session.detector.armed  # a new reference first
+
+
+def test_an_interval_of_the_past_is_identified_on_exactly_its_samples(session, sim):
+    feed(session, sim, 0.0, 12.0)
+    update = session.identify(duration=4.0, now=12.0, until=T0 + 9.0)
+    assert update.ok and update.estimate.n_samples == 4 * RATE + 1
+    assert update.estimate.t_first == pytest.approx(T0 + 5.0)
+    assert update.estimate.t_last == pytest.approx(T0 + 9.0)
+
+
 def test_processing_drops_and_input_rates_are_reported_once(session, sim):
     rng = np.random.default_rng(0)
     t = np.arange(0, int(3 * RATE)) / RATE

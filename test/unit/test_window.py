@@ -91,3 +91,20 @@ def test_resizing_keeps_the_newest_samples_that_fit():
     empty = SlidingWindow(window_sec=1.0)
     empty.resize(window_sec=5.0, capacity=10)
     assert empty.window_sec == 5.0 and len(empty) == 0
+
+
+def test_an_interval_of_the_past_selects_exactly_its_samples():
+    rng = np.random.default_rng(1)
+    window = SlidingWindow(window_sec=10.0)
+    t = np.arange(0.0, 5.0, 0.01)
+    Y, f = rows(rng, t)
+    window.extend(t, Y, f)
+    for duration, until in ((1.5, 3.0), (0.0, 2.0), (2.0, 0.5), (1.0, 9.0)):
+        select = (t <= until + 1e-12) & (t >= until - duration - 1e-12 if duration else True)
+        stamps, Ys, fs = window.samples(duration, until=until)
+        assert np.array_equal(stamps, t[select]) and window.count(duration, until) == select.sum()
+        gram, moment, _, _ = window.normal_equations(duration, until)
+        stacked = Y[select].reshape(-1, 16)
+        assert np.allclose(gram, stacked.T @ stacked)
+        assert np.allclose(moment, stacked.T @ f[select].reshape(-1))
+    assert window.count(1.0, until=-1.0) == 0

@@ -1,0 +1,1 @@
+"""Exciting motions: the trajectory type (no ROS) and its design."""

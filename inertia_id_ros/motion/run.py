@@ -1,0 +1,361 @@
+"""Running an exciting motion on a robot: the checks, the ramps, the stop rule (no ROS).
+
+:class:`ExcitationRun` is the state machine of one node's excitations; the node
+(:mod:`inertia_id_ros.ros.excitation`) drives it, the tests alike. One excitation, in order:
+
+1. **start** (:meth:`ExcitationRun.start`; :meth:`ExcitationRun.begin_design` first when the
+   motion is designed on the spot). Refused with :class:`~inertia_id_ros.errors.ExcitationRefused`
+   when another excitation is under way (reason ``busy``), the joint states are stale
+   (``stale_joint_states``: none received for ``joint_state_timeout``), a joint of the motion is
+   not measured (``missing_joints``), the measured pose is further than ``max_start_distance``
+   from the motion's start (``far_from_start``), the motion does not start and end at rest
+   (``invalid_trajectory``), ``speed_scale`` is outside (0, 1] (``invalid_speed_scale``) or the
+   command would leave the robot's limits (``beyond_limits``, when they are given).
+   Otherwise the command, as one trajectory: a ramp-in from the measured pose to the motion's
+   start, the motion at ``speed_scale`` (:meth:`ExcitationTrajectory.time_scaled`), a ramp-out
+   back to the measured pose. Each ramp is a rest-to-rest quintic at most ``ramp_velocity`` fast
+   and at least ``min_ramp_sec`` long. It starts ``start_delay`` after ``now``.
+2. **follow** (:meth:`ExcitationRun.step`, at every tick with the newest joint state): the state
+   goes ``ramp_in`` -> ``running`` -> ``ramp_out`` by the command's clock. The run stops (state
+   ``stopped``, and the caller commands a hold at the newest measured pose) when the joint
+   states go stale or the measured pose leaves the command by more than ``max_tracking_error``;
+   :meth:`ExcitationRun.stop` stops it on request.
+3. **identify**: after the ramp-out (state ``identifying``) the caller identifies on the samples
+   stamped in :attr:`ExcitationCommand.motion_interval` (the motion proper, ramps excluded) and
+   reports with :meth:`ExcitationRun.finish` (``done`` or ``failed``).
+
+Times are seconds on one clock: the joint states' stamps and ``now`` (the node's clock); a joint
+state's ``received`` is ``now`` when it arrived.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from inertia_id_ros.errors import ExcitationRefused, TrajectoryError
+from inertia_id_ros.motion.trajectory import ExcitationTrajectory, concatenate, rest_to_rest
+
+if TYPE_CHECKING:
+    from inertia_id_ros.motion.design import MotionLimits
+
+IDLE, DESIGNING, RAMP_IN, RUNNING, RAMP_OUT, IDENTIFYING = (
+    "idle", "designing", "ramp_in", "running", "ramp_out", "identifying")
+DONE, STOPPED, FAILED = "done", "stopped", "failed"
+MOVING = (RAMP_IN, RUNNING, RAMP_OUT)
+"""States in which the robot follows the command."""
+ACTIVE = (DESIGNING, *MOVING, IDENTIFYING)
+"""States of an excitation under way: another one is refused."""
+
+PEAK_SPEED_FACTOR = 1.875
+"""Peak speed of the rest-to-rest quintic ``10 s^3 - 15 s^4 + 6 s^5`` over its mean speed."""
+
+LIMIT_TOLERANCE = 1e-6
+"""How far (in each limit's unit) a command's samples may exceed the limits given to start."""
+
+
+def check_speed_scale(speed_scale: float) -> None:
+    """Refuse (``invalid_speed_scale``) a ``speed_scale`` outside (0, 1]."""
+    if not (np.isfinite(speed_scale) and 0.0 < speed_scale <= 1.0):
+        raise ExcitationRefused("invalid_speed_scale",
+                                f"speed_scale must be in (0, 1], got {speed_scale!r}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The checks and ramps of an excitation (rad for revolute joints, s).
+
+    ``max_start_distance``: largest distance of any joint from the motion's start pose that a
+    ramp-in may cover; ``ramp_velocity`` (rad/s): the ramps' peak joint speed; ``min_ramp_sec``:
+    their shortest duration; ``joint_state_timeout``: joint states older than this (by their
+    arrival) are stale; ``max_tracking_error``: largest distance of the measured pose from the
+    command at the same stamp; ``start_delay``: the command starts this long after it is sent (it
+    must reach the controller first); ``ramp_rate_hz``: sample rate of the ramps.
+    """
+
+    max_start_distance: float = 0.5
+    ramp_velocity: float = 0.5
+    min_ramp_sec: float = 1.0
+    joint_state_timeout: float = 0.5
+    max_tracking_error: float = 0.2
+    start_delay: float = 0.25
+    ramp_rate_hz: float = 100.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_start_distance", "ramp_velocity", "min_ramp_sec",
+                     "joint_state_timeout", "max_tracking_error", "ramp_rate_hz"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+        if not (np.isfinite(self.start_delay) and self.start_delay >= 0):
+            raise ValueError(f"start_delay must be finite and >= 0 (s), got {self.start_delay!r}")
+
+
+@dataclass(frozen=True)
+class JointStateSnapshot:
+    """The newest joint state: its ``stamp`` (s), when it was ``received`` (s, the caller's
+    clock), joint ``names`` and positions ``q`` (rad, m)."""
+
+    stamp: float
+    received: float
+    names: tuple[str, ...]
+    q: np.ndarray
+
+    def positions(self, joint_names: Sequence[str]) -> np.ndarray:
+        """``q`` of ``joint_names`` (n,), in that order; ``missing_joints`` refused if any is
+        not measured."""
+        index = {name: k for k, name in enumerate(self.names)}
+        missing = [name for name in joint_names if name not in index]
+        if missing:
+            raise ExcitationRefused("missing_joints", f"the joint states do not list {missing} "
+                                    f"(they list {list(self.names)})")
+        return np.asarray(self.q, dtype=float)[[index[name] for name in joint_names]]
+
+
+@dataclass(frozen=True)
+class ExcitationCommand:
+    """What to send: ``trajectory`` (ramp-in, motion, ramp-out) starting at the stamp ``t_start``
+    (s); the motion proper runs from ``motion_start`` to ``motion_end`` s into it, at
+    ``speed_scale``."""
+
+    trajectory: ExcitationTrajectory
+    t_start: float
+    motion_start: float
+    motion_end: float
+    speed_scale: float
+
+    @property
+    def motion_interval(self) -> tuple[float, float]:
+        """Stamps (s) of the motion's first and last sample: the samples to identify on."""
+        return self.t_start + self.motion_start, self.t_start + self.motion_end
+
+    @property
+    def t_end(self) -> float:
+        """Stamp (s) at which the ramp-out ends."""
+        return self.t_start + self.trajectory.duration
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one :meth:`ExcitationRun.step` (or :meth:`ExcitationRun.stop`) decided: the
+    ``state`` after it, whether it ``changed``, the pose (n,) to ``hold`` when the run has just
+    stopped (``None`` otherwise), and the ``message`` of the change."""
+
+    state: str
+    changed: bool = False
+    hold: np.ndarray | None = None
+    message: str = ""
+
+
+class ExcitationRun:
+    """The excitations of one robot, one at a time; see the module docstring. Thread-safe: the
+    caller's service callbacks, timer and design thread may call it concurrently."""
+
+    def __init__(self, config: RunConfig | None = None) -> None:
+        self.config = RunConfig() if config is None else config
+        self.state = IDLE
+        self.message = ""
+        """What the latest change of state was about."""
+        self.command: ExcitationCommand | None = None
+        """The command of the current or latest excitation."""
+        self._lock = threading.Lock()
+
+    @property
+    def active(self) -> bool:
+        """An excitation is under way (designing, moving or identifying)."""
+        return self.state in ACTIVE
+
+    def elapsed(self, now: float) -> float:
+        """Seconds of the motion proper played by ``now`` (0 before, its duration after)."""
+        command = self.command
+        if command is None:
+            return 0.0
+        start, end = command.motion_interval
+        return float(np.clip(now - start, 0.0, end - start))
+
+    # ---- start -----------------------------------------------------------------------------
+
+    def _check_ready(self, joint_state: JointStateSnapshot | None, now: float,
+                     joint_names: Sequence[str], designed: bool = False) -> np.ndarray:
+        """The measured pose of ``joint_names`` (lock held); refused if busy or stale, or, for a
+        ``designed`` motion, if its excitation is no longer the one designing."""
+        if designed and self.state != DESIGNING:
+            raise ExcitationRefused("cancelled", f"the excitation was {self.state} while its "
+                                    "motion was designed")
+        if not designed and self.state in ACTIVE:
+            raise ExcitationRefused("busy", f"another excitation is under way ({self.state})")
+        if joint_state is None:
+            raise ExcitationRefused("stale_joint_states", "no joint state received yet")
+        age = now - joint_state.received
+        if age > self.config.joint_state_timeout:
+            raise ExcitationRefused("stale_joint_states", f"the newest joint state arrived "
+                                    f"{age:.2f} s ago (joint_state_timeout "
+                                    f"{self.config.joint_state_timeout:g} s)")
+        return joint_state.positions(joint_names)
+
+    def begin_design(self, joint_state: JointStateSnapshot | None, now: float,
+                     joint_names: Sequence[str]) -> np.ndarray:
+        """Reserve the robot while a motion is designed (state ``designing``); returns the
+        measured pose (n,) of ``joint_names`` to start the design from. Refused like
+        :meth:`start` (``busy``, ``stale_joint_states``, ``missing_joints``)."""
+        with self._lock:
+            q = self._check_ready(joint_state, now, joint_names)
+            self._set(DESIGNING, "designing the motion", None)
+            return q
+
+    def start(self, trajectory: ExcitationTrajectory, joint_state: JointStateSnapshot | None,
+              now: float, speed_scale: float = 1.0, designed: bool = False,
+              limits: MotionLimits | None = None) -> ExcitationCommand:
+        """The command playing ``trajectory`` at ``speed_scale`` from the measured pose, starting
+        at ``now + start_delay`` (state ``ramp_in``); refused as the module docstring says.
+        ``designed``: the motion of :meth:`begin_design` (refused as ``cancelled`` if that
+        excitation was stopped meanwhile; any refusal then fails it). ``limits``: the robot's
+        (of the trajectory's joints) that every sample of the command must keep."""
+        with self._lock:
+            try:
+                return self._start(trajectory, joint_state, now, speed_scale, designed, limits)
+            except ExcitationRefused as refused:
+                if designed and self.state == DESIGNING:
+                    self._set(FAILED, f"refused: {refused.message}", None)
+                raise
+
+    def _start(self, trajectory: ExcitationTrajectory, joint_state: JointStateSnapshot | None,
+               now: float, speed_scale: float, designed: bool,
+               limits: MotionLimits | None) -> ExcitationCommand:
+        q = self._check_ready(joint_state, now, trajectory.joint_names, designed)
+        check_speed_scale(speed_scale)
+        names = trajectory.joint_names
+        gap = np.abs(q - trajectory.q[0])
+        worst = int(np.argmax(gap))
+        if gap[worst] > self.config.max_start_distance:
+            raise ExcitationRefused(
+                "far_from_start", f"joint {names[worst]} is {gap[worst]:.3f} from the motion's "
+                f"start ({q[worst]:.3f} measured, {trajectory.q[0, worst]:.3f} expected; "
+                f"max_start_distance {self.config.max_start_distance:g}): move the robot there "
+                "first")
+        motion = trajectory.time_scaled(speed_scale)
+        ramp_in = self._ramp(q, trajectory.q[0], names)
+        ramp_out = self._ramp(trajectory.q[-1], q, names)
+        try:
+            plan = concatenate(ramp_in, motion, ramp_out)
+        except TrajectoryError as error:
+            raise ExcitationRefused("invalid_trajectory", f"the motion must start and end at "
+                                    f"rest: {error}") from error
+        if limits is not None:
+            over = {name: excess for name, excess in limits.violations(plan).items()
+                    if excess > LIMIT_TOLERANCE}
+            if over:
+                raise ExcitationRefused("beyond_limits", "the command exceeds the robot's "
+                                        + ", ".join(f"{name} limit by {excess:.4g}"
+                                                    for name, excess in over.items()))
+        command = ExcitationCommand(plan, now + self.config.start_delay, ramp_in.duration,
+                                    ramp_in.duration + motion.duration, float(speed_scale))
+        dry = "" if speed_scale == 1.0 else f" (dry run at speed_scale {speed_scale:g})"
+        self._set(RAMP_IN, f"ramping in over {ramp_in.duration:.2f} s, then {motion.duration:.2f}"
+                  f" s of motion{dry}, then ramping out over {ramp_out.duration:.2f} s", command)
+        return command
+
+    def _ramp(self, q_from: np.ndarray, q_to: np.ndarray,
+              names: Sequence[str]) -> ExcitationTrajectory:
+        """Rest-to-rest quintic from ``q_from`` to ``q_to``, within ``ramp_velocity``."""
+        config = self.config
+        distance = float(np.max(np.abs(q_to - q_from)))
+        duration = max(config.min_ramp_sec, PEAK_SPEED_FACTOR * distance / config.ramp_velocity)
+        return rest_to_rest(q_from, q_to, duration, joint_names=names,
+                            rate_hz=config.ramp_rate_hz)
+
+    # ---- follow ----------------------------------------------------------------------------
+
+    def step(self, joint_state: JointStateSnapshot | None, now: float) -> Step:
+        """Advance by the command's clock at ``now``, checking the newest ``joint_state``: stop
+        (with the pose to hold) when it is stale or off the command."""
+        with self._lock:
+            command = self.command
+            if self.state not in MOVING or command is None:
+                return Step(self.state)
+            why = self._stop_reason(command, joint_state, now)
+            if why:
+                return self._stop(why, joint_state, now)
+            elapsed = now - command.t_start
+            state = (RAMP_IN if elapsed < command.motion_start else
+                     RUNNING if elapsed < command.motion_end else
+                     RAMP_OUT if elapsed < command.trajectory.duration else IDENTIFYING)
+            if state == self.state:
+                return Step(state)
+            start, end = command.motion_interval
+            message = {RUNNING: f"running the motion from stamp {start:.3f} s",
+                       RAMP_OUT: f"motion played ({start:.3f} s to {end:.3f} s); ramping out",
+                       IDENTIFYING: f"identifying on the samples from {start:.3f} s to "
+                                    f"{end:.3f} s"}[state]
+            self._set(state, message, command)
+            return Step(state, True, None, message)
+
+    def _stop_reason(self, command: ExcitationCommand, joint_state: JointStateSnapshot | None,
+                     now: float) -> str:
+        """Why the run must stop now ("" if it may go on; lock held)."""
+        config = self.config
+        if joint_state is None or now - joint_state.received > config.joint_state_timeout:
+            age = "none received" if joint_state is None else \
+                f"none for {now - joint_state.received:.2f} s"
+            return (f"the joint states stopped ({age}, joint_state_timeout "
+                    f"{config.joint_state_timeout:g} s)")
+        names = command.trajectory.joint_names
+        t = np.clip(joint_state.stamp - command.t_start, 0.0, command.trajectory.duration)
+        q_command = command.trajectory.sample(t)[0][0]
+        error = np.abs(joint_state.positions(names) - q_command)
+        worst = int(np.argmax(error))
+        if error[worst] > config.max_tracking_error:
+            return (f"joint {names[worst]} is {error[worst]:.3f} off the command "
+                    f"(max_tracking_error {config.max_tracking_error:g})")
+        return ""
+
+    def stop(self, reason: str, joint_state: JointStateSnapshot | None, now: float) -> Step:
+        """Stop on request at ``now``: state ``stopped`` and, if the robot was moving, the pose
+        to hold (the newest measured one). Nothing to stop: ``changed`` is False."""
+        with self._lock:
+            if self.state not in ACTIVE or self.state == IDENTIFYING:
+                return Step(self.state)
+            return self._stop(reason, joint_state, now)
+
+    def _stop(self, reason: str, joint_state: JointStateSnapshot | None, now: float) -> Step:
+        hold = None
+        command = self.command
+        if self.state in MOVING and command is not None:
+            names = command.trajectory.joint_names
+            try:
+                hold = None if joint_state is None else joint_state.positions(names)
+            except ExcitationRefused:
+                hold = None
+            if hold is None:  # no usable measurement: hold where the command is now
+                t = np.clip(now - command.t_start, 0.0, command.trajectory.duration)
+                hold = command.trajectory.sample(t)[0][0]
+        where = "" if hold is None else " holding the current pose;"
+        message = f"stopped:{where} {reason}"
+        self._set(STOPPED, message, command)
+        return Step(STOPPED, True, hold, message)
+
+    # ---- identify --------------------------------------------------------------------------
+
+    def finish(self, identified: bool, message: str) -> Step:
+        """The identification's outcome: state ``done`` (``identified``) or ``failed``."""
+        with self._lock:
+            if self.state != IDENTIFYING:
+                return Step(self.state)
+            state = DONE if identified else FAILED
+            self._set(state, message, self.command)
+            return Step(state, True, None, message)
+
+    def fail(self, message: str) -> Step:
+        """The excitation could not go on (a design that failed): state ``failed``."""
+        with self._lock:
+            if self.state not in ACTIVE:
+                return Step(self.state)
+            self._set(FAILED, message, self.command)
+            return Step(FAILED, True, None, message)
+
+    def _set(self, state: str, message: str, command: ExcitationCommand | None) -> None:
+        self.state, self.message, self.command = state, message, command

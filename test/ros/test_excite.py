@@ -1,0 +1,302 @@
+"""The load-identification wizard over DDS: ~/excite on the simulator (which follows the node's
+JointTrajectory commands), identify on the motion's samples, dry run, stop, refusals."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from helpers import node_args, spin_until
+from inertia_id_ros.core.inertia import inertia_from_theta
+from inertia_id_ros.motion.trajectory import ExcitationTrajectory, concatenate, rest_to_rest
+from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
+
+AWAY = np.array([0.6, -0.4, 0.5, 0.4, -0.6, 0.5, 0.8])
+"""rad: how far the test motion swings each joint from home and back."""
+
+
+def out_and_back(tmp_path, seconds: float = 3.0) -> tuple[str, ExcitationTrajectory]:
+    """A trajectory file: rest-to-rest from the simulator's home pose out and back (``seconds``
+    each way; peak joint speed 0.5 rad/s in 3 s)."""
+    trajectory = concatenate(
+        rest_to_rest(PANDA_HOME, PANDA_HOME + AWAY, seconds, joint_names=PANDA_ARM_JOINTS),
+        rest_to_rest(PANDA_HOME + AWAY, PANDA_HOME, seconds, joint_names=PANDA_ARM_JOINTS))
+    path = tmp_path / f"out_and_back_{seconds:g}.npz"
+    trajectory.save_npz(path)
+    return str(path), trajectory
+
+
+class Wizard:
+    """A peer calling ~/excite and ~/stop and following ~/excitation and /joint_states."""
+
+    def __init__(self, peer) -> None:
+        from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy,
+                               qos_profile_sensor_data)
+        from sensor_msgs.msg import JointState
+        from std_srvs.srv import Trigger
+        from trajectory_msgs.msg import JointTrajectory
+
+        from inertia_id_ros.msg import ExcitationStatus, InertialParameters
+        from inertia_id_ros.srv import Excite
+
+        self.peer = peer
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=ReliabilityPolicy.RELIABLE)
+        self.status: list = []
+        self.truth: list = []
+        self.joints: list[tuple[float, np.ndarray, np.ndarray]] = []
+        peer.create_subscription(ExcitationStatus, "/inertia_id/excitation", self.status.append,
+                                 latched)
+        peer.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
+                                 self.truth.append, latched)
+        peer.create_subscription(JointState, "/joint_states", self._on_joint_state,
+                                 qos_profile_sensor_data)
+        self.commands: list = []
+        peer.create_subscription(JointTrajectory, "/joint_trajectory_controller/joint_trajectory",
+                                 self.commands.append, 10)
+        self.excite_client = peer.create_client(Excite, "/inertia_id/excite")
+        self.stop_client = peer.create_client(Trigger, "/inertia_id/stop")
+        self._excite, self._trigger = Excite, Trigger
+        self.mark = 0
+        """Statuses received before the latest request."""
+
+    def _on_joint_state(self, msg) -> None:
+        self.joints.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
+                            np.array(msg.position), np.array(msg.velocity)))
+
+    def _call(self, client, request):
+        import rclpy
+
+        self.mark = len(self.status)
+        assert client.wait_for_service(timeout_sec=20.0)
+        future = client.call_async(request)
+        rclpy.spin_until_future_complete(self.peer, future, timeout_sec=30.0)
+        assert future.result() is not None
+        return future.result()
+
+    def excite(self, trajectory_file: str = "", duration: float = 0.0,
+               speed_scale: float = 1.0):
+        return self._call(self.excite_client, self._excite.Request(
+            trajectory_file=trajectory_file, duration=duration, speed_scale=speed_scale))
+
+    def stop(self):
+        return self._call(self.stop_client, self._trigger.Request())
+
+    def wait_for(self, states: tuple[str, ...], timeout: float, since: int | None = None):
+        """The first status in ``states`` from the ``since``-th on (default: the last request's
+        first), spinning up to ``timeout`` s."""
+        seen = self.mark if since is None else since
+        assert spin_until(self.peer, lambda: any(m.state in states
+                                                 for m in self.status[seen:]), timeout), \
+            [(m.state, m.message) for m in self.status]
+        return next(m for m in self.status[seen:] if m.state in states)
+
+    def joint_states_between(self, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+        rows = [(q, dq) for t, q, dq in self.joints if t0 <= t <= t1]
+        return np.array([q for q, _ in rows]), np.array([dq for _, dq in rows])
+
+
+def start(launch, *sim_args: str):
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold",
+                 *sim_args)
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  *node_args(window_sec=10.0, update_rate_hz=1.0))
+    return sim, node
+
+
+def test_excite_designs_runs_and_identifies_the_payload_from_one_15_s_motion(
+        launch, rclpy_context):
+    import rclpy
+
+    from inertia_id_ros.ros.conversions import wrench_to_array
+    from inertia_id_ros.ros.demo import Errors
+
+    sim, node = start(launch)
+    wizard = Wizard(rclpy.create_node("excite_accuracy"))
+    try:
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        response = wizard.excite(duration=15.0)  # designed on the spot from the measured pose
+        assert response.accepted, response.reason
+        running = wizard.wait_for(("running", "failed"), 150.0)
+        assert running.state == "running", node.output()[-3000:]
+        done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
+        assert done.state == "done" and done.identified, done.message
+        assert done.duration == pytest.approx(15.0) and done.speed_scale == 1.0
+        estimate = done.estimate
+        assert estimate.num_samples >= 0.99 * 15.0 * 1000.0  # 1 kHz over the motion, all of it
+        assert estimate.num_samples <= 15.0 * 1000.0 + 1
+        truth = wizard.truth[-1]
+        errors = Errors.of(estimate, np.array(truth.theta), wrench_to_array(truth.sensor_offset))
+        print(f"\nexcite over DDS: mass {100 * errors.mass_rel:.3f} %, COM "
+              f"{1e3 * errors.com:.3f} mm, inertia {100 * errors.inertia_rel:.2f} %, offset "
+              f"force {errors.offset_force:.4f} N from {estimate.num_samples} samples")
+        assert errors.acceptable(), errors
+        # the robot followed the command: it moved, and came back to where it started
+        q, _ = wizard.joint_states_between(done.motion_start, done.motion_end)
+        assert np.ptp(q, axis=0).min() > 0.1
+        assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > done.motion_end + 2.0,
+                          10.0)
+        assert np.allclose(wizard.joints[-1][1], PANDA_HOME, atol=1e-3)
+    finally:
+        wizard.peer.destroy_node()
+
+
+def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_context,
+                                                                   tmp_path):
+    import rclpy
+
+    from inertia_id_ros.ros.conversions import joint_trajectory_arrays
+
+    path, trajectory = out_and_back(tmp_path)
+    sim, node = start(launch)
+    wizard = Wizard(rclpy.create_node("excite_dry_run"))
+    try:
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        response = wizard.excite(path, speed_scale=0.5)
+        assert response.accepted and "dry run at speed_scale 0.5" in response.reason
+        busy = wizard.excite(path)
+        assert not busy.accepted and busy.reason.startswith("busy")
+        done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
+        assert done.state == "done", done.message
+        assert done.motion_end - done.motion_start == pytest.approx(2 * 6.0)
+        _, dq = wizard.joint_states_between(done.motion_start, done.motion_end)
+        peak, full_speed = np.abs(dq).max(axis=0), np.abs(trajectory.dq).max(axis=0)
+        print(f"\ndry run: peak joint speed / full-speed peak = {np.round(peak / full_speed, 3)}")
+        assert np.allclose(peak / full_speed, 0.5, rtol=0.03)
+        # the command: every point with positions, velocities and accelerations, stamped with
+        # its start; the robot followed it 20 ms late (the simulator's tracking lag)
+        t_start, names, times, q, dq, ddq = joint_trajectory_arrays(wizard.commands[0])
+        assert names == PANDA_ARM_JOINTS and q.shape == dq.shape == ddq.shape == (times.size, 7)
+        assert all(len(point.velocities) == len(point.accelerations) == 7
+                   for point in wizard.commands[0].points)
+        assert t_start == pytest.approx(done.motion_start - 1.0, abs=1e-6)  # a 1 s ramp-in
+        command = ExcitationTrajectory(times, names, q, dq, ddq)
+        stamps = np.array([t for t, _, _ in wizard.joints
+                           if done.motion_start <= t <= done.motion_end])
+        measured, _ = wizard.joint_states_between(done.motion_start, done.motion_end)
+        late = np.abs(measured - command.sample(stamps - t_start - 0.02)[0]).max()
+        on_time = np.abs(measured - command.sample(stamps - t_start)[0]).max()
+        print(f"measured vs. command: {late:.1e} rad 20 ms late, {on_time:.1e} rad on time")
+        assert late < 2e-4 < 5 * late < on_time
+
+        assert wizard.excite(path).accepted  # full speed, stopped 2 s into the motion
+        running = wizard.wait_for(("running",), 10.0)
+        assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > running.motion_start + 2.0,
+                          10.0)
+        stop = wizard.stop()
+        stopped = wizard.wait_for(("stopped",), 5.0)
+        assert stop.success and "holding the current pose" in stop.message
+        assert "requested by ~/stop" in stopped.message and not stopped.identified
+        t_stop = wizard.joints[-1][0]
+        assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > t_stop + 2.0, 10.0)
+        q, dq = wizard.joint_states_between(t_stop + 1.0, np.inf)
+        print(f"after the stop: joints moved {np.ptp(q, axis=0).max():.2e} rad, speeds "
+              f"{np.abs(dq).max():.2e} rad/s (noise 5e-4 rad/s)")
+        assert np.ptp(q, axis=0).max() < 1e-3 and np.abs(dq).max() < 5e-3  # holding
+        q_plan = trajectory.sample(2.0)[0][0]
+        assert np.abs(q[-1] - q_plan).max() < 0.1  # held near where it was stopped
+        assert not wizard.stop().success  # nothing left to stop
+        hold = joint_trajectory_arrays(wizard.commands[-1])
+        assert hold[0] == 0.0 and hold[2].size == 1 and not hold[4].any()  # one point, at rest
+    finally:
+        wizard.peer.destroy_node()
+
+
+def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, tmp_path):
+    import rclpy
+
+    path, _ = out_and_back(tmp_path, seconds=4.0)
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node", *node_args(window_sec=10.0))
+    wizard = Wizard(rclpy.create_node("excite_refusals"))
+    try:
+        refused = wizard.excite(path)  # no joint states at all
+        assert not refused.accepted and refused.reason.startswith("stale_joint_states")
+        far = np.array(PANDA_HOME)
+        far[3] += 0.8
+        sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold",
+                     "-p", f"start_position:={far.tolist()}")
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        refused = wizard.excite(path)
+        assert not refused.accepted and refused.reason.startswith("far_from_start")
+        assert "panda_joint4 is 0.800" in refused.reason
+        refused = wizard.excite(str(tmp_path / "missing.npz"))
+        assert not refused.accepted and refused.reason.startswith("unreadable_trajectory")
+        refused = wizard.excite()
+        assert not refused.accepted and refused.reason.startswith("no_motion")
+        refused = wizard.excite(duration=15.0, speed_scale=1.5)
+        assert not refused.accepted and refused.reason.startswith("invalid_speed_scale")
+        sim.stop()
+        time.sleep(0.5)
+        refused = wizard.excite(path)
+        assert not refused.accepted and refused.reason.startswith("stale_joint_states")
+
+        sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold")
+        wizard.joints.clear()
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        refused = wizard.excite(out_and_back(tmp_path, seconds=0.4)[0], speed_scale=0.9)
+        assert not refused.accepted and refused.reason.startswith("beyond_limits")
+        assert "velocity limit" in refused.reason
+        assert wizard.excite(path).accepted
+        wizard.wait_for(("running",), 10.0)
+        sim.stop()  # the joint states stop mid-run
+        stopped = wizard.wait_for(("stopped",), 5.0)
+        assert "joint states stopped" in stopped.message and "holding" in stopped.message
+        assert node.alive()
+    finally:
+        wizard.peer.destroy_node()
+
+
+def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_context,
+                                                                  tmp_path):
+    import rclpy
+
+    from helpers import REPO
+    from inertia_id_ros.core.inertia import check_consistency
+    from inertia_id_ros.ros.conversions import msg_to_thetas
+    from inertia_id_ros.sim.torques import LEG_HOME
+
+    joints = ("FL_hip_joint", "FL_thigh_joint", "FL_calf_joint")
+    swing = np.array([0.4, 0.6, 0.6])
+    motion = concatenate(*(rest_to_rest(a, b, 2.0, joint_names=joints) for a, b in (
+        (LEG_HOME, LEG_HOME + swing), (LEG_HOME + swing, LEG_HOME - swing),
+        (LEG_HOME - swing, LEG_HOME))))
+    path = tmp_path / "leg.npz"
+    motion.save_npz(path)
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_leg",
+                 "-p", "motion:=hold", "-p", "rate_hz:=500.0")
+    launch("inertia-id-node", "inertia_id_ros.ros.node",
+           "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
+           "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")
+    wizard = Wizard(rclpy.create_node("excite_links"))
+    try:
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        response = wizard.excite(str(path))
+        assert response.accepted, response.reason
+        done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
+        assert done.state == "done" and done.identified, done.message
+        assert [b.header.frame_id for b in done.links.bodies] == ["FL_hip", "FL_thigh", "FL_calf"]
+        assert done.links.bodies[0].num_samples >= 0.98 * 6.0 * 500.0
+        for theta in msg_to_thetas(done.links).values():
+            assert check_consistency(theta).fully_consistent
+    finally:
+        wizard.peer.destroy_node()
+
+
+def test_a_trajectory_message_carries_every_point_exactly(tmp_path):
+    from inertia_id_ros.ros.conversions import joint_trajectory_arrays, joint_trajectory_msg
+
+    _, trajectory = out_and_back(tmp_path, seconds=1.0)
+    msg = joint_trajectory_msg(1234.5, trajectory.joint_names, trajectory.t, trajectory.q,
+                               trajectory.dq, trajectory.ddq)
+    t_start, names, times, q, dq, ddq = joint_trajectory_arrays(msg)
+    assert t_start == pytest.approx(1234.5, abs=1e-9) and names == PANDA_ARM_JOINTS
+    assert np.allclose(times, trajectory.t, atol=1e-9)
+    assert np.array_equal(q, trajectory.q) and np.array_equal(dq, trajectory.dq)
+    assert np.array_equal(ddq, trajectory.ddq)
+    msg.points[3].velocities = []  # positions only: zeros
+    assert np.array_equal(joint_trajectory_arrays(msg)[4][3], np.zeros(7))
+    msg.points[3].positions = [0.0]
+    with pytest.raises(ValueError, match="positions do not match the 7 joints"):
+        joint_trajectory_arrays(msg)
