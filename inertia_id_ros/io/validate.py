@@ -18,7 +18,8 @@ Per channel (links: joint torques, N·m or N; payload: ``fx fy fz`` N, ``tx ty t
 is the RMS of ``τ − τ̂`` and the relative error ``100 ‖τ − τ̂‖ / ‖τ‖`` (Sousa & Cortesão 2014,
 Table 8), overall over all channels' samples stacked (:func:`model_error`). Held-out data are read
 as the fit commands read them (:mod:`inertia_id_ros.io.data`): the recorded ``dq``/``ddq`` when
-both are present, else differentiated (:func:`~inertia_id_ros.io.data.with_derivatives`). Payload
+both are present, else differentiated (:func:`~inertia_id_ros.io.data.with_derivatives`) with the
+filter the fit chose (the result's ``"differentiation"``; :func:`differentiation_of`). Payload
 joint states are interpolated (linearly) to the wrench stamps.
 
 A new result kind plugs in with :func:`register_result_kind` (``kind`` and an
@@ -59,13 +60,15 @@ DEFAULT_HALF_WIDTH = 0.05
 @dataclass(frozen=True)
 class DataSource:
     """Recorded data as the fit commands take them: an NPZ/CSV file or (``bag``) a ROS 2 bag
-    with its topics; ``half_width`` (s) of the differentiation when ``ddq`` is not recorded."""
+    with its topics; ``half_width`` (s) and ``order`` of the differentiation when ``ddq`` is not
+    recorded."""
 
     path: str
     bag: bool = False
     joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC
     wrench_topic: str = DEFAULT_WRENCH_TOPIC
     half_width: float = DEFAULT_HALF_WIDTH
+    order: int = 2
 
     @classmethod
     def from_path(cls, path: str, **options: Any) -> DataSource:
@@ -88,7 +91,7 @@ class DataSource:
 
     def _derived(self, states: JointStates) -> JointStates:
         try:
-            return with_derivatives(states, self.half_width)
+            return with_derivatives(states, self.half_width, self.order)
         except DataError as e:
             raise DataError(f"{self.path}: {e}") from None
 
@@ -380,15 +383,28 @@ def run(result: dict, held_out: DataSource, urdf: str | None = None,
     return "\n".join(lines)
 
 
+def differentiation_of(result: dict, half_width: float | None) -> dict[str, Any]:
+    """``{"half_width", "order"}`` to differentiate data for ``result``: ``half_width`` (s) when
+    given (order 2), else the filter the fit chose (its ``"differentiation"``), else
+    :data:`DEFAULT_HALF_WIDTH`."""
+    if half_width is not None:
+        return {"half_width": half_width}
+    chosen = result.get("differentiation") or {}
+    if chosen.get("half_width_s"):
+        return {"half_width": float(chosen["half_width_s"]), "order": int(chosen["order"])}
+    return {"half_width": DEFAULT_HALF_WIDTH}
+
+
 def validate_command(args) -> int:
     """``inertia-id validate`` (arguments: :func:`add_validate_parser`)."""
+    result = read_result(args.result)
     topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
               "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
-              "half_width": args.filter_half_width}
+              **differentiation_of(result, args.filter_half_width)}
     held_out = (DataSource(args.bag, True, **topics) if args.bag
                 else DataSource(args.data, False, **topics))
     train = None if args.train is None else DataSource.from_path(args.train, **topics)
-    print(run(read_result(args.result), held_out, args.urdf, train, args.json, args.png))
+    print(run(result, held_out, args.urdf, train, args.json, args.png))
     return 0
 
 
@@ -409,9 +425,10 @@ def add_validate_parser(sub) -> None:
                                                      f"({DEFAULT_JOINT_STATES_TOPIC})")
     parser.add_argument("--wrench-topic", help=f"WrenchStamped topic of bags "
                                                f"({DEFAULT_WRENCH_TOPIC})")
-    parser.add_argument("--filter-half-width", type=float, default=DEFAULT_HALF_WIDTH,
+    parser.add_argument("--filter-half-width", type=float, default=None,
                         metavar="SEC", help="half-width of the differentiation when ddq is not "
-                                            f"recorded (s; {DEFAULT_HALF_WIDTH})")
+                                            "recorded (s; default: the result's filter, else "
+                                            f"{DEFAULT_HALF_WIDTH})")
     parser.set_defaults(run=validate_command)
 
 
@@ -422,7 +439,7 @@ def validate_after_fit(args, result: dict) -> None:
         return
     topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
               "wrench_topic": getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC,
-              "half_width": args.filter_half_width}
+              **differentiation_of(result, args.filter_half_width)}
     train = (DataSource(args.bag, True, **topics) if args.bag
              else DataSource(args.data, False, **topics))
     print(run(result, DataSource.from_path(args.validate, **topics), args.urdf, train))

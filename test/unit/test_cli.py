@@ -265,7 +265,8 @@ def torques_from_json(result: dict, urdf: str, joints: tuple[str, ...], q: np.nd
 
 def assert_links_schema(result: dict, method: str, joints: tuple[str, ...]) -> None:
     assert list(result) == ["method", "bodies", "joints", "residual_rms", "samples",
-                            "solve_time_s"]
+                            "solve_time_s", "differentiation", "prior_weight",
+                            "prior_weight_selection", "weighting"]
     assert result["method"] == method
     assert len(result["bodies"]) == len(joints) == len(result["joints"])
     for body in result["bodies"]:
@@ -334,7 +335,10 @@ def test_fit_links_bag_differentiates_and_selects_joints(capsys, tmp_path: Path,
     assert code == 0, err
     result = read_json(out_json)
     assert_links_schema(result, "lmi", joints)
-    assert result["samples"] == 1500 - 10  # 0.05 s dropped at each end
+    chosen = result["differentiation"]  # no velocities recorded: positions twice, by CV
+    assert chosen["source"] == "positions" and len(chosen["selection"]["candidates"]) > 4
+    assert chosen["window_samples"] % 2 == 1 and "positions differentiated twice" in out
+    assert result["samples"] == 1500 - (chosen["window_samples"] - 1)  # half a window each end
     assert all(body["fully_consistent"] for body in result["bodies"])
     assert result["residual_rms"] < 0.1
     t_check = np.arange(0, 10.0, 0.05)
