@@ -338,7 +338,8 @@ def test_fit_links_bag_differentiates_and_selects_joints(capsys, tmp_path: Path,
     chosen = result["differentiation"]  # no velocities recorded: positions twice, by CV
     assert chosen["source"] == "positions" and len(chosen["selection"]["candidates"]) > 4
     assert chosen["window_samples"] % 2 == 1 and "positions differentiated twice" in out
-    assert result["samples"] == 1500 - (chosen["window_samples"] - 1)  # half a window each end
+    half = (chosen["window_samples"] - 1) // 2  # half-width (half + 1/2) sample periods:
+    assert result["samples"] == 1500 - 2 * (half + 1)  # samples within it of an end dropped
     assert all(body["fully_consistent"] for body in result["bodies"])
     assert result["residual_rms"] < 0.1
     t_check = np.arange(0, 10.0, 0.05)
