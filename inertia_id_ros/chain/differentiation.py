@@ -36,9 +36,10 @@ SOURCE_RECORDED = "recorded"
 """Velocities and accelerations as recorded (nothing differentiated)."""
 DEFAULT_HALF_WIDTH_SAMPLES = (2, 3, 5, 8, 12, 20, 32, 50, 80, 125, 200)
 """Candidate half-widths in sample periods (windows of 5 ... 401 samples)."""
-DEFAULT_ORDERS = (2, 3)
-"""Candidate polynomial degrees (at the window's centre, degree 2 differentiates as a local line,
-degree 3 as a local cubic: less distortion, more noise)."""
+DEFAULT_ORDERS = {SOURCE_VELOCITIES: (2, 3), SOURCE_POSITIONS: (2, 4)}
+"""Candidate polynomial degrees by source. At the window's centre a degree-2 fit differentiates
+once as a degree-1 fit does, and a degree-3 fit as degree 4 (and twice: 2 as 3, 4 as 5), so these
+are the distinct pairs of a plain and a less distorting, noisier derivative."""
 DEFAULT_CV_SAMPLES = 12000
 """Samples scored per candidate at most (evenly strided over the recording)."""
 DEFAULT_FOLDS = 5
@@ -119,14 +120,16 @@ def sample_period(t: np.ndarray) -> float:
 
 def filter_candidates(t: np.ndarray, velocities: bool,
                       half_width_samples: Sequence[int] = DEFAULT_HALF_WIDTH_SAMPLES,
-                      orders: Sequence[int] = DEFAULT_ORDERS) -> list[DifferentiationFilter]:
-    """Candidate filters for a recording stamped ``t`` (N,) (s): every ``order`` with every
+                      orders: Sequence[int] | None = None) -> list[DifferentiationFilter]:
+    """Candidate filters for a recording stamped ``t`` (N,) (s): every ``order`` (default
+    :data:`DEFAULT_ORDERS` of the source) with every
     half-width ``k`` (in median sample periods) with ``2 k >= order + 2``, at most
     :data:`MAX_HALF_WIDTH` and a quarter of the recording. The half-width is ``(k + 1/2)`` periods, so that the window holds
     ``2 k + 1`` samples however the stamps jitter (up to half a period)."""
     dt = sample_period(t)
     span = float(t[-1] - t[0])
     source = SOURCE_VELOCITIES if velocities else SOURCE_POSITIONS
+    orders = DEFAULT_ORDERS[source] if orders is None else orders
     return [DifferentiationFilter(source, (k + 0.5) * dt, order, dt)
             for k in half_width_samples for order in orders
             if 2 * k >= order + 2 and (k + 0.5) * dt <= min(MAX_HALF_WIDTH, span / 4)]

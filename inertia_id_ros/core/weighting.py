@@ -33,8 +33,10 @@ DEFAULT_MAX_ITERATIONS = 4
 """Refits at most (the weights usually settle to 1 % in two or three)."""
 DEFAULT_WEIGHT_RTOL = 0.01
 """The weights have settled when none changes by more than this fraction."""
-_VARIANCE_FLOOR = 1e-12
-"""Relative floor of a channel's variance (a channel fitted exactly would get infinite weight)."""
+VARIANCE_FLOOR = 1e-4
+"""A channel's variance is at least this fraction of the largest (weights at most 1e4 apart): a
+channel fitted almost exactly would otherwise get a weight that swamps the others' and the
+problem's conditioning."""
 
 Fit = Callable[[np.ndarray, np.ndarray, float, int], np.ndarray]
 """``fit(gram (p, p), moment (p,), yty, n_rows) -> x (p,)``: solve the (weighted) problem."""
@@ -92,7 +94,7 @@ def weights_from_residuals(channels: ChannelNormalEquations, x: np.ndarray,
     for label in np.unique(labels):
         members = labels == label
         variance[members] = squares[members].sum() / (members.sum() * max(channels.n_samples, 1))
-    floor = _VARIANCE_FLOOR * max(float(variance.max()), np.finfo(float).tiny)
+    floor = VARIANCE_FLOOR * max(float(variance.max()), np.finfo(float).tiny)
     variance = np.maximum(variance, floor)
     weights = 1.0 / variance
     return weights / weights.mean(), np.sqrt(variance)
