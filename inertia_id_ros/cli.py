@@ -220,6 +220,7 @@ def _fit_payload(args: argparse.Namespace) -> int:
         config = EstimatorConfig(window_sec=args.window_sec or span + 1.0, method=args.method,
                                  estimate_offset=not args.no_offset,
                                  filter_half_width=args.filter_half_width or DEFAULT_HALF_WIDTH,
+                                 weighting=args.weighting,
                                  window_capacity=n_wrenches)
     except ValueError as e:
         raise InputError(str(e)) from None
@@ -592,6 +593,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="URDF frame of the F/T sensor (the wrenches' frame)")
     payload.add_argument("--no-offset", action="store_true",
                          help="do not estimate the F/T sensor offset (it is calibrated out)")
+    payload.add_argument("--weighting", choices=WEIGHTINGS, default="none",
+                         help="none: unweighted least squares; channel: each wrench component "
+                              "weighted by its noise level from the residuals, iterated (none)")
     payload.add_argument("--window-sec", type=float, default=0.0, metavar="SEC",
                          help="use the newest SEC seconds of the recording (default: all)")
     payload.set_defaults(run=_fit_payload)

@@ -30,7 +30,7 @@ from inertia_id_ros.core.regressors import (N_WRENCH_CHANNELS, WRENCH_CHANNEL_NA
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.change_detection import residual_sigma
 from inertia_id_ros.online.estimator import (OnlineEstimator, OnlineEstimatorConfig, SampleBatch,
-                                             check_bodies, solve_or_fail)
+                                             check_bodies, solve_weighted)
 from inertia_id_ros.online.inputs import WRENCH, JointStateValidator, check_stamp
 from inertia_id_ros.online.tare import Tare, tare_offset, with_tare
 from inertia_id_ros.online.window import SampleBuffer
@@ -314,13 +314,17 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
             if tare is not None and not config.estimate_offset:
                 f = f - tare.offset  # the tare is the known offset
             channels = ChannelNormalEquations.from_samples(Y, f)
-            gram, moment, yty, n_rows = channels.total()
             initvals = self._warm_start(initvals)
             generation = self._generation
-        problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1)
-        if tare is not None and config.estimate_offset:
-            problem = with_tare(problem, tare, t_last)  # a prior on the offset, fading
-        solution = solve_or_fail(problem, method, initvals, options)
+
+        def build(gram: np.ndarray, moment: np.ndarray, yty: float, n_rows: int) -> Problem:
+            problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1)
+            if tare is not None and config.estimate_offset:
+                problem = with_tare(problem, tare, t_last)  # a prior on the offset, fading
+            return problem
+
+        solution, weights = solve_weighted(channels, build, method, initvals, options,
+                                           config.weighting)
         theta = np.array(solution.bodies[0])
         if require_consistent:
             report = check_bodies({"payload": theta}, method)[0]
@@ -331,7 +335,7 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
         offset = (np.array(solution.extras[:N_WRENCH_CHANNELS]) if config.estimate_offset
                   else np.zeros(N_WRENCH_CHANNELS) if tare is None else tare.offset.copy())
         covariance = parameter_covariance(channels, np.asarray(solution.x),
-                                          constrained=method != "ols")
+                                          constrained=method != "ols", weights=weights)
         return Estimate(theta=theta, sensor_offset=offset, covariance=covariance.theta(),
                         min_pseudo_inertia_eig=report.min_pseudo_inertia_eig,
                         residual_rms=float(solution.residual_rms), n_samples=n_samples,

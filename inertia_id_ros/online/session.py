@@ -503,7 +503,8 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                     estimate_offset: bool = True, flip_wrench_sign: bool = False,
                     wrench_limits: Sequence[float] | None = None,
                     max_input_rate_hz: float = 1000.0, detect_payload_change: bool = True,
-                    payload_change_threshold: float = 50.0) -> PayloadSession:
+                    payload_change_threshold: float = 50.0,
+                    weighting: str = "none") -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
     they become an estimator and a session; ``inertia-id replay`` uses it too)."""
     config = EstimatorConfig(window_sec=window_sec, method=method,
@@ -511,7 +512,7 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                              estimate_offset=estimate_offset,
                              wrench_sign=-1.0 if flip_wrench_sign else 1.0,
                              wrench_limits=None if wrench_limits is None else tuple(wrench_limits),
-                             **window_capacities(window_sec, max_input_rate_hz))
+                             weighting=weighting, **window_capacities(window_sec, max_input_rate_hz))
     return PayloadSession(PayloadEstimator(kinematics, config), max_input_rate_hz,
                           detect_payload_change, payload_change_threshold)
 
@@ -520,10 +521,10 @@ def link_session(link_model: LinkModel, actuators: Mapping[str, ActuatorConfig] 
                  *, window_sec: float = 10.0, method: str = "lmi",
                  solver_options: Mapping[str, Any] | None = None,
                  prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                 max_input_rate_hz: float = 1000.0) -> LinkSession:
+                 max_input_rate_hz: float = 1000.0, weighting: str = "none") -> LinkSession:
     """The links session the node runs for its parameters of the same names."""
     config = LinkEstimatorConfig(window_sec=window_sec, method=method,
                                  solver_options=dict(solver_options or {}),
-                                 prior_weight=prior_weight,
+                                 prior_weight=prior_weight, weighting=weighting,
                                  **window_capacities(window_sec, max_input_rate_hz))
     return LinkSession(LinkEstimator(link_model, config, actuators), max_input_rate_hz)

@@ -25,6 +25,7 @@ from inertia_id_ros.chain.friction import DRIVE_TERMS
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.robots import load_model
+from inertia_id_ros.core.weighting import WEIGHTINGS
 from inertia_id_ros.errors import (ConfigError, FrameNotFound, JointNotFound, ProblemError,
                                    StartupError)
 from inertia_id_ros.online.estimator import window_capacities
@@ -84,6 +85,10 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "solves at 1 kHz."),
     ParameterSpec("warning_period_sec", 5.0,
                   "Minimum time between two warnings of the same kind (s)."),
+    ParameterSpec("weighting", "none",
+                  "'none': unweighted least squares; 'channel': each wrench component (payload) "
+                  "or joint torque (links) weighted by its inverse residual variance over the "
+                  "window, iterated at every solve; the covariance follows the weights."),
     # payload mode
     ParameterSpec("sensor_frame", "", "Payload mode: URDF frame of the F/T sensor; wrenches must "
                                       "carry this frame_id."),
@@ -148,6 +153,7 @@ class NodeSettings:
     max_input_rate_hz: float
     qos_depth: int
     warning_period_sec: float
+    weighting: str
     sensor_frame: str
     body_name: str
     wrench_topic: str
@@ -181,6 +187,9 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
     if v["mode"] not in MODES:
         raise StartupError(f"parameter 'mode': unknown mode {v['mode']!r}; choose one of "
                            f"{list(MODES)}")
+    if v["weighting"] not in WEIGHTINGS:
+        raise StartupError(f"parameter 'weighting': unknown weighting {v['weighting']!r}; choose "
+                           f"one of {list(WEIGHTINGS)}")
     if v["method"] not in METHODS:
         raise StartupError(f"parameter 'method': unknown method {v['method']!r}; choose one of "
                            f"{sorted(METHODS)}")
@@ -206,7 +215,8 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         joint_states_topic=v["joint_states_topic"], window_sec=float(v["window_sec"]),
         update_rate_hz=float(v["update_rate_hz"]), method=v["method"], solver_options=options,
         max_input_rate_hz=float(v["max_input_rate_hz"]), qos_depth=int(v["qos_depth"]),
-        warning_period_sec=float(v["warning_period_sec"]), sensor_frame=v["sensor_frame"],
+        warning_period_sec=float(v["warning_period_sec"]), weighting=v["weighting"],
+        sensor_frame=v["sensor_frame"],
         body_name=v["body_name"], wrench_topic=v["wrench_topic"],
         estimate_offset=bool(v["estimate_offset"]), wrench_limits=limits,
         flip_wrench_sign=bool(v["flip_wrench_sign"]),
@@ -250,13 +260,15 @@ def build_session(settings: NodeSettings) -> Session:
             flip_wrench_sign=settings.flip_wrench_sign, wrench_limits=settings.wrench_limits,
             max_input_rate_hz=settings.max_input_rate_hz,
             detect_payload_change=settings.detect_payload_change,
-            payload_change_threshold=settings.payload_change_threshold)
+            payload_change_threshold=settings.payload_change_threshold,
+            weighting=settings.weighting)
     model, actuators = _link_model(settings)
     _check_startup_window(settings, (model.n_joints, model.n_parameters))
     return link_session(model, actuators, window_sec=settings.window_sec,
                         method=settings.method, solver_options=settings.solver_options,
                         prior_weight=settings.prior_weight,
-                        max_input_rate_hz=settings.max_input_rate_hz)
+                        max_input_rate_hz=settings.max_input_rate_hz,
+                        weighting=settings.weighting)
 
 
 def validate_change(settings: NodeSettings, new: Mapping[str, Any],
