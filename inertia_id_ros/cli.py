@@ -264,13 +264,13 @@ def _fit_payload(args: argparse.Namespace) -> int:
 
 
 def _link_model(model: pin.Model, states: JointStates, joints: list[str],
-                coulomb_velocity: float) -> LinkModel:
+                coulomb_velocity: float | None) -> LinkModel:
     """The chain of ``joints``; the other joints locked at their mean recorded positions (those
     not recorded at the model's neutral position)."""
     locked = {name: value for name, value in states.mean_positions().items() if name not in joints}
     try:
         return LinkModel(reduce_model(model, joints, locked),
-                         JointDrive(coulomb_velocity=coulomb_velocity))
+                         JointDrive(coulomb_velocity=coulomb_velocity or 0.0))
     except (JointNotFound, ValueError) as e:
         raise InputError(str(e)) from None
 
@@ -289,7 +289,7 @@ def _fit_links(args: argparse.Namespace) -> int:
     if len(set(joints)) != len(joints):
         raise InputError(f"--joints lists a joint twice: {args.joints}")
     check_joints(states, list(model.names)[1:], joints, source)
-    if args.coulomb_velocity < 0:
+    if args.coulomb_velocity is not None and args.coulomb_velocity < 0:
         raise InputError(f"--coulomb-velocity must be >= 0 rad/s, got {args.coulomb_velocity}")
     if args.prior_weight is not None and args.prior_weight < 0:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
@@ -307,7 +307,8 @@ def _fit_links(args: argparse.Namespace) -> int:
             identification = identify_links(
                 links, states.t, states.q, states.dq, states.ddq, states.effort,
                 states.joint_names, method=args.method, weighting=args.weighting,
-                prior_weight=args.prior_weight, differentiation=differentiation)
+                prior_weight=args.prior_weight, differentiation=differentiation,
+                estimate_tilt=not args.no_tilt, select_coulomb=args.coulomb_velocity is None)
         except (ProblemError, SolverError) as e:
             print(f"inertia-id fit-links: no estimate: {e}", file=sys.stderr)
             return EXIT_NO_ESTIMATE
@@ -315,15 +316,16 @@ def _fit_links(args: argparse.Namespace) -> int:
             raise DataError(f"{source}: {e}") from None
     for warning in caught:
         print(f"inertia-id fit-links: warning: {warning.message}", file=sys.stderr)
-    fit, data = identification.fit, identification.data
+    fit, data, links = identification.fit, identification.data, identification.model
     errors = torque_error(links, fit.x, data)
     bodies = [body_json(link, link, theta)
               for link, theta in zip(links.link_names, fit.link_parameters)]
     drive = links.drive_parameters(fit.x)
     joint_entries = [{"name": joint, "viscous": drive[joint]["viscous"],
-                      "coulomb": drive[joint]["coulomb"], "coulomb_velocity": args.coulomb_velocity,
+                      "coulomb": drive[joint]["coulomb"],
+                      "coulomb_velocity": joint_drive.coulomb_velocity,
                       "offset": drive[joint]["offset"], "armature": drive[joint]["armature"]}
-                     for joint in links.joint_names]
+                     for joint, joint_drive in zip(links.joint_names, links.drives)]
     result = {"method": args.method, "bodies": bodies, "joints": joint_entries,
               "residual_rms": errors.overall, "samples": data.n_samples,
               "solve_time_s": float(fit.solution.solve_time), **identification.as_json()}
@@ -613,8 +615,11 @@ def build_parser() -> argparse.ArgumentParser:
                             f"its noise level from the residuals, iterated ({DEFAULT_WEIGHTING})")
     links.add_argument("--filter-order", type=int, default=2, metavar="P",
                        help="degree of the local polynomial with --filter-half-width (2)")
-    links.add_argument("--coulomb-velocity", type=float, default=0.0, metavar="V",
-                       help="width of the Coulomb sign tanh(dq/V) (rad/s; 0: exact sign)")
+    links.add_argument("--coulomb-velocity", type=float, default=None, metavar="V",
+                       help="width of the Coulomb sign tanh(dq/V) (rad/s; 0: exact sign; "
+                            "default: chosen by cross-validation)")
+    links.add_argument("--no-tilt", action="store_true",
+                       help="keep the URDF's gravity (default: estimate the base's tilt)")
     links.set_defaults(run=_fit_links)
 
     traversaro = sub.add_parser("traversaro", help="Traversaro et al. 2016 Table I in simulation "

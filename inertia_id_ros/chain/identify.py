@@ -11,17 +11,22 @@ Steps, each choice made on the training recording only and reported:
    mounted exactly level: on the KUKA LWR4+ runs a tilt of about 1 degree is worth 10 % of the
    held-out RMS, which the unconstrained least squares absorbs into inconsistent links and the
    consistent fit cannot;
-3. weighting (``"channel"``): each joint's noise level from the residuals, iterated
+3. the width of the Coulomb sign ``tanh(dq / v)`` of every joint, by blocked cross-validation
+   of the consistent fit (:func:`select_coulomb_velocity`): friction does not jump at zero
+   velocity (pre-sliding), and with noisy velocities an exact sign flips at random near it;
+4. weighting (``"channel"``): each joint's noise level from the residuals, iterated
    (:mod:`inertia_id_ros.core.weighting`); ``"none"``: unweighted;
-4. prior strength: the weight of the pull toward the URDF by blocked cross-validation
+5. prior strength: the weight of the pull toward the URDF by blocked cross-validation
    (:func:`~inertia_id_ros.chain.links.select_prior_weight`), unless given;
-5. the fit (:func:`~inertia_id_ros.chain.links.fit_links`).
+6. the fit (:func:`~inertia_id_ros.chain.links.fit_links`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import dataclasses
 
 import numpy as np
 import pinocchio as pin
@@ -114,6 +119,62 @@ def estimate_base_tilt(model: LinkModel, data: JointTorqueData, method: str = "l
     return BaseTilt(roll, pitch, tilted_gravity(model, roll, pitch), float(result.fun), level)
 
 
+DEFAULT_COULOMB_VELOCITIES = (0.0, 0.01, 0.02, 0.05, 0.1)
+"""Candidate widths (rad/s) of the Coulomb sign for :func:`select_coulomb_velocity`."""
+
+
+@dataclass(frozen=True)
+class CoulombVelocitySelection:
+    """Blocked cross-validation of the Coulomb sign's width: ``cv_rms[i]`` (N·m) the held-out
+    torque RMS with ``widths[i]`` (rad/s); ``best`` the smallest."""
+
+    widths: np.ndarray
+    cv_rms: np.ndarray
+    best: float
+
+    def as_json(self) -> dict:
+        """``{"value", "criterion", "candidates": [{"width", "cv_rms"}]}``."""
+        return {"value": self.best,
+                "criterion": "5-fold blocked cross-validation of the torques (consistent fit)",
+                "candidates": [{"width": float(w), "cv_rms": float(r)}
+                               for w, r in zip(self.widths, self.cv_rms)]}
+
+
+def with_coulomb_velocity(model: LinkModel, width: float) -> LinkModel:
+    """A copy of ``model`` whose every joint's Coulomb sign is ``tanh(dq / width)`` (rad/s;
+    0: exact sign)."""
+    drives = [dataclasses.replace(d, coulomb_velocity=width) for d in model.drives]
+    return LinkModel(model.model, drives, model.robot_joint_names)
+
+
+def select_coulomb_velocity(model: LinkModel, data: JointTorqueData,
+                            widths: Sequence[float] = DEFAULT_COULOMB_VELOCITIES,
+                            method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+                            n_folds: int = 5, **solver_options: object
+                            ) -> CoulombVelocitySelection:
+    """The Coulomb sign's width (one for every joint) with the smallest held-out torque RMS over
+    ``n_folds`` contiguous time blocks of ``data`` (the ``method`` fit with ``prior_weight`` on
+    the other blocks)."""
+    blocks = np.array_split(np.arange(data.n_samples), n_folds)
+    widths = np.asarray(widths, dtype=float)
+    squared = np.zeros(widths.size)
+    for i, width in enumerate(widths):
+        candidate = with_coulomb_velocity(model, float(width))
+        folds = [link_channels(candidate, data.subset(b)) for b in blocks]
+        previous = None
+        for k, held_out in enumerate(folds):
+            training = [f for j, f in enumerate(folds) if j != k]
+            gram = sum(f.gram.sum(axis=0) for f in training)
+            moment = sum(f.moment.sum(axis=0) for f in training)
+            yty = sum(float(f.yty.sum()) for f in training)
+            n_rows = sum(f.n_samples * f.n_channels for f in training)
+            problem = build_link_problem(candidate, gram, moment, yty, n_rows, prior_weight)
+            previous = solve(problem, method=method, initvals=previous, **solver_options)
+            squared[i] += float(held_out.squared_residuals(previous.x).sum())
+    cv_rms = np.sqrt(squared / (data.n_samples * model.n_joints))
+    return CoulombVelocitySelection(widths, cv_rms, float(widths[np.argmin(cv_rms)]))
+
+
 @dataclass(frozen=True)
 class LinkIdentification:
     """Result of :func:`identify_links`: the ``fit``, the training ``data`` it was fitted to
@@ -129,7 +190,9 @@ class LinkIdentification:
     tilt: BaseTilt | None = None
     """The estimated base tilt (``None``: the model's gravity kept)."""
     model: LinkModel | None = None
-    """The model fitted (with the tilted gravity)."""
+    """The model fitted (with the tilted gravity and the chosen Coulomb width)."""
+    coulomb_selection: CoulombVelocitySelection | None = None
+    """How the Coulomb sign's width was chosen (``None``: given)."""
 
     def as_json(self) -> dict:
         """``{"differentiation", "prior_weight", "prior_weight_selection", "weighting"}`` for the
@@ -148,7 +211,9 @@ class LinkIdentification:
                 "prior_weight_selection": prior, "weighting": weighting,
                 "gravity": (None if self.model is None
                             else np.asarray(self.model.model.gravity.linear).tolist()),
-                "base_tilt": None if self.tilt is None else self.tilt.as_json()}
+                "base_tilt": None if self.tilt is None else self.tilt.as_json(),
+                "coulomb_velocity_selection": (None if self.coulomb_selection is None
+                                               else self.coulomb_selection.as_json())}
 
     def summary_lines(self) -> list[str]:
         """What was chosen, in words (for stdout)."""
@@ -166,6 +231,12 @@ class LinkIdentification:
                          f"{np.degrees(self.tilt.pitch):+.2f} deg (training RMS "
                          f"{self.tilt.rms:.4f} N m, level {self.tilt.level_rms:.4f}); gravity "
                          "[" + ", ".join(f"{g:.3f}" for g in self.tilt.gravity) + "] m/s²")
+        if self.coulomb_selection is not None:
+            lines.append(f"Coulomb sign: tanh(dq / {self.coulomb_selection.best:g} rad/s)"
+                         if self.coulomb_selection.best > 0 else "Coulomb sign: exact")
+            lines[-1] += (f" (chosen by 5-fold cross-validation over "
+                          f"{list(self.coulomb_selection.widths)} rad/s, held-out RMS "
+                          f"{float(np.min(self.coulomb_selection.cv_rms)):.4f} N m)")
         how = ("given" if self.prior_selection is None else
                f"chosen by 5-fold cross-validation, held-out RMS "
                f"{float(np.min(self.prior_selection.cv_rms)):.4f} N m")
@@ -200,13 +271,14 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
                    joint_names: Sequence[str] | None = None, method: str = "lmi",
                    weighting: str = DEFAULT_WEIGHTING, prior_weight: float | None = None,
                    differentiation: DifferentiationFilter | None = None,
-                   estimate_tilt: bool = True,
+                   estimate_tilt: bool = True, select_coulomb: bool = True,
                    **solver_options: object) -> LinkIdentification:
     """Identify ``model``'s links and drives from a recording (module docstring): ``t`` (N,) s,
     ``q`` (N, n), ``dq``, ``ddq`` (N, n) or ``None``, raw ``effort`` (N, n), columns in
     ``joint_names`` order (``None``: the model's). ``prior_weight`` ``None``: by
     cross-validation; ``differentiation`` ``None``: recorded accelerations if any, else by
-    cross-validation; ``estimate_tilt``: estimate the base's tilt (else the model's gravity)."""
+    cross-validation; ``estimate_tilt``: estimate the base's tilt (else the model's gravity);
+    ``select_coulomb``: choose the Coulomb sign's width (else the model's drives')."""
     check_weighting(weighting)
     t = np.asarray(t, dtype=float)
     names = None if joint_names is None else tuple(joint_names)
@@ -230,6 +302,13 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
                                   DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
                                   **solver_options)
         model = with_gravity(model, tilt.gravity)
+    coulomb_selection = None
+    if select_coulomb:
+        coulomb_selection = select_coulomb_velocity(
+            model, data, method=method,
+            prior_weight=DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
+            **solver_options)
+        model = with_coulomb_velocity(model, coulomb_selection.best)
     channels = link_channels(model, data)
     prior_selection = None
     if prior_weight is None:
@@ -245,4 +324,4 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
     fit = fit_links(model, data, method=method, prior_weight=prior_weight, weighting=weighting,
                     channels=channels, **solver_options)
     return LinkIdentification(fit, data, differentiation, filter_selection, prior_selection,
-                              weighting, tilt, model)
+                              weighting, tilt, model, coulomb_selection)

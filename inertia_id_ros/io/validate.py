@@ -7,7 +7,7 @@ A result JSON (:mod:`inertia_id_ros.cli`) is read by the evaluator of its *kind*
 predicts the held-out data's channels with up to three models and returns a :class:`Prediction`
 for each, keyed:
 
-- ``"fit"``: the result;
+- ``"fit"``: the result (links: with the gravity it estimated, the base's tilt);
 - ``"urdf"``: the URDF's inertials (links: no friction, offset or armature beyond the URDF's
   rotor data, i.e. :attr:`LinkModel.prior`; payload: the links the URDF has beyond the sensor
   frame, :meth:`SensorKinematics.subtree_inertia`, and no F/T offset);
@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.chain.friction import JointDrive
+from inertia_id_ros.chain.identify import with_gravity
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, fit_links, predict_torques
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES, payload_regressor_batch
@@ -211,7 +212,8 @@ def _model(urdf: str | None, kind: str):
 
 def link_model_of(result: dict, robot, states: JointStates) -> tuple[LinkModel, np.ndarray]:
     """``(model, x)``: the chain of a fit-links result (its joints, each with its Coulomb
-    width; the other joints locked at their mean positions in ``states``) and its ``x``."""
+    width; the other joints locked at their mean positions in ``states``; the URDF's gravity)
+    and its ``x``."""
     joints = [entry["name"] for entry in result["joints"]]
     drives = {entry["name"]: JointDrive(coulomb_velocity=float(entry["coulomb_velocity"]))
               for entry in result["joints"]}
@@ -219,6 +221,7 @@ def link_model_of(result: dict, robot, states: JointStates) -> tuple[LinkModel, 
         links = LinkModel.from_model(robot, joints, states.mean_positions(), drives)
     except (JointNotFound, ValueError) as e:
         raise InputError(str(e)) from None
+
     thetas = {body["name"]: body["theta"] for body in result["bodies"]}
     missing = [link for link in links.link_names if link not in thetas]
     if missing:
@@ -249,13 +252,22 @@ def evaluate_links(result: dict, held_out: DataSource, urdf: str | None,
         measured = links.measured_torques(links.in_joint_order(data).efforts)
     except ValueError as e:
         raise InputError(f"{held_out.path}: {e}") from None
-    models = {"fit": x, "urdf": links.prior}
+    models = {"fit": (fit_model(result, links), x), "urdf": (links, links.prior)}
     if train is not None:
         fit = fit_links(links, _torque_data(train.joint_states()), method="ols", prior_weight=0.0)
-        models["ols"] = fit.x
+        models["ols"] = (links, fit.x)
     channels = links.joint_names
-    return {name: Prediction(channels, states.t, measured, predict_torques(links, x_model, data))
-            for name, x_model in models.items()}
+    return {name: Prediction(channels, states.t, measured, predict_torques(model, x_model, data))
+            for name, (model, x_model) in models.items()}
+
+
+def fit_model(result: dict, links: LinkModel) -> LinkModel:
+    """``links`` with the result's ``"gravity"`` (the fit's estimated base tilt, root frame)
+    when it has one. Only the fit predicts with it: the URDF and OLS are the references as the
+    URDF gives them."""
+    if result.get("gravity") is None:
+        return links
+    return with_gravity(links, np.asarray(result["gravity"], dtype=float))
 
 
 # ---- payload (fit-payload, replay) ---------------------------------------------------------

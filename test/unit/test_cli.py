@@ -266,7 +266,8 @@ def torques_from_json(result: dict, urdf: str, joints: tuple[str, ...], q: np.nd
 def assert_links_schema(result: dict, method: str, joints: tuple[str, ...]) -> None:
     assert list(result) == ["method", "bodies", "joints", "residual_rms", "samples",
                             "solve_time_s", "differentiation", "prior_weight",
-                            "prior_weight_selection", "weighting"]
+                            "prior_weight_selection", "weighting", "gravity", "base_tilt",
+                            "coulomb_velocity_selection"]
     assert result["method"] == method
     assert len(result["bodies"]) == len(joints) == len(result["joints"])
     for body in result["bodies"]:
