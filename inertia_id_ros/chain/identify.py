@@ -234,8 +234,8 @@ class LinkIdentification:
         if self.coulomb_selection is not None:
             lines.append(f"Coulomb sign: tanh(dq / {self.coulomb_selection.best:g} rad/s)"
                          if self.coulomb_selection.best > 0 else "Coulomb sign: exact")
-            lines[-1] += (f" (chosen by 5-fold cross-validation over "
-                          f"{list(self.coulomb_selection.widths)} rad/s, held-out RMS "
+            widths = ", ".join(f"{w:g}" for w in self.coulomb_selection.widths)
+            lines[-1] += (f" (chosen by 5-fold cross-validation over {widths} rad/s, held-out RMS "
                           f"{float(np.min(self.coulomb_selection.cv_rms)):.4f} N m)")
         how = ("given" if self.prior_selection is None else
                f"chosen by 5-fold cross-validation, held-out RMS "
