@@ -33,15 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
-from inertia_id_ros.chain.differentiation import (SOURCE_POSITIONS, SOURCE_VELOCITIES,
-                                                  DifferentiationFilter, filter_candidates,
+from inertia_id_ros.chain.differentiation import (SOURCE_VELOCITIES, DifferentiationFilter,
                                                   sample_period, select_differentiation)
 from inertia_id_ros.chain.identify import derive_torque_data
-from inertia_id_ros.chain.links import (JointTorqueData, LinkModel, fit_links, link_channels,
+from inertia_id_ros.chain.links import (JointTorqueData, LinkModel, build_link_problem,
+                                        fit_links, link_channels,
                                         predict_torques, select_prior_weight, torque_error)
 from inertia_id_ros.core.filtering import derivatives_at_samples
-from inertia_id_ros.core.weighting import iterate_channel_weights
-from inertia_id_ros.chain.links import build_link_problem
+from inertia_id_ros.core.weighting import iterate_channel_weights, weighted_normal_equations
 from inertia_id_ros.sim.torques import panda_arm_recording
 from inertia_id_ros.solvers import solve
 
@@ -56,8 +55,8 @@ def consistent_fit(model: LinkModel, train: JointTorqueData, weighting: str):
     weights = None
     if weighting == "channel":
         channels = link_channels(model, train)
-        weights = iterate_channel_weights(channels, lambda *normal: solve(
-            build_link_problem(model, *normal, 0.0), method="ols").x)[1].weights
+        weights = iterate_channel_weights(channels, lambda w: solve(build_link_problem(
+            model, *weighted_normal_equations(channels, w), 0.0), method="ols").x)[1].weights
     selection = select_prior_weight(model, train, channel_weights=weights)
     return fit_links(model, train, prior_weight=selection.best, weighting=weighting)
 

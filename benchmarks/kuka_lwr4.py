@@ -135,7 +135,8 @@ def main(data_dir: Path = DEFAULT_DATA_DIR, accelerations: str = "derived",
         for n in ("OLS", "fit"):
             r = reports[n][k]
             cells.append(f"{model.link_parameters(fits[n])[k, 0]:10.3f}{ratios[n][k]:8.2f}"
-                         f"{r.min_pseudo_inertia_eig:12.2e}{'  ok' if r.fully_consistent else '  NO'}")
+                         f"{r.min_pseudo_inertia_eig:12.2e}"
+                         f"{'  ok' if r.fully_consistent else '  NO'}")
         print(f"{link:<12}" + "".join(cells))
 
     print("\nestimated drive parameters (fit):")

@@ -7,12 +7,13 @@ twice (:data:`SOURCE_POSITIONS`), which amplifies the encoder noise by a further
 bandwidth. The filter's width trades noise (too narrow: noisy accelerations in the regressor,
 which biases least squares toward zero inertia) against distortion (too wide: the
 accelerations' peaks are flattened, the inertias come out too large and the fit misses every
-fast motion). The best width depends on the sample rate, the noise and how fast the robot moves,
-so it is chosen on the training data (:func:`select_differentiation`): for each candidate
-``(half_width, order)``, the torques of every contiguous time block are predicted by
-least squares (regularised toward the URDF) fitted on the other blocks; the candidate with the smallest held-out
-RMS wins. Every candidate is scored on the same samples (those a fit of the widest candidate
-covers on both sides), at most :data:`DEFAULT_CV_SAMPLES` of them (evenly strided).
+fast motion). The best width depends on the sample rate, the noise and how fast the robot
+moves, so it is chosen on the training data (:func:`select_differentiation`): for each candidate
+``(half_width, order)``, the torques of every contiguous time block are predicted by least
+squares (regularised toward the URDF) fitted on the other blocks; the candidate with the
+smallest held-out RMS wins. Every candidate is scored on the same samples (those a fit of the
+widest candidate covers on both sides), at most :data:`DEFAULT_CV_SAMPLES` of them (evenly
+strided).
 """
 
 from __future__ import annotations
@@ -124,8 +125,9 @@ def filter_candidates(t: np.ndarray, velocities: bool,
     """Candidate filters for a recording stamped ``t`` (N,) (s): every ``order`` (default
     :data:`DEFAULT_ORDERS` of the source) with every
     half-width ``k`` (in median sample periods) with ``2 k >= order + 2``, at most
-    :data:`MAX_HALF_WIDTH` and a quarter of the recording. The half-width is ``(k + 1/2)`` periods, so that the window holds
-    ``2 k + 1`` samples however the stamps jitter (up to half a period)."""
+    :data:`MAX_HALF_WIDTH` and a quarter of the recording. The half-width is ``(k + 1/2)``
+    periods, so that the window holds ``2 k + 1`` samples however the stamps jitter (up to half
+    a period)."""
     dt = sample_period(t)
     span = float(t[-1] - t[0])
     source = SOURCE_VELOCITIES if velocities else SOURCE_POSITIONS

@@ -40,7 +40,8 @@ from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, L
                                         PriorWeightSelection, build_link_problem, fit_links,
                                         link_channels, select_prior_weight)
 from inertia_id_ros.core.filtering import derivatives_at_samples
-from inertia_id_ros.core.weighting import check_weighting, iterate_channel_weights
+from inertia_id_ros.core.weighting import (check_weighting, iterate_channel_weights,
+                                           weighted_normal_equations)
 from inertia_id_ros.solvers import solve
 
 DEFAULT_WEIGHTING = "none"
@@ -314,9 +315,9 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
     if prior_weight is None:
         channel_weights = None
         if weighting == "channel":  # the joints' noise levels from unconstrained fits
-            def ols(gram: np.ndarray, moment: np.ndarray, yty: float, n_rows: int) -> np.ndarray:
-                return solve(build_link_problem(model, gram, moment, yty, n_rows, 0.0),
-                             method="ols").x
+            def ols(weights: np.ndarray) -> np.ndarray:
+                normal = weighted_normal_equations(channels, weights)
+                return solve(build_link_problem(model, *normal, 0.0), method="ols").x
             channel_weights = iterate_channel_weights(channels, ols)[1].weights
         prior_selection = select_prior_weight(model, data, method=method,
                                               channel_weights=channel_weights, **solver_options)

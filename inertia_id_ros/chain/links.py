@@ -537,9 +537,9 @@ def fit_links(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData
     channels = link_channels(model, data) if channels is None else channels
     solutions: list[Solution] = []
 
-    def fit(gram: np.ndarray, moment: np.ndarray, yty: float, n_rows: int) -> np.ndarray:
-        problem = build_link_problem(model, gram, moment, yty, n_rows, prior_weight,
-                                     bounding_ellipsoids)
+    def fit(weights: np.ndarray | None) -> np.ndarray:
+        problem = build_link_problem(model, *weighted_normal_equations(channels, weights),
+                                     prior_weight, bounding_ellipsoids)
         solutions.append(_solve(problem, method, solutions[-1] if solutions else initvals,
                                 **solver_options))
         return solutions[-1].x
@@ -548,7 +548,7 @@ def fit_links(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData
     if weighting == "channel":
         _, weights = iterate_channel_weights(channels, fit)
     else:
-        fit(*weighted_normal_equations(channels, None))
+        fit(None)
     solution = solutions[-1]
     x = np.asarray(solution.x, dtype=float)
     consistency = tuple(check_consistency(theta) for theta in model.link_parameters(x))

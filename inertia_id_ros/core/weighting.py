@@ -38,8 +38,10 @@ VARIANCE_FLOOR = 1e-4
 channel fitted almost exactly would otherwise get a weight that swamps the others' and the
 problem's conditioning."""
 
-Fit = Callable[[np.ndarray, np.ndarray, float, int], np.ndarray]
-"""``fit(gram (p, p), moment (p,), yty, n_rows) -> x (p,)``: solve the (weighted) problem."""
+Fit = Callable[[np.ndarray], np.ndarray]
+"""``fit(weights (r,)) -> x (p,)``: solve the problem with channel ``c``'s rows weighted by
+``weights[c]`` (its normal equations: :func:`weighted_normal_equations`; a prior given in
+rows' units, such as an F/T tare, scales with its channel's weight)."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,8 @@ def check_weighting(weighting: str) -> str:
 def weighted_normal_equations(channels: ChannelNormalEquations, weights: np.ndarray | None
                               ) -> tuple[np.ndarray, np.ndarray, float, int]:
     """``(Y^T W Y (p, p), Y^T W f (p,), f^T W f, rows)`` with ``W`` the rows' weights: channel
-    ``c``'s rows weighted by ``weights[c]`` (``None``: unweighted, :meth:`ChannelNormalEquations.total`)."""
+    ``c``'s rows weighted by ``weights[c]`` (``None``: unweighted,
+    :meth:`ChannelNormalEquations.total`)."""
     if weights is None:
         return channels.total()
     w = np.asarray(weights, dtype=float)
@@ -118,7 +121,7 @@ def iterate_channel_weights(channels: ChannelNormalEquations, fit: Fit,
     iteration = 0
     while True:
         iteration += 1
-        x = np.asarray(fit(*weighted_normal_equations(channels, weights)), dtype=float)
+        x = np.asarray(fit(weights), dtype=float)
         new, sigma = weights_from_residuals(channels, x, groups)
         settled = bool(np.all(np.abs(new - weights) <= rtol * weights))
         if settled or iteration >= max_iterations:

@@ -190,21 +190,22 @@ def solve_or_fail(problem: Problem, method: str, initvals: Any,
 
 
 def solve_weighted(channels: ChannelNormalEquations,
-                   build: Callable[[np.ndarray, np.ndarray, float, int], Problem], method: str,
+                   build: Callable[[np.ndarray | None], Problem], method: str,
                    initvals: Any, options: Mapping[str, Any],
                    weighting: str) -> tuple[Solution, np.ndarray | None]:
-    """:func:`solve_or_fail` of the problem ``build(gram, moment, yty, n_rows)`` makes of the
-    normal equations of ``channels``: unweighted (``weighting="none"``), or with each channel's
-    rows weighted by its inverse residual variance, iterated
-    (:func:`~inertia_id_ros.core.weighting.iterate_channel_weights`, each solve warm-started from
-    the previous). Returns ``(solution, weights (r,) or None)``."""
+    """:func:`solve_or_fail` of the problem ``build(weights)`` makes of the normal equations of
+    ``channels`` with channel ``c``'s rows weighted by ``weights[c]``
+    (:func:`~inertia_id_ros.core.weighting.weighted_normal_equations`): unweighted
+    (``weighting="none"``, ``weights`` ``None``), or weighted by each channel's inverse residual
+    variance, iterated (:func:`~inertia_id_ros.core.weighting.iterate_channel_weights`, each
+    solve warm-started from the previous). Returns ``(solution, weights (r,) or None)``."""
     if weighting == "none":
-        return solve_or_fail(build(*channels.total()), method, initvals, options), None
+        return solve_or_fail(build(None), method, initvals, options), None
     solutions: list[Solution] = []
 
-    def fit(gram: np.ndarray, moment: np.ndarray, yty: float, n_rows: int) -> np.ndarray:
+    def fit(weights: np.ndarray) -> np.ndarray:
         start = solutions[-1] if solutions else initvals
-        solutions.append(solve_or_fail(build(gram, moment, yty, n_rows), method, start, options))
+        solutions.append(solve_or_fail(build(weights), method, start, options))
         return np.asarray(solutions[-1].x)
 
     _, weights = iterate_channel_weights(channels, fit)

@@ -244,7 +244,8 @@ class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
                                      method, initvals, options)
         else:  # the joints weighted by their noise levels; the armature step keeps the weights
             solution, weights = solve_weighted(
-                channels, lambda *normal: build_link_problem(model, *normal, config.prior_weight),
+                channels, lambda w: build_link_problem(
+                    model, *weighted_normal_equations(channels, w), config.prior_weight),
                 method, initvals, options, config.weighting)
             gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
         x = np.array(solution.x)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.core.covariance import ChannelNormalEquations, parameter_covariance
+from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.core.inertia import N_BODY_PARAMS, check_consistency, inertia_from_theta
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import (N_WRENCH_CHANNELS, WRENCH_CHANNEL_NAMES,
@@ -317,10 +318,12 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
             initvals = self._warm_start(initvals)
             generation = self._generation
 
-        def build(gram: np.ndarray, moment: np.ndarray, yty: float, n_rows: int) -> Problem:
+        def build(weights: np.ndarray | None) -> Problem:
+            gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
             problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1)
-            if tare is not None and config.estimate_offset:
-                problem = with_tare(problem, tare, t_last)  # a prior on the offset, fading
+            if tare is not None and config.estimate_offset:  # a prior on the offset, fading,
+                scale = 1.0 if weights is None else np.sqrt(weights)  # in the rows' weights
+                problem = with_tare(problem, tare, t_last, sigma=tare.noise_std * scale)
             return problem
 
         solution, weights = solve_weighted(channels, build, method, initvals, options,

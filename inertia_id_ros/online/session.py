@@ -512,7 +512,8 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                              estimate_offset=estimate_offset,
                              wrench_sign=-1.0 if flip_wrench_sign else 1.0,
                              wrench_limits=None if wrench_limits is None else tuple(wrench_limits),
-                             weighting=weighting, **window_capacities(window_sec, max_input_rate_hz))
+                             weighting=weighting,
+                             **window_capacities(window_sec, max_input_rate_hz))
     return PayloadSession(PayloadEstimator(kinematics, config), max_input_rate_hz,
                           detect_payload_change, payload_change_threshold)
 
