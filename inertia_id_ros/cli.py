@@ -595,9 +595,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="URDF frame of the F/T sensor (the wrenches' frame)")
     payload.add_argument("--no-offset", action="store_true",
                          help="do not estimate the F/T sensor offset (it is calibrated out)")
-    payload.add_argument("--weighting", choices=WEIGHTINGS, default="none",
+    payload.add_argument("--weighting", choices=WEIGHTINGS, default="channel",
                          help="none: unweighted least squares; channel: each wrench component "
-                              "weighted by its noise level from the residuals, iterated (none)")
+                              "weighted by its noise level from the residuals, iterated "
+                              "(channel)")
     payload.add_argument("--window-sec", type=float, default=0.0, metavar="SEC",
                          help="use the newest SEC seconds of the recording (default: all)")
     payload.set_defaults(run=_fit_payload)

@@ -504,7 +504,7 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                     wrench_limits: Sequence[float] | None = None,
                     max_input_rate_hz: float = 1000.0, detect_payload_change: bool = True,
                     payload_change_threshold: float = 50.0,
-                    weighting: str = "none") -> PayloadSession:
+                    weighting: str = "channel") -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
     they become an estimator and a session; ``inertia-id replay`` uses it too)."""
     config = EstimatorConfig(window_sec=window_sec, method=method,

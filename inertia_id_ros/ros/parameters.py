@@ -85,10 +85,11 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "solves at 1 kHz."),
     ParameterSpec("warning_period_sec", 5.0,
                   "Minimum time between two warnings of the same kind (s)."),
-    ParameterSpec("weighting", "none",
+    ParameterSpec("weighting", "",
                   "'none': unweighted least squares; 'channel': each wrench component (payload) "
                   "or joint torque (links) weighted by its inverse residual variance over the "
-                  "window, iterated at every solve; the covariance follows the weights."),
+                  "window, iterated at every solve; the covariance follows the weights. Empty: "
+                  "the mode's default (payload: channel, links: none)."),
     # payload mode
     ParameterSpec("sensor_frame", "", "Payload mode: URDF frame of the F/T sensor; wrenches must "
                                       "carry this frame_id."),
@@ -135,6 +136,10 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
 )
 
 RUNTIME_PARAMETERS = tuple(p.name for p in PARAMETERS if p.runtime)
+MODE_WEIGHTINGS = {"payload": "channel", "links": "none"}
+"""The default weighting of each mode (parameter ``weighting`` empty): the estimators' defaults
+(:class:`~inertia_id_ros.online.payload_estimator.EstimatorConfig`,
+:data:`inertia_id_ros.chain.identify.DEFAULT_WEIGHTING`)."""
 """Parameters that may change while the node runs (the others are read-only)."""
 
 
@@ -187,6 +192,7 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
     if v["mode"] not in MODES:
         raise StartupError(f"parameter 'mode': unknown mode {v['mode']!r}; choose one of "
                            f"{list(MODES)}")
+    v["weighting"] = v["weighting"] or MODE_WEIGHTINGS[v["mode"]]
     if v["weighting"] not in WEIGHTINGS:
         raise StartupError(f"parameter 'weighting': unknown weighting {v['weighting']!r}; choose "
                            f"one of {list(WEIGHTINGS)}")
