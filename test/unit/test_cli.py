@@ -242,10 +242,12 @@ def panda_torques(model: pin.Model, q: np.ndarray, dq: np.ndarray,
 def torques_from_json(result: dict, urdf: str, joints: tuple[str, ...], q: np.ndarray,
                       dq: np.ndarray, ddq: np.ndarray, locked: dict[str, float] | None = None,
                       ) -> np.ndarray:
-    """Torques the JSON predicts, computed independently: pinocchio RNEA with every link's
-    ``theta`` put on the joint whose child link the body names (checking that the link frame is
-    the joint frame), plus the drive terms as documented."""
+    """Torques the JSON predicts, computed independently: pinocchio RNEA (with the JSON's
+    gravity) with every link's ``theta`` put on the joint whose child link the body names
+    (checking that the link frame is the joint frame), plus the drive terms as documented."""
     model = reduce_model(load_model(urdf), joints, locked)
+    if result.get("gravity") is not None:  # the base tilt the fit estimated, root frame
+        model.gravity.linear = np.array(result["gravity"])
     assert [b["name"] for b in result["bodies"]] == [b["frame"] for b in result["bodies"]]
     for body in result["bodies"]:
         frame = model.frames[model.getFrameId(body["name"])]
