@@ -23,6 +23,13 @@ for the simulation also the fit's error against the noise-free torques of the he
 ("model", N·m: how wrong the parameters are). Simulation: the Panda arm at 1 kHz, q/dq/tau only,
 noise, friction with a smooth sign the model does not have, links off the URDF; fitted on the first
 60 %, held out the last 40 % (:func:`inertia_id_ros.sim.torques.panda_arm_recording`).
+
+Held-out acceptance (simulation, three seeds): ``fit-links``' defaults
+(:func:`~inertia_id_ros.chain.identify.identify_links`) on the first 60 %, the held-out RMS on
+the last 40 % (differentiated by the chosen filter, as ``inertia-id validate`` does), against
+plain OLS of the URDF's model on the same data ("OLS same") and against plain OLS as a user would
+fit it (Savitzky-Golay derivative of the recorded velocities over 21, 51 or 101 samples, raw
+velocities; "ratio best": against the best of these).
 """
 
 from __future__ import annotations
@@ -32,10 +39,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.signal import savgol_filter
 
 from inertia_id_ros.chain.differentiation import (SOURCE_VELOCITIES, DifferentiationFilter,
                                                   sample_period, select_differentiation)
-from inertia_id_ros.chain.identify import derive_torque_data
+from inertia_id_ros.chain.identify import derive_torque_data, identify_links
 from inertia_id_ros.chain.links import (JointTorqueData, LinkModel, build_link_problem,
                                         fit_links, link_channels,
                                         predict_torques, select_prior_weight, torque_error)
@@ -165,6 +173,47 @@ def simulated() -> None:
     print(f"({time.perf_counter() - start:.0f} s)")
 
 
+def plain_ols_error(model: LinkModel, rec, train: slice, test: slice, window: int) -> float:
+    """Held-out RMS of plain least squares as a user would fit it: accelerations by a
+    Savitzky-Golay derivative (``window`` samples, order 2, uniform-spacing assumption) of the
+    recorded velocities, velocities as recorded, the URDF's gravity, exact Coulomb sign."""
+    def part(rows: slice) -> JointTorqueData:
+        ddq = savgol_filter(rec.dq[rows], window, 2, deriv=1, delta=sample_period(rec.t),
+                            axis=0)
+        return JointTorqueData(rec.q[rows], rec.dq[rows], ddq, rec.effort[rows])
+    ols = fit_links(model, part(train), method="ols", prior_weight=0.0)
+    return torque_error(model, ols.x, part(test)).overall
+
+
+def held_out(seeds: int = 3) -> None:
+    """fit-links' defaults on the first 60 % of simulated 1 kHz arm recordings (q, dq, tau only)
+    against plain OLS on the last 40 %."""
+    print("\nheld-out acceptance (simulated Panda arm, 1 kHz, q/dq/tau only, fit-links defaults "
+          "on the first 60 %, held out the last 40 %):")
+    windows = (21, 51, 101)
+    print(f"{'seed':>4}{'fit':>9}{'OLS same':>10}{'ratio':>7}"
+          + "".join(f"{f'OLS sg{w}':>10}" for w in windows) + f"{'ratio best':>11}"
+          f"{'consistent':>11}  chosen")
+    for seed in range(seeds):
+        rec = panda_arm_recording(seed=seed)
+        model = rec.simulator.links
+        split = int(0.6 * rec.t.size)
+        train, test = slice(0, split), slice(split, None)
+        ident = identify_links(model, rec.t[train], rec.q[train], rec.dq[train], None,
+                               rec.effort[train])
+        test_data = derive_torque_data(rec.t[test], rec.q[test], rec.dq[test], rec.effort[test],
+                                       ident.differentiation)
+        error = torque_error(ident.model, ident.fit.x, test_data).overall
+        same = torque_error(model, fit_links(model, ident.data, method="ols",
+                                             prior_weight=0.0).x, test_data).overall
+        plain = [plain_ols_error(model, rec, train, test, w) for w in windows]
+        chosen = (f"{ident.differentiation.window_samples}/{ident.differentiation.order}, "
+                  f"Coulomb {ident.coulomb_selection.best:g}, prior {ident.fit.prior_weight:.0e}")
+        print(f"{seed:4d}{error:9.4f}{same:10.4f}{error / same:7.3f}"
+              + "".join(f"{e:10.4f}" for e in plain) + f"{error / min(plain):11.3f}"
+              f"{str(ident.fit.fully_consistent):>11}  {chosen}", flush=True)
+
+
 def kuka(data_dir: Path) -> None:
     start = time.perf_counter()
     runs = {i: np.load(data_dir / f"measurements_{i}.npz") for i in (1, 2, 3)}
@@ -207,6 +256,7 @@ def kuka(data_dir: Path) -> None:
 
 def main(data_dir: Path = DEFAULT_DATA_DIR) -> int:
     simulated()
+    held_out()
     if (data_dir / "kuka_lwr4.urdf").is_file():
         kuka(data_dir)
     else:
