@@ -312,6 +312,7 @@ class Session(abc.ABC, Generic[E]):
         values = {"mode": self.mode, "window_samples": stats.window_samples,
                   "pending_samples": stats.pending, "published": self.estimates,
                   "method": config.method, "window_sec": f"{config.window_sec:g}",
+                  "weighting": config.weighting, "filter_lag_sec": f"{config.lag_sec:g}",
                   **{f"failed_solves.{k}": v for k, v in self.failed_solves.items()},
                   **{k: f"{v:.4g}" for k, v in self.timing.items()}}
         if last is not None:

@@ -10,7 +10,11 @@ import pytest
 from inertia_id_ros.core.covariance import ChannelNormalEquations, parameter_covariance
 from inertia_id_ros.core.weighting import (check_weighting, iterate_channel_weights,
                                            weighted_normal_equations, weights_from_residuals)
+from inertia_id_ros.errors import StartupError
 from inertia_id_ros.online.link_estimator import LinkEstimator, LinkEstimatorConfig
+from inertia_id_ros.online.session import payload_session
+from inertia_id_ros.ros.parameters import settings_from_parameters
+from inertia_id_ros.sim.payload import PayloadSimulator
 from inertia_id_ros.sim.torques import panda_arm_recording
 
 NOISE = np.array([1.0, 1.0, 0.02, 0.02])
@@ -117,3 +121,17 @@ def test_link_estimator_weights_the_joints_online():
         assert np.all(fits[weighting].min_pseudo_inertia_eigs > 0)
     assert fits["channel"].residual_rms < 1.1 * fits["none"].residual_rms
     assert not np.allclose(fits["channel"].x, fits["none"].x)
+
+
+def test_node_weighting_by_mode_and_diagnostics_state_weighting_and_lag():
+    """The node's ``weighting`` parameter: empty means the mode's default (payload channel,
+    links none), a bad value is refused at start-up; the session's diagnostics say which
+    weighting runs and how long the derivative filter delays every signal."""
+    assert settings_from_parameters({"sensor_frame": "panda_link8"}).weighting == "channel"
+    assert settings_from_parameters({"mode": "links", "joints": ["j1"]}).weighting == "none"
+    assert settings_from_parameters({"sensor_frame": "f", "weighting": "none"}).weighting == "none"
+    with pytest.raises(StartupError, match="parameter 'weighting'"):
+        settings_from_parameters({"sensor_frame": "f", "weighting": "joint"})
+    session = payload_session(PayloadSimulator.panda().kinematics)
+    values = session.diagnostics().values
+    assert values["weighting"] == "channel" and values["filter_lag_sec"] == "0.05"
