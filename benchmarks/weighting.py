@@ -5,8 +5,9 @@ Run: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/weighting.py [--seeds 
 Payload: the simulated Panda with the demo's payload and F/T noise (0.1 N, 0.005 N·m: the force
 rows are 20 times noisier than the torque rows), 20 s at 250 Hz, the node's estimator
 (``weighting`` of :class:`~inertia_id_ros.online.payload_estimator.EstimatorConfig`); errors of
-mass, COM and inertia about the COM (relative Frobenius), mean over seeds. Links: the simulated 1 kHz Panda arm
-(:func:`~inertia_id_ros.sim.torques.panda_arm_recording`, torque noise 0.04-0.15 N·m per joint),
+mass, COM and inertia about the COM (relative Frobenius), mean over seeds. Links: the simulated
+1 kHz Panda arm (:func:`~inertia_id_ros.sim.torques.panda_arm_recording`, torque noise 0.04-0.15
+N·m per joint),
 60/40 split, filter and prior weight by cross-validation; held-out torque RMS and the error
 against the noise-free torques ("model").
 """
