@@ -5,7 +5,8 @@ Subcommands:
 - ``fit-payload``: the payload beyond an F/T sensor from recorded joint states and wrenches, with
   the node's estimator (:class:`~inertia_id_ros.online.payload_estimator.PayloadEstimator`);
 - ``fit-links``: the links of a chain (and joint friction, offset, armature) from recorded joint
-  states and efforts (:func:`~inertia_id_ros.chain.links.fit_links`);
+  states and efforts (:func:`~inertia_id_ros.chain.identify.identify_links`: derivative filter,
+  joint weighting and prior weight chosen on the data, reported);
 - ``traversaro``: Traversaro et al. 2016's Table I reproduced in simulation
   (:mod:`inertia_id_ros.sim.traversaro2016`);
 - ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`;
@@ -42,8 +43,12 @@ replay: as fit-payload, for the final estimate. record-sim ``--truth-json``: the
 fit-links: one body per identified joint, named and framed by the URDF link it moves (the link's
 frame is the joint's); predicted torque = RNEA(theta) + viscous dq + coulomb s(dq) + offset +
 armature ddq with s = tanh(dq / coulomb_velocity) (sign(dq) if coulomb_velocity is 0);
-``residual_rms`` the joint torque RMS (N m); missing ``dq``/``ddq`` are differentiated
-(:func:`inertia_id_ros.io.data.with_derivatives`).
+``residual_rms`` the joint torque RMS (N m); missing ``dq``/``ddq`` are differentiated (the filter
+chosen by cross-validation unless ``--filter-half-width``). fit-links also writes
+``"differentiation"`` (the filter: ``source``, ``half_width_s``, ``order``, ``window_samples``,
+``selection`` with every candidate's score), ``"prior_weight"`` and ``"prior_weight_selection"``,
+``"weighting"`` (``kind``, per-joint ``weights`` and ``sigma``); ``validate`` differentiates
+held-out data with the result's filter.
 
 Exit codes: 0 done; 1 no estimate (solver failure, or the estimator's result was not physically
 consistent); 2 bad input (arguments, URDF, data, or data that cannot determine the estimate), with
@@ -75,7 +80,6 @@ from inertia_id_ros.io.data import (
     read_joint_file,
     read_payload_bag,
     read_payload_file,
-    with_derivatives,
 )
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
@@ -93,12 +97,15 @@ from inertia_id_ros.io.export import (
     write_payload_formats,
 )
 from inertia_id_ros.errors import ExportError
-from inertia_id_ros.io.validate import add_validate_parser, validate_after_fit
+from inertia_id_ros.io.validate import DEFAULT_HALF_WIDTH, add_validate_parser, validate_after_fit
 from inertia_id_ros.chain.friction import JointDrive
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.kinematics import SensorKinematics
-from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkModel, fit_links,
-                                  torque_error)
+from inertia_id_ros.chain.differentiation import (SOURCE_POSITIONS, SOURCE_VELOCITIES,
+                                                  DifferentiationFilter, sample_period)
+from inertia_id_ros.chain.identify import DEFAULT_WEIGHTING, identify_links
+from inertia_id_ros.chain.links import LinkModel, torque_error
+from inertia_id_ros.core.weighting import WEIGHTINGS
 from inertia_id_ros.core.robots import load_model, reduce_model
 from inertia_id_ros.errors import ConfigError, FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
@@ -252,7 +259,8 @@ def _fit_payload(args: argparse.Namespace) -> int:
     try:
         config = EstimatorConfig(window_sec=args.window_sec or span + 1.0, method=args.method,
                                  estimate_offset=not args.no_offset,
-                                 filter_half_width=args.filter_half_width,
+                                 filter_half_width=args.filter_half_width or DEFAULT_HALF_WIDTH,
+                                 weighting=args.weighting,
                                  window_capacity=n_wrenches, prior=prior)
     except ValueError as e:
         raise InputError(str(e)) from None
@@ -298,13 +306,13 @@ def _fit_payload(args: argparse.Namespace) -> int:
 
 
 def _link_model(model: pin.Model, states: JointStates, joints: list[str],
-                coulomb_velocity: float) -> LinkModel:
+                coulomb_velocity: float | None) -> LinkModel:
     """The chain of ``joints``; the other joints locked at their mean recorded positions (those
     not recorded at the model's neutral position)."""
     locked = {name: value for name, value in states.mean_positions().items() if name not in joints}
     try:
         return LinkModel(reduce_model(model, joints, locked),
-                         JointDrive(coulomb_velocity=coulomb_velocity))
+                         JointDrive(coulomb_velocity=coulomb_velocity or 0.0))
     except (JointNotFound, ValueError) as e:
         raise InputError(str(e)) from None
 
@@ -323,40 +331,51 @@ def _fit_links(args: argparse.Namespace) -> int:
     if len(set(joints)) != len(joints):
         raise InputError(f"--joints lists a joint twice: {args.joints}")
     check_joints(states, list(model.names)[1:], joints, source)
-    if args.coulomb_velocity < 0:
+    if args.coulomb_velocity is not None and args.coulomb_velocity < 0:
         raise InputError(f"--coulomb-velocity must be >= 0 rad/s, got {args.coulomb_velocity}")
-    if args.prior_weight < 0:
+    if args.prior_weight is not None and args.prior_weight < 0:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
+    if args.filter_half_width is not None and not args.filter_half_width > 0:
+        raise InputError(f"--filter-half-width must be > 0 s, got {args.filter_half_width}")
     links = _link_model(model, states, joints, args.coulomb_velocity)
-    try:
-        states = with_derivatives(states, args.filter_half_width)
-    except DataError as e:
-        raise DataError(f"{source}: {e}") from None
-    data = JointTorqueData(states.q, states.dq, states.ddq, states.effort, states.joint_names)
+    differentiation = None
+    if args.filter_half_width is not None:
+        differentiation = DifferentiationFilter(
+            SOURCE_VELOCITIES if states.dq is not None else SOURCE_POSITIONS,
+            args.filter_half_width, args.filter_order, sample_period(states.t))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:
-            fit = fit_links(links, data, method=args.method, prior_weight=args.prior_weight)
+            identification = identify_links(
+                links, states.t, states.q, states.dq, states.ddq, states.effort,
+                states.joint_names, method=args.method, weighting=args.weighting,
+                prior_weight=args.prior_weight, differentiation=differentiation,
+                estimate_tilt=not args.no_tilt, select_coulomb=args.coulomb_velocity is None)
         except (ProblemError, SolverError) as e:
             print(f"inertia-id fit-links: no estimate: {e}", file=sys.stderr)
             return EXIT_NO_ESTIMATE
+        except ValueError as e:
+            raise DataError(f"{source}: {e}") from None
     for warning in caught:
         print(f"inertia-id fit-links: warning: {warning.message}", file=sys.stderr)
+    fit, data, links = identification.fit, identification.data, identification.model
     errors = torque_error(links, fit.x, data)
     bodies = [body_json(link, link, theta)
               for link, theta in zip(links.link_names, fit.link_parameters)]
     drive = links.drive_parameters(fit.x)
     joint_entries = [{"name": joint, "viscous": drive[joint]["viscous"],
-                      "coulomb": drive[joint]["coulomb"], "coulomb_velocity": args.coulomb_velocity,
+                      "coulomb": drive[joint]["coulomb"],
+                      "coulomb_velocity": joint_drive.coulomb_velocity,
                       "offset": drive[joint]["offset"], "armature": drive[joint]["armature"]}
-                     for joint in links.joint_names]
+                     for joint, joint_drive in zip(links.joint_names, links.drives)]
     result = {"method": args.method, "bodies": bodies, "joints": joint_entries,
               "residual_rms": errors.overall, "samples": data.n_samples,
-              "solve_time_s": float(fit.solution.solve_time)}
+              "solve_time_s": float(fit.solution.solve_time), **identification.as_json()}
     _write_json(args.json, result)
-    lines = [f"fit-links ({args.method}, prior weight {args.prior_weight:g}): {data.n_samples} "
+    lines = [f"fit-links ({args.method}, prior weight {fit.prior_weight:.3g}): {data.n_samples} "
              f"samples of {len(links.joint_names)} joints from {source}; solver "
              f"{fit.solution.status!r} in {fit.solution.solve_time:.2f} s",
+             *identification.summary_lines(),
              f"{'link':<20}{'mass (kg)':>10}{'COM (mm)':>26}{'λmin(J)':>12}  consistent"]
     for body in bodies:
         com = ("" if body["com"] is None
@@ -651,9 +670,10 @@ def _add_data_options(parser: argparse.ArgumentParser, wrenches: bool) -> None:
     parser.add_argument("--method", default="lmi", choices=sorted(METHODS),
                         help="identification method (lmi)")
     parser.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
-    parser.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
-                        help="half-width of the local polynomial fit that differentiates joint "
-                             "states (s; 0.05)")
+    parser.add_argument("--filter-half-width", type=float, default=None, metavar="SEC",
+                        help="half-width of the zero-phase local polynomial fit that "
+                             "differentiates joint states (s; fit-links: chosen by "
+                             f"cross-validation, fit-payload: {DEFAULT_HALF_WIDTH})")
     parser.add_argument("--validate", metavar="DATA", help="held-out data (file or bag): print "
                                                            "the result's errors on them")
 
@@ -670,6 +690,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="URDF frame of the F/T sensor (the wrenches' frame)")
     payload.add_argument("--no-offset", action="store_true",
                          help="do not estimate the F/T sensor offset (it is calibrated out)")
+    payload.add_argument("--weighting", choices=WEIGHTINGS, default="channel",
+                         help="none: unweighted least squares; channel: each wrench component "
+                              "weighted by its noise level from the residuals, iterated "
+                              "(channel)")
     payload.add_argument("--window-sec", type=float, default=0.0, metavar="SEC",
                          help="use the newest SEC seconds of the recording (default: all)")
     payload.add_argument("--prior", metavar="RESULT",
@@ -687,11 +711,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_options(links, wrenches=False)
     links.add_argument("--joints", help="comma-separated joints to identify (default: all "
                                         "recorded); the others are locked at their mean position")
-    links.add_argument("--prior-weight", type=float, default=DEFAULT_PRIOR_WEIGHT,
+    links.add_argument("--prior-weight", type=float, default=None,
                        help="weight of the pull toward the URDF's inertials, per torque sample "
-                            f"((N m)² per SI unit²; {DEFAULT_PRIOR_WEIGHT:g})")
-    links.add_argument("--coulomb-velocity", type=float, default=0.0, metavar="V",
-                       help="width of the Coulomb sign tanh(dq/V) (rad/s; 0: exact sign)")
+                            "((N m)² per SI unit²; default: chosen by cross-validation)")
+    links.add_argument("--weighting", choices=WEIGHTINGS, default=DEFAULT_WEIGHTING,
+                       help="none: unweighted least squares; channel: each joint weighted by "
+                            f"its noise level from the residuals, iterated ({DEFAULT_WEIGHTING})")
+    links.add_argument("--filter-order", type=int, default=2, metavar="P",
+                       help="degree of the local polynomial with --filter-half-width (2)")
+    links.add_argument("--coulomb-velocity", type=float, default=None, metavar="V",
+                       help="width of the Coulomb sign tanh(dq/V) (rad/s; 0: exact sign; "
+                            "default: chosen by cross-validation)")
+    links.add_argument("--no-tilt", action="store_true",
+                       help="keep the URDF's gravity (default: estimate the base's tilt)")
     links.set_defaults(run=_fit_links)
 
     traversaro = sub.add_parser("traversaro", help="Traversaro et al. 2016 Table I in simulation "

@@ -40,8 +40,11 @@ import pinocchio as pin
 import scipy.linalg
 
 from inertia_id_ros.chain.friction import NONNEGATIVE_DRIVE_TERMS, JointDrive
+from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.inertia import THETA_NAMES, ConsistencyReport, check_consistency
 from inertia_id_ros.core.robots import load_model, reduce_model
+from inertia_id_ros.core.weighting import (ChannelWeights, check_weighting,
+                                           iterate_channel_weights, weighted_normal_equations)
 from inertia_id_ros.solvers import Problem, Solution, solve
 
 DEFAULT_PRIOR_WEIGHT = 2e-3
@@ -307,29 +310,41 @@ def regression_system(model: LinkModel, data: JointTorqueData) -> tuple[np.ndarr
     return Y.reshape(-1, model.n_parameters), y.reshape(-1)
 
 
-def link_problem(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],
-                 prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                 bounding_ellipsoids: Sequence[np.ndarray | None] | None = None) -> Problem:
-    """The solver problem of fitting ``model`` to all samples of ``data`` (one run or several).
-
-    Normal equations of :func:`regression_system` (accumulated in blocks), the prior
-    ``model.prior`` with weight ``prior_weight * n_rows`` (``prior_weight`` is per torque sample,
-    see the module docstring), every link a body (``J(theta_k) >= 0`` for constrained methods),
-    viscous, Coulomb and armature in ``nonnegative``; optional bounding ellipsoids per link
-    (:func:`inertia_id_ros.solvers.ellipsoid_matrix`, link frame).
-    """
-    p = model.n_parameters
-    gram, moment, yty, n_rows = np.zeros((p, p)), np.zeros(p), 0.0, 0
+def link_channels(model: LinkModel,
+                  data: JointTorqueData | Iterable[JointTorqueData]) -> ChannelNormalEquations:
+    """Normal equations of :func:`regression_system` per joint (a channel each: the rows of one
+    joint's torque), over all samples of ``data`` (accumulated in blocks)."""
+    n, p = model.n_joints, model.n_parameters
+    gram, moment, yty, n_samples = np.zeros((n, p, p)), np.zeros((n, p)), np.zeros(n), 0
     for run in _as_list(data):
         for start in range(0, run.n_samples, _CHUNK):
             Y, y = regression_system(model, run.subset(slice(start, start + _CHUNK)))
-            gram += Y.T @ Y
-            moment += Y.T @ y
-            yty += float(y @ y)
-            n_rows += len(y)
-    if n_rows == 0:
+            block = ChannelNormalEquations.from_samples(Y.reshape(-1, n, p), y.reshape(-1, n))
+            gram += block.gram
+            moment += block.moment
+            yty += block.yty
+            n_samples += block.n_samples
+    if n_samples == 0:
         raise ValueError("no torque samples in data")
-    return build_link_problem(model, gram, moment, yty, n_rows, prior_weight, bounding_ellipsoids)
+    return ChannelNormalEquations(gram=gram, moment=moment, yty=yty, n_samples=n_samples)
+
+
+def link_problem(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],
+                 prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+                 bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
+                 channel_weights: np.ndarray | None = None) -> Problem:
+    """The solver problem of fitting ``model`` to all samples of ``data`` (one run or several).
+
+    Normal equations of :func:`regression_system` (accumulated in blocks; joint ``j``'s rows
+    weighted by ``channel_weights[j]`` when given, see :mod:`inertia_id_ros.core.weighting`), the
+    prior ``model.prior`` with weight ``prior_weight * n_rows`` (``prior_weight`` is per torque
+    sample, see the module docstring), every link a body (``J(theta_k) >= 0`` for constrained
+    methods), viscous, Coulomb and armature in ``nonnegative``; optional bounding ellipsoids per
+    link (:func:`inertia_id_ros.solvers.ellipsoid_matrix`, link frame).
+    """
+    return build_link_problem(
+        model, *weighted_normal_equations(link_channels(model, data), channel_weights),
+        prior_weight, bounding_ellipsoids)
 
 
 def build_link_problem(model: LinkModel, gram: np.ndarray, moment: np.ndarray, yty: float,
@@ -474,6 +489,8 @@ class LinkFit:
     prior_weight: float
     solution: Solution
     consistency: tuple[ConsistencyReport, ...] = field(repr=False)
+    channel_weights: ChannelWeights | None = None
+    """The joints' weights (``weighting="channel"``), ``None`` unweighted."""
 
     @property
     def link_parameters(self) -> np.ndarray:
@@ -500,23 +517,43 @@ def fit_links(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData
               method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
               initvals: LinkFit | Solution | np.ndarray | None = None,
               bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
+              weighting: str = "none", channels: ChannelNormalEquations | None = None,
               **solver_options: object) -> LinkFit:
     """Fit links and drives to the torques of ``data`` (one run or several).
 
     Minimises ``(1/n_rows) ||Y x - y||² + prior_weight ||x - model.prior||²`` (see
     :func:`link_problem`) with ``method`` of :func:`inertia_id_ros.solvers.solve`: ``"lmi"``
     keeps every link fully consistent (``J(theta_k) >= 0``) and viscous, Coulomb and armature
-    ``>= 0``; ``"ols"`` is unconstrained. ``initvals`` warm-starts the solver (a previous fit,
-    solution or x); ``solver_options`` go to the method. Warns if the solver did not converge.
+    ``>= 0``; ``"ols"`` is unconstrained. ``weighting="channel"``: each joint's rows weighted by
+    its inverse residual variance, iterated (Gautier's weighted least squares,
+    :func:`inertia_id_ros.core.weighting.iterate_channel_weights`); ``"none"``: unweighted.
+    ``channels``: the data's :func:`link_channels` when already computed. ``initvals``
+    warm-starts the solver (a previous fit, solution or x); ``solver_options`` go to the method.
+    Warns if the solver did not converge.
     """
+    check_weighting(weighting)
     if isinstance(initvals, LinkFit):
         initvals = initvals.solution
-    problem = link_problem(model, data, prior_weight, bounding_ellipsoids)
-    solution = _solve(problem, method, initvals, **solver_options)
+    channels = link_channels(model, data) if channels is None else channels
+    solutions: list[Solution] = []
+
+    def fit(weights: np.ndarray | None) -> np.ndarray:
+        problem = build_link_problem(model, *weighted_normal_equations(channels, weights),
+                                     prior_weight, bounding_ellipsoids)
+        solutions.append(_solve(problem, method, solutions[-1] if solutions else initvals,
+                                **solver_options))
+        return solutions[-1].x
+
+    weights = None
+    if weighting == "channel":
+        _, weights = iterate_channel_weights(channels, fit)
+    else:
+        fit(None)
+    solution = solutions[-1]
     x = np.asarray(solution.x, dtype=float)
     consistency = tuple(check_consistency(theta) for theta in model.link_parameters(x))
     return LinkFit(x, model.parameter_names, model.link_names, method, prior_weight, solution,
-                   consistency)
+                   consistency, weights)
 
 
 def predict_torques(model: LinkModel, x: np.ndarray, data: JointTorqueData) -> np.ndarray:
@@ -556,31 +593,43 @@ class PriorWeightSelection:
     best: float
 
 
+DEFAULT_PRIOR_WEIGHT_GRID = tuple(np.logspace(-8, -1, 15))
+"""Candidate ``prior_weight`` of :func:`select_prior_weight` ((N·m)² per SI unit², per torque
+sample): from negligible (the data alone, the prior only settling what they cannot identify) to
+strong."""
+
+
 def select_prior_weight(model: LinkModel, data: JointTorqueData,
-                        weights: Sequence[float] = tuple(np.logspace(-5, -1, 13)),
+                        weights: Sequence[float] = DEFAULT_PRIOR_WEIGHT_GRID,
                         n_folds: int = 5, method: str = "lmi",
+                        channel_weights: np.ndarray | None = None,
                         **solver_options: object) -> PriorWeightSelection:
     """Choose ``prior_weight`` by ``n_folds``-fold cross-validation over contiguous time blocks of
     one run (contiguous, so that a held-out block is a part of the trajectory the fit has not
-    seen, rather than samples interleaved with the training ones)."""
+    seen, rather than samples interleaved with the training ones). With ``channel_weights``
+    (n_joints,) the fits are weighted (:func:`link_problem`); the held-out error is the plain
+    torque RMS either way."""
     if n_folds < 2:
         raise ValueError(f"n_folds must be >= 2, got {n_folds}")
     if data.n_samples < n_folds:
         raise ValueError(f"{data.n_samples} samples cannot make {n_folds} folds")
     weights = np.asarray(sorted(weights), dtype=float)
     blocks = np.array_split(np.arange(data.n_samples), n_folds)
-    folds = [link_problem(model, data.subset(b), prior_weight=0.0) for b in blocks]
-    total = link_problem(model, data, prior_weight=0.0)
+    folds = [link_channels(model, data.subset(b)) for b in blocks]
+    total = ChannelNormalEquations(sum(f.gram for f in folds), sum(f.moment for f in folds),
+                                   sum(f.yty for f in folds), data.n_samples)
     squared = np.zeros(len(weights))
     for held_out in folds:
-        n_rows = total.n_rows - held_out.n_rows
-        training = total.replace(gram=total.gram - held_out.gram,
-                                 moment=total.moment - held_out.moment,
-                                 yty=total.yty - held_out.yty, n_rows=n_rows)
+        training = ChannelNormalEquations(total.gram - held_out.gram,
+                                          total.moment - held_out.moment,
+                                          total.yty - held_out.yty,
+                                          total.n_samples - held_out.n_samples)
+        base = build_link_problem(model, *weighted_normal_equations(training, channel_weights),
+                                  prior_weight=0.0)
         previous: Solution | None = None
         for i in reversed(range(len(weights))):  # strong to weak prior, warm-started
-            problem = training.replace(prior_weight=weights[i] * n_rows)
+            problem = base.replace(prior_weight=weights[i] * base.n_rows)
             previous = _solve(problem, method, previous, **solver_options)
-            squared[i] += held_out.squared_residual(previous.x)
-    cv_rms = np.sqrt(squared / total.n_rows)
+            squared[i] += float(held_out.squared_residuals(previous.x).sum())
+    cv_rms = np.sqrt(squared / (total.n_samples * model.n_joints))
     return PriorWeightSelection(weights, cv_rms, float(weights[np.argmin(cv_rms)]))

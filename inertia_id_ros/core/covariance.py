@@ -152,23 +152,32 @@ def _pinv_psd(matrix: np.ndarray, rcond: float) -> tuple[np.ndarray, int, np.nda
 
 def parameter_covariance(channels: ChannelNormalEquations, x: np.ndarray, n_bodies: int = 1,
                          constrained: bool = True, rcond: float = IDENTIFIABLE_RCOND,
-                         active_tol: float = ACTIVE_EIG_REL_TOL) -> ParameterCovariance:
+                         active_tol: float = ACTIVE_EIG_REL_TOL,
+                         weights: np.ndarray | None = None) -> ParameterCovariance:
     """Covariance of the least-squares estimate ``x`` (p,) of the problem ``channels`` (see the
     module docstring): per-channel residual variances, sandwich on the identifiable subspace and,
     if ``constrained`` (the method enforced ``J(theta_k) >= 0``), projected onto the tangent of
-    the active constraints of each of the ``n_bodies`` bodies (``theta_k = x[10k:10k+10]``)."""
+    the active constraints of each of the ``n_bodies`` bodies (``theta_k = x[10k:10k+10]``).
+
+    ``weights`` (r,): the estimate minimised the weighted ``sum_c w_c ||Y[c] x - f[c]||^2``
+    (:mod:`inertia_id_ros.core.weighting`); the sandwich follows it,
+    ``G_w^+ (sum_c w_c^2 sigma_c^2 G_c) G_w^+`` with ``G_w = sum_c w_c G_c`` (with
+    ``w_c = 1 / sigma_c^2`` this is ``G_w^+`` up to the weights' normalisation)."""
     x = np.asarray(x, dtype=float)
     r, p = channels.n_channels, channels.n_params
     if x.shape != (p,):
         raise ValueError(f"x must have shape ({p},), got {x.shape}")
     dof = max(channels.n_samples - p / r, 1.0)
     variance = channels.squared_residuals(x) / dof
-    gram = channels.gram.sum(axis=0)
+    w = np.ones(r) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (r,):
+        raise ValueError(f"weights must have shape ({r},), got {w.shape}")
+    gram = channels.gram.sum(axis=0) if weights is None else np.tensordot(w, channels.gram, 1)
     diagonal = np.diag(gram)
     scale = 1.0 / np.sqrt(np.where(diagonal > 0, diagonal, 1.0))  # D
     scaled_gram = scale[:, None] * gram * scale
     inverse, rank, eigenvalues = _pinv_psd(scaled_gram, rcond)  # (D G D)^+
-    meat = np.tensordot(variance, channels.gram, axes=1)
+    meat = np.tensordot(w**2 * variance, channels.gram, axes=1)
     covariance = inverse @ (scale[:, None] * meat * scale) @ inverse  # scaled coordinates
     condition = (float(np.sqrt(eigenvalues[-1] / eigenvalues[0])) if eigenvalues[0] > 0
                  else float("inf"))

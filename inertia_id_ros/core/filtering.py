@@ -135,6 +135,30 @@ def joint_states_at_mixed(t: np.ndarray, q: np.ndarray, dq: np.ndarray, has_dq: 
     return out
 
 
+def derivatives_at_samples(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, half_width: float,
+                           order: int = 2, trim: float | None = None, chunk: int = 5000
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Zero-phase differentiation of a recording at its own stamps (offline).
+
+    ``t`` (K,) increasing stamps (s), ``q`` (K, n), ``dq`` (K, n) recorded velocities or ``None``.
+    The local polynomial of degree ``order`` over ``half_width`` s on each side of every sample
+    (:func:`joint_states_at`: a recorded ``dq`` is differentiated once, else ``q`` twice) is
+    centred on the sample, so no signal is delayed. Samples within ``trim`` s (default
+    ``half_width``) of either end are dropped (their fits would be one-sided). Returns
+    ``(keep (M,) indices, q_fit, dq_fit, ddq)`` (M, n): the fitted positions and velocities
+    (smoothed) and the accelerations at ``t[keep]``; ``chunk`` samples are fitted at once.
+    """
+    t = np.asarray(t, dtype=float)
+    trim = half_width if trim is None else trim
+    keep = np.flatnonzero((t >= t[0] + trim) & (t <= t[-1] - trim))
+    fitted = [joint_states_at(t, q, dq, t[keep[start:start + chunk]], half_width, order)
+              for start in range(0, keep.size, chunk)]
+    if not fitted:
+        n = np.shape(q)[1]
+        return keep, np.zeros((0, n)), np.zeros((0, n)), np.zeros((0, n))
+    return (keep,) + tuple(np.vstack([f[k] for f in fitted]) for k in range(3))
+
+
 def check_coverage(t: np.ndarray, t_query: np.ndarray, half_width: float, max_gap: float,
                    order: int = 2) -> np.ndarray:
     """Whether the samples at ``t`` (K,) (s, increasing) support a fit at each of ``t_query`` (M,).

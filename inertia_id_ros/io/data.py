@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from inertia_id_ros.errors import DataError
-from inertia_id_ros.core.filtering import joint_states_at
+from inertia_id_ros.core.filtering import derivatives_at_samples
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 
 DEFAULT_JOINT_STATES_TOPIC = "/joint_states"
@@ -176,28 +176,28 @@ def check_wrench_frame(recording: PayloadRecording, sensor_frame: str) -> None:
                         f"in the sensor frame {sensor_frame!r}")
 
 
-def with_derivatives(states: JointStates, half_width: float, order: int = 2) -> JointStates:
+def with_derivatives(states: JointStates, half_width: float, order: int = 2,
+                     trim: float | None = None) -> JointStates:
     """``states`` with velocities and accelerations: the recorded ones when both are present,
     else from a local polynomial fit of degree ``order`` over ``half_width`` s on each side of
-    every sample (:func:`inertia_id_ros.core.filtering.joint_states_at`: a recorded ``dq`` is fitted
-    and differentiated, else ``q`` twice). Positions and a recorded ``dq`` stay as measured; the
-    samples within ``half_width`` of either end are dropped (their fits would be one-sided)."""
+    every sample (:func:`inertia_id_ros.core.filtering.derivatives_at_samples`, zero-phase: a
+    recorded ``dq`` is fitted and differentiated once, else ``q`` twice). The velocities are the
+    fit's (a recorded ``dq`` smoothed by the same filter, so velocities and accelerations carry
+    the same filtering and less noise enters the regressor); positions stay as measured. The
+    samples within ``trim`` s (default ``half_width``) of either end are dropped (their fits would
+    be one-sided)."""
     if states.dq is not None and states.ddq is not None:
         return states
     t = states.t
-    keep = np.flatnonzero((t >= t[0] + half_width) & (t <= t[-1] - half_width))
-    if keep.size == 0:
+    trim = half_width if trim is None else trim
+    if not np.any((t >= t[0] + trim) & (t <= t[-1] - trim)):
         raise DataError(f"the recording ({t[-1] - t[0]:.3f} s) is too short to differentiate the "
-                        f"joint states over +-{half_width} s")
-    fitted = []
-    for start in range(0, keep.size, _DIFFERENTIATION_CHUNK):
-        rows = keep[start:start + _DIFFERENTIATION_CHUNK]
-        try:
-            fitted.append(joint_states_at(t, states.q, states.dq, t[rows], half_width, order))
-        except ValueError as e:
-            raise DataError(f"cannot differentiate the joint states: {e}") from None
-    dq = states.dq[keep] if states.dq is not None else np.vstack([f[1] for f in fitted])
-    ddq = np.vstack([f[2] for f in fitted])
+                        f"joint states over +-{trim} s")
+    try:
+        keep, _, dq, ddq = derivatives_at_samples(t, states.q, states.dq, half_width, order,
+                                                      trim, _DIFFERENTIATION_CHUNK)
+    except ValueError as e:
+        raise DataError(f"cannot differentiate the joint states: {e}") from None
     effort = None if states.effort is None else states.effort[keep]
     return JointStates(t[keep], states.joint_names, states.q[keep], dq, ddq, effort)
 

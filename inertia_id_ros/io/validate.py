@@ -7,7 +7,7 @@ A result JSON (:mod:`inertia_id_ros.cli`) is read by the evaluator of its *kind*
 predicts the held-out data's channels with up to three models and returns a :class:`Prediction`
 for each, keyed:
 
-- ``"fit"``: the result;
+- ``"fit"``: the result (links: with the gravity it estimated, the base's tilt);
 - ``"urdf"``: the URDF's inertials (links: no friction, offset or armature beyond the URDF's
   rotor data, i.e. :attr:`LinkModel.prior`; payload: the links the URDF has beyond the sensor
   frame, :meth:`SensorKinematics.subtree_inertia`, and no F/T offset);
@@ -18,7 +18,8 @@ Per channel (links: joint torques, N·m or N; payload: ``fx fy fz`` N, ``tx ty t
 is the RMS of ``τ − τ̂`` and the relative error ``100 ‖τ − τ̂‖ / ‖τ‖`` (Sousa & Cortesão 2014,
 Table 8), overall over all channels' samples stacked (:func:`model_error`). Held-out data are read
 as the fit commands read them (:mod:`inertia_id_ros.io.data`): the recorded ``dq``/``ddq`` when
-both are present, else differentiated (:func:`~inertia_id_ros.io.data.with_derivatives`). Payload
+both are present, else differentiated (:func:`~inertia_id_ros.io.data.with_derivatives`) with the
+filter the fit chose (the result's ``"differentiation"``; :func:`differentiation_of`). Payload
 joint states are interpolated (linearly) to the wrench stamps.
 
 A new result kind plugs in with :func:`register_result_kind` (``kind`` and an
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.chain.friction import JointDrive
+from inertia_id_ros.chain.identify import with_gravity
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, fit_links, predict_torques
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES, payload_regressor_batch
@@ -59,13 +61,15 @@ DEFAULT_HALF_WIDTH = 0.05
 @dataclass(frozen=True)
 class DataSource:
     """Recorded data as the fit commands take them: an NPZ/CSV file or (``bag``) a ROS 2 bag
-    with its topics; ``half_width`` (s) of the differentiation when ``ddq`` is not recorded."""
+    with its topics; ``half_width`` (s) and ``order`` of the differentiation when ``ddq`` is not
+    recorded."""
 
     path: str
     bag: bool = False
     joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC
     wrench_topic: str = DEFAULT_WRENCH_TOPIC
     half_width: float = DEFAULT_HALF_WIDTH
+    order: int = 2
 
     @classmethod
     def from_path(cls, path: str, **options: Any) -> DataSource:
@@ -88,7 +92,7 @@ class DataSource:
 
     def _derived(self, states: JointStates) -> JointStates:
         try:
-            return with_derivatives(states, self.half_width)
+            return with_derivatives(states, self.half_width, self.order)
         except DataError as e:
             raise DataError(f"{self.path}: {e}") from None
 
@@ -208,7 +212,8 @@ def _model(urdf: str | None, kind: str):
 
 def link_model_of(result: dict, robot, states: JointStates) -> tuple[LinkModel, np.ndarray]:
     """``(model, x)``: the chain of a fit-links result (its joints, each with its Coulomb
-    width; the other joints locked at their mean positions in ``states``) and its ``x``."""
+    width; the other joints locked at their mean positions in ``states``; the URDF's gravity)
+    and its ``x``."""
     joints = [entry["name"] for entry in result["joints"]]
     drives = {entry["name"]: JointDrive(coulomb_velocity=float(entry["coulomb_velocity"]))
               for entry in result["joints"]}
@@ -216,6 +221,7 @@ def link_model_of(result: dict, robot, states: JointStates) -> tuple[LinkModel, 
         links = LinkModel.from_model(robot, joints, states.mean_positions(), drives)
     except (JointNotFound, ValueError) as e:
         raise InputError(str(e)) from None
+
     thetas = {body["name"]: body["theta"] for body in result["bodies"]}
     missing = [link for link in links.link_names if link not in thetas]
     if missing:
@@ -246,13 +252,22 @@ def evaluate_links(result: dict, held_out: DataSource, urdf: str | None,
         measured = links.measured_torques(links.in_joint_order(data).efforts)
     except ValueError as e:
         raise InputError(f"{held_out.path}: {e}") from None
-    models = {"fit": x, "urdf": links.prior}
+    models = {"fit": (fit_model(result, links), x), "urdf": (links, links.prior)}
     if train is not None:
         fit = fit_links(links, _torque_data(train.joint_states()), method="ols", prior_weight=0.0)
-        models["ols"] = fit.x
+        models["ols"] = (links, fit.x)
     channels = links.joint_names
-    return {name: Prediction(channels, states.t, measured, predict_torques(links, x_model, data))
-            for name, x_model in models.items()}
+    return {name: Prediction(channels, states.t, measured, predict_torques(model, x_model, data))
+            for name, (model, x_model) in models.items()}
+
+
+def fit_model(result: dict, links: LinkModel) -> LinkModel:
+    """``links`` with the result's ``"gravity"`` (the fit's estimated base tilt, root frame)
+    when it has one. Only the fit predicts with it: the URDF and OLS are the references as the
+    URDF gives them."""
+    if result.get("gravity") is None:
+        return links
+    return with_gravity(links, np.asarray(result["gravity"], dtype=float))
 
 
 # ---- payload (fit-payload, replay) ---------------------------------------------------------
@@ -380,15 +395,28 @@ def run(result: dict, held_out: DataSource, urdf: str | None = None,
     return "\n".join(lines)
 
 
+def differentiation_of(result: dict, half_width: float | None) -> dict[str, Any]:
+    """``{"half_width", "order"}`` to differentiate data for ``result``: ``half_width`` (s) when
+    given (order 2), else the filter the fit chose (its ``"differentiation"``), else
+    :data:`DEFAULT_HALF_WIDTH`."""
+    if half_width is not None:
+        return {"half_width": half_width}
+    chosen = result.get("differentiation") or {}
+    if chosen.get("half_width_s"):
+        return {"half_width": float(chosen["half_width_s"]), "order": int(chosen["order"])}
+    return {"half_width": DEFAULT_HALF_WIDTH}
+
+
 def validate_command(args) -> int:
     """``inertia-id validate`` (arguments: :func:`add_validate_parser`)."""
+    result = read_result(args.result)
     topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
               "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
-              "half_width": args.filter_half_width}
+              **differentiation_of(result, args.filter_half_width)}
     held_out = (DataSource(args.bag, True, **topics) if args.bag
                 else DataSource(args.data, False, **topics))
     train = None if args.train is None else DataSource.from_path(args.train, **topics)
-    print(run(read_result(args.result), held_out, args.urdf, train, args.json, args.png))
+    print(run(result, held_out, args.urdf, train, args.json, args.png))
     return 0
 
 
@@ -409,9 +437,10 @@ def add_validate_parser(sub) -> None:
                                                      f"({DEFAULT_JOINT_STATES_TOPIC})")
     parser.add_argument("--wrench-topic", help=f"WrenchStamped topic of bags "
                                                f"({DEFAULT_WRENCH_TOPIC})")
-    parser.add_argument("--filter-half-width", type=float, default=DEFAULT_HALF_WIDTH,
+    parser.add_argument("--filter-half-width", type=float, default=None,
                         metavar="SEC", help="half-width of the differentiation when ddq is not "
-                                            f"recorded (s; {DEFAULT_HALF_WIDTH})")
+                                            "recorded (s; default: the result's filter, else "
+                                            f"{DEFAULT_HALF_WIDTH})")
     parser.set_defaults(run=validate_command)
 
 
@@ -422,7 +451,7 @@ def validate_after_fit(args, result: dict) -> None:
         return
     topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
               "wrench_topic": getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC,
-              "half_width": args.filter_half_width}
+              **differentiation_of(result, args.filter_half_width)}
     train = (DataSource(args.bag, True, **topics) if args.bag
              else DataSource(args.data, False, **topics))
     print(run(result, DataSource.from_path(args.validate, **topics), args.urdf, train))

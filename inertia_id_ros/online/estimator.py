@@ -29,7 +29,9 @@ import numpy as np
 
 from inertia_id_ros.core.filtering import (COVERAGE_OK, COVERAGE_PENDING, check_coverage,
                                            joint_states_at_mixed)
+from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.inertia import check_consistency
+from inertia_id_ros.core.weighting import WEIGHTINGS, iterate_channel_weights
 from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SampleRejected, SolverError
 from inertia_id_ros.online.inputs import JOINT_STATE, ClockResetDetector, JointStateValidator
 from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
@@ -95,8 +97,22 @@ class OnlineEstimatorConfig:
     """Start each solve from the previous solution."""
     solver_options: dict[str, Any] = field(default_factory=dict)
     """Options passed to ``solvers.solve`` (they belong to ``method``)."""
+    weighting: str = "none"
+    """``"none"``: unweighted least squares; ``"channel"``: each channel (wrench component, joint
+    torque) weighted by its inverse residual variance over the window, iterated at every solve
+    (:mod:`inertia_id_ros.core.weighting`); the covariance follows the weights."""
+
+    @property
+    def lag_sec(self) -> float:
+        """Delay of the estimates behind the inputs (s): a sample is turned into a row once the
+        joint states reach ``filter_half_width`` past its stamp, and every signal of the row
+        (positions, velocities, accelerations from the centred fit; the wrench or efforts at that
+        stamp) belongs to that same stamp, so all are delayed alike and none against another."""
+        return self.filter_half_width
 
     def __post_init__(self) -> None:
+        if self.weighting not in WEIGHTINGS:
+            raise self._invalid("weighting", f"must be one of {WEIGHTINGS}")
         self._check_positive("window_sec", "filter_half_width", "max_joint_gap")
         if self.filter_order < 2:
             raise self._invalid("filter_order", "must be >= 2")
@@ -171,6 +187,29 @@ def solve_or_fail(problem: Problem, method: str, initvals: Any,
         return solve_problem(problem, method, initvals=initvals, **options)
     except (ProblemError, SolverError, TypeError, ValueError) as e:  # bad option values too
         raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
+
+
+def solve_weighted(channels: ChannelNormalEquations,
+                   build: Callable[[np.ndarray | None], Problem], method: str,
+                   initvals: Any, options: Mapping[str, Any],
+                   weighting: str) -> tuple[Solution, np.ndarray | None]:
+    """:func:`solve_or_fail` of the problem ``build(weights)`` makes of the normal equations of
+    ``channels`` with channel ``c``'s rows weighted by ``weights[c]``
+    (:func:`~inertia_id_ros.core.weighting.weighted_normal_equations`): unweighted
+    (``weighting="none"``, ``weights`` ``None``), or weighted by each channel's inverse residual
+    variance, iterated (:func:`~inertia_id_ros.core.weighting.iterate_channel_weights`, each
+    solve warm-started from the previous). Returns ``(solution, weights (r,) or None)``."""
+    if weighting == "none":
+        return solve_or_fail(build(None), method, initvals, options), None
+    solutions: list[Solution] = []
+
+    def fit(weights: np.ndarray) -> np.ndarray:
+        start = solutions[-1] if solutions else initvals
+        solutions.append(solve_or_fail(build(weights), method, start, options))
+        return np.asarray(solutions[-1].x)
+
+    _, weights = iterate_channel_weights(channels, fit)
+    return solutions[-1], weights.weights
 
 
 ConfigT = TypeVar("ConfigT", bound=OnlineEstimatorConfig)

@@ -42,6 +42,8 @@ import numpy as np
 from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.armatures import RotorInertia, resolve_armatures
 from inertia_id_ros.chain.friction import DriveParameters
+from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.chain.links import (
     DEFAULT_GRAM_RANK_TOLERANCE,
     DEFAULT_PRIOR_WEIGHT,
@@ -51,7 +53,7 @@ from inertia_id_ros.chain.links import (
     build_link_problem,
 )
 from inertia_id_ros.online.estimator import (OnlineEstimator, OnlineEstimatorConfig, SampleBatch,
-                                             check_bodies, solve_or_fail)
+                                             check_bodies, solve_or_fail, solve_weighted)
 from inertia_id_ros.online.inputs import JOINT_STATE, JointStateValidator
 from inertia_id_ros.solvers import Solution
 
@@ -227,13 +229,27 @@ class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
         with self._lock:
             method, options = self._solver_settings(method or None)
             n_samples, t_first, t_last = self._samples_to_solve(duration, until)
-            gram, moment, yty, n_rows = self.window.normal_equations(duration, until)
+            if config.weighting == "none":
+                channels = None
+                gram, moment, yty, n_rows = self.window.normal_equations(duration, until)
+            else:
+                channels = ChannelNormalEquations.from_samples(
+                    *self.window.samples(duration, copy=False, until=until)[1:])
             warm = initvals is None and config.warm_start
             initvals = self._warm_start(initvals)
             previous_known = self._last_known_armature_solution if warm else None
             generation = self._generation
-        solution = solve_or_fail(build_link_problem(model, gram, moment, yty, n_rows,
-                                                    config.prior_weight), method, initvals, options)
+        weights = None
+        if channels is None:
+            solution = solve_or_fail(build_link_problem(model, gram, moment, yty, n_rows,
+                                                        config.prior_weight),
+                                     method, initvals, options)
+        else:  # the joints weighted by their noise levels; the armature step keeps the weights
+            solution, weights = solve_weighted(
+                channels, lambda w: build_link_problem(
+                    model, *weighted_normal_equations(channels, w), config.prior_weight),
+                method, initvals, options, config.weighting)
+            gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
         x = np.array(solution.x)
         base = base_parameters_from_gram(model.parameter_names, gram, config.rank_tolerance)
         resolution = (None if self.actuators is None else

@@ -324,6 +324,7 @@ class Session(abc.ABC, Generic[E]):
         values = {"mode": self.mode, "window_samples": stats.window_samples,
                   "pending_samples": stats.pending, "published": self.estimates,
                   "method": config.method, "window_sec": f"{config.window_sec:g}",
+                  "weighting": config.weighting, "filter_lag_sec": f"{config.lag_sec:g}",
                   **{f"failed_solves.{k}": v for k, v in self.failed_solves.items()},
                   **{k: f"{v:.4g}" for k, v in self.timing.items()}}
         if last is not None:
@@ -529,7 +530,8 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                     wrench_limits: Sequence[float] | None = None,
                     max_input_rate_hz: float = 1000.0, detect_payload_change: bool = True,
                     payload_change_threshold: float = 50.0,
-                    prior: Sequence[float] | None = None) -> PayloadSession:
+                    prior: Sequence[float] | None = None,
+                    weighting: str = "channel") -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
     they become an estimator and a session; ``inertia-id replay`` uses it too); ``prior`` the
     payload's CAD ``theta`` (10,) in the sensor frame (the node's ``payload_prior``, resolved)."""
@@ -539,6 +541,7 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                              wrench_sign=-1.0 if flip_wrench_sign else 1.0,
                              wrench_limits=None if wrench_limits is None else tuple(wrench_limits),
                              prior=None if prior is None else tuple(prior),
+                             weighting=weighting,
                              **window_capacities(window_sec, max_input_rate_hz))
     return PayloadSession(PayloadEstimator(kinematics, config), max_input_rate_hz,
                           detect_payload_change, payload_change_threshold)
@@ -548,10 +551,10 @@ def link_session(link_model: LinkModel, actuators: Mapping[str, ActuatorConfig] 
                  *, window_sec: float = 10.0, method: str = "lmi",
                  solver_options: Mapping[str, Any] | None = None,
                  prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                 max_input_rate_hz: float = 1000.0) -> LinkSession:
+                 max_input_rate_hz: float = 1000.0, weighting: str = "none") -> LinkSession:
     """The links session the node runs for its parameters of the same names."""
     config = LinkEstimatorConfig(window_sec=window_sec, method=method,
                                  solver_options=dict(solver_options or {}),
-                                 prior_weight=prior_weight,
+                                 prior_weight=prior_weight, weighting=weighting,
                                  **window_capacities(window_sec, max_input_rate_hz))
     return LinkSession(LinkEstimator(link_model, config, actuators), max_input_rate_hz)

@@ -26,6 +26,7 @@ from inertia_id_ros.chain.friction import DRIVE_TERMS
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.robots import load_model
+from inertia_id_ros.core.weighting import WEIGHTINGS
 from inertia_id_ros.errors import (ConfigError, FrameNotFound, JointNotFound, ProblemError,
                                    StartupError)
 from inertia_id_ros.io.prior import NO_PRIOR, resolve_payload_prior
@@ -88,6 +89,11 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "solves at 1 kHz."),
     ParameterSpec("warning_period_sec", 5.0,
                   "Minimum time between two warnings of the same kind (s)."),
+    ParameterSpec("weighting", "",
+                  "'none': unweighted least squares; 'channel': each wrench component (payload) "
+                  "or joint torque (links) weighted by its inverse residual variance over the "
+                  "window, iterated at every solve; the covariance follows the weights. Empty: "
+                  "the mode's default (payload: channel, links: none)."),
     # payload mode
     ParameterSpec("sensor_frame", "", "Payload mode: URDF frame of the F/T sensor; wrenches must "
                                       "carry this frame_id."),
@@ -162,6 +168,10 @@ EXCITE_PARAMETERS = {f"excite_{field}": field for field in (
 """The parameters of :class:`~inertia_id_ros.motion.run.RunConfig` -> its fields."""
 
 RUNTIME_PARAMETERS = tuple(p.name for p in PARAMETERS if p.runtime)
+MODE_WEIGHTINGS = {"payload": "channel", "links": "none"}
+"""The default weighting of each mode (parameter ``weighting`` empty): the estimators' defaults
+(:class:`~inertia_id_ros.online.payload_estimator.EstimatorConfig`,
+:data:`inertia_id_ros.chain.identify.DEFAULT_WEIGHTING`)."""
 """Parameters that may change while the node runs (the others are read-only)."""
 
 
@@ -180,6 +190,7 @@ class NodeSettings:
     max_input_rate_hz: float
     qos_depth: int
     warning_period_sec: float
+    weighting: str
     sensor_frame: str
     body_name: str
     wrench_topic: str
@@ -219,6 +230,10 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
     if v["mode"] not in MODES:
         raise StartupError(f"parameter 'mode': unknown mode {v['mode']!r}; choose one of "
                            f"{list(MODES)}")
+    v["weighting"] = v["weighting"] or MODE_WEIGHTINGS[v["mode"]]
+    if v["weighting"] not in WEIGHTINGS:
+        raise StartupError(f"parameter 'weighting': unknown weighting {v['weighting']!r}; choose "
+                           f"one of {list(WEIGHTINGS)}")
     if v["method"] not in METHODS:
         raise StartupError(f"parameter 'method': unknown method {v['method']!r}; choose one of "
                            f"{sorted(METHODS)}")
@@ -244,7 +259,8 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         joint_states_topic=v["joint_states_topic"], window_sec=float(v["window_sec"]),
         update_rate_hz=float(v["update_rate_hz"]), method=v["method"], solver_options=options,
         max_input_rate_hz=float(v["max_input_rate_hz"]), qos_depth=int(v["qos_depth"]),
-        warning_period_sec=float(v["warning_period_sec"]), sensor_frame=v["sensor_frame"],
+        warning_period_sec=float(v["warning_period_sec"]), weighting=v["weighting"],
+        sensor_frame=v["sensor_frame"],
         body_name=v["body_name"], wrench_topic=v["wrench_topic"],
         estimate_offset=bool(v["estimate_offset"]), wrench_limits=limits,
         flip_wrench_sign=bool(v["flip_wrench_sign"]),
@@ -315,13 +331,15 @@ def build_session(settings: NodeSettings) -> Session:
             flip_wrench_sign=settings.flip_wrench_sign, wrench_limits=settings.wrench_limits,
             max_input_rate_hz=settings.max_input_rate_hz,
             detect_payload_change=settings.detect_payload_change,
-            payload_change_threshold=settings.payload_change_threshold, prior=prior)
+            payload_change_threshold=settings.payload_change_threshold, prior=prior,
+            weighting=settings.weighting)
     model, actuators = _link_model(settings)
     _check_startup_window(settings, (model.n_joints, model.n_parameters))
     return link_session(model, actuators, window_sec=settings.window_sec,
                         method=settings.method, solver_options=settings.solver_options,
                         prior_weight=settings.prior_weight,
-                        max_input_rate_hz=settings.max_input_rate_hz)
+                        max_input_rate_hz=settings.max_input_rate_hz,
+                        weighting=settings.weighting)
 
 
 def validate_change(settings: NodeSettings, new: Mapping[str, Any],

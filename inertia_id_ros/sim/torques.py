@@ -16,6 +16,7 @@ filtering of a dense recording); the effort noise is the torque noise.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
@@ -195,3 +196,53 @@ def panda_torque_simulator(payload_theta: np.ndarray | None = None, seed: int = 
     theta = default_payload_theta() if payload_theta is None else payload_theta
     return JointTorqueSimulator(links, trajectory, drives=drives,
                                 payload=("panda_link8", theta), torque_noise_std=torque_noise_std)
+
+
+@dataclass(frozen=True)
+class ArmRecording:
+    """A simulated recording as a real arm gives it: stamps ``t`` (N,) (s, jittered), measured
+    positions ``q`` and velocities ``dq`` (N, n) (noisy), raw ``effort`` (N, n) (torque noise);
+    no accelerations. ``truth``: the exact joint states at ``t`` with the noisy efforts;
+    ``simulator``: the truth (links, drives)."""
+
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    effort: np.ndarray
+    truth: JointTorqueData
+    simulator: JointTorqueSimulator
+
+
+DEFAULT_ARM_TORQUE_NOISE_STD = (0.15, 0.15, 0.12, 0.12, 0.06, 0.06, 0.04)
+"""Joint torque noise of :func:`panda_arm_recording` (N·m): larger on the big joints."""
+
+
+def panda_arm_recording(duration: float = 40.0, rate: float = 1000.0, seed: int = 0,
+                        position_noise_std: float = 2e-5, velocity_noise_std: float = 0.005,
+                        torque_noise_std: Sequence[float] = DEFAULT_ARM_TORQUE_NOISE_STD,
+                        jitter: float = 0.05, max_frequency: float = 1.25) -> ArmRecording:
+    """The Panda's 7 arm joints (no payload) as a torque-sensing arm records them: links
+    perturbed from the URDF (:func:`perturbed_links`), per joint viscous U(0.1, 0.6) N·m·s/rad,
+    Coulomb U(0.2, 0.8) N·m with a smooth sign ``tanh(dq / 0.02)``, offset N(0, 0.1²) N·m, no
+    armature (link-side torque sensors); one non-repeating exciting motion of ``duration`` s
+    (a Fourier series of that period up to ``max_frequency`` Hz, half the velocity limits);
+    samples at ``rate`` Hz with stamps jittered by up to ``jitter`` periods, Gaussian position,
+    velocity and torque noise."""
+    rng = np.random.default_rng(seed)
+    links = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
+    trajectory = ExcitingTrajectory.for_model(
+        links.model, links.joint_names, period=duration,
+        n_harmonics=max(1, int(max_frequency * duration)), seed=seed, velocity_fraction=0.5)
+    n = links.n_joints
+    drives = [DriveTruth(v, c, o, 0.0, 0.02) for v, c, o in
+              zip(rng.uniform(0.1, 0.6, n), rng.uniform(0.2, 0.8, n), rng.normal(0.0, 0.1, n))]
+    simulator = JointTorqueSimulator(links, trajectory,
+                                     perturbed_links(links.link_parameters(links.prior), rng),
+                                     drives, torque_noise_std=torque_noise_std)
+    period = 1.0 / rate
+    t = np.arange(0.0, duration, period)
+    t = t + rng.uniform(-jitter, jitter, t.size) * period
+    truth = simulator.measure(t, rng)
+    q = truth.positions + rng.normal(0.0, position_noise_std, truth.positions.shape)
+    dq = truth.velocities + rng.normal(0.0, velocity_noise_std, truth.velocities.shape)
+    return ArmRecording(t, q, dq, truth.efforts, truth, simulator)

@@ -134,11 +134,12 @@ class OnlineLoop:
     detection, solve, new reference), as the node's worker does at 1 / ``chunk_sec`` Hz."""
 
     def __init__(self, sim: PayloadSimulator, rate: float, window_sec: float = 30.0,
-                 filter_half_width: float = 0.05, chunk_sec: float = 0.1, seed: int = 0) -> None:
+                 filter_half_width: float = 0.05, chunk_sec: float = 0.1, seed: int = 0,
+                 weighting: str = "channel") -> None:
         self.sim, self.rate, self.chunk_sec = sim, rate, chunk_sec
         self.session = PayloadSession(PayloadEstimator(sim.kinematics, EstimatorConfig(
             window_sec=window_sec, filter_half_width=filter_half_width,
-            window_capacity=int(1.1 * window_sec * rate))))
+            window_capacity=int(1.1 * window_sec * rate), weighting=weighting)))
         self.estimator, self.detector = self.session.estimator, self.session.detector
         self.events = self.session.changes
         self.rng = np.random.default_rng(seed)
@@ -222,9 +223,11 @@ def test_ten_minutes_of_the_same_payload_raise_no_alarm():
 def test_the_window_residuals_absorb_the_estimates_own_model_error():
     """A 0.2 s derivative filter distorts the accelerations (torque residuals 2-3 times the sensor
     noise, varying along the motion): tested against the window's residuals, no alarm; against
-    the sensor's nominal noise, alarms."""
+    the sensor's nominal noise, alarms. (Unweighted: weighted by channel, the fit follows the
+    torque rows closely enough that their residuals stay near the noise.)"""
     sim = PayloadSimulator.panda(seed=2)
-    loop = OnlineLoop(sim, 200.0, window_sec=10.0, filter_half_width=0.2, chunk_sec=0.5, seed=2)
+    loop = OnlineLoop(sim, 200.0, window_sec=10.0, filter_half_width=0.2, chunk_sec=0.5, seed=2,
+                      weighting="none")
     loop.run(60.0)
     assert not loop.events, loop.events
     _, Y, f = loop.estimator.window.samples(copy=False)

@@ -242,10 +242,12 @@ def panda_torques(model: pin.Model, q: np.ndarray, dq: np.ndarray,
 def torques_from_json(result: dict, urdf: str, joints: tuple[str, ...], q: np.ndarray,
                       dq: np.ndarray, ddq: np.ndarray, locked: dict[str, float] | None = None,
                       ) -> np.ndarray:
-    """Torques the JSON predicts, computed independently: pinocchio RNEA with every link's
-    ``theta`` put on the joint whose child link the body names (checking that the link frame is
-    the joint frame), plus the drive terms as documented."""
+    """Torques the JSON predicts, computed independently: pinocchio RNEA (with the JSON's
+    gravity) with every link's ``theta`` put on the joint whose child link the body names
+    (checking that the link frame is the joint frame), plus the drive terms as documented."""
     model = reduce_model(load_model(urdf), joints, locked)
+    if result.get("gravity") is not None:  # the base tilt the fit estimated, root frame
+        model.gravity.linear = np.array(result["gravity"])
     assert [b["name"] for b in result["bodies"]] == [b["frame"] for b in result["bodies"]]
     for body in result["bodies"]:
         frame = model.frames[model.getFrameId(body["name"])]
@@ -265,7 +267,9 @@ def torques_from_json(result: dict, urdf: str, joints: tuple[str, ...], q: np.nd
 
 def assert_links_schema(result: dict, method: str, joints: tuple[str, ...]) -> None:
     assert list(result) == ["method", "bodies", "joints", "residual_rms", "samples",
-                            "solve_time_s"]
+                            "solve_time_s", "differentiation", "prior_weight",
+                            "prior_weight_selection", "weighting", "gravity", "base_tilt",
+                            "coulomb_velocity_selection"]
     assert result["method"] == method
     assert len(result["bodies"]) == len(joints) == len(result["joints"])
     for body in result["bodies"]:
@@ -334,7 +338,11 @@ def test_fit_links_bag_differentiates_and_selects_joints(capsys, tmp_path: Path,
     assert code == 0, err
     result = read_json(out_json)
     assert_links_schema(result, "lmi", joints)
-    assert result["samples"] == 1500 - 10  # 0.05 s dropped at each end
+    chosen = result["differentiation"]  # no velocities recorded: positions twice, by CV
+    assert chosen["source"] == "positions" and len(chosen["selection"]["candidates"]) > 4
+    assert chosen["window_samples"] % 2 == 1 and "positions differentiated twice" in out
+    half = (chosen["window_samples"] - 1) // 2  # half-width (half + 1/2) sample periods:
+    assert result["samples"] == 1500 - 2 * (half + 1)  # samples within it of an end dropped
     assert all(body["fully_consistent"] for body in result["bodies"])
     assert result["residual_rms"] < 0.1
     t_check = np.arange(0, 10.0, 0.05)

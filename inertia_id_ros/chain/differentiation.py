@@ -1,0 +1,189 @@
+"""The derivative filter of a joint-torque recording, chosen by cross-validation on its torques.
+
+Accelerations are not measured: they come from a Savitzky–Golay (local polynomial) derivative,
+centred on each sample (zero-phase: offline nothing is delayed). Recorded velocities are
+differentiated once (:data:`SOURCE_VELOCITIES`); only without them are positions differentiated
+twice (:data:`SOURCE_POSITIONS`), which amplifies the encoder noise by a further factor of the
+bandwidth. The filter's width trades noise (too narrow: noisy accelerations in the regressor,
+which biases least squares toward zero inertia) against distortion (too wide: the
+accelerations' peaks are flattened, the inertias come out too large and the fit misses every
+fast motion). The best width depends on the sample rate, the noise and how fast the robot
+moves, so it is chosen on the training data (:func:`select_differentiation`): for each candidate
+``(half_width, order)``, the torques of every contiguous time block are predicted by least
+squares (regularised toward the URDF) fitted on the other blocks; the candidate with the
+smallest held-out RMS wins. Every candidate is scored on the same samples (those a fit of the
+widest candidate covers on both sides), at most :data:`DEFAULT_CV_SAMPLES` of them (evenly
+strided).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkModel,
+                                        regression_system)
+from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.core.filtering import joint_states_at
+from inertia_id_ros.solvers import Problem, solve
+
+SOURCE_VELOCITIES = "velocities"
+"""Accelerations from the recorded velocities, differentiated once."""
+SOURCE_POSITIONS = "positions"
+"""Velocities and accelerations from the positions, differentiated once and twice."""
+SOURCE_RECORDED = "recorded"
+"""Velocities and accelerations as recorded (nothing differentiated)."""
+DEFAULT_HALF_WIDTH_SAMPLES = (2, 3, 5, 8, 12, 20, 32, 50, 80, 125, 200)
+"""Candidate half-widths in sample periods (windows of 5 ... 401 samples)."""
+DEFAULT_ORDERS = {SOURCE_VELOCITIES: (2, 3), SOURCE_POSITIONS: (2, 4)}
+"""Candidate polynomial degrees by source. At the window's centre a degree-2 fit differentiates
+once as a degree-1 fit does, and a degree-3 fit as degree 4 (and twice: 2 as 3, 4 as 5), so these
+are the distinct pairs of a plain and a less distorting, noisier derivative."""
+DEFAULT_CV_SAMPLES = 12000
+"""Samples scored per candidate at most (evenly strided over the recording)."""
+DEFAULT_FOLDS = 5
+MAX_HALF_WIDTH = 0.2
+"""Longest candidate half-width (s): wider windows flatten the accelerations of any arm motion."""
+
+
+@dataclass(frozen=True)
+class DifferentiationFilter:
+    """A zero-phase local polynomial derivative: degree ``order`` over ``half_width`` s on each
+    side of a sample, of ``source`` (:data:`SOURCE_VELOCITIES`, :data:`SOURCE_POSITIONS`;
+    :data:`SOURCE_RECORDED`: none), for samples ``sample_period`` s apart (median)."""
+
+    source: str
+    half_width: float = 0.0
+    order: int = 0
+    sample_period: float = 0.0
+
+    @property
+    def window_samples(self) -> int:
+        """Samples in the window at the median sample period (odd)."""
+        if self.source == SOURCE_RECORDED or self.sample_period <= 0:
+            return 0
+        return 2 * int(np.floor(self.half_width / self.sample_period + 1e-9)) + 1
+
+    @property
+    def online_lag(self) -> float:
+        """Delay (s) of the same filter run online: a sample is filtered once the joint states
+        reach ``half_width`` past it (the online estimators delay every signal by as much)."""
+        return self.half_width
+
+    def as_json(self) -> dict:
+        """``{"source", "half_width_s", "order", "window_samples", "sample_period_s"}``."""
+        return {"source": self.source, "half_width_s": self.half_width, "order": self.order,
+                "window_samples": self.window_samples, "sample_period_s": self.sample_period}
+
+    def describe(self) -> str:
+        """One line, e.g. ``'velocities differentiated once: Savitzky-Golay order 2, 41
+        samples (+-0.020 s)'``."""
+        if self.source == SOURCE_RECORDED:
+            return "recorded velocities and accelerations (nothing differentiated)"
+        how = ("velocities differentiated once" if self.source == SOURCE_VELOCITIES
+               else "positions differentiated twice")
+        return (f"{how}: Savitzky-Golay order {self.order}, {self.window_samples} samples "
+                f"(+-{self.half_width:.3f} s, zero-phase)")
+
+
+@dataclass(frozen=True)
+class DifferentiationSelection:
+    """Result of :func:`select_differentiation`: ``cv_rms[i]`` (N·m) the held-out torque RMS of
+    ``candidates[i]``; ``chosen`` the smallest; scored on ``n_samples`` samples in ``n_folds``
+    blocks."""
+
+    candidates: tuple[DifferentiationFilter, ...]
+    cv_rms: np.ndarray
+    chosen: DifferentiationFilter
+    n_samples: int
+    n_folds: int
+
+    def as_json(self) -> dict:
+        """The chosen filter (:meth:`DifferentiationFilter.as_json`) with ``"selection"``: the
+        criterion and every candidate's score."""
+        out = self.chosen.as_json()
+        out["selection"] = {
+            "criterion": f"{self.n_folds}-fold blocked cross-validation of the torques "
+                         "(least squares regularised toward the URDF)",
+            "samples": self.n_samples,
+            "candidates": [{"half_width_s": c.half_width, "order": c.order,
+                            "window_samples": c.window_samples, "cv_rms": float(r)}
+                           for c, r in zip(self.candidates, self.cv_rms)]}
+        return out
+
+
+def sample_period(t: np.ndarray) -> float:
+    """Median spacing (s) of the stamps ``t`` (N,)."""
+    return float(np.median(np.diff(np.asarray(t, dtype=float))))
+
+
+def filter_candidates(t: np.ndarray, velocities: bool,
+                      half_width_samples: Sequence[int] = DEFAULT_HALF_WIDTH_SAMPLES,
+                      orders: Sequence[int] | None = None) -> list[DifferentiationFilter]:
+    """Candidate filters for a recording stamped ``t`` (N,) (s): every ``order`` (default
+    :data:`DEFAULT_ORDERS` of the source) with every
+    half-width ``k`` (in median sample periods) with ``2 k >= order + 2``, at most
+    :data:`MAX_HALF_WIDTH` and a quarter of the recording. The half-width is ``(k + 1/2)``
+    periods, so that the window holds ``2 k + 1`` samples however the stamps jitter (up to half
+    a period)."""
+    dt = sample_period(t)
+    span = float(t[-1] - t[0])
+    source = SOURCE_VELOCITIES if velocities else SOURCE_POSITIONS
+    orders = DEFAULT_ORDERS[source] if orders is None else orders
+    return [DifferentiationFilter(source, (k + 0.5) * dt, order, dt)
+            for k in half_width_samples for order in orders
+            if 2 * k >= order + 2 and (k + 0.5) * dt <= min(MAX_HALF_WIDTH, span / 4)]
+
+
+def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
+                           dq: np.ndarray | None, effort: np.ndarray,
+                           joint_names: Sequence[str] | None = None,
+                           candidates: Sequence[DifferentiationFilter] | None = None,
+                           n_folds: int = DEFAULT_FOLDS,
+                           max_samples: int = DEFAULT_CV_SAMPLES,
+                           prior_weight: float = DEFAULT_PRIOR_WEIGHT) -> DifferentiationSelection:
+    """Choose the derivative filter of a recording by blocked cross-validation (module
+    docstring). ``t`` (N,) stamps (s), ``q``, ``dq`` (recorded velocities or ``None``),
+    ``effort`` (N, n) in ``joint_names`` order (``None``: the model's); ``candidates`` default
+    :func:`filter_candidates`; the least squares are regularised toward the URDF with
+    ``prior_weight`` per torque sample (:mod:`inertia_id_ros.chain.links`; unregularised, a fit on
+    four blocks extrapolates wildly along what they do not identify, and that noise, not the
+    filter, would decide). Raises ``ValueError`` if the recording is too short."""
+    t = np.asarray(t, dtype=float)
+    if candidates is None:
+        candidates = filter_candidates(t, dq is not None)
+    candidates = tuple(candidates)
+    if not candidates:
+        raise ValueError(f"the recording ({t[-1] - t[0]:.3f} s) is too short for any filter")
+    reach = max(c.half_width for c in candidates)
+    interior = np.flatnonzero((t >= t[0] + reach) & (t <= t[-1] - reach))
+    rows = interior[::max(1, int(np.ceil(interior.size / max_samples)))]
+    if rows.size < 2 * n_folds:
+        raise ValueError(f"{rows.size} samples cannot make {n_folds} folds")
+    blocks = np.array_split(np.arange(rows.size), n_folds)
+    names = None if joint_names is None else tuple(joint_names)
+    scores = np.zeros(len(candidates))  # velocities smoothed as with_derivatives smooths them
+    for i, candidate in enumerate(candidates):
+        _, velocities, accelerations = joint_states_at(
+            t, q, dq, t[rows], candidate.half_width, candidate.order)
+        data = JointTorqueData(np.asarray(q)[rows], velocities, accelerations,
+                               np.asarray(effort)[rows], names)
+        Y, y = regression_system(model, data)
+        Y = Y.reshape(rows.size, model.n_joints, -1)
+        y = y.reshape(rows.size, model.n_joints)
+        folds = [ChannelNormalEquations.from_samples(Y[b], y[b]) for b in blocks]
+        total = [sum(f.gram for f in folds), sum(f.moment for f in folds),
+                 sum(float(f.yty.sum()) for f in folds)]
+        for fold in folds:
+            gram, moment, yty, n_rows = fold.total()
+            training = Problem(gram=total[0].sum(axis=0) - gram,
+                               moment=total[1].sum(axis=0) - moment, yty=total[2] - yty,
+                               n_rows=rows.size * model.n_joints - n_rows,
+                               n_bodies=model.n_joints, prior=model.prior,
+                               prior_weight=prior_weight * (rows.size * model.n_joints - n_rows))
+            scores[i] += float(fold.squared_residuals(solve(training, method="ols").x).sum())
+    cv_rms = np.sqrt(scores / (rows.size * model.n_joints))
+    return DifferentiationSelection(candidates, cv_rms, candidates[int(np.argmin(cv_rms))],
+                                    int(rows.size), n_folds)

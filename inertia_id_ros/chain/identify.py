@@ -1,0 +1,328 @@
+"""Link identification from a recording with data-chosen settings: what ``fit-links`` runs.
+
+Steps, each choice made on the training recording only and reported:
+
+1. accelerations: recorded ones when the recording has both velocities and accelerations, else
+   the zero-phase derivative filter chosen by blocked cross-validation of the torques
+   (:func:`~inertia_id_ros.chain.differentiation.select_differentiation`; recorded velocities are
+   differentiated once, positions twice only without them), unless a filter is given;
+2. the base's tilt: the direction of gravity in the chain's root frame, two angles (roll, pitch)
+   minimising the consistent fit's torque residual (:func:`estimate_base_tilt`). A robot is never
+   mounted exactly level: on the KUKA LWR4+ runs a tilt of about 1 degree is worth 10 % of the
+   held-out RMS, which the unconstrained least squares absorbs into inconsistent links and the
+   consistent fit cannot;
+3. the width of the Coulomb sign ``tanh(dq / v)`` of every joint, by blocked cross-validation
+   of the consistent fit (:func:`select_coulomb_velocity`): friction does not jump at zero
+   velocity (pre-sliding), and with noisy velocities an exact sign flips at random near it;
+4. weighting (``"channel"``): each joint's noise level from the residuals, iterated
+   (:mod:`inertia_id_ros.core.weighting`); ``"none"``: unweighted;
+5. prior strength: the weight of the pull toward the URDF by blocked cross-validation
+   (:func:`~inertia_id_ros.chain.links.select_prior_weight`), unless given;
+6. the fit (:func:`~inertia_id_ros.chain.links.fit_links`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import dataclasses
+
+import numpy as np
+import pinocchio as pin
+from scipy.optimize import minimize
+
+from inertia_id_ros.chain.differentiation import (SOURCE_POSITIONS, SOURCE_RECORDED,
+                                                  SOURCE_VELOCITIES, DifferentiationFilter,
+                                                  DifferentiationSelection, sample_period,
+                                                  select_differentiation)
+from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkFit, LinkModel,
+                                        PriorWeightSelection, build_link_problem, fit_links,
+                                        link_channels, select_prior_weight)
+from inertia_id_ros.core.filtering import derivatives_at_samples
+from inertia_id_ros.core.weighting import (check_weighting, iterate_channel_weights,
+                                           weighted_normal_equations)
+from inertia_id_ros.solvers import solve
+
+DEFAULT_WEIGHTING = "none"
+"""Weighting of :func:`identify_links` and ``fit-links``: unweighted, because the joints'
+weights did not predict held-out torques better in any measured case (KUKA runs 2 and 3
+slightly worse, the simulated arm the same; ``benchmarks/differentiation.py``,
+``benchmarks/kuka_lwr4.py``); ``"channel"`` (Gautier) is the option when the joints' noise
+levels differ widely and the parameters, not the overall torque RMS, matter."""
+
+
+DEFAULT_TILT_SAMPLES = 6000
+"""Samples (evenly strided) of the base-tilt search."""
+MAX_TILT = 0.1
+"""Largest base tilt searched (rad, about 6 degrees); beyond it the URDF's base is wrong."""
+
+
+@dataclass(frozen=True)
+class BaseTilt:
+    """The base's tilt: ``roll``, ``pitch`` (rad) rotating the model's gravity ``gravity`` (3,)
+    (m/s², root frame, after the tilt); ``rms`` (N·m) the consistent fit's training RMS with it
+    and ``level_rms`` without."""
+
+    roll: float
+    pitch: float
+    gravity: np.ndarray
+    rms: float
+    level_rms: float
+
+    def as_json(self) -> dict:
+        """``{"roll_rad", "pitch_rad", "gravity", "rms", "level_rms"}``."""
+        return {"roll_rad": self.roll, "pitch_rad": self.pitch,
+                "gravity": self.gravity.tolist(), "rms": self.rms, "level_rms": self.level_rms}
+
+
+def with_gravity(model: LinkModel, gravity: np.ndarray) -> LinkModel:
+    """A copy of ``model`` whose gravity (root frame, m/s²) is ``gravity`` (3,)."""
+    robot = model.model.copy()
+    robot.gravity.linear = np.asarray(gravity, dtype=float)
+    return LinkModel(robot, model.drives, model.robot_joint_names)
+
+
+def tilted_gravity(model: LinkModel, roll: float, pitch: float) -> np.ndarray:
+    """(3,) the model's gravity (root frame) rotated by ``roll`` about x, then ``pitch`` about y
+    (rad): the gravity of the base tilted by the opposite rotation."""
+    return pin.rpy.rpyToMatrix(roll, pitch, 0.0) @ np.asarray(model.model.gravity.linear)
+
+
+def estimate_base_tilt(model: LinkModel, data: JointTorqueData, method: str = "lmi",
+                       prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+                       max_samples: int = DEFAULT_TILT_SAMPLES,
+                       **solver_options: object) -> BaseTilt:
+    """The base tilt (roll, pitch within +-:data:`MAX_TILT` rad) minimising the training torque
+    RMS of the ``method`` fit (prior weight ``prior_weight``) on at most ``max_samples`` samples of
+    ``data`` (Nelder-Mead from level, warm-started solves)."""
+    rows = np.arange(0, data.n_samples, max(1, int(np.ceil(data.n_samples / max_samples))))
+    subset = data.subset(rows)
+    previous: list = []
+
+    def rms(angles: np.ndarray) -> float:
+        if np.max(np.abs(angles)) > MAX_TILT:
+            return np.inf
+        tilted = with_gravity(model, tilted_gravity(model, *angles))
+        channels = link_channels(tilted, subset)
+        problem = build_link_problem(tilted, *channels.total(), prior_weight)
+        solution = solve(problem, method=method, initvals=previous[-1] if previous else None,
+                         **solver_options)
+        previous.append(solution)
+        return float(np.sqrt(channels.squared_residuals(solution.x).sum()
+                             / (channels.n_samples * channels.n_channels)))
+
+    level = rms(np.zeros(2))
+    result = minimize(rms, np.zeros(2), method="Nelder-Mead",
+                      options={"initial_simplex": [[0.0, 0.0], [0.01, 0.0], [0.0, 0.01]],
+                               "xatol": 2e-4, "fatol": 1e-6, "maxfev": 80})
+    roll, pitch = (float(a) for a in result.x)
+    return BaseTilt(roll, pitch, tilted_gravity(model, roll, pitch), float(result.fun), level)
+
+
+DEFAULT_COULOMB_VELOCITIES = (0.0, 0.01, 0.02, 0.05, 0.1)
+"""Candidate widths (rad/s) of the Coulomb sign for :func:`select_coulomb_velocity`."""
+
+
+@dataclass(frozen=True)
+class CoulombVelocitySelection:
+    """Blocked cross-validation of the Coulomb sign's width: ``cv_rms[i]`` (N·m) the held-out
+    torque RMS with ``widths[i]`` (rad/s); ``best`` the smallest."""
+
+    widths: np.ndarray
+    cv_rms: np.ndarray
+    best: float
+
+    def as_json(self) -> dict:
+        """``{"value", "criterion", "candidates": [{"width", "cv_rms"}]}``."""
+        return {"value": self.best,
+                "criterion": "5-fold blocked cross-validation of the torques (consistent fit)",
+                "candidates": [{"width": float(w), "cv_rms": float(r)}
+                               for w, r in zip(self.widths, self.cv_rms)]}
+
+
+def with_coulomb_velocity(model: LinkModel, width: float) -> LinkModel:
+    """A copy of ``model`` whose every joint's Coulomb sign is ``tanh(dq / width)`` (rad/s;
+    0: exact sign)."""
+    drives = [dataclasses.replace(d, coulomb_velocity=width) for d in model.drives]
+    return LinkModel(model.model, drives, model.robot_joint_names)
+
+
+def select_coulomb_velocity(model: LinkModel, data: JointTorqueData,
+                            widths: Sequence[float] = DEFAULT_COULOMB_VELOCITIES,
+                            method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+                            n_folds: int = 5, **solver_options: object
+                            ) -> CoulombVelocitySelection:
+    """The Coulomb sign's width (one for every joint) with the smallest held-out torque RMS over
+    ``n_folds`` contiguous time blocks of ``data`` (the ``method`` fit with ``prior_weight`` on
+    the other blocks)."""
+    blocks = np.array_split(np.arange(data.n_samples), n_folds)
+    widths = np.asarray(widths, dtype=float)
+    squared = np.zeros(widths.size)
+    for i, width in enumerate(widths):
+        candidate = with_coulomb_velocity(model, float(width))
+        folds = [link_channels(candidate, data.subset(b)) for b in blocks]
+        previous = None
+        for k, held_out in enumerate(folds):
+            training = [f for j, f in enumerate(folds) if j != k]
+            gram = sum(f.gram.sum(axis=0) for f in training)
+            moment = sum(f.moment.sum(axis=0) for f in training)
+            yty = sum(float(f.yty.sum()) for f in training)
+            n_rows = sum(f.n_samples * f.n_channels for f in training)
+            problem = build_link_problem(candidate, gram, moment, yty, n_rows, prior_weight)
+            previous = solve(problem, method=method, initvals=previous, **solver_options)
+            squared[i] += float(held_out.squared_residuals(previous.x).sum())
+    cv_rms = np.sqrt(squared / (data.n_samples * model.n_joints))
+    return CoulombVelocitySelection(widths, cv_rms, float(widths[np.argmin(cv_rms)]))
+
+
+@dataclass(frozen=True)
+class LinkIdentification:
+    """Result of :func:`identify_links`: the ``fit``, the training ``data`` it was fitted to
+    (derived velocities and accelerations), the derivative filter (``differentiation``) and how
+    it and the prior weight were chosen (``None``: given)."""
+
+    fit: LinkFit
+    data: JointTorqueData
+    differentiation: DifferentiationFilter
+    filter_selection: DifferentiationSelection | None
+    prior_selection: PriorWeightSelection | None
+    weighting: str
+    tilt: BaseTilt | None = None
+    """The estimated base tilt (``None``: the model's gravity kept)."""
+    model: LinkModel | None = None
+    """The model fitted (with the tilted gravity and the chosen Coulomb width)."""
+    coulomb_selection: CoulombVelocitySelection | None = None
+    """How the Coulomb sign's width was chosen (``None``: given)."""
+
+    def as_json(self) -> dict:
+        """``{"differentiation", "prior_weight", "prior_weight_selection", "weighting"}`` for the
+        result JSON (selections ``null`` when the value was given)."""
+        differentiation = (self.filter_selection.as_json() if self.filter_selection is not None
+                           else self.differentiation.as_json())
+        prior = None if self.prior_selection is None else {
+            "criterion": "5-fold blocked cross-validation of the torques (consistent fit)",
+            "candidates": [{"weight": float(w), "cv_rms": float(r)} for w, r in
+                           zip(self.prior_selection.weights, self.prior_selection.cv_rms)]}
+        weights = self.fit.channel_weights
+        weighting = {"kind": self.weighting}
+        if weights is not None:
+            weighting.update(weights.as_json(self.data.joint_names or self.fit.link_names))
+        return {"differentiation": differentiation, "prior_weight": self.fit.prior_weight,
+                "prior_weight_selection": prior, "weighting": weighting,
+                "gravity": (None if self.model is None
+                            else np.asarray(self.model.model.gravity.linear).tolist()),
+                "base_tilt": None if self.tilt is None else self.tilt.as_json(),
+                "coulomb_velocity_selection": (None if self.coulomb_selection is None
+                                               else self.coulomb_selection.as_json())}
+
+    def summary_lines(self) -> list[str]:
+        """What was chosen, in words (for stdout)."""
+        lines = [f"accelerations: {self.differentiation.describe()}"]
+        if self.filter_selection is not None:
+            best = float(np.min(self.filter_selection.cv_rms))
+            lines[-1] += (f"; chosen by {self.filter_selection.n_folds}-fold cross-validation of "
+                          f"the torques over {len(self.filter_selection.candidates)} filters "
+                          f"(held-out RMS {best:.4f} N m)")
+        if self.differentiation.source != SOURCE_RECORDED:
+            lines.append(f"  online, this filter delays every signal by "
+                         f"{self.differentiation.online_lag:.3f} s")
+        if self.tilt is not None:
+            lines.append(f"base tilt: roll {np.degrees(self.tilt.roll):+.2f} deg, pitch "
+                         f"{np.degrees(self.tilt.pitch):+.2f} deg (training RMS "
+                         f"{self.tilt.rms:.4f} N m, level {self.tilt.level_rms:.4f}); gravity "
+                         "[" + ", ".join(f"{g:.3f}" for g in self.tilt.gravity) + "] m/s²")
+        if self.coulomb_selection is not None:
+            lines.append(f"Coulomb sign: tanh(dq / {self.coulomb_selection.best:g} rad/s)"
+                         if self.coulomb_selection.best > 0 else "Coulomb sign: exact")
+            widths = ", ".join(f"{w:g}" for w in self.coulomb_selection.widths)
+            lines[-1] += (f" (chosen by 5-fold cross-validation over {widths} rad/s, held-out RMS "
+                          f"{float(np.min(self.coulomb_selection.cv_rms)):.4f} N m)")
+        how = ("given" if self.prior_selection is None else
+               f"chosen by 5-fold cross-validation, held-out RMS "
+               f"{float(np.min(self.prior_selection.cv_rms)):.4f} N m")
+        lines.append(f"prior weight: {self.fit.prior_weight:.3g} ({how})")
+        weights = self.fit.channel_weights
+        if weights is None:
+            lines.append("weighting: none (every joint's torque weighted alike)")
+        else:
+            names = self.data.joint_names or self.fit.link_names
+            lines.append("weighting: per joint, 1/sigma² from the residuals ("
+                         f"{weights.iterations} fits): "
+                         + ", ".join(f"{name} sigma {s:.3g}" for name, s in
+                                     zip(names, weights.sigma)))
+        return lines
+
+
+def derive_torque_data(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None,
+                       effort: np.ndarray, differentiation: DifferentiationFilter,
+                       joint_names: Sequence[str] | None = None) -> JointTorqueData:
+    """The samples of a recording (``t`` (N,) s, ``q``, ``dq`` or ``None``, ``effort`` (N, n))
+    with velocities and accelerations from ``differentiation`` (zero-phase; velocities smoothed
+    by the same filter), the samples within its half-width of either end dropped."""
+    keep, _, velocities, accelerations = derivatives_at_samples(
+        t, q, dq if differentiation.source == SOURCE_VELOCITIES else None,
+        differentiation.half_width, differentiation.order)
+    return JointTorqueData(np.asarray(q)[keep], velocities, accelerations,
+                           np.asarray(effort)[keep], joint_names)
+
+
+def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None,
+                   ddq: np.ndarray | None, effort: np.ndarray,
+                   joint_names: Sequence[str] | None = None, method: str = "lmi",
+                   weighting: str = DEFAULT_WEIGHTING, prior_weight: float | None = None,
+                   differentiation: DifferentiationFilter | None = None,
+                   estimate_tilt: bool = True, select_coulomb: bool = True,
+                   **solver_options: object) -> LinkIdentification:
+    """Identify ``model``'s links and drives from a recording (module docstring): ``t`` (N,) s,
+    ``q`` (N, n), ``dq``, ``ddq`` (N, n) or ``None``, raw ``effort`` (N, n), columns in
+    ``joint_names`` order (``None``: the model's). ``prior_weight`` ``None``: by
+    cross-validation; ``differentiation`` ``None``: recorded accelerations if any, else by
+    cross-validation; ``estimate_tilt``: estimate the base's tilt (else the model's gravity);
+    ``select_coulomb``: choose the Coulomb sign's width (else the model's drives')."""
+    check_weighting(weighting)
+    t = np.asarray(t, dtype=float)
+    names = None if joint_names is None else tuple(joint_names)
+    filter_selection = None
+    if differentiation is None and dq is not None and ddq is not None:
+        differentiation = DifferentiationFilter(SOURCE_RECORDED, sample_period=sample_period(t))
+    if differentiation is None:
+        filter_selection = select_differentiation(model, t, q, dq, effort, names)
+        differentiation = filter_selection.chosen
+    if differentiation.source == SOURCE_RECORDED:
+        data = JointTorqueData(q, dq, ddq, effort, names)
+    else:
+        if differentiation.source == SOURCE_VELOCITIES and dq is None:
+            differentiation = DifferentiationFilter(SOURCE_POSITIONS, differentiation.half_width,
+                                                    differentiation.order,
+                                                    differentiation.sample_period)
+        data = derive_torque_data(t, q, dq, effort, differentiation, names)
+    tilt = None
+    if estimate_tilt:
+        tilt = estimate_base_tilt(model, data, method,
+                                  DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
+                                  **solver_options)
+        model = with_gravity(model, tilt.gravity)
+    coulomb_selection = None
+    if select_coulomb:
+        coulomb_selection = select_coulomb_velocity(
+            model, data, method=method,
+            prior_weight=DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
+            **solver_options)
+        model = with_coulomb_velocity(model, coulomb_selection.best)
+    channels = link_channels(model, data)
+    prior_selection = None
+    if prior_weight is None:
+        channel_weights = None
+        if weighting == "channel":  # the joints' noise levels from unconstrained fits
+            def ols(weights: np.ndarray) -> np.ndarray:
+                normal = weighted_normal_equations(channels, weights)
+                return solve(build_link_problem(model, *normal, 0.0), method="ols").x
+            channel_weights = iterate_channel_weights(channels, ols)[1].weights
+        prior_selection = select_prior_weight(model, data, method=method,
+                                              channel_weights=channel_weights, **solver_options)
+        prior_weight = prior_selection.best
+    fit = fit_links(model, data, method=method, prior_weight=prior_weight, weighting=weighting,
+                    channels=channels, **solver_options)
+    return LinkIdentification(fit, data, differentiation, filter_selection, prior_selection,
+                              weighting, tilt, model, coulomb_selection)

@@ -1,0 +1,109 @@
+"""The derivative filter chosen by cross-validation of the torques, and fit-links' data-chosen
+settings (filter, prior weight) as reported and as validate reuses them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inertia_id_ros.chain.differentiation import (MAX_HALF_WIDTH, SOURCE_POSITIONS,
+                                                  SOURCE_RECORDED, SOURCE_VELOCITIES,
+                                                  filter_candidates, select_differentiation)
+from inertia_id_ros.chain.identify import derive_torque_data, identify_links
+from inertia_id_ros.chain.links import torque_error
+from inertia_id_ros.core.filtering import derivatives_at_samples
+from inertia_id_ros.io.validate import DEFAULT_HALF_WIDTH, differentiation_of
+from inertia_id_ros.sim.torques import panda_arm_recording
+
+
+@pytest.fixture(scope="module")
+def recording():
+    """8 s of the simulated Panda arm at 1 kHz: noisy positions, velocities, torques."""
+    return panda_arm_recording(duration=8.0, seed=4, max_frequency=1.5)
+
+
+def test_candidates_by_source_within_the_longest_half_width():
+    t = np.arange(0.0, 60.0, 1e-3)
+    velocities = filter_candidates(t, velocities=True)
+    positions = filter_candidates(t, velocities=False)
+    assert {c.order for c in velocities} == {2, 3} and {c.order for c in positions} == {2, 4}
+    assert all(c.source == SOURCE_VELOCITIES for c in velocities)
+    assert all(c.source == SOURCE_POSITIONS for c in positions)
+    assert max(c.half_width for c in velocities) <= MAX_HALF_WIDTH
+    narrowest = min(velocities, key=lambda c: c.half_width)
+    assert narrowest.window_samples == 5 and narrowest.half_width == pytest.approx(2.5e-3)
+    assert narrowest.online_lag == narrowest.half_width
+    slow = filter_candidates(np.arange(0.0, 60.0, 5e-3), velocities=True)  # 200 Hz
+    assert max(c.window_samples for c in slow) < 2 * MAX_HALF_WIDTH / 5e-3 + 1
+
+
+def test_cross_validation_picks_a_filter_near_the_most_accurate(recording):
+    """Noisy velocities at 1 kHz: the narrowest filter's accelerations are mostly noise, the
+    widest flatten the motion; the chosen one's acceleration error (against the truth) is
+    within 1.5 x the best candidate's, and the velocities are differentiated once."""
+    rec, model = recording, recording.simulator.links
+    candidates = filter_candidates(rec.t, True, half_width_samples=(2, 8, 32, 125, 200))
+    selection = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
+                                       candidates=candidates, max_samples=3000)
+    assert selection.chosen.source == SOURCE_VELOCITIES
+    errors = []
+    for candidate in candidates:
+        keep, _, _, ddq = derivatives_at_samples(rec.t, rec.q, rec.dq, candidate.half_width,
+                                                 candidate.order, trim=0.21)  # same samples
+        errors.append(np.sqrt(np.mean((ddq - rec.truth.accelerations[keep]) ** 2)))
+    chosen = candidates.index(selection.chosen)
+    assert errors[chosen] <= 1.5 * min(errors)
+    assert selection.chosen.half_width > candidates[0].half_width
+    assert errors[0] > 5 * min(errors)  # the narrowest is far off: the choice matters
+    report = selection.as_json()
+    assert report["source"] == SOURCE_VELOCITIES and report["window_samples"] % 2 == 1
+    assert len(report["selection"]["candidates"]) == len(candidates)
+    assert min(c["cv_rms"] for c in report["selection"]["candidates"]) == pytest.approx(
+        float(np.min(selection.cv_rms)))
+
+
+def test_identify_links_reports_its_choices(recording):
+    rec, model = recording, recording.simulator.links
+    half = rec.t.size // 2
+    part = slice(0, half, 4)  # 250 Hz
+    identification = identify_links(model, rec.t[part], rec.q[part], rec.dq[part], None,
+                                    rec.effort[part])
+    assert max(abs(identification.tilt.roll), abs(identification.tilt.pitch)) < 0.005  # level
+    assert identification.tilt.rms <= identification.tilt.level_rms
+    assert identification.coulomb_selection.best in identification.coulomb_selection.widths
+    assert identification.differentiation.source == SOURCE_VELOCITIES
+    assert identification.fit.fully_consistent
+    report = identification.as_json()
+    assert report["prior_weight"] == identification.fit.prior_weight
+    candidates = report["prior_weight_selection"]["candidates"]
+    best = min(candidates, key=lambda c: c["cv_rms"])
+    assert best["weight"] == identification.fit.prior_weight
+    assert report["weighting"] == {"kind": "none"}
+    lines = "\n".join(identification.summary_lines())
+    assert "velocities differentiated once" in lines and "chosen by 5-fold" in lines
+    assert f"delays every signal by {identification.differentiation.half_width:.3f} s" in lines
+    # recorded accelerations are used as they are; given settings are not chosen
+    given = identify_links(model, rec.t[part], rec.truth.positions[part],
+                           rec.truth.velocities[part], rec.truth.accelerations[part],
+                           rec.effort[part], prior_weight=1e-4, weighting="channel",
+                           estimate_tilt=False, select_coulomb=False)
+    assert given.differentiation.source == SOURCE_RECORDED and given.prior_selection is None
+    assert given.as_json()["prior_weight_selection"] is None and given.tilt is None
+    assert given.as_json()["coulomb_velocity_selection"] is None
+    assert given.fit.channel_weights is not None
+    # the held-out half, differentiated by the chosen filter, is predicted about as well
+    rest = slice(half, None, 4)
+    held_out = derive_torque_data(rec.t[rest], rec.q[rest], rec.dq[rest], rec.effort[rest],
+                                  identification.differentiation)
+    fitted = identification.model
+    training = torque_error(fitted, identification.fit.x, identification.data).overall
+    assert torque_error(fitted, identification.fit.x, held_out).overall < 1.5 * training
+
+
+def test_validate_differentiates_with_the_results_filter():
+    result = {"differentiation": {"source": "velocities", "half_width_s": 0.0325, "order": 3}}
+    assert differentiation_of(result, None) == {"half_width": 0.0325, "order": 3}
+    assert differentiation_of(result, 0.01) == {"half_width": 0.01}
+    assert differentiation_of({"differentiation": {"source": "recorded", "half_width_s": 0.0}},
+                              None) == {"half_width": DEFAULT_HALF_WIDTH}
+    assert differentiation_of({}, None) == {"half_width": DEFAULT_HALF_WIDTH}
