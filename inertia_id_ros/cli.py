@@ -13,6 +13,8 @@ Subcommands:
   and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`);
 - ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
   directly (no DDS);
+- ``sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1) with its truth
+  (:mod:`inertia_id_ros.sim.whole_body`);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
   filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
 - ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
@@ -455,6 +457,23 @@ def _read_body(path: str, name: str | None = None) -> IdentifiedBody:
         raise InputError(str(e)) from None
 
 
+def _sim_whole_body(args: argparse.Namespace) -> int:
+    from inertia_id_ros.sim.whole_body import ROBOTS, write_recording
+
+    if not (args.duration > 0 and args.rate > 0):
+        raise InputError(f"--duration and --rate must be > 0, got {args.duration}, {args.rate}")
+    sim = ROBOTS[args.robot](seed=args.seed)
+    data = write_recording(args.out, sim, args.duration, args.rate, args.with_ddq,
+                           args.with_effort)
+    if args.truth_urdf:
+        _write_output(args.truth_urdf, lambda path: Path(path).write_text(sim.true_xml))
+    print(f"wrote {args.out}: {args.duration:g} s of the simulated {args.robot} at "
+          f"{args.rate:g} Hz, {len(sim.joint_names)} joints, F/T sensors "
+          f"{', '.join(f'{f} ({k})' for f, k in sim.ft_sensors)}, IMU at {sim.imu_frame}; "
+          f"{data['true_theta'].shape[0]} true links")
+    return 0
+
+
 def _record_sim(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.replay import record_simulation
     from inertia_id_ros.sim.payload import grasped_payload_theta
@@ -657,6 +676,20 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--truth-json", metavar="OUT",
                         help="write the simulated (final) payload as a result JSON to OUT")
     record.set_defaults(run=_record_sim)
+
+    whole = sub.add_parser("sim-whole-body", help="write an NPZ of a simulated floating-base robot "
+                                                  "(joints, IMU, F/T sensors; truth included)")
+    whole.add_argument("out", help="NPZ file to write")
+    whole.add_argument("--robot", default="icub", choices=("icub", "go1"),
+                       help="icub: on one sole, six internal F/T sensors; go1: four foot "
+                            "contacts (icub)")
+    whole.add_argument("--duration", type=float, default=60.0, help="seconds of motion (60)")
+    whole.add_argument("--rate", type=float, default=200.0, metavar="HZ", help="sample rate (200)")
+    whole.add_argument("--seed", type=int, default=0, help="seed of truth, motion and noise (0)")
+    whole.add_argument("--with-ddq", action="store_true", help="also write the true ddq")
+    whole.add_argument("--with-effort", action="store_true", help="also write joint efforts")
+    whole.add_argument("--truth-urdf", metavar="OUT", help="write the true robot's URDF to OUT")
+    whole.set_defaults(run=_sim_whole_body)
 
     export = sub.add_parser("export", help="write an identified body into a new URDF and/or a "
                                            "gravity-compensation filter parameter file")
