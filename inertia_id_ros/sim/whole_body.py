@@ -185,7 +185,7 @@ class WholeBodyMotion:
     acceleration (free flyer: position, quaternion x, y, z, w; body twist and its derivative);
     ``q, dq, ddq, effort`` (N, n): the moving joints; ``ft_wrench`` (N, S, 6): every sensor's
     wrench without noise or offset; ``imu_orientation`` (N, 4), ``imu_angular_velocity``,
-    ``imu_linear_acceleration`` (N, 3); ``base_residual`` (N, 6): the free-flyer wrench RNEA
+    ``imu_angular_acceleration``, ``imu_linear_acceleration`` (N, 3) (IMU frame); ``base_residual`` (N, 6): the free-flyer wrench RNEA
     leaves with the contact wrenches applied (zero up to rounding).
     """
 
@@ -200,6 +200,7 @@ class WholeBodyMotion:
     ft_wrench: np.ndarray
     imu_orientation: np.ndarray
     imu_angular_velocity: np.ndarray
+    imu_angular_acceleration: np.ndarray
     imu_linear_acceleration: np.ndarray
     base_residual: np.ndarray
 
@@ -360,7 +361,7 @@ class WholeBodySimulator:
         v_all = np.empty((n_samples, model.nv))
         a_all = np.empty((n_samples, model.nv))
         wrench = np.empty((n_samples, len(self.ft_sensors), 6))
-        imu = np.empty((n_samples, 10))
+        imu = np.empty((n_samples, 13))
         residual = np.empty((n_samples, 6))
         efforts = np.empty((n_samples, len(self.joint_names)))
         local = pin.ReferenceFrame.LOCAL
@@ -376,11 +377,11 @@ class WholeBodySimulator:
             pin.forwardKinematics(model, data, q_full, v_full, a_full)
             pin.updateFramePlacements(model, data)
             placement = data.oMf[self._imu_id]
-            omega = pin.getFrameVelocity(model, data, self._imu_id, local).angular
             accel = pin.getFrameClassicalAcceleration(model, data, self._imu_id, local).linear
             imu[i, :4] = pin.Quaternion(placement.rotation).coeffs()
-            imu[i, 4:7] = omega
-            imu[i, 7:] = accel - placement.rotation.T @ gravity
+            imu[i, 4:7] = pin.getFrameVelocity(model, data, self._imu_id, local).angular
+            imu[i, 7:10] = pin.getFrameAcceleration(model, data, self._imu_id, local).angular
+            imu[i, 10:] = accel - placement.rotation.T @ gravity
             tau = pin.rnea(model, data, q_full, v_full, a_full)
             contacts = self._contact_wrenches(tau[:6])
             fext = [pin.Force.Zero() for _ in range(model.njoints)]
@@ -395,7 +396,7 @@ class WholeBodySimulator:
             q_all[i], v_all[i], a_all[i] = q_full, v_full, a_full
             efforts[i] = tau[self._v_index]
         return WholeBodyMotion(t, q_all, v_all, a_all, Q, DQ, DDQ, efforts, wrench, imu[:, :4],
-                               imu[:, 4:7], imu[:, 7:], residual)
+                               imu[:, 4:7], imu[:, 7:10], imu[:, 10:], residual)
 
     def record(self, duration: float, rate: float = 200.0, with_ddq: bool = False,
                with_effort: bool = False, seed: int | None = None) -> dict[str, np.ndarray]:

@@ -175,3 +175,30 @@ def test_cli_writes_the_npz(tmp_path):
         true_links = set(data["true_links"])
     assert wb.link_inertials((tmp_path / "true.urdf").read_text()).keys() == true_links
     assert main(["sim-whole-body", str(out), "--duration", "0"]) == 2
+
+
+@pytest.mark.parametrize("robot", ["icub", "go1"])
+def test_the_whole_body_rows_hold_for_the_simulated_truth(robot):
+    """The rows of core.whole_body (regressors) against this simulator (RNEA): Y x_true = b with
+    the true links and offsets, from the IMU's readings and the true angular acceleration."""
+    from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel, WholeBodySamples
+
+    sim = wb.ROBOTS[robot](seed=4, noise=wb.NoiseModel.none())
+    motion = sim.simulate(1.0 + np.arange(8) / RATE)
+    model = WholeBodyModel.from_urdf(wb.example_robot_urdf(robot), "floating",
+                                     [FTSensor(f, k) for f, k in sim.ft_sensors], sim.imu_frame)
+    assert model.joint_names == sim.joint_names
+    base = model.base_motion_from_imu(motion.q, motion.dq, motion.ddq,
+                                      motion.imu_angular_velocity,
+                                      motion.imu_linear_acceleration,
+                                      motion.imu_angular_acceleration)
+    offsets = sim.ft_offsets
+    samples = WholeBodySamples(motion.q, motion.dq, motion.ddq, base,
+                               motion.ft_wrench + offsets, motion.effort)
+    Y, b, _ = model.rows(samples, with_efforts=True)
+    x = np.concatenate([sim.true_links[name] for name in model.bodies]
+                       + [offsets[k] for k, (_, kind) in enumerate(sim.ft_sensors)
+                          if kind == "internal"])
+    assert np.abs(Y @ x - b).max() < 1e-7 * max(1.0, np.abs(b).max())
+    prior_error = np.abs(Y @ model.prior - b).max()
+    assert prior_error > 0.1  # the URDF is not the truth
