@@ -6,6 +6,9 @@ Subcommands:
   the node's estimator (:class:`~inertia_id_ros.online.payload_estimator.PayloadEstimator`);
 - ``fit-links``: the links of a chain (and joint friction, offset, armature) from recorded joint
   states and efforts (:func:`~inertia_id_ros.chain.links.fit_links`);
+- ``fit-whole-body``: every link of a floating-base robot from an IMU and several F/T sensors
+  (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`; data:
+  :mod:`inertia_id_ros.io.whole_body`);
 - ``traversaro``: Traversaro et al. 2016's Table I reproduced in simulation
   (:mod:`inertia_id_ros.sim.traversaro2016`);
 - ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`;
@@ -100,6 +103,10 @@ from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkModel, fit_links,
                                   torque_error)
 from inertia_id_ros.core.robots import load_model, reduce_model
+from inertia_id_ros.core.whole_body import BASE_KINDS
+from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT as WHOLE_BODY_PRIOR_WEIGHT,
+                                                 WHOLE_BODY_METHODS, fit_whole_body)
+from inertia_id_ros.io.whole_body import read_whole_body_file, whole_body_inputs, whole_body_json
 from inertia_id_ros.errors import FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
 from inertia_id_ros.errors import ProblemError, SolverError
@@ -335,6 +342,42 @@ def _fit_links(args: argparse.Namespace) -> int:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
     validate_after_fit(args, result)
+    return 0
+
+
+# ---- fit-whole-body ------------------------------------------------------------------------
+
+
+def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
+    if args.prior_weight < 0:
+        raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
+    bodies = [b.strip() for b in args.bodies.split(",") if b.strip()] if args.bodies else None
+    model, samples = whole_body_inputs(read_whole_body_file(args.data), args.urdf, args.base,
+                                       bodies, args.filter_half_width)
+    try:
+        fit = fit_whole_body(model, samples, args.method, prior_weight=args.prior_weight,
+                             with_efforts=args.efforts and samples.efforts is not None)
+    except (ProblemError, SolverError) as e:
+        print(f"inertia-id fit-whole-body: no estimate: {e}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
+    result = whole_body_json(model, fit, args.method, fit.solution.solve_time)
+    _write_json(args.json, result)
+    lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
+             f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from {args.data}; "
+             f"solve {fit.solution.solve_time:.3f} s ({fit.solution.status}); "
+             f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters",
+             f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
+    for body in result["bodies"]:
+        lines.append(f"{body['name']:<22}{body['mass']:10.3f}{body['min_pseudo_inertia_eig']:12.2e}"
+                     f"  {'yes' if body['fully_consistent'] else 'NO ':<10}  "
+                     f"{body['identifiability']}")
+    for frame, offset in result["sensor_offsets"].items():
+        lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))
+    inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
+    lines.append(f"residual rms {fit.residual_rms:.4f}; inconsistent links: {inconsistent}")
+    if args.json:
+        lines.append(f"wrote {args.json}")
+    print("\n".join(lines))
     return 0
 
 
@@ -609,6 +652,28 @@ def build_parser() -> argparse.ArgumentParser:
     links.add_argument("--coulomb-velocity", type=float, default=0.0, metavar="V",
                        help="width of the Coulomb sign tanh(dq/V) (rad/s; 0: exact sign)")
     links.set_defaults(run=_fit_links)
+
+    whole = sub.add_parser("fit-whole-body", help="identify every link of a floating-base robot "
+                                                  "from an IMU and several F/T sensors")
+    whole.add_argument("--data", required=True, help="recorded data, .npz (see "
+                                                     "inertia_id_ros.io.whole_body)")
+    whole.add_argument("--urdf", required=True, help="URDF file of the robot (the prior)")
+    whole.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
+    whole.add_argument("--method", default="lmi", choices=WHOLE_BODY_METHODS,
+                       help="identification method (lmi; ols: unconstrained baseline)")
+    whole.add_argument("--base", default="floating", choices=BASE_KINDS,
+                       help="floating (IMU), fixed (on a stand) or suspended (floating)")
+    whole.add_argument("--bodies", help="comma-separated links to identify (default: every "
+                                        "link with mass); the others keep their URDF inertials")
+    whole.add_argument("--prior-weight", type=float, default=WHOLE_BODY_PRIOR_WEIGHT,
+                       help="pull toward the URDF in scaled coordinates, relative to the data "
+                            f"({WHOLE_BODY_PRIOR_WEIGHT:g})")
+    whole.add_argument("--efforts", action="store_true",
+                       help="add joint-torque rows from the recorded 'effort'")
+    whole.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
+                       help="half-width of the local polynomial fit that differentiates joint "
+                            "states and the gyro (s; 0.05)")
+    whole.set_defaults(run=_cmd_fit_whole_body)
 
     traversaro = sub.add_parser("traversaro", help="Traversaro et al. 2016 Table I in simulation "
                                                    "(iCub arm, OLS vs manifold vs LMI)")

@@ -403,8 +403,10 @@ def _urdf_with_moving_sensors(urdf_xml: str, joints: Sequence[str]) -> str:
 
 def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int = 0,
                             base: str = "floating", imu_frame: str | None = None,
-                            amplitude: float = 0.5):
-    """Independent synthetic whole-body samples from pinocchio RNEA (random independent states).
+                            amplitude: float = 0.5, rate: float | None = None):
+    """Independent synthetic whole-body samples from pinocchio RNEA: random independent states,
+    or, given ``rate`` (Hz), smooth sums of sinusoids sampled at ``rate`` (the base's orientation
+    is a smooth function too, unrelated to its twist: the rows use no base pose).
 
     ``sensors``: ``FTSensor`` objects whose frames are fixed joints or links attached by one. The
     internal sensors' fixed joints become revolute joints held at 0, so RNEA's ``data.f`` there is
@@ -436,12 +438,29 @@ def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int 
     ids = [model.getJointId(name) for name in names]
     vidx = np.array([model.joints[j].idx_v for j in ids])
     qidx = np.array([model.joints[j].idx_q for j in ids])
-    q = amplitude * rng.standard_normal((n, len(ids)))
-    dq = amplitude * rng.standard_normal((n, len(ids)))
-    ddq = 3 * amplitude * rng.standard_normal((n, len(ids)))
+    if rate is None:
+        q = amplitude * rng.standard_normal((n, len(ids)))
+        dq = amplitude * rng.standard_normal((n, len(ids)))
+        ddq = 3 * amplitude * rng.standard_normal((n, len(ids)))
+        base_v = rng.standard_normal((n, 6))
+        base_a = 3 * rng.standard_normal((n, 6))
+        base_pose = [pin.SE3.Random() for _ in range(n)]
+    else:
+        t = np.arange(n) / rate
+
+        def sines(width: int, scale: float):
+            w = rng.uniform(0.5, 3.0, (3, width))
+            phase = rng.uniform(0, 2 * np.pi, (3, width))
+            arg = t[:, None, None] * w + phase
+            return (scale * np.sin(arg).sum(1), scale * (w * np.cos(arg)).sum(1),
+                    -scale * (w ** 2 * np.sin(arg)).sum(1))
+        q, dq, ddq = sines(len(ids), amplitude / 2)
+        base_v, base_a = sines(6, 0.3)[1:]
+        angles = sines(3, 0.2)[0]
+        base_pose = [pin.SE3(pin.rpy.rpyToMatrix(*angle), np.zeros(3)) for angle in angles]
     wrenches = np.zeros((n, len(sensors), 6))
     efforts = np.zeros((n, len(ids)))
-    imu = None if imu_frame is None else tuple(np.zeros((n, 3)) for _ in range(3))
+    imu = None if imu_frame is None else tuple(np.zeros((n, k)) for k in (3, 3, 3, 4))
     local = pin.ReferenceFrame.LOCAL
     contact = [k for k, s in enumerate(sensors) if s.kind == "contact"]
     for i in range(n):
@@ -451,10 +470,9 @@ def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int 
         a = np.zeros(model.nv)
         v[vidx], a[vidx] = dq[i], ddq[i]
         if floating:
-            config[:7] = pin.SE3ToXYZQUAT(pin.SE3.Random())
+            config[:7] = pin.SE3ToXYZQUAT(base_pose[i])
             if base == "floating":
-                v[:6] = rng.standard_normal(6)
-                a[:6] = 3 * rng.standard_normal(6)
+                v[:6], a[:6] = base_v[i], base_a[i]
         pin.forwardKinematics(model, data, config, v, a)
         pin.updateFramePlacements(model, data)
         fext = [pin.Force.Zero() for _ in range(model.njoints)]
@@ -480,4 +498,8 @@ def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int 
             rotation = data.oMf[f].rotation
             imu[2][i] = (pin.getFrameClassicalAcceleration(model, data, f, local).linear
                          - rotation.T @ model.gravity.linear)
+            quat = pin.Quaternion(rotation)
+            imu[3][i] = [quat.x, quat.y, quat.z, quat.w]
+    if imu is not None and rate is None:
+        imu = imu[:3]
     return names, q, dq, ddq, imu, wrenches, efforts

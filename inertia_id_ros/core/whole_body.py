@@ -432,68 +432,116 @@ class WholeBodyModel:
         if samples.efforts is not None and samples.efforts.shape != (n, nj):
             raise DataError(f"efforts must have shape ({n}, {nj}), got {samples.efforts.shape}")
 
+    def _groups(self, with_efforts: bool) -> list[tuple[str, int | None, np.ndarray, list[int]]]:
+        """Row groups in channel order: ``(kind, index, link mask, contacts beyond)`` with kind
+        ``base``, ``sensor`` (index: sensor), ``joint`` (index: position in joint_names)."""
+        groups: list[tuple[str, int | None, np.ndarray, list[int]]] = []
+        if self._floating:
+            groups.append(("base", None, np.ones(len(self.links), dtype=bool), self._contact))
+        groups += [("sensor", k, self._sensor_links[k], self._contact_beyond[k])
+                   for k in self._internal]
+        if with_efforts:
+            groups += [("joint", k, self._joint_links[k], self._joint_contacts[k])
+                       for k in range(len(self.joint_names))]
+        return groups
+
+    def _offset_columns(self) -> dict[int, int]:
+        """Sensor index -> first column of its offset."""
+        return {k: N_BODY_PARAMS * self.n_bodies + N_WRENCH_CHANNELS * i
+                for i, k in enumerate(self._offset_sensors)}
+
+    def row_groups(self, with_efforts: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``(channels, columns)`` per group of rows (base, each internal sensor, each joint):
+        the only columns of ``Y`` those channels' rows can touch (the subtree's links and the
+        offsets in the equation), to accumulate ``Yᵀ Y`` by blocks."""
+        out, row = [], 0
+        body_index = {name: u for u, name in enumerate(self.bodies)}
+        offsets = self._offset_columns()
+        for kind, k, mask, contacts in self._groups(with_efforts):
+            size = 1 if kind == "joint" else 6
+            cols = [N_BODY_PARAMS * body_index[name] + np.arange(N_BODY_PARAMS)
+                    for name, inside in zip(self.links, mask) if inside and name in body_index]
+            cols += [offsets[c] + np.arange(6) for c in contacts if c in offsets]
+            if kind == "sensor" and k in offsets:
+                cols.append(offsets[k] + np.arange(6))
+            out.append((np.arange(row, row + size),
+                        np.sort(np.concatenate(cols)) if cols else np.zeros(0, dtype=int)))
+            row += size
+        return out
+
     def rows(self, samples: WholeBodySamples,
              with_efforts: bool = False) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
         """``(Y (N C, n_params), b (N C,), channels (C,))`` with ``Y x = b`` for the true ``x``
         up to noise; row ``i C + c`` is sample ``i``, channel ``channels[c]``
         (:meth:`channels`). Links not identified contribute their URDF θ to ``b``."""
+        channels = self.channels(with_efforts)
+        Y = np.zeros((len(samples), len(channels), self.n_params))
+        b = np.zeros((len(samples), len(channels)))
+        for (rows, cols), (Yg, bg) in zip(self.row_groups(with_efforts),
+                                          self.group_rows(samples, with_efforts)):
+            Y[:, rows[:, None], cols[None, :]] = Yg
+            b[:, rows] = bg
+        return Y.reshape(-1, self.n_params), b.reshape(-1), channels
+
+    def group_rows(self, samples: WholeBodySamples,
+                   with_efforts: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per group of :meth:`row_groups`: ``Y_g`` (N, channels, columns) and ``b_g`` (N,
+        channels), the rows restricted to the columns they touch (see :meth:`rows`)."""
         self.check_samples(samples)
         if with_efforts and samples.efforts is None:
             raise DataError("with_efforts needs samples.efforts")
         n = len(samples)
         v, a, rot, pos, joint_rot, joint_pos = self._link_kinematics(samples)
         L = len(self.links)
-        Y = body_regressor_batch(v.reshape(-1, 6), a.reshape(-1, 6)).reshape(n, L, 6, 10)
-        Z = _dual_action(rot, pos, Y)  # (n, L, 6, 10): link wrenches in the base frame
-        known = ~self._identified
+        Yl = body_regressor_batch(v.reshape(-1, 6), a.reshape(-1, 6)).reshape(n, L, 6, 10)
+        Z = _dual_action(rot, pos, Yl)  # (n, L, 6, 10): link wrenches in the base frame
+        known = np.flatnonzero(~self._identified)
         Zk = np.einsum("nlab,lb->nla", Z[:, known], self.link_prior[known])  # (n, Lk, 6)
-        Zu = Z[:, self._identified]                                           # (n, Lu, 6, 10)
-        ident = self._identified
+        column = {l: N_BODY_PARAMS * u for u, l in enumerate(np.flatnonzero(self._identified))}
         sensor_rot, sensor_pos = self._frame_placements(joint_rot, joint_pos, self._sensor_frames)
         W = samples.wrenches
-        # contact wrench and offset map in the base frame: X*_{B<-c}
-        Xc = _dual_matrix(sensor_rot, sensor_pos)                            # (n, S, 6, 6)
-        Wc_base = np.einsum("nsab,nsb->nsa", Xc, W)
-        offset_col = {k: N_BODY_PARAMS * self.n_bodies + N_WRENCH_CHANNELS * i
-                      for i, k in enumerate(self._offset_sensors)}
-        blocks, rhs = [], []
-
-        def subtree_block(mask: np.ndarray, contacts: list[int]) -> tuple[np.ndarray, np.ndarray]:
-            """(n, 6, p) and (n, 6) in the base frame: Σ Z θ + Σ_c X*_c o_c = Σ_c X*_c W_c."""
-            block = np.zeros((n, 6, self.n_params))
-            block[:, :, :N_BODY_PARAMS * self.n_bodies] = (
-                Zu * mask[ident][None, :, None, None]).transpose(0, 2, 1, 3).reshape(n, 6, -1)
-            right = -Zk[:, mask[known]].sum(axis=1)
-            for c in contacts:
-                if c in offset_col:
-                    block[:, :, offset_col[c]:offset_col[c] + 6] = Xc[:, c]
-                right = right + Wc_base[:, c]
-            return block, right
-
-        if self._floating:
-            block, right = subtree_block(np.ones(L, dtype=bool), self._contact)
-            blocks.append(block)
-            rhs.append(right)
+        Xc = _dual_matrix(sensor_rot, sensor_pos)  # X*_{B<-c} (n, S, 6, 6)
+        Wc_base = (Xc @ W[..., None])[..., 0]
+        offsets = self._offset_columns()
         inverse = _dual_matrix_inverse(sensor_rot, sensor_pos)  # X*_{s<-B}
-        for k in self._internal:
-            block, right = subtree_block(self._sensor_links[k], self._contact_beyond[k])
-            block = np.einsum("nab,nbp->nap", inverse[:, k], block)
-            right = np.einsum("nab,nb->na", inverse[:, k], right) + W[:, k]
-            if k in offset_col:
-                block[:, :, offset_col[k]:offset_col[k] + 6] += np.eye(6)
-            blocks.append(block)
-            rhs.append(right)
         if with_efforts:
             joint_inverse = _dual_matrix_inverse(joint_rot[:, self._joint_ids],
                                                  joint_pos[:, self._joint_ids])
-            for k in range(len(self.joint_names)):
-                block, right = subtree_block(self._joint_links[k], self._joint_contacts[k])
-                axis = np.einsum("a,nab->nb", self._axes[k], joint_inverse[:, k])  # Sᵀ X*_{j<-B}
-                blocks.append(np.einsum("nb,nbp->np", axis, block)[:, None, :])
-                rhs.append((samples.efforts[:, k] + np.einsum("nb,nb->n", axis, right))[:, None])
-        Ys = np.concatenate(blocks, axis=1)
-        bs = np.concatenate(rhs, axis=1)
-        return Ys.reshape(-1, self.n_params), bs.reshape(-1), self.channels(with_efforts)
+        result = []
+        for (kind, k, mask, contacts), (_, cols) in zip(self._groups(with_efforts),
+                                                        self.row_groups(with_efforts)):
+            # in the base frame: Σ_L Z_L θ_L + Σ_c X*_c o_c = Σ_c X*_c W_c - Σ_known Z θ
+            if kind == "base":
+                T = None
+            elif kind == "sensor":
+                T = inverse[:, k]
+            else:
+                T = (self._axes[k] @ joint_inverse[:, k])[:, None, :]  # (n, 1, 6): Sᵀ X*_{j<-B}
+            size = 6 if T is None else T.shape[1]
+            out = np.zeros((n, size, cols.size))
+            links = np.flatnonzero(mask & self._identified)
+            if links.size:
+                block = Z[:, links]  # (n, l, 6, 10)
+                if T is not None:
+                    block = T[:, None] @ block
+                at = np.searchsorted(cols, [column[l] for l in links])
+                for j, start in enumerate(at):
+                    out[:, :, start:start + N_BODY_PARAMS] = block[:, j]
+            right = Wc_base[:, contacts].sum(axis=1) - Zk[:, mask[known]].sum(axis=1)
+            right = right if T is None else (T @ right[..., None])[..., 0]
+            for c in contacts:
+                if c in offsets:
+                    start = int(np.searchsorted(cols, offsets[c]))
+                    out[:, :, start:start + 6] = Xc[:, c] if T is None else T @ Xc[:, c]
+            if kind == "sensor":  # W_s = o_s + X*_{s<-B} (...)
+                right = right + W[:, k]
+                if k in offsets:
+                    start = int(np.searchsorted(cols, offsets[k]))
+                    out[:, :, start:start + 6] += np.eye(6)
+            elif kind == "joint":  # tau_j = S_jᵀ X*_{j<-B} (...)
+                right = right + samples.efforts[:, k:k + 1]
+            result.append((out, right))
+        return result
 
     def _frame_placements(self, joint_rot: np.ndarray, joint_pos: np.ndarray,
                           frames: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,13 @@ mass at ``p_j``: ``[1, p, |p|^2 - px^2, -px py, |p|^2 - py^2, -px pz, -py pz, |p
 
     minimise 1/2 v^T (M^T H M + eps 1_w) v - (M^T b)^T v   s.t.  w >= 0, constraints on x
 
-solved by OSQP. Warm start: a previous ``pointmass`` solution of a problem with the same
+solved by OSQP (``formulation="dense"``). With many bodies ``M^T H M`` is a dense matrix of
+(bodies x points)^2 entries; the ``"lifted"`` formulation keeps ``x`` as a variable instead::
+
+    minimise 1/2 [x; w]^T diag(H, eps 1) [x; w] - b^T x   s.t.  x_bodies = Phi w, w >= 0, ...
+
+whose matrices grow with p^2 + 10 (bodies x points) only (``"auto"``: lifted from
+:data:`LIFTED_FROM_WEIGHTS` weights). Warm start: a previous ``pointmass`` solution of a problem with the same
 structure and grid carries its OSQP solver (``info["osqp"]``), which is updated with the new
 matrices and resumes from its last iterate, duals and step size. A sum
 of point masses is a physical body: consistent by construction (a body whose weights are all zero
@@ -36,6 +42,9 @@ from inertia_id_ros.errors import ProblemError, SolverError
 Box = tuple[np.ndarray, np.ndarray]
 DEFAULT_HALF_EXTENT = 0.25
 """Half side (m) of the default box centred at the body frame's origin (no prior, no ``boxes``)."""
+LIFTED_FROM_WEIGHTS = 400
+"""``formulation="auto"`` lifts from this many point-mass weights (about 6 bodies at 4^3 points)."""
+FORMULATIONS = ("auto", "dense", "lifted")
 PRIOR_BOX_SIGMAS = 3.0
 """A box from the prior spans this many standard deviations of its mass distribution per axis."""
 
@@ -79,6 +88,56 @@ def _dense_upper_csc(matrix: np.ndarray) -> scipy.sparse.csc_matrix:
     return scipy.sparse.csc_matrix((matrix[rows, cols], rows, indptr), shape=(n, n))
 
 
+QP = tuple[scipy.sparse.csc_matrix, np.ndarray, scipy.sparse.csc_matrix, np.ndarray, np.ndarray]
+
+
+def _ridge(diagonal: np.ndarray, ridge: float) -> float:
+    """``eps_w = ridge * max(diag(M^T H M)[weights])`` (floored above 0)."""
+    return ridge * max(float(np.max(diagonal, initial=0.0)), 1e-300)
+
+
+def _dense_qp(problem: Problem, M: np.ndarray, hessian: np.ndarray, rhs: np.ndarray,
+              n_weights: int, ridge: float) -> QP:
+    """OSQP data ``(P upper, q, A, l, u)`` in ``v = [w, extras]``."""
+    P = M.T @ hessian @ M
+    P[np.diag_indices(n_weights)] += _ridge(np.diag(P)[:n_weights], ridge)
+    q = -(M.T @ rhs)
+    rows = [np.eye(P.shape[0])[:n_weights]]
+    rows += [M[i] for i in problem.nonnegative]  # entries of x: extras or body entries
+    rows += [a @ M[10 * k:10 * k + 10] for k, a in problem.ellipsoid_rows().items()]
+    A = np.vstack(rows)
+    return (_dense_upper_csc(P), q, scipy.sparse.csc_matrix(A), np.zeros(A.shape[0]),
+            np.full(A.shape[0], np.inf))
+
+
+def _lifted_qp(problem: Problem, M: np.ndarray, hessian: np.ndarray, rhs: np.ndarray,
+               n_weights: int, ridge: float) -> QP:
+    """OSQP data ``(P upper, q, A, l, u)`` in ``[x, w]``: ``x_bodies - Phi w = 0``, ``w >= 0``."""
+    p, nb = problem.n_params, problem.n_body_params
+    phi = M[:nb, :n_weights]
+    diagonal = np.einsum("ik,ij,jk->k", phi, hessian[:nb, :nb], phi)
+    upper = _dense_upper_csc(hessian)
+    P = scipy.sparse.csc_matrix(
+        (np.concatenate([upper.data, np.full(n_weights, _ridge(diagonal, ridge))]),
+         np.concatenate([upper.indices, p + np.arange(n_weights)]),
+         np.concatenate([upper.indptr, upper.indptr[-1] + 1 + np.arange(n_weights)])),
+        shape=(p + n_weights, p + n_weights))
+    q = np.concatenate([-rhs, np.zeros(n_weights)])
+    identity = scipy.sparse.identity(p + n_weights, format="csr")
+    blocks = [scipy.sparse.hstack([identity[:nb, :p], -scipy.sparse.csr_matrix(phi)]),
+              identity[p:]]
+    blocks += [identity[[i]] for i in problem.nonnegative]
+    for k, a in problem.ellipsoid_rows().items():
+        row = np.zeros((1, p + n_weights))
+        row[0, 10 * k:10 * k + 10] = a
+        blocks.append(scipy.sparse.csr_matrix(row))
+    A = scipy.sparse.vstack(blocks, format="csc")
+    lower = np.zeros(A.shape[0])
+    upper_bounds = np.full(A.shape[0], np.inf)
+    upper_bounds[:nb] = 0.0
+    return P, q, A, lower, upper_bounds
+
+
 def _boxes(problem: Problem, boxes: Sequence[Box] | None, min_half_extent: float,
            default_half_extent: float) -> list[Box]:
     if boxes is not None:
@@ -108,7 +167,7 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
                     min_half_extent: float = 0.02,
                     default_half_extent: float = DEFAULT_HALF_EXTENT, ridge: float = 1e-6,
                     eps: float = 1e-7, max_iterations: int = 20000,
-                    margin: float = CONSISTENCY_MARGIN) -> Solution:
+                    margin: float = CONSISTENCY_MARGIN, formulation: str = "auto") -> Solution:
     """Point-mass QP with OSQP.
 
     ``boxes``: per body ``(min (3,), max (3,))`` in the body frame (m); default from the prior
@@ -116,6 +175,7 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
     ``default_half_extent`` at the origin. ``points_per_axis``: grid resolution (``^3`` points per
     body). ``ridge``: ``eps_w = ridge * max(diag(M^T H M))`` makes the weights unique.
     ``eps``/``max_iterations``: OSQP's absolute/relative tolerance and iteration limit.
+    ``formulation``: one of :data:`FORMULATIONS` (see the module docstring).
     """
     import osqp
 
@@ -132,17 +192,16 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
         points = grid_points(box, points_per_axis)
         M[10 * k:10 * k + 10, K * k:K * (k + 1)] = point_mass_thetas(points)
     M[nb:, n_weights:] = np.eye(n_extras)
+    if formulation not in FORMULATIONS:
+        raise ProblemError(f"pointmass: formulation must be one of {FORMULATIONS}, "
+                           f"got {formulation!r}")
+    lifted = formulation == "lifted" or (formulation == "auto" and n_weights >= LIFTED_FROM_WEIGHTS)
     hessian, rhs, _ = problem.quadratic()
-    P = M.T @ hessian @ M
-    P[np.diag_indices(n_weights)] += ridge * max(float(np.max(np.diag(P)[:n_weights], initial=0.0)),
-                                                  1e-300)
-    q = -(M.T @ rhs)
-    rows = [np.eye(n_weights + n_extras)[:n_weights]]
-    rows += [M[i] for i in problem.nonnegative]  # entries of x: extras or body entries
-    rows += [a @ M[10 * k:10 * k + 10] for k, a in problem.ellipsoid_rows().items()]
-    A = np.vstack(rows)
-    P_upper = _dense_upper_csc(P)
-    signature = (problem.structure_key(), points_per_axis,
+    if lifted:
+        P_upper, q, A, lower, upper = _lifted_qp(problem, M, hessian, rhs, n_weights, ridge)
+    else:
+        P_upper, q, A, lower, upper = _dense_qp(problem, M, hessian, rhs, n_weights, ridge)
+    signature = (problem.structure_key(), points_per_axis, lifted,
                  tuple(tuple(np.concatenate(box)) for box in box_list))
     previous = initvals.info.get("osqp") if isinstance(initvals, Solution) else None
     try:
@@ -151,12 +210,14 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
             solver.update(Px=P_upper.data, q=q)
         else:
             solver = osqp.OSQP()
-            solver.setup(P_upper, q, scipy.sparse.csc_matrix(A), np.zeros(A.shape[0]),
-                         np.full(A.shape[0], np.inf), eps_abs=eps, eps_rel=eps,
+            solver.setup(P_upper, q, A, lower, upper, eps_abs=eps, eps_rel=eps,
                          max_iter=max_iterations, polishing=True, verbose=False)
             if x0 is not None:
-                guess = np.zeros(P.shape[0])
-                guess[n_weights:] = x0[nb:]
+                guess = np.zeros(P_upper.shape[0])
+                if lifted:
+                    guess[:p] = x0
+                else:
+                    guess[n_weights:] = x0[nb:]
                 solver.warm_start(x=guess)
         result = solver.solve(raise_error=False)
     except (ValueError, RuntimeError) as e:
@@ -164,7 +225,10 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
     status = str(result.info.status)
     if result.x is None or not np.all(np.isfinite(result.x)):
         raise SolverError(f"pointmass: OSQP returned no solution (status {status!r})")
-    v = result.x.copy()
+    if lifted:  # [x, w] -> v = [w, extras]
+        v = np.concatenate([result.x[p:], result.x[nb:p]])
+    else:
+        v = result.x.copy()
     v[:n_weights] = np.maximum(v[:n_weights], 0.0)
     x = M @ v
     if problem.nonnegative:
