@@ -127,7 +127,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                                                      need_effort=config.with_efforts),
                          None, rows_per_sample=len(self._channels))
         self.window = BlockWindow(config.window_sec, model.n_params, len(self._channels),
-                                  config.block_sec)
+                                  config.block_sec, model.row_groups(config.with_efforts))
         self.sensor_frames = tuple(sensor.frame for sensor in model.sensors)
         capacity = config.max_pending_samples
         self._imu = SampleBuffer(capacity, t=(), w=(3,), f=(3,))

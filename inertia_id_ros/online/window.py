@@ -243,11 +243,15 @@ class BlockWindow:
     ``resize``), at block granularity: a block leaves the window when its newest sample is older
     than ``window_sec`` behind the newest sample; ``duration`` selects the blocks with a sample
     in the newest ``duration`` s. Memory: about ``window_sec / block_sec + 1`` blocks of
-    ``(p + 1)^2`` floats. Not thread-safe.
+    ``(p + 1)^2`` floats. ``row_groups``: ``(rows, columns)`` pairs, each a group of a sample's
+    rows and the only columns they can be non-zero in (covering every row): the products are
+    then accumulated per group (a whole-body problem's sensors touch only their subtrees).
+    Not thread-safe.
     """
 
     def __init__(self, window_sec: float, n_params: int, rows_per_sample: int,
-                 block_sec: float = 1.0) -> None:
+                 block_sec: float = 1.0,
+                 row_groups: list[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         if not window_sec > 0 or not block_sec > 0:
             raise ValueError(f"window_sec and block_sec must be positive (s), got {window_sec}, "
                              f"{block_sec}")
@@ -258,6 +262,10 @@ class BlockWindow:
         self.capacity = 0
         """Unused (no per-sample storage); kept for the estimators' interface."""
         self._blocks: list[dict[str, Any]] = []
+        every = (np.arange(rows_per_sample), np.arange(n_params))
+        self._groups = [(np.asarray(rows, dtype=int),
+                         np.append(np.asarray(columns, dtype=int), n_params))  # and the data
+                        for rows, columns in (row_groups or [every])]
 
     def __len__(self) -> int:
         return sum(block["t"].size for block in self._blocks)
@@ -298,9 +306,10 @@ class BlockWindow:
                 self._blocks.append(block)
             stop = start + int(np.searchsorted(t[start:], block["t"][0] + self.block_sec
                                                if block["t"].size else t[start] + self.block_sec))
-            augmented = np.concatenate([Y[start:stop], f[start:stop, :, None]],
-                                       axis=2).reshape(-1, p + 1)
-            block["product"] += augmented.T @ augmented
+            augmented = np.concatenate([Y[start:stop], f[start:stop, :, None]], axis=2)
+            for rows, columns in self._groups:
+                part = augmented[:, rows][:, :, columns].reshape(-1, columns.size)
+                block["product"][np.ix_(columns, columns)] += part.T @ part
             block["t"] = np.concatenate([block["t"], t[start:stop]])
             start = stop
         self._expire()

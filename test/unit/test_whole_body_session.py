@@ -105,3 +105,23 @@ def test_bad_inputs_are_dropped_with_the_reason(icub):
     assert kind == "non_finite"
     kind, message = session.add_imu(0.0, np.zeros(2), np.zeros(3))
     assert kind == "length_mismatch"
+
+
+def test_block_window_by_row_groups_equals_the_dense_normal_equations():
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(30, 3, 5))
+    rows[:, 1:, :3] = 0.0  # rows 1, 2 touch only columns 3, 4
+    f = rng.normal(size=(30, 3))
+    t = np.arange(30) * 0.1
+    groups = [(np.array([0]), np.arange(5)), (np.array([1, 2]), np.array([3, 4]))]
+    dense, grouped = BlockWindow(10.0, 5, 3), BlockWindow(10.0, 5, 3, row_groups=groups)
+    dense.extend(t, rows, f)
+    grouped.extend(t, rows, f)
+    for a, b in zip(dense.normal_equations(), grouped.normal_equations()):
+        assert np.allclose(a, b)
+    assert dense.count() == 30 and dense.count(0.5) == 10  # the newest 1 s block
+    gram, moment, yty, n_rows = grouped.normal_equations(0.5)
+    Y, y = rows[t >= 2.0 - 1e-9].reshape(-1, 5), f[t >= 2.0 - 1e-9].reshape(-1)
+    assert np.allclose(gram, Y.T @ Y) and np.allclose(moment, Y.T @ y) and n_rows == 30
+    dense.resize(0.5)  # blocks whose newest sample is older than 0.5 s leave
+    assert dense.count() == 10
