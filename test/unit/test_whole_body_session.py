@@ -17,7 +17,7 @@ SAMPLE_RATE = 100.0
 @pytest.fixture(scope="module")
 def icub():
     sim = wb.icub(seed=5)
-    return sim, sim.record(3.0, RATE)
+    return sim, sim.record(3.0, RATE, with_effort=True)
 
 
 def _session(sim, **kwargs):
@@ -34,7 +34,8 @@ def _feed(session, data, start=0, stop=None, silent=()):
     names = list(data["joint_names"])
     for i in range(start, stop or data["t"].size):
         t = data["t"][i]
-        warnings.append(session.add_joint_state(t, names, data["q"][i], data["dq"][i]))
+        warnings.append(session.add_joint_state(t, names, data["q"][i], data["dq"][i],
+                                                data["effort"][i]))
         warnings.append(session.add_imu(t, data["imu_angular_velocity"][i],
                                         data["imu_linear_acceleration"][i], "imu_frame"))
         for k, frame in enumerate(map(str, data["ft_frames"])):
@@ -60,6 +61,19 @@ def test_session_publishes_every_link_consistent_with_its_identifiability(icub):
     assert values["mode"] == "whole_body" and values["stopped_sensors"] == ""
     assert int(values["received.wrench.l_sole"]) == data["t"].size
     assert isinstance(session.estimator.window, BlockWindow)
+    refused = session.identify("ols", now=3.0)  # OLS leaves links inconsistent: never published
+    assert refused.status == "inconsistent" and "mass" in refused.message
+    assert session.last is update
+
+
+def test_joint_torques_add_their_rows(icub):
+    sim, data = icub
+    session = _session(sim, with_efforts=True)
+    _feed(session, data)
+    update = session.update(now=3.0)
+    assert update.ok, update.message
+    assert session.estimator.window.rows_per_sample == 6 + 6 * 6 + 32
+    assert all(check_consistency(theta).fully_consistent for theta in update.estimate.thetas)
 
 
 def test_rows_needing_a_sensor_are_those_its_wrench_enters(icub):
