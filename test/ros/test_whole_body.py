@@ -81,6 +81,35 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
         peer.destroy_node()
 
 
+def test_go1_whole_body_over_dds_from_its_foot_contacts(launch, rclpy_context):
+    """The quadruped config: four foot contact sensors, no internal ones, no joint torques."""
+    import rclpy
+
+    from inertia_id_ros.ros.conversions import msg_to_thetas
+    from inertia_id_ros.srv import Identify
+
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_whole_body",
+                 "-p", "duration_sec:=15.0", "-p", "rate_hz:=200.0")
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "go1_whole_body.yaml"),
+                  "-p", f"urdf_path:={example_robot_urdf('go1')}")
+    peer = rclpy.create_node("inertia_id_go1_whole_body_client")
+    client = peer.create_client(Identify, "/inertia_id/identify")
+    try:
+        assert spin_until(peer, lambda: not sim.alive(), 60.0), sim.output()
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(Identify.Request())
+        rclpy.spin_until_future_complete(peer, future, timeout_sec=120.0)
+        response = future.result()
+        assert response is not None and response.success, node.output()[-3000:]
+        thetas = msg_to_thetas(response.links)
+        assert len(thetas) == 39 and list(response.links.sensor_frames) == []
+        assert all(check_consistency(theta).fully_consistent for theta in thetas.values())
+        assert "prior only" in response.links.identifiability  # the base rows alone
+    finally:
+        peer.destroy_node()
+
+
 def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
     urdf = f"urdf_path:={example_robot_urdf('icub')}"
     cases = [("ft_types:=[internal, internal, internal, internal, internal, internal, wrist]",
