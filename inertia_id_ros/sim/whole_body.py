@@ -34,7 +34,7 @@ import pinocchio as pin
 from inertia_id_ros.core.inertia import check_consistency, theta_from_inertia
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import ConfigError
-from inertia_id_ros.sim.payload import ExcitingTrajectory
+from inertia_id_ros.sim.payload import ExcitingTrajectory, Trajectory
 
 FT_KINDS = ("contact", "internal")
 """F/T sensor kinds of the whole-body data (``ft_types``)."""
@@ -138,8 +138,8 @@ def perturb_inertials(urdf_xml: str, rng: np.random.Generator,
                       mass_fraction: float = MASS_FRACTION, com_offset: float = COM_OFFSET,
                       inertia_fraction: float = INERTIA_FRACTION) -> str:
     """A copy of ``urdf_xml`` whose links (but :data:`PLACEHOLDER_MASS` ones) are perturbed: mass
-    times ``1 + u``, ``|u| <= mass_fraction``; COM moved by up to ``com_offset`` (m) along each axis;
-    each principal moment about the COM times ``1 + u``, ``|u| <= inertia_fraction`` (redrawn
+    times ``1 + u``, ``|u| <= mass_fraction``; COM moved by up to ``com_offset`` (m) along each
+    axis; each principal moment about the COM times ``1 + u``, ``|u| <= inertia_fraction`` (redrawn
     until the moments meet the triangle inequality, so every link stays fully consistent)."""
     root = ET.fromstring(urdf_xml)
     for link in root.findall("link"):
@@ -185,8 +185,9 @@ class WholeBodyMotion:
     acceleration (free flyer: position, quaternion x, y, z, w; body twist and its derivative);
     ``q, dq, ddq, effort`` (N, n): the moving joints; ``ft_wrench`` (N, S, 6): every sensor's
     wrench without noise or offset; ``imu_orientation`` (N, 4), ``imu_angular_velocity``,
-    ``imu_angular_acceleration``, ``imu_linear_acceleration`` (N, 3) (IMU frame); ``base_residual`` (N, 6): the free-flyer wrench RNEA
-    leaves with the contact wrenches applied (zero up to rounding).
+    ``imu_angular_acceleration``, ``imu_linear_acceleration`` (N, 3) (IMU frame);
+    ``base_residual`` (N, 6): the free-flyer wrench RNEA leaves with the contact wrenches applied
+    (zero up to rounding).
     """
 
     t: np.ndarray
@@ -223,9 +224,9 @@ class WholeBodySimulator:
     cad_xml: str
     ft_sensors: Sequence[tuple[str, str]]
     imu_frame: str
-    joint_trajectory: object
+    joint_trajectory: Trajectory
     stance_frame: str | None = None
-    base_trajectory: object = None
+    base_trajectory: Trajectory | None = None
     base_height: float = 0.0
     point_contacts: bool = False
     true_xml: str | None = None
@@ -454,17 +455,18 @@ def _joint_limits(model: pin.Model, names: Sequence[str]) -> tuple[np.ndarray, n
 
 
 def joint_trajectory(cad_xml: str, joint_names: Sequence[str], seed: int, period: float,
-                     velocity_limit: float, quiet_joints: Mapping[str, float] = ()) -> (
-        ExcitingTrajectory):
+                     velocity_limit: float,
+                     quiet_joints: Mapping[str, float] | None = None) -> ExcitingTrajectory:
     """Multi-sine of ``joint_names`` within 80 % of the URDF's limits and ``velocity_limit``
     (rad/s); ``quiet_joints`` (name -> half range, rad) move about zero (clipped into the limits)
     by at most that (a stance leg that keeps the robot upright)."""
     model = pin.buildModelFromXML(cad_xml)
     lower, upper = _joint_limits(model, joint_names)
     center = 0.5 * (lower + upper)
+    quiet_joints = dict(quiet_joints or {})
     for k, name in enumerate(joint_names):
-        if name in dict(quiet_joints):
-            half = dict(quiet_joints)[name]
+        if name in quiet_joints:
+            half = quiet_joints[name]
             center[k] = np.clip(0.0, lower[k] + half, upper[k] - half)
             lower[k], upper[k] = center[k] - half, center[k] + half
     return ExcitingTrajectory(lower, upper, np.full(len(joint_names), velocity_limit),
