@@ -745,9 +745,9 @@ def build_parser() -> argparse.ArgumentParser:
     whole = sub.add_parser("sim-whole-body", help="write an NPZ of a simulated floating-base robot "
                                                   "(joints, IMU, F/T sensors; truth included)")
     whole.add_argument("out", help="NPZ file to write")
-    whole.add_argument("--robot", default="icub", choices=("icub", "go1"),
+    whole.add_argument("--robot", default="icub", choices=("icub", "go1", "icub_suspended"),
                        help="icub: on one sole, six internal F/T sensors; go1: four foot "
-                            "contacts (icub)")
+                            "contacts; icub_suspended: hanging from a crane F/T sensor (icub)")
     whole.add_argument("--duration", type=float, default=60.0, help="seconds of motion (60)")
     whole.add_argument("--rate", type=float, default=200.0, metavar="HZ", help="sample rate (200)")
     whole.add_argument("--seed", type=int, default=0, help="seed of truth, motion and noise (0)")

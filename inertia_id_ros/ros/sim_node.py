@@ -13,13 +13,14 @@ Parameter ``robot``:
   ``sensor_msgs/JointState`` of all 12 joints (the other legs still at 0) with exact positions and
   velocities and efforts = joint torques + 0.1 N m white noise, and the ground truth of the leg's
   links and drives on ``~/ground_truth_links`` (``InertialParametersArray``, latched).
-- ``icub_whole_body``, ``go1_whole_body``: floating-base robots
+- ``icub_whole_body``, ``go1_whole_body``, ``icub_suspended_whole_body``: floating-base robots
   (:mod:`~inertia_id_ros.sim.whole_body`): iCub on its left sole with six internal F/T sensors and
-  the sole's contact sensor, Go1 with four foot contact sensors; true links differing from the
-  URDF, noise, offsets. Publishes ``sensor_msgs/JointState`` (positions, velocities),
-  ``sensor_msgs/Imu`` on ``imu_topic`` and each sensor's ``WrenchStamped`` on
-  ``/<frame>/wrench`` (the topics of ``config/icub_whole_body.yaml``,
-  ``config/go1_whole_body.yaml``), all with the same stamps; the truth (every link, the sensor
+  the sole's contact sensor, Go1 with four foot contact sensors, iCub hanging from a crane F/T
+  sensor at its root link; true links differing from the URDF, noise, offsets. Publishes
+  ``sensor_msgs/JointState`` (positions, velocities), ``sensor_msgs/Imu`` on ``imu_topic`` and
+  each sensor's ``WrenchStamped`` on ``/<frame>/wrench`` (the topics of
+  ``config/icub_whole_body.yaml``, ``config/go1_whole_body.yaml``,
+  ``config/icub_suspended.yaml``), all with the same stamps; the truth (every link, the sensor
   offsets) on ``~/ground_truth_links``. Use ``rate_hz`` 200.
 
 Stamps are exact (``start + k / rate_hz``); messages are published in small bursts as they fall

@@ -44,6 +44,8 @@ ICUB_INTERNAL_SENSORS = ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor"
 """iCub's six F/T sensors, fixed joints of its URDF."""
 ICUB_STANCE_FRAME = "l_sole"
 ICUB_IMU_FRAME = "imu_frame"
+ICUB_CRANE_FRAME = "root_link"
+"""Where the suspended iCub hangs (its crane F/T sensor's frame)."""
 ICUB_STANCE_JOINTS = tuple(f"l_{name}" for name in ("hip_pitch", "hip_roll", "hip_yaw", "knee",
                                                     "ankle_pitch", "ankle_roll"))
 GO1_FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
@@ -501,16 +503,40 @@ def go1(seed: int = 0, period: float = 10.0, velocity_limit: float = 2.0,
     model = pin.buildModelFromXML(cad_xml)
     names = [model.names[j] for j in range(1, model.njoints)]
     trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit)
-    base = ExcitingTrajectory(np.array([-0.05] * 3 + [-0.2] * 3), np.array([0.05] * 3 + [0.2] * 3),
-                              np.array([0.3] * 3 + [1.0] * 3), period=period, n_harmonics=3,
-                              seed=seed + 100, position_fraction=1.0, velocity_fraction=1.0)
     return WholeBodySimulator(cad_xml, [(foot, "contact") for foot in GO1_FEET], GO1_IMU_FRAME,
-                              trajectory, base_trajectory=base, base_height=0.3,
-                              point_contacts=True, noise=noise or NoiseModel(),
+                              trajectory, base_trajectory=base_multisine(seed, period),
+                              base_height=0.3, point_contacts=True, noise=noise or NoiseModel(),
                               true_xml=true_xml, seed=seed)
 
 
-ROBOTS = {"icub": icub, "go1": go1}
+def base_multisine(seed: int, period: float, reach: float = 0.05,
+                   tilt: float = 0.2) -> ExcitingTrajectory:
+    """Base motion: a multi-sine (3 harmonics of ``period`` s) of the position within ``reach``
+    (m) and of the Z-Y-X angles within ``tilt`` (rad), at most 0.3 m/s and 1 rad/s."""
+    return ExcitingTrajectory(np.array([-reach] * 3 + [-tilt] * 3),
+                              np.array([reach] * 3 + [tilt] * 3),
+                              np.array([0.3] * 3 + [1.0] * 3), period=period, n_harmonics=3,
+                              seed=seed + 100, position_fraction=1.0, velocity_fraction=1.0)
+
+
+def icub_suspended(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
+                   noise: NoiseModel | None = None,
+                   true_xml: str | None = None) -> WholeBodySimulator:
+    """iCub hanging from a crane through an F/T sensor at its root link (a contact sensor: the
+    crane's wrench on the robot), swinging (:func:`base_multisine`, 1 m high), all 32 joints
+    moving, its six internal F/T sensors and the head IMU (the issue's ``suspended`` base)."""
+    cad_xml = example_robot_urdf("icub").read_text()
+    sensors = [(name, "internal") for name in ICUB_INTERNAL_SENSORS] + [(ICUB_CRANE_FRAME,
+                                                                         "contact")]
+    model = pin.buildModelFromXML(cad_xml)
+    names = [model.names[j] for j in range(1, model.njoints)]
+    trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit)
+    return WholeBodySimulator(cad_xml, sensors, ICUB_IMU_FRAME, trajectory,
+                              base_trajectory=base_multisine(seed, period), base_height=1.0,
+                              noise=noise or NoiseModel(), true_xml=true_xml, seed=seed)
+
+
+ROBOTS = {"icub": icub, "go1": go1, "icub_suspended": icub_suspended}
 """Whole-body simulators by name."""
 
 

@@ -177,15 +177,17 @@ def test_cli_writes_the_npz(tmp_path):
     assert main(["sim-whole-body", str(out), "--duration", "0"]) == 2
 
 
-@pytest.mark.parametrize("robot", ["icub", "go1"])
-def test_the_whole_body_rows_hold_for_the_simulated_truth(robot):
+@pytest.mark.parametrize("robot, urdf, base", [("icub", "icub", "floating"),
+                                               ("go1", "go1", "floating"),
+                                               ("icub_suspended", "icub", "suspended")])
+def test_the_whole_body_rows_hold_for_the_simulated_truth(robot, urdf, base):
     """The rows of core.whole_body (regressors) against this simulator (RNEA): Y x_true = b with
     the true links and offsets, from the IMU's readings and the true angular acceleration."""
     from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel, WholeBodySamples
 
     sim = wb.ROBOTS[robot](seed=4, noise=wb.NoiseModel.none())
     motion = sim.simulate(1.0 + np.arange(8) / RATE)
-    model = WholeBodyModel.from_urdf(wb.example_robot_urdf(robot), "floating",
+    model = WholeBodyModel.from_urdf(wb.example_robot_urdf(urdf), base,
                                      [FTSensor(f, k) for f, k in sim.ft_sensors], sim.imu_frame)
     assert model.joint_names == sim.joint_names
     base = model.base_motion_from_imu(motion.q, motion.dq, motion.ddq,

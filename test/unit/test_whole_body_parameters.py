@@ -22,7 +22,8 @@ ICUB = _config("icub_whole_body.yaml", "icub")
 
 
 @pytest.mark.parametrize("name, robot, n_sensors", [("icub_whole_body.yaml", "icub", 7),
-                                                    ("go1_whole_body.yaml", "go1", 4)])
+                                                    ("go1_whole_body.yaml", "go1", 4),
+                                                    ("icub_suspended.yaml", "icub", 7)])
 def test_whole_body_configs_build_a_session(name, robot, n_sensors):
     session = build_session(settings_from_parameters(_config(name, robot)))
     assert isinstance(session, WholeBodySession)
