@@ -198,9 +198,9 @@ class SimulatorNode(Node):
         declare = [
             ("robot", "panda", "What to simulate: 'panda' (a payload beyond a wrist F/T sensor: "
                                "joint states and wrenches), 'go1_leg' (a Go1 leg: joint states "
-                               "with joint torques as efforts), 'icub_whole_body' or "
-                               "'go1_whole_body' (floating base: joint states, IMU, F/T "
-                               "sensors)."),
+                               "with joint torques as efforts), 'icub_whole_body', "
+                               "'go1_whole_body' or 'icub_suspended_whole_body' (floating "
+                               "base: joint states, IMU, F/T sensors)."),
             ("rate_hz", 1000.0, "Publication rate of the topics (Hz)."),
             ("duration_sec", 0.0, "Seconds of motion to play; 0 = until stopped."),
             ("seed", 0, "Seed of the trajectory and the noise (and go1_leg's true links)."),
