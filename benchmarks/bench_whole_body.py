@@ -8,6 +8,8 @@ and inertias off by up to ±30 % / 2 cm / ±40 %; the URDF is the prior. Rows fr
 200 Hz; the measurements are the true rows plus noise (0.5 N, 0.02 N m). Every problem is
 scaled first (:mod:`inertia_id_ros.chain.whole_body_fit`).
 
+- point-mass: :data:`~inertia_id_ros.chain.whole_body_fit.POINTMASS_OPTIONS` (27 points per
+  link, OSQP tolerance 1e-5);
 - "cold": no warm start (cvxpy: the model compiled in the same call);
 - "warm": the window moved by ``--shift`` of its samples, warm-started from the previous
   solution (cvxpy: the cached compiled model; Clarabel has no warm start; OSQP: the previous
@@ -48,8 +50,9 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402
 
-from inertia_id_ros.chain.whole_body_fit import (NormalEquations, parameter_scales,  # noqa: E402
-                                                 scale_problem, DEFAULT_PRIOR_WEIGHT)
+from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT,  # noqa: E402
+                                                 POINTMASS_OPTIONS, NormalEquations,
+                                                 parameter_scales, scale_problem)
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia  # noqa: E402
 from inertia_id_ros.core.robots import example_robot_urdf  # noqa: E402
 from inertia_id_ros.core.whole_body import (BaseMotion, FTSensor, WholeBodyModel,  # noqa: E402
@@ -61,7 +64,7 @@ RATE = 200.0
 FT = ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor", "r_leg_ft_sensor",
       "l_foot_ft_sensor", "r_foot_ft_sensor")
 NOISE = np.array([0.5] * 3 + [0.02] * 3)
-METHODS = {"lmi": ("lmi", {}), "pointmass (OSQP)": ("pointmass", {"points_per_axis": 3}),
+METHODS = {"lmi": ("lmi", {}), "pointmass (OSQP)": ("pointmass", POINTMASS_OPTIONS),
            "cvxpy (Clarabel)": ("lmi", {"backend": "cvxpy"})}
 
 
@@ -187,10 +190,12 @@ def main() -> None:
 
 def breakdown(model: WholeBodyModel, x_true: np.ndarray, t: np.ndarray) -> None:
     sizes = [int(s) for s in ARGS.sizes.split(",")]
-    print(f"\nbreakdown: cold solve time (s) by number of bodies (limit {ARGS.limit:g} s; "
-          "* = broken down: failed, uncertified, too slow or off the reference)")
+    print(f"\nbreakdown: cold solve time (s) by number of bodies; marks: u = not certified "
+          f"(solver status), i = inconsistent, o = objective off the best by > 1e-6, "
+          f"t = over {ARGS.limit:g} s (larger sizes skipped)")
     print(f"{'bodies':>7}{'params':>8}" + "".join(f"{name:>20}" for name in METHODS))
     broken = {name: None for name in METHODS}
+    too_slow = set()
     cache: list[NormalEquations] = []
     for size in sizes:
         copies = int(np.ceil(size / model.n_bodies))
@@ -208,12 +213,8 @@ def breakdown(model: WholeBodyModel, x_true: np.ndarray, t: np.ndarray) -> None:
         sub = NormalEquations(merged.gram[np.ix_(keep, keep)], merged.moment[keep], merged.yty,
                               merged.n_rows)
         problem, _ = scale_problem(sub, scales[keep], size, prior[keep], DEFAULT_PRIOR_WEIGHT)
-        results = {}
-        for name, (method, options) in METHODS.items():
-            if broken[name] is not None:
-                results[name] = None
-                continue
-            results[name] = timed(problem, method, options)
+        results = {name: None if name in too_slow else timed(problem, method, options)
+                   for name, (method, options) in METHODS.items()}
         best = min((r[0].objective for r in results.values() if r and r[0] is not None),
                    default=np.nan)
         cells = []
@@ -224,15 +225,20 @@ def breakdown(model: WholeBodyModel, x_true: np.ndarray, t: np.ndarray) -> None:
                 continue
             solution, elapsed, status = result
             exact = not name.startswith("pointmass")  # the grid approximates: no objective test
-            failed = (solution is None or not solution.found or elapsed > ARGS.limit
-                      or not solution.fully_consistent
-                      or (exact and solution.objective > best * (1 + 1e-6) + 1e-12))
-            if failed and broken[name] is None:
+            marks = "" if solution is not None else "u"
+            if solution is not None:
+                marks += "u" if not solution.found else ""
+                marks += "i" if not solution.fully_consistent else ""
+                marks += "o" if exact and solution.objective > best * (1 + 1e-6) + 1e-12 else ""
+            if elapsed > ARGS.limit:
+                marks += "t"
+                too_slow.add(name)
+            if marks and broken[name] is None:
                 broken[name] = size
-            cells.append(f"{elapsed:19.3f}{'*' if failed else ' '}")
+            cells.append(f"{elapsed:17.3f} {marks:<2}")
         print(f"{size:7d}{problem.n_params:8d}" + "".join(cells))
-    print("breaks down at: " + ", ".join(
-        f"{name} {'> ' + str(sizes[-1]) if size is None else size} bodies"
+    print("first breakdown: " + ", ".join(
+        f"{name} {'none up to ' + str(sizes[-1]) if size is None else size} bodies"
         for name, size in broken.items()))
 
 

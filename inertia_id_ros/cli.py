@@ -103,7 +103,8 @@ from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, L
 from inertia_id_ros.core.robots import load_model, reduce_model
 from inertia_id_ros.core.whole_body import BASE_KINDS
 from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT as WHOLE_BODY_PRIOR_WEIGHT,
-                                                 WHOLE_BODY_METHODS, fit_whole_body)
+                                                 WHOLE_BODY_METHODS, fit_whole_body,
+                                                 holdout_comparison)
 from inertia_id_ros.io.whole_body import read_whole_body_file, whole_body_inputs, whole_body_json
 from inertia_id_ros.errors import FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
@@ -352,13 +353,23 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
     bodies = [b.strip() for b in args.bodies.split(",") if b.strip()] if args.bodies else None
     model, samples = whole_body_inputs(read_whole_body_file(args.data), args.urdf, args.base,
                                        bodies, args.filter_half_width)
+    if args.holdout is not None and not 0.0 < args.holdout < 1.0:
+        raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
+    efforts = args.efforts and samples.efforts is not None
+    holdout = None
     try:
-        fit = fit_whole_body(model, samples, args.method, prior_weight=args.prior_weight,
-                             with_efforts=args.efforts and samples.efforts is not None)
+        if args.holdout is None:
+            fit = fit_whole_body(model, samples, args.method, prior_weight=args.prior_weight,
+                                 with_efforts=efforts)
+        else:
+            fit, holdout = holdout_comparison(model, samples, args.holdout, args.method,
+                                              args.prior_weight, efforts)
     except (ProblemError, SolverError) as e:
         print(f"inertia-id fit-whole-body: no estimate: {e}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
     result = whole_body_json(model, fit, args.method, fit.solution.solve_time)
+    if holdout is not None:
+        result["holdout"] = {"fraction": args.holdout, "rms": holdout}
     _write_json(args.json, result)
     lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
              f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from {args.data}; "
@@ -373,6 +384,17 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
         lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))
     inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
     lines.append(f"residual rms {fit.residual_rms:.4f}; inconsistent links: {inconsistent}")
+    if holdout is not None:
+        lines.append(f"held-out last {100 * args.holdout:g} %: RMS error of the predicted wrenches "
+                     f"(force N / torque N m); the OLS fit leaves "
+                     f"{next(iter(holdout.values()))['ols_inconsistent_links']} links inconsistent")
+        lines.append(f"{'rows':<22}{args.method:>18}{'URDF':>18}{'OLS':>18}{'fit/URDF':>10}"
+                     f"{'fit/OLS':>9}")
+        for group, row in holdout.items():
+            f, t = row["force"], row["torque"]
+            lines.append(f"{group:<22}" + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}"
+                                                   for k in ("fit", "urdf", "ols"))
+                         + f"{f['fit'] / f['urdf']:10.3f}{f['fit'] / f['ols']:9.3f}")
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
@@ -649,6 +671,9 @@ def build_parser() -> argparse.ArgumentParser:
     whole.add_argument("--prior-weight", type=float, default=WHOLE_BODY_PRIOR_WEIGHT,
                        help="pull toward the URDF in scaled coordinates, relative to the data "
                             f"({WHOLE_BODY_PRIOR_WEIGHT:g})")
+    whole.add_argument("--holdout", type=float, metavar="FRACTION",
+                       help="fit on the first 1 - FRACTION of the samples and print the errors "
+                            "predicting the rest, beside the URDF's and an OLS fit's")
     whole.add_argument("--efforts", action="store_true",
                        help="add joint-torque rows from the recorded 'effort'")
     whole.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",

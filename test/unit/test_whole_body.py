@@ -269,3 +269,39 @@ def test_cli_fit_whole_body_bad_input(tmp_path, recording, icub, capsys, change,
     assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_cli_holdout_and_pointmass(tmp_path, icub, capsys):
+    """A URDF off by ±30 % / 2 cm / ±40 %, noise and offsets: the consistent fit predicts the
+    held-out wrenches of every internal sensor far better than the URDF, as well as OLS."""
+    urdf, model = icub
+    true_xml, _ = _perturbed_urdf(model, urdf.read_text(), seed=4)
+    n, rate = 800, 200.0
+    names, q, dq, ddq, imu, W, _ = whole_body_rnea_samples(
+        true_xml, model.sensors, n, seed=6, imu_frame="imu_frame", rate=rate)
+    rng = np.random.default_rng(1)
+    offsets = rng.normal(0, 2, (len(SENSORS), 6))
+    offsets[0] = 0.0
+    W = W + offsets + rng.normal(0, 1, W.shape) * np.array([0.5] * 3 + [0.02] * 3)
+    path = tmp_path / "noisy.npz"
+    np.savez(path, t=np.arange(n) / rate, joint_names=np.array(names), q=q, dq=dq, ddq=ddq,
+             imu_frame=np.array("imu_frame"), imu_orientation=imu[3],
+             imu_angular_velocity=imu[0], imu_linear_acceleration=imu[2],
+             ft_frames=np.array([s.frame for s in SENSORS]),
+             ft_types=np.array([s.kind for s in SENSORS]), ft_wrench=W)
+    for method in ("lmi", "pointmass"):
+        out = tmp_path / f"{method}.json"
+        assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), "--json",
+                     str(out), "--method", method, "--holdout", "0.3"]) == 0
+        result = json.loads(out.read_text())
+        assert all(b["fully_consistent"] for b in result["bodies"])
+        rms = result["holdout"]["rms"]
+        for frame in ICUB_FT:
+            force = rms[frame]["force"]
+            assert force["fit"] < 0.5 * force["urdf"], (method, frame, force)
+            assert force["fit"] < 1.2 * force["ols"], (method, frame, force)
+        assert rms["base"]["force"]["fit"] < 1.2 * rms["base"]["force"]["ols"]
+        assert rms["base"]["ols_inconsistent_links"] > 0
+    assert "fit/URDF" in capsys.readouterr().out
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path),
+                 "--holdout", "1.5"]) == 2
