@@ -20,6 +20,7 @@ are in the null space's span (they move no row), ``partly identified`` otherwise
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,18 +120,22 @@ class Identifiability:
     base_parameters: tuple[str, ...]
 
 
-def identifiability(model: WholeBodyModel, scaled_gram: np.ndarray,
+def identifiability(model: WholeBodyModel, scaled_gram: np.ndarray, scales: np.ndarray,
                     tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE) -> Identifiability:
     """Base parameters and per-link labels of the scaled gram matrix (scaled: a relative
-    tolerance compares links of all sizes fairly)."""
+    tolerance compares links of all sizes fairly); the combinations in SI units (``x = scales
+    x'``)."""
     bp = base_parameters_from_gram(model.parameter_names, scaled_gram, tolerance)
+    physical = dataclasses.replace(bp, combination=bp.combination * np.outer(
+        scales[bp.independent], 1.0 / scales[bp.dependent]))
     p = model.n_params
     basis = np.linalg.qr(bp.null_space)[0] if p > bp.rank else np.zeros((p, 0))
     leak = np.sum(basis ** 2, axis=1)[:N_BODY_PARAMS * model.n_bodies].reshape(-1, N_BODY_PARAMS)
     labels = tuple(IDENTIFIED if row.max() < LABEL_TOLERANCE
                    else PRIOR_ONLY if row.min() > 1 - LABEL_TOLERANCE
                    else PARTLY_IDENTIFIED for row in leak)
-    return Identifiability(bp.rank, p, labels, 1.0 - leak.mean(axis=1), tuple(bp.expressions()))
+    return Identifiability(bp.rank, p, labels, 1.0 - leak.mean(axis=1),
+                           tuple(physical.expressions()))
 
 
 @dataclass(frozen=True)
@@ -186,7 +191,7 @@ def fit_whole_body(model: WholeBodyModel, samples: WholeBodySamples | NormalEqua
     residual = max(float(x @ equations.gram @ x - 2 * equations.moment @ x + equations.yty), 0.0)
     return WholeBodyFit(x=x, thetas=x[:nb].reshape(-1, N_BODY_PARAMS), offsets=offsets,
                         solution=solution,
-                        identifiability=identifiability(model, problem.gram),
+                        identifiability=identifiability(model, problem.gram, scales),
                         residual_rms=float(np.sqrt(residual / equations.n_rows)),
                         n_samples=equations.n_rows // max(len(model.channels(with_efforts)), 1))
 

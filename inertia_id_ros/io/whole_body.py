@@ -151,7 +151,8 @@ def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
                     solve_time: float) -> dict[str, Any]:
     """The result JSON: ``bodies`` (every URDF link with mass: ``name``, ``frame`` (the link),
     ``theta``, ``fully_consistent``, ``min_pseudo_inertia_eig``, ``identifiability``,
-    ``identified_fraction``), ``sensor_offsets`` {frame: [6]}, ``base_parameters``,
+    ``identified_fraction``), ``sensor_offsets`` {frame: [6]}, ``base_parameters`` (``rank``,
+    ``parameters``, ``combinations``: the identified combinations as text, SI units),
     ``residual_rms``, ``samples``, ``solve_time_s``."""
     labels = dict(zip(model.bodies, fit.identifiability.labels))
     fractions = dict(zip(model.bodies, fit.identifiability.identified_fraction.tolist()))
@@ -165,6 +166,7 @@ def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
     return {"method": method, "base": model.base, "bodies": bodies,
             "sensor_offsets": {frame: offset.tolist() for frame, offset in fit.offsets.items()},
             "base_parameters": {"rank": fit.identifiability.rank,
-                                "parameters": fit.identifiability.n_params},
+                                "parameters": fit.identifiability.n_params,
+                                "combinations": list(fit.identifiability.base_parameters)},
             "residual_rms": fit.residual_rms, "samples": fit.n_samples,
             "solve_time_s": solve_time}

@@ -305,3 +305,31 @@ def test_cli_holdout_and_pointmass(tmp_path, icub, capsys):
     assert "fit/URDF" in capsys.readouterr().out
     assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path),
                  "--holdout", "1.5"]) == 2
+
+
+def test_base_parameter_combinations_are_in_si_units(icub):
+    """Each reported combination is unchanged along every null direction of the unscaled data."""
+    urdf, model = icub
+    samples, _ = _samples(model, urdf.read_text(), 300, seed=8)
+    equations = normal_equations(model, samples)
+    fit = fit_whole_body(model, equations, "lmi")
+    ident = fit.identifiability
+    assert len(ident.base_parameters) == ident.rank
+    names = model.parameter_names
+    index = {name: k for k, name in enumerate(names)}
+    # a combination 'a + c*b - ...' as a vector
+    vectors = []
+    for text in ident.base_parameters[:40]:
+        tokens = text.split()
+        v = np.zeros(len(names))
+        v[index[tokens[0]]] = 1.0
+        for sign, term in zip(tokens[1::2], tokens[2::2]):
+            coefficient, name = term.split("*", 1)
+            v[index[name]] = float(coefficient) * (1 if sign == "+" else -1)
+        vectors.append(v)
+    eigenvalues, eigenvectors = np.linalg.eigh(equations.gram)
+    scale = np.abs(np.array(vectors)).max(axis=1)[:, None]
+    # directions the data do not see move the combinations only by round-off of the 4 digits
+    unseen = eigenvectors[:, eigenvalues < 1e-12 * eigenvalues[-1]]
+    assert unseen.shape[1] > 0
+    assert np.abs(np.array(vectors) @ unseen / scale).max() < 1e-2
