@@ -105,7 +105,9 @@ from inertia_id_ros.core.whole_body import BASE_KINDS
 from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT as WHOLE_BODY_PRIOR_WEIGHT,
                                                  WHOLE_BODY_METHODS, fit_whole_body,
                                                  holdout_comparison)
-from inertia_id_ros.io.whole_body import read_whole_body_file, whole_body_inputs, whole_body_json
+from inertia_id_ros.io.whole_body import (DEFAULT_IMU_TOPIC, read_whole_body_bag,
+                                          read_whole_body_file, whole_body_inputs,
+                                          whole_body_json)
 from inertia_id_ros.errors import FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
 from inertia_id_ros.errors import ProblemError, SolverError
@@ -351,8 +353,22 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
     if args.prior_weight < 0:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
     bodies = [b.strip() for b in args.bodies.split(",") if b.strip()] if args.bodies else None
-    model, samples = whole_body_inputs(read_whole_body_file(args.data), args.urdf, args.base,
-                                       bodies, args.filter_half_width)
+    if args.data is not None:
+        if args.ft or args.imu_topic or args.joint_states_topic:
+            raise InputError("--ft, --imu-topic and --joint-states-topic only apply to --bag")
+        recording = read_whole_body_file(args.data)
+    else:
+        topics = [entry.rsplit("=", 1) for entry in args.ft or []]
+        if not topics or any(len(t) != 2 for t in topics):
+            raise InputError("--bag needs --ft TOPIC=KIND for every F/T sensor (KIND: contact "
+                             f"or internal), got {args.ft}")
+        recording = read_whole_body_bag(
+            args.bag, [(topic, kind) for topic, kind in topics],
+            args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+            None if args.base != "floating" and not args.imu_topic
+            else args.imu_topic or DEFAULT_IMU_TOPIC, args.filter_half_width)
+    model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
+                                       args.filter_half_width)
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:
         raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
     efforts = args.efforts and samples.efforts is not None
@@ -372,7 +388,8 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
         result["holdout"] = {"fraction": args.holdout, "rms": holdout}
     _write_json(args.json, result)
     lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
-             f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from {args.data}; "
+             f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from "
+             f"{args.data or args.bag}; "
              f"solve {fit.solution.solve_time:.3f} s ({fit.solution.status}); "
              f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters",
              f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
@@ -658,8 +675,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     whole = sub.add_parser("fit-whole-body", help="identify every link of a floating-base robot "
                                                   "from an IMU and several F/T sensors")
-    whole.add_argument("--data", required=True, help="recorded data, .npz (see "
-                                                     "inertia_id_ros.io.whole_body)")
+    source = whole.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="recorded data, .npz (see inertia_id_ros.io.whole_body)")
+    source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    whole.add_argument("--ft", action="append", metavar="TOPIC=KIND",
+                       help="--bag: a WrenchStamped topic and its sensor's kind (contact or "
+                            "internal), once per F/T sensor; the first sets the stamps")
+    whole.add_argument("--imu-topic", help=f"--bag: sensor_msgs/Imu topic ({DEFAULT_IMU_TOPIC})")
+    whole.add_argument("--joint-states-topic",
+                       help=f"--bag: JointState topic ({DEFAULT_JOINT_STATES_TOPIC})")
     whole.add_argument("--urdf", required=True, help="URDF file of the robot (the prior)")
     whole.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
     whole.add_argument("--method", default="lmi", choices=WHOLE_BODY_METHODS,

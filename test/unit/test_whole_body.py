@@ -333,3 +333,35 @@ def test_base_parameter_combinations_are_in_si_units(icub):
     unseen = eigenvectors[:, eigenvalues < 1e-12 * eigenvalues[-1]]
     assert unseen.shape[1] > 0
     assert np.abs(np.array(vectors) @ unseen / scale).max() < 1e-2
+
+
+def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):
+    """The same recording as a bag (one topic per input, synchronised by header stamp) gives
+    the NPZ's fit; a missing topic or a bad kind is an error naming it."""
+    from helpers import write_whole_body_bag
+
+    urdf, model = icub
+    npz, arrays = recording
+    topics = {f"/ft/{frame}": (frame, arrays["ft_wrench"][:, k])
+              for k, frame in enumerate(arrays["ft_frames"])}
+    bag = write_whole_body_bag(tmp_path / "wb_bag", arrays["t"], list(arrays["joint_names"]),
+                               arrays["q"], arrays["dq"], "imu_frame",
+                               (arrays["imu_angular_velocity"], arrays["imu_linear_acceleration"],
+                                arrays["imu_orientation"]), topics)
+    ft = [f"--ft=/ft/{f}={kind}" for f, kind in zip(arrays["ft_frames"], arrays["ft_types"])]
+    out = tmp_path / "bag.json"
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), "--json", str(out),
+                 *ft]) == 0
+    result = json.loads(out.read_text())
+    assert all(b["fully_consistent"] for b in result["bodies"])
+    assert result["samples"] > 200 and set(result["sensor_offsets"]) == set(ICUB_FT)
+    capsys.readouterr()
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), *ft,
+                 "--ft=/ft/missing=internal"]) == 2
+    assert "no topic '/ft/missing'" in capsys.readouterr().err
+    bad = [ft[0].replace("=contact", "=touching")] + ft[1:]
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), *bad]) == 2
+    assert "type 'touching'" in capsys.readouterr().err
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), *ft,
+                 "--imu-topic", "/imu_gone"]) == 2
+    assert "'/imu_gone'" in capsys.readouterr().err
