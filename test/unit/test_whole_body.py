@@ -365,3 +365,19 @@ def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):
     assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), *ft,
                  "--imu-topic", "/imu_gone"]) == 2
     assert "'/imu_gone'" in capsys.readouterr().err
+
+
+def test_rows_suspended_base(icub):
+    """Hanging from a crane through an F/T sensor at the base (a contact sensor), joints moving,
+    the base still: the base rows balance the crane's wrench."""
+    urdf, _ = icub
+    sensors = (FTSensor("root_link", "contact"),) + SENSORS[1:]
+    model = WholeBodyModel.from_urdf(urdf, base="suspended", ft_sensors=sensors,
+                                     imu_frame="imu_frame")
+    names, q, dq, ddq, imu, W, _ = whole_body_rnea_samples(
+        urdf.read_text(), sensors, 6, seed=3, base="suspended", imu_frame="imu_frame")
+    motion = model.base_motion_from_imu(q, dq, ddq, imu[0], imu[2], imu[1])
+    np.testing.assert_allclose(np.linalg.norm(motion.proper_acceleration, axis=1), 9.81)
+    Y, b, channels = model.rows(WholeBodySamples(q, dq, ddq, motion, W))
+    assert channels[0] == "base.fx"
+    assert np.abs(Y @ model.prior - b).max() < 1e-9
