@@ -35,7 +35,7 @@ from inertia_id_ros.core.inertia import N_BODY_PARAMS, THETA_NAMES
 from inertia_id_ros.core.regressors import (N_WRENCH_CHANNELS, WRENCH_CHANNEL_NAMES,
                                             _cross_matrices, body_regressor_batch)
 from inertia_id_ros.core.robots import frame_id, load_model
-from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound, JointNotFound
+from inertia_id_ros.errors import ConfigError, DataError
 
 BASE_KINDS = ("floating", "fixed", "suspended")
 """``floating``: free base, motion from an IMU, base rows from the contact wrenches;

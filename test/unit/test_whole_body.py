@@ -257,7 +257,8 @@ def test_cli_fit_whole_body(tmp_path, recording, icub, capsys):
      "F/T frame 'no_sensor_here' is not in the URDF"),
     ({"ft_types": np.array(["contact"] + ["internal"] * 5 + ["sideways"])},
      "'r_foot_ft_sensor' has type 'sideways'"),
-    ({"ft_wrench": np.zeros((240, 6, 6))}, "'ft_wrench' has shape (240, 6, 6), expected (240, 7, 6)"),
+    ({"ft_wrench": np.zeros((240, 6, 6))},
+     "'ft_wrench' has shape (240, 6, 6), expected (240, 7, 6)"),
     ({"imu_angular_velocity": np.zeros((239, 3))}, "'imu_angular_velocity' has shape (239, 3)"),
     ({"joint_names": np.array([f"j{k}" for k in range(32)])}, "lacks the URDF's joints"),
 ])
