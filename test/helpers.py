@@ -444,7 +444,8 @@ def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int 
         ddq = 3 * amplitude * rng.standard_normal((n, len(ids)))
         base_v = rng.standard_normal((n, 6))
         base_a = 3 * rng.standard_normal((n, 6))
-        base_pose = [pin.SE3.Random() for _ in range(n)]
+        base_pose = [pin.SE3(pin.rpy.rpyToMatrix(*rng.uniform(-np.pi, np.pi, 3)),
+                             rng.normal(size=3)) for _ in range(n)]
     else:
         t = np.arange(n) / rate
 

