@@ -383,3 +383,25 @@ def test_rows_suspended_base(icub):
     Y, b, channels = model.rows(WholeBodySamples(q, dq, ddq, motion, W))
     assert channels[0] == "base.fx"
     assert np.abs(Y @ model.prior - b).max() < 1e-9
+
+
+def test_cli_fixed_base_without_imu(tmp_path, icub):
+    """On a stand: no IMU keys, no base rows; the arms' and legs' sensors identify the links
+    beyond them (the rest keeps the prior)."""
+    urdf, _ = icub
+    sensors = SENSORS[1:]
+    n, rate = 200, 200.0
+    names, q, dq, ddq, _, W, _ = whole_body_rnea_samples(urdf.read_text(), sensors, n, seed=2,
+                                                         base="fixed", rate=rate)
+    path = tmp_path / "stand.npz"
+    np.savez(path, t=np.arange(n) / rate, joint_names=np.array(names), q=q, dq=dq, ddq=ddq,
+             ft_frames=np.array([s.frame for s in sensors]),
+             ft_types=np.array([s.kind for s in sensors]), ft_wrench=W)
+    out = tmp_path / "stand.json"
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), "--base", "fixed",
+                 "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    labels = {b["name"]: b["identifiability"] for b in result["bodies"]}
+    assert result["base"] == "fixed" and all(b["fully_consistent"] for b in result["bodies"])
+    assert labels["chest"] == PRIOR_ONLY and labels["r_hand"] != PRIOR_ONLY
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path)]) == 2  # floating
