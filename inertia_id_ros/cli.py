@@ -105,8 +105,11 @@ from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, L
 from inertia_id_ros.core.robots import load_model, reduce_model
 from inertia_id_ros.core.whole_body import BASE_KINDS
 from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT as WHOLE_BODY_PRIOR_WEIGHT,
-                                                 WHOLE_BODY_METHODS, fit_whole_body)
-from inertia_id_ros.io.whole_body import read_whole_body_file, whole_body_inputs, whole_body_json
+                                                 WHOLE_BODY_METHODS, fit_whole_body,
+                                                 holdout_comparison)
+from inertia_id_ros.io.whole_body import (DEFAULT_IMU_TOPIC, read_whole_body_bag,
+                                          read_whole_body_file, whole_body_inputs,
+                                          whole_body_json)
 from inertia_id_ros.errors import FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
 from inertia_id_ros.errors import ProblemError, SolverError
@@ -352,18 +355,43 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
     if args.prior_weight < 0:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
     bodies = [b.strip() for b in args.bodies.split(",") if b.strip()] if args.bodies else None
-    model, samples = whole_body_inputs(read_whole_body_file(args.data), args.urdf, args.base,
-                                       bodies, args.filter_half_width)
+    if args.data is not None:
+        if args.ft or args.imu_topic or args.joint_states_topic:
+            raise InputError("--ft, --imu-topic and --joint-states-topic only apply to --bag")
+        recording = read_whole_body_file(args.data)
+    else:
+        topics = [entry.rsplit("=", 1) for entry in args.ft or []]
+        if not topics or any(len(t) != 2 for t in topics):
+            raise InputError("--bag needs --ft TOPIC=KIND for every F/T sensor (KIND: contact "
+                             f"or internal), got {args.ft}")
+        recording = read_whole_body_bag(
+            args.bag, [(topic, kind) for topic, kind in topics],
+            args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+            None if args.base != "floating" and not args.imu_topic
+            else args.imu_topic or DEFAULT_IMU_TOPIC, args.filter_half_width)
+    model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
+                                       args.filter_half_width)
+    if args.holdout is not None and not 0.0 < args.holdout < 1.0:
+        raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
+    efforts = args.efforts and samples.efforts is not None
+    holdout = None
     try:
-        fit = fit_whole_body(model, samples, args.method, prior_weight=args.prior_weight,
-                             with_efforts=args.efforts and samples.efforts is not None)
+        if args.holdout is None:
+            fit = fit_whole_body(model, samples, args.method, prior_weight=args.prior_weight,
+                                 with_efforts=efforts)
+        else:
+            fit, holdout = holdout_comparison(model, samples, args.holdout, args.method,
+                                              args.prior_weight, efforts)
     except (ProblemError, SolverError) as e:
         print(f"inertia-id fit-whole-body: no estimate: {e}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
     result = whole_body_json(model, fit, args.method, fit.solution.solve_time)
+    if holdout is not None:
+        result["holdout"] = {"fraction": args.holdout, "rms": holdout}
     _write_json(args.json, result)
     lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
-             f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from {args.data}; "
+             f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from "
+             f"{args.data or args.bag}; "
              f"solve {fit.solution.solve_time:.3f} s ({fit.solution.status}); "
              f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters",
              f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
@@ -375,6 +403,17 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
         lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))
     inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
     lines.append(f"residual rms {fit.residual_rms:.4f}; inconsistent links: {inconsistent}")
+    if holdout is not None:
+        lines.append(f"held-out last {100 * args.holdout:g} %: RMS error of the predicted wrenches "
+                     f"(force N / torque N m); the OLS fit leaves "
+                     f"{next(iter(holdout.values()))['ols_inconsistent_links']} links inconsistent")
+        lines.append(f"{'rows':<22}{args.method:>18}{'URDF':>18}{'OLS':>18}{'fit/URDF':>10}"
+                     f"{'fit/OLS':>9}")
+        for group, row in holdout.items():
+            f, t = row["force"], row["torque"]
+            lines.append(f"{group:<22}" + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}"
+                                                   for k in ("fit", "urdf", "ols"))
+                         + f"{f['fit'] / f['urdf']:10.3f}{f['fit'] / f['ols']:9.3f}")
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
@@ -655,8 +694,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     whole = sub.add_parser("fit-whole-body", help="identify every link of a floating-base robot "
                                                   "from an IMU and several F/T sensors")
-    whole.add_argument("--data", required=True, help="recorded data, .npz (see "
-                                                     "inertia_id_ros.io.whole_body)")
+    source = whole.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="recorded data, .npz (see inertia_id_ros.io.whole_body)")
+    source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    whole.add_argument("--ft", action="append", metavar="TOPIC=KIND",
+                       help="--bag: a WrenchStamped topic and its sensor's kind (contact or "
+                            "internal), once per F/T sensor; the first sets the stamps")
+    whole.add_argument("--imu-topic", help=f"--bag: sensor_msgs/Imu topic ({DEFAULT_IMU_TOPIC})")
+    whole.add_argument("--joint-states-topic",
+                       help=f"--bag: JointState topic ({DEFAULT_JOINT_STATES_TOPIC})")
     whole.add_argument("--urdf", required=True, help="URDF file of the robot (the prior)")
     whole.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
     whole.add_argument("--method", default="lmi", choices=WHOLE_BODY_METHODS,
@@ -668,6 +714,9 @@ def build_parser() -> argparse.ArgumentParser:
     whole.add_argument("--prior-weight", type=float, default=WHOLE_BODY_PRIOR_WEIGHT,
                        help="pull toward the URDF in scaled coordinates, relative to the data "
                             f"({WHOLE_BODY_PRIOR_WEIGHT:g})")
+    whole.add_argument("--holdout", type=float, metavar="FRACTION",
+                       help="fit on the first 1 - FRACTION of the samples and print the errors "
+                            "predicting the rest, beside the URDF's and an OLS fit's")
     whole.add_argument("--efforts", action="store_true",
                        help="add joint-torque rows from the recorded 'effort'")
     whole.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",

@@ -444,7 +444,8 @@ def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int 
         ddq = 3 * amplitude * rng.standard_normal((n, len(ids)))
         base_v = rng.standard_normal((n, 6))
         base_a = 3 * rng.standard_normal((n, 6))
-        base_pose = [pin.SE3.Random() for _ in range(n)]
+        base_pose = [pin.SE3(pin.rpy.rpyToMatrix(*rng.uniform(-np.pi, np.pi, 3)),
+                             rng.normal(size=3)) for _ in range(n)]
     else:
         t = np.arange(n) / rate
 
@@ -503,3 +504,55 @@ def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int 
     if imu is not None and rate is None:
         imu = imu[:3]
     return names, q, dq, ddq, imu, wrenches, efforts
+
+
+def write_whole_body_bag(path: Path, t: np.ndarray, joint_names: Sequence[str], q: np.ndarray,
+                         dq: np.ndarray, imu_frame: str, imu: Sequence[np.ndarray],
+                         wrenches: dict[str, tuple[str, np.ndarray]],
+                         imu_topic: str = "/imu") -> Path:
+    """An MCAP bag: JointState on /joint_states, Imu (``imu`` = angular velocity, specific
+    force, orientation x, y, z, w; (N, 3), (N, 3), (N, 4)) and one WrenchStamped topic per entry
+    ``{topic: (frame, (N, 6))}``, all stamped ``t``."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    types = store.types
+    Time, Header = types["builtin_interfaces/msg/Time"], types["std_msgs/msg/Header"]
+    Vector3, Quaternion = types["geometry_msgs/msg/Vector3"], types["geometry_msgs/msg/Quaternion"]
+    Wrench, WrenchStamped = types["geometry_msgs/msg/Wrench"], types["geometry_msgs/msg/WrenchStamped"]
+    Imu, JointState = types["sensor_msgs/msg/Imu"], types["sensor_msgs/msg/JointState"]
+
+    def header(stamp: float, frame_id: str):
+        sec = int(np.floor(stamp))
+        return Header(stamp=Time(sec=sec, nanosec=int(round((stamp - sec) * 1e9))),
+                      frame_id=frame_id)
+
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        connection = writer.add_connection("/joint_states", JointState.__msgtype__,
+                                           typestore=store)
+        for k, stamp in enumerate(t):
+            msg = JointState(header=header(stamp, ""), name=list(joint_names), position=q[k],
+                             velocity=dq[k], effort=np.zeros(0))
+            writer.write(connection, int(stamp * 1e9),
+                         store.serialize_cdr(msg, JointState.__msgtype__))
+        connection = writer.add_connection(imu_topic, Imu.__msgtype__, typestore=store)
+        for k, stamp in enumerate(t):
+            w, a, o = imu[0][k], imu[1][k], imu[2][k]
+            msg = Imu(header=header(stamp, imu_frame),
+                      orientation=Quaternion(x=o[0], y=o[1], z=o[2], w=o[3]),
+                      orientation_covariance=np.zeros(9),
+                      angular_velocity=Vector3(x=w[0], y=w[1], z=w[2]),
+                      angular_velocity_covariance=np.zeros(9),
+                      linear_acceleration=Vector3(x=a[0], y=a[1], z=a[2]),
+                      linear_acceleration_covariance=np.zeros(9))
+            writer.write(connection, int(stamp * 1e9), store.serialize_cdr(msg, Imu.__msgtype__))
+        for topic, (frame, values) in wrenches.items():
+            connection = writer.add_connection(topic, WrenchStamped.__msgtype__, typestore=store)
+            for stamp, v in zip(t, values):
+                msg = WrenchStamped(header=header(stamp, frame),
+                                    wrench=Wrench(force=Vector3(x=v[0], y=v[1], z=v[2]),
+                                                  torque=Vector3(x=v[3], y=v[4], z=v[5])))
+                writer.write(connection, int(stamp * 1e9),
+                             store.serialize_cdr(msg, WrenchStamped.__msgtype__))
+    return path

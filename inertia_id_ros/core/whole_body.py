@@ -35,7 +35,7 @@ from inertia_id_ros.core.inertia import N_BODY_PARAMS, THETA_NAMES
 from inertia_id_ros.core.regressors import (N_WRENCH_CHANNELS, WRENCH_CHANNEL_NAMES,
                                             _cross_matrices, body_regressor_batch)
 from inertia_id_ros.core.robots import frame_id, load_model
-from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound, JointNotFound
+from inertia_id_ros.errors import ConfigError, DataError
 
 BASE_KINDS = ("floating", "fixed", "suspended")
 """``floating``: free base, motion from an IMU, base rows from the contact wrenches;
@@ -382,38 +382,49 @@ class WholeBodyModel:
     def _link_kinematics(self, samples: WholeBodySamples) -> tuple[np.ndarray, ...]:
         """Per sample and link: twist ``v`` and proper acceleration ``a_g`` (N, L, 6) in the link
         frame; link placement in the base frame ``R`` (N, L, 3, 3), ``p`` (N, L, 3); the same
-        placements of the joints (N, njoints, 3, 3), (N, njoints, 3)."""
-        model, data = self.model, self._data
-        n, joints = len(samples), range(model.njoints)
-        V, A = np.empty((n, model.njoints, 6)), np.empty((n, model.njoints, 6))
-        R, P = np.empty((n, model.njoints, 3, 3)), np.empty((n, model.njoints, 3))
+        placements of the joints (N, njoints, 3, 3), (N, njoints, 3).
+
+        The forward recursion of pinocchio's ``forwardKinematics`` (LOCAL frames), vectorised
+        over the samples: ``v_j = X_j v_parent + S_j dq_j``, ``a_j = X_j a_parent + S_j ddq_j +
+        v_j × S_j dq_j``; the root moves with the base motion (a fixed root: ``[a_g, 0]``)."""
+        model = self.model
+        n, nj = len(samples), model.njoints
+        V, A = np.zeros((n, nj, 6)), np.zeros((n, nj, 6))
+        R = np.zeros((n, nj, 3, 3))
+        P = np.zeros((n, nj, 3))
+        R[:, 0] = np.eye(3)
         base = samples.base
-        for i in range(n):
-            twist = np.concatenate([np.zeros(3), base.angular_velocity[i]])
-            acc = np.concatenate([base.proper_acceleration[i], base.angular_acceleration[i]])
-            v = self._velocity(samples.dq[i], twist)
-            a = self._velocity(samples.ddq[i], acc)
-            pin.forwardKinematics(model, data, self.configuration(samples.q[i]), v, a)
-            for j in joints:
-                V[i, j] = data.v[j].vector
-                A[i, j] = data.a[j].vector
-                R[i, j] = data.oMi[j].rotation
-                P[i, j] = data.oMi[j].translation
-        if not self._floating:  # proper acceleration of a fixed root: -g, propagated rigidly
-            A = A + self._fixed_gravity(base, R)
+        if self._floating:
+            R[:, 1] = np.eye(3)
+            V[:, 1, 3:] = base.angular_velocity
+            A[:, 1, :3] = base.proper_acceleration
+            A[:, 1, 3:] = base.angular_acceleration
+        else:
+            A[:, 0, :3] = base.proper_acceleration
+        for k, j in enumerate(self._joint_ids):
+            parent = model.parents[j]
+            placement = model.jointPlacements[j]
+            axis = self._axes[k]
+            q, dq, ddq = samples.q[:, k], samples.dq[:, k], samples.ddq[:, k]
+            # M_j = placement * exp(S q): rotation about axis[3:], translation along axis[:3]
+            rot = placement.rotation @ _axis_rotations(axis[3:], q)
+            pos = placement.translation + (placement.rotation @ axis[:3]) * q[:, None]
+            rt = np.swapaxes(rot, 1, 2)
+            vp, ap = V[:, parent], A[:, parent]
+            v = _motion_inverse_action(rt, pos, vp)
+            a = _motion_inverse_action(rt, pos, ap)
+            joint_velocity = axis * dq[:, None]
+            v += joint_velocity
+            a += axis * ddq[:, None] + _motion_cross(v, joint_velocity)
+            V[:, j], A[:, j] = v, a
+            R[:, j] = R[:, parent] @ rot
+            P[:, j] = P[:, parent] + (R[:, parent] @ pos[..., None])[..., 0]
         lj = self._link_joint
         v_link = np.einsum("lab,nlb->nla", self._link_motion, V[:, lj])
         a_link = np.einsum("lab,nlb->nla", self._link_motion, A[:, lj])
         r_link = R[:, lj] @ self._link_rot
         p_link = P[:, lj] + np.einsum("nlab,lb->nla", R[:, lj], self._link_pos)
         return v_link, a_link, r_link, p_link, R, P
-
-    def _fixed_gravity(self, base: BaseMotion, R: np.ndarray) -> np.ndarray:
-        """(N, njoints, 6) the spatial acceleration ``[R_jᵀ a_g, 0]`` each joint frame gains from
-        a uniform proper acceleration ``a_g`` of the fixed base (gravity)."""
-        out = np.zeros(R.shape[:2] + (6,))
-        out[..., :3] = np.einsum("njba,nb->nja", R, base.proper_acceleration)
-        return out
 
     # ---- rows --------------------------------------------------------------------------------
 
@@ -553,6 +564,31 @@ class WholeBodyModel:
         R = joint_rot[:, parents] @ rot
         P = joint_pos[:, parents] + np.einsum("nfab,fb->nfa", joint_rot[:, parents], pos)
         return R, P
+
+
+def _axis_rotations(axis: np.ndarray, angles: np.ndarray) -> np.ndarray:
+    """(N, 3, 3) rotations by ``angles`` (N,) about the unit ``axis`` (3,) (identity for a zero
+    axis: a prismatic joint), Rodrigues' formula."""
+    norm = np.linalg.norm(axis)
+    if norm == 0.0:
+        return np.broadcast_to(np.eye(3), (angles.size, 3, 3))
+    k = _cross_matrices((axis / norm)[None])[0]
+    s, c = np.sin(angles)[:, None, None], np.cos(angles)[:, None, None]
+    return np.eye(3) + s * k + (1.0 - c) * (k @ k)
+
+
+def _motion_inverse_action(rt: np.ndarray, pos: np.ndarray, motion: np.ndarray) -> np.ndarray:
+    """(N, 6) motion vectors of the parent frame expressed in the child frame ``(R, p)``
+    (``rt`` = Rᵀ (N, 3, 3), ``p`` (N, 3)): ``[Rᵀ (v + ω × p), Rᵀ ω]``."""
+    lin = motion[:, :3] + np.cross(motion[:, 3:], pos)
+    return np.concatenate([(rt @ lin[..., None])[..., 0], (rt @ motion[:, 3:, None])[..., 0]],
+                          axis=1)
+
+
+def _motion_cross(v: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """(N, 6) ``v × u`` of motion vectors ``[linear, angular]``."""
+    return np.concatenate([np.cross(v[:, 3:], u[:, :3]) + np.cross(v[:, :3], u[:, 3:]),
+                           np.cross(v[:, 3:], u[:, 3:])], axis=1)
 
 
 def _dual_matrix(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:

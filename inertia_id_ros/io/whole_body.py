@@ -11,6 +11,14 @@
 - ``ft_frames`` (S,) URDF links or fixed joints; ``ft_types`` (S,) ``contact`` or ``internal``
   (:data:`~inertia_id_ros.core.whole_body.SENSOR_KINDS`); ``ft_wrench`` (N, S, 6)
   ``[fx, fy, fz, tx, ty, tz]`` in each sensor's frame.
+
+**ROS 2 bags** (:func:`read_whole_body_bag`): ``sensor_msgs/JointState`` (joint states),
+``sensor_msgs/Imu`` (its ``header.frame_id`` is the IMU frame) and one
+``geometry_msgs/WrenchStamped`` topic per F/T sensor (``header.frame_id``: the sensor's frame;
+its kind is given). Synchronised by header stamp at the stamps of the first F/T topic: joint
+states by a local polynomial fit (as the node), the IMU and the other wrenches interpolated
+linearly; a stamp where an input has no sample within ``max_gap`` on both sides (it stopped, or
+has not started) is dropped.
 """
 
 from __future__ import annotations
@@ -26,11 +34,19 @@ from inertia_id_ros.chain.whole_body_fit import WholeBodyFit
 from inertia_id_ros.core.whole_body import (SENSOR_KINDS, BaseMotion, FTSensor, WholeBodyModel,
                                             WholeBodySamples, gyro_derivative)
 from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound
-from inertia_id_ros.io.data import (JointStates, _array, _read_table, _require,
-                                    _states_from_table, with_derivatives)
+from inertia_id_ros.core.filtering import joint_states_at
+from inertia_id_ros.io.data import (JOINT_STATE_TYPE, WRENCH_TYPE, JointStates, _array,
+                                    _read_bag, _read_table, _require, _sorted_by_stamp,
+                                    _states_from_messages, _states_from_table, header_seconds,
+                                    with_derivatives, wrench_values)
 from inertia_id_ros.io.export import body_json
 
 IMU_KEYS = ("imu_orientation", "imu_angular_velocity", "imu_linear_acceleration")
+IMU_TYPE = "sensor_msgs/msg/Imu"
+DEFAULT_IMU_TOPIC = "/imu"
+DEFAULT_MAX_GAP = 0.1
+"""A bag input with no sample within this many seconds of a stamp (on either side) does not
+cover it: the stamp is dropped."""
 URDF_PRIOR_LABEL = "urdf (not identified)"
 """Identifiability label of a link left out of the identified bodies."""
 
@@ -77,6 +93,92 @@ def read_whole_body_file(path: str | Path) -> WholeBodyRecording:
             imu[key] = _array(source, key, table[key], (n, width))
     frame = str(np.asarray(table["imu_frame"])) if "imu_frame" in table else None
     return WholeBodyRecording(states, frame, imu, frames, types, wrench, source)
+
+
+def _covered(t: np.ndarray, query: np.ndarray, max_gap: float) -> np.ndarray:
+    """Whether each query stamp has samples of ``t`` within ``max_gap`` on both sides."""
+    after = np.searchsorted(t, query, side="left")
+    before = np.clip(after - 1, 0, t.size - 1)
+    after_c = np.clip(after, 0, t.size - 1)
+    exact = t[after_c] == query
+    return exact | ((after > 0) & (after < t.size) & (query - t[before] <= max_gap)
+                    & (t[after_c] - query <= max_gap))
+
+
+def _interpolate(t: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Linear interpolation of ``values`` (K, ...) at ``query`` (M,) (inside ``t``)."""
+    flat = values.reshape(values.shape[0], -1)
+    out = np.column_stack([np.interp(query, t, column) for column in flat.T])
+    return out.reshape((query.size,) + values.shape[1:])
+
+
+def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
+                        joint_states_topic: str = "/joint_states",
+                        imu_topic: str | None = DEFAULT_IMU_TOPIC, half_width: float = 0.05,
+                        max_gap: float = DEFAULT_MAX_GAP) -> WholeBodyRecording:
+    """A whole-body recording from a ROS 2 bag (see the module docstring). ``ft_topics``:
+    ``(topic, kind)`` per F/T sensor; ``imu_topic`` ``None`` for a base at rest. Joint states
+    come with velocities and accelerations (local polynomial fit over ``half_width`` s)."""
+    source = str(path)
+    if not ft_topics:
+        raise DataError(f"{source}: give at least one F/T topic")
+    for topic, kind in ft_topics:
+        if kind not in SENSOR_KINDS:
+            raise DataError(f"F/T topic {topic!r}: type {kind!r} is neither 'contact' nor "
+                            "'internal'")
+    topics = [(joint_states_topic, JOINT_STATE_TYPE)] + [(topic, WRENCH_TYPE)
+                                                         for topic, _ in ft_topics]
+    if imu_topic is not None:
+        topics.append((imu_topic, IMU_TYPE))
+    msgs = _read_bag(path, topics)
+    states = _states_from_messages(source, joint_states_topic, msgs[joint_states_topic])
+    series, frames = [], []
+    for topic, _ in ft_topics:
+        stamps = [header_seconds(m.header) for m in msgs[topic]]
+        order = _sorted_by_stamp(source, topic, stamps)
+        names = sorted({m.header.frame_id for m in msgs[topic]})
+        if len(names) != 1 or not names[0]:
+            raise DataError(f"{source}: wrenches on {topic!r} must name one frame, got {names}")
+        frames.append(names[0])
+        series.append((np.array(stamps)[order],
+                       np.array([wrench_values(m) for m in msgs[topic]])[order]))
+    query = series[0][0]
+    keep = _covered(states.t, query, max_gap)
+    keep &= (query >= states.t[0] + half_width) & (query <= states.t[-1] - half_width)
+    for t, _ in series[1:]:
+        keep &= _covered(t, query, max_gap)
+    imu: dict[str, np.ndarray] = {}
+    imu_frame = None
+    if imu_topic is not None:
+        imu_msgs = msgs[imu_topic]
+        stamps = [header_seconds(m.header) for m in imu_msgs]
+        order = _sorted_by_stamp(source, imu_topic, stamps)
+        t_imu = np.array(stamps)[order]
+        keep &= _covered(t_imu, query, max_gap)
+        imu_frame = imu_msgs[0].header.frame_id
+        raw = {"imu_orientation": [[m.orientation.x, m.orientation.y, m.orientation.z,
+                                    m.orientation.w] for m in imu_msgs],
+               "imu_angular_velocity": [[m.angular_velocity.x, m.angular_velocity.y,
+                                         m.angular_velocity.z] for m in imu_msgs],
+               "imu_linear_acceleration": [[m.linear_acceleration.x, m.linear_acceleration.y,
+                                            m.linear_acceleration.z] for m in imu_msgs]}
+        values = {key: np.asarray(v, dtype=float)[order] for key, v in raw.items()}
+        quat = values["imu_orientation"]  # one hemisphere, so that interpolation is smooth
+        flips = np.concatenate([[1.0], np.sign(np.sum(quat[1:] * quat[:-1], axis=1) + 1e-300)])
+        values["imu_orientation"] = quat * np.cumprod(flips)[:, None]
+    query = query[keep]
+    if query.size == 0:
+        raise DataError(f"{source}: no stamp of {ft_topics[0][0]!r} is covered by every input")
+    q, dq, ddq = joint_states_at(states.t, states.q, states.dq, query, half_width)
+    effort = None if states.effort is None else _interpolate(states.t, states.effort, query)
+    if imu_topic is not None:
+        imu = {key: _interpolate(t_imu, v, query) for key, v in values.items()}
+        quat = imu["imu_orientation"]
+        imu["imu_orientation"] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    wrench = np.stack([_interpolate(t, w, query) for t, w in series], axis=1)
+    kinds = tuple(kind for _, kind in ft_topics)
+    return WholeBodyRecording(JointStates(query, states.joint_names, q, dq, ddq, effort),
+                              imu_frame, imu, tuple(frames), kinds, wrench, source)
 
 
 def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str = "floating",
@@ -151,7 +253,8 @@ def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
                     solve_time: float) -> dict[str, Any]:
     """The result JSON: ``bodies`` (every URDF link with mass: ``name``, ``frame`` (the link),
     ``theta``, ``fully_consistent``, ``min_pseudo_inertia_eig``, ``identifiability``,
-    ``identified_fraction``), ``sensor_offsets`` {frame: [6]}, ``base_parameters``,
+    ``identified_fraction``), ``sensor_offsets`` {frame: [6]}, ``base_parameters`` (``rank``,
+    ``parameters``, ``combinations``: the identified combinations as text, SI units),
     ``residual_rms``, ``samples``, ``solve_time_s``."""
     labels = dict(zip(model.bodies, fit.identifiability.labels))
     fractions = dict(zip(model.bodies, fit.identifiability.identified_fraction.tolist()))
@@ -165,6 +268,7 @@ def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
     return {"method": method, "base": model.base, "bodies": bodies,
             "sensor_offsets": {frame: offset.tolist() for frame, offset in fit.offsets.items()},
             "base_parameters": {"rank": fit.identifiability.rank,
-                                "parameters": fit.identifiability.n_params},
+                                "parameters": fit.identifiability.n_params,
+                                "combinations": list(fit.identifiability.base_parameters)},
             "residual_rms": fit.residual_rms, "samples": fit.n_samples,
             "solve_time_s": solve_time}

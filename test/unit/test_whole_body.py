@@ -257,7 +257,8 @@ def test_cli_fit_whole_body(tmp_path, recording, icub, capsys):
      "F/T frame 'no_sensor_here' is not in the URDF"),
     ({"ft_types": np.array(["contact"] + ["internal"] * 5 + ["sideways"])},
      "'r_foot_ft_sensor' has type 'sideways'"),
-    ({"ft_wrench": np.zeros((240, 6, 6))}, "'ft_wrench' has shape (240, 6, 6), expected (240, 7, 6)"),
+    ({"ft_wrench": np.zeros((240, 6, 6))},
+     "'ft_wrench' has shape (240, 6, 6), expected (240, 7, 6)"),
     ({"imu_angular_velocity": np.zeros((239, 3))}, "'imu_angular_velocity' has shape (239, 3)"),
     ({"joint_names": np.array([f"j{k}" for k in range(32)])}, "lacks the URDF's joints"),
 ])
@@ -269,3 +270,138 @@ def test_cli_fit_whole_body_bad_input(tmp_path, recording, icub, capsys, change,
     assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_cli_holdout_and_pointmass(tmp_path, icub, capsys):
+    """A URDF off by ±30 % / 2 cm / ±40 %, noise and offsets: the consistent fit predicts the
+    held-out wrenches of every internal sensor far better than the URDF, as well as OLS."""
+    urdf, model = icub
+    true_xml, _ = _perturbed_urdf(model, urdf.read_text(), seed=4)
+    n, rate = 800, 200.0
+    names, q, dq, ddq, imu, W, _ = whole_body_rnea_samples(
+        true_xml, model.sensors, n, seed=6, imu_frame="imu_frame", rate=rate)
+    rng = np.random.default_rng(1)
+    offsets = rng.normal(0, 2, (len(SENSORS), 6))
+    offsets[0] = 0.0
+    W = W + offsets + rng.normal(0, 1, W.shape) * np.array([0.5] * 3 + [0.02] * 3)
+    path = tmp_path / "noisy.npz"
+    np.savez(path, t=np.arange(n) / rate, joint_names=np.array(names), q=q, dq=dq, ddq=ddq,
+             imu_frame=np.array("imu_frame"), imu_orientation=imu[3],
+             imu_angular_velocity=imu[0], imu_linear_acceleration=imu[2],
+             ft_frames=np.array([s.frame for s in SENSORS]),
+             ft_types=np.array([s.kind for s in SENSORS]), ft_wrench=W)
+    for method in ("lmi", "pointmass"):
+        out = tmp_path / f"{method}.json"
+        assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), "--json",
+                     str(out), "--method", method, "--holdout", "0.3"]) == 0
+        result = json.loads(out.read_text())
+        assert all(b["fully_consistent"] for b in result["bodies"])
+        rms = result["holdout"]["rms"]
+        for frame in ICUB_FT:
+            force = rms[frame]["force"]
+            assert force["fit"] < 0.5 * force["urdf"], (method, frame, force)
+            assert force["fit"] < 1.2 * force["ols"], (method, frame, force)
+        assert rms["base"]["force"]["fit"] < 1.2 * rms["base"]["force"]["ols"]
+        assert rms["base"]["ols_inconsistent_links"] > 0
+    assert "fit/URDF" in capsys.readouterr().out
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path),
+                 "--holdout", "1.5"]) == 2
+
+
+def test_base_parameter_combinations_are_in_si_units(icub):
+    """Each reported combination is unchanged along every null direction of the unscaled data."""
+    urdf, model = icub
+    samples, _ = _samples(model, urdf.read_text(), 300, seed=8)
+    equations = normal_equations(model, samples)
+    fit = fit_whole_body(model, equations, "lmi")
+    ident = fit.identifiability
+    assert len(ident.base_parameters) == ident.rank
+    names = model.parameter_names
+    index = {name: k for k, name in enumerate(names)}
+    # a combination 'a + c*b - ...' as a vector
+    vectors = []
+    for text in ident.base_parameters[:40]:
+        tokens = text.split()
+        v = np.zeros(len(names))
+        v[index[tokens[0]]] = 1.0
+        for sign, term in zip(tokens[1::2], tokens[2::2]):
+            coefficient, name = term.split("*", 1)
+            v[index[name]] = float(coefficient) * (1 if sign == "+" else -1)
+        vectors.append(v)
+    eigenvalues, eigenvectors = np.linalg.eigh(equations.gram)
+    scale = np.abs(np.array(vectors)).max(axis=1)[:, None]
+    # directions the data do not see move the combinations only by round-off of the 4 digits
+    # (in the scaled coordinates' units the coefficients would be off by the links' sizes)
+    unseen = eigenvectors[:, eigenvalues < 1e-12 * eigenvalues[-1]]
+    assert unseen.shape[1] > 0
+    assert np.abs(np.array(vectors) @ unseen / scale).max() < 5e-2
+
+
+def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):
+    """The same recording as a bag (one topic per input, synchronised by header stamp) gives
+    the NPZ's fit; a missing topic or a bad kind is an error naming it."""
+    from helpers import write_whole_body_bag
+
+    urdf, model = icub
+    npz, arrays = recording
+    topics = {f"/ft/{frame}": (frame, arrays["ft_wrench"][:, k])
+              for k, frame in enumerate(arrays["ft_frames"])}
+    bag = write_whole_body_bag(tmp_path / "wb_bag", arrays["t"], list(arrays["joint_names"]),
+                               arrays["q"], arrays["dq"], "imu_frame",
+                               (arrays["imu_angular_velocity"], arrays["imu_linear_acceleration"],
+                                arrays["imu_orientation"]), topics)
+    ft = [f"--ft=/ft/{f}={kind}" for f, kind in zip(arrays["ft_frames"], arrays["ft_types"])]
+    out = tmp_path / "bag.json"
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), "--json", str(out),
+                 *ft]) == 0
+    result = json.loads(out.read_text())
+    assert all(b["fully_consistent"] for b in result["bodies"])
+    assert result["samples"] > 200 and set(result["sensor_offsets"]) == set(ICUB_FT)
+    capsys.readouterr()
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), *ft,
+                 "--ft=/ft/missing=internal"]) == 2
+    assert "no topic '/ft/missing'" in capsys.readouterr().err
+    bad = [ft[0].replace("=contact", "=touching")] + ft[1:]
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), *bad]) == 2
+    assert "type 'touching'" in capsys.readouterr().err
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), *ft,
+                 "--imu-topic", "/imu_gone"]) == 2
+    assert "'/imu_gone'" in capsys.readouterr().err
+
+
+def test_rows_suspended_base(icub):
+    """Hanging from a crane through an F/T sensor at the base (a contact sensor), joints moving,
+    the base still: the base rows balance the crane's wrench."""
+    urdf, _ = icub
+    sensors = (FTSensor("root_link", "contact"),) + SENSORS[1:]
+    model = WholeBodyModel.from_urdf(urdf, base="suspended", ft_sensors=sensors,
+                                     imu_frame="imu_frame")
+    names, q, dq, ddq, imu, W, _ = whole_body_rnea_samples(
+        urdf.read_text(), sensors, 6, seed=3, base="suspended", imu_frame="imu_frame")
+    motion = model.base_motion_from_imu(q, dq, ddq, imu[0], imu[2], imu[1])
+    np.testing.assert_allclose(np.linalg.norm(motion.proper_acceleration, axis=1), 9.81)
+    Y, b, channels = model.rows(WholeBodySamples(q, dq, ddq, motion, W))
+    assert channels[0] == "base.fx"
+    assert np.abs(Y @ model.prior - b).max() < 1e-9
+
+
+def test_cli_fixed_base_without_imu(tmp_path, icub):
+    """On a stand: no IMU keys, no base rows; the arms' and legs' sensors identify the links
+    beyond them (the rest keeps the prior)."""
+    urdf, _ = icub
+    sensors = SENSORS[1:]
+    n, rate = 200, 200.0
+    names, q, dq, ddq, _, W, _ = whole_body_rnea_samples(urdf.read_text(), sensors, n, seed=2,
+                                                         base="fixed", rate=rate)
+    path = tmp_path / "stand.npz"
+    np.savez(path, t=np.arange(n) / rate, joint_names=np.array(names), q=q, dq=dq, ddq=ddq,
+             ft_frames=np.array([s.frame for s in sensors]),
+             ft_types=np.array([s.kind for s in sensors]), ft_wrench=W)
+    out = tmp_path / "stand.json"
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), "--base", "fixed",
+                 "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    labels = {b["name"]: b["identifiability"] for b in result["bodies"]}
+    assert result["base"] == "fixed" and all(b["fully_consistent"] for b in result["bodies"])
+    assert labels["chest"] == PRIOR_ONLY and labels["r_hand"] != PRIOR_ONLY
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path)]) == 2  # floating
