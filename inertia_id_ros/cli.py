@@ -7,6 +7,9 @@ Subcommands:
 - ``fit-links``: the links of a chain (and joint friction, offset, armature) from recorded joint
   states and efforts (:func:`~inertia_id_ros.chain.identify.identify_links`: derivative filter,
   joint weighting and prior weight chosen on the data, reported);
+- ``fit-whole-body``: every link of a floating-base robot from an IMU and several F/T sensors
+  (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`; data:
+  :mod:`inertia_id_ros.io.whole_body`);
 - ``traversaro``: Traversaro et al. 2016's Table I reproduced in simulation
   (:mod:`inertia_id_ros.sim.traversaro2016`);
 - ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`;
@@ -14,6 +17,8 @@ Subcommands:
   and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`);
 - ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
   directly (no DDS);
+- ``sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1) with its truth
+  (:mod:`inertia_id_ros.sim.whole_body`);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
   filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
 - ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
@@ -107,6 +112,13 @@ from inertia_id_ros.chain.identify import DEFAULT_WEIGHTING, identify_links
 from inertia_id_ros.chain.links import LinkModel, torque_error
 from inertia_id_ros.core.weighting import WEIGHTINGS
 from inertia_id_ros.core.robots import load_model, reduce_model
+from inertia_id_ros.core.whole_body import BASE_KINDS
+from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT as WHOLE_BODY_PRIOR_WEIGHT,
+                                                 WHOLE_BODY_METHODS, fit_whole_body,
+                                                 holdout_comparison)
+from inertia_id_ros.io.whole_body import (DEFAULT_IMU_TOPIC, read_whole_body_bag,
+                                          read_whole_body_file, whole_body_inputs,
+                                          whole_body_json)
 from inertia_id_ros.errors import ConfigError, FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
 from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ, SelfCollisionChecker
@@ -397,6 +409,78 @@ def _fit_links(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- fit-whole-body ------------------------------------------------------------------------
+
+
+def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
+    if args.prior_weight < 0:
+        raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
+    bodies = [b.strip() for b in args.bodies.split(",") if b.strip()] if args.bodies else None
+    if args.data is not None:
+        if args.ft or args.imu_topic or args.joint_states_topic:
+            raise InputError("--ft, --imu-topic and --joint-states-topic only apply to --bag")
+        recording = read_whole_body_file(args.data)
+    else:
+        topics = [entry.rsplit("=", 1) for entry in args.ft or []]
+        if not topics or any(len(t) != 2 for t in topics):
+            raise InputError("--bag needs --ft TOPIC=KIND for every F/T sensor (KIND: contact "
+                             f"or internal), got {args.ft}")
+        recording = read_whole_body_bag(
+            args.bag, [(topic, kind) for topic, kind in topics],
+            args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+            None if args.base != "floating" and not args.imu_topic
+            else args.imu_topic or DEFAULT_IMU_TOPIC, args.filter_half_width)
+    model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
+                                       args.filter_half_width)
+    if args.holdout is not None and not 0.0 < args.holdout < 1.0:
+        raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
+    efforts = args.efforts and samples.efforts is not None
+    holdout = None
+    try:
+        if args.holdout is None:
+            fit = fit_whole_body(model, samples, args.method, prior_weight=args.prior_weight,
+                                 with_efforts=efforts)
+        else:
+            fit, holdout = holdout_comparison(model, samples, args.holdout, args.method,
+                                              args.prior_weight, efforts)
+    except (ProblemError, SolverError) as e:
+        print(f"inertia-id fit-whole-body: no estimate: {e}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
+    result = whole_body_json(model, fit, args.method, fit.solution.solve_time)
+    if holdout is not None:
+        result["holdout"] = {"fraction": args.holdout, "rms": holdout}
+    _write_json(args.json, result)
+    lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
+             f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from "
+             f"{args.data or args.bag}; "
+             f"solve {fit.solution.solve_time:.3f} s ({fit.solution.status}); "
+             f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters",
+             f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
+    for body in result["bodies"]:
+        lines.append(f"{body['name']:<22}{body['mass']:10.3f}{body['min_pseudo_inertia_eig']:12.2e}"
+                     f"  {'yes' if body['fully_consistent'] else 'NO ':<10}  "
+                     f"{body['identifiability']}")
+    for frame, offset in result["sensor_offsets"].items():
+        lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))
+    inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
+    lines.append(f"residual rms {fit.residual_rms:.4f}; inconsistent links: {inconsistent}")
+    if holdout is not None:
+        lines.append(f"held-out last {100 * args.holdout:g} %: RMS error of the predicted wrenches "
+                     f"(force N / torque N m); the OLS fit leaves "
+                     f"{next(iter(holdout.values()))['ols_inconsistent_links']} links inconsistent")
+        lines.append(f"{'rows':<22}{args.method:>18}{'URDF':>18}{'OLS':>18}{'fit/URDF':>10}"
+                     f"{'fit/OLS':>9}")
+        for group, row in holdout.items():
+            f, t = row["force"], row["torque"]
+            lines.append(f"{group:<22}" + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}"
+                                                   for k in ("fit", "urdf", "ols"))
+                         + f"{f['fit'] / f['urdf']:10.3f}{f['fit'] / f['ols']:9.3f}")
+    if args.json:
+        lines.append(f"wrote {args.json}")
+    print("\n".join(lines))
+    return 0
+
+
 # ---- traversaro, demo ----------------------------------------------------------------------
 
 
@@ -518,6 +602,23 @@ def _read_body(path: str, name: str | None = None) -> IdentifiedBody:
         return read_body(path, name)
     except ExportError as e:
         raise InputError(str(e)) from None
+
+
+def _sim_whole_body(args: argparse.Namespace) -> int:
+    from inertia_id_ros.sim.whole_body import ROBOTS, write_recording
+
+    if not (args.duration > 0 and args.rate > 0):
+        raise InputError(f"--duration and --rate must be > 0, got {args.duration}, {args.rate}")
+    sim = ROBOTS[args.robot](seed=args.seed)
+    data = write_recording(args.out, sim, args.duration, args.rate, args.with_ddq,
+                           args.with_effort)
+    if args.truth_urdf:
+        _write_output(args.truth_urdf, lambda path: Path(path).write_text(sim.true_xml))
+    print(f"wrote {args.out}: {args.duration:g} s of the simulated {args.robot} at "
+          f"{args.rate:g} Hz, {len(sim.joint_names)} joints, F/T sensors "
+          f"{', '.join(f'{f} ({k})' for f, k in sim.ft_sensors)}, IMU at {sim.imu_frame}; "
+          f"{data['true_theta'].shape[0]} true links")
+    return 0
 
 
 def _record_sim(args: argparse.Namespace) -> int:
@@ -726,6 +827,38 @@ def build_parser() -> argparse.ArgumentParser:
                        help="keep the URDF's gravity (default: estimate the base's tilt)")
     links.set_defaults(run=_fit_links)
 
+    whole = sub.add_parser("fit-whole-body", help="identify every link of a floating-base robot "
+                                                  "from an IMU and several F/T sensors")
+    source = whole.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="recorded data, .npz (see inertia_id_ros.io.whole_body)")
+    source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    whole.add_argument("--ft", action="append", metavar="TOPIC=KIND",
+                       help="--bag: a WrenchStamped topic and its sensor's kind (contact or "
+                            "internal), once per F/T sensor; the first sets the stamps")
+    whole.add_argument("--imu-topic", help=f"--bag: sensor_msgs/Imu topic ({DEFAULT_IMU_TOPIC})")
+    whole.add_argument("--joint-states-topic",
+                       help=f"--bag: JointState topic ({DEFAULT_JOINT_STATES_TOPIC})")
+    whole.add_argument("--urdf", required=True, help="URDF file of the robot (the prior)")
+    whole.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
+    whole.add_argument("--method", default="lmi", choices=WHOLE_BODY_METHODS,
+                       help="identification method (lmi; ols: unconstrained baseline)")
+    whole.add_argument("--base", default="floating", choices=BASE_KINDS,
+                       help="floating (IMU), fixed (on a stand) or suspended (floating)")
+    whole.add_argument("--bodies", help="comma-separated links to identify (default: every "
+                                        "link with mass); the others keep their URDF inertials")
+    whole.add_argument("--prior-weight", type=float, default=WHOLE_BODY_PRIOR_WEIGHT,
+                       help="pull toward the URDF in scaled coordinates, relative to the data "
+                            f"({WHOLE_BODY_PRIOR_WEIGHT:g})")
+    whole.add_argument("--holdout", type=float, metavar="FRACTION",
+                       help="fit on the first 1 - FRACTION of the samples and print the errors "
+                            "predicting the rest, beside the URDF's and an OLS fit's")
+    whole.add_argument("--efforts", action="store_true",
+                       help="add joint-torque rows from the recorded 'effort'")
+    whole.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
+                       help="half-width of the local polynomial fit that differentiates joint "
+                            "states and the gyro (s; 0.05)")
+    whole.set_defaults(run=_cmd_fit_whole_body)
+
     traversaro = sub.add_parser("traversaro", help="Traversaro et al. 2016 Table I in simulation "
                                                    "(iCub arm, OLS vs manifold vs LMI)")
     traversaro.add_argument("--seed", type=int, default=0, help="seed of paths and noise (0)")
@@ -801,6 +934,20 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--truth-json", metavar="OUT",
                         help="write the simulated (final) payload as a result JSON to OUT")
     record.set_defaults(run=_record_sim)
+
+    whole = sub.add_parser("sim-whole-body", help="write an NPZ of a simulated floating-base robot "
+                                                  "(joints, IMU, F/T sensors; truth included)")
+    whole.add_argument("out", help="NPZ file to write")
+    whole.add_argument("--robot", default="icub", choices=("icub", "go1", "icub_suspended"),
+                       help="icub: on one sole, six internal F/T sensors; go1: four foot "
+                            "contacts; icub_suspended: hanging from a crane F/T sensor (icub)")
+    whole.add_argument("--duration", type=float, default=60.0, help="seconds of motion (60)")
+    whole.add_argument("--rate", type=float, default=200.0, metavar="HZ", help="sample rate (200)")
+    whole.add_argument("--seed", type=int, default=0, help="seed of truth, motion and noise (0)")
+    whole.add_argument("--with-ddq", action="store_true", help="also write the true ddq")
+    whole.add_argument("--with-effort", action="store_true", help="also write joint efforts")
+    whole.add_argument("--truth-urdf", metavar="OUT", help="write the true robot's URDF to OUT")
+    whole.set_defaults(run=_sim_whole_body)
 
     export = sub.add_parser("export", help="write an identified body into a new URDF and/or a "
                                            "gravity-compensation filter parameter file")

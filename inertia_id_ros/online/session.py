@@ -45,6 +45,7 @@ import numpy as np
 from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
 from inertia_id_ros.core.kinematics import SensorKinematics
+from inertia_id_ros.core.whole_body import WholeBodyModel
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.change_detection import (ChangeDetectorConfig, ChangeEvent,
                                                     PayloadChangeDetector)
@@ -54,6 +55,8 @@ from inertia_id_ros.online.link_estimator import (LinkEstimate, LinkEstimator,
                                                   LinkEstimatorConfig)
 from inertia_id_ros.online.payload_estimator import Estimate, EstimatorConfig, PayloadEstimator
 from inertia_id_ros.online.tare import Tare
+from inertia_id_ros.online.whole_body_estimator import (WholeBodyEstimate, WholeBodyEstimator,
+                                                        WholeBodyEstimatorConfig)
 
 OK, WARN, ERROR = 0, 1, 2
 """Diagnostic levels (those of ``diagnostic_msgs/DiagnosticStatus``)."""
@@ -524,6 +527,75 @@ class LinkSession(Session[LinkEstimator]):
                 "unidentifiable": " ".join(estimate.unidentifiable)}, ""
 
 
+class WholeBodySession(Session[WholeBodyEstimator]):
+    """Every link of a floating-base robot from joint states, an IMU and F/T sensors: a
+    :class:`~inertia_id_ros.online.whole_body_estimator.WholeBodyEstimate` per update (each link
+    fully consistent, with its identifiability); a sensor that stops or resumes is reported."""
+
+    mode = "whole_body"
+
+    def __init__(self, estimator: WholeBodyEstimator, max_input_rate_hz: float = 1000.0) -> None:
+        super().__init__(estimator, max_input_rate_hz)
+        self._stopped_reported: tuple[str, ...] = ()
+
+    def add_imu(self, t: float, angular_velocity: np.ndarray, linear_acceleration: np.ndarray,
+                frame_id: str | None = None) -> Warning_ | None:
+        """Offer an IMU reading (see ``WholeBodyEstimator.add_imu``): ``None`` when taken, else
+        the warning that it was dropped."""
+        try:
+            self.estimator.add_imu(t, angular_velocity, linear_acceleration, frame_id)
+        except SampleRejected as rejected:
+            return self._dropped(rejected, "IMU reading")
+        return None
+
+    def add_wrench(self, frame: str, t: float, wrench: np.ndarray,
+                   frame_id: str | None = None) -> Warning_ | None:
+        """Offer the wrench of the F/T sensor at ``frame`` (see
+        ``WholeBodyEstimator.add_wrench``): ``None`` when taken, else the warning."""
+        try:
+            self.estimator.add_wrench(frame, t, wrench, frame_id)
+        except SampleRejected as rejected:
+            return self._dropped(rejected, f"wrench of {frame!r}")
+        return None
+
+    def _processing_warnings(self) -> list[Warning_]:
+        warnings = super()._processing_warnings()
+        stopped = self.estimator.stopped_sensors
+        if stopped != self._stopped_reported:
+            new = [f for f in stopped if f not in self._stopped_reported]
+            back = [f for f in self._stopped_reported if f not in stopped]
+            if new:
+                warnings.append(("sensor_stopped", f"F/T sensor(s) {new} stopped (no wrench for "
+                                 f"{self.estimator.config.sensor_timeout_sec:g} s): the rows "
+                                 "that need their wrenches are dropped"))
+            if back:
+                warnings.append(("sensor_resumed", f"F/T sensor(s) {back} resumed"))
+            self._stopped_reported = stopped
+        return warnings
+
+    def _solve(self, method: str | None, duration: float) -> WholeBodyEstimate:
+        return self.estimator.solve(method=method, duration=duration)
+
+    def _summary(self, estimate: WholeBodyEstimate) -> str:
+        counts = Counter(estimate.labels)
+        stopped = (f"; stopped sensors (rows dropped): {list(estimate.stopped_sensors)}"
+                   if estimate.stopped_sensors else "")
+        return (f"{estimate.method}: {len(estimate.link_names)} links from "
+                f"{estimate.n_samples} samples, residual RMS {estimate.residual_rms:.4g}, "
+                f"{estimate.rank} of {estimate.n_params} base parameters; "
+                + ", ".join(f"{n} {label}" for label, n in sorted(counts.items())) + stopped)
+
+    def _estimate_diagnostics(self, estimate: WholeBodyEstimate) -> tuple[dict[str, str], str]:
+        counts = Counter(estimate.labels)
+        values = {"base_parameter_rank": f"{estimate.rank}/{estimate.n_params}",
+                  "stopped_sensors": " ".join(estimate.stopped_sensors),
+                  "min_pseudo_inertia_eig": f"{estimate.min_pseudo_inertia_eigs.min():.4g}",
+                  **{f"links.{label.replace(' ', '_')}": str(n) for label, n in counts.items()}}
+        advice = (f"F/T sensor(s) {list(estimate.stopped_sensors)} stopped: their rows are "
+                  "dropped" if estimate.stopped_sensors else "")
+        return values, advice
+
+
 def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                     method: str = "lmi", solver_options: Mapping[str, Any] | None = None,
                     estimate_offset: bool = True, flip_wrench_sign: bool = False,
@@ -558,3 +630,22 @@ def link_session(link_model: LinkModel, actuators: Mapping[str, ActuatorConfig] 
                                  prior_weight=prior_weight, weighting=weighting,
                                  **window_capacities(window_sec, max_input_rate_hz))
     return LinkSession(LinkEstimator(link_model, config, actuators), max_input_rate_hz)
+
+
+def whole_body_session(model: WholeBodyModel, *, window_sec: float = 10.0, method: str = "lmi",
+                       solver_options: Mapping[str, Any] | None = None,
+                       prior_weight: float | None = None, with_efforts: bool = False,
+                       max_input_rate_hz: float = 1000.0,
+                       sensor_timeout_sec: float | None = None,
+                       sample_rate_hz: float | None = None) -> WholeBodySession:
+    """The whole-body session the node runs for its parameters of the same names (None: the
+    :class:`WholeBodyEstimatorConfig` default; ``sample_rate_hz`` is its
+    ``max_sample_rate_hz``)."""
+    extra = {k: v for k, v in (("prior_weight", prior_weight),
+                               ("sensor_timeout_sec", sensor_timeout_sec),
+                               ("max_sample_rate_hz", sample_rate_hz)) if v is not None}
+    config = WholeBodyEstimatorConfig(window_sec=window_sec, method=method,
+                                      solver_options=dict(solver_options or {}),
+                                      with_efforts=with_efforts, **extra,
+                                      **window_capacities(window_sec, max_input_rate_hz))
+    return WholeBodySession(WholeBodyEstimator(model, config), max_input_rate_hz)

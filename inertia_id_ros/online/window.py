@@ -242,3 +242,118 @@ class SlidingWindow:
         gram, moment, yty, rows = self.normal_equations(duration)
         return Problem(gram=gram, moment=moment, yty=yty, n_rows=rows, n_bodies=n_bodies,
                        **problem_fields)
+
+
+class BlockWindow:
+    """Sliding time window kept as normal equations per block of ``block_sec`` of samples, for
+    problems too large to keep their rows (a humanoid: 40 rows x 400 parameters per sample).
+
+    The same interface as :class:`SlidingWindow` where the estimators use it (``extend``,
+    ``count``, ``samples`` (stamps only), ``normal_equations``, ``clear``, ``drop_before``,
+    ``resize``), at block granularity: a block leaves the window when its newest sample is older
+    than ``window_sec`` behind the newest sample; ``duration`` selects the blocks with a sample
+    in the newest ``duration`` s. Memory: about ``window_sec / block_sec + 1`` blocks of
+    ``(p + 1)^2`` floats. ``row_groups``: ``(rows, columns)`` pairs, each a group of a sample's
+    rows and the only columns they can be non-zero in (covering every row): the products are
+    then accumulated per group (a whole-body problem's sensors touch only their subtrees).
+    Not thread-safe.
+    """
+
+    def __init__(self, window_sec: float, n_params: int, rows_per_sample: int,
+                 block_sec: float = 1.0,
+                 row_groups: list[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
+        if not window_sec > 0 or not block_sec > 0:
+            raise ValueError(f"window_sec and block_sec must be positive (s), got {window_sec}, "
+                             f"{block_sec}")
+        self.window_sec = float(window_sec)
+        self.block_sec = float(block_sec)
+        self.n_params = int(n_params)
+        self.rows_per_sample = int(rows_per_sample)
+        self.capacity = 0
+        """Unused (no per-sample storage); kept for the estimators' interface."""
+        self._blocks: list[dict[str, Any]] = []
+        every = (np.arange(rows_per_sample), np.arange(n_params))
+        self._groups = [(np.asarray(rows, dtype=int),
+                         np.append(np.asarray(columns, dtype=int), n_params))  # and the data
+                        for rows, columns in (row_groups or [every])]
+
+    def __len__(self) -> int:
+        return sum(block["t"].size for block in self._blocks)
+
+    @property
+    def t_last(self) -> float | None:
+        """Stamp of the newest sample (s), ``None`` when empty."""
+        return float(self._blocks[-1]["t"][-1]) if self._blocks else None
+
+    def clear(self) -> None:
+        """Drop all samples."""
+        self._blocks.clear()
+
+    def drop_before(self, t: float) -> None:
+        """Drop the blocks with a sample stamped before ``t`` (s)."""
+        self._blocks = [block for block in self._blocks if block["t"][0] >= t]
+
+    def resize(self, window_sec: float, capacity: int | None = None) -> None:
+        """A new window length (s); ``capacity`` is ignored."""
+        if not (window_sec > 0 and np.isfinite(window_sec)):
+            raise ValueError(f"window_sec must be positive and finite (s), got {window_sec}")
+        self.window_sec = float(window_sec)
+        self._expire()
+
+    def extend(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> int:
+        """Add samples with increasing stamps ``t`` (N,) (s), rows ``Y`` (N, r, p) and
+        measurements ``f`` (N, r); returns 0 (nothing is dropped for capacity)."""
+        t = np.asarray(t, dtype=float).reshape(-1)
+        r, p = self.rows_per_sample, self.n_params
+        if Y.shape != (t.size, r, p) or f.shape != (t.size, r):
+            raise ValueError(f"need Y (N, {r}, {p}) and f (N, {r}) for N={t.size} stamps, got "
+                             f"{Y.shape} and {f.shape}")
+        start = 0
+        while start < t.size:
+            block = self._blocks[-1] if self._blocks else None
+            if block is None or t[start] >= block["t"][0] + self.block_sec:
+                block = {"t": np.zeros(0), "product": np.zeros((p + 1, p + 1))}
+                self._blocks.append(block)
+            stop = start + int(np.searchsorted(t[start:], block["t"][0] + self.block_sec
+                                               if block["t"].size else t[start] + self.block_sec))
+            augmented = np.concatenate([Y[start:stop], f[start:stop, :, None]], axis=2)
+            for rows, columns in self._groups:
+                part = augmented[:, rows][:, :, columns].reshape(-1, columns.size)
+                block["product"][np.ix_(columns, columns)] += part.T @ part
+            block["t"] = np.concatenate([block["t"], t[start:stop]])
+            start = stop
+        self._expire()
+        return 0
+
+    def _expire(self) -> None:
+        if self._blocks:
+            newest = self._blocks[-1]["t"][-1]
+            self._blocks = [b for b in self._blocks if b["t"][-1] >= newest - self.window_sec]
+
+    def _selected(self, duration: float) -> list[dict[str, Any]]:
+        if duration < 0:
+            raise ValueError(f"duration must be >= 0 (s; 0 = the whole window), got {duration}")
+        if duration == 0 or not self._blocks:
+            return self._blocks
+        newest = self._blocks[-1]["t"][-1]
+        return [b for b in self._blocks if b["t"][-1] >= newest - duration]
+
+    def count(self, duration: float = 0.0) -> int:
+        """Samples in the blocks of the newest ``duration`` seconds (0: the whole window)."""
+        return sum(block["t"].size for block in self._selected(duration))
+
+    def samples(self, duration: float = 0.0,
+                copy: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(t (N,), Y, f)`` of the selected blocks: the stamps; ``Y``, ``f`` are empty (the
+        rows are not kept)."""
+        blocks = self._selected(duration)
+        t = np.concatenate([b["t"] for b in blocks]) if blocks else np.zeros(0)
+        return t, np.zeros((0, self.rows_per_sample, self.n_params)), np.zeros((0, 0))
+
+    def normal_equations(self, duration: float = 0.0) -> tuple[np.ndarray, np.ndarray, float, int]:
+        """``(Y^T Y (p, p), Y^T y (p,), y^T y, rows)`` of the selected blocks."""
+        p = self.n_params
+        blocks = self._selected(duration)
+        product = sum((b["product"] for b in blocks), np.zeros((p + 1, p + 1)))
+        rows = self.rows_per_sample * sum(b["t"].size for b in blocks)
+        return product[:p, :p].copy(), product[:p, p].copy(), float(product[p, p]), rows

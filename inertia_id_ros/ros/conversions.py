@@ -8,13 +8,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import Wrench, WrenchStamped
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from inertia_id_ros.online.payload_estimator import Estimate
 from inertia_id_ros.chain.friction import DriveParameters
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
 from inertia_id_ros.online.link_estimator import LinkEstimate
+from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, JointDriveParameters
 
 
@@ -97,6 +98,28 @@ def wrench_batch(msgs: Sequence[WrenchStamped]) -> tuple[np.ndarray, np.ndarray,
                           m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z)
                          for m in msgs]).reshape(-1, 6)
     return t, wrenches, [m.header.frame_id for m in msgs]
+
+
+def imu_arrays(msg: Imu) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """A ``sensor_msgs/Imu`` as ``(t (s), orientation (4,) x, y, z, w, angular_velocity (3,),
+    linear_acceleration (3,))``."""
+    o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
+    return (stamp_to_seconds(msg.header.stamp), np.array([o.x, o.y, o.z, o.w]),
+            np.array([w.x, w.y, w.z]), np.array([a.x, a.y, a.z]))
+
+
+def imu_msg(t: float, frame_id: str, orientation: np.ndarray, angular_velocity: np.ndarray,
+            linear_acceleration: np.ndarray) -> Imu:
+    """A ``sensor_msgs/Imu`` at time ``t`` (s): orientation x, y, z, w (world <- IMU),
+    angular velocity (rad/s) and specific force (m/s^2) in the IMU frame ``frame_id``."""
+    msg = Imu()
+    msg.header.stamp = seconds_to_stamp(t)
+    msg.header.frame_id = frame_id
+    o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
+    o.x, o.y, o.z, o.w = (float(v) for v in orientation)
+    w.x, w.y, w.z = (float(v) for v in angular_velocity)
+    a.x, a.y, a.z = (float(v) for v in linear_acceleration)
+    return msg
 
 
 def wrench_to_array(wrench: Wrench) -> np.ndarray:
@@ -229,3 +252,21 @@ def link_estimate_to_msg(estimate: LinkEstimate) -> InertialParametersArray:
 def msg_to_thetas(msg: InertialParametersArray) -> dict[str, np.ndarray]:
     """``{frame: theta (10,)}`` of the bodies of an ``InertialParametersArray``."""
     return {body.header.frame_id: msg_to_theta(body) for body in msg.bodies}
+
+
+def whole_body_estimate_to_msg(estimate: WholeBodyEstimate) -> InertialParametersArray:
+    """An ``InertialParametersArray`` from a (fully consistent) whole-body estimate: one body per
+    URDF link (about and in its frame) with its identifiability, the estimated sensor offsets;
+    every body carries the fit's residual RMS, sample count, method and solve time."""
+    msg = links_to_msg(estimate.link_names, estimate.thetas, {}, estimate.t_last)
+    for body, min_eig in zip(msg.bodies, estimate.min_pseudo_inertia_eigs):
+        body.min_pseudo_inertia_eig = float(min_eig)
+        body.residual_rms = float(estimate.residual_rms)
+        body.num_samples = int(estimate.n_samples)
+        body.method = estimate.method
+        body.solve_time = float(estimate.solve_time)
+    msg.identifiability = list(estimate.labels)
+    msg.identified_fraction = [float(v) for v in estimate.identified_fraction]
+    msg.sensor_frames = list(estimate.offsets)
+    msg.sensor_offsets = [array_to_wrench(v) for v in estimate.offsets.values()]
+    return msg

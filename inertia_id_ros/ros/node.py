@@ -10,6 +10,9 @@ periodic update on a worker thread and publishes what it gives:
   ``~/payload_change`` (``PayloadChange``) on a grasp or release; ``~/tare`` (``Tare``).
 - ``links``: ``sensor_msgs/JointState`` with efforts in; ``~/links``
   (``InertialParametersArray``, latched) and ``~/markers`` out.
+- ``whole_body``: ``sensor_msgs/JointState``, ``sensor_msgs/Imu`` and one
+  ``geometry_msgs/WrenchStamped`` topic per F/T sensor in; ``~/links`` (every URDF link with its
+  identifiability, the sensor offsets) and ``~/markers`` out.
 
 Both: ``~/identify`` (``Identify``), ``/diagnostics``; ``method``, ``solver_options``,
 ``window_sec`` and ``update_rate_hz`` may change at run time (validated in the on-set callback,
@@ -35,7 +38,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 from visualization_msgs.msg import MarkerArray
 
 from inertia_id_ros.core.inertia import check_consistency
@@ -43,11 +46,14 @@ from inertia_id_ros.errors import EstimateUnavailable, StartupError
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, PayloadChange
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.payload_estimator import check_prior_available
-from inertia_id_ros.online.session import LinkSession, PayloadSession, Session, Update
-from inertia_id_ros.ros.conversions import (array_to_wrench, estimate_to_msg,
+from inertia_id_ros.online.session import (LinkSession, PayloadSession, Session, Update,
+                                           WholeBodySession)
+from inertia_id_ros.ros.conversions import (array_to_wrench, estimate_to_msg, imu_arrays,
                                             joint_state_arrays, joint_state_groups,
                                             link_estimate_to_msg, payload_theta_from_msg,
-                                            seconds_to_stamp, stamp_to_seconds, wrench_batch)
+                                            seconds_to_stamp, stamp_to_seconds,
+                                            whole_body_estimate_to_msg, wrench_batch,
+                                            wrench_to_array)
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
 from inertia_id_ros.ros.excitation import ExcitationIO
 from inertia_id_ros.ros.markers import estimate_markers
@@ -259,7 +265,7 @@ class _LinksIO(_JointStateInput):
         """The update's links and drives (and their markers, when ``markers``)."""
         if not update.ok:
             return
-        msg = link_estimate_to_msg(update.estimate)
+        msg = self.to_msg(update)
         self._links.publish(msg)
         if not markers:
             return
@@ -268,8 +274,52 @@ class _LinksIO(_JointStateInput):
             array.markers += estimate_markers(body, ns=f"inertia_id/{body.body_name}").markers
         self._markers.publish(array)
 
+    def to_msg(self, update: Update) -> InertialParametersArray:
+        return link_estimate_to_msg(update.estimate)
+
     def respond(self, response: Identify.Response, update: Update) -> None:
-        response.links = link_estimate_to_msg(update.estimate)
+        response.links = self.to_msg(update)
+
+
+class _WholeBodyIO(_LinksIO):
+    """The whole-body mode's topics around a :class:`WholeBodySession`: joint states, the IMU
+    and one wrench topic per F/T sensor in; the links (with identifiability) out."""
+
+    def __init__(self, node: InertiaIdNode, session: WholeBodySession, settings: NodeSettings,
+                 sensor_qos: QoSProfile) -> None:
+        _JointStateInput.__init__(self, node, session, settings, sensor_qos)
+        model = session.estimator.model
+        self._imu = _Inbox(self._inbox_limit)
+        node.inputs.create_subscription(Imu, settings.imu_topic, self._imu.put, sensor_qos)
+        self._ft = {frame: _Inbox(self._inbox_limit) for frame in settings.ft_frames}
+        for frame, topic in zip(settings.ft_frames, settings.ft_topics):
+            node.inputs.create_subscription(WrenchStamped, topic, self._ft[frame].put, sensor_qos)
+        self.hardware_id = ",".join((model.imu_frame, *settings.ft_frames))
+        self._links = node.create_publisher(InertialParametersArray, "~/links", _latched())
+        self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
+        sensors = ", ".join(f"{f} ({k}, {t})" for f, k, t in
+                            zip(settings.ft_frames, settings.ft_types, settings.ft_topics))
+        self.description = (f"identifying {len(model.bodies)} links of a {model.base} base from "
+                            f"{len(model.joint_names)} joints, the IMU at '{model.imu_frame}' "
+                            f"({settings.imu_topic}) and F/T sensors {sensors}")
+
+    def _drain_more(self) -> None:
+        session, warn = self._session, self._node.warn
+        for msg in self._imu.take():
+            t, _, angular_velocity, linear_acceleration = imu_arrays(msg)
+            warn(session.add_imu(t, angular_velocity, linear_acceleration, msg.header.frame_id))
+        for frame, inbox in self._ft.items():
+            for msg in inbox.take():
+                warn(session.add_wrench(frame, stamp_to_seconds(msg.header.stamp),
+                                        wrench_to_array(msg.wrench), msg.header.frame_id))
+
+    @property
+    def queue_overflow(self) -> int:
+        return (self._joint_states.overflow + self._imu.overflow
+                + sum(inbox.overflow for inbox in self._ft.values()))
+
+    def to_msg(self, update: Update) -> InertialParametersArray:
+        return whole_body_estimate_to_msg(update.estimate)
 
 
 class InertiaIdNode(Node):
@@ -293,7 +343,8 @@ class InertiaIdNode(Node):
         sensor_qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
                                 durability=DurabilityPolicy.VOLATILE,
                                 history=HistoryPolicy.KEEP_LAST, depth=self.settings.qos_depth)
-        io_class = _PayloadIO if self.settings.mode == "payload" else _LinksIO
+        io_class = {"payload": _PayloadIO, "links": _LinksIO,
+                    "whole_body": _WholeBodyIO}[self.settings.mode]
         self._io = io_class(self, self.session, self.settings, sensor_qos)
         self._excitation = ExcitationIO(self, self._io, self.session, self.settings)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from dataclasses import dataclass
@@ -24,19 +25,22 @@ import yaml
 from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig
 from inertia_id_ros.chain.friction import DRIVE_TERMS
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
+from inertia_id_ros.chain.whole_body_fit import WHOLE_BODY_METHODS
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.core.weighting import WEIGHTINGS
+from inertia_id_ros.core.whole_body import SENSOR_KINDS, FTSensor, WholeBodyModel
 from inertia_id_ros.errors import (ConfigError, FrameNotFound, JointNotFound, ProblemError,
                                    StartupError)
 from inertia_id_ros.io.prior import NO_PRIOR, resolve_payload_prior
 from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.payload_estimator import check_prior_available
-from inertia_id_ros.online.session import Session, link_session, payload_session
+from inertia_id_ros.online.session import (Session, link_session, payload_session,
+                                           whole_body_session)
 from inertia_id_ros.solvers import METHODS, check_options
 
-MODES = ("payload", "links")
+MODES = ("payload", "links", "whole_body")
 """What the node identifies (parameter ``mode``)."""
 
 MAX_UPDATE_RATE_HZ = 100.0
@@ -63,8 +67,9 @@ class ParameterSpec:
 PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec("mode", "payload",
                   "What to identify: 'payload' (the body beyond an F/T sensor, from joint states "
-                  "and wrenches) or 'links' (a chain's links and joint drives, from joint states "
-                  "with efforts)."),
+                  "and wrenches), 'links' (a chain's links and joint drives, from joint states "
+                  "with efforts) or 'whole_body' (every link of a floating-base robot, from joint "
+                  "states, an IMU and several F/T sensors)."),
     ParameterSpec("urdf_path", "", "Path of the robot's URDF (or give robot_description; in "
                                    "links mode chain_config may give it)."),
     ParameterSpec("robot_description", "",
@@ -140,6 +145,34 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "Links mode: weight of the prior toward the URDF per torque sample ((N m)^2 per "
                   "SI unit^2), >= 0; small (1e-6) for clean, exciting data, larger for noisy or "
                   "short data."),
+    # whole_body mode
+    ParameterSpec("base", "floating",
+                  "Whole-body mode: the robot's base: 'floating' (free, motion from the IMU, base "
+                  "rows from the contact wrenches) or 'suspended' (hanging through a contact F/T "
+                  "sensor)."),
+    ParameterSpec("imu_topic", "/imu", "Whole-body mode: sensor_msgs/Imu input topic."),
+    ParameterSpec("imu_frame", "",
+                  "Whole-body mode: URDF frame of the IMU; readings must carry this frame_id."),
+    ParameterSpec("ft_frames", None,
+                  "Whole-body mode: URDF frames of the F/T sensors (a link or a fixed joint); "
+                  "wrenches must carry these frame_ids.", array_type="string_array"),
+    ParameterSpec("ft_topics", None,
+                  "Whole-body mode: geometry_msgs/WrenchStamped topic of each F/T sensor, in "
+                  "ft_frames order.", array_type="string_array"),
+    ParameterSpec("ft_types", None,
+                  "Whole-body mode: kind of each F/T sensor, in ft_frames order: 'contact' (the "
+                  "environment's wrench on the robot at the frame) or 'internal' (the root side's "
+                  "wrench on the part beyond; its offset is estimated).",
+                  array_type="string_array"),
+    ParameterSpec("use_efforts", False,
+                  "Whole-body mode: add the joint-torque rows of the joint states' efforts."),
+    ParameterSpec("sensor_timeout_sec", 0.5,
+                  "Whole-body mode: an F/T sensor silent this long (s) behind the IMU has "
+                  "stopped: reported, and the rows needing its wrench dropped."),
+    ParameterSpec("sample_rate_hz", 50.0,
+                  "Whole-body mode: IMU stamps become samples at most at this rate (Hz, > 0; the "
+                  "others still feed the gyro's derivative): a humanoid's rows cost milliseconds "
+                  "per sample."),
     ParameterSpec("coulomb_velocity", 0.0,
                   "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 = "
                   "exact sign, for joints that chain_config does not configure."),
@@ -208,6 +241,15 @@ class NodeSettings:
     excitation: RunConfig
     """The ``excite_*`` parameters but ``excite_max_acceleration``."""
     excite_max_acceleration: float
+    base: str = "floating"
+    imu_topic: str = "/imu"
+    imu_frame: str = ""
+    ft_frames: tuple[str, ...] = ()
+    ft_topics: tuple[str, ...] = ()
+    ft_types: tuple[str, ...] = ()
+    use_efforts: bool = False
+    sensor_timeout_sec: float = 0.5
+    sample_rate_hz: float = 50.0
 
 
 def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
@@ -272,12 +314,19 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         trajectory_topic=v["trajectory_topic"],
         excitation=RunConfig(**{field: float(v[name])
                                 for name, field in EXCITE_PARAMETERS.items()}),
-        excite_max_acceleration=float(v["excite_max_acceleration"]))
+        excite_max_acceleration=float(v["excite_max_acceleration"]),
+        base=v["base"], imu_topic=v["imu_topic"], imu_frame=v["imu_frame"],
+        ft_frames=tuple(v["ft_frames"] or ()), ft_topics=tuple(v["ft_topics"] or ()),
+        ft_types=tuple(v["ft_types"] or ()), use_efforts=bool(v["use_efforts"]),
+        sensor_timeout_sec=float(v["sensor_timeout_sec"]),
+        sample_rate_hz=float(v["sample_rate_hz"]))
     if settings.mode == "payload" and not settings.sensor_frame:
         raise StartupError("parameter 'sensor_frame' is required in payload mode")
     if settings.mode == "links" and not settings.joints and not settings.chain_config:
         raise StartupError("parameter 'joints' is required in links mode (or give "
                            "'chain_config')")
+    if settings.mode == "whole_body":
+        _check_whole_body(settings)
     if settings.mode == "payload":  # links: once the chain is known (build_session)
         _check_startup_window(settings, PAYLOAD_WINDOW_SHAPE)
         _check_payload_prior(settings)
@@ -294,6 +343,38 @@ def _check_payload_prior(settings: NodeSettings) -> None:
             from error
     if prior.endswith(".json") and not Path(prior).is_file():
         raise StartupError(f"parameter 'payload_prior': no file {prior!r}")
+def _check_whole_body(settings: NodeSettings) -> None:
+    """The whole-body parameters that need no URDF; raises StartupError naming the item."""
+    if settings.base not in ("floating", "suspended"):
+        raise StartupError(f"parameter 'base': {settings.base!r} is neither 'floating' nor "
+                           "'suspended'")
+    if not settings.imu_frame:
+        raise StartupError("parameter 'imu_frame' is required in whole_body mode")
+    if not settings.imu_topic:
+        raise StartupError("parameter 'imu_topic' is required in whole_body mode")
+    if not settings.ft_frames:
+        raise StartupError("parameter 'ft_frames' is required in whole_body mode")
+    for name in ("ft_topics", "ft_types"):
+        if len(getattr(settings, name)) != len(settings.ft_frames):
+            raise StartupError(f"parameter '{name}' has {len(getattr(settings, name))} entries "
+                               f"for the {len(settings.ft_frames)} sensors of 'ft_frames' "
+                               f"{list(settings.ft_frames)}")
+    for frame, topic, kind in zip(settings.ft_frames, settings.ft_topics, settings.ft_types):
+        if kind not in SENSOR_KINDS:
+            raise StartupError(f"parameter 'ft_types': sensor {frame!r} has type {kind!r}, "
+                               "neither 'contact' nor 'internal'")
+        if not topic:
+            raise StartupError(f"parameter 'ft_topics': sensor {frame!r} has no topic")
+    duplicates = sorted({f for f in settings.ft_frames if settings.ft_frames.count(f) > 1})
+    if duplicates:
+        raise StartupError(f"parameter 'ft_frames': {duplicates} listed twice")
+    if settings.method not in WHOLE_BODY_METHODS:
+        raise StartupError(f"parameter 'method': {settings.method!r} does not solve whole-body "
+                           f"problems; choose one of {list(WHOLE_BODY_METHODS)}")
+    for name in ("sensor_timeout_sec", "sample_rate_hz"):
+        if not _positive(getattr(settings, name)):
+            raise StartupError(f"parameter '{name}' must be > 0, got "
+                               f"{getattr(settings, name)!r}")
 
 
 PAYLOAD_WINDOW_SHAPE = (6, 16)
@@ -333,6 +414,8 @@ def build_session(settings: NodeSettings) -> Session:
             detect_payload_change=settings.detect_payload_change,
             payload_change_threshold=settings.payload_change_threshold, prior=prior,
             weighting=settings.weighting)
+    if settings.mode == "whole_body":
+        return _whole_body_session(settings)
     model, actuators = _link_model(settings)
     _check_startup_window(settings, (model.n_joints, model.n_parameters))
     return link_session(model, actuators, window_sec=settings.window_sec,
@@ -368,7 +451,8 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
     if rate > MAX_UPDATE_RATE_HZ:
         raise ValueError(f"update_rate_hz must be <= {MAX_UPDATE_RATE_HZ:g} Hz, got {rate!r}")
     window_sec = float(new.get("window_sec", settings.window_sec))
-    check_window_memory(window_sec, settings.max_input_rate_hz, window_shape)
+    if settings.mode != "whole_body":  # whole_body keeps normal equations, not rows
+        check_window_memory(window_sec, settings.max_input_rate_hz, window_shape)
     return dataclasses.replace(settings, method=method, solver_options=options,
                                update_rate_hz=rate, window_sec=window_sec)
 
@@ -467,3 +551,28 @@ def _link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorCo
         raise StartupError(f"parameter 'joints': {error}") from error
     return model, ({j: chain.actuators[j] for j in joints if j in chain.actuators}
                    if chain else None)
+
+
+def _whole_body_session(settings: NodeSettings) -> Session:
+    """The whole-body session: the URDF with a free-flyer root, the sensors, the IMU frame;
+    raises StartupError naming the parameter at fault."""
+    _load_robot(settings)  # an unreadable URDF names its parameter
+    sensors = [FTSensor(frame, kind) for frame, kind in zip(settings.ft_frames, settings.ft_types)]
+    urdf = settings.urdf_path
+    if not urdf:  # robot_description: the model needs a file
+        with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as handle:
+            handle.write(settings.robot_description)
+        urdf = handle.name
+    try:
+        model = WholeBodyModel.from_urdf(urdf, settings.base, sensors, settings.imu_frame)
+    except FrameNotFound as error:
+        name = "imu_frame" if error.name == settings.imu_frame else "ft_frames"
+        raise StartupError(f"parameter '{name}': {error}") from error
+    except (ConfigError, ValueError) as error:
+        raise StartupError(f"parameter 'urdf_path': {error}") from error
+    return whole_body_session(model, window_sec=settings.window_sec, method=settings.method,
+                              solver_options=settings.solver_options,
+                              with_efforts=settings.use_efforts,
+                              max_input_rate_hz=settings.max_input_rate_hz,
+                              sensor_timeout_sec=settings.sensor_timeout_sec,
+                              sample_rate_hz=settings.sample_rate_hz)

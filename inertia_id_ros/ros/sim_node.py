@@ -13,6 +13,15 @@ Parameter ``robot``:
   ``sensor_msgs/JointState`` of all 12 joints (the other legs still at 0) with exact positions and
   velocities and efforts = joint torques + 0.1 N m white noise, and the ground truth of the leg's
   links and drives on ``~/ground_truth_links`` (``InertialParametersArray``, latched).
+- ``icub_whole_body``, ``go1_whole_body``, ``icub_suspended_whole_body``: floating-base robots
+  (:mod:`~inertia_id_ros.sim.whole_body`): iCub on its left sole with six internal F/T sensors and
+  the sole's contact sensor, Go1 with four foot contact sensors, iCub hanging from a crane F/T
+  sensor at its root link; true links differing from the URDF, noise, offsets. Publishes
+  ``sensor_msgs/JointState`` (positions, velocities), ``sensor_msgs/Imu`` on ``imu_topic`` and
+  each sensor's ``WrenchStamped`` on ``/<frame>/wrench`` (the topics of
+  ``config/icub_whole_body.yaml``, ``config/go1_whole_body.yaml``,
+  ``config/icub_suspended.yaml``), all with the same stamps; the truth (every link, the sensor
+  offsets) on ``~/ground_truth_links``. Use ``rate_hz`` 200.
 
 Both follow ``trajectory_msgs/JointTrajectory`` commands on ``trajectory_topic`` as
 joint_trajectory_controller does, ``tracking_lag_sec`` late
@@ -39,15 +48,16 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from inertia_id_ros.chain.actuators import go1_leg_config
 from inertia_id_ros.core.inertia import inertia_from_msg_order, inertia_from_theta, theta_from_inertia
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray
-from inertia_id_ros.ros.conversions import (array_to_wrench, joint_state,
+from inertia_id_ros.ros.conversions import (array_to_wrench, imu_msg, joint_state,
                                             joint_trajectory_arrays, links_to_msg,
                                             theta_to_msg, wrench_stamped)
+from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
 from inertia_id_ros.sim.torques import (DEFAULT_LEG_TORQUE_NOISE_STD, LEG_HOME, leg_simulator,
@@ -188,9 +198,58 @@ class _CommandInput:
             log.warning("ignored a joint trajectory command: all its points are in the past")
 
 
-ROBOTS = {"panda": _PandaPayload, "go1_leg": _Go1Leg}
 MOTIONS = ("exciting", "hold")
 """Parameter ``motion``: the built-in motion until a joint trajectory command arrives."""
+class _WholeBody:
+    """A floating-base robot (:data:`inertia_id_ros.sim.whole_body.ROBOTS`): joint states, the
+    IMU and every F/T sensor's wrench, with the same stamps."""
+
+    def __init__(self, node: Node, p: dict[str, Any], robot: str) -> None:
+        noise = None if p["noise"] else whole_body.NoiseModel.none()
+        self.sim = whole_body.ROBOTS[robot](seed=int(p["seed"]), noise=noise)
+        self._publish_velocity = bool(p["publish_velocity"])
+        self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
+        self._imu_pub = node.create_publisher(Imu, p["imu_topic"], _DATA_QOS)
+        self._wrench_pubs = [node.create_publisher(WrenchStamped, f"/{frame}/wrench", _DATA_QOS)
+                             for frame, _ in self.sim.ft_sensors]
+        names, thetas = self.sim.true_theta
+        truth = links_to_msg(names, thetas, {})
+        offsets = [(frame, offset) for (frame, kind), offset
+                   in zip(self.sim.ft_sensors, self.sim.ft_offsets) if kind == "internal"]
+        truth.sensor_frames = [frame for frame, _ in offsets]
+        truth.sensor_offsets = [array_to_wrench(offset) for _, offset in offsets]
+        node.create_publisher(InertialParametersArray, "~/ground_truth_links",
+                              _LATCHED).publish(truth)
+        self.sent = {"joint states": 0, "IMU readings": 0, "wrenches": 0}
+        self.description = (f"{robot}: {len(self.sim.joint_names)} joints, IMU at "
+                            f"'{self.sim.imu_frame}', F/T sensors "
+                            f"{[f'{f} ({k})' for f, k in self.sim.ft_sensors]}")
+
+    def subscribed(self) -> bool:
+        return all(pub.get_subscription_count()
+                   for pub in (self._joint_pub, self._imu_pub, *self._wrench_pubs))
+
+    def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
+        sim = self.sim
+        data = sim.measure(sim.simulate(t), with_ddq=False, with_effort=False, rng=rng)
+        names = list(sim.joint_names)
+        for i, stamp in enumerate(stamps):
+            self._joint_pub.publish(joint_state(stamp, names, data["q"][i],
+                                                data["dq"][i] if self._publish_velocity
+                                                else None))
+            self._imu_pub.publish(imu_msg(stamp, sim.imu_frame, data["imu_orientation"][i],
+                                          data["imu_angular_velocity"][i],
+                                          data["imu_linear_acceleration"][i]))
+            for k, (pub, (frame, _)) in enumerate(zip(self._wrench_pubs, sim.ft_sensors)):
+                pub.publish(wrench_stamped(stamp, frame, data["ft_wrench"][i, k]))
+        self.sent["joint states"] += len(t)
+        self.sent["IMU readings"] += len(t)
+        self.sent["wrenches"] += len(t) * len(self._wrench_pubs)
+
+
+ROBOTS = {"panda": _PandaPayload, "go1_leg": _Go1Leg,
+          **{f"{name}_whole_body": (lambda node, p, name=name: _WholeBody(node, p, name))
+             for name in whole_body.ROBOTS}}
 
 
 class SimulatorNode(Node):
@@ -204,8 +263,10 @@ class SimulatorNode(Node):
         mass, com, inertia_com = inertia_from_theta(default.true_theta)
         declare = [
             ("robot", "panda", "What to simulate: 'panda' (a payload beyond a wrist F/T sensor: "
-                               "joint states and wrenches) or 'go1_leg' (a Go1 leg: joint states "
-                               "with joint torques as efforts)."),
+                               "joint states and wrenches), 'go1_leg' (a Go1 leg: joint states "
+                               "with joint torques as efforts), 'icub_whole_body', "
+                               "'go1_whole_body' or 'icub_suspended_whole_body' (floating "
+                               "base: joint states, IMU, F/T sensors)."),
             ("rate_hz", 1000.0, "Publication rate of the topics (Hz)."),
             ("duration_sec", 0.0, "Seconds of motion to play; 0 = until stopped."),
             ("seed", 0, "Seed of the trajectory and the noise (and go1_leg's true links)."),
@@ -237,6 +298,7 @@ class SimulatorNode(Node):
              "trajectory_msgs/JointTrajectory commands to follow."),
             ("tracking_lag_sec", DEFAULT_TRACKING_LAG_SEC,
              "How late the robot follows the commanded trajectory (s)."),
+            ("imu_topic", "/imu", "whole-body robots: Imu output topic."),
         ]
         for name, value, description in declare:
             self.declare_parameter(name, value, ParameterDescriptor(description=description))

@@ -1,0 +1,187 @@
+"""The node in whole_body mode over DDS with the simulated iCub, and the held-out F/T prediction of
+its published estimate.
+
+Runs ``inertia-id-sim`` (robot ``icub_whole_body``: 32 joints, the head IMU, six internal F/T
+sensors, the left sole's contact sensor, 200 Hz, true links differing from the URDF) for the first
+70 % of a motion and ``inertia-id-node`` with ``config/icub_whole_body.yaml``; counts the
+published estimates and the inconsistent ones, calls ``identify``. Then, offline, the same
+simulated robot's last 30 % (fresh noise) is predicted: per F/T sensor, the force RMS error of the
+rows (:class:`~inertia_id_ros.core.whole_body.WholeBodyModel`) with the published estimate, the
+URDF (given the true sensor offsets) and an OLS fit of the same training rows; the yardstick is
+the error of the true robot (the rows' noise: the sensor's, the contact's beyond it, the IMU's).
+Also the node's cost from ``/diagnostics``: processing per sample, solve, whole update, backlog.
+
+    .venv/bin/python benchmarks/whole_body_dds.py [--duration 60] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from inertia_id_ros.chain.whole_body_fit import fit_whole_body
+from inertia_id_ros.core.filtering import local_polynomial_derivatives
+from inertia_id_ros.core.inertia import check_consistency
+from inertia_id_ros.core.whole_body import (FTSensor, WholeBodyModel, WholeBodySamples,
+                                            gyro_derivative)
+from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.msg import InertialParametersArray
+from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
+from inertia_id_ros.sim import whole_body as wb
+from inertia_id_ros.srv import Identify
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_node_dds import script, shut_down  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+RATE = 200.0
+TRAIN_FRACTION = 0.7
+OFFLINE_RATE = 50.0
+"""Samples per second of the offline rows (OLS fit, prediction)."""
+
+
+def run_node(duration: float, seed: int, env: dict[str, str]) -> tuple[list, object, float, list]:
+    """Simulator and node over DDS for ``duration`` s: (published arrays, identify response,
+    identify wall time (s), the node's diagnostic values per update)."""
+    node = subprocess.Popen([script("inertia-id-node"), "--ros-args", "--params-file",
+                             str(REPO / "config" / "icub_whole_body.yaml"),
+                             "-p", f"urdf_path:={example_robot_urdf('icub')}",
+                             "-p", "update_rate_hz:=1.0", "--log-level", "error"], env=env)
+    rclpy.init()
+    peer = rclpy.create_node("inertia_id_whole_body_bench")
+    published: list = []
+    peer.create_subscription(InertialParametersArray, "/inertia_id/links", published.append,
+                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+    diagnostics: list[dict[str, str]] = []
+    peer.create_subscription(
+        DiagnosticArray, "/diagnostics",
+        lambda msg: diagnostics.extend({kv.key: kv.value for kv in s.values}
+                                       for s in msg.status if s.name.startswith("inertia_id")),
+        100)
+    client = peer.create_client(Identify, "/inertia_id/identify")
+    time.sleep(3.0)
+    sim = subprocess.Popen([script("inertia-id-sim"), "--ros-args", "-p",
+                            "robot:=icub_whole_body", "-p", f"rate_hz:={RATE}",
+                            "-p", f"duration_sec:={duration}", "-p", f"seed:={seed}",
+                            "--log-level", "error"], env=env)
+    try:
+        while sim.poll() is None:
+            rclpy.spin_once(peer, timeout_sec=0.05)
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            rclpy.spin_once(peer, timeout_sec=0.05)
+        client.wait_for_service(timeout_sec=10.0)
+        start = time.monotonic()
+        future = client.call_async(Identify.Request())
+        rclpy.spin_until_future_complete(peer, future, timeout_sec=120.0)
+        return published, future.result(), time.monotonic() - start, diagnostics
+    finally:
+        shut_down((sim, node), peer)
+
+
+def samples_of(model: WholeBodyModel, data: dict, select: np.ndarray) -> WholeBodySamples:
+    """Rows' samples of a recording at ``select`` (indices), ddq and the gyro's derivative by
+    local quadratic fits."""
+    t = data["t"]
+    fit = local_polynomial_derivatives(t, data["q"], t[select], 0.05)
+    alpha = gyro_derivative(t, data["imu_angular_velocity"])[select]
+    q, dq, ddq = fit[:, 0], fit[:, 1], fit[:, 2]
+    base = model.base_motion_from_imu(q, dq, ddq, data["imu_angular_velocity"][select],
+                                      data["imu_linear_acceleration"][select], alpha)
+    return WholeBodySamples(q, dq, ddq, base, data["ft_wrench"][select])
+
+
+def force_rms(model: WholeBodyModel, samples: WholeBodySamples, x: np.ndarray) -> dict:
+    """Per sensor row block (``base``: the contact's), the force RMS of ``b - Y x`` (N)."""
+    Y, b, channels = model.rows(samples)
+    residual = (b - Y @ x).reshape(-1, len(channels))
+    out = {}
+    for start in range(0, len(channels), 6):
+        name = channels[start].split(".")[0]
+        out[name] = float(np.sqrt(np.mean(residual[:, start:start + 3] ** 2)))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=60.0, help="whole motion, s (60)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
+    env.setdefault("ROS_DOMAIN_ID", str(50 + os.getpid() % 50))
+    os.environ.update(env)
+    train = TRAIN_FRACTION * args.duration
+    published, response, identify_s, diagnostics = run_node(train, args.seed, env)
+    inconsistent = sum(not check_consistency(theta).fully_consistent
+                       for msg in published for theta in msg_to_thetas(msg).values())
+    print(f"\nnode over DDS, iCub {train:.0f} s at {RATE:.0f} Hz: {len(published)} estimates "
+          f"published, {inconsistent} inconsistent bodies; identify "
+          f"{'ok' if response and response.success else 'FAILED'} in {identify_s:.2f} s "
+          f"(solve {response.links.bodies[0].solve_time:.3f} s, "
+          f"{response.links.bodies[0].num_samples} samples)")
+    def median(key: str) -> float:
+        values = [float(d[key]) for d in diagnostics if key in d]
+        return float(np.median(values)) if values else float("nan")
+
+    backlog = max((int(d.get("pending_samples", 0)) for d in diagnostics), default=0)
+    failed = {k: v for k, v in (diagnostics[-1] if diagnostics else {}).items()
+              if k.startswith("failed_solves")}
+    print(f"node cost (median over {len(diagnostics)} updates): processing "
+          f"{median('process_us_per_sample') / 1e3:.2f} ms per sample, solve "
+          f"{median('solve_ms'):.0f} ms, update {median('update_ms'):.0f} ms; largest backlog "
+          f"{backlog} IMU readings; failed solves {failed or 0}")
+    counts = {label: list(response.links.identifiability).count(label)
+              for label in sorted(set(response.links.identifiability))}
+    print(f"identifiability of the 39 links: {counts}")
+
+    sim = wb.icub(seed=args.seed)
+    data = sim.record(args.duration, RATE)
+    model = WholeBodyModel.from_urdf(example_robot_urdf("icub"), "floating",
+                                     [FTSensor(f, k) for f, k in sim.ft_sensors], sim.imu_frame)
+    step = int(RATE / OFFLINE_RATE)
+    n = data["t"].size
+    inner = np.arange(20, n - 20, step)
+    train_idx, test_idx = inner[data["t"][inner] < train], inner[data["t"][inner] >= train]
+    estimate = msg_to_thetas(response.links)
+    offsets = dict(zip(response.links.sensor_frames,
+                       (wrench_to_array(w) for w in response.links.sensor_offsets)))
+    true_offsets = dict(zip(data["ft_frames"], data["true_ft_offset"]))
+    x_node = np.concatenate([estimate[b] for b in model.bodies]
+                            + [offsets[s] for s in model.offset_sensors])
+    x_urdf = np.concatenate([model.prior[:10 * model.n_bodies]]
+                            + [true_offsets[s] for s in model.offset_sensors])
+    x_true = np.concatenate([dict(zip(data["true_links"], data["true_theta"]))[b]
+                             for b in model.bodies]
+                            + [true_offsets[s] for s in model.offset_sensors])
+    ols = fit_whole_body(model, samples_of(model, data, train_idx), "ols")
+    inconsistent_ols = sum(not check_consistency(t).fully_consistent for t in ols.thetas)
+    held_out = samples_of(model, data, test_idx)
+    errors = {name: force_rms(model, held_out, x)
+              for name, x in (("node", x_node), ("urdf", x_urdf), ("ols", ols.x),
+                              ("truth", x_true))}
+    print(f"OLS on the same training rows: {inconsistent_ols} of {len(ols.thetas)} links "
+          "inconsistent")
+    print(f"\nheld-out force RMS error (N), last {100 * (1 - TRAIN_FRACTION):.0f} % "
+          f"({test_idx.size} samples)")
+    print(f"{'rows':<22}{'node':>9}{'URDF':>9}{'OLS':>9}{'truth':>9}{'node/URDF':>11}"
+          f"{'node/OLS':>10}{'node/truth':>12}")
+    for name in errors["node"]:
+        e = {k: v[name] for k, v in errors.items()}
+        label = "base (l_sole contact)" if name == "base" else name
+        print(f"{label:<22}{e['node']:9.3f}{e['urdf']:9.3f}{e['ols']:9.3f}{e['truth']:9.3f}"
+              f"{e['node'] / e['urdf']:11.2f}{e['node'] / e['ols']:10.2f}"
+              f"{e['node'] / e['truth']:12.2f}")
+    return 0 if response is not None and response.success and inconsistent == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,653 @@
+"""Whole-body rows: a floating-base robot's F/T sensors and joint torques, linear in per-link θ.
+
+Parameters are per URDF link (not per pinocchio joint): ``x = [θ_link_1, ..., θ_link_L,
+offset_sensor_1 (6), ...]`` with each ``θ`` about its link frame (:mod:`.inertia` order) and one
+6-D offset per F/T sensor whose offset is estimated. With ``f_L = I_L a_g,L + v_L ×* (I_L v_L)
+= body_regressor(v_L, a_g,L) θ_L`` the inertial wrench of link ``L`` (proper acceleration: gravity
+included) and ``W_s`` the wrench sensor ``s`` reports (true wrench ``W_s − o_s``):
+
+- base rows (``floating``, ``suspended``): all external wrenches are the contacts', so
+  ``Σ_L X*_{B←L} f_L = Σ_c X*_{B←c} (W_c − o_c)`` (the base rows of the whole-body regressor);
+- internal sensor ``s`` (the root side on the part beyond it, the subtree of its link):
+  ``W_s − o_s = X*_{s←B} (Σ_{L beyond s} X*_{B←L} f_L − Σ_{c beyond s} X*_{B←c} (W_c − o_c))``;
+- joint ``j`` (optional, rigid-body torque only): ``τ_j = S_jᵀ X*_{j←B} (Σ_{L beyond j} ... )``
+  as for a sensor at the joint.
+
+Base motion needs no base pose or linear velocity: only proper accelerations and angular
+velocities enter the wrenches (:class:`BaseMotion`). Spatial vectors are ``[linear, angular]``;
+wrenches ``[fx, fy, fz, tx, ty, tz]``.
+
+Link inertials come from pinocchio (≥ 3): a link attached by a fixed joint carries its own inertia
+on that ``FIXED_JOINT`` frame; a joint's own link is the joint's inertia minus those frames'.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from inertia_id_ros.core.filtering import local_polynomial_derivatives
+from inertia_id_ros.core.inertia import N_BODY_PARAMS, THETA_NAMES
+from inertia_id_ros.core.regressors import (N_WRENCH_CHANNELS, WRENCH_CHANNEL_NAMES,
+                                            _cross_matrices, body_regressor_batch)
+from inertia_id_ros.core.robots import frame_id, load_model
+from inertia_id_ros.errors import ConfigError, DataError
+
+BASE_KINDS = ("floating", "fixed", "suspended")
+"""``floating``: free base, motion from an IMU, base rows from the contact wrenches;
+``suspended``: hanging through a contact F/T sensor (e.g. a crane), base rows as floating, base at
+rest unless an IMU says otherwise; ``fixed``: on a stand, no base rows (the stand's wrench is not
+measured), base at rest."""
+SENSOR_KINDS = ("contact", "internal")
+"""``contact``: the wrench the environment exerts on the robot at the frame, about its origin;
+``internal``: the wrench the root side exerts on the part beyond the sensor."""
+STANDARD_GRAVITY = 9.81
+"""|g| (m/s²) used for a base at rest (the URDF world: z up)."""
+DEFAULT_GYRO_HALF_WIDTH = 0.02
+"""Half-width (s) of the local quadratic fit that differentiates the gyro."""
+
+
+def _rotation_from_quaternion(xyzw: np.ndarray) -> np.ndarray:
+    """(N, 3, 3) rotations from unit quaternions (N, 4) ``[x, y, z, w]`` (normalised here)."""
+    q = xyzw / np.linalg.norm(xyzw, axis=-1, keepdims=True)
+    x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+@dataclass(frozen=True)
+class FTSensor:
+    """A six-axis F/T sensor at URDF ``frame`` (a link, or a fixed joint: its child link's frame),
+    of ``kind`` in :data:`SENSOR_KINDS`. ``estimate_offset``: estimate its constant 6-D offset
+    (default: internal sensors yes, contact sensors no)."""
+
+    frame: str
+    kind: str
+    estimate_offset: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in SENSOR_KINDS:
+            raise ConfigError(f"F/T sensor {self.frame!r}: kind {self.kind!r} is neither "
+                              f"'contact' nor 'internal'")
+
+    @property
+    def has_offset(self) -> bool:
+        """Whether the offset is a parameter."""
+        return self.kind == "internal" if self.estimate_offset is None else self.estimate_offset
+
+
+@dataclass
+class BaseMotion:
+    """Motion of the base link per sample, in the base frame: ``angular_velocity`` ω (N, 3) rad/s,
+    ``angular_acceleration`` α (N, 3) rad/s², ``proper_acceleration`` (N, 3) m/s² the classical
+    acceleration of the base origin minus gravity (``[0, 0, +9.81]`` rotated into the base at
+    rest, z up)."""
+
+    angular_velocity: np.ndarray
+    angular_acceleration: np.ndarray
+    proper_acceleration: np.ndarray
+
+    def __post_init__(self) -> None:
+        arrays = [np.asarray(a, dtype=float) for a in (self.angular_velocity,
+                                                        self.angular_acceleration,
+                                                        self.proper_acceleration)]
+        if any(a.ndim != 2 or a.shape[1] != 3 or a.shape != arrays[0].shape for a in arrays):
+            raise DataError(f"base motion arrays must all be (N, 3), got "
+                            f"{[a.shape for a in arrays]}")
+        self.angular_velocity, self.angular_acceleration, self.proper_acceleration = arrays
+
+    def __len__(self) -> int:
+        return self.angular_velocity.shape[0]
+
+    @classmethod
+    def at_rest(cls, n_samples: int, orientation: np.ndarray | None = None) -> BaseMotion:
+        """A base at rest: ``orientation`` (4,) or (N, 4) ``[x, y, z, w]`` world ← base (default
+        identity)."""
+        if orientation is None:
+            up = np.tile([0.0, 0.0, STANDARD_GRAVITY], (n_samples, 1))
+        else:
+            quat = np.broadcast_to(np.asarray(orientation, dtype=float), (n_samples, 4))
+            up = _rotation_from_quaternion(quat)[:, 2, :] * STANDARD_GRAVITY  # R^T e_z g
+        zeros = np.zeros((n_samples, 3))
+        return cls(zeros, zeros.copy(), up)
+
+    def subset(self, samples: slice | np.ndarray) -> BaseMotion:
+        """The samples selected by ``samples``."""
+        return BaseMotion(self.angular_velocity[samples], self.angular_acceleration[samples],
+                          self.proper_acceleration[samples])
+
+
+@dataclass
+class WholeBodySamples:
+    """Synchronised samples: joints (N, n) in :attr:`WholeBodyModel.joint_names` order (rad, rad/s,
+    rad/s²), base motion, F/T wrenches (N, S, 6) in each sensor's frame in the model's sensor
+    order, optional joint torques (N, n) (N m)."""
+
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    base: BaseMotion
+    wrenches: np.ndarray
+    efforts: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.q.shape[0]
+
+    def subset(self, samples: slice | np.ndarray) -> WholeBodySamples:
+        """The samples selected by ``samples``."""
+        return WholeBodySamples(self.q[samples], self.dq[samples], self.ddq[samples],
+                                self.base.subset(samples), self.wrenches[samples],
+                                None if self.efforts is None else self.efforts[samples])
+
+
+@dataclass
+class _Link:
+    name: str
+    frame: int          # BODY frame id
+    joint: int          # parent joint id
+    placement: pin.SE3  # joint frame -> link frame
+    theta: np.ndarray   # (10,) URDF inertia about the link frame
+
+
+@dataclass
+class WholeBodyModel:
+    """Rows of a floating-base (or fixed, suspended) robot; see the module docstring.
+
+    Build with :meth:`from_urdf`. ``links`` are the URDF links with mass; ``bodies`` (names, a
+    subset of ``links``, default all) are identified, the others keep their URDF inertials.
+    """
+
+    model: pin.Model
+    base: str
+    sensors: tuple[FTSensor, ...]
+    imu_frame: str | None
+    links: tuple[str, ...]
+    link_prior: np.ndarray
+    bodies: tuple[str, ...]
+    _link_data: list[_Link] = field(repr=False, default_factory=list)
+
+    # ---- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def from_urdf(cls, path: str | os.PathLike, base: str = "floating",
+                  ft_sensors: Sequence[FTSensor] = (), imu_frame: str | None = None,
+                  bodies: Sequence[str] | None = None) -> WholeBodyModel:
+        """Model of the URDF at ``path``: a free-flyer root at its root link (``floating``,
+        ``suspended``) or a fixed root (``fixed``). Raises :class:`ConfigError` (bad base kind,
+        body names), :class:`FrameNotFound` (a sensor or IMU frame not in the URDF)."""
+        if base not in BASE_KINDS:
+            raise ConfigError(f"base {base!r} is not one of {BASE_KINDS}")
+        fixed = load_model(path)
+        model = fixed if base == "fixed" else pin.buildModelFromUrdf(str(path),
+                                                                     pin.JointModelFreeFlyer())
+        for sensor in ft_sensors:
+            if not isinstance(sensor, FTSensor):
+                raise ConfigError(f"ft_sensors must be FTSensor, got {type(sensor).__name__}")
+            frame_id(model, sensor.frame)
+        if len({s.frame for s in ft_sensors}) != len(ft_sensors):
+            raise ConfigError(f"an F/T frame is listed twice: {[s.frame for s in ft_sensors]}")
+        if imu_frame is not None:
+            frame_id(model, imu_frame)
+        for j in range(2 if base != "fixed" else 1, model.njoints):
+            if model.joints[j].nv != 1:
+                raise ConfigError(f"joint {model.names[j]!r} has {model.joints[j].nv} degrees "
+                                  "of freedom; only 1-dof joints are supported")
+        link_data = _urdf_links(model)
+        names = tuple(link.name for link in link_data)
+        if bodies is None:
+            chosen = names
+        else:
+            unknown = [b for b in bodies if b not in names]
+            if unknown:
+                raise ConfigError(f"bodies {unknown} are not URDF links with mass; those are "
+                                  f"{list(names)}")
+            chosen = tuple(n for n in names if n in set(bodies))
+        return cls(model=model, base=base, sensors=tuple(ft_sensors), imu_frame=imu_frame,
+                   links=names, link_prior=np.array([link.theta for link in link_data]),
+                   bodies=chosen, _link_data=link_data)
+
+    def __post_init__(self) -> None:
+        model = self.model
+        self._data = model.createData()
+        self._floating = self.base != "fixed"
+        first = 2 if self._floating else 1
+        self.joint_names: tuple[str, ...] = tuple(model.names[first:])
+        """Actuated joints, model order (the columns of ``q``)."""
+        self._joint_ids = list(range(first, model.njoints))
+        self._q_index = np.array([model.joints[j].idx_q for j in self._joint_ids], dtype=int)
+        self._v_index = np.array([model.joints[j].idx_v for j in self._joint_ids], dtype=int)
+        self._continuous = np.array([model.joints[j].nq == 2 for j in self._joint_ids], dtype=bool)
+        self._identified = np.array([name in set(self.bodies) for name in self.links])
+        self._sensor_links = [self._links_beyond(self._start_frame(s.frame)) for s in self.sensors]
+        self._sensor_frames = [frame_id(model, s.frame) for s in self.sensors]
+        self._contact = [k for k, s in enumerate(self.sensors) if s.kind == "contact"]
+        self._internal = [k for k, s in enumerate(self.sensors) if s.kind == "internal"]
+        # contact c beyond internal sensor s: c's link is in s's subtree
+        self._contact_beyond = {
+            s: [c for c in self._contact
+                if self._start_frame(self.sensors[c].frame) in self._frames_beyond(
+                    self._start_frame(self.sensors[s].frame))]
+            for s in self._internal}
+        self._offset_sensors = [k for k, s in enumerate(self.sensors) if s.has_offset]
+        data = self._data
+        q0 = pin.neutral(model)
+        pin.computeJointJacobians(model, data, q0)
+        self._axes = np.array([pin.getJointJacobian(model, data, j, pin.ReferenceFrame.LOCAL)
+                               [:, model.joints[j].idx_v] for j in self._joint_ids])
+        self._joint_links = [self._links_beyond(self._joint_child_frame(j))
+                             for j in self._joint_ids]
+        self._joint_contacts = [
+            [c for c in self._contact if self._start_frame(self.sensors[c].frame)
+             in self._frames_beyond(self._joint_child_frame(j))] for j in self._joint_ids]
+        self._link_joint = np.array([link.joint for link in self._link_data], dtype=int)
+        self._link_motion = np.array([link.placement.inverse().action for link in self._link_data])
+        self._link_rot = np.array([link.placement.rotation for link in self._link_data])
+        self._link_pos = np.array([link.placement.translation for link in self._link_data])
+
+    # ---- tree --------------------------------------------------------------------------------
+
+    def _start_frame(self, name: str) -> int:
+        """The BODY frame of the link a frame name stands for (a joint's frame: its child link)."""
+        model = self.model
+        fid = frame_id(model, name)
+        frame = model.frames[fid]
+        if frame.type == pin.FrameType.BODY:
+            return fid
+        children = [k for k, f in enumerate(model.frames)
+                    if f.parentFrame == fid and f.type == pin.FrameType.BODY and k != fid]
+        if frame.type in (pin.FrameType.FIXED_JOINT, pin.FrameType.JOINT) and children:
+            return children[0]
+        return fid  # an operational frame: itself (it carries no link)
+
+    def _joint_child_frame(self, joint: int) -> int:
+        return self._start_frame(self.model.names[joint])
+
+    def _frames_beyond(self, start: int) -> set[int]:
+        """Frames whose chain of parent frames reaches ``start`` (itself included)."""
+        frames = self.model.frames
+        beyond = {start}
+        size = 0
+        while size != len(beyond):
+            size = len(beyond)
+            beyond.update(k for k, f in enumerate(frames) if f.parentFrame in beyond and k != 0)
+        return beyond
+
+    def _links_beyond(self, start: int) -> np.ndarray:
+        """Boolean mask over :attr:`links`: the links in the subtree starting at frame ``start``."""
+        beyond = self._frames_beyond(start)
+        return np.array([link.frame in beyond for link in self._link_data], dtype=bool)
+
+    def links_beyond(self, frame: str) -> tuple[str, ...]:
+        """URDF links with mass beyond ``frame`` (the part an internal sensor there measures)."""
+        mask = self._links_beyond(self._start_frame(frame))
+        return tuple(name for name, inside in zip(self.links, mask) if inside)
+
+    # ---- parameters --------------------------------------------------------------------------
+
+    @property
+    def n_bodies(self) -> int:
+        """Identified links."""
+        return len(self.bodies)
+
+    @property
+    def offset_sensors(self) -> tuple[str, ...]:
+        """Frames of the sensors whose offset is estimated, in parameter order."""
+        return tuple(self.sensors[k].frame for k in self._offset_sensors)
+
+    @property
+    def n_params(self) -> int:
+        """``10 n_bodies + 6 n_offsets``."""
+        return N_BODY_PARAMS * self.n_bodies + N_WRENCH_CHANNELS * len(self._offset_sensors)
+
+    @property
+    def prior(self) -> np.ndarray:
+        """(n_params,) URDF θ of the identified links, zero offsets."""
+        return np.concatenate([self.link_prior[self._identified].ravel(),
+                               np.zeros(N_WRENCH_CHANNELS * len(self._offset_sensors))])
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        """``link.m``, ..., ``sensor.offset_fx``, ..."""
+        names = [f"{b}.{p}" for b in self.bodies for p in THETA_NAMES]
+        names += [f"{s}.offset_{c}" for s in self.offset_sensors for c in WRENCH_CHANNEL_NAMES]
+        return tuple(names)
+
+    def channels(self, with_efforts: bool = False) -> tuple[str, ...]:
+        """Labels of the rows of one sample (rows are sample-major): ``base.fx``...,
+        ``<internal frame>.fx``..., ``tau.<joint>``."""
+        labels = []
+        if self._floating:
+            labels += [f"base.{c}" for c in WRENCH_CHANNEL_NAMES]
+        for k in self._internal:
+            labels += [f"{self.sensors[k].frame}.{c}" for c in WRENCH_CHANNEL_NAMES]
+        if with_efforts:
+            labels += [f"tau.{j}" for j in self.joint_names]
+        return tuple(labels)
+
+    # ---- kinematics --------------------------------------------------------------------------
+
+    def configuration(self, q: np.ndarray) -> np.ndarray:
+        """(model.nq,) configuration with the base at the origin (joint angles ``q`` (n,))."""
+        config = pin.neutral(self.model)
+        cont = self._continuous
+        config[self._q_index[~cont]] = q[~cont]
+        config[self._q_index[cont]] = np.cos(q[cont])
+        config[self._q_index[cont] + 1] = np.sin(q[cont])
+        return config
+
+    def _velocity(self, dq: np.ndarray, base_twist: np.ndarray | None) -> np.ndarray:
+        v = np.zeros(self.model.nv)
+        v[self._v_index] = dq
+        if self._floating and base_twist is not None:
+            v[:6] = base_twist
+        return v
+
+    def base_motion_from_imu(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
+                             angular_velocity: np.ndarray, specific_force: np.ndarray,
+                             angular_acceleration: np.ndarray) -> BaseMotion:
+        """Base motion from an IMU at :attr:`imu_frame`: ``angular_velocity`` (N, 3) rad/s and
+        ``angular_acceleration`` (N, 3) rad/s² in the IMU frame, ``specific_force`` (N, 3) m/s²
+        (proper acceleration, +9.81 up at rest) in the IMU frame; joints (N, n). The IMU's
+        orientation is not needed (gravity is in the specific force)."""
+        if self.imu_frame is None:
+            raise ConfigError("base_motion_from_imu needs imu_frame")
+        model, data = self.model, self._data
+        fid = frame_id(model, self.imu_frame)
+        local = pin.ReferenceFrame.LOCAL
+        n = q.shape[0]
+        omega_b, alpha_b, acc_b = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
+        for i in range(n):
+            config = self.configuration(q[i])
+            a = self._velocity(ddq[i], None)
+            pin.forwardKinematics(model, data, config, self._velocity(dq[i], None), a)
+            placement = pin.updateFramePlacement(model, data, fid)
+            rot, pos = placement.rotation, placement.translation  # base <- IMU
+            w_rel = pin.getFrameVelocity(model, data, fid, local).angular
+            w_base = rot @ (angular_velocity[i] - w_rel)
+            twist = np.concatenate([np.zeros(3), w_base]) if self._floating else None
+            pin.forwardKinematics(model, data, config, self._velocity(dq[i], twist), a)
+            c_lin = pin.getFrameClassicalAcceleration(model, data, fid, local).linear
+            c_ang = pin.getFrameAcceleration(model, data, fid, local).angular
+            alpha = rot @ (angular_acceleration[i] - c_ang)
+            omega_b[i], alpha_b[i] = w_base, alpha
+            acc_b[i] = rot @ (specific_force[i] - c_lin) - np.cross(alpha, pos)
+        return BaseMotion(omega_b, alpha_b, acc_b)
+
+    def _link_kinematics(self, samples: WholeBodySamples) -> tuple[np.ndarray, ...]:
+        """Per sample and link: twist ``v`` and proper acceleration ``a_g`` (N, L, 6) in the link
+        frame; link placement in the base frame ``R`` (N, L, 3, 3), ``p`` (N, L, 3); the same
+        placements of the joints (N, njoints, 3, 3), (N, njoints, 3).
+
+        The forward recursion of pinocchio's ``forwardKinematics`` (LOCAL frames), vectorised
+        over the samples: ``v_j = X_j v_parent + S_j dq_j``, ``a_j = X_j a_parent + S_j ddq_j +
+        v_j × S_j dq_j``; the root moves with the base motion (a fixed root: ``[a_g, 0]``)."""
+        model = self.model
+        n, nj = len(samples), model.njoints
+        V, A = np.zeros((n, nj, 6)), np.zeros((n, nj, 6))
+        R = np.zeros((n, nj, 3, 3))
+        P = np.zeros((n, nj, 3))
+        R[:, 0] = np.eye(3)
+        base = samples.base
+        if self._floating:
+            R[:, 1] = np.eye(3)
+            V[:, 1, 3:] = base.angular_velocity
+            A[:, 1, :3] = base.proper_acceleration
+            A[:, 1, 3:] = base.angular_acceleration
+        else:
+            A[:, 0, :3] = base.proper_acceleration
+        for k, j in enumerate(self._joint_ids):
+            parent = model.parents[j]
+            placement = model.jointPlacements[j]
+            axis = self._axes[k]
+            q, dq, ddq = samples.q[:, k], samples.dq[:, k], samples.ddq[:, k]
+            # M_j = placement * exp(S q): rotation about axis[3:], translation along axis[:3]
+            rot = placement.rotation @ _axis_rotations(axis[3:], q)
+            pos = placement.translation + (placement.rotation @ axis[:3]) * q[:, None]
+            rt = np.swapaxes(rot, 1, 2)
+            vp, ap = V[:, parent], A[:, parent]
+            v = _motion_inverse_action(rt, pos, vp)
+            a = _motion_inverse_action(rt, pos, ap)
+            joint_velocity = axis * dq[:, None]
+            v += joint_velocity
+            a += axis * ddq[:, None] + _motion_cross(v, joint_velocity)
+            V[:, j], A[:, j] = v, a
+            R[:, j] = R[:, parent] @ rot
+            P[:, j] = P[:, parent] + (R[:, parent] @ pos[..., None])[..., 0]
+        lj = self._link_joint
+        v_link = np.einsum("lab,nlb->nla", self._link_motion, V[:, lj])
+        a_link = np.einsum("lab,nlb->nla", self._link_motion, A[:, lj])
+        r_link = R[:, lj] @ self._link_rot
+        p_link = P[:, lj] + np.einsum("nlab,lb->nla", R[:, lj], self._link_pos)
+        return v_link, a_link, r_link, p_link, R, P
+
+    # ---- rows --------------------------------------------------------------------------------
+
+    def check_samples(self, samples: WholeBodySamples) -> None:
+        """Raise :class:`DataError` naming the array whose shape does not fit the model."""
+        n, nj = len(samples), len(self.joint_names)
+        for name in ("q", "dq", "ddq"):
+            if getattr(samples, name).shape != (n, nj):
+                raise DataError(f"{name} must have shape ({n}, {nj}) (joints "
+                                f"{list(self.joint_names)}), got {getattr(samples, name).shape}")
+        if samples.wrenches.shape != (n, len(self.sensors), 6):
+            raise DataError(f"wrenches must have shape ({n}, {len(self.sensors)}, 6), got "
+                            f"{samples.wrenches.shape}")
+        if len(samples.base) != n:
+            raise DataError(f"base motion has {len(samples.base)} samples for {n}")
+        if samples.efforts is not None and samples.efforts.shape != (n, nj):
+            raise DataError(f"efforts must have shape ({n}, {nj}), got {samples.efforts.shape}")
+
+    def _groups(self, with_efforts: bool) -> list[tuple[str, int | None, np.ndarray, list[int]]]:
+        """Row groups in channel order: ``(kind, index, link mask, contacts beyond)`` with kind
+        ``base``, ``sensor`` (index: sensor), ``joint`` (index: position in joint_names)."""
+        groups: list[tuple[str, int | None, np.ndarray, list[int]]] = []
+        if self._floating:
+            groups.append(("base", None, np.ones(len(self.links), dtype=bool), self._contact))
+        groups += [("sensor", k, self._sensor_links[k], self._contact_beyond[k])
+                   for k in self._internal]
+        if with_efforts:
+            groups += [("joint", k, self._joint_links[k], self._joint_contacts[k])
+                       for k in range(len(self.joint_names))]
+        return groups
+
+    def _offset_columns(self) -> dict[int, int]:
+        """Sensor index -> first column of its offset."""
+        return {k: N_BODY_PARAMS * self.n_bodies + N_WRENCH_CHANNELS * i
+                for i, k in enumerate(self._offset_sensors)}
+
+    def row_groups(self, with_efforts: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``(channels, columns)`` per group of rows (base, each internal sensor, each joint):
+        the only columns of ``Y`` those channels' rows can touch (the subtree's links and the
+        offsets in the equation), to accumulate ``Yᵀ Y`` by blocks."""
+        out, row = [], 0
+        body_index = {name: u for u, name in enumerate(self.bodies)}
+        offsets = self._offset_columns()
+        for kind, k, mask, contacts in self._groups(with_efforts):
+            size = 1 if kind == "joint" else 6
+            cols = [N_BODY_PARAMS * body_index[name] + np.arange(N_BODY_PARAMS)
+                    for name, inside in zip(self.links, mask) if inside and name in body_index]
+            cols += [offsets[c] + np.arange(6) for c in contacts if c in offsets]
+            if kind == "sensor" and k in offsets:
+                cols.append(offsets[k] + np.arange(6))
+            out.append((np.arange(row, row + size),
+                        np.sort(np.concatenate(cols)) if cols else np.zeros(0, dtype=int)))
+            row += size
+        return out
+
+    def rows(self, samples: WholeBodySamples,
+             with_efforts: bool = False) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+        """``(Y (N C, n_params), b (N C,), channels (C,))`` with ``Y x = b`` for the true ``x``
+        up to noise; row ``i C + c`` is sample ``i``, channel ``channels[c]``
+        (:meth:`channels`). Links not identified contribute their URDF θ to ``b``."""
+        channels = self.channels(with_efforts)
+        Y = np.zeros((len(samples), len(channels), self.n_params))
+        b = np.zeros((len(samples), len(channels)))
+        for (rows, cols), (Yg, bg) in zip(self.row_groups(with_efforts),
+                                          self.group_rows(samples, with_efforts)):
+            Y[:, rows[:, None], cols[None, :]] = Yg
+            b[:, rows] = bg
+        return Y.reshape(-1, self.n_params), b.reshape(-1), channels
+
+    def group_rows(self, samples: WholeBodySamples,
+                   with_efforts: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per group of :meth:`row_groups`: ``Y_g`` (N, channels, columns) and ``b_g`` (N,
+        channels), the rows restricted to the columns they touch (see :meth:`rows`)."""
+        self.check_samples(samples)
+        if with_efforts and samples.efforts is None:
+            raise DataError("with_efforts needs samples.efforts")
+        n = len(samples)
+        v, a, rot, pos, joint_rot, joint_pos = self._link_kinematics(samples)
+        L = len(self.links)
+        Yl = body_regressor_batch(v.reshape(-1, 6), a.reshape(-1, 6)).reshape(n, L, 6, 10)
+        Z = _dual_action(rot, pos, Yl)  # (n, L, 6, 10): link wrenches in the base frame
+        known = np.flatnonzero(~self._identified)
+        Zk = np.einsum("nlab,lb->nla", Z[:, known], self.link_prior[known])  # (n, Lk, 6)
+        column = {l: N_BODY_PARAMS * u for u, l in enumerate(np.flatnonzero(self._identified))}
+        sensor_rot, sensor_pos = self._frame_placements(joint_rot, joint_pos, self._sensor_frames)
+        W = samples.wrenches
+        Xc = _dual_matrix(sensor_rot, sensor_pos)  # X*_{B<-c} (n, S, 6, 6)
+        Wc_base = (Xc @ W[..., None])[..., 0]
+        offsets = self._offset_columns()
+        inverse = _dual_matrix_inverse(sensor_rot, sensor_pos)  # X*_{s<-B}
+        if with_efforts:
+            joint_inverse = _dual_matrix_inverse(joint_rot[:, self._joint_ids],
+                                                 joint_pos[:, self._joint_ids])
+        result = []
+        for (kind, k, mask, contacts), (_, cols) in zip(self._groups(with_efforts),
+                                                        self.row_groups(with_efforts)):
+            # in the base frame: Σ_L Z_L θ_L + Σ_c X*_c o_c = Σ_c X*_c W_c - Σ_known Z θ
+            if kind == "base":
+                T = None
+            elif kind == "sensor":
+                T = inverse[:, k]
+            else:
+                T = (self._axes[k] @ joint_inverse[:, k])[:, None, :]  # (n, 1, 6): Sᵀ X*_{j<-B}
+            size = 6 if T is None else T.shape[1]
+            out = np.zeros((n, size, cols.size))
+            links = np.flatnonzero(mask & self._identified)
+            if links.size:
+                block = Z[:, links]  # (n, l, 6, 10)
+                if T is not None:
+                    block = T[:, None] @ block
+                at = np.searchsorted(cols, [column[l] for l in links])
+                for j, start in enumerate(at):
+                    out[:, :, start:start + N_BODY_PARAMS] = block[:, j]
+            right = Wc_base[:, contacts].sum(axis=1) - Zk[:, mask[known]].sum(axis=1)
+            right = right if T is None else (T @ right[..., None])[..., 0]
+            for c in contacts:
+                if c in offsets:
+                    start = int(np.searchsorted(cols, offsets[c]))
+                    out[:, :, start:start + 6] = Xc[:, c] if T is None else T @ Xc[:, c]
+            if kind == "sensor":  # W_s = o_s + X*_{s<-B} (...)
+                right = right + W[:, k]
+                if k in offsets:
+                    start = int(np.searchsorted(cols, offsets[k]))
+                    out[:, :, start:start + 6] += np.eye(6)
+            elif kind == "joint":  # tau_j = S_jᵀ X*_{j<-B} (...)
+                right = right + samples.efforts[:, k:k + 1]
+            result.append((out, right))
+        return result
+
+    def _frame_placements(self, joint_rot: np.ndarray, joint_pos: np.ndarray,
+                          frames: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Placements of ``frames`` in the base frame per sample, ``R`` (N, F, 3, 3) and ``p``
+        (N, F, 3), from the joints' (N, njoints, 3, 3), (N, njoints, 3)."""
+        parents = [self.model.frames[f].parentJoint for f in frames]
+        rot = np.array([self.model.frames[f].placement.rotation for f in frames]).reshape(-1, 3, 3)
+        pos = np.array([self.model.frames[f].placement.translation for f in frames]).reshape(-1, 3)
+        R = joint_rot[:, parents] @ rot
+        P = joint_pos[:, parents] + np.einsum("nfab,fb->nfa", joint_rot[:, parents], pos)
+        return R, P
+
+
+def _axis_rotations(axis: np.ndarray, angles: np.ndarray) -> np.ndarray:
+    """(N, 3, 3) rotations by ``angles`` (N,) about the unit ``axis`` (3,) (identity for a zero
+    axis: a prismatic joint), Rodrigues' formula."""
+    norm = np.linalg.norm(axis)
+    if norm == 0.0:
+        return np.broadcast_to(np.eye(3), (angles.size, 3, 3))
+    k = _cross_matrices((axis / norm)[None])[0]
+    s, c = np.sin(angles)[:, None, None], np.cos(angles)[:, None, None]
+    return np.eye(3) + s * k + (1.0 - c) * (k @ k)
+
+
+def _motion_inverse_action(rt: np.ndarray, pos: np.ndarray, motion: np.ndarray) -> np.ndarray:
+    """(N, 6) motion vectors of the parent frame expressed in the child frame ``(R, p)``
+    (``rt`` = Rᵀ (N, 3, 3), ``p`` (N, 3)): ``[Rᵀ (v + ω × p), Rᵀ ω]``."""
+    lin = motion[:, :3] + np.cross(motion[:, 3:], pos)
+    return np.concatenate([(rt @ lin[..., None])[..., 0], (rt @ motion[:, 3:, None])[..., 0]],
+                          axis=1)
+
+
+def _motion_cross(v: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """(N, 6) ``v × u`` of motion vectors ``[linear, angular]``."""
+    return np.concatenate([np.cross(v[:, 3:], u[:, :3]) + np.cross(v[:, :3], u[:, 3:]),
+                           np.cross(v[:, 3:], u[:, 3:])], axis=1)
+
+
+def _dual_matrix(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """(..., 6, 6) ``X*`` mapping a wrench in a frame to the base frame: ``[[R, 0], [p̂ R, R]]``."""
+    out = np.zeros(rot.shape[:-2] + (6, 6))
+    out[..., :3, :3] = rot
+    out[..., 3:, 3:] = rot
+    out[..., 3:, :3] = _cross_matrices(pos) @ rot
+    return out
+
+
+def _dual_matrix_inverse(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """(..., 6, 6) inverse of :func:`_dual_matrix`: base frame -> the frame."""
+    rt = np.swapaxes(rot, -1, -2)
+    out = np.zeros(rot.shape[:-2] + (6, 6))
+    out[..., :3, :3] = rt
+    out[..., 3:, 3:] = rt
+    out[..., 3:, :3] = -rt @ _cross_matrices(pos)
+    return out
+
+
+def _dual_action(rot: np.ndarray, pos: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """``X* @ Y`` for (N, L, 6, k) ``Y`` without forming ``X*``."""
+    top = rot @ Y[..., :3, :]
+    bottom = _cross_matrices(pos) @ top + rot @ Y[..., 3:, :]
+    return np.concatenate([top, bottom], axis=-2)
+
+
+def _urdf_links(model: pin.Model) -> list[_Link]:
+    """URDF links with mass: their BODY frame, parent joint, placement and own θ (link frame)."""
+    frames = model.frames
+    fixed_by_joint: dict[int, list[int]] = {}
+    for k, f in enumerate(frames):
+        if f.type == pin.FrameType.FIXED_JOINT:
+            fixed_by_joint.setdefault(f.parentJoint, []).append(k)
+    links = []
+    for k, f in enumerate(frames):
+        if f.type != pin.FrameType.BODY:
+            continue
+        parent = frames[f.parentFrame]
+        if parent.type == pin.FrameType.FIXED_JOINT:
+            inertia = parent.inertia  # the merged child link's own inertia, in the joint's frame
+            in_link = f.placement.inverse() * parent.placement
+        else:  # the joint's own link: the joint inertia minus the merged fixed children
+            theta = np.array(model.inertias[f.parentJoint].toDynamicParameters())
+            for c in fixed_by_joint.get(f.parentJoint, []):
+                theta -= frames[c].placement.act(frames[c].inertia).toDynamicParameters()
+            inertia = pin.Inertia.FromDynamicParameters(theta)
+            in_link = f.placement.inverse()
+        theta = np.array(in_link.act(inertia).toDynamicParameters())
+        if theta[0] > 1e-12:
+            links.append(_Link(f.name, k, f.parentJoint, f.placement.copy(), theta))
+    return links
+
+
+def gyro_derivative(t: np.ndarray, angular_velocity: np.ndarray,
+                    half_width: float = DEFAULT_GYRO_HALF_WIDTH) -> np.ndarray:
+    """(N, 3) angular acceleration (IMU frame, rad/s²) by a local quadratic fit of the gyro
+    ``angular_velocity`` (N, 3) at stamps ``t`` (N,) (s). In the body frame, the derivative of the
+    body angular velocity is the angular acceleration."""
+    return local_polynomial_derivatives(t, angular_velocity, t, half_width, order=2,
+                                        n_derivatives=1)[:, 1]

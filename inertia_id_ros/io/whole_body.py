@@ -1,0 +1,274 @@
+"""Recorded whole-body data (floating base, IMU, several F/T sensors) and their JSON result.
+
+**NPZ** keys (SI units; :func:`read_whole_body_file`):
+
+- ``t`` (N,) strictly increasing stamps (s); ``joint_names`` (n,); ``q``, ``dq`` (N, n); optional
+  ``ddq`` and ``effort`` (N, n) (missing ``dq``/``ddq`` are differentiated);
+- ``imu_frame`` (a URDF frame); ``imu_orientation`` (N, 4; x, y, z, w; world ← IMU, z up);
+  ``imu_angular_velocity`` (N, 3; IMU frame); ``imu_linear_acceleration`` (N, 3; specific force
+  in the IMU frame, as ``sensor_msgs/Imu``: +9.81 up at rest). Required for a ``floating`` base;
+  for ``fixed``/``suspended`` the base is at rest (levelled by ``imu_orientation`` if given);
+- ``ft_frames`` (S,) URDF links or fixed joints; ``ft_types`` (S,) ``contact`` or ``internal``
+  (:data:`~inertia_id_ros.core.whole_body.SENSOR_KINDS`); ``ft_wrench`` (N, S, 6)
+  ``[fx, fy, fz, tx, ty, tz]`` in each sensor's frame.
+
+**ROS 2 bags** (:func:`read_whole_body_bag`): ``sensor_msgs/JointState`` (joint states),
+``sensor_msgs/Imu`` (its ``header.frame_id`` is the IMU frame) and one
+``geometry_msgs/WrenchStamped`` topic per F/T sensor (``header.frame_id``: the sensor's frame;
+its kind is given). Synchronised by header stamp at the stamps of the first F/T topic: joint
+states by a local polynomial fit (as the node), the IMU and the other wrenches interpolated
+linearly; a stamp where an input has no sample within ``max_gap`` on both sides (it stopped, or
+has not started) is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from inertia_id_ros.chain.whole_body_fit import WholeBodyFit
+from inertia_id_ros.core.whole_body import (SENSOR_KINDS, BaseMotion, FTSensor, WholeBodyModel,
+                                            WholeBodySamples, gyro_derivative)
+from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound
+from inertia_id_ros.core.filtering import joint_states_at
+from inertia_id_ros.io.data import (JOINT_STATE_TYPE, WRENCH_TYPE, JointStates, _array,
+                                    _read_bag, _read_table, _require, _sorted_by_stamp,
+                                    _states_from_messages, _states_from_table, header_seconds,
+                                    with_derivatives, wrench_values)
+from inertia_id_ros.io.export import body_json
+
+IMU_KEYS = ("imu_orientation", "imu_angular_velocity", "imu_linear_acceleration")
+IMU_TYPE = "sensor_msgs/msg/Imu"
+DEFAULT_IMU_TOPIC = "/imu"
+DEFAULT_MAX_GAP = 0.1
+"""A bag input with no sample within this many seconds of a stamp (on either side) does not
+cover it: the stamp is dropped."""
+URDF_PRIOR_LABEL = "urdf (not identified)"
+"""Identifiability label of a link left out of the identified bodies."""
+
+
+@dataclass(frozen=True)
+class WholeBodyRecording:
+    """A whole-body recording (see the module docstring); ``imu`` maps :data:`IMU_KEYS` to
+    arrays, or is empty; ``source`` names the file."""
+
+    states: JointStates
+    imu_frame: str | None
+    imu: dict[str, np.ndarray]
+    ft_frames: tuple[str, ...]
+    ft_types: tuple[str, ...]
+    ft_wrench: np.ndarray
+    source: str
+
+
+def _strings(source: str, table: dict[str, Any], key: str) -> tuple[str, ...]:
+    values = np.atleast_1d(np.asarray(table[key]))
+    if values.ndim != 1 or values.dtype.kind not in "US":
+        raise DataError(f"{source}: {key!r} must be a 1-D array of strings, got {values.dtype} "
+                        f"{values.shape}")
+    return tuple(str(v) for v in values)
+
+
+def read_whole_body_file(path: str | Path) -> WholeBodyRecording:
+    """A whole-body NPZ. Raises :class:`DataError` naming the file and the key."""
+    source, table = _read_table(path)
+    _require(source, table, "ft_frames", "ft_types", "ft_wrench")
+    states = _states_from_table(source, table, with_effort="effort" in table)
+    n = states.n_samples
+    frames = _strings(source, table, "ft_frames")
+    types = _strings(source, table, "ft_types")
+    if len(types) != len(frames):
+        raise DataError(f"{source}: 'ft_types' has {len(types)} entries for {len(frames)} "
+                        "'ft_frames'")
+    wrench = _array(source, "ft_wrench", table["ft_wrench"], (n, len(frames), 6))
+    imu: dict[str, np.ndarray] = {}
+    present = [key for key in IMU_KEYS if key in table]
+    if present:
+        _require(source, table, "imu_frame", *IMU_KEYS)
+        for key, width in zip(IMU_KEYS, (4, 3, 3)):
+            imu[key] = _array(source, key, table[key], (n, width))
+    frame = str(np.asarray(table["imu_frame"])) if "imu_frame" in table else None
+    return WholeBodyRecording(states, frame, imu, frames, types, wrench, source)
+
+
+def _covered(t: np.ndarray, query: np.ndarray, max_gap: float) -> np.ndarray:
+    """Whether each query stamp has samples of ``t`` within ``max_gap`` on both sides."""
+    after = np.searchsorted(t, query, side="left")
+    before = np.clip(after - 1, 0, t.size - 1)
+    after_c = np.clip(after, 0, t.size - 1)
+    exact = t[after_c] == query
+    return exact | ((after > 0) & (after < t.size) & (query - t[before] <= max_gap)
+                    & (t[after_c] - query <= max_gap))
+
+
+def _interpolate(t: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Linear interpolation of ``values`` (K, ...) at ``query`` (M,) (inside ``t``)."""
+    flat = values.reshape(values.shape[0], -1)
+    out = np.column_stack([np.interp(query, t, column) for column in flat.T])
+    return out.reshape((query.size,) + values.shape[1:])
+
+
+def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
+                        joint_states_topic: str = "/joint_states",
+                        imu_topic: str | None = DEFAULT_IMU_TOPIC, half_width: float = 0.05,
+                        max_gap: float = DEFAULT_MAX_GAP) -> WholeBodyRecording:
+    """A whole-body recording from a ROS 2 bag (see the module docstring). ``ft_topics``:
+    ``(topic, kind)`` per F/T sensor; ``imu_topic`` ``None`` for a base at rest. Joint states
+    come with velocities and accelerations (local polynomial fit over ``half_width`` s)."""
+    source = str(path)
+    if not ft_topics:
+        raise DataError(f"{source}: give at least one F/T topic")
+    for topic, kind in ft_topics:
+        if kind not in SENSOR_KINDS:
+            raise DataError(f"F/T topic {topic!r}: type {kind!r} is neither 'contact' nor "
+                            "'internal'")
+    topics = [(joint_states_topic, JOINT_STATE_TYPE)] + [(topic, WRENCH_TYPE)
+                                                         for topic, _ in ft_topics]
+    if imu_topic is not None:
+        topics.append((imu_topic, IMU_TYPE))
+    msgs = _read_bag(path, topics)
+    states = _states_from_messages(source, joint_states_topic, msgs[joint_states_topic])
+    series, frames = [], []
+    for topic, _ in ft_topics:
+        stamps = [header_seconds(m.header) for m in msgs[topic]]
+        order = _sorted_by_stamp(source, topic, stamps)
+        names = sorted({m.header.frame_id for m in msgs[topic]})
+        if len(names) != 1 or not names[0]:
+            raise DataError(f"{source}: wrenches on {topic!r} must name one frame, got {names}")
+        frames.append(names[0])
+        series.append((np.array(stamps)[order],
+                       np.array([wrench_values(m) for m in msgs[topic]])[order]))
+    query = series[0][0]
+    keep = _covered(states.t, query, max_gap)
+    keep &= (query >= states.t[0] + half_width) & (query <= states.t[-1] - half_width)
+    for t, _ in series[1:]:
+        keep &= _covered(t, query, max_gap)
+    imu: dict[str, np.ndarray] = {}
+    imu_frame = None
+    if imu_topic is not None:
+        imu_msgs = msgs[imu_topic]
+        stamps = [header_seconds(m.header) for m in imu_msgs]
+        order = _sorted_by_stamp(source, imu_topic, stamps)
+        t_imu = np.array(stamps)[order]
+        keep &= _covered(t_imu, query, max_gap)
+        imu_frame = imu_msgs[0].header.frame_id
+        raw = {"imu_orientation": [[m.orientation.x, m.orientation.y, m.orientation.z,
+                                    m.orientation.w] for m in imu_msgs],
+               "imu_angular_velocity": [[m.angular_velocity.x, m.angular_velocity.y,
+                                         m.angular_velocity.z] for m in imu_msgs],
+               "imu_linear_acceleration": [[m.linear_acceleration.x, m.linear_acceleration.y,
+                                            m.linear_acceleration.z] for m in imu_msgs]}
+        values = {key: np.asarray(v, dtype=float)[order] for key, v in raw.items()}
+        quat = values["imu_orientation"]  # one hemisphere, so that interpolation is smooth
+        flips = np.concatenate([[1.0], np.sign(np.sum(quat[1:] * quat[:-1], axis=1) + 1e-300)])
+        values["imu_orientation"] = quat * np.cumprod(flips)[:, None]
+    query = query[keep]
+    if query.size == 0:
+        raise DataError(f"{source}: no stamp of {ft_topics[0][0]!r} is covered by every input")
+    q, dq, ddq = joint_states_at(states.t, states.q, states.dq, query, half_width)
+    effort = None if states.effort is None else _interpolate(states.t, states.effort, query)
+    if imu_topic is not None:
+        imu = {key: _interpolate(t_imu, v, query) for key, v in values.items()}
+        quat = imu["imu_orientation"]
+        imu["imu_orientation"] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    wrench = np.stack([_interpolate(t, w, query) for t, w in series], axis=1)
+    kinds = tuple(kind for _, kind in ft_topics)
+    return WholeBodyRecording(JointStates(query, states.joint_names, q, dq, ddq, effort),
+                              imu_frame, imu, tuple(frames), kinds, wrench, source)
+
+
+def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str = "floating",
+                      bodies: Sequence[str] | None = None, half_width: float = 0.05,
+                      gyro_half_width: float | None = None) -> tuple[WholeBodyModel,
+                                                                     WholeBodySamples]:
+    """The model and synchronised samples of ``recording``. Raises :class:`DataError` (naming
+    the item) for a sensor kind that is neither ``contact`` nor ``internal``, an IMU or F/T frame
+    not in the URDF, joints missing or unknown, or a floating base without IMU data."""
+    source = recording.source
+    bad = [(f, k) for f, k in zip(recording.ft_frames, recording.ft_types) if k not in SENSOR_KINDS]
+    if bad:
+        raise DataError(f"{source}: F/T sensor {bad[0][0]!r} has type {bad[0][1]!r}, neither "
+                        "'contact' nor 'internal'")
+    sensors = [FTSensor(f, k) for f, k in zip(recording.ft_frames, recording.ft_types)]
+    if base == "floating" and not recording.imu:
+        raise DataError(f"{source}: a floating base needs the IMU keys {', '.join(IMU_KEYS)} "
+                        "and 'imu_frame'")
+    imu_frame = recording.imu_frame if recording.imu else None
+    try:
+        model = WholeBodyModel.from_urdf(urdf, base, sensors, imu_frame, bodies)
+    except FrameNotFound as e:
+        what = "IMU frame" if e.name == imu_frame else "F/T frame"
+        raise DataError(f"{source}: {what} {e.name!r} is not in the URDF {urdf}") from None
+    except ConfigError as e:
+        raise DataError(f"{source}: {e}") from None
+    states = recording.states
+    missing = [j for j in model.joint_names if j not in states.joint_names]
+    unknown = [j for j in states.joint_names if j not in model.joint_names]
+    if missing or unknown:
+        raise DataError(f"{source}: joint_names " + "; ".join(
+            part for part in (f"lacks the URDF's joints {missing}" if missing else "",
+                              f"names joints not in the URDF {unknown}" if unknown else "")
+            if part))
+    states = with_derivatives(states, half_width)
+    keep = np.searchsorted(recording.states.t, states.t)
+    order = [states.joint_names.index(j) for j in model.joint_names]
+    q, dq, ddq = states.q[:, order], states.dq[:, order], states.ddq[:, order]
+    n = len(keep)
+    if model.base == "floating" or (recording.imu and model.base == "suspended"):
+        gyro = recording.imu["imu_angular_velocity"]
+        alpha = gyro_derivative(recording.states.t, gyro,
+                                gyro_half_width or half_width)[keep]
+        motion = model.base_motion_from_imu(q, dq, ddq, gyro[keep],
+                                            recording.imu["imu_linear_acceleration"][keep], alpha)
+    else:
+        motion = BaseMotion.at_rest(n, None if not recording.imu else
+                                    _base_orientation(model, q, recording.imu[
+                                        "imu_orientation"][keep]))
+    effort = None if states.effort is None else states.effort[:, order]
+    return model, WholeBodySamples(q, dq, ddq, motion, recording.ft_wrench[keep], effort)
+
+
+def _base_orientation(model: WholeBodyModel, q: np.ndarray, imu_orientation: np.ndarray
+                      ) -> np.ndarray:
+    """(N, 4) world ← base quaternions from the IMU's and the joints (IMU frame on the robot)."""
+    import pinocchio as pin
+
+    data = model.model.createData()
+    fid = model.model.getFrameId(model.imu_frame)
+    out = np.empty((q.shape[0], 4))
+    for i in range(q.shape[0]):
+        pin.framesForwardKinematics(model.model, data, model.configuration(q[i]))
+        world_imu = pin.Quaternion(imu_orientation[i][3], *imu_orientation[i][:3]).matrix()
+        rotation = world_imu @ data.oMf[fid].rotation.T
+        quat = pin.Quaternion(rotation)
+        out[i] = [quat.x, quat.y, quat.z, quat.w]
+    return out
+
+
+def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
+                    solve_time: float) -> dict[str, Any]:
+    """The result JSON: ``bodies`` (every URDF link with mass: ``name``, ``frame`` (the link),
+    ``theta``, ``fully_consistent``, ``min_pseudo_inertia_eig``, ``identifiability``,
+    ``identified_fraction``), ``sensor_offsets`` {frame: [6]}, ``base_parameters`` (``rank``,
+    ``parameters``, ``combinations``: the identified combinations as text, SI units),
+    ``residual_rms``, ``samples``, ``solve_time_s``."""
+    labels = dict(zip(model.bodies, fit.identifiability.labels))
+    fractions = dict(zip(model.bodies, fit.identifiability.identified_fraction.tolist()))
+    thetas = dict(zip(model.bodies, fit.thetas))
+    bodies = []
+    for name, prior in zip(model.links, model.link_prior):
+        entry = body_json(name, name, thetas.get(name, prior))
+        entry["identifiability"] = labels.get(name, URDF_PRIOR_LABEL)
+        entry["identified_fraction"] = fractions.get(name, 0.0)
+        bodies.append(entry)
+    return {"method": method, "base": model.base, "bodies": bodies,
+            "sensor_offsets": {frame: offset.tolist() for frame, offset in fit.offsets.items()},
+            "base_parameters": {"rank": fit.identifiability.rank,
+                                "parameters": fit.identifiability.n_params,
+                                "combinations": list(fit.identifiability.base_parameters)},
+            "residual_rms": fit.residual_rms, "samples": fit.n_samples,
+            "solve_time_s": solve_time}

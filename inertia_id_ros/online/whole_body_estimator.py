@@ -1,0 +1,376 @@
+"""Online whole-body identification: joint states, an IMU and several F/T sensors in, every URDF
+link out, each fully physically consistent, with its identifiability.
+
+The counterpart of :mod:`~inertia_id_ros.online.link_estimator` for a floating-base robot
+(:class:`~inertia_id_ros.core.whole_body.WholeBodyModel`'s rows, solved by
+:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`: scaled, with a prior toward the
+URDF). A *sample* is an IMU stamp: the IMU reading (angular velocity, specific force; the
+angular acceleration from a local quadratic fit of the gyro around it,
+:func:`~inertia_id_ros.core.whole_body.gyro_derivative`'s filter), every F/T sensor's wrench
+with the same header stamp (within ``sync_tolerance_sec``) and the joint states interpolated and
+differentiated there (the shared coverage loop of
+:class:`~inertia_id_ros.online.estimator.OnlineEstimator`).
+
+Sync: a sample waits until every live sensor has a wrench at or after its stamp. A sensor whose
+newest wrench is more than ``sensor_timeout_sec`` older than the newest IMU stamp has *stopped*
+(:attr:`WholeBodyEstimator.stopped_sensors`): samples no longer wait for it, and the rows that
+need its wrench (its own, and, for a contact sensor, the base rows and the rows of the sensors
+and joints it lies beyond) are dropped, not filled with zeros; so are those of a single missing
+wrench (counted ``missing_wrench``). The window keeps normal equations per block of samples
+(:class:`~inertia_id_ros.online.window.BlockWindow`): a humanoid's rows do not fit in memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT, NormalEquations,
+                                                 fit_whole_body)
+from inertia_id_ros.core.filtering import local_polynomial_derivatives
+from inertia_id_ros.core.whole_body import (DEFAULT_GYRO_HALF_WIDTH, BaseMotion,
+                                            WholeBodyModel, WholeBodySamples)
+from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SampleRejected, SolverError
+from inertia_id_ros.online.estimator import (OnlineEstimator, OnlineEstimatorConfig, SampleBatch,
+                                             check_bodies)
+from inertia_id_ros.online.inputs import JointStateValidator, check_stamp
+from inertia_id_ros.online.window import BlockWindow, SampleBuffer
+
+IMU = "imu"
+"""Input kind: an IMU reading (the window's samples)."""
+
+
+@dataclass
+class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
+    """Settings of :class:`WholeBodyEstimator`: the shared ones (samples are IMU stamps) and the
+    sync, the gyro filter, the prior and the window's blocks (s)."""
+
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT
+    """Weight of the prior toward the URDF (scaled coordinates, see
+    :mod:`~inertia_id_ros.chain.whole_body_fit`)."""
+    sync_tolerance_sec: float = 1e-3
+    """A wrench belongs to the IMU sample whose stamp is within this (s)."""
+    sensor_timeout_sec: float = 0.5
+    """An F/T sensor silent for this long (behind the newest IMU stamp) has stopped (s)."""
+    gyro_half_width: float = DEFAULT_GYRO_HALF_WIDTH
+    """Half-width of the local quadratic fit that differentiates the gyro (s)."""
+    block_sec: float = 1.0
+    """Samples per block of the window's normal equations (s)."""
+    max_pending_samples: int = 10000
+    """IMU readings and wrenches (per sensor) waiting to be processed (bounded memory)."""
+    with_efforts: bool = False
+    """Use the joint states' efforts (joint-torque rows)."""
+    max_sample_rate_hz: float = 50.0
+    """IMU stamps closer than ``1 / max_sample_rate_hz`` to the previous sample are not made
+    samples (they still feed the gyro's derivative): a humanoid's rows cost milliseconds per
+    sample, and the motion is slow next to the sensors' rates (Hz)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_positive("sync_tolerance_sec", "sensor_timeout_sec", "gyro_half_width",
+                             "block_sec", "max_sample_rate_hz")
+        if not self.prior_weight >= 0.0:
+            raise self._invalid("prior_weight", "must be >= 0")
+        self._check_at_least_one("max_pending_samples")
+
+
+@dataclass(frozen=True)
+class WholeBodyEstimate:
+    """A fully physically consistent estimate of every identified URDF link.
+
+    ``link_names`` (L,) and ``thetas`` (L, 10) about and in each link's frame; ``labels`` (L,)
+    ``identified``, ``partly identified`` or ``prior only`` with ``identified_fraction`` (L,);
+    ``offsets`` {sensor frame: (6,)} (N, N m); ``min_pseudo_inertia_eigs`` (L,) (kg m²);
+    ``residual_rms`` of the rows; ``rank`` base parameters of ``n_params``; ``n_samples`` IMU
+    stamps from ``t_first`` to ``t_last`` (s); ``stopped_sensors``: frames whose rows were
+    dropped at the solve; ``method``; ``solve_time`` (s); ``message``: non-empty if the solver
+    stopped early.
+    """
+
+    link_names: tuple[str, ...]
+    thetas: np.ndarray
+    labels: tuple[str, ...]
+    identified_fraction: np.ndarray
+    offsets: dict[str, np.ndarray]
+    min_pseudo_inertia_eigs: np.ndarray
+    residual_rms: float
+    rank: int
+    n_params: int
+    n_samples: int
+    t_first: float
+    t_last: float
+    method: str
+    solve_time: float
+    stopped_sensors: tuple[str, ...] = ()
+    message: str = ""
+    x: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+
+
+class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
+    """Identify every link of a floating-base robot online (see the module docstring).
+    Thread-safe under the locking rule of :mod:`inertia_id_ros.online.estimator`."""
+
+    sample_kind = IMU
+    sample_name = "IMU samples"
+
+    def __init__(self, model: WholeBodyModel,
+                 config: WholeBodyEstimatorConfig | None = None) -> None:
+        config = config or WholeBodyEstimatorConfig()
+        if model.imu_frame is None:
+            raise ValueError("the whole-body estimator needs the model's imu_frame")
+        self.model = model
+        self._channels = model.channels(config.with_efforts)
+        super().__init__(config, JointStateValidator(model.joint_names, model.joint_names,
+                                                     config.ignore_unknown_joints,
+                                                     config.use_measured_velocity,
+                                                     need_effort=config.with_efforts),
+                         None, rows_per_sample=len(self._channels))
+        self.window = BlockWindow(config.window_sec, model.n_params, len(self._channels),
+                                  config.block_sec, model.row_groups(config.with_efforts))
+        self.sensor_frames = tuple(sensor.frame for sensor in model.sensors)
+        capacity = config.max_pending_samples
+        self._imu = SampleBuffer(capacity, t=(), w=(3,), f=(3,))
+        self._wrenches = [SampleBuffer(capacity, t=(), f=(6,)) for _ in model.sensors]
+        self._last_imu_t: float | None = None
+        self._first_imu_t: float | None = None
+        self._last_wrench_t: list[float | None] = [None] * len(model.sensors)
+        self._t_consumed = -np.inf
+        self._t_sampled = -np.inf
+        """Stamp of the newest IMU reading made a sample (s)."""
+        self._pending_index = np.zeros(0, dtype=int)
+        """Buffer indices of the stamps the last :meth:`_pending_stamps` returned."""
+        self._depends = self._row_dependencies()
+        """(S, C) bool: the rows that need sensor s's wrench."""
+
+    # ---- inputs ----------------------------------------------------------------------------
+
+    def add_imu(self, t: float, angular_velocity: np.ndarray, linear_acceleration: np.ndarray,
+                frame_id: str | None = None) -> None:
+        """Buffer an IMU reading: stamp ``t`` (s), ``angular_velocity`` (3,) rad/s and
+        ``linear_acceleration`` (3,) m/s² (specific force, +9.81 up at rest), both in the IMU
+        frame ``frame_id`` (checked when given). Raises :class:`SampleRejected` (``non_finite``,
+        ``length_mismatch``, ``wrong_frame``, ``duplicate_stamp``, ``out_of_order``); when
+        ``max_pending_samples`` wait, the oldest is dropped (``overflow``)."""
+        with self._lock:
+            self.received[IMU] += 1
+            try:
+                w, f = (_vector(x, 3, "IMU " + name) for name, x in
+                        (("angular velocity", angular_velocity),
+                         ("linear acceleration", linear_acceleration)))
+                _check_frame(frame_id, self.model.imu_frame, "IMU")
+                check_stamp(float(t), self._last_imu_t, "IMU")
+            except SampleRejected as rejected:
+                self.dropped[rejected.reason] += 1
+                raise
+            self._last_imu_t = float(t)
+            if self._first_imu_t is None:
+                self._first_imu_t = float(t)
+            if len(self._imu) == self._imu.capacity and self._imu["t"][0] > self._t_consumed:
+                self.dropped["overflow"] += 1
+            self._imu.append(t=float(t), w=w, f=f)
+
+    def add_wrench(self, frame: str, t: float, wrench: np.ndarray,
+                   frame_id: str | None = None) -> None:
+        """Buffer the wrench (6,) ``[fx, fy, fz, tx, ty, tz]`` (N, N m) of the F/T sensor at URDF
+        ``frame``, stamped ``t`` (s), in that frame (``frame_id`` checked when given). Raises
+        :class:`SampleRejected` (``unknown_sensor``, ``non_finite``, ``length_mismatch``,
+        ``wrong_frame``, ``duplicate_stamp``, ``out_of_order``)."""
+        with self._lock:
+            self.received[f"wrench.{frame}"] += 1
+            try:
+                if frame not in self.sensor_frames:
+                    raise SampleRejected("unknown_sensor", f"no F/T sensor at frame {frame!r} "
+                                         f"(sensors: {list(self.sensor_frames)})")
+                k = self.sensor_frames.index(frame)
+                f = _vector(wrench, 6, f"wrench of {frame!r}")
+                _check_frame(frame_id, frame, f"F/T sensor {frame!r}")
+                check_stamp(float(t), self._last_wrench_t[k], f"wrench of {frame!r}")
+            except SampleRejected as rejected:
+                self.dropped[rejected.reason] += 1
+                raise
+            self._last_wrench_t[k] = float(t)
+            self._wrenches[k].append(t=float(t), f=f)
+
+    # ---- sync ------------------------------------------------------------------------------
+
+    @property
+    def stopped_sensors(self) -> tuple[str, ...]:
+        """Frames of the F/T sensors that have stopped (see the module docstring)."""
+        with self._lock:
+            return tuple(self.sensor_frames[k] for k in self._stopped())
+
+    def _stopped(self) -> list[int]:
+        """Indices of the stopped sensors (lock held)."""
+        if self._last_imu_t is None:
+            return []
+        horizon = self._last_imu_t - self.config.sensor_timeout_sec
+        return [k for k, last in enumerate(self._last_wrench_t)
+                if (self._first_imu_t if last is None else last) < horizon]
+
+    def _pending_stamps(self, limit: int) -> np.ndarray:
+        config = self.config
+        if self._last_imu_t is None:
+            return np.zeros(0)
+        ready_until = self._last_imu_t - config.gyro_half_width  # the gyro fit's look-ahead
+        stopped = set(self._stopped())
+        for k, last in enumerate(self._last_wrench_t):
+            if k not in stopped:
+                ready_until = min(ready_until, -np.inf if last is None
+                                  else last + config.sync_tolerance_sec)
+        t_all = self._imu["t"]
+        start = int(np.searchsorted(t_all, self._t_consumed, side="right"))
+        stop = int(np.searchsorted(t_all, ready_until, side="right"))
+        index, last, spacing = [], self._t_sampled, 0.999 / config.max_sample_rate_hz
+        for i in range(start, stop):
+            if t_all[i] - last >= spacing:
+                index.append(i)
+                last = t_all[i]
+                if len(index) == limit:
+                    break
+        self._pending_index = np.array(index, dtype=int)
+        return t_all[self._pending_index]
+
+    def _take_samples(self, consumed: int, ready: np.ndarray) -> np.ndarray:
+        config = self.config
+        imu = self._imu
+        chosen = self._pending_index[ready]
+        t_ready = imu["t"][chosen]
+        n, n_sensors = t_ready.size, len(self.sensor_frames)
+        measured = np.zeros((n, 9 + 7 * n_sensors))
+        if n:
+            measured[:, :3] = imu["w"][chosen]
+            measured[:, 3:6] = imu["f"][chosen]
+            measured[:, 6:9] = local_polynomial_derivatives(
+                imu["t"], imu["w"], t_ready, config.gyro_half_width, order=2,
+                n_derivatives=1)[:, 1]
+            for k, buffer in enumerate(self._wrenches):
+                stamps = buffer["t"]
+                if not stamps.size:
+                    continue
+                index = np.clip(np.searchsorted(stamps, t_ready), 1, stamps.size) - 1
+                nearer = np.minimum(index + 1, stamps.size - 1)
+                index = np.where(np.abs(stamps[nearer] - t_ready) < np.abs(stamps[index] - t_ready),
+                                 nearer, index)
+                present = np.abs(stamps[index] - t_ready) <= config.sync_tolerance_sec
+                measured[present, 9 + 6 * k:15 + 6 * k] = buffer["f"][index[present]]
+                measured[:, 9 + 6 * n_sensors + k] = present
+            missing = n * n_sensors - int(measured[:, 9 + 6 * n_sensors:].sum())
+            if missing:
+                self.dropped["missing_wrench"] += missing
+        if config.with_efforts and n:
+            joints = self._joints
+            efforts = np.column_stack([np.interp(t_ready, joints["t"], column)
+                                       for column in joints["effort"].T])
+            measured = np.hstack([measured, efforts])
+        self._t_consumed = self._t_sampled = float(imu["t"][self._pending_index[consumed - 1]])
+        keep_from = self._t_consumed - 2 * config.gyro_half_width
+        imu.drop_front(int(np.searchsorted(imu["t"], keep_from)))
+        for buffer in self._wrenches:
+            buffer.drop_front(int(np.searchsorted(buffer["t"],
+                                                  self._t_consumed - config.sync_tolerance_sec)))
+        return measured
+
+    def _pending_count(self) -> int:
+        """IMU readings not yet consumed (not all will become samples)."""
+        return len(self._imu) - int(np.searchsorted(self._imu["t"], self._t_consumed,
+                                                    side="right"))
+
+    def _clear_pending(self) -> None:
+        self._imu.clear()
+        for buffer in self._wrenches:
+            buffer.clear()
+        self._last_imu_t = self._first_imu_t = None
+        self._last_wrench_t = [None] * len(self.sensor_frames)
+        self._t_consumed = self._t_sampled = -np.inf
+
+    # ---- rows ------------------------------------------------------------------------------
+
+    def _row_dependencies(self) -> np.ndarray:
+        """(S, C) which rows of a sample change with each sensor's wrench (one random sample:
+        the dependence is structural)."""
+        model, n_sensors = self.model, len(self.sensor_frames)
+        rng = np.random.default_rng(0)
+        n = len(model.joint_names)
+        q = rng.uniform(-0.5, 0.5, (1, n))
+        base = BaseMotion.at_rest(1)
+        efforts = np.zeros((1, n)) if self.config.with_efforts else None
+        wrenches = np.zeros((1, n_sensors, 6))
+        _, b0, _ = model.rows(WholeBodySamples(q, q * 0, q * 0, base, wrenches, efforts),
+                              self.config.with_efforts)
+        depends = np.zeros((n_sensors, len(self._channels)), dtype=bool)
+        for k in range(n_sensors):
+            probe = wrenches.copy()
+            probe[0, k] = rng.normal(size=6)
+            _, b, _ = model.rows(WholeBodySamples(q, q * 0, q * 0, base, probe, efforts),
+                                 self.config.with_efforts)
+            depends[k] = np.abs(b - b0) > 1e-12
+        return depends
+
+    def _rows(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray]:
+        model, n_sensors = self.model, len(self.sensor_frames)
+        m = batch.measured
+        base = model.base_motion_from_imu(batch.q, batch.dq, batch.ddq, m[:, :3], m[:, 3:6],
+                                          m[:, 6:9])
+        wrenches = m[:, 9:9 + 6 * n_sensors].reshape(-1, n_sensors, 6)
+        present = m[:, 9 + 6 * n_sensors:9 + 7 * n_sensors] > 0.5
+        efforts = m[:, 9 + 7 * n_sensors:] if self.config.with_efforts else None
+        Y, b, _ = model.rows(WholeBodySamples(batch.q, batch.dq, batch.ddq, base, wrenches,
+                                              efforts), self.config.with_efforts)
+        C = len(self._channels)
+        Y, b = Y.reshape(-1, C, model.n_params), b.reshape(-1, C)
+        dropped = (~present).astype(float) @ self._depends.astype(float) > 0  # (N, C)
+        Y[dropped] = 0.0
+        b[dropped] = 0.0
+        return Y, b
+
+    # ---- solving ---------------------------------------------------------------------------
+
+    def solve(self, method: str | None = None, duration: float = 0.0) -> WholeBodyEstimate:
+        """Estimate from the newest ``duration`` s of the window (0: all) with ``method``
+        (default ``config.method``; ``lmi``, ``pointmass`` or ``ols``), warm-started. Raises
+        :class:`EstimateUnavailable` (``too_few_samples``, ``solver_failed``, ``inconsistent``:
+        never returns an inconsistent link, e.g. with ``ols``)."""
+        model = self.model
+        with self._lock:
+            method, options = self._solver_settings(method or None)
+            n_samples, t_first, t_last = self._samples_to_solve(duration)
+            gram, moment, yty, n_rows = self.window.normal_equations(duration)
+            initvals = self._warm_start(None)
+            generation = self._generation
+            stopped = tuple(self.sensor_frames[k] for k in self._stopped())
+        try:
+            fit = fit_whole_body(model, NormalEquations(gram, moment, yty, n_rows), method,
+                                 self.config.prior_weight, with_efforts=self.config.with_efforts,
+                                 initvals=initvals, **options)
+        except (ProblemError, SolverError, TypeError, ValueError) as error:
+            raise EstimateUnavailable("solver_failed", f"method {method!r}: {error}") from error
+        reports = check_bodies(dict(zip(model.bodies, fit.thetas)), method)
+        self._keep_solution(fit.solution, generation)
+        ident = fit.identifiability
+        return WholeBodyEstimate(
+            link_names=model.bodies, thetas=fit.thetas.copy(), labels=ident.labels,
+            identified_fraction=np.asarray(ident.identified_fraction),
+            offsets={k: np.asarray(v).copy() for k, v in fit.offsets.items()},
+            min_pseudo_inertia_eigs=np.array([r.min_pseudo_inertia_eig for r in reports]),
+            residual_rms=fit.residual_rms, rank=ident.rank, n_params=ident.n_params,
+            n_samples=n_samples, t_first=t_first, t_last=t_last, method=method,
+            solve_time=float(fit.solution.solve_time), stopped_sensors=stopped,
+            message="" if fit.solution.found else f"solver stopped early "
+                                                  f"({fit.solution.status})",
+            x=fit.x.copy())
+
+
+def _vector(x: np.ndarray, size: int, what: str) -> np.ndarray:
+    x = np.asarray(x, dtype=float).reshape(-1)
+    if x.size != size:
+        raise SampleRejected("length_mismatch", f"{what} has {x.size} values, need {size}")
+    if not np.isfinite(x).all():
+        raise SampleRejected("non_finite", f"{what} has NaN or Inf values")
+    return x
+
+
+def _check_frame(frame_id: str | None, expected: str, what: str) -> None:
+    if frame_id and frame_id != expected:
+        raise SampleRejected("wrong_frame", f"{what} reading in frame {frame_id!r}, expected "
+                             f"{expected!r}")

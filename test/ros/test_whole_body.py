@@ -1,0 +1,126 @@
+"""Whole-body mode over DDS: the iCub simulator (joint states, IMU, seven F/T sensors) -> the node
+(config/icub_whole_body.yaml) -> every published estimate consistent, identify answers; a sensor
+whose topic nobody publishes is reported and its rows dropped; bad parameters exit 2 naming the
+item."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import REPO, spin_until
+from inertia_id_ros.core.inertia import check_consistency
+from inertia_id_ros.core.robots import example_robot_urdf
+
+ICUB_CONFIG = str(REPO / "config" / "icub_whole_body.yaml")
+
+
+def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_context):
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from inertia_id_ros.msg import InertialParametersArray
+    from inertia_id_ros.ros.conversions import msg_to_thetas
+    from inertia_id_ros.srv import Identify
+
+    motion, rate = 30.0, 200.0
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=icub_whole_body",
+                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", "seed:=2")
+    # the right foot's sensor on a topic nobody publishes: reported, its rows dropped
+    topics = ", ".join(f"/{frame}/wrench" if frame != "r_foot_ft_sensor" else "/nobody/wrench"
+                       for frame in ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor",
+                                     "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
+                                     "l_sole"))
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", ICUB_CONFIG,
+                  "-p", f"urdf_path:={example_robot_urdf('icub')}", "-p", "update_rate_hz:=1.0",
+                  "-p", f"ft_topics:=[{topics}]")
+    peer = rclpy.create_node("inertia_id_whole_body_client")
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+    every = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+    received: dict[str, list] = {"truth": [], "links": []}
+    peer.create_subscription(InertialParametersArray, "/inertia_id_sim/ground_truth_links",
+                             received["truth"].append, latched)
+    peer.create_subscription(InertialParametersArray, "/inertia_id/links",
+                             received["links"].append, every)
+    diagnostics: list[dict[str, str]] = []
+    peer.create_subscription(
+        DiagnosticArray, "/diagnostics",
+        lambda msg: diagnostics.extend({kv.key: kv.value for kv in s.values} | {"": s.message}
+                                       for s in msg.status if s.name.startswith("inertia_id")), 10)
+    client = peer.create_client(Identify, "/inertia_id/identify")
+    try:
+        assert spin_until(peer, lambda: not sim.alive(), motion + 60.0), sim.output()
+        assert sim.popen.returncode == 0, sim.output()
+        spin_until(peer, lambda: False, 3.0)  # the last samples reach the window
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(Identify.Request())
+        rclpy.spin_until_future_complete(peer, future, timeout_sec=120.0)
+        response = future.result()
+        assert response is not None and response.success, node.output()[-3000:]
+        assert received["truth"] and len(received["links"]) >= 5, node.output()[-3000:]
+        inconsistent = sum(not check_consistency(theta).fully_consistent
+                           for msg in received["links"] + [response.links]
+                           for theta in msg_to_thetas(msg).values())
+        assert inconsistent == 0
+        links = response.links
+        truth = msg_to_thetas(received["truth"][-1])
+        assert set(msg_to_thetas(links)) == set(truth) and len(truth) == 39
+        assert len(links.identifiability) == 39
+        assert set(links.identifiability) <= {"identified", "partly identified", "prior only"}
+        assert set(links.sensor_frames) == {"l_arm_ft_sensor", "r_arm_ft_sensor",
+                                            "l_leg_ft_sensor", "r_leg_ft_sensor",
+                                            "l_foot_ft_sensor", "r_foot_ft_sensor"}
+        assert "F/T sensor(s) ['r_foot_ft_sensor'] stopped" in node.output()
+        assert "stopped sensors (rows dropped): ['r_foot_ft_sensor']" in response.message
+        assert diagnostics and diagnostics[-1]["stopped_sensors"] == "r_foot_ft_sensor"
+        assert links.bodies[0].num_samples > 0.8 * motion * 50.0  # sample_rate_hz 50
+        masses = {name: theta[0] for name, theta in msg_to_thetas(links).items()}
+        assert 0.7 * sum(t[0] for t in truth.values()) < sum(masses.values())
+    finally:
+        peer.destroy_node()
+
+
+def test_go1_whole_body_over_dds_from_its_foot_contacts(launch, rclpy_context):
+    """The quadruped config: four foot contact sensors, no internal ones, no joint torques."""
+    import rclpy
+
+    from inertia_id_ros.ros.conversions import msg_to_thetas
+    from inertia_id_ros.srv import Identify
+
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_whole_body",
+                 "-p", "duration_sec:=15.0", "-p", "rate_hz:=200.0")
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "go1_whole_body.yaml"),
+                  "-p", f"urdf_path:={example_robot_urdf('go1')}")
+    peer = rclpy.create_node("inertia_id_go1_whole_body_client")
+    client = peer.create_client(Identify, "/inertia_id/identify")
+    try:
+        assert spin_until(peer, lambda: not sim.alive(), 60.0), sim.output()
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(Identify.Request())
+        rclpy.spin_until_future_complete(peer, future, timeout_sec=120.0)
+        response = future.result()
+        assert response is not None and response.success, node.output()[-3000:]
+        thetas = msg_to_thetas(response.links)
+        assert len(thetas) == 39 and list(response.links.sensor_frames) == []
+        assert all(check_consistency(theta).fully_consistent for theta in thetas.values())
+        assert "prior only" in response.links.identifiability  # the base rows alone
+    finally:
+        peer.destroy_node()
+
+
+def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
+    urdf = f"urdf_path:={example_robot_urdf('icub')}"
+    cases = [("ft_types:=[internal, internal, internal, internal, internal, internal, wrist]",
+              "sensor 'l_sole' has type 'wrist'"),
+             ("imu_frame:=no_imu_here", "parameter 'imu_frame': frame 'no_imu_here'"),
+             ("ft_frames:=[l_arm_ft_sensor, r_arm_ft_sensor, l_leg_ft_sensor, r_leg_ft_sensor, "
+              "l_foot_ft_sensor, r_foot_ft_sensor, l_toe]", "parameter 'ft_frames': frame 'l_toe'"),
+             ("ft_topics:=[/a, /b]", "parameter 'ft_topics' has 2 entries")]
+    nodes = [(launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", ICUB_CONFIG,
+                     "-p", urdf, "-p", override), expected) for override, expected in cases]
+    for node, expected in nodes:
+        assert node.popen.wait(timeout=60.0) == 2, node.output()
+        assert expected in node.output(), node.output()
+    assert np.all([not node.alive() for node, _ in nodes])

@@ -1,0 +1,59 @@
+"""The node's whole_body mode parameters without processes: the configs build a session; bad
+input names the item."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from helpers import REPO
+from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.errors import StartupError
+from inertia_id_ros.online.session import WholeBodySession
+from inertia_id_ros.ros.parameters import build_session, settings_from_parameters
+
+
+def _config(name: str, robot: str) -> dict:
+    values = yaml.safe_load((REPO / "config" / name).read_text())["inertia_id"]["ros__parameters"]
+    return {**values, "urdf_path": str(example_robot_urdf(robot))}
+
+
+ICUB = _config("icub_whole_body.yaml", "icub")
+
+
+@pytest.mark.parametrize("name, robot, n_sensors", [("icub_whole_body.yaml", "icub", 7),
+                                                    ("go1_whole_body.yaml", "go1", 4),
+                                                    ("icub_suspended.yaml", "icub", 7)])
+def test_whole_body_configs_build_a_session(name, robot, n_sensors):
+    session = build_session(settings_from_parameters(_config(name, robot)))
+    assert isinstance(session, WholeBodySession)
+    estimator = session.estimator
+    assert len(estimator.sensor_frames) == n_sensors
+    assert estimator.config.max_sample_rate_hz == 50.0 and estimator.config.window_sec == 60.0
+    assert len(estimator.model.bodies) == 39
+
+
+@pytest.mark.parametrize("overrides, item", [
+    ({"ft_types": ["internal"] * 6 + ["wrist"]}, "'wrist'"),
+    ({"ft_types": ["internal"] * 6}, "'ft_types'"),
+    ({"ft_topics": ICUB["ft_topics"][:-1] + [""]}, "'l_sole' has no topic"),
+    ({"imu_frame": ""}, "'imu_frame'"),
+    ({"ft_frames": None}, "'ft_frames'"),
+    ({"base": "wheeled"}, "'base'"),
+    ({"method": "manifold"}, "'method'"),
+    ({"sample_rate_hz": 0.0}, "'sample_rate_hz'"),
+])
+def test_bad_whole_body_parameters_name_the_item(overrides, item):
+    with pytest.raises(StartupError, match=item):
+        settings_from_parameters({**ICUB, **overrides})
+
+
+@pytest.mark.parametrize("overrides, item", [
+    ({"imu_frame": "no_imu_here"}, "parameter 'imu_frame': frame 'no_imu_here'"),
+    ({"ft_frames": ICUB["ft_frames"][:-1] + ["l_toe"]}, "parameter 'ft_frames': frame 'l_toe'"),
+    ({"urdf_path": "/nonexistent.urdf"}, "parameter 'urdf_path'"),
+])
+def test_frames_not_in_the_urdf_name_the_item(overrides, item):
+    settings = settings_from_parameters({**ICUB, **overrides})
+    with pytest.raises(StartupError, match=item):
+        build_session(settings)
