@@ -2,9 +2,9 @@
 
 Subscribes to ``/joint_states`` (``sensor_msgs/JointState``) and ``/ft_sensor/wrench``
 (``geometry_msgs/WrenchStamped``) with the node's sensor QoS (best effort, keep last
-``--depth``), spins rclpy's default single-threaded executor, and only counts messages. On
-SIGINT it prints ``received <joint states> <wrenches>``. ``soak_node.py`` runs it beside the node
-and compares their CPU in the same run.
+``--depth``), spins rclpy's default single-threaded executor, and only counts messages. Every
+10 s and on SIGINT it prints ``received <joint states> <wrenches>``. ``soak_node.py`` runs it
+beside the node and compares their CPU in the same run.
 
     .venv/bin/python benchmarks/bare_subscriber.py [--depth 2000]
 """
@@ -37,6 +37,8 @@ def main() -> None:
 
     node.create_subscription(JointState, "/joint_states", counter("joint_states"), qos)
     node.create_subscription(WrenchStamped, "/ft_sensor/wrench", counter("wrench"), qos)
+    node.create_timer(10.0, lambda: print(f"received {counts['joint_states']} {counts['wrench']}",
+                                          flush=True))
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:

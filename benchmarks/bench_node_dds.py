@@ -30,12 +30,18 @@ def script(name: str) -> str:
 
 
 def shut_down(processes, peer) -> None:
-    """Interrupt the ``processes`` (``subprocess.Popen``) still running and wait for them, then
-    destroy this process's ``peer`` node and shut rclpy down."""
+    """Interrupt the ``processes`` (``subprocess.Popen``) still running and wait for them (killed,
+    with a note, if one has not ended 10 s later), then destroy this process's ``peer`` node and
+    shut rclpy down."""
     for process in processes:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
-        process.wait(timeout=10)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            print(f"killed {process.args[:2]}: still running 10 s after SIGINT", file=sys.stderr)
+            process.kill()
+            process.wait()
     peer.destroy_node()
     rclpy.try_shutdown()
 

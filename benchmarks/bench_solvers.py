@@ -2,7 +2,7 @@
 
 Problems (synthetic, pinocchio):
   payload  10 + 6 parameters: rows [pin.bodyRegressor(v, a_g), 1_6], 100 samples (600 rows),
-           a CAD-like prior (used by cad_prior and for pointmass's box; weight 0);
+           a CAD-like prior (used by cad_prior; weight 0);
   panda    70 parameters: the Panda's joint-torque regressor (fingers locked), 60 samples,
            with a prior (truth +20 % noise, weight 10) as an estimator would use.
 Cases: "inactive" (the least-squares estimate is already consistent: payload with tiny noise;
@@ -89,7 +89,7 @@ def make_instances(kind: str, noise: float, count: int, model: pin.Model | None,
         if kind == "payload":
             truth = np.concatenate([PAYLOAD_THETA, PAYLOAD_OFFSET])
             Y, Y_new = payload_rows(100, rng), payload_rows(3, rng)
-            # a CAD-like prior (20 % off, no offset) for cad_prior / pointmass; not in the objective
+            # a CAD-like prior (20 % off, no offset) for cad_prior; not in the objective
             options = dict(n_bodies=1, prior=np.concatenate([1.2 * PAYLOAD_THETA, np.zeros(6)]))
         else:
             truth = np.concatenate([model.inertias[j].toDynamicParameters()

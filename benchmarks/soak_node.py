@@ -126,6 +126,7 @@ def main() -> int:
                             "-p", f"duration_sec:={args.duration}", "-p", f"rate_hz:={RATE_HZ}",
                             "--log-level", "error"], env=env)
     rss: list[tuple[float, float]] = []  # (wall s since the first estimate, MB)
+    bare_rss: list[float] = []  # the bare subscriber's, at the same times (MB)
     cpu_warm = wall_warm = bare_warm = None
     next_sample = time.monotonic()
     try:
@@ -136,6 +137,7 @@ def main() -> int:
                 next_sample = now + 1.0
                 since_first = now - monitor.estimates[0][0]
                 rss.append((since_first, rss_mb(node.pid)))
+                bare_rss.append(rss_mb(bare.pid))
                 if cpu_warm is None and since_first >= args.warm:
                     cpu_warm, bare_warm = cpu_seconds(node.pid), cpu_seconds(bare.pid)
                     wall_warm = now
@@ -159,6 +161,7 @@ def main() -> int:
     warm = t_rss >= args.warm
     second_half = t_rss >= t_rss[-1] / 2
     trend = 60.0 * np.polyfit(t_rss[second_half], mb[second_half], 1)[0]
+    bare_trend = 60.0 * np.polyfit(t_rss[second_half], np.array(bare_rss)[second_half], 1)[0]
     sent = int(round(args.duration * RATE_HZ))
     diagnostics = monitor.diagnostics
     dropped = {k[len("dropped."):]: int(v) for k, v in diagnostics.items()
@@ -178,7 +181,8 @@ def main() -> int:
     row("node RSS idle / first estimate (MB)", f"{rss_idle:.1f} / {mb[0]:.1f}")
     row(f"node RSS at {args.warm:.0f} s / end (MB)", f"{mb[warm][0]:.1f} / {rss_end:.1f}")
     row(f"RSS growth {args.warm:.0f} s -> end (MB)", f"{rss_end - mb[warm][0]:.2f}", "< 5")
-    row("RSS trend over the second half (MB/min)", f"{trend:.3f}")
+    row("RSS trend over the second half (MB/min)", f"{trend:.3f}", "<= 0.02")
+    row("bare subscriber's RSS trend, same interval", f"{bare_trend:.3f}")
     row(f"node CPU, {args.warm:.0f} s -> end (% of one core)", f"{node_cpu:.1f}")
     row("bare rclpy subscriber CPU, same interval (%)", f"{bare_cpu:.1f}")
     row("node CPU / bare subscriber CPU", f"{node_cpu / bare_cpu:.2f}", "<= 1.3")

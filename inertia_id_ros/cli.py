@@ -108,7 +108,7 @@ from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT as WHOLE_B
 from inertia_id_ros.io.whole_body import (DEFAULT_IMU_TOPIC, read_whole_body_bag,
                                           read_whole_body_file, whole_body_inputs,
                                           whole_body_json)
-from inertia_id_ros.errors import FrameNotFound, JointNotFound
+from inertia_id_ros.errors import ConfigError, FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
 from inertia_id_ros.errors import ProblemError, SolverError
 
@@ -200,8 +200,41 @@ def feed_estimator(estimator: PayloadEstimator, recording: PayloadRecording) -> 
         estimator.process()
 
 
+def _check_prior_options(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read, prior options that do not fit together, and a method
+    that needs a prior without one."""
+    from inertia_id_ros.online.payload_estimator import check_prior_available
+
+    if args.prior and (args.prior_urdf or args.prior_link):
+        raise InputError("give either --prior or --prior-urdf/--prior-link, not both")
+    if args.prior_urdf and not args.prior_link:
+        raise InputError("--prior-urdf needs --prior-link (the link of the payload)")
+    try:
+        check_prior_available(args.method, bool(args.prior or args.prior_link))
+    except ValueError:
+        raise InputError(f"--method {args.method} needs the payload's CAD values as a prior: "
+                         "give --prior RESULT.json or --prior-link LINK (of --prior-urdf URDF, "
+                         "default --urdf)") from None
+
+
+def _payload_prior(args: argparse.Namespace, model: pin.Model) -> np.ndarray | None:
+    """The prior of ``--prior`` or ``--prior-link`` (``None`` without one)."""
+    from inertia_id_ros.io.prior import prior_from_link, prior_from_result
+
+    try:
+        if args.prior:
+            return prior_from_result(args.prior, args.sensor_frame)
+        if args.prior_link:
+            prior_model = _load_model(args.prior_urdf) if args.prior_urdf else model
+            return prior_from_link(prior_model, args.prior_link, args.sensor_frame)
+    except ConfigError as e:
+        raise InputError(f"prior: {e}") from None
+    return None
+
+
 def _fit_payload(args: argparse.Namespace) -> int:
     _data_source(args)
+    _check_prior_options(args)
     if args.data is not None:
         recording = read_payload_file(args.data)
     else:
@@ -216,6 +249,7 @@ def _fit_payload(args: argparse.Namespace) -> int:
     check_joints(recording.joint_states, list(model.names)[1:], kinematics.joint_names,
                  recording.source)
     check_wrench_frame(recording, args.sensor_frame)
+    prior = _payload_prior(args, model)
     n_wrenches = recording.wrenches.t.size
     span = max(recording.joint_states.t[-1], recording.wrenches.t[-1]) - min(
         recording.joint_states.t[0], recording.wrenches.t[0])
@@ -223,7 +257,7 @@ def _fit_payload(args: argparse.Namespace) -> int:
         config = EstimatorConfig(window_sec=args.window_sec or span + 1.0, method=args.method,
                                  estimate_offset=not args.no_offset,
                                  filter_half_width=args.filter_half_width,
-                                 window_capacity=n_wrenches)
+                                 window_capacity=n_wrenches, prior=prior)
     except ValueError as e:
         raise InputError(str(e)) from None
     estimator = PayloadEstimator(kinematics, config)
@@ -249,6 +283,8 @@ def _fit_payload(args: argparse.Namespace) -> int:
              f"{estimate.t_last - estimate.t_first:.1f} s from {recording.source}"
              + (f"; dropped {_dropped_text(dropped)}" if dropped else ""),
              f"payload beyond {args.sensor_frame!r}, in that frame:", *_body_lines(body)]
+    if prior is not None:
+        lines.append(f"  prior {args.prior or args.prior_link!r}: mass {prior[0]:.4f} kg")
     if config.estimate_offset:
         lines.append("  F/T offset [" + ", ".join(f"{v:.3f}" for v in offset[:3]) + "] N, ["
                      + ", ".join(f"{v:.4f}" for v in offset[3:]) + "] N m")
@@ -659,6 +695,14 @@ def build_parser() -> argparse.ArgumentParser:
                          help="do not estimate the F/T sensor offset (it is calibrated out)")
     payload.add_argument("--window-sec", type=float, default=0.0, metavar="SEC",
                          help="use the newest SEC seconds of the recording (default: all)")
+    payload.add_argument("--prior", metavar="RESULT",
+                         help="the payload's CAD values as a prior (method cad_prior): a result "
+                              "JSON of this schema, its body in --sensor-frame")
+    payload.add_argument("--prior-urdf", metavar="URDF",
+                         help="URDF of --prior-link (default: --urdf)")
+    payload.add_argument("--prior-link", metavar="LINK",
+                         help="the prior from a URDF link: its inertial and the links beyond "
+                              "it, moved to --sensor-frame")
     payload.set_defaults(run=_fit_payload)
 
     links = sub.add_parser("fit-links", help="identify links and joint friction from recorded "

@@ -68,7 +68,7 @@ class JointNotFound(InertiaIdError, KeyError):
 
 
 class ConfigError(InertiaIdError, ValueError):
-    """A chain or actuator configuration is invalid (names the offending key)."""
+    """A chain or actuator configuration, or a prior, is invalid (names the offending key)."""
 
 
 # ---- solvers ---------------------------------------------------------------------------

@@ -37,6 +37,9 @@ from inertia_id_ros.online.window import SampleBuffer
 from inertia_id_ros.solvers import Problem
 
 
+PRIOR_METHODS = ("cad_prior",)
+"""Methods that cannot solve without a prior."""
+
 SPREAD_SAMPLES = 2000
 """Samples (evenly spaced over the window) the orientation spread is computed from."""
 
@@ -71,8 +74,18 @@ class EstimatorConfig(OnlineEstimatorConfig):
     ``"saturated"``: the sensor clips beyond its range, so the value is not the load). ``None``:
     no check; ``inf`` for a channel: none on it."""
 
+    prior: tuple[float, ...] | None = None
+    """The payload's CAD values: ``theta`` (10,) about and in the sensor frame, used by methods
+    that take a prior (``cad_prior``; ``pointmass`` places its points around it when the data
+    do not determine the body). ``None``: none (then ``cad_prior`` is refused)."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.prior is not None:
+            self.prior = tuple(float(v) for v in np.asarray(self.prior, dtype=float).reshape(-1))
+            if len(self.prior) != N_BODY_PARAMS or not np.all(np.isfinite(self.prior)):
+                raise self._invalid("prior", f"must be {N_BODY_PARAMS} finite values (theta)")
+        check_prior_available(self.method, self.prior is not None)
         if self.wrench_sign not in (1.0, -1.0):
             raise self._invalid("wrench_sign", "must be +1 or -1")
         if self.wrench_limits is not None:
@@ -83,6 +96,15 @@ class EstimatorConfig(OnlineEstimatorConfig):
         if self.offset_min_tilt_deg < 0:
             raise self._invalid("offset_min_tilt_deg", "must be >= 0")
         self._check_positive("tare_max_force_std")
+
+
+def check_prior_available(method: str, has_prior: bool) -> None:
+    """Raise ValueError, saying what to give, if ``method`` needs a prior and there is none."""
+    if method in PRIOR_METHODS and not has_prior:
+        raise ValueError(f"method {method!r} needs the payload's CAD values as a prior: give a "
+                         "result JSON of the payload (fit-payload --prior, node parameter "
+                         "payload_prior) or a URDF link (fit-payload --prior-urdf/--prior-link, "
+                         "payload_prior: the link's name), or choose another method")
 
 
 @dataclass(frozen=True)
@@ -270,6 +292,12 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
 
     # ---- solving ---------------------------------------------------------------------------
 
+    def configure_solver(self, method: str, solver_options: Any) -> None:
+        """As :meth:`OnlineEstimator.configure_solver`; raises ValueError (nothing changed) for a
+        method that needs a prior when the config has none."""
+        check_prior_available(method, self.config.prior is not None)
+        super().configure_solver(method, solver_options)
+
     def orientation_spread_deg(self, duration: float = 0.0) -> np.ndarray:
         """(3,) rms spread (deg, descending) of the proper-acceleration direction in the sensor
         frame (gravity's, when the motion is slow) along its principal axes, over the newest
@@ -314,10 +342,15 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
             if tare is not None and not config.estimate_offset:
                 f = f - tare.offset  # the tare is the known offset
             channels = ChannelNormalEquations.from_samples(Y, f)
-            gram, moment, yty, n_rows = channels.total()
+            gram, moment, yty, n_rows = (_noise_weighted(channels) if method in PRIOR_METHODS
+                                         else channels.total())
             initvals = self._warm_start(initvals)
             generation = self._generation
-        problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1)
+        check_prior_available(method, config.prior is not None)
+        prior = None if config.prior is None else np.concatenate(
+            [config.prior, np.zeros(len(moment) - N_BODY_PARAMS)])
+        problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1,
+                          prior=prior)
         if tare is not None and config.estimate_offset:
             problem = with_tare(problem, tare, t_last)  # a prior on the offset, fading
         solution = solve_or_fail(problem, method, initvals, options)
@@ -328,13 +361,16 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
             report = check_consistency(theta)
         self._keep_solution(solution, generation)
         message = "" if solution.found else f"solver stopped early ({solution.status})"
+        if solution.info.get("approximation_limited"):  # pointmass: its points limit the fit
+            message = "; ".join(filter(None, [message, solution.message]))
         offset = (np.array(solution.extras[:N_WRENCH_CHANNELS]) if config.estimate_offset
                   else np.zeros(N_WRENCH_CHANNELS) if tare is None else tare.offset.copy())
         covariance = parameter_covariance(channels, np.asarray(solution.x),
                                           constrained=method != "ols")
         return Estimate(theta=theta, sensor_offset=offset, covariance=covariance.theta(),
                         min_pseudo_inertia_eig=report.min_pseudo_inertia_eig,
-                        residual_rms=float(solution.residual_rms), n_samples=n_samples,
+                        residual_rms=float(np.sqrt(channels.squared_residuals(
+                            solution.x).sum() / n_rows)), n_samples=n_samples,
                         method=method, solve_time=float(solution.solve_time), t_first=t_first,
                         t_last=t_last, offset_identifiable=identifiable,
                         orientation_spread_deg=spread, message=message,
@@ -405,6 +441,20 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
     def _clear_pending(self) -> None:
         self._wrenches.clear()
         self._last_wrench_t = None
+
+
+def _noise_weighted(channels: ChannelNormalEquations) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """``(gram, moment, yty, rows)`` of ``sum_c ||Y[c] x - f[c]||^2 / sigma_c^2`` (times the mean
+    ``sigma_c^2``, keeping the units): each channel weighted by its residual variance in the
+    least-squares fit, so that the data term is the log-likelihood a prior is weighed against
+    (an F/T sensor's force and torque noise differ by orders of magnitude)."""
+    gram, moment, _, n_rows = channels.total()
+    x_ls = np.linalg.lstsq(gram, moment, rcond=None)[0]
+    dof = max(channels.n_samples - channels.n_params / channels.n_channels, 1.0)
+    variance = channels.squared_residuals(x_ls) / dof
+    weights = np.mean(variance) / np.maximum(variance, 1e-12 * max(np.mean(variance), 1e-300))
+    return (np.einsum("c,cpq->pq", weights, channels.gram), weights @ channels.moment,
+            float(weights @ channels.yty), n_rows)
 
 
 def _unidentifiable_offset_message(duration: float, spread: np.ndarray,

@@ -280,6 +280,11 @@ class Session(abc.ABC, Generic[E]):
         self._drops_reported.clear()
         self._clock_jumps_reported = 0
 
+    @property
+    def prior_available(self) -> bool:
+        """Whether the estimator has a prior (methods such as ``cad_prior`` need one)."""
+        return True
+
     def configure_solver(self, method: str, solver_options: Mapping[str, Any]) -> None:
         """The method and its options, from the next solve on."""
         self.estimator.configure_solver(method, solver_options)
@@ -389,6 +394,11 @@ class PayloadSession(Session[PayloadEstimator]):
         dropped."""
         return [self._dropped(why, "wrench")
                 for why in self.estimator.add_wrenches(t, wrenches, frame_ids)]
+
+    @property
+    def prior_available(self) -> bool:
+        """Whether the estimator has the payload's CAD values (``EstimatorConfig.prior``)."""
+        return self.estimator.config.prior is not None
 
     def _on_rows(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> None:
         """Test rows just added (under the estimator's lock) for a payload change."""
@@ -503,14 +513,17 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                     estimate_offset: bool = True, flip_wrench_sign: bool = False,
                     wrench_limits: Sequence[float] | None = None,
                     max_input_rate_hz: float = 1000.0, detect_payload_change: bool = True,
-                    payload_change_threshold: float = 50.0) -> PayloadSession:
+                    payload_change_threshold: float = 50.0,
+                    prior: Sequence[float] | None = None) -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
-    they become an estimator and a session; ``inertia-id replay`` uses it too)."""
+    they become an estimator and a session; ``inertia-id replay`` uses it too); ``prior`` the
+    payload's CAD ``theta`` (10,) in the sensor frame (the node's ``payload_prior``, resolved)."""
     config = EstimatorConfig(window_sec=window_sec, method=method,
                              solver_options=dict(solver_options or {}),
                              estimate_offset=estimate_offset,
                              wrench_sign=-1.0 if flip_wrench_sign else 1.0,
                              wrench_limits=None if wrench_limits is None else tuple(wrench_limits),
+                             prior=None if prior is None else tuple(prior),
                              **window_capacities(window_sec, max_input_rate_hz))
     return PayloadSession(PayloadEstimator(kinematics, config), max_input_rate_hz,
                           detect_payload_change, payload_change_threshold)

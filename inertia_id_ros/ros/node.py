@@ -41,6 +41,7 @@ from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.errors import EstimateUnavailable, StartupError
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, PayloadChange
 from inertia_id_ros.online.estimator import window_capacities
+from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.session import LinkSession, PayloadSession, Session, Update
 from inertia_id_ros.ros.conversions import (array_to_wrench, estimate_to_msg,
                                             joint_state_arrays, joint_state_groups,
@@ -316,7 +317,8 @@ class InertiaIdNode(Node):
         new = {p.name: p.value for p in params}
         window = self.session.estimator.window
         try:
-            validate_change(self.settings, new, (window.rows_per_sample, window.n_params or 0))
+            validate_change(self.settings, new, (window.rows_per_sample, window.n_params or 0),
+                            self.session.prior_available)
         except ValueError as error:
             self.get_logger().warning(f"rejected parameter change {new}: {error}")
             return SetParametersResult(successful=False, reason=str(error))
@@ -327,7 +329,8 @@ class InertiaIdNode(Node):
         window = self.session.estimator.window
         previous = self.settings
         self.settings = validate_change(previous, new,
-                                        (window.rows_per_sample, window.n_params or 0))
+                                        (window.rows_per_sample, window.n_params or 0),
+                                        self.session.prior_available)
         self.session.configure_solver(self.settings.method, self.settings.solver_options)
         if self.settings.window_sec != previous.window_sec:
             capacity = window_capacities(self.settings.window_sec,
@@ -404,6 +407,12 @@ class InertiaIdNode(Node):
         if request.method and request.method not in METHODS:
             response.success = False
             response.message = f"unknown method {request.method!r}; choose one of {sorted(METHODS)}"
+            return response
+        try:
+            check_prior_available(request.method, self.session.prior_available)
+        except ValueError as error:
+            response.success = False
+            response.message = str(error)
             return response
         self._io.drain()  # what arrived before the call belongs to it (and to a reset)
         if request.reset:

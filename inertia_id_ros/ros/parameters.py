@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,9 @@ from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.errors import (ConfigError, FrameNotFound, JointNotFound, ProblemError,
                                    StartupError)
+from inertia_id_ros.io.prior import NO_PRIOR, resolve_payload_prior
 from inertia_id_ros.online.estimator import window_capacities
+from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.session import Session, link_session, payload_session
 from inertia_id_ros.solvers import METHODS, check_options
 
@@ -108,6 +111,12 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec("payload_change_threshold", 50.0,
                   "Payload mode: CUSUM alarm level (> 0); higher = fewer false alarms, later "
                   "detection (see inertia_id_ros.online.change_detection)."),
+    ParameterSpec("payload_prior", "",
+                  "Payload mode: the payload's CAD values, the prior of method cad_prior: a "
+                  "result JSON (path ending in .json; its body in the sensor frame), a URDF link "
+                  "(its inertial and everything beyond it, moved to the sensor frame), 'none', "
+                  "or empty for the URDF's links beyond the sensor frame (none if it has "
+                  "none). cad_prior without a prior is refused at start-up."),
     # links mode
     ParameterSpec("joints", None,
                   "Links mode: the chain's joints (each moves one link to identify; the robot's "
@@ -156,6 +165,7 @@ class NodeSettings:
     flip_wrench_sign: bool
     detect_payload_change: bool
     payload_change_threshold: float
+    payload_prior: str
     joints: tuple[str, ...]
     chain_config: str
     prior_weight: float
@@ -212,6 +222,7 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         flip_wrench_sign=bool(v["flip_wrench_sign"]),
         detect_payload_change=bool(v["detect_payload_change"]),
         payload_change_threshold=float(v["payload_change_threshold"]),
+        payload_prior=str(v["payload_prior"]),
         joints=tuple(v["joints"] or ()), chain_config=v["chain_config"],
         prior_weight=float(v["prior_weight"]), coulomb_velocity=float(v["coulomb_velocity"]))
     if settings.mode == "payload" and not settings.sensor_frame:
@@ -221,7 +232,20 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
                            "'chain_config')")
     if settings.mode == "payload":  # links: once the chain is known (build_session)
         _check_startup_window(settings, PAYLOAD_WINDOW_SHAPE)
+        _check_payload_prior(settings)
     return settings
+
+
+def _check_payload_prior(settings: NodeSettings) -> None:
+    """What can be checked of ``payload_prior`` without the URDF (the rest: build_session)."""
+    prior = settings.payload_prior
+    try:
+        check_prior_available(settings.method, prior != NO_PRIOR)
+    except ValueError as error:
+        raise StartupError(f"parameter 'method': {error} (payload_prior is {NO_PRIOR!r})") \
+            from error
+    if prior.endswith(".json") and not Path(prior).is_file():
+        raise StartupError(f"parameter 'payload_prior': no file {prior!r}")
 
 
 PAYLOAD_WINDOW_SHAPE = (6, 16)
@@ -244,13 +268,22 @@ def build_session(settings: NodeSettings) -> Session:
             kinematics = SensorKinematics(_load_robot(settings), settings.sensor_frame)
         except FrameNotFound as error:
             raise StartupError(f"parameter 'sensor_frame': {error}") from error
+        try:
+            prior = resolve_payload_prior(settings.payload_prior, kinematics)
+        except ConfigError as error:
+            raise StartupError(f"parameter 'payload_prior': {error}") from error
+        try:
+            check_prior_available(settings.method, prior is not None)
+        except ValueError as error:
+            raise StartupError(f"parameter 'method': {error} (the URDF has no links with mass "
+                               f"beyond {settings.sensor_frame!r})") from error
         return payload_session(
             kinematics, window_sec=settings.window_sec, method=settings.method,
             solver_options=settings.solver_options, estimate_offset=settings.estimate_offset,
             flip_wrench_sign=settings.flip_wrench_sign, wrench_limits=settings.wrench_limits,
             max_input_rate_hz=settings.max_input_rate_hz,
             detect_payload_change=settings.detect_payload_change,
-            payload_change_threshold=settings.payload_change_threshold)
+            payload_change_threshold=settings.payload_change_threshold, prior=prior)
     model, actuators = _link_model(settings)
     _check_startup_window(settings, (model.n_joints, model.n_parameters))
     return link_session(model, actuators, window_sec=settings.window_sec,
@@ -260,11 +293,13 @@ def build_session(settings: NodeSettings) -> Session:
 
 
 def validate_change(settings: NodeSettings, new: Mapping[str, Any],
-                    window_shape: tuple[int, int]) -> NodeSettings:
+                    window_shape: tuple[int, int], prior_available: bool = True) -> NodeSettings:
     """The settings after the run-time change ``new`` (name -> value, one set-parameters call:
     all apply or none) to a node whose window holds samples of ``window_shape`` (rows per
-    sample, parameters), or ValueError with the reason: a read-only parameter, a value that is not
-    finite and > 0, a rate above :data:`MAX_UPDATE_RATE_HZ`, an unknown method, options the
+    sample, parameters) and whose session has a prior or not (``prior_available``), or
+    ValueError with the reason: a read-only parameter, a value that is not
+    finite and > 0, a rate above :data:`MAX_UPDATE_RATE_HZ`, an unknown method, a method that
+    needs a prior the session does not have, options the
     method does not take (they belong to the method: a new method keeps the old options only if
     it takes them), a window needing more than :data:`MAX_WINDOW_MEMORY_BYTES`."""
     read_only = sorted(set(new) - set(RUNTIME_PARAMETERS))
@@ -274,6 +309,7 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
     method = new.get("method", settings.method)
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
+    check_prior_available(method, prior_available)
     options = solver_options(method, new.get("solver_options", settings.solver_options))
     for name in ("window_sec", "update_rate_hz"):
         if name in new and not _positive(new[name]):

@@ -1,23 +1,37 @@
-"""``pointmass``: each body as non-negative point masses on a grid (Ayusawa & Nakamura).
+"""``pointmass``: each body as non-negative point masses placed where its mass is (Ayusawa &
+Nakamura).
 
-Body ``k`` is ``theta_k = Phi_k w_k`` with ``w_k >= 0`` (kg) the masses at grid points ``p_j`` of
-an axis-aligned box (body frame, m); column ``j`` of ``Phi_k`` is the ``theta`` of a unit point
-mass at ``p_j``: ``[1, p, |p|^2 - px^2, -px py, |p|^2 - py^2, -px pz, -py pz, |p|^2 - pz^2]``.
-``x = M v`` with ``v = [w_1 .. w_n, extras]`` is linear, so the problem is the QP::
+Body ``k`` is ``theta_k = Phi_k w_k`` with ``w_k >= 0`` (kg) the masses at points ``p_j`` (body
+frame, m); column ``j`` of ``Phi_k`` is the ``theta`` of a unit point mass at ``p_j``:
+``[1, p, |p|^2 - px^2, -px py, |p|^2 - py^2, -px pz, -py pz, |p|^2 - pz^2]``. A sum of point
+masses is a physical body: consistent by construction. The QP, in the variables ``(w, x)``::
 
-    minimise 1/2 v^T (M^T H M + eps 1_w) v - (M^T b)^T v   s.t.  w >= 0, constraints on x
+    minimise 1/2 x^T H x - b^T x + 1/2 r |w|^2   s.t.  x_body_k = Phi_k w_k,  w >= 0,
+                                                       constraints on x
 
-solved by OSQP (``formulation="dense"``). With many bodies ``M^T H M`` is a dense matrix of
-(bodies x points)^2 entries; the ``"lifted"`` formulation keeps ``x`` as a variable instead::
+(``H``, ``b`` of :meth:`~inertia_id_ros.solvers.problem.Problem.quadratic`; ``r`` a tiny ridge
+making the weights unique) is solved by OSQP in whitened coordinates (see :class:`_PointQP`).
 
-    minimise 1/2 [x; w]^T diag(H, eps 1) [x; w] - b^T x   s.t.  x_bodies = Phi w, w >= 0, ...
+Placement (the approximation improves as the points surround the mass): a lattice of
+``points_per_axis^3`` points fills the box ``c +/- a_i v_i`` along the principal axes ``v_i`` of
+a reference body's mass distribution (COM ``c``, second moments ``lambda_i`` per kg), with
+``a_i = spread sqrt(5 lambda_i)`` (``sqrt(5 lambda)`` is the semi-axis of the uniform solid
+ellipsoid with those moments). The reference is the warm start's body, else the unconstrained
+(least-squares) estimate when the data determine the body, else the prior's body, else a cube at
+the origin. Each refinement places the lattice around the previous solution, which is then
+representable (odd ``points_per_axis``: its axis points and centre carry it), so the objective
+never increases; refinements stop when it improves by less than ``refine_tol``.
 
-whose matrices grow with p^2 + 10 (bodies x points) only (``"auto"``: lifted from
-:data:`LIFTED_FROM_WEIGHTS` weights). Warm start: a previous ``pointmass`` solution of a problem with the same
-structure and grid carries its OSQP solver (``info["osqp"]``), which is updated with the new
-matrices and resumes from its last iterate, duals and step size. A sum
-of point masses is a physical body: consistent by construction (a body whose weights are all zero
-is lifted to the margin). The grid restricts the representable inertias to mass inside the box.
+Diagnostic: ``info["approximation_gap"]``, the excess of the squared residual over the best
+consistent fit's in residual variances (``sigma^2`` of the unconstrained fit per row; compared
+with the unconstrained fit first, with ``lmi`` only when that exceeds ``limit_threshold``), and
+``info["approximation_limited"]`` when it exceeds ``limit_threshold``: the points, not the data,
+limit the fit (add points, widen ``spread``, or use ``lmi``).
+
+Warm start: a previous ``pointmass`` solution of a problem with the same structure carries its
+OSQP solver (``info["osqp"]``), which is updated with the new matrices and point positions and
+resumes from its last iterate, duals and step size; its bodies are the reference.
+``boxes`` replaces the placement by a regular grid in fixed boxes (no refinement).
 """
 
 from __future__ import annotations
@@ -28,7 +42,8 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse
 
-from inertia_id_ros.core.inertia import inertia_from_theta
+from inertia_id_ros.core.inertia import N_BODY_PARAMS, pseudo_inertia
+from inertia_id_ros.solvers.lmi import solve_lmi
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     Problem,
@@ -41,12 +56,10 @@ from inertia_id_ros.errors import ProblemError, SolverError
 
 Box = tuple[np.ndarray, np.ndarray]
 DEFAULT_HALF_EXTENT = 0.25
-"""Half side (m) of the default box centred at the body frame's origin (no prior, no ``boxes``)."""
-LIFTED_FROM_WEIGHTS = 400
-"""``formulation="auto"`` lifts from this many point-mass weights (about 6 bodies at 4^3 points)."""
-FORMULATIONS = ("auto", "dense", "lifted")
-PRIOR_BOX_SIGMAS = 3.0
-"""A box from the prior spans this many standard deviations of its mass distribution per axis."""
+"""Half side (m) of the cube at the body frame's origin placing the points of a body that has no
+reference (no warm start, not determined by the data, no prior)."""
+MAX_HALF_EXTENT = 2.0
+"""A reference body whose COM is farther (m) from the origin is not used for placement."""
 
 
 def point_mass_thetas(points: np.ndarray) -> np.ndarray:
@@ -65,178 +78,275 @@ def grid_points(box: Box, per_axis: int) -> np.ndarray:
     return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
 
 
-def box_from_theta(theta: np.ndarray, min_half_extent: float) -> Box | None:
-    """Box ``c +/- max(PRIOR_BOX_SIGMAS * sqrt(Sigma_com_ii / m), min_half_extent)`` around the COM
-    ``c`` of a consistent ``theta`` (``Sigma_com = tr(I_com)/2 1 - I_com``); ``None`` if
-    ``m <= 0``."""
+def mass_ellipsoid(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(c (3,), lambda (3,), V (3, 3))`` of a body with ``m > 0``: COM (m) and the eigenvalues
+    (m^2, clipped at 0) and eigenvectors (columns) of its second moments about the COM per kg,
+    ``J[:3, :3] / m - c c^T``; ``None`` if ``m <= 0`` or the COM is not finite."""
     if not theta[0] > 0:
         return None
-    mass, com, i_com = inertia_from_theta(theta)
-    sigma_com = 0.5 * np.trace(i_com) * np.eye(3) - i_com
-    half = np.maximum(PRIOR_BOX_SIGMAS * np.sqrt(np.maximum(np.diag(sigma_com), 0.0) / mass),
-                      min_half_extent)
-    return com - half, com + half
+    J = pseudo_inertia(theta)
+    com = J[:3, 3] / theta[0]
+    if not np.all(np.isfinite(com)):
+        return None
+    moments, axes = np.linalg.eigh(J[:3, :3] / theta[0] - np.outer(com, com))
+    return com, np.maximum(moments, 0.0), axes
 
 
-def _dense_upper_csc(matrix: np.ndarray) -> scipy.sparse.csc_matrix:
-    """Upper triangle of a dense (n, n) matrix as CSC with every entry stored (explicit zeros
-    too), so that a later ``OSQP.update(Px=...)`` keeps the sparsity pattern."""
-    n = matrix.shape[0]
-    rows = np.concatenate([np.arange(j + 1) for j in range(n)])
-    cols = np.repeat(np.arange(n), np.arange(1, n + 1))
-    indptr = np.concatenate([[0], np.cumsum(np.arange(1, n + 1))])
-    return scipy.sparse.csc_matrix((matrix[rows, cols], rows, indptr), shape=(n, n))
+def lattice_points(theta: np.ndarray, per_axis: int, spread: float, min_half_extent: float,
+                   max_half_extent: float = MAX_HALF_EXTENT) -> np.ndarray | None:
+    """(per_axis^3, 3) lattice around the mass of ``theta`` (see the module docstring): half
+    extents ``clip(spread sqrt(5 lambda_i), min_half_extent, max_half_extent)`` (m) along the
+    principal axes; ``None`` if ``theta`` has no usable mass distribution (``m <= 0`` or the COM
+    farther than ``max_half_extent`` from the origin)."""
+    ellipsoid = mass_ellipsoid(theta)
+    if ellipsoid is None or np.linalg.norm(ellipsoid[0]) > max_half_extent:
+        return None
+    com, moments, axes = ellipsoid
+    half = np.clip(spread * np.sqrt(5.0 * moments), min_half_extent, max_half_extent)
+    unit = grid_points((-np.ones(3), np.ones(3)), per_axis)
+    return com + (unit * half) @ axes.T
 
 
-QP = tuple[scipy.sparse.csc_matrix, np.ndarray, scipy.sparse.csc_matrix, np.ndarray, np.ndarray]
+def _checked_boxes(problem: Problem, boxes: Sequence[Box]) -> list[Box]:
+    if len(boxes) != problem.n_bodies:
+        raise ProblemError(f"pointmass: boxes has {len(boxes)} entries for "
+                           f"{problem.n_bodies} bodies")
+    checked = []
+    for k, (low, high) in enumerate(boxes):
+        low = np.asarray(low, dtype=float).reshape(3)
+        high = np.asarray(high, dtype=float).reshape(3)
+        if np.any(high < low):
+            raise ProblemError(f"pointmass: boxes[{k}] has max < min ({low}, {high})")
+        checked.append((low, high))
+    return checked
 
 
-def _ridge(diagonal: np.ndarray, ridge: float) -> float:
-    """``eps_w = ridge * max(diag(M^T H M)[weights])`` (floored above 0)."""
-    return ridge * max(float(np.max(diagonal, initial=0.0)), 1e-300)
+def _unconstrained(problem: Problem, rcond: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """The minimum-norm minimiser ``x`` (p,) of the objective without constraints, per body
+    whether the data (and prior) determine it (no null-space direction touches it), and the
+    rank of the objective's Hessian."""
+    hessian, rhs, _ = problem.quadratic()
+    eigvals, eigvecs = np.linalg.eigh(hessian)
+    keep = eigvals > rcond * max(eigvals[-1], 0.0)
+    x = eigvecs[:, keep] @ ((eigvecs[:, keep].T @ rhs) / eigvals[keep])
+    null = eigvecs[:, ~keep]
+    determined = np.array([np.linalg.norm(null[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)]) < 1e-6
+                           for k in range(problem.n_bodies)])
+    return x, determined, int(np.sum(keep))
 
 
-def _dense_qp(problem: Problem, M: np.ndarray, hessian: np.ndarray, rhs: np.ndarray,
-              n_weights: int, ridge: float) -> QP:
-    """OSQP data ``(P upper, q, A, l, u)`` in ``v = [w, extras]``."""
-    P = M.T @ hessian @ M
-    P[np.diag_indices(n_weights)] += _ridge(np.diag(P)[:n_weights], ridge)
-    q = -(M.T @ rhs)
-    rows = [np.eye(P.shape[0])[:n_weights]]
-    rows += [M[i] for i in problem.nonnegative]  # entries of x: extras or body entries
-    rows += [a @ M[10 * k:10 * k + 10] for k, a in problem.ellipsoid_rows().items()]
-    A = np.vstack(rows)
-    return (_dense_upper_csc(P), q, scipy.sparse.csc_matrix(A), np.zeros(A.shape[0]),
-            np.full(A.shape[0], np.inf))
-
-
-def _lifted_qp(problem: Problem, M: np.ndarray, hessian: np.ndarray, rhs: np.ndarray,
-               n_weights: int, ridge: float) -> QP:
-    """OSQP data ``(P upper, q, A, l, u)`` in ``[x, w]``: ``x_bodies - Phi w = 0``, ``w >= 0``."""
-    p, nb = problem.n_params, problem.n_body_params
-    phi = M[:nb, :n_weights]
-    diagonal = np.einsum("ik,ij,jk->k", phi, hessian[:nb, :nb], phi)
-    upper = _dense_upper_csc(hessian)
-    P = scipy.sparse.csc_matrix(
-        (np.concatenate([upper.data, np.full(n_weights, _ridge(diagonal, ridge))]),
-         np.concatenate([upper.indices, p + np.arange(n_weights)]),
-         np.concatenate([upper.indptr, upper.indptr[-1] + 1 + np.arange(n_weights)])),
-        shape=(p + n_weights, p + n_weights))
-    q = np.concatenate([-rhs, np.zeros(n_weights)])
-    identity = scipy.sparse.identity(p + n_weights, format="csr")
-    blocks = [scipy.sparse.hstack([identity[:nb, :p], -scipy.sparse.csr_matrix(phi)]),
-              identity[p:]]
-    blocks += [identity[[i]] for i in problem.nonnegative]
-    for k, a in problem.ellipsoid_rows().items():
-        row = np.zeros((1, p + n_weights))
-        row[0, 10 * k:10 * k + 10] = a
-        blocks.append(scipy.sparse.csr_matrix(row))
-    A = scipy.sparse.vstack(blocks, format="csc")
-    lower = np.zeros(A.shape[0])
-    upper_bounds = np.full(A.shape[0], np.inf)
-    upper_bounds[:nb] = 0.0
-    return P, q, A, lower, upper_bounds
-
-
-def _boxes(problem: Problem, boxes: Sequence[Box] | None, min_half_extent: float,
-           default_half_extent: float) -> list[Box]:
-    if boxes is not None:
-        if len(boxes) != problem.n_bodies:
-            raise ProblemError(f"pointmass: boxes has {len(boxes)} entries for "
-                               f"{problem.n_bodies} bodies")
-        checked = []
-        for k, (low, high) in enumerate(boxes):
-            low = np.asarray(low, dtype=float).reshape(3)
-            high = np.asarray(high, dtype=float).reshape(3)
-            if np.any(high < low):
-                raise ProblemError(f"pointmass: boxes[{k}] has max < min ({low}, {high})")
-            checked.append((low, high))
-        return checked
-    default = (-default_half_extent * np.ones(3), default_half_extent * np.ones(3))
-    result = []
+def _reference_points(problem: Problem, x0: np.ndarray | None, x_free: np.ndarray,
+                      determined: np.ndarray, per_axis: int, spread: float,
+                      min_half_extent: float, default_half_extent: float
+                      ) -> tuple[list[np.ndarray], list[str]]:
+    """Per body the first placement and what it came from (``"warm_start"``,
+    ``"unconstrained"``, ``"prior"``, ``"default"``)."""
+    points, sources = [], []
     for k in range(problem.n_bodies):
-        box = None
-        if problem.prior is not None:
-            box = box_from_theta(problem.prior[10 * k:10 * k + 10], min_half_extent)
-        result.append(default if box is None else box)
-    return result
+        body = slice(N_BODY_PARAMS * k, N_BODY_PARAMS * (k + 1))
+        candidates = [("warm_start", None if x0 is None else x0[body]),
+                      ("unconstrained", x_free[body] if determined[k] else None),
+                      ("prior", None if problem.prior is None else problem.prior[body])]
+        for source, theta in candidates:
+            placed = None if theta is None else lattice_points(theta, per_axis, spread,
+                                                                min_half_extent)
+            if placed is not None:
+                break
+        else:
+            source = "default"
+            placed = grid_points((-default_half_extent * np.ones(3),
+                                  default_half_extent * np.ones(3)), per_axis)
+        points.append(placed)
+        sources.append(source)
+    return points, sources
+
+
+class _PointQP:
+    """The QP of one placement structure in whitened coordinates: ``x = x_c + S z`` with
+    ``S = V diag(max(lambda, floor))^(-1/2)`` (``H = V diag(lambda) V^T``, ``floor = rcond
+    lambda_max``), so that the objective is ``1/2 |z|^2`` up to a constant on the data's range
+    (first-order methods converge in the flat directions of poorly exciting data too). OSQP is
+    set up once, then updated with new point positions and data (every structural entry of ``P``
+    and ``A`` is stored, zeros included, so updates keep the sparsity pattern)."""
+
+    def __init__(self, problem: Problem, n_points: int, eps: float, max_iterations: int) -> None:
+        import osqp
+
+        n, p = problem.n_bodies, problem.n_params
+        self.n_weights = n * n_points
+        self.n_points = n_points
+        nw = self.n_weights
+        size = nw + p
+        p_mask = np.zeros((size, size), dtype=bool)
+        p_mask[np.diag_indices(nw)] = True
+        p_mask[nw:, nw:] = np.triu(np.ones((p, p), dtype=bool))
+        self._n_ellipsoids = len(problem.ellipsoid_rows())
+        self.n_rows = N_BODY_PARAMS * n + nw + len(problem.nonnegative) + self._n_ellipsoids
+        a_mask = np.zeros((self.n_rows, size), dtype=bool)
+        for k in range(n):
+            a_mask[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1),
+                   n_points * k:n_points * (k + 1)] = True  # Phi_k
+        a_mask[:N_BODY_PARAMS * n, nw:] = True  # S_body z
+        a_mask[N_BODY_PARAMS * n:N_BODY_PARAMS * n + nw, :nw] = np.eye(nw, dtype=bool)
+        a_mask[N_BODY_PARAMS * n + nw:, nw:] = True  # nonnegative entries, ellipsoids
+        self._p_pattern = _csc_pattern(p_mask)
+        self._a_pattern = _csc_pattern(a_mask)
+        self.solver = osqp.OSQP()
+        self._eps, self._max_iterations = eps, max_iterations
+        self._set_up = False
+
+    def solve(self, problem: Problem, points: list[np.ndarray], x_center: np.ndarray,
+              ridge: float, rcond: float) -> tuple[np.ndarray, np.ndarray, str, int]:
+        """``(x (p,), w (n, K), status, iterations)`` for the points (n arrays (K, 3));
+        ``x_center`` (p,) the origin of the whitened coordinates."""
+        nw, K, nb = self.n_weights, self.n_points, problem.n_body_params
+        hessian, rhs, _ = problem.quadratic()
+        eigvals, eigvecs = np.linalg.eigh(hessian)
+        scale = np.maximum(eigvals, max(rcond * eigvals[-1], 1e-300)) ** -0.5
+        S = eigvecs * scale
+        size = nw + problem.n_params
+        P = np.zeros((size, size))
+        P[nw:, nw:] = S.T @ hessian @ S
+        P[np.diag_indices(nw)] = ridge
+        q = np.concatenate([np.zeros(nw), S.T @ (hessian @ x_center - rhs)])
+        A = np.zeros((self.n_rows, size))
+        for k, placed in enumerate(points):
+            A[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1), K * k:K * (k + 1)] = \
+                point_mass_thetas(placed)
+        A[:nb, nw:] = -S[:nb]  # Phi w - S_body z = x_center_body
+        A[nb:nb + nw, :nw] = np.eye(nw)
+        lower = np.concatenate([x_center[:nb], np.zeros(nw)])
+        rows = [S[i] for i in problem.nonnegative]  # S_i z >= -x_center_i
+        lower = np.concatenate([lower, [-x_center[i] for i in problem.nonnegative]])
+        for k, a in problem.ellipsoid_rows().items():  # a S_body z >= -a x_center_body
+            body = slice(N_BODY_PARAMS * k, N_BODY_PARAMS * (k + 1))
+            rows.append(a @ S[body])
+            lower = np.append(lower, -a @ x_center[body])
+        if rows:
+            A[nb + nw:, nw:] = np.array(rows)
+        upper = np.concatenate([x_center[:nb], np.full(self.n_rows - nb, np.inf)])
+        try:
+            if self._set_up:
+                self.solver.update(Px=_csc_values(P, self._p_pattern), q=q,
+                                   Ax=_csc_values(A, self._a_pattern), l=lower, u=upper)
+            else:
+                self.solver.setup(_csc(P, self._p_pattern), q, _csc(A, self._a_pattern),
+                                  lower, upper, eps_abs=self._eps, eps_rel=self._eps,
+                                  max_iter=self._max_iterations, polishing=True, verbose=False)
+                self._set_up = True
+            result = self.solver.solve(raise_error=False)
+        except (ValueError, RuntimeError) as e:
+            raise SolverError(f"pointmass: OSQP failed: {e}") from e
+        status = str(result.info.status)
+        if result.x is None or not np.all(np.isfinite(result.x)):
+            raise SolverError(f"pointmass: OSQP returned no solution (status {status!r})")
+        weights = np.maximum(result.x[:nw], 0.0).reshape(problem.n_bodies, K)
+        x = x_center + S @ result.x[nw:]
+        # the bodies exactly as their point masses (consistent by construction)
+        x[:nb] = np.concatenate([point_mass_thetas(placed) @ w
+                                 for placed, w in zip(points, weights)])
+        return x, weights, status, int(result.info.iter)
+
+
+def _csc_pattern(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
+    """(rows, cols, indptr, shape) of the structural entries of ``mask`` in CSC order."""
+    cols, rows = np.nonzero(mask.T)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=mask.shape[1]))])
+    return rows, cols, indptr, mask.shape
+
+
+def _csc_values(matrix: np.ndarray, pattern: tuple) -> np.ndarray:
+    rows, cols, _, _ = pattern
+    return matrix[rows, cols]
+
+
+def _csc(matrix: np.ndarray, pattern: tuple) -> scipy.sparse.csc_matrix:
+    rows, _, indptr, shape = pattern
+    return scipy.sparse.csc_matrix((_csc_values(matrix, pattern), rows, indptr), shape=shape)
 
 
 def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
-                    boxes: Sequence[Box] | None = None, points_per_axis: int = 4,
-                    min_half_extent: float = 0.02,
-                    default_half_extent: float = DEFAULT_HALF_EXTENT, ridge: float = 1e-6,
-                    eps: float = 1e-7, max_iterations: int = 20000,
-                    margin: float = CONSISTENCY_MARGIN, formulation: str = "auto") -> Solution:
-    """Point-mass QP with OSQP.
+                    boxes: Sequence[Box] | None = None, points_per_axis: int = 5,
+                    spread: float = 1.5, refinements: int = 4, refine_tol: float = 1e-6,
+                    min_half_extent: float = 0.005,
+                    default_half_extent: float = DEFAULT_HALF_EXTENT, rcond: float = 1e-10,
+                    ridge: float = 1e-8, eps: float = 1e-6, max_iterations: int = 20000,
+                    limit_threshold: float = 4.0, margin: float = CONSISTENCY_MARGIN) -> Solution:
+    """Point-mass QP with OSQP, points placed adaptively (see the module docstring).
 
-    ``boxes``: per body ``(min (3,), max (3,))`` in the body frame (m); default from the prior
-    (see :func:`box_from_theta`, at least ``min_half_extent``) or a cube of half side
-    ``default_half_extent`` at the origin. ``points_per_axis``: grid resolution (``^3`` points per
-    body). ``ridge``: ``eps_w = ridge * max(diag(M^T H M))`` makes the weights unique.
-    ``eps``/``max_iterations``: OSQP's absolute/relative tolerance and iteration limit.
-    ``formulation``: one of :data:`FORMULATIONS` (see the module docstring).
+    ``points_per_axis``: lattice resolution (``^3`` points per body; odd keeps every placed
+    reference representable). ``spread``: lattice half extent per ``sqrt(5 lambda)`` (> 0.78 for
+    the same); ``min_half_extent`` (m) its smallest half extent. ``refinements``: re-placements
+    at most; ``refine_tol``: relative objective decrease below which they stop.
+    ``boxes``: per body ``(min (3,), max (3,))`` (body frame, m): a fixed regular grid instead.
+    ``default_half_extent``: half side (m) of the cube of a body without reference.
+    ``rcond``: relative eigenvalue below which the unconstrained fit has a null space.
+    ``ridge``: ``r`` (the objective is about ``1/2 |z|^2``: units of the squared residual).
+    ``eps``/``max_iterations``: OSQP's absolute and relative tolerance and iteration limit.
+    ``limit_threshold``: approximation gap (in residual variances) above which
+    ``info["approximation_limited"]`` is set.
     """
-    import osqp
-
     started = time.perf_counter()
     x0 = initial_x(problem, initvals)
-    n, nb, p = problem.n_bodies, problem.n_body_params, problem.n_params
     if points_per_axis < 2:
         raise ProblemError(f"pointmass: points_per_axis must be >= 2, got {points_per_axis}")
-    box_list = _boxes(problem, boxes, min_half_extent, default_half_extent)
-    K = points_per_axis ** 3
-    n_weights, n_extras = n * K, p - nb
-    M = np.zeros((p, n_weights + n_extras))
-    for k, box in enumerate(box_list):
-        points = grid_points(box, points_per_axis)
-        M[10 * k:10 * k + 10, K * k:K * (k + 1)] = point_mass_thetas(points)
-    M[nb:, n_weights:] = np.eye(n_extras)
-    if formulation not in FORMULATIONS:
-        raise ProblemError(f"pointmass: formulation must be one of {FORMULATIONS}, "
-                           f"got {formulation!r}")
-    lifted = formulation == "lifted" or (formulation == "auto" and n_weights >= LIFTED_FROM_WEIGHTS)
-    hessian, rhs, _ = problem.quadratic()
-    if lifted:
-        P_upper, q, A, lower, upper = _lifted_qp(problem, M, hessian, rhs, n_weights, ridge)
+    if not spread > 0 or refinements < 0:
+        raise ProblemError(f"pointmass: need spread > 0 and refinements >= 0, got {spread}, "
+                           f"{refinements}")
+    x_free, determined, rank = _unconstrained(problem, rcond)
+    if boxes is not None:
+        points = [grid_points(box, points_per_axis) for box in _checked_boxes(problem, boxes)]
+        sources, refinements = ["boxes"] * problem.n_bodies, 0
     else:
-        P_upper, q, A, lower, upper = _dense_qp(problem, M, hessian, rhs, n_weights, ridge)
-    signature = (problem.structure_key(), points_per_axis, lifted,
-                 tuple(tuple(np.concatenate(box)) for box in box_list))
+        points, sources = _reference_points(problem, x0, x_free, determined, points_per_axis,
+                                            spread, min_half_extent, default_half_extent)
+    signature = (problem.structure_key(), points_per_axis)
     previous = initvals.info.get("osqp") if isinstance(initvals, Solution) else None
-    try:
-        if previous is not None and previous[0] == signature:
-            solver = previous[1]  # keeps its last iterate, duals and step size: a warm start
-            solver.update(Px=P_upper.data, q=q)
-        else:
-            solver = osqp.OSQP()
-            solver.setup(P_upper, q, A, lower, upper, eps_abs=eps, eps_rel=eps,
-                         max_iter=max_iterations, polishing=True, verbose=False)
-            if x0 is not None:
-                guess = np.zeros(P_upper.shape[0])
-                if lifted:
-                    guess[:p] = x0
-                else:
-                    guess[n_weights:] = x0[nb:]
-                solver.warm_start(x=guess)
-        result = solver.solve(raise_error=False)
-    except (ValueError, RuntimeError) as e:
-        raise SolverError(f"pointmass: OSQP failed: {e}") from e
-    status = str(result.info.status)
-    if result.x is None or not np.all(np.isfinite(result.x)):
-        raise SolverError(f"pointmass: OSQP returned no solution (status {status!r})")
-    if lifted:  # [x, w] -> v = [w, extras]
-        v = np.concatenate([result.x[p:], result.x[nb:p]])
-    else:
-        v = result.x.copy()
-    v[:n_weights] = np.maximum(v[:n_weights], 0.0)
-    x = M @ v
+    qp = previous[1] if previous is not None and previous[0] == signature else _PointQP(
+        problem, points_per_axis ** 3, eps, max_iterations)
+    iterations, placements = 0, 0
+    best = None
+    while True:
+        x, weights, status, used = qp.solve(problem, points, x_free, ridge, rcond)
+        iterations, placements = iterations + used, placements + 1
+        value = problem.objective(x)
+        if best is not None and not value < best[0] * (1.0 - refine_tol):
+            break
+        best = (value, x, weights, status, points)
+        if placements > refinements:
+            break
+        moved = [lattice_points(x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)], points_per_axis,
+                                spread, min_half_extent) for k in range(problem.n_bodies)]
+        points = [old if new is None else new for old, new in zip(points, moved)]
+    value, x, weights, status, points = best
     if problem.nonnegative:
         x[list(problem.nonnegative)] = np.maximum(x[list(problem.nonnegative)], 0.0)
     x = lift_to_margin(x, problem, margin)
+    gap, limited = _approximation_gap(problem, x, x_free, rank, limit_threshold)
     found = status in ("solved", "solved inaccurate")
+    message = f"OSQP: {status}, {placements} placement(s)" + (
+        f"; the point approximation limits the fit (gap {gap:.3g} residual variances)"
+        if limited else "")
     return make_solution(problem, x, "pointmass", found=found, status=status,
-                         iterations=int(result.info.iter), started=started,
-                         finished=time.perf_counter(), message=f"OSQP: {status}",
-                         info={"weights": v[:n_weights].reshape(n, K), "boxes": box_list,
-                               "osqp": (signature, solver)})
+                         iterations=iterations, started=started, finished=time.perf_counter(),
+                         message=message,
+                         info={"weights": weights, "points": points, "placement": sources,
+                               "placements": placements, "approximation_gap": gap,
+                               "approximation_limited": limited, "osqp": (signature, qp)})
+
+
+def _approximation_gap(problem: Problem, x: np.ndarray, x_free: np.ndarray, rank: int,
+                       threshold: float) -> tuple[float, bool]:
+    """(gap, limited): ``(f(x) - f_best) / sigma^2`` with ``f`` the objective, ``f_best`` the
+    unconstrained minimum or, when the gap to it exceeds ``threshold``, the ``lmi`` optimum;
+    ``sigma^2`` the unconstrained fit's squared residual per degree of freedom (``nan`` without
+    residual degrees of freedom)."""
+    dof = problem.n_rows - rank
+    if dof <= 0:
+        return float("nan"), False
+    sigma2 = max(problem.squared_residual(x_free) / dof, 1e-12 * problem.yty / problem.n_rows,
+                 1e-300)
+    gap = (problem.objective(x) - problem.objective(x_free)) / sigma2
+    if gap > threshold:
+        gap = (problem.objective(x) - solve_lmi(problem, backend="fast").objective) / sigma2
+    return float(gap), bool(gap > threshold)

@@ -15,6 +15,7 @@ from helpers import Feeder, identify, node_args
 @pytest.mark.parametrize("overrides, parameter", [
     ({"sensor_frame": "no_such_frame"}, "sensor_frame"),  # the table: test/unit/test_parameters
     ({"wrench_limits": "[100, 100, 100, 10, 10, 10]"}, "wrench_limits"),  # rclpy's type check
+    ({"method": "cad_prior", "sensor_frame": "panda_hand_tcp"}, "method"),  # no prior beyond
 ])
 def test_bad_startup_parameters_exit_nonzero_naming_the_parameter(launch, overrides, parameter):
     node = launch("inertia-id-node", "inertia_id_ros.ros.node", *node_args(**overrides))

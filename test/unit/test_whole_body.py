@@ -19,7 +19,6 @@ from inertia_id_ros.core.whole_body import (BaseMotion, FTSensor, WholeBodyModel
                                             WholeBodySamples)
 from inertia_id_ros.errors import ConfigError, FrameNotFound
 from inertia_id_ros.io.export import inertial_theta, with_link_inertial
-from inertia_id_ros.solvers import Problem, solve
 
 ICUB_FT = ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor", "r_leg_ft_sensor",
            "l_foot_ft_sensor", "r_foot_ft_sensor")
@@ -190,22 +189,6 @@ def test_fit_is_consistent_and_predicts_better_than_the_urdf(icub):
     # warm start from the previous solution
     warm = fit_whole_body(model, equations, "lmi", initvals=lmi.solution)
     assert np.abs(warm.x - lmi.x).max() < 1e-6 * np.abs(lmi.x).max()
-
-
-def test_pointmass_lifted_equals_dense():
-    rng = np.random.default_rng(0)
-    n_bodies = 3
-    Y = rng.normal(size=(200, 10 * n_bodies + 2))
-    x_true = np.concatenate([np.array([1.0, 0.1, 0.0, -0.1, 0.3, 0.0, 0.3, 0.0, 0.0, 0.3])
-                             for _ in range(n_bodies)] + [np.ones(2)])
-    problem = Problem.from_regressor(Y, Y @ x_true + 0.01 * rng.normal(size=200), n_bodies,
-                                     prior=x_true, prior_weight=1e-3)
-    dense = solve(problem, "pointmass", formulation="dense", points_per_axis=3)
-    lifted = solve(problem, "pointmass", formulation="lifted", points_per_axis=3)
-    assert dense.found and lifted.found and lifted.fully_consistent
-    assert abs(lifted.objective - dense.objective) < 1e-4 * dense.objective
-    warm = solve(problem, "pointmass", initvals=lifted, formulation="lifted", points_per_axis=3)
-    assert warm.iterations <= lifted.iterations
 
 
 # ---- command line --------------------------------------------------------------------------
