@@ -403,6 +403,9 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
             args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
             None if args.base != "floating" and not args.imu_topic
             else args.imu_topic or DEFAULT_IMU_TOPIC, args.filter_half_width)
+    for topic, count in recording.uncovered.items():
+        print(f"inertia-id fit-whole-body: warning: {topic!r} does not cover {count} stamps "
+              f"(stopped or not started): their rows are dropped", file=sys.stderr)
     model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
                                        args.filter_half_width)
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:

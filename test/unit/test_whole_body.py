@@ -340,7 +340,20 @@ def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):
     result = json.loads(out.read_text())
     assert all(b["fully_consistent"] for b in result["bodies"])
     assert result["samples"] > 200 and set(result["sensor_offsets"]) == set(ICUB_FT)
-    capsys.readouterr()
+    assert "does not cover" not in capsys.readouterr().err
+    # a sensor that stops half way: its stamps are dropped and reported
+    stopped = dict(topics)
+    frame, values = stopped["/ft/r_arm_ft_sensor"]
+    stopped["/ft/r_arm_ft_sensor"] = (frame, values[:120])
+    bag2 = write_whole_body_bag(tmp_path / "stopped", arrays["t"], list(arrays["joint_names"]),
+                                arrays["q"], arrays["dq"], "imu_frame",
+                                (arrays["imu_angular_velocity"],
+                                 arrays["imu_linear_acceleration"], arrays["imu_orientation"]),
+                                stopped)
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag2), "--json", str(out),
+                 *ft]) == 0
+    assert "'/ft/r_arm_ft_sensor' does not cover 120 stamps" in capsys.readouterr().err
+    assert json.loads(out.read_text())["samples"] < result["samples"] - 100
     assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), *ft,
                  "--ft=/ft/missing=internal"]) == 2
     assert "no topic '/ft/missing'" in capsys.readouterr().err
