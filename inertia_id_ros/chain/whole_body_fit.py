@@ -75,9 +75,11 @@ def normal_equations(model: WholeBodyModel, samples: WholeBodySamples,
         for (rows, cols), (Yg, bg) in zip(groups, model.group_rows(chunk, with_efforts)):
             if weights is not None:  # a sensor's rows touch only its subtree's columns
                 Yg, bg = Yg * weights[rows][:, None], bg * weights[rows]
-            Yg, bg = Yg.reshape(-1, cols.size), bg.reshape(-1)
-            gram[np.ix_(cols, cols)] += Yg.T @ Yg
-            moment[cols] += Yg.T @ bg
+            bg = bg.reshape(-1)
+            if cols.size:  # (rows touching no parameter only add to yty)
+                Yg = Yg.reshape(-1, cols.size)
+                gram[np.ix_(cols, cols)] += Yg.T @ Yg
+                moment[cols] += Yg.T @ bg
             yty += float(bg @ bg)
             n_rows += bg.size
     return NormalEquations(gram, moment, yty, n_rows)
@@ -242,8 +244,9 @@ def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout
                        with_efforts: bool = False) -> tuple[WholeBodyFit, dict[str, dict]]:
     """Fit ``method`` and the OLS baseline on the first ``1 - holdout`` of ``samples``, predict
     the rest with them and with the URDF. Returns the fit and, per row group, the force and
-    torque RMS errors ``{"fit": ..., "urdf": ..., "ols": ...}`` (N, N m; the URDF with zero
-    offsets)."""
+    torque RMS errors ``{"fit": ..., "urdf": ..., "ols": ..., "urdf_offsets": ...}`` (N, N m;
+    ``urdf``: zero offsets, ``urdf_offsets``: the sensors' offsets fitted to the same samples with
+    the URDF's links)."""
     if not 0.0 < holdout < 1.0:
         raise ProblemError(f"holdout must be in (0, 1), got {holdout}")
     split = int(round(len(samples) * (1.0 - holdout)))
@@ -255,6 +258,12 @@ def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout
     ols = fit_whole_body(model, equations, "ols", prior_weight)
     errors = {name: prediction_errors(model, x, test, with_efforts)
               for name, x in (("fit", fit.x), ("urdf", model.prior), ("ols", ols.x))}
+    # the URDF's links with the sensors' offsets fitted (least squares) on the same samples
+    offsets_only = dataclasses.replace(model, bodies=())
+    if offsets_only.n_params:
+        reduced = normal_equations(offsets_only, train, with_efforts)
+        x = np.linalg.lstsq(reduced.gram, reduced.moment, rcond=None)[0]
+        errors["urdf_offsets"] = prediction_errors(offsets_only, x, test, with_efforts)
     table = {group: {"force": {name: e.force[group] for name, e in errors.items()},
                      "torque": {name: e.torque[group] for name, e in errors.items()},
                      "ols_inconsistent_links": sum(not check_consistency(t).fully_consistent

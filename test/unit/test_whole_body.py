@@ -285,6 +285,8 @@ def test_cli_holdout_and_pointmass(tmp_path, icub, capsys):
             assert force["fit"] < 0.5 * force["urdf"], (method, frame, force)
             assert force["fit"] < 1.2 * force["ols"], (method, frame, force)
         assert rms["base"]["force"]["fit"] < 1.2 * rms["base"]["force"]["ols"]
+        assert rms["r_arm_ft_sensor"]["force"]["fit"] < rms["r_arm_ft_sensor"]["force"][
+            "urdf_offsets"] < rms["r_arm_ft_sensor"]["force"]["urdf"]
         assert rms["base"]["ols_inconsistent_links"] > 0
     assert "fit/URDF" in capsys.readouterr().out
     assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path),
