@@ -9,7 +9,7 @@ and inertias off by up to ±30 % / 2 cm / ±40 %; the URDF is the prior. Rows fr
 scaled first (:mod:`inertia_id_ros.chain.whole_body_fit`).
 
 - point-mass: :data:`~inertia_id_ros.chain.whole_body_fit.POINTMASS_OPTIONS` (27 points per
-  link, OSQP tolerance 1e-5);
+  link placed once, OSQP tolerance 1e-5);
 - "cold": no warm start (cvxpy: the model compiled in the same call);
 - "warm": the window moved by ``--shift`` of its samples, warm-started from the previous
   solution (cvxpy: the cached compiled model; Clarabel has no warm start; OSQP: the previous

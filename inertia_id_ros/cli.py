@@ -430,6 +430,9 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
             args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
             None if args.base != "floating" and not args.imu_topic
             else args.imu_topic or DEFAULT_IMU_TOPIC, args.filter_half_width)
+    for topic, count in recording.uncovered.items():
+        print(f"inertia-id fit-whole-body: warning: {topic!r} does not cover {count} stamps "
+              f"(stopped or not started): their rows are dropped", file=sys.stderr)
     model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
                                        args.filter_half_width)
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:
@@ -468,12 +471,15 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
         lines.append(f"held-out last {100 * args.holdout:g} %: RMS error of the predicted wrenches "
                      f"(force N / torque N m); the OLS fit leaves "
                      f"{next(iter(holdout.values()))['ols_inconsistent_links']} links inconsistent")
-        lines.append(f"{'rows':<22}{args.method:>18}{'URDF':>18}{'OLS':>18}{'fit/URDF':>10}"
-                     f"{'fit/OLS':>9}")
+        columns = [k for k in ("fit", "urdf", "urdf_offsets", "ols")
+                   if k in next(iter(holdout.values()))["force"]]
+        titles = {"fit": args.method, "urdf": "URDF", "urdf_offsets": "URDF+offsets",
+                  "ols": "OLS"}
+        lines.append(f"{'rows':<22}" + "".join(f"{titles[k]:>18}" for k in columns)
+                     + f"{'fit/URDF':>10}{'fit/OLS':>9}")
         for group, row in holdout.items():
             f, t = row["force"], row["torque"]
-            lines.append(f"{group:<22}" + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}"
-                                                   for k in ("fit", "urdf", "ols"))
+            lines.append(f"{group:<22}" + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}" for k in columns)
                          + f"{f['fit'] / f['urdf']:10.3f}{f['fit'] / f['ols']:9.3f}")
     if args.json:
         lines.append(f"wrote {args.json}")

@@ -520,7 +520,8 @@ def write_whole_body_bag(path: Path, t: np.ndarray, joint_names: Sequence[str], 
     types = store.types
     Time, Header = types["builtin_interfaces/msg/Time"], types["std_msgs/msg/Header"]
     Vector3, Quaternion = types["geometry_msgs/msg/Vector3"], types["geometry_msgs/msg/Quaternion"]
-    Wrench, WrenchStamped = types["geometry_msgs/msg/Wrench"], types["geometry_msgs/msg/WrenchStamped"]
+    Wrench = types["geometry_msgs/msg/Wrench"]
+    WrenchStamped = types["geometry_msgs/msg/WrenchStamped"]
     Imu, JointState = types["sensor_msgs/msg/Imu"], types["sensor_msgs/msg/JointState"]
 
     def header(stamp: float, frame_id: str):

@@ -31,6 +31,7 @@ from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS
 from inertia_id_ros.core.whole_body import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.solvers import Problem, Solution, solve
+from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN, lift_to_margin
 
 WHOLE_BODY_METHODS = ("lmi", "pointmass", "ols")
 DEFAULT_PRIOR_WEIGHT = 1e-5
@@ -41,9 +42,10 @@ IDENTIFIED, PARTLY_IDENTIFIED, PRIOR_ONLY = "identified", "partly identified", "
 LABEL_TOLERANCE = 1e-2
 """A link coordinate counts as determined when less than this share of it (squared) lies in the
 null space, as undetermined when more than ``1 - LABEL_TOLERANCE`` does."""
-POINTMASS_OPTIONS = {"points_per_axis": 3, "eps": 1e-5}
-"""Point-mass QP defaults at whole-body scale: 27 points per link and OSQP tolerance 1e-5 (on the
-39-link iCub about ten times faster than 1e-7, its objective within about 1.5 % of ``lmi``'s)."""
+POINTMASS_OPTIONS = {"points_per_axis": 3, "eps": 1e-5, "refinements": 0}
+"""Point-mass QP defaults at whole-body scale: 27 points per link placed once, OSQP tolerance
+1e-5 (on the 39-link iCub about ten times faster than the solver's defaults, its objective within
+3e-4 of ``lmi``'s)."""
 _CHUNK = 400  # samples per block of rows
 
 
@@ -73,9 +75,11 @@ def normal_equations(model: WholeBodyModel, samples: WholeBodySamples,
         for (rows, cols), (Yg, bg) in zip(groups, model.group_rows(chunk, with_efforts)):
             if weights is not None:  # a sensor's rows touch only its subtree's columns
                 Yg, bg = Yg * weights[rows][:, None], bg * weights[rows]
-            Yg, bg = Yg.reshape(-1, cols.size), bg.reshape(-1)
-            gram[np.ix_(cols, cols)] += Yg.T @ Yg
-            moment[cols] += Yg.T @ bg
+            bg = bg.reshape(-1)
+            if cols.size:  # (rows touching no parameter only add to yty)
+                Yg = Yg.reshape(-1, cols.size)
+                gram[np.ix_(cols, cols)] += Yg.T @ Yg
+                moment[cols] += Yg.T @ bg
             yty += float(bg @ bg)
             n_rows += bg.size
     return NormalEquations(gram, moment, yty, n_rows)
@@ -185,6 +189,8 @@ def fit_whole_body(model: WholeBodyModel, samples: WholeBodySamples | NormalEqua
         options = {**POINTMASS_OPTIONS, **options}
     solution = solve(problem, method, initvals, **options)
     x = scales * solution.x
+    if method != "ols":  # round-off of the unscaling must not break the margin
+        x = lift_to_margin(x, problem, CONSISTENCY_MARGIN)
     nb = N_BODY_PARAMS * model.n_bodies
     offsets = {frame: x[nb + N_WRENCH_CHANNELS * i:nb + N_WRENCH_CHANNELS * (i + 1)]
                for i, frame in enumerate(model.offset_sensors)}
@@ -238,8 +244,9 @@ def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout
                        with_efforts: bool = False) -> tuple[WholeBodyFit, dict[str, dict]]:
     """Fit ``method`` and the OLS baseline on the first ``1 - holdout`` of ``samples``, predict
     the rest with them and with the URDF. Returns the fit and, per row group, the force and
-    torque RMS errors ``{"fit": ..., "urdf": ..., "ols": ...}`` (N, N m; the URDF with zero
-    offsets)."""
+    torque RMS errors ``{"fit": ..., "urdf": ..., "ols": ..., "urdf_offsets": ...}`` (N, N m;
+    ``urdf``: zero offsets, ``urdf_offsets``: the sensors' offsets fitted to the same samples with
+    the URDF's links)."""
     if not 0.0 < holdout < 1.0:
         raise ProblemError(f"holdout must be in (0, 1), got {holdout}")
     split = int(round(len(samples) * (1.0 - holdout)))
@@ -251,6 +258,12 @@ def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout
     ols = fit_whole_body(model, equations, "ols", prior_weight)
     errors = {name: prediction_errors(model, x, test, with_efforts)
               for name, x in (("fit", fit.x), ("urdf", model.prior), ("ols", ols.x))}
+    # the URDF's links with the sensors' offsets fitted (least squares) on the same samples
+    offsets_only = dataclasses.replace(model, bodies=())
+    if offsets_only.n_params:
+        reduced = normal_equations(offsets_only, train, with_efforts)
+        x = np.linalg.lstsq(reduced.gram, reduced.moment, rcond=None)[0]
+        errors["urdf_offsets"] = prediction_errors(offsets_only, x, test, with_efforts)
     table = {group: {"force": {name: e.force[group] for name, e in errors.items()},
                      "torque": {name: e.torque[group] for name, e in errors.items()},
                      "ols_inconsistent_links": sum(not check_consistency(t).fully_consistent

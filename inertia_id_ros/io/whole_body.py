@@ -24,6 +24,7 @@ has not started) is dropped.
 from __future__ import annotations
 
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,8 @@ URDF_PRIOR_LABEL = "urdf (not identified)"
 @dataclass(frozen=True)
 class WholeBodyRecording:
     """A whole-body recording (see the module docstring); ``imu`` maps :data:`IMU_KEYS` to
-    arrays, or is empty; ``source`` names the file."""
+    arrays, or is empty; ``source`` names the file; ``uncovered`` (bags) counts the stamps of the
+    first F/T topic dropped per input that does not cover them (stopped, or not started)."""
 
     states: JointStates
     imu_frame: str | None
@@ -63,6 +65,7 @@ class WholeBodyRecording:
     ft_types: tuple[str, ...]
     ft_wrench: np.ndarray
     source: str
+    uncovered: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def _strings(source: str, table: dict[str, Any], key: str) -> tuple[str, ...]:
@@ -143,10 +146,10 @@ def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
         series.append((np.array(stamps)[order],
                        np.array([wrench_values(m) for m in msgs[topic]])[order]))
     query = series[0][0]
-    keep = _covered(states.t, query, max_gap)
-    keep &= (query >= states.t[0] + half_width) & (query <= states.t[-1] - half_width)
-    for t, _ in series[1:]:
-        keep &= _covered(t, query, max_gap)
+    inside = (query >= states.t[0] + half_width) & (query <= states.t[-1] - half_width)
+    coverage = {joint_states_topic: _covered(states.t, query, max_gap) | ~inside}
+    for (topic, _), (t, _) in zip(ft_topics[1:], series[1:]):
+        coverage[topic] = _covered(t, query, max_gap)
     imu: dict[str, np.ndarray] = {}
     imu_frame = None
     if imu_topic is not None:
@@ -154,7 +157,7 @@ def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
         stamps = [header_seconds(m.header) for m in imu_msgs]
         order = _sorted_by_stamp(source, imu_topic, stamps)
         t_imu = np.array(stamps)[order]
-        keep &= _covered(t_imu, query, max_gap)
+        coverage[imu_topic] = _covered(t_imu, query, max_gap)
         imu_frame = imu_msgs[0].header.frame_id
         raw = {"imu_orientation": [[m.orientation.x, m.orientation.y, m.orientation.z,
                                     m.orientation.w] for m in imu_msgs],
@@ -166,6 +169,9 @@ def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
         quat = values["imu_orientation"]  # one hemisphere, so that interpolation is smooth
         flips = np.concatenate([[1.0], np.sign(np.sum(quat[1:] * quat[:-1], axis=1) + 1e-300)])
         values["imu_orientation"] = quat * np.cumprod(flips)[:, None]
+    keep = inside & np.logical_and.reduce(list(coverage.values()))
+    uncovered = {topic: int(np.sum(~covered)) for topic, covered in coverage.items()
+                 if not covered.all()}
     query = query[keep]
     if query.size == 0:
         raise DataError(f"{source}: no stamp of {ft_topics[0][0]!r} is covered by every input")
@@ -178,7 +184,7 @@ def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
     wrench = np.stack([_interpolate(t, w, query) for t, w in series], axis=1)
     kinds = tuple(kind for _, kind in ft_topics)
     return WholeBodyRecording(JointStates(query, states.joint_names, q, dq, ddq, effort),
-                              imu_frame, imu, tuple(frames), kinds, wrench, source)
+                              imu_frame, imu, tuple(frames), kinds, wrench, source, uncovered)
 
 
 def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str = "floating",

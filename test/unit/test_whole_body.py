@@ -19,7 +19,6 @@ from inertia_id_ros.core.whole_body import (BaseMotion, FTSensor, WholeBodyModel
                                             WholeBodySamples)
 from inertia_id_ros.errors import ConfigError, FrameNotFound
 from inertia_id_ros.io.export import inertial_theta, with_link_inertial
-from inertia_id_ros.solvers import Problem, solve
 
 ICUB_FT = ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor", "r_leg_ft_sensor",
            "l_foot_ft_sensor", "r_foot_ft_sensor")
@@ -192,22 +191,6 @@ def test_fit_is_consistent_and_predicts_better_than_the_urdf(icub):
     assert np.abs(warm.x - lmi.x).max() < 1e-6 * np.abs(lmi.x).max()
 
 
-def test_pointmass_lifted_equals_dense():
-    rng = np.random.default_rng(0)
-    n_bodies = 3
-    Y = rng.normal(size=(200, 10 * n_bodies + 2))
-    x_true = np.concatenate([np.array([1.0, 0.1, 0.0, -0.1, 0.3, 0.0, 0.3, 0.0, 0.0, 0.3])
-                             for _ in range(n_bodies)] + [np.ones(2)])
-    problem = Problem.from_regressor(Y, Y @ x_true + 0.01 * rng.normal(size=200), n_bodies,
-                                     prior=x_true, prior_weight=1e-3)
-    dense = solve(problem, "pointmass", formulation="dense", points_per_axis=3)
-    lifted = solve(problem, "pointmass", formulation="lifted", points_per_axis=3)
-    assert dense.found and lifted.found and lifted.fully_consistent
-    assert abs(lifted.objective - dense.objective) < 1e-4 * dense.objective
-    warm = solve(problem, "pointmass", initvals=lifted, formulation="lifted", points_per_axis=3)
-    assert warm.iterations <= lifted.iterations
-
-
 # ---- command line --------------------------------------------------------------------------
 
 
@@ -302,6 +285,8 @@ def test_cli_holdout_and_pointmass(tmp_path, icub, capsys):
             assert force["fit"] < 0.5 * force["urdf"], (method, frame, force)
             assert force["fit"] < 1.2 * force["ols"], (method, frame, force)
         assert rms["base"]["force"]["fit"] < 1.2 * rms["base"]["force"]["ols"]
+        assert rms["r_arm_ft_sensor"]["force"]["fit"] < rms["r_arm_ft_sensor"]["force"][
+            "urdf_offsets"] < rms["r_arm_ft_sensor"]["force"]["urdf"]
         assert rms["base"]["ols_inconsistent_links"] > 0
     assert "fit/URDF" in capsys.readouterr().out
     assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path),
@@ -357,7 +342,20 @@ def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):
     result = json.loads(out.read_text())
     assert all(b["fully_consistent"] for b in result["bodies"])
     assert result["samples"] > 200 and set(result["sensor_offsets"]) == set(ICUB_FT)
-    capsys.readouterr()
+    assert "does not cover" not in capsys.readouterr().err
+    # a sensor that stops half way: its stamps are dropped and reported
+    stopped = dict(topics)
+    frame, values = stopped["/ft/r_arm_ft_sensor"]
+    stopped["/ft/r_arm_ft_sensor"] = (frame, values[:120])
+    bag2 = write_whole_body_bag(tmp_path / "stopped", arrays["t"], list(arrays["joint_names"]),
+                                arrays["q"], arrays["dq"], "imu_frame",
+                                (arrays["imu_angular_velocity"],
+                                 arrays["imu_linear_acceleration"], arrays["imu_orientation"]),
+                                stopped)
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag2), "--json", str(out),
+                 *ft]) == 0
+    assert "'/ft/r_arm_ft_sensor' does not cover 120 stamps" in capsys.readouterr().err
+    assert json.loads(out.read_text())["samples"] < result["samples"] - 100
     assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), *ft,
                  "--ft=/ft/missing=internal"]) == 2
     assert "no topic '/ft/missing'" in capsys.readouterr().err
