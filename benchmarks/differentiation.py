@@ -218,8 +218,8 @@ def kuka(data_dir: Path) -> None:
     start = time.perf_counter()
     runs = {i: np.load(data_dir / f"measurements_{i}.npz") for i in (1, 2, 3)}
     model = LinkModel.from_urdf(data_dir / "kuka_lwr4.urdf")
-    print(f"\nKUKA LWR4+ (real, 200 Hz): fit on run 1, held out run 2 (same trajectory) and "
-          f"run 3 (faster)")
+    print("\nKUKA LWR4+ (real, 200 Hz): fit on run 1, held out run 2 (same trajectory) and "
+          "run 3 (faster)")
     r1 = runs[1]
     cv = select_differentiation(model, r1["times"], r1["positions"], r1["velocities"],
                                 r1["torques"])

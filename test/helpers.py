@@ -395,8 +395,8 @@ def _urdf_with_moving_sensors(urdf_xml: str, joints: Sequence[str]) -> str:
     for name in joints:
         urdf_xml, count = re.subn(
             rf'(<joint\s+name="{re.escape(name)}"\s+type=)"fixed"(\s*>)',
-            rf'\1"revolute"\2<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" '
-            rf'velocity="1"/>', urdf_xml)
+            r'\1"revolute"\2<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" '
+            r'velocity="1"/>', urdf_xml)
         assert count == 1, name
     return urdf_xml
 

@@ -573,7 +573,10 @@ class WholeBodySession(Session[WholeBodyEstimator]):
             self._stopped_reported = stopped
         return warnings
 
-    def _solve(self, method: str | None, duration: float) -> WholeBodyEstimate:
+    def _solve(self, method: str | None, duration: float,
+               until: float | None = None) -> WholeBodyEstimate:
+        if until is not None:  # the window keeps 1 s blocks of normal equations, not samples
+            raise ValueError("the whole-body window cannot solve on a past interval (until=)")
         return self.estimator.solve(method=method, duration=duration)
 
     def _summary(self, estimate: WholeBodyEstimate) -> str:

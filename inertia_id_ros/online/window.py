@@ -330,7 +330,9 @@ class BlockWindow:
             newest = self._blocks[-1]["t"][-1]
             self._blocks = [b for b in self._blocks if b["t"][-1] >= newest - self.window_sec]
 
-    def _selected(self, duration: float) -> list[dict[str, Any]]:
+    def _selected(self, duration: float, until: float | None = None) -> list[dict[str, Any]]:
+        if until is not None:
+            raise ValueError("a window of blocks solves on its newest blocks only (no until=)")
         if duration < 0:
             raise ValueError(f"duration must be >= 0 (s; 0 = the whole window), got {duration}")
         if duration == 0 or not self._blocks:
@@ -338,15 +340,16 @@ class BlockWindow:
         newest = self._blocks[-1]["t"][-1]
         return [b for b in self._blocks if b["t"][-1] >= newest - duration]
 
-    def count(self, duration: float = 0.0) -> int:
-        """Samples in the blocks of the newest ``duration`` seconds (0: the whole window)."""
-        return sum(block["t"].size for block in self._selected(duration))
+    def count(self, duration: float = 0.0, until: float | None = None) -> int:
+        """Samples in the blocks of the newest ``duration`` seconds (0: the whole window;
+        ``until`` must be ``None``)."""
+        return sum(block["t"].size for block in self._selected(duration, until))
 
-    def samples(self, duration: float = 0.0,
-                copy: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def samples(self, duration: float = 0.0, copy: bool = True, until: float | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(t (N,), Y, f)`` of the selected blocks: the stamps; ``Y``, ``f`` are empty (the
-        rows are not kept)."""
-        blocks = self._selected(duration)
+        rows are not kept; ``until`` must be ``None``)."""
+        blocks = self._selected(duration, until)
         t = np.concatenate([b["t"] for b in blocks]) if blocks else np.zeros(0)
         return t, np.zeros((0, self.rows_per_sample, self.n_params)), np.zeros((0, 0))
 

@@ -346,7 +346,8 @@ class InertiaIdNode(Node):
         io_class = {"payload": _PayloadIO, "links": _LinksIO,
                     "whole_body": _WholeBodyIO}[self.settings.mode]
         self._io = io_class(self, self.session, self.settings, sensor_qos)
-        self._excitation = ExcitationIO(self, self._io, self.session, self.settings)
+        self._excitation = (None if self.settings.mode == "whole_body"  # no wizard for a
+                            else ExcitationIO(self, self._io, self.session, self.settings))
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_service(Identify, "~/identify", self._on_identify)
         self.add_on_set_parameters_callback(self._validate_parameters)
@@ -438,7 +439,7 @@ class InertiaIdNode(Node):
             diagnostics, self._io.hardware_id, self.get_clock().now().to_msg(),
             {"update_rate_hz": f"{self.settings.update_rate_hz:g}",
              "dropped.input_queue_full": str(self._io.queue_overflow),
-             **self._excitation.diagnostic_values()}))
+             **({} if self._excitation is None else self._excitation.diagnostic_values())}))
 
     def _run_worker(self) -> None:
         next_time = time.monotonic()

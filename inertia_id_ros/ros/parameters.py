@@ -201,11 +201,12 @@ EXCITE_PARAMETERS = {f"excite_{field}": field for field in (
 """The parameters of :class:`~inertia_id_ros.motion.run.RunConfig` -> its fields."""
 
 RUNTIME_PARAMETERS = tuple(p.name for p in PARAMETERS if p.runtime)
-MODE_WEIGHTINGS = {"payload": "channel", "links": "none"}
+"""Parameters that may change while the node runs (the others are read-only)."""
+
+MODE_WEIGHTINGS = {"payload": "channel", "links": "none", "whole_body": "none"}
 """The default weighting of each mode (parameter ``weighting`` empty): the estimators' defaults
 (:class:`~inertia_id_ros.online.payload_estimator.EstimatorConfig`,
-:data:`inertia_id_ros.chain.identify.DEFAULT_WEIGHTING`)."""
-"""Parameters that may change while the node runs (the others are read-only)."""
+:data:`inertia_id_ros.chain.identify.DEFAULT_WEIGHTING`; the whole-body estimator is unweighted)."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from helpers import node_args, spin_until
-from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory, concatenate, rest_to_rest
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
 
