@@ -240,13 +240,20 @@ def link_estimate_to_msg(estimate: LinkEstimate) -> InertialParametersArray:
     armature comes from (``armature_source``)."""
     msg = links_to_msg(estimate.link_names, estimate.thetas, estimate.drives, estimate.t_last,
                        estimate.armature_sources)
+    _set_fit_fields(msg, estimate)
+    return msg
+
+
+def _set_fit_fields(msg: InertialParametersArray,
+                    estimate: LinkEstimate | WholeBodyEstimate) -> None:
+    """Every body of ``msg`` gets its own ``min_pseudo_inertia_eig`` and the fit's residual RMS,
+    sample count, method and solve time."""
     for body, min_eig in zip(msg.bodies, estimate.min_pseudo_inertia_eigs):
         body.min_pseudo_inertia_eig = float(min_eig)
         body.residual_rms = float(estimate.residual_rms)
         body.num_samples = int(estimate.n_samples)
         body.method = estimate.method
         body.solve_time = float(estimate.solve_time)
-    return msg
 
 
 def msg_to_thetas(msg: InertialParametersArray) -> dict[str, np.ndarray]:
@@ -259,12 +266,7 @@ def whole_body_estimate_to_msg(estimate: WholeBodyEstimate) -> InertialParameter
     URDF link (about and in its frame) with its identifiability, the estimated sensor offsets;
     every body carries the fit's residual RMS, sample count, method and solve time."""
     msg = links_to_msg(estimate.link_names, estimate.thetas, {}, estimate.t_last)
-    for body, min_eig in zip(msg.bodies, estimate.min_pseudo_inertia_eigs):
-        body.min_pseudo_inertia_eig = float(min_eig)
-        body.residual_rms = float(estimate.residual_rms)
-        body.num_samples = int(estimate.n_samples)
-        body.method = estimate.method
-        body.solve_time = float(estimate.solve_time)
+    _set_fit_fields(msg, estimate)
     msg.identifiability = list(estimate.labels)
     msg.identified_fraction = [float(v) for v in estimate.identified_fraction]
     msg.sensor_frames = list(estimate.offsets)
