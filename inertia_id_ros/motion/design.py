@@ -43,7 +43,7 @@ coarser grid of ``OBJECTIVE_RATE_HZ`` and scaled; a periodic integrand makes thi
   chosen because the base parameters' units differ and the torque noise is unknown at design
   time; column scaling makes it unit-free. The optimiser minimises ``log(lambda_max /
   lambda_min) - 0.1 mean_k log(lambda_k)`` of the normalised gram: the log-det term smooths the
-  landscape where the smallest eigenvalues cross. The optimiser minimises its logarithm.
+  landscape where the smallest eigenvalues cross.
 
 Gradients are analytic through the kinematics: pinocchio's frame-acceleration derivatives for the
 payload; for the links, finite differences of the regressor that are exact in ``dq`` (quadratic)
