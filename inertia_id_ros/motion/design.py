@@ -41,7 +41,9 @@ coarser grid of ``OBJECTIVE_RATE_HZ`` and scaled; a periodic integrand makes thi
   base columns (:func:`~inertia_id_ros.chain.links.base_parameters` of a random motion), every
   column scaled to unit norm; the criterion is its condition number. The condition number is
   chosen because the base parameters' units differ and the torque noise is unknown at design
-  time; column scaling makes it unit-free. The optimiser minimises its logarithm.
+  time; column scaling makes it unit-free. The optimiser minimises ``log(lambda_max /
+  lambda_min) - 0.1 mean_k log(lambda_k)`` of the normalised gram: the log-det term smooths the
+  landscape where the smallest eigenvalues cross.
 
 Gradients are analytic through the kinematics: pinocchio's frame-acceleration derivatives for the
 payload; for the links, finite differences of the regressor that are exact in ``dq`` (quadratic)
@@ -105,6 +107,7 @@ N_STARTS = 8
 """Random motions drawn (from ``seed``); the optimiser starts from the best."""
 _SOFTMAX_SHARPNESS = 200.0  # of the soft maximum of limit usage (1: at a limit)
 _COLLISION_WEIGHT = 10.0
+_LOG_DET_WEIGHT = 0.1  # of the mean log eigenvalue in the links' surrogate (smooths it)
 
 
 # ---- limits ----------------------------------------------------------------------------------
@@ -386,15 +389,18 @@ class _LinksObjective:
         return float(np.sqrt(eigenvalues[-1] / max(eigenvalues[0], 1e-300)))
 
     def surrogate(self, information: np.ndarray) -> tuple[float, np.ndarray]:
-        """``(f, df/dG)``: ``log(lambda_max / lambda_min)`` of the normalised gram and its
-        gradient w.r.t. the gram ``G``."""
+        """``(f, df/dG)``: ``log(lambda_max / lambda_min) - w mean log(lambda)`` of the
+        normalised gram and its gradient w.r.t. the gram ``G``."""
         d = 1.0 / np.sqrt(np.maximum(np.diag(information), 1e-300))
         normalised = information * np.outer(d, d)
         eigenvalues, vectors = np.linalg.eigh(normalised)
         lo, hi = max(eigenvalues[0], 1e-300), eigenvalues[-1]
-        f = float(np.log(hi) - np.log(lo))
+        weight = _LOG_DET_WEIGHT / eigenvalues.size
+        f = float(np.log(hi) - np.log(lo) - weight * np.sum(np.log(np.maximum(eigenvalues,
+                                                                              1e-300))))
         S = np.outer(vectors[:, -1], vectors[:, -1]) / hi - np.outer(vectors[:, 0],
                                                                       vectors[:, 0]) / lo
+        S -= weight * (vectors / np.maximum(eigenvalues, 1e-300)) @ vectors.T
         gradient = S * np.outer(d, d)
         gradient -= np.diag(d ** 2 * np.sum(S * normalised, axis=1))
         return f, gradient
