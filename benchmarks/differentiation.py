@@ -202,13 +202,14 @@ def held_out(seeds: int = 3) -> None:
         ident = identify_links(model, rec.t[train], rec.q[train], rec.dq[train], None,
                                rec.effort[train])
         test_data = derive_torque_data(rec.t[test], rec.q[test], rec.dq[test], rec.effort[test],
-                                       ident.differentiation)
+                                       ident.differentiation, delay=ident.delay.delay)
         error = torque_error(ident.model, ident.fit.x, test_data).overall
         same = torque_error(model, fit_links(model, ident.data, method="ols",
                                              prior_weight=0.0).x, test_data).overall
         plain = [plain_ols_error(model, rec, train, test, w) for w in windows]
         chosen = (f"{ident.differentiation.window_samples}/{ident.differentiation.order}, "
-                  f"Coulomb {ident.coulomb_selection.best:g}, prior {ident.fit.prior_weight:.0e}")
+                  f"Coulomb {ident.coulomb_selection.best:g}, prior {ident.fit.prior_weight:.0e}, "
+                  f"delay {1e3 * ident.delay.delay:+.2f} ms")
         print(f"{seed:4d}{error:9.4f}{same:10.4f}{error / same:7.3f}"
               + "".join(f"{e:10.4f}" for e in plain) + f"{error / min(plain):11.3f}"
               f"{str(ident.fit.fully_consistent):>11}  {chosen}", flush=True)

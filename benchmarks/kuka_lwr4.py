@@ -99,8 +99,8 @@ def main(data_dir: Path = DEFAULT_DATA_DIR, accelerations: str = "derived",
     print("  prior weight candidates (held-out RMS, N·m): " + ", ".join(
         f"{w:.0e}: {r:.4f}" for w, r in zip(selection.weights, selection.cv_rms)))
 
-    delay = 0.0 if identification.delay is None else identification.delay.delay
-    sets = {i: derived(runs[i], identification.differentiation, delay) for i in (1, 2, 3)}
+    sets = {i: derived(runs[i], identification.differentiation, identification.delay.delay)
+            for i in (1, 2, 3)}
     fitted = identification.model  # with the estimated base tilt and Coulomb width
     ols = fit_links(model, sets[1], method="ols", prior_weight=0.0)
     ols_same = fit_links(fitted, sets[1], method="ols", prior_weight=0.0)

@@ -140,16 +140,18 @@ DELAY_GRID_STEPS = 6
 @dataclass(frozen=True)
 class TorqueDelay:
     """The torques' delay behind the motion: ``delay`` (s, positive: the torque lags) with the
-    consistent fit's training RMS ``rms`` (N·m), and ``zero_rms`` without a delay."""
+    consistent fit's training RMS ``rms`` (N·m), and ``zero_rms`` without a delay (both ``None``
+    when the delay was given, not estimated)."""
 
     delay: float
-    rms: float
-    zero_rms: float
+    rms: float | None = None
+    zero_rms: float | None = None
 
     def as_json(self) -> dict:
         """``{"delay_s", "rms", "zero_rms", "criterion"}``."""
         return {"delay_s": self.delay, "rms": self.rms, "zero_rms": self.zero_rms,
-                "criterion": "training torque RMS of the consistent fit"}
+                "criterion": ("given" if self.rms is None
+                              else "training torque RMS of the consistent fit")}
 
 
 def estimate_torque_delay(model: LinkModel, t: np.ndarray, q: np.ndarray,
@@ -276,8 +278,8 @@ class LinkIdentification:
     """The model fitted (with the tilted gravity and the chosen Coulomb width)."""
     coulomb_selection: CoulombVelocitySelection | None = None
     """How the Coulomb sign's width was chosen (``None``: given)."""
-    delay: TorqueDelay | None = None
-    """The torques' estimated delay behind the motion (``None``: not estimated, none applied)."""
+    delay: TorqueDelay = TorqueDelay(0.0)
+    """The efforts' delay behind the motion, estimated or given (applied to the ``data``)."""
 
     def as_json(self) -> dict:
         """``{"differentiation", "prior_weight", "prior_weight_selection", "weighting", "gravity",
@@ -299,7 +301,7 @@ class LinkIdentification:
                 "base_tilt": None if self.tilt is None else self.tilt.as_json(),
                 "coulomb_velocity_selection": (None if self.coulomb_selection is None
                                                else self.coulomb_selection.as_json()),
-                "torque_delay": None if self.delay is None else self.delay.as_json()}
+                "torque_delay": self.delay.as_json()}
 
     def summary_lines(self) -> list[str]:
         """What was chosen, in words (for stdout)."""
@@ -312,9 +314,10 @@ class LinkIdentification:
         if self.differentiation.source != SOURCE_RECORDED:
             lines.append(f"  online, this filter delays every signal by "
                          f"{self.differentiation.online_lag:.3f} s")
-        if self.delay is not None:
-            lines.append(f"torque delay: {1e3 * self.delay.delay:+.1f} ms behind the motion "
-                         f"(training RMS {self.delay.rms:.4f} N m, none {self.delay.zero_rms:.4f})")
+        lines.append(f"torque delay: {1e3 * self.delay.delay:+.1f} ms behind the motion")
+        if self.delay.rms is not None:
+            lines[-1] += (f" (estimated: training RMS {self.delay.rms:.4f} N m, without "
+                          f"{self.delay.zero_rms:.4f})")
         if self.tilt is not None:
             lines.append(f"base tilt: roll {np.degrees(self.tilt.roll):+.2f} deg, pitch "
                          f"{np.degrees(self.tilt.pitch):+.2f} deg (training RMS "
@@ -380,7 +383,7 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
                    weighting: str = DEFAULT_WEIGHTING, prior_weight: float | None = None,
                    differentiation: DifferentiationFilter | None = None,
                    estimate_tilt: bool = True, select_coulomb: bool = True,
-                   estimate_delay: bool = True,
+                   torque_delay: float | None = None,
                    **solver_options: object) -> LinkIdentification:
     """Identify ``model``'s links and drives from a recording (module docstring): ``t`` (N,) s,
     ``q`` (N, n), ``dq``, ``ddq`` (N, n) or ``None``, raw ``effort`` (N, n), columns in
@@ -388,7 +391,7 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
     cross-validation; ``differentiation`` ``None``: recorded accelerations if any, else by
     cross-validation; ``estimate_tilt``: estimate the base's tilt (else the model's gravity);
     ``select_coulomb``: choose the Coulomb sign's width (else the model's drives');
-    ``estimate_delay``: estimate the torques' delay behind the motion (else none)."""
+    ``torque_delay``: the efforts' delay behind the motion (s; ``None``: estimated, 0: none)."""
     check_weighting(weighting)
     t = np.asarray(t, dtype=float)
     names = None if joint_names is None else tuple(joint_names)
@@ -410,11 +413,12 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
                                   DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
                                   **solver_options)
         model = with_gravity(model, tilt.gravity)
-    delay = None
-    if estimate_delay:
+    delay = TorqueDelay(0.0 if torque_delay is None else float(torque_delay))
+    if torque_delay is None:
         delay = estimate_torque_delay(
             model, t, q, dq, ddq, effort, differentiation, names, method,
             DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight, **solver_options)
+    if delay.delay != 0.0:
         keep, motion = motion_samples(t, q, dq, ddq, differentiation, delay.delay)
         data = JointTorqueData(*motion, np.asarray(effort)[keep], names)
     coulomb_selection = None

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from inertia_id_ros.chain.differentiation import SOURCE_VELOCITIES, DifferentiationFilter
-from inertia_id_ros.chain.identify import estimate_torque_delay
+from inertia_id_ros.chain.identify import estimate_torque_delay, identify_links
 from inertia_id_ros.io.data import JointStates, with_derivatives
 from inertia_id_ros.sim.torques import panda_arm_recording
 
@@ -47,3 +47,26 @@ def test_with_derivatives_pairs_each_effort_with_the_earlier_motion():
     np.testing.assert_allclose(delayed.ddq, -q[:-2], atol=1e-12)
     np.testing.assert_allclose(delayed.effort, states.effort[2:])
     assert with_derivatives(states, 0.05) is states
+
+
+def test_a_given_delay_is_applied_and_reported(recording):
+    """``torque_delay`` given: not estimated, the data pair each effort with the motion that long
+    before, and the JSON says it was given."""
+    rec = recording
+    rows = slice(0, 3000, 2)
+    options = {"prior_weight": 1e-4, "differentiation": FILTER, "estimate_tilt": False,
+               "select_coulomb": False}
+    none = identify_links(rec.simulator.links, rec.t[rows], rec.q[rows], rec.dq[rows], None,
+                          rec.effort[rows], torque_delay=0.0, **options)
+    given = identify_links(rec.simulator.links, rec.t[rows], rec.q[rows], rec.dq[rows], None,
+                           rec.effort[rows], torque_delay=0.01, **options)
+    assert none.delay.as_json() == {"delay_s": 0.0, "rms": None, "zero_rms": None,
+                                    "criterion": "given"}
+    assert given.as_json()["torque_delay"]["delay_s"] == 0.01
+    t, effort, truth = rec.t[rows], rec.effort[rows], rec.truth.positions[rows]
+    kept = np.flatnonzero(t - 0.01 >= t[0] + FILTER.half_width)  # each effort's stamp
+    n = given.data.n_samples
+    np.testing.assert_array_equal(given.data.efforts, effort[kept[:n]])
+    earlier = np.column_stack([np.interp(t[kept[:n]] - 0.01, t, c) for c in truth.T])
+    np.testing.assert_allclose(given.data.positions, earlier, atol=2e-3)  # the motion before
+    assert given.data.n_samples == pytest.approx(none.data.n_samples, abs=1)
