@@ -15,8 +15,10 @@ J >= 0, viscous/Coulomb/armature >= 0, prior toward the URDF), i.e.
 (``--accelerations``): ``derived`` (default; the run's recorded velocities differentiated once
 by the zero-phase filter chosen by cross-validation on run 1, positions and torques as
 recorded, the held-out runs differentiated by the same filter, as ``inertia-id validate``
-does), or ``recorded`` (the recording tool's accelerations). OLS is fitted to the same data as
-the fit; the table also gives OLS on the recorded accelerations (the data README's numbers).
+does), or ``recorded`` (the recording tool's accelerations). Every run's torques are paired
+with the motion the estimated torque delay before them (``identify_links``; about 12 ms here).
+OLS is fitted to the same data as the fit; the table also gives OLS on the recorded
+accelerations without a delay (the data README's numbers).
 
 How the prior weight is chosen: 5-fold cross-validation over contiguous time blocks of run 1
 (``select_prior_weight``: fit on four fifths of run 1, predict the held-out fifth, on a log grid
