@@ -171,6 +171,9 @@ def estimate_torque_delay(model: LinkModel, t: np.ndarray, q: np.ndarray,
     t = np.asarray(t, dtype=float)
     reach = max_delay + differentiation.half_width
     inner = np.flatnonzero((t >= t[0] + reach) & (t <= t[-1] - reach))
+    if inner.size < 2:
+        raise ValueError(f"the recording ({t[-1] - t[0]:.3f} s) is too short to estimate the "
+                         f"torque delay over +-{max_delay} s; give the delay")
     rows = inner[np.arange(0, inner.size, max(1, int(np.ceil(inner.size / max_samples))))]
     efforts = np.asarray(effort, dtype=float)[rows]
     previous: list = []

@@ -70,3 +70,10 @@ def test_a_given_delay_is_applied_and_reported(recording):
     earlier = np.column_stack([np.interp(t[kept[:n]] - 0.01, t, c) for c in truth.T])
     np.testing.assert_allclose(given.data.positions, earlier, atol=2e-3)  # the motion before
     assert given.data.n_samples == pytest.approx(none.data.n_samples, abs=1)
+
+
+def test_too_short_a_recording_is_refused(recording):
+    rec, rows = recording, slice(0, 150)  # 0.15 s: no sample 0.08 s from both ends
+    with pytest.raises(ValueError, match="too short to estimate the torque delay"):
+        estimate_torque_delay(rec.simulator.links, rec.t[rows], rec.q[rows], rec.dq[rows], None,
+                              rec.effort[rows], FILTER)
