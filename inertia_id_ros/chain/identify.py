@@ -286,7 +286,8 @@ class LinkIdentification:
 
     def as_json(self) -> dict:
         """``{"differentiation", "prior_weight", "prior_weight_selection", "weighting", "gravity",
-        "base_tilt", "coulomb_velocity_selection", "torque_delay"}`` for the result JSON (selections ``null`` when the value was given)."""
+        "base_tilt", "coulomb_velocity_selection", "torque_delay"}`` for the result JSON
+        (selections ``null`` when the value was given)."""
         differentiation = (self.filter_selection.as_json() if self.filter_selection is not None
                            else self.differentiation.as_json())
         prior = None if self.prior_selection is None else {
