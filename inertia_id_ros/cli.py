@@ -362,7 +362,8 @@ def _fit_links(args: argparse.Namespace) -> int:
                 links, states.t, states.q, states.dq, states.ddq, states.effort,
                 states.joint_names, method=args.method, weighting=args.weighting,
                 prior_weight=args.prior_weight, differentiation=differentiation,
-                estimate_tilt=not args.no_tilt, select_coulomb=args.coulomb_velocity is None)
+                estimate_tilt=not args.no_tilt, select_coulomb=args.coulomb_velocity is None,
+                torque_delay=args.torque_delay)
         except (ProblemError, SolverError) as e:
             print(f"inertia-id fit-links: no estimate: {e}", file=sys.stderr)
             return EXIT_NO_ESTIMATE
@@ -831,6 +832,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "default: chosen by cross-validation)")
     links.add_argument("--no-tilt", action="store_true",
                        help="keep the URDF's gravity (default: estimate the base's tilt)")
+    links.add_argument("--torque-delay", type=float, default=None, metavar="SEC",
+                       help="delay of the efforts behind the motion (s; 0: none; default: "
+                            "estimated on the data)")
     links.set_defaults(run=_fit_links)
 
     whole = sub.add_parser("fit-whole-body", help="identify every link of a floating-base robot "
