@@ -255,6 +255,19 @@ def test_cli_fit_whole_body_bad_input(tmp_path, recording, icub, capsys, change,
     assert message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("text, message", [(None, "does not exist"),
+                                           ("<robot", "cannot build a model")])
+def test_cli_fit_whole_body_bad_urdf(tmp_path, recording, capsys, text, message):
+    _, arrays = recording
+    path, urdf = tmp_path / "data.npz", tmp_path / "robot.urdf"
+    np.savez(path, **arrays)
+    if text is not None:
+        urdf.write_text(text)
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
 def test_cli_holdout_and_pointmass(tmp_path, icub, capsys):
     """A URDF off by ±30 % / 2 cm / ±40 %, noise and offsets: the consistent fit predicts the
     held-out wrenches of every internal sensor far better than the URDF, as well as OLS."""
