@@ -58,8 +58,8 @@ from inertia_id_ros.ros.diagnostics import diagnostics_msg
 from inertia_id_ros.ros.excitation import ExcitationIO
 from inertia_id_ros.ros.markers import estimate_markers
 from inertia_id_ros.ros.parameters import (PARAMETERS, NodeSettings, build_session,
-                                           settings_from_parameters, validate_change)
-from inertia_id_ros.solvers import METHODS
+                                           check_mode_method, settings_from_parameters,
+                                           validate_change)
 from inertia_id_ros.srv import Identify, Tare
 
 DEFAULT_TARE_SEC = 1.0
@@ -468,11 +468,9 @@ class InertiaIdNode(Node):
             next_time = max(next_time, time.monotonic() - 1.0)
 
     def _on_identify(self, request: Identify.Request, response: Identify.Response):
-        if request.method and request.method not in METHODS:
-            response.success = False
-            response.message = f"unknown method {request.method!r}; choose one of {sorted(METHODS)}"
-            return response
         try:
+            if request.method:
+                check_mode_method(self.settings.mode, request.method)
             check_prior_available(request.method, self.session.prior_available)
         except ValueError as error:
             response.success = False

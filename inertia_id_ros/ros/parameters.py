@@ -369,9 +369,13 @@ def _check_whole_body(settings: NodeSettings) -> None:
     duplicates = sorted({f for f in settings.ft_frames if settings.ft_frames.count(f) > 1})
     if duplicates:
         raise StartupError(f"parameter 'ft_frames': {duplicates} listed twice")
-    if settings.method not in WHOLE_BODY_METHODS:
-        raise StartupError(f"parameter 'method': {settings.method!r} does not solve whole-body "
-                           f"problems; choose one of {list(WHOLE_BODY_METHODS)}")
+    try:
+        check_mode_method(settings.mode, settings.method)
+    except ValueError as error:
+        raise StartupError(f"parameter 'method': {error}") from error
+    if settings.weighting != MODE_WEIGHTINGS["whole_body"]:
+        raise StartupError(f"parameter 'weighting': {settings.weighting!r}, but the whole-body "
+                           "problem is unweighted (give 'none' or leave it empty)")
     for name in ("sensor_timeout_sec", "sample_rate_hz"):
         if not _positive(getattr(settings, name)):
             raise StartupError(f"parameter '{name}' must be > 0, got "
@@ -432,7 +436,8 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
     all apply or none) to a node whose window holds samples of ``window_shape`` (rows per
     sample, parameters) and whose session has a prior or not (``prior_available``), or
     ValueError with the reason: a read-only parameter, a value that is not
-    finite and > 0, a rate above :data:`MAX_UPDATE_RATE_HZ`, an unknown method, a method that
+    finite and > 0, a rate above :data:`MAX_UPDATE_RATE_HZ`, an unknown method or one that does
+    not solve the mode's problem (:func:`check_mode_method`), a method that
     needs a prior the session does not have, options the
     method does not take (they belong to the method: a new method keeps the old options only if
     it takes them), a window needing more than :data:`MAX_WINDOW_MEMORY_BYTES`."""
@@ -441,8 +446,7 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
         raise ValueError(f"parameter {read_only[0]!r} is read-only (run-time parameters: "
                          f"{', '.join(RUNTIME_PARAMETERS)})")
     method = new.get("method", settings.method)
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
+    check_mode_method(settings.mode, method)
     check_prior_available(method, prior_available)
     options = solver_options(method, new.get("solver_options", settings.solver_options))
     for name in ("window_sec", "update_rate_hz"):
@@ -456,6 +460,16 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
         check_window_memory(window_sec, settings.max_input_rate_hz, window_shape)
     return dataclasses.replace(settings, method=method, solver_options=options,
                                update_rate_hz=rate, window_sec=window_sec)
+
+
+def check_mode_method(mode: str, method: str) -> None:
+    """Raise ValueError if ``method`` is unknown or does not solve ``mode``'s problem (whole-body:
+    :data:`~inertia_id_ros.chain.whole_body_fit.WHOLE_BODY_METHODS`)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
+    if mode == "whole_body" and method not in WHOLE_BODY_METHODS:
+        raise ValueError(f"{method!r} does not solve whole-body problems; choose one of "
+                         f"{list(WHOLE_BODY_METHODS)}")
 
 
 def check_window_memory(window_sec: float, max_input_rate_hz: float,
