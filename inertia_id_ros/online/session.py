@@ -387,8 +387,9 @@ class PayloadSession(Session[PayloadEstimator]):
         self._detector_lock = threading.Lock()
         self._change: ChangeEvent | None = None
         self._reference_t = -np.inf
-        self._paused = False
         """Stamp of the newest sample of the current reference (s)."""
+        self._paused = False
+        """Change detection paused (an excitation runs)."""
 
     def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None
                    ) -> Warning_ | None:

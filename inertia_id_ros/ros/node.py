@@ -14,10 +14,11 @@ periodic update on a worker thread and publishes what it gives:
   ``geometry_msgs/WrenchStamped`` topic per F/T sensor in; ``~/links`` (every URDF link with its
   identifiability, the sensor offsets) and ``~/markers`` out.
 
-Both: ``~/identify`` (``Identify``), ``/diagnostics``; ``method``, ``solver_options``,
+Every mode: ``~/identify`` (``Identify``), ``/diagnostics``; ``method``, ``solver_options``,
 ``window_sec`` and ``update_rate_hz`` may change at run time (validated in the on-set callback,
 applied in the post-set callback). The load-identification wizard (``~/excite``, ``~/stop``,
-``~/excitation``, commands on ``trajectory_topic``): :mod:`inertia_id_ros.ros.excitation`.
+``~/excitation``, commands on ``trajectory_topic``; payload and links modes):
+:mod:`inertia_id_ros.ros.excitation`.
 """
 
 from __future__ import annotations

@@ -98,7 +98,8 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "'none': unweighted least squares; 'channel': each wrench component (payload) "
                   "or joint torque (links) weighted by its inverse residual variance over the "
                   "window, iterated at every solve; the covariance follows the weights. Empty: "
-                  "the mode's default (payload: channel, links: none)."),
+                  "the mode's default (payload: channel, links: none; whole_body: none, the "
+                  "only one it takes)."),
     # payload mode
     ParameterSpec("sensor_frame", "", "Payload mode: URDF frame of the F/T sensor; wrenches must "
                                       "carry this frame_id."),
@@ -145,6 +146,9 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "Links mode: weight of the prior toward the URDF per torque sample ((N m)^2 per "
                   "SI unit^2), >= 0; small (1e-6) for clean, exciting data, larger for noisy or "
                   "short data."),
+    ParameterSpec("coulomb_velocity", 0.0,
+                  "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 = "
+                  "exact sign, for joints that chain_config does not configure."),
     # whole_body mode
     ParameterSpec("base", "floating",
                   "Whole-body mode: the robot's base: 'floating' (free, motion from the IMU, base "
@@ -173,9 +177,6 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "Whole-body mode: IMU stamps become samples at most at this rate (Hz, > 0; the "
                   "others still feed the gyro's derivative): a humanoid's rows cost milliseconds "
                   "per sample."),
-    ParameterSpec("coulomb_velocity", 0.0,
-                  "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 = "
-                  "exact sign, for joints that chain_config does not configure."),
     # ~/excite
     ParameterSpec("trajectory_topic", "/joint_trajectory_controller/joint_trajectory",
                   "~/excite: trajectory_msgs/JointTrajectory output topic (the trajectory "
@@ -344,6 +345,8 @@ def _check_payload_prior(settings: NodeSettings) -> None:
             from error
     if prior.endswith(".json") and not Path(prior).is_file():
         raise StartupError(f"parameter 'payload_prior': no file {prior!r}")
+
+
 def _check_whole_body(settings: NodeSettings) -> None:
     """The whole-body parameters that need no URDF; raises StartupError naming the item."""
     if settings.base not in ("floating", "suspended"):
