@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -577,7 +578,7 @@ def _whole_body_session(settings: NodeSettings) -> Session:
     _load_robot(settings)  # an unreadable URDF names its parameter
     sensors = [FTSensor(frame, kind) for frame, kind in zip(settings.ft_frames, settings.ft_types)]
     urdf = settings.urdf_path
-    if not urdf:  # robot_description: the model needs a file
+    if not urdf:  # robot_description: the model needs a file (read once, then removed)
         with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as handle:
             handle.write(settings.robot_description)
         urdf = handle.name
@@ -588,6 +589,9 @@ def _whole_body_session(settings: NodeSettings) -> Session:
         raise StartupError(f"parameter '{name}': {error}") from error
     except (ConfigError, ValueError) as error:
         raise StartupError(f"parameter 'urdf_path': {error}") from error
+    finally:
+        if not settings.urdf_path:
+            os.unlink(urdf)
     return whole_body_session(model, window_sec=settings.window_sec, method=settings.method,
                               solver_options=settings.solver_options,
                               with_efforts=settings.use_efforts,

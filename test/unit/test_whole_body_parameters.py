@@ -67,3 +67,14 @@ def test_a_run_time_method_the_whole_body_problem_cannot_take_is_refused(method)
     with pytest.raises(ValueError, match=f"{method!r} does not solve whole-body problems"):
         validate_change(settings, {"method": method}, (1, 1))
     assert validate_change(settings, {"method": "ols"}, (1, 1)).method == "ols"
+
+
+def test_a_robot_description_builds_the_session_and_leaves_no_file(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    xml = example_robot_urdf("go1").read_text()
+    values = {**_config("go1_whole_body.yaml", "go1"), "urdf_path": "", "robot_description": xml}
+    session = build_session(settings_from_parameters(values))
+    assert len(session.estimator.sensor_frames) == 4
+    assert list(tmp_path.iterdir()) == []
