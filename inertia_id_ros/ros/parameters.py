@@ -34,6 +34,7 @@ from inertia_id_ros.core.whole_body import SENSOR_KINDS, FTSensor, WholeBodyMode
 from inertia_id_ros.errors import (ConfigError, FrameNotFound, JointNotFound, ProblemError,
                                    StartupError)
 from inertia_id_ros.io.prior import NO_PRIOR, resolve_payload_prior
+from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.payload_estimator import check_prior_available
@@ -193,7 +194,7 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec("excite_max_tracking_error", RunConfig.max_tracking_error,
                   "~/excite: largest distance of a measured joint from the command (rad, m), > 0; "
                   "beyond, the excitation stops and holds."),
-    ParameterSpec("excite_max_acceleration", 3.0,
+    ParameterSpec("excite_max_acceleration", DEFAULT_MAX_ACCELERATION,
                   "~/excite: joint acceleration limit of motions designed on the spot "
                   "(rad/s^2, m/s^2), > 0."),
 )
