@@ -396,7 +396,8 @@ class InertiaIdNode(Node):
                                         (window.rows_per_sample, window.n_params or 0),
                                         self.session.prior_available)
         self.session.configure_solver(self.settings.method, self.settings.solver_options)
-        if self.settings.window_sec != previous.window_sec:
+        holding = self._excitation is not None and self._excitation.holds_window
+        if self.settings.window_sec != previous.window_sec and not holding:  # else at its end
             capacity = window_capacities(self.settings.window_sec,
                                          self.settings.max_input_rate_hz)["window_capacity"]
             self.session.resize_window(self.settings.window_sec, capacity)
