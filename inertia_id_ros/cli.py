@@ -439,6 +439,11 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:
         raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
     efforts = args.efforts and samples.efforts is not None
+    if not model.channels(efforts):
+        raise InputError(f"--base {model.base} with contact F/T sensors only"
+                         + ("" if efforts else " and no joint efforts")
+                         + ": no rows to fit (a fixed base has no base rows; give internal "
+                           "sensors or --efforts with recorded efforts)")
     holdout = None
     try:
         if args.holdout is None:
