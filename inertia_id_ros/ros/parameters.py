@@ -81,8 +81,8 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                                       "changes keep the newest samples that fit.", runtime=True),
     ParameterSpec("update_rate_hz", 2.0, "Rate of the periodic consistent solve and publication "
                                          "(Hz), > 0 and <= 100.", runtime=True),
-    ParameterSpec("method", "lmi", "Identification method: " + ", ".join(sorted(METHODS)) + ".",
-                  runtime=True),
+    ParameterSpec("method", "lmi", "Identification method: " + ", ".join(sorted(METHODS))
+                  + " (whole_body: " + ", ".join(WHOLE_BODY_METHODS) + ").", runtime=True),
     ParameterSpec("solver_options", "",
                   "Options of the method's solver as a YAML/JSON mapping, e.g. '{tol: 1.0e-8}' or "
                   "'{backend: cvxpy, solver: CLARABEL}' for lmi (inertia_id_ros.solvers: the "
