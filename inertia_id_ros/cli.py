@@ -119,12 +119,13 @@ from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT as WHOLE_B
 from inertia_id_ros.io.whole_body import (DEFAULT_IMU_TOPIC, read_whole_body_bag,
                                           read_whole_body_file, whole_body_inputs,
                                           whole_body_json)
-from inertia_id_ros.errors import ConfigError, FrameNotFound, JointNotFound
+from inertia_id_ros.errors import ConfigError, ExcitationRefused, FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
 from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ, SelfCollisionChecker
 from inertia_id_ros.io.information import recording_information
 from inertia_id_ros.motion.design import (DEFAULT_COLLISION_MARGIN, DEFAULT_MAX_ACCELERATION,
                                           TARGETS, design_excitation, motion_limits)
+from inertia_id_ros.motion.run import check_speed_scale
 from inertia_id_ros.errors import ProblemError, SolverError
 
 EXIT_NO_ESTIMATE = 1
@@ -439,6 +440,11 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:
         raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
     efforts = args.efforts and samples.efforts is not None
+    if not model.channels(efforts):
+        raise InputError(f"--base {model.base} with contact F/T sensors only"
+                         + ("" if efforts else " and no joint efforts")
+                         + ": no rows to fit (a fixed base has no base rows; give internal "
+                           "sensors or --efforts with recorded efforts)")
     holdout = None
     try:
         if args.holdout is None:
@@ -506,6 +512,12 @@ def _traversaro(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if not (np.isfinite(args.duration) and args.duration >= 0.0):
+        raise InputError(f"--duration must be >= 0 s (0: the default), got {args.duration}")
+    try:
+        check_speed_scale(args.speed_scale)
+    except ExcitationRefused as e:
+        raise InputError(f"--speed-scale: {e}") from None
     from inertia_id_ros.ros.demo import run_demo, run_excite_demo  # ROS only where needed
 
     if args.excite:

@@ -444,3 +444,13 @@ def test_fit_payload_reports_an_inconsistent_ols_estimate_flagged(capsys, panda_
         assert code == 0, err
         flags[method] = read_json(out)["bodies"][0]["fully_consistent"]
     assert flags == {"ols": False, "lmi": True}
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (("--excite", "--speed-scale", "1.5"), "--speed-scale: invalid_speed_scale"),
+    (("--speed-scale", "0"), "--speed-scale: invalid_speed_scale"),
+    (("--duration", "-5"), "--duration must be >= 0 s"),
+])
+def test_demo_refuses_bad_arguments_before_starting_anything(capsys, arguments, message):
+    code, _, err = run_cli(capsys, "demo", *arguments)
+    assert code == 2 and message in err and err.count("\n") == 1
