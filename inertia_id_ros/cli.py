@@ -450,14 +450,14 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
     except (ProblemError, SolverError) as e:
         print(f"inertia-id fit-whole-body: no estimate: {e}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
-    result = whole_body_json(model, fit, args.method, fit.solution.solve_time, efforts)
+    result = whole_body_json(model, fit, args.method, fit.solve_time, efforts)
     if holdout is not None:
         result["holdout"] = {"fraction": args.holdout, "rms": holdout}
     _write_json(args.json, result)
     lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
              f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from "
              f"{args.data or args.bag}; "
-             f"solve {fit.solution.solve_time:.3f} s ({fit.solution.status}); "
+             f"solve {fit.solve_time:.3f} s ({fit.solution.status}); "
              f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters; "
              f"weighting {args.weighting}",
              f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]

@@ -215,7 +215,8 @@ class WholeBodyFit:
     parameter_names`), ``thetas`` (n_bodies, 10), ``offsets`` {frame: (6,)}, the scaled problem's
     ``solution``, ``identifiability`` (of the weighted rows when weighted), ``residual_rms`` of
     the rows (unweighted, whatever the weighting; with ``channel_weights``: of the rows so
-    multiplied); ``weights`` of :func:`noise_groups` (``weighting="channel"``, else ``None``)."""
+    multiplied); ``solve_time`` (s) of the solver, summed over a weighted fit's solves;
+    ``weights`` of :func:`noise_groups` (``weighting="channel"``, else ``None``)."""
 
     x: np.ndarray
     thetas: np.ndarray
@@ -224,6 +225,7 @@ class WholeBodyFit:
     identifiability: Identifiability
     residual_rms: float
     n_samples: int
+    solve_time: float
     weights: ChannelWeights | None = None
 
     @property
@@ -288,7 +290,8 @@ def fit_whole_body(model: WholeBodyModel,
     last = fits[-1]
     rows = channels.n_samples * int(channels.channel_rows.sum())
     rms = float(np.sqrt(channels.squared_residuals(last.x).sum() / max(rows, 1)))
-    return dataclasses.replace(last, residual_rms=rms, weights=weights)
+    return dataclasses.replace(last, residual_rms=rms, weights=weights,
+                               solve_time=sum(f.solve_time for f in fits))
 
 
 def _fit_equations(model: WholeBodyModel, equations: NormalEquations, method: str,
@@ -310,7 +313,8 @@ def _fit_equations(model: WholeBodyModel, equations: NormalEquations, method: st
                         solution=solution,
                         identifiability=identifiability(model, problem.gram, scales),
                         residual_rms=float(np.sqrt(residual / equations.n_rows)),
-                        n_samples=equations.n_rows // max(len(model.channels(with_efforts)), 1))
+                        n_samples=equations.n_rows // max(len(model.channels(with_efforts)), 1),
+                        solve_time=float(solution.solve_time))
 
 
 @dataclass(frozen=True)
