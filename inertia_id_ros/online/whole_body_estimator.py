@@ -156,6 +156,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         """Buffer indices of the stamps the last :meth:`_pending_stamps` returned."""
         self._depends = self._row_dependencies()
         """(S, C) bool: the rows that need sensor s's wrench."""
+        self._weights: np.ndarray | None = None
+        """The noise groups' weights of the last weighted solve (the next one starts there when
+        it is warm-started)."""
 
     # ---- inputs ----------------------------------------------------------------------------
 
@@ -353,16 +356,20 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                          if self.config.weighting == "none"
                          else self.window.channel_normal_equations(duration))
             initvals = self._warm_start(None)
+            weights = self._weights if initvals is not None else None
             generation = self._generation
             stopped = tuple(self.sensor_frames[k] for k in self._stopped())
         try:
             fit = fit_whole_body(model, equations, method, self.config.prior_weight,
                                  with_efforts=self.config.with_efforts, initvals=initvals,
-                                 weighting=self.config.weighting, **options)
+                                 weighting=self.config.weighting, initial_weights=weights,
+                                 **options)
         except (ProblemError, SolverError, TypeError, ValueError) as error:
             raise EstimateUnavailable("solver_failed", f"method {method!r}: {error}") from error
         reports = check_bodies(dict(zip(model.bodies, fit.thetas)), method)
-        self._keep_solution(fit.solution, generation)
+        kept = self._keep_solution(fit.solution, generation)
+        if kept and fit.weights is not None:  # the next window's iteration starts from them
+            self._weights = fit.weights.weights
         ident = fit.identifiability
         return WholeBodyEstimate(
             link_names=model.bodies, thetas=fit.thetas.copy(), labels=ident.labels,

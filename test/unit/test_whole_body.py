@@ -250,8 +250,8 @@ def test_cli_fit_whole_body_weighting_channel(tmp_path, recording, icub, capsys)
     assert set(result["holdout"]["rms"]) >= {"base", *ICUB_FT}
     printed = capsys.readouterr().out
     assert "weighting channel" in printed and "base.force" in printed
-    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path),
-                 "--json", str(out)]) == 0
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), "--weighting",
+                 "none", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["weighting"] == {"kind": "none"}
 
 
