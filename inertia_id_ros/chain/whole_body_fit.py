@@ -122,8 +122,8 @@ def _accumulate(model: WholeBodyModel, samples: WholeBodySamples, with_efforts: 
     weights = None if channel_weights is None else np.asarray(channel_weights, dtype=float)
     for start in range(0, len(samples), _CHUNK):
         chunk = samples.subset(slice(start, start + _CHUNK))
-        for (rows, cols), (Yg, bg), group_parts in zip(groups, model.group_rows(chunk, with_efforts),
-                                                       parts):
+        blocks = model.group_rows(chunk, with_efforts)
+        for (rows, cols), (Yg, bg), group_parts in zip(groups, blocks, parts):
             if weights is not None:  # a sensor's rows touch only its subtree's columns
                 Yg, bg = Yg * weights[rows][:, None], bg * weights[rows]
             for part, k in group_parts:
