@@ -15,8 +15,10 @@ J >= 0, viscous/Coulomb/armature >= 0, prior toward the URDF), i.e.
 (``--accelerations``): ``derived`` (default; the run's recorded velocities differentiated once
 by the zero-phase filter chosen by cross-validation on run 1, positions and torques as
 recorded, the held-out runs differentiated by the same filter, as ``inertia-id validate``
-does), or ``recorded`` (the recording tool's accelerations). OLS is fitted to the same data as
-the fit; the table also gives OLS on the recorded accelerations (the data README's numbers).
+does), or ``recorded`` (the recording tool's accelerations). Every run's torques are paired
+with the motion the estimated torque delay before them (``identify_links``; about 12 ms here).
+OLS is fitted to the same data as the fit; the table also gives OLS on the recorded
+accelerations without a delay (the data README's numbers).
 
 How the prior weight is chosen: 5-fold cross-validation over contiguous time blocks of run 1
 (``select_prior_weight``: fit on four fifths of run 1, predict the held-out fifth, on a log grid
@@ -37,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from inertia_id_ros.chain.differentiation import SOURCE_RECORDED, DifferentiationFilter
+from inertia_id_ros.chain.differentiation import DifferentiationFilter
 from inertia_id_ros.chain.friction import DRIVE_TERMS
-from inertia_id_ros.chain.identify import derive_torque_data, identify_links
+from inertia_id_ros.chain.identify import identify_links, motion_samples
 from inertia_id_ros.chain.links import (JointTorqueData, LinkModel, base_parameters, fit_links,
                                         torque_error)
 from inertia_id_ros.core.inertia import check_consistency
@@ -61,12 +63,13 @@ def recorded(run: dict[str, np.ndarray]) -> JointTorqueData:
                            run["torques"])
 
 
-def derived(run: dict[str, np.ndarray], differentiation: DifferentiationFilter) -> JointTorqueData:
-    """A run with velocities and accelerations from ``differentiation`` (as validate makes them)."""
-    if differentiation.source == SOURCE_RECORDED:
-        return recorded(run)
-    return derive_torque_data(run["times"], run["positions"], run["velocities"], run["torques"],
-                              differentiation)
+def derived(run: dict[str, np.ndarray], differentiation: DifferentiationFilter,
+            delay: float = 0.0) -> JointTorqueData:
+    """A run with velocities and accelerations from ``differentiation``, the torques lagging the
+    motion by ``delay`` s (as validate makes them)."""
+    keep, motion = motion_samples(run["times"], run["positions"], run["velocities"],
+                                  run["accelerations"], differentiation, delay)
+    return JointTorqueData(*motion, run["torques"][keep])
 
 
 def main(data_dir: Path = DEFAULT_DATA_DIR, accelerations: str = "derived",
@@ -98,7 +101,8 @@ def main(data_dir: Path = DEFAULT_DATA_DIR, accelerations: str = "derived",
     print("  prior weight candidates (held-out RMS, N·m): " + ", ".join(
         f"{w:.0e}: {r:.4f}" for w, r in zip(selection.weights, selection.cv_rms)))
 
-    sets = {i: derived(runs[i], identification.differentiation) for i in (1, 2, 3)}
+    sets = {i: derived(runs[i], identification.differentiation, identification.delay.delay)
+            for i in (1, 2, 3)}
     fitted = identification.model  # with the estimated base tilt and Coulomb width
     ols = fit_links(model, sets[1], method="ols", prior_weight=0.0)
     ols_same = fit_links(fitted, sets[1], method="ols", prior_weight=0.0)

@@ -120,12 +120,13 @@ from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT as WHOLE_B
 from inertia_id_ros.io.whole_body import (DEFAULT_IMU_TOPIC, read_whole_body_bag,
                                           read_whole_body_file, whole_body_inputs,
                                           whole_body_json)
-from inertia_id_ros.errors import ConfigError, FrameNotFound, JointNotFound
+from inertia_id_ros.errors import ConfigError, ExcitationRefused, FrameNotFound, JointNotFound
 from inertia_id_ros.solvers import METHODS
 from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ, SelfCollisionChecker
 from inertia_id_ros.io.information import recording_information
 from inertia_id_ros.motion.design import (DEFAULT_COLLISION_MARGIN, DEFAULT_MAX_ACCELERATION,
                                           TARGETS, design_excitation, motion_limits)
+from inertia_id_ros.motion.run import check_speed_scale
 from inertia_id_ros.errors import ProblemError, SolverError
 
 EXIT_NO_ESTIMATE = 1
@@ -363,7 +364,8 @@ def _fit_links(args: argparse.Namespace) -> int:
                 links, states.t, states.q, states.dq, states.ddq, states.effort,
                 states.joint_names, method=args.method, weighting=args.weighting,
                 prior_weight=args.prior_weight, differentiation=differentiation,
-                estimate_tilt=not args.no_tilt, select_coulomb=args.coulomb_velocity is None)
+                estimate_tilt=not args.no_tilt, select_coulomb=args.coulomb_velocity is None,
+                torque_delay=args.torque_delay)
         except (ProblemError, SolverError) as e:
             print(f"inertia-id fit-links: no estimate: {e}", file=sys.stderr)
             return EXIT_NO_ESTIMATE
@@ -439,6 +441,11 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:
         raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
     efforts = args.efforts and samples.efforts is not None
+    if not model.channels(efforts):
+        raise InputError(f"--base {model.base} with contact F/T sensors only"
+                         + ("" if efforts else " and no joint efforts")
+                         + ": no rows to fit (a fixed base has no base rows; give internal "
+                           "sensors or --efforts with recorded efforts)")
     holdout = None
     try:
         if args.holdout is None:
@@ -512,6 +519,12 @@ def _traversaro(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if not (np.isfinite(args.duration) and args.duration >= 0.0):
+        raise InputError(f"--duration must be >= 0 s (0: the default), got {args.duration}")
+    try:
+        check_speed_scale(args.speed_scale)
+    except ExcitationRefused as e:
+        raise InputError(f"--speed-scale: {e}") from None
     from inertia_id_ros.ros.demo import run_demo, run_excite_demo  # ROS only where needed
 
     if args.excite:
@@ -838,6 +851,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "default: chosen by cross-validation)")
     links.add_argument("--no-tilt", action="store_true",
                        help="keep the URDF's gravity (default: estimate the base's tilt)")
+    links.add_argument("--torque-delay", type=float, default=None, metavar="SEC",
+                       help="delay of the efforts behind the motion (s; 0: none; default: "
+                            "estimated on the data)")
     links.set_defaults(run=_fit_links)
 
     whole = sub.add_parser("fit-whole-body", help="identify every link of a floating-base robot "

@@ -136,7 +136,8 @@ def joint_states_at_mixed(t: np.ndarray, q: np.ndarray, dq: np.ndarray, has_dq: 
 
 
 def derivatives_at_samples(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, half_width: float,
-                           order: int = 2, trim: float | None = None, chunk: int = 5000
+                           order: int = 2, trim: float | None = None, chunk: int = 5000,
+                           delay: float = 0.0
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Zero-phase differentiation of a recording at its own stamps (offline).
 
@@ -147,11 +148,13 @@ def derivatives_at_samples(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, 
     ``half_width``) of either end are dropped (their fits would be one-sided). Returns
     ``(keep (M,) indices, q_fit, dq_fit, ddq)`` (M, n): the fitted positions and velocities
     (smoothed) and the accelerations at ``t[keep]``; ``chunk`` samples are fitted at once.
+    With ``delay`` (s) they are those at ``t[keep] - delay`` (the motion ``delay`` before each
+    sample's stamp, for efforts that lag the motion).
     """
     t = np.asarray(t, dtype=float)
     trim = half_width if trim is None else trim
-    keep = np.flatnonzero((t >= t[0] + trim) & (t <= t[-1] - trim))
-    fitted = [joint_states_at(t, q, dq, t[keep[start:start + chunk]], half_width, order)
+    keep = np.flatnonzero((t - delay >= t[0] + trim) & (t - delay <= t[-1] - trim))
+    fitted = [joint_states_at(t, q, dq, t[keep[start:start + chunk]] - delay, half_width, order)
               for start in range(0, keep.size, chunk)]
     if not fitted:
         n = np.shape(q)[1]

@@ -177,7 +177,7 @@ def check_wrench_frame(recording: PayloadRecording, sensor_frame: str) -> None:
 
 
 def with_derivatives(states: JointStates, half_width: float, order: int = 2,
-                     trim: float | None = None) -> JointStates:
+                     trim: float | None = None, delay: float = 0.0) -> JointStates:
     """``states`` with velocities and accelerations: the recorded ones when both are present,
     else from a local polynomial fit of degree ``order`` over ``half_width`` s on each side of
     every sample (:func:`inertia_id_ros.core.filtering.derivatives_at_samples`, zero-phase: a
@@ -185,21 +185,30 @@ def with_derivatives(states: JointStates, half_width: float, order: int = 2,
     fit's (a recorded ``dq`` smoothed by the same filter, so velocities and accelerations carry
     the same filtering and less noise enters the regressor); positions stay as measured. The
     samples within ``trim`` s (default ``half_width``) of either end are dropped (their fits would
-    be one-sided)."""
-    if states.dq is not None and states.ddq is not None:
-        return states
+    be one-sided). With ``delay`` (s, the efforts lagging the motion, as a fit-links result's
+    ``"torque_delay"``), each sample's effort is paired with the motion at ``t - delay`` (fitted
+    positions; recorded signals linearly interpolated) and the stamps stay the efforts'."""
     t = states.t
+    if states.dq is not None and states.ddq is not None:
+        if delay == 0.0:
+            return states
+        keep = np.flatnonzero((t - delay >= t[0]) & (t - delay <= t[-1]))
+        q, dq, ddq = (np.column_stack([np.interp(t[keep] - delay, t, c) for c in a.T])
+                      for a in (states.q, states.dq, states.ddq))
+        effort = None if states.effort is None else states.effort[keep]
+        return JointStates(t[keep], states.joint_names, q, dq, ddq, effort)
     trim = half_width if trim is None else trim
     if not np.any((t >= t[0] + trim) & (t <= t[-1] - trim)):
         raise DataError(f"the recording ({t[-1] - t[0]:.3f} s) is too short to differentiate the "
                         f"joint states over +-{trim} s")
     try:
-        keep, _, dq, ddq = derivatives_at_samples(t, states.q, states.dq, half_width, order,
-                                                      trim, _DIFFERENTIATION_CHUNK)
+        keep, q, dq, ddq = derivatives_at_samples(t, states.q, states.dq, half_width, order,
+                                                  trim, _DIFFERENTIATION_CHUNK, delay)
     except ValueError as e:
         raise DataError(f"cannot differentiate the joint states: {e}") from None
     effort = None if states.effort is None else states.effort[keep]
-    return JointStates(t[keep], states.joint_names, states.q[keep], dq, ddq, effort)
+    return JointStates(t[keep], states.joint_names, states.q[keep] if delay == 0.0 else q, dq,
+                       ddq, effort)
 
 
 # ---- NPZ and CSV ---------------------------------------------------------------------------

@@ -70,6 +70,8 @@ class DataSource:
     wrench_topic: str = DEFAULT_WRENCH_TOPIC
     half_width: float = DEFAULT_HALF_WIDTH
     order: int = 2
+    delay: float = 0.0
+    """The efforts' delay (s) behind the motion (a fit-links result's ``"torque_delay"``)."""
 
     @classmethod
     def from_path(cls, path: str, **options: Any) -> DataSource:
@@ -92,7 +94,7 @@ class DataSource:
 
     def _derived(self, states: JointStates) -> JointStates:
         try:
-            return with_derivatives(states, self.half_width, self.order)
+            return with_derivatives(states, self.half_width, self.order, delay=self.delay)
         except DataError as e:
             raise DataError(f"{self.path}: {e}") from None
 
@@ -396,15 +398,18 @@ def run(result: dict, held_out: DataSource, urdf: str | None = None,
 
 
 def differentiation_of(result: dict, half_width: float | None) -> dict[str, Any]:
-    """``{"half_width", "order"}`` to differentiate data for ``result``: ``half_width`` (s) when
-    given (order 2), else the filter the fit chose (its ``"differentiation"``), else
-    :data:`DEFAULT_HALF_WIDTH`."""
+    """``{"half_width", "order", "delay"}`` to differentiate data for ``result``: ``half_width``
+    (s) when given (order 2), else the filter the fit chose (its ``"differentiation"``), else
+    :data:`DEFAULT_HALF_WIDTH`; ``delay`` (s) the efforts' delay the fit estimated (its
+    ``"torque_delay"``, else 0), applied to every model's data alike."""
+    delay = {"delay": float((result.get("torque_delay") or {}).get("delay_s", 0.0))}
     if half_width is not None:
-        return {"half_width": half_width}
+        return {"half_width": half_width, **delay}
     chosen = result.get("differentiation") or {}
     if chosen.get("half_width_s"):
-        return {"half_width": float(chosen["half_width_s"]), "order": int(chosen["order"])}
-    return {"half_width": DEFAULT_HALF_WIDTH}
+        return {"half_width": float(chosen["half_width_s"]), "order": int(chosen["order"]),
+                **delay}
+    return {"half_width": DEFAULT_HALF_WIDTH, **delay}
 
 
 def validate_command(args) -> int:

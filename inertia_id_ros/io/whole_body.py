@@ -193,7 +193,8 @@ def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str
                                                                      WholeBodySamples]:
     """The model and synchronised samples of ``recording``. Raises :class:`DataError` (naming
     the item) for a sensor kind that is neither ``contact`` nor ``internal``, an IMU or F/T frame
-    not in the URDF, joints missing or unknown, or a floating base without IMU data."""
+    not in the URDF, joints missing or unknown, a floating base without IMU data, or a URDF that
+    cannot be read."""
     source = recording.source
     bad = [(f, k) for f, k in zip(recording.ft_frames, recording.ft_types) if k not in SENSOR_KINDS]
     if bad:
@@ -211,6 +212,8 @@ def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str
         raise DataError(f"{source}: {what} {e.name!r} is not in the URDF {urdf}") from None
     except ConfigError as e:
         raise DataError(f"{source}: {e}") from None
+    except (OSError, ValueError) as e:  # an unreadable URDF (load_model names the file)
+        raise DataError(str(e)) from None
     states = recording.states
     missing = [j for j in model.joint_names if j not in states.joint_names]
     unknown = [j for j in states.joint_names if j not in model.joint_names]

@@ -279,10 +279,13 @@ class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
         rotors = () if resolution is None else resolution.rotors
         sources.update({joint: rotor.source for rotor in rotors for joint in rotor.applied_to})
         stopped = [s.status for s in (solution, final) if not s.found]
+        residual_rms = (float(final.residual_rms) if channels is None  # N m, unweighted
+                        else float(np.sqrt(channels.squared_residuals(x).sum()
+                                           / (channels.n_samples * channels.n_channels))))
         return LinkEstimate(
             x=x, link_names=model.link_names, thetas=thetas, drives=drives,
             min_pseudo_inertia_eigs=np.array([r.min_pseudo_inertia_eig for r in reports]),
-            residual_rms=float(final.residual_rms), base=base, n_samples=n_samples,
+            residual_rms=residual_rms, base=base, n_samples=n_samples,
             t_first=t_first, t_last=t_last, method=method, prior_weight=config.prior_weight,
             solve_time=solve_time,
             message=f"solver stopped early ({stopped[0]})" if stopped else "",

@@ -137,7 +137,7 @@ class Session(abc.ABC, Generic[E]):
     the input rate the window was sized for (Hz): faster inputs are warned about."""
 
     mode: str
-    """Name of what the session identifies (``"payload"``, ``"links"``)."""
+    """Name of what the session identifies (``"payload"``, ``"links"``, ``"whole_body"``)."""
 
     def __init__(self, estimator: E, max_input_rate_hz: float = 1000.0) -> None:
         self.estimator = estimator
@@ -388,8 +388,9 @@ class PayloadSession(Session[PayloadEstimator]):
         self._detector_lock = threading.Lock()
         self._change: ChangeEvent | None = None
         self._reference_t = -np.inf
-        self._paused = False
         """Stamp of the newest sample of the current reference (s)."""
+        self._paused = False
+        """Change detection paused (an excitation runs)."""
 
     def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None
                    ) -> Warning_ | None:

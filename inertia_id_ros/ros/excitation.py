@@ -86,8 +86,9 @@ class ExcitationIO:
         self._seen: JointState | None = None
         self._last_progress = -np.inf
         self._result: Update | None = None
-        self._window_sec: float | None = None
-        """The configured window length while an excitation has lengthened it."""
+        self.holds_window = False
+        """An excitation runs and sets the window's length (the command's, if longer than
+        ``window_sec``): a run-time ``window_sec`` applies at :meth:`_release`."""
 
     # ---- the clock and the measured pose ---------------------------------------------------
 
@@ -182,9 +183,8 @@ class ExcitationIO:
         """Lengthen the window to hold the command, pause change detection, publish it."""
         needed = command.trajectory.duration + self._settings.excitation.start_delay \
             + WINDOW_MARGIN_SEC
-        window_sec = self._session.estimator.config.window_sec
-        if window_sec < needed:
-            self._window_sec = window_sec if self._window_sec is None else self._window_sec
+        self.holds_window = True
+        if self._session.estimator.config.window_sec < needed:
             self._resize_window(needed)
         self._session.pause_change_detection(True)
         plan = command.trajectory
@@ -196,10 +196,11 @@ class ExcitationIO:
         self._session.resize_window(window_sec, capacity["window_capacity"])
 
     def _release(self) -> None:
-        """The excitation is over: the configured window, change detection again."""
-        if self._window_sec is not None:
-            self._resize_window(self._window_sec)
-            self._window_sec = None
+        """The excitation is over: the node's ``window_sec`` (as it is now), change detection
+        again."""
+        if self.holds_window:
+            self.holds_window = False
+            self._resize_window(self._node.settings.window_sec)
         self._session.pause_change_detection(False)
 
     def _tick(self) -> None:

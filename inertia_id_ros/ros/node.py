@@ -14,10 +14,11 @@ periodic update on a worker thread and publishes what it gives:
   ``geometry_msgs/WrenchStamped`` topic per F/T sensor in; ``~/links`` (every URDF link with its
   identifiability, the sensor offsets) and ``~/markers`` out.
 
-Both: ``~/identify`` (``Identify``), ``/diagnostics``; ``method``, ``solver_options``,
+Every mode: ``~/identify`` (``Identify``), ``/diagnostics``; ``method``, ``solver_options``,
 ``window_sec`` and ``update_rate_hz`` may change at run time (validated in the on-set callback,
 applied in the post-set callback). The load-identification wizard (``~/excite``, ``~/stop``,
-``~/excitation``, commands on ``trajectory_topic``): :mod:`inertia_id_ros.ros.excitation`.
+``~/excitation``, commands on ``trajectory_topic``; payload and links modes):
+:mod:`inertia_id_ros.ros.excitation`.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ from inertia_id_ros.ros.diagnostics import diagnostics_msg
 from inertia_id_ros.ros.excitation import ExcitationIO
 from inertia_id_ros.ros.markers import estimate_markers
 from inertia_id_ros.ros.parameters import (PARAMETERS, NodeSettings, build_session,
-                                           settings_from_parameters, validate_change)
-from inertia_id_ros.solvers import METHODS
+                                           check_mode_method, settings_from_parameters,
+                                           validate_change)
 from inertia_id_ros.srv import Identify, Tare
 
 DEFAULT_TARE_SEC = 1.0
@@ -395,7 +396,8 @@ class InertiaIdNode(Node):
                                         (window.rows_per_sample, window.n_params or 0),
                                         self.session.prior_available)
         self.session.configure_solver(self.settings.method, self.settings.solver_options)
-        if self.settings.window_sec != previous.window_sec:
+        holding = self._excitation is not None and self._excitation.holds_window
+        if self.settings.window_sec != previous.window_sec and not holding:  # else at its end
             capacity = window_capacities(self.settings.window_sec,
                                          self.settings.max_input_rate_hz)["window_capacity"]
             self.session.resize_window(self.settings.window_sec, capacity)
@@ -468,11 +470,9 @@ class InertiaIdNode(Node):
             next_time = max(next_time, time.monotonic() - 1.0)
 
     def _on_identify(self, request: Identify.Request, response: Identify.Response):
-        if request.method and request.method not in METHODS:
-            response.success = False
-            response.message = f"unknown method {request.method!r}; choose one of {sorted(METHODS)}"
-            return response
         try:
+            if request.method:
+                check_mode_method(self.settings.mode, request.method)
             check_prior_available(request.method, self.session.prior_available)
         except ValueError as error:
             response.success = False

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +35,7 @@ from inertia_id_ros.core.whole_body import SENSOR_KINDS, FTSensor, WholeBodyMode
 from inertia_id_ros.errors import (ConfigError, FrameNotFound, JointNotFound, ProblemError,
                                    StartupError)
 from inertia_id_ros.io.prior import NO_PRIOR, resolve_payload_prior
+from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.payload_estimator import check_prior_available
@@ -80,8 +82,8 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                                       "changes keep the newest samples that fit.", runtime=True),
     ParameterSpec("update_rate_hz", 2.0, "Rate of the periodic consistent solve and publication "
                                          "(Hz), > 0 and <= 100.", runtime=True),
-    ParameterSpec("method", "lmi", "Identification method: " + ", ".join(sorted(METHODS)) + ".",
-                  runtime=True),
+    ParameterSpec("method", "lmi", "Identification method: " + ", ".join(sorted(METHODS))
+                  + " (whole_body: " + ", ".join(WHOLE_BODY_METHODS) + ").", runtime=True),
     ParameterSpec("solver_options", "",
                   "Options of the method's solver as a YAML/JSON mapping, e.g. '{tol: 1.0e-8}' or "
                   "'{backend: cvxpy, solver: CLARABEL}' for lmi (inertia_id_ros.solvers: the "
@@ -148,6 +150,9 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "Links mode: weight of the prior toward the URDF per torque sample ((N m)^2 per "
                   "SI unit^2), >= 0; small (1e-6) for clean, exciting data, larger for noisy or "
                   "short data."),
+    ParameterSpec("coulomb_velocity", 0.0,
+                  "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 = "
+                  "exact sign, for joints that chain_config does not configure."),
     # whole_body mode
     ParameterSpec("base", "floating",
                   "Whole-body mode: the robot's base: 'floating' (free, motion from the IMU, base "
@@ -176,9 +181,6 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "Whole-body mode: IMU stamps become samples at most at this rate (Hz, > 0; the "
                   "others still feed the gyro's derivative): a humanoid's rows cost milliseconds "
                   "per sample."),
-    ParameterSpec("coulomb_velocity", 0.0,
-                  "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 = "
-                  "exact sign, for joints that chain_config does not configure."),
     # ~/excite
     ParameterSpec("trajectory_topic", "/joint_trajectory_controller/joint_trajectory",
                   "~/excite: trajectory_msgs/JointTrajectory output topic (the trajectory "
@@ -194,7 +196,7 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec("excite_max_tracking_error", RunConfig.max_tracking_error,
                   "~/excite: largest distance of a measured joint from the command (rad, m), > 0; "
                   "beyond, the excitation stops and holds."),
-    ParameterSpec("excite_max_acceleration", 3.0,
+    ParameterSpec("excite_max_acceleration", DEFAULT_MAX_ACCELERATION,
                   "~/excite: joint acceleration limit of motions designed on the spot "
                   "(rad/s^2, m/s^2), > 0."),
 )
@@ -348,6 +350,8 @@ def _check_payload_prior(settings: NodeSettings) -> None:
             from error
     if prior.endswith(".json") and not Path(prior).is_file():
         raise StartupError(f"parameter 'payload_prior': no file {prior!r}")
+
+
 def _check_whole_body(settings: NodeSettings) -> None:
     """The whole-body parameters that need no URDF; raises StartupError naming the item."""
     if settings.base not in ("floating", "suspended"):
@@ -373,9 +377,10 @@ def _check_whole_body(settings: NodeSettings) -> None:
     duplicates = sorted({f for f in settings.ft_frames if settings.ft_frames.count(f) > 1})
     if duplicates:
         raise StartupError(f"parameter 'ft_frames': {duplicates} listed twice")
-    if settings.method not in WHOLE_BODY_METHODS:
-        raise StartupError(f"parameter 'method': {settings.method!r} does not solve whole-body "
-                           f"problems; choose one of {list(WHOLE_BODY_METHODS)}")
+    try:
+        check_mode_method(settings.mode, settings.method)
+    except ValueError as error:
+        raise StartupError(f"parameter 'method': {error}") from error
     for name in ("sensor_timeout_sec", "sample_rate_hz"):
         if not _positive(getattr(settings, name)):
             raise StartupError(f"parameter '{name}' must be > 0, got "
@@ -436,7 +441,8 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
     all apply or none) to a node whose window holds samples of ``window_shape`` (rows per
     sample, parameters) and whose session has a prior or not (``prior_available``), or
     ValueError with the reason: a read-only parameter, a value that is not
-    finite and > 0, a rate above :data:`MAX_UPDATE_RATE_HZ`, an unknown method, a method that
+    finite and > 0, a rate above :data:`MAX_UPDATE_RATE_HZ`, an unknown method or one that does
+    not solve the mode's problem (:func:`check_mode_method`), a method that
     needs a prior the session does not have, options the
     method does not take (they belong to the method: a new method keeps the old options only if
     it takes them), a window needing more than :data:`MAX_WINDOW_MEMORY_BYTES`."""
@@ -445,8 +451,7 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
         raise ValueError(f"parameter {read_only[0]!r} is read-only (run-time parameters: "
                          f"{', '.join(RUNTIME_PARAMETERS)})")
     method = new.get("method", settings.method)
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
+    check_mode_method(settings.mode, method)
     check_prior_available(method, prior_available)
     options = solver_options(method, new.get("solver_options", settings.solver_options))
     for name in ("window_sec", "update_rate_hz"):
@@ -460,6 +465,16 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
         check_window_memory(window_sec, settings.max_input_rate_hz, window_shape)
     return dataclasses.replace(settings, method=method, solver_options=options,
                                update_rate_hz=rate, window_sec=window_sec)
+
+
+def check_mode_method(mode: str, method: str) -> None:
+    """Raise ValueError if ``method`` is unknown or does not solve ``mode``'s problem (whole-body:
+    :data:`~inertia_id_ros.chain.whole_body_fit.WHOLE_BODY_METHODS`)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
+    if mode == "whole_body" and method not in WHOLE_BODY_METHODS:
+        raise ValueError(f"{method!r} does not solve whole-body problems; choose one of "
+                         f"{list(WHOLE_BODY_METHODS)}")
 
 
 def check_window_memory(window_sec: float, max_input_rate_hz: float,
@@ -564,7 +579,7 @@ def _whole_body_session(settings: NodeSettings) -> Session:
     _load_robot(settings)  # an unreadable URDF names its parameter
     sensors = [FTSensor(frame, kind) for frame, kind in zip(settings.ft_frames, settings.ft_types)]
     urdf = settings.urdf_path
-    if not urdf:  # robot_description: the model needs a file
+    if not urdf:  # robot_description: the model needs a file (read once, then removed)
         with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as handle:
             handle.write(settings.robot_description)
         urdf = handle.name
@@ -575,6 +590,9 @@ def _whole_body_session(settings: NodeSettings) -> Session:
         raise StartupError(f"parameter '{name}': {error}") from error
     except (ConfigError, ValueError) as error:
         raise StartupError(f"parameter 'urdf_path': {error}") from error
+    finally:
+        if not settings.urdf_path:
+            os.unlink(urdf)
     return whole_body_session(model, window_sec=settings.window_sec, method=settings.method,
                               solver_options=settings.solver_options,
                               with_efforts=settings.use_efforts,

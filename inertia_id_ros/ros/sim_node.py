@@ -23,10 +23,11 @@ Parameter ``robot``:
   ``config/icub_suspended.yaml``), all with the same stamps; the truth (every link, the sensor
   offsets) on ``~/ground_truth_links``. Use ``rate_hz`` 200.
 
-Both follow ``trajectory_msgs/JointTrajectory`` commands on ``trajectory_topic`` as
-joint_trajectory_controller does, ``tracking_lag_sec`` late
+``panda`` and ``go1_leg`` follow ``trajectory_msgs/JointTrajectory`` commands on
+``trajectory_topic`` as joint_trajectory_controller does, ``tracking_lag_sec`` late
 (:class:`~inertia_id_ros.sim.follower.CommandFollower`), instead of their built-in ``motion``
-(``exciting``, or ``hold`` at ``start_position``) once one arrives.
+(``exciting``, or ``hold`` at ``start_position``) once one arrives; the whole-body robots play
+their own motion.
 
 Stamps are exact (``start + k / rate_hz``); messages are published in small bursts as they fall
 due.
@@ -200,9 +201,12 @@ class _CommandInput:
 
 MOTIONS = ("exciting", "hold")
 """Parameter ``motion``: the built-in motion until a joint trajectory command arrives."""
+
+
 class _WholeBody:
     """A floating-base robot (:data:`inertia_id_ros.sim.whole_body.ROBOTS`): joint states, the
-    IMU and every F/T sensor's wrench, with the same stamps."""
+    IMU and every F/T sensor's wrench, with the same stamps; plays its own motion (no joint
+    trajectory commands: ``motion``, ``start_position`` and ``trajectory_topic`` do not apply)."""
 
     def __init__(self, node: Node, p: dict[str, Any], robot: str) -> None:
         noise = None if p["noise"] else whole_body.NoiseModel.none()

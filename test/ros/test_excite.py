@@ -299,3 +299,44 @@ def test_a_trajectory_message_carries_every_point_exactly(tmp_path):
     msg.points[3].positions = [0.0]
     with pytest.raises(ValueError, match="positions do not match the 7 joints"):
         joint_trajectory_arrays(msg)
+
+
+def test_a_window_change_during_an_excitation_applies_at_its_end(launch, rclpy_context,
+                                                                   tmp_path):
+    """window_sec set to 1 s while the robot moves: the identification still gets every sample
+    of the 6 s motion, and the node's window is 1 s afterwards (not the length before)."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
+
+    path, _ = out_and_back(tmp_path)
+    sim, node = start(launch)
+    wizard = Wizard(rclpy.create_node("excite_window"))
+    diagnostics: list[dict[str, str]] = []
+    wizard.peer.create_subscription(
+        DiagnosticArray, "/diagnostics",
+        lambda msg: diagnostics.extend({kv.key: kv.value for kv in s.values}
+                                       for s in msg.status), 10)
+    parameters = AsyncParameterClient(wizard.peer, "/inertia_id")
+    try:
+        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        deadline = time.monotonic() + 10.0  # the node's own inputs may lag the peer's (load)
+        while not (response := wizard.excite(path)).accepted and time.monotonic() < deadline:
+            assert response.reason.startswith("stale_joint_states"), response.reason
+            time.sleep(0.5)
+        assert response.accepted, response.reason
+        wizard.wait_for(("running",), 10.0)
+        assert parameters.wait_for_services(timeout_sec=10.0)
+        future = parameters.set_parameters([Parameter("window_sec", value=1.0)])
+        rclpy.spin_until_future_complete(wizard.peer, future, timeout_sec=10.0)
+        assert all(r.successful for r in future.result().results)
+        done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
+        assert done.state == "done" and done.identified, done.message
+        assert done.estimate.num_samples >= 0.99 * 6.0 * 1000.0  # the whole motion
+        seen = len(diagnostics)
+        assert spin_until(wizard.peer, lambda: any(d.get("window_sec") == "1"
+                                                   for d in diagnostics[seen:]), 10.0), \
+            [d.get("window_sec") for d in diagnostics[seen:]]
+    finally:
+        wizard.peer.destroy_node()

@@ -265,11 +265,16 @@ def torques_from_json(result: dict, urdf: str, joints: tuple[str, ...], q: np.nd
             + drive["armature"] * ddq)
 
 
+def delay_dropped(delay: float, period: float) -> int:
+    """Samples a torque delay of ``delay`` s drops at one end of a recording ``period`` s apart."""
+    return int(np.ceil(abs(delay) / period - 1e-9))
+
+
 def assert_links_schema(result: dict, method: str, joints: tuple[str, ...]) -> None:
     assert list(result) == ["method", "bodies", "joints", "residual_rms", "samples",
                             "solve_time_s", "differentiation", "prior_weight",
                             "prior_weight_selection", "weighting", "gravity", "base_tilt",
-                            "coulomb_velocity_selection"]
+                            "coulomb_velocity_selection", "torque_delay"]
     assert result["method"] == method
     assert len(result["bodies"]) == len(joints) == len(result["joints"])
     for body in result["bodies"]:
@@ -306,7 +311,9 @@ def test_fit_links_simulated_panda(capsys, tmp_path: Path, panda_urdf: str, pand
     assert "joint torque rms" in out
     result = read_json(out_json)
     assert_links_schema(result, method, PANDA_ARM)
-    assert result["samples"] == 1500
+    delay = result["torque_delay"]["delay_s"]  # none in the data: within a third of a sample
+    assert abs(delay) < 0.0033
+    assert result["samples"] == 1500 - delay_dropped(delay, 0.01)
     assert result["residual_rms"] == pytest.approx(0.05, rel=0.1)
     if method == "lmi":
         assert all(body["fully_consistent"] for body in result["bodies"])
@@ -342,7 +349,8 @@ def test_fit_links_bag_differentiates_and_selects_joints(capsys, tmp_path: Path,
     assert chosen["source"] == "positions" and len(chosen["selection"]["candidates"]) > 4
     assert chosen["window_samples"] % 2 == 1 and "positions differentiated twice" in out
     half = (chosen["window_samples"] - 1) // 2  # half-width (half + 1/2) sample periods:
-    assert result["samples"] == 1500 - 2 * (half + 1)  # samples within it of an end dropped
+    assert result["samples"] == (1500 - 2 * (half + 1)  # samples within it of an end dropped
+                                 - delay_dropped(result["torque_delay"]["delay_s"], 0.01))
     assert all(body["fully_consistent"] for body in result["bodies"])
     assert result["residual_rms"] < 0.1
     t_check = np.arange(0, 10.0, 0.05)
@@ -436,3 +444,13 @@ def test_fit_payload_reports_an_inconsistent_ols_estimate_flagged(capsys, panda_
         assert code == 0, err
         flags[method] = read_json(out)["bodies"][0]["fully_consistent"]
     assert flags == {"ols": False, "lmi": True}
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (("--excite", "--speed-scale", "1.5"), "--speed-scale: invalid_speed_scale"),
+    (("--speed-scale", "0"), "--speed-scale: invalid_speed_scale"),
+    (("--duration", "-5"), "--duration must be >= 0 s"),
+])
+def test_demo_refuses_bad_arguments_before_starting_anything(capsys, arguments, message):
+    code, _, err = run_cli(capsys, "demo", *arguments)
+    assert code == 2 and message in err and err.count("\n") == 1

@@ -102,8 +102,9 @@ def test_identify_links_reports_its_choices(recording):
 
 def test_validate_differentiates_with_the_results_filter():
     result = {"differentiation": {"source": "velocities", "half_width_s": 0.0325, "order": 3}}
-    assert differentiation_of(result, None) == {"half_width": 0.0325, "order": 3}
-    assert differentiation_of(result, 0.01) == {"half_width": 0.01}
+    assert differentiation_of(result, None) == {"half_width": 0.0325, "order": 3, "delay": 0.0}
+    assert differentiation_of(result, 0.01) == {"half_width": 0.01, "delay": 0.0}
     assert differentiation_of({"differentiation": {"source": "recorded", "half_width_s": 0.0}},
-                              None) == {"half_width": DEFAULT_HALF_WIDTH}
-    assert differentiation_of({}, None) == {"half_width": DEFAULT_HALF_WIDTH}
+                              None) == {"half_width": DEFAULT_HALF_WIDTH, "delay": 0.0}
+    assert differentiation_of({}, None) == {"half_width": DEFAULT_HALF_WIDTH, "delay": 0.0}
+    assert differentiation_of({"torque_delay": {"delay_s": 0.012}}, None)["delay"] == 0.012

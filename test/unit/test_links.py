@@ -305,11 +305,13 @@ def test_kuka_real_data_consistent_fit_predicts_held_out_runs() -> None:
                                     r1["torques"])
     fit, fitted = identification.fit, identification.model
     sets = [derive_torque_data(r["times"], r["positions"], r["velocities"], r["torques"],
-                               identification.differentiation) for r in runs]
+                               identification.differentiation, delay=identification.delay.delay)
+            for r in runs]
     assert fit.fully_consistent
     ratios = fitted.link_parameters(fit.x)[:, 0] / model.link_parameters(model.prior)[:, 0]
     assert np.all((ratios >= 0.5) & (ratios <= 2.0))
     assert 0.01 < identification.tilt.roll < 0.04  # the base is tilted about 1.3 degrees
+    assert 0.005 < identification.delay.delay < 0.02  # the torques lag the motion about 12 ms
     ols = fit_links(model, sets[0], method="ols", prior_weight=0.0)
     assert torque_error(fitted, fit.x, sets[1]).overall <= 1.05 * torque_error(
         model, ols.x, sets[1]).overall

@@ -119,6 +119,9 @@ def test_link_estimator_weights_the_joints_online():
         estimator.process()
         fits[weighting] = estimator.solve()
         assert np.all(fits[weighting].min_pseudo_inertia_eigs > 0)
+        _, Y, f = estimator.window.samples()
+        assert fits[weighting].residual_rms == pytest.approx(  # N m, unweighted either way
+            np.sqrt(np.mean((Y @ fits[weighting].x - f) ** 2)), rel=1e-6)
     assert fits["channel"].residual_rms < 1.1 * fits["none"].residual_rms
     assert not np.allclose(fits["channel"].x, fits["none"].x)
 

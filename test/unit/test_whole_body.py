@@ -277,6 +277,37 @@ def test_cli_fit_whole_body_bad_input(tmp_path, recording, icub, capsys, change,
     assert message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("text, message", [(None, "does not exist"),
+                                           ("<robot", "cannot build a model")])
+def test_cli_fit_whole_body_bad_urdf(tmp_path, recording, capsys, text, message):
+    _, arrays = recording
+    path, urdf = tmp_path / "data.npz", tmp_path / "robot.urdf"
+    np.savez(path, **arrays)
+    if text is not None:
+        urdf.write_text(text)
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_cli_fit_whole_body_without_rows_is_bad_input(tmp_path, recording, icub, capsys):
+    """A fixed base with the contact sensor only (no base rows, no internal sensor) has no rows:
+    bad input, not a failed solve; with --efforts it has the joint-torque rows."""
+    urdf, _ = icub
+    _, arrays = recording
+    contact = [k for k, kind in enumerate(arrays["ft_types"]) if kind == "contact"]
+    path = tmp_path / "contact_only.npz"
+    np.savez(path, **{**arrays, "ft_frames": arrays["ft_frames"][contact],
+                      "ft_types": arrays["ft_types"][contact],
+                      "ft_wrench": arrays["ft_wrench"][:, contact]})
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path),
+                 "--base", "fixed"]) == 2
+    err = capsys.readouterr().err
+    assert "no rows to fit" in err and err.count("\n") == 1
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), "--base", "fixed",
+                 "--efforts"]) == 0
+
+
 def test_cli_holdout_and_pointmass(tmp_path, icub, capsys):
     """A URDF off by ±30 % / 2 cm / ±40 %, noise and offsets: the consistent fit predicts the
     held-out wrenches of every internal sensor far better than the URDF, as well as OLS."""

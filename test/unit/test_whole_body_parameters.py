@@ -10,7 +10,7 @@ from helpers import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import StartupError
 from inertia_id_ros.online.session import WholeBodySession
-from inertia_id_ros.ros.parameters import build_session, settings_from_parameters
+from inertia_id_ros.ros.parameters import build_session, settings_from_parameters, validate_change
 
 
 def _config(name: str, robot: str) -> dict:
@@ -42,6 +42,8 @@ def test_whole_body_configs_build_a_session(name, robot, n_sensors):
     ({"base": "wheeled"}, "'base'"),
     ({"method": "manifold"}, "'method'"),
     ({"sample_rate_hz": 0.0}, "'sample_rate_hz'"),
+    ({"method": "cad_prior"}, "'method': 'cad_prior' does not solve whole-body"),
+    ({"weighting": "joint"}, "'weighting': unknown weighting 'joint'"),
 ])
 def test_bad_whole_body_parameters_name_the_item(overrides, item):
     with pytest.raises(StartupError, match=item):
@@ -57,3 +59,22 @@ def test_frames_not_in_the_urdf_name_the_item(overrides, item):
     settings = settings_from_parameters({**ICUB, **overrides})
     with pytest.raises(StartupError, match=item):
         build_session(settings)
+
+
+@pytest.mark.parametrize("method", ["cad_prior", "manifold"])
+def test_a_run_time_method_the_whole_body_problem_cannot_take_is_refused(method):
+    settings = settings_from_parameters(ICUB)
+    with pytest.raises(ValueError, match=f"{method!r} does not solve whole-body problems"):
+        validate_change(settings, {"method": method}, (1, 1))
+    assert validate_change(settings, {"method": "ols"}, (1, 1)).method == "ols"
+
+
+def test_a_robot_description_builds_the_session_and_leaves_no_file(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    xml = example_robot_urdf("go1").read_text()
+    values = {**_config("go1_whole_body.yaml", "go1"), "urdf_path": "", "robot_description": xml}
+    session = build_session(settings_from_parameters(values))
+    assert len(session.estimator.sensor_frames) == 4
+    assert list(tmp_path.iterdir()) == []
