@@ -9,7 +9,7 @@ against the measured wrenches (N; the noise is in it: internal sensors 0.2 N, th
 the torques (N m). Two cases: the
 simulator's noise, and the same with ``l_arm_ft_sensor``'s wrench noise made 10 times larger (a
 worn sensor). Solve time: the solver's, summed over the weighted fit's iterations; fit time: the
-whole call (normal equations included).
+whole call (normal equations included). Online: the node's session, warm solve per update.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import numpy as np
 
 from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_errors
 from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel
 from inertia_id_ros.io.whole_body import read_whole_body_file, whole_body_inputs
+from inertia_id_ros.online.session import whole_body_session
 from inertia_id_ros.sim import whole_body as wb
 
 HOLDOUT = 0.3
@@ -60,7 +62,11 @@ def run_case(data: dict, measured: np.ndarray, folder: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=2, help="simulated recordings (2)")
+    parser.add_argument("--online-only", action="store_true", help="only the online part")
     args = parser.parse_args()
+    if args.online_only:
+        online()
+        return
     results: dict[str, list[dict]] = {"simulator noise": [], f"{NOISY_SENSOR} noise x10": []}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):
@@ -93,6 +99,35 @@ def main() -> None:
             fit = np.mean([r[weighting][3] for r in runs])
             iterations = np.mean([r[weighting][4] for r in runs])
             print(f"{weighting:<8} solve {solve:.3f} s, fit {fit:.2f} s, {iterations:.1f} solves")
+    online()
+
+
+def online(duration: float = 30.0, window: float = 10.0) -> None:
+    """The node's session (samples at 50 Hz, 1 s blocks) updated once a second on a recording of
+    ``duration`` s: the warm solve times once the ``window`` s window is full."""
+    sim = wb.icub(seed=3)
+    data = sim.record(duration, 200.0)
+    model = WholeBodyModel.from_urdf(example_robot_urdf("icub"), "floating",
+                                     [FTSensor(f, k) for f, k in sim.ft_sensors], sim.imu_frame)
+    names, frames = list(data["joint_names"]), [str(f) for f in data["ft_frames"]]
+    print(f"\nonline: {duration:g} s at 200 Hz, {window:g} s window, an update per second; warm "
+          "solve time (s, median / max, every solve of the update)")
+    for weighting in ("none", "channel"):
+        session = whole_body_session(model, window_sec=window, max_input_rate_hz=200.0,
+                                     weighting=weighting)
+        times = []
+        for second in range(1, int(duration)):
+            for i in range((second - 1) * 200, second * 200):
+                t = data["t"][i]
+                session.add_joint_state(t, names, data["q"][i], data["dq"][i])
+                session.add_imu(t, data["imu_angular_velocity"][i],
+                                data["imu_linear_acceleration"][i], sim.imu_frame)
+                for k, frame in enumerate(frames):
+                    session.add_wrench(frame, t, data["ft_wrench"][i, k], frame)
+            update = session.update(now=float(second))
+            if update.ok and second > window:
+                times.append(update.estimate.solve_time)
+        print(f"{weighting:<8} {np.median(times):.3f} / {np.max(times):.3f} ({len(times)} updates)")
 
 
 if __name__ == "__main__":
