@@ -136,12 +136,11 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                                                      config.use_measured_velocity,
                                                      need_effort=config.with_efforts),
                          None, rows_per_sample=len(self._channels))
-        self.noise_groups = noise_groups(model, config.with_efforts)[0]
+        self.noise_groups, group_rows = noise_groups(model, config.with_efforts)
         """Names of the groups of rows a ``weighting="channel"`` solve weights."""
         self.window = BlockWindow(config.window_sec, model.n_params, len(self._channels),
                                   config.block_sec, model.row_groups(config.with_efforts),
-                                  None if config.weighting == "none"
-                                  else noise_groups(model, config.with_efforts)[1])
+                                  None if config.weighting == "none" else group_rows)
         self.sensor_frames = tuple(sensor.frame for sensor in model.sensors)
         capacity = config.max_pending_samples
         self._imu = SampleBuffer(capacity, t=(), w=(3,), f=(3,))
