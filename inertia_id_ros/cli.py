@@ -114,6 +114,7 @@ from inertia_id_ros.core.weighting import WEIGHTINGS
 from inertia_id_ros.core.robots import load_model, reduce_model
 from inertia_id_ros.core.whole_body import BASE_KINDS
 from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT as WHOLE_BODY_PRIOR_WEIGHT,
+                                                 DEFAULT_WEIGHTING as WHOLE_BODY_WEIGHTING,
                                                  WHOLE_BODY_METHODS, fit_whole_body,
                                                  holdout_comparison)
 from inertia_id_ros.io.whole_body import (DEFAULT_IMU_TOPIC, read_whole_body_bag,
@@ -449,22 +450,23 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
     try:
         if args.holdout is None:
             fit = fit_whole_body(model, samples, args.method, prior_weight=args.prior_weight,
-                                 with_efforts=efforts)
+                                 with_efforts=efforts, weighting=args.weighting)
         else:
             fit, holdout = holdout_comparison(model, samples, args.holdout, args.method,
-                                              args.prior_weight, efforts)
+                                              args.prior_weight, efforts, args.weighting)
     except (ProblemError, SolverError) as e:
         print(f"inertia-id fit-whole-body: no estimate: {e}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
-    result = whole_body_json(model, fit, args.method, fit.solution.solve_time)
+    result = whole_body_json(model, fit, args.method, fit.solve_time, efforts)
     if holdout is not None:
         result["holdout"] = {"fraction": args.holdout, "rms": holdout}
     _write_json(args.json, result)
     lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
              f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from "
              f"{args.data or args.bag}; "
-             f"solve {fit.solution.solve_time:.3f} s ({fit.solution.status}); "
-             f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters",
+             f"solve {fit.solve_time:.3f} s ({fit.solution.status}); "
+             f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters; "
+             f"weighting {args.weighting}",
              f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
     for body in result["bodies"]:
         lines.append(f"{body['name']:<22}{body['mass']:10.3f}{body['min_pseudo_inertia_eig']:12.2e}"
@@ -474,6 +476,11 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
         lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))
     inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
     lines.append(f"residual rms {fit.residual_rms:.4f}; inconsistent links: {inconsistent}")
+    if fit.weights is not None:
+        weighting = result["weighting"]
+        lines.append(f"weights ({weighting['iterations']} fits; residual std per row, N or N m): "
+                     + ", ".join(f"{name} {w:.3g} ({weighting['sigma'][name]:.3g})"
+                                 for name, w in weighting["weights"].items()))
     if holdout is not None:
         lines.append(f"held-out last {100 * args.holdout:g} %: RMS error of the predicted wrenches "
                      f"(force N / torque N m); the OLS fit leaves "
@@ -876,6 +883,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "predicting the rest, beside the URDF's and an OLS fit's")
     whole.add_argument("--efforts", action="store_true",
                        help="add joint-torque rows from the recorded 'effort'")
+    whole.add_argument("--weighting", choices=WEIGHTINGS, default=WHOLE_BODY_WEIGHTING,
+                       help="none: unweighted; channel: the base's and each sensor's force and "
+                            "torque rows (and each joint's torque) weighted by their inverse "
+                            f"residual variance, iterated ({WHOLE_BODY_WEIGHTING})")
     whole.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
                        help="half-width of the local polynomial fit that differentiates joint "
                             "states and the gyro (s; 0.05)")

@@ -61,12 +61,22 @@ _MSG_ORDER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 class ChannelNormalEquations:
     """Normal equations of each measurement channel separately, over ``n_samples`` samples of
     ``r`` channels and ``p`` parameters: ``gram`` (r, p, p) ``G_c = sum_i Y_i[c]^T Y_i[c]``,
-    ``moment`` (r, p) ``Y[c]^T f[c]``, ``yty`` (r,) ``f[c]^T f[c]``."""
+    ``moment`` (r, p) ``Y[c]^T f[c]``, ``yty`` (r,) ``f[c]^T f[c]``. ``rows_per_channel`` (r,):
+    a channel may be a group of rows sharing one noise variance (a whole-body sensor's three
+    force rows), ``Y_i[c]`` then has that many rows per sample (``None``: one each)."""
 
     gram: np.ndarray
     moment: np.ndarray
     yty: np.ndarray
     n_samples: int
+    rows_per_channel: np.ndarray | None = None
+
+    @property
+    def channel_rows(self) -> np.ndarray:
+        """(r,) rows per sample of each channel (ones unless ``rows_per_channel``)."""
+        if self.rows_per_channel is None:
+            return np.ones(self.n_channels, dtype=int)
+        return np.asarray(self.rows_per_channel, dtype=int)
 
     @classmethod
     def from_samples(cls, Y: np.ndarray, f: np.ndarray) -> ChannelNormalEquations:
@@ -95,7 +105,7 @@ class ChannelNormalEquations:
         """``(Y^T Y (p, p), Y^T f (p,), f^T f, rows)`` of all channels stacked (the
         :class:`~inertia_id_ros.solvers.Problem` fields ``gram, moment, yty, n_rows``)."""
         return (self.gram.sum(axis=0), self.moment.sum(axis=0), float(self.yty.sum()),
-                self.n_samples * self.n_channels)
+                self.n_samples * int(self.channel_rows.sum()))
 
     def squared_residuals(self, x: np.ndarray) -> np.ndarray:
         """(r,) ``||Y[c] x - f[c]||^2`` per channel (clipped at 0 against round-off)."""
@@ -167,8 +177,9 @@ def parameter_covariance(channels: ChannelNormalEquations, x: np.ndarray, n_bodi
     r, p = channels.n_channels, channels.n_params
     if x.shape != (p,):
         raise ValueError(f"x must have shape ({p},), got {x.shape}")
-    dof = max(channels.n_samples - p / r, 1.0)
-    variance = channels.squared_residuals(x) / dof
+    rows = channels.channel_rows
+    dof = max(channels.n_samples - p / rows.sum(), 1.0)
+    variance = channels.squared_residuals(x) / (dof * rows)  # per row of each channel
     w = np.ones(r) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (r,):
         raise ValueError(f"weights must have shape ({r},), got {w.shape}")

@@ -14,7 +14,9 @@ problem (links, payload, whole body; offline or one window online) uses it the s
 Scale: weights are normalised to a mean of 1 over the rows (``sum_c n w_c = n r``), so the
 weighted problem keeps the units of the unweighted one and a prior weight per row keeps its
 meaning. ``groups`` pools channels that share a variance (e.g. the three force channels of an
-F/T sensor).
+F/T sensor); so does a channel of several rows
+(:attr:`~inertia_id_ros.core.covariance.ChannelNormalEquations.rows_per_channel`: a whole-body
+problem's per-sensor force or torque rows).
 """
 
 from __future__ import annotations
@@ -81,26 +83,28 @@ def weighted_normal_equations(channels: ChannelNormalEquations, weights: np.ndar
     if w.shape != (channels.n_channels,):
         raise ValueError(f"weights must have shape ({channels.n_channels},), got {w.shape}")
     return (np.tensordot(w, channels.gram, axes=1), w @ channels.moment, float(w @ channels.yty),
-            channels.n_samples * channels.n_channels)
+            channels.n_samples * int(channels.channel_rows.sum()))
 
 
 def weights_from_residuals(channels: ChannelNormalEquations, x: np.ndarray,
                            groups: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(weights (r,), sigma (r,))``: each channel's residual standard deviation at ``x`` (pooled
-    within ``groups``: (r,) labels, channels with the same label share one variance) and the
-    weights ``1 / sigma^2`` normalised to a mean of 1."""
+    """``(weights (r,), sigma (r,))``: each channel's residual standard deviation per row at
+    ``x`` (pooled within ``groups``: (r,) labels, channels with the same label share one
+    variance) and the weights ``1 / sigma^2`` normalised to a mean of 1 over the rows."""
     squares = channels.squared_residuals(np.asarray(x, dtype=float))
+    rows = channels.channel_rows
     labels = np.arange(channels.n_channels) if groups is None else np.asarray(groups)
     if labels.shape != (channels.n_channels,):
         raise ValueError(f"groups must have shape ({channels.n_channels},), got {labels.shape}")
     variance = np.empty(channels.n_channels)
     for label in np.unique(labels):
         members = labels == label
-        variance[members] = squares[members].sum() / (members.sum() * max(channels.n_samples, 1))
+        variance[members] = squares[members].sum() / (rows[members].sum()
+                                                      * max(channels.n_samples, 1))
     floor = VARIANCE_FLOOR * max(float(variance.max()), np.finfo(float).tiny)
     variance = np.maximum(variance, floor)
     weights = 1.0 / variance
-    return weights / weights.mean(), np.sqrt(variance)
+    return weights / np.average(weights, weights=rows), np.sqrt(variance)
 
 
 def iterate_channel_weights(channels: ChannelNormalEquations, fit: Fit,

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.chain.whole_body_fit import WholeBodyFit
+from inertia_id_ros.chain.whole_body_fit import WholeBodyFit, noise_groups
 from inertia_id_ros.core.whole_body import (SENSOR_KINDS, BaseMotion, FTSensor, WholeBodyModel,
                                             WholeBodySamples, gyro_derivative)
 from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound
@@ -259,15 +259,20 @@ def _base_orientation(model: WholeBodyModel, q: np.ndarray, imu_orientation: np.
 
 
 def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
-                    solve_time: float) -> dict[str, Any]:
+                    solve_time: float, with_efforts: bool = False) -> dict[str, Any]:
     """The result JSON: ``bodies`` (every URDF link with mass: ``name``, ``frame`` (the link),
     ``theta``, ``fully_consistent``, ``min_pseudo_inertia_eig``, ``identifiability``,
     ``identified_fraction``), ``sensor_offsets`` {frame: [6]}, ``base_parameters`` (``rank``,
     ``parameters``, ``combinations``: the identified combinations as text, SI units),
-    ``residual_rms``, ``samples``, ``solve_time_s``."""
+    ``residual_rms``, ``samples``, ``solve_time_s``, ``weighting`` (``kind``; weighted: per
+    noise group (:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`) ``weights`` and
+    ``sigma``, ``iterations``, ``converged``)."""
     labels = dict(zip(model.bodies, fit.identifiability.labels))
     fractions = dict(zip(model.bodies, fit.identifiability.identified_fraction.tolist()))
     thetas = dict(zip(model.bodies, fit.thetas))
+    weighting: dict[str, Any] = {"kind": "none" if fit.weights is None else "channel"}
+    if fit.weights is not None:
+        weighting.update(fit.weights.as_json(noise_groups(model, with_efforts)[0]))
     bodies = []
     for name, prior in zip(model.links, model.link_prior):
         entry = body_json(name, name, thetas.get(name, prior))
@@ -280,4 +285,4 @@ def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
                                 "parameters": fit.identifiability.n_params,
                                 "combinations": list(fit.identifiability.base_parameters)},
             "residual_rms": fit.residual_rms, "samples": fit.n_samples,
-            "solve_time_s": solve_time}
+            "solve_time_s": solve_time, "weighting": weighting}

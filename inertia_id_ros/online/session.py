@@ -44,6 +44,7 @@ import numpy as np
 
 from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
+from inertia_id_ros.chain.whole_body_fit import DEFAULT_WEIGHTING as WHOLE_BODY_WEIGHTING
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.whole_body import WholeBodyModel
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
@@ -594,7 +595,9 @@ class WholeBodySession(Session[WholeBodyEstimator]):
         values = {"base_parameter_rank": f"{estimate.rank}/{estimate.n_params}",
                   "stopped_sensors": " ".join(estimate.stopped_sensors),
                   "min_pseudo_inertia_eig": f"{estimate.min_pseudo_inertia_eigs.min():.4g}",
-                  **{f"links.{label.replace(' ', '_')}": str(n) for label, n in counts.items()}}
+                  **{f"links.{label.replace(' ', '_')}": str(n) for label, n in counts.items()},
+                  **{f"noise_sigma.{group}": f"{sigma:.4g}"
+                     for group, sigma in estimate.noise_sigma.items()}}
         advice = (f"F/T sensor(s) {list(estimate.stopped_sensors)} stopped: their rows are "
                   "dropped" if estimate.stopped_sensors else "")
         return values, advice
@@ -641,7 +644,8 @@ def whole_body_session(model: WholeBodyModel, *, window_sec: float = 10.0, metho
                        prior_weight: float | None = None, with_efforts: bool = False,
                        max_input_rate_hz: float = 1000.0,
                        sensor_timeout_sec: float | None = None,
-                       sample_rate_hz: float | None = None) -> WholeBodySession:
+                       sample_rate_hz: float | None = None,
+                       weighting: str = WHOLE_BODY_WEIGHTING) -> WholeBodySession:
     """The whole-body session the node runs for its parameters of the same names (None: the
     :class:`WholeBodyEstimatorConfig` default; ``sample_rate_hz`` is its
     ``max_sample_rate_hz``)."""
@@ -650,6 +654,6 @@ def whole_body_session(model: WholeBodyModel, *, window_sec: float = 10.0, metho
                                ("max_sample_rate_hz", sample_rate_hz)) if v is not None}
     config = WholeBodyEstimatorConfig(window_sec=window_sec, method=method,
                                       solver_options=dict(solver_options or {}),
-                                      with_efforts=with_efforts, **extra,
+                                      with_efforts=with_efforts, weighting=weighting, **extra,
                                       **window_capacities(window_sec, max_input_rate_hz))
     return WholeBodySession(WholeBodyEstimator(model, config), max_input_rate_hz)

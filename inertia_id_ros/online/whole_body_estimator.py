@@ -17,7 +17,10 @@ newest wrench is more than ``sensor_timeout_sec`` older than the newest IMU stam
 need its wrench (its own, and, for a contact sensor, the base rows and the rows of the sensors
 and joints it lies beyond) are dropped, not filled with zeros; so are those of a single missing
 wrench (counted ``missing_wrench``). The window keeps normal equations per block of samples
-(:class:`~inertia_id_ros.online.window.BlockWindow`): a humanoid's rows do not fit in memory.
+(:class:`~inertia_id_ros.online.window.BlockWindow`): a humanoid's rows do not fit in memory;
+with ``weighting="channel"``, per block and noise group
+(:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`), each group's rows then weighted by
+its inverse residual variance over the window, iterated at every solve.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT, NormalEquations,
-                                                 fit_whole_body)
+from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT, DEFAULT_WEIGHTING,
+                                                 NormalEquations, fit_whole_body, noise_groups)
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.whole_body import (DEFAULT_GYRO_HALF_WIDTH, BaseMotion,
                                             WholeBodyModel, WholeBodySamples)
@@ -49,6 +52,9 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     """Weight of the prior toward the URDF (scaled coordinates, see
     :mod:`~inertia_id_ros.chain.whole_body_fit`)."""
+    weighting: str = DEFAULT_WEIGHTING
+    """``none`` or ``channel``: the noise groups weighted by their inverse residual variance
+    (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`)."""
     sync_tolerance_sec: float = 1e-3
     """A wrench belongs to the IMU sample whose stamp is within this (s)."""
     sensor_timeout_sec: float = 0.5
@@ -84,8 +90,8 @@ class WholeBodyEstimate:
     ``offsets`` {sensor frame: (6,)} (N, N m); ``min_pseudo_inertia_eigs`` (L,) (kg m²);
     ``residual_rms`` of the rows; ``rank`` base parameters of ``n_params``; ``n_samples`` IMU
     stamps from ``t_first`` to ``t_last`` (s); ``stopped_sensors``: frames whose rows were
-    dropped at the solve; ``method``; ``solve_time`` (s); ``message``: non-empty if the solver
-    stopped early.
+    dropped at the solve; ``method``; ``solve_time`` (s, every solve of a weighted fit's
+    iteration); ``message``: non-empty if the solver stopped early.
     """
 
     link_names: tuple[str, ...]
@@ -105,6 +111,10 @@ class WholeBodyEstimate:
     stopped_sensors: tuple[str, ...] = ()
     message: str = ""
     x: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    noise_sigma: dict[str, float] = field(default_factory=dict)
+    """``weighting="channel"``: the residual standard deviation per row of each noise group
+    (:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`; N or N m) that weighted the fit
+    (weights ``1 / sigma^2``); empty when unweighted."""
 
 
 class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
@@ -126,8 +136,11 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                                                      config.use_measured_velocity,
                                                      need_effort=config.with_efforts),
                          None, rows_per_sample=len(self._channels))
+        self.noise_groups, group_rows = noise_groups(model, config.with_efforts)
+        """Names of the groups of rows a ``weighting="channel"`` solve weights."""
         self.window = BlockWindow(config.window_sec, model.n_params, len(self._channels),
-                                  config.block_sec, model.row_groups(config.with_efforts))
+                                  config.block_sec, model.row_groups(config.with_efforts),
+                                  None if config.weighting == "none" else group_rows)
         self.sensor_frames = tuple(sensor.frame for sensor in model.sensors)
         capacity = config.max_pending_samples
         self._imu = SampleBuffer(capacity, t=(), w=(3,), f=(3,))
@@ -142,6 +155,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         """Buffer indices of the stamps the last :meth:`_pending_stamps` returned."""
         self._depends = self._row_dependencies()
         """(S, C) bool: the rows that need sensor s's wrench."""
+        self._weights: np.ndarray | None = None
+        """The noise groups' weights of the last weighted solve (the next one starts there when
+        it is warm-started)."""
 
     # ---- inputs ----------------------------------------------------------------------------
 
@@ -335,18 +351,24 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         with self._lock:
             method, options = self._solver_settings(method or None)
             n_samples, t_first, t_last = self._samples_to_solve(duration)
-            gram, moment, yty, n_rows = self.window.normal_equations(duration)
+            equations = (NormalEquations(*self.window.normal_equations(duration))
+                         if self.config.weighting == "none"
+                         else self.window.channel_normal_equations(duration))
             initvals = self._warm_start(None)
+            weights = self._weights if initvals is not None else None
             generation = self._generation
             stopped = tuple(self.sensor_frames[k] for k in self._stopped())
         try:
-            fit = fit_whole_body(model, NormalEquations(gram, moment, yty, n_rows), method,
-                                 self.config.prior_weight, with_efforts=self.config.with_efforts,
-                                 initvals=initvals, **options)
+            fit = fit_whole_body(model, equations, method, self.config.prior_weight,
+                                 with_efforts=self.config.with_efforts, initvals=initvals,
+                                 weighting=self.config.weighting, initial_weights=weights,
+                                 **options)
         except (ProblemError, SolverError, TypeError, ValueError) as error:
             raise EstimateUnavailable("solver_failed", f"method {method!r}: {error}") from error
         reports = check_bodies(dict(zip(model.bodies, fit.thetas)), method)
-        self._keep_solution(fit.solution, generation)
+        kept = self._keep_solution(fit.solution, generation)
+        if kept and fit.weights is not None:  # the next window's iteration starts from them
+            self._weights = fit.weights.weights
         ident = fit.identifiability
         return WholeBodyEstimate(
             link_names=model.bodies, thetas=fit.thetas.copy(), labels=ident.labels,
@@ -355,10 +377,12 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             min_pseudo_inertia_eigs=np.array([r.min_pseudo_inertia_eig for r in reports]),
             residual_rms=fit.residual_rms, rank=ident.rank, n_params=ident.n_params,
             n_samples=n_samples, t_first=t_first, t_last=t_last, method=method,
-            solve_time=float(fit.solution.solve_time), stopped_sensors=stopped,
+            solve_time=fit.solve_time, stopped_sensors=stopped,
             message="" if fit.solution.found else f"solver stopped early "
                                                   f"({fit.solution.status})",
-            x=fit.x.copy())
+            x=fit.x.copy(), noise_sigma=(
+                {} if fit.weights is None
+                else dict(zip(self.noise_groups, fit.weights.sigma.tolist()))))
 
 
 def _vector(x: np.ndarray, size: int, what: str) -> np.ndarray:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.solvers import Problem
 
 WRENCH_ROWS = 6
@@ -256,12 +257,16 @@ class BlockWindow:
     ``(p + 1)^2`` floats. ``row_groups``: ``(rows, columns)`` pairs, each a group of a sample's
     rows and the only columns they can be non-zero in (covering every row): the products are
     then accumulated per group (a whole-body problem's sensors touch only their subtrees).
-    Not thread-safe.
+    ``channels``: the rows of each channel of a weighted fit (each within one row group,
+    covering every row once), e.g. a sensor's force rows; each block then keeps one product per
+    channel, on its row group's columns, for :meth:`channel_normal_equations` (memory: the sum
+    of their sizes instead of one ``(p + 1)^2``). Not thread-safe.
     """
 
     def __init__(self, window_sec: float, n_params: int, rows_per_sample: int,
                  block_sec: float = 1.0,
-                 row_groups: list[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
+                 row_groups: list[tuple[np.ndarray, np.ndarray]] | None = None,
+                 channels: list[np.ndarray] | None = None) -> None:
         if not window_sec > 0 or not block_sec > 0:
             raise ValueError(f"window_sec and block_sec must be positive (s), got {window_sec}, "
                              f"{block_sec}")
@@ -276,6 +281,15 @@ class BlockWindow:
         self._groups = [(np.asarray(rows, dtype=int),
                          np.append(np.asarray(columns, dtype=int), n_params))  # and the data
                         for rows, columns in (row_groups or [every])]
+        self._channels: list[tuple[np.ndarray, np.ndarray]] | None = None
+        """Per channel: its rows and its row group's columns (and the data's)."""
+        if channels is not None:
+            group_of = {int(r): columns for rows, columns in self._groups for r in rows}
+            self._channels = [(np.asarray(rows, dtype=int), group_of[int(rows[0])])
+                              for rows in channels]
+            covered = np.sort(np.concatenate([rows for rows, _ in self._channels]))
+            if not np.array_equal(covered, np.arange(rows_per_sample)):
+                raise ValueError("channels must cover each row of a sample once")
 
     def __len__(self) -> int:
         return sum(block["t"].size for block in self._blocks)
@@ -312,14 +326,22 @@ class BlockWindow:
         while start < t.size:
             block = self._blocks[-1] if self._blocks else None
             if block is None or t[start] >= block["t"][0] + self.block_sec:
-                block = {"t": np.zeros(0), "product": np.zeros((p + 1, p + 1))}
+                block = ({"t": np.zeros(0), "product": np.zeros((p + 1, p + 1))}
+                         if self._channels is None else
+                         {"t": np.zeros(0), "products": [np.zeros((c.size, c.size))
+                                                         for _, c in self._channels]})
                 self._blocks.append(block)
             stop = start + int(np.searchsorted(t[start:], block["t"][0] + self.block_sec
                                                if block["t"].size else t[start] + self.block_sec))
             augmented = np.concatenate([Y[start:stop], f[start:stop, :, None]], axis=2)
-            for rows, columns in self._groups:
-                part = augmented[:, rows][:, :, columns].reshape(-1, columns.size)
-                block["product"][np.ix_(columns, columns)] += part.T @ part
+            if self._channels is None:
+                for rows, columns in self._groups:
+                    part = augmented[:, rows][:, :, columns].reshape(-1, columns.size)
+                    block["product"][np.ix_(columns, columns)] += part.T @ part
+            else:
+                for (rows, columns), product in zip(self._channels, block["products"]):
+                    part = augmented[:, rows][:, :, columns].reshape(-1, columns.size)
+                    product += part.T @ part
             block["t"] = np.concatenate([block["t"], t[start:stop]])
             start = stop
         self._expire()
@@ -357,6 +379,31 @@ class BlockWindow:
         """``(Y^T Y (p, p), Y^T y (p,), y^T y, rows)`` of the selected blocks."""
         p = self.n_params
         blocks = self._selected(duration)
-        product = sum((b["product"] for b in blocks), np.zeros((p + 1, p + 1)))
+        if self._channels is None:
+            product = sum((b["product"] for b in blocks), np.zeros((p + 1, p + 1)))
+        else:
+            product = self._channel_products(blocks).sum(axis=0)
         rows = self.rows_per_sample * sum(b["t"].size for b in blocks)
         return product[:p, :p].copy(), product[:p, p].copy(), float(product[p, p]), rows
+
+    def channel_normal_equations(self, duration: float = 0.0) -> ChannelNormalEquations:
+        """The normal equations of the selected blocks per channel (the window's ``channels``;
+        ``ValueError`` without)."""
+        if self._channels is None:
+            raise ValueError("this window keeps no per-channel products (channels=None)")
+        blocks = self._selected(duration)
+        p = self.n_params
+        products = self._channel_products(blocks)
+        return ChannelNormalEquations(
+            gram=products[:, :p, :p], moment=products[:, :p, p], yty=products[:, p, p].copy(),
+            n_samples=sum(b["t"].size for b in blocks),
+            rows_per_channel=np.array([rows.size for rows, _ in self._channels]))
+
+    def _channel_products(self, blocks: list[dict[str, Any]]) -> np.ndarray:
+        """(channels, p + 1, p + 1): each channel's ``[Y f]^T [Y f]`` summed over ``blocks``."""
+        p = self.n_params
+        out = np.zeros((len(self._channels), p + 1, p + 1))
+        for k, (_, columns) in enumerate(self._channels):
+            out[k][np.ix_(columns, columns)] = sum(
+                (b["products"][k] for b in blocks), np.zeros((columns.size, columns.size)))
+        return out

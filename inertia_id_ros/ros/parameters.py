@@ -26,6 +26,7 @@ import yaml
 from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig
 from inertia_id_ros.chain.friction import DRIVE_TERMS
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
+from inertia_id_ros.chain.whole_body_fit import DEFAULT_WEIGHTING as WHOLE_BODY_WEIGHTING
 from inertia_id_ros.chain.whole_body_fit import WHOLE_BODY_METHODS
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.robots import load_model
@@ -97,11 +98,12 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec("warning_period_sec", 5.0,
                   "Minimum time between two warnings of the same kind (s)."),
     ParameterSpec("weighting", "",
-                  "'none': unweighted least squares; 'channel': each wrench component (payload) "
-                  "or joint torque (links) weighted by its inverse residual variance over the "
-                  "window, iterated at every solve; the covariance follows the weights. Empty: "
-                  "the mode's default (payload: channel, links: none; whole_body: none, the "
-                  "only one it takes)."),
+                  "'none': unweighted least squares; 'channel': each wrench component (payload), "
+                  "joint torque (links), or the base's and each F/T sensor's force rows and "
+                  "torque rows and each joint torque (whole_body) weighted by its inverse "
+                  "residual variance over the window, iterated at every solve; the covariance "
+                  "(whole_body: the identifiability) follows the weights. Empty: the mode's "
+                  f"default (payload: channel, links: none, whole_body: {WHOLE_BODY_WEIGHTING})."),
     # payload mode
     ParameterSpec("sensor_frame", "", "Payload mode: URDF frame of the F/T sensor; wrenches must "
                                       "carry this frame_id."),
@@ -206,10 +208,11 @@ EXCITE_PARAMETERS = {f"excite_{field}": field for field in (
 RUNTIME_PARAMETERS = tuple(p.name for p in PARAMETERS if p.runtime)
 """Parameters that may change while the node runs (the others are read-only)."""
 
-MODE_WEIGHTINGS = {"payload": "channel", "links": "none", "whole_body": "none"}
+MODE_WEIGHTINGS = {"payload": "channel", "links": "none", "whole_body": WHOLE_BODY_WEIGHTING}
 """The default weighting of each mode (parameter ``weighting`` empty): the estimators' defaults
 (:class:`~inertia_id_ros.online.payload_estimator.EstimatorConfig`,
-:data:`inertia_id_ros.chain.identify.DEFAULT_WEIGHTING`; the whole-body estimator is unweighted)."""
+:data:`inertia_id_ros.chain.identify.DEFAULT_WEIGHTING`,
+:data:`inertia_id_ros.chain.whole_body_fit.DEFAULT_WEIGHTING`)."""
 
 
 @dataclass(frozen=True)
@@ -378,9 +381,6 @@ def _check_whole_body(settings: NodeSettings) -> None:
         check_mode_method(settings.mode, settings.method)
     except ValueError as error:
         raise StartupError(f"parameter 'method': {error}") from error
-    if settings.weighting != MODE_WEIGHTINGS["whole_body"]:
-        raise StartupError(f"parameter 'weighting': {settings.weighting!r}, but the whole-body "
-                           "problem is unweighted (give 'none' or leave it empty)")
     for name in ("sensor_timeout_sec", "sample_rate_hz"):
         if not _positive(getattr(settings, name)):
             raise StartupError(f"parameter '{name}' must be > 0, got "
@@ -598,4 +598,5 @@ def _whole_body_session(settings: NodeSettings) -> Session:
                               with_efforts=settings.use_efforts,
                               max_input_rate_hz=settings.max_input_rate_hz,
                               sensor_timeout_sec=settings.sensor_timeout_sec,
-                              sample_rate_hz=settings.sample_rate_hz)
+                              sample_rate_hz=settings.sample_rate_hz,
+                              weighting=settings.weighting)

@@ -1,7 +1,7 @@
 """Whole-body mode over DDS: the iCub simulator (joint states, IMU, seven F/T sensors) -> the node
-(config/icub_whole_body.yaml) -> every published estimate consistent, identify answers; a sensor
-whose topic nobody publishes is reported and its rows dropped; bad parameters exit 2 naming the
-item."""
+(config/icub_whole_body.yaml; by default the noise groups weighted) -> every published estimate
+consistent, identify answers; a sensor whose topic nobody publishes is reported and its rows
+dropped; bad parameters exit 2 naming the item."""
 
 from __future__ import annotations
 
@@ -74,6 +74,8 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
         assert "F/T sensor(s) ['r_foot_ft_sensor'] stopped" in node.output()
         assert "stopped sensors (rows dropped): ['r_foot_ft_sensor']" in response.message
         assert diagnostics and diagnostics[-1]["stopped_sensors"] == "r_foot_ft_sensor"
+        assert diagnostics[-1]["weighting"] == "channel"  # the default: noise groups weighted
+        assert float(diagnostics[-1]["noise_sigma.l_arm_ft_sensor.force"]) > 0.1  # 0.2 N
         assert links.bodies[0].num_samples > 0.8 * motion * 50.0  # sample_rate_hz 50
         masses = {name: theta[0] for name, theta in msg_to_thetas(links).items()}
         assert 0.7 * sum(t[0] for t in truth.values()) < sum(masses.values())
@@ -82,7 +84,8 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
 
 
 def test_go1_whole_body_over_dds_from_its_foot_contacts(launch, rclpy_context):
-    """The quadruped config: four foot contact sensors, no internal ones, no joint torques."""
+    """The quadruped config: four foot contact sensors, no internal ones, no joint torques;
+    unweighted."""
     import rclpy
 
     from inertia_id_ros.ros.conversions import msg_to_thetas
@@ -92,7 +95,7 @@ def test_go1_whole_body_over_dds_from_its_foot_contacts(launch, rclpy_context):
                  "-p", "duration_sec:=15.0", "-p", "rate_hz:=200.0")
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / "go1_whole_body.yaml"),
-                  "-p", f"urdf_path:={example_robot_urdf('go1')}")
+                  "-p", f"urdf_path:={example_robot_urdf('go1')}", "-p", "weighting:=none")
     peer = rclpy.create_node("inertia_id_go1_whole_body_client")
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:

@@ -233,6 +233,28 @@ def test_cli_fit_whole_body(tmp_path, recording, icub, capsys):
     assert "inconsistent links: 0" in capsys.readouterr().out
 
 
+def test_cli_fit_whole_body_weighting_channel(tmp_path, recording, icub, capsys):
+    """``--weighting channel``: the JSON names each noise group's weight and residual std (the
+    joints' too with ``--efforts``); the held-out table runs on the weighted fit."""
+    urdf, model = icub
+    path, _ = recording
+    out = tmp_path / "wb.json"
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), "--efforts",
+                 "--weighting", "channel", "--holdout", "0.3", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    weighting = result["weighting"]
+    assert weighting["kind"] == "channel" and weighting["iterations"] >= 1
+    assert list(weighting["weights"])[:2] == ["base.force", "base.torque"]
+    assert f"tau.{model.joint_names[0]}" in weighting["sigma"]
+    assert all(b["fully_consistent"] for b in result["bodies"])
+    assert set(result["holdout"]["rms"]) >= {"base", *ICUB_FT}
+    printed = capsys.readouterr().out
+    assert "weighting channel" in printed and "base.force" in printed
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), "--weighting",
+                 "none", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["weighting"] == {"kind": "none"}
+
+
 @pytest.mark.parametrize("change, message", [
     ({"imu_frame": np.array("imu_nowhere")}, "IMU frame 'imu_nowhere' is not in the URDF"),
     ({"ft_frames": np.array(["l_sole", "l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor",

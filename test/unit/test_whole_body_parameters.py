@@ -43,7 +43,7 @@ def test_whole_body_configs_build_a_session(name, robot, n_sensors):
     ({"method": "manifold"}, "'method'"),
     ({"sample_rate_hz": 0.0}, "'sample_rate_hz'"),
     ({"method": "cad_prior"}, "'method': 'cad_prior' does not solve whole-body"),
-    ({"weighting": "channel"}, "'weighting': 'channel', but the whole-body problem is unweighted"),
+    ({"weighting": "joint"}, "'weighting': unknown weighting 'joint'"),
 ])
 def test_bad_whole_body_parameters_name_the_item(overrides, item):
     with pytest.raises(StartupError, match=item):

@@ -66,6 +66,30 @@ def test_session_publishes_every_link_consistent_with_its_identifiability(icub):
     assert session.last is update
 
 
+def test_session_weights_the_noise_groups_online(icub):
+    """``weighting="channel"``: the window keeps per-group products (summed: the unweighted
+    window's), every link stays consistent, the groups' residual std are reported and follow
+    the simulator's noise (internal sensors: 0.2 N against 0.01 N m)."""
+    sim, data = icub
+    sessions = {w: _session(sim, weighting=w) for w in ("none", "channel")}
+    for session in sessions.values():
+        assert _feed(session, data) == []
+        session.estimator.process()
+    plain = sessions["none"].estimator.window.normal_equations()
+    grouped = sessions["channel"].estimator.window.normal_equations()
+    for a, b in zip(plain, grouped):
+        assert np.allclose(a, b, rtol=1e-9, atol=1e-9 * np.abs(plain[0]).max())
+    update = sessions["channel"].update(now=3.0)
+    assert update.ok, update.message
+    estimate = update.estimate
+    assert all(check_consistency(theta).fully_consistent for theta in estimate.thetas)
+    sigma = estimate.noise_sigma
+    assert len(sigma) == 14 and sessions["none"].update(now=3.0).estimate.noise_sigma == {}
+    assert sigma["r_arm_ft_sensor.force"] > 5 * sigma["r_arm_ft_sensor.torque"]
+    values = sessions["channel"].diagnostics().values
+    assert values["weighting"] == "channel" and "noise_sigma.base.force" in values
+
+
 def test_joint_torques_add_their_rows(icub):
     sim, data = icub
     session = _session(sim, with_efforts=True)
