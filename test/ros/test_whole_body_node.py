@@ -33,7 +33,7 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
                                      "l_sole"))
     node = launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", ICUB_CONFIG,
                   "-p", f"urdf_path:={example_robot_urdf('icub')}", "-p", "update_rate_hz:=1.0",
-                  "-p", f"ft_topics:=[{topics}]")
+                  "-p", f"ft_topics:=[{topics}]", "-p", "weighting:=channel")
     peer = rclpy.create_node("inertia_id_whole_body_client")
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
@@ -74,7 +74,7 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
         assert "F/T sensor(s) ['r_foot_ft_sensor'] stopped" in node.output()
         assert "stopped sensors (rows dropped): ['r_foot_ft_sensor']" in response.message
         assert diagnostics and diagnostics[-1]["stopped_sensors"] == "r_foot_ft_sensor"
-        assert diagnostics[-1]["weighting"] == "channel"  # the default: noise groups weighted
+        assert diagnostics[-1]["weighting"] == "channel"  # asked for: noise groups weighted
         assert float(diagnostics[-1]["noise_sigma.l_arm_ft_sensor.force"]) > 0.1  # 0.2 N
         assert links.bodies[0].num_samples > 0.8 * motion * 50.0  # sample_rate_hz 50
         masses = {name: theta[0] for name, theta in msg_to_thetas(links).items()}
@@ -85,7 +85,7 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
 
 def test_go1_whole_body_over_dds_from_its_foot_contacts(launch, rclpy_context):
     """The quadruped config: four foot contact sensors, no internal ones, no joint torques;
-    unweighted."""
+    unweighted (the default)."""
     import rclpy
 
     from inertia_id_ros.ros.conversions import msg_to_thetas
@@ -95,7 +95,7 @@ def test_go1_whole_body_over_dds_from_its_foot_contacts(launch, rclpy_context):
                  "-p", "duration_sec:=15.0", "-p", "rate_hz:=200.0")
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / "go1_whole_body.yaml"),
-                  "-p", f"urdf_path:={example_robot_urdf('go1')}", "-p", "weighting:=none")
+                  "-p", f"urdf_path:={example_robot_urdf('go1')}")
     peer = rclpy.create_node("inertia_id_go1_whole_body_client")
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
