@@ -29,6 +29,16 @@ def script(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
+def spin_until_done(peer, process, linger: float = 3.0) -> None:
+    """Spin ``peer`` while ``process`` (``subprocess.Popen``) runs, then ``linger`` s more for
+    the last messages."""
+    while process.poll() is None:
+        rclpy.spin_once(peer, timeout_sec=0.05)
+    end = time.monotonic() + linger
+    while time.monotonic() < end:
+        rclpy.spin_once(peer, timeout_sec=0.05)
+
+
 def shut_down(processes, peer) -> None:
     """Interrupt the ``processes`` (``subprocess.Popen``) still running and wait for them (killed,
     with a note, if one has not ended 10 s later), then destroy this process's ``peer`` node and
@@ -82,11 +92,7 @@ def main() -> int:
                             "-p", f"duration_sec:={args.duration}", "--log-level", "error"],
                            env=env)
     try:
-        while sim.poll() is None:
-            rclpy.spin_once(peer, timeout_sec=0.05)
-        end = time.monotonic() + 3.0
-        while time.monotonic() < end:
-            rclpy.spin_once(peer, timeout_sec=0.05)
+        spin_until_done(peer, sim)
     finally:
         shut_down((sim, node), peer)
 

@@ -40,7 +40,7 @@ from inertia_id_ros.sim import whole_body as wb
 from inertia_id_ros.srv import Identify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_node_dds import script, shut_down  # noqa: E402
+from bench_node_dds import script, shut_down, spin_until_done  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RATE = 200.0
@@ -74,11 +74,7 @@ def run_node(duration: float, seed: int, env: dict[str, str]) -> tuple[list, obj
                             "-p", f"duration_sec:={duration}", "-p", f"seed:={seed}",
                             "--log-level", "error"], env=env)
     try:
-        while sim.poll() is None:
-            rclpy.spin_once(peer, timeout_sec=0.05)
-        end = time.monotonic() + 3.0
-        while time.monotonic() < end:
-            rclpy.spin_once(peer, timeout_sec=0.05)
+        spin_until_done(peer, sim)
         client.wait_for_service(timeout_sec=10.0)
         start = time.monotonic()
         future = client.call_async(Identify.Request())
