@@ -320,6 +320,11 @@ class SimulatorNode(Node):
         self._thread.start()
         self.get_logger().info(f"simulating {self.robot.description} at {self._rate:.0f} Hz")
 
+    def stop(self) -> None:
+        """End the publishing thread (before the node is destroyed: it must not publish after)."""
+        self.finished.set()
+        self._thread.join(timeout=2.0)
+
     def _run(self) -> None:
         deadline = time.monotonic() + self._wait_for_subscribers
         while time.monotonic() < deadline and not self.robot.subscribed():
@@ -379,6 +384,7 @@ def main(args: list[str] | None = None) -> None:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        node.stop()
         node.destroy_node()
         rclpy.try_shutdown()
     sys.exit(0)
