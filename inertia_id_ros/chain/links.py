@@ -391,27 +391,25 @@ class BaseParameters:
 
     def expressions(self, digits: int = 4) -> list[str]:
         """Each base parameter as text, e.g. ``'link2.Izz + 0.16*link2.m'``."""
-        out = []
-        for k, i in enumerate(self.independent):
-            terms = [self.names[i]]
-            for c, j in zip(self.combination[k], self.dependent):
-                if abs(c) > 10.0 ** -digits:
-                    terms.append(f"{'+' if c > 0 else '-'} {abs(c):.{digits}g}*{self.names[j]}")
-            out.append(" ".join(terms))
-        return out
+        return [" ".join([self.names[i]] + _terms(row, self.names, self.dependent, digits))
+                for i, row in zip(self.independent, self.combination)]
 
     def null_directions(self, digits: int = 4) -> list[str]:
         """Each direction ``e_dep - Σ_k combination[k, dep] e_indep_k`` that leaves all torques
         unchanged, as text: ``'link1.Ixx - 1*link1.Iyy'``."""
-        out = []
-        for col, j in enumerate(self.dependent):
-            terms = [self.names[j]]
-            for k, i in enumerate(self.independent):
-                c = -self.combination[k, col]
-                if abs(c) > 10.0 ** -digits:
-                    terms.append(f"{'+' if c > 0 else '-'} {abs(c):.{digits}g}*{self.names[i]}")
-            out.append(" ".join(terms))
-        return out
+        return [" ".join([self.names[j]] + _terms(-column, self.names, self.independent, digits))
+                for j, column in zip(self.dependent, self.combination.T)]
+
+
+def _terms(coefficients: np.ndarray, names: Sequence[str], index: np.ndarray,
+           digits: int) -> list[str]:
+    """``'+ c*name'`` for each coefficient above ``10^-digits`` in magnitude (the parameter
+    ``names[index[k]]`` for ``coefficients[k]``)."""
+    terms = []
+    for k in np.flatnonzero(np.abs(coefficients) > 10.0 ** -digits):
+        c = float(coefficients[k])
+        terms.append(f"{'+' if c > 0 else '-'} {abs(c):.{digits}g}*{names[index[k]]}")
+    return terms
 
 
 def base_parameters(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],

@@ -28,11 +28,13 @@ are in the null space's span (they move no row), ``partly identified`` otherwise
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from inertia_id_ros.chain.links import DEFAULT_GRAM_RANK_TOLERANCE, base_parameters_from_gram
+from inertia_id_ros.chain.links import (DEFAULT_GRAM_RANK_TOLERANCE, BaseParameters,
+                                        base_parameters_from_gram)
 from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.inertia import N_BODY_PARAMS, check_consistency
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS
@@ -186,13 +188,20 @@ class Identifiability:
     """What the data determine: ``rank`` base parameters of ``n_params``; per identified link
     (``labels``, in :attr:`WholeBodyModel.bodies` order) ``identified``, ``partly identified`` or
     ``prior only``, and ``identified_fraction`` (0..1: the mean over its 10 coordinates of the
-    squared component outside the null space); ``base_parameters`` the combinations (text)."""
+    squared component outside the null space); ``base_parameters`` the combinations (text, in
+    SI units; written out on first use: an online update does not need them)."""
 
     rank: int
     n_params: int
     labels: tuple[str, ...]
     identified_fraction: np.ndarray
-    base_parameters: tuple[str, ...]
+    combinations: BaseParameters = field(repr=False)
+    """The base parameters in physical units (``x = scales x'``)."""
+
+    @functools.cached_property
+    def base_parameters(self) -> tuple[str, ...]:
+        """Each base parameter as text, e.g. ``'l_foot.m + 0.02*l_foot.mcx'``."""
+        return tuple(self.combinations.expressions())
 
 
 def identifiability(model: WholeBodyModel, scaled_gram: np.ndarray, scales: np.ndarray,
@@ -209,8 +218,7 @@ def identifiability(model: WholeBodyModel, scaled_gram: np.ndarray, scales: np.n
     labels = tuple(IDENTIFIED if row.max() < LABEL_TOLERANCE
                    else PRIOR_ONLY if row.min() > 1 - LABEL_TOLERANCE
                    else PARTLY_IDENTIFIED for row in leak)
-    return Identifiability(bp.rank, p, labels, 1.0 - leak.mean(axis=1),
-                           tuple(physical.expressions()))
+    return Identifiability(bp.rank, p, labels, 1.0 - leak.mean(axis=1), physical)
 
 
 @dataclass(frozen=True)
