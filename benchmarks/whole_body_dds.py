@@ -7,8 +7,10 @@ sensors, the left sole's contact sensor, 200 Hz, true links differing from the U
 published estimates and the inconsistent ones, calls ``identify``. Then, offline, the same
 simulated robot's last 30 % (fresh noise) is predicted: per F/T sensor, the force RMS error of the
 rows (:class:`~inertia_id_ros.core.whole_body.WholeBodyModel`) with the published estimate, the
-URDF (given the true sensor offsets) and an OLS fit of the same training rows; the yardstick is
-the error of the true robot (the rows' noise: the sensor's, the contact's beyond it, the IMU's).
+URDF as given (zero offsets), the URDF with the sensor offsets fitted to the training rows, and an
+OLS fit of the same training rows; the yardstick is the error of the true robot (the rows' noise:
+the sensor's, the contact's beyond it, the IMU's). ``truth/URDF+off`` is the best ratio any
+estimate can reach against the URDF with fitted offsets.
 Also the node's cost from ``/diagnostics``: processing per sample, solve, whole update, backlog.
 
     .venv/bin/python benchmarks/whole_body_dds.py [--duration 60] [--seed 0]
@@ -28,7 +30,8 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from inertia_id_ros.chain.whole_body_fit import fit_whole_body
+from inertia_id_ros.chain.whole_body_fit import (fit_whole_body, prediction_errors,
+                                                 prior_with_fitted_offsets)
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.whole_body import (FTSensor, WholeBodyModel, WholeBodySamples,
@@ -96,17 +99,6 @@ def samples_of(model: WholeBodyModel, data: dict, select: np.ndarray) -> WholeBo
     return WholeBodySamples(q, dq, ddq, base, data["ft_wrench"][select])
 
 
-def force_rms(model: WholeBodyModel, samples: WholeBodySamples, x: np.ndarray) -> dict:
-    """Per sensor row block (``base``: the contact's), the force RMS of ``b - Y x`` (N)."""
-    Y, b, channels = model.rows(samples)
-    residual = (b - Y @ x).reshape(-1, len(channels))
-    out = {}
-    for start in range(0, len(channels), 6):
-        name = channels[start].split(".")[0]
-        out[name] = float(np.sqrt(np.mean(residual[:, start:start + 3] ** 2)))
-    return out
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=60.0, help="whole motion, s (60)")
@@ -153,29 +145,34 @@ def main() -> int:
     true_offsets = dict(zip(data["ft_frames"], data["true_ft_offset"]))
     x_node = np.concatenate([estimate[b] for b in model.bodies]
                             + [offsets[s] for s in model.offset_sensors])
-    x_urdf = np.concatenate([model.prior[:10 * model.n_bodies]]
-                            + [true_offsets[s] for s in model.offset_sensors])
     x_true = np.concatenate([dict(zip(data["true_links"], data["true_theta"]))[b]
                              for b in model.bodies]
                             + [true_offsets[s] for s in model.offset_sensors])
-    ols = fit_whole_body(model, samples_of(model, data, train_idx), "ols")
+    train_samples = samples_of(model, data, train_idx)
+    ols = fit_whole_body(model, train_samples, "ols")
     inconsistent_ols = sum(not check_consistency(t).fully_consistent for t in ols.thetas)
     held_out = samples_of(model, data, test_idx)
-    errors = {name: force_rms(model, held_out, x)
-              for name, x in (("node", x_node), ("urdf", x_urdf), ("ols", ols.x),
-                              ("truth", x_true))}
+    candidates = {"node": x_node, "URDF": model.prior,
+                  "URDF+off": prior_with_fitted_offsets(model, train_samples),
+                  "OLS": ols.x, "truth": x_true}
+    errors = {name: prediction_errors(model, x, held_out).force
+              for name, x in candidates.items()}
     print(f"OLS on the same training rows: {inconsistent_ols} of {len(ols.thetas)} links "
           "inconsistent")
     print(f"\nheld-out force RMS error (N), last {100 * (1 - TRAIN_FRACTION):.0f} % "
-          f"({test_idx.size} samples)")
-    print(f"{'rows':<22}{'node':>9}{'URDF':>9}{'OLS':>9}{'truth':>9}{'node/URDF':>11}"
-          f"{'node/OLS':>10}{'node/truth':>12}")
-    for name in errors["node"]:
-        e = {k: v[name] for k, v in errors.items()}
-        label = "base (l_sole contact)" if name == "base" else name
-        print(f"{label:<22}{e['node']:9.3f}{e['urdf']:9.3f}{e['ols']:9.3f}{e['truth']:9.3f}"
-              f"{e['node'] / e['urdf']:11.2f}{e['node'] / e['ols']:10.2f}"
-              f"{e['node'] / e['truth']:12.2f}")
+          f"({test_idx.size} samples); URDF: its links and zero offsets, URDF+off: its links "
+          "with the offsets fitted to the training rows, truth: the simulated robot (the noise "
+          "floor)")
+    print(f"{'rows':<22}" + "".join(f"{name:>9}" for name in errors)
+          + f"{'node/URDF':>11}{'node/URDF+off':>15}{'node/OLS':>10}{'node/truth':>12}"
+          f"{'truth/URDF+off':>16}")
+    for group in errors["node"]:
+        e = {name: values[group] for name, values in errors.items()}
+        label = "base (l_sole contact)" if group == "base" else group
+        print(f"{label:<22}" + "".join(f"{v:9.3f}" for v in e.values())
+              + f"{e['node'] / e['URDF']:11.2f}{e['node'] / e['URDF+off']:15.2f}"
+              f"{e['node'] / e['OLS']:10.2f}{e['node'] / e['truth']:12.2f}"
+              f"{e['truth'] / e['URDF+off']:16.2f}")
     return 0 if response is not None and response.success and inconsistent == 0 else 1
 
 

@@ -367,6 +367,20 @@ def prediction_errors(model: WholeBodyModel, x: np.ndarray, samples: WholeBodySa
     return PredictionErrors(force, torque)
 
 
+def prior_with_fitted_offsets(model: WholeBodyModel, samples: WholeBodySamples,
+                              with_efforts: bool = False) -> np.ndarray:
+    """(p,) the URDF's links (:attr:`WholeBodyModel.prior`) with the internal sensors' offsets
+    fitted to ``samples`` by least squares: the URDF's best prediction when the offsets are not
+    known (a fairer yardstick than zero offsets)."""
+    x = model.prior
+    offsets_only = dataclasses.replace(model, bodies=())
+    if offsets_only.n_params:
+        reduced = normal_equations(offsets_only, samples, with_efforts)
+        x[N_BODY_PARAMS * model.n_bodies:] = np.linalg.lstsq(reduced.gram, reduced.moment,
+                                                             rcond=None)[0]
+    return x
+
+
 def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout: float,
                        method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
                        with_efforts: bool = False, weighting: str = "none"
@@ -393,12 +407,9 @@ def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout
     ols = fit_whole_body(model, equations, "ols", prior_weight, with_efforts)
     errors = {name: prediction_errors(model, x, test, with_efforts)
               for name, x in (("fit", fit.x), ("urdf", model.prior), ("ols", ols.x))}
-    # the URDF's links with the sensors' offsets fitted (least squares) on the same samples
-    offsets_only = dataclasses.replace(model, bodies=())
-    if offsets_only.n_params:
-        reduced = normal_equations(offsets_only, train, with_efforts)
-        x = np.linalg.lstsq(reduced.gram, reduced.moment, rcond=None)[0]
-        errors["urdf_offsets"] = prediction_errors(offsets_only, x, test, with_efforts)
+    if model.offset_sensors:
+        errors["urdf_offsets"] = prediction_errors(
+            model, prior_with_fitted_offsets(model, train, with_efforts), test, with_efforts)
     table = {group: {"force": {name: e.force[group] for name, e in errors.items()},
                      "torque": {name: e.torque[group] for name, e in errors.items()},
                      "ols_inconsistent_links": sum(not check_consistency(t).fully_consistent
