@@ -112,10 +112,13 @@ def main() -> int:
     inconsistent = sum(not check_consistency(theta).fully_consistent
                        for msg in published for theta in msg_to_thetas(msg).values())
     print(f"\nnode over DDS, iCub {train:.0f} s at {RATE:.0f} Hz: {len(published)} estimates "
-          f"published, {inconsistent} inconsistent bodies; identify "
-          f"{'ok' if response and response.success else 'FAILED'} in {identify_s:.2f} s "
-          f"(solve {response.links.bodies[0].solve_time:.3f} s, "
-          f"{response.links.bodies[0].num_samples} samples)")
+          f"published, {inconsistent} inconsistent bodies")
+    if response is None or not response.success or not response.links.bodies:
+        print("identify FAILED: " + ("no answer" if response is None else response.message))
+        return 1
+    print(f"identify ok in {identify_s:.2f} s (solve {response.links.bodies[0].solve_time:.3f} "
+          f"s, {response.links.bodies[0].num_samples} samples)")
+
     def median(key: str) -> float:
         values = [float(d[key]) for d in diagnostics if key in d]
         return float(np.median(values)) if values else float("nan")
@@ -173,7 +176,7 @@ def main() -> int:
               + f"{e['node'] / e['URDF']:11.2f}{e['node'] / e['URDF+off']:15.2f}"
               f"{e['node'] / e['OLS']:10.2f}{e['node'] / e['truth']:12.2f}"
               f"{e['truth'] / e['URDF+off']:16.2f}")
-    return 0 if response is not None and response.success and inconsistent == 0 else 1
+    return 0 if inconsistent == 0 else 1
 
 
 if __name__ == "__main__":
