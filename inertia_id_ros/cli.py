@@ -92,7 +92,7 @@ from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.io.export import (
     DEFAULT_FILTER_CHAIN,
     EXPORT_MODES,
-    STANDARD_GRAVITY,
+    DEFAULT_GRAVITY,
     IdentifiedBody,
     body_json,
     export_urdf,
@@ -705,7 +705,7 @@ def _export(args: argparse.Namespace) -> int:
                          + "] mm in the link frame")
         if args.gravity_yaml:
             gravity = (_load_model(args.urdf).gravity.linear if urdf_xml
-                       else STANDARD_GRAVITY)
+                       else DEFAULT_GRAVITY)
             text = gravity_compensation_yaml(body, world, gravity, args.node, args.chain)
             try:
                 Path(args.gravity_yaml).write_text(text)

@@ -31,6 +31,9 @@ ROBOT_URDFS: dict[str, str] = {
 between ``r_shoulder_3`` and ``r_upper_arm``); ``solo12`` and ``go1`` are quadrupeds (use a leg's
 joints, the trunk is the fixed base)."""
 
+STANDARD_GRAVITY = 9.81
+"""|g| (m/s²) of a URDF's world (z up; pinocchio's default gravity ``[0, 0, -9.81]``)."""
+
 _ENV_VAR = "EXAMPLE_ROBOT_DATA_DIR"
 
 

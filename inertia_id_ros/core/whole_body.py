@@ -34,7 +34,7 @@ from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import N_BODY_PARAMS, THETA_NAMES
 from inertia_id_ros.core.regressors import (N_WRENCH_CHANNELS, WRENCH_CHANNEL_NAMES,
                                             _cross_matrices, body_regressor_batch)
-from inertia_id_ros.core.robots import frame_id, load_model
+from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model
 from inertia_id_ros.errors import ConfigError, DataError
 
 BASE_KINDS = ("floating", "fixed", "suspended")
@@ -45,8 +45,6 @@ measured), base at rest."""
 SENSOR_KINDS = ("contact", "internal")
 """``contact``: the wrench the environment exerts on the robot at the frame, about its origin;
 ``internal``: the wrench the root side exerts on the part beyond the sensor."""
-STANDARD_GRAVITY = 9.81
-"""|g| (m/s²) used for a base at rest (the URDF world: z up)."""
 DEFAULT_GYRO_HALF_WIDTH = 0.02
 """Half-width (s) of the local quadratic fit that differentiates the gyro."""
 

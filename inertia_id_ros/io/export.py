@@ -74,13 +74,13 @@ from inertia_id_ros.errors import ExportError
 from inertia_id_ros.core.inertia import (check_consistency, inertia_from_msg_order,
                                          inertia_from_theta, inertia_to_msg_order,
                                          theta_from_inertia)
-from inertia_id_ros.core.robots import frame_id, load_model
+from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model
 from inertia_id_ros.errors import FrameNotFound
 
 GRAVITY_COMPENSATION_TYPE = "control_filters/GravityCompensationWrench"
 DEFAULT_FILTER_CHAIN = "sensor_filter_chain"
-STANDARD_GRAVITY = np.array([0.0, 0.0, -9.81])
-"""Gravity (m/s^2) in the world frame when no URDF gives the model's."""
+DEFAULT_GRAVITY = np.array([0.0, 0.0, -STANDARD_GRAVITY])
+"""Gravity (m/s²) in the world frame when no URDF gives the model's."""
 EXPORT_MODES = ("replace", "add")
 
 
@@ -341,7 +341,7 @@ def root_link(urdf_xml: str) -> str:
 
 
 def gravity_compensation_parameters(body: IdentifiedBody, world_frame: str,
-                                    gravity: np.ndarray = STANDARD_GRAVITY) -> dict[str, Any]:
+                                    gravity: np.ndarray = DEFAULT_GRAVITY) -> dict[str, Any]:
     """``params`` of ``control_filters/GravityCompensationWrench`` for ``body``: COM in the body's
     frame (``sensor_frame``), weight ``m * gravity`` (N) in ``world_frame``."""
     _check_exportable(body)
@@ -352,7 +352,7 @@ def gravity_compensation_parameters(body: IdentifiedBody, world_frame: str,
 
 
 def gravity_compensation_yaml(body: IdentifiedBody, world_frame: str,
-                              gravity: np.ndarray = STANDARD_GRAVITY, node: str = "/**",
+                              gravity: np.ndarray = DEFAULT_GRAVITY, node: str = "/**",
                               chain: str = DEFAULT_FILTER_CHAIN) -> str:
     """A ROS 2 parameter file: filter chain ``chain`` of node ``node`` whose ``filter1`` is the
     gravity compensation of ``body`` (see :func:`gravity_compensation_parameters`)."""
