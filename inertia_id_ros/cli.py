@@ -14,11 +14,14 @@ Subcommands:
   (:mod:`inertia_id_ros.sim.traversaro2016`);
 - ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`;
 - ``replay``: a ROS 2 bag through the node's estimator, update by update in bag time, to CSV, JSON
-  and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`);
+  and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`); with
+  ``--params-file`` the session the node builds from its parameter file (payload or whole_body
+  mode: a whole-body replay's JSON has fit-whole-body's fields for the final estimate and one
+  record per update);
 - ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
   directly (no DDS);
 - ``sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1) with its truth
-  (:mod:`inertia_id_ros.sim.whole_body`);
+  (:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of it to replay (``--bag``);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
   filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
 - ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
@@ -782,15 +785,29 @@ def _sim_whole_body(args: argparse.Namespace) -> int:
 
     if not (args.duration > 0 and args.rate > 0):
         raise InputError(f"--duration and --rate must be > 0, got {args.duration}, {args.rate}")
+    if args.out is None and args.bag is None:
+        raise InputError("give the NPZ to write, --bag OUT, or both")
     sim = ROBOTS[args.robot](seed=args.seed)
-    data = write_recording(args.out, sim, args.duration, args.rate, args.with_ddq,
-                           args.with_effort)
+    written = []
+    if args.out is not None:
+        data = write_recording(args.out, sim, args.duration, args.rate, args.with_ddq,
+                               args.with_effort)
+        written.append(f"{args.out} ({data['true_theta'].shape[0]} true links)")
+    if args.bag is not None:
+        from inertia_id_ros.io.replay import record_whole_body
+
+        try:
+            topics = record_whole_body(args.bag, sim, args.duration, args.rate, args.seed,
+                                       args.storage, with_effort=args.with_effort)
+        except ValueError as e:
+            raise InputError(str(e)) from None
+        written.append(f"{args.bag} ({args.storage}: /joint_states, /imu, "
+                       f"{', '.join(topics)}, /robot_description)")
     if args.truth_urdf:
         _write_output(args.truth_urdf, lambda path: Path(path).write_text(sim.true_xml))
-    print(f"wrote {args.out}: {args.duration:g} s of the simulated {args.robot} at "
+    print(f"wrote {' and '.join(written)}: {args.duration:g} s of the simulated {args.robot} at "
           f"{args.rate:g} Hz, {len(sim.joint_names)} joints, F/T sensors "
-          f"{', '.join(f'{f} ({k})' for f, k in sim.ft_sensors)}, IMU at {sim.imu_frame}; "
-          f"{data['true_theta'].shape[0]} true links")
+          f"{', '.join(f'{f} ({k})' for f, k in sim.ft_sensors)}, IMU at {sim.imu_frame}")
     return 0
 
 
@@ -1126,7 +1143,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     whole = sub.add_parser("sim-whole-body", help="write an NPZ of a simulated floating-base robot "
                                                   "(joints, IMU, F/T sensors; truth included)")
-    whole.add_argument("out", help="NPZ file to write")
+    whole.add_argument("out", nargs="?", help="NPZ file to write")
+    whole.add_argument("--bag", metavar="OUT",
+                       help="also (or only) write a ROS 2 bag (a new directory) with the "
+                            "simulator node's topics, to replay (inertia-id replay "
+                            "--params-file config/<robot>_whole_body.yaml)")
+    whole.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"),
+                       help="--bag: storage (mcap)")
     whole.add_argument("--robot", default="icub", choices=("icub", "go1", "icub_suspended"),
                        help="icub: on one sole, six internal F/T sensors; go1: four foot "
                             "contacts; icub_suspended: hanging from a crane F/T sensor (icub)")
