@@ -443,8 +443,8 @@ def record_simulation(path: str | Path, duration: float, rate_hz: float = 1000.0
     rng = np.random.default_rng(seed + 1)
     names = list(sim.joint_names)
     with _BagRecorder(path, storage) as bag:
-        bag.write(ROBOT_DESCRIPTION_TOPIC, bag.string(Path(example_robot_urdf("panda")).read_text()),
-                  start_stamp, latency=0.0)
+        urdf = Path(example_robot_urdf("panda")).read_text()
+        bag.write(ROBOT_DESCRIPTION_TOPIC, bag.string(urdf), start_stamp, latency=0.0)
         for t in _chunks(duration, rate_hz):
             q, dq, wrench = sim.measure(t, rng)
             if changed is not None and t[-1] >= payload_change_at:
@@ -462,24 +462,28 @@ def record_whole_body(path: str | Path, simulator: WholeBodySimulator, duration:
                       rate_hz: float = 200.0, seed: int = 0, storage: str = "mcap",
                       start_stamp: float = DEFAULT_START_STAMP, with_effort: bool = False,
                       joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-                      imu_topic: str = DEFAULT_IMU_TOPIC) -> dict[str, str]:
+                      imu_topic: str = DEFAULT_IMU_TOPIC,
+                      sensors_stop: Mapping[str, float] | None = None) -> dict[str, str]:
     """Write the rosbag2 directory ``path`` (must not exist) with ``duration`` s of the simulated
     floating-base robot ``simulator`` at ``rate_hz`` (see the module docstring), ``storage``
     ``"mcap"`` or ``"sqlite3"``, noise from seed ``seed + 1`` (as ``inertia-id-sim``), stamps
-    ``start_stamp + k / rate_hz``; joint states with velocities (and efforts: ``with_effort``).
-    Returns the F/T topics: topic -> sensor frame (``/<frame>/wrench``)."""
+    ``start_stamp + k / rate_hz``; joint states with velocities (and efforts: ``with_effort``);
+    ``sensors_stop``: F/T sensor frame -> time (s into the recording) from which its wrenches
+    are missing (a sensor that stops). Returns the F/T topics: topic -> sensor frame
+    (``/<frame>/wrench``)."""
     if not duration > 0 or not rate_hz > 0:
         raise ValueError(f"duration and rate must be positive, got {duration} s, {rate_hz} Hz")
     sim = simulator
     rng = np.random.default_rng(seed + 1)
     names = list(sim.joint_names)
     ft_topics = {f"/{frame}/wrench": frame for frame, _ in sim.ft_sensors}
+    stops = [dict(sensors_stop or {}).get(frame, np.inf) for frame in ft_topics.values()]
     with _BagRecorder(path, storage) as bag:
         bag.write(ROBOT_DESCRIPTION_TOPIC, bag.string(sim.cad_xml), start_stamp, latency=0.0)
         for t in _chunks(duration, rate_hz):
             data = sim.measure(sim.simulate(t), with_ddq=False, with_effort=with_effort, rng=rng)
             effort = data.get("effort")
-            for i, stamp in enumerate(start_stamp + t):
+            for i, (ti, stamp) in enumerate(zip(t, start_stamp + t)):
                 bag.write(joint_states_topic, bag.joint_state(
                     stamp, names, data["q"][i], data["dq"][i],
                     None if effort is None else effort[i]), stamp)
@@ -487,7 +491,9 @@ def record_whole_body(path: str | Path, simulator: WholeBodySimulator, duration:
                                              data["imu_angular_velocity"][i],
                                              data["imu_linear_acceleration"][i]), stamp)
                 for k, (topic, frame) in enumerate(ft_topics.items()):
-                    bag.write(topic, bag.wrench(stamp, frame, data["ft_wrench"][i, k]), stamp)
+                    if ti < stops[k]:
+                        bag.write(topic, bag.wrench(stamp, frame, data["ft_wrench"][i, k]),
+                                  stamp)
     return ft_topics
 
 

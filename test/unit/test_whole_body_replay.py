@@ -15,10 +15,10 @@ import pytest
 from inertia_id_ros import cli
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.io.data import header_seconds, read_bag_messages, wrench_values
-from inertia_id_ros.io.replay import TRANSPORT_LATENCY, bag_robot_description
+from inertia_id_ros.io.replay import TRANSPORT_LATENCY, bag_robot_description, record_whole_body
 from inertia_id_ros.ros.parameters import (build_session, parameters_from_file,
                                            settings_from_parameters)
-from inertia_id_ros.sim.whole_body import GO1_FEET
+from inertia_id_ros.sim.whole_body import GO1_FEET, go1
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "go1_whole_body.yaml"
 DURATION, RATE = 3.0, 200.0
@@ -159,3 +159,21 @@ def test_bad_whole_body_replay_input_exits_2_naming_the_item(capsys, go1_bag, tm
         code, _, err = run(capsys, *argv)
         assert code == 2, (argv, err)
         assert err.count("\n") == 1 and fragment in err, (argv, err)
+
+
+def test_a_sensor_that_stops_is_reported_and_its_rows_dropped(capsys, tmp_path):
+    """RR_foot's wrenches end 2 s into a 3 s bag: an update reports it stopped (0.5 s later,
+    sensor_timeout_sec) and the final estimate names it (its rows dropped: the session's
+    tests check the rows)."""
+    bag, out = tmp_path / "stops", tmp_path / "stops.json"
+    record_whole_body(bag, go1(seed=2), DURATION, RATE, seed=2, sensors_stop={"RR_foot": 2.0})
+    code, printed, err = run(capsys, "replay", bag, "--params-file", CONFIG, *_overrides(),
+                             "--json", out)
+    assert code == 0, err
+    result = json.loads(out.read_text())
+    assert result["received"]["wrench.RR_foot"] == int(2.0 * RATE)
+    events = result["sensor_events"]
+    assert [e["kind"] for e in events] == ["sensor_stopped"] and "RR_foot" in events[0]["message"]
+    assert 2.5 <= events[0]["time"] - result["start_time"] <= 3.0
+    assert result["stopped_sensors"] == ["RR_foot"] and "stopped" in printed
+    assert all(b["fully_consistent"] for b in result["bodies"])
