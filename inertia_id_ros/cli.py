@@ -605,6 +605,8 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
         if settings.mode not in ("payload", "whole_body"):
             raise InputError(f"{args.params_file}: replay runs the payload and whole_body "
                              f"modes, not {settings.mode!r}")
+        if settings.mode == "whole_body" and (args.png or args.truth):
+            raise InputError("--png and --truth only apply to payload replays")
         session = build_session(settings)
     except StartupError as e:
         raise InputError(f"{args.params_file}: {e}") from None
@@ -713,8 +715,6 @@ def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: fl
     from inertia_id_ros.io.replay import whole_body_update_record, write_whole_body_csv
     from inertia_id_ros.io.whole_body import whole_body_estimate_json
 
-    if args.png or args.truth:
-        raise InputError("--png and --truth only apply to payload replays")
     if args.csv:
         _write_output(args.csv, lambda path: write_whole_body_csv(replay, path))
     dropped = _dropped_text(replay.dropped)
@@ -735,7 +735,7 @@ def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: fl
         _write_json(args.json, {
             "mode": "whole_body", **result, "source": args.bag,
             "update_rate_hz": replay.update_rate_hz, "window_sec": config.window_sec,
-            "weighting": config.weighting, "start_time": replay.start_time,
+            "start_time": replay.start_time,
             "received": replay.received, "dropped": replay.dropped, "failed_solves": failed,
             "sensor_events": [{"time": t, "kind": kind, "message": message}
                               for t, kind, message in replay.sensor_events],
@@ -1102,9 +1102,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"geometry_msgs/WrenchStamped topic ({DEFAULT_WRENCH_TOPIC})")
     replay.add_argument("--update-rate", type=float, metavar="HZ",
                         help="updates (process + solve) per second of bag time (2, the node's "
-                             "update_rate_hz)")
+                             "update_rate_hz; --params-file: the file's)")
     replay.add_argument("--window-sec", type=float, metavar="SEC",
-                        help="sliding window (10, the node's window_sec)")
+                        help="sliding window (10, the node's window_sec; --params-file: the "
+                             "file's)")
     replay.add_argument("--method", choices=sorted(METHODS),
                         help="identification method (lmi)")
     replay.add_argument("--no-offset", action="store_true",

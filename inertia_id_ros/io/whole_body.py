@@ -304,7 +304,8 @@ def whole_body_estimate_json(model: WholeBodyModel, estimate: WholeBodyEstimate
     """An online estimate (:class:`~inertia_id_ros.online.whole_body_estimator.WholeBodyEstimate`)
     in the result JSON's shape (:func:`whole_body_json`): ``method``, ``base``, ``bodies``,
     ``sensor_offsets``, ``base_parameters`` (``rank``, ``parameters``), ``residual_rms``,
-    ``samples``, ``solve_time_s``, ``stopped_sensors``, ``noise_sigma`` (weighted fits)."""
+    ``samples``, ``solve_time_s``, ``weighting`` (``kind``; weighted: ``sigma`` per noise
+    group), ``stopped_sensors`` (whose rows the solve dropped)."""
     return {"method": estimate.method, "base": model.base,
             "bodies": links_json(model, estimate.thetas, estimate.labels,
                                  estimate.identified_fraction),
@@ -313,5 +314,6 @@ def whole_body_estimate_json(model: WholeBodyModel, estimate: WholeBodyEstimate
             "base_parameters": {"rank": estimate.rank, "parameters": estimate.n_params},
             "residual_rms": estimate.residual_rms, "samples": estimate.n_samples,
             "solve_time_s": estimate.solve_time,
-            "stopped_sensors": list(estimate.stopped_sensors),
-            "noise_sigma": dict(estimate.noise_sigma)}
+            "weighting": ({"kind": "channel", "sigma": dict(estimate.noise_sigma)}
+                          if estimate.noise_sigma else {"kind": "none"}),
+            "stopped_sensors": list(estimate.stopped_sensors)}

@@ -88,6 +88,7 @@ def test_replay_matches_the_session_driven_as_the_node_drives_it(capsys, go1_bag
     assert result["samples"] == updates[-1]["n_samples"] and result["solve_time_s"] > 0
     assert result["received"]["imu"] == int(DURATION * RATE)
     assert result["failed_solves"] == {} and result["sensor_events"] == []
+    assert result["weighting"] == {"kind": "none"}  # the mode's default
     assert "inconsistent links: 0" in printed
     with open(table, newline="") as stream:
         rows = list(csv.DictReader(stream))
@@ -143,6 +144,7 @@ def test_bad_whole_body_replay_input_exits_2_naming_the_item(capsys, go1_bag, tm
         (["-p", "window_sec"], "NAME:=VALUE"),
         (["--urdf", tmp_path / "none.urdf"], "none.urdf"),
         (["--update-rate", 0], "--update-rate"),
+        (["--png", tmp_path / "r.png"], "--png"),
     ]
     for extra, fragment in cases:
         code, _, err = run(capsys, "replay", go1_bag, "--params-file", CONFIG, *extra)
