@@ -14,11 +14,14 @@ Subcommands:
   (:mod:`inertia_id_ros.sim.traversaro2016`);
 - ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`;
 - ``replay``: a ROS 2 bag through the node's estimator, update by update in bag time, to CSV, JSON
-  and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`);
+  and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`); with
+  ``--params-file`` the session the node builds from its parameter file (payload or whole_body
+  mode: a whole-body replay's JSON has fit-whole-body's fields for the final estimate and one
+  record per update);
 - ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
   directly (no DDS);
 - ``sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1) with its truth
-  (:mod:`inertia_id_ros.sim.whole_body`);
+  (:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of it to replay (``--bag``);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
   filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
 - ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
@@ -65,6 +68,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -415,6 +419,18 @@ def _fit_links(args: argparse.Namespace) -> int:
 # ---- fit-whole-body ------------------------------------------------------------------------
 
 
+def _link_lines(result: dict[str, Any]) -> list[str]:
+    """The table of a whole-body result's links and its sensor offsets."""
+    lines = [f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
+    for body in result["bodies"]:
+        lines.append(f"{body['name']:<22}{body['mass']:10.3f}{body['min_pseudo_inertia_eig']:12.2e}"
+                     f"  {'yes' if body['fully_consistent'] else 'NO ':<10}  "
+                     f"{body['identifiability']}")
+    for frame, offset in result["sensor_offsets"].items():
+        lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))
+    return lines
+
+
 def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
     if args.prior_weight < 0:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
@@ -467,13 +483,7 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
              f"solve {fit.solve_time:.3f} s ({fit.solution.status}); "
              f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters; "
              f"weighting {args.weighting}",
-             f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
-    for body in result["bodies"]:
-        lines.append(f"{body['name']:<22}{body['mass']:10.3f}{body['min_pseudo_inertia_eig']:12.2e}"
-                     f"  {'yes' if body['fully_consistent'] else 'NO ':<10}  "
-                     f"{body['identifiability']}")
-    for frame, offset in result["sensor_offsets"].items():
-        lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))
+             *_link_lines(result)]
     inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
     lines.append(f"residual rms {fit.residual_rms:.4f}; inconsistent links: {inconsistent}")
     if fit.weights is not None:
@@ -542,27 +552,110 @@ def _json_ready(value: Any) -> Any:
     return None if isinstance(value, float) and not np.isfinite(value) else value
 
 
-def _replay(args: argparse.Namespace) -> int:
-    from inertia_id_ros.io.replay import change_record, replay_bag, update_record, write_csv
+_REPLAY_PARAMETERS = {"urdf": "urdf_path", "joint_states_topic": "joint_states_topic",
+                      "update_rate": "update_rate_hz", "window_sec": "window_sec",
+                      "method": "method", "max_input_rate": "max_input_rate_hz",
+                      "sensor_frame": "sensor_frame", "wrench_topic": "wrench_topic",
+                      "change_threshold": "payload_change_threshold"}
+"""replay's options -> the node parameters they set (with --params-file)."""
+_REPLAY_FLAGS = {"no_offset": ("estimate_offset", False),
+                 "flip_wrench_sign": ("flip_wrench_sign", True),
+                 "no_change_detection": ("detect_payload_change", False)}
+"""replay's flags -> the node parameter and the value they set (with --params-file)."""
 
-    if not args.update_rate > 0:
+
+def _replay_with_parameters(args: argparse.Namespace) -> Any:
+    """The replay of the session the node builds from ``--params-file`` (overridden by ``-p``
+    and the options of :data:`_REPLAY_PARAMETERS` and :data:`_REPLAY_FLAGS`): a
+    :class:`~inertia_id_ros.io.replay.Replay` (payload) or
+    :class:`~inertia_id_ros.io.replay.WholeBodyReplay`."""
+    import yaml
+
+    from inertia_id_ros.errors import StartupError
+    from inertia_id_ros.io.replay import (bag_robot_description, replay_payload_bag,
+                                          replay_whole_body_bag)
+    from inertia_id_ros.ros.parameters import (build_session, parameters_from_file,
+                                               settings_from_parameters)
+
+    try:
+        values = parameters_from_file(args.params_file, args.node_name)
+    except ConfigError as e:
+        raise InputError(str(e)) from None
+    for entry in args.param:
+        name, separator, text = entry.partition(":=")
+        if not separator or not name.strip():
+            raise InputError(f"-p {entry!r}: give NAME:=VALUE")
+        try:
+            values[name.strip()] = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise InputError(f"-p {entry!r}: not a YAML value: {e}".replace("\n", " ")) from None
+    values.update({parameter: getattr(args, option)
+                   for option, parameter in _REPLAY_PARAMETERS.items()
+                   if getattr(args, option) is not None})
+    values.update(setting for flag, setting in _REPLAY_FLAGS.items() if getattr(args, flag))
+    if args.urdf is not None:
+        values["robot_description"] = ""
+    elif not values.get("urdf_path") and not values.get("robot_description"):
+        values["robot_description"] = bag_robot_description(args.bag) or ""
+        if not values["robot_description"]:
+            raise InputError(f"{args.bag}: no /robot_description in the bag and no urdf_path "
+                             f"in {args.params_file}; give --urdf")
+    try:
+        settings = settings_from_parameters(values)
+        if settings.mode not in ("payload", "whole_body"):
+            raise InputError(f"{args.params_file}: replay runs the payload and whole_body "
+                             f"modes, not {settings.mode!r}")
+        if settings.mode == "whole_body" and (args.png or args.truth):
+            raise InputError("--png and --truth only apply to payload replays")
+        session = build_session(settings)
+    except StartupError as e:
+        raise InputError(f"{args.params_file}: {e}") from None
+    if settings.mode == "payload":
+        return replay_payload_bag(args.bag, session, settings.update_rate_hz,
+                                  settings.joint_states_topic, settings.wrench_topic)
+    return replay_whole_body_bag(args.bag, session, settings.update_rate_hz,
+                                 settings.joint_states_topic, settings.imu_topic,
+                                 dict(zip(settings.ft_topics, settings.ft_frames)))
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from inertia_id_ros.io.replay import (WholeBodyReplay, change_record, replay_bag,
+                                          update_record, write_csv)
+
+    if args.update_rate is not None and not args.update_rate > 0:
         raise InputError(f"--update-rate must be > 0 Hz, got {args.update_rate}")
     truth = None if args.truth is None else _read_body(args.truth)
-    if not args.change_threshold > 0:
+    if args.change_threshold is not None and not args.change_threshold > 0:
         raise InputError(f"--change-threshold must be > 0, got {args.change_threshold}")
-    settings = {"window_sec": args.window_sec, "method": args.method,
-                "estimate_offset": not args.no_offset, "flip_wrench_sign": args.flip_wrench_sign,
-                "max_input_rate_hz": args.max_input_rate,
-                "detect_payload_change": not args.no_change_detection,
-                "payload_change_threshold": args.change_threshold}
-    try:
-        replay = replay_bag(args.bag, args.sensor_frame, args.urdf,
-                            args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
-                            args.wrench_topic or DEFAULT_WRENCH_TOPIC, args.update_rate, settings)
-    except DataError:
-        raise
-    except (OSError, FrameNotFound, ValueError) as e:  # URDF, sensor frame, settings
-        raise InputError(str(e)) from None
+    if args.params_file is None and (args.param or args.node_name != "inertia_id"):
+        raise InputError("-p and --node-name only apply to --params-file")
+    started = time.perf_counter()
+    if args.params_file is not None:
+        replay = _replay_with_parameters(args)
+        if isinstance(replay, WholeBodyReplay):
+            return _report_whole_body_replay(args, replay, time.perf_counter() - started)
+        args.update_rate = replay.update_rate_hz
+        args.window_sec = replay.config.window_sec
+    else:
+        args.update_rate = 2.0 if args.update_rate is None else args.update_rate
+        args.window_sec = 10.0 if args.window_sec is None else args.window_sec
+        settings = {"window_sec": args.window_sec, "method": args.method or "lmi",
+                    "estimate_offset": not args.no_offset,
+                    "flip_wrench_sign": args.flip_wrench_sign,
+                    "max_input_rate_hz": (1000.0 if args.max_input_rate is None
+                                          else args.max_input_rate),
+                    "detect_payload_change": not args.no_change_detection,
+                    "payload_change_threshold": (50.0 if args.change_threshold is None
+                                                 else args.change_threshold)}
+        try:
+            replay = replay_bag(args.bag, args.sensor_frame, args.urdf,
+                                args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+                                args.wrench_topic or DEFAULT_WRENCH_TOPIC, args.update_rate,
+                                settings)
+        except DataError:
+            raise
+        except (OSError, FrameNotFound, ValueError) as e:  # URDF, sensor frame, settings
+            raise InputError(str(e)) from None
     if args.csv:
         _write_output(args.csv, lambda path: write_csv(replay, path))
     dropped = _dropped_text(replay.dropped)
@@ -616,6 +709,63 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: float) -> int:
+    """CSV, JSON and the printed summary of a whole-body replay (``elapsed``: its wall time, s);
+    the exit code."""
+    from inertia_id_ros.io.replay import whole_body_update_record, write_whole_body_csv
+    from inertia_id_ros.io.whole_body import whole_body_estimate_json
+
+    if args.csv:
+        _write_output(args.csv, lambda path: write_whole_body_csv(replay, path))
+    dropped = _dropped_text(replay.dropped)
+    final = replay.final
+    if final is None:
+        last = replay.updates[-1]
+        message = (f"{args.bag}: no estimate in the replay; last update: {last.message}"
+                   + (f" (samples dropped: {dropped})" if dropped else ""))
+        if last.status in _DATA_LIMITED:
+            raise InputError(message)
+        print(f"inertia-id replay: {message}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
+    model = replay.session.estimator.model
+    result = whole_body_estimate_json(model, final)
+    config = replay.session.estimator.config
+    failed = dict(replay.session.failed_solves)
+    if args.json:
+        _write_json(args.json, {
+            "mode": "whole_body", **result, "source": args.bag,
+            "update_rate_hz": replay.update_rate_hz, "window_sec": config.window_sec,
+            "start_time": replay.start_time,
+            "received": replay.received, "dropped": replay.dropped, "failed_solves": failed,
+            "sensor_events": [{"time": t, "kind": kind, "message": message}
+                              for t, kind, message in replay.sensor_events],
+            "replay_time_s": elapsed,
+            "updates": [{key: _json_ready(value) for key, value in
+                         whole_body_update_record(update, replay.start_time).items()}
+                        for update in replay.updates]})
+    estimates = replay.estimates
+    inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
+    span = replay.updates[-1].time - replay.start_time
+    lines = [f"replay (whole_body, {final.method}, {model.base} base): {len(replay.updates)} "
+             f"updates at {replay.update_rate_hz:g} Hz over {span:.1f} s of {args.bag} in "
+             f"{elapsed:.1f} s, {len(estimates)} with an estimate (every link fully "
+             f"consistent), {sum(failed.values())} failed solves"
+             + (f" {failed}" if failed else "") + (f"; dropped {dropped}" if dropped else ""),
+             *[f"{t - replay.start_time:.2f} s: {message}"
+               for t, _, message in replay.sensor_events],
+             f"first estimate after {estimates[0].time - replay.start_time:.1f} s; final: "
+             f"{final.n_samples} samples, {final.rank} of {final.n_params} base parameters, "
+             f"solve {final.solve_time:.3f} s",
+             *_link_lines(result),
+             f"residual rms {final.residual_rms:.4f}; inconsistent links: {inconsistent}"]
+    if args.json:
+        lines.append(f"wrote {args.json}")
+    if args.csv:
+        lines.append(f"wrote {args.csv}")
+    print("\n".join(lines))
+    return 0
+
+
 def _write_output(path: str, write: Callable[[str], None]) -> None:
     try:
         write(path)
@@ -635,15 +785,29 @@ def _sim_whole_body(args: argparse.Namespace) -> int:
 
     if not (args.duration > 0 and args.rate > 0):
         raise InputError(f"--duration and --rate must be > 0, got {args.duration}, {args.rate}")
+    if args.out is None and args.bag is None:
+        raise InputError("give the NPZ to write, --bag OUT, or both")
     sim = ROBOTS[args.robot](seed=args.seed)
-    data = write_recording(args.out, sim, args.duration, args.rate, args.with_ddq,
-                           args.with_effort)
+    written = []
+    if args.out is not None:
+        data = write_recording(args.out, sim, args.duration, args.rate, args.with_ddq,
+                               args.with_effort)
+        written.append(f"{args.out} ({data['true_theta'].shape[0]} true links)")
+    if args.bag is not None:
+        from inertia_id_ros.io.replay import record_whole_body
+
+        try:
+            topics = record_whole_body(args.bag, sim, args.duration, args.rate, args.seed,
+                                       args.storage, with_effort=args.with_effort)
+        except ValueError as e:
+            raise InputError(str(e)) from None
+        written.append(f"{args.bag} ({args.storage}: /joint_states, /imu, "
+                       f"{', '.join(topics)}, /robot_description)")
     if args.truth_urdf:
         _write_output(args.truth_urdf, lambda path: Path(path).write_text(sim.true_xml))
-    print(f"wrote {args.out}: {args.duration:g} s of the simulated {args.robot} at "
+    print(f"wrote {' and '.join(written)}: {args.duration:g} s of the simulated {args.robot} at "
           f"{args.rate:g} Hz, {len(sim.joint_names)} joints, F/T sensors "
-          f"{', '.join(f'{f} ({k})' for f, k in sim.ft_sensors)}, IMU at {sim.imu_frame}; "
-          f"{data['true_theta'].shape[0]} true links")
+          f"{', '.join(f'{f} ({k})' for f, k in sim.ft_sensors)}, IMU at {sim.imu_frame}")
     return 0
 
 
@@ -919,30 +1083,40 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="run the node's estimator over a ROS 2 bag, update by "
                                            "update in bag time; CSV, JSON, PNG report")
     replay.add_argument("bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    replay.add_argument("--params-file", metavar="YAML",
+                        help="the node's ROS 2 parameter file (e.g. config/icub_whole_body.yaml): "
+                             "replay the session the node would run with it (its mode: payload "
+                             "or whole_body); the options below override its values")
+    replay.add_argument("--node-name", default="inertia_id",
+                        help="--params-file: the node whose entries to read (inertia_id)")
+    replay.add_argument("-p", "--param", action="append", default=[], metavar="NAME:=VALUE",
+                        help="--params-file: set a node parameter (VALUE in YAML), as ros2 run's "
+                             "-p; repeatable")
     replay.add_argument("--sensor-frame", help="URDF frame of the F/T sensor (default: the "
                                                "wrenches' frame_id)")
     replay.add_argument("--urdf", help="URDF file of the robot (default: /robot_description "
-                                       "in the bag)")
+                                       "in the bag; --params-file: its urdf_path, else the bag's)")
     replay.add_argument("--joint-states-topic",
                         help=f"sensor_msgs/JointState topic ({DEFAULT_JOINT_STATES_TOPIC})")
     replay.add_argument("--wrench-topic",
                         help=f"geometry_msgs/WrenchStamped topic ({DEFAULT_WRENCH_TOPIC})")
-    replay.add_argument("--update-rate", type=float, default=2.0, metavar="HZ",
+    replay.add_argument("--update-rate", type=float, metavar="HZ",
                         help="updates (process + solve) per second of bag time (2, the node's "
-                             "update_rate_hz)")
-    replay.add_argument("--window-sec", type=float, default=10.0, metavar="SEC",
-                        help="sliding window (10, the node's window_sec)")
-    replay.add_argument("--method", default="lmi", choices=sorted(METHODS),
+                             "update_rate_hz; --params-file: the file's)")
+    replay.add_argument("--window-sec", type=float, metavar="SEC",
+                        help="sliding window (10, the node's window_sec; --params-file: the "
+                             "file's)")
+    replay.add_argument("--method", choices=sorted(METHODS),
                         help="identification method (lmi)")
     replay.add_argument("--no-offset", action="store_true",
                         help="do not estimate the F/T sensor offset")
     replay.add_argument("--flip-wrench-sign", action="store_true",
                         help="the sensor reports the wrench the body exerts on it")
-    replay.add_argument("--max-input-rate", type=float, default=1000.0, metavar="HZ",
+    replay.add_argument("--max-input-rate", type=float, metavar="HZ",
                         help="sizes the window's buffers (1000, the node's max_input_rate_hz)")
     replay.add_argument("--no-change-detection", action="store_true",
                         help="do not detect payload changes (the node's detect_payload_change)")
-    replay.add_argument("--change-threshold", type=float, default=50.0, metavar="H",
+    replay.add_argument("--change-threshold", type=float, metavar="H",
                         help="CUSUM alarm level of the payload-change detector (50, the node's "
                              "payload_change_threshold)")
     replay.add_argument("--csv", metavar="OUT", help="write every update to OUT (CSV)")
@@ -970,7 +1144,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     whole = sub.add_parser("sim-whole-body", help="write an NPZ of a simulated floating-base robot "
                                                   "(joints, IMU, F/T sensors; truth included)")
-    whole.add_argument("out", help="NPZ file to write")
+    whole.add_argument("out", nargs="?", help="NPZ file to write")
+    whole.add_argument("--bag", metavar="OUT",
+                       help="also (or only) write a ROS 2 bag (a new directory) with the "
+                            "simulator node's topics, to replay (inertia-id replay "
+                            "--params-file config/<robot>_whole_body.yaml)")
+    whole.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"),
+                       help="--bag: storage (mcap)")
     whole.add_argument("--robot", default="icub", choices=("icub", "go1", "icub_suspended"),
                        help="icub: on one sole, six internal F/T sensors; go1: four foot "
                             "contacts; icub_suspended: hanging from a crane F/T sensor (icub)")

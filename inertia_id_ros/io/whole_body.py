@@ -41,6 +41,7 @@ from inertia_id_ros.io.data import (JOINT_STATE_TYPE, WRENCH_TYPE, JointStates, 
                                     _states_from_messages, _states_from_table, header_seconds,
                                     with_derivatives, wrench_values)
 from inertia_id_ros.io.export import body_json
+from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
 
 IMU_KEYS = ("imu_orientation", "imu_angular_velocity", "imu_linear_acceleration")
 IMU_TYPE = "sensor_msgs/msg/Imu"
@@ -267,18 +268,11 @@ def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
     ``residual_rms``, ``samples``, ``solve_time_s``, ``weighting`` (``kind``; weighted: per
     noise group (:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`) ``weights`` and
     ``sigma``, ``iterations``, ``converged``)."""
-    labels = dict(zip(model.bodies, fit.identifiability.labels))
-    fractions = dict(zip(model.bodies, fit.identifiability.identified_fraction.tolist()))
-    thetas = dict(zip(model.bodies, fit.thetas))
     weighting: dict[str, Any] = {"kind": "none" if fit.weights is None else "channel"}
     if fit.weights is not None:
         weighting.update(fit.weights.as_json(noise_groups(model, with_efforts)[0]))
-    bodies = []
-    for name, prior in zip(model.links, model.link_prior):
-        entry = body_json(name, name, thetas.get(name, prior))
-        entry["identifiability"] = labels.get(name, URDF_PRIOR_LABEL)
-        entry["identified_fraction"] = fractions.get(name, 0.0)
-        bodies.append(entry)
+    bodies = links_json(model, fit.thetas, fit.identifiability.labels,
+                        fit.identifiability.identified_fraction)
     return {"method": method, "base": model.base, "bodies": bodies,
             "sensor_offsets": {frame: offset.tolist() for frame, offset in fit.offsets.items()},
             "base_parameters": {"rank": fit.identifiability.rank,
@@ -286,3 +280,40 @@ def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
                                 "combinations": list(fit.identifiability.base_parameters)},
             "residual_rms": fit.residual_rms, "samples": fit.n_samples,
             "solve_time_s": solve_time, "weighting": weighting}
+
+
+def links_json(model: WholeBodyModel, thetas: np.ndarray, labels: Sequence[str],
+               identified_fraction: Sequence[float]) -> list[dict[str, Any]]:
+    """The result JSON's ``bodies``: every URDF link with mass, ``thetas`` (B, 10), ``labels``
+    and ``identified_fraction`` (B,) of the identified ``model.bodies``, the URDF's inertial
+    (:data:`URDF_PRIOR_LABEL`) for the others."""
+    identified = {name: (theta, label, float(fraction)) for name, theta, label, fraction
+                  in zip(model.bodies, thetas, labels, identified_fraction)}
+    bodies = []
+    for name, prior in zip(model.links, model.link_prior):
+        theta, label, fraction = identified.get(name, (prior, URDF_PRIOR_LABEL, 0.0))
+        entry = body_json(name, name, theta)
+        entry["identifiability"] = label
+        entry["identified_fraction"] = fraction
+        bodies.append(entry)
+    return bodies
+
+
+def whole_body_estimate_json(model: WholeBodyModel, estimate: WholeBodyEstimate
+                             ) -> dict[str, Any]:
+    """An online estimate (:class:`~inertia_id_ros.online.whole_body_estimator.WholeBodyEstimate`)
+    in the result JSON's shape (:func:`whole_body_json`): ``method``, ``base``, ``bodies``,
+    ``sensor_offsets``, ``base_parameters`` (``rank``, ``parameters``), ``residual_rms``,
+    ``samples``, ``solve_time_s``, ``weighting`` (``kind``; weighted: ``sigma`` per noise
+    group), ``stopped_sensors`` (whose rows the solve dropped)."""
+    return {"method": estimate.method, "base": model.base,
+            "bodies": links_json(model, estimate.thetas, estimate.labels,
+                                 estimate.identified_fraction),
+            "sensor_offsets": {frame: np.asarray(offset).tolist()
+                               for frame, offset in estimate.offsets.items()},
+            "base_parameters": {"rank": estimate.rank, "parameters": estimate.n_params},
+            "residual_rms": estimate.residual_rms, "samples": estimate.n_samples,
+            "solve_time_s": estimate.solve_time,
+            "weighting": ({"kind": "channel", "sigma": dict(estimate.noise_sigma)}
+                          if estimate.noise_sigma else {"kind": "none"}),
+            "stopped_sensors": list(estimate.stopped_sensors)}

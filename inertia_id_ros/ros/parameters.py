@@ -8,6 +8,8 @@
   :class:`~inertia_id_ros.online.session.Session` (robot model, estimator, change detector).
 - :func:`validate_change`: a run-time change (all of one set-parameters call) -> the settings it
   would give, or ValueError with the reason (the node's on-set callback: validation only).
+- :func:`parameters_from_file`: the node's values in a ROS 2 parameter file (``--params-file``),
+  for running the node's session without the node (``inertia-id replay --params-file``).
 """
 
 from __future__ import annotations
@@ -338,6 +340,54 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         _check_startup_window(settings, PAYLOAD_WINDOW_SHAPE)
         _check_payload_prior(settings)
     return settings
+
+
+NODE_NAME = "inertia_id"
+"""The node's default name (the key of its entries in a parameter file)."""
+
+
+def parameters_from_file(path: str | Path, node_name: str = NODE_NAME) -> dict[str, Any]:
+    """The values (name -> value) that a ROS 2 parameter file gives the node ``node_name``:
+    the ``ros__parameters`` of the entries for every node (``/**``) and then of those naming it
+    (``inertia_id``, ``/inertia_id``, ``/ns/inertia_id``, ``/**/inertia_id``), later ones
+    winning; nested mappings flattened with dots, as rclpy reads them. Raises
+    :class:`~inertia_id_ros.errors.ConfigError` naming the file (unreadable, not a parameter
+    file, no entry for the node)."""
+    try:
+        document = yaml.safe_load(Path(path).read_text())
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the parameter file: {error.strerror or error}") \
+            from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not YAML: {error}".replace("\n", " ")) from None
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path}: not a ROS 2 parameter file (a mapping of node names to "
+                          "'ros__parameters')")
+    entries = [(key, entry) for key, entry in document.items()
+               if isinstance(key, str) and isinstance(entry, dict)]
+    wildcard = [entry for key, entry in entries if key.strip("/") == "**"]
+    named = [entry for key, entry in entries if key.strip("/") != "**"
+             and key.rsplit("/", 1)[-1] == node_name]
+    values: dict[str, Any] = {}
+    for entry in wildcard + named:
+        parameters = entry.get("ros__parameters")
+        if not isinstance(parameters, dict):
+            raise ConfigError(f"{path}: an entry for the node has no 'ros__parameters' mapping")
+        values.update(_flatten(parameters))
+    if not wildcard and not named:
+        raise ConfigError(f"{path}: no parameters for the node {node_name!r} (entries: "
+                          f"{[key for key, _ in entries]})")
+    return values
+
+
+def _flatten(parameters: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in parameters.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _check_payload_prior(settings: NodeSettings) -> None:

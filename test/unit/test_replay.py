@@ -204,3 +204,20 @@ def test_replay_detects_a_grasp_like_the_node_and_identifies_the_new_payload(cap
     assert np.linalg.norm(com - true_com) < 0.005
     last = result["updates"][-1]
     assert last["status"] == "ok" and last["n_samples"] <= (24 - 14) * 200 + 200
+
+
+def test_replay_with_the_nodes_parameter_file_runs_the_nodes_session(capsys, recording, tmp_path):
+    """``--params-file`` builds the session the node builds from the file (here payload mode,
+    its 30 s window overridden by ``-p``): the same estimates as the options that say the same."""
+    bag, _ = recording
+    config = Path(__file__).resolve().parents[2] / "config" / "panda_payload.yaml"
+    results = []
+    for options in (["--params-file", config, "-p", "window_sec:=10.0"], ["--window-sec", 10]):
+        out = tmp_path / "replay.json"
+        code, _, err = run(capsys, "replay", bag, *options, "--json", out)
+        assert code == 0, err
+        results.append(json.loads(out.read_text()))
+    node, flags = results
+    assert node["window_sec"] == flags["window_sec"] == 10.0
+    assert [u["status"] for u in node["updates"]] == [u["status"] for u in flags["updates"]]
+    assert np.allclose(node["bodies"][0]["theta"], flags["bodies"][0]["theta"], rtol=1e-9)

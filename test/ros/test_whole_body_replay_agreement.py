@@ -1,0 +1,107 @@
+"""Replay and node run the same whole-body session: on the same bag (the simulated Go1, the
+simulator node's topics) they give the same estimates.
+
+As for the payload (``test_replay_agreement.py``): the node (a process, over DDS, started from
+``config/go1_whole_body.yaml``) gets the bag's messages with their own stamps, chunk by chunk up
+to each of replay's update times, and ``identify`` there gives its estimate (its periodic updates
+are effectively off: 0.001 Hz); ``inertia-id replay --params-file`` replays the same bag in bag
+time through the session built from the same parameters.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from helpers import REPO, identify, spin_until
+from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages, wrench_values
+from inertia_id_ros.io.replay import record_whole_body, replay_whole_body_bag
+from inertia_id_ros.io.whole_body import IMU_TYPE
+from inertia_id_ros.ros.parameters import (build_session, parameters_from_file,
+                                           settings_from_parameters)
+from inertia_id_ros.sim import whole_body as wb
+
+CONFIG = REPO / "config" / "go1_whole_body.yaml"
+DURATION, RATE_HZ = 4.0, 200.0
+OVERRIDES = {"sample_rate_hz": 100.0, "update_rate_hz": 2.0}
+
+
+def test_node_and_replay_agree_on_a_whole_body_bag(launch, rclpy_context, tmp_path):
+    import rclpy
+    from builtin_interfaces.msg import Time
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import Imu, JointState
+    from geometry_msgs.msg import WrenchStamped
+
+    from inertia_id_ros.ros.conversions import imu_msg, msg_to_thetas, wrench_stamped
+    from inertia_id_ros.srv import Identify
+
+    bag = tmp_path / "go1"
+    ft_topics = record_whole_body(bag, wb.go1(seed=3), DURATION, RATE_HZ, seed=3)
+    urdf = str(example_robot_urdf("go1"))
+    values = {**parameters_from_file(CONFIG), **OVERRIDES, "urdf_path": urdf}
+    settings = settings_from_parameters(values)
+    replay = replay_whole_body_bag(bag, build_session(settings), settings.update_rate_hz,
+                                   settings.joint_states_topic, settings.imu_topic,
+                                   dict(zip(settings.ft_topics, settings.ft_frames)))
+    assert sum(u.ok for u in replay.updates) >= 3
+
+    process = launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", str(CONFIG),
+                     "-p", f"urdf_path:={urdf}", "-p", "update_rate_hz:=0.001",
+                     "-p", f"sample_rate_hz:={OVERRIDES['sample_rate_hz']}")
+    peer = rclpy.create_node("inertia_id_whole_body_replay_peer")
+    try:
+        client = peer.create_client(Identify, "/inertia_id/identify")
+        assert client.wait_for_service(timeout_sec=30.0), process.output()
+        qos = QoSProfile(depth=2000)
+        publishers = {"/joint_states": peer.create_publisher(JointState, "/joint_states", qos),
+                      "/imu": peer.create_publisher(Imu, "/imu", qos),
+                      **{topic: peer.create_publisher(WrenchStamped, topic, qos)
+                         for topic in ft_topics}}
+        assert spin_until(peer, lambda: all(p.get_subscription_count()
+                                            for p in publishers.values()), 10.0)
+
+        def to_ros(topic: str, msg):
+            if topic == "/joint_states":
+                out = JointState(name=list(msg.name), position=msg.position.tolist(),
+                                 velocity=msg.velocity.tolist())
+            elif topic == "/imu":
+                o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
+                out = imu_msg(0.0, msg.header.frame_id, [o.x, o.y, o.z, o.w], [w.x, w.y, w.z],
+                              [a.x, a.y, a.z])
+            else:
+                out = wrench_stamped(0.0, msg.header.frame_id, np.array(wrench_values(msg)))
+            out.header.stamp = Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec)
+            out.header.frame_id = msg.header.frame_id
+            return out
+
+        messages = read_bag_messages(bag, [("/joint_states", JOINT_STATE_TYPE),
+                                           ("/imu", IMU_TYPE),
+                                           *((topic, WRENCH_TYPE) for topic in ft_topics)])
+        node_updates = []
+        cursor = 0
+        for update in replay.updates:
+            while cursor < len(messages) and 1e-9 * messages[cursor][1] < update.time:
+                topic, _, msg = messages[cursor]
+                publishers[topic].publish(to_ros(topic, msg))
+                cursor += 1
+            time.sleep(0.4)  # delivery of the chunk (loopback)
+            node_updates.append(identify(peer, client))
+    finally:
+        peer.destroy_node()
+
+    assert [u.success for u in node_updates] == [u.ok for u in replay.updates], \
+        [(u.message, r.status) for u, r in zip(node_updates, replay.updates)]
+    compared = 0
+    for node_update, replay_update in zip(node_updates, replay.updates):
+        if replay_update.ok:
+            estimate = replay_update.estimate
+            assert node_update.links.bodies[0].num_samples == estimate.n_samples
+            thetas = msg_to_thetas(node_update.links)
+            node_thetas = np.array([thetas[name] for name in estimate.link_names])
+            assert np.allclose(node_thetas, estimate.thetas, rtol=1e-5, atol=1e-8), \
+                np.abs(node_thetas - estimate.thetas).max()
+            compared += 1
+    assert compared >= 3
