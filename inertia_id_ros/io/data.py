@@ -34,7 +34,7 @@ must name the same joints (in any order but the same in each message).
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -343,9 +343,19 @@ def wrench_values(msg) -> list[float]:
 
 def read_bag_messages(path: str | Path, topics: Sequence[tuple[str, str]],
                       optional: Sequence[tuple[str, str]] = ()) -> list[tuple[str, int, object]]:
+    """Every message of :func:`iter_bag_messages`, in a list (memory grows with the bag)."""
+    return list(iter_bag_messages(path, topics, optional))
+
+
+def iter_bag_messages(path: str | Path, topics: Sequence[tuple[str, str]],
+                      optional: Sequence[tuple[str, str]] = ()
+                      ) -> Iterator[tuple[str, int, object]]:
     """``(topic, log time (ns), deserialised message)`` of every message on ``topics`` ((topic,
-    expected message type) pairs, each must be in the bag) and on the ``optional`` ones present,
-    in bag order: the order of the log (receive) times, as a subscriber got them."""
+    expected message type) pairs, each must be in the bag with messages) and on the ``optional``
+    ones present, in bag order: the order of the log (receive) times, as a subscriber got them.
+    Read one at a time (bounded memory); the topics are checked before the first is yielded.
+    Raises :class:`~inertia_id_ros.errors.DataError` (no bag, a missing or empty topic, another
+    message type, an unreadable bag)."""
     from rosbags.highlevel import AnyReader, AnyReaderError
     from rosbags.rosbag2 import ReaderError
     from rosbags.typesys import Stores, get_typestore
@@ -353,10 +363,12 @@ def read_bag_messages(path: str | Path, topics: Sequence[tuple[str, str]],
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such bag")
-    messages: list[tuple[str, int, object]] = []
     try:
         with AnyReader([path], default_typestore=get_typestore(Stores.ROS2_KILTED)) as reader:
             available = {c.topic: c.msgtype for c in reader.connections}
+            counts: dict[str, int] = {}
+            for c in reader.connections:
+                counts[c.topic] = counts.get(c.topic, 0) + c.msgcount
             for topic, msgtype in topics:
                 if topic not in available:
                     listing = ", ".join(f"{t} ({m})" for t, m in sorted(available.items()))
@@ -365,21 +377,18 @@ def read_bag_messages(path: str | Path, topics: Sequence[tuple[str, str]],
                 if available[topic] != msgtype:
                     raise DataError(f"{path}: topic {topic!r} carries {available[topic]}, "
                                     f"expected {msgtype}")
+                if not counts[topic]:
+                    raise DataError(f"{path}: no messages on {topic!r}")
             wanted = {topic for topic, _ in topics} | {
                 topic for topic, msgtype in optional if available.get(topic) == msgtype}
             connections = [c for c in reader.connections if c.topic in wanted]
             for connection, log_time, raw in reader.messages(connections=connections):
-                messages.append((connection.topic, int(log_time),
-                                 reader.deserialize(raw, connection.msgtype)))
+                yield (connection.topic, int(log_time),
+                       reader.deserialize(raw, connection.msgtype))
     except DataError:
         raise
     except (AnyReaderError, ReaderError, OSError, KeyError, ValueError, AssertionError) as e:
         raise DataError(f"{path}: cannot read as a ROS 2 bag: {e}".replace("\n", " ")) from None
-    received = {topic for topic, _, _ in messages}
-    for topic, _ in topics:
-        if topic not in received:
-            raise DataError(f"{path}: no messages on {topic!r}")
-    return messages
 
 
 def _read_bag(path: str | Path, topics: Sequence[tuple[str, str]]) -> dict[str, list]:

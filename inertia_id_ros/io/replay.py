@@ -51,7 +51,7 @@ from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.io.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC,
                                     JOINT_STATE_TYPE, WRENCH_TYPE, header_seconds,
-                                    read_bag_messages, wrench_values)
+                                    iter_bag_messages, read_bag_messages, wrench_values)
 from inertia_id_ros.online.change_detection import ChangeEvent
 from inertia_id_ros.online.payload_estimator import Estimate, EstimatorConfig
 from inertia_id_ros.io.whole_body import DEFAULT_IMU_TOPIC, IMU_TYPE
@@ -168,28 +168,26 @@ def replay_bag(path: str | Path, sensor_frame: str | None = None, urdf: str | Pa
     wrench's ``frame_id``; see the module docstring); ``settings``: the node's parameters
     (keyword arguments of :func:`~inertia_id_ros.online.session.payload_session`: window_sec,
     method, estimate_offset, flip_wrench_sign, detect_payload_change, ...). The robot comes from
-    the URDF file ``urdf``, else from the bag's last ``/robot_description``. All messages are
-    read first (memory grows with the bag). Raises :class:`~inertia_id_ros.errors.DataError`
+    the URDF file ``urdf``, else from the bag's last ``/robot_description``. Messages are read
+    one at a time (bounded memory). Raises :class:`~inertia_id_ros.errors.DataError`
     (bag), ``OSError`` or ``ValueError`` (URDF, settings),
     :class:`~inertia_id_ros.errors.FrameNotFound` (sensor frame)."""
-    messages = read_bag_messages(path, [(joint_states_topic, JOINT_STATE_TYPE),
-                                        (wrench_topic, WRENCH_TYPE)],
-                                 optional=[] if urdf else [(ROBOT_DESCRIPTION_TOPIC, STRING_TYPE)])
+    topics = [(joint_states_topic, JOINT_STATE_TYPE), (wrench_topic, WRENCH_TYPE)]
     if urdf is None:
-        descriptions = [msg.data for topic, _, msg in messages if topic == ROBOT_DESCRIPTION_TOPIC]
-        if not descriptions:
+        description = bag_robot_description(path)
+        if description is None:
             raise DataError(f"{path}: no {ROBOT_DESCRIPTION_TOPIC} in the bag; give the URDF")
-        model = load_model(urdf_xml=descriptions[-1])
+        model = load_model(urdf_xml=description)
     else:
         model = load_model(urdf_path=urdf)
     if sensor_frame is None:
-        sensor_frame = next(msg.header.frame_id for topic, _, msg in messages
+        sensor_frame = next(msg.header.frame_id
+                            for topic, _, msg in iter_bag_messages(path, topics)
                             if topic == wrench_topic)
         if not sensor_frame:
             raise DataError(f"{path}: the wrenches name no frame_id; give the sensor frame")
     session = payload_session(SensorKinematics(model, sensor_frame), **(settings or {}))
-    return _payload_replay(path, session, messages, update_rate_hz, joint_states_topic,
-                           wrench_topic)
+    return replay_payload_bag(path, session, update_rate_hz, joint_states_topic, wrench_topic)
 
 
 def replay_payload_bag(path: str | Path, session: PayloadSession, update_rate_hz: float,
@@ -197,14 +195,8 @@ def replay_payload_bag(path: str | Path, session: PayloadSession, update_rate_hz
                        wrench_topic: str = DEFAULT_WRENCH_TOPIC) -> Replay:
     """Replay the bag ``path`` through a payload ``session`` built elsewhere (the node's, from
     its parameters), as :func:`replay_bag` does."""
-    messages = read_bag_messages(path, [(joint_states_topic, JOINT_STATE_TYPE),
+    messages = iter_bag_messages(path, [(joint_states_topic, JOINT_STATE_TYPE),
                                         (wrench_topic, WRENCH_TYPE)])
-    return _payload_replay(path, session, messages, update_rate_hz, joint_states_topic,
-                           wrench_topic)
-
-
-def _payload_replay(path: str | Path, session: PayloadSession, messages: list,
-                    update_rate_hz: float, joint_states_topic: str, wrench_topic: str) -> Replay:
     updates, start = replay_messages(session, messages, update_rate_hz, joint_states_topic,
                                      wrench_topic)
     stats = session.estimator.stats()
@@ -283,10 +275,10 @@ def replay_whole_body_bag(path: str | Path, session: WholeBodySession, update_ra
     """Replay the bag ``path`` through ``session`` (see the module docstring), updating every
     ``1 / update_rate_hz`` s of bag time; ``ft_topics``: topic -> sensor frame. Every topic must
     be in the bag with messages (:class:`~inertia_id_ros.errors.DataError` naming it otherwise).
-    All messages are read first (memory grows with the bag)."""
+    Messages are read one at a time (bounded memory)."""
     topics = [(joint_states_topic, JOINT_STATE_TYPE), (imu_topic, IMU_TYPE),
               *((topic, WRENCH_TYPE) for topic in dict.fromkeys(ft_topics))]
-    messages = read_bag_messages(path, topics)
+    messages = iter_bag_messages(path, topics)
     feeds = whole_body_feeds(session, joint_states_topic, imu_topic, ft_topics)
     updates, start = replay_feeds(session, messages, update_rate_hz, feeds)
     stats = session.estimator.stats()
