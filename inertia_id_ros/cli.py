@@ -453,7 +453,8 @@ def _cmd_fit_whole_body(args: argparse.Namespace) -> int:
         print(f"inertia-id fit-whole-body: warning: {topic!r} does not cover {count} stamps "
               f"(stopped or not started): their rows are dropped", file=sys.stderr)
     model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
-                                       args.filter_half_width)
+                                       args.filter_half_width,
+                                       flip_wrench_sign=args.flip_wrench_sign or ())
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:
         raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
     efforts = args.efforts and samples.efforts is not None
@@ -1047,6 +1048,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "predicting the rest, beside the URDF's and an OLS fit's")
     whole.add_argument("--efforts", action="store_true",
                        help="add joint-torque rows from the recorded 'effort'")
+    whole.add_argument("--flip-wrench-sign", action="append", metavar="FRAME",
+                       help="the F/T sensor at FRAME reports the opposite wrench (e.g. the real "
+                            "iCub's child_to_parent sensors); repeat per sensor")
     whole.add_argument("--weighting", choices=WEIGHTINGS, default=WHOLE_BODY_WEIGHTING,
                        help="none: unweighted; channel: the base's and each sensor's force and "
                             "torque rows (and each joint's torque) weighted by their inverse "

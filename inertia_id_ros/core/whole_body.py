@@ -63,11 +63,15 @@ def _rotation_from_quaternion(xyzw: np.ndarray) -> np.ndarray:
 class FTSensor:
     """A six-axis F/T sensor at URDF ``frame`` (a link, or a fixed joint: its child link's frame),
     of ``kind`` in :data:`SENSOR_KINDS`. ``estimate_offset``: estimate its constant 6-D offset
-    (default: internal sensors yes, contact sensors no)."""
+    (default: internal sensors yes, contact sensors no). ``flip_wrench_sign``: the sensor reports
+    the opposite wrench (an internal sensor the wrench of the part beyond on the root side, as
+    the real iCub's ``child_to_parent`` sensors; a contact sensor the robot's on the
+    environment); the rows negate its readings."""
 
     frame: str
     kind: str
     estimate_offset: bool | None = None
+    flip_wrench_sign: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in SENSOR_KINDS:
@@ -233,6 +237,8 @@ class WholeBodyModel:
                     self._start_frame(self.sensors[s].frame))]
             for s in self._internal}
         self._offset_sensors = [k for k, s in enumerate(self.sensors) if s.has_offset]
+        self._wrench_signs = np.array([-1.0 if s.flip_wrench_sign else 1.0
+                                       for s in self.sensors]).reshape(-1, 1)
         data = self._data
         q0 = pin.neutral(model)
         pin.computeJointJacobians(model, data, q0)
@@ -508,7 +514,7 @@ class WholeBodyModel:
         Zk = np.einsum("nlab,lb->nla", Z[:, known], self.link_prior[known])  # (n, Lk, 6)
         column = {l: N_BODY_PARAMS * u for u, l in enumerate(np.flatnonzero(self._identified))}
         sensor_rot, sensor_pos = self._frame_placements(joint_rot, joint_pos, self._sensor_frames)
-        W = samples.wrenches
+        W = samples.wrenches * self._wrench_signs  # (n, S, 6), this package's convention
         Xc = _dual_matrix(sensor_rot, sensor_pos)  # X*_{B<-c} (n, S, 6, 6)
         Wc_base = (Xc @ W[..., None])[..., 0]
         offsets = self._offset_columns()

@@ -10,7 +10,8 @@
   for ``fixed``/``suspended`` the base is at rest (levelled by ``imu_orientation`` if given);
 - ``ft_frames`` (S,) URDF links or fixed joints; ``ft_types`` (S,) ``contact`` or ``internal``
   (:data:`~inertia_id_ros.core.whole_body.SENSOR_KINDS`); ``ft_wrench`` (N, S, 6)
-  ``[fx, fy, fz, tx, ty, tz]`` in each sensor's frame.
+  ``[fx, fy, fz, tx, ty, tz]`` in each sensor's frame; optional ``ft_flip_wrench_sign`` (S,)
+  bool: the sensor reports the opposite wrench (e.g. the real iCub's ``child_to_parent``).
 
 **ROS 2 bags** (:func:`read_whole_body_bag`): ``sensor_msgs/JointState`` (joint states),
 ``sensor_msgs/Imu`` (its ``header.frame_id`` is the IMU frame) and one
@@ -67,6 +68,8 @@ class WholeBodyRecording:
     ft_wrench: np.ndarray
     source: str
     uncovered: dict[str, int] = dataclasses.field(default_factory=dict)
+    ft_flip_wrench_sign: tuple[bool, ...] = ()
+    """Per F/T sensor: it reports the opposite wrench (empty: none does)."""
 
 
 def _strings(source: str, table: dict[str, Any], key: str) -> tuple[str, ...]:
@@ -96,7 +99,15 @@ def read_whole_body_file(path: str | Path) -> WholeBodyRecording:
         for key, width in zip(IMU_KEYS, (4, 3, 3)):
             imu[key] = _array(source, key, table[key], (n, width))
     frame = str(np.asarray(table["imu_frame"])) if "imu_frame" in table else None
-    return WholeBodyRecording(states, frame, imu, frames, types, wrench, source)
+    flips: tuple[bool, ...] = ()
+    if "ft_flip_wrench_sign" in table:
+        values = np.atleast_1d(np.asarray(table["ft_flip_wrench_sign"]))
+        if values.shape != (len(frames),) or values.dtype.kind != "b":
+            raise DataError(f"{source}: 'ft_flip_wrench_sign' must be {len(frames)} booleans (one "
+                            f"per 'ft_frames'), got {values.dtype} {values.shape}")
+        flips = tuple(bool(v) for v in values)
+    return WholeBodyRecording(states, frame, imu, frames, types, wrench, source,
+                              ft_flip_wrench_sign=flips)
 
 
 def _covered(t: np.ndarray, query: np.ndarray, max_gap: float) -> np.ndarray:
@@ -190,18 +201,27 @@ def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
 
 def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str = "floating",
                       bodies: Sequence[str] | None = None, half_width: float = 0.05,
-                      gyro_half_width: float | None = None) -> tuple[WholeBodyModel,
-                                                                     WholeBodySamples]:
-    """The model and synchronised samples of ``recording``. Raises :class:`DataError` (naming
-    the item) for a sensor kind that is neither ``contact`` nor ``internal``, an IMU or F/T frame
-    not in the URDF, joints missing or unknown, a floating base without IMU data, or a URDF that
-    cannot be read."""
+                      gyro_half_width: float | None = None,
+                      flip_wrench_sign: Sequence[str] = ()) -> tuple[WholeBodyModel,
+                                                                      WholeBodySamples]:
+    """The model and synchronised samples of ``recording``; ``flip_wrench_sign``: frames of F/T
+    sensors that report the opposite wrench (besides the recording's own
+    ``ft_flip_wrench_sign``). Raises :class:`DataError` (naming the item) for a sensor kind that
+    is neither ``contact`` nor ``internal``, an IMU or F/T frame not in the URDF, a flipped frame
+    that is not a sensor's, joints missing or unknown, a floating base without IMU data, or a
+    URDF that cannot be read."""
     source = recording.source
     bad = [(f, k) for f, k in zip(recording.ft_frames, recording.ft_types) if k not in SENSOR_KINDS]
     if bad:
         raise DataError(f"{source}: F/T sensor {bad[0][0]!r} has type {bad[0][1]!r}, neither "
                         "'contact' nor 'internal'")
-    sensors = [FTSensor(f, k) for f, k in zip(recording.ft_frames, recording.ft_types)]
+    unknown = [f for f in flip_wrench_sign if f not in recording.ft_frames]
+    if unknown:
+        raise DataError(f"{source}: no F/T sensor at {unknown[0]!r} to flip (sensors: "
+                        f"{list(recording.ft_frames)})")
+    flips = recording.ft_flip_wrench_sign or (False,) * len(recording.ft_frames)
+    sensors = [FTSensor(f, k, flip_wrench_sign=flip or f in flip_wrench_sign)
+               for f, k, flip in zip(recording.ft_frames, recording.ft_types, flips)]
     if base == "floating" and not recording.imu:
         raise DataError(f"{source}: a floating base needs the IMU keys {', '.join(IMU_KEYS)} "
                         "and 'imu_frame'")

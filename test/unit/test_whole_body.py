@@ -96,6 +96,22 @@ def test_rows_fixed_base(icub):
     assert np.abs(Y @ model.prior - b).max() < 1e-9
 
 
+def test_flipped_sensors_are_negated(icub):
+    """A sensor that reports the opposite wrench (``flip_wrench_sign``, e.g. iCub's
+    child_to_parent): its negated readings give the rows of the plain one."""
+    urdf, model = icub
+    flipped = ("l_sole", "r_arm_ft_sensor")
+    sensors = [FTSensor(s.frame, s.kind, flip_wrench_sign=s.frame in flipped) for s in SENSORS]
+    model_flipped = WholeBodyModel.from_urdf(urdf, ft_sensors=sensors, imu_frame="imu_frame")
+    samples, _ = _samples(model, urdf.read_text(), 4, seed=4)
+    Y, b, _ = model.rows(samples)
+    signs = np.array([-1.0 if s.frame in flipped else 1.0 for s in SENSORS])
+    samples.wrenches = samples.wrenches * signs[None, :, None]
+    Y_flipped, b_flipped, _ = model_flipped.rows(samples)
+    np.testing.assert_array_equal(Y_flipped, Y)
+    np.testing.assert_allclose(b_flipped, b, atol=1e-12)
+
+
 def test_base_motion_from_a_differentiated_gyro(icub):
     """Smooth motion at 200 Hz: the gyro's derivative replaces the true angular acceleration."""
     from inertia_id_ros.core.whole_body import gyro_derivative
@@ -273,6 +289,51 @@ def test_cli_fit_whole_body_bad_input(tmp_path, recording, icub, capsys, change,
     path = tmp_path / "bad.npz"
     np.savez(path, **{**arrays, **change})
     assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_cli_flipped_sensors(tmp_path, recording, icub):
+    """``--flip-wrench-sign FRAME`` and the NPZ's ``ft_flip_wrench_sign`` undo a sensor that
+    reports the opposite wrench: the same fit as the plain recording."""
+    urdf, _ = icub
+    path, arrays = recording
+    frames = list(arrays["ft_frames"])
+    k = frames.index("r_arm_ft_sensor")
+    wrench = arrays["ft_wrench"].copy()
+    wrench[:, k] *= -1.0
+    flipped = tmp_path / "flipped.npz"
+    np.savez(flipped, **{**arrays, "ft_wrench": wrench})
+    marked = tmp_path / "marked.npz"
+    np.savez(marked, **{**arrays, "ft_wrench": wrench,
+                        "ft_flip_wrench_sign": np.arange(len(frames)) == k})
+    fits = {}
+    for name, extra in (("plain", [str(path)]),
+                        ("option", [str(flipped), "--flip-wrench-sign", "r_arm_ft_sensor"]),
+                        ("npz", [str(marked)])):
+        out = tmp_path / f"{name}.json"
+        assert main(["fit-whole-body", "--urdf", str(urdf), "--data", *extra,
+                     "--json", str(out)]) == 0
+        fits[name] = json.loads(out.read_text())
+    for name in ("option", "npz"):
+        np.testing.assert_allclose(fits[name]["sensor_offsets"]["r_arm_ft_sensor"],
+                                   fits["plain"]["sensor_offsets"]["r_arm_ft_sensor"], atol=1e-6)
+        np.testing.assert_allclose([b["theta"] for b in fits[name]["bodies"]],
+                                   [b["theta"] for b in fits["plain"]["bodies"]], atol=1e-6)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--flip-wrench-sign", "r_elbow"], "no F/T sensor at 'r_elbow' to flip"),
+    ({"ft_flip_wrench_sign": np.array([True, False])}, "'ft_flip_wrench_sign' must be 7 booleans"),
+])
+def test_cli_flipped_sensors_bad_input(tmp_path, recording, icub, capsys, extra, message):
+    urdf, _ = icub
+    path, arrays = recording
+    if isinstance(extra, dict):
+        path = tmp_path / "bad.npz"
+        np.savez(path, **{**arrays, **extra})
+        extra = []
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
 
