@@ -18,8 +18,10 @@ from scipy.signal import savgol_filter
 _EDGE_TOLERANCE = 1e-9
 """Relative widening of the fit window so samples exactly at ``t +- half_width`` are included."""
 
-_CHUNK = 1024
-"""Query times fitted together (memory: chunk x samples per window x columns)."""
+_CHUNK_ELEMENTS = 32768
+"""Gathered samples (queries x samples per window x columns) fitted together: 256 kB, small
+enough to stay in the CPU's cache (faster than larger chunks), and a long-running node's
+temporaries stay small."""
 
 COVERAGE_OK = ""
 COVERAGE_PENDING = "pending"
@@ -71,8 +73,9 @@ def local_polynomial_derivatives(t: np.ndarray, x: np.ndarray, t_query: np.ndarr
                          f"{order + 1} samples within {half_width} s for a degree-{order} fit")
     scale = np.array([factorial(k) / half_width ** k for k in range(n_derivatives + 1)])
     out = np.empty((t_query.size, n_derivatives + 1, x.shape[1]))
-    for chunk in range(0, t_query.size, _CHUNK):  # bounds the (M, K, n) gathered samples
-        part = slice(chunk, chunk + _CHUNK)
+    step = max(1, _CHUNK_ELEMENTS // (int(counts.max()) * x.shape[1]))
+    for chunk in range(0, t_query.size, step):  # bounds the (M, K, n) gathered samples
+        part = slice(chunk, chunk + step)
         offsets = np.arange(counts[part].max())
         inside = offsets < counts[part, None]  # (M, K)
         index = np.where(inside, lo[part, None] + offsets, lo[part, None])

@@ -23,6 +23,7 @@ applied in the post-set callback). The load-identification wizard (``~/excite``,
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 import time
@@ -519,8 +520,27 @@ def _input_executor():
     return EventsExecutor()
 
 
+MMAP_THRESHOLD_BYTES = 128 * 1024
+"""glibc's mmap threshold, fixed at its initial value. By default glibc raises it to the largest
+block freed (up to 32 MB): the worker's multi-megabyte numpy temporaries then come from the
+threads' heap arenas and fragment them, and the node's resident memory crept up by about 4 MB in
+a 10-minute soak. Fixed, such blocks are mapped and returned to the system when freed."""
+_M_MMAP_THRESHOLD = -3
+"""glibc's ``mallopt`` parameter number of the mmap threshold."""
+
+
+def _fix_mmap_threshold() -> None:
+    """Fix glibc's mmap threshold (:data:`MMAP_THRESHOLD_BYTES`); nothing without glibc."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+
+
 def main(args: list[str] | None = None) -> None:
     """Console script ``inertia-id-node``; exits 2 on an invalid start-up parameter."""
+    _fix_mmap_threshold()
     # Two Python threads share the GIL: input callbacks and the solver. A short switch interval
     # (default 5 ms) keeps either from stalling the other for long, so solves stay within a few ms.
     sys.setswitchinterval(5e-4)
