@@ -215,7 +215,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         """Buffer the wrench (6,) ``[fx, fy, fz, tx, ty, tz]`` (N, N m) of the F/T sensor at URDF
         ``frame``, stamped ``t`` (s), in that frame (``frame_id`` checked when given). Raises
         :class:`SampleRejected` (``unknown_sensor``, ``non_finite``, ``length_mismatch``,
-        ``wrong_frame``, ``duplicate_stamp``, ``out_of_order``)."""
+        ``wrong_frame``, ``duplicate_stamp``, ``out_of_order``); when ``max_pending_samples``
+        wait, the oldest is dropped (``overflow``)."""
         with self._lock:
             self.received[f"wrench.{frame}"] += 1
             try:
@@ -232,7 +233,10 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             self._last_wrench_t[k] = float(t)
             if not self._has_imu:
                 self._note_first(float(t))
-            self._wrenches[k].append(t=float(t), f=f)
+            buffer = self._wrenches[k]
+            if len(buffer) == buffer.capacity and buffer["t"][0] > self._t_consumed:
+                self.dropped["overflow"] += 1
+            buffer.append(t=float(t), f=f)
 
     def _joint_accepted(self, t: np.ndarray) -> None:
         if not self._has_imu and t.size:

@@ -10,7 +10,8 @@ from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.whole_body import BaseMotion, FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.online.session import whole_body_session
-from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimator
+from inertia_id_ros.online.whole_body_estimator import (WholeBodyEstimator,
+                                                        WholeBodyEstimatorConfig)
 from inertia_id_ros.sim import whole_body as wb
 
 RATE = 200.0
@@ -169,3 +170,11 @@ def test_bad_setups_and_inputs_are_refused(stand):
     session = _session(_model(sim))
     kind, message = session.add_imu(0.0, np.zeros(3), np.array([0.0, 0.0, 9.81]))
     assert kind == "no_imu" and "without an IMU" in message
+
+
+def test_wrenches_beyond_the_buffer_are_counted_as_overflow(stand):
+    sim, data = stand
+    estimator = WholeBodyEstimator(_model(sim), WholeBodyEstimatorConfig(max_pending_samples=10))
+    for i in range(15):  # nothing processed: the 5 oldest are pushed out, unused
+        estimator.add_wrench("l_arm_ft_sensor", data["t"][i], data["ft_wrench"][i, 0])
+    assert estimator.dropped["overflow"] == 5
