@@ -3,7 +3,9 @@ its published estimate.
 
 Runs ``inertia-id-sim`` (robot ``icub_whole_body``: 32 joints, the head IMU, six internal F/T
 sensors, the left sole's contact sensor, 200 Hz, true links differing from the URDF) for the first
-70 % of a motion and ``inertia-id-node`` with ``config/icub_whole_body.yaml``; counts the
+70 % of a motion and ``inertia-id-node`` with ``config/icub_whole_body.yaml`` (``--scenario
+fixed``: robot ``icub_fixed_whole_body``, iCub on a stand, and ``config/icub_fixed.yaml``: no IMU,
+no base rows, the six internal sensors); counts the
 published estimates and the inconsistent ones, calls ``identify``. Then, offline, the same
 simulated robot's last 30 % (fresh noise) is predicted: per F/T sensor, the force RMS error of the
 rows (:class:`~inertia_id_ros.core.whole_body.WholeBodyModel`) with the published estimate, the
@@ -13,7 +15,7 @@ the sensor's, the contact's beyond it, the IMU's). ``truth/URDF+off`` is the bes
 estimate can reach against the URDF with fitted offsets.
 Also the node's cost from ``/diagnostics``: processing per sample, solve, whole update, backlog.
 
-    .venv/bin/python benchmarks/whole_body_dds.py [--duration 60] [--seed 0]
+    .venv/bin/python benchmarks/whole_body_dds.py [--duration 60] [--seed 0] [--scenario fixed]
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from inertia_id_ros.chain.whole_body_fit import (fit_whole_body, prediction_erro
                                                  prior_with_fitted_offsets)
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.core.whole_body import (FTSensor, WholeBodyModel, WholeBodySamples,
-                                            gyro_derivative)
+from inertia_id_ros.core.whole_body import (BaseMotion, FTSensor, WholeBodyModel,
+                                            WholeBodySamples, gyro_derivative)
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.msg import InertialParametersArray
 from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
@@ -50,13 +52,18 @@ RATE = 200.0
 TRAIN_FRACTION = 0.7
 OFFLINE_RATE = 50.0
 """Samples per second of the offline rows (OLS fit, prediction)."""
+SCENARIOS = {"floating": ("icub", "icub_whole_body.yaml", "floating"),
+             "fixed": ("icub_fixed", "icub_fixed.yaml", "fixed")}
+"""Scenario -> (simulated robot, node config, base)."""
 
 
-def run_node(duration: float, seed: int, env: dict[str, str]) -> tuple[list, object, float, list]:
+def run_node(scenario: str, duration: float, seed: int,
+             env: dict[str, str]) -> tuple[list, object, float, list]:
     """Simulator and node over DDS for ``duration`` s: (published arrays, identify response,
     identify wall time (s), the node's diagnostic values per update)."""
+    robot, config, _ = SCENARIOS[scenario]
     node = subprocess.Popen([script("inertia-id-node"), "--ros-args", "--params-file",
-                             str(REPO / "config" / "icub_whole_body.yaml"),
+                             str(REPO / "config" / config),
                              "-p", f"urdf_path:={example_robot_urdf('icub')}",
                              "-p", "update_rate_hz:=1.0", "--log-level", "error"], env=env)
     rclpy.init()
@@ -73,7 +80,7 @@ def run_node(duration: float, seed: int, env: dict[str, str]) -> tuple[list, obj
     client = peer.create_client(Identify, "/inertia_id/identify")
     time.sleep(3.0)
     sim = subprocess.Popen([script("inertia-id-sim"), "--ros-args", "-p",
-                            "robot:=icub_whole_body", "-p", f"rate_hz:={RATE}",
+                            f"robot:={robot}_whole_body", "-p", f"rate_hz:={RATE}",
                             "-p", f"duration_sec:={duration}", "-p", f"seed:={seed}",
                             "--log-level", "error"], env=env)
     try:
@@ -89,13 +96,16 @@ def run_node(duration: float, seed: int, env: dict[str, str]) -> tuple[list, obj
 
 def samples_of(model: WholeBodyModel, data: dict, select: np.ndarray) -> WholeBodySamples:
     """Rows' samples of a recording at ``select`` (indices), ddq and the gyro's derivative by
-    local quadratic fits."""
+    local quadratic fits (without the model's IMU: the base at rest, level)."""
     t = data["t"]
     fit = local_polynomial_derivatives(t, data["q"], t[select], 0.05)
-    alpha = gyro_derivative(t, data["imu_angular_velocity"])[select]
     q, dq, ddq = fit[:, 0], fit[:, 1], fit[:, 2]
-    base = model.base_motion_from_imu(q, dq, ddq, data["imu_angular_velocity"][select],
-                                      data["imu_linear_acceleration"][select], alpha)
+    if model.imu_frame is None:
+        base = BaseMotion.at_rest(select.size)
+    else:
+        alpha = gyro_derivative(t, data["imu_angular_velocity"])[select]
+        base = model.base_motion_from_imu(q, dq, ddq, data["imu_angular_velocity"][select],
+                                          data["imu_linear_acceleration"][select], alpha)
     return WholeBodySamples(q, dq, ddq, base, data["ft_wrench"][select])
 
 
@@ -103,15 +113,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=60.0, help="whole motion, s (60)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scenario", choices=tuple(SCENARIOS), default="floating",
+                        help="floating: iCub on one sole with the IMU; fixed: on a stand, no IMU")
     args = parser.parse_args()
+    robot, _, base = SCENARIOS[args.scenario]
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
     env.setdefault("ROS_DOMAIN_ID", str(50 + os.getpid() % 50))
     os.environ.update(env)
     train = TRAIN_FRACTION * args.duration
-    published, response, identify_s, diagnostics = run_node(train, args.seed, env)
+    published, response, identify_s, diagnostics = run_node(args.scenario, train, args.seed, env)
     inconsistent = sum(not check_consistency(theta).fully_consistent
                        for msg in published for theta in msg_to_thetas(msg).values())
-    print(f"\nnode over DDS, iCub {train:.0f} s at {RATE:.0f} Hz: {len(published)} estimates "
+    print(f"\nnode over DDS, {robot} {train:.0f} s at {RATE:.0f} Hz: {len(published)} estimates "
           f"published, {inconsistent} inconsistent bodies")
     if response is None or not response.success or not response.links.bodies:
         print("identify FAILED: " + ("no answer" if response is None else response.message))
@@ -129,15 +142,16 @@ def main() -> int:
     print(f"node cost (median over {len(diagnostics)} updates): processing "
           f"{median('process_us_per_sample') / 1e3:.2f} ms per sample, solve "
           f"{median('solve_ms'):.0f} ms, update {median('update_ms'):.0f} ms; largest backlog "
-          f"{backlog} IMU readings; failed solves {failed or 0}")
+          f"{backlog} clock stamps; failed solves {failed or 0}")
     counts = {label: list(response.links.identifiability).count(label)
               for label in sorted(set(response.links.identifiability))}
-    print(f"identifiability of the 39 links: {counts}")
+    print(f"identifiability of the {len(response.links.identifiability)} links: {counts}")
 
-    sim = wb.icub(seed=args.seed)
+    sim = wb.ROBOTS[robot](seed=args.seed)
     data = sim.record(args.duration, RATE)
-    model = WholeBodyModel.from_urdf(example_robot_urdf("icub"), "floating",
-                                     [FTSensor(f, k) for f, k in sim.ft_sensors], sim.imu_frame)
+    model = WholeBodyModel.from_urdf(example_robot_urdf("icub"), base,
+                                     [FTSensor(f, k) for f, k in sim.ft_sensors],
+                                     sim.imu_frame if base != "fixed" else None)
     step = int(RATE / OFFLINE_RATE)
     n = data["t"].size
     inner = np.arange(20, n - 20, step)

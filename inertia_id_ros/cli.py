@@ -20,8 +20,9 @@ Subcommands:
   record per update);
 - ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
   directly (no DDS);
-- ``sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1) with its truth
-  (:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of it to replay (``--bag``);
+- ``sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1; iCub suspended or on
+  a stand) with its truth (:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of it to replay
+  (``--bag``);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
   filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
 - ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
@@ -1155,9 +1156,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "--params-file config/<robot>_whole_body.yaml)")
     whole.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"),
                        help="--bag: storage (mcap)")
-    whole.add_argument("--robot", default="icub", choices=("icub", "go1", "icub_suspended"),
+    whole.add_argument("--robot", default="icub",
+                       choices=("icub", "go1", "icub_suspended", "icub_fixed"),
                        help="icub: on one sole, six internal F/T sensors; go1: four foot "
-                            "contacts; icub_suspended: hanging from a crane F/T sensor (icub)")
+                            "contacts; icub_suspended: hanging from a crane F/T sensor (icub); "
+                            "icub_fixed: on a stand (fit with --base fixed)")
     whole.add_argument("--duration", type=float, default=60.0, help="seconds of motion (60)")
     whole.add_argument("--rate", type=float, default=200.0, metavar="HZ", help="sample rate (200)")
     whole.add_argument("--seed", type=int, default=0, help="seed of truth, motion and noise (0)")

@@ -273,7 +273,7 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
             except SampleRejected as rejected:
                 self.dropped[rejected.reason] += 1
                 raise
-            self._joint_accepted(1)
+            self._joint_accepted(np.array([sample.t]))
             values = {"effort": sample.effort} if sample.effort is not None else {}
             self._joints.append(t=sample.t, q=sample.q, has_dq=sample.dq is not None,
                                 dq=0.0 if sample.dq is None else sample.dq, **values)
@@ -326,7 +326,7 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
         if not all(np.isfinite(v).all() for v in (q, dq, effort) if v is not None):
             return False
         self.received[JOINT_STATE] += n
-        self._joint_accepted(n)
+        self._joint_accepted(t)
         values = {"effort": effort} if effort is not None else {}
         self._joints.extend(t=t, q=q, has_dq=np.full(n, dq is not None),
                             dq=np.zeros_like(q) if dq is None else dq, **values)
@@ -334,9 +334,9 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
         self._joint_clock.in_step()
         return True
 
-    def _joint_accepted(self, count: int = 1) -> None:
-        """``count`` valid joint states are about to be buffered (lock held): count them (a
-        subclass may also check its buffer's overflow)."""
+    def _joint_accepted(self, t: np.ndarray) -> None:
+        """Valid joint states stamped ``t`` (k,) (s) are about to be buffered (lock held): a
+        subclass may count them, check its buffer's overflow or note the stamps."""
 
     # ---- processing ------------------------------------------------------------------------
 

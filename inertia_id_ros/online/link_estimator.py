@@ -180,9 +180,9 @@ class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
 
     # ---- input and processing (the hooks of OnlineEstimator) -------------------------------
 
-    def _joint_accepted(self, count: int = 1) -> None:
+    def _joint_accepted(self, t: np.ndarray) -> None:
         joints = self._joints
-        pushed_out = len(joints) + count - joints.capacity
+        pushed_out = len(joints) + t.size - joints.capacity
         if pushed_out > 0:  # the oldest are pushed out: count those not yet processed
             unprocessed = int(np.count_nonzero(joints["t"][:pushed_out] > self._t_consumed))
             self.dropped["overflow"] += unprocessed + max(pushed_out - len(joints), 0)

@@ -191,8 +191,8 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
 
     # ---- input -----------------------------------------------------------------------------
 
-    def _joint_accepted(self, count: int = 1) -> None:
-        self.processed["joint_state"] += count
+    def _joint_accepted(self, t: np.ndarray) -> None:
+        self.processed["joint_state"] += t.size
 
     def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None) -> None:
         """Buffer an F/T measurement: stamp ``t`` (s), ``wrench`` (6,) ``[fx, fy, fz, tx, ty, tz]``

@@ -530,7 +530,8 @@ class LinkSession(Session[LinkEstimator]):
 
 
 class WholeBodySession(Session[WholeBodyEstimator]):
-    """Every link of a floating-base robot from joint states, an IMU and F/T sensors: a
+    """Every link of a floating-base, fixed or suspended robot from joint states, F/T sensors and
+    an IMU (optional on a fixed or suspended base): a
     :class:`~inertia_id_ros.online.whole_body_estimator.WholeBodyEstimate` per update (each link
     fully consistent, with its identifiability); a sensor that stops or resumes is reported."""
 

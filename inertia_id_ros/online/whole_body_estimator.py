@@ -1,19 +1,26 @@
 """Online whole-body identification: joint states, an IMU and several F/T sensors in, every URDF
 link out, each fully physically consistent, with its identifiability.
 
-The counterpart of :mod:`~inertia_id_ros.online.link_estimator` for a floating-base robot
-(:class:`~inertia_id_ros.core.whole_body.WholeBodyModel`'s rows, solved by
+The counterpart of :mod:`~inertia_id_ros.online.link_estimator` for a floating-base (or fixed,
+suspended) robot (:class:`~inertia_id_ros.core.whole_body.WholeBodyModel`'s rows, solved by
 :func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`: scaled, with a prior toward the
-URDF). A *sample* is an IMU stamp: the IMU reading (angular velocity, specific force; the
-angular acceleration from a local quadratic fit of the gyro around it,
-:func:`~inertia_id_ros.core.whole_body.gyro_derivative`'s filter), every F/T sensor's wrench
-with the same header stamp (within ``sync_tolerance_sec``) and the joint states interpolated and
-differentiated there (the shared coverage loop of
-:class:`~inertia_id_ros.online.estimator.OnlineEstimator`).
+URDF). A *sample* is a stamp of the *clock*: every F/T sensor's wrench with the same header
+stamp (within ``sync_tolerance_sec``) and the joint states interpolated and differentiated there
+(the shared coverage loop of :class:`~inertia_id_ros.online.estimator.OnlineEstimator`).
+
+The clock is the IMU when the model has one (:attr:`~WholeBodyModel.imu_frame`; a floating base
+needs it): its reading (angular velocity, specific force; the angular acceleration from a local
+quadratic fit of the gyro around it, :func:`~inertia_id_ros.core.whole_body.gyro_derivative`'s
+filter) gives the base motion (:meth:`~WholeBodyModel.base_motion_from_imu`; on a fixed base,
+its specific force tilts the base). Without an IMU (a ``fixed`` or ``suspended`` base) the base
+is at rest and level (:meth:`~inertia_id_ros.core.whole_body.BaseMotion.at_rest`, as offline)
+and the clock is the first live F/T sensor, else (none, or all stopped) the joint states.
 
 Sync: a sample waits until every live sensor has a wrench at or after its stamp. A sensor whose
-newest wrench is more than ``sensor_timeout_sec`` older than the newest IMU stamp has *stopped*
-(:attr:`WholeBodyEstimator.stopped_sensors`): samples no longer wait for it, and the rows that
+newest wrench is more than ``sensor_timeout_sec`` older than the newest input stamp (the IMU's;
+without an IMU, any wrench's or joint state's) has *stopped*
+(:attr:`WholeBodyEstimator.stopped_sensors`): samples no longer wait for it (the clock moves on
+to the next live one if it was the clock), and the rows that
 need its wrench (its own, and, for a contact sensor, the base rows and the rows of the sensors
 and joints it lies beyond) are dropped, not filled with zeros; so are those of a single missing
 wrench (counted ``missing_wrench``). The window keeps normal equations per block of samples
@@ -41,13 +48,18 @@ from inertia_id_ros.online.inputs import JointStateValidator, check_stamp
 from inertia_id_ros.online.window import BlockWindow, SampleBuffer
 
 IMU = "imu"
-"""Input kind: an IMU reading (the window's samples)."""
+"""Input kind: an IMU reading (the window's samples when the model has an IMU)."""
+SAMPLE = "sample"
+"""Input kind of the window's samples without an IMU (F/T or joint-state stamps)."""
+_IMU_CLOCK = -1
+"""Clock index of the IMU (F/T sensors are 0 .. S - 1, the joint states S)."""
 
 
 @dataclass
 class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
-    """Settings of :class:`WholeBodyEstimator`: the shared ones (samples are IMU stamps) and the
-    sync, the gyro filter, the prior and the window's blocks (s)."""
+    """Settings of :class:`WholeBodyEstimator`: the shared ones (samples are stamps of the
+    clock: the IMU, else an F/T sensor or the joint states) and the sync, the gyro filter, the
+    prior and the window's blocks (s)."""
 
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     """Weight of the prior toward the URDF (scaled coordinates, see
@@ -56,21 +68,22 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
     """``none`` or ``channel``: the noise groups weighted by their inverse residual variance
     (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`)."""
     sync_tolerance_sec: float = 1e-3
-    """A wrench belongs to the IMU sample whose stamp is within this (s)."""
+    """A wrench belongs to the sample whose stamp is within this (s)."""
     sensor_timeout_sec: float = 0.5
-    """An F/T sensor silent for this long (behind the newest IMU stamp) has stopped (s)."""
+    """An F/T sensor silent for this long (behind the newest IMU stamp; without an IMU, the
+    newest wrench or joint state) has stopped (s)."""
     gyro_half_width: float = DEFAULT_GYRO_HALF_WIDTH
     """Half-width of the local quadratic fit that differentiates the gyro (s)."""
     block_sec: float = 1.0
     """Samples per block of the window's normal equations (s)."""
     max_pending_samples: int = 10000
-    """IMU readings and wrenches (per sensor) waiting to be processed (bounded memory)."""
+    """IMU readings and wrenches (per sensor) buffered to be processed (bounded memory)."""
     with_efforts: bool = False
     """Use the joint states' efforts (joint-torque rows)."""
     max_sample_rate_hz: float = 50.0
-    """IMU stamps closer than ``1 / max_sample_rate_hz`` to the previous sample are not made
-    samples (they still feed the gyro's derivative): a humanoid's rows cost milliseconds per
-    sample, and the motion is slow next to the sensors' rates (Hz)."""
+    """Clock stamps closer than ``1 / max_sample_rate_hz`` to the previous sample are not made
+    samples (IMU readings still feed the gyro's derivative): a humanoid's rows cost milliseconds
+    per sample, and the motion is slow next to the sensors' rates (Hz)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -88,7 +101,7 @@ class WholeBodyEstimate:
     ``link_names`` (L,) and ``thetas`` (L, 10) about and in each link's frame; ``labels`` (L,)
     ``identified``, ``partly identified`` or ``prior only`` with ``identified_fraction`` (L,);
     ``offsets`` {sensor frame: (6,)} (N, N m); ``min_pseudo_inertia_eigs`` (L,) (kg m²);
-    ``residual_rms`` of the rows; ``rank`` base parameters of ``n_params``; ``n_samples`` IMU
+    ``residual_rms`` of the rows; ``rank`` base parameters of ``n_params``; ``n_samples`` clock
     stamps from ``t_first`` to ``t_last`` (s); ``stopped_sensors``: frames whose rows were
     dropped at the solve; ``method``; ``solve_time`` (s, every solve of a weighted fit's
     iteration); ``message``: non-empty if the solver stopped early.
@@ -118,19 +131,24 @@ class WholeBodyEstimate:
 
 
 class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
-    """Identify every link of a floating-base robot online (see the module docstring).
-    Thread-safe under the locking rule of :mod:`inertia_id_ros.online.estimator`."""
-
-    sample_kind = IMU
-    sample_name = "IMU samples"
+    """Identify every link of a floating-base, fixed or suspended robot online (see the module
+    docstring). Thread-safe under the locking rule of :mod:`inertia_id_ros.online.estimator`.
+    Raises ValueError for a floating base without an IMU, or a model with no rows (a fixed base
+    without internal F/T sensors or efforts)."""
 
     def __init__(self, model: WholeBodyModel,
                  config: WholeBodyEstimatorConfig | None = None) -> None:
         config = config or WholeBodyEstimatorConfig()
-        if model.imu_frame is None:
-            raise ValueError("the whole-body estimator needs the model's imu_frame")
+        self._has_imu = model.imu_frame is not None
+        if model.base == "floating" and not self._has_imu:
+            raise ValueError("a floating base needs an IMU (the model's imu_frame)")
         self.model = model
         self._channels = model.channels(config.with_efforts)
+        if not self._channels:
+            raise ValueError(f"a {model.base} base without internal F/T sensors or joint "
+                             "efforts gives no rows to identify from")
+        self.sample_kind, self.sample_name = ((IMU, "IMU samples") if self._has_imu
+                                              else (SAMPLE, "samples"))
         super().__init__(config, JointStateValidator(model.joint_names, model.joint_names,
                                                      config.ignore_unknown_joints,
                                                      config.use_measured_velocity,
@@ -146,13 +164,16 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         self._imu = SampleBuffer(capacity, t=(), w=(3,), f=(3,))
         self._wrenches = [SampleBuffer(capacity, t=(), f=(6,)) for _ in model.sensors]
         self._last_imu_t: float | None = None
-        self._first_imu_t: float | None = None
+        self._first_t: float | None = None
+        """The first stamp of an input that sets the clock's time (s; see :meth:`_now`)."""
         self._last_wrench_t: list[float | None] = [None] * len(model.sensors)
         self._t_consumed = -np.inf
         self._t_sampled = -np.inf
-        """Stamp of the newest IMU reading made a sample (s)."""
+        """Stamp of the newest clock stamp made a sample (s)."""
+        self._pending_clock = _IMU_CLOCK
         self._pending_index = np.zeros(0, dtype=int)
-        """Buffer indices of the stamps the last :meth:`_pending_stamps` returned."""
+        """The clock and its buffer's indices of the stamps the last :meth:`_pending_stamps`
+        returned."""
         self._depends = self._row_dependencies()
         """(S, C) bool: the rows that need sensor s's wrench."""
         self._weights: np.ndarray | None = None
@@ -165,12 +186,16 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 frame_id: str | None = None) -> None:
         """Buffer an IMU reading: stamp ``t`` (s), ``angular_velocity`` (3,) rad/s and
         ``linear_acceleration`` (3,) m/s² (specific force, +9.81 up at rest), both in the IMU
-        frame ``frame_id`` (checked when given). Raises :class:`SampleRejected` (``non_finite``,
-        ``length_mismatch``, ``wrong_frame``, ``duplicate_stamp``, ``out_of_order``); when
-        ``max_pending_samples`` wait, the oldest is dropped (``overflow``)."""
+        frame ``frame_id`` (checked when given). Raises :class:`SampleRejected` (``no_imu``: the
+        model has none, ``non_finite``, ``length_mismatch``, ``wrong_frame``, ``duplicate_stamp``,
+        ``out_of_order``); when ``max_pending_samples`` wait, the oldest is dropped
+        (``overflow``)."""
         with self._lock:
             self.received[IMU] += 1
             try:
+                if not self._has_imu:
+                    raise SampleRejected("no_imu", f"the {self.model.base} base was set up "
+                                         "without an IMU")
                 w, f = (_vector(x, 3, "IMU " + name) for name, x in
                         (("angular velocity", angular_velocity),
                          ("linear acceleration", linear_acceleration)))
@@ -180,8 +205,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 self.dropped[rejected.reason] += 1
                 raise
             self._last_imu_t = float(t)
-            if self._first_imu_t is None:
-                self._first_imu_t = float(t)
+            self._note_first(float(t))
             if len(self._imu) == self._imu.capacity and self._imu["t"][0] > self._t_consumed:
                 self.dropped["overflow"] += 1
             self._imu.append(t=float(t), w=w, f=f)
@@ -191,7 +215,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         """Buffer the wrench (6,) ``[fx, fy, fz, tx, ty, tz]`` (N, N m) of the F/T sensor at URDF
         ``frame``, stamped ``t`` (s), in that frame (``frame_id`` checked when given). Raises
         :class:`SampleRejected` (``unknown_sensor``, ``non_finite``, ``length_mismatch``,
-        ``wrong_frame``, ``duplicate_stamp``, ``out_of_order``)."""
+        ``wrong_frame``, ``duplicate_stamp``, ``out_of_order``); when ``max_pending_samples``
+        wait, the oldest is dropped (``overflow``)."""
         with self._lock:
             self.received[f"wrench.{frame}"] += 1
             try:
@@ -206,7 +231,21 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 self.dropped[rejected.reason] += 1
                 raise
             self._last_wrench_t[k] = float(t)
-            self._wrenches[k].append(t=float(t), f=f)
+            if not self._has_imu:
+                self._note_first(float(t))
+            buffer = self._wrenches[k]
+            if len(buffer) == buffer.capacity and buffer["t"][0] > self._t_consumed:
+                self.dropped["overflow"] += 1
+            buffer.append(t=float(t), f=f)
+
+    def _joint_accepted(self, t: np.ndarray) -> None:
+        if not self._has_imu and t.size:
+            self._note_first(float(t[0]))
+
+    def _note_first(self, t: float) -> None:
+        """An input that sets the clock's time arrived, stamped ``t`` (s) (lock held)."""
+        if self._first_t is None:
+            self._first_t = t
 
     # ---- sync ------------------------------------------------------------------------------
 
@@ -216,25 +255,53 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         with self._lock:
             return tuple(self.sensor_frames[k] for k in self._stopped())
 
+    def _now(self) -> float | None:
+        """The newest stamp (s) of the inputs that set the time sensors are judged by: the
+        IMU's, else any wrench's or joint state's; ``None`` before any (lock held)."""
+        if self._has_imu:
+            return self._last_imu_t
+        stamps = [t for t in (*self._last_wrench_t, self._joint_input.last_t) if t is not None]
+        return max(stamps) if stamps else None
+
     def _stopped(self) -> list[int]:
         """Indices of the stopped sensors (lock held)."""
-        if self._last_imu_t is None:
+        now = self._now()
+        if now is None:
             return []
-        horizon = self._last_imu_t - self.config.sensor_timeout_sec
+        horizon = now - self.config.sensor_timeout_sec
         return [k for k, last in enumerate(self._last_wrench_t)
-                if (self._first_imu_t if last is None else last) < horizon]
+                if (self._first_t if last is None else last) < horizon]
+
+    def _clock(self, stopped: list[int]) -> int:
+        """The clock (lock held): the IMU; without one, the first live F/T sensor, else the
+        joint states (see :data:`_IMU_CLOCK`)."""
+        if self._has_imu:
+            return _IMU_CLOCK
+        return next((k for k in range(len(self.sensor_frames)) if k not in stopped),
+                    len(self.sensor_frames))
+
+    def _clock_stamps(self, clock: int) -> np.ndarray:
+        """The buffered stamps (s) of ``clock`` (lock held)."""
+        if clock == _IMU_CLOCK:
+            return self._imu["t"]
+        if clock < len(self._wrenches):
+            return self._wrenches[clock]["t"]
+        return self._joints["t"]
 
     def _pending_stamps(self, limit: int) -> np.ndarray:
         config = self.config
-        if self._last_imu_t is None:
-            return np.zeros(0)
-        ready_until = self._last_imu_t - config.gyro_half_width  # the gyro fit's look-ahead
-        stopped = set(self._stopped())
+        stopped = self._stopped()
+        clock = self._clock(stopped)
+        ready_until = np.inf
+        if self._has_imu:
+            if self._last_imu_t is None:
+                return np.zeros(0)
+            ready_until = self._last_imu_t - config.gyro_half_width  # the gyro fit's look-ahead
         for k, last in enumerate(self._last_wrench_t):
             if k not in stopped:
                 ready_until = min(ready_until, -np.inf if last is None
                                   else last + config.sync_tolerance_sec)
-        t_all = self._imu["t"]
+        t_all = self._clock_stamps(clock)
         start = int(np.searchsorted(t_all, self._t_consumed, side="right"))
         stop = int(np.searchsorted(t_all, ready_until, side="right"))
         index, last, spacing = [], self._t_sampled, 0.999 / config.max_sample_rate_hz
@@ -244,22 +311,25 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 last = t_all[i]
                 if len(index) == limit:
                     break
+        self._pending_clock = clock
         self._pending_index = np.array(index, dtype=int)
         return t_all[self._pending_index]
 
     def _take_samples(self, consumed: int, ready: np.ndarray) -> np.ndarray:
         config = self.config
         imu = self._imu
+        clock_t = self._clock_stamps(self._pending_clock)
         chosen = self._pending_index[ready]
-        t_ready = imu["t"][chosen]
+        t_ready = clock_t[chosen]
         n, n_sensors = t_ready.size, len(self.sensor_frames)
-        measured = np.zeros((n, 9 + 7 * n_sensors))
-        if n:
+        measured = np.zeros((n, 9 + 7 * n_sensors))  # the IMU's 9 columns stay 0 without one
+        if n and self._has_imu:
             measured[:, :3] = imu["w"][chosen]
             measured[:, 3:6] = imu["f"][chosen]
             measured[:, 6:9] = local_polynomial_derivatives(
                 imu["t"], imu["w"], t_ready, config.gyro_half_width, order=2,
                 n_derivatives=1)[:, 1]
+        if n:
             for k, buffer in enumerate(self._wrenches):
                 stamps = buffer["t"]
                 if not stamps.size:
@@ -279,7 +349,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             efforts = np.column_stack([np.interp(t_ready, joints["t"], column)
                                        for column in joints["effort"].T])
             measured = np.hstack([measured, efforts])
-        self._t_consumed = self._t_sampled = float(imu["t"][self._pending_index[consumed - 1]])
+        self._t_consumed = self._t_sampled = float(clock_t[self._pending_index[consumed - 1]])
         keep_from = self._t_consumed - 2 * config.gyro_half_width
         imu.drop_front(int(np.searchsorted(imu["t"], keep_from)))
         for buffer in self._wrenches:
@@ -288,15 +358,15 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         return measured
 
     def _pending_count(self) -> int:
-        """IMU readings not yet consumed (not all will become samples)."""
-        return len(self._imu) - int(np.searchsorted(self._imu["t"], self._t_consumed,
-                                                    side="right"))
+        """Clock stamps not yet consumed (not all will become samples)."""
+        stamps = self._clock_stamps(self._clock(self._stopped()))
+        return stamps.size - int(np.searchsorted(stamps, self._t_consumed, side="right"))
 
     def _clear_pending(self) -> None:
         self._imu.clear()
         for buffer in self._wrenches:
             buffer.clear()
-        self._last_imu_t = self._first_imu_t = None
+        self._last_imu_t = self._first_t = None
         self._last_wrench_t = [None] * len(self.sensor_frames)
         self._t_consumed = self._t_sampled = -np.inf
 
@@ -326,9 +396,10 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
     def _rows(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray]:
         model, n_sensors = self.model, len(self.sensor_frames)
         m = batch.measured
-        base = model.base_motion_from_imu(batch.q, batch.dq, batch.ddq, m[:, :3], m[:, 3:6],
-                                          m[:, 6:9])
-        wrenches = m[:, 9:9 + 6 * n_sensors].reshape(-1, n_sensors, 6)
+        base = (model.base_motion_from_imu(batch.q, batch.dq, batch.ddq, m[:, :3], m[:, 3:6],
+                                           m[:, 6:9]) if self._has_imu
+                else BaseMotion.at_rest(batch.t.size))
+        wrenches = m[:, 9:9 + 6 * n_sensors].reshape(len(m), n_sensors, 6)
         present = m[:, 9 + 6 * n_sensors:9 + 7 * n_sensors] > 0.5
         efforts = m[:, 9 + 7 * n_sensors:] if self.config.with_efforts else None
         Y, b, _ = model.rows(WholeBodySamples(batch.q, batch.dq, batch.ddq, base, wrenches,

@@ -10,8 +10,9 @@ periodic update on a worker thread and publishes what it gives:
   ``~/payload_change`` (``PayloadChange``) on a grasp or release; ``~/tare`` (``Tare``).
 - ``links``: ``sensor_msgs/JointState`` with efforts in; ``~/links``
   (``InertialParametersArray``, latched) and ``~/markers`` out.
-- ``whole_body``: ``sensor_msgs/JointState``, ``sensor_msgs/Imu`` and one
-  ``geometry_msgs/WrenchStamped`` topic per F/T sensor in; ``~/links`` (every URDF link with its
+- ``whole_body``: ``sensor_msgs/JointState``, ``sensor_msgs/Imu`` (none for a fixed or
+  suspended base without ``imu_topic``) and one ``geometry_msgs/WrenchStamped`` topic per F/T
+  sensor in; ``~/links`` (every URDF link with its
   identifiability, the sensor offsets) and ``~/markers`` out.
 
 Every mode: ``~/identify`` (``Identify``), ``/diagnostics``; ``method``, ``solver_options``,
@@ -292,18 +293,21 @@ class _WholeBodyIO(_LinksIO):
         _JointStateInput.__init__(self, node, session, settings, sensor_qos)
         model = session.estimator.model
         self._imu = _Inbox(self._inbox_limit)
-        node.inputs.create_subscription(Imu, settings.imu_topic, self._imu.put, sensor_qos)
+        if model.imu_frame is not None:  # none: a fixed or suspended base at rest
+            node.inputs.create_subscription(Imu, settings.imu_topic, self._imu.put, sensor_qos)
         self._ft = {frame: _Inbox(self._inbox_limit) for frame in settings.ft_frames}
         for frame, topic in zip(settings.ft_frames, settings.ft_topics):
             node.inputs.create_subscription(WrenchStamped, topic, self._ft[frame].put, sensor_qos)
-        self.hardware_id = ",".join((model.imu_frame, *settings.ft_frames))
+        self.hardware_id = ",".join(filter(None, (model.imu_frame, *settings.ft_frames)))
         self._links = node.create_publisher(InertialParametersArray, "~/links", _latched())
         self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
         sensors = ", ".join(f"{f} ({k}, {t})" for f, k, t in
                             zip(settings.ft_frames, settings.ft_types, settings.ft_topics))
+        imu = ("no IMU (the base at rest, level)" if model.imu_frame is None
+               else f"the IMU at '{model.imu_frame}' ({settings.imu_topic})")
         self.description = (f"identifying {len(model.bodies)} links of a {model.base} base from "
-                            f"{len(model.joint_names)} joints, the IMU at '{model.imu_frame}' "
-                            f"({settings.imu_topic}) and F/T sensors {sensors}")
+                            f"{len(model.joint_names)} joints, {imu}, F/T sensors {sensors}"
+                            + (" and joint efforts" if settings.use_efforts else ""))
 
     def _drain_more(self) -> None:
         session, warn = self._session, self._node.warn

@@ -33,7 +33,7 @@ from inertia_id_ros.chain.whole_body_fit import WHOLE_BODY_METHODS
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.core.weighting import WEIGHTINGS
-from inertia_id_ros.core.whole_body import SENSOR_KINDS, FTSensor, WholeBodyModel
+from inertia_id_ros.core.whole_body import BASE_KINDS, SENSOR_KINDS, FTSensor, WholeBodyModel
 from inertia_id_ros.errors import (ConfigError, FrameNotFound, JointNotFound, ProblemError,
                                    StartupError)
 from inertia_id_ros.io.prior import NO_PRIOR, resolve_payload_prior
@@ -158,14 +158,21 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     # whole_body mode
     ParameterSpec("base", "floating",
                   "Whole-body mode: the robot's base: 'floating' (free, motion from the IMU, base "
-                  "rows from the contact wrenches) or 'suspended' (hanging through a contact F/T "
-                  "sensor)."),
-    ParameterSpec("imu_topic", "/imu", "Whole-body mode: sensor_msgs/Imu input topic."),
+                  "rows from the contact wrenches), 'suspended' (hanging through a contact F/T "
+                  "sensor; base rows as floating) or 'fixed' (on a stand: no base rows, the "
+                  "stand's wrench is not measured). Without an IMU a suspended or fixed base is "
+                  "at rest and level; with one, its readings give the base's motion and tilt."),
+    ParameterSpec("imu_topic", "/imu",
+                  "Whole-body mode: sensor_msgs/Imu input topic; its stamps are the samples. "
+                  "Empty: no IMU (base 'fixed' or 'suspended' only; the samples are then the "
+                  "first live F/T sensor's stamps, else the joint states')."),
     ParameterSpec("imu_frame", "",
-                  "Whole-body mode: URDF frame of the IMU; readings must carry this frame_id."),
+                  "Whole-body mode: URDF frame of the IMU, required with an imu_topic; readings "
+                  "must carry this frame_id."),
     ParameterSpec("ft_frames", None,
                   "Whole-body mode: URDF frames of the F/T sensors (a link or a fixed joint); "
-                  "wrenches must carry these frame_ids.", array_type="string_array"),
+                  "wrenches must carry these frame_ids. Required, but on a fixed base with "
+                  "use_efforts (the joint torques alone).", array_type="string_array"),
     ParameterSpec("ft_topics", None,
                   "Whole-body mode: geometry_msgs/WrenchStamped topic of each F/T sensor, in "
                   "ft_frames order.", array_type="string_array"),
@@ -177,12 +184,15 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec("use_efforts", False,
                   "Whole-body mode: add the joint-torque rows of the joint states' efforts."),
     ParameterSpec("sensor_timeout_sec", 0.5,
-                  "Whole-body mode: an F/T sensor silent this long (s) behind the IMU has "
-                  "stopped: reported, and the rows needing its wrench dropped."),
+                  "Whole-body mode: an F/T sensor silent this long (s) behind the IMU (without "
+                  "an IMU: behind the newest wrench or joint state) has stopped: reported, and "
+                  "the rows needing its wrench dropped; if its stamps were the samples, the next "
+                  "live sensor's are."),
     ParameterSpec("sample_rate_hz", 50.0,
-                  "Whole-body mode: IMU stamps become samples at most at this rate (Hz, > 0; the "
-                  "others still feed the gyro's derivative): a humanoid's rows cost milliseconds "
-                  "per sample."),
+                  "Whole-body mode: IMU stamps (without an IMU, the F/T or joint-state stamps "
+                  "that are the samples) become samples at most at this rate (Hz, > 0; the other "
+                  "IMU readings still feed the gyro's derivative): a humanoid's rows cost "
+                  "milliseconds per sample."),
     # ~/excite
     ParameterSpec("trajectory_topic", "/joint_trajectory_controller/joint_trajectory",
                   "~/excite: trajectory_msgs/JointTrajectory output topic (the trajectory "
@@ -404,15 +414,17 @@ def _check_payload_prior(settings: NodeSettings) -> None:
 
 def _check_whole_body(settings: NodeSettings) -> None:
     """The whole-body parameters that need no URDF; raises StartupError naming the item."""
-    if settings.base not in ("floating", "suspended"):
-        raise StartupError(f"parameter 'base': {settings.base!r} is neither 'floating' nor "
-                           "'suspended'")
-    if not settings.imu_frame:
-        raise StartupError("parameter 'imu_frame' is required in whole_body mode")
-    if not settings.imu_topic:
-        raise StartupError("parameter 'imu_topic' is required in whole_body mode")
-    if not settings.ft_frames:
-        raise StartupError("parameter 'ft_frames' is required in whole_body mode")
+    if settings.base not in BASE_KINDS:
+        raise StartupError(f"parameter 'base': {settings.base!r} is not one of {BASE_KINDS}")
+    if not settings.imu_topic and settings.base == "floating":
+        raise StartupError("parameter 'imu_topic' is required with base 'floating' (empty: no "
+                           "IMU, for base 'fixed' or 'suspended' only)")
+    if settings.imu_topic and not settings.imu_frame:
+        raise StartupError(f"parameter 'imu_frame' is required with an imu_topic "
+                           f"({settings.imu_topic!r}; empty imu_topic: no IMU)")
+    if not settings.ft_frames and not (settings.base == "fixed" and settings.use_efforts):
+        raise StartupError("parameter 'ft_frames' is required in whole_body mode (but on a "
+                           "fixed base with use_efforts)")
     for name in ("ft_topics", "ft_types"):
         if len(getattr(settings, name)) != len(settings.ft_frames):
             raise StartupError(f"parameter '{name}' has {len(getattr(settings, name))} entries "
@@ -427,6 +439,11 @@ def _check_whole_body(settings: NodeSettings) -> None:
     duplicates = sorted({f for f in settings.ft_frames if settings.ft_frames.count(f) > 1})
     if duplicates:
         raise StartupError(f"parameter 'ft_frames': {duplicates} listed twice")
+    if (settings.base == "fixed" and not settings.use_efforts
+            and "internal" not in settings.ft_types):
+        raise StartupError("parameter 'ft_types': a fixed base has rows only from internal F/T "
+                           "sensors and joint efforts; no sensor is internal "
+                           f"({list(settings.ft_types)}) and use_efforts is false")
     try:
         check_mode_method(settings.mode, settings.method)
     except ValueError as error:
@@ -624,8 +641,9 @@ def _link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorCo
 
 
 def _whole_body_session(settings: NodeSettings) -> Session:
-    """The whole-body session: the URDF with a free-flyer root, the sensors, the IMU frame;
-    raises StartupError naming the parameter at fault."""
+    """The whole-body session: the URDF with a free-flyer root (a fixed one for base ``fixed``),
+    the sensors, the IMU frame (none without an imu_topic); raises StartupError naming the
+    parameter at fault."""
     _load_robot(settings)  # an unreadable URDF names its parameter
     sensors = [FTSensor(frame, kind) for frame, kind in zip(settings.ft_frames, settings.ft_types)]
     urdf = settings.urdf_path
@@ -634,7 +652,8 @@ def _whole_body_session(settings: NodeSettings) -> Session:
             handle.write(settings.robot_description)
         urdf = handle.name
     try:
-        model = WholeBodyModel.from_urdf(urdf, settings.base, sensors, settings.imu_frame)
+        model = WholeBodyModel.from_urdf(urdf, settings.base, sensors,
+                                         settings.imu_frame if settings.imu_topic else None)
     except FrameNotFound as error:
         name = "imu_frame" if error.name == settings.imu_frame else "ft_frames"
         raise StartupError(f"parameter '{name}': {error}") from error

@@ -13,15 +13,17 @@ Parameter ``robot``:
   ``sensor_msgs/JointState`` of all 12 joints (the other legs still at 0) with exact positions and
   velocities and efforts = joint torques + 0.1 N m white noise, and the ground truth of the leg's
   links and drives on ``~/ground_truth_links`` (``InertialParametersArray``, latched).
-- ``icub_whole_body``, ``go1_whole_body``, ``icub_suspended_whole_body``: floating-base robots
-  (:mod:`~inertia_id_ros.sim.whole_body`): iCub on its left sole with six internal F/T sensors and
-  the sole's contact sensor, Go1 with four foot contact sensors, iCub hanging from a crane F/T
-  sensor at its root link; true links differing from the URDF, noise, offsets. Publishes
+- ``icub_whole_body``, ``go1_whole_body``, ``icub_suspended_whole_body``,
+  ``icub_fixed_whole_body``: whole-body robots (:mod:`~inertia_id_ros.sim.whole_body`): iCub on
+  its left sole with six internal F/T sensors and the sole's contact sensor, Go1 with four foot
+  contact sensors, iCub hanging from a crane F/T sensor at its root link, iCub on a stand (its six
+  internal sensors, no contact); true links differing from the URDF, noise, offsets. Publishes
   ``sensor_msgs/JointState`` (positions, velocities), ``sensor_msgs/Imu`` on ``imu_topic`` and
   each sensor's ``WrenchStamped`` on ``/<frame>/wrench`` (the topics of
   ``config/icub_whole_body.yaml``, ``config/go1_whole_body.yaml``,
-  ``config/icub_suspended.yaml``), all with the same stamps; the truth (every link, the sensor
-  offsets) on ``~/ground_truth_links``. Use ``rate_hz`` 200.
+  ``config/icub_suspended.yaml``, ``config/icub_fixed.yaml``, which takes no IMU), all with the
+  same stamps; the truth (every link, the sensor offsets) on ``~/ground_truth_links``. Use
+  ``rate_hz`` 200.
 
 ``panda`` and ``go1_leg`` follow ``trajectory_msgs/JointTrajectory`` commands on
 ``trajectory_topic`` as joint_trajectory_controller does, ``tracking_lag_sec`` late
@@ -230,8 +232,11 @@ class _WholeBody:
                             f"{[f'{f} ({k})' for f, k in self.sim.ft_sensors]}")
 
     def subscribed(self) -> bool:
+        """Every topic has a subscriber (the IMU's: when the base moves; on a stand it may go
+        unread)."""
+        imu = (self._imu_pub,) if self.sim.moving_base else ()
         return all(pub.get_subscription_count()
-                   for pub in (self._joint_pub, self._imu_pub, *self._wrench_pubs))
+                   for pub in (self._joint_pub, *imu, *self._wrench_pubs))
 
     def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
         sim = self.sim
@@ -269,8 +274,9 @@ class SimulatorNode(Node):
             ("robot", "panda", "What to simulate: 'panda' (a payload beyond a wrist F/T sensor: "
                                "joint states and wrenches), 'go1_leg' (a Go1 leg: joint states "
                                "with joint torques as efforts), 'icub_whole_body', "
-                               "'go1_whole_body' or 'icub_suspended_whole_body' (floating "
-                               "base: joint states, IMU, F/T sensors)."),
+                               "'go1_whole_body', 'icub_suspended_whole_body' (floating "
+                               "base: joint states, IMU, F/T sensors) or "
+                               "'icub_fixed_whole_body' (on a stand)."),
             ("rate_hz", 1000.0, "Publication rate of the topics (Hz)."),
             ("duration_sec", 0.0, "Seconds of motion to play; 0 = until stopped."),
             ("seed", 0, "Seed of the trajectory and the noise (and go1_leg's true links)."),

@@ -1,10 +1,11 @@
 """Simulated floating-base robots: joints and base moving, contacts, F/T sensors, an IMU.
 
-Two robots: iCub (example-robot-data ``icub.urdf``) standing on its left sole, which stays fixed in
-the world while all 32 joints move (the base moves as the stance leg and the contact require), six
-internal F/T sensors (arms, legs, feet) and the sole's contact wrench measured, the IMU at
-``imu_frame`` in the head; and Go1 with its base moving (a multi-sine in all six directions) and
-four point contacts at the feet, each measured.
+iCub (example-robot-data ``icub.urdf``) standing on its left sole, which stays fixed in the world
+while all 32 joints move (the base moves as the stance leg and the contact require), six internal
+F/T sensors (arms, legs, feet) and the sole's contact wrench measured, the IMU at ``imu_frame`` in
+the head; Go1 with its base moving (a multi-sine in all six directions) and four point contacts at
+the feet, each measured; iCub hanging from a crane F/T sensor; and iCub on a stand (its root link
+fixed, level, the stand's wrench not measured).
 
 The truth is independent of the identification's regressors: the robot is simulated with
 pinocchio's RNEA on a model built from a *true* URDF (the given one, the *CAD*, with each link's
@@ -189,7 +190,7 @@ class WholeBodyMotion:
     wrench without noise or offset; ``imu_orientation`` (N, 4), ``imu_angular_velocity``,
     ``imu_angular_acceleration``, ``imu_linear_acceleration`` (N, 3) (IMU frame);
     ``base_residual`` (N, 6): the free-flyer wrench RNEA leaves with the contact wrenches applied
-    (zero up to rounding).
+    (zero up to rounding; on a stand, the stand's wrench on the base).
     """
 
     t: np.ndarray
@@ -219,7 +220,9 @@ class WholeBodySimulator:
     a contact frame held fixed in the world (the base moves as the joints require), else the base
     follows ``base_trajectory(t) -> (x, dx, ddx)`` (N, 6): position (m) and Z-Y-X angles (rad) of
     the base in the world, relative to ``base_height`` above the origin; several contacts share
-    the wrench the base equations require (least norm; ``point_contacts``: forces only).
+    the wrench the base equations require (least norm; ``point_contacts``: forces only); with
+    neither, the base is fixed (a stand), level at ``base_height``: the stand carries the
+    robot (its wrench is ``base_residual``, not measured) and there are no contact sensors.
     ``joint_trajectory(t) -> (q, dq, ddq)`` (N, n) of :attr:`joint_names` (all moving joints).
     """
 
@@ -243,12 +246,13 @@ class WholeBodySimulator:
         bad = [f"{frame}: {kind!r}" for frame, kind in self.ft_sensors if kind not in FT_KINDS]
         if bad:
             raise ConfigError(f"F/T sensor kind must be one of {FT_KINDS}; got {', '.join(bad)}")
-        if (self.stance_frame is None) == (self.base_trajectory is None):
-            raise ConfigError("give exactly one of stance_frame and base_trajectory")
+        if self.stance_frame is not None and self.base_trajectory is not None:
+            raise ConfigError("give at most one of stance_frame and base_trajectory")
         internal = [frame for frame, kind in self.ft_sensors if kind == "internal"]
         self.contact_frames = tuple(f for f, k in self.ft_sensors if k == "contact")
-        if not self.contact_frames:
-            raise ConfigError("the simulated robot needs at least one contact sensor")
+        if bool(self.contact_frames) != self.moving_base:
+            raise ConfigError("a moving base needs at least one contact sensor; a fixed base "
+                              "(neither stance_frame nor base_trajectory) none")
         model = pin.buildModelFromXML(_split_at_sensors(self.true_xml, internal),
                                       pin.JointModelFreeFlyer())
         for frame, _ in self.ft_sensors + ((self.imu_frame, "imu"),):
@@ -276,6 +280,11 @@ class WholeBodySimulator:
                                      dtype=float).reshape(-1, 6)
         self.gyro_bias = rng.uniform(-1, 1, 3) * noise.gyro_bias
         self.accel_bias = rng.uniform(-1, 1, 3) * noise.accel_bias
+
+    @property
+    def moving_base(self) -> bool:
+        """Whether the base moves (a stance or a prescribed trajectory; else on a stand)."""
+        return self.stance_frame is not None or self.base_trajectory is not None
 
     @property
     def true_theta(self) -> tuple[tuple[str, ...], np.ndarray]:
@@ -375,8 +384,11 @@ class WholeBodySimulator:
             q_full, v_full, a_full = self._full_state(Q[i], DQ[i], DDQ[i])
             if self.stance_frame is not None:
                 self._stance_base(q_full, v_full, a_full)
-            else:
+            elif self.base_trajectory is not None:
                 self._prescribed_base(X[i], DX[i], DDX[i], q_full, v_full, a_full)
+            else:
+                rest = np.zeros(6)
+                self._prescribed_base(rest, rest, rest, q_full, v_full, a_full)
             pin.forwardKinematics(model, data, q_full, v_full, a_full)
             pin.updateFramePlacements(model, data)
             placement = data.oMf[self._imu_id]
@@ -386,7 +398,8 @@ class WholeBodySimulator:
             imu[i, 7:10] = pin.getFrameAcceleration(model, data, self._imu_id, local).angular
             imu[i, 10:] = accel - placement.rotation.T @ gravity
             tau = pin.rnea(model, data, q_full, v_full, a_full)
-            contacts = self._contact_wrenches(tau[:6])
+            contacts = (self._contact_wrenches(tau[:6]) if self.contact_frames
+                        else np.zeros((0, 6)))
             fext = [pin.Force.Zero() for _ in range(model.njoints)]
             for fid, w in zip(self._contact_ids, contacts):
                 frame = model.frames[fid]
@@ -536,7 +549,22 @@ def icub_suspended(seed: int = 0, period: float = 20.0, velocity_limit: float = 
                               noise=noise or NoiseModel(), true_xml=true_xml, seed=seed)
 
 
-ROBOTS = {"icub": icub, "go1": go1, "icub_suspended": icub_suspended}
+def icub_fixed(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
+               noise: NoiseModel | None = None,
+               true_xml: str | None = None) -> WholeBodySimulator:
+    """iCub on a stand: its root link fixed in the world, level, 1 m high (the issue's ``fixed``
+    base), all 32 joints moving, its six internal F/T sensors, no contact sensor (the stand's
+    wrench is not measured); the head IMU still reads (at rest, a fixed base needs none)."""
+    cad_xml = example_robot_urdf("icub").read_text()
+    model = pin.buildModelFromXML(cad_xml)
+    names = [model.names[j] for j in range(1, model.njoints)]
+    trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit)
+    return WholeBodySimulator(cad_xml, [(name, "internal") for name in ICUB_INTERNAL_SENSORS],
+                              ICUB_IMU_FRAME, trajectory, base_height=1.0,
+                              noise=noise or NoiseModel(), true_xml=true_xml, seed=seed)
+
+
+ROBOTS = {"icub": icub, "go1": go1, "icub_suspended": icub_suspended, "icub_fixed": icub_fixed}
 """Whole-body simulators by name."""
 
 

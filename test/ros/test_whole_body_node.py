@@ -1,7 +1,8 @@
 """Whole-body mode over DDS: the iCub simulator (joint states, IMU, seven F/T sensors) -> the node
 (config/icub_whole_body.yaml; by default the noise groups weighted) -> every published estimate
 consistent, identify answers; a sensor whose topic nobody publishes is reported and its rows
-dropped; bad parameters exit 2 naming the item."""
+dropped; iCub on a stand without an IMU (config/icub_fixed.yaml) predicts held-out forces better
+than the URDF; bad parameters exit 2 naming the item."""
 
 from __future__ import annotations
 
@@ -111,6 +112,77 @@ def test_go1_whole_body_over_dds_from_its_foot_contacts(launch, rclpy_context):
         assert "prior only" in response.links.identifiability  # the base rows alone
     finally:
         peer.destroy_node()
+
+
+def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
+        launch, rclpy_context):
+    """config/icub_fixed.yaml: base ``fixed``, no IMU (the samples are the F/T stamps), the six
+    internal sensors. Every published estimate is consistent; on the motion's next 9 s (offline,
+    the same simulated robot, fresh noise) the published links and offsets predict every
+    sensor's force better than the URDF's links with the true offsets."""
+    import rclpy
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from inertia_id_ros.chain.whole_body_fit import prediction_errors
+    from inertia_id_ros.core.whole_body import (BaseMotion, FTSensor, WholeBodyModel,
+                                                WholeBodySamples)
+    from inertia_id_ros.msg import InertialParametersArray
+    from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
+    from inertia_id_ros.sim import whole_body as wb
+    from inertia_id_ros.srv import Identify
+
+    motion, rate, seed = 21.0, 200.0, 3
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p",
+                 "robot:=icub_fixed_whole_body", "-p", f"duration_sec:={motion}",
+                 "-p", f"rate_hz:={rate}", "-p", f"seed:={seed}")
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "icub_fixed.yaml"),
+                  "-p", f"urdf_path:={example_robot_urdf('icub')}")
+    peer = rclpy.create_node("inertia_id_stand_client")
+    published: list = []
+    peer.create_subscription(InertialParametersArray, "/inertia_id/links", published.append,
+                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+    client = peer.create_client(Identify, "/inertia_id/identify")
+    try:
+        assert spin_until(peer, lambda: not sim.alive(), motion + 60.0), sim.output()
+        assert sim.popen.returncode == 0, sim.output()
+        spin_until(peer, lambda: False, 3.0)  # the last samples reach the window
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(Identify.Request())
+        rclpy.spin_until_future_complete(peer, future, timeout_sec=120.0)
+        response = future.result()
+        assert response is not None and response.success, node.output()[-3000:]
+    finally:
+        peer.destroy_node()
+    assert "a fixed base from 32 joints, no IMU" in node.output()
+    assert len(published) >= 5, node.output()[-3000:]
+    inconsistent = sum(not check_consistency(theta).fully_consistent
+                       for msg in published + [response.links]
+                       for theta in msg_to_thetas(msg).values())
+    assert inconsistent == 0
+    links = response.links
+    assert links.bodies[0].num_samples > 0.8 * motion * 50.0  # sample_rate_hz 50
+    assert "prior only" in links.identifiability  # root, torso, head: beyond no sensor
+
+    truth = wb.icub_fixed(seed=seed)
+    held_out = truth.simulate(motion + np.arange(int(9.0 * 50.0)) / 50.0)
+    data = truth.measure(held_out, False, False, np.random.default_rng(seed + 100))
+    model = WholeBodyModel.from_urdf(example_robot_urdf("icub"), "fixed",
+                                     [FTSensor(f, k) for f, k in truth.ft_sensors])
+    samples = WholeBodySamples(held_out.q, held_out.dq, held_out.ddq,
+                               BaseMotion.at_rest(held_out.t.size), data["ft_wrench"])
+    estimate = msg_to_thetas(links)
+    offsets = dict(zip(links.sensor_frames, map(wrench_to_array, links.sensor_offsets)))
+    true_offsets = dict(zip(data["ft_frames"], data["true_ft_offset"]))
+    x_node = np.concatenate([estimate[b] for b in model.bodies]
+                            + [offsets[s] for s in model.offset_sensors])
+    x_urdf = np.concatenate([model.prior[:10 * model.n_bodies]]
+                            + [true_offsets[s] for s in model.offset_sensors])
+    node_rms = prediction_errors(model, x_node, samples).force
+    urdf_rms = prediction_errors(model, x_urdf, samples).force
+    assert set(node_rms) == set(wb.ICUB_INTERNAL_SENSORS)
+    worse = {s: (node_rms[s], urdf_rms[s]) for s in node_rms if not node_rms[s] < urdf_rms[s]}
+    assert not worse, worse
 
 
 def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):

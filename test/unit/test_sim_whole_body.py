@@ -152,6 +152,23 @@ def test_go1_base_follows_its_trajectory_and_point_contacts_carry_the_base_wrenc
     assert np.allclose(finite, motion.v_full[2, :6], atol=2e-3)
 
 
+def test_icub_on_a_stand_keeps_its_base_still_and_the_stand_carries_it():
+    """Fixed base: the root link level at 1 m, at rest; no contact sensor (the stand's wrench is
+    the base residual: the robot's weight); the IMU reads the joints' motion only."""
+    sim = wb.icub_fixed(seed=4)
+    motion = sim.simulate(1.0 + np.arange(4) / RATE)
+    assert not sim.moving_base and sim.contact_frames == ()
+    assert np.allclose(motion.q_full[:, :7], [0, 0, 1, 0, 0, 0, 1])
+    assert np.all(motion.v_full[:, :6] == 0) and np.all(motion.a_full[:, :6] == 0)
+    assert np.abs(motion.dq).min(axis=0).max() > 0  # the joints move
+    weight = sum(theta[0] for theta in sim.true_links.values()) * 9.81
+    assert np.allclose(motion.base_residual[:, 2], weight, rtol=0.2)
+    assert motion.ft_wrench.shape == (4, 6, 6)
+    with pytest.raises(ConfigError, match="fixed base"):
+        wb.WholeBodySimulator(sim.cad_xml, [("l_sole", "contact")], "imu_frame",
+                              sim.joint_trajectory)
+
+
 def test_bad_sensor_kind_or_frame_names_the_item():
     xml = wb.example_robot_urdf("icub").read_text()
     trajectory = wb.joint_trajectory(xml, ["l_knee"], 0, 10.0, 1.0)

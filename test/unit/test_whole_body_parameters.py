@@ -19,18 +19,21 @@ def _config(name: str, robot: str) -> dict:
 
 
 ICUB = _config("icub_whole_body.yaml", "icub")
+STAND = _config("icub_fixed.yaml", "icub")
 
 
-@pytest.mark.parametrize("name, robot, n_sensors", [("icub_whole_body.yaml", "icub", 7),
-                                                    ("go1_whole_body.yaml", "go1", 4),
-                                                    ("icub_suspended.yaml", "icub", 7)])
-def test_whole_body_configs_build_a_session(name, robot, n_sensors):
+@pytest.mark.parametrize("name, robot, n_sensors, n_bodies", [
+    ("icub_whole_body.yaml", "icub", 7, 39), ("go1_whole_body.yaml", "go1", 4, 39),
+    ("icub_suspended.yaml", "icub", 7, 39),
+    ("icub_fixed.yaml", "icub", 6, 38)])  # on a stand, the root's placeholder is the world's
+def test_whole_body_configs_build_a_session(name, robot, n_sensors, n_bodies):
     session = build_session(settings_from_parameters(_config(name, robot)))
     assert isinstance(session, WholeBodySession)
     estimator = session.estimator
     assert len(estimator.sensor_frames) == n_sensors
     assert estimator.config.max_sample_rate_hz == 50.0 and estimator.config.window_sec == 60.0
-    assert len(estimator.model.bodies) == 39
+    assert len(estimator.model.bodies) == n_bodies
+    assert (estimator.model.imu_frame is None) == (estimator.model.base == "fixed")
 
 
 @pytest.mark.parametrize("overrides, item", [
@@ -48,6 +51,31 @@ def test_whole_body_configs_build_a_session(name, robot, n_sensors):
 def test_bad_whole_body_parameters_name_the_item(overrides, item):
     with pytest.raises(StartupError, match=item):
         settings_from_parameters({**ICUB, **overrides})
+
+
+@pytest.mark.parametrize("values, item", [
+    ({**ICUB, "imu_topic": ""}, "'imu_topic' is required with base 'floating'"),
+    ({**STAND, "imu_topic": "/imu"}, "'imu_frame' is required with an imu_topic"),
+    ({**STAND, "ft_frames": None, "ft_topics": None, "ft_types": None}, "'ft_frames'"),
+    ({**STAND, "ft_frames": ["l_sole"], "ft_topics": ["/l_sole/wrench"],
+      "ft_types": ["contact"]}, "'ft_types': a fixed base has rows only from internal"),
+    ({**STAND, "base": "tripod"}, "'base': 'tripod' is not one of"),
+])
+def test_bad_fixed_base_parameters_name_the_item(values, item):
+    with pytest.raises(StartupError, match=item):
+        settings_from_parameters(values)
+
+
+def test_a_fixed_base_takes_an_imu_or_the_efforts_alone():
+    session = build_session(settings_from_parameters(
+        {**STAND, "imu_topic": "/imu", "imu_frame": "imu_frame"}))
+    assert session.estimator.model.imu_frame == "imu_frame"
+    session = build_session(settings_from_parameters(
+        {**STAND, "ft_frames": None, "ft_topics": None, "ft_types": None, "use_efforts": True}))
+    assert session.estimator.sensor_frames == () and session.estimator.config.with_efforts
+    suspended = _config("icub_suspended.yaml", "icub")
+    session = build_session(settings_from_parameters({**suspended, "imu_topic": ""}))
+    assert session.estimator.model.imu_frame is None
 
 
 @pytest.mark.parametrize("overrides, item", [
