@@ -244,8 +244,9 @@ def whole_body_feeds(session: WholeBodySession, joint_states_topic: str, imu_top
                      ft_topics: Mapping[str, str]) -> dict[str, Feed]:
     """The :data:`Feed` of each topic of the node's whole_body mode: joint states (positions,
     velocities and efforts, an empty array as ``None``), IMU readings (angular velocity,
-    specific force, ``frame_id``) and the wrenches of ``ft_topics`` (topic -> sensor frame;
-    ``frame_id`` checked by the session), each with its header stamp."""
+    specific force, ``frame_id``; none when ``imu_topic`` is empty: a fixed or suspended base
+    without an IMU) and the wrenches of ``ft_topics`` (topic -> sensor frame; ``frame_id``
+    checked by the session), each with its header stamp."""
     def joint_state(msg: Any) -> None:
         session.add_joint_state(header_seconds(msg.header), msg.name, msg.position,
                                 _values(msg.velocity), _values(msg.effort))
@@ -265,8 +266,11 @@ def whole_body_feeds(session: WholeBodySession, joint_states_topic: str, imu_top
     frames_of: dict[str, tuple[str, ...]] = {}
     for topic, frame in ft_topics.items():
         frames_of[topic] = frames_of.get(topic, ()) + (frame,)
-    return {joint_states_topic: joint_state, imu_topic: imu,
-            **{topic: wrench(frames) for topic, frames in frames_of.items()}}
+    feeds = {joint_states_topic: joint_state,
+             **{topic: wrench(frames) for topic, frames in frames_of.items()}}
+    if imu_topic:
+        feeds[imu_topic] = imu
+    return feeds
 
 
 def replay_whole_body_bag(path: str | Path, session: WholeBodySession, update_rate_hz: float,
@@ -276,7 +280,8 @@ def replay_whole_body_bag(path: str | Path, session: WholeBodySession, update_ra
     ``1 / update_rate_hz`` s of bag time; ``ft_topics``: topic -> sensor frame. Every topic must
     be in the bag with messages (:class:`~inertia_id_ros.errors.DataError` naming it otherwise).
     Messages are read one at a time (bounded memory)."""
-    topics = [(joint_states_topic, JOINT_STATE_TYPE), (imu_topic, IMU_TYPE),
+    topics = [(joint_states_topic, JOINT_STATE_TYPE),
+              *([(imu_topic, IMU_TYPE)] if imu_topic else []),
               *((topic, WRENCH_TYPE) for topic in dict.fromkeys(ft_topics))]
     messages = iter_bag_messages(path, topics)
     feeds = whole_body_feeds(session, joint_states_topic, imu_topic, ft_topics)

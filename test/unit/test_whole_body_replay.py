@@ -179,3 +179,19 @@ def test_a_sensor_that_stops_is_reported_and_its_rows_dropped(capsys, tmp_path):
     assert 2.5 <= events[0]["time"] - result["start_time"] <= 3.0
     assert result["stopped_sensors"] == ["RR_foot"] and "stopped" in printed
     assert all(b["fully_consistent"] for b in result["bodies"])
+
+
+def test_stand_without_an_imu_replays(tmp_path, capsys):
+    """iCub on a stand, ``config/icub_fixed.yaml`` (no IMU topic): the bag's IMU is not read,
+    the samples are the F/T sensors' stamps, every estimate is consistent."""
+    bag, out = tmp_path / "stand_bag", tmp_path / "stand.json"
+    assert cli.main(["sim-whole-body", "--robot", "icub_fixed", "--bag", str(bag),
+                     "--duration", "2.5", "--rate", str(RATE)]) == 0
+    code, _, err = run(capsys, "replay", bag, "--params-file", CONFIG.with_name("icub_fixed.yaml"),
+                       *_overrides(), "--json", out)
+    assert code == 0, err
+    result = json.loads(out.read_text())
+    assert not any(key.startswith("imu") for key in result["received"])
+    estimates = [u for u in result["updates"] if u["status"] == "ok"]
+    assert estimates and all(b["fully_consistent"] for b in result["bodies"])
+    assert result["base"] == "fixed"
