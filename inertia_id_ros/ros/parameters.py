@@ -181,6 +181,10 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "environment's wrench on the robot at the frame) or 'internal' (the root side's "
                   "wrench on the part beyond; its offset is estimated).",
                   array_type="string_array"),
+    ParameterSpec("ft_flip_wrench_sign", None,
+                  "Whole-body mode: frames (of ft_frames) whose sensors report the opposite "
+                  "wrench, e.g. the real iCub's child_to_parent sensors; their readings are "
+                  "negated.", array_type="string_array"),
     ParameterSpec("use_efforts", False,
                   "Whole-body mode: add the joint-torque rows of the joint states' efforts."),
     ParameterSpec("sensor_timeout_sec", 0.5,
@@ -266,6 +270,7 @@ class NodeSettings:
     ft_frames: tuple[str, ...] = ()
     ft_topics: tuple[str, ...] = ()
     ft_types: tuple[str, ...] = ()
+    ft_flip_wrench_sign: tuple[str, ...] = ()
     use_efforts: bool = False
     sensor_timeout_sec: float = 0.5
     sample_rate_hz: float = 50.0
@@ -336,7 +341,9 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         excite_max_acceleration=float(v["excite_max_acceleration"]),
         base=v["base"], imu_topic=v["imu_topic"], imu_frame=v["imu_frame"],
         ft_frames=tuple(v["ft_frames"] or ()), ft_topics=tuple(v["ft_topics"] or ()),
-        ft_types=tuple(v["ft_types"] or ()), use_efforts=bool(v["use_efforts"]),
+        ft_types=tuple(v["ft_types"] or ()),
+        ft_flip_wrench_sign=tuple(v["ft_flip_wrench_sign"] or ()),
+        use_efforts=bool(v["use_efforts"]),
         sensor_timeout_sec=float(v["sensor_timeout_sec"]),
         sample_rate_hz=float(v["sample_rate_hz"]))
     if settings.mode == "payload" and not settings.sensor_frame:
@@ -439,6 +446,10 @@ def _check_whole_body(settings: NodeSettings) -> None:
     duplicates = sorted({f for f in settings.ft_frames if settings.ft_frames.count(f) > 1})
     if duplicates:
         raise StartupError(f"parameter 'ft_frames': {duplicates} listed twice")
+    unknown = [f for f in settings.ft_flip_wrench_sign if f not in settings.ft_frames]
+    if unknown:
+        raise StartupError(f"parameter 'ft_flip_wrench_sign': {unknown[0]!r} is not one of "
+                           f"'ft_frames' {list(settings.ft_frames)}")
     if (settings.base == "fixed" and not settings.use_efforts
             and "internal" not in settings.ft_types):
         raise StartupError("parameter 'ft_types': a fixed base has rows only from internal F/T "
@@ -645,7 +656,8 @@ def _whole_body_session(settings: NodeSettings) -> Session:
     the sensors, the IMU frame (none without an imu_topic); raises StartupError naming the
     parameter at fault."""
     _load_robot(settings)  # an unreadable URDF names its parameter
-    sensors = [FTSensor(frame, kind) for frame, kind in zip(settings.ft_frames, settings.ft_types)]
+    sensors = [FTSensor(frame, kind, flip_wrench_sign=frame in settings.ft_flip_wrench_sign)
+               for frame, kind in zip(settings.ft_frames, settings.ft_types)]
     urdf = settings.urdf_path
     if not urdf:  # robot_description: the model needs a file (read once, then removed)
         with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as handle:

@@ -47,6 +47,7 @@ def test_whole_body_configs_build_a_session(name, robot, n_sensors, n_bodies):
     ({"sample_rate_hz": 0.0}, "'sample_rate_hz'"),
     ({"method": "cad_prior"}, "'method': 'cad_prior' does not solve whole-body"),
     ({"weighting": "joint"}, "'weighting': unknown weighting 'joint'"),
+    ({"ft_flip_wrench_sign": ["r_elbow"]}, "'ft_flip_wrench_sign': 'r_elbow' is not one of"),
 ])
 def test_bad_whole_body_parameters_name_the_item(overrides, item):
     with pytest.raises(StartupError, match=item):
@@ -76,6 +77,14 @@ def test_a_fixed_base_takes_an_imu_or_the_efforts_alone():
     suspended = _config("icub_suspended.yaml", "icub")
     session = build_session(settings_from_parameters({**suspended, "imu_topic": ""}))
     assert session.estimator.model.imu_frame is None
+
+
+def test_sensors_reporting_the_opposite_wrench_are_flipped():
+    """``ft_flip_wrench_sign``: the real iCub's child_to_parent sensors."""
+    flipped = ["l_arm_ft_sensor", "r_leg_ft_sensor"]
+    session = build_session(settings_from_parameters({**ICUB, "ft_flip_wrench_sign": flipped}))
+    sensors = session.estimator.model.sensors
+    assert [s.frame for s in sensors if s.flip_wrench_sign] == flipped
 
 
 @pytest.mark.parametrize("overrides, item", [
