@@ -63,6 +63,25 @@ def check_stamp(t: float, last: float | None, what: str) -> None:
                              f"{last:.6f} s")
 
 
+def check_vector(x: np.ndarray, size: int, what: str) -> np.ndarray:
+    """``x`` as a float vector of ``size`` values; raises :class:`SampleRejected`
+    (``length_mismatch``, ``non_finite``) naming ``what``."""
+    x = np.asarray(x, dtype=float).reshape(-1)
+    if x.size != size:
+        raise SampleRejected("length_mismatch", f"{what} has {x.size} values, need {size}")
+    if not np.isfinite(x).all():
+        raise SampleRejected("non_finite", f"{what} has NaN or Inf values")
+    return x
+
+
+def check_frame(frame_id: str | None, expected: str, what: str) -> None:
+    """Raise :class:`SampleRejected` (``wrong_frame``) when ``frame_id`` is given (not
+    ``None``) and is not ``expected``."""
+    if frame_id is not None and frame_id != expected:
+        raise SampleRejected("wrong_frame", f"{what} in frame {frame_id!r}, expected "
+                             f"{expected!r}")
+
+
 @dataclass(frozen=True)
 class JointStateSample:
     """A validated joint state: stamp ``t`` (s); positions ``q`` (n,) (rad, m), velocities ``dq``

@@ -32,7 +32,8 @@ from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.change_detection import residual_sigma
 from inertia_id_ros.online.estimator import (OnlineEstimator, OnlineEstimatorConfig, SampleBatch,
                                              check_bodies, solve_weighted)
-from inertia_id_ros.online.inputs import WRENCH, JointStateValidator, check_stamp
+from inertia_id_ros.online.inputs import (WRENCH, JointStateValidator, check_frame, check_stamp,
+                                          check_vector)
 from inertia_id_ros.online.tare import Tare, tare_offset, with_tare
 from inertia_id_ros.online.window import SampleBuffer
 from inertia_id_ros.solvers import Problem
@@ -262,20 +263,14 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
     def _validate_wrench(self, t: float, wrench: np.ndarray,
                          frame_id: str | None) -> tuple[float, np.ndarray]:
         t = float(t)
-        wrench = np.asarray(wrench, dtype=float).reshape(-1)
-        if wrench.size != 6:
-            raise SampleRejected("length_mismatch", f"wrench has {wrench.size} values, need 6")
-        if not np.isfinite(wrench).all():
-            raise SampleRejected("non_finite", f"wrench at {t:.6f} s has NaN or Inf values")
+        wrench = check_vector(wrench, 6, f"wrench at {t:.6f} s")
         limits = self.config.wrench_limits
         if limits is not None and np.any(saturated := np.abs(wrench) >= limits):
             channels = ", ".join(f"{WRENCH_CHANNEL_NAMES[c]} = {wrench[c]:.6g} (limit {limits[c]:g})"
                                  for c in np.flatnonzero(saturated))
             raise SampleRejected("saturated", f"wrench at {t:.6f} s saturates {channels}")
-        if (self.config.check_wrench_frame and frame_id is not None
-                and frame_id != self._expected_frame):
-            raise SampleRejected("wrong_frame", f"wrench in frame {frame_id!r}, expected "
-                                 f"{self._expected_frame!r}")
+        if self.config.check_wrench_frame:
+            check_frame(frame_id, self._expected_frame, "wrench")
         check_stamp(t, self._last_wrench_t, "wrench")
         return t, wrench
 

@@ -44,7 +44,8 @@ from inertia_id_ros.core.whole_body import (DEFAULT_GYRO_HALF_WIDTH, BaseMotion,
 from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SampleRejected, SolverError
 from inertia_id_ros.online.estimator import (OnlineEstimator, OnlineEstimatorConfig, SampleBatch,
                                              check_bodies)
-from inertia_id_ros.online.inputs import JointStateValidator, check_stamp
+from inertia_id_ros.online.inputs import (JointStateValidator, check_frame, check_stamp,
+                                          check_vector)
 from inertia_id_ros.online.window import BlockWindow, SampleBuffer
 
 IMU = "imu"
@@ -196,10 +197,10 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 if not self._has_imu:
                     raise SampleRejected("no_imu", f"the {self.model.base} base was set up "
                                          "without an IMU")
-                w, f = (_vector(x, 3, "IMU " + name) for name, x in
+                w, f = (check_vector(x, 3, "IMU " + name) for name, x in
                         (("angular velocity", angular_velocity),
                          ("linear acceleration", linear_acceleration)))
-                _check_frame(frame_id, self.model.imu_frame, "IMU")
+                check_frame(frame_id, self.model.imu_frame, "IMU reading")
                 check_stamp(float(t), self._last_imu_t, "IMU")
             except SampleRejected as rejected:
                 self.dropped[rejected.reason] += 1
@@ -224,8 +225,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                     raise SampleRejected("unknown_sensor", f"no F/T sensor at frame {frame!r} "
                                          f"(sensors: {list(self.sensor_frames)})")
                 k = self.sensor_frames.index(frame)
-                f = _vector(wrench, 6, f"wrench of {frame!r}")
-                _check_frame(frame_id, frame, f"F/T sensor {frame!r}")
+                f = check_vector(wrench, 6, f"wrench of {frame!r}")
+                check_frame(frame_id, frame, f"wrench of F/T sensor {frame!r}")
                 check_stamp(float(t), self._last_wrench_t[k], f"wrench of {frame!r}")
             except SampleRejected as rejected:
                 self.dropped[rejected.reason] += 1
@@ -454,18 +455,3 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             x=fit.x.copy(), noise_sigma=(
                 {} if fit.weights is None
                 else dict(zip(self.noise_groups, fit.weights.sigma.tolist()))))
-
-
-def _vector(x: np.ndarray, size: int, what: str) -> np.ndarray:
-    x = np.asarray(x, dtype=float).reshape(-1)
-    if x.size != size:
-        raise SampleRejected("length_mismatch", f"{what} has {x.size} values, need {size}")
-    if not np.isfinite(x).all():
-        raise SampleRejected("non_finite", f"{what} has NaN or Inf values")
-    return x
-
-
-def _check_frame(frame_id: str | None, expected: str, what: str) -> None:
-    if frame_id and frame_id != expected:
-        raise SampleRejected("wrong_frame", f"{what} reading in frame {frame_id!r}, expected "
-                             f"{expected!r}")
