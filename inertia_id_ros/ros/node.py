@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -564,9 +565,7 @@ def main(args: list[str] | None = None) -> None:
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        _until_shutdown(executor.spin)
     finally:
         inputs.shutdown(timeout_sec=1.0)
         executor.shutdown(timeout_sec=1.0)
@@ -577,11 +576,24 @@ def main(args: list[str] | None = None) -> None:
 def _spin_inputs(executor) -> None:
     """Spin the input node until shutdown (``spin_once`` with a timeout: this rclpy's events
     executor busy-waits in ``spin()``)."""
-    try:
+    def spin() -> None:
         while rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
+
+    _until_shutdown(spin)
+
+
+def _until_shutdown(spin: Callable[[], None]) -> None:
+    """Run ``spin`` until the context shuts down, quietly: a shutdown (SIGINT) that lands while
+    an executor builds its wait set makes rclpy raise ``RCLError`` (context not valid) instead
+    of ``ExternalShutdownException``. An error while the context is still valid is raised."""
+    try:
+        spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        if rclpy.ok():
+            raise
 
 
 if __name__ == "__main__":
