@@ -663,13 +663,7 @@ def _replay(args: argparse.Namespace) -> int:
     dropped = _dropped_text(replay.dropped)
     final = replay.final
     if final is None:
-        last = replay.updates[-1]
-        message = (f"{args.bag}: no estimate in the replay; last update: {last.message}"
-                   + (f" (samples dropped: {dropped})" if dropped else ""))
-        if last.status in _DATA_LIMITED:
-            raise InputError(message)
-        print(f"inertia-id replay: {message}", file=sys.stderr)
-        return EXIT_NO_ESTIMATE
+        return _replay_without_estimate(args.bag, replay.updates[-1], dropped)
     body = body_json("payload", replay.sensor_frame, final.theta)
     if args.json:
         records = [{key: _json_ready(value) for key, value in
@@ -711,6 +705,18 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay_without_estimate(bag: str, last: Any, dropped: str) -> int:
+    """A replay that gave no estimate: bad input (raises :class:`InputError`, exit 2) when the
+    data were too few or too poor (``last``: its last update), else the message and
+    :data:`EXIT_NO_ESTIMATE`."""
+    message = (f"{bag}: no estimate in the replay; last update: {last.message}"
+               + (f" (samples dropped: {dropped})" if dropped else ""))
+    if last.status in _DATA_LIMITED:
+        raise InputError(message)
+    print(f"inertia-id replay: {message}", file=sys.stderr)
+    return EXIT_NO_ESTIMATE
+
+
 def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: float) -> int:
     """CSV, JSON and the printed summary of a whole-body replay (``elapsed``: its wall time, s);
     the exit code."""
@@ -722,13 +728,7 @@ def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: fl
     dropped = _dropped_text(replay.dropped)
     final = replay.final
     if final is None:
-        last = replay.updates[-1]
-        message = (f"{args.bag}: no estimate in the replay; last update: {last.message}"
-                   + (f" (samples dropped: {dropped})" if dropped else ""))
-        if last.status in _DATA_LIMITED:
-            raise InputError(message)
-        print(f"inertia-id replay: {message}", file=sys.stderr)
-        return EXIT_NO_ESTIMATE
+        return _replay_without_estimate(args.bag, replay.updates[-1], dropped)
     model = replay.session.estimator.model
     result = whole_body_estimate_json(model, final)
     config = replay.session.estimator.config

@@ -184,6 +184,45 @@ def identify(node, client, **request):
     return future.result()
 
 
+def bag_message_to_ros(msg):
+    """The rclpy message of a bag's deserialised ``JointState``, ``Imu`` or ``WrenchStamped``
+    (rosbags), with its header (stamp, frame)."""
+    from builtin_interfaces.msg import Time
+    from sensor_msgs.msg import JointState
+
+    from inertia_id_ros.io.data import wrench_values
+    from inertia_id_ros.ros.conversions import imu_msg, wrench_stamped
+
+    kind = msg.__msgtype__
+    if kind == "sensor_msgs/msg/JointState":
+        out = JointState(name=list(msg.name), position=msg.position.tolist(),
+                         velocity=msg.velocity.tolist(), effort=msg.effort.tolist())
+    elif kind == "sensor_msgs/msg/Imu":
+        o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
+        out = imu_msg(0.0, msg.header.frame_id, [o.x, o.y, o.z, o.w], [w.x, w.y, w.z],
+                      [a.x, a.y, a.z])
+    else:
+        out = wrench_stamped(0.0, msg.header.frame_id, np.array(wrench_values(msg)))
+    out.header.stamp = Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec)
+    out.header.frame_id = msg.header.frame_id
+    return out
+
+
+def play_and_identify(node, client, publishers, messages, update_times, delivery: float) -> list:
+    """Publish the bag ``messages`` ((topic, log time (ns), message)) to the node under test
+    through ``publishers`` (topic -> publisher), chunk by chunk up to each of ``update_times``
+    (s of log time), wait ``delivery`` s, and call ``identify`` there: its responses."""
+    responses, cursor = [], 0
+    for update_time in update_times:
+        while cursor < len(messages) and 1e-9 * messages[cursor][1] < update_time:
+            topic, _, msg = messages[cursor]
+            publishers[topic].publish(bag_message_to_ros(msg))
+            cursor += 1
+        time.sleep(delivery)  # delivery of the chunk (loopback)
+        responses.append(identify(node, client))
+    return responses
+
+
 WARNING_PERIOD = 0.5
 """The node's ``warning_period_sec`` (s)."""
 

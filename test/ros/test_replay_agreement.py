@@ -11,13 +11,11 @@ agree to solver tolerance, and the change be detected at the same sample.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
-from helpers import SENSOR, identify, node_args, spin_until
-from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages, wrench_values
+from helpers import SENSOR, node_args, play_and_identify, spin_until
+from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
 from inertia_id_ros.io.replay import record_simulation, replay_bag
 from inertia_id_ros.sim.payload import grasped_payload_theta
 
@@ -30,8 +28,7 @@ WINDOW_SEC = 10.0
 
 def test_node_and_replay_agree_on_a_bag_with_a_grasp(launch, rclpy_context, tmp_path):
     import rclpy
-    from builtin_interfaces.msg import Time
-    from geometry_msgs.msg import Vector3, Wrench, WrenchStamped
+    from geometry_msgs.msg import WrenchStamped
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import JointState
 
@@ -59,29 +56,11 @@ def test_node_and_replay_agree_on_a_bag_with_a_grasp(launch, rclpy_context, tmp_
         assert spin_until(peer, lambda: joints.get_subscription_count() > 0
                           and wrenches.get_subscription_count() > 0, 10.0)
 
-        def to_ros(topic: str, msg):
-            stamp = Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec)
-            if topic == "/joint_states":
-                out = JointState(name=list(msg.name), position=msg.position.tolist(),
-                                 velocity=msg.velocity.tolist())
-            else:
-                w = wrench_values(msg)
-                out = WrenchStamped(wrench=Wrench(force=Vector3(x=w[0], y=w[1], z=w[2]),
-                                                  torque=Vector3(x=w[3], y=w[4], z=w[5])))
-            out.header.stamp, out.header.frame_id = stamp, msg.header.frame_id
-            return out
-
         messages = read_bag_messages(bag, [("/joint_states", JOINT_STATE_TYPE),
                                            ("/ft_sensor/wrench", WRENCH_TYPE)])
-        node_updates = []
-        cursor = 0
-        for update in replay.updates:
-            while cursor < len(messages) and 1e-9 * messages[cursor][1] < update.time:
-                topic, _, msg = messages[cursor]
-                (joints if topic == "/joint_states" else wrenches).publish(to_ros(topic, msg))
-                cursor += 1
-            time.sleep(0.2)  # delivery of the chunk (loopback)
-            node_updates.append(identify(peer, client))
+        node_updates = play_and_identify(
+            peer, client, {"/joint_states": joints, "/ft_sensor/wrench": wrenches}, messages,
+            [update.time for update in replay.updates], 0.2)
         assert spin_until(peer, lambda: bool(changes), 5.0), process.output()[-3000:]
     finally:
         peer.destroy_node()

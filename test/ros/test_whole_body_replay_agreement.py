@@ -10,13 +10,11 @@ time through the session built from the same parameters.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from helpers import REPO, identify, spin_until
+from helpers import REPO, play_and_identify, spin_until
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages, wrench_values
+from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
 from inertia_id_ros.io.replay import record_whole_body, replay_whole_body_bag
 from inertia_id_ros.io.whole_body import IMU_TYPE
 from inertia_id_ros.ros.parameters import (build_session, parameters_from_file,
@@ -30,12 +28,11 @@ OVERRIDES = {"sample_rate_hz": 100.0, "update_rate_hz": 2.0}
 
 def test_node_and_replay_agree_on_a_whole_body_bag(launch, rclpy_context, tmp_path):
     import rclpy
-    from builtin_interfaces.msg import Time
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import Imu, JointState
     from geometry_msgs.msg import WrenchStamped
 
-    from inertia_id_ros.ros.conversions import imu_msg, msg_to_thetas, wrench_stamped
+    from inertia_id_ros.ros.conversions import msg_to_thetas
     from inertia_id_ros.srv import Identify
 
     bag = tmp_path / "go1"
@@ -63,32 +60,11 @@ def test_node_and_replay_agree_on_a_whole_body_bag(launch, rclpy_context, tmp_pa
         assert spin_until(peer, lambda: all(p.get_subscription_count()
                                             for p in publishers.values()), 10.0)
 
-        def to_ros(topic: str, msg):
-            if topic == "/joint_states":
-                out = JointState(name=list(msg.name), position=msg.position.tolist(),
-                                 velocity=msg.velocity.tolist())
-            elif topic == "/imu":
-                o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
-                out = imu_msg(0.0, msg.header.frame_id, [o.x, o.y, o.z, o.w], [w.x, w.y, w.z],
-                              [a.x, a.y, a.z])
-            else:
-                out = wrench_stamped(0.0, msg.header.frame_id, np.array(wrench_values(msg)))
-            out.header.stamp = Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec)
-            out.header.frame_id = msg.header.frame_id
-            return out
-
         messages = read_bag_messages(bag, [("/joint_states", JOINT_STATE_TYPE),
                                            ("/imu", IMU_TYPE),
                                            *((topic, WRENCH_TYPE) for topic in ft_topics)])
-        node_updates = []
-        cursor = 0
-        for update in replay.updates:
-            while cursor < len(messages) and 1e-9 * messages[cursor][1] < update.time:
-                topic, _, msg = messages[cursor]
-                publishers[topic].publish(to_ros(topic, msg))
-                cursor += 1
-            time.sleep(0.4)  # delivery of the chunk (loopback)
-            node_updates.append(identify(peer, client))
+        node_updates = play_and_identify(peer, client, publishers, messages,
+                                         [update.time for update in replay.updates], 0.4)
     finally:
         peer.destroy_node()
 
