@@ -29,7 +29,6 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,7 +37,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidParameterTypeException, ParameterUninitializedException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -64,6 +63,7 @@ from inertia_id_ros.ros.markers import estimate_markers
 from inertia_id_ros.ros.parameters import (PARAMETERS, NodeSettings, build_session,
                                            check_mode_method, settings_from_parameters,
                                            validate_change)
+from inertia_id_ros.ros.shutdown import until_shutdown
 from inertia_id_ros.srv import Identify, Tare
 
 DEFAULT_TARE_SEC = 1.0
@@ -565,7 +565,7 @@ def main(args: list[str] | None = None) -> None:
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        _until_shutdown(executor.spin)
+        until_shutdown(executor.spin)
     finally:
         inputs.shutdown(timeout_sec=1.0)
         executor.shutdown(timeout_sec=1.0)
@@ -580,20 +580,8 @@ def _spin_inputs(executor) -> None:
         while rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
 
-    _until_shutdown(spin)
+    until_shutdown(spin)
 
-
-def _until_shutdown(spin: Callable[[], None]) -> None:
-    """Run ``spin`` until the context shuts down, quietly: a shutdown (SIGINT) that lands while
-    an executor builds its wait set makes rclpy raise ``RCLError`` (context not valid) instead
-    of ``ExternalShutdownException``. An error while the context is still valid is raised."""
-    try:
-        spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        if rclpy.ok():
-            raise
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ import rclpy
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -60,6 +60,7 @@ from inertia_id_ros.msg import InertialParameters, InertialParametersArray
 from inertia_id_ros.ros.conversions import (array_to_wrench, imu_msg, joint_state,
                                             joint_trajectory_arrays, links_to_msg,
                                             theta_to_msg, wrench_stamped)
+from inertia_id_ros.ros.shutdown import until_shutdown
 from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
@@ -322,7 +323,8 @@ class SimulatorNode(Node):
         self._wait_for_subscribers = float(p["wait_for_subscribers_sec"])
         self._rng = np.random.default_rng(int(p["seed"]) + 1)
         self.finished = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="inertia_id_sim", daemon=True)
+        self._thread = threading.Thread(target=until_shutdown, args=(self._run,),
+                                        name="inertia_id_sim", daemon=True)
         self._thread.start()
         self.get_logger().info(f"simulating {self.robot.description} at {self._rate:.0f} Hz")
 
@@ -380,15 +382,17 @@ def main(args: list[str] | None = None) -> None:
         sys.exit(2)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    try:
+
+    def spin() -> None:
         while rclpy.ok() and not node.finished.is_set():
             executor.spin_once(timeout_sec=0.1)
         # let late subscribers receive the last messages
         end = time.monotonic() + 0.5
         while rclpy.ok() and time.monotonic() < end:
             executor.spin_once(timeout_sec=0.05)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+
+    try:
+        until_shutdown(spin)
     finally:
         node.stop()
         node.destroy_node()
