@@ -564,6 +564,9 @@ _REPLAY_FLAGS = {"no_offset": ("estimate_offset", False),
                  "flip_wrench_sign": ("flip_wrench_sign", True),
                  "no_change_detection": ("detect_payload_change", False)}
 """replay's flags -> the node parameter and the value they set (with --params-file)."""
+_PAYLOAD_REPLAY_OPTIONS = ("sensor_frame", "wrench_topic", "change_threshold", "no_offset",
+                           "flip_wrench_sign", "no_change_detection", "png", "truth")
+"""replay's options that only apply to a payload replay."""
 
 
 def _replay_with_parameters(args: argparse.Namespace) -> Any:
@@ -607,11 +610,16 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
         if settings.mode not in ("payload", "whole_body"):
             raise InputError(f"{args.params_file}: replay runs the payload and whole_body "
                              f"modes, not {settings.mode!r}")
-        if settings.mode == "whole_body" and (args.png or args.truth):
-            raise InputError("--png and --truth only apply to payload replays")
+        payload_only = [f"--{option.replace('_', '-')}" for option in _PAYLOAD_REPLAY_OPTIONS
+                        if getattr(args, option) not in (None, False)]
+        if settings.mode == "whole_body" and payload_only:
+            raise InputError(f"{', '.join(payload_only)} only apply to payload replays")
         session = build_session(settings)
     except StartupError as e:
         raise InputError(f"{args.params_file}: {e}") from None
+    except (TypeError, ValueError) as e:  # a value of the wrong type (the file or -p)
+        raise InputError(f"{args.params_file}: a parameter has a value of the wrong type: "
+                         f"{e}") from None
     if settings.mode == "payload":
         return replay_payload_bag(args.bag, session, settings.update_rate_hz,
                                   settings.joint_states_topic, settings.wrench_topic)

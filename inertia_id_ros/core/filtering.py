@@ -73,7 +73,7 @@ def local_polynomial_derivatives(t: np.ndarray, x: np.ndarray, t_query: np.ndarr
                          f"{order + 1} samples within {half_width} s for a degree-{order} fit")
     scale = np.array([factorial(k) / half_width ** k for k in range(n_derivatives + 1)])
     out = np.empty((t_query.size, n_derivatives + 1, x.shape[1]))
-    step = max(1, _CHUNK_ELEMENTS // (int(counts.max()) * x.shape[1]))
+    step = max(1, _CHUNK_ELEMENTS // (int(counts.max()) * max(x.shape[1], 1)))
     for chunk in range(0, t_query.size, step):  # bounds the (M, K, n) gathered samples
         part = slice(chunk, chunk + step)
         offsets = np.arange(counts[part].max())

@@ -66,7 +66,8 @@ class FTSensor:
     (default: internal sensors yes, contact sensors no). ``flip_wrench_sign``: the sensor reports
     the opposite wrench (an internal sensor the wrench of the part beyond on the root side, as
     the real iCub's ``child_to_parent`` sensors; a contact sensor the robot's on the
-    environment); the rows negate its readings."""
+    environment); the rows negate its readings, so its estimated offset is in this package's
+    convention too (the negative of the raw readings' offset)."""
 
     frame: str
     kind: str

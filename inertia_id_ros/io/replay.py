@@ -35,6 +35,7 @@ node's whole_body mode (efforts included; a topic's wrenches go to its sensor's 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -195,10 +196,10 @@ def replay_payload_bag(path: str | Path, session: PayloadSession, update_rate_hz
                        wrench_topic: str = DEFAULT_WRENCH_TOPIC) -> Replay:
     """Replay the bag ``path`` through a payload ``session`` built elsewhere (the node's, from
     its parameters), as :func:`replay_bag` does."""
-    messages = iter_bag_messages(path, [(joint_states_topic, JOINT_STATE_TYPE),
-                                        (wrench_topic, WRENCH_TYPE)])
-    updates, start = replay_messages(session, messages, update_rate_hz, joint_states_topic,
-                                     wrench_topic)
+    with contextlib.closing(iter_bag_messages(path, [(joint_states_topic, JOINT_STATE_TYPE),
+                                                     (wrench_topic, WRENCH_TYPE)])) as messages:
+        updates, start = replay_messages(session, messages, update_rate_hz, joint_states_topic,
+                                         wrench_topic)
     stats = session.estimator.stats()
     return Replay(updates=updates, start_time=start, received=stats.received,
                   dropped=stats.dropped, payload_changes=list(session.changes), source=str(path),
@@ -283,9 +284,9 @@ def replay_whole_body_bag(path: str | Path, session: WholeBodySession, update_ra
     topics = [(joint_states_topic, JOINT_STATE_TYPE),
               *([(imu_topic, IMU_TYPE)] if imu_topic else []),
               *((topic, WRENCH_TYPE) for topic in dict.fromkeys(ft_topics))]
-    messages = iter_bag_messages(path, topics)
     feeds = whole_body_feeds(session, joint_states_topic, imu_topic, ft_topics)
-    updates, start = replay_feeds(session, messages, update_rate_hz, feeds)
+    with contextlib.closing(iter_bag_messages(path, topics)) as messages:  # closed on an error
+        updates, start = replay_feeds(session, messages, update_rate_hz, feeds)
     stats = session.estimator.stats()
     events = [(update.time, kind, message) for update in updates
               for kind, message in update.warnings if kind in SENSOR_EVENTS]

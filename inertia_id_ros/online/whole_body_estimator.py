@@ -187,9 +187,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 frame_id: str | None = None) -> None:
         """Buffer an IMU reading: stamp ``t`` (s), ``angular_velocity`` (3,) rad/s and
         ``linear_acceleration`` (3,) m/s² (specific force, +9.81 up at rest), both in the IMU
-        frame ``frame_id`` (checked when given). Raises :class:`SampleRejected` (``no_imu``: the
-        model has none, ``non_finite``, ``length_mismatch``, ``wrong_frame``, ``duplicate_stamp``,
-        ``out_of_order``); when ``max_pending_samples`` wait, the oldest is dropped
+        frame ``frame_id`` (checked when given, not empty). Raises :class:`SampleRejected`
+        (``no_imu``: the model has none, ``non_finite``, ``length_mismatch``, ``wrong_frame``,
+        ``duplicate_stamp``, ``out_of_order``); when ``max_pending_samples`` wait, the oldest is dropped
         (``overflow``)."""
         with self._lock:
             self.received[IMU] += 1
@@ -200,7 +200,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 w, f = (check_vector(x, 3, "IMU " + name) for name, x in
                         (("angular velocity", angular_velocity),
                          ("linear acceleration", linear_acceleration)))
-                check_frame(frame_id, self.model.imu_frame, "IMU reading")
+                check_frame(frame_id or None, self.model.imu_frame, "IMU reading")
                 check_stamp(float(t), self._last_imu_t, "IMU")
             except SampleRejected as rejected:
                 self.dropped[rejected.reason] += 1
@@ -214,8 +214,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
     def add_wrench(self, frame: str, t: float, wrench: np.ndarray,
                    frame_id: str | None = None) -> None:
         """Buffer the wrench (6,) ``[fx, fy, fz, tx, ty, tz]`` (N, N m) of the F/T sensor at URDF
-        ``frame``, stamped ``t`` (s), in that frame (``frame_id`` checked when given). Raises
-        :class:`SampleRejected` (``unknown_sensor``, ``non_finite``, ``length_mismatch``,
+        ``frame``, stamped ``t`` (s), in that frame (``frame_id`` checked when given, not empty).
+        Raises :class:`SampleRejected` (``unknown_sensor``, ``non_finite``, ``length_mismatch``,
         ``wrong_frame``, ``duplicate_stamp``, ``out_of_order``); when ``max_pending_samples``
         wait, the oldest is dropped (``overflow``)."""
         with self._lock:
@@ -226,7 +226,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                                          f"(sensors: {list(self.sensor_frames)})")
                 k = self.sensor_frames.index(frame)
                 f = check_vector(wrench, 6, f"wrench of {frame!r}")
-                check_frame(frame_id, frame, f"wrench of F/T sensor {frame!r}")
+                check_frame(frame_id or None, frame, f"wrench of F/T sensor {frame!r}")
                 check_stamp(float(t), self._last_wrench_t[k], f"wrench of {frame!r}")
             except SampleRejected as rejected:
                 self.dropped[rejected.reason] += 1

@@ -538,7 +538,7 @@ def _fix_mmap_threshold() -> None:
     """Fix glibc's mmap threshold (:data:`MMAP_THRESHOLD_BYTES`); nothing without glibc."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # not glibc; TypeError: Windows
         return
     mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
 

@@ -145,6 +145,9 @@ def test_bad_whole_body_replay_input_exits_2_naming_the_item(capsys, go1_bag, tm
         (["--urdf", tmp_path / "none.urdf"], "none.urdf"),
         (["--update-rate", 0], "--update-rate"),
         (["--png", tmp_path / "r.png"], "--png"),
+        (["--no-offset", "--sensor-frame", "FL_foot"],
+         "--sensor-frame, --no-offset only apply to payload replays"),
+        (["-p", "sample_rate_hz:=fast"], "a parameter has a value of the wrong type"),
     ]
     for extra, fragment in cases:
         code, _, err = run(capsys, "replay", go1_bag, "--params-file", CONFIG, *extra)
