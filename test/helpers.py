@@ -184,6 +184,18 @@ def identify(node, client, **request):
     return future.result()
 
 
+def block_window_rows() -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """3 s of random rows for a :class:`~inertia_id_ros.online.window.BlockWindow` of 5 columns:
+    stamps ``t`` (30,) at 10 Hz, rows (30, 3, 5) of which rows 1 and 2 touch only columns 3 and
+    4, measurements (30, 3), and those two row groups."""
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(30, 3, 5))
+    rows[:, 1:, :3] = 0.0
+    f = rng.normal(size=(30, 3))
+    groups = [(np.array([0]), np.arange(5)), (np.array([1, 2]), np.array([3, 4]))]
+    return np.arange(30) * 0.1, rows, f, groups
+
+
 def bag_message_to_ros(msg):
     """The rclpy message of a bag's deserialised ``JointState``, ``Imu`` or ``WrenchStamped``
     (rosbags), with its header (stamp, frame)."""

@@ -4,6 +4,7 @@ sensors reported and their rows dropped."""
 import numpy as np
 import pytest
 
+from helpers import block_window_rows
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel
 from inertia_id_ros.online.session import whole_body_session
@@ -146,12 +147,7 @@ def test_bad_inputs_are_dropped_with_the_reason(icub):
 
 
 def test_block_window_by_row_groups_equals_the_dense_normal_equations():
-    rng = np.random.default_rng(0)
-    rows = rng.normal(size=(30, 3, 5))
-    rows[:, 1:, :3] = 0.0  # rows 1, 2 touch only columns 3, 4
-    f = rng.normal(size=(30, 3))
-    t = np.arange(30) * 0.1
-    groups = [(np.array([0]), np.arange(5)), (np.array([1, 2]), np.array([3, 4]))]
+    t, rows, f, groups = block_window_rows()
     dense, grouped = BlockWindow(10.0, 5, 3), BlockWindow(10.0, 5, 3, row_groups=groups)
     dense.extend(t, rows, f)
     grouped.extend(t, rows, f)

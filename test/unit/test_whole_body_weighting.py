@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import whole_body_rnea_samples
+from helpers import block_window_rows, whole_body_rnea_samples
 from inertia_id_ros.chain.whole_body_fit import (fit_whole_body, group_normal_equations,
                                                  noise_groups, normal_equations)
 from inertia_id_ros.core.robots import example_robot_urdf
@@ -114,12 +114,7 @@ def test_weighted_beats_unweighted_when_noise_levels_differ(icub):
 
 
 def test_block_window_per_channel_equals_the_stacked_rows():
-    rng = np.random.default_rng(0)
-    rows = rng.normal(size=(30, 3, 5))
-    rows[:, 1:, :3] = 0.0  # rows 1, 2 touch only columns 3, 4
-    f = rng.normal(size=(30, 3))
-    t = np.arange(30) * 0.1
-    groups = [(np.array([0]), np.arange(5)), (np.array([1, 2]), np.array([3, 4]))]
+    t, rows, f, groups = block_window_rows()
     channels = [np.array([0]), np.array([1]), np.array([2])]
     window = BlockWindow(10.0, 5, 3, row_groups=groups, channels=channels)
     window.extend(t, rows, f)
