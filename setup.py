@@ -129,7 +129,7 @@ setup(
     description="Online, physically consistent identification of payload and link inertial "
                 "parameters for ROS 2",
     packages=find_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
-    package_data={PACKAGE: ["py.typed"]},
+    package_data={PACKAGE: ["py.typed", "ros/fastdds_profiles.xml"]},
     data_files=data_files(_PREFIX) if _PREFIX is not None else [],
     python_requires=">=3.10",
     cmdclass={"build_py": BuildPyWithInterfaces},

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from inertia_id_ros.chain.whole_body_fit import WholeBodyFit, noise_groups
 from inertia_id_ros.core.whole_body import (SENSOR_KINDS, BaseMotion, FTSensor, WholeBodyModel,
@@ -274,8 +275,7 @@ def _base_orientation(model: WholeBodyModel, q: np.ndarray, imu_orientation: np.
         pin.framesForwardKinematics(model.model, data, model.configuration(q[i]))
         world_imu = pin.Quaternion(imu_orientation[i][3], *imu_orientation[i][:3]).matrix()
         rotation = world_imu @ data.oMf[fid].rotation.T
-        quat = pin.Quaternion(rotation)
-        out[i] = [quat.x, quat.y, quat.z, quat.w]
+        out[i] = Rotation.from_matrix(rotation).as_quat()
     return out
 
 

@@ -24,7 +24,6 @@ applied in the post-set callback). The load-identification wizard (``~/excite``,
 
 from __future__ import annotations
 
-import ctypes
 import sys
 import threading
 import time
@@ -60,6 +59,7 @@ from inertia_id_ros.ros.conversions import (array_to_wrench, estimate_to_msg, im
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
 from inertia_id_ros.ros.excitation import ExcitationIO
 from inertia_id_ros.ros.markers import estimate_markers
+from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
 from inertia_id_ros.ros.parameters import (PARAMETERS, NodeSettings, build_session,
                                            check_mode_method, settings_from_parameters,
                                            validate_change)
@@ -525,27 +525,10 @@ def _input_executor():
     return EventsExecutor()
 
 
-MMAP_THRESHOLD_BYTES = 128 * 1024
-"""glibc's mmap threshold, fixed at its initial value. By default glibc raises it to the largest
-block freed (up to 32 MB): the worker's multi-megabyte numpy temporaries then come from the
-threads' heap arenas and fragment them, and the node's resident memory crept up by about 4 MB in
-a 10-minute soak. Fixed, such blocks are mapped and returned to the system when freed."""
-_M_MMAP_THRESHOLD = -3
-"""glibc's ``mallopt`` parameter number of the mmap threshold."""
-
-
-def _fix_mmap_threshold() -> None:
-    """Fix glibc's mmap threshold (:data:`MMAP_THRESHOLD_BYTES`); nothing without glibc."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, TypeError):  # not glibc; TypeError: Windows
-        return
-    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-
-
 def main(args: list[str] | None = None) -> None:
     """Console script ``inertia-id-node``; exits 2 on an invalid start-up parameter."""
-    _fix_mmap_threshold()
+    fix_mmap_threshold()
+    middleware_memory = use_dynamic_reader_memory()
     # Two Python threads share the GIL: input callbacks and the solver. A short switch interval
     # (default 5 ms) keeps either from stalling the other for long, so solves stay within a few ms.
     sys.setswitchinterval(5e-4)
@@ -556,6 +539,7 @@ def main(args: list[str] | None = None) -> None:
         print(f"inertia_id: {error}", file=sys.stderr)
         rclpy.try_shutdown()
         sys.exit(2)
+    node.get_logger().info(f"memory: {middleware_memory}")
     # Three threads: the input callbacks only queue messages (their own node and executor), the
     # worker takes them in batches and solves, this one serves the services and parameters.
     inputs = _input_executor()

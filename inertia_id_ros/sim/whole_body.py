@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
+from scipy.spatial.transform import Rotation
 
 from inertia_id_ros.core.inertia import check_consistency, theta_from_inertia
 from inertia_id_ros.core.robots import example_robot_urdf
@@ -433,7 +434,7 @@ class WholeBodySimulator:
         tilts = rng.normal(scale=noise.orientation_std, size=(n, 3))
         for i, (quat, tilt) in enumerate(zip(motion.imu_orientation, tilts)):
             rotation = pin.Quaternion(quat).toRotationMatrix() @ pin.exp3(tilt)
-            orientation[i] = pin.Quaternion(rotation).coeffs()
+            orientation[i] = Rotation.from_matrix(rotation).as_quat()
         names, theta = self.true_theta
         data = {
             "t": motion.t,

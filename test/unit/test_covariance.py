@@ -4,6 +4,8 @@ consistent set (a thin plate)."""
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -122,6 +124,38 @@ def test_confidence_ellipsoid_spans_n_sigma_along_the_covariance_axes():
     assert np.isclose(np.linalg.det(r), 1.0)
     assert np.allclose(r @ np.diag(s ** 2) @ r.T, 9.0 * covariance)
 
+
+
+def test_ellipsoid_quaternion_is_its_rotation_and_allocates_nothing_per_call():
+    """The markers' quaternion, once a second for hours: a version through pinocchio's
+    ``Quaternion(R)`` kept 80 bytes of heap per call."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(3, 3))
+    ellipsoid = confidence_ellipsoid(np.zeros(3), a @ a.T)
+    x, y, z, w = ellipsoid.quaternion_xyzw
+    assert np.isclose(x * x + y * y + z * z + w * w, 1.0)
+    rotation = np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    assert np.allclose(rotation, ellipsoid.rotation)
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError, TypeError):
+        pytest.skip("glibc's mallinfo2 is not available here")
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+            "fordblks", "keepcost")]
+
+    mallinfo2.restype = MallInfo2
+    for _ in range(100):
+        ellipsoid.quaternion_xyzw
+    before = mallinfo2().uordblks
+    for _ in range(20000):
+        ellipsoid.quaternion_xyzw
+    assert mallinfo2().uordblks - before < 100_000  # 1.6 MB through pinocchio
 
 # ---- Monte-Carlo -----------------------------------------------------------------------------
 
