@@ -36,6 +36,10 @@ user's configuration."""
 _FASTDDS_WORKING_DIRECTORY_FILES = ("DEFAULT_FASTDDS_PROFILES.xml", "DEFAULT_FASTRTPS_PROFILES.xml")
 """Profile files Fast DDS (3.x, 2.x) loads from the working directory when no file is named."""
 _FASTDDS_RMWS = ("rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp")
+FAST_DDS_2_DISTROS = ("humble", "iron", "jazzy")
+"""ROS 2 distributions on Fast DDS 2, which reads ``FASTRTPS_DEFAULT_PROFILES_FILE``; later ones
+(and the Kilted wheels, which set no ``ROS_DISTRO``) read ``FASTDDS_DEFAULT_PROFILES_FILE`` and
+warn about the former."""
 
 
 def fix_mmap_threshold() -> bool:
@@ -49,14 +53,16 @@ def fix_mmap_threshold() -> bool:
 
 def use_dynamic_reader_memory(environ: MutableMapping[str, str] = os.environ,
                               working_directory: Path | None = None) -> str:
-    """Point Fast DDS at :data:`FASTDDS_PROFILES` (in ``environ``, before ``rclpy.init``).
+    """Point Fast DDS at :data:`FASTDDS_PROFILES` (in ``environ``, before ``rclpy.init``): sets
+    ``RMW_FASTRTPS_USE_QOS_FROM_XML=1`` and ``FASTDDS_DEFAULT_PROFILES_FILE`` (on
+    :data:`FAST_DDS_2_DISTROS`, ``FASTRTPS_DEFAULT_PROFILES_FILE``).
 
-    rmw_fastrtps gives every reader a pool of samples that grows by a tenth whenever more samples
-    wait to be taken than ever before, and never shrinks: at 1 kHz each rare stall of the input
-    thread (a garbage collection, the scheduler) left the node's memory a little higher, up to
-    about 0.5 kB per sample of ``qos_depth`` per input. With the profiles, each sample is
-    allocated on arrival and freed when taken. Everything else stays as rmw_fastrtps sets it:
-    synchronous publishing, no data sharing, reallocating discovery and writer histories.
+    rmw_fastrtps gives every reader a pool of samples that grows by a tenth (plus ten) whenever
+    more samples wait to be taken than ever before, and never shrinks: at 1 kHz each rare stall
+    of the input thread (a garbage collection, the scheduler) left the node's memory a little
+    higher, up to about 0.5 kB per sample of ``qos_depth`` per input. With the profiles, each
+    sample is allocated on arrival and freed when taken. Everything else stays as rmw_fastrtps
+    sets it: synchronous publishing, no data sharing, reallocating discovery and writer histories.
 
     Nothing changes when another middleware is selected (``RMW_IMPLEMENTATION``), or when the user
     configures Fast DDS (any of :data:`FASTDDS_SETTINGS`, or a default profile file in the
@@ -72,7 +78,8 @@ def use_dynamic_reader_memory(environ: MutableMapping[str, str] = os.environ,
     if configured:
         return (f"Fast DDS configured by the user ({', '.join(configured)}): reader pools as "
                 "configured")
-    environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(FASTDDS_PROFILES)  # Fast DDS 3 (Kilted)
-    environ["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(FASTDDS_PROFILES)  # Fast DDS 2 (Jazzy)
+    fast_dds_2 = environ.get("ROS_DISTRO", "") in FAST_DDS_2_DISTROS
+    environ["FASTRTPS_DEFAULT_PROFILES_FILE" if fast_dds_2
+            else "FASTDDS_DEFAULT_PROFILES_FILE"] = str(FASTDDS_PROFILES)
     environ["RMW_FASTRTPS_USE_QOS_FROM_XML"] = "1"
     return f"Fast DDS readers allocate each sample ({FASTDDS_PROFILES.name})"

@@ -14,12 +14,18 @@ NAMESPACE = {"p": "http://www.eprosima.com"}
 
 
 @pytest.mark.parametrize("rmw", [None, "rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp"])
-def test_fast_dds_gets_the_profiles(tmp_path, rmw):
-    environ = {} if rmw is None else {"RMW_IMPLEMENTATION": rmw}
+@pytest.mark.parametrize("distro, variable", [
+    (None, "FASTDDS_DEFAULT_PROFILES_FILE"), ("kilted", "FASTDDS_DEFAULT_PROFILES_FILE"),
+    ("jazzy", "FASTRTPS_DEFAULT_PROFILES_FILE"), ("humble", "FASTRTPS_DEFAULT_PROFILES_FILE")])
+def test_fast_dds_gets_the_profiles(tmp_path, rmw, distro, variable):
+    """The profile file under the name its Fast DDS reads (2: Humble to Jazzy; 3: later, and the
+    wheels, which set no ROS_DISTRO), and only that one (Kilted warns about the old name)."""
+    given = {**({} if rmw is None else {"RMW_IMPLEMENTATION": rmw}),
+             **({} if distro is None else {"ROS_DISTRO": distro})}
+    environ = dict(given)
     message = use_dynamic_reader_memory(environ, working_directory=tmp_path)
-    assert environ["FASTDDS_DEFAULT_PROFILES_FILE"] == str(FASTDDS_PROFILES)
-    assert environ["FASTRTPS_DEFAULT_PROFILES_FILE"] == str(FASTDDS_PROFILES)
-    assert environ["RMW_FASTRTPS_USE_QOS_FROM_XML"] == "1"
+    assert environ == {**given, variable: str(FASTDDS_PROFILES),
+                       "RMW_FASTRTPS_USE_QOS_FROM_XML": "1"}
     assert "allocate each sample" in message
 
 
