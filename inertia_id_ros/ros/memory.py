@@ -1,12 +1,14 @@
 """Process-wide memory settings the node makes before ROS starts, so that its resident memory stays
 flat over hours of 1 kHz input (README, "Performance over DDS").
 
-Two allocators made the node's memory creep while nothing leaked:
+Besides a leak in pinocchio's bindings (``pin.Quaternion`` of a C-ordered matrix, no longer
+called: :attr:`~inertia_id_ros.core.covariance.Ellipsoid.quaternion_xyzw`), two allocators made
+the node's memory creep:
 
 - glibc, which raises its mmap threshold to the largest block freed, after which multi-megabyte
   numpy temporaries fragment the threads' heap arenas (:func:`fix_mmap_threshold`);
-- Fast DDS, whose readers keep a pool of received samples that only grows: by a tenth each time
-  more samples wait to be taken than ever before, up to the subscription's depth
+- Fast DDS, whose readers keep a pool of received samples that only grows: by a tenth (plus ten)
+  each time more samples wait to be taken than ever before, up to the subscription's depth
   (:func:`use_dynamic_reader_memory`).
 """
 
