@@ -184,6 +184,26 @@ def identify(node, client, **request):
     return future.result()
 
 
+
+def identify_after_motion(peer, client, sim, node, timeout: float, settle: float = 0.0,
+                          call_timeout: float = 60.0):
+    """Spin ``peer`` until the simulator has played its motion and exited cleanly (``timeout``
+    s), ``settle`` s more (its last samples reach the node's window), then call the node's
+    identify service: its successful response."""
+    import rclpy
+    from inertia_id_ros.srv import Identify
+
+    assert spin_until(peer, lambda: not sim.alive(), timeout), sim.output()
+    assert sim.popen.returncode == 0, sim.output()
+    if settle:
+        spin_until(peer, lambda: False, settle)
+    assert client.wait_for_service(timeout_sec=10.0)
+    future = client.call_async(Identify.Request())
+    rclpy.spin_until_future_complete(peer, future, timeout_sec=call_timeout)
+    response = future.result()
+    assert response is not None and response.success, node.output()[-3000:]
+    return response
+
 def block_window_rows() -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
     """3 s of random rows for a :class:`~inertia_id_ros.online.window.BlockWindow` of 5 columns:
     stamps ``t`` (30,) at 10 Hz, rows (30, 3, 5) of which rows 1 and 2 touch only columns 3 and

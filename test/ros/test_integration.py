@@ -5,27 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import REPO, spin_until
+from helpers import REPO, identify_after_motion
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
 
-
-
-def identify_after_motion(peer, client, sim, node, timeout: float):
-    """Spin until the simulator has played its motion and exited cleanly (``timeout`` s), then
-    call the node's identify service; returns the successful response."""
-    import rclpy
-
-    from inertia_id_ros.srv import Identify
-
-    assert spin_until(peer, lambda: not sim.alive(), timeout), sim.output()
-    assert sim.popen.returncode == 0, sim.output()
-    assert client.wait_for_service(timeout_sec=10.0)
-    future = client.call_async(Identify.Request())
-    rclpy.spin_until_future_complete(peer, future, timeout_sec=60.0)
-    response = future.result()
-    assert response is not None and response.success, node.output()[-3000:]
-    return response
 
 def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_context):
     import rclpy

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers import REPO, spin_until
+from helpers import REPO, identify_after_motion, spin_until
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
 
@@ -51,7 +51,8 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
                                        for s in msg.status if s.name.startswith("inertia_id")), 10)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        response = _identify_after_the_motion(peer, client, sim, node, motion)
+        response = identify_after_motion(peer, client, sim, node, motion + 60.0, settle=3.0,
+                                         call_timeout=120.0)
         assert received["truth"] and len(received["links"]) >= 5, node.output()[-3000:]
         inconsistent = sum(not check_consistency(theta).fully_consistent
                            for msg in received["links"] + [response.links]
@@ -137,7 +138,8 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
                              QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        response = _identify_after_the_motion(peer, client, sim, node, motion)
+        response = identify_after_motion(peer, client, sim, node, motion + 60.0, settle=3.0,
+                                         call_timeout=120.0)
     finally:
         peer.destroy_node()
     assert "a fixed base from 32 joints, no IMU" in node.output()
@@ -185,20 +187,3 @@ def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
         assert node.popen.wait(timeout=60.0) == 2, node.output()
         assert expected in node.output(), node.output()
     assert np.all([not node.alive() for node, _ in nodes])
-
-
-def _identify_after_the_motion(peer, client, sim, node, motion: float):
-    """Spin ``peer`` until the simulator's ``motion`` (s) has ended and its last samples reached
-    the node's window, then call ``identify``: its successful response."""
-    import rclpy
-    from inertia_id_ros.srv import Identify
-
-    assert spin_until(peer, lambda: not sim.alive(), motion + 60.0), sim.output()
-    assert sim.popen.returncode == 0, sim.output()
-    spin_until(peer, lambda: False, 3.0)  # the last samples reach the window
-    assert client.wait_for_service(timeout_sec=10.0)
-    future = client.call_async(Identify.Request())
-    rclpy.spin_until_future_complete(peer, future, timeout_sec=120.0)
-    response = future.result()
-    assert response is not None and response.success, node.output()[-3000:]
-    return response
