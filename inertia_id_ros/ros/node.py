@@ -63,8 +63,9 @@ from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_mem
 from inertia_id_ros.ros.parameters import (PARAMETERS, NodeSettings, build_session,
                                            check_mode_method, settings_from_parameters,
                                            validate_change)
-from inertia_id_ros.ros.shutdown import until_shutdown
+from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
 from inertia_id_ros.srv import Identify, Tare
+from inertia_id_ros.threads import limit_threads
 
 DEFAULT_TARE_SEC = 1.0
 """Seconds of wrenches ``~/tare`` averages when the request gives 0."""
@@ -457,6 +458,8 @@ class InertiaIdNode(Node):
             try:
                 self._update()
             except Exception as error:  # the worker must outlive a failing publication
+                if not self.context.ok():  # shut down while publishing: end quietly
+                    return
                 self.warn(("update_error", f"update failed: {error!r}"))
             while True:  # wait for the next update; a new rate applies from this update on
                 self._wake.clear()
@@ -525,8 +528,14 @@ def _input_executor():
     return EventsExecutor()
 
 
+@ends_quietly
 def main(args: list[str] | None = None) -> None:
     """Console script ``inertia-id-node``; exits 2 on an invalid start-up parameter."""
+    try:
+        limit_threads()
+    except ValueError as error:
+        print(f"inertia_id: {error}", file=sys.stderr)
+        sys.exit(2)
     fix_mmap_threshold()
     middleware_memory = use_dynamic_reader_memory()
     # Two Python threads share the GIL: input callbacks and the solver. A short switch interval

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import ParamSpec
+
+P = ParamSpec("P")
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -20,3 +24,16 @@ def until_shutdown(work: Callable[[], None]) -> None:
     except Exception:
         if rclpy.ok():
             raise
+
+
+def ends_quietly(main: Callable[P, None]) -> Callable[P, None]:
+    """A console script's ``main`` that a SIGINT ends quietly wherever it lands: while the node
+    starts (before anything spins), while it spins, or while it cleans up."""
+    @functools.wraps(main)
+    def quiet_main(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            main(*args, **kwargs)
+        except KeyboardInterrupt:
+            rclpy.try_shutdown()
+
+    return quiet_main

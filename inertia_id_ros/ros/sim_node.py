@@ -60,12 +60,13 @@ from inertia_id_ros.msg import InertialParameters, InertialParametersArray
 from inertia_id_ros.ros.conversions import (array_to_wrench, imu_msg, joint_state,
                                             joint_trajectory_arrays, links_to_msg,
                                             theta_to_msg, wrench_stamped)
-from inertia_id_ros.ros.shutdown import until_shutdown
+from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
 from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
 from inertia_id_ros.sim.torques import (DEFAULT_LEG_TORQUE_NOISE_STD, LEG_HOME, leg_simulator,
                                         perturbed_links)
+from inertia_id_ros.threads import limit_threads
 
 BURST_SEC = 0.005
 """Samples are published in bursts of at most this length (s)."""
@@ -280,6 +281,9 @@ class SimulatorNode(Node):
                                "'icub_fixed_whole_body' (on a stand)."),
             ("rate_hz", 1000.0, "Publication rate of the topics (Hz)."),
             ("duration_sec", 0.0, "Seconds of motion to play; 0 = until stopped."),
+            ("time_scale", 1.0, "Simulated seconds played per wall-clock second (> 0; 2 plays "
+                                "the motion twice as fast as real time, the stamps still 1 / "
+                                "rate_hz apart)."),
             ("seed", 0, "Seed of the trajectory and the noise (and go1_leg's true links)."),
             ("noise", True, "Add the sensors' noise (panda: F/T 0.1 N, 0.005 N m and encoders; "
                             "go1_leg: 0.1 N m on the joint torques)."),
@@ -320,6 +324,9 @@ class SimulatorNode(Node):
         self.robot = ROBOTS[p["robot"]](self, p)
         self._rate = float(p["rate_hz"])
         self._duration = float(p["duration_sec"])
+        self._time_scale = float(p["time_scale"])
+        if not self._time_scale > 0.0:
+            raise ValueError(f"parameter 'time_scale' must be > 0, got {self._time_scale}")
         self._wait_for_subscribers = float(p["wait_for_subscribers_sec"])
         self._rng = np.random.default_rng(int(p["seed"]) + 1)
         self.finished = threading.Event()
@@ -344,7 +351,7 @@ class SimulatorNode(Node):
         period = 1.0 / self._rate
         n_total = int(round(self._duration * self._rate))  # samples to play (duration_sec > 0)
         while rclpy.ok() and not self.finished.is_set():
-            elapsed = time.monotonic() - start_wall
+            elapsed = (time.monotonic() - start_wall) * self._time_scale
             if self._duration > 0.0:
                 elapsed = min(elapsed, self._duration)
             k_due = int(elapsed * self._rate) + 1
@@ -370,9 +377,15 @@ def _value(node: Node, name: str) -> Any:
         return None
 
 
+@ends_quietly
 def main(args: list[str] | None = None) -> None:
     """Console script ``inertia-id-sim``: runs until stopped or ``duration_sec`` is played; exits
     2 on an unknown ``robot``."""
+    try:
+        limit_threads()
+    except ValueError as error:
+        print(f"inertia_id_sim: {error}", file=sys.stderr)
+        sys.exit(2)
     rclpy.init(args=args)
     try:
         node = SimulatorNode()
