@@ -20,17 +20,24 @@ ROS_TESTS = Path(__file__).resolve().parent / "ros"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test under ``test/ros/`` (processes over DDS) ``ros``: ``-m "not ros"`` runs
-    the numerical suite alone."""
+    """Mark every test under ``test/ros/`` ``ros``: ``-m "not ros"`` runs the numerical suite
+    alone. The tests that run ROS processes (those using ``ros_env``) form one pytest-xdist
+    group: they run one after another on one worker (two high-rate DDS scenarios at once on a
+    2-core machine lose samples), beside the numerical tests on the others."""
     for item in items:
         if ROS_TESTS in Path(item.fspath).resolve().parents:
             item.add_marker(pytest.mark.ros)
+        if "ros_env" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("dds"))
 
 
 @pytest.fixture(scope="session")
 def ros_env() -> dict[str, str]:
-    """Environment for ROS processes: a random domain of our own, discovery on localhost only."""
-    domain = str(random.Random(os.getpid()).randint(1, 101))
+    """Environment for ROS processes: a domain of our own, discovery on localhost only. Under
+    pytest-xdist each worker of a run has its own domain (``1 + (run + worker) % 101``)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    domain = str(1 + (random.Random(run).randrange(101) + worker) % 101)
     os.environ["ROS_DOMAIN_ID"] = domain
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -61,5 +68,9 @@ def launch(ros_env, tmp_path) -> Iterator:
     yield start
     for process in processes:
         process.stop()
+    for process in processes:  # every process ends quietly after SIGINT or completion
+        output = process.output()
+        assert "Traceback" not in output and "context is invalid" not in output, \
+            f"{process.log_path.name} did not end quietly:\n{output[-3000:]}"
 
 

@@ -50,7 +50,8 @@ class Process:
         self.popen = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT)
 
     def output(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text()
 
     def alive(self) -> bool:
@@ -143,7 +144,7 @@ class Feeder:
         from sensor_msgs.msg import JointState
 
         qos = QoSProfile(depth=1000)
-        self.sim, self.rate = sim, rate_hz
+        self.peer, self.sim, self.rate = node, sim, rate_hz
         self.joints = node.create_publisher(JointState, "/joint_states", qos)
         self.wrenches = node.create_publisher(WrenchStamped, "/ft_sensor/wrench", qos)
         self.rng = np.random.default_rng(1)
@@ -152,6 +153,13 @@ class Feeder:
         self.clock = None
         """A ``rosgraph_msgs/Clock`` publisher: set, the samples' stamps are also the simulated
         time (``use_sim_time``), published every 10 samples."""
+
+    def wait_until_matched(self, timeout: float = 20.0) -> None:
+        """Spin until the node under test's subscriptions match both publishers (discovery
+        done: what is published from now on reaches it)."""
+        assert spin_until(self.peer, lambda: self.joints.get_subscription_count() > 0
+                          and self.wrenches.get_subscription_count() > 0, timeout), \
+            "the node under test did not subscribe to /joint_states and /ft_sensor/wrench"
 
     def publish(self, seconds: float, sleep: bool = True, joint_states: bool = True) -> None:
         """``seconds`` of samples; without ``joint_states`` only wrenches (a joint-state gap)."""
@@ -185,18 +193,18 @@ def identify(node, client, **request):
 
 
 
-def identify_after_motion(peer, client, sim, node, timeout: float, settle: float = 0.0,
-                          call_timeout: float = 60.0):
+def identify_after_motion(peer, client, sim, node, timeout: float, call_timeout: float = 60.0):
     """Spin ``peer`` until the simulator has played its motion and exited cleanly (``timeout``
-    s), ``settle`` s more (its last samples reach the node's window), then call the node's
-    identify service: its successful response."""
+    s) and the node's diagnostics say it has taken every sample (its last samples are in its
+    window), then call the node's identify service: its successful response."""
     import rclpy
     from inertia_id_ros.srv import Identify
 
+    diagnostics = NodeDiagnostics(peer)
     assert spin_until(peer, lambda: not sim.alive(), timeout), sim.output()
     assert sim.popen.returncode == 0, sim.output()
-    if settle:
-        spin_until(peer, lambda: False, settle)
+    diagnostics.settle()
+    peer.destroy_subscription(diagnostics.subscription)
     assert client.wait_for_service(timeout_sec=10.0)
     future = client.call_async(Identify.Request())
     rclpy.spin_until_future_complete(peer, future, timeout_sec=call_timeout)
@@ -282,34 +290,21 @@ def set_rate(feeder: Feeder, rate: float) -> None:
     feeder.rate = rate
 
 
-class NodeUnderTest:
-    """The node process and this process's peer: feeder, ``identify`` client, diagnostics."""
+class NodeDiagnostics:
+    """The node under test's ``/diagnostics`` as a peer sees them: its latest values and level,
+    and waits on them (the node's own word that it has taken its inputs)."""
 
-    def __init__(self, process: Process, peer, client, feeder: Feeder) -> None:
+    def __init__(self, peer) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-        from inertia_id_ros.msg import InertialParameters
-
-        self.process, self.peer, self.client, self.feeder = process, peer, client, feeder
-        self.inconsistent_published: list[np.ndarray] = []
-        """Every published estimate that fails the consistency check (must stay empty)."""
-        self.estimates_received = 0
-        peer.create_subscription(InertialParameters, "/inertia_id/estimate", self._on_estimate,
-                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self.peer = peer
         self.diagnostics: dict[str, str] = {}
         self.status: tuple[int, str] = (0, "")
         """Level and message of the latest diagnostics status."""
         self.diagnostics_stamp = 0.0
         self.diagnostics_received = 0
-        peer.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
-        self.reference_theta: np.ndarray | None = None
-        self.rss_start = 0.0
-
-    def _on_estimate(self, msg) -> None:
-        self.estimates_received += 1
-        if not check_consistency(np.array(msg.theta)).fully_consistent:
-            self.inconsistent_published.append(np.array(msg.theta))
+        self.subscription = peer.create_subscription(DiagnosticArray, "/diagnostics",
+                                                     self._on_diagnostics, 10)
 
     def _on_diagnostics(self, msg) -> None:
         for status in msg.status:
@@ -328,10 +323,10 @@ class NodeUnderTest:
         return {k[len(prefix):]: int(v) for k, v in self.diagnostics.items()
                 if k.startswith(prefix)}
 
-    def fresh_diagnostics(self) -> None:
+    def fresh_diagnostics(self, timeout: float = 10.0) -> None:
         """Wait for two new diagnostics messages (the second reflects everything sent)."""
         seen = self.diagnostics_received
-        assert spin_until(self.peer, lambda: self.diagnostics_received >= seen + 2, 10.0), \
+        assert spin_until(self.peer, lambda: self.diagnostics_received >= seen + 2, timeout), \
             "no diagnostics from the node"
 
     def settle(self, timeout: float = 20.0) -> None:
@@ -346,6 +341,30 @@ class NodeUnderTest:
                 return
             previous = current
         raise AssertionError(f"the node's counters still change after {timeout} s")
+
+
+class NodeUnderTest(NodeDiagnostics):
+    """The node process and this process's peer: feeder, ``identify`` client, diagnostics."""
+
+    def __init__(self, process: Process, peer, client, feeder: Feeder) -> None:
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+        from inertia_id_ros.msg import InertialParameters
+
+        super().__init__(peer)
+        self.process, self.client, self.feeder = process, client, feeder
+        self.inconsistent_published: list[np.ndarray] = []
+        """Every published estimate that fails the consistency check (must stay empty)."""
+        self.estimates_received = 0
+        peer.create_subscription(InertialParameters, "/inertia_id/estimate", self._on_estimate,
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self.reference_theta: np.ndarray | None = None
+        self.rss_start = 0.0
+
+    def _on_estimate(self, msg) -> None:
+        self.estimates_received += 1
+        if not check_consistency(np.array(msg.theta)).fully_consistent:
+            self.inconsistent_published.append(np.array(msg.theta))
 
     def rss_mb(self) -> float:
         return rss_mb(self.process.popen.pid)

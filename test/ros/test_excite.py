@@ -31,6 +31,7 @@ class Wizard:
     """A peer calling ~/excite and ~/stop and following ~/excitation and /joint_states."""
 
     def __init__(self, peer) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy,
                                qos_profile_sensor_data)
         from sensor_msgs.msg import JointState
@@ -52,6 +53,9 @@ class Wizard:
                                  self.truth.append, latched)
         peer.create_subscription(JointState, "/joint_states", self._on_joint_state,
                                  qos_profile_sensor_data)
+        self.diagnostics: list[dict[str, str]] = []
+        """The node's /diagnostics values, one dict per message."""
+        peer.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self.commands: list = []
         peer.create_subscription(JointTrajectory, "/joint_trajectory_controller/joint_trajectory",
                                  self.commands.append, 10)
@@ -64,6 +68,25 @@ class Wizard:
     def _on_joint_state(self, msg) -> None:
         self.joints.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
                             np.array(msg.position), np.array(msg.velocity)))
+
+    def _on_diagnostics(self, msg) -> None:
+        self.diagnostics.extend({kv.key: kv.value for kv in s.values} for s in msg.status
+                                if s.name.startswith("inertia_id:"))
+
+    def wait_until_the_node_receives_joint_states(self, timeout: float = 30.0) -> None:
+        """Spin until this peer holds over 100 joint states and the node under test receives
+        them too: its diagnostics' joint-state count rises between two messages that came after
+        this peer's (so its newest joint state is from the simulator running now)."""
+        assert spin_until(self.peer, lambda: len(self.joints) > 100, timeout), \
+            "no joint states from the simulator"
+        seen = len(self.diagnostics)
+
+        def rising() -> bool:
+            counts = [int(d.get("received.joint_state", 0)) for d in self.diagnostics[seen:]]
+            return len(counts) >= 2 and counts[-1] > counts[0]
+
+        assert spin_until(self.peer, rising, timeout), \
+            f"the node under test receives no joint states: {self.diagnostics[seen:]}"
 
     def _call(self, client, request):
         import rclpy
@@ -115,7 +138,7 @@ def test_excite_designs_runs_and_identifies_the_payload_from_one_15_s_motion(
     sim, node = start(launch)
     wizard = Wizard(rclpy.create_node("excite_accuracy"))
     try:
-        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        wizard.wait_until_the_node_receives_joint_states()
         response = wizard.excite(duration=15.0)  # designed on the spot from the measured pose
         assert response.accepted, response.reason
         running = wizard.wait_for(("running", "failed"), 150.0)
@@ -152,7 +175,7 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
     sim, node = start(launch)
     wizard = Wizard(rclpy.create_node("excite_dry_run"))
     try:
-        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        wizard.wait_until_the_node_receives_joint_states()
         response = wizard.excite(path, speed_scale=0.5)
         assert response.accepted and "dry run at speed_scale 0.5" in response.reason
         busy = wizard.excite(path)
@@ -216,7 +239,7 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
         far[3] += 0.8
         sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold",
                      "-p", f"start_position:={far.tolist()}")
-        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        wizard.wait_until_the_node_receives_joint_states()
         refused = wizard.excite(path)
         assert not refused.accepted and refused.reason.startswith("far_from_start")
         assert "panda_joint4 is 0.800" in refused.reason
@@ -233,7 +256,7 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
 
         sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold")
         wizard.joints.clear()
-        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        wizard.wait_until_the_node_receives_joint_states()
         refused = wizard.excite(out_and_back(tmp_path, seconds=0.4)[0], speed_scale=0.9)
         assert not refused.accepted and refused.reason.startswith("beyond_limits")
         assert "velocity limit" in refused.reason
@@ -270,7 +293,7 @@ def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_c
            "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")
     wizard = Wizard(rclpy.create_node("excite_links"))
     try:
-        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
+        wizard.wait_until_the_node_receives_joint_states()
         response = wizard.excite(str(path))
         assert response.accepted, response.reason
         done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
@@ -306,25 +329,17 @@ def test_a_window_change_during_an_excitation_applies_at_its_end(launch, rclpy_c
     """window_sec set to 1 s while the robot moves: the identification still gets every sample
     of the 6 s motion, and the node's window is 1 s afterwards (not the length before)."""
     import rclpy
-    from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.parameter import Parameter
     from rclpy.parameter_client import AsyncParameterClient
 
     path, _ = out_and_back(tmp_path)
     sim, node = start(launch)
     wizard = Wizard(rclpy.create_node("excite_window"))
-    diagnostics: list[dict[str, str]] = []
-    wizard.peer.create_subscription(
-        DiagnosticArray, "/diagnostics",
-        lambda msg: diagnostics.extend({kv.key: kv.value for kv in s.values}
-                                       for s in msg.status), 10)
+    diagnostics = wizard.diagnostics
     parameters = AsyncParameterClient(wizard.peer, "/inertia_id")
     try:
-        assert spin_until(wizard.peer, lambda: len(wizard.joints) > 100, 30.0), sim.output()
-        deadline = time.monotonic() + 10.0  # the node's own inputs may lag the peer's (load)
-        while not (response := wizard.excite(path)).accepted and time.monotonic() < deadline:
-            assert response.reason.startswith("stale_joint_states"), response.reason
-            time.sleep(0.5)
+        wizard.wait_until_the_node_receives_joint_states()
+        response = wizard.excite(path)
         assert response.accepted, response.reason
         wizard.wait_for(("running",), 10.0)
         assert parameters.wait_for_services(timeout_sec=10.0)

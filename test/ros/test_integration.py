@@ -74,8 +74,8 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
 
 
 def test_simulated_leg_and_links_mode_recover_the_friction_and_armature(launch, rclpy_context):
-    """Acceptance (issue 4, item 6) over DDS: Go1 leg simulator (60 s at 500 Hz in real time,
-    0.1 N m torque noise, links perturbed from the URDF) -> node in links mode
+    """Acceptance (issue 4, item 6) over DDS: Go1 leg simulator (60 s at 500 Hz played at twice
+    real time, 0.1 N m torque noise, links perturbed from the URDF) -> node in links mode
     (config/go1_leg_links.yaml with the chain config's gear ratios and motor type) -> identify:
     every link consistent; viscous and Coulomb friction and the armature of every joint within
     10 %. The knee's armature (the one the torques separate from the link inertias) is estimated;
@@ -91,7 +91,8 @@ def test_simulated_leg_and_links_mode_recover_the_friction_and_armature(launch, 
 
     motion, rate = 60.0, 500.0
     sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_leg",
-                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", "seed:=3")
+                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", "seed:=3",
+                 "-p", "time_scale:=2.0")  # the 60 s motion in 30 s
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
                   "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")

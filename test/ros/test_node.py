@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
-from helpers import spin_until
+from helpers import Feeder, NodeUnderTest, identify, node_args, spin_until
 from inertia_id_ros.sim.payload import PayloadSimulator
-from helpers import Feeder, identify, node_args
 
 
 @pytest.mark.parametrize("overrides, parameter", [
@@ -26,6 +23,8 @@ def test_bad_startup_parameters_exit_nonzero_naming_the_parameter(launch, overri
 
 @pytest.fixture
 def node_under_test(launch, rclpy_context):
+    """The node, this process's peer with its ``identify`` client, and a feeder whose
+    publishers the node's subscriptions have matched."""
     import rclpy
     from inertia_id_ros.srv import Identify
 
@@ -33,15 +32,17 @@ def node_under_test(launch, rclpy_context):
     peer = rclpy.create_node("inertia_id_test_peer")
     client = peer.create_client(Identify, "/inertia_id/identify")
     assert client.wait_for_service(timeout_sec=30.0), process.output()
-    yield process, peer, client
+    harness = NodeUnderTest(process, peer, client, Feeder(peer, PayloadSimulator.panda()))
+    harness.feeder.wait_until_matched()
+    yield harness
     peer.destroy_node()
 
 
 def test_reset_drops_the_window(node_under_test):
-    process, peer, client = node_under_test
-    feeder = Feeder(peer, PayloadSimulator.panda())
-    time.sleep(1.0)
+    process, peer, client, feeder = (node_under_test.process, node_under_test.peer,
+                                     node_under_test.client, node_under_test.feeder)
     feeder.publish(4.0)
+    node_under_test.settle()
     reset = identify(peer, client, reset=True)
     assert not reset.success and "reset" in reset.message
     empty = identify(peer, client)
@@ -57,12 +58,12 @@ def test_a_payload_change_is_detected_and_the_new_payload_identified(node_under_
     from inertia_id_ros.ros.conversions import wrench_to_array
     from inertia_id_ros.sim.payload import box_inertia
 
-    process, peer, client = node_under_test
+    process, peer, client, feeder = (node_under_test.process, node_under_test.peer,
+                                     node_under_test.client, node_under_test.feeder)
     changes: list = []
     peer.create_subscription(PayloadChange, "/inertia_id/payload_change", changes.append, 10)
-    feeder = Feeder(peer, PayloadSimulator.panda())
-    time.sleep(1.0)
     feeder.publish(12.0)
+    node_under_test.settle()
     assert identify(peer, client).success  # the detector's reference: the whole window
     t_switch = feeder.t0 + feeder.k / feeder.rate
     grasped = theta_from_inertia(2.3, np.array([0.0, 0.04, 0.09]),
@@ -73,7 +74,7 @@ def test_a_payload_change_is_detected_and_the_new_payload_identified(node_under_
     detected = changes[0].header.stamp.sec + 1e-9 * changes[0].header.stamp.nanosec
     assert 0.0 <= detected - t_switch < 1.0
     assert len(changes) == 1, [c.message for c in changes]
-    time.sleep(1.0)
+    node_under_test.settle()
     response = identify(peer, client)
     assert response.success, response.message
     m0, c0, i0 = inertia_from_theta(grasped)

@@ -88,9 +88,9 @@ def node(ros_env, rclpy_context, tmp_path_factory):
         assert client.wait_for_service(timeout_sec=30.0), process.output()
         harness = RuntimeHarness(process, peer, client, Feeder(peer, PayloadSimulator.panda()))
         harness.feeder.clock = peer.create_publisher(Clock, "/clock", 10)
-        time.sleep(1.0)  # discovery
+        harness.feeder.wait_until_matched()
         harness.feeder.publish(12.0)
-        time.sleep(1.0)
+        harness.settle()
         response = identify(peer, client)
         assert response.success, response.message
         harness.reference_theta = np.array(response.estimate.theta)

@@ -51,7 +51,7 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
                                        for s in msg.status if s.name.startswith("inertia_id")), 10)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        response = identify_after_motion(peer, client, sim, node, motion + 60.0, settle=3.0,
+        response = identify_after_motion(peer, client, sim, node, motion + 60.0,
                                          call_timeout=120.0)
         assert received["truth"] and len(received["links"]) >= 5, node.output()[-3000:]
         inconsistent = sum(not check_consistency(theta).fully_consistent
@@ -138,7 +138,7 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
                              QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        response = identify_after_motion(peer, client, sim, node, motion + 60.0, settle=3.0,
+        response = identify_after_motion(peer, client, sim, node, motion + 60.0,
                                          call_timeout=120.0)
     finally:
         peer.destroy_node()
