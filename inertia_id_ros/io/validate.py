@@ -47,12 +47,11 @@ from inertia_id_ros.io.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_T
                                     JointStates, PayloadRecording,
                                     read_joint_bag, read_joint_file, read_payload_bag,
                                     read_payload_file, with_derivatives)
+from inertia_id_ros.options import DEFAULT_HALF_WIDTH
 from inertia_id_ros.solvers import Problem, solve
 
 MODELS = ("fit", "urdf", "ols")
 """The models evaluated, in report order."""
-DEFAULT_HALF_WIDTH = 0.05
-"""Half-width (s) of the differentiation of held-out joint states without recorded ``ddq``."""
 
 
 # ---- data ----------------------------------------------------------------------------------
