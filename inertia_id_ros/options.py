@@ -17,8 +17,9 @@ LINKS_DEFAULT_WEIGHTING = "none"
 """Weighting of :func:`~inertia_id_ros.chain.identify.identify_links` and ``fit-links``:
 unweighted, because the joints' weights did not predict held-out torques better in any measured
 case (KUKA runs 2 and 3 slightly worse, the simulated arm the same;
-``benchmarks/differentiation.py``, ``benchmarks/kuka_lwr4.py``); ``"channel"`` (Gautier) is the option when the joints' noise
-levels differ widely and the parameters, not the overall torque RMS, matter."""
+``benchmarks/differentiation.py``, ``benchmarks/kuka_lwr4.py``); ``"channel"`` (Gautier) is the
+option when the joints' noise levels differ widely and the parameters, not the overall torque RMS,
+matter."""
 
 BASE_KINDS = ("floating", "fixed", "suspended")
 """``floating``: free base, motion from an IMU, base rows from the contact wrenches;
