@@ -51,14 +51,8 @@ from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, L
 from inertia_id_ros.core.filtering import derivatives_at_samples, joint_states_at
 from inertia_id_ros.core.weighting import (check_weighting, iterate_channel_weights,
                                            weighted_normal_equations)
+from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING
 from inertia_id_ros.solvers import solve
-
-DEFAULT_WEIGHTING = "none"
-"""Weighting of :func:`identify_links` and ``fit-links``: unweighted, because the joints'
-weights did not predict held-out torques better in any measured case (KUKA runs 2 and 3
-slightly worse, the simulated arm the same; ``benchmarks/differentiation.py``,
-``benchmarks/kuka_lwr4.py``); ``"channel"`` (Gautier) is the option when the joints' noise
-levels differ widely and the parameters, not the overall torque RMS, matter."""
 
 
 DEFAULT_TILT_SAMPLES = 6000

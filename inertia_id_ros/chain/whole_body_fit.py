@@ -42,21 +42,12 @@ from inertia_id_ros.core.weighting import (ChannelWeights, check_weighting,
                                            iterate_channel_weights, weighted_normal_equations)
 from inertia_id_ros.core.whole_body import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
+from inertia_id_ros.options import (WHOLE_BODY_DEFAULT_PRIOR_WEIGHT as DEFAULT_PRIOR_WEIGHT,
+                                    WHOLE_BODY_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING,
+                                    WHOLE_BODY_METHODS)
 from inertia_id_ros.solvers import Problem, Solution, solve
 from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN, lift_to_margin
 
-WHOLE_BODY_METHODS = ("lmi", "pointmass", "ols")
-DEFAULT_WEIGHTING = "none"
-"""``fit-whole-body --weighting`` and the node's whole_body mode default. On the simulated iCub
-(``benchmarks/whole_body_weighting.py``) the held-out forces are the same either way (within
-0.3 %) and the held-out torques better weighted (the arm sensors' by 20-30 %, their error against
-the noise-free wrenches halved), but ``"channel"`` costs 1.7-4x the solve time (online warm
-update 0.052 s vs 0.030 s median) and 1.8x the window memory: at whole-body scale the update
-budget (100 ms) decides, so unweighted by default, ``"channel"`` on request."""
-DEFAULT_PRIOR_WEIGHT = 1e-5
-"""Weight of ``|x' − prior'|²`` (scaled coordinates: 1 = one link's size) relative to the mean
-diagonal of the scaled gram matrix: negligible where the data determine ``x``, decisive where
-they do not."""
 IDENTIFIED, PARTLY_IDENTIFIED, PRIOR_ONLY = "identified", "partly identified", "prior only"
 LABEL_TOLERANCE = 1e-2
 """A link coordinate counts as determined when less than this share of it (squared) lies in the

@@ -27,10 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.options import WEIGHTINGS
 
-WEIGHTINGS = ("none", "channel")
-"""``none``: unweighted least squares; ``channel``: each channel weighted by its inverse residual
-variance, iterated (:func:`iterate_channel_weights`)."""
 DEFAULT_MAX_ITERATIONS = 4
 """Refits at most (the weights usually settle to 1 % in two or three)."""
 DEFAULT_WEIGHT_RTOL = 0.01

@@ -36,12 +36,8 @@ from inertia_id_ros.core.regressors import (N_WRENCH_CHANNELS, WRENCH_CHANNEL_NA
                                             _cross_matrices, body_regressor_batch)
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model
 from inertia_id_ros.errors import ConfigError, DataError
+from inertia_id_ros.options import BASE_KINDS
 
-BASE_KINDS = ("floating", "fixed", "suspended")
-"""``floating``: free base, motion from an IMU, base rows from the contact wrenches;
-``suspended``: hanging through a contact F/T sensor (e.g. a crane), base rows as floating, base at
-rest unless an IMU says otherwise; ``fixed``: on a stand, no base rows (the stand's wrench is not
-measured), base at rest."""
 SENSOR_KINDS = ("contact", "internal")
 """``contact``: the wrench the environment exerts on the robot at the frame, about its origin;
 ``internal``: the wrench the root side exerts on the part beyond the sensor."""

@@ -43,9 +43,8 @@ import numpy as np
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.core.filtering import derivatives_at_samples
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
+from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
 
-DEFAULT_JOINT_STATES_TOPIC = "/joint_states"
-DEFAULT_WRENCH_TOPIC = "/ft_sensor/wrench"
 JOINT_COLUMN_KINDS = ("q", "dq", "ddq", "effort")
 """Per-joint CSV column prefixes (``<kind>:<joint>``)."""
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"

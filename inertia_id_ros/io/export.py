@@ -76,12 +76,11 @@ from inertia_id_ros.core.inertia import (check_consistency, inertia_from_msg_ord
                                          theta_from_inertia)
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model
 from inertia_id_ros.errors import FrameNotFound
+from inertia_id_ros.options import DEFAULT_FILTER_CHAIN, EXPORT_MODES
 
 GRAVITY_COMPENSATION_TYPE = "control_filters/GravityCompensationWrench"
-DEFAULT_FILTER_CHAIN = "sensor_filter_chain"
 DEFAULT_GRAVITY = np.array([0.0, 0.0, -STANDARD_GRAVITY])
 """Gravity (m/s²) in the world frame when no URDF gives the model's."""
-EXPORT_MODES = ("replace", "add")
 
 
 @dataclass(frozen=True)

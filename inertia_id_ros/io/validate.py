@@ -47,12 +47,11 @@ from inertia_id_ros.io.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_T
                                     JointStates, PayloadRecording,
                                     read_joint_bag, read_joint_file, read_payload_bag,
                                     read_payload_file, with_derivatives)
+from inertia_id_ros.options import DEFAULT_HALF_WIDTH
 from inertia_id_ros.solvers import Problem, solve
 
 MODELS = ("fit", "urdf", "ols")
 """The models evaluated, in report order."""
-DEFAULT_HALF_WIDTH = 0.05
-"""Half-width (s) of the differentiation of held-out joint states without recorded ``ddq``."""
 
 
 # ---- data ----------------------------------------------------------------------------------
@@ -410,43 +409,6 @@ def differentiation_of(result: dict, half_width: float | None) -> dict[str, Any]
         return {"half_width": float(chosen["half_width_s"]), "order": int(chosen["order"]),
                 **delay}
     return {"half_width": DEFAULT_HALF_WIDTH, **delay}
-
-
-def validate_command(args) -> int:
-    """``inertia-id validate`` (arguments: :func:`add_validate_parser`)."""
-    result = read_result(args.result)
-    topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
-              "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
-              **differentiation_of(result, args.filter_half_width)}
-    held_out = (DataSource(args.bag, True, **topics) if args.bag
-                else DataSource(args.data, False, **topics))
-    train = None if args.train is None else DataSource.from_path(args.train, **topics)
-    print(run(result, held_out, args.urdf, train, args.json, args.png))
-    return 0
-
-
-def add_validate_parser(sub) -> None:
-    """The ``validate`` subcommand on ``sub`` (argparse subparsers)."""
-    parser = sub.add_parser("validate", help="prediction errors of a result on held-out data "
-                                             "(vs the URDF and plain OLS)")
-    parser.add_argument("result", help="result JSON of fit-links, fit-payload or replay")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--data", metavar="HELD_OUT", help="held-out data, .npz or .csv")
-    source.add_argument("--bag", help="held-out ROS 2 bag")
-    parser.add_argument("--urdf", help="URDF file of the robot")
-    parser.add_argument("--train", metavar="TRAIN",
-                        help="training data (file or bag): also evaluate plain OLS fitted on them")
-    parser.add_argument("--json", metavar="OUT", help="write the errors as JSON to OUT")
-    parser.add_argument("--png", metavar="OUT", help="plot measured vs predicted to OUT (PNG)")
-    parser.add_argument("--joint-states-topic", help="JointState topic of bags "
-                                                     f"({DEFAULT_JOINT_STATES_TOPIC})")
-    parser.add_argument("--wrench-topic", help=f"WrenchStamped topic of bags "
-                                               f"({DEFAULT_WRENCH_TOPIC})")
-    parser.add_argument("--filter-half-width", type=float, default=None,
-                        metavar="SEC", help="half-width of the differentiation when ddq is not "
-                                            "recorded (s; default: the result's filter, else "
-                                            f"{DEFAULT_HALF_WIDTH})")
-    parser.set_defaults(run=validate_command)
 
 
 def validate_after_fit(args, result: dict) -> None:

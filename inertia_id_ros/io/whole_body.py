@@ -44,10 +44,10 @@ from inertia_id_ros.io.data import (JOINT_STATE_TYPE, WRENCH_TYPE, JointStates, 
                                     with_derivatives, wrench_values)
 from inertia_id_ros.io.export import body_json
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
+from inertia_id_ros.options import DEFAULT_IMU_TOPIC
 
 IMU_KEYS = ("imu_orientation", "imu_angular_velocity", "imu_linear_acceleration")
 IMU_TYPE = "sensor_msgs/msg/Imu"
-DEFAULT_IMU_TOPIC = "/imu"
 DEFAULT_MAX_GAP = 0.1
 """A bag input with no sample within this many seconds of a stamp (on either side) does not
 cover it: the stamp is dropped."""

@@ -70,12 +70,10 @@ from inertia_id_ros.core.robots import joint_id
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.motion.collision import Clearance, SelfCollisionChecker
 from inertia_id_ros.motion.trajectory import DEFAULT_RATE_HZ, ExcitationTrajectory
+from inertia_id_ros.options import DEFAULT_COLLISION_MARGIN, DEFAULT_MAX_ACCELERATION, TARGETS
 
-TARGETS = ("payload", "links")
 DEFAULT_POSITION_MARGIN = 0.1
 """rad (m): distance kept from the URDF's position limits."""
-DEFAULT_MAX_ACCELERATION = 3.0
-"""rad/s² (m/s²): default acceleration limit of every joint."""
 DEFAULT_WRENCH_NOISE_STD = (0.1, 0.1, 0.1, 0.005, 0.005, 0.005)
 """N, N·m: F/T noise per sample assumed by the payload objective."""
 DEFAULT_MEASUREMENT_RATE_HZ = 100.0
@@ -92,8 +90,6 @@ FEASIBILITY_SAFETY = 1e-4
 """Relative amount by which the final motion stays inside its limits."""
 DEFAULT_TIME_LIMIT = {"payload": 40.0, "links": 240.0}
 """s: default optimisation time per target."""
-DEFAULT_COLLISION_MARGIN = 0.01
-"""m: smallest self-collision distance of a designed motion (with a collision checker)."""
 COLLISION_RATE_HZ = 10.0
 """Hz: time samples on which the optimiser penalises self-collision distances."""
 COLLISION_FREE_SHARE = 0.5

@@ -427,6 +427,27 @@ def test_help_exits_zero(capsys) -> None:
     assert "fit-payload" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["fit-links", "--help"],
+                                  ["fit-links", "--no-such-option"]])
+def test_help_and_usage_errors_import_no_library(argv: list[str]) -> None:
+    """``--help`` and argument errors stay quick: the parser loads neither numpy, pinocchio, cvxpy
+    nor rclpy (the stand-in, free of timing, for its 0.3 s target)."""
+    code = ("import sys; from inertia_id_ros.cli import main; code = main(sys.argv[1:]); "
+            "heavy = ('numpy', 'pinocchio', 'cvxpy', 'scipy', 'rclpy'); "
+            "print(code, [name for name in heavy if name in sys.modules], file=sys.stderr)")
+    completed = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
+                               text=True, timeout=60)
+    expected = 2 if "--no-such-option" in argv else 0
+    assert completed.stderr.splitlines()[-1] == f"{expected} []", completed.stderr
+
+
+def test_method_choices_are_the_solvers() -> None:
+    from inertia_id_ros.options import METHOD_NAMES
+    from inertia_id_ros.solvers import METHODS
+
+    assert METHOD_NAMES == tuple(METHODS)
+
+
 def test_fit_payload_reports_an_inconsistent_ols_estimate_flagged(capsys, panda_urdf, tmp_path):
     """A point mass sits on the consistency boundary: noise makes OLS inconsistent; fit-payload
     still writes it, flagged, while lmi stays consistent."""

@@ -1,0 +1,112 @@
+"""``inertia-id``: the command line.
+
+Subcommands, one module each (``inertia_id_ros.cli.fit_payload``, ...) with its
+``add_parser(subparsers)`` and ``run(args) -> int``; what they share is in
+:mod:`inertia_id_ros.cli.common`. The modules import numpy, pinocchio, ... only when a
+command runs, so that ``--help`` and argument errors are quick:
+
+- ``fit-payload``: the payload beyond an F/T sensor from recorded joint states and wrenches, with
+  the node's estimator (:class:`~inertia_id_ros.online.payload_estimator.PayloadEstimator`);
+- ``fit-links``: the links of a chain (and joint friction, offset, armature) from recorded joint
+  states and efforts (:func:`~inertia_id_ros.chain.identify.identify_links`: derivative filter,
+  joint weighting and prior weight chosen on the data, reported);
+- ``fit-whole-body``: every link of a floating-base robot from an IMU and several F/T sensors
+  (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`; data:
+  :mod:`inertia_id_ros.io.whole_body`);
+- ``traversaro``: Traversaro et al. 2016's Table I reproduced in simulation
+  (:mod:`inertia_id_ros.sim.traversaro2016`);
+- ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`;
+- ``replay``: a ROS 2 bag through the node's estimator, update by update in bag time, to CSV, JSON
+  and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`); with
+  ``--params-file`` the session the node builds from its parameter file (payload or whole_body
+  mode: a whole-body replay's JSON has fit-whole-body's fields for the final estimate and one
+  record per update);
+- ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
+  directly (no DDS);
+- ``sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1; iCub suspended or on
+  a stand) with its truth (:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of it to replay
+  (``--bag``);
+- ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
+  filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
+- ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
+  (:mod:`inertia_id_ros.motion.design`);
+- ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
+  (:mod:`inertia_id_ros.io.validate`).
+
+Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
+:mod:`inertia_id_ros.io.data`.
+``--json OUT`` writes the result::
+
+    {"method": str,
+     "bodies": [{"name", "frame", "mass", "com": [3], "inertia_com": [ixx, ixy, ixz, iyy, iyz, izz],
+                 "theta": [10], "fully_consistent": bool, "min_pseudo_inertia_eig": float}],
+     "sensor_offset": [6],        # fit-payload only: [fx, fy, fz, tx, ty, tz] (N, N m)
+     "joints": [{"name", "viscous", "coulomb", "coulomb_velocity", "offset", "armature"}],
+                                  # fit-links only
+     "residual_rms": float, "samples": int, "solve_time_s": float,
+     "updates": [{...}]}           # replay only: one record per update, keys replay.CSV_COLUMNS
+
+SI units; ``theta`` about and in ``frame`` (:mod:`inertia_id_ros.core.inertia` order), ``com`` in that
+frame, ``inertia_com`` about the COM with that frame's axes (both ``null`` when the mass is not
+positive). fit-payload: one body, ``"payload"`` in the sensor frame; ``residual_rms`` of the wrench
+fit (N and N m rows mixed); recorded ``ddq`` is not used (the estimator differentiates, as live).
+replay: as fit-payload, for the final estimate. record-sim ``--truth-json``: the simulated payload
+(``"method": "truth"``).
+fit-links: one body per identified joint, named and framed by the URDF link it moves (the link's
+frame is the joint's); predicted torque = RNEA(theta) + viscous dq + coulomb s(dq) + offset +
+armature ddq with s = tanh(dq / coulomb_velocity) (sign(dq) if coulomb_velocity is 0);
+``residual_rms`` the joint torque RMS (N m); missing ``dq``/``ddq`` are differentiated (the filter
+chosen by cross-validation unless ``--filter-half-width``). fit-links also writes
+``"differentiation"`` (the filter: ``source``, ``half_width_s``, ``order``, ``window_samples``,
+``selection`` with every candidate's score), ``"prior_weight"`` and ``"prior_weight_selection"``,
+``"weighting"`` (``kind``, per-joint ``weights`` and ``sigma``); ``validate`` differentiates
+held-out data with the result's filter.
+
+Exit codes: 0 done; 1 no estimate (solver failure, or the estimator's result was not physically
+consistent); 2 bad input (arguments, URDF, data, or data that cannot determine the estimate), with
+one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from inertia_id_ros.cli import (demo, excite, export, fit_links, fit_payload, fit_whole_body,
+                                record_sim, replay, sim_whole_body, traversaro, validate)
+from inertia_id_ros.cli.common import EXIT_BAD_INPUT
+from inertia_id_ros.errors import DataError, InputError
+
+COMMANDS = (fit_payload, fit_links, fit_whole_body, traversaro, demo, replay, record_sim,
+            sim_whole_body, export, excite, validate)
+"""The command modules, in ``--help`` order."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr (exit code 2), like every other bad input."""
+
+    def error(self, message: str) -> None:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``inertia-id``."""
+    parser = _Parser(prog="inertia-id", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code (2 on bad input, with one line on stderr)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
+        return int(e.code or 0)
+    # process-wide settings for every command go here, before it runs
+    try:
+        return args.run(args)
+    except (InputError, DataError) as e:
+        print(f"inertia-id {args.command}: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT

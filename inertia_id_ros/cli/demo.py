@@ -1,0 +1,47 @@
+"""``inertia-id demo``: the live demo (simulator, node and client over DDS); see
+:mod:`inertia_id_ros.ros.demo`."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from inertia_id_ros.errors import ExcitationRefused, InputError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """The ``demo`` command on ``subparsers``."""
+    demo = subparsers.add_parser(
+        "demo", help="live demo: simulated Panda, node and client over DDS")
+    demo.add_argument("--duration", type=float, default=0.0,
+                      help="seconds of motion (30; --excite: 15)")
+    demo.add_argument("--excite", action="store_true",
+                      help="the load-identification wizard: the robot at rest, one ~/excite call "
+                           "(ramp in, motion, ramp out, identify on the motion's samples)")
+    demo.add_argument("--trajectory", default="",
+                      help="--excite: a trajectory NPZ (from 'inertia-id excite') instead of a "
+                           "motion designed on the spot")
+    demo.add_argument("--speed-scale", type=float, default=1.0,
+                      help="--excite: fraction of the motion's speed, (0, 1] (1)")
+    demo.add_argument("--method", default="lmi", help="identification method (lmi)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of trajectory and noise (0)")
+    demo.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo; its exit code."""
+    from inertia_id_ros.motion.run import check_speed_scale
+
+    if not (math.isfinite(args.duration) and args.duration >= 0.0):
+        raise InputError(f"--duration must be >= 0 s (0: the default), got {args.duration}")
+    try:
+        check_speed_scale(args.speed_scale)
+    except ExcitationRefused as e:
+        raise InputError(f"--speed-scale: {e}") from None
+    from inertia_id_ros.ros.demo import run_demo, run_excite_demo  # ROS only where needed
+
+    if args.excite:
+        return run_excite_demo(duration=args.duration or 15.0, speed_scale=args.speed_scale,
+                               trajectory_file=args.trajectory, method=args.method,
+                               seed=args.seed)
+    return run_demo(motion_sec=args.duration or 30.0, method=args.method, seed=args.seed)

@@ -1,0 +1,155 @@
+"""``inertia-id fit-links``: the links of a chain (and joint friction, offset, armature) from
+recorded joint states and efforts (:func:`~inertia_id_ros.chain.identify.identify_links`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from typing import TYPE_CHECKING
+
+from inertia_id_ros.cli.common import (EXIT_NO_ESTIMATE, add_data_options, check_data_source,
+                                       load_urdf_model, write_json)
+from inertia_id_ros.errors import (DataError, InputError, JointNotFound, ProblemError,
+                                   SolverError)
+from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, LINKS_DEFAULT_WEIGHTING, WEIGHTINGS
+
+if TYPE_CHECKING:
+    import pinocchio as pin
+
+    from inertia_id_ros.chain.links import LinkModel
+    from inertia_id_ros.io.data import JointStates
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """The ``fit-links`` command on ``subparsers``."""
+    links = subparsers.add_parser(
+        "fit-links",
+        help="identify links and joint friction from recorded joint states and efforts")
+    add_data_options(links, wrenches=False)
+    links.add_argument("--joints", help="comma-separated joints to identify (default: all "
+                                        "recorded); the others are locked at their mean position")
+    links.add_argument("--prior-weight", type=float, default=None,
+                       help="weight of the pull toward the URDF's inertials, per torque sample "
+                            "((N m)² per SI unit²; default: chosen by cross-validation)")
+    links.add_argument("--weighting", choices=WEIGHTINGS, default=LINKS_DEFAULT_WEIGHTING,
+                       help="none: unweighted least squares; channel: each joint weighted by "
+                            "its noise level from the residuals, iterated "
+                            f"({LINKS_DEFAULT_WEIGHTING})")
+    links.add_argument("--filter-order", type=int, default=2, metavar="P",
+                       help="degree of the local polynomial with --filter-half-width (2)")
+    links.add_argument("--coulomb-velocity", type=float, default=None, metavar="V",
+                       help="width of the Coulomb sign tanh(dq/V) (rad/s; 0: exact sign; "
+                            "default: chosen by cross-validation)")
+    links.add_argument("--no-tilt", action="store_true",
+                       help="keep the URDF's gravity (default: estimate the base's tilt)")
+    links.add_argument("--torque-delay", type=float, default=None, metavar="SEC",
+                       help="delay of the efforts behind the motion (s; 0: none; default: "
+                            "estimated on the data)")
+    links.set_defaults(run=run)
+
+
+def _link_model(model: pin.Model, states: JointStates, joints: list[str],
+                coulomb_velocity: float | None) -> LinkModel:
+    """The chain of ``joints``; the other joints locked at their mean recorded positions (those
+    not recorded at the model's neutral position)."""
+    from inertia_id_ros.chain.friction import JointDrive
+    from inertia_id_ros.chain.links import LinkModel
+    from inertia_id_ros.core.robots import reduce_model
+
+    locked = {name: value for name, value in states.mean_positions().items() if name not in joints}
+    try:
+        return LinkModel(reduce_model(model, joints, locked),
+                         JointDrive(coulomb_velocity=coulomb_velocity or 0.0))
+    except (JointNotFound, ValueError) as e:
+        raise InputError(str(e)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fit the links; the exit code."""
+    from inertia_id_ros.chain.differentiation import (SOURCE_POSITIONS, SOURCE_VELOCITIES,
+                                                      DifferentiationFilter, sample_period)
+    from inertia_id_ros.chain.identify import identify_links
+    from inertia_id_ros.chain.links import torque_error
+    from inertia_id_ros.io.data import check_joints, read_joint_bag, read_joint_file
+    from inertia_id_ros.io.export import body_json
+    from inertia_id_ros.io.validate import validate_after_fit
+
+    check_data_source(args)
+    if args.data is not None:
+        states = read_joint_file(args.data)
+        source = args.data
+    else:
+        states = read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC)
+        source = args.bag
+    model = load_urdf_model(args.urdf)
+    joints = ([name.strip() for name in args.joints.split(",") if name.strip()] if args.joints
+              else list(states.joint_names))
+    if len(set(joints)) != len(joints):
+        raise InputError(f"--joints lists a joint twice: {args.joints}")
+    check_joints(states, list(model.names)[1:], joints, source)
+    if args.coulomb_velocity is not None and args.coulomb_velocity < 0:
+        raise InputError(f"--coulomb-velocity must be >= 0 rad/s, got {args.coulomb_velocity}")
+    if args.prior_weight is not None and args.prior_weight < 0:
+        raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
+    if args.filter_half_width is not None and not args.filter_half_width > 0:
+        raise InputError(f"--filter-half-width must be > 0 s, got {args.filter_half_width}")
+    links = _link_model(model, states, joints, args.coulomb_velocity)
+    differentiation = None
+    if args.filter_half_width is not None:
+        differentiation = DifferentiationFilter(
+            SOURCE_VELOCITIES if states.dq is not None else SOURCE_POSITIONS,
+            args.filter_half_width, args.filter_order, sample_period(states.t))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            identification = identify_links(
+                links, states.t, states.q, states.dq, states.ddq, states.effort,
+                states.joint_names, method=args.method, weighting=args.weighting,
+                prior_weight=args.prior_weight, differentiation=differentiation,
+                estimate_tilt=not args.no_tilt, select_coulomb=args.coulomb_velocity is None,
+                torque_delay=args.torque_delay)
+        except (ProblemError, SolverError) as e:
+            print(f"inertia-id fit-links: no estimate: {e}", file=sys.stderr)
+            return EXIT_NO_ESTIMATE
+        except ValueError as e:
+            raise DataError(f"{source}: {e}") from None
+    for warning in caught:
+        print(f"inertia-id fit-links: warning: {warning.message}", file=sys.stderr)
+    fit, data, links = identification.fit, identification.data, identification.model
+    errors = torque_error(links, fit.x, data)
+    bodies = [body_json(link, link, theta)
+              for link, theta in zip(links.link_names, fit.link_parameters)]
+    drive = links.drive_parameters(fit.x)
+    joint_entries = [{"name": joint, "viscous": drive[joint]["viscous"],
+                      "coulomb": drive[joint]["coulomb"],
+                      "coulomb_velocity": joint_drive.coulomb_velocity,
+                      "offset": drive[joint]["offset"], "armature": drive[joint]["armature"]}
+                     for joint, joint_drive in zip(links.joint_names, links.drives)]
+    result = {"method": args.method, "bodies": bodies, "joints": joint_entries,
+              "residual_rms": errors.overall, "samples": data.n_samples,
+              "solve_time_s": float(fit.solution.solve_time), **identification.as_json()}
+    write_json(args.json, result)
+    lines = [f"fit-links ({args.method}, prior weight {fit.prior_weight:.3g}): {data.n_samples} "
+             f"samples of {len(links.joint_names)} joints from {source}; solver "
+             f"{fit.solution.status!r} in {fit.solution.solve_time:.2f} s",
+             *identification.summary_lines(),
+             f"{'link':<20}{'mass (kg)':>10}{'COM (mm)':>26}{'λmin(J)':>12}  consistent"]
+    for body in bodies:
+        com = ("" if body["com"] is None
+               else " ".join(f"{1e3 * c:8.1f}" for c in body["com"]))
+        lines.append(f"{body['name']:<20}{body['mass']:10.3f}{com:>26}"
+                     f"{body['min_pseudo_inertia_eig']:12.2e}  "
+                     f"{'yes' if body['fully_consistent'] else 'NO'}")
+    lines.append(f"{'joint':<20}{'viscous':>10}{'coulomb':>10}{'offset':>10}{'armature':>10}"
+                 f"{'rms (N m)':>11}")
+    for entry, rms in zip(joint_entries, errors.per_joint):
+        lines.append(f"{entry['name']:<20}{entry['viscous']:10.4f}{entry['coulomb']:10.4f}"
+                     f"{entry['offset']:10.4f}{entry['armature']:10.4f}{rms:11.4f}")
+    lines.append(f"joint torque rms {errors.overall:.4f} N m; all links fully consistent: "
+                 f"{'yes' if fit.fully_consistent else 'NO'}")
+    if args.json:
+        lines.append(f"wrote {args.json}")
+    print("\n".join(lines))
+    validate_after_fit(args, result)
+    return 0

@@ -1,0 +1,192 @@
+"""``inertia-id fit-payload``: the payload beyond an F/T sensor from recorded joint states and
+wrenches, with the node's estimator
+(:class:`~inertia_id_ros.online.payload_estimator.PayloadEstimator`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from inertia_id_ros.cli.common import (DATA_LIMITED, EXIT_NO_ESTIMATE, add_data_options,
+                                       body_lines, check_data_source, dropped_text,
+                                       load_urdf_model, write_json)
+from inertia_id_ros.errors import (ConfigError, EstimateUnavailable, FrameNotFound, InputError,
+                                   SampleRejected)
+from inertia_id_ros.options import (DEFAULT_HALF_WIDTH, DEFAULT_JOINT_STATES_TOPIC,
+                                    DEFAULT_WRENCH_TOPIC, WEIGHTINGS)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pinocchio as pin
+
+    from inertia_id_ros.io.data import PayloadRecording
+    from inertia_id_ros.online.payload_estimator import PayloadEstimator
+
+FEED_BLOCK_SEC = 0.5
+"""Recorded samples are fed to the estimator in time order, this many seconds at a time, with a
+``process()`` after each block (bounded buffers, as live)."""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """The ``fit-payload`` command on ``subparsers``."""
+    payload = subparsers.add_parser(
+        "fit-payload",
+        help="identify the payload beyond an F/T sensor from recorded joint states and wrenches")
+    add_data_options(payload, wrenches=True)
+    payload.add_argument("--sensor-frame", required=True,
+                         help="URDF frame of the F/T sensor (the wrenches' frame)")
+    payload.add_argument("--no-offset", action="store_true",
+                         help="do not estimate the F/T sensor offset (it is calibrated out)")
+    payload.add_argument("--weighting", choices=WEIGHTINGS, default="channel",
+                         help="none: unweighted least squares; channel: each wrench component "
+                              "weighted by its noise level from the residuals, iterated "
+                              "(channel)")
+    payload.add_argument("--window-sec", type=float, default=0.0, metavar="SEC",
+                         help="use the newest SEC seconds of the recording (default: all)")
+    payload.add_argument("--prior", metavar="RESULT",
+                         help="the payload's CAD values as a prior (method cad_prior): a result "
+                              "JSON of this schema, its body in --sensor-frame")
+    payload.add_argument("--prior-urdf", metavar="URDF",
+                         help="URDF of --prior-link (default: --urdf)")
+    payload.add_argument("--prior-link", metavar="LINK",
+                         help="the prior from a URDF link: its inertial and the links beyond "
+                              "it, moved to --sensor-frame")
+    payload.set_defaults(run=run)
+
+
+def feed_estimator(estimator: PayloadEstimator, recording: PayloadRecording) -> None:
+    """Add every joint state and wrench of ``recording`` to ``estimator`` in time order, in blocks
+    of :data:`FEED_BLOCK_SEC`, processing after each block. Rejected samples are counted by the
+    estimator (``estimator.dropped``)."""
+    import numpy as np
+
+    states, wrenches = recording.joint_states, recording.wrenches
+    names = states.joint_names
+    start = min(states.t[0], wrenches.t[0])
+    end = max(states.t[-1], wrenches.t[-1])
+    boundaries = np.append(np.arange(start, end, FEED_BLOCK_SEC)[1:], np.inf)
+    joint_stops = np.searchsorted(states.t, boundaries, side="left")
+    wrench_stops = np.searchsorted(wrenches.t, boundaries, side="left")
+    joint_start = wrench_start = 0
+    for joint_stop, wrench_stop in zip(joint_stops, wrench_stops):
+        for i in range(joint_start, joint_stop):
+            try:
+                estimator.add_joint_state(states.t[i], names, states.q[i],
+                                          None if states.dq is None else states.dq[i])
+            except SampleRejected:
+                pass
+        for k in range(wrench_start, wrench_stop):
+            try:
+                estimator.add_wrench(wrenches.t[k], wrenches.wrench[k])
+            except SampleRejected:
+                pass
+        joint_start, wrench_start = joint_stop, wrench_stop
+        estimator.process()
+
+
+def _check_prior_options(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read, prior options that do not fit together, and a method
+    that needs a prior without one."""
+    from inertia_id_ros.online.payload_estimator import check_prior_available
+
+    if args.prior and (args.prior_urdf or args.prior_link):
+        raise InputError("give either --prior or --prior-urdf/--prior-link, not both")
+    if args.prior_urdf and not args.prior_link:
+        raise InputError("--prior-urdf needs --prior-link (the link of the payload)")
+    try:
+        check_prior_available(args.method, bool(args.prior or args.prior_link))
+    except ValueError:
+        raise InputError(f"--method {args.method} needs the payload's CAD values as a prior: "
+                         "give --prior RESULT.json or --prior-link LINK (of --prior-urdf URDF, "
+                         "default --urdf)") from None
+
+
+def _payload_prior(args: argparse.Namespace, model: pin.Model) -> np.ndarray | None:
+    """The prior of ``--prior`` or ``--prior-link`` (``None`` without one)."""
+    from inertia_id_ros.io.prior import prior_from_link, prior_from_result
+
+    try:
+        if args.prior:
+            return prior_from_result(args.prior, args.sensor_frame)
+        if args.prior_link:
+            prior_model = load_urdf_model(args.prior_urdf) if args.prior_urdf else model
+            return prior_from_link(prior_model, args.prior_link, args.sensor_frame)
+    except ConfigError as e:
+        raise InputError(f"prior: {e}") from None
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fit the payload; the exit code."""
+    from inertia_id_ros.core.kinematics import SensorKinematics
+    from inertia_id_ros.io.data import (check_joints, check_wrench_frame, read_payload_bag,
+                                        read_payload_file)
+    from inertia_id_ros.io.export import body_json
+    from inertia_id_ros.io.validate import validate_after_fit
+    from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
+
+    check_data_source(args)
+    _check_prior_options(args)
+    if args.data is not None:
+        recording = read_payload_file(args.data)
+    else:
+        recording = read_payload_bag(args.bag,
+                                     args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+                                     args.wrench_topic or DEFAULT_WRENCH_TOPIC)
+    model = load_urdf_model(args.urdf)
+    try:
+        kinematics = SensorKinematics(model, args.sensor_frame)
+    except (FrameNotFound, ValueError) as e:
+        raise InputError(str(e)) from None
+    check_joints(recording.joint_states, list(model.names)[1:], kinematics.joint_names,
+                 recording.source)
+    check_wrench_frame(recording, args.sensor_frame)
+    prior = _payload_prior(args, model)
+    n_wrenches = recording.wrenches.t.size
+    span = max(recording.joint_states.t[-1], recording.wrenches.t[-1]) - min(
+        recording.joint_states.t[0], recording.wrenches.t[0])
+    try:
+        config = EstimatorConfig(window_sec=args.window_sec or span + 1.0, method=args.method,
+                                 estimate_offset=not args.no_offset,
+                                 filter_half_width=args.filter_half_width or DEFAULT_HALF_WIDTH,
+                                 weighting=args.weighting,
+                                 window_capacity=n_wrenches, prior=prior)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    estimator = PayloadEstimator(kinematics, config)
+    feed_estimator(estimator, recording)
+    try:  # a baseline such as ols may be inconsistent: reported, flagged, never hidden
+        estimate = estimator.solve(require_consistent=False)
+    except EstimateUnavailable as e:
+        dropped = estimator.stats().dropped
+        detail = f" (samples dropped: {dropped_text(dropped)})" if dropped else ""
+        if e.reason in DATA_LIMITED:
+            raise InputError(f"{recording.source}: no estimate: {e.message}{detail}") from None
+        print(f"inertia-id fit-payload: no estimate: {e.message}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
+    body = body_json("payload", args.sensor_frame, estimate.theta)
+    result = {"method": estimate.method, "bodies": [body],
+              "sensor_offset": estimate.sensor_offset.tolist(),
+              "residual_rms": estimate.residual_rms, "samples": estimate.n_samples,
+              "solve_time_s": estimate.solve_time}
+    write_json(args.json, result)
+    dropped = estimator.stats().dropped
+    offset = estimate.sensor_offset
+    lines = [f"fit-payload ({estimate.method}): {estimate.n_samples} wrench samples over "
+             f"{estimate.t_last - estimate.t_first:.1f} s from {recording.source}"
+             + (f"; dropped {dropped_text(dropped)}" if dropped else ""),
+             f"payload beyond {args.sensor_frame!r}, in that frame:", *body_lines(body)]
+    if prior is not None:
+        lines.append(f"  prior {args.prior or args.prior_link!r}: mass {prior[0]:.4f} kg")
+    if config.estimate_offset:
+        lines.append("  F/T offset [" + ", ".join(f"{v:.3f}" for v in offset[:3]) + "] N, ["
+                     + ", ".join(f"{v:.4f}" for v in offset[3:]) + "] N m")
+    lines.append(f"  residual rms {estimate.residual_rms:.4g}, solve time "
+                 f"{estimate.solve_time:.3f} s" + (f" ({estimate.message})" if estimate.message
+                                                   else ""))
+    if args.json:
+        lines.append(f"wrote {args.json}")
+    print("\n".join(lines))
+    validate_after_fit(args, result)
+    return 0

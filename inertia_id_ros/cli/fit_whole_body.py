@@ -1,0 +1,144 @@
+"""``inertia-id fit-whole-body``: every link of a floating-base robot from an IMU and several F/T
+sensors (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`; data:
+:mod:`inertia_id_ros.io.whole_body`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from inertia_id_ros.cli.common import EXIT_NO_ESTIMATE, whole_body_table, write_json
+from inertia_id_ros.errors import InputError, ProblemError, SolverError
+from inertia_id_ros.options import (BASE_KINDS, DEFAULT_IMU_TOPIC, DEFAULT_JOINT_STATES_TOPIC,
+                                    WEIGHTINGS, WHOLE_BODY_DEFAULT_PRIOR_WEIGHT,
+                                    WHOLE_BODY_DEFAULT_WEIGHTING, WHOLE_BODY_METHODS)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """The ``fit-whole-body`` command on ``subparsers``."""
+    whole = subparsers.add_parser(
+        "fit-whole-body",
+        help="identify every link of a floating-base robot from an IMU and several F/T sensors")
+    source = whole.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="recorded data, .npz (see inertia_id_ros.io.whole_body)")
+    source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    whole.add_argument("--ft", action="append", metavar="TOPIC=KIND",
+                       help="--bag: a WrenchStamped topic and its sensor's kind (contact or "
+                            "internal), once per F/T sensor; the first sets the stamps")
+    whole.add_argument("--imu-topic", help=f"--bag: sensor_msgs/Imu topic ({DEFAULT_IMU_TOPIC})")
+    whole.add_argument("--joint-states-topic",
+                       help=f"--bag: JointState topic ({DEFAULT_JOINT_STATES_TOPIC})")
+    whole.add_argument("--urdf", required=True, help="URDF file of the robot (the prior)")
+    whole.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
+    whole.add_argument("--method", default="lmi", choices=WHOLE_BODY_METHODS,
+                       help="identification method (lmi; ols: unconstrained baseline)")
+    whole.add_argument("--base", default="floating", choices=BASE_KINDS,
+                       help="floating (IMU), fixed (on a stand) or suspended (floating)")
+    whole.add_argument("--bodies", help="comma-separated links to identify (default: every "
+                                        "link with mass); the others keep their URDF inertials")
+    whole.add_argument("--prior-weight", type=float, default=WHOLE_BODY_DEFAULT_PRIOR_WEIGHT,
+                       help="pull toward the URDF in scaled coordinates, relative to the data "
+                            f"({WHOLE_BODY_DEFAULT_PRIOR_WEIGHT:g})")
+    whole.add_argument("--holdout", type=float, metavar="FRACTION",
+                       help="fit on the first 1 - FRACTION of the samples and print the errors "
+                            "predicting the rest, beside the URDF's and an OLS fit's")
+    whole.add_argument("--efforts", action="store_true",
+                       help="add joint-torque rows from the recorded 'effort'")
+    whole.add_argument("--flip-wrench-sign", action="append", metavar="FRAME",
+                       help="the F/T sensor at FRAME reports the opposite wrench (e.g. the real "
+                            "iCub's child_to_parent sensors); repeat per sensor")
+    whole.add_argument("--weighting", choices=WEIGHTINGS, default=WHOLE_BODY_DEFAULT_WEIGHTING,
+                       help="none: unweighted; channel: the base's and each sensor's force and "
+                            "torque rows (and each joint's torque) weighted by their inverse "
+                            "residual variance, iterated "
+                            f"({WHOLE_BODY_DEFAULT_WEIGHTING})")
+    whole.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
+                       help="half-width of the local polynomial fit that differentiates joint "
+                            "states and the gyro (s; 0.05)")
+    whole.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fit every link; the exit code."""
+    from inertia_id_ros.chain.whole_body_fit import fit_whole_body, holdout_comparison
+    from inertia_id_ros.io.whole_body import (read_whole_body_bag, read_whole_body_file,
+                                              whole_body_inputs, whole_body_json)
+
+    if args.prior_weight < 0:
+        raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
+    bodies = [b.strip() for b in args.bodies.split(",") if b.strip()] if args.bodies else None
+    if args.data is not None:
+        if args.ft or args.imu_topic or args.joint_states_topic:
+            raise InputError("--ft, --imu-topic and --joint-states-topic only apply to --bag")
+        recording = read_whole_body_file(args.data)
+    else:
+        topics = [entry.rsplit("=", 1) for entry in args.ft or []]
+        if not topics or any(len(t) != 2 for t in topics):
+            raise InputError("--bag needs --ft TOPIC=KIND for every F/T sensor (KIND: contact "
+                             f"or internal), got {args.ft}")
+        recording = read_whole_body_bag(
+            args.bag, [(topic, kind) for topic, kind in topics],
+            args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+            None if args.base != "floating" and not args.imu_topic
+            else args.imu_topic or DEFAULT_IMU_TOPIC, args.filter_half_width)
+    for topic, count in recording.uncovered.items():
+        print(f"inertia-id fit-whole-body: warning: {topic!r} does not cover {count} stamps "
+              f"(stopped or not started): their rows are dropped", file=sys.stderr)
+    model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
+                                       args.filter_half_width,
+                                       flip_wrench_sign=args.flip_wrench_sign or ())
+    if args.holdout is not None and not 0.0 < args.holdout < 1.0:
+        raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
+    efforts = args.efforts and samples.efforts is not None
+    if not model.channels(efforts):
+        raise InputError(f"--base {model.base} with contact F/T sensors only"
+                         + ("" if efforts else " and no joint efforts")
+                         + ": no rows to fit (a fixed base has no base rows; give internal "
+                           "sensors or --efforts with recorded efforts)")
+    holdout = None
+    try:
+        if args.holdout is None:
+            fit = fit_whole_body(model, samples, args.method, prior_weight=args.prior_weight,
+                                 with_efforts=efforts, weighting=args.weighting)
+        else:
+            fit, holdout = holdout_comparison(model, samples, args.holdout, args.method,
+                                              args.prior_weight, efforts, args.weighting)
+    except (ProblemError, SolverError) as e:
+        print(f"inertia-id fit-whole-body: no estimate: {e}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
+    result = whole_body_json(model, fit, args.method, fit.solve_time, efforts)
+    if holdout is not None:
+        result["holdout"] = {"fraction": args.holdout, "rms": holdout}
+    write_json(args.json, result)
+    lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
+             f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from "
+             f"{args.data or args.bag}; "
+             f"solve {fit.solve_time:.3f} s ({fit.solution.status}); "
+             f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters; "
+             f"weighting {args.weighting}",
+             *whole_body_table(result)]
+    inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
+    lines.append(f"residual rms {fit.residual_rms:.4f}; inconsistent links: {inconsistent}")
+    if fit.weights is not None:
+        weighting = result["weighting"]
+        lines.append(f"weights ({weighting['iterations']} fits; residual std per row, N or N m): "
+                     + ", ".join(f"{name} {w:.3g} ({weighting['sigma'][name]:.3g})"
+                                 for name, w in weighting["weights"].items()))
+    if holdout is not None:
+        lines.append(f"held-out last {100 * args.holdout:g} %: RMS error of the predicted wrenches "
+                     f"(force N / torque N m); the OLS fit leaves "
+                     f"{next(iter(holdout.values()))['ols_inconsistent_links']} links inconsistent")
+        columns = [k for k in ("fit", "urdf", "urdf_offsets", "ols")
+                   if k in next(iter(holdout.values()))["force"]]
+        titles = {"fit": args.method, "urdf": "URDF", "urdf_offsets": "URDF+offsets",
+                  "ols": "OLS"}
+        lines.append(f"{'rows':<22}" + "".join(f"{titles[k]:>18}" for k in columns)
+                     + f"{'fit/URDF':>10}{'fit/OLS':>9}")
+        for group, row in holdout.items():
+            f, t = row["force"], row["torque"]
+            lines.append(f"{group:<22}" + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}" for k in columns)
+                         + f"{f['fit'] / f['urdf']:10.3f}{f['fit'] / f['ols']:9.3f}")
+    if args.json:
+        lines.append(f"wrote {args.json}")
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,302 @@
+"""``inertia-id replay``: a ROS 2 bag through the node's estimator, update by update in bag time,
+to CSV, JSON and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`);
+with ``--params-file`` the session the node builds from its parameter file (payload or
+whole_body mode)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from typing import Any
+
+from inertia_id_ros.cli.common import (DATA_LIMITED, EXIT_NO_ESTIMATE, body_lines, dropped_text,
+                                       read_result_body, whole_body_table, write_json,
+                                       write_output)
+from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound, InputError
+from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC, METHOD_NAMES
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """The ``replay`` command on ``subparsers``."""
+    replay = subparsers.add_parser(
+        "replay",
+        help="run the node's estimator over a ROS 2 bag, update by update in bag time; CSV, "
+             "JSON, PNG report")
+    replay.add_argument("bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    replay.add_argument("--params-file", metavar="YAML",
+                        help="the node's ROS 2 parameter file (e.g. config/icub_whole_body.yaml): "
+                             "replay the session the node would run with it (its mode: payload "
+                             "or whole_body); the options below override its values")
+    replay.add_argument("--node-name", default="inertia_id",
+                        help="--params-file: the node whose entries to read (inertia_id)")
+    replay.add_argument("-p", "--param", action="append", default=[], metavar="NAME:=VALUE",
+                        help="--params-file: set a node parameter (VALUE in YAML), as ros2 run's "
+                             "-p; repeatable")
+    replay.add_argument("--sensor-frame", help="URDF frame of the F/T sensor (default: the "
+                                               "wrenches' frame_id)")
+    replay.add_argument("--urdf", help="URDF file of the robot (default: /robot_description "
+                                       "in the bag; --params-file: its urdf_path, else the bag's)")
+    replay.add_argument("--joint-states-topic",
+                        help=f"sensor_msgs/JointState topic ({DEFAULT_JOINT_STATES_TOPIC})")
+    replay.add_argument("--wrench-topic",
+                        help=f"geometry_msgs/WrenchStamped topic ({DEFAULT_WRENCH_TOPIC})")
+    replay.add_argument("--update-rate", type=float, metavar="HZ",
+                        help="updates (process + solve) per second of bag time (2, the node's "
+                             "update_rate_hz; --params-file: the file's)")
+    replay.add_argument("--window-sec", type=float, metavar="SEC",
+                        help="sliding window (10, the node's window_sec; --params-file: the "
+                             "file's)")
+    replay.add_argument("--method", choices=sorted(METHOD_NAMES),
+                        help="identification method (lmi)")
+    replay.add_argument("--no-offset", action="store_true",
+                        help="do not estimate the F/T sensor offset")
+    replay.add_argument("--flip-wrench-sign", action="store_true",
+                        help="the sensor reports the wrench the body exerts on it")
+    replay.add_argument("--max-input-rate", type=float, metavar="HZ",
+                        help="sizes the window's buffers (1000, the node's max_input_rate_hz)")
+    replay.add_argument("--no-change-detection", action="store_true",
+                        help="do not detect payload changes (the node's detect_payload_change)")
+    replay.add_argument("--change-threshold", type=float, metavar="H",
+                        help="CUSUM alarm level of the payload-change detector (50, the node's "
+                             "payload_change_threshold)")
+    replay.add_argument("--csv", metavar="OUT", help="write every update to OUT (CSV)")
+    replay.add_argument("--json", metavar="OUT", help="write the final estimate and every update "
+                                                      "to OUT (JSON)")
+    replay.add_argument("--png", metavar="OUT", help="write the report to OUT (PNG)")
+    replay.add_argument("--truth", metavar="JSON", help="result JSON of the true payload (e.g. "
+                                                        "record-sim --truth-json), drawn dashed")
+    replay.set_defaults(run=run)
+
+
+def _json_ready(value: Any) -> Any:
+    """NaN -> None (strict JSON)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+_REPLAY_PARAMETERS = {"urdf": "urdf_path", "joint_states_topic": "joint_states_topic",
+                      "update_rate": "update_rate_hz", "window_sec": "window_sec",
+                      "method": "method", "max_input_rate": "max_input_rate_hz",
+                      "sensor_frame": "sensor_frame", "wrench_topic": "wrench_topic",
+                      "change_threshold": "payload_change_threshold"}
+"""replay's options -> the node parameters they set (with --params-file)."""
+_REPLAY_FLAGS = {"no_offset": ("estimate_offset", False),
+                 "flip_wrench_sign": ("flip_wrench_sign", True),
+                 "no_change_detection": ("detect_payload_change", False)}
+"""replay's flags -> the node parameter and the value they set (with --params-file)."""
+_PAYLOAD_REPLAY_OPTIONS = ("sensor_frame", "wrench_topic", "change_threshold", "no_offset",
+                           "flip_wrench_sign", "no_change_detection", "png", "truth")
+"""replay's options that only apply to a payload replay."""
+
+
+def _replay_with_parameters(args: argparse.Namespace) -> Any:
+    """The replay of the session the node builds from ``--params-file`` (overridden by ``-p``
+    and the options of :data:`_REPLAY_PARAMETERS` and :data:`_REPLAY_FLAGS`): a
+    :class:`~inertia_id_ros.io.replay.Replay` (payload) or
+    :class:`~inertia_id_ros.io.replay.WholeBodyReplay`."""
+    import yaml
+
+    from inertia_id_ros.errors import StartupError
+    from inertia_id_ros.io.replay import (bag_robot_description, replay_payload_bag,
+                                          replay_whole_body_bag)
+    from inertia_id_ros.ros.parameters import (build_session, parameters_from_file,
+                                               settings_from_parameters)
+
+    try:
+        values = parameters_from_file(args.params_file, args.node_name)
+    except ConfigError as e:
+        raise InputError(str(e)) from None
+    for entry in args.param:
+        name, separator, text = entry.partition(":=")
+        if not separator or not name.strip():
+            raise InputError(f"-p {entry!r}: give NAME:=VALUE")
+        try:
+            values[name.strip()] = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise InputError(f"-p {entry!r}: not a YAML value: {e}".replace("\n", " ")) from None
+    values.update({parameter: getattr(args, option)
+                   for option, parameter in _REPLAY_PARAMETERS.items()
+                   if getattr(args, option) is not None})
+    values.update(setting for flag, setting in _REPLAY_FLAGS.items() if getattr(args, flag))
+    if args.urdf is not None:
+        values["robot_description"] = ""
+    elif not values.get("urdf_path") and not values.get("robot_description"):
+        values["robot_description"] = bag_robot_description(args.bag) or ""
+        if not values["robot_description"]:
+            raise InputError(f"{args.bag}: no /robot_description in the bag and no urdf_path "
+                             f"in {args.params_file}; give --urdf")
+    try:
+        settings = settings_from_parameters(values)
+        if settings.mode not in ("payload", "whole_body"):
+            raise InputError(f"{args.params_file}: replay runs the payload and whole_body "
+                             f"modes, not {settings.mode!r}")
+        payload_only = [f"--{option.replace('_', '-')}" for option in _PAYLOAD_REPLAY_OPTIONS
+                        if getattr(args, option) not in (None, False)]
+        if settings.mode == "whole_body" and payload_only:
+            raise InputError(f"{', '.join(payload_only)} only apply to payload replays")
+        session = build_session(settings)
+    except StartupError as e:
+        raise InputError(f"{args.params_file}: {e}") from None
+    except (TypeError, ValueError) as e:  # a value of the wrong type (the file or -p)
+        raise InputError(f"{args.params_file}: a parameter has a value of the wrong type: "
+                         f"{e}") from None
+    if settings.mode == "payload":
+        return replay_payload_bag(args.bag, session, settings.update_rate_hz,
+                                  settings.joint_states_topic, settings.wrench_topic)
+    return replay_whole_body_bag(args.bag, session, settings.update_rate_hz,
+                                 settings.joint_states_topic, settings.imu_topic,
+                                 dict(zip(settings.ft_topics, settings.ft_frames)))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay the bag; the exit code."""
+    import numpy as np
+
+    from inertia_id_ros.core.inertia import inertia_from_theta
+    from inertia_id_ros.io.export import body_json
+    from inertia_id_ros.io.replay import (WholeBodyReplay, change_record, replay_bag,
+                                          update_record, write_csv)
+
+    if args.update_rate is not None and not args.update_rate > 0:
+        raise InputError(f"--update-rate must be > 0 Hz, got {args.update_rate}")
+    truth = None if args.truth is None else read_result_body(args.truth)
+    if args.change_threshold is not None and not args.change_threshold > 0:
+        raise InputError(f"--change-threshold must be > 0, got {args.change_threshold}")
+    if args.params_file is None and (args.param or args.node_name != "inertia_id"):
+        raise InputError("-p and --node-name only apply to --params-file")
+    started = time.perf_counter()
+    if args.params_file is not None:
+        replay = _replay_with_parameters(args)
+        if isinstance(replay, WholeBodyReplay):
+            return _report_whole_body_replay(args, replay, time.perf_counter() - started)
+        args.update_rate = replay.update_rate_hz
+        args.window_sec = replay.config.window_sec
+    else:
+        args.update_rate = 2.0 if args.update_rate is None else args.update_rate
+        args.window_sec = 10.0 if args.window_sec is None else args.window_sec
+        settings = {"window_sec": args.window_sec, "method": args.method or "lmi",
+                    "estimate_offset": not args.no_offset,
+                    "flip_wrench_sign": args.flip_wrench_sign,
+                    "max_input_rate_hz": (1000.0 if args.max_input_rate is None
+                                          else args.max_input_rate),
+                    "detect_payload_change": not args.no_change_detection,
+                    "payload_change_threshold": (50.0 if args.change_threshold is None
+                                                 else args.change_threshold)}
+        try:
+            replay = replay_bag(args.bag, args.sensor_frame, args.urdf,
+                                args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+                                args.wrench_topic or DEFAULT_WRENCH_TOPIC, args.update_rate,
+                                settings)
+        except DataError:
+            raise
+        except (OSError, FrameNotFound, ValueError) as e:  # URDF, sensor frame, settings
+            raise InputError(str(e)) from None
+    if args.csv:
+        write_output(args.csv, lambda path: write_csv(replay, path))
+    dropped = dropped_text(replay.dropped)
+    final = replay.final
+    if final is None:
+        return _replay_without_estimate(args.bag, replay.updates[-1], dropped)
+    body = body_json("payload", replay.sensor_frame, final.theta)
+    if args.json:
+        records = [{key: _json_ready(value) for key, value in
+                    update_record(update, replay.start_time).items()}
+                   for update in replay.updates]
+        write_json(args.json, {
+            "method": final.method, "bodies": [body],
+            "sensor_offset": final.sensor_offset.tolist(), "residual_rms": final.residual_rms,
+            "samples": final.n_samples, "solve_time_s": final.solve_time, "source": args.bag,
+            "update_rate_hz": args.update_rate, "window_sec": args.window_sec,
+            "start_time": replay.start_time, "received": replay.received,
+            "dropped": replay.dropped,
+            "payload_changes": [change_record(event) for event in replay.payload_changes],
+            "updates": records})
+    if args.png:
+        from inertia_id_ros.io.report import plot_replay
+
+        write_output(args.png, lambda path: plot_replay(
+            replay, path, None if truth is None else truth.theta))
+    estimates = replay.estimates
+    span = replay.updates[-1].time - replay.start_time
+    first = estimates[0].time - replay.start_time
+    lines = [f"replay: {len(replay.updates)} updates at {args.update_rate:g} Hz over {span:.1f} s "
+             f"of {args.bag}, {len(estimates)} with an estimate"
+             + (f"; dropped {dropped}" if dropped else ""),
+             *[f"payload change at {event.t_detected - replay.start_time:.2f} s (onset "
+               f"{event.t_onset - replay.start_time:.2f} s): the window restarted"
+               for event in replay.payload_changes],
+             f"first estimate after {first:.1f} s; final ({final.method}, {final.n_samples} "
+              f"samples, condition number {final.condition_number:.3g}), in "
+              f"{replay.sensor_frame!r}:", *body_lines(body),
+              f"  mass std {final.theta_std[0]:.2g} kg"]
+    if truth is not None:
+        com_error = np.linalg.norm(final.com - inertia_from_theta(truth.theta)[1])
+        lines.append(f"  vs truth: mass error {final.mass - truth.theta[0]:+.2g} kg, COM error "
+                     f"{1e3 * com_error:.3g} mm")
+    lines += [f"wrote {path}" for path in (args.csv, args.json, args.png) if path]
+    print("\n".join(lines))
+    return 0
+
+
+def _replay_without_estimate(bag: str, last: Any, dropped: str) -> int:
+    """A replay that gave no estimate: bad input (raises :class:`InputError`, exit 2) when the
+    data were too few or too poor (``last``: its last update), else the message and
+    :data:`EXIT_NO_ESTIMATE`."""
+    message = (f"{bag}: no estimate in the replay; last update: {last.message}"
+               + (f" (samples dropped: {dropped})" if dropped else ""))
+    if last.status in DATA_LIMITED:
+        raise InputError(message)
+    print(f"inertia-id replay: {message}", file=sys.stderr)
+    return EXIT_NO_ESTIMATE
+
+
+def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: float) -> int:
+    """CSV, JSON and the printed summary of a whole-body replay (``elapsed``: its wall time, s);
+    the exit code."""
+    from inertia_id_ros.io.replay import whole_body_update_record, write_whole_body_csv
+    from inertia_id_ros.io.whole_body import whole_body_estimate_json
+
+    if args.csv:
+        write_output(args.csv, lambda path: write_whole_body_csv(replay, path))
+    dropped = dropped_text(replay.dropped)
+    final = replay.final
+    if final is None:
+        return _replay_without_estimate(args.bag, replay.updates[-1], dropped)
+    model = replay.session.estimator.model
+    result = whole_body_estimate_json(model, final)
+    config = replay.session.estimator.config
+    failed = dict(replay.session.failed_solves)
+    if args.json:
+        write_json(args.json, {
+            "mode": "whole_body", **result, "source": args.bag,
+            "update_rate_hz": replay.update_rate_hz, "window_sec": config.window_sec,
+            "start_time": replay.start_time,
+            "received": replay.received, "dropped": replay.dropped, "failed_solves": failed,
+            "sensor_events": [{"time": t, "kind": kind, "message": message}
+                              for t, kind, message in replay.sensor_events],
+            "replay_time_s": elapsed,
+            "updates": [{key: _json_ready(value) for key, value in
+                         whole_body_update_record(update, replay.start_time).items()}
+                        for update in replay.updates]})
+    estimates = replay.estimates
+    inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
+    span = replay.updates[-1].time - replay.start_time
+    lines = [f"replay (whole_body, {final.method}, {model.base} base): {len(replay.updates)} "
+             f"updates at {replay.update_rate_hz:g} Hz over {span:.1f} s of {args.bag} in "
+             f"{elapsed:.1f} s, {len(estimates)} with an estimate (every link fully "
+             f"consistent), {sum(failed.values())} failed solves"
+             + (f" {failed}" if failed else "") + (f"; dropped {dropped}" if dropped else ""),
+             *[f"{t - replay.start_time:.2f} s: {message}"
+               for t, _, message in replay.sensor_events],
+             f"first estimate after {estimates[0].time - replay.start_time:.1f} s; final: "
+             f"{final.n_samples} samples, {final.rank} of {final.n_params} base parameters, "
+             f"solve {final.solve_time:.3f} s",
+             *whole_body_table(result),
+             f"residual rms {final.residual_rms:.4f}; inconsistent links: {inconsistent}"]
+    if args.json:
+        lines.append(f"wrote {args.json}")
+    if args.csv:
+        lines.append(f"wrote {args.csv}")
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,70 @@
+"""``inertia-id sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1; iCub
+suspended or on a stand) with its truth (:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of
+it to replay (``--bag``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from inertia_id_ros.cli.common import write_output
+from inertia_id_ros.errors import InputError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """The ``sim-whole-body`` command on ``subparsers``."""
+    whole = subparsers.add_parser(
+        "sim-whole-body",
+        help="write an NPZ of a simulated floating-base robot (joints, IMU, F/T sensors; truth "
+             "included)")
+    whole.add_argument("out", nargs="?", help="NPZ file to write")
+    whole.add_argument("--bag", metavar="OUT",
+                       help="also (or only) write a ROS 2 bag (a new directory) with the "
+                            "simulator node's topics, to replay (inertia-id replay "
+                            "--params-file config/<robot>_whole_body.yaml)")
+    whole.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"),
+                       help="--bag: storage (mcap)")
+    whole.add_argument("--robot", default="icub",
+                       choices=("icub", "go1", "icub_suspended", "icub_fixed"),
+                       help="icub: on one sole, six internal F/T sensors; go1: four foot "
+                            "contacts; icub_suspended: hanging from a crane F/T sensor (icub); "
+                            "icub_fixed: on a stand (fit with --base fixed)")
+    whole.add_argument("--duration", type=float, default=60.0, help="seconds of motion (60)")
+    whole.add_argument("--rate", type=float, default=200.0, metavar="HZ", help="sample rate (200)")
+    whole.add_argument("--seed", type=int, default=0, help="seed of truth, motion and noise (0)")
+    whole.add_argument("--with-ddq", action="store_true", help="also write the true ddq")
+    whole.add_argument("--with-effort", action="store_true", help="also write joint efforts")
+    whole.add_argument("--truth-urdf", metavar="OUT", help="write the true robot's URDF to OUT")
+    whole.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the NPZ and/or the bag; the exit code."""
+    from inertia_id_ros.sim.whole_body import ROBOTS, write_recording
+
+    if not (args.duration > 0 and args.rate > 0):
+        raise InputError(f"--duration and --rate must be > 0, got {args.duration}, {args.rate}")
+    if args.out is None and args.bag is None:
+        raise InputError("give the NPZ to write, --bag OUT, or both")
+    sim = ROBOTS[args.robot](seed=args.seed)
+    written = []
+    if args.out is not None:
+        data = write_recording(args.out, sim, args.duration, args.rate, args.with_ddq,
+                               args.with_effort)
+        written.append(f"{args.out} ({data['true_theta'].shape[0]} true links)")
+    if args.bag is not None:
+        from inertia_id_ros.io.replay import record_whole_body
+
+        try:
+            topics = record_whole_body(args.bag, sim, args.duration, args.rate, args.seed,
+                                       args.storage, with_effort=args.with_effort)
+        except ValueError as e:
+            raise InputError(str(e)) from None
+        written.append(f"{args.bag} ({args.storage}: /joint_states, /imu, "
+                       f"{', '.join(topics)}, /robot_description)")
+    if args.truth_urdf:
+        write_output(args.truth_urdf, lambda path: Path(path).write_text(sim.true_xml))
+    print(f"wrote {' and '.join(written)}: {args.duration:g} s of the simulated {args.robot} at "
+          f"{args.rate:g} Hz, {len(sim.joint_names)} joints, F/T sensors "
+          f"{', '.join(f'{f} ({k})' for f, k in sim.ft_sensors)}, IMU at {sim.imu_frame}")
+    return 0

@@ -1,0 +1,48 @@
+"""``inertia-id validate``: a result's prediction errors on held-out data vs the URDF and plain
+OLS (:mod:`inertia_id_ros.io.validate`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from inertia_id_ros.options import (DEFAULT_HALF_WIDTH, DEFAULT_JOINT_STATES_TOPIC,
+                                    DEFAULT_WRENCH_TOPIC)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """The ``validate`` command on ``subparsers``."""
+    parser = subparsers.add_parser("validate", help="prediction errors of a result on held-out "
+                                                    "data (vs the URDF and plain OLS)")
+    parser.add_argument("result", help="result JSON of fit-links, fit-payload or replay")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", metavar="HELD_OUT", help="held-out data, .npz or .csv")
+    source.add_argument("--bag", help="held-out ROS 2 bag")
+    parser.add_argument("--urdf", help="URDF file of the robot")
+    parser.add_argument("--train", metavar="TRAIN",
+                        help="training data (file or bag): also evaluate plain OLS fitted on them")
+    parser.add_argument("--json", metavar="OUT", help="write the errors as JSON to OUT")
+    parser.add_argument("--png", metavar="OUT", help="plot measured vs predicted to OUT (PNG)")
+    parser.add_argument("--joint-states-topic", help="JointState topic of bags "
+                                                     f"({DEFAULT_JOINT_STATES_TOPIC})")
+    parser.add_argument("--wrench-topic", help=f"WrenchStamped topic of bags "
+                                               f"({DEFAULT_WRENCH_TOPIC})")
+    parser.add_argument("--filter-half-width", type=float, default=None,
+                        metavar="SEC", help="half-width of the differentiation when ddq is not "
+                                            "recorded (s; default: the result's filter, else "
+                                            f"{DEFAULT_HALF_WIDTH})")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print (and write) the errors; the exit code."""
+    from inertia_id_ros.io import validate
+
+    result = validate.read_result(args.result)
+    topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+              "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
+              **validate.differentiation_of(result, args.filter_half_width)}
+    held_out = (validate.DataSource(args.bag, True, **topics) if args.bag
+                else validate.DataSource(args.data, False, **topics))
+    train = None if args.train is None else validate.DataSource.from_path(args.train, **topics)
+    print(validate.run(result, held_out, args.urdf, train, args.json, args.png))
+    return 0

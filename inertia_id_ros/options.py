@@ -1,0 +1,53 @@
+"""Choices and defaults of the package's options, as plain values importable without numpy: the
+``inertia-id`` parser (and so its ``--help``) reads them without loading the libraries. The
+modules that use them import them from here."""
+
+DEFAULT_JOINT_STATES_TOPIC = "/joint_states"
+DEFAULT_WRENCH_TOPIC = "/ft_sensor/wrench"
+DEFAULT_IMU_TOPIC = "/imu"
+
+METHOD_NAMES = ("ols", "lmi", "manifold", "pointmass", "cad_prior")
+"""The keys of :data:`inertia_id_ros.solvers.METHODS` (a test checks they agree)."""
+
+WEIGHTINGS = ("none", "channel")
+"""``none``: unweighted least squares; ``channel``: each channel weighted by its inverse residual
+variance, iterated (:func:`~inertia_id_ros.core.weighting.iterate_channel_weights`)."""
+
+LINKS_DEFAULT_WEIGHTING = "none"
+"""Weighting of :func:`~inertia_id_ros.chain.identify.identify_links` and ``fit-links``:
+unweighted, because the joints' weights did not predict held-out torques better in any measured
+case (KUKA runs 2 and 3 slightly worse, the simulated arm the same;
+``benchmarks/differentiation.py``, ``benchmarks/kuka_lwr4.py``); ``"channel"`` (Gautier) is the
+option when the joints' noise levels differ widely and the parameters, not the overall torque RMS,
+matter."""
+
+BASE_KINDS = ("floating", "fixed", "suspended")
+"""``floating``: free base, motion from an IMU, base rows from the contact wrenches;
+``suspended``: hanging through a contact F/T sensor (e.g. a crane), base rows as floating, base at
+rest unless an IMU says otherwise; ``fixed``: on a stand, no base rows (the stand's wrench is not
+measured), base at rest."""
+
+WHOLE_BODY_METHODS = ("lmi", "pointmass", "ols")
+WHOLE_BODY_DEFAULT_WEIGHTING = "none"
+"""``fit-whole-body --weighting`` and the node's whole_body mode default. On the simulated iCub
+(``benchmarks/whole_body_weighting.py``) the held-out forces are the same either way (within
+0.3 %) and the held-out torques better weighted (the arm sensors' by 20-30 %, their error against
+the noise-free wrenches halved), but ``"channel"`` costs 1.7-4x the solve time (online warm
+update 0.052 s vs 0.030 s median) and 1.8x the window memory: at whole-body scale the update
+budget (100 ms) decides, so unweighted by default, ``"channel"`` on request."""
+WHOLE_BODY_DEFAULT_PRIOR_WEIGHT = 1e-5
+"""Weight of ``|x' − prior'|²`` (scaled coordinates: 1 = one link's size) relative to the mean
+diagonal of the scaled gram matrix: negligible where the data determine ``x``, decisive where
+they do not."""
+
+DEFAULT_HALF_WIDTH = 0.05
+"""Half-width (s) of the differentiation of held-out joint states without recorded ``ddq``."""
+
+DEFAULT_FILTER_CHAIN = "sensor_filter_chain"
+EXPORT_MODES = ("replace", "add")
+
+TARGETS = ("payload", "links")
+DEFAULT_MAX_ACCELERATION = 3.0
+"""rad/s² (m/s²): default acceleration limit of every joint."""
+DEFAULT_COLLISION_MARGIN = 0.01
+"""m: smallest self-collision distance of a designed motion (with a collision checker)."""
