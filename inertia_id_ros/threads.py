@@ -20,6 +20,8 @@ import os
 import sys
 from collections.abc import MutableMapping
 
+from inertia_id_ros.errors import InputError
+
 THREADS_VARIABLE = "INERTIA_ID_THREADS"
 """Environment variable that sets the BLAS/OpenMP thread count of the CLI and the ROS processes."""
 
@@ -33,8 +35,8 @@ LIBRARY_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS
 def configured_threads(environ: MutableMapping[str, str] = os.environ) -> int | None:
     """The thread count to impose: :data:`THREADS_VARIABLE` if set, else ``None`` when the user
     set one of :data:`LIBRARY_VARIABLES` (the libraries obey it already), else
-    :data:`DEFAULT_THREADS`. Raises ``ValueError`` naming the variable if its value is not a
-    whole number >= 1."""
+    :data:`DEFAULT_THREADS`. Raises :class:`~inertia_id_ros.errors.InputError` (a ``ValueError``)
+    naming the variable if its value is not a whole number >= 1."""
     value = environ.get(THREADS_VARIABLE, "").strip()
     if value:
         try:
@@ -42,7 +44,7 @@ def configured_threads(environ: MutableMapping[str, str] = os.environ) -> int | 
         except ValueError:
             threads = 0
         if threads < 1:
-            raise ValueError(f"{THREADS_VARIABLE}={value!r}: expected a whole number >= 1")
+            raise InputError(f"{THREADS_VARIABLE}={value!r}: expected a whole number >= 1")
         return threads
     if any(environ.get(variable) for variable in LIBRARY_VARIABLES):
         return None

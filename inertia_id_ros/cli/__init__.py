@@ -76,6 +76,7 @@ from inertia_id_ros.cli import (demo, excite, export, fit_links, fit_payload, fi
                                 record_sim, replay, sim_whole_body, traversaro, validate)
 from inertia_id_ros.cli.common import EXIT_BAD_INPUT
 from inertia_id_ros.errors import DataError, InputError
+from inertia_id_ros.threads import limit_threads
 
 COMMANDS = (fit_payload, fit_links, fit_whole_body, traversaro, demo, replay, record_sim,
             sim_whole_body, export, excite, validate)
@@ -104,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
         return int(e.code or 0)
-    # process-wide settings for every command go here, before it runs
     try:
+        limit_threads()  # before the command loads numpy (inertia_id_ros.threads)
         return args.run(args)
     except (InputError, DataError) as e:
         print(f"inertia-id {args.command}: {e}", file=sys.stderr)

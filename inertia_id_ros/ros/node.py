@@ -44,7 +44,7 @@ from sensor_msgs.msg import Imu, JointState
 from visualization_msgs.msg import MarkerArray
 
 from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.errors import EstimateUnavailable, StartupError
+from inertia_id_ros.errors import EstimateUnavailable, InputError, StartupError
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, PayloadChange
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.payload_estimator import check_prior_available
@@ -533,7 +533,7 @@ def main(args: list[str] | None = None) -> None:
     """Console script ``inertia-id-node``; exits 2 on an invalid start-up parameter."""
     try:
         limit_threads()
-    except ValueError as error:
+    except InputError as error:
         print(f"inertia_id: {error}", file=sys.stderr)
         sys.exit(2)
     fix_mmap_threshold()

@@ -56,6 +56,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from inertia_id_ros.chain.actuators import go1_leg_config
 from inertia_id_ros.core.inertia import inertia_from_msg_order, inertia_from_theta, theta_from_inertia
+from inertia_id_ros.errors import InputError
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray
 from inertia_id_ros.ros.conversions import (array_to_wrench, imu_msg, joint_state,
                                             joint_trajectory_arrays, links_to_msg,
@@ -383,7 +384,7 @@ def main(args: list[str] | None = None) -> None:
     2 on an unknown ``robot``."""
     try:
         limit_threads()
-    except ValueError as error:
+    except InputError as error:
         print(f"inertia_id_sim: {error}", file=sys.stderr)
         sys.exit(2)
     rclpy.init(args=args)

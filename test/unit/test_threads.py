@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from inertia_id_ros.errors import InputError
 from inertia_id_ros.threads import (DEFAULT_THREADS, LIBRARY_VARIABLES, THREADS_VARIABLE,
                                     configured_threads, limit_threads)
 
@@ -30,7 +31,7 @@ def test_the_users_library_variables_are_kept():
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
 def test_an_invalid_count_names_the_variable(value):
-    with pytest.raises(ValueError, match=f"{THREADS_VARIABLE}='{value}'"):
+    with pytest.raises(InputError, match=f"{THREADS_VARIABLE}='{value}'"):
         configured_threads({THREADS_VARIABLE: value})
 
 
