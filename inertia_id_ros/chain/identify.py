@@ -45,9 +45,12 @@ from inertia_id_ros.chain.differentiation import (SOURCE_POSITIONS, SOURCE_RECOR
                                                   SOURCE_VELOCITIES, DifferentiationFilter,
                                                   DifferentiationSelection, sample_period,
                                                   select_differentiation)
+from inertia_id_ros.chain.friction import smooth_sign
 from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkFit, LinkModel,
                                         PriorWeightSelection, build_link_problem, fit_links,
-                                        link_channels, select_prior_weight)
+                                        link_channels, regression_system, select_prior_weight,
+                                        time_blocks)
+from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.filtering import derivatives_at_samples, joint_states_at
 from inertia_id_ros.core.weighting import (check_weighting, iterate_channel_weights,
                                            weighted_normal_equations)
@@ -92,28 +95,77 @@ def tilted_gravity(model: LinkModel, roll: float, pitch: float) -> np.ndarray:
     return pin.rpy.rpyToMatrix(roll, pitch, 0.0) @ np.asarray(model.model.gravity.linear)
 
 
+GRAVITY_PARAMETERS = (0, 1, 2, 3)
+"""The entries of a link's ``theta`` gravity acts on: the mass and the first moments."""
+
+
+def gravity_normal_equations(model: LinkModel, data: JointTorqueData
+                             ) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Normal equations ``(gram (P, P), moment (P,), yty, n_rows)`` of the regressor extended by
+    gravity: ``E = [Y_0, G_x, G_y, G_z]`` with ``Y_0`` the model's regressor of ``data``
+    without gravity and ``G_a`` the links' mass and first-moment columns of the regressor at
+    rest under unit gravity along the root frame's axis ``a``, so that the regressor under any
+    gravity ``g`` (m/s², root frame) is ``Y(g) = E @`` :func:`gravity_map` ``(model, g)`` (the
+    torques are linear in the gravity, a base acceleration)."""
+    columns = gravity_columns(model)
+    rest = np.zeros((data.n_samples, model.n_joints))
+    weightless = with_gravity(model, np.zeros(3))
+    parts = []
+    for start in range(0, data.n_samples, _GRAVITY_CHUNK):
+        chunk = model.in_joint_order(data.subset(slice(start, start + _GRAVITY_CHUNK)))
+        Y, y = regression_system(weightless, chunk)
+        unit = [with_gravity(model, axis).link_regressor(chunk.positions, rest[:chunk.n_samples],
+                                                         rest[:chunk.n_samples])[:, :, columns]
+                for axis in np.eye(3)]
+        parts.append((np.hstack([Y] + [G.reshape(Y.shape[0], -1) for G in unit]), y))
+    gram = sum(E.T @ E for E, _ in parts)
+    moment = sum(E.T @ y for E, y in parts)
+    yty = float(sum(y @ y for _, y in parts))
+    return gram, moment, yty, data.n_samples * model.n_joints
+
+
+_GRAVITY_CHUNK = 2000  # samples per block of gravity_normal_equations
+
+
+def gravity_columns(model: LinkModel) -> np.ndarray:
+    """(4 n_joints,) the columns of ``x`` gravity acts on (:data:`GRAVITY_PARAMETERS` of every
+    link)."""
+    return np.array([10 * k + i for k in range(model.n_joints) for i in GRAVITY_PARAMETERS])
+
+
+def gravity_map(model: LinkModel, gravity: np.ndarray) -> np.ndarray:
+    """(P, p) ``T`` with ``Y(gravity) = E @ T`` for the extended regressor ``E`` of
+    :func:`gravity_normal_equations` (``gravity`` (3,) m/s², root frame)."""
+    p, columns = model.n_parameters, gravity_columns(model)
+    T = np.zeros((p + 3 * columns.size, p))
+    T[np.arange(p), np.arange(p)] = 1.0
+    for a, g in enumerate(np.asarray(gravity, dtype=float)):
+        T[p + a * columns.size + np.arange(columns.size), columns] = g
+    return T
+
+
 def estimate_base_tilt(model: LinkModel, data: JointTorqueData, method: str = "lmi",
                        prior_weight: float = DEFAULT_PRIOR_WEIGHT,
                        max_samples: int = DEFAULT_TILT_SAMPLES,
                        **solver_options: object) -> BaseTilt:
     """The base tilt (roll, pitch within +-:data:`MAX_TILT` rad) minimising the training torque
     RMS of the ``method`` fit (prior weight ``prior_weight``) on at most ``max_samples`` samples of
-    ``data`` (Nelder-Mead from level, warm-started solves)."""
+    ``data`` (Nelder-Mead from level, warm-started solves). The regressor is evaluated once: every
+    tilt's normal equations follow from :func:`gravity_normal_equations`."""
     rows = np.arange(0, data.n_samples, max(1, int(np.ceil(data.n_samples / max_samples))))
-    subset = data.subset(rows)
+    gram, moment, yty, n_rows = gravity_normal_equations(model, data.subset(rows))
     previous: list = []
 
     def rms(angles: np.ndarray) -> float:
         if np.max(np.abs(angles)) > MAX_TILT:
             return np.inf
-        tilted = with_gravity(model, tilted_gravity(model, *angles))
-        channels = link_channels(tilted, subset)
-        problem = build_link_problem(tilted, *channels.total(), prior_weight)
+        T = gravity_map(model, tilted_gravity(model, *angles))
+        problem = build_link_problem(model, T.T @ gram @ T, T.T @ moment, yty, n_rows,
+                                     prior_weight)
         solution = solve(problem, method=method, initvals=previous[-1] if previous else None,
                          **solver_options)
         previous.append(solution)
-        return float(np.sqrt(channels.squared_residuals(solution.x).sum()
-                             / (channels.n_samples * channels.n_channels)))
+        return float(np.sqrt(problem.squared_residual(solution.x) / n_rows))
 
     level = rms(np.zeros(2))
     result = minimize(rms, np.zeros(2), method="Nelder-Mead",
@@ -229,32 +281,89 @@ def with_coulomb_velocity(model: LinkModel, width: float) -> LinkModel:
     return LinkModel(model.model, drives, model.robot_joint_names)
 
 
-def select_coulomb_velocity(model: LinkModel, data: JointTorqueData,
+@dataclass(frozen=True)
+class CoulombWidthBlocks:
+    """Per-joint normal equations (:func:`~inertia_id_ros.chain.links.link_channels`) of each
+    contiguous time block of one recording (:func:`~inertia_id_ros.chain.links.time_blocks`),
+    of the model's regressor extended by the Coulomb columns of every candidate width
+    (``widths`` (W,) rad/s): ``blocks`` over ``p + W n_joints`` columns, ``columns[i]`` (p,) the
+    ones making the regressor with ``widths[i]``. One regressor pass serves every width, fold
+    and prior weight."""
+
+    widths: np.ndarray
+    blocks: tuple[ChannelNormalEquations, ...]
+    columns: tuple[np.ndarray, ...]
+    n_parameters: int
+    """``p``: the first ``p`` columns make the regressor with the model's own drives."""
+
+    def folds(self, width: float | None = None) -> list[ChannelNormalEquations]:
+        """The blocks' normal equations with the Coulomb ``width`` (one of :attr:`widths`;
+        ``None``: the model's own drives)."""
+        if width is None:
+            return [block.select(np.arange(self.n_parameters)) for block in self.blocks]
+        index = int(np.flatnonzero(self.widths == width)[0])
+        return [block.select(self.columns[index]) for block in self.blocks]
+
+
+def coulomb_width_blocks(model: LinkModel, data: JointTorqueData,
+                         widths: Sequence[float] = (),
+                         n_folds: int = 5) -> CoulombWidthBlocks:
+    """:class:`CoulombWidthBlocks` of ``data`` for the candidate ``widths`` (rad/s) in
+    ``n_folds`` blocks."""
+    widths = np.asarray(widths, dtype=float)
+    n, p = model.n_joints, model.n_parameters
+    coulomb = np.array([model.parameter_names.index(f"{joint}.coulomb")
+                        for joint, drive in zip(model.joint_names, model.drives)
+                        if "coulomb" in drive.terms], dtype=int)
+    with_coulomb = [j for j, drive in enumerate(model.drives) if "coulomb" in drive.terms]
+    columns = []
+    for i in range(widths.size):
+        selected = np.arange(p)
+        selected[coulomb] = p + i * coulomb.size + np.arange(coulomb.size)
+        columns.append(selected)
+    blocks = []
+    for rows in time_blocks(data.n_samples, n_folds):
+        d = model.in_joint_order(data.subset(rows))
+        Y, y = regression_system(model, d)
+        extra = np.zeros((rows.size, n, widths.size * coulomb.size))
+        for i, width in enumerate(widths):
+            for c, j in enumerate(with_coulomb):
+                extra[:, j, i * coulomb.size + c] = smooth_sign(d.velocities[:, j], width)
+        blocks.append(ChannelNormalEquations.from_samples(
+            np.concatenate([Y.reshape(rows.size, n, p), extra], axis=2), y.reshape(rows.size, n)))
+    return CoulombWidthBlocks(widths, tuple(blocks), tuple(columns), p)
+
+
+def select_coulomb_velocity(model: LinkModel, data: JointTorqueData | None = None,
                             widths: Sequence[float] = DEFAULT_COULOMB_VELOCITIES,
                             method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                            n_folds: int = 5, **solver_options: object
-                            ) -> CoulombVelocitySelection:
+                            n_folds: int = 5, blocks: CoulombWidthBlocks | None = None,
+                            **solver_options: object) -> CoulombVelocitySelection:
     """The Coulomb sign's width (one for every joint) with the smallest held-out torque RMS over
     ``n_folds`` contiguous time blocks of ``data`` (the ``method`` fit with ``prior_weight`` on
-    the other blocks)."""
-    blocks = np.array_split(np.arange(data.n_samples), n_folds)
-    widths = np.asarray(widths, dtype=float)
-    squared = np.zeros(widths.size)
-    for i, width in enumerate(widths):
+    the other blocks). ``blocks``: :func:`coulomb_width_blocks` of ``data`` when already
+    computed (then its widths are the candidates and ``data`` is not needed)."""
+    if blocks is None:
+        if data is None:
+            raise ValueError("select_coulomb_velocity needs data or blocks")
+        blocks = coulomb_width_blocks(model, data, widths, n_folds)
+    squared = np.zeros(blocks.widths.size)
+    n_samples = sum(block.n_samples for block in blocks.blocks)
+    for i, width in enumerate(blocks.widths):
         candidate = with_coulomb_velocity(model, float(width))
-        folds = [link_channels(candidate, data.subset(b)) for b in blocks]
+        folds = blocks.folds(width)
+        total = ChannelNormalEquations.summed(folds)
         previous = None
-        for k, held_out in enumerate(folds):
-            training = [f for j, f in enumerate(folds) if j != k]
-            gram = sum(f.gram.sum(axis=0) for f in training)
-            moment = sum(f.moment.sum(axis=0) for f in training)
-            yty = sum(float(f.yty.sum()) for f in training)
-            n_rows = sum(f.n_samples * f.n_channels for f in training)
-            problem = build_link_problem(candidate, gram, moment, yty, n_rows, prior_weight)
+        for held_out in folds:
+            gram, moment, yty, n_rows = total.total()
+            out_gram, out_moment, out_yty, out_rows = held_out.total()
+            problem = build_link_problem(candidate, gram - out_gram, moment - out_moment,
+                                         yty - out_yty, n_rows - out_rows, prior_weight)
             previous = solve(problem, method=method, initvals=previous, **solver_options)
             squared[i] += float(held_out.squared_residuals(previous.x).sum())
-    cv_rms = np.sqrt(squared / (data.n_samples * model.n_joints))
-    return CoulombVelocitySelection(widths, cv_rms, float(widths[np.argmin(cv_rms)]))
+    cv_rms = np.sqrt(squared / (n_samples * model.n_joints))
+    return CoulombVelocitySelection(blocks.widths, cv_rms,
+                                    float(blocks.widths[np.argmin(cv_rms)]))
 
 
 @dataclass(frozen=True)
@@ -419,14 +528,18 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
     if delay.delay != 0.0:
         keep, motion = motion_samples(t, q, dq, ddq, differentiation, delay.delay)
         data = JointTorqueData(*motion, np.asarray(effort)[keep], names)
-    coulomb_selection = None
+    coulomb_selection, width = None, None
+    blocks = coulomb_width_blocks(model, data,
+                                  DEFAULT_COULOMB_VELOCITIES if select_coulomb else ())
     if select_coulomb:
         coulomb_selection = select_coulomb_velocity(
-            model, data, method=method,
+            model, blocks=blocks, method=method,
             prior_weight=DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
             **solver_options)
-        model = with_coulomb_velocity(model, coulomb_selection.best)
-    channels = link_channels(model, data)
+        width = coulomb_selection.best
+        model = with_coulomb_velocity(model, width)
+    folds = blocks.folds(width)
+    channels = ChannelNormalEquations.summed(folds)
     prior_selection = None
     if prior_weight is None:
         channel_weights = None
@@ -435,7 +548,7 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
                 normal = weighted_normal_equations(channels, weights)
                 return solve(build_link_problem(model, *normal, 0.0), method="ols").x
             channel_weights = iterate_channel_weights(channels, ols)[1].weights
-        prior_selection = select_prior_weight(model, data, method=method,
+        prior_selection = select_prior_weight(model, method=method, folds=folds,
                                               channel_weights=channel_weights, **solver_options)
         prior_weight = prior_selection.best
     fit = fit_links(model, data, method=method, prior_weight=prior_weight, weighting=weighting,

@@ -249,19 +249,31 @@ class LinkModel:
         ``pin.computeJointTorqueRegressor`` (RNEA is linear in the links' ``theta``), the rest each
         joint's drive columns ``[dq, s(dq), 1, ddq]`` (estimated terms only).
         """
-        q = self.configuration(positions)
         dq = np.atleast_2d(np.asarray(velocities, dtype=float))
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
         n_theta = 10 * self.n_joints
-        Y = np.empty((q.shape[0], self.n_joints, self.n_parameters))
-        for k in range(q.shape[0]):
-            Y[k, :, :n_theta] = pin.computeJointTorqueRegressor(self.model, self._data,
-                                                                q[k], dq[k], ddq[k])
-        Y[:, :, n_theta:] = self._drive_regressor(dq, ddq)
+        Y = np.empty((dq.shape[0], self.n_joints, self.n_parameters))
+        Y[:, :, :n_theta] = self.link_regressor(positions, dq, ddq)
+        Y[:, :, n_theta:] = self.drive_regressor(dq, ddq)
         return Y
 
-    def _drive_regressor(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """(N, n_joints, n_drive_parameters) drive columns: joint ``j``'s only in row ``j``."""
+    def link_regressor(self, positions: np.ndarray, velocities: np.ndarray,
+                       accelerations: np.ndarray) -> np.ndarray:
+        """(N, n_joints, 10 n_joints) the links' columns of :meth:`joint_torque_regressor`:
+        ``RNEA(theta; q, dq, ddq) = Y_links @ theta`` (``pin.computeJointTorqueRegressor``, the
+        model's gravity)."""
+        q = self.configuration(positions)
+        dq = np.atleast_2d(np.asarray(velocities, dtype=float))
+        ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
+        Y = np.empty((q.shape[0], self.n_joints, 10 * self.n_joints))
+        for k in range(q.shape[0]):
+            Y[k] = pin.computeJointTorqueRegressor(self.model, self._data, q[k], dq[k], ddq[k])
+        return Y
+
+    def drive_regressor(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n_joints, n_drive_parameters) drive columns of :meth:`joint_torque_regressor`
+        for velocities ``dq`` and accelerations ``ddq`` (N, n_joints): joint ``j``'s only in row
+        ``j``."""
         out = np.zeros(dq.shape + (self.n_parameters - 10 * self.n_joints,))
         col = 0
         for j, drive in enumerate(self.drives):
@@ -297,7 +309,7 @@ class LinkModel:
         dq = np.atleast_2d(np.asarray(velocities, dtype=float))
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
         tau = np.stack([pin.rnea(model, data, q[k], dq[k], ddq[k]) for k in range(q.shape[0])])
-        drive_torques = self._drive_regressor(dq, ddq) @ x[10 * self.n_joints:]
+        drive_torques = self.drive_regressor(dq, ddq) @ x[10 * self.n_joints:]
         return tau + drive_torques + self.known_torques(ddq)
 
 
@@ -597,25 +609,35 @@ sample): from negligible (the data alone, the prior only settling what they cann
 strong."""
 
 
-def select_prior_weight(model: LinkModel, data: JointTorqueData,
+def time_blocks(n_samples: int, n_folds: int) -> list[np.ndarray]:
+    """The ``n_folds`` contiguous blocks (sample indices) of blocked cross-validation over
+    ``n_samples`` samples of one run."""
+    if n_folds < 2:
+        raise ValueError(f"n_folds must be >= 2, got {n_folds}")
+    if n_samples < n_folds:
+        raise ValueError(f"{n_samples} samples cannot make {n_folds} folds")
+    return np.array_split(np.arange(n_samples), n_folds)
+
+
+def select_prior_weight(model: LinkModel, data: JointTorqueData | None = None,
                         weights: Sequence[float] = DEFAULT_PRIOR_WEIGHT_GRID,
                         n_folds: int = 5, method: str = "lmi",
                         channel_weights: np.ndarray | None = None,
+                        folds: Sequence[ChannelNormalEquations] | None = None,
                         **solver_options: object) -> PriorWeightSelection:
     """Choose ``prior_weight`` by ``n_folds``-fold cross-validation over contiguous time blocks of
     one run (contiguous, so that a held-out block is a part of the trajectory the fit has not
-    seen, rather than samples interleaved with the training ones). With ``channel_weights``
-    (n_joints,) the fits are weighted (:func:`link_problem`); the held-out error is the plain
-    torque RMS either way."""
-    if n_folds < 2:
-        raise ValueError(f"n_folds must be >= 2, got {n_folds}")
-    if data.n_samples < n_folds:
-        raise ValueError(f"{data.n_samples} samples cannot make {n_folds} folds")
+    seen, rather than samples interleaved with the training ones; :func:`time_blocks`). With
+    ``channel_weights`` (n_joints,) the fits are weighted (:func:`link_problem`); the held-out
+    error is the plain torque RMS either way. ``folds``: the blocks' :func:`link_channels` when
+    already computed (then ``data`` is not needed)."""
+    if folds is None:
+        if data is None:
+            raise ValueError("select_prior_weight needs data or folds")
+        folds = [link_channels(model, data.subset(b))
+                 for b in time_blocks(data.n_samples, n_folds)]
     weights = np.asarray(sorted(weights), dtype=float)
-    blocks = np.array_split(np.arange(data.n_samples), n_folds)
-    folds = [link_channels(model, data.subset(b)) for b in blocks]
-    total = ChannelNormalEquations(sum(f.gram for f in folds), sum(f.moment for f in folds),
-                                   sum(f.yty for f in folds), data.n_samples)
+    total = ChannelNormalEquations.summed(folds)
     squared = np.zeros(len(weights))
     for held_out in folds:
         training = ChannelNormalEquations(total.gram - held_out.gram,

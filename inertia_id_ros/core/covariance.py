@@ -38,6 +38,7 @@ errors in the regressor (joint-state noise) beyond their share of the residual.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,6 +91,23 @@ class ChannelNormalEquations:
         moment = np.einsum("ncp,nc->cp", Y, f)
         yty = np.einsum("nc,nc->c", f, f)
         return cls(gram=gram, moment=moment, yty=yty, n_samples=int(Y.shape[0]))
+
+    @classmethod
+    def summed(cls, parts: Sequence[ChannelNormalEquations]) -> ChannelNormalEquations:
+        """The normal equations of the samples of all ``parts`` (same channels and parameters)."""
+        return cls(gram=sum(part.gram for part in parts),
+                   moment=sum(part.moment for part in parts),
+                   yty=sum(part.yty for part in parts),
+                   n_samples=sum(part.n_samples for part in parts),
+                   rows_per_channel=parts[0].rows_per_channel)
+
+    def select(self, columns: Sequence[int] | np.ndarray) -> ChannelNormalEquations:
+        """The normal equations of the regressor's ``columns`` (k,) alone: ``Y[c][:, columns]``."""
+        columns = np.asarray(columns, dtype=int)
+        return ChannelNormalEquations(gram=self.gram[:, columns[:, None], columns],
+                                      moment=self.moment[:, columns], yty=self.yty,
+                                      n_samples=self.n_samples,
+                                      rows_per_channel=self.rows_per_channel)
 
     @property
     def n_channels(self) -> int:

@@ -1,0 +1,130 @@
+"""``fit-links``' identification (:func:`~inertia_id_ros.chain.identify.identify_links`, every
+choice cross-validated): the code of commit 40759c3 ("old") and of this checkout ("new") side by
+side, in one run, on three inputs.
+
+Inputs: the KUKA LWR4+ run 1 (5027 samples at 200 Hz, recorded velocities differentiated once;
+``<repo>/../shared/data/kuka_lwr4``, skipped without it), held out its runs 2 and 3; the
+simulated Panda arm (:func:`~inertia_id_ros.sim.torques.panda_arm_recording`) for 20 s at 1 kHz
+(fitted on the first 12 000 samples, held out the rest) and for 50 s at 100 Hz (fitted on the
+first 3 000). Held-out data are differentiated by the chosen filter and paired with the chosen
+torque delay, as ``inertia-id validate`` does.
+
+The old code is extracted with ``git archive <commit> inertia_id_ros`` into a temporary
+directory and run in a subprocess with that directory first on ``sys.path``; both paths run
+each input ``--repeats`` times, alternately, with the default BLAS threads. Columns: median
+compute time (s, the call of ``identify_links`` alone: imports and data loading excluded), the
+ratio old / new, and the held-out torque RMS (N·m) of each.
+
+Run: ``.venv/bin/python benchmarks/bench_fit_links.py [--commit 40759c3] [--repeats 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+KUKA_DIR = REPO.parent / "shared" / "data" / "kuka_lwr4"
+INPUTS = ("kuka_run1_200Hz", "panda_12k_1kHz", "panda_3k_100Hz")
+
+
+def _panda(duration: float, rate: float, n_train: int) -> tuple:
+    from inertia_id_ros.chain.links import LinkModel
+    from inertia_id_ros.core.robots import example_robot_urdf
+    from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS
+    from inertia_id_ros.sim.torques import panda_arm_recording
+
+    rec = panda_arm_recording(duration=duration, rate=rate, seed=0)
+    model = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
+    train = slice(0, n_train)
+    held = slice(n_train, None)
+    return model, [(rec.t[s], rec.q[s], rec.dq[s], rec.effort[s]) for s in (train, held)]
+
+
+def _kuka() -> tuple:
+    from inertia_id_ros.chain.links import LinkModel
+
+    runs = []
+    for index in (1, 2, 3):
+        with np.load(KUKA_DIR / f"measurements_{index}.npz") as run:
+            runs.append((run["times"], run["positions"], run["velocities"], run["torques"]))
+    return LinkModel.from_urdf(KUKA_DIR / "kuka_lwr4.urdf"), runs
+
+
+def run_input(name: str) -> dict:
+    """Identify on input ``name`` with the ``inertia_id_ros`` on ``sys.path``: ``{"seconds",
+    "held_out_rms" (one per held-out part)}``."""
+    from inertia_id_ros.chain.identify import derive_torque_data, identify_links
+    from inertia_id_ros.chain.links import torque_error
+
+    model, runs = {"kuka_run1_200Hz": _kuka,
+                   "panda_12k_1kHz": lambda: _panda(20.0, 1000.0, 12000),
+                   "panda_3k_100Hz": lambda: _panda(50.0, 100.0, 3000)}[name]()
+    t, q, dq, effort = runs[0]
+    started = time.perf_counter()
+    identification = identify_links(model, t, q, dq, None, effort)
+    seconds = time.perf_counter() - started
+    rms = [torque_error(identification.model, identification.fit.x,
+                        derive_torque_data(*run[:3], run[3], identification.differentiation,
+                                           delay=identification.delay.delay)).overall
+           for run in runs[1:]]
+    return {"seconds": seconds, "held_out_rms": rms}
+
+
+def extract(commit: str, into: Path) -> Path:
+    """``inertia_id_ros`` of ``commit`` under ``into``; returns ``into``."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit,
+                              "inertia_id_ros"], check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def measure(name: str, source: Path) -> dict:
+    """:func:`run_input` in a fresh interpreter with the package at ``source`` first on the
+    path (an installed checkout is shadowed)."""
+    code = (f"import sys; sys.path.insert(0, {str(source)!r}); "
+            f"sys.path.insert(1, {str(Path(__file__).parent)!r}); "
+            "import json, inertia_id_ros, bench_fit_links as b; "
+            f"assert inertia_id_ros.__file__.startswith({str(source)!r}), inertia_id_ros.__file__; "
+            f"print(json.dumps(b.run_input({name!r})))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, cwd=tempfile.gettempdir()).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--commit", default="40759c3", help="the old code's commit")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    names = [n for n in INPUTS if n != "kuka_run1_200Hz" or KUKA_DIR.is_dir()]
+    with tempfile.TemporaryDirectory() as tmp:
+        old_source = extract(args.commit, Path(tmp))
+        results = {(n, p): [] for n in names for p in ("old", "new")}
+        for _ in range(args.repeats):
+            for name in names:
+                for path, source in (("old", old_source), ("new", REPO)):
+                    results[name, path].append(measure(name, source))
+    print(f"{'input':<18}{'old s':>8}{'new s':>8}{'ratio':>7}   held-out RMS old -> new (N m)")
+    for name in names:
+        old, new = (float(np.median([r["seconds"] for r in results[name, p]]))
+                    for p in ("old", "new"))
+        rms = "; ".join(f"{a:.4f} -> {b:.4f}" for a, b in
+                        zip(results[name, "old"][0]["held_out_rms"],
+                            results[name, "new"][0]["held_out_rms"]))
+        print(f"{name:<18}{old:8.2f}{new:8.2f}{old / new:7.2f}   {rms}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
