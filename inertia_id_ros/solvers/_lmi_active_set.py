@@ -93,7 +93,8 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
     """Semismooth Newton from ``z0`` (d,) on ``P`` (d, d) PD, ``q`` (d,), bodies in
     ``z[:10 n_bodies]`` and bounded extras ``z[10 n_bodies:] >= 0``; a certified
     :class:`NewtonResult` once every ``|F_k| <= tol |J_k(z)|`` (Frobenius) and every
-    ``|F_e| <= tol max(|z_e|, |v_e|)``, else ``None``.
+    ``|F_e| <= tol max(|z_e|, |v_e|)`` (then one more full step, kept if every ratio stays
+    within ``NEAR_TOLERANCE * tol``), else ``None``.
 
     The returned ``J_k`` are ``Pi(W_k)`` with eigenvalues raised to ``floor`` plus a round-off
     allowance (:data:`FLOOR_RTOL` times the largest), so ``lambda_min(J_k) >= floor`` survives
