@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
@@ -127,6 +128,10 @@ def _table(truth: np.ndarray, estimate: np.ndarray, true_offset: np.ndarray,
     return "\n".join(lines)
 
 
+EXIT_INTERRUPTED = 130
+"""Exit code of a demo stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+
+
 def _launch(sim_args: list[str], node_args: list[str]) -> list[subprocess.Popen]:
     """Start the simulator and the node (Panda, payload beyond :data:`SENSOR_FRAME`) with these
     extra parameters (``-p name:=value`` pairs)."""
@@ -219,6 +224,9 @@ def run_demo(motion_sec: float = 30.0, method: str = "lmi", seed: int = 0,
         ok = err.acceptable() and client.inconsistent == 0 and len(client.estimates) > 0
         print("demo: PASS" if ok else "demo: FAIL")
         return 0 if ok else 1
+    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C
+        print("demo: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         _shutdown(client_node, processes)
 
@@ -292,5 +300,8 @@ def run_excite_demo(duration: float = 15.0, speed_scale: float = 1.0,
         ok = err.acceptable()
         print("demo: PASS" if ok else "demo: FAIL")
         return 0 if ok else 1
+    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C
+        print("demo: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         _shutdown(client_node, processes)
