@@ -26,7 +26,8 @@ Steps, each choice made on the training recording only and reported:
 5. weighting (``"channel"``): each joint's noise level from the residuals, iterated
    (:mod:`inertia_id_ros.core.weighting`); ``"none"``: unweighted;
 6. prior strength: the weight of the pull toward the URDF by blocked cross-validation
-   (:func:`~inertia_id_ros.chain.links.select_prior_weight`), unless given;
+   (:func:`~inertia_id_ros.chain.links.select_prior_weight`, descending the grid from the
+   strongest weight: only the candidates evaluated are reported), unless given;
 7. the fit (:func:`~inertia_id_ros.chain.links.fit_links`).
 """
 
@@ -546,10 +547,17 @@ class LinkIdentification:
         (selections ``null`` when the value was given)."""
         differentiation = (self.filter_selection.as_json() if self.filter_selection is not None
                            else self.differentiation.as_json())
-        prior = None if self.prior_selection is None else {
-            "criterion": "5-fold blocked cross-validation of the torques (consistent fit)",
-            "candidates": [{"weight": float(w), "cv_rms": float(r)} for w, r in
-                           zip(self.prior_selection.weights, self.prior_selection.cv_rms)]}
+        prior = None
+        if self.prior_selection is not None:
+            evaluated = ~np.isnan(self.prior_selection.cv_rms)
+            prior = {"criterion": "5-fold blocked cross-validation of the torques (consistent "
+                                  "fit)" + ("" if evaluated.all() else
+                                            "; descent over the grid, only the candidates "
+                                            "evaluated are listed"),
+                     "grid": [float(w) for w in self.prior_selection.weights],
+                     "candidates": [{"weight": float(w), "cv_rms": float(r)} for w, r in
+                                    zip(self.prior_selection.weights[evaluated],
+                                        self.prior_selection.cv_rms[evaluated])]}
         weights = self.fit.channel_weights
         weighting = {"kind": self.weighting}
         if weights is not None:
@@ -591,7 +599,9 @@ class LinkIdentification:
                           f"{float(np.min(self.coulomb_selection.cv_rms)):.4f} N m)")
         how = ("given" if self.prior_selection is None else
                f"chosen by 5-fold cross-validation, held-out RMS "
-               f"{float(np.min(self.prior_selection.cv_rms)):.4f} N m")
+               f"{float(np.nanmin(self.prior_selection.cv_rms)):.4f} N m over "
+               f"{int(np.sum(~np.isnan(self.prior_selection.cv_rms)))} of "
+               f"{self.prior_selection.weights.size} candidates")
         lines.append(f"prior weight: {self.fit.prior_weight:.3g} ({how})")
         weights = self.fit.channel_weights
         if weights is None:
@@ -702,7 +712,8 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
                 return solve(build_link_problem(model, *normal, 0.0), method="ols").x
             channel_weights = iterate_channel_weights(channels, ols)[1].weights
         prior_selection = select_prior_weight(model, method=method, folds=folds,
-                                              channel_weights=channel_weights, **solver_options)
+                                              channel_weights=channel_weights, search="descent",
+                                              **solver_options)
         prior_weight = prior_selection.best
     fit = fit_links(model, data, method=method, prior_weight=prior_weight, weighting=weighting,
                     channels=channels, **solver_options)
