@@ -253,19 +253,19 @@ class LinkModel:
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
         n_theta = 10 * self.n_joints
         Y = np.empty((dq.shape[0], self.n_joints, self.n_parameters))
-        Y[:, :, :n_theta] = self.link_regressor(positions, dq, ddq)
+        self.link_regressor(positions, dq, ddq, out=Y[:, :, :n_theta])
         Y[:, :, n_theta:] = self.drive_regressor(dq, ddq)
         return Y
 
     def link_regressor(self, positions: np.ndarray, velocities: np.ndarray,
-                       accelerations: np.ndarray) -> np.ndarray:
+                       accelerations: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """(N, n_joints, 10 n_joints) the links' columns of :meth:`joint_torque_regressor`:
         ``RNEA(theta; q, dq, ddq) = Y_links @ theta`` (``pin.computeJointTorqueRegressor``, the
-        model's gravity)."""
+        model's gravity); written into ``out`` when given (a view is fine)."""
         q = self.configuration(positions)
         dq = np.atleast_2d(np.asarray(velocities, dtype=float))
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
-        Y = np.empty((q.shape[0], self.n_joints, 10 * self.n_joints))
+        Y = np.empty((q.shape[0], self.n_joints, 10 * self.n_joints)) if out is None else out
         for k in range(q.shape[0]):
             Y[k] = pin.computeJointTorqueRegressor(self.model, self._data, q[k], dq[k], ddq[k])
         return Y
