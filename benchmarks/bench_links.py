@@ -12,48 +12,51 @@ armature, 0.05 N·m noise). Model: 7 links (10 parameters each, URDF prior) plus
    (``link_problem``: what a sliding window adds per sample).
 2. Consistent solve time on sliding windows (``--window`` s, moved by ``--step`` s) whose normal
    equations are precomputed (sums of per-step blocks, as a sliding window keeps them), with the
-   default prior weight: the fast LMI (cold, and warm-started from the previous window's
-   solution as the node does), the cvxpy reference with the DPP model built once (Clarabel), and
-   cvxpy building the model on every solve. Wall-clock time around ``solve``; median, p99, max,
-   the ratio of medians to the fast cold solve, and the objective's relative excess over the best
-   of the methods on the same window (agreement check).
+   default prior weight. The fast backend's two algorithms: the semismooth Newton method (the
+   default; :mod:`inertia_id_ros.solvers._lmi_active_set`) and the interior point
+   (``use_active_set=False``; the path these problems took before the Newton method took
+   non-negative extras, and still its fallback), each cold and warm-started from the previous
+   window's solution as the node does; the cvxpy reference with the DPP model built once
+   (Clarabel), and cvxpy building the model on every solve. The methods are interleaved window
+   by window (the order rotating), so load from other processes hits them alike. Wall-clock time
+   around ``solve``; median, p99, max, the ratio of medians to the Newton method's cold solve,
+   the objective's relative excess over the best of the methods on the same window (agreement
+   check), the share of fully consistent results and the smallest ``lambda_min(J)`` of any body.
 
-Target: 7-DoF consistent solve <= 10 ms median (fast backend).
+Target: 7-DoF (98 parameters) consistent solve <= 5 ms cold median (fast backend).
 
 Run: .venv/bin/python benchmarks/bench_links.py [--data DIR] [--window 10] [--step 0.1]
-[--cvxpy-windows 30] [--per-solve-windows 8]. BLAS runs on one thread (set before numpy is
-imported): on these small matrices OpenBLAS's threads cost more than they save.
+[--cvxpy-windows 30] [--per-solve-windows 8]. BLAS threads are left to the environment (the
+header prints ``OPENBLAS_NUM_THREADS``); compare a run with ``OPENBLAS_NUM_THREADS=1``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_variable] = "1"
+import numpy as np
+import pinocchio as pin
 
-import argparse  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402  (after the BLAS thread settings)
-import pinocchio as pin  # noqa: E402
-
-from inertia_id_ros.chain.links import (  # noqa: E402
+from inertia_id_ros.chain.links import (
     DEFAULT_PRIOR_WEIGHT,
     JointTorqueData,
     LinkModel,
     link_problem,
     regression_system,
 )
-from inertia_id_ros.core.robots import example_robot_urdf  # noqa: E402
-from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, ExcitingTrajectory  # noqa: E402
-from inertia_id_ros.solvers import Problem, Solution, solve  # noqa: E402
-from inertia_id_ros.sim.torques import DriveTruth, JointTorqueSimulator  # noqa: E402
+from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, ExcitingTrajectory
+from inertia_id_ros.solvers import Problem, Solution, solve
+from inertia_id_ros.sim.torques import DriveTruth, JointTorqueSimulator
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kuka_lwr4"
 RATE = 200.0  # Hz, the KUKA recording's and the simulated Panda's
-TARGET_MEDIAN_MS = 10.0
+TARGET_MEDIAN_MS = 5.0
 
 
 def load_case(data_dir: Path) -> tuple[str, LinkModel, JointTorqueData]:
@@ -129,19 +132,27 @@ def window_problems(model: LinkModel, data: JointTorqueData, window: float,
     return problems
 
 
-def time_solves(problems: list[Problem], warm: bool = False,
-                **options: object) -> tuple[np.ndarray, list[Solution]]:
-    """Wall-clock seconds of ``solve(problem, "lmi", **options)`` for each problem, and the
-    solutions (``warm``: each warm-started from the previous window's)."""
-    times, solutions = [], []
-    previous: Solution | None = None
-    for problem in problems:
+@dataclass
+class Method:
+    """One timed way of solving: ``options`` for ``solve(problem, "lmi", ...)``, warm-started
+    from its own previous solution if ``warm``, on the windows whose index is in ``windows``."""
+
+    label: str
+    options: dict[str, Any]
+    windows: set[int]
+    warm: bool = False
+    times: list[float] = field(default_factory=list)
+    solutions: list[tuple[Problem, Solution]] = field(default_factory=list)
+
+    def run(self, index: int, problem: Problem) -> None:
+        """Solve window ``index`` (if it is one of this method's) and record the wall time."""
+        if index not in self.windows:
+            return
+        previous = self.solutions[-1][1] if self.warm and self.solutions else None
         started = time.perf_counter()
-        solution = solve(problem, "lmi", initvals=previous if warm else None, **options)
-        times.append(time.perf_counter() - started)
-        solutions.append(solution)
-        previous = solution
-    return np.array(times), solutions
+        solution = solve(problem, "lmi", initvals=previous, **self.options)
+        self.times.append(time.perf_counter() - started)
+        self.solutions.append((problem, solution))
 
 
 def main() -> int:
@@ -158,7 +169,9 @@ def main() -> int:
 
     description, model, data = load_case(args.data)
     print(f"data: {description}: {data.n_samples} samples, {model.n_joints} joints, "
-          f"{model.n_parameters} parameters; BLAS threads: 1")
+          f"{model.n_parameters} parameters; "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
+          f"{os.cpu_count()} CPUs")
 
     print("\n== regressor cost per sample (best of 3 passes over all samples)")
     costs = regressor_costs(model, data)
@@ -170,41 +183,60 @@ def main() -> int:
     problems = window_problems(model, data, args.window, args.step)
     print(f"\n== consistent solve (lmi), {len(problems)} windows of {args.window:g} s "
           f"({problems[0].n_rows} torque rows) moved by {args.step:g} s, normal equations "
-          f"precomputed, prior weight {DEFAULT_PRIOR_WEIGHT:g} per sample")
-    cvxpy_subset = problems[:: max(1, len(problems) // args.cvxpy_windows)][:args.cvxpy_windows]
-    per_solve_subset = cvxpy_subset[:args.per_solve_windows]
+          f"precomputed, prior weight {DEFAULT_PRIOR_WEIGHT:g} per sample; methods interleaved")
+    every = set(range(len(problems)))
+    cvxpy_windows = sorted(every)[:: max(1, len(problems) // args.cvxpy_windows)]
+    cvxpy_windows = cvxpy_windows[:args.cvxpy_windows]
+    interior_point = {"use_active_set": False}
+    methods = [
+        Method("fast Newton, cold (new)", {}, every),
+        Method("fast Newton, warm (new)", {}, every, warm=True),
+        Method("fast interior point, cold (old)", interior_point, every),
+        Method("fast interior point, warm (old)", interior_point, every, warm=True),
+        Method("cvxpy Clarabel, DPP built once", {"backend": "cvxpy"}, set(cvxpy_windows)),
+        Method("cvxpy Clarabel, built per solve", {"backend": "cvxpy_per_solve"},
+               set(cvxpy_windows[:args.per_solve_windows])),
+    ]
     solve(problems[0], "lmi", backend="cvxpy")  # build and cache the DPP model (not timed)
-    runs = {
-        "lmi fast, cold": (problems, time_solves(problems)),
-        "lmi fast, warm (previous window)": (problems, time_solves(problems, warm=True)),
-        "lmi cvxpy, DPP model built once": (cvxpy_subset,
-                                            time_solves(cvxpy_subset, backend="cvxpy")),
-        "lmi cvxpy, model built per solve": (per_solve_subset,
-                                             time_solves(per_solve_subset,
-                                                         backend="cvxpy_per_solve")),
-    }
-    fast_times, fast_solutions = runs["lmi fast, cold"][1]
-    fast_median = np.median(fast_times)
-    objectives: dict[int, float] = {}  # best objective per window (by identity of the problem)
-    for subset, (_, solutions) in runs.values():
-        for problem, solution in zip(subset, solutions):
-            value = problem.objective(solution.x)
-            objectives[id(problem)] = min(objectives.get(id(problem), np.inf), value)
-    active = np.mean([s.info.get("active", True) for s in fast_solutions])
+    for index, problem in enumerate(problems):
+        shift = index % len(methods)
+        for method in methods[shift:] + methods[:shift]:
+            method.run(index, problem)
+
+    best: dict[int, float] = {}  # best objective per window (by identity of the problem)
+    for method in methods:
+        for problem, solution in method.solutions:
+            best[id(problem)] = min(best.get(id(problem), np.inf), problem.objective(solution.x))
+    medians = {method.label: np.median(method.times) for method in methods}
+    new_cold = medians["fast Newton, cold (new)"]
+    active = np.mean([s.info["active"] for _, s in methods[0].solutions])
     print(f"LMI constraint active (unconstrained optimum inconsistent) in {100 * active:.0f} % "
           "of the windows")
-    print(f"{'method':34s} {'n':>4s} {'median ms':>10s} {'p99 ms':>8s} {'max ms':>8s} "
-          f"{'x fast':>7s} {'objective excess':>17s} {'consistent':>10s}")
-    for label, (subset, (times, solutions)) in runs.items():
-        excess = max((p.objective(s.x) - objectives[id(p)]) / abs(objectives[id(p)])
-                     for p, s in zip(subset, solutions))
+    print(f"{'method':32s} {'n':>4s} {'median ms':>10s} {'p99 ms':>7s} {'max ms':>7s} "
+          f"{'/ new cold':>10s} {'Newton':>6s} {'obj. excess':>11s} {'consistent':>10s} "
+          f"{'min eig J':>10s}")
+    for method in methods:
+        times = 1e3 * np.array(method.times)
+        solutions = [s for _, s in method.solutions]
+        excess = max((p.objective(s.x) - best[id(p)]) / abs(best[id(p)])
+                     for p, s in method.solutions)
+        newton = np.mean([s.info.get("algorithm") == "active_set" for s in solutions])
         consistent = np.mean([s.fully_consistent for s in solutions])
-        print(f"{label:34s} {len(times):4d} {1e3 * np.median(times):10.2f} "
-              f"{1e3 * np.percentile(times, 99):8.2f} {1e3 * times.max():8.2f} "
-              f"{np.median(times) / fast_median:7.1f} {excess:17.1e} {consistent:10.2f}")
-    met = 1e3 * fast_median <= TARGET_MEDIAN_MS
-    print(f"\ntarget: {model.n_joints}-DoF consistent solve <= {TARGET_MEDIAN_MS:g} ms median: "
-          f"{'met' if met else 'NOT met'} ({1e3 * fast_median:.2f} ms, fast backend, cold)")
+        lowest = min(s.min_eigs.min() for s in solutions)
+        print(f"{method.label:32s} {times.size:4d} {np.median(times):10.2f} "
+              f"{np.percentile(times, 99):7.2f} {times.max():7.2f} "
+              f"{medians[method.label] / new_cold:10.2f} {newton:6.2f} {excess:11.1e} "
+              f"{consistent:10.2f} {lowest:10.2e}")
+    cold_ratio = medians["fast interior point, cold (old)"] / new_cold
+    warm_ratio = (medians["fast interior point, warm (old)"]
+                  / medians["fast Newton, warm (new)"])
+    print(f"\nold / new (interior point / Newton), ratio of medians in this run: cold "
+          f"{cold_ratio:.2f}, warm {warm_ratio:.2f}; cvxpy DPP / new cold "
+          f"{medians['cvxpy Clarabel, DPP built once'] / new_cold:.1f}")
+    met = 1e3 * new_cold <= TARGET_MEDIAN_MS
+    print(f"target: {model.n_joints}-DoF ({model.n_parameters} parameters) consistent solve "
+          f"<= {TARGET_MEDIAN_MS:g} ms cold median: {'met' if met else 'NOT met'} "
+          f"({1e3 * new_cold:.2f} ms, fast backend, Newton, cold)")
     return 0 if met else 1
 
 

@@ -1,8 +1,9 @@
 """Semismooth Newton (primal-dual active-set) method on the KKT conditions (``lmi`` fast).
 
-Reduced problem ``min 1/2 z^T P z - q^T z  s.t.  J_k(z) >= 0`` (bodies only, no linear rows;
-``P`` positive definite). ``J: R^10 -> S^4`` is a bijection, so stationarity
-``g = P z - q = C^T(Z)`` fixes each body's dual: ``Z_k = J(G^-1 g_k)``, ``G_ij = tr(A_i A_j)``.
+Reduced problem ``min 1/2 z^T P z - q^T z  s.t.  J_k(z) >= 0`` (``z[:10n]``, the bodies) and
+``z_e >= 0`` (``z[10n:]``, the bounded extras); no other linear rows, ``P`` positive definite.
+``J: R^10 -> S^4`` is a bijection, so stationarity ``g = P z - q = C^T(Z, u)`` fixes each body's
+dual, ``Z_k = J(G^-1 g_k)`` (``G_ij = tr(A_i A_j)``), and each extra's, ``u_e = g_e``.
 With ``Pi`` the projection onto the PSD cone (eigenvalues clipped at 0), the other KKT
 conditions ``J_k >= 0, Z_k >= 0, J_k Z_k = 0`` are (Moreau) the natural residual::
 
@@ -17,13 +18,19 @@ conditions ``J_k >= 0, Z_k >= 0, J_k Z_k = 0`` are (Moreau) the natural residual
 
     G dz_k - R_k dw_k = -B vec(F_k),    dw_k = dz_k - sigma_k G^-1 (P dz)_k   (B: rows vec(A_i))
 
-whose matrix is nonsingular whenever ``P > 0`` (similar to ``I - M + M P^`` with
-``0 <= M <= I``, ``P^ > 0``). Each step re-decides every body's face (no rank guesses: a
+An extra is a 1x1 block of the same form (``G = 1``, ``A = 1``): ``F_e = z_e - max(v_e, 0)``,
+``v_e = z_e - tau_e g_e`` (``tau_e = 1 / P_ee``), ``dF_e = dz_e - [v_e > 0] dv_e``. The whole
+matrix is nonsingular whenever ``P > 0`` (similar to ``I - M + M P^`` with ``0 <= M <= I``,
+``P^ > 0``). Each step re-decides every body's face and every bound (no rank guesses: a
 primal-dual active-set method, Hintermueller, Ito, Kunisch 2002); convergence is quadratic near a
-strictly complementary optimum. Armijo backtracking on ``|F|^2`` globalises it (the Newton
-direction has slope ``-2 |F|^2``). At ``F = 0``, ``Pi(W_k) >= 0`` and ``Z_k = -W_k- / sigma_k >= 0``
-have ``Pi(W_k) Z_k = 0`` exactly and satisfy stationarity: a KKT certificate, so the result is
-THE optimum. Otherwise (no convergence, stalling) ``None``: the interior point takes over.
+strictly complementary optimum. Nonmonotone Armijo backtracking on ``|F|^2`` globalises it (the
+Newton direction has slope ``-2 |F|^2``; the sufficient decrease is measured from the largest of
+the last :data:`NONMONOTONE_MEMORY` merits, Grippo, Lampariello, Lucidi 1986: ``|F|^2`` has kinks
+where an eigenvalue or a ``v_e`` changes sign, along which monotone steps crawl). At ``F = 0``,
+``Pi(W_k) >= 0`` and ``Z_k = -W_k- / sigma_k >= 0`` have ``Pi(W_k) Z_k = 0`` exactly and satisfy
+stationarity (likewise ``max(v_e, 0)`` and ``u_e = max(-v_e, 0) / tau_e``): a KKT certificate,
+so the result is THE optimum. Otherwise (no convergence, stalling) ``None``: the interior point
+takes over.
 """
 
 from __future__ import annotations
@@ -41,8 +48,11 @@ _GRAM_INV = np.linalg.inv(_GRAM)
 _THETA = _GRAM_INV @ _BASIS  # theta(J) = _THETA @ vec(J)
 MAX_ITERATIONS = 30
 STALL_ITERATIONS = 3
-"""Give up (the interior point takes over) after this many consecutive steps that each reduce
-``|F|`` by less than 10 % (damped steps: ill-conditioned data, nearly degenerate optimum)."""
+"""Give up (the interior point takes over) after this many consecutive steps that each leave
+``|F|`` above 90 % of the line search's reference (damped steps: ill-conditioned data, nearly
+degenerate optimum)."""
+NONMONOTONE_MEMORY = 3
+"""Merits (``|F|^2`` of the last iterates) the line search's reference is the largest of."""
 NEAR_TOLERANCE = 100.0
 """When round-off stops the line search, ``|F_k| <= NEAR_TOLERANCE * tol * |J_k|`` is accepted."""
 FLOOR_RTOL = 1e-13
@@ -52,11 +62,13 @@ _MIN_STEP = 1e-6
 
 
 class NewtonResult(NamedTuple):
-    """``z`` (10n,) the projected primal (``lambda_min(J_k(z)) >= floor``), ``block_duals``
-    (n, 4, 4) the PSD duals, ``iterations`` Newton steps."""
+    """``z`` (d,) the projected primal (``lambda_min(J_k(z)) >= floor``, ``z[10n:] >= 0``),
+    ``block_duals`` (n, 4, 4) the PSD duals, ``row_duals`` (d - 10n,) the bounds' duals
+    (``>= 0``), ``iterations`` Newton steps."""
 
     z: np.ndarray
     block_duals: np.ndarray
+    row_duals: np.ndarray
     iterations: int
 
 
@@ -70,67 +82,99 @@ def _eigh(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.linalg.eigh(W)
 
 
+def _floored(size: np.ndarray) -> np.ndarray:
+    """``size`` (k,) squared magnitudes floored at ``1e-24`` times their largest (and 1e-300)."""
+    return np.maximum(size, max(1e-24 * size.max(initial=0.0), 1e-300))
+
+
 def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int, *,
                      tol: float, floor: float = 0.0,
                      max_iterations: int = MAX_ITERATIONS) -> NewtonResult | None:
-    """Semismooth Newton from ``z0`` (10n,) on ``P`` (10n, 10n) PD, ``q`` (10n,); a certified
-    :class:`NewtonResult` once every ``|F_k| <= tol |J_k(z)|`` (Frobenius), else ``None``.
+    """Semismooth Newton from ``z0`` (d,) on ``P`` (d, d) PD, ``q`` (d,), bodies in
+    ``z[:10 n_bodies]`` and bounded extras ``z[10 n_bodies:] >= 0``; a certified
+    :class:`NewtonResult` once every ``|F_k| <= tol |J_k(z)|`` (Frobenius) and every
+    ``|F_e| <= tol max(|z_e|, |v_e|)`` (then one more full step, kept if every ratio stays
+    within ``NEAR_TOLERANCE * tol``), else ``None``.
 
     The returned ``J_k`` are ``Pi(W_k)`` with eigenvalues raised to ``floor`` plus a round-off
     allowance (:data:`FLOOR_RTOL` times the largest), so ``lambda_min(J_k) >= floor`` survives
-    the conversion to ``theta``.
+    the conversion to ``theta``; the returned extras are ``max(v_e, 0)``.
     """
-    n, d = n_bodies, 10 * n_bodies
+    n, nb, d = n_bodies, 10 * n_bodies, P.shape[0]
+    m = d - nb
     diagonal = np.arange(n)
-    P_rows = P.reshape(n, 10, d)
-    sigma = 10.0 / np.einsum("ij,nij->n", _GRAM_INV, P_rows.reshape(n, 10, n, 10)[diagonal, :,
-                                                                                    diagonal, :])
-    if not np.all(sigma > 0):
+    P_rows = P[:nb].reshape(n, 10, d)
+    sigma = 10.0 / np.einsum("ij,nij->n", _GRAM_INV,
+                             P_rows[:, :, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :])
+    tau = 1.0 / np.diagonal(P)[nb:]
+    if not (np.all(sigma > 0) and np.all(tau > 0)):
         return None
     # w = z - sigma G^-1 (P z - q) = w_rows z + w_shift; vec(W_k) = B^T w_k
     w_rows = -(sigma[:, None, None] * _GRAM_INV) @ P_rows  # (n, 10, d)
-    w_rows.reshape(n, 10, n, 10)[diagonal, :, diagonal, :] += np.eye(10)
-    w_shift = (sigma[:, None] * q.reshape(n, 10)) @ _GRAM_INV
+    w_rows[:, :, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :] += np.eye(10)
+    w_shift = (sigma[:, None] * q[:nb].reshape(n, 10)) @ _GRAM_INV
     w_map = (_BASIS.T @ w_rows).reshape(16 * n, d)
     w_map_shift = (w_shift @ _BASIS).ravel()
-    gram_blocks = np.zeros((n, 10, n, 10))
-    gram_blocks[diagonal, :, diagonal, :] = _GRAM
-    gram_blocks = gram_blocks.reshape(d, d)
+    # v = z_e - tau (P z - q)_e = v_rows z + v_shift
+    v_rows = -tau[:, None] * P[nb:]
+    v_rows[:, nb:][np.diag_indices(m)] += 1.0
+    v_shift = tau * q[nb:]
+    jacobian_base = np.zeros((d, d))  # rows of G dz_k and dz_e
+    jacobian_base[:nb, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :] = _GRAM
+    jacobian_base[nb:, nb:][np.diag_indices(m)] = 1.0
 
     def state(z: np.ndarray):
-        """``(lam, Q, F, |F_k|^2, |J_k|^2)`` at ``z``."""
-        J = z.reshape(n, 10) @ _BASIS
+        """``(lam, Q, v, F (n, 16), F_e (m,), squared residuals (n + m,), floored squared
+        sizes (n + m,))`` at ``z``."""
+        J = z[:nb].reshape(n, 10) @ _BASIS
         lam, Q = _eigh((w_map @ z + w_map_shift).reshape(n, 4, 4))
         F = J.reshape(n, 4, 4) - (Q * np.maximum(lam, 0.0)[:, None, :]) @ Q.transpose(0, 2, 1)
         F = F.reshape(n, 16)
-        return lam, Q, F, np.einsum("ni,ni->n", F, F), np.einsum("ni,ni->n", J, J)
+        v = v_rows @ z + v_shift
+        z_e = z[nb:]
+        F_e = z_e - np.maximum(v, 0.0)
+        residual = np.concatenate([np.einsum("ni,ni->n", F, F), F_e * F_e])
+        size = np.concatenate([_floored(np.einsum("ni,ni->n", J, J)),
+                               _floored(np.maximum(z_e * z_e, v * v))])
+        return lam, Q, v, F, F_e, residual, size
 
     def converged(relative: float) -> bool:
-        scale = np.maximum(size, max(1e-24 * size.max(), 1e-300))
-        return (residual / scale).max() <= relative * relative
+        return (residual / size).max(initial=0.0) <= relative * relative
 
-    z = np.array(z0, dtype=float)
-    lam, Q, F, residual, size = state(z)
-    iterations = stalled = 0
-    while not converged(tol):
-        if iterations == max_iterations or stalled == STALL_ITERATIONS:
-            return None
-        iterations += 1
+    def newton_direction() -> np.ndarray | None:
+        """Newton step ``dz`` (d,) at the current iterate (``None``: singular matrix)."""
         K = (Q[:, :, None, :, None] * Q[:, None, :, None, :]).reshape(n, 16, 16)
         U = _BASIS @ K  # (n, 10, 16): U[k, i] = vec(Q_k^T A_i Q_k)
         positive, magnitude = np.maximum(lam, 0.0), np.abs(lam)
         omega = ((positive[:, :, None] + positive[:, None, :])
                  / np.maximum(magnitude[:, :, None] + magnitude[:, None, :], 1e-300))
         R = (U * omega.reshape(n, 1, 16)) @ U.transpose(0, 2, 1)
-        # Newton: (G - R_k) dz_k + R_k [sigma G^-1 P dz]_k = G dz_k - R_k [dw]_k = -B vec(F_k)
-        jacobian = gram_blocks - (R @ w_rows).reshape(d, d)
-        _, _, dz, info = lapack.dgesv(jacobian, -(F @ _BASIS.T).ravel(), overwrite_a=True)
-        if info:
+        # (G - R_k) dz_k + R_k [sigma G^-1 P dz]_k = G dz_k - R_k [dw]_k = -B vec(F_k),
+        # dz_e - [v_e > 0] dv_e = -F_e
+        jacobian = jacobian_base.copy()
+        jacobian[:nb] -= (R @ w_rows).reshape(nb, d)
+        jacobian[nb:] -= (v > 0.0)[:, None] * v_rows
+        rhs = -np.concatenate([(F @ _BASIS.T).ravel(), F_e])
+        _, _, dz, info = lapack.dgesv(jacobian, rhs, overwrite_a=True, overwrite_b=True)
+        return None if info else dz
+
+    z = np.array(z0, dtype=float)
+    lam, Q, v, F, F_e, residual, size = state(z)
+    iterations = stalled = 0
+    merits: list[float] = []
+    while not converged(tol):
+        if iterations == max_iterations or stalled == STALL_ITERATIONS:
+            return None
+        iterations += 1
+        dz = newton_direction()
+        if dz is None:
             return None
         merit, alpha = residual.sum(), 1.0
+        merits.append(merit)
+        reference = max(merits[-NONMONOTONE_MEMORY:])
         while True:  # Armijo: d|F|^2 / d alpha = -2 |F|^2 along the Newton direction
             trial = state(z + alpha * dz)
-            if trial[3].sum() <= (1.0 - 2.0 * _ARMIJO * alpha) * merit:
+            if trial[5].sum() <= reference - 2.0 * _ARMIJO * alpha * merit:
                 break
             alpha *= 0.5
             if alpha < _MIN_STEP:  # round-off floor (or a failure)
@@ -141,10 +185,21 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
         if trial is None:
             break
         z = z + alpha * dz
-        lam, Q, F, residual, size = trial
-        stalled = stalled + 1 if residual.sum() > 0.81 * merit else 0
+        lam, Q, v, F, F_e, residual, size = trial
+        stalled = stalled + 1 if residual.sum() > 0.81 * reference else 0
+    # one more full step, kept within the round-off allowance: near the solution it costs little
+    # and pins the directions P barely determines (there |F| at its round-off floor, about
+    # eps cond(P) |J|, allows a large error in z)
+    dz = newton_direction()
+    if dz is not None:
+        trial = state(z + dz)
+        if (trial[5] / trial[6]).max(initial=0.0) <= (NEAR_TOLERANCE * tol) ** 2:
+            z = z + dz
+            lam, Q, v, F, F_e, residual, size = trial
+            iterations += 1
     lifted = np.maximum(lam, floor + FLOOR_RTOL * np.maximum(lam.max(axis=1, keepdims=True), 0))
     positive = (Q * lifted[:, None, :]) @ Q.transpose(0, 2, 1)
     duals = (Q * (np.minimum(lam, 0.0) / -sigma[:, None])[:, None, :]) @ Q.transpose(0, 2, 1)
-    return NewtonResult(z=(positive.reshape(n, 16) @ _THETA.T).ravel(), block_duals=duals,
+    z = np.concatenate([(positive.reshape(n, 16) @ _THETA.T).ravel(), np.maximum(v, 0.0)])
+    return NewtonResult(z=z, block_duals=duals, row_duals=np.maximum(-v, 0.0) / tau,
                         iterations=iterations)

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from inertia_id_ros.core.inertia import PSEUDO_INERTIA_BASIS
+from inertia_id_ros.solvers._linalg import cholesky, cholesky_solve
 
 _BASIS = PSEUDO_INERTIA_BASIS.reshape(10, 16)  # J(theta).ravel() = theta @ _BASIS
 _STEP_FRACTION = 0.99
@@ -167,9 +167,8 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
             w_over_s = w
             K = P.copy()
         K[block_rows, block_cols] += _BASIS @ kron @ _BASIS.T
-        try:
-            factor = scipy.linalg.cho_factor(K, check_finite=False)
-        except np.linalg.LinAlgError:
+        factor = cholesky(K)
+        if factor is None:
             status, converged = ("solved", True) if nearly else ("numerical_limit", False)
             break
         lam_sum = lam[:, :, None] + lam[:, None, :]
@@ -181,7 +180,7 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
             T_blocks = Rit @ (2.0 * c_blocks / lam_sum) @ Ri
             T_rows = c_rows / s
             rhs = -rd + problem.adjoint(T_blocks + Wrp_blocks, T_rows + rp_rows_scaled)
-            dz = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+            dz = cholesky_solve(factor, rhs)
             dS = problem.blocks(dz) - rp_blocks
             dZ = T_blocks - Winv @ dS @ Winv
             dS_scaled = Ri @ dS @ Rit  # R^-1 dS R^-T

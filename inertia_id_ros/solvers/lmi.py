@@ -10,10 +10,11 @@ Back ends (option ``backend``):
   returned at once; otherwise the unconstrained parameters are eliminated (Schur complement) and
   the small problem on the bodies (and constrained extras) is solved by (1) a semismooth Newton
   (primal-dual active-set) method on the KKT conditions (:mod:`._lmi_active_set`; accepted only
-  with a KKT certificate; not with ellipsoid / non-negativity rows), else (2) a specialised
-  primal-dual interior-point method (:mod:`._lmi_fast`). Both are warm-started from
-  ``initvals``: the Newton method from its ``x`` (then, if that fails, from the unconstrained
-  minimiser), the interior point from its ``x`` and duals (``info["duals"]``).
+  with a KKT certificate; takes non-negative extras, not ellipsoid rows or non-negative body
+  entries), else (2) a specialised primal-dual interior-point method (:mod:`._lmi_fast`). Both
+  are warm-started from ``initvals``: the Newton method from its ``x`` (then, if that fails,
+  from the unconstrained minimiser), the interior point from its ``x`` and duals
+  (``info["duals"]``).
 - ``"cvxpy"``: the reference. The problem is built once per structure
   (:meth:`Problem.structure_key`) with cvxpy Parameters (DPP) as
   ``sum_squares(R @ x - z)`` with ``R^T R = Y^T Y + W`` and ``R^T z = Y^T y + W prior``, cached,
@@ -197,8 +198,12 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
     z_unconstrained = x_unconstrained[reduction.constrained]
     z_start = x0[reduction.constrained] if x0 is not None else z_unconstrained
     block_duals, row_duals = duals if duals is not None else (None, None)
+    n_body = problem.n_body_params
     newton = None
-    if use_active_set and cone.rows.shape[0] == 0 and problem.n_bodies <= ACTIVE_SET_MAX_BODIES:
+    # the Newton method takes bounds on extras (z[10n:] >= 0), not ellipsoids or bounded bodies
+    bounds_on_extras_only = (cone.rows.shape[0] == len(problem.nonnegative)
+                             and min(problem.nonnegative, default=n_body) >= n_body)
+    if use_active_set and bounds_on_extras_only and problem.n_bodies <= ACTIVE_SET_MAX_BODIES:
         # from the warm start, then (a poor warm start) from the unconstrained minimiser
         starts = (z_start, z_unconstrained) if x0 is not None else (z_unconstrained,)
         for z0 in starts:
@@ -210,8 +215,7 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
             if newton is not None:
                 break
     if newton is not None:
-        z, block_duals, iterations = newton
-        row_duals = np.zeros(0)
+        z, block_duals, row_duals, iterations = newton
         algorithm, status, found, gap = "active_set", "solved", True, 0.0
     else:
         try:
@@ -224,7 +228,6 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
         algorithm, status, found, gap = ("interior_point", result.status, result.converged,
                                          result.gap)
         iterations = result.iterations
-    n_body = problem.n_body_params
     if _min_eigs(z, problem.n_bodies).min(initial=np.inf) < margin:
         z[:n_body] = lift_to_margin(z[:n_body], problem, margin)
     if problem.nonnegative:

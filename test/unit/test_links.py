@@ -23,12 +23,13 @@ from inertia_id_ros.chain.links import (
     fit_links,
     link_problem,
     predict_torques,
+    regression_system,
     select_prior_weight,
     torque_error,
 )
 from inertia_id_ros.chain.identify import derive_torque_data, identify_links
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.solvers import ellipsoid_matrix
+from inertia_id_ros.solvers import CONSISTENCY_MARGIN, ellipsoid_matrix, solve
 from helpers import SHARED_DATA
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
@@ -274,6 +275,31 @@ def test_badly_excited_links_stay_consistent() -> None:
     fit = fit_links(model, data, prior_weight=0.0, bounding_ellipsoids=ellipsoids)
     assert np.trace(pseudo_inertia(fit.link_parameters[6]) @ ellipsoids[6]) >= -1e-9
     assert fit.fully_consistent
+
+
+def test_consistent_solve_of_seven_links_and_drives_matches_cvxpy() -> None:
+    """The 98-parameter problem (7 links, 4 drive terms per joint; viscous, Coulomb and armature
+    bounded below by 0): the fast solve (semismooth Newton, cold and warm; interior point) is the
+    Clarabel optimum, with the LMI and some bounds active."""
+    model, _, data = simulated_panda(np.random.default_rng(3), 100, noise=1.0)
+    problem = link_problem(model, data)
+    assert problem.n_params == 98 and len(problem.nonnegative) == 21
+    reference = solve(problem, "lmi", backend="cvxpy")
+    newton = solve(problem, "lmi")
+    interior_point = solve(problem, "lmi", use_active_set=False)
+    warm = solve(problem.add_rows(*regression_system(model, data.subset(slice(0, 5)))), "lmi",
+                 initvals=newton)
+    assert newton.info["algorithm"] == warm.info["algorithm"] == "active_set"
+    assert interior_point.info["algorithm"] == "interior_point"
+    assert solve(problem, "ols").min_eigs.min() < 0
+    assert np.sum(newton.x[list(problem.nonnegative)] == 0.0) >= 2  # active bounds
+    for solution in (newton, interior_point):
+        assert solution.found and solution.fully_consistent
+        assert solution.min_eigs.min() >= (1 - 1e-6) * CONSISTENCY_MARGIN  # up to round-off
+        assert solution.objective <= reference.objective * (1 + 1e-9)
+        assert np.linalg.norm(solution.x - reference.x) <= 5e-6 * np.linalg.norm(reference.x)
+    assert np.linalg.norm(newton.x - interior_point.x) <= 1e-6 * np.linalg.norm(newton.x)
+    assert warm.found and warm.fully_consistent and warm.iterations < newton.iterations
 
 
 def test_select_prior_weight_by_blocked_cross_validation() -> None:

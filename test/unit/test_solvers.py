@@ -350,6 +350,37 @@ def test_newton_kkt_certificate_and_agreement_with_interior_point(n_bodies):
     assert solve_newton_kkt(P, q, z_unconstrained, n_bodies, tol=1e-12, max_iterations=1) is None
 
 
+def test_newton_kkt_with_bounded_extras_certificate_and_agreement_with_interior_point():
+    """Two bodies and four bounded extras ``z[20:] >= 0``, two of them negative unconstrained."""
+    n_bodies, m = 2, 4
+    P_bodies, q_bodies = random_cone_qp(n_bodies, seed=7)
+    rng = np.random.default_rng(7)
+    d = 10 * n_bodies + m
+    A = rng.normal(size=(3 * d, d))
+    P = A.T @ A / (3 * d) + 0.1 * np.eye(d)
+    P[:20, :20] += P_bodies
+    target = np.concatenate([np.linalg.solve(P_bodies, q_bodies), [0.5, -0.3, 0.2, -0.1]])
+    q = P @ target
+    z_unconstrained = np.linalg.solve(P, q)
+    assert body_min_eigs(z_unconstrained, n_bodies).max() < 0
+    assert (z_unconstrained[20:] < 0).sum() >= 1
+    result = solve_newton_kkt(P, q, z_unconstrained, n_bodies, tol=1e-12, floor=1e-9)
+    assert result is not None
+    z, Z, u = result.z, result.block_duals, result.row_duals
+    assert body_min_eigs(z, n_bodies).min() >= 1e-9 and z[20:].min() >= 0.0
+    assert u.shape == (m,) and u.min() >= 0.0 and np.all(u * z[20:] == 0.0)  # complementarity
+    assert np.any(u > 0)  # a bound is active
+    adjoint = np.concatenate([np.einsum("iab,kab->ki", PSEUDO_INERTIA_BASIS, Z).ravel(), u])
+    assert np.linalg.norm(P @ z - q - adjoint) <= 1e-7 * np.linalg.norm(q)  # stationarity
+    rows = np.zeros((m, d))
+    rows[:, 20:] = np.eye(m)
+    cone = ConeProblem(P=P, q=q, n_blocks=n_bodies, rows=rows)
+    ip = solve_cone_qp(cone, z_unconstrained, None, None, z_unconstrained=z_unconstrained,
+                       tol=1e-12, max_iterations=60, warm=False)
+    assert ip.converged
+    assert relative_error(z, ip.z) < 1e-7
+
+
 def test_lmi_falls_back_to_interior_point_when_newton_gives_up(monkeypatch):
     problem, _ = payload_problem(noise=2.0, n=100)
     newton = solve(problem, "lmi")
@@ -369,12 +400,13 @@ def test_cholesky_helpers():
     assert cholesky(-matrix) is None
 
 
-def test_lmi_fast_with_some_nonnegative_extras_matches_cvxpy():
+@pytest.mark.parametrize("use_active_set", [True, False])
+def test_lmi_fast_with_some_nonnegative_extras_matches_cvxpy(use_active_set):
     # constrained entries (bodies, 11, 15; true values < 0) interleaved with free ones
     problem, _ = payload_problem(noise=0.5, n=60, nonnegative=(15, 11))
-    fast = solve(problem, "lmi")
+    fast = solve(problem, "lmi", use_active_set=use_active_set)
     reference = solve(problem, "lmi", backend="cvxpy")
-    assert fast.info["algorithm"] == "interior_point"  # rows: no Newton
+    assert fast.info["algorithm"] == ("active_set" if use_active_set else "interior_point")
     assert relative_error(fast.x, reference.x) < 1e-6
     assert fast.x[11] == pytest.approx(0.0, abs=1e-9) and fast.x[15] >= 0
 
@@ -413,6 +445,8 @@ def test_bounding_ellipsoid_respected(method, options):
     solution = solve(problem, method, **options)
     assert_consistent(solution)
     assert np.trace(sphere @ pseudo_inertia(solution.bodies[0])) >= -1e-8
+    if method == "lmi" and not options:  # ellipsoid rows: the interior point, not the Newton
+        assert solution.info["algorithm"] == "interior_point"
 
 
 def test_manifold_rejects_bounding_ellipsoids():
