@@ -11,9 +11,13 @@ torque delay, as ``inertia-id validate`` does.
 
 The old code is extracted with ``git archive <commit> inertia_id_ros`` into a temporary
 directory and run in a subprocess with that directory first on ``sys.path``; both paths run
-each input ``--repeats`` times, alternately, with the default BLAS threads. Columns: median
-compute time (s, the call of ``identify_links`` alone: imports and data loading excluded), the
-ratio old / new, and the held-out torque RMS (N·m) of each.
+each input ``--repeats`` times, alternately, with the BLAS/OpenMP threads ``inertia-id`` would
+use (:func:`inertia_id_ros.threads.configured_threads` of this checkout: one unless
+``INERTIA_ID_THREADS`` or a library's own variable says otherwise), imposed on both by
+``threadpoolctl``. Columns: median compute time (s, the call of ``identify_links`` alone:
+imports and data loading excluded), the ratio old / new, the target of issue 22, and the
+held-out torque RMS (N·m) of each; then the choices each made (filter, torque delay, base
+tilt, Coulomb width, prior weight).
 
 Run: ``.venv/bin/python benchmarks/bench_fit_links.py [--commit 40759c3] [--repeats 3]``.
 """
@@ -35,6 +39,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 KUKA_DIR = REPO.parent / "shared" / "data" / "kuka_lwr4"
 INPUTS = ("kuka_run1_200Hz", "panda_12k_1kHz", "panda_3k_100Hz")
+TARGETS = {"kuka_run1_200Hz": 1.0, "panda_12k_1kHz": 5.0, "panda_3k_100Hz": 1.0}
+"""Compute time (s) each input should take at most (issue 22)."""
 
 
 def _panda(duration: float, rate: float, n_train: int) -> tuple:
@@ -77,7 +83,16 @@ def run_input(name: str) -> dict:
                         derive_torque_data(*run[:3], run[3], identification.differentiation,
                                            delay=identification.delay.delay)).overall
            for run in runs[1:]]
-    return {"seconds": seconds, "held_out_rms": rms}
+    choices = {"filter_half_width_s": identification.differentiation.half_width,
+               "filter_order": identification.differentiation.order,
+               "delay_ms": 1e3 * identification.delay.delay,
+               "tilt_deg": ([] if identification.tilt is None else
+                            [float(np.degrees(identification.tilt.roll)),
+                             float(np.degrees(identification.tilt.pitch))]),
+               "coulomb_velocity": (None if identification.coulomb_selection is None
+                                    else identification.coulomb_selection.best),
+               "prior_weight": identification.fit.prior_weight}
+    return {"seconds": seconds, "held_out_rms": rms, "choices": choices}
 
 
 def extract(commit: str, into: Path) -> Path:
@@ -89,10 +104,22 @@ def extract(commit: str, into: Path) -> Path:
     return into
 
 
+def _threads() -> int | None:
+    sys.path.insert(0, str(REPO))
+    from inertia_id_ros.threads import configured_threads
+
+    return configured_threads()
+
+
+THREADS = _threads()
+"""The BLAS/OpenMP threads of both paths (``None``: the libraries' own variables apply)."""
+
+
 def measure(name: str, source: Path) -> dict:
     """:func:`run_input` in a fresh interpreter with the package at ``source`` first on the
     path (an installed checkout is shadowed)."""
     code = (f"import sys; sys.path.insert(0, {str(source)!r}); "
+            f"from threadpoolctl import threadpool_limits; threadpool_limits({THREADS}); "
             f"sys.path.insert(1, {str(Path(__file__).parent)!r}); "
             "import json, inertia_id_ros, bench_fit_links as b; "
             f"assert inertia_id_ros.__file__.startswith({str(source)!r}), inertia_id_ros.__file__; "
@@ -115,15 +142,29 @@ def main() -> int:
             for name in names:
                 for path, source in (("old", old_source), ("new", REPO)):
                     results[name, path].append(measure(name, source))
-    print(f"{'input':<18}{'old s':>8}{'new s':>8}{'ratio':>7}   held-out RMS old -> new (N m)")
+    print(f"old: {args.commit}; new: this checkout; BLAS threads {THREADS or 'library default'}; "
+          f"median of {args.repeats}")
+    print(f"{'input':<18}{'old s':>8}{'new s':>8}{'ratio':>7}{'target':>8}   "
+          "held-out RMS old -> new (N m)")
     for name in names:
         old, new = (float(np.median([r["seconds"] for r in results[name, p]]))
                     for p in ("old", "new"))
-        rms = "; ".join(f"{a:.4f} -> {b:.4f}" for a, b in
+        rms = "; ".join(f"{a:.4f} -> {b:.4f} ({100 * (b / a - 1):+.2f} %)" for a, b in
                         zip(results[name, "old"][0]["held_out_rms"],
                             results[name, "new"][0]["held_out_rms"]))
-        print(f"{name:<18}{old:8.2f}{new:8.2f}{old / new:7.2f}   {rms}")
+        met = "met" if new <= TARGETS[name] else "MISSED"
+        print(f"{name:<18}{old:8.2f}{new:8.2f}{old / new:7.2f}{TARGETS[name]:7.1f} {met:<6}  {rms}")
+    print("choices old -> new:")
+    for name in names:
+        old, new = (results[name, p][0]["choices"] for p in ("old", "new"))
+        print(f"  {name}: " + "; ".join(f"{k} {_show(old[k])} -> {_show(new[k])}" for k in old))
     return 0
+
+
+def _show(value: object) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(f"{v:.3f}" for v in value) + "]"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 if __name__ == "__main__":

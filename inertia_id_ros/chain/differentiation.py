@@ -26,7 +26,7 @@ import numpy as np
 from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkModel,
                                         regression_system)
 from inertia_id_ros.core.covariance import ChannelNormalEquations
-from inertia_id_ros.core.filtering import joint_states_at
+from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.solvers import Problem, solve
 
 SOURCE_VELOCITIES = "velocities"
@@ -137,6 +137,19 @@ def filter_candidates(t: np.ndarray, velocities: bool,
             if 2 * k >= order + 2 and (k + 0.5) * dt <= min(MAX_HALF_WIDTH, span / 4)]
 
 
+def _derivatives_at(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None,
+                    times: np.ndarray, candidate: DifferentiationFilter
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Velocities and accelerations (M, n) at ``times`` of ``candidate``'s fit, as
+    :func:`~inertia_id_ros.core.filtering.joint_states_at` computes them, without fitting the
+    positions when velocities are recorded (the positions' fit is not used)."""
+    if dq is None:
+        fit = local_polynomial_derivatives(t, q, times, candidate.half_width, candidate.order, 2)
+        return fit[:, 1], fit[:, 2]
+    fit = local_polynomial_derivatives(t, dq, times, candidate.half_width, candidate.order, 1)
+    return fit[:, 0], fit[:, 1]
+
+
 def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
                            dq: np.ndarray | None, effort: np.ndarray,
                            joint_names: Sequence[str] | None = None,
@@ -165,25 +178,26 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
     blocks = np.array_split(np.arange(rows.size), n_folds)
     names = None if joint_names is None else tuple(joint_names)
     scores = np.zeros(len(candidates))  # velocities smoothed as with_derivatives smooths them
+    positions = np.asarray(q, dtype=float)[rows]
     for i, candidate in enumerate(candidates):
-        _, velocities, accelerations = joint_states_at(
-            t, q, dq, t[rows], candidate.half_width, candidate.order)
-        data = JointTorqueData(np.asarray(q)[rows], velocities, accelerations,
-                               np.asarray(effort)[rows], names)
+        velocities, accelerations = _derivatives_at(t, q, dq, t[rows], candidate)
+        data = JointTorqueData(positions, velocities, accelerations, np.asarray(effort)[rows],
+                               names)
         Y, y = regression_system(model, data)
         Y = Y.reshape(rows.size, model.n_joints, -1)
         y = y.reshape(rows.size, model.n_joints)
-        folds = [ChannelNormalEquations.from_samples(Y[b], y[b]) for b in blocks]
-        total = [sum(f.gram for f in folds), sum(f.moment for f in folds),
-                 sum(float(f.yty.sum()) for f in folds)]
-        for fold in folds:
-            gram, moment, yty, n_rows = fold.total()
-            training = Problem(gram=total[0].sum(axis=0) - gram,
-                               moment=total[1].sum(axis=0) - moment, yty=total[2] - yty,
-                               n_rows=rows.size * model.n_joints - n_rows,
+        folds = []
+        for b in blocks:  # the blocks' stacked normal equations (no per-joint split needed)
+            Yb, yb = Y[b].reshape(-1, Y.shape[2]), y[b].reshape(-1)
+            folds.append((Yb.T @ Yb, Yb.T @ yb, float(yb @ yb), yb.size))
+        total = [sum(f[k] for f in folds) for k in range(4)]
+        for gram, moment, yty, n_rows in folds:
+            training = Problem(gram=total[0] - gram, moment=total[1] - moment,
+                               yty=total[2] - yty, n_rows=total[3] - n_rows,
                                n_bodies=model.n_joints, prior=model.prior,
-                               prior_weight=prior_weight * (rows.size * model.n_joints - n_rows))
-            scores[i] += float(fold.squared_residuals(solve(training, method="ols").x).sum())
+                               prior_weight=prior_weight * (total[3] - n_rows))
+            x = solve(training, method="ols").x
+            scores[i] += max(float(x @ gram @ x - 2.0 * moment @ x + yty), 0.0)
     cv_rms = np.sqrt(scores / (rows.size * model.n_joints))
     return DifferentiationSelection(candidates, cv_rms, candidates[int(np.argmin(cv_rms))],
                                     int(rows.size), n_folds)

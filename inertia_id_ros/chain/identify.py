@@ -26,7 +26,8 @@ Steps, each choice made on the training recording only and reported:
 5. weighting (``"channel"``): each joint's noise level from the residuals, iterated
    (:mod:`inertia_id_ros.core.weighting`); ``"none"``: unweighted;
 6. prior strength: the weight of the pull toward the URDF by blocked cross-validation
-   (:func:`~inertia_id_ros.chain.links.select_prior_weight`), unless given;
+   (:func:`~inertia_id_ros.chain.links.select_prior_weight`, descending the grid from the
+   strongest weight: only the candidates evaluated are reported), unless given;
 7. the fit (:func:`~inertia_id_ros.chain.links.fit_links`).
 """
 
@@ -55,7 +56,7 @@ from inertia_id_ros.core.filtering import derivatives_at_samples, joint_states_a
 from inertia_id_ros.core.weighting import (check_weighting, iterate_channel_weights,
                                            weighted_normal_equations)
 from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING
-from inertia_id_ros.solvers import solve
+from inertia_id_ros.solvers import Solution, solve
 
 
 DEFAULT_TILT_SAMPLES = 6000
@@ -200,6 +201,72 @@ class TorqueDelay:
                               else "training torque RMS of the consistent fit")}
 
 
+class ShiftedTorquePairs:
+    """Normal equations of the efforts at ``rows`` paired with the motion a whole number of
+    samples earlier, for every such shift, from one regressor pass.
+
+    ``Y`` (M, n, p): the regressor of the motion at samples ``first .. first + M - 1``;
+    ``known`` (M, n) their known torques; ``measured`` (R, n) the measured torques at ``rows``
+    (R,), an increasing arithmetic progression (step ``s``). :meth:`normal_equations` ``(k)``
+    are those of ``Y[rows - k]`` against ``measured - known[rows - k]`` (effort ``i`` with the
+    motion ``k`` samples before it), ``|k| <= max_shift``. The Gram matrices of shifts that
+    differ by a multiple of ``s`` share all samples but a few at the ends: each residue class
+    sums its common samples once and adds the end samples by cumulative sums, so a shift costs
+    a product with the moment, not a pass over the rows' Gram matrix."""
+
+    def __init__(self, Y: np.ndarray, known: np.ndarray, measured: np.ndarray,
+                 first: int, rows: np.ndarray, max_shift: int):
+        rows = np.asarray(rows, dtype=int)
+        steps = np.unique(np.diff(rows))
+        if rows.size < 1 or steps.size > 1 or (steps.size and steps[0] < 1):
+            raise ValueError("rows must be an increasing arithmetic progression")
+        if rows[0] - max_shift < first or rows[-1] + max_shift > first + Y.shape[0] - 1:
+            raise ValueError("the motion samples do not cover every shift of the rows")
+        self.step = int(steps[0]) if steps.size else 1
+        self.Y, self.known, self.measured = Y, known, measured
+        self.first, self.rows, self.max_shift = int(first), rows, int(max_shift)
+        self._classes: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def _gram(self, samples: np.ndarray) -> np.ndarray:
+        stacked = self.Y[samples].reshape(-1, self.Y.shape[2])
+        return stacked.T @ stacked
+
+    def _class_sums(self, residue: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """``(start, core, head, tail)`` for the starts ``u_c = start + s c`` (``c = 0 ..
+        C - 1``) of one residue class: ``gram(u_c) = core + head[c] + tail[c]``."""
+        if residue not in self._classes:
+            s, m, p = self.step, self.rows.size, self.Y.shape[2]
+            start = self.rows[0] - self.max_shift + residue
+            count = (self.rows[0] + self.max_shift - start) // s + 1
+            index = start + s * np.arange(count - 1 + m) - self.first  # the class's samples
+            ends = np.einsum("knp,knq->kpq", self.Y[index[:count - 1]],
+                             self.Y[index[:count - 1]]), \
+                np.einsum("knp,knq->kpq", self.Y[index[m:]], self.Y[index[m:]])
+            head, tail = np.zeros((count, p, p)), np.zeros((count, p, p))
+            if count > 1:
+                head[:-1] = np.cumsum(ends[0][::-1], axis=0)[::-1]  # samples c .. C-2
+                tail[1:] = np.cumsum(ends[1], axis=0)  # samples m .. m + c - 1
+            self._classes[residue] = (start, self._gram(index[count - 1:m]), head, tail)
+        return self._classes[residue]
+
+    def normal_equations(self, shift: int) -> tuple[np.ndarray, np.ndarray, float, int]:
+        """``(gram (p, p), moment (p,), yty, n_rows)`` with the motion ``shift`` samples before
+        each effort (``|shift| <= max_shift``)."""
+        if abs(shift) > self.max_shift:
+            raise ValueError(f"shift {shift} beyond +-{self.max_shift}")
+        motion = self.rows - shift - self.first
+        if self.rows.size < 2 * self.max_shift // self.step + 1:  # no common part: directly
+            gram = self._gram(motion)
+        else:
+            start, core, head, tail = self._class_sums(
+                (self.max_shift - shift) % self.step)
+            c = (self.rows[0] - shift - start) // self.step
+            gram = core + head[c] + tail[c]
+        Y = self.Y[motion]
+        y = self.measured - self.known[motion]
+        return gram, np.einsum("knp,kn->p", Y, y), float(np.sum(y * y)), int(y.size)
+
+
 def estimate_torque_delay(model: LinkModel, t: np.ndarray, q: np.ndarray,
                           dq: np.ndarray | None, ddq: np.ndarray | None, effort: np.ndarray,
                           differentiation: DifferentiationFilter,
@@ -213,7 +280,17 @@ def estimate_torque_delay(model: LinkModel, t: np.ndarray, q: np.ndarray,
     (prior weight ``prior_weight``). Every candidate is scored on the same samples (at most
     ``max_samples``, evenly strided, of those ``max_delay`` plus the filter's half-width from
     either end), the motion at ``t - delay`` from ``differentiation`` (the efforts are not
-    resampled): a grid, refined around its best."""
+    resampled).
+
+    Search: whole sample periods first, on a grid (:data:`DELAY_GRID_STEPS`) then by descent to
+    the best whole shift near its best, each shift pairing the efforts with the motion that many
+    samples earlier (one regressor pass serves them all, :class:`ShiftedTorquePairs`); then the
+    vertex of the parabola through the best shift's score and its neighbours'. The scores at the
+    best whole shift and at the vertex are then computed exactly (the motion at ``t - delay``,
+    the regressor evaluated there) and the smaller wins; the reported ``rms`` is that exact
+    score, ``zero_rms`` the score without delay (exact). Below two sample periods per
+    ``max_delay`` the shifts are too coarse: every candidate is evaluated exactly
+    (:func:`_torque_delay_exact`)."""
     t = np.asarray(t, dtype=float)
     reach = max_delay + differentiation.half_width
     inner = np.flatnonzero((t >= t[0] + reach) & (t <= t[-1] - reach))
@@ -221,34 +298,111 @@ def estimate_torque_delay(model: LinkModel, t: np.ndarray, q: np.ndarray,
         raise ValueError(f"the recording ({t[-1] - t[0]:.3f} s) is too short to estimate the "
                          f"torque delay over +-{max_delay} s; give the delay")
     rows = inner[np.arange(0, inner.size, max(1, int(np.ceil(inner.size / max_samples))))]
-    efforts = np.asarray(effort, dtype=float)[rows]
-    previous: list = []
+    dt = sample_period(t)
+    max_shift = int(np.floor(max_delay / dt + 1e-9))
+    scorer = _DelayScorer(model, t, q, dq, ddq, effort, differentiation, joint_names, rows,
+                          method, prior_weight, solver_options)
+    if max_shift < 2:
+        return _torque_delay_exact(scorer, max_delay, dt)
+    first = max(0, int(rows[0]) - max_shift)
+    motion = _motion_at(t, q, dq, ddq, differentiation, t[first:rows[-1] + max_shift + 1])
+    ordered = model.in_joint_order(JointTorqueData(*motion, np.zeros_like(motion[0]),
+                                                   scorer.names))
+    pairs = ShiftedTorquePairs(
+        model.joint_torque_regressor(ordered.positions, ordered.velocities,
+                                     ordered.accelerations),
+        model.known_torques(ordered.accelerations),
+        model.measured_torques(model.in_joint_order(scorer.effort_data()).efforts),
+        first, rows, max_shift)
+    shifted: dict[int, float] = {}
+
+    def shift_score(k: int) -> float:
+        if k not in shifted:
+            shifted[k] = scorer.score(*pairs.normal_equations(k))
+        return shifted[k]
+
+    step = max(1, int(round(max(max_delay / DELAY_GRID_STEPS, dt) / dt)))
+    grid = np.arange(-(max_shift // step), max_shift // step + 1) * step
+    best = int(grid[np.argmin([shift_score(int(k)) for k in grid])])
+    low, high = max(best - step, -max_shift), min(best + step, max_shift)
+    for direction in (-1, 1):  # descend over whole shifts within a grid step of the best
+        while low <= best + direction <= high and shift_score(best + direction) < shifted[best]:
+            best += direction
+    candidates = [best]
+    if -max_shift < best < max_shift:
+        below, at, above = (shift_score(best + d) for d in (-1, 0, 1))
+        curvature = below - 2.0 * at + above
+        if curvature > 0:
+            offset = float(np.clip(0.5 * (below - above) / curvature, -0.5, 0.5))
+            if abs(offset) >= 0.05:  # a tenth of a sample, as the exact search's tolerance
+                candidates.append(best + offset)
+    exact = {float(k * dt): scorer.exact(float(k * dt)) for k in candidates}
+    delay = min(exact, key=exact.get)
+    return TorqueDelay(delay, exact[delay], shift_score(0))
+
+
+class _DelayScorer:
+    """The torque-delay search's scoring: the ``method`` fit's training RMS on the samples
+    ``rows``, solves warm-started from the previous one."""
+
+    def __init__(self, model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None,
+                 ddq: np.ndarray | None, effort: np.ndarray,
+                 differentiation: DifferentiationFilter, joint_names: Sequence[str] | None,
+                 rows: np.ndarray, method: str, prior_weight: float, solver_options: dict):
+        self.model, self.t, self.q, self.dq, self.ddq = model, t, q, dq, ddq
+        self.differentiation, self.rows = differentiation, rows
+        self.names = None if joint_names is None else tuple(joint_names)
+        self.efforts = np.asarray(effort, dtype=float)[rows]
+        self.method, self.prior_weight, self.solver_options = method, prior_weight, solver_options
+        self.previous: Solution | None = None
+
+    def effort_data(self) -> JointTorqueData:
+        zeros = np.zeros_like(self.efforts)
+        return JointTorqueData(zeros, zeros, zeros, self.efforts, self.names)
+
+    def score(self, gram: np.ndarray, moment: np.ndarray, yty: float, n_rows: int) -> float:
+        """The fit's training RMS (N·m) of these normal equations."""
+        problem = build_link_problem(self.model, gram, moment, yty, n_rows, self.prior_weight)
+        self.previous = solve(problem, method=self.method, initvals=self.previous,
+                              **self.solver_options)
+        return float(np.sqrt(problem.squared_residual(self.previous.x) / n_rows))
+
+    def exact(self, delay: float) -> float:
+        """The score with the motion at ``t[rows] - delay`` (regressor evaluated there)."""
+        motion = _motion_at(self.t, self.q, self.dq, self.ddq, self.differentiation,
+                            self.t[self.rows] - delay)
+        channels = link_channels(self.model, JointTorqueData(*motion, self.efforts, self.names))
+        return self.score(*channels.total())
+
+
+def _motion_at(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, ddq: np.ndarray | None,
+               differentiation: DifferentiationFilter, times: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions, velocities, accelerations (M, n) at ``times`` (M,): the recorded ones linearly
+    interpolated (:data:`SOURCE_RECORDED`), else the fit of ``differentiation``."""
+    if differentiation.source == SOURCE_RECORDED:
+        return tuple(np.column_stack([np.interp(times, t, c)
+                                      for c in np.asarray(a, dtype=float).T])
+                     for a in (q, dq, ddq))
+    return joint_states_at(t, q, dq if differentiation.source == SOURCE_VELOCITIES else None,
+                           times, differentiation.half_width, differentiation.order)
+
+
+def _torque_delay_exact(scorer: _DelayScorer, max_delay: float, dt: float) -> TorqueDelay:
+    """Every candidate delay evaluated exactly (:meth:`_DelayScorer.exact`): a grid over
+    +-``max_delay`` at least a sample period ``dt`` apart, refined around its best (bounded
+    Brent, to a tenth of a sample)."""
     scores: dict[float, float] = {}
 
     def rms(delay: float) -> float:
-        if differentiation.source == SOURCE_RECORDED:
-            motion = (np.column_stack([np.interp(t[rows] - delay, t, c)
-                                       for c in np.asarray(a, dtype=float).T])
-                      for a in (q, dq, ddq))
-        else:
-            motion = joint_states_at(t, q, dq if differentiation.source == SOURCE_VELOCITIES
-                                     else None, t[rows] - delay, differentiation.half_width,
-                                     differentiation.order)
-        data = JointTorqueData(*motion, efforts, joint_names)
-        channels = link_channels(model, data)
-        problem = build_link_problem(model, *channels.total(), prior_weight)
-        solution = solve(problem, method=method, initvals=previous[-1] if previous else None,
-                         **solver_options)
-        previous.append(solution)
-        scores[delay] = float(np.sqrt(channels.squared_residuals(solution.x).sum()
-                                      / (channels.n_samples * channels.n_channels)))
+        scores[delay] = scorer.exact(delay)
         return scores[delay]
 
-    step = max(max_delay / DELAY_GRID_STEPS, sample_period(t))
+    step = max(max_delay / DELAY_GRID_STEPS, dt)
     grid = np.arange(-np.floor(max_delay / step), np.floor(max_delay / step) + 1) * step
     best = float(grid[np.argmin([rms(float(d)) for d in grid])])
     minimize_scalar(rms, bounds=(max(best - step, -max_delay), min(best + step, max_delay)),
-                    method="bounded", options={"xatol": 0.1 * sample_period(t)})
+                    method="bounded", options={"xatol": 0.1 * dt})
     delay = min(scores, key=scores.get)
     return TorqueDelay(float(delay), scores[delay], scores[0.0])
 
@@ -393,10 +547,17 @@ class LinkIdentification:
         (selections ``null`` when the value was given)."""
         differentiation = (self.filter_selection.as_json() if self.filter_selection is not None
                            else self.differentiation.as_json())
-        prior = None if self.prior_selection is None else {
-            "criterion": "5-fold blocked cross-validation of the torques (consistent fit)",
-            "candidates": [{"weight": float(w), "cv_rms": float(r)} for w, r in
-                           zip(self.prior_selection.weights, self.prior_selection.cv_rms)]}
+        prior = None
+        if self.prior_selection is not None:
+            evaluated = ~np.isnan(self.prior_selection.cv_rms)
+            prior = {"criterion": "5-fold blocked cross-validation of the torques (consistent "
+                                  "fit)" + ("" if evaluated.all() else
+                                            "; descent over the grid, only the candidates "
+                                            "evaluated are listed"),
+                     "grid": [float(w) for w in self.prior_selection.weights],
+                     "candidates": [{"weight": float(w), "cv_rms": float(r)} for w, r in
+                                    zip(self.prior_selection.weights[evaluated],
+                                        self.prior_selection.cv_rms[evaluated])]}
         weights = self.fit.channel_weights
         weighting = {"kind": self.weighting}
         if weights is not None:
@@ -438,7 +599,9 @@ class LinkIdentification:
                           f"{float(np.min(self.coulomb_selection.cv_rms)):.4f} N m)")
         how = ("given" if self.prior_selection is None else
                f"chosen by 5-fold cross-validation, held-out RMS "
-               f"{float(np.min(self.prior_selection.cv_rms)):.4f} N m")
+               f"{float(np.nanmin(self.prior_selection.cv_rms)):.4f} N m over "
+               f"{int(np.sum(~np.isnan(self.prior_selection.cv_rms)))} of "
+               f"{self.prior_selection.weights.size} candidates")
         lines.append(f"prior weight: {self.fit.prior_weight:.3g} ({how})")
         weights = self.fit.channel_weights
         if weights is None:
@@ -549,7 +712,8 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
                 return solve(build_link_problem(model, *normal, 0.0), method="ols").x
             channel_weights = iterate_channel_weights(channels, ols)[1].weights
         prior_selection = select_prior_weight(model, method=method, folds=folds,
-                                              channel_weights=channel_weights, **solver_options)
+                                              channel_weights=channel_weights, search="descent",
+                                              **solver_options)
         prior_weight = prior_selection.best
     fit = fit_links(model, data, method=method, prior_weight=prior_weight, weighting=weighting,
                     channels=channels, **solver_options)

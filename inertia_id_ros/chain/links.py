@@ -253,19 +253,19 @@ class LinkModel:
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
         n_theta = 10 * self.n_joints
         Y = np.empty((dq.shape[0], self.n_joints, self.n_parameters))
-        Y[:, :, :n_theta] = self.link_regressor(positions, dq, ddq)
+        self.link_regressor(positions, dq, ddq, out=Y[:, :, :n_theta])
         Y[:, :, n_theta:] = self.drive_regressor(dq, ddq)
         return Y
 
     def link_regressor(self, positions: np.ndarray, velocities: np.ndarray,
-                       accelerations: np.ndarray) -> np.ndarray:
+                       accelerations: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """(N, n_joints, 10 n_joints) the links' columns of :meth:`joint_torque_regressor`:
         ``RNEA(theta; q, dq, ddq) = Y_links @ theta`` (``pin.computeJointTorqueRegressor``, the
-        model's gravity)."""
+        model's gravity); written into ``out`` when given (a view is fine)."""
         q = self.configuration(positions)
         dq = np.atleast_2d(np.asarray(velocities, dtype=float))
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
-        Y = np.empty((q.shape[0], self.n_joints, 10 * self.n_joints))
+        Y = np.empty((q.shape[0], self.n_joints, 10 * self.n_joints)) if out is None else out
         for k in range(q.shape[0]):
             Y[k] = pin.computeJointTorqueRegressor(self.model, self._data, q[k], dq[k], ddq[k])
         return Y
@@ -600,6 +600,7 @@ class PriorWeightSelection:
 
     weights: np.ndarray
     cv_rms: np.ndarray
+    """NaN for a candidate not evaluated (``search="descent"``)."""
     best: float
 
 
@@ -619,18 +620,28 @@ def time_blocks(n_samples: int, n_folds: int) -> list[np.ndarray]:
     return np.array_split(np.arange(n_samples), n_folds)
 
 
+PRIOR_SEARCHES = ("grid", "descent")
+"""How :func:`select_prior_weight` visits its candidates: ``"grid"`` every one; ``"descent"``
+every other one from the strongest down while the score improves, then the two skipped
+neighbours of the best (the same choice on a cross-validation curve with one minimum)."""
+
+
 def select_prior_weight(model: LinkModel, data: JointTorqueData | None = None,
                         weights: Sequence[float] = DEFAULT_PRIOR_WEIGHT_GRID,
                         n_folds: int = 5, method: str = "lmi",
                         channel_weights: np.ndarray | None = None,
                         folds: Sequence[ChannelNormalEquations] | None = None,
+                        search: str = "grid",
                         **solver_options: object) -> PriorWeightSelection:
     """Choose ``prior_weight`` by ``n_folds``-fold cross-validation over contiguous time blocks of
     one run (contiguous, so that a held-out block is a part of the trajectory the fit has not
     seen, rather than samples interleaved with the training ones; :func:`time_blocks`). With
     ``channel_weights`` (n_joints,) the fits are weighted (:func:`link_problem`); the held-out
     error is the plain torque RMS either way. ``folds``: the blocks' :func:`link_channels` when
-    already computed (then ``data`` is not needed)."""
+    already computed (then ``data`` is not needed). ``search``: :data:`PRIOR_SEARCHES`; with
+    ``"descent"`` the candidates not evaluated have ``cv_rms`` NaN."""
+    if search not in PRIOR_SEARCHES:
+        raise ValueError(f"search must be one of {PRIOR_SEARCHES}, got {search!r}")
     if folds is None:
         if data is None:
             raise ValueError("select_prior_weight needs data or folds")
@@ -638,18 +649,39 @@ def select_prior_weight(model: LinkModel, data: JointTorqueData | None = None,
                  for b in time_blocks(data.n_samples, n_folds)]
     weights = np.asarray(sorted(weights), dtype=float)
     total = ChannelNormalEquations.summed(folds)
-    squared = np.zeros(len(weights))
+    bases = []
     for held_out in folds:
         training = ChannelNormalEquations(total.gram - held_out.gram,
                                           total.moment - held_out.moment,
                                           total.yty - held_out.yty,
                                           total.n_samples - held_out.n_samples)
-        base = build_link_problem(model, *weighted_normal_equations(training, channel_weights),
-                                  prior_weight=0.0)
-        previous: Solution | None = None
+        bases.append(build_link_problem(
+            model, *weighted_normal_equations(training, channel_weights), prior_weight=0.0))
+    previous: list[Solution | None] = [None] * len(folds)
+    cv_rms = np.full(len(weights), np.nan)
+
+    def evaluate(i: int) -> float:  # every fold, warm-started from its last solve
+        if np.isnan(cv_rms[i]):
+            squared = 0.0
+            for f, (base, held_out) in enumerate(zip(bases, folds)):
+                problem = base.replace(prior_weight=weights[i] * base.n_rows)
+                previous[f] = _solve(problem, method, previous[f], **solver_options)
+                squared += float(held_out.squared_residuals(previous[f].x).sum())
+            cv_rms[i] = np.sqrt(squared / (total.n_samples * model.n_joints))
+        return float(cv_rms[i])
+
+    last = len(weights) - 1
+    if search == "grid":
         for i in reversed(range(len(weights))):  # strong to weak prior, warm-started
-            problem = base.replace(prior_weight=weights[i] * base.n_rows)
-            previous = _solve(problem, method, previous, **solver_options)
-            squared[i] += float(held_out.squared_residuals(previous.x).sum())
-    cv_rms = np.sqrt(squared / (total.n_samples * model.n_joints))
-    return PriorWeightSelection(weights, cv_rms, float(weights[np.argmin(cv_rms)]))
+            evaluate(i)
+    else:
+        best = last
+        evaluate(last)
+        for i in range(last - 2, -1, -2):
+            if evaluate(i) >= cv_rms[best]:
+                break
+            best = i
+        for i in (best - 1, best + 1):
+            if 0 <= i <= last:
+                evaluate(i)
+    return PriorWeightSelection(weights, cv_rms, float(weights[np.nanargmin(cv_rms)]))

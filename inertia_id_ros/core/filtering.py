@@ -13,7 +13,6 @@ from __future__ import annotations
 from math import factorial
 
 import numpy as np
-from scipy.signal import savgol_filter
 
 _EDGE_TOLERANCE = 1e-9
 """Relative widening of the fit window so samples exactly at ``t +- half_width`` are included."""
@@ -203,6 +202,8 @@ def savgol_derivatives(x: np.ndarray, dt: float, window_length: int,
     """Savitzky–Golay smoothing and first two derivatives of uniform samples ``x`` (N, ...) along
     axis 0, sample period ``dt`` (s); ``window_length`` odd (samples). Returns
     ``(x_smooth, dx/dt, d2x/dt2)`` (``scipy.signal.savgol_filter``, ``mode="interp"``)."""
+    from scipy.signal import savgol_filter  # here: scipy.signal takes ~1 s to import
+
     x = np.asarray(x, dtype=float)
     if window_length % 2 != 1 or window_length <= polyorder:
         raise ValueError(f"window_length must be odd and > polyorder={polyorder}, "

@@ -108,3 +108,25 @@ def test_validate_differentiates_with_the_results_filter():
                               None) == {"half_width": DEFAULT_HALF_WIDTH, "delay": 0.0}
     assert differentiation_of({}, None) == {"half_width": DEFAULT_HALF_WIDTH, "delay": 0.0}
     assert differentiation_of({"torque_delay": {"delay_s": 0.012}}, None)["delay"] == 0.012
+
+
+@pytest.mark.parametrize("with_velocities", [True, False])
+def test_candidate_derivatives_equal_those_of_joint_states_at(with_velocities: bool) -> None:
+    """The filter search fits only what it uses; its velocities and accelerations are
+    joint_states_at's (jittered stamps, so the windows are not all alike)."""
+    from inertia_id_ros.chain.differentiation import DifferentiationFilter, _derivatives_at
+    from inertia_id_ros.core.filtering import joint_states_at
+
+    rng = np.random.default_rng(3)
+    t = np.cumsum(0.005 + 4e-5 * rng.standard_normal(400))
+    q = np.column_stack([np.sin(3 * t), np.cos(2 * t)]) + 1e-4 * rng.standard_normal((400, 2))
+    dq = np.column_stack([3 * np.cos(3 * t), -2 * np.sin(2 * t)]) if with_velocities else None
+    candidate = DifferentiationFilter(SOURCE_VELOCITIES if with_velocities else SOURCE_POSITIONS,
+                                      0.0425, 3 if with_velocities else 4, 0.005)
+    times = t[50:350]
+    _, velocities, accelerations = joint_states_at(t, q, dq, times, candidate.half_width,
+                                                   candidate.order)
+    fast = _derivatives_at(t, q, dq, times, candidate)
+    np.testing.assert_allclose(fast[0], velocities, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(fast[1], accelerations, rtol=1e-9, atol=1e-7)
+    assert np.abs(accelerations).max() > 1.0  # a real signal, not zeros

@@ -312,6 +312,23 @@ def test_select_prior_weight_by_blocked_cross_validation() -> None:
     assert selection.cv_rms.min() > 0.25  # at least the noise level
 
 
+@pytest.mark.parametrize("noise", [0.03, 3.0])
+def test_prior_weight_descent_chooses_what_the_whole_grid_chooses(noise: float) -> None:
+    """The descent evaluates fewer candidates, each to the grid search's score, and picks the
+    grid search's best (a weak prior with little noise, a stronger one with much)."""
+    rng = np.random.default_rng(9)
+    model, _, data = simulated_panda(rng, 300, noise=noise)
+    weights = tuple(np.logspace(-8, -1, 8))
+    grid = select_prior_weight(model, data, weights=weights, n_folds=3)
+    descent = select_prior_weight(model, data, weights=weights, n_folds=3, search="descent")
+    evaluated = ~np.isnan(descent.cv_rms)
+    assert 3 <= evaluated.sum() < len(weights)
+    np.testing.assert_allclose(descent.cv_rms[evaluated], grid.cv_rms[evaluated], rtol=1e-4)
+    assert descent.best == grid.best
+    with pytest.raises(ValueError, match="search must be one of"):
+        select_prior_weight(model, data, search="golden")
+
+
 def load_kuka_run(index: int, step: int) -> dict[str, np.ndarray]:
     if not KUKA_DIR.is_dir():
         pytest.skip(f"KUKA LWR4+ recordings not found at {KUKA_DIR} (the repository's sibling "
