@@ -479,7 +479,10 @@ def test_feasibility_check_and_closest_feasible():
     assert feasibility.check(corrected, 1)[0]
     np.testing.assert_allclose(corrected[10:], estimate[10:], atol=1e-7)
     fast = feasibility.closest_feasible(estimate, 1, backend="fast")
-    assert relative_error(fast, corrected) < 1e-6
+    # the reference (cvxpy) is accurate to about 1e-6 in x here: the fast answer is as close to
+    # the estimate as the reference's, or closer, and agrees with it within that accuracy
+    assert np.sum((fast - estimate) ** 2) <= np.sum((corrected - estimate) ** 2) * (1 + 1e-9)
+    assert relative_error(fast, corrected) < 1e-5
     with pytest.raises(ProblemError, match="metric"):
         feasibility.closest_feasible(estimate, 1, metric=np.ones(3))
 
