@@ -25,7 +25,7 @@ import numpy as np
 
 from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkModel,
                                         regression_system)
-from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.core.covariance import ChannelNormalEquations, channel_grams
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.solvers import Problem, solve
 
@@ -187,9 +187,10 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
         Y = Y.reshape(rows.size, model.n_joints, -1)
         y = y.reshape(rows.size, model.n_joints)
         folds = []
-        for b in blocks:  # the blocks' stacked normal equations (no per-joint split needed)
-            Yb, yb = Y[b].reshape(-1, Y.shape[2]), y[b].reshape(-1)
-            folds.append((Yb.T @ Yb, Yb.T @ yb, float(yb @ yb), yb.size))
+        for b in blocks:  # the blocks' stacked normal equations (zero columns skipped)
+            Yb, yb = Y[b[0]:b[-1] + 1], y[b[0]:b[-1] + 1]
+            folds.append((channel_grams(Yb).sum(axis=0), np.einsum("knp,kn->p", Yb, yb),
+                          float(np.sum(yb * yb)), yb.size))
         total = [sum(f[k] for f in folds) for k in range(4)]
         for gram, moment, yty, n_rows in folds:
             training = Problem(gram=total[0] - gram, moment=total[1] - moment,

@@ -51,7 +51,7 @@ from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, L
                                         PriorWeightSelection, build_link_problem, fit_links,
                                         link_channels, regression_system, select_prior_weight,
                                         time_blocks)
-from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.core.covariance import ChannelNormalEquations, channel_grams
 from inertia_id_ros.core.filtering import derivatives_at_samples, joint_states_at
 from inertia_id_ros.core.weighting import (check_weighting, iterate_channel_weights,
                                            weighted_normal_equations)
@@ -119,7 +119,8 @@ def gravity_normal_equations(model: LinkModel, data: JointTorqueData
                                                          rest[:chunk.n_samples])[:, :, columns]
                 for axis in np.eye(3)]
         parts.append((np.hstack([Y] + [G.reshape(Y.shape[0], -1) for G in unit]), y))
-    gram = sum(E.T @ E for E, _ in parts)
+    gram = sum(channel_grams(E.reshape(-1, model.n_joints, E.shape[1])).sum(axis=0)
+               for E, _ in parts)  # per joint: the zero columns skipped
     moment = sum(E.T @ y for E, y in parts)
     yty = float(sum(y @ y for _, y in parts))
     return gram, moment, yty, data.n_samples * model.n_joints
