@@ -576,9 +576,11 @@ class LinkIdentification:
         """What was chosen, in words (for stdout)."""
         lines = [f"accelerations: {self.differentiation.describe()}"]
         if self.filter_selection is not None:
-            best = float(np.min(self.filter_selection.cv_rms))
+            best = float(np.nanmin(self.filter_selection.cv_rms))
+            scored = int(np.sum(~np.isnan(self.filter_selection.cv_rms)))
             lines[-1] += (f"; chosen by {self.filter_selection.n_folds}-fold cross-validation of "
-                          f"the torques over {len(self.filter_selection.candidates)} filters "
+                          f"the torques over {scored} of "
+                          f"{len(self.filter_selection.candidates)} filters "
                           f"(held-out RMS {best:.4f} N m)")
         if self.differentiation.source != SOURCE_RECORDED:
             lines.append(f"  online, this filter delays every signal by "

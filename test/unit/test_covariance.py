@@ -239,3 +239,29 @@ def test_boundary_estimates_tangent_projection_matches_monte_carlo(plate_regress
     assert np.all(np.abs(ratios - 1.0) < AGREEMENT), ratios
     unconstrained_ratios = monte_carlo_ratios(thetas, unconstrained)
     assert np.max(np.abs(ratios - 1.0)) < np.max(np.abs(unconstrained_ratios - 1.0))
+
+
+@pytest.mark.parametrize("n_samples", [10, 300])
+def test_channel_grams_equal_the_dense_products(n_samples: int) -> None:
+    """Skipping each channel's zero columns (in runs, as a chain's joints: the links before a
+    joint and the other joints' drives) changes nothing but round-off; NaN columns are kept."""
+    from inertia_id_ros.core.covariance import channel_grams
+
+    rng = np.random.default_rng(5)
+    r, p = 4, 26
+    Y = rng.standard_normal((n_samples, r, p))
+    for c in range(r):
+        Y[:, c, :5 * c] = 0.0
+        Y[:, c, 20:] = 0.0
+        Y[:, c, 20 + c] = rng.standard_normal(n_samples)
+    Y[:, 3] = 0.0  # a channel with no columns at all
+    Y[:, 2, 2] = 0.0
+    dense = np.einsum("ncp,ncq->cpq", Y, Y)
+    np.testing.assert_allclose(channel_grams(Y), dense, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(channel_grams(Y[::2]), dense_of(Y[::2]), rtol=1e-12, atol=1e-10)
+    Y[0, 1, 3] = np.nan
+    assert np.isnan(channel_grams(Y)[1, 3, 3])
+
+
+def dense_of(Y: np.ndarray) -> np.ndarray:
+    return np.einsum("ncp,ncq->cpq", Y, Y)

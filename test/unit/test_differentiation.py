@@ -44,7 +44,7 @@ def test_cross_validation_picks_a_filter_near_the_most_accurate(recording):
     rec, model = recording, recording.simulator.links
     candidates = filter_candidates(rec.t, True, half_width_samples=(2, 8, 32, 125, 200))
     selection = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
-                                       candidates=candidates, max_samples=3000)
+                                       candidates=candidates, max_samples=3000, search="grid")
     assert selection.chosen.source == SOURCE_VELOCITIES
     errors = []
     for candidate in candidates:
@@ -130,3 +130,23 @@ def test_candidate_derivatives_equal_those_of_joint_states_at(with_velocities: b
     np.testing.assert_allclose(fast[0], velocities, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(fast[1], accelerations, rtol=1e-9, atol=1e-7)
     assert np.abs(accelerations).max() > 1.0  # a real signal, not zeros
+
+
+def test_coarse_search_chooses_as_the_grid_with_its_scores(recording):
+    """The coarse-to-fine search over the half-widths scores fewer candidates, each exactly as
+    the grid does, and chooses the grid's best (smoothly varying scores)."""
+    rec, model = recording, recording.simulator.links
+    candidates = filter_candidates(rec.t, True, half_width_samples=(2, 5, 8, 12, 20, 32, 50, 80))
+    grid = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
+                                  candidates=candidates, max_samples=2000, search="grid")
+    coarse = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
+                                    candidates=candidates, max_samples=2000)
+    assert coarse.chosen == grid.chosen
+    scored = ~np.isnan(coarse.cv_rms)
+    assert 0 < scored.sum() < len(candidates) and not np.isnan(grid.cv_rms).any()
+    np.testing.assert_allclose(coarse.cv_rms[scored], grid.cv_rms[scored], rtol=1e-12)
+    listed = coarse.as_json()["selection"]
+    assert len(listed["candidates"]) == scored.sum() and "coarse-to-fine" in listed["criterion"]
+    with pytest.raises(ValueError, match="unknown search"):
+        select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort, candidates=candidates,
+                               max_samples=2000, search="bisect")
