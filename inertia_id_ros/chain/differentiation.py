@@ -169,10 +169,11 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
     ``prior_weight`` per torque sample (:mod:`inertia_id_ros.chain.links`; unregularised, a fit on
     four blocks extrapolates wildly along what they do not identify, and that noise, not the
     filter, would decide). ``search``: ``"grid"`` scores every candidate; ``"coarse"`` (default)
-    scores every other half-width of each order (and the widest), then descends from the best
-    along its order's half-widths, scoring neighbours until both are worse (the held-out RMS
-    varies smoothly with the width: the same choice as the grid for 40 % fewer candidates; the
-    others' ``cv_rms`` are NaN). Raises ``ValueError`` if the recording is too short."""
+    scores every other half-width of each order (and the widest), then descends from each
+    order's best along its half-widths, scoring neighbours until both are worse: the grid's
+    choice whenever each order's held-out RMS has a single minimum over the half-widths (as it
+    varies smoothly with the width), for about a third fewer candidates; the others'
+    ``cv_rms`` are NaN. Raises ``ValueError`` if the recording is too short."""
     t = np.asarray(t, dtype=float)
     if candidates is None:
         candidates = filter_candidates(t, dq is not None)
@@ -227,17 +228,17 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
         for ladder in ladders.values():  # every other half-width and the widest
             for i in ladder[::2] + ladder[-1:]:
                 score(i)
-        best = int(np.nanargmin(scores))
-        ladder = ladders[candidates[best].source, candidates[best].order]
-        at = ladder.index(best)
-        while True:  # descend along the best's ladder to a candidate both neighbours exceed
-            steps = [j for j in (at - 1, at + 1) if 0 <= j < len(ladder)]
-            if not steps:
-                break
-            j = min(steps, key=lambda j: score(ladder[j]))
-            if score(ladder[j]) >= score(ladder[at]):
-                break
-            at = j
+        for ladder in ladders.values():  # descend from each order's best to a candidate
+            at = min(range(len(ladder)), key=lambda j: scores[ladder[j]]  # both neighbours
+                     if not np.isnan(scores[ladder[j]]) else np.inf)  # exceed
+            while True:
+                steps = [j for j in (at - 1, at + 1) if 0 <= j < len(ladder)]
+                if not steps:
+                    break
+                j = min(steps, key=lambda j: score(ladder[j]))
+                if score(ladder[j]) >= score(ladder[at]):
+                    break
+                at = j
     else:
         raise ValueError(f"unknown search {search!r} (grid, coarse)")
     cv_rms = np.sqrt(scores / (rows.size * model.n_joints))
