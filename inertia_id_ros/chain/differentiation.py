@@ -44,6 +44,10 @@ are the distinct pairs of a plain and a less distorting, noisier derivative."""
 DEFAULT_CV_SAMPLES = 12000
 """Samples scored per candidate at most (evenly strided over the recording)."""
 DEFAULT_FOLDS = 5
+RANKING_STRIDE = 2
+"""With at least ``RANKING_STRIDE * RANKING_MIN_SAMPLES`` samples scored, the candidates are
+ranked on every ``RANKING_STRIDE``-th of them; each order's best is then scored on all."""
+RANKING_MIN_SAMPLES = 2000
 MAX_HALF_WIDTH = 0.2
 """Longest candidate half-width (s): wider windows flatten the accelerations of any arm motion."""
 
@@ -99,6 +103,10 @@ class DifferentiationSelection:
     chosen: DifferentiationFilter
     n_samples: int
     n_folds: int
+    ranking_rms: np.ndarray | None = None
+    """The held-out RMS (N·m) each candidate was ranked by, on ``n_ranking_samples`` of the
+    samples (every ``RANKING_STRIDE``-th; NaN: not evaluated); ``None``: as ``cv_rms``."""
+    n_ranking_samples: int | None = None
 
     def as_json(self) -> dict:
         """The chosen filter (:meth:`DifferentiationFilter.as_json`) with ``"selection"``: the
@@ -115,6 +123,17 @@ class DifferentiationSelection:
             "candidates": [{"half_width_s": c.half_width, "order": c.order,
                             "window_samples": c.window_samples, "cv_rms": float(r)}
                            for c, r, e in zip(self.candidates, self.cv_rms, evaluated) if e]}
+        if self.ranking_rms is not None:
+            ranked = ~np.isnan(self.ranking_rms)
+            out["selection"]["criterion"] += (
+                f"; ranked on {self.n_ranking_samples} of the samples, each order's best "
+                "scored on all (those listed)")
+            out["selection"]["ranking"] = {
+                "samples": self.n_ranking_samples,
+                "candidates": [{"half_width_s": c.half_width, "order": c.order,
+                                "cv_rms": float(r)}
+                               for c, r, e in zip(self.candidates, self.ranking_rms, ranked)
+                               if e]}
         return out
 
 
@@ -173,7 +192,9 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
     order's best along its half-widths, scoring neighbours until both are worse: the grid's
     choice whenever each order's held-out RMS has a single minimum over the half-widths (as it
     varies smoothly with the width), for about a third fewer candidates; the others'
-    ``cv_rms`` are NaN. Raises ``ValueError`` if the recording is too short."""
+    ``cv_rms`` are NaN. From ``RANKING_STRIDE * RANKING_MIN_SAMPLES`` samples on, that search
+    ranks on every ``RANKING_STRIDE``-th sample (``ranking_rms``) and only each order's best is
+    scored on all samples (``cv_rms``; the smallest is chosen). Raises ``ValueError`` if the recording is too short."""
     t = np.asarray(t, dtype=float)
     if candidates is None:
         candidates = filter_candidates(t, dq is not None)
@@ -185,26 +206,29 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
     rows = interior[::max(1, int(np.ceil(interior.size / max_samples)))]
     if rows.size < 2 * n_folds:
         raise ValueError(f"{rows.size} samples cannot make {n_folds} folds")
-    blocks = np.array_split(np.arange(rows.size), n_folds)
     names = None if joint_names is None else tuple(joint_names)
-    scores = np.full(len(candidates), np.nan)  # velocities smoothed as with_derivatives does
-    positions = np.asarray(q, dtype=float)[rows]
+    stride = (RANKING_STRIDE if search == "coarse"
+              and rows.size >= RANKING_STRIDE * RANKING_MIN_SAMPLES else 1)
+    ranking_rows = rows[::stride]
+    scores = np.full(len(candidates), np.nan)  # of the ranking rows
 
     def score(i: int) -> float:
         if np.isnan(scores[i]):
-            scores[i] = _fold_score(candidates[i])
+            scores[i] = _fold_score(candidates[i], ranking_rows)
         return scores[i]
 
-    def _fold_score(candidate: DifferentiationFilter) -> float:
+    def _fold_score(candidate: DifferentiationFilter, rows: np.ndarray) -> float:
+        """Mean squared held-out torque error on ``rows`` (velocities smoothed as
+        with_derivatives does)."""
         total_score = 0.0
         velocities, accelerations = _derivatives_at(t, q, dq, t[rows], candidate)
-        data = JointTorqueData(positions, velocities, accelerations, np.asarray(effort)[rows],
-                               names)
+        data = JointTorqueData(np.asarray(q, dtype=float)[rows], velocities, accelerations,
+                               np.asarray(effort)[rows], names)
         Y, y = regression_system(model, data)
         Y = Y.reshape(rows.size, model.n_joints, -1)
         y = y.reshape(rows.size, model.n_joints)
         folds = []
-        for b in blocks:  # the blocks' stacked normal equations (zero columns skipped)
+        for b in np.array_split(np.arange(rows.size), n_folds):  # zero columns skipped
             Yb, yb = Y[b[0]:b[-1] + 1], y[b[0]:b[-1] + 1]
             folds.append((channel_grams(Yb).sum(axis=0), np.einsum("knp,kn->p", Yb, yb),
                           float(np.sum(yb * yb)), yb.size))
@@ -216,15 +240,15 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
                                prior_weight=prior_weight * (total[3] - n_rows))
             x = solve(training, method="ols").x
             total_score += max(float(x @ gram @ x - 2.0 * moment @ x + yty), 0.0)
-        return total_score
+        return total_score / (rows.size * model.n_joints)
 
+    ladders: dict = {}  # per source and order, the candidates by half-width
+    for i in sorted(range(len(candidates)), key=lambda i: candidates[i].half_width):
+        ladders.setdefault((candidates[i].source, candidates[i].order), []).append(i)
     if search == "grid":
         for i in range(len(candidates)):
             score(i)
     elif search == "coarse":
-        ladders: dict = {}  # per source and order, the candidates by half-width
-        for i in sorted(range(len(candidates)), key=lambda i: candidates[i].half_width):
-            ladders.setdefault((candidates[i].source, candidates[i].order), []).append(i)
         for ladder in ladders.values():  # every other half-width and the widest
             for i in ladder[::2] + ladder[-1:]:
                 score(i)
@@ -241,6 +265,14 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
                 at = j
     else:
         raise ValueError(f"unknown search {search!r} (grid, coarse)")
-    cv_rms = np.sqrt(scores / (rows.size * model.n_joints))
+    ranking = np.sqrt(scores)
+    if stride == 1:
+        cv_rms = ranking
+    else:  # each order's best on every row decides
+        cv_rms = np.full(len(candidates), np.nan)
+        for ladder in ladders.values():
+            best = min(ladder, key=lambda i: scores[i] if not np.isnan(scores[i]) else np.inf)
+            cv_rms[best] = np.sqrt(_fold_score(candidates[best], rows))
     return DifferentiationSelection(candidates, cv_rms, candidates[int(np.nanargmin(cv_rms))],
-                                    int(rows.size), n_folds)
+                                    int(rows.size), n_folds, None if stride == 1 else ranking,
+                                    None if stride == 1 else int(ranking_rows.size))

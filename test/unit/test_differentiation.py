@@ -147,6 +147,36 @@ def test_coarse_search_chooses_as_the_grid_with_its_scores(recording):
     np.testing.assert_allclose(coarse.cv_rms[scored], grid.cv_rms[scored], rtol=1e-12)
     listed = coarse.as_json()["selection"]
     assert len(listed["candidates"]) == scored.sum() and "coarse-to-fine" in listed["criterion"]
+    assert coarse.ranking_rms is None  # 2000 samples: ranked on all of them
+
+
+def test_coarse_search_ranks_on_every_other_sample_then_scores_the_finalists_on_all(
+        recording, monkeypatch):
+    """Above RANKING_STRIDE * RANKING_MIN_SAMPLES samples the candidates are ranked on every
+    other sample; each order's best is scored on all, exactly as the grid scores it."""
+    import inertia_id_ros.chain.differentiation as differentiation
+
+    monkeypatch.setattr(differentiation, "RANKING_MIN_SAMPLES", 500)
+    rec, model = recording, recording.simulator.links
+    candidates = filter_candidates(rec.t, True, half_width_samples=(2, 5, 8, 12, 20, 32, 50, 80))
+    grid = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
+                                  candidates=candidates, max_samples=2000, search="grid")
+    coarse = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
+                                    candidates=candidates, max_samples=2000)
+    assert grid.ranking_rms is None and coarse.n_ranking_samples == (coarse.n_samples + 1) // 2
+    assert coarse.chosen == grid.chosen
+    finalists = ~np.isnan(coarse.cv_rms)
+    assert finalists.sum() == 2  # one per order
+    np.testing.assert_allclose(coarse.cv_rms[finalists], grid.cv_rms[finalists], rtol=1e-12)
+    assert np.isnan(coarse.ranking_rms).sum() > 0
+    report = coarse.as_json()["selection"]
+    assert "ranked on" in report["criterion"] and len(report["candidates"]) == 2
+    assert len(report["ranking"]["candidates"]) == (~np.isnan(coarse.ranking_rms)).sum()
+
+
+def test_unknown_filter_search_is_refused(recording):
+    rec, model = recording, recording.simulator.links
+    candidates = filter_candidates(rec.t, True, half_width_samples=(2, 5, 8))
     with pytest.raises(ValueError, match="unknown search"):
         select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort, candidates=candidates,
                                max_samples=2000, search="bisect")
