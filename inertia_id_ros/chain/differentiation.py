@@ -11,7 +11,8 @@ fast motion). The best width depends on the sample rate, the noise and how fast 
 moves, so it is chosen on the training data (:func:`select_differentiation`): for each candidate
 ``(half_width, order)``, the torques of every contiguous time block are predicted by least
 squares (regularised toward the URDF) fitted on the other blocks; the candidate with the
-smallest held-out RMS wins. Every candidate is scored on the same samples (those a fit of the
+smallest held-out RMS wins (searched coarse to fine over the half-widths of each order, ranked
+on every other sample of long recordings: :func:`select_differentiation`). Every candidate is scored on the same samples (those a fit of the
 widest candidate covers on both sides), at most :data:`DEFAULT_CV_SAMPLES` of them (evenly
 strided).
 """
@@ -194,7 +195,8 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
     varies smoothly with the width), for about a third fewer candidates; the others'
     ``cv_rms`` are NaN. From ``RANKING_STRIDE * RANKING_MIN_SAMPLES`` samples on, that search
     ranks on every ``RANKING_STRIDE``-th sample (``ranking_rms``) and only each order's best is
-    scored on all samples (``cv_rms``; the smallest is chosen). Raises ``ValueError`` if the recording is too short."""
+    scored on all samples (``cv_rms``; the smallest is chosen). Raises ``ValueError`` if the
+    recording is too short."""
     t = np.asarray(t, dtype=float)
     if candidates is None:
         candidates = filter_candidates(t, dq is not None)
@@ -252,9 +254,9 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
         for ladder in ladders.values():  # every other half-width and the widest
             for i in ladder[::2] + ladder[-1:]:
                 score(i)
-        for ladder in ladders.values():  # descend from each order's best to a candidate
-            at = min(range(len(ladder)), key=lambda j: scores[ladder[j]]  # both neighbours
-                     if not np.isnan(scores[ladder[j]]) else np.inf)  # exceed
+        for ladder in ladders.values():  # descend from each order's best until both
+            at = min(range(len(ladder)),  # neighbours score higher
+                     key=lambda j: np.inf if np.isnan(scores[ladder[j]]) else scores[ladder[j]])
             while True:
                 steps = [j for j in (at - 1, at + 1) if 0 <= j < len(ladder)]
                 if not steps:

@@ -183,6 +183,11 @@ clock or stamping fault to fix in the recording, not a sensor's filter."""
 DELAY_GRID_STEPS = 6
 """The delay search's first grid has ``2 * DELAY_GRID_STEPS + 1`` points over +-MAX_TORQUE_DELAY
 (at least one sample period apart); the best is refined (bounded Brent) to a tenth of a sample."""
+SHIFT_GRID_STEPS = 3
+"""The whole-shift delay search's first grid has ``2 * SHIFT_GRID_STEPS + 1`` shifts over
++-MAX_TORQUE_DELAY (at least one sample apart); the descent then walks one sample at a time
+from the best (the training RMS varies smoothly with the shift: the best whole shift of a finer
+grid, for fewer solves)."""
 
 
 @dataclass(frozen=True)
@@ -283,7 +288,7 @@ def estimate_torque_delay(model: LinkModel, t: np.ndarray, q: np.ndarray,
     either end), the motion at ``t - delay`` from ``differentiation`` (the efforts are not
     resampled).
 
-    Search: whole sample periods first, on a grid (:data:`DELAY_GRID_STEPS`) then by descent to
+    Search: whole sample periods first, on a grid (:data:`SHIFT_GRID_STEPS`) then by descent to
     the best whole shift near its best, each shift pairing the efforts with the motion that many
     samples earlier (one regressor pass serves them all, :class:`ShiftedTorquePairs`); then the
     vertex of the parabola through the best shift's score and its neighbours'. The scores at the
@@ -322,7 +327,7 @@ def estimate_torque_delay(model: LinkModel, t: np.ndarray, q: np.ndarray,
             shifted[k] = scorer.score(*pairs.normal_equations(k))
         return shifted[k]
 
-    step = max(1, int(round(max(max_delay / DELAY_GRID_STEPS, dt) / dt)))
+    step = max(1, int(round(max(max_delay / SHIFT_GRID_STEPS, dt) / dt)))
     grid = np.arange(-(max_shift // step), max_shift // step + 1) * step
     best = int(grid[np.argmin([shift_score(int(k)) for k in grid])])
     low, high = max(best - step, -max_shift), min(best + step, max_shift)

@@ -133,3 +133,22 @@ def test_whole_shift_search_agrees_with_the_exact_search(recording):
     assert fast.rms == pytest.approx(exact.rms, rel=1e-3)
     assert fast.rms == pytest.approx(scorer().exact(fast.delay), rel=1e-9)
     assert fast.zero_rms == pytest.approx(exact.zero_rms, rel=1e-6)
+
+
+def test_the_coarse_shift_grid_finds_the_delay_of_every_shift_scored(recording, monkeypatch):
+    """The whole-shift search's coarse grid (SHIFT_GRID_STEPS) and descent find the delay a grid
+    over every whole shift finds."""
+    from inertia_id_ros.chain import identify
+
+    rec, lag, n = recording, 6, recording.t.size
+    rows = slice(lag, n, 2)  # 500 Hz: 15 whole shifts each side
+    t, q, dq = rec.t[rows], rec.q[rows], rec.dq[rows]
+    effort = rec.effort[:n - lag:2]
+    filt = DifferentiationFilter(SOURCE_VELOCITIES, 0.05, 2, 2e-3)
+    coarse = estimate_torque_delay(rec.simulator.links, t, q, dq, None, effort, filt,
+                                   max_samples=1500)
+    monkeypatch.setattr(identify, "SHIFT_GRID_STEPS", 1000)  # every whole shift
+    every = estimate_torque_delay(rec.simulator.links, t, q, dq, None, effort, filt,
+                                  max_samples=1500)
+    assert coarse.delay == pytest.approx(every.delay, abs=1e-9)
+    assert coarse.rms == pytest.approx(every.rms, rel=1e-9)
