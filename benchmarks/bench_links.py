@@ -51,8 +51,8 @@ from inertia_id_ros.chain.links import (
 )
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, ExcitingTrajectory
-from inertia_id_ros.solvers import Problem, Solution, solve
 from inertia_id_ros.sim.torques import DriveTruth, JointTorqueSimulator
+from inertia_id_ros.solvers import Problem, Solution, solve
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kuka_lwr4"
 RATE = 200.0  # Hz, the KUKA recording's and the simulated Panda's

@@ -40,11 +40,15 @@ if ARGS.threads != "default":
 import numpy as np  # noqa: E402  (after the BLAS thread settings)
 
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia  # noqa: E402
-from inertia_id_ros.core.robots import example_robot_urdf, load_model  # noqa: E402
 from inertia_id_ros.core.kinematics import SensorKinematics  # noqa: E402
+from inertia_id_ros.core.robots import example_robot_urdf, load_model  # noqa: E402
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator  # noqa: E402
-from inertia_id_ros.sim.payload import (PANDA_ARM_JOINTS, PANDA_FLANGE,  # noqa: E402
-                                        ExcitingTrajectory, PayloadSimulator)
+from inertia_id_ros.sim.payload import (  # noqa: E402
+    PANDA_ARM_JOINTS,
+    PANDA_FLANGE,
+    ExcitingTrajectory,
+    PayloadSimulator,
+)
 
 DURATION_SEC = 20.0
 RATE_HZ = 1000.0

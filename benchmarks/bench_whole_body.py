@@ -50,13 +50,21 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402
 
-from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT,  # noqa: E402
-                                                 POINTMASS_OPTIONS, NormalEquations,
-                                                 parameter_scales, scale_problem)
+from inertia_id_ros.chain.whole_body_fit import (  # noqa: E402
+    DEFAULT_PRIOR_WEIGHT,
+    POINTMASS_OPTIONS,
+    NormalEquations,
+    parameter_scales,
+    scale_problem,
+)
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia  # noqa: E402
 from inertia_id_ros.core.robots import example_robot_urdf  # noqa: E402
-from inertia_id_ros.core.whole_body import (BaseMotion, FTSensor, WholeBodyModel,  # noqa: E402
-                                            WholeBodySamples)
+from inertia_id_ros.core.whole_body import (  # noqa: E402
+    BaseMotion,
+    FTSensor,
+    WholeBodyModel,
+    WholeBodySamples,
+)
 from inertia_id_ros.solvers import Problem, solve  # noqa: E402
 from inertia_id_ros.solvers.lmi import _MODEL_CACHE  # noqa: E402
 

@@ -45,12 +45,23 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import savgol_filter
 
-from inertia_id_ros.chain.differentiation import (SOURCE_VELOCITIES, DifferentiationFilter,
-                                                  sample_period, select_differentiation)
+from inertia_id_ros.chain.differentiation import (
+    SOURCE_VELOCITIES,
+    DifferentiationFilter,
+    sample_period,
+    select_differentiation,
+)
 from inertia_id_ros.chain.identify import derive_torque_data, identify_links
-from inertia_id_ros.chain.links import (JointTorqueData, LinkModel, build_link_problem,
-                                        fit_links, link_channels,
-                                        predict_torques, select_prior_weight, torque_error)
+from inertia_id_ros.chain.links import (
+    JointTorqueData,
+    LinkModel,
+    build_link_problem,
+    fit_links,
+    link_channels,
+    predict_torques,
+    select_prior_weight,
+    torque_error,
+)
 from inertia_id_ros.core.filtering import derivatives_at_samples
 from inertia_id_ros.core.weighting import iterate_channel_weights, weighted_normal_equations
 from inertia_id_ros.sim.torques import panda_arm_recording

@@ -38,13 +38,13 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
+from bench_node_dds import script, shut_down
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from bench_node_dds import script, shut_down
 from inertia_id_ros.core.inertia import inertia_from_theta
-from inertia_id_ros.msg import InertialParameters
 from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.msg import InertialParameters
 from inertia_id_ros.ros.conversions import wrench_to_array
 
 RATE_HZ = 1000.0

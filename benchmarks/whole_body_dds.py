@@ -32,13 +32,21 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from inertia_id_ros.chain.whole_body_fit import (fit_whole_body, prediction_errors,
-                                                 prior_with_fitted_offsets)
+from inertia_id_ros.chain.whole_body_fit import (
+    fit_whole_body,
+    prediction_errors,
+    prior_with_fitted_offsets,
+)
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.core.whole_body import (BaseMotion, FTSensor, WholeBodyModel,
-                                            WholeBodySamples, gyro_derivative)
 from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.core.whole_body import (
+    BaseMotion,
+    FTSensor,
+    WholeBodyModel,
+    WholeBodySamples,
+    gyro_derivative,
+)
 from inertia_id_ros.msg import InertialParametersArray
 from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
 from inertia_id_ros.sim import whole_body as wb

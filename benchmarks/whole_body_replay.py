@@ -27,8 +27,11 @@ from inertia_id_ros.chain.whole_body_fit import holdout_comparison, prediction_e
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.io.replay import bag_robot_description, record_whole_body, replay_whole_body_bag
 from inertia_id_ros.io.whole_body import read_whole_body_bag, whole_body_inputs
-from inertia_id_ros.ros.parameters import (build_session, parameters_from_file,
-                                           settings_from_parameters)
+from inertia_id_ros.ros.parameters import (
+    build_session,
+    parameters_from_file,
+    settings_from_parameters,
+)
 from inertia_id_ros.sim import whole_body as wb
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "icub_whole_body.yaml"

@@ -19,7 +19,6 @@ from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.io.data import JointStates
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator
 
-
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -184,6 +183,7 @@ class Feeder:
 
 def identify(node, client, **request):
     import rclpy
+
     from inertia_id_ros.srv import Identify
 
     assert client.wait_for_service(timeout_sec=20.0)
@@ -198,6 +198,7 @@ def identify_after_motion(peer, client, sim, node, timeout: float, call_timeout:
     s) and the node's diagnostics say it has taken every sample (its last samples are in its
     window), then call the node's identify service: its successful response."""
     import rclpy
+
     from inertia_id_ros.srv import Identify
 
     diagnostics = NodeDiagnostics(peer)

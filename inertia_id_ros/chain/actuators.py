@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-from inertia_id_ros.errors import ConfigError
 from inertia_id_ros.chain.friction import DRIVE_TERMS, JointDrive
 from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.errors import ConfigError
 
 
 def _check_keys(mapping: Mapping[str, Any], allowed: Iterable[str], where: str) -> None:

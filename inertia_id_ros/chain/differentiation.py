@@ -24,8 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkModel,
-                                        regression_system)
+from inertia_id_ros.chain.links import (
+    DEFAULT_PRIOR_WEIGHT,
+    JointTorqueData,
+    LinkModel,
+    regression_system,
+)
 from inertia_id_ros.core.covariance import ChannelNormalEquations, channel_grams
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.solvers import Problem, solve

@@ -33,31 +33,46 @@ Steps, each choice made on the training recording only and reported:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import dataclasses
 
 import numpy as np
 import pinocchio as pin
 from scipy.optimize import minimize, minimize_scalar
 
-from inertia_id_ros.chain.differentiation import (SOURCE_POSITIONS, SOURCE_RECORDED,
-                                                  SOURCE_VELOCITIES, DifferentiationFilter,
-                                                  DifferentiationSelection, sample_period,
-                                                  select_differentiation)
+from inertia_id_ros.chain.differentiation import (
+    SOURCE_POSITIONS,
+    SOURCE_RECORDED,
+    SOURCE_VELOCITIES,
+    DifferentiationFilter,
+    DifferentiationSelection,
+    sample_period,
+    select_differentiation,
+)
 from inertia_id_ros.chain.friction import smooth_sign
-from inertia_id_ros.chain.links import (DEFAULT_PRIOR_WEIGHT, JointTorqueData, LinkFit, LinkModel,
-                                        PriorWeightSelection, build_link_problem, fit_links,
-                                        link_channels, regression_system, select_prior_weight,
-                                        time_blocks)
+from inertia_id_ros.chain.links import (
+    DEFAULT_PRIOR_WEIGHT,
+    JointTorqueData,
+    LinkFit,
+    LinkModel,
+    PriorWeightSelection,
+    build_link_problem,
+    fit_links,
+    link_channels,
+    regression_system,
+    select_prior_weight,
+    time_blocks,
+)
 from inertia_id_ros.core.covariance import ChannelNormalEquations, channel_grams
 from inertia_id_ros.core.filtering import derivatives_at_samples, joint_states_at
-from inertia_id_ros.core.weighting import (check_weighting, iterate_channel_weights,
-                                           weighted_normal_equations)
+from inertia_id_ros.core.weighting import (
+    check_weighting,
+    iterate_channel_weights,
+    weighted_normal_equations,
+)
 from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING
 from inertia_id_ros.solvers import Solution, solve
-
 
 DEFAULT_TILT_SAMPLES = 6000
 """Samples (evenly strided) of the base-tilt search."""

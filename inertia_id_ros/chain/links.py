@@ -43,8 +43,12 @@ from inertia_id_ros.chain.friction import NONNEGATIVE_DRIVE_TERMS, JointDrive
 from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.inertia import THETA_NAMES, ConsistencyReport, check_consistency
 from inertia_id_ros.core.robots import load_model, reduce_model
-from inertia_id_ros.core.weighting import (ChannelWeights, check_weighting,
-                                           iterate_channel_weights, weighted_normal_equations)
+from inertia_id_ros.core.weighting import (
+    ChannelWeights,
+    check_weighting,
+    iterate_channel_weights,
+    weighted_normal_equations,
+)
 from inertia_id_ros.solvers import Problem, Solution, solve
 
 DEFAULT_PRIOR_WEIGHT = 2e-3

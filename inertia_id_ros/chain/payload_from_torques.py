@@ -31,13 +31,13 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, predict_torques
 from inertia_id_ros.core.inertia import (
     THETA_NAMES,
     ConsistencyReport,
     check_consistency,
     inertia_from_theta,
 )
-from inertia_id_ros.chain.links import JointTorqueData, LinkModel, predict_torques
 from inertia_id_ros.core.regressors import body_regressor_batch
 from inertia_id_ros.core.robots import frame_id
 from inertia_id_ros.solvers import Problem, Solution, solve

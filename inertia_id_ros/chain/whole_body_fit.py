@@ -33,18 +33,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from inertia_id_ros.chain.links import (DEFAULT_GRAM_RANK_TOLERANCE, BaseParameters,
-                                        base_parameters_from_gram)
+from inertia_id_ros.chain.links import (
+    DEFAULT_GRAM_RANK_TOLERANCE,
+    BaseParameters,
+    base_parameters_from_gram,
+)
 from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.inertia import N_BODY_PARAMS, check_consistency
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS
-from inertia_id_ros.core.weighting import (ChannelWeights, check_weighting,
-                                           iterate_channel_weights, weighted_normal_equations)
+from inertia_id_ros.core.weighting import (
+    ChannelWeights,
+    check_weighting,
+    iterate_channel_weights,
+    weighted_normal_equations,
+)
 from inertia_id_ros.core.whole_body import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
-from inertia_id_ros.options import (WHOLE_BODY_DEFAULT_PRIOR_WEIGHT as DEFAULT_PRIOR_WEIGHT,
-                                    WHOLE_BODY_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING,
-                                    WHOLE_BODY_METHODS)
+from inertia_id_ros.options import WHOLE_BODY_DEFAULT_PRIOR_WEIGHT as DEFAULT_PRIOR_WEIGHT
+from inertia_id_ros.options import WHOLE_BODY_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING
+from inertia_id_ros.options import WHOLE_BODY_METHODS
 from inertia_id_ros.solvers import Problem, Solution, solve
 from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN, lift_to_margin
 

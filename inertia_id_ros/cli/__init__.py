@@ -72,8 +72,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inertia_id_ros.cli import (demo, excite, export, fit_links, fit_payload, fit_whole_body,
-                                record_sim, replay, sim_whole_body, traversaro, validate)
+from inertia_id_ros.cli import (
+    demo,
+    excite,
+    export,
+    fit_links,
+    fit_payload,
+    fit_whole_body,
+    record_sim,
+    replay,
+    sim_whole_body,
+    traversaro,
+    validate,
+)
 from inertia_id_ros.cli.common import EXIT_BAD_INPUT
 from inertia_id_ros.errors import DataError, InputError
 from inertia_id_ros.threads import limit_threads

@@ -11,8 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import InputError
-from inertia_id_ros.options import (DEFAULT_HALF_WIDTH, DEFAULT_JOINT_STATES_TOPIC,
-                                    DEFAULT_WRENCH_TOPIC, METHOD_NAMES)
+from inertia_id_ros.options import (
+    DEFAULT_HALF_WIDTH,
+    DEFAULT_JOINT_STATES_TOPIC,
+    DEFAULT_WRENCH_TOPIC,
+    METHOD_NAMES,
+)
 
 if TYPE_CHECKING:
     import pinocchio as pin

@@ -8,10 +8,14 @@ import sys
 import warnings
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.cli.common import (EXIT_NO_ESTIMATE, add_data_options, check_data_source,
-                                       load_urdf_model, write_json)
-from inertia_id_ros.errors import (DataError, InputError, JointNotFound, ProblemError,
-                                   SolverError)
+from inertia_id_ros.cli.common import (
+    EXIT_NO_ESTIMATE,
+    add_data_options,
+    check_data_source,
+    load_urdf_model,
+    write_json,
+)
+from inertia_id_ros.errors import DataError, InputError, JointNotFound, ProblemError, SolverError
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, LINKS_DEFAULT_WEIGHTING, WEIGHTINGS
 
 if TYPE_CHECKING:
@@ -67,8 +71,12 @@ def _link_model(model: pin.Model, states: JointStates, joints: list[str],
 
 def run(args: argparse.Namespace) -> int:
     """Fit the links; the exit code."""
-    from inertia_id_ros.chain.differentiation import (SOURCE_POSITIONS, SOURCE_VELOCITIES,
-                                                      DifferentiationFilter, sample_period)
+    from inertia_id_ros.chain.differentiation import (
+        SOURCE_POSITIONS,
+        SOURCE_VELOCITIES,
+        DifferentiationFilter,
+        sample_period,
+    )
     from inertia_id_ros.chain.identify import identify_links
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.io.data import check_joints, read_joint_bag, read_joint_file

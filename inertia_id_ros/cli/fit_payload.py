@@ -8,13 +8,29 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.cli.common import (DATA_LIMITED, EXIT_NO_ESTIMATE, add_data_options,
-                                       body_lines, check_data_source, dropped_text,
-                                       load_urdf_model, write_json)
-from inertia_id_ros.errors import (ConfigError, EstimateUnavailable, FrameNotFound, InputError,
-                                   SampleRejected)
-from inertia_id_ros.options import (DEFAULT_HALF_WIDTH, DEFAULT_JOINT_STATES_TOPIC,
-                                    DEFAULT_WRENCH_TOPIC, WEIGHTINGS)
+from inertia_id_ros.cli.common import (
+    DATA_LIMITED,
+    EXIT_NO_ESTIMATE,
+    add_data_options,
+    body_lines,
+    check_data_source,
+    dropped_text,
+    load_urdf_model,
+    write_json,
+)
+from inertia_id_ros.errors import (
+    ConfigError,
+    EstimateUnavailable,
+    FrameNotFound,
+    InputError,
+    SampleRejected,
+)
+from inertia_id_ros.options import (
+    DEFAULT_HALF_WIDTH,
+    DEFAULT_JOINT_STATES_TOPIC,
+    DEFAULT_WRENCH_TOPIC,
+    WEIGHTINGS,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -120,8 +136,12 @@ def _payload_prior(args: argparse.Namespace, model: pin.Model) -> np.ndarray | N
 def run(args: argparse.Namespace) -> int:
     """Fit the payload; the exit code."""
     from inertia_id_ros.core.kinematics import SensorKinematics
-    from inertia_id_ros.io.data import (check_joints, check_wrench_frame, read_payload_bag,
-                                        read_payload_file)
+    from inertia_id_ros.io.data import (
+        check_joints,
+        check_wrench_frame,
+        read_payload_bag,
+        read_payload_file,
+    )
     from inertia_id_ros.io.export import body_json
     from inertia_id_ros.io.validate import validate_after_fit
     from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator

@@ -9,9 +9,15 @@ import sys
 
 from inertia_id_ros.cli.common import EXIT_NO_ESTIMATE, whole_body_table, write_json
 from inertia_id_ros.errors import InputError, ProblemError, SolverError
-from inertia_id_ros.options import (BASE_KINDS, DEFAULT_IMU_TOPIC, DEFAULT_JOINT_STATES_TOPIC,
-                                    WEIGHTINGS, WHOLE_BODY_DEFAULT_PRIOR_WEIGHT,
-                                    WHOLE_BODY_DEFAULT_WEIGHTING, WHOLE_BODY_METHODS)
+from inertia_id_ros.options import (
+    BASE_KINDS,
+    DEFAULT_IMU_TOPIC,
+    DEFAULT_JOINT_STATES_TOPIC,
+    WEIGHTINGS,
+    WHOLE_BODY_DEFAULT_PRIOR_WEIGHT,
+    WHOLE_BODY_DEFAULT_WEIGHTING,
+    WHOLE_BODY_METHODS,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -61,8 +67,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Fit every link; the exit code."""
     from inertia_id_ros.chain.whole_body_fit import fit_whole_body, holdout_comparison
-    from inertia_id_ros.io.whole_body import (read_whole_body_bag, read_whole_body_file,
-                                              whole_body_inputs, whole_body_json)
+    from inertia_id_ros.io.whole_body import (
+        read_whole_body_bag,
+        read_whole_body_file,
+        whole_body_inputs,
+        whole_body_json,
+    )
 
     if args.prior_weight < 0:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")

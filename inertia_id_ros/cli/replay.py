@@ -11,9 +11,16 @@ import sys
 import time
 from typing import Any
 
-from inertia_id_ros.cli.common import (DATA_LIMITED, EXIT_NO_ESTIMATE, body_lines, dropped_text,
-                                       read_result_body, whole_body_table, write_json,
-                                       write_output)
+from inertia_id_ros.cli.common import (
+    DATA_LIMITED,
+    EXIT_NO_ESTIMATE,
+    body_lines,
+    dropped_text,
+    read_result_body,
+    whole_body_table,
+    write_json,
+    write_output,
+)
 from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound, InputError
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC, METHOD_NAMES
 
@@ -98,10 +105,16 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
     import yaml
 
     from inertia_id_ros.errors import StartupError
-    from inertia_id_ros.io.replay import (bag_robot_description, replay_payload_bag,
-                                          replay_whole_body_bag)
-    from inertia_id_ros.ros.parameters import (build_session, parameters_from_file,
-                                               settings_from_parameters)
+    from inertia_id_ros.io.replay import (
+        bag_robot_description,
+        replay_payload_bag,
+        replay_whole_body_bag,
+    )
+    from inertia_id_ros.ros.parameters import (
+        build_session,
+        parameters_from_file,
+        settings_from_parameters,
+    )
 
     try:
         values = parameters_from_file(args.params_file, args.node_name)
@@ -155,8 +168,13 @@ def run(args: argparse.Namespace) -> int:
 
     from inertia_id_ros.core.inertia import inertia_from_theta
     from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.replay import (WholeBodyReplay, change_record, replay_bag,
-                                          update_record, write_csv)
+    from inertia_id_ros.io.replay import (
+        WholeBodyReplay,
+        change_record,
+        replay_bag,
+        update_record,
+        write_csv,
+    )
 
     if args.update_rate is not None and not args.update_rate > 0:
         raise InputError(f"--update-rate must be > 0 Hz, got {args.update_rate}")

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from inertia_id_ros.options import (DEFAULT_HALF_WIDTH, DEFAULT_JOINT_STATES_TOPIC,
-                                    DEFAULT_WRENCH_TOPIC)
+from inertia_id_ros.options import (
+    DEFAULT_HALF_WIDTH,
+    DEFAULT_JOINT_STATES_TOPIC,
+    DEFAULT_WRENCH_TOPIC,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

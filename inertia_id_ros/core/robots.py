@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+
 from inertia_id_ros.errors import FrameNotFound, JointNotFound
 
 ROBOT_URDFS: dict[str, str] = {

@@ -32,8 +32,12 @@ import pinocchio as pin
 
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import N_BODY_PARAMS, THETA_NAMES
-from inertia_id_ros.core.regressors import (N_WRENCH_CHANNELS, WRENCH_CHANNEL_NAMES,
-                                            _cross_matrices, body_regressor_batch)
+from inertia_id_ros.core.regressors import (
+    N_WRENCH_CHANNELS,
+    WRENCH_CHANNEL_NAMES,
+    _cross_matrices,
+    body_regressor_batch,
+)
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model
 from inertia_id_ros.errors import ConfigError, DataError
 from inertia_id_ros.options import BASE_KINDS

@@ -40,9 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-from inertia_id_ros.errors import DataError
 from inertia_id_ros.core.filtering import derivatives_at_samples
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
+from inertia_id_ros.errors import DataError
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
 
 JOINT_COLUMN_KINDS = ("q", "dq", "ddq", "effort")

@@ -57,25 +57,27 @@ Each format has an inverse (``theta_from_*``) and round-trips to ``theta`` (test
 
 from __future__ import annotations
 
+import itertools
 import json
 import xml.etree.ElementTree as ET
-from xml.parsers import expat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import itertools
+from xml.parsers import expat
 
 import numpy as np
 import pinocchio as pin
 import yaml
 
-from inertia_id_ros.errors import ExportError
-from inertia_id_ros.core.inertia import (check_consistency, inertia_from_msg_order,
-                                         inertia_from_theta, inertia_to_msg_order,
-                                         theta_from_inertia)
+from inertia_id_ros.core.inertia import (
+    check_consistency,
+    inertia_from_msg_order,
+    inertia_from_theta,
+    inertia_to_msg_order,
+    theta_from_inertia,
+)
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model
-from inertia_id_ros.errors import FrameNotFound
+from inertia_id_ros.errors import ExportError, FrameNotFound
 from inertia_id_ros.options import DEFAULT_FILTER_CHAIN, EXPORT_MODES
 
 GRAVITY_COMPENSATION_TYPE = "control_filters/GravityCompensationWrench"

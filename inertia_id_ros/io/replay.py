@@ -50,14 +50,20 @@ from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import DataError
-from inertia_id_ros.io.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC,
-                                    JOINT_STATE_TYPE, WRENCH_TYPE, header_seconds,
-                                    iter_bag_messages, read_bag_messages, wrench_values)
+from inertia_id_ros.io.data import (
+    DEFAULT_JOINT_STATES_TOPIC,
+    DEFAULT_WRENCH_TOPIC,
+    JOINT_STATE_TYPE,
+    WRENCH_TYPE,
+    header_seconds,
+    iter_bag_messages,
+    read_bag_messages,
+    wrench_values,
+)
+from inertia_id_ros.io.whole_body import DEFAULT_IMU_TOPIC, IMU_TYPE
 from inertia_id_ros.online.change_detection import ChangeEvent
 from inertia_id_ros.online.payload_estimator import Estimate, EstimatorConfig
-from inertia_id_ros.io.whole_body import DEFAULT_IMU_TOPIC, IMU_TYPE
-from inertia_id_ros.online.session import (PayloadSession, Update, WholeBodySession,
-                                           payload_session)
+from inertia_id_ros.online.session import PayloadSession, Update, WholeBodySession, payload_session
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
 from inertia_id_ros.sim.payload import PayloadSimulator
 from inertia_id_ros.sim.whole_body import WholeBodySimulator

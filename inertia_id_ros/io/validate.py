@@ -43,10 +43,17 @@ from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES, payload_regressor_batch
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.errors import DataError, FrameNotFound, InputError, JointNotFound
-from inertia_id_ros.io.data import (DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC,
-                                    JointStates, PayloadRecording,
-                                    read_joint_bag, read_joint_file, read_payload_bag,
-                                    read_payload_file, with_derivatives)
+from inertia_id_ros.io.data import (
+    DEFAULT_JOINT_STATES_TOPIC,
+    DEFAULT_WRENCH_TOPIC,
+    JointStates,
+    PayloadRecording,
+    read_joint_bag,
+    read_joint_file,
+    read_payload_bag,
+    read_payload_file,
+    with_derivatives,
+)
 from inertia_id_ros.options import DEFAULT_HALF_WIDTH
 from inertia_id_ros.solvers import Problem, solve
 

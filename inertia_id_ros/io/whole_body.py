@@ -24,8 +24,8 @@ has not started) is dropped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,14 +34,31 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from inertia_id_ros.chain.whole_body_fit import WholeBodyFit, noise_groups
-from inertia_id_ros.core.whole_body import (SENSOR_KINDS, BaseMotion, FTSensor, WholeBodyModel,
-                                            WholeBodySamples, gyro_derivative)
-from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound
 from inertia_id_ros.core.filtering import joint_states_at
-from inertia_id_ros.io.data import (JOINT_STATE_TYPE, WRENCH_TYPE, JointStates, _array,
-                                    _read_bag, _read_table, _require, _sorted_by_stamp,
-                                    _states_from_messages, _states_from_table, header_seconds,
-                                    with_derivatives, wrench_values)
+from inertia_id_ros.core.whole_body import (
+    SENSOR_KINDS,
+    BaseMotion,
+    FTSensor,
+    WholeBodyModel,
+    WholeBodySamples,
+    gyro_derivative,
+)
+from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound
+from inertia_id_ros.io.data import (
+    JOINT_STATE_TYPE,
+    WRENCH_TYPE,
+    JointStates,
+    _array,
+    _read_bag,
+    _read_table,
+    _require,
+    _sorted_by_stamp,
+    _states_from_messages,
+    _states_from_table,
+    header_seconds,
+    with_derivatives,
+    wrench_values,
+)
 from inertia_id_ros.io.export import body_json
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
 from inertia_id_ros.options import DEFAULT_IMU_TOPIC

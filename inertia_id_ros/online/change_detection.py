@@ -60,7 +60,6 @@ from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS
 
 
-
 @dataclass
 class ChangeDetectorConfig:
     """Settings of :class:`PayloadChangeDetector` (see the module docstring for their effect)."""

@@ -27,9 +27,13 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from inertia_id_ros.core.filtering import (COVERAGE_OK, COVERAGE_PENDING, check_coverage,
-                                           joint_states_at_mixed)
 from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.core.filtering import (
+    COVERAGE_OK,
+    COVERAGE_PENDING,
+    check_coverage,
+    joint_states_at_mixed,
+)
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.weighting import WEIGHTINGS, iterate_channel_weights
 from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SampleRejected, SolverError

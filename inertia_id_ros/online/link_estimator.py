@@ -42,8 +42,6 @@ import numpy as np
 from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.armatures import RotorInertia, resolve_armatures
 from inertia_id_ros.chain.friction import DriveParameters
-from inertia_id_ros.core.covariance import ChannelNormalEquations
-from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.chain.links import (
     DEFAULT_GRAM_RANK_TOLERANCE,
     DEFAULT_PRIOR_WEIGHT,
@@ -52,8 +50,16 @@ from inertia_id_ros.chain.links import (
     base_parameters_from_gram,
     build_link_problem,
 )
-from inertia_id_ros.online.estimator import (OnlineEstimator, OnlineEstimatorConfig, SampleBatch,
-                                             check_bodies, solve_or_fail, solve_weighted)
+from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.core.weighting import weighted_normal_equations
+from inertia_id_ros.online.estimator import (
+    OnlineEstimator,
+    OnlineEstimatorConfig,
+    SampleBatch,
+    check_bodies,
+    solve_or_fail,
+    solve_weighted,
+)
 from inertia_id_ros.online.inputs import JOINT_STATE, JointStateValidator
 from inertia_id_ros.solvers import Solution
 

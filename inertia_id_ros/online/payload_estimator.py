@@ -23,21 +23,33 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.core.covariance import ChannelNormalEquations, parameter_covariance
-from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.core.inertia import N_BODY_PARAMS, check_consistency, inertia_from_theta
 from inertia_id_ros.core.kinematics import SensorKinematics
-from inertia_id_ros.core.regressors import (N_WRENCH_CHANNELS, WRENCH_CHANNEL_NAMES,
-                                            payload_regressor_batch)
+from inertia_id_ros.core.regressors import (
+    N_WRENCH_CHANNELS,
+    WRENCH_CHANNEL_NAMES,
+    payload_regressor_batch,
+)
+from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.change_detection import residual_sigma
-from inertia_id_ros.online.estimator import (OnlineEstimator, OnlineEstimatorConfig, SampleBatch,
-                                             check_bodies, solve_weighted)
-from inertia_id_ros.online.inputs import (WRENCH, JointStateValidator, check_frame, check_stamp,
-                                          check_vector)
+from inertia_id_ros.online.estimator import (
+    OnlineEstimator,
+    OnlineEstimatorConfig,
+    SampleBatch,
+    check_bodies,
+    solve_weighted,
+)
+from inertia_id_ros.online.inputs import (
+    WRENCH,
+    JointStateValidator,
+    check_frame,
+    check_stamp,
+    check_vector,
+)
 from inertia_id_ros.online.tare import Tare, tare_offset, with_tare
 from inertia_id_ros.online.window import SampleBuffer
 from inertia_id_ros.solvers import Problem
-
 
 PRIOR_METHODS = ("cad_prior",)
 """Methods that cannot solve without a prior."""

@@ -48,16 +48,21 @@ from inertia_id_ros.chain.whole_body_fit import DEFAULT_WEIGHTING as WHOLE_BODY_
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.whole_body import WholeBodyModel
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
-from inertia_id_ros.online.change_detection import (ChangeDetectorConfig, ChangeEvent,
-                                                    PayloadChangeDetector)
+from inertia_id_ros.online.change_detection import (
+    ChangeDetectorConfig,
+    ChangeEvent,
+    PayloadChangeDetector,
+)
 from inertia_id_ros.online.estimator import SOLVE_FAILURES, OnlineEstimator, window_capacities
 from inertia_id_ros.online.excitation import excitation_report
-from inertia_id_ros.online.link_estimator import (LinkEstimate, LinkEstimator,
-                                                  LinkEstimatorConfig)
+from inertia_id_ros.online.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.online.payload_estimator import Estimate, EstimatorConfig, PayloadEstimator
 from inertia_id_ros.online.tare import Tare
-from inertia_id_ros.online.whole_body_estimator import (WholeBodyEstimate, WholeBodyEstimator,
-                                                        WholeBodyEstimatorConfig)
+from inertia_id_ros.online.whole_body_estimator import (
+    WholeBodyEstimate,
+    WholeBodyEstimator,
+    WholeBodyEstimatorConfig,
+)
 
 OK, WARN, ERROR = 0, 1, 2
 """Diagnostic levels (those of ``diagnostic_msgs/DiagnosticStatus``)."""

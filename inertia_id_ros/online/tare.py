@@ -58,9 +58,9 @@ import numpy as np
 
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS
-from inertia_id_ros.solvers import Problem
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.online.window import SlidingWindow
+from inertia_id_ros.solvers import Problem
 
 DEFAULT_OFFSET_DRIFT_RATE = np.array([0.02, 0.02, 0.02, 0.001, 0.001, 0.001]) / 60.0
 """Assumed drift rate (6,) of the F/T offset (N/s, N m/s): 0.02 N and 0.001 N m per minute."""

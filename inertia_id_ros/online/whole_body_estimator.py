@@ -36,16 +36,28 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from inertia_id_ros.chain.whole_body_fit import (DEFAULT_PRIOR_WEIGHT, DEFAULT_WEIGHTING,
-                                                 NormalEquations, fit_whole_body, noise_groups)
+from inertia_id_ros.chain.whole_body_fit import (
+    DEFAULT_PRIOR_WEIGHT,
+    DEFAULT_WEIGHTING,
+    NormalEquations,
+    fit_whole_body,
+    noise_groups,
+)
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
-from inertia_id_ros.core.whole_body import (DEFAULT_GYRO_HALF_WIDTH, BaseMotion,
-                                            WholeBodyModel, WholeBodySamples)
+from inertia_id_ros.core.whole_body import (
+    DEFAULT_GYRO_HALF_WIDTH,
+    BaseMotion,
+    WholeBodyModel,
+    WholeBodySamples,
+)
 from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SampleRejected, SolverError
-from inertia_id_ros.online.estimator import (OnlineEstimator, OnlineEstimatorConfig, SampleBatch,
-                                             check_bodies)
-from inertia_id_ros.online.inputs import (JointStateValidator, check_frame, check_stamp,
-                                          check_vector)
+from inertia_id_ros.online.estimator import (
+    OnlineEstimator,
+    OnlineEstimatorConfig,
+    SampleBatch,
+    check_bodies,
+)
+from inertia_id_ros.online.inputs import JointStateValidator, check_frame, check_stamp, check_vector
 from inertia_id_ros.online.window import BlockWindow, SampleBuffer
 
 IMU = "imu"

@@ -11,12 +11,12 @@ from geometry_msgs.msg import Wrench, WrenchStamped
 from sensor_msgs.msg import Imu, JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from inertia_id_ros.online.payload_estimator import Estimate
 from inertia_id_ros.chain.friction import DriveParameters
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
-from inertia_id_ros.online.link_estimator import LinkEstimate
-from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, JointDriveParameters
+from inertia_id_ros.online.link_estimator import LinkEstimate
+from inertia_id_ros.online.payload_estimator import Estimate
+from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
 
 
 def stamp_to_seconds(stamp: Time) -> float:

@@ -32,8 +32,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profi
 from sensor_msgs.msg import JointState
 
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
-from inertia_id_ros.msg import ExcitationStatus, InertialParameters
 from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.msg import ExcitationStatus, InertialParameters
 from inertia_id_ros.ros.conversions import msg_to_theta, wrench_to_array
 from inertia_id_ros.srv import Excite, Identify
 

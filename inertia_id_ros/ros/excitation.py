@@ -35,14 +35,20 @@ from trajectory_msgs.msg import JointTrajectory
 
 from inertia_id_ros.errors import DataError, ExcitationRefused, JointNotFound, ProblemError
 from inertia_id_ros.motion.design import MotionLimits, design_excitation, motion_limits
-from inertia_id_ros.motion.run import (FAILED, IDENTIFYING, MOVING, ExcitationCommand,
-                                       ExcitationRun, JointStateSnapshot, check_speed_scale)
+from inertia_id_ros.motion.run import (
+    FAILED,
+    IDENTIFYING,
+    MOVING,
+    ExcitationCommand,
+    ExcitationRun,
+    JointStateSnapshot,
+    check_speed_scale,
+)
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory
 from inertia_id_ros.msg import ExcitationStatus
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.session import Session, Update
-from inertia_id_ros.ros.conversions import (joint_trajectory_msg, seconds_to_stamp,
-                                            stamp_to_seconds)
+from inertia_id_ros.ros.conversions import joint_trajectory_msg, seconds_to_stamp, stamp_to_seconds
 from inertia_id_ros.ros.parameters import NodeSettings
 from inertia_id_ros.srv import Excite
 

@@ -28,8 +28,13 @@ from builtin_interfaces.msg import Time
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from inertia_id_ros.core.covariance import (Ellipsoid, com_covariance, confidence_ellipsoid,
-                                       inertia_com_covariance, proper_rotation)
+from inertia_id_ros.core.covariance import (
+    Ellipsoid,
+    com_covariance,
+    confidence_ellipsoid,
+    inertia_com_covariance,
+    proper_rotation,
+)
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.ros.conversions import seconds_to_stamp
 

@@ -48,21 +48,39 @@ from inertia_id_ros.errors import EstimateUnavailable, InputError, StartupError
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, PayloadChange
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.payload_estimator import check_prior_available
-from inertia_id_ros.online.session import (LinkSession, PayloadSession, Session, Update,
-                                           WholeBodySession)
-from inertia_id_ros.ros.conversions import (array_to_wrench, estimate_to_msg, imu_arrays,
-                                            joint_state_arrays, joint_state_groups,
-                                            link_estimate_to_msg, payload_theta_from_msg,
-                                            seconds_to_stamp, stamp_to_seconds,
-                                            whole_body_estimate_to_msg, wrench_batch,
-                                            wrench_to_array)
+from inertia_id_ros.online.session import (
+    LinkSession,
+    PayloadSession,
+    Session,
+    Update,
+    WholeBodySession,
+)
+from inertia_id_ros.ros.conversions import (
+    array_to_wrench,
+    estimate_to_msg,
+    imu_arrays,
+    joint_state_arrays,
+    joint_state_groups,
+    link_estimate_to_msg,
+    payload_theta_from_msg,
+    seconds_to_stamp,
+    stamp_to_seconds,
+    whole_body_estimate_to_msg,
+    wrench_batch,
+    wrench_to_array,
+)
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
 from inertia_id_ros.ros.excitation import ExcitationIO
 from inertia_id_ros.ros.markers import estimate_markers
 from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
-from inertia_id_ros.ros.parameters import (PARAMETERS, NodeSettings, build_session,
-                                           check_mode_method, settings_from_parameters,
-                                           validate_change)
+from inertia_id_ros.ros.parameters import (
+    PARAMETERS,
+    NodeSettings,
+    build_session,
+    check_mode_method,
+    settings_from_parameters,
+    validate_change,
+)
 from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
 from inertia_id_ros.srv import Identify, Tare
 from inertia_id_ros.threads import limit_threads

@@ -19,8 +19,8 @@ import math
 import os
 import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -34,15 +34,19 @@ from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.core.weighting import WEIGHTINGS
 from inertia_id_ros.core.whole_body import BASE_KINDS, SENSOR_KINDS, FTSensor, WholeBodyModel
-from inertia_id_ros.errors import (ConfigError, FrameNotFound, JointNotFound, ProblemError,
-                                   StartupError)
+from inertia_id_ros.errors import (
+    ConfigError,
+    FrameNotFound,
+    JointNotFound,
+    ProblemError,
+    StartupError,
+)
 from inertia_id_ros.io.prior import NO_PRIOR, resolve_payload_prior
 from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.payload_estimator import check_prior_available
-from inertia_id_ros.online.session import (Session, link_session, payload_session,
-                                           whole_body_session)
+from inertia_id_ros.online.session import Session, link_session, payload_session, whole_body_session
 from inertia_id_ros.solvers import METHODS, check_options
 
 MODES = ("payload", "links", "whole_body")

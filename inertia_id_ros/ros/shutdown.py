@@ -6,10 +6,10 @@ import functools
 from collections.abc import Callable
 from typing import ParamSpec
 
-P = ParamSpec("P")
-
 import rclpy
 from rclpy.executors import ExternalShutdownException
+
+P = ParamSpec("P")
 
 
 def until_shutdown(work: Callable[[], None]) -> None:

@@ -55,18 +55,32 @@ from sensor_msgs.msg import Imu, JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from inertia_id_ros.chain.actuators import go1_leg_config
-from inertia_id_ros.core.inertia import inertia_from_msg_order, inertia_from_theta, theta_from_inertia
+from inertia_id_ros.core.inertia import (
+    inertia_from_msg_order,
+    inertia_from_theta,
+    theta_from_inertia,
+)
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray
-from inertia_id_ros.ros.conversions import (array_to_wrench, imu_msg, joint_state,
-                                            joint_trajectory_arrays, links_to_msg,
-                                            theta_to_msg, wrench_stamped)
+from inertia_id_ros.ros.conversions import (
+    array_to_wrench,
+    imu_msg,
+    joint_state,
+    joint_trajectory_arrays,
+    links_to_msg,
+    theta_to_msg,
+    wrench_stamped,
+)
 from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
 from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
-from inertia_id_ros.sim.torques import (DEFAULT_LEG_TORQUE_NOISE_STD, LEG_HOME, leg_simulator,
-                                        perturbed_links)
+from inertia_id_ros.sim.torques import (
+    DEFAULT_LEG_TORQUE_NOISE_STD,
+    LEG_HOME,
+    leg_simulator,
+    perturbed_links,
+)
 from inertia_id_ros.threads import limit_threads
 
 BURST_SEC = 0.005

@@ -9,7 +9,6 @@ the wrench the sensor exerts on the payload, ``f = I a_g + v x* (I v)``.
 from __future__ import annotations
 
 import copy
-
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np

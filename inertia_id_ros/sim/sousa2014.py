@@ -41,8 +41,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inertia_id_ros.chain.links import (BaseParameters, JointTorqueData, LinkModel,
-                                        base_parameters, regression_system)
+from inertia_id_ros.chain.links import (
+    BaseParameters,
+    JointTorqueData,
+    LinkModel,
+    base_parameters,
+    regression_system,
+)
 from inertia_id_ros.sim.wam import WAM_LINKS, LinkInertial, wam_link_model, wam_simulator
 from inertia_id_ros.solvers import feasibility
 from inertia_id_ros.solvers.lmi import consistency_constraints

@@ -23,8 +23,8 @@ import pinocchio as pin
 
 from inertia_id_ros.chain.actuators import ChainConfig, go1_leg_config
 from inertia_id_ros.chain.friction import DriveParameters
-from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel
+from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
 from inertia_id_ros.core.robots import example_robot_urdf, frame_id
 from inertia_id_ros.sim.payload import (
     PANDA_ARM_JOINTS,

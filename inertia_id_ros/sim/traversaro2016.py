@@ -44,8 +44,12 @@ from inertia_id_ros.core.inertia import ConsistencyReport, check_consistency, in
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import payload_regressor_batch
 from inertia_id_ros.core.robots import configuration, example_robot_urdf, load_model
-from inertia_id_ros.sim.payload import (DEFAULT_OFFSET, DEFAULT_WRENCH_NOISE_STD, PayloadSimulator,
-                                       minimum_jerk_point_to_point)
+from inertia_id_ros.sim.payload import (
+    DEFAULT_OFFSET,
+    DEFAULT_WRENCH_NOISE_STD,
+    PayloadSimulator,
+    minimum_jerk_point_to_point,
+)
 from inertia_id_ros.solvers import Problem, solve
 
 SENSOR_FRAME = "r_arm_ft_sensor"

@@ -25,7 +25,6 @@ robot about the frame's origin, ``internal`` what the root side exerts on the pa
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 

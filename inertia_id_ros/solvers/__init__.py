@@ -4,8 +4,8 @@
 problem's definition and :data:`METHODS` for the methods. Pure library (no rclpy).
 """
 
-from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN, Problem, Solution, ellipsoid_matrix
 from inertia_id_ros.errors import ProblemError, SolverError
+from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN, Problem, Solution, ellipsoid_matrix
 from inertia_id_ros.solvers.registry import METHODS, check_options, solve
 
 __all__ = [

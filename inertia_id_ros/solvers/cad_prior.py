@@ -44,8 +44,9 @@ import time
 import numpy as np
 
 from inertia_id_ros.core.inertia import N_BODY_PARAMS, PSEUDO_INERTIA_BASIS, pseudo_inertia
+from inertia_id_ros.errors import ProblemError, SolverError
 from inertia_id_ros.solvers._linalg import psd_sqrt_factor
-from inertia_id_ros.solvers.lmi import constraints_hold, consistency_constraints, solve_lmi
+from inertia_id_ros.solvers.lmi import consistency_constraints, constraints_hold, solve_lmi
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     Problem,
@@ -54,8 +55,6 @@ from inertia_id_ros.solvers.problem import (
     lift_to_margin,
     make_solution,
 )
-from inertia_id_ros.errors import ProblemError, SolverError
-
 
 DEFAULT_PRIOR_STD = 0.2
 """Relative uncertainty of CAD inertial parameters (a CAD model misses fasteners, cables, glue

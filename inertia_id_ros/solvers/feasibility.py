@@ -11,9 +11,9 @@ from inertia_id_ros.core.inertia import (
     ConsistencyReport,
     check_consistency,
 )
+from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.solvers.lmi import solve_lmi
 from inertia_id_ros.solvers.problem import Problem
-from inertia_id_ros.errors import ProblemError
 
 
 def check(x: np.ndarray, n_bodies: int,

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.core.inertia import N_BODY_PARAMS, PSEUDO_INERTIA_BASIS
+from inertia_id_ros.errors import ProblemError, SolverError
 from inertia_id_ros.solvers._linalg import (
     DEFAULT_REGULARIZATION,
     cholesky,
@@ -56,7 +57,6 @@ from inertia_id_ros.solvers.problem import (
     lift_to_margin,
     make_solution,
 )
-from inertia_id_ros.errors import ProblemError, SolverError
 
 BACKENDS = ("fast", "cvxpy", "cvxpy_per_solve")
 _BASIS = PSEUDO_INERTIA_BASIS.reshape(10, 16)  # vec(J(theta)) = theta @ _BASIS

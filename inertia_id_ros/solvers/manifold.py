@@ -24,7 +24,12 @@ import time
 
 import numpy as np
 
-from inertia_id_ros.core.inertia import N_BODY_PARAMS, PSEUDO_INERTIA_BASIS, theta_from_pseudo_inertia
+from inertia_id_ros.core.inertia import (
+    N_BODY_PARAMS,
+    PSEUDO_INERTIA_BASIS,
+    theta_from_pseudo_inertia,
+)
+from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.solvers._linalg import DEFAULT_REGULARIZATION, regularize_null_space
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
@@ -34,7 +39,6 @@ from inertia_id_ros.solvers.problem import (
     lift_to_margin,
     make_solution,
 )
-from inertia_id_ros.errors import ProblemError
 
 _SYM_INDEX = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))  # theta[4:] order
 _SKEW = np.array([[[0, 0, 0], [0, 0, -1], [0, 1, 0]],

@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse
 
 from inertia_id_ros.core.inertia import N_BODY_PARAMS, pseudo_inertia
+from inertia_id_ros.errors import ProblemError, SolverError
 from inertia_id_ros.solvers.lmi import solve_lmi
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
@@ -52,7 +53,6 @@ from inertia_id_ros.solvers.problem import (
     lift_to_margin,
     make_solution,
 )
-from inertia_id_ros.errors import ProblemError, SolverError
 
 Box = tuple[np.ndarray, np.ndarray]
 DEFAULT_HALF_EXTENT = 0.25

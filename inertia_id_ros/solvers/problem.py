@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.core.inertia import (
     N_BODY_PARAMS,
     PSEUDO_INERTIA_BASIS,
@@ -28,6 +27,7 @@ from inertia_id_ros.core.inertia import (
     check_consistency,
     theta_from_pseudo_inertia,
 )
+from inertia_id_ros.errors import ProblemError
 
 CONSISTENCY_MARGIN = 1e-9
 """lambda_min(J) every method guarantees for its returned bodies (kg, kg*m^2): a margin above

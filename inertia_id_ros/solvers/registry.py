@@ -7,13 +7,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from inertia_id_ros.errors import ProblemError, SolverError
 from inertia_id_ros.solvers.cad_prior import solve_cad_prior
 from inertia_id_ros.solvers.lmi import solve_lmi
 from inertia_id_ros.solvers.manifold import solve_manifold
 from inertia_id_ros.solvers.ols import solve_ols
 from inertia_id_ros.solvers.pointmass import solve_pointmass
 from inertia_id_ros.solvers.problem import Problem, Solution
-from inertia_id_ros.errors import ProblemError, SolverError
 
 MethodFunction = Callable[..., Solution]
 

@@ -32,8 +32,12 @@ class Wizard:
 
     def __init__(self, peer) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy,
-                               qos_profile_sensor_data)
+        from rclpy.qos import (
+            DurabilityPolicy,
+            QoSProfile,
+            ReliabilityPolicy,
+            qos_profile_sensor_data,
+        )
         from sensor_msgs.msg import JointState
         from std_srvs.srv import Trigger
         from trajectory_msgs.msg import JointTrajectory

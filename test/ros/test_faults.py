@@ -15,15 +15,26 @@ import time
 import numpy as np
 import pytest
 
-from helpers import Process, console_script, spin_until
+from helpers import (
+    SENSOR,
+    WARNING_PERIOD,
+    WRENCH_LIMITS,
+    Feeder,
+    NodeUnderTest,
+    Process,
+    console_script,
+    identify,
+    node_args,
+    set_rate,
+    spin_until,
+)
 from inertia_id_ros.sim.payload import PayloadSimulator
-from helpers import SENSOR, Feeder, identify, node_args
-from helpers import NodeUnderTest, WARNING_PERIOD, WRENCH_LIMITS, set_rate
 
 
 @pytest.fixture(scope="module")
 def node(ros_env, rclpy_context, tmp_path_factory):
     import rclpy
+
     from inertia_id_ros.srv import Identify
 
     log = tmp_path_factory.mktemp("faults") / "inertia-id-node.log"

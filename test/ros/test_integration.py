@@ -12,9 +12,8 @@ from inertia_id_ros.core.robots import example_robot_urdf
 
 def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_context):
     import rclpy
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-
     from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from visualization_msgs.msg import Marker, MarkerArray
 
     from inertia_id_ros.msg import InertialParameters

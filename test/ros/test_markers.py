@@ -8,16 +8,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from visualization_msgs.msg import Marker, MarkerArray
 
 from helpers import REPO
-from inertia_id_ros.online.payload_estimator import Estimate
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.online.payload_estimator import Estimate
 from inertia_id_ros.ros.conversions import theta_to_msg
-from inertia_id_ros.ros.markers import (COM_ELLIPSOID_ID, COM_ID, INERTIA_ELLIPSOID_ID, LABEL_ID,
-                                        MARKERS_TOPIC, estimate_markers, format_with_std)
+from inertia_id_ros.ros.markers import (
+    COM_ELLIPSOID_ID,
+    COM_ID,
+    INERTIA_ELLIPSOID_ID,
+    LABEL_ID,
+    MARKERS_TOPIC,
+    estimate_markers,
+    format_with_std,
+)
 from inertia_id_ros.sim.payload import default_payload_theta
-from visualization_msgs.msg import Marker, MarkerArray
 
 FRAME = "panda_link8"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

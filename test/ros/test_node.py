@@ -26,6 +26,7 @@ def node_under_test(launch, rclpy_context):
     """The node, this process's peer with its ``identify`` client, and a feeder whose
     publishers the node's subscriptions have matched."""
     import rclpy
+
     from inertia_id_ros.srv import Identify
 
     process = launch("inertia-id-node", "inertia_id_ros.ros.node", *node_args())

@@ -10,11 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from helpers import Process, console_script, spin_until
+from helpers import Feeder, NodeUnderTest, Process, console_script, identify, node_args, spin_until
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.sim.payload import PayloadSimulator
-from helpers import NodeUnderTest
-from helpers import Feeder, identify, node_args
 
 NO_PAYLOAD = np.r_[1e-9, 0.0, 0.0, 0.0, 1e-12, 0.0, 1e-12, 0.0, 0.0, 1e-12]
 """The payload removed: a negligible body (the simulator needs one)."""

@@ -118,8 +118,12 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
     from inertia_id_ros.chain.whole_body_fit import prediction_errors
-    from inertia_id_ros.core.whole_body import (BaseMotion, FTSensor, WholeBodyModel,
-                                                WholeBodySamples)
+    from inertia_id_ros.core.whole_body import (
+        BaseMotion,
+        FTSensor,
+        WholeBodyModel,
+        WholeBodySamples,
+    )
     from inertia_id_ros.msg import InertialParametersArray
     from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
     from inertia_id_ros.sim import whole_body as wb

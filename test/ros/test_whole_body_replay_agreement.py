@@ -17,8 +17,11 @@ from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
 from inertia_id_ros.io.replay import record_whole_body, replay_whole_body_bag
 from inertia_id_ros.io.whole_body import IMU_TYPE
-from inertia_id_ros.ros.parameters import (build_session, parameters_from_file,
-                                           settings_from_parameters)
+from inertia_id_ros.ros.parameters import (
+    build_session,
+    parameters_from_file,
+    settings_from_parameters,
+)
 from inertia_id_ros.sim import whole_body as wb
 
 CONFIG = REPO / "config" / "go1_whole_body.yaml"
@@ -28,9 +31,9 @@ OVERRIDES = {"sample_rate_hz": 100.0, "update_rate_hz": 2.0}
 
 def test_node_and_replay_agree_on_a_whole_body_bag(launch, rclpy_context, tmp_path):
     import rclpy
+    from geometry_msgs.msg import WrenchStamped
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import Imu, JointState
-    from geometry_msgs.msg import WrenchStamped
 
     from inertia_id_ros.ros.conversions import msg_to_thetas
     from inertia_id_ros.srv import Identify

@@ -7,11 +7,15 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from inertia_id_ros.online.change_detection import (ChangeDetectorConfig, ChangeEvent,
-                                             PayloadChangeDetector, residual_sigma)
+from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
+from inertia_id_ros.online.change_detection import (
+    ChangeDetectorConfig,
+    ChangeEvent,
+    PayloadChangeDetector,
+    residual_sigma,
+)
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
 from inertia_id_ros.online.session import PayloadSession
-from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
 from inertia_id_ros.sim.payload import DEFAULT_WRENCH_NOISE_STD, PayloadSimulator, box_inertia
 
 T0 = 1000.0  # s, first stamp

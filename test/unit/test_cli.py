@@ -12,14 +12,17 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from helpers import shared_data
+from helpers import shared_data, write_bag, write_csv
 from inertia_id_ros import cli
-from inertia_id_ros.io.data import JointStates
-from inertia_id_ros.core.inertia import (check_consistency, inertia_from_msg_order, inertia_from_theta,
-                                    theta_from_inertia)
+from inertia_id_ros.core.inertia import (
+    check_consistency,
+    inertia_from_msg_order,
+    inertia_from_theta,
+    theta_from_inertia,
+)
 from inertia_id_ros.core.robots import example_robot_urdf, load_model, reduce_model
+from inertia_id_ros.io.data import JointStates
 from inertia_id_ros.sim.payload import ExcitingTrajectory, PayloadSimulator
-from helpers import write_bag, write_csv
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 SENSOR = "panda_link8"

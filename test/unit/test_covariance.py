@@ -9,13 +9,23 @@ import ctypes
 import numpy as np
 import pytest
 
-from inertia_id_ros.core.covariance import (ChannelNormalEquations, active_constraint_rows,
-                                       com_covariance, com_jacobian, confidence_ellipsoid,
-                                       inertia_com_covariance, inertia_com_jacobian,
-                                       parameter_covariance)
+from inertia_id_ros.core.covariance import (
+    ChannelNormalEquations,
+    active_constraint_rows,
+    com_covariance,
+    com_jacobian,
+    confidence_ellipsoid,
+    inertia_com_covariance,
+    inertia_com_jacobian,
+    parameter_covariance,
+)
+from inertia_id_ros.core.inertia import (
+    inertia_from_theta,
+    inertia_to_msg_order,
+    pseudo_inertia,
+    theta_from_inertia,
+)
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
-from inertia_id_ros.core.inertia import inertia_from_theta, inertia_to_msg_order, pseudo_inertia, \
-    theta_from_inertia
 from inertia_id_ros.sim.payload import PayloadSimulator, box_inertia, default_payload_theta
 from inertia_id_ros.solvers import Problem, solve
 

@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import write_bag, write_csv
+from inertia_id_ros.errors import DataError
 from inertia_id_ros.io.data import (
     JointStates,
     check_joints,
@@ -17,8 +19,6 @@ from inertia_id_ros.io.data import (
     read_payload_file,
     with_derivatives,
 )
-from inertia_id_ros.errors import DataError
-from helpers import write_bag, write_csv
 
 JOINTS = ("j1", "j2", "j3")
 STAMP0 = 1_700_000_000.0

@@ -8,6 +8,7 @@ import pytest
 from inertia_id_ros import cli
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import DataError, ProblemError
+from inertia_id_ros.io.information import recording_information
 from inertia_id_ros.motion.design import (
     MotionEvaluator,
     RestToRestFourier,
@@ -16,7 +17,6 @@ from inertia_id_ros.motion.design import (
     random_fourier_motion,
     sample_information,
 )
-from inertia_id_ros.io.information import recording_information
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory
 
 JOINTS = ("panda_joint5", "panda_joint6", "panda_joint7")  # the wrist: fast kinematics

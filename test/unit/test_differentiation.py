@@ -6,9 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inertia_id_ros.chain.differentiation import (MAX_HALF_WIDTH, SOURCE_POSITIONS,
-                                                  SOURCE_RECORDED, SOURCE_VELOCITIES,
-                                                  filter_candidates, select_differentiation)
+from inertia_id_ros.chain.differentiation import (
+    MAX_HALF_WIDTH,
+    SOURCE_POSITIONS,
+    SOURCE_RECORDED,
+    SOURCE_VELOCITIES,
+    filter_candidates,
+    select_differentiation,
+)
 from inertia_id_ros.chain.identify import derive_torque_data, identify_links
 from inertia_id_ros.chain.links import torque_error
 from inertia_id_ros.core.filtering import derivatives_at_samples

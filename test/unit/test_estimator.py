@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from helpers import solve_while_feeding
-from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
-from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
+from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
+from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
 from inertia_id_ros.sim.payload import PayloadSimulator
 
 RATE = 200.0  # Hz, reduced for speed

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from inertia_id_ros.online.excitation import MOTION_HINTS, excitation_report, parameter_scales
 from inertia_id_ros.core.inertia import THETA_NAMES, theta_from_inertia
+from inertia_id_ros.online.excitation import MOTION_HINTS, excitation_report, parameter_scales
 
 THETA = theta_from_inertia(1.5, np.array([0.03, -0.02, 0.07]), np.diag([2.2e-3, 2.9e-3, 2.6e-3]))
 

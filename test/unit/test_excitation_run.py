@@ -6,9 +6,20 @@ import numpy as np
 import pytest
 
 from inertia_id_ros.errors import ExcitationRefused
-from inertia_id_ros.motion.run import (DESIGNING, DONE, FAILED, IDENTIFYING, IDLE, RAMP_IN,
-                                       RAMP_OUT, RUNNING, STOPPED, ExcitationRun,
-                                       JointStateSnapshot, RunConfig)
+from inertia_id_ros.motion.run import (
+    DESIGNING,
+    DONE,
+    FAILED,
+    IDENTIFYING,
+    IDLE,
+    RAMP_IN,
+    RAMP_OUT,
+    RUNNING,
+    STOPPED,
+    ExcitationRun,
+    JointStateSnapshot,
+    RunConfig,
+)
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory, concatenate, rest_to_rest
 
 NAMES = ("j1", "j2", "j3")

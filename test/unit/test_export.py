@@ -14,10 +14,15 @@ import pytest
 import yaml
 
 from inertia_id_ros import cli
-from inertia_id_ros.io.export import (GRAVITY_COMPENSATION_TYPE, IdentifiedBody, body_json,
-                                   inertial_theta, with_link_inertial)
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
+from inertia_id_ros.io.export import (
+    GRAVITY_COMPENSATION_TYPE,
+    IdentifiedBody,
+    body_json,
+    inertial_theta,
+    with_link_inertial,
+)
 from inertia_id_ros.sim.payload import default_payload_theta
 
 SENSOR = "panda_link8"

@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 from scipy.signal import savgol_filter
 
-from inertia_id_ros.core.filtering import (check_coverage, joint_states_at,
-                                      local_polynomial_derivatives, savgol_derivatives)
+from inertia_id_ros.core.filtering import (
+    check_coverage,
+    joint_states_at,
+    local_polynomial_derivatives,
+    savgol_derivatives,
+)
 
 
 def signal(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

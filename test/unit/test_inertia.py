@@ -9,9 +9,16 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from inertia_id_ros.core.inertia import (PSEUDO_INERTIA_BASIS, check_consistency, inertia_from_msg_order,
-                                    inertia_from_theta, inertia_to_msg_order, pseudo_inertia,
-                                    theta_from_inertia, theta_from_pseudo_inertia)
+from inertia_id_ros.core.inertia import (
+    PSEUDO_INERTIA_BASIS,
+    check_consistency,
+    inertia_from_msg_order,
+    inertia_from_theta,
+    inertia_to_msg_order,
+    pseudo_inertia,
+    theta_from_inertia,
+    theta_from_pseudo_inertia,
+)
 
 
 def random_body(rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray]:

@@ -7,17 +7,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import REPO
 from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig, go1_leg_config
 from inertia_id_ros.chain.armatures import fit_chain
-from inertia_id_ros.errors import ConfigError
 from inertia_id_ros.chain.links import JointTorqueData, predict_torques, torque_error
+from inertia_id_ros.errors import ConfigError
 from inertia_id_ros.sim.torques import (
     DEFAULT_LEG_TORQUE_NOISE_STD,
     leg_simulator,
     leg_trajectory,
     perturbed_links,
 )
-from helpers import REPO
 
 CONFIG_DIR = REPO / "config"
 HIP, THIGH, KNEE = go1_leg_config().joints

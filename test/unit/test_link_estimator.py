@@ -8,9 +8,6 @@ import pytest
 from helpers import solve_while_feeding
 from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig, go1_leg_config
 from inertia_id_ros.chain.armatures import fit_chain
-from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
-from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.online.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.chain.links import (
     JointTorqueData,
     LinkModel,
@@ -18,6 +15,9 @@ from inertia_id_ros.chain.links import (
     fit_links,
     predict_torques,
 )
+from inertia_id_ros.core.inertia import check_consistency
+from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
+from inertia_id_ros.online.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.sim.torques import (
     DriveTruth,
     JointTorqueSimulator,

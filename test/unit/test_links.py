@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pinocchio as pin
 import pytest
 
+from helpers import SHARED_DATA
 from inertia_id_ros.chain.friction import JointDrive, smooth_sign
-from inertia_id_ros.core.inertia import (
-    check_consistency,
-    inertia_from_theta,
-    pseudo_inertia,
-    theta_from_inertia,
-)
+from inertia_id_ros.chain.identify import derive_torque_data, identify_links
 from inertia_id_ros.chain.links import (
     DEFAULT_PRIOR_WEIGHT,
     JointTorqueData,
@@ -27,10 +22,14 @@ from inertia_id_ros.chain.links import (
     select_prior_weight,
     torque_error,
 )
-from inertia_id_ros.chain.identify import derive_torque_data, identify_links
+from inertia_id_ros.core.inertia import (
+    check_consistency,
+    inertia_from_theta,
+    pseudo_inertia,
+    theta_from_inertia,
+)
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.solvers import CONSISTENCY_MARGIN, ellipsoid_matrix, solve
-from helpers import SHARED_DATA
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 KUKA_DIR = SHARED_DATA / "kuka_lwr4"

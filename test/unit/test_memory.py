@@ -7,8 +7,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from inertia_id_ros.ros.memory import (FASTDDS_PROFILES, FASTDDS_SETTINGS, fix_mmap_threshold,
-                                       use_dynamic_reader_memory)
+from inertia_id_ros.ros.memory import (
+    FASTDDS_PROFILES,
+    FASTDDS_SETTINGS,
+    fix_mmap_threshold,
+    use_dynamic_reader_memory,
+)
 
 NAMESPACE = {"p": "http://www.eprosima.com"}
 

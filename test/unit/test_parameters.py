@@ -11,9 +11,14 @@ from helpers import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import InertiaIdError, StartupError
 from inertia_id_ros.online.session import LinkSession, PayloadSession
-from inertia_id_ros.ros.parameters import (MAX_UPDATE_RATE_HZ, PARAMETERS, RUNTIME_PARAMETERS,
-                                           build_session, settings_from_parameters,
-                                           validate_change)
+from inertia_id_ros.ros.parameters import (
+    MAX_UPDATE_RATE_HZ,
+    PARAMETERS,
+    RUNTIME_PARAMETERS,
+    build_session,
+    settings_from_parameters,
+    validate_change,
+)
 
 PANDA = str(example_robot_urdf("panda"))
 PAYLOAD = {"urdf_path": PANDA, "sensor_frame": "panda_link8"}

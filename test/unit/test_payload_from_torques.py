@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta, theta_from_inertia
 from inertia_id_ros.chain.links import LinkModel, fit_links
 from inertia_id_ros.chain.payload_from_torques import PayloadTorqueModel, fit_payload
+from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta, theta_from_inertia
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import FrameNotFound
 from inertia_id_ros.sim.payload import (

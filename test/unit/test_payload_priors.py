@@ -19,10 +19,13 @@ from inertia_id_ros.errors import ConfigError, ProblemError, StartupError
 from inertia_id_ros.io.export import body_json
 from inertia_id_ros.io.prior import prior_from_link, prior_from_result, resolve_payload_prior
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
-from inertia_id_ros.ros.parameters import (build_session, settings_from_parameters,
-                                           validate_change)
-from inertia_id_ros.sim.payload import (PANDA_ARM_JOINTS, PANDA_FLANGE, ExcitingTrajectory,
-                                        PayloadSimulator)
+from inertia_id_ros.ros.parameters import build_session, settings_from_parameters, validate_change
+from inertia_id_ros.sim.payload import (
+    PANDA_ARM_JOINTS,
+    PANDA_FLANGE,
+    ExcitingTrajectory,
+    PayloadSimulator,
+)
 from inertia_id_ros.solvers import Problem, solve
 from inertia_id_ros.solvers.cad_prior import pseudo_inertia_metric
 

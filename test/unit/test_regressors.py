@@ -8,8 +8,12 @@ import pytest
 
 from inertia_id_ros.core.inertia import check_consistency, theta_from_pseudo_inertia
 from inertia_id_ros.core.kinematics import SensorKinematics
-from inertia_id_ros.core.regressors import (body_regressor, body_regressor_batch, payload_regressor,
-                                       payload_regressor_batch)
+from inertia_id_ros.core.regressors import (
+    body_regressor,
+    body_regressor_batch,
+    payload_regressor,
+    payload_regressor_batch,
+)
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 
 

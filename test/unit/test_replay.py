@@ -13,11 +13,11 @@ import pytest
 from PIL import Image
 
 from inertia_id_ros import cli
-from inertia_id_ros.io.data import read_bag_messages, read_payload_bag
 from inertia_id_ros.core.inertia import inertia_from_theta
+from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.io.data import read_bag_messages, read_payload_bag
 from inertia_id_ros.io.replay import CSV_COLUMNS, replay_messages
 from inertia_id_ros.online.session import Update
-from inertia_id_ros.core.robots import example_robot_urdf
 
 DURATION, RATE = 12.0, 200.0
 

@@ -8,8 +8,13 @@ import pytest
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.core.regressors import body_regressor_batch
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
-from inertia_id_ros.sim.payload import (PANDA_ARM_JOINTS, ExcitingTrajectory, PayloadSimulator,
-                                       PointToPointTrajectory, minimum_jerk_point_to_point)
+from inertia_id_ros.sim.payload import (
+    PANDA_ARM_JOINTS,
+    ExcitingTrajectory,
+    PayloadSimulator,
+    PointToPointTrajectory,
+    minimum_jerk_point_to_point,
+)
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,16 @@ from inertia_id_ros.core.inertia import (
     pseudo_inertia,
     theta_from_inertia,
 )
-from inertia_id_ros.solvers import METHODS, Problem, Solution, ellipsoid_matrix, solve
 from inertia_id_ros.errors import ProblemError
-from inertia_id_ros.solvers import feasibility, lmi
+from inertia_id_ros.solvers import (
+    METHODS,
+    Problem,
+    Solution,
+    ellipsoid_matrix,
+    feasibility,
+    lmi,
+    solve,
+)
 from inertia_id_ros.solvers._linalg import cholesky, cholesky_solve
 from inertia_id_ros.solvers._lmi_active_set import solve_newton_kkt
 from inertia_id_ros.solvers._lmi_fast import ConeProblem, solve_cone_qp

@@ -5,15 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inertia_id_ros.online.payload_estimator import PayloadEstimator
-from inertia_id_ros.errors import EstimateUnavailable
+from helpers import T0, turn_joint_7
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
+from inertia_id_ros.errors import EstimateUnavailable, ProblemError
+from inertia_id_ros.online.payload_estimator import PayloadEstimator
+from inertia_id_ros.online.tare import (
+    DEFAULT_OFFSET_DRIFT_RATE,
+    Tare,
+    tare_from_window,
+    tare_offset,
+    with_tare,
+)
 from inertia_id_ros.sim.payload import PayloadSimulator
 from inertia_id_ros.solvers import Problem, solve
-from inertia_id_ros.errors import ProblemError
-from inertia_id_ros.online.tare import (DEFAULT_OFFSET_DRIFT_RATE, Tare, tare_from_window, tare_offset,
-                                 with_tare)
-from helpers import T0, turn_joint_7
 
 
 def feed(estimator: PayloadEstimator, sim: PayloadSimulator, start: float, seconds: float,

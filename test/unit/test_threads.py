@@ -11,8 +11,13 @@ import sys
 import pytest
 
 from inertia_id_ros.errors import InputError
-from inertia_id_ros.threads import (DEFAULT_THREADS, LIBRARY_VARIABLES, THREADS_VARIABLE,
-                                    configured_threads, limit_threads)
+from inertia_id_ros.threads import (
+    DEFAULT_THREADS,
+    LIBRARY_VARIABLES,
+    THREADS_VARIABLE,
+    configured_threads,
+    limit_threads,
+)
 
 
 def test_one_thread_unless_told_otherwise():

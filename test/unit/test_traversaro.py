@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from inertia_id_ros import cli
-from inertia_id_ros.sim import traversaro2016 as tr
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.sim import traversaro2016 as tr
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,20 @@ from inertia_id_ros.chain.links import base_parameters, regression_system
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.sim import sousa2014
+from inertia_id_ros.sim.wam import (
+    WAM_DH,
+    WAM_FLANGE,
+    WAM_JOINTS,
+    WAM_LINKS,
+    WAM_URDF,
+    dh_forward_kinematics,
+    dh_transform,
+    wam_link_model,
+    wam_model,
+    wam_simulator,
+    wam_urdf,
+)
 from inertia_id_ros.solvers import feasibility
-from inertia_id_ros.sim.wam import (WAM_DH, WAM_FLANGE, WAM_JOINTS, WAM_LINKS, WAM_URDF,
-                                    dh_forward_kinematics, dh_transform, wam_link_model,
-                                    wam_model, wam_simulator, wam_urdf)
 
 REPO_CONFIG = WAM_URDF.parent
 

@@ -8,8 +8,12 @@ import numpy as np
 import pytest
 
 from inertia_id_ros.core.covariance import ChannelNormalEquations, parameter_covariance
-from inertia_id_ros.core.weighting import (check_weighting, iterate_channel_weights,
-                                           weighted_normal_equations, weights_from_residuals)
+from inertia_id_ros.core.weighting import (
+    check_weighting,
+    iterate_channel_weights,
+    weighted_normal_equations,
+    weights_from_residuals,
+)
 from inertia_id_ros.errors import StartupError
 from inertia_id_ros.online.link_estimator import LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.online.session import payload_session

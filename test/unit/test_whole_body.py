@@ -7,16 +7,24 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from helpers import whole_body_rnea_samples
 
-from inertia_id_ros.chain.whole_body_fit import (IDENTIFIED, PRIOR_ONLY, fit_whole_body,
-                                                 normal_equations, parameter_scales)
+from helpers import whole_body_rnea_samples
+from inertia_id_ros.chain.whole_body_fit import (
+    IDENTIFIED,
+    PRIOR_ONLY,
+    fit_whole_body,
+    normal_equations,
+    parameter_scales,
+)
 from inertia_id_ros.cli import main
-from inertia_id_ros.core.inertia import (check_consistency, inertia_from_theta, pseudo_inertia,
-                                         theta_from_inertia)
+from inertia_id_ros.core.inertia import (
+    check_consistency,
+    inertia_from_theta,
+    pseudo_inertia,
+    theta_from_inertia,
+)
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.core.whole_body import (BaseMotion, FTSensor, WholeBodyModel,
-                                            WholeBodySamples)
+from inertia_id_ros.core.whole_body import BaseMotion, FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ConfigError, FrameNotFound
 from inertia_id_ros.io.export import inertial_theta, with_link_inertial
 

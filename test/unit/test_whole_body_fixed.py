@@ -10,8 +10,7 @@ from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.whole_body import BaseMotion, FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.online.session import whole_body_session
-from inertia_id_ros.online.whole_body_estimator import (WholeBodyEstimator,
-                                                        WholeBodyEstimatorConfig)
+from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimator, WholeBodyEstimatorConfig
 from inertia_id_ros.sim import whole_body as wb
 
 RATE = 200.0

@@ -16,8 +16,11 @@ from inertia_id_ros import cli
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.io.data import header_seconds, read_bag_messages, wrench_values
 from inertia_id_ros.io.replay import TRANSPORT_LATENCY, bag_robot_description, record_whole_body
-from inertia_id_ros.ros.parameters import (build_session, parameters_from_file,
-                                           settings_from_parameters)
+from inertia_id_ros.ros.parameters import (
+    build_session,
+    parameters_from_file,
+    settings_from_parameters,
+)
 from inertia_id_ros.sim.whole_body import GO1_FEET, go1
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "go1_whole_body.yaml"

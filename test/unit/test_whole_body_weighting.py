@@ -9,8 +9,12 @@ import numpy as np
 import pytest
 
 from helpers import block_window_rows, whole_body_rnea_samples
-from inertia_id_ros.chain.whole_body_fit import (fit_whole_body, group_normal_equations,
-                                                 noise_groups, normal_equations)
+from inertia_id_ros.chain.whole_body_fit import (
+    fit_whole_body,
+    group_normal_equations,
+    noise_groups,
+    normal_equations,
+)
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
