@@ -119,7 +119,8 @@ def measure(name: str, source: Path) -> dict:
     """:func:`run_input` in a fresh interpreter with the package at ``source`` first on the
     path (an installed checkout is shadowed)."""
     code = (f"import sys; sys.path.insert(0, {str(source)!r}); "
-            "import numpy, scipy.linalg; "  # loaded first: threadpoolctl limits loaded libraries only
+            # loaded first: threadpoolctl limits loaded libraries only
+            "import numpy, scipy.linalg; "
             f"from threadpoolctl import threadpool_limits; threadpool_limits({THREADS}); "
             f"sys.path.insert(1, {str(Path(__file__).parent)!r}); "
             "import json, inertia_id_ros, bench_fit_links as b; "

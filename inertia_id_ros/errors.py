@@ -16,8 +16,11 @@ class InertiaIdError(Exception):
 
 
 class SampleRejected(InertiaIdError, ValueError):
-    """An input sample was rejected; ``reason`` is a short machine-readable code (see
-    :meth:`~inertia_id_ros.online.inputs.JointStateValidator.validate`, :meth:`~inertia_id_ros.online.payload_estimator.PayloadEstimator.add_wrench`)."""
+    """An input sample was rejected; ``reason`` is a short machine-readable code.
+
+    See :meth:`~inertia_id_ros.online.inputs.JointStateValidator.validate` and
+    :meth:`~inertia_id_ros.online.payload_estimator.PayloadEstimator.add_wrench`.
+    """
 
     def __init__(self, reason: str, message: str) -> None:
         self.reason = reason

@@ -40,7 +40,8 @@ class ActuatorConfig:
     motor shaft): the recorded efforts are motor currents (A) and the joint torque is
     ``effort * torque_constant * N``; ``None``: the efforts are joint torques (N·m). ``motor``
     names the motor type: actuators with the same ``motor`` share one rotor inertia
-    (:func:`~inertia_id_ros.chain.armatures.fit_chain`). ``coulomb_velocity`` (rad/s): width of the smooth Coulomb sign (0: exact).
+    (:func:`~inertia_id_ros.chain.armatures.fit_chain`). ``coulomb_velocity`` (rad/s): width of
+    the smooth Coulomb sign (0: exact).
     """
 
     gear_ratio: float = 1.0
@@ -99,12 +100,12 @@ class ActuatorConfig:
 class ChainConfig:
     """A chain of 1-DoF joints to identify and its actuators.
 
-    Exactly one of ``robot`` (an example-robot-data name, :data:`inertia_id_ros.core.robots.ROBOT_URDFS`)
-    and ``urdf`` (a path) gives the model. ``joints`` are identified; every other joint is locked
-    at ``locked_positions`` (rad or m, default 0). ``actuators`` maps each joint to its
-    :class:`ActuatorConfig` (a joint without one gets ``ActuatorConfig()``: N = 1, no rotor).
-    ``estimate``: the drive terms estimated for every joint
-    (:data:`inertia_id_ros.chain.friction.DRIVE_TERMS`).
+    Exactly one of ``robot`` (an example-robot-data name,
+    :data:`inertia_id_ros.core.robots.ROBOT_URDFS`) and ``urdf`` (a path) gives the model.
+    ``joints`` are identified; every other joint is locked at ``locked_positions`` (rad or m,
+    default 0). ``actuators`` maps each joint to its :class:`ActuatorConfig` (a joint without one
+    gets ``ActuatorConfig()``: N = 1, no rotor). ``estimate``: the drive terms estimated for every
+    joint (:data:`inertia_id_ros.chain.friction.DRIVE_TERMS`).
 
     YAML form (:meth:`load`)::
 

@@ -24,12 +24,13 @@ So from a fixed-base leg's torques only the knee's armature is identifiable; the
 and hip flexion's come only as "armature + link inertia about the axis". When the joints share one
 motor type (:attr:`ActuatorConfig.motor`; Go1: one motor, reductions 6.33 and 9.5), the rotor
 inertia follows from the identifiable armatures, ``I_rotor = sum N_k**2 a_k / sum N_k**4``
-(least squares of ``a_k = N_k**2 I_rotor``), and fixes the others (:func:`resolve_armatures`): offline :func:`fit_chain`, online
-:class:`~inertia_id_ros.online.link_estimator.LinkEstimator` given the chain's actuators (the node's links
-mode with a ``chain_config``). On 60 s of the simulated Go1 leg (0.1 N·m torque noise) all three
-armatures come out within 1.5 % and every viscous and Coulomb friction within 1.3 %, offline
-(``test/unit/test_leg.py``) and online (``test/unit/test_link_estimator.py``); over DDS within 1.4 % and
-4 % (``test/ros/test_integration.py``, README).
+(least squares of ``a_k = N_k**2 I_rotor``), and fixes the others (:func:`resolve_armatures`):
+offline :func:`fit_chain`, online :class:`~inertia_id_ros.online.link_estimator.LinkEstimator`
+given the chain's actuators (the node's links mode with a ``chain_config``). On 60 s of the
+simulated Go1 leg (0.1 N·m torque noise) all three armatures come out within 1.5 % and every
+viscous and Coulomb friction within 1.3 %, offline (``test/unit/test_leg.py``) and online
+(``test/unit/test_link_estimator.py``); over DDS within 1.4 % and 4 %
+(``test/ros/test_integration.py``, README).
 
 :func:`resolve_armatures` is the one place this happens: :func:`fit_chain` offline and
 :class:`~inertia_id_ros.online.link_estimator.LinkEstimator` online both take its
@@ -71,8 +72,11 @@ class RotorInertia:
 
     @property
     def source(self) -> str:
-        """``'rotor'`` when estimated from armatures, ``'configured'`` otherwise (the
-        :data:`inertia_id_ros.online.link_estimator.ARMATURE_SOURCES` of the ``applied_to`` joints)."""
+        """``'rotor'`` when estimated from armatures, ``'configured'`` otherwise.
+
+        The :data:`inertia_id_ros.online.link_estimator.ARMATURE_SOURCES` entry of the
+        ``applied_to`` joints.
+        """
         return "rotor" if self.from_joints else "configured"
 
 
@@ -108,8 +112,8 @@ def fit_chain(config: ChainConfig, data: JointTorqueData | Iterable[JointTorqueD
               **solver_options: Any) -> ChainFit:
     """Fit the chain's links and drives, resolving the armatures the torques cannot separate.
 
-    1. :func:`~inertia_id_ros.chain.links.fit_links` with every drive term of ``config.estimate`` and
-       :func:`~inertia_id_ros.chain.links.base_parameters` of ``data``.
+    1. :func:`~inertia_id_ros.chain.links.fit_links` with every drive term of ``config.estimate``
+       and :func:`~inertia_id_ros.chain.links.base_parameters` of ``data``.
     2. If some estimated armatures are unidentifiable (see the module docstring),
        :func:`resolve_armatures` gives each motor type's rotor inertia (the least-squares
        ``I_rotor = sum N_k**2 a_k / sum N_k**4`` over its joints with identifiable armatures
@@ -203,6 +207,7 @@ class ArmatureResolution:
 
     @classmethod
     def of(cls, full: LinkModel, rotors: tuple[RotorInertia, ...]) -> ArmatureResolution:
+        """``full`` with the armatures the ``rotors`` fix removed from its parameters (kg m²)."""
         model = known_armature_model(full, rotors)
         names = full.parameter_names
         keep = np.array([names.index(name) for name in model.parameter_names])

@@ -12,9 +12,9 @@ moves, so it is chosen on the training data (:func:`select_differentiation`): fo
 ``(half_width, order)``, the torques of every contiguous time block are predicted by least
 squares (regularised toward the URDF) fitted on the other blocks; the candidate with the
 smallest held-out RMS wins (searched coarse to fine over the half-widths of each order, ranked
-on every other sample of long recordings: :func:`select_differentiation`). Every candidate is scored on the same samples (those a fit of the
-widest candidate covers on both sides), at most :data:`DEFAULT_CV_SAMPLES` of them (evenly
-strided).
+on every other sample of long recordings: :func:`select_differentiation`). Every candidate is
+scored on the same samples (those a fit of the widest candidate covers on both sides), at most
+:data:`DEFAULT_CV_SAMPLES` of them (evenly strided).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from inertia_id_ros.chain.links import (
     LinkModel,
     regression_system,
 )
-from inertia_id_ros.core.covariance import ChannelNormalEquations, channel_grams
+from inertia_id_ros.core.covariance import channel_grams
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.solvers import Problem, solve
 

@@ -8,10 +8,10 @@ locked, see :meth:`LinkModel.from_urdf`), the measured joint torques (N, n) obey
 
 where ``theta`` stacks the 10 inertial parameters of every link (the body moved by joint ``k``,
 about joint ``k``'s frame, :mod:`inertia_id_ros.core.inertia` order), ``Y_links`` is pinocchio's
-``computeJointTorqueRegressor`` and the drive terms are those of :mod:`inertia_id_ros.chain.friction`
-(gravity is the model's, ``[0, 0, -9.81]`` in the root frame for a URDF). With the drive columns
-appended, ``tau = Y(q, dq, ddq) @ x + tau_known(ddq)`` (:meth:`LinkModel.joint_torque_regressor`)
-with the parameter vector::
+``computeJointTorqueRegressor`` and the drive terms are those of
+:mod:`inertia_id_ros.chain.friction` (gravity is the model's, ``[0, 0, -9.81]`` in the root frame
+for a URDF). With the drive columns appended, ``tau = Y(q, dq, ddq) @ x + tau_known(ddq)``
+(:meth:`LinkModel.joint_torque_regressor`) with the parameter vector::
 
     x = [theta_link_1 (10), ..., theta_link_n (10), drive terms of joint 1, ..., of joint n]
 
@@ -162,10 +162,10 @@ class LinkModel:
                   drives: DriveSpec = JointDrive()) -> LinkModel:
         """Model of the chain of ``joints`` (default: all) of the URDF at path ``urdf``.
 
-        Every other joint is locked (:func:`inertia_id_ros.core.robots.reduce_model`) at its position in
-        ``locked_positions`` (rad or m; default 0; entries naming identified joints are ignored,
-        so ``data.mean_positions()`` locks joints at their measured positions). A locked joint's
-        subtree is lumped into the link it hangs from.
+        Every other joint is locked (:func:`inertia_id_ros.core.robots.reduce_model`) at its
+        position in ``locked_positions`` (rad or m; default 0; entries naming identified joints are
+        ignored, so ``data.mean_positions()`` locks joints at their measured positions). A locked
+        joint's subtree is lumped into the link it hangs from.
         """
         return cls.from_model(load_model(urdf), joints, locked_positions, drives)
 

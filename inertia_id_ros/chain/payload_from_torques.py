@@ -1,8 +1,8 @@
 """Payload identification from joint torques, without an F/T sensor ("load identification").
 
 With the chain's links and drives known (``x_links``: the URDF's :attr:`LinkModel.prior` or a
-previous :func:`~inertia_id_ros.chain.links.fit_links` ``x``), a rigid payload attached to frame ``F``
-changes the joint torques (N, n) by::
+previous :func:`~inertia_id_ros.chain.links.fit_links` ``x``), a rigid payload attached to frame
+``F`` changes the joint torques (N, n) by::
 
     tau_measured - tau_links(x_links) = J_F(q)^T (I_p a_g + v x* (I_p v)) + offset_change
                                       = J_F(q)^T body_regressor(v, a_g) theta_p + offset_change
@@ -10,8 +10,8 @@ changes the joint torques (N, n) by::
 
 ``J_F`` (6, n): the frame Jacobian of ``F`` in ``F`` (pinocchio ``LOCAL``, ``[linear; angular]``);
 ``v``, ``a_g = a - g``: twist and proper spatial acceleration of ``F`` in ``F``
-(:mod:`inertia_id_ros.core.kinematics`); ``I_p a_g + v x* (I_p v)`` the wrench the chain exerts on the
-payload (:mod:`inertia_id_ros.core.regressors`), whose joint torques ``J_F^T`` gives;
+(:mod:`inertia_id_ros.core.kinematics`); ``I_p a_g + v x* (I_p v)`` the wrench the chain exerts
+on the payload (:mod:`inertia_id_ros.core.regressors`), whose joint torques ``J_F^T`` gives;
 ``theta_p`` (10,) about and in ``F`` (:mod:`inertia_id_ros.core.inertia` order); ``offset_change``
 (n,) (N·m, optional): how much each joint's torque offset moved since ``x_links`` was fitted.
 ``Y_p``'s first 10 columns are the joint torque regressor's column block of a virtual body at

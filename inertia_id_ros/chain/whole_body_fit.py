@@ -50,11 +50,13 @@ from inertia_id_ros.core.weighting import (
 from inertia_id_ros.core.whole_body import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.options import WHOLE_BODY_DEFAULT_PRIOR_WEIGHT as DEFAULT_PRIOR_WEIGHT
-from inertia_id_ros.options import WHOLE_BODY_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING
-from inertia_id_ros.options import WHOLE_BODY_METHODS
+from inertia_id_ros.options import WHOLE_BODY_DEFAULT_WEIGHTING, WHOLE_BODY_METHODS
 from inertia_id_ros.solvers import Problem, Solution, solve
 from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN, lift_to_margin
 
+DEFAULT_WEIGHTING = WHOLE_BODY_DEFAULT_WEIGHTING
+"""The ``weighting`` the node and the command line use for a whole-body fit by default
+(:data:`inertia_id_ros.options.WHOLE_BODY_DEFAULT_WEIGHTING`)."""
 IDENTIFIED, PARTLY_IDENTIFIED, PRIOR_ONLY = "identified", "partly identified", "prior only"
 LABEL_TOLERANCE = 1e-2
 """A link coordinate counts as determined when less than this share of it (squared) lies in the

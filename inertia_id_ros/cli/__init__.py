@@ -46,8 +46,8 @@ Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
      "residual_rms": float, "samples": int, "solve_time_s": float,
      "updates": [{...}]}           # replay only: one record per update, keys replay.CSV_COLUMNS
 
-SI units; ``theta`` about and in ``frame`` (:mod:`inertia_id_ros.core.inertia` order), ``com`` in that
-frame, ``inertia_com`` about the COM with that frame's axes (both ``null`` when the mass is not
+SI units; ``theta`` about and in ``frame`` (:mod:`inertia_id_ros.core.inertia` order), ``com`` in
+that frame, ``inertia_com`` about the COM with that frame's axes (both ``null`` when the mass is not
 positive). fit-payload: one body, ``"payload"`` in the sensor frame; ``residual_rms`` of the wrench
 fit (N and N m rows mixed); recorded ``ddq`` is not used (the estimator differentiates, as live).
 replay: as fit-payload, for the final estimate. record-sim ``--truth-json``: the simulated payload

@@ -152,7 +152,8 @@ def check_consistency(theta: np.ndarray, tol: float = CONSISTENCY_TOLERANCE) -> 
         moments = np.linalg.eigvalsh(i_com)
         pd = bool(moments[0] > -tol)
         if not pd:
-            problems.append(f"inertia about the COM is not positive definite (eigenvalues {moments})")
+            problems.append("inertia about the COM is not positive definite "
+                            f"(eigenvalues {moments})")
         a, b, c = moments
         triangle = bool(a + b >= c - tol)
         if not triangle:

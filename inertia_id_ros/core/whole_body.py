@@ -513,7 +513,8 @@ class WholeBodyModel:
         Z = _dual_action(rot, pos, Yl)  # (n, L, 6, 10): link wrenches in the base frame
         known = np.flatnonzero(~self._identified)
         Zk = np.einsum("nlab,lb->nla", Z[:, known], self.link_prior[known])  # (n, Lk, 6)
-        column = {l: N_BODY_PARAMS * u for u, l in enumerate(np.flatnonzero(self._identified))}
+        column = {link: N_BODY_PARAMS * u
+                  for u, link in enumerate(np.flatnonzero(self._identified))}
         sensor_rot, sensor_pos = self._frame_placements(joint_rot, joint_pos, self._sensor_frames)
         W = samples.wrenches * self._wrench_signs  # (n, S, 6), this package's convention
         Xc = _dual_matrix(sensor_rot, sensor_pos)  # X*_{B<-c} (n, S, 6, 6)
@@ -540,7 +541,7 @@ class WholeBodyModel:
                 block = Z[:, links]  # (n, l, 6, 10)
                 if T is not None:
                     block = T[:, None] @ block
-                at = np.searchsorted(cols, [column[l] for l in links])
+                at = np.searchsorted(cols, [column[link] for link in links])
                 for j, start in enumerate(at):
                     out[:, :, start:start + N_BODY_PARAMS] = block[:, j]
             right = Wc_base[:, contacts].sum(axis=1) - Zk[:, mask[known]].sum(axis=1)

@@ -81,11 +81,17 @@ RECORD_CHUNK_SEC = 1.0
 class ReplaySession(Protocol):
     """What a replay drives (a :class:`~inertia_id_ros.online.session.PayloadSession`)."""
 
-    def add_joint_state(self, t: float, names: Any, q: Any, dq: Any = None) -> Any: ...
+    def add_joint_state(self, t: float, names: Any, q: Any, dq: Any = None) -> Any:
+        """Offer a joint state at ``t`` (s): ``q`` (rad or m), ``dq``; ``None`` when taken."""
+        ...
 
-    def add_wrench(self, t: float, wrench: Any, frame_id: str | None = None) -> Any: ...
+    def add_wrench(self, t: float, wrench: Any, frame_id: str | None = None) -> Any:
+        """Offer a wrench (6,) (N, N m) at ``t`` (s) in ``frame_id``; ``None`` when taken."""
+        ...
 
-    def update(self, now: float | None = None) -> Update: ...
+    def update(self, now: float | None = None) -> Update:
+        """One periodic update at the caller's time ``now`` (s; default: ``time.time()``)."""
+        ...
 
 
 @dataclass

@@ -2,10 +2,10 @@
 
 Six panels over bag time (s since the first message). Mass (g), COM (mm, sensor frame) and inertia
 about the COM (kg mm², ``geometry_msgs/Inertia`` entries) are drawn as deviations from a reference
-(the truth when given, else the final estimate; its values are in the legends) with their +-1
-sigma bands (first-order propagation of ``theta``'s covariance, :mod:`inertia_id_ros.core.covariance`),
-so every curve converges to 0 on one scale; their value axes zoom on the later three quarters of
-the updates. Then the residual RMS, the consistency margin ``lambda_min(J)`` and the excitation
+(the truth when given, else the final estimate; its values are in the legends) with their +-1 sigma
+bands (first-order propagation of ``theta``'s covariance, :mod:`inertia_id_ros.core.covariance`), so
+every curve converges to 0 on one scale; their value axes zoom on the later three quarters of the
+updates. Then the residual RMS, the consistency margin ``lambda_min(J)`` and the excitation
 (condition number of the column-scaled regressor). Rendered offscreen with matplotlib's Agg canvas
 (no display, no pyplot state).
 """

@@ -73,6 +73,7 @@ class SelfCollisionChecker:
 
     @property
     def n_pairs(self) -> int:
+        """Number of collision pairs checked."""
         return len(self._pairs)
 
     def pair_names(self, k: int) -> tuple[str, str]:

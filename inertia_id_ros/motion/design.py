@@ -560,6 +560,7 @@ class MotionEvaluator:
 
     @property
     def name(self) -> str:
+        """Name of the wrapped objective."""
         return self._objective.name
 
     def _rows_information(self, rows: np.ndarray, weight: float) -> np.ndarray:

@@ -80,6 +80,7 @@ class ExcitationTrajectory:
 
     @property
     def n_joints(self) -> int:
+        """Number of joints the trajectory moves (its columns)."""
         return len(self.joint_names)
 
     # ---- files ---------------------------------------------------------------------------

@@ -1,16 +1,18 @@
 """Online link identification: joint states with efforts in, physically consistent links out.
 
-The counterpart of :mod:`inertia_id_ros.online.payload_estimator` (a payload from an F/T sensor) for a chain's
-links and joint drives from its joint torques (:mod:`inertia_id_ros.chain.links`). Data flow:
+The counterpart of :mod:`inertia_id_ros.online.payload_estimator` (a payload from an F/T sensor)
+for a chain's links and joint drives from its joint torques (:mod:`inertia_id_ros.chain.links`).
+Data flow:
 :meth:`LinkEstimator.add_joint_state` validates and buffers joint states (positions, optional
 velocities, efforts; ROS callbacks, any thread). :meth:`~LinkEstimator.process` turns every
 buffered joint state with joint states within ``filter_half_width`` on both sides (the
 processing lag) into the regressor rows of its joints: positions, velocities and accelerations at
 the joint state's stamp from the local polynomial fit of :mod:`inertia_id_ros.core.filtering`
-(accelerations are always the fit's derivative), ``Y = LinkModel.joint_torque_regressor`` (n, p)
-and the torques ``y = effort * effort_scale - known torques`` (n,); rows go to a
-:class:`~inertia_id_ros.online.window.SlidingWindow` (n rows per sample). :meth:`~LinkEstimator.solve`
-solves the window's :func:`~inertia_id_ros.chain.links.build_link_problem`::
+(accelerations are always the fit's derivative), ``Y = LinkModel.joint_torque_regressor`` (n, p) and
+the torques ``y = effort * effort_scale - known torques`` (n,); rows go to a
+:class:`~inertia_id_ros.online.window.SlidingWindow` (n rows per sample).
+:meth:`~LinkEstimator.solve` solves the window's
+:func:`~inertia_id_ros.chain.links.build_link_problem`::
 
     min (1 / n_rows) ||Y x - y||² + prior_weight ||x - x_prior||²
     s.t. J(theta_k) >= 0 for every link k, viscous, Coulomb, armature >= 0
@@ -18,18 +20,20 @@ solves the window's :func:`~inertia_id_ros.chain.links.build_link_problem`::
 (``x_prior``: the URDF's links, zero friction and offset, the reflected rotor inertias), warm
 started from the previous solution, and returns a :class:`LinkEstimate` only if every link is fully
 physically consistent, with the base parameters of the window's regressor
-(:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`): what the data so far cannot identify.
+(:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`): what the data so far cannot
+identify.
 
 Given the chain's actuators (``LinkEstimator(..., actuators=chain.actuators)``), every solve also
-resolves the armatures the window cannot identify, as :func:`inertia_id_ros.chain.armatures.fit_chain`
-does offline (a fixed-base leg's torques separate only the knee's armature from the link
-inertias; see :mod:`inertia_id_ros.chain.actuators`): from the first solution and the window's base
-parameters, :func:`~inertia_id_ros.chain.armatures.resolve_armatures` estimates each motor type's rotor
-inertia from its joints' identifiable armatures, and the problem is solved again (warm started
-from the previous such solve) with the unidentifiable armatures known, ``N**2 * I_rotor``: the
-window's normal equations with those columns moved to the right-hand side, so the links' inertias
-about those axes exclude the rotors. :attr:`LinkEstimate.armature_sources` says which armature is
-which. Without actuators (or when every armature is identifiable) a solve is the single one above.
+resolves the armatures the window cannot identify, as
+:func:`inertia_id_ros.chain.armatures.fit_chain` does offline (a fixed-base leg's torques separate
+only the knee's armature from the link inertias; see :mod:`inertia_id_ros.chain.actuators`): from
+the first solution and the window's base parameters,
+:func:`~inertia_id_ros.chain.armatures.resolve_armatures` estimates each motor type's rotor inertia
+from its joints' identifiable armatures, and the problem is solved again (warm started from the
+previous such solve) with the unidentifiable armatures known, ``N**2 * I_rotor``: the window's
+normal equations with those columns moved to the right-hand side, so the links' inertias about those
+axes exclude the rotors. :attr:`LinkEstimate.armature_sources` says which armature is which. Without
+actuators (or when every armature is identifiable) a solve is the single one above.
 """
 
 from __future__ import annotations
@@ -75,16 +79,18 @@ unidentifiable with no identifiable armature of its motor type)."""
 
 @dataclass
 class LinkEstimatorConfig(OnlineEstimatorConfig):
-    """Settings of :class:`LinkEstimator`: the shared ones of
-    :class:`~inertia_id_ros.online.payload_estimator.OnlineEstimatorConfig` (samples are joint states) and the
-    prior and rank tolerance of the link fit."""
+    """Settings of :class:`LinkEstimator`.
+
+    The shared ones of :class:`~inertia_id_ros.online.payload_estimator.OnlineEstimatorConfig`
+    (samples are joint states) and the prior and rank tolerance of the link fit.
+    """
 
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     """Weight of the prior toward the URDF, per torque sample ((N·m)² per SI unit² of x; see
-    :mod:`inertia_id_ros.chain.links`). The default is the KUKA LWR4+ cross-validation optimum; choose
-    it for your robot with :func:`~inertia_id_ros.chain.links.select_prior_weight` on a recording.
-    Small (1e-6) when the joint torques are clean and the motion exciting: the prior then only
-    settles what the data cannot identify."""
+    :mod:`inertia_id_ros.chain.links`). The default is the KUKA LWR4+ cross-validation optimum;
+    choose it for your robot with :func:`~inertia_id_ros.chain.links.select_prior_weight` on a
+    recording. Small (1e-6) when the joint torques are clean and the motion exciting: the prior then
+    only settles what the data cannot identify."""
     rank_tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE
     """Relative tolerance of the base-parameter rank
     (:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`)."""

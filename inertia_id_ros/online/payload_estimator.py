@@ -75,8 +75,8 @@ class EstimatorConfig(OnlineEstimatorConfig):
     tare_max_force_std: float = 0.05
     """A tare (:meth:`PayloadEstimator.set_tare`) replaces the tilt requirement of
     ``offset_min_tilt_deg`` while the standard deviation of its force offset, grown with its age
-    (:meth:`~inertia_id_ros.online.tare.Tare.offset_std_at`), stays below this (N; per axis); with the
-    default drift rate about 2.5 minutes after a 1 s, 1 kHz tare."""
+    (:meth:`~inertia_id_ros.online.tare.Tare.offset_std_at`), stays below this (N; per axis); with
+    the default drift rate about 2.5 minutes after a 1 s, 1 kHz tare."""
     offset_min_tilt_deg: float = 5.0
     """The F/T offset is identifiable if the direction of gravity in the sensor frame (more
     precisely of the proper acceleration) spreads at least this much (rms, deg) along its second
@@ -131,9 +131,9 @@ class Estimate:
     """A fully physically consistent estimate of the payload beyond the sensor.
 
     ``theta`` (10,) about and in the sensor frame; ``sensor_offset`` (6,) (N, N m; when not
-    estimated: the tared offset, zeros without a tare); ``covariance`` (10, 10) of ``theta`` (the offset marginalised): the sandwich with
-    each wrench channel's residual variance, on the identifiable subspace, projected onto the
-    tangent of active consistency constraints
+    estimated: the tared offset, zeros without a tare); ``covariance`` (10, 10) of ``theta`` (the
+    offset marginalised): the sandwich with each wrench channel's residual variance, on the
+    identifiable subspace, projected onto the tangent of active consistency constraints
     (:func:`~inertia_id_ros.core.covariance.parameter_covariance`);
     ``condition_number`` of the column-scaled regressor (excitation); ``min_pseudo_inertia_eig``
     (kg m^2); ``residual_rms`` (N / N m mixed); ``n_samples`` wrenches used, stamped from
@@ -278,8 +278,9 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
         wrench = check_vector(wrench, 6, f"wrench at {t:.6f} s")
         limits = self.config.wrench_limits
         if limits is not None and np.any(saturated := np.abs(wrench) >= limits):
-            channels = ", ".join(f"{WRENCH_CHANNEL_NAMES[c]} = {wrench[c]:.6g} (limit {limits[c]:g})"
-                                 for c in np.flatnonzero(saturated))
+            channels = ", ".join(
+                f"{WRENCH_CHANNEL_NAMES[c]} = {wrench[c]:.6g} (limit {limits[c]:g})"
+                for c in np.flatnonzero(saturated))
             raise SampleRejected("saturated", f"wrench at {t:.6f} s saturates {channels}")
         if self.config.check_wrench_frame:
             check_frame(frame_id, self._expected_frame, "wrench")
@@ -398,9 +399,9 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
                         condition_number=covariance.condition_number)
 
     def residual_sigma(self, estimate: Estimate, generation: int) -> np.ndarray | None:
-        """:func:`~inertia_id_ros.online.change_detection.residual_sigma` (6,) (N, N m) of the window's
-        samples from ``estimate.t_first`` on against ``estimate``, or ``None`` if the estimator
-        forgot its samples since ``generation`` (read before the solve) or holds none."""
+        """:func:`~inertia_id_ros.online.change_detection.residual_sigma` (6,) (N, N m) of the
+        window's samples from ``estimate.t_first`` on against ``estimate``, or ``None`` if the
+        estimator forgot its samples since ``generation`` (read before the solve) or holds none."""
         with self._lock:
             if generation != self._generation:
                 return None
@@ -414,7 +415,7 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
 
     @property
     def tare(self) -> Tare | None:
-        """The F/T offset tare every solve uses (:mod:`inertia_id_ros.online.tare`); ``None``: none."""
+        """The F/T offset tare every solve uses (:mod:`inertia_id_ros.online.tare`), or ``None``."""
         return self._tare
 
     def set_tare(self, duration: float = 1.0, theta_known: np.ndarray | None = None) -> Tare:

@@ -115,6 +115,7 @@ class Update:
 
     @property
     def ok(self) -> bool:
+        """Whether ``status`` is ``"ok"``."""
         return self.status == "ok"
 
     @property
@@ -472,6 +473,7 @@ class PayloadSession(Session[PayloadEstimator]):
         return values, "" if excitation.well_excited else excitation.message
 
     def pause_change_detection(self, paused: bool) -> None:
+        """Pause (``True``) or resume change detection; either way the detector restarts."""
         with self._detector_lock:
             self._paused = bool(paused)
         self._forget_change()
@@ -483,10 +485,13 @@ class PayloadSession(Session[PayloadEstimator]):
             self._change = None
 
     def reset(self) -> None:
+        """Forget every sample, the estimates and any detected change."""
         self._forget_change()
         super().reset()
 
     def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
+        """Resize the window to ``window_sec`` (s; at most ``window_capacity`` samples) and the
+        detector's minimum reference duration with it."""
         super().resize_window(window_sec, window_capacity)
         with self._detector_lock:
             if self.detector is not None:

@@ -42,8 +42,9 @@ residuals, this weights the tare a little less than the rule. Consequences:
 weight (sigma 0.1 N) in about 10 s and makes it one sample's worth after about 5 minutes; set it
 from the sensor's data sheet or from the spread of repeated tares.
 
-Use: :meth:`PayloadEstimator.set_tare <inertia_id_ros.online.payload_estimator.PayloadEstimator.set_tare>` (the
-node's ``~/tare`` service) records it from the newest seconds of the window, and every solve then
+Use: :meth:`PayloadEstimator.set_tare
+<inertia_id_ros.online.payload_estimator.PayloadEstimator.set_tare>` (the node's ``~/tare``
+service) records it from the newest seconds of the window, and every solve then
 applies it (``with_tare``, or subtracting it when the offset is not estimated); by hand,
 ``tare = tare_from_window(estimator.window, theta_known)``, then ``with_tare(problem, tare, t_now,
 sigma)`` instead of ``problem`` in each solve.

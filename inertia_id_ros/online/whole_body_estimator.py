@@ -201,8 +201,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         ``linear_acceleration`` (3,) m/s² (specific force, +9.81 up at rest), both in the IMU
         frame ``frame_id`` (checked when given, not empty). Raises :class:`SampleRejected`
         (``no_imu``: the model has none, ``non_finite``, ``length_mismatch``, ``wrong_frame``,
-        ``duplicate_stamp``, ``out_of_order``); when ``max_pending_samples`` wait, the oldest is dropped
-        (``overflow``)."""
+        ``duplicate_stamp``, ``out_of_order``); when ``max_pending_samples`` wait, the oldest is
+        dropped (``overflow``)."""
         with self._lock:
             self.received[IMU] += 1
             try:

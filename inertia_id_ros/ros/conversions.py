@@ -204,8 +204,8 @@ def payload_theta_from_msg(msg: InertialParameters) -> np.ndarray:
 def drive_to_msg(joint: str, drive: DriveParameters,
                  armature_source: str = "") -> JointDriveParameters:
     """A ``JointDriveParameters`` for ``joint`` (SI units of :mod:`inertia_id_ros.chain.friction`);
-    ``armature_source``: one of :data:`inertia_id_ros.online.link_estimator.ARMATURE_SOURCES`, or empty
-    (not stated)."""
+    ``armature_source``: one of :data:`inertia_id_ros.online.link_estimator.ARMATURE_SOURCES`, or
+    empty (not stated)."""
     return JointDriveParameters(name=joint, viscous=float(drive.viscous),
                                 coulomb=float(drive.coulomb),
                                 coulomb_velocity=float(drive.coulomb_velocity),

@@ -72,6 +72,7 @@ class Errors:
     @classmethod
     def of(cls, estimate: InertialParameters, truth: np.ndarray,
            true_offset: np.ndarray) -> "Errors":
+        """Errors of ``estimate`` against ``truth`` (10,) and ``true_offset`` (6,) (N, N m)."""
         m, c, i_com = inertia_from_theta(msg_to_theta(estimate))
         m0, c0, i0 = inertia_from_theta(truth)
         offset = wrench_to_array(estimate.sensor_offset)
@@ -80,6 +81,7 @@ class Errors:
                    float(np.linalg.norm(offset[:3] - true_offset[:3])))
 
     def acceptable(self) -> bool:
+        """Whether every error is within the demo's tolerance."""
         return (self.mass_rel < MASS_REL_TOL and self.com < COM_TOL
                 and self.inertia_rel < INERTIA_REL_TOL and self.offset_force < OFFSET_FORCE_TOL)
 

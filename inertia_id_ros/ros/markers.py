@@ -6,7 +6,8 @@ sensor frame; ``frame_locked`` so they follow it), four markers of namespace ``n
 - id 0 ``SPHERE``: the centre of mass;
 - id 1 ``SPHERE`` scaled into the COM's ``n_sigma`` confidence ellipsoid: axes the eigenvectors of
   the COM covariance (``J_c Cov(theta) J_c^T``, ``c = h / m``,
-  :func:`inertia_id_ros.core.covariance.com_covariance`), full lengths ``2 n_sigma sqrt(eigenvalue)``;
+  :func:`inertia_id_ros.core.covariance.com_covariance`), full lengths
+  ``2 n_sigma sqrt(eigenvalue)``;
 - id 2 ``SPHERE`` scaled into the equivalent uniform-density solid ellipsoid: same mass and inertia
   about the COM, axes the principal axes, semi-axes from the principal moments
   (``I_a = m (b^2 + c^2) / 5`` ... so ``a^2 = 5 (I_b + I_c - I_a) / (2 m)``);
@@ -111,11 +112,11 @@ def estimate_markers(estimate: Any, frame_id: str | None = None,
                      label: str | None = None, n_sigma: float = 3.0) -> MarkerArray:
     """The markers of an estimate (see the module docstring).
 
-    ``estimate``: an :class:`~inertia_id_ros.online.payload_estimator.Estimate` or an ``InertialParameters``
-    message (anything with ``theta`` (10,) and ``covariance`` (10, 10) or (100,)), mass > 0.
-    ``frame_id`` (default: the message's ``header.frame_id``; required for an ``Estimate``) and
-    ``stamp`` (``builtin_interfaces/Time`` or seconds; default: the message's stamp, or the
-    estimate's ``t_last``) go into every header; ``label`` (default: the message's
+    ``estimate``: an :class:`~inertia_id_ros.online.payload_estimator.Estimate` or an
+    ``InertialParameters`` message (anything with ``theta`` (10,) and ``covariance`` (10, 10) or
+    (100,)), mass > 0. ``frame_id`` (default: the message's ``header.frame_id``; required for an
+    ``Estimate``) and ``stamp`` (``builtin_interfaces/Time`` or seconds; default: the message's
+    stamp, or the estimate's ``t_last``) go into every header; ``label`` (default: the message's
     ``body_name``, else ``"payload"``) starts the text.
     """
     header = getattr(estimate, "header", None)

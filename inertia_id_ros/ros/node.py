@@ -526,6 +526,7 @@ class InertiaIdNode(Node):
         return response
 
     def destroy_node(self) -> None:
+        """Stop the solver worker (waiting up to 5 s), then destroy the input node and this one."""
         self._stop.set()
         self._wake.set()
         if self._worker is not None:
@@ -536,9 +537,11 @@ class InertiaIdNode(Node):
 
 
 def _input_executor():
-    """rclpy's events executor (C++; Jazzy and later) for the input subscriptions: about half the
-    single-threaded executor's CPU per message. (It serves no services in this rclpy, so the
-    node's services stay on the single-threaded executor.)"""
+    """Return the executor of the input subscriptions: rclpy's events executor if available.
+
+    The events executor (C++; Jazzy and later) takes about half the single-threaded executor's
+    CPU per message. (It serves no services in this rclpy, so the node's services stay on the
+    single-threaded executor.)"""
     try:
         from rclpy.experimental import EventsExecutor
     except ImportError:  # rclpy before Jazzy

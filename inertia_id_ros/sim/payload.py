@@ -50,7 +50,8 @@ def default_payload_theta() -> np.ndarray:
 def grasped_payload_theta() -> np.ndarray:
     """theta (10,) of the payload a simulated grasp adds: a 2.3 kg box 10 x 15 x 8 cm, COM at
     (0, 4, 9) cm in the flange frame."""
-    return theta_from_inertia(2.3, np.array([0.0, 0.04, 0.09]), box_inertia(2.3, [0.10, 0.15, 0.08]))
+    return theta_from_inertia(2.3, np.array([0.0, 0.04, 0.09]),
+                              box_inertia(2.3, [0.10, 0.15, 0.08]))
 
 
 def _joint_limits(model: pin.Model, joint_names: Sequence[str]) -> tuple[np.ndarray, ...]:

@@ -1,8 +1,8 @@
 """Simulated joint torques of a fixed-base chain: true links, drives and payload, noisy efforts.
 
 The truth is computed independently of the regressors (:mod:`inertia_id_ros.chain.links`,
-:mod:`inertia_id_ros.chain.payload_from_torques`): pinocchio RNEA on a copy of the chain's model whose
-links carry the true inertias (and, with a payload, the payload appended to the body of its
+:mod:`inertia_id_ros.chain.payload_from_torques`): pinocchio RNEA on a copy of the chain's model
+whose links carry the true inertias (and, with a payload, the payload appended to the body of its
 frame's joint at the frame's placement), plus each joint's drive torque written out::
 
     tau    = RNEA(q, dq, ddq) + viscous dq + coulomb tanh(dq / coulomb_velocity) + offset
@@ -164,9 +164,11 @@ def leg_simulator(config: ChainConfig | None = None, seed: int = 0,
                   friction: Sequence[tuple[float, float, float]] = DEFAULT_LEG_FRICTION,
                   torque_noise_std: float | Sequence[float] = DEFAULT_LEG_TORQUE_NOISE_STD,
                   trajectory: Trajectory | None = None) -> JointTorqueSimulator:
-    """A Go1 leg (default :func:`~inertia_id_ros.chain.actuators.go1_leg_config`, front left) with its
-    configured rotors as the true armatures, ``friction`` (viscous, Coulomb, offset) per joint,
-    torque noise, and :func:`leg_trajectory` (``seed``) unless ``trajectory`` is given."""
+    """A simulated Go1 leg (default :func:`~inertia_id_ros.chain.actuators.go1_leg_config`).
+
+    Front left, with its configured rotors as the true armatures, ``friction`` (viscous,
+    Coulomb, offset) per joint, torque noise, and :func:`leg_trajectory` (``seed``) unless
+    ``trajectory`` is given."""
     config = go1_leg_config() if config is None else config
     links = config.link_model()
     if len(friction) != links.n_joints:

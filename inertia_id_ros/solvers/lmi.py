@@ -109,7 +109,8 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
 def _min_eigs(x: np.ndarray, n_bodies: int) -> np.ndarray:
     """(n_bodies,) lambda_min of each body's pseudo-inertia (:func:`.problem.body_min_eigs`
     without its generality: this is on the fast path)."""
-    blocks = (x[:N_BODY_PARAMS * n_bodies].reshape(n_bodies, N_BODY_PARAMS) @ _BASIS).reshape(-1, 4, 4)
+    thetas = x[:N_BODY_PARAMS * n_bodies].reshape(n_bodies, N_BODY_PARAMS)
+    blocks = (thetas @ _BASIS).reshape(-1, 4, 4)
     return np.linalg.eigvalsh(blocks)[:, 0]
 
 

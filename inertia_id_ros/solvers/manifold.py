@@ -57,10 +57,12 @@ def _entries(sym: np.ndarray) -> np.ndarray:
 
 
 class _Bodies:
-    """Parameters of ``n`` bodies: ``mu`` (n,), ``c`` (n, 3), ``Q`` (n, 3, 3), ``l`` (n, 3)."""
+    """Parameters of ``n`` bodies: ``mu`` (n,), ``c`` (n, 3), ``Q`` (n, 3, 3), ``l`` (n, 3)
+    (``root_moments``: ``L = l^2``)."""
 
-    def __init__(self, mu: np.ndarray, c: np.ndarray, Q: np.ndarray, l: np.ndarray) -> None:
-        self.mu, self.c, self.Q, self.l = mu, c, Q, l
+    def __init__(self, mu: np.ndarray, c: np.ndarray, Q: np.ndarray,
+                 root_moments: np.ndarray) -> None:
+        self.mu, self.c, self.Q, self.l = mu, c, Q, root_moments
 
     @classmethod
     def from_thetas(cls, thetas: np.ndarray) -> _Bodies:

@@ -27,7 +27,8 @@ def test_colcon_build_installs_messages_library_and_executables(tmp_path):
         shutil.copy2(REPO / name, package / name)
     env = dict(os.environ, AMENT_PREFIX_PATH=sys.prefix, CMAKE_PREFIX_PATH=sys.prefix,
                PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    build = subprocess.run([str(bin_dir / "colcon"), "build", "--cmake-args", "-DBUILD_TESTING=OFF"],
+    build = subprocess.run([str(bin_dir / "colcon"), "build",
+                            "--cmake-args", "-DBUILD_TESTING=OFF"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
 
@@ -43,7 +44,8 @@ def test_colcon_build_installs_messages_library_and_executables(tmp_path):
                               capture_output=True, text=True, check=True)
     assert imported.stdout.strip().startswith(str(install)), imported.stdout
     assert (install / "share" / "inertia_id_ros" / "launch" / "identify.launch.py").exists()
-    node = subprocess.run([sys.executable, str(install / "lib" / "inertia_id_ros" / "inertia_id_node"),
+    node_script = install / "lib" / "inertia_id_ros" / "inertia_id_node"
+    node = subprocess.run([sys.executable, str(node_script),
                            "--ros-args", "-p", "urdf_path:=/nonexistent.urdf",
                            "-p", "sensor_frame:=tool0"],
                           env=run_env, cwd=tmp_path, capture_output=True, text=True, timeout=60)

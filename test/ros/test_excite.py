@@ -290,8 +290,8 @@ def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_c
         (LEG_HOME - swing, LEG_HOME))))
     path = tmp_path / "leg.npz"
     motion.save_npz(path)
-    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_leg",
-                 "-p", "motion:=hold", "-p", "rate_hz:=500.0")
+    launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_leg",
+           "-p", "motion:=hold", "-p", "rate_hz:=500.0")
     launch("inertia-id-node", "inertia_id_ros.ros.node",
            "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
            "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")

@@ -5,8 +5,6 @@ forced solver failure and a reset of the simulated clock (a simulator restarting
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 

@@ -225,7 +225,9 @@ def test_ten_minutes_of_the_same_payload_raise_no_alarm():
 
 
 def test_the_window_residuals_absorb_the_estimates_own_model_error():
-    """A 0.2 s derivative filter distorts the accelerations (torque residuals 2-3 times the sensor
+    """Residuals of a distorted fit raise no alarm against the window, but do against the sensor.
+
+    A 0.2 s derivative filter distorts the accelerations (torque residuals 2-3 times the sensor
     noise, varying along the motion): tested against the window's residuals, no alarm; against
     the sensor's nominal noise, alarms. (Unweighted: weighted by channel, the fit follows the
     torque rows closely enough that their residuals stay near the noise.)"""

@@ -48,7 +48,9 @@ def test_ground_truth_mass_is_the_urdf_links_beyond_the_sensor(experiment) -> No
 
 
 def test_reproduces_the_papers_finding(experiment: tr.Experiment) -> None:
-    """OLS is inconsistent on the 10 s and 5 s paths; manifold and LMI are always consistent; on
+    """OLS is inconsistent on slow paths; manifold and LMI are always consistent.
+
+    OLS is inconsistent on the 10 s and 5 s paths; manifold and LMI are always consistent; on
     the 1 s and 0.5 s paths all three agree and are close to the truth. (Seed 0 is one of the 14
     in 20 seeds on which the slow-path statement holds for the 5 s path; see the module.)"""
     assert experiment.finding() == dict.fromkeys(experiment.finding(), True)

@@ -169,7 +169,8 @@ def test_payload_agrees_with_rnea_of_the_robot_carrying_it(capsys, tmp_path, pay
     recorded = np.load(held_out)
     # independent: RNEA of the robot carrying the fitted payload, plus the fitted offset
     theta = np.array(result["bodies"][0]["theta"])
-    fitted = PayloadSimulator(load_model(urdf), "panda_link8", theta, sim.trajectory, PANDA_ARM, offset=np.array(result["sensor_offset"]))
+    fitted = PayloadSimulator(load_model(urdf), "panda_link8", theta, sim.trajectory, PANDA_ARM,
+                              offset=np.array(result["sensor_offset"]))
     predicted = fitted.true_wrench(recorded["t"]) + fitted.true_offset
     rms, relative, per_channel = errors_by_hand(recorded["wrench"], predicted)
     assert report["fit"]["rms"] == pytest.approx(rms, rel=0.01)
