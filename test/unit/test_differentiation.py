@@ -137,15 +137,21 @@ def test_candidate_derivatives_equal_those_of_joint_states_at(with_velocities: b
     assert np.abs(accelerations).max() > 1.0  # a real signal, not zeros
 
 
-def test_coarse_search_chooses_as_the_grid_with_its_scores(recording):
-    """The coarse-to-fine search over the half-widths scores fewer candidates, each exactly as
-    the grid does, and chooses the grid's best (smoothly varying scores)."""
+def grid_and_coarse_selections(recording) -> tuple:
+    """(candidates, the grid's selection, the coarse-to-fine search's) on 2000 samples."""
     rec, model = recording, recording.simulator.links
     candidates = filter_candidates(rec.t, True, half_width_samples=(2, 5, 8, 12, 20, 32, 50, 80))
     grid = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
                                   candidates=candidates, max_samples=2000, search="grid")
     coarse = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
                                     candidates=candidates, max_samples=2000)
+    return candidates, grid, coarse
+
+
+def test_coarse_search_chooses_as_the_grid_with_its_scores(recording):
+    """The coarse-to-fine search over the half-widths scores fewer candidates, each exactly as
+    the grid does, and chooses the grid's best (smoothly varying scores)."""
+    candidates, grid, coarse = grid_and_coarse_selections(recording)
     assert coarse.chosen == grid.chosen
     scored = ~np.isnan(coarse.cv_rms)
     assert 0 < scored.sum() < len(candidates) and not np.isnan(grid.cv_rms).any()
@@ -162,12 +168,7 @@ def test_coarse_search_ranks_on_every_other_sample_then_scores_the_finalists_on_
     import inertia_id_ros.chain.differentiation as differentiation
 
     monkeypatch.setattr(differentiation, "RANKING_MIN_SAMPLES", 500)
-    rec, model = recording, recording.simulator.links
-    candidates = filter_candidates(rec.t, True, half_width_samples=(2, 5, 8, 12, 20, 32, 50, 80))
-    grid = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
-                                  candidates=candidates, max_samples=2000, search="grid")
-    coarse = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
-                                    candidates=candidates, max_samples=2000)
+    candidates, grid, coarse = grid_and_coarse_selections(recording)
     assert grid.ranking_rms is None and coarse.n_ranking_samples == (coarse.n_samples + 1) // 2
     assert coarse.chosen == grid.chosen
     finalists = ~np.isnan(coarse.cv_rms)
