@@ -21,10 +21,29 @@ on the payload (:mod:`inertia_id_ros.core.regressors`), whose joint torques ``J_
 
 over the ``n_rows = N n`` torque samples ``r = tau_measured - tau_links`` (the consistent LMI
 with one body; ``prior_weight`` per torque sample as in :mod:`inertia_id_ros.chain.links`).
+
+The fit reports ``theta``'s covariance, robust to the link model's error along the motion (the
+scores of :data:`ERROR_BLOCKS` consecutive blocks of each run,
+:func:`~inertia_id_ros.core.covariance.parameter_covariance`; not projected onto the consistency
+constraints: an estimate the link model's error pushes onto the boundary would look certain
+there), and says when the data leave the
+payload poorly determined (:func:`determination_warnings`): a mass whose standard error exceeds
+:data:`MAX_MASS_RELATIVE_STD` of it, or parameters the motion does not excite at all. A motion that
+moves all joints along one path (a chirp, joint positions correlated > 0.99) is such a case: the
+link model's error then decides what the torques cannot, with no sign of it in the residual.
+
+**Differencing** (:func:`difference_runs`): a loaded and an unloaded run of the same motion. At
+the same joint states the links' and drives' torques are the same in both, so::
+
+    tau_loaded - tau_unloaded = Y_p(q, dq, ddq) @ [theta_p, offset_change]
+
+whatever the link model: it cancels (``links_x=None``). The price: the torque noise of both runs,
+and the two runs must follow the same motion (a robot replaying one trajectory).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -32,6 +51,11 @@ import numpy as np
 import pinocchio as pin
 
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, predict_torques
+from inertia_id_ros.core.covariance import (
+    ChannelNormalEquations,
+    block_scores,
+    parameter_covariance,
+)
 from inertia_id_ros.core.inertia import (
     THETA_NAMES,
     ConsistencyReport,
@@ -43,6 +67,19 @@ from inertia_id_ros.core.robots import frame_id
 from inertia_id_ros.solvers import Problem, Solution, solve
 
 _CHUNK = 2000  # samples per block when accumulating the normal equations
+
+ERROR_BLOCKS = 10
+"""A run is split into this many consecutive blocks for the covariance: the link model's error
+is correlated along the motion, and the blocks' scores measure its effect
+(:func:`~inertia_id_ros.core.covariance.parameter_covariance`, ``scores``)."""
+
+MAX_MASS_RELATIVE_STD = 0.02
+"""A payload mass whose standard error exceeds this fraction of it is poorly determined (a mass
+from joint torques should be good to 1 %)."""
+
+MAX_INERTIA_RELATIVE_STD = 0.15
+"""A payload inertia whose diagonal entries' standard errors exceed this fraction of the
+largest is poorly determined."""
 
 
 class PayloadTorqueModel:
@@ -96,15 +133,43 @@ class PayloadTorqueModel:
             Y[:, :, 10:] = np.eye(n)
         return Y
 
-    def payload_torques(self, links_x: np.ndarray,
+    def payload_torques(self, links_x: np.ndarray | None,
                         data: JointTorqueData) -> np.ndarray:
-        """(N, n) ``r = tau_measured - tau_links(links_x)``: the torques left for the payload."""
+        """(N, n) ``r = tau_measured - tau_links(links_x)``: the torques left for the payload;
+        ``links_x=None``: ``data``'s efforts are already those (a loaded minus an unloaded run,
+        :func:`difference_runs`)."""
         measured = self.links.measured_torques(self.links.in_joint_order(data).efforts)
+        if links_x is None:
+            return measured
         return measured - predict_torques(self.links, links_x, data)
 
-    def problem(self, links_x: np.ndarray, data: JointTorqueData | Iterable[JointTorqueData],
+    def channels(self, links_x: np.ndarray | None,
+                 data: JointTorqueData | Iterable[JointTorqueData],
+                 n_blocks: int = 1) -> list[ChannelNormalEquations]:
+        """Normal equations of ``Y_p x = r`` per joint (a channel each), for each of
+        ``n_blocks`` consecutive blocks of samples of every run of ``data`` (accumulated in
+        chunks of samples); :meth:`ChannelNormalEquations.summed` gives all samples'."""
+        runs = [data] if isinstance(data, JointTorqueData) else list(data)
+        blocks = []
+        for run in runs:
+            for indices in np.array_split(np.arange(run.n_samples), n_blocks):
+                parts = []
+                for start in range(0, indices.size, _CHUNK):
+                    chunk = self.links.in_joint_order(run.subset(indices[start:start + _CHUNK]))
+                    parts.append(ChannelNormalEquations.from_samples(
+                        self.regressor(chunk.positions, chunk.velocities, chunk.accelerations),
+                        self.payload_torques(links_x, chunk)))
+                if parts:
+                    blocks.append(ChannelNormalEquations.summed(parts))
+        if not blocks:
+            raise ValueError("no torque samples in data")
+        return blocks
+
+    def problem(self, links_x: np.ndarray | None,
+                data: JointTorqueData | Iterable[JointTorqueData] | ChannelNormalEquations,
                 prior: np.ndarray | None = None, prior_weight: float = 0.0) -> Problem:
-        """Solver problem (1 body) of fitting ``Y_p x = r`` over all samples of ``data``.
+        """Solver problem (1 body) of fitting ``Y_p x = r`` over all samples of ``data`` (or
+        their :meth:`channels`; ``links_x`` see :meth:`payload_torques`).
 
         ``prior`` (n_parameters,) or a payload ``theta`` (10,) (zero offset changes appended),
         weighted by ``prior_weight`` per torque sample ((N·m)² per SI unit² of x).
@@ -112,20 +177,9 @@ class PayloadTorqueModel:
         if not prior_weight >= 0.0:
             raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
         p = self.n_parameters
-        gram, moment, yty, n_rows = np.zeros((p, p)), np.zeros(p), 0.0, 0
-        runs = [data] if isinstance(data, JointTorqueData) else list(data)
-        for run in runs:
-            for start in range(0, run.n_samples, _CHUNK):
-                chunk = self.links.in_joint_order(run.subset(slice(start, start + _CHUNK)))
-                Y = self.regressor(chunk.positions, chunk.velocities,
-                                   chunk.accelerations).reshape(-1, p)
-                r = self.payload_torques(links_x, chunk).reshape(-1)
-                gram += Y.T @ Y
-                moment += Y.T @ r
-                yty += float(r @ r)
-                n_rows += r.size
-        if n_rows == 0:
-            raise ValueError("no torque samples in data")
+        channels = (data if isinstance(data, ChannelNormalEquations)
+                    else ChannelNormalEquations.summed(self.channels(links_x, data)))
+        gram, moment, yty, n_rows = channels.total()
         if prior is not None:
             prior = np.asarray(prior, dtype=float)
             if prior.shape == (10,):
@@ -139,11 +193,53 @@ class PayloadTorqueModel:
                        body_names=("payload",), param_names=self.parameter_names)
 
 
+def determination_warnings(theta: np.ndarray, covariance: np.ndarray, rank: int,
+                           n_parameters: int,
+                           max_mass_relative_std: float = MAX_MASS_RELATIVE_STD,
+                           max_inertia_relative_std: float = MAX_INERTIA_RELATIVE_STD
+                           ) -> list[str]:
+    """Plain warnings when the data leave the payload ``theta`` (10,) poorly determined:
+    ``covariance`` (10, 10) its covariance, ``rank`` the dimension of the identifiable subspace
+    of the ``n_parameters`` fitted (:class:`~inertia_id_ros.core.covariance.ParameterCovariance`).
+    Empty when every parameter is excited, the mass's standard error is within
+    ``max_mass_relative_std`` of it and the inertia's diagonal's (about the frame's origin)
+    within ``max_inertia_relative_std`` of its largest entry."""
+    std = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+    mass = float(theta[0])
+    out = []
+    if rank < n_parameters:
+        out.append(f"the motion excites only {rank} of the {n_parameters} parameters (payload and "
+                   "torque offsets): the unexcited ones are not identified; move every joint, "
+                   "independently, through a wide range")
+    if not std[0] <= max_mass_relative_std * abs(mass):
+        relative = std[0] / abs(mass) if mass else float("inf")
+        out.append(f"the payload mass is poorly determined: {mass:.4f} ± {std[0]:.4f} kg "
+                   f"(standard error {100 * relative:.0f} % of it, above "
+                   f"{100 * max_mass_relative_std:.0f} %); the joints' motion does not separate "
+                   "the payload's weight from the torque offsets and the link model's error "
+                   "(e.g. all joints along one path): move the joints independently, with "
+                   "large changes of the flange's orientation, or difference a loaded and an "
+                   "unloaded run of the same motion")
+    diagonal = [4, 6, 9]
+    scale = max(float(np.max(np.abs(theta[diagonal]))), 1e-12)
+    relative = std[diagonal] / scale
+    if not np.all(relative <= max_inertia_relative_std):
+        worst = int(np.argmax(relative))
+        out.append(f"the payload's inertia is poorly determined: {THETA_NAMES[diagonal[worst]]} "
+                   f"± {100 * relative[worst]:.0f} % of the largest diagonal entry (above "
+                   f"{100 * max_inertia_relative_std:.0f} %): rotate the frame faster about "
+                   "each of its axes")
+    return out
+
+
 @dataclass(frozen=True)
 class PayloadTorqueFit:
     """Result of :func:`fit_payload`: ``theta`` (10,) of the payload about and in ``frame``,
     ``offset_changes`` (n,) (N·m; zeros if not estimated), the joints' torque ``residual_rms``
-    (N·m) and the solver's :class:`~inertia_id_ros.solvers.Solution`."""
+    (N·m), the solver's :class:`~inertia_id_ros.solvers.Solution`, ``covariance`` (10, 10) of
+    ``theta`` (offset changes marginalised; from the blocks' scores, module docstring),
+    ``rank`` of the identifiable subspace of the ``n_parameters`` fitted, and ``warnings``:
+    :func:`determination_warnings`."""
 
     frame: str
     theta: np.ndarray
@@ -151,6 +247,15 @@ class PayloadTorqueFit:
     residual_rms: float
     consistency: ConsistencyReport
     solution: Solution
+    covariance: np.ndarray
+    rank: int
+    n_parameters: int
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def theta_std(self) -> np.ndarray:
+        """(10,) standard errors of ``theta`` (SI units)."""
+        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
 
     @property
     def mass(self) -> float:
@@ -169,26 +274,111 @@ class PayloadTorqueFit:
         return inertia_from_theta(self.theta)[2]
 
 
-def fit_payload(links: LinkModel, links_x: np.ndarray,
+def fit_payload(links: LinkModel, links_x: np.ndarray | None,
                 data: JointTorqueData | Iterable[JointTorqueData], frame: str,
                 estimate_offsets: bool = True, method: str = "lmi",
                 prior: np.ndarray | None = None, prior_weight: float = 0.0,
                 initvals: Solution | np.ndarray | None = None,
                 **solver_options: object) -> PayloadTorqueFit:
     """Identify the payload at ``frame`` from the joint torques of ``data`` (one run or several),
-    the chain's links and drives known as ``links_x`` (:attr:`LinkModel.parameter_names` order).
+    the chain's links and drives known as ``links_x`` (:attr:`LinkModel.parameter_names` order;
+    ``None``: ``data`` is a loaded minus an unloaded run, :func:`difference_runs`).
 
     ``method`` of :func:`inertia_id_ros.solvers.solve` (``"lmi"``: ``J(theta_p) >= 0``; ``"ols"``:
-    unconstrained); ``prior``/``prior_weight`` see :meth:`PayloadTorqueModel.problem`.
+    unconstrained); ``prior``/``prior_weight`` see :meth:`PayloadTorqueModel.problem`. Issues a
+    ``RuntimeWarning`` for each of the fit's ``warnings`` (a poorly determined payload).
     """
     model = PayloadTorqueModel(links, frame, estimate_offsets)
-    links_x = np.asarray(links_x, dtype=float)
-    if links_x.shape != (links.n_parameters,):
-        raise ValueError(f"links_x must have shape ({links.n_parameters},) "
-                         f"(LinkModel.parameter_names), got {links_x.shape}")
-    problem = model.problem(links_x, data, prior, prior_weight)
+    if links_x is not None:
+        links_x = np.asarray(links_x, dtype=float)
+        if links_x.shape != (links.n_parameters,):
+            raise ValueError(f"links_x must have shape ({links.n_parameters},) "
+                             f"(LinkModel.parameter_names), got {links_x.shape}")
+    blocks = model.channels(links_x, data, ERROR_BLOCKS)
+    channels = ChannelNormalEquations.summed(blocks)
+    problem = model.problem(links_x, channels, prior, prior_weight)
     solution = solve(problem, method=method, initvals=initvals, **solver_options)
     x = np.asarray(solution.x, dtype=float)
     offsets = x[10:] if estimate_offsets else np.zeros(links.n_joints)
-    return PayloadTorqueFit(frame, x[:10].copy(), offsets.copy(),
-                            problem.residual_rms(x), check_consistency(x[:10]), solution)
+    covariance = parameter_covariance(channels, x, constrained=False,  # see the docstring
+                                      scores=block_scores(blocks, x) if len(blocks) > 1 else None)
+    theta = x[:10].copy()
+    messages = determination_warnings(theta, covariance.theta(), covariance.rank,
+                                      model.n_parameters)
+    for message in messages:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    return PayloadTorqueFit(frame, theta, offsets.copy(), problem.residual_rms(x),
+                            check_consistency(theta), solution, covariance.theta(),
+                            covariance.rank, model.n_parameters, tuple(messages))
+
+
+@dataclass(frozen=True)
+class RunAlignment:
+    """How an unloaded run was matched to a loaded one (:func:`difference_runs`): ``shift`` (s)
+    added to the loaded run's times from its start to find the same motion in the unloaded run,
+    ``position_rms`` (rad, m) of the joint positions' differences at matched samples, ``kept``
+    (N,) the loaded samples the unloaded run covers."""
+
+    shift: float
+    position_rms: float
+    kept: np.ndarray
+
+
+MAX_POSITION_RMS = 0.01
+"""rad: joint positions of two runs further apart than this (rms, after alignment) are not the
+same motion, and :func:`difference_runs` refuses them."""
+
+
+def difference_runs(t_loaded: np.ndarray, loaded: JointTorqueData, t_unloaded: np.ndarray,
+                    unloaded: JointTorqueData, max_shift: float = 1.0,
+                    max_position_rms: float = MAX_POSITION_RMS
+                    ) -> tuple[JointTorqueData, RunAlignment]:
+    """The loaded run's samples with efforts ``effort_loaded - effort_unloaded`` at the same
+    point of the motion, for :func:`fit_payload` with ``links_x=None`` (module docstring).
+
+    ``t_*`` (N,) stamps (s) of each run; both runs in the same joint order. The unloaded run is
+    matched by the time shift within ``±max_shift`` s (on its sample grid, from each run's
+    start) that brings the joint positions closest, its efforts interpolated linearly. Loaded
+    samples outside the unloaded run are dropped. Raises ``ValueError`` when the runs' joints
+    differ or the positions stay more than ``max_position_rms`` (rms) apart: not the same
+    motion.
+    """
+    if loaded.joint_names != unloaded.joint_names:
+        raise ValueError(f"the runs list different joints: {loaded.joint_names} and "
+                         f"{unloaded.joint_names}")
+    t_l = np.asarray(t_loaded, dtype=float) - float(t_loaded[0])
+    t_u = np.asarray(t_unloaded, dtype=float) - float(t_unloaded[0])
+    step = float(np.median(np.diff(t_u)))
+    stride = max(1, t_l.size // 2000)  # the shift needs no more samples
+
+    def mismatch(shift: float, rows: np.ndarray) -> np.ndarray:
+        at = t_l[rows] + shift
+        return np.stack([np.interp(at, t_u, unloaded.positions[:, j])
+                         for j in range(unloaded.positions.shape[1])], axis=1) - \
+            loaded.positions[rows]
+
+    def covered(shift: float) -> np.ndarray:
+        return (t_l + shift >= t_u[0]) & (t_l + shift <= t_u[-1])
+
+    shifts = np.arange(-max_shift, max_shift + 0.5 * step, step)
+    scores = []
+    for shift in shifts:
+        rows = np.flatnonzero(covered(shift))[::stride]
+        scores.append(np.sqrt(np.mean(mismatch(shift, rows) ** 2)) if rows.size > 10
+                      else np.inf)
+    shift = float(shifts[int(np.argmin(scores))])
+    kept = covered(shift)
+    rows = np.flatnonzero(kept)
+    position_rms = float(np.sqrt(np.mean(mismatch(shift, rows) ** 2))) if rows.size else np.inf
+    if not position_rms <= max_position_rms:
+        raise ValueError(f"the unloaded run does not follow the loaded run's motion: joint "
+                         f"positions {position_rms:.3g} rad rms apart at the best time shift "
+                         f"({shift:+.3f} s within ±{max_shift:g} s), more than "
+                         f"{max_position_rms:g}; record both runs with the same trajectory")
+    at = t_l[rows] + shift
+    efforts = np.stack([np.interp(at, t_u, unloaded.efforts[:, j])
+                        for j in range(unloaded.efforts.shape[1])], axis=1)
+    difference = JointTorqueData(loaded.positions[rows], loaded.velocities[rows],
+                                 loaded.accelerations[rows], loaded.efforts[rows] - efforts,
+                                 loaded.joint_names)
+    return difference, RunAlignment(shift, position_rms, kept)
