@@ -46,6 +46,11 @@ update. Without a change, 10 min at 200 Hz keep S below 3 (h = 50), also when th
 error makes the torque residuals 2-3 times the sensor noise
 (``test/unit/test_change_detection.py``).
 
+The same test serves a payload identified from joint torques
+(:class:`~inertia_id_ros.online.session.PayloadTorqueSession`): its channels are the ``n`` joints'
+torques, its residual ``r = tau - tau_links - Y_p theta - offset_change`` (n,) (N·m), and
+:attr:`ChangeDetectorConfig.sigma_floor` has one entry per joint.
+
 Use: :class:`~inertia_id_ros.online.session.PayloadSession` runs the detector on every batch of
 rows the estimator adds, restarts the window on an alarm and re-arms it with each new estimate
 (the node, replay and the tests all drive that session; the rules are written there only).
@@ -77,8 +82,12 @@ class ChangeDetectorConfig:
     (>= 0)."""
     sigma_floor: np.ndarray = field(default_factory=lambda: np.array([0.01, 0.01, 0.01,
                                                                       5e-4, 5e-4, 5e-4]))
-    """Lower bound (6,) of the per-channel residual standard deviations (N, N m): a near-perfect
-    fit (noise-free data, few samples) must not make every sample look abnormal."""
+    """Lower bound (r,) of the per-channel residual standard deviations (a wrench's 6: N, N m;
+    joint torques: N·m each): a near-perfect fit (noise-free data, few samples) must not make
+    every sample look abnormal. Its length is the number of channels."""
+    measurement: str = "wrench"
+    """What the channels measure, for the alarm's text: ``"wrench"`` (an F/T sensor's
+    ``[fx, fy, fz, tx, ty, tz]``) or ``"joint torques"``."""
 
     def __post_init__(self) -> None:
         if not self.drift >= 0:
@@ -92,11 +101,15 @@ class ChangeDetectorConfig:
         if not self.min_reference_sec >= 0:
             raise ValueError(f"ChangeDetectorConfig.min_reference_sec must be >= 0 (s), got "
                              f"{self.min_reference_sec!r}")
-        self.sigma_floor = np.broadcast_to(np.asarray(self.sigma_floor, dtype=float),
-                                           (N_WRENCH_CHANNELS,)).copy()
-        if not np.all(self.sigma_floor > 0):
+        self.sigma_floor = np.array(self.sigma_floor, dtype=float).reshape(-1)
+        if self.sigma_floor.size == 0 or not np.all(self.sigma_floor > 0):
             raise ValueError(f"ChangeDetectorConfig.sigma_floor must be > 0 per channel, got "
                              f"{self.sigma_floor}")
+
+    @property
+    def n_channels(self) -> int:
+        """Channels per sample (6 for a wrench, one per joint for joint torques)."""
+        return self.sigma_floor.size
 
     @property
     def max_score(self) -> float:
@@ -112,7 +125,9 @@ class ChangeEvent:
     sample of the CUSUM excursion, the estimated start of the change (Page's estimate);
     ``n_samples`` samples from onset to detection; ``statistic``: the CUSUM value;
     ``mean_score``: mean normalised squared residual over those samples (unclipped);
-    ``residual_mean`` (6,): their mean residual ``f - Y theta - offset`` (N, N m, sensor frame).
+    ``residual_mean`` (r,): their mean residual ``f - Y theta - offset`` (a wrench: N, N m,
+    sensor frame; joint torques: N·m); ``measurement``: what the channels measure
+    (:attr:`ChangeDetectorConfig.measurement`).
     """
 
     t_detected: float
@@ -121,38 +136,45 @@ class ChangeEvent:
     statistic: float
     mean_score: float
     residual_mean: np.ndarray
+    measurement: str = "wrench"
 
     def __str__(self) -> str:
-        force = float(np.linalg.norm(self.residual_mean[:3]))
-        torque = float(np.linalg.norm(self.residual_mean[3:]))
+        if self.measurement == "wrench":
+            force = float(np.linalg.norm(self.residual_mean[:3]))
+            torque = float(np.linalg.norm(self.residual_mean[3:]))
+            departure = f"the wrench departs from the estimate by {force:.3g} N / {torque:.3g} N m"
+        else:
+            departure = (f"the {self.measurement} depart from the estimate by "
+                         f"{float(np.linalg.norm(self.residual_mean)):.3g} N m")
         return (f"payload change detected at {self.t_detected:.3f} s (onset {self.t_onset:.3f} s, "
-                f"{self.n_samples} samples): the wrench departs from the estimate by "
-                f"{force:.3g} N / {torque:.3g} N m on average, {self.mean_score:.3g} times the "
-                "window's residual power")
+                f"{self.n_samples} samples): {departure} on average, {self.mean_score:.3g} times "
+                "the window's residual power")
 
 
 def _predicted_wrench(Y: np.ndarray, theta: np.ndarray, offset: np.ndarray) -> np.ndarray:
-    """(N, 6) ``Y[:, :, :10] @ theta + offset`` for rows ``Y`` (N, 6, p >= 10)."""
+    """(N, r) ``Y[:, :, :10] @ theta + offset`` for rows ``Y`` (N, r, p >= 10)."""
     return Y[:, :, :N_BODY_PARAMS] @ theta + offset
 
 
-def _check_rows(t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, ...]:
+def _check_rows(t: np.ndarray, Y: np.ndarray, f: np.ndarray,
+                n_channels: int = N_WRENCH_CHANNELS) -> tuple[np.ndarray, ...]:
     t = np.asarray(t, dtype=float).reshape(-1)
     Y = np.asarray(Y, dtype=float)
     f = np.asarray(f, dtype=float)
-    n = t.size
-    if (Y.ndim != 3 or Y.shape[:2] != (n, N_WRENCH_CHANNELS) or Y.shape[2] < N_BODY_PARAMS
-            or f.shape != (n, N_WRENCH_CHANNELS)):
-        raise ValueError(f"need Y (N, 6, p >= 10) and f (N, 6) for N={n} stamps, got "
+    n, r = t.size, n_channels
+    if (Y.ndim != 3 or Y.shape[:2] != (n, r) or Y.shape[2] < N_BODY_PARAMS
+            or f.shape != (n, r)):
+        raise ValueError(f"need Y (N, {r}, p >= 10) and f (N, {r}) for N={n} stamps, got "
                          f"{Y.shape} and {f.shape}")
     return t, Y, f
 
 
-def _check_reference(theta: np.ndarray, offset: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _check_reference(theta: np.ndarray, offset: np.ndarray,
+                     n_channels: int = N_WRENCH_CHANNELS) -> tuple[np.ndarray, np.ndarray]:
     theta = np.asarray(theta, dtype=float).reshape(-1)
     offset = np.asarray(offset, dtype=float).reshape(-1)
-    if theta.shape != (N_BODY_PARAMS,) or offset.shape != (N_WRENCH_CHANNELS,):
-        raise ValueError(f"need theta (10,) and offset (6,), got {theta.shape} and "
+    if theta.shape != (N_BODY_PARAMS,) or offset.shape != (n_channels,):
+        raise ValueError(f"need theta (10,) and offset ({n_channels},), got {theta.shape} and "
                          f"{offset.shape}")
     if not (np.isfinite(theta).all() and np.isfinite(offset).all()):
         raise ValueError("theta and offset must be finite")
@@ -161,13 +183,15 @@ def _check_reference(theta: np.ndarray, offset: np.ndarray) -> tuple[np.ndarray,
 
 def residual_sigma(Y: np.ndarray, f: np.ndarray, theta: np.ndarray, offset: np.ndarray,
                    n_segments: int = 10) -> np.ndarray:
-    """(6,) per-channel residual scale (N, N m) of the samples ``Y`` (N, 6, p >= 10), ``f``
-    (N, 6), in time order (e.g. the window the estimate was solved on), against ``theta`` (10,),
-    ``offset`` (6,): the largest rms of ``f - Y[:, :, :10] theta - offset`` over ``n_segments``
-    consecutive equal parts. The model error varies along the motion; the worst part of the
-    window, not its average, is what new samples of the same payload may show."""
-    theta, offset = _check_reference(theta, offset)
-    _, Y, f = _check_rows(np.zeros(len(f)), Y, f)
+    """(r,) per-channel residual scale (N, N m) of the samples ``Y`` (N, r, p >= 10), ``f``
+    (N, r), in time order (e.g. the window the estimate was solved on), against ``theta`` (10,),
+    ``offset`` (r,) (a wrench: r = 6; joint torques: one per joint): the largest rms of
+    ``f - Y[:, :, :10] theta - offset`` over ``n_segments`` consecutive equal parts. The model
+    error varies along the motion; the worst part of the window, not its average, is what new
+    samples of the same payload may show."""
+    r = np.shape(f)[-1]
+    theta, offset = _check_reference(theta, offset, r)
+    _, Y, f = _check_rows(np.zeros(len(f)), Y, f, r)
     if len(f) == 0:
         raise ValueError("need at least one sample to measure the residuals")
     if int(n_segments) != n_segments or n_segments < 1:
@@ -188,8 +212,8 @@ class PayloadChangeDetector:
     def __init__(self, config: ChangeDetectorConfig | None = None) -> None:
         self.config = config or ChangeDetectorConfig()
         self._theta: np.ndarray | None = None
-        self._offset = np.zeros(N_WRENCH_CHANNELS)
-        self._sigma = np.ones(N_WRENCH_CHANNELS)
+        self._offset = np.zeros(self.config.n_channels)
+        self._sigma = np.ones(self.config.n_channels)
         self._clear_statistic()
 
     def _clear_statistic(self) -> None:
@@ -198,7 +222,7 @@ class PayloadChangeDetector:
         self._run_n = 0
         self._run_t0 = np.nan
         self._run_score = 0.0
-        self._run_residual = np.zeros(N_WRENCH_CHANNELS)
+        self._run_residual = np.zeros(self.config.n_channels)
 
     @property
     def armed(self) -> bool:
@@ -212,15 +236,16 @@ class PayloadChangeDetector:
 
     def set_reference(self, theta: np.ndarray, offset: np.ndarray, sigma: np.ndarray,
                       span: float) -> bool:
-        """Test from now on against ``theta`` (10,), ``offset`` (6,) (N, N m) with per-channel
-        residual standard deviations ``sigma`` (6,) (N, N m; raised to ``sigma_floor``), e.g.
+        """Test from now on against ``theta`` (10,), ``offset`` (r,) (N, N m) with per-channel
+        residual standard deviations ``sigma`` (r,) (N, N m; raised to ``sigma_floor``), e.g.
         the latest estimate and :func:`residual_sigma` of its window, estimated from samples
         spanning ``span`` (s). Ignored (returns False) when ``span < min_reference_sec``;
         otherwise arms a disarmed detector, and an armed one keeps its statistic."""
-        theta, offset = _check_reference(theta, offset)
+        r = self.config.n_channels
+        theta, offset = _check_reference(theta, offset, r)
         sigma = np.asarray(sigma, dtype=float).reshape(-1)
-        if sigma.shape != (N_WRENCH_CHANNELS,) or not np.all(np.isfinite(sigma) & (sigma >= 0)):
-            raise ValueError(f"sigma must be 6 finite values >= 0 (N, N m), got {sigma}")
+        if sigma.shape != (r,) or not np.all(np.isfinite(sigma) & (sigma >= 0)):
+            raise ValueError(f"sigma must be {r} finite values >= 0 (N, N m), got {sigma}")
         if not span >= self.config.min_reference_sec:
             return False
         if not self.armed:
@@ -234,7 +259,7 @@ class PayloadChangeDetector:
         against the reference (unclipped; about 1 without a change)."""
         if not self.armed:
             raise RuntimeError("no reference: call set_reference first")
-        _, Y, f = _check_rows(np.zeros(len(f)), Y, f)
+        _, Y, f = _check_rows(np.zeros(len(f)), Y, f, self.config.n_channels)
         return self._scores(Y, f)[0]
 
     def _scores(self, Y: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -246,7 +271,7 @@ class PayloadChangeDetector:
         (N, 6, p >= 10) (the window's, with or without offset columns) and wrenches ``f`` (N, 6)
         (N, N m). Returns the :class:`ChangeEvent` of the first alarm (the detector is then
         disarmed, the remaining samples ignored) or ``None``. Ignores samples while disarmed."""
-        t, Y, f = _check_rows(t, Y, f)
+        t, Y, f = _check_rows(t, Y, f, self.config.n_channels)
         if not self.armed or t.size == 0:
             return None
         config = self.config
@@ -276,6 +301,7 @@ class PayloadChangeDetector:
         event = ChangeEvent(t_detected=float(t[end - 1]), t_onset=self._run_t0,
                             n_samples=self._run_n, statistic=self.statistic,
                             mean_score=self._run_score / self._run_n,
-                            residual_mean=self._run_residual / self._run_n)
+                            residual_mean=self._run_residual / self._run_n,
+                            measurement=self.config.measurement)
         self.reset()
         return event

@@ -521,3 +521,45 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
     @abc.abstractmethod
     def _pending_count(self) -> int:
         """Samples waiting to become rows (lock held)."""
+
+
+class JointStateEstimator(OnlineEstimator[ConfigT]):
+    """An online estimator whose window's samples are the joint states themselves, their efforts
+    the measurement (the links, a payload from joint torques): the buffered joint states become
+    rows once the filter's look-ahead covers them; ``_rows`` gets their efforts (N, n) as
+    ``batch.measured``."""
+
+    sample_kind = JOINT_STATE
+    sample_name = "joint states"
+
+    def __init__(self, config: ConfigT, joint_input: JointStateValidator, n_params: int,
+                 rows_per_sample: int) -> None:
+        super().__init__(config, joint_input, n_params, rows_per_sample)
+        self._t_consumed: float = -np.inf
+        """Stamp of the newest joint state processed or dropped by :meth:`process`."""
+
+    def _joint_accepted(self, t: np.ndarray) -> None:
+        joints = self._joints
+        pushed_out = len(joints) + t.size - joints.capacity
+        if pushed_out > 0:  # the oldest are pushed out: count those not yet processed
+            unprocessed = int(np.count_nonzero(joints["t"][:pushed_out] > self._t_consumed))
+            self.dropped["overflow"] += unprocessed + max(pushed_out - len(joints), 0)
+
+    def _pending_stamps(self, limit: int) -> np.ndarray:
+        t_all = self._joints["t"]
+        start = int(np.searchsorted(t_all, self._t_consumed, side="right"))
+        return t_all[start:start + limit]
+
+    def _take_samples(self, consumed: int, ready: np.ndarray) -> np.ndarray:
+        joints = self._joints
+        start = int(np.searchsorted(joints["t"], self._t_consumed, side="right"))
+        effort = joints["effort"][start + ready].copy()
+        self._t_consumed = float(joints["t"][start + consumed - 1])
+        return effort
+
+    def _pending_count(self) -> int:
+        return len(self._joints) - int(np.searchsorted(self._joints["t"], self._t_consumed,
+                                                       side="right"))
+
+    def _clear_pending(self) -> None:
+        self._t_consumed = -np.inf

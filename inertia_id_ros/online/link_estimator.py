@@ -57,14 +57,14 @@ from inertia_id_ros.chain.links import (
 from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.online.estimator import (
-    OnlineEstimator,
+    JointStateEstimator,
     OnlineEstimatorConfig,
     SampleBatch,
     check_bodies,
     solve_or_fail,
     solve_weighted,
 )
-from inertia_id_ros.online.inputs import JOINT_STATE, JointStateValidator
+from inertia_id_ros.online.inputs import JointStateValidator
 from inertia_id_ros.solvers import Solution
 
 ARMATURE_SOURCES = ("estimated", "rotor", "configured")
@@ -158,7 +158,7 @@ class LinkEstimate:
         return self.base.null_directions(digits)
 
 
-class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
+class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
     """Identify a chain's links and joint drives online from joint states with efforts (the
     window's samples are the joint states, ``n`` torque rows each). Thread-safe under the
     locking rule of :mod:`inertia_id_ros.online.estimator`.
@@ -171,9 +171,6 @@ class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
     disagree with the model's drives.
     """
 
-    sample_kind = JOINT_STATE
-    sample_name = "joint states"
-
     def __init__(self, link_model: LinkModel, config: LinkEstimatorConfig | None = None,
                  actuators: Mapping[str, ActuatorConfig] | None = None) -> None:
         config = config or LinkEstimatorConfig()
@@ -185,41 +182,16 @@ class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
                          link_model.n_parameters, rows_per_sample=link_model.n_joints)
         self.link_model = link_model
         self.actuators = None if actuators is None else _checked_actuators(link_model, actuators)
-        self._t_consumed: float = -np.inf
-        """Stamp of the newest joint state processed or dropped by :meth:`process`."""
         self._last_known_armature_solution: tuple[tuple[str, ...], Solution] | None = None
         """The previous solve's second solution (armatures known), to warm-start the next."""
 
-    # ---- input and processing (the hooks of OnlineEstimator) -------------------------------
-
-    def _joint_accepted(self, t: np.ndarray) -> None:
-        joints = self._joints
-        pushed_out = len(joints) + t.size - joints.capacity
-        if pushed_out > 0:  # the oldest are pushed out: count those not yet processed
-            unprocessed = int(np.count_nonzero(joints["t"][:pushed_out] > self._t_consumed))
-            self.dropped["overflow"] += unprocessed + max(pushed_out - len(joints), 0)
-
-    def _pending_stamps(self, limit: int) -> np.ndarray:
-        t_all = self._joints["t"]
-        start = int(np.searchsorted(t_all, self._t_consumed, side="right"))
-        return t_all[start:start + limit]
-
-    def _take_samples(self, consumed: int, ready: np.ndarray) -> np.ndarray:
-        joints = self._joints
-        start = int(np.searchsorted(joints["t"], self._t_consumed, side="right"))
-        effort = joints["effort"][start + ready].copy()
-        self._t_consumed = float(joints["t"][start + consumed - 1])
-        return effort
+    # ---- processing (the hook of JointStateEstimator) ---------------------------------------
 
     def _rows(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray]:
         model = self.link_model
         Y = model.joint_torque_regressor(batch.q, batch.dq, batch.ddq)
         y = model.measured_torques(batch.measured) - model.known_torques(batch.ddq)
         return Y, y
-
-    def _pending_count(self) -> int:
-        return len(self._joints) - int(np.searchsorted(self._joints["t"], self._t_consumed,
-                                                       side="right"))
 
     # ---- solving ---------------------------------------------------------------------------
 
@@ -306,7 +278,7 @@ class LinkEstimator(OnlineEstimator[LinkEstimatorConfig]):
     # ---- state -----------------------------------------------------------------------------
 
     def _clear_pending(self) -> None:
-        self._t_consumed = -np.inf
+        super()._clear_pending()
         self._last_known_armature_solution = None
 
 

@@ -57,6 +57,12 @@ from inertia_id_ros.online.estimator import SOLVE_FAILURES, OnlineEstimator, win
 from inertia_id_ros.online.excitation import excitation_report
 from inertia_id_ros.online.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.online.payload_estimator import Estimate, EstimatorConfig, PayloadEstimator
+from inertia_id_ros.online.payload_torque_estimator import (
+    TORQUE_NOISE_STD_FLOOR,
+    PayloadTorqueEstimate,
+    PayloadTorqueEstimator,
+    PayloadTorqueEstimatorConfig,
+)
 from inertia_id_ros.online.tare import Tare
 from inertia_id_ros.online.whole_body_estimator import (
     WholeBodyEstimate,
@@ -372,22 +378,24 @@ def min_reference_sec(window_sec: float) -> float:
     return min(ChangeDetectorConfig.min_reference_sec, 0.5 * window_sec)
 
 
-class PayloadSession(Session[PayloadEstimator]):
-    """The payload beyond an F/T sensor: joint states and wrenches in, a consistent
-    :class:`~inertia_id_ros.online.payload_estimator.Estimate` per update; payload changes
-    detected (unless ``detect_changes`` is False, with the CUSUM alarm level
-    ``change_threshold``); the F/T offset tared on demand (:meth:`tare`)."""
+PayloadEstimatorT = TypeVar("PayloadEstimatorT", PayloadEstimator, PayloadTorqueEstimator)
 
-    mode = "payload"
 
-    def __init__(self, estimator: PayloadEstimator, max_input_rate_hz: float = 1000.0,
+class PayloadSessionBase(Session[PayloadEstimatorT]):
+    """A rigid payload, from an F/T sensor (:class:`PayloadSession`) or from joint torques
+    (:class:`PayloadTorqueSession`): a consistent estimate per update; payload changes detected
+    (unless ``detect_changes`` is False, with the CUSUM alarm level ``change_threshold``); the
+    offsets (F/T or joint torque) tared on demand (:meth:`tare`)."""
+
+    def __init__(self, estimator: PayloadEstimatorT, max_input_rate_hz: float = 1000.0,
                  detect_changes: bool = True, change_threshold: float = 50.0) -> None:
         super().__init__(estimator, max_input_rate_hz)
         if not change_threshold > 0.0:
             raise ValueError(f"the payload-change threshold must be > 0, got {change_threshold}")
         self.detector = (PayloadChangeDetector(ChangeDetectorConfig(
             threshold=change_threshold,
-            min_reference_sec=min_reference_sec(estimator.config.window_sec)))
+            min_reference_sec=min_reference_sec(estimator.config.window_sec),
+            **self._detector_channels()))
             if detect_changes else None)
         self.changes: list[ChangeEvent] = []
         """Every payload change detected so far."""
@@ -398,22 +406,10 @@ class PayloadSession(Session[PayloadEstimator]):
         self._paused = False
         """Change detection paused (an excitation runs)."""
 
-    def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None
-                   ) -> Warning_ | None:
-        """Offer a wrench (see ``PayloadEstimator.add_wrench``): ``None`` when taken, else the
-        warning that it was dropped."""
-        try:
-            self.estimator.add_wrench(t, wrench, frame_id)
-        except SampleRejected as rejected:
-            return self._dropped(rejected, "wrench")
-        return None
-
-    def add_wrenches(self, t: np.ndarray, wrenches: np.ndarray,
-                     frame_ids: Sequence[str | None] | None = None) -> list[Warning_]:
-        """Offer ``N`` wrenches (see ``PayloadEstimator.add_wrenches``): the warnings of those
-        dropped."""
-        return [self._dropped(why, "wrench")
-                for why in self.estimator.add_wrenches(t, wrenches, frame_ids)]
+    def _detector_channels(self) -> dict[str, Any]:
+        """The change detector's channel settings (:class:`ChangeDetectorConfig`; the default:
+        an F/T sensor's wrench)."""
+        return {}
 
     @property
     def prior_available(self) -> bool:
@@ -456,10 +452,6 @@ class PayloadSession(Session[PayloadEstimator]):
                         self._reference_t = estimate.t_last
         return estimate
 
-    def _summary(self, estimate: Estimate) -> str:
-        return (f"{estimate.method}: m = {estimate.mass:.4f} kg from {estimate.n_samples} "
-                f"samples, residual RMS {estimate.residual_rms:.4g}")
-
     def _estimate_diagnostics(self, estimate: Estimate) -> tuple[dict[str, str], str]:
         excitation = excitation_report(estimate.theta, estimate.covariance)
         tare = self.estimator.tare
@@ -498,10 +490,11 @@ class PayloadSession(Session[PayloadEstimator]):
                 self.detector.config.min_reference_sec = min_reference_sec(window_sec)
 
     def tare(self, duration: float, theta_known: np.ndarray | None = None) -> Tare:
-        """Tare the F/T offset from the newest ``duration`` s of wrenches, with nothing beyond
-        the sensor (``theta_known=None``: the window restarts and the detector waits for a new
-        reference) or the known payload ``theta_known`` (10,). Raises
-        :class:`~inertia_id_ros.errors.EstimateUnavailable` (too few wrenches) or ValueError."""
+        """Tare the offsets (F/T, or joint torque) from the newest ``duration`` s of samples,
+        with nothing beyond the sensor or frame (``theta_known=None``: the window restarts and
+        the detector waits for a new reference) or the known payload ``theta_known`` (10,).
+        Raises :class:`~inertia_id_ros.errors.EstimateUnavailable` (too few samples) or
+        ValueError."""
         with self._lock:
             warnings: list[Warning_] = []
             self._process(warnings)
@@ -513,6 +506,72 @@ class PayloadSession(Session[PayloadEstimator]):
     def clear_tare(self) -> None:
         """Forget the tare."""
         self.estimator.clear_tare()
+
+
+class PayloadSession(PayloadSessionBase[PayloadEstimator]):
+    """The payload beyond an F/T sensor: joint states and wrenches in, a consistent
+    :class:`~inertia_id_ros.online.payload_estimator.Estimate` per update (the rules of
+    :class:`PayloadSessionBase`)."""
+
+    mode = "payload"
+
+    def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None
+                   ) -> Warning_ | None:
+        """Offer a wrench (see ``PayloadEstimator.add_wrench``): ``None`` when taken, else the
+        warning that it was dropped."""
+        try:
+            self.estimator.add_wrench(t, wrench, frame_id)
+        except SampleRejected as rejected:
+            return self._dropped(rejected, "wrench")
+        return None
+
+    def add_wrenches(self, t: np.ndarray, wrenches: np.ndarray,
+                     frame_ids: Sequence[str | None] | None = None) -> list[Warning_]:
+        """Offer ``N`` wrenches (see ``PayloadEstimator.add_wrenches``): the warnings of those
+        dropped."""
+        return [self._dropped(why, "wrench")
+                for why in self.estimator.add_wrenches(t, wrenches, frame_ids)]
+
+    def _summary(self, estimate: Estimate) -> str:
+        return (f"{estimate.method}: m = {estimate.mass:.4f} kg from {estimate.n_samples} "
+                f"samples, residual RMS {estimate.residual_rms:.4g}")
+
+
+class PayloadTorqueSession(PayloadSessionBase[PayloadTorqueEstimator]):
+    """The payload at a frame of an arm without an F/T sensor, from its joint torques: joint
+    states with efforts in, a consistent
+    :class:`~inertia_id_ros.online.payload_torque_estimator.PayloadTorqueEstimate` per update.
+    The rules of :class:`PayloadSessionBase` (change detection on the joints' torque residuals, a
+    tare of the joints' torque offsets with the payload removed); a payload the data leave
+    poorly determined is warned about (kind ``poorly_determined``) and is the diagnostics'
+    advice."""
+
+    mode = "payload_torques"
+
+    def _detector_channels(self) -> dict[str, Any]:
+        n = len(self.estimator.joint_names)
+        return {"sigma_floor": np.full(n, TORQUE_NOISE_STD_FLOOR),
+                "measurement": "joint torques"}
+
+    def _solve_update(self, now: float, method: str | None, duration: float,
+                      until: float | None = None) -> Update:
+        update = super()._solve_update(now, method, duration, until)
+        if not update.ok or not update.estimate.warnings:
+            return update
+        return _with_warnings(update, list(update.warnings) + [
+            ("poorly_determined", message) for message in update.estimate.warnings])
+
+    def _summary(self, estimate: PayloadTorqueEstimate) -> str:
+        return (f"{estimate.method}: m = {estimate.mass:.4f} ± {estimate.theta_std[0]:.4f} kg "
+                f"from {estimate.n_samples} joint states, residual RMS "
+                f"{estimate.residual_rms:.4g} N m")
+
+    def _estimate_diagnostics(self, estimate: PayloadTorqueEstimate
+                              ) -> tuple[dict[str, str], str]:
+        values, advice = super()._estimate_diagnostics(estimate)
+        values.update({"mass_std": f"{estimate.theta_std[0]:.4g}",
+                       "identifiable_rank": f"{estimate.rank}/{estimate.n_parameters}"})
+        return values, " ".join(estimate.warnings) or advice
 
 
 class LinkSession(Session[LinkEstimator]):
@@ -635,6 +694,27 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                              **window_capacities(window_sec, max_input_rate_hz))
     return PayloadSession(PayloadEstimator(kinematics, config), max_input_rate_hz,
                           detect_payload_change, payload_change_threshold)
+
+
+def payload_torque_session(links: LinkModel, links_x: np.ndarray, frame: str, *,
+                           window_sec: float = 10.0, method: str = "lmi",
+                           solver_options: Mapping[str, Any] | None = None,
+                           estimate_offset: bool = True, max_input_rate_hz: float = 1000.0,
+                           detect_payload_change: bool = True,
+                           payload_change_threshold: float = 50.0,
+                           prior: Sequence[float] | None = None,
+                           weighting: str = "none") -> PayloadTorqueSession:
+    """The session of a payload at ``frame`` from joint torques, ``links``'s links and drives
+    known as ``links_x`` (the URDF's ``links.prior`` or a fit-links result,
+    :func:`~inertia_id_ros.io.link_result.read_link_result`); the other arguments as
+    :func:`payload_session`'s (``prior``: the payload's CAD ``theta`` (10,) in ``frame``)."""
+    config = PayloadTorqueEstimatorConfig(
+        frame=frame, window_sec=window_sec, method=method,
+        solver_options=dict(solver_options or {}), estimate_offset=estimate_offset,
+        prior=None if prior is None else tuple(prior), weighting=weighting,
+        **window_capacities(window_sec, max_input_rate_hz))
+    return PayloadTorqueSession(PayloadTorqueEstimator(links, links_x, config), max_input_rate_hz,
+                                detect_payload_change, payload_change_threshold)
 
 
 def link_session(link_model: LinkModel, actuators: Mapping[str, ActuatorConfig] | None = None,

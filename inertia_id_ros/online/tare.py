@@ -42,6 +42,14 @@ residuals, this weights the tare a little less than the rule. Consequences:
 weight (sigma 0.1 N) in about 10 s and makes it one sample's worth after about 5 minutes; set it
 from the sensor's data sheet or from the spread of repeated tares.
 
+**Joint torques** (a payload from joint torques,
+:class:`~inertia_id_ros.online.payload_torque_estimator.PayloadTorqueEstimator`): the same rule
+with the joints' torque offsets in place of the F/T offset. The recording's "wrenches" are the
+torques the link model leaves, ``tau - tau_links`` (n,) (N·m), the offsets are the parameters'
+offset changes (``offset_slice``), and the drift rate and noise floor are per joint
+(:data:`~inertia_id_ros.online.payload_torque_estimator.TORQUE_OFFSET_DRIFT_RATE`,
+:data:`~inertia_id_ros.online.payload_torque_estimator.TORQUE_NOISE_STD_FLOOR`).
+
 Use: :meth:`PayloadEstimator.set_tare
 <inertia_id_ros.online.payload_estimator.PayloadEstimator.set_tare>` (the node's ``~/tare``
 service) records it from the newest seconds of the window, and every solve then
@@ -58,7 +66,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
-from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.online.window import SlidingWindow
 from inertia_id_ros.solvers import Problem
@@ -71,18 +78,15 @@ NOISE_STD_FLOOR = np.array([0.01, 0.01, 0.01, 5e-4, 5e-4, 5e-4])
 a channel that reads constant (a noise-free simulated sensor, a 3-axis load cell's torques)
 must not make the tare infinitely certain."""
 
-OFFSET_SLICE = slice(N_BODY_PARAMS, N_BODY_PARAMS + N_WRENCH_CHANNELS)
-"""Entries of the F/T offset in the joint parameter vector ``x = [theta, offset]``."""
-
 
 @dataclass(frozen=True)
 class Tare:
-    """A tared F/T offset.
+    """A tared F/T offset (or joint torque offsets: (n,) in place of (6,), N·m).
 
     ``offset`` (6,) ``[fx, fy, fz, tx, ty, tz]`` (N, N m, sensor frame); ``offset_std`` (6,) its
     standard error when recorded (``noise_std / sqrt(n_samples)``); ``noise_std`` (6,) the
     standard deviation of ``f - Y theta_known`` over the recording (N, N m; at least
-    :data:`NOISE_STD_FLOOR`); ``n_samples``
+    the noise floor, :data:`NOISE_STD_FLOOR`); ``n_samples``
     wrenches recorded, the newest stamped ``t`` (s); ``theta_known`` (10,) the payload assumed.
     """
 
@@ -102,14 +106,18 @@ class Tare:
 
 
 def tare_offset(t: np.ndarray, f: np.ndarray, Y: np.ndarray | None = None,
-                theta_known: np.ndarray | None = None) -> Tare:
+                theta_known: np.ndarray | None = None,
+                noise_floor: np.ndarray = NOISE_STD_FLOOR) -> Tare:
     """Tare from a recording: stamps ``t`` (N,) (s), wrenches ``f`` (N, 6) (N, N m, sensor
     frame, in the estimator's sign convention), and, with a known payload ``theta_known`` (10,),
-    its regressor rows ``Y`` (N, 6, p >= 10). ``theta_known=None``: the payload is removed."""
+    its regressor rows ``Y`` (N, 6, p >= 10). ``theta_known=None``: the payload is removed.
+    ``noise_floor`` (r,): the lower bound of ``noise_std``; its length is the channels' (joint
+    torques: ``f`` (N, n), ``Y`` (N, n, p))."""
     t = np.asarray(t, dtype=float).reshape(-1)
     f = np.asarray(f, dtype=float)
-    if f.shape != (t.size, N_WRENCH_CHANNELS):
-        raise ValueError(f"need wrenches f (N, 6) for N={t.size} stamps, got {f.shape}")
+    r = np.size(noise_floor)
+    if f.shape != (t.size, r):
+        raise ValueError(f"need f (N, {r}) for N={t.size} stamps, got {f.shape}")
     if t.size < 2:
         raise ValueError(f"a tare needs at least 2 samples, got {t.size}")
     if not (np.isfinite(t).all() and np.isfinite(f).all()):
@@ -124,11 +132,11 @@ def tare_offset(t: np.ndarray, f: np.ndarray, Y: np.ndarray | None = None,
         if Y is None:
             raise ValueError("a tare with a known payload needs its regressor rows Y")
         Y = np.asarray(Y, dtype=float)
-        if Y.ndim != 3 or Y.shape[:2] != (t.size, 6) or Y.shape[2] < N_BODY_PARAMS:
-            raise ValueError(f"need regressor rows Y (N, 6, p >= 10) for N={t.size}, got "
+        if Y.ndim != 3 or Y.shape[:2] != (t.size, r) or Y.shape[2] < N_BODY_PARAMS:
+            raise ValueError(f"need regressor rows Y (N, {r}, p >= 10) for N={t.size}, got "
                              f"{Y.shape}")
         residual = f - Y[:, :, :N_BODY_PARAMS] @ theta_known
-    noise_std = np.maximum(residual.std(axis=0, ddof=1), NOISE_STD_FLOOR)
+    noise_std = np.maximum(residual.std(axis=0, ddof=1), noise_floor)
     return Tare(offset=residual.mean(axis=0), offset_std=noise_std / np.sqrt(t.size),
                 noise_std=noise_std, n_samples=int(t.size), t=float(t.max()),
                 theta_known=theta_known)
@@ -144,27 +152,30 @@ def tare_from_window(window: SlidingWindow, theta_known: np.ndarray | None = Non
 
 def with_tare(problem: Problem, tare: Tare, t: float, sigma: np.ndarray | None = None,
               drift_rate: np.ndarray = DEFAULT_OFFSET_DRIFT_RATE) -> Problem:
-    """``problem`` (one body, ``x = [theta (10,), offset (6,)]``) with the tare as a prior on the
-    offset at time ``t`` (s): weights ``W_c = sigma_c^2 / v_c`` (see the module docstring);
-    ``sigma`` (6,) the window's per-channel residual standard deviation (N, N m; default the
-    tare's ``noise_std``). A prior the problem already has on ``theta`` is kept."""
-    if problem.n_bodies != 1 or problem.n_params != N_BODY_PARAMS + N_WRENCH_CHANNELS:
-        raise ProblemError(f"a tare applies to the payload problem with the F/T offset (one body, "
-                           f"16 parameters: estimate_offset=True), got {problem.n_bodies} "
-                           f"bodies and {problem.n_params} parameters")
+    """``problem`` (one body, ``x = [theta (10,), offset (r,)]``: the F/T offset, r = 6, or the
+    joints' torque offset changes) with the tare as a prior on the offset at time ``t`` (s):
+    weights ``W_c = sigma_c^2 / v_c`` (see the module docstring); ``sigma`` (r,) the window's
+    per-channel residual standard deviation (N, N m; default the tare's ``noise_std``);
+    ``drift_rate`` (r,). A prior the problem already has on ``theta`` is kept."""
+    r = tare.offset.size
+    offsets = slice(N_BODY_PARAMS, N_BODY_PARAMS + r)
+    if problem.n_bodies != 1 or problem.n_params != N_BODY_PARAMS + r:
+        raise ProblemError(f"a tare of {r} offsets applies to a payload problem estimating them "
+                           f"(one body, {N_BODY_PARAMS + r} parameters: estimate_offset=True), "
+                           f"got {problem.n_bodies} bodies and {problem.n_params} parameters")
     sigma = tare.noise_std if sigma is None else np.asarray(sigma, dtype=float).reshape(-1)
-    if sigma.shape != (N_WRENCH_CHANNELS,) or not np.all(np.isfinite(sigma) & (sigma > 0)):
-        raise ValueError(f"sigma must be 6 finite values > 0 (N, N m), got {sigma}")
+    if sigma.shape != (r,) or not np.all(np.isfinite(sigma) & (sigma > 0)):
+        raise ValueError(f"sigma must be {r} finite values > 0 (N, N m), got {sigma}")
     offset_weight = (sigma / np.maximum(tare.offset_std_at(t, drift_rate), 1e-12)) ** 2
     prior = np.zeros(problem.n_params) if problem.prior is None else problem.prior.copy()
-    prior[OFFSET_SLICE] = tare.offset
+    prior[offsets] = tare.offset
     if not problem.has_prior_term:
         weight = np.zeros(problem.n_params)
-        weight[OFFSET_SLICE] = offset_weight
+        weight[offsets] = offset_weight
     else:
         weight = problem.weight_matrix.copy()
-        if np.any(weight[OFFSET_SLICE, :] != 0) or np.any(weight[:, OFFSET_SLICE] != 0):
-            raise ProblemError("the problem's prior already weights the F/T offset; a tare "
+        if np.any(weight[offsets, :] != 0) or np.any(weight[:, offsets] != 0):
+            raise ProblemError("the problem's prior already weights the offsets; a tare "
                                "would replace it")
-        weight[OFFSET_SLICE, OFFSET_SLICE] = np.diag(offset_weight)
+        weight[offsets, offsets] = np.diag(offset_weight)
     return dataclasses.replace(problem, prior=prior, prior_weight=weight)

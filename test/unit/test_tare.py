@@ -122,7 +122,7 @@ def test_with_tare_keeps_a_prior_on_theta_and_checks_the_problem():
     combined = with_tare(cad, tare, 10.0)
     assert np.array_equal(combined.prior[:10], np.ones(10))
     assert np.allclose(np.diag(combined.prior_weight), np.r_[np.full(10, 3.0), np.full(6, 100.0)])
-    with pytest.raises(ProblemError, match="already weights the F/T offset"):
+    with pytest.raises(ProblemError, match="already weights the offsets"):
         with_tare(combined, tare, 10.0)
     with pytest.raises(ProblemError, match="estimate_offset=True"):
         with_tare(Problem.from_regressor(Y[:, :10], rng.normal(size=60), n_bodies=1), tare, 10.0)
