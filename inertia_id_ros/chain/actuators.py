@@ -41,7 +41,8 @@ class ActuatorConfig:
     ``effort * torque_constant * N``; ``None``: the efforts are joint torques (N·m). ``motor``
     names the motor type: actuators with the same ``motor`` share one rotor inertia
     (:func:`~inertia_id_ros.chain.armatures.fit_chain`). ``coulomb_velocity`` (rad/s): width of
-    the smooth Coulomb sign (0: exact).
+    the smooth Coulomb sign (0: exact). ``effort_sign``: +1, or -1 when the recorded effort
+    counts the other way round than the joint's axis (a motor mounted mirrored).
     """
 
     gear_ratio: float = 1.0
@@ -49,6 +50,7 @@ class ActuatorConfig:
     torque_constant: float | None = None
     motor: str | None = None
     coulomb_velocity: float = 0.0
+    effort_sign: float = 1.0
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.gear_ratio) and self.gear_ratio > 0):
@@ -61,6 +63,8 @@ class ActuatorConfig:
         if not self.coulomb_velocity >= 0.0:
             raise ConfigError(f"coulomb_velocity must be >= 0 rad/s, got "
                               f"{self.coulomb_velocity!r}")
+        if self.effort_sign not in (1.0, -1.0):
+            raise ConfigError(f"effort_sign must be +1 or -1, got {self.effort_sign!r}")
 
     @property
     def reflected_inertia(self) -> float:
@@ -69,9 +73,10 @@ class ActuatorConfig:
 
     @property
     def effort_scale(self) -> float:
-        """Joint torque per unit of recorded effort: ``torque_constant * gear_ratio`` (N·m/A), or
-        1 when the efforts are joint torques."""
-        return 1.0 if self.torque_constant is None else self.torque_constant * self.gear_ratio
+        """Joint torque per unit of recorded effort: ``effort_sign * torque_constant *
+        gear_ratio`` (N·m/A), or ``effort_sign`` when the efforts are joint torques."""
+        magnitude = 1.0 if self.torque_constant is None else self.torque_constant * self.gear_ratio
+        return self.effort_sign * magnitude
 
     def drive(self, estimate: Iterable[str] = DRIVE_TERMS) -> JointDrive:
         """The :class:`JointDrive` estimating the drive terms ``estimate`` (a non-estimated

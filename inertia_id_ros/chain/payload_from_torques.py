@@ -64,6 +64,11 @@ from inertia_id_ros.core.inertia import (
 )
 from inertia_id_ros.core.regressors import body_regressor_batch
 from inertia_id_ros.core.robots import frame_id
+from inertia_id_ros.core.weighting import (
+    check_weighting,
+    iterate_channel_weights,
+    weighted_normal_equations,
+)
 from inertia_id_ros.solvers import Problem, Solution, solve
 
 _CHUNK = 2000  # samples per block when accumulating the normal equations
@@ -167,9 +172,11 @@ class PayloadTorqueModel:
 
     def problem(self, links_x: np.ndarray | None,
                 data: JointTorqueData | Iterable[JointTorqueData] | ChannelNormalEquations,
-                prior: np.ndarray | None = None, prior_weight: float = 0.0) -> Problem:
+                prior: np.ndarray | None = None, prior_weight: float = 0.0,
+                weights: np.ndarray | None = None) -> Problem:
         """Solver problem (1 body) of fitting ``Y_p x = r`` over all samples of ``data`` (or
-        their :meth:`channels`; ``links_x`` see :meth:`payload_torques`).
+        their :meth:`channels` summed; ``links_x`` see :meth:`payload_torques`), joint ``j``'s
+        rows weighted by ``weights[j]`` when given (:mod:`inertia_id_ros.core.weighting`).
 
         ``prior`` (n_parameters,) or a payload ``theta`` (10,) (zero offset changes appended),
         weighted by ``prior_weight`` per torque sample ((N·m)² per SI unit² of x).
@@ -179,7 +186,7 @@ class PayloadTorqueModel:
         p = self.n_parameters
         channels = (data if isinstance(data, ChannelNormalEquations)
                     else ChannelNormalEquations.summed(self.channels(links_x, data)))
-        gram, moment, yty, n_rows = channels.total()
+        gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
         if prior is not None:
             prior = np.asarray(prior, dtype=float)
             if prior.shape == (10,):
@@ -278,16 +285,20 @@ def fit_payload(links: LinkModel, links_x: np.ndarray | None,
                 data: JointTorqueData | Iterable[JointTorqueData], frame: str,
                 estimate_offsets: bool = True, method: str = "lmi",
                 prior: np.ndarray | None = None, prior_weight: float = 0.0,
-                initvals: Solution | np.ndarray | None = None,
+                initvals: Solution | np.ndarray | None = None, weighting: str = "none",
                 **solver_options: object) -> PayloadTorqueFit:
     """Identify the payload at ``frame`` from the joint torques of ``data`` (one run or several),
     the chain's links and drives known as ``links_x`` (:attr:`LinkModel.parameter_names` order;
     ``None``: ``data`` is a loaded minus an unloaded run, :func:`difference_runs`).
 
     ``method`` of :func:`inertia_id_ros.solvers.solve` (``"lmi"``: ``J(theta_p) >= 0``; ``"ols"``:
-    unconstrained); ``prior``/``prior_weight`` see :meth:`PayloadTorqueModel.problem`. Issues a
+    unconstrained); ``prior``/``prior_weight`` see :meth:`PayloadTorqueModel.problem`.
+    ``weighting="channel"``: each joint's rows weighted by its inverse residual variance,
+    iterated (:func:`~inertia_id_ros.core.weighting.iterate_channel_weights`; the wrist's
+    quieter torques then carry the payload's inertia); ``"none"``: unweighted. Issues a
     ``RuntimeWarning`` for each of the fit's ``warnings`` (a poorly determined payload).
     """
+    check_weighting(weighting)
     model = PayloadTorqueModel(links, frame, estimate_offsets)
     if links_x is not None:
         links_x = np.asarray(links_x, dtype=float)
@@ -296,18 +307,35 @@ def fit_payload(links: LinkModel, links_x: np.ndarray | None,
                              f"(LinkModel.parameter_names), got {links_x.shape}")
     blocks = model.channels(links_x, data, ERROR_BLOCKS)
     channels = ChannelNormalEquations.summed(blocks)
-    problem = model.problem(links_x, channels, prior, prior_weight)
-    solution = solve(problem, method=method, initvals=initvals, **solver_options)
+    solutions: list[Solution] = []
+
+    def fit(weights: np.ndarray | None) -> np.ndarray:
+        problem = model.problem(links_x, channels, prior, prior_weight, weights)
+        solutions.append(solve(problem, method=method,
+                               initvals=solutions[-1] if solutions else initvals,
+                               **solver_options))
+        return solutions[-1].x
+
+    weights = None
+    if weighting == "channel":
+        _, channel_weights = iterate_channel_weights(channels, fit)
+        weights = channel_weights.weights
+    else:
+        fit(None)
+    solution = solutions[-1]
     x = np.asarray(solution.x, dtype=float)
     offsets = x[10:] if estimate_offsets else np.zeros(links.n_joints)
-    covariance = parameter_covariance(channels, x, constrained=False,  # see the docstring
-                                      scores=block_scores(blocks, x) if len(blocks) > 1 else None)
+    covariance = parameter_covariance(  # not projected: see the module docstring
+        channels, x, constrained=False, weights=weights,
+        scores=block_scores(blocks, x, weights) if len(blocks) > 1 else None)
     theta = x[:10].copy()
     messages = determination_warnings(theta, covariance.theta(), covariance.rank,
                                       model.n_parameters)
     for message in messages:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
-    return PayloadTorqueFit(frame, theta, offsets.copy(), problem.residual_rms(x),
+    residual_rms = float(np.sqrt(channels.squared_residuals(x).sum()
+                                 / (channels.n_samples * channels.n_channels)))
+    return PayloadTorqueFit(frame, theta, offsets.copy(), residual_rms,
                             check_consistency(theta), solution, covariance.theta(),
                             covariance.rank, model.n_parameters, tuple(messages))
 

@@ -7,6 +7,10 @@ command runs, so that ``--help`` and argument errors are quick:
 
 - ``fit-payload``: the payload beyond an F/T sensor from recorded joint states and wrenches, with
   the node's estimator (:class:`~inertia_id_ros.online.payload_estimator.PayloadEstimator`);
+- ``fit-payload-torques``: the payload at a frame of an arm without an F/T sensor from recorded
+  joint states and efforts, with a link model (a fit-links result or the URDF's) or from a loaded
+  and an unloaded run of the same motion
+  (:func:`~inertia_id_ros.chain.payload_from_torques.fit_payload`);
 - ``fit-links``: the links of a chain (and joint friction, offset, armature) from recorded joint
   states and efforts (:func:`~inertia_id_ros.chain.identify.identify_links`: derivative filter,
   joint weighting and prior weight chosen on the data, reported);
@@ -43,6 +47,10 @@ Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
      "sensor_offset": [6],        # fit-payload only: [fx, fy, fz, tx, ty, tz] (N, N m)
      "joints": [{"name", "viscous", "coulomb", "coulomb_velocity", "offset", "armature"}],
                                   # fit-links only
+     "theta_std": [10], "covariance": [10][10], "offset_changes": {joint: N m},
+     "link_model": str, "rank": int, "n_parameters": int, "warnings": [str],
+     "alignment": {"shift_s", "position_rms"} or null,
+                                  # fit-payload-torques only
      "residual_rms": float, "samples": int, "solve_time_s": float,
      "updates": [{...}]}           # replay only: one record per update, keys replay.CSV_COLUMNS
 
@@ -78,6 +86,7 @@ from inertia_id_ros.cli import (
     export,
     fit_links,
     fit_payload,
+    fit_payload_torques,
     fit_whole_body,
     record_sim,
     replay,
@@ -89,8 +98,8 @@ from inertia_id_ros.cli.common import EXIT_BAD_INPUT
 from inertia_id_ros.errors import DataError, InputError
 from inertia_id_ros.threads import limit_threads
 
-COMMANDS = (fit_payload, fit_links, fit_whole_body, traversaro, demo, replay, record_sim,
-            sim_whole_body, export, excite, validate)
+COMMANDS = (fit_payload, fit_payload_torques, fit_links, fit_whole_body, traversaro, demo, replay,
+            record_sim, sim_whole_body, export, excite, validate)
 """The command modules, in ``--help`` order."""
 
 

@@ -11,7 +11,9 @@ zero) or those a ``fit-links`` run identified. :func:`read_link_result` turns th
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,12 +23,24 @@ from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.errors import ConfigError
 
 
-def read_link_result(path: str | Path, links: LinkModel) -> tuple[LinkModel, np.ndarray]:
-    """``(model, x)``: ``links``'s chain with the drives, Coulomb widths and gravity of the
-    fit-links result JSON ``path``, and its parameters (:attr:`LinkModel.parameter_names`
-    order). Each joint's ``effort_scale`` stays ``links``'s (the efforts' conversion to joint
-    torques; the result's values are joint torques). Raises :class:`ConfigError` when the file
-    cannot be read, lacks a link or joint of the chain, or holds malformed values."""
+@dataclass(frozen=True)
+class LinkResult:
+    """A fit-links result as a link model: ``model`` (the chain with the result's drives and
+    gravity), ``x`` (its :attr:`LinkModel.parameter_names` order) and the whole ``result``
+    (e.g. its ``"differentiation"`` and ``"torque_delay"``, to treat new data alike:
+    :func:`~inertia_id_ros.io.validate.differentiation_of`)."""
+
+    model: LinkModel
+    x: np.ndarray
+    result: dict[str, Any]
+
+
+def read_link_result(path: str | Path, links: LinkModel) -> LinkResult:
+    """``links``'s chain with the drives, Coulomb widths and gravity of the fit-links result
+    JSON ``path``, and its parameters. Each joint's ``effort_scale`` stays ``links``'s (the
+    efforts' conversion to joint torques; the result's values are joint torques). Raises
+    :class:`ConfigError` when the file cannot be read, lacks a link or joint of the chain, or
+    holds malformed values."""
     try:
         result = json.loads(Path(path).read_text())
         bodies = {body["name"]: body for body in result["bodies"]}
@@ -58,4 +72,4 @@ def read_link_result(path: str | Path, links: LinkModel) -> tuple[LinkModel, np.
     model = LinkModel(links.model, drives, links.robot_joint_names)
     if gravity is not None:
         model = with_gravity(model, gravity)
-    return model, np.concatenate(thetas + [np.array(values)])
+    return LinkResult(model, np.concatenate(thetas + [np.array(values)]), result)

@@ -69,6 +69,7 @@ from inertia_id_ros.online.whole_body_estimator import (
     WholeBodyEstimator,
     WholeBodyEstimatorConfig,
 )
+from inertia_id_ros.options import PAYLOAD_TORQUES_HALF_WIDTH
 
 OK, WARN, ERROR = 0, 1, 2
 """Diagnostic levels (those of ``diagnostic_msgs/DiagnosticStatus``)."""
@@ -703,13 +704,18 @@ def payload_torque_session(links: LinkModel, links_x: np.ndarray, frame: str, *,
                            detect_payload_change: bool = True,
                            payload_change_threshold: float = 50.0,
                            prior: Sequence[float] | None = None,
-                           weighting: str = "none") -> PayloadTorqueSession:
+                           weighting: str = "channel",
+                           filter_half_width: float = PAYLOAD_TORQUES_HALF_WIDTH
+                           ) -> PayloadTorqueSession:
     """The session of a payload at ``frame`` from joint torques, ``links``'s links and drives
     known as ``links_x`` (the URDF's ``links.prior`` or a fit-links result,
     :func:`~inertia_id_ros.io.link_result.read_link_result`); the other arguments as
-    :func:`payload_session`'s (``prior``: the payload's CAD ``theta`` (10,) in ``frame``)."""
+    :func:`payload_session`'s (``prior``: the payload's CAD ``theta`` (10,) in ``frame``;
+    ``weighting`` by default each joint by its noise level: the wrist's quieter torques carry
+    the inertia). ``filter_half_width`` (s): the joint states' differentiation (as the link
+    model's fit, when it comes from one)."""
     config = PayloadTorqueEstimatorConfig(
-        frame=frame, window_sec=window_sec, method=method,
+        frame=frame, window_sec=window_sec, method=method, filter_half_width=filter_half_width,
         solver_options=dict(solver_options or {}), estimate_offset=estimate_offset,
         prior=None if prior is None else tuple(prior), weighting=weighting,
         **window_capacities(window_sec, max_input_rate_hz))

@@ -22,12 +22,13 @@ import numpy as np
 import pinocchio as pin
 
 from inertia_id_ros.chain.actuators import ChainConfig, go1_leg_config
-from inertia_id_ros.chain.friction import DriveParameters
+from inertia_id_ros.chain.friction import DriveParameters, JointDrive
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
 from inertia_id_ros.core.robots import example_robot_urdf, frame_id
 from inertia_id_ros.sim.payload import (
     PANDA_ARM_JOINTS,
+    PANDA_FLANGE,
     ExcitingTrajectory,
     Trajectory,
     default_payload_theta,
@@ -126,15 +127,17 @@ class JointTorqueSimulator:
         return np.concatenate([self.link_thetas.ravel(), values])
 
 
-def perturbed_links(thetas: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def perturbed_links(thetas: np.ndarray, rng: np.random.Generator,
+                    relative: float = 0.2) -> np.ndarray:
     """(n, 10) physically consistent links near ``thetas`` (n, 10), e.g. a "true" robot that
-    differs from its URDF: each mass and inertia about the COM scaled by U(0.8, 1.2), each COM
-    moved by N(0, (1 cm)²) per axis."""
+    differs from its URDF: each mass and inertia about the COM scaled by U(1 - relative,
+    1 + relative), each COM moved by N(0, (1 cm)²) per axis."""
+    low, high = 1.0 - relative, 1.0 + relative
     out = []
     for theta in np.asarray(thetas, dtype=float):
         mass, com, inertia_com = inertia_from_theta(theta)
-        out.append(theta_from_inertia(mass * rng.uniform(0.8, 1.2), com + rng.normal(0, 0.01, 3),
-                                      inertia_com * rng.uniform(0.8, 1.2)))
+        out.append(theta_from_inertia(mass * rng.uniform(low, high), com + rng.normal(0, 0.01, 3),
+                                      inertia_com * rng.uniform(low, high)))
     return np.array(out)
 
 
@@ -248,3 +251,60 @@ def panda_arm_recording(duration: float = 40.0, rate: float = 1000.0, seed: int 
     q = truth.positions + rng.normal(0.0, position_noise_std, truth.positions.shape)
     dq = truth.velocities + rng.normal(0.0, velocity_noise_std, truth.velocities.shape)
     return ArmRecording(t, q, dq, truth.efforts, truth, simulator)
+
+
+PAYLOAD_TORQUES_LINK_ERROR = 0.1
+"""The true links of :func:`panda_payload_torque_runs` differ from the URDF by up to this
+fraction (masses and inertias, :func:`perturbed_links`), COMs by about 1 cm."""
+
+
+@dataclass(frozen=True)
+class PayloadTorqueRuns:
+    """A Panda without an F/T sensor, the same motion recorded without and with a payload at
+    ``frame`` (:func:`panda_payload_torque_runs`). ``unloaded``, ``loaded``: the recordings (as a
+    real arm gives them, :class:`ArmRecording`; the loaded one's ``simulator`` carries the
+    payload); ``payload_theta`` (10,) about and in ``frame``; ``links``: the chain's model with
+    the URDF's links (not the truth: see ``unloaded.simulator.link_thetas``)."""
+
+    unloaded: ArmRecording
+    loaded: ArmRecording
+    payload_theta: np.ndarray
+    frame: str
+    links: LinkModel
+
+
+def panda_payload_torque_runs(duration: float = 30.0, rate: float = 200.0, seed: int = 0,
+                              payload_theta: np.ndarray | None = None,
+                              link_error: float = PAYLOAD_TORQUES_LINK_ERROR,
+                              torque_noise_std: Sequence[float] = DEFAULT_ARM_TORQUE_NOISE_STD,
+                              position_noise_std: float = 2e-5,
+                              velocity_noise_std: float = 0.005,
+                              trajectory: Trajectory | None = None) -> PayloadTorqueRuns:
+    """The Panda's 7 arm joints replaying one motion twice, without and with ``payload_theta``
+    (default :func:`~inertia_id_ros.sim.payload.default_payload_theta`, 1.5 kg) at the flange
+    ``panda_link8``: true links off the URDF by up to ``link_error`` (:func:`perturbed_links`),
+    per joint viscous U(0.1, 0.6) N·m·s/rad, Coulomb U(0.2, 0.8) N·m (``tanh(dq / 0.02)``),
+    offset N(0, 0.1²) N·m; the motion the default :class:`ExcitingTrajectory` (period 10 s, 5
+    harmonics, 80 % of the velocity limits; or ``trajectory``), sampled at ``rate`` Hz from
+    ``t = 0`` in both runs; Gaussian torque, position and velocity noise, independent in the two
+    runs. The truth of the links and drives is the same in both."""
+    rng = np.random.default_rng(seed)
+    links = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS,
+                                drives=JointDrive(coulomb_velocity=0.02))
+    if trajectory is None:
+        trajectory = ExcitingTrajectory.for_model(links.model, links.joint_names, seed=seed)
+    n = links.n_joints
+    drives = [DriveTruth(v, c, o, 0.0, 0.02) for v, c, o in
+              zip(rng.uniform(0.1, 0.6, n), rng.uniform(0.2, 0.8, n), rng.normal(0.0, 0.1, n))]
+    thetas = perturbed_links(links.link_parameters(links.prior), rng, link_error)
+    theta = default_payload_theta() if payload_theta is None else np.asarray(payload_theta)
+    t = np.arange(0.0, duration, 1.0 / rate)
+    runs = []
+    for payload in (None, (PANDA_FLANGE, theta)):
+        simulator = JointTorqueSimulator(links, trajectory, thetas, drives, payload,
+                                         torque_noise_std)
+        truth = simulator.measure(t, rng)
+        q = truth.positions + rng.normal(0.0, position_noise_std, truth.positions.shape)
+        dq = truth.velocities + rng.normal(0.0, velocity_noise_std, truth.velocities.shape)
+        runs.append(ArmRecording(t, q, dq, truth.efforts, truth, simulator))
+    return PayloadTorqueRuns(runs[0], runs[1], theta.copy(), PANDA_FLANGE, links)

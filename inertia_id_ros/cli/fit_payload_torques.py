@@ -1,0 +1,265 @@
+"""``inertia-id fit-payload-torques``: the payload at a frame of an arm without an F/T sensor, from
+recorded joint states and efforts (:func:`~inertia_id_ros.chain.payload_from_torques.fit_payload`).
+
+Two routes:
+
+- **a link model**: the torques the links and drives need without the payload (``--links-result``:
+  a ``fit-links`` result, with friction and offsets, whose differentiation filter and torque delay
+  the data then get; else the URDF's links, without friction) are subtracted from the measured
+  ones, and the payload's regressor fitted to the rest;
+- **differencing** (``--unloaded RUN``): a loaded and an unloaded run of the same motion; at the
+  same joint states the links' and drives' torques are equal, so their difference is the
+  payload's alone, and the link model cancels (no URDF masses or friction enter).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from inertia_id_ros.cli.common import (
+    EXIT_NO_ESTIMATE,
+    add_data_options,
+    body_lines,
+    check_data_source,
+    load_urdf_model,
+    write_json,
+)
+from inertia_id_ros.errors import (
+    ConfigError,
+    DataError,
+    FrameNotFound,
+    InputError,
+    JointNotFound,
+    ProblemError,
+    SolverError,
+)
+from inertia_id_ros.options import (
+    DEFAULT_JOINT_STATES_TOPIC,
+    PAYLOAD_TORQUES_HALF_WIDTH,
+    WEIGHTINGS,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pinocchio as pin
+
+    from inertia_id_ros.chain.links import JointTorqueData, LinkModel
+    from inertia_id_ros.io.data import JointStates
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """The ``fit-payload-torques`` command on ``subparsers``."""
+    command = subparsers.add_parser(
+        "fit-payload-torques",
+        help="identify the payload at a frame from recorded joint torques (no F/T sensor): "
+             "with a link model, or from a loaded and an unloaded run of the same motion")
+    add_data_options(command, wrenches=False)
+    command.add_argument("--frame", required=True,
+                         help="URDF frame the payload is attached to (e.g. the flange); the "
+                              "result is about and in it")
+    model = command.add_mutually_exclusive_group()
+    model.add_argument("--links-result", metavar="RESULT",
+                       help="the links and drives without the payload: a fit-links result JSON "
+                            "(default: the URDF's links, no friction)")
+    model.add_argument("--unloaded", metavar="RUN",
+                       help="differencing: a recording (file, or bag with --bag) of the same "
+                            "motion without the payload; the link model cancels")
+    command.add_argument("--joints", help="comma-separated joints of the chain (default: all "
+                                          "recorded); the others are locked at their mean "
+                                          "position")
+    command.add_argument("--torque-constants", metavar="K1,K2,...",
+                         help="the efforts are motor currents (A): each joint's torque constant "
+                              "(N m/A at the motor), in --joints order")
+    command.add_argument("--gear-ratios", metavar="N1,N2,...",
+                         help="each joint's gear ratio (with --torque-constants; default 1)")
+    command.add_argument("--effort-signs", metavar="S1,S2,...",
+                         help="each joint's effort sign, +1 or -1 (default +1)")
+    command.add_argument("--weighting", choices=WEIGHTINGS, default="channel",
+                         help="none: unweighted least squares; channel: each joint weighted by "
+                              "its noise level from the residuals, iterated (channel)")
+    command.add_argument("--no-offsets", action="store_true",
+                         help="do not estimate the change of each joint's torque offset")
+    command.set_defaults(run=run)
+
+
+def _numbers(text: str | None, option: str, joints: list[str]) -> list[float] | None:
+    """The comma-separated numbers of ``option``, one per joint (``None`` when not given)."""
+    if text is None:
+        return None
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise InputError(f"{option} must be comma-separated numbers, got {text!r}") from None
+    if len(values) != len(joints):
+        raise InputError(f"{option} has {len(values)} values for {len(joints)} joints "
+                         f"{joints}")
+    return values
+
+
+def _effort_scales(args: argparse.Namespace, joints: list[str]) -> list[float]:
+    """Joint torque per unit of effort of each joint (``ActuatorConfig.effort_scale``)."""
+    from inertia_id_ros.chain.actuators import ActuatorConfig
+
+    constants = _numbers(args.torque_constants, "--torque-constants", joints)
+    ratios = _numbers(args.gear_ratios, "--gear-ratios", joints)
+    signs = _numbers(args.effort_signs, "--effort-signs", joints)
+    if ratios is not None and constants is None:
+        raise InputError("--gear-ratios needs --torque-constants (the efforts are currents)")
+    scales = []
+    for j in range(len(joints)):
+        try:
+            scales.append(ActuatorConfig(
+                gear_ratio=1.0 if ratios is None else ratios[j],
+                torque_constant=None if constants is None else constants[j],
+                effort_sign=1.0 if signs is None else signs[j]).effort_scale)
+        except ConfigError as e:
+            raise InputError(f"joint {joints[j]!r}: {e}") from None
+    return scales
+
+
+def _read(args: argparse.Namespace, path: str) -> JointStates:
+    """Joint states with efforts from ``path`` (a file, or a bag with ``--bag``)."""
+    from inertia_id_ros.io.data import read_joint_bag, read_joint_file
+
+    states = (read_joint_bag(path, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC)
+              if args.bag else read_joint_file(path))
+    if states.effort is None:
+        raise DataError(f"{path}: no efforts (joint torques or motor currents) recorded")
+    return states
+
+
+def _torque_data(states: JointStates, joints: list[str], differentiation: dict[str, Any]
+                 ) -> tuple[np.ndarray, JointTorqueData]:
+    """``(t, data)``: the chain's columns of ``states`` with accelerations (recorded, else
+    differentiated: ``differentiation`` the keyword arguments of
+    :func:`~inertia_id_ros.io.data.with_derivatives`)."""
+    from inertia_id_ros.chain.links import JointTorqueData
+    from inertia_id_ros.io.data import with_derivatives
+
+    full = with_derivatives(states, **differentiation)
+    columns = [full.joint_names.index(j) for j in joints]
+    return full.t, JointTorqueData(full.q[:, columns], full.dq[:, columns], full.ddq[:, columns],
+                                   full.effort[:, columns], tuple(joints))
+
+
+def _link_model(model: pin.Model, states: JointStates, joints: list[str],
+                scales: list[float]) -> LinkModel:
+    """The chain of ``joints`` (the others locked at their mean recorded positions), each
+    joint's efforts scaled by ``scales``."""
+    from inertia_id_ros.chain.friction import JointDrive
+    from inertia_id_ros.chain.links import LinkModel
+
+    try:
+        return LinkModel.from_model(model, joints, states.mean_positions(),
+                                    [JointDrive(effort_scale=scale) for scale in scales])
+    except (JointNotFound, ValueError) as e:
+        raise InputError(str(e)) from None
+
+
+def _uncertainty_lines(theta: np.ndarray, covariance: np.ndarray) -> list[str]:
+    """Standard errors of the mass, COM and inertia about the COM."""
+    import numpy as np
+
+    from inertia_id_ros.core.covariance import com_covariance, inertia_com_covariance
+
+    if not theta[0] > 0:
+        return []
+    com_std = np.sqrt(np.clip(np.diag(com_covariance(theta, covariance)), 0.0, None))
+    inertia_std = np.sqrt(np.clip(np.diag(inertia_com_covariance(theta, covariance)), 0.0, None))
+    return [f"  standard errors: mass {np.sqrt(max(covariance[0, 0], 0.0)):.4f} kg, COM ["
+            + ", ".join(f"{1e3 * v:.2f}" for v in com_std) + "] mm, inertia ["
+            + ", ".join(f"{1e3 * v:.4f}" for v in inertia_std) + "] 1e-3 kg m²"]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fit the payload; the exit code."""
+    from inertia_id_ros.chain.payload_from_torques import difference_runs, fit_payload
+    from inertia_id_ros.core.robots import frame_id
+    from inertia_id_ros.io.data import check_joints
+    from inertia_id_ros.io.export import body_json
+    from inertia_id_ros.io.link_result import read_link_result
+    from inertia_id_ros.io.validate import differentiation_of
+
+    check_data_source(args)
+    if args.validate:
+        raise InputError("--validate does not apply to fit-payload-torques (it validates "
+                         "fit-payload and fit-links results)")
+    source = args.data or args.bag
+    states = _read(args, source)
+    model = load_urdf_model(args.urdf)
+    try:
+        frame_id(model, args.frame)
+    except FrameNotFound as e:
+        raise InputError(str(e)) from None
+    joints = ([name.strip() for name in args.joints.split(",") if name.strip()] if args.joints
+              else list(states.joint_names))
+    check_joints(states, list(model.names)[1:], joints, source)
+    links = _link_model(model, states, joints, _effort_scales(args, joints))
+    differentiation = {"half_width": args.filter_half_width or PAYLOAD_TORQUES_HALF_WIDTH}
+    alignment = None
+    if args.links_result:  # the data differentiated and delayed as the links' fit chose
+        try:
+            link_result = read_link_result(args.links_result, links)
+        except ConfigError as e:
+            raise InputError(str(e)) from None
+        links, links_x = link_result.model, link_result.x
+        differentiation = differentiation_of(link_result.result, args.filter_half_width)
+        link_model = f"fit-links result {args.links_result}"
+    else:
+        links_x, link_model = links.prior, "the URDF's links (no friction)"
+    t, data = _torque_data(states, joints, differentiation)
+    if args.unloaded:
+        unloaded = _read(args, args.unloaded)
+        check_joints(unloaded, list(model.names)[1:], joints, args.unloaded)
+        try:
+            data, alignment = difference_runs(t, data, *_torque_data(unloaded, joints,
+                                                                     differentiation))
+        except ValueError as e:
+            raise DataError(f"{args.unloaded}: {e}") from None
+        links_x, link_model = None, "difference of a loaded and an unloaded run"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            fit = fit_payload(links, links_x, data, args.frame,
+                              estimate_offsets=not args.no_offsets, method=args.method,
+                              weighting=args.weighting)
+        except (ProblemError, SolverError) as e:
+            print(f"inertia-id fit-payload-torques: no estimate: {e}", file=sys.stderr)
+            return EXIT_NO_ESTIMATE
+        except ValueError as e:
+            raise InputError(str(e)) from None
+    body = body_json("payload", args.frame, fit.theta)
+    result: dict[str, Any] = {
+        "method": args.method, "weighting": args.weighting, "bodies": [body],
+        "link_model": link_model,
+        "theta_std": fit.theta_std.tolist(), "covariance": fit.covariance.tolist(),
+        "offset_changes": dict(zip(joints, fit.offset_changes.tolist())),
+        "rank": fit.rank, "n_parameters": fit.n_parameters, "warnings": list(fit.warnings),
+        "residual_rms": fit.residual_rms, "samples": data.n_samples,
+        "solve_time_s": float(fit.solution.solve_time),
+        "alignment": None if alignment is None else {"shift_s": alignment.shift,
+                                                     "position_rms": alignment.position_rms}}
+    write_json(args.json, result)
+    for warning in caught:
+        print(f"inertia-id fit-payload-torques: warning: {warning.message}", file=sys.stderr)
+    lines = [f"fit-payload-torques ({args.method}): {data.n_samples} samples of "
+             f"{len(joints)} joints from {source}; link model: {link_model}"]
+    if alignment is not None:
+        lines.append(f"  unloaded run matched with a time shift of {alignment.shift:+.3f} s, "
+                     f"joint positions {alignment.position_rms:.2g} rad rms apart")
+    lines += [f"payload at {args.frame!r}, in that frame:", *body_lines(body),
+              *_uncertainty_lines(fit.theta, fit.covariance)]
+    if not args.no_offsets:
+        lines.append("  torque offset changes [" + ", ".join(
+            f"{v:.3f}" for v in fit.offset_changes) + "] N m")
+    lines.append(f"  joint torque residual rms {fit.residual_rms:.4g} N m; {fit.rank} of "
+                 f"{fit.n_parameters} parameters excited; "
+                 + ("poorly determined, see the warnings" if fit.warnings
+                    else "well determined"))
+    if args.json:
+        lines.append(f"wrote {args.json}")
+    print("\n".join(lines))
+    return 0
