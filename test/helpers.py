@@ -648,3 +648,16 @@ def write_whole_body_bag(path: Path, t: np.ndarray, joint_names: Sequence[str], 
                 writer.write(connection, int(stamp * 1e9),
                              store.serialize_cdr(msg, WrenchStamped.__msgtype__))
     return path
+
+
+def one_path_chirp(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every joint along one path: a chirp 0.05 -> 0.5 Hz over 20 s around the home pose
+    (joint positions correlated 1.0), as vendor logs often are."""
+    f0, rate = 0.05, 0.45 / 20.0
+    phase = 2 * np.pi * (f0 * t + 0.5 * rate * t ** 2)
+    omega = 2 * np.pi * (f0 + rate * t)
+    s, ds = np.sin(phase), np.cos(phase) * omega
+    dds = -np.sin(phase) * omega ** 2 + np.cos(phase) * 2 * np.pi * rate
+    amplitude = np.array([0.5, 0.3, 0.4, 0.4, 0.5, 0.4, 0.6])
+    return (PANDA_HOME + np.outer(s, amplitude), np.outer(ds, amplitude),
+            np.outer(dds, amplitude))

@@ -259,6 +259,10 @@ def run(args: argparse.Namespace) -> int:
                  f"{fit.n_parameters} parameters excited; "
                  + ("poorly determined, see the warnings" if fit.warnings
                     else "well determined"))
+    if links_x is not None and not args.links_result:
+        lines.append("  note: the URDF's links (their masses, no friction) decide what their "
+                     "error adds to the payload; prefer --links-result (a fit-links result) or "
+                     "--unloaded (differencing)")
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
