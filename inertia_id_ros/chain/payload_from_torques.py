@@ -385,10 +385,12 @@ def difference_runs(t_loaded: np.ndarray, loaded: JointTorqueData, t_unloaded: n
                          for j in range(unloaded.positions.shape[1])], axis=1) - \
             loaded.positions[rows]
 
-    def covered(shift: float) -> np.ndarray:
-        return (t_l + shift >= t_u[0]) & (t_l + shift <= t_u[-1])
+    def covered(shift: float) -> np.ndarray:  # within round-off of the unloaded run's span
+        slack = 1e-6 * step
+        return (t_l + shift >= t_u[0] - slack) & (t_l + shift <= t_u[-1] + slack)
 
-    shifts = np.arange(-max_shift, max_shift + 0.5 * step, step)
+    steps = int(max_shift / step)
+    shifts = step * np.arange(-steps, steps + 1)  # 0 exactly among them
     scores = []
     for shift in shifts:
         rows = np.flatnonzero(covered(shift))[::stride]

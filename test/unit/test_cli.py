@@ -478,3 +478,106 @@ def test_fit_payload_reports_an_inconsistent_ols_estimate_flagged(capsys, panda_
 def test_demo_refuses_bad_arguments_before_starting_anything(capsys, arguments, message):
     code, _, err = run_cli(capsys, "demo", *arguments)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+# ---- fit-payload-torques -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def payload_torque_npz(tmp_path_factory):
+    """(runs, unloaded NPZ, loaded NPZ, fit-links JSON of the unloaded run): the simulated Panda
+    replaying one motion without and with the default payload, 20 s at 200 Hz each."""
+    from inertia_id_ros.sim.torques import panda_payload_torque_runs
+
+    runs = panda_payload_torque_runs(duration=20.0, rate=200.0, seed=2)
+    directory = tmp_path_factory.mktemp("payload_torques")
+    paths = []
+    for name, rec in (("unloaded", runs.unloaded), ("loaded", runs.loaded)):
+        paths.append(directory / f"{name}.npz")
+        np.savez(paths[-1], t=rec.t, joint_names=np.array(PANDA_ARM), q=rec.q, dq=rec.dq,
+                 effort=rec.effort)
+    links = directory / "links.json"
+    assert cli.main(["fit-links", "--urdf", str(example_robot_urdf("panda")), "--data",
+                     str(paths[0]), "--json", str(links), "--filter-half-width", "0.03",
+                     "--prior-weight", "1e-6", "--coulomb-velocity", "0.02", "--no-tilt",
+                     "--torque-delay", "0"]) == 0
+    return runs, paths[0], paths[1], links
+
+
+@pytest.mark.parametrize("route", ["--links-result", "--unloaded"])
+def test_fit_payload_torques_routes(capsys, tmp_path: Path, panda_urdf: str, payload_torque_npz,
+                                    route: str) -> None:
+    """A fit-links link model, or differencing a loaded and an unloaded run: mass within 1 %,
+    COM within 5 mm; the JSON has the standard errors; no warning about the mass."""
+    runs, unloaded, loaded, links = payload_torque_npz
+    capsys.readouterr()
+    out_json = tmp_path / "payload.json"
+    code, out, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                             str(loaded), "--frame", SENSOR, "--json", str(out_json), route,
+                             str(links if route == "--links-result" else unloaded))
+    assert code == 0, err
+    assert "mass is poorly determined" not in err
+    result = read_json(out_json)
+    assert list(result["bodies"][0]) == BODY_KEYS
+    theta = np.array(result["bodies"][0]["theta"])
+    mass, com, _ = inertia_from_theta(theta)
+    true_mass, true_com, _ = inertia_from_theta(runs.payload_theta)
+    assert mass == pytest.approx(true_mass, rel=0.01)
+    assert np.linalg.norm(com - true_com) < 5e-3
+    assert 0.0 < result["theta_std"][0] < 0.01 * true_mass
+    assert result["rank"] == result["n_parameters"] == 17
+    assert set(result["offset_changes"]) == set(PANDA_ARM)
+    assert "standard errors: mass" in out
+    if route == "--unloaded":
+        assert result["link_model"].startswith("difference")
+        assert result["alignment"]["shift_s"] == pytest.approx(0.0, abs=1e-9)
+        assert "time shift of +0.000 s" in out
+    else:
+        assert result["link_model"] == f"fit-links result {links}"
+
+
+def test_fit_payload_torques_urdf_links_are_flagged(capsys, panda_urdf: str,
+                                                    payload_torque_npz) -> None:
+    """The URDF's links as the link model (the truth 10 % off, no friction): the estimate is
+    printed with the note to prefer a fit-links result or differencing."""
+    _, _, loaded, _ = payload_torque_npz
+    code, out, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                             str(loaded), "--frame", SENSOR)
+    assert code == 0, err
+    assert "link model: the URDF's links" in out
+    assert "prefer --links-result" in out
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--torque-constants", "0.1,0.1"], "--torque-constants has 2 values for 7 joints"),
+    (["--gear-ratios", ",".join(["100"] * 7)], "--gear-ratios needs --torque-constants"),
+    (["--effort-signs", ",".join(["2"] * 7)], "effort_sign must be +1 or -1"),
+    (["--frame", "no_such_frame"], "no_such_frame"),
+    (["--validate", "x.npz"], "--validate does not apply"),
+    (["--links-result", "a.json", "--unloaded", "b.npz"], "not allowed with argument"),
+])
+def test_fit_payload_torques_bad_input(capsys, panda_urdf: str, payload_torque_npz,
+                                       extra: list[str], message: str) -> None:
+    _, _, loaded, _ = payload_torque_npz
+    argv = ["fit-payload-torques", "--urdf", panda_urdf, "--data", str(loaded), "--frame",
+            SENSOR, *extra]
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_fit_payload_torques_refuses_another_motion(capsys, tmp_path: Path, panda_urdf: str,
+                                                    payload_torque_npz) -> None:
+    """--unloaded of a different motion is refused: differencing needs the same motion."""
+    from inertia_id_ros.sim.torques import panda_payload_torque_runs
+
+    _, _, loaded, _ = payload_torque_npz
+    other = panda_payload_torque_runs(duration=20.0, rate=200.0, seed=3).unloaded
+    path = tmp_path / "other.npz"
+    np.savez(path, t=other.t, joint_names=np.array(PANDA_ARM), q=other.q, dq=other.dq,
+             effort=other.effort)
+    code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                           str(loaded), "--frame", SENSOR, "--unloaded", str(path))
+    assert code == 2
+    assert "does not follow the loaded run's motion" in err
