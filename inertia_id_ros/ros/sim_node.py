@@ -13,6 +13,13 @@ Parameter ``robot``:
   ``sensor_msgs/JointState`` of all 12 joints (the other legs still at 0) with exact positions and
   velocities and efforts = joint torques + 0.1 N m white noise, and the ground truth of the leg's
   links and drives on ``~/ground_truth_links`` (``InertialParametersArray``, latched).
+- ``panda_torques``: the Panda without an F/T sensor, the payload (``payload_*``; mass 0: none)
+  at its flange ``panda_link8``
+  (:func:`~inertia_id_ros.sim.torques.panda_payload_torque_simulators`): links off the URDF by
+  up to 10 % (``perturb_links``), viscous and Coulomb friction, torque offsets. Publishes
+  ``sensor_msgs/JointState`` of the 7 arm joints with exact positions and velocities and efforts
+  = joint torques + 0.04-0.15 N m white noise, and the payload's truth on ``~/ground_truth``
+  (``InertialParameters``, latched).
 - ``icub_whole_body``, ``go1_whole_body``, ``icub_suspended_whole_body``,
   ``icub_fixed_whole_body``: whole-body robots (:mod:`~inertia_id_ros.sim.whole_body`): iCub on
   its left sole with six internal F/T sensors and the sole's contact sensor, Go1 with four foot
@@ -25,7 +32,7 @@ Parameter ``robot``:
   same stamps; the truth (every link, the sensor offsets) on ``~/ground_truth_links``. Use
   ``rate_hz`` 200.
 
-``panda`` and ``go1_leg`` follow ``trajectory_msgs/JointTrajectory`` commands on
+``panda``, ``panda_torques`` and ``go1_leg`` follow ``trajectory_msgs/JointTrajectory`` commands on
 ``trajectory_topic`` as joint_trajectory_controller does, ``tracking_lag_sec`` late
 (:class:`~inertia_id_ros.sim.follower.CommandFollower`), instead of their built-in ``motion``
 (``exciting``, or ``hold`` at ``start_position``) once one arrives; the whole-body robots play
@@ -76,9 +83,12 @@ from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
 from inertia_id_ros.sim.torques import (
+    DEFAULT_ARM_TORQUE_NOISE_STD,
     DEFAULT_LEG_TORQUE_NOISE_STD,
     LEG_HOME,
+    PAYLOAD_TORQUES_LINK_ERROR,
     leg_simulator,
+    panda_payload_torque_simulators,
     perturbed_links,
 )
 from inertia_id_ros.threads import limit_threads
@@ -169,6 +179,44 @@ class _Go1Leg:
             self._joint_pub.publish(joint_state(stamp, self._names, values[0],
                                                 values[1] if self._publish_velocity else None,
                                                 values[2]))
+        self.sent["joint states"] += len(t)
+
+
+class _PandaTorques:
+    """The Panda without an F/T sensor carrying a payload at its flange: joint states with
+    efforts (joint torques) of its 7 arm joints
+    (:func:`~inertia_id_ros.sim.torques.panda_payload_torque_simulators`); follows joint
+    trajectory commands."""
+
+    def __init__(self, node: SimulatorNode, p: dict[str, Any]) -> None:
+        theta = (theta_from_inertia(p["payload_mass"], np.array(p["payload_com"]),
+                                    inertia_from_msg_order(p["payload_inertia"]))
+                 if p["payload_mass"] > 0 else np.zeros(10))
+        _, self.sim = panda_payload_torque_simulators(
+            int(p["seed"]), theta, PAYLOAD_TORQUES_LINK_ERROR if p["perturb_links"] else 0.0,
+            DEFAULT_ARM_TORQUE_NOISE_STD if p["noise"] else 0.0)
+        self._names = self.sim.joint_names
+        self.sim.trajectory = _CommandInput(node, p, self.sim.trajectory, self._names,
+                                            PANDA_HOME).follower
+        self._publish_velocity = bool(p["publish_velocity"])
+        self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
+        node.create_publisher(InertialParameters, "~/ground_truth", _LATCHED).publish(
+            theta_to_msg(theta, self.sim.payload_frame, "payload"))
+        self.sent = {"joint states": 0}
+        self.description = (f"the Panda without an F/T sensor, a {p['payload_mass']:.3f} kg "
+                            f"payload at '{self.sim.payload_frame}' "
+                            f"({'perturbed' if p['perturb_links'] else 'URDF'} links, "
+                            f"{'noisy' if p['noise'] else 'exact'} joint torques)")
+
+    def subscribed(self) -> bool:
+        return bool(self._joint_pub.get_subscription_count())
+
+    def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
+        data = self.sim.measure(t, rng)
+        for i, stamp in enumerate(stamps):
+            self._joint_pub.publish(joint_state(
+                stamp, self._names, data.positions[i],
+                data.velocities[i] if self._publish_velocity else None, data.efforts[i]))
         self.sent["joint states"] += len(t)
 
 
@@ -273,7 +321,7 @@ class _WholeBody:
         self.sent["wrenches"] += len(t) * len(self._wrench_pubs)
 
 
-ROBOTS = {"panda": _PandaPayload, "go1_leg": _Go1Leg,
+ROBOTS = {"panda": _PandaPayload, "go1_leg": _Go1Leg, "panda_torques": _PandaTorques,
           **{f"{name}_whole_body": (lambda node, p, name=name: _WholeBody(node, p, name))
              for name in whole_body.ROBOTS}}
 
@@ -289,7 +337,9 @@ class SimulatorNode(Node):
         mass, com, inertia_com = inertia_from_theta(default.true_theta)
         declare = [
             ("robot", "panda", "What to simulate: 'panda' (a payload beyond a wrist F/T sensor: "
-                               "joint states and wrenches), 'go1_leg' (a Go1 leg: joint states "
+                               "joint states and wrenches), 'panda_torques' (a payload at the "
+                               "flange, no F/T sensor: joint states with joint torques as "
+                               "efforts), 'go1_leg' (a Go1 leg: joint states "
                                "with joint torques as efforts), 'icub_whole_body', "
                                "'go1_whole_body', 'icub_suspended_whole_body' (floating "
                                "base: joint states, IMU, F/T sensors) or "
@@ -301,19 +351,23 @@ class SimulatorNode(Node):
                                 "rate_hz apart)."),
             ("seed", 0, "Seed of the trajectory and the noise (and go1_leg's true links)."),
             ("noise", True, "Add the sensors' noise (panda: F/T 0.1 N, 0.005 N m and encoders; "
-                            "go1_leg: 0.1 N m on the joint torques)."),
+                            "go1_leg: 0.1 N m on the joint torques; panda_torques: 0.04-0.15 "
+                            "N m)."),
             ("publish_velocity", True, "Fill JointState.velocity (else positions only)."),
-            ("payload_mass", float(mass), "panda: payload mass (kg)."),
-            ("payload_com", [float(v) for v in com], "panda: payload COM in the sensor frame (m)."),
+            ("payload_mass", float(mass), "panda, panda_torques: payload mass (kg; "
+                                          "panda_torques: 0 for none)."),
+            ("payload_com", [float(v) for v in com], "panda, panda_torques: payload COM in the "
+                                                     "sensor frame (the flange) (m)."),
             ("payload_inertia", [float(v) for v in
                                  (inertia_com[0, 0], inertia_com[0, 1], inertia_com[0, 2],
                                   inertia_com[1, 1], inertia_com[1, 2], inertia_com[2, 2])],
-             "panda: payload inertia about its COM [ixx, ixy, ixz, iyy, iyz, izz] (kg m^2)."),
+             "panda, panda_torques: payload inertia about its COM [ixx, ixy, ixz, iyy, iyz, "
+             "izz] (kg m^2)."),
             ("ft_offset", [float(v) for v in default.true_offset],
              "panda: constant F/T offset [fx, fy, fz, tx, ty, tz] (N, N m)."),
             ("perturb_links", True,
-             "go1_leg: the true links differ from the URDF (masses and inertias x U(0.8, 1.2), "
-             "COMs moved ~1 cm; seeded by 'seed')."),
+             "go1_leg, panda_torques: the true links differ from the URDF (masses and inertias "
+             "x U(0.8, 1.2), panda_torques U(0.9, 1.1); COMs moved ~1 cm; seeded by 'seed')."),
             ("wait_for_subscribers_sec", 10.0,
              "Start the motion once every data topic has a subscriber, waiting at most this long "
              "(s); 0 = start at once."),

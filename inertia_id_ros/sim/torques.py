@@ -273,21 +273,21 @@ class PayloadTorqueRuns:
     links: LinkModel
 
 
-def panda_payload_torque_runs(duration: float = 30.0, rate: float = 200.0, seed: int = 0,
-                              payload_theta: np.ndarray | None = None,
-                              link_error: float = PAYLOAD_TORQUES_LINK_ERROR,
-                              torque_noise_std: Sequence[float] = DEFAULT_ARM_TORQUE_NOISE_STD,
-                              position_noise_std: float = 2e-5,
-                              velocity_noise_std: float = 0.005,
-                              trajectory: Trajectory | None = None) -> PayloadTorqueRuns:
-    """The Panda's 7 arm joints replaying one motion twice, without and with ``payload_theta``
-    (default :func:`~inertia_id_ros.sim.payload.default_payload_theta`, 1.5 kg) at the flange
-    ``panda_link8``: true links off the URDF by up to ``link_error`` (:func:`perturbed_links`),
-    per joint viscous U(0.1, 0.6) N·m·s/rad, Coulomb U(0.2, 0.8) N·m (``tanh(dq / 0.02)``),
-    offset N(0, 0.1²) N·m; the motion the default :class:`ExcitingTrajectory` (period 10 s, 5
-    harmonics, 80 % of the velocity limits; or ``trajectory``), sampled at ``rate`` Hz from
-    ``t = 0`` in both runs; Gaussian torque, position and velocity noise, independent in the two
-    runs. The truth of the links and drives is the same in both."""
+def panda_payload_torque_simulators(seed: int = 0, payload_theta: np.ndarray | None = None,
+                                    link_error: float = PAYLOAD_TORQUES_LINK_ERROR,
+                                    torque_noise_std: float | Sequence[float]
+                                    = DEFAULT_ARM_TORQUE_NOISE_STD,
+                                    trajectory: Trajectory | None = None
+                                    ) -> tuple[JointTorqueSimulator, JointTorqueSimulator]:
+    """``(unloaded, loaded)``: the Panda's 7 arm joints (model: the URDF's links, every drive
+    term, ``tanh(dq / 0.02)``) moving along ``trajectory`` (default: the default
+    :class:`ExcitingTrajectory` of ``seed``, period 10 s, 5 harmonics, 80 % of the velocity
+    limits), without and with ``payload_theta`` (default
+    :func:`~inertia_id_ros.sim.payload.default_payload_theta`, 1.5 kg) at the flange
+    ``panda_link8``; the same truth in both: links off the URDF by up to ``link_error``
+    (:func:`perturbed_links`), per joint viscous U(0.1, 0.6) N·m·s/rad, Coulomb U(0.2, 0.8) N·m
+    (``tanh(dq / 0.02)``), offset N(0, 0.1²) N·m (seeded by ``seed``); torque noise
+    ``torque_noise_std`` (N·m)."""
     rng = np.random.default_rng(seed)
     links = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS,
                                 drives=JointDrive(coulomb_velocity=0.02))
@@ -298,13 +298,32 @@ def panda_payload_torque_runs(duration: float = 30.0, rate: float = 200.0, seed:
               zip(rng.uniform(0.1, 0.6, n), rng.uniform(0.2, 0.8, n), rng.normal(0.0, 0.1, n))]
     thetas = perturbed_links(links.link_parameters(links.prior), rng, link_error)
     theta = default_payload_theta() if payload_theta is None else np.asarray(payload_theta)
+    unloaded, loaded = (JointTorqueSimulator(links, trajectory, thetas, drives, payload,
+                                             torque_noise_std)
+                        for payload in (None, (PANDA_FLANGE, theta)))
+    return unloaded, loaded
+
+
+def panda_payload_torque_runs(duration: float = 30.0, rate: float = 200.0, seed: int = 0,
+                              payload_theta: np.ndarray | None = None,
+                              link_error: float = PAYLOAD_TORQUES_LINK_ERROR,
+                              torque_noise_std: Sequence[float] = DEFAULT_ARM_TORQUE_NOISE_STD,
+                              position_noise_std: float = 2e-5,
+                              velocity_noise_std: float = 0.005,
+                              trajectory: Trajectory | None = None) -> PayloadTorqueRuns:
+    """The Panda of :func:`panda_payload_torque_simulators` (``seed``, ``payload_theta``,
+    ``link_error``, ``torque_noise_std``, ``trajectory``) replaying its motion twice, without and
+    with the payload: ``duration`` s sampled at ``rate`` Hz from ``t = 0`` in both runs,
+    Gaussian position and velocity noise; the noise independent in the two runs."""
+    unloaded, loaded = panda_payload_torque_simulators(seed, payload_theta, link_error,
+                                                       torque_noise_std, trajectory)
+    rng = np.random.default_rng([seed, 1])
     t = np.arange(0.0, duration, 1.0 / rate)
     runs = []
-    for payload in (None, (PANDA_FLANGE, theta)):
-        simulator = JointTorqueSimulator(links, trajectory, thetas, drives, payload,
-                                         torque_noise_std)
+    for simulator in (unloaded, loaded):
         truth = simulator.measure(t, rng)
         q = truth.positions + rng.normal(0.0, position_noise_std, truth.positions.shape)
         dq = truth.velocities + rng.normal(0.0, velocity_noise_std, truth.velocities.shape)
         runs.append(ArmRecording(t, q, dq, truth.efforts, truth, simulator))
-    return PayloadTorqueRuns(runs[0], runs[1], theta.copy(), PANDA_FLANGE, links)
+    return PayloadTorqueRuns(runs[0], runs[1], loaded.payload_theta.copy(), PANDA_FLANGE,
+                             unloaded.links)
