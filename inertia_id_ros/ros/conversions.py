@@ -16,6 +16,7 @@ from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray, JointDriveParameters
 from inertia_id_ros.online.link_estimator import LinkEstimate
 from inertia_id_ros.online.payload_estimator import Estimate
+from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimate
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
 
 
@@ -174,9 +175,18 @@ def theta_to_msg(theta: np.ndarray, frame_id: str, body_name: str,
 
 def estimate_to_msg(estimate: Estimate, frame_id: str, body_name: str) -> InertialParameters:
     """An ``InertialParameters`` message from a (fully consistent) estimate."""
+    msg = payload_torque_estimate_to_msg(estimate, frame_id, body_name)
+    msg.sensor_offset = array_to_wrench(estimate.sensor_offset)
+    return msg
+
+
+def payload_torque_estimate_to_msg(estimate: Estimate | PayloadTorqueEstimate, frame_id: str,
+                                   body_name: str) -> InertialParameters:
+    """An ``InertialParameters`` message from a (fully consistent) payload estimate, without
+    the offsets: a payload from joint torques (``sensor_offset`` stays zero; the joints' torque
+    offsets are no wrench)."""
     msg = theta_to_msg(estimate.theta, frame_id, body_name, estimate.t_last)
     msg.covariance = np.asarray(estimate.covariance, dtype=float).reshape(100)
-    msg.sensor_offset = array_to_wrench(estimate.sensor_offset)
     msg.min_pseudo_inertia_eig = float(estimate.min_pseudo_inertia_eig)
     msg.residual_rms = float(estimate.residual_rms)
     msg.num_samples = int(estimate.n_samples)

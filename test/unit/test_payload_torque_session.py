@@ -168,3 +168,49 @@ def test_one_path_chirp_warns_that_the_mass_is_poorly_determined() -> None:
     message = next(m for kind, m in update.warnings if "mass is poorly determined" in m)
     assert f"{update.estimate.mass:.4f} ± {update.estimate.theta_std[0]:.4f} kg" in message
     assert "mass is poorly determined" in session.diagnostics().message
+
+
+def test_read_link_result(runs, tmp_path) -> None:
+    """A fit-links result JSON becomes the chain's link model: every link's theta and joint's
+    drive terms in parameter order, the result's gravity and Coulomb widths, the chain's effort
+    scales; a result lacking a joint of the chain is refused, naming it."""
+    import json
+
+    from inertia_id_ros.io.link_result import read_link_result
+
+    links = runs.links
+    x = true_links_x(runs)
+    drives = links.drive_parameters(x)
+    result = {"bodies": [{"name": name, "theta": theta.tolist()}
+                         for name, theta in zip(links.link_names, links.link_parameters(x))],
+              "joints": [{"name": joint, "coulomb_velocity": 0.03, **drives[joint]}
+                         for joint in links.joint_names],
+              "gravity": [0.1, 0.0, -9.8]}
+    path = tmp_path / "links.json"
+    path.write_text(json.dumps(result))
+    read = read_link_result(path, links)
+    np.testing.assert_allclose(read.x, x)
+    assert read.model.parameter_names == links.parameter_names
+    assert all(d.coulomb_velocity == 0.03 for d in read.model.drives)
+    np.testing.assert_allclose(read.model.model.gravity.linear, [0.1, 0.0, -9.8])
+    result["joints"] = result["joints"][:-1]
+    path.write_text(json.dumps(result))
+    with pytest.raises(ConfigError, match="lacks \\['panda_joint7'\\]"):
+        read_link_result(path, links)
+
+
+def test_estimate_message_leaves_the_joint_offsets_out(runs) -> None:
+    """The node's message of a payload from joint torques: theta, covariance and fit values; the
+    joints' torque offsets are no wrench, so ``sensor_offset`` stays zero."""
+    from inertia_id_ros.ros.conversions import payload_torque_estimate_to_msg, wrench_to_array
+
+    session = payload_torque_session(runs.links, true_links_x(runs), runs.frame,
+                                     window_sec=DURATION_SEC + 1.0)
+    feed(session, runs.loaded, runs.links.joint_names)
+    estimate = session.latest.estimate
+    msg = payload_torque_estimate_to_msg(estimate, runs.frame, "payload")
+    np.testing.assert_array_equal(msg.theta, estimate.theta)
+    np.testing.assert_array_equal(np.reshape(msg.covariance, (10, 10)), estimate.covariance)
+    assert msg.header.frame_id == runs.frame and msg.num_samples == estimate.n_samples
+    assert msg.inertia.m == pytest.approx(estimate.mass)
+    np.testing.assert_array_equal(wrench_to_array(msg.sensor_offset), np.zeros(6))
