@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import Process, console_script, node_args
+from helpers.dds import node_args
+from helpers.processes import Process, console_script
 from inertia_id_ros.io.keystore import (
     DEFAULT_OBSERVER,
     DEFAULT_OPERATOR,
