@@ -45,6 +45,10 @@ NODE_NAME = "inertia_id"
 """The identification node's name (its services are ``/inertia_id/...``)."""
 SIMULATOR_NAME = "inertia_id_sim"
 """The simulator node's name."""
+SERVED_BY = {"node": (NODE_NAME, f"{NODE_NAME}_inputs"), "simulator": (SIMULATOR_NAME,)}
+"""The ROS nodes of the node's and the simulator's processes, whose services (parameters, type
+descriptions, ...) only that process may serve (``inertia_id_inputs``: the node's input
+subscriptions, :class:`inertia_id_ros.ros.node.InertiaIdNode`)."""
 
 NODE_ENCLAVE = "/inertia_id"
 SIMULATOR_ENCLAVE = "/inertia_id_sim"
@@ -100,13 +104,14 @@ def _requests(node: str, services: Iterable[str]) -> tuple[str, ...]:
 
 def role_rules(role: str) -> Rules:
     """The topics an enclave of ``role`` (one of :data:`ROLES`) may publish and subscribe."""
-    served = (NODE_NAME, SIMULATOR_NAME)
-    if role in ("node", "simulator"):
-        own = NODE_NAME if role == "node" else SIMULATOR_NAME
-        return Rules(allow_publish=("rt/*", f"rr/{own}/*", DISCOVERY_TOPIC),
-                     allow_subscribe=("rt/*", f"rq/{own}/*", DISCOVERY_TOPIC))
+    if role in SERVED_BY:
+        own = SERVED_BY[role]
+        return Rules(allow_publish=("rt/*", *(f"rr/{name}/*" for name in own), DISCOVERY_TOPIC),
+                     allow_subscribe=("rt/*", *(f"rq/{name}/*" for name in own),
+                                      DISCOVERY_TOPIC))
     if role not in ("operator", "observer"):
         raise KeystoreError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+    served = SERVED_BY["node"] + SERVED_BY["simulator"]
     deny_publish = tuple(f"rr/{name}/*" for name in served)  # no one else serves them
     if role == "observer":
         deny_publish += _requests(NODE_NAME, CONTROL_SERVICES) + _requests(

@@ -155,7 +155,7 @@ def test_everyone_reads_and_only_the_node_and_simulator_serve_and_publish(keysto
     for enclave in callers:
         assert may_call(keystore, enclave, "/inertia_id/get_parameters")
         assert may_serve(keystore, enclave, f"/{enclave[1:]}_tool/get_parameters")  # its own
-        for node in ("inertia_id", "inertia_id_sim"):  # no impersonation
+        for node in ("inertia_id", "inertia_id_inputs", "inertia_id_sim"):  # no impersonation
             assert not may_serve(keystore, enclave, f"/{node}/excite")
             assert not may_serve(keystore, enclave, f"/{node}/get_parameters")
         for topic in ("rt/inertia_id/estimate", "rt/joint_states", "rt/ft_sensor/wrench",
@@ -163,6 +163,7 @@ def test_everyone_reads_and_only_the_node_and_simulator_serve_and_publish(keysto
             assert not allowed(keystore, enclave, "publish", topic)
     assert not may_call(keystore, DEFAULT_OBSERVER, "/inertia_id_sim/set_parameters")
     assert may_serve(keystore, NODE_ENCLAVE, "/inertia_id/excite")
+    assert may_serve(keystore, NODE_ENCLAVE, "/inertia_id_inputs/get_type_description")
     assert not may_serve(keystore, NODE_ENCLAVE, "/inertia_id_sim/get_parameters")
     assert may_serve(keystore, SIMULATOR_ENCLAVE, "/inertia_id_sim/get_parameters")
     assert allowed(keystore, NODE_ENCLAVE, "publish", "rt/joint_trajectory_controller/"
