@@ -36,7 +36,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from inertia_id_ros.errors import KeystoreError
@@ -210,7 +210,7 @@ class Keystore:
     """A keystore on disk: its directory and its enclaves' roles (name -> role)."""
 
     directory: Path
-    roles: dict[str, str] = field(default_factory=dict)
+    roles: dict[str, str]
 
     def enclave_dir(self, enclave: str) -> Path:
         """The folder of ``enclave`` (``enclaves/<name>``)."""
