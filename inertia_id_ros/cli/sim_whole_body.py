@@ -1,6 +1,6 @@
 """``inertia-id sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1; iCub
-suspended, on a stand or balancing on one sole) with its truth (:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of
-it to replay (``--bag``)."""
+suspended, on a stand or balancing on one sole) with its truth
+(:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of it to replay (``--bag``)."""
 
 from __future__ import annotations
 

@@ -18,9 +18,10 @@ Parameter ``robot``:
   (:mod:`~inertia_id_ros.sim.whole_body`): iCub on its left sole with six internal F/T sensors and
   the sole's contact sensor, Go1 with four foot contact sensors, iCub hanging from a crane F/T
   sensor at its root link, iCub on a stand (its six internal sensors, no contact), iCub balancing
-  on its left sole on a tilted floor (its four leg sensors, no contact); true links differing from the URDF, noise, offsets. Publishes
-  ``sensor_msgs/JointState`` (positions, velocities), ``sensor_msgs/Imu`` on ``imu_topic`` and
-  each sensor's ``WrenchStamped`` on ``/<frame>/wrench`` (the topics of
+  on its left sole on a tilted floor (its four leg sensors, no contact); true links differing from
+  the URDF, noise, offsets. Publishes ``sensor_msgs/JointState`` (positions, velocities),
+  ``sensor_msgs/Imu`` on ``imu_topic`` and each sensor's ``WrenchStamped`` on
+  ``/<frame>/wrench`` (the topics of
   ``config/icub_whole_body.yaml``, ``config/go1_whole_body.yaml``,
   ``config/icub_suspended.yaml``, ``config/icub_fixed.yaml``, which takes no IMU), all with the
   same stamps; the truth (every link, the sensor offsets) on ``~/ground_truth_links``. Use
