@@ -55,7 +55,11 @@ from inertia_id_ros.core.inertia import check_consistency  # noqa: E402
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, example_robot_urdf  # noqa: E402
 from inertia_id_ros.core.whole_body import BaseMotion  # noqa: E402
 from inertia_id_ros.io.data import with_derivatives  # noqa: E402
-from inertia_id_ros.io.whole_body import read_whole_body_file, whole_body_inputs  # noqa: E402
+from inertia_id_ros.io.whole_body import (  # noqa: E402
+    imu_fixed_tilt,
+    read_whole_body_file,
+    whole_body_inputs,
+)
 from inertia_id_ros.sim import whole_body as wb  # noqa: E402
 
 RATE = 200.0
@@ -105,6 +109,13 @@ def main() -> None:
                                            imu_tilt=imu_tilt)
         cases[name] = (model, samples, time.perf_counter() - start)
     model, rooted, _ = cases["rooted"]
+    imu_model = cases["rooted + IMU"][0]
+    start = time.perf_counter()
+    imu_model.fixed_base_motion(rooted.q, rooted.dq, rooted.ddq)
+    elapsed = time.perf_counter() - start
+    print(f"rooted base motion: {elapsed:.2f} s for {len(rooted)} samples; the IMU's mean tilt "
+          f"of {wb.ICUB_STANCE_FRAME}: "
+          f"{np.degrees(imu_fixed_tilt(recording, imu_model, HALF_WIDTH)).round(2)} deg")
     keep = np.searchsorted(t, with_derivatives(recording.states, HALF_WIDTH).t)
     for name, base in _pelvis_states(motion, keep).items():
         cases[name] = (model, dataclasses.replace(rooted, base=base), float("nan"))
