@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli.common import EXIT_NO_ESTIMATE, whole_body_table, write_json
 from inertia_id_ros.errors import InputError, ProblemError, SolverError
@@ -21,6 +22,10 @@ from inertia_id_ros.options import (
     WHOLE_BODY_DEFAULT_WEIGHTING,
     WHOLE_BODY_METHODS,
 )
+
+if TYPE_CHECKING:
+    from inertia_id_ros.core.whole_body import WholeBodyModel
+    from inertia_id_ros.io.whole_body import WholeBodyRecording
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -188,7 +193,8 @@ def _fixed_tilt(text: str) -> tuple[float, float]:
     return roll, pitch
 
 
-def _tilt_line(recording, model, args: argparse.Namespace) -> str:
+def _tilt_line(recording: WholeBodyRecording, model: WholeBodyModel,
+               args: argparse.Namespace) -> str:
     """The fixed frame and its tilt as used; with IMU data, the IMU's mean tilt beside it (a
     warning on stderr when ``--imu-tilt check`` finds them further apart than
     :data:`~inertia_id_ros.core.whole_body.TILT_CHECK_TOLERANCE`)."""
@@ -199,12 +205,11 @@ def _tilt_line(recording, model, args: argparse.Namespace) -> str:
 
     frame = model.fixed_frame or "the URDF root"
     given = np.degrees(model.fixed_tilt)
-    if not recording.imu:
-        return f"fixed at {frame}, tilt roll {given[0]:.2f}° pitch {given[1]:.2f}° (given)"
+    if not recording.imu or args.imu_tilt == "correct":
+        source = "from the IMU" if recording.imu else "given"
+        return f"fixed at {frame}, tilt roll {given[0]:.2f}° pitch {given[1]:.2f}° ({source})"
     measured = imu_fixed_tilt(recording, model, args.filter_half_width)
     roll, pitch = np.degrees(measured)
-    if args.imu_tilt == "correct":
-        return f"fixed at {frame}, tilt roll {roll:.2f}° pitch {pitch:.2f}° (from the IMU)"
     apart = tilt_difference(model.fixed_tilt, measured)
     if apart > TILT_CHECK_TOLERANCE:
         print(f"inertia-id fit-whole-body: warning: the IMU tilts {frame} by roll {roll:.2f}° "

@@ -229,8 +229,8 @@ def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str
     sensors that report the opposite wrench (besides the recording's own
     ``ft_flip_wrench_sign``). A ``fixed`` base is held at ``fixed_frame`` (default the URDF
     root) tilted by ``fixed_tilt`` (roll, pitch; rad), or with IMU data and ``imu_tilt``
-    ``correct``, by the IMU's (:func:`imu_fixed_tilt`; ``check``: the IMU is not used)
-    (:meth:`~WholeBodyModel.fixed_base_motion`). Raises
+    ``correct``, by the IMU's (:func:`imu_fixed_tilt`; the model's ``fixed_tilt`` is then the
+    IMU's; ``check``: the IMU is not used) (:meth:`~WholeBodyModel.fixed_base_motion`). Raises
     :class:`DataError` (naming the item) for a sensor kind that is neither ``contact`` nor
     ``internal``, an IMU, F/T or fixed frame not in the URDF, a flipped frame that is not a
     sensor's, joints missing or unknown, a floating base without IMU data, a fixed frame or tilt
@@ -266,9 +266,10 @@ def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str
         raise DataError(str(e)) from None
     keep, q, dq, ddq, effort = _joint_samples(recording, model, half_width)
     if model.base == "fixed":
-        tilt = (_mean_tilt(model, q, dq, ddq, recording.imu["imu_linear_acceleration"][keep])
-                if recording.imu and imu_tilt == "correct" else None)
-        motion = model.fixed_base_motion(q, dq, ddq, tilt)
+        if recording.imu and imu_tilt == "correct":
+            tilt = _mean_tilt(model, q, dq, ddq, recording.imu["imu_linear_acceleration"][keep])
+            model = dataclasses.replace(model, fixed_tilt=tuple(tilt.tolist()))
+        motion = model.fixed_base_motion(q, dq, ddq)
     elif recording.imu:
         gyro = recording.imu["imu_angular_velocity"]
         alpha = gyro_derivative(recording.states.t, gyro,
@@ -328,13 +329,16 @@ def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
     ``parameters``, ``combinations``: the identified combinations as text, SI units),
     ``residual_rms``, ``samples``, ``solve_time_s``, ``weighting`` (``kind``; weighted: per
     noise group (:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`) ``weights`` and
-    ``sigma``, ``iterations``, ``converged``)."""
+    ``sigma``, ``iterations``, ``converged``); a fixed base: ``fixed_frame`` (``null``: the URDF
+    root) and ``fixed_tilt`` (roll, pitch; rad)."""
     weighting: dict[str, Any] = {"kind": "none" if fit.weights is None else "channel"}
     if fit.weights is not None:
         weighting.update(fit.weights.as_json(noise_groups(model, with_efforts)[0]))
     bodies = links_json(model, fit.thetas, fit.identifiability.labels,
                         fit.identifiability.identified_fraction)
-    return {"method": method, "base": model.base, "bodies": bodies,
+    fixed = ({"fixed_frame": model.fixed_frame, "fixed_tilt": list(model.fixed_tilt)}
+             if model.base == "fixed" else {})
+    return {"method": method, "base": model.base, **fixed, "bodies": bodies,
             "sensor_offsets": {frame: offset.tolist() for frame, offset in fit.offsets.items()},
             "base_parameters": {"rank": fit.identifiability.rank,
                                 "parameters": fit.identifiability.n_params,

@@ -153,6 +153,7 @@ def test_cli_rooted_at_the_sole(tmp_path, recording, capsys):
     assert "fixed at l_sole, tilt roll 1.72° pitch -2.86° (given)" in printed
     result = json.loads(out.read_text())
     assert result["base"] == "fixed" and all(b["fully_consistent"] for b in result["bodies"])
+    assert result["fixed_frame"] == SOLE and np.allclose(result["fixed_tilt"], TILT)
     assert set(result["holdout"]["rms"]) == set(wb.ICUB_LEG_SENSORS)
 
     # the IMU (its accelerometer biased) measures the floor's tilt within 0.3°
