@@ -45,12 +45,13 @@ def _model(sim, base="fixed", fixed_frame=SOLE, tilt=TILT, imu=False):
 
 @pytest.fixture(scope="module")
 def exact():
-    """Noise-free motion of 2 s and its joints in a rooted model's order."""
+    """Noise-free motion of 2 s and its joints and efforts in a rooted model's order."""
     sim = wb.icub_stance(seed=1, noise=wb.NoiseModel.none())
     motion = sim.simulate(2.0 + np.arange(200) / RATE)
     model = _model(sim, imu=True)
     order = [sim.joint_names.index(j) for j in model.joint_names]
-    return sim, motion, model, (motion.q[:, order], motion.dq[:, order], motion.ddq[:, order])
+    return sim, motion, model, (motion.q[:, order], motion.dq[:, order], motion.ddq[:, order],
+                                motion.effort[:, order])
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +80,9 @@ def test_rooted_rows_match_the_simulation_without_the_ground_wrench(exact):
     """The pelvis state from the stance leg's kinematics is the simulator's, the rows with the
     true links are exact (the stance leg's sensors balance the rest of the robot), and the IMU's
     specific force gives the floor's tilt; rooted at the URDF root (the pelvis on a stand) the
-    stance leg's sensor rows miss the ground's wrench."""
-    sim, motion, model, (q, dq, ddq) = exact
+    stance leg's sensor rows miss the ground's wrench. The joint-torque rows too (the stance
+    leg's joints balance the rest of the robot)."""
+    sim, motion, model, (q, dq, ddq, effort) = exact
     assert model.channels() == tuple(f"{frame}.{c}" for frame in wb.ICUB_LEG_SENSORS
                                      for c in ("fx", "fy", "fz", "tx", "ty", "tz"))
     base = model.fixed_base_motion(q, dq, ddq)
@@ -93,7 +95,9 @@ def test_rooted_rows_match_the_simulation_without_the_ground_wrench(exact):
     np.testing.assert_allclose(base.proper_acceleration, proper, atol=1e-9)
     assert np.degrees(np.abs(twist[:, 3:]).max()) > 5.0  # the pelvis really moves
 
-    Y, b, _ = model.rows(WholeBodySamples(q, dq, ddq, base, motion.ft_wrench))
+    Y, b, channels = model.rows(WholeBodySamples(q, dq, ddq, base, motion.ft_wrench, effort),
+                                with_efforts=True)
+    assert "tau.l_knee" in channels
     x = _truth(sim, model)
     assert np.abs(Y @ x - b).max() < 1e-8 * np.abs(b).max()
     measured = model.fixed_frame_acceleration_from_imu(q, dq, ddq, motion.imu_linear_acceleration)
