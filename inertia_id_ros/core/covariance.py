@@ -30,7 +30,7 @@ microseconds (a residual bootstrap re-solves the problem tens of times: too slow
 node at several Hz); its limit: when the truth itself lies on the boundary, the estimate sits on it
 only part of the time, and the projected covariance understates the spread along the normal (the
 tangent directions are right). Interior optima (any body with volume, ``lambda_min(J) > 0``) keep
-the unconstrained covariance unchanged. Monte-Carlo check: ``test/unit/test_covariance.py``.
+the unconstrained covariance unchanged. Monte-Carlo check: ``test/unit/core/test_covariance.py``.
 
 **Errors correlated in time** (``block_scores``): a model's error along a motion (the link
 model a payload from joint torques subtracts, :mod:`inertia_id_ros.chain.payload_from_torques`) is

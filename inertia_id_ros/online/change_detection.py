@@ -44,7 +44,7 @@ median over 3 seeds of the delay (ms) after a point mass is added at the payload
 (n/d: not detected within 2 s.) A node solving at ``update_rate_hz`` sees the alarm at its next
 update. Without a change, 10 min at 200 Hz keep S below 3 (h = 50), also when the filter's model
 error makes the torque residuals 2-3 times the sensor noise
-(``test/unit/test_change_detection.py``).
+(``test/unit/online/test_change_detection.py``).
 
 The same test serves a payload identified from joint torques
 (:class:`~inertia_id_ros.online.session.PayloadTorqueSession`): its channels are the ``n`` joints'

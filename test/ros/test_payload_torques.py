@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers import spin_until
+from helpers.dds import spin_until
 from inertia_id_ros import cli
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf

@@ -1,0 +1,571 @@
+"""``inertia-id fit-payload`` and ``fit-links`` on simulated and real recordings: JSON vs truth,
+bad input (exit code 2, one line on stderr), the console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from helpers.panda_arm import DRIVE_TRUTH, panda_truth_model
+from helpers.paths import shared_data
+from helpers.recordings import write_bag, write_csv
+from inertia_id_ros import cli
+from inertia_id_ros.core.inertia import (
+    check_consistency,
+    inertia_from_msg_order,
+    inertia_from_theta,
+    theta_from_inertia,
+)
+from inertia_id_ros.core.robots import example_robot_urdf, load_model, reduce_model
+from inertia_id_ros.io.data import JointStates
+from inertia_id_ros.sim.payload import ExcitingTrajectory, PayloadSimulator
+
+PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
+SENSOR = "panda_link8"
+BODY_KEYS = ["name", "frame", "mass", "com", "inertia_com", "theta", "fully_consistent",
+             "min_pseudo_inertia_eig"]
+JOINT_KEYS = ["name", "viscous", "coulomb", "coulomb_velocity", "offset", "armature"]
+KUKA_JOINTS = tuple(f"lwr_{i}_joint" for i in range(7))
+
+
+@pytest.fixture(scope="module")
+def panda_urdf() -> str:
+    return str(example_robot_urdf("panda"))
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+# ---- fit-payload ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def payload_sim() -> PayloadSimulator:
+    return PayloadSimulator.panda(seed=2)
+
+
+@pytest.fixture(scope="module")
+def payload_npz(payload_sim: PayloadSimulator, tmp_path_factory) -> Path:
+    """12 s of joint states and wrenches at 200 Hz (shared stamps), as NPZ."""
+    t = np.arange(2400) / 200.0
+    q, dq, wrench = payload_sim.measure(t, np.random.default_rng(0))
+    path = tmp_path_factory.mktemp("payload") / "panda.npz"
+    np.savez(path, t=t, joint_names=np.array(PANDA_ARM), q=q, dq=dq, wrench=wrench,
+             wrench_frame=SENSOR)
+    return path
+
+
+def assert_payload_json(result: dict, sim: PayloadSimulator, method: str,
+                        offset: bool = True) -> None:
+    """Exact schema; estimate within tolerance of the simulator's truth."""
+    assert list(result) == ["method", "bodies", "sensor_offset", "residual_rms", "samples",
+                            "solve_time_s"]
+    assert result["method"] == method
+    (body,) = result["bodies"]
+    assert list(body) == BODY_KEYS
+    assert body["name"] == "payload" and body["frame"] == SENSOR
+    assert len(body["com"]) == 3 and len(body["inertia_com"]) == 6 and len(body["theta"]) == 10
+    theta = np.array(body["theta"])
+    np.testing.assert_allclose(theta_from_inertia(body["mass"], body["com"],
+                                                  inertia_from_msg_order(body["inertia_com"])),
+                               theta, atol=1e-12)
+    report = check_consistency(theta)
+    assert body["fully_consistent"] is True and report.fully_consistent
+    assert body["min_pseudo_inertia_eig"] == pytest.approx(report.min_pseudo_inertia_eig)
+    mass, com, inertia = inertia_from_theta(sim.true_theta)
+    assert abs(body["mass"] - mass) / mass < 0.01
+    assert np.linalg.norm(np.array(body["com"]) - com) < 0.003
+    error = inertia_from_msg_order(body["inertia_com"]) - inertia
+    assert np.linalg.norm(error) / np.linalg.norm(inertia) < 0.2
+    assert len(result["sensor_offset"]) == 6
+    expected_offset = sim.true_offset if offset else np.zeros(6)
+    np.testing.assert_allclose(result["sensor_offset"][:3], expected_offset[:3], atol=0.1)
+    assert isinstance(result["samples"], int) and result["samples"] > 1000
+    assert result["residual_rms"] > 0 and result["solve_time_s"] >= 0
+
+
+def test_fit_payload_npz(capsys, tmp_path: Path, panda_urdf: str, payload_npz: Path,
+                         payload_sim: PayloadSimulator) -> None:
+    out_json = tmp_path / "payload.json"
+    code, out, err = run_cli(capsys, "fit-payload", "--urdf", panda_urdf, "--sensor-frame",
+                             SENSOR, "--data", str(payload_npz), "--method", "lmi",
+                             "--json", str(out_json))
+    assert code == 0, err
+    assert "mass" in out and "fully physically consistent: yes" in out and "F/T offset" in out
+    assert_payload_json(read_json(out_json), payload_sim, "lmi")
+
+
+def test_fit_payload_bag_own_rates_without_offset(capsys, tmp_path: Path, panda_urdf: str) -> None:
+    """A bag with joint states at 100 Hz and wrenches at 500 Hz on their own stamps, no F/T offset
+    and ``--no-offset``; non-default topics."""
+    sim = PayloadSimulator.panda(seed=4, offset=np.zeros(6))
+    rng = np.random.default_rng(1)
+    t0 = 1_700_000_000.0
+    joint_t, wrench_t = np.arange(1000) / 100.0, 0.0013 + np.arange(5000) / 500.0
+    q, dq = sim.measure_joints(joint_t, rng)
+    wrench = sim.measure_wrench(wrench_t, rng)
+    bag = write_bag(tmp_path / "rec", "mcap", t0 + joint_t, PANDA_ARM, q, dq,
+                    wrench_t=t0 + wrench_t, wrench=wrench, frame=SENSOR, joint_topic="/arm/js",
+                    wrench_topic="/arm/ft")
+    out_json = tmp_path / "payload.json"
+    code, _, err = run_cli(capsys, "fit-payload", "--urdf", panda_urdf, "--sensor-frame", SENSOR,
+                           "--bag", str(bag), "--joint-states-topic", "/arm/js", "--wrench-topic",
+                           "/arm/ft", "--method", "manifold", "--no-offset", "--json",
+                           str(out_json))
+    assert code == 0, err
+    result = read_json(out_json)
+    assert_payload_json(result, sim, "manifold", offset=False)
+    assert result["sensor_offset"] == [0.0] * 6
+
+
+def test_fit_payload_console_script_csv(tmp_path: Path, panda_urdf: str, payload_npz: Path,
+                                        payload_sim: PayloadSimulator) -> None:
+    """The installed ``inertia-id`` on a CSV file, in a process of its own."""
+    content = np.load(payload_npz)
+    states = JointStates(content["t"], PANDA_ARM, content["q"], content["dq"])
+    csv_path = write_csv(tmp_path / "panda.csv", states, content["wrench"], wrench_frame=SENSOR)
+    out_json = tmp_path / "payload.json"
+    script = Path(sys.executable).parent / "inertia-id"
+    completed = subprocess.run(
+        [str(script), "fit-payload", "--urdf", panda_urdf, "--sensor-frame", SENSOR, "--data",
+         str(csv_path), "--method", "lmi", "--json", str(out_json)],
+        capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert "payload beyond 'panda_link8'" in completed.stdout
+    assert_payload_json(read_json(out_json), payload_sim, "lmi")
+
+
+def _rewrite_npz(source: Path, target: Path, **changes) -> Path:
+    content = dict(np.load(source))
+    content.update(changes)
+    np.savez(target, **content)
+    return target
+
+
+@pytest.mark.parametrize("case, fragment", [
+    ("absent_file", "no such file"),
+    ("unknown_frame", "frame 'tool0' is not in the model"),
+    ("wrong_wrench_frame", "expressed in frame 'panda_hand'"),
+    ("missing_chain_joint", "lacks joint(s) ['panda_joint7']"),
+    ("unknown_joint", "['elbow'] are not in the robot model"),
+    ("bad_urdf", "absent.urdf'"),
+    ("topic_without_bag", "--wrench-topic only apply to --bag"),
+    ("too_few_samples", "wrench samples in the window, need 200"),
+    ("missing_argument", "the following arguments are required: --urdf"),
+    ("bad_method", "invalid choice: 'magic'"),
+])
+def test_fit_payload_bad_input(capsys, tmp_path: Path, panda_urdf: str, payload_npz: Path,
+                               case: str, fragment: str) -> None:
+    data = str(payload_npz)
+    args = {"--urdf": panda_urdf, "--sensor-frame": SENSOR, "--data": data}
+    content = np.load(payload_npz)
+    if case == "absent_file":
+        args["--data"] = str(tmp_path / "absent.npz")
+    elif case == "unknown_frame":
+        args["--sensor-frame"] = "tool0"
+    elif case == "wrong_wrench_frame":
+        args["--data"] = str(_rewrite_npz(payload_npz, tmp_path / "d.npz",
+                                          wrench_frame="panda_hand"))
+    elif case == "missing_chain_joint":
+        args["--data"] = str(_rewrite_npz(payload_npz, tmp_path / "d.npz",
+                                          joint_names=np.array(PANDA_ARM[:6]),
+                                          q=content["q"][:, :6], dq=content["dq"][:, :6]))
+    elif case == "unknown_joint":
+        args["--data"] = str(_rewrite_npz(payload_npz, tmp_path / "d.npz",
+                                          joint_names=np.array(PANDA_ARM[:6] + ("elbow",))))
+    elif case == "bad_urdf":
+        args["--urdf"] = str(tmp_path / "absent.urdf")
+    elif case == "topic_without_bag":
+        args["--wrench-topic"] = "/ft"
+    elif case == "too_few_samples":
+        args["--data"] = str(_rewrite_npz(payload_npz, tmp_path / "d.npz",
+                                          **{k: content[k][:60] for k in ("t", "q", "dq",
+                                                                          "wrench")}))
+    elif case == "missing_argument":
+        del args["--urdf"]
+    elif case == "bad_method":
+        args["--method"] = "magic"
+    argv = ["fit-payload"] + [item for pair in args.items() for item in pair]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("inertia-id"), err
+    assert fragment in err
+    assert "Traceback" not in err
+
+
+# ---- fit-links -----------------------------------------------------------------------------
+
+
+def fourier_motion(t: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exciting motion of the Panda arm within its limits (rad, rad/s, rad/s²)."""
+    model = load_model(example_robot_urdf("panda"))
+    trajectory = ExcitingTrajectory.for_model(model, PANDA_ARM, period=15.0, seed=seed,
+                                              position_fraction=0.6, velocity_fraction=0.6)
+    return trajectory(t)
+
+
+COULOMB_VELOCITY = 0.05
+
+
+def panda_torques(model: pin.Model, q: np.ndarray, dq: np.ndarray,
+                  ddq: np.ndarray) -> np.ndarray:
+    data = model.createData()
+    tau = np.array([pin.rnea(model, data, *x) for x in zip(q, dq, ddq)])
+    d = DRIVE_TRUTH
+    return (tau + d["viscous"] * dq + d["coulomb"] * np.tanh(dq / COULOMB_VELOCITY) + d["offset"]
+            + d["armature"] * ddq)
+
+
+def torques_from_json(result: dict, urdf: str, joints: tuple[str, ...], q: np.ndarray,
+                      dq: np.ndarray, ddq: np.ndarray, locked: dict[str, float] | None = None,
+                      ) -> np.ndarray:
+    """Torques the JSON predicts, computed independently: pinocchio RNEA (with the JSON's
+    gravity) with every link's ``theta`` put on the joint whose child link the body names
+    (checking that the link frame is the joint frame), plus the drive terms as documented."""
+    model = reduce_model(load_model(urdf), joints, locked)
+    if result.get("gravity") is not None:  # the base tilt the fit estimated, root frame
+        model.gravity.linear = np.array(result["gravity"])
+    assert [b["name"] for b in result["bodies"]] == [b["frame"] for b in result["bodies"]]
+    for body in result["bodies"]:
+        frame = model.frames[model.getFrameId(body["name"])]
+        assert frame.type == pin.FrameType.BODY
+        assert np.allclose(frame.placement.homogeneous, np.eye(4))
+        model.inertias[frame.parentJoint] = pin.Inertia.FromDynamicParameters(
+            np.array(body["theta"]))
+    assert [j["name"] for j in result["joints"]] == list(joints)
+    data = model.createData()
+    tau = np.array([pin.rnea(model, data, *x) for x in zip(q, dq, ddq)])
+    drive = {key: np.array([j[key] for j in result["joints"]]) for key in JOINT_KEYS[1:]}
+    width = drive["coulomb_velocity"]
+    sign = np.where(width > 0, np.tanh(dq / np.where(width > 0, width, 1.0)), np.sign(dq))
+    return (tau + drive["viscous"] * dq + drive["coulomb"] * sign + drive["offset"]
+            + drive["armature"] * ddq)
+
+
+def delay_dropped(delay: float, period: float) -> int:
+    """Samples a torque delay of ``delay`` s drops at one end of a recording ``period`` s apart."""
+    return int(np.ceil(abs(delay) / period - 1e-9))
+
+
+def assert_links_schema(result: dict, method: str, joints: tuple[str, ...]) -> None:
+    assert list(result) == ["method", "bodies", "joints", "residual_rms", "samples",
+                            "solve_time_s", "differentiation", "prior_weight",
+                            "prior_weight_selection", "weighting", "gravity", "base_tilt",
+                            "coulomb_velocity_selection", "torque_delay"]
+    assert result["method"] == method
+    assert len(result["bodies"]) == len(joints) == len(result["joints"])
+    for body in result["bodies"]:
+        assert list(body) == BODY_KEYS and len(body["theta"]) == 10
+        report = check_consistency(np.array(body["theta"]))
+        assert body["fully_consistent"] == report.fully_consistent
+    for joint in result["joints"]:
+        assert list(joint) == JOINT_KEYS
+
+
+@pytest.fixture(scope="module")
+def panda_link_npz(tmp_path_factory) -> Path:
+    """15 s at 100 Hz of the perturbed Panda, exact derivatives, torques with 0.05 N m noise."""
+    t = np.arange(1500) / 100.0
+    q, dq, ddq = fourier_motion(t, seed=3)
+    effort = panda_torques(panda_truth_model(), q, dq, ddq)
+    effort += np.random.default_rng(0).normal(0.0, 0.05, effort.shape)
+    path = tmp_path_factory.mktemp("links") / "panda_links.npz"
+    np.savez(path, t=t, joint_names=np.array(PANDA_ARM), q=q, dq=dq, ddq=ddq, effort=effort)
+    return path
+
+
+@pytest.mark.parametrize("method", ["lmi", "ols"])
+def test_fit_links_simulated_panda(capsys, tmp_path: Path, panda_urdf: str, panda_link_npz: Path,
+                                   method: str) -> None:
+    """The JSON's links and drives predict the true torques of another motion; friction is
+    recovered; the consistent fit keeps every link consistent."""
+    out_json = tmp_path / "links.json"
+    code, out, err = run_cli(capsys, "fit-links", "--urdf", panda_urdf, "--data",
+                             str(panda_link_npz), "--method", method, "--prior-weight", "1e-6",
+                             "--coulomb-velocity", str(COULOMB_VELOCITY), "--json",
+                             str(out_json))
+    assert code == 0, err
+    assert "joint torque rms" in out
+    result = read_json(out_json)
+    assert_links_schema(result, method, PANDA_ARM)
+    delay = result["torque_delay"]["delay_s"]  # none in the data: within a third of a sample
+    assert abs(delay) < 0.0033
+    assert result["samples"] == 1500 - delay_dropped(delay, 0.01)
+    assert result["residual_rms"] == pytest.approx(0.05, rel=0.1)
+    if method == "lmi":
+        assert all(body["fully_consistent"] for body in result["bodies"])
+    for key in ("viscous", "coulomb", "offset"):
+        estimated = np.array([joint[key] for joint in result["joints"]])
+        np.testing.assert_allclose(estimated, DRIVE_TRUTH[key], atol=0.03, err_msg=key)
+    t = np.arange(0, 10.0, 0.05)
+    q, dq, ddq = fourier_motion(t, seed=11)
+    truth = panda_torques(panda_truth_model(), q, dq, ddq)
+    predicted = torques_from_json(result, panda_urdf, PANDA_ARM, q, dq, ddq)
+    assert np.sqrt(np.mean((predicted - truth) ** 2)) < 0.05
+
+
+def test_fit_links_bag_differentiates_and_selects_joints(capsys, tmp_path: Path,
+                                                         panda_urdf: str) -> None:
+    """From a sqlite3 bag with positions and efforts only (velocities and accelerations are
+    differentiated), identifying joints 2-7 with joint 1 locked at its mean position."""
+    t = np.arange(1500) / 100.0
+    q, dq, ddq = fourier_motion(t, seed=5)
+    q[:, 0], dq[:, 0], ddq[:, 0] = 0.3, 0.0, 0.0
+    effort = panda_torques(panda_truth_model(), q, dq, ddq)
+    bag = write_bag(tmp_path / "rec", "sqlite3", 1_700_000_000.0 + t, PANDA_ARM, q,
+                    effort=effort)
+    out_json = tmp_path / "links.json"
+    joints = PANDA_ARM[1:]
+    code, out, err = run_cli(capsys, "fit-links", "--urdf", panda_urdf, "--bag", str(bag),
+                             "--joints", ",".join(joints), "--prior-weight", "1e-6",
+                             "--coulomb-velocity", str(COULOMB_VELOCITY), "--json", str(out_json))
+    assert code == 0, err
+    result = read_json(out_json)
+    assert_links_schema(result, "lmi", joints)
+    chosen = result["differentiation"]  # no velocities recorded: positions twice, by CV
+    assert chosen["source"] == "positions" and len(chosen["selection"]["candidates"]) > 4
+    assert chosen["window_samples"] % 2 == 1 and "positions differentiated twice" in out
+    half = (chosen["window_samples"] - 1) // 2  # half-width (half + 1/2) sample periods:
+    assert result["samples"] == (1500 - 2 * (half + 1)  # samples within it of an end dropped
+                                 - delay_dropped(result["torque_delay"]["delay_s"], 0.01))
+    assert all(body["fully_consistent"] for body in result["bodies"])
+    assert result["residual_rms"] < 0.1
+    t_check = np.arange(0, 10.0, 0.05)
+    q, dq, ddq = fourier_motion(t_check, seed=12)
+    q[:, 0], dq[:, 0], ddq[:, 0] = 0.3, 0.0, 0.0
+    truth = panda_torques(panda_truth_model(), q, dq, ddq)[:, 1:]
+    predicted = torques_from_json(result, panda_urdf, joints, q[:, 1:], dq[:, 1:], ddq[:, 1:],
+                                  locked={"panda_joint1": 0.3})
+    assert np.sqrt(np.mean((predicted - truth) ** 2)) < 0.1
+
+
+def _kuka_npz(path: Path, run: Path, step: int) -> Path:
+    content = np.load(run)
+    np.savez(path, t=content["times"][::step], joint_names=np.array(KUKA_JOINTS),
+             q=content["positions"][::step], dq=content["velocities"][::step],
+             ddq=content["accelerations"][::step], effort=content["torques"][::step])
+    return path
+
+
+def test_fit_links_real_kuka(capsys, tmp_path: Path) -> None:
+    """Real KUKA LWR4+ torques (run 1, every 10th sample): every link consistent, and the JSON
+    predicts the held-out run 2 about as well as the data's README says least squares does
+    (0.22 N m on all of run 1)."""
+    data_dir = shared_data("kuka_lwr4")
+    urdf = str(data_dir / "kuka_lwr4.urdf")
+    train = _kuka_npz(tmp_path / "run1.npz", data_dir / "measurements_1.npz", 10)
+    out_json = tmp_path / "kuka.json"
+    code, out, err = run_cli(capsys, "fit-links", "--urdf", urdf, "--data", str(train),
+                             "--json", str(out_json))
+    assert code == 0, err
+    result = read_json(out_json)
+    assert_links_schema(result, "lmi", KUKA_JOINTS)
+    assert [b["name"] for b in result["bodies"]] == [f"lwr_{i}_link" for i in range(1, 8)]
+    assert all(body["fully_consistent"] for body in result["bodies"])
+    assert result["residual_rms"] < 0.3
+    run2 = np.load(data_dir / "measurements_2.npz")
+    rows = slice(None, None, 10)
+    predicted = torques_from_json(result, urdf, KUKA_JOINTS, run2["positions"][rows],
+                                  run2["velocities"][rows], run2["accelerations"][rows])
+    rms = np.sqrt(np.mean((predicted - run2["torques"][rows]) ** 2))
+    assert rms < 0.3, rms
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--joints", "panda_joint1,wrist"], "lacks joint(s) ['wrist']"),
+    (["--coulomb-velocity", "-1"], "--coulomb-velocity must be >= 0"),
+    (["--joint-states-topic", "/js"], "--joint-states-topic only apply to --bag"),
+])
+def test_fit_links_bad_input(capsys, panda_urdf: str, panda_link_npz: Path, extra: list[str],
+                             fragment: str) -> None:
+    code, out, err = run_cli(capsys, "fit-links", "--urdf", panda_urdf, "--data",
+                             str(panda_link_npz), *extra)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and fragment in err, err
+
+
+def test_fit_links_needs_effort(capsys, panda_urdf: str, payload_npz: Path) -> None:
+    code, _, err = run_cli(capsys, "fit-links", "--urdf", panda_urdf, "--data", str(payload_npz))
+    assert code == 2 and err.count("\n") == 1 and "missing 'effort'" in err
+
+
+# ---- the module ----------------------------------------------------------------------------
+
+
+def test_cli_module_does_not_import_rclpy() -> None:
+    code = "import sys, inertia_id_ros.cli; print('rclpy' in sys.modules)"
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=60)
+    assert completed.stdout.strip() == "False", completed.stderr
+
+
+def test_help_exits_zero(capsys) -> None:
+    assert cli.main(["--help"]) == 0
+    assert "fit-payload" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["fit-links", "--help"],
+                                  ["fit-links", "--no-such-option"]])
+def test_help_and_usage_errors_import_no_library(argv: list[str]) -> None:
+    """``--help`` and argument errors stay quick: the parser loads neither numpy, pinocchio, cvxpy
+    nor rclpy (the stand-in, free of timing, for its 0.3 s target)."""
+    code = ("import sys; from inertia_id_ros.cli import main; code = main(sys.argv[1:]); "
+            "heavy = ('numpy', 'pinocchio', 'cvxpy', 'scipy', 'rclpy'); "
+            "print(code, [name for name in heavy if name in sys.modules], file=sys.stderr)")
+    completed = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
+                               text=True, timeout=60)
+    expected = 2 if "--no-such-option" in argv else 0
+    assert completed.stderr.splitlines()[-1] == f"{expected} []", completed.stderr
+
+
+def test_method_choices_are_the_solvers() -> None:
+    from inertia_id_ros.options import METHOD_NAMES
+    from inertia_id_ros.solvers import METHODS
+
+    assert METHOD_NAMES == tuple(METHODS)
+
+
+def test_fit_payload_reports_an_inconsistent_ols_estimate_flagged(capsys, panda_urdf, tmp_path):
+    """A point mass sits on the consistency boundary: noise makes OLS inconsistent; fit-payload
+    still writes it, flagged, while lmi stays consistent."""
+    point_mass = theta_from_inertia(1.0, np.array([0.02, 0.0, 0.05]), np.zeros((3, 3)))
+    sim = PayloadSimulator.panda(payload_theta=point_mass, seed=4)
+    t = np.arange(2400) / 200.0
+    q, dq, wrench = sim.measure(t, np.random.default_rng(3))
+    data = tmp_path / "point_mass.npz"
+    np.savez(data, t=t, joint_names=np.array(PANDA_ARM), q=q, dq=dq, wrench=wrench)
+    flags = {}
+    for method in ("ols", "lmi"):
+        out = tmp_path / f"{method}.json"
+        code, _, err = run_cli(capsys, "fit-payload", "--urdf", panda_urdf, "--sensor-frame",
+                               SENSOR, "--data", str(data), "--method", method, "--json", str(out))
+        assert code == 0, err
+        flags[method] = read_json(out)["bodies"][0]["fully_consistent"]
+    assert flags == {"ols": False, "lmi": True}
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (("--excite", "--speed-scale", "1.5"), "--speed-scale: invalid_speed_scale"),
+    (("--speed-scale", "0"), "--speed-scale: invalid_speed_scale"),
+    (("--duration", "-5"), "--duration must be >= 0 s"),
+])
+def test_demo_refuses_bad_arguments_before_starting_anything(capsys, arguments, message):
+    code, _, err = run_cli(capsys, "demo", *arguments)
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+# ---- fit-payload-torques -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def payload_torque_npz(tmp_path_factory):
+    """(runs, unloaded NPZ, loaded NPZ, fit-links JSON of the unloaded run): the simulated Panda
+    replaying one motion without and with the default payload, 20 s at 200 Hz each."""
+    from inertia_id_ros.sim.torques import panda_payload_torque_runs
+
+    runs = panda_payload_torque_runs(duration=20.0, rate=200.0, seed=2)
+    directory = tmp_path_factory.mktemp("payload_torques")
+    paths = []
+    for name, rec in (("unloaded", runs.unloaded), ("loaded", runs.loaded)):
+        paths.append(directory / f"{name}.npz")
+        np.savez(paths[-1], t=rec.t, joint_names=np.array(PANDA_ARM), q=rec.q, dq=rec.dq,
+                 effort=rec.effort)
+    links = directory / "links.json"
+    assert cli.main(["fit-links", "--urdf", str(example_robot_urdf("panda")), "--data",
+                     str(paths[0]), "--json", str(links), "--filter-half-width", "0.03",
+                     "--prior-weight", "1e-6", "--coulomb-velocity", "0.02", "--no-tilt",
+                     "--torque-delay", "0"]) == 0
+    return runs, paths[0], paths[1], links
+
+
+@pytest.mark.parametrize("route", ["--links-result", "--unloaded"])
+def test_fit_payload_torques_routes(capsys, tmp_path: Path, panda_urdf: str, payload_torque_npz,
+                                    route: str) -> None:
+    """A fit-links link model, or differencing a loaded and an unloaded run: mass within 1 %,
+    COM within 5 mm; the JSON has the standard errors; no warning about the mass."""
+    runs, unloaded, loaded, links = payload_torque_npz
+    capsys.readouterr()
+    out_json = tmp_path / "payload.json"
+    code, out, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                             str(loaded), "--frame", SENSOR, "--json", str(out_json), route,
+                             str(links if route == "--links-result" else unloaded))
+    assert code == 0, err
+    assert "mass is poorly determined" not in err
+    result = read_json(out_json)
+    assert list(result["bodies"][0]) == BODY_KEYS
+    theta = np.array(result["bodies"][0]["theta"])
+    mass, com, _ = inertia_from_theta(theta)
+    true_mass, true_com, _ = inertia_from_theta(runs.payload_theta)
+    assert mass == pytest.approx(true_mass, rel=0.01)
+    assert np.linalg.norm(com - true_com) < 5e-3
+    assert 0.0 < result["theta_std"][0] < 0.01 * true_mass
+    assert result["rank"] == result["n_parameters"] == 17
+    assert set(result["offset_changes"]) == set(PANDA_ARM)
+    assert "standard errors: mass" in out
+    if route == "--unloaded":
+        assert result["link_model"].startswith("difference")
+        assert result["alignment"]["shift_s"] == pytest.approx(0.0, abs=1e-9)
+        assert "time shift of +0.000 s" in out
+    else:
+        assert result["link_model"] == f"fit-links result {links}"
+
+
+def test_fit_payload_torques_urdf_links_are_flagged(capsys, panda_urdf: str,
+                                                    payload_torque_npz) -> None:
+    """The URDF's links as the link model (the truth 10 % off, no friction): the estimate is
+    printed with the note to prefer a fit-links result or differencing."""
+    _, _, loaded, _ = payload_torque_npz
+    code, out, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                             str(loaded), "--frame", SENSOR)
+    assert code == 0, err
+    assert "link model: the URDF's links" in out
+    assert "prefer --links-result" in out
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--torque-constants", "0.1,0.1"], "--torque-constants has 2 values for 7 joints"),
+    (["--gear-ratios", ",".join(["100"] * 7)], "--gear-ratios needs --torque-constants"),
+    (["--effort-signs", ",".join(["2"] * 7)], "effort_sign must be +1 or -1"),
+    (["--frame", "no_such_frame"], "no_such_frame"),
+    (["--validate", "x.npz"], "--validate does not apply"),
+    (["--links-result", "a.json", "--unloaded", "b.npz"], "not allowed with argument"),
+])
+def test_fit_payload_torques_bad_input(capsys, panda_urdf: str, payload_torque_npz,
+                                       extra: list[str], message: str) -> None:
+    _, _, loaded, _ = payload_torque_npz
+    argv = ["fit-payload-torques", "--urdf", panda_urdf, "--data", str(loaded), "--frame",
+            SENSOR, *extra]
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_fit_payload_torques_refuses_another_motion(capsys, tmp_path: Path, panda_urdf: str,
+                                                    payload_torque_npz) -> None:
+    """--unloaded of a different motion is refused: differencing needs the same motion."""
+    from inertia_id_ros.sim.torques import panda_payload_torque_runs
+
+    _, _, loaded, _ = payload_torque_npz
+    other = panda_payload_torque_runs(duration=20.0, rate=200.0, seed=3).unloaded
+    path = tmp_path / "other.npz"
+    np.savez(path, t=other.t, joint_names=np.array(PANDA_ARM), q=other.q, dq=other.dq,
+             effort=other.effort)
+    code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                           str(loaded), "--frame", SENSOR, "--unloaded", str(path))
+    assert code == 2
+    assert "does not follow the loaded run's motion" in err
