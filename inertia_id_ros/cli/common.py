@@ -16,6 +16,7 @@ from inertia_id_ros.options import (
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
     METHOD_NAMES,
+    PAYLOAD_TORQUES_HALF_WIDTH,
 )
 
 if TYPE_CHECKING:
@@ -109,9 +110,11 @@ def read_result_body(path: str, name: str | None = None) -> IdentifiedBody:
         raise InputError(str(e)) from None
 
 
-def add_data_options(parser: argparse.ArgumentParser, wrenches: bool) -> None:
-    """The options of fit-payload and fit-links: data (``--data`` or ``--bag``), URDF, method,
-    JSON output, differentiation, held-out data."""
+def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,
+                     validate: bool = True) -> None:
+    """The options of fit-payload, fit-payload-torques and fit-links: data (``--data`` or
+    ``--bag``), URDF, method, JSON output, differentiation, held-out data (unless
+    ``validate`` is False)."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="recorded data, .npz or .csv (see inertia_id_ros.io.data)")
     source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
@@ -129,6 +132,9 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool) -> None:
     parser.add_argument("--filter-half-width", type=float, default=None, metavar="SEC",
                         help="half-width of the zero-phase local polynomial fit that "
                              "differentiates joint states (s; fit-links: chosen by "
-                             f"cross-validation, fit-payload: {DEFAULT_HALF_WIDTH})")
-    parser.add_argument("--validate", metavar="DATA", help="held-out data (file or bag): print "
-                                                           "the result's errors on them")
+                             f"cross-validation, fit-payload: {DEFAULT_HALF_WIDTH}, "
+                             f"fit-payload-torques: {PAYLOAD_TORQUES_HALF_WIDTH} or the "
+                             "--links-result's)")
+    if validate:
+        parser.add_argument("--validate", metavar="DATA",
+                            help="held-out data (file or bag): print the result's errors on them")

@@ -56,7 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "fit-payload-torques",
         help="identify the payload at a frame from recorded joint torques (no F/T sensor): "
              "with a link model, or from a loaded and an unloaded run of the same motion")
-    add_data_options(command, wrenches=False)
+    add_data_options(command, wrenches=False, validate=False)
     command.add_argument("--frame", required=True,
                          help="URDF frame the payload is attached to (e.g. the flange); the "
                               "result is about and in it")
@@ -184,9 +184,6 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.validate import differentiation_of
 
     check_data_source(args)
-    if args.validate:
-        raise InputError("--validate does not apply to fit-payload-torques (it validates "
-                         "fit-payload and fit-links results)")
     source = args.data or args.bag
     states = _read(args, source)
     model = load_urdf_model(args.urdf)

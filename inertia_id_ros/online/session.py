@@ -154,7 +154,8 @@ class Session(abc.ABC, Generic[E]):
     the input rate the window was sized for (Hz): faster inputs are warned about."""
 
     mode: str
-    """Name of what the session identifies (``"payload"``, ``"links"``, ``"whole_body"``)."""
+    """Name of what the session identifies (``"payload"``, ``"payload_torques"``, ``"links"``,
+    ``"whole_body"``)."""
 
     def __init__(self, estimator: E, max_input_rate_hz: float = 1000.0) -> None:
         self.estimator = estimator

@@ -541,7 +541,7 @@ def test_fit_payload_torques_urdf_links_are_flagged(capsys, panda_urdf: str,
     (["--gear-ratios", ",".join(["100"] * 7)], "--gear-ratios needs --torque-constants"),
     (["--effort-signs", ",".join(["2"] * 7)], "effort_sign must be +1 or -1"),
     (["--frame", "no_such_frame"], "no_such_frame"),
-    (["--validate", "x.npz"], "--validate does not apply"),
+    (["--validate", "x.npz"], "unrecognized arguments: --validate"),
     (["--links-result", "a.json", "--unloaded", "b.npz"], "not allowed with argument"),
 ])
 def test_fit_payload_torques_bad_input(capsys, panda_urdf: str, payload_torque_npz,
