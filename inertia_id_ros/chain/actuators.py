@@ -9,7 +9,7 @@ rotor inertias and motor types are for: :mod:`inertia_id_ros.chain.armatures`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -99,6 +99,34 @@ class ActuatorConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain mapping (YAML-safe), the inverse of :meth:`from_dict`."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def effort_scales(joints: Sequence[str], torque_constants: Sequence[float] | None = None,
+                  gear_ratios: Sequence[float] | None = None,
+                  effort_signs: Sequence[float] | None = None) -> list[float]:
+    """Each joint's :attr:`ActuatorConfig.effort_scale` (joint torque per unit of recorded
+    effort) from per-joint lists in ``joints`` order (``None``: efforts are joint torques, gear
+    ratio 1, sign +1). Raises :class:`ConfigError` naming the joint, or for lists of the wrong
+    length or gear ratios without torque constants."""
+    given = {"torque constants": torque_constants, "gear ratios": gear_ratios,
+             "effort signs": effort_signs}
+    for name, values in given.items():
+        if values is not None and len(values) != len(joints):
+            raise ConfigError(f"{name}: {len(values)} values for {len(joints)} joints "
+                              f"{list(joints)}")
+    if gear_ratios is not None and torque_constants is None:
+        raise ConfigError("gear ratios need torque constants (the efforts are then motor "
+                          "currents)")
+    scales = []
+    for j, joint in enumerate(joints):
+        try:
+            scales.append(ActuatorConfig(
+                gear_ratio=1.0 if gear_ratios is None else float(gear_ratios[j]),
+                torque_constant=None if torque_constants is None else float(torque_constants[j]),
+                effort_sign=1.0 if effort_signs is None else float(effort_signs[j])).effort_scale)
+        except ConfigError as e:
+            raise ConfigError(f"joint {joint!r}: {e}") from None
+    return scales
 
 
 @dataclass(frozen=True)

@@ -85,39 +85,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     command.set_defaults(run=run)
 
 
-def _numbers(text: str | None, option: str, joints: list[str]) -> list[float] | None:
-    """The comma-separated numbers of ``option``, one per joint (``None`` when not given)."""
+def _numbers(text: str | None, option: str) -> list[float] | None:
+    """The comma-separated numbers of ``option`` (``None`` when not given)."""
     if text is None:
         return None
     try:
-        values = [float(v) for v in text.split(",")]
+        return [float(v) for v in text.split(",")]
     except ValueError:
         raise InputError(f"{option} must be comma-separated numbers, got {text!r}") from None
-    if len(values) != len(joints):
-        raise InputError(f"{option} has {len(values)} values for {len(joints)} joints "
-                         f"{joints}")
-    return values
 
 
 def _effort_scales(args: argparse.Namespace, joints: list[str]) -> list[float]:
-    """Joint torque per unit of effort of each joint (``ActuatorConfig.effort_scale``)."""
-    from inertia_id_ros.chain.actuators import ActuatorConfig
+    """Joint torque per unit of effort of each joint
+    (:func:`~inertia_id_ros.chain.actuators.effort_scales`)."""
+    from inertia_id_ros.chain.actuators import effort_scales
 
-    constants = _numbers(args.torque_constants, "--torque-constants", joints)
-    ratios = _numbers(args.gear_ratios, "--gear-ratios", joints)
-    signs = _numbers(args.effort_signs, "--effort-signs", joints)
-    if ratios is not None and constants is None:
-        raise InputError("--gear-ratios needs --torque-constants (the efforts are currents)")
-    scales = []
-    for j in range(len(joints)):
-        try:
-            scales.append(ActuatorConfig(
-                gear_ratio=1.0 if ratios is None else ratios[j],
-                torque_constant=None if constants is None else constants[j],
-                effort_sign=1.0 if signs is None else signs[j]).effort_scale)
-        except ConfigError as e:
-            raise InputError(f"joint {joints[j]!r}: {e}") from None
-    return scales
+    try:
+        return effort_scales(joints, _numbers(args.torque_constants, "--torque-constants"),
+                             _numbers(args.gear_ratios, "--gear-ratios"),
+                             _numbers(args.effort_signs, "--effort-signs"))
+    except ConfigError as e:
+        raise InputError(str(e)) from None
 
 
 def _read(args: argparse.Namespace, path: str) -> JointStates:

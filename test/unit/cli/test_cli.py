@@ -537,8 +537,9 @@ def test_fit_payload_torques_urdf_links_are_flagged(capsys, panda_urdf: str,
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--torque-constants", "0.1,0.1"], "--torque-constants has 2 values for 7 joints"),
-    (["--gear-ratios", ",".join(["100"] * 7)], "--gear-ratios needs --torque-constants"),
+    (["--torque-constants", "0.1,0.1"], "torque constants: 2 values for 7 joints"),
+    (["--gear-ratios", ",".join(["100"] * 7)], "gear ratios need torque constants"),
+    (["--torque-constants", "a,b"], "--torque-constants must be comma-separated numbers"),
     (["--effort-signs", ",".join(["2"] * 7)], "effort_sign must be +1 or -1"),
     (["--frame", "no_such_frame"], "no_such_frame"),
     (["--validate", "x.npz"], "unrecognized arguments: --validate"),

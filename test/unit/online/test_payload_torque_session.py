@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from helpers.panda_arm import one_path_chirp
-from inertia_id_ros.chain.actuators import ActuatorConfig
+from inertia_id_ros.chain.actuators import ActuatorConfig, effort_scales
 from inertia_id_ros.chain.friction import JointDrive
 from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
@@ -78,9 +78,7 @@ def test_efforts_as_signed_motor_currents(runs) -> None:
     constants = np.array([0.07, 0.07, 0.06, 0.06, 0.05, 0.05, 0.04])
     ratios = np.full(7, 100.0)
     signs = np.array([1, -1, 1, 1, -1, 1, -1])
-    actuators = [ActuatorConfig(gear_ratio=n, torque_constant=k, effort_sign=s)
-                 for k, n, s in zip(constants, ratios, signs)]
-    scales = np.array([a.effort_scale for a in actuators])
+    scales = np.array(effort_scales(runs.links.joint_names, constants, ratios, signs))
     np.testing.assert_allclose(scales, signs * constants * ratios)
     links = LinkModel(runs.links.model, [JointDrive(coulomb_velocity=0.02, effort_scale=scale)
                                          for scale in scales], runs.links.robot_joint_names)
