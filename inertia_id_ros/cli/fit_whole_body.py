@@ -113,19 +113,13 @@ def run(args: argparse.Namespace) -> int:
     for topic, count in recording.uncovered.items():
         print(f"inertia-id fit-whole-body: warning: {topic!r} does not cover {count} stamps "
               f"(stopped or not started): their rows are dropped", file=sys.stderr)
-    findings = check_time_units(recording.states.t, "joint state stamps") + free_fall_finding(
-        args.base, recording.ft_types, args.free_fall)
-    if not report_findings("fit-whole-body", findings):
-        model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
-                                           args.filter_half_width,
-                                           flip_wrench_sign=args.flip_wrench_sign or ())
-        findings = input_findings(recording.states, model.model, list(model.joint_names))
-    if report_findings("fit-whole-body", findings):
+    findings = check_time_units(recording.states.t, "joint state stamps")
+    if report_findings("fit-whole-body", findings):  # before differentiating in those units
         write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
         return EXIT_IMPLAUSIBLE
-    volumes = link_volumes(args.urdf, model.bodies)
-    ellipsoids = ([volumes[name].ellipsoid_matrix() if name in volumes else None
-                   for name in model.bodies] if args.bounding_ellipsoid else None)
+    model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
+                                       args.filter_half_width,
+                                       flip_wrench_sign=args.flip_wrench_sign or ())
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:
         raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
     efforts = args.efforts and samples.efforts is not None
@@ -134,6 +128,14 @@ def run(args: argparse.Namespace) -> int:
                          + ("" if efforts else " and no joint efforts")
                          + ": no rows to fit (a fixed base has no base rows; give internal "
                            "sensors or --efforts with recorded efforts)")
+    findings = free_fall_finding(args.base, recording.ft_types, args.free_fall) + input_findings(
+        recording.states, model.model, list(model.joint_names))
+    if report_findings("fit-whole-body", findings):
+        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
+        return EXIT_IMPLAUSIBLE
+    volumes = link_volumes(args.urdf, model.bodies)
+    ellipsoids = ([volumes[name].ellipsoid_matrix() if name in volumes else None
+                   for name in model.bodies] if args.bounding_ellipsoid else None)
     holdout = None
     try:
         if args.holdout is None:

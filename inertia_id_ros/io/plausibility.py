@@ -10,8 +10,9 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
 
 - :func:`check_time_units`: the median time step fits milliseconds, microseconds or nanoseconds
   rather than seconds (``"time_units"``, refuse).
-- :func:`check_angle_units`: joint positions outside the URDF limits that fit them once divided by
-  180/π (``"degrees"``, refuse); outside the limits otherwise (``"joint_limits"``, warn).
+- :func:`check_angle_units`: joint positions outside the URDF limits by more than their span that
+  fit them once divided by 180/π (``"degrees"``, refuse); outside the limits otherwise
+  (``"joint_limits"``, warn).
 - :func:`residual_ratio_findings`: per sensor or joint, the consistent fit's residual RMS over an
   unconstrained fit's with every offset fitted (``"residual_ratio"``): above
   :data:`RESIDUAL_RATIO_REFUSE` refuse, above :data:`RESIDUAL_RATIO_WARN` warn. No body explains
@@ -142,18 +143,20 @@ def check_angle_units(q: np.ndarray, joint_names: Sequence[str], lower: np.ndarr
                       upper: np.ndarray) -> list[Finding]:
     """Positions ``q`` (N, n) of ``joint_names`` (n,) against the URDF limits ``lower``,
     ``upper`` (n,) rad (unbounded joints: not checked). ``degrees`` (refuse) for the joints whose
-    positions leave the limits but fit them once converted from degrees, ``joint_limits`` (warn)
-    for the others that leave them."""
+    positions leave the limits by more than the limits' span but fit them once converted from
+    degrees, ``joint_limits`` (warn) for the others that leave them by more than
+    :data:`ANGLE_LIMIT_MARGIN`."""
     q = np.asarray(q, dtype=float)
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     bounded = np.isfinite(lower) & np.isfinite(upper) & (upper - lower < 1e3)
+    span = np.where(bounded, upper - lower, np.inf)
     low, high = np.min(q, axis=0), np.max(q, axis=0)
     outside = bounded & ((low < lower - ANGLE_LIMIT_MARGIN) | (high > upper + ANGLE_LIMIT_MARGIN))
     if not outside.any():
         return []
-    radians = np.deg2rad
-    fits = outside & (radians(low) >= lower - ANGLE_LIMIT_MARGIN) & (
-        radians(high) <= upper + ANGLE_LIMIT_MARGIN)
+    far = (low < lower - span) | (high > upper + span)
+    fits = outside & far & (np.deg2rad(low) >= lower - ANGLE_LIMIT_MARGIN) & (
+        np.deg2rad(high) <= upper + ANGLE_LIMIT_MARGIN)
     findings = []
     degrees = [j for j in range(len(joint_names)) if fits[j]]
     if degrees:
@@ -161,7 +164,7 @@ def check_angle_units(q: np.ndarray, joint_names: Sequence[str], lower: np.ndarr
         j = degrees[0]
         findings.append(Finding(
             "degrees", names, REFUSE,
-            f"positions leave the URDF limits (e.g. {joint_names[j]}: {low[j]:.3g} to "
+            f"positions leave the URDF limits far (e.g. {joint_names[j]}: {low[j]:.3g} to "
             f"{high[j]:.3g} rad, limits {lower[j]:.3g} to {upper[j]:.3g}) but fit them divided "
             "by 180/π. Degrees? Convert the positions (and velocities, accelerations) to "
             "radians.",
