@@ -423,14 +423,17 @@ def link_volumes(urdf: str | Path, links: Sequence[str],
                  margin: float = LINK_VOLUME_MARGIN) -> dict[str, Volume]:
     """Boxes in each of ``links``' frame from the URDF's collision geometry (pinocchio's
     ``buildGeomFromUrdf``, each shape's local bounding box), grown by ``margin`` (m) on every
-    side. Links without collision geometry, and every link when the geometry cannot be loaded
-    (meshes missing), have none."""
+    side (``package://`` meshes are looked for in the folders above the URDF). Links without
+    collision geometry, and every link when the geometry cannot be loaded (meshes missing), have
+    none."""
     import pinocchio as pin
 
+    # package://NAME/... resolves in any folder above the URDF that holds NAME
+    package_dirs = [str(parent) for parent in Path(urdf).resolve().parents]
     try:
         model = pin.buildModelFromUrdf(str(urdf))
         geometry = pin.buildGeomFromUrdf(model, str(urdf), pin.GeometryType.COLLISION,
-                                         package_dirs=[str(Path(urdf).parent)])
+                                         package_dirs=package_dirs)
     except (ValueError, RuntimeError, OSError):
         return {}
     corners: dict[str, list[np.ndarray]] = {}
@@ -470,7 +473,8 @@ def pinned_mass_findings(names: Sequence[str], masses: np.ndarray,
                 "pinned_mass", name, WARN,
                 f"mass {float(mass):.3g} kg (URDF {float(prior):.3g} kg) is pinned at its "
                 "bound, 0 kg: the constraint decided it, not the data. Not identified; a "
-                "sensor sign or frame above this link, or a free-fall fit, drives masses there.",
+                "sensor's sign or frame above this link, a free-fall fit, or too little motion "
+                "of this link drives masses there.",
                 {"mass": float(mass), "urdf_mass": float(prior)}))
     return findings
 
