@@ -183,6 +183,24 @@ def test_payload_volume_and_bounding_ellipsoid(capsys, tmp_path, payload) -> Non
     assert np.linalg.norm(bounded["bodies"][0]["com"]) <= 0.1 + 1e-6
 
 
+def test_validate_yardsticks_fit_the_urdf_offset(capsys, tmp_path, payload) -> None:
+    """validate: the URDF with its F/T offset fitted beats the URDF with none (the sensor reads
+    28 N of offset) and is the yardstick printed; OLS is the second."""
+    data = payload["write"]("validate")
+    code, err, _ = run_cli(capsys, tmp_path, *fit_payload(payload, data))
+    assert code == 0, err
+    out = tmp_path / "validation.json"
+    assert cli.main(["validate", str(tmp_path / "result.json"), "--data", data, "--urdf",
+                     payload["urdf"], "--train", data, "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    errors = json.loads(out.read_text())
+    assert list(errors) == ["fit", "urdf", "urdf_offsets", "ols"]
+    assert errors["fit"]["rms"] < errors["urdf_offsets"]["rms"] < 0.5 * errors["urdf"]["rms"]
+    ratio = errors["fit"]["rms"] / errors["urdf_offsets"]["rms"]
+    assert f"fit / URDF with its offsets fitted (the fair yardstick): {ratio:.3f}" in printed
+    assert "fit / unconstrained least squares: 1.0" in printed
+
+
 # ---- links (real KUKA LWR4+) ---------------------------------------------------------------
 
 
