@@ -252,7 +252,9 @@ def whole_body_problem(model: WholeBodyModel, equations: NormalEquations,
                        ) -> tuple[Problem, np.ndarray]:
     """The scaled solver problem and its ``scales`` (``x = scales * x'``);
     ``bounding_ellipsoids`` per identified link ``None`` or its ``Q`` (4x4, link frame), moved
-    to the scaled coordinates: ``tr(J(θ) Q) = tr(J(θ') T⁻¹ Q T⁻¹)``."""
+    to the scaled coordinates: ``tr(J(θ) Q) = tr(J(θ') T⁻¹ Q T⁻¹)``, divided by ``m`` (the
+    ellipsoid in coordinates ``p / ℓ``: a positive multiple is the same constraint, and the
+    problem's check wants the ellipsoid's own form)."""
     scales = parameter_scales(model, equations.gram, equations.n_rows)
     scaled = None
     if bounding_ellipsoids is not None:
@@ -262,8 +264,8 @@ def whole_body_problem(model: WholeBodyModel, equations: NormalEquations,
             if q is None:
                 scaled.append(None)
                 continue
-            mass, length = d[0], d[1] / d[0]  # d = [m, m l (x3), m l² (x6)]
-            t_inv = np.array([length * np.sqrt(mass)] * 3 + [np.sqrt(mass)])
+            length = d[1] / d[0]  # d = [m, m l (x3), m l² (x6)]
+            t_inv = np.array([length] * 3 + [1.0])
             scaled.append(np.asarray(q, dtype=float) * np.outer(t_inv, t_inv))
     problem, _ = scale_problem(equations, scales, model.n_bodies, model.prior, prior_weight,
                                body_names=model.bodies, bounding_ellipsoids=scaled)
@@ -338,7 +340,9 @@ def _fit_equations(model: WholeBodyModel, equations: NormalEquations, method: st
     solution = solve(problem, method, initvals, **options)
     x = scales * solution.x
     if method != "ols":  # round-off of the unscaling must not break the margin
-        x = lift_to_margin(x, problem, CONSISTENCY_MARGIN)
+        physical = problem if bounding_ellipsoids is None else dataclasses.replace(
+            problem, bounding_ellipsoids=bounding_ellipsoids)  # x is physical, not scaled
+        x = lift_to_margin(x, physical, CONSISTENCY_MARGIN)
     nb = N_BODY_PARAMS * model.n_bodies
     offsets = {frame: x[nb + N_WRENCH_CHANNELS * i:nb + N_WRENCH_CHANNELS * (i + 1)]
                for i, frame in enumerate(model.offset_sensors)}

@@ -304,3 +304,29 @@ def test_icub_without_contact_sensor_refused_unless_free_fall(capsys, tmp_path,
     assert ("free_fall", "base") not in kinds(result)
     # the robot stood on its sole: declared in free fall, its base rows cannot be explained
     assert code == EXIT_IMPLAUSIBLE and "residual_ratio" in {k for k, _ in kinds(result)}
+
+
+def test_icub_bounding_ellipsoid_keeps_every_link_inside(capsys, tmp_path,
+                                                         icub_recording) -> None:
+    """--bounding-ellipsoid: every link with collision geometry satisfies tr(J Q) >= 0 for the
+    ellipsoid around its grown box (unconstrained, some do not), at little cost in residual."""
+    import pinocchio as pin
+
+    urdf = example_robot_urdf("icub")
+    data = icub_npz(tmp_path, icub_recording)
+    results = {}
+    for extra in ((), ("--bounding-ellipsoid",)):
+        code, err, results[extra] = run_cli(capsys, tmp_path, *fit_whole_body(data, *extra))
+        assert code == 0, err
+    volumes = plausibility.link_volumes(urdf, [b["name"] for b in results[()]["bodies"]])
+    assert len(volumes) > 20
+
+    def violations(result: dict) -> list[str]:
+        return [b["name"] for b in result["bodies"] if b["name"] in volumes and np.trace(
+            pin.Inertia.FromDynamicParameters(np.array(b["theta"])).toPseudoInertia().toMatrix()
+            @ volumes[b["name"]].ellipsoid_matrix()) < -1e-9]
+
+    assert violations(results[()])
+    assert violations(results[("--bounding-ellipsoid",)]) == []
+    assert results[("--bounding-ellipsoid",)]["residual_rms"] < 1.01 * results[()][
+        "residual_rms"]
