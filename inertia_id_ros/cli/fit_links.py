@@ -77,6 +77,8 @@ def _link_model(model: pin.Model, states: JointStates, joints: list[str],
 
 def run(args: argparse.Namespace) -> int:
     """Fit the links; the exit code."""
+    import numpy as np
+
     from inertia_id_ros.chain.differentiation import (
         SOURCE_POSITIONS,
         SOURCE_VELOCITIES,
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.io.data import check_joints, read_joint_bag, read_joint_file
     from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.plausibility import link_volumes
+    from inertia_id_ros.io.plausibility import link_volumes, volumes_holding
     from inertia_id_ros.io.validate import validate_after_fit
 
     check_data_source(args)
@@ -114,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
         return EXIT_IMPLAUSIBLE
     links = _link_model(model, states, joints, args.coulomb_velocity)
-    volumes = link_volumes(args.urdf, links.link_names)
+    prior = np.asarray(links.prior)[:10 * len(links.link_names)].reshape(-1, 10)
+    volumes = volumes_holding(link_volumes(args.urdf, links.link_names),
+                              dict(zip(links.link_names, prior)))
     ellipsoids = ([volumes[name].ellipsoid_matrix() if name in volumes else None
                    for name in links.link_names] if args.bounding_ellipsoid else None)
     differentiation = None

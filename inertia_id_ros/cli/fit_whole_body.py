@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         free_fall_finding,
         identifiability_lines,
         link_volumes,
+        volumes_holding,
     )
     from inertia_id_ros.io.whole_body import (
         read_whole_body_bag,
@@ -133,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
     if report_findings("fit-whole-body", findings):
         write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
         return EXIT_IMPLAUSIBLE
-    volumes = link_volumes(args.urdf, model.bodies)
+    volumes = volumes_holding(link_volumes(args.urdf, model.bodies),
+                              dict(zip(model.links, model.link_prior)))
     ellipsoids = ([volumes[name].ellipsoid_matrix() if name in volumes else None
                    for name in model.bodies] if args.bounding_ellipsoid else None)
     holdout = None

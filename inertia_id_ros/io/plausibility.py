@@ -19,14 +19,16 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
   the data: a sign, frame or offset is wrong.
 - :func:`volume_findings`: a body's COM, or its mass distribution's second moments, outside a
   bounding :class:`Volume` (``"bounding_volume"``, warn); links' volumes from the URDF's
-  collision geometry (:func:`link_volumes`), a payload's a sphere or box about the sensor.
+  collision geometry (:func:`link_volumes`; only those that hold the URDF's own inertial,
+  :func:`volumes_holding`), a payload's a sphere or box about the sensor.
 - :func:`pinned_mass_findings`: a mass at its lower bound, zero (``"pinned_mass"``, warn): the
   constraint, not the data, decided it; such a link is never labelled "identified".
 - :func:`tilt_finding`: a fitted base tilt over :data:`TILT_WARN_DEG` (``"base_tilt"``, warn).
 - :func:`free_fall_finding`: a floating base without a contact sensor (``"free_fall"``, refuse
   unless the robot is declared in free fall).
-- :func:`determination_findings`: a payload whose mass or inertia is poorly determined
-  (``"poorly_determined"``, warn, with the standard error).
+- :func:`determination_findings`: a payload on the consistency boundary (``"at_bound"``, warn)
+  or whose mass or inertia is poorly determined (``"poorly_determined"``, warn, with the
+  standard error).
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ PINNED_MASS_FLOOR = 1e-3
 """URDF masses below this (kg) are no mass: such links are not checked."""
 TILT_WARN_DEG = 3.0
 """A fitted base tilt above this (deg) is warned about."""
+AT_BOUND_FACTOR = 10.0
+"""``λmin(J)`` up to this many times the solvers' consistency margin is on the boundary."""
 POORLY_DETERMINED = {"mass": 0.1, "inertia": 0.5}
 """Relative standard errors above which a payload's mass or inertia (about the COM, Frobenius
 norm) counts as poorly determined."""
@@ -461,6 +465,15 @@ def link_volumes(urdf: str | Path, links: Sequence[str],
     return volumes
 
 
+def volumes_holding(volumes: dict[str, Volume], priors: dict[str, np.ndarray]
+                    ) -> dict[str, Volume]:
+    """The ``volumes`` that hold their link's URDF inertial (``priors``: link -> theta (10,)):
+    a volume the URDF's own body leaves is no yardstick (Collada meshes that the loader turns
+    to another up axis, as the iCub's; inertias larger than the link, as the Panda's first)."""
+    return {name: volume for name, volume in volumes.items()
+            if name in priors and not volume_findings(name, priors[name], volume)}
+
+
 def pinned_mass_findings(names: Sequence[str], masses: np.ndarray,
                          prior_masses: np.ndarray) -> list[Finding]:
     """``pinned_mass`` (warn) for each link whose fitted mass (kg) sits at its lower bound, 0:
@@ -498,17 +511,34 @@ def tilt_finding(roll: float, pitch: float, limit: float | None = None) -> list[
 
 def determination_findings(name: str, theta: np.ndarray,
                            covariance: np.ndarray) -> list[Finding]:
-    """``poorly_determined`` (warn) when the standard error (first-order, from ``covariance``
+    """``at_bound`` (warn) when the body's pseudo-inertia sits on the consistency boundary
+    (``λmin(J)`` within :data:`AT_BOUND_FACTOR` of the solvers' margin: the constraint decided
+    a direction, and the covariance, projected onto the boundary, understates it);
+    ``poorly_determined`` (warn) when the standard error (first-order, from ``covariance``
     (10, 10) of ``theta``) of the mass or of the inertia about the COM is above
     :data:`POORLY_DETERMINED` of its value."""
     from inertia_id_ros.core.covariance import inertia_com_covariance
-    from inertia_id_ros.core.inertia import inertia_from_theta, inertia_to_msg_order
+    from inertia_id_ros.core.inertia import (
+        check_consistency,
+        inertia_from_theta,
+        inertia_to_msg_order,
+    )
+    from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN
 
     theta = np.asarray(theta, dtype=float)
     mass = float(theta[0])
     if not mass > 0:
         return []
     findings = []
+    eig = check_consistency(theta).min_pseudo_inertia_eig
+    if eig <= AT_BOUND_FACTOR * CONSISTENCY_MARGIN:
+        findings.append(Finding(
+            "at_bound", name, WARN,
+            f"the estimate sits on the physical-consistency boundary (λmin(J) = {eig:.2g} kg m²): "
+            "the constraint, not the data, decided part of it (usually the inertia; its "
+            "standard errors understate that). Unless the body is a point mass or a thin rod, "
+            "move it through more varied rotations (inertia-id excite).",
+            {"min_pseudo_inertia_eig": eig}))
     mass_std = float(np.sqrt(max(covariance[0, 0], 0.0)))
     if mass_std > POORLY_DETERMINED["mass"] * mass:
         findings.append(Finding(
