@@ -291,6 +291,8 @@ def main() -> None:
         whole = ["fit-whole-body", "--urdf", icub_urdf, "--data"]
         scenario(rows, "iCub: undisturbed", whole + [str(icub_npz(d, "icub"))], out,
                  icub_figures)
+        scenario(rows, "iCub: undisturbed, --bounding-ellipsoid", whole
+                 + [str(icub_npz(d, "icub")), "--bounding-ellipsoid"], out, icub_figures)
         legs = ("l_leg_ft_sensor", "l_foot_ft_sensor", "r_leg_ft_sensor", "r_foot_ft_sensor")
         flipped = str(icub_npz(d, "icub_flip", flip=legs))
         scenario(rows, "iCub: leg sensors' sign flips forgotten", whole + [flipped], out,

@@ -17,10 +17,11 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
   unconstrained fit's with every offset fitted (``"residual_ratio"``): above
   :data:`RESIDUAL_RATIO_REFUSE` refuse, above :data:`RESIDUAL_RATIO_WARN` warn. No body explains
   the data: a sign, frame or offset is wrong.
-- :func:`volume_findings`: a body's COM, or its mass distribution's second moments, outside a
-  bounding :class:`Volume` (``"bounding_volume"``, warn); links' volumes from the URDF's
-  collision geometry (:func:`link_volumes`; only those that hold the URDF's own inertial,
-  :func:`volumes_holding`), a payload's a sphere or box about the sensor.
+- :func:`volume_findings`: a body's COM, or its mass on average, outside the ellipsoid of a
+  bounding :class:`Volume` (``"bounding_volume"``, warn; what ``--bounding-ellipsoid``
+  forbids); links' volumes from the URDF's collision geometry (:func:`link_volumes`; only
+  those that hold the URDF's own inertial, :func:`volumes_holding`), a payload's a sphere or
+  box about the sensor.
 - :func:`pinned_mass_findings`: a mass at its lower bound, zero (``"pinned_mass"``, warn): the
   constraint, not the data, decided it; such a link is never labelled "identified".
 - :func:`tilt_finding`: a fitted base tilt over :data:`TILT_WARN_DEG` (``"base_tilt"``, warn).
@@ -391,36 +392,34 @@ def payload_volume(radius: float | None = None,
 
 
 def volume_findings(name: str, theta: np.ndarray, volume: Volume) -> list[Finding]:
-    """``bounding_volume`` (warn) when the COM of ``theta`` (10,) lies outside ``volume`` or the
-    mass spreads beyond it (along an axis the second moment about its centre exceeds the
-    half-extent squared; sphere: the trace exceeds the radius squared)."""
+    """``bounding_volume`` (warn) when the COM of ``theta`` (10,) lies outside ``volume``'s
+    ellipsoid (:meth:`Volume.semi_axes`) or the mass lies outside it on average (``Σ_i E[(p_i -
+    c_i)²] / a_i² > 1``, i.e. ``tr(J Q) < 0``: what ``--bounding-ellipsoid`` forbids)."""
     theta = np.asarray(theta, dtype=float)
     mass = float(theta[0])
     if not mass > 0:
         return []
     center = np.asarray(volume.center, dtype=float)
+    axes2 = volume.semi_axes() ** 2
     com = theta[1:4] / mass
     moments = second_moments(theta) / mass
     about = moments - np.outer(com, center) - np.outer(center, com) + np.outer(center, center)
-    d = com - center
-    if volume.radius is not None:
-        com_out = float(np.linalg.norm(d)) > volume.radius
-        spread_out = float(np.trace(about)) > volume.radius ** 2
-    else:
-        com_out = bool(np.any(np.abs(d) > volume.half_extents))
-        spread_out = bool(np.any(np.diag(about) > np.asarray(volume.half_extents) ** 2))
+    com_measure = float(np.sum((com - center) ** 2 / axes2))
+    spread_measure = float(np.sum(np.diag(about) / axes2))
+    com_out, spread_out = com_measure > 1.0, spread_measure > 1.0
     if not (com_out or spread_out):
         return []
     com_mm = ", ".join(f"{1e3 * c:.0f}" for c in com)
     what = (f"its COM [{com_mm}] mm lies outside" if com_out
-            else "its mass spreads beyond (radius of gyration "
-                 f"{np.sqrt(max(np.trace(about), 0.0)):.3g} m)")
+            else f"its mass lies on average ({spread_measure:.2f} > 1) outside")
     return [Finding("bounding_volume", name, WARN,
-                    f"{what} the {volume.describe()} ({volume.source or 'given'}) for "
-                    f"{mass:.4g} kg: a sign or frame mistake, or too little excitation? Check "
-                    "the sensor's sign and frame; --bounding-ellipsoid keeps the fit inside.",
+                    f"{what} the ellipsoid around the {volume.describe()} "
+                    f"({volume.source or 'given'}) for {mass:.4g} kg: a sign or frame mistake, "
+                    "or too little excitation? Check the sensor's sign and frame; "
+                    "--bounding-ellipsoid keeps the fit inside.",
                     {"mass": mass, "com": com.tolist(), "com_outside": com_out,
-                     "spread_outside": spread_out})]
+                     "spread_outside": spread_out, "com_measure": com_measure,
+                     "spread_measure": spread_measure})]
 
 
 def link_volumes(urdf: str | Path, links: Sequence[str],
