@@ -33,7 +33,7 @@ PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 KUKA_JOINTS = tuple(f"lwr_{i}_joint" for i in range(7))
 SENSOR = "panda_link8"
 RATIOS_OUT: str | None = None
-"""``--ratios-out``: every scenario's residual ratios, one JSON line each."""
+"""``--ratios-out``: every scenario's residual ratios and URDF gains, one JSON line each."""
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:
@@ -45,10 +45,17 @@ def run(argv: list[str]) -> tuple[int, str, str]:
 
 
 def said(code: int, err: str, result: dict | None) -> str:
-    """The findings (``severity kind: subject``), else the first stderr line, else ``ok``."""
+    """The findings by severity and kind (``refuse urdf_sign: A, B``, at most three subjects
+    each, then their count), else the first stderr line, else ``ok``."""
     findings = (result or {}).get("findings") or []
     if findings:
-        return "; ".join(f"{f['severity']} {f['kind']}: {f['subject']}" for f in findings)
+        groups: dict[str, list[str]] = {}
+        for f in findings:
+            subject = f["subject"].replace("F/T sensor '", "'").replace("joint '", "'")
+            groups.setdefault(f"{f['severity']} {f['kind']}", []).append(subject)
+        return "; ".join(f"{key}: {', '.join(subjects[:3])}"
+                         + (f" (+{len(subjects) - 3})" if len(subjects) > 3 else "")
+                         for key, subjects in groups.items())
     first = err.strip().splitlines()[:1]
     return first[0][:90] if first else "ok"
 
@@ -209,7 +216,8 @@ def scenario(rows: list, label: str, argv: list[str], json_path: Path,
     rows.append((label, code, said(code, err, result), max_ratio(result), figures(result)))
     if RATIOS_OUT is not None and result and result.get("residual_ratios"):
         with open(RATIOS_OUT, "a") as f:
-            f.write(json.dumps({"label": label, "ratios": result["residual_ratios"]}) + "\n")
+            f.write(json.dumps({"label": label, "ratios": result["residual_ratios"],
+                                "gains": result.get("urdf_gains")}) + "\n")
     print(f"{label:<44} exit {code}  ratio {max_ratio(result):7.2f}  {figures(result)}\n"
           f"    {said(code, err, result)}", flush=True)
     return result
@@ -221,7 +229,7 @@ def main() -> None:
     parser.add_argument("--kuka", default="/work/shared/data/kuka_lwr4",
                         help="directory of the KUKA LWR4+ runs")
     parser.add_argument("--ratios-out", metavar="JSONL",
-                        help="append every scenario's residual ratios to JSONL")
+                        help="append every scenario's residual ratios and URDF gains to JSONL")
     args = parser.parse_args()
     global RATIOS_OUT
     RATIOS_OUT = args.ratios_out
