@@ -161,6 +161,13 @@ def add_plausibility_options(parser: argparse.ArgumentParser, payload: bool) -> 
                              + " (Wensing et al. 2017)")
 
 
+def check_bounding_ellipsoid(args: argparse.Namespace) -> None:
+    """Refuse ``--bounding-ellipsoid`` with a method that cannot take it."""
+    if getattr(args, "bounding_ellipsoid", False) and args.method == "manifold":
+        raise InputError("--bounding-ellipsoid needs --method lmi, pointmass or cad_prior "
+                         "(manifold cannot take bounding ellipsoids)")
+
+
 def input_findings(states: JointStates, model: pin.Model, joints: list[str],
                    extra_stamps: dict[str, Any] | None = None) -> list[Finding]:
     """Units of a recording before any fit: its stamps (and ``extra_stamps``, {what: stamps})

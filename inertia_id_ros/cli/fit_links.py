@@ -13,6 +13,7 @@ from inertia_id_ros.cli.common import (
     EXIT_NO_ESTIMATE,
     add_data_options,
     add_plausibility_options,
+    check_bounding_ellipsoid,
     check_data_source,
     input_findings,
     load_urdf_model,
@@ -93,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.validate import validate_after_fit
 
     check_data_source(args)
+    check_bounding_ellipsoid(args)
     if args.data is not None:
         states = read_joint_file(args.data)
         source = args.data

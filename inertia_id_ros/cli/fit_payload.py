@@ -15,6 +15,7 @@ from inertia_id_ros.cli.common import (
     add_data_options,
     add_plausibility_options,
     body_lines,
+    check_bounding_ellipsoid,
     check_data_source,
     dropped_text,
     input_findings,
@@ -195,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_data_source(args)
     _check_prior_options(args)
+    check_bounding_ellipsoid(args)
     if args.data is not None:
         recording = read_payload_file(args.data)
     else:

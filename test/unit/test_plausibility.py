@@ -201,6 +201,13 @@ def test_validate_yardsticks_fit_the_urdf_offset(capsys, tmp_path, payload) -> N
     assert "fit / unconstrained least squares: 1.0" in printed
 
 
+def test_bounding_ellipsoid_refused_with_manifold(capsys, tmp_path, payload) -> None:
+    code, err, _ = run_cli(capsys, tmp_path, *fit_payload(
+        payload, payload["write"]("manifold"), "--method", "manifold", "--bounding-ellipsoid"))
+    assert code == 2 and "--bounding-ellipsoid needs --method lmi" in err
+    assert err.count("\n") == 1
+
+
 # ---- links (real KUKA LWR4+) ---------------------------------------------------------------
 
 
