@@ -102,6 +102,11 @@ class DataSource:
                                 recording.source)
 
     def _derived(self, states: JointStates) -> JointStates:
+        from inertia_id_ros.io.plausibility import check_time_units
+
+        units = check_time_units(states.t, "joint state stamps")  # before differentiating
+        if units:
+            raise DataError(f"{self.path}: {units[0].subject}: {units[0].message}")
         try:
             return with_derivatives(states, self.half_width, self.order, delay=self.delay)
         except DataError as e:

@@ -201,6 +201,16 @@ def test_validate_yardsticks_fit_the_urdf_offset(capsys, tmp_path, payload) -> N
     assert "fit / unconstrained least squares: 1.0" in printed
 
 
+def test_validate_names_milliseconds(capsys, tmp_path, payload) -> None:
+    code, err, _ = run_cli(capsys, tmp_path, *fit_payload(payload, payload["write"]("fit")))
+    assert code == 0, err
+    held_out = payload["write"]("ms", time_scale=1e3)
+    assert cli.main(["validate", str(tmp_path / "result.json"), "--data", held_out, "--urdf",
+                     payload["urdf"]]) == 2
+    err = capsys.readouterr().err
+    assert "Milliseconds?" in err and err.count("\n") == 1
+
+
 def test_bounding_ellipsoid_refused_with_manifold(capsys, tmp_path, payload) -> None:
     code, err, _ = run_cli(capsys, tmp_path, *fit_payload(
         payload, payload["write"]("manifold"), "--method", "manifold", "--bounding-ellipsoid"))
