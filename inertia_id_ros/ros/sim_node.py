@@ -71,6 +71,7 @@ from inertia_id_ros.ros.conversions import (
     theta_to_msg,
     wrench_stamped,
 )
+from inertia_id_ros.ros.security import RCLError
 from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
 from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
@@ -395,7 +396,8 @@ def _value(node: Node, name: str) -> Any:
 @ends_quietly
 def main(args: list[str] | None = None) -> None:
     """Console script ``inertia-id-sim``: runs until stopped or ``duration_sec`` is played; exits
-    2 on an unknown ``robot``."""
+    2 on an unknown ``robot``, 1 when its node cannot be created (e.g. DDS-Security enforced and
+    not available)."""
     try:
         limit_threads()
     except InputError as error:
@@ -408,6 +410,10 @@ def main(args: list[str] | None = None) -> None:
         print(f"inertia_id_sim: {error}", file=sys.stderr)
         rclpy.try_shutdown()
         sys.exit(2)
+    except RCLError as error:  # e.g. DDS-Security asked for and not available: never unsecured
+        print(f"inertia_id_sim: cannot create the node: {error}", file=sys.stderr)
+        rclpy.try_shutdown()
+        sys.exit(1)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
 
