@@ -171,7 +171,8 @@ def check_bounding_ellipsoid(args: argparse.Namespace) -> None:
 def input_findings(states: JointStates, model: pin.Model, joints: list[str],
                    extra_stamps: dict[str, Any] | None = None) -> list[Finding]:
     """Units of a recording before any fit: its stamps (and ``extra_stamps``, {what: stamps})
-    and the positions of ``joints`` against the URDF limits."""
+    and the positions of ``joints`` against the URDF limits (joints of one coordinate: a
+    continuous joint's angle is not checked)."""
     import numpy as np
 
     from inertia_id_ros.io.plausibility import check_angle_units, check_time_units
@@ -179,11 +180,12 @@ def input_findings(states: JointStates, model: pin.Model, joints: list[str],
     findings = check_time_units(states.t, "joint state stamps")
     for what, stamps in (extra_stamps or {}).items():
         findings += check_time_units(stamps, what)
-    columns = [states.joint_names.index(j) for j in joints]
-    ids = [model.getJointId(j) for j in joints]
+    angles = [j for j in joints if model.nqs[model.getJointId(j)] == 1]  # not continuous
+    columns = [states.joint_names.index(j) for j in angles]
+    ids = [model.getJointId(j) for j in angles]
     lower = np.array([model.lowerPositionLimit[model.idx_qs[i]] for i in ids])
     upper = np.array([model.upperPositionLimit[model.idx_qs[i]] for i in ids])
-    return findings + check_angle_units(states.q[:, columns], joints, lower, upper)
+    return findings + check_angle_units(states.q[:, columns], angles, lower, upper)
 
 
 def report_findings(command: str, findings: list[Finding],

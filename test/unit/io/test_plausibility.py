@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import shared_data
+from helpers.paths import shared_data
 from inertia_id_ros import cli
 from inertia_id_ros.cli.common import EXIT_IMPLAUSIBLE
 from inertia_id_ros.core.inertia import theta_from_inertia
