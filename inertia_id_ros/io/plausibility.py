@@ -17,6 +17,10 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
   unconstrained fit's with every offset fitted (``"residual_ratio"``): above
   :data:`RESIDUAL_RATIO_REFUSE` refuse, above :data:`RESIDUAL_RATIO_WARN` warn. No body explains
   the data: a sign, frame or offset is wrong.
+- :func:`urdf_gain_findings`: a joint's torques, or a sensor's forces or torques, regressed on
+  the URDF's prediction (offsets removed): a gain below :data:`URDF_GAIN_SIGN` is the opposite
+  sign (``"urdf_sign"``, refuse), outside :data:`URDF_GAIN_RANGE` a scale (``"urdf_scale"``,
+  warn); judged only where the URDF predicts enough (:data:`URDF_MIN_SHARE`).
 - :func:`volume_findings`: a body's COM, or its mass on average, outside the ellipsoid of a
   bounding :class:`Volume` (``"bounding_volume"``, warn; what ``--bounding-ellipsoid``
   forbids); links' volumes from the URDF's collision geometry (:func:`link_volumes`; only
@@ -44,7 +48,7 @@ import numpy as np
 from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS, LINK_VOLUME_MARGIN
 
 REFUSE, WARN = "refuse", "warn"
-SEVERITIES = (REFUSE, WARN)
+"""A finding's severities: the answer is not given (exit code 3), or given with the doubt."""
 
 TIME_UNITS = (("milliseconds", 1e-3), ("microseconds", 1e-6), ("nanoseconds", 1e-9))
 """Units a clock may count in, and their size in seconds."""
