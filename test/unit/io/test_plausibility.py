@@ -17,7 +17,7 @@ from inertia_id_ros.core.inertia import theta_from_inertia
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.io import plausibility
 from inertia_id_ros.io.plausibility import REFUSE, WARN
-from inertia_id_ros.sim.payload import PayloadSimulator
+from inertia_id_ros.sim.payload import ExcitingTrajectory, PayloadSimulator
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 SENSOR = "panda_link8"
@@ -352,3 +352,39 @@ def test_icub_bounding_ellipsoid_keeps_every_link_inside(capsys, tmp_path,
     assert violations(results[("--bounding-ellipsoid",)]) == []
     assert results[("--bounding-ellipsoid",)]["residual_rms"] < 1.01 * results[()][
         "residual_rms"]
+
+
+def test_links_bounding_ellipsoid_keeps_the_links_inside(capsys, tmp_path) -> None:
+    """fit-links --bounding-ellipsoid on the simulated Panda arm (links 10-20 % off the URDF's):
+    every link whose collision box holds its URDF inertial ends inside the box's ellipsoid."""
+    import pinocchio as pin
+
+    from helpers.panda_arm import panda_truth_model
+    from inertia_id_ros.core.robots import load_model
+
+    urdf = example_robot_urdf("panda")
+    truth = panda_truth_model()
+    t = np.arange(800) / 100.0
+    trajectory = ExcitingTrajectory.for_model(truth, PANDA_ARM, period=8.0, seed=3,
+                                              position_fraction=0.6, velocity_fraction=0.6)
+    q, dq, ddq = trajectory(t)
+    data = truth.createData()
+    effort = np.array([pin.rnea(truth, data, *x) for x in zip(q, dq, ddq)])
+    effort += np.random.default_rng(0).normal(0.0, 0.05, effort.shape)
+    path = tmp_path / "panda.npz"
+    np.savez(path, t=t, joint_names=np.array(PANDA_ARM), q=q, dq=dq, ddq=ddq, effort=effort)
+    code, err, result = run_cli(capsys, tmp_path, "fit-links", "--urdf", str(urdf), "--data",
+                                str(path), "--prior-weight", "1e-3", "--coulomb-velocity", "0.05",
+                                "--torque-delay", "0", "--no-tilt", "--bounding-ellipsoid")
+    assert code == 0, err
+    model = load_model(urdf)
+    priors = {name: model.inertias[model.frames[model.getFrameId(name)].parentJoint]
+              .toDynamicParameters() for name in (b["name"] for b in result["bodies"])}
+    volumes = plausibility.volumes_holding(plausibility.link_volumes(urdf, list(priors)), priors)
+    assert len(volumes) >= 3
+    for body in result["bodies"]:
+        if body["name"] in volumes:
+            pseudo = pin.Inertia.FromDynamicParameters(np.array(body["theta"])).toPseudoInertia()
+            assert np.trace(pseudo.toMatrix() @ volumes[body["name"]].ellipsoid_matrix()) \
+                >= -1e-9, body["name"]
+    assert not kinds(result, REFUSE)
