@@ -11,7 +11,7 @@ mass (what Go1's base rows identify) is that of the estimate before the faults. 
 scenario every published link is consistent, and so is every estimate's total mass.
 
 IMU and wrench messages have fixed-size fields: a wrong length cannot cross DDS there (the
-library's check is a unit test, ``test_whole_body_session.py``)."""
+library's check is a unit test, ``test_whole_body_input_faults.py``)."""
 
 from __future__ import annotations
 
