@@ -19,7 +19,8 @@ import time
 
 import numpy as np
 
-from helpers import REPO, NodeDiagnostics, identify, spin_until
+from helpers.dds import NodeDiagnostics, identify, spin_until
+from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.sim import whole_body as wb
