@@ -66,3 +66,9 @@ DEFAULT_MAX_ACCELERATION = 3.0
 """rad/s² (m/s²): default acceleration limit of every joint."""
 DEFAULT_COLLISION_MARGIN = 0.01
 """m: smallest self-collision distance of a designed motion (with a collision checker)."""
+
+DEFAULT_PAYLOAD_RADIUS = 0.5
+"""m: default bounding sphere of a payload about the sensor frame's origin (plausibility check,
+``--bounding-ellipsoid``)."""
+LINK_VOLUME_MARGIN = 0.05
+"""m: a link's URDF collision box is grown by this on every side to bound its mass."""
