@@ -12,16 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import (
+    ANGLE_UNITS,
     DEFAULT_HALF_WIDTH,
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
     METHOD_NAMES,
+    TIME_UNITS,
 )
 
 if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.io.export import IdentifiedBody
+    from inertia_id_ros.io.recording import InputDescription, Recording
+
+LOG_FLAGS = ("time_unit", "angle_unit", "t_start", "t_end", "held_out_from", "hold")
+"""The input-description flags: any of them (or ``--input``) reads the data through
+:mod:`inertia_id_ros.io.recording`."""
 
 EXIT_NO_ESTIMATE = 1
 EXIT_BAD_INPUT = 2
@@ -70,7 +77,7 @@ def write_json(path: str | None, result: dict[str, Any]) -> None:
 
 def check_data_source(args: argparse.Namespace) -> None:
     """Reject bag-only options without ``--bag``."""
-    if args.data is not None:
+    if args.data is not None or getattr(args, "input", None) is not None:
         topics = [name for name in ("joint_states_topic", "wrench_topic")
                   if getattr(args, name, None) is not None]
         if topics:
@@ -115,6 +122,7 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="recorded data, .npz or .csv (see inertia_id_ros.io.data)")
     source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    add_log_options(parser, source)
     parser.add_argument("--joint-states-topic",
                         help="sensor_msgs/JointState topic of --bag "
                              f"({DEFAULT_JOINT_STATES_TOPIC})")
@@ -132,3 +140,88 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool) -> None:
                              f"cross-validation, fit-payload: {DEFAULT_HALF_WIDTH})")
     parser.add_argument("--validate", metavar="DATA", help="held-out data (file or bag): print "
                                                            "the result's errors on them")
+
+
+def add_log_options(parser: argparse.ArgumentParser,
+                    source: argparse._MutuallyExclusiveGroup) -> None:
+    """``--input`` (in the data ``source`` group) and the input-description flags: units, time
+    window, train/held-out split, held joints (docs/how-to/real-logs.md)."""
+    source.add_argument("--input", metavar="YAML",
+                        help="input description of a real log: files or bag topics, column "
+                             "maps, units, clocks, windows (docs/how-to/real-logs.md)")
+    parser.add_argument("--time-unit", choices=TIME_UNITS,
+                        help="--data: unit of the column 't' (s)")
+    parser.add_argument("--angle-unit", choices=ANGLE_UNITS,
+                        help="--data/--bag: unit of joint positions, velocities (per s) and "
+                             "accelerations (per s²) (rad)")
+    parser.add_argument("--t-start", type=float, metavar="SEC",
+                        help="use the samples from SEC s after the first joint sample")
+    parser.add_argument("--t-end", type=float, metavar="SEC",
+                        help="use the samples up to SEC s after the first joint sample")
+    parser.add_argument("--held-out-from", type=float, metavar="SEC",
+                        help="fit on the samples before SEC s (after the first joint sample) "
+                             "and validate on the rest")
+    parser.add_argument("--hold", action="append", metavar="JOINT=VALUE",
+                        help="a URDF joint not in the log, held at VALUE (rad or m); "
+                             "repeatable")
+
+
+def uses_description(args: argparse.Namespace) -> bool:
+    """Whether the data are read through an input description (``--input`` or a log flag)."""
+    return getattr(args, "input", None) is not None or any(
+        getattr(args, name, None) is not None for name in LOG_FLAGS)
+
+
+def input_description(args: argparse.Namespace, sensor_frame: str | None = None,
+                      flip_wrench_sign: bool | None = None) -> InputDescription:
+    """The input description of ``--input`` (or of ``--data``/``--bag`` with the log flags),
+    with the window, split and held joints of the flags; ``flip_wrench_sign`` (not ``None``)
+    overrides the sign of ``sensor_frame``'s wrenches."""
+    import dataclasses
+
+    from inertia_id_ros.io.recording import InputDescription
+
+    if args.input is not None:
+        given = [name for name in ("time_unit", "angle_unit")
+                 if getattr(args, name, None) is not None]
+        if given:
+            raise InputError(", ".join("--" + n.replace("_", "-") for n in given) + " apply to "
+                             "--data/--bag; an --input description gives its units itself")
+        description = InputDescription.from_yaml(args.input)
+    elif args.data is not None:
+        description = InputDescription.from_canonical(args.data, args.time_unit,
+                                                      args.angle_unit, sensor_frame)
+    else:
+        if args.time_unit is not None:
+            raise InputError("--time-unit applies to --data (bag stamps are in s)")
+        description = InputDescription.from_bag(
+            args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC, args.angle_unit,
+            getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC, sensor_frame)
+    if flip_wrench_sign is not None:
+        description = dataclasses.replace(description, ft_sensors=tuple(
+            dataclasses.replace(ft, sign="flip" if flip_wrench_sign else "keep")
+            if ft.frame == sensor_frame else ft for ft in description.ft_sensors))
+    held = {}
+    for entry in args.hold or []:
+        joint, _, value = entry.partition("=")
+        try:
+            held[joint.strip()] = float(value)
+        except ValueError:
+            raise InputError(f"--hold takes JOINT=VALUE (rad or m), got {entry!r}") from None
+    return description.with_flags(args.t_start, args.t_end, args.held_out_from, held)
+
+
+def read_log(args: argparse.Namespace, model: pin.Model, urdf: str,
+             sensor_frame: str | None = None, flip_wrench_sign: bool | None = None
+             ) -> tuple[Recording, Recording | None]:
+    """``(train, held_out)`` of the input description (:func:`input_description`) for
+    ``model``; its notes printed on stderr."""
+    import sys
+
+    from inertia_id_ros.io.recording import load_recording, split_recording
+
+    description = input_description(args, sensor_frame, flip_wrench_sign)
+    recording = load_recording(description, list(model.names)[1:], urdf)
+    for note in recording.notes:
+        print(f"inertia-id: note: {description.source}: {note}", file=sys.stderr)
+    return split_recording(recording, description)
