@@ -53,6 +53,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     whole.add_argument("--flip-wrench-sign", action="append", metavar="FRAME",
                        help="the F/T sensor at FRAME reports the opposite wrench (e.g. the real "
                             "iCub's child_to_parent sensors); repeat per sensor")
+    whole.add_argument("--estimate-contact-offsets", action="store_true",
+                       help="estimate the contact sensors' constant offsets too (default: only "
+                            "the internal sensors'); a contact sensor's offset is identifiable "
+                            "only when its wrench changes independently of the base rows")
     whole.add_argument("--weighting", choices=WEIGHTINGS, default=WHOLE_BODY_DEFAULT_WEIGHTING,
                        help="none: unweighted; channel: the base's and each sensor's force and "
                             "torque rows (and each joint's torque) weighted by their inverse "
@@ -96,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
               f"(stopped or not started): their rows are dropped", file=sys.stderr)
     model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
                                        args.filter_half_width,
-                                       flip_wrench_sign=args.flip_wrench_sign or ())
+                                       flip_wrench_sign=args.flip_wrench_sign or (),
+                                       estimate_contact_offsets=args.estimate_contact_offsets)
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:
         raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
     efforts = args.efforts and samples.efforts is not None

@@ -220,12 +220,15 @@ def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
 def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str = "floating",
                       bodies: Sequence[str] | None = None, half_width: float = 0.05,
                       gyro_half_width: float | None = None,
-                      flip_wrench_sign: Sequence[str] = ()) -> tuple[WholeBodyModel,
-                                                                      WholeBodySamples]:
+                      flip_wrench_sign: Sequence[str] = (),
+                      estimate_contact_offsets: bool = False) -> tuple[WholeBodyModel,
+                                                                       WholeBodySamples]:
     """The model and synchronised samples of ``recording``; ``flip_wrench_sign``: frames of F/T
     sensors that report the opposite wrench (besides the recording's own
-    ``ft_flip_wrench_sign``). Raises :class:`DataError` (naming the item) for a sensor kind that
-    is neither ``contact`` nor ``internal``, an IMU or F/T frame not in the URDF, a flipped frame
+    ``ft_flip_wrench_sign``); ``estimate_contact_offsets``: the contact sensors' offsets are
+    parameters too (:attr:`~inertia_id_ros.core.whole_body.FTSensor.estimate_offset`). Raises
+    :class:`DataError` (naming the item) for a sensor kind that is neither ``contact`` nor
+    ``internal``, an IMU or F/T frame not in the URDF, a flipped frame
     that is not a sensor's, joints missing or unknown, a floating base without IMU data, or a
     URDF that cannot be read."""
     source = recording.source
@@ -238,7 +241,8 @@ def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str
         raise DataError(f"{source}: no F/T sensor at {unknown[0]!r} to flip (sensors: "
                         f"{list(recording.ft_frames)})")
     flips = recording.ft_flip_wrench_sign or (False,) * len(recording.ft_frames)
-    sensors = [FTSensor(f, k, flip_wrench_sign=flip or f in flip_wrench_sign)
+    sensors = [FTSensor(f, k, estimate_offset=True if estimate_contact_offsets else None,
+                        flip_wrench_sign=flip or f in flip_wrench_sign)
                for f, k, flip in zip(recording.ft_frames, recording.ft_types, flips)]
     if base == "floating" and not recording.imu:
         raise DataError(f"{source}: a floating base needs the IMU keys {', '.join(IMU_KEYS)} "

@@ -352,3 +352,24 @@ def test_flags_for_canonical_files(capsys, tmp_path: Path, panda_joint_names) ->
     np.testing.assert_allclose(states.q, q)
     assert states.dq is None and states.effort is not None
     assert math.isclose(states.q[0, 6], 1.0)
+
+
+def test_validate_takes_a_description(capsys, tmp_path: Path) -> None:
+    """``validate --input``: a result on the description's held-out part, OLS on its training
+    part."""
+    data_dir = shared_data("kuka_lwr4")
+    urdf = str(data_dir / "kuka_lwr4.urdf")
+    description = yaml.safe_load(_kuka_description(tmp_path, data_dir / "measurements_1.npz")
+                                 .read_text())
+    description.update({"intervals": {"fit": [0.0, 5.0], "check": [5.0, 8.0]}, "train": "fit",
+                        "held_out": "check"})
+    path = describe(tmp_path, description)
+    out_json = tmp_path / "fit.json"
+    code, _, err = run_cli(capsys, "fit-links", "--urdf", urdf, "--input", str(path), "--json",
+                           str(out_json), "--torque-delay", "0", "--coulomb-velocity", "0",
+                           "--filter-half-width", "0.02", "--prior-weight", "1e-3")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "validate", str(out_json), "--input", str(path), "--urdf",
+                             urdf)
+    assert code == 0, err
+    assert "input.yaml (held out)" in out and "ols rms" in out

@@ -257,6 +257,19 @@ def test_cli_fit_whole_body(tmp_path, recording, icub, capsys):
     assert "inconsistent links: 0" in capsys.readouterr().out
 
 
+def test_cli_fit_whole_body_estimates_contact_offsets(tmp_path, recording, icub):
+    """``--estimate-contact-offsets``: the contact sole's offset is a parameter too (and, with no
+    offset in the data, comes out near zero)."""
+    urdf, _ = icub
+    path, _ = recording
+    out = tmp_path / "wb.json"
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path),
+                 "--estimate-contact-offsets", "--json", str(out)]) == 0
+    offsets = json.loads(out.read_text())["sensor_offsets"]
+    assert set(offsets) == set(ICUB_FT) | {"l_sole"}
+    assert np.abs(offsets["l_sole"][:3]).max() < 1.0
+
+
 def test_cli_fit_whole_body_weighting_channel(tmp_path, recording, icub, capsys):
     """``--weighting channel``: the JSON names each noise group's weight and residual std (the
     joints' too with ``--efforts``); the held-out table runs on the weighted fit."""
