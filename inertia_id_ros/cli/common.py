@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -173,10 +173,12 @@ def uses_description(args: argparse.Namespace) -> bool:
 
 
 def input_description(args: argparse.Namespace, sensor_frame: str | None = None,
-                      flip_wrench_sign: bool | None = None) -> InputDescription:
+                      flip_wrench_sign: bool | None = None,
+                      flip_frames: Sequence[str] = ()) -> InputDescription:
     """The input description of ``--input`` (or of ``--data``/``--bag`` with the log flags),
     with the window, split and held joints of the flags; ``flip_wrench_sign`` (not ``None``)
-    overrides the sign of ``sensor_frame``'s wrenches."""
+    overrides the sign of ``sensor_frame``'s wrenches, ``flip_frames`` (F/T frames) set theirs
+    to ``flip``."""
     import dataclasses
 
     from inertia_id_ros.io.recording import InputDescription
@@ -201,6 +203,14 @@ def input_description(args: argparse.Namespace, sensor_frame: str | None = None,
         description = dataclasses.replace(description, ft_sensors=tuple(
             dataclasses.replace(ft, sign="flip" if flip_wrench_sign else "keep")
             if ft.frame == sensor_frame else ft for ft in description.ft_sensors))
+    unknown = [frame for frame in flip_frames
+               if frame not in [ft.frame for ft in description.ft_sensors]]
+    if unknown:
+        raise InputError(f"--flip-wrench-sign {unknown[0]}: no such F/T sensor in "
+                         f"{description.source}")
+    description = dataclasses.replace(description, ft_sensors=tuple(
+        dataclasses.replace(ft, sign="flip") if ft.frame in flip_frames else ft
+        for ft in description.ft_sensors))
     held = {}
     for entry in args.hold or []:
         joint, _, value = entry.partition("=")
@@ -211,17 +221,38 @@ def input_description(args: argparse.Namespace, sensor_frame: str | None = None,
     return description.with_flags(args.t_start, args.t_end, args.held_out_from, held)
 
 
+def _load(description: InputDescription, model: pin.Model, urdf: str) -> Recording:
+    """The recording of ``description``; its notes printed on stderr."""
+    import sys
+
+    from inertia_id_ros.io.recording import load_recording
+
+    recording = load_recording(description, list(model.names)[1:], urdf)
+    for note in recording.notes:
+        print(f"inertia-id: note: {description.source}: {note}", file=sys.stderr)
+    return recording
+
+
 def read_log(args: argparse.Namespace, model: pin.Model, urdf: str,
              sensor_frame: str | None = None, flip_wrench_sign: bool | None = None
              ) -> tuple[Recording, Recording | None]:
     """``(train, held_out)`` of the input description (:func:`input_description`) for
-    ``model``; its notes printed on stderr."""
-    import sys
-
-    from inertia_id_ros.io.recording import load_recording, split_recording
+    ``model``."""
+    from inertia_id_ros.io.recording import split_recording
 
     description = input_description(args, sensor_frame, flip_wrench_sign)
-    recording = load_recording(description, list(model.names)[1:], urdf)
-    for note in recording.notes:
-        print(f"inertia-id: note: {description.source}: {note}", file=sys.stderr)
-    return split_recording(recording, description)
+    return split_recording(_load(description, model, urdf), description)
+
+
+def read_whole_log(args: argparse.Namespace, model: pin.Model, urdf: str,
+                   flip_frames: Sequence[str]) -> tuple[Recording, float | None]:
+    """The input description's recording for a whole-body fit (its ``train`` interval, if
+    any) and its ``held_out_from`` (s; the fit's held-out part is the time after it)."""
+    description = input_description(args, flip_frames=flip_frames)
+    if description.held_out is not None:
+        raise InputError(f"{description.source}: fit-whole-body splits by held_out_from "
+                         "(--held-out-from), not by a held_out interval")
+    recording = _load(description, model, urdf)
+    if description.train is not None:
+        recording = recording.window(*description.intervals[description.train])
+    return recording, description.held_out_from

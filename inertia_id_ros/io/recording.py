@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
-from inertia_id_ros.core.whole_body import SENSOR_KINDS
+from inertia_id_ros.core.whole_body import SENSOR_KINDS, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.io.data import (
     JOINT_STATE_TYPE,
@@ -52,6 +52,12 @@ from inertia_id_ros.io.data import (
     wrench_values,
 )
 from inertia_id_ros.io.ft_conventions import read_ft_conventions
+from inertia_id_ros.io.whole_body import (
+    ImuSeries,
+    SensorSeries,
+    WholeBodyRecording,
+    synchronise,
+)
 from inertia_id_ros.options import (
     ANGLE_UNITS,
     JOINT_SIGNALS,
@@ -737,6 +743,20 @@ class Recording:
                             f"{', '.join(self.wrenches) or 'none'})")
         return PayloadRecording(self.joint_states, self.wrenches[sensor_frame], self.source)
 
+    def whole_body(self, half_width: float = 0.05) -> WholeBodyRecording:
+        """The F/T sensors, IMU and joint states (with the held joints' constant columns)
+        synchronised at the first F/T sensor's stamps
+        (:func:`~inertia_id_ros.io.whole_body.synchronise`)."""
+        if not self.wrenches:
+            raise DataError(f"{self.source}: a whole-body fit needs ft_sensors")
+        sensors = [SensorSeries(f"F/T {frame}", frame, self.ft_kinds[frame], w.t, w.wrench)
+                   for frame, w in self.wrenches.items()]
+        imu = None if self.imu is None else ImuSeries(
+            "IMU", self.imu.frame, self.imu.t,
+            {f"imu_{key}": value for key, value in self.imu.values.items()})
+        return synchronise(self.source, "joint states", self.with_held_columns(), sensors, imu,
+                           half_width)
+
     def with_held_columns(self) -> JointStates:
         """The joint states with a constant column per held joint (its value; velocity and
         acceleration 0 where recorded ones are given; effort 0)."""
@@ -940,3 +960,23 @@ def split_recording(recording: Recording, description: InputDescription
         raise DataError(f"{recording.source}: held_out_from {split:g} s is outside the "
                         f"recording [{start:.3f}, {end:.3f}] s")
     return train.window(start, split), recording.window(split, end)
+
+
+def rows_moved_by(model: WholeBodyModel, samples: WholeBodySamples, joints: Sequence[str],
+                  with_efforts: bool = False) -> list[str]:
+    """The channels (:meth:`~inertia_id_ros.core.whole_body.WholeBodyModel.channels`) whose rows
+    change when ``joints`` move: their velocities and accelerations set to 1 on a few samples
+    instead of 0. A held joint (not logged) must move none of the rows a fit uses."""
+    index = [model.joint_names.index(j) for j in joints]
+    if not index:
+        return []
+    probe = samples.subset(slice(0, min(3, len(samples))))
+    moved = WholeBodySamples(probe.q, probe.dq.copy(), probe.ddq.copy(), probe.base,
+                             probe.wrenches, probe.efforts)
+    moved.dq[:, index] += 1.0
+    moved.ddq[:, index] += 1.0
+    (Y0, b0, channels), (Y1, b1, _) = (model.rows(s, with_efforts) for s in (probe, moved))
+    n, c = len(probe), len(channels)
+    changed = (np.abs(Y1 - Y0).reshape(n, c, -1).max(axis=(0, 2))
+               + np.abs(b1 - b0).reshape(n, c).max(axis=0)) > 1e-9
+    return [channel for channel, hit in zip(channels, changed) if hit]
