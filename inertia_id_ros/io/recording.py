@@ -42,13 +42,16 @@ from inertia_id_ros.core.whole_body import SENSOR_KINDS, WholeBodyModel, WholeBo
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.io.data import (
     JOINT_STATE_TYPE,
+    TIME_SCALE,
     WRENCH_TYPE,
     JointStates,
     PayloadRecording,
     Wrenches,
     _read_table,
+    check_sample_period,
     header_seconds,
     iter_bag_messages,
+    unit_guess,
     wrench_values,
 )
 from inertia_id_ros.io.ft_conventions import read_ft_conventions
@@ -66,11 +69,6 @@ from inertia_id_ros.options import (
 )
 
 IMU_TYPE = "sensor_msgs/msg/Imu"
-TIME_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-"""Seconds per unit of :data:`~inertia_id_ros.options.TIME_UNITS`."""
-PLAUSIBLE_PERIOD = (1e-5, 0.5)
-"""s: a median stamp step outside this range is not a sample period in seconds (10 Hz..100 kHz
-and down to 2 Hz); it names the unit it would fit in the error."""
 POSITION_SCALE = {"rad": 1.0, "deg": math.pi / 180.0, "m": 1.0, "mm": 1e-3}
 """SI units (rad or m) per unit of a joint signal (its time derivatives per s, per s²)."""
 EFFORT_SCALE = {"N·m": 1.0, "Nm": 1.0, "N m": 1.0, "N": 1.0, "A": 1.0}
@@ -503,14 +501,6 @@ def _read_columns(path: Path, delimiter: str) -> dict[str, np.ndarray]:
     return {name: values[:, i] for i, name in enumerate(header)}
 
 
-def _unit_guess(step: float) -> str:
-    """The time units in which a median stamp step ``step`` is a plausible sample period."""
-    fits = [unit for unit, scale in TIME_SCALE.items() if unit != "µs"
-            and PLAUSIBLE_PERIOD[0] <= step * scale <= PLAUSIBLE_PERIOD[1]]
-    words = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
-    return " or ".join(f"{words[u]}?" for u in fits) or "no time unit fits"
-
-
 def _stamps(spec: StreamSpec, raw: np.ndarray | None, n: int, label: str) -> np.ndarray:
     """Stamps in s (with the stream's offset) from a time column in its unit, or the rate."""
     if raw is None:
@@ -522,17 +512,13 @@ def _stamps(spec: StreamSpec, raw: np.ndarray | None, n: int, label: str) -> np.
         if not np.all(np.isfinite(raw)):
             raise DataError(f"{label}: time {spec.time!r} has values that are not numbers "
                             f"(first at sample {int(np.argmax(~np.isfinite(raw)))})")
-        step = float(np.median(np.diff(raw))) if n > 1 else 0.0
         if spec.time_unit is None:
+            step = float(np.median(np.diff(raw))) if n > 1 else 0.0
             raise DataError(f"{label}: time {spec.time!r} has no unit; its samples are "
-                            f"{step:g} apart (median): {_unit_guess(step)} Give time_unit "
+                            f"{step:g} apart (median): {unit_guess(step)} Give time_unit "
                             f"({', '.join(TIME_UNITS)}; --time-unit)")
         t = raw * TIME_SCALE[spec.time_unit]
-        if n > 1 and not PLAUSIBLE_PERIOD[0] <= step * TIME_SCALE[spec.time_unit] \
-                <= PLAUSIBLE_PERIOD[1]:
-            raise DataError(f"{label}: time {spec.time!r} in {spec.time_unit} has samples "
-                            f"{step * TIME_SCALE[spec.time_unit]:g} s apart (median), not a "
-                            f"sample period; {_unit_guess(step)}")
+        check_sample_period(label, spec.time, t, spec.time_unit)
     steps = np.diff(t)
     if np.any(steps <= 0):
         k = int(np.argmax(steps <= 0))

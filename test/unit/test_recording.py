@@ -373,3 +373,13 @@ def test_validate_takes_a_description(capsys, tmp_path: Path) -> None:
                              urdf)
     assert code == 0, err
     assert "input.yaml (held out)" in out and "ols rms" in out
+
+
+def test_canonical_file_in_milliseconds_is_named(tmp_path: Path) -> None:
+    """A canonical file whose 't' is in ms (200 Hz): the error names the unit and the flag,
+    not a differentiation failure."""
+    np.savez(tmp_path / "ms.npz", t=1e3 * (T0 + np.arange(100) / 200.0),
+             joint_names=np.array(PANDA_ARM), q=np.zeros((100, 7)), effort=np.zeros((100, 7)))
+    with pytest.raises(DataError, match=r"ms\.npz: 't' in s has samples 5 s apart.*"
+                                        r"milliseconds\?.*--time-unit"):
+        read_joint_file(tmp_path / "ms.npz")
