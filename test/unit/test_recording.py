@@ -25,6 +25,7 @@ from inertia_id_ros.sim.payload import PayloadSimulator
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 SENSOR = "panda_link8"
 KUKA_JOINTS = tuple(f"lwr_{i}_joint" for i in range(7))
+WRENCH_COLUMNS = ("fx", "fy", "fz", "tx", "ty", "tz")
 T0 = 1_700_000_000.0
 """s: UNIX time of the first joint sample."""
 
@@ -383,3 +384,38 @@ def test_canonical_file_in_milliseconds_is_named(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"ms\.npz: 't' in s has samples 5 s apart.*"
                                         r"milliseconds\?.*--time-unit"):
         read_joint_file(tmp_path / "ms.npz")
+
+
+def test_imu_and_contact_sensor_from_csv_files(tmp_path: Path) -> None:
+    """An IMU CSV (gyro in deg/s, at 400 Hz on its own clock) and a contact sensor CSV
+    (100 Hz): synchronised at the F/T stamps for a whole-body fit, the gyro in rad/s."""
+    urdf = example_robot_urdf("icub")
+    names = list(load_model(urdf).names)[1:]
+    t_joint, t_imu, t_ft = np.arange(400) / 200.0, np.arange(800) / 400.0, np.arange(200) / 100.0
+    write_table(tmp_path / "joints.csv", {"t": t_joint, **{f"q_{j}": np.full(400, 0.1)
+                                                           for j in names}})
+    gyro = np.column_stack([np.sin(t_imu), np.cos(t_imu), t_imu])
+    write_table(tmp_path / "imu.csv", {"t": t_imu, "qx": 0 * t_imu, "qy": 0 * t_imu,
+                                       "qz": 0 * t_imu, "qw": 1 + 0 * t_imu,
+                                       **{f"w{k}": np.degrees(gyro[:, k]) for k in range(3)},
+                                       "ax": 0 * t_imu, "ay": 0 * t_imu, "az": 9.81 + 0 * t_imu})
+    write_table(tmp_path / "sole.csv", {"t": t_ft, **{c: np.full(200, 1.0)
+                                                      for c in WRENCH_COLUMNS}})
+    path = describe(tmp_path, {
+        "streams": {"joints": {"file": "joints.csv", "time": "t", "time_unit": "s"},
+                    "imu": {"file": "imu.csv", "time": "t", "time_unit": "s"},
+                    "sole": {"file": "sole.csv", "time": "t", "time_unit": "s"}},
+        "joints": {"names": names, "position": {"columns": "q_{joint}", "unit": "rad"}},
+        "ft_sensors": [{"frame": "l_sole", "stream": "sole", "kind": "contact",
+                        "columns": list(WRENCH_COLUMNS)}],
+        "imu": {"frame": "imu_frame", "stream": "imu", "orientation": ["qx", "qy", "qz", "qw"],
+                "angular_velocity": ["w0", "w1", "w2"], "angular_velocity_unit": "deg",
+                "linear_acceleration": ["ax", "ay", "az"]}})
+    whole = load(path, names, str(urdf)).whole_body(half_width=0.05)
+    inside = (t_ft >= 0.05) & (t_ft <= t_joint[-1] - 0.05)
+    np.testing.assert_allclose(whole.states.t, t_ft[inside])
+    np.testing.assert_allclose(whole.imu["imu_angular_velocity"],
+                               np.column_stack([np.interp(t_ft[inside], t_imu, g)
+                                                for g in gyro.T]), atol=1e-12)
+    assert whole.imu_frame == "imu_frame" and whole.ft_types == ("contact",)
+    np.testing.assert_allclose(whole.ft_wrench[:, 0], 1.0)
