@@ -208,6 +208,9 @@ class InputDescription:
         if "position" not in signals:
             raise DataError(f"{source}: joints.position is missing (where the joint positions "
                             "are: key or columns, and unit)")
+        signals.update({kind: replace(signals[kind], unit=signals["position"].unit)
+                        for kind in ("velocity", "acceleration")
+                        if kind in signals and signals[kind].unit is None})
         held = {str(k): reader.number(v, f"joints.held.{k}")
                 for k, v in reader.mapping(joints.get("held", {}), "joints.held").items()}
         ft = tuple(reader.ft_sensor(k, item, streams)
@@ -233,38 +236,31 @@ class InputDescription:
 
     @classmethod
     def from_canonical(cls, path: str | Path, time_unit: str | None = None,
-                       angle_unit: str | None = None, sensor_frame: str | None = None,
-                       sign: str = "keep") -> InputDescription:
-        """A canonical NPZ/CSV file (:mod:`inertia_id_ros.io.data`) or bag (its
-        ``/joint_states`` and ``/ft_sensor/wrench`` topics are given by
-        :meth:`with_bag_topics`) with the command-line flags' units: ``t`` in ``time_unit``
-        (default s), joint signals in ``angle_unit`` (default rad). ``sensor_frame``: its
-        wrenches (``wrench``) are that F/T sensor's."""
+                       angle_unit: str | None = None,
+                       sensor_frame: str | None = None) -> InputDescription:
+        """A canonical NPZ/CSV file (:mod:`inertia_id_ros.io.data`) with the command-line
+        flags' units: ``t`` in ``time_unit`` (default s), joint signals in ``angle_unit``
+        (default rad); its ``wrench`` are the F/T sensor ``sensor_frame``'s (taken as
+        recorded)."""
         stream = StreamSpec("data", Path(path), time="t", time_unit=time_unit or "s")
-        signals = {kind: SignalSpec("data", key=key, unit=angle_unit or "rad")
-                   for kind, key in zip(JOINT_SIGNALS, ("q", "dq", "ddq"))}
-        signals["effort"] = SignalSpec("data", key="effort", unit="N·m")
         ft = () if sensor_frame is None else (FTSpec(sensor_frame, "data", key=WRENCH_KEY,
-                                                     sign=sign),)
-        return cls({"data": stream}, signals, ft_sensors=ft, source=str(path),
-                   optional=frozenset(JOINT_SIGNALS[1:]))
+                                                     sign="keep"),)
+        return cls({"data": stream}, _canonical_signals("data", angle_unit), ft_sensors=ft,
+                   source=str(path), optional=frozenset(JOINT_SIGNALS[1:]))
 
     @classmethod
     def from_bag(cls, path: str | Path, joint_states_topic: str, angle_unit: str | None = None,
-                 wrench_topic: str | None = None, sensor_frame: str | None = None,
-                 sign: str = "keep") -> InputDescription:
-        """A bag's JointState topic (and WrenchStamped topic of ``sensor_frame``), with the
-        command-line flags' angle unit."""
+                 wrench_topic: str | None = None,
+                 sensor_frame: str | None = None) -> InputDescription:
+        """A bag's JointState topic (and the WrenchStamped topic of the F/T sensor
+        ``sensor_frame``, taken as recorded), with the command-line flags' angle unit."""
         streams = {"joint_states": StreamSpec("joint_states", Path(path), joint_states_topic)}
-        signals = {kind: SignalSpec("joint_states", key=key, unit=angle_unit or "rad")
-                   for kind, key in zip(JOINT_SIGNALS, ("q", "dq", "ddq"))}
-        signals["effort"] = SignalSpec("joint_states", key="effort", unit="N·m")
         ft: tuple[FTSpec, ...] = ()
         if wrench_topic is not None and sensor_frame is not None:
             streams["wrench"] = StreamSpec("wrench", Path(path), wrench_topic)
-            ft = (FTSpec(sensor_frame, "wrench", sign=sign),)
-        return cls(streams, signals, ft_sensors=ft, source=str(path),
-                   optional=frozenset(JOINT_SIGNALS[1:]))
+            ft = (FTSpec(sensor_frame, "wrench", sign="keep"),)
+        return cls(streams, _canonical_signals("joint_states", angle_unit), ft_sensors=ft,
+                   source=str(path), optional=frozenset(JOINT_SIGNALS[1:]))
 
     def with_flags(self, t_start: float | None = None, t_end: float | None = None,
                    held_out_from: float | None = None,
@@ -281,6 +277,14 @@ class InputDescription:
         return replace(self, window=window,
                        held_out_from=self.held_out_from if held_out_from is None
                        else held_out_from, held={**self.held, **(held or {})})
+
+
+def _canonical_signals(stream: str, angle_unit: str | None) -> dict[str, SignalSpec]:
+    """The joint signals of a canonical file or JointState topic (keys ``q``, ``dq``, ``ddq``,
+    ``effort``), angles in ``angle_unit`` (default rad), efforts in N·m."""
+    return {kind: SignalSpec(stream, key=_DEFAULT_KEYS[kind],
+                             unit="N·m" if kind == "effort" else angle_unit or "rad")
+            for kind in JOINT_SIGNALS}
 
 
 class _Reader:
@@ -934,12 +938,11 @@ def load_recording(description: InputDescription, model_joint_names: Sequence[st
                                     f"IMU {name}")
         values["angular_velocity"] = values["angular_velocity"] * POSITION_SCALE[spec.angle_unit]
         imu = ImuSamples(imu_stream.t, spec.frame, values)
-    recording = Recording(states, wrenches, kinds, imu, source, dict(description.held),
-                          tuple(notes), float(states.t[0]))
     if description.held:
         notes.append("held joints (not in the log): " + ", ".join(
             f"{j} at {v:g}" for j, v in description.held.items()))
-        recording = replace(recording, notes=tuple(notes))
+    recording = Recording(states, wrenches, kinds, imu, source, dict(description.held),
+                          tuple(notes), float(states.t[0]))
     if description.window is not None:
         recording = recording.window(*description.window)
     return recording

@@ -419,3 +419,18 @@ def test_imu_and_contact_sensor_from_csv_files(tmp_path: Path) -> None:
                                                 for g in gyro.T]), atol=1e-12)
     assert whole.imu_frame == "imu_frame" and whole.ft_types == ("contact",)
     np.testing.assert_allclose(whole.ft_wrench[:, 0], 1.0)
+
+
+def test_velocity_unit_defaults_to_the_positions(tmp_path: Path, panda_joint_names) -> None:
+    """Velocities without a unit are in the positions' unit per second (here deg/s)."""
+    t = np.arange(50) / 100.0
+    write_table(tmp_path / "j.csv", {"stamp": t, **{f"p{i}": np.full(50, 90.0) for i in range(7)},
+                                     **{f"v{i}": np.full(50, 180.0) for i in range(7)}})
+    path = describe(tmp_path, {
+        "streams": {"arm": {"file": "j.csv", "time": "stamp", "time_unit": "s"}},
+        "joints": {"names": {str(i): PANDA_ARM[i] for i in range(7)},
+                   "position": {"columns": "p{joint}", "unit": "deg"},
+                   "velocity": {"columns": "v{joint}"}}})
+    states = load(path, panda_joint_names).joint_states
+    np.testing.assert_allclose(states.q, math.pi / 2)
+    np.testing.assert_allclose(states.dq, math.pi)
