@@ -187,8 +187,9 @@ def input_description(args: argparse.Namespace, sensor_frame: str | None = None,
         given = [name for name in ("time_unit", "angle_unit")
                  if getattr(args, name, None) is not None]
         if given:
-            raise InputError(", ".join("--" + n.replace("_", "-") for n in given) + " apply to "
-                             "--data/--bag; an --input description gives its units itself")
+            raise InputError(" and ".join("--" + n.replace("_", "-") for n in given)
+                             + (" apply" if len(given) > 1 else " applies") + " to --data/--bag; "
+                             "an --input description gives its units itself")
         description = InputDescription.from_yaml(args.input)
     elif args.data is not None:
         description = InputDescription.from_canonical(args.data, args.time_unit,

@@ -434,3 +434,25 @@ def test_velocity_unit_defaults_to_the_positions(tmp_path: Path, panda_joint_nam
     states = load(path, panda_joint_names).joint_states
     np.testing.assert_allclose(states.q, math.pi / 2)
     np.testing.assert_allclose(states.dq, math.pi)
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["fit-links", "--input", "{yaml}", "--time-unit", "ms"],
+     "--time-unit applies to --data/--bag; an --input description gives its units itself"),
+    (["fit-links", "--data", "{npz}", "--hold", "lwr_6_joint"], "--hold takes JOINT=VALUE"),
+    (["fit-links", "--data", "{npz}", "--t-start", "5", "--t-end", "2"],
+     "the window [5.0, 2.0] s is empty"),
+    (["fit-whole-body", "--data", "{npz}", "--t-end", "2"], "take an --input description"),
+])
+def test_bad_log_flags_exit_2_naming_the_flag(capsys, tmp_path: Path, argv: list[str],
+                                               fragment: str) -> None:
+    yaml_path = describe(tmp_path, {"streams": {"a": {"file": "a.npz", "rate": 100}},
+                                    "joints": {"names": list(KUKA_JOINTS),
+                                               "position": {"key": "q", "unit": "rad"}}})
+    npz = tmp_path / "a.npz"
+    np.savez(npz, t=np.arange(50) / 100.0, joint_names=np.array(KUKA_JOINTS),
+             q=np.zeros((50, 7)), effort=np.zeros((50, 7)))
+    argv = [a.format(yaml=yaml_path, npz=npz) for a in argv]
+    code, _, err = run_cli(capsys, *argv, "--urdf", str(example_robot_urdf("panda")))
+    assert code == 2
+    assert fragment in err and err.count("\n") == 1
