@@ -111,6 +111,15 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--joints names held joint(s) {moving_held}: they are not in the log, "
                          "and every torque row of the fit depends on their motion")
     check_joints(states, list(model.names)[1:], joints, source)
+    if held:
+        from inertia_id_ros.io.recording import joints_coupled
+
+        coupled = joints_coupled(model, {**states.mean_positions(), **held},
+                                 joints, list(held))
+        if coupled:
+            raise InputError(f"{source}: the torques of the fitted joints depend on the motion "
+                             f"of held joint(s) {coupled} (not in the log): log them, or fit "
+                             "only joints on other branches (--joints)")
     if args.coulomb_velocity is not None and args.coulomb_velocity < 0:
         raise InputError(f"--coulomb-velocity must be >= 0 rad/s, got {args.coulomb_velocity}")
     if args.prior_weight is not None and args.prior_weight < 0:

@@ -33,7 +33,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,6 +67,9 @@ from inertia_id_ros.options import (
     TIME_UNITS,
     WRENCH_SIGNS,
 )
+
+if TYPE_CHECKING:
+    import pinocchio as pin
 
 IMU_TYPE = "sensor_msgs/msg/Imu"
 POSITION_SCALE = {"rad": 1.0, "deg": math.pi / 180.0, "m": 1.0, "mm": 1e-3}
@@ -986,3 +989,21 @@ def rows_moved_by(model: WholeBodyModel, samples: WholeBodySamples, joints: Sequ
     changed = (np.abs(Y1 - Y0).reshape(n, c, -1).max(axis=(0, 2))
                + np.abs(b1 - b0).reshape(n, c).max(axis=0)) > 1e-9
     return [channel for channel, hit in zip(channels, changed) if hit]
+
+
+def joints_coupled(model: pin.Model, positions: Mapping[str, float], fitted: Sequence[str],
+                   held: Sequence[str]) -> list[str]:
+    """The ``held`` joints whose motion enters the torques of the ``fitted`` joints: a nonzero
+    block ``M[fitted, held]`` of the joint-space inertia matrix (``pin.crba``) at ``positions``
+    (name -> rad or m; the others neutral). Joints on other branches (another arm) are not
+    coupled."""
+    import pinocchio as pin
+
+    from inertia_id_ros.core.robots import configuration, joint_id
+
+    data = model.createData()
+    inertia = pin.crba(model, data, configuration(model, positions))
+    rows = [model.joints[joint_id(model, j)].idx_v for j in fitted]
+    scale = max(float(np.abs(np.diag(inertia)).max()), 1e-12)
+    return [j for j in held
+            if np.abs(inertia[rows, model.joints[joint_id(model, j)].idx_v]).max() > 1e-9 * scale]

@@ -456,3 +456,14 @@ def test_bad_log_flags_exit_2_naming_the_flag(capsys, tmp_path: Path, argv: list
     code, _, err = run_cli(capsys, *argv, "--urdf", str(example_robot_urdf("panda")))
     assert code == 2
     assert fragment in err and err.count("\n") == 1
+
+
+def test_held_joints_coupled_to_the_fitted_ones(panda_urdf: str) -> None:
+    """A finger's motion enters the arm's joint torques (refused when held), not its sibling
+    finger's (another branch)."""
+    from inertia_id_ros.io.recording import joints_coupled
+
+    model = load_model(panda_urdf)
+    assert joints_coupled(model, {}, PANDA_ARM, ["panda_finger_joint1"]) == [
+        "panda_finger_joint1"]
+    assert joints_coupled(model, {}, ["panda_finger_joint2"], ["panda_finger_joint1"]) == []
