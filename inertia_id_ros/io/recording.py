@@ -8,7 +8,7 @@ into the arrays the fits take (:class:`~inertia_id_ros.io.data.JointStates`,
     streams:                    # one per file (CSV with a header row, NPZ) or bag topic
       arm: {file: arm.csv, time: stamp, time_unit: ms, offset: 0.0}
       ft: {file: run.mcap, topic: /wrist/ft}              # bags: header stamps (s)
-    joints:
+    joints:                     # a joint group, or a list of groups (one per file or topic)
       stream: arm
       names: {j1: lwr_0_joint, j2: lwr_1_joint}  # log name -> URDF joint (a list: the same)
       position: {columns: "pos_{joint}", unit: deg}     # or {key: positions} (an (N, n) array)
@@ -21,9 +21,9 @@ into the arrays the fits take (:class:`~inertia_id_ros.io.data.JointStates`,
 
 Clocks: each stream has its own stamps (a time column with its unit, or a known ``rate``) plus a
 constant ``offset`` (s). Joint signals from other streams are interpolated (linearly) onto the
-position stream's stamps; F/T sensors and the IMU keep their own stamps and are paired by stamp
-where the fits pair them. Every problem raises :class:`~inertia_id_ros.errors.DataError` naming
-the description, the stream and the key.
+first joint group's position stamps; F/T sensors and the IMU keep their own stamps and are
+paired by stamp where the fits pair them. Every problem raises
+:class:`~inertia_id_ros.errors.DataError` naming the description, the stream and the key.
 """  # noqa: D400
 
 from __future__ import annotations
@@ -151,16 +151,26 @@ class ImuSpec:
 
 
 @dataclass(frozen=True)
-class InputDescription:
-    """Where a log's signals are (see the module docstring). ``joint_names``: log name -> URDF
-    joint (``None`` for a stream's own names, bags and canonical files), ``signals``: per
-    :data:`~inertia_id_ros.options.JOINT_SIGNALS`; ``held``: URDF joints not in the log and their
-    value; ``window``, ``intervals``, ``train``, ``held_out``, ``held_out_from``: s after the
-    first joint sample; ``source``: names the description in messages."""
+class JointGroup:
+    """Joints logged together (one file or JointState topic, e.g. one part of a humanoid):
+    ``signals`` per :data:`~inertia_id_ros.options.JOINT_SIGNALS` (``position`` required);
+    ``joint_names``: log name -> URDF joint (``None``: the position stream's own names, bags and
+    canonical files); ``optional``: signals read only when the stream has them."""
 
-    streams: Mapping[str, StreamSpec]
     signals: Mapping[str, SignalSpec]
     joint_names: tuple[tuple[str, str], ...] | None = None
+    optional: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class InputDescription:
+    """Where a log's signals are (see the module docstring). ``joints``: the joint groups (the
+    first one's position stream is the joint states' clock); ``held``: URDF joints not in the
+    log and their value; ``window``, ``intervals``, ``train``, ``held_out``, ``held_out_from``:
+    s after the first joint sample; ``source``: names the description in messages."""
+
+    streams: Mapping[str, StreamSpec]
+    joints: tuple[JointGroup, ...]
     held: Mapping[str, float] = field(default_factory=dict)
     ft_sensors: tuple[FTSpec, ...] = ()
     imu: ImuSpec | None = None
@@ -170,8 +180,6 @@ class InputDescription:
     held_out: str | None = None
     held_out_from: float | None = None
     source: str = "input description"
-    optional: frozenset[str] = frozenset()
-    """Joint signals read only when the stream has them (canonical files and bags)."""
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> InputDescription:
@@ -201,21 +209,16 @@ class InputDescription:
         streams = {str(name): reader.stream(str(name), spec, base)
                    for name, spec in streams_data.items()}
         first = next(iter(streams))
-        joints = reader.mapping(top.get("joints", {}), "joints")
-        reader.known(joints, "joints", ("stream", "names", "held", *JOINT_SIGNALS))
-        joint_stream = reader.stream_name(joints.get("stream", first), streams, "joints.stream")
-        names = joints.get("names")
-        joint_names = None if names is None else reader.joint_names(names)
-        signals = {kind: reader.signal(kind, joints[kind], joint_stream, streams)
-                   for kind in JOINT_SIGNALS if joints.get(kind) is not None}
-        if "position" not in signals:
-            raise DataError(f"{source}: joints.position is missing (where the joint positions "
-                            "are: key or columns, and unit)")
-        signals.update({kind: replace(signals[kind], unit=signals["position"].unit)
-                        for kind in ("velocity", "acceleration")
-                        if kind in signals and signals[kind].unit is None})
-        held = {str(k): reader.number(v, f"joints.held.{k}")
-                for k, v in reader.mapping(joints.get("held", {}), "joints.held").items()}
+        groups_data = top.get("joints")
+        if groups_data is None:
+            raise DataError(f"{source}: 'joints' is missing (where the joint signals are)")
+        groups, held = [], {}
+        listed = groups_data if isinstance(groups_data, list) else [groups_data]
+        for k, group in enumerate(listed):
+            key = f"joints[{k}]" if isinstance(groups_data, list) else "joints"
+            group, group_held = reader.joint_group(group, key, first, streams)
+            groups.append(group)
+            held.update(group_held)
         ft = tuple(reader.ft_sensor(k, item, streams)
                    for k, item in enumerate(reader.sequence(top.get("ft_sensors", []),
                                                             "ft_sensors")))
@@ -226,8 +229,7 @@ class InputDescription:
             if top.get(key) is not None and str(top[key]) not in intervals:
                 raise DataError(f"{source}: {key}: {top[key]!r} is not one of the intervals "
                                 f"{sorted(intervals)}")
-        return cls(streams=streams, signals=signals, joint_names=joint_names, held=held,
-                   ft_sensors=ft, imu=imu,
+        return cls(streams=streams, joints=tuple(groups), held=held, ft_sensors=ft, imu=imu,
                    window=None if top.get("window") is None
                    else reader.interval(top["window"], "window"),
                    intervals=intervals,
@@ -248,8 +250,8 @@ class InputDescription:
         stream = StreamSpec("data", Path(path), time="t", time_unit=time_unit or "s")
         ft = () if sensor_frame is None else (FTSpec(sensor_frame, "data", key=WRENCH_KEY,
                                                      sign="keep"),)
-        return cls({"data": stream}, _canonical_signals("data", angle_unit), ft_sensors=ft,
-                   source=str(path), optional=frozenset(JOINT_SIGNALS[1:]))
+        return cls({"data": stream}, (_canonical_group("data", angle_unit),), ft_sensors=ft,
+                   source=str(path))
 
     @classmethod
     def from_bag(cls, path: str | Path, joint_states_topic: str, angle_unit: str | None = None,
@@ -262,8 +264,8 @@ class InputDescription:
         if wrench_topic is not None and sensor_frame is not None:
             streams["wrench"] = StreamSpec("wrench", Path(path), wrench_topic)
             ft = (FTSpec(sensor_frame, "wrench", sign="keep"),)
-        return cls(streams, _canonical_signals("joint_states", angle_unit), ft_sensors=ft,
-                   source=str(path), optional=frozenset(JOINT_SIGNALS[1:]))
+        return cls(streams, (_canonical_group("joint_states", angle_unit),), ft_sensors=ft,
+                   source=str(path))
 
     def with_flags(self, t_start: float | None = None, t_end: float | None = None,
                    held_out_from: float | None = None,
@@ -282,12 +284,13 @@ class InputDescription:
                        else held_out_from, held={**self.held, **(held or {})})
 
 
-def _canonical_signals(stream: str, angle_unit: str | None) -> dict[str, SignalSpec]:
-    """The joint signals of a canonical file or JointState topic (keys ``q``, ``dq``, ``ddq``,
-    ``effort``), angles in ``angle_unit`` (default rad), efforts in N·m."""
-    return {kind: SignalSpec(stream, key=_DEFAULT_KEYS[kind],
-                             unit="N·m" if kind == "effort" else angle_unit or "rad")
-            for kind in JOINT_SIGNALS}
+def _canonical_group(stream: str, angle_unit: str | None) -> JointGroup:
+    """The joints of a canonical file or JointState topic (keys ``q``, ``dq``, ``ddq``,
+    ``effort``; all but ``q`` optional), angles in ``angle_unit`` (default rad), efforts in
+    N·m."""
+    return JointGroup({kind: SignalSpec(stream, key=_DEFAULT_KEYS[kind],
+                                        unit="N·m" if kind == "effort" else angle_unit or "rad")
+                       for kind in JOINT_SIGNALS}, optional=frozenset(JOINT_SIGNALS[1:]))
 
 
 class _Reader:
@@ -370,18 +373,36 @@ class _Reader:
                           self.number(spec.get("offset", 0.0), f"{key}.offset"),
                           str(spec.get("delimiter", ",")))
 
-    def joint_names(self, value: object) -> tuple[tuple[str, str], ...]:
+    def joint_group(self, value: object, key: str, first: str,
+                    streams: Mapping[str, StreamSpec]) -> tuple[JointGroup, dict[str, float]]:
+        joints = self.mapping(value, key)
+        self.known(joints, key, ("stream", "names", "held", *JOINT_SIGNALS))
+        stream = self.stream_name(joints.get("stream", first), streams, f"{key}.stream")
+        names = joints.get("names")
+        signals = {kind: self.signal(kind, joints[kind], stream, streams, f"{key}.{kind}")
+                   for kind in JOINT_SIGNALS if joints.get(kind) is not None}
+        if "position" not in signals:
+            raise self.fail(f"{key}.position is missing (where the joint positions are: key or "
+                            "columns, and unit)")
+        signals.update({kind: replace(signals[kind], unit=signals["position"].unit)
+                        for kind in ("velocity", "acceleration")
+                        if kind in signals and signals[kind].unit is None})
+        held = {str(k): self.number(v, f"{key}.held.{k}")
+                for k, v in self.mapping(joints.get("held", {}), f"{key}.held").items()}
+        return JointGroup(signals, None if names is None else self.joint_names(names, key)), held
+
+    def joint_names(self, value: object, key: str) -> tuple[tuple[str, str], ...]:
         if isinstance(value, list):
             pairs = [(str(v), str(v)) for v in value]
         elif isinstance(value, dict):
             pairs = [(str(k), str(v)) for k, v in value.items()]
         else:
-            raise self.fail("joints.names must be a list of joint names or a mapping log name "
+            raise self.fail(f"{key}.names must be a list of joint names or a mapping log name "
                             f"-> URDF joint, got {type(value).__name__}")
         urdf = [u for _, u in pairs]
         twice = sorted({u for u in urdf if urdf.count(u) > 1})
         if twice:
-            raise self.fail(f"joints.names maps several log joints to {twice}")
+            raise self.fail(f"{key}.names maps several log joints to {twice}")
         return tuple(pairs)
 
     def per_joint(self, value: object, key: str) -> dict[str, float] | float:
@@ -389,9 +410,8 @@ class _Reader:
             return {str(k): self.number(v, f"{key}.{k}") for k, v in value.items()}
         return self.number(value, key)
 
-    def signal(self, kind: str, value: object, stream: str,
-               streams: Mapping[str, StreamSpec]) -> SignalSpec:
-        key = f"joints.{kind}"
+    def signal(self, kind: str, value: object, stream: str, streams: Mapping[str, StreamSpec],
+               key: str) -> SignalSpec:
         spec = self.mapping(value, key)
         self.known(spec, key, ("stream", "key", "columns", "unit", "torque_constant",
                                "gear_ratio", "sign"))
@@ -856,25 +876,31 @@ def load_recording(description: InputDescription, model_joint_names: Sequence[st
             read[name] = _read_stream(description.streams[name])
         return read[name]
 
-    position = description.signals["position"]
-    reference = stream(position.stream)
-    if description.joint_names is not None:
-        pairs = list(description.joint_names)
-    elif reference.joint_names is not None:
-        pairs = [(name, name) for name in reference.joint_names]
-    else:
-        raise DataError(f"{source}: joints.names is needed: {reference.label} does not name its "
-                        "joints")
+    reference = stream(description.joints[0].signals["position"].stream)
     known = set(model_joint_names)
-    ignored = [log for log, urdf_name in pairs if urdf_name not in known]
-    if ignored:
-        notes.append(f"joints not in the URDF, ignored: {', '.join(ignored)}")
-    all_log_names = [log for log, _ in pairs]
-    pairs = [(log, urdf_name) for log, urdf_name in pairs if urdf_name in known]
-    if not pairs:
+    groups = []  # (group, all log names, kept log names, URDF names)
+    for group in description.joints:
+        position_stream = stream(group.signals["position"].stream)
+        if group.joint_names is not None:
+            pairs = list(group.joint_names)
+        elif position_stream.joint_names is not None:
+            pairs = [(name, name) for name in position_stream.joint_names]
+        else:
+            raise DataError(f"{source}: joints.names is needed: {position_stream.label} does "
+                            "not name its joints")
+        ignored = [log for log, urdf_name in pairs if urdf_name not in known]
+        if ignored:
+            notes.append(f"joints not in the URDF, ignored: {', '.join(ignored)}")
+        kept = [(log, urdf_name) for log, urdf_name in pairs if urdf_name in known]
+        groups.append((group, [log for log, _ in pairs], [p[0] for p in kept],
+                       [p[1] for p in kept]))
+    urdf_names = [name for *_, names in groups for name in names]
+    if not urdf_names:
         raise DataError(f"{source}: none of the log's joints is in the URDF (its joints: "
                         f"{', '.join(model_joint_names)})")
-    log_names, urdf_names = [p[0] for p in pairs], [p[1] for p in pairs]
+    twice = sorted({name for name in urdf_names if urdf_names.count(name) > 1})
+    if twice:
+        raise DataError(f"{source}: joints {twice} are logged in more than one joint group")
     both = sorted(set(description.held) & set(urdf_names))
     if both:
         raise DataError(f"{source}: joints {both} are both logged and held")
@@ -883,10 +909,9 @@ def load_recording(description: InputDescription, model_joint_names: Sequence[st
         raise DataError(f"{source}: held joints {unknown_held} are not in the URDF")
     t = reference.t
     lo, hi = t[0], t[-1]
-    for kind, signal in description.signals.items():
-        other = stream(signal.stream)
-        if other is not reference:
-            lo, hi = max(lo, other.t[0]), min(hi, other.t[-1])
+    for group in description.joints:
+        for signal in group.signals.values():
+            lo, hi = max(lo, stream(signal.stream).t[0]), min(hi, stream(signal.stream).t[-1])
     if not lo < hi:
         spans = ", ".join(f"{s.spec.name!r} [{s.t[0]:.3f}, {s.t[-1]:.3f}] s"
                           for s in read.values())
@@ -896,18 +921,27 @@ def load_recording(description: InputDescription, model_joint_names: Sequence[st
     if not keep.all():
         notes.append(f"{int((~keep).sum())} joint samples outside the span every joint stream "
                      "covers dropped")
+    columns: dict[str, list[np.ndarray]] = {kind: [] for kind in JOINT_SIGNALS}
+    for group, all_log_names, log_names, _ in groups:
+        for kind, signal in group.signals.items():
+            other = stream(signal.stream)
+            if kind in group.optional and (signal.key or _DEFAULT_KEYS[kind]) \
+                    not in other.table:
+                continue
+            values = _joint_signal(other, signal, kind, all_log_names, log_names)
+            if other is not reference:
+                values = np.column_stack([np.interp(t[keep], other.t, c) for c in values.T])
+            else:
+                values = values[keep]
+            columns[kind].append(values)
     arrays: dict[str, np.ndarray] = {}
-    for kind, signal in description.signals.items():
-        other = stream(signal.stream)
-        if kind in description.optional and (signal.key or _DEFAULT_KEYS[kind]) \
-                not in other.table:
-            continue
-        values = _joint_signal(other, signal, kind, all_log_names, log_names)
-        if other is not reference:
-            values = np.column_stack([np.interp(t[keep], other.t, c) for c in values.T])
-        else:
-            values = values[keep]
-        arrays[kind] = values
+    for kind, parts in columns.items():
+        if parts and len(parts) != len(groups):
+            missing = [k for k, (group, *_) in enumerate(groups) if kind not in group.signals]
+            raise DataError(f"{source}: joint {kind}s are given for some joint groups but not "
+                            f"for joints{missing}")
+        if parts:
+            arrays[kind] = np.hstack(parts)
     states = JointStates(t[keep], tuple(urdf_names), arrays["position"], arrays.get("velocity"),
                          arrays.get("acceleration"), arrays.get("effort"))
     conventions = ({} if urdf is None or not description.ft_sensors

@@ -467,3 +467,31 @@ def test_held_joints_coupled_to_the_fitted_ones(panda_urdf: str) -> None:
     assert joints_coupled(model, {}, PANDA_ARM, ["panda_finger_joint1"]) == [
         "panda_finger_joint1"]
     assert joints_coupled(model, {}, ["panda_finger_joint2"], ["panda_finger_joint1"]) == []
+
+
+def test_joint_groups_from_separate_files(tmp_path: Path, panda_joint_names) -> None:
+    """Joints logged per part (as YARP logs each part): joints 1-4 in one file at 200 Hz, 5-7 in
+    another at 100 Hz on stamps 3 ms apart (degrees): one set of joint states on the first
+    file's stamps, the second file's joints interpolated there, the span both cover."""
+    t1, t2 = np.arange(200) / 200.0, 0.003 + np.arange(100) / 100.0
+
+    def q(t: np.ndarray, i: int) -> np.ndarray:
+        return 0.1 * (i + 1) * t  # linear: interpolation is exact
+    write_table(tmp_path / "a.csv", {"t": t1, **{f"a{i}": np.degrees(q(t1, i)) for i in range(4)}})
+    write_table(tmp_path / "b.csv", {"t": t2, **{f"b{i}": np.degrees(q(t2, i))
+                                                 for i in range(4, 7)}})
+    path = describe(tmp_path, {
+        "streams": {"a": {"file": "a.csv", "time": "t", "time_unit": "s"},
+                    "b": {"file": "b.csv", "time": "t", "time_unit": "s"}},
+        "joints": [{"stream": "a", "names": {str(i): PANDA_ARM[i] for i in range(4)},
+                    "position": {"columns": "a{joint}", "unit": "deg"}},
+                   {"stream": "b", "names": {str(i): PANDA_ARM[i] for i in range(4, 7)},
+                    "position": {"columns": "b{joint}", "unit": "deg"}}]})
+    recording = load(path, panda_joint_names)
+    states = recording.joint_states
+    inside = (t1 >= t2[0]) & (t1 <= t2[-1])
+    assert states.joint_names == PANDA_ARM
+    np.testing.assert_array_equal(states.t, t1[inside])
+    np.testing.assert_allclose(states.q, np.column_stack([q(t1[inside], i) for i in range(7)]),
+                               atol=1e-12)
+    assert any("outside the span every joint stream covers" in n for n in recording.notes)
