@@ -643,15 +643,12 @@ def _read_stream(spec: StreamSpec) -> _Stream:
     if suffix == ".csv" and spec.time == "t" and _is_canonical_csv(spec.file):
         _, raw = _read_table(spec.file)
         names = tuple(str(n) for n in raw.pop("joint_names"))
-    elif suffix == ".csv":
-        raw = _read_columns(spec.file, spec.delimiter)
     elif suffix == ".npz":
         _, raw = _read_table(spec.file)
         if "joint_names" in raw:
             names = tuple(str(n) for n in np.atleast_1d(np.asarray(raw.pop("joint_names"))))
-    else:
-        raise DataError(f"{label}: unknown format {suffix or '(no extension)'!r}; streams are "
-                        ".csv, .npz or a ROS 2 bag topic")
+    else:  # .csv, .txt, .log, ...: a delimited text table with a header row
+        raw = _read_columns(spec.file, spec.delimiter)
     table = {k: np.asarray(v) for k, v in raw.items()
              if np.asarray(v).dtype.kind in "fiub" and np.asarray(v).ndim > 0}
     if not table:
