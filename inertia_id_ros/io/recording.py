@@ -89,7 +89,8 @@ IMU_WIDTHS = {"orientation": 4, "angular_velocity": 3, "linear_acceleration": 3}
 @dataclass(frozen=True)
 class StreamSpec:
     """One file or bag topic with its clock: stamps from column ``time`` in ``time_unit`` (bags:
-    the header stamps, s) or at ``rate`` Hz from 0 s; ``offset`` (s) added to them."""
+    the header stamps, s) or at ``rate`` Hz from 0 s; ``offset`` (s) added to them; text
+    tables: ``delimiter`` and, for files without a header row, ``header``."""
 
     name: str
     file: Path
@@ -99,6 +100,8 @@ class StreamSpec:
     rate: float | None = None
     offset: float = 0.0
     delimiter: str = ","
+    header: tuple[str, ...] | None = None
+    """Names of a text table's columns when the file has no header row."""
 
     @property
     def is_bag(self) -> bool:
@@ -348,7 +351,7 @@ class _Reader:
         key = f"streams.{name}"
         spec = self.mapping(value, key)
         self.known(spec, key, ("file", "topic", "time", "time_unit", "rate", "offset",
-                               "delimiter"))
+                               "delimiter", "header"))
         if "file" not in spec:
             raise self.fail(f"{key}: no 'file'")
         path = Path(str(spec["file"]))
@@ -369,9 +372,12 @@ class _Reader:
             raise self.fail(f"{key}.rate must be > 0 Hz, got {rate}")
         unit = None if spec.get("time_unit") is None else self.choice(
             spec["time_unit"], f"{key}.time_unit", TIME_UNITS)
+        header = spec.get("header")
+        if header is not None:
+            header = tuple(str(c) for c in self.sequence(header, f"{key}.header"))
         return StreamSpec(name, path, topic, time, unit, rate,
                           self.number(spec.get("offset", 0.0), f"{key}.offset"),
-                          str(spec.get("delimiter", ",")))
+                          str(spec.get("delimiter", ",")), header)
 
     def joint_group(self, value: object, key: str, first: str,
                     streams: Mapping[str, StreamSpec]) -> tuple[JointGroup, dict[str, float]]:
@@ -500,17 +506,23 @@ class _Stream:
         return f"stream {self.spec.name!r} ({where})"
 
 
-def _read_columns(path: Path, delimiter: str) -> dict[str, np.ndarray]:
-    """A CSV file with a header row as {column: values}; lines starting with ``#`` are
-    comments; a value that is not a number is NaN (refused only in a column that is used)."""
+def _read_columns(path: Path, delimiter: str,
+                  header: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """A delimited text table as {column: values}: the names from its first row, or ``header``
+    for a file without one; lines starting with ``#`` are comments; a value that is not a number
+    is NaN (refused only in a column that is used)."""
     try:
         lines = [line for line in path.read_text().splitlines()
                  if line.strip() and not line.lstrip().startswith("#")]
     except (OSError, UnicodeDecodeError) as e:
         raise DataError(f"{path}: cannot read: {e}") from None
-    if not lines:
+    if header is not None:
+        lines = ["", *lines]  # the names are given: every line is data
+        header = list(header)
+    elif not lines:
         raise DataError(f"{path}: no header row")
-    header = [name.strip() for name in next(csv.reader(lines[:1], delimiter=delimiter))]
+    else:
+        header = [name.strip() for name in next(csv.reader(lines[:1], delimiter=delimiter))]
     twice = sorted({name for name in header if header.count(name) > 1})
     if twice:
         raise DataError(f"{path}: column(s) {twice} appear more than once")
@@ -648,7 +660,7 @@ def _read_stream(spec: StreamSpec) -> _Stream:
         if "joint_names" in raw:
             names = tuple(str(n) for n in np.atleast_1d(np.asarray(raw.pop("joint_names"))))
     else:  # .csv, .txt, .log, ...: a delimited text table with a header row
-        raw = _read_columns(spec.file, spec.delimiter)
+        raw = _read_columns(spec.file, spec.delimiter, spec.header)
     table = {k: np.asarray(v) for k, v in raw.items()
              if np.asarray(v).dtype.kind in "fiub" and np.asarray(v).ndim > 0}
     if not table:

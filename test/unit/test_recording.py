@@ -471,7 +471,8 @@ def test_held_joints_coupled_to_the_fitted_ones(panda_urdf: str) -> None:
 
 def test_joint_groups_from_separate_files(tmp_path: Path, panda_joint_names) -> None:
     """Joints logged per part (as YARP logs each part): joints 1-4 in one CSV file at 200 Hz,
-    5-7 in a space-separated .log at 100 Hz on stamps 3 ms apart (degrees): one set of joint
+    5-7 in a space-separated .log without a header row at 100 Hz on stamps 3 ms apart
+    (degrees): one set of joint
     states on the first file's stamps, the second file's joints interpolated there, the span
     both cover."""
     t1, t2 = np.arange(200) / 200.0, 0.003 + np.arange(100) / 100.0
@@ -479,11 +480,14 @@ def test_joint_groups_from_separate_files(tmp_path: Path, panda_joint_names) -> 
     def q(t: np.ndarray, i: int) -> np.ndarray:
         return 0.1 * (i + 1) * t  # linear: interpolation is exact
     write_table(tmp_path / "a.csv", {"t": t1, **{f"a{i}": np.degrees(q(t1, i)) for i in range(4)}})
-    write_table(tmp_path / "b.log", {"t": t2, **{f"b{i}": np.degrees(q(t2, i))
-                                                 for i in range(4, 7)}}, delimiter=" ")
+    log = write_table(tmp_path / "b.log", {"index": np.arange(100), "t": t2,
+                                           **{f"b{i}": np.degrees(q(t2, i)) for i in range(4, 7)}},
+                      delimiter=" ")
+    log.write_text(log.read_text().split("\n", 1)[1])  # no header row
     path = describe(tmp_path, {
         "streams": {"a": {"file": "a.csv", "time": "t", "time_unit": "s"},
-                    "b": {"file": "b.log", "time": "t", "time_unit": "s", "delimiter": " "}},
+                    "b": {"file": "b.log", "time": "t", "time_unit": "s", "delimiter": " ",
+                          "header": ["index", "t", "b4", "b5", "b6"]}},
         "joints": [{"stream": "a", "names": {str(i): PANDA_ARM[i] for i in range(4)},
                     "position": {"columns": "a{joint}", "unit": "deg"}},
                    {"stream": "b", "names": {str(i): PANDA_ARM[i] for i in range(4, 7)},
