@@ -500,3 +500,38 @@ def test_joint_groups_from_separate_files(tmp_path: Path, panda_joint_names) -> 
     np.testing.assert_allclose(states.q, np.column_stack([q(t1[inside], i) for i in range(7)]),
                                atol=1e-12)
     assert any("outside the span every joint stream covers" in n for n in recording.notes)
+
+
+def test_fit_payload_from_two_csv_clocks_with_a_held_out_part(capsys, tmp_path: Path,
+                                                               sim: PayloadSimulator,
+                                                               panda_urdf: str) -> None:
+    """fit-payload through a description alone: joints in degrees with ms stamps, the F/T in
+    its own file with ns stamps and a clock offset, its sign flipped: the payload's mass, and
+    the validation on the held-out part printed."""
+    rng = np.random.default_rng(5)
+    joint_t, wrench_t = np.arange(2400) / 200.0, 0.0007 + np.arange(6000) / 500.0
+    q, dq = sim.measure_joints(joint_t, rng)
+    wrench = sim.measure_wrench(wrench_t, rng)
+    write_table(tmp_path / "arm.csv", {"ms": 1e3 * (T0 + joint_t),
+                                       **{f"q{i}": np.degrees(q[:, i]) for i in range(7)},
+                                       **{f"v{i}": np.degrees(dq[:, i]) for i in range(7)}})
+    write_table(tmp_path / "ft.csv", {"ns": np.round(1e9 * (T0 + wrench_t + 0.02)),
+                                      **{c: -wrench[:, k] for k, c in enumerate(WRENCH_COLUMNS)}})
+    path = describe(tmp_path, {
+        "streams": {"arm": {"file": "arm.csv", "time": "ms", "time_unit": "ms"},
+                    "ft": {"file": "ft.csv", "time": "ns", "time_unit": "ns", "offset": -0.02}},
+        "joints": {"names": {str(i): PANDA_ARM[i] for i in range(7)},
+                   "position": {"columns": "q{joint}", "unit": "deg"},
+                   "velocity": {"columns": "v{joint}", "unit": "deg"}},
+        "ft_sensors": [{"frame": SENSOR, "stream": "ft", "columns": list(WRENCH_COLUMNS),
+                        "sign": "flip"}],
+        "held_out_from": 9.0})
+    out_json = tmp_path / "payload.json"
+    code, out, err = run_cli(capsys, "fit-payload", "--urdf", panda_urdf, "--sensor-frame",
+                             SENSOR, "--input", str(path), "--json", str(out_json))
+    assert code == 0, err
+    result = json.loads(out_json.read_text())
+    assert result["bodies"][0]["mass"] == pytest.approx(sim.true_theta[0], rel=0.02)
+    assert result["samples"] < 0.8 * wrench_t.size  # the held-out part is not fitted
+    assert "input.yaml (held out)" in out and "fit rms" in out
+    assert "readings negated (sign: flip)" in err
