@@ -780,6 +780,10 @@ class Recording:
         if sensor_frame not in self.wrenches:
             raise DataError(f"{self.source}: no F/T sensor at {sensor_frame!r} (described: "
                             f"{', '.join(self.wrenches) or 'none'})")
+        if self.ft_kinds[sensor_frame] != "internal":
+            raise DataError(f"{self.source}: F/T sensor {sensor_frame!r} is described as "
+                            f"{self.ft_kinds[sensor_frame]!r}; a payload's sensor is 'internal' "
+                            "(it measures the payload beyond it)")
         return PayloadRecording(self.joint_states, self.wrenches[sensor_frame], self.source)
 
     def whole_body(self, half_width: float = 0.05) -> WholeBodyRecording:
