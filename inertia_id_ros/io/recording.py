@@ -138,6 +138,8 @@ class FTSpec:
     columns: tuple[str, ...] | None = None
     key: str | None = None
     sign: str = "urdf"
+    frame_id: str | None = None
+    """The frame name the log's headers give it (WrenchStamped; default ``frame``)."""
 
 
 @dataclass(frozen=True)
@@ -449,7 +451,7 @@ class _Reader:
     def ft_sensor(self, index: int, value: object, streams: Mapping[str, StreamSpec]) -> FTSpec:
         key = f"ft_sensors[{index}]"
         spec = self.mapping(value, key)
-        self.known(spec, key, ("frame", "kind", "stream", "columns", "key", "sign"))
+        self.known(spec, key, ("frame", "kind", "stream", "columns", "key", "sign", "frame_id"))
         if "frame" not in spec or "stream" not in spec:
             raise self.fail(f"{key}: needs 'frame' (the URDF frame) and 'stream'")
         stream = self.stream_name(spec["stream"], streams, f"{key}.stream")
@@ -464,7 +466,8 @@ class _Reader:
         return FTSpec(str(spec["frame"]), stream,
                       self.choice(spec.get("kind", "internal"), f"{key}.kind", SENSOR_KINDS),
                       columns, None if spec.get("key") is None else str(spec["key"]),
-                      self.choice(spec.get("sign", "urdf"), f"{key}.sign", WRENCH_SIGNS))
+                      self.choice(spec.get("sign", "urdf"), f"{key}.sign", WRENCH_SIGNS),
+                      None if spec.get("frame_id") is None else str(spec["frame_id"]))
 
     def imu(self, value: object, streams: Mapping[str, StreamSpec]) -> ImuSpec:
         spec = self.mapping(value, "imu")
@@ -969,10 +972,11 @@ def load_recording(description: InputDescription, model_joint_names: Sequence[st
             notes.append(note)
         if spec.frame in wrenches:
             raise DataError(f"{source}: F/T sensor {spec.frame!r} is described twice")
-        frame = ft_stream.frame
-        if frame and frame != spec.frame:
-            raise DataError(f"{ft_stream.label}: the wrenches are in frame {frame!r}, the "
-                            f"description says F/T sensor {spec.frame!r}")
+        frame, expected = ft_stream.frame, spec.frame_id or spec.frame
+        if frame and frame != expected:
+            raise DataError(f"{ft_stream.label}: the wrenches are in frame {frame!r}, not "
+                            f"{expected!r} (if that is the URDF frame {spec.frame!r} by "
+                            "another name, give it as the sensor's frame_id)")
         wrenches[spec.frame] = Wrenches(ft_stream.t, sign * values, spec.frame)
         kinds[spec.frame] = spec.kind
     imu = None

@@ -163,6 +163,13 @@ def test_bag_with_ft_on_its_own_topic(tmp_path: Path, sim: PayloadSimulator,
     np.testing.assert_array_equal(recording.wrenches[SENSOR].t, expected.wrenches.t)
     np.testing.assert_array_equal(recording.wrenches[SENSOR].wrench, expected.wrenches.wrench)
     assert any("conveyor" in note for note in recording.notes)
+    # the header's frame_id must be the sensor's frame, or be named as its frame_id
+    description = yaml.safe_load(path.read_text())
+    description["ft_sensors"][0]["frame"] = "panda_hand"
+    with pytest.raises(DataError, match="in frame 'panda_link8', not 'panda_hand'.*frame_id"):
+        load(describe(tmp_path, description), panda_joint_names)
+    description["ft_sensors"][0]["frame_id"] = SENSOR
+    assert "panda_hand" in load(describe(tmp_path, description), panda_joint_names).wrenches
 
 
 def _kuka_description(tmp_path: Path, run: Path) -> Path:
