@@ -100,6 +100,11 @@ class ExportError(InertiaIdError, ValueError):
     """The body cannot be exported as asked; the message is one line."""
 
 
+class KeystoreError(InertiaIdError, ValueError):
+    """A DDS-Security keystore cannot be created as asked (the directory holds one already, an
+    enclave name is invalid); the message names the path or the name."""
+
+
 class InputError(InertiaIdError):
     """Bad input: the message is the one line printed on stderr."""
 

@@ -24,8 +24,16 @@ matter."""
 BASE_KINDS = ("floating", "fixed", "suspended")
 """``floating``: free base, motion from an IMU, base rows from the contact wrenches;
 ``suspended``: hanging through a contact F/T sensor (e.g. a crane), base rows as floating, base at
-rest unless an IMU says otherwise; ``fixed``: on a stand, no base rows (the stand's wrench is not
-measured), base at rest."""
+rest unless an IMU says otherwise; ``fixed``: held at a fixed frame (the root on a stand, or any
+URDF frame such as a stance sole), no base rows (the holding wrench is not measured), the frame
+still with a constant tilt."""
+
+IMU_TILT_USES = ("correct", "check")
+"""What an IMU does with a fixed base's tilt (offline and online alike): ``correct``: the mean of
+its specific force (the motion the joints give it removed) over the samples (offline: all of
+them; online: those so far) sets the fixed frame's tilt in place of ``fixed_tilt``; ``check``:
+``fixed_tilt`` stays, the IMU's tilt is reported beside it."""
+DEFAULT_IMU_TILT = "correct"
 
 WHOLE_BODY_METHODS = ("lmi", "pointmass", "ols")
 WHOLE_BODY_DEFAULT_WEIGHTING = "none"

@@ -14,7 +14,7 @@ import pytest
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
-from helpers import Process, console_script  # noqa: E402 (after the BLAS settings)
+from helpers.processes import Process, console_script  # noqa: E402 (after the BLAS settings)
 
 ROS_TESTS = Path(__file__).resolve().parent / "ros"
 

@@ -6,7 +6,8 @@ changing it:
 
     .venv/bin/python tools/gen_parameter_reference.py
 
-``test/unit/test_docs.py`` regenerates the page in memory and fails when the committed file differs.
+``test/unit/project/test_docs.py`` regenerates the page in memory and fails when the committed
+file differs.
 """
 
 from __future__ import annotations

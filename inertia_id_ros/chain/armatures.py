@@ -28,8 +28,8 @@ inertia follows from the identifiable armatures, ``I_rotor = sum N_k**2 a_k / su
 offline :func:`fit_chain`, online :class:`~inertia_id_ros.online.link_estimator.LinkEstimator`
 given the chain's actuators (the node's links mode with a ``chain_config``). On 60 s of the
 simulated Go1 leg (0.1 N·m torque noise) all three armatures come out within 1.5 % and every
-viscous and Coulomb friction within 1.3 %, offline (``test/unit/test_leg.py``) and online
-(``test/unit/test_link_estimator.py``); over DDS within 1.4 % and 4 %
+viscous and Coulomb friction within 1.3 %, offline (``test/unit/chain/test_leg.py``) and online
+(``test/unit/online/test_link_estimator.py``); over DDS within 1.4 % and 4 %
 (``test/ros/test_integration.py``, README).
 
 :func:`resolve_armatures` is the one place this happens: :func:`fit_chain` offline and

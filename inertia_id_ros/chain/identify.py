@@ -72,7 +72,7 @@ from inertia_id_ros.core.weighting import (
     weighted_normal_equations,
 )
 from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING
-from inertia_id_ros.solvers import Solution, solve
+from inertia_id_ros.solvers import Problem, Solution, solve
 
 DEFAULT_TILT_SAMPLES = 6000
 """Samples (evenly strided) of the base-tilt search."""
@@ -161,35 +161,93 @@ def gravity_map(model: LinkModel, gravity: np.ndarray) -> np.ndarray:
     return T
 
 
+def tilted_gravity_jacobian(model: LinkModel, roll: float, pitch: float) -> np.ndarray:
+    """(3, 2) derivative of :func:`tilted_gravity` (m/s² per rad) by ``roll`` and ``pitch``."""
+    g0 = np.asarray(model.model.gravity.linear)
+    Rx = pin.rpy.rpyToMatrix(roll, 0.0, 0.0)
+    Ry = pin.rpy.rpyToMatrix(0.0, pitch, 0.0)
+    return np.column_stack([Ry @ Rx @ np.cross([1.0, 0.0, 0.0], g0),
+                            Ry @ np.cross([0.0, 1.0, 0.0], Rx @ g0)])
+
+
 def estimate_base_tilt(model: LinkModel, data: JointTorqueData, method: str = "lmi",
                        prior_weight: float = DEFAULT_PRIOR_WEIGHT,
                        max_samples: int = DEFAULT_TILT_SAMPLES,
                        **solver_options: object) -> BaseTilt:
     """The base tilt (roll, pitch within +-:data:`MAX_TILT` rad) minimising the training torque
     RMS of the ``method`` fit (prior weight ``prior_weight``) on at most ``max_samples`` samples of
-    ``data`` (Nelder-Mead from level, warm-started solves). The regressor is evaluated once: every
-    tilt's normal equations follow from :func:`gravity_normal_equations`."""
+    ``data``. The regressor is evaluated once: every tilt's normal equations follow from
+    :func:`gravity_normal_equations`; every solve is warm-started from the previous one.
+
+    Search, in two steps: quasi-Newton (L-BFGS-B from level) on the fit's objective (training
+    residual plus prior term), whose gradient is exact and cheap (at the fit's optimum ``x`` it is
+    the residual's derivative by the tilt with ``x`` held: the constraints do not depend on the
+    tilt); then, as the prior term moves that optimum a little, the training RMS is fitted by a
+    quadratic in the angles on six tilts :data:`TILT_POLISH_STEP` about it, and its vertex is
+    kept if it scores best."""
     rows = np.arange(0, data.n_samples, max(1, int(np.ceil(data.n_samples / max_samples))))
     gram, moment, yty, n_rows = gravity_normal_equations(model, data.subset(rows))
+    columns = gravity_columns(model)
+    p = model.n_parameters
     previous: list = []
+    rms: dict[tuple[float, float], float] = {}
 
-    def rms(angles: np.ndarray) -> float:
-        if np.max(np.abs(angles)) > MAX_TILT:
-            return np.inf
+    def fit(angles: np.ndarray) -> tuple[Problem, np.ndarray, np.ndarray]:
+        angles = np.clip(angles, -MAX_TILT, MAX_TILT)
         T = gravity_map(model, tilted_gravity(model, *angles))
         problem = build_link_problem(model, T.T @ gram @ T, T.T @ moment, yty, n_rows,
                                      prior_weight)
         solution = solve(problem, method=method, initvals=previous[-1] if previous else None,
                          **solver_options)
         previous.append(solution)
-        return float(np.sqrt(problem.squared_residual(solution.x) / n_rows))
+        rms[tuple(angles)] = float(np.sqrt(problem.squared_residual(solution.x) / n_rows))
+        return problem, solution.x, T
 
-    level = rms(np.zeros(2))
-    result = minimize(rms, np.zeros(2), method="Nelder-Mead",
-                      options={"initial_simplex": [[0.0, 0.0], [0.01, 0.0], [0.0, 0.01]],
-                               "xatol": 2e-4, "fatol": 1e-6, "maxfev": 80})
-    roll, pitch = (float(a) for a in result.x)
-    return BaseTilt(roll, pitch, tilted_gravity(model, roll, pitch), float(result.fun), level)
+    def objective(angles: np.ndarray) -> tuple[float, np.ndarray]:
+        problem, x, T = fit(angles)
+        slope = gram @ (T @ x) - moment  # Y(g) x = E T x: the residual's slope in E's columns
+        by_gravity = np.array([2.0 * x[columns] @ slope[p + a * columns.size:
+                                                         p + (a + 1) * columns.size]
+                               for a in range(3)])
+        return (problem.objective(x) / n_rows,
+                by_gravity @ tilted_gravity_jacobian(model, *angles) / n_rows)
+
+    level = (0.0, 0.0)
+    result = minimize(objective, np.zeros(2), jac=True, method="L-BFGS-B",
+                      bounds=[(-MAX_TILT, MAX_TILT)] * 2,
+                      options={"ftol": 1e-12, "gtol": 1e-9, "maxfun": 30})
+    centre = np.clip(result.x, -MAX_TILT, MAX_TILT)
+    fit(centre)
+    offsets = TILT_POLISH_STEP * np.array([[1, 0], [-1, 0], [0, 1], [0, -1], [1, 1]])
+    for offset in offsets:
+        fit(centre + offset)
+    vertex = _quadratic_vertex(offsets, [rms[tuple(np.clip(centre + o, -MAX_TILT, MAX_TILT))]
+                                         for o in offsets], rms[tuple(centre)])
+    if vertex is not None:
+        fit(centre + vertex)
+    if level not in rms:
+        fit(np.zeros(2))
+    roll, pitch = min(rms, key=rms.get)
+    return BaseTilt(roll, pitch, tilted_gravity(model, roll, pitch), rms[roll, pitch],
+                    rms[level])
+
+
+TILT_POLISH_STEP = 2e-3
+"""Spacing (rad) of the tilts about the objective's optimum whose training RMS the base-tilt
+search fits by a quadratic (:func:`estimate_base_tilt`)."""
+
+
+def _quadratic_vertex(offsets: np.ndarray, values: Sequence[float], at_zero: float
+                      ) -> np.ndarray | None:
+    """The minimum (2,) of the quadratic in two variables through ``values`` at ``offsets``
+    (5, 2) and ``at_zero`` at the origin; ``None`` if it has none (not convex)."""
+    A = np.column_stack([offsets[:, 0] ** 2, offsets[:, 0] * offsets[:, 1], offsets[:, 1] ** 2,
+                         offsets[:, 0], offsets[:, 1]])
+    a, b, c, d, e = np.linalg.solve(A, np.asarray(values) - at_zero)
+    hessian = np.array([[2 * a, b], [b, 2 * c]])
+    if np.linalg.eigvalsh(hessian)[0] <= 0:
+        return None
+    return np.linalg.solve(hessian, -np.array([d, e]))
 
 
 MAX_TORQUE_DELAY = 0.03

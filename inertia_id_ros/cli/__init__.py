@@ -31,7 +31,9 @@ command runs, so that ``--help`` and argument errors are quick:
 - ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
   (:mod:`inertia_id_ros.motion.design`);
 - ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
-  (:mod:`inertia_id_ros.io.validate`).
+  (:mod:`inertia_id_ros.io.validate`);
+- ``keystore create``: a DDS-Security keystore so that only operators may call ``~/excite``
+  (:mod:`inertia_id_ros.io.keystore`).
 
 Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
 :mod:`inertia_id_ros.io.data`.
@@ -79,6 +81,7 @@ from inertia_id_ros.cli import (
     fit_links,
     fit_payload,
     fit_whole_body,
+    keystore,
     record_sim,
     replay,
     sim_whole_body,
@@ -90,7 +93,7 @@ from inertia_id_ros.errors import DataError, InputError
 from inertia_id_ros.threads import limit_threads
 
 COMMANDS = (fit_payload, fit_links, fit_whole_body, traversaro, demo, replay, record_sim,
-            sim_whole_body, export, excite, validate)
+            sim_whole_body, export, excite, validate, keystore)
 """The command modules, in ``--help`` order."""
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+from contextlib import nullcontext
 
-from inertia_id_ros.errors import ExcitationRefused, InputError
+from inertia_id_ros.errors import ExcitationRefused, InputError, StartupError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -25,6 +27,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                       help="--excite: fraction of the motion's speed, (0, 1] (1)")
     demo.add_argument("--method", default="lmi", help="identification method (lmi)")
     demo.add_argument("--seed", type=int, default=0, help="seed of trajectory and noise (0)")
+    demo.add_argument("--secure", action="store_true",
+                      help="run every process under DDS-Security (a new keystore in a temporary "
+                           "directory; the client as the operator enclave)")
     demo.set_defaults(run=run)
 
 
@@ -38,10 +43,18 @@ def run(args: argparse.Namespace) -> int:
         check_speed_scale(args.speed_scale)
     except ExcitationRefused as e:
         raise InputError(f"--speed-scale: {e}") from None
+    from inertia_id_ros.io.keystore import temporary_keystore
     from inertia_id_ros.ros.demo import run_demo, run_excite_demo  # ROS only where needed
 
-    if args.excite:
-        return run_excite_demo(duration=args.duration or 15.0, speed_scale=args.speed_scale,
-                               trajectory_file=args.trajectory, method=args.method,
-                               seed=args.seed)
-    return run_demo(motion_sec=args.duration or 30.0, method=args.method, seed=args.seed)
+    with temporary_keystore() if args.secure else nullcontext() as keystore:
+        try:
+            if args.excite:
+                return run_excite_demo(duration=args.duration or 15.0,
+                                       speed_scale=args.speed_scale,
+                                       trajectory_file=args.trajectory, method=args.method,
+                                       seed=args.seed, keystore=keystore)
+            return run_demo(motion_sec=args.duration or 30.0, method=args.method,
+                            seed=args.seed, keystore=keystore)
+        except StartupError as error:
+            print(f"inertia-id demo: {error}", file=sys.stderr)
+            return 1

@@ -5,7 +5,9 @@ sensors (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`; data:
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli.common import (
     EXIT_NO_ESTIMATE,
@@ -19,13 +21,19 @@ from inertia_id_ros.cli.common import (
 from inertia_id_ros.errors import InputError, ProblemError, SolverError
 from inertia_id_ros.options import (
     BASE_KINDS,
+    DEFAULT_IMU_TILT,
     DEFAULT_IMU_TOPIC,
     DEFAULT_JOINT_STATES_TOPIC,
+    IMU_TILT_USES,
     WEIGHTINGS,
     WHOLE_BODY_DEFAULT_PRIOR_WEIGHT,
     WHOLE_BODY_DEFAULT_WEIGHTING,
     WHOLE_BODY_METHODS,
 )
+
+if TYPE_CHECKING:
+    from inertia_id_ros.core.whole_body import WholeBodyModel
+    from inertia_id_ros.io.whole_body import WholeBodyRecording
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -48,7 +56,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     whole.add_argument("--method", default="lmi", choices=WHOLE_BODY_METHODS,
                        help="identification method (lmi; ols: unconstrained baseline)")
     whole.add_argument("--base", default="floating", choices=BASE_KINDS,
-                       help="floating (IMU), fixed (on a stand) or suspended (floating)")
+                       help="floating (IMU), fixed (held at --fixed-frame: on a stand, or on a "
+                            "stance sole) or suspended (floating)")
+    whole.add_argument("--fixed-frame", metavar="FRAME",
+                       help="--base fixed: the URDF frame held still (default: the URDF root, on "
+                            "a stand); e.g. l_sole for a humanoid on its left foot, whose pelvis "
+                            "then moves with the stance leg's joints (no IMU needed)")
+    whole.add_argument("--fixed-tilt", metavar="ROLL,PITCH", default="0,0",
+                       help="--base fixed: the fixed frame's roll and pitch in the world (rad; "
+                            "0,0: level)")
+    whole.add_argument("--imu-tilt", choices=IMU_TILT_USES, default=DEFAULT_IMU_TILT,
+                       help="--base fixed with IMU data: correct: the IMU's mean specific force "
+                            "(the joints' motion removed) gives the fixed frame's tilt; check: "
+                            "keep --fixed-tilt and report the IMU's beside it "
+                            f"({DEFAULT_IMU_TILT})")
     whole.add_argument("--bodies", help="comma-separated links to identify (default: every "
                                         "link with mass); the others keep their URDF inertials")
     whole.add_argument("--prior-weight", type=float, default=WHOLE_BODY_DEFAULT_PRIOR_WEIGHT,
@@ -91,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.prior_weight < 0:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
+    fixed_tilt = _fixed_tilt(args.fixed_tilt)
+    if args.base != "fixed" and (args.fixed_frame is not None or any(fixed_tilt)):
+        raise InputError("--fixed-frame and --fixed-tilt apply to --base fixed")
     bodies = [b.strip() for b in args.bodies.split(",") if b.strip()] if args.bodies else None
     held: dict[str, float] = {}
     flips = args.flip_wrench_sign or ()
@@ -133,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
               f"(stopped or not started): their rows are dropped", file=sys.stderr)
     model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
                                        args.filter_half_width, flip_wrench_sign=flips,
+                                       fixed_frame=args.fixed_frame, fixed_tilt=fixed_tilt,
+                                       imu_tilt=args.imu_tilt,
                                        estimate_contact_offsets=args.estimate_contact_offsets)
     if held:
         from inertia_id_ros.io.recording import rows_moved_by
@@ -143,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
                              f"held joint(s) {sorted(held)} (not in the log); log them, or fit "
                              "a model whose rows they do not move (--base fixed, sensors "
                              "beyond them)")
+    tilt_line = _tilt_line(recording, model, args) if model.base == "fixed" else None
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:
         raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
     efforts = args.efforts and samples.efforts is not None
@@ -172,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
              f"solve {fit.solve_time:.3f} s ({fit.solution.status}); "
              f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters; "
              f"weighting {args.weighting}",
+             *([tilt_line] if tilt_line else []),
              *whole_body_table(result)]
     inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
     lines.append(f"residual rms {fit.residual_rms:.4f}; inconsistent links: {inconsistent}")
@@ -198,3 +226,41 @@ def run(args: argparse.Namespace) -> int:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
     return 0
+
+
+def _fixed_tilt(text: str) -> tuple[float, float]:
+    """``--fixed-tilt ROLL,PITCH`` (rad)."""
+    try:
+        roll, pitch = (float(part) for part in text.split(","))
+    except ValueError:
+        raise InputError(f"--fixed-tilt must be ROLL,PITCH in rad, got {text!r}") from None
+    if not all(map(math.isfinite, (roll, pitch))):
+        raise InputError(f"--fixed-tilt must be finite, got {text!r}")
+    return roll, pitch
+
+
+def _tilt_line(recording: WholeBodyRecording, model: WholeBodyModel,
+               args: argparse.Namespace) -> str:
+    """The fixed frame and its tilt as used; with IMU data, the IMU's mean tilt beside it (a
+    warning on stderr when ``--imu-tilt check`` finds them further apart than
+    :data:`~inertia_id_ros.core.whole_body.TILT_CHECK_TOLERANCE`)."""
+    import numpy as np
+
+    from inertia_id_ros.core.whole_body import TILT_CHECK_TOLERANCE, tilt_difference
+    from inertia_id_ros.io.whole_body import imu_fixed_tilt
+
+    frame = model.fixed_frame or "the URDF root"
+    given = np.degrees(model.fixed_tilt)
+    if not recording.imu or args.imu_tilt == "correct":
+        source = "from the IMU" if recording.imu else "given"
+        return f"fixed at {frame}, tilt roll {given[0]:.2f}° pitch {given[1]:.2f}° ({source})"
+    measured = imu_fixed_tilt(recording, model, args.filter_half_width)
+    roll, pitch = np.degrees(measured)
+    apart = tilt_difference(model.fixed_tilt, measured)
+    if apart > TILT_CHECK_TOLERANCE:
+        print(f"inertia-id fit-whole-body: warning: the IMU tilts {frame} by roll {roll:.2f}° "
+              f"pitch {pitch:.2f}°, {np.degrees(apart):.1f}° from --fixed-tilt (roll "
+              f"{given[0]:.2f}° pitch {given[1]:.2f}°); --imu-tilt correct uses the IMU's",
+              file=sys.stderr)
+    return (f"fixed at {frame}, tilt roll {given[0]:.2f}° pitch {given[1]:.2f}° (given; the IMU "
+            f"measures roll {roll:.2f}° pitch {pitch:.2f}°, {np.degrees(apart):.2f}° apart)")

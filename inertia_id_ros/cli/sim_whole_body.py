@@ -1,6 +1,6 @@
 """``inertia-id sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1; iCub
-suspended or on a stand) with its truth (:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of
-it to replay (``--bag``)."""
+suspended, on a stand or balancing on one sole) with its truth
+(:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of it to replay (``--bag``)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     whole.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"),
                        help="--bag: storage (mcap)")
     whole.add_argument("--robot", default="icub",
-                       choices=("icub", "go1", "icub_suspended", "icub_fixed"),
+                       choices=("icub", "go1", "icub_suspended", "icub_fixed", "icub_stance"),
                        help="icub: on one sole, six internal F/T sensors; go1: four foot "
                             "contacts; icub_suspended: hanging from a crane F/T sensor (icub); "
-                            "icub_fixed: on a stand (fit with --base fixed)")
+                            "icub_fixed: on a stand (fit with --base fixed); icub_stance: on "
+                            "its left sole on a tilted floor, leg F/T sensors only, the ground's "
+                            "wrench not measured (fit with --base fixed --fixed-frame l_sole)")
     whole.add_argument("--duration", type=float, default=60.0, help="seconds of motion (60)")
     whole.add_argument("--rate", type=float, default=200.0, metavar="HZ", help="sample rate (200)")
     whole.add_argument("--seed", type=int, default=0, help="seed of truth, motion and noise (0)")

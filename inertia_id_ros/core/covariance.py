@@ -30,7 +30,7 @@ microseconds (a residual bootstrap re-solves the problem tens of times: too slow
 node at several Hz); its limit: when the truth itself lies on the boundary, the estimate sits on it
 only part of the time, and the projected covariance understates the spread along the normal (the
 tangent directions are right). Interior optima (any body with volume, ``lambda_min(J) > 0``) keep
-the unconstrained covariance unchanged. Monte-Carlo check: ``test/unit/test_covariance.py``.
+the unconstrained covariance unchanged. Monte-Carlo check: ``test/unit/core/test_covariance.py``.
 
 Not modelled: noise correlated across channels or in time (e.g. by the derivative filter), and
 errors in the regressor (joint-state noise) beyond their share of the residual.

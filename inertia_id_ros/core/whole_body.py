@@ -13,6 +13,15 @@ included) and ``W_s`` the wrench sensor ``s`` reports (true wrench ``W_s − o_s
 - joint ``j`` (optional, rigid-body torque only): ``τ_j = S_jᵀ X*_{j←B} (Σ_{L beyond j} ... )``
   as for a sensor at the joint.
 
+A ``fixed`` base is held at its *fixed frame*: the URDF root (a stand), or any URDF frame (the
+stance sole of a humanoid on one foot), whose holding wrench is not measured. Rooted at a frame,
+the model keeps its free-flyer root and the base moves as the joints between the frame and the
+root require (:meth:`WholeBodyModel.fixed_base_motion`: the frame still, its proper acceleration
+gravity's); a sensor or joint with the fixed frame beyond it takes the other side's equation,
+``W_s − o_s = −X*_{s←B} (Σ_{L not beyond s} X*_{B←L} f_L − Σ_{c not beyond s} X*_{B←c} (W_c −
+o_c))``. The fixed frame's tilt is constant: ``fixed_tilt`` (roll, pitch), or the mean of what an
+IMU's specific force says (:meth:`WholeBodyModel.fixed_frame_acceleration_from_imu`).
+
 Base motion needs no base pose or linear velocity: only proper accelerations and angular
 velocities enter the wrenches (:class:`BaseMotion`). Spatial vectors are ``[linear, angular]``;
 wrenches ``[fx, fy, fz, tx, ty, tz]``.
@@ -47,6 +56,31 @@ SENSOR_KINDS = ("contact", "internal")
 ``internal``: the wrench the root side exerts on the part beyond the sensor."""
 DEFAULT_GYRO_HALF_WIDTH = 0.02
 """Half-width (s) of the local quadratic fit that differentiates the gyro."""
+TILT_CHECK_TOLERANCE = np.deg2rad(2.0)
+"""An IMU's mean tilt of the fixed frame further than this (rad) from the given ``fixed_tilt``
+is reported (:func:`tilt_difference`)."""
+
+
+def up_from_tilt(tilt: Sequence[float]) -> np.ndarray:
+    """(3,) the world's up direction (unit) in a frame of ``tilt`` (roll, pitch) rad: the frame's
+    orientation in the world is ``Rz(yaw) Ry(pitch) Rx(roll)`` (yaw does not matter)."""
+    roll, pitch = (float(a) for a in tilt)
+    return np.array([-np.sin(pitch), np.sin(roll) * np.cos(pitch),
+                     np.cos(roll) * np.cos(pitch)])
+
+
+def tilt_from_up(up: np.ndarray) -> np.ndarray:
+    """(2,) (roll, pitch) rad of a frame in which the world's up direction is ``up`` (3,) (any
+    length > 0: e.g. a proper acceleration at rest); the inverse of :func:`up_from_tilt`."""
+    x, y, z = np.asarray(up, dtype=float)
+    return np.array([np.arctan2(y, z), np.arctan2(-x, np.hypot(y, z))])
+
+
+def tilt_difference(tilt: Sequence[float], other: Sequence[float]) -> float:
+    """Angle (rad) between the up directions of two tilts (roll, pitch; rad), e.g. the given
+    ``fixed_tilt`` and an IMU's, compared with :data:`TILT_CHECK_TOLERANCE`."""
+    cosine = float(up_from_tilt(tilt) @ up_from_tilt(other))
+    return float(np.arccos(np.clip(cosine, -1.0, 1.0)))
 
 
 def _rotation_from_quaternion(xyzw: np.ndarray) -> np.ndarray:
@@ -164,6 +198,8 @@ class WholeBodyModel:
 
     Build with :meth:`from_urdf`. ``links`` are the URDF links with mass; ``bodies`` (names, a
     subset of ``links``, default all) are identified, the others keep their URDF inertials.
+    ``fixed_frame``: a fixed base's frame held still (``None``: the URDF root, on a stand);
+    ``fixed_tilt``: its (roll, pitch) in the world (rad; :func:`up_from_tilt`).
     """
 
     model: pin.Model
@@ -174,21 +210,34 @@ class WholeBodyModel:
     link_prior: np.ndarray
     bodies: tuple[str, ...]
     _link_data: list[_Link] = field(repr=False, default_factory=list)
+    fixed_frame: str | None = None
+    fixed_tilt: tuple[float, float] = (0.0, 0.0)
 
     # ---- construction ------------------------------------------------------------------------
 
     @classmethod
     def from_urdf(cls, path: str | os.PathLike, base: str = "floating",
                   ft_sensors: Sequence[FTSensor] = (), imu_frame: str | None = None,
-                  bodies: Sequence[str] | None = None) -> WholeBodyModel:
+                  bodies: Sequence[str] | None = None, fixed_frame: str | None = None,
+                  fixed_tilt: Sequence[float] = (0.0, 0.0)) -> WholeBodyModel:
         """Model of the URDF at ``path``: a free-flyer root at its root link (``floating``,
-        ``suspended``) or a fixed root (``fixed``). Raises :class:`ConfigError` (bad base kind,
-        body names), :class:`FrameNotFound` (a sensor or IMU frame not in the URDF)."""
+        ``suspended``, ``fixed`` at a ``fixed_frame``) or a fixed root (``fixed`` on a stand).
+        Raises :class:`ConfigError` (bad base kind, body names, a fixed frame or tilt with a base
+        that is not fixed), :class:`FrameNotFound` (a sensor, IMU or fixed frame not in the
+        URDF)."""
         if base not in BASE_KINDS:
             raise ConfigError(f"base {base!r} is not one of {BASE_KINDS}")
+        tilt = tuple(float(a) for a in fixed_tilt)
+        if len(tilt) != 2 or not np.all(np.isfinite(tilt)):
+            raise ConfigError(f"fixed_tilt must be two finite angles (roll, pitch; rad), got "
+                              f"{list(fixed_tilt)}")
+        if base != "fixed" and (fixed_frame is not None or any(tilt)):
+            raise ConfigError(f"a fixed frame and tilt apply to a fixed base, not {base!r}")
         fixed = load_model(path)
-        model = fixed if base == "fixed" else pin.buildModelFromUrdf(str(path),
-                                                                     pin.JointModelFreeFlyer())
+        model = (fixed if base == "fixed" and fixed_frame is None
+                 else pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
+        if fixed_frame is not None:
+            frame_id(model, fixed_frame)
         for sensor in ft_sensors:
             if not isinstance(sensor, FTSensor):
                 raise ConfigError(f"ft_sensors must be FTSensor, got {type(sensor).__name__}")
@@ -197,7 +246,7 @@ class WholeBodyModel:
             raise ConfigError(f"an F/T frame is listed twice: {[s.frame for s in ft_sensors]}")
         if imu_frame is not None:
             frame_id(model, imu_frame)
-        for j in range(2 if base != "fixed" else 1, model.njoints):
+        for j in range(1 if model is fixed else 2, model.njoints):
             if model.joints[j].nv != 1:
                 raise ConfigError(f"joint {model.names[j]!r} has {model.joints[j].nv} degrees "
                                   "of freedom; only 1-dof joints are supported")
@@ -213,13 +262,16 @@ class WholeBodyModel:
             chosen = tuple(n for n in names if n in set(bodies))
         return cls(model=model, base=base, sensors=tuple(ft_sensors), imu_frame=imu_frame,
                    links=names, link_prior=np.array([link.theta for link in link_data]),
-                   bodies=chosen, _link_data=link_data)
+                   bodies=chosen, _link_data=link_data, fixed_frame=fixed_frame,
+                   fixed_tilt=tilt)
 
     def __post_init__(self) -> None:
         model = self.model
         self._data = model.createData()
-        self._floating = self.base != "fixed"
-        first = 2 if self._floating else 1
+        self._free_flyer = self.base != "fixed" or self.fixed_frame is not None
+        """The model's root is a free flyer (the base moves)."""
+        self._base_rows = self.base != "fixed"
+        first = 2 if self._free_flyer else 1
         self.joint_names: tuple[str, ...] = tuple(model.names[first:])
         """Actuated joints, model order (the columns of ``q``)."""
         self._joint_ids = list(range(first, model.njoints))
@@ -227,16 +279,13 @@ class WholeBodyModel:
         self._v_index = np.array([model.joints[j].idx_v for j in self._joint_ids], dtype=int)
         self._continuous = np.array([model.joints[j].nq == 2 for j in self._joint_ids], dtype=bool)
         self._identified = np.array([name in set(self.bodies) for name in self.links])
-        self._sensor_links = [self._links_beyond(self._start_frame(s.frame)) for s in self.sensors]
         self._sensor_frames = [frame_id(model, s.frame) for s in self.sensors]
         self._contact = [k for k, s in enumerate(self.sensors) if s.kind == "contact"]
         self._internal = [k for k, s in enumerate(self.sensors) if s.kind == "internal"]
-        # contact c beyond internal sensor s: c's link is in s's subtree
-        self._contact_beyond = {
-            s: [c for c in self._contact
-                if self._start_frame(self.sensors[c].frame) in self._frames_beyond(
-                    self._start_frame(self.sensors[s].frame))]
-            for s in self._internal}
+        self._fixed_start = (None if self.fixed_frame is None
+                             else self._start_frame(self.fixed_frame))
+        self._sensor_sides = {k: self._measured_side(self._start_frame(self.sensors[k].frame))
+                              for k in self._internal}
         self._offset_sensors = [k for k, s in enumerate(self.sensors) if s.has_offset]
         self._wrench_signs = np.array([-1.0 if s.flip_wrench_sign else 1.0
                                        for s in self.sensors]).reshape(-1, 1)
@@ -245,11 +294,8 @@ class WholeBodyModel:
         pin.computeJointJacobians(model, data, q0)
         self._axes = np.array([pin.getJointJacobian(model, data, j, pin.ReferenceFrame.LOCAL)
                                [:, model.joints[j].idx_v] for j in self._joint_ids])
-        self._joint_links = [self._links_beyond(self._joint_child_frame(j))
+        self._joint_sides = [self._measured_side(self._joint_child_frame(j))
                              for j in self._joint_ids]
-        self._joint_contacts = [
-            [c for c in self._contact if self._start_frame(self.sensors[c].frame)
-             in self._frames_beyond(self._joint_child_frame(j))] for j in self._joint_ids]
         self._link_joint = np.array([link.joint for link in self._link_data], dtype=int)
         self._link_motion = np.array([link.placement.inverse().action for link in self._link_data])
         self._link_rot = np.array([link.placement.rotation for link in self._link_data])
@@ -287,6 +333,17 @@ class WholeBodyModel:
         """Boolean mask over :attr:`links`: the links in the subtree starting at frame ``start``."""
         beyond = self._frames_beyond(start)
         return np.array([link.frame in beyond for link in self._link_data], dtype=bool)
+
+    def _measured_side(self, start: int) -> tuple[np.ndarray, list[int], float]:
+        """The side whose equation gives the wrench a sensor or joint at frame ``start``
+        transmits: ``(link mask, contacts on it, sign)``, the subtree beyond it (sign 1) unless
+        the fixed frame is there (then the rest, sign −1: the holding wrench is not measured)."""
+        beyond = self._frames_beyond(start)
+        mask = np.array([link.frame in beyond for link in self._link_data], dtype=bool)
+        inside = [c for c in self._contact if self._start_frame(self.sensors[c].frame) in beyond]
+        if self._fixed_start is None or self._fixed_start not in beyond:
+            return mask, inside, 1.0
+        return ~mask, [c for c in self._contact if c not in inside], -1.0
 
     def links_beyond(self, frame: str) -> tuple[str, ...]:
         """URDF links with mass beyond ``frame`` (the part an internal sensor there measures)."""
@@ -327,7 +384,7 @@ class WholeBodyModel:
         """Labels of the rows of one sample (rows are sample-major): ``base.fx``...,
         ``<internal frame>.fx``..., ``tau.<joint>``."""
         labels = []
-        if self._floating:
+        if self._base_rows:
             labels += [f"base.{c}" for c in WRENCH_CHANNEL_NAMES]
         for k in self._internal:
             labels += [f"{self.sensors[k].frame}.{c}" for c in WRENCH_CHANNEL_NAMES]
@@ -349,7 +406,7 @@ class WholeBodyModel:
     def _velocity(self, dq: np.ndarray, base_twist: np.ndarray | None) -> np.ndarray:
         v = np.zeros(self.model.nv)
         v[self._v_index] = dq
-        if self._floating and base_twist is not None:
+        if self._free_flyer and base_twist is not None:
             v[:6] = base_twist
         return v
 
@@ -375,7 +432,7 @@ class WholeBodyModel:
             rot, pos = placement.rotation, placement.translation  # base <- IMU
             w_rel = pin.getFrameVelocity(model, data, fid, local).angular
             w_base = rot @ (angular_velocity[i] - w_rel)
-            twist = np.concatenate([np.zeros(3), w_base]) if self._floating else None
+            twist = np.concatenate([np.zeros(3), w_base]) if self._free_flyer else None
             pin.forwardKinematics(model, data, config, self._velocity(dq[i], twist), a)
             c_lin = pin.getFrameClassicalAcceleration(model, data, fid, local).linear
             c_ang = pin.getFrameAcceleration(model, data, fid, local).angular
@@ -383,6 +440,82 @@ class WholeBodyModel:
             omega_b[i], alpha_b[i] = w_base, alpha
             acc_b[i] = rot @ (specific_force[i] - c_lin) - np.cross(alpha, pos)
         return BaseMotion(omega_b, alpha_b, acc_b)
+
+    def fixed_base_motion(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
+                          tilt: Sequence[float] | None = None) -> BaseMotion:
+        """Motion of a ``fixed`` base with joints (N, n): its fixed frame still, tilted by
+        ``tilt`` (roll, pitch; rad; default :attr:`fixed_tilt`), its proper acceleration
+        ``a_g = g`` :func:`up_from_tilt` in its frame. On a stand the base is at rest; rooted at a
+        frame, the base moves with the joints between the frame and the root: its twist and
+        acceleration from the frame's Jacobian and its drift (``v_F = 0``, ``a_F = [a_g, 0]``),
+        with the model's free-flyer root."""
+        n = q.shape[0]
+        if self.base != "fixed":
+            raise ConfigError(f"fixed_base_motion needs a fixed base, not {self.base!r}")
+        up = up_from_tilt(self.fixed_tilt if tilt is None else tilt)
+        proper = np.broadcast_to(STANDARD_GRAVITY * up, (n, 3))
+        zeros = np.zeros((n, 3))
+        if not self._free_flyer:
+            return BaseMotion(zeros, zeros.copy(), proper.copy())
+        twist, acceleration, rotation = self._rooted_base_motion(q, dq, ddq)
+        omega = twist[:, 3:]
+        linear = (acceleration[:, :3] + np.cross(omega, twist[:, :3])
+                  + (rotation @ proper[..., None])[..., 0])
+        return BaseMotion(omega.copy(), acceleration[:, 3:].copy(), linear)
+
+    def fixed_frame_acceleration_from_imu(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
+                                          specific_force: np.ndarray) -> np.ndarray:
+        """(N, 3) proper acceleration (m/s², gravity reversed) of a ``fixed`` base's fixed frame
+        in that frame, from the ``specific_force`` (N, 3) of the IMU at :attr:`imu_frame` (its
+        frame) with joints (N, n): the IMU's motion relative to the still frame (from the joints)
+        removed. The direction of its mean is the frame's tilt (:func:`tilt_from_up`; the gyro is
+        not needed)."""
+        if self.imu_frame is None or self.base != "fixed":
+            raise ConfigError("fixed_frame_acceleration_from_imu needs a fixed base and an "
+                              "imu_frame")
+        model, data = self.model, self._data
+        fid = frame_id(model, self.imu_frame)
+        local = pin.ReferenceFrame.LOCAL
+        n = q.shape[0]
+        if self._free_flyer:
+            twist, acceleration, rotation = self._rooted_base_motion(q, dq, ddq)
+        else:
+            twist, acceleration = np.zeros((n, 6)), np.zeros((n, 6))
+            rotation = np.broadcast_to(np.eye(3), (n, 3, 3))
+        out = np.empty((n, 3))
+        for i in range(n):
+            velocity, accel = self._velocity(dq[i], twist[i]), self._velocity(ddq[i], None)
+            if self._free_flyer:
+                accel[:6] = acceleration[i]
+            pin.forwardKinematics(model, data, self.configuration(q[i]), velocity, accel)
+            imu_rotation = pin.updateFramePlacement(model, data, fid).rotation  # base <- IMU
+            c_lin = pin.getFrameClassicalAcceleration(model, data, fid, local).linear
+            out[i] = rotation[i].T @ imu_rotation @ (specific_force[i] - c_lin)
+        return out
+
+    def _rooted_base_motion(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Base twist (N, 6) and spatial acceleration (N, 6) (base frame, LOCAL) that keep the
+        fixed frame still without gravity, and the fixed frame's rotation in the base frame
+        (N, 3, 3), from the joints (N, n) (the free-flyer model)."""
+        model, data = self.model, self._data
+        fid = frame_id(model, self.fixed_frame)
+        local = pin.ReferenceFrame.LOCAL
+        n = q.shape[0]
+        twist, acceleration = np.empty((n, 6)), np.empty((n, 6))
+        rotation = np.empty((n, 3, 3))
+        for i in range(n):
+            config = self.configuration(q[i])
+            pin.computeJointJacobians(model, data, config)
+            placement = pin.updateFramePlacement(model, data, fid)  # base <- frame
+            jacobian = pin.getFrameJacobian(model, data, fid, local)[:, self._v_index]
+            to_base = placement.action  # X_{B<-F}; the free flyer's columns are X_{F<-B}
+            twist[i] = -to_base @ (jacobian @ dq[i])
+            pin.forwardKinematics(model, data, config, self._velocity(dq[i], twist[i]),
+                                  self._velocity(ddq[i], None))
+            acceleration[i] = -to_base @ pin.getFrameAcceleration(model, data, fid, local).vector
+            rotation[i] = placement.rotation
+        return twist, acceleration, rotation
 
     def _link_kinematics(self, samples: WholeBodySamples) -> tuple[np.ndarray, ...]:
         """Per sample and link: twist ``v`` and proper acceleration ``a_g`` (N, L, 6) in the link
@@ -399,7 +532,7 @@ class WholeBodyModel:
         P = np.zeros((n, nj, 3))
         R[:, 0] = np.eye(3)
         base = samples.base
-        if self._floating:
+        if self._free_flyer:
             R[:, 1] = np.eye(3)
             V[:, 1, 3:] = base.angular_velocity
             A[:, 1, :3] = base.proper_acceleration
@@ -448,17 +581,18 @@ class WholeBodyModel:
         if samples.efforts is not None and samples.efforts.shape != (n, nj):
             raise DataError(f"efforts must have shape ({n}, {nj}), got {samples.efforts.shape}")
 
-    def _groups(self, with_efforts: bool) -> list[tuple[str, int | None, np.ndarray, list[int]]]:
-        """Row groups in channel order: ``(kind, index, link mask, contacts beyond)`` with kind
-        ``base``, ``sensor`` (index: sensor), ``joint`` (index: position in joint_names)."""
-        groups: list[tuple[str, int | None, np.ndarray, list[int]]] = []
-        if self._floating:
-            groups.append(("base", None, np.ones(len(self.links), dtype=bool), self._contact))
-        groups += [("sensor", k, self._sensor_links[k], self._contact_beyond[k])
-                   for k in self._internal]
+    def _groups(self, with_efforts: bool
+                ) -> list[tuple[str, int | None, np.ndarray, list[int], float]]:
+        """Row groups in channel order: ``(kind, index, link mask, contacts, sign)`` with kind
+        ``base``, ``sensor`` (index: sensor), ``joint`` (index: position in joint_names), the
+        links and contacts of the side it balances and its sign (:meth:`_measured_side`)."""
+        groups: list[tuple[str, int | None, np.ndarray, list[int], float]] = []
+        if self._base_rows:
+            groups.append(("base", None, np.ones(len(self.links), dtype=bool), self._contact,
+                           1.0))
+        groups += [("sensor", k, *self._sensor_sides[k]) for k in self._internal]
         if with_efforts:
-            groups += [("joint", k, self._joint_links[k], self._joint_contacts[k])
-                       for k in range(len(self.joint_names))]
+            groups += [("joint", k, *self._joint_sides[k]) for k in range(len(self.joint_names))]
         return groups
 
     def _offset_columns(self) -> dict[int, int]:
@@ -473,7 +607,7 @@ class WholeBodyModel:
         out, row = [], 0
         body_index = {name: u for u, name in enumerate(self.bodies)}
         offsets = self._offset_columns()
-        for kind, k, mask, contacts in self._groups(with_efforts):
+        for kind, k, mask, contacts, _ in self._groups(with_efforts):
             size = 1 if kind == "joint" else 6
             cols = [N_BODY_PARAMS * body_index[name] + np.arange(N_BODY_PARAMS)
                     for name, inside in zip(self.links, mask) if inside and name in body_index]
@@ -525,15 +659,15 @@ class WholeBodyModel:
             joint_inverse = _dual_matrix_inverse(joint_rot[:, self._joint_ids],
                                                  joint_pos[:, self._joint_ids])
         result = []
-        for (kind, k, mask, contacts), (_, cols) in zip(self._groups(with_efforts),
-                                                        self.row_groups(with_efforts)):
+        for (kind, k, mask, contacts, sign), (_, cols) in zip(self._groups(with_efforts),
+                                                              self.row_groups(with_efforts)):
             # in the base frame: Σ_L Z_L θ_L + Σ_c X*_c o_c = Σ_c X*_c W_c - Σ_known Z θ
             if kind == "base":
                 T = None
             elif kind == "sensor":
-                T = inverse[:, k]
-            else:
-                T = (self._axes[k] @ joint_inverse[:, k])[:, None, :]  # (n, 1, 6): Sᵀ X*_{j<-B}
+                T = sign * inverse[:, k]
+            else:  # (n, 1, 6): ±Sᵀ X*_{j<-B}
+                T = sign * (self._axes[k] @ joint_inverse[:, k])[:, None, :]
             size = 6 if T is None else T.shape[1]
             out = np.zeros((n, size, cols.size))
             links = np.flatnonzero(mask & self._identified)

@@ -7,7 +7,8 @@
 - ``imu_frame`` (a URDF frame); ``imu_orientation`` (N, 4; x, y, z, w; world ← IMU, z up);
   ``imu_angular_velocity`` (N, 3; IMU frame); ``imu_linear_acceleration`` (N, 3; specific force
   in the IMU frame, as ``sensor_msgs/Imu``: +9.81 up at rest). Required for a ``floating`` base;
-  for ``fixed``/``suspended`` the base is at rest (levelled by ``imu_orientation`` if given);
+  a ``suspended`` base is at rest without them; a ``fixed`` base's fixed frame is still, tilted by
+  ``fixed_tilt`` or, with them, by the IMU's mean specific force (``imu_tilt``, as online);
 - ``ft_frames`` (S,) URDF links or fixed joints; ``ft_types`` (S,) ``contact`` or ``internal``
   (:data:`~inertia_id_ros.core.whole_body.SENSOR_KINDS`); ``ft_wrench`` (N, S, 6)
   ``[fx, fy, fz, tx, ty, tz]`` in each sensor's frame; optional ``ft_flip_wrench_sign`` (S,)
@@ -31,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from inertia_id_ros.chain.whole_body_fit import WholeBodyFit, noise_groups
 from inertia_id_ros.core.filtering import joint_states_at
@@ -42,6 +42,7 @@ from inertia_id_ros.core.whole_body import (
     WholeBodyModel,
     WholeBodySamples,
     gyro_derivative,
+    tilt_from_up,
 )
 from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound
 from inertia_id_ros.io.data import (
@@ -61,7 +62,7 @@ from inertia_id_ros.io.data import (
 )
 from inertia_id_ros.io.export import body_json
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
-from inertia_id_ros.options import DEFAULT_IMU_TOPIC
+from inertia_id_ros.options import DEFAULT_IMU_TILT, DEFAULT_IMU_TOPIC, IMU_TILT_USES
 
 IMU_KEYS = ("imu_orientation", "imu_angular_velocity", "imu_linear_acceleration")
 IMU_TYPE = "sensor_msgs/msg/Imu"
@@ -255,18 +256,26 @@ def synchronise(source: str, joints_name: str, states: JointStates,
 def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str = "floating",
                       bodies: Sequence[str] | None = None, half_width: float = 0.05,
                       gyro_half_width: float | None = None,
-                      flip_wrench_sign: Sequence[str] = (),
+                      flip_wrench_sign: Sequence[str] = (), fixed_frame: str | None = None,
+                      fixed_tilt: Sequence[float] = (0.0, 0.0),
+                      imu_tilt: str = DEFAULT_IMU_TILT,
                       estimate_contact_offsets: bool = False) -> tuple[WholeBodyModel,
                                                                        WholeBodySamples]:
     """The model and synchronised samples of ``recording``; ``flip_wrench_sign``: frames of F/T
     sensors that report the opposite wrench (besides the recording's own
     ``ft_flip_wrench_sign``); ``estimate_contact_offsets``: the contact sensors' offsets are
-    parameters too (:attr:`~inertia_id_ros.core.whole_body.FTSensor.estimate_offset`). Raises
-    :class:`DataError` (naming the item) for a sensor kind that is neither ``contact`` nor
-    ``internal``, an IMU or F/T frame not in the URDF, a flipped frame
-    that is not a sensor's, joints missing or unknown, a floating base without IMU data, or a
+    parameters too (:attr:`~inertia_id_ros.core.whole_body.FTSensor.estimate_offset`). A
+    ``fixed`` base is held at ``fixed_frame`` (default the URDF root) tilted by ``fixed_tilt``
+    (roll, pitch; rad), or with IMU data and ``imu_tilt`` ``correct``, by the IMU's
+    (:func:`imu_fixed_tilt`; the model's ``fixed_tilt`` is then the IMU's; ``check``: the IMU is
+    not used) (:meth:`~WholeBodyModel.fixed_base_motion`). Raises :class:`DataError` (naming the
+    item) for a sensor kind that is neither ``contact`` nor ``internal``, an IMU, F/T or fixed
+    frame not in the URDF, a flipped frame that is not a sensor's, joints missing or unknown, a
+    floating base without IMU data, a fixed frame or tilt with a base that is not fixed, or a
     URDF that cannot be read."""
     source = recording.source
+    if imu_tilt not in IMU_TILT_USES:
+        raise DataError(f"imu_tilt {imu_tilt!r} is not one of {IMU_TILT_USES}")
     bad = [(f, k) for f, k in zip(recording.ft_frames, recording.ft_types) if k not in SENSOR_KINDS]
     if bad:
         raise DataError(f"{source}: F/T sensor {bad[0][0]!r} has type {bad[0][1]!r}, neither "
@@ -284,55 +293,71 @@ def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str
                         "and 'imu_frame'")
     imu_frame = recording.imu_frame if recording.imu else None
     try:
-        model = WholeBodyModel.from_urdf(urdf, base, sensors, imu_frame, bodies)
+        model = WholeBodyModel.from_urdf(urdf, base, sensors, imu_frame, bodies, fixed_frame,
+                                         fixed_tilt)
     except FrameNotFound as e:
-        what = "IMU frame" if e.name == imu_frame else "F/T frame"
+        what = ("IMU frame" if e.name == imu_frame else "fixed frame" if e.name == fixed_frame
+                else "F/T frame")
         raise DataError(f"{source}: {what} {e.name!r} is not in the URDF {urdf}") from None
     except ConfigError as e:
         raise DataError(f"{source}: {e}") from None
     except (OSError, ValueError) as e:  # an unreadable URDF (load_model names the file)
         raise DataError(str(e)) from None
+    keep, q, dq, ddq, effort = _joint_samples(recording, model, half_width)
+    if model.base == "fixed":
+        if recording.imu and imu_tilt == "correct":
+            tilt = _mean_tilt(model, q, dq, ddq, recording.imu["imu_linear_acceleration"][keep])
+            model = dataclasses.replace(model, fixed_tilt=tuple(tilt.tolist()))
+        motion = model.fixed_base_motion(q, dq, ddq)
+    elif recording.imu:
+        gyro = recording.imu["imu_angular_velocity"]
+        alpha = gyro_derivative(recording.states.t, gyro,
+                                gyro_half_width or half_width)[keep]
+        motion = model.base_motion_from_imu(q, dq, ddq, gyro[keep],
+                                            recording.imu["imu_linear_acceleration"][keep], alpha)
+    else:  # suspended
+        motion = BaseMotion.at_rest(len(keep))
+    return model, WholeBodySamples(q, dq, ddq, motion, recording.ft_wrench[keep], effort)
+
+
+def _joint_samples(recording: WholeBodyRecording, model: WholeBodyModel, half_width: float
+                   ) -> tuple[np.ndarray, ...]:
+    """``(keep, q, dq, ddq, effort)``: the recording's samples kept (indices) and their joints
+    (N, n) in the model's order, differentiated over ``half_width`` s (``effort`` ``None`` when
+    not recorded). Raises :class:`DataError` for joints missing or unknown."""
     states = recording.states
     missing = [j for j in model.joint_names if j not in states.joint_names]
     unknown = [j for j in states.joint_names if j not in model.joint_names]
     if missing or unknown:
-        raise DataError(f"{source}: joint_names " + "; ".join(
+        raise DataError(f"{recording.source}: joint_names " + "; ".join(
             part for part in (f"lacks the URDF's joints {missing}" if missing else "",
                               f"names joints not in the URDF {unknown}" if unknown else "")
             if part))
     states = with_derivatives(states, half_width)
     keep = np.searchsorted(recording.states.t, states.t)
     order = [states.joint_names.index(j) for j in model.joint_names]
-    q, dq, ddq = states.q[:, order], states.dq[:, order], states.ddq[:, order]
-    n = len(keep)
-    if model.base == "floating" or (recording.imu and model.base == "suspended"):
-        gyro = recording.imu["imu_angular_velocity"]
-        alpha = gyro_derivative(recording.states.t, gyro,
-                                gyro_half_width or half_width)[keep]
-        motion = model.base_motion_from_imu(q, dq, ddq, gyro[keep],
-                                            recording.imu["imu_linear_acceleration"][keep], alpha)
-    else:
-        motion = BaseMotion.at_rest(n, None if not recording.imu else
-                                    _base_orientation(model, q, recording.imu[
-                                        "imu_orientation"][keep]))
     effort = None if states.effort is None else states.effort[:, order]
-    return model, WholeBodySamples(q, dq, ddq, motion, recording.ft_wrench[keep], effort)
+    return keep, states.q[:, order], states.dq[:, order], states.ddq[:, order], effort
 
 
-def _base_orientation(model: WholeBodyModel, q: np.ndarray, imu_orientation: np.ndarray
-                      ) -> np.ndarray:
-    """(N, 4) world ← base quaternions from the IMU's and the joints (IMU frame on the robot)."""
-    import pinocchio as pin
+def imu_fixed_tilt(recording: WholeBodyRecording, model: WholeBodyModel,
+                   half_width: float = 0.05) -> np.ndarray:
+    """(2,) the fixed frame's (roll, pitch) (rad) the IMU of ``recording`` measures, the mean
+    over the samples of its specific force with the joints' motion removed
+    (:meth:`~WholeBodyModel.fixed_frame_acceleration_from_imu`): to check the given
+    ``fixed_tilt`` (:data:`~inertia_id_ros.core.whole_body.TILT_CHECK_TOLERANCE`). Needs a fixed
+    base and IMU data (:class:`DataError`)."""
+    if model.base != "fixed" or not recording.imu or model.imu_frame is None:
+        raise DataError(f"{recording.source}: the IMU's tilt needs a fixed base and IMU data")
+    keep, q, dq, ddq, _ = _joint_samples(recording, model, half_width)
+    return _mean_tilt(model, q, dq, ddq, recording.imu["imu_linear_acceleration"][keep])
 
-    data = model.model.createData()
-    fid = model.model.getFrameId(model.imu_frame)
-    out = np.empty((q.shape[0], 4))
-    for i in range(q.shape[0]):
-        pin.framesForwardKinematics(model.model, data, model.configuration(q[i]))
-        world_imu = pin.Quaternion(imu_orientation[i][3], *imu_orientation[i][:3]).matrix()
-        rotation = world_imu @ data.oMf[fid].rotation.T
-        out[i] = Rotation.from_matrix(rotation).as_quat()
-    return out
+
+def _mean_tilt(model: WholeBodyModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
+               specific_force: np.ndarray) -> np.ndarray:
+    """(2,) (roll, pitch) of the fixed frame from the IMU's ``specific_force`` (N, 3)."""
+    return tilt_from_up(model.fixed_frame_acceleration_from_imu(q, dq, ddq, specific_force)
+                        .mean(axis=0))
 
 
 def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
@@ -343,13 +368,16 @@ def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
     ``parameters``, ``combinations``: the identified combinations as text, SI units),
     ``residual_rms``, ``samples``, ``solve_time_s``, ``weighting`` (``kind``; weighted: per
     noise group (:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`) ``weights`` and
-    ``sigma``, ``iterations``, ``converged``)."""
+    ``sigma``, ``iterations``, ``converged``); a fixed base: ``fixed_frame`` (``null``: the URDF
+    root) and ``fixed_tilt`` (roll, pitch; rad)."""
     weighting: dict[str, Any] = {"kind": "none" if fit.weights is None else "channel"}
     if fit.weights is not None:
         weighting.update(fit.weights.as_json(noise_groups(model, with_efforts)[0]))
     bodies = links_json(model, fit.thetas, fit.identifiability.labels,
                         fit.identifiability.identified_fraction)
-    return {"method": method, "base": model.base, "bodies": bodies,
+    fixed = ({"fixed_frame": model.fixed_frame, "fixed_tilt": list(model.fixed_tilt)}
+             if model.base == "fixed" else {})
+    return {"method": method, "base": model.base, **fixed, "bodies": bodies,
             "sensor_offsets": {frame: offset.tolist() for frame, offset in fit.offsets.items()},
             "base_parameters": {"rank": fit.identifiability.rank,
                                 "parameters": fit.identifiability.n_params,

@@ -44,7 +44,7 @@ median over 3 seeds of the delay (ms) after a point mass is added at the payload
 (n/d: not detected within 2 s.) A node solving at ``update_rate_hz`` sees the alarm at its next
 update. Without a change, 10 min at 200 Hz keep S below 3 (h = 50), also when the filter's model
 error makes the torque residuals 2-3 times the sensor noise
-(``test/unit/test_change_detection.py``).
+(``test/unit/online/test_change_detection.py``).
 
 Use: :class:`~inertia_id_ros.online.session.PayloadSession` runs the detector on every batch of
 rows the estimator adds, restarts the window on an alarm and re-arms it with each new estimate

@@ -46,7 +46,11 @@ from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
 from inertia_id_ros.chain.whole_body_fit import DEFAULT_WEIGHTING as WHOLE_BODY_WEIGHTING
 from inertia_id_ros.core.kinematics import SensorKinematics
-from inertia_id_ros.core.whole_body import WholeBodyModel
+from inertia_id_ros.core.whole_body import (
+    TILT_CHECK_TOLERANCE,
+    WholeBodyModel,
+    tilt_difference,
+)
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.change_detection import (
     ChangeDetectorConfig,
@@ -611,6 +615,15 @@ class WholeBodySession(Session[WholeBodyEstimator]):
                      for group, sigma in estimate.noise_sigma.items()}}
         advice = (f"F/T sensor(s) {list(estimate.stopped_sensors)} stopped: their rows are "
                   "dropped" if estimate.stopped_sensors else "")
+        model, config = self.estimator.model, self.estimator.config
+        if estimate.imu_fixed_tilt is not None:
+            values["fixed_tilt.imu_deg"] = " ".join(f"{a:.2f}"
+                                                    for a in np.degrees(estimate.imu_fixed_tilt))
+            apart = tilt_difference(model.fixed_tilt, estimate.imu_fixed_tilt)
+            if config.imu_tilt == "check" and apart > TILT_CHECK_TOLERANCE:
+                advice = "; ".join(filter(None, (advice, (
+                    f"the IMU tilts the fixed frame {np.degrees(apart):.1f} deg from the given "
+                    "fixed_tilt (imu_tilt 'correct' uses the IMU's)"))))
         return values, advice
 
 
@@ -656,13 +669,15 @@ def whole_body_session(model: WholeBodyModel, *, window_sec: float = 10.0, metho
                        max_input_rate_hz: float = 1000.0,
                        sensor_timeout_sec: float | None = None,
                        sample_rate_hz: float | None = None,
-                       weighting: str = WHOLE_BODY_WEIGHTING) -> WholeBodySession:
+                       weighting: str = WHOLE_BODY_WEIGHTING,
+                       imu_tilt: str | None = None) -> WholeBodySession:
     """The whole-body session the node runs for its parameters of the same names (None: the
     :class:`WholeBodyEstimatorConfig` default; ``sample_rate_hz`` is its
-    ``max_sample_rate_hz``)."""
+    ``max_sample_rate_hz``). A fixed base's frame and tilt are the ``model``'s."""
     extra = {k: v for k, v in (("prior_weight", prior_weight),
                                ("sensor_timeout_sec", sensor_timeout_sec),
-                               ("max_sample_rate_hz", sample_rate_hz)) if v is not None}
+                               ("max_sample_rate_hz", sample_rate_hz),
+                               ("imu_tilt", imu_tilt)) if v is not None}
     config = WholeBodyEstimatorConfig(window_sec=window_sec, method=method,
                                       solver_options=dict(solver_options or {}),
                                       with_efforts=with_efforts, weighting=weighting, **extra,

@@ -11,10 +11,14 @@ stamp (within ``sync_tolerance_sec``) and the joint states interpolated and diff
 The clock is the IMU when the model has one (:attr:`~WholeBodyModel.imu_frame`; a floating base
 needs it): its reading (angular velocity, specific force; the angular acceleration from a local
 quadratic fit of the gyro around it, :func:`~inertia_id_ros.core.whole_body.gyro_derivative`'s
-filter) gives the base motion (:meth:`~WholeBodyModel.base_motion_from_imu`; on a fixed base,
-its specific force tilts the base). Without an IMU (a ``fixed`` or ``suspended`` base) the base
-is at rest and level (:meth:`~inertia_id_ros.core.whole_body.BaseMotion.at_rest`, as offline)
-and the clock is the first live F/T sensor, else (none, or all stopped) the joint states.
+filter) gives the base motion (:meth:`~WholeBodyModel.base_motion_from_imu`). A ``fixed`` base
+moves as its fixed frame (the root, or e.g. a stance sole) requires, still and tilted by the
+model's ``fixed_tilt`` (:meth:`~WholeBodyModel.fixed_base_motion`, as offline); an IMU there
+either corrects the tilt (the mean of its specific force over the samples so far, as offline over
+the recording) or only checks it (``imu_tilt``; its tilt in the estimate either way). Without
+an IMU a ``suspended`` base is at rest and level
+(:meth:`~inertia_id_ros.core.whole_body.BaseMotion.at_rest`, as offline); the clock is then the
+first live F/T sensor, else (none, or all stopped) the joint states.
 
 Sync: a sample waits until every live sensor has a wrench at or after its stamp. A sensor whose
 newest wrench is more than ``sensor_timeout_sec`` older than the newest input stamp (the IMU's;
@@ -49,6 +53,7 @@ from inertia_id_ros.core.whole_body import (
     BaseMotion,
     WholeBodyModel,
     WholeBodySamples,
+    tilt_from_up,
 )
 from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SampleRejected, SolverError
 from inertia_id_ros.online.estimator import (
@@ -59,6 +64,7 @@ from inertia_id_ros.online.estimator import (
 )
 from inertia_id_ros.online.inputs import JointStateValidator, check_frame, check_stamp, check_vector
 from inertia_id_ros.online.window import BlockWindow, SampleBuffer
+from inertia_id_ros.options import DEFAULT_IMU_TILT, IMU_TILT_USES
 
 IMU = "imu"
 """Input kind: an IMU reading (the window's samples when the model has an IMU)."""
@@ -93,6 +99,10 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
     """IMU readings and wrenches (per sensor) buffered to be processed (bounded memory)."""
     with_efforts: bool = False
     """Use the joint states' efforts (joint-torque rows)."""
+    imu_tilt: str = DEFAULT_IMU_TILT
+    """With a fixed base's IMU: ``correct`` (the fixed frame's tilt from the IMU) or ``check``
+    (the model's ``fixed_tilt``, the IMU's reported); see
+    :data:`~inertia_id_ros.options.IMU_TILT_USES`."""
     max_sample_rate_hz: float = 50.0
     """Clock stamps closer than ``1 / max_sample_rate_hz`` to the previous sample are not made
     samples (IMU readings still feed the gyro's derivative): a humanoid's rows cost milliseconds
@@ -104,6 +114,8 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
                              "block_sec", "max_sample_rate_hz")
         if not self.prior_weight >= 0.0:
             raise self._invalid("prior_weight", "must be >= 0")
+        if self.imu_tilt not in IMU_TILT_USES:
+            raise self._invalid("imu_tilt", f"must be one of {IMU_TILT_USES}")
         self._check_at_least_one("max_pending_samples")
 
 
@@ -141,6 +153,9 @@ class WholeBodyEstimate:
     """``weighting="channel"``: the residual standard deviation per row of each noise group
     (:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`; N or N m) that weighted the fit
     (weights ``1 / sigma^2``); empty when unweighted."""
+    imu_fixed_tilt: tuple[float, float] | None = None
+    """A fixed base with an IMU: the fixed frame's (roll, pitch) (rad) the IMU measures, the
+    mean over every sample processed so far (``None`` without)."""
 
 
 class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
@@ -192,6 +207,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         self._weights: np.ndarray | None = None
         """The noise groups' weights of the last weighted solve (the next one starts there when
         it is warm-started)."""
+        self._imu_proper_sum = np.zeros(3)
+        """A fixed base's IMU: the sum of its fixed frame's proper accelerations (m/s²)."""
 
     # ---- inputs ----------------------------------------------------------------------------
 
@@ -382,6 +399,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         self._last_imu_t = self._first_t = None
         self._last_wrench_t = [None] * len(self.sensor_frames)
         self._t_consumed = self._t_sampled = -np.inf
+        self._imu_proper_sum = np.zeros(3)
 
     # ---- rows ------------------------------------------------------------------------------
 
@@ -409,9 +427,22 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
     def _rows(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray]:
         model, n_sensors = self.model, len(self.sensor_frames)
         m = batch.measured
-        base = (model.base_motion_from_imu(batch.q, batch.dq, batch.ddq, m[:, :3], m[:, 3:6],
-                                           m[:, 6:9]) if self._has_imu
-                else BaseMotion.at_rest(batch.t.size))
+        if model.base == "fixed":
+            tilt = None
+            if self._has_imu:
+                proper = model.fixed_frame_acceleration_from_imu(batch.q, batch.dq, batch.ddq,
+                                                                 m[:, 3:6])
+                with self._lock:
+                    self._imu_proper_sum += proper.sum(axis=0)
+                    measured = tilt_from_up(self._imu_proper_sum)
+                if self.config.imu_tilt == "correct":
+                    tilt = measured
+            base = model.fixed_base_motion(batch.q, batch.dq, batch.ddq, tilt)
+        elif self._has_imu:
+            base = model.base_motion_from_imu(batch.q, batch.dq, batch.ddq, m[:, :3], m[:, 3:6],
+                                              m[:, 6:9])
+        else:
+            base = BaseMotion.at_rest(batch.t.size)
         wrenches = m[:, 9:9 + 6 * n_sensors].reshape(len(m), n_sensors, 6)
         present = m[:, 9 + 6 * n_sensors:9 + 7 * n_sensors] > 0.5
         efforts = m[:, 9 + 7 * n_sensors:] if self.config.with_efforts else None
@@ -442,6 +473,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             weights = self._weights if initvals is not None else None
             generation = self._generation
             stopped = tuple(self.sensor_frames[k] for k in self._stopped())
+            imu_tilt = (tuple(tilt_from_up(self._imu_proper_sum).tolist())
+                        if self._imu_proper_sum.any() else None)
         try:
             fit = fit_whole_body(model, equations, method, self.config.prior_weight,
                                  with_efforts=self.config.with_efforts, initvals=initvals,
@@ -466,4 +499,5 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                                                   f"({fit.solution.status})",
             x=fit.x.copy(), noise_sigma=(
                 {} if fit.weights is None
-                else dict(zip(self.noise_groups, fit.weights.sigma.tolist()))))
+                else dict(zip(self.noise_groups, fit.weights.sigma.tolist()))),
+            imu_fixed_tilt=imu_tilt)

@@ -10,6 +10,11 @@ the spot from the measured pose, or a trajectory file); the node ramps in, plays
 through the simulator's joint trajectory topic (which it follows with a tracking lag), ramps out,
 identifies on the motion's samples and reports on ``/inertia_id/excitation``.
 
+With a ``keystore`` (``inertia-id demo --secure``: a new one in a temporary directory,
+:func:`inertia_id_ros.io.keystore.temporary_keystore`) every process runs under DDS-Security:
+the simulator, the node and the client each in its enclave, the client as the operator (who may
+call ``~/excite`` and ``~/identify``).
+
 Exit code 0 when the acceptance thresholds hold, 1 otherwise.
 """
 
@@ -33,8 +38,16 @@ from sensor_msgs.msg import JointState
 
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.errors import StartupError
+from inertia_id_ros.io.keystore import (
+    DEFAULT_OPERATOR,
+    NODE_ENCLAVE,
+    SIMULATOR_ENCLAVE,
+    Keystore,
+)
 from inertia_id_ros.msg import ExcitationStatus, InertialParameters
 from inertia_id_ros.ros.conversions import msg_to_theta, wrench_to_array
+from inertia_id_ros.ros.security import RCLError
 from inertia_id_ros.srv import Excite, Identify
 
 SENSOR_FRAME = "panda_link8"
@@ -52,12 +65,34 @@ def executable(name: str, module: str) -> list[str]:
     return [found] if found else [sys.executable, "-m", module]
 
 
-def ros_environment() -> dict[str, str]:
-    """The environment for the demo's processes: DDS discovery kept on this machine."""
+def ros_environment(keystore: Keystore | None = None) -> dict[str, str]:
+    """The environment for the demo's processes: DDS discovery kept on this machine; under
+    DDS-Security with ``keystore``."""
     env = dict(os.environ)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if keystore is not None:
+        env.update(keystore.environment())
     return env
+
+
+def _client_node(name: str, keystore: Keystore | None) -> Node:
+    """rclpy and the demo client's node, under DDS-Security as the operator with ``keystore``;
+    :class:`~inertia_id_ros.errors.StartupError` when the node cannot be created."""
+    saved = dict(os.environ)
+    os.environ.update(ros_environment(keystore))  # rclpy reads it once, in init
+    try:
+        rclpy.init(args=None if keystore is None else ["--ros-args", "--enclave",
+                                                        DEFAULT_OPERATOR])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    try:
+        return rclpy.create_node(name)
+    except RCLError as error:
+        rclpy.try_shutdown()
+        secured = "under DDS-Security " if keystore is not None else ""
+        raise StartupError(f"the client cannot join the ROS graph {secured}({error})") from None
 
 
 @dataclass
@@ -134,16 +169,19 @@ EXIT_INTERRUPTED = 130
 """Exit code of a demo stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
 
 
-def _launch(sim_args: list[str], node_args: list[str]) -> list[subprocess.Popen]:
+def _launch(sim_args: list[str], node_args: list[str],
+            keystore: Keystore | None) -> list[subprocess.Popen]:
     """Start the simulator and the node (Panda, payload beyond :data:`SENSOR_FRAME`) with these
-    extra parameters (``-p name:=value`` pairs)."""
-    env = ros_environment()
+    extra parameters (``-p name:=value`` pairs), in their enclaves of ``keystore`` if given."""
+    env = ros_environment(keystore)
     urdf = str(example_robot_urdf("panda"))
+    sim_enclave, node_enclave = (([], []) if keystore is None else
+                                 (["--enclave", SIMULATOR_ENCLAVE], ["--enclave", NODE_ENCLAVE]))
     sim = subprocess.Popen(executable("inertia-id-sim", "inertia_id_ros.ros.sim_node") + [
-        "--ros-args", *sim_args, "--log-level", "warn"], env=env)
+        "--ros-args", *sim_enclave, *sim_args, "--log-level", "warn"], env=env)
     node = subprocess.Popen(executable("inertia-id-node", "inertia_id_ros.ros.node") + [
-        "--ros-args", "-p", f"urdf_path:={urdf}", "-p", f"sensor_frame:={SENSOR_FRAME}",
-        "-p", "update_rate_hz:=1.0", *node_args], env=env)
+        "--ros-args", *node_enclave, "-p", f"urdf_path:={urdf}", "-p",
+        f"sensor_frame:={SENSOR_FRAME}", "-p", "update_rate_hz:=1.0", *node_args], env=env)
     return [sim, node]
 
 
@@ -179,13 +217,14 @@ def _report(estimate: InertialParameters, truth_msg: InertialParameters) -> Erro
 
 
 def run_demo(motion_sec: float = 30.0, method: str = "lmi", seed: int = 0,
-             timeout_sec: float = 120.0) -> int:
-    """Run the demo; returns the exit code (0: estimate within the acceptance thresholds)."""
+             timeout_sec: float = 120.0, keystore: Keystore | None = None) -> int:
+    """Run the demo (under DDS-Security with ``keystore``); returns the exit code (0: estimate
+    within the acceptance thresholds)."""
+    client_node = _client_node("inertia_id_demo", keystore)
     processes = _launch(["-p", f"duration_sec:={motion_sec}", "-p", f"seed:={seed}"],
-                        ["-p", f"window_sec:={motion_sec + 5.0}", "-p", f"method:={method}"])
+                        ["-p", f"window_sec:={motion_sec + 5.0}", "-p", f"method:={method}"],
+                        keystore)
     sim, node = processes
-    rclpy.init()
-    client_node = rclpy.create_node("inertia_id_demo")
     client = DemoClient(client_node)
     print(f"demo: Panda with a payload beyond '{SENSOR_FRAME}', {motion_sec:.0f} s of motion at "
           "1 kHz, method " + method, flush=True)
@@ -242,14 +281,13 @@ PROGRESS_PERIOD_SEC = 5.0
 
 def run_excite_demo(duration: float = 15.0, speed_scale: float = 1.0,
                     trajectory_file: str = "", method: str = "lmi", seed: int = 0,
-                    timeout_sec: float = 240.0) -> int:
+                    timeout_sec: float = 240.0, keystore: Keystore | None = None) -> int:
     """Run the wizard demo: one ``~/excite`` call (a ``duration`` s motion designed on the spot,
-    or ``trajectory_file``, at ``speed_scale``); returns the exit code (0: the estimate is within
-    the acceptance thresholds)."""
+    or ``trajectory_file``, at ``speed_scale``), under DDS-Security with ``keystore``; returns
+    the exit code (0: the estimate is within the acceptance thresholds)."""
+    client_node = _client_node("inertia_id_excite_demo", keystore)
     processes = _launch(["-p", "motion:=hold", "-p", f"seed:={seed}"],
-                        ["-p", f"method:={method}", "--log-level", "error"])
-    rclpy.init()
-    client_node = rclpy.create_node("inertia_id_excite_demo")
+                        ["-p", f"method:={method}", "--log-level", "error"], keystore)
     client = DemoClient(client_node)
     statuses: list[ExcitationStatus] = []
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,

@@ -81,6 +81,7 @@ from inertia_id_ros.ros.parameters import (
     settings_from_parameters,
     validate_change,
 )
+from inertia_id_ros.ros.security import RCLError
 from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
 from inertia_id_ros.srv import Identify, Tare
 from inertia_id_ros.threads import limit_threads
@@ -551,7 +552,8 @@ def _input_executor():
 
 @ends_quietly
 def main(args: list[str] | None = None) -> None:
-    """Console script ``inertia-id-node``; exits 2 on an invalid start-up parameter."""
+    """Console script ``inertia-id-node``; exits 2 on an invalid start-up parameter, 1 when its
+    node cannot be created (e.g. DDS-Security enforced and not available)."""
     try:
         limit_threads()
     except InputError as error:
@@ -569,6 +571,10 @@ def main(args: list[str] | None = None) -> None:
         print(f"inertia_id: {error}", file=sys.stderr)
         rclpy.try_shutdown()
         sys.exit(2)
+    except RCLError as error:  # e.g. DDS-Security asked for and not available: never unsecured
+        print(f"inertia_id: cannot create the node: {error}", file=sys.stderr)
+        rclpy.try_shutdown()
+        sys.exit(1)
     node.get_logger().info(f"memory: {middleware_memory}")
     # Three threads: the input callbacks only queue messages (their own node and executor), the
     # worker takes them in batches and solves, this one serves the services and parameters.

@@ -14,12 +14,14 @@ Parameter ``robot``:
   velocities and efforts = joint torques + 0.1 N m white noise, and the ground truth of the leg's
   links and drives on ``~/ground_truth_links`` (``InertialParametersArray``, latched).
 - ``icub_whole_body``, ``go1_whole_body``, ``icub_suspended_whole_body``,
-  ``icub_fixed_whole_body``: whole-body robots (:mod:`~inertia_id_ros.sim.whole_body`): iCub on
-  its left sole with six internal F/T sensors and the sole's contact sensor, Go1 with four foot
-  contact sensors, iCub hanging from a crane F/T sensor at its root link, iCub on a stand (its six
-  internal sensors, no contact); true links differing from the URDF, noise, offsets. Publishes
-  ``sensor_msgs/JointState`` (positions, velocities), ``sensor_msgs/Imu`` on ``imu_topic`` and
-  each sensor's ``WrenchStamped`` on ``/<frame>/wrench`` (the topics of
+  ``icub_fixed_whole_body``, ``icub_stance_whole_body``: whole-body robots
+  (:mod:`~inertia_id_ros.sim.whole_body`): iCub on its left sole with six internal F/T sensors and
+  the sole's contact sensor, Go1 with four foot contact sensors, iCub hanging from a crane F/T
+  sensor at its root link, iCub on a stand (its six internal sensors, no contact), iCub balancing
+  on its left sole on a tilted floor (its four leg sensors, no contact); true links differing from
+  the URDF, noise, offsets. Publishes ``sensor_msgs/JointState`` (positions, velocities),
+  ``sensor_msgs/Imu`` on ``imu_topic`` and each sensor's ``WrenchStamped`` on
+  ``/<frame>/wrench`` (the topics of
   ``config/icub_whole_body.yaml``, ``config/go1_whole_body.yaml``,
   ``config/icub_suspended.yaml``, ``config/icub_fixed.yaml``, which takes no IMU), all with the
   same stamps; the truth (every link, the sensor offsets) on ``~/ground_truth_links``. Use
@@ -71,6 +73,7 @@ from inertia_id_ros.ros.conversions import (
     theta_to_msg,
     wrench_stamped,
 )
+from inertia_id_ros.ros.security import RCLError
 from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
 from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
@@ -249,9 +252,9 @@ class _WholeBody:
                             f"{[f'{f} ({k})' for f, k in self.sim.ft_sensors]}")
 
     def subscribed(self) -> bool:
-        """Every topic has a subscriber (the IMU's: when the base moves; on a stand it may go
-        unread)."""
-        imu = (self._imu_pub,) if self.sim.moving_base else ()
+        """Every topic has a subscriber (the IMU's: with contact sensors, a floating base; on a
+        stand or rooted at a still sole it may go unread)."""
+        imu = (self._imu_pub,) if self.sim.contact_frames else ()
         return all(pub.get_subscription_count()
                    for pub in (self._joint_pub, *imu, *self._wrench_pubs))
 
@@ -292,8 +295,9 @@ class SimulatorNode(Node):
                                "joint states and wrenches), 'go1_leg' (a Go1 leg: joint states "
                                "with joint torques as efforts), 'icub_whole_body', "
                                "'go1_whole_body', 'icub_suspended_whole_body' (floating "
-                               "base: joint states, IMU, F/T sensors) or "
-                               "'icub_fixed_whole_body' (on a stand)."),
+                               "base: joint states, IMU, F/T sensors), "
+                               "'icub_fixed_whole_body' (on a stand) or "
+                               "'icub_stance_whole_body' (on one sole, leg F/T sensors only)."),
             ("rate_hz", 1000.0, "Publication rate of the topics (Hz)."),
             ("duration_sec", 0.0, "Seconds of motion to play; 0 = until stopped."),
             ("time_scale", 1.0, "Simulated seconds played per wall-clock second (> 0; 2 plays "
@@ -395,7 +399,8 @@ def _value(node: Node, name: str) -> Any:
 @ends_quietly
 def main(args: list[str] | None = None) -> None:
     """Console script ``inertia-id-sim``: runs until stopped or ``duration_sec`` is played; exits
-    2 on an unknown ``robot``."""
+    2 on an unknown ``robot``, 1 when its node cannot be created (e.g. DDS-Security enforced and
+    not available)."""
     try:
         limit_threads()
     except InputError as error:
@@ -408,6 +413,10 @@ def main(args: list[str] | None = None) -> None:
         print(f"inertia_id_sim: {error}", file=sys.stderr)
         rclpy.try_shutdown()
         sys.exit(2)
+    except RCLError as error:  # e.g. DDS-Security asked for and not available: never unsecured
+        print(f"inertia_id_sim: cannot create the node: {error}", file=sys.stderr)
+        rclpy.try_shutdown()
+        sys.exit(1)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
 

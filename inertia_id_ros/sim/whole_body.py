@@ -5,7 +5,9 @@ while all 32 joints move (the base moves as the stance leg and the contact requi
 F/T sensors (arms, legs, feet) and the sole's contact wrench measured, the IMU at ``imu_frame`` in
 the head; Go1 with its base moving (a multi-sine in all six directions) and four point contacts at
 the feet, each measured; iCub hanging from a crane F/T sensor; and iCub on a stand (its root link
-fixed, level, the stand's wrench not measured).
+fixed, level, the stand's wrench not measured); and iCub balancing on its left sole on a tilted
+floor with only its leg F/T sensors, the ground's wrench not measured (to root the fit at the
+sole).
 
 The truth is independent of the identification's regressors: the robot is simulated with
 pinocchio's RNEA on a model built from a *true* URDF (the given one, the *CAD*, with each link's
@@ -43,7 +45,11 @@ FT_KINDS = ("contact", "internal")
 ICUB_INTERNAL_SENSORS = ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor",
                          "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor")
 """iCub's six F/T sensors, fixed joints of its URDF."""
+ICUB_LEG_SENSORS = ICUB_INTERNAL_SENSORS[2:]
+"""iCub's leg and foot F/T sensors."""
 ICUB_STANCE_FRAME = "l_sole"
+ICUB_STANCE_TILT = (0.03, -0.05)
+"""Roll and pitch (rad) of the floor under :func:`icub_stance`'s sole (about 2° and 3°)."""
 ICUB_IMU_FRAME = "imu_frame"
 ICUB_CRANE_FRAME = "root_link"
 """Where the suspended iCub hangs (its crane F/T sensor's frame)."""
@@ -217,7 +223,9 @@ class WholeBodySimulator:
     with the true inertials (default: ``cad_xml`` perturbed by :func:`perturb_inertials` with
     ``seed``); ``ft_sensors``: ``(frame, kind)`` pairs, ``kind`` in :data:`FT_KINDS` (internal
     sensors are fixed joints; contact sensors are frames where a contact acts); ``stance_frame``:
-    a contact frame held fixed in the world (the base moves as the joints require), else the base
+    a frame held fixed in the world, tilted by ``stance_tilt`` (roll, pitch; rad), where the ground
+    acts (the base moves as the joints require; the ground's wrench is measured only if the frame
+    is a contact sensor's), else the base
     follows ``base_trajectory(t) -> (x, dx, ddx)`` (N, 6): position (m) and Z-Y-X angles (rad) of
     the base in the world, relative to ``base_height`` above the origin; several contacts share
     the wrench the base equations require (least norm; ``point_contacts``: forces only); with
@@ -231,6 +239,7 @@ class WholeBodySimulator:
     imu_frame: str
     joint_trajectory: Trajectory
     stance_frame: str | None = None
+    stance_tilt: tuple[float, float] = (0.0, 0.0)
     base_trajectory: Trajectory | None = None
     base_height: float = 0.0
     point_contacts: bool = False
@@ -250,12 +259,14 @@ class WholeBodySimulator:
             raise ConfigError("give at most one of stance_frame and base_trajectory")
         internal = [frame for frame, kind in self.ft_sensors if kind == "internal"]
         self.contact_frames = tuple(f for f, k in self.ft_sensors if k == "contact")
-        if bool(self.contact_frames) != self.moving_base:
-            raise ConfigError("a moving base needs at least one contact sensor; a fixed base "
-                              "(neither stance_frame nor base_trajectory) none")
+        if bool(self.contact_frames) != self.moving_base and self.stance_frame is None:
+            raise ConfigError("a base on a trajectory needs at least one contact sensor; a fixed "
+                              "base (neither stance_frame nor base_trajectory) none")
+        ground = (() if self.stance_frame is None or self.stance_frame in self.contact_frames
+                  else (self.stance_frame,))
         model = pin.buildModelFromXML(_split_at_sensors(self.true_xml, internal),
                                       pin.JointModelFreeFlyer())
-        for frame, _ in self.ft_sensors + ((self.imu_frame, "imu"),):
+        for frame in (*(f for f, _ in self.ft_sensors), *ground, self.imu_frame):
             if not model.existFrame(frame):
                 raise ConfigError(f"frame {frame!r} is not in the URDF")
         self.model, self.data = model, model.createData()
@@ -266,7 +277,9 @@ class WholeBodySimulator:
         """The robot's moving joints (free flyer and sensor joints excluded), in model order."""
         self._q_index = np.array([model.joints[j].idx_q for j in self._moving])
         self._v_index = np.array([model.joints[j].idx_v for j in self._moving])
-        self._contact_ids = [model.getFrameId(f) for f in self.contact_frames]
+        self._contact_ids = [model.getFrameId(f) for f in self.contact_frames + ground]
+        """Frames where the environment acts: the contact sensors', then an unmeasured stance."""
+        self._stance_id = None if self.stance_frame is None else model.getFrameId(self.stance_frame)
         self._imu_id = model.getFrameId(self.imu_frame)
         self.true_links: dict[str, np.ndarray] = link_inertials(self.true_xml)
         """True ``theta`` (10,) per URDF link with mass, about and in the link frame."""
@@ -303,11 +316,12 @@ class WholeBodySimulator:
 
     def _stance_base(self, q_full: np.ndarray, v_full: np.ndarray, a_full: np.ndarray) -> None:
         """Set the base of (q_full, v_full, a_full) in place so that the stance frame stays at
-        the world's origin, axes aligned: its velocity and acceleration are zero."""
-        model, data, fid = self.model, self.data, self._contact_ids[0]
+        the world's origin, tilted by ``stance_tilt``: its velocity and acceleration are zero."""
+        model, data, fid = self.model, self.data, self._stance_id
         pin.forwardKinematics(model, data, q_full, v_full, a_full)
         base_to_stance = pin.updateFramePlacement(model, data, fid)
-        q_full[:7] = pin.SE3ToXYZQUAT(base_to_stance.inverse())
+        world_to_stance = pin.SE3(pin.rpy.rpyToMatrix(*self.stance_tilt, 0.0), np.zeros(3))
+        q_full[:7] = pin.SE3ToXYZQUAT(world_to_stance * base_to_stance.inverse())
         local = pin.ReferenceFrame.LOCAL
         pin.computeJointJacobians(model, data, q_full)
         jacobian = pin.getFrameJacobian(model, data, fid, local)
@@ -398,7 +412,7 @@ class WholeBodySimulator:
             imu[i, 7:10] = pin.getFrameAcceleration(model, data, self._imu_id, local).angular
             imu[i, 10:] = accel - placement.rotation.T @ gravity
             tau = pin.rnea(model, data, q_full, v_full, a_full)
-            contacts = (self._contact_wrenches(tau[:6]) if self.contact_frames
+            contacts = (self._contact_wrenches(tau[:6]) if self._contact_ids
                         else np.zeros((0, 6)))
             fext = [pin.Force.Zero() for _ in range(model.njoints)]
             for fid, w in zip(self._contact_ids, contacts):
@@ -406,7 +420,7 @@ class WholeBodySimulator:
                 fext[frame.parentJoint] += frame.placement.act(pin.Force(w))
             tau = pin.rnea(model, data, q_full, v_full, a_full, fext)
             residual[i] = tau[:6]
-            wrench[i, contact_columns] = contacts
+            wrench[i, contact_columns] = contacts[:len(contact_columns)]
             for column, joint in zip(internal_columns, self._sensor_joints):
                 wrench[i, column] = data.f[joint].vector
             q_all[i], v_all[i], a_all[i] = q_full, v_full, a_full
@@ -507,6 +521,26 @@ def icub(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
                               true_xml=true_xml, seed=seed)
 
 
+def icub_stance(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
+                stance_amplitude: float = 0.35, tilt: tuple[float, float] = ICUB_STANCE_TILT,
+                noise: NoiseModel | None = None, true_xml: str | None = None
+                ) -> WholeBodySimulator:
+    """iCub balancing on its left sole, still on a floor tilted by ``tilt`` (roll, pitch; rad),
+    the ground's wrench not measured; all 32 joints moving (``period`` s, up to
+    ``velocity_limit`` rad/s), the stance leg's within ``stance_amplitude`` rad of upright (the
+    pelvis tilts by up to about 30°); only its four leg F/T sensors (the arms' are not logged)
+    and the head IMU (to fit rooted at the sole, ``fixed_frame="l_sole"``, with or without it)."""
+    cad_xml = example_robot_urdf("icub").read_text()
+    model = pin.buildModelFromXML(cad_xml)
+    names = [model.names[j] for j in range(1, model.njoints)]
+    trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit,
+                                  dict.fromkeys(ICUB_STANCE_JOINTS, stance_amplitude))
+    return WholeBodySimulator(cad_xml, [(name, "internal") for name in ICUB_LEG_SENSORS],
+                              ICUB_IMU_FRAME, trajectory, stance_frame=ICUB_STANCE_FRAME,
+                              stance_tilt=tuple(tilt), noise=noise or NoiseModel(),
+                              true_xml=true_xml, seed=seed)
+
+
 def go1(seed: int = 0, period: float = 10.0, velocity_limit: float = 2.0,
         noise: NoiseModel | None = None, true_xml: str | None = None) -> WholeBodySimulator:
     """Go1 with its base moving (up to 5 cm and 0.2 rad in each direction, 0.3 m high), its 12
@@ -564,7 +598,8 @@ def icub_fixed(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
                               noise=noise or NoiseModel(), true_xml=true_xml, seed=seed)
 
 
-ROBOTS = {"icub": icub, "go1": go1, "icub_suspended": icub_suspended, "icub_fixed": icub_fixed}
+ROBOTS = {"icub": icub, "go1": go1, "icub_suspended": icub_suspended, "icub_fixed": icub_fixed,
+          "icub_stance": icub_stance}
 """Whole-body simulators by name."""
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO
+from helpers.paths import REPO
 
 
 def test_colcon_build_installs_messages_library_and_executables(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import time
 
-from helpers import REPO
+from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 
 

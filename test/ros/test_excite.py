@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from helpers import node_args, spin_until
+from helpers.dds import node_args, spin_until
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory, concatenate, rest_to_rest
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
 
@@ -278,7 +278,7 @@ def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_c
                                                                   tmp_path):
     import rclpy
 
-    from helpers import REPO
+    from helpers.paths import REPO
     from inertia_id_ros.core.inertia import check_consistency
     from inertia_id_ros.ros.conversions import msg_to_thetas
     from inertia_id_ros.sim.torques import LEG_HOME

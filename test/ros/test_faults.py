@@ -15,19 +15,18 @@ import time
 import numpy as np
 import pytest
 
-from helpers import (
+from helpers.dds import (
     SENSOR,
     WARNING_PERIOD,
     WRENCH_LIMITS,
     Feeder,
     NodeUnderTest,
-    Process,
-    console_script,
     identify,
     node_args,
     set_rate,
     spin_until,
 )
+from helpers.processes import Process, console_script
 from inertia_id_ros.sim.payload import PayloadSimulator
 
 

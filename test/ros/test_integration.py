@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import REPO, identify_after_motion
+from helpers.dds import identify_after_motion
+from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from visualization_msgs.msg import Marker, MarkerArray
 
-from helpers import REPO
+from helpers.paths import REPO
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.online.payload_estimator import Estimate

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import Feeder, NodeUnderTest, identify, node_args, spin_until
+from helpers.dds import Feeder, NodeUnderTest, identify, node_args, spin_until
 from inertia_id_ros.sim.payload import PayloadSimulator
 
 
 @pytest.mark.parametrize("overrides, parameter", [
-    ({"sensor_frame": "no_such_frame"}, "sensor_frame"),  # the table: test/unit/test_parameters
+    ({"sensor_frame": "no_such_frame"}, "sensor_frame"),  # the table: test/unit/ros/test_parameters
     ({"wrench_limits": "[100, 100, 100, 10, 10, 10]"}, "wrench_limits"),  # rclpy's type check
     ({"method": "cad_prior", "sensor_frame": "panda_hand_tcp"}, "method"),  # no prior beyond
 ])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import SENSOR, node_args, play_and_identify, spin_until
+from helpers.dds import SENSOR, node_args, play_and_identify, spin_until
 from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
 from inertia_id_ros.io.replay import record_simulation, replay_bag
 from inertia_id_ros.sim.payload import grasped_payload_theta

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import Feeder, NodeUnderTest, Process, console_script, identify, node_args, spin_until
+from helpers.dds import Feeder, NodeUnderTest, identify, node_args, spin_until
+from helpers.processes import Process, console_script
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.sim.payload import PayloadSimulator
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers import REPO, identify_after_motion, spin_until
+from helpers.dds import identify_after_motion, spin_until
+from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
 

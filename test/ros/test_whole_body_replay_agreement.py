@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers import REPO, play_and_identify, spin_until
+from helpers.dds import play_and_identify, spin_until
+from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
 from inertia_id_ros.io.replay import record_whole_body, replay_whole_body_bag

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import block_window_rows, whole_body_rnea_samples
+from helpers.estimators import block_window_rows
+from helpers.whole_body import whole_body_rnea_samples
 from inertia_id_ros.chain.whole_body_fit import (
     fit_whole_body,
     group_normal_equations,

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import REPO
+from helpers.paths import REPO
 from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig, go1_leg_config
 from inertia_id_ros.chain.armatures import fit_chain
 from inertia_id_ros.chain.links import JointTorqueData, predict_torques, torque_error

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import T0, turn_joint_7
+from helpers.estimators import T0, turn_joint_7
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.errors import EstimateUnavailable, ProblemError
 from inertia_id_ros.online.payload_estimator import PayloadEstimator

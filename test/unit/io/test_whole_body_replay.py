@@ -23,7 +23,7 @@ from inertia_id_ros.ros.parameters import (
 )
 from inertia_id_ros.sim.whole_body import GO1_FEET, go1
 
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "go1_whole_body.yaml"
+CONFIG = Path(__file__).resolve().parents[3] / "config" / "go1_whole_body.yaml"
 DURATION, RATE = 3.0, 200.0
 OVERRIDES = {"sample_rate_hz": 100.0, "update_rate_hz": 2.0}
 """Samples at 100 Hz (the estimator needs 200 of them), two updates a second: estimates from

@@ -11,6 +11,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from helpers.panda_arm import DRIVE_TRUTH, panda_truth_model
 from inertia_id_ros import cli
 from inertia_id_ros.core.robots import example_robot_urdf, load_model, reduce_model
 from inertia_id_ros.errors import InputError
@@ -18,25 +19,11 @@ from inertia_id_ros.io import validate
 from inertia_id_ros.sim.payload import ExcitingTrajectory, PayloadSimulator
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
-FRICTION = {"viscous": np.linspace(0.2, 0.5, 7), "coulomb": np.linspace(0.8, 0.3, 7),
-            "offset": np.linspace(-0.2, 0.2, 7), "armature": np.full(7, 0.1)}
 
 
 @pytest.fixture(scope="module")
 def panda_urdf() -> str:
     return str(example_robot_urdf("panda"))
-
-
-def truth_model() -> pin.Model:
-    """The Panda arm with links 10-20 % off the URDF's."""
-    model = reduce_model(load_model(example_robot_urdf("panda")), PANDA_ARM)
-    rng = np.random.default_rng(7)
-    for j in range(1, model.njoints):
-        inertia = model.inertias[j]
-        model.inertias[j] = pin.Inertia(inertia.mass * rng.uniform(0.8, 1.2),
-                                        inertia.lever + rng.normal(0.0, 0.01, 3),
-                                        inertia.inertia * rng.uniform(0.8, 1.2))
-    return model
 
 
 def link_npz(path: Path, seed: int, n: int = 500) -> Path:
@@ -46,11 +33,11 @@ def link_npz(path: Path, seed: int, n: int = 500) -> Path:
                                               period=10.0, seed=seed, position_fraction=0.6,
                                               velocity_fraction=0.6)
     q, dq, ddq = trajectory(t)
-    model = truth_model()
+    model = panda_truth_model()
     data = model.createData()
     tau = np.array([pin.rnea(model, data, *x) for x in zip(q, dq, ddq)])
-    tau += (FRICTION["viscous"] * dq + FRICTION["coulomb"] * np.sign(dq) + FRICTION["offset"]
-            + FRICTION["armature"] * ddq)
+    d = DRIVE_TRUTH
+    tau += d["viscous"] * dq + d["coulomb"] * np.sign(dq) + d["offset"] + d["armature"] * ddq
     tau += np.random.default_rng(seed).normal(0.0, 0.05, tau.shape)
     np.savez(path, t=t, joint_names=np.array(PANDA_ARM), q=q, dq=dq, ddq=ddq, effort=tau)
     return path

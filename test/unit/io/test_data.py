@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import write_bag, write_csv
+from helpers.recordings import write_bag, write_csv
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.io.data import (
     JointStates,

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from helpers import REPO
+from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import InertiaIdError, StartupError
 from inertia_id_ros.online.session import LinkSession, PayloadSession

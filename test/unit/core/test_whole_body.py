@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from helpers import whole_body_rnea_samples
+from helpers.whole_body import whole_body_rnea_samples
 from inertia_id_ros.chain.whole_body_fit import (
     IDENTIFIED,
     PRIOR_ONLY,
@@ -464,7 +464,7 @@ def test_cli_fit_whole_body_from_a_description(tmp_path, recording, icub, capsys
     sensors' readings and the fit changes."""
     import yaml
 
-    from helpers import write_whole_body_bag
+    from helpers.recordings import write_whole_body_bag
 
     urdf, _ = icub
     _, arrays = recording
@@ -522,7 +522,7 @@ def test_rows_moved_by_a_held_joint(icub):
 def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):
     """The same recording as a bag (one topic per input, synchronised by header stamp) gives
     the NPZ's fit; a missing topic or a bad kind is an error naming it."""
-    from helpers import write_whole_body_bag
+    from helpers.recordings import write_whole_body_bag
 
     urdf, model = icub
     npz, arrays = recording

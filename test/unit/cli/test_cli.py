@@ -12,7 +12,9 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from helpers import shared_data, write_bag, write_csv
+from helpers.panda_arm import DRIVE_TRUTH, panda_truth_model
+from helpers.paths import shared_data
+from helpers.recordings import write_bag, write_csv
 from inertia_id_ros import cli
 from inertia_id_ros.core.inertia import (
     check_consistency,
@@ -216,21 +218,7 @@ def fourier_motion(t: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np
     return trajectory(t)
 
 
-DRIVE_TRUTH = {"viscous": np.linspace(0.2, 0.5, 7), "coulomb": np.linspace(0.8, 0.3, 7),
-               "offset": np.linspace(-0.2, 0.2, 7), "armature": np.full(7, 0.1)}
 COULOMB_VELOCITY = 0.05
-
-
-def panda_truth_model() -> pin.Model:
-    """The Panda arm (fingers locked at zero) with links 10-20 % off the URDF's."""
-    model = reduce_model(load_model(example_robot_urdf("panda")), PANDA_ARM)
-    rng = np.random.default_rng(7)
-    for j in range(1, model.njoints):
-        inertia = model.inertias[j]
-        model.inertias[j] = pin.Inertia(inertia.mass * rng.uniform(0.8, 1.2),
-                                        inertia.lever + rng.normal(0.0, 0.01, 3),
-                                        inertia.inertia * rng.uniform(0.8, 1.2))
-    return model
 
 
 def panda_torques(model: pin.Model, q: np.ndarray, dq: np.ndarray,

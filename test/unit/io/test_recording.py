@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import yaml
 
-from helpers import shared_data, write_bag
+from helpers.paths import shared_data
+from helpers.recordings import write_bag
 from inertia_id_ros import cli
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import DataError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import T0
+from helpers.estimators import T0
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.online.session import ERROR, OK, WARN, PayloadSession, payload_session
 from inertia_id_ros.sim.payload import PayloadSimulator, grasped_payload_theta

@@ -6,7 +6,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from helpers import SHARED_DATA
+from helpers.paths import SHARED_DATA
 from inertia_id_ros.chain.friction import JointDrive, smooth_sign
 from inertia_id_ros.chain.identify import derive_torque_data, identify_links
 from inertia_id_ros.chain.links import (

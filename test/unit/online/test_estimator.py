@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import solve_while_feeding
+from helpers.estimators import solve_while_feeding
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
@@ -101,7 +101,7 @@ def test_too_few_samples_and_reset(sim):
 def test_a_motion_that_keeps_the_sensor_orientation_makes_the_offset_unidentifiable():
     """Only joint 7 turns, about the vertical axis through the flange: gravity stays fixed in the
     sensor frame, so the weight and the force offset cannot be told apart."""
-    from helpers import turn_joint_7
+    from helpers.estimators import turn_joint_7
 
     sim = PayloadSimulator.panda(trajectory=turn_joint_7)
     estimator = PayloadEstimator(sim.kinematics)

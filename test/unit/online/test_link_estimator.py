@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import solve_while_feeding
+from helpers.estimators import solve_while_feeding
 from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig, go1_leg_config
 from inertia_id_ros.chain.armatures import fit_chain
 from inertia_id_ros.chain.links import (

@@ -4,7 +4,7 @@ sensors reported and their rows dropped."""
 import numpy as np
 import pytest
 
-from helpers import block_window_rows
+from helpers.estimators import block_window_rows
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel
 from inertia_id_ros.online.session import whole_body_session

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from helpers import REPO
+from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import StartupError
 from inertia_id_ros.online.session import WholeBodySession

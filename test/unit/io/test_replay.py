@@ -210,7 +210,7 @@ def test_replay_with_the_nodes_parameter_file_runs_the_nodes_session(capsys, rec
     """``--params-file`` builds the session the node builds from the file (here payload mode,
     its 30 s window overridden by ``-p``): the same estimates as the options that say the same."""
     bag, _ = recording
-    config = Path(__file__).resolve().parents[2] / "config" / "panda_payload.yaml"
+    config = Path(__file__).resolve().parents[3] / "config" / "panda_payload.yaml"
     results = []
     for options in (["--params-file", config, "-p", "window_sec:=10.0"], ["--window-sec", 10]):
         out = tmp_path / "replay.json"

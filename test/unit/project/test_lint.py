@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PYPROJECT = REPO / "pyproject.toml"
 LINTED = ("inertia_id_ros", "test", "benchmarks", "tools")
 REQUIRED_RULES = {"E", "W", "F", "I", "D"}

@@ -1,0 +1,291 @@
+"""Peers of the node under test over DDS: feeders, service calls, the node's diagnostics."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from helpers.processes import Process
+from inertia_id_ros.core.inertia import check_consistency
+from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.sim.payload import PayloadSimulator
+
+
+def spin_until(node, predicate, timeout: float) -> bool:
+    """Spin ``node`` until ``predicate()`` is true or ``timeout`` (s) passes."""
+    import rclpy
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.05)
+        if predicate():
+            return True
+    return predicate()
+
+
+SENSOR = "panda_link8"
+
+
+def node_args(**overrides) -> list[str]:
+    params = {"urdf_path": str(example_robot_urdf("panda")), "sensor_frame": SENSOR,
+              "update_rate_hz": 2.0, "window_sec": 30.0, "warning_period_sec": 0.5}
+    params.update(overrides)
+    args: list[str] = []
+    for key, value in params.items():
+        args += ["-p", f"{key}:={value}"]
+    return args
+
+
+class Feeder:
+    """Publishes simulated joint states and wrenches (and bad samples) to the node."""
+
+    def __init__(self, node, sim: PayloadSimulator, rate_hz: float = 250.0) -> None:
+        from geometry_msgs.msg import WrenchStamped
+        from rclpy.qos import QoSProfile
+        from sensor_msgs.msg import JointState
+
+        qos = QoSProfile(depth=1000)
+        self.peer, self.sim, self.rate = node, sim, rate_hz
+        self.joints = node.create_publisher(JointState, "/joint_states", qos)
+        self.wrenches = node.create_publisher(WrenchStamped, "/ft_sensor/wrench", qos)
+        self.rng = np.random.default_rng(1)
+        self.k = 0
+        self.t0 = 1000.0
+        self.clock = None
+        """A ``rosgraph_msgs/Clock`` publisher: set, the samples' stamps are also the simulated
+        time (``use_sim_time``), published every 10 samples."""
+
+    def wait_until_matched(self, timeout: float = 20.0) -> None:
+        """Spin until the node under test's subscriptions match both publishers (discovery
+        done: what is published from now on reaches it)."""
+        assert spin_until(self.peer, lambda: self.joints.get_subscription_count() > 0
+                          and self.wrenches.get_subscription_count() > 0, timeout), \
+            "the node under test did not subscribe to /joint_states and /ft_sensor/wrench"
+
+    def publish(self, seconds: float, sleep: bool = True, joint_states: bool = True) -> None:
+        """``seconds`` of samples; without ``joint_states`` only wrenches (a joint-state gap)."""
+        from rosgraph_msgs.msg import Clock
+
+        from inertia_id_ros.ros.conversions import joint_state, seconds_to_stamp, wrench_stamped
+
+        n = int(seconds * self.rate)
+        t = (self.k + np.arange(n)) / self.rate
+        q, dq, w = self.sim.measure(t, self.rng)
+        for i in range(n):
+            stamp = self.t0 + t[i]
+            if joint_states:
+                self.joints.publish(joint_state(stamp, self.sim.joint_names, q[i], dq[i]))
+            self.wrenches.publish(wrench_stamped(stamp, self.sim.sensor_frame, w[i]))
+            if self.clock is not None and i % 10 == 0:
+                self.clock.publish(Clock(clock=seconds_to_stamp(stamp)))
+            if sleep and i % 25 == 0:
+                time.sleep(0.002)
+        self.k += n
+
+
+def identify(node, client, **request):
+    import rclpy
+
+    from inertia_id_ros.srv import Identify
+
+    assert client.wait_for_service(timeout_sec=20.0)
+    future = client.call_async(Identify.Request(**request))
+    rclpy.spin_until_future_complete(node, future, timeout_sec=60.0)
+    return future.result()
+
+
+def identify_after_motion(peer, client, sim, node, timeout: float, call_timeout: float = 60.0):
+    """Spin ``peer`` until the simulator has played its motion and exited cleanly (``timeout``
+    s) and the node's diagnostics say it has taken every sample (its last samples are in its
+    window), then call the node's identify service: its successful response."""
+    import rclpy
+
+    from inertia_id_ros.srv import Identify
+
+    diagnostics = NodeDiagnostics(peer)
+    assert spin_until(peer, lambda: not sim.alive(), timeout), sim.output()
+    assert sim.popen.returncode == 0, sim.output()
+    diagnostics.settle()
+    peer.destroy_subscription(diagnostics.subscription)
+    assert client.wait_for_service(timeout_sec=10.0)
+    future = client.call_async(Identify.Request())
+    rclpy.spin_until_future_complete(peer, future, timeout_sec=call_timeout)
+    response = future.result()
+    assert response is not None and response.success, node.output()[-3000:]
+    return response
+
+
+def bag_message_to_ros(msg):
+    """The rclpy message of a bag's deserialised ``JointState``, ``Imu`` or ``WrenchStamped``
+    (rosbags), with its header (stamp, frame)."""
+    from builtin_interfaces.msg import Time
+    from sensor_msgs.msg import JointState
+
+    from inertia_id_ros.io.data import wrench_values
+    from inertia_id_ros.ros.conversions import imu_msg, wrench_stamped
+
+    kind = msg.__msgtype__
+    if kind == "sensor_msgs/msg/JointState":
+        out = JointState(name=list(msg.name), position=msg.position.tolist(),
+                         velocity=msg.velocity.tolist(), effort=msg.effort.tolist())
+    elif kind == "sensor_msgs/msg/Imu":
+        o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
+        out = imu_msg(0.0, msg.header.frame_id, [o.x, o.y, o.z, o.w], [w.x, w.y, w.z],
+                      [a.x, a.y, a.z])
+    else:
+        out = wrench_stamped(0.0, msg.header.frame_id, np.array(wrench_values(msg)))
+    out.header.stamp = Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec)
+    out.header.frame_id = msg.header.frame_id
+    return out
+
+
+def play_and_identify(node, client, publishers, messages, update_times, delivery: float) -> list:
+    """Publish the bag ``messages`` ((topic, log time (ns), message)) to the node under test
+    through ``publishers`` (topic -> publisher), chunk by chunk up to each of ``update_times``
+    (s of log time), wait ``delivery`` s, and call ``identify`` there: its responses."""
+    responses, cursor = [], 0
+    for update_time in update_times:
+        while cursor < len(messages) and 1e-9 * messages[cursor][1] < update_time:
+            topic, _, msg = messages[cursor]
+            publishers[topic].publish(bag_message_to_ros(msg))
+            cursor += 1
+        time.sleep(delivery)  # delivery of the chunk (loopback)
+        responses.append(identify(node, client))
+    return responses
+
+
+WARNING_PERIOD = 0.5
+"""The node's ``warning_period_sec`` (s)."""
+
+
+WRENCH_LIMITS = [100.0, 100.0, 100.0, 10.0, 10.0, 10.0]
+"""The F/T sensor's range given to the node (N, N m); the simulated payload stays well within."""
+
+
+MAX_RSS_GROWTH_MB = 80.0
+"""Largest growth of the node's resident memory over all the faults (MB). Measured: about
+60 MB, reached after 1-4 floods and flat after: the preallocated buffers' pages are touched only
+as they fill (the window: 17 MB) and the malloc arenas of the node's threads keep their high
+water mark."""
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory (VmRSS) of process ``pid`` (MB)."""
+    match = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+    return int(match.group(1)) / 1024.0
+
+
+def set_rate(feeder: Feeder, rate: float) -> None:
+    """Continue the feeder's motion and stamps at another sample rate (Hz)."""
+    feeder.k = int(np.ceil(feeder.k / feeder.rate * rate - 1e-9))
+    feeder.rate = rate
+
+
+class NodeDiagnostics:
+    """The node under test's ``/diagnostics`` as a peer sees them: its latest values and level,
+    and waits on them (the node's own word that it has taken its inputs)."""
+
+    def __init__(self, peer) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        self.peer = peer
+        self.diagnostics: dict[str, str] = {}
+        self.status: tuple[int, str] = (0, "")
+        """Level and message of the latest diagnostics status."""
+        self.diagnostics_stamp = 0.0
+        self.diagnostics_received = 0
+        self.subscription = peer.create_subscription(DiagnosticArray, "/diagnostics",
+                                                     self._on_diagnostics, 10)
+
+    def _on_diagnostics(self, msg) -> None:
+        for status in msg.status:
+            if status.name.startswith("inertia_id"):
+                self.diagnostics = {kv.key: kv.value for kv in status.values}
+                self.status = (int.from_bytes(status.level, "little")
+                               if isinstance(status.level, bytes) else int(status.level),
+                               status.message)
+                self.diagnostics_stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+                self.diagnostics_received += 1
+
+    def counter(self, key: str) -> int:
+        return int(self.diagnostics.get(key, 0))
+
+    def counters(self, prefix: str) -> dict[str, int]:
+        return {k[len(prefix):]: int(v) for k, v in self.diagnostics.items()
+                if k.startswith(prefix)}
+
+    def fresh_diagnostics(self, timeout: float = 10.0) -> None:
+        """Wait for two new diagnostics messages (the second reflects everything sent)."""
+        seen = self.diagnostics_received
+        assert spin_until(self.peer, lambda: self.diagnostics_received >= seen + 2, timeout), \
+            "no diagnostics from the node"
+
+    def settle(self, timeout: float = 20.0) -> None:
+        """Wait until the node has taken and processed everything sent: two consecutive
+        diagnostics with the same received and processed counters."""
+        deadline = time.monotonic() + timeout
+        previous: dict[str, int] = {}
+        while time.monotonic() < deadline:
+            self.fresh_diagnostics()
+            current = {**self.counters("received."), **self.counters("processed.")}
+            if current == previous:
+                return
+            previous = current
+        raise AssertionError(f"the node's counters still change after {timeout} s")
+
+
+class NodeUnderTest(NodeDiagnostics):
+    """The node process and this process's peer: feeder, ``identify`` client, diagnostics."""
+
+    def __init__(self, process: Process, peer, client, feeder: Feeder) -> None:
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+        from inertia_id_ros.msg import InertialParameters
+
+        super().__init__(peer)
+        self.process, self.client, self.feeder = process, client, feeder
+        self.inconsistent_published: list[np.ndarray] = []
+        """Every published estimate that fails the consistency check (must stay empty)."""
+        self.estimates_received = 0
+        peer.create_subscription(InertialParameters, "/inertia_id/estimate", self._on_estimate,
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self.reference_theta: np.ndarray | None = None
+        self.rss_start = 0.0
+
+    def _on_estimate(self, msg) -> None:
+        self.estimates_received += 1
+        if not check_consistency(np.array(msg.theta)).fully_consistent:
+            self.inconsistent_published.append(np.array(msg.theta))
+
+    def rss_mb(self) -> float:
+        return rss_mb(self.process.popen.pid)
+
+    def log_mark(self) -> int:
+        return len(self.process.output())
+
+    def warnings_since(self, mark: int, kind: str) -> list[str]:
+        """Warning lines logged after ``mark`` that name ``kind``."""
+        return [line for line in self.process.output()[mark:].splitlines()
+                if "WARN" in line and kind in line]
+
+    def check_estimate_kept(self) -> np.ndarray:
+        """``identify`` succeeds with a consistent estimate close to the one before the faults;
+        every estimate published so far was consistent."""
+        assert self.process.alive(), self.process.output()[-3000:]
+        assert not self.inconsistent_published and self.estimates_received > 0
+        response = identify(self.peer, self.client)
+        assert self.process.alive(), self.process.output()[-3000:]
+        assert response.success, response.message
+        theta = np.array(response.estimate.theta)
+        assert check_consistency(theta).fully_consistent
+        assert np.allclose(theta, self.reference_theta, rtol=0.05, atol=1e-3), \
+            (theta, self.reference_theta)
+        return theta
+
+    def check_memory(self) -> float:
+        rss = self.rss_mb()
+        assert rss - self.rss_start < MAX_RSS_GROWTH_MB, (self.rss_start, rss)
+        return rss
