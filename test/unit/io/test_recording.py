@@ -543,3 +543,16 @@ def test_fit_payload_from_two_csv_clocks_with_a_held_out_part(capsys, tmp_path: 
     assert result["samples"] < 0.8 * wrench_t.size  # the held-out part is not fitted
     assert "input.yaml (held out)" in out and "fit rms" in out
     assert "readings negated (sign: flip)" in err
+
+
+def test_the_guides_examples_are_valid_descriptions() -> None:
+    """Every YAML example of docs/how-to/real-logs.md parses as an input description."""
+    import re
+
+    guide = Path(__file__).resolve().parents[3] / "docs" / "how-to" / "real-logs.md"
+    blocks = re.findall(r"```yaml\n(.*?)```", guide.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 4
+    for k, block in enumerate(blocks):
+        description = InputDescription.from_mapping(yaml.safe_load(block), guide.parent,
+                                                    f"example {k}")
+        assert description.joints and description.streams
