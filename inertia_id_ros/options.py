@@ -69,3 +69,8 @@ JOINT_SIGNALS = ("position", "velocity", "acceleration", "effort")
 WRENCH_SIGNS = ("urdf", "keep", "flip")
 """An F/T sensor's sign in an input description: from the URDF's measure_direction, kept as
 recorded, or negated."""
+DEFAULT_PAYLOAD_RADIUS = 0.5
+"""m: default bounding sphere of a payload about the sensor frame's origin (plausibility check,
+``--bounding-ellipsoid``)."""
+LINK_VOLUME_MARGIN = 0.05
+"""m: a link's URDF collision box is grown by this on every side to bound its mass."""

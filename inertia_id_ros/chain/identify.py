@@ -735,6 +735,7 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
                    differentiation: DifferentiationFilter | None = None,
                    estimate_tilt: bool = True, select_coulomb: bool = True,
                    torque_delay: float | None = None,
+                   bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
                    **solver_options: object) -> LinkIdentification:
     """Identify ``model``'s links and drives from a recording (module docstring): ``t`` (N,) s,
     ``q`` (N, n), ``dq``, ``ddq`` (N, n) or ``None``, raw ``effort`` (N, n), columns in
@@ -742,7 +743,9 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
     cross-validation; ``differentiation`` ``None``: recorded accelerations if any, else by
     cross-validation; ``estimate_tilt``: estimate the base's tilt (else the model's gravity);
     ``select_coulomb``: choose the Coulomb sign's width (else the model's drives');
-    ``torque_delay``: the efforts' delay behind the motion (s; ``None``: estimated, 0: none)."""
+    ``torque_delay``: the efforts' delay behind the motion (s; ``None``: estimated, 0: none);
+    ``bounding_ellipsoids``: per link ``None`` or its ``Q`` (4x4, link frame), constraining the
+    final fit (the selections above are made without them)."""
     check_weighting(weighting)
     t = np.asarray(t, dtype=float)
     names = None if joint_names is None else tuple(joint_names)
@@ -797,6 +800,6 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
                                               **solver_options)
         prior_weight = prior_selection.best
     fit = fit_links(model, data, method=method, prior_weight=prior_weight, weighting=weighting,
-                    channels=channels, **solver_options)
+                    channels=channels, bounding_ellipsoids=bounding_ellipsoids, **solver_options)
     return LinkIdentification(fit, data, differentiation, filter_selection, prior_selection,
                               weighting, tilt, model, coulomb_selection, delay)

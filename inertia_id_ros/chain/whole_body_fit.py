@@ -247,11 +247,28 @@ class WholeBodyFit:
 
 
 def whole_body_problem(model: WholeBodyModel, equations: NormalEquations,
-                       prior_weight: float = DEFAULT_PRIOR_WEIGHT) -> tuple[Problem, np.ndarray]:
-    """The scaled solver problem and its ``scales`` (``x = scales * x'``)."""
+                       prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+                       bounding_ellipsoids: list[np.ndarray | None] | None = None
+                       ) -> tuple[Problem, np.ndarray]:
+    """The scaled solver problem and its ``scales`` (``x = scales * x'``);
+    ``bounding_ellipsoids`` per identified link ``None`` or its ``Q`` (4x4, link frame), moved
+    to the scaled coordinates: ``tr(J(θ) Q) = tr(J(θ') T⁻¹ Q T⁻¹)``, divided by ``m`` (the
+    ellipsoid in coordinates ``p / ℓ``: a positive multiple is the same constraint, and the
+    problem's check wants the ellipsoid's own form)."""
     scales = parameter_scales(model, equations.gram, equations.n_rows)
+    scaled = None
+    if bounding_ellipsoids is not None:
+        per_body = scales[:N_BODY_PARAMS * model.n_bodies].reshape(-1, N_BODY_PARAMS)
+        scaled = []
+        for q, d in zip(bounding_ellipsoids, per_body):
+            if q is None:
+                scaled.append(None)
+                continue
+            length = d[1] / d[0]  # d = [m, m l (x3), m l² (x6)]
+            t_inv = np.array([length] * 3 + [1.0])
+            scaled.append(np.asarray(q, dtype=float) * np.outer(t_inv, t_inv))
     problem, _ = scale_problem(equations, scales, model.n_bodies, model.prior, prior_weight,
-                               body_names=model.bodies)
+                               body_names=model.bodies, bounding_ellipsoids=scaled)
     return problem, scales
 
 
@@ -260,7 +277,9 @@ def fit_whole_body(model: WholeBodyModel,
                    method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
                    with_efforts: bool = False, channel_weights: np.ndarray | None = None,
                    initvals: Solution | None = None, weighting: str = "none",
-                   initial_weights: np.ndarray | None = None, **options) -> WholeBodyFit:
+                   initial_weights: np.ndarray | None = None,
+                   bounding_ellipsoids: list[np.ndarray | None] | None = None,
+                   **options) -> WholeBodyFit:
     """Consistent fit of every identified link and sensor offset (``ols``: unconstrained, the
     baseline) to ``samples`` or their normal equations (summed, or per :func:`noise_groups`).
     ``weighting="channel"``: each of :func:`noise_groups` weighted by its inverse residual
@@ -268,6 +287,8 @@ def fit_whole_body(model: WholeBodyModel,
     :func:`~inertia_id_ros.core.weighting.iterate_channel_weights`; each solve warm-started from
     the previous; needs the samples or the per-group equations; ``initial_weights`` (G,) start
     the iteration, e.g. the previous window's, default unweighted); ``"none"``: unweighted.
+    ``bounding_ellipsoids``: per identified link ``None`` or its ``Q`` (4x4, link frame; Wensing
+    et al. 2017), not for ``ols``.
     ``channel_weights`` (C,): fixed multipliers of each row channel instead. ``options`` go to
     the solver (e.g. ``backend="cvxpy"`` for ``lmi``; for ``pointmass`` over
     :data:`POINTMASS_OPTIONS`)."""
@@ -284,7 +305,7 @@ def fit_whole_body(model: WholeBodyModel,
         else:
             equations = normal_equations(model, samples, with_efforts, channel_weights)
         return _fit_equations(model, equations, method, prior_weight, initvals, options,
-                              with_efforts)
+                              with_efforts, bounding_ellipsoids)
     if isinstance(samples, NormalEquations) or channel_weights is not None:
         raise ProblemError("weighting='channel' needs the samples or their per-group normal "
                            "equations (group_normal_equations), and no channel_weights")
@@ -296,7 +317,7 @@ def fit_whole_body(model: WholeBodyModel,
         equations = NormalEquations(*weighted_normal_equations(channels, weights))
         fits.append(_fit_equations(model, equations, method, prior_weight,
                                    fits[-1].solution if fits else initvals, options,
-                                   with_efforts))
+                                   with_efforts, bounding_ellipsoids))
         return fits[-1].x
 
     _, weights = iterate_channel_weights(channels, fit, initial=initial_weights)
@@ -309,15 +330,19 @@ def fit_whole_body(model: WholeBodyModel,
 
 def _fit_equations(model: WholeBodyModel, equations: NormalEquations, method: str,
                    prior_weight: float, initvals: Solution | None, options: dict,
-                   with_efforts: bool) -> WholeBodyFit:
+                   with_efforts: bool,
+                   bounding_ellipsoids: list[np.ndarray | None] | None = None) -> WholeBodyFit:
     """One scaled solve of ``equations`` (see :func:`fit_whole_body`)."""
     if equations.n_rows == 0:
         raise ProblemError("no rows: no samples")
-    problem, scales = whole_body_problem(model, equations, prior_weight)
+    problem, scales = whole_body_problem(model, equations, prior_weight,
+                                         None if method == "ols" else bounding_ellipsoids)
     solution = solve(problem, method, initvals, **options)
     x = scales * solution.x
     if method != "ols":  # round-off of the unscaling must not break the margin
-        x = lift_to_margin(x, problem, CONSISTENCY_MARGIN)
+        physical = problem if bounding_ellipsoids is None else dataclasses.replace(
+            problem, bounding_ellipsoids=bounding_ellipsoids)  # x is physical, not scaled
+        x = lift_to_margin(x, physical, CONSISTENCY_MARGIN)
     nb = N_BODY_PARAMS * model.n_bodies
     offsets = {frame: x[nb + N_WRENCH_CHANNELS * i:nb + N_WRENCH_CHANNELS * (i + 1)]
                for i, frame in enumerate(model.offset_sensors)}
@@ -383,7 +408,8 @@ def prior_with_fitted_offsets(model: WholeBodyModel, samples: WholeBodySamples,
 
 def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout: float,
                        method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                       with_efforts: bool = False, weighting: str = "none"
+                       with_efforts: bool = False, weighting: str = "none",
+                       bounding_ellipsoids: list[np.ndarray | None] | None = None
                        ) -> tuple[WholeBodyFit, dict[str, dict]]:
     """Fit ``method`` (with ``weighting``) and the OLS baseline (unweighted) on the first
     ``1 - holdout`` of ``samples``, predict the rest with them and with the URDF. Returns the fit
@@ -398,11 +424,12 @@ def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout
         raise ProblemError(f"holdout {holdout} leaves no samples to fit or to test")
     if check_weighting(weighting) == "none":
         equations = normal_equations(model, train, with_efforts)
-        fit = fit_whole_body(model, equations, method, prior_weight, with_efforts)
+        fit = fit_whole_body(model, equations, method, prior_weight, with_efforts,
+                             bounding_ellipsoids=bounding_ellipsoids)
     else:
         channels = group_normal_equations(model, train, with_efforts)
         fit = fit_whole_body(model, channels, method, prior_weight, with_efforts,
-                             weighting=weighting)
+                             weighting=weighting, bounding_ellipsoids=bounding_ellipsoids)
         equations = NormalEquations(*channels.total())
     ols = fit_whole_body(model, equations, "ols", prior_weight, with_efforts)
     errors = {name: prediction_errors(model, x, test, with_efforts)

@@ -64,9 +64,16 @@ chosen by cross-validation unless ``--filter-half-width``). fit-links also write
 ``"weighting"`` (``kind``, per-joint ``weights`` and ``sigma``); ``validate`` differentiates
 held-out data with the result's filter.
 
+fit-payload, fit-links and fit-whole-body also write ``"findings"`` (the plausibility checks of
+:mod:`inertia_id_ros.io.plausibility`: ``kind``, ``subject``, ``severity``, ``message``,
+``figures``), ``"refused"``, ``"residual_ratios"``, ``"identifiability"`` and (fit-links,
+fit-whole-body) ``"urdf_gains"``; a refusal before the fit writes only ``findings`` and
+``refused``.
+
 Exit codes: 0 done; 1 no estimate (solver failure, or the estimator's result was not physically
 consistent); 2 bad input (arguments, URDF, data, or data that cannot determine the estimate), with
-one line on stderr.
+one line on stderr; 3 refused by a plausibility check (each refusal on stderr, naming the likely
+cause and the fix).
 """
 
 from __future__ import annotations

@@ -23,7 +23,9 @@ from inertia_id_ros.options import (
 if TYPE_CHECKING:
     import pinocchio as pin
 
+    from inertia_id_ros.io.data import JointStates
     from inertia_id_ros.io.export import IdentifiedBody
+    from inertia_id_ros.io.plausibility import Finding
     from inertia_id_ros.io.recording import InputDescription, Recording
 
 LOG_FLAGS = ("time_unit", "angle_unit", "t_start", "t_end", "held_out_from", "hold")
@@ -32,6 +34,9 @@ LOG_FLAGS = ("time_unit", "angle_unit", "t_start", "t_end", "held_out_from", "ho
 
 EXIT_NO_ESTIMATE = 1
 EXIT_BAD_INPUT = 2
+EXIT_IMPLAUSIBLE = 3
+"""A plausibility check refused the input or the answer (:mod:`inertia_id_ros.io.plausibility`;
+each refusal printed on stderr, naming the likely cause and the fix)."""
 DATA_LIMITED = ("too_few_samples", "offset_not_identifiable")
 """Reasons of :class:`EstimateUnavailable` that mean the data cannot determine the estimate."""
 
@@ -257,3 +262,69 @@ def read_whole_log(args: argparse.Namespace, model: pin.Model, urdf: str,
     if description.train is not None:
         recording = recording.window(*description.intervals[description.train])
     return recording, description.held_out_from
+
+
+def add_plausibility_options(parser: argparse.ArgumentParser, payload: bool) -> None:
+    """``--bounding-ellipsoid`` (and for a payload its volume: ``--payload-sphere``,
+    ``--payload-box``)."""
+    from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS, LINK_VOLUME_MARGIN
+
+    if payload:
+        volume = parser.add_mutually_exclusive_group()
+        volume.add_argument("--payload-sphere", type=float, metavar="R",
+                            help="the payload lies within R m of the sensor frame's origin "
+                                 f"(checked; default {DEFAULT_PAYLOAD_RADIUS:g})")
+        volume.add_argument("--payload-box", metavar="HX,HY,HZ",
+                            help="the payload lies within this box about the sensor frame's "
+                                 "origin, half-extents in m along its axes (checked)")
+        what = "the payload's volume (--payload-sphere/--payload-box)"
+    else:
+        what = (f"each link's URDF collision geometry grown by {LINK_VOLUME_MARGIN:g} m (links "
+                "without any: unconstrained)")
+    parser.add_argument("--bounding-ellipsoid", action="store_true",
+                        help="constrain each body's mass to the ellipsoid around " + what
+                             + " (Wensing et al. 2017)")
+
+
+def check_bounding_ellipsoid(args: argparse.Namespace) -> None:
+    """Refuse ``--bounding-ellipsoid`` with a method that cannot take it."""
+    if getattr(args, "bounding_ellipsoid", False) and args.method == "manifold":
+        raise InputError("--bounding-ellipsoid needs --method lmi, pointmass or cad_prior "
+                         "(manifold cannot take bounding ellipsoids)")
+
+
+def input_findings(states: JointStates, model: pin.Model, joints: list[str],
+                   extra_stamps: dict[str, Any] | None = None) -> list[Finding]:
+    """Units of a recording before any fit: its stamps (and ``extra_stamps``, {what: stamps})
+    and the positions of ``joints`` against the URDF limits (joints of one coordinate: a
+    continuous joint's angle is not checked)."""
+    import numpy as np
+
+    from inertia_id_ros.io.plausibility import check_angle_units, check_time_units
+
+    findings = check_time_units(states.t, "joint state stamps")
+    for what, stamps in (extra_stamps or {}).items():
+        findings += check_time_units(stamps, what)
+    angles = [j for j in joints if model.nqs[model.getJointId(j)] == 1]  # not continuous
+    columns = [states.joint_names.index(j) for j in angles]
+    ids = [model.getJointId(j) for j in angles]
+    lower = np.array([model.lowerPositionLimit[model.idx_qs[i]] for i in ids])
+    upper = np.array([model.upperPositionLimit[model.idx_qs[i]] for i in ids])
+    return findings + check_angle_units(states.q[:, columns], angles, lower, upper)
+
+
+def report_findings(command: str, findings: list[Finding],
+                    result: dict[str, Any] | None = None) -> int:
+    """Print each finding on stderr (``inertia-id CMD: refused: ...`` / ``warning: ...``), add
+    them to ``result["findings"]`` (with ``result["refused"]``); returns
+    :data:`EXIT_IMPLAUSIBLE` if one refuses, else 0."""
+    import sys
+
+    from inertia_id_ros.io.plausibility import refused
+
+    for finding in findings:
+        print(f"inertia-id {command}: {finding.text()}", file=sys.stderr)
+    if result is not None:
+        result["findings"] = [finding.as_json() for finding in findings]
+        result["refused"] = refused(findings)
+    return EXIT_IMPLAUSIBLE if refused(findings) else 0

@@ -9,11 +9,16 @@ import warnings
 from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli.common import (
+    EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
     add_data_options,
+    add_plausibility_options,
+    check_bounding_ellipsoid,
     check_data_source,
+    input_findings,
     load_urdf_model,
     read_log,
+    report_findings,
     uses_description,
     write_json,
 )
@@ -23,6 +28,7 @@ from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, LINKS_DEFAULT_WEI
 if TYPE_CHECKING:
     import pinocchio as pin
 
+    from inertia_id_ros.chain.identify import LinkIdentification
     from inertia_id_ros.chain.links import LinkModel
     from inertia_id_ros.io.data import JointStates
 
@@ -52,6 +58,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     links.add_argument("--torque-delay", type=float, default=None, metavar="SEC",
                        help="delay of the efforts behind the motion (s; 0: none; default: "
                             "estimated on the data)")
+    add_plausibility_options(links, payload=False)
     links.set_defaults(run=run)
 
 
@@ -74,6 +81,8 @@ def _link_model(model: pin.Model, states: JointStates, joints: list[str],
 
 def run(args: argparse.Namespace) -> int:
     """Fit the links; the exit code."""
+    import numpy as np
+
     from inertia_id_ros.chain.differentiation import (
         SOURCE_POSITIONS,
         SOURCE_VELOCITIES,
@@ -84,9 +93,11 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.io.data import check_joints, read_joint_bag, read_joint_file
     from inertia_id_ros.io.export import body_json
+    from inertia_id_ros.io.plausibility import link_volumes, volumes_holding
     from inertia_id_ros.io.validate import validate_after_fit
 
     check_data_source(args)
+    check_bounding_ellipsoid(args)
     held_out, held = None, {}
     if uses_description(args):
         model = load_urdf_model(args.urdf)
@@ -126,7 +137,16 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
     if args.filter_half_width is not None and not args.filter_half_width > 0:
         raise InputError(f"--filter-half-width must be > 0 s, got {args.filter_half_width}")
+    findings = input_findings(states, model, joints)
+    if report_findings("fit-links", findings):
+        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
+        return EXIT_IMPLAUSIBLE
     links = _link_model(model, states, joints, args.coulomb_velocity, held)
+    prior = np.asarray(links.prior)[:10 * len(links.link_names)].reshape(-1, 10)
+    volumes = volumes_holding(link_volumes(args.urdf, links.link_names),
+                              dict(zip(links.link_names, prior)))
+    ellipsoids = ([volumes[name].ellipsoid_matrix() if name in volumes else None
+                   for name in links.link_names] if args.bounding_ellipsoid else None)
     differentiation = None
     if args.filter_half_width is not None:
         differentiation = DifferentiationFilter(
@@ -140,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
                 states.joint_names, method=args.method, weighting=args.weighting,
                 prior_weight=args.prior_weight, differentiation=differentiation,
                 estimate_tilt=not args.no_tilt, select_coulomb=args.coulomb_velocity is None,
-                torque_delay=args.torque_delay)
+                torque_delay=args.torque_delay, bounding_ellipsoids=ellipsoids)
         except (ProblemError, SolverError) as e:
             print(f"inertia-id fit-links: no estimate: {e}", file=sys.stderr)
             return EXIT_NO_ESTIMATE
@@ -161,18 +181,24 @@ def run(args: argparse.Namespace) -> int:
     result = {"method": args.method, "bodies": bodies, "joints": joint_entries,
               "residual_rms": errors.overall, "samples": data.n_samples,
               "solve_time_s": float(fit.solution.solve_time), **identification.as_json()}
+    findings, identifiability, checked = _findings_after_fit(identification, volumes)
+    result.update(checked)
+    labels = _labels(findings, links.link_names)
+    code = report_findings("fit-links", findings, result)
     write_json(args.json, result)
     lines = [f"fit-links ({args.method}, prior weight {fit.prior_weight:.3g}): {data.n_samples} "
              f"samples of {len(links.joint_names)} joints from {source}; solver "
              f"{fit.solution.status!r} in {fit.solution.solve_time:.2f} s",
              *identification.summary_lines(),
+             *identifiability,
              f"{'link':<20}{'mass (kg)':>10}{'COM (mm)':>26}{'λmin(J)':>12}  consistent"]
     for body in bodies:
         com = ("" if body["com"] is None
                else " ".join(f"{1e3 * c:8.1f}" for c in body["com"]))
         lines.append(f"{body['name']:<20}{body['mass']:10.3f}{com:>26}"
                      f"{body['min_pseudo_inertia_eig']:12.2e}  "
-                     f"{'yes' if body['fully_consistent'] else 'NO'}")
+                     f"{'yes' if body['fully_consistent'] else 'NO'}"
+                     + (f"  ({labels[body['name']]})" if body["name"] in labels else ""))
     lines.append(f"{'joint':<20}{'viscous':>10}{'coulomb':>10}{'offset':>10}{'armature':>10}"
                  f"{'rms (N m)':>11}")
     for entry, rms in zip(joint_entries, errors.per_joint):
@@ -180,8 +206,55 @@ def run(args: argparse.Namespace) -> int:
                      f"{entry['offset']:10.4f}{entry['armature']:10.4f}{rms:11.4f}")
     lines.append(f"joint torque rms {errors.overall:.4f} N m; all links fully consistent: "
                  f"{'yes' if fit.fully_consistent else 'NO'}")
+    if code:
+        lines.append("REFUSED: the estimate above cannot be trusted (see the messages on stderr)")
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
+    if code:
+        return code
     validate_after_fit(args, result, train if uses_description(args) else None, held_out)
     return 0
+
+
+def _findings_after_fit(identification: LinkIdentification, volumes: dict
+                        ) -> tuple[list, list[str], dict]:
+    """``(findings, lines, JSON)`` of a links fit: each joint's torques against the URDF's (a
+    sign), residuals per joint against the unconstrained fit, the base's tilt, masses pinned at
+    zero, the links' bounding volumes, what the data determine; the JSON's
+    ``"residual_ratios"``, ``"urdf_gains"`` and ``"identifiability"``."""
+    import numpy as np
+
+    from inertia_id_ros.chain.identify import MAX_TILT
+    from inertia_id_ros.chain.links import base_parameters
+    from inertia_id_ros.io.plausibility import (
+        identifiability_json,
+        identifiability_lines,
+        links_gain_findings,
+        links_residual_findings,
+        pinned_mass_findings,
+        tilt_finding,
+        volume_findings,
+    )
+
+    fit, data, links = identification.fit, identification.data, identification.model
+    findings, gains = links_gain_findings(links, data)
+    ratio_findings, ratios = links_residual_findings(links, data, fit.x, fit.prior_weight)
+    findings += ratio_findings
+    if identification.tilt is not None:
+        findings += tilt_finding(identification.tilt.roll, identification.tilt.pitch, MAX_TILT)
+    if fit.method != "ols":
+        prior = np.asarray(links.prior)[:10 * len(links.link_names)].reshape(-1, 10)
+        findings += pinned_mass_findings(links.link_names, fit.link_parameters[:, 0], prior[:, 0])
+    for name, theta in zip(links.link_names, fit.link_parameters):
+        if name in volumes:
+            findings += volume_findings(name, theta, volumes[name])
+    bp = base_parameters(links, data)
+    return findings, identifiability_lines(bp), {"residual_ratios": ratios, "urdf_gains": gains,
+                                                 "identifiability": identifiability_json(bp)}
+
+
+def _labels(findings: list, link_names: tuple[str, ...]) -> dict[str, str]:
+    """Per link, what its table row adds: ``"mass pinned at 0, not identified"``."""
+    return {f.subject: "mass pinned at 0 kg, not identified" for f in findings
+            if f.kind == "pinned_mass" and f.subject in link_names}

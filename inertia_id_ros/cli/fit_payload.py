@@ -11,13 +11,18 @@ from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli.common import (
     DATA_LIMITED,
+    EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
     add_data_options,
+    add_plausibility_options,
     body_lines,
+    check_bounding_ellipsoid,
     check_data_source,
     dropped_text,
+    input_findings,
     load_urdf_model,
     read_log,
+    report_findings,
     uses_description,
     write_json,
 )
@@ -76,6 +81,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     payload.add_argument("--prior-link", metavar="LINK",
                          help="the prior from a URDF link: its inertial and the links beyond "
                               "it, moved to --sensor-frame")
+    add_plausibility_options(payload, payload=True)
     payload.set_defaults(run=run)
 
 
@@ -141,6 +147,48 @@ def _payload_prior(args: argparse.Namespace, model: pin.Model) -> np.ndarray | N
     return None
 
 
+def _payload_volume(args: argparse.Namespace):
+    """The payload's bounding volume of ``--payload-sphere`` / ``--payload-box``."""
+    from inertia_id_ros.io.plausibility import payload_volume
+
+    if args.payload_sphere is not None and not args.payload_sphere > 0:
+        raise InputError(f"--payload-sphere must be > 0 m, got {args.payload_sphere}")
+    if args.payload_box is None:
+        return payload_volume(radius=args.payload_sphere)
+    try:
+        extents = [float(v) for v in args.payload_box.split(",")]
+    except ValueError:
+        extents = []
+    if len(extents) != 3 or not all(v > 0 for v in extents):
+        raise InputError(f"--payload-box must be three half-extents > 0 m, got {args.payload_box}")
+    return payload_volume(half_extents=extents)
+
+
+def _findings_after_fit(args: argparse.Namespace, estimator: PayloadEstimator, estimate,
+                        volume) -> tuple[list, list[str], dict]:
+    """``(findings, lines, JSON)`` of a payload fit: residuals against the unconstrained fit,
+    the bounding volume, how well the data determine it; the JSON's ``"residual_ratios"`` and
+    ``"identifiability"``."""
+    from inertia_id_ros.io.plausibility import (
+        determination_findings,
+        identifiability_json,
+        identifiability_lines,
+        payload_base_parameters,
+        payload_residual_findings,
+        volume_findings,
+    )
+
+    _, Y, f = estimator.window.samples(copy=False)
+    offset = estimate.sensor_offset if estimator.config.estimate_offset else None
+    findings, ratios = payload_residual_findings(args.sensor_frame, Y, f, estimate.theta, offset)
+    findings += volume_findings("payload", estimate.theta, volume)
+    if estimate.method != "ols":
+        findings += determination_findings("payload", estimate.theta, estimate.covariance)
+    bp = payload_base_parameters(Y, estimator.config.estimate_offset)
+    return findings, identifiability_lines(bp), {"residual_ratios": ratios,
+                                                 "identifiability": identifiability_json(bp)}
+
+
 def run(args: argparse.Namespace) -> int:
     """Fit the payload; the exit code."""
     from inertia_id_ros.core.kinematics import SensorKinematics
@@ -156,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_data_source(args)
     _check_prior_options(args)
+    check_bounding_ellipsoid(args)
     model = load_urdf_model(args.urdf)
     train = held_out = None
     if uses_description(args):
@@ -182,6 +231,12 @@ def run(args: argparse.Namespace) -> int:
     check_joints(recording.joint_states, list(model.names)[1:], kinematics.joint_names,
                  recording.source)
     check_wrench_frame(recording, args.sensor_frame)
+    volume = _payload_volume(args)
+    findings = input_findings(recording.joint_states, model, list(kinematics.joint_names),
+                              {"wrench stamps": recording.wrenches.t})
+    if report_findings("fit-payload", findings):
+        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
+        return EXIT_IMPLAUSIBLE
     prior = _payload_prior(args, model)
     n_wrenches = recording.wrenches.t.size
     span = max(recording.joint_states.t[-1], recording.wrenches.t[-1]) - min(
@@ -191,7 +246,9 @@ def run(args: argparse.Namespace) -> int:
                                  estimate_offset=not args.no_offset,
                                  filter_half_width=args.filter_half_width or DEFAULT_HALF_WIDTH,
                                  weighting=args.weighting,
-                                 window_capacity=n_wrenches, prior=prior)
+                                 window_capacity=n_wrenches, prior=prior,
+                                 bounding_ellipsoid=(volume.ellipsoid_matrix()
+                                                     if args.bounding_ellipsoid else None))
     except ValueError as e:
         raise InputError(str(e)) from None
     estimator = PayloadEstimator(kinematics, config)
@@ -210,6 +267,9 @@ def run(args: argparse.Namespace) -> int:
               "sensor_offset": estimate.sensor_offset.tolist(),
               "residual_rms": estimate.residual_rms, "samples": estimate.n_samples,
               "solve_time_s": estimate.solve_time}
+    findings, identifiability, checked = _findings_after_fit(args, estimator, estimate, volume)
+    result.update(checked)
+    code = report_findings("fit-payload", findings, result)
     write_json(args.json, result)
     dropped = estimator.stats().dropped
     offset = estimate.sensor_offset
@@ -225,8 +285,16 @@ def run(args: argparse.Namespace) -> int:
     lines.append(f"  residual rms {estimate.residual_rms:.4g}, solve time "
                  f"{estimate.solve_time:.3f} s" + (f" ({estimate.message})" if estimate.message
                                                    else ""))
+    std = estimate.theta_std
+    lines.append(f"  standard errors: mass {std[0]:.2g} kg, first moments "
+                 + ", ".join(f"{v:.2g}" for v in std[1:4]) + " kg m")
+    lines += identifiability
+    if code:
+        lines.append("REFUSED: the estimate above cannot be trusted (see the messages on stderr)")
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
+    if code:
+        return code
     validate_after_fit(args, result, train, held_out)
     return 0

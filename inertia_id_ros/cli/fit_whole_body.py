@@ -10,10 +10,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli.common import (
+    EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
     add_log_options,
+    add_plausibility_options,
+    input_findings,
     load_urdf_model,
     read_whole_log,
+    report_findings,
     uses_description,
     whole_body_table,
     write_json,
@@ -95,6 +99,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     whole.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
                        help="half-width of the local polynomial fit that differentiates joint "
                             "states and the gyro (s; 0.05)")
+    whole.add_argument("--free-fall", action="store_true",
+                       help="the robot touched nothing (a floating or suspended base without a "
+                            "contact sensor is refused otherwise: its base rows would say every "
+                            "link weighs 0 kg)")
+    add_plausibility_options(whole, payload=False)
     whole.set_defaults(run=run)
 
 
@@ -103,6 +112,13 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from inertia_id_ros.chain.whole_body_fit import fit_whole_body, holdout_comparison
+    from inertia_id_ros.io.plausibility import (
+        check_time_units,
+        free_fall_finding,
+        identifiability_lines,
+        link_volumes,
+        volumes_holding,
+    )
     from inertia_id_ros.io.whole_body import (
         read_whole_body_bag,
         read_whole_body_file,
@@ -155,6 +171,10 @@ def run(args: argparse.Namespace) -> int:
     for topic, count in recording.uncovered.items():
         print(f"inertia-id fit-whole-body: warning: {topic!r} does not cover {count} stamps "
               f"(stopped or not started): their rows are dropped", file=sys.stderr)
+    findings = check_time_units(recording.states.t, "joint state stamps")
+    if report_findings("fit-whole-body", findings):  # before differentiating in those units
+        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
+        return EXIT_IMPLAUSIBLE
     model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
                                        args.filter_half_width, flip_wrench_sign=flips,
                                        fixed_frame=args.fixed_frame, fixed_tilt=fixed_tilt,
@@ -178,20 +198,37 @@ def run(args: argparse.Namespace) -> int:
                          + ("" if efforts else " and no joint efforts")
                          + ": no rows to fit (a fixed base has no base rows; give internal "
                            "sensors or --efforts with recorded efforts)")
+    findings = free_fall_finding(args.base, recording.ft_types, args.free_fall) + input_findings(
+        recording.states, model.model, list(model.joint_names))
+    if report_findings("fit-whole-body", findings):
+        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
+        return EXIT_IMPLAUSIBLE
+    volumes = volumes_holding(link_volumes(args.urdf, model.bodies),
+                              dict(zip(model.links, model.link_prior)))
+    ellipsoids = ([volumes[name].ellipsoid_matrix() if name in volumes else None
+                   for name in model.bodies] if args.bounding_ellipsoid else None)
     holdout = None
     try:
         if args.holdout is None:
             fit = fit_whole_body(model, samples, args.method, prior_weight=args.prior_weight,
-                                 with_efforts=efforts, weighting=args.weighting)
+                                 with_efforts=efforts, weighting=args.weighting,
+                                 bounding_ellipsoids=ellipsoids)
         else:
             fit, holdout = holdout_comparison(model, samples, args.holdout, args.method,
-                                              args.prior_weight, efforts, args.weighting)
+                                              args.prior_weight, efforts, args.weighting,
+                                              bounding_ellipsoids=ellipsoids)
     except (ProblemError, SolverError) as e:
         print(f"inertia-id fit-whole-body: no estimate: {e}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
     result = whole_body_json(model, fit, args.method, fit.solve_time, efforts)
     if holdout is not None:
         result["holdout"] = {"fraction": args.holdout, "rms": holdout}
+    findings, checked = _findings_after_fit(model, samples, fit, efforts, volumes, args)
+    result.update(checked)
+    for body in result["bodies"]:
+        if any(f.kind == "pinned_mass" and f.subject == body["name"] for f in findings):
+            body["identifiability"] = PINNED
+    code = report_findings("fit-whole-body", findings, result)
     write_json(args.json, result)
     lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
              f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from "
@@ -199,6 +236,7 @@ def run(args: argparse.Namespace) -> int:
              f"solve {fit.solve_time:.3f} s ({fit.solution.status}); "
              f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters; "
              f"weighting {args.weighting}",
+             *identifiability_lines(fit.identifiability.combinations),
              *([tilt_line] if tilt_line else []),
              *whole_body_table(result)]
     inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
@@ -216,16 +254,50 @@ def run(args: argparse.Namespace) -> int:
                    if k in next(iter(holdout.values()))["force"]]
         titles = {"fit": args.method, "urdf": "URDF", "urdf_offsets": "URDF+offsets",
                   "ols": "OLS"}
+        urdf = "urdf_offsets" if "urdf_offsets" in columns else "urdf"  # offsets are nuisances
         lines.append(f"{'rows':<22}" + "".join(f"{titles[k]:>18}" for k in columns)
-                     + f"{'fit/URDF':>10}{'fit/OLS':>9}")
+                     + f"{'fit/' + titles[urdf]:>{max(10, len(titles[urdf]) + 6)}}"
+                     + f"{'fit/OLS':>9}")
         for group, row in holdout.items():
             f, t = row["force"], row["torque"]
             lines.append(f"{group:<22}" + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}" for k in columns)
-                         + f"{f['fit'] / f['urdf']:10.3f}{f['fit'] / f['ols']:9.3f}")
+                         + f"{f['fit'] / f[urdf]:{max(10, len(titles[urdf]) + 6)}.3f}"
+                         + f"{f['fit'] / f['ols']:9.3f}")
+    if code:
+        lines.append("REFUSED: the estimate above cannot be trusted (see the messages on stderr)")
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
-    return 0
+    return code
+
+
+PINNED = "pinned at 0 kg (not identified)"
+"""A link's identifiability when its mass sits at its bound (never "identified")."""
+
+
+def _findings_after_fit(model, samples, fit, efforts: bool, volumes: dict,
+                        args: argparse.Namespace) -> tuple[list, dict]:
+    """``(findings, JSON)``: each sensor's wrenches against the URDF's (a sign), residuals per
+    sensor against the unconstrained fit, masses pinned at zero, the links' bounding volumes;
+    the JSON's ``"urdf_gains"`` and ``"residual_ratios"``."""
+    from inertia_id_ros.io.plausibility import (
+        pinned_mass_findings,
+        volume_findings,
+        whole_body_gain_findings,
+        whole_body_residual_findings,
+    )
+
+    findings, gains = whole_body_gain_findings(model, samples, efforts)
+    ratio_findings, ratios = whole_body_residual_findings(model, samples, fit.x,
+                                                          args.prior_weight, efforts)
+    findings += ratio_findings
+    if args.method != "ols":
+        prior = model.link_prior[[model.links.index(b) for b in model.bodies]]
+        findings += pinned_mass_findings(model.bodies, fit.thetas[:, 0], prior[:, 0])
+    for name, theta in zip(model.bodies, fit.thetas):
+        if name in volumes:
+            findings += volume_findings(name, theta, volumes[name])
+    return findings, {"urdf_gains": gains, "residual_ratios": ratios}
 
 
 def _fixed_tilt(text: str) -> tuple[float, float]:

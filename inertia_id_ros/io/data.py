@@ -49,11 +49,6 @@ JOINT_COLUMN_KINDS = ("q", "dq", "ddq", "effort")
 """Per-joint CSV column prefixes (``<kind>:<joint>``)."""
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
 WRENCH_TYPE = "geometry_msgs/msg/WrenchStamped"
-TIME_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-"""Seconds per unit of :data:`~inertia_id_ros.options.TIME_UNITS`."""
-PLAUSIBLE_PERIOD = (1e-5, 0.5)
-"""s: a median stamp step outside this range (100 kHz .. 2 Hz) is not a sample period in
-seconds: the stamps are in another unit."""
 _DIFFERENTIATION_CHUNK = 5000
 """Samples differentiated at once by :func:`with_derivatives` (bounds its memory)."""
 
@@ -123,33 +118,10 @@ def _array(source: str, name: str, value: object, shape: tuple[int | None, ...])
     return array
 
 
-def unit_guess(step: float) -> str:
-    """The time units in which a median stamp step ``step`` is a plausible sample period:
-    ``"milliseconds?"``, ``"microseconds? or nanoseconds?"``, ..."""
-    words = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
-    fits = [words[unit] + "?" for unit in words
-            if PLAUSIBLE_PERIOD[0] <= step * TIME_SCALE[unit] <= PLAUSIBLE_PERIOD[1]]
-    return " or ".join(fits) or "no time unit fits"
-
-
-def check_sample_period(source: str, name: str, t: np.ndarray, unit: str = "s") -> None:
-    """Raise :class:`DataError` naming the likely unit when the stamps ``t`` (s, converted from
-    ``unit``) step by a median outside :data:`PLAUSIBLE_PERIOD`."""
-    if t.size < 3:
-        return
-    step = float(np.median(np.diff(t)))
-    if not PLAUSIBLE_PERIOD[0] <= step <= PLAUSIBLE_PERIOD[1]:
-        raw = step / TIME_SCALE[unit]
-        raise DataError(f"{source}: {name!r} in {unit} has samples {step:g} s apart (median), "
-                        f"not a sample period; steps of {raw:g} fit {unit_guess(raw)} (give the "
-                        "time unit: --time-unit, or time_unit in an input description)")
-
-
 def _stamps(source: str, name: str, value: object) -> np.ndarray:
     t = _array(source, name, value, (None,))
     if t.size == 0:
         raise DataError(f"{source}: {name!r} has no samples")
-    check_sample_period(source, name, t)
     steps = np.diff(t)
     if np.any(steps <= 0):
         k = int(np.argmax(steps <= 0))

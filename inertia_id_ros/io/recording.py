@@ -42,19 +42,17 @@ from inertia_id_ros.core.whole_body import SENSOR_KINDS, WholeBodyModel, WholeBo
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.io.data import (
     JOINT_STATE_TYPE,
-    TIME_SCALE,
     WRENCH_TYPE,
     JointStates,
     PayloadRecording,
     Wrenches,
     _read_table,
-    check_sample_period,
     header_seconds,
     iter_bag_messages,
-    unit_guess,
     wrench_values,
 )
 from inertia_id_ros.io.ft_conventions import read_ft_conventions
+from inertia_id_ros.io.plausibility import check_time_units
 from inertia_id_ros.io.whole_body import (
     ImuSeries,
     SensorSeries,
@@ -72,6 +70,8 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
 IMU_TYPE = "sensor_msgs/msg/Imu"
+TIME_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+"""Seconds per unit of :data:`~inertia_id_ros.options.TIME_UNITS`."""
 POSITION_SCALE = {"rad": 1.0, "deg": math.pi / 180.0, "m": 1.0, "mm": 1e-3}
 """SI units (rad or m) per unit of a joint signal (its time derivatives per s, per s²)."""
 EFFORT_SCALE = {"N·m": 1.0, "Nm": 1.0, "N m": 1.0, "N": 1.0, "A": 1.0}
@@ -572,12 +572,15 @@ def _stamps(spec: StreamSpec, raw: np.ndarray | None, n: int, label: str) -> np.
             raise DataError(f"{label}: time {spec.time!r} has values that are not numbers "
                             f"(first at sample {int(np.argmax(~np.isfinite(raw)))})")
         if spec.time_unit is None:
-            step = float(np.median(np.diff(raw))) if n > 1 else 0.0
-            raise DataError(f"{label}: time {spec.time!r} has no unit; its samples are "
-                            f"{step:g} apart (median): {unit_guess(step)} Give time_unit "
-                            f"({', '.join(TIME_UNITS)}; --time-unit)")
+            findings = check_time_units(raw, "")
+            guess = (findings[0].message if findings else "seconds?") if n > 1 else ""
+            raise DataError(f"{label}: time {spec.time!r} has no unit ({guess}); give time_unit "
+                            f"({', '.join(TIME_UNITS)})")
         t = raw * TIME_SCALE[spec.time_unit]
-        check_sample_period(label, spec.time, t, spec.time_unit)
+        findings = check_time_units(t, "")
+        if findings:
+            raise DataError(f"{label}: time {spec.time!r} in {spec.time_unit}: "
+                            f"{findings[0].message}")
     steps = np.diff(t)
     if np.any(steps <= 0):
         k = int(np.argmax(steps <= 0))

@@ -98,8 +98,18 @@ class EstimatorConfig(OnlineEstimatorConfig):
     that take a prior (``cad_prior``; ``pointmass`` places its points around it when the data
     do not determine the body). ``None``: none (then ``cad_prior`` is refused)."""
 
+    bounding_ellipsoid: tuple[float, ...] | None = None
+    """``Q`` (4x4, row by row: 16 values) of an ellipsoid in the sensor frame that holds the
+    payload (:func:`~inertia_id_ros.solvers.ellipsoid_matrix`): every consistent solve keeps
+    ``tr(J(theta) Q) >= 0`` (Wensing et al. 2017). ``None``: no such constraint."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.bounding_ellipsoid is not None:
+            self.bounding_ellipsoid = tuple(
+                float(v) for v in np.asarray(self.bounding_ellipsoid, dtype=float).reshape(-1))
+            if len(self.bounding_ellipsoid) != 16:
+                raise self._invalid("bounding_ellipsoid", "must be a 4x4 matrix (16 values)")
         if self.prior is not None:
             self.prior = tuple(float(v) for v in np.asarray(self.prior, dtype=float).reshape(-1))
             if len(self.prior) != N_BODY_PARAMS or not np.all(np.isfinite(self.prior)):
@@ -363,11 +373,13 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
         check_prior_available(method, config.prior is not None)
         prior = None if config.prior is None else np.concatenate(
             [config.prior, np.zeros(channels.n_params - N_BODY_PARAMS)])
+        ellipsoids = (None if config.bounding_ellipsoid is None or method == "ols"
+                      else [np.reshape(config.bounding_ellipsoid, (4, 4))])
 
         def build(weights: np.ndarray | None) -> Problem:
             gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
             problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1,
-                              prior=prior)
+                              prior=prior, bounding_ellipsoids=ellipsoids)
             if tare is not None and config.estimate_offset:  # a prior on the offset, fading,
                 scale = 1.0 if weights is None else np.sqrt(weights)  # in the rows' weights
                 problem = with_tare(problem, tare, t_last, sigma=tare.noise_std * scale)

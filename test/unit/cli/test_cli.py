@@ -72,7 +72,9 @@ def assert_payload_json(result: dict, sim: PayloadSimulator, method: str,
                         offset: bool = True) -> None:
     """Exact schema; estimate within tolerance of the simulator's truth."""
     assert list(result) == ["method", "bodies", "sensor_offset", "residual_rms", "samples",
-                            "solve_time_s"]
+                            "solve_time_s", "residual_ratios", "identifiability", "findings",
+                            "refused"]
+    assert result["refused"] is False
     assert result["method"] == method
     (body,) = result["bodies"]
     assert list(body) == BODY_KEYS
@@ -265,7 +267,8 @@ def assert_links_schema(result: dict, method: str, joints: tuple[str, ...]) -> N
     assert list(result) == ["method", "bodies", "joints", "residual_rms", "samples",
                             "solve_time_s", "differentiation", "prior_weight",
                             "prior_weight_selection", "weighting", "gravity", "base_tilt",
-                            "coulomb_velocity_selection", "torque_delay"]
+                            "coulomb_velocity_selection", "torque_delay", "residual_ratios",
+                            "urdf_gains", "identifiability", "findings", "refused"]
     assert result["method"] == method
     assert len(result["bodies"]) == len(joints) == len(result["joints"])
     for body in result["bodies"]:

@@ -461,7 +461,7 @@ def test_cli_fit_whole_body_from_a_description(tmp_path, recording, icub, capsys
     """A humanoid bag with every F/T sensor on its own topic, read through an input description
     (the simulated readings are in this package's convention: ``sign: keep`` overrides the
     URDF's child_to_parent): the same fit as ``--bag``; ``sign: urdf`` negates the internal
-    sensors' readings and the fit changes."""
+    sensors' readings, and the fit is refused as implausible."""
     import yaml
 
     from helpers.recordings import write_whole_body_bag
@@ -482,7 +482,7 @@ def test_cli_fit_whole_body_from_a_description(tmp_path, recording, icub, capsys
                "imu": {"file": "wb_bag", "topic": "/imu"}}
     streams.update({str(frame): {"file": "wb_bag", "topic": f"/ft/{frame}"}
                     for frame in arrays["ft_frames"]})
-    results = {}
+    results, codes = {}, {}
     for sign in ("keep", "urdf"):
         description = {"streams": streams,
                        "joints": {"stream": "joints", "position": {"unit": "rad"},
@@ -495,14 +495,15 @@ def test_cli_fit_whole_body_from_a_description(tmp_path, recording, icub, capsys
         path = tmp_path / f"{sign}.yaml"
         path.write_text(yaml.safe_dump(description, sort_keys=False))
         out = tmp_path / f"{sign}.json"
-        assert main(["fit-whole-body", "--urdf", str(urdf), "--input", str(path), "--json",
-                     str(out)]) == 0
+        codes[sign] = main(["fit-whole-body", "--urdf", str(urdf), "--input", str(path),
+                            "--json", str(out)])
         results[sign] = json.loads(out.read_text())
     expected = json.loads(by_bag.read_text())
     assert results["keep"]["samples"] == expected["samples"]
     np.testing.assert_allclose([b["theta"] for b in results["keep"]["bodies"]],
                                [b["theta"] for b in expected["bodies"]], atol=1e-9)
-    assert results["urdf"]["residual_rms"] > 10 * results["keep"]["residual_rms"]
+    assert codes == {"keep": 0, "urdf": 3}  # negated readings: refused as implausible
+    assert results["urdf"]["refused"] and not results["keep"].get("refused")
     assert "measure_direction child_to_parent -> readings negated" in capsys.readouterr().err
 
 
