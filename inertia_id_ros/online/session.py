@@ -37,7 +37,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -85,6 +85,8 @@ PROCESSING_DROPS = {
     "no_joint_state": "no joint state reaches back to these stamps",
     "sparse": "too few joint states around these stamps for the derivative filter",
     "overflow": "too many samples waited for processing (are joint states late or missing?)",
+    "sparse_imu": "too few IMU readings around these stamps for the gyro's derivative (readings "
+                  "lost or rejected): their rows are dropped",
     "window_overflow": "the inputs arrive faster than max_input_rate_hz, for which the window "
                        "was sized: the oldest samples leave it early (raise max_input_rate_hz)",
 }
@@ -547,13 +549,15 @@ class WholeBodySession(Session[WholeBodyEstimator]):
     """Every link of a floating-base, fixed or suspended robot from joint states, F/T sensors and
     an IMU (optional on a fixed or suspended base): a
     :class:`~inertia_id_ros.online.whole_body_estimator.WholeBodyEstimate` per update (each link
-    fully consistent, with its identifiability); a sensor that stops or resumes is reported."""
+    fully consistent, with its identifiability); a sensor that stops or resumes, and a contact
+    sensor that starts reading zero (a foot in the air), are reported."""
 
     mode = "whole_body"
 
     def __init__(self, estimator: WholeBodyEstimator, max_input_rate_hz: float = 1000.0) -> None:
         super().__init__(estimator, max_input_rate_hz)
         self._stopped_reported: tuple[str, ...] = ()
+        self._zero_reported: tuple[str, ...] = ()
 
     def add_imu(self, t: float, angular_velocity: np.ndarray, linear_acceleration: np.ndarray,
                 frame_id: str | None = None) -> Warning_ | None:
@@ -588,7 +592,25 @@ class WholeBodySession(Session[WholeBodyEstimator]):
             if back:
                 warnings.append(("sensor_resumed", f"F/T sensor(s) {back} resumed"))
             self._stopped_reported = stopped
+        zero = self.estimator.contacts_reading_zero
+        new = [f for f in zero if f not in self._zero_reported]
+        if new:
+            warnings.append(("contact_zero", f"contact sensor(s) {new} read zero: taken as no "
+                             "contact (a foot in the air); were that foot loaded, the sensor "
+                             "would be faulty and the base rows wrong"))
+        self._zero_reported = zero
         return warnings
+
+    def diagnostics(self, now: float | None = None) -> Diagnostics:
+        """The shared diagnostics (:meth:`Session.diagnostics`) and the contact sensors reading
+        zero: ``contacts_reading_zero`` (frames, now) and ``zero_wrenches.<frame>`` (counts)."""
+        diagnostics = super().diagnostics(now)
+        estimator = self.estimator
+        values = {**diagnostics.values,
+                  "contacts_reading_zero": " ".join(estimator.contacts_reading_zero),
+                  **{f"zero_wrenches.{frame}": str(count)
+                     for frame, count in estimator.zero_wrenches.items()}}
+        return replace(diagnostics, values=values)
 
     def _solve(self, method: str | None, duration: float,
                until: float | None = None) -> WholeBodyEstimate:

@@ -27,7 +27,11 @@ without an IMU, any wrench's or joint state's) has *stopped*
 to the next live one if it was the clock), and the rows that
 need its wrench (its own, and, for a contact sensor, the base rows and the rows of the sensors
 and joints it lies beyond) are dropped, not filled with zeros; so are those of a single missing
-wrench (counted ``missing_wrench``). The window keeps normal equations per block of samples
+wrench (counted ``missing_wrench``), and every row of a sample with too few IMU readings around
+it for the gyro's derivative (at most two within ``gyro_half_width``: readings lost or rejected;
+counted ``sparse_imu``). A contact sensor reading exactly zero (a foot in the air) is used as it
+reads (no contact, no wrench) and reported (:attr:`WholeBodyEstimator.contacts_reading_zero`).
+The window keeps normal equations per block of samples
 (:class:`~inertia_id_ros.online.window.BlockWindow`): a humanoid's rows do not fit in memory;
 with ``weighting="channel"``, per block and noise group
 (:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`), each group's rows then weighted by
@@ -36,6 +40,7 @@ its inverse residual variance over the window, iterated at every solve.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,7 +52,7 @@ from inertia_id_ros.chain.whole_body_fit import (
     fit_whole_body,
     noise_groups,
 )
-from inertia_id_ros.core.filtering import local_polynomial_derivatives
+from inertia_id_ros.core.filtering import fit_window, local_polynomial_derivatives
 from inertia_id_ros.core.whole_body import (
     DEFAULT_GYRO_HALF_WIDTH,
     BaseMotion,
@@ -62,7 +67,13 @@ from inertia_id_ros.online.estimator import (
     SampleBatch,
     check_bodies,
 )
-from inertia_id_ros.online.inputs import JointStateValidator, check_frame, check_stamp, check_vector
+from inertia_id_ros.online.inputs import (
+    ClockResetDetector,
+    JointStateValidator,
+    check_frame,
+    check_stamp,
+    check_vector,
+)
 from inertia_id_ros.online.window import BlockWindow, SampleBuffer
 from inertia_id_ros.options import DEFAULT_IMU_TILT, IMU_TILT_USES
 
@@ -72,6 +83,8 @@ SAMPLE = "sample"
 """Input kind of the window's samples without an IMU (F/T or joint-state stamps)."""
 _IMU_CLOCK = -1
 """Clock index of the IMU (F/T sensors are 0 .. S - 1, the joint states S)."""
+_GYRO_FIT_ORDER = 2
+"""Degree of the local polynomial fit of the gyro (it needs one reading more)."""
 
 
 @dataclass
@@ -195,6 +208,13 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         self._first_t: float | None = None
         """The first stamp of an input that sets the clock's time (s; see :meth:`_now`)."""
         self._last_wrench_t: list[float | None] = [None] * len(model.sensors)
+        self._imu_clock = ClockResetDetector(config.clock_jump_sec)
+        self._wrench_clocks = [ClockResetDetector(config.clock_jump_sec) for _ in model.sensors]
+        """The IMU's and each sensor's clock-reset detection (as the joint states')."""
+        self._is_contact = [sensor.kind == "contact" for sensor in model.sensors]
+        self._reads_zero = [False] * len(model.sensors)
+        """Per sensor: its newest wrench was exactly zero (contact sensors only)."""
+        self._zero_wrenches: Counter[str] = Counter()
         self._t_consumed = -np.inf
         self._t_sampled = -np.inf
         """Stamp of the newest clock stamp made a sample (s)."""
@@ -219,9 +239,13 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         frame ``frame_id`` (checked when given, not empty). Raises :class:`SampleRejected`
         (``no_imu``: the model has none, ``non_finite``, ``length_mismatch``, ``wrong_frame``,
         ``duplicate_stamp``, ``out_of_order``); when ``max_pending_samples`` wait, the oldest is
-        dropped (``overflow``)."""
+        dropped (``overflow``). Stamps going on from more than ``clock_jump_sec`` behind the
+        newest accepted one (the IMU's clock reset, or one reading from the future before them)
+        restart the estimator, counted in ``clock_jumps``."""
         with self._lock:
             self.received[IMU] += 1
+            if self._imu_clock.is_reset(float(t), self._last_imu_t):
+                self._restart_after_clock_reset(float(t))
             try:
                 if not self._has_imu:
                     raise SampleRejected("no_imu", f"the {self.model.base} base was set up "
@@ -246,7 +270,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         ``frame``, stamped ``t`` (s), in that frame (``frame_id`` checked when given, not empty).
         Raises :class:`SampleRejected` (``unknown_sensor``, ``non_finite``, ``length_mismatch``,
         ``wrong_frame``, ``duplicate_stamp``, ``out_of_order``); when ``max_pending_samples``
-        wait, the oldest is dropped (``overflow``)."""
+        wait, the oldest is dropped (``overflow``); a clock reset as in :meth:`add_imu`. A
+        contact sensor's wrench of exactly zero is no contact (:attr:`contacts_reading_zero`)."""
         with self._lock:
             self.received[f"wrench.{frame}"] += 1
             try:
@@ -254,6 +279,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                     raise SampleRejected("unknown_sensor", f"no F/T sensor at frame {frame!r} "
                                          f"(sensors: {list(self.sensor_frames)})")
                 k = self.sensor_frames.index(frame)
+                if self._wrench_clocks[k].is_reset(float(t), self._last_wrench_t[k]):
+                    self._restart_after_clock_reset(float(t))
                 f = check_vector(wrench, 6, f"wrench of {frame!r}")
                 check_frame(frame_id or None, frame, f"wrench of F/T sensor {frame!r}")
                 check_stamp(float(t), self._last_wrench_t[k], f"wrench of {frame!r}")
@@ -261,6 +288,10 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 self.dropped[rejected.reason] += 1
                 raise
             self._last_wrench_t[k] = float(t)
+            if self._is_contact[k]:
+                self._reads_zero[k] = not f.any()
+                if self._reads_zero[k]:
+                    self._zero_wrenches[frame] += 1
             if not self._has_imu:
                 self._note_first(float(t))
             buffer = self._wrenches[k]
@@ -284,6 +315,21 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         """Frames of the F/T sensors that have stopped (see the module docstring)."""
         with self._lock:
             return tuple(self.sensor_frames[k] for k in self._stopped())
+
+    @property
+    def zero_wrenches(self) -> dict[str, int]:
+        """Wrenches of exactly zero so far per contact sensor frame (a foot in the air)."""
+        with self._lock:
+            return dict(self._zero_wrenches)
+
+    @property
+    def contacts_reading_zero(self) -> tuple[str, ...]:
+        """Frames of the live contact sensors whose newest wrench is exactly zero (no contact:
+        a foot in the air, or a sensor that reads nothing)."""
+        with self._lock:
+            stopped = self._stopped()
+            return tuple(frame for k, frame in enumerate(self.sensor_frames)
+                         if self._reads_zero[k] and k not in stopped)
 
     def _now(self) -> float | None:
         """The newest stamp (s) of the inputs that set the time sensors are judged by: the
@@ -356,9 +402,14 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         if n and self._has_imu:
             measured[:, :3] = imu["w"][chosen]
             measured[:, 3:6] = imu["f"][chosen]
-            measured[:, 6:9] = local_polynomial_derivatives(
-                imu["t"], imu["w"], t_ready, config.gyro_half_width, order=2,
-                n_derivatives=1)[:, 1]
+            lo, hi = fit_window(imu["t"], t_ready, config.gyro_half_width)
+            fitted = hi - lo > _GYRO_FIT_ORDER
+            measured[~fitted, 6:9] = np.nan  # no angular acceleration: the rows are dropped
+            measured[fitted, 6:9] = local_polynomial_derivatives(
+                imu["t"], imu["w"], t_ready[fitted], config.gyro_half_width,
+                order=_GYRO_FIT_ORDER, n_derivatives=1)[:, 1]
+            if not fitted.all():
+                self.dropped["sparse_imu"] += int(n - fitted.sum())
         if n:
             for k, buffer in enumerate(self._wrenches):
                 stamps = buffer["t"]
@@ -392,12 +443,20 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         stamps = self._clock_stamps(self._clock(self._stopped()))
         return stamps.size - int(np.searchsorted(stamps, self._t_consumed, side="right"))
 
+    def reset(self) -> None:
+        """Forget all samples, the previous solution and the counters (:attr:`zero_wrenches`
+        too)."""
+        super().reset()
+        with self._lock:
+            self._zero_wrenches.clear()
+
     def _clear_pending(self) -> None:
         self._imu.clear()
         for buffer in self._wrenches:
             buffer.clear()
         self._last_imu_t = self._first_t = None
         self._last_wrench_t = [None] * len(self.sensor_frames)
+        self._reads_zero = [False] * len(self.sensor_frames)
         self._t_consumed = self._t_sampled = -np.inf
         self._imu_proper_sum = np.zeros(3)
 
@@ -426,7 +485,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
 
     def _rows(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray]:
         model, n_sensors = self.model, len(self.sensor_frames)
-        m = batch.measured
+        m = batch.measured.copy()
+        sparse_imu = np.isnan(m[:, 6:9]).any(axis=1)  # no angular acceleration (sparse_imu)
+        m[sparse_imu, 6:9] = 0.0
         if model.base == "fixed":
             tilt = None
             if self._has_imu:
@@ -451,6 +512,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         C = len(self._channels)
         Y, b = Y.reshape(-1, C, model.n_params), b.reshape(-1, C)
         dropped = (~present).astype(float) @ self._depends.astype(float) > 0  # (N, C)
+        dropped[sparse_imu] = True
         Y[dropped] = 0.0
         b[dropped] = 0.0
         return Y, b
