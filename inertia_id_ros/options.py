@@ -67,6 +67,15 @@ DEFAULT_MAX_ACCELERATION = 3.0
 DEFAULT_COLLISION_MARGIN = 0.01
 """m: smallest self-collision distance of a designed motion (with a collision checker)."""
 
+TIME_UNITS = ("s", "ms", "us", "µs", "ns")
+"""Units of a log's time column (an input description's ``time_unit``, ``--time-unit``)."""
+ANGLE_UNITS = ("rad", "deg")
+"""Units of logged joint angles (``--angle-unit``); a description also takes ``m`` and ``mm``."""
+JOINT_SIGNALS = ("position", "velocity", "acceleration", "effort")
+"""The per-joint signals of an input description."""
+WRENCH_SIGNS = ("urdf", "keep", "flip")
+"""An F/T sensor's sign in an input description: from the URDF's measure_direction, kept as
+recorded, or negated."""
 DEFAULT_PAYLOAD_RADIUS = 0.5
 """m: default bounding sphere of a payload about the sensor frame's origin (plausibility check,
 ``--bounding-ellipsoid``)."""

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import (
+    ANGLE_UNITS,
     DEFAULT_HALF_WIDTH,
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
     METHOD_NAMES,
     PAYLOAD_TORQUES_HALF_WIDTH,
+    TIME_UNITS,
 )
 
 if TYPE_CHECKING:
@@ -25,6 +27,11 @@ if TYPE_CHECKING:
     from inertia_id_ros.io.data import JointStates
     from inertia_id_ros.io.export import IdentifiedBody
     from inertia_id_ros.io.plausibility import Finding
+    from inertia_id_ros.io.recording import InputDescription, Recording
+
+LOG_FLAGS = ("time_unit", "angle_unit", "t_start", "t_end", "held_out_from", "hold")
+"""The input-description flags: any of them (or ``--input``) reads the data through
+:mod:`inertia_id_ros.io.recording`."""
 
 EXIT_NO_ESTIMATE = 1
 EXIT_BAD_INPUT = 2
@@ -76,7 +83,7 @@ def write_json(path: str | None, result: dict[str, Any]) -> None:
 
 def check_data_source(args: argparse.Namespace) -> None:
     """Reject bag-only options without ``--bag``."""
-    if args.data is not None:
+    if args.data is not None or getattr(args, "input", None) is not None:
         topics = [name for name in ("joint_states_topic", "wrench_topic")
                   if getattr(args, name, None) is not None]
         if topics:
@@ -123,6 +130,7 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="recorded data, .npz or .csv (see inertia_id_ros.io.data)")
     source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    add_log_options(parser, source)
     parser.add_argument("--joint-states-topic",
                         help="sensor_msgs/JointState topic of --bag "
                              f"({DEFAULT_JOINT_STATES_TOPIC})")
@@ -143,6 +151,123 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,
     if validate:
         parser.add_argument("--validate", metavar="DATA",
                             help="held-out data (file or bag): print the result's errors on them")
+
+
+def add_log_options(parser: argparse.ArgumentParser,
+                    source: argparse._MutuallyExclusiveGroup) -> None:
+    """``--input`` (in the data ``source`` group) and the input-description flags: units, time
+    window, train/held-out split, held joints (docs/how-to/real-logs.md)."""
+    source.add_argument("--input", metavar="YAML",
+                        help="input description of a real log: files or bag topics, column "
+                             "maps, units, clocks, windows (docs/how-to/real-logs.md)")
+    parser.add_argument("--time-unit", choices=TIME_UNITS,
+                        help="--data: unit of the column 't' (s)")
+    parser.add_argument("--angle-unit", choices=ANGLE_UNITS,
+                        help="--data/--bag: unit of joint positions, velocities (per s) and "
+                             "accelerations (per s²) (rad)")
+    parser.add_argument("--t-start", type=float, metavar="SEC",
+                        help="use the samples from SEC s after the first joint sample")
+    parser.add_argument("--t-end", type=float, metavar="SEC",
+                        help="use the samples up to SEC s after the first joint sample")
+    parser.add_argument("--held-out-from", type=float, metavar="SEC",
+                        help="fit on the samples before SEC s (after the first joint sample) "
+                             "and validate on the rest")
+    parser.add_argument("--hold", action="append", metavar="JOINT=VALUE",
+                        help="a URDF joint not in the log, held at VALUE (rad or m); "
+                             "repeatable")
+
+
+def uses_description(args: argparse.Namespace) -> bool:
+    """Whether the data are read through an input description (``--input`` or a log flag)."""
+    return getattr(args, "input", None) is not None or any(
+        getattr(args, name, None) is not None for name in LOG_FLAGS)
+
+
+def input_description(args: argparse.Namespace, sensor_frame: str | None = None,
+                      flip_wrench_sign: bool | None = None,
+                      flip_frames: Sequence[str] = ()) -> InputDescription:
+    """The input description of ``--input`` (or of ``--data``/``--bag`` with the log flags),
+    with the window, split and held joints of the flags; ``flip_wrench_sign`` (not ``None``)
+    overrides the sign of ``sensor_frame``'s wrenches, ``flip_frames`` (F/T frames) set theirs
+    to ``flip``."""
+    import dataclasses
+
+    from inertia_id_ros.io.recording import InputDescription
+
+    if args.input is not None:
+        given = [name for name in ("time_unit", "angle_unit")
+                 if getattr(args, name, None) is not None]
+        if given:
+            raise InputError(" and ".join("--" + n.replace("_", "-") for n in given)
+                             + (" apply" if len(given) > 1 else " applies") + " to --data/--bag; "
+                             "an --input description gives its units itself")
+        description = InputDescription.from_yaml(args.input)
+    elif args.data is not None:
+        description = InputDescription.from_canonical(args.data, args.time_unit,
+                                                      args.angle_unit, sensor_frame)
+    else:
+        if args.time_unit is not None:
+            raise InputError("--time-unit applies to --data (bag stamps are in s)")
+        description = InputDescription.from_bag(
+            args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC, args.angle_unit,
+            getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC, sensor_frame)
+    if flip_wrench_sign is not None:
+        description = dataclasses.replace(description, ft_sensors=tuple(
+            dataclasses.replace(ft, sign="flip" if flip_wrench_sign else "keep")
+            if ft.frame == sensor_frame else ft for ft in description.ft_sensors))
+    unknown = [frame for frame in flip_frames
+               if frame not in [ft.frame for ft in description.ft_sensors]]
+    if unknown:
+        raise InputError(f"--flip-wrench-sign {unknown[0]}: no such F/T sensor in "
+                         f"{description.source}")
+    description = dataclasses.replace(description, ft_sensors=tuple(
+        dataclasses.replace(ft, sign="flip") if ft.frame in flip_frames else ft
+        for ft in description.ft_sensors))
+    held = {}
+    for entry in args.hold or []:
+        joint, _, value = entry.partition("=")
+        try:
+            held[joint.strip()] = float(value)
+        except ValueError:
+            raise InputError(f"--hold takes JOINT=VALUE (rad or m), got {entry!r}") from None
+    return description.with_flags(args.t_start, args.t_end, args.held_out_from, held)
+
+
+def _load(description: InputDescription, model: pin.Model, urdf: str) -> Recording:
+    """The recording of ``description``; its notes printed on stderr."""
+    import sys
+
+    from inertia_id_ros.io.recording import load_recording
+
+    recording = load_recording(description, list(model.names)[1:], urdf)
+    for note in recording.notes:
+        print(f"inertia-id: note: {description.source}: {note}", file=sys.stderr)
+    return recording
+
+
+def read_log(args: argparse.Namespace, model: pin.Model, urdf: str,
+             sensor_frame: str | None = None, flip_wrench_sign: bool | None = None
+             ) -> tuple[Recording, Recording | None]:
+    """``(train, held_out)`` of the input description (:func:`input_description`) for
+    ``model``."""
+    from inertia_id_ros.io.recording import split_recording
+
+    description = input_description(args, sensor_frame, flip_wrench_sign)
+    return split_recording(_load(description, model, urdf), description)
+
+
+def read_whole_log(args: argparse.Namespace, model: pin.Model, urdf: str,
+                   flip_frames: Sequence[str]) -> tuple[Recording, float | None]:
+    """The input description's recording for a whole-body fit (its ``train`` interval, if
+    any) and its ``held_out_from`` (s; the fit's held-out part is the time after it)."""
+    description = input_description(args, flip_frames=flip_frames)
+    if description.held_out is not None:
+        raise InputError(f"{description.source}: fit-whole-body splits by held_out_from "
+                         "(--held-out-from), not by a held_out interval")
+    recording = _load(description, model, urdf)
+    if description.train is not None:
+        recording = recording.window(*description.intervals[description.train])
+    return recording, description.held_out_from
 
 
 def add_plausibility_options(parser: argparse.ArgumentParser, payload: bool) -> None:

@@ -17,7 +17,9 @@ from inertia_id_ros.cli.common import (
     check_data_source,
     input_findings,
     load_urdf_model,
+    read_log,
     report_findings,
+    uses_description,
     write_json,
 )
 from inertia_id_ros.errors import DataError, InputError, JointNotFound, ProblemError, SolverError
@@ -61,14 +63,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _link_model(model: pin.Model, states: JointStates, joints: list[str],
-                coulomb_velocity: float | None) -> LinkModel:
-    """The chain of ``joints``; the other joints locked at their mean recorded positions (those
-    not recorded at the model's neutral position)."""
+                coulomb_velocity: float | None, held: dict[str, float]) -> LinkModel:
+    """The chain of ``joints``; the other joints locked at their mean recorded positions, the
+    ``held`` ones (not logged) at their value, the rest at the model's neutral position."""
     from inertia_id_ros.chain.friction import JointDrive
     from inertia_id_ros.chain.links import LinkModel
     from inertia_id_ros.core.robots import reduce_model
 
     locked = {name: value for name, value in states.mean_positions().items() if name not in joints}
+    locked.update(held)
     try:
         return LinkModel(reduce_model(model, joints, locked),
                          JointDrive(coulomb_velocity=coulomb_velocity or 0.0))
@@ -95,18 +98,39 @@ def run(args: argparse.Namespace) -> int:
 
     check_data_source(args)
     check_bounding_ellipsoid(args)
-    if args.data is not None:
+    held_out, held = None, {}
+    if uses_description(args):
+        model = load_urdf_model(args.urdf)
+        train, held_out = read_log(args, model, args.urdf)
+        states, held, source = train.joint_states, train.held, train.source
+        if states.effort is None:
+            raise DataError(f"{source}: no joint efforts (joints.effort)")
+    elif args.data is not None:
         states = read_joint_file(args.data)
         source = args.data
     else:
         states = read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC)
         source = args.bag
-    model = load_urdf_model(args.urdf)
+    if not uses_description(args):
+        model = load_urdf_model(args.urdf)
     joints = ([name.strip() for name in args.joints.split(",") if name.strip()] if args.joints
               else list(states.joint_names))
     if len(set(joints)) != len(joints):
         raise InputError(f"--joints lists a joint twice: {args.joints}")
+    moving_held = [name for name in joints if name in held]
+    if moving_held:
+        raise InputError(f"--joints names held joint(s) {moving_held}: they are not in the log, "
+                         "and every torque row of the fit depends on their motion")
     check_joints(states, list(model.names)[1:], joints, source)
+    if held:
+        from inertia_id_ros.io.recording import joints_coupled
+
+        coupled = joints_coupled(model, {**states.mean_positions(), **held},
+                                 joints, list(held))
+        if coupled:
+            raise InputError(f"{source}: the torques of the fitted joints depend on the motion "
+                             f"of held joint(s) {coupled} (not in the log): log them, or fit "
+                             "only joints on other branches (--joints)")
     if args.coulomb_velocity is not None and args.coulomb_velocity < 0:
         raise InputError(f"--coulomb-velocity must be >= 0 rad/s, got {args.coulomb_velocity}")
     if args.prior_weight is not None and args.prior_weight < 0:
@@ -117,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     if report_findings("fit-links", findings):
         write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
         return EXIT_IMPLAUSIBLE
-    links = _link_model(model, states, joints, args.coulomb_velocity)
+    links = _link_model(model, states, joints, args.coulomb_velocity, held)
     prior = np.asarray(links.prior)[:10 * len(links.link_names)].reshape(-1, 10)
     volumes = volumes_holding(link_volumes(args.urdf, links.link_names),
                               dict(zip(links.link_names, prior)))
@@ -189,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     if code:
         return code
-    validate_after_fit(args, result)
+    validate_after_fit(args, result, train if uses_description(args) else None, held_out)
     return 0
 
 

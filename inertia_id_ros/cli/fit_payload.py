@@ -5,6 +5,7 @@ wrenches, with the node's estimator
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,9 @@ from inertia_id_ros.cli.common import (
     dropped_text,
     input_findings,
     load_urdf_model,
+    read_log,
     report_findings,
+    uses_description,
     write_json,
 )
 from inertia_id_ros.errors import (
@@ -57,6 +60,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_data_options(payload, wrenches=True)
     payload.add_argument("--sensor-frame", required=True,
                          help="URDF frame of the F/T sensor (the wrenches' frame)")
+    payload.add_argument("--flip-wrench-sign", action=argparse.BooleanOptionalAction,
+                         help="the sensor reports the wrench the body exerts on it (the node's "
+                              "flip_wrench_sign): negate the readings; --no-flip-wrench-sign: "
+                              "take them as they are (default: as recorded; with --input, the "
+                              "description's sign, by default the URDF's measure_direction)")
     payload.add_argument("--no-offset", action="store_true",
                          help="do not estimate the F/T sensor offset (it is calibrated out)")
     payload.add_argument("--weighting", choices=WEIGHTINGS, default="channel",
@@ -197,17 +205,29 @@ def run(args: argparse.Namespace) -> int:
     check_data_source(args)
     _check_prior_options(args)
     check_bounding_ellipsoid(args)
-    if args.data is not None:
+    model = load_urdf_model(args.urdf)
+    train = held_out = None
+    if uses_description(args):
+        train, held_out = read_log(args, model, args.urdf, args.sensor_frame,
+                                   args.flip_wrench_sign)
+        recording = train.payload(args.sensor_frame)
+    elif args.data is not None:
         recording = read_payload_file(args.data)
     else:
         recording = read_payload_bag(args.bag,
                                      args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
                                      args.wrench_topic or DEFAULT_WRENCH_TOPIC)
-    model = load_urdf_model(args.urdf)
+    if args.flip_wrench_sign and train is None:
+        recording = dataclasses.replace(recording, wrenches=dataclasses.replace(
+            recording.wrenches, wrench=-recording.wrenches.wrench))
     try:
         kinematics = SensorKinematics(model, args.sensor_frame)
     except (FrameNotFound, ValueError) as e:
         raise InputError(str(e)) from None
+    held = [j for j in kinematics.joint_names if train is not None and j in train.held]
+    if held:
+        raise InputError(f"{recording.source}: held joint(s) {held} (not in the log) move the "
+                         f"sensor {args.sensor_frame!r}: every wrench row depends on their motion")
     check_joints(recording.joint_states, list(model.names)[1:], kinematics.joint_names,
                  recording.source)
     check_wrench_frame(recording, args.sensor_frame)
@@ -276,5 +296,5 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     if code:
         return code
-    validate_after_fit(args, result)
+    validate_after_fit(args, result, train, held_out)
     return 0

@@ -25,6 +25,8 @@ from inertia_id_ros.cli.common import (
     body_lines,
     check_data_source,
     load_urdf_model,
+    read_log,
+    uses_description,
     write_json,
 )
 from inertia_id_ros.errors import (
@@ -108,15 +110,36 @@ def _effort_scales(args: argparse.Namespace, joints: list[str]) -> list[float]:
         raise InputError(str(e)) from None
 
 
-def _read(args: argparse.Namespace, path: str) -> JointStates:
-    """Joint states with efforts from ``path`` (a file, or a bag with ``--bag``)."""
+def _read(args: argparse.Namespace, model: pin.Model,
+          unloaded: bool = False) -> tuple[JointStates, dict[str, float], str]:
+    """``(joint states with efforts, held joints {name: value}, source)`` of the loaded run
+    (``--data``/``--bag``/``--input``) or of ``--unloaded`` (read as ``--data``/``--bag`` with
+    the same log flags: units, window, held joints)."""
+    import argparse as _argparse
+
     from inertia_id_ros.io.data import read_joint_bag, read_joint_file
 
-    states = (read_joint_bag(path, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC)
-              if args.bag else read_joint_file(path))
+    if unloaded:
+        if args.input is not None:
+            raise InputError("--unloaded takes a recording as --data or --bag does; with "
+                             "--input, describe the loaded run only")
+        args = _argparse.Namespace(**{**vars(args), "data": None if args.bag else args.unloaded,
+                                      "bag": args.unloaded if args.bag else None})
+    held: dict[str, float] = {}
+    if uses_description(args):
+        if args.held_out_from is not None:
+            raise InputError("--held-out-from does not apply to fit-payload-torques (no "
+                             "validation)")
+        recording, _ = read_log(args, model, args.urdf)
+        states, held, source = recording.joint_states, recording.held, recording.source
+    elif args.data is not None:
+        states, source = read_joint_file(args.data), args.data
+    else:
+        states = read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC)
+        source = args.bag
     if states.effort is None:
-        raise DataError(f"{path}: no efforts (joint torques or motor currents) recorded")
-    return states
+        raise DataError(f"{source}: no efforts (joint torques or motor currents) recorded")
+    return states, held, source
 
 
 def _torque_data(states: JointStates, joints: list[str], differentiation: dict[str, Any]
@@ -134,14 +157,14 @@ def _torque_data(states: JointStates, joints: list[str], differentiation: dict[s
 
 
 def _link_model(model: pin.Model, states: JointStates, joints: list[str],
-                scales: list[float]) -> LinkModel:
-    """The chain of ``joints`` (the others locked at their mean recorded positions), each
-    joint's efforts scaled by ``scales``."""
+                scales: list[float], held: dict[str, float]) -> LinkModel:
+    """The chain of ``joints`` (the others locked at their mean recorded positions, or at
+    ``held``'s values when not in the log), each joint's efforts scaled by ``scales``."""
     from inertia_id_ros.chain.friction import JointDrive
     from inertia_id_ros.chain.links import LinkModel
 
     try:
-        return LinkModel.from_model(model, joints, states.mean_positions(),
+        return LinkModel.from_model(model, joints, {**states.mean_positions(), **held},
                                     [JointDrive(effort_scale=scale) for scale in scales])
     except (JointNotFound, ValueError) as e:
         raise InputError(str(e)) from None
@@ -172,9 +195,8 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.validate import differentiation_of
 
     check_data_source(args)
-    source = args.data or args.bag
-    states = _read(args, source)
     model = load_urdf_model(args.urdf)
+    states, held, source = _read(args, model)
     try:
         frame_id(model, args.frame)
     except FrameNotFound as e:
@@ -182,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     joints = ([name.strip() for name in args.joints.split(",") if name.strip()] if args.joints
               else list(states.joint_names))
     check_joints(states, list(model.names)[1:], joints, source)
-    links = _link_model(model, states, joints, _effort_scales(args, joints))
+    links = _link_model(model, states, joints, _effort_scales(args, joints), held)
     differentiation = {"half_width": args.filter_half_width or PAYLOAD_TORQUES_HALF_WIDTH}
     alignment = None
     if args.links_result:  # the data differentiated and delayed as the links' fit chose
@@ -197,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         links_x, link_model = links.prior, "the URDF's links (no friction)"
     t, data = _torque_data(states, joints, differentiation)
     if args.unloaded:
-        unloaded = _read(args, args.unloaded)
+        unloaded, _, _ = _read(args, model, unloaded=True)
         check_joints(unloaded, list(model.names)[1:], joints, args.unloaded)
         try:
             data, alignment = difference_runs(t, data, *_torque_data(unloaded, joints,

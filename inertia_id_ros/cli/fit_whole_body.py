@@ -12,9 +12,13 @@ from typing import TYPE_CHECKING
 from inertia_id_ros.cli.common import (
     EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
+    add_log_options,
     add_plausibility_options,
     input_findings,
+    load_urdf_model,
+    read_whole_log,
     report_findings,
+    uses_description,
     whole_body_table,
     write_json,
 )
@@ -44,6 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     source = whole.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="recorded data, .npz (see inertia_id_ros.io.whole_body)")
     source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    add_log_options(whole, source)
     whole.add_argument("--ft", action="append", metavar="TOPIC=KIND",
                        help="--bag: a WrenchStamped topic and its sensor's kind (contact or "
                             "internal), once per F/T sensor; the first sets the stamps")
@@ -82,6 +87,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     whole.add_argument("--flip-wrench-sign", action="append", metavar="FRAME",
                        help="the F/T sensor at FRAME reports the opposite wrench (e.g. the real "
                             "iCub's child_to_parent sensors); repeat per sensor")
+    whole.add_argument("--estimate-contact-offsets", action="store_true",
+                       help="estimate the contact sensors' constant offsets too (default: only "
+                            "the internal sensors'); a contact sensor's offset is identifiable "
+                            "only when its wrench changes independently of the base rows")
     whole.add_argument("--weighting", choices=WEIGHTINGS, default=WHOLE_BODY_DEFAULT_WEIGHTING,
                        help="none: unweighted; channel: the base's and each sensor's force and "
                             "torque rows (and each joint's torque) weighted by their inverse "
@@ -100,6 +109,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Fit every link; the exit code."""
+    import numpy as np
+
     from inertia_id_ros.chain.whole_body_fit import fit_whole_body, holdout_comparison
     from inertia_id_ros.io.plausibility import (
         check_time_units,
@@ -121,7 +132,29 @@ def run(args: argparse.Namespace) -> int:
     if args.base != "fixed" and (args.fixed_frame is not None or any(fixed_tilt)):
         raise InputError("--fixed-frame and --fixed-tilt apply to --base fixed")
     bodies = [b.strip() for b in args.bodies.split(",") if b.strip()] if args.bodies else None
-    if args.data is not None:
+    held: dict[str, float] = {}
+    flips = args.flip_wrench_sign or ()
+    if uses_description(args):
+        if args.input is None:
+            raise InputError("the log flags (--time-unit, --t-start, ...) of fit-whole-body "
+                             "take an --input description")
+        if args.ft or args.imu_topic or args.joint_states_topic:
+            raise InputError("--ft, --imu-topic and --joint-states-topic only apply to --bag "
+                             "(an --input description names its topics)")
+        loaded, held_out_from = read_whole_log(args, load_urdf_model(args.urdf), args.urdf,
+                                               flips)
+        flips, held = (), loaded.held
+        recording = loaded.whole_body(args.filter_half_width)
+        if held_out_from is not None:
+            if args.holdout is not None:
+                raise InputError("--holdout: the --input description splits off its own "
+                                 "held-out part (held_out_from)")
+            t = recording.states.t - loaded.t0
+            args.holdout = float(np.mean(t >= held_out_from))
+            if not 0.0 < args.holdout < 1.0:
+                raise InputError(f"{loaded.source}: held_out_from {held_out_from:g} s leaves "
+                                 "no samples on one side")
+    elif args.data is not None:
         if args.ft or args.imu_topic or args.joint_states_topic:
             raise InputError("--ft, --imu-topic and --joint-states-topic only apply to --bag")
         recording = read_whole_body_file(args.data)
@@ -143,10 +176,19 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
         return EXIT_IMPLAUSIBLE
     model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
-                                       args.filter_half_width,
-                                       flip_wrench_sign=args.flip_wrench_sign or (),
+                                       args.filter_half_width, flip_wrench_sign=flips,
                                        fixed_frame=args.fixed_frame, fixed_tilt=fixed_tilt,
-                                       imu_tilt=args.imu_tilt)
+                                       imu_tilt=args.imu_tilt,
+                                       estimate_contact_offsets=args.estimate_contact_offsets)
+    if held:
+        from inertia_id_ros.io.recording import rows_moved_by
+
+        moved = rows_moved_by(model, samples, list(held), args.efforts)
+        if moved:
+            raise InputError(f"{recording.source}: the rows {moved} depend on the motion of "
+                             f"held joint(s) {sorted(held)} (not in the log); log them, or fit "
+                             "a model whose rows they do not move (--base fixed, sensors "
+                             "beyond them)")
     tilt_line = _tilt_line(recording, model, args) if model.base == "fixed" else None
     if args.holdout is not None and not 0.0 < args.holdout < 1.0:
         raise InputError(f"--holdout must be in (0, 1), got {args.holdout}")
@@ -190,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     write_json(args.json, result)
     lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
              f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from "
-             f"{args.data or args.bag}; "
+             f"{args.data or args.bag or args.input}; "
              f"solve {fit.solve_time:.3f} s ({fit.solution.status}); "
              f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters; "
              f"weighting {args.weighting}",

@@ -4,12 +4,17 @@ OLS (:mod:`inertia_id_ros.io.validate`)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
+from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import (
     DEFAULT_HALF_WIDTH,
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
 )
+
+if TYPE_CHECKING:
+    from inertia_id_ros.io.validate import DataSource
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -20,6 +25,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", metavar="HELD_OUT", help="held-out data, .npz or .csv")
     source.add_argument("--bag", help="held-out ROS 2 bag")
+    source.add_argument("--input", metavar="YAML",
+                        help="input description of a real log (docs/how-to/real-logs.md): its "
+                             "held-out part (held_out, held_out_from), else all of it; with a "
+                             "split, OLS is also fitted on its training part")
     parser.add_argument("--urdf", help="URDF file of the robot")
     parser.add_argument("--train", metavar="TRAIN",
                         help="training data (file or bag): also evaluate plain OLS fitted on them")
@@ -36,6 +45,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+def _described(args: argparse.Namespace, result: dict, topics: dict,
+               train: DataSource | None) -> tuple[DataSource, DataSource | None]:
+    """``(held_out, train)`` of ``--input``: its held-out part and training part when it splits,
+    else all of it and ``--train``."""
+    from inertia_id_ros.cli.common import load_urdf_model
+    from inertia_id_ros.io.recording import InputDescription, load_recording, split_recording
+    from inertia_id_ros.io.validate import DataSource
+
+    if args.urdf is None:
+        raise InputError("--input needs --urdf (the log's joints are mapped to the URDF's)")
+    model = load_urdf_model(args.urdf)
+    description = InputDescription.from_yaml(args.input)
+    recording = load_recording(description, list(model.names)[1:], args.urdf)
+    fit_part, held_out = split_recording(recording, description)
+    frame = result["bodies"][0].get("frame", "") if len(result["bodies"]) == 1 else ""
+    topics = {**topics, "sensor_frame": frame}
+    if held_out is None:
+        return DataSource(args.input, **topics, recording=fit_part), train
+    if train is not None:
+        raise InputError("--train: the --input description splits off its own training part")
+    return (DataSource(f"{args.input} (held out)", **topics, recording=held_out),
+            DataSource(args.input, **topics, recording=fit_part))
+
+
 def run(args: argparse.Namespace) -> int:
     """Print (and write) the errors; the exit code."""
     from inertia_id_ros.io import validate
@@ -44,8 +77,11 @@ def run(args: argparse.Namespace) -> int:
     topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
               "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
               **validate.differentiation_of(result, args.filter_half_width)}
-    held_out = (validate.DataSource(args.bag, True, **topics) if args.bag
-                else validate.DataSource(args.data, False, **topics))
     train = None if args.train is None else validate.DataSource.from_path(args.train, **topics)
+    if args.input is not None:
+        held_out, train = _described(args, result, topics, train)
+    else:
+        held_out = (validate.DataSource(args.bag, True, **topics) if args.bag
+                    else validate.DataSource(args.data, False, **topics))
     print(validate.run(result, held_out, args.urdf, train, args.json, args.png))
     return 0

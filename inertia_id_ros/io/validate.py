@@ -57,6 +57,7 @@ from inertia_id_ros.io.data import (
     read_payload_file,
     with_derivatives,
 )
+from inertia_id_ros.io.recording import Recording
 from inertia_id_ros.options import DEFAULT_HALF_WIDTH
 from inertia_id_ros.solvers import Problem, solve
 
@@ -81,6 +82,11 @@ class DataSource:
     order: int = 2
     delay: float = 0.0
     """The efforts' delay (s) behind the motion (a fit-links result's ``"torque_delay"``)."""
+    sensor_frame: str = ""
+    """With ``recording``: the F/T sensor whose wrenches a payload result predicts."""
+    recording: Recording | None = None
+    """Data loaded through an input description (:mod:`inertia_id_ros.io.recording`): used
+    instead of reading ``path``."""
 
     @classmethod
     def from_path(cls, path: str, **options: Any) -> DataSource:
@@ -90,14 +96,20 @@ class DataSource:
 
     def joint_states(self) -> JointStates:
         """Joint states with efforts, velocities and accelerations."""
-        states = (read_joint_bag(self.path, self.joint_states_topic) if self.bag
-                  else read_joint_file(self.path))
+        if self.recording is not None:
+            states = self.recording.joint_states
+        else:
+            states = (read_joint_bag(self.path, self.joint_states_topic) if self.bag
+                      else read_joint_file(self.path))
         return self._derived(states)
 
     def payload_recording(self) -> PayloadRecording:
         """Joint states (with velocities and accelerations) and wrenches."""
-        recording = (read_payload_bag(self.path, self.joint_states_topic, self.wrench_topic)
-                     if self.bag else read_payload_file(self.path))
+        if self.recording is not None:
+            recording = self.recording.payload(self.sensor_frame)
+        else:
+            recording = (read_payload_bag(self.path, self.joint_states_topic, self.wrench_topic)
+                         if self.bag else read_payload_file(self.path))
         return PayloadRecording(self._derived(recording.joint_states), recording.wrenches,
                                 recording.source)
 
@@ -443,14 +455,26 @@ def differentiation_of(result: dict, half_width: float | None) -> dict[str, Any]
     return {"half_width": DEFAULT_HALF_WIDTH, **delay}
 
 
-def validate_after_fit(args, result: dict) -> None:
-    """``--validate DATA`` of fit-links/fit-payload: print the validation of the fresh
-    ``result`` on DATA, with OLS refitted on the fit's own data. Nothing without ``--validate``."""
-    if getattr(args, "validate", None) is None:
+def validate_after_fit(args, result: dict, train: Recording | None = None,
+                       held_out: Recording | None = None) -> None:
+    """``--validate DATA`` of fit-links/fit-payload, or the held-out part of an input
+    description (``held_out``): print the validation of the fresh ``result`` on them, with OLS
+    refitted on the fit's own data (``train`` when loaded through a description). Nothing
+    without either."""
+    if getattr(args, "validate", None) is None and held_out is None:
         return
+    if getattr(args, "validate", None) is not None and held_out is not None:
+        raise InputError(f"{held_out.source}: the description splits off held-out data; give "
+                         "--validate or the split, not both")
     topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
               "wrench_topic": getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC,
+              "sensor_frame": getattr(args, "sensor_frame", None) or "",
               **differentiation_of(result, args.filter_half_width)}
-    train = (DataSource(args.bag, True, **topics) if args.bag
-             else DataSource(args.data, False, **topics))
-    print(run(result, DataSource.from_path(args.validate, **topics), args.urdf, train))
+    if train is not None:
+        fit_data = DataSource(train.source, **topics, recording=train)
+    else:
+        fit_data = (DataSource(args.bag, True, **topics) if args.bag
+                    else DataSource(args.data, False, **topics))
+    evaluated = (DataSource(f"{held_out.source} (held out)", **topics, recording=held_out)
+                 if held_out is not None else DataSource.from_path(args.validate, **topics))
+    print(run(result, evaluated, args.urdf, fit_data))

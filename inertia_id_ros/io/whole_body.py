@@ -166,56 +166,91 @@ def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
         topics.append((imu_topic, IMU_TYPE))
     msgs = _read_bag(path, topics)
     states = _states_from_messages(source, joint_states_topic, msgs[joint_states_topic])
-    series, frames = [], []
-    for topic, _ in ft_topics:
+    sensors = []
+    for topic, kind in ft_topics:
         stamps = [header_seconds(m.header) for m in msgs[topic]]
         order = _sorted_by_stamp(source, topic, stamps)
         names = sorted({m.header.frame_id for m in msgs[topic]})
         if len(names) != 1 or not names[0]:
             raise DataError(f"{source}: wrenches on {topic!r} must name one frame, got {names}")
-        frames.append(names[0])
-        series.append((np.array(stamps)[order],
-                       np.array([wrench_values(m) for m in msgs[topic]])[order]))
-    query = series[0][0]
-    inside = (query >= states.t[0] + half_width) & (query <= states.t[-1] - half_width)
-    coverage = {joint_states_topic: _covered(states.t, query, max_gap) | ~inside}
-    for (topic, _), (t, _) in zip(ft_topics[1:], series[1:]):
-        coverage[topic] = _covered(t, query, max_gap)
-    imu: dict[str, np.ndarray] = {}
-    imu_frame = None
+        sensors.append(SensorSeries(topic, names[0], kind, np.array(stamps)[order],
+                                    np.array([wrench_values(m) for m in msgs[topic]])[order]))
+    imu = None
     if imu_topic is not None:
         imu_msgs = msgs[imu_topic]
         stamps = [header_seconds(m.header) for m in imu_msgs]
         order = _sorted_by_stamp(source, imu_topic, stamps)
-        t_imu = np.array(stamps)[order]
-        coverage[imu_topic] = _covered(t_imu, query, max_gap)
-        imu_frame = imu_msgs[0].header.frame_id
         raw = {"imu_orientation": [[m.orientation.x, m.orientation.y, m.orientation.z,
                                     m.orientation.w] for m in imu_msgs],
                "imu_angular_velocity": [[m.angular_velocity.x, m.angular_velocity.y,
                                          m.angular_velocity.z] for m in imu_msgs],
                "imu_linear_acceleration": [[m.linear_acceleration.x, m.linear_acceleration.y,
                                             m.linear_acceleration.z] for m in imu_msgs]}
-        values = {key: np.asarray(v, dtype=float)[order] for key, v in raw.items()}
+        imu = ImuSeries(imu_topic, imu_msgs[0].header.frame_id, np.array(stamps)[order],
+                        {key: np.asarray(v, dtype=float)[order] for key, v in raw.items()})
+    return synchronise(source, joint_states_topic, states, sensors, imu, half_width, max_gap)
+
+
+@dataclass(frozen=True)
+class SensorSeries:
+    """One F/T sensor's wrenches on their own stamps: ``name`` (its topic or stream), URDF
+    ``frame``, ``kind``, ``t`` (M,) s increasing, ``wrench`` (M, 6)."""
+
+    name: str
+    frame: str
+    kind: str
+    t: np.ndarray
+    wrench: np.ndarray
+
+
+@dataclass(frozen=True)
+class ImuSeries:
+    """IMU samples on their own stamps: ``name`` (topic or stream), URDF ``frame``, ``t`` (M,)
+    s increasing, ``values`` keyed by :data:`IMU_KEYS`."""
+
+    name: str
+    frame: str
+    t: np.ndarray
+    values: dict[str, np.ndarray]
+
+
+def synchronise(source: str, joints_name: str, states: JointStates,
+                sensors: Sequence[SensorSeries], imu: ImuSeries | None,
+                half_width: float = 0.05, max_gap: float = DEFAULT_MAX_GAP
+                ) -> WholeBodyRecording:
+    """Joint states, F/T sensors and IMU, each on its own stamps, synchronised at the first
+    sensor's stamps (see the module docstring); ``joints_name`` names the joint states' input
+    in the ``uncovered`` counts."""
+    query = sensors[0].t
+    inside = (query >= states.t[0] + half_width) & (query <= states.t[-1] - half_width)
+    coverage = {joints_name: _covered(states.t, query, max_gap) | ~inside}
+    for sensor in sensors[1:]:
+        coverage[sensor.name] = _covered(sensor.t, query, max_gap)
+    values: dict[str, np.ndarray] = {}
+    if imu is not None:
+        coverage[imu.name] = _covered(imu.t, query, max_gap)
+        values = dict(imu.values)
         quat = values["imu_orientation"]  # one hemisphere, so that interpolation is smooth
         flips = np.concatenate([[1.0], np.sign(np.sum(quat[1:] * quat[:-1], axis=1) + 1e-300)])
         values["imu_orientation"] = quat * np.cumprod(flips)[:, None]
     keep = inside & np.logical_and.reduce(list(coverage.values()))
-    uncovered = {topic: int(np.sum(~covered)) for topic, covered in coverage.items()
+    uncovered = {name: int(np.sum(~covered)) for name, covered in coverage.items()
                  if not covered.all()}
     query = query[keep]
     if query.size == 0:
-        raise DataError(f"{source}: no stamp of {ft_topics[0][0]!r} is covered by every input")
+        raise DataError(f"{source}: no stamp of {sensors[0].name!r} is covered by every input")
     q, dq, ddq = joint_states_at(states.t, states.q, states.dq, query, half_width)
     effort = None if states.effort is None else _interpolate(states.t, states.effort, query)
-    if imu_topic is not None:
-        imu = {key: _interpolate(t_imu, v, query) for key, v in values.items()}
-        quat = imu["imu_orientation"]
-        imu["imu_orientation"] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    wrench = np.stack([_interpolate(t, w, query) for t, w in series], axis=1)
-    kinds = tuple(kind for _, kind in ft_topics)
+    synchronised: dict[str, np.ndarray] = {}
+    if imu is not None:
+        synchronised = {key: _interpolate(imu.t, v, query) for key, v in values.items()}
+        quat = synchronised["imu_orientation"]
+        synchronised["imu_orientation"] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    wrench = np.stack([_interpolate(s.t, s.wrench, query) for s in sensors], axis=1)
     return WholeBodyRecording(JointStates(query, states.joint_names, q, dq, ddq, effort),
-                              imu_frame, imu, tuple(frames), kinds, wrench, source, uncovered)
+                              None if imu is None else imu.frame, synchronised,
+                              tuple(s.frame for s in sensors), tuple(s.kind for s in sensors),
+                              wrench, source, uncovered)
 
 
 def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str = "floating",
@@ -223,18 +258,21 @@ def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str
                       gyro_half_width: float | None = None,
                       flip_wrench_sign: Sequence[str] = (), fixed_frame: str | None = None,
                       fixed_tilt: Sequence[float] = (0.0, 0.0),
-                      imu_tilt: str = DEFAULT_IMU_TILT) -> tuple[WholeBodyModel,
-                                                                  WholeBodySamples]:
+                      imu_tilt: str = DEFAULT_IMU_TILT,
+                      estimate_contact_offsets: bool = False) -> tuple[WholeBodyModel,
+                                                                       WholeBodySamples]:
     """The model and synchronised samples of ``recording``; ``flip_wrench_sign``: frames of F/T
     sensors that report the opposite wrench (besides the recording's own
-    ``ft_flip_wrench_sign``). A ``fixed`` base is held at ``fixed_frame`` (default the URDF
-    root) tilted by ``fixed_tilt`` (roll, pitch; rad), or with IMU data and ``imu_tilt``
-    ``correct``, by the IMU's (:func:`imu_fixed_tilt`; the model's ``fixed_tilt`` is then the
-    IMU's; ``check``: the IMU is not used) (:meth:`~WholeBodyModel.fixed_base_motion`). Raises
-    :class:`DataError` (naming the item) for a sensor kind that is neither ``contact`` nor
-    ``internal``, an IMU, F/T or fixed frame not in the URDF, a flipped frame that is not a
-    sensor's, joints missing or unknown, a floating base without IMU data, a fixed frame or tilt
-    with a base that is not fixed, or a URDF that cannot be read."""
+    ``ft_flip_wrench_sign``); ``estimate_contact_offsets``: the contact sensors' offsets are
+    parameters too (:attr:`~inertia_id_ros.core.whole_body.FTSensor.estimate_offset`). A
+    ``fixed`` base is held at ``fixed_frame`` (default the URDF root) tilted by ``fixed_tilt``
+    (roll, pitch; rad), or with IMU data and ``imu_tilt`` ``correct``, by the IMU's
+    (:func:`imu_fixed_tilt`; the model's ``fixed_tilt`` is then the IMU's; ``check``: the IMU is
+    not used) (:meth:`~WholeBodyModel.fixed_base_motion`). Raises :class:`DataError` (naming the
+    item) for a sensor kind that is neither ``contact`` nor ``internal``, an IMU, F/T or fixed
+    frame not in the URDF, a flipped frame that is not a sensor's, joints missing or unknown, a
+    floating base without IMU data, a fixed frame or tilt with a base that is not fixed, or a
+    URDF that cannot be read."""
     source = recording.source
     if imu_tilt not in IMU_TILT_USES:
         raise DataError(f"imu_tilt {imu_tilt!r} is not one of {IMU_TILT_USES}")
@@ -247,7 +285,8 @@ def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str
         raise DataError(f"{source}: no F/T sensor at {unknown[0]!r} to flip (sensors: "
                         f"{list(recording.ft_frames)})")
     flips = recording.ft_flip_wrench_sign or (False,) * len(recording.ft_frames)
-    sensors = [FTSensor(f, k, flip_wrench_sign=flip or f in flip_wrench_sign)
+    sensors = [FTSensor(f, k, estimate_offset=True if estimate_contact_offsets else None,
+                        flip_wrench_sign=flip or f in flip_wrench_sign)
                for f, k, flip in zip(recording.ft_frames, recording.ft_types, flips)]
     if base == "floating" and not recording.imu:
         raise DataError(f"{source}: a floating base needs the IMU keys {', '.join(IMU_KEYS)} "

@@ -624,3 +624,29 @@ def test_fit_payload_torques_real_kuka(capsys, tmp_path: Path) -> None:
     assert mass == pytest.approx(true_mass, rel=0.02)
     assert np.linalg.norm(com - true_com) < 5e-3
     assert abs(results["urdf"]["bodies"][0]["mass"] - true_mass) > 0.1 * true_mass
+
+
+def test_fit_payload_torques_log_flags_apply_to_both_runs(capsys, tmp_path: Path, panda_urdf: str,
+                                                          payload_torque_npz) -> None:
+    """Both runs logged in degrees: --angle-unit deg reads the loaded and the unloaded run alike,
+    and the differencing gives what the runs in radians give."""
+    _, unloaded, loaded, _ = payload_torque_npz
+    masses = []
+    for unit in ("rad", "deg"):
+        paths = []
+        for path in (loaded, unloaded):
+            content = dict(np.load(path))
+            if unit == "deg":
+                content.update(q=np.rad2deg(content["q"]), dq=np.rad2deg(content["dq"]))
+            paths.append(tmp_path / f"{unit}_{path.name}")
+            np.savez(paths[-1], **content)
+        out_json = tmp_path / f"{unit}.json"
+        code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                               str(paths[0]), "--unloaded", str(paths[1]), "--frame", SENSOR,
+                               "--angle-unit", unit, "--json", str(out_json))
+        assert code == 0, err
+        masses.append(read_json(out_json)["bodies"][0]["mass"])
+    assert masses[1] == pytest.approx(masses[0], rel=1e-6)
+    code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                           str(loaded), "--frame", SENSOR, "--held-out-from", "5")
+    assert code == 2 and "--held-out-from does not apply" in err

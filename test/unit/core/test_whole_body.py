@@ -257,6 +257,19 @@ def test_cli_fit_whole_body(tmp_path, recording, icub, capsys):
     assert "inconsistent links: 0" in capsys.readouterr().out
 
 
+def test_cli_fit_whole_body_estimates_contact_offsets(tmp_path, recording, icub):
+    """``--estimate-contact-offsets``: the contact sole's offset is a parameter too (and, with no
+    offset in the data, comes out near zero)."""
+    urdf, _ = icub
+    path, _ = recording
+    out = tmp_path / "wb.json"
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path),
+                 "--estimate-contact-offsets", "--json", str(out)]) == 0
+    offsets = json.loads(out.read_text())["sensor_offsets"]
+    assert set(offsets) == set(ICUB_FT) | {"l_sole"}
+    assert np.abs(offsets["l_sole"][:3]).max() < 1.0
+
+
 def test_cli_fit_whole_body_weighting_channel(tmp_path, recording, icub, capsys):
     """``--weighting channel``: the JSON names each noise group's weight and residual std (the
     joints' too with ``--efforts``); the held-out table runs on the weighted fit."""
@@ -442,6 +455,69 @@ def test_base_parameter_combinations_are_in_si_units(icub):
     unseen = eigenvectors[:, eigenvalues < 1e-12 * eigenvalues[-1]]
     assert unseen.shape[1] > 0
     assert np.abs(np.array(vectors) @ unseen / scale).max() < 5e-2
+
+
+def test_cli_fit_whole_body_from_a_description(tmp_path, recording, icub, capsys):
+    """A humanoid bag with every F/T sensor on its own topic, read through an input description
+    (the simulated readings are in this package's convention: ``sign: keep`` overrides the
+    URDF's child_to_parent): the same fit as ``--bag``; ``sign: urdf`` negates the internal
+    sensors' readings, and the fit is refused as implausible."""
+    import yaml
+
+    from helpers.recordings import write_whole_body_bag
+
+    urdf, _ = icub
+    _, arrays = recording
+    topics = {f"/ft/{frame}": (frame, arrays["ft_wrench"][:, k])
+              for k, frame in enumerate(arrays["ft_frames"])}
+    bag = write_whole_body_bag(tmp_path / "wb_bag", arrays["t"], list(arrays["joint_names"]),
+                               arrays["q"], arrays["dq"], "imu_frame",
+                               (arrays["imu_angular_velocity"], arrays["imu_linear_acceleration"],
+                                arrays["imu_orientation"]), topics)
+    ft = [f"--ft=/ft/{f}={kind}" for f, kind in zip(arrays["ft_frames"], arrays["ft_types"])]
+    by_bag = tmp_path / "bag.json"
+    assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), "--json",
+                 str(by_bag), *ft]) == 0
+    streams = {"joints": {"file": "wb_bag", "topic": "/joint_states"},
+               "imu": {"file": "wb_bag", "topic": "/imu"}}
+    streams.update({str(frame): {"file": "wb_bag", "topic": f"/ft/{frame}"}
+                    for frame in arrays["ft_frames"]})
+    results, codes = {}, {}
+    for sign in ("keep", "urdf"):
+        description = {"streams": streams,
+                       "joints": {"stream": "joints", "position": {"unit": "rad"},
+                                  "velocity": {"unit": "rad"}},
+                       "ft_sensors": [{"frame": str(frame), "stream": str(frame),
+                                       "kind": str(kind), "sign": sign}
+                                      for frame, kind in zip(arrays["ft_frames"],
+                                                             arrays["ft_types"])],
+                       "imu": {"frame": "imu_frame", "stream": "imu"}}
+        path = tmp_path / f"{sign}.yaml"
+        path.write_text(yaml.safe_dump(description, sort_keys=False))
+        out = tmp_path / f"{sign}.json"
+        codes[sign] = main(["fit-whole-body", "--urdf", str(urdf), "--input", str(path),
+                            "--json", str(out)])
+        results[sign] = json.loads(out.read_text())
+    expected = json.loads(by_bag.read_text())
+    assert results["keep"]["samples"] == expected["samples"]
+    np.testing.assert_allclose([b["theta"] for b in results["keep"]["bodies"]],
+                               [b["theta"] for b in expected["bodies"]], atol=1e-9)
+    assert codes == {"keep": 0, "urdf": 3}  # negated readings: refused as implausible
+    assert results["urdf"]["refused"] and not results["keep"].get("refused")
+    assert "measure_direction child_to_parent -> readings negated" in capsys.readouterr().err
+
+
+def test_rows_moved_by_a_held_joint(icub):
+    """A joint not in the log (held) moves the base rows and the rows of the sensors whose
+    measured part it is in, not the others: the fit is refused only for the former."""
+    from inertia_id_ros.io.recording import rows_moved_by
+
+    urdf, model = icub
+    samples, _ = _samples(model, urdf.read_text(), 4, seed=3)
+    moved = rows_moved_by(model, samples, ["r_elbow"])
+    assert "base.fx" in moved and "r_arm_ft_sensor.fx" in moved
+    assert not any(channel.startswith(("l_leg", "r_leg", "l_foot", "l_arm"))
+                   for channel in moved)
 
 
 def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):

@@ -67,6 +67,24 @@ def test_session_publishes_every_link_consistent_with_its_identifiability(icub):
     assert session.last is update
 
 
+def test_session_estimates_a_contact_sensors_offset_on_request(icub):
+    """A contact sensor with ``estimate_offset=True`` (what the node needs to build for a
+    contact-offset parameter): the online estimate carries its offset beside the internal
+    sensors'."""
+    sim, data = icub
+    sensors = [FTSensor(f, k, estimate_offset=True if k == "contact" else None)
+               for f, k in sim.ft_sensors]
+    model = WholeBodyModel.from_urdf(wb.example_robot_urdf("icub"), "floating", sensors,
+                                     sim.imu_frame)
+    session = whole_body_session(model, window_sec=30.0, max_input_rate_hz=RATE,
+                                 sample_rate_hz=SAMPLE_RATE)
+    assert _feed(session, data) == []
+    update = session.update(now=3.0)
+    assert update.ok, update.message
+    contacts = {f for f, k in sim.ft_sensors if k == "contact"}
+    assert contacts and set(update.estimate.offsets) == set(wb.ICUB_INTERNAL_SENSORS) | contacts
+
+
 def test_session_weights_the_noise_groups_online(icub):
     """``weighting="channel"``: the window keeps per-group products (summed: the unweighted
     window's), every link stays consistent, the groups' residual std are reported and follow
