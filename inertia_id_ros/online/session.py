@@ -271,9 +271,10 @@ class Session(abc.ABC, Generic[E]):
                                  f" {total} so far): {explanation}"))
         return warnings
 
-    @abc.abstractmethod
     def _solve(self, method: str | None, duration: float, until: float | None = None) -> Any:
-        """Step 3-4: a consistent estimate, or :class:`EstimateUnavailable`."""
+        """Step 3-4: a consistent estimate, or :class:`EstimateUnavailable` (the estimator's
+        solve; a session that keeps a reference adds it)."""
+        return self.estimator.solve(method=method, duration=duration, until=until)
 
     @abc.abstractmethod
     def _summary(self, estimate: Any) -> str:
@@ -301,9 +302,11 @@ class Session(abc.ABC, Generic[E]):
         """The method and its options, from the next solve on."""
         self.estimator.configure_solver(method, solver_options)
 
-    def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
-        """A new window length (s) and capacity (samples), keeping the newest samples."""
-        self.estimator.resize_window(window_sec, window_capacity)
+    def resize_window(self, window_sec: float) -> None:
+        """A new window length (s), keeping the newest samples; its capacity follows
+        (:func:`~inertia_id_ros.online.estimator.window_capacities` at ``max_input_rate_hz``)."""
+        capacity = window_capacities(window_sec, self.max_input_rate_hz)["window_capacity"]
+        self.estimator.resize_window(window_sec, capacity)
 
     def pause_change_detection(self, paused: bool) -> None:
         """Stop detecting payload changes (``paused``: while an excitation runs, the payload
@@ -381,7 +384,8 @@ class PayloadSession(Session[PayloadEstimator]):
     mode = "payload"
 
     def __init__(self, estimator: PayloadEstimator, max_input_rate_hz: float = 1000.0,
-                 detect_changes: bool = True, change_threshold: float = 50.0) -> None:
+                 detect_changes: bool = True,
+                 change_threshold: float = ChangeDetectorConfig.threshold) -> None:
         super().__init__(estimator, max_input_rate_hz)
         if not change_threshold > 0.0:
             raise ValueError(f"the payload-change threshold must be > 0, got {change_threshold}")
@@ -489,10 +493,10 @@ class PayloadSession(Session[PayloadEstimator]):
         self._forget_change()
         super().reset()
 
-    def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
-        """Resize the window to ``window_sec`` (s; at most ``window_capacity`` samples) and the
-        detector's minimum reference duration with it."""
-        super().resize_window(window_sec, window_capacity)
+    def resize_window(self, window_sec: float) -> None:
+        """Resize the window to ``window_sec`` (s) and the detector's minimum reference duration
+        with it."""
+        super().resize_window(window_sec)
         with self._detector_lock:
             if self.detector is not None:
                 self.detector.config.min_reference_sec = min_reference_sec(window_sec)
@@ -521,10 +525,6 @@ class LinkSession(Session[LinkEstimator]):
     base-parameter rank and what the data cannot identify."""
 
     mode = "links"
-
-    def _solve(self, method: str | None, duration: float,
-               until: float | None = None) -> LinkEstimate:
-        return self.estimator.solve(method=method, duration=duration, until=until)
 
     def _summary(self, estimate: LinkEstimate) -> str:
         unidentifiable = " ".join(estimate.unidentifiable)
@@ -586,12 +586,6 @@ class WholeBodySession(Session[WholeBodyEstimator]):
             self._stopped_reported = stopped
         return warnings
 
-    def _solve(self, method: str | None, duration: float,
-               until: float | None = None) -> WholeBodyEstimate:
-        if until is not None:  # the window keeps 1 s blocks of normal equations, not samples
-            raise ValueError("the whole-body window cannot solve on a past interval (until=)")
-        return self.estimator.solve(method=method, duration=duration)
-
     def _summary(self, estimate: WholeBodyEstimate) -> str:
         counts = Counter(estimate.labels)
         stopped = (f"; stopped sensors (rows dropped): {list(estimate.stopped_sensors)}"
@@ -619,7 +613,7 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                     estimate_offset: bool = True, flip_wrench_sign: bool = False,
                     wrench_limits: Sequence[float] | None = None,
                     max_input_rate_hz: float = 1000.0, detect_payload_change: bool = True,
-                    payload_change_threshold: float = 50.0,
+                    payload_change_threshold: float = ChangeDetectorConfig.threshold,
                     prior: Sequence[float] | None = None,
                     weighting: str = "channel") -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
