@@ -37,6 +37,11 @@ BASE_KINDS = ("floating", "fixed", "suspended")
 rest unless an IMU says otherwise; ``fixed``: on a stand, no base rows (the stand's wrench is not
 measured), base at rest."""
 
+SENSOR_KINDS = ("contact", "internal")
+"""F/T sensors of a whole-body model: ``contact``, the wrench the environment exerts on the robot
+at the frame, about its origin; ``internal``, the wrench the root side exerts on the part beyond
+the sensor."""
+
 WHOLE_BODY_METHODS = ("lmi", "pointmass", "ols")
 WHOLE_BODY_DEFAULT_WEIGHTING = "none"
 """``fit-whole-body --weighting`` and the node's whole_body mode default. On the simulated iCub

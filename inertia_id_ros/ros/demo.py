@@ -28,13 +28,14 @@ import numpy as np
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.msg import ExcitationStatus, InertialParameters
 from inertia_id_ros.ros.conversions import msg_to_theta, wrench_to_array
+from inertia_id_ros.ros.qos import LATCHED
 from inertia_id_ros.srv import Excite, Identify
 
 SENSOR_FRAME = "panda_link8"
@@ -96,12 +97,10 @@ class DemoClient:
     truth: InertialParameters | None = None
 
     def __post_init__(self) -> None:
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
         self.node.create_subscription(InertialParameters, "/inertia_id/estimate",
-                                      self._on_estimate, latched)
+                                      self._on_estimate, LATCHED)
         self.node.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
-                                      self._on_truth, latched)
+                                      self._on_truth, LATCHED)
         self.identify = self.node.create_client(Identify, "/inertia_id/identify")
 
     def _on_estimate(self, msg: InertialParameters) -> None:
@@ -252,10 +251,8 @@ def run_excite_demo(duration: float = 15.0, speed_scale: float = 1.0,
     client_node = rclpy.create_node("inertia_id_excite_demo")
     client = DemoClient(client_node)
     statuses: list[ExcitationStatus] = []
-    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                         reliability=ReliabilityPolicy.RELIABLE)
     client_node.create_subscription(ExcitationStatus, "/inertia_id/excitation",
-                                    statuses.append, latched)
+                                    statuses.append, LATCHED)
     joint_states: list[JointState] = []
     client_node.create_subscription(JointState, "/joint_states",
                                     lambda msg: joint_states.append(msg) if not joint_states

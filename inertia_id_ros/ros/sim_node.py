@@ -50,7 +50,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from trajectory_msgs.msg import JointTrajectory
 
@@ -71,6 +71,7 @@ from inertia_id_ros.ros.conversions import (
     theta_to_msg,
     wrench_stamped,
 )
+from inertia_id_ros.ros.qos import LATCHED
 from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
 from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
@@ -87,8 +88,6 @@ BURST_SEC = 0.005
 """Samples are published in bursts of at most this length (s)."""
 
 _DATA_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-_LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                      reliability=ReliabilityPolicy.RELIABLE)
 
 
 class _PandaPayload:
@@ -109,7 +108,7 @@ class _PandaPayload:
         self._wrench_pub = node.create_publisher(WrenchStamped, p["wrench_topic"], _DATA_QOS)
         truth_msg = theta_to_msg(self.sim.true_theta, self.sim.sensor_frame, "payload")
         truth_msg.sensor_offset = array_to_wrench(self.sim.true_offset)
-        node.create_publisher(InertialParameters, "~/ground_truth", _LATCHED).publish(truth_msg)
+        node.create_publisher(InertialParameters, "~/ground_truth", LATCHED).publish(truth_msg)
         self.sent = {"joint states": 0, "wrenches": 0}
         self.description = (f"the Panda with a {p['payload_mass']:.3f} kg payload beyond "
                             f"'{self.sim.sensor_frame}' ({p['motion']} motion until a command "
@@ -152,7 +151,7 @@ class _Go1Leg:
         truth = links_to_msg(links.link_names, self.sim.link_thetas,
                              dict(zip(links.joint_names, self.sim.drives)))
         node.create_publisher(InertialParametersArray, "~/ground_truth_links",
-                              _LATCHED).publish(truth)
+                              LATCHED).publish(truth)
         self.sent = {"joint states": 0}
         self.description = (f"the Go1 front-left leg {list(links.joint_names)} "
                             f"({'perturbed' if p['perturb_links'] else 'URDF'} links, torque "
@@ -242,7 +241,7 @@ class _WholeBody:
         truth.sensor_frames = [frame for frame, _ in offsets]
         truth.sensor_offsets = [array_to_wrench(offset) for _, offset in offsets]
         node.create_publisher(InertialParametersArray, "~/ground_truth_links",
-                              _LATCHED).publish(truth)
+                              LATCHED).publish(truth)
         self.sent = {"joint states": 0, "IMU readings": 0, "wrenches": 0}
         self.description = (f"{robot}: {len(self.sim.joint_names)} joints, IMU at "
                             f"'{self.sim.imu_frame}', F/T sensors "
