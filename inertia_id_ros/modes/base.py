@@ -160,6 +160,8 @@ class Mode(abc.ABC):
 
 
 _REGISTRY: dict[str, Mode] = {}
+_IMPORTED: dict[str, Mode] = {}
+"""``package.module:Attr`` -> the mode it named (imported once)."""
 
 
 def register(mode: Mode) -> Mode:
@@ -177,6 +179,8 @@ def get(name: str) -> Mode:
     (imported and registered); :class:`ConfigError` for an unknown mode."""
     if name in _REGISTRY:
         return _REGISTRY[name]
+    if name in _IMPORTED:
+        return _IMPORTED[name]
     if ":" not in name:
         raise ConfigError(f"unknown mode {name!r}; choose one of {list(_REGISTRY)} or name a "
                           "Mode as 'package.module:Attr'")
@@ -185,7 +189,8 @@ def get(name: str) -> Mode:
     if not isinstance(mode, Mode):
         raise ConfigError(f"{name!r} is not a Mode (a subclass of inertia_id_ros.modes.Mode or "
                           "an instance of one)")
-    return register(mode)
+    _IMPORTED[name] = register(mode)
+    return mode
 
 
 def modes() -> tuple[Mode, ...]:

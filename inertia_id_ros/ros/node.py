@@ -190,7 +190,7 @@ class InertiaIdNode(Node):
             self.warn(warning)
         self._diagnostics.publish(diagnostics_msg(
             diagnostics, self._io.hardware_id, self.get_clock().now().to_msg(),
-            {"update_rate_hz": f"{self.settings.update_rate_hz:g}",
+            {"mode": self.mode.name, "update_rate_hz": f"{self.settings.update_rate_hz:g}",
              "dropped.input_queue_full": str(self._io.queue_overflow),
              **({} if self._excitation is None else self._excitation.diagnostic_values())}))
 
