@@ -44,7 +44,6 @@ import numpy as np
 
 from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
-from inertia_id_ros.chain.whole_body_fit import DEFAULT_WEIGHTING as WHOLE_BODY_WEIGHTING
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.whole_body import WholeBodyModel
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
@@ -615,7 +614,7 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                     max_input_rate_hz: float = 1000.0, detect_payload_change: bool = True,
                     payload_change_threshold: float = ChangeDetectorConfig.threshold,
                     prior: Sequence[float] | None = None,
-                    weighting: str = "channel") -> PayloadSession:
+                    weighting: str = EstimatorConfig.weighting) -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
     they become an estimator and a session; ``inertia-id replay`` uses it too); ``prior`` the
     payload's CAD ``theta`` (10,) in the sensor frame (the node's ``payload_prior``, resolved)."""
@@ -635,7 +634,8 @@ def link_session(link_model: LinkModel, actuators: Mapping[str, ActuatorConfig] 
                  *, window_sec: float = 10.0, method: str = "lmi",
                  solver_options: Mapping[str, Any] | None = None,
                  prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                 max_input_rate_hz: float = 1000.0, weighting: str = "none") -> LinkSession:
+                 max_input_rate_hz: float = 1000.0,
+                 weighting: str = LinkEstimatorConfig.weighting) -> LinkSession:
     """The links session the node runs for its parameters of the same names."""
     config = LinkEstimatorConfig(window_sec=window_sec, method=method,
                                  solver_options=dict(solver_options or {}),
@@ -650,7 +650,7 @@ def whole_body_session(model: WholeBodyModel, *, window_sec: float = 10.0, metho
                        max_input_rate_hz: float = 1000.0,
                        sensor_timeout_sec: float | None = None,
                        sample_rate_hz: float | None = None,
-                       weighting: str = WHOLE_BODY_WEIGHTING) -> WholeBodySession:
+                       weighting: str = WholeBodyEstimatorConfig.weighting) -> WholeBodySession:
     """The whole-body session the node runs for its parameters of the same names (None: the
     :class:`WholeBodyEstimatorConfig` default; ``sample_rate_hz`` is its
     ``max_sample_rate_hz``)."""
