@@ -1,8 +1,10 @@
 """The payload mode's topics and services: ``geometry_msgs/WrenchStamped`` in; ``~/estimate``
-(``InertialParameters``, latched), ``~/markers``, ``~/payload_change`` out; ``~/tare``."""
+(``InertialParameters``, latched), ``~/markers``, ``~/payload_change`` out; ``~/tare``.
+:class:`PayloadOut` is the outputs and the tare, for any mode identifying a payload."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,34 +36,24 @@ DEFAULT_TARE_SEC = 1.0
 """Seconds of wrenches ``~/tare`` averages when the request gives 0."""
 
 
-class PayloadIO(ModeIO):
-    """The payload mode's topics and services around a :class:`PayloadSession`."""
+class PayloadOut:
+    """``~/estimate``, ``~/markers``, ``~/payload_change`` and ``~/tare`` of a mode identifying
+    one payload in ``frame`` (named ``body_name``), around a session with the payload session's
+    ``tare(duration, theta_known)`` and ``clear_tare()``; ``drain`` hands the queued inputs to
+    the session (before a tare)."""
 
-    def __init__(self, node: InertiaIdNode, session: PayloadSession, settings: NodeSettings,
-                 sensor_qos: QoSProfile) -> None:
-        super().__init__(node, session, settings, sensor_qos)
-        own = self._own = settings.mode_settings
-        self.hardware_id = own.sensor_frame
+    def __init__(self, node: InertiaIdNode, session: PayloadSession, frame: str, body_name: str,
+                 drain: Callable[[], None]) -> None:
+        self._node, self._session, self._drain = node, session, drain
+        self._frame, self._body_name = frame, body_name
         self._estimates = node.create_publisher(InertialParameters, "~/estimate", LATCHED)
         self._markers = node.create_publisher(MarkerArray, "~/markers", LATCHED)
         self._changes = node.create_publisher(PayloadChange, "~/payload_change", 10)
-        self._wrenches = self.inbox(WrenchStamped, own.wrench_topic)
         node.create_service(Tare, "~/tare", self._on_tare)
-        kinematics = session.estimator.kinematics
-        limits = ("" if own.wrench_limits is None
-                  else f", wrench limits {list(own.wrench_limits)}")
-        self.description = (f"identifying the body beyond '{own.sensor_frame}' from joints "
-                            f"{list(kinematics.joint_names)}{limits}")
-
-    def _drain_more(self) -> None:
-        msgs = self._wrenches.take()
-        if msgs:
-            for warning in self._session.add_wrenches(*wrench_batch(msgs)):
-                self._node.warn(warning)
 
     def to_msg(self, update: Update) -> InertialParameters:
         """The estimate of ``update`` as a message."""
-        return estimate_to_msg(update.estimate, self._own.sensor_frame, self._own.body_name)
+        return estimate_to_msg(update.estimate, self._frame, self._body_name)
 
     def publish_change(self, update: Update) -> None:
         """``~/payload_change`` when the update detected one (periodic or ``identify``)."""
@@ -70,7 +62,7 @@ class PayloadIO(ModeIO):
             msg = PayloadChange(onset_time=event.t_onset, num_samples=event.n_samples,
                                 residual_mean=event.residual_mean, message=str(event))
             msg.header.stamp = seconds_to_stamp(event.t_detected)
-            msg.header.frame_id = self._own.sensor_frame
+            msg.header.frame_id = self._frame
             self._changes.publish(msg)
 
     def publish(self, update: Update, markers: bool = True) -> None:
@@ -105,7 +97,7 @@ class PayloadIO(ModeIO):
             response.message = ("the known payload's theta is not physically consistent: "
                                 + "; ".join(check_consistency(theta_known).problems))
             return
-        self.drain()
+        self._drain()
         try:
             tare = self._session.tare(float(request.duration) or DEFAULT_TARE_SEC, theta_known)
         except (EstimateUnavailable, ValueError) as error:
@@ -121,3 +113,39 @@ class PayloadIO(ModeIO):
                             f"{np.round(tare.offset[:3], 4).tolist()} N, torque offset "
                             f"{np.round(tare.offset[3:], 5).tolist()} N m"
                             + ("; the window restarted" if theta_known is None else ""))
+
+
+class PayloadIO(ModeIO):
+    """The payload mode's topics and services around a :class:`PayloadSession`: wrenches in,
+    :class:`PayloadOut` out."""
+
+    def __init__(self, node: InertiaIdNode, session: PayloadSession, settings: NodeSettings,
+                 sensor_qos: QoSProfile) -> None:
+        super().__init__(node, session, settings, sensor_qos)
+        own = settings.mode_settings
+        self.hardware_id = own.sensor_frame
+        self._out = PayloadOut(node, session, own.sensor_frame, own.body_name, self.drain)
+        self._wrenches = self.inbox(WrenchStamped, own.wrench_topic)
+        kinematics = session.estimator.kinematics
+        limits = ("" if own.wrench_limits is None
+                  else f", wrench limits {list(own.wrench_limits)}")
+        self.description = (f"identifying the body beyond '{own.sensor_frame}' from joints "
+                            f"{list(kinematics.joint_names)}{limits}")
+
+    def _drain_more(self) -> None:
+        msgs = self._wrenches.take()
+        if msgs:
+            for warning in self._session.add_wrenches(*wrench_batch(msgs)):
+                self._node.warn(warning)
+
+    def publish(self, update: Update, markers: bool = True) -> None:
+        """The update's payload change and estimate (and its markers, when ``markers``)."""
+        self._out.publish(update, markers)
+
+    def publish_change(self, update: Update) -> None:
+        """``~/payload_change`` when the update detected one."""
+        self._out.publish_change(update)
+
+    def respond(self, response: Identify.Response, update: Update) -> None:
+        """The estimate in ``response.estimate``."""
+        self._out.respond(response, update)
