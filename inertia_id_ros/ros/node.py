@@ -41,6 +41,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from inertia_id_ros.errors import ConfigError, InputError, StartupError
+from inertia_id_ros.modes import ParameterSpec
 from inertia_id_ros.modes.base import import_object
 from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.session import Session
@@ -49,7 +50,7 @@ from inertia_id_ros.ros.excitation import ExcitationIO
 from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
 from inertia_id_ros.ros.modes.base import ModeIO
 from inertia_id_ros.ros.parameters import (
-    COMMON_PARAMETERS,
+    MODE_PARAMETER,
     mode_of,
     node_parameters,
     settings_from_parameters,
@@ -81,7 +82,7 @@ class InertiaIdNode(Node):
         """Set to end the worker's wait early: a stop, or a new update rate."""
         self._worker: threading.Thread | None = None
         super().__init__("inertia_id", **kwargs)
-        self.mode = mode_of(self._declare(COMMON_PARAMETERS[0]))
+        self.mode = mode_of(self._declare(MODE_PARAMETER))
         """The node's :class:`~inertia_id_ros.modes.Mode` (parameter ``mode``)."""
         self.settings = settings_from_parameters(
             {p.name: self._declare(p) for p in node_parameters()})
@@ -113,7 +114,7 @@ class InertiaIdNode(Node):
             f"{self._io.description}; method {self.settings.method}, window "
             f"{self.settings.window_sec} s, update {self.settings.update_rate_hz} Hz")
 
-    def _declare(self, p) -> Any:
+    def _declare(self, p: ParameterSpec) -> Any:
         """Declare the parameter ``p`` (a :class:`~inertia_id_ros.modes.ParameterSpec`) once;
         its value (``None``: an array not set)."""
         if not self.has_parameter(p.name):

@@ -1,10 +1,11 @@
 """The node's parameters: the table, their validation, and the session they build (no rclpy).
 
-- :data:`COMMON_PARAMETERS`: the parameters of every mode; each mode adds its own
-  (:attr:`~inertia_id_ros.modes.Mode.parameters`, asked of the registry
-  :mod:`inertia_id_ros.modes`); :data:`PARAMETERS`: the table the node declares with the
-  package's modes (:func:`node_parameters`: with a mode from outside): every parameter with its
-  default (or type, when it has none), its description, and whether it may change at run time.
+- :data:`COMMON_PARAMETERS` and :data:`EXCITE_TABLE`: the parameters of every mode and of the
+  excitation wizard; each mode adds its own (:attr:`~inertia_id_ros.modes.Mode.parameters`,
+  asked of the registry :mod:`inertia_id_ros.modes`). :data:`PARAMETERS`: the table the node
+  declares with the package's modes (:func:`node_parameters`: with every registered mode, one
+  from outside too): every parameter with its default (or type, when it has none), its
+  description, and whether it may change at run time.
 - :func:`settings_from_parameters`: the values read at start-up -> validated
   :class:`~inertia_id_ros.modes.NodeSettings`, or :class:`~inertia_id_ros.errors.StartupError`
   naming the parameter.
@@ -44,10 +45,13 @@ def _listed(items: list[str]) -> str:
     return " or ".join(filter(None, (", ".join(items[:-1]), items[-1])))
 
 
+MODE_PARAMETER = ParameterSpec(
+    "mode", "payload", "What to identify: " + _listed([f"'{m.name}' ({m.summary})"
+                                                       for m in registry.modes()]) + ".")
+"""The node's mode: a registered mode's name (or ``package.module:Attr``, :func:`mode_of`)."""
+
 COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
-    ParameterSpec("mode", "payload",
-                  "What to identify: " + _listed([f"'{m.name}' ({m.summary})"
-                                                  for m in registry.modes()]) + "."),
+    MODE_PARAMETER,
     ParameterSpec("urdf_path", "", "Path of the robot's URDF (or give robot_description; in "
                                    "links mode chain_config may give it)."),
     ParameterSpec("robot_description", "",
@@ -82,7 +86,7 @@ COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
                   "default (" + ", ".join(f"{m.name}: {m.default_weighting}"
                                          for m in registry.modes()) + ")."),
 )
-"""The parameters of every mode (but the excitation wizard's, :data:`EXCITE_PARAMETERS`)."""
+"""The parameters of every mode (but the excitation wizard's, :data:`EXCITE_TABLE`)."""
 
 EXCITE_TABLE: tuple[ParameterSpec, ...] = (
     ParameterSpec("trajectory_topic", "/joint_trajectory_controller/joint_trajectory",
@@ -103,8 +107,7 @@ EXCITE_TABLE: tuple[ParameterSpec, ...] = (
                   "~/excite: joint acceleration limit of motions designed on the spot "
                   "(rad/s^2, m/s^2), > 0."),
 )
-
-"""The excitation wizard's parameters (``~/excite``: payload and links modes)."""
+"""The excitation wizard's parameters (``~/excite``: the modes with an excitation target)."""
 
 EXCITE_PARAMETERS = {f"excite_{field}": field for field in (
     "max_start_distance", "ramp_velocity", "joint_state_timeout", "max_tracking_error")}
@@ -146,7 +149,7 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
     table's default; an array parameter not set is ``None``). Every mode's values are checked,
     then the mode's requirements (:meth:`~inertia_id_ros.modes.Mode.check_settings`). Raises
     :class:`~inertia_id_ros.errors.StartupError` naming the first invalid parameter."""
-    mode = mode_of(values.get("mode", COMMON_PARAMETERS[0].default))
+    mode = mode_of(values.get(MODE_PARAMETER.name, MODE_PARAMETER.default))
     table = node_parameters()
     unknown = sorted(set(values) - {p.name for p in table})
     if unknown:
