@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any
 
+from inertia_id_ros import modes
 from inertia_id_ros.cli.common import (
     DATA_LIMITED,
     EXIT_NO_ESTIMATE,
@@ -39,8 +40,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument("bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
     replay.add_argument("--params-file", metavar="YAML",
                         help="the node's ROS 2 parameter file (e.g. config/icub_whole_body.yaml): "
-                             "replay the session the node would run with it (its mode: payload "
-                             "or whole_body); the options below override its values")
+                             "replay the session the node would run with it (its mode: "
+                             + " or ".join(m.name for m in modes.modes() if m.has_replay)
+                             + "); the options below override its values")
     replay.add_argument("--node-name", default="inertia_id",
                         help="--params-file: the node whose entries to read (inertia_id)")
     replay.add_argument("-p", "--param", action="append", default=[], metavar="NAME:=VALUE",
@@ -105,7 +107,6 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
     payload or a :class:`~inertia_id_ros.io.replay.WholeBodyReplay`)."""
     import yaml
 
-    from inertia_id_ros import modes
     from inertia_id_ros.errors import StartupError
     from inertia_id_ros.io.replay import bag_robot_description
     from inertia_id_ros.ros.parameters import (
