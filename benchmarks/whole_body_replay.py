@@ -55,9 +55,10 @@ def main() -> None:
         values["robot_description"] = bag_robot_description(bag)
         settings = settings_from_parameters(values)
         session = build_session(settings)
-        ft_topics = dict(zip(settings.ft_topics, settings.ft_frames))
+        own = settings.mode_settings
         replay = replay_whole_body_bag(bag, session, settings.update_rate_hz,
-                                       settings.joint_states_topic, settings.imu_topic, ft_topics)
+                                       settings.joint_states_topic, own.imu_topic,
+                                       dict(zip(own.ft_topics, own.ft_frames)))
         replay_s = time.perf_counter() - start
 
         estimates = [u.estimate for u in replay.estimates]
@@ -66,7 +67,7 @@ def main() -> None:
         split_time = replay.start_time + (1.0 - HOLDOUT) * args.duration
         held = [e for e in estimates if e.t_last <= split_time][-1]
 
-        recording = read_whole_body_bag(bag, list(zip(settings.ft_topics, settings.ft_types)))
+        recording = read_whole_body_bag(bag, list(zip(own.ft_topics, own.ft_types)))
         model, samples = whole_body_inputs(recording, bag_urdf(bag, folder))
         assert model.n_params == session.estimator.model.n_params
         assert len(samples) == recording.states.t.size
@@ -78,7 +79,7 @@ def main() -> None:
     print(f"iCub bag: {args.duration:g} s at 200 Hz, {len(sim.joint_names)} joints, "
           f"{len(sim.ft_sensors)} F/T sensors; recorded in {record_s:.1f} s")
     print(f"replay ({settings.method}, window {settings.window_sec:g} s, "
-          f"{settings.update_rate_hz:g} update/s, samples at {settings.sample_rate_hz:g} Hz): "
+          f"{settings.update_rate_hz:g} update/s, samples at {own.sample_rate_hz:g} Hz): "
           f"{len(replay.updates)} updates, {len(estimates)} estimates, "
           f"{sum(session.failed_solves.values())} failed solves, {inconsistent} inconsistent "
           f"links over all estimates; {replay_s:.1f} s "

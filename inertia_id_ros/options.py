@@ -13,6 +13,16 @@ WEIGHTINGS = ("none", "channel")
 """``none``: unweighted least squares; ``channel``: each channel weighted by its inverse residual
 variance, iterated (:func:`~inertia_id_ros.core.weighting.iterate_channel_weights`)."""
 
+PAYLOAD_DEFAULT_WEIGHTING = "channel"
+"""Weighting of the payload estimator (``EstimatorConfig.weighting``, the node's payload mode):
+each F/T component by its noise level, see
+:attr:`~inertia_id_ros.online.payload_estimator.EstimatorConfig.weighting`."""
+
+PAYLOAD_CHANGE_THRESHOLD = 50.0
+"""CUSUM alarm level of the payload-change detector
+(:class:`~inertia_id_ros.online.change_detection.ChangeDetectorConfig`; the node's
+``payload_change_threshold``, ``replay --change-threshold``)."""
+
 LINKS_DEFAULT_WEIGHTING = "none"
 """Weighting of :func:`~inertia_id_ros.chain.identify.identify_links` and ``fit-links``:
 unweighted, because the joints' weights did not predict held-out torques better in any measured
@@ -35,6 +45,11 @@ them; online: those so far) sets the fixed frame's tilt in place of ``fixed_tilt
 ``fixed_tilt`` stays, the IMU's tilt is reported beside it."""
 DEFAULT_IMU_TILT = "correct"
 
+SENSOR_KINDS = ("contact", "internal")
+"""F/T sensors of a whole-body model: ``contact``, the wrench the environment exerts on the robot
+at the frame, about its origin; ``internal``, the wrench the root side exerts on the part beyond
+the sensor."""
+
 WHOLE_BODY_METHODS = ("lmi", "pointmass", "ols")
 WHOLE_BODY_DEFAULT_WEIGHTING = "none"
 """``fit-whole-body --weighting`` and the node's whole_body mode default. On the simulated iCub
@@ -43,10 +58,22 @@ WHOLE_BODY_DEFAULT_WEIGHTING = "none"
 the noise-free wrenches halved), but ``"channel"`` costs 1.7-4x the solve time (online warm
 update 0.052 s vs 0.030 s median) and 1.8x the window memory: at whole-body scale the update
 budget (100 ms) decides, so unweighted by default, ``"channel"`` on request."""
+WHOLE_BODY_SENSOR_TIMEOUT_SEC = 0.5
+"""An F/T sensor silent this long (s) behind the newest input has stopped (the whole-body
+estimator's ``sensor_timeout_sec``, the node's parameter of the same name)."""
+WHOLE_BODY_SAMPLE_RATE_HZ = 50.0
+"""Highest rate (Hz) at which the whole-body estimator makes samples (its
+``max_sample_rate_hz``, the node's ``sample_rate_hz``)."""
 WHOLE_BODY_DEFAULT_PRIOR_WEIGHT = 1e-5
 """Weight of ``|x' − prior'|²`` (scaled coordinates: 1 = one link's size) relative to the mean
 diagonal of the scaled gram matrix: negligible where the data determine ``x``, decisive where
 they do not."""
+
+DEFAULT_PRIOR_WEIGHT = 2e-3
+"""Default ``prior_weight`` of the links ((N·m)² per SI unit² of x, per torque sample): the
+blocked cross-validation optimum on the KUKA LWR4+ run 1 (``benchmarks/kuka_lwr4.py``).
+Robot-dependent: prefer :func:`~inertia_id_ros.chain.links.select_prior_weight` on your own
+data."""
 
 DEFAULT_HALF_WIDTH = 0.05
 """Half-width (s) of the differentiation of held-out joint states without recorded ``ddq``."""

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Write docs/reference/parameters.md from the node's parameter table.
 
-The table is ``PARAMETERS`` in ``inertia_id_ros/ros/parameters.py`` (no rclpy needed). Run after
-changing it:
+The table is ``PARAMETERS`` in ``inertia_id_ros/ros/parameters.py`` (no rclpy needed): the
+parameters of every mode (``COMMON_PARAMETERS``), each registered mode's own
+(``inertia_id_ros.modes``: ``Mode.parameters``, a section per mode) and the excitation wizard's
+(``EXCITE_TABLE``). Run after changing them:
 
     .venv/bin/python tools/gen_parameter_reference.py
 
@@ -19,16 +21,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "reference" / "parameters.md"
 COMMAND = ".venv/bin/python tools/gen_parameter_reference.py"
-
-# The table's groups, in its order: a parameter belongs to the group whose prefix starts its
-# description (the prefix is dropped in the page); the rest are common to every mode.
-GROUPS = (
-    ("Every mode", None),
-    ("Payload mode", "Payload mode: "),
-    ("Links mode", "Links mode: "),
-    ("Whole-body mode", "Whole-body mode: "),
-    ("The excitation wizard (`~/excite`)", "~/excite: "),
-)
 
 _ROS_TYPES = ((bool, "bool"), (int, "integer"), (float, "double"), (str, "string"))
 
@@ -60,27 +52,31 @@ def _cell(text: str) -> str:
     return " ".join(text.split())
 
 
-def _group_of(spec) -> tuple[str, str]:
-    """(group title, description without the group's prefix)."""
-    for title, prefix in GROUPS:
-        if prefix and spec.description.startswith(prefix):
-            rest = spec.description[len(prefix):]
-            return title, rest[:1].upper() + rest[1:]
-    return GROUPS[0][0], spec.description
+def _sections() -> list[tuple[str, str, tuple]]:
+    """(title, description prefix, parameters) of each section: the common parameters, each
+    registered mode's (a parameter two modes share under the first), the excitation wizard's."""
+    from inertia_id_ros import modes
+    from inertia_id_ros.ros.parameters import COMMON_PARAMETERS, EXCITE_TABLE
+
+    sections = [("Every mode", "", COMMON_PARAMETERS)]
+    listed = {p.name for p in COMMON_PARAMETERS}
+    for mode in modes.modes():
+        own = tuple(p for p in mode.parameters if p.name not in listed)
+        listed |= {p.name for p in own}
+        sections.append((mode.title, f"{mode.title}: ", own))
+    sections.append(("The excitation wizard (`~/excite`)", "~/excite: ", EXCITE_TABLE))
+    return sections
 
 
-def render(parameters=None) -> str:
-    """The page's Markdown for ``parameters`` (default: the node's ``PARAMETERS``)."""
-    if parameters is None:
-        from inertia_id_ros.ros.parameters import PARAMETERS as parameters
-    grouped: dict[str, list] = {title: [] for title, _ in GROUPS}
-    for spec in parameters:
-        title, description = _group_of(spec)
-        grouped[title].append((spec, description))
+def render() -> str:
+    """The page's Markdown for the node's parameters (``PARAMETERS``), a section per mode."""
+    from inertia_id_ros.ros.parameters import PARAMETERS
+
     intro = textwrap.fill(
-        f"Every parameter of `inertia-id-node`, {len(parameters)} in all, as the node declares "
-        "them (`inertia_id_ros/ros/parameters.py`, `PARAMETERS`; `ros2 param describe` shows the "
-        "same descriptions). **Run time** parameters may be changed while the node runs "
+        f"Every parameter of `inertia-id-node`, {len(PARAMETERS)} in all, as the node declares "
+        "them (`inertia_id_ros/ros/parameters.py`, `PARAMETERS`: the common ones, then each "
+        "mode's own, `Mode.parameters` in `inertia_id_ros/modes/`; `ros2 param describe` shows "
+        "the same descriptions). **Run time** parameters may be changed while the node runs "
         "(`ros2 param set`); the others are read-only and are read at start-up. Types are ROS 2 "
         "parameter types; *unset* means the parameter has no default value.",
         width=100, break_on_hyphens=False)
@@ -96,14 +92,17 @@ def render(parameters=None) -> str:
         "How the node validates and applies them: [The node](node.md).",
         "",
     ]
-    for title, _ in GROUPS:
-        rows = grouped[title]
-        if not rows:
+    for title, prefix, parameters in _sections():
+        if not parameters:
             continue
         lines += [f"## {title}", "",
                   "| name | type | default | changes | description |",
                   "| --- | --- | --- | --- | --- |"]
-        for spec, description in rows:
+        for spec in parameters:
+            description = spec.description
+            if prefix and description.startswith(prefix):
+                rest = description[len(prefix):]
+                description = rest[:1].upper() + rest[1:]
             changes = "run time" if spec.runtime else "read-only"
             lines.append(f"| `{spec.name}` | {_type_name(spec)} | {_default(spec)} | {changes} | "
                          f"{_cell(description)} |")

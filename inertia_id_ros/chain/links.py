@@ -49,12 +49,8 @@ from inertia_id_ros.core.weighting import (
     iterate_channel_weights,
     weighted_normal_equations,
 )
+from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.solvers import Problem, Solution, solve
-
-DEFAULT_PRIOR_WEIGHT = 2e-3
-"""Default ``prior_weight`` ((N·m)² per SI unit² of x, per torque sample): the blocked
-cross-validation optimum on the KUKA LWR4+ run 1 (``benchmarks/kuka_lwr4.py``). Robot-dependent:
-prefer :func:`select_prior_weight` on your own data."""
 
 DEFAULT_RANK_TOLERANCE = 1e-8
 """Default relative tolerance of :func:`base_parameters`: a pivoted-QR diagonal ``|R_ii|`` below

@@ -87,16 +87,15 @@ cause and the fix).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
+from inertia_id_ros import modes
 from inertia_id_ros.cli import (
     demo,
     excite,
     export,
-    fit_links,
-    fit_payload,
     fit_payload_torques,
-    fit_whole_body,
     keystore,
     record_sim,
     replay,
@@ -108,9 +107,11 @@ from inertia_id_ros.cli.common import EXIT_BAD_INPUT
 from inertia_id_ros.errors import DataError, InputError
 from inertia_id_ros.threads import limit_threads
 
-COMMANDS = (fit_payload, fit_payload_torques, fit_links, fit_whole_body, traversaro, demo, replay,
-            record_sim, sim_whole_body, export, excite, validate, keystore)
-"""The command modules, in ``--help`` order."""
+COMMANDS = (*(importlib.import_module(name) for mode in modes.modes() for name in mode.commands),
+            fit_payload_torques, traversaro, demo, replay, record_sim, sim_whole_body, export,
+            excite, validate, keystore)
+"""The command modules, in ``--help`` order: each mode's
+(:attr:`~inertia_id_ros.modes.Mode.commands`, in the registry's order), then the others."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,7 +1,7 @@
 """``inertia-id replay``: a ROS 2 bag through the node's estimator, update by update in bag time,
 to CSV, JSON and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`);
-with ``--params-file`` the session the node builds from its parameter file (payload or
-whole_body mode)."""
+with ``--params-file`` the session the node builds from its parameter file (a mode with a replay:
+:meth:`~inertia_id_ros.modes.Mode.replay`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any
 
+from inertia_id_ros import modes
 from inertia_id_ros.cli.common import (
     DATA_LIMITED,
     EXIT_NO_ESTIMATE,
@@ -22,7 +23,12 @@ from inertia_id_ros.cli.common import (
     write_output,
 )
 from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound, InputError
-from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC, METHOD_NAMES
+from inertia_id_ros.options import (
+    DEFAULT_JOINT_STATES_TOPIC,
+    DEFAULT_WRENCH_TOPIC,
+    METHOD_NAMES,
+    PAYLOAD_CHANGE_THRESHOLD,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -34,8 +40,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument("bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
     replay.add_argument("--params-file", metavar="YAML",
                         help="the node's ROS 2 parameter file (e.g. config/icub_whole_body.yaml): "
-                             "replay the session the node would run with it (its mode: payload "
-                             "or whole_body); the options below override its values")
+                             "replay the session the node would run with it (its mode: "
+                             + " or ".join(m.name for m in modes.modes() if m.has_replay)
+                             + "); the options below override its values")
     replay.add_argument("--node-name", default="inertia_id",
                         help="--params-file: the node whose entries to read (inertia_id)")
     replay.add_argument("-p", "--param", action="append", default=[], metavar="NAME:=VALUE",
@@ -66,7 +73,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument("--no-change-detection", action="store_true",
                         help="do not detect payload changes (the node's detect_payload_change)")
     replay.add_argument("--change-threshold", type=float, metavar="H",
-                        help="CUSUM alarm level of the payload-change detector (50, the node's "
+                        help="CUSUM alarm level of the payload-change detector "
+                             f"({PAYLOAD_CHANGE_THRESHOLD:g}, the node's "
                              "payload_change_threshold)")
     replay.add_argument("--csv", metavar="OUT", help="write every update to OUT (CSV)")
     replay.add_argument("--json", metavar="OUT", help="write the final estimate and every update "
@@ -92,24 +100,15 @@ _REPLAY_FLAGS = {"no_offset": ("estimate_offset", False),
                  "flip_wrench_sign": ("flip_wrench_sign", True),
                  "no_change_detection": ("detect_payload_change", False)}
 """replay's flags -> the node parameter and the value they set (with --params-file)."""
-_PAYLOAD_REPLAY_OPTIONS = ("sensor_frame", "wrench_topic", "change_threshold", "no_offset",
-                           "flip_wrench_sign", "no_change_detection", "png", "truth")
-"""replay's options that only apply to a payload replay."""
-
-
 def _replay_with_parameters(args: argparse.Namespace) -> Any:
     """The replay of the session the node builds from ``--params-file`` (overridden by ``-p``
-    and the options of :data:`_REPLAY_PARAMETERS` and :data:`_REPLAY_FLAGS`): a
-    :class:`~inertia_id_ros.io.replay.Replay` (payload) or
-    :class:`~inertia_id_ros.io.replay.WholeBodyReplay`."""
+    and the options of :data:`_REPLAY_PARAMETERS` and :data:`_REPLAY_FLAGS`): the mode's
+    (:meth:`~inertia_id_ros.modes.Mode.replay`; a :class:`~inertia_id_ros.io.replay.Replay` of a
+    payload or a :class:`~inertia_id_ros.io.replay.WholeBodyReplay`)."""
     import yaml
 
     from inertia_id_ros.errors import StartupError
-    from inertia_id_ros.io.replay import (
-        bag_robot_description,
-        replay_payload_bag,
-        replay_whole_body_bag,
-    )
+    from inertia_id_ros.io.replay import bag_robot_description
     from inertia_id_ros.ros.parameters import (
         build_session,
         parameters_from_file,
@@ -141,25 +140,24 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
                              f"in {args.params_file}; give --urdf")
     try:
         settings = settings_from_parameters(values)
-        if settings.mode not in ("payload", "whole_body"):
-            raise InputError(f"{args.params_file}: replay runs the payload and whole_body "
+        mode = modes.get(settings.mode)
+        if not mode.has_replay:
+            replayable = [m.name for m in modes.modes() if m.has_replay]
+            raise InputError(f"{args.params_file}: replay runs the {' and '.join(replayable)} "
                              f"modes, not {settings.mode!r}")
-        payload_only = [f"--{option.replace('_', '-')}" for option in _PAYLOAD_REPLAY_OPTIONS
-                        if getattr(args, option) not in (None, False)]
-        if settings.mode == "whole_body" and payload_only:
-            raise InputError(f"{', '.join(payload_only)} only apply to payload replays")
+        others = {option: m.name for m in modes.modes() for option in m.replay_options
+                  if option not in mode.replay_options
+                  and getattr(args, option, None) not in (None, False)}
+        if others:
+            raise InputError(f"{', '.join('--' + o.replace('_', '-') for o in others)} only apply "
+                             f"to {' and '.join(sorted(set(others.values())))} replays")
         session = build_session(settings)
     except StartupError as e:
         raise InputError(f"{args.params_file}: {e}") from None
     except (TypeError, ValueError) as e:  # a value of the wrong type (the file or -p)
         raise InputError(f"{args.params_file}: a parameter has a value of the wrong type: "
                          f"{e}") from None
-    if settings.mode == "payload":
-        return replay_payload_bag(args.bag, session, settings.update_rate_hz,
-                                  settings.joint_states_topic, settings.wrench_topic)
-    return replay_whole_body_bag(args.bag, session, settings.update_rate_hz,
-                                 settings.joint_states_topic, settings.imu_topic,
-                                 dict(zip(settings.ft_topics, settings.ft_frames)))
+    return mode.replay(args.bag, session, settings)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -199,7 +197,8 @@ def run(args: argparse.Namespace) -> int:
                     "max_input_rate_hz": (1000.0 if args.max_input_rate is None
                                           else args.max_input_rate),
                     "detect_payload_change": not args.no_change_detection,
-                    "payload_change_threshold": (50.0 if args.change_threshold is None
+                    "payload_change_threshold": (PAYLOAD_CHANGE_THRESHOLD
+                                                 if args.change_threshold is None
                                                  else args.change_threshold)}
         try:
             replay = replay_bag(args.bag, args.sensor_frame, args.urdf,

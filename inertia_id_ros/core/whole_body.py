@@ -49,11 +49,8 @@ from inertia_id_ros.core.regressors import (
 )
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model
 from inertia_id_ros.errors import ConfigError, DataError
-from inertia_id_ros.options import BASE_KINDS
+from inertia_id_ros.options import BASE_KINDS, SENSOR_KINDS
 
-SENSOR_KINDS = ("contact", "internal")
-"""``contact``: the wrench the environment exerts on the robot at the frame, about its origin;
-``internal``: the wrench the root side exerts on the part beyond the sensor."""
 DEFAULT_GYRO_HALF_WIDTH = 0.02
 """Half-width (s) of the local quadratic fit that differentiates the gyro."""
 TILT_CHECK_TOLERANCE = np.deg2rad(2.0)

@@ -64,6 +64,7 @@ import numpy as np
 
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS
+from inertia_id_ros.options import PAYLOAD_CHANGE_THRESHOLD
 
 
 @dataclass
@@ -72,7 +73,7 @@ class ChangeDetectorConfig:
 
     drift: float = 1.0
     """CUSUM allowance k per sample, in units of the normalised squared residual (>= 0)."""
-    threshold: float = 50.0
+    threshold: float = PAYLOAD_CHANGE_THRESHOLD
     """Alarm level h of the CUSUM statistic (> 0)."""
     min_samples: int = 10
     """Fewest samples that can raise an alarm (>= 1): each adds at most ``threshold /

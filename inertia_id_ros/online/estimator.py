@@ -21,7 +21,8 @@ from __future__ import annotations
 import abc
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -183,14 +184,23 @@ def check_bodies(bodies: Mapping[str, np.ndarray], method: str) -> list:
     return reports
 
 
+@contextmanager
+def solver_failures(method: str) -> Iterator[None]:
+    """Any failure of a solve with ``method`` in the block (the problem, the options, bad option
+    values, the back end) raised as :class:`EstimateUnavailable` (``solver_failed``): the one
+    mapping of solver errors for every estimator."""
+    try:
+        yield
+    except (ProblemError, SolverError, TypeError, ValueError) as e:
+        raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
+
+
 def solve_or_fail(problem: Problem, method: str, initvals: Any,
                   options: Mapping[str, Any]) -> Solution:
-    """``solvers.solve(problem, method, initvals, **options)``; any failure of the problem, the
-    options or the back end is :class:`EstimateUnavailable` (``solver_failed``)."""
-    try:
+    """``solvers.solve(problem, method, initvals, **options)``; a failure is
+    :class:`EstimateUnavailable` (``solver_failed``, :func:`solver_failures`)."""
+    with solver_failures(method):
         return solve_problem(problem, method, initvals=initvals, **options)
-    except (ProblemError, SolverError, TypeError, ValueError) as e:  # bad option values too
-        raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
 
 
 def solve_weighted(channels: ChannelNormalEquations,
@@ -410,6 +420,14 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
         lock: use only the batch and immutable state)."""
 
     # ---- solving ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def solve(self, method: str | None = None, duration: float = 0.0, *,
+              until: float | None = None) -> Any:
+        """A physically consistent estimate from the newest ``duration`` s of the window (0: all;
+        with ``until``, the ``duration`` s up to that stamp, s) with ``method`` (default
+        ``config.method``), or :class:`EstimateUnavailable` (``too_few_samples``,
+        ``solver_failed``, ``inconsistent``, ...)."""
 
     @property
     def generation(self) -> int:

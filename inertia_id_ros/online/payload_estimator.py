@@ -49,6 +49,7 @@ from inertia_id_ros.online.inputs import (
 )
 from inertia_id_ros.online.tare import Tare, tare_offset, with_tare
 from inertia_id_ros.online.window import SampleBuffer
+from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING
 from inertia_id_ros.solvers import Problem
 
 PRIOR_METHODS = ("cad_prior",)
@@ -65,7 +66,7 @@ class EstimatorConfig(OnlineEstimatorConfig):
 
     estimate_offset: bool = True
     """Estimate the F/T sensor's constant offset (6,) (N, N m) with the payload."""
-    weighting: str = "channel"
+    weighting: str = PAYLOAD_DEFAULT_WEIGHTING
     """As :attr:`OnlineEstimatorConfig.weighting`; for a payload each F/T component weighted by
     its noise level by default: the force rows are typically 20 times noisier (N) than the torque
     rows (N m), and unweighted they swamp what the torque rows say about the COM and inertia

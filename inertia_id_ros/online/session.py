@@ -44,7 +44,6 @@ import numpy as np
 
 from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
-from inertia_id_ros.chain.whole_body_fit import DEFAULT_WEIGHTING as WHOLE_BODY_WEIGHTING
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.whole_body import (
     TILT_CHECK_TOLERANCE,
@@ -285,9 +284,10 @@ class Session(abc.ABC, Generic[E]):
                                  f" {total} so far): {explanation}"))
         return warnings
 
-    @abc.abstractmethod
     def _solve(self, method: str | None, duration: float, until: float | None = None) -> Any:
-        """Step 3-4: a consistent estimate, or :class:`EstimateUnavailable`."""
+        """Step 3-4: a consistent estimate, or :class:`EstimateUnavailable` (the estimator's
+        solve; a session that keeps a reference adds it)."""
+        return self.estimator.solve(method=method, duration=duration, until=until)
 
     @abc.abstractmethod
     def _summary(self, estimate: Any) -> str:
@@ -315,9 +315,11 @@ class Session(abc.ABC, Generic[E]):
         """The method and its options, from the next solve on."""
         self.estimator.configure_solver(method, solver_options)
 
-    def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
-        """A new window length (s) and capacity (samples), keeping the newest samples."""
-        self.estimator.resize_window(window_sec, window_capacity)
+    def resize_window(self, window_sec: float) -> None:
+        """A new window length (s), keeping the newest samples; its capacity follows
+        (:func:`~inertia_id_ros.online.estimator.window_capacities` at ``max_input_rate_hz``)."""
+        capacity = window_capacities(window_sec, self.max_input_rate_hz)["window_capacity"]
+        self.estimator.resize_window(window_sec, capacity)
 
     def pause_change_detection(self, paused: bool) -> None:
         """Stop detecting payload changes (``paused``: while an excitation runs, the payload
@@ -396,7 +398,8 @@ class PayloadSessionBase(Session[PayloadEstimatorT]):
     offsets (F/T or joint torque) tared on demand (:meth:`tare`)."""
 
     def __init__(self, estimator: PayloadEstimatorT, max_input_rate_hz: float = 1000.0,
-                 detect_changes: bool = True, change_threshold: float = 50.0) -> None:
+                 detect_changes: bool = True,
+                 change_threshold: float = ChangeDetectorConfig.threshold) -> None:
         super().__init__(estimator, max_input_rate_hz)
         if not change_threshold > 0.0:
             raise ValueError(f"the payload-change threshold must be > 0, got {change_threshold}")
@@ -489,10 +492,10 @@ class PayloadSessionBase(Session[PayloadEstimatorT]):
         self._forget_change()
         super().reset()
 
-    def resize_window(self, window_sec: float, window_capacity: int | None = None) -> None:
-        """Resize the window to ``window_sec`` (s; at most ``window_capacity`` samples) and the
-        detector's minimum reference duration with it."""
-        super().resize_window(window_sec, window_capacity)
+    def resize_window(self, window_sec: float) -> None:
+        """Resize the window to ``window_sec`` (s) and the detector's minimum reference duration
+        with it."""
+        super().resize_window(window_sec)
         with self._detector_lock:
             if self.detector is not None:
                 self.detector.config.min_reference_sec = min_reference_sec(window_sec)
@@ -589,10 +592,6 @@ class LinkSession(Session[LinkEstimator]):
 
     mode = "links"
 
-    def _solve(self, method: str | None, duration: float,
-               until: float | None = None) -> LinkEstimate:
-        return self.estimator.solve(method=method, duration=duration, until=until)
-
     def _summary(self, estimate: LinkEstimate) -> str:
         unidentifiable = " ".join(estimate.unidentifiable)
         return (f"{estimate.method}: {len(estimate.link_names)} links and "
@@ -673,12 +672,6 @@ class WholeBodySession(Session[WholeBodyEstimator]):
                      for frame, count in estimator.zero_wrenches.items()}}
         return replace(diagnostics, values=values)
 
-    def _solve(self, method: str | None, duration: float,
-               until: float | None = None) -> WholeBodyEstimate:
-        if until is not None:  # the window keeps 1 s blocks of normal equations, not samples
-            raise ValueError("the whole-body window cannot solve on a past interval (until=)")
-        return self.estimator.solve(method=method, duration=duration)
-
     def _summary(self, estimate: WholeBodyEstimate) -> str:
         counts = Counter(estimate.labels)
         stopped = (f"; stopped sensors (rows dropped): {list(estimate.stopped_sensors)}"
@@ -715,9 +708,9 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                     estimate_offset: bool = True, flip_wrench_sign: bool = False,
                     wrench_limits: Sequence[float] | None = None,
                     max_input_rate_hz: float = 1000.0, detect_payload_change: bool = True,
-                    payload_change_threshold: float = 50.0,
+                    payload_change_threshold: float = ChangeDetectorConfig.threshold,
                     prior: Sequence[float] | None = None,
-                    weighting: str = "channel") -> PayloadSession:
+                    weighting: str = EstimatorConfig.weighting) -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
     they become an estimator and a session; ``inertia-id replay`` uses it too); ``prior`` the
     payload's CAD ``theta`` (10,) in the sensor frame (the node's ``payload_prior``, resolved)."""
@@ -738,7 +731,7 @@ def payload_torque_session(links: LinkModel, links_x: np.ndarray, frame: str, *,
                            solver_options: Mapping[str, Any] | None = None,
                            estimate_offset: bool = True, max_input_rate_hz: float = 1000.0,
                            detect_payload_change: bool = True,
-                           payload_change_threshold: float = 50.0,
+                           payload_change_threshold: float = ChangeDetectorConfig.threshold,
                            prior: Sequence[float] | None = None,
                            weighting: str = "channel",
                            filter_half_width: float = PAYLOAD_TORQUES_HALF_WIDTH
@@ -763,7 +756,8 @@ def link_session(link_model: LinkModel, actuators: Mapping[str, ActuatorConfig] 
                  *, window_sec: float = 10.0, method: str = "lmi",
                  solver_options: Mapping[str, Any] | None = None,
                  prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                 max_input_rate_hz: float = 1000.0, weighting: str = "none") -> LinkSession:
+                 max_input_rate_hz: float = 1000.0,
+                 weighting: str = LinkEstimatorConfig.weighting) -> LinkSession:
     """The links session the node runs for its parameters of the same names."""
     config = LinkEstimatorConfig(window_sec=window_sec, method=method,
                                  solver_options=dict(solver_options or {}),
@@ -778,7 +772,7 @@ def whole_body_session(model: WholeBodyModel, *, window_sec: float = 10.0, metho
                        max_input_rate_hz: float = 1000.0,
                        sensor_timeout_sec: float | None = None,
                        sample_rate_hz: float | None = None,
-                       weighting: str = WHOLE_BODY_WEIGHTING,
+                       weighting: str = WholeBodyEstimatorConfig.weighting,
                        imu_tilt: str | None = None) -> WholeBodySession:
     """The whole-body session the node runs for its parameters of the same names (None: the
     :class:`WholeBodyEstimatorConfig` default; ``sample_rate_hz`` is its

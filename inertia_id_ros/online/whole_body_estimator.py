@@ -60,12 +60,13 @@ from inertia_id_ros.core.whole_body import (
     WholeBodySamples,
     tilt_from_up,
 )
-from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SampleRejected, SolverError
+from inertia_id_ros.errors import SampleRejected
 from inertia_id_ros.online.estimator import (
     OnlineEstimator,
     OnlineEstimatorConfig,
     SampleBatch,
     check_bodies,
+    solver_failures,
 )
 from inertia_id_ros.online.inputs import (
     ClockResetDetector,
@@ -75,7 +76,12 @@ from inertia_id_ros.online.inputs import (
     check_vector,
 )
 from inertia_id_ros.online.window import BlockWindow, SampleBuffer
-from inertia_id_ros.options import DEFAULT_IMU_TILT, IMU_TILT_USES
+from inertia_id_ros.options import (
+    DEFAULT_IMU_TILT,
+    IMU_TILT_USES,
+    WHOLE_BODY_SAMPLE_RATE_HZ,
+    WHOLE_BODY_SENSOR_TIMEOUT_SEC,
+)
 
 IMU = "imu"
 """Input kind: an IMU reading (the window's samples when the model has an IMU)."""
@@ -101,7 +107,7 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
     (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`)."""
     sync_tolerance_sec: float = 1e-3
     """A wrench belongs to the sample whose stamp is within this (s)."""
-    sensor_timeout_sec: float = 0.5
+    sensor_timeout_sec: float = WHOLE_BODY_SENSOR_TIMEOUT_SEC
     """An F/T sensor silent for this long (behind the newest IMU stamp; without an IMU, the
     newest wrench or joint state) has stopped (s)."""
     gyro_half_width: float = DEFAULT_GYRO_HALF_WIDTH
@@ -116,7 +122,7 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
     """With a fixed base's IMU: ``correct`` (the fixed frame's tilt from the IMU) or ``check``
     (the model's ``fixed_tilt``, the IMU's reported); see
     :data:`~inertia_id_ros.options.IMU_TILT_USES`."""
-    max_sample_rate_hz: float = 50.0
+    max_sample_rate_hz: float = WHOLE_BODY_SAMPLE_RATE_HZ
     """Clock stamps closer than ``1 / max_sample_rate_hz`` to the previous sample are not made
     samples (IMU readings still feed the gyro's derivative): a humanoid's rows cost milliseconds
     per sample, and the motion is slow next to the sensors' rates (Hz)."""
@@ -519,11 +525,16 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
 
     # ---- solving ---------------------------------------------------------------------------
 
-    def solve(self, method: str | None = None, duration: float = 0.0) -> WholeBodyEstimate:
+    def solve(self, method: str | None = None, duration: float = 0.0,
+              until: float | None = None) -> WholeBodyEstimate:
         """Estimate from the newest ``duration`` s of the window (0: all) with ``method``
         (default ``config.method``; ``lmi``, ``pointmass`` or ``ols``), warm-started. Raises
         :class:`EstimateUnavailable` (``too_few_samples``, ``solver_failed``, ``inconsistent``:
-        never returns an inconsistent link, e.g. with ``ols``)."""
+        never returns an inconsistent link, e.g. with ``ols``); ValueError with ``until``: the
+        window keeps 1 s blocks of normal equations, not samples, so it cannot solve on a past
+        interval."""
+        if until is not None:
+            raise ValueError("the whole-body window cannot solve on a past interval (until=)")
         model = self.model
         with self._lock:
             method, options = self._solver_settings(method or None)
@@ -537,13 +548,11 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             stopped = tuple(self.sensor_frames[k] for k in self._stopped())
             imu_tilt = (tuple(tilt_from_up(self._imu_proper_sum).tolist())
                         if self._imu_proper_sum.any() else None)
-        try:
+        with solver_failures(method):
             fit = fit_whole_body(model, equations, method, self.config.prior_weight,
                                  with_efforts=self.config.with_efforts, initvals=initvals,
                                  weighting=self.config.weighting, initial_weights=weights,
                                  **options)
-        except (ProblemError, SolverError, TypeError, ValueError) as error:
-            raise EstimateUnavailable("solver_failed", f"method {method!r}: {error}") from error
         reports = check_bodies(dict(zip(model.bodies, fit.thetas)), method)
         kept = self._keep_solution(fit.solution, generation)
         if kept and fit.weights is not None:  # the next window's iteration starts from them

@@ -33,7 +33,7 @@ import numpy as np
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
@@ -47,6 +47,7 @@ from inertia_id_ros.io.keystore import (
 )
 from inertia_id_ros.msg import ExcitationStatus, InertialParameters
 from inertia_id_ros.ros.conversions import msg_to_theta, wrench_to_array
+from inertia_id_ros.ros.qos import LATCHED
 from inertia_id_ros.ros.security import RCLError
 from inertia_id_ros.srv import Excite, Identify
 
@@ -131,12 +132,10 @@ class DemoClient:
     truth: InertialParameters | None = None
 
     def __post_init__(self) -> None:
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
         self.node.create_subscription(InertialParameters, "/inertia_id/estimate",
-                                      self._on_estimate, latched)
+                                      self._on_estimate, LATCHED)
         self.node.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
-                                      self._on_truth, latched)
+                                      self._on_truth, LATCHED)
         self.identify = self.node.create_client(Identify, "/inertia_id/identify")
 
     def _on_estimate(self, msg: InertialParameters) -> None:
@@ -290,10 +289,8 @@ def run_excite_demo(duration: float = 15.0, speed_scale: float = 1.0,
                         ["-p", f"method:={method}", "--log-level", "error"], keystore)
     client = DemoClient(client_node)
     statuses: list[ExcitationStatus] = []
-    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                         reliability=ReliabilityPolicy.RELIABLE)
     client_node.create_subscription(ExcitationStatus, "/inertia_id/excitation",
-                                    statuses.append, latched)
+                                    statuses.append, LATCHED)
     joint_states: list[JointState] = []
     client_node.create_subscription(JointState, "/joint_states",
                                     lambda msg: joint_states.append(msg) if not joint_states

@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from inertia_id_ros.errors import DataError, ExcitationRefused, JointNotFound, ProblemError
+from inertia_id_ros.modes import ExcitationTarget, NodeSettings
 from inertia_id_ros.motion.design import MotionLimits, design_excitation, motion_limits
 from inertia_id_ros.motion.run import (
     FAILED,
@@ -46,10 +45,10 @@ from inertia_id_ros.motion.run import (
 )
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory
 from inertia_id_ros.msg import ExcitationStatus
-from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.session import Session, Update
 from inertia_id_ros.ros.conversions import joint_trajectory_msg, seconds_to_stamp, stamp_to_seconds
-from inertia_id_ros.ros.parameters import NodeSettings
+from inertia_id_ros.ros.modes.base import ModeIO
+from inertia_id_ros.ros.qos import LATCHED
 from inertia_id_ros.srv import Excite
 
 TICK_HZ = 50.0
@@ -67,24 +66,18 @@ WINDOW_MARGIN_SEC = 2.0
 
 class ExcitationIO:
     """The wizard's services, topics and threads for one node; see the module docstring.
-    ``io`` is the node's mode I/O: ``drain()``, ``latest_joint_state`` and
-    ``respond(msg, update)`` (fills ``estimate`` or ``links``)."""
+    ``io`` is the node's mode I/O (``drain()``, ``latest_joint_state`` and ``respond(msg,
+    update)``), ``target`` what the mode's motions are designed for
+    (:meth:`~inertia_id_ros.modes.Mode.excitation`)."""
 
-    def __init__(self, node: Node, io: Any, session: Session, settings: NodeSettings) -> None:
+    def __init__(self, node: Node, io: ModeIO, session: Session, settings: NodeSettings,
+                 target: ExcitationTarget) -> None:
         self._node, self._io, self._session, self._settings = node, io, session, settings
         self.run = ExcitationRun(settings.excitation)
-        if session.mode == "payload":
-            kinematics = session.estimator.kinematics
-            self._model, self._joints = kinematics.model, kinematics.joint_names
-            self._target = "payload"
-        else:
-            link_model = session.estimator.link_model
-            self._model, self._joints = link_model.model, link_model.joint_names
-            self._target = "links"
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
+        self._model, self._joints = target.model, target.joint_names
+        self._target, self._sensor_frame = target.target, target.sensor_frame
         self._commands = node.create_publisher(JointTrajectory, settings.trajectory_topic, 10)
-        self._status = node.create_publisher(ExcitationStatus, "~/excitation", latched)
+        self._status = node.create_publisher(ExcitationStatus, "~/excitation", LATCHED)
         node.create_service(Excite, "~/excite", self._on_excite)
         node.create_service(Trigger, "~/stop", self._on_stop)
         node.create_timer(1.0 / TICK_HZ, self._tick)
@@ -161,7 +154,7 @@ class ExcitationIO:
         try:
             trajectory = design_excitation(
                 self._model, self._joints, self._target, duration,
-                sensor_frame=self._settings.sensor_frame or None, start=start,
+                sensor_frame=self._sensor_frame, start=start,
                 max_acceleration=self._settings.excite_max_acceleration).trajectory
             command = self.run.start(trajectory, self._observe(), self._now(), speed_scale,
                                      designed=True, limits=self._limits(trajectory.joint_names))
@@ -191,22 +184,18 @@ class ExcitationIO:
             + WINDOW_MARGIN_SEC
         self.holds_window = True
         if self._session.estimator.config.window_sec < needed:
-            self._resize_window(needed)
+            self._session.resize_window(needed)
         self._session.pause_change_detection(True)
         plan = command.trajectory
         self._commands.publish(joint_trajectory_msg(command.t_start, plan.joint_names, plan.t,
                                                     plan.q, plan.dq, plan.ddq))
-
-    def _resize_window(self, window_sec: float) -> None:
-        capacity = window_capacities(window_sec, self._settings.max_input_rate_hz)
-        self._session.resize_window(window_sec, capacity["window_capacity"])
 
     def _release(self) -> None:
         """The excitation is over: the node's ``window_sec`` (as it is now), change detection
         again."""
         if self.holds_window:
             self.holds_window = False
-            self._resize_window(self._node.settings.window_sec)
+            self._session.resize_window(self._node.settings.window_sec)
         self._session.pause_change_detection(False)
 
     def _tick(self) -> None:

@@ -1,9 +1,11 @@
 """``inertia_id``: the online identification node, a thin ROS layer over a session.
 
 The rules of the online loop live in :mod:`inertia_id_ros.online.session` (the same session
-``inertia-id replay`` and the tests drive); the parameters in :mod:`inertia_id_ros.ros.parameters`.
-This module declares the parameters, wires the topics and services to the session, runs the
-periodic update on a worker thread and publishes what it gives:
+``inertia-id replay`` and the tests drive); the parameters in :mod:`inertia_id_ros.ros.parameters`;
+what each mode adds in its :class:`~inertia_id_ros.modes.Mode` (the registry
+:mod:`inertia_id_ros.modes`) and its ROS wiring (:mod:`inertia_id_ros.ros.modes`). This module
+declares the parameters, wires the mode's topics and services to the session, runs the periodic
+update on a worker thread and publishes what it gives. The package's modes:
 
 - ``payload`` (default): ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped`` in
   (sensor-data QoS); ``~/estimate`` (``InertialParameters``, latched) and ``~/markers`` out;
@@ -27,67 +29,38 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections import deque
 from typing import Any
 
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidParameterTypeException, ParameterUninitializedException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import Imu, JointState
-from visualization_msgs.msg import MarkerArray
 
-from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.errors import EstimateUnavailable, InputError, StartupError
-from inertia_id_ros.msg import InertialParameters, InertialParametersArray, PayloadChange
-from inertia_id_ros.online.estimator import window_capacities
+from inertia_id_ros.errors import ConfigError, InputError, StartupError
+from inertia_id_ros.modes import ParameterSpec
+from inertia_id_ros.modes.base import import_object
 from inertia_id_ros.online.payload_estimator import check_prior_available
-from inertia_id_ros.online.session import (
-    LinkSession,
-    PayloadSession,
-    Session,
-    Update,
-    WholeBodySession,
-)
-from inertia_id_ros.ros.conversions import (
-    array_to_wrench,
-    estimate_to_msg,
-    imu_arrays,
-    joint_state_arrays,
-    joint_state_groups,
-    link_estimate_to_msg,
-    payload_theta_from_msg,
-    seconds_to_stamp,
-    stamp_to_seconds,
-    whole_body_estimate_to_msg,
-    wrench_batch,
-    wrench_to_array,
-)
+from inertia_id_ros.online.session import Session
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
 from inertia_id_ros.ros.excitation import ExcitationIO
-from inertia_id_ros.ros.markers import estimate_markers
 from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
+from inertia_id_ros.ros.modes.base import ModeIO
 from inertia_id_ros.ros.parameters import (
-    PARAMETERS,
-    NodeSettings,
-    build_session,
-    check_mode_method,
+    MODE_PARAMETER,
+    mode_of,
+    node_parameters,
     settings_from_parameters,
     validate_change,
 )
+from inertia_id_ros.ros.qos import sensor_data
 from inertia_id_ros.ros.security import RCLError
 from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
-from inertia_id_ros.srv import Identify, Tare
+from inertia_id_ros.srv import Identify
 from inertia_id_ros.threads import limit_threads
-
-DEFAULT_TARE_SEC = 1.0
-"""Seconds of wrenches ``~/tare`` averages when the request gives 0."""
 
 MARKERS_PERIOD_SEC = 1.0
 """``~/markers`` are published at most this often (s; the estimate and ``/diagnostics`` at every
@@ -96,257 +69,8 @@ update): rviz needs no more, and they cost more than the estimate."""
 DRAIN_PERIOD_SEC = 0.05
 """The worker hands the queued input messages to the session at least this often (s)."""
 
-INBOX_SEC = 2.0
-"""Each input queue holds up to this many seconds of messages at ``max_input_rate_hz`` (the
-oldest are dropped beyond, and counted)."""
-
 _ARRAY_TYPES = {"double_array": Parameter.Type.DOUBLE_ARRAY,
                 "string_array": Parameter.Type.STRING_ARRAY}
-
-
-def _latched() -> QoSProfile:
-    """The current estimate: late subscribers get the latest one."""
-    return QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                      reliability=ReliabilityPolicy.RELIABLE)
-
-
-class _Inbox:
-    """The messages of one input: the subscription callback only queues them (cheap: the
-    callbacks keep up with the executor), the worker takes them in batches."""
-
-    def __init__(self, limit: int) -> None:
-        self._queue: deque = deque(maxlen=limit)
-        self.overflow = 0
-        """Messages dropped because the queue was full."""
-        self.newest: Any = None
-        """The newest message put (taken or not)."""
-
-    def put(self, msg: Any) -> None:
-        if len(self._queue) == self._queue.maxlen:
-            self.overflow += 1
-        self._queue.append(msg)
-        self.newest = msg
-
-    def take(self) -> list:
-        """Every message queued so far, oldest first."""
-        return [self._queue.popleft() for _ in range(len(self._queue))]
-
-
-class _JointStateInput:
-    """``sensor_msgs/JointState`` into a session, in batches (both modes)."""
-
-    def __init__(self, node: InertiaIdNode, session: Session, settings: NodeSettings,
-                 sensor_qos: QoSProfile) -> None:
-        self._node, self._session = node, session
-        self._inbox_limit = max(int(INBOX_SEC * settings.max_input_rate_hz), settings.qos_depth)
-        self._joint_states = _Inbox(self._inbox_limit)
-        self._drain_lock = threading.Lock()
-        node.inputs.create_subscription(JointState, settings.joint_states_topic,
-                                        self._joint_states.put, sensor_qos)
-
-    def drain(self) -> None:
-        """Hand every queued message to the session (any thread; one drain at a time, so the
-        samples keep their order); warn about those it drops."""
-        with self._drain_lock:
-            session, warn = self._session, self._node.warn
-            for group in joint_state_groups(self._joint_states.take()):
-                arrays = joint_state_arrays(group)
-                if arrays is None:  # arrays that do not match the names: rejected one by one
-                    for m in group:
-                        warn(session.add_joint_state(stamp_to_seconds(m.header.stamp), m.name,
-                                                     m.position, m.velocity, m.effort))
-                else:
-                    for warning in session.add_joint_states(*arrays):
-                        warn(warning)
-            self._drain_more()
-
-    def _drain_more(self) -> None:
-        """The mode's other inputs (lock held)."""
-
-    @property
-    def queue_overflow(self) -> int:
-        """Messages dropped because an input queue was full."""
-        return self._joint_states.overflow
-
-    @property
-    def latest_joint_state(self) -> JointState | None:
-        """The newest joint state received."""
-        return self._joint_states.newest
-
-
-class _PayloadIO(_JointStateInput):
-    """The payload mode's topics and services around a :class:`PayloadSession`."""
-
-    def __init__(self, node: InertiaIdNode, session: PayloadSession, settings: NodeSettings,
-                 sensor_qos: QoSProfile) -> None:
-        super().__init__(node, session, settings, sensor_qos)
-        self._settings = settings
-        self.hardware_id = settings.sensor_frame
-        self._estimates = node.create_publisher(InertialParameters, "~/estimate", _latched())
-        self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
-        self._changes = node.create_publisher(PayloadChange, "~/payload_change", 10)
-        self._wrenches = _Inbox(self._inbox_limit)
-        node.inputs.create_subscription(WrenchStamped, settings.wrench_topic,
-                                        self._wrenches.put, sensor_qos)
-        node.create_service(Tare, "~/tare", self._on_tare)
-        kinematics = session.estimator.kinematics
-        limits = ("" if settings.wrench_limits is None
-                  else f", wrench limits {list(settings.wrench_limits)}")
-        self.description = (f"identifying the body beyond '{settings.sensor_frame}' from joints "
-                            f"{list(kinematics.joint_names)}{limits}")
-
-    def _drain_more(self) -> None:
-        msgs = self._wrenches.take()
-        if msgs:
-            for warning in self._session.add_wrenches(*wrench_batch(msgs)):
-                self._node.warn(warning)
-
-    @property
-    def queue_overflow(self) -> int:
-        return self._joint_states.overflow + self._wrenches.overflow
-
-    def to_msg(self, update: Update) -> InertialParameters:
-        return estimate_to_msg(update.estimate, self._settings.sensor_frame,
-                               self._settings.body_name)
-
-    def publish_change(self, update: Update) -> None:
-        """``~/payload_change`` when the update detected one (periodic or ``identify``)."""
-        if update.change is not None:
-            event = update.change
-            msg = PayloadChange(onset_time=event.t_onset, num_samples=event.n_samples,
-                                residual_mean=event.residual_mean, message=str(event))
-            msg.header.stamp = seconds_to_stamp(event.t_detected)
-            msg.header.frame_id = self._settings.sensor_frame
-            self._changes.publish(msg)
-
-    def publish(self, update: Update, markers: bool = True) -> None:
-        """The update's payload change and estimate (and its markers, when ``markers``)."""
-        self.publish_change(update)
-        if update.ok:
-            msg = self.to_msg(update)
-            self._estimates.publish(msg)
-            if markers:
-                self._markers.publish(estimate_markers(msg))
-
-    def respond(self, response: Identify.Response, update: Update) -> None:
-        response.estimate = self.to_msg(update)
-
-    def _on_tare(self, request: Tare.Request, response: Tare.Response) -> Tare.Response:
-        try:
-            if request.clear:
-                self._session.clear_tare()
-                response.success, response.message = True, "tare cleared"
-            else:
-                self._tare(request, response)
-        except Exception as error:  # never let a service call take the node down
-            response.success, response.message = False, f"tare failed: {error!r}"
-        self._node.get_logger().info(f"tare: {response.message}")
-        return response
-
-    def _tare(self, request: Tare.Request, response: Tare.Response) -> None:
-        theta_known = payload_theta_from_msg(request.payload) if request.known_payload else None
-        if theta_known is not None and not check_consistency(theta_known).fully_consistent:
-            response.success = False
-            response.message = ("the known payload's theta is not physically consistent: "
-                                + "; ".join(check_consistency(theta_known).problems))
-            return
-        self.drain()
-        try:
-            tare = self._session.tare(float(request.duration) or DEFAULT_TARE_SEC, theta_known)
-        except (EstimateUnavailable, ValueError) as error:
-            response.success, response.message = False, f"no tare: {error}"
-            return
-        response.success = True
-        response.offset = array_to_wrench(tare.offset)
-        response.offset_std = tare.offset_std.tolist()
-        response.noise_std = tare.noise_std.tolist()
-        response.num_samples = tare.n_samples
-        payload = "the known payload" if theta_known is not None else "no payload"
-        response.message = (f"tared from {tare.n_samples} wrenches with {payload}: force offset "
-                            f"{np.round(tare.offset[:3], 4).tolist()} N, torque offset "
-                            f"{np.round(tare.offset[3:], 5).tolist()} N m"
-                            + ("; the window restarted" if theta_known is None else ""))
-
-
-class _LinksIO(_JointStateInput):
-    """The links mode's topics around a :class:`LinkSession`."""
-
-    def __init__(self, node: InertiaIdNode, session: LinkSession, settings: NodeSettings,
-                 sensor_qos: QoSProfile) -> None:
-        super().__init__(node, session, settings, sensor_qos)
-        model = session.estimator.link_model
-        self.hardware_id = ",".join(model.joint_names)
-        self._links = node.create_publisher(InertialParametersArray, "~/links", _latched())
-        self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
-        self.description = (f"identifying the links {list(model.link_names)} and the drives "
-                            f"of joints {list(model.joint_names)} from joint torques, "
-                            f"prior weight {settings.prior_weight:g}")
-
-    def publish_change(self, update: Update) -> None:
-        """No payload, no payload change in links mode."""
-
-    def publish(self, update: Update, markers: bool = True) -> None:
-        """The update's links and drives (and their markers, when ``markers``)."""
-        if not update.ok:
-            return
-        msg = self.to_msg(update)
-        self._links.publish(msg)
-        if not markers:
-            return
-        array = MarkerArray()
-        for body in msg.bodies:  # one namespace per link: marker ids restart in each
-            array.markers += estimate_markers(body, ns=f"inertia_id/{body.body_name}").markers
-        self._markers.publish(array)
-
-    def to_msg(self, update: Update) -> InertialParametersArray:
-        return link_estimate_to_msg(update.estimate)
-
-    def respond(self, response: Identify.Response, update: Update) -> None:
-        response.links = self.to_msg(update)
-
-
-class _WholeBodyIO(_LinksIO):
-    """The whole-body mode's topics around a :class:`WholeBodySession`: joint states, the IMU
-    and one wrench topic per F/T sensor in; the links (with identifiability) out."""
-
-    def __init__(self, node: InertiaIdNode, session: WholeBodySession, settings: NodeSettings,
-                 sensor_qos: QoSProfile) -> None:
-        _JointStateInput.__init__(self, node, session, settings, sensor_qos)
-        model = session.estimator.model
-        self._imu = _Inbox(self._inbox_limit)
-        if model.imu_frame is not None:  # none: a fixed or suspended base at rest
-            node.inputs.create_subscription(Imu, settings.imu_topic, self._imu.put, sensor_qos)
-        self._ft = {frame: _Inbox(self._inbox_limit) for frame in settings.ft_frames}
-        for frame, topic in zip(settings.ft_frames, settings.ft_topics):
-            node.inputs.create_subscription(WrenchStamped, topic, self._ft[frame].put, sensor_qos)
-        self.hardware_id = ",".join(filter(None, (model.imu_frame, *settings.ft_frames)))
-        self._links = node.create_publisher(InertialParametersArray, "~/links", _latched())
-        self._markers = node.create_publisher(MarkerArray, "~/markers", _latched())
-        sensors = ", ".join(f"{f} ({k}, {t})" for f, k, t in
-                            zip(settings.ft_frames, settings.ft_types, settings.ft_topics))
-        imu = ("no IMU (the base at rest, level)" if model.imu_frame is None
-               else f"the IMU at '{model.imu_frame}' ({settings.imu_topic})")
-        self.description = (f"identifying {len(model.bodies)} links of a {model.base} base from "
-                            f"{len(model.joint_names)} joints, {imu}, F/T sensors {sensors}"
-                            + (" and joint efforts" if settings.use_efforts else ""))
-
-    def _drain_more(self) -> None:
-        session, warn = self._session, self._node.warn
-        for msg in self._imu.take():
-            t, _, angular_velocity, linear_acceleration = imu_arrays(msg)
-            warn(session.add_imu(t, angular_velocity, linear_acceleration, msg.header.frame_id))
-        for frame, inbox in self._ft.items():
-            for msg in inbox.take():
-                warn(session.add_wrench(frame, stamp_to_seconds(msg.header.stamp),
-                                        wrench_to_array(msg.wrench), msg.header.frame_id))
-
-    @property
-    def queue_overflow(self) -> int:
-        return (self._joint_states.overflow + self._imu.overflow
-                + sum(inbox.overflow for inbox in self._ft.values()))
-
-    def to_msg(self, update: Update) -> InertialParametersArray:
-        return whole_body_estimate_to_msg(update.estimate)
 
 
 class InertiaIdNode(Node):
@@ -359,22 +83,27 @@ class InertiaIdNode(Node):
         """Set to end the worker's wait early: a stop, or a new update rate."""
         self._worker: threading.Thread | None = None
         super().__init__("inertia_id", **kwargs)
-        self.settings = settings_from_parameters(self._declare_parameters())
-        self.session: Session = build_session(self.settings)
+        self.mode = mode_of(self._declare(MODE_PARAMETER))
+        """The node's :class:`~inertia_id_ros.modes.Mode` (parameter ``mode``)."""
+        self.settings = settings_from_parameters(
+            {p.name: self._declare(p) for p in node_parameters()})
+        self.session: Session = self.mode.build_session(self.settings)
         self.inputs = Node(f"{self.get_name()}_inputs", namespace=self.get_namespace(),
                            context=self.context, start_parameter_services=False)
         """The input subscriptions' own node: :func:`main` spins it on its own executor and
         thread, so that input messages cost as little as rclpy allows."""
         self._last_warning: dict[str, float] = {}
         self._last_markers = -np.inf
-        sensor_qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
-                                durability=DurabilityPolicy.VOLATILE,
-                                history=HistoryPolicy.KEEP_LAST, depth=self.settings.qos_depth)
-        io_class = {"payload": _PayloadIO, "links": _LinksIO,
-                    "whole_body": _WholeBodyIO}[self.settings.mode]
-        self._io = io_class(self, self.session, self.settings, sensor_qos)
-        self._excitation = (None if self.settings.mode == "whole_body"  # no wizard for a
-                            else ExcitationIO(self, self._io, self.session, self.settings))
+        try:
+            io_class = import_object(self.mode.node_io)
+        except ConfigError as error:
+            raise StartupError(f"parameter 'mode': {self.mode.name} mode's ROS wiring: "
+                               f"{error}") from error
+        self._io: ModeIO = io_class(self, self.session, self.settings,
+                                    sensor_data(self.settings.qos_depth))
+        target = self.mode.excitation(self.session, self.settings)
+        self._excitation = (None if target is None
+                            else ExcitationIO(self, self._io, self.session, self.settings, target))
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_service(Identify, "~/identify", self._on_identify)
         self.add_on_set_parameters_callback(self._validate_parameters)
@@ -386,20 +115,20 @@ class InertiaIdNode(Node):
             f"{self._io.description}; method {self.settings.method}, window "
             f"{self.settings.window_sec} s, update {self.settings.update_rate_hz} Hz")
 
-    def _declare_parameters(self) -> dict[str, Any]:
-        """Declare every parameter of the table; their values (``None``: an array not set)."""
-        values = {}
-        for p in PARAMETERS:
+    def _declare(self, p: ParameterSpec) -> Any:
+        """Declare the parameter ``p`` (a :class:`~inertia_id_ros.modes.ParameterSpec`) once;
+        its value (``None``: an array not set)."""
+        if not self.has_parameter(p.name):
             default = _ARRAY_TYPES[p.array_type] if p.array_type else p.default
             try:
                 self.declare_parameter(p.name, default, ParameterDescriptor(
                     description=p.description, read_only=not p.runtime))
-                values[p.name] = self.get_parameter(p.name).value
             except InvalidParameterTypeException as error:
                 raise StartupError(f"parameter '{p.name}': {error}") from error
-            except ParameterUninitializedException:
-                values[p.name] = None
-        return values
+        try:
+            return self.get_parameter(p.name).value
+        except ParameterUninitializedException:
+            return None
 
     # ---- run-time parameters (rclpy's split: validate without side effects, then apply) ----
 
@@ -424,9 +153,7 @@ class InertiaIdNode(Node):
         self.session.configure_solver(self.settings.method, self.settings.solver_options)
         holding = self._excitation is not None and self._excitation.holds_window
         if self.settings.window_sec != previous.window_sec and not holding:  # else at its end
-            capacity = window_capacities(self.settings.window_sec,
-                                         self.settings.max_input_rate_hz)["window_capacity"]
-            self.session.resize_window(self.settings.window_sec, capacity)
+            self.session.resize_window(self.settings.window_sec)
         self._wake.set()  # a new update rate applies from the worker's next wait
         self.get_logger().info(f"parameters changed: {new}")
 
@@ -465,7 +192,7 @@ class InertiaIdNode(Node):
             self.warn(warning)
         self._diagnostics.publish(diagnostics_msg(
             diagnostics, self._io.hardware_id, self.get_clock().now().to_msg(),
-            {"update_rate_hz": f"{self.settings.update_rate_hz:g}",
+            {"mode": self.mode.name, "update_rate_hz": f"{self.settings.update_rate_hz:g}",
              "dropped.input_queue_full": str(self._io.queue_overflow),
              **({} if self._excitation is None else self._excitation.diagnostic_values())}))
 
@@ -500,7 +227,7 @@ class InertiaIdNode(Node):
     def _on_identify(self, request: Identify.Request, response: Identify.Response):
         try:
             if request.method:
-                check_mode_method(self.settings.mode, request.method)
+                self.mode.check_method(request.method)
             check_prior_available(request.method, self.session.prior_available)
         except ValueError as error:
             response.success = False

@@ -59,7 +59,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from trajectory_msgs.msg import JointTrajectory
 
@@ -80,6 +80,7 @@ from inertia_id_ros.ros.conversions import (
     theta_to_msg,
     wrench_stamped,
 )
+from inertia_id_ros.ros.qos import LATCHED
 from inertia_id_ros.ros.security import RCLError
 from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
 from inertia_id_ros.sim import whole_body
@@ -100,8 +101,6 @@ BURST_SEC = 0.005
 """Samples are published in bursts of at most this length (s)."""
 
 _DATA_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-_LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                      reliability=ReliabilityPolicy.RELIABLE)
 
 
 class _PandaPayload:
@@ -122,7 +121,7 @@ class _PandaPayload:
         self._wrench_pub = node.create_publisher(WrenchStamped, p["wrench_topic"], _DATA_QOS)
         truth_msg = theta_to_msg(self.sim.true_theta, self.sim.sensor_frame, "payload")
         truth_msg.sensor_offset = array_to_wrench(self.sim.true_offset)
-        node.create_publisher(InertialParameters, "~/ground_truth", _LATCHED).publish(truth_msg)
+        node.create_publisher(InertialParameters, "~/ground_truth", LATCHED).publish(truth_msg)
         self.sent = {"joint states": 0, "wrenches": 0}
         self.description = (f"the Panda with a {p['payload_mass']:.3f} kg payload beyond "
                             f"'{self.sim.sensor_frame}' ({p['motion']} motion until a command "
@@ -165,7 +164,7 @@ class _Go1Leg:
         truth = links_to_msg(links.link_names, self.sim.link_thetas,
                              dict(zip(links.joint_names, self.sim.drives)))
         node.create_publisher(InertialParametersArray, "~/ground_truth_links",
-                              _LATCHED).publish(truth)
+                              LATCHED).publish(truth)
         self.sent = {"joint states": 0}
         self.description = (f"the Go1 front-left leg {list(links.joint_names)} "
                             f"({'perturbed' if p['perturb_links'] else 'URDF'} links, torque "
@@ -203,7 +202,7 @@ class _PandaTorques:
                                             PANDA_HOME).follower
         self._publish_velocity = bool(p["publish_velocity"])
         self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
-        node.create_publisher(InertialParameters, "~/ground_truth", _LATCHED).publish(
+        node.create_publisher(InertialParameters, "~/ground_truth", LATCHED).publish(
             theta_to_msg(theta, self.sim.payload_frame, "payload"))
         self.sent = {"joint states": 0}
         self.description = (f"the Panda without an F/T sensor, a {p['payload_mass']:.3f} kg "
@@ -293,7 +292,7 @@ class _WholeBody:
         truth.sensor_frames = [frame for frame, _ in offsets]
         truth.sensor_offsets = [array_to_wrench(offset) for _, offset in offsets]
         node.create_publisher(InertialParametersArray, "~/ground_truth_links",
-                              _LATCHED).publish(truth)
+                              LATCHED).publish(truth)
         self.sent = {"joint states": 0, "IMU readings": 0, "wrenches": 0}
         self.description = (f"{robot}: {len(self.sim.joint_names)} joints, IMU at "
                             f"'{self.sim.imu_frame}', F/T sensors "

@@ -14,9 +14,10 @@ import numpy as np
 
 from helpers.dds import play_and_identify, spin_until
 from helpers.paths import REPO
+from inertia_id_ros import modes
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
-from inertia_id_ros.io.replay import record_whole_body, replay_whole_body_bag
+from inertia_id_ros.io.replay import record_whole_body
 from inertia_id_ros.io.whole_body import IMU_TYPE
 from inertia_id_ros.ros.parameters import (
     build_session,
@@ -44,9 +45,7 @@ def test_node_and_replay_agree_on_a_whole_body_bag(launch, rclpy_context, tmp_pa
     urdf = str(example_robot_urdf("go1"))
     values = {**parameters_from_file(CONFIG), **OVERRIDES, "urdf_path": urdf}
     settings = settings_from_parameters(values)
-    replay = replay_whole_body_bag(bag, build_session(settings), settings.update_rate_hz,
-                                   settings.joint_states_topic, settings.imu_topic,
-                                   dict(zip(settings.ft_topics, settings.ft_frames)))
+    replay = modes.get("whole_body").replay(bag, build_session(settings), settings)
     assert sum(u.ok for u in replay.updates) >= 3
 
     process = launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", str(CONFIG),

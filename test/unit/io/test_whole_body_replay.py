@@ -105,8 +105,8 @@ def test_replay_matches_the_session_driven_as_the_node_drives_it(capsys, go1_bag
     messages = read_bag_messages(go1_bag, [("/joint_states", "sensor_msgs/msg/JointState"),
                                            ("/imu", "sensor_msgs/msg/Imu"),
                                            *((t, "geometry_msgs/msg/WrenchStamped")
-                                             for t in settings.ft_topics)])
-    frames = dict(zip(settings.ft_topics, settings.ft_frames))
+                                             for t in settings.mode_settings.ft_topics)])
+    frames = dict(zip(settings.mode_settings.ft_topics, settings.mode_settings.ft_frames))
     cursor = 0
     for record in updates:
         queued: dict[str, list] = {}

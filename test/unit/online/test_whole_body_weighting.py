@@ -10,6 +10,7 @@ import pytest
 
 from helpers.estimators import block_window_rows
 from helpers.whole_body import whole_body_rnea_samples
+from inertia_id_ros import modes
 from inertia_id_ros.chain.whole_body_fit import (
     fit_whole_body,
     group_normal_equations,
@@ -20,7 +21,7 @@ from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.online.window import BlockWindow
-from inertia_id_ros.ros.parameters import MODE_WEIGHTINGS, build_session, settings_from_parameters
+from inertia_id_ros.ros.parameters import build_session, settings_from_parameters
 
 ICUB_FT = ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor", "r_leg_ft_sensor",
            "l_foot_ft_sensor", "r_foot_ft_sensor")
@@ -143,7 +144,7 @@ def test_node_whole_body_mode_takes_the_weighting():
     values = {"mode": "whole_body", "urdf_path": str(example_robot_urdf("icub")),
               "imu_frame": "imu_frame", "imu_topic": "/imu", "ft_frames": ["l_sole"],
               "ft_topics": ["/l_sole"], "ft_types": ["contact"]}
-    assert settings_from_parameters(values).weighting == MODE_WEIGHTINGS["whole_body"]
+    assert settings_from_parameters(values).weighting == modes.get("whole_body").default_weighting
     for weighting in ("none", "channel"):
         session = build_session(settings_from_parameters({**values, "weighting": weighting}))
         assert session.estimator.config.weighting == weighting

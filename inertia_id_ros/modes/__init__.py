@@ -1,0 +1,24 @@
+"""The node's modes: what it identifies, each a :class:`Mode` in a module of its own, registered
+here (one line each). See :mod:`inertia_id_ros.modes.base` and ``docs/architecture.md`` (adding a
+mode). Importing this package loads neither numpy nor rclpy: the command line reads it for
+``--help``."""
+
+from inertia_id_ros.modes.base import (
+    ExcitationTarget,
+    Mode,
+    NodeSettings,
+    ParameterSpec,
+    get,
+    modes,
+    register,
+)
+from inertia_id_ros.modes.links import LinksMode
+from inertia_id_ros.modes.payload import PayloadMode
+from inertia_id_ros.modes.whole_body import WholeBodyMode
+
+register(PayloadMode())
+register(LinksMode())
+register(WholeBodyMode())
+
+__all__ = ["ExcitationTarget", "Mode", "NodeSettings", "ParameterSpec", "get", "modes",
+           "register"]

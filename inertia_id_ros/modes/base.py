@@ -1,0 +1,261 @@
+"""What a mode of the node is, and the registry of modes (no rclpy, no numpy at import).
+
+A mode is what the node identifies (``payload``, ``links``, ``whole_body``, ...): one module
+holding a :class:`Mode` and one :func:`register` line in :mod:`inertia_id_ros.modes`. The
+node's parameter layer (:mod:`inertia_id_ros.ros.parameters`), the node, ``inertia-id replay``
+and the command line ask the registry (:func:`get`, :func:`modes`) for the mode's parts; none of
+them switches on a mode's name. A mode outside the package is named ``package.module:Attr``
+(the node's ``mode`` parameter; ``Attr`` a :class:`Mode` subclass or instance), imported and
+registered on first use.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from inertia_id_ros.errors import ConfigError, StartupError
+from inertia_id_ros.options import METHOD_NAMES
+
+if TYPE_CHECKING:
+    from inertia_id_ros.motion.run import RunConfig
+    from inertia_id_ros.online.session import Session
+
+MAX_WINDOW_MEMORY_BYTES = 2 * 1024**3
+"""Largest memory the window may take (window_sec x max_input_rate_hz samples, preallocated
+twice): a window_sec or max_input_rate_hz beyond it is refused."""
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One node parameter: ``default`` value, or, for a parameter without one, its type name
+    (``"double_array"``, ``"string_array"``) in ``array_type``; ``runtime``: may change while the
+    node runs."""
+
+    name: str
+    default: Any
+    description: str
+    runtime: bool = False
+    array_type: str = ""
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """The node's validated parameters (SI units; see the parameter table,
+    :data:`inertia_id_ros.ros.parameters.PARAMETERS`): the ones every mode has, and in
+    ``mode_settings`` the mode's own (its :meth:`Mode.read_settings`)."""
+
+    mode: str
+    urdf_path: str
+    robot_description: str
+    joint_states_topic: str
+    window_sec: float
+    update_rate_hz: float
+    method: str
+    solver_options: dict[str, Any]
+    max_input_rate_hz: float
+    qos_depth: int
+    warning_period_sec: float
+    weighting: str
+    trajectory_topic: str
+    excitation: RunConfig
+    """The ``excite_*`` parameters but ``excite_max_acceleration``."""
+    excite_max_acceleration: float
+    mode_settings: Any
+    """The mode's own parameters (a frozen dataclass of the mode)."""
+
+
+@dataclass(frozen=True)
+class ExcitationTarget:
+    """What ``~/excite`` designs a motion for: ``target`` (a
+    :data:`~inertia_id_ros.options.TARGETS` objective of
+    :func:`~inertia_id_ros.motion.design.design_excitation`) over ``joint_names`` of the pinocchio
+    ``model``, beyond ``sensor_frame`` (payload targets; ``None`` otherwise)."""
+
+    model: Any
+    joint_names: tuple[str, ...]
+    target: str
+    sensor_frame: str | None = None
+
+
+class Mode(abc.ABC):
+    """One mode of the node: its parameters, settings, session, ROS wiring, command line,
+    replay and excitation target.
+
+    Class attributes:
+
+    - ``name``: the value of the node's ``mode`` parameter; ``title``: its heading in the
+      parameter reference (its parameters' descriptions start with ``title + ": "``);
+      ``summary``: what it identifies from what (the ``mode`` parameter's description);
+    - ``parameters``: its own node parameters (names shared with another mode must have the same
+      spec); ``default_weighting``: the ``weighting`` when the parameter is empty (the
+      estimator's default); ``methods``: the methods that solve its problem;
+    - ``node_io``: ``"package.module:Class"`` of its ROS wiring under ``inertia_id_ros.ros`` (or
+      beside the mode, for a mode outside the package), imported by the node only: the class
+      takes ``(node, session, settings, sensor_qos)`` (see
+      :class:`inertia_id_ros.ros.modes.base.ModeIO`);
+    - ``commands``: its ``inertia-id`` subcommand modules (``add_parser``, ``run``);
+      ``replay_options``: the options of ``inertia-id replay`` that apply to its replays.
+    """
+
+    name: str
+    title: str
+    summary: str
+    parameters: tuple[ParameterSpec, ...] = ()
+    default_weighting: str
+    methods: tuple[str, ...] = METHOD_NAMES
+    node_io: str
+    commands: tuple[str, ...] = ()
+    replay_options: tuple[str, ...] = ()
+
+    @abc.abstractmethod
+    def read_settings(self, values: Mapping[str, Any]) -> Any:
+        """The mode's settings from the values of its parameters (name -> value, every one
+        present; an array not set is ``None``), or :class:`StartupError` naming a value that
+        is invalid whatever the mode (the node checks every mode's values, selected or not)."""
+
+    def check_settings(self, settings: NodeSettings) -> None:
+        """Raise :class:`StartupError` naming the parameter if ``settings`` (this mode selected)
+        cannot run: a required parameter missing, or what needs the common ones; without the
+        URDF (that is :meth:`build_session`'s)."""
+
+    @abc.abstractmethod
+    def build_session(self, settings: NodeSettings) -> Session:
+        """The mode's online session for ``settings``; :class:`StartupError` naming the
+        parameter at fault (an unreadable URDF, a frame or joint not in it, ...)."""
+
+    def check_method(self, method: str) -> None:
+        """Raise ValueError if ``method`` is unknown or does not solve this mode's problem."""
+        if method not in METHOD_NAMES:
+            raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHOD_NAMES)}")
+        if method not in self.methods:
+            problems = self.title.removesuffix(" mode").lower()
+            raise ValueError(f"{method!r} does not solve {problems} problems; choose one of "
+                             f"{list(self.methods)}")
+
+    def check_window(self, window_sec: float, max_input_rate_hz: float,
+                     window_shape: tuple[int, int]) -> None:
+        """Raise ValueError if a window of ``window_sec`` (s) at ``max_input_rate_hz`` (Hz) of
+        samples of ``window_shape`` (rows per sample, parameters) takes too much memory
+        (:func:`check_window_memory`; a mode whose window keeps no rows overrides this)."""
+        check_window_memory(window_sec, max_input_rate_hz, window_shape)
+
+    def excitation(self, session: Session, settings: NodeSettings) -> ExcitationTarget | None:
+        """What ``~/excite`` moves and designs for in this mode; ``None``: no wizard."""
+        return None
+
+    def replay(self, bag: str, session: Session, settings: NodeSettings) -> Any:
+        """A bag through ``session`` as the node would run it (``inertia-id replay
+        --params-file``); raises :class:`ConfigError` for a mode that has no replay."""
+        raise ConfigError(f"replay does not run the {self.name} mode")
+
+    @property
+    def has_replay(self) -> bool:
+        """Whether :meth:`replay` is the mode's own."""
+        return type(self).replay is not Mode.replay
+
+
+_REGISTRY: dict[str, Mode] = {}
+_IMPORTED: dict[str, Mode] = {}
+"""``package.module:Attr`` -> the mode it named (imported once)."""
+
+
+def register(mode: Mode) -> Mode:
+    """Add ``mode`` to the registry under ``mode.name`` (again: the same object only); returns
+    it."""
+    known = _REGISTRY.get(mode.name)
+    if known is not None and known is not mode:
+        raise ConfigError(f"mode {mode.name!r} is registered already ({type(known).__name__})")
+    _REGISTRY[mode.name] = mode
+    return mode
+
+
+def get(name: str) -> Mode:
+    """The mode registered as ``name``, or the one ``name`` = ``package.module:Attr`` names
+    (imported and registered); :class:`ConfigError` for an unknown mode."""
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if name in _IMPORTED:
+        return _IMPORTED[name]
+    if ":" not in name:
+        raise ConfigError(f"unknown mode {name!r}; choose one of {list(_REGISTRY)} or name a "
+                          "Mode as 'package.module:Attr'")
+    found = import_object(name)
+    mode = found() if isinstance(found, type) and issubclass(found, Mode) else found
+    if not isinstance(mode, Mode):
+        raise ConfigError(f"{name!r} is not a Mode (a subclass of inertia_id_ros.modes.Mode or "
+                          "an instance of one)")
+    _IMPORTED[name] = register(mode)
+    return mode
+
+
+def modes() -> tuple[Mode, ...]:
+    """Every registered mode, in registration order (the package's own first)."""
+    return tuple(_REGISTRY.values())
+
+
+def import_object(path: str) -> Any:
+    """The object ``package.module:attr`` names; :class:`ConfigError` if it cannot be imported."""
+    module_name, _, attr = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(f"cannot import {path!r}: {error}") from error
+
+
+# ---- helpers of the modes' checks -------------------------------------------------------------
+
+
+def positive(value: Any) -> bool:
+    """Whether ``value`` is a finite number > 0."""
+    try:
+        return math.isfinite(float(value)) and float(value) > 0.0
+    except (TypeError, ValueError):
+        return False
+
+
+def check_window_memory(window_sec: float, max_input_rate_hz: float,
+                        window_shape: tuple[int, int]) -> None:
+    """Raise ValueError if a window of ``window_sec`` (s) at ``max_input_rate_hz`` (Hz) of
+    samples of ``window_shape`` (rows per sample, parameters) would take more than
+    :data:`MAX_WINDOW_MEMORY_BYTES`."""
+    from inertia_id_ros.online.estimator import window_capacities
+
+    rows, n_params = window_shape
+    capacity = window_capacities(window_sec, max_input_rate_hz)["window_capacity"]
+    size = 2 * capacity * 8 * (rows * (n_params + 1) + 1)
+    if size > MAX_WINDOW_MEMORY_BYTES:
+        raise ValueError(f"a {window_sec:g} s window at max_input_rate_hz "
+                         f"{max_input_rate_hz:g} Hz needs {size / 1024**3:.1f} GiB, "
+                         f"more than {MAX_WINDOW_MEMORY_BYTES / 1024**3:g} GiB: shorten "
+                         "window_sec or lower max_input_rate_hz")
+
+
+def check_startup_window(settings: NodeSettings, shape: tuple[int, int]) -> None:
+    """:func:`check_window_memory` at start-up: StartupError naming ``window_sec``."""
+    try:
+        check_window_memory(settings.window_sec, settings.max_input_rate_hz, shape)
+    except ValueError as error:
+        raise StartupError(f"parameter 'window_sec': {error}") from error
+
+
+def load_robot(settings: NodeSettings, default_urdf: str | None = None) -> Any:
+    """The robot's pinocchio model from ``urdf_path`` or ``robot_description``, else from
+    ``default_urdf`` (a path; its parameter named ``chain_config``); raises StartupError naming
+    the parameter."""
+    from inertia_id_ros.core.robots import load_model
+
+    urdf_path, urdf_xml = settings.urdf_path, settings.robot_description
+    name = "urdf_path" if urdf_path else "robot_description" if urdf_xml else "chain_config"
+    if not urdf_path and not urdf_xml:
+        if default_urdf is None:
+            raise StartupError("parameter 'urdf_path' (or 'robot_description') is required")
+        urdf_path = default_urdf
+    try:
+        return load_model(urdf_path=urdf_path or None, urdf_xml=None if urdf_path else urdf_xml)
+    except Exception as error:  # pinocchio raises ValueError/RuntimeError on bad URDFs
+        raise StartupError(f"parameter '{name}': cannot load the URDF: {error}") from error

@@ -1,0 +1,178 @@
+"""The ``payload`` mode: the body beyond an F/T sensor, from joint states and wrenches.
+
+Session: :class:`~inertia_id_ros.online.session.PayloadSession` (change detection, tare); ROS
+wiring: :class:`inertia_id_ros.ros.modes.payload.PayloadIO`; ``~/excite`` designs for the
+``payload`` target; ``inertia-id fit-payload``; replays of wrench bags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from inertia_id_ros.errors import ConfigError, FrameNotFound, StartupError
+from inertia_id_ros.modes.base import (
+    ExcitationTarget,
+    Mode,
+    NodeSettings,
+    ParameterSpec,
+    check_startup_window,
+    load_robot,
+)
+from inertia_id_ros.options import (
+    DEFAULT_WRENCH_TOPIC,
+    PAYLOAD_CHANGE_THRESHOLD,
+    PAYLOAD_DEFAULT_WEIGHTING,
+)
+
+if TYPE_CHECKING:
+    from inertia_id_ros.online.session import PayloadSession
+
+WINDOW_SHAPE = (6, 16)
+"""(rows per sample, parameters) of the payload window at its largest (with the offset)."""
+
+
+@dataclass(frozen=True)
+class PayloadSettings:
+    """The payload mode's parameters (see :data:`PARAMETERS`), validated."""
+
+    sensor_frame: str
+    body_name: str
+    wrench_topic: str
+    estimate_offset: bool
+    wrench_limits: tuple[float, ...] | None
+    flip_wrench_sign: bool
+    detect_payload_change: bool
+    payload_change_threshold: float
+    payload_prior: str
+
+
+PARAMETERS = (
+    ParameterSpec("sensor_frame", "", "Payload mode: URDF frame of the F/T sensor; wrenches must "
+                                      "carry this frame_id."),
+    ParameterSpec("body_name", "payload",
+                  "Payload mode: name of the identified body in the estimate."),
+    ParameterSpec("wrench_topic", DEFAULT_WRENCH_TOPIC,
+                  "Payload mode: geometry_msgs/WrenchStamped input topic."),
+    ParameterSpec("estimate_offset", True,
+                  "Payload mode: estimate the 6-D F/T offset jointly with the inertia."),
+    ParameterSpec("wrench_limits", None,
+                  "Payload mode: the F/T sensor's range [fx, fy, fz, tx, ty, tz] (N, N m, > 0; "
+                  ".inf for no limit on a channel): a wrench reaching it on any channel is "
+                  "saturated and dropped (reason 'saturated'). Unset: no check.",
+                  array_type="double_array"),
+    ParameterSpec("flip_wrench_sign", False,
+                  "Payload mode: set for sensors reporting the wrench the body exerts on the "
+                  "sensor (the opposite of the convention: the wrench the sensor exerts on the "
+                  "body beyond it)."),
+    ParameterSpec("detect_payload_change", True,
+                  "Payload mode: detect a grasp or release (CUSUM of the wrench residuals), "
+                  "publish ~/payload_change and restart the window."),
+    ParameterSpec("payload_change_threshold", PAYLOAD_CHANGE_THRESHOLD,
+                  "Payload mode: CUSUM alarm level (> 0); higher = fewer false alarms, later "
+                  "detection (see inertia_id_ros.online.change_detection)."),
+    ParameterSpec("payload_prior", "",
+                  "Payload mode: the payload's CAD values, the prior of method cad_prior: a "
+                  "result JSON (path ending in .json; its body in the sensor frame), a URDF link "
+                  "(its inertial and everything beyond it, moved to the sensor frame), 'none', "
+                  "or empty for the URDF's links beyond the sensor frame (none if it has "
+                  "none). cad_prior without a prior is refused at start-up."),
+)
+
+
+class PayloadMode(Mode):
+    """See the module docstring."""
+
+    name = "payload"
+    title = "Payload mode"
+    summary = "the body beyond an F/T sensor, from joint states and wrenches"
+    parameters = PARAMETERS
+    default_weighting = PAYLOAD_DEFAULT_WEIGHTING
+    node_io = "inertia_id_ros.ros.modes.payload:PayloadIO"
+    commands = ("inertia_id_ros.cli.fit_payload",)
+    replay_options = ("sensor_frame", "wrench_topic", "change_threshold", "no_offset",
+                      "flip_wrench_sign", "no_change_detection", "png", "truth")
+
+    def read_settings(self, values: Mapping[str, Any]) -> PayloadSettings:
+        """``wrench_limits`` 6 floats > 0 (or unset), ``payload_change_threshold`` > 0."""
+        limits = values["wrench_limits"]
+        if limits is not None:
+            if (len(limits) != 6 or not all(isinstance(x, float) for x in limits)
+                    or not all(x > 0 for x in limits)):
+                raise StartupError(f"parameter 'wrench_limits' must be 6 floats > 0 (N, N m; "
+                                   f".inf for none), got {list(limits)!r}")
+            limits = tuple(float(x) for x in limits)
+        if not float(values["payload_change_threshold"]) > 0.0:
+            raise StartupError(f"parameter 'payload_change_threshold' must be > 0, got "
+                               f"{values['payload_change_threshold']!r}")
+        return PayloadSettings(
+            sensor_frame=values["sensor_frame"], body_name=values["body_name"],
+            wrench_topic=values["wrench_topic"], estimate_offset=bool(values["estimate_offset"]),
+            wrench_limits=limits, flip_wrench_sign=bool(values["flip_wrench_sign"]),
+            detect_payload_change=bool(values["detect_payload_change"]),
+            payload_change_threshold=float(values["payload_change_threshold"]),
+            payload_prior=str(values["payload_prior"]))
+
+    def check_settings(self, settings: NodeSettings) -> None:
+        """The sensor frame is required; the window's memory; what can be checked of
+        ``payload_prior`` without the URDF (the rest: :meth:`build_session`)."""
+        from inertia_id_ros.io.prior import NO_PRIOR
+        from inertia_id_ros.online.payload_estimator import check_prior_available
+
+        own: PayloadSettings = settings.mode_settings
+        if not own.sensor_frame:
+            raise StartupError("parameter 'sensor_frame' is required in payload mode")
+        check_startup_window(settings, WINDOW_SHAPE)
+        try:
+            check_prior_available(settings.method, own.payload_prior != NO_PRIOR)
+        except ValueError as error:
+            raise StartupError(f"parameter 'method': {error} (payload_prior is {NO_PRIOR!r})") \
+                from error
+        if own.payload_prior.endswith(".json") and not Path(own.payload_prior).is_file():
+            raise StartupError(f"parameter 'payload_prior': no file {own.payload_prior!r}")
+
+    def build_session(self, settings: NodeSettings) -> PayloadSession:
+        """The sensor's kinematics, the prior (``payload_prior`` resolved), the session."""
+        from inertia_id_ros.core.kinematics import SensorKinematics
+        from inertia_id_ros.io.prior import resolve_payload_prior
+        from inertia_id_ros.online.payload_estimator import check_prior_available
+        from inertia_id_ros.online.session import payload_session
+
+        own: PayloadSettings = settings.mode_settings
+        try:
+            kinematics = SensorKinematics(load_robot(settings), own.sensor_frame)
+        except FrameNotFound as error:
+            raise StartupError(f"parameter 'sensor_frame': {error}") from error
+        try:
+            prior = resolve_payload_prior(own.payload_prior, kinematics)
+        except ConfigError as error:
+            raise StartupError(f"parameter 'payload_prior': {error}") from error
+        try:
+            check_prior_available(settings.method, prior is not None)
+        except ValueError as error:
+            raise StartupError(f"parameter 'method': {error} (the URDF has no links with mass "
+                               f"beyond {own.sensor_frame!r})") from error
+        return payload_session(
+            kinematics, window_sec=settings.window_sec, method=settings.method,
+            solver_options=settings.solver_options, estimate_offset=own.estimate_offset,
+            flip_wrench_sign=own.flip_wrench_sign, wrench_limits=own.wrench_limits,
+            max_input_rate_hz=settings.max_input_rate_hz,
+            detect_payload_change=own.detect_payload_change,
+            payload_change_threshold=own.payload_change_threshold, prior=prior,
+            weighting=settings.weighting)
+
+    def excitation(self, session: PayloadSession, settings: NodeSettings) -> ExcitationTarget:
+        """The ``payload`` target beyond the sensor frame, over the joints that move it."""
+        kinematics = session.estimator.kinematics
+        return ExcitationTarget(kinematics.model, tuple(kinematics.joint_names), "payload",
+                                settings.mode_settings.sensor_frame)
+
+    def replay(self, bag: str, session: PayloadSession, settings: NodeSettings) -> Any:
+        """:func:`~inertia_id_ros.io.replay.replay_payload_bag` on the joint-state and wrench
+        topics."""
+        from inertia_id_ros.io.replay import replay_payload_bag
+
+        return replay_payload_bag(bag, session, settings.update_rate_hz,
+                                  settings.joint_states_topic, settings.mode_settings.wrench_topic)

@@ -1,0 +1,204 @@
+"""The ``whole_body`` mode: every link of a floating-base (fixed, suspended) robot, from joint
+states, an IMU and several F/T sensors.
+
+Session: :class:`~inertia_id_ros.online.session.WholeBodySession`; ROS wiring:
+:class:`inertia_id_ros.ros.modes.whole_body.WholeBodyIO`; no ``~/excite`` (no wizard for a
+floating base); ``inertia-id fit-whole-body``; replays of bags with an IMU and F/T topics.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from inertia_id_ros.errors import ConfigError, FrameNotFound, StartupError
+from inertia_id_ros.modes.base import Mode, NodeSettings, ParameterSpec, load_robot, positive
+from inertia_id_ros.options import (
+    BASE_KINDS,
+    DEFAULT_IMU_TOPIC,
+    SENSOR_KINDS,
+    WHOLE_BODY_DEFAULT_WEIGHTING,
+    WHOLE_BODY_METHODS,
+    WHOLE_BODY_SAMPLE_RATE_HZ,
+    WHOLE_BODY_SENSOR_TIMEOUT_SEC,
+)
+
+if TYPE_CHECKING:
+    from inertia_id_ros.online.session import WholeBodySession
+
+@dataclass(frozen=True)
+class WholeBodySettings:
+    """The whole-body mode's parameters (see :data:`PARAMETERS`)."""
+
+    base: str
+    imu_topic: str
+    imu_frame: str
+    ft_frames: tuple[str, ...]
+    ft_topics: tuple[str, ...]
+    ft_types: tuple[str, ...]
+    ft_flip_wrench_sign: tuple[str, ...]
+    use_efforts: bool
+    sensor_timeout_sec: float
+    sample_rate_hz: float
+
+
+PARAMETERS = (
+    ParameterSpec("base", "floating",
+                  "Whole-body mode: the robot's base: 'floating' (free, motion from the IMU, base "
+                  "rows from the contact wrenches), 'suspended' (hanging through a contact F/T "
+                  "sensor; base rows as floating) or 'fixed' (on a stand: no base rows, the "
+                  "stand's wrench is not measured). Without an IMU a suspended or fixed base is "
+                  "at rest and level; with one, its readings give the base's motion and tilt."),
+    ParameterSpec("imu_topic", DEFAULT_IMU_TOPIC,
+                  "Whole-body mode: sensor_msgs/Imu input topic; its stamps are the samples. "
+                  "Empty: no IMU (base 'fixed' or 'suspended' only; the samples are then the "
+                  "first live F/T sensor's stamps, else the joint states')."),
+    ParameterSpec("imu_frame", "",
+                  "Whole-body mode: URDF frame of the IMU, required with an imu_topic; readings "
+                  "must carry this frame_id."),
+    ParameterSpec("ft_frames", None,
+                  "Whole-body mode: URDF frames of the F/T sensors (a link or a fixed joint); "
+                  "wrenches must carry these frame_ids. Required, but on a fixed base with "
+                  "use_efforts (the joint torques alone).", array_type="string_array"),
+    ParameterSpec("ft_topics", None,
+                  "Whole-body mode: geometry_msgs/WrenchStamped topic of each F/T sensor, in "
+                  "ft_frames order.", array_type="string_array"),
+    ParameterSpec("ft_types", None,
+                  "Whole-body mode: kind of each F/T sensor, in ft_frames order: 'contact' (the "
+                  "environment's wrench on the robot at the frame) or 'internal' (the root side's "
+                  "wrench on the part beyond; its offset is estimated).",
+                  array_type="string_array"),
+    ParameterSpec("ft_flip_wrench_sign", None,
+                  "Whole-body mode: frames (of ft_frames) whose sensors report the opposite "
+                  "wrench, e.g. the real iCub's child_to_parent sensors; their readings are "
+                  "negated.", array_type="string_array"),
+    ParameterSpec("use_efforts", False,
+                  "Whole-body mode: add the joint-torque rows of the joint states' efforts."),
+    ParameterSpec("sensor_timeout_sec", WHOLE_BODY_SENSOR_TIMEOUT_SEC,
+                  "Whole-body mode: an F/T sensor silent this long (s) behind the IMU (without "
+                  "an IMU: behind the newest wrench or joint state) has stopped: reported, and "
+                  "the rows needing its wrench dropped; if its stamps were the samples, the next "
+                  "live sensor's are."),
+    ParameterSpec("sample_rate_hz", WHOLE_BODY_SAMPLE_RATE_HZ,
+                  "Whole-body mode: IMU stamps (without an IMU, the F/T or joint-state stamps "
+                  "that are the samples) become samples at most at this rate (Hz, > 0; the other "
+                  "IMU readings still feed the gyro's derivative): a humanoid's rows cost "
+                  "milliseconds per sample."),
+)
+
+
+class WholeBodyMode(Mode):
+    """See the module docstring."""
+
+    name = "whole_body"
+    title = "Whole-body mode"
+    summary = ("every link of a floating-base robot, from joint states, an IMU and several F/T "
+               "sensors")
+    parameters = PARAMETERS
+    default_weighting = WHOLE_BODY_DEFAULT_WEIGHTING
+    methods = WHOLE_BODY_METHODS
+    node_io = "inertia_id_ros.ros.modes.whole_body:WholeBodyIO"
+    commands = ("inertia_id_ros.cli.fit_whole_body",)
+
+    def read_settings(self, values: Mapping[str, Any]) -> WholeBodySettings:
+        """The values as they are (checked when the mode is selected: :meth:`check_settings`)."""
+        return WholeBodySettings(
+            base=values["base"], imu_topic=values["imu_topic"], imu_frame=values["imu_frame"],
+            ft_frames=tuple(values["ft_frames"] or ()), ft_topics=tuple(values["ft_topics"] or ()),
+            ft_types=tuple(values["ft_types"] or ()),
+            ft_flip_wrench_sign=tuple(values["ft_flip_wrench_sign"] or ()),
+            use_efforts=bool(values["use_efforts"]),
+            sensor_timeout_sec=float(values["sensor_timeout_sec"]),
+            sample_rate_hz=float(values["sample_rate_hz"]))
+
+    def check_settings(self, settings: NodeSettings) -> None:
+        """The whole-body parameters that need no URDF; raises StartupError naming the item."""
+        own: WholeBodySettings = settings.mode_settings
+        if own.base not in BASE_KINDS:
+            raise StartupError(f"parameter 'base': {own.base!r} is not one of {BASE_KINDS}")
+        if not own.imu_topic and own.base == "floating":
+            raise StartupError("parameter 'imu_topic' is required with base 'floating' (empty: "
+                               "no IMU, for base 'fixed' or 'suspended' only)")
+        if own.imu_topic and not own.imu_frame:
+            raise StartupError(f"parameter 'imu_frame' is required with an imu_topic "
+                               f"({own.imu_topic!r}; empty imu_topic: no IMU)")
+        if not own.ft_frames and not (own.base == "fixed" and own.use_efforts):
+            raise StartupError("parameter 'ft_frames' is required in whole_body mode (but on a "
+                               "fixed base with use_efforts)")
+        for name in ("ft_topics", "ft_types"):
+            if len(getattr(own, name)) != len(own.ft_frames):
+                raise StartupError(f"parameter '{name}' has {len(getattr(own, name))} entries "
+                                   f"for the {len(own.ft_frames)} sensors of 'ft_frames' "
+                                   f"{list(own.ft_frames)}")
+        for frame, topic, kind in zip(own.ft_frames, own.ft_topics, own.ft_types):
+            if kind not in SENSOR_KINDS:
+                raise StartupError(f"parameter 'ft_types': sensor {frame!r} has type {kind!r}, "
+                                   "neither 'contact' nor 'internal'")
+            if not topic:
+                raise StartupError(f"parameter 'ft_topics': sensor {frame!r} has no topic")
+        duplicates = sorted({f for f in own.ft_frames if own.ft_frames.count(f) > 1})
+        if duplicates:
+            raise StartupError(f"parameter 'ft_frames': {duplicates} listed twice")
+        unknown = [f for f in own.ft_flip_wrench_sign if f not in own.ft_frames]
+        if unknown:
+            raise StartupError(f"parameter 'ft_flip_wrench_sign': {unknown[0]!r} is not one of "
+                               f"'ft_frames' {list(own.ft_frames)}")
+        if own.base == "fixed" and not own.use_efforts and "internal" not in own.ft_types:
+            raise StartupError("parameter 'ft_types': a fixed base has rows only from internal "
+                               f"F/T sensors and joint efforts; no sensor is internal "
+                               f"({list(own.ft_types)}) and use_efforts is false")
+        for name in ("sensor_timeout_sec", "sample_rate_hz"):
+            if not positive(getattr(own, name)):
+                raise StartupError(f"parameter '{name}' must be > 0, got "
+                                   f"{getattr(own, name)!r}")
+
+    def check_window(self, window_sec: float, max_input_rate_hz: float,
+                     window_shape: tuple[int, int]) -> None:
+        """Nothing to check: the whole-body window keeps normal equations, not rows."""
+
+    def build_session(self, settings: NodeSettings) -> WholeBodySession:
+        """The URDF with a free-flyer root (a fixed one for base ``fixed``), the sensors, the
+        IMU frame (none without an imu_topic)."""
+        from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel
+        from inertia_id_ros.online.session import whole_body_session
+
+        own: WholeBodySettings = settings.mode_settings
+        load_robot(settings)  # an unreadable URDF names its parameter
+        sensors = [FTSensor(frame, kind, flip_wrench_sign=frame in own.ft_flip_wrench_sign)
+                   for frame, kind in zip(own.ft_frames, own.ft_types)]
+        urdf = settings.urdf_path
+        if not urdf:  # robot_description: the model needs a file (read once, then removed)
+            with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as handle:
+                handle.write(settings.robot_description)
+            urdf = handle.name
+        try:
+            model = WholeBodyModel.from_urdf(urdf, own.base, sensors,
+                                             own.imu_frame if own.imu_topic else None)
+        except FrameNotFound as error:
+            name = "imu_frame" if error.name == own.imu_frame else "ft_frames"
+            raise StartupError(f"parameter '{name}': {error}") from error
+        except (ConfigError, ValueError) as error:
+            raise StartupError(f"parameter 'urdf_path': {error}") from error
+        finally:
+            if not settings.urdf_path:
+                os.unlink(urdf)
+        return whole_body_session(model, window_sec=settings.window_sec, method=settings.method,
+                                  solver_options=settings.solver_options,
+                                  with_efforts=own.use_efforts,
+                                  max_input_rate_hz=settings.max_input_rate_hz,
+                                  sensor_timeout_sec=own.sensor_timeout_sec,
+                                  sample_rate_hz=own.sample_rate_hz,
+                                  weighting=settings.weighting)
+
+    def replay(self, bag: str, session: WholeBodySession, settings: NodeSettings) -> Any:
+        """:func:`~inertia_id_ros.io.replay.replay_whole_body_bag` on the joint-state, IMU and
+        F/T topics."""
+        from inertia_id_ros.io.replay import replay_whole_body_bag
+
+        own: WholeBodySettings = settings.mode_settings
+        return replay_whole_body_bag(bag, session, settings.update_rate_hz,
+                                     settings.joint_states_topic, own.imu_topic,
+                                     dict(zip(own.ft_topics, own.ft_frames)))

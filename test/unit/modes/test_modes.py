@@ -1,0 +1,203 @@
+"""The modes' registry (``inertia_id_ros.modes``) and one home per default: the node declares the
+library's defaults; the layers import only downward."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers.paths import REPO
+from inertia_id_ros import modes
+from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.errors import ConfigError, StartupError
+from inertia_id_ros.modes import Mode, ParameterSpec
+from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
+from inertia_id_ros.motion.run import RunConfig
+from inertia_id_ros.online.change_detection import ChangeDetectorConfig
+from inertia_id_ros.online.estimator import OnlineEstimatorConfig
+from inertia_id_ros.online.link_estimator import LinkEstimatorConfig
+from inertia_id_ros.online.payload_estimator import EstimatorConfig
+from inertia_id_ros.online.session import (
+    Session,
+    link_session,
+    payload_session,
+    whole_body_session,
+)
+from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimatorConfig
+from inertia_id_ros.ros.parameters import PARAMETERS, settings_from_parameters
+
+DECLARED = {p.name: p.default for p in PARAMETERS}
+CONFIGS = {"payload": EstimatorConfig, "links": LinkEstimatorConfig,
+           "whole_body": WholeBodyEstimatorConfig}
+"""Each package mode's estimator configuration (the library's defaults)."""
+
+
+def test_the_node_declares_the_library_defaults():
+    """Every node parameter that the library also has takes the library's default: the
+    estimators' configurations, the change detector, the excitation run, the session factories
+    (whose keyword arguments are the node's parameters of the same names)."""
+    library = {"window_sec": OnlineEstimatorConfig.window_sec,
+               "method": OnlineEstimatorConfig.method,
+               "max_input_rate_hz": inspect.signature(Session).parameters[
+                   "max_input_rate_hz"].default,
+               "estimate_offset": EstimatorConfig.estimate_offset,
+               "payload_change_threshold": ChangeDetectorConfig.threshold,
+               "prior_weight": LinkEstimatorConfig.prior_weight,
+               "sensor_timeout_sec": WholeBodyEstimatorConfig.sensor_timeout_sec,
+               "sample_rate_hz": WholeBodyEstimatorConfig.max_sample_rate_hz,
+               "excite_max_acceleration": DEFAULT_MAX_ACCELERATION,
+               **{f"excite_{field}": getattr(RunConfig, field) for field in (
+                   "max_start_distance", "ramp_velocity", "joint_state_timeout",
+                   "max_tracking_error")}}
+    assert {name: DECLARED[name] for name in library} == library
+    factories = {"payload": payload_session, "links": link_session,
+                 "whole_body": whole_body_session}
+    for mode, factory in factories.items():
+        defaults = {name: parameter.default
+                    for name, parameter in inspect.signature(factory).parameters.items()
+                    if parameter.default not in (None, inspect.Parameter.empty)}
+        assert defaults.pop("weighting") == CONFIGS[mode].weighting == \
+            modes.get(mode).default_weighting, mode  # the node's "": the mode's default
+        for name in set(defaults) & set(DECLARED):
+            assert defaults[name] == DECLARED[name], (mode, name)
+
+
+def test_each_mode_builds_its_session_with_the_library_defaults():
+    """A node started with the defaults runs the estimators' default configuration."""
+    panda, icub = str(example_robot_urdf("panda")), str(example_robot_urdf("icub"))
+    values = {"payload": {"urdf_path": panda, "sensor_frame": "panda_link8"},
+              "links": {"mode": "links", "urdf_path": panda, "joints": ["panda_joint2"]},
+              "whole_body": {"mode": "whole_body", "urdf_path": icub, "base": "fixed",
+                             "imu_topic": "", "use_efforts": True}}
+    for name, config_class in CONFIGS.items():
+        session = modes.get(name).build_session(settings_from_parameters(values[name]))
+        config, default = session.estimator.config, config_class()
+        for field in ("window_sec", "method", "weighting", "estimate_offset", "prior_weight",
+                      "sensor_timeout_sec", "max_sample_rate_hz"):
+            if hasattr(default, field):
+                assert getattr(config, field) == getattr(default, field), (name, field)
+    assert session.mode == "whole_body"
+
+
+def test_the_registry_lists_the_package_modes_and_their_commands():
+    assert [m.name for m in modes.modes()][:3] == ["payload", "links", "whole_body"]
+    from inertia_id_ros.cli import COMMANDS
+
+    names = [c.__name__.rsplit(".", 1)[-1] for c in COMMANDS]
+    assert names[:3] == ["fit_payload", "fit_links", "fit_whole_body"]
+    assert [m.has_replay for m in modes.modes()][:3] == [True, False, True]
+    with pytest.raises(ConfigError, match="unknown mode 'magic'"):
+        modes.get("magic")
+    with pytest.raises(ConfigError, match="cannot import"):
+        modes.get("no_such_module_here:Mode")
+    with pytest.raises(ConfigError, match="is not a Mode"):
+        modes.get("inertia_id_ros.options:TARGETS")
+    with pytest.raises(ConfigError, match="registered already"):
+        modes.register(type(modes.get("links"))())
+
+
+class _Toy(Mode):
+    """A mode defined here: its parameter joins the node's table once it is named."""
+
+    name = "toy_registry"
+    title = "Toy mode"
+    summary = "nothing"
+    parameters = (ParameterSpec("toy_value", 2.0, "Toy mode: a value > 0."),)
+    default_weighting = "none"
+    methods = ("ols",)
+    node_io = "nowhere:ToyIO"
+
+    def read_settings(self, values):
+        if not values["toy_value"] > 0:
+            raise StartupError(f"parameter 'toy_value' must be > 0, got {values['toy_value']}")
+        return values["toy_value"]
+
+    def build_session(self, settings):
+        raise StartupError("the toy has no session")
+
+
+def test_a_mode_named_by_its_import_path_adds_its_parameters_and_rules():
+    path = f"{__name__}:_Toy"
+    with pytest.raises(StartupError, match="'toy_value'"):  # unknown until the mode is named
+        settings_from_parameters({"mode": "links", "joints": ["j"], "toy_value": 1.0})
+    settings = settings_from_parameters({"mode": path, "method": "ols", "toy_value": 3.0})
+    assert settings.mode == "toy_registry" and settings.mode_settings == 3.0
+    assert settings.weighting == "none" and modes.get(path) is modes.get("toy_registry")
+    with pytest.raises(StartupError, match="'method': 'lmi' does not solve toy problems"):
+        settings_from_parameters({"mode": path})
+    with pytest.raises(StartupError, match="'toy_value' must be > 0"):
+        settings_from_parameters({"mode": path, "method": "ols", "toy_value": -1.0})
+    # a package mode's values are checked with the toy selected, and the toy's with another
+    with pytest.raises(StartupError, match="'prior_weight'"):
+        settings_from_parameters({"mode": path, "method": "ols", "prior_weight": -1.0})
+    with pytest.raises(StartupError, match="'toy_value'"):
+        settings_from_parameters({"mode": "links", "joints": ["j"], "toy_value": -1.0})
+
+
+def test_two_modes_may_share_a_parameter_only_with_one_spec():
+    from inertia_id_ros.ros.parameters import node_parameters
+
+    class Clash(_Toy):
+        name = "toy_clash"
+        parameters = (ParameterSpec("body_name", "other", "Toy mode: clashes."),)
+
+    modes.register(Clash())
+    try:
+        with pytest.raises(ConfigError, match="'body_name' is declared twice"):
+            node_parameters()
+    finally:
+        modes.base._REGISTRY.pop("toy_clash")
+
+
+def test_architecture_checklist_names_the_parts_of_a_mode():
+    """docs/architecture.md ends with the checklist for adding a mode; every ``Mode`` member it
+    names exists."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    checklist = text[text.rindex("## Adding a mode"):]
+    members = set(re.findall(r"`Mode\.(\w+)`", checklist))
+    assert {"parameters", "read_settings", "build_session", "node_io"} <= members
+    assert all(hasattr(Mode, member) or member in Mode.__annotations__ for member in members)
+    assert re.findall(r"^- \[ \]", checklist, flags=re.MULTILINE), "no checklist items"
+
+
+# ---- layers ---------------------------------------------------------------------------------
+
+LAYERS = ("core", "solvers", "chain", ("online", "motion"), "sim", "io", "modes", "ros", "cli")
+"""The packages from the bottom up (a tuple: one layer); each imports only from its own and
+lower layers (and the modules beside them: errors, options, threads, msg, srv)."""
+
+
+def _rank(package: str) -> int:
+    for rank, layer in enumerate(LAYERS, start=1):
+        if package == layer or package in layer:
+            return rank
+    return 0
+
+
+def test_the_layers_import_only_downward():
+    package = REPO / "inertia_id_ros"
+    upward = []
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package).parts
+        if len(parts) < 2 or parts[0] in ("msg", "srv"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = ([f"{node.module}.{a.name}" for a in node.names]
+                         if node.module == "inertia_id_ros" else [node.module])
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith("inertia_id_ros.") and \
+                        _rank(name.split(".")[1]) > _rank(parts[0]):
+                    upward.append(f"{Path(*parts)} imports {name}")
+    assert not upward, upward
+    assert {_rank(p.name) for p in package.iterdir() if p.is_dir() and
+            (p / "__init__.py").exists() and p.name not in ("msg", "srv")} == \
+        set(range(1, len(LAYERS) + 1)), "a package outside the layers"
