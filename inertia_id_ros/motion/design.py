@@ -378,9 +378,9 @@ class _LinksObjective:
         self.columns = np.sort(base.independent)
         self.prior = self.prior_full[np.ix_(self.columns, self.columns)]
         rows = self.rows(Q, DQ, DDQ).reshape(-1, self.columns.size)
+        # (n_base, n_base) sigma² Y_ref^T Y_ref / rows: a parameter error e makes the mean
+        # squared torque error e^T (reference_gram / sigma²) e on the reference motions
         self.reference_gram = torque_noise_std ** 2 * (rows.T @ rows) / rows.shape[0]
-        """(n_base, n_base) ``sigma² Y_ref^T Y_ref / rows``: the mean squared torque of a
-        parameter error ``e`` on the reference motions is ``e^T (this / sigma²) e``."""
         n = self.links.n_joints
         self._n_rigid = N_BODY_PARAMS * n
         col = self._n_rigid
