@@ -36,14 +36,18 @@ coarser grid of ``OBJECTIVE_RATE_HZ`` and scaled; a periodic integrand makes thi
   largest predicted standard error of the six rotational-inertia parameters,
   ``max_k sqrt(C_kk)``, ``C = M^-1``, ``M = prior + sum Y^T W Y``; the optimiser minimises the
   smooth surrogate ``(1/p) log sum_k C_kk^p`` (``p = 8``).
-- ``links``: the joint-torque regressor of the chain with every joint's viscous, Coulomb,
-  offset and armature columns (:class:`~inertia_id_ros.chain.links.LinkModel`), reduced to its
-  base columns (:func:`~inertia_id_ros.chain.links.base_parameters` of a random motion), every
-  column scaled to unit norm; the criterion is its condition number. The condition number is
-  chosen because the base parameters' units differ and the torque noise is unknown at design
-  time; column scaling makes it unit-free. The optimiser minimises ``log(lambda_max /
-  lambda_min) - 0.1 mean_k log(lambda_k)`` of the normalised gram: the log-det term smooths the
-  landscape where the smallest eigenvalues cross.
+- ``links``: the outcome of identification, predicted: the expected RMS joint-torque error,
+  on motions the fit has not seen, of the base parameters identified along the motion. Rows:
+  the joint-torque regressor of the chain with every joint's viscous, Coulomb, offset and
+  armature columns (:class:`~inertia_id_ros.chain.links.LinkModel`), reduced to its base
+  columns (:func:`~inertia_id_ros.chain.links.base_parameters` of the reference motions), white
+  torque noise ``sigma`` (0.1 N·m per sample); the least-squares base parameters have the
+  covariance ``sigma² M^-1`` (``M = prior + sum Y^T Y``), so their torque error on the samples of
+  :func:`reference_samples` (8 random motions within the same limits: what the robot typically
+  does) has the mean square ``trace(G_ref M^-1)``, ``G_ref = sigma² Y_ref^T Y_ref / rows``. The
+  criterion is its square root (N·m, an I-optimal design); the optimiser minimises its log.
+  Unlike a condition number it weighs every direction of the parameters by what it does to the
+  torques, in the parameters' own units, so it does not depend on a column scaling.
 
 Gradients are analytic through the kinematics: pinocchio's frame-acceleration derivatives for the
 payload; for the links, finite differences of the regressor that are exact in ``dq`` (quadratic)
@@ -103,7 +107,14 @@ N_STARTS = 8
 """Random motions drawn (from ``seed``); the optimiser starts from the best."""
 _SOFTMAX_SHARPNESS = 200.0  # of the soft maximum of limit usage (1: at a limit)
 _COLLISION_WEIGHT = 10.0
-_LOG_DET_WEIGHT = 0.1  # of the mean log eigenvalue in the links' surrogate (smooths it)
+DEFAULT_TORQUE_NOISE_STD = 0.1
+"""N·m: joint-torque noise per sample assumed by the links objective (scales it, does not
+change which motion is best)."""
+N_REFERENCE_MOTIONS = 8
+"""Random reference motions (5 harmonics, limits, start, duration of the design) whose torques
+the links objective predicts."""
+REFERENCE_SEEDS_FROM = 10_000
+"""First seed of the reference motions (design ``seed`` s: ``REFERENCE_SEEDS_FROM + 8 s ..``)."""
 
 
 # ---- limits ----------------------------------------------------------------------------------
@@ -347,22 +358,29 @@ class _PayloadObjective:
 
 
 class _LinksObjective:
-    """Condition number of the column-normalised base regressor (module docstring)."""
+    """Predicted held-out joint-torque error of the identified links (module docstring)."""
 
-    name = "condition number of the column-normalised base regressor"
+    name = "predicted held-out torque RMS error (N·m)"
 
     def __init__(self, model: pin.Model, joint_names: Sequence[str],
-                 prior_information: np.ndarray | None, probe: tuple[np.ndarray, ...]) -> None:
+                 prior_information: np.ndarray | None, reference: tuple[np.ndarray, ...],
+                 torque_noise_std: float) -> None:
         self.links = _link_model(model, joint_names)
         if self.links.joint_names != tuple(joint_names):
             raise ProblemError(f"joints must be given in model order: "
                                f"{list(self.links.joint_names)}")
+        if not torque_noise_std > 0.0:
+            raise ProblemError(f"torque_noise_std must be > 0 N·m, got {torque_noise_std}")
         self.n_params = self.links.n_parameters
         self.prior_full = _check_prior(prior_information, self.n_params)
-        Q, DQ, DDQ = probe
+        Q, DQ, DDQ = reference
         base = base_parameters(self.links, JointTorqueData(Q, DQ, DDQ, np.zeros_like(Q)))
         self.columns = np.sort(base.independent)
         self.prior = self.prior_full[np.ix_(self.columns, self.columns)]
+        rows = self.rows(Q, DQ, DDQ).reshape(-1, self.columns.size)
+        # (n_base, n_base) sigma² Y_ref^T Y_ref / rows: a parameter error e makes the mean
+        # squared torque error e^T (reference_gram / sigma²) e on the reference motions
+        self.reference_gram = torque_noise_std ** 2 * (rows.T @ rows) / rows.shape[0]
         n = self.links.n_joints
         self._n_rigid = N_BODY_PARAMS * n
         col = self._n_rigid
@@ -376,30 +394,23 @@ class _LinksObjective:
                 col += 1
 
     def rows(self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray) -> np.ndarray:
-        """(N, n, n_base) base-regressor rows (unscaled)."""
+        """(N, n, n_base) base-regressor rows (unscaled, N·m per SI unit)."""
         return self.links.joint_torque_regressor(Q, DQ, DDQ)[:, :, self.columns]
 
     def criterion(self, information: np.ndarray) -> float:
-        d = 1.0 / np.sqrt(np.maximum(np.diag(information), 1e-300))
-        eigenvalues = np.linalg.eigvalsh(information * np.outer(d, d))
-        return float(np.sqrt(eigenvalues[-1] / max(eigenvalues[0], 1e-300)))
+        """``sqrt(trace(G_ref M^-1))`` (N·m): the expected RMS, over the reference motions'
+        samples and joints, of the torque error of the least-squares base parameters, whose
+        covariance is ``sigma² M^-1`` (``M = Y^T Y`` the information, ``G_ref`` the
+        :attr:`reference_gram`)."""
+        return float(np.sqrt(np.sum(self.reference_gram * _inverse(information))))
 
     def surrogate(self, information: np.ndarray) -> tuple[float, np.ndarray]:
-        """``(f, df/dG)``: ``log(lambda_max / lambda_min) - w mean log(lambda)`` of the
-        normalised gram and its gradient w.r.t. the gram ``G``."""
-        d = 1.0 / np.sqrt(np.maximum(np.diag(information), 1e-300))
-        normalised = information * np.outer(d, d)
-        eigenvalues, vectors = np.linalg.eigh(normalised)
-        lo, hi = max(eigenvalues[0], 1e-300), eigenvalues[-1]
-        weight = _LOG_DET_WEIGHT / eigenvalues.size
-        f = float(np.log(hi) - np.log(lo) - weight * np.sum(np.log(np.maximum(eigenvalues,
-                                                                              1e-300))))
-        S = np.outer(vectors[:, -1], vectors[:, -1]) / hi - np.outer(vectors[:, 0],
-                                                                      vectors[:, 0]) / lo
-        S -= weight * (vectors / np.maximum(eigenvalues, 1e-300)) @ vectors.T
-        gradient = S * np.outer(d, d)
-        gradient -= np.diag(d ** 2 * np.sum(S * normalised, axis=1))
-        return f, gradient
+        """``(f, df/dM)``: ``log trace(G_ref M^-1)`` and its gradient ``-C G_ref C / trace``
+        (``C = M^-1``)."""
+        covariance = _inverse(information)
+        weighted = covariance @ self.reference_gram @ covariance
+        trace = float(np.sum(self.reference_gram * covariance))
+        return float(np.log(trace)), -weighted / trace
 
     def pull_back(self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, H: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -535,13 +546,16 @@ class DesignResult:
 class MotionEvaluator:
     """The objective of ``target`` for ``joint_names`` of ``model``: :meth:`information` and
     :meth:`criterion` of any trajectory; used by the design and to compare motions. See
-    :func:`design_excitation` for the arguments."""
+    :func:`design_excitation` for the arguments; links only: ``reference`` ``(Q, DQ, DDQ)``
+    (M, n) the samples whose torques are predicted, which also choose the base columns
+    (:func:`reference_samples`), and ``torque_noise_std`` (N·m per sample)."""
 
     def __init__(self, model: pin.Model, joint_names: Sequence[str], target: str, *,
                  sensor_frame: str | None = None, prior_information: np.ndarray | None = None,
                  noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
                  measurement_rate_hz: float = DEFAULT_MEASUREMENT_RATE_HZ,
-                 probe: tuple[np.ndarray, ...] | None = None) -> None:
+                 reference: tuple[np.ndarray, ...] | None = None,
+                 torque_noise_std: float = DEFAULT_TORQUE_NOISE_STD) -> None:
         if target not in TARGETS:
             raise ProblemError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
         if not measurement_rate_hz > 0.0:
@@ -554,9 +568,10 @@ class MotionEvaluator:
             self._objective: _PayloadObjective | _LinksObjective = _PayloadObjective(
                 model, sensor_frame, joint_names, noise_std, prior_information)
         else:
-            if probe is None:
-                raise ProblemError("target 'links' needs a probe motion (Q, DQ, DDQ)")
-            self._objective = _LinksObjective(model, joint_names, prior_information, probe)
+            if reference is None:
+                raise ProblemError("target 'links' needs reference motion samples (Q, DQ, DDQ)")
+            self._objective = _LinksObjective(model, joint_names, prior_information, reference,
+                                              torque_noise_std)
 
     @property
     def name(self) -> str:
@@ -613,11 +628,34 @@ def random_fourier_motion(limits: MotionLimits, start: np.ndarray, duration: flo
     """A random rest-to-rest Fourier motion (:class:`RestToRestFourier`, normal coefficients)
     whose every joint is scaled about ``start`` as far as the limits allow (position, velocity,
     acceleration, on a 1 kHz grid): the reference a design is compared with."""
+    basis, X = _random_motion_coefficients(limits, start, duration, n_harmonics, seed)
+    return basis.trajectory(X, start, limits.joint_names, rate_hz)
+
+
+def _random_motion_coefficients(limits: MotionLimits, start: np.ndarray, duration: float,
+                                n_harmonics: int, seed: int
+                                ) -> tuple[RestToRestFourier, np.ndarray]:
+    """The basis and coefficients of :func:`random_fourier_motion`."""
     basis = RestToRestFourier(duration, n_harmonics)
     X = _random_coefficients(np.random.default_rng(seed), basis.n_free, len(limits.joint_names))
     X *= _feasible_scale(X, start, limits, basis.evaluate(_midpoints(duration, CHECK_RATE_HZ))
                          ) * (1.0 - FEASIBILITY_SAFETY)
-    return basis.trajectory(X, start, limits.joint_names, rate_hz)
+    return basis, X
+
+
+def reference_samples(limits: MotionLimits, start: np.ndarray, duration: float, seed: int = 0
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(Q, DQ, DDQ)`` (M, n): the :data:`N_REFERENCE_MOTIONS` random motions
+    (:func:`random_fourier_motion`, 5 harmonics, seeds from ``REFERENCE_SEEDS_FROM +
+    N_REFERENCE_MOTIONS seed``) at ``OBJECTIVE_RATE_HZ``, stacked: the motions whose torques the
+    links objective predicts (the robot's typical motions within the same limits)."""
+    stacked = []
+    for k in range(N_REFERENCE_MOTIONS):
+        basis, X = _random_motion_coefficients(
+            limits, start, duration, 5, REFERENCE_SEEDS_FROM + N_REFERENCE_MOTIONS * seed + k)
+        Pq, Pdq, Pddq = basis.evaluate(_midpoints(duration, OBJECTIVE_RATE_HZ))
+        stacked.append((start + Pq @ X, Pdq @ X, Pddq @ X))
+    return tuple(np.vstack(parts) for parts in zip(*stacked))
 
 
 def torque_excess(model: pin.Model, trajectory: ExcitationTrajectory,
@@ -652,7 +690,8 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     s, starting and ending at rest at ``start`` (rad; default the middle of the limits), within
     :func:`motion_limits` (``position_margin``, ``max_acceleration``, ``torque_limits``); see
     the module docstring. ``seed`` draws the random motions the best of which is the initial
-    one; ``prior_information`` is the information already gathered (a previous
+    one (and, for the links, the reference motions, :func:`reference_samples`);
+    ``prior_information`` is the information already gathered (a previous
     :attr:`DesignResult.information`, or of a recording:
     :func:`inertia_id_ros.io.information.recording_information`); ``progress`` receives one-line
     messages; ``time_limit`` (s, default :data:`DEFAULT_TIME_LIMIT`) bounds the optimisation.
@@ -710,7 +749,8 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     evaluator = MotionEvaluator(model, joint_names, target, sensor_frame=sensor_frame,
                                 prior_information=prior_information, noise_std=noise_std,
                                 measurement_rate_hz=measurement_rate_hz,
-                                probe=states(candidates[0]))
+                                reference=(reference_samples(limits, start, duration, seed)
+                                           if target == "links" else None))
     scores = [evaluator.criterion(evaluator.information(*states(X), weight)) for X in candidates]
     X0, initial = candidates[int(np.argmin(scores))], min(scores)
     say(f"{target}: {basis.harmonics.size} harmonics, {basis.n_free * n} variables, "

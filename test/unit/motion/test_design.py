@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from inertia_id_ros import cli
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, base_parameters
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import DataError, ProblemError
 from inertia_id_ros.io.information import recording_information
@@ -15,6 +16,7 @@ from inertia_id_ros.motion.design import (
     design_excitation,
     motion_limits,
     random_fourier_motion,
+    reference_samples,
     sample_information,
 )
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory
@@ -74,7 +76,7 @@ def test_a_random_reference_motion_is_scaled_onto_its_limits(panda):
 
 @pytest.mark.parametrize("target", ["payload", "links"])
 def test_analytic_gradients_match_finite_differences(panda, probe, target):
-    evaluator = MotionEvaluator(panda, JOINTS, target, sensor_frame=SENSOR, probe=probe)
+    evaluator = MotionEvaluator(panda, JOINTS, target, sensor_frame=SENSOR, reference=probe)
     f, gradients = evaluator.value_and_gradient(*probe, weight=10.0)
     rng = np.random.default_rng(1)
     for which in range(3):
@@ -100,6 +102,54 @@ def test_the_payload_design_beats_its_start_within_every_limit(panda):
     assert result.objective < 0.7 * result.stats.initial_objective
     assert result.evaluator.criterion_of(motion) == pytest.approx(result.objective)
     assert result.information.shape == (16, 16)
+
+
+@pytest.fixture(scope="module")
+def links_case(panda):
+    """(evaluator, reference samples, a rich motion) of the wrist's links objective."""
+    limits = motion_limits(panda, JOINTS, max_acceleration=3.0)
+    start = 0.5 * (limits.lower + limits.upper)
+    reference = reference_samples(limits, start, 4.0, seed=0)
+    evaluator = MotionEvaluator(panda, JOINTS, "links", reference=reference,
+                                torque_noise_std=0.2)
+    return evaluator, reference, random_fourier_motion(limits, start, 4.0, seed=5)
+
+
+def test_the_links_criterion_is_the_predicted_held_out_torque_error(panda, links_case):
+    evaluator, reference, motion = links_case
+    samples = tuple(x[::4] for x in (motion.q, motion.dq, motion.ddq))
+    value = evaluator.criterion(evaluator.information(*samples))
+    # independently: the base columns of the reference, least squares by pseudo-inverse
+    links = LinkModel.from_model(panda, JOINTS)
+    columns = base_parameters(links, JointTorqueData(*reference, np.zeros_like(reference[0])))
+    Y = links.joint_torque_regressor(*samples).reshape(-1, links.n_parameters)
+    Y_ref = links.joint_torque_regressor(*reference).reshape(-1, links.n_parameters)
+    Y, Y_ref = Y[:, columns.independent], Y_ref[:, columns.independent]
+    gain = Y_ref @ np.linalg.pinv(Y)  # reference torques of the fit, per measured torque
+    assert value == pytest.approx(0.2 * np.sqrt(np.sum(gain ** 2) / Y_ref.shape[0]), rel=1e-6)
+    # and by simulation: fits to noisy torques, their errors on the reference motions
+    rng = np.random.default_rng(0)
+    errors = [np.mean((gain @ rng.normal(0.0, 0.2, Y.shape[0])) ** 2) for _ in range(400)]
+    assert np.sqrt(np.mean(errors)) == pytest.approx(value, rel=0.1)
+
+
+def test_the_links_criterion_ranks_a_rich_motion_above_one_path(links_case):
+    evaluator, _, motion = links_case
+    # one straight path in joint space: every joint follows the first joint's profile
+    direction = 0.3 / np.ptp(motion.q[:, 0]) * np.ones(len(JOINTS))
+    path = (motion.q[0] + np.outer(motion.q[:, 0] - motion.q[0, 0], direction),
+            np.outer(motion.dq[:, 0], direction), np.outer(motion.ddq[:, 0], direction))
+    rich = evaluator.criterion(evaluator.information(motion.q, motion.dq, motion.ddq))
+    one_path = evaluator.criterion(evaluator.information(*path))
+    assert np.isfinite(rich) and rich < 0.01 * one_path
+
+
+def test_the_links_design_beats_its_start_within_every_limit(panda):
+    result = design_excitation(panda, JOINTS, "links", 4.0, max_acceleration=3.0,
+                               time_limit=3.0)
+    assert max(result.limits.violations(result.trajectory).values()) <= 1e-9
+    assert result.objective < 0.9 * result.stats.initial_objective
+    assert result.evaluator.criterion_of(result.trajectory) == pytest.approx(result.objective)
 
 
 def test_prior_information_lowers_the_predicted_error(panda, probe):
