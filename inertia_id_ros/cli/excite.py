@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from inertia_id_ros.io.information import recording_information
-    from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ, SelfCollisionChecker
+    from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ, CollisionChecker
     from inertia_id_ros.motion.design import design_excitation, motion_limits
 
     joints = [name.strip() for name in args.joints.split(",") if name.strip()]
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         limits = motion_limits(model, joints, max_acceleration=args.max_acceleration,
                                torque_limits=args.torque_limits)
         collision = (None if args.srdf is None
-                     else SelfCollisionChecker(args.urdf, args.srdf))
+                     else CollisionChecker(args.urdf, args.srdf))
         print(f"limits used (position margin {limits.position_margin:g} rad):")
         print("\n".join("  " + line for line in limits.table()))
         prior = None if args.from_recording is None else recording_information(
