@@ -18,9 +18,9 @@
    and the amount. Otherwise the command, as one trajectory: a ramp-in from the measured pose to
    the motion's start, the motion at ``speed_scale`` (:meth:`ExcitationTrajectory.time_scaled`),
    a ramp-out back to the measured pose. A motion not played to its end before (by its
-   :meth:`~ExcitationTrajectory.fingerprint`) is a **dry run**: at most ``dry_run_speed_scale``
-   of its speed (the same path: positions unchanged, velocities and accelerations smaller, so
-   within the same limits), unless the caller skips it. Each ramp is a rest-to-rest quintic at
+   :meth:`~ExcitationTrajectory.fingerprint`) runs at most at ``dry_run_speed_scale`` unless
+   the caller skips that: a **dry run** (the same path: positions unchanged, velocities and
+   accelerations smaller, so within the same limits). Each ramp is a rest-to-rest quintic at
    most ``ramp_velocity`` fast and at least ``min_ramp_sec`` long. It starts ``start_delay``
    after ``now``.
 2. **follow** (:meth:`ExcitationRun.step`, at every tick with the newest joint state): the state
@@ -144,7 +144,7 @@ class JointStateSnapshot:
 class ExcitationCommand:
     """What to send: ``trajectory`` (ramp-in, motion, ramp-out) starting at the stamp ``t_start``
     (s); the motion proper runs from ``motion_start`` to ``motion_end`` s into it, at
-    ``speed_scale``; ``dry_run``: the speed was reduced for the motion's first run;
+    ``speed_scale``; ``dry_run``: the motion's first run, at reduced speed;
     ``fingerprint``: the motion's (:meth:`ExcitationTrajectory.fingerprint`, unscaled)."""
 
     trajectory: ExcitationTrajectory
@@ -271,10 +271,10 @@ class ExcitationRun:
         q = self._check_ready(joint_state, now, trajectory.joint_names, designed)
         check_speed_scale(speed_scale)
         fingerprint = trajectory.fingerprint()
-        dry_run = (not skip_dry_run and fingerprint not in self._played
-                   and speed_scale > self.config.dry_run_speed_scale)
-        if dry_run:
-            speed_scale = self.config.dry_run_speed_scale
+        first = fingerprint not in self._played
+        if first and not skip_dry_run:
+            speed_scale = min(speed_scale, self.config.dry_run_speed_scale)
+        dry_run = first and speed_scale < 1.0
         names = trajectory.joint_names
         gap = np.abs(q - trajectory.q[0])
         worst = int(np.argmax(gap))
@@ -316,8 +316,8 @@ class ExcitationRun:
         if self.workspace is not None:
             violation = self.workspace.check(plan)
             if violation is not None:
-                raise ExcitationRefused("beyond_workspace", f"the command (ramps included): "
-                                        f"{violation} into it")
+                raise ExcitationRefused("beyond_workspace", f"the command (ramps included, t "
+                                        f"from its start): {violation}")
         if self.collision is not None:
             shortfall = self.collision.clearance(plan).shortfall(self.config.collision_margin)
             if shortfall:

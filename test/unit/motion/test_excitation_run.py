@@ -235,7 +235,7 @@ def test_a_dry_run_can_be_skipped_and_a_slower_request_is_kept():
     assert not skipped.dry_run and skipped.speed_scale == 1.0
     slow = ExcitationRun(RunConfig(dry_run_speed_scale=0.25)).start(
         motion(), snapshot(START, 0.0), now=0.0, speed_scale=0.1)
-    assert not slow.dry_run and slow.speed_scale == 0.1
+    assert slow.dry_run and slow.speed_scale == 0.1
     with pytest.raises(ValueError, match="dry_run_speed_scale"):
         RunConfig(dry_run_speed_scale=0.0)
 
