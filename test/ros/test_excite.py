@@ -497,10 +497,10 @@ def test_a_measured_excursion_beyond_a_box_stops_and_holds_at_that_joint_state(
         command = ExcitationTrajectory(times, names, q, dq, ddq)
         arm.pose = lambda t: command.sample(np.clip(t - t_start, 0.0, command.duration))[0][0]
         running = wizard.wait_for(("running",), 10.0)
-        assert spin_until(wizard.peer, lambda: time.time() > running.motion_start + 1.5, 10.0)
-        arm.pose = lambda t: None  # the robot slips: one joint state 0.6 rad off, then none
+        assert spin_until(wizard.peer, lambda: time.time() > running.motion_start + 0.5, 10.0)
+        arm.pose = lambda t: None  # the robot slips: one joint state 0.8 rad off, then none
         t_out = time.time()
-        q_out = command.sample(t_out - t_start)[0][0] + np.array([0, 0.6, 0, 0, 0, 0, 0])
+        q_out = command.sample(t_out - t_start)[0][0] + np.array([0, 0.8, 0, 0, 0, 0, 0])
         assert tool_heights(q_out)[0] < floor  # the excursion is beyond the box
         arm.publish(q_out, t_out)
         sent = time.monotonic()
