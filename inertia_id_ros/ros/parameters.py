@@ -107,7 +107,7 @@ EXCITE_TABLE: tuple[ParameterSpec, ...] = (
                   "~/excite: joint acceleration limit of motions designed on the spot "
                   "(rad/s^2, m/s^2), > 0."),
     ParameterSpec("allow_motion", False,
-                  "~/excite moves the robot only when this is true (set it at launch); false: "
+                  "~/excite: moves the robot only when this is true (set it at launch); false: "
                   "every call is refused (motion_not_allowed)."),
     ParameterSpec("excite_dry_run_speed_scale", RunConfig.dry_run_speed_scale,
                   "~/excite: largest speed scale, in (0, 1], of a motion's first run (a dry run: "
