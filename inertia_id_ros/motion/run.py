@@ -385,6 +385,22 @@ class ExcitationRun:
                 return f"the measured pose: {violation} (joint state stamp)"
         return ""
 
+    def check_measured(self, joint_state: JointStateSnapshot, now: float) -> Step:
+        """The workspace check alone of one measured ``joint_state`` (cheap enough for every
+        joint state as it arrives; :meth:`step` does it too, with the other checks): stop,
+        holding its pose, when it puts a frame outside the workspace."""
+        with self._lock:
+            command = self.command
+            if self.workspace is None or self.state not in MOVING or command is None:
+                return Step(self.state)
+            names = command.trajectory.joint_names
+            violation = self.workspace.check_pose(names, joint_state.positions(names),
+                                                  joint_state.stamp)
+            if violation is None:
+                return Step(self.state)
+            return self._stop(f"the measured pose: {violation} (joint state stamp)", joint_state,
+                              now)
+
     def stop(self, reason: str, joint_state: JointStateSnapshot | None, now: float) -> Step:
         """Stop on request at ``now``: state ``stopped`` and, if the robot was moving, the pose
         to hold (the newest measured one). Nothing to stop: ``changed`` is False."""

@@ -82,7 +82,7 @@ class Box:
         """(N,) distance (m) of ``points`` (N, 3) outside the box; inside, minus the distance to
         the nearest face."""
         beyond = np.abs((points - self.center) @ self.rotation) - 0.5 * self.size
-        outside = np.linalg.norm(np.maximum(beyond, 0.0), axis=1)
+        outside = np.sqrt(np.square(np.maximum(beyond, 0.0)).sum(axis=1))
         return np.where(outside > 0.0, outside, beyond.max(axis=1))
 
     def describe(self) -> str:
@@ -251,6 +251,9 @@ class WorkspaceChecker:
         self._data = model.createData()
         self._frames = sorted({name for limit in workspace.limits for name in limit.frames})
         self._frame_ids = [frame_id(model, name) for name in self._frames]
+        self._checks = [(limit, name, self._frames.index(name)) for limit in workspace.limits
+                        for name in limit.frames]
+        self._neutral = pin.neutral(model)
         self._columns: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
 
     def _layout(self, joint_names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -271,7 +274,7 @@ class WorkspaceChecker:
         positions ``Q`` (N, n) of ``joint_names``."""
         Q = np.atleast_2d(np.asarray(Q, dtype=float))
         index, continuous = self._layout(joint_names)
-        full = np.tile(pin.neutral(self.model), (len(Q), 1))
+        full = np.tile(self._neutral, (len(Q), 1))
         full[:, index[~continuous]] = Q[:, ~continuous]
         full[:, index[continuous]] = np.cos(Q[:, continuous])
         full[:, index[continuous] + 1] = np.sin(Q[:, continuous])
@@ -289,8 +292,7 @@ class WorkspaceChecker:
         limit (the limit and frame of the largest excess at that sample, and their largest
         excess over all samples), or ``None``."""
         P = self.positions(joint_names, Q)
-        checks = [(limit, name, self._frames.index(name)) for limit in self.workspace.limits
-                  for name in limit.frames]
+        checks = self._checks
         excess = np.column_stack([limit.region.excess(P[:, f]) for limit, _, f in checks])
         outside = np.flatnonzero(excess.max(axis=1) > 0.0)
         if outside.size == 0:
@@ -314,6 +316,23 @@ class WorkspaceChecker:
     def check_pose(self, joint_names: Sequence[str], q: np.ndarray,
                    stamp: float) -> WorkspaceViolation | None:
         """The violation of one measured pose ``q`` (n,) of ``joint_names`` stamped ``stamp`` s
-        (the run-time check: stop and hold when it is not ``None``)."""
-        return self.first_violation(joint_names, np.asarray(q, dtype=float)[None],
-                                    np.array([stamp]))
+        (the run-time check, at the joint-state rate: stop and hold when it is not ``None``);
+        :meth:`first_violation` of that one sample, with one forward kinematics."""
+        index, continuous = self._layout(joint_names)
+        q = np.asarray(q, dtype=float)
+        full = self._neutral.copy()
+        full[index] = np.where(continuous, np.cos(q), q)
+        full[index[continuous] + 1] = np.sin(q[continuous])
+        model, data = self.model, self._data
+        pin.forwardKinematics(model, data, full)
+        P = np.array([pin.updateFramePlacement(model, data, fid).translation
+                      for fid in self._frame_ids])
+        worst, worst_excess = None, 0.0
+        for limit, name, f in self._checks:
+            excess = float(limit.region.excess(P[f:f + 1])[0])
+            if excess > worst_excess:
+                worst, worst_excess = (limit, name, f), excess
+        if worst is None:
+            return None
+        limit, name, f = worst
+        return WorkspaceViolation(limit, name, float(stamp), worst_excess, float(stamp), P[f])

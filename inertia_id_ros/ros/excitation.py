@@ -13,7 +13,8 @@ them to the node:
   to ``trajectory_topic`` as one ``trajectory_msgs/JointTrajectory`` whose points carry positions,
   velocities and accelerations, stamped with its start.
 - a timer (:data:`TICK_HZ`) steps the run with the newest joint state, and, with a
-  ``workspace_file``, so does every joint state as it arrives (on the input thread); a stop
+  ``workspace_file``, every joint state is checked against it as it arrives (on the input
+  thread); a stop
   (``~/stop``, ``std_srvs/Trigger``; joint states gone stale; the robot off the command or
   outside the workspace) publishes a hold at the newest measured pose.
 - after the ramp-out the session identifies on exactly the samples stamped in the motion's
@@ -265,10 +266,12 @@ class ExcitationIO:
         self._session.pause_change_detection(False)
 
     def _on_joint_state(self, msg: JointState) -> None:
-        """Step the run with a joint state as it arrives (input thread): a stop holds at once,
-        the next tick reports it."""
+        """The workspace check of a joint state as it arrives (input thread): a stop holds at
+        once, the next tick reports it."""
         if self.run.state in MOVING:
-            step = self.run.step(self._observe(msg), self._now())
+            snapshot = self._observe(msg)
+            step = Step(self.run.state) if snapshot is None else \
+                self.run.check_measured(snapshot, self._now())
             if step.changed:
                 if step.hold is not None:
                     self._hold(step.hold)

@@ -321,10 +321,15 @@ def test_a_measured_pose_beyond_the_box_stops_the_run_at_that_joint_state(panda)
         run.step(snapshot(q, t, PANDA), t)
         assert run.state != STOPPED
     q = plan.sample(excursion + dt - command.t_start)[0][0] + np.array([0, 0.15, 0, 0, 0, 0, 0])
-    step = run.step(snapshot(q, excursion + dt, PANDA), excursion + dt)
-    assert step.state == STOPPED and np.array_equal(step.hold, q)
-    assert "the measured pose: frame panda_hand_tcp leaves workspace limit 'cell'" in \
-        step.message and f"t = {excursion + dt:.3f} s" in step.message
+    alone = ExcitationRun(RunConfig(max_tracking_error=0.2), workspace=tool_checker(panda, box))
+    alone.start(panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0, skip_dry_run=True)
+    inside = plan.sample(excursion + dt - command.t_start)[0][0]
+    assert not alone.check_measured(snapshot(inside, excursion + dt, PANDA), excursion).changed
+    for check in (run.step, alone.check_measured):  # every check, or the workspace alone
+        step = check(snapshot(q, excursion + dt, PANDA), excursion + dt)
+        assert step.state == STOPPED and np.array_equal(step.hold, q)
+        assert "the measured pose: frame panda_hand_tcp leaves workspace limit 'cell'" in \
+            step.message and f"t = {excursion + dt:.3f} s" in step.message
 
 
 def test_a_command_through_an_obstacle_is_refused_with_the_distance():

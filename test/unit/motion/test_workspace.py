@@ -119,3 +119,25 @@ def test_the_run_time_check_flags_the_first_pose_beyond_a_box(model):
     violation = checker.check_pose(JOINTS, Q[first], times[first])
     assert violation.time == times[first] and violation.excess == pytest.approx(
         floor - z[first])
+
+
+def test_the_one_pose_check_agrees_with_the_sampled_check(model):
+    motion = rest_to_rest(HOME, REACH, 4.0, joint_names=JOINTS)
+    times, z = tool_heights(model, motion)
+    workspace = Workspace((
+        WorkspaceLimit("table", (TOOL, "panda_link7"), HalfSpace(np.array([0.0, 0.0, -1.0]),
+                                                                 -float(np.median(z)))),
+        WorkspaceLimit("ball", (TOOL,), Sphere(np.array([0.3, 0.0, 0.5]), 0.25))))
+    checker = WorkspaceChecker(model, workspace)
+    Q = motion.sample(times)[0]
+    outside = 0
+    for q, t in zip(Q[::20], times[::20]):
+        one, sampled = checker.check_pose(JOINTS, q, t), checker.first_violation(
+            JOINTS, q[None], np.array([t]))
+        assert (one is None) == (sampled is None)
+        if one is not None:
+            outside += 1
+            assert (one.limit.name, one.frame) == (sampled.limit.name, sampled.frame)
+            assert one.excess == pytest.approx(sampled.excess)
+            assert np.allclose(one.position, sampled.position)
+    assert 0 < outside < len(Q[::20])
