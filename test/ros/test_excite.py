@@ -520,3 +520,17 @@ def test_a_measured_excursion_beyond_a_box_stops_and_holds_at_that_joint_state(
         assert latency < 0.5  # before joint_state_timeout: that joint state stopped it
     finally:
         wizard.peer.destroy_node()
+
+
+def test_a_bad_workspace_file_stops_the_node_at_start_up_naming_the_parameter(launch, tmp_path):
+    workspace = tmp_path / "workspace.yaml"
+    workspace.write_text("limits:\n  - frames: [no_such_frame]\n"
+                         "    sphere: {center: [0, 0, 0], radius: 1}\n")
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  *node_args(allow_motion="true", workspace_file=str(workspace)))
+    deadline = time.monotonic() + 60.0
+    while node.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not node.alive() and node.popen.returncode == 2, node.output()[-2000:]
+    assert "parameter 'workspace_file'" in node.output()
+    assert "frame 'no_such_frame' is not in the model" in node.output()

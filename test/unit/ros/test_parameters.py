@@ -47,6 +47,9 @@ LINKS = {"mode": "links", "urdf_path": PANDA, "joints": ["panda_joint1", "panda_
     ({"mode": "links", "joints": ["panda_joint1"], "prior_weight": -1.0}, "prior_weight"),
     ({"coulomb_velocity": -0.1}, "coulomb_velocity"),
     ({"no_such_parameter": 1}, "no_such_parameter"),
+    ({"excite_dry_run_speed_scale": 1.5}, "excite_dry_run_speed_scale"),
+    ({"excite_collision_margin": 0.0}, "excite_collision_margin"),
+    ({"design_time_limit_sec": -1.0}, "design_time_limit_sec"),
 ])
 def test_invalid_startup_parameters_name_the_parameter(overrides, parameter):
     with pytest.raises(StartupError, match=f"'{parameter}'") as raised:
