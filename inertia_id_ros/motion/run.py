@@ -379,11 +379,15 @@ class ExcitationRun:
         if error[worst] > config.max_tracking_error:
             return (f"joint {names[worst]} is {error[worst]:.3f} off the command "
                     f"(max_tracking_error {config.max_tracking_error:g})")
-        if self.workspace is not None:
-            violation = self.workspace.check_pose(names, measured, joint_state.stamp)
-            if violation is not None:
-                return f"the measured pose: {violation} (joint state stamp)"
-        return ""
+        return self._outside(names, measured, joint_state.stamp)
+
+    def _outside(self, names: Sequence[str], measured: np.ndarray, stamp: float) -> str:
+        """Why the measured pose ``measured`` of ``names`` stamped ``stamp`` must stop the run:
+        a frame outside the workspace (``""``: inside, or no workspace; lock held)."""
+        if self.workspace is None:
+            return ""
+        violation = self.workspace.check_pose(names, measured, stamp)
+        return "" if violation is None else f"the measured pose: {violation} (joint state stamp)"
 
     def check_measured(self, joint_state: JointStateSnapshot, now: float) -> Step:
         """The workspace check alone of one measured ``joint_state`` (cheap enough for every
@@ -394,12 +398,8 @@ class ExcitationRun:
             if self.workspace is None or self.state not in MOVING or command is None:
                 return Step(self.state)
             names = command.trajectory.joint_names
-            violation = self.workspace.check_pose(names, joint_state.positions(names),
-                                                  joint_state.stamp)
-            if violation is None:
-                return Step(self.state)
-            return self._stop(f"the measured pose: {violation} (joint state stamp)", joint_state,
-                              now)
+            why = self._outside(names, joint_state.positions(names), joint_state.stamp)
+            return self._stop(why, joint_state, now) if why else Step(self.state)
 
     def stop(self, reason: str, joint_state: JointStateSnapshot | None, now: float) -> Step:
         """Stop on request at ``now``: state ``stopped`` and, if the robot was moving, the pose

@@ -14,9 +14,8 @@ them to the node:
   velocities and accelerations, stamped with its start.
 - a timer (:data:`TICK_HZ`) steps the run with the newest joint state, and, with a
   ``workspace_file``, every joint state is checked against it as it arrives (on the input
-  thread); a stop
-  (``~/stop``, ``std_srvs/Trigger``; joint states gone stale; the robot off the command or
-  outside the workspace) publishes a hold at the newest measured pose.
+  thread); a stop (``~/stop``, ``std_srvs/Trigger``; joint states gone stale; the robot off the
+  command or outside the workspace) publishes a hold at the newest measured pose.
 - after the ramp-out the session identifies on exactly the samples stamped in the motion's
   interval (a thread). While the robot moves the window holds the whole command (lengthened if
   it was shorter) and payload-change detection pauses (the payload does not change during an
@@ -183,9 +182,9 @@ class ExcitationIO:
                 threading.Thread(target=self._design,
                                  args=(start, duration, speed_scale, skip_dry_run),
                                  name="inertia_id_design", daemon=True).start()
-                dry_scale = self._settings.excitation.dry_run_speed_scale
-                response.dry_run = (speed_scale < 1.0 if skip_dry_run  # a new motion
-                                    else min(speed_scale, dry_scale) < 1.0)
+                dry_scale = self._settings.excitation.dry_run_speed_scale  # a designed motion
+                response.dry_run = (speed_scale if skip_dry_run  # is always a new one
+                                    else min(speed_scale, dry_scale)) < 1.0
         except ExcitationRefused as refused:
             response.accepted, response.reason = False, str(refused)
             self._node.get_logger().warning(f"excite refused: {refused}")
