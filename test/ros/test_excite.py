@@ -534,3 +534,37 @@ def test_a_bad_workspace_file_stops_the_node_at_start_up_naming_the_parameter(la
     assert not node.alive() and node.popen.returncode == 2, node.output()[-2000:]
     assert "parameter 'workspace_file'" in node.output()
     assert "frame 'no_such_frame' is not in the model" in node.output()
+
+
+def test_a_command_into_an_obstacle_is_refused_before_motion(launch, rclpy_context, tmp_path):
+    import rclpy
+
+    from inertia_id_ros.core.robots import example_robot_data_dir, example_robot_urdf, load_model
+    from inertia_id_ros.motion.workspace import Sphere, Workspace, WorkspaceChecker, WorkspaceLimit
+
+    path, trajectory = out_and_back(tmp_path)
+    tool = WorkspaceChecker(load_model(example_robot_urdf("panda")), Workspace((
+        WorkspaceLimit("all", (TOOL,), Sphere(np.zeros(3), 9.0)),))).positions(
+        PANDA_ARM_JOINTS, (PANDA_HOME + AWAY)[None])[0, 0]  # where the motion turns back
+    environment = tmp_path / "environment.yaml"
+    environment.write_text("obstacles:\n  - name: table\n"
+                           "    half_space: {normal: [0, 0, 1], offset: 0.0}\n"
+                           f"  - name: lamp\n    sphere: {{center: {tool.tolist()}, "
+                           "radius: 0.05}\n")
+    srdf = example_robot_data_dir() / "panda_description" / "srdf" / "panda.srdf"
+    launch("inertia-id-node", "inertia_id_ros.ros.node",
+           *node_args(window_sec=10.0, allow_motion="true", environment_file=str(environment),
+                      srdf=str(srdf)))
+    wizard = Wizard(rclpy.create_node("excite_obstacle"))
+    Arm(wizard.peer)
+    try:
+        wizard.wait_until_the_node_receives_joint_states()
+        refused = wizard.excite(path)
+        print(f"\nan obstacle in the tool path: {refused.reason}")
+        assert not refused.accepted and refused.reason.startswith("collision")
+        assert "and lamp overlap by" in refused.reason
+        assert "closer than the collision margin 10 mm" in refused.reason
+        spin_until(wizard.peer, lambda: False, 0.5)
+        assert not wizard.commands  # nothing moved
+    finally:
+        wizard.peer.destroy_node()
