@@ -69,7 +69,7 @@ def test_a_trajectory_into_an_obstacle_or_too_fast_is_refused(motion_file, tmp_p
 def test_a_designed_motion_leaving_the_workspace_is_not_written(tmp_path, capsys):
     workspace = tmp_path / "workspace.yaml"
     workspace.write_text(f"limits:\n  - name: tiny\n    frames: [{TOOL}]\n"
-                         "    sphere: {center: [0.3, 0.0, 0.5], radius: 0.6}\n")
+                         "    sphere: {center: [0.3, 0.0, 0.5], radius: 0.05}\n")
     out = tmp_path / "motion.npz"
     code = cli.main(["excite", "--urdf", URDF, "--joints", ",".join(JOINTS), "--target",
                      "links", "--duration", "3", "--out", str(out), "--time-limit", "0.5",
