@@ -41,6 +41,17 @@ def unloaded_link_model(directory: Path) -> Path:
     return result
 
 
+def call(peer, client, request):
+    """``client``'s response to ``request`` (spinning ``peer``)."""
+    import rclpy
+
+    assert client.wait_for_service(timeout_sec=10.0)
+    future = client.call_async(request)
+    rclpy.spin_until_future_complete(peer, future, timeout_sec=30.0)
+    assert future.result() is not None
+    return future.result()
+
+
 def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
         launch, rclpy_context, tmp_path):
     import rclpy
@@ -48,7 +59,7 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
     from visualization_msgs.msg import MarkerArray
 
     from inertia_id_ros.msg import InertialParameters
-    from inertia_id_ros.srv import Identify
+    from inertia_id_ros.srv import Identify, Tare
 
     links_result = unloaded_link_model(tmp_path)
     node = launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file",
@@ -96,5 +107,10 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
         assert abs(m - m0) < 5 * np.sqrt(covariance[0, 0]) + 1e-3
         assert spin_until(peer, lambda: received["estimates"] and received["markers"], 10.0)
         assert received["estimates"][-1].body_name == "payload"
+        # ~/tare with the payload attached and known: the joints' torque offsets, in words
+        tare = call(peer, peer.create_client(Tare, "/inertia_id/tare"), Tare.Request(
+            duration=1.0, known_payload=True, payload=received["truth"][-1]))
+        assert tare.success and tare.num_samples > 0.9 * RATE_HZ, tare.message
+        assert "joint torque offsets panda_joint1 " in tare.message and "N m" in tare.message
     finally:
         peer.destroy_node()
