@@ -336,7 +336,7 @@ def test_payload_torques_mode_excites_the_panda_and_identifies_the_payload(
     launch("inertia-id-node", "inertia_id_ros.ros.node",
            "--params-file", str(REPO / "config" / "panda_payload_torques.yaml"),
            "-p", f"urdf_path:={example_robot_urdf('panda')}", "-p", "window_sec:=10.0",
-           "-p", "update_rate_hz:=1.0")
+           "-p", "update_rate_hz:=1.0", "-p", "allow_motion:=true")
     wizard = Wizard(rclpy.create_node("excite_payload_torques"))
     try:
         wizard.wait_until_the_node_receives_joint_states()
