@@ -119,6 +119,7 @@ def registry_restored(monkeypatch):
     """Modes a test registers are gone after it (the parameter reference and the other tests
     in the same process see the package's modes only)."""
     monkeypatch.setattr(modes.base, "_REGISTRY", dict(modes.base._REGISTRY))
+    monkeypatch.setattr(modes.base, "_IMPORTED", dict(modes.base._IMPORTED))
 
 
 class _Toy(Mode):
@@ -145,22 +146,18 @@ def test_a_mode_named_by_its_import_path_adds_its_parameters_and_rules():
     path = f"{__name__}:_Toy"
     with pytest.raises(StartupError, match="'toy_value'"):  # unknown until the mode is named
         settings_from_parameters({"mode": "links", "joints": ["j"], "toy_value": 1.0})
-    try:
-        settings = settings_from_parameters({"mode": path, "method": "ols", "toy_value": 3.0})
-        assert settings.mode == "toy_registry" and settings.mode_settings == 3.0
-        assert settings.weighting == "none" and modes.get(path) is modes.get("toy_registry")
-        with pytest.raises(StartupError, match="'method': 'lmi' does not solve toy problems"):
-            settings_from_parameters({"mode": path})
-        with pytest.raises(StartupError, match="'toy_value' must be > 0"):
-            settings_from_parameters({"mode": path, "method": "ols", "toy_value": -1.0})
-        # a package mode's values are checked with the toy selected, and the toy's with another
-        with pytest.raises(StartupError, match="'prior_weight'"):
-            settings_from_parameters({"mode": path, "method": "ols", "prior_weight": -1.0})
-        with pytest.raises(StartupError, match="'toy_value'"):
-            settings_from_parameters({"mode": "links", "joints": ["j"], "toy_value": -1.0})
-    finally:  # the toy leaves the registry as it found it (the generated reference's table)
-        modes.base._REGISTRY.pop("toy_registry", None)
-        modes.base._IMPORTED.pop(path, None)
+    settings = settings_from_parameters({"mode": path, "method": "ols", "toy_value": 3.0})
+    assert settings.mode == "toy_registry" and settings.mode_settings == 3.0
+    assert settings.weighting == "none" and modes.get(path) is modes.get("toy_registry")
+    with pytest.raises(StartupError, match="'method': 'lmi' does not solve toy problems"):
+        settings_from_parameters({"mode": path})
+    with pytest.raises(StartupError, match="'toy_value' must be > 0"):
+        settings_from_parameters({"mode": path, "method": "ols", "toy_value": -1.0})
+    # a package mode's values are checked with the toy selected, and the toy's with another
+    with pytest.raises(StartupError, match="'prior_weight'"):
+        settings_from_parameters({"mode": path, "method": "ols", "prior_weight": -1.0})
+    with pytest.raises(StartupError, match="'toy_value'"):
+        settings_from_parameters({"mode": "links", "joints": ["j"], "toy_value": -1.0})
 
 
 def test_two_modes_may_share_a_parameter_only_with_one_spec():
@@ -171,11 +168,8 @@ def test_two_modes_may_share_a_parameter_only_with_one_spec():
         parameters = (ParameterSpec("body_name", "other", "Toy mode: clashes."),)
 
     modes.register(Clash())
-    try:
-        with pytest.raises(ConfigError, match="'body_name' is declared twice"):
-            node_parameters()
-    finally:
-        modes.base._REGISTRY.pop("toy_clash")
+    with pytest.raises(ConfigError, match="'body_name' is declared twice"):
+        node_parameters()
 
 
 def test_architecture_checklist_names_the_parts_of_a_mode():
