@@ -477,6 +477,12 @@ def volumes_holding(volumes: dict[str, Volume], priors: dict[str, np.ndarray]
             if name in priors and not volume_findings(name, priors[name], volume)}
 
 
+def ellipsoids_of(volumes: dict[str, Volume], links: Sequence[str]) -> list[np.ndarray | None]:
+    """Per link of ``links``, the 4x4 ``Q`` (link frame) of its volume's ellipsoid
+    (:meth:`Volume.ellipsoid_matrix`), ``None`` for a link without one (unconstrained)."""
+    return [volumes[name].ellipsoid_matrix() if name in volumes else None for name in links]
+
+
 def pinned_mass_findings(names: Sequence[str], masses: np.ndarray,
                          prior_masses: np.ndarray) -> list[Finding]:
     """``pinned_mass`` (warn) for each link whose fitted mass (kg) sits at its lower bound, 0:

@@ -14,7 +14,10 @@ from __future__ import annotations
 import abc
 import importlib
 import math
-from collections.abc import Mapping
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +70,8 @@ class NodeSettings:
     excite_max_acceleration: float
     mode_settings: Any
     """The mode's own parameters (a frozen dataclass of the mode)."""
+    bounding_ellipsoid: bool = False
+    """Constrain each identified body to an ellipsoid around it (the mode's volumes)."""
 
 
 @dataclass(frozen=True)
@@ -259,3 +264,18 @@ def load_robot(settings: NodeSettings, default_urdf: str | None = None) -> Any:
         return load_model(urdf_path=urdf_path or None, urdf_xml=None if urdf_path else urdf_xml)
     except Exception as error:  # pinocchio raises ValueError/RuntimeError on bad URDFs
         raise StartupError(f"parameter '{name}': cannot load the URDF: {error}") from error
+
+
+@contextmanager
+def urdf_file(settings: NodeSettings, default_urdf: str | None = None) -> Iterator[str]:
+    """A path of the robot's URDF: ``urdf_path``, else ``robot_description`` written to a
+    temporary file (removed on exit), else ``default_urdf``."""
+    if settings.urdf_path or not settings.robot_description:
+        yield settings.urdf_path or default_urdf or ""
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as handle:
+        handle.write(settings.robot_description)
+    try:
+        yield handle.name
+    finally:
+        os.unlink(handle.name)
