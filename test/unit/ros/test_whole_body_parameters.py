@@ -25,8 +25,8 @@ STAND = _config("icub_fixed.yaml", "icub")
 @pytest.mark.parametrize("name, robot, n_sensors, n_bodies", [
     ("icub_whole_body.yaml", "icub", 7, 39), ("go1_whole_body.yaml", "go1", 4, 39),
     ("icub_suspended.yaml", "icub", 7, 39),
-    ("icub_fixed.yaml", "icub", 6, 38),
-    ("icub_stance.yaml", "icub", 4, 39)])  # rooted at the sole: the root link moves, a body  # on a stand, the root's placeholder is the world's
+    ("icub_fixed.yaml", "icub", 6, 38),  # on a stand, the root's placeholder is the world's
+    ("icub_stance.yaml", "icub", 4, 39)])  # rooted at the sole: the root link moves, a body
 def test_whole_body_configs_build_a_session(name, robot, n_sensors, n_bodies):
     values = _config(name, robot)
     session = build_session(settings_from_parameters(values))
