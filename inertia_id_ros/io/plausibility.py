@@ -599,6 +599,22 @@ def payload_residual_findings(sensor: str, Y: np.ndarray, f: np.ndarray, theta: 
         "sensor's sign convention.", None if offset is not None else ols_rms(Y))
 
 
+def payload_fit_findings(sensor: str, Y: np.ndarray, f: np.ndarray, estimate: Any,
+                         with_offset: bool, volume: Volume
+                         ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+    """The findings of a payload ``estimate`` (an online
+    :class:`~inertia_id_ros.online.payload_estimator.Estimate`) on the samples it was fitted to,
+    ``Y`` (N, 6, >= 10) and ``f`` (N, 6): :func:`payload_residual_findings` (its offset if
+    ``with_offset``), :func:`volume_findings` in ``volume`` and, but for ``ols``,
+    :func:`determination_findings`; and the residual ratios."""
+    offset = estimate.sensor_offset if with_offset else None
+    findings, ratios = payload_residual_findings(sensor, Y, f, estimate.theta, offset)
+    findings += volume_findings("payload", estimate.theta, volume)
+    if estimate.method != "ols":
+        findings += determination_findings("payload", estimate.theta, estimate.covariance)
+    return findings, ratios
+
+
 def links_residual_findings(model: Any, data: Any, x: np.ndarray, prior_weight: float
                             ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """:func:`residual_ratio_findings` of a fit-links result ``x`` on its training ``data``
