@@ -251,7 +251,10 @@ def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
              ("imu_frame:=no_imu_here", "parameter 'imu_frame': frame 'no_imu_here'"),
              ("ft_frames:=[l_arm_ft_sensor, r_arm_ft_sensor, l_leg_ft_sensor, r_leg_ft_sensor, "
               "l_foot_ft_sensor, r_foot_ft_sensor, l_toe]", "parameter 'ft_frames': frame 'l_toe'"),
-             ("ft_topics:=[/a, /b]", "parameter 'ft_topics' has 2 entries")]
+             ("ft_topics:=[/a, /b]", "parameter 'ft_topics' has 2 entries"),
+             ("fixed_frame:=l_sole", "parameter 'fixed_frame' applies to base 'fixed'"),
+             ("fixed_tilt:=[0.1]", "parameter 'fixed_tilt' must be two finite angles"),
+             ("ft_estimate_offset:=[l_toe]", "parameter 'ft_estimate_offset': 'l_toe'")]
     nodes = [(launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", ICUB_CONFIG,
                      "-p", urdf, "-p", override), expected) for override, expected in cases]
     for node, expected in nodes:
