@@ -49,7 +49,7 @@ from inertia_id_ros.core.robots import (  # noqa: E402
     example_robot_urdf,
     load_model,
 )
-from inertia_id_ros.motion.collision import SelfCollisionChecker  # noqa: E402
+from inertia_id_ros.motion.collision import CollisionChecker  # noqa: E402
 from inertia_id_ros.motion.design import (  # noqa: E402
     DesignResult,
     design_excitation,
@@ -111,7 +111,7 @@ def identify(model, sensor_frame: str, joints, trajectory: ExcitationTrajectory,
 def run_case(name: str, n_random: int, with_collision: bool) -> dict[str, object]:
     robot, joints, target, frame, duration, time_target = CASES[name]
     model = load_model(example_robot_urdf(robot))
-    collision = (SelfCollisionChecker(example_robot_urdf(robot),
+    collision = (CollisionChecker(example_robot_urdf(robot),
                                       example_robot_data_dir() / SRDFS[robot])
                  if with_collision else None)
     began = time.perf_counter()

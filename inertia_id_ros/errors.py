@@ -71,7 +71,8 @@ class JointNotFound(InertiaIdError, KeyError):
 
 
 class ConfigError(InertiaIdError, ValueError):
-    """A chain or actuator configuration, or a prior, is invalid (names the offending key)."""
+    """A chain or actuator configuration, a prior, or a workspace or environment file is invalid
+    (names the offending key)."""
 
 
 # ---- solvers ---------------------------------------------------------------------------

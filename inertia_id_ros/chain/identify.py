@@ -59,10 +59,12 @@ from inertia_id_ros.chain.links import (
     PriorWeightSelection,
     build_link_problem,
     fit_links,
+    gravity_columns,
     link_channels,
     regression_system,
     select_prior_weight,
     time_blocks,
+    with_gravity,
 )
 from inertia_id_ros.core.covariance import ChannelNormalEquations, channel_grams
 from inertia_id_ros.core.filtering import derivatives_at_samples, joint_states_at
@@ -74,8 +76,11 @@ from inertia_id_ros.core.weighting import (
 from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING
 from inertia_id_ros.solvers import Problem, Solution, solve
 
-DEFAULT_TILT_SAMPLES = 6000
-"""Samples (evenly strided) of the base-tilt search."""
+DEFAULT_TILT_SAMPLES = 2000
+"""Samples (evenly strided) of the base-tilt and torque-delay searches. Two angles and one delay
+are decided by the motion's span, not its density: on the KUKA run 1 (4961 samples), 2000 give
+the tilt of all of them to 0.01 degrees and a delay as good on held-out runs (the benchmark
+``benchmarks/bench_fit_links.py``)."""
 MAX_TILT = 0.1
 """Largest base tilt searched (rad, about 6 degrees); beyond it the URDF's base is wrong."""
 
@@ -98,21 +103,10 @@ class BaseTilt:
                 "gravity": self.gravity.tolist(), "rms": self.rms, "level_rms": self.level_rms}
 
 
-def with_gravity(model: LinkModel, gravity: np.ndarray) -> LinkModel:
-    """A copy of ``model`` whose gravity (root frame, m/s²) is ``gravity`` (3,)."""
-    robot = model.model.copy()
-    robot.gravity.linear = np.asarray(gravity, dtype=float)
-    return LinkModel(robot, model.drives, model.robot_joint_names)
-
-
 def tilted_gravity(model: LinkModel, roll: float, pitch: float) -> np.ndarray:
     """(3,) the model's gravity (root frame) rotated by ``roll`` about x, then ``pitch`` about y
     (rad): the gravity of the base tilted by the opposite rotation."""
     return pin.rpy.rpyToMatrix(roll, pitch, 0.0) @ np.asarray(model.model.gravity.linear)
-
-
-GRAVITY_PARAMETERS = (0, 1, 2, 3)
-"""The entries of a link's ``theta`` gravity acts on: the mass and the first moments."""
 
 
 def gravity_normal_equations(model: LinkModel, data: JointTorqueData
@@ -123,17 +117,14 @@ def gravity_normal_equations(model: LinkModel, data: JointTorqueData
     rest under unit gravity along the root frame's axis ``a``, so that the regressor under any
     gravity ``g`` (m/s², root frame) is ``Y(g) = E @`` :func:`gravity_map` ``(model, g)`` (the
     torques are linear in the gravity, a base acceleration)."""
-    columns = gravity_columns(model)
-    rest = np.zeros((data.n_samples, model.n_joints))
     weightless = with_gravity(model, np.zeros(3))
     parts = []
     for start in range(0, data.n_samples, _GRAVITY_CHUNK):
         chunk = model.in_joint_order(data.subset(slice(start, start + _GRAVITY_CHUNK)))
         Y, y = regression_system(weightless, chunk)
-        unit = [with_gravity(model, axis).link_regressor(chunk.positions, rest[:chunk.n_samples],
-                                                         rest[:chunk.n_samples])[:, :, columns]
-                for axis in np.eye(3)]
-        parts.append((np.hstack([Y] + [G.reshape(Y.shape[0], -1) for G in unit]), y))
+        unit = model.gravity_columns_at_rest(chunk.positions)
+        parts.append((np.hstack([Y] + [unit[:, a].reshape(Y.shape[0], -1) for a in range(3)]),
+                      y))
     gram = sum(channel_grams(E.reshape(-1, model.n_joints, E.shape[1])).sum(axis=0)
                for E, _ in parts)  # per joint: the zero columns skipped
     moment = sum(E.T @ y for E, y in parts)
@@ -142,12 +133,6 @@ def gravity_normal_equations(model: LinkModel, data: JointTorqueData
 
 
 _GRAVITY_CHUNK = 2000  # samples per block of gravity_normal_equations
-
-
-def gravity_columns(model: LinkModel) -> np.ndarray:
-    """(4 n_joints,) the columns of ``x`` gravity acts on (:data:`GRAVITY_PARAMETERS` of every
-    link)."""
-    return np.array([10 * k + i for k in range(model.n_joints) for i in GRAVITY_PARAMETERS])
 
 
 def gravity_map(model: LinkModel, gravity: np.ndarray) -> np.ndarray:

@@ -270,6 +270,56 @@ class LinkModel:
             Y[k] = pin.computeJointTorqueRegressor(self.model, self._data, q[k], dq[k], ddq[k])
         return Y
 
+    def gravity_columns_at_rest(self, positions: np.ndarray) -> np.ndarray:
+        """(N, 3, n_joints, 4 n_joints) ``G`` with ``G[:, a]`` the mass and first-moment columns
+        (``theta[0:4]`` of every link) of :meth:`link_regressor` at rest under unit gravity along
+        the root frame's axis ``a``: ``RNEA(q, 0, 0) = sum_a g_a G[:, a] @ theta[mass and
+        first moments]`` for gravity ``g`` (m/s², root frame).
+
+        Written out, for joint ``i`` (world axis ``z_i`` through ``o_i``) and a link ``j`` it
+        carries (origin ``o_j``, rotation ``R_j``): ``-z_i x (o_j - o_i)`` for the mass and
+        ``-z_i x R_j e_k`` for the first moment ``k`` (revolute; prismatic: ``-z_i`` and 0),
+        from forward kinematics vectorised over samples. Equal to pinocchio's regressor (tested);
+        joints other than 1-dof revolute or prismatic fall back to it."""
+        positions = np.atleast_2d(np.asarray(positions, dtype=float))
+        axes = [_joint_axis(self.model.joints[i]) for i in range(1, self.model.njoints)]
+        n, N = self.n_joints, positions.shape[0]
+        if any(a is None for a in axes):
+            rest = np.zeros_like(positions)
+            columns = gravity_columns(self)
+            return np.stack([with_gravity(self, axis).link_regressor(positions, rest, rest)
+                             [:, :, columns] for axis in np.eye(3)], axis=1)
+        rotation = {0: np.broadcast_to(np.eye(3), (N, 3, 3))}
+        origin, axis = {0: np.zeros((N, 3))}, {}
+        for i, (prismatic, u) in enumerate(axes, start=1):
+            parent, placement = self.model.parents[i], self.model.jointPlacements[i]
+            base = rotation[parent] @ placement.rotation  # the joint frame at q = 0
+            origin[i] = origin[parent] + rotation[parent] @ placement.translation
+            axis[i] = base @ u
+            q = positions[:, i - 1]
+            if prismatic:
+                rotation[i] = base
+                origin[i] = origin[i] + q[:, None] * axis[i]
+            else:
+                cross = np.array([[0.0, -u[2], u[1]], [u[2], 0.0, -u[0]], [-u[1], u[0], 0.0]])
+                turn = (np.eye(3) + np.sin(q)[:, None, None] * cross
+                        + (1.0 - np.cos(q))[:, None, None] * (cross @ cross))
+                rotation[i] = base @ turn
+        G = np.zeros((N, 3, n, 4 * n))
+        for j in range(1, n + 1):
+            i = j
+            while i > 0:
+                prismatic = axes[i - 1][0]
+                columns = slice(4 * (j - 1), 4 * j)
+                if prismatic:
+                    G[:, :, i - 1, columns.start] = -axis[i]
+                else:
+                    G[:, :, i - 1, columns.start] = -np.cross(axis[i], origin[j] - origin[i])
+                    G[:, :, i - 1, columns.start + 1:columns.stop] = -np.cross(
+                        axis[i][:, None, :], rotation[j].transpose(0, 2, 1)).transpose(0, 2, 1)
+                i = self.model.parents[i]
+        return G
+
     def drive_regressor(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(N, n_joints, n_drive_parameters) drive columns of :meth:`joint_torque_regressor`
         for velocities ``dq`` and accelerations ``ddq`` (N, n_joints): joint ``j``'s only in row
@@ -685,3 +735,34 @@ def select_prior_weight(model: LinkModel, data: JointTorqueData | None = None,
             if 0 <= i <= last:
                 evaluate(i)
     return PriorWeightSelection(weights, cv_rms, float(weights[np.nanargmin(cv_rms)]))
+
+
+def _joint_axis(joint: pin.JointModel) -> tuple[bool, np.ndarray] | None:
+    """``(prismatic, unit axis (3,) in the joint frame)`` of a 1-dof revolute or prismatic
+    joint, else ``None``."""
+    name = joint.shortname()
+    for kind, prismatic in (("JointModelR", False), ("JointModelP", True)):
+        for suffix, axis in (("X", 0), ("Y", 1), ("Z", 2)):
+            if name in (kind + suffix, kind + "UB" + suffix):
+                return prismatic, np.eye(3)[axis]
+    if name in ("JointModelRevoluteUnaligned", "JointModelPrismaticUnaligned",
+                "JointModelRevoluteUnboundedUnaligned"):
+        return name.startswith("JointModelP"), np.asarray(joint.extract().axis, dtype=float)
+    return None
+
+
+def with_gravity(model: LinkModel, gravity: np.ndarray) -> LinkModel:
+    """A copy of ``model`` whose gravity (root frame, m/s²) is ``gravity`` (3,)."""
+    robot = model.model.copy()
+    robot.gravity.linear = np.asarray(gravity, dtype=float)
+    return LinkModel(robot, model.drives, model.robot_joint_names)
+
+
+GRAVITY_PARAMETERS = (0, 1, 2, 3)
+"""The entries of a link's ``theta`` gravity acts on: the mass and the first moments."""
+
+
+def gravity_columns(model: LinkModel) -> np.ndarray:
+    """(4 n_joints,) the columns of ``x`` gravity acts on (:data:`GRAVITY_PARAMETERS` of every
+    link)."""
+    return np.array([10 * k + i for k in range(model.n_joints) for i in GRAVITY_PARAMETERS])

@@ -33,7 +33,8 @@ command runs, so that ``--help`` and argument errors are quick:
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
   filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
 - ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
-  (:mod:`inertia_id_ros.motion.design`);
+  (:mod:`inertia_id_ros.motion.design`), or check one, against the limits, a workspace and
+  obstacles;
 - ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
   (:mod:`inertia_id_ros.io.validate`);
 - ``keystore create``: a DDS-Security keystore so that only operators may call ``~/excite``
@@ -81,7 +82,8 @@ fit-whole-body) ``"urdf_gains"``; a refusal before the fit writes only ``finding
 Exit codes: 0 done; 1 no estimate (solver failure, or the estimator's result was not physically
 consistent); 2 bad input (arguments, URDF, data, or data that cannot determine the estimate), with
 one line on stderr; 3 refused by a plausibility check (each refusal on stderr, naming the likely
-cause and the fix).
+cause and the fix), or, with ``excite``, the motion breaks a limit (stderr names it and the
+amount).
 """
 
 from __future__ import annotations

@@ -36,8 +36,9 @@ LOG_FLAGS = ("time_unit", "angle_unit", "t_start", "t_end", "held_out_from", "ho
 EXIT_NO_ESTIMATE = 1
 EXIT_BAD_INPUT = 2
 EXIT_IMPLAUSIBLE = 3
-"""A plausibility check refused the input or the answer (:mod:`inertia_id_ros.io.plausibility`;
-each refusal printed on stderr, naming the likely cause and the fix)."""
+"""A check refused the input or the answer: a plausibility check
+(:mod:`inertia_id_ros.io.plausibility`; each refusal printed on stderr, naming the likely cause and
+the fix), or ``excite``'s limits (the motion breaks one: stderr names it and the amount)."""
 DATA_LIMITED = ("too_few_samples", "offset_not_identifiable")
 """Reasons of :class:`EstimateUnavailable` that mean the data cannot determine the estimate."""
 

@@ -1,13 +1,33 @@
 """``inertia-id excite``: design an exciting motion (payload or links) into a trajectory NPZ
-(:mod:`inertia_id_ros.motion.design`)."""
+(:mod:`inertia_id_ros.motion.design`), or check one (``--check``), against the robot's limits,
+a workspace (:mod:`inertia_id_ros.motion.workspace`), obstacles and self-collision
+(:mod:`inertia_id_ros.motion.collision`).
+
+Exit codes: 0 the motion is written (or passes the check); 2 bad input; 3 refused: the motion
+breaks a limit (stderr names it and by how much), nothing is written."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import TYPE_CHECKING
 
-from inertia_id_ros.cli.common import load_urdf_model, write_output
-from inertia_id_ros.errors import FrameNotFound, InputError, JointNotFound, ProblemError
+from inertia_id_ros.cli.common import EXIT_IMPLAUSIBLE, load_urdf_model, write_output
+from inertia_id_ros.errors import (
+    ConfigError,
+    FrameNotFound,
+    InputError,
+    JointNotFound,
+    ProblemError,
+)
 from inertia_id_ros.options import DEFAULT_COLLISION_MARGIN, DEFAULT_MAX_ACCELERATION, TARGETS
+
+if TYPE_CHECKING:
+    import pinocchio as pin
+
+    from inertia_id_ros.motion.collision import CollisionChecker
+    from inertia_id_ros.motion.trajectory import ExcitationTrajectory
+    from inertia_id_ros.motion.workspace import WorkspaceChecker
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -15,18 +35,31 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     excite = subparsers.add_parser(
         "excite",
         help="design an exciting motion for identifying a payload or the links (rest to rest, "
-             "within the limits)")
+             "within the limits), or check one; exit 3 when it breaks a limit",
+        description="Design an exciting motion, or check one (--check), against the URDF's "
+                    "limits, a workspace, obstacles and self-collision. Exit codes: 0 written "
+                    "(or passed), 2 bad input, 3 refused (stderr names the limit and by how "
+                    "much; nothing is written).")
     excite.add_argument("--urdf", required=True, help="URDF file of the robot")
-    excite.add_argument("--joints", required=True,
-                        help="comma-separated joints to move, in URDF order")
-    excite.add_argument("--target", required=True, choices=TARGETS,
+    excite.add_argument("--joints",
+                        help="comma-separated joints to move, in URDF order (to design)")
+    excite.add_argument("--target", choices=TARGETS,
                         help="what the motion identifies: the payload beyond --sensor-frame, or "
                              "the links (with joint friction and armature)")
     excite.add_argument("--sensor-frame", help="URDF frame of the F/T sensor (--target payload)")
-    excite.add_argument("--duration", type=float, required=True, metavar="SEC",
-                        help="seconds of motion")
-    excite.add_argument("--out", required=True, metavar="TRAJ.npz",
+    excite.add_argument("--duration", type=float, metavar="SEC", help="seconds of motion")
+    excite.add_argument("--out", metavar="TRAJ.npz",
                         help="trajectory to write (keys t, joint_names, q, dq, ddq; 100 Hz)")
+    excite.add_argument("--check", metavar="TRAJ.npz",
+                        help="check this trajectory instead of designing one (the URDF's "
+                             "position and velocity limits, --max-acceleration and the safety "
+                             "files)")
+    excite.add_argument("--workspace", metavar="FILE",
+                        help="YAML of Cartesian limits of frames (boxes, half-spaces, spheres) "
+                             "the motion must keep")
+    excite.add_argument("--environment", metavar="FILE",
+                        help="YAML of obstacles (boxes, half-spaces, spheres) the links keep "
+                             ">= --collision-margin from")
     excite.add_argument("--start", metavar="Q1,...",
                         help="start and end pose (rad; default: the middle of the limits)")
     excite.add_argument("--max-acceleration", type=float, default=DEFAULT_MAX_ACCELERATION,
@@ -41,21 +74,100 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                        "the pairs it leaves (URDF collision geometry) >= "
                                        "--collision-margin")
     excite.add_argument("--collision-margin", type=float, default=DEFAULT_COLLISION_MARGIN,
-                        metavar="M", help="smallest self-collision distance with --srdf "
-                                          f"(m; {DEFAULT_COLLISION_MARGIN:g})")
+                        metavar="M", help="smallest distance between links (--srdf) and to "
+                                          f"obstacles (m; {DEFAULT_COLLISION_MARGIN:g})")
     excite.add_argument("--time-limit", type=float, metavar="SEC",
                         help="optimisation time (default: 40 payload, 240 links)")
     excite.set_defaults(run=run)
 
 
+def _refused(message: str) -> int:
+    """Report a refusal on stderr; :data:`EXIT_IMPLAUSIBLE`."""
+    print(f"inertia-id excite: refused: {message}", file=sys.stderr)
+    return EXIT_IMPLAUSIBLE
+
+
+def _safety(args: argparse.Namespace, model: pin.Model
+            ) -> tuple[WorkspaceChecker | None, CollisionChecker | None]:
+    """The workspace and collision checkers of ``--workspace``, ``--environment``, ``--srdf``."""
+    from inertia_id_ros.motion.collision import CollisionChecker, load_environment
+    from inertia_id_ros.motion.workspace import Workspace, WorkspaceChecker
+
+    try:
+        workspace = (None if args.workspace is None
+                     else WorkspaceChecker(model, Workspace.load_yaml(args.workspace)))
+        obstacles = () if args.environment is None else load_environment(args.environment)
+        collision = (None if args.srdf is None and not obstacles
+                     else CollisionChecker(args.urdf, args.srdf, obstacles=obstacles))
+    except (ConfigError, ProblemError, FrameNotFound) as e:
+        raise InputError(str(e)) from None
+    return workspace, collision
+
+
+def _violations(trajectory: ExcitationTrajectory, workspace: WorkspaceChecker | None,
+                collision: CollisionChecker | None, margin: float) -> list[str]:
+    """What ``trajectory`` breaks of the workspace and collision margin, in words."""
+    from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ
+
+    broken = []
+    if workspace is not None:
+        violation = workspace.check(trajectory)
+        if violation is not None:
+            broken.append(str(violation))
+    if collision is not None:
+        clearance = collision.clearance(trajectory)
+        shortfall = clearance.shortfall(margin)
+        if shortfall:
+            broken.append(shortfall)
+        else:
+            c = clearance
+            print(f"collision: smallest distance {1e3 * c.distance:.1f} mm ({c.pair[0]} and "
+                  f"{c.pair[1]} at {c.time:.2f} s; convex hulls checked at "
+                  f"{DEFAULT_CHECK_RATE_HZ:g} Hz)")
+    return broken
+
+
+def _check(args: argparse.Namespace) -> int:
+    """``--check``: the trajectory file against the limits; the exit code."""
+    from inertia_id_ros.motion.design import motion_limits
+    from inertia_id_ros.motion.trajectory import ExcitationTrajectory
+
+    if any(getattr(args, name) is not None for name in ("target", "duration", "out")):
+        raise InputError("--check takes no --target, --duration or --out")
+    trajectory = ExcitationTrajectory.load_npz(args.check)
+    model = load_urdf_model(args.urdf)
+    try:
+        limits = motion_limits(model, trajectory.joint_names, position_margin=0.0,
+                               max_acceleration=args.max_acceleration)
+    except (ProblemError, JointNotFound) as e:
+        raise InputError(str(e)) from None
+    units = {"position": "rad", "velocity": "rad/s", "acceleration": "rad/s²"}
+    broken = [f"the URDF's {name} limit by {excess:.4g} {units[name]}" if name != "acceleration"
+              else f"--max-acceleration by {excess:.4g} {units[name]}"
+              for name, excess in limits.violations(trajectory).items() if excess > 0.0]
+    broken += _violations(trajectory, *_safety(args, model), args.collision_margin)
+    if broken:
+        return _refused(f"{args.check} exceeds " + "; ".join(broken))
+    print(f"{args.check}: {trajectory.duration:g} s of {trajectory.n_joints} joints within the "
+          "limits checked")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Design the motion and write it; the exit code."""
+    """Design the motion and write it (or check one); the exit code."""
+    if args.check is not None:
+        return _check(args)
     import numpy as np
 
     from inertia_id_ros.io.information import recording_information
-    from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ, SelfCollisionChecker
     from inertia_id_ros.motion.design import design_excitation, motion_limits
 
+    missing = [option for option, value in (("--joints", args.joints),
+                                            ("--target", args.target),
+                                            ("--duration", args.duration), ("--out", args.out))
+               if value is None]
+    if missing:
+        raise InputError(f"designing a motion needs {', '.join(missing)} (or --check TRAJ.npz)")
     joints = [name.strip() for name in args.joints.split(",") if name.strip()]
     if not joints or len(set(joints)) != len(joints):
         raise InputError(f"--joints must list distinct joints, got {args.joints!r}")
@@ -68,11 +180,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--start must be comma-separated numbers (rad), got {args.start!r}") \
             from None
     model = load_urdf_model(args.urdf)
+    workspace, collision = _safety(args, model)
     try:
         limits = motion_limits(model, joints, max_acceleration=args.max_acceleration,
                                torque_limits=args.torque_limits)
-        collision = (None if args.srdf is None
-                     else SelfCollisionChecker(args.urdf, args.srdf))
         print(f"limits used (position margin {limits.position_margin:g} rad):")
         print("\n".join("  " + line for line in limits.table()))
         prior = None if args.from_recording is None else recording_information(
@@ -86,11 +197,9 @@ def run(args: argparse.Namespace) -> int:
     except (ProblemError, JointNotFound, FrameNotFound) as e:
         raise InputError(str(e)) from None
     trajectory = result.trajectory
-    if result.clearance is not None:
-        c = result.clearance
-        print(f"self-collision: smallest distance {1e3 * c.distance:.1f} mm ({c.pair[0]} and "
-              f"{c.pair[1]} at {c.time:.2f} s; convex hulls checked at "
-              f"{DEFAULT_CHECK_RATE_HZ:g} Hz)")
+    broken = _violations(trajectory, workspace, collision, args.collision_margin)
+    if broken:
+        return _refused(f"the designed motion exceeds {'; '.join(broken)}; nothing written")
     write_output(args.out, trajectory.save_npz)
     print(f"achieved: {result.objective_name} {result.objective:.4g} (random start "
           f"{result.stats.initial_objective:.4g}"

@@ -70,6 +70,11 @@ class NodeSettings:
     excite_max_acceleration: float
     mode_settings: Any
     """The mode's own parameters (a frozen dataclass of the mode)."""
+    allow_motion: bool = False
+    srdf: str = ""
+    workspace_file: str = ""
+    environment_file: str = ""
+    design_time_limit_sec: float = 0.0
     bounding_ellipsoid: bool = False
     """Constrain each identified body to an ellipsoid around it (the mode's volumes)."""
 

@@ -21,11 +21,11 @@ end every joint's motion is scaled by the largest factor that meets every limit 
 (less a relative 1e-4), so the result meets them exactly. Torque limits (the URDF's efforts, by
 RNEA of the URDF's links, without the payload) are checked after the design and met by scaling
 the whole motion down when ``torque_limits`` is set. With a
-:class:`~inertia_id_ros.motion.collision.SelfCollisionChecker` (URDF collision geometry and SRDF
-pairs), after half the time limit, distances below the margin plus ``COLLISION_BUFFER`` on
-``COLLISION_RATE_HZ`` samples are penalised quadratically (gradients from the nearest points);
-the final motion is checked at 50 Hz and, if it still comes closer than the margin, scaled
-toward ``start`` (bisection) until it does not.
+:class:`~inertia_id_ros.motion.collision.CollisionChecker` (URDF collision geometry: SRDF
+pairs and obstacles), after half the time limit, distances below the margin plus
+``COLLISION_BUFFER`` on ``COLLISION_RATE_HZ`` samples are penalised quadratically (gradients
+from the nearest points); the final motion is checked at 50 Hz and, if it still comes closer
+than the margin, scaled toward ``start`` (bisection) until it does not.
 
 **Objectives** (the predicted information of samples at ``measurement_rate_hz``, evaluated on a
 coarser grid of ``OBJECTIVE_RATE_HZ`` and scaled; a periodic integrand makes this accurate):
@@ -72,7 +72,7 @@ from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS, body_regressor_batch
 from inertia_id_ros.core.robots import joint_id
 from inertia_id_ros.errors import ProblemError
-from inertia_id_ros.motion.collision import Clearance, SelfCollisionChecker
+from inertia_id_ros.motion.collision import Clearance, CollisionChecker
 from inertia_id_ros.motion.trajectory import DEFAULT_RATE_HZ, ExcitationTrajectory
 from inertia_id_ros.options import DEFAULT_COLLISION_MARGIN, DEFAULT_MAX_ACCELERATION, TARGETS
 
@@ -683,7 +683,7 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
                       noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
                       measurement_rate_hz: float = DEFAULT_MEASUREMENT_RATE_HZ,
                       rate_hz: float = DEFAULT_RATE_HZ,
-                      collision: SelfCollisionChecker | None = None,
+                      collision: CollisionChecker | None = None,
                       collision_margin: float = DEFAULT_COLLISION_MARGIN) -> DesignResult:
     """Design an exciting motion of ``joint_names`` (model order) of the fixed-base ``model``
     for ``target`` (``"payload"`` beyond ``sensor_frame``, or ``"links"``) lasting ``duration``
@@ -697,7 +697,7 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     messages; ``time_limit`` (s, default :data:`DEFAULT_TIME_LIMIT`) bounds the optimisation.
     ``noise_std`` and ``measurement_rate_hz``: the F/T noise per sample and the sample rate
     the payload's standard errors are predicted for. The result is sampled at ``rate_hz``.
-    ``collision``: keep self-collision distances >= ``collision_margin`` (m).
+    ``collision``: keep collision distances (self and obstacles) >= ``collision_margin`` (m).
 
     Raises :class:`~inertia_id_ros.errors.ProblemError` on bad input (unknown target, no range
     left, start outside the limits) and the model's :class:`~inertia_id_ros.errors.JointNotFound`
@@ -729,7 +729,7 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         if np.min(at_start) < collision_margin:
             k = int(np.argmin(at_start))
             raise ProblemError(f"the start pose is within {1e3 * at_start[k]:.1f} mm of "
-                               f"self-collision ({' and '.join(collision.pair_names(k))}), less "
+                               f"collision ({' and '.join(collision.pair_names(k))}), less "
                                f"than the margin {1e3 * collision_margin:g} mm")
     budget = DEFAULT_TIME_LIMIT[target] if time_limit is None else float(time_limit)
 

@@ -10,15 +10,24 @@
    not measured (``missing_joints``), the measured pose is further than ``max_start_distance``
    from the motion's start (``far_from_start``), the motion does not start and end at rest
    (``invalid_trajectory``), ``speed_scale`` is outside (0, 1] (``invalid_speed_scale``) or the
-   command would leave the robot's limits (``beyond_limits``, when they are given).
-   Otherwise the command, as one trajectory: a ramp-in from the measured pose to the motion's
-   start, the motion at ``speed_scale`` (:meth:`ExcitationTrajectory.time_scaled`), a ramp-out
-   back to the measured pose. Each ramp is a rest-to-rest quintic at most ``ramp_velocity`` fast
-   and at least ``min_ramp_sec`` long. It starts ``start_delay`` after ``now``.
+   command would leave the robot's limits (``beyond_limits``, when they are given), a frame would
+   leave the workspace (``beyond_workspace``, with a
+   :class:`~inertia_id_ros.motion.workspace.WorkspaceChecker`) or come closer to an obstacle or
+   another link than the margin (``collision``, with a
+   :class:`~inertia_id_ros.motion.collision.CollisionChecker`); each refusal names the limit
+   and the amount. Otherwise the command, as one trajectory: a ramp-in from the measured pose to
+   the motion's start, the motion at ``speed_scale`` (:meth:`ExcitationTrajectory.time_scaled`),
+   a ramp-out back to the measured pose. A motion not played to its end before (by its
+   :meth:`~ExcitationTrajectory.fingerprint`) runs at most at ``dry_run_speed_scale`` unless
+   the caller skips that: a **dry run** (the same path: positions unchanged, velocities and
+   accelerations smaller, so within the same limits). Each ramp is a rest-to-rest quintic at
+   most ``ramp_velocity`` fast and at least ``min_ramp_sec`` long. It starts ``start_delay``
+   after ``now``.
 2. **follow** (:meth:`ExcitationRun.step`, at every tick with the newest joint state): the state
    goes ``ramp_in`` -> ``running`` -> ``ramp_out`` by the command's clock. The run stops (state
    ``stopped``, and the caller commands a hold at the newest measured pose) when the joint
-   states go stale or the measured pose leaves the command by more than ``max_tracking_error``;
+   states go stale, the measured pose leaves the command by more than ``max_tracking_error`` or
+   puts a frame outside the workspace (checked on every joint state the caller steps with);
    :meth:`ExcitationRun.stop` stops it on request.
 3. **identify**: after the ramp-out (state ``identifying``) the caller identifies on the samples
    stamped in :attr:`ExcitationCommand.motion_interval` (the motion proper, ramps excluded) and
@@ -39,9 +48,12 @@ import numpy as np
 
 from inertia_id_ros.errors import ExcitationRefused, TrajectoryError
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory, concatenate, rest_to_rest
+from inertia_id_ros.options import DEFAULT_COLLISION_MARGIN
 
 if TYPE_CHECKING:
+    from inertia_id_ros.motion.collision import CollisionChecker
     from inertia_id_ros.motion.design import MotionLimits
+    from inertia_id_ros.motion.workspace import WorkspaceChecker
 
 IDLE, DESIGNING, RAMP_IN, RUNNING, RAMP_OUT, IDENTIFYING = (
     "idle", "designing", "ramp_in", "running", "ramp_out", "identifying")
@@ -53,6 +65,9 @@ ACTIVE = (DESIGNING, *MOVING, IDENTIFYING)
 
 PEAK_SPEED_FACTOR = 1.875
 """Peak speed of the rest-to-rest quintic ``10 s^3 - 15 s^4 + 6 s^5`` over its mean speed."""
+
+DEFAULT_DRY_RUN_SPEED_SCALE = 0.25
+"""Largest speed scale of a motion's first run (a dry run at reduced speed)."""
 
 LIMIT_TOLERANCE = 1e-6
 """How far (in each limit's unit) a command's samples may exceed the limits given to start."""
@@ -74,7 +89,10 @@ class RunConfig:
     their shortest duration; ``joint_state_timeout``: joint states older than this (by their
     arrival) are stale; ``max_tracking_error``: largest distance of the measured pose from the
     command at the same stamp; ``start_delay``: the command starts this long after it is sent (it
-    must reach the controller first); ``ramp_rate_hz``: sample rate of the ramps.
+    must reach the controller first); ``ramp_rate_hz``: sample rate of the ramps;
+    ``dry_run_speed_scale``: the largest speed scale, in (0, 1], of a motion's first run (1: no
+    dry run); ``collision_margin`` (m): the smallest distance a command keeps from obstacles and
+    between links, with a collision checker.
     """
 
     max_start_distance: float = 0.5
@@ -84,10 +102,16 @@ class RunConfig:
     max_tracking_error: float = 0.2
     start_delay: float = 0.25
     ramp_rate_hz: float = 100.0
+    dry_run_speed_scale: float = DEFAULT_DRY_RUN_SPEED_SCALE
+    collision_margin: float = DEFAULT_COLLISION_MARGIN
 
     def __post_init__(self) -> None:
+        if not (np.isfinite(self.dry_run_speed_scale) and 0.0 < self.dry_run_speed_scale <= 1.0):
+            raise ValueError(f"dry_run_speed_scale must be in (0, 1], got "
+                             f"{self.dry_run_speed_scale!r}")
         for name in ("max_start_distance", "ramp_velocity", "min_ramp_sec",
-                     "joint_state_timeout", "max_tracking_error", "ramp_rate_hz"):
+                     "joint_state_timeout", "max_tracking_error", "ramp_rate_hz",
+                     "collision_margin"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be finite and > 0, got {value!r}")
@@ -120,13 +144,16 @@ class JointStateSnapshot:
 class ExcitationCommand:
     """What to send: ``trajectory`` (ramp-in, motion, ramp-out) starting at the stamp ``t_start``
     (s); the motion proper runs from ``motion_start`` to ``motion_end`` s into it, at
-    ``speed_scale``."""
+    ``speed_scale``; ``dry_run``: the motion's first run, at reduced speed;
+    ``fingerprint``: the motion's (:meth:`ExcitationTrajectory.fingerprint`, unscaled)."""
 
     trajectory: ExcitationTrajectory
     t_start: float
     motion_start: float
     motion_end: float
     speed_scale: float
+    dry_run: bool = False
+    fingerprint: str = ""
 
     @property
     def motion_interval(self) -> tuple[float, float]:
@@ -152,11 +179,18 @@ class Step:
 
 
 class ExcitationRun:
-    """The excitations of one robot, one at a time; see the module docstring. Thread-safe: the
-    caller's service callbacks, timer and design thread may call it concurrently."""
+    """The excitations of one robot, one at a time; see the module docstring. ``workspace``
+    checks every command and measured pose, ``collision`` every command (both optional).
+    Thread-safe: the caller's service callbacks, timer and design thread may call it
+    concurrently (the checkers are used under its lock)."""
 
-    def __init__(self, config: RunConfig | None = None) -> None:
+    def __init__(self, config: RunConfig | None = None,
+                 workspace: WorkspaceChecker | None = None,
+                 collision: CollisionChecker | None = None) -> None:
         self.config = RunConfig() if config is None else config
+        self.workspace, self.collision = workspace, collision
+        self._played: set[str] = set()
+        """Fingerprints of the motions played to their end (no dry run for them)."""
         self.state = IDLE
         self.message = ""
         """What the latest change of state was about."""
@@ -207,17 +241,25 @@ class ExcitationRun:
             self._set(DESIGNING, "designing the motion", None)
             return q
 
+    def played_before(self, trajectory: ExcitationTrajectory) -> bool:
+        """Whether ``trajectory`` was played to its end (its next run is no dry run)."""
+        with self._lock:
+            return trajectory.fingerprint() in self._played
+
     def start(self, trajectory: ExcitationTrajectory, joint_state: JointStateSnapshot | None,
               now: float, speed_scale: float = 1.0, designed: bool = False,
-              limits: MotionLimits | None = None) -> ExcitationCommand:
+              limits: MotionLimits | None = None,
+              skip_dry_run: bool = False) -> ExcitationCommand:
         """The command playing ``trajectory`` at ``speed_scale`` from the measured pose, starting
         at ``now + start_delay`` (state ``ramp_in``); refused as the module docstring says.
         ``designed``: the motion of :meth:`begin_design` (refused as ``cancelled`` if that
         excitation was stopped meanwhile; any refusal then fails it). ``limits``: the robot's
-        (of the trajectory's joints) that every sample of the command must keep."""
+        (of the trajectory's joints) that every sample of the command must keep.
+        ``skip_dry_run``: play a motion not played before at ``speed_scale`` all the same."""
         with self._lock:
             try:
-                return self._start(trajectory, joint_state, now, speed_scale, designed, limits)
+                return self._start(trajectory, joint_state, now, speed_scale, designed, limits,
+                                   skip_dry_run)
             except ExcitationRefused as refused:
                 if designed and self.state == DESIGNING:
                     self._set(FAILED, f"refused: {refused.message}", None)
@@ -225,9 +267,14 @@ class ExcitationRun:
 
     def _start(self, trajectory: ExcitationTrajectory, joint_state: JointStateSnapshot | None,
                now: float, speed_scale: float, designed: bool,
-               limits: MotionLimits | None) -> ExcitationCommand:
+               limits: MotionLimits | None, skip_dry_run: bool) -> ExcitationCommand:
         q = self._check_ready(joint_state, now, trajectory.joint_names, designed)
         check_speed_scale(speed_scale)
+        fingerprint = trajectory.fingerprint()
+        first = fingerprint not in self._played
+        if first and not skip_dry_run:
+            speed_scale = min(speed_scale, self.config.dry_run_speed_scale)
+        dry_run = first and speed_scale < 1.0
         names = trajectory.joint_names
         gap = np.abs(q - trajectory.q[0])
         worst = int(np.argmax(gap))
@@ -252,12 +299,30 @@ class ExcitationRun:
                 raise ExcitationRefused("beyond_limits", "the command exceeds the robot's "
                                         + ", ".join(f"{name} limit by {excess:.4g}"
                                                     for name, excess in over.items()))
+        self._check_surroundings(plan)
         command = ExcitationCommand(plan, now + self.config.start_delay, ramp_in.duration,
-                                    ramp_in.duration + motion.duration, float(speed_scale))
-        dry = "" if speed_scale == 1.0 else f" (dry run at speed_scale {speed_scale:g})"
+                                    ramp_in.duration + motion.duration, float(speed_scale),
+                                    dry_run, fingerprint)
+        dry = ("" if speed_scale == 1.0 else
+               f" (dry run at speed_scale {speed_scale:g}: the first run of this motion; call "
+               "again for full speed)" if dry_run else f" (at speed_scale {speed_scale:g})")
         self._set(RAMP_IN, f"ramping in over {ramp_in.duration:.2f} s, then {motion.duration:.2f}"
                   f" s of motion{dry}, then ramping out over {ramp_out.duration:.2f} s", command)
         return command
+
+    def _check_surroundings(self, plan: ExcitationTrajectory) -> None:
+        """Refuse (``beyond_workspace``, ``collision``) a command leaving the workspace or
+        coming closer than the margin to an obstacle or another link (lock held)."""
+        if self.workspace is not None:
+            violation = self.workspace.check(plan)
+            if violation is not None:
+                raise ExcitationRefused("beyond_workspace", f"the command (ramps included, t "
+                                        f"from its start): {violation}")
+        if self.collision is not None:
+            shortfall = self.collision.clearance(plan).shortfall(self.config.collision_margin)
+            if shortfall:
+                raise ExcitationRefused("collision", f"the command (ramps included): "
+                                        f"{shortfall}")
 
     def _ramp(self, q_from: np.ndarray, q_to: np.ndarray,
               names: Sequence[str]) -> ExcitationTrajectory:
@@ -287,6 +352,8 @@ class ExcitationRun:
             if state == self.state:
                 return Step(state)
             start, end = command.motion_interval
+            if state in (RAMP_OUT, IDENTIFYING):
+                self._played.add(command.fingerprint)
             message = {RUNNING: f"running the motion from stamp {start:.3f} s",
                        RAMP_OUT: f"motion played ({start:.3f} s to {end:.3f} s); ramping out",
                        IDENTIFYING: f"identifying on the samples from {start:.3f} s to "
@@ -306,12 +373,33 @@ class ExcitationRun:
         names = command.trajectory.joint_names
         t = np.clip(joint_state.stamp - command.t_start, 0.0, command.trajectory.duration)
         q_command = command.trajectory.sample(t)[0][0]
-        error = np.abs(joint_state.positions(names) - q_command)
+        measured = joint_state.positions(names)
+        error = np.abs(measured - q_command)
         worst = int(np.argmax(error))
         if error[worst] > config.max_tracking_error:
             return (f"joint {names[worst]} is {error[worst]:.3f} off the command "
                     f"(max_tracking_error {config.max_tracking_error:g})")
-        return ""
+        return self._outside(names, measured, joint_state.stamp)
+
+    def _outside(self, names: Sequence[str], measured: np.ndarray, stamp: float) -> str:
+        """Why the measured pose ``measured`` of ``names`` stamped ``stamp`` must stop the run:
+        a frame outside the workspace (``""``: inside, or no workspace; lock held)."""
+        if self.workspace is None:
+            return ""
+        violation = self.workspace.check_pose(names, measured, stamp)
+        return "" if violation is None else f"the measured pose: {violation} (joint state stamp)"
+
+    def check_measured(self, joint_state: JointStateSnapshot, now: float) -> Step:
+        """The workspace check alone of one measured ``joint_state`` (cheap enough for every
+        joint state as it arrives; :meth:`step` does it too, with the other checks): stop,
+        holding its pose, when it puts a frame outside the workspace."""
+        with self._lock:
+            command = self.command
+            if self.workspace is None or self.state not in MOVING or command is None:
+                return Step(self.state)
+            names = command.trajectory.joint_names
+            why = self._outside(names, joint_state.positions(names), joint_state.stamp)
+            return self._stop(why, joint_state, now) if why else Step(self.state)
 
     def stop(self, reason: str, joint_state: JointStateSnapshot | None, now: float) -> Step:
         """Stop on request at ``now``: state ``stopped`` and, if the robot was moving, the pose

@@ -14,6 +14,7 @@ recorded-data NPZ of :mod:`inertia_id_ros.io.data`.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,14 @@ class ExcitationTrajectory:
     def n_joints(self) -> int:
         """Number of joints the trajectory moves (its columns)."""
         return len(self.joint_names)
+
+    def fingerprint(self) -> str:
+        """SHA-256 (hex) of the joint names and samples (the polynomials' coefficients): equal
+        for the same motion, whatever file it came from."""
+        digest = hashlib.sha256("\0".join(self.joint_names).encode())
+        for array in (self.t, self.q, self.dq, self.ddq):
+            digest.update(np.ascontiguousarray(array, dtype="<f8").tobytes())
+        return digest.hexdigest()
 
     # ---- files ---------------------------------------------------------------------------
 

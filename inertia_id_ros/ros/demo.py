@@ -286,7 +286,8 @@ def run_excite_demo(duration: float = 15.0, speed_scale: float = 1.0,
     the exit code (0: the estimate is within the acceptance thresholds)."""
     client_node = _client_node("inertia_id_excite_demo", keystore)
     processes = _launch(["-p", "motion:=hold", "-p", f"seed:={seed}"],
-                        ["-p", f"method:={method}", "--log-level", "error"], keystore)
+                        ["-p", f"method:={method}", "-p", "allow_motion:=true",
+                         "--log-level", "error"], keystore)
     client = DemoClient(client_node)
     statuses: list[ExcitationStatus] = []
     client_node.create_subscription(ExcitationStatus, "/inertia_id/excitation",
@@ -307,8 +308,9 @@ def run_excite_demo(duration: float = 15.0, speed_scale: float = 1.0,
             print("demo: /inertia_id/excite is not available", file=sys.stderr)
             return 1
         time.sleep(1.0)  # the node sees the joint states too
-        future = excite.call_async(Excite.Request(trajectory_file=trajectory_file,
-                                                  duration=duration, speed_scale=speed_scale))
+        future = excite.call_async(Excite.Request(  # a simulated robot: no dry run first
+            trajectory_file=trajectory_file, duration=duration, speed_scale=speed_scale,
+            skip_dry_run=True))
         rclpy.spin_until_future_complete(client_node, future, timeout_sec=30.0)
         response = future.result()
         if response is None or not response.accepted:

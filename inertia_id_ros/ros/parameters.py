@@ -113,11 +113,36 @@ EXCITE_TABLE: tuple[ParameterSpec, ...] = (
     ParameterSpec("excite_max_acceleration", DEFAULT_MAX_ACCELERATION,
                   "~/excite: joint acceleration limit of motions designed on the spot "
                   "(rad/s^2, m/s^2), > 0."),
+    ParameterSpec("allow_motion", False,
+                  "~/excite: moves the robot only when this is true (set it at launch); false: "
+                  "every call is refused (motion_not_allowed)."),
+    ParameterSpec("excite_dry_run_speed_scale", RunConfig.dry_run_speed_scale,
+                  "~/excite: largest speed scale, in (0, 1], of a motion's first run (a dry run: "
+                  "the same path, slower) unless the call sets skip_dry_run; 1: no dry run."),
+    ParameterSpec("excite_collision_margin", RunConfig.collision_margin,
+                  "~/excite: smallest distance (m), > 0, of the links from each other (with "
+                  "srdf) and from the obstacles (with environment_file) over every command."),
+    ParameterSpec("srdf", "",
+                  "~/excite: the robot's SRDF: self-collision (the URDF's collision geometry, "
+                  "the pairs the SRDF leaves; needs urdf_path) is avoided by motions designed on "
+                  "the spot and checked on every command."),
+    ParameterSpec("workspace_file", "",
+                  "~/excite: YAML of Cartesian limits of frames (boxes, half-spaces, spheres): "
+                  "every command is checked before it moves, every measured joint state while "
+                  "it moves (beyond a limit: stop and hold)."),
+    ParameterSpec("environment_file", "",
+                  "~/excite: YAML of obstacles (boxes, half-spaces, spheres; needs urdf_path): "
+                  "motions designed on the spot avoid them, every command keeps "
+                  "excite_collision_margin from them."),
+    ParameterSpec("design_time_limit_sec", 0.0,
+                  "~/excite: optimisation time of a motion designed on the spot (s), >= 0; 0: "
+                  "the design's default (40 s payload, 240 s links)."),
 )
 """The excitation wizard's parameters (``~/excite``: the modes with an excitation target)."""
 
 EXCITE_PARAMETERS = {f"excite_{field}": field for field in (
-    "max_start_distance", "ramp_velocity", "joint_state_timeout", "max_tracking_error")}
+    "max_start_distance", "ramp_velocity", "joint_state_timeout", "max_tracking_error",
+    "dry_run_speed_scale", "collision_margin")}
 """The parameters of :class:`~inertia_id_ros.motion.run.RunConfig` -> its fields."""
 
 
@@ -149,6 +174,15 @@ def mode_of(name: str) -> Mode:
         return registry.get(name)
     except ConfigError as error:
         raise StartupError(f"parameter 'mode': {error}") from error
+
+
+def _run_config(values: Mapping[str, Any]) -> RunConfig:
+    """The ``excite_*`` parameters of ``values`` as a :class:`RunConfig`."""
+    try:
+        return RunConfig(**{field: float(values[name])
+                            for name, field in EXCITE_PARAMETERS.items()})
+    except ValueError as error:
+        raise StartupError(f"parameter 'excite_{str(error).split()[0]}': {error}") from None
 
 
 def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
@@ -189,6 +223,9 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         raise StartupError(f"parameter 'solver_options': {error}") from error
     own = {m.name: m.read_settings({p.name: v[p.name] for p in m.parameters})
            for m in registry.modes()}
+    if not float(v["design_time_limit_sec"]) >= 0.0:
+        raise StartupError(f"parameter 'design_time_limit_sec' must be >= 0, got "
+                           f"{v['design_time_limit_sec']!r}")
     settings = NodeSettings(
         mode=mode.name, urdf_path=v["urdf_path"], robot_description=v["robot_description"],
         joint_states_topic=v["joint_states_topic"], window_sec=float(v["window_sec"]),
@@ -196,9 +233,11 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         max_input_rate_hz=float(v["max_input_rate_hz"]), qos_depth=int(v["qos_depth"]),
         warning_period_sec=float(v["warning_period_sec"]), weighting=v["weighting"],
         trajectory_topic=v["trajectory_topic"],
-        excitation=RunConfig(**{field: float(v[name])
-                                for name, field in EXCITE_PARAMETERS.items()}),
+        excitation=_run_config(v),
         excite_max_acceleration=float(v["excite_max_acceleration"]),
+        allow_motion=bool(v["allow_motion"]), srdf=v["srdf"], workspace_file=v["workspace_file"],
+        environment_file=v["environment_file"],
+        design_time_limit_sec=float(v["design_time_limit_sec"]),
         mode_settings=own[mode.name], bounding_ellipsoid=bool(v["bounding_ellipsoid"]))
     mode.check_settings(settings)
     return settings

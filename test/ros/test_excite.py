@@ -1,5 +1,6 @@
 """The load-identification wizard over DDS: ~/excite on the simulator (which follows the node's
-JointTrajectory commands), identify on the motion's samples, dry run, stop, refusals."""
+JointTrajectory commands), identify on the motion's samples, dry run, stop, refusals; motion only
+with allow_motion, workspace limits before and during the motion."""
 
 from __future__ import annotations
 
@@ -103,9 +104,10 @@ class Wizard:
         return future.result()
 
     def excite(self, trajectory_file: str = "", duration: float = 0.0,
-               speed_scale: float = 1.0):
+               speed_scale: float = 1.0, skip_dry_run: bool = False):
         return self._call(self.excite_client, self._excite.Request(
-            trajectory_file=trajectory_file, duration=duration, speed_scale=speed_scale))
+            trajectory_file=trajectory_file, duration=duration, speed_scale=speed_scale,
+            skip_dry_run=skip_dry_run))
 
     def stop(self):
         return self._call(self.stop_client, self._trigger.Request())
@@ -124,11 +126,12 @@ class Wizard:
         return np.array([q for q, _ in rows]), np.array([dq for _, dq in rows])
 
 
-def start(launch, *sim_args: str):
-    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold",
-                 *sim_args)
+def start(launch, **parameters):
+    """The simulator holding still and the node under test (motion allowed; ``parameters``)."""
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold")
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  *node_args(window_sec=10.0, update_rate_hz=1.0))
+                  *node_args(window_sec=10.0, update_rate_hz=1.0, allow_motion="true",
+                             **parameters))
     return sim, node
 
 
@@ -143,8 +146,9 @@ def test_excite_designs_runs_and_identifies_the_payload_from_one_15_s_motion(
     wizard = Wizard(rclpy.create_node("excite_accuracy"))
     try:
         wizard.wait_until_the_node_receives_joint_states()
-        response = wizard.excite(duration=15.0)  # designed on the spot from the measured pose
-        assert response.accepted, response.reason
+        # designed on the spot from the measured pose, at full speed at once
+        response = wizard.excite(duration=15.0, skip_dry_run=True)
+        assert response.accepted and not response.dry_run, response.reason
         running = wizard.wait_for(("running", "failed"), 150.0)
         assert running.state == "running", node.output()[-3000:]
         done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
@@ -176,12 +180,13 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
     from inertia_id_ros.ros.conversions import joint_trajectory_arrays
 
     path, trajectory = out_and_back(tmp_path)
-    sim, node = start(launch)
+    sim, node = start(launch, excite_dry_run_speed_scale=0.5)
     wizard = Wizard(rclpy.create_node("excite_dry_run"))
     try:
         wizard.wait_until_the_node_receives_joint_states()
-        response = wizard.excite(path, speed_scale=0.5)
-        assert response.accepted and "dry run at speed_scale 0.5" in response.reason
+        response = wizard.excite(path)  # a new motion: a dry run
+        assert response.accepted and response.dry_run
+        assert "dry run at speed_scale 0.5" in response.reason
         busy = wizard.excite(path)
         assert not busy.accepted and busy.reason.startswith("busy")
         done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
@@ -207,7 +212,8 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
         print(f"measured vs. command: {late:.1e} rad 20 ms late, {on_time:.1e} rad on time")
         assert late < 2e-4 < 5 * late < on_time
 
-        assert wizard.excite(path).accepted  # full speed, stopped 2 s into the motion
+        full = wizard.excite(path)  # played before: full speed; stopped 2 s into the motion
+        assert full.accepted and not full.dry_run and "speed_scale" not in full.reason
         running = wizard.wait_for(("running",), 10.0)
         assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > running.motion_start + 2.0,
                           10.0)
@@ -234,7 +240,8 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
     import rclpy
 
     path, _ = out_and_back(tmp_path, seconds=4.0)
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node", *node_args(window_sec=10.0))
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  *node_args(window_sec=10.0, allow_motion="true"))
     wizard = Wizard(rclpy.create_node("excite_refusals"))
     try:
         refused = wizard.excite(path)  # no joint states at all
@@ -261,7 +268,8 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
         sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold")
         wizard.joints.clear()
         wizard.wait_until_the_node_receives_joint_states()
-        refused = wizard.excite(out_and_back(tmp_path, seconds=0.4)[0], speed_scale=0.9)
+        refused = wizard.excite(out_and_back(tmp_path, seconds=0.4)[0], speed_scale=0.9,
+                                skip_dry_run=True)
         assert not refused.accepted and refused.reason.startswith("beyond_limits")
         assert "velocity limit" in refused.reason
         assert wizard.excite(path).accepted
@@ -294,11 +302,12 @@ def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_c
            "-p", "motion:=hold", "-p", "rate_hz:=500.0")
     launch("inertia-id-node", "inertia_id_ros.ros.node",
            "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
-           "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")
+           "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}",
+           "-p", "allow_motion:=true")
     wizard = Wizard(rclpy.create_node("excite_links"))
     try:
         wizard.wait_until_the_node_receives_joint_states()
-        response = wizard.excite(str(path))
+        response = wizard.excite(str(path), skip_dry_run=True)
         assert response.accepted, response.reason
         done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
         assert done.state == "done" and done.identified, done.message
@@ -343,7 +352,7 @@ def test_a_window_change_during_an_excitation_applies_at_its_end(launch, rclpy_c
     parameters = AsyncParameterClient(wizard.peer, "/inertia_id")
     try:
         wizard.wait_until_the_node_receives_joint_states()
-        response = wizard.excite(path)
+        response = wizard.excite(path, skip_dry_run=True)
         assert response.accepted, response.reason
         wizard.wait_for(("running",), 10.0)
         assert parameters.wait_for_services(timeout_sec=10.0)
@@ -357,5 +366,205 @@ def test_a_window_change_during_an_excitation_applies_at_its_end(launch, rclpy_c
         assert spin_until(wizard.peer, lambda: any(d.get("window_sec") == "1"
                                                    for d in diagnostics[seen:]), 10.0), \
             [d.get("window_sec") for d in diagnostics[seen:]]
+    finally:
+        wizard.peer.destroy_node()
+
+
+TOOL = "panda_hand_tcp"
+
+
+def tool_heights(Q: np.ndarray) -> np.ndarray:
+    """The tool's height (m, base frame) at the arm's joint positions ``Q`` (N, 7)."""
+    from inertia_id_ros.core.robots import example_robot_urdf, load_model
+    from inertia_id_ros.motion.workspace import Sphere, Workspace, WorkspaceChecker, WorkspaceLimit
+
+    checker = WorkspaceChecker(load_model(example_robot_urdf("panda")), Workspace((
+        WorkspaceLimit("all", (TOOL,), Sphere(np.zeros(3), 9.0)),)))
+    return checker.positions(PANDA_ARM_JOINTS, np.atleast_2d(Q))[:, 0, 2]
+
+
+class Arm:
+    """A peer publishing the arm's /joint_states at ``rate_hz``, stamped now: ``pose(t)`` (rad;
+    ``None``: publish nothing)."""
+
+    def __init__(self, peer, rate_hz: float = 100.0) -> None:
+        from sensor_msgs.msg import JointState
+
+        self.peer, self._msg_type = peer, JointState
+        self.pose = lambda t: PANDA_HOME
+        self._publisher = peer.create_publisher(JointState, "/joint_states", 10)
+        peer.create_timer(1.0 / rate_hz, self._tick)
+
+    def publish(self, q: np.ndarray, t: float) -> None:
+        from inertia_id_ros.ros.conversions import seconds_to_stamp
+
+        msg = self._msg_type(name=list(PANDA_ARM_JOINTS), position=[float(x) for x in q])
+        msg.header.stamp = seconds_to_stamp(t)
+        self._publisher.publish(msg)
+
+    def _tick(self) -> None:
+        t = time.time()
+        q = self.pose(t)
+        if q is not None:
+            self.publish(q, t)
+
+
+def test_without_allow_motion_excite_refuses_and_the_parameter_is_read_only(
+        launch, rclpy_context, tmp_path):
+    import rclpy
+    from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
+
+    path, _ = out_and_back(tmp_path)
+    launch("inertia-id-node", "inertia_id_ros.ros.node", *node_args(window_sec=10.0))
+    wizard = Wizard(rclpy.create_node("excite_not_allowed"))
+    parameters = AsyncParameterClient(wizard.peer, "/inertia_id")
+    try:
+        refused = wizard.excite(path)
+        assert not refused.accepted and refused.reason.startswith("motion_not_allowed")
+        assert "allow_motion is false" in refused.reason
+        refused = wizard.excite(duration=15.0)
+        assert not refused.accepted and refused.reason.startswith("motion_not_allowed")
+        assert parameters.wait_for_services(timeout_sec=10.0)
+        future = parameters.set_parameters([Parameter("allow_motion", value=True)])
+        rclpy.spin_until_future_complete(wizard.peer, future, timeout_sec=10.0)
+        result = future.result().results[0]
+        assert not result.successful and "read-only" in result.reason
+        assert not wizard.excite(path).accepted and not wizard.commands
+    finally:
+        wizard.peer.destroy_node()
+
+
+def test_a_workspace_plane_5_cm_into_the_tool_path_refuses_before_motion(
+        launch, rclpy_context, tmp_path):
+    import rclpy
+
+    from helpers.dds import SENSOR
+    from inertia_id_ros.core.robots import example_robot_urdf, load_model
+    from inertia_id_ros.motion.design import design_excitation
+
+    designed = design_excitation(load_model(example_robot_urdf("panda")), PANDA_ARM_JOINTS,
+                                 "payload", 6.0, sensor_frame=SENSOR, start=PANDA_HOME,
+                                 time_limit=2.0).trajectory
+    path = str(tmp_path / "designed.npz")
+    designed.save_npz(path)
+    times = np.linspace(0.0, designed.duration, 3001)
+    heights = tool_heights(designed.sample(times)[0])
+    lowest, when = float(heights.min()), float(times[np.argmax(heights == heights.min())])
+    workspace = tmp_path / "workspace.yaml"
+    workspace.write_text(f"limits:\n  - name: table\n    frames: [{TOOL}]\n"
+                         f"    half_space: {{normal: [0, 0, -1], offset: {-(lowest + 0.05)!r}}}\n")
+    launch("inertia-id-node", "inertia_id_ros.ros.node",
+           *node_args(window_sec=10.0, allow_motion="true", workspace_file=str(workspace)))
+    wizard = Wizard(rclpy.create_node("excite_workspace_plane"))
+    Arm(wizard.peer)
+    try:
+        wizard.wait_until_the_node_receives_joint_states()
+        refused = wizard.excite(path)
+        print(f"\nworkspace plane 5 cm into the tool path: {refused.reason}")
+        assert not refused.accepted and refused.reason.startswith("beyond_workspace")
+        assert f"frame {TOOL} leaves workspace limit 'table'" in refused.reason
+        assert "by 0.050 m" in refused.reason and when > 0.5  # mid-motion, not at the start
+        spin_until(wizard.peer, lambda: False, 0.5)
+        assert not wizard.commands  # nothing moved
+        assert all(m.state not in ("ramp_in", "running") for m in wizard.status)
+    finally:
+        wizard.peer.destroy_node()
+
+
+def test_a_measured_excursion_beyond_a_box_stops_and_holds_at_that_joint_state(
+        launch, rclpy_context, tmp_path):
+    import rclpy
+
+    from inertia_id_ros.ros.conversions import joint_trajectory_arrays
+
+    path, trajectory = out_and_back(tmp_path)
+    floor = float(tool_heights(trajectory.sample(np.linspace(0.0, 6.0, 3001))[0]).min()) - 0.02
+    workspace = tmp_path / "workspace.yaml"
+    workspace.write_text(f"limits:\n  - name: cell\n    frames: [{TOOL}]\n"
+                         f"    box: {{center: [0, 0, {floor + 5.0!r}], size: [10, 10, 10]}}\n")
+    launch("inertia-id-node", "inertia_id_ros.ros.node",
+           *node_args(window_sec=10.0, allow_motion="true", workspace_file=str(workspace),
+                      excite_max_tracking_error=1.0))
+    wizard = Wizard(rclpy.create_node("excite_workspace_box"))
+    arm = Arm(wizard.peer, rate_hz=100.0)
+    try:
+        wizard.wait_until_the_node_receives_joint_states()
+        response = wizard.excite(path, skip_dry_run=True)  # 1 cm inside the box: accepted
+        assert response.accepted, response.reason
+        assert spin_until(wizard.peer, lambda: wizard.commands, 5.0)
+        t_start, names, times, q, dq, ddq = joint_trajectory_arrays(wizard.commands[0])
+        command = ExcitationTrajectory(times, names, q, dq, ddq)
+        arm.pose = lambda t: command.sample(np.clip(t - t_start, 0.0, command.duration))[0][0]
+        running = wizard.wait_for(("running",), 10.0)
+        assert spin_until(wizard.peer, lambda: time.time() > running.motion_start + 0.5, 10.0)
+        arm.pose = lambda t: None  # the robot slips: one joint state 0.8 rad off, then none
+        t_out = time.time()
+        q_out = command.sample(t_out - t_start)[0][0] + np.array([0, 0.8, 0, 0, 0, 0, 0])
+        assert tool_heights(q_out)[0] < floor  # the excursion is beyond the box
+        arm.publish(q_out, t_out)
+        sent = time.monotonic()
+
+        def holds() -> list:
+            return [m for m in wizard.commands[1:] if len(m.points) == 1]
+
+        assert spin_until(wizard.peer, holds, 5.0)
+        latency = time.monotonic() - sent
+        stopped = wizard.wait_for(("stopped",), 5.0)
+        print(f"\nexcursion beyond the box: hold received {1e3 * latency:.0f} ms after its joint "
+              f"state (joint states every 10 ms): {stopped.message}")
+        assert f"the measured pose: frame {TOOL} leaves workspace limit 'cell'" in \
+            stopped.message and f"t = {t_out:.3f} s" in stopped.message
+        hold = joint_trajectory_arrays(holds()[0])
+        assert np.allclose(hold[3][0], q_out, atol=1e-9)  # holding where it was measured
+        assert latency < 0.5  # before joint_state_timeout: that joint state stopped it
+    finally:
+        wizard.peer.destroy_node()
+
+
+def test_a_bad_workspace_file_stops_the_node_at_start_up_naming_the_parameter(launch, tmp_path):
+    workspace = tmp_path / "workspace.yaml"
+    workspace.write_text("limits:\n  - frames: [no_such_frame]\n"
+                         "    sphere: {center: [0, 0, 0], radius: 1}\n")
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  *node_args(allow_motion="true", workspace_file=str(workspace)))
+    deadline = time.monotonic() + 60.0
+    while node.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not node.alive() and node.popen.returncode == 2, node.output()[-2000:]
+    assert "parameter 'workspace_file'" in node.output()
+    assert "frame 'no_such_frame' is not in the model" in node.output()
+
+
+def test_a_command_into_an_obstacle_is_refused_before_motion(launch, rclpy_context, tmp_path):
+    import rclpy
+
+    from inertia_id_ros.core.robots import example_robot_data_dir, example_robot_urdf, load_model
+    from inertia_id_ros.motion.workspace import Sphere, Workspace, WorkspaceChecker, WorkspaceLimit
+
+    path, trajectory = out_and_back(tmp_path)
+    tool = WorkspaceChecker(load_model(example_robot_urdf("panda")), Workspace((
+        WorkspaceLimit("all", (TOOL,), Sphere(np.zeros(3), 9.0)),))).positions(
+        PANDA_ARM_JOINTS, (PANDA_HOME + AWAY)[None])[0, 0]  # where the motion turns back
+    environment = tmp_path / "environment.yaml"
+    environment.write_text("obstacles:\n  - name: table\n"
+                           "    half_space: {normal: [0, 0, 1], offset: 0.0}\n"
+                           f"  - name: lamp\n    sphere: {{center: {tool.tolist()}, "
+                           "radius: 0.05}\n")
+    srdf = example_robot_data_dir() / "panda_description" / "srdf" / "panda.srdf"
+    launch("inertia-id-node", "inertia_id_ros.ros.node",
+           *node_args(window_sec=10.0, allow_motion="true", environment_file=str(environment),
+                      srdf=str(srdf)))
+    wizard = Wizard(rclpy.create_node("excite_obstacle"))
+    Arm(wizard.peer)
+    try:
+        wizard.wait_until_the_node_receives_joint_states()
+        refused = wizard.excite(path)
+        print(f"\nan obstacle in the tool path: {refused.reason}")
+        assert not refused.accepted and refused.reason.startswith("collision")
+        assert "and lamp overlap by" in refused.reason
+        assert "closer than the collision margin 10 mm" in refused.reason
+        spin_until(wizard.peer, lambda: False, 0.5)
+        assert not wizard.commands  # nothing moved
     finally:
         wizard.peer.destroy_node()

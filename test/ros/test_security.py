@@ -127,7 +127,8 @@ def test_only_the_operator_starts_motion(ros_env, keystore, missing_security, tm
                 + ["--ros-args", "-p", "motion:=hold", "-p", "rate_hz:=200.0"],
                 secured(ros_env, keystore, SIMULATOR_ENCLAVE), tmp_path / "sim.log"),
         Process(console_script("inertia-id-node", "inertia_id_ros.ros.node")
-                + ["--ros-args", *node_args(window_sec=10.0, update_rate_hz=1.0)],
+                + ["--ros-args", *node_args(window_sec=10.0, update_rate_hz=1.0,
+                                            allow_motion="true")],
                 secured(ros_env, keystore, NODE_ENCLAVE), tmp_path / "node.log")]
     node = processes[1]
     try:

@@ -12,7 +12,7 @@ from inertia_id_ros.chain.identify import (
     tilted_gravity_jacobian,
     with_gravity,
 )
-from inertia_id_ros.chain.links import LinkModel
+from inertia_id_ros.chain.links import LinkModel, gravity_columns
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS
 from inertia_id_ros.sim.torques import ExcitingTrajectory, JointTorqueSimulator
@@ -53,3 +53,31 @@ def test_the_tilt_of_a_simulated_base_is_recovered_at_a_minimum_of_the_training_
     assert abs(tilt.roll - ROLL) < 5e-4 and abs(tilt.pitch - PITCH) < 5e-4  # < 0.03 degrees
     assert tilt.rms < 0.5 * tilt.level_rms
     assert np.allclose(tilt.gravity, tilted_gravity(panda, tilt.roll, tilt.pitch))
+
+
+def _three_joint_model() -> LinkModel:
+    """A prismatic, an unaligned revolute and an unbounded revolute joint in a chain, each
+    carrying a random link."""
+    import pinocchio as pin
+
+    rng = np.random.default_rng(2)
+    robot, parent = pin.Model(), 0
+    for k, joint in enumerate((pin.JointModelPZ(),
+                               pin.JointModelRevoluteUnaligned(*(rng.normal(size=3))),
+                               pin.JointModelRUBX())):
+        placement = pin.SE3(pin.rpy.rpyToMatrix(*rng.uniform(-1, 1, 3)), rng.normal(size=3))
+        parent = robot.addJoint(parent, joint, placement, f"joint{k}")
+        robot.appendBodyToJoint(parent, pin.Inertia.Random(), pin.SE3.Identity())
+    return LinkModel(robot)
+
+
+@pytest.mark.parametrize("robot", ["panda", "ur5", "three_joints"])
+def test_gravity_columns_at_rest_equal_pinocchios_regressor_at_rest(robot, panda):
+    model = {"panda": lambda: panda, "three_joints": _three_joint_model,
+             "ur5": lambda: LinkModel.from_urdf(example_robot_urdf("ur5"))}[robot]()
+    q = np.random.default_rng(0).uniform(-3.0, 3.0, (50, model.n_joints))
+    rest = np.zeros_like(q)
+    reference = np.stack([with_gravity(model, axis).link_regressor(q, rest, rest)
+                          [:, :, gravity_columns(model)] for axis in np.eye(3)], axis=1)
+    assert np.abs(reference).max() > 0.5
+    assert np.allclose(model.gravity_columns_at_rest(q), reference, atol=1e-12)

@@ -161,15 +161,18 @@ def test_coarse_search_chooses_as_the_grid_with_its_scores(recording):
     assert coarse.ranking_rms is None  # 2000 samples: ranked on all of them
 
 
-def test_coarse_search_ranks_on_every_other_sample_then_scores_the_finalists_on_all(
+def test_coarse_search_ranks_on_every_stride_th_sample_then_scores_the_finalists_on_all(
         recording, monkeypatch):
     """Above RANKING_STRIDE * RANKING_MIN_SAMPLES samples the candidates are ranked on every
-    other sample; each order's best is scored on all, exactly as the grid scores it."""
+    RANKING_STRIDE-th sample; each order's best is scored on all, exactly as the grid scores
+    it."""
     import inertia_id_ros.chain.differentiation as differentiation
 
-    monkeypatch.setattr(differentiation, "RANKING_MIN_SAMPLES", 500)
+    monkeypatch.setattr(differentiation, "RANKING_MIN_SAMPLES", 250)
     candidates, grid, coarse = grid_and_coarse_selections(recording)
-    assert grid.ranking_rms is None and coarse.n_ranking_samples == (coarse.n_samples + 1) // 2
+    stride = differentiation.RANKING_STRIDE
+    assert grid.ranking_rms is None
+    assert coarse.n_ranking_samples == (coarse.n_samples + stride - 1) // stride
     assert coarse.chosen == grid.chosen
     finalists = ~np.isnan(coarse.cv_rms)
     assert finalists.sum() == 2  # one per order

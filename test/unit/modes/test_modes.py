@@ -100,6 +100,13 @@ def test_the_registry_lists_the_package_modes_and_their_commands():
         modes.register(type(modes.get("links"))())
 
 
+@pytest.fixture(autouse=True)
+def registry_restored(monkeypatch):
+    """Modes a test registers are gone after it (the parameter reference and the other tests
+    in the same process see the package's modes only)."""
+    monkeypatch.setattr(modes.base, "_REGISTRY", dict(modes.base._REGISTRY))
+
+
 class _Toy(Mode):
     """A mode defined here: its parameter joins the node's table once it is named."""
 

@@ -54,7 +54,8 @@ def follow(run: ExcitationRun, t_end: float, lag: float = 0.0, dt: float = 0.01)
 def test_the_command_ramps_in_from_the_measured_pose_plays_the_motion_scaled_and_ramps_out():
     run = ExcitationRun(RunConfig(ramp_velocity=0.5, min_ramp_sec=1.0, start_delay=0.2))
     measured = START + np.array([0.2, 0.0, -0.1])
-    command = run.start(motion(), snapshot(measured, 10.0), now=10.0, speed_scale=0.5)
+    command = run.start(motion(), snapshot(measured, 10.0), now=10.0, speed_scale=0.5,
+                        skip_dry_run=True)
     plan = command.trajectory
     assert run.state == RAMP_IN and command.t_start == pytest.approx(10.2)
     assert np.allclose(plan.q[0], measured) and np.allclose(plan.q[-1], measured)
@@ -85,7 +86,7 @@ def test_a_long_ramp_keeps_to_the_ramp_velocity():
 def test_a_full_run_goes_through_every_phase_and_ends_identified():
     run = ExcitationRun()
     assert run.state == IDLE and not run.active
-    command = run.start(motion(), snapshot(START, 0.0), now=0.0)
+    command = run.start(motion(), snapshot(START, 0.0), now=0.0, skip_dry_run=True)
     seen, t = follow(run, 100.0, lag=0.02)
     assert seen == [RAMP_IN, RUNNING, RAMP_OUT, IDENTIFYING]
     assert t == pytest.approx(command.t_end, abs=0.02) and run.active
@@ -203,8 +204,142 @@ def test_a_command_beyond_the_limits_is_refused():
                                      (2.0, 0.4, "velocity limit by ")):
         run = ExcitationRun()
         with pytest.raises(ExcitationRefused, match=message) as info:
-            run.start(motion(), snapshot(START, 0.0), now=0.0, limits=limits(upper, velocity))
+            run.start(motion(), snapshot(START, 0.0), now=0.0, limits=limits(upper, velocity),
+                      skip_dry_run=True)
         assert info.value.reason == "beyond_limits" and run.state == IDLE
     run = ExcitationRun()
     run.start(motion(), snapshot(START, 0.0), now=0.0, speed_scale=0.5,
               limits=limits(2.0, 0.4))  # the dry run is slow enough
+
+
+def test_the_first_run_of_a_motion_is_a_dry_run_and_a_played_one_runs_at_full_speed():
+    run = ExcitationRun(RunConfig(dry_run_speed_scale=0.25))
+    first = run.start(motion(), snapshot(START, 0.0), now=0.0)
+    assert first.dry_run and first.speed_scale == 0.25
+    assert "dry run at speed_scale 0.25" in run.message
+    assert first.motion_end - first.motion_start == pytest.approx(4.0 / 0.25)
+    _, t = follow(run, 10.0)  # stopped before the end: not played
+    run.stop("requested", snapshot(START, t), t)
+    assert not run.played_before(motion())
+    again = run.start(motion(), snapshot(START, t), now=t)
+    assert again.dry_run and again.fingerprint == first.fingerprint
+    seen, t = follow(run, 100.0)
+    assert seen[-1] == IDENTIFYING and run.played_before(motion())
+    run.finish(True, "identified")
+    full = run.start(motion(), snapshot(START, t), now=t)
+    assert not full.dry_run and full.speed_scale == 1.0 and "dry run" not in run.message
+
+
+def test_a_dry_run_can_be_skipped_and_a_slower_request_is_kept():
+    skipped = ExcitationRun().start(motion(), snapshot(START, 0.0), now=0.0, skip_dry_run=True)
+    assert not skipped.dry_run and skipped.speed_scale == 1.0
+    slow = ExcitationRun(RunConfig(dry_run_speed_scale=0.25)).start(
+        motion(), snapshot(START, 0.0), now=0.0, speed_scale=0.1)
+    assert slow.dry_run and slow.speed_scale == 0.1
+    with pytest.raises(ValueError, match="dry_run_speed_scale"):
+        RunConfig(dry_run_speed_scale=0.0)
+
+
+def test_a_dry_run_follows_the_same_path_within_the_same_limits():
+    from inertia_id_ros.motion.design import MotionLimits
+
+    limits = MotionLimits(NAMES, np.full(3, -2.0), np.full(3, 2.0), np.full(3, 2.0),
+                          np.full(3, 5.0))
+    full, dry = motion(), motion().time_scaled(0.25)
+    assert np.array_equal(dry.q, full.q)
+    over_full, over_dry = limits.violations(full), limits.violations(dry)
+    assert over_dry["position"] == over_full["position"]
+    for name in ("velocity", "acceleration"):
+        assert over_dry[name] <= over_full[name]
+
+
+def test_a_motion_s_fingerprint_is_its_samples(tmp_path):
+    path = tmp_path / "motion.npz"
+    motion().save_npz(path)
+    assert ExcitationTrajectory.load_npz(path).fingerprint() == motion().fingerprint()
+    changed = motion()
+    q = changed.q.copy()
+    q[5, 1] += 1e-9
+    assert ExcitationTrajectory(changed.t, NAMES, q, changed.dq, changed.ddq).fingerprint() \
+        != motion().fingerprint()
+
+
+# ---- the Panda in a workspace -------------------------------------------------------------
+
+PANDA = tuple(f"panda_joint{i}" for i in range(1, 8))
+HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+REACH = np.array([0.3, 0.4, 0.0, -1.6, 0.0, 2.0, 0.785])
+TOOL = "panda_hand_tcp"
+
+
+@pytest.fixture(scope="module")
+def panda():
+    from inertia_id_ros.core.robots import example_robot_urdf, load_model
+    return load_model(example_robot_urdf("panda"))
+
+
+def panda_motion() -> ExcitationTrajectory:
+    return concatenate(rest_to_rest(HOME, REACH, 2.0, joint_names=PANDA),
+                       rest_to_rest(REACH, HOME, 2.0, joint_names=PANDA))
+
+
+def tool_checker(panda, region):
+    from inertia_id_ros.motion.workspace import Workspace, WorkspaceChecker, WorkspaceLimit
+    return WorkspaceChecker(panda, Workspace((WorkspaceLimit("cell", (TOOL,), region),)))
+
+
+def test_a_command_leaving_the_workspace_is_refused_before_anything_moves(panda):
+    from inertia_id_ros.motion.workspace import HalfSpace, Sphere
+    heights = tool_checker(panda, Sphere(np.zeros(3), 9.0)).positions(
+        PANDA, panda_motion().sample(np.linspace(0.0, 4.0, 801))[0])[:, 0, 2]
+    table = HalfSpace(np.array([0.0, 0.0, -1.0]), -(heights.min() + 0.05))
+    run = ExcitationRun(workspace=tool_checker(panda, table))
+    with pytest.raises(ExcitationRefused, match=r"limit 'cell' .* by 0\.050 m") as info:
+        run.start(panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0)
+    assert info.value.reason == "beyond_workspace" and run.state == IDLE and run.command is None
+    lower = HalfSpace(np.array([0.0, 0.0, -1.0]), -(heights.min() - 0.01))
+    assert ExcitationRun(workspace=tool_checker(panda, lower)).start(
+        panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0).trajectory.duration > 4.0
+
+
+def test_a_measured_pose_beyond_the_box_stops_the_run_at_that_joint_state(panda):
+    from inertia_id_ros.motion.workspace import Box, Sphere
+    run = ExcitationRun(RunConfig(max_tracking_error=0.2))
+    command = run.start(panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0, skip_dry_run=True)
+    plan = command.trajectory
+    heights = tool_checker(panda, Sphere(np.zeros(3), 9.0)).positions(PANDA, plan.q)[:, 0, 2]
+    floor = heights.min() - 0.01  # the command keeps 1 cm above the box's floor
+    box = Box(np.array([0.0, 0.0, floor + 5.0]), np.full(3, 10.0), np.eye(3))
+    run = ExcitationRun(RunConfig(max_tracking_error=0.2), workspace=tool_checker(panda, box))
+    command = run.start(panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0, skip_dry_run=True)
+    excursion = command.t_start + command.motion_start + 2.0  # at REACH, the lowest point
+    dt = 0.01
+    t = command.t_start
+    while t < excursion - 1e-9:
+        t += dt
+        q = plan.sample(np.clip(t - command.t_start, 0.0, plan.duration))[0][0]
+        run.step(snapshot(q, t, PANDA), t)
+        assert run.state != STOPPED
+    q = plan.sample(excursion + dt - command.t_start)[0][0] + np.array([0, 0.15, 0, 0, 0, 0, 0])
+    alone = ExcitationRun(RunConfig(max_tracking_error=0.2), workspace=tool_checker(panda, box))
+    alone.start(panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0, skip_dry_run=True)
+    inside = plan.sample(excursion + dt - command.t_start)[0][0]
+    assert not alone.check_measured(snapshot(inside, excursion + dt, PANDA), excursion).changed
+    for check in (run.step, alone.check_measured):  # every check, or the workspace alone
+        step = check(snapshot(q, excursion + dt, PANDA), excursion + dt)
+        assert step.state == STOPPED and np.array_equal(step.hold, q)
+        assert "the measured pose: frame panda_hand_tcp leaves workspace limit 'cell'" in \
+            step.message and f"t = {excursion + dt:.3f} s" in step.message
+
+
+def test_a_command_through_an_obstacle_is_refused_with_the_distance():
+    from inertia_id_ros.core.robots import example_robot_urdf
+    from inertia_id_ros.motion.collision import CollisionChecker, Obstacle
+    from inertia_id_ros.motion.workspace import Sphere
+    collision = CollisionChecker(example_robot_urdf("panda"), None, obstacles=(
+        Obstacle("lamp", Sphere(np.array([0.64, 0.2, 0.3]), 0.05)),))
+    run = ExcitationRun(RunConfig(collision_margin=0.02), collision=collision)
+    with pytest.raises(ExcitationRefused, match=r"and lamp overlap by .* mm closer than the "
+                                                r"collision margin 20 mm") as info:
+        run.start(panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0)
+    assert info.value.reason == "collision" and run.state == IDLE

@@ -51,6 +51,9 @@ LINKS = {"mode": "links", "urdf_path": PANDA, "joints": ["panda_joint1", "panda_
     ({"payload_bounding_sphere": 0.0}, "payload_bounding_sphere"),
     ({"payload_bounding_box": [0.1, 0.1]}, "payload_bounding_box"),
     ({"payload_bounding_box": [0.1, 0.1, -0.1]}, "payload_bounding_box"),
+    ({"excite_dry_run_speed_scale": 1.5}, "excite_dry_run_speed_scale"),
+    ({"excite_collision_margin": 0.0}, "excite_collision_margin"),
+    ({"design_time_limit_sec": -1.0}, "design_time_limit_sec"),
 ])
 def test_invalid_startup_parameters_name_the_parameter(overrides, parameter):
     with pytest.raises(StartupError, match=f"'{parameter}'") as raised:
