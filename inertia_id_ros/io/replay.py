@@ -62,6 +62,7 @@ from inertia_id_ros.io.data import (
 )
 from inertia_id_ros.io.plausibility import (
     Finding,
+    Volume,
     payload_fit_findings,
     payload_volume,
     pinned_mass_findings,
@@ -213,9 +214,12 @@ def replay_bag(path: str | Path, sensor_frame: str | None = None, urdf: str | Pa
 
 def replay_payload_bag(path: str | Path, session: PayloadSession, update_rate_hz: float,
                        joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-                       wrench_topic: str = DEFAULT_WRENCH_TOPIC) -> Replay:
+                       wrench_topic: str = DEFAULT_WRENCH_TOPIC,
+                       volume: Volume | None = None) -> Replay:
     """Replay the bag ``path`` through a payload ``session`` built elsewhere (the node's, from
-    its parameters), as :func:`replay_bag` does."""
+    its parameters), as :func:`replay_bag` does; ``volume``: the payload's bounding volume the
+    final estimate is checked against (default
+    :func:`~inertia_id_ros.io.plausibility.payload_volume`'s sphere)."""
     with contextlib.closing(iter_bag_messages(path, [(joint_states_topic, JOINT_STATE_TYPE),
                                                      (wrench_topic, WRENCH_TYPE)])) as messages:
         updates, start = replay_messages(session, messages, update_rate_hz, joint_states_topic,
@@ -225,16 +229,16 @@ def replay_payload_bag(path: str | Path, session: PayloadSession, update_rate_hz
                     dropped=stats.dropped, payload_changes=list(session.changes),
                     source=str(path), sensor_frame=session.estimator.kinematics.sensor_frame,
                     update_rate_hz=update_rate_hz, config=session.estimator.config)
-    replay.findings = payload_replay_findings(session, replay.final)
+    replay.findings = payload_replay_findings(session, replay.final, volume or payload_volume())
     return replay
 
 
-def payload_replay_findings(session: PayloadSession, final: Estimate | None) -> list[Finding]:
+def payload_replay_findings(session: PayloadSession, final: Estimate | None,
+                            volume: Volume) -> list[Finding]:
     """The plausibility findings of a replay's ``final`` estimate
-    (:func:`~inertia_id_ros.io.plausibility.payload_fit_findings`, the payload in the default
-    sphere :func:`~inertia_id_ros.io.plausibility.payload_volume`) on the window's samples it
-    was fitted to; none without an estimate or when the window restarted after it (a payload
-    change)."""
+    (:func:`~inertia_id_ros.io.plausibility.payload_fit_findings`, the payload in ``volume``) on
+    the window's samples it was fitted to; none without an estimate or when the window
+    restarted after it (a payload change)."""
     if final is None:
         return []
     estimator = session.estimator
@@ -243,7 +247,7 @@ def payload_replay_findings(session: PayloadSession, final: Estimate | None) -> 
     if not fitted.any():
         return []
     findings, _ = payload_fit_findings(estimator.kinematics.sensor_frame, Y[fitted], f[fitted],
-                                       final, estimator.config.estimate_offset, payload_volume())
+                                       final, estimator.config.estimate_offset, volume)
     return findings
 
 
@@ -275,7 +279,6 @@ class WholeBodyReplay:
         """The last estimate (``None`` if there was none)."""
         estimates = self.estimates
         return estimates[-1].estimate if estimates else None
-
 
     @property
     def findings(self) -> list[Finding]:

@@ -144,8 +144,9 @@ def link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorCon
 
 def link_ellipsoids(settings: NodeSettings, model: LinkModel) -> list[Any]:
     """Per link of ``model``, the 4x4 ``Q`` of the ellipsoid around its URDF collision
-    geometry, or ``None`` (:func:`inertia_id_ros.io.plausibility.link_ellipsoids`; the URDF of
-    ``urdf_path``, ``robot_description`` or ``chain_config``)."""
+    geometry where that holds its URDF inertial, else ``None``
+    (:func:`~inertia_id_ros.io.plausibility.volumes_holding`; the URDF of ``urdf_path``,
+    ``robot_description`` or ``chain_config``)."""
     import numpy as np
 
     from inertia_id_ros.chain.actuators import ChainConfig

@@ -201,8 +201,13 @@ class PayloadMode(Mode):
 
     def replay(self, bag: str, session: PayloadSession, settings: NodeSettings) -> Any:
         """:func:`~inertia_id_ros.io.replay.replay_payload_bag` on the joint-state and wrench
-        topics."""
+        topics, the final estimate checked against ``payload_bounding_sphere`` or
+        ``payload_bounding_box``."""
+        from inertia_id_ros.io.plausibility import payload_volume
         from inertia_id_ros.io.replay import replay_payload_bag
 
+        own: PayloadSettings = settings.mode_settings
         return replay_payload_bag(bag, session, settings.update_rate_hz,
-                                  settings.joint_states_topic, settings.mode_settings.wrench_topic)
+                                  settings.joint_states_topic, own.wrench_topic,
+                                  payload_volume(own.payload_bounding_sphere,
+                                                 own.payload_bounding_box))
