@@ -223,6 +223,20 @@ def test_replay_detects_a_grasp_like_the_node_and_identifies_the_new_payload(cap
     assert last["status"] == "ok" and last["n_samples"] <= (24 - 14) * 200 + 200
 
 
+def test_replay_checks_the_payload_against_the_nodes_bounding_volume(capsys, recording, tmp_path):
+    """``--params-file``: the final estimate's COM is checked against the node's
+    ``payload_bounding_sphere`` (a 1 cm sphere: the simulated payload's COM lies outside, a
+    warning, exit 0)."""
+    bag, _ = recording
+    config = Path(__file__).resolve().parents[3] / "config" / "panda_payload.yaml"
+    out = tmp_path / "replay.json"
+    code, _, err = run(capsys, "replay", bag, "--params-file", config, "-p",
+                       "payload_bounding_sphere:=0.01", "--json", out)
+    assert code == 0, err
+    assert "inertia-id replay: warning: payload: its COM" in err
+    assert [f["kind"] for f in json.loads(out.read_text())["findings"]] == ["bounding_volume"]
+
+
 def test_replay_with_the_nodes_parameter_file_runs_the_nodes_session(capsys, recording, tmp_path):
     """``--params-file`` builds the session the node builds from the file (here payload mode,
     its 30 s window overridden by ``-p``): the same estimates as the options that say the same."""
