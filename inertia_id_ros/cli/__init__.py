@@ -97,7 +97,6 @@ from inertia_id_ros.cli import (
     demo,
     excite,
     export,
-    fit_payload_torques,
     keystore,
     record_sim,
     replay,
@@ -110,7 +109,7 @@ from inertia_id_ros.errors import DataError, InputError
 from inertia_id_ros.threads import limit_threads
 
 COMMANDS = (*(importlib.import_module(name) for mode in modes.modes() for name in mode.commands),
-            fit_payload_torques, traversaro, demo, replay, record_sim, sim_whole_body, export,
+            traversaro, demo, replay, record_sim, sim_whole_body, export,
             excite, validate, keystore)
 """The command modules, in ``--help`` order: each mode's
 (:attr:`~inertia_id_ros.modes.Mode.commands`, in the registry's order), then the others."""

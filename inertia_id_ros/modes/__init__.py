@@ -14,11 +14,13 @@ from inertia_id_ros.modes.base import (
 )
 from inertia_id_ros.modes.links import LinksMode
 from inertia_id_ros.modes.payload import PayloadMode
+from inertia_id_ros.modes.payload_torques import PayloadTorquesMode
 from inertia_id_ros.modes.whole_body import WholeBodyMode
 
 register(PayloadMode())
 register(LinksMode())
 register(WholeBodyMode())
+register(PayloadTorquesMode())
 
 __all__ = ["ExcitationTarget", "Mode", "NodeSettings", "ParameterSpec", "get", "modes",
            "register"]

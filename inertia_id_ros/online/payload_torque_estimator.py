@@ -61,6 +61,7 @@ from inertia_id_ros.online.estimator import (
 from inertia_id_ros.online.inputs import JointStateValidator
 from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.tare import Tare, tare_offset, with_tare
+from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING, PAYLOAD_TORQUES_HALF_WIDTH
 from inertia_id_ros.solvers import Problem, Solution
 
 TORQUE_NOISE_STD_FLOOR = 0.005
@@ -79,6 +80,12 @@ class PayloadTorqueEstimatorConfig(OnlineEstimatorConfig):
 
     frame: str = ""
     """The frame the payload is attached to (e.g. the flange); ``theta`` about and in it."""
+    weighting: str = PAYLOAD_DEFAULT_WEIGHTING
+    """As :attr:`OnlineEstimatorConfig.weighting`; by default each joint weighted by its noise
+    level (the wrist's quieter torques carry the inertia)."""
+    filter_half_width: float = PAYLOAD_TORQUES_HALF_WIDTH
+    """As :attr:`OnlineEstimatorConfig.filter_half_width` (s); narrower: the payload's inertia
+    is seen through the accelerations, which a wider filter flattens."""
     estimate_offset: bool = True
     """Estimate how much each joint's torque offset moved since ``links_x`` (N·m)."""
     prior: tuple[float, ...] | None = None

@@ -72,7 +72,6 @@ from inertia_id_ros.online.whole_body_estimator import (
     WholeBodyEstimator,
     WholeBodyEstimatorConfig,
 )
-from inertia_id_ros.options import PAYLOAD_TORQUES_HALF_WIDTH
 
 OK, WARN, ERROR = 0, 1, 2
 """Diagnostic levels (those of ``diagnostic_msgs/DiagnosticStatus``)."""
@@ -736,8 +735,9 @@ def payload_torque_session(links: LinkModel, links_x: np.ndarray, frame: str, *,
                            detect_payload_change: bool = True,
                            payload_change_threshold: float = ChangeDetectorConfig.threshold,
                            prior: Sequence[float] | None = None,
-                           weighting: str = "channel",
-                           filter_half_width: float = PAYLOAD_TORQUES_HALF_WIDTH
+                           weighting: str = PayloadTorqueEstimatorConfig.weighting,
+                           filter_half_width: float
+                           = PayloadTorqueEstimatorConfig.filter_half_width
                            ) -> PayloadTorqueSession:
     """The session of a payload at ``frame`` from joint torques, ``links``'s links and drives
     known as ``links_x`` (the URDF's ``links.prior`` or a fit-links result,

@@ -35,6 +35,15 @@ def test_seven_dof_arm_links_config_loads_into_the_node(launch):
     assert "prior weight 0.002" in node.output() and "window 30.0 s" in node.output()
 
 
+def test_panda_payload_torques_config_loads_into_the_node(launch):
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "panda_payload_torques.yaml"),
+                  "-p", f"urdf_path:={example_robot_urdf('panda')}")
+    wait_for(node, "identifying the body beyond 'panda_link8' from the torques of joints "
+                   "['panda_joint1', ")
+    assert "minus the URDF's links" in node.output() and "window 30.0 s" in node.output()
+
+
 def wait_for(node, text: str, timeout: float = 30.0) -> None:
     """Until ``text`` is in the node's log; fails if the node exits or the time runs out."""
     deadline = time.monotonic() + timeout

@@ -319,6 +319,40 @@ def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_c
         wizard.peer.destroy_node()
 
 
+def test_payload_torques_mode_excites_the_panda_and_identifies_the_payload(
+        launch, rclpy_context, tmp_path):
+    """~/excite in mode payload_torques (the Panda without an F/T sensor, the URDF's links as
+    the link model): the motion runs on the simulator and the payload at the flange is
+    identified from its joint states alone."""
+    import rclpy
+
+    from helpers.paths import REPO
+    from inertia_id_ros.core.inertia import check_consistency
+    from inertia_id_ros.core.robots import example_robot_urdf
+
+    path, _ = out_and_back(tmp_path)
+    launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=panda_torques",
+           "-p", "motion:=hold")
+    launch("inertia-id-node", "inertia_id_ros.ros.node",
+           "--params-file", str(REPO / "config" / "panda_payload_torques.yaml"),
+           "-p", f"urdf_path:={example_robot_urdf('panda')}", "-p", "window_sec:=10.0",
+           "-p", "update_rate_hz:=1.0", "-p", "allow_motion:=true")
+    wizard = Wizard(rclpy.create_node("excite_payload_torques"))
+    try:
+        wizard.wait_until_the_node_receives_joint_states()
+        response = wizard.excite(path)
+        assert response.accepted, response.reason
+        done = wizard.wait_for(("done", "failed", "stopped"), 60.0)
+        assert done.state == "done" and done.identified, done.message
+        estimate = done.estimate
+        assert estimate.header.frame_id == "panda_link8" and estimate.body_name == "payload"
+        assert estimate.num_samples >= 0.95 * 6.0 * 1000.0
+        assert check_consistency(np.array(estimate.theta)).fully_consistent
+        assert estimate.inertia.m > 0.0 and len(wizard.commands) >= 1
+    finally:
+        wizard.peer.destroy_node()
+
+
 def test_a_trajectory_message_carries_every_point_exactly(tmp_path):
     from inertia_id_ros.ros.conversions import joint_trajectory_arrays, joint_trajectory_msg
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
@@ -16,7 +16,8 @@ from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.errors import EstimateUnavailable
 from inertia_id_ros.modes import NodeSettings
 from inertia_id_ros.msg import InertialParameters, PayloadChange
-from inertia_id_ros.online.session import PayloadSession, Update
+from inertia_id_ros.online.session import PayloadSession, PayloadSessionBase, Update
+from inertia_id_ros.online.tare import Tare as TareResult
 from inertia_id_ros.ros.conversions import (
     array_to_wrench,
     estimate_to_msg,
@@ -40,12 +41,16 @@ class PayloadOut:
     """``~/estimate``, ``~/markers``, ``~/payload_change`` and ``~/tare`` of a mode identifying
     one payload in ``frame`` (named ``body_name``), around a session with the payload session's
     ``tare(duration, theta_known)`` and ``clear_tare()``; ``drain`` hands the queued inputs to
-    the session (before a tare)."""
+    the session (before a tare); ``estimate_msg(estimate, frame, body_name)`` converts an
+    estimate (an F/T sensor's, with its wrench offset, by default). A mode whose tare is not an
+    F/T offset overrides :meth:`_fill_tare`."""
 
-    def __init__(self, node: InertiaIdNode, session: PayloadSession, frame: str, body_name: str,
-                 drain: Callable[[], None]) -> None:
+    def __init__(self, node: InertiaIdNode, session: PayloadSessionBase, frame: str,
+                 body_name: str, drain: Callable[[], None],
+                 estimate_msg: Callable[[Any, str, str], InertialParameters] = estimate_to_msg
+                 ) -> None:
         self._node, self._session, self._drain = node, session, drain
-        self._frame, self._body_name = frame, body_name
+        self._frame, self._body_name, self._estimate_msg = frame, body_name, estimate_msg
         self._estimates = node.create_publisher(InertialParameters, "~/estimate", LATCHED)
         self._markers = node.create_publisher(MarkerArray, "~/markers", LATCHED)
         self._changes = node.create_publisher(PayloadChange, "~/payload_change", 10)
@@ -53,7 +58,7 @@ class PayloadOut:
 
     def to_msg(self, update: Update) -> InertialParameters:
         """The estimate of ``update`` as a message."""
-        return estimate_to_msg(update.estimate, self._frame, self._body_name)
+        return self._estimate_msg(update.estimate, self._frame, self._body_name)
 
     def publish_change(self, update: Update) -> None:
         """``~/payload_change`` when the update detected one (periodic or ``identify``)."""
@@ -104,15 +109,19 @@ class PayloadOut:
             response.success, response.message = False, f"no tare: {error}"
             return
         response.success = True
+        response.num_samples = tare.n_samples
+        payload = "the known payload" if theta_known is not None else "no payload"
+        response.message = (f"tared from {tare.n_samples} samples with {payload}: "
+                            + self._fill_tare(response, tare)
+                            + ("; the window restarted" if theta_known is None else ""))
+
+    def _fill_tare(self, response: Tare.Response, tare: TareResult) -> str:
+        """The F/T offset of ``tare`` into ``response``; its summary."""
         response.offset = array_to_wrench(tare.offset)
         response.offset_std = tare.offset_std.tolist()
         response.noise_std = tare.noise_std.tolist()
-        response.num_samples = tare.n_samples
-        payload = "the known payload" if theta_known is not None else "no payload"
-        response.message = (f"tared from {tare.n_samples} wrenches with {payload}: force offset "
-                            f"{np.round(tare.offset[:3], 4).tolist()} N, torque offset "
-                            f"{np.round(tare.offset[3:], 5).tolist()} N m"
-                            + ("; the window restarted" if theta_known is None else ""))
+        return (f"force offset {np.round(tare.offset[:3], 4).tolist()} N, torque offset "
+                f"{np.round(tare.offset[3:], 5).tolist()} N m")
 
 
 class PayloadIO(ModeIO):

@@ -21,10 +21,12 @@ from inertia_id_ros.online.change_detection import ChangeDetectorConfig
 from inertia_id_ros.online.estimator import OnlineEstimatorConfig
 from inertia_id_ros.online.link_estimator import LinkEstimatorConfig
 from inertia_id_ros.online.payload_estimator import EstimatorConfig
+from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimatorConfig
 from inertia_id_ros.online.session import (
     Session,
     link_session,
     payload_session,
+    payload_torque_session,
     whole_body_session,
 )
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimatorConfig
@@ -32,7 +34,8 @@ from inertia_id_ros.ros.parameters import PARAMETERS, settings_from_parameters
 
 DECLARED = {p.name: p.default for p in PARAMETERS}
 CONFIGS = {"payload": EstimatorConfig, "links": LinkEstimatorConfig,
-           "whole_body": WholeBodyEstimatorConfig}
+           "whole_body": WholeBodyEstimatorConfig,
+           "payload_torques": lambda: PayloadTorqueEstimatorConfig(frame="panda_link8")}
 """Each package mode's estimator configuration (the library's defaults)."""
 
 
@@ -55,15 +58,21 @@ def test_the_node_declares_the_library_defaults():
                    "max_tracking_error")}}
     assert {name: DECLARED[name] for name in library} == library
     factories = {"payload": payload_session, "links": link_session,
-                 "whole_body": whole_body_session}
+                 "whole_body": whole_body_session, "payload_torques": payload_torque_session}
     for mode, factory in factories.items():
         defaults = {name: parameter.default
                     for name, parameter in inspect.signature(factory).parameters.items()
                     if parameter.default not in (None, inspect.Parameter.empty)}
-        assert defaults.pop("weighting") == CONFIGS[mode].weighting == \
+        assert defaults.pop("weighting") == CONFIGS[mode]().weighting == \
             modes.get(mode).default_weighting, mode  # the node's "": the mode's default
         for name in set(defaults) & set(DECLARED):
             assert defaults[name] == DECLARED[name], (mode, name)
+    own = {p.name: p.default for p in modes.get("payload_torques").parameters}
+    torques = inspect.signature(payload_torque_session).parameters
+    assert {name: own[f"torques_{name}"] for name in ("estimate_offset", "filter_half_width")} \
+        == {name: torques[name].default for name in ("estimate_offset", "filter_half_width")}
+    assert own["torques_change_threshold"] == torques["payload_change_threshold"].default
+    assert own["torques_detect_change"] == torques["detect_payload_change"].default
 
 
 def test_each_mode_builds_its_session_with_the_library_defaults():
@@ -72,24 +81,29 @@ def test_each_mode_builds_its_session_with_the_library_defaults():
     values = {"payload": {"urdf_path": panda, "sensor_frame": "panda_link8"},
               "links": {"mode": "links", "urdf_path": panda, "joints": ["panda_joint2"]},
               "whole_body": {"mode": "whole_body", "urdf_path": icub, "base": "fixed",
-                             "imu_topic": "", "use_efforts": True}}
+                             "imu_topic": "", "use_efforts": True},
+              "payload_torques": {"mode": "payload_torques", "urdf_path": panda,
+                                  "torques_frame": "panda_link8"}}
     for name, config_class in CONFIGS.items():
         session = modes.get(name).build_session(settings_from_parameters(values[name]))
         config, default = session.estimator.config, config_class()
         for field in ("window_sec", "method", "weighting", "estimate_offset", "prior_weight",
-                      "sensor_timeout_sec", "max_sample_rate_hz"):
+                      "sensor_timeout_sec", "max_sample_rate_hz", "filter_half_width"):
             if hasattr(default, field):
                 assert getattr(config, field) == getattr(default, field), (name, field)
-    assert session.mode == "whole_body"
+    assert session.mode == "payload_torques"
 
 
 def test_the_registry_lists_the_package_modes_and_their_commands():
-    assert [m.name for m in modes.modes()][:3] == ["payload", "links", "whole_body"]
+    assert [m.name for m in modes.modes()][:4] == ["payload", "links", "whole_body",
+                                                   "payload_torques"]
     from inertia_id_ros.cli import COMMANDS
 
     names = [c.__name__.rsplit(".", 1)[-1] for c in COMMANDS]
     assert names[:3] == ["fit_payload", "fit_links", "fit_whole_body"]
-    assert [m.has_replay for m in modes.modes()][:3] == [True, False, True]
+    assert all(c in names for m in modes.modes()[:4] for c in
+               [command.rsplit(".", 1)[-1] for command in m.commands])
+    assert [m.has_replay for m in modes.modes()][:4] == [True, False, True, False]
     with pytest.raises(ConfigError, match="unknown mode 'magic'"):
         modes.get("magic")
     with pytest.raises(ConfigError, match="cannot import"):
@@ -131,18 +145,22 @@ def test_a_mode_named_by_its_import_path_adds_its_parameters_and_rules():
     path = f"{__name__}:_Toy"
     with pytest.raises(StartupError, match="'toy_value'"):  # unknown until the mode is named
         settings_from_parameters({"mode": "links", "joints": ["j"], "toy_value": 1.0})
-    settings = settings_from_parameters({"mode": path, "method": "ols", "toy_value": 3.0})
-    assert settings.mode == "toy_registry" and settings.mode_settings == 3.0
-    assert settings.weighting == "none" and modes.get(path) is modes.get("toy_registry")
-    with pytest.raises(StartupError, match="'method': 'lmi' does not solve toy problems"):
-        settings_from_parameters({"mode": path})
-    with pytest.raises(StartupError, match="'toy_value' must be > 0"):
-        settings_from_parameters({"mode": path, "method": "ols", "toy_value": -1.0})
-    # a package mode's values are checked with the toy selected, and the toy's with another
-    with pytest.raises(StartupError, match="'prior_weight'"):
-        settings_from_parameters({"mode": path, "method": "ols", "prior_weight": -1.0})
-    with pytest.raises(StartupError, match="'toy_value'"):
-        settings_from_parameters({"mode": "links", "joints": ["j"], "toy_value": -1.0})
+    try:
+        settings = settings_from_parameters({"mode": path, "method": "ols", "toy_value": 3.0})
+        assert settings.mode == "toy_registry" and settings.mode_settings == 3.0
+        assert settings.weighting == "none" and modes.get(path) is modes.get("toy_registry")
+        with pytest.raises(StartupError, match="'method': 'lmi' does not solve toy problems"):
+            settings_from_parameters({"mode": path})
+        with pytest.raises(StartupError, match="'toy_value' must be > 0"):
+            settings_from_parameters({"mode": path, "method": "ols", "toy_value": -1.0})
+        # a package mode's values are checked with the toy selected, and the toy's with another
+        with pytest.raises(StartupError, match="'prior_weight'"):
+            settings_from_parameters({"mode": path, "method": "ols", "prior_weight": -1.0})
+        with pytest.raises(StartupError, match="'toy_value'"):
+            settings_from_parameters({"mode": "links", "joints": ["j"], "toy_value": -1.0})
+    finally:  # the toy leaves the registry as it found it (the generated reference's table)
+        modes.base._REGISTRY.pop("toy_registry", None)
+        modes.base._IMPORTED.pop(path, None)
 
 
 def test_two_modes_may_share_a_parameter_only_with_one_spec():
