@@ -109,7 +109,9 @@ class Mode(abc.ABC):
       takes ``(node, session, settings, sensor_qos)`` (see
       :class:`inertia_id_ros.ros.modes.base.ModeIO`);
     - ``commands``: its ``inertia-id`` subcommand modules (``add_parser``, ``run``);
-      ``replay_options``: the options of ``inertia-id replay`` that apply to its replays.
+      ``replay_options``: the options of ``inertia-id replay`` that apply to its replays;
+    - ``bounds_bodies``: its session takes bounding ellipsoids of its bodies (the node's
+      ``bounding_ellipsoid``; refused at start-up in a mode without).
     """
 
     name: str
@@ -121,6 +123,7 @@ class Mode(abc.ABC):
     node_io: str
     commands: tuple[str, ...] = ()
     replay_options: tuple[str, ...] = ()
+    bounds_bodies: bool = False
 
     @abc.abstractmethod
     def read_settings(self, values: Mapping[str, Any]) -> Any:

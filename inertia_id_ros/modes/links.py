@@ -70,6 +70,7 @@ class LinksMode(Mode):
     parameters = PARAMETERS
     default_weighting = LINKS_DEFAULT_WEIGHTING
     node_io = "inertia_id_ros.ros.modes.links:LinksIO"
+    bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_links",)
 
     def read_settings(self, values: Mapping[str, Any]) -> LinksSettings:

@@ -104,6 +104,7 @@ class PayloadMode(Mode):
     parameters = PARAMETERS
     default_weighting = PAYLOAD_DEFAULT_WEIGHTING
     node_io = "inertia_id_ros.ros.modes.payload:PayloadIO"
+    bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_payload",)
     replay_options = ("sensor_frame", "wrench_topic", "change_threshold", "no_offset",
                       "flip_wrench_sign", "no_change_detection", "png", "truth")

@@ -91,7 +91,9 @@ COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
                   "about the sensor frame; links and whole_body modes each link's URDF collision "
                   f"geometry grown by {LINK_VOLUME_MARGIN:g} m (a link without any, or whose URDF "
                   "inertial it does not hold: unconstrained). Refused with method "
-                  + _listed(list(NO_ELLIPSOID_METHODS)) + "; ols solves without it."),
+                  + _listed(list(NO_ELLIPSOID_METHODS))
+                  + "".join(f" and in the {m.name} mode" for m in registry.modes()
+                            if not m.bounds_bodies) + "; ols solves without it."),
 )
 """The parameters of every mode (but the excitation wizard's, :data:`EXCITE_TABLE`)."""
 
@@ -213,6 +215,9 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         mode.check_method(v["method"])
     except ValueError as error:
         raise StartupError(f"parameter 'method': {error}") from error
+    if v["bounding_ellipsoid"] and not mode.bounds_bodies:
+        raise StartupError(f"parameter 'bounding_ellipsoid': the {mode.name} mode takes no "
+                           "bounding ellipsoids; set it false")
     try:
         check_ellipsoid_method(v["method"], bool(v["bounding_ellipsoid"]))
     except ValueError as error:
