@@ -108,3 +108,6 @@ DEFAULT_PAYLOAD_RADIUS = 0.5
 ``--bounding-ellipsoid``)."""
 LINK_VOLUME_MARGIN = 0.05
 """m: a link's URDF collision box is grown by this on every side to bound its mass."""
+NO_ELLIPSOID_METHODS = ("manifold",)
+"""Methods that cannot take bounding ellipsoids (``--bounding-ellipsoid``, the node's
+``bounding_ellipsoid``); ``ols`` solves unconstrained, without them."""

@@ -295,7 +295,9 @@ def add_plausibility_options(parser: argparse.ArgumentParser, payload: bool) -> 
 
 def check_bounding_ellipsoid(args: argparse.Namespace) -> None:
     """Refuse ``--bounding-ellipsoid`` with a method that cannot take it."""
-    if getattr(args, "bounding_ellipsoid", False) and args.method == "manifold":
+    from inertia_id_ros.options import NO_ELLIPSOID_METHODS
+
+    if getattr(args, "bounding_ellipsoid", False) and args.method in NO_ELLIPSOID_METHODS:
         raise InputError("--bounding-ellipsoid needs --method lmi, pointmass or cad_prior "
                          "(manifold cannot take bounding ellipsoids)")
 

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.io.data import check_joints, read_joint_bag, read_joint_file
     from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.plausibility import link_volumes, volumes_holding
+    from inertia_id_ros.io.plausibility import ellipsoids_of, link_volumes, volumes_holding
     from inertia_id_ros.io.validate import validate_after_fit
 
     check_data_source(args)
@@ -145,8 +145,7 @@ def run(args: argparse.Namespace) -> int:
     prior = np.asarray(links.prior)[:10 * len(links.link_names)].reshape(-1, 10)
     volumes = volumes_holding(link_volumes(args.urdf, links.link_names),
                               dict(zip(links.link_names, prior)))
-    ellipsoids = ([volumes[name].ellipsoid_matrix() if name in volumes else None
-                   for name in links.link_names] if args.bounding_ellipsoid else None)
+    ellipsoids = ellipsoids_of(volumes, links.link_names) if args.bounding_ellipsoid else None
     differentiation = None
     if args.filter_half_width is not None:
         differentiation = DifferentiationFilter(

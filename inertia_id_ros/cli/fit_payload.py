@@ -170,20 +170,15 @@ def _findings_after_fit(args: argparse.Namespace, estimator: PayloadEstimator, e
     the bounding volume, how well the data determine it; the JSON's ``"residual_ratios"`` and
     ``"identifiability"``."""
     from inertia_id_ros.io.plausibility import (
-        determination_findings,
         identifiability_json,
         identifiability_lines,
         payload_base_parameters,
-        payload_residual_findings,
-        volume_findings,
+        payload_fit_findings,
     )
 
     _, Y, f = estimator.window.samples(copy=False)
-    offset = estimate.sensor_offset if estimator.config.estimate_offset else None
-    findings, ratios = payload_residual_findings(args.sensor_frame, Y, f, estimate.theta, offset)
-    findings += volume_findings("payload", estimate.theta, volume)
-    if estimate.method != "ols":
-        findings += determination_findings("payload", estimate.theta, estimate.covariance)
+    findings, ratios = payload_fit_findings(args.sensor_frame, Y, f, estimate,
+                                            estimator.config.estimate_offset, volume)
     bp = payload_base_parameters(Y, estimator.config.estimate_offset)
     return findings, identifiability_lines(bp), {"residual_ratios": ratios,
                                                  "identifiability": identifiability_json(bp)}

@@ -20,12 +20,15 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.cli.common import (
+    EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
     add_data_options,
     body_lines,
     check_data_source,
+    input_findings,
     load_urdf_model,
     read_log,
+    report_findings,
     uses_description,
     write_json,
 )
@@ -192,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.data import check_joints
     from inertia_id_ros.io.export import body_json
     from inertia_id_ros.io.link_result import read_link_result
+    from inertia_id_ros.io.plausibility import payload_volume, volume_findings
     from inertia_id_ros.io.validate import differentiation_of
 
     check_data_source(args)
@@ -204,6 +208,10 @@ def run(args: argparse.Namespace) -> int:
     joints = ([name.strip() for name in args.joints.split(",") if name.strip()] if args.joints
               else list(states.joint_names))
     check_joints(states, list(model.names)[1:], joints, source)
+    findings = input_findings(states, model, joints)
+    if report_findings("fit-payload-torques", findings):
+        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
+        return EXIT_IMPLAUSIBLE
     links = _link_model(model, states, joints, _effort_scales(args, joints), held)
     differentiation = {"half_width": args.filter_half_width or PAYLOAD_TORQUES_HALF_WIDTH}
     alignment = None
@@ -249,6 +257,8 @@ def run(args: argparse.Namespace) -> int:
         "solve_time_s": float(fit.solution.solve_time),
         "alignment": None if alignment is None else {"shift_s": alignment.shift,
                                                      "position_rms": alignment.position_rms}}
+    code = report_findings("fit-payload-torques",
+                           volume_findings("payload", fit.theta, payload_volume()), result)
     write_json(args.json, result)
     for warning in caught:
         print(f"inertia-id fit-payload-torques: warning: {warning.message}", file=sys.stderr)
@@ -273,4 +283,4 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
-    return 0
+    return code

@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.chain.whole_body_fit import fit_whole_body, holdout_comparison
     from inertia_id_ros.io.plausibility import (
         check_time_units,
+        ellipsoids_of,
         free_fall_finding,
         identifiability_lines,
         link_volumes,
@@ -205,8 +206,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_IMPLAUSIBLE
     volumes = volumes_holding(link_volumes(args.urdf, model.bodies),
                               dict(zip(model.links, model.link_prior)))
-    ellipsoids = ([volumes[name].ellipsoid_matrix() if name in volumes else None
-                   for name in model.bodies] if args.bounding_ellipsoid else None)
+    ellipsoids = ellipsoids_of(volumes, model.bodies) if args.bounding_ellipsoid else None
     holdout = None
     try:
         if args.holdout is None:

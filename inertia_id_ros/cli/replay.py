@@ -1,7 +1,8 @@
 """``inertia-id replay``: a ROS 2 bag through the node's estimator, update by update in bag time,
 to CSV, JSON and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`);
 with ``--params-file`` the session the node builds from its parameter file (a mode with a replay:
-:meth:`~inertia_id_ros.modes.Mode.replay`)."""
+:meth:`~inertia_id_ros.modes.Mode.replay`). The final estimate's plausibility findings are printed
+(:mod:`inertia_id_ros.io.plausibility`); exit 3 when one refuses it, as the fit commands."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from inertia_id_ros.cli.common import (
     body_lines,
     dropped_text,
     read_result_body,
+    report_findings,
     whole_body_table,
     write_json,
     write_output,
@@ -83,6 +85,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument("--truth", metavar="JSON", help="result JSON of the true payload (e.g. "
                                                         "record-sim --truth-json), drawn dashed")
     replay.set_defaults(run=run)
+
+
+REFUSED_LINE = "REFUSED: the final estimate cannot be trusted (see the messages on stderr)"
+"""The summary's last line when a finding refuses the final estimate (exit 3)."""
 
 
 def _json_ready(value: Any) -> Any:
@@ -216,12 +222,14 @@ def run(args: argparse.Namespace) -> int:
     if final is None:
         return _replay_without_estimate(args.bag, replay.updates[-1], dropped)
     body = body_json("payload", replay.sensor_frame, final.theta)
+    checked: dict[str, Any] = {}
+    code = report_findings("replay", replay.findings, checked)
     if args.json:
         records = [{key: _json_ready(value) for key, value in
                     update_record(update, replay.start_time).items()}
                    for update in replay.updates]
         write_json(args.json, {
-            "method": final.method, "bodies": [body],
+            "method": final.method, "bodies": [body], **checked,
             "sensor_offset": final.sensor_offset.tolist(), "residual_rms": final.residual_rms,
             "samples": final.n_samples, "solve_time_s": final.solve_time, "source": args.bag,
             "update_rate_hz": args.update_rate, "window_sec": args.window_sec,
@@ -251,9 +259,11 @@ def run(args: argparse.Namespace) -> int:
         com_error = np.linalg.norm(final.com - inertia_from_theta(truth.theta)[1])
         lines.append(f"  vs truth: mass error {final.mass - truth.theta[0]:+.2g} kg, COM error "
                      f"{1e3 * com_error:.3g} mm")
+    if code:
+        lines.append(REFUSED_LINE)
     lines += [f"wrote {path}" for path in (args.csv, args.json, args.png) if path]
     print("\n".join(lines))
-    return 0
+    return code
 
 
 def _replay_without_estimate(bag: str, last: Any, dropped: str) -> int:
@@ -284,9 +294,11 @@ def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: fl
     result = whole_body_estimate_json(model, final)
     config = replay.session.estimator.config
     failed = dict(replay.session.failed_solves)
+    checked: dict[str, Any] = {}
+    code = report_findings("replay", replay.findings, checked)
     if args.json:
         write_json(args.json, {
-            "mode": "whole_body", **result, "source": args.bag,
+            "mode": "whole_body", **result, **checked, "source": args.bag,
             "update_rate_hz": replay.update_rate_hz, "window_sec": config.window_sec,
             "start_time": replay.start_time,
             "received": replay.received, "dropped": replay.dropped, "failed_solves": failed,
@@ -311,9 +323,11 @@ def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: fl
              f"solve {final.solve_time:.3f} s",
              *whole_body_table(result),
              f"residual rms {final.residual_rms:.4f}; inconsistent links: {inconsistent}"]
+    if code:
+        lines.append(REFUSED_LINE)
     if args.json:
         lines.append(f"wrote {args.json}")
     if args.csv:
         lines.append(f"wrote {args.csv}")
     print("\n".join(lines))
-    return 0
+    return code

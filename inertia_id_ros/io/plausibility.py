@@ -477,6 +477,12 @@ def volumes_holding(volumes: dict[str, Volume], priors: dict[str, np.ndarray]
             if name in priors and not volume_findings(name, priors[name], volume)}
 
 
+def ellipsoids_of(volumes: dict[str, Volume], links: Sequence[str]) -> list[np.ndarray | None]:
+    """Per link of ``links``, the 4x4 ``Q`` (link frame) of its volume's ellipsoid
+    (:meth:`Volume.ellipsoid_matrix`), ``None`` for a link without one (unconstrained)."""
+    return [volumes[name].ellipsoid_matrix() if name in volumes else None for name in links]
+
+
 def pinned_mass_findings(names: Sequence[str], masses: np.ndarray,
                          prior_masses: np.ndarray) -> list[Finding]:
     """``pinned_mass`` (warn) for each link whose fitted mass (kg) sits at its lower bound, 0:
@@ -591,6 +597,22 @@ def payload_residual_findings(sensor: str, Y: np.ndarray, f: np.ndarray, theta: 
         "the wrench's sign (the sensor may report the wrench the payload exerts on it, the "
         "opposite of this tool's convention) or its frame is wrong. Check --sensor-frame and the "
         "sensor's sign convention.", None if offset is not None else ols_rms(Y))
+
+
+def payload_fit_findings(sensor: str, Y: np.ndarray, f: np.ndarray, estimate: Any,
+                         with_offset: bool, volume: Volume
+                         ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+    """The findings of a payload ``estimate`` (an online
+    :class:`~inertia_id_ros.online.payload_estimator.Estimate`) on the samples it was fitted to,
+    ``Y`` (N, 6, >= 10) and ``f`` (N, 6): :func:`payload_residual_findings` (its offset if
+    ``with_offset``), :func:`volume_findings` in ``volume`` and, but for ``ols``,
+    :func:`determination_findings`; and the residual ratios."""
+    offset = estimate.sensor_offset if with_offset else None
+    findings, ratios = payload_residual_findings(sensor, Y, f, estimate.theta, offset)
+    findings += volume_findings("payload", estimate.theta, volume)
+    if estimate.method != "ols":
+        findings += determination_findings("payload", estimate.theta, estimate.covariance)
+    return findings, ratios
 
 
 def links_residual_findings(model: Any, data: Any, x: np.ndarray, prior_weight: float

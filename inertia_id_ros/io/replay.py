@@ -60,6 +60,13 @@ from inertia_id_ros.io.data import (
     read_bag_messages,
     wrench_values,
 )
+from inertia_id_ros.io.plausibility import (
+    Finding,
+    Volume,
+    payload_fit_findings,
+    payload_volume,
+    pinned_mass_findings,
+)
 from inertia_id_ros.io.whole_body import DEFAULT_IMU_TOPIC, IMU_TYPE
 from inertia_id_ros.online.change_detection import ChangeEvent
 from inertia_id_ros.online.payload_estimator import Estimate, EstimatorConfig
@@ -109,6 +116,8 @@ class Replay:
     sensor_frame: str = ""
     update_rate_hz: float = 0.0
     config: EstimatorConfig = field(default_factory=EstimatorConfig)
+    findings: list[Finding] = field(default_factory=list)
+    """The plausibility findings of the final estimate (:func:`payload_replay_findings`)."""
 
     @property
     def estimates(self) -> list[Update]:
@@ -205,18 +214,41 @@ def replay_bag(path: str | Path, sensor_frame: str | None = None, urdf: str | Pa
 
 def replay_payload_bag(path: str | Path, session: PayloadSession, update_rate_hz: float,
                        joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-                       wrench_topic: str = DEFAULT_WRENCH_TOPIC) -> Replay:
+                       wrench_topic: str = DEFAULT_WRENCH_TOPIC,
+                       volume: Volume | None = None) -> Replay:
     """Replay the bag ``path`` through a payload ``session`` built elsewhere (the node's, from
-    its parameters), as :func:`replay_bag` does."""
+    its parameters), as :func:`replay_bag` does; ``volume``: the payload's bounding volume the
+    final estimate is checked against (default
+    :func:`~inertia_id_ros.io.plausibility.payload_volume`'s sphere)."""
     with contextlib.closing(iter_bag_messages(path, [(joint_states_topic, JOINT_STATE_TYPE),
                                                      (wrench_topic, WRENCH_TYPE)])) as messages:
         updates, start = replay_messages(session, messages, update_rate_hz, joint_states_topic,
                                          wrench_topic)
     stats = session.estimator.stats()
-    return Replay(updates=updates, start_time=start, received=stats.received,
-                  dropped=stats.dropped, payload_changes=list(session.changes), source=str(path),
-                  sensor_frame=session.estimator.kinematics.sensor_frame,
-                  update_rate_hz=update_rate_hz, config=session.estimator.config)
+    replay = Replay(updates=updates, start_time=start, received=stats.received,
+                    dropped=stats.dropped, payload_changes=list(session.changes),
+                    source=str(path), sensor_frame=session.estimator.kinematics.sensor_frame,
+                    update_rate_hz=update_rate_hz, config=session.estimator.config)
+    replay.findings = payload_replay_findings(session, replay.final, volume or payload_volume())
+    return replay
+
+
+def payload_replay_findings(session: PayloadSession, final: Estimate | None,
+                            volume: Volume) -> list[Finding]:
+    """The plausibility findings of a replay's ``final`` estimate
+    (:func:`~inertia_id_ros.io.plausibility.payload_fit_findings`, the payload in ``volume``) on
+    the window's samples it was fitted to; none without an estimate or when the window
+    restarted after it (a payload change)."""
+    if final is None:
+        return []
+    estimator = session.estimator
+    t, Y, f = estimator.window.samples()
+    fitted = (t >= final.t_first) & (t <= final.t_last)
+    if not fitted.any():
+        return []
+    findings, _ = payload_fit_findings(estimator.kinematics.sensor_frame, Y[fitted], f[fitted],
+                                       final, estimator.config.estimate_offset, volume)
+    return findings
 
 
 @dataclass
@@ -247,6 +279,18 @@ class WholeBodyReplay:
         """The last estimate (``None`` if there was none)."""
         estimates = self.estimates
         return estimates[-1].estimate if estimates else None
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The plausibility findings of the final estimate: the links whose mass sits at its
+        bound (:func:`~inertia_id_ros.io.plausibility.pinned_mass_findings`; not for ``ols``).
+        The window keeps normal equations, not samples: no residual ratios."""
+        final = self.final
+        if final is None or final.method == "ols":
+            return []
+        model = self.session.estimator.model
+        prior = model.link_prior[[model.links.index(b) for b in final.link_names]]
+        return pinned_mass_findings(final.link_names, final.thetas[:, 0], prior[:, 0])
 
 
 SENSOR_EVENTS = ("sensor_stopped", "sensor_resumed")

@@ -14,7 +14,10 @@ from __future__ import annotations
 import abc
 import importlib
 import math
-from collections.abc import Mapping
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +75,8 @@ class NodeSettings:
     workspace_file: str = ""
     environment_file: str = ""
     design_time_limit_sec: float = 0.0
+    bounding_ellipsoid: bool = False
+    """Constrain each identified body to an ellipsoid around it (the mode's volumes)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,9 @@ class Mode(abc.ABC):
       takes ``(node, session, settings, sensor_qos)`` (see
       :class:`inertia_id_ros.ros.modes.base.ModeIO`);
     - ``commands``: its ``inertia-id`` subcommand modules (``add_parser``, ``run``);
-      ``replay_options``: the options of ``inertia-id replay`` that apply to its replays.
+      ``replay_options``: the options of ``inertia-id replay`` that apply to its replays;
+    - ``bounds_bodies``: its session takes bounding ellipsoids of its bodies (the node's
+      ``bounding_ellipsoid``; refused at start-up in a mode without).
     """
 
     name: str
@@ -116,6 +123,7 @@ class Mode(abc.ABC):
     node_io: str
     commands: tuple[str, ...] = ()
     replay_options: tuple[str, ...] = ()
+    bounds_bodies: bool = False
 
     @abc.abstractmethod
     def read_settings(self, values: Mapping[str, Any]) -> Any:
@@ -264,3 +272,18 @@ def load_robot(settings: NodeSettings, default_urdf: str | None = None) -> Any:
         return load_model(urdf_path=urdf_path or None, urdf_xml=None if urdf_path else urdf_xml)
     except Exception as error:  # pinocchio raises ValueError/RuntimeError on bad URDFs
         raise StartupError(f"parameter '{name}': cannot load the URDF: {error}") from error
+
+
+@contextmanager
+def urdf_file(settings: NodeSettings, default_urdf: str | None = None) -> Iterator[str]:
+    """A path of the robot's URDF: ``urdf_path``, else ``robot_description`` written to a
+    temporary file (removed on exit), else ``default_urdf``."""
+    if settings.urdf_path or not settings.robot_description:
+        yield settings.urdf_path or default_urdf or ""
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as handle:
+        handle.write(settings.robot_description)
+    try:
+        yield handle.name
+    finally:
+        os.unlink(handle.name)

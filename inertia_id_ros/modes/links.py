@@ -19,6 +19,7 @@ from inertia_id_ros.modes.base import (
     ParameterSpec,
     check_startup_window,
     load_robot,
+    urdf_file,
 )
 from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT, LINKS_DEFAULT_WEIGHTING
 
@@ -69,6 +70,7 @@ class LinksMode(Mode):
     parameters = PARAMETERS
     default_weighting = LINKS_DEFAULT_WEIGHTING
     node_io = "inertia_id_ros.ros.modes.links:LinksIO"
+    bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_links",)
 
     def read_settings(self, values: Mapping[str, Any]) -> LinksSettings:
@@ -90,7 +92,8 @@ class LinksMode(Mode):
                                "'chain_config')")
 
     def build_session(self, settings: NodeSettings) -> LinkSession:
-        """The chain (:func:`link_model`), its window's memory checked."""
+        """The chain (:func:`link_model`), its window's memory checked, its links' bounding
+        ellipsoids (``bounding_ellipsoid``: :func:`link_ellipsoids`)."""
         from inertia_id_ros.online.session import link_session
 
         model, actuators = link_model(settings)
@@ -99,7 +102,9 @@ class LinksMode(Mode):
                             method=settings.method, solver_options=settings.solver_options,
                             prior_weight=settings.mode_settings.prior_weight,
                             max_input_rate_hz=settings.max_input_rate_hz,
-                            weighting=settings.weighting)
+                            weighting=settings.weighting,
+                            bounding_ellipsoids=(link_ellipsoids(settings, model)
+                                                 if settings.bounding_ellipsoid else None))
 
     def excitation(self, session: LinkSession, settings: NodeSettings) -> ExcitationTarget:
         """The ``links`` target over the chain's joints."""
@@ -136,3 +141,22 @@ def link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorCon
         raise StartupError(f"parameter 'joints': {error}") from error
     return model, ({j: chain.actuators[j] for j in joints if j in chain.actuators}
                    if chain else None)
+
+
+def link_ellipsoids(settings: NodeSettings, model: LinkModel) -> list[Any]:
+    """Per link of ``model``, the 4x4 ``Q`` of the ellipsoid around its URDF collision
+    geometry where that holds its URDF inertial, else ``None``
+    (:func:`~inertia_id_ros.io.plausibility.volumes_holding`; the URDF of ``urdf_path``,
+    ``robot_description`` or ``chain_config``)."""
+    import numpy as np
+
+    from inertia_id_ros.chain.actuators import ChainConfig
+    from inertia_id_ros.io import plausibility
+
+    own: LinksSettings = settings.mode_settings
+    chain_urdf = str(ChainConfig.load(own.chain_config).urdf_path()) if own.chain_config else None
+    priors = np.asarray(model.prior)[:10 * model.n_joints].reshape(-1, 10)
+    with urdf_file(settings, chain_urdf) as urdf:
+        volumes = plausibility.link_volumes(urdf, model.link_names)
+    held = plausibility.volumes_holding(volumes, dict(zip(model.link_names, priors)))
+    return plausibility.ellipsoids_of(held, model.link_names)

@@ -20,8 +20,10 @@ from inertia_id_ros.modes.base import (
     ParameterSpec,
     check_startup_window,
     load_robot,
+    positive,
 )
 from inertia_id_ros.options import (
+    DEFAULT_PAYLOAD_RADIUS,
     DEFAULT_WRENCH_TOPIC,
     PAYLOAD_CHANGE_THRESHOLD,
     PAYLOAD_DEFAULT_WEIGHTING,
@@ -47,6 +49,8 @@ class PayloadSettings:
     detect_payload_change: bool
     payload_change_threshold: float
     payload_prior: str
+    payload_bounding_sphere: float = DEFAULT_PAYLOAD_RADIUS
+    payload_bounding_box: tuple[float, float, float] | None = None
 
 
 PARAMETERS = (
@@ -79,6 +83,15 @@ PARAMETERS = (
                   "(its inertial and everything beyond it, moved to the sensor frame), 'none', "
                   "or empty for the URDF's links beyond the sensor frame (none if it has "
                   "none). cad_prior without a prior is refused at start-up."),
+    ParameterSpec("payload_bounding_sphere", DEFAULT_PAYLOAD_RADIUS,
+                  "Payload mode: radius (m, > 0) of a sphere about the sensor frame's origin "
+                  "holding the payload, for bounding_ellipsoid (unless payload_bounding_box is "
+                  "set)."),
+    ParameterSpec("payload_bounding_box", None,
+                  "Payload mode: half-extents [x, y, z] (m, > 0) of a box about the sensor "
+                  "frame's origin, along its axes, holding the payload, for bounding_ellipsoid "
+                  "(the ellipsoid through its corners). Unset: payload_bounding_sphere.",
+                  array_type="double_array"),
 )
 
 
@@ -91,12 +104,14 @@ class PayloadMode(Mode):
     parameters = PARAMETERS
     default_weighting = PAYLOAD_DEFAULT_WEIGHTING
     node_io = "inertia_id_ros.ros.modes.payload:PayloadIO"
+    bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_payload",)
     replay_options = ("sensor_frame", "wrench_topic", "change_threshold", "no_offset",
                       "flip_wrench_sign", "no_change_detection", "png", "truth")
 
     def read_settings(self, values: Mapping[str, Any]) -> PayloadSettings:
-        """``wrench_limits`` 6 floats > 0 (or unset), ``payload_change_threshold`` > 0."""
+        """``wrench_limits`` 6 floats > 0 (or unset), ``payload_change_threshold`` and
+        ``payload_bounding_sphere`` > 0, ``payload_bounding_box`` 3 floats > 0 (or unset)."""
         limits = values["wrench_limits"]
         if limits is not None:
             if (len(limits) != 6 or not all(isinstance(x, float) for x in limits)
@@ -107,13 +122,24 @@ class PayloadMode(Mode):
         if not float(values["payload_change_threshold"]) > 0.0:
             raise StartupError(f"parameter 'payload_change_threshold' must be > 0, got "
                                f"{values['payload_change_threshold']!r}")
+        if not positive(values["payload_bounding_sphere"]):
+            raise StartupError(f"parameter 'payload_bounding_sphere' must be > 0 (m), got "
+                               f"{values['payload_bounding_sphere']!r}")
+        box = values["payload_bounding_box"]
+        if box is not None:
+            if len(box) != 3 or not all(isinstance(x, float) and positive(x) for x in box):
+                raise StartupError(f"parameter 'payload_bounding_box' must be 3 half-extents "
+                                   f"> 0 (m), got {list(box)!r}")
+            box = tuple(float(x) for x in box)
         return PayloadSettings(
             sensor_frame=values["sensor_frame"], body_name=values["body_name"],
             wrench_topic=values["wrench_topic"], estimate_offset=bool(values["estimate_offset"]),
             wrench_limits=limits, flip_wrench_sign=bool(values["flip_wrench_sign"]),
             detect_payload_change=bool(values["detect_payload_change"]),
             payload_change_threshold=float(values["payload_change_threshold"]),
-            payload_prior=str(values["payload_prior"]))
+            payload_prior=str(values["payload_prior"]),
+            payload_bounding_sphere=float(values["payload_bounding_sphere"]),
+            payload_bounding_box=box)
 
     def check_settings(self, settings: NodeSettings) -> None:
         """The sensor frame is required; the window's memory; what can be checked of
@@ -134,8 +160,10 @@ class PayloadMode(Mode):
             raise StartupError(f"parameter 'payload_prior': no file {own.payload_prior!r}")
 
     def build_session(self, settings: NodeSettings) -> PayloadSession:
-        """The sensor's kinematics, the prior (``payload_prior`` resolved), the session."""
+        """The sensor's kinematics, the prior (``payload_prior`` resolved), the bounding
+        ellipsoid (``bounding_ellipsoid``), the session."""
         from inertia_id_ros.core.kinematics import SensorKinematics
+        from inertia_id_ros.io.plausibility import payload_volume
         from inertia_id_ros.io.prior import resolve_payload_prior
         from inertia_id_ros.online.payload_estimator import check_prior_available
         from inertia_id_ros.online.session import payload_session
@@ -161,7 +189,10 @@ class PayloadMode(Mode):
             max_input_rate_hz=settings.max_input_rate_hz,
             detect_payload_change=own.detect_payload_change,
             payload_change_threshold=own.payload_change_threshold, prior=prior,
-            weighting=settings.weighting)
+            weighting=settings.weighting,
+            bounding_ellipsoid=(payload_volume(own.payload_bounding_sphere,
+                                               own.payload_bounding_box).ellipsoid_matrix()
+                                if settings.bounding_ellipsoid else None))
 
     def excitation(self, session: PayloadSession, settings: NodeSettings) -> ExcitationTarget:
         """The ``payload`` target beyond the sensor frame, over the joints that move it."""
@@ -171,8 +202,13 @@ class PayloadMode(Mode):
 
     def replay(self, bag: str, session: PayloadSession, settings: NodeSettings) -> Any:
         """:func:`~inertia_id_ros.io.replay.replay_payload_bag` on the joint-state and wrench
-        topics."""
+        topics, the final estimate checked against ``payload_bounding_sphere`` or
+        ``payload_bounding_box``."""
+        from inertia_id_ros.io.plausibility import payload_volume
         from inertia_id_ros.io.replay import replay_payload_bag
 
+        own: PayloadSettings = settings.mode_settings
         return replay_payload_bag(bag, session, settings.update_rate_hz,
-                                  settings.joint_states_topic, settings.mode_settings.wrench_topic)
+                                  settings.joint_states_topic, own.wrench_topic,
+                                  payload_volume(own.payload_bounding_sphere,
+                                                 own.payload_bounding_box))

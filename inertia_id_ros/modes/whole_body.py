@@ -8,17 +8,25 @@ floating base); ``inertia-id fit-whole-body``; replays of bags with an IMU and F
 
 from __future__ import annotations
 
-import os
-import tempfile
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import ConfigError, FrameNotFound, StartupError
-from inertia_id_ros.modes.base import Mode, NodeSettings, ParameterSpec, load_robot, positive
+from inertia_id_ros.modes.base import (
+    Mode,
+    NodeSettings,
+    ParameterSpec,
+    load_robot,
+    positive,
+    urdf_file,
+)
 from inertia_id_ros.options import (
     BASE_KINDS,
+    DEFAULT_IMU_TILT,
     DEFAULT_IMU_TOPIC,
+    IMU_TILT_USES,
     SENSOR_KINDS,
     WHOLE_BODY_DEFAULT_WEIGHTING,
     WHOLE_BODY_METHODS,
@@ -43,6 +51,10 @@ class WholeBodySettings:
     use_efforts: bool
     sensor_timeout_sec: float
     sample_rate_hz: float
+    fixed_frame: str = ""
+    fixed_tilt: tuple[float, float] = (0.0, 0.0)
+    imu_tilt: str = DEFAULT_IMU_TILT
+    ft_estimate_offset: tuple[str, ...] = ()
 
 
 PARAMETERS = (
@@ -75,6 +87,21 @@ PARAMETERS = (
                   "Whole-body mode: frames (of ft_frames) whose sensors report the opposite "
                   "wrench, e.g. the real iCub's child_to_parent sensors; their readings are "
                   "negated.", array_type="string_array"),
+    ParameterSpec("ft_estimate_offset", None,
+                  "Whole-body mode: frames (of ft_frames) whose offsets are estimated besides the "
+                  "internal sensors' (e.g. contact sensors that drift).",
+                  array_type="string_array"),
+    ParameterSpec("fixed_frame", "",
+                  "Whole-body mode, base 'fixed': the URDF frame held still. Empty means the "
+                  "URDF root (on a stand); e.g. 'l_sole' for a humanoid on its left foot, whose "
+                  "pelvis then moves with the stance leg (no IMU needed)."),
+    ParameterSpec("fixed_tilt", None,
+                  "Whole-body mode, base 'fixed': the fixed frame's roll and pitch in the world "
+                  "[roll, pitch] (rad). Unset: level.", array_type="double_array"),
+    ParameterSpec("imu_tilt", DEFAULT_IMU_TILT,
+                  "Whole-body mode, base 'fixed' with an imu_topic: 'correct' uses the IMU's mean "
+                  "specific force as the fixed frame's tilt; 'check' keeps fixed_tilt and "
+                  "reports the IMU's, warning past 2 deg."),
     ParameterSpec("use_efforts", False,
                   "Whole-body mode: add the joint-torque rows of the joint states' efforts."),
     ParameterSpec("sensor_timeout_sec", WHOLE_BODY_SENSOR_TIMEOUT_SEC,
@@ -101,11 +128,24 @@ class WholeBodyMode(Mode):
     default_weighting = WHOLE_BODY_DEFAULT_WEIGHTING
     methods = WHOLE_BODY_METHODS
     node_io = "inertia_id_ros.ros.modes.whole_body:WholeBodyIO"
+    bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_whole_body",)
 
     def read_settings(self, values: Mapping[str, Any]) -> WholeBodySettings:
-        """The values as they are (checked when the mode is selected: :meth:`check_settings`)."""
+        """``fixed_tilt`` two finite angles (or unset), ``imu_tilt`` one of
+        :data:`~inertia_id_ros.options.IMU_TILT_USES`; the other values as they are (checked
+        when the mode is selected: :meth:`check_settings`)."""
+        tilt = values["fixed_tilt"]
+        tilt = (0.0, 0.0) if tilt is None else tuple(tilt)
+        if len(tilt) != 2 or not all(isinstance(a, float) and math.isfinite(a) for a in tilt):
+            raise StartupError(f"parameter 'fixed_tilt' must be two finite angles [roll, pitch] "
+                               f"(rad), got {list(tilt)!r}")
+        if values["imu_tilt"] not in IMU_TILT_USES:
+            raise StartupError(f"parameter 'imu_tilt': {values['imu_tilt']!r} is not one of "
+                               f"{list(IMU_TILT_USES)}")
         return WholeBodySettings(
+            fixed_frame=values["fixed_frame"], fixed_tilt=tilt, imu_tilt=values["imu_tilt"],
+            ft_estimate_offset=tuple(values["ft_estimate_offset"] or ()),
             base=values["base"], imu_topic=values["imu_topic"], imu_frame=values["imu_frame"],
             ft_frames=tuple(values["ft_frames"] or ()), ft_topics=tuple(values["ft_topics"] or ()),
             ft_types=tuple(values["ft_types"] or ()),
@@ -142,10 +182,15 @@ class WholeBodyMode(Mode):
         duplicates = sorted({f for f in own.ft_frames if own.ft_frames.count(f) > 1})
         if duplicates:
             raise StartupError(f"parameter 'ft_frames': {duplicates} listed twice")
-        unknown = [f for f in own.ft_flip_wrench_sign if f not in own.ft_frames]
-        if unknown:
-            raise StartupError(f"parameter 'ft_flip_wrench_sign': {unknown[0]!r} is not one of "
-                               f"'ft_frames' {list(own.ft_frames)}")
+        for name in ("ft_flip_wrench_sign", "ft_estimate_offset"):
+            unknown = [f for f in getattr(own, name) if f not in own.ft_frames]
+            if unknown:
+                raise StartupError(f"parameter '{name}': {unknown[0]!r} is not one of "
+                                   f"'ft_frames' {list(own.ft_frames)}")
+        for name, unset in (("fixed_frame", ""), ("fixed_tilt", (0.0, 0.0))):
+            if own.base != "fixed" and getattr(own, name) != unset:
+                raise StartupError(f"parameter '{name}' applies to base 'fixed', not "
+                                   f"{own.base!r}")
         if own.base == "fixed" and not own.use_efforts and "internal" not in own.ft_types:
             raise StartupError("parameter 'ft_types': a fixed base has rows only from internal "
                                f"F/T sensors and joint efforts; no sensor is internal "
@@ -160,38 +205,42 @@ class WholeBodyMode(Mode):
         """Nothing to check: the whole-body window keeps normal equations, not rows."""
 
     def build_session(self, settings: NodeSettings) -> WholeBodySession:
-        """The URDF with a free-flyer root (a fixed one for base ``fixed``), the sensors, the
-        IMU frame (none without an imu_topic)."""
+        """The URDF with a free-flyer root (a fixed one for base ``fixed`` on a stand; held at
+        ``fixed_frame`` if given), the sensors, the IMU frame (none without an imu_topic), the
+        links' bounding ellipsoids (``bounding_ellipsoid``)."""
         from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel
+        from inertia_id_ros.io.plausibility import ellipsoids_of, link_volumes, volumes_holding
         from inertia_id_ros.online.session import whole_body_session
 
         own: WholeBodySettings = settings.mode_settings
         load_robot(settings)  # an unreadable URDF names its parameter
-        sensors = [FTSensor(frame, kind, flip_wrench_sign=frame in own.ft_flip_wrench_sign)
+        sensors = [FTSensor(frame, kind, flip_wrench_sign=frame in own.ft_flip_wrench_sign,
+                            estimate_offset=True if frame in own.ft_estimate_offset else None)
                    for frame, kind in zip(own.ft_frames, own.ft_types)]
-        urdf = settings.urdf_path
-        if not urdf:  # robot_description: the model needs a file (read once, then removed)
-            with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as handle:
-                handle.write(settings.robot_description)
-            urdf = handle.name
-        try:
-            model = WholeBodyModel.from_urdf(urdf, own.base, sensors,
-                                             own.imu_frame if own.imu_topic else None)
-        except FrameNotFound as error:
-            name = "imu_frame" if error.name == own.imu_frame else "ft_frames"
-            raise StartupError(f"parameter '{name}': {error}") from error
-        except (ConfigError, ValueError) as error:
-            raise StartupError(f"parameter 'urdf_path': {error}") from error
-        finally:
-            if not settings.urdf_path:
-                os.unlink(urdf)
+        with urdf_file(settings) as urdf:  # the model needs a file
+            try:
+                model = WholeBodyModel.from_urdf(urdf, own.base, sensors,
+                                                 own.imu_frame if own.imu_topic else None,
+                                                 fixed_frame=own.fixed_frame or None,
+                                                 fixed_tilt=own.fixed_tilt)
+            except FrameNotFound as error:
+                name = {own.imu_frame: "imu_frame", own.fixed_frame: "fixed_frame"}.get(
+                    error.name, "ft_frames")
+                raise StartupError(f"parameter '{name}': {error}") from error
+            except (ConfigError, ValueError) as error:
+                raise StartupError(f"parameter 'urdf_path': {error}") from error
+            volumes = (volumes_holding(link_volumes(urdf, model.bodies),
+                                       dict(zip(model.links, model.link_prior)))
+                       if settings.bounding_ellipsoid else None)
         return whole_body_session(model, window_sec=settings.window_sec, method=settings.method,
                                   solver_options=settings.solver_options,
                                   with_efforts=own.use_efforts,
                                   max_input_rate_hz=settings.max_input_rate_hz,
                                   sensor_timeout_sec=own.sensor_timeout_sec,
                                   sample_rate_hz=own.sample_rate_hz,
-                                  weighting=settings.weighting)
+                                  weighting=settings.weighting, imu_tilt=own.imu_tilt,
+                                  bounding_ellipsoids=(None if volumes is None
+                                                       else ellipsoids_of(volumes, model.bodies)))
 
     def replay(self, bag: str, session: WholeBodySession, settings: NodeSettings) -> Any:
         """:func:`~inertia_id_ros.io.replay.replay_whole_body_bag` on the joint-state, IMU and

@@ -57,6 +57,34 @@ SOLVE_FAILURES = ("solver_failed", "inconsistent")
 ``offset_not_identifiable``)."""
 
 
+def ellipsoid_values(ellipsoids: Sequence[Any] | None
+                     ) -> tuple[tuple[float, ...] | None, ...] | None:
+    """Per-body bounding ellipsoids (each ``None`` or its 4x4 ``Q``) as a config holds them:
+    ``Q`` row by row (16 floats) or ``None``; ValueError for a ``Q`` that is not 4x4."""
+    if ellipsoids is None:
+        return None
+    values = []
+    for k, q in enumerate(ellipsoids):
+        if q is None:
+            values.append(None)
+            continue
+        flat = np.asarray(q, dtype=float).reshape(-1)
+        if flat.size != 16:
+            raise ValueError(f"bounding_ellipsoids[{k}] must be a 4x4 matrix (16 values), got "
+                             f"{flat.size} values")
+        values.append(tuple(float(v) for v in flat))
+    return tuple(values)
+
+
+def ellipsoid_matrices(values: Sequence[tuple[float, ...] | None] | None, method: str
+                       ) -> list[np.ndarray | None] | None:
+    """The 4x4 ``Q`` of :func:`ellipsoid_values`' ``values`` for a solve with ``method``
+    (``None`` for ``ols``: unconstrained)."""
+    if values is None or method == "ols":
+        return None
+    return [None if q is None else np.reshape(q, (4, 4)) for q in values]
+
+
 def window_capacities(window_sec: float, max_input_rate_hz: float) -> dict[str, int]:
     """Buffer sizes for a window of ``window_sec`` (s) of inputs arriving at up to
     ``max_input_rate_hz`` (Hz): ``window_capacity`` 1.1 x window_sec x rate samples (at least

@@ -61,6 +61,8 @@ from inertia_id_ros.online.estimator import (
     OnlineEstimatorConfig,
     SampleBatch,
     check_bodies,
+    ellipsoid_matrices,
+    ellipsoid_values,
     solve_or_fail,
     solve_weighted,
 )
@@ -95,11 +97,18 @@ class LinkEstimatorConfig(OnlineEstimatorConfig):
     """Relative tolerance of the base-parameter rank
     (:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`)."""
 
+    bounding_ellipsoids: tuple[tuple[float, ...] | None, ...] | None = None
+    """Per link of the chain (:attr:`LinkModel.link_names` order) ``None`` or the ``Q`` (4x4, row
+    by row: 16 values, link frame) of an ellipsoid holding it
+    (:func:`~inertia_id_ros.solvers.ellipsoid_matrix`): every consistent solve keeps
+    ``tr(J(theta_k) Q_k) >= 0`` (Wensing et al. 2017). ``None``: no such constraint."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.prior_weight >= 0.0:
             raise self._invalid("prior_weight", "must be >= 0")
         self._check_positive("rank_tolerance")
+        self.bounding_ellipsoids = ellipsoid_values(self.bounding_ellipsoids)
 
 
 @dataclass(frozen=True)
@@ -224,14 +233,16 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
             previous_known = self._last_known_armature_solution if warm else None
             generation = self._generation
         weights = None
+        ellipsoids = ellipsoid_matrices(config.bounding_ellipsoids, method)
         if channels is None:
             solution = solve_or_fail(build_link_problem(model, gram, moment, yty, n_rows,
-                                                        config.prior_weight),
+                                                        config.prior_weight, ellipsoids),
                                      method, initvals, options)
         else:  # the joints weighted by their noise levels; the armature step keeps the weights
             solution, weights = solve_weighted(
                 channels, lambda w: build_link_problem(
-                    model, *weighted_normal_equations(channels, w), config.prior_weight),
+                    model, *weighted_normal_equations(channels, w), config.prior_weight,
+                    ellipsoids),
                 method, initvals, options, config.weighting)
             gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
         x = np.array(solution.x)
@@ -245,7 +256,8 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
             start = (previous_known[1] if previous_known is not None
                      and previous_known[0] == known.parameter_names else resolution.reduce(x))
             final = solve_or_fail(build_link_problem(known, *reduced, n_rows,
-                                                     config.prior_weight), method, start, options)
+                                                     config.prior_weight, ellipsoids),
+                                  method, start, options)
             solve_time += float(final.solve_time)
             x = resolution.expand(final.x)
             base = base_parameters_from_gram(known.parameter_names, reduced[0],

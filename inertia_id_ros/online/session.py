@@ -709,17 +709,20 @@ def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
                     max_input_rate_hz: float = 1000.0, detect_payload_change: bool = True,
                     payload_change_threshold: float = ChangeDetectorConfig.threshold,
                     prior: Sequence[float] | None = None,
-                    weighting: str = EstimatorConfig.weighting) -> PayloadSession:
+                    weighting: str = EstimatorConfig.weighting,
+                    bounding_ellipsoid: np.ndarray | None = None) -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
     they become an estimator and a session; ``inertia-id replay`` uses it too); ``prior`` the
-    payload's CAD ``theta`` (10,) in the sensor frame (the node's ``payload_prior``, resolved)."""
+    payload's CAD ``theta`` (10,) in the sensor frame (the node's ``payload_prior``, resolved);
+    ``bounding_ellipsoid`` the 4x4 ``Q`` of an ellipsoid holding the payload (sensor frame) or
+    ``None``."""
     config = EstimatorConfig(window_sec=window_sec, method=method,
                              solver_options=dict(solver_options or {}),
                              estimate_offset=estimate_offset,
                              wrench_sign=-1.0 if flip_wrench_sign else 1.0,
                              wrench_limits=None if wrench_limits is None else tuple(wrench_limits),
                              prior=None if prior is None else tuple(prior),
-                             weighting=weighting,
+                             weighting=weighting, bounding_ellipsoid=bounding_ellipsoid,
                              **window_capacities(window_sec, max_input_rate_hz))
     return PayloadSession(PayloadEstimator(kinematics, config), max_input_rate_hz,
                           detect_payload_change, payload_change_threshold)
@@ -757,11 +760,14 @@ def link_session(link_model: LinkModel, actuators: Mapping[str, ActuatorConfig] 
                  solver_options: Mapping[str, Any] | None = None,
                  prior_weight: float = DEFAULT_PRIOR_WEIGHT,
                  max_input_rate_hz: float = 1000.0,
-                 weighting: str = LinkEstimatorConfig.weighting) -> LinkSession:
-    """The links session the node runs for its parameters of the same names."""
+                 weighting: str = LinkEstimatorConfig.weighting,
+                 bounding_ellipsoids: Sequence[np.ndarray | None] | None = None) -> LinkSession:
+    """The links session the node runs for its parameters of the same names;
+    ``bounding_ellipsoids`` per link ``None`` or its ``Q`` (4x4, link frame), or ``None``."""
     config = LinkEstimatorConfig(window_sec=window_sec, method=method,
                                  solver_options=dict(solver_options or {}),
                                  prior_weight=prior_weight, weighting=weighting,
+                                 bounding_ellipsoids=bounding_ellipsoids,
                                  **window_capacities(window_sec, max_input_rate_hz))
     return LinkSession(LinkEstimator(link_model, config, actuators), max_input_rate_hz)
 
@@ -773,14 +779,18 @@ def whole_body_session(model: WholeBodyModel, *, window_sec: float = 10.0, metho
                        sensor_timeout_sec: float | None = None,
                        sample_rate_hz: float | None = None,
                        weighting: str = WholeBodyEstimatorConfig.weighting,
-                       imu_tilt: str | None = None) -> WholeBodySession:
+                       imu_tilt: str | None = None,
+                       bounding_ellipsoids: Sequence[np.ndarray | None] | None = None
+                       ) -> WholeBodySession:
     """The whole-body session the node runs for its parameters of the same names (None: the
     :class:`WholeBodyEstimatorConfig` default; ``sample_rate_hz`` is its
-    ``max_sample_rate_hz``). A fixed base's frame and tilt are the ``model``'s."""
+    ``max_sample_rate_hz``; ``bounding_ellipsoids`` per identified link ``None`` or its ``Q``
+    (4x4, link frame)). A fixed base's frame and tilt are the ``model``'s."""
     extra = {k: v for k, v in (("prior_weight", prior_weight),
                                ("sensor_timeout_sec", sensor_timeout_sec),
                                ("max_sample_rate_hz", sample_rate_hz),
-                               ("imu_tilt", imu_tilt)) if v is not None}
+                               ("imu_tilt", imu_tilt),
+                               ("bounding_ellipsoids", bounding_ellipsoids)) if v is not None}
     config = WholeBodyEstimatorConfig(window_sec=window_sec, method=method,
                                       solver_options=dict(solver_options or {}),
                                       with_efforts=with_efforts, weighting=weighting, **extra,

@@ -66,6 +66,8 @@ from inertia_id_ros.online.estimator import (
     OnlineEstimatorConfig,
     SampleBatch,
     check_bodies,
+    ellipsoid_matrices,
+    ellipsoid_values,
     solver_failures,
 )
 from inertia_id_ros.online.inputs import (
@@ -127,8 +129,15 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
     samples (IMU readings still feed the gyro's derivative): a humanoid's rows cost milliseconds
     per sample, and the motion is slow next to the sensors' rates (Hz)."""
 
+    bounding_ellipsoids: tuple[tuple[float, ...] | None, ...] | None = None
+    """Per identified link (:attr:`WholeBodyModel.bodies` order) ``None`` or the ``Q`` (4x4, row
+    by row: 16 values, link frame) of an ellipsoid holding it (Wensing et al. 2017; see
+    :func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`). ``None``: no such
+    constraint."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
+        self.bounding_ellipsoids = ellipsoid_values(self.bounding_ellipsoids)
         self._check_positive("sync_tolerance_sec", "sensor_timeout_sec", "gyro_half_width",
                              "block_sec", "max_sample_rate_hz")
         if not self.prior_weight >= 0.0:
@@ -552,6 +561,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             fit = fit_whole_body(model, equations, method, self.config.prior_weight,
                                  with_efforts=self.config.with_efforts, initvals=initvals,
                                  weighting=self.config.weighting, initial_weights=weights,
+                                 bounding_ellipsoids=ellipsoid_matrices(
+                                     self.config.bounding_ellipsoids, method),
                                  **options)
         reports = check_bodies(dict(zip(model.bodies, fit.thetas)), method)
         kept = self._keep_solution(fit.solution, generation)

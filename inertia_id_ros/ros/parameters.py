@@ -33,7 +33,7 @@ from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.session import Session
-from inertia_id_ros.options import WEIGHTINGS
+from inertia_id_ros.options import LINK_VOLUME_MARGIN, NO_ELLIPSOID_METHODS, WEIGHTINGS
 from inertia_id_ros.solvers import METHODS, check_options
 
 MAX_UPDATE_RATE_HZ = 100.0
@@ -85,6 +85,15 @@ COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
                   "(whole_body: the identifiability) follows the weights. Empty: the mode's "
                   "default (" + ", ".join(f"{m.name}: {m.default_weighting}"
                                          for m in registry.modes()) + ")."),
+    ParameterSpec("bounding_ellipsoid", False,
+                  "Constrain each identified body's mass to an ellipsoid around it (Wensing et "
+                  "al. 2017): payload mode the payload_bounding_sphere or payload_bounding_box "
+                  "about the sensor frame; links and whole_body modes each link's URDF collision "
+                  f"geometry grown by {LINK_VOLUME_MARGIN:g} m (a link without any, or whose URDF "
+                  "inertial it does not hold: unconstrained). Refused with method "
+                  + _listed(list(NO_ELLIPSOID_METHODS))
+                  + "".join(f" and in the {m.name} mode" for m in registry.modes()
+                            if not m.bounds_bodies) + "; ols solves without it."),
 )
 """The parameters of every mode (but the excitation wizard's, :data:`EXCITE_TABLE`)."""
 
@@ -206,6 +215,13 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         mode.check_method(v["method"])
     except ValueError as error:
         raise StartupError(f"parameter 'method': {error}") from error
+    if v["bounding_ellipsoid"] and not mode.bounds_bodies:
+        raise StartupError(f"parameter 'bounding_ellipsoid': the {mode.name} mode takes no "
+                           "bounding ellipsoids; set it false")
+    try:
+        check_ellipsoid_method(v["method"], bool(v["bounding_ellipsoid"]))
+    except ValueError as error:
+        raise StartupError(f"parameter 'bounding_ellipsoid': {error}") from error
     try:
         options = solver_options(v["method"], v["solver_options"])
     except ValueError as error:
@@ -227,7 +243,7 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         allow_motion=bool(v["allow_motion"]), srdf=v["srdf"], workspace_file=v["workspace_file"],
         environment_file=v["environment_file"],
         design_time_limit_sec=float(v["design_time_limit_sec"]),
-        mode_settings=own[mode.name])
+        mode_settings=own[mode.name], bounding_ellipsoid=bool(v["bounding_ellipsoid"]))
     mode.check_settings(settings)
     return settings
 
@@ -247,7 +263,8 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
     ValueError with the reason: a read-only parameter, a value that is not
     finite and > 0, a rate above :data:`MAX_UPDATE_RATE_HZ`, an unknown method or one that does
     not solve the mode's problem (:meth:`~inertia_id_ros.modes.Mode.check_method`), a method
-    that needs a prior the session does not have, options the
+    that needs a prior the session does not have, one that cannot take the bounding
+    ellipsoids of ``bounding_ellipsoid``, options the
     method does not take (they belong to the method: a new method keeps the old options only if
     it takes them), a window needing too much memory
     (:meth:`~inertia_id_ros.modes.Mode.check_window`)."""
@@ -259,6 +276,7 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
     method = new.get("method", settings.method)
     mode.check_method(method)
     check_prior_available(method, prior_available)
+    check_ellipsoid_method(method, settings.bounding_ellipsoid)
     options = solver_options(method, new.get("solver_options", settings.solver_options))
     for name in ("window_sec", "update_rate_hz"):
         if name in new and not positive(new[name]):
@@ -270,6 +288,14 @@ def validate_change(settings: NodeSettings, new: Mapping[str, Any],
     mode.check_window(window_sec, settings.max_input_rate_hz, window_shape)
     return dataclasses.replace(settings, method=method, solver_options=options,
                                update_rate_hz=rate, window_sec=window_sec)
+
+
+def check_ellipsoid_method(method: str, bounding_ellipsoid: bool) -> None:
+    """Raise ValueError if ``bounding_ellipsoid`` is set and ``method`` cannot take bounding
+    ellipsoids (:data:`~inertia_id_ros.options.NO_ELLIPSOID_METHODS`)."""
+    if bounding_ellipsoid and method in NO_ELLIPSOID_METHODS:
+        raise ValueError(f"method {method!r} cannot take bounding ellipsoids; set "
+                         "bounding_ellipsoid false or choose another method")
 
 
 def solver_options(method: str, text: str | Mapping[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 (config/icub_whole_body.yaml; by default the noise groups weighted) -> every published estimate
 consistent, identify answers; a sensor whose topic nobody publishes is reported and its rows
 dropped; iCub on a stand without an IMU (config/icub_fixed.yaml) predicts held-out forces better
-than the URDF; bad parameters exit 2 naming the item."""
+than the URDF, and so does iCub rooted at its stance sole (config/icub_stance.yaml); bad
+parameters exit 2 naming the item."""
 
 from __future__ import annotations
 
@@ -178,6 +179,71 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
     assert not worse, worse
 
 
+def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
+        launch, rclpy_context, tmp_path):
+    """config/icub_stance.yaml: iCub balancing on its left sole on a tilted floor, the node's
+    base ``fixed`` at ``l_sole`` (``fixed_frame``; the pelvis moves with the stance leg), the
+    floor's tilt from the head IMU (``imu_tilt: correct``), the four leg sensors. Every published
+    link is consistent; on the motion's next 9 s (offline, rooted at the sole with the floor's
+    tilt, fresh noise) the published links and offsets predict every sensor's force better than
+    the URDF's links with the true offsets."""
+    import rclpy
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from inertia_id_ros.chain.whole_body_fit import prediction_errors
+    from inertia_id_ros.io.whole_body import read_whole_body_file, whole_body_inputs
+    from inertia_id_ros.msg import InertialParametersArray
+    from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
+    from inertia_id_ros.sim import whole_body as wb
+    from inertia_id_ros.srv import Identify
+
+    motion, rate, seed = 15.0, 200.0, 4
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p",
+                 "robot:=icub_stance_whole_body", "-p", f"duration_sec:={motion}",
+                 "-p", f"rate_hz:={rate}", "-p", f"seed:={seed}")
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / "icub_stance.yaml"),
+                  "-p", f"urdf_path:={example_robot_urdf('icub')}")
+    peer = rclpy.create_node("inertia_id_stance_client")
+    published: list = []
+    peer.create_subscription(InertialParametersArray, "/inertia_id/links", published.append,
+                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+    client = peer.create_client(Identify, "/inertia_id/identify")
+    try:
+        response = identify_after_motion(peer, client, sim, node, motion + 50.0,
+                                         call_timeout=60.0)
+    finally:
+        peer.destroy_node()
+    assert len(published) >= 3, node.output()[-3000:]
+    inconsistent = sum(not check_consistency(theta).fully_consistent
+                       for msg in published + [response.links]
+                       for theta in msg_to_thetas(msg).values())
+    assert inconsistent == 0
+    links = response.links
+    assert links.bodies[0].num_samples > 0.8 * motion * 50.0  # sample_rate_hz 50
+
+    truth = wb.icub_stance(seed=seed)
+    held_out = truth.simulate(motion + np.arange(int(9.0 * rate)) / rate)
+    data = truth.measure(held_out, False, False, np.random.default_rng(seed + 100))
+    np.savez(tmp_path / "held_out.npz", **data)
+    model, samples = whole_body_inputs(read_whole_body_file(tmp_path / "held_out.npz"),
+                                       example_robot_urdf("icub"), "fixed",
+                                       fixed_frame=wb.ICUB_STANCE_FRAME,
+                                       fixed_tilt=wb.ICUB_STANCE_TILT)
+    estimate = msg_to_thetas(links)
+    offsets = dict(zip(links.sensor_frames, map(wrench_to_array, links.sensor_offsets)))
+    true_offsets = dict(zip(data["ft_frames"], data["true_ft_offset"]))
+    x_node = np.concatenate([estimate[b] for b in model.bodies]
+                            + [offsets[s] for s in model.offset_sensors])
+    x_urdf = np.concatenate([model.prior[:10 * model.n_bodies]]
+                            + [true_offsets[s] for s in model.offset_sensors])
+    node_rms = prediction_errors(model, x_node, samples).force
+    urdf_rms = prediction_errors(model, x_urdf, samples).force
+    assert set(node_rms) == set(wb.ICUB_LEG_SENSORS)
+    worse = {s: (node_rms[s], urdf_rms[s]) for s in node_rms if not node_rms[s] < urdf_rms[s]}
+    assert not worse, worse
+
+
 def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
     urdf = f"urdf_path:={example_robot_urdf('icub')}"
     cases = [("ft_types:=[internal, internal, internal, internal, internal, internal, wrist]",
@@ -185,7 +251,10 @@ def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
              ("imu_frame:=no_imu_here", "parameter 'imu_frame': frame 'no_imu_here'"),
              ("ft_frames:=[l_arm_ft_sensor, r_arm_ft_sensor, l_leg_ft_sensor, r_leg_ft_sensor, "
               "l_foot_ft_sensor, r_foot_ft_sensor, l_toe]", "parameter 'ft_frames': frame 'l_toe'"),
-             ("ft_topics:=[/a, /b]", "parameter 'ft_topics' has 2 entries")]
+             ("ft_topics:=[/a, /b]", "parameter 'ft_topics' has 2 entries"),
+             ("fixed_frame:=l_sole", "parameter 'fixed_frame' applies to base 'fixed'"),
+             ("fixed_tilt:=[0.1]", "parameter 'fixed_tilt' must be two finite angles"),
+             ("ft_estimate_offset:=[l_toe]", "parameter 'ft_estimate_offset': 'l_toe'")]
     nodes = [(launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", ICUB_CONFIG,
                      "-p", urdf, "-p", override), expected) for override, expected in cases]
     for node, expected in nodes:

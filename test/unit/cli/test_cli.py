@@ -519,6 +519,7 @@ def test_fit_payload_torques_routes(capsys, tmp_path: Path, panda_urdf: str, pay
     assert result["rank"] == result["n_parameters"] == 17
     assert set(result["offset_changes"]) == set(PANDA_ARM)
     assert "standard errors: mass" in out
+    assert result["refused"] is False and result["findings"] == []  # inside the default sphere
     if route == "--unloaded":
         assert result["link_model"].startswith("difference")
         assert result["alignment"]["shift_s"] == pytest.approx(0.0, abs=1e-9)
@@ -629,7 +630,8 @@ def test_fit_payload_torques_real_kuka(capsys, tmp_path: Path) -> None:
 def test_fit_payload_torques_log_flags_apply_to_both_runs(capsys, tmp_path: Path, panda_urdf: str,
                                                           payload_torque_npz) -> None:
     """Both runs logged in degrees: --angle-unit deg reads the loaded and the unloaded run alike,
-    and the differencing gives what the runs in radians give."""
+    and the differencing gives what the runs in radians give; without it the degrees, read as
+    radians, leave the joint limits: refused (exit 3), as the other fits."""
     _, unloaded, loaded, _ = payload_torque_npz
     masses = []
     for unit in ("rad", "deg"):
@@ -647,6 +649,9 @@ def test_fit_payload_torques_log_flags_apply_to_both_runs(capsys, tmp_path: Path
         assert code == 0, err
         masses.append(read_json(out_json)["bodies"][0]["mass"])
     assert masses[1] == pytest.approx(masses[0], rel=1e-6)
+    code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                           str(paths[0]), "--unloaded", str(paths[1]), "--frame", SENSOR)
+    assert code == 3 and "inertia-id fit-payload-torques: refused:" in err  # degrees as rad
     code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
                            str(loaded), "--frame", SENSOR, "--held-out-from", "5")
     assert code == 2 and "--held-out-from does not apply" in err

@@ -96,6 +96,23 @@ def test_replay_writes_csv_json_png_and_converges_to_the_truth(capsys, recording
     with Image.open(png_path) as image:
         assert image.size[0] > 600 and image.size[1] > 500
     assert "vs truth: mass error" in out and f"wrote {png_path}" in out
+    assert result["refused"] is False and "REFUSED" not in out  # the final estimate checked
+
+
+def test_replay_refuses_a_final_estimate_that_fails_the_plausibility_checks(
+        capsys, recording, tmp_path):
+    """The bag's wrenches negated (``--flip-wrench-sign`` on a sensor that keeps the convention):
+    no consistent body explains them, the residuals far exceed the unconstrained fit's ->
+    refused, exit 3, as the fit commands."""
+    bag, _ = recording
+    out_json = tmp_path / "flipped.json"
+    code, out, err = run(capsys, "replay", bag, "--flip-wrench-sign", "--json", out_json)
+    assert code == 3, err
+    assert "inertia-id replay: refused:" in err and "REFUSED" in out
+    result = json.loads(out_json.read_text())
+    assert result["refused"] is True
+    assert any(f["kind"] == "residual_ratio" and f["severity"] == "refuse"
+               for f in result["findings"])
 
 
 def test_updates_follow_bag_time_and_see_exactly_the_messages_before_them():
@@ -204,6 +221,20 @@ def test_replay_detects_a_grasp_like_the_node_and_identifies_the_new_payload(cap
     assert np.linalg.norm(com - true_com) < 0.005
     last = result["updates"][-1]
     assert last["status"] == "ok" and last["n_samples"] <= (24 - 14) * 200 + 200
+
+
+def test_replay_checks_the_payload_against_the_nodes_bounding_volume(capsys, recording, tmp_path):
+    """``--params-file``: the final estimate's COM is checked against the node's
+    ``payload_bounding_sphere`` (a 1 cm sphere: the simulated payload's COM lies outside, a
+    warning, exit 0)."""
+    bag, _ = recording
+    config = Path(__file__).resolve().parents[3] / "config" / "panda_payload.yaml"
+    out = tmp_path / "replay.json"
+    code, _, err = run(capsys, "replay", bag, "--params-file", config, "-p",
+                       "payload_bounding_sphere:=0.01", "--json", out)
+    assert code == 0, err
+    assert "inertia-id replay: warning: payload: its COM" in err
+    assert [f["kind"] for f in json.loads(out.read_text())["findings"]] == ["bounding_volume"]
 
 
 def test_replay_with_the_nodes_parameter_file_runs_the_nodes_session(capsys, recording, tmp_path):

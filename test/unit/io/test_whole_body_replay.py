@@ -93,6 +93,8 @@ def test_replay_matches_the_session_driven_as_the_node_drives_it(capsys, go1_bag
     assert result["failed_solves"] == {} and result["sensor_events"] == []
     assert result["weighting"] == {"kind": "none"}  # the mode's default
     assert "inconsistent links: 0" in printed
+    assert result["refused"] is False  # checked: the links whose mass sits at its bound, if any
+    assert {f["kind"] for f in result["findings"]} <= {"pinned_mass"}
     with open(table, newline="") as stream:
         rows = list(csv.DictReader(stream))
     assert [r["status"] for r in rows] == [u["status"] for u in updates]

@@ -390,3 +390,29 @@ def test_link_model_knows_the_robots_other_joints() -> None:
     assert links.joint_names == (HIP, THIGH, KNEE)
     assert len(links.robot_joint_names) == 12 and "RR_calf_joint" in links.robot_joint_names
     assert LinkModel(links.model).robot_joint_names == links.joint_names
+
+
+def test_bounding_ellipsoids_keep_each_link_inside_its_sphere() -> None:
+    """``bounding_ellipsoids``: a sphere about each link frame's origin, 0.8 x the unconstrained
+    estimate's RMS radius of its mass: the constrained links' mass stays inside on average
+    (``tr(S) / m <= r²``), every link consistent."""
+    from inertia_id_ros.io.plausibility import second_moments
+    from inertia_id_ros.solvers import ellipsoid_matrix
+
+    def rms_radius(theta: np.ndarray) -> float:
+        return float(np.sqrt(np.trace(second_moments(theta)) / theta[0]))
+
+    sim = leg(12)
+    free = LinkEstimator(sim.links, LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6))
+    feed(free, sim, 10.0, np.random.default_rng(12))
+    free.process()
+    radii = [0.8 * rms_radius(theta) for theta in free.solve().thetas]
+    spheres = [ellipsoid_matrix(np.zeros(3), np.full(3, r)) for r in radii]
+    bounded = LinkEstimator(sim.links, LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6,
+                                                           bounding_ellipsoids=spheres))
+    feed(bounded, sim, 10.0, np.random.default_rng(12))
+    bounded.process()
+    estimate = bounded.solve()
+    assert all(check_consistency(theta).fully_consistent for theta in estimate.thetas)
+    assert all(rms_radius(theta) <= r * (1 + 1e-3) for theta, r in zip(estimate.thetas, radii))
+    assert bounded.config.bounding_ellipsoids[0] == pytest.approx(tuple(spheres[0].ravel()))

@@ -177,3 +177,29 @@ def test_block_window_by_row_groups_equals_the_dense_normal_equations():
     assert np.allclose(gram, Y.T @ Y) and np.allclose(moment, Y.T @ y) and n_rows == 30
     dense.resize(0.5)  # blocks whose newest sample is older than 0.5 s leave
     assert dense.count() == 10
+
+
+def test_session_keeps_a_bounded_link_inside_its_ellipsoid(icub):
+    """``bounding_ellipsoids`` (what the node's ``bounding_ellipsoid`` builds): a sphere about a
+    forearm's frame origin, 0.8 x the unconstrained estimate's RMS radius of its mass, holds the
+    constrained estimate's mass on average (``tr(S) / m <= r²``)."""
+    from inertia_id_ros.io.plausibility import second_moments
+    from inertia_id_ros.solvers import ellipsoid_matrix
+
+    def rms_radius(theta):
+        return float(np.sqrt(np.trace(second_moments(theta)) / theta[0]))
+
+    sim, data = icub
+    free = _session(sim)
+    _feed(free, data)
+    estimate = free.update(now=3.0).estimate
+    k = list(estimate.link_names).index("r_forearm")
+    radius = 0.8 * rms_radius(estimate.thetas[k])
+    ellipsoids = [None] * len(estimate.link_names)
+    ellipsoids[k] = ellipsoid_matrix(np.zeros(3), np.full(3, radius))
+    bounded = _session(sim, bounding_ellipsoids=ellipsoids)
+    _feed(bounded, data)
+    update = bounded.update(now=3.0)
+    assert update.ok, update.message
+    assert rms_radius(update.estimate.thetas[k]) <= radius * (1 + 1e-3)
+    assert all(check_consistency(theta).fully_consistent for theta in update.estimate.thetas)

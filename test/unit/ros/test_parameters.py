@@ -47,6 +47,10 @@ LINKS = {"mode": "links", "urdf_path": PANDA, "joints": ["panda_joint1", "panda_
     ({"mode": "links", "joints": ["panda_joint1"], "prior_weight": -1.0}, "prior_weight"),
     ({"coulomb_velocity": -0.1}, "coulomb_velocity"),
     ({"no_such_parameter": 1}, "no_such_parameter"),
+    ({"bounding_ellipsoid": True, "method": "manifold"}, "bounding_ellipsoid"),
+    ({"payload_bounding_sphere": 0.0}, "payload_bounding_sphere"),
+    ({"payload_bounding_box": [0.1, 0.1]}, "payload_bounding_box"),
+    ({"payload_bounding_box": [0.1, 0.1, -0.1]}, "payload_bounding_box"),
     ({"excite_dry_run_speed_scale": 1.5}, "excite_dry_run_speed_scale"),
     ({"excite_collision_margin": 0.0}, "excite_collision_margin"),
     ({"design_time_limit_sec": -1.0}, "design_time_limit_sec"),
@@ -114,3 +118,47 @@ def test_a_valid_runtime_change_gives_the_new_settings_without_side_effects():
     assert settings.method == "lmi" and settings.window_sec == 10.0  # unchanged
     numbers = validate_change(settings, {"solver_options": "{tol: 1e-9}"}, (6, 16))
     assert numbers.solver_options == {"tol": 1e-9}  # YAML 1.1 reads 1e-9 as a string
+
+
+def test_bounding_ellipsoid_bounds_the_payload_by_its_sphere_or_box_and_the_links_by_the_urdf():
+    import numpy as np
+
+    from inertia_id_ros.io.plausibility import payload_volume
+    from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS
+
+    assert build_session(settings_from_parameters(PAYLOAD)).estimator.config \
+        .bounding_ellipsoid is None
+    sphere = build_session(settings_from_parameters({**PAYLOAD, "bounding_ellipsoid": True}))
+    assert np.allclose(sphere.estimator.config.bounding_ellipsoid,
+                       payload_volume(DEFAULT_PAYLOAD_RADIUS).ellipsoid_matrix().ravel())
+    box = build_session(settings_from_parameters(
+        {**PAYLOAD, "bounding_ellipsoid": True, "payload_bounding_sphere": 0.2,
+         "payload_bounding_box": [0.1, 0.05, 0.2]}))
+    assert np.allclose(box.estimator.config.bounding_ellipsoid,
+                       payload_volume(half_extents=[0.1, 0.05, 0.2]).ellipsoid_matrix().ravel())
+    links = build_session(settings_from_parameters(
+        {**LINKS, "joints": [f"panda_joint{j}" for j in range(1, 8)], "bounding_ellipsoid": True}))
+    # the Panda's first two links' URDF inertials leave their collision boxes: no yardstick
+    assert [q is not None for q in links.estimator.config.bounding_ellipsoids] == \
+        [False, False, True, True, True, True, True]
+    chain = build_session(settings_from_parameters({  # the URDF named by the chain config
+        "mode": "links", "chain_config": str(REPO / "config" / "go1_front_left_leg.yaml"),
+        "bounding_ellipsoid": True}))
+    assert all(q is not None for q in chain.estimator.config.bounding_ellipsoids)
+
+
+def test_bounding_ellipsoid_in_a_mode_whose_session_takes_none_is_refused():
+    from inertia_id_ros import modes
+
+    unbounded = [m.name for m in modes.modes() if not m.bounds_bodies]
+    assert {"payload", "links", "whole_body"}.isdisjoint(unbounded)
+    for name in unbounded:
+        with pytest.raises(StartupError, match=f"'bounding_ellipsoid': the {name} mode takes no"):
+            settings_from_parameters({**PAYLOAD, "mode": name, "bounding_ellipsoid": True})
+
+
+def test_a_run_time_switch_to_a_method_that_cannot_take_the_ellipsoids_is_refused():
+    settings = settings_from_parameters({**PAYLOAD, "bounding_ellipsoid": True})
+    with pytest.raises(ValueError, match="'manifold' cannot take bounding ellipsoids"):
+        validate_change(settings, {"method": "manifold"}, (6, 16))
+    assert validate_change(settings, {"method": "pointmass"}, (6, 16)).method == "pointmass"

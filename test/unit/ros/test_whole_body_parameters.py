@@ -25,15 +25,17 @@ STAND = _config("icub_fixed.yaml", "icub")
 @pytest.mark.parametrize("name, robot, n_sensors, n_bodies", [
     ("icub_whole_body.yaml", "icub", 7, 39), ("go1_whole_body.yaml", "go1", 4, 39),
     ("icub_suspended.yaml", "icub", 7, 39),
-    ("icub_fixed.yaml", "icub", 6, 38)])  # on a stand, the root's placeholder is the world's
+    ("icub_fixed.yaml", "icub", 6, 38),  # on a stand, the root's placeholder is the world's
+    ("icub_stance.yaml", "icub", 4, 39)])  # rooted at the sole: the root link moves, a body
 def test_whole_body_configs_build_a_session(name, robot, n_sensors, n_bodies):
-    session = build_session(settings_from_parameters(_config(name, robot)))
+    values = _config(name, robot)
+    session = build_session(settings_from_parameters(values))
     assert isinstance(session, WholeBodySession)
     estimator = session.estimator
     assert len(estimator.sensor_frames) == n_sensors
     assert estimator.config.max_sample_rate_hz == 50.0 and estimator.config.window_sec == 60.0
     assert len(estimator.model.bodies) == n_bodies
-    assert (estimator.model.imu_frame is None) == (estimator.model.base == "fixed")
+    assert (estimator.model.imu_frame is None) == (not values["imu_topic"])
 
 
 @pytest.mark.parametrize("overrides, item", [
@@ -115,3 +117,58 @@ def test_a_robot_description_builds_the_session_and_leaves_no_file(tmp_path, mon
     session = build_session(settings_from_parameters(values))
     assert len(session.estimator.sensor_frames) == 4
     assert list(tmp_path.iterdir()) == []
+
+
+STANCE = _config("icub_stance.yaml", "icub")
+
+
+def test_a_fixed_base_at_a_urdf_frame_with_its_tilt_reaches_the_model_and_the_session():
+    """config/icub_stance.yaml (rooted at ``l_sole``, tilt from the IMU) and the tilt given."""
+    session = build_session(settings_from_parameters(STANCE))
+    model, config = session.estimator.model, session.estimator.config
+    assert (model.base, model.fixed_frame, model.imu_frame) == ("fixed", "l_sole", "imu_frame")
+    assert config.imu_tilt == "correct"
+    session = build_session(settings_from_parameters(
+        {**STANCE, "fixed_tilt": [0.03, -0.05], "imu_tilt": "check"}))
+    assert session.estimator.model.fixed_tilt == pytest.approx((0.03, -0.05))
+    assert session.estimator.config.imu_tilt == "check"
+    level = build_session(settings_from_parameters({**STANCE, "imu_topic": "", "imu_frame": ""}))
+    assert level.estimator.model.fixed_tilt == (0.0, 0.0)
+    assert level.estimator.model.imu_frame is None
+
+
+@pytest.mark.parametrize("values, item", [
+    ({**ICUB, "fixed_frame": "l_sole"}, "'fixed_frame' applies to base 'fixed', not 'floating'"),
+    ({**ICUB, "fixed_tilt": [0.1, 0.0]}, "'fixed_tilt' applies to base 'fixed'"),
+    ({**STANCE, "fixed_tilt": [0.1]}, "'fixed_tilt' must be two finite angles"),
+    ({**STANCE, "fixed_tilt": [0.1, float("nan")]}, "'fixed_tilt' must be two finite angles"),
+    ({**STANCE, "imu_tilt": "guess"}, "'imu_tilt': 'guess' is not one of"),
+    ({**ICUB, "ft_estimate_offset": ["l_toe"]}, "'ft_estimate_offset': 'l_toe' is not one of"),
+])
+def test_bad_fixed_frame_tilt_and_offset_parameters_name_the_item(values, item):
+    with pytest.raises(StartupError, match=item):
+        settings_from_parameters(values)
+
+
+def test_a_fixed_frame_not_in_the_urdf_names_the_item():
+    settings = settings_from_parameters({**STANCE, "fixed_frame": "l_toe"})
+    with pytest.raises(StartupError, match="parameter 'fixed_frame': .*'l_toe'"):
+        build_session(settings)
+
+
+def test_contact_sensors_listed_in_ft_estimate_offset_have_their_offsets_estimated():
+    default = build_session(settings_from_parameters(ICUB)).estimator.model
+    assert "l_sole" not in default.offset_sensors  # a contact sensor: no offset by default
+    session = build_session(settings_from_parameters({**ICUB, "ft_estimate_offset": ["l_sole"]}))
+    model = session.estimator.model
+    assert set(model.offset_sensors) == set(default.offset_sensors) | {"l_sole"}
+
+
+def test_bounding_ellipsoids_bound_the_links_whose_urdf_volume_holds_their_inertial():
+    assert build_session(settings_from_parameters(STAND)).estimator.config \
+        .bounding_ellipsoids is None
+    session = build_session(settings_from_parameters({**STAND, "bounding_ellipsoid": True}))
+    ellipsoids = session.estimator.config.bounding_ellipsoids
+    assert len(ellipsoids) == len(session.estimator.model.bodies)
+    bounded = [q for q in ellipsoids if q is not None]
+    assert bounded and all(len(q) == 16 for q in bounded)
