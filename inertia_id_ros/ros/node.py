@@ -68,6 +68,9 @@ update): rviz needs no more, and they cost more than the estimate."""
 
 DRAIN_PERIOD_SEC = 0.05
 """The worker hands the queued input messages to the session at least this often (s)."""
+DIAGNOSTICS_PERIOD_SEC = 1.0
+"""``/diagnostics`` is published at every update and, between slower updates, at least this
+often (s): the counters of what the node has taken stay current whatever ``update_rate_hz``."""
 
 _ARRAY_TYPES = {"double_array": Parameter.Type.DOUBLE_ARRAY,
                 "string_array": Parameter.Type.STRING_ARRAY}
@@ -105,6 +108,7 @@ class InertiaIdNode(Node):
         self._excitation = (None if target is None
                             else ExcitationIO(self, self._io, self.session, self.settings, target))
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._last_diagnostics = -float("inf")
         self.create_service(Identify, "~/identify", self._on_identify)
         self.add_on_set_parameters_callback(self._validate_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
@@ -187,6 +191,11 @@ class InertiaIdNode(Node):
         if markers:
             self._last_markers = now
         self._io.publish(update, markers)
+        self._publish_diagnostics()
+
+    def _publish_diagnostics(self) -> None:
+        """The session's diagnostics and the node's own values on ``/diagnostics``."""
+        self._last_diagnostics = time.monotonic()
         diagnostics = self.session.diagnostics()
         for warning in diagnostics.warnings:
             self.warn(warning)
@@ -220,7 +229,11 @@ class InertiaIdNode(Node):
                 self._wake.wait(min(remaining, DRAIN_PERIOD_SEC))
                 try:
                     self._io.drain()
+                    if time.monotonic() - self._last_diagnostics >= DIAGNOSTICS_PERIOD_SEC:
+                        self._publish_diagnostics()
                 except Exception as error:  # a bug must not stop the worker
+                    if not self.context.ok():
+                        return
                     self.warn(("drain_error", f"could not take the inputs: {error!r}"))
             next_time = max(next_time, time.monotonic() - 1.0)
 

@@ -142,18 +142,22 @@ def bag_message_to_ros(msg):
     return out
 
 
-def play_and_identify(node, client, publishers, messages, update_times, delivery: float) -> list:
+def play_and_identify(node, client, publishers, messages, update_times,
+                      timeout: float = 20.0) -> list:
     """Publish the bag ``messages`` ((topic, log time (ns), message)) to the node under test
     through ``publishers`` (topic -> publisher), chunk by chunk up to each of ``update_times``
-    (s of log time), wait ``delivery`` s, and call ``identify`` there: its responses."""
+    (s of log time); once the node's diagnostics count every message published so far as
+    received (at most ``timeout`` s), call ``identify`` there: its responses."""
+    diagnostics = NodeDiagnostics(node)
     responses, cursor = [], 0
     for update_time in update_times:
         while cursor < len(messages) and 1e-9 * messages[cursor][1] < update_time:
             topic, _, msg = messages[cursor]
             publishers[topic].publish(bag_message_to_ros(msg))
             cursor += 1
-        time.sleep(delivery)  # delivery of the chunk (loopback)
+        diagnostics.wait_until_received(cursor, timeout)
         responses.append(identify(node, client))
+    node.destroy_subscription(diagnostics.subscription)
     return responses
 
 
@@ -222,6 +226,13 @@ class NodeDiagnostics:
         seen = self.diagnostics_received
         assert spin_until(self.peer, lambda: self.diagnostics_received >= seen + 2, timeout), \
             "no diagnostics from the node"
+
+    def wait_until_received(self, count: int, timeout: float = 20.0) -> None:
+        """Wait until the node's ``received.*`` counters add up to ``count`` messages (it has
+        taken every message published to it so far)."""
+        assert spin_until(self.peer, lambda: sum(self.counters("received.").values()) >= count,
+                          timeout), \
+            f"the node took {sum(self.counters('received.').values())} of {count} messages"
 
     def settle(self, timeout: float = 20.0) -> None:
         """Wait until the node has taken and processed everything sent: two consecutive

@@ -60,7 +60,7 @@ def test_node_and_replay_agree_on_a_bag_with_a_grasp(launch, rclpy_context, tmp_
                                            ("/ft_sensor/wrench", WRENCH_TYPE)])
         node_updates = play_and_identify(
             peer, client, {"/joint_states": joints, "/ft_sensor/wrench": wrenches}, messages,
-            [update.time for update in replay.updates], 0.2)
+            [update.time for update in replay.updates])
         assert spin_until(peer, lambda: bool(changes), 5.0), process.output()[-3000:]
     finally:
         peer.destroy_node()

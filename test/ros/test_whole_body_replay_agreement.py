@@ -67,7 +67,7 @@ def test_node_and_replay_agree_on_a_whole_body_bag(launch, rclpy_context, tmp_pa
                                            ("/imu", IMU_TYPE),
                                            *((topic, WRENCH_TYPE) for topic in ft_topics)])
         node_updates = play_and_identify(peer, client, publishers, messages,
-                                         [update.time for update in replay.updates], 0.4)
+                                         [update.time for update in replay.updates])
     finally:
         peer.destroy_node()
 
