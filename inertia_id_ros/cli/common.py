@@ -82,6 +82,15 @@ def write_json(path: str | None, result: dict[str, Any]) -> None:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
 
 
+def print_summary(lines: list[str], code: int = 0, written: Sequence[str | None] = ()) -> None:
+    """Print a command's summary ``lines``, then a refusal when its exit ``code`` is not 0 (the
+    estimate failed a check) and each file ``written`` (``None``: not written)."""
+    if code:
+        lines.append("REFUSED: the estimate above cannot be trusted (see the messages on stderr)")
+    lines += [f"wrote {path}" for path in written if path]
+    print("\n".join(lines))
+
+
 def check_data_source(args: argparse.Namespace) -> None:
     """Reject bag-only options without ``--bag``."""
     if args.data is not None or getattr(args, "input", None) is not None:

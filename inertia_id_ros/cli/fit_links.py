@@ -17,6 +17,7 @@ from inertia_id_ros.cli.common import (
     check_data_source,
     input_findings,
     load_urdf_model,
+    print_summary,
     read_log,
     report_findings,
     uses_description,
@@ -205,11 +206,7 @@ def run(args: argparse.Namespace) -> int:
                      f"{entry['offset']:10.4f}{entry['armature']:10.4f}{rms:11.4f}")
     lines.append(f"joint torque rms {errors.overall:.4f} N m; all links fully consistent: "
                  f"{'yes' if fit.fully_consistent else 'NO'}")
-    if code:
-        lines.append("REFUSED: the estimate above cannot be trusted (see the messages on stderr)")
-    if args.json:
-        lines.append(f"wrote {args.json}")
-    print("\n".join(lines))
+    print_summary(lines, code, [args.json])
     if code:
         return code
     validate_after_fit(args, result, train if uses_description(args) else None, held_out)

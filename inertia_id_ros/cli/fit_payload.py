@@ -21,6 +21,7 @@ from inertia_id_ros.cli.common import (
     dropped_text,
     input_findings,
     load_urdf_model,
+    print_summary,
     read_log,
     report_findings,
     uses_description,
@@ -284,11 +285,7 @@ def run(args: argparse.Namespace) -> int:
     lines.append(f"  standard errors: mass {std[0]:.2g} kg, first moments "
                  + ", ".join(f"{v:.2g}" for v in std[1:4]) + " kg m")
     lines += identifiability
-    if code:
-        lines.append("REFUSED: the estimate above cannot be trusted (see the messages on stderr)")
-    if args.json:
-        lines.append(f"wrote {args.json}")
-    print("\n".join(lines))
+    print_summary(lines, code, [args.json])
     if code:
         return code
     validate_after_fit(args, result, train, held_out)

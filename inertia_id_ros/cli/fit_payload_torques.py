@@ -27,6 +27,7 @@ from inertia_id_ros.cli.common import (
     check_data_source,
     input_findings,
     load_urdf_model,
+    print_summary,
     read_log,
     report_findings,
     uses_description,
@@ -280,7 +281,5 @@ def run(args: argparse.Namespace) -> int:
         lines.append("  note: the URDF's links (their masses, no friction) decide what their "
                      "error adds to the payload; prefer --links-result (a fit-links result) or "
                      "--unloaded (differencing)")
-    if args.json:
-        lines.append(f"wrote {args.json}")
-    print("\n".join(lines))
+    print_summary(lines, written=[args.json])
     return code
