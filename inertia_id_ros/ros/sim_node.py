@@ -81,8 +81,7 @@ from inertia_id_ros.ros.conversions import (
     wrench_stamped,
 )
 from inertia_id_ros.ros.qos import LATCHED
-from inertia_id_ros.ros.security import RCLError
-from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
+from inertia_id_ros.ros.shutdown import create_node_or_exit, ends_quietly, until_shutdown
 from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
@@ -460,16 +459,7 @@ def main(args: list[str] | None = None) -> None:
         print(f"inertia_id_sim: {error}", file=sys.stderr)
         sys.exit(2)
     rclpy.init(args=args)
-    try:
-        node = SimulatorNode()
-    except ValueError as error:
-        print(f"inertia_id_sim: {error}", file=sys.stderr)
-        rclpy.try_shutdown()
-        sys.exit(2)
-    except RCLError as error:  # e.g. DDS-Security asked for and not available: never unsecured
-        print(f"inertia_id_sim: cannot create the node: {error}", file=sys.stderr)
-        rclpy.try_shutdown()
-        sys.exit(1)
+    node = create_node_or_exit(SimulatorNode, "inertia_id_sim", ValueError)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
 
