@@ -19,6 +19,7 @@ from inertia_id_ros.options import (
     METHOD_NAMES,
     PAYLOAD_TORQUES_HALF_WIDTH,
     TIME_UNITS,
+    WEIGHTINGS,
 )
 
 if TYPE_CHECKING:
@@ -161,6 +162,14 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,
     if validate:
         parser.add_argument("--validate", metavar="DATA",
                             help="held-out data (file or bag): print the result's errors on them")
+
+
+def add_weighting_option(parser: argparse.ArgumentParser, default: str, channel: str) -> None:
+    """``--weighting`` (:data:`~inertia_id_ros.options.WEIGHTINGS`, ``default``) of a fit whose
+    channels are ``channel`` (e.g. "each joint")."""
+    parser.add_argument("--weighting", choices=WEIGHTINGS, default=default,
+                        help=f"none: unweighted least squares; channel: {channel} weighted by its "
+                             f"noise level from the residuals, iterated ({default})")
 
 
 def add_log_options(parser: argparse.ArgumentParser,

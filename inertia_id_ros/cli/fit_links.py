@@ -13,6 +13,7 @@ from inertia_id_ros.cli.common import (
     EXIT_NO_ESTIMATE,
     add_data_options,
     add_plausibility_options,
+    add_weighting_option,
     check_bounding_ellipsoid,
     check_data_source,
     input_findings,
@@ -24,7 +25,7 @@ from inertia_id_ros.cli.common import (
     write_json,
 )
 from inertia_id_ros.errors import DataError, InputError, JointNotFound, ProblemError, SolverError
-from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, LINKS_DEFAULT_WEIGHTING, WEIGHTINGS
+from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, LINKS_DEFAULT_WEIGHTING
 
 if TYPE_CHECKING:
     import pinocchio as pin
@@ -45,10 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     links.add_argument("--prior-weight", type=float, default=None,
                        help="weight of the pull toward the URDF's inertials, per torque sample "
                             "((N m)² per SI unit²; default: chosen by cross-validation)")
-    links.add_argument("--weighting", choices=WEIGHTINGS, default=LINKS_DEFAULT_WEIGHTING,
-                       help="none: unweighted least squares; channel: each joint weighted by "
-                            "its noise level from the residuals, iterated "
-                            f"({LINKS_DEFAULT_WEIGHTING})")
+    add_weighting_option(links, LINKS_DEFAULT_WEIGHTING, "each joint")
     links.add_argument("--filter-order", type=int, default=2, metavar="P",
                        help="degree of the local polynomial with --filter-half-width (2)")
     links.add_argument("--coulomb-velocity", type=float, default=None, metavar="V",

@@ -23,6 +23,7 @@ from inertia_id_ros.cli.common import (
     EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
     add_data_options,
+    add_weighting_option,
     body_lines,
     check_data_source,
     input_findings,
@@ -44,8 +45,8 @@ from inertia_id_ros.errors import (
 )
 from inertia_id_ros.options import (
     DEFAULT_JOINT_STATES_TOPIC,
+    PAYLOAD_DEFAULT_WEIGHTING,
     PAYLOAD_TORQUES_HALF_WIDTH,
-    WEIGHTINGS,
 )
 
 if TYPE_CHECKING:
@@ -83,9 +84,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                          help="each joint's gear ratio (with --torque-constants; default 1)")
     command.add_argument("--effort-signs", metavar="S1,S2,...",
                          help="each joint's effort sign, +1 or -1 (default +1)")
-    command.add_argument("--weighting", choices=WEIGHTINGS, default="channel",
-                         help="none: unweighted least squares; channel: each joint weighted by "
-                              "its noise level from the residuals, iterated (channel)")
+    add_weighting_option(command, PAYLOAD_DEFAULT_WEIGHTING, "each joint")
     command.add_argument("--no-offsets", action="store_true",
                          help="do not estimate the change of each joint's torque offset")
     command.set_defaults(run=run)
