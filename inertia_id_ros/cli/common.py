@@ -42,6 +42,8 @@ EXIT_IMPLAUSIBLE = 3
 the fix), or ``excite``'s limits (the motion breaks one: stderr names it and the amount)."""
 DATA_LIMITED = ("too_few_samples", "offset_not_identifiable")
 """Reasons of :class:`EstimateUnavailable` that mean the data cannot determine the estimate."""
+ESTIMATE_REFUSED = "REFUSED: the estimate above cannot be trusted (see the messages on stderr)"
+"""The summary's last word when a check refused the estimate (:func:`print_summary`)."""
 
 
 def load_urdf_model(urdf: str) -> pin.Model:
@@ -83,11 +85,12 @@ def write_json(path: str | None, result: dict[str, Any]) -> None:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
 
 
-def print_summary(lines: list[str], code: int = 0, written: Sequence[str | None] = ()) -> None:
-    """Print a command's summary ``lines``, then a refusal when its exit ``code`` is not 0 (the
-    estimate failed a check) and each file ``written`` (``None``: not written)."""
+def print_summary(lines: list[str], code: int = 0, written: Sequence[str | None] = (),
+                  refusal: str = ESTIMATE_REFUSED) -> None:
+    """Print a command's summary ``lines``, then the ``refusal`` when its exit ``code`` is not 0
+    (the estimate failed a check) and each file ``written`` (``None``: not written)."""
     if code:
-        lines.append("REFUSED: the estimate above cannot be trusted (see the messages on stderr)")
+        lines.append(refusal)
     lines += [f"wrote {path}" for path in written if path]
     print("\n".join(lines))
 
