@@ -144,16 +144,24 @@ def check_prior(config: Any) -> None:
     check_prior_available(config.method, config.prior is not None)
 
 
+@dataclass(frozen=True)
 class PayloadEstimateBase:
-    """What both payload estimates have (frozen dataclasses with these fields): ``theta`` (10,)
-    about and in the payload's frame, ``covariance`` (10, 10) of ``theta``, the offsets
-    ``sensor_offset`` (one per channel), the first stamp ``t_first`` (s); and the body's
+    """What both payload estimates have: ``theta`` (10,) about and in the payload's frame, the
+    offsets ``sensor_offset`` (one per channel), ``covariance`` (10, 10) of ``theta``,
+    ``min_pseudo_inertia_eig`` (kg m^2), ``residual_rms``, ``n_samples`` used, the ``method``,
+    ``solve_time`` (s), the samples' stamps from ``t_first`` to ``t_last`` (s); and the body's
     properties."""
 
     theta: np.ndarray
-    covariance: np.ndarray
     sensor_offset: np.ndarray
+    covariance: np.ndarray
+    min_pseudo_inertia_eig: float
+    residual_rms: float
+    n_samples: int
+    method: str
+    solve_time: float
     t_first: float
+    t_last: float
 
     @property
     def mass(self) -> float:
@@ -192,16 +200,6 @@ class Estimate(PayloadEstimateBase):
     ``offset_identifiable`` whether that spread passes ``offset_min_tilt_deg``.
     """
 
-    theta: np.ndarray
-    sensor_offset: np.ndarray
-    covariance: np.ndarray
-    min_pseudo_inertia_eig: float
-    residual_rms: float
-    n_samples: int
-    method: str
-    solve_time: float
-    t_first: float
-    t_last: float
     offset_identifiable: bool
     orientation_spread_deg: np.ndarray
     message: str = ""

@@ -115,20 +115,10 @@ class PayloadTorqueEstimate(PayloadEstimateBase):
     (s); ``solve_time`` (s).
     """
 
-    theta: np.ndarray
-    sensor_offset: np.ndarray
-    covariance: np.ndarray
     rank: int
     n_parameters: int
     condition_number: float
     warnings: tuple[str, ...]
-    min_pseudo_inertia_eig: float
-    residual_rms: float
-    n_samples: int
-    method: str
-    solve_time: float
-    t_first: float
-    t_last: float
     message: str = ""
 
 
