@@ -19,6 +19,7 @@ from inertia_id_ros.options import (
     METHOD_NAMES,
     PAYLOAD_TORQUES_HALF_WIDTH,
     TIME_UNITS,
+    WEIGHTINGS,
 )
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ EXIT_IMPLAUSIBLE = 3
 the fix), or ``excite``'s limits (the motion breaks one: stderr names it and the amount)."""
 DATA_LIMITED = ("too_few_samples", "offset_not_identifiable")
 """Reasons of :class:`EstimateUnavailable` that mean the data cannot determine the estimate."""
+ESTIMATE_REFUSED = "REFUSED: the estimate above cannot be trusted (see the messages on stderr)"
+"""The summary's last word when a check refused the estimate (:func:`print_summary`)."""
 
 
 def load_urdf_model(urdf: str) -> pin.Model:
@@ -80,6 +83,16 @@ def write_json(path: str | None, result: dict[str, Any]) -> None:
         Path(path).write_text(json.dumps(result, indent=2) + "\n")
     except OSError as e:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def print_summary(lines: list[str], code: int = 0, written: Sequence[str | None] = (),
+                  refusal: str = ESTIMATE_REFUSED) -> None:
+    """Print a command's summary ``lines``, then the ``refusal`` when its exit ``code`` is not 0
+    (the estimate failed a check) and each file ``written`` (``None``: not written)."""
+    if code:
+        lines.append(refusal)
+    lines += [f"wrote {path}" for path in written if path]
+    print("\n".join(lines))
 
 
 def check_data_source(args: argparse.Namespace) -> None:
@@ -152,6 +165,14 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,
     if validate:
         parser.add_argument("--validate", metavar="DATA",
                             help="held-out data (file or bag): print the result's errors on them")
+
+
+def add_weighting_option(parser: argparse.ArgumentParser, default: str, channel: str) -> None:
+    """``--weighting`` (:data:`~inertia_id_ros.options.WEIGHTINGS`, ``default``) of a fit whose
+    channels are ``channel`` (e.g. "each joint")."""
+    parser.add_argument("--weighting", choices=WEIGHTINGS, default=default,
+                        help=f"none: unweighted least squares; channel: {channel} weighted by its "
+                             f"noise level from the residuals, iterated ({default})")
 
 
 def add_log_options(parser: argparse.ArgumentParser,

@@ -13,17 +13,19 @@ from inertia_id_ros.cli.common import (
     EXIT_NO_ESTIMATE,
     add_data_options,
     add_plausibility_options,
+    add_weighting_option,
     check_bounding_ellipsoid,
     check_data_source,
     input_findings,
     load_urdf_model,
+    print_summary,
     read_log,
     report_findings,
     uses_description,
     write_json,
 )
 from inertia_id_ros.errors import DataError, InputError, JointNotFound, ProblemError, SolverError
-from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, LINKS_DEFAULT_WEIGHTING, WEIGHTINGS
+from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, LINKS_DEFAULT_WEIGHTING
 
 if TYPE_CHECKING:
     import pinocchio as pin
@@ -44,10 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     links.add_argument("--prior-weight", type=float, default=None,
                        help="weight of the pull toward the URDF's inertials, per torque sample "
                             "((N m)² per SI unit²; default: chosen by cross-validation)")
-    links.add_argument("--weighting", choices=WEIGHTINGS, default=LINKS_DEFAULT_WEIGHTING,
-                       help="none: unweighted least squares; channel: each joint weighted by "
-                            "its noise level from the residuals, iterated "
-                            f"({LINKS_DEFAULT_WEIGHTING})")
+    add_weighting_option(links, LINKS_DEFAULT_WEIGHTING, "each joint")
     links.add_argument("--filter-order", type=int, default=2, metavar="P",
                        help="degree of the local polynomial with --filter-half-width (2)")
     links.add_argument("--coulomb-velocity", type=float, default=None, metavar="V",
@@ -205,11 +204,7 @@ def run(args: argparse.Namespace) -> int:
                      f"{entry['offset']:10.4f}{entry['armature']:10.4f}{rms:11.4f}")
     lines.append(f"joint torque rms {errors.overall:.4f} N m; all links fully consistent: "
                  f"{'yes' if fit.fully_consistent else 'NO'}")
-    if code:
-        lines.append("REFUSED: the estimate above cannot be trusted (see the messages on stderr)")
-    if args.json:
-        lines.append(f"wrote {args.json}")
-    print("\n".join(lines))
+    print_summary(lines, code, [args.json])
     if code:
         return code
     validate_after_fit(args, result, train if uses_description(args) else None, held_out)

@@ -15,12 +15,14 @@ from inertia_id_ros.cli.common import (
     EXIT_NO_ESTIMATE,
     add_data_options,
     add_plausibility_options,
+    add_weighting_option,
     body_lines,
     check_bounding_ellipsoid,
     check_data_source,
     dropped_text,
     input_findings,
     load_urdf_model,
+    print_summary,
     read_log,
     report_findings,
     uses_description,
@@ -37,7 +39,7 @@ from inertia_id_ros.options import (
     DEFAULT_HALF_WIDTH,
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
-    WEIGHTINGS,
+    PAYLOAD_DEFAULT_WEIGHTING,
 )
 
 if TYPE_CHECKING:
@@ -67,10 +69,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                               "description's sign, by default the URDF's measure_direction)")
     payload.add_argument("--no-offset", action="store_true",
                          help="do not estimate the F/T sensor offset (it is calibrated out)")
-    payload.add_argument("--weighting", choices=WEIGHTINGS, default="channel",
-                         help="none: unweighted least squares; channel: each wrench component "
-                              "weighted by its noise level from the residuals, iterated "
-                              "(channel)")
+    add_weighting_option(payload, PAYLOAD_DEFAULT_WEIGHTING, "each wrench component")
     payload.add_argument("--window-sec", type=float, default=0.0, metavar="SEC",
                          help="use the newest SEC seconds of the recording (default: all)")
     payload.add_argument("--prior", metavar="RESULT",
@@ -284,11 +283,7 @@ def run(args: argparse.Namespace) -> int:
     lines.append(f"  standard errors: mass {std[0]:.2g} kg, first moments "
                  + ", ".join(f"{v:.2g}" for v in std[1:4]) + " kg m")
     lines += identifiability
-    if code:
-        lines.append("REFUSED: the estimate above cannot be trusted (see the messages on stderr)")
-    if args.json:
-        lines.append(f"wrote {args.json}")
-    print("\n".join(lines))
+    print_summary(lines, code, [args.json])
     if code:
         return code
     validate_after_fit(args, result, train, held_out)

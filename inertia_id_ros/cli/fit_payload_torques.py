@@ -23,10 +23,12 @@ from inertia_id_ros.cli.common import (
     EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
     add_data_options,
+    add_weighting_option,
     body_lines,
     check_data_source,
     input_findings,
     load_urdf_model,
+    print_summary,
     read_log,
     report_findings,
     uses_description,
@@ -43,8 +45,8 @@ from inertia_id_ros.errors import (
 )
 from inertia_id_ros.options import (
     DEFAULT_JOINT_STATES_TOPIC,
+    PAYLOAD_DEFAULT_WEIGHTING,
     PAYLOAD_TORQUES_HALF_WIDTH,
-    WEIGHTINGS,
 )
 
 if TYPE_CHECKING:
@@ -82,9 +84,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                          help="each joint's gear ratio (with --torque-constants; default 1)")
     command.add_argument("--effort-signs", metavar="S1,S2,...",
                          help="each joint's effort sign, +1 or -1 (default +1)")
-    command.add_argument("--weighting", choices=WEIGHTINGS, default="channel",
-                         help="none: unweighted least squares; channel: each joint weighted by "
-                              "its noise level from the residuals, iterated (channel)")
+    add_weighting_option(command, PAYLOAD_DEFAULT_WEIGHTING, "each joint")
     command.add_argument("--no-offsets", action="store_true",
                          help="do not estimate the change of each joint's torque offset")
     command.set_defaults(run=run)
@@ -280,7 +280,5 @@ def run(args: argparse.Namespace) -> int:
         lines.append("  note: the URDF's links (their masses, no friction) decide what their "
                      "error adds to the payload; prefer --links-result (a fit-links result) or "
                      "--unloaded (differencing)")
-    if args.json:
-        lines.append(f"wrote {args.json}")
-    print("\n".join(lines))
+    print_summary(lines, written=[args.json])
     return code

@@ -16,6 +16,7 @@ from inertia_id_ros.cli.common import (
     add_plausibility_options,
     input_findings,
     load_urdf_model,
+    print_summary,
     read_whole_log,
     report_findings,
     uses_description,
@@ -263,11 +264,7 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"{group:<22}" + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}" for k in columns)
                          + f"{f['fit'] / f[urdf]:{max(10, len(titles[urdf]) + 6)}.3f}"
                          + f"{f['fit'] / f['ols']:9.3f}")
-    if code:
-        lines.append("REFUSED: the estimate above cannot be trusted (see the messages on stderr)")
-    if args.json:
-        lines.append(f"wrote {args.json}")
-    print("\n".join(lines))
+    print_summary(lines, code, [args.json])
     return code
 
 

@@ -18,6 +18,7 @@ from inertia_id_ros.cli.common import (
     EXIT_NO_ESTIMATE,
     body_lines,
     dropped_text,
+    print_summary,
     read_result_body,
     report_findings,
     whole_body_table,
@@ -217,10 +218,9 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(str(e)) from None
     if args.csv:
         write_output(args.csv, lambda path: write_csv(replay, path))
-    dropped = dropped_text(replay.dropped)
-    final = replay.final
-    if final is None:
-        return _replay_without_estimate(args.bag, replay.updates[-1], dropped)
+    if replay.final is None:
+        return _replay_without_estimate(args.bag, replay)
+    dropped, final = dropped_text(replay.dropped), replay.final
     body = body_json("payload", replay.sensor_frame, final.theta)
     checked: dict[str, Any] = {}
     code = report_findings("replay", replay.findings, checked)
@@ -259,17 +259,15 @@ def run(args: argparse.Namespace) -> int:
         com_error = np.linalg.norm(final.com - inertia_from_theta(truth.theta)[1])
         lines.append(f"  vs truth: mass error {final.mass - truth.theta[0]:+.2g} kg, COM error "
                      f"{1e3 * com_error:.3g} mm")
-    if code:
-        lines.append(REFUSED_LINE)
-    lines += [f"wrote {path}" for path in (args.csv, args.json, args.png) if path]
-    print("\n".join(lines))
+    print_summary(lines, code, (args.csv, args.json, args.png), REFUSED_LINE)
     return code
 
 
-def _replay_without_estimate(bag: str, last: Any, dropped: str) -> int:
-    """A replay that gave no estimate: bad input (raises :class:`InputError`, exit 2) when the
-    data were too few or too poor (``last``: its last update), else the message and
+def _replay_without_estimate(bag: str, replay: Any) -> int:
+    """A ``replay`` that gave no estimate: bad input (raises :class:`InputError`, exit 2) when
+    the data were too few or too poor (as its last update says), else the message and
     :data:`EXIT_NO_ESTIMATE`."""
+    last, dropped = replay.updates[-1], dropped_text(replay.dropped)
     message = (f"{bag}: no estimate in the replay; last update: {last.message}"
                + (f" (samples dropped: {dropped})" if dropped else ""))
     if last.status in DATA_LIMITED:
@@ -286,10 +284,9 @@ def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: fl
 
     if args.csv:
         write_output(args.csv, lambda path: write_whole_body_csv(replay, path))
-    dropped = dropped_text(replay.dropped)
-    final = replay.final
-    if final is None:
-        return _replay_without_estimate(args.bag, replay.updates[-1], dropped)
+    if replay.final is None:
+        return _replay_without_estimate(args.bag, replay)
+    dropped, final = dropped_text(replay.dropped), replay.final
     model = replay.session.estimator.model
     result = whole_body_estimate_json(model, final)
     config = replay.session.estimator.config
@@ -323,11 +320,5 @@ def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: fl
              f"solve {final.solve_time:.3f} s",
              *whole_body_table(result),
              f"residual rms {final.residual_rms:.4f}; inconsistent links: {inconsistent}"]
-    if code:
-        lines.append(REFUSED_LINE)
-    if args.json:
-        lines.append(f"wrote {args.json}")
-    if args.csv:
-        lines.append(f"wrote {args.csv}")
-    print("\n".join(lines))
+    print_summary(lines, code, (args.json, args.csv), REFUSED_LINE)
     return code

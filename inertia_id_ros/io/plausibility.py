@@ -166,30 +166,29 @@ def check_angle_units(q: np.ndarray, joint_names: Sequence[str], lower: np.ndarr
     far = (low < lower - span) | (high > upper + span)
     fits = outside & far & (np.deg2rad(low) >= lower - ANGLE_LIMIT_MARGIN) & (
         np.deg2rad(high) <= upper + ANGLE_LIMIT_MARGIN)
+
+    def example(joints: list[int]) -> str:
+        """The first of ``joints``: its range and limits, in words."""
+        j = joints[0]
+        return (f"(e.g. {joint_names[j]}: {low[j]:.3g} to {high[j]:.3g} rad, limits "
+                f"{lower[j]:.3g} to {upper[j]:.3g})")
+
     findings = []
     degrees = [j for j in range(len(joint_names)) if fits[j]]
     if degrees:
-        names = ", ".join(joint_names[j] for j in degrees)
-        j = degrees[0]
         findings.append(Finding(
-            "degrees", names, REFUSE,
-            f"positions leave the URDF limits far (e.g. {joint_names[j]}: {low[j]:.3g} to "
-            f"{high[j]:.3g} rad, limits {lower[j]:.3g} to {upper[j]:.3g}) but fit them divided "
-            "by 180/π. Degrees? Convert the positions (and velocities, accelerations) to "
-            "radians.",
+            "degrees", ", ".join(joint_names[j] for j in degrees), REFUSE,
+            f"positions leave the URDF limits far {example(degrees)} but fit them divided by "
+            "180/π. Degrees? Convert the positions (and velocities, accelerations) to radians.",
             {"joints": [joint_names[j] for j in degrees],
              "range": [[float(low[j]), float(high[j])] for j in degrees],
              "limits": [[float(lower[j]), float(upper[j])] for j in degrees]}))
     others = [j for j in range(len(joint_names)) if outside[j] and not fits[j]]
     if others:
-        names = ", ".join(joint_names[j] for j in others)
-        j = others[0]
         findings.append(Finding(
-            "joint_limits", names, WARN,
-            f"positions leave the URDF limits (e.g. {joint_names[j]}: {low[j]:.3g} to "
-            f"{high[j]:.3g} rad, limits {lower[j]:.3g} to {upper[j]:.3g}): a joint offset, "
-            "another joint order or the wrong URDF?",
-            {"joints": [joint_names[j] for j in others]}))
+            "joint_limits", ", ".join(joint_names[j] for j in others), WARN,
+            f"positions leave the URDF limits {example(others)}: a joint offset, another joint "
+            "order or the wrong URDF?", {"joints": [joint_names[j] for j in others]}))
     return findings
 
 

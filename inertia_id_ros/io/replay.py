@@ -40,7 +40,7 @@ import csv
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -84,6 +84,9 @@ DEFAULT_START_STAMP = 1.7e9
 RECORD_CHUNK_SEC = 1.0
 """Simulated seconds computed at once while recording (bounded memory)."""
 
+EstimateT = TypeVar("EstimateT")
+"""The estimate type of a replay's updates."""
+
 
 class ReplaySession(Protocol):
     """What a replay drives (a :class:`~inertia_id_ros.online.session.PayloadSession`)."""
@@ -102,22 +105,14 @@ class ReplaySession(Protocol):
 
 
 @dataclass
-class Replay:
-    """The updates of a replay, with the bag time of its first message ``start_time`` (s), the
-    estimator's counters, the payload changes detected, and what was replayed (``config``: the
-    estimator's settings)."""
+class ReplayUpdates(Generic[EstimateT]):
+    """What every replay gives: its updates, the bag time of its first message ``start_time``
+    (s) and the estimator's counters (``received`` by input, ``dropped`` by reason)."""
 
     updates: list[Update]
     start_time: float
     received: dict[str, int]
     dropped: dict[str, int]
-    payload_changes: list[ChangeEvent] = field(default_factory=list)
-    source: str = ""
-    sensor_frame: str = ""
-    update_rate_hz: float = 0.0
-    config: EstimatorConfig = field(default_factory=EstimatorConfig)
-    findings: list[Finding] = field(default_factory=list)
-    """The plausibility findings of the final estimate (:func:`payload_replay_findings`)."""
 
     @property
     def estimates(self) -> list[Update]:
@@ -125,10 +120,24 @@ class Replay:
         return [update for update in self.updates if update.estimate is not None]
 
     @property
-    def final(self) -> Estimate | None:
+    def final(self) -> EstimateT | None:
         """The last estimate (``None`` if there was none)."""
         estimates = self.estimates
         return estimates[-1].estimate if estimates else None
+
+
+@dataclass
+class Replay(ReplayUpdates[Estimate]):
+    """The updates of a payload replay (:class:`ReplayUpdates`), the payload changes detected,
+    and what was replayed (``config``: the estimator's settings)."""
+
+    payload_changes: list[ChangeEvent] = field(default_factory=list)
+    source: str = ""
+    sensor_frame: str = ""
+    update_rate_hz: float = 0.0
+    config: EstimatorConfig = field(default_factory=EstimatorConfig)
+    findings: list[Finding] = field(default_factory=list)
+    """The plausibility findings of the final estimate (:func:`payload_replay_findings`)."""
 
 
 Feed = Callable[[Any], Any]
@@ -252,33 +261,18 @@ def payload_replay_findings(session: PayloadSession, final: Estimate | None,
 
 
 @dataclass
-class WholeBodyReplay:
-    """The updates of a whole-body replay (see :class:`Replay`): the session replayed
-    (``session``: its estimator's model and settings, its counters), the estimator's counters
-    (``received``, ``dropped``), the F/T sensors stopped at the end (``stopped_sensors``) and
-    every stop or resumption an update reported (``sensor_events``: ``(time (s of bag time),
-    kind ("sensor_stopped" or "sensor_resumed"), message)``)."""
+class WholeBodyReplay(ReplayUpdates[WholeBodyEstimate]):
+    """The updates of a whole-body replay (:class:`ReplayUpdates`): the session replayed
+    (``session``: its estimator's model and settings, its counters), the F/T sensors stopped at
+    the end (``stopped_sensors``) and every stop or resumption an update reported
+    (``sensor_events``: ``(time (s of bag time), kind ("sensor_stopped" or "sensor_resumed"),
+    message)``)."""
 
-    updates: list[Update]
-    start_time: float
-    received: dict[str, int]
-    dropped: dict[str, int]
     session: WholeBodySession
     stopped_sensors: tuple[str, ...] = ()
     sensor_events: list[tuple[float, str, str]] = field(default_factory=list)
     source: str = ""
     update_rate_hz: float = 0.0
-
-    @property
-    def estimates(self) -> list[Update]:
-        """The updates that gave an estimate."""
-        return [update for update in self.updates if update.estimate is not None]
-
-    @property
-    def final(self) -> WholeBodyEstimate | None:
-        """The last estimate (``None`` if there was none)."""
-        estimates = self.estimates
-        return estimates[-1].estimate if estimates else None
 
     @property
     def findings(self) -> list[Finding]:

@@ -47,7 +47,7 @@ from inertia_id_ros.online.inputs import (
     check_stamp,
     check_vector,
 )
-from inertia_id_ros.online.tare import Tare, tare_offset, with_tare
+from inertia_id_ros.online.tare import NOISE_STD_FLOOR, Tare, tare_offset, with_tare
 from inertia_id_ros.online.window import SampleBuffer
 from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING
 from inertia_id_ros.solvers import Problem
@@ -111,11 +111,7 @@ class EstimatorConfig(OnlineEstimatorConfig):
                 float(v) for v in np.asarray(self.bounding_ellipsoid, dtype=float).reshape(-1))
             if len(self.bounding_ellipsoid) != 16:
                 raise self._invalid("bounding_ellipsoid", "must be a 4x4 matrix (16 values)")
-        if self.prior is not None:
-            self.prior = tuple(float(v) for v in np.asarray(self.prior, dtype=float).reshape(-1))
-            if len(self.prior) != N_BODY_PARAMS or not np.all(np.isfinite(self.prior)):
-                raise self._invalid("prior", f"must be {N_BODY_PARAMS} finite values (theta)")
-        check_prior_available(self.method, self.prior is not None)
+        check_prior(self)
         if self.wrench_sign not in (1.0, -1.0):
             raise self._invalid("wrench_sign", "must be +1 or -1")
         if self.wrench_limits is not None:
@@ -137,8 +133,59 @@ def check_prior_available(method: str, has_prior: bool) -> None:
                          "payload_prior: the link's name), or choose another method")
 
 
+def check_prior(config: Any) -> None:
+    """Check a payload config's ``prior`` and its ``method`` (both payload estimators' configs):
+    ``prior`` (``None`` or ``theta`` (10,)) becomes a tuple of floats; ValueError (the config's
+    kind) if it is not 10 finite values, or if ``method`` needs a prior and there is none."""
+    if config.prior is not None:
+        config.prior = tuple(float(v) for v in np.asarray(config.prior, dtype=float).reshape(-1))
+        if len(config.prior) != N_BODY_PARAMS or not np.all(np.isfinite(config.prior)):
+            raise config._invalid("prior", f"must be {N_BODY_PARAMS} finite values (theta)")
+    check_prior_available(config.method, config.prior is not None)
+
+
 @dataclass(frozen=True)
-class Estimate:
+class PayloadEstimateBase:
+    """What both payload estimates have: ``theta`` (10,) about and in the payload's frame, the
+    offsets ``sensor_offset`` (one per channel), ``covariance`` (10, 10) of ``theta``,
+    ``min_pseudo_inertia_eig`` (kg m^2), ``residual_rms``, ``n_samples`` used, the ``method``,
+    ``solve_time`` (s), the samples' stamps from ``t_first`` to ``t_last`` (s); and the body's
+    properties."""
+
+    theta: np.ndarray
+    sensor_offset: np.ndarray
+    covariance: np.ndarray
+    min_pseudo_inertia_eig: float
+    residual_rms: float
+    n_samples: int
+    method: str
+    solve_time: float
+    t_first: float
+    t_last: float
+
+    @property
+    def mass(self) -> float:
+        """Mass (kg)."""
+        return float(self.theta[0])
+
+    @property
+    def com(self) -> np.ndarray:
+        """Centre of mass (3,) (m, in the frame of ``theta``)."""
+        return inertia_from_theta(self.theta)[1]
+
+    @property
+    def inertia_com(self) -> np.ndarray:
+        """3x3 rotational inertia about the COM, axes of the frame of ``theta`` (kg m^2)."""
+        return inertia_from_theta(self.theta)[2]
+
+    @property
+    def theta_std(self) -> np.ndarray:
+        """(10,) standard deviations of ``theta`` (square roots of the covariance diagonal)."""
+        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+
+
+@dataclass(frozen=True)
+class Estimate(PayloadEstimateBase):
     """A fully physically consistent estimate of the payload beyond the sensor.
 
     ``theta`` (10,) about and in the sensor frame; ``sensor_offset`` (6,) (N, N m; when not
@@ -153,43 +200,95 @@ class Estimate:
     ``offset_identifiable`` whether that spread passes ``offset_min_tilt_deg``.
     """
 
-    theta: np.ndarray
-    sensor_offset: np.ndarray
-    covariance: np.ndarray
-    min_pseudo_inertia_eig: float
-    residual_rms: float
-    n_samples: int
-    method: str
-    solve_time: float
-    t_first: float
-    t_last: float
     offset_identifiable: bool
     orientation_spread_deg: np.ndarray
     message: str = ""
     condition_number: float = float("nan")
 
-    @property
-    def mass(self) -> float:
-        """Mass (kg)."""
-        return float(self.theta[0])
+
+class PayloadEstimatorMixin:
+    """What both payload estimators share, mixed in before their
+    :class:`~inertia_id_ros.online.estimator.OnlineEstimator` base: the prior check of the
+    solver's method, the offset tare (the rule of :mod:`inertia_id_ros.online.tare`) and the
+    residual sigma of the change detector. The window's samples (``y``, the estimator's sign
+    convention) are ``tare_sample_name`` (in messages), streamed by ``tare_inputs``; the tare's
+    ``noise_std`` is floored by ``tare_noise_floor`` (one value per channel)."""
+
+    tare_sample_name = "wrenches"
+    tare_inputs = "the inputs"
+    tare_noise_floor: np.ndarray = NOISE_STD_FLOOR
+    _tare: Tare | None = None
+
+    def configure_solver(self, method: str, solver_options: Any) -> None:
+        """As :meth:`OnlineEstimator.configure_solver`; raises ValueError (nothing changed) for a
+        method that needs a prior when the config has none."""
+        check_prior_available(method, self.config.prior is not None)
+        super().configure_solver(method, solver_options)
+
+    def residual_sigma(self, estimate: PayloadEstimateBase, generation: int) -> np.ndarray | None:
+        """:func:`~inertia_id_ros.online.change_detection.residual_sigma` (one per channel: N,
+        N m for wrenches, N·m for joint torques) of the window's samples from
+        ``estimate.t_first`` on against ``estimate``, or ``None`` if the estimator forgot its
+        samples since ``generation`` (read before the solve) or holds none."""
+        with self._lock:
+            if generation != self._generation:
+                return None
+            t, Y, y = self.window.samples(copy=False)
+            first = int(np.searchsorted(t, estimate.t_first, side="left"))
+            if first == t.size:
+                return None
+            return residual_sigma(Y[first:], y[first:], estimate.theta, estimate.sensor_offset)
 
     @property
-    def com(self) -> np.ndarray:
-        """Centre of mass (3,) (m, sensor frame)."""
-        return inertia_from_theta(self.theta)[1]
+    def tare(self) -> Tare | None:
+        """The offset tare every solve uses (:mod:`inertia_id_ros.online.tare`), or ``None``."""
+        return self._tare
 
-    @property
-    def inertia_com(self) -> np.ndarray:
-        """3x3 rotational inertia about the COM, sensor-frame axes (kg m^2)."""
-        return inertia_from_theta(self.theta)[2]
+    def set_tare(self, duration: float = 1.0, theta_known: np.ndarray | None = None) -> Tare:
+        """Tare the offsets from the newest ``duration`` s (> 0) of the window's samples (the
+        buffered ones are processed first), recorded with the payload removed
+        (``theta_known=None``) or with the known payload ``theta_known`` (10,) attached (about
+        the payload's frame). Replaces the previous tare. With the payload removed the window
+        restarts: its older samples belong to the payload that was removed.
 
-    @property
-    def theta_std(self) -> np.ndarray:
-        """(10,) standard deviations of ``theta`` (square roots of the covariance diagonal)."""
-        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+        Raises :class:`EstimateUnavailable` (``too_few_samples``) when the window holds less
+        than half of ``duration``, ValueError for an invalid ``duration`` or ``theta_known``.
+        """
+        if not (duration > 0 and np.isfinite(duration)):
+            raise ValueError(f"the tare duration must be positive (s), got {duration}")
+        self.process()
+        with self._lock:
+            t, Y, y = self.window.samples(duration, copy=False)
+            span = float(t[-1] - t[0]) if t.size else 0.0
+            if t.size < 2 or span < 0.5 * duration:
+                raise EstimateUnavailable("too_few_samples", (
+                    f"the window holds {t.size} {self.tare_sample_name} over {span:.2f} s for a "
+                    f"{duration:g} s tare: keep the payload removed (or the known one attached) "
+                    f"that long with {self.tare_inputs} streaming, then tare"))
+            tare = tare_offset(t, y, Y, theta_known, noise_floor=self.tare_noise_floor)
+            self._tare = tare
+            if theta_known is None:
+                self._clear_samples()
+            return tare
+
+    def clear_tare(self) -> None:
+        """Forget the tare."""
+        with self._lock:
+            self._tare = None
+
+    def _newest_input_stamps(self) -> tuple[float | None, ...]:
+        """The newest stamp (s) of each input, ``None`` for one that has none yet."""
+        return (self._joint_input.last_t,)
+
+    def _restart_after_clock_reset(self, t: float) -> None:
+        """Also keep the tare, its age carried over into the new time base."""
+        if self._tare is not None:
+            newest = max(v for v in (*self._newest_input_stamps(), self._tare.t) if v is not None)
+            self._tare = dataclasses.replace(self._tare, t=t - (newest - self._tare.t))
+        super()._restart_after_clock_reset(t)
 
 
-class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
+class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
     """Identify the rigid payload beyond an F/T sensor from joint states and wrenches (the
     window's samples are the wrenches). Thread-safe under the locking rule of
     :mod:`inertia_id_ros.online.estimator`."""
@@ -211,7 +310,6 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
         self._wrenches = SampleBuffer(config.max_pending_wrenches, t=(), f=(6,))
         self._last_wrench_t: float | None = None
         self._wrench_clock = type(self._joint_clock)(config.clock_jump_sec)
-        self._tare: Tare | None = None
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -317,12 +415,6 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
 
     # ---- solving ---------------------------------------------------------------------------
 
-    def configure_solver(self, method: str, solver_options: Any) -> None:
-        """As :meth:`OnlineEstimator.configure_solver`; raises ValueError (nothing changed) for a
-        method that needs a prior when the config has none."""
-        check_prior_available(method, self.config.prior is not None)
-        super().configure_solver(method, solver_options)
-
     def orientation_spread_deg(self, duration: float = 0.0) -> np.ndarray:
         """(3,) rms spread (deg, descending) of the proper-acceleration direction in the sensor
         frame (gravity's, when the motion is slow) along its principal axes, over the newest
@@ -411,67 +503,10 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig]):
                         orientation_spread_deg=spread, message=message,
                         condition_number=covariance.condition_number)
 
-    def residual_sigma(self, estimate: Estimate, generation: int) -> np.ndarray | None:
-        """:func:`~inertia_id_ros.online.change_detection.residual_sigma` (6,) (N, N m) of the
-        window's samples from ``estimate.t_first`` on against ``estimate``, or ``None`` if the
-        estimator forgot its samples since ``generation`` (read before the solve) or holds none."""
-        with self._lock:
-            if generation != self._generation:
-                return None
-            t, Y, f = self.window.samples(copy=False)
-            first = int(np.searchsorted(t, estimate.t_first, side="left"))
-            if first == t.size:
-                return None
-            return residual_sigma(Y[first:], f[first:], estimate.theta, estimate.sensor_offset)
-
-    # ---- tare ------------------------------------------------------------------------------
-
-    @property
-    def tare(self) -> Tare | None:
-        """The F/T offset tare every solve uses (:mod:`inertia_id_ros.online.tare`), or ``None``."""
-        return self._tare
-
-    def set_tare(self, duration: float = 1.0, theta_known: np.ndarray | None = None) -> Tare:
-        """Tare the F/T offset from the newest ``duration`` s (> 0) of wrenches (the buffered
-        ones are processed first), recorded with nothing attached beyond the sensor
-        (``theta_known=None``) or with the known payload ``theta_known`` (10,) (about the sensor
-        frame). Replaces the previous tare. With nothing attached the window restarts: its
-        older samples belong to the payload that was removed.
-
-        Raises :class:`EstimateUnavailable` (``too_few_samples``) when the window holds less
-        than half of ``duration``, ValueError for an invalid ``duration`` or ``theta_known``.
-        """
-        if not (duration > 0 and np.isfinite(duration)):
-            raise ValueError(f"the tare duration must be positive (s), got {duration}")
-        self.process()
-        with self._lock:
-            t, Y, f = self.window.samples(duration, copy=False)
-            span = float(t[-1] - t[0]) if t.size else 0.0
-            if t.size < 2 or span < 0.5 * duration:
-                raise EstimateUnavailable("too_few_samples", f"the window holds {t.size} wrenches "
-                                          f"over {span:.2f} s for a {duration:g} s tare: keep the "
-                                          "payload removed (or the known one attached) that "
-                                          "long with the inputs streaming, then tare")
-            tare = tare_offset(t, f, Y, theta_known)
-            self._tare = tare
-            if theta_known is None:
-                self._clear_samples()
-            return tare
-
-    def clear_tare(self) -> None:
-        """Forget the tare."""
-        with self._lock:
-            self._tare = None
-
     # ---- state -----------------------------------------------------------------------------
 
-    def _restart_after_clock_reset(self, t: float) -> None:
-        """Also keep the tare, its age carried over into the new time base."""
-        if self._tare is not None:
-            newest = max(v for v in (self._last_wrench_t, self._joint_input.last_t, self._tare.t)
-                         if v is not None)
-            self._tare = dataclasses.replace(self._tare, t=t - (newest - self._tare.t))
-        super()._restart_after_clock_reset(t)
+    def _newest_input_stamps(self) -> tuple[float | None, ...]:
+        return (self._last_wrench_t, self._joint_input.last_t)
 
     def _clear_pending(self) -> None:
         self._wrenches.clear()

@@ -31,7 +31,6 @@ by the rule of :mod:`inertia_id_ros.online.tare` (a prior on the offset changes,
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,10 +46,8 @@ from inertia_id_ros.core.covariance import (
     block_scores,
     parameter_covariance,
 )
-from inertia_id_ros.core.inertia import N_BODY_PARAMS, inertia_from_theta
+from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.weighting import weighted_normal_equations
-from inertia_id_ros.errors import EstimateUnavailable
-from inertia_id_ros.online.change_detection import residual_sigma
 from inertia_id_ros.online.estimator import (
     JointStateEstimator,
     OnlineEstimatorConfig,
@@ -59,8 +56,13 @@ from inertia_id_ros.online.estimator import (
     solve_weighted,
 )
 from inertia_id_ros.online.inputs import JointStateValidator
-from inertia_id_ros.online.payload_estimator import check_prior_available
-from inertia_id_ros.online.tare import Tare, tare_offset, with_tare
+from inertia_id_ros.online.payload_estimator import (
+    PayloadEstimateBase,
+    PayloadEstimatorMixin,
+    check_prior,
+    check_prior_available,
+)
+from inertia_id_ros.online.tare import with_tare
 from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING, PAYLOAD_TORQUES_HALF_WIDTH
 from inertia_id_ros.solvers import Problem, Solution
 
@@ -96,15 +98,11 @@ class PayloadTorqueEstimatorConfig(OnlineEstimatorConfig):
         super().__post_init__()
         if not self.frame:
             raise self._invalid("frame", "must name the frame the payload is attached to")
-        if self.prior is not None:
-            self.prior = tuple(float(v) for v in np.asarray(self.prior, dtype=float).reshape(-1))
-            if len(self.prior) != N_BODY_PARAMS or not np.all(np.isfinite(self.prior)):
-                raise self._invalid("prior", f"must be {N_BODY_PARAMS} finite values (theta)")
-        check_prior_available(self.method, self.prior is not None)
+        check_prior(self)
 
 
 @dataclass(frozen=True)
-class PayloadTorqueEstimate:
+class PayloadTorqueEstimate(PayloadEstimateBase):
     """A fully physically consistent estimate of the payload at ``frame`` from joint torques.
 
     ``theta`` (10,) about and in ``frame``; ``sensor_offset`` (n,): how much each joint's torque
@@ -117,49 +115,23 @@ class PayloadTorqueEstimate:
     (s); ``solve_time`` (s).
     """
 
-    theta: np.ndarray
-    sensor_offset: np.ndarray
-    covariance: np.ndarray
     rank: int
     n_parameters: int
     condition_number: float
     warnings: tuple[str, ...]
-    min_pseudo_inertia_eig: float
-    residual_rms: float
-    n_samples: int
-    method: str
-    solve_time: float
-    t_first: float
-    t_last: float
     message: str = ""
 
-    @property
-    def mass(self) -> float:
-        """Mass (kg)."""
-        return float(self.theta[0])
 
-    @property
-    def com(self) -> np.ndarray:
-        """Centre of mass (3,) (m, in ``frame``)."""
-        return inertia_from_theta(self.theta)[1]
-
-    @property
-    def inertia_com(self) -> np.ndarray:
-        """3x3 rotational inertia about the COM, ``frame``'s axes (kg m²)."""
-        return inertia_from_theta(self.theta)[2]
-
-    @property
-    def theta_std(self) -> np.ndarray:
-        """(10,) standard errors of ``theta`` (square roots of the covariance diagonal)."""
-        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
-
-
-class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
+class PayloadTorqueEstimator(PayloadEstimatorMixin,
+                             JointStateEstimator[PayloadTorqueEstimatorConfig]):
     """Identify the rigid payload at ``config.frame`` of ``links``'s chain from joint states with
     efforts, the links and drives known as ``links_x`` (see the module docstring). Thread-safe
     under the locking rule of :mod:`inertia_id_ros.online.estimator`. Raises ValueError for a
     frame no joint of the chain moves or a ``links_x`` of the wrong shape,
     :class:`~inertia_id_ros.errors.FrameNotFound` for an unknown frame."""
+
+    tare_sample_name = "joint states"
+    tare_inputs = "the joint states"
 
     def __init__(self, links: LinkModel, links_x: np.ndarray,
                  config: PayloadTorqueEstimatorConfig) -> None:
@@ -176,7 +148,7 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
         self.links = links
         self.links_x = links_x.copy()
         self.model = model
-        self._tare: Tare | None = None
+        self.tare_noise_floor = np.full(links.n_joints, TORQUE_NOISE_STD_FLOOR)
 
     @property
     def joint_names(self) -> tuple[str, ...]:
@@ -193,12 +165,6 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
         return Y, y
 
     # ---- solving ---------------------------------------------------------------------------
-
-    def configure_solver(self, method: str, solver_options: dict) -> None:
-        """As :meth:`OnlineEstimator.configure_solver`; raises ValueError (nothing changed) for a
-        method that needs a prior when the config has none."""
-        check_prior_available(method, self.config.prior is not None)
-        super().configure_solver(method, solver_options)
 
     def solve(self, method: str | None = None, duration: float = 0.0,
               initvals: Solution | np.ndarray | None = None,
@@ -260,64 +226,3 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
             n_samples=n_samples, method=method, solve_time=float(solution.solve_time),
             t_first=t_first, t_last=t_last,
             message="" if solution.found else f"solver stopped early ({solution.status})")
-
-    def residual_sigma(self, estimate: PayloadTorqueEstimate,
-                       generation: int) -> np.ndarray | None:
-        """:func:`~inertia_id_ros.online.change_detection.residual_sigma` (n,) (N·m) of the
-        window's samples from ``estimate.t_first`` on against ``estimate``, or ``None`` if the
-        estimator forgot its samples since ``generation`` or holds none."""
-        with self._lock:
-            if generation != self._generation:
-                return None
-            t, Y, y = self.window.samples(copy=False)
-            first = int(np.searchsorted(t, estimate.t_first, side="left"))
-            if first == t.size:
-                return None
-            return residual_sigma(Y[first:], y[first:], estimate.theta, estimate.sensor_offset)
-
-    # ---- tare ------------------------------------------------------------------------------
-
-    @property
-    def tare(self) -> Tare | None:
-        """The joints' torque-offset tare every solve uses, or ``None``."""
-        return self._tare
-
-    def set_tare(self, duration: float = 1.0, theta_known: np.ndarray | None = None) -> Tare:
-        """Tare the joints' torque offsets from the newest ``duration`` s (> 0) of joint states
-        (the buffered ones are processed first), recorded with the payload removed
-        (``theta_known=None``: the window then restarts, its older samples belong to the
-        payload that was removed) or the known payload ``theta_known`` (10,) attached. Replaces
-        the previous tare. Raises :class:`EstimateUnavailable` (``too_few_samples``) when the
-        window holds less than half of ``duration``, ValueError for invalid values."""
-        if not (duration > 0 and np.isfinite(duration)):
-            raise ValueError(f"the tare duration must be positive (s), got {duration}")
-        self.process()
-        with self._lock:
-            t, Y, y = self.window.samples(duration, copy=False)
-            span = float(t[-1] - t[0]) if t.size else 0.0
-            if t.size < 2 or span < 0.5 * duration:
-                raise EstimateUnavailable("too_few_samples", f"the window holds {t.size} joint "
-                                          f"states over {span:.2f} s for a {duration:g} s tare: "
-                                          "keep the payload removed (or the known one "
-                                          "attached) that long with the joint states "
-                                          "streaming, then tare")
-            tare = tare_offset(t, y, Y, theta_known,
-                               noise_floor=np.full(self.links.n_joints, TORQUE_NOISE_STD_FLOOR))
-            self._tare = tare
-            if theta_known is None:
-                self._clear_samples()
-            return tare
-
-    def clear_tare(self) -> None:
-        """Forget the tare."""
-        with self._lock:
-            self._tare = None
-
-    # ---- state -----------------------------------------------------------------------------
-
-    def _restart_after_clock_reset(self, t: float) -> None:
-        """Also keep the tare, its age carried over into the new time base."""
-        if self._tare is not None:
-            newest = max(v for v in (self._joint_input.last_t, self._tare.t) if v is not None)
-            self._tare = dataclasses.replace(self._tare, t=t - (newest - self._tare.t))
-        super()._restart_after_clock_reset(t)

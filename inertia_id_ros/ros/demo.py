@@ -26,11 +26,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import rclpy
+from rclpy.client import Client
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
@@ -198,6 +201,33 @@ def _shutdown(client_node: Node, processes: list[subprocess.Popen]) -> None:
             process.kill()
 
 
+def _run_client(client_node: Node, processes: list[subprocess.Popen],
+                run: Callable[[], int]) -> int:
+    """A demo's exit code: ``run()``'s (the client's part), or ``EXIT_INTERRUPTED`` on Ctrl-C;
+    the client node and the ``processes`` shut down either way."""
+    try:
+        return run()
+    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C
+        print("demo: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        _shutdown(client_node, processes)
+
+
+def _call(client_node: Node, service: Client, request: Any, timeout_sec: float) -> Any:
+    """Call ``service`` with ``request``, spinning ``client_node``; the response, or ``None``
+    without one within ``timeout_sec`` s."""
+    future = service.call_async(request)
+    rclpy.spin_until_future_complete(client_node, future, timeout_sec=timeout_sec)
+    return future.result()
+
+
+def _verdict(ok: bool) -> int:
+    """Print whether the demo passed (``ok``); its exit code (0: passed, 1: failed)."""
+    print("demo: PASS" if ok else "demo: FAIL")
+    return 0 if ok else 1
+
+
 def _report(estimate: InertialParameters, truth_msg: InertialParameters) -> Errors:
     """Print truth vs. ``estimate`` and the errors against the thresholds; the errors."""
     truth = msg_to_theta(truth_msg)
@@ -227,7 +257,7 @@ def run_demo(motion_sec: float = 30.0, method: str = "lmi", seed: int = 0,
     client = DemoClient(client_node)
     print(f"demo: Panda with a payload beyond '{SENSOR_FRAME}', {motion_sec:.0f} s of motion at "
           "1 kHz, method " + method, flush=True)
-    try:
+    def run() -> int:
         deadline = time.monotonic() + timeout_sec
         last_print = 0.0
         true_offset = None
@@ -252,9 +282,7 @@ def run_demo(motion_sec: float = 30.0, method: str = "lmi", seed: int = 0,
         if not client.identify.wait_for_service(timeout_sec=10.0):
             print("demo: /inertia_id/identify is not available", file=sys.stderr)
             return 1
-        future = client.identify.call_async(Identify.Request(method=method))
-        rclpy.spin_until_future_complete(client_node, future, timeout_sec=60.0)
-        response = future.result()
+        response = _call(client_node, client.identify, Identify.Request(method=method), 60.0)
         if response is None or not response.success:
             print(f"demo: identify failed: {response.message if response else 'no answer'}",
                   file=sys.stderr)
@@ -262,13 +290,9 @@ def run_demo(motion_sec: float = 30.0, method: str = "lmi", seed: int = 0,
         err = _report(response.estimate, client.truth)
         print(f"published estimates: {len(client.estimates)}, inconsistent: {client.inconsistent}")
         ok = err.acceptable() and client.inconsistent == 0 and len(client.estimates) > 0
-        print("demo: PASS" if ok else "demo: FAIL")
-        return 0 if ok else 1
-    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C
-        print("demo: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        _shutdown(client_node, processes)
+        return _verdict(ok)
+
+    return _run_client(client_node, processes, run)
 
 
 FINAL_STATES = ("done", "stopped", "failed")
@@ -300,7 +324,7 @@ def run_excite_demo(duration: float = 15.0, speed_scale: float = 1.0,
     what = trajectory_file or f"a {duration:g} s motion designed on the spot"
     print(f"demo --excite: Panda with a payload beyond '{SENSOR_FRAME}', at rest; ~/excite with "
           f"{what}, speed_scale {speed_scale:g}, method {method}", flush=True)
-    try:
+    def run() -> int:
         deadline = time.monotonic() + timeout_sec
         while not joint_states and time.monotonic() < deadline:
             rclpy.spin_once(client_node, timeout_sec=0.1)
@@ -308,11 +332,9 @@ def run_excite_demo(duration: float = 15.0, speed_scale: float = 1.0,
             print("demo: /inertia_id/excite is not available", file=sys.stderr)
             return 1
         time.sleep(1.0)  # the node sees the joint states too
-        future = excite.call_async(Excite.Request(  # a simulated robot: no dry run first
+        response = _call(client_node, excite, Excite.Request(  # a simulated robot: no dry run
             trajectory_file=trajectory_file, duration=duration, speed_scale=speed_scale,
-            skip_dry_run=True))
-        rclpy.spin_until_future_complete(client_node, future, timeout_sec=30.0)
-        response = future.result()
+            skip_dry_run=True), 30.0)
         if response is None or not response.accepted:
             print(f"demo: excite refused: {response.reason if response else 'no answer'}",
                   file=sys.stderr)
@@ -336,11 +358,6 @@ def run_excite_demo(duration: float = 15.0, speed_scale: float = 1.0,
             print(f"demo: the excitation did not identify ({state})", file=sys.stderr)
             return 1
         err = _report(statuses[-1].estimate, client.truth)
-        ok = err.acceptable()
-        print("demo: PASS" if ok else "demo: FAIL")
-        return 0 if ok else 1
-    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C
-        print("demo: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        _shutdown(client_node, processes)
+        return _verdict(err.acceptable())
+
+    return _run_client(client_node, processes, run)

@@ -57,8 +57,7 @@ from inertia_id_ros.ros.parameters import (
     validate_change,
 )
 from inertia_id_ros.ros.qos import sensor_data
-from inertia_id_ros.ros.security import RCLError
-from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
+from inertia_id_ros.ros.shutdown import create_node_or_exit, ends_quietly, until_shutdown
 from inertia_id_ros.srv import Identify
 from inertia_id_ros.threads import limit_threads
 
@@ -305,16 +304,7 @@ def main(args: list[str] | None = None) -> None:
     # (default 5 ms) keeps either from stalling the other for long, so solves stay within a few ms.
     sys.setswitchinterval(5e-4)
     rclpy.init(args=args)
-    try:
-        node = InertiaIdNode()
-    except StartupError as error:
-        print(f"inertia_id: {error}", file=sys.stderr)
-        rclpy.try_shutdown()
-        sys.exit(2)
-    except RCLError as error:  # e.g. DDS-Security asked for and not available: never unsecured
-        print(f"inertia_id: cannot create the node: {error}", file=sys.stderr)
-        rclpy.try_shutdown()
-        sys.exit(1)
+    node = create_node_or_exit(InertiaIdNode, "inertia_id", StartupError)
     node.get_logger().info(f"memory: {middleware_memory}")
     # Three threads: the input callbacks only queue messages (their own node and executor), the
     # worker takes them in batches and solves, this one serves the services and parameters.

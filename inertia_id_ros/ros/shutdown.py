@@ -1,15 +1,38 @@
-"""Ending rclpy work quietly at shutdown (SIGINT, ``rclpy.shutdown``)."""
+"""A console script's node: created or the script exits with a code; its rclpy work ended quietly at
+shutdown (SIGINT, ``rclpy.shutdown``)."""
 
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
-from typing import ParamSpec
+from typing import ParamSpec, TypeVar
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+from inertia_id_ros.ros.security import RCLError
 
 P = ParamSpec("P")
+NodeT = TypeVar("NodeT", bound=Node)
+
+
+def create_node_or_exit(create: Callable[[], NodeT], name: str,
+                        invalid: type[Exception]) -> NodeT:
+    """``create()`` (after ``rclpy.init``), or print why after ``name:``, shut rclpy down and
+    exit: with 2 on ``invalid`` (an invalid start-up parameter), with 1 when the node cannot be
+    created (``RCLError``: e.g. DDS-Security enforced and not available: never unsecured)."""
+    try:
+        return create()
+    except invalid as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        rclpy.try_shutdown()
+        sys.exit(2)
+    except RCLError as error:
+        print(f"{name}: cannot create the node: {error}", file=sys.stderr)
+        rclpy.try_shutdown()
+        sys.exit(1)
 
 
 def until_shutdown(work: Callable[[], None]) -> None:

@@ -81,8 +81,7 @@ from inertia_id_ros.ros.conversions import (
     wrench_stamped,
 )
 from inertia_id_ros.ros.qos import LATCHED
-from inertia_id_ros.ros.security import RCLError
-from inertia_id_ros.ros.shutdown import ends_quietly, until_shutdown
+from inertia_id_ros.ros.shutdown import create_node_or_exit, ends_quietly, until_shutdown
 from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
@@ -143,32 +142,19 @@ class _PandaPayload:
         self.sent["wrenches"] += len(t)
 
 
-class _Go1Leg:
-    """The Go1's front-left leg: joint states with efforts (joint torques)."""
+class _JointTorqueRobot:
+    """A simulated robot without an F/T sensor: joint states with efforts (joint torques) from
+    ``sim.measure(t, rng)`` (positions, velocities, efforts of the simulated joints), published
+    under ``names`` with the simulated joints at ``columns`` (the others at 0)."""
 
-    def __init__(self, node: Node, p: dict[str, Any]) -> None:
-        config = go1_leg_config()
-        links = config.link_model()
-        seed = int(p["seed"])
-        thetas = links.link_parameters(links.prior)
-        if p["perturb_links"]:
-            thetas = perturbed_links(thetas, np.random.default_rng(seed))
-        noise = DEFAULT_LEG_TORQUE_NOISE_STD if p["noise"] else 0.0
-        self.sim = leg_simulator(config, seed=seed, link_thetas=thetas, torque_noise_std=noise)
-        self.sim.trajectory = _CommandInput(node, p, self.sim.trajectory, links.joint_names,
-                                            LEG_HOME).follower
-        self._names = list(links.robot_joint_names)  # the other legs' joints stay at 0
-        self._columns = [self._names.index(j) for j in links.joint_names]
+    def __init__(self, node: Node, p: dict[str, Any], sim: Any, names: list[str],
+                 columns: list[int]) -> None:
+        self.sim = sim
+        self._names = names
+        self._columns = columns
         self._publish_velocity = bool(p["publish_velocity"])
         self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
-        truth = links_to_msg(links.link_names, self.sim.link_thetas,
-                             dict(zip(links.joint_names, self.sim.drives)))
-        node.create_publisher(InertialParametersArray, "~/ground_truth_links",
-                              LATCHED).publish(truth)
         self.sent = {"joint states": 0}
-        self.description = (f"the Go1 front-left leg {list(links.joint_names)} "
-                            f"({'perturbed' if p['perturb_links'] else 'URDF'} links, torque "
-                            f"noise {noise} N m)")
 
     def subscribed(self) -> bool:
         return bool(self._joint_pub.get_subscription_count())
@@ -184,7 +170,32 @@ class _Go1Leg:
         self.sent["joint states"] += len(t)
 
 
-class _PandaTorques:
+class _Go1Leg(_JointTorqueRobot):
+    """The Go1's front-left leg: joint states with efforts (joint torques)."""
+
+    def __init__(self, node: Node, p: dict[str, Any]) -> None:
+        config = go1_leg_config()
+        links = config.link_model()
+        seed = int(p["seed"])
+        thetas = links.link_parameters(links.prior)
+        if p["perturb_links"]:
+            thetas = perturbed_links(thetas, np.random.default_rng(seed))
+        noise = DEFAULT_LEG_TORQUE_NOISE_STD if p["noise"] else 0.0
+        sim = leg_simulator(config, seed=seed, link_thetas=thetas, torque_noise_std=noise)
+        sim.trajectory = _CommandInput(node, p, sim.trajectory, links.joint_names,
+                                       LEG_HOME).follower
+        names = list(links.robot_joint_names)  # the other legs' joints stay at 0
+        super().__init__(node, p, sim, names, [names.index(j) for j in links.joint_names])
+        truth = links_to_msg(links.link_names, self.sim.link_thetas,
+                             dict(zip(links.joint_names, self.sim.drives)))
+        node.create_publisher(InertialParametersArray, "~/ground_truth_links",
+                              LATCHED).publish(truth)
+        self.description = (f"the Go1 front-left leg {list(links.joint_names)} "
+                            f"({'perturbed' if p['perturb_links'] else 'URDF'} links, torque "
+                            f"noise {noise} N m)")
+
+
+class _PandaTorques(_JointTorqueRobot):
     """The Panda without an F/T sensor carrying a payload at its flange: joint states with
     efforts (joint torques) of its 7 arm joints
     (:func:`~inertia_id_ros.sim.torques.panda_payload_torque_simulators`); follows joint
@@ -194,32 +205,19 @@ class _PandaTorques:
         theta = (theta_from_inertia(p["payload_mass"], np.array(p["payload_com"]),
                                     inertia_from_msg_order(p["payload_inertia"]))
                  if p["payload_mass"] > 0 else np.zeros(10))
-        _, self.sim = panda_payload_torque_simulators(
+        _, sim = panda_payload_torque_simulators(
             int(p["seed"]), theta, PAYLOAD_TORQUES_LINK_ERROR if p["perturb_links"] else 0.0,
             DEFAULT_ARM_TORQUE_NOISE_STD if p["noise"] else 0.0)
-        self._names = self.sim.joint_names
-        self.sim.trajectory = _CommandInput(node, p, self.sim.trajectory, self._names,
-                                            PANDA_HOME).follower
-        self._publish_velocity = bool(p["publish_velocity"])
-        self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
+        names = list(sim.joint_names)
+        sim.trajectory = _CommandInput(node, p, sim.trajectory, sim.joint_names,
+                                       PANDA_HOME).follower
+        super().__init__(node, p, sim, names, list(range(len(names))))
         node.create_publisher(InertialParameters, "~/ground_truth", LATCHED).publish(
             theta_to_msg(theta, self.sim.payload_frame, "payload"))
-        self.sent = {"joint states": 0}
         self.description = (f"the Panda without an F/T sensor, a {p['payload_mass']:.3f} kg "
                             f"payload at '{self.sim.payload_frame}' "
                             f"({'perturbed' if p['perturb_links'] else 'URDF'} links, "
                             f"{'noisy' if p['noise'] else 'exact'} joint torques)")
-
-    def subscribed(self) -> bool:
-        return bool(self._joint_pub.get_subscription_count())
-
-    def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
-        data = self.sim.measure(t, rng)
-        for i, stamp in enumerate(stamps):
-            self._joint_pub.publish(joint_state(
-                stamp, self._names, data.positions[i],
-                data.velocities[i] if self._publish_velocity else None, data.efforts[i]))
-        self.sent["joint states"] += len(t)
 
 
 class _CommandInput:
@@ -460,16 +458,7 @@ def main(args: list[str] | None = None) -> None:
         print(f"inertia_id_sim: {error}", file=sys.stderr)
         sys.exit(2)
     rclpy.init(args=args)
-    try:
-        node = SimulatorNode()
-    except ValueError as error:
-        print(f"inertia_id_sim: {error}", file=sys.stderr)
-        rclpy.try_shutdown()
-        sys.exit(2)
-    except RCLError as error:  # e.g. DDS-Security asked for and not available: never unsecured
-        print(f"inertia_id_sim: cannot create the node: {error}", file=sys.stderr)
-        rclpy.try_shutdown()
-        sys.exit(1)
+    node = create_node_or_exit(SimulatorNode, "inertia_id_sim", ValueError)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
 

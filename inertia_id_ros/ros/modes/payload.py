@@ -124,7 +124,26 @@ class PayloadOut:
                 f"{np.round(tare.offset[3:], 5).tolist()} N m")
 
 
-class PayloadIO(ModeIO):
+class PayloadOutIO(ModeIO):
+    """A payload mode's wiring whose outputs are a :class:`PayloadOut` (``_out``, made by the
+    subclass): estimates, payload changes and ``~/identify`` responses go through it."""
+
+    _out: PayloadOut
+
+    def publish(self, update: Update, markers: bool = True) -> None:
+        """The update's payload change and estimate (and its markers, when ``markers``)."""
+        self._out.publish(update, markers)
+
+    def publish_change(self, update: Update) -> None:
+        """``~/payload_change`` when the update detected one."""
+        self._out.publish_change(update)
+
+    def respond(self, response: Identify.Response, update: Update) -> None:
+        """The estimate in ``response.estimate``."""
+        self._out.respond(response, update)
+
+
+class PayloadIO(PayloadOutIO):
     """The payload mode's topics and services around a :class:`PayloadSession`: wrenches in,
     :class:`PayloadOut` out."""
 
@@ -146,15 +165,3 @@ class PayloadIO(ModeIO):
         if msgs:
             for warning in self._session.add_wrenches(*wrench_batch(msgs)):
                 self._node.warn(warning)
-
-    def publish(self, update: Update, markers: bool = True) -> None:
-        """The update's payload change and estimate (and its markers, when ``markers``)."""
-        self._out.publish(update, markers)
-
-    def publish_change(self, update: Update) -> None:
-        """``~/payload_change`` when the update detected one."""
-        self._out.publish_change(update)
-
-    def respond(self, response: Identify.Response, update: Update) -> None:
-        """The estimate in ``response.estimate``."""
-        self._out.respond(response, update)

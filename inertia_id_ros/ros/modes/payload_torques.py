@@ -11,12 +11,11 @@ import numpy as np
 from rclpy.qos import QoSProfile
 
 from inertia_id_ros.modes import NodeSettings
-from inertia_id_ros.online.session import PayloadTorqueSession, Update
+from inertia_id_ros.online.session import PayloadTorqueSession
 from inertia_id_ros.online.tare import Tare as TareResult
 from inertia_id_ros.ros.conversions import payload_torque_estimate_to_msg
-from inertia_id_ros.ros.modes.base import ModeIO
-from inertia_id_ros.ros.modes.payload import PayloadOut
-from inertia_id_ros.srv import Identify, Tare
+from inertia_id_ros.ros.modes.payload import PayloadOut, PayloadOutIO
+from inertia_id_ros.srv import Tare
 
 if TYPE_CHECKING:
     from inertia_id_ros.ros.node import InertiaIdNode
@@ -40,7 +39,7 @@ class JointTorqueTareOut(PayloadOut):
             + " N m")
 
 
-class PayloadTorquesIO(ModeIO):
+class PayloadTorquesIO(PayloadOutIO):
     """The payload-torques mode's topics around a :class:`PayloadTorqueSession`: joint states
     with efforts in, :class:`JointTorqueTareOut` out."""
 
@@ -54,15 +53,3 @@ class PayloadTorquesIO(ModeIO):
         model = f"fit-links result {own.links_result}" if own.links_result else "the URDF's links"
         self.description = (f"identifying the body beyond '{own.frame}' from the torques of "
                             f"joints {joints} minus {model}")
-
-    def publish(self, update: Update, markers: bool = True) -> None:
-        """The update's payload change and estimate (and its markers, when ``markers``)."""
-        self._out.publish(update, markers)
-
-    def publish_change(self, update: Update) -> None:
-        """``~/payload_change`` when the update detected one."""
-        self._out.publish_change(update)
-
-    def respond(self, response: Identify.Response, update: Update) -> None:
-        """The estimate in ``response.estimate``."""
-        self._out.respond(response, update)
