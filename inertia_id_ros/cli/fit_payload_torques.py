@@ -190,6 +190,9 @@ def _uncertainty_lines(theta: np.ndarray, covariance: np.ndarray) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Fit the payload; the exit code."""
+    if args.method == "cad_prior":
+        raise InputError("fit-payload-torques takes no CAD prior of the payload; choose "
+                         "another --method")
     from inertia_id_ros.chain.payload_from_torques import difference_runs, fit_payload
     from inertia_id_ros.core.robots import frame_id
     from inertia_id_ros.io.data import check_joints

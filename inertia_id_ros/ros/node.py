@@ -51,6 +51,7 @@ from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_mem
 from inertia_id_ros.ros.modes.base import ModeIO
 from inertia_id_ros.ros.parameters import (
     MODE_PARAMETER,
+    check_ellipsoid_method,
     mode_of,
     node_parameters,
     settings_from_parameters,
@@ -240,6 +241,7 @@ class InertiaIdNode(Node):
         try:
             if request.method:
                 self.mode.check_method(request.method)
+                check_ellipsoid_method(request.method, self.settings.bounding_ellipsoid)
             check_prior_available(request.method, self.session.prior_available)
         except ValueError as error:
             response.success = False

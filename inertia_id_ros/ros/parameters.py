@@ -79,8 +79,9 @@ COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
                   "Minimum time between two warnings of the same kind (s)."),
     ParameterSpec("weighting", "",
                   "'none': unweighted least squares; 'channel': each wrench component (payload), "
-                  "joint torque (links), or the base's and each F/T sensor's force rows and "
-                  "torque rows and each joint torque (whole_body) weighted by its inverse "
+                  "joint torque (links, payload_torques), or the base's and each F/T sensor's "
+                  "force rows and torque rows and each joint torque (whole_body) weighted by its "
+                  "inverse "
                   "residual variance over the window, iterated at every solve; the covariance "
                   "(whole_body: the identifiability) follows the weights. Empty: the mode's "
                   "default (" + ", ".join(f"{m.name}: {m.default_weighting}"

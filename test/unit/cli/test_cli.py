@@ -576,6 +576,15 @@ def test_fit_payload_torques_refuses_another_motion(capsys, tmp_path: Path, pand
     assert "does not follow the loaded run's motion" in err
 
 
+def test_fit_payload_torques_refuses_the_cad_prior_method(capsys, tmp_path, panda_urdf):
+    """No CAD prior of the payload can be given to fit-payload-torques: bad input, exit 2."""
+    code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                           str(tmp_path / "absent.npz"), "--frame", SENSOR, "--method",
+                           "cad_prior")
+    assert code == 2
+    assert "takes no CAD prior" in err
+
+
 def _kuka_torque_npz(path: Path, run: Path, payload: np.ndarray | None = None) -> Path:
     """A KUKA run as fit-payload-torques reads it; ``payload`` (10,) at ``lwr_7_link``: its
     torques (at the run's recorded states) added to the measured ones."""
