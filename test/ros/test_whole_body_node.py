@@ -116,9 +116,6 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
     internal sensors. Every published estimate is consistent; on the motion's next 9 s (offline,
     the same simulated robot, fresh noise) the published links and offsets predict every
     sensor's force better than the URDF's links with the true offsets."""
-    import rclpy
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-
     from inertia_id_ros.chain.whole_body_fit import prediction_errors
     from inertia_id_ros.core.whole_body import (
         BaseMotion,
@@ -126,28 +123,12 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
         WholeBodyModel,
         WholeBodySamples,
     )
-    from inertia_id_ros.msg import InertialParametersArray
     from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
     from inertia_id_ros.sim import whole_body as wb
-    from inertia_id_ros.srv import Identify
 
     motion, rate, seed = 21.0, 200.0, 3
-    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p",
-                 "robot:=icub_fixed_whole_body", "-p", f"duration_sec:={motion}",
-                 "-p", f"rate_hz:={rate}", "-p", f"seed:={seed}")
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "--params-file", str(REPO / "config" / "icub_fixed.yaml"),
-                  "-p", f"urdf_path:={example_robot_urdf('icub')}")
-    peer = rclpy.create_node("inertia_id_stand_client")
-    published: list = []
-    peer.create_subscription(InertialParametersArray, "/inertia_id/links", published.append,
-                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-    client = peer.create_client(Identify, "/inertia_id/identify")
-    try:
-        response = identify_after_motion(peer, client, sim, node, motion + 60.0,
-                                         call_timeout=120.0)
-    finally:
-        peer.destroy_node()
+    node, response, published = _icub_scenario(launch, "icub_fixed_whole_body", "icub_fixed.yaml",
+                                                motion, rate, seed, 60.0, 120.0)
     assert "a fixed base from 32 joints, no IMU" in node.output()
     assert len(published) >= 5, node.output()[-3000:]
     inconsistent = sum(not check_consistency(theta).fully_consistent
@@ -187,33 +168,14 @@ def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
     link is consistent; on the motion's next 9 s (offline, rooted at the sole with the floor's
     tilt, fresh noise) the published links and offsets predict every sensor's force better than
     the URDF's links with the true offsets."""
-    import rclpy
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-
     from inertia_id_ros.chain.whole_body_fit import prediction_errors
     from inertia_id_ros.io.whole_body import read_whole_body_file, whole_body_inputs
-    from inertia_id_ros.msg import InertialParametersArray
     from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
     from inertia_id_ros.sim import whole_body as wb
-    from inertia_id_ros.srv import Identify
 
     motion, rate, seed = 15.0, 200.0, 4
-    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p",
-                 "robot:=icub_stance_whole_body", "-p", f"duration_sec:={motion}",
-                 "-p", f"rate_hz:={rate}", "-p", f"seed:={seed}")
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "--params-file", str(REPO / "config" / "icub_stance.yaml"),
-                  "-p", f"urdf_path:={example_robot_urdf('icub')}")
-    peer = rclpy.create_node("inertia_id_stance_client")
-    published: list = []
-    peer.create_subscription(InertialParametersArray, "/inertia_id/links", published.append,
-                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-    client = peer.create_client(Identify, "/inertia_id/identify")
-    try:
-        response = identify_after_motion(peer, client, sim, node, motion + 50.0,
-                                         call_timeout=60.0)
-    finally:
-        peer.destroy_node()
+    node, response, published = _icub_scenario(launch, "icub_stance_whole_body",
+                                                "icub_stance.yaml", motion, rate, seed, 50.0, 60.0)
     assert len(published) >= 3, node.output()[-3000:]
     inconsistent = sum(not check_consistency(theta).fully_consistent
                        for msg in published + [response.links]
@@ -261,3 +223,32 @@ def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
         assert node.popen.wait(timeout=60.0) == 2, node.output()
         assert expected in node.output(), node.output()
     assert np.all([not node.alive() for node, _ in nodes])
+
+
+def _icub_scenario(launch, robot: str, config: str, motion: float, rate: float, seed: int,
+                   slack: float, call_timeout: float) -> tuple:
+    """The simulator's ``robot`` playing ``motion`` s at ``rate`` Hz (``seed``) to the node with
+    ``config/<config>`` and the iCub URDF; ``identify`` once the node has taken it all (within
+    ``motion + slack`` s): ``(node process, identify response, every ~/links message)``."""
+    import rclpy
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from inertia_id_ros.msg import InertialParametersArray
+    from inertia_id_ros.srv import Identify
+
+    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", f"robot:={robot}",
+                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", f"seed:={seed}")
+    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
+                  "--params-file", str(REPO / "config" / config),
+                  "-p", f"urdf_path:={example_robot_urdf('icub')}")
+    peer = rclpy.create_node("inertia_id_icub_client")
+    published: list = []
+    peer.create_subscription(InertialParametersArray, "/inertia_id/links", published.append,
+                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+    client = peer.create_client(Identify, "/inertia_id/identify")
+    try:
+        response = identify_after_motion(peer, client, sim, node, motion + slack,
+                                         call_timeout=call_timeout)
+    finally:
+        peer.destroy_node()
+    return node, response, published
