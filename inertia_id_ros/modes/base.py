@@ -77,6 +77,9 @@ class NodeSettings:
     design_time_limit_sec: float = 0.0
     bounding_ellipsoid: bool = False
     """Constrain each identified body to an ellipsoid around it (the mode's volumes)."""
+    diagnostics_period_sec: float = 1.0
+    """``/diagnostics`` is published at every update and, between slower updates, at least this
+    often (s): the counters of what the node has taken stay current whatever ``update_rate_hz``."""
 
 
 @dataclass(frozen=True)

@@ -68,9 +68,6 @@ update): rviz needs no more, and they cost more than the estimate."""
 
 DRAIN_PERIOD_SEC = 0.05
 """The worker hands the queued input messages to the session at least this often (s)."""
-DIAGNOSTICS_PERIOD_SEC = 1.0
-"""``/diagnostics`` is published at every update and, between slower updates, at least this
-often (s): the counters of what the node has taken stay current whatever ``update_rate_hz``."""
 
 _ARRAY_TYPES = {"double_array": Parameter.Type.DOUBLE_ARRAY,
                 "string_array": Parameter.Type.STRING_ARRAY}
@@ -229,7 +226,7 @@ class InertiaIdNode(Node):
                 self._wake.wait(min(remaining, DRAIN_PERIOD_SEC))
                 try:
                     self._io.drain()
-                    if time.monotonic() - self._last_diagnostics >= DIAGNOSTICS_PERIOD_SEC:
+                    if time.monotonic() - self._last_diagnostics >= self.settings.diagnostics_period_sec:
                         self._publish_diagnostics()
                 except Exception as error:  # a bug must not stop the worker
                     if not self.context.ok():

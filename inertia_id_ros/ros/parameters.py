@@ -77,6 +77,9 @@ COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
                   "solves at 1 kHz."),
     ParameterSpec("warning_period_sec", 5.0,
                   "Minimum time between two warnings of the same kind (s)."),
+    ParameterSpec("diagnostics_period_sec", NodeSettings.diagnostics_period_sec,
+                  "/diagnostics is published at every update and, between slower updates, at "
+                  "least this often (s), > 0: its counters of the messages taken stay current."),
     ParameterSpec("weighting", "",
                   "'none': unweighted least squares; 'channel': each wrench component (payload), "
                   "joint torque (links, payload_torques), or the base's and each F/T sensor's "
@@ -199,8 +202,8 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
     if unknown:
         raise StartupError(f"parameter {unknown[0]!r} is not a parameter of the node")
     v = {p.name: values.get(p.name, p.default) for p in table}
-    for name in ("window_sec", "update_rate_hz", "warning_period_sec", "max_input_rate_hz",
-                 *EXCITE_PARAMETERS, "excite_max_acceleration"):
+    for name in ("window_sec", "update_rate_hz", "warning_period_sec", "diagnostics_period_sec",
+                 "max_input_rate_hz", *EXCITE_PARAMETERS, "excite_max_acceleration"):
         if not positive(v[name]):
             raise StartupError(f"parameter '{name}' must be > 0, got {v[name]!r}")
     if float(v["update_rate_hz"]) > MAX_UPDATE_RATE_HZ:
@@ -238,6 +241,7 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         update_rate_hz=float(v["update_rate_hz"]), method=v["method"], solver_options=options,
         max_input_rate_hz=float(v["max_input_rate_hz"]), qos_depth=int(v["qos_depth"]),
         warning_period_sec=float(v["warning_period_sec"]), weighting=v["weighting"],
+        diagnostics_period_sec=float(v["diagnostics_period_sec"]),
         trajectory_topic=v["trajectory_topic"],
         excitation=_run_config(v),
         excite_max_acceleration=float(v["excite_max_acceleration"]),

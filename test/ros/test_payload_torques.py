@@ -24,6 +24,8 @@ from inertia_id_ros.sim.torques import panda_payload_torque_runs
 MOTION_SEC = 60.0
 RATE_HZ = 1000.0
 SEED = 4
+TIME_SCALE = 2.0
+"""The simulator plays the motion this many times faster than real time (stamps 1 ms apart)."""
 FRAME = "panda_link8"
 
 
@@ -66,7 +68,8 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
                   str(REPO / "config" / "panda_payload_torques.yaml"),
                   "-p", f"urdf_path:={example_robot_urdf('panda')}",
                   "-p", f"torques_links_result:={links_result}",
-                  "-p", f"window_sec:={MOTION_SEC + 5.0}", "-p", "update_rate_hz:=1.0")
+                  "-p", f"window_sec:={MOTION_SEC + 5.0}", "-p", "update_rate_hz:=1.0",
+                  "-p", "diagnostics_period_sec:=0.2")
     peer = rclpy.create_node("inertia_id_payload_torques_client")
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
@@ -85,8 +88,8 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
         assert diagnostics.diagnostics["mode"] == "payload_torques"
         sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p",
                      "robot:=panda_torques", "-p", f"seed:={SEED}", "-p", f"rate_hz:={RATE_HZ}",
-                     "-p", f"duration_sec:={MOTION_SEC}")
-        response = identify_after_motion(peer, client, sim, node, MOTION_SEC + 60.0)
+                     "-p", f"duration_sec:={MOTION_SEC}", "-p", f"time_scale:={TIME_SCALE}")
+        response = identify_after_motion(peer, client, sim, node, MOTION_SEC / TIME_SCALE + 60.0)
         played = int(round(MOTION_SEC * RATE_HZ))
         estimate = response.estimate
         assert received["truth"], "no ground truth from the simulator"

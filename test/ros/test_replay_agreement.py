@@ -24,6 +24,9 @@ DURATION = 22.0
 GRASP_AT = 13.0
 UPDATE_RATE_HZ = 2.0
 WINDOW_SEC = 10.0
+DIAGNOSTICS_PERIOD_SEC = 0.05
+"""The node's ``diagnostics_period_sec`` (s): before each ``identify`` the test waits for the
+counters of a diagnostics message to count every message sent."""
 
 
 def test_node_and_replay_agree_on_a_bag_with_a_grasp(launch, rclpy_context, tmp_path):
@@ -43,7 +46,8 @@ def test_node_and_replay_agree_on_a_bag_with_a_grasp(launch, rclpy_context, tmp_
     assert len(replay.payload_changes) == 1
 
     process = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                     *node_args(window_sec=WINDOW_SEC, update_rate_hz=0.001))
+                     *node_args(window_sec=WINDOW_SEC, update_rate_hz=0.001,
+                                diagnostics_period_sec=DIAGNOSTICS_PERIOD_SEC))
     peer = rclpy.create_node("inertia_id_replay_peer")
     try:
         client = peer.create_client(Identify, "/inertia_id/identify")

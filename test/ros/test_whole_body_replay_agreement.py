@@ -50,7 +50,8 @@ def test_node_and_replay_agree_on_a_whole_body_bag(launch, rclpy_context, tmp_pa
 
     process = launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", str(CONFIG),
                      "-p", f"urdf_path:={urdf}", "-p", "update_rate_hz:=0.001",
-                     "-p", f"sample_rate_hz:={OVERRIDES['sample_rate_hz']}")
+                     "-p", f"sample_rate_hz:={OVERRIDES['sample_rate_hz']}",
+                     "-p", "diagnostics_period_sec:=0.05")  # counters current before identify
     peer = rclpy.create_node("inertia_id_whole_body_replay_peer")
     try:
         client = peer.create_client(Identify, "/inertia_id/identify")
