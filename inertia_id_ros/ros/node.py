@@ -226,7 +226,8 @@ class InertiaIdNode(Node):
                 self._wake.wait(min(remaining, DRAIN_PERIOD_SEC))
                 try:
                     self._io.drain()
-                    if time.monotonic() - self._last_diagnostics >= self.settings.diagnostics_period_sec:
+                    since = time.monotonic() - self._last_diagnostics
+                    if since >= self.settings.diagnostics_period_sec:
                         self._publish_diagnostics()
                 except Exception as error:  # a bug must not stop the worker
                     if not self.context.ok():
