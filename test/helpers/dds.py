@@ -97,6 +97,11 @@ def identify(node, client, **request):
     return future.result()
 
 
+FAST_DIAGNOSTICS = ("-p", "diagnostics_period_sec:=0.2")
+"""Node arguments: /diagnostics every 0.2 s, so that a test sees soon that the node has
+taken every message (:func:`identify_after_motion`)."""
+
+
 def identify_after_motion(peer, client, sim, node, timeout: float, call_timeout: float = 60.0):
     """Spin ``peer`` until the simulator has played its motion and exited cleanly (``timeout``
     s) and the node's diagnostics say it has taken every sample (its last samples are in its

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers.dds import identify_after_motion
+from helpers.dds import FAST_DIAGNOSTICS, identify_after_motion
 from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
@@ -23,10 +23,12 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
 
     motion = 15.0
     sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node",
-                 "-p", f"duration_sec:={motion}", "-p", "seed:=3")
+                 "-p", f"duration_sec:={motion}", "-p", "seed:=3",
+                 "-p", "time_scale:=2.0")  # the 15 s motion in 7.5 s
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "-p", f"urdf_path:={example_robot_urdf('panda')}",
-                  "-p", "sensor_frame:=panda_link8", "-p", "window_sec:=30.0")
+                  "-p", "sensor_frame:=panda_link8", "-p", "window_sec:=30.0",
+                  *FAST_DIAGNOSTICS)
     peer = rclpy.create_node("inertia_id_integration_client")
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
@@ -74,8 +76,8 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
 
 
 def test_simulated_leg_and_links_mode_recover_the_friction_and_armature(launch, rclpy_context):
-    """Acceptance (issue 4, item 6) over DDS: Go1 leg simulator (60 s at 500 Hz played at twice
-    real time, 0.1 N m torque noise, links perturbed from the URDF) -> node in links mode
+    """Acceptance (issue 4, item 6) over DDS: Go1 leg simulator (60 s at 500 Hz played at three
+    times real time, 0.1 N m torque noise, links perturbed from the URDF) -> node in links mode
     (config/go1_leg_links.yaml with the chain config's gear ratios and motor type) -> identify:
     every link consistent; viscous and Coulomb friction and the armature of every joint within
     10 %. The knee's armature (the one the torques separate from the link inertias) is estimated;
@@ -92,10 +94,11 @@ def test_simulated_leg_and_links_mode_recover_the_friction_and_armature(launch, 
     motion, rate = 60.0, 500.0
     sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_leg",
                  "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", "seed:=3",
-                 "-p", "time_scale:=2.0")  # the 60 s motion in 30 s
+                 "-p", "time_scale:=3.0")  # the 60 s motion in 20 s
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
-                  "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")
+                  "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}",
+                  *FAST_DIAGNOSTICS)
     peer = rclpy.create_node("inertia_id_links_client")
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)

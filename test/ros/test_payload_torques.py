@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers.dds import NodeDiagnostics, identify_after_motion, spin_until
+from helpers.dds import FAST_DIAGNOSTICS, NodeDiagnostics, identify_after_motion, spin_until
 from helpers.paths import REPO
 from inertia_id_ros import cli
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
@@ -69,7 +69,7 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
                   "-p", f"urdf_path:={example_robot_urdf('panda')}",
                   "-p", f"torques_links_result:={links_result}",
                   "-p", f"window_sec:={MOTION_SEC + 5.0}", "-p", "update_rate_hz:=1.0",
-                  "-p", "diagnostics_period_sec:=0.2")
+                  *FAST_DIAGNOSTICS)
     peer = rclpy.create_node("inertia_id_payload_torques_client")
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)

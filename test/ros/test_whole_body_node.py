@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.dds import identify_after_motion, spin_until
+from helpers.dds import FAST_DIAGNOSTICS, identify_after_motion, spin_until
 from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
 
 ICUB_CONFIG = str(REPO / "config" / "icub_whole_body.yaml")
+TIME_SCALE = 2.0
+"""The simulator plays the iCub's motions this many times faster than real time (the stamps
+still 1 / rate apart)."""
 
 
 def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_context):
@@ -28,7 +31,8 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
 
     motion, rate = 30.0, 200.0
     sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=icub_whole_body",
-                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", "seed:=2")
+                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", "seed:=2",
+                 "-p", f"time_scale:={TIME_SCALE}")
     # the right foot's sensor on a topic nobody publishes: reported, its rows dropped
     topics = ", ".join(f"/{frame}/wrench" if frame != "r_foot_ft_sensor" else "/nobody/wrench"
                        for frame in ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor",
@@ -36,7 +40,7 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
                                      "l_sole"))
     node = launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", ICUB_CONFIG,
                   "-p", f"urdf_path:={example_robot_urdf('icub')}", "-p", "update_rate_hz:=1.0",
-                  "-p", f"ft_topics:=[{topics}]", "-p", "weighting:=channel")
+                  "-p", f"ft_topics:=[{topics}]", "-p", "weighting:=channel", *FAST_DIAGNOSTICS)
     peer = rclpy.create_node("inertia_id_whole_body_client")
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
@@ -53,7 +57,7 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
                                        for s in msg.status if s.name.startswith("inertia_id")), 10)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        response = identify_after_motion(peer, client, sim, node, motion + 60.0,
+        response = identify_after_motion(peer, client, sim, node, motion / TIME_SCALE + 60.0,
                                          call_timeout=120.0)
         assert received["truth"] and len(received["links"]) >= 5, node.output()[-3000:]
         inconsistent = sum(not check_consistency(theta).fully_consistent
@@ -89,7 +93,8 @@ def test_go1_whole_body_over_dds_from_its_foot_contacts(launch, rclpy_context):
     from inertia_id_ros.srv import Identify
 
     sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_whole_body",
-                 "-p", "duration_sec:=15.0", "-p", "rate_hz:=200.0")
+                 "-p", "duration_sec:=15.0", "-p", "rate_hz:=200.0",
+                 "-p", f"time_scale:={TIME_SCALE}")
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / "go1_whole_body.yaml"),
                   "-p", f"urdf_path:={example_robot_urdf('go1')}")
@@ -227,9 +232,11 @@ def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
 
 def _icub_scenario(launch, robot: str, config: str, motion: float, rate: float, seed: int,
                    slack: float, call_timeout: float) -> tuple:
-    """The simulator's ``robot`` playing ``motion`` s at ``rate`` Hz (``seed``) to the node with
+    """The simulator's ``robot`` playing ``motion`` s at ``rate`` Hz (``seed``; at
+    :data:`TIME_SCALE` times real time) to the node with
     ``config/<config>`` and the iCub URDF; ``identify`` once the node has taken it all (within
-    ``motion + slack`` s): ``(node process, identify response, every ~/links message)``."""
+    ``motion / TIME_SCALE + slack`` s): ``(node process, identify response, every ~/links
+    message)``."""
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
@@ -237,17 +244,18 @@ def _icub_scenario(launch, robot: str, config: str, motion: float, rate: float, 
     from inertia_id_ros.srv import Identify
 
     sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", f"robot:={robot}",
-                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", f"seed:={seed}")
+                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", f"seed:={seed}",
+                 "-p", f"time_scale:={TIME_SCALE}")
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / config),
-                  "-p", f"urdf_path:={example_robot_urdf('icub')}")
+                  "-p", f"urdf_path:={example_robot_urdf('icub')}", *FAST_DIAGNOSTICS)
     peer = rclpy.create_node("inertia_id_icub_client")
     published: list = []
     peer.create_subscription(InertialParametersArray, "/inertia_id/links", published.append,
                              QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        response = identify_after_motion(peer, client, sim, node, motion + slack,
+        response = identify_after_motion(peer, client, sim, node, motion / TIME_SCALE + slack,
                                          call_timeout=call_timeout)
     finally:
         peer.destroy_node()
