@@ -24,7 +24,7 @@ from inertia_id_ros.sim.torques import panda_payload_torque_runs
 MOTION_SEC = 60.0
 RATE_HZ = 1000.0
 SEED = 4
-TIME_SCALE = 2.0
+TIME_SCALE = 3.0
 """The simulator plays the motion this many times faster than real time (stamps 1 ms apart)."""
 FRAME = "panda_link8"
 

@@ -15,7 +15,7 @@ from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
 
 ICUB_CONFIG = str(REPO / "config" / "icub_whole_body.yaml")
-TIME_SCALE = 2.0
+TIME_SCALE = 3.0
 """The simulator plays the iCub's motions this many times faster than real time (the stamps
 still 1 / rate apart)."""
 
