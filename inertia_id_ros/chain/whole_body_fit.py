@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -370,26 +371,40 @@ def prediction_errors(model: WholeBodyModel, x: np.ndarray, samples: WholeBodySa
     """How well parameters ``x`` (p,) predict the measured wrenches (and torques) of
     ``samples``: the residuals of the rows, which for an internal sensor are its measured minus
     its predicted wrench, for the base the contacts' measured minus predicted total wrench."""
+    return prediction_errors_of(model, [x], samples, with_efforts)[0]
+
+
+def prediction_errors_of(model: WholeBodyModel, xs: Sequence[np.ndarray],
+                         samples: WholeBodySamples,
+                         with_efforts: bool = False) -> list[PredictionErrors]:
+    """:func:`prediction_errors` of each parameter vector of ``xs`` (each (p,)) in one pass
+    over the rows of ``samples`` (the rows cost far more than the products)."""
     channels = model.channels(with_efforts)
-    sums = np.zeros(len(channels))
+    X = np.stack([np.asarray(x, dtype=float) for x in xs], axis=1)  # (p, k)
+    sums = np.zeros((len(channels), X.shape[1]))
     n = 0
     for start in range(0, len(samples), _CHUNK):
         chunk = samples.subset(slice(start, start + _CHUNK))
         for (rows, cols), (Yg, bg) in zip(model.row_groups(with_efforts),
                                           model.group_rows(chunk, with_efforts)):
-            sums[rows] += np.sum((Yg @ x[cols] - bg) ** 2, axis=0)
+            residuals = Yg @ X[cols] - bg[..., None]  # (N, channels, k)
+            sums[rows] += np.sum(residuals ** 2, axis=0)
         n += len(chunk)
-    force: dict[str, float] = {}
-    torque: dict[str, float] = {}
-    for group in dict.fromkeys(label.rsplit(".", 1)[0] for label in channels):
-        idx = [k for k, label in enumerate(channels) if label.rsplit(".", 1)[0] == group]
-        if group == "tau":
-            force[group] = float("nan")
-            torque[group] = float(np.sqrt(sums[idx].sum() / (n * len(idx))))
-        else:
-            force[group] = float(np.sqrt(sums[idx[:3]].sum() / (3 * n)))
-            torque[group] = float(np.sqrt(sums[idx[3:]].sum() / (3 * n)))
-    return PredictionErrors(force, torque)
+    groups = dict.fromkeys(label.rsplit(".", 1)[0] for label in channels)
+    errors = []
+    for column in sums.T:
+        force: dict[str, float] = {}
+        torque: dict[str, float] = {}
+        for group in groups:
+            idx = [k for k, label in enumerate(channels) if label.rsplit(".", 1)[0] == group]
+            if group == "tau":
+                force[group] = float("nan")
+                torque[group] = float(np.sqrt(column[idx].sum() / (n * len(idx))))
+            else:
+                force[group] = float(np.sqrt(column[idx[:3]].sum() / (3 * n)))
+                torque[group] = float(np.sqrt(column[idx[3:]].sum() / (3 * n)))
+        errors.append(PredictionErrors(force, torque))
+    return errors
 
 
 def prior_with_fitted_offsets(model: WholeBodyModel, samples: WholeBodySamples,
@@ -432,11 +447,11 @@ def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout
                              weighting=weighting, bounding_ellipsoids=bounding_ellipsoids)
         equations = NormalEquations(*channels.total())
     ols = fit_whole_body(model, equations, "ols", prior_weight, with_efforts)
-    errors = {name: prediction_errors(model, x, test, with_efforts)
-              for name, x in (("fit", fit.x), ("urdf", model.prior), ("ols", ols.x))}
+    compared = {"fit": fit.x, "urdf": model.prior, "ols": ols.x}
     if model.offset_sensors:
-        errors["urdf_offsets"] = prediction_errors(
-            model, prior_with_fitted_offsets(model, train, with_efforts), test, with_efforts)
+        compared["urdf_offsets"] = prior_with_fitted_offsets(model, train, with_efforts)
+    errors = dict(zip(compared, prediction_errors_of(model, list(compared.values()), test,
+                                                     with_efforts)))
     table = {group: {"force": {name: e.force[group] for name, e in errors.items()},
                      "torque": {name: e.torque[group] for name, e in errors.items()},
                      "ols_inconsistent_links": sum(not check_consistency(t).fully_consistent

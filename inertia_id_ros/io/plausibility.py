@@ -682,12 +682,11 @@ def whole_body_residual_findings(model: Any, samples: Any, x: np.ndarray, prior_
     """:func:`residual_ratio_findings` of a whole-body fit ``x`` per row group (the base's and
     each internal sensor's force and torque rows, the joint torques) against the unconstrained
     fit (``ols``, every offset fitted, the same ``prior_weight``)."""
-    from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_errors
+    from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_errors_of
 
     ols = fit_whole_body(model, samples, "ols", prior_weight=prior_weight,
                          with_efforts=with_efforts)
-    errors = [prediction_errors(model, v, samples, with_efforts)
-              for v in (x, ols.x, np.zeros_like(x))]
+    errors = prediction_errors_of(model, [x, ols.x, np.zeros_like(x)], samples, with_efforts)
     subjects, consistent, unconstrained, measured, units = [], [], [], [], []
     for group in errors[0].force:
         for part, unit in (("force", "N"), ("torque", "N m")):
