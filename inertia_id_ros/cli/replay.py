@@ -378,7 +378,7 @@ def _report_links_replay(args: argparse.Namespace, replay: Any, elapsed: float) 
     """CSV, JSON (a fit-links result: the payload-torques mode's ``torques_links_result``) and
     the printed summary of a links replay (``elapsed``: its wall time, s); the exit code."""
     from inertia_id_ros.core.inertia import check_consistency
-    from inertia_id_ros.io.export import body_json
+    from inertia_id_ros.io.link_result import link_result_json
     from inertia_id_ros.io.replay import links_update_record, write_links_csv
 
     if args.csv:
@@ -386,15 +386,15 @@ def _report_links_replay(args: argparse.Namespace, replay: Any, elapsed: float) 
     if replay.final is None:
         return _replay_without_estimate(replay)
     dropped, final = dropped_text(replay.dropped), replay.final
-    bodies = [body_json(link, link, theta) for link, theta in zip(final.link_names, final.thetas)]
-    joints = [{"name": joint, **vars(drive)} for joint, drive in final.drives.items()]
+    links = link_result_json(final.link_names, final.thetas, final.drives)
+    bodies, joints = links["bodies"], links["joints"]
     failed = dict(replay.session.failed_solves)
     checked: dict[str, Any] = {}
     code = report_findings("replay", replay.input_findings + replay.findings, checked)
     if args.json:
         write_json(args.json, {
-            "mode": "links", "method": final.method, "bodies": bodies, "joints": joints,
-            **checked, "residual_rms": final.residual_rms, "samples": final.n_samples,
+            "mode": "links", "method": final.method, **links, **checked,
+            "residual_rms": final.residual_rms, "samples": final.n_samples,
             "rank": final.rank, "unidentifiable": list(final.unidentifiable),
             "solve_time_s": final.solve_time, "source": replay.source,
             "update_rate_hz": replay.update_rate_hz,
@@ -414,7 +414,8 @@ def _report_links_replay(args: argparse.Namespace, replay: Any, elapsed: float) 
              + (f"; dropped {dropped}" if dropped else ""),
              f"first estimate after {estimates[0].time - replay.start_time:.1f} s; final: "
              f"{final.n_samples} joint states, base-parameter rank {final.rank}; "
-             f"unidentifiable (the prior decides): {' '.join(final.unidentifiable) or 'none'}",
+             f"{len(final.unidentifiable)} parameters the data cannot fix (the prior decides; "
+             "listed in the JSON)",
              f"{'link':<20}{'mass (kg)':>10}{'COM (mm)':>26}{'λmin(J)':>12}  consistent"]
     for body in bodies:
         com = "" if body["com"] is None else " ".join(f"{1e3 * c:8.1f}" for c in body["com"])

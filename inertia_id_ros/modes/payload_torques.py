@@ -114,6 +114,7 @@ class PayloadTorquesMode(Mode):
     """No parameter gives the payload's CAD values: every method but ``cad_prior``."""
     node_io = "inertia_id_ros.ros.modes.payload_torques:PayloadTorquesIO"
     commands = ("inertia_id_ros.cli.fit_payload_torques",)
+    replay_options = ("png", "truth")
 
     def read_settings(self, values: Mapping[str, Any]) -> PayloadTorquesSettings:
         """``torques_change_threshold`` and ``torques_filter_half_width`` > 0; the effort
