@@ -175,3 +175,82 @@ def test_degrees_without_a_description_are_refused_as_the_fit_commands_do(capsys
     code, _, err = run(capsys, "fit-payload", "--bag", degrees, "--urdf",
                        example_robot_urdf("panda"), "--sensor-frame", "panda_link8")
     assert code == 3 and "Degrees?" in err
+
+
+def test_replay_input_reads_a_csv_in_milliseconds_degrees_and_motor_currents(
+        capsys, torque_bag, tmp_path):
+    """The torque bag's joint states as an arm logs them to CSV (stamps in ms, angles in
+    degrees, signed motor currents), replayed with ``--input`` (the description's units, torque
+    constants, gear ratio and signs): the bag's final payload estimate (mass to 1e-5, COM to
+    0.01 mm: the bag's stamps, 1.7e9 s in float64, resolve only 0.24 us; the log's count from 0).
+    The same description with the stamps called seconds is refused, naming milliseconds."""
+    bag, _, links = torque_bag
+    states = read_joint_bag(bag)
+    constants = np.linspace(0.05, 0.11, len(PANDA_ARM_JOINTS))
+    signs = np.where(np.arange(len(PANDA_ARM_JOINTS)) % 3 == 1, -1.0, 1.0)
+    currents = states.effort / (100.0 * constants) * signs
+    log = tmp_path / "arm.csv"
+    header = ["t_ms", *(f"{kind}_{j}" for kind in ("pos", "vel", "cur") for j in PANDA_ARM_JOINTS)]
+    t_ms = 1e3 * (states.t - states.t[0])  # from the log's start, as arms log them
+    np.savetxt(log, np.column_stack([t_ms, np.degrees(states.q), np.degrees(states.dq),
+                                     currents]), delimiter=",", header=",".join(header),
+               comments="", fmt="%.17g")
+    text = {"streams": {"arm": {"file": str(log), "time": "t_ms", "time_unit": "ms"}},
+            "joints": {"stream": "arm", "names": list(PANDA_ARM_JOINTS),
+                       "position": {"columns": "pos_{joint}", "unit": "deg"},
+                       "velocity": {"columns": "vel_{joint}", "unit": "deg"},
+                       "effort": {"columns": "cur_{joint}", "unit": "A", "gear_ratio": 100,
+                                  "torque_constant": dict(zip(PANDA_ARM_JOINTS,
+                                                              constants.tolist())),
+                                  "sign": dict(zip(PANDA_ARM_JOINTS, signs.tolist()))}}}
+    described = tmp_path / "arm.yaml"
+    described.write_text(json.dumps(text))
+    options = ["--urdf", example_robot_urdf("panda"), "--params-file",
+               CONFIG / "panda_payload_torques.yaml", "-p", f"torques_links_result:={links}",
+               "-p", "update_rate_hz:=1.0"]
+    results = []
+    for log_argument in ([bag], ["--input", described]):
+        out = tmp_path / "r.json"
+        code, _, err = run(capsys, "replay", *log_argument, *options, "--json", out)
+        assert code == 0, err
+        results.append(json.loads(out.read_text()))
+    csv_theta, bag_theta = (np.array(r["bodies"][0]["theta"]) for r in results)
+    assert csv_theta[0] == pytest.approx(bag_theta[0], rel=1e-5)
+    assert np.linalg.norm(inertia_from_theta(csv_theta)[1]
+                          - inertia_from_theta(bag_theta)[1]) < 1e-5
+    text["streams"]["arm"]["time_unit"] = "s"
+    described.write_text(json.dumps(text))
+    code, _, err = run(capsys, "replay", "--input", described, *options)
+    assert code == 2 and "Milliseconds?" in err and err.count("\n") == 1
+
+
+def test_whole_body_replay_input_equals_the_bag_replay(capsys, tmp_path):
+    """A simulated Go1 bag (joint states, IMU, four foot F/T topics) and an input description of
+    the same bag's topics (F/T sensors by frame, signs kept): the same updates and final
+    estimate in whole_body mode."""
+    bag = tmp_path / "go1"
+    assert cli.main(["sim-whole-body", "--robot", "go1", "--bag", str(bag), "--duration", "3",
+                     "--rate", "200", "--seed", "2"]) == 0
+    feet = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
+    streams = {"joints": {"file": str(bag), "topic": "/joint_states"},
+               "imu": {"file": str(bag), "topic": "/imu"},
+               **{foot: {"file": str(bag), "topic": f"/{foot}/wrench"} for foot in feet}}
+    described = tmp_path / "go1.yaml"
+    described.write_text(json.dumps({
+        "streams": streams, "imu": {"frame": "imu_link", "stream": "imu"},
+        "joints": {"stream": "joints", "position": {"unit": "rad"}, "velocity": {"unit": "rad"}},
+        "ft_sensors": [{"frame": foot, "stream": foot, "kind": "contact", "sign": "keep"}
+                       for foot in feet]}))
+    results = []
+    for log in ([bag], ["--input", described]):
+        out = tmp_path / "r.json"
+        code, _, err = run(capsys, "replay", *log, "--params-file", CONFIG / "go1_whole_body.yaml",
+                           "-p", "sample_rate_hz:=100.0", "-p", "update_rate_hz:=2.0",
+                           "--json", out)
+        assert code == 0, err
+        results.append(json.loads(out.read_text()))
+    bag_run, described_run = results
+    assert [u["status"] for u in described_run["updates"]] == \
+        [u["status"] for u in bag_run["updates"]]
+    assert np.allclose([b["theta"] for b in described_run["bodies"]],
+                       [b["theta"] for b in bag_run["bodies"]], rtol=1e-6, atol=1e-9)
