@@ -41,16 +41,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``replay`` command on ``subparsers``."""
     replay = subparsers.add_parser(
         "replay",
-        help="run the node's estimator over a ROS 2 bag, update by update in bag time; CSV, "
-             "JSON, PNG report")
+        help="run the node's estimator (any mode) over a ROS 2 bag or a described log, update "
+             "by update in bag time; CSV, JSON, PNG report")
     log = replay.add_mutually_exclusive_group(required=True)
     log.add_argument("bag", nargs="?", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 "
                                             "file")
     log.add_argument("--input", metavar="YAML",
                      help="instead of a bag, the input description of a log (files or bag "
                           "topics, joint names, units, signs, held joints, clock offsets; "
-                          "docs/how-to/real-logs.md), replayed in stamp order; needs --urdf or "
-                          "--params-file's URDF (else a bag stream's /robot_description)")
+                          "docs/how-to/real-logs.md), replayed in stamp order; the URDF: "
+                          "--urdf, else --params-file's urdf_path, else the /robot_description "
+                          "of a bag it reads (without --params-file: --urdf)")
     replay.add_argument("--params-file", metavar="YAML",
                         help="the node's ROS 2 parameter file (e.g. config/icub_whole_body.yaml): "
                              "replay the session the node would run with it (its mode: "
