@@ -96,6 +96,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument("--png", metavar="OUT", help="write the report to OUT (PNG)")
     replay.add_argument("--truth", metavar="JSON", help="result JSON of the true payload (e.g. "
                                                         "record-sim --truth-json), drawn dashed")
+    # read_log's window, split and held-joint flags: none for a replay (--input's description
+    # gives them)
     replay.set_defaults(run=run, t_start=None, t_end=None, held_out_from=None, hold=None)
 
 
