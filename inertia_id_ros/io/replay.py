@@ -276,11 +276,11 @@ class ReplayInputs:
     add_imu: Callable[[float, np.ndarray, np.ndarray, str], Any] | None = None
 
 
-def payload_replay_inputs(session: Any, sensor_frame: str,
-                   joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-                   wrench_topic: str = DEFAULT_WRENCH_TOPIC) -> ReplayInputs:
-    """The inputs of a payload ``session`` (:class:`PayloadSession`): joint states, and the
-    wrenches of the F/T sensor at ``sensor_frame`` on ``wrench_topic``."""
+def payload_replay_inputs(session: PayloadSession, sensor_frame: str,
+                          joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
+                          wrench_topic: str = DEFAULT_WRENCH_TOPIC) -> ReplayInputs:
+    """The inputs of the node's payload mode: joint states, and the wrenches of the F/T sensor
+    at ``sensor_frame`` on ``wrench_topic`` (``frame_id`` checked by the session)."""
     return ReplayInputs(joint_states_topic, {wrench_topic: (sensor_frame,)},
                         lambda frame, t, wrench, frame_id: session.add_wrench(t, wrench, frame_id))
 

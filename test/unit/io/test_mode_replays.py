@@ -69,11 +69,13 @@ def renamed_in_degrees(bag: Path, out: Path, names: dict[str, str], wrenches: bo
 
 
 def description(path: Path, bag: Path, wrenches: bool) -> Path:
-    """An input description of a bag from :func:`renamed_in_degrees` with :data:`RENAMED`."""
+    """An input description of a bag from :func:`renamed_in_degrees` with :data:`RENAMED`, a
+    finger joint held."""
     streams = {"joints": {"file": str(bag), "topic": "/joint_states"}}
     text = {"streams": streams,
             "joints": {"stream": "joints", "names": {v: k for k, v in RENAMED.items()},
-                       "position": {"unit": "deg"}, "velocity": {"unit": "deg"}}}
+                       "position": {"unit": "deg"}, "velocity": {"unit": "deg"},
+                       "held": {"panda_finger_joint1": 0.02}}}  # not logged: a constant column
     if wrenches:
         streams["ft"] = {"file": str(bag), "topic": "/ft_sensor/wrench"}
         text["ft_sensors"] = [{"frame": "panda_link8", "stream": "ft", "sign": "keep"}]
@@ -137,8 +139,8 @@ def test_links_replay_gives_consistent_links_as_a_fit_links_result(capsys, torqu
 def test_replay_input_equals_the_canonical_replay(capsys, mode, payload_bag, torque_bag,
                                                   tmp_path):
     """A bag with other joint names and angles in degrees, replayed with ``--input`` (a
-    description mapping the names, units deg): the final estimate of the canonical bag's
-    replay."""
+    description mapping the names, units deg, a held finger joint the estimate does not depend
+    on): the final estimate of the canonical bag's replay, from as many samples."""
     bag = payload_bag if mode == "payload" else torque_bag[0]
     renamed = renamed_in_degrees(bag, tmp_path / "renamed", RENAMED, mode == "payload")
     described = description(tmp_path / "log.yaml", renamed, mode == "payload")
