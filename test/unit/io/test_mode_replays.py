@@ -256,3 +256,23 @@ def test_whole_body_replay_input_equals_the_bag_replay(capsys, tmp_path):
         [u["status"] for u in bag_run["updates"]]
     assert np.allclose([b["theta"] for b in described_run["bodies"]],
                        [b["theta"] for b in bag_run["bodies"]], rtol=1e-6, atol=1e-9)
+
+
+def test_bad_replay_input_and_record_options_exit_2_with_one_line(capsys, payload_bag, tmp_path):
+    described = description(tmp_path / "log.yaml", payload_bag, wrenches=True)
+    urdf = example_robot_urdf("panda")
+    for argv, fragment in [
+        (["replay"], "one of the arguments bag --input is required"),
+        (["replay", payload_bag, "--input", described], "not allowed with argument bag"),
+        (["replay", "--input", described], "--input needs --urdf"),
+        (["replay", "--input", described, "--urdf", urdf, "--wrench-topic", "/w"],
+         "apply to a bag"),
+        (["replay", "--input", tmp_path / "none.yaml", "--urdf", urdf], "none.yaml"),
+        (["record-sim", tmp_path / "b", "--robot", "panda_torques", "--grasp-at", 3],
+         "--grasp-at applies to --robot panda"),
+        (["record-sim", tmp_path / "b", "--links-json", tmp_path / "l.json"],
+         "--links-json applies to --robot panda_torques"),
+    ]:
+        code, _, err = run(capsys, *argv)
+        assert code == 2, (argv, err)
+        assert err.count("\n") == 1 and fragment in err, (argv, err)
