@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from helpers.recordings import write_bag
 from inertia_id_ros import cli
@@ -88,14 +89,16 @@ def description(path: Path, bag: Path, wrenches: bool) -> Path:
 def test_payload_torques_replay_recovers_the_payload(capsys, torque_bag, tmp_path):
     """The node's payload_torques session (config/panda_payload_torques.yaml, the true links as
     ``torques_links_result``) over the bag: mass within 1 %, COM within 5 mm; one CSV row per
-    update with each joint's torque offset change; the JSON's offsets name the joints."""
+    update with each joint's torque offset change; the JSON's offsets name the joints; the PNG
+    report."""
     bag, truth, links = torque_bag
-    out_csv, out_json = tmp_path / "r.csv", tmp_path / "r.json"
+    out_csv, out_json, out_png = tmp_path / "r.csv", tmp_path / "r.json", tmp_path / "r.png"
     code, out, err = run(capsys, "replay", bag, "--params-file",
                          CONFIG / "panda_payload_torques.yaml", "-p",
                          f"torques_links_result:={links}", "-p", "update_rate_hz:=1.0",
-                         "--truth", truth, "--csv", out_csv, "--json", out_json)
+                         "--truth", truth, "--csv", out_csv, "--json", out_json, "--png", out_png)
     assert code == 0, err
+    assert Image.open(out_png).size == (880, 720)
     assert "in 'panda_link8'" in out and "vs truth" in out
     result = json.loads(out_json.read_text())
     theta = np.array(result["bodies"][0]["theta"])
