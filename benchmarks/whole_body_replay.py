@@ -25,7 +25,7 @@ import numpy as np
 
 from inertia_id_ros.chain.whole_body_fit import holdout_comparison, prediction_errors
 from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.io.replay import bag_robot_description, record_whole_body, replay_whole_body_bag
+from inertia_id_ros.io.replay import bag_robot_description, record_whole_body, replay_whole_body
 from inertia_id_ros.io.whole_body import read_whole_body_bag, whole_body_inputs
 from inertia_id_ros.ros.parameters import (
     build_session,
@@ -56,9 +56,9 @@ def main() -> None:
         settings = settings_from_parameters(values)
         session = build_session(settings)
         own = settings.mode_settings
-        replay = replay_whole_body_bag(bag, session, settings.update_rate_hz,
-                                       settings.joint_states_topic, own.imu_topic,
-                                       dict(zip(own.ft_topics, own.ft_frames)))
+        replay = replay_whole_body(bag, session, settings.update_rate_hz,
+                                   settings.joint_states_topic, own.imu_topic,
+                                   dict(zip(own.ft_topics, own.ft_frames)))
         replay_s = time.perf_counter() - start
 
         estimates = [u.estimate for u in replay.estimates]

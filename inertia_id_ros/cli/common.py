@@ -328,19 +328,13 @@ def input_findings(states: JointStates, model: pin.Model, joints: list[str],
     """Units of a recording before any fit: its stamps (and ``extra_stamps``, {what: stamps})
     and the positions of ``joints`` against the URDF limits (joints of one coordinate: a
     continuous joint's angle is not checked)."""
-    import numpy as np
-
-    from inertia_id_ros.io.plausibility import check_angle_units, check_time_units
+    from inertia_id_ros.io.plausibility import check_time_units, position_unit_findings
 
     findings = check_time_units(states.t, "joint state stamps")
     for what, stamps in (extra_stamps or {}).items():
         findings += check_time_units(stamps, what)
-    angles = [j for j in joints if model.nqs[model.getJointId(j)] == 1]  # not continuous
-    columns = [states.joint_names.index(j) for j in angles]
-    ids = [model.getJointId(j) for j in angles]
-    lower = np.array([model.lowerPositionLimit[model.idx_qs[i]] for i in ids])
-    upper = np.array([model.upperPositionLimit[model.idx_qs[i]] for i in ids])
-    return findings + check_angle_units(states.q[:, columns], angles, lower, upper)
+    columns = [states.joint_names.index(j) for j in joints]
+    return findings + position_unit_findings(states.q[:, columns], joints, model)
 
 
 def report_findings(command: str, findings: list[Finding],

@@ -1,5 +1,6 @@
-"""``inertia-id record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to
-replay, written directly (no DDS)."""
+"""``inertia-id record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF; or, as
+the simulator node's ``panda_torques`` robot, joint states with efforts) to replay, written
+directly (no DDS)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="switch to another payload (a 2.3 kg box) SEC s into the motion")
     record.add_argument("--truth-json", metavar="OUT",
                         help="write the simulated (final) payload as a result JSON to OUT")
+    record.add_argument("--robot", choices=ROBOTS, default=ROBOTS[0],
+                        help="panda: joint states and the F/T sensor's wrenches at the flange; "
+                             "panda_torques: the Panda without an F/T sensor, joint states with "
+                             "efforts (joint torques; links off the URDF by up to 10 %%, friction "
+                             "and torque offsets), as inertia-id-sim's robot (panda)")
+    record.add_argument("--links-json", metavar="OUT",
+                        help="panda_torques: write the simulated links and drives (without the "
+                             "payload) as a fit-links result to OUT (the payload_torques mode's "
+                             "torques_links_result)")
     record.set_defaults(run=run)
+
+
+ROBOTS = ("panda", "panda_torques")
+"""The simulated robots ``record-sim`` records."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,6 +48,10 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.replay import record_simulation
     from inertia_id_ros.sim.payload import grasped_payload_theta
 
+    if args.robot == "panda_torques":
+        return _record_joint_torques(args)
+    if args.links_json:
+        raise InputError("--links-json applies to --robot panda_torques")
     try:
         sim = record_simulation(args.out, args.duration, args.rate, args.seed, args.storage,
                                 payload_change_at=args.grasp_at,
@@ -54,4 +72,39 @@ def run(args: argparse.Namespace) -> int:
           + ("" if args.grasp_at is None else
              f", {final[0]:g} kg from {args.grasp_at:g} s on (a grasp)")
           + (f"; truth (the final payload) in {args.truth_json}" if args.truth_json else ""))
+    return 0
+
+
+def _record_joint_torques(args: argparse.Namespace) -> int:
+    """Write the bag of ``--robot panda_torques`` (and the truth); the exit code."""
+    from pathlib import Path
+
+    from inertia_id_ros.core.robots import example_robot_urdf
+    from inertia_id_ros.io.export import body_json
+    from inertia_id_ros.io.link_result import link_result_json
+    from inertia_id_ros.io.replay import record_joint_torques
+    from inertia_id_ros.sim.torques import panda_payload_torque_simulators
+
+    if args.grasp_at is not None:
+        raise InputError("--grasp-at applies to --robot panda")
+    _, sim = panda_payload_torque_simulators(seed=args.seed)
+    try:
+        record_joint_torques(args.out, sim, Path(example_robot_urdf("panda")).read_text(),
+                             args.duration, args.rate, args.seed, args.storage)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    if args.truth_json:
+        write_json(args.truth_json, {
+            "method": "truth", "bodies": [body_json("payload", sim.payload_frame,
+                                                    sim.payload_theta)]})
+    if args.links_json:
+        write_json(args.links_json, {"method": "truth", **link_result_json(
+            sim.links.link_names, sim.link_thetas, dict(zip(sim.joint_names, sim.drives)))})
+    n = int(round(args.duration * args.rate))
+    print(f"wrote {args.out} ({args.storage}): {args.duration:g} s of the simulated Panda "
+          f"without an F/T sensor at {args.rate:g} Hz, {n} joint states with efforts on "
+          f"{DEFAULT_JOINT_STATES_TOPIC}, the URDF on /robot_description; payload "
+          f"{sim.payload_theta[0]:g} kg at {sim.payload_frame!r}"
+          + "".join(f"; {what} in {path}" for what, path in
+                    (("truth", args.truth_json), ("links and drives", args.links_json)) if path))
     return 0

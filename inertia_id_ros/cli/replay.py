@@ -1,8 +1,10 @@
-"""``inertia-id replay``: a ROS 2 bag through the node's estimator, update by update in bag time,
-to CSV, JSON and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`);
-with ``--params-file`` the session the node builds from its parameter file (a mode with a replay:
-:meth:`~inertia_id_ros.modes.Mode.replay`). The final estimate's plausibility findings are printed
-(:mod:`inertia_id_ros.io.plausibility`); exit 3 when one refuses it, as the fit commands."""
+"""``inertia-id replay``: a ROS 2 bag (or a log an input description reads: ``--input``) through
+the node's estimator, update by update in bag time, to CSV, JSON and a PNG report
+(:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`); with ``--params-file`` the
+session the node builds from its parameter file, in any mode with a replay
+(:meth:`~inertia_id_ros.modes.Mode.replay`). The input's units and the final estimate's
+plausibility findings are printed (:mod:`inertia_id_ros.io.plausibility`); exit 3 when one refuses
+it, as the fit commands."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from inertia_id_ros.cli.common import (
     EXIT_NO_ESTIMATE,
     body_lines,
     dropped_text,
+    load_urdf_model,
     print_summary,
     read_result_body,
     report_findings,
@@ -38,9 +41,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``replay`` command on ``subparsers``."""
     replay = subparsers.add_parser(
         "replay",
-        help="run the node's estimator over a ROS 2 bag, update by update in bag time; CSV, "
-             "JSON, PNG report")
-    replay.add_argument("bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+        help="run the node's estimator (any mode) over a ROS 2 bag or a described log, update "
+             "by update in bag time; CSV, JSON, PNG report")
+    log = replay.add_mutually_exclusive_group(required=True)
+    log.add_argument("bag", nargs="?", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 "
+                                            "file")
+    log.add_argument("--input", metavar="YAML",
+                     help="instead of a bag, the input description of a log (files or bag "
+                          "topics, joint names, units, signs, held joints, clock offsets; "
+                          "docs/how-to/real-logs.md), replayed in stamp order; the URDF: "
+                          "--urdf, else --params-file's urdf_path, else the /robot_description "
+                          "of a bag it reads (without --params-file: --urdf)")
     replay.add_argument("--params-file", metavar="YAML",
                         help="the node's ROS 2 parameter file (e.g. config/icub_whole_body.yaml): "
                              "replay the session the node would run with it (its mode: "
@@ -85,7 +96,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument("--png", metavar="OUT", help="write the report to OUT (PNG)")
     replay.add_argument("--truth", metavar="JSON", help="result JSON of the true payload (e.g. "
                                                         "record-sim --truth-json), drawn dashed")
-    replay.set_defaults(run=run)
+    # read_log's window, split and held-joint flags: none for a replay (--input's description
+    # gives them)
+    replay.set_defaults(run=run, t_start=None, t_end=None, held_out_from=None, hold=None)
 
 
 REFUSED_LINE = "REFUSED: the final estimate cannot be trusted (see the messages on stderr)"
@@ -110,12 +123,13 @@ _REPLAY_FLAGS = {"no_offset": ("estimate_offset", False),
 def _replay_with_parameters(args: argparse.Namespace) -> Any:
     """The replay of the session the node builds from ``--params-file`` (overridden by ``-p``
     and the options of :data:`_REPLAY_PARAMETERS` and :data:`_REPLAY_FLAGS`): the mode's
-    (:meth:`~inertia_id_ros.modes.Mode.replay`; a :class:`~inertia_id_ros.io.replay.Replay` of a
-    payload or a :class:`~inertia_id_ros.io.replay.WholeBodyReplay`)."""
+    (:meth:`~inertia_id_ros.modes.Mode.replay`: a
+    :class:`~inertia_id_ros.io.replay.ReplayUpdates`) of the bag or of ``--input``'s log."""
     import yaml
 
     from inertia_id_ros.errors import StartupError
     from inertia_id_ros.io.replay import bag_robot_description
+    from inertia_id_ros.modes.base import load_robot, urdf_file
     from inertia_id_ros.ros.parameters import (
         build_session,
         parameters_from_file,
@@ -141,16 +155,17 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
     if args.urdf is not None:
         values["robot_description"] = ""
     elif not values.get("urdf_path") and not values.get("robot_description"):
-        values["robot_description"] = bag_robot_description(args.bag) or ""
+        bag = args.bag if args.input is None else _description_bag(args.input)
+        values["robot_description"] = (bag and bag_robot_description(bag)) or ""
         if not values["robot_description"]:
-            raise InputError(f"{args.bag}: no /robot_description in the bag and no urdf_path "
-                             f"in {args.params_file}; give --urdf")
+            raise InputError(f"{bag or args.input}: no /robot_description in the bag and no "
+                             f"urdf_path in {args.params_file}; give --urdf")
     try:
         settings = settings_from_parameters(values)
         mode = modes.get(settings.mode)
         if not mode.has_replay:
             replayable = [m.name for m in modes.modes() if m.has_replay]
-            raise InputError(f"{args.params_file}: replay runs the {' and '.join(replayable)} "
+            raise InputError(f"{args.params_file}: replay runs the {', '.join(replayable)} "
                              f"modes, not {settings.mode!r}")
         others = {option: m.name for m in modes.modes() for option in m.replay_options
                   if option not in mode.replay_options
@@ -159,27 +174,41 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
             raise InputError(f"{', '.join('--' + o.replace('_', '-') for o in others)} only apply "
                              f"to {' and '.join(sorted(set(others.values())))} replays")
         session = build_session(settings)
+        log = args.bag
+        if args.input is not None:
+            with urdf_file(settings) as urdf:
+                log = _read_input(args, load_robot(settings), urdf)
     except StartupError as e:
         raise InputError(f"{args.params_file}: {e}") from None
     except (TypeError, ValueError) as e:  # a value of the wrong type (the file or -p)
         raise InputError(f"{args.params_file}: a parameter has a value of the wrong type: "
                          f"{e}") from None
-    return mode.replay(args.bag, session, settings)
+    return mode.replay(log, session, settings)
+
+
+def _description_bag(path: str) -> str | None:
+    """The first bag the input description ``path`` reads (``None`` if it reads none)."""
+    from inertia_id_ros.io.recording import InputDescription
+
+    streams = InputDescription.from_yaml(path).streams.values()
+    return next((str(stream.file) for stream in streams if stream.is_bag), None)
+
+
+def _read_input(args: argparse.Namespace, model: Any, urdf: str) -> Any:
+    """The log of ``--input`` for the robot ``model`` (URDF file ``urdf``), as the fit commands
+    read it (:func:`~inertia_id_ros.cli.common.read_log`: its window and training part)."""
+    from inertia_id_ros.cli.common import read_log
+
+    if args.joint_states_topic is not None or args.wrench_topic is not None:
+        raise InputError("--joint-states-topic and --wrench-topic apply to a bag; an --input "
+                         "description names its topics itself")
+    return read_log(args, model, urdf)[0]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Replay the bag; the exit code."""
-    import numpy as np
-
-    from inertia_id_ros.core.inertia import inertia_from_theta
-    from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.replay import (
-        WholeBodyReplay,
-        change_record,
-        replay_bag,
-        update_record,
-        write_csv,
-    )
+    """Replay the bag or the described log; the exit code."""
+    from inertia_id_ros.io.plausibility import refused
+    from inertia_id_ros.io.replay import LinksReplay, WholeBodyReplay, replay_bag
 
     if args.update_rate is not None and not args.update_rate > 0:
         raise InputError(f"--update-rate must be > 0 Hz, got {args.update_rate}")
@@ -191,12 +220,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if args.params_file is not None:
         replay = _replay_with_parameters(args)
-        if isinstance(replay, WholeBodyReplay):
-            return _report_whole_body_replay(args, replay, time.perf_counter() - started)
-        args.update_rate = replay.update_rate_hz
-        args.window_sec = replay.config.window_sec
     else:
-        args.update_rate = 2.0 if args.update_rate is None else args.update_rate
         args.window_sec = 10.0 if args.window_sec is None else args.window_sec
         settings = {"window_sec": args.window_sec, "method": args.method or "lmi",
                     "estimate_offset": not args.no_offset,
@@ -207,34 +231,63 @@ def run(args: argparse.Namespace) -> int:
                     "payload_change_threshold": (PAYLOAD_CHANGE_THRESHOLD
                                                  if args.change_threshold is None
                                                  else args.change_threshold)}
+        log = args.bag
+        if args.input is not None:
+            if args.urdf is None:
+                raise InputError("--input needs --urdf (or --params-file with the URDF)")
+            log = _read_input(args, load_urdf_model(args.urdf), args.urdf)
         try:
-            replay = replay_bag(args.bag, args.sensor_frame, args.urdf,
+            replay = replay_bag(log, args.sensor_frame, args.urdf,
                                 args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
-                                args.wrench_topic or DEFAULT_WRENCH_TOPIC, args.update_rate,
-                                settings)
+                                args.wrench_topic or DEFAULT_WRENCH_TOPIC,
+                                2.0 if args.update_rate is None else args.update_rate, settings)
         except DataError:
             raise
         except (OSError, FrameNotFound, ValueError) as e:  # URDF, sensor frame, settings
             raise InputError(str(e)) from None
+    elapsed = time.perf_counter() - started
+    if refused(replay.input_findings):  # the fit commands refuse such input before fitting
+        result = {"source": replay.source}
+        code = report_findings("replay", replay.input_findings, result)
+        write_json(args.json, result)
+        return code
+    if isinstance(replay, WholeBodyReplay):
+        return _report_whole_body_replay(args, replay, elapsed)
+    if isinstance(replay, LinksReplay):
+        return _report_links_replay(args, replay, elapsed)
+    return _report_payload_replay(args, replay, truth)
+
+
+def _report_payload_replay(args: argparse.Namespace, replay: Any, truth: Any) -> int:
+    """CSV, JSON, PNG and the printed summary of a payload replay (from an F/T sensor or from
+    joint torques); the exit code."""
+    import numpy as np
+
+    from inertia_id_ros.core.inertia import inertia_from_theta
+    from inertia_id_ros.io.export import body_json
+    from inertia_id_ros.io.replay import change_record, update_record, write_csv
+
     if args.csv:
         write_output(args.csv, lambda path: write_csv(replay, path))
     if replay.final is None:
-        return _replay_without_estimate(args.bag, replay)
+        return _replay_without_estimate(replay)
     dropped, final = dropped_text(replay.dropped), replay.final
     body = body_json("payload", replay.sensor_frame, final.theta)
     checked: dict[str, Any] = {}
-    code = report_findings("replay", replay.findings, checked)
+    code = report_findings("replay", replay.input_findings + replay.findings, checked)
+    window_sec = replay.config.window_sec
     if args.json:
         records = [{key: _json_ready(value) for key, value in
-                    update_record(update, replay.start_time).items()}
+                    update_record(update, replay.start_time, replay.offset_names).items()}
                    for update in replay.updates]
         write_json(args.json, {
             "method": final.method, "bodies": [body], **checked,
-            "sensor_offset": final.sensor_offset.tolist(), "residual_rms": final.residual_rms,
-            "samples": final.n_samples, "solve_time_s": final.solve_time, "source": args.bag,
-            "update_rate_hz": args.update_rate, "window_sec": args.window_sec,
-            "start_time": replay.start_time, "received": replay.received,
-            "dropped": replay.dropped,
+            "sensor_offset": final.sensor_offset.tolist(),
+            "offset_names": list(replay.offset_names), "residual_rms": final.residual_rms,
+            "samples": final.n_samples, "solve_time_s": final.solve_time,
+            "source": replay.source, "update_rate_hz": replay.update_rate_hz,
+            "window_sec": window_sec, "start_time": replay.start_time,
+            "received": replay.received, "dropped": replay.dropped,
             "payload_changes": [change_record(event) for event in replay.payload_changes],
             "updates": records})
     if args.png:
@@ -245,16 +298,16 @@ def run(args: argparse.Namespace) -> int:
     estimates = replay.estimates
     span = replay.updates[-1].time - replay.start_time
     first = estimates[0].time - replay.start_time
-    lines = [f"replay: {len(replay.updates)} updates at {args.update_rate:g} Hz over {span:.1f} s "
-             f"of {args.bag}, {len(estimates)} with an estimate"
+    lines = [f"replay: {len(replay.updates)} updates at {replay.update_rate_hz:g} Hz over "
+             f"{span:.1f} s of {replay.source}, {len(estimates)} with an estimate"
              + (f"; dropped {dropped}" if dropped else ""),
              *[f"payload change at {event.t_detected - replay.start_time:.2f} s (onset "
                f"{event.t_onset - replay.start_time:.2f} s): the window restarted"
                for event in replay.payload_changes],
              f"first estimate after {first:.1f} s; final ({final.method}, {final.n_samples} "
-              f"samples, condition number {final.condition_number:.3g}), in "
-              f"{replay.sensor_frame!r}:", *body_lines(body),
-              f"  mass std {final.theta_std[0]:.2g} kg"]
+             f"samples, condition number {final.condition_number:.3g}), in "
+             f"{replay.sensor_frame!r}:", *body_lines(body),
+             f"  mass std {final.theta_std[0]:.2g} kg"]
     if truth is not None:
         com_error = np.linalg.norm(final.com - inertia_from_theta(truth.theta)[1])
         lines.append(f"  vs truth: mass error {final.mass - truth.theta[0]:+.2g} kg, COM error "
@@ -263,12 +316,12 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _replay_without_estimate(bag: str, replay: Any) -> int:
+def _replay_without_estimate(replay: Any) -> int:
     """A ``replay`` that gave no estimate: bad input (raises :class:`InputError`, exit 2) when
     the data were too few or too poor (as its last update says), else the message and
     :data:`EXIT_NO_ESTIMATE`."""
     last, dropped = replay.updates[-1], dropped_text(replay.dropped)
-    message = (f"{bag}: no estimate in the replay; last update: {last.message}"
+    message = (f"{replay.source}: no estimate in the replay; last update: {last.message}"
                + (f" (samples dropped: {dropped})" if dropped else ""))
     if last.status in DATA_LIMITED:
         raise InputError(message)
@@ -285,17 +338,17 @@ def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: fl
     if args.csv:
         write_output(args.csv, lambda path: write_whole_body_csv(replay, path))
     if replay.final is None:
-        return _replay_without_estimate(args.bag, replay)
+        return _replay_without_estimate(replay)
     dropped, final = dropped_text(replay.dropped), replay.final
     model = replay.session.estimator.model
     result = whole_body_estimate_json(model, final)
     config = replay.session.estimator.config
     failed = dict(replay.session.failed_solves)
     checked: dict[str, Any] = {}
-    code = report_findings("replay", replay.findings, checked)
+    code = report_findings("replay", replay.input_findings + replay.findings, checked)
     if args.json:
         write_json(args.json, {
-            "mode": "whole_body", **result, **checked, "source": args.bag,
+            "mode": "whole_body", **result, **checked, "source": replay.source,
             "update_rate_hz": replay.update_rate_hz, "window_sec": config.window_sec,
             "start_time": replay.start_time,
             "received": replay.received, "dropped": replay.dropped, "failed_solves": failed,
@@ -309,7 +362,7 @@ def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: fl
     inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
     span = replay.updates[-1].time - replay.start_time
     lines = [f"replay (whole_body, {final.method}, {model.base} base): {len(replay.updates)} "
-             f"updates at {replay.update_rate_hz:g} Hz over {span:.1f} s of {args.bag} in "
+             f"updates at {replay.update_rate_hz:g} Hz over {span:.1f} s of {replay.source} in "
              f"{elapsed:.1f} s, {len(estimates)} with an estimate (every link fully "
              f"consistent), {sum(failed.values())} failed solves"
              + (f" {failed}" if failed else "") + (f"; dropped {dropped}" if dropped else ""),
@@ -320,5 +373,62 @@ def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: fl
              f"solve {final.solve_time:.3f} s",
              *whole_body_table(result),
              f"residual rms {final.residual_rms:.4f}; inconsistent links: {inconsistent}"]
+    print_summary(lines, code, (args.json, args.csv), REFUSED_LINE)
+    return code
+
+
+def _report_links_replay(args: argparse.Namespace, replay: Any, elapsed: float) -> int:
+    """CSV, JSON (a fit-links result: the payload-torques mode's ``torques_links_result``) and
+    the printed summary of a links replay (``elapsed``: its wall time, s); the exit code."""
+    from inertia_id_ros.core.inertia import check_consistency
+    from inertia_id_ros.io.link_result import link_result_json
+    from inertia_id_ros.io.replay import links_update_record, write_links_csv
+
+    if args.csv:
+        write_output(args.csv, lambda path: write_links_csv(replay, path))
+    if replay.final is None:
+        return _replay_without_estimate(replay)
+    dropped, final = dropped_text(replay.dropped), replay.final
+    links = link_result_json(final.link_names, final.thetas, final.drives)
+    bodies, joints = links["bodies"], links["joints"]
+    failed = dict(replay.session.failed_solves)
+    checked: dict[str, Any] = {}
+    code = report_findings("replay", replay.input_findings + replay.findings, checked)
+    if args.json:
+        write_json(args.json, {
+            "mode": "links", "method": final.method, **links, **checked,
+            "residual_rms": final.residual_rms, "samples": final.n_samples,
+            "rank": final.rank, "unidentifiable": list(final.unidentifiable),
+            "solve_time_s": final.solve_time, "source": replay.source,
+            "update_rate_hz": replay.update_rate_hz,
+            "window_sec": replay.session.estimator.config.window_sec,
+            "start_time": replay.start_time, "received": replay.received,
+            "dropped": replay.dropped, "failed_solves": failed, "replay_time_s": elapsed,
+            "updates": [{key: _json_ready(value) for key, value in
+                         links_update_record(update, replay.start_time).items()}
+                        for update in replay.updates]})
+    estimates = replay.estimates
+    span = replay.updates[-1].time - replay.start_time
+    consistent = all(check_consistency(theta).fully_consistent for theta in final.thetas)
+    lines = [f"replay (links, {final.method}): {len(replay.updates)} updates at "
+             f"{replay.update_rate_hz:g} Hz over {span:.1f} s of {replay.source} in "
+             f"{elapsed:.1f} s, {len(estimates)} with an estimate, {sum(failed.values())} "
+             "failed solves" + (f" {failed}" if failed else "")
+             + (f"; dropped {dropped}" if dropped else ""),
+             f"first estimate after {estimates[0].time - replay.start_time:.1f} s; final: "
+             f"{final.n_samples} joint states, base-parameter rank {final.rank}; "
+             f"{len(final.unidentifiable)} parameters the data cannot fix (the prior decides; "
+             "listed in the JSON)",
+             f"{'link':<20}{'mass (kg)':>10}{'COM (mm)':>26}{'λmin(J)':>12}  consistent"]
+    for body in bodies:
+        com = "" if body["com"] is None else " ".join(f"{1e3 * c:8.1f}" for c in body["com"])
+        lines.append(f"{body['name']:<20}{body['mass']:10.3f}{com:>26}"
+                     f"{body['min_pseudo_inertia_eig']:12.2e}  "
+                     f"{'yes' if body['fully_consistent'] else 'NO'}")
+    lines.append(f"{'joint':<20}{'viscous':>10}{'coulomb':>10}{'offset':>10}{'armature':>10}")
+    lines += [f"{j['name']:<20}{j['viscous']:10.4f}{j['coulomb']:10.4f}{j['offset']:10.4f}"
+              f"{j['armature']:10.4f}" for j in joints]
+    lines.append(f"joint torque rms {final.residual_rms:.4f} N m; all links fully consistent: "
+                 f"{'yes' if consistent else 'NO'}")
     print_summary(lines, code, (args.json, args.csv), REFUSED_LINE)
     return code

@@ -11,16 +11,18 @@ zero) or those a ``fit-links`` run identified. :func:`read_link_result` turns th
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.chain.friction import DRIVE_TERMS, JointDrive
+from inertia_id_ros.chain.friction import DRIVE_TERMS, DriveParameters, JointDrive
 from inertia_id_ros.chain.identify import with_gravity
 from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.errors import ConfigError
+from inertia_id_ros.io.export import body_json
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,15 @@ class LinkResult:
     model: LinkModel
     x: np.ndarray
     result: dict[str, Any]
+
+
+def link_result_json(link_names: Sequence[str], thetas: np.ndarray,
+                     drives: Mapping[str, DriveParameters]) -> dict[str, Any]:
+    """The ``bodies`` (each link's ``theta`` (10,) of ``thetas`` (n, 10), about and in its own
+    frame) and ``joints`` (each joint's drive: viscous, Coulomb with its ``coulomb_velocity``,
+    offset, armature) of a fit-links result, as :func:`read_link_result` reads them."""
+    return {"bodies": [body_json(link, link, theta) for link, theta in zip(link_names, thetas)],
+            "joints": [{"name": joint, **vars(drive)} for joint, drive in drives.items()]}
 
 
 def read_link_result(path: str | Path, links: LinkModel) -> LinkResult:

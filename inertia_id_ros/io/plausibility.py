@@ -12,7 +12,7 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
   rather than seconds (``"time_units"``, refuse).
 - :func:`check_angle_units`: joint positions outside the URDF limits by more than their span that
   fit them once divided by 180/π (``"degrees"``, refuse); outside the limits otherwise
-  (``"joint_limits"``, warn).
+  (``"joint_limits"``, warn); :func:`position_unit_findings` takes the limits from a model.
 - :func:`residual_ratio_findings`: per sensor or joint, the consistent fit's residual RMS over an
   unconstrained fit's with every offset fitted (``"residual_ratio"``): above
   :data:`RESIDUAL_RATIO_REFUSE` refuse, above :data:`RESIDUAL_RATIO_WARN` warn. No body explains
@@ -41,11 +41,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS, LINK_VOLUME_MARGIN
+
+if TYPE_CHECKING:
+    import pinocchio as pin
 
 REFUSE, WARN = "refuse", "warn"
 """A finding's severities: the answer is not given (exit code 3), or given with the doubt."""
@@ -190,6 +193,19 @@ def check_angle_units(q: np.ndarray, joint_names: Sequence[str], lower: np.ndarr
             f"positions leave the URDF limits {example(others)}: a joint offset, another joint "
             "order or the wrong URDF?", {"joints": [joint_names[j] for j in others]}))
     return findings
+
+
+def position_unit_findings(q: np.ndarray, joint_names: Sequence[str],
+                           model: pin.Model) -> list[Finding]:
+    """:func:`check_angle_units` of the positions ``q`` (N, n) of ``joint_names`` (n,) against
+    ``model``'s limits: joints of one coordinate only (a continuous joint's angle is not
+    checked); joints not in ``model`` are skipped."""
+    q = np.asarray(q, dtype=float)
+    checked = [k for k, name in enumerate(joint_names) if model.existJointName(name)
+               and model.nqs[model.getJointId(name)] == 1]
+    starts = [model.idx_qs[model.getJointId(joint_names[k])] for k in checked]
+    return check_angle_units(q[:, checked], [joint_names[k] for k in checked],
+                             model.lowerPositionLimit[starts], model.upperPositionLimit[starts])
 
 
 def free_fall_finding(base: str, sensor_kinds: Sequence[str], free_fall: bool) -> list[Finding]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from inertia_id_ros.core.covariance import com_covariance, inertia_com_covariance
 from inertia_id_ros.core.inertia import inertia_from_theta, inertia_to_msg_order
+from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 from inertia_id_ros.io.replay import Replay
 
 QUANTITIES = ("m", "cx", "cy", "cz", "ixx", "ixy", "ixz", "iyy", "iyz", "izz")
@@ -84,10 +85,11 @@ def plot_replay(replay: Replay, path: str | Path, truth_theta: np.ndarray | None
         _band_panel(axis, t, deviation[:, columns], std[:, columns],
                     reference[columns] * SCALE[columns], QUANTITIES[columns], unit)
     axes[0, 0].set_title("mass", fontsize=9)
-    axes[0, 1].set_title("centre of mass (sensor frame)", fontsize=9)
+    axes[0, 1].set_title(f"centre of mass ({replay.sensor_frame or 'sensor frame'})", fontsize=9)
     axes[1, 0].set_title("inertia about the COM", fontsize=9)
     axes[1, 1].plot(t, [u.estimate.residual_rms for u in estimates], color="tab:gray")
-    axes[1, 1].set_title("residual RMS (N, N m mixed)", fontsize=9)
+    torques = tuple(replay.offset_names) != WRENCH_CHANNEL_NAMES  # joint torques, no F/T
+    axes[1, 1].set_title(f"residual RMS ({'N m' if torques else 'N, N m mixed'})", fontsize=9)
     axes[2, 0].semilogy(t, np.clip([u.estimate.min_pseudo_inertia_eig for u in estimates],
                                    1e-12, None), color="tab:green")
     axes[2, 0].set_title("consistency margin λmin(J) (kg m²)", fontsize=9)

@@ -25,6 +25,7 @@ from inertia_id_ros.errors import ConfigError, StartupError
 from inertia_id_ros.options import METHOD_NAMES
 
 if TYPE_CHECKING:
+    from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.motion.run import RunConfig
     from inertia_id_ros.online.session import Session
 
@@ -164,9 +165,11 @@ class Mode(abc.ABC):
         """What ``~/excite`` moves and designs for in this mode; ``None``: no wizard."""
         return None
 
-    def replay(self, bag: str, session: Session, settings: NodeSettings) -> Any:
-        """A bag through ``session`` as the node would run it (``inertia-id replay
-        --params-file``); raises :class:`ConfigError` for a mode that has no replay."""
+    def replay(self, log: ReplayLog, session: Session, settings: NodeSettings) -> Any:
+        """``log`` (a bag's path, or a log loaded through an input description) through
+        ``session`` as the node would run it (``inertia-id replay --params-file``): a
+        :class:`~inertia_id_ros.io.replay.ReplayUpdates`; raises :class:`ConfigError` for a mode
+        that has no replay."""
         raise ConfigError(f"replay does not run the {self.name} mode")
 
     @property

@@ -2,7 +2,7 @@
 
 Session: :class:`~inertia_id_ros.online.session.LinkSession`; ROS wiring:
 :class:`inertia_id_ros.ros.modes.links.LinksIO`; ``~/excite`` designs for the ``links`` target;
-``inertia-id fit-links``; no replay.
+``inertia-id fit-links``; replays of joint states with efforts (a bag, or a described log).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT, LINKS_DEFAULT_WEIGHTING
 if TYPE_CHECKING:
     from inertia_id_ros.chain.actuators import ActuatorConfig
     from inertia_id_ros.chain.links import LinkModel
+    from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.online.session import LinkSession
 
 
@@ -110,6 +111,12 @@ class LinksMode(Mode):
         """The ``links`` target over the chain's joints."""
         chain = session.estimator.link_model
         return ExcitationTarget(chain.model, tuple(chain.joint_names), "links")
+
+    def replay(self, log: ReplayLog, session: LinkSession, settings: NodeSettings) -> Any:
+        """:func:`~inertia_id_ros.io.replay.replay_links` on the joint-state topic."""
+        from inertia_id_ros.io.replay import replay_links
+
+        return replay_links(log, session, settings.update_rate_hz, settings.joint_states_topic)
 
 
 def link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorConfig] | None]:

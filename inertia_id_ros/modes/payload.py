@@ -2,7 +2,8 @@
 
 Session: :class:`~inertia_id_ros.online.session.PayloadSession` (change detection, tare); ROS
 wiring: :class:`inertia_id_ros.ros.modes.payload.PayloadIO`; ``~/excite`` designs for the
-``payload`` target; ``inertia-id fit-payload``; replays of wrench bags.
+``payload`` target; ``inertia-id fit-payload``; replays of joint states and wrenches (a bag, or
+a described log).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
+    from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.online.session import PayloadSession
 
 WINDOW_SHAPE = (6, 16)
@@ -200,15 +202,15 @@ class PayloadMode(Mode):
         return ExcitationTarget(kinematics.model, tuple(kinematics.joint_names), "payload",
                                 settings.mode_settings.sensor_frame)
 
-    def replay(self, bag: str, session: PayloadSession, settings: NodeSettings) -> Any:
-        """:func:`~inertia_id_ros.io.replay.replay_payload_bag` on the joint-state and wrench
+    def replay(self, log: ReplayLog, session: PayloadSession, settings: NodeSettings) -> Any:
+        """:func:`~inertia_id_ros.io.replay.replay_payload` on the joint-state and wrench
         topics, the final estimate checked against ``payload_bounding_sphere`` or
         ``payload_bounding_box``."""
         from inertia_id_ros.io.plausibility import payload_volume
-        from inertia_id_ros.io.replay import replay_payload_bag
+        from inertia_id_ros.io.replay import replay_payload
 
         own: PayloadSettings = settings.mode_settings
-        return replay_payload_bag(bag, session, settings.update_rate_hz,
-                                  settings.joint_states_topic, own.wrench_topic,
-                                  payload_volume(own.payload_bounding_sphere,
-                                                 own.payload_bounding_box))
+        return replay_payload(log, session, settings.update_rate_hz,
+                              settings.joint_states_topic, own.wrench_topic,
+                              payload_volume(own.payload_bounding_sphere,
+                                             own.payload_bounding_box))

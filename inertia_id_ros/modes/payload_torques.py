@@ -4,7 +4,8 @@ joint states with efforts, minus a link model (a ``fit-links`` result, or the UR
 Session: :class:`~inertia_id_ros.online.session.PayloadTorqueSession` (change detection on the
 joints' torque residuals, a tare of the joints' torque offsets); ROS wiring:
 :class:`inertia_id_ros.ros.modes.payload_torques.PayloadTorquesIO`; ``~/excite`` designs for the
-``payload`` target beyond the frame; ``inertia-id fit-payload-torques``; no replay.
+``payload`` target beyond the frame; ``inertia-id fit-payload-torques``; replays of joint states
+with efforts (a bag, or a described log).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.chain.links import LinkModel
+    from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.online.session import PayloadTorqueSession
 
 
@@ -112,6 +114,7 @@ class PayloadTorquesMode(Mode):
     """No parameter gives the payload's CAD values: every method but ``cad_prior``."""
     node_io = "inertia_id_ros.ros.modes.payload_torques:PayloadTorquesIO"
     commands = ("inertia_id_ros.cli.fit_payload_torques",)
+    replay_options = ("png", "truth")
 
     def read_settings(self, values: Mapping[str, Any]) -> PayloadTorquesSettings:
         """``torques_change_threshold`` and ``torques_filter_half_width`` > 0; the effort
@@ -172,6 +175,14 @@ class PayloadTorquesMode(Mode):
         links = session.estimator.links
         return ExcitationTarget(links.model, tuple(links.joint_names), "payload",
                                 settings.mode_settings.frame)
+
+    def replay(self, log: ReplayLog, session: PayloadTorqueSession, settings: NodeSettings
+               ) -> Any:
+        """:func:`~inertia_id_ros.io.replay.replay_payload_torques` on the joint-state topic."""
+        from inertia_id_ros.io.replay import replay_payload_torques
+
+        return replay_payload_torques(log, session, settings.update_rate_hz,
+                                      settings.joint_states_topic)
 
 
 def supporting_joints(robot: pin.Model, frame: str) -> list[str]:

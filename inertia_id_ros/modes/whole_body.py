@@ -3,7 +3,8 @@ states, an IMU and several F/T sensors.
 
 Session: :class:`~inertia_id_ros.online.session.WholeBodySession`; ROS wiring:
 :class:`inertia_id_ros.ros.modes.whole_body.WholeBodyIO`; no ``~/excite`` (no wizard for a
-floating base); ``inertia-id fit-whole-body``; replays of bags with an IMU and F/T topics.
+floating base); ``inertia-id fit-whole-body``; replays of joint states, an IMU and F/T sensors
+(a bag, or a described log).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
+    from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.online.session import WholeBodySession
 
 @dataclass(frozen=True)
@@ -242,12 +244,12 @@ class WholeBodyMode(Mode):
                                   bounding_ellipsoids=(None if volumes is None
                                                        else ellipsoids_of(volumes, model.bodies)))
 
-    def replay(self, bag: str, session: WholeBodySession, settings: NodeSettings) -> Any:
-        """:func:`~inertia_id_ros.io.replay.replay_whole_body_bag` on the joint-state, IMU and
-        F/T topics."""
-        from inertia_id_ros.io.replay import replay_whole_body_bag
+    def replay(self, log: ReplayLog, session: WholeBodySession, settings: NodeSettings) -> Any:
+        """:func:`~inertia_id_ros.io.replay.replay_whole_body` on the joint-state, IMU and F/T
+        topics (a described log: its F/T sensors by frame)."""
+        from inertia_id_ros.io.replay import replay_whole_body
 
         own: WholeBodySettings = settings.mode_settings
-        return replay_whole_body_bag(bag, session, settings.update_rate_hz,
-                                     settings.joint_states_topic, own.imu_topic,
-                                     dict(zip(own.ft_topics, own.ft_frames)))
+        return replay_whole_body(log, session, settings.update_rate_hz,
+                                 settings.joint_states_topic, own.imu_topic,
+                                 dict(zip(own.ft_topics, own.ft_frames)))

@@ -16,7 +16,13 @@ from inertia_id_ros import cli
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.io.data import read_bag_messages, read_payload_bag
-from inertia_id_ros.io.replay import CSV_COLUMNS, replay_messages
+from inertia_id_ros.io.replay import (
+    CSV_COLUMNS,
+    JointStateRange,
+    bag_feeds,
+    payload_replay_inputs,
+    replay_feeds,
+)
 from inertia_id_ros.online.session import Update
 
 DURATION, RATE = 12.0, 200.0
@@ -123,8 +129,8 @@ def test_updates_follow_bag_time_and_see_exactly_the_messages_before_them():
         def __init__(self):
             self.calls = []
 
-        def add_joint_state(self, t, names, q, dq):
-            self.calls.append(("joint", t, dq is None))
+        def add_joint_state(self, t, names, q, dq, effort):
+            self.calls.append(("joint", t, dq is None and effort is None))
 
         def add_wrench(self, t, wrench, frame_id):
             self.calls.append(("wrench", t, frame_id))
@@ -143,12 +149,13 @@ def test_updates_follow_bag_time_and_see_exactly_the_messages_before_them():
     for k in range(10):  # 0.0 .. 0.9 s, a joint state and a wrench every 0.1 s
         t = 100.0 + 0.1 * k
         messages.append(("/joint_states", int(round((t + 0.001) * 1e9)),
-                         message(t, name=["j"], position=[0.0], velocity=[])))
+                         message(t, name=["j"], position=[0.0], velocity=[], effort=[])))
         messages.append(("/ft_sensor/wrench", int(round((t + 0.002) * 1e9)),
                          message(t, wrench=SimpleNamespace(force=force, torque=force))))
     messages.append(("/other", int(100.95e9), None))
     recorder = Recorder()
-    updates, start = replay_messages(recorder, messages, update_rate_hz=4.0)
+    feeds = bag_feeds(recorder, payload_replay_inputs(recorder, "s"), JointStateRange())
+    updates, start = replay_feeds(recorder, messages, 4.0, feeds)
     assert start == pytest.approx(100.001)
     assert [round(u.time - start, 9) for u in updates] == [0.25, 0.5, 0.75, 1.0]
     assert all(u.status == "ok" and u.estimate == "estimate" for u in updates)
@@ -156,7 +163,7 @@ def test_updates_follow_bag_time_and_see_exactly_the_messages_before_them():
     fed_before = [sum(call[0] in ("joint", "wrench") for call in recorder.calls[:i])
                   for i in solves]
     assert fed_before == [6, 10, 16, 20]  # messages logged before 0.251, 0.501, 0.751, 1.001 s
-    assert recorder.calls[0] == ("joint", 100.0, True)  # empty velocity -> None, as the node
+    assert recorder.calls[0] == ("joint", 100.0, True)  # empty arrays -> None, as the node
     assert recorder.calls[1] == ("wrench", 100.0, "s")
 
 

@@ -161,7 +161,7 @@ def test_bad_whole_body_replay_input_exits_2_naming_the_item(capsys, go1_bag, tm
     links = CONFIG.parent / "go1_leg_links.yaml"
     for argv, fragment in [
         (["replay", go1_bag, "--params-file", tmp_path / "none.yaml"], "none.yaml"),
-        (["replay", go1_bag, "--params-file", links], "not 'links'"),
+        (["replay", go1_bag, "--params-file", links], "missing_effort"),  # no efforts logged
         (["replay", go1_bag, "-p", "window_sec:=5"], "--params-file"),
         (["sim-whole-body", "--robot", "go1"], "--bag"),
         (["sim-whole-body", "--robot", "go1", "--bag", go1_bag], "exists"),
