@@ -105,6 +105,14 @@ def check_data_source(args: argparse.Namespace) -> None:
             raise InputError(f"{options} only apply to --bag")
 
 
+def split_names(text: str | None, default: list[str] | None = None) -> list[str] | None:
+    """The names of a comma-separated option (``"a, b,"`` -> ``["a", "b"]``), ``default`` when
+    it is not given."""
+    if not text:
+        return default
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def whole_body_table(result: dict[str, Any]) -> list[str]:
     """The table of a whole-body result's links and its sensor offsets."""
     lines = [f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
@@ -352,3 +360,14 @@ def report_findings(command: str, findings: list[Finding],
         result["findings"] = [finding.as_json() for finding in findings]
         result["refused"] = refused(findings)
     return EXIT_IMPLAUSIBLE if refused(findings) else 0
+
+
+def report_input_findings(command: str, findings: list[Finding], json_path: str | None) -> int:
+    """:func:`report_findings` of the input checks before a fit; when one refuses, write only
+    the findings and the refusal to ``json_path`` (nothing if ``None``). Returns
+    :data:`EXIT_IMPLAUSIBLE` if one refuses, else 0."""
+    refusal: dict[str, Any] = {}
+    code = report_findings(command, findings, refusal)
+    if code:
+        write_json(json_path, refusal)
+    return code

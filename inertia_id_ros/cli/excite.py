@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.cli.common import EXIT_IMPLAUSIBLE, load_urdf_model, write_output
+from inertia_id_ros.cli.common import EXIT_IMPLAUSIBLE, load_urdf_model, split_names, write_output
 from inertia_id_ros.errors import (
     ConfigError,
     FrameNotFound,
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
                if value is None]
     if missing:
         raise InputError(f"designing a motion needs {', '.join(missing)} (or --check TRAJ.npz)")
-    joints = [name.strip() for name in args.joints.split(",") if name.strip()]
+    joints = split_names(args.joints)
     if not joints or len(set(joints)) != len(joints):
         raise InputError(f"--joints must list distinct joints, got {args.joints!r}")
     if (args.target == "payload") != (args.sensor_frame is not None):

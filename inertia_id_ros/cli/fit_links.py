@@ -9,7 +9,6 @@ import warnings
 from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli.common import (
-    EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
     add_data_options,
     add_plausibility_options,
@@ -21,6 +20,8 @@ from inertia_id_ros.cli.common import (
     print_summary,
     read_log,
     report_findings,
+    report_input_findings,
+    split_names,
     uses_description,
     write_json,
 )
@@ -112,8 +113,7 @@ def run(args: argparse.Namespace) -> int:
         source = args.bag
     if not uses_description(args):
         model = load_urdf_model(args.urdf)
-    joints = ([name.strip() for name in args.joints.split(",") if name.strip()] if args.joints
-              else list(states.joint_names))
+    joints = split_names(args.joints, default=list(states.joint_names))
     if len(set(joints)) != len(joints):
         raise InputError(f"--joints lists a joint twice: {args.joints}")
     moving_held = [name for name in joints if name in held]
@@ -136,10 +136,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
     if args.filter_half_width is not None and not args.filter_half_width > 0:
         raise InputError(f"--filter-half-width must be > 0 s, got {args.filter_half_width}")
-    findings = input_findings(states, model, joints)
-    if report_findings("fit-links", findings):
-        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
-        return EXIT_IMPLAUSIBLE
+    code = report_input_findings("fit-links", input_findings(states, model, joints), args.json)
+    if code:
+        return code
     links = _link_model(model, states, joints, args.coulomb_velocity, held)
     prior = np.asarray(links.prior)[:10 * len(links.link_names)].reshape(-1, 10)
     volumes = volumes_holding(link_volumes(args.urdf, links.link_names),

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli.common import (
     DATA_LIMITED,
-    EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
     add_data_options,
     add_plausibility_options,
@@ -25,6 +24,7 @@ from inertia_id_ros.cli.common import (
     print_summary,
     read_log,
     report_findings,
+    report_input_findings,
     uses_description,
     write_json,
 )
@@ -228,9 +228,9 @@ def run(args: argparse.Namespace) -> int:
     volume = _payload_volume(args)
     findings = input_findings(recording.joint_states, model, list(kinematics.joint_names),
                               {"wrench stamps": recording.wrenches.t})
-    if report_findings("fit-payload", findings):
-        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
-        return EXIT_IMPLAUSIBLE
+    code = report_input_findings("fit-payload", findings, args.json)
+    if code:
+        return code
     prior = _payload_prior(args, model)
     n_wrenches = recording.wrenches.t.size
     span = max(recording.joint_states.t[-1], recording.wrenches.t[-1]) - min(

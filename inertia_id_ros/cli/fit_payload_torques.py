@@ -20,7 +20,6 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.cli.common import (
-    EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
     add_data_options,
     add_weighting_option,
@@ -31,6 +30,8 @@ from inertia_id_ros.cli.common import (
     print_summary,
     read_log,
     report_findings,
+    report_input_findings,
+    split_names,
     uses_description,
     write_json,
 )
@@ -208,13 +209,12 @@ def run(args: argparse.Namespace) -> int:
         frame_id(model, args.frame)
     except FrameNotFound as e:
         raise InputError(str(e)) from None
-    joints = ([name.strip() for name in args.joints.split(",") if name.strip()] if args.joints
-              else list(states.joint_names))
+    joints = split_names(args.joints, default=list(states.joint_names))
     check_joints(states, list(model.names)[1:], joints, source)
-    findings = input_findings(states, model, joints)
-    if report_findings("fit-payload-torques", findings):
-        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
-        return EXIT_IMPLAUSIBLE
+    code = report_input_findings("fit-payload-torques", input_findings(states, model, joints),
+                                 args.json)
+    if code:
+        return code
     links = _link_model(model, states, joints, _effort_scales(args, joints), held)
     differentiation = {"half_width": args.filter_half_width or PAYLOAD_TORQUES_HALF_WIDTH}
     alignment = None

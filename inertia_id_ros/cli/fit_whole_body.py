@@ -10,7 +10,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli.common import (
-    EXIT_IMPLAUSIBLE,
     EXIT_NO_ESTIMATE,
     add_log_options,
     add_plausibility_options,
@@ -19,6 +18,8 @@ from inertia_id_ros.cli.common import (
     print_summary,
     read_whole_log,
     report_findings,
+    report_input_findings,
+    split_names,
     uses_description,
     whole_body_table,
     write_json,
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     fixed_tilt = _fixed_tilt(args.fixed_tilt)
     if args.base != "fixed" and (args.fixed_frame is not None or any(fixed_tilt)):
         raise InputError("--fixed-frame and --fixed-tilt apply to --base fixed")
-    bodies = [b.strip() for b in args.bodies.split(",") if b.strip()] if args.bodies else None
+    bodies = split_names(args.bodies)
     held: dict[str, float] = {}
     flips = args.flip_wrench_sign or ()
     if uses_description(args):
@@ -173,10 +174,10 @@ def run(args: argparse.Namespace) -> int:
     for topic, count in recording.uncovered.items():
         print(f"inertia-id fit-whole-body: warning: {topic!r} does not cover {count} stamps "
               f"(stopped or not started): their rows are dropped", file=sys.stderr)
-    findings = check_time_units(recording.states.t, "joint state stamps")
-    if report_findings("fit-whole-body", findings):  # before differentiating in those units
-        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
-        return EXIT_IMPLAUSIBLE
+    code = report_input_findings(  # before differentiating in those units
+        "fit-whole-body", check_time_units(recording.states.t, "joint state stamps"), args.json)
+    if code:
+        return code
     model, samples = whole_body_inputs(recording, args.urdf, args.base, bodies,
                                        args.filter_half_width, flip_wrench_sign=flips,
                                        fixed_frame=args.fixed_frame, fixed_tilt=fixed_tilt,
@@ -200,11 +201,11 @@ def run(args: argparse.Namespace) -> int:
                          + ("" if efforts else " and no joint efforts")
                          + ": no rows to fit (a fixed base has no base rows; give internal "
                            "sensors or --efforts with recorded efforts)")
-    findings = free_fall_finding(args.base, recording.ft_types, args.free_fall) + input_findings(
-        recording.states, model.model, list(model.joint_names))
-    if report_findings("fit-whole-body", findings):
-        write_json(args.json, {"findings": [f.as_json() for f in findings], "refused": True})
-        return EXIT_IMPLAUSIBLE
+    code = report_input_findings(
+        "fit-whole-body", free_fall_finding(args.base, recording.ft_types, args.free_fall)
+        + input_findings(recording.states, model.model, list(model.joint_names)), args.json)
+    if code:
+        return code
     volumes = volumes_holding(link_volumes(args.urdf, model.bodies),
                               dict(zip(model.links, model.link_prior)))
     ellipsoids = ellipsoids_of(volumes, model.bodies) if args.bounding_ellipsoid else None
