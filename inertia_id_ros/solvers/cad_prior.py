@@ -51,9 +51,8 @@ from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     Problem,
     Solution,
-    initial_x,
-    lift_to_margin,
     make_solution,
+    rounded_to_feasible,
 )
 
 DEFAULT_PRIOR_STD = 0.2
@@ -128,7 +127,7 @@ def solve_cad_prior(problem: Problem, initvals: Solution | np.ndarray | None = N
     import cvxpy as cp
 
     started = time.perf_counter()
-    initial_x(problem, initvals)
+    problem.warm_start(initvals)
     if problem.prior is None:
         raise ProblemError("cad_prior needs problem.prior (the CAD parameters)")
     if prior_std is not None:
@@ -180,10 +179,7 @@ def solve_cad_prior(problem: Problem, initvals: Solution | np.ndarray | None = N
             x_value = xv.value
     except (cp.error.SolverError, ArithmeticError) as e:
         raise SolverError(f"cad_prior: Clarabel failed: {e}") from e
-    x_value = np.array(x_value, dtype=float)
-    if problem.nonnegative:
-        x_value[list(problem.nonnegative)] = np.maximum(x_value[list(problem.nonnegative)], 0.0)
-    x_value = lift_to_margin(x_value, problem, margin)
+    x_value = rounded_to_feasible(x_value, problem, margin)
     return make_solution(problem, x_value, "cad_prior", found=status.startswith("solved"),
                          status=status, iterations=iterations, started=started,
                          finished=time.perf_counter(),

@@ -53,9 +53,9 @@ from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     Problem,
     Solution,
-    initial_x,
     lift_to_margin,
     make_solution,
+    rounded_to_feasible,
 )
 
 BACKENDS = ("fast", "cvxpy", "cvxpy_per_solve")
@@ -88,7 +88,7 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
     (Clarabel has no warm start: ignored by the cvxpy backends).
     """
     started = time.perf_counter()
-    x0 = initial_x(problem, initvals)
+    x0 = problem.warm_start(initvals)
     if backend == "fast":
         duals = initvals.info.get("duals") if isinstance(initvals, Solution) else None
         return _solve_fast(problem, x0, duals, started, tol=FAST_TOL if tol is None else tol,
@@ -338,10 +338,7 @@ def _solve_cvxpy(problem: Problem, started: float, *, backend: str, tol: float, 
         is_dpp = model.problem.is_dpp()
     if value is None:
         raise SolverError(f"lmi {backend}: {solver} returned no solution (status {status})")
-    x = np.array(value, dtype=float)
-    if problem.nonnegative:
-        x[list(problem.nonnegative)] = np.maximum(x[list(problem.nonnegative)], 0.0)
-    x = lift_to_margin(x, problem, margin)
+    x = rounded_to_feasible(value, problem, margin)
     return make_solution(problem, x, "lmi", found=status == cp.OPTIMAL, status=status,
                          iterations=iterations, started=started, finished=time.perf_counter(),
                          message=f"{solver} via cvxpy ({backend})",

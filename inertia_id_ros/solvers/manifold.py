@@ -35,7 +35,6 @@ from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     Problem,
     Solution,
-    initial_x,
     lift_to_margin,
     make_solution,
 )
@@ -185,7 +184,7 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
     regularized = regularize_null_space(hessian, rhs, reference, regularization)
     hessian, rhs = regularized.hessian, regularized.rhs
     constant += regularized.constant_shift
-    x0 = initial_x(problem, initvals)
+    x0 = problem.warm_start(initvals)
     if x0 is None:
         x0 = regularized.x_unconstrained
     bodies = _Bodies.from_thetas(_project_consistent(x0[:nb].reshape(n, N_BODY_PARAMS)))

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from inertia_id_ros.solvers._linalg import cholesky, cholesky_solve, psd_solve
-from inertia_id_ros.solvers.problem import Problem, Solution, initial_x, make_solution
+from inertia_id_ros.solvers.problem import Problem, Solution, make_solution
 
 DEFAULT_RCOND = 1e-12
 """Eigenvalues of ``H`` below ``rcond * lambda_max`` are treated as zero (unidentifiable)."""
@@ -42,7 +42,7 @@ def solve_ols(problem: Problem, initvals: Solution | np.ndarray | None = None, *
               rcond: float = DEFAULT_RCOND) -> Solution:
     """Closed-form least squares; ``initvals`` is validated but unused (nothing to warm-start)."""
     started = time.perf_counter()
-    initial_x(problem, initvals)
+    problem.warm_start(initvals)
     x, rank = unconstrained_minimizer(problem, rcond)
     return make_solution(problem, x, "ols", found=True, status="solved", iterations=0,
                          started=started, finished=time.perf_counter(),

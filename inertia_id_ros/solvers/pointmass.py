@@ -49,9 +49,8 @@ from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
     Problem,
     Solution,
-    initial_x,
-    lift_to_margin,
     make_solution,
+    rounded_to_feasible,
 )
 
 Box = tuple[np.ndarray, np.ndarray]
@@ -287,7 +286,7 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
     ``info["approximation_limited"]`` is set.
     """
     started = time.perf_counter()
-    x0 = initial_x(problem, initvals)
+    x0 = problem.warm_start(initvals)
     if points_per_axis < 2:
         raise ProblemError(f"pointmass: points_per_axis must be >= 2, got {points_per_axis}")
     if not spread > 0 or refinements < 0:
@@ -319,9 +318,7 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
                                 spread, min_half_extent) for k in range(problem.n_bodies)]
         points = [old if new is None else new for old, new in zip(points, moved)]
     value, x, weights, status, points = best
-    if problem.nonnegative:
-        x[list(problem.nonnegative)] = np.maximum(x[list(problem.nonnegative)], 0.0)
-    x = lift_to_margin(x, problem, margin)
+    x = rounded_to_feasible(x, problem, margin)
     gap, limited = _approximation_gap(problem, x, x_free, rank, limit_threshold)
     found = status in ("solved", "solved inaccurate")
     message = f"OSQP: {status}, {placements} placement(s)" + (

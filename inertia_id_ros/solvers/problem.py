@@ -279,6 +279,17 @@ class Problem:
         return {k: np.einsum("iab,ba->i", PSEUDO_INERTIA_BASIS, q)
                 for k, q in enumerate(self.bounding_ellipsoids) if q is not None}
 
+    def warm_start(self, initvals: Solution | np.ndarray | None) -> np.ndarray | None:
+        """The warm-start ``x`` (p,) from ``initvals`` (a previous :class:`Solution` or an
+        array), checked against this problem; ``None`` without one."""
+        if initvals is None:
+            return None
+        x = initvals.x if isinstance(initvals, Solution) else initvals
+        x = _as_float_array("initvals", x, 1)
+        if x.shape != (self.n_params,):
+            raise ProblemError(f"initvals must have shape ({self.n_params},), got {x.shape}")
+        return x
+
     def structure_key(self) -> tuple:
         """Hashable description of everything but the numbers (for caching compiled solvers)."""
         mask = tuple(k in self.ellipsoid_rows() for k in range(self.n_bodies))
@@ -409,15 +420,14 @@ def lift_to_margin(x: np.ndarray, problem: Problem,
     return x
 
 
-def initial_x(problem: Problem, initvals: Solution | np.ndarray | None) -> np.ndarray | None:
-    """The warm-start ``x`` (p,) from ``initvals`` (a previous :class:`Solution` or an array)."""
-    if initvals is None:
-        return None
-    x = initvals.x if isinstance(initvals, Solution) else initvals
-    x = _as_float_array("initvals", x, 1)
-    if x.shape != (problem.n_params,):
-        raise ProblemError(f"initvals must have shape ({problem.n_params},), got {x.shape}")
-    return x
+def rounded_to_feasible(x: np.ndarray, problem: Problem,
+                        margin: float = CONSISTENCY_MARGIN) -> np.ndarray:
+    """Copy of a constrained method's ``x`` without its round-off: the ``nonnegative`` entries
+    clipped at 0, then the bodies lifted to ``lambda_min(J) >= margin`` (:func:`lift_to_margin`)."""
+    x = np.array(x, dtype=float)
+    if problem.nonnegative:
+        x[list(problem.nonnegative)] = np.maximum(x[list(problem.nonnegative)], 0.0)
+    return lift_to_margin(x, problem, margin)
 
 
 def make_solution(problem: Problem, x: np.ndarray, method: str, *, found: bool, status: str,
