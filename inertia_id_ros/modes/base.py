@@ -161,6 +161,13 @@ class Mode(abc.ABC):
         (:func:`check_window_memory`; a mode whose window keeps no rows overrides this)."""
         check_window_memory(window_sec, max_input_rate_hz, window_shape)
 
+    def check_startup_window(self, settings: NodeSettings, window_shape: tuple[int, int]) -> None:
+        """:meth:`check_window` at start-up: StartupError naming ``window_sec``."""
+        try:
+            self.check_window(settings.window_sec, settings.max_input_rate_hz, window_shape)
+        except ValueError as error:
+            raise StartupError(f"parameter 'window_sec': {error}") from error
+
     def excitation(self, session: Session, settings: NodeSettings) -> ExcitationTarget | None:
         """What ``~/excite`` moves and designs for in this mode; ``None``: no wizard."""
         return None
@@ -237,6 +244,12 @@ def positive(value: Any) -> bool:
         return False
 
 
+def check_positive(name: str, value: Any) -> None:
+    """StartupError naming the parameter ``name`` unless its ``value`` is a finite number > 0."""
+    if not positive(value):
+        raise StartupError(f"parameter '{name}' must be > 0, got {value!r}")
+
+
 def check_window_memory(window_sec: float, max_input_rate_hz: float,
                         window_shape: tuple[int, int]) -> None:
     """Raise ValueError if a window of ``window_sec`` (s) at ``max_input_rate_hz`` (Hz) of
@@ -252,14 +265,6 @@ def check_window_memory(window_sec: float, max_input_rate_hz: float,
                          f"{max_input_rate_hz:g} Hz needs {size / 1024**3:.1f} GiB, "
                          f"more than {MAX_WINDOW_MEMORY_BYTES / 1024**3:g} GiB: shorten "
                          "window_sec or lower max_input_rate_hz")
-
-
-def check_startup_window(settings: NodeSettings, shape: tuple[int, int]) -> None:
-    """:func:`check_window_memory` at start-up: StartupError naming ``window_sec``."""
-    try:
-        check_window_memory(settings.window_sec, settings.max_input_rate_hz, shape)
-    except ValueError as error:
-        raise StartupError(f"parameter 'window_sec': {error}") from error
 
 
 def load_robot(settings: NodeSettings, default_urdf: str | None = None) -> Any:

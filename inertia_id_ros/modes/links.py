@@ -17,7 +17,6 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
-    check_startup_window,
     load_robot,
     urdf_file,
 )
@@ -98,7 +97,7 @@ class LinksMode(Mode):
         from inertia_id_ros.online.session import link_session
 
         model, actuators = link_model(settings)
-        check_startup_window(settings, (model.n_joints, model.n_parameters))
+        self.check_startup_window(settings, (model.n_joints, model.n_parameters))
         return link_session(model, actuators, window_sec=settings.window_sec,
                             method=settings.method, solver_options=settings.solver_options,
                             prior_weight=settings.mode_settings.prior_weight,

@@ -19,7 +19,6 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
-    check_startup_window,
     load_robot,
     positive,
 )
@@ -152,7 +151,7 @@ class PayloadMode(Mode):
         own: PayloadSettings = settings.mode_settings
         if not own.sensor_frame:
             raise StartupError("parameter 'sensor_frame' is required in payload mode")
-        check_startup_window(settings, WINDOW_SHAPE)
+        self.check_startup_window(settings, WINDOW_SHAPE)
         try:
             check_prior_available(settings.method, own.payload_prior != NO_PRIOR)
         except ValueError as error:

@@ -21,9 +21,8 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
-    check_startup_window,
+    check_positive,
     load_robot,
-    positive,
 )
 from inertia_id_ros.options import (
     METHOD_NAMES,
@@ -120,8 +119,7 @@ class PayloadTorquesMode(Mode):
         """``torques_change_threshold`` and ``torques_filter_half_width`` > 0; the effort
         scaling's arrays finite numbers."""
         for name in ("torques_change_threshold", "torques_filter_half_width"):
-            if not positive(values[name]):
-                raise StartupError(f"parameter '{name}' must be > 0, got {values[name]!r}")
+            check_positive(name, values[name])
         arrays: dict[str, tuple[float, ...] | None] = {}
         for name in ARRAYS:
             given = values[name]
@@ -154,7 +152,7 @@ class PayloadTorquesMode(Mode):
 
         own: PayloadTorquesSettings = settings.mode_settings
         links, links_x = link_model(settings)
-        check_startup_window(settings, (links.n_joints, 10 + links.n_joints))
+        self.check_startup_window(settings, (links.n_joints, 10 + links.n_joints))
         try:
             return payload_torque_session(
                 links, links_x, own.frame, window_sec=settings.window_sec,

@@ -19,8 +19,8 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
+    check_positive,
     load_robot,
-    positive,
     urdf_file,
 )
 from inertia_id_ros.options import (
@@ -198,9 +198,7 @@ class WholeBodyMode(Mode):
                                f"F/T sensors and joint efforts; no sensor is internal "
                                f"({list(own.ft_types)}) and use_efforts is false")
         for name in ("sensor_timeout_sec", "sample_rate_hz"):
-            if not positive(getattr(own, name)):
-                raise StartupError(f"parameter '{name}' must be > 0, got "
-                                   f"{getattr(own, name)!r}")
+            check_positive(name, getattr(own, name))
 
     def check_window(self, window_sec: float, max_input_rate_hz: float,
                      window_shape: tuple[int, int]) -> None:
