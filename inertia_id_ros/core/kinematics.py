@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pinocchio as pin
 
-from inertia_id_ros.core.robots import frame_id, reduce_model
+from inertia_id_ros.core.robots import frame_id, reduce_model, selected_names
 
 
 class SensorKinematics:
@@ -41,16 +41,12 @@ class SensorKinematics:
                 raise ValueError(f"joint {model.names[j]!r} ({model.joints[j].shortname()}) moves "
                                  f"frame {sensor_frame!r} but has {model.joints[j].nv} degrees of "
                                  "freedom; only 1-dof joints are supported")
-        if joint_names is None:
-            names = chain_names
-        else:
-            outside = [name for name in joint_names if name not in chain_names]
-            if outside:
-                raise ValueError(f"joint(s) {outside} do not move frame {sensor_frame!r}; the "
-                                 f"joints that do are {chain_names}")
-            if len(set(joint_names)) != len(joint_names):
-                raise ValueError(f"joint_names has duplicates: {list(joint_names)}")
-            names = [name for name in chain_names if name in joint_names]
+        names, outside = selected_names(chain_names, joint_names)
+        if outside:
+            raise ValueError(f"joint(s) {outside} do not move frame {sensor_frame!r}; the "
+                             f"joints that do are {chain_names}")
+        if joint_names is not None and len(set(joint_names)) != len(joint_names):
+            raise ValueError(f"joint_names has duplicates: {list(joint_names)}")
         self.joint_names: tuple[str, ...] = tuple(names)
         """Input joints, in model order."""
         self.locked_positions = dict(locked_positions or {})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +119,16 @@ def joint_id(model: pin.Model, name: str) -> int:
     if not model.existJointName(name):
         raise JointNotFound([name], list(model.names)[1:])
     return model.getJointId(name)
+
+
+def selected_names(names: Sequence[str], chosen: Iterable[str] | None
+                   ) -> tuple[tuple[str, ...], list[str]]:
+    """``(selected, unknown)``: the ``names`` that are ``chosen`` (all of them when ``chosen`` is
+    ``None``), in the order of ``names``, and the ``chosen`` names that are not among them."""
+    if chosen is None:
+        return tuple(names), []
+    chosen = list(chosen)
+    return tuple(n for n in names if n in chosen), [n for n in chosen if n not in names]
 
 
 def reduce_model(model: pin.Model, joint_names: Iterable[str],

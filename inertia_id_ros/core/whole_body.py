@@ -47,7 +47,7 @@ from inertia_id_ros.core.regressors import (
     _cross_matrices,
     body_regressor_batch,
 )
-from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model
+from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model, selected_names
 from inertia_id_ros.errors import ConfigError, DataError
 from inertia_id_ros.options import BASE_KINDS, SENSOR_KINDS
 
@@ -249,14 +249,10 @@ class WholeBodyModel:
                                   "of freedom; only 1-dof joints are supported")
         link_data = _urdf_links(model)
         names = tuple(link.name for link in link_data)
-        if bodies is None:
-            chosen = names
-        else:
-            unknown = [b for b in bodies if b not in names]
-            if unknown:
-                raise ConfigError(f"bodies {unknown} are not URDF links with mass; those are "
-                                  f"{list(names)}")
-            chosen = tuple(n for n in names if n in set(bodies))
+        chosen, unknown = selected_names(names, bodies)
+        if unknown:
+            raise ConfigError(f"bodies {unknown} are not URDF links with mass; those are "
+                              f"{list(names)}")
         return cls(model=model, base=base, sensors=tuple(ft_sensors), imu_frame=imu_frame,
                    links=names, link_prior=np.array([link.theta for link in link_data]),
                    bodies=chosen, _link_data=link_data, fixed_frame=fixed_frame,
