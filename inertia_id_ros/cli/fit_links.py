@@ -8,23 +8,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.cli.common import (
-    EXIT_NO_ESTIMATE,
-    add_data_options,
-    add_plausibility_options,
-    add_weighting_option,
-    check_bounding_ellipsoid,
-    check_data_source,
-    input_findings,
-    load_urdf_model,
-    print_summary,
-    read_log,
-    report_findings,
-    report_input_findings,
-    split_names,
-    uses_description,
-    write_json,
-)
+from inertia_id_ros.cli import common
 from inertia_id_ros.errors import DataError, InputError, JointNotFound, ProblemError, SolverError
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, LINKS_DEFAULT_WEIGHTING
 
@@ -41,13 +25,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     links = subparsers.add_parser(
         "fit-links",
         help="identify links and joint friction from recorded joint states and efforts")
-    add_data_options(links, wrenches=False)
+    common.add_data_options(links, wrenches=False)
     links.add_argument("--joints", help="comma-separated joints to identify (default: all "
                                         "recorded); the others are locked at their mean position")
     links.add_argument("--prior-weight", type=float, default=None,
                        help="weight of the pull toward the URDF's inertials, per torque sample "
                             "((N m)² per SI unit²; default: chosen by cross-validation)")
-    add_weighting_option(links, LINKS_DEFAULT_WEIGHTING, "each joint")
+    common.add_weighting_option(links, LINKS_DEFAULT_WEIGHTING, "each joint")
     links.add_argument("--filter-order", type=int, default=2, metavar="P",
                        help="degree of the local polynomial with --filter-half-width (2)")
     links.add_argument("--coulomb-velocity", type=float, default=None, metavar="V",
@@ -58,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     links.add_argument("--torque-delay", type=float, default=None, metavar="SEC",
                        help="delay of the efforts behind the motion (s; 0: none; default: "
                             "estimated on the data)")
-    add_plausibility_options(links, payload=False)
+    common.add_plausibility_options(links, payload=False)
     links.set_defaults(run=run)
 
 
@@ -96,12 +80,12 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.plausibility import ellipsoids_of, link_volumes, volumes_holding
     from inertia_id_ros.io.validate import validate_after_fit
 
-    check_data_source(args)
-    check_bounding_ellipsoid(args)
+    common.check_data_source(args)
+    common.check_bounding_ellipsoid(args)
     held_out, held = None, {}
-    if uses_description(args):
-        model = load_urdf_model(args.urdf)
-        train, held_out = read_log(args, model, args.urdf)
+    if common.uses_description(args):
+        model = common.load_urdf_model(args.urdf)
+        train, held_out = common.read_log(args, model, args.urdf)
         states, held, source = train.joint_states, train.held, train.source
         if states.effort is None:
             raise DataError(f"{source}: no joint efforts (joints.effort)")
@@ -111,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         states = read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC)
         source = args.bag
-    if not uses_description(args):
-        model = load_urdf_model(args.urdf)
-    joints = split_names(args.joints, default=list(states.joint_names))
+    if not common.uses_description(args):
+        model = common.load_urdf_model(args.urdf)
+    joints = common.split_names(args.joints, default=list(states.joint_names))
     if len(set(joints)) != len(joints):
         raise InputError(f"--joints lists a joint twice: {args.joints}")
     moving_held = [name for name in joints if name in held]
@@ -136,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
     if args.filter_half_width is not None and not args.filter_half_width > 0:
         raise InputError(f"--filter-half-width must be > 0 s, got {args.filter_half_width}")
-    code = report_input_findings("fit-links", input_findings(states, model, joints), args.json)
+    code = common.report_input_findings("fit-links", common.input_findings(states, model, joints),
+                                        args.json)
     if code:
         return code
     links = _link_model(model, states, joints, args.coulomb_velocity, held)
@@ -160,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
                 torque_delay=args.torque_delay, bounding_ellipsoids=ellipsoids)
         except (ProblemError, SolverError) as e:
             print(f"inertia-id fit-links: no estimate: {e}", file=sys.stderr)
-            return EXIT_NO_ESTIMATE
+            return common.EXIT_NO_ESTIMATE
         except ValueError as e:
             raise DataError(f"{source}: {e}") from None
     for warning in caught:
@@ -181,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
     findings, identifiability, checked = _findings_after_fit(identification, volumes)
     result.update(checked)
     labels = _labels(findings, links.link_names)
-    code = report_findings("fit-links", findings, result)
-    write_json(args.json, result)
+    code = common.report_findings("fit-links", findings, result)
+    common.write_json(args.json, result)
     lines = [f"fit-links ({args.method}, prior weight {fit.prior_weight:.3g}): {data.n_samples} "
              f"samples of {len(links.joint_names)} joints from {source}; solver "
              f"{fit.solution.status!r} in {fit.solution.solve_time:.2f} s",
@@ -203,10 +188,10 @@ def run(args: argparse.Namespace) -> int:
                      f"{entry['offset']:10.4f}{entry['armature']:10.4f}{rms:11.4f}")
     lines.append(f"joint torque rms {errors.overall:.4f} N m; all links fully consistent: "
                  f"{'yes' if fit.fully_consistent else 'NO'}")
-    print_summary(lines, code, [args.json])
+    common.print_summary(lines, code, [args.json])
     if code:
         return code
-    validate_after_fit(args, result, train if uses_description(args) else None, held_out)
+    validate_after_fit(args, result, train if common.uses_description(args) else None, held_out)
     return 0
 
 

@@ -9,25 +9,7 @@ import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.cli.common import (
-    DATA_LIMITED,
-    EXIT_NO_ESTIMATE,
-    add_data_options,
-    add_plausibility_options,
-    add_weighting_option,
-    body_lines,
-    check_bounding_ellipsoid,
-    check_data_source,
-    dropped_text,
-    input_findings,
-    load_urdf_model,
-    print_summary,
-    read_log,
-    report_findings,
-    report_input_findings,
-    uses_description,
-    write_json,
-)
+from inertia_id_ros.cli import common
 from inertia_id_ros.errors import (
     ConfigError,
     EstimateUnavailable,
@@ -59,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     payload = subparsers.add_parser(
         "fit-payload",
         help="identify the payload beyond an F/T sensor from recorded joint states and wrenches")
-    add_data_options(payload, wrenches=True)
+    common.add_data_options(payload, wrenches=True)
     payload.add_argument("--sensor-frame", required=True,
                          help="URDF frame of the F/T sensor (the wrenches' frame)")
     payload.add_argument("--flip-wrench-sign", action=argparse.BooleanOptionalAction,
@@ -69,7 +51,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                               "description's sign, by default the URDF's measure_direction)")
     payload.add_argument("--no-offset", action="store_true",
                          help="do not estimate the F/T sensor offset (it is calibrated out)")
-    add_weighting_option(payload, PAYLOAD_DEFAULT_WEIGHTING, "each wrench component")
+    common.add_weighting_option(payload, PAYLOAD_DEFAULT_WEIGHTING, "each wrench component")
     payload.add_argument("--window-sec", type=float, default=0.0, metavar="SEC",
                          help="use the newest SEC seconds of the recording (default: all)")
     payload.add_argument("--prior", metavar="RESULT",
@@ -80,7 +62,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     payload.add_argument("--prior-link", metavar="LINK",
                          help="the prior from a URDF link: its inertial and the links beyond "
                               "it, moved to --sensor-frame")
-    add_plausibility_options(payload, payload=True)
+    common.add_plausibility_options(payload, payload=True)
     payload.set_defaults(run=run)
 
 
@@ -139,7 +121,7 @@ def _payload_prior(args: argparse.Namespace, model: pin.Model) -> np.ndarray | N
         if args.prior:
             return prior_from_result(args.prior, args.sensor_frame)
         if args.prior_link:
-            prior_model = load_urdf_model(args.prior_urdf) if args.prior_urdf else model
+            prior_model = common.load_urdf_model(args.prior_urdf) if args.prior_urdf else model
             return prior_from_link(prior_model, args.prior_link, args.sensor_frame)
     except ConfigError as e:
         raise InputError(f"prior: {e}") from None
@@ -196,14 +178,14 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.validate import validate_after_fit
     from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
 
-    check_data_source(args)
+    common.check_data_source(args)
     _check_prior_options(args)
-    check_bounding_ellipsoid(args)
-    model = load_urdf_model(args.urdf)
+    common.check_bounding_ellipsoid(args)
+    model = common.load_urdf_model(args.urdf)
     train = held_out = None
-    if uses_description(args):
-        train, held_out = read_log(args, model, args.urdf, args.sensor_frame,
-                                   args.flip_wrench_sign)
+    if common.uses_description(args):
+        train, held_out = common.read_log(args, model, args.urdf, args.sensor_frame,
+                                          args.flip_wrench_sign)
         recording = train.payload(args.sensor_frame)
     elif args.data is not None:
         recording = read_payload_file(args.data)
@@ -226,9 +208,10 @@ def run(args: argparse.Namespace) -> int:
                  recording.source)
     check_wrench_frame(recording, args.sensor_frame)
     volume = _payload_volume(args)
-    findings = input_findings(recording.joint_states, model, list(kinematics.joint_names),
-                              {"wrench stamps": recording.wrenches.t})
-    code = report_input_findings("fit-payload", findings, args.json)
+    findings = common.input_findings(recording.joint_states, model,
+                                     list(kinematics.joint_names),
+                                     {"wrench stamps": recording.wrenches.t})
+    code = common.report_input_findings("fit-payload", findings, args.json)
     if code:
         return code
     prior = _payload_prior(args, model)
@@ -251,11 +234,11 @@ def run(args: argparse.Namespace) -> int:
         estimate = estimator.solve(require_consistent=False)
     except EstimateUnavailable as e:
         dropped = estimator.stats().dropped
-        detail = f" (samples dropped: {dropped_text(dropped)})" if dropped else ""
-        if e.reason in DATA_LIMITED:
+        detail = f" (samples dropped: {common.dropped_text(dropped)})" if dropped else ""
+        if e.reason in common.DATA_LIMITED:
             raise InputError(f"{recording.source}: no estimate: {e.message}{detail}") from None
         print(f"inertia-id fit-payload: no estimate: {e.message}", file=sys.stderr)
-        return EXIT_NO_ESTIMATE
+        return common.EXIT_NO_ESTIMATE
     body = body_json("payload", args.sensor_frame, estimate.theta)
     result = {"method": estimate.method, "bodies": [body],
               "sensor_offset": estimate.sensor_offset.tolist(),
@@ -263,14 +246,14 @@ def run(args: argparse.Namespace) -> int:
               "solve_time_s": estimate.solve_time}
     findings, identifiability, checked = _findings_after_fit(args, estimator, estimate, volume)
     result.update(checked)
-    code = report_findings("fit-payload", findings, result)
-    write_json(args.json, result)
+    code = common.report_findings("fit-payload", findings, result)
+    common.write_json(args.json, result)
     dropped = estimator.stats().dropped
     offset = estimate.sensor_offset
     lines = [f"fit-payload ({estimate.method}): {estimate.n_samples} wrench samples over "
              f"{estimate.t_last - estimate.t_first:.1f} s from {recording.source}"
-             + (f"; dropped {dropped_text(dropped)}" if dropped else ""),
-             f"payload beyond {args.sensor_frame!r}, in that frame:", *body_lines(body)]
+             + (f"; dropped {common.dropped_text(dropped)}" if dropped else ""),
+             f"payload beyond {args.sensor_frame!r}, in that frame:", *common.body_lines(body)]
     if prior is not None:
         lines.append(f"  prior {args.prior or args.prior_link!r}: mass {prior[0]:.4f} kg")
     if config.estimate_offset:
@@ -283,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
     lines.append(f"  standard errors: mass {std[0]:.2g} kg, first moments "
                  + ", ".join(f"{v:.2g}" for v in std[1:4]) + " kg m")
     lines += identifiability
-    print_summary(lines, code, [args.json])
+    common.print_summary(lines, code, [args.json])
     if code:
         return code
     validate_after_fit(args, result, train, held_out)

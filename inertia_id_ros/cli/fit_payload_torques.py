@@ -19,22 +19,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from inertia_id_ros.cli.common import (
-    EXIT_NO_ESTIMATE,
-    add_data_options,
-    add_weighting_option,
-    body_lines,
-    check_data_source,
-    input_findings,
-    load_urdf_model,
-    print_summary,
-    read_log,
-    report_findings,
-    report_input_findings,
-    split_names,
-    uses_description,
-    write_json,
-)
+from inertia_id_ros.cli import common
 from inertia_id_ros.errors import (
     ConfigError,
     DataError,
@@ -64,7 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "fit-payload-torques",
         help="identify the payload at a frame from recorded joint torques (no F/T sensor): "
              "with a link model, or from a loaded and an unloaded run of the same motion")
-    add_data_options(command, wrenches=False, validate=False)
+    common.add_data_options(command, wrenches=False, validate=False)
     command.add_argument("--frame", required=True,
                          help="URDF frame the payload is attached to (e.g. the flange); the "
                               "result is about and in it")
@@ -85,7 +70,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                          help="each joint's gear ratio (with --torque-constants; default 1)")
     command.add_argument("--effort-signs", metavar="S1,S2,...",
                          help="each joint's effort sign, +1 or -1 (default +1)")
-    add_weighting_option(command, PAYLOAD_DEFAULT_WEIGHTING, "each joint")
+    common.add_weighting_option(command, PAYLOAD_DEFAULT_WEIGHTING, "each joint")
     command.add_argument("--no-offsets", action="store_true",
                          help="do not estimate the change of each joint's torque offset")
     command.set_defaults(run=run)
@@ -130,11 +115,11 @@ def _read(args: argparse.Namespace, model: pin.Model,
         args = _argparse.Namespace(**{**vars(args), "data": None if args.bag else args.unloaded,
                                       "bag": args.unloaded if args.bag else None})
     held: dict[str, float] = {}
-    if uses_description(args):
+    if common.uses_description(args):
         if args.held_out_from is not None:
             raise InputError("--held-out-from does not apply to fit-payload-torques (no "
                              "validation)")
-        recording, _ = read_log(args, model, args.urdf)
+        recording, _ = common.read_log(args, model, args.urdf)
         states, held, source = recording.joint_states, recording.held, recording.source
     elif args.data is not None:
         states, source = read_joint_file(args.data), args.data
@@ -202,17 +187,17 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.plausibility import payload_volume, volume_findings
     from inertia_id_ros.io.validate import differentiation_of
 
-    check_data_source(args)
-    model = load_urdf_model(args.urdf)
+    common.check_data_source(args)
+    model = common.load_urdf_model(args.urdf)
     states, held, source = _read(args, model)
     try:
         frame_id(model, args.frame)
     except FrameNotFound as e:
         raise InputError(str(e)) from None
-    joints = split_names(args.joints, default=list(states.joint_names))
+    joints = common.split_names(args.joints, default=list(states.joint_names))
     check_joints(states, list(model.names)[1:], joints, source)
-    code = report_input_findings("fit-payload-torques", input_findings(states, model, joints),
-                                 args.json)
+    code = common.report_input_findings(
+        "fit-payload-torques", common.input_findings(states, model, joints), args.json)
     if code:
         return code
     links = _link_model(model, states, joints, _effort_scales(args, joints), held)
@@ -246,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
                               weighting=args.weighting)
         except (ProblemError, SolverError) as e:
             print(f"inertia-id fit-payload-torques: no estimate: {e}", file=sys.stderr)
-            return EXIT_NO_ESTIMATE
+            return common.EXIT_NO_ESTIMATE
         except ValueError as e:
             raise InputError(str(e)) from None
     body = body_json("payload", args.frame, fit.theta)
@@ -260,9 +245,9 @@ def run(args: argparse.Namespace) -> int:
         "solve_time_s": float(fit.solution.solve_time),
         "alignment": None if alignment is None else {"shift_s": alignment.shift,
                                                      "position_rms": alignment.position_rms}}
-    code = report_findings("fit-payload-torques",
-                           volume_findings("payload", fit.theta, payload_volume()), result)
-    write_json(args.json, result)
+    code = common.report_findings("fit-payload-torques",
+                                  volume_findings("payload", fit.theta, payload_volume()), result)
+    common.write_json(args.json, result)
     for warning in caught:
         print(f"inertia-id fit-payload-torques: warning: {warning.message}", file=sys.stderr)
     lines = [f"fit-payload-torques ({args.method}): {data.n_samples} samples of "
@@ -270,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     if alignment is not None:
         lines.append(f"  unloaded run matched with a time shift of {alignment.shift:+.3f} s, "
                      f"joint positions {alignment.position_rms:.2g} rad rms apart")
-    lines += [f"payload at {args.frame!r}, in that frame:", *body_lines(body),
+    lines += [f"payload at {args.frame!r}, in that frame:", *common.body_lines(body),
               *_uncertainty_lines(fit.theta, fit.covariance)]
     if not args.no_offsets:
         lines.append("  torque offset changes [" + ", ".join(
@@ -283,5 +268,5 @@ def run(args: argparse.Namespace) -> int:
         lines.append("  note: the URDF's links (their masses, no friction) decide what their "
                      "error adds to the payload; prefer --links-result (a fit-links result) or "
                      "--unloaded (differencing)")
-    print_summary(lines, written=[args.json])
+    common.print_summary(lines, written=[args.json])
     return code

@@ -9,21 +9,7 @@ import math
 import sys
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.cli.common import (
-    EXIT_NO_ESTIMATE,
-    add_log_options,
-    add_plausibility_options,
-    input_findings,
-    load_urdf_model,
-    print_summary,
-    read_whole_log,
-    report_findings,
-    report_input_findings,
-    split_names,
-    uses_description,
-    whole_body_table,
-    write_json,
-)
+from inertia_id_ros.cli import common
 from inertia_id_ros.errors import InputError, ProblemError, SolverError
 from inertia_id_ros.options import (
     BASE_KINDS,
@@ -50,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     source = whole.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="recorded data, .npz (see inertia_id_ros.io.whole_body)")
     source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
-    add_log_options(whole, source)
+    common.add_log_options(whole, source)
     whole.add_argument("--ft", action="append", metavar="TOPIC=KIND",
                        help="--bag: a WrenchStamped topic and its sensor's kind (contact or "
                             "internal), once per F/T sensor; the first sets the stamps")
@@ -105,7 +91,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="the robot touched nothing (a floating or suspended base without a "
                             "contact sensor is refused otherwise: its base rows would say every "
                             "link weighs 0 kg)")
-    add_plausibility_options(whole, payload=False)
+    common.add_plausibility_options(whole, payload=False)
     whole.set_defaults(run=run)
 
 
@@ -134,18 +120,18 @@ def run(args: argparse.Namespace) -> int:
     fixed_tilt = _fixed_tilt(args.fixed_tilt)
     if args.base != "fixed" and (args.fixed_frame is not None or any(fixed_tilt)):
         raise InputError("--fixed-frame and --fixed-tilt apply to --base fixed")
-    bodies = split_names(args.bodies)
+    bodies = common.split_names(args.bodies)
     held: dict[str, float] = {}
     flips = args.flip_wrench_sign or ()
-    if uses_description(args):
+    if common.uses_description(args):
         if args.input is None:
             raise InputError("the log flags (--time-unit, --t-start, ...) of fit-whole-body "
                              "take an --input description")
         if args.ft or args.imu_topic or args.joint_states_topic:
             raise InputError("--ft, --imu-topic and --joint-states-topic only apply to --bag "
                              "(an --input description names its topics)")
-        loaded, held_out_from = read_whole_log(args, load_urdf_model(args.urdf), args.urdf,
-                                               flips)
+        loaded, held_out_from = common.read_whole_log(args, common.load_urdf_model(args.urdf),
+                                                      args.urdf, flips)
         flips, held = (), loaded.held
         recording = loaded.whole_body(args.filter_half_width)
         if held_out_from is not None:
@@ -174,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     for topic, count in recording.uncovered.items():
         print(f"inertia-id fit-whole-body: warning: {topic!r} does not cover {count} stamps "
               f"(stopped or not started): their rows are dropped", file=sys.stderr)
-    code = report_input_findings(  # before differentiating in those units
+    code = common.report_input_findings(  # before differentiating in those units
         "fit-whole-body", check_time_units(recording.states.t, "joint state stamps"), args.json)
     if code:
         return code
@@ -201,9 +187,9 @@ def run(args: argparse.Namespace) -> int:
                          + ("" if efforts else " and no joint efforts")
                          + ": no rows to fit (a fixed base has no base rows; give internal "
                            "sensors or --efforts with recorded efforts)")
-    code = report_input_findings(
+    code = common.report_input_findings(
         "fit-whole-body", free_fall_finding(args.base, recording.ft_types, args.free_fall)
-        + input_findings(recording.states, model.model, list(model.joint_names)), args.json)
+        + common.input_findings(recording.states, model.model, list(model.joint_names)), args.json)
     if code:
         return code
     volumes = volumes_holding(link_volumes(args.urdf, model.bodies),
@@ -221,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
                                               bounding_ellipsoids=ellipsoids)
     except (ProblemError, SolverError) as e:
         print(f"inertia-id fit-whole-body: no estimate: {e}", file=sys.stderr)
-        return EXIT_NO_ESTIMATE
+        return common.EXIT_NO_ESTIMATE
     result = whole_body_json(model, fit, args.method, fit.solve_time, efforts)
     if holdout is not None:
         result["holdout"] = {"fraction": args.holdout, "rms": holdout}
@@ -230,8 +216,8 @@ def run(args: argparse.Namespace) -> int:
     for body in result["bodies"]:
         if any(f.kind == "pinned_mass" and f.subject == body["name"] for f in findings):
             body["identifiability"] = PINNED
-    code = report_findings("fit-whole-body", findings, result)
-    write_json(args.json, result)
+    code = common.report_findings("fit-whole-body", findings, result)
+    common.write_json(args.json, result)
     lines = [f"fit-whole-body ({args.method}, {model.base} base): {fit.n_samples} samples, "
              f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from "
              f"{args.data or args.bag or args.input}; "
@@ -240,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
              f"weighting {args.weighting}",
              *identifiability_lines(fit.identifiability.combinations),
              *([tilt_line] if tilt_line else []),
-             *whole_body_table(result)]
+             *common.whole_body_table(result)]
     inconsistent = sum(not body["fully_consistent"] for body in result["bodies"])
     lines.append(f"residual rms {fit.residual_rms:.4f}; inconsistent links: {inconsistent}")
     if fit.weights is not None:
@@ -265,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"{group:<22}" + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}" for k in columns)
                          + f"{f['fit'] / f[urdf]:{max(10, len(titles[urdf]) + 6)}.3f}"
                          + f"{f['fit'] / f['ols']:9.3f}")
-    print_summary(lines, code, [args.json])
+    common.print_summary(lines, code, [args.json])
     return code
 
 
