@@ -85,6 +85,10 @@ payload's inertia is seen through the accelerations, which a wider filter flatte
 Panda at 1 kHz, differencing route: inertia error 6.8 % at 0.03 s, 11 % at 0.05 s, 28 % at
 0.1 s)."""
 
+BAG_STORAGES = ("mcap", "sqlite3")
+"""Storage plugins of the bags the package writes (``record-sim``, ``sim-whole-body --bag``), the
+default first."""
+
 DEFAULT_FILTER_CHAIN = "sensor_filter_chain"
 EXPORT_MODES = ("replace", "add")
 

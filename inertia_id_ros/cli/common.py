@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import (
     ANGLE_UNITS,
+    BAG_STORAGES,
     DEFAULT_HALF_WIDTH,
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
@@ -149,10 +150,7 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,
     """The options of fit-payload, fit-payload-torques and fit-links: data (``--data`` or
     ``--bag``), URDF, method, JSON output, differentiation, held-out data (unless
     ``validate`` is False)."""
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--data", help="recorded data, .npz or .csv (see inertia_id_ros.io.data)")
-    source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
-    add_log_options(parser, source)
+    add_recording_options(parser, "recorded data, .npz or .csv (see inertia_id_ros.io.data)")
     parser.add_argument("--joint-states-topic",
                         help="sensor_msgs/JointState topic of --bag "
                              f"({DEFAULT_JOINT_STATES_TOPIC})")
@@ -160,10 +158,10 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,
         parser.add_argument("--wrench-topic",
                             help=f"geometry_msgs/WrenchStamped topic of --bag "
                                  f"({DEFAULT_WRENCH_TOPIC})")
-    parser.add_argument("--urdf", required=True, help="URDF file of the robot")
+    add_urdf_option(parser)
     parser.add_argument("--method", default="lmi", choices=sorted(METHOD_NAMES),
                         help="identification method (lmi)")
-    parser.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
+    add_json_option(parser)
     parser.add_argument("--filter-half-width", type=float, default=None, metavar="SEC",
                         help="half-width of the zero-phase local polynomial fit that "
                              "differentiates joint states (s; fit-links: chosen by "
@@ -173,6 +171,39 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,
     if validate:
         parser.add_argument("--validate", metavar="DATA",
                             help="held-out data (file or bag): print the result's errors on them")
+
+
+def add_recording_options(parser: argparse.ArgumentParser, data_help: str) -> None:
+    """The recorded data, one of ``--data`` (``data_help``: what files), ``--bag`` and
+    ``--input``, and the input-description flags (:func:`add_log_options`)."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help=data_help)
+    source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
+    add_log_options(parser, source)
+
+
+def add_urdf_option(parser: argparse.ArgumentParser, note: str = "",
+                    required: bool = True) -> None:
+    """``--urdf``, the robot's URDF file; ``note``: what else it is to the command."""
+    parser.add_argument("--urdf", required=required,
+                        help="URDF file of the robot" + (f" ({note})" if note else ""))
+
+
+def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
+    """``--json OUT``: write ``what`` as JSON."""
+    parser.add_argument("--json", metavar="OUT", help=f"write {what} as JSON to OUT")
+
+
+def add_seed_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--seed`` (0) of the random ``what`` (e.g. "trajectory and noise")."""
+    parser.add_argument("--seed", type=int, default=0, help=f"seed of {what} (0)")
+
+
+def add_storage_option(parser: argparse.ArgumentParser, help_prefix: str) -> None:
+    """``--storage`` of a bag to write (:data:`~inertia_id_ros.options.BAG_STORAGES`, the
+    first by default); its help starts with ``help_prefix``."""
+    parser.add_argument("--storage", default=BAG_STORAGES[0], choices=BAG_STORAGES,
+                        help=f"{help_prefix} ({BAG_STORAGES[0]})")
 
 
 def add_weighting_option(parser: argparse.ArgumentParser, default: str, channel: str) -> None:

@@ -8,6 +8,7 @@ import math
 import sys
 from contextlib import nullcontext
 
+from inertia_id_ros.cli.common import add_seed_option
 from inertia_id_ros.errors import ExcitationRefused, InputError, StartupError
 
 
@@ -26,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--speed-scale", type=float, default=1.0,
                       help="--excite: fraction of the motion's speed, (0, 1] (1)")
     demo.add_argument("--method", default="lmi", help="identification method (lmi)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of trajectory and noise (0)")
+    add_seed_option(demo, "trajectory and noise")
     demo.add_argument("--secure", action="store_true",
                       help="run every process under DDS-Security (a new keystore in a temporary "
                            "directory; the client as the operator enclave)")

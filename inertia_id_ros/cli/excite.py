@@ -12,7 +12,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.cli.common import EXIT_IMPLAUSIBLE, load_urdf_model, split_names, write_output
+from inertia_id_ros.cli.common import (
+    EXIT_IMPLAUSIBLE,
+    add_seed_option,
+    add_urdf_option,
+    load_urdf_model,
+    split_names,
+    write_output,
+)
 from inertia_id_ros.errors import (
     ConfigError,
     FrameNotFound,
@@ -40,7 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "limits, a workspace, obstacles and self-collision. Exit codes: 0 written "
                     "(or passed), 2 bad input, 3 refused (stderr names the limit and by how "
                     "much; nothing is written).")
-    excite.add_argument("--urdf", required=True, help="URDF file of the robot")
+    add_urdf_option(excite)
     excite.add_argument("--joints",
                         help="comma-separated joints to move, in URDF order (to design)")
     excite.add_argument("--target", choices=TARGETS,
@@ -65,7 +72,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     excite.add_argument("--max-acceleration", type=float, default=DEFAULT_MAX_ACCELERATION,
                         metavar="A", help="acceleration limit of every joint "
                                           f"(rad/s²; {DEFAULT_MAX_ACCELERATION:g})")
-    excite.add_argument("--seed", type=int, default=0, help="seed of the initial motion (0)")
+    add_seed_option(excite, "the initial motion")
     excite.add_argument("--from", dest="from_recording", metavar="RECORDING",
                         help="recording (.npz/.csv) whose information the motion adds to")
     excite.add_argument("--torque-limits", action="store_true",

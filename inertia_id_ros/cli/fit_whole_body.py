@@ -33,18 +33,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     whole = subparsers.add_parser(
         "fit-whole-body",
         help="identify every link of a floating-base robot from an IMU and several F/T sensors")
-    source = whole.add_mutually_exclusive_group(required=True)
-    source.add_argument("--data", help="recorded data, .npz (see inertia_id_ros.io.whole_body)")
-    source.add_argument("--bag", help="ROS 2 bag: a rosbag2 directory, or one .mcap/.db3 file")
-    common.add_log_options(whole, source)
+    common.add_recording_options(whole, "recorded data, .npz (see inertia_id_ros.io.whole_body)")
     whole.add_argument("--ft", action="append", metavar="TOPIC=KIND",
                        help="--bag: a WrenchStamped topic and its sensor's kind (contact or "
                             "internal), once per F/T sensor; the first sets the stamps")
     whole.add_argument("--imu-topic", help=f"--bag: sensor_msgs/Imu topic ({DEFAULT_IMU_TOPIC})")
     whole.add_argument("--joint-states-topic",
                        help=f"--bag: JointState topic ({DEFAULT_JOINT_STATES_TOPIC})")
-    whole.add_argument("--urdf", required=True, help="URDF file of the robot (the prior)")
-    whole.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
+    common.add_urdf_option(whole, note="the prior")
+    common.add_json_option(whole)
     whole.add_argument("--method", default="lmi", choices=WHOLE_BODY_METHODS,
                        help="identification method (lmi; ols: unconstrained baseline)")
     whole.add_argument("--base", default="floating", choices=BASE_KINDS,

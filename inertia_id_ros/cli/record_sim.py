@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from inertia_id_ros.cli.common import write_json
+from inertia_id_ros.cli.common import add_seed_option, add_storage_option, write_json
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
 
@@ -19,9 +19,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     record.add_argument("--duration", type=float, default=20.0, help="seconds of motion (20)")
     record.add_argument("--rate", type=float, default=1000.0, metavar="HZ",
                         help="joint-state and wrench rate (1000)")
-    record.add_argument("--seed", type=int, default=0, help="seed of trajectory and noise (0)")
-    record.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"),
-                        help="bag storage (mcap)")
+    add_seed_option(record, "trajectory and noise")
+    add_storage_option(record, "bag storage")
     record.add_argument("--grasp-at", type=float, metavar="SEC",
                         help="switch to another payload (a 2.3 kg box) SEC s into the motion")
     record.add_argument("--truth-json", metavar="OUT",

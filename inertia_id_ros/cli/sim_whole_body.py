@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from inertia_id_ros.cli.common import write_output
+from inertia_id_ros.cli.common import add_seed_option, add_storage_option, write_output
 from inertia_id_ros.errors import InputError
 
 
@@ -22,8 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="also (or only) write a ROS 2 bag (a new directory) with the "
                             "simulator node's topics, to replay (inertia-id replay "
                             "--params-file config/<robot>_whole_body.yaml)")
-    whole.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"),
-                       help="--bag: storage (mcap)")
+    add_storage_option(whole, "--bag: storage")
     whole.add_argument("--robot", default="icub",
                        choices=("icub", "go1", "icub_suspended", "icub_fixed", "icub_stance"),
                        help="icub: on one sole, six internal F/T sensors; go1: four foot "
@@ -33,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                             "wrench not measured (fit with --base fixed --fixed-frame l_sole)")
     whole.add_argument("--duration", type=float, default=60.0, help="seconds of motion (60)")
     whole.add_argument("--rate", type=float, default=200.0, metavar="HZ", help="sample rate (200)")
-    whole.add_argument("--seed", type=int, default=0, help="seed of truth, motion and noise (0)")
+    add_seed_option(whole, "truth, motion and noise")
     whole.add_argument("--with-ddq", action="store_true", help="also write the true ddq")
     whole.add_argument("--with-effort", action="store_true", help="also write joint efforts")
     whole.add_argument("--truth-urdf", metavar="OUT", help="write the true robot's URDF to OUT")

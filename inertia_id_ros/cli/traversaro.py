@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from inertia_id_ros.cli.common import add_seed_option
 from inertia_id_ros.errors import InputError
 
 
@@ -13,7 +14,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     traversaro = subparsers.add_parser(
         "traversaro",
         help="Traversaro et al. 2016 Table I in simulation (iCub arm, OLS vs manifold vs LMI)")
-    traversaro.add_argument("--seed", type=int, default=0, help="seed of paths and noise (0)")
+    add_seed_option(traversaro, "paths and noise")
     traversaro.add_argument("--trials", type=int, default=1,
                             help="also count inconsistent estimates over this many seeds (1)")
     traversaro.add_argument("--noise-scale", type=float, default=1.0,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from inertia_id_ros.cli.common import add_json_option, add_urdf_option
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import (
     DEFAULT_HALF_WIDTH,
@@ -29,10 +30,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="input description of a real log (docs/how-to/real-logs.md): its "
                              "held-out part (held_out, held_out_from), else all of it; with a "
                              "split, OLS is also fitted on its training part")
-    parser.add_argument("--urdf", help="URDF file of the robot")
+    add_urdf_option(parser, required=False)
     parser.add_argument("--train", metavar="TRAIN",
                         help="training data (file or bag): also evaluate plain OLS fitted on them")
-    parser.add_argument("--json", metavar="OUT", help="write the errors as JSON to OUT")
+    add_json_option(parser, "the errors")
     parser.add_argument("--png", metavar="OUT", help="plot measured vs predicted to OUT (PNG)")
     parser.add_argument("--joint-states-topic", help="JointState topic of bags "
                                                      f"({DEFAULT_JOINT_STATES_TOPIC})")
