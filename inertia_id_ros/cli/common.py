@@ -1,6 +1,7 @@
-"""What the commands share: exit codes, reading a URDF or a result's body, writing outputs,
-printing bodies, the recorded-data options of the fit commands. Imports no numpy or pinocchio
-at module level (``inertia-id --help`` loads this module)."""
+"""What the commands share: registering a command (:func:`add_command`), the options several
+take (the recorded-data options of the fit commands, ``--urdf``, ``--json``, ``--seed``, ...),
+exit codes, reading a URDF or a result's body, writing outputs, printing bodies. Imports no numpy
+or pinocchio at module level (``inertia-id --help`` loads this module)."""
 
 from __future__ import annotations
 
@@ -143,6 +144,15 @@ def read_result_body(path: str, name: str | None = None) -> IdentifiedBody:
         return read_body(path, name)
     except ExportError as e:
         raise InputError(str(e)) from None
+
+
+def add_command(subparsers: argparse._SubParsersAction, name: str,
+                run: Callable[[argparse.Namespace], int], **kwargs: Any) -> argparse.ArgumentParser:
+    """The parser of the command ``name`` on ``subparsers`` (``kwargs``: ``help``,
+    ``description``), whose arguments ``run`` takes (returning the exit code)."""
+    parser = subparsers.add_parser(name, **kwargs)
+    parser.set_defaults(run=run)
+    return parser
 
 
 def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,

@@ -8,14 +8,14 @@ import math
 import sys
 from contextlib import nullcontext
 
-from inertia_id_ros.cli.common import add_seed_option
+from inertia_id_ros.cli.common import add_command, add_seed_option
 from inertia_id_ros.errors import ExcitationRefused, InputError, StartupError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``demo`` command on ``subparsers``."""
-    demo = subparsers.add_parser(
-        "demo", help="live demo: simulated Panda, node and client over DDS")
+    demo = add_command(subparsers, "demo", run,
+                       help="live demo: simulated Panda, node and client over DDS")
     demo.add_argument("--duration", type=float, default=0.0,
                       help="seconds of motion (30; --excite: 15)")
     demo.add_argument("--excite", action="store_true",
@@ -31,7 +31,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--secure", action="store_true",
                       help="run every process under DDS-Security (a new keystore in a temporary "
                            "directory; the client as the operator enclave)")
-    demo.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli.common import (
     EXIT_IMPLAUSIBLE,
+    add_command,
     add_seed_option,
     add_urdf_option,
     load_urdf_model,
@@ -39,8 +40,8 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``excite`` command on ``subparsers``."""
-    excite = subparsers.add_parser(
-        "excite",
+    excite = add_command(
+        subparsers, "excite", run,
         help="design an exciting motion for identifying a payload or the links (rest to rest, "
              "within the limits), or check one; exit 3 when it breaks a limit",
         description="Design an exciting motion, or check one (--check), against the URDF's "
@@ -85,7 +86,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                           f"obstacles (m; {DEFAULT_COLLISION_MARGIN:g})")
     excite.add_argument("--time-limit", type=float, metavar="SEC",
                         help="optimisation time (default: 40 payload, 240 links)")
-    excite.set_defaults(run=run)
 
 
 def _refused(message: str) -> int:

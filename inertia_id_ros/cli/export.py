@@ -7,15 +7,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from inertia_id_ros.cli.common import load_urdf_model, read_result_body
+from inertia_id_ros.cli.common import add_command, load_urdf_model, read_result_body
 from inertia_id_ros.errors import ExportError, InputError
 from inertia_id_ros.options import DEFAULT_FILTER_CHAIN, EXPORT_MODES
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``export`` command on ``subparsers``."""
-    export = subparsers.add_parser(
-        "export",
+    export = add_command(
+        subparsers, "export", run,
         help="write an identified body into a new URDF and/or a gravity-compensation filter "
              "parameter file")
     export.add_argument("--json", required=True, metavar="RESULT",
@@ -39,7 +39,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "the ros2 service call lines) to OUT")
     export.add_argument("--flange-frame", help="flange frame of --payload-formats (default: the "
                                                "body's frame; another needs --urdf)")
-    export.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

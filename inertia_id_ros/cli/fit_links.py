@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``fit-links`` command on ``subparsers``."""
-    links = subparsers.add_parser(
-        "fit-links",
+    links = common.add_command(
+        subparsers, "fit-links", run,
         help="identify links and joint friction from recorded joint states and efforts")
     common.add_data_options(links, wrenches=False)
     links.add_argument("--joints", help="comma-separated joints to identify (default: all "
@@ -43,7 +43,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="delay of the efforts behind the motion (s; 0: none; default: "
                             "estimated on the data)")
     common.add_plausibility_options(links, payload=False)
-    links.set_defaults(run=run)
 
 
 def _link_model(model: pin.Model, states: JointStates, joints: list[str],

@@ -38,8 +38,8 @@ FEED_BLOCK_SEC = 0.5
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``fit-payload`` command on ``subparsers``."""
-    payload = subparsers.add_parser(
-        "fit-payload",
+    payload = common.add_command(
+        subparsers, "fit-payload", run,
         help="identify the payload beyond an F/T sensor from recorded joint states and wrenches")
     common.add_data_options(payload, wrenches=True)
     payload.add_argument("--sensor-frame", required=True,
@@ -63,7 +63,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                          help="the prior from a URDF link: its inertial and the links beyond "
                               "it, moved to --sensor-frame")
     common.add_plausibility_options(payload, payload=True)
-    payload.set_defaults(run=run)
 
 
 def feed_estimator(estimator: PayloadEstimator, recording: PayloadRecording) -> None:

@@ -45,8 +45,8 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``fit-payload-torques`` command on ``subparsers``."""
-    command = subparsers.add_parser(
-        "fit-payload-torques",
+    command = common.add_command(
+        subparsers, "fit-payload-torques", run,
         help="identify the payload at a frame from recorded joint torques (no F/T sensor): "
              "with a link model, or from a loaded and an unloaded run of the same motion")
     common.add_data_options(command, wrenches=False, validate=False)
@@ -73,7 +73,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     common.add_weighting_option(command, PAYLOAD_DEFAULT_WEIGHTING, "each joint")
     command.add_argument("--no-offsets", action="store_true",
                          help="do not estimate the change of each joint's torque offset")
-    command.set_defaults(run=run)
 
 
 def _numbers(text: str | None, option: str) -> list[float] | None:

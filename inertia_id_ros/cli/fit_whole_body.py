@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``fit-whole-body`` command on ``subparsers``."""
-    whole = subparsers.add_parser(
-        "fit-whole-body",
+    whole = common.add_command(
+        subparsers, "fit-whole-body", run,
         help="identify every link of a floating-base robot from an IMU and several F/T sensors")
     common.add_recording_options(whole, "recorded data, .npz (see inertia_id_ros.io.whole_body)")
     whole.add_argument("--ft", action="append", metavar="TOPIC=KIND",
@@ -89,7 +89,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                             "contact sensor is refused otherwise: its base rows would say every "
                             "link weighs 0 kg)")
     common.add_plausibility_options(whole, payload=False)
-    whole.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

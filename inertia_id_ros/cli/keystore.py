@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from inertia_id_ros.cli.common import add_command
 from inertia_id_ros.errors import InputError, KeystoreError
 from inertia_id_ros.io.keystore import (
     DEFAULT_OBSERVER,
@@ -17,9 +18,10 @@ from inertia_id_ros.io.keystore import (
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``keystore`` command on ``subparsers``."""
-    keystore = subparsers.add_parser(
-        "keystore", help="DDS-Security: create a keystore (CA, governance, enclaves with their "
-                         "permissions) so that only operators may call ~/excite")
+    keystore = add_command(
+        subparsers, "keystore", run,
+        help="DDS-Security: create a keystore (CA, governance, enclaves with their permissions) "
+             "so that only operators may call ~/excite")
     actions = keystore.add_subparsers(dest="action", required=True)
     create = actions.add_parser(
         "create", help="create a keystore in a new directory",
@@ -38,7 +40,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="the ROS domain the permissions hold on (ROS_DOMAIN_ID, else 0)")
     create.add_argument("--valid-days", type=int, default=DEFAULT_VALID_DAYS,
                         help=f"lifetime of certificates and permissions ({DEFAULT_VALID_DAYS})")
-    keystore.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

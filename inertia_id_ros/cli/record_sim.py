@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import argparse
 
-from inertia_id_ros.cli.common import add_seed_option, add_storage_option, write_json
+from inertia_id_ros.cli.common import add_command, add_seed_option, add_storage_option, write_json
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``record-sim`` command on ``subparsers``."""
-    record = subparsers.add_parser(
-        "record-sim", help="write a ROS 2 bag of the simulated Panda (no DDS) to replay")
+    record = add_command(subparsers, "record-sim", run,
+                         help="write a ROS 2 bag of the simulated Panda (no DDS) to replay")
     record.add_argument("out", help="bag to create (a rosbag2 directory; must not exist)")
     record.add_argument("--duration", type=float, default=20.0, help="seconds of motion (20)")
     record.add_argument("--rate", type=float, default=1000.0, metavar="HZ",
@@ -34,7 +34,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="panda_torques: write the simulated links and drives (without the "
                              "payload) as a fit-links result to OUT (the payload_torques mode's "
                              "torques_links_result)")
-    record.set_defaults(run=run)
 
 
 ROBOTS = ("panda", "panda_torques")

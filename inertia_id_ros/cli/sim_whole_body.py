@@ -7,14 +7,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from inertia_id_ros.cli.common import add_seed_option, add_storage_option, write_output
+from inertia_id_ros.cli.common import add_command, add_seed_option, add_storage_option, write_output
 from inertia_id_ros.errors import InputError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``sim-whole-body`` command on ``subparsers``."""
-    whole = subparsers.add_parser(
-        "sim-whole-body",
+    whole = add_command(
+        subparsers, "sim-whole-body", run,
         help="write an NPZ of a simulated floating-base robot (joints, IMU, F/T sensors; truth "
              "included)")
     whole.add_argument("out", nargs="?", help="NPZ file to write")
@@ -36,7 +36,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     whole.add_argument("--with-ddq", action="store_true", help="also write the true ddq")
     whole.add_argument("--with-effort", action="store_true", help="also write joint efforts")
     whole.add_argument("--truth-urdf", metavar="OUT", help="write the true robot's URDF to OUT")
-    whole.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

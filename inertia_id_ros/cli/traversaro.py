@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import argparse
 
-from inertia_id_ros.cli.common import add_seed_option
+from inertia_id_ros.cli.common import add_command, add_seed_option
 from inertia_id_ros.errors import InputError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``traversaro`` command on ``subparsers``."""
-    traversaro = subparsers.add_parser(
-        "traversaro",
+    traversaro = add_command(
+        subparsers, "traversaro", run,
         help="Traversaro et al. 2016 Table I in simulation (iCub arm, OLS vs manifold vs LMI)")
     add_seed_option(traversaro, "paths and noise")
     traversaro.add_argument("--trials", type=int, default=1,
                             help="also count inconsistent estimates over this many seeds (1)")
     traversaro.add_argument("--noise-scale", type=float, default=1.0,
                             help="F/T noise as a multiple of the simulator's default (1)")
-    traversaro.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.cli.common import add_json_option, add_urdf_option
+from inertia_id_ros.cli.common import add_command, add_json_option, add_urdf_option
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import (
     DEFAULT_HALF_WIDTH,
@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``validate`` command on ``subparsers``."""
-    parser = subparsers.add_parser("validate", help="prediction errors of a result on held-out "
-                                                    "data (vs the URDF and plain OLS)")
+    parser = add_command(subparsers, "validate", run,
+                         help="prediction errors of a result on held-out data (vs the URDF and "
+                              "plain OLS)")
     parser.add_argument("result", help="result JSON of fit-links, fit-payload or replay")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", metavar="HELD_OUT", help="held-out data, .npz or .csv")
@@ -43,7 +44,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         metavar="SEC", help="half-width of the differentiation when ddq is not "
                                             "recorded (s; default: the result's filter, else "
                                             f"{DEFAULT_HALF_WIDTH})")
-    parser.set_defaults(run=run)
 
 
 def _described(args: argparse.Namespace, result: dict, topics: dict,
