@@ -101,33 +101,45 @@ COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
 )
 """The parameters of every mode (but the excitation wizard's, :data:`EXCITE_TABLE`)."""
 
+EXCITE_PREFIX = "excite_"
+"""The prefix of the parameters of :class:`~inertia_id_ros.motion.run.RunConfig`'s fields."""
+
+
+def _run_config_parameter(field: str, description: str) -> ParameterSpec:
+    """The ``~/excite`` parameter of the :class:`RunConfig` field ``field`` (its name with
+    :data:`EXCITE_PREFIX`, its default), ``description`` after ``"~/excite: "``."""
+    return ParameterSpec(EXCITE_PREFIX + field, getattr(RunConfig, field),
+                         f"~/excite: {description}")
+
+
 EXCITE_TABLE: tuple[ParameterSpec, ...] = (
     ParameterSpec("trajectory_topic", "/joint_trajectory_controller/joint_trajectory",
                   "~/excite: trajectory_msgs/JointTrajectory output topic (the trajectory "
                   "controller's command topic)."),
-    ParameterSpec("excite_max_start_distance", RunConfig.max_start_distance,
-                  "~/excite: largest distance of any joint from the motion's start pose (rad, "
-                  "m), > 0; further away, the excitation is refused (move the robot there first)."),
-    ParameterSpec("excite_ramp_velocity", RunConfig.ramp_velocity,
-                  "~/excite: peak joint speed of the ramps in and out (rad/s, m/s), > 0."),
-    ParameterSpec("excite_joint_state_timeout", RunConfig.joint_state_timeout,
-                  "~/excite: joint states older than this are stale (s), > 0: an excitation is "
-                  "refused, or stopped (holding the last measured pose)."),
-    ParameterSpec("excite_max_tracking_error", RunConfig.max_tracking_error,
-                  "~/excite: largest distance of a measured joint from the command (rad, m), > 0; "
-                  "beyond, the excitation stops and holds."),
+    _run_config_parameter("max_start_distance",
+                          "largest distance of any joint from the motion's start pose (rad, m), "
+                          "> 0; further away, the excitation is refused (move the robot there "
+                          "first)."),
+    _run_config_parameter("ramp_velocity",
+                          "peak joint speed of the ramps in and out (rad/s, m/s), > 0."),
+    _run_config_parameter("joint_state_timeout",
+                          "joint states older than this are stale (s), > 0: an excitation is "
+                          "refused, or stopped (holding the last measured pose)."),
+    _run_config_parameter("max_tracking_error",
+                          "largest distance of a measured joint from the command (rad, m), > 0; "
+                          "beyond, the excitation stops and holds."),
     ParameterSpec("excite_max_acceleration", DEFAULT_MAX_ACCELERATION,
                   "~/excite: joint acceleration limit of motions designed on the spot "
                   "(rad/s^2, m/s^2), > 0."),
     ParameterSpec("allow_motion", False,
                   "~/excite: moves the robot only when this is true (set it at launch); false: "
                   "every call is refused (motion_not_allowed)."),
-    ParameterSpec("excite_dry_run_speed_scale", RunConfig.dry_run_speed_scale,
-                  "~/excite: largest speed scale, in (0, 1], of a motion's first run (a dry run: "
-                  "the same path, slower) unless the call sets skip_dry_run; 1: no dry run."),
-    ParameterSpec("excite_collision_margin", RunConfig.collision_margin,
-                  "~/excite: smallest distance (m), > 0, of the links from each other (with "
-                  "srdf) and from the obstacles (with environment_file) over every command."),
+    _run_config_parameter("dry_run_speed_scale",
+                          "largest speed scale, in (0, 1], of a motion's first run (a dry run: the "
+                          "same path, slower) unless the call sets skip_dry_run; 1: no dry run."),
+    _run_config_parameter("collision_margin",
+                          "smallest distance (m), > 0, of the links from each other (with srdf) "
+                          "and from the obstacles (with environment_file) over every command."),
     ParameterSpec("srdf", "",
                   "~/excite: the robot's SRDF: self-collision (the URDF's collision geometry, "
                   "the pairs the SRDF leaves; needs urdf_path) is avoided by motions designed on "
@@ -146,10 +158,11 @@ EXCITE_TABLE: tuple[ParameterSpec, ...] = (
 )
 """The excitation wizard's parameters (``~/excite``: the modes with an excitation target)."""
 
-EXCITE_PARAMETERS = {f"excite_{field}": field for field in (
-    "max_start_distance", "ramp_velocity", "joint_state_timeout", "max_tracking_error",
-    "dry_run_speed_scale", "collision_margin")}
-"""The parameters of :class:`~inertia_id_ros.motion.run.RunConfig` -> its fields."""
+EXCITE_PARAMETERS = {EXCITE_PREFIX + field: field
+                     for field in (f.name for f in dataclasses.fields(RunConfig))
+                     if EXCITE_PREFIX + field in {spec.name for spec in EXCITE_TABLE}}
+"""The parameters of :class:`~inertia_id_ros.motion.run.RunConfig` -> its fields (those of the
+table, :func:`_run_config_parameter`)."""
 
 
 def node_parameters() -> tuple[ParameterSpec, ...]:
@@ -188,7 +201,8 @@ def _run_config(values: Mapping[str, Any]) -> RunConfig:
         return RunConfig(**{field: float(values[name])
                             for name, field in EXCITE_PARAMETERS.items()})
     except ValueError as error:
-        raise StartupError(f"parameter 'excite_{str(error).split()[0]}': {error}") from None
+        raise StartupError(f"parameter '{EXCITE_PREFIX}{str(error).split()[0]}': {error}") \
+            from None
 
 
 def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
