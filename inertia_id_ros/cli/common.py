@@ -115,6 +115,18 @@ def split_names(text: str | None, default: list[str] | None = None) -> list[str]
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+def split_numbers(text: str | None, option: str, unit: str = "") -> list[float] | None:
+    """The numbers of the comma-separated ``option`` (in ``unit``), ``None`` when it is not
+    given; other text is an :class:`InputError`."""
+    if text is None:
+        return None
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise InputError(f"{option} must be comma-separated numbers"
+                         + (f" ({unit})" if unit else "") + f", got {text!r}") from None
+
+
 def whole_body_table(result: dict[str, Any]) -> list[str]:
     """The table of a whole-body result's links and its sensor offsets."""
     lines = [f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]

@@ -19,6 +19,7 @@ from inertia_id_ros.cli.common import (
     add_urdf_option,
     load_urdf_model,
     split_names,
+    split_numbers,
     write_output,
 )
 from inertia_id_ros.errors import (
@@ -180,12 +181,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--joints must list distinct joints, got {args.joints!r}")
     if (args.target == "payload") != (args.sensor_frame is not None):
         raise InputError("--sensor-frame is needed with --target payload and only then")
-    try:
-        start = (None if args.start is None
-                 else np.array([float(v) for v in args.start.split(",")]))
-    except ValueError:
-        raise InputError(f"--start must be comma-separated numbers (rad), got {args.start!r}") \
-            from None
+    start_pose = split_numbers(args.start, "--start", unit="rad")
+    start = None if start_pose is None else np.array(start_pose)
     model = load_urdf_model(args.urdf)
     workspace, collision = _safety(args, model)
     try:

@@ -75,25 +75,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                          help="do not estimate the change of each joint's torque offset")
 
 
-def _numbers(text: str | None, option: str) -> list[float] | None:
-    """The comma-separated numbers of ``option`` (``None`` when not given)."""
-    if text is None:
-        return None
-    try:
-        return [float(v) for v in text.split(",")]
-    except ValueError:
-        raise InputError(f"{option} must be comma-separated numbers, got {text!r}") from None
-
-
 def _effort_scales(args: argparse.Namespace, joints: list[str]) -> list[float]:
     """Joint torque per unit of effort of each joint
     (:func:`~inertia_id_ros.chain.actuators.effort_scales`)."""
     from inertia_id_ros.chain.actuators import effort_scales
 
     try:
-        return effort_scales(joints, _numbers(args.torque_constants, "--torque-constants"),
-                             _numbers(args.gear_ratios, "--gear-ratios"),
-                             _numbers(args.effort_signs, "--effort-signs"))
+        return effort_scales(joints,
+                             common.split_numbers(args.torque_constants, "--torque-constants"),
+                             common.split_numbers(args.gear_ratios, "--gear-ratios"),
+                             common.split_numbers(args.effort_signs, "--effort-signs"))
     except ConfigError as e:
         raise InputError(str(e)) from None
 
