@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from inertia_id_ros.core.whole_body import WholeBodyModel
     from inertia_id_ros.io.whole_body import WholeBodyRecording
 
+PINNED = "pinned at 0 kg (not identified)"
+"""A link's identifiability when its mass sits at its bound (never "identified")."""
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``fit-whole-body`` command on ``subparsers``."""
@@ -249,10 +252,6 @@ def run(args: argparse.Namespace) -> int:
                          + f"{f['fit'] / f['ols']:9.3f}")
     common.print_summary(lines, code, [args.json])
     return code
-
-
-PINNED = "pinned at 0 kg (not identified)"
-"""A link's identifiability when its mass sits at its bound (never "identified")."""
 
 
 def _findings_after_fit(model, samples, fit, efforts: bool, volumes: dict,
