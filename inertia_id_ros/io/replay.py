@@ -673,28 +673,24 @@ def whole_body_update_record(update: Update, start_time: float,
     """One whole-body update as a record with :data:`WHOLE_BODY_CSV_COLUMNS` keys (``None``
     where there is no estimate) and, with ``with_estimate`` and an estimate, ``thetas`` {link:
     (10,)} and ``sensor_offsets`` {frame: (6,)} (JSON-ready)."""
-    record: dict[str, Any] = dict.fromkeys(WHOLE_BODY_CSV_COLUMNS)
-    record.update(time=update.time, elapsed=update.time - start_time, status=update.status,
-                  message=update.message)
-    estimate = update.estimate
-    if estimate is None:
-        return record
+    return _links_update_record(update, start_time, WHOLE_BODY_CSV_COLUMNS,
+                                _whole_body_columns, _sensor_offsets if with_estimate else None)
+
+
+def _whole_body_columns(estimate: WholeBodyEstimate) -> dict[str, Any]:
+    """A whole-body estimate's own columns: parameters, links per identifiability label, the
+    sensors whose rows were dropped."""
     labels = list(estimate.labels)
-    record.update(method=estimate.method, n_samples=int(estimate.n_samples),
-                  residual_rms=float(estimate.residual_rms),
-                  min_pseudo_inertia_eig=float(np.min(estimate.min_pseudo_inertia_eigs)),
-                  rank=int(estimate.rank), n_params=int(estimate.n_params),
-                  identified=labels.count("identified"),
-                  partly_identified=labels.count("partly identified"),
-                  prior_only=labels.count("prior only"),
-                  stopped_sensors=" ".join(estimate.stopped_sensors),
-                  solve_time=float(estimate.solve_time))
-    if with_estimate:
-        record["thetas"] = {name: theta.tolist()
-                            for name, theta in zip(estimate.link_names, estimate.thetas)}
-        record["sensor_offsets"] = {frame: np.asarray(offset).tolist()
-                                    for frame, offset in estimate.offsets.items()}
-    return record
+    return {"n_params": int(estimate.n_params), "identified": labels.count("identified"),
+            "partly_identified": labels.count("partly identified"),
+            "prior_only": labels.count("prior only"),
+            "stopped_sensors": " ".join(estimate.stopped_sensors)}
+
+
+def _sensor_offsets(estimate: WholeBodyEstimate) -> dict[str, Any]:
+    """``sensor_offsets`` {frame: (6,)} of a whole-body estimate (JSON-ready)."""
+    return {"sensor_offsets": {frame: np.asarray(offset).tolist()
+                               for frame, offset in estimate.offsets.items()}}
 
 
 def write_whole_body_csv(replay: WholeBodyReplay, path: str | Path) -> None:
@@ -718,7 +714,28 @@ def links_update_record(update: Update, start_time: float,
     """One links update as a record with :data:`LINKS_CSV_COLUMNS` keys (``None`` where there
     is no estimate) and, with ``with_estimate`` and an estimate, ``thetas`` {link: (10,)} and
     ``drives`` {joint: {term: value}} (JSON-ready)."""
-    record: dict[str, Any] = dict.fromkeys(LINKS_CSV_COLUMNS)
+    return _links_update_record(
+        update, start_time, LINKS_CSV_COLUMNS,
+        lambda estimate: {"unidentifiable": " ".join(estimate.unidentifiable)},
+        _drives if with_estimate else None)
+
+
+def _drives(estimate: LinkEstimate) -> dict[str, Any]:
+    """``drives`` {joint: {term: value}} of a links estimate (JSON-ready)."""
+    return {"drives": {joint: {term: float(value) for term, value in vars(drive).items()}
+                       for joint, drive in estimate.drives.items()}}
+
+
+def _links_update_record(update: Update, start_time: float, columns: tuple[str, ...],
+                         own_columns: Callable[[Any], dict[str, Any]],
+                         arrays: Callable[[Any], dict[str, Any]] | None) -> dict[str, Any]:
+    """One update of a replay of links (the links or the whole-body mode) as a record with
+    ``columns`` keys (``None`` where there is no estimate): bag time, time since ``start_time``
+    (s), status, message and, with an estimate, what every links estimate has (method, samples,
+    residual RMS, the smallest pseudo-inertia eigenvalue over the links, rank, solve time) and
+    ``own_columns(estimate)``; with ``arrays`` too, ``thetas`` {link: (10,)} and
+    ``arrays(estimate)`` (JSON-ready)."""
+    record: dict[str, Any] = dict.fromkeys(columns)
     record.update(time=update.time, elapsed=update.time - start_time, status=update.status,
                   message=update.message)
     estimate = update.estimate
@@ -727,13 +744,12 @@ def links_update_record(update: Update, start_time: float,
     record.update(method=estimate.method, n_samples=int(estimate.n_samples),
                   residual_rms=float(estimate.residual_rms),
                   min_pseudo_inertia_eig=float(np.min(estimate.min_pseudo_inertia_eigs)),
-                  rank=int(estimate.rank), unidentifiable=" ".join(estimate.unidentifiable),
-                  solve_time=float(estimate.solve_time))
-    if with_estimate:
+                  rank=int(estimate.rank), solve_time=float(estimate.solve_time),
+                  **own_columns(estimate))
+    if arrays is not None:
         record["thetas"] = {name: theta.tolist()
                             for name, theta in zip(estimate.link_names, estimate.thetas)}
-        record["drives"] = {joint: {term: float(value) for term, value in vars(drive).items()}
-                            for joint, drive in estimate.drives.items()}
+        record.update(arrays(estimate))
     return record
 
 
