@@ -260,6 +260,17 @@ def add_log_options(parser: argparse.ArgumentParser,
                              "repeatable")
 
 
+def read_joint_states(args: argparse.Namespace) -> tuple[JointStates, str]:
+    """``(joint states, source)`` of ``--data`` or of ``--bag`` (its ``--joint-states-topic``):
+    the recorded joint states and the file or bag they come from."""
+    from inertia_id_ros.io.data import read_joint_bag, read_joint_file
+
+    if args.data is not None:
+        return read_joint_file(args.data), args.data
+    return (read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC),
+            args.bag)
+
+
 def uses_description(args: argparse.Namespace) -> bool:
     """Whether the data are read through an input description (``--input`` or a log flag)."""
     return getattr(args, "input", None) is not None or any(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli import common
 from inertia_id_ros.errors import DataError, InputError, JointNotFound, ProblemError, SolverError
-from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, LINKS_DEFAULT_WEIGHTING
+from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING
 
 if TYPE_CHECKING:
     import pinocchio as pin
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from inertia_id_ros.chain.identify import identify_links
     from inertia_id_ros.chain.links import torque_error
-    from inertia_id_ros.io.data import check_joints, read_joint_bag, read_joint_file
+    from inertia_id_ros.io.data import check_joints
     from inertia_id_ros.io.export import body_json
     from inertia_id_ros.io.plausibility import ellipsoids_of, link_volumes, volumes_holding
     from inertia_id_ros.io.validate import validate_after_fit
@@ -88,12 +88,8 @@ def run(args: argparse.Namespace) -> int:
         states, held, source = train.joint_states, train.held, train.source
         if states.effort is None:
             raise DataError(f"{source}: no joint efforts (joints.effort)")
-    elif args.data is not None:
-        states = read_joint_file(args.data)
-        source = args.data
     else:
-        states = read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC)
-        source = args.bag
+        states, source = common.read_joint_states(args)
     if not common.uses_description(args):
         model = common.load_urdf_model(args.urdf)
     joints = common.split_names(args.joints, default=list(states.joint_names))

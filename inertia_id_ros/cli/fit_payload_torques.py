@@ -29,11 +29,7 @@ from inertia_id_ros.errors import (
     ProblemError,
     SolverError,
 )
-from inertia_id_ros.options import (
-    DEFAULT_JOINT_STATES_TOPIC,
-    PAYLOAD_DEFAULT_WEIGHTING,
-    PAYLOAD_TORQUES_HALF_WIDTH,
-)
+from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING, PAYLOAD_TORQUES_HALF_WIDTH
 
 if TYPE_CHECKING:
     import numpy as np
@@ -96,8 +92,6 @@ def _read(args: argparse.Namespace, model: pin.Model,
     the same log flags: units, window, held joints)."""
     import argparse as _argparse
 
-    from inertia_id_ros.io.data import read_joint_bag, read_joint_file
-
     if unloaded:
         if args.input is not None:
             raise InputError("--unloaded takes a recording as --data or --bag does; with "
@@ -111,11 +105,8 @@ def _read(args: argparse.Namespace, model: pin.Model,
                              "validation)")
         recording, _ = common.read_log(args, model, args.urdf)
         states, held, source = recording.joint_states, recording.held, recording.source
-    elif args.data is not None:
-        states, source = read_joint_file(args.data), args.data
     else:
-        states = read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC)
-        source = args.bag
+        states, source = common.read_joint_states(args)
     if states.effort is None:
         raise DataError(f"{source}: no efforts (joint torques or motor currents) recorded")
     return states, held, source
