@@ -97,6 +97,7 @@ from inertia_id_ros.online.session import (
     payload_session,
 )
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
+from inertia_id_ros.options import BAG_STORAGES
 from inertia_id_ros.sim.payload import PayloadSimulator
 from inertia_id_ros.sim.torques import JointTorqueSimulator
 from inertia_id_ros.sim.whole_body import WholeBodySimulator
@@ -892,14 +893,12 @@ class _BagRecorder:
     """A new rosbag2 (rosbags' writer, no DDS) and the messages recorded into it: each message
     logged :data:`TRANSPORT_LATENCY` of its type after its stamp."""
 
-    PLUGINS = ("mcap", "sqlite3")
-
     def __init__(self, path: str | Path, storage: str) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer
         from rosbags.typesys import Stores, get_typestore
 
-        if storage not in self.PLUGINS:
-            raise ValueError(f"storage must be one of {sorted(self.PLUGINS)}, got {storage!r}")
+        if storage not in BAG_STORAGES:
+            raise ValueError(f"storage must be one of {sorted(BAG_STORAGES)}, got {storage!r}")
         if Path(path).exists():
             raise ValueError(f"{path} exists; the bag must be a new directory")
         plugin = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
