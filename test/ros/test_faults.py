@@ -228,7 +228,7 @@ def test_a_burst_of_a_thousand_samples_is_absorbed(node):
 def test_repeated_5_khz_floods_keep_memory_bounded(node):
     """Five floods of 2 s of 5 kHz samples (five times max_input_rate_hz; published at about
     that rate); between them 10 s of normal samples refill the window. The memory reaches a
-    plateau: the last flood adds (next to) nothing."""
+    plateau: of the last two floods, one adds (next to) nothing."""
     mark = node.log_mark()
     received = node.counter("received.wrench")
     rss_after, wall_rates = [], []
@@ -245,7 +245,10 @@ def test_repeated_5_khz_floods_keep_memory_bounded(node):
     print(f"\nflood: published at {np.round(wall_rates)} samples/s per input; the node received "
           f"{node.counter('received.wrench') - received} of {5 * (10000 + 2500)} wrenches; its "
           f"RSS {node.rss_start:.1f} MB before the faults, {np.round(rss_after, 1)} MB after each")
-    assert rss_after[-1] - rss_after[-2] < 2.0, rss_after
+    # a leak grows every flood; a high-water mark (a longer backlog than before, on a busy
+    # machine) only some: one of the last two floods adds next to nothing (a leak of the
+    # messages' 200 bytes would add 5 MB to each)
+    assert min(np.diff(rss_after)[-2:]) < 2.0, rss_after
     node.check_estimate_kept()
     assert [line for line in node.process.output()[mark:].splitlines()
             if "WARN" in line and "above max_input_rate_hz" in line], node.process.output()[mark:]
