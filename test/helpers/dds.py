@@ -26,6 +26,19 @@ def spin_until(node, predicate, timeout: float) -> bool:
     return predicate()
 
 
+def wait_until_serving(peer, node_name: str = "/inertia_id", timeout: float = 30.0) -> None:
+    """Until the node ``node_name`` answers a parameter request: its executor spins (it is past
+    its start-up)."""
+    import rclpy
+    from rclpy.parameter_client import AsyncParameterClient
+
+    parameters = AsyncParameterClient(peer, node_name)
+    assert parameters.wait_for_services(timeout_sec=timeout), f"{node_name} serves nothing"
+    future = parameters.list_parameters([], 1)
+    rclpy.spin_until_future_complete(peer, future, timeout_sec=timeout)
+    assert future.result() is not None, f"{node_name} does not answer"
+
+
 SENSOR = "panda_link8"
 
 

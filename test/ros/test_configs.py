@@ -5,11 +5,12 @@ from __future__ import annotations
 import ast
 import time
 
+from helpers.dds import wait_until_serving
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 
 
-def test_panda_config_loads_into_the_node(launch):
+def test_panda_config_loads_into_the_node(launch, rclpy_context):
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / "panda_payload.yaml"),
                   "-p", f"urdf_path:={example_robot_urdf('panda')}")
@@ -17,7 +18,7 @@ def test_panda_config_loads_into_the_node(launch):
     assert "window 30.0 s" in node.output()
 
 
-def test_icub_right_arm_config_loads_into_the_node(launch):
+def test_icub_right_arm_config_loads_into_the_node(launch, rclpy_context):
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / "icub_right_arm.yaml"),
                   "-p", f"urdf_path:={example_robot_urdf('icub')}")
@@ -27,7 +28,7 @@ def test_icub_right_arm_config_loads_into_the_node(launch):
     assert "window 60.0 s" in node.output()
 
 
-def test_seven_dof_arm_links_config_loads_into_the_node(launch):
+def test_seven_dof_arm_links_config_loads_into_the_node(launch, rclpy_context):
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / "panda_links.yaml"),
                   "-p", f"urdf_path:={example_robot_urdf('panda')}")
@@ -35,7 +36,7 @@ def test_seven_dof_arm_links_config_loads_into_the_node(launch):
     assert "prior weight 0.002" in node.output() and "window 30.0 s" in node.output()
 
 
-def test_panda_payload_torques_config_loads_into_the_node(launch):
+def test_panda_payload_torques_config_loads_into_the_node(launch, rclpy_context):
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / "panda_payload_torques.yaml"),
                   "-p", f"urdf_path:={example_robot_urdf('panda')}")
@@ -45,15 +46,24 @@ def test_panda_payload_torques_config_loads_into_the_node(launch):
 
 
 def wait_for(node, text: str, timeout: float = 30.0) -> None:
-    """Until ``text`` is in the node's log; fails if the node exits or the time runs out."""
+    """Until ``text`` is in the node's log and the node serves requests (it spins: stopped
+    before, it would be stopped in its start-up); fails if the node exits or the time runs
+    out."""
+    import rclpy
+
     deadline = time.monotonic() + timeout
     while text not in node.output():
         assert node.alive(), node.output()
         assert time.monotonic() < deadline, node.output()
         time.sleep(0.2)
+    peer = rclpy.create_node("inertia_id_config_peer")
+    try:
+        wait_until_serving(peer)
+    finally:
+        peer.destroy_node()
 
 
-def test_go1_leg_links_config_loads_into_the_node(launch):
+def test_go1_leg_links_config_loads_into_the_node(launch, rclpy_context):
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
                   "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
                   "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")
