@@ -39,6 +39,7 @@ from rclpy.exceptions import InvalidParameterTypeException, ParameterUninitializ
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 
 from inertia_id_ros.errors import ConfigError, InputError, StartupError
 from inertia_id_ros.modes import ParameterSpec
@@ -58,7 +59,12 @@ from inertia_id_ros.ros.parameters import (
     validate_change,
 )
 from inertia_id_ros.ros.qos import sensor_data
-from inertia_id_ros.ros.shutdown import create_node_or_exit, ends_quietly, until_shutdown
+from inertia_id_ros.ros.shutdown import (
+    create_node_or_exit,
+    ends_quietly,
+    spin_until,
+    stop_on_signals,
+)
 from inertia_id_ros.srv import Identify
 from inertia_id_ros.threads import limit_threads
 
@@ -303,35 +309,28 @@ def main(args: list[str] | None = None) -> None:
     # Two Python threads share the GIL: input callbacks and the solver. A short switch interval
     # (default 5 ms) keeps either from stalling the other for long, so solves stay within a few ms.
     sys.setswitchinterval(5e-4)
-    rclpy.init(args=args)
+    stop = stop_on_signals()  # before anything of rclpy: a Ctrl-C while starting ends it then
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = create_node_or_exit(InertiaIdNode, "inertia_id", StartupError)
     node.get_logger().info(f"memory: {middleware_memory}")
     # Three threads: the input callbacks only queue messages (their own node and executor), the
     # worker takes them in batches and solves, this one serves the services and parameters.
     inputs = _input_executor()
     inputs.add_node(node.inputs)
-    threading.Thread(target=_spin_inputs, args=(inputs,), name="inertia_id_inputs",
-                     daemon=True).start()
+    spinning_inputs = threading.Thread(target=spin_until, args=(inputs, stop),
+                                       name="inertia_id_inputs", daemon=True)
+    spinning_inputs.start()
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        until_shutdown(executor.spin)
+        spin_until(executor, stop)
     finally:
+        stop.set()
+        spinning_inputs.join(timeout=2.0)
         inputs.shutdown(timeout_sec=1.0)
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         rclpy.try_shutdown()
-
-
-def _spin_inputs(executor) -> None:
-    """Spin the input node until shutdown (``spin_once`` with a timeout: this rclpy's events
-    executor busy-waits in ``spin()``)."""
-    def spin() -> None:
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-
-    until_shutdown(spin)
-
 
 
 if __name__ == "__main__":

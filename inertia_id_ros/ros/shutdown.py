@@ -4,7 +4,9 @@ shutdown (SIGINT, ``rclpy.shutdown``)."""
 from __future__ import annotations
 
 import functools
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -33,6 +35,33 @@ def create_node_or_exit(create: Callable[[], NodeT], name: str,
         print(f"{name}: cannot create the node: {error}", file=sys.stderr)
         rclpy.try_shutdown()
         sys.exit(1)
+
+
+SPIN_PERIOD_SEC = 0.1
+"""A node's executors wait at most this long (s) before they look whether to stop."""
+
+
+def stop_on_signals() -> threading.Event:
+    """An event that SIGINT and SIGTERM set (in place of rclpy's handlers: give ``rclpy.init``
+    ``signal_handler_options=SignalHandlerOptions.NO``). The node then ends in order, wherever
+    the signal lands, also while it starts: its executors stop spinning (within
+    :data:`SPIN_PERIOD_SEC`), its threads are joined and it is destroyed, and only then rclpy
+    shuts down. rclpy's handlers shut the context down at once, and objects made or destroyed
+    after that fail or abort the process."""
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    return stop
+
+
+def spin_until(executor, stop: threading.Event) -> None:
+    """Spin ``executor`` until ``stop`` is set or the context shuts down (quietly, as
+    :func:`until_shutdown`)."""
+    def spin() -> None:
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=SPIN_PERIOD_SEC)
+
+    until_shutdown(spin)
 
 
 def until_shutdown(work: Callable[[], None]) -> None:

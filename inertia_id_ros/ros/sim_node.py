@@ -60,6 +60,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import Imu, JointState
 from trajectory_msgs.msg import JointTrajectory
 
@@ -81,7 +82,13 @@ from inertia_id_ros.ros.conversions import (
     wrench_stamped,
 )
 from inertia_id_ros.ros.qos import LATCHED
-from inertia_id_ros.ros.shutdown import create_node_or_exit, ends_quietly, until_shutdown
+from inertia_id_ros.ros.shutdown import (
+    SPIN_PERIOD_SEC,
+    create_node_or_exit,
+    ends_quietly,
+    stop_on_signals,
+    until_shutdown,
+)
 from inertia_id_ros.sim import whole_body
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
@@ -412,8 +419,9 @@ class SimulatorNode(Node):
 
     def _run(self) -> None:
         deadline = time.monotonic() + self._wait_for_subscribers
-        while time.monotonic() < deadline and not self.robot.subscribed():
-            time.sleep(0.05)
+        while (time.monotonic() < deadline and not self.finished.is_set()
+               and not self.robot.subscribed()):
+            self.finished.wait(0.05)
         start_stamp = self.get_clock().now().nanoseconds * 1e-9
         start_wall = time.monotonic()
         self.start_stamp = start_stamp
@@ -457,17 +465,18 @@ def main(args: list[str] | None = None) -> None:
     except InputError as error:
         print(f"inertia_id_sim: {error}", file=sys.stderr)
         sys.exit(2)
-    rclpy.init(args=args)
+    stop = stop_on_signals()  # before anything of rclpy: a Ctrl-C while starting ends it then
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = create_node_or_exit(SimulatorNode, "inertia_id_sim", ValueError)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
 
     def spin() -> None:
-        while rclpy.ok() and not node.finished.is_set():
-            executor.spin_once(timeout_sec=0.1)
+        while not stop.is_set() and rclpy.ok() and not node.finished.is_set():
+            executor.spin_once(timeout_sec=SPIN_PERIOD_SEC)
         # let late subscribers receive the last messages
         end = time.monotonic() + 0.5
-        while rclpy.ok() and time.monotonic() < end:
+        while not stop.is_set() and rclpy.ok() and time.monotonic() < end:
             executor.spin_once(timeout_sec=0.05)
 
     try:
