@@ -213,7 +213,7 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
         late = np.abs(measured - command.sample(stamps - t_start - 0.02)[0]).max()
         on_time = np.abs(measured - command.sample(stamps - t_start)[0]).max()
         print(f"measured vs. command: {late:.1e} rad 20 ms late, {on_time:.1e} rad on time")
-        assert late < 2e-4 < 5 * late < on_time
+        assert late < 2e-4 and 5 * late < on_time  # 20 ms late: within the noise, on time: not
 
         full = wizard.excite(path)  # played before: full speed; stopped 2 s into the motion
         assert full.accepted and not full.dry_run and "speed_scale" not in full.reason
