@@ -410,6 +410,27 @@ def test_a_window_change_during_an_excitation_applies_at_its_end(launch, rclpy_c
 TOOL = "panda_hand_tcp"
 
 
+def refused_before_motion(launch, path: str, reason: str, **parameters):
+    """The node (motion allowed; ``parameters``) beside the arm at home asked to play ``path``:
+    its refusal, whose reason starts with ``reason``, after which nothing moved."""
+    import rclpy
+
+    launch("inertia-id-node", "inertia_id_ros.ros.node",
+           *node_args(window_sec=10.0, allow_motion="true", **parameters))
+    wizard = Wizard(rclpy.create_node("excite_refused"))
+    Arm(wizard.peer)
+    try:
+        wizard.wait_until_the_node_receives_joint_states()
+        refused = wizard.excite(path)
+        assert not refused.accepted and refused.reason.startswith(reason), refused.reason
+        spin_until(wizard.peer, lambda: False, 0.5)
+        assert not wizard.commands  # nothing moved
+        assert all(m.state not in ("ramp_in", "running") for m in wizard.status)
+    finally:
+        wizard.peer.destroy_node()
+    return refused
+
+
 def tool_heights(Q: np.ndarray) -> np.ndarray:
     """The tool's height (m, base frame) at the arm's joint positions ``Q`` (N, 7)."""
     from inertia_id_ros.core.robots import example_robot_urdf, load_model
@@ -474,7 +495,6 @@ def test_without_allow_motion_excite_refuses_and_the_parameter_is_read_only(
 
 def test_a_workspace_plane_5_cm_into_the_tool_path_refuses_before_motion(
         launch, rclpy_context, tmp_path):
-    import rclpy
 
     from helpers.dds import SENSOR
     from inertia_id_ros.core.robots import example_robot_urdf, load_model
@@ -491,22 +511,11 @@ def test_a_workspace_plane_5_cm_into_the_tool_path_refuses_before_motion(
     workspace = tmp_path / "workspace.yaml"
     workspace.write_text(f"limits:\n  - name: table\n    frames: [{TOOL}]\n"
                          f"    half_space: {{normal: [0, 0, -1], offset: {-(lowest + 0.05)!r}}}\n")
-    launch("inertia-id-node", "inertia_id_ros.ros.node",
-           *node_args(window_sec=10.0, allow_motion="true", workspace_file=str(workspace)))
-    wizard = Wizard(rclpy.create_node("excite_workspace_plane"))
-    Arm(wizard.peer)
-    try:
-        wizard.wait_until_the_node_receives_joint_states()
-        refused = wizard.excite(path)
-        print(f"\nworkspace plane 5 cm into the tool path: {refused.reason}")
-        assert not refused.accepted and refused.reason.startswith("beyond_workspace")
-        assert f"frame {TOOL} leaves workspace limit 'table'" in refused.reason
-        assert "by 0.050 m" in refused.reason and when > 0.5  # mid-motion, not at the start
-        spin_until(wizard.peer, lambda: False, 0.5)
-        assert not wizard.commands  # nothing moved
-        assert all(m.state not in ("ramp_in", "running") for m in wizard.status)
-    finally:
-        wizard.peer.destroy_node()
+    refused = refused_before_motion(launch, path, "beyond_workspace",
+                                    workspace_file=str(workspace))
+    print(f"\nworkspace plane 5 cm into the tool path: {refused.reason}")
+    assert f"frame {TOOL} leaves workspace limit 'table'" in refused.reason
+    assert "by 0.050 m" in refused.reason and when > 0.5  # mid-motion, not at the start
 
 
 def test_a_measured_excursion_beyond_a_box_stops_and_holds_at_that_joint_state(
@@ -574,7 +583,6 @@ def test_a_bad_workspace_file_stops_the_node_at_start_up_naming_the_parameter(la
 
 
 def test_a_command_into_an_obstacle_is_refused_before_motion(launch, rclpy_context, tmp_path):
-    import rclpy
 
     from inertia_id_ros.core.robots import example_robot_data_dir, example_robot_urdf, load_model
     from inertia_id_ros.motion.workspace import Sphere, Workspace, WorkspaceChecker, WorkspaceLimit
@@ -589,19 +597,8 @@ def test_a_command_into_an_obstacle_is_refused_before_motion(launch, rclpy_conte
                            f"  - name: lamp\n    sphere: {{center: {tool.tolist()}, "
                            "radius: 0.05}\n")
     srdf = example_robot_data_dir() / "panda_description" / "srdf" / "panda.srdf"
-    launch("inertia-id-node", "inertia_id_ros.ros.node",
-           *node_args(window_sec=10.0, allow_motion="true", environment_file=str(environment),
-                      srdf=str(srdf)))
-    wizard = Wizard(rclpy.create_node("excite_obstacle"))
-    Arm(wizard.peer)
-    try:
-        wizard.wait_until_the_node_receives_joint_states()
-        refused = wizard.excite(path)
-        print(f"\nan obstacle in the tool path: {refused.reason}")
-        assert not refused.accepted and refused.reason.startswith("collision")
-        assert "and lamp overlap by" in refused.reason
-        assert "closer than the collision margin 10 mm" in refused.reason
-        spin_until(wizard.peer, lambda: False, 0.5)
-        assert not wizard.commands  # nothing moved
-    finally:
-        wizard.peer.destroy_node()
+    refused = refused_before_motion(launch, path, "collision",
+                                    environment_file=str(environment), srdf=str(srdf))
+    print(f"\nan obstacle in the tool path: {refused.reason}")
+    assert "and lamp overlap by" in refused.reason
+    assert "closer than the collision margin 10 mm" in refused.reason
