@@ -1,5 +1,6 @@
 """Every exception the package raises on purpose: one base, :class:`InertiaIdError`, so a caller
-can catch the package's errors apart from bugs. Each also derives from the built-in exception it
+can catch the package's errors apart from bugs; under it, :class:`CallerError` for the caller's
+mistakes (bad files, names, options). Each also derives from the built-in exception it
 refines (``ValueError`` for bad input, ``RuntimeError`` for a failure at run time, ``KeyError``
 for a missing name), so ``except ValueError`` keeps working."""
 
@@ -10,6 +11,11 @@ from collections.abc import Sequence
 
 class InertiaIdError(Exception):
     """Base of the package's exceptions."""
+
+
+class CallerError(InertiaIdError):
+    """The caller's input is wrong (a file, a name, an option, a configuration): the message
+    says what in one line. ``inertia-id`` prints it and exits 2."""
 
 
 # ---- inputs ----------------------------------------------------------------------------
@@ -44,7 +50,7 @@ class EstimateUnavailable(InertiaIdError, RuntimeError):
 # ---- models and configuration ----------------------------------------------------------
 
 
-class FrameNotFound(InertiaIdError, KeyError):
+class FrameNotFound(CallerError, KeyError):
     """A frame name is not in the model; ``available`` lists the model's frame names."""
 
     def __init__(self, name: str, available: Sequence[str]) -> None:
@@ -57,7 +63,7 @@ class FrameNotFound(InertiaIdError, KeyError):
                 f"{', '.join(self.available)}")
 
 
-class JointNotFound(InertiaIdError, KeyError):
+class JointNotFound(CallerError, KeyError):
     """A joint name is not in the model; ``available`` lists the model's joint names."""
 
     def __init__(self, names: Sequence[str], available: Sequence[str]) -> None:
@@ -70,7 +76,7 @@ class JointNotFound(InertiaIdError, KeyError):
                 f"{', '.join(self.available)}")
 
 
-class ConfigError(InertiaIdError, ValueError):
+class ConfigError(CallerError, ValueError):
     """A chain or actuator configuration, a prior, or a workspace or environment file is invalid
     (names the offending key)."""
 
@@ -78,7 +84,7 @@ class ConfigError(InertiaIdError, ValueError):
 # ---- solvers ---------------------------------------------------------------------------
 
 
-class ProblemError(InertiaIdError, ValueError):
+class ProblemError(CallerError, ValueError):
     """The problem, the method name or an option is invalid (the caller's error)."""
 
 
@@ -89,7 +95,7 @@ class SolverError(InertiaIdError, RuntimeError):
 # ---- files and command line ------------------------------------------------------------
 
 
-class DataError(InertiaIdError, ValueError):
+class DataError(CallerError, ValueError):
     """A recorded-data file is unusable; the message is one line naming the file and the problem."""
 
 
@@ -97,16 +103,16 @@ class TrajectoryError(InertiaIdError, ValueError):
     """A joint trajectory is invalid (shapes, stamps, joints) or is used outside its span."""
 
 
-class ExportError(InertiaIdError, ValueError):
+class ExportError(CallerError, ValueError):
     """The body cannot be exported as asked; the message is one line."""
 
 
-class KeystoreError(InertiaIdError, ValueError):
+class KeystoreError(CallerError, ValueError):
     """A DDS-Security keystore cannot be created as asked (the directory holds one already, an
     enclave name is invalid); the message names the path or the name."""
 
 
-class InputError(InertiaIdError):
+class InputError(CallerError):
     """Bad input: the message is the one line printed on stderr."""
 
 

@@ -105,7 +105,7 @@ from inertia_id_ros.cli import (
     validate,
 )
 from inertia_id_ros.cli.common import EXIT_BAD_INPUT
-from inertia_id_ros.errors import DataError, InputError
+from inertia_id_ros.errors import CallerError
 from inertia_id_ros.threads import limit_threads
 
 COMMANDS = (*(importlib.import_module(name) for mode in modes.modes() for name in mode.commands),
@@ -140,6 +140,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         limit_threads()  # before the command loads numpy (inertia_id_ros.threads)
         return args.run(args)
-    except (InputError, DataError) as e:
+    except CallerError as e:
         print(f"inertia-id {args.command}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.io.data import JointStates
-    from inertia_id_ros.io.export import IdentifiedBody
     from inertia_id_ros.io.plausibility import Finding
     from inertia_id_ros.io.recording import InputDescription, Recording
 
@@ -107,24 +107,29 @@ def check_data_source(args: argparse.Namespace) -> None:
             raise InputError(f"{options} only apply to --bag")
 
 
-def split_names(text: str | None, default: list[str] | None = None) -> list[str] | None:
-    """The names of a comma-separated option (``"a, b,"`` -> ``["a", "b"]``), ``default`` when
-    it is not given."""
-    if not text:
-        return default
-    return [name.strip() for name in text.split(",") if name.strip()]
+def comma_names(text: str) -> list[str]:
+    """An argparse ``type``: the distinct names of a comma-separated option (``"a, b"`` ->
+    ``["a", "b"]``)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"lists {', '.join(map(repr, twice))} twice")
+    return names
 
 
-def split_numbers(text: str | None, option: str, unit: str = "") -> list[float] | None:
-    """The numbers of the comma-separated ``option`` (in ``unit``), ``None`` when it is not
-    given; other text is an :class:`InputError`."""
-    if text is None:
-        return None
+def comma_numbers(text: str) -> list[float]:
+    """An argparse ``type``: the finite numbers of a comma-separated option (``"0.1,-2"`` ->
+    ``[0.1, -2.0]``)."""
     try:
-        return [float(v) for v in text.split(",")]
+        numbers = [float(value) for value in text.split(",")]
     except ValueError:
-        raise InputError(f"{option} must be comma-separated numbers"
-                         + (f" ({unit})" if unit else "") + f", got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}") from None
+    if not all(map(math.isfinite, numbers)):
+        raise argparse.ArgumentTypeError(f"expected finite numbers, got {text!r}")
+    return numbers
 
 
 def whole_body_table(result: dict[str, Any]) -> list[str]:
@@ -145,17 +150,6 @@ def write_output(path: str, write: Callable[[str], None]) -> None:
         write(path)
     except OSError as e:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
-
-
-def read_result_body(path: str, name: str | None = None) -> IdentifiedBody:
-    """The body ``name`` of the result JSON ``path``; a bad one is an :class:`InputError`."""
-    from inertia_id_ros.errors import ExportError
-    from inertia_id_ros.io.export import read_body
-
-    try:
-        return read_body(path, name)
-    except ExportError as e:
-        raise InputError(str(e)) from None
 
 
 def add_command(subparsers: argparse._SubParsersAction, name: str,

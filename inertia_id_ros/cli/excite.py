@@ -17,18 +17,12 @@ from inertia_id_ros.cli.common import (
     add_command,
     add_seed_option,
     add_urdf_option,
+    comma_names,
+    comma_numbers,
     load_urdf_model,
-    split_names,
-    split_numbers,
     write_output,
 )
-from inertia_id_ros.errors import (
-    ConfigError,
-    FrameNotFound,
-    InputError,
-    JointNotFound,
-    ProblemError,
-)
+from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import DEFAULT_COLLISION_MARGIN, DEFAULT_MAX_ACCELERATION, TARGETS
 
 if TYPE_CHECKING:
@@ -50,8 +44,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "(or passed), 2 bad input, 3 refused (stderr names the limit and by how "
                     "much; nothing is written).")
     add_urdf_option(excite)
-    excite.add_argument("--joints",
-                        help="comma-separated joints to move, in URDF order (to design)")
+    excite.add_argument("--joints", type=comma_names, metavar="JOINT,...",
+                        help="joints to move, in URDF order (to design)")
     excite.add_argument("--target", choices=TARGETS,
                         help="what the motion identifies: the payload beyond --sensor-frame, or "
                              "the links (with joint friction and armature)")
@@ -69,7 +63,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     excite.add_argument("--environment", metavar="FILE",
                         help="YAML of obstacles (boxes, half-spaces, spheres) the links keep "
                              ">= --collision-margin from")
-    excite.add_argument("--start", metavar="Q1,...",
+    excite.add_argument("--start", metavar="Q1,...", type=comma_numbers,
                         help="start and end pose (rad; default: the middle of the limits)")
     excite.add_argument("--max-acceleration", type=float, default=DEFAULT_MAX_ACCELERATION,
                         metavar="A", help="acceleration limit of every joint "
@@ -101,14 +95,11 @@ def _safety(args: argparse.Namespace, model: pin.Model
     from inertia_id_ros.motion.collision import CollisionChecker, load_environment
     from inertia_id_ros.motion.workspace import Workspace, WorkspaceChecker
 
-    try:
-        workspace = (None if args.workspace is None
-                     else WorkspaceChecker(model, Workspace.load_yaml(args.workspace)))
-        obstacles = () if args.environment is None else load_environment(args.environment)
-        collision = (None if args.srdf is None and not obstacles
-                     else CollisionChecker(args.urdf, args.srdf, obstacles=obstacles))
-    except (ConfigError, ProblemError, FrameNotFound) as e:
-        raise InputError(str(e)) from None
+    workspace = (None if args.workspace is None
+                 else WorkspaceChecker(model, Workspace.load_yaml(args.workspace)))
+    obstacles = () if args.environment is None else load_environment(args.environment)
+    collision = (None if args.srdf is None and not obstacles
+                 else CollisionChecker(args.urdf, args.srdf, obstacles=obstacles))
     return workspace, collision
 
 
@@ -144,11 +135,8 @@ def _check(args: argparse.Namespace) -> int:
         raise InputError("--check takes no --target, --duration or --out")
     trajectory = ExcitationTrajectory.load_npz(args.check)
     model = load_urdf_model(args.urdf)
-    try:
-        limits = motion_limits(model, trajectory.joint_names, position_margin=0.0,
-                               max_acceleration=args.max_acceleration)
-    except (ProblemError, JointNotFound) as e:
-        raise InputError(str(e)) from None
+    limits = motion_limits(model, trajectory.joint_names, position_margin=0.0,
+                           max_acceleration=args.max_acceleration)
     units = {"position": "rad", "velocity": "rad/s", "acceleration": "rad/s²"}
     broken = [f"the URDF's {name} limit by {excess:.4g} {units[name]}" if name != "acceleration"
               else f"--max-acceleration by {excess:.4g} {units[name]}"
@@ -176,30 +164,24 @@ def run(args: argparse.Namespace) -> int:
                if value is None]
     if missing:
         raise InputError(f"designing a motion needs {', '.join(missing)} (or --check TRAJ.npz)")
-    joints = split_names(args.joints)
-    if not joints or len(set(joints)) != len(joints):
-        raise InputError(f"--joints must list distinct joints, got {args.joints!r}")
+    joints = args.joints
     if (args.target == "payload") != (args.sensor_frame is not None):
         raise InputError("--sensor-frame is needed with --target payload and only then")
-    start_pose = split_numbers(args.start, "--start", unit="rad")
-    start = None if start_pose is None else np.array(start_pose)
+    start = None if args.start is None else np.array(args.start)
     model = load_urdf_model(args.urdf)
     workspace, collision = _safety(args, model)
-    try:
-        limits = motion_limits(model, joints, max_acceleration=args.max_acceleration,
-                               torque_limits=args.torque_limits)
-        print(f"limits used (position margin {limits.position_margin:g} rad):")
-        print("\n".join("  " + line for line in limits.table()))
-        prior = None if args.from_recording is None else recording_information(
-            args.from_recording, model, joints, args.target, sensor_frame=args.sensor_frame)
-        result = design_excitation(model, joints, args.target, args.duration,
-                                   sensor_frame=args.sensor_frame, start=start,
-                                   max_acceleration=args.max_acceleration, seed=args.seed,
-                                   prior_information=prior, progress=print,
-                                   time_limit=args.time_limit, torque_limits=args.torque_limits,
-                                   collision=collision, collision_margin=args.collision_margin)
-    except (ProblemError, JointNotFound, FrameNotFound) as e:
-        raise InputError(str(e)) from None
+    limits = motion_limits(model, joints, max_acceleration=args.max_acceleration,
+                           torque_limits=args.torque_limits)
+    print(f"limits used (position margin {limits.position_margin:g} rad):")
+    print("\n".join("  " + line for line in limits.table()))
+    prior = None if args.from_recording is None else recording_information(
+        args.from_recording, model, joints, args.target, sensor_frame=args.sensor_frame)
+    result = design_excitation(model, joints, args.target, args.duration,
+                               sensor_frame=args.sensor_frame, start=start,
+                               max_acceleration=args.max_acceleration, seed=args.seed,
+                               prior_information=prior, progress=print,
+                               time_limit=args.time_limit, torque_limits=args.torque_limits,
+                               collision=collision, collision_margin=args.collision_margin)
     trajectory = result.trajectory
     broken = _violations(trajectory, workspace, collision, args.collision_margin)
     if broken:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from inertia_id_ros.cli.common import add_command, load_urdf_model, read_result_body
-from inertia_id_ros.errors import ExportError, InputError
+from inertia_id_ros.cli.common import add_command, load_urdf_model, write_output
+from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import DEFAULT_FILTER_CHAIN, EXPORT_MODES
 
 
@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         DEFAULT_GRAVITY,
         export_urdf,
         gravity_compensation_yaml,
+        read_body,
         root_link,
         write_payload_formats,
     )
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--urdf-out needs --urdf (the robot) and --link (the link to write)")
     if not args.urdf_out and (args.link or args.mode != "replace"):
         raise InputError("--link and --mode only apply to --urdf-out")
-    body = read_result_body(args.json, args.body)
+    body = read_body(args.json, args.body)
     urdf_xml = None
     if args.urdf:
         try:
@@ -66,32 +67,24 @@ def run(args: argparse.Namespace) -> int:
         except OSError as e:
             raise InputError(f"cannot read {args.urdf}: {e.strerror or e}") from None
     lines = []
-    try:
-        world = args.world_frame or (root_link(urdf_xml) if urdf_xml and args.gravity_yaml
-                                     else None)
-        if args.gravity_yaml and world is None:
-            raise InputError("--gravity-yaml needs --world-frame (or --urdf: its root link)")
-        if args.urdf_out:
-            theta = export_urdf(args.urdf, args.urdf_out, args.link, body, args.mode)
-            mass, com, _ = inertia_from_theta(theta)
-            lines.append(f"wrote {args.urdf_out}: link {args.link!r} inertial ({args.mode}) "
-                         f"{mass:.4f} kg at [" + ", ".join(f"{1e3 * c:.2f}" for c in com)
-                         + "] mm in the link frame")
-        if args.gravity_yaml:
-            gravity = (load_urdf_model(args.urdf).gravity.linear if urdf_xml
-                       else DEFAULT_GRAVITY)
-            text = gravity_compensation_yaml(body, world, gravity, args.node, args.chain)
-            try:
-                Path(args.gravity_yaml).write_text(text)
-            except OSError as e:
-                raise InputError(f"cannot write {args.gravity_yaml}: {e.strerror or e}") from None
-            lines.append(f"wrote {args.gravity_yaml}: gravity compensation of {body.name!r} in "
-                         f"{body.frame!r}, world frame {world!r}")
-        if args.payload_formats:
-            write_payload_formats(args.payload_formats, body, args.flange_frame, urdf_xml)
-            lines.append(f"wrote {args.payload_formats}: UR SetPayload, franka SetLoad, KUKA load "
-                         f"data of {body.name!r} in {args.flange_frame or body.frame!r}")
-    except ExportError as e:
-        raise InputError(str(e)) from None
+    world = args.world_frame or (root_link(urdf_xml) if urdf_xml and args.gravity_yaml else None)
+    if args.gravity_yaml and world is None:
+        raise InputError("--gravity-yaml needs --world-frame (or --urdf: its root link)")
+    if args.urdf_out:
+        theta = export_urdf(args.urdf, args.urdf_out, args.link, body, args.mode)
+        mass, com, _ = inertia_from_theta(theta)
+        lines.append(f"wrote {args.urdf_out}: link {args.link!r} inertial ({args.mode}) "
+                     f"{mass:.4f} kg at [" + ", ".join(f"{1e3 * c:.2f}" for c in com)
+                     + "] mm in the link frame")
+    if args.gravity_yaml:
+        gravity = load_urdf_model(args.urdf).gravity.linear if urdf_xml else DEFAULT_GRAVITY
+        text = gravity_compensation_yaml(body, world, gravity, args.node, args.chain)
+        write_output(args.gravity_yaml, lambda path: Path(path).write_text(text))
+        lines.append(f"wrote {args.gravity_yaml}: gravity compensation of {body.name!r} in "
+                     f"{body.frame!r}, world frame {world!r}")
+    if args.payload_formats:
+        write_payload_formats(args.payload_formats, body, args.flange_frame, urdf_xml)
+        lines.append(f"wrote {args.payload_formats}: UR SetPayload, franka SetLoad, KUKA load "
+                     f"data of {body.name!r} in {args.flange_frame or body.frame!r}")
     print("\n".join(lines))
     return 0

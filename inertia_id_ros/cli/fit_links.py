@@ -9,7 +9,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli import common
-from inertia_id_ros.errors import DataError, InputError, JointNotFound, ProblemError, SolverError
+from inertia_id_ros.errors import DataError, InputError, ProblemError, SolverError
 from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING
 
 if TYPE_CHECKING:
@@ -26,8 +26,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers, "fit-links", run,
         help="identify links and joint friction from recorded joint states and efforts")
     common.add_data_options(links, wrenches=False)
-    links.add_argument("--joints", help="comma-separated joints to identify (default: all "
-                                        "recorded); the others are locked at their mean position")
+    links.add_argument("--joints", type=common.comma_names, metavar="JOINT,...",
+                       help="joints to identify (default: all recorded); the others are locked "
+                            "at their mean position")
     links.add_argument("--prior-weight", type=float, default=None,
                        help="weight of the pull toward the URDF's inertials, per torque sample "
                             "((N m)² per SI unit²; default: chosen by cross-validation)")
@@ -58,7 +59,7 @@ def _link_model(model: pin.Model, states: JointStates, joints: list[str],
     try:
         return LinkModel(reduce_model(model, joints, locked),
                          JointDrive(coulomb_velocity=coulomb_velocity or 0.0))
-    except (JointNotFound, ValueError) as e:
+    except ValueError as e:
         raise InputError(str(e)) from None
 
 
@@ -92,9 +93,7 @@ def run(args: argparse.Namespace) -> int:
         states, source = common.read_joint_states(args)
     if not common.uses_description(args):
         model = common.load_urdf_model(args.urdf)
-    joints = common.split_names(args.joints, default=list(states.joint_names))
-    if len(set(joints)) != len(joints):
-        raise InputError(f"--joints lists a joint twice: {args.joints}")
+    joints = args.joints or list(states.joint_names)
     moving_held = [name for name in joints if name in held]
     if moving_held:
         raise InputError(f"--joints names held joint(s) {moving_held}: they are not in the log, "

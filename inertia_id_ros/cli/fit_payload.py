@@ -10,13 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli import common
-from inertia_id_ros.errors import (
-    ConfigError,
-    EstimateUnavailable,
-    FrameNotFound,
-    InputError,
-    SampleRejected,
-)
+from inertia_id_ros.errors import ConfigError, EstimateUnavailable, InputError, SampleRejected
 from inertia_id_ros.options import (
     DEFAULT_HALF_WIDTH,
     DEFAULT_JOINT_STATES_TOPIC,
@@ -197,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
             recording.wrenches, wrench=-recording.wrenches.wrench))
     try:
         kinematics = SensorKinematics(model, args.sensor_frame)
-    except (FrameNotFound, ValueError) as e:
+    except ValueError as e:
         raise InputError(str(e)) from None
     held = [j for j in kinematics.joint_names if train is not None and j in train.held]
     if held:

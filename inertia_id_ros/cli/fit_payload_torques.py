@@ -20,15 +20,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.cli import common
-from inertia_id_ros.errors import (
-    ConfigError,
-    DataError,
-    FrameNotFound,
-    InputError,
-    JointNotFound,
-    ProblemError,
-    SolverError,
-)
+from inertia_id_ros.errors import DataError, InputError, ProblemError, SolverError
 from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING, PAYLOAD_TORQUES_HALF_WIDTH
 
 if TYPE_CHECKING:
@@ -56,15 +48,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     model.add_argument("--unloaded", metavar="RUN",
                        help="differencing: a recording (file, or bag with --bag) of the same "
                             "motion without the payload; the link model cancels")
-    command.add_argument("--joints", help="comma-separated joints of the chain (default: all "
-                                          "recorded); the others are locked at their mean "
-                                          "position")
-    command.add_argument("--torque-constants", metavar="K1,K2,...",
+    command.add_argument("--joints", type=common.comma_names, metavar="JOINT,...",
+                         help="joints of the chain (default: all recorded); the others are "
+                              "locked at their mean position")
+    command.add_argument("--torque-constants", metavar="K1,K2,...", type=common.comma_numbers,
                          help="the efforts are motor currents (A): each joint's torque constant "
                               "(N m/A at the motor), in --joints order")
-    command.add_argument("--gear-ratios", metavar="N1,N2,...",
+    command.add_argument("--gear-ratios", metavar="N1,N2,...", type=common.comma_numbers,
                          help="each joint's gear ratio (with --torque-constants; default 1)")
-    command.add_argument("--effort-signs", metavar="S1,S2,...",
+    command.add_argument("--effort-signs", metavar="S1,S2,...", type=common.comma_numbers,
                          help="each joint's effort sign, +1 or -1 (default +1)")
     common.add_weighting_option(command, PAYLOAD_DEFAULT_WEIGHTING, "each joint")
     command.add_argument("--no-offsets", action="store_true",
@@ -76,13 +68,7 @@ def _effort_scales(args: argparse.Namespace, joints: list[str]) -> list[float]:
     (:func:`~inertia_id_ros.chain.actuators.effort_scales`)."""
     from inertia_id_ros.chain.actuators import effort_scales
 
-    try:
-        return effort_scales(joints,
-                             common.split_numbers(args.torque_constants, "--torque-constants"),
-                             common.split_numbers(args.gear_ratios, "--gear-ratios"),
-                             common.split_numbers(args.effort_signs, "--effort-signs"))
-    except ConfigError as e:
-        raise InputError(str(e)) from None
+    return effort_scales(joints, args.torque_constants, args.gear_ratios, args.effort_signs)
 
 
 def _read(args: argparse.Namespace, model: pin.Model,
@@ -136,7 +122,7 @@ def _link_model(model: pin.Model, states: JointStates, joints: list[str],
     try:
         return LinkModel.from_model(model, joints, {**states.mean_positions(), **held},
                                     [JointDrive(effort_scale=scale) for scale in scales])
-    except (JointNotFound, ValueError) as e:
+    except ValueError as e:
         raise InputError(str(e)) from None
 
 
@@ -171,11 +157,8 @@ def run(args: argparse.Namespace) -> int:
     common.check_data_source(args)
     model = common.load_urdf_model(args.urdf)
     states, held, source = _read(args, model)
-    try:
-        frame_id(model, args.frame)
-    except FrameNotFound as e:
-        raise InputError(str(e)) from None
-    joints = common.split_names(args.joints, default=list(states.joint_names))
+    frame_id(model, args.frame)  # FrameNotFound: bad input
+    joints = args.joints or list(states.joint_names)
     check_joints(states, list(model.names)[1:], joints, source)
     code = common.report_input_findings(
         "fit-payload-torques", common.input_findings(states, model, joints), args.json)
@@ -185,10 +168,7 @@ def run(args: argparse.Namespace) -> int:
     differentiation = {"half_width": args.filter_half_width or PAYLOAD_TORQUES_HALF_WIDTH}
     alignment = None
     if args.links_result:  # the data differentiated and delayed as the links' fit chose
-        try:
-            link_result = read_link_result(args.links_result, links)
-        except ConfigError as e:
-            raise InputError(str(e)) from None
+        link_result = read_link_result(args.links_result, links)
         links, links_x = link_result.model, link_result.x
         differentiation = differentiation_of(link_result.result, args.filter_half_width)
         link_model = f"fit-links result {args.links_result}"

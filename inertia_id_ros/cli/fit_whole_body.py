@@ -5,7 +5,6 @@ sensors (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`; data:
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import TYPE_CHECKING
 
@@ -17,7 +16,6 @@ from inertia_id_ros.options import (
     DEFAULT_IMU_TOPIC,
     DEFAULT_JOINT_STATES_TOPIC,
     IMU_TILT_USES,
-    WEIGHTINGS,
     WHOLE_BODY_DEFAULT_PRIOR_WEIGHT,
     WHOLE_BODY_DEFAULT_WEIGHTING,
     WHOLE_BODY_METHODS,
@@ -54,7 +52,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="--base fixed: the URDF frame held still (default: the URDF root, on "
                             "a stand); e.g. l_sole for a humanoid on its left foot, whose pelvis "
                             "then moves with the stance leg's joints (no IMU needed)")
-    whole.add_argument("--fixed-tilt", metavar="ROLL,PITCH", default="0,0",
+    whole.add_argument("--fixed-tilt", metavar="ROLL,PITCH", type=_roll_pitch, default="0,0",
                        help="--base fixed: the fixed frame's roll and pitch in the world (rad; "
                             "0,0: level)")
     whole.add_argument("--imu-tilt", choices=IMU_TILT_USES, default=DEFAULT_IMU_TILT,
@@ -62,8 +60,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                             "(the joints' motion removed) gives the fixed frame's tilt; check: "
                             "keep --fixed-tilt and report the IMU's beside it "
                             f"({DEFAULT_IMU_TILT})")
-    whole.add_argument("--bodies", help="comma-separated links to identify (default: every "
-                                        "link with mass); the others keep their URDF inertials")
+    whole.add_argument("--bodies", type=common.comma_names, metavar="LINK,...",
+                       help="links to identify (default: every link with mass); the others keep "
+                            "their URDF inertials")
     whole.add_argument("--prior-weight", type=float, default=WHOLE_BODY_DEFAULT_PRIOR_WEIGHT,
                        help="pull toward the URDF in scaled coordinates, relative to the data "
                             f"({WHOLE_BODY_DEFAULT_PRIOR_WEIGHT:g})")
@@ -79,11 +78,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="estimate the contact sensors' constant offsets too (default: only "
                             "the internal sensors'); a contact sensor's offset is identifiable "
                             "only when its wrench changes independently of the base rows")
-    whole.add_argument("--weighting", choices=WEIGHTINGS, default=WHOLE_BODY_DEFAULT_WEIGHTING,
-                       help="none: unweighted; channel: the base's and each sensor's force and "
-                            "torque rows (and each joint's torque) weighted by their inverse "
-                            "residual variance, iterated "
-                            f"({WHOLE_BODY_DEFAULT_WEIGHTING})")
+    common.add_weighting_option(whole, WHOLE_BODY_DEFAULT_WEIGHTING,
+                                "the base's and each sensor's force and torque rows (and each "
+                                "joint's torque),")
     whole.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
                        help="half-width of the local polynomial fit that differentiates joint "
                             "states and the gyro (s; 0.05)")
@@ -116,10 +113,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.prior_weight < 0:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
-    fixed_tilt = _fixed_tilt(args.fixed_tilt)
+    fixed_tilt = args.fixed_tilt
     if args.base != "fixed" and (args.fixed_frame is not None or any(fixed_tilt)):
         raise InputError("--fixed-frame and --fixed-tilt apply to --base fixed")
-    bodies = common.split_names(args.bodies)
+    bodies = args.bodies
     held: dict[str, float] = {}
     flips = args.flip_wrench_sign or ()
     if common.uses_description(args):
@@ -279,15 +276,12 @@ def _findings_after_fit(model, samples, fit, efforts: bool, volumes: dict,
     return findings, {"urdf_gains": gains, "residual_ratios": ratios}
 
 
-def _fixed_tilt(text: str) -> tuple[float, float]:
-    """``--fixed-tilt ROLL,PITCH`` (rad)."""
-    try:
-        roll, pitch = (float(part) for part in text.split(","))
-    except ValueError:
-        raise InputError(f"--fixed-tilt must be ROLL,PITCH in rad, got {text!r}") from None
-    if not all(map(math.isfinite, (roll, pitch))):
-        raise InputError(f"--fixed-tilt must be finite, got {text!r}")
-    return roll, pitch
+def _roll_pitch(text: str) -> tuple[float, float]:
+    """An argparse ``type``: ``--fixed-tilt ROLL,PITCH`` (rad)."""
+    angles = common.comma_numbers(text)
+    if len(angles) != 2:
+        raise argparse.ArgumentTypeError(f"expected ROLL,PITCH in rad, got {text!r}")
+    return angles[0], angles[1]
 
 
 def _tilt_line(recording: WholeBodyRecording, model: WholeBodyModel,

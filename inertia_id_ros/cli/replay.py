@@ -22,13 +22,12 @@ from inertia_id_ros.cli.common import (
     dropped_text,
     load_urdf_model,
     print_summary,
-    read_result_body,
     report_findings,
     whole_body_table,
     write_json,
     write_output,
 )
-from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound, InputError
+from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import (
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
@@ -136,10 +135,7 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
         settings_from_parameters,
     )
 
-    try:
-        values = parameters_from_file(args.params_file, args.node_name)
-    except ConfigError as e:
-        raise InputError(str(e)) from None
+    values = parameters_from_file(args.params_file, args.node_name)
     for entry in args.param:
         name, separator, text = entry.partition(":=")
         if not separator or not name.strip():
@@ -207,12 +203,13 @@ def _read_input(args: argparse.Namespace, model: Any, urdf: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Replay the bag or the described log; the exit code."""
+    from inertia_id_ros.io.export import read_body
     from inertia_id_ros.io.plausibility import refused
     from inertia_id_ros.io.replay import LinksReplay, WholeBodyReplay, replay_bag
 
     if args.update_rate is not None and not args.update_rate > 0:
         raise InputError(f"--update-rate must be > 0 Hz, got {args.update_rate}")
-    truth = None if args.truth is None else read_result_body(args.truth)
+    truth = None if args.truth is None else read_body(args.truth)
     if args.change_threshold is not None and not args.change_threshold > 0:
         raise InputError(f"--change-threshold must be > 0, got {args.change_threshold}")
     if args.params_file is None and (args.param or args.node_name != "inertia_id"):
@@ -241,9 +238,7 @@ def run(args: argparse.Namespace) -> int:
                                 args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
                                 args.wrench_topic or DEFAULT_WRENCH_TOPIC,
                                 2.0 if args.update_rate is None else args.update_rate, settings)
-        except DataError:
-            raise
-        except (OSError, FrameNotFound, ValueError) as e:  # URDF, sensor frame, settings
+        except (OSError, ValueError) as e:  # URDF, settings
             raise InputError(str(e)) from None
     elapsed = time.perf_counter() - started
     if refused(replay.input_findings):  # the fit commands refuse such input before fitting

@@ -45,7 +45,7 @@ from inertia_id_ros.chain.links import JointTorqueData, LinkModel, fit_links, pr
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES, payload_regressor_batch
 from inertia_id_ros.core.robots import load_model
-from inertia_id_ros.errors import DataError, FrameNotFound, InputError, JointNotFound
+from inertia_id_ros.errors import DataError, InputError
 from inertia_id_ros.io.data import (
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
@@ -247,7 +247,7 @@ def link_model_of(result: dict, robot, states: JointStates) -> tuple[LinkModel, 
               for entry in result["joints"]}
     try:
         links = LinkModel.from_model(robot, joints, states.mean_positions(), drives)
-    except (JointNotFound, ValueError) as e:
+    except ValueError as e:
         raise InputError(str(e)) from None
 
     thetas = {body["name"]: body["theta"] for body in result["bodies"]}
@@ -322,7 +322,7 @@ def _payload_rows(kinematics: SensorKinematics,
 def _sensor_kinematics(robot, sensor_frame: str, states: JointStates) -> SensorKinematics:
     try:
         kinematics = SensorKinematics(robot, sensor_frame)
-    except (FrameNotFound, ValueError) as e:
+    except ValueError as e:
         raise InputError(str(e)) from None
     missing = [j for j in kinematics.joint_names if j not in states.joint_names]
     if missing:

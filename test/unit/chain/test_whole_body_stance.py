@@ -191,7 +191,7 @@ def test_cli_rooted_at_the_sole(tmp_path, recording, capsys):
 @pytest.mark.parametrize("extra, message", [
     (["--base", "floating", "--fixed-frame", SOLE], "apply to --base fixed"),
     (["--base", "fixed", "--fixed-frame", "l_heel"], "fixed frame 'l_heel' is not in the URDF"),
-    (["--base", "fixed", "--fixed-tilt", "0.1"], "--fixed-tilt must be ROLL,PITCH"),
+    (["--base", "fixed", "--fixed-tilt", "0.1"], "argument --fixed-tilt: expected ROLL,PITCH"),
 ])
 def test_cli_bad_fixed_frame_or_tilt_exits_2(recording, capsys, extra, message):
     _, _, with_imu, _ = recording

@@ -435,6 +435,23 @@ def test_help_and_usage_errors_import_no_library(argv: list[str]) -> None:
     assert completed.stderr.splitlines()[-1] == f"{expected} []", completed.stderr
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["fit-links", "--joints", "j1,j2,j1"], "argument --joints: lists 'j1' twice"),
+    (["fit-whole-body", "--bodies", " , "], "argument --bodies: expected comma-separated names"),
+    (["excite", "--start", "0.1,x"], "argument --start: expected comma-separated numbers"),
+    (["excite", "--start", "0.1,nan"], "argument --start: expected finite numbers"),
+    (["fit-whole-body", "--fixed-tilt", "0.1"], "argument --fixed-tilt: expected ROLL,PITCH"),
+])
+def test_list_options_are_checked_as_they_are_parsed(capsys, argv: list[str],
+                                                     message: str) -> None:
+    """Comma-separated options are parsed by argparse: a bad one is one line and exit 2 before
+    any file is read (the URDF and data named here do not exist)."""
+    code, _, err = run_cli(capsys, *argv, "--urdf", "missing.urdf", "--data", "missing.npz")
+    assert code == 2
+    assert message in err and "missing" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_method_choices_are_the_solvers() -> None:
     from inertia_id_ros.options import METHOD_NAMES
     from inertia_id_ros.solvers import METHODS
@@ -543,7 +560,8 @@ def test_fit_payload_torques_urdf_links_are_flagged(capsys, panda_urdf: str,
 @pytest.mark.parametrize("extra,message", [
     (["--torque-constants", "0.1,0.1"], "torque constants: 2 values for 7 joints"),
     (["--gear-ratios", ",".join(["100"] * 7)], "gear ratios need torque constants"),
-    (["--torque-constants", "a,b"], "--torque-constants must be comma-separated numbers"),
+    (["--torque-constants", "a,b"],
+     "argument --torque-constants: expected comma-separated numbers"),
     (["--effort-signs", ",".join(["2"] * 7)], "effort_sign must be +1 or -1"),
     (["--frame", "no_such_frame"], "no_such_frame"),
     (["--validate", "x.npz"], "unrecognized arguments: --validate"),
