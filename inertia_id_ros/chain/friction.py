@@ -62,24 +62,27 @@ class DriveParameters:
 
 @dataclass(frozen=True)
 class JointDrive:
-    """The drive of one 1-DoF joint: which terms are estimated and what is known about it.
-
-    ``viscous``, ``coulomb``, ``offset``, ``armature``: estimate that term (see the module
-    docstring for the identity). ``coulomb_velocity`` (rad/s): width of the smooth Coulomb sign,
-    0 for the exact sign. ``rotor_inertia`` (kg·m², about the rotor axis) and ``gear_ratio``
-    (motor turns per joint turn) give the reflected inertia ``gear_ratio**2 * rotor_inertia``:
-    the armature's prior when the armature is estimated, a known torque ``armature * ddq`` when it
-    is not. ``effort_scale``: measured joint torque = raw effort x ``effort_scale``.
-    """
+    """The drive of one 1-DoF joint: which terms are estimated (see the module docstring for
+    the identity) and what is known about it."""
 
     viscous: bool = True
+    """Estimate the viscous coefficient (N·m·s/rad)."""
     coulomb: bool = True
+    """Estimate the Coulomb torque (N·m)."""
     offset: bool = True
+    """Estimate the constant torque offset (N·m)."""
     armature: bool = True
+    """Estimate the armature (kg·m²); else ``gear_ratio**2 * rotor_inertia`` is known and its
+    torque ``armature * ddq`` is subtracted."""
     coulomb_velocity: float = 0.0
+    """Width of the smooth Coulomb sign (rad/s); 0: the exact sign."""
     rotor_inertia: float = 0.0
+    """The rotor's inertia about its axis (kg·m²): with ``gear_ratio``, the reflected inertia
+    ``gear_ratio**2 * rotor_inertia``, the armature's prior when the armature is estimated."""
     gear_ratio: float = 1.0
+    """Motor turns per joint turn."""
     effort_scale: float = 1.0
+    """Measured joint torque = raw effort x ``effort_scale``."""
 
     def __post_init__(self) -> None:
         if not self.coulomb_velocity >= 0.0:

@@ -54,34 +54,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     excite.add_argument("--out", metavar="TRAJ.npz",
                         help="trajectory to write (keys t, joint_names, q, dq, ddq; 100 Hz)")
     excite.add_argument("--check", metavar="TRAJ.npz",
-                        help="check this trajectory instead of designing one (the URDF's "
-                             "position and velocity limits, --max-acceleration and the safety "
-                             "files)")
-    excite.add_argument("--workspace", metavar="FILE",
-                        help="YAML of Cartesian limits of frames (boxes, half-spaces, spheres) "
-                             "the motion must keep")
-    excite.add_argument("--environment", metavar="FILE",
-                        help="YAML of obstacles (boxes, half-spaces, spheres) the links keep "
-                             ">= --collision-margin from")
+                        help="check this trajectory instead of designing one, against the limits "
+                             "below")
     excite.add_argument("--start", metavar="Q1,...", type=comma_numbers,
                         help="start and end pose (rad; default: the middle of the limits)")
-    excite.add_argument("--max-acceleration", type=float, default=DEFAULT_MAX_ACCELERATION,
-                        metavar="A", help="acceleration limit of every joint "
-                                          f"(rad/s²; {DEFAULT_MAX_ACCELERATION:g})")
     add_seed_option(excite, "the initial motion")
     excite.add_argument("--from", dest="from_recording", metavar="RECORDING",
                         help="recording (.npz/.csv) whose information the motion adds to")
-    excite.add_argument("--torque-limits", action="store_true",
-                        help="also keep the URDF links' torques within the effort limits")
-    excite.add_argument("--srdf", help="SRDF of the robot: keep the self-collision distance of "
-                                       "the pairs it leaves (URDF collision geometry) >= "
-                                       "--collision-margin")
-    excite.add_argument("--collision-margin", type=float, default=DEFAULT_COLLISION_MARGIN,
-                        metavar="M", help="smallest distance between links (--srdf) and to "
-                                          f"obstacles (m; {DEFAULT_COLLISION_MARGIN:g})")
     excite.add_argument("--time-limit", type=float, metavar="SEC",
                         help="optimisation time (default: 40 payload, 240 links)")
-
+    limits = excite.add_argument_group(
+        "limits", "What the motion keeps besides the URDF's position and velocity limits. A "
+                  "design or --check that breaks one is refused (exit 3).")
+    limits.add_argument("--max-acceleration", type=float, default=DEFAULT_MAX_ACCELERATION,
+                        metavar="A", help="acceleration limit of every joint "
+                                          f"(rad/s²; {DEFAULT_MAX_ACCELERATION:g})")
+    limits.add_argument("--torque-limits", action="store_true",
+                        help="also keep the URDF links' torques within the effort limits")
+    limits.add_argument("--workspace", metavar="FILE",
+                        help="YAML of Cartesian limits of frames (boxes, half-spaces, spheres) "
+                             "the motion must keep")
+    limits.add_argument("--srdf", help="SRDF of the robot: keep the self-collision distance of "
+                                       "the pairs it leaves (URDF collision geometry) >= "
+                                       "--collision-margin")
+    limits.add_argument("--environment", metavar="FILE",
+                        help="YAML of obstacles (boxes, half-spaces, spheres) the links keep "
+                             ">= --collision-margin from")
+    limits.add_argument("--collision-margin", type=float, default=DEFAULT_COLLISION_MARGIN,
+                        metavar="M", help="smallest distance between links (--srdf) and to "
+                                          f"obstacles (m; {DEFAULT_COLLISION_MARGIN:g})")
 
 def _refused(message: str) -> int:
     """Report a refusal on stderr; :data:`EXIT_IMPLAUSIBLE`."""
@@ -128,7 +129,7 @@ def _violations(trajectory: ExcitationTrajectory, workspace: WorkspaceChecker | 
 
 def _check(args: argparse.Namespace) -> int:
     """``--check``: the trajectory file against the limits; the exit code."""
-    from inertia_id_ros.motion.design import motion_limits
+    from inertia_id_ros.motion.design import motion_limits, torque_excess
     from inertia_id_ros.motion.trajectory import ExcitationTrajectory
 
     if any(getattr(args, name) is not None for name in ("target", "duration", "out")):
@@ -136,11 +137,16 @@ def _check(args: argparse.Namespace) -> int:
     trajectory = ExcitationTrajectory.load_npz(args.check)
     model = load_urdf_model(args.urdf)
     limits = motion_limits(model, trajectory.joint_names, position_margin=0.0,
-                           max_acceleration=args.max_acceleration)
+                           max_acceleration=args.max_acceleration,
+                           torque_limits=args.torque_limits)
     units = {"position": "rad", "velocity": "rad/s", "acceleration": "rad/s²"}
     broken = [f"the URDF's {name} limit by {excess:.4g} {units[name]}" if name != "acceleration"
               else f"--max-acceleration by {excess:.4g} {units[name]}"
               for name, excess in limits.violations(trajectory).items() if excess > 0.0]
+    torque = torque_excess(model, trajectory, limits)  # 0 without --torque-limits
+    if torque > 1.0:
+        broken.append(f"the URDF's effort limit by {100.0 * (torque - 1.0):.1f} % (the URDF "
+                      "links' torques)")
     broken += _violations(trajectory, *_safety(args, model), args.collision_margin)
     if broken:
         return _refused(f"{args.check} exceeds " + "; ".join(broken))

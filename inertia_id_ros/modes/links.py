@@ -29,49 +29,37 @@ if TYPE_CHECKING:
     from inertia_id_ros.online.session import LinkSession
 
 
-@dataclass(frozen=True)
-class LinksSettings:
-    """The links mode's parameters (see :data:`PARAMETERS`), validated."""
-
-    joints: tuple[str, ...]
-    chain_config: str
-    prior_weight: float
-    coulomb_velocity: float
-
-
-PARAMETERS = (
-    ParameterSpec("joints", None,
-                  "Links mode: the chain's joints (each moves one link to identify; the robot's "
-                  "other joints are locked). Default: chain_config's joints; required without "
-                  "it.", array_type="string_array"),
-    ParameterSpec("chain_config", "",
-                  "Links mode: path (absolute, or relative to the working directory) of a chain "
-                  "configuration YAML (inertia_id_ros.chain.actuators.ChainConfig, e.g. "
-                  "config/go1_front_left_leg.yaml): the URDF unless urdf_path/robot_description "
-                  "is given, the joints unless 'joints' is, locked positions, the drive terms to "
-                  "estimate, gear ratios, rotor inertias (armature priors) and effort scaling "
-                  "(torque constants)."),
-    ParameterSpec("prior_weight", DEFAULT_PRIOR_WEIGHT,
-                  "Links mode: weight of the prior toward the URDF per torque sample ((N m)^2 per "
-                  "SI unit^2), >= 0; small (1e-6) for clean, exciting data, larger for noisy or "
-                  "short data."),
-    ParameterSpec("coulomb_velocity", 0.0,
-                  "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 = "
-                  "exact sign, for joints that chain_config does not configure."),
-)
-
-
 class LinksMode(Mode):
     """See the module docstring."""
 
     name = "links"
     title = "Links mode"
     summary = "a chain's links and joint drives, from joint states with efforts"
-    parameters = PARAMETERS
     default_weighting = LINKS_DEFAULT_WEIGHTING
     node_io = "inertia_id_ros.ros.modes.links:LinksIO"
     bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_links",)
+
+    parameters = (
+        ParameterSpec("joints", None,
+                      "Links mode: the chain's joints (each moves one link to identify; the "
+                      "robot's other joints are locked). Default: chain_config's joints; required "
+                      "without it.", array_type="string_array"),
+        ParameterSpec("chain_config", "",
+                      "Links mode: path (absolute, or relative to the working directory) of a "
+                      "chain configuration YAML (inertia_id_ros.chain.actuators.ChainConfig, e.g. "
+                      "config/go1_front_left_leg.yaml): the URDF unless "
+                      "urdf_path/robot_description is given, the joints unless 'joints' is, "
+                      "locked positions, the drive terms to estimate, gear ratios, rotor inertias "
+                      "(armature priors) and effort scaling (torque constants)."),
+        ParameterSpec("prior_weight", DEFAULT_PRIOR_WEIGHT,
+                      "Links mode: weight of the prior toward the URDF per torque sample ((N m)^2 "
+                      "per SI unit^2), >= 0; small (1e-6) for clean, exciting data, larger for "
+                      "noisy or short data."),
+        ParameterSpec("coulomb_velocity", 0.0,
+                      "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 "
+                      "= exact sign, for joints that chain_config does not configure."),
+    )
 
     def read_settings(self, values: Mapping[str, Any]) -> LinksSettings:
         """``prior_weight`` and ``coulomb_velocity`` >= 0."""
@@ -116,6 +104,16 @@ class LinksMode(Mode):
         from inertia_id_ros.io.replay import replay_links
 
         return replay_links(log, session, settings.update_rate_hz, settings.joint_states_topic)
+
+
+@dataclass(frozen=True)
+class LinksSettings:
+    """The links mode's parameters (see :attr:`LinksMode.parameters`), validated."""
+
+    joints: tuple[str, ...]
+    chain_config: str
+    prior_weight: float
+    coulomb_velocity: float
 
 
 def link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorConfig] | None]:

@@ -37,78 +37,60 @@ WINDOW_SHAPE = (6, 16)
 """(rows per sample, parameters) of the payload window at its largest (with the offset)."""
 
 
-@dataclass(frozen=True)
-class PayloadSettings:
-    """The payload mode's parameters (see :data:`PARAMETERS`), validated."""
-
-    sensor_frame: str
-    body_name: str
-    wrench_topic: str
-    estimate_offset: bool
-    wrench_limits: tuple[float, ...] | None
-    flip_wrench_sign: bool
-    detect_payload_change: bool
-    payload_change_threshold: float
-    payload_prior: str
-    payload_bounding_sphere: float = DEFAULT_PAYLOAD_RADIUS
-    payload_bounding_box: tuple[float, float, float] | None = None
-
-
-PARAMETERS = (
-    ParameterSpec("sensor_frame", "", "Payload mode: URDF frame of the F/T sensor; wrenches must "
-                                      "carry this frame_id."),
-    ParameterSpec("body_name", "payload",
-                  "Payload mode: name of the identified body in the estimate."),
-    ParameterSpec("wrench_topic", DEFAULT_WRENCH_TOPIC,
-                  "Payload mode: geometry_msgs/WrenchStamped input topic."),
-    ParameterSpec("estimate_offset", True,
-                  "Payload mode: estimate the 6-D F/T offset jointly with the inertia."),
-    ParameterSpec("wrench_limits", None,
-                  "Payload mode: the F/T sensor's range [fx, fy, fz, tx, ty, tz] (N, N m, > 0; "
-                  ".inf for no limit on a channel): a wrench reaching it on any channel is "
-                  "saturated and dropped (reason 'saturated'). Unset: no check.",
-                  array_type="double_array"),
-    ParameterSpec("flip_wrench_sign", False,
-                  "Payload mode: set for sensors reporting the wrench the body exerts on the "
-                  "sensor (the opposite of the convention: the wrench the sensor exerts on the "
-                  "body beyond it)."),
-    ParameterSpec("detect_payload_change", True,
-                  "Payload mode: detect a grasp or release (CUSUM of the wrench residuals), "
-                  "publish ~/payload_change and restart the window."),
-    ParameterSpec("payload_change_threshold", PAYLOAD_CHANGE_THRESHOLD,
-                  "Payload mode: CUSUM alarm level (> 0); higher = fewer false alarms, later "
-                  "detection (see inertia_id_ros.online.change_detection)."),
-    ParameterSpec("payload_prior", "",
-                  "Payload mode: the payload's CAD values, the prior of method cad_prior: a "
-                  "result JSON (path ending in .json; its body in the sensor frame), a URDF link "
-                  "(its inertial and everything beyond it, moved to the sensor frame), 'none', "
-                  "or empty for the URDF's links beyond the sensor frame (none if it has "
-                  "none). cad_prior without a prior is refused at start-up."),
-    ParameterSpec("payload_bounding_sphere", DEFAULT_PAYLOAD_RADIUS,
-                  "Payload mode: radius (m, > 0) of a sphere about the sensor frame's origin "
-                  "holding the payload, for bounding_ellipsoid (unless payload_bounding_box is "
-                  "set)."),
-    ParameterSpec("payload_bounding_box", None,
-                  "Payload mode: half-extents [x, y, z] (m, > 0) of a box about the sensor "
-                  "frame's origin, along its axes, holding the payload, for bounding_ellipsoid "
-                  "(the ellipsoid through its corners). Unset: payload_bounding_sphere.",
-                  array_type="double_array"),
-)
-
-
 class PayloadMode(Mode):
     """See the module docstring."""
 
     name = "payload"
     title = "Payload mode"
     summary = "the body beyond an F/T sensor, from joint states and wrenches"
-    parameters = PARAMETERS
     default_weighting = PAYLOAD_DEFAULT_WEIGHTING
     node_io = "inertia_id_ros.ros.modes.payload:PayloadIO"
     bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_payload",)
     replay_options = ("sensor_frame", "wrench_topic", "change_threshold", "no_offset",
                       "flip_wrench_sign", "no_change_detection", "png", "truth")
+
+    parameters = (
+        ParameterSpec("sensor_frame", "",
+                      "Payload mode: URDF frame of the F/T sensor; wrenches must carry this "
+                      "frame_id."),
+        ParameterSpec("body_name", "payload",
+                      "Payload mode: name of the identified body in the estimate."),
+        ParameterSpec("wrench_topic", DEFAULT_WRENCH_TOPIC,
+                      "Payload mode: geometry_msgs/WrenchStamped input topic."),
+        ParameterSpec("estimate_offset", True,
+                      "Payload mode: estimate the 6-D F/T offset jointly with the inertia."),
+        ParameterSpec("wrench_limits", None,
+                      "Payload mode: the F/T sensor's range [fx, fy, fz, tx, ty, tz] (N, N m, > 0; "
+                      ".inf for no limit on a channel): a wrench reaching it on any channel is "
+                      "saturated and dropped (reason 'saturated'). Unset: no check.",
+                      array_type="double_array"),
+        ParameterSpec("flip_wrench_sign", False,
+                      "Payload mode: set for sensors reporting the wrench the body exerts on the "
+                      "sensor (the opposite of the convention: the wrench the sensor exerts on the "
+                      "body beyond it)."),
+        ParameterSpec("detect_payload_change", True,
+                      "Payload mode: detect a grasp or release (CUSUM of the wrench residuals), "
+                      "publish ~/payload_change and restart the window."),
+        ParameterSpec("payload_change_threshold", PAYLOAD_CHANGE_THRESHOLD,
+                      "Payload mode: CUSUM alarm level (> 0); higher = fewer false alarms, later "
+                      "detection (see inertia_id_ros.online.change_detection)."),
+        ParameterSpec("payload_prior", "",
+                      "Payload mode: the payload's CAD values, the prior of method cad_prior: a "
+                      "result JSON (path ending in .json; its body in the sensor frame), a URDF "
+                      "link (its inertial and everything beyond it, moved to the sensor frame), "
+                      "'none', or empty for the URDF's links beyond the sensor frame (none if it "
+                      "has none). cad_prior without a prior is refused at start-up."),
+        ParameterSpec("payload_bounding_sphere", DEFAULT_PAYLOAD_RADIUS,
+                      "Payload mode: radius (m, > 0) of a sphere about the sensor frame's origin "
+                      "holding the payload, for bounding_ellipsoid (unless payload_bounding_box is "
+                      "set)."),
+        ParameterSpec("payload_bounding_box", None,
+                      "Payload mode: half-extents [x, y, z] (m, > 0) of a box about the sensor "
+                      "frame's origin, along its axes, holding the payload, for bounding_ellipsoid "
+                      "(the ellipsoid through its corners). Unset: payload_bounding_sphere.",
+                      array_type="double_array"),
+    )
 
     def read_settings(self, values: Mapping[str, Any]) -> PayloadSettings:
         """``wrench_limits`` 6 floats > 0 (or unset), ``payload_change_threshold`` and
@@ -213,3 +195,20 @@ class PayloadMode(Mode):
                               settings.joint_states_topic, own.wrench_topic,
                               payload_volume(own.payload_bounding_sphere,
                                              own.payload_bounding_box))
+
+
+@dataclass(frozen=True)
+class PayloadSettings:
+    """The payload mode's parameters (see :attr:`PayloadMode.parameters`), validated."""
+
+    sensor_frame: str
+    body_name: str
+    wrench_topic: str
+    estimate_offset: bool
+    wrench_limits: tuple[float, ...] | None
+    flip_wrench_sign: bool
+    detect_payload_change: bool
+    payload_change_threshold: float
+    payload_prior: str
+    payload_bounding_sphere: float = DEFAULT_PAYLOAD_RADIUS
+    payload_bounding_box: tuple[float, float, float] | None = None

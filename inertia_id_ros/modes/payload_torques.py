@@ -40,62 +40,8 @@ if TYPE_CHECKING:
     from inertia_id_ros.online.session import PayloadTorqueSession
 
 
-@dataclass(frozen=True)
-class PayloadTorquesSettings:
-    """The payload-torques mode's parameters (see :data:`PARAMETERS`), validated."""
-
-    frame: str
-    body_name: str
-    links_result: str
-    joints: tuple[str, ...]
-    torque_constants: tuple[float, ...] | None
-    gear_ratios: tuple[float, ...] | None
-    effort_signs: tuple[float, ...] | None
-    estimate_offset: bool
-    detect_change: bool
-    change_threshold: float
-    filter_half_width: float
-
-
 TITLE = "Payload torques mode"
 
-PARAMETERS = (
-    ParameterSpec("torques_frame", "",
-                  f"{TITLE}: URDF frame the payload is attached to (e.g. the flange); the "
-                  "estimate is about and in it."),
-    ParameterSpec("torques_body_name", "payload",
-                  f"{TITLE}: name of the identified body in the estimate."),
-    ParameterSpec("torques_links_result", "",
-                  f"{TITLE}: the links and drives without the payload: a fit-links result JSON "
-                  "(with friction and torque offsets). Empty: the URDF's links, without "
-                  "friction (their errors then go into the payload)."),
-    ParameterSpec("torques_joints", None,
-                  f"{TITLE}: the chain's joints, whose efforts are read (the robot's other "
-                  "joints are locked at 0). Default: the joints that move torques_frame.",
-                  array_type="string_array"),
-    ParameterSpec("torques_torque_constants", None,
-                  f"{TITLE}: the efforts are motor currents (A): each joint's torque constant "
-                  "(N m/A at the motor), in torques_joints order. Unset: efforts are joint "
-                  "torques.", array_type="double_array"),
-    ParameterSpec("torques_gear_ratios", None,
-                  f"{TITLE}: each joint's gear ratio (with torques_torque_constants). Unset: 1.",
-                  array_type="double_array"),
-    ParameterSpec("torques_effort_signs", None,
-                  f"{TITLE}: each joint's effort sign, +1 or -1. Unset: +1.",
-                  array_type="double_array"),
-    ParameterSpec("torques_estimate_offset", True,
-                  f"{TITLE}: estimate how much each joint's torque offset moved since the link "
-                  "model, jointly with the payload."),
-    ParameterSpec("torques_detect_change", True,
-                  f"{TITLE}: detect a grasp or release (CUSUM of the joint torque residuals), "
-                  "publish ~/payload_change and restart the window."),
-    ParameterSpec("torques_change_threshold", PAYLOAD_CHANGE_THRESHOLD,
-                  f"{TITLE}: CUSUM alarm level (> 0); higher = fewer false alarms, later "
-                  "detection."),
-    ParameterSpec("torques_filter_half_width", PAYLOAD_TORQUES_HALF_WIDTH,
-                  f"{TITLE}: half-width (s, > 0) of the joint states' differentiation (as the "
-                  "link model's fit, when it comes from one)."),
-)
 
 ARRAYS = ("torques_torque_constants", "torques_gear_ratios", "torques_effort_signs")
 
@@ -107,13 +53,51 @@ class PayloadTorquesMode(Mode):
     title = TITLE
     summary = ("the body beyond a frame of an arm without an F/T sensor, from joint states with "
                "efforts minus a link model")
-    parameters = PARAMETERS
     default_weighting = PAYLOAD_DEFAULT_WEIGHTING
     methods = tuple(m for m in METHOD_NAMES if m != "cad_prior")
     """No parameter gives the payload's CAD values: every method but ``cad_prior``."""
     node_io = "inertia_id_ros.ros.modes.payload_torques:PayloadTorquesIO"
     commands = ("inertia_id_ros.cli.fit_payload_torques",)
     replay_options = ("png", "truth")
+
+    parameters = (
+        ParameterSpec("torques_frame", "",
+                      f"{TITLE}: URDF frame the payload is attached to (e.g. the flange); the "
+                      "estimate is about and in it."),
+        ParameterSpec("torques_body_name", "payload",
+                      f"{TITLE}: name of the identified body in the estimate."),
+        ParameterSpec("torques_links_result", "",
+                      f"{TITLE}: the links and drives without the payload: a fit-links result JSON "
+                      "(with friction and torque offsets). Empty: the URDF's links, without "
+                      "friction (their errors then go into the payload)."),
+        ParameterSpec("torques_joints", None,
+                      f"{TITLE}: the chain's joints, whose efforts are read (the robot's other "
+                      "joints are locked at 0). Default: the joints that move torques_frame.",
+                      array_type="string_array"),
+        ParameterSpec("torques_torque_constants", None,
+                      f"{TITLE}: the efforts are motor currents (A): each joint's torque constant "
+                      "(N m/A at the motor), in torques_joints order. Unset: efforts are joint "
+                      "torques.", array_type="double_array"),
+        ParameterSpec("torques_gear_ratios", None,
+                      f"{TITLE}: each joint's gear ratio (with torques_torque_constants). Unset: "
+                      "1.",
+                      array_type="double_array"),
+        ParameterSpec("torques_effort_signs", None,
+                      f"{TITLE}: each joint's effort sign, +1 or -1. Unset: +1.",
+                      array_type="double_array"),
+        ParameterSpec("torques_estimate_offset", True,
+                      f"{TITLE}: estimate how much each joint's torque offset moved since the link "
+                      "model, jointly with the payload."),
+        ParameterSpec("torques_detect_change", True,
+                      f"{TITLE}: detect a grasp or release (CUSUM of the joint torque residuals), "
+                      "publish ~/payload_change and restart the window."),
+        ParameterSpec("torques_change_threshold", PAYLOAD_CHANGE_THRESHOLD,
+                      f"{TITLE}: CUSUM alarm level (> 0); higher = fewer false alarms, later "
+                      "detection."),
+        ParameterSpec("torques_filter_half_width", PAYLOAD_TORQUES_HALF_WIDTH,
+                      f"{TITLE}: half-width (s, > 0) of the joint states' differentiation (as the "
+                      "link model's fit, when it comes from one)."),
+    )
 
     def read_settings(self, values: Mapping[str, Any]) -> PayloadTorquesSettings:
         """``torques_change_threshold`` and ``torques_filter_half_width`` > 0; the effort
@@ -181,6 +165,24 @@ class PayloadTorquesMode(Mode):
 
         return replay_payload_torques(log, session, settings.update_rate_hz,
                                       settings.joint_states_topic)
+
+
+@dataclass(frozen=True)
+class PayloadTorquesSettings:
+    """The payload-torques mode's parameters (see :attr:`PayloadTorquesMode.parameters`),
+    validated."""
+
+    frame: str
+    body_name: str
+    links_result: str
+    joints: tuple[str, ...]
+    torque_constants: tuple[float, ...] | None
+    gear_ratios: tuple[float, ...] | None
+    effort_signs: tuple[float, ...] | None
+    estimate_offset: bool
+    detect_change: bool
+    change_threshold: float
+    filter_half_width: float
 
 
 def supporting_joints(robot: pin.Model, frame: str) -> list[str]:

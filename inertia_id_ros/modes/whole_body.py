@@ -39,86 +39,6 @@ if TYPE_CHECKING:
     from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.online.session import WholeBodySession
 
-@dataclass(frozen=True)
-class WholeBodySettings:
-    """The whole-body mode's parameters (see :data:`PARAMETERS`)."""
-
-    base: str
-    imu_topic: str
-    imu_frame: str
-    ft_frames: tuple[str, ...]
-    ft_topics: tuple[str, ...]
-    ft_types: tuple[str, ...]
-    ft_flip_wrench_sign: tuple[str, ...]
-    use_efforts: bool
-    sensor_timeout_sec: float
-    sample_rate_hz: float
-    fixed_frame: str = ""
-    fixed_tilt: tuple[float, float] = (0.0, 0.0)
-    imu_tilt: str = DEFAULT_IMU_TILT
-    ft_estimate_offset: tuple[str, ...] = ()
-
-
-PARAMETERS = (
-    ParameterSpec("base", "floating",
-                  "Whole-body mode: the robot's base: 'floating' (free, motion from the IMU, base "
-                  "rows from the contact wrenches), 'suspended' (hanging through a contact F/T "
-                  "sensor; base rows as floating) or 'fixed' (on a stand: no base rows, the "
-                  "stand's wrench is not measured). Without an IMU a suspended or fixed base is "
-                  "at rest and level; with one, its readings give the base's motion and tilt."),
-    ParameterSpec("imu_topic", DEFAULT_IMU_TOPIC,
-                  "Whole-body mode: sensor_msgs/Imu input topic; its stamps are the samples. "
-                  "Empty: no IMU (base 'fixed' or 'suspended' only; the samples are then the "
-                  "first live F/T sensor's stamps, else the joint states')."),
-    ParameterSpec("imu_frame", "",
-                  "Whole-body mode: URDF frame of the IMU, required with an imu_topic; readings "
-                  "must carry this frame_id."),
-    ParameterSpec("ft_frames", None,
-                  "Whole-body mode: URDF frames of the F/T sensors (a link or a fixed joint); "
-                  "wrenches must carry these frame_ids. Required, but on a fixed base with "
-                  "use_efforts (the joint torques alone).", array_type="string_array"),
-    ParameterSpec("ft_topics", None,
-                  "Whole-body mode: geometry_msgs/WrenchStamped topic of each F/T sensor, in "
-                  "ft_frames order.", array_type="string_array"),
-    ParameterSpec("ft_types", None,
-                  "Whole-body mode: kind of each F/T sensor, in ft_frames order: 'contact' (the "
-                  "environment's wrench on the robot at the frame) or 'internal' (the root side's "
-                  "wrench on the part beyond; its offset is estimated).",
-                  array_type="string_array"),
-    ParameterSpec("ft_flip_wrench_sign", None,
-                  "Whole-body mode: frames (of ft_frames) whose sensors report the opposite "
-                  "wrench, e.g. the real iCub's child_to_parent sensors; their readings are "
-                  "negated.", array_type="string_array"),
-    ParameterSpec("ft_estimate_offset", None,
-                  "Whole-body mode: frames (of ft_frames) whose offsets are estimated besides the "
-                  "internal sensors' (e.g. contact sensors that drift).",
-                  array_type="string_array"),
-    ParameterSpec("fixed_frame", "",
-                  "Whole-body mode, base 'fixed': the URDF frame held still. Empty means the "
-                  "URDF root (on a stand); e.g. 'l_sole' for a humanoid on its left foot, whose "
-                  "pelvis then moves with the stance leg (no IMU needed)."),
-    ParameterSpec("fixed_tilt", None,
-                  "Whole-body mode, base 'fixed': the fixed frame's roll and pitch in the world "
-                  "[roll, pitch] (rad). Unset: level.", array_type="double_array"),
-    ParameterSpec("imu_tilt", DEFAULT_IMU_TILT,
-                  "Whole-body mode, base 'fixed' with an imu_topic: 'correct' uses the IMU's mean "
-                  "specific force as the fixed frame's tilt; 'check' keeps fixed_tilt and "
-                  "reports the IMU's, warning past 2 deg."),
-    ParameterSpec("use_efforts", False,
-                  "Whole-body mode: add the joint-torque rows of the joint states' efforts."),
-    ParameterSpec("sensor_timeout_sec", WHOLE_BODY_SENSOR_TIMEOUT_SEC,
-                  "Whole-body mode: an F/T sensor silent this long (s) behind the IMU (without "
-                  "an IMU: behind the newest wrench or joint state) has stopped: reported, and "
-                  "the rows needing its wrench dropped; if its stamps were the samples, the next "
-                  "live sensor's are."),
-    ParameterSpec("sample_rate_hz", WHOLE_BODY_SAMPLE_RATE_HZ,
-                  "Whole-body mode: IMU stamps (without an IMU, the F/T or joint-state stamps "
-                  "that are the samples) become samples at most at this rate (Hz, > 0; the other "
-                  "IMU readings still feed the gyro's derivative): a humanoid's rows cost "
-                  "milliseconds per sample."),
-)
-
-
 class WholeBodyMode(Mode):
     """See the module docstring."""
 
@@ -126,12 +46,71 @@ class WholeBodyMode(Mode):
     title = "Whole-body mode"
     summary = ("every link of a floating-base robot, from joint states, an IMU and several F/T "
                "sensors")
-    parameters = PARAMETERS
     default_weighting = WHOLE_BODY_DEFAULT_WEIGHTING
     methods = WHOLE_BODY_METHODS
     node_io = "inertia_id_ros.ros.modes.whole_body:WholeBodyIO"
     bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_whole_body",)
+
+    parameters = (
+        ParameterSpec("base", "floating",
+                      "Whole-body mode: the robot's base: 'floating' (free, motion from the IMU, "
+                      "base rows from the contact wrenches), 'suspended' (hanging through a "
+                      "contact F/T sensor; base rows as floating) or 'fixed' (on a stand: no base "
+                      "rows, the stand's wrench is not measured). Without an IMU a suspended or "
+                      "fixed base is at rest and level; with one, its readings give the base's "
+                      "motion and tilt."),
+        ParameterSpec("fixed_frame", "",
+                      "Whole-body mode, base 'fixed': the URDF frame held still. Empty means the "
+                      "URDF root (on a stand); e.g. 'l_sole' for a humanoid on its left foot, "
+                      "whose pelvis then moves with the stance leg (no IMU needed)."),
+        ParameterSpec("fixed_tilt", None,
+                      "Whole-body mode, base 'fixed': the fixed frame's roll and pitch in the "
+                      "world [roll, pitch] (rad). Unset: level.", array_type="double_array"),
+        ParameterSpec("imu_topic", DEFAULT_IMU_TOPIC,
+                      "Whole-body mode: sensor_msgs/Imu input topic; its stamps are the samples. "
+                      "Empty: no IMU (base 'fixed' or 'suspended' only; the samples are then the "
+                      "first live F/T sensor's stamps, else the joint states')."),
+        ParameterSpec("imu_frame", "",
+                      "Whole-body mode: URDF frame of the IMU, required with an imu_topic; "
+                      "readings must carry this frame_id."),
+        ParameterSpec("imu_tilt", DEFAULT_IMU_TILT,
+                      "Whole-body mode, base 'fixed' with an imu_topic: 'correct' uses the IMU's "
+                      "mean specific force as the fixed frame's tilt; 'check' keeps fixed_tilt "
+                      "and reports the IMU's, warning past 2 deg."),
+        ParameterSpec("ft_frames", None,
+                      "Whole-body mode: URDF frames of the F/T sensors (a link or a fixed joint); "
+                      "wrenches must carry these frame_ids. Required, but on a fixed base with "
+                      "use_efforts (the joint torques alone).", array_type="string_array"),
+        ParameterSpec("ft_topics", None,
+                      "Whole-body mode: geometry_msgs/WrenchStamped topic of each F/T sensor, in "
+                      "ft_frames order.", array_type="string_array"),
+        ParameterSpec("ft_types", None,
+                      "Whole-body mode: kind of each F/T sensor, in ft_frames order: 'contact' "
+                      "(the environment's wrench on the robot at the frame) or 'internal' (the "
+                      "root side's wrench on the part beyond; its offset is estimated).",
+                      array_type="string_array"),
+        ParameterSpec("ft_flip_wrench_sign", None,
+                      "Whole-body mode: frames (of ft_frames) whose sensors report the opposite "
+                      "wrench, e.g. the real iCub's child_to_parent sensors; their readings are "
+                      "negated.", array_type="string_array"),
+        ParameterSpec("ft_estimate_offset", None,
+                      "Whole-body mode: frames (of ft_frames) whose offsets are estimated besides "
+                      "the internal sensors' (e.g. contact sensors that drift).",
+                      array_type="string_array"),
+        ParameterSpec("use_efforts", False,
+                      "Whole-body mode: add the joint-torque rows of the joint states' efforts."),
+        ParameterSpec("sensor_timeout_sec", WHOLE_BODY_SENSOR_TIMEOUT_SEC,
+                      "Whole-body mode: an F/T sensor silent this long (s) behind the IMU "
+                      "(without an IMU: behind the newest wrench or joint state) has stopped: "
+                      "reported, and the rows needing its wrench dropped; if its stamps were the "
+                      "samples, the next live sensor's are."),
+        ParameterSpec("sample_rate_hz", WHOLE_BODY_SAMPLE_RATE_HZ,
+                      "Whole-body mode: IMU stamps (without an IMU, the F/T or joint-state stamps "
+                      "that are the samples) become samples at most at this rate (Hz, > 0; the "
+                      "other IMU readings still feed the gyro's derivative): a humanoid's rows "
+                      "cost milliseconds per sample."),
+    )
 
     def read_settings(self, values: Mapping[str, Any]) -> WholeBodySettings:
         """``fixed_tilt`` two finite angles (or unset), ``imu_tilt`` one of
@@ -146,12 +125,13 @@ class WholeBodyMode(Mode):
             raise StartupError(f"parameter 'imu_tilt': {values['imu_tilt']!r} is not one of "
                                f"{list(IMU_TILT_USES)}")
         return WholeBodySettings(
-            fixed_frame=values["fixed_frame"], fixed_tilt=tilt, imu_tilt=values["imu_tilt"],
-            ft_estimate_offset=tuple(values["ft_estimate_offset"] or ()),
-            base=values["base"], imu_topic=values["imu_topic"], imu_frame=values["imu_frame"],
+            base=values["base"], fixed_frame=values["fixed_frame"], fixed_tilt=tilt,
+            imu_topic=values["imu_topic"], imu_frame=values["imu_frame"],
+            imu_tilt=values["imu_tilt"],
             ft_frames=tuple(values["ft_frames"] or ()), ft_topics=tuple(values["ft_topics"] or ()),
             ft_types=tuple(values["ft_types"] or ()),
             ft_flip_wrench_sign=tuple(values["ft_flip_wrench_sign"] or ()),
+            ft_estimate_offset=tuple(values["ft_estimate_offset"] or ()),
             use_efforts=bool(values["use_efforts"]),
             sensor_timeout_sec=float(values["sensor_timeout_sec"]),
             sample_rate_hz=float(values["sample_rate_hz"]))
@@ -251,3 +231,23 @@ class WholeBodyMode(Mode):
         return replay_whole_body(log, session, settings.update_rate_hz,
                                  settings.joint_states_topic, own.imu_topic,
                                  dict(zip(own.ft_topics, own.ft_frames)))
+
+
+@dataclass(frozen=True)
+class WholeBodySettings:
+    """The whole-body mode's parameters (see :attr:`WholeBodyMode.parameters`, in its order)."""
+
+    base: str
+    fixed_frame: str
+    fixed_tilt: tuple[float, float]
+    imu_topic: str
+    imu_frame: str
+    imu_tilt: str
+    ft_frames: tuple[str, ...]
+    ft_topics: tuple[str, ...]
+    ft_types: tuple[str, ...]
+    ft_flip_wrench_sign: tuple[str, ...]
+    ft_estimate_offset: tuple[str, ...]
+    use_efforts: bool
+    sensor_timeout_sec: float
+    sample_rate_hz: float

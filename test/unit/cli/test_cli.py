@@ -480,7 +480,8 @@ def test_fit_payload_reports_an_inconsistent_ols_estimate_flagged(capsys, panda_
 
 @pytest.mark.parametrize("arguments, message", [
     (("--excite", "--speed-scale", "1.5"), "--speed-scale: invalid_speed_scale"),
-    (("--speed-scale", "0"), "--speed-scale: invalid_speed_scale"),
+    (("--excite", "--speed-scale", "0"), "--speed-scale: invalid_speed_scale"),
+    (("--speed-scale", "0.5"), "--trajectory and --speed-scale apply to --excite"),
     (("--duration", "-5"), "--duration must be >= 0 s"),
 ])
 def test_demo_refuses_bad_arguments_before_starting_anything(capsys, arguments, message):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -64,6 +67,18 @@ def test_a_trajectory_into_an_obstacle_or_too_fast_is_refused(motion_file, tmp_p
                      "--max-acceleration", "0.5"])
     err = capsys.readouterr().err
     assert code == 3 and "--max-acceleration by" in err and "rad/s²" in err
+
+
+def test_check_keeps_the_effort_limits_with_torque_limits(motion_file, tmp_path, capsys):
+    """--check --torque-limits: the URDF links' torques against the effort limits (here cut to
+    1 N·m, which holding the arm up breaks); without the flag they are not checked."""
+    weak = tmp_path / "weak_panda.urdf"
+    weak.write_text(re.sub(r'effort="[0-9.]+"', 'effort="1"', Path(URDF).read_text()))
+    argv = ["excite", "--urdf", str(weak), "--check", str(motion_file[0])]
+    assert cli.main([*argv, "--torque-limits"]) == 3
+    err = capsys.readouterr().err
+    assert "the URDF's effort limit by" in err and err.count("\n") == 1
+    assert cli.main(argv) == 0
 
 
 def test_a_designed_motion_leaving_the_workspace_is_not_written(tmp_path, capsys):
