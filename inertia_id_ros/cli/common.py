@@ -19,7 +19,6 @@ from inertia_id_ros.options import (
     DEFAULT_HALF_WIDTH,
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
-    METHOD_NAMES,
     PAYLOAD_TORQUES_HALF_WIDTH,
     TIME_UNITS,
     WEIGHTINGS,
@@ -161,11 +160,11 @@ def add_command(subparsers: argparse._SubParsersAction, name: str,
     return parser
 
 
-def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,
+def add_data_options(parser: argparse.ArgumentParser, wrenches: bool, methods: Sequence[str],
                      validate: bool = True) -> None:
     """The options of fit-payload, fit-payload-torques and fit-links: data (``--data`` or
-    ``--bag``), URDF, method, JSON output, differentiation, held-out data (unless
-    ``validate`` is False)."""
+    ``--bag``), URDF, method (one of its mode's ``methods``), JSON output, differentiation,
+    held-out data (unless ``validate`` is False)."""
     add_recording_options(parser, "recorded data, .npz or .csv (see inertia_id_ros.io.data)")
     parser.add_argument("--joint-states-topic",
                         help="sensor_msgs/JointState topic of --bag "
@@ -175,7 +174,7 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool,
                             help=f"geometry_msgs/WrenchStamped topic of --bag "
                                  f"({DEFAULT_WRENCH_TOPIC})")
     add_urdf_option(parser)
-    parser.add_argument("--method", default="lmi", choices=sorted(METHOD_NAMES),
+    parser.add_argument("--method", default="lmi", choices=sorted(methods),
                         help="identification method (lmi)")
     add_json_option(parser)
     parser.add_argument("--filter-half-width", type=float, default=None, metavar="SEC",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli import common
 from inertia_id_ros.errors import DataError, InputError, ProblemError, SolverError
+from inertia_id_ros.modes.links import LinksMode
 from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     links = common.add_command(
         subparsers, "fit-links", run,
         help="identify links and joint friction from recorded joint states and efforts")
-    common.add_data_options(links, wrenches=False)
+    common.add_data_options(links, wrenches=False, methods=LinksMode.methods)
     links.add_argument("--joints", type=common.comma_names, metavar="JOINT,...",
                        help="joints to identify (default: all recorded); the others are locked "
                             "at their mean position")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli import common
 from inertia_id_ros.errors import ConfigError, EstimateUnavailable, InputError, SampleRejected
+from inertia_id_ros.modes.payload import PayloadMode
 from inertia_id_ros.options import (
     DEFAULT_HALF_WIDTH,
     DEFAULT_JOINT_STATES_TOPIC,
@@ -35,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     payload = common.add_command(
         subparsers, "fit-payload", run,
         help="identify the payload beyond an F/T sensor from recorded joint states and wrenches")
-    common.add_data_options(payload, wrenches=True)
+    common.add_data_options(payload, wrenches=True, methods=PayloadMode.methods)
     payload.add_argument("--sensor-frame", required=True,
                          help="URDF frame of the F/T sensor (the wrenches' frame)")
     payload.add_argument("--flip-wrench-sign", action=argparse.BooleanOptionalAction,

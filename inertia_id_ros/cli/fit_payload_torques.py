@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.cli import common
 from inertia_id_ros.errors import DataError, InputError, ProblemError, SolverError
+from inertia_id_ros.modes.payload_torques import PayloadTorquesMode
 from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING, PAYLOAD_TORQUES_HALF_WIDTH
 
 if TYPE_CHECKING:
@@ -37,7 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers, "fit-payload-torques", run,
         help="identify the payload at a frame from recorded joint torques (no F/T sensor): "
              "with a link model, or from a loaded and an unloaded run of the same motion")
-    common.add_data_options(command, wrenches=False, validate=False)
+    common.add_data_options(command, wrenches=False, methods=PayloadTorquesMode.methods,
+                            validate=False)
     command.add_argument("--frame", required=True,
                          help="URDF frame the payload is attached to (e.g. the flange); the "
                               "result is about and in it")
@@ -143,9 +145,6 @@ def _uncertainty_lines(theta: np.ndarray, covariance: np.ndarray) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Fit the payload; the exit code."""
-    if args.method == "cad_prior":
-        raise InputError("fit-payload-torques takes no CAD prior of the payload; choose "
-                         "another --method")
     from inertia_id_ros.chain.payload_from_torques import difference_runs, fit_payload
     from inertia_id_ros.core.robots import frame_id
     from inertia_id_ros.io.data import check_joints

@@ -596,12 +596,14 @@ def test_fit_payload_torques_refuses_another_motion(capsys, tmp_path: Path, pand
 
 
 def test_fit_payload_torques_refuses_the_cad_prior_method(capsys, tmp_path, panda_urdf):
-    """No CAD prior of the payload can be given to fit-payload-torques: bad input, exit 2."""
+    """No CAD prior of the payload can be given to fit-payload-torques: its --method choices
+    are its mode's methods, so cad_prior is a usage error (exit 2, one line)."""
     code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
                            str(tmp_path / "absent.npz"), "--frame", SENSOR, "--method",
                            "cad_prior")
     assert code == 2
-    assert "takes no CAD prior" in err
+    assert "argument --method: invalid choice: 'cad_prior'" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def _kuka_torque_npz(path: Path, run: Path, payload: np.ndarray | None = None) -> Path:
