@@ -136,6 +136,24 @@ def identify_after_motion(peer, client, sim, node, timeout: float, call_timeout:
     return response
 
 
+def count_inconsistent(messages) -> int:
+    """How many bodies of the ``InertialParametersArray`` ``messages`` are not fully
+    consistent."""
+    from inertia_id_ros.ros.conversions import msg_to_thetas
+
+    return sum(not check_consistency(theta).fully_consistent
+               for msg in messages for theta in msg_to_thetas(msg).values())
+
+
+def agreeing_updates(node_updates, replay_updates) -> list[tuple]:
+    """Assert that the node's ``identify`` responses succeed exactly where the replay's updates
+    do; the pairs ``(response, replay estimate)`` of the successful ones."""
+    assert [u.success for u in node_updates] == [u.ok for u in replay_updates], \
+        [(u.message, r.status) for u, r in zip(node_updates, replay_updates)]
+    return [(node, replayed.estimate) for node, replayed in zip(node_updates, replay_updates)
+            if replayed.ok]
+
+
 def bag_message_to_ros(msg):
     """The rclpy message of a bag's deserialised ``JointState``, ``Imu`` or ``WrenchStamped``
     (rosbags), with its header (stamp, frame)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.dds import FAST_DIAGNOSTICS, identify_after_motion, spin_until
+from helpers.dds import FAST_DIAGNOSTICS, count_inconsistent, identify_after_motion, spin_until
 from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
@@ -60,10 +60,7 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
         response = identify_after_motion(peer, client, sim, node, motion / TIME_SCALE + 60.0,
                                          call_timeout=120.0)
         assert received["truth"] and len(received["links"]) >= 5, node.output()[-3000:]
-        inconsistent = sum(not check_consistency(theta).fully_consistent
-                           for msg in received["links"] + [response.links]
-                           for theta in msg_to_thetas(msg).values())
-        assert inconsistent == 0
+        assert count_inconsistent(received["links"] + [response.links]) == 0
         links = response.links
         truth = msg_to_thetas(received["truth"][-1])
         assert set(msg_to_thetas(links)) == set(truth) and len(truth) == 39
@@ -121,14 +118,12 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
     internal sensors. Every published estimate is consistent; on the motion's next 9 s (offline,
     the same simulated robot, fresh noise) the published links and offsets predict every
     sensor's force better than the URDF's links with the true offsets."""
-    from inertia_id_ros.chain.whole_body_fit import prediction_errors
     from inertia_id_ros.core.whole_body import (
         BaseMotion,
         FTSensor,
         WholeBodyModel,
         WholeBodySamples,
     )
-    from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
     from inertia_id_ros.sim import whole_body as wb
 
     motion, rate, seed = 21.0, 200.0, 3
@@ -136,10 +131,7 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
                                                 motion, rate, seed, 60.0, 120.0)
     assert "a fixed base from 32 joints, no IMU" in node.output()
     assert len(published) >= 5, node.output()[-3000:]
-    inconsistent = sum(not check_consistency(theta).fully_consistent
-                       for msg in published + [response.links]
-                       for theta in msg_to_thetas(msg).values())
-    assert inconsistent == 0
+    assert count_inconsistent(published + [response.links]) == 0
     links = response.links
     assert links.bodies[0].num_samples > 0.8 * motion * 50.0  # sample_rate_hz 50
     assert "prior only" in links.identifiability  # root, torso, head: beyond no sensor
@@ -151,18 +143,8 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
                                      [FTSensor(f, k) for f, k in truth.ft_sensors])
     samples = WholeBodySamples(held_out.q, held_out.dq, held_out.ddq,
                                BaseMotion.at_rest(held_out.t.size), data["ft_wrench"])
-    estimate = msg_to_thetas(links)
-    offsets = dict(zip(links.sensor_frames, map(wrench_to_array, links.sensor_offsets)))
-    true_offsets = dict(zip(data["ft_frames"], data["true_ft_offset"]))
-    x_node = np.concatenate([estimate[b] for b in model.bodies]
-                            + [offsets[s] for s in model.offset_sensors])
-    x_urdf = np.concatenate([model.prior[:10 * model.n_bodies]]
-                            + [true_offsets[s] for s in model.offset_sensors])
-    node_rms = prediction_errors(model, x_node, samples).force
-    urdf_rms = prediction_errors(model, x_urdf, samples).force
-    assert set(node_rms) == set(wb.ICUB_INTERNAL_SENSORS)
-    worse = {s: (node_rms[s], urdf_rms[s]) for s in node_rms if not node_rms[s] < urdf_rms[s]}
-    assert not worse, worse
+    _assert_forces_predicted_better_than_the_urdf(model, samples, links, data,
+                                                  wb.ICUB_INTERNAL_SENSORS)
 
 
 def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
@@ -173,19 +155,14 @@ def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
     link is consistent; on the motion's next 9 s (offline, rooted at the sole with the floor's
     tilt, fresh noise) the published links and offsets predict every sensor's force better than
     the URDF's links with the true offsets."""
-    from inertia_id_ros.chain.whole_body_fit import prediction_errors
     from inertia_id_ros.io.whole_body import read_whole_body_file, whole_body_inputs
-    from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
     from inertia_id_ros.sim import whole_body as wb
 
     motion, rate, seed = 15.0, 200.0, 4
     node, response, published = _icub_scenario(launch, "icub_stance_whole_body",
                                                 "icub_stance.yaml", motion, rate, seed, 50.0, 60.0)
     assert len(published) >= 3, node.output()[-3000:]
-    inconsistent = sum(not check_consistency(theta).fully_consistent
-                       for msg in published + [response.links]
-                       for theta in msg_to_thetas(msg).values())
-    assert inconsistent == 0
+    assert count_inconsistent(published + [response.links]) == 0
     links = response.links
     assert links.bodies[0].num_samples > 0.8 * motion * 50.0  # sample_rate_hz 50
 
@@ -197,18 +174,7 @@ def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
                                        example_robot_urdf("icub"), "fixed",
                                        fixed_frame=wb.ICUB_STANCE_FRAME,
                                        fixed_tilt=wb.ICUB_STANCE_TILT)
-    estimate = msg_to_thetas(links)
-    offsets = dict(zip(links.sensor_frames, map(wrench_to_array, links.sensor_offsets)))
-    true_offsets = dict(zip(data["ft_frames"], data["true_ft_offset"]))
-    x_node = np.concatenate([estimate[b] for b in model.bodies]
-                            + [offsets[s] for s in model.offset_sensors])
-    x_urdf = np.concatenate([model.prior[:10 * model.n_bodies]]
-                            + [true_offsets[s] for s in model.offset_sensors])
-    node_rms = prediction_errors(model, x_node, samples).force
-    urdf_rms = prediction_errors(model, x_urdf, samples).force
-    assert set(node_rms) == set(wb.ICUB_LEG_SENSORS)
-    worse = {s: (node_rms[s], urdf_rms[s]) for s in node_rms if not node_rms[s] < urdf_rms[s]}
-    assert not worse, worse
+    _assert_forces_predicted_better_than_the_urdf(model, samples, links, data, wb.ICUB_LEG_SENSORS)
 
 
 def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
@@ -260,3 +226,24 @@ def _icub_scenario(launch, robot: str, config: str, motion: float, rate: float, 
     finally:
         peer.destroy_node()
     return node, response, published
+
+
+def _assert_forces_predicted_better_than_the_urdf(model, samples, links, data,
+                                                  sensors: tuple[str, ...]) -> None:
+    """On ``samples`` (held out), the node's ``links`` and sensor offsets predict the force of
+    each of ``sensors`` better than the URDF's links with the true offsets (``data``'s)."""
+    from inertia_id_ros.chain.whole_body_fit import prediction_errors
+    from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
+
+    estimate = msg_to_thetas(links)
+    offsets = dict(zip(links.sensor_frames, map(wrench_to_array, links.sensor_offsets)))
+    true_offsets = dict(zip(data["ft_frames"], data["true_ft_offset"]))
+    x_node = np.concatenate([estimate[b] for b in model.bodies]
+                            + [offsets[s] for s in model.offset_sensors])
+    x_urdf = np.concatenate([model.prior[:10 * model.n_bodies]]
+                            + [true_offsets[s] for s in model.offset_sensors])
+    node_rms = prediction_errors(model, x_node, samples).force
+    urdf_rms = prediction_errors(model, x_urdf, samples).force
+    assert set(node_rms) == set(sensors)
+    worse = {s: (node_rms[s], urdf_rms[s]) for s in node_rms if not node_rms[s] < urdf_rms[s]}
+    assert not worse, worse

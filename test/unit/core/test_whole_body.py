@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -464,17 +465,9 @@ def test_cli_fit_whole_body_from_a_description(tmp_path, recording, icub, capsys
     sensors' readings, and the fit is refused as implausible."""
     import yaml
 
-    from helpers.recordings import write_whole_body_bag
-
     urdf, _ = icub
     _, arrays = recording
-    topics = {f"/ft/{frame}": (frame, arrays["ft_wrench"][:, k])
-              for k, frame in enumerate(arrays["ft_frames"])}
-    bag = write_whole_body_bag(tmp_path / "wb_bag", arrays["t"], list(arrays["joint_names"]),
-                               arrays["q"], arrays["dq"], "imu_frame",
-                               (arrays["imu_angular_velocity"], arrays["imu_linear_acceleration"],
-                                arrays["imu_orientation"]), topics)
-    ft = [f"--ft=/ft/{f}={kind}" for f, kind in zip(arrays["ft_frames"], arrays["ft_types"])]
+    bag, ft = _bag_of(arrays, tmp_path / "wb_bag")
     by_bag = tmp_path / "bag.json"
     assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), "--json",
                  str(by_bag), *ft]) == 0
@@ -523,17 +516,9 @@ def test_rows_moved_by_a_held_joint(icub):
 def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):
     """The same recording as a bag (one topic per input, synchronised by header stamp) gives
     the NPZ's fit; a missing topic or a bad kind is an error naming it."""
-    from helpers.recordings import write_whole_body_bag
-
     urdf, model = icub
     npz, arrays = recording
-    topics = {f"/ft/{frame}": (frame, arrays["ft_wrench"][:, k])
-              for k, frame in enumerate(arrays["ft_frames"])}
-    bag = write_whole_body_bag(tmp_path / "wb_bag", arrays["t"], list(arrays["joint_names"]),
-                               arrays["q"], arrays["dq"], "imu_frame",
-                               (arrays["imu_angular_velocity"], arrays["imu_linear_acceleration"],
-                                arrays["imu_orientation"]), topics)
-    ft = [f"--ft=/ft/{f}={kind}" for f, kind in zip(arrays["ft_frames"], arrays["ft_types"])]
+    bag, ft = _bag_of(arrays, tmp_path / "wb_bag")
     out = tmp_path / "bag.json"
     assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag), "--json", str(out),
                  *ft]) == 0
@@ -542,14 +527,7 @@ def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):
     assert result["samples"] > 200 and set(result["sensor_offsets"]) == set(ICUB_FT)
     assert "does not cover" not in capsys.readouterr().err
     # a sensor that stops half way: its stamps are dropped and reported
-    stopped = dict(topics)
-    frame, values = stopped["/ft/r_arm_ft_sensor"]
-    stopped["/ft/r_arm_ft_sensor"] = (frame, values[:120])
-    bag2 = write_whole_body_bag(tmp_path / "stopped", arrays["t"], list(arrays["joint_names"]),
-                                arrays["q"], arrays["dq"], "imu_frame",
-                                (arrays["imu_angular_velocity"],
-                                 arrays["imu_linear_acceleration"], arrays["imu_orientation"]),
-                                stopped)
+    bag2, _ = _bag_of(arrays, tmp_path / "stopped", kept={"r_arm_ft_sensor": 120})
     assert main(["fit-whole-body", "--urdf", str(urdf), "--bag", str(bag2), "--json", str(out),
                  *ft]) == 0
     assert "'/ft/r_arm_ft_sensor' does not cover 120 stamps" in capsys.readouterr().err
@@ -601,3 +579,20 @@ def test_cli_fixed_base_without_imu(tmp_path, icub):
     assert result["base"] == "fixed" and all(b["fully_consistent"] for b in result["bodies"])
     assert labels["chest"] == PRIOR_ONLY and labels["r_hand"] != PRIOR_ONLY
     assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path)]) == 2  # floating
+
+
+def _bag_of(arrays, path: Path, kept: dict[str, int] | None = None) -> tuple[Path, list[str]]:
+    """The recording ``arrays`` as a bag at ``path``, each F/T sensor on its own topic
+    ``/ft/<frame>`` (``kept``: frame -> how many of its first readings are written; default
+    all), and the ``--ft`` options of fit-whole-body that read it."""
+    from helpers.recordings import write_whole_body_bag
+
+    kept = kept or {}
+    topics = {f"/ft/{frame}": (frame, arrays["ft_wrench"][:kept.get(str(frame)), k])
+              for k, frame in enumerate(arrays["ft_frames"])}
+    bag = write_whole_body_bag(path, arrays["t"], list(arrays["joint_names"]),
+                               arrays["q"], arrays["dq"], "imu_frame",
+                               (arrays["imu_angular_velocity"], arrays["imu_linear_acceleration"],
+                                arrays["imu_orientation"]), topics)
+    ft = [f"--ft=/ft/{f}={kind}" for f, kind in zip(arrays["ft_frames"], arrays["ft_types"])]
+    return bag, ft
