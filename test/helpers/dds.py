@@ -154,6 +154,20 @@ def agreeing_updates(node_updates, replay_updates) -> list[tuple]:
             if replayed.ok]
 
 
+def received_links(peer, links_qos) -> dict[str, list]:
+    """Subscribe ``peer`` to the simulator's true links (latched) and the node's ``~/links``
+    (with ``links_qos``); the messages received, under ``"truth"`` and ``"links"``."""
+    from inertia_id_ros.msg import InertialParametersArray
+    from inertia_id_ros.ros.qos import LATCHED
+
+    received: dict[str, list] = {"truth": [], "links": []}
+    peer.create_subscription(InertialParametersArray, "/inertia_id_sim/ground_truth_links",
+                             received["truth"].append, LATCHED)
+    peer.create_subscription(InertialParametersArray, "/inertia_id/links",
+                             received["links"].append, links_qos)
+    return received
+
+
 def bag_message_to_ros(msg):
     """The rclpy message of a bag's deserialised ``JointState``, ``Imu`` or ``WrenchStamped``
     (rosbags), with its header (stamp, frame)."""
@@ -237,6 +251,8 @@ class NodeDiagnostics:
         """Level and message of the latest diagnostics status."""
         self.diagnostics_stamp = 0.0
         self.diagnostics_received = 0
+        self.history: list[dict[str, str]] = []
+        """Every status's values so far, oldest first, its message under the key ``""``."""
         self.subscription = peer.create_subscription(DiagnosticArray, "/diagnostics",
                                                      self._on_diagnostics, 10)
 
@@ -244,6 +260,7 @@ class NodeDiagnostics:
         for status in msg.status:
             if status.name.startswith("inertia_id"):
                 self.diagnostics = {kv.key: kv.value for kv in status.values}
+                self.history.append(self.diagnostics | {"": status.message})
                 self.status = (int.from_bytes(status.level, "little")
                                if isinstance(status.level, bytes) else int(status.level),
                                status.message)
@@ -331,6 +348,19 @@ class NodeUnderTest(NodeDiagnostics):
         assert np.allclose(theta, self.reference_theta, rtol=0.05, atol=1e-3), \
             (theta, self.reference_theta)
         return theta
+
+    def take_reference(self, seconds: float = 12.0) -> np.ndarray:
+        """Wait until the node's inputs are matched, feed ``seconds`` of motion, let the node
+        settle and keep its ``identify`` estimate as the reference (and its memory now)."""
+        self.feeder.wait_until_matched()
+        self.feeder.publish(seconds)
+        self.settle()
+        response = identify(self.peer, self.client)
+        assert response.success, response.message
+        self.reference_theta = np.array(response.estimate.theta)
+        self.fresh_diagnostics()
+        self.rss_start = self.rss_mb()
+        return self.reference_theta
 
     def check_memory(self) -> float:
         rss = self.rss_mb()

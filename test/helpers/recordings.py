@@ -27,6 +27,30 @@ def write_csv(path: Path, states: JointStates, wrench: np.ndarray | None = None,
     return path
 
 
+def _header(store, t: float, frame_id: str = ""):
+    """A ``std_msgs/Header`` stamped ``t`` (s) in ``frame_id``, of the rosbags ``store``."""
+    types = store.types
+    sec = int(np.floor(t))
+    return types["std_msgs/msg/Header"](
+        stamp=types["builtin_interfaces/msg/Time"](sec=sec, nanosec=int(round((t - sec) * 1e9))),
+        frame_id=frame_id)
+
+
+def _write_wrenches(writer, store, topic: str, frame: str, stamps: np.ndarray,
+                    values: np.ndarray) -> None:
+    """WrenchStamped messages on ``topic``: ``values`` (N, 6: force, torque) in ``frame``,
+    stamped ``stamps`` (N,) (s)."""
+    types = store.types
+    Vector3, Wrench = types["geometry_msgs/msg/Vector3"], types["geometry_msgs/msg/Wrench"]
+    WrenchStamped = types["geometry_msgs/msg/WrenchStamped"]
+    connection = writer.add_connection(topic, WrenchStamped.__msgtype__, typestore=store)
+    for t, w in zip(stamps, values):
+        msg = WrenchStamped(header=_header(store, t, frame),
+                            wrench=Wrench(force=Vector3(x=w[0], y=w[1], z=w[2]),
+                                          torque=Vector3(x=w[3], y=w[4], z=w[5])))
+        writer.write(connection, int(t * 1e9), store.serialize_cdr(msg, WrenchStamped.__msgtype__))
+
+
 def write_bag(path: Path, storage: str, joint_t: np.ndarray, joint_names: Sequence[str],
               q: np.ndarray, dq: np.ndarray | None = None, effort: np.ndarray | None = None,
               wrench_t: np.ndarray | None = None, wrench: np.ndarray | None = None,
@@ -39,16 +63,7 @@ def write_bag(path: Path, storage: str, joint_t: np.ndarray, joint_names: Sequen
     from rosbags.typesys import Stores, get_typestore
 
     store = get_typestore(Stores.ROS2_KILTED)
-    types = store.types
-    Time, Header = types["builtin_interfaces/msg/Time"], types["std_msgs/msg/Header"]
-    JointState = types["sensor_msgs/msg/JointState"]
-    Vector3, Wrench = types["geometry_msgs/msg/Vector3"], types["geometry_msgs/msg/Wrench"]
-    WrenchStamped = types["geometry_msgs/msg/WrenchStamped"]
-
-    def header(t: float, frame_id: str = ""):
-        sec = int(np.floor(t))
-        return Header(stamp=Time(sec=sec, nanosec=int(round((t - sec) * 1e9))), frame_id=frame_id)
-
+    JointState = store.types["sensor_msgs/msg/JointState"]
     plugin = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
     orders = name_orders or [list(range(len(joint_names)))]
     empty = np.zeros(0)
@@ -56,20 +71,13 @@ def write_bag(path: Path, storage: str, joint_t: np.ndarray, joint_names: Sequen
         joints = writer.add_connection(joint_topic, JointState.__msgtype__, typestore=store)
         for k, t in enumerate(joint_t):
             order = list(orders[k % len(orders)])
-            msg = JointState(header=header(t), name=[joint_names[i] for i in order],
+            msg = JointState(header=_header(store, t), name=[joint_names[i] for i in order],
                              position=q[k, order],
                              velocity=empty if dq is None else dq[k, order],
                              effort=empty if effort is None else effort[k, order])
             writer.write(joints, int(t * 1e9), store.serialize_cdr(msg, JointState.__msgtype__))
         if wrench is not None:
-            wrenches = writer.add_connection(wrench_topic, WrenchStamped.__msgtype__,
-                                             typestore=store)
-            for t, w in zip(wrench_t, wrench):
-                msg = WrenchStamped(header=header(t, frame),
-                                    wrench=Wrench(force=Vector3(x=w[0], y=w[1], z=w[2]),
-                                                  torque=Vector3(x=w[3], y=w[4], z=w[5])))
-                writer.write(wrenches, int(t * 1e9),
-                             store.serialize_cdr(msg, WrenchStamped.__msgtype__))
+            _write_wrenches(writer, store, wrench_topic, frame, wrench_t, wrench)
     return path
 
 
@@ -85,29 +93,20 @@ def write_whole_body_bag(path: Path, t: np.ndarray, joint_names: Sequence[str], 
 
     store = get_typestore(Stores.ROS2_KILTED)
     types = store.types
-    Time, Header = types["builtin_interfaces/msg/Time"], types["std_msgs/msg/Header"]
     Vector3, Quaternion = types["geometry_msgs/msg/Vector3"], types["geometry_msgs/msg/Quaternion"]
-    Wrench = types["geometry_msgs/msg/Wrench"]
-    WrenchStamped = types["geometry_msgs/msg/WrenchStamped"]
     Imu, JointState = types["sensor_msgs/msg/Imu"], types["sensor_msgs/msg/JointState"]
-
-    def header(stamp: float, frame_id: str):
-        sec = int(np.floor(stamp))
-        return Header(stamp=Time(sec=sec, nanosec=int(round((stamp - sec) * 1e9))),
-                      frame_id=frame_id)
-
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
         connection = writer.add_connection("/joint_states", JointState.__msgtype__,
                                            typestore=store)
         for k, stamp in enumerate(t):
-            msg = JointState(header=header(stamp, ""), name=list(joint_names), position=q[k],
-                             velocity=dq[k], effort=np.zeros(0))
+            msg = JointState(header=_header(store, stamp), name=list(joint_names),
+                             position=q[k], velocity=dq[k], effort=np.zeros(0))
             writer.write(connection, int(stamp * 1e9),
                          store.serialize_cdr(msg, JointState.__msgtype__))
         connection = writer.add_connection(imu_topic, Imu.__msgtype__, typestore=store)
         for k, stamp in enumerate(t):
             w, a, o = imu[0][k], imu[1][k], imu[2][k]
-            msg = Imu(header=header(stamp, imu_frame),
+            msg = Imu(header=_header(store, stamp, imu_frame),
                       orientation=Quaternion(x=o[0], y=o[1], z=o[2], w=o[3]),
                       orientation_covariance=np.zeros(9),
                       angular_velocity=Vector3(x=w[0], y=w[1], z=w[2]),
@@ -116,11 +115,5 @@ def write_whole_body_bag(path: Path, t: np.ndarray, joint_names: Sequence[str], 
                       linear_acceleration_covariance=np.zeros(9))
             writer.write(connection, int(stamp * 1e9), store.serialize_cdr(msg, Imu.__msgtype__))
         for topic, (frame, values) in wrenches.items():
-            connection = writer.add_connection(topic, WrenchStamped.__msgtype__, typestore=store)
-            for stamp, v in zip(t, values):
-                msg = WrenchStamped(header=header(stamp, frame),
-                                    wrench=Wrench(force=Vector3(x=v[0], y=v[1], z=v[2]),
-                                                  torque=Vector3(x=v[3], y=v[4], z=v[5])))
-                writer.write(connection, int(stamp * 1e9),
-                             store.serialize_cdr(msg, WrenchStamped.__msgtype__))
+            _write_wrenches(writer, store, topic, frame, t, values)
     return path

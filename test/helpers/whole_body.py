@@ -1,4 +1,5 @@
-"""Independent whole-body samples from pinocchio RNEA."""
+"""Independent whole-body samples from pinocchio RNEA; the iCub's sensors as the tests use
+them."""
 
 from __future__ import annotations
 
@@ -6,6 +7,13 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+
+from inertia_id_ros.core.whole_body import FTSensor
+from inertia_id_ros.sim.whole_body import ICUB_INTERNAL_SENSORS
+
+ICUB_SENSORS = ((FTSensor("l_sole", "contact"),)
+                + tuple(FTSensor(frame, "internal") for frame in ICUB_INTERNAL_SENSORS))
+"""The iCub on its left sole: the sole's contact sensor and the six internal ones."""
 
 
 def _urdf_with_moving_sensors(urdf_xml: str, joints: Sequence[str]) -> str:

@@ -5,44 +5,40 @@ from __future__ import annotations
 import ast
 import time
 
+import pytest
+
 from helpers.dds import wait_until_serving
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 
 
-def test_panda_config_loads_into_the_node(launch, rclpy_context):
+def _urdf(robot: str) -> str:
+    return f"urdf_path:={example_robot_urdf(robot)}"
+
+
+@pytest.mark.parametrize("config, parameter, started, logged", [
+    ("panda_payload.yaml", _urdf("panda"), "identifying the body beyond 'panda_link8'",
+     ("window 30.0 s",)),
+    ("icub_right_arm.yaml", _urdf("icub"),
+     "identifying the body beyond 'r_arm_ft_sensor' from joints ['torso_pitch', 'torso_roll', "
+     "'torso_yaw', 'r_shoulder_pitch', 'r_shoulder_roll', 'r_shoulder_yaw']", ("window 60.0 s",)),
+    ("panda_links.yaml", _urdf("panda"), "identifying the links ['panda_link1'",
+     ("prior weight 0.002", "window 30.0 s")),
+    ("panda_payload_torques.yaml", _urdf("panda"),
+     "identifying the body beyond 'panda_link8' from the torques of joints ['panda_joint1', ",
+     ("minus the URDF's links", "window 30.0 s")),
+    ("go1_leg_links.yaml", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}",
+     "identifying the links ['FL_hip', 'FL_thigh', 'FL_calf']",
+     ("prior weight 1e-06", "window 60.0 s")),
+])
+def test_config_loads_into_the_node(launch, rclpy_context, config: str, parameter: str,
+                                    started: str, logged: tuple[str, ...]) -> None:
+    """``config/<config>`` (with the robot's URDF or chain) starts the node: it logs ``started``
+    and serves, and its log says ``logged``."""
     node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "--params-file", str(REPO / "config" / "panda_payload.yaml"),
-                  "-p", f"urdf_path:={example_robot_urdf('panda')}")
-    wait_for(node, "identifying the body beyond 'panda_link8'")
-    assert "window 30.0 s" in node.output()
-
-
-def test_icub_right_arm_config_loads_into_the_node(launch, rclpy_context):
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "--params-file", str(REPO / "config" / "icub_right_arm.yaml"),
-                  "-p", f"urdf_path:={example_robot_urdf('icub')}")
-    wait_for(node, "identifying the body beyond 'r_arm_ft_sensor' from joints ['torso_pitch', "
-                   "'torso_roll', 'torso_yaw', 'r_shoulder_pitch', 'r_shoulder_roll', "
-                   "'r_shoulder_yaw']")
-    assert "window 60.0 s" in node.output()
-
-
-def test_seven_dof_arm_links_config_loads_into_the_node(launch, rclpy_context):
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "--params-file", str(REPO / "config" / "panda_links.yaml"),
-                  "-p", f"urdf_path:={example_robot_urdf('panda')}")
-    wait_for(node, "identifying the links ['panda_link1'")
-    assert "prior weight 0.002" in node.output() and "window 30.0 s" in node.output()
-
-
-def test_panda_payload_torques_config_loads_into_the_node(launch, rclpy_context):
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "--params-file", str(REPO / "config" / "panda_payload_torques.yaml"),
-                  "-p", f"urdf_path:={example_robot_urdf('panda')}")
-    wait_for(node, "identifying the body beyond 'panda_link8' from the torques of joints "
-                   "['panda_joint1', ")
-    assert "minus the URDF's links" in node.output() and "window 30.0 s" in node.output()
+                  "--params-file", str(REPO / "config" / config), "-p", parameter)
+    wait_for(node, started)
+    assert all(text in node.output() for text in logged), node.output()
 
 
 def wait_for(node, text: str, timeout: float = 30.0) -> None:
@@ -61,14 +57,6 @@ def wait_for(node, text: str, timeout: float = 30.0) -> None:
         wait_until_serving(peer)
     finally:
         peer.destroy_node()
-
-
-def test_go1_leg_links_config_loads_into_the_node(launch, rclpy_context):
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
-                  "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}")
-    wait_for(node, "identifying the links ['FL_hip', 'FL_thigh', 'FL_calf']")
-    assert "prior weight 1e-06" in node.output() and "window 60.0 s" in node.output()
 
 
 def test_launch_file_names_existing_executables():

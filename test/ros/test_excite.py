@@ -36,29 +36,23 @@ class Wizard:
 
     def __init__(self, peer) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.qos import (
-            DurabilityPolicy,
-            QoSProfile,
-            ReliabilityPolicy,
-            qos_profile_sensor_data,
-        )
+        from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import JointState
         from std_srvs.srv import Trigger
         from trajectory_msgs.msg import JointTrajectory
 
         from inertia_id_ros.msg import ExcitationStatus, InertialParameters
+        from inertia_id_ros.ros.qos import LATCHED
         from inertia_id_ros.srv import Excite
 
         self.peer = peer
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
         self.status: list = []
         self.truth: list = []
         self.joints: list[tuple[float, np.ndarray, np.ndarray]] = []
         peer.create_subscription(ExcitationStatus, "/inertia_id/excitation", self.status.append,
-                                 latched)
+                                 LATCHED)
         peer.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
-                                 self.truth.append, latched)
+                                 self.truth.append, LATCHED)
         peer.create_subscription(JointState, "/joint_states", self._on_joint_state,
                                  qos_profile_sensor_data)
         self.diagnostics: list[dict[str, str]] = []

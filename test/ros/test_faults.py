@@ -48,15 +48,8 @@ def node(ros_env, rclpy_context, tmp_path_factory):
         assert client.wait_for_service(timeout_sec=30.0), process.output()
         sim = PayloadSimulator.panda()
         harness = NodeUnderTest(process, peer, client, Feeder(peer, sim))
-        harness.feeder.wait_until_matched()
-        harness.feeder.publish(12.0)
-        harness.settle()
-        response = identify(peer, client)
-        assert response.success, response.message
-        harness.reference_theta = np.array(response.estimate.theta)
-        assert abs(harness.reference_theta[0] - sim.true_theta[0]) < 0.02 * sim.true_theta[0]
-        harness.fresh_diagnostics()
-        harness.rss_start = harness.rss_mb()
+        reference = harness.take_reference()
+        assert abs(reference[0] - sim.true_theta[0]) < 0.02 * sim.true_theta[0]
         yield harness
     finally:
         peer.destroy_node()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers.dds import FAST_DIAGNOSTICS, identify_after_motion
+from helpers.dds import FAST_DIAGNOSTICS, NodeDiagnostics, identify_after_motion, received_links
 from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
@@ -13,12 +13,11 @@ from inertia_id_ros.core.robots import example_robot_urdf
 
 def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_context):
     import rclpy
-    from diagnostic_msgs.msg import DiagnosticArray
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from visualization_msgs.msg import Marker, MarkerArray
 
     from inertia_id_ros.msg import InertialParameters
     from inertia_id_ros.ros.conversions import wrench_to_array
+    from inertia_id_ros.ros.qos import LATCHED
     from inertia_id_ros.srv import Identify
 
     motion = 15.0
@@ -30,20 +29,14 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
                   "-p", "sensor_frame:=panda_link8", "-p", "window_sec:=30.0",
                   *FAST_DIAGNOSTICS)
     peer = rclpy.create_node("inertia_id_integration_client")
-    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                         reliability=ReliabilityPolicy.RELIABLE)
     received: dict[str, list] = {"truth": [], "estimates": [], "markers": []}
     peer.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
-                             received["truth"].append, latched)
+                             received["truth"].append, LATCHED)
     peer.create_subscription(MarkerArray, "/inertia_id/markers", received["markers"].append,
-                             latched)
-    diagnostics: list[dict[str, str]] = []
-    peer.create_subscription(
-        DiagnosticArray, "/diagnostics",
-        lambda msg: diagnostics.extend({kv.key: kv.value for kv in s.values} | {"": s.message}
-                                       for s in msg.status if s.name.startswith("inertia_id")), 10)
+                             LATCHED)
+    diagnostics = NodeDiagnostics(peer).history  # every status (the peer keeps the subscription)
     peer.create_subscription(InertialParameters, "/inertia_id/estimate",
-                             received["estimates"].append, latched)
+                             received["estimates"].append, LATCHED)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
         response = identify_after_motion(peer, client, sim, node, motion + 40.0)
@@ -84,11 +77,9 @@ def test_simulated_leg_and_links_mode_recover_the_friction_and_armature(launch, 
     the hip abduction's and hip flexion's are N² x the rotor inertia it gives, and the published
     drives say so (armature_source)."""
     import rclpy
-    from diagnostic_msgs.msg import DiagnosticArray
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-    from inertia_id_ros.msg import InertialParametersArray
     from inertia_id_ros.ros.conversions import msg_to_drive, msg_to_thetas
+    from inertia_id_ros.ros.qos import LATCHED
     from inertia_id_ros.srv import Identify
 
     motion, rate = 60.0, 500.0
@@ -100,18 +91,8 @@ def test_simulated_leg_and_links_mode_recover_the_friction_and_armature(launch, 
                   "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}",
                   *FAST_DIAGNOSTICS)
     peer = rclpy.create_node("inertia_id_links_client")
-    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                         reliability=ReliabilityPolicy.RELIABLE)
-    received: dict[str, list] = {"truth": [], "links": []}
-    peer.create_subscription(InertialParametersArray, "/inertia_id_sim/ground_truth_links",
-                             received["truth"].append, latched)
-    peer.create_subscription(InertialParametersArray, "/inertia_id/links",
-                             received["links"].append, latched)
-    timing: list[dict[str, str]] = []
-    peer.create_subscription(
-        DiagnosticArray, "/diagnostics",
-        lambda msg: timing.extend({kv.key: kv.value for kv in s.values} for s in msg.status
-                                  if s.name.startswith("inertia_id")), 10)
+    received = received_links(peer, LATCHED)
+    timing = NodeDiagnostics(peer).history  # every status (the peer keeps the subscription)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
         response = identify_after_motion(peer, client, sim, node, motion + 30.0)

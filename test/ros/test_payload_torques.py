@@ -57,10 +57,10 @@ def call(peer, client, request):
 def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
         launch, rclpy_context, tmp_path):
     import rclpy
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from visualization_msgs.msg import MarkerArray
 
     from inertia_id_ros.msg import InertialParameters
+    from inertia_id_ros.ros.qos import LATCHED
     from inertia_id_ros.srv import Identify, Tare
 
     links_result = unloaded_link_model(tmp_path)
@@ -71,15 +71,13 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
                   "-p", f"window_sec:={MOTION_SEC + 5.0}", "-p", "update_rate_hz:=1.0",
                   *FAST_DIAGNOSTICS)
     peer = rclpy.create_node("inertia_id_payload_torques_client")
-    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                         reliability=ReliabilityPolicy.RELIABLE)
     received: dict[str, list] = {"truth": [], "estimates": [], "markers": []}
     peer.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
-                             received["truth"].append, latched)
+                             received["truth"].append, LATCHED)
     peer.create_subscription(InertialParameters, "/inertia_id/estimate",
-                             received["estimates"].append, latched)
+                             received["estimates"].append, LATCHED)
     peer.create_subscription(MarkerArray, "/inertia_id/markers", received["markers"].append,
-                             latched)
+                             LATCHED)
     client = peer.create_client(Identify, "/inertia_id/identify")
     diagnostics = NodeDiagnostics(peer)
     try:

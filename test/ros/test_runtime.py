@@ -85,15 +85,8 @@ def node(ros_env, rclpy_context, tmp_path_factory):
         assert client.wait_for_service(timeout_sec=30.0), process.output()
         harness = RuntimeHarness(process, peer, client, Feeder(peer, PayloadSimulator.panda()))
         harness.feeder.clock = peer.create_publisher(Clock, "/clock", 10)
-        harness.feeder.wait_until_matched()
-        harness.feeder.publish(12.0)
-        harness.settle()
-        response = identify(peer, client)
-        assert response.success, response.message
-        harness.reference_theta = np.array(response.estimate.theta)
-        harness.fresh_diagnostics()
+        harness.take_reference(12.0)
         assert abs(harness.diagnostics_stamp - (harness.feeder.t0 + 12.0)) < 1.0  # sim time
-        harness.rss_start = harness.rss_mb()
         yield harness
     finally:
         peer.destroy_node()

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.dds import FAST_DIAGNOSTICS, count_inconsistent, identify_after_motion, spin_until
+from helpers.dds import (
+    FAST_DIAGNOSTICS,
+    NodeDiagnostics,
+    count_inconsistent,
+    identify_after_motion,
+    received_links,
+    spin_until,
+)
 from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
@@ -22,10 +29,8 @@ still 1 / rate apart)."""
 
 def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_context):
     import rclpy
-    from diagnostic_msgs.msg import DiagnosticArray
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from inertia_id_ros.msg import InertialParametersArray
     from inertia_id_ros.ros.conversions import msg_to_thetas
     from inertia_id_ros.srv import Identify
 
@@ -42,19 +47,9 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
                   "-p", f"urdf_path:={example_robot_urdf('icub')}", "-p", "update_rate_hz:=1.0",
                   "-p", f"ft_topics:=[{topics}]", "-p", "weighting:=channel", *FAST_DIAGNOSTICS)
     peer = rclpy.create_node("inertia_id_whole_body_client")
-    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                         reliability=ReliabilityPolicy.RELIABLE)
     every = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-    received: dict[str, list] = {"truth": [], "links": []}
-    peer.create_subscription(InertialParametersArray, "/inertia_id_sim/ground_truth_links",
-                             received["truth"].append, latched)
-    peer.create_subscription(InertialParametersArray, "/inertia_id/links",
-                             received["links"].append, every)
-    diagnostics: list[dict[str, str]] = []
-    peer.create_subscription(
-        DiagnosticArray, "/diagnostics",
-        lambda msg: diagnostics.extend({kv.key: kv.value for kv in s.values} | {"": s.message}
-                                       for s in msg.status if s.name.startswith("inertia_id")), 10)
+    received = received_links(peer, every)
+    diagnostics = NodeDiagnostics(peer).history  # every status (the peer keeps the subscription)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
         response = identify_after_motion(peer, client, sim, node, motion / TIME_SCALE + 60.0,

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.whole_body import whole_body_rnea_samples
+from helpers.whole_body import ICUB_SENSORS, whole_body_rnea_samples
 from inertia_id_ros.chain.whole_body_fit import (
     IDENTIFIED,
     PRIOR_ONLY,
@@ -28,16 +28,13 @@ from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.core.whole_body import BaseMotion, FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ConfigError, FrameNotFound
 from inertia_id_ros.io.export import inertial_theta, with_link_inertial
-
-ICUB_FT = ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor", "r_leg_ft_sensor",
-           "l_foot_ft_sensor", "r_foot_ft_sensor")
-SENSORS = (FTSensor("l_sole", "contact"),) + tuple(FTSensor(f, "internal") for f in ICUB_FT)
+from inertia_id_ros.sim.whole_body import ICUB_INTERNAL_SENSORS
 
 
 @pytest.fixture(scope="module")
 def icub():
     urdf = example_robot_urdf("icub")
-    return urdf, WholeBodyModel.from_urdf(urdf, ft_sensors=SENSORS, imu_frame="imu_frame")
+    return urdf, WholeBodyModel.from_urdf(urdf, ft_sensors=ICUB_SENSORS, imu_frame="imu_frame")
 
 
 def _samples(model, urdf_xml, n, seed=0, base="floating", rate=None, noise=None):
@@ -82,12 +79,12 @@ def test_rows_offsets_and_known_links(icub):
     """Sensor offsets enter linearly (internal: estimated, contact: not); links left out keep
     their URDF inertials on the right-hand side."""
     urdf, _ = icub
-    sensors = (FTSensor("l_sole", "contact", estimate_offset=True),) + SENSORS[1:]
+    sensors = (FTSensor("l_sole", "contact", estimate_offset=True),) + ICUB_SENSORS[1:]
     bodies = ["r_upper_arm", "r_forearm", "chest"]
     model = WholeBodyModel.from_urdf(urdf, ft_sensors=sensors, imu_frame="imu_frame",
                                      bodies=bodies)
     assert model.bodies == ("chest", "r_upper_arm", "r_forearm")  # URDF order
-    assert model.offset_sensors == ("l_sole",) + ICUB_FT
+    assert model.offset_sensors == ("l_sole",) + ICUB_INTERNAL_SENSORS
     samples, _ = _samples(model, urdf.read_text(), 6, seed=2)
     offsets = np.random.default_rng(0).normal(0, 2, (len(sensors), 6))
     samples.wrenches = samples.wrenches + offsets[None]
@@ -98,7 +95,7 @@ def test_rows_offsets_and_known_links(icub):
 
 def test_rows_fixed_base(icub):
     urdf, _ = icub
-    model = WholeBodyModel.from_urdf(urdf, base="fixed", ft_sensors=SENSORS[1:])
+    model = WholeBodyModel.from_urdf(urdf, base="fixed", ft_sensors=ICUB_SENSORS[1:])
     samples, _ = _samples(model, urdf.read_text(), 8, base="fixed")
     Y, b, channels = model.rows(samples, with_efforts=True)
     assert not any(c.startswith("base.") for c in channels)
@@ -110,11 +107,11 @@ def test_flipped_sensors_are_negated(icub):
     child_to_parent): its negated readings give the rows of the plain one."""
     urdf, model = icub
     flipped = ("l_sole", "r_arm_ft_sensor")
-    sensors = [FTSensor(s.frame, s.kind, flip_wrench_sign=s.frame in flipped) for s in SENSORS]
+    sensors = [FTSensor(s.frame, s.kind, flip_wrench_sign=s.frame in flipped) for s in ICUB_SENSORS]
     model_flipped = WholeBodyModel.from_urdf(urdf, ft_sensors=sensors, imu_frame="imu_frame")
     samples, _ = _samples(model, urdf.read_text(), 4, seed=4)
     Y, b, _ = model.rows(samples)
-    signs = np.array([-1.0 if s.frame in flipped else 1.0 for s in SENSORS])
+    signs = np.array([-1.0 if s.frame in flipped else 1.0 for s in ICUB_SENSORS])
     samples.wrenches = samples.wrenches * signs[None, :, None]
     Y_flipped, b_flipped, _ = model_flipped.rows(samples)
     np.testing.assert_array_equal(Y_flipped, Y)
@@ -184,7 +181,7 @@ def test_fit_is_consistent_and_predicts_better_than_the_urdf(icub):
     true_xml, truth = _perturbed_urdf(model, urdf.read_text(), seed=1)
     rng = np.random.default_rng(3)
     samples, _ = _samples(model, true_xml, 500, seed=3)
-    offsets = rng.normal(0, 2, (len(SENSORS), 6))
+    offsets = rng.normal(0, 2, (len(ICUB_SENSORS), 6))
     offsets[0] = 0.0  # the contact sensor's offset is not estimated
     noise = rng.normal(0, 1, samples.wrenches.shape) * np.array([0.5] * 3 + [0.02] * 3)
     samples.wrenches = samples.wrenches + offsets + noise
@@ -229,8 +226,8 @@ def recording(tmp_path_factory, icub):
     arrays = dict(t=np.arange(n) / rate, joint_names=np.array(names), q=q, dq=dq, ddq=ddq,
                   effort=tau, imu_frame=np.array("imu_frame"), imu_orientation=imu[3],
                   imu_angular_velocity=imu[0], imu_linear_acceleration=imu[2],
-                  ft_frames=np.array([s.frame for s in SENSORS]),
-                  ft_types=np.array([s.kind for s in SENSORS]), ft_wrench=W)
+                  ft_frames=np.array([s.frame for s in ICUB_SENSORS]),
+                  ft_types=np.array([s.kind for s in ICUB_SENSORS]), ft_wrench=W)
     np.savez(path, **arrays)
     return path, arrays
 
@@ -246,7 +243,7 @@ def test_cli_fit_whole_body(tmp_path, recording, icub, capsys):
     assert all(b["fully_consistent"] for b in result["bodies"])
     assert {b["identifiability"] for b in result["bodies"]} <= {
         "identified", "partly identified", "prior only"}
-    assert set(result["sensor_offsets"]) == set(ICUB_FT)
+    assert set(result["sensor_offsets"]) == set(ICUB_INTERNAL_SENSORS)
     assert result["samples"] > 200 and result["solve_time_s"] > 0
     assert 0 < result["base_parameters"]["rank"] < result["base_parameters"]["parameters"]
     # the URDF is the truth and there is no noise (but a differentiated gyro, 1.2 s of motion):
@@ -267,7 +264,7 @@ def test_cli_fit_whole_body_estimates_contact_offsets(tmp_path, recording, icub)
     assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path),
                  "--estimate-contact-offsets", "--json", str(out)]) == 0
     offsets = json.loads(out.read_text())["sensor_offsets"]
-    assert set(offsets) == set(ICUB_FT) | {"l_sole"}
+    assert set(offsets) == set(ICUB_INTERNAL_SENSORS) | {"l_sole"}
     assert np.abs(offsets["l_sole"][:3]).max() < 1.0
 
 
@@ -285,7 +282,7 @@ def test_cli_fit_whole_body_weighting_channel(tmp_path, recording, icub, capsys)
     assert list(weighting["weights"])[:2] == ["base.force", "base.torque"]
     assert f"tau.{model.joint_names[0]}" in weighting["sigma"]
     assert all(b["fully_consistent"] for b in result["bodies"])
-    assert set(result["holdout"]["rms"]) >= {"base", *ICUB_FT}
+    assert set(result["holdout"]["rms"]) >= {"base", *ICUB_INTERNAL_SENSORS}
     printed = capsys.readouterr().out
     assert "weighting channel" in printed and "base.force" in printed
     assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), "--weighting",
@@ -400,15 +397,15 @@ def test_cli_holdout_and_pointmass(tmp_path, icub, capsys):
     names, q, dq, ddq, imu, W, _ = whole_body_rnea_samples(
         true_xml, model.sensors, n, seed=6, imu_frame="imu_frame", rate=rate)
     rng = np.random.default_rng(1)
-    offsets = rng.normal(0, 2, (len(SENSORS), 6))
+    offsets = rng.normal(0, 2, (len(ICUB_SENSORS), 6))
     offsets[0] = 0.0
     W = W + offsets + rng.normal(0, 1, W.shape) * np.array([0.5] * 3 + [0.02] * 3)
     path = tmp_path / "noisy.npz"
     np.savez(path, t=np.arange(n) / rate, joint_names=np.array(names), q=q, dq=dq, ddq=ddq,
              imu_frame=np.array("imu_frame"), imu_orientation=imu[3],
              imu_angular_velocity=imu[0], imu_linear_acceleration=imu[2],
-             ft_frames=np.array([s.frame for s in SENSORS]),
-             ft_types=np.array([s.kind for s in SENSORS]), ft_wrench=W)
+             ft_frames=np.array([s.frame for s in ICUB_SENSORS]),
+             ft_types=np.array([s.kind for s in ICUB_SENSORS]), ft_wrench=W)
     for method in ("lmi", "pointmass"):
         out = tmp_path / f"{method}.json"
         assert main(["fit-whole-body", "--urdf", str(urdf), "--data", str(path), "--json",
@@ -416,7 +413,7 @@ def test_cli_holdout_and_pointmass(tmp_path, icub, capsys):
         result = json.loads(out.read_text())
         assert all(b["fully_consistent"] for b in result["bodies"])
         rms = result["holdout"]["rms"]
-        for frame in ICUB_FT:
+        for frame in ICUB_INTERNAL_SENSORS:
             force = rms[frame]["force"]
             assert force["fit"] < 0.5 * force["urdf"], (method, frame, force)
             assert force["fit"] < 1.2 * force["ols"], (method, frame, force)
@@ -524,7 +521,7 @@ def test_cli_fit_whole_body_from_a_bag(tmp_path, recording, icub, capsys):
                  *ft]) == 0
     result = json.loads(out.read_text())
     assert all(b["fully_consistent"] for b in result["bodies"])
-    assert result["samples"] > 200 and set(result["sensor_offsets"]) == set(ICUB_FT)
+    assert result["samples"] > 200 and set(result["sensor_offsets"]) == set(ICUB_INTERNAL_SENSORS)
     assert "does not cover" not in capsys.readouterr().err
     # a sensor that stops half way: its stamps are dropped and reported
     bag2, _ = _bag_of(arrays, tmp_path / "stopped", kept={"r_arm_ft_sensor": 120})
@@ -547,7 +544,7 @@ def test_rows_suspended_base(icub):
     """Hanging from a crane through an F/T sensor at the base (a contact sensor), joints moving,
     the base still: the base rows balance the crane's wrench."""
     urdf, _ = icub
-    sensors = (FTSensor("root_link", "contact"),) + SENSORS[1:]
+    sensors = (FTSensor("root_link", "contact"),) + ICUB_SENSORS[1:]
     model = WholeBodyModel.from_urdf(urdf, base="suspended", ft_sensors=sensors,
                                      imu_frame="imu_frame")
     names, q, dq, ddq, imu, W, _ = whole_body_rnea_samples(
@@ -563,7 +560,7 @@ def test_cli_fixed_base_without_imu(tmp_path, icub):
     """On a stand: no IMU keys, no base rows; the arms' and legs' sensors identify the links
     beyond them (the rest keeps the prior)."""
     urdf, _ = icub
-    sensors = SENSORS[1:]
+    sensors = ICUB_SENSORS[1:]
     n, rate = 200, 200.0
     names, q, dq, ddq, _, W, _ = whole_body_rnea_samples(urdf.read_text(), sensors, n, seed=2,
                                                          base="fixed", rate=rate)

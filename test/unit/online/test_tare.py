@@ -153,12 +153,7 @@ def test_the_estimator_tares_without_payload_then_identifies_it_without_tilt():
     estimator = PayloadEstimator(sim.kinematics)
     with pytest.raises(EstimateUnavailable, match="too_few_samples"):
         estimator.set_tare(1.0)
-    t, wrench = removed_payload_recording(sim, 2.0, 500.0)
-    q, dq = sim.measure_joints(t - T0, np.random.default_rng(3))
-    for i in range(t.size):
-        estimator.add_joint_state(t[i], sim.joint_names, q[i], dq[i])
-        estimator.add_wrench(t[i], wrench[i], sim.sensor_frame)
-    tare = estimator.set_tare(1.0)
+    tare = _tare_without_the_payload(estimator, sim)
     assert estimator.tare is tare and len(estimator.window) == 0  # the window restarted
     assert 450 <= tare.n_samples <= 510
     assert np.linalg.norm(tare.offset[:3] - sim.true_offset[:3]) < 0.02
@@ -209,18 +204,24 @@ def test_a_noise_free_channel_does_not_make_the_tare_infinitely_certain():
     assert check_consistency(estimator.solve().theta).fully_consistent
 
 
+def _tare_without_the_payload(estimator: PayloadEstimator, sim: PayloadSimulator) -> Tare:
+    """Stream 2 s at 500 Hz of ``sim`` with its payload removed into ``estimator``, then tare
+    over its last second."""
+    t, wrench = removed_payload_recording(sim, 2.0, 500.0)
+    q, dq = sim.measure_joints(t - T0, np.random.default_rng(3))
+    for i in range(t.size):
+        estimator.add_joint_state(t[i], sim.joint_names, q[i], dq[i])
+        estimator.add_wrench(t[i], wrench[i], sim.sensor_frame)
+    return estimator.set_tare(1.0)
+
+
 def test_an_old_tare_no_longer_replaces_the_tilts_and_a_clock_reset_keeps_its_age():
     from inertia_id_ros.online.payload_estimator import EstimatorConfig
 
     sim = PayloadSimulator.panda(trajectory=turn_joint_7)
     config = EstimatorConfig(tare_max_force_std=0.005)  # reached about 10 s after the tare
     estimator = PayloadEstimator(sim.kinematics, config)
-    t, wrench = removed_payload_recording(sim, 2.0, 500.0)
-    q, dq = sim.measure_joints(t - T0, np.random.default_rng(3))
-    for i in range(t.size):
-        estimator.add_joint_state(t[i], sim.joint_names, q[i], dq[i])
-        estimator.add_wrench(t[i], wrench[i], sim.sensor_frame)
-    tare = estimator.set_tare(1.0)
+    tare = _tare_without_the_payload(estimator, sim)
     feed(estimator, sim, 2.0, 4.0, 200.0)  # 4 s old: still known well enough
     assert abs(estimator.solve().mass - sim.true_theta[0]) < 0.01 * sim.true_theta[0]
     feed(estimator, sim, 6.0, 8.0, 200.0)  # 12 s old

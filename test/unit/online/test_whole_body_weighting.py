@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from helpers.estimators import block_window_rows
-from helpers.whole_body import whole_body_rnea_samples
+from helpers.whole_body import ICUB_SENSORS, whole_body_rnea_samples
 from inertia_id_ros import modes
 from inertia_id_ros.chain.whole_body_fit import (
     fit_whole_body,
@@ -18,14 +18,11 @@ from inertia_id_ros.chain.whole_body_fit import (
     normal_equations,
 )
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel, WholeBodySamples
+from inertia_id_ros.core.whole_body import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.online.window import BlockWindow
 from inertia_id_ros.ros.parameters import build_session, settings_from_parameters
 
-ICUB_FT = ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor", "r_leg_ft_sensor",
-           "l_foot_ft_sensor", "r_foot_ft_sensor")
-SENSORS = (FTSensor("l_sole", "contact"),) + tuple(FTSensor(f, "internal") for f in ICUB_FT)
 NOISE = {  # (force N, torque N m) white noise of each sensor's wrench: levels 100 times apart
     "l_sole": (0.05, 0.005), "l_arm_ft_sensor": (0.5, 0.02), "r_arm_ft_sensor": (0.05, 0.05),
     "l_leg_ft_sensor": (0.05, 0.02), "r_leg_ft_sensor": (2.0, 0.04),
@@ -37,7 +34,7 @@ OWN_ROWS = ("l_arm_ft_sensor", "r_arm_ft_sensor", "r_leg_ft_sensor", "r_foot_ft_
 @pytest.fixture(scope="module")
 def icub():
     urdf = example_robot_urdf("icub")
-    model = WholeBodyModel.from_urdf(urdf, ft_sensors=SENSORS, imu_frame="imu_frame")
+    model = WholeBodyModel.from_urdf(urdf, ft_sensors=ICUB_SENSORS, imu_frame="imu_frame")
 
     def samples(n: int, seed: int) -> WholeBodySamples:
         _, q, dq, ddq, imu, wrenches, tau = whole_body_rnea_samples(
@@ -58,7 +55,7 @@ def test_noise_groups_split_each_wrench_block_into_force_and_torque(icub):
     names, rows = noise_groups(model)
     assert names[:4] == ("base.force", "base.torque", "l_arm_ft_sensor.force",
                          "l_arm_ft_sensor.torque")
-    assert len(names) == 2 * len(SENSORS) and all(r.size == 3 for r in rows)
+    assert len(names) == 2 * len(ICUB_SENSORS) and all(r.size == 3 for r in rows)
     assert np.array_equal(np.concatenate(rows), np.arange(len(model.channels())))
     names, rows = noise_groups(model, with_efforts=True)
     assert names[-1] == f"tau.{model.joint_names[-1]}" and rows[-1].size == 1
