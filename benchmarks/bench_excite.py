@@ -27,15 +27,15 @@ UR5 payload beyond ``tool0`` (6 joints, 15 s), Panda payload beyond ``panda_link
 Targets: design <= 60 s (payload), <= 300 s (links) on the 2-core machine.
 
 Run: .venv/bin/python benchmarks/bench_excite.py [--cases ur5_payload,panda_payload,panda_links]
-[--random 30]. BLAS runs on one thread (set before numpy is imported).
+[--random 30].
+BLAS threads as ``inertia-id`` sets them (:func:`inertia_id_ros.threads.limit_threads`).
 """
 
 from __future__ import annotations
 
-import os
+from inertia_id_ros.threads import limit_threads
 
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_variable] = "1"
+limit_threads()
 
 import argparse  # noqa: E402
 import time  # noqa: E402

@@ -42,15 +42,15 @@ design / best random (<= 0.5 required on at least one outcome).
 save it; without it the design runs every time.
 
 Run: .venv/bin/python benchmarks/bench_links_design_outcome.py [--random 30]
-[--design-cache /tmp/links_design.npz]. BLAS runs on one thread (set before numpy is imported).
+[--design-cache /tmp/links_design.npz].
+BLAS threads as ``inertia-id`` sets them (:func:`inertia_id_ros.threads.limit_threads`).
 """
 
 from __future__ import annotations
 
-import os
+from inertia_id_ros.threads import limit_threads
 
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_variable] = "1"
+limit_threads()
 
 import argparse  # noqa: E402
 import time  # noqa: E402

@@ -12,15 +12,15 @@ A 30 s out-and-back command of the 7 arm joints (15 s each way, 100 Hz samples) 
 
 Target: the run-time check well under a 1 kHz joint-state period (1000 µs).
 
-Run: .venv/bin/python benchmarks/bench_motion_safety.py [--repeat 3000]. BLAS on one thread.
+Run: .venv/bin/python benchmarks/bench_motion_safety.py [--repeat 3000].
+BLAS threads as ``inertia-id`` sets them (:func:`inertia_id_ros.threads.limit_threads`).
 """
 
 from __future__ import annotations
 
-import os
+from inertia_id_ros.threads import limit_threads
 
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_variable] = "1"
+limit_threads()
 
 import argparse  # noqa: E402
 import time  # noqa: E402

@@ -21,7 +21,8 @@ Run: .venv/bin/python benchmarks/bench_payload_priors.py [--seeds N] [--threads 
 from __future__ import annotations
 
 import argparse
-import os
+
+from inertia_id_ros.threads import apply_threads_option
 
 
 def _parse() -> argparse.Namespace:
@@ -33,9 +34,7 @@ def _parse() -> argparse.Namespace:
 
 
 ARGS = _parse()
-if ARGS.threads != "default":
-    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[variable] = ARGS.threads
+apply_threads_option(ARGS.threads)
 
 import numpy as np  # noqa: E402  (after the BLAS thread settings)
 

@@ -32,6 +32,8 @@ import os
 import tempfile
 import time
 
+from inertia_id_ros.threads import limit_threads
+
 
 def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -42,8 +44,7 @@ def _parse() -> argparse.Namespace:
 
 
 ARGS = _parse()
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_variable, "1")
+limit_threads()
 
 import dataclasses  # noqa: E402
 

@@ -26,8 +26,9 @@ Run: .venv/bin/python benchmarks/bench_whole_body.py [--seconds 10] [--repeats 3
 from __future__ import annotations
 
 import argparse
-import os
 import time
+
+from inertia_id_ros.threads import limit_threads
 
 
 def _parse() -> argparse.Namespace:
@@ -44,8 +45,7 @@ def _parse() -> argparse.Namespace:
 
 
 ARGS = _parse()
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_variable, "1")
+limit_threads()
 
 import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402

@@ -11,7 +11,9 @@ use one thread unless told otherwise.
 
 Override: ``INERTIA_ID_THREADS=N`` (a whole number >= 1). A user who already sets
 ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` or ``MKL_NUM_THREADS`` keeps that setting. Importing
-the library (``import inertia_id_ros``) changes nothing: only the entry points call this.
+the library (``import inertia_id_ros``) changes nothing: only the entry points call this (and the
+scripts in ``benchmarks/``, so that they measure what users get; :func:`apply_threads_option`
+for those with a ``--threads`` option).
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ DEFAULT_THREADS = 1
 
 LIBRARY_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 """The thread-count variables that OpenBLAS, OpenMP and MKL read when they load."""
+
+LIBRARY_DEFAULTS = "default"
+"""The ``--threads`` value (:func:`apply_threads_option`) that imposes no count: the libraries'
+own defaults, or the user's own variables, apply."""
 
 
 def configured_threads(environ: MutableMapping[str, str] = os.environ) -> int | None:
@@ -66,3 +72,15 @@ def limit_threads(environ: MutableMapping[str, str] = os.environ) -> int | None:
 
         threadpool_limits(limits=threads)
     return threads
+
+
+def apply_threads_option(value: str, environ: MutableMapping[str, str] = os.environ) -> int | None:
+    """Apply a ``--threads`` option of a benchmark, before it loads numpy: a count ``N`` sets
+    :data:`THREADS_VARIABLE` to it and calls :func:`limit_threads` (N threads, whatever the
+    libraries' variables said); :data:`LIBRARY_DEFAULTS` imposes nothing. Returns the count
+    imposed (``None``: none). Raises :class:`~inertia_id_ros.errors.InputError` naming the
+    variable if ``N`` is not a whole number >= 1."""
+    if value == LIBRARY_DEFAULTS:
+        return None
+    environ[THREADS_VARIABLE] = value
+    return limit_threads(environ)

@@ -13,8 +13,10 @@ import pytest
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.threads import (
     DEFAULT_THREADS,
+    LIBRARY_DEFAULTS,
     LIBRARY_VARIABLES,
     THREADS_VARIABLE,
+    apply_threads_option,
     configured_threads,
     limit_threads,
 )
@@ -44,6 +46,25 @@ def test_limit_threads_sets_the_variables_for_what_loads_later():
     environ: dict[str, str] = {THREADS_VARIABLE: "2"}
     assert limit_threads(environ) == 2
     assert all(environ[variable] == "2" for variable in LIBRARY_VARIABLES)
+
+
+def test_a_threads_option_count_overrides_the_library_variables():
+    environ = {"OPENBLAS_NUM_THREADS": "4"}
+    assert apply_threads_option("2", environ) == 2
+    assert environ[THREADS_VARIABLE] == "2"
+    assert all(environ[variable] == "2" for variable in LIBRARY_VARIABLES)
+
+
+@pytest.mark.parametrize("environ", [{}, {"OMP_NUM_THREADS": "4"}])
+def test_the_threads_option_default_imposes_nothing(environ):
+    before = dict(environ)
+    assert apply_threads_option(LIBRARY_DEFAULTS, environ) is None
+    assert environ == before
+
+
+def test_an_invalid_threads_option_names_the_variable():
+    with pytest.raises(InputError, match=f"{THREADS_VARIABLE}='two'"):
+        apply_threads_option("two", {})
 
 
 def _blas_threads_after_limit(extra_env: dict[str, str]) -> list[int]:
