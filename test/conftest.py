@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-# The matrices here are small: a multi-threaded BLAS only contends for the 2 cores (as the ROS
-# processes, see inertia_id_ros/ros/__init__.py). Set before numpy loads; overridable.
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_variable, "1")
+from inertia_id_ros.threads import limit_threads
+
+# The matrices here are small: a multi-threaded BLAS only contends for the cores. The tests and
+# the processes they start take the entry points' rule, before numpy loads.
+limit_threads()
 
 from helpers.processes import Process, console_script  # noqa: E402 (after the BLAS settings)
 
