@@ -173,13 +173,16 @@ class PayloadTorqueModel:
     def problem(self, links_x: np.ndarray | None,
                 data: JointTorqueData | Iterable[JointTorqueData] | ChannelNormalEquations,
                 prior: np.ndarray | None = None, prior_weight: float = 0.0,
-                weights: np.ndarray | None = None) -> Problem:
+                weights: np.ndarray | None = None,
+                bounding_ellipsoid: np.ndarray | None = None) -> Problem:
         """Solver problem (1 body) of fitting ``Y_p x = r`` over all samples of ``data`` (or
         their :meth:`channels` summed; ``links_x`` see :meth:`payload_torques`), joint ``j``'s
         rows weighted by ``weights[j]`` when given (:mod:`inertia_id_ros.core.weighting`).
 
         ``prior`` (n_parameters,) or a payload ``theta`` (10,) (zero offset changes appended),
         weighted by ``prior_weight`` per torque sample ((N·m)² per SI unit² of x).
+        ``bounding_ellipsoid``: ``Q`` (4, 4) of an ellipsoid in the frame holding the payload
+        (Wensing et al. 2017), or ``None``.
         """
         if not prior_weight >= 0.0:
             raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
@@ -197,6 +200,8 @@ class PayloadTorqueModel:
             raise ValueError("prior_weight > 0 needs a prior")
         return Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1,
                        prior=prior, prior_weight=prior_weight * n_rows,
+                       bounding_ellipsoids=(None if bounding_ellipsoid is None
+                                            else [np.asarray(bounding_ellipsoid, dtype=float)]),
                        body_names=("payload",), param_names=self.parameter_names)
 
 
@@ -286,6 +291,7 @@ def fit_payload(links: LinkModel, links_x: np.ndarray | None,
                 estimate_offsets: bool = True, method: str = "lmi",
                 prior: np.ndarray | None = None, prior_weight: float = 0.0,
                 initvals: Solution | np.ndarray | None = None, weighting: str = "none",
+                bounding_ellipsoid: np.ndarray | None = None,
                 **solver_options: object) -> PayloadTorqueFit:
     """Identify the payload at ``frame`` from the joint torques of ``data`` (one run or several),
     the chain's links and drives known as ``links_x`` (:attr:`LinkModel.parameter_names` order;
@@ -295,8 +301,10 @@ def fit_payload(links: LinkModel, links_x: np.ndarray | None,
     unconstrained); ``prior``/``prior_weight`` see :meth:`PayloadTorqueModel.problem`.
     ``weighting="channel"``: each joint's rows weighted by its inverse residual variance,
     iterated (:func:`~inertia_id_ros.core.weighting.iterate_channel_weights`; the wrist's
-    quieter torques then carry the payload's inertia); ``"none"``: unweighted. Issues a
-    ``RuntimeWarning`` for each of the fit's ``warnings`` (a poorly determined payload).
+    quieter torques then carry the payload's inertia); ``"none"``: unweighted.
+    ``bounding_ellipsoid``: ``Q`` (4, 4) of an ellipsoid in ``frame`` that holds the payload
+    (Wensing et al. 2017; not with ``"ols"``), or ``None``. Issues a ``RuntimeWarning`` for each
+    of the fit's ``warnings`` (a poorly determined payload).
     """
     check_weighting(weighting)
     model = PayloadTorqueModel(links, frame, estimate_offsets)
@@ -310,7 +318,8 @@ def fit_payload(links: LinkModel, links_x: np.ndarray | None,
     solutions: list[Solution] = []
 
     def fit(weights: np.ndarray | None) -> np.ndarray:
-        problem = model.problem(links_x, channels, prior, prior_weight, weights)
+        problem = model.problem(links_x, channels, prior, prior_weight, weights,
+                                None if method == "ols" else bounding_ellipsoid)
         solutions.append(solve(problem, method=method,
                                initvals=solutions[-1] if solutions else initvals,
                                **solver_options))

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.io.data import JointStates
-    from inertia_id_ros.io.plausibility import Finding
+    from inertia_id_ros.io.plausibility import Finding, Volume
     from inertia_id_ros.io.recording import InputDescription, Recording
 
 LOG_FLAGS = ("time_unit", "angle_unit", "t_start", "t_end", "held_out_from", "hold")
@@ -357,18 +357,19 @@ def read_whole_log(args: argparse.Namespace, model: pin.Model, urdf: str,
     return recording, description.held_out_from
 
 
-def add_plausibility_options(parser: argparse.ArgumentParser, payload: bool) -> None:
-    """``--bounding-ellipsoid`` (and for a payload its volume: ``--payload-sphere``,
-    ``--payload-box``)."""
+def add_plausibility_options(parser: argparse.ArgumentParser, payload_frame: str = "") -> None:
+    """``--bounding-ellipsoid``; for a payload (``payload_frame``: its frame in words, e.g. "the
+    sensor frame") its volume, ``--payload-sphere`` or ``--payload-box``
+    (:func:`payload_volume_of`)."""
     from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS, LINK_VOLUME_MARGIN
 
-    if payload:
+    if payload_frame:
         volume = parser.add_mutually_exclusive_group()
         volume.add_argument("--payload-sphere", type=float, metavar="R",
-                            help="the payload lies within R m of the sensor frame's origin "
+                            help=f"the payload lies within R m of {payload_frame}'s origin "
                                  f"(checked; default {DEFAULT_PAYLOAD_RADIUS:g})")
-        volume.add_argument("--payload-box", metavar="HX,HY,HZ",
-                            help="the payload lies within this box about the sensor frame's "
+        volume.add_argument("--payload-box", metavar="HX,HY,HZ", type=comma_numbers,
+                            help=f"the payload lies within this box about {payload_frame}'s "
                                  "origin, half-extents in m along its axes (checked)")
         what = "the payload's volume (--payload-sphere/--payload-box)"
     else:
@@ -377,6 +378,21 @@ def add_plausibility_options(parser: argparse.ArgumentParser, payload: bool) -> 
     parser.add_argument("--bounding-ellipsoid", action="store_true",
                         help="constrain each body's mass to the ellipsoid around " + what
                              + " (Wensing et al. 2017)")
+
+
+def payload_volume_of(args: argparse.Namespace) -> Volume:
+    """The payload's bounding volume of ``--payload-sphere`` / ``--payload-box``
+    (:func:`add_plausibility_options`)."""
+    from inertia_id_ros.io.plausibility import payload_volume
+
+    if args.payload_sphere is not None and not args.payload_sphere > 0:
+        raise InputError(f"--payload-sphere must be > 0 m, got {args.payload_sphere}")
+    if args.payload_box is None:
+        return payload_volume(radius=args.payload_sphere)
+    if len(args.payload_box) != 3 or not all(v > 0 for v in args.payload_box):
+        raise InputError("--payload-box must be three half-extents > 0 m, got "
+                         + ",".join(f"{v:g}" for v in args.payload_box))
+    return payload_volume(half_extents=args.payload_box)
 
 
 def check_bounding_ellipsoid(args: argparse.Namespace) -> None:

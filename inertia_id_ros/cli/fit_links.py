@@ -44,7 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     links.add_argument("--torque-delay", type=float, default=None, metavar="SEC",
                        help="delay of the efforts behind the motion (s; 0: none; default: "
                             "estimated on the data)")
-    common.add_plausibility_options(links, payload=False)
+    common.add_plausibility_options(links)
 
 
 def _link_model(model: pin.Model, states: JointStates, joints: list[str],

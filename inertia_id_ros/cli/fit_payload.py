@@ -57,7 +57,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     payload.add_argument("--prior-link", metavar="LINK",
                          help="the prior from a URDF link: its inertial and the links beyond "
                               "it, moved to --sensor-frame")
-    common.add_plausibility_options(payload, payload=True)
+    common.add_plausibility_options(payload, "the sensor frame")
 
 
 def feed_estimator(estimator: PayloadEstimator, recording: PayloadRecording) -> None:
@@ -122,23 +122,6 @@ def _payload_prior(args: argparse.Namespace, model: pin.Model) -> np.ndarray | N
     return None
 
 
-def _payload_volume(args: argparse.Namespace):
-    """The payload's bounding volume of ``--payload-sphere`` / ``--payload-box``."""
-    from inertia_id_ros.io.plausibility import payload_volume
-
-    if args.payload_sphere is not None and not args.payload_sphere > 0:
-        raise InputError(f"--payload-sphere must be > 0 m, got {args.payload_sphere}")
-    if args.payload_box is None:
-        return payload_volume(radius=args.payload_sphere)
-    try:
-        extents = [float(v) for v in args.payload_box.split(",")]
-    except ValueError:
-        extents = []
-    if len(extents) != 3 or not all(v > 0 for v in extents):
-        raise InputError(f"--payload-box must be three half-extents > 0 m, got {args.payload_box}")
-    return payload_volume(half_extents=extents)
-
-
 def _findings_after_fit(args: argparse.Namespace, estimator: PayloadEstimator, estimate,
                         volume) -> tuple[list, list[str], dict]:
     """``(findings, lines, JSON)`` of a payload fit: residuals against the unconstrained fit,
@@ -201,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     check_joints(recording.joint_states, list(model.names)[1:], kinematics.joint_names,
                  recording.source)
     check_wrench_frame(recording, args.sensor_frame)
-    volume = _payload_volume(args)
+    volume = common.payload_volume_of(args)
     findings = common.input_findings(recording.joint_states, model,
                                      list(kinematics.joint_names),
                                      {"wrench stamps": recording.wrenches.t})

@@ -63,6 +63,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     common.add_weighting_option(command, PAYLOAD_DEFAULT_WEIGHTING, "each joint")
     command.add_argument("--no-offsets", action="store_true",
                          help="do not estimate the change of each joint's torque offset")
+    common.add_plausibility_options(command, "--frame")
 
 
 def _effort_scales(args: argparse.Namespace, joints: list[str]) -> list[float]:
@@ -150,10 +151,12 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.data import check_joints
     from inertia_id_ros.io.export import body_json
     from inertia_id_ros.io.link_result import read_link_result
-    from inertia_id_ros.io.plausibility import payload_volume, volume_findings
+    from inertia_id_ros.io.plausibility import volume_findings
     from inertia_id_ros.io.validate import differentiation_of
 
     common.check_data_source(args)
+    common.check_bounding_ellipsoid(args)
+    volume = common.payload_volume_of(args)
     model = common.load_urdf_model(args.urdf)
     states, held, source = _read(args, model)
     frame_id(model, args.frame)  # FrameNotFound: bad input
@@ -188,7 +191,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             fit = fit_payload(links, links_x, data, args.frame,
                               estimate_offsets=not args.no_offsets, method=args.method,
-                              weighting=args.weighting)
+                              weighting=args.weighting,
+                              bounding_ellipsoid=(volume.ellipsoid_matrix()
+                                                  if args.bounding_ellipsoid else None))
         except (ProblemError, SolverError) as e:
             print(f"inertia-id fit-payload-torques: no estimate: {e}", file=sys.stderr)
             return common.EXIT_NO_ESTIMATE
@@ -206,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         "alignment": None if alignment is None else {"shift_s": alignment.shift,
                                                      "position_rms": alignment.position_rms}}
     code = common.report_findings("fit-payload-torques",
-                                  volume_findings("payload", fit.theta, payload_volume()), result)
+                                  volume_findings("payload", fit.theta, volume), result)
     common.write_json(args.json, result)
     for warning in caught:
         print(f"inertia-id fit-payload-torques: warning: {warning.message}", file=sys.stderr)

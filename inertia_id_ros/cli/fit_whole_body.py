@@ -88,7 +88,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="the robot touched nothing (a floating or suspended base without a "
                             "contact sensor is refused otherwise: its base rows would say every "
                             "link weighs 0 kg)")
-    common.add_plausibility_options(whole, payload=False)
+    common.add_plausibility_options(whole)
 
 
 def run(args: argparse.Namespace) -> int:

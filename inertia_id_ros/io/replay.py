@@ -497,10 +497,12 @@ def payload_replay_findings(session: PayloadSession, final: Estimate | None,
 
 def replay_payload_torques(log: ReplayLog, session: PayloadTorqueSession,
                            update_rate_hz: float,
-                           joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC) -> Replay:
+                           joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
+                           volume: Volume | None = None) -> Replay:
     """Replay ``log``'s joint states with efforts through a payload-torques ``session`` (the
-    node's); the final estimate's COM checked against the default payload sphere
-    (:func:`~inertia_id_ros.io.plausibility.volume_findings`, as ``fit-payload-torques``). The
+    node's); the final estimate's COM checked against ``volume``, the payload's bounding volume
+    (default :func:`~inertia_id_ros.io.plausibility.payload_volume`'s sphere;
+    :func:`~inertia_id_ros.io.plausibility.volume_findings`, as ``fit-payload-torques``). The
     estimates' ``sensor_offset`` are the joints' torque offset changes (N m)."""
     estimator = session.estimator
     config = estimator.config
@@ -510,7 +512,7 @@ def replay_payload_torques(log: ReplayLog, session: PayloadTorqueSession,
                     offset_names=tuple(estimator.joint_names), config=config)
     final = replay.final
     replay.findings = ([] if final is None
-                       else volume_findings("payload", final.theta, payload_volume()))
+                       else volume_findings("payload", final.theta, volume or payload_volume()))
     return replay
 
 

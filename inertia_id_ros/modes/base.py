@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import ConfigError, StartupError
-from inertia_id_ros.options import METHOD_NAMES
+from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS, METHOD_NAMES
 
 if TYPE_CHECKING:
     from inertia_id_ros.io.replay import ReplayLog
@@ -113,9 +113,10 @@ class Mode(abc.ABC):
       takes ``(node, session, settings, sensor_qos)`` (see
       :class:`inertia_id_ros.ros.modes.base.ModeIO`);
     - ``commands``: its ``inertia-id`` subcommand modules (``add_parser``, ``run``);
-      ``replay_options``: the options of ``inertia-id replay`` that apply to its replays;
-    - ``bounds_bodies``: its session takes bounding ellipsoids of its bodies (the node's
-      ``bounding_ellipsoid``; refused at start-up in a mode without).
+      ``replay_options``: the options of ``inertia-id replay`` that apply to its replays.
+
+    Its session takes bounding ellipsoids of its bodies when the node's ``bounding_ellipsoid``
+    is set (Wensing et al. 2017); a mode that cannot refuses it in :meth:`check_settings`.
     """
 
     name: str
@@ -127,7 +128,6 @@ class Mode(abc.ABC):
     node_io: str
     commands: tuple[str, ...] = ()
     replay_options: tuple[str, ...] = ()
-    bounds_bodies: bool = False
 
     @abc.abstractmethod
     def read_settings(self, values: Mapping[str, Any]) -> Any:
@@ -242,6 +242,38 @@ def positive(value: Any) -> bool:
         return math.isfinite(float(value)) and float(value) > 0.0
     except (TypeError, ValueError):
         return False
+
+
+def bounding_volume_parameters(prefix: str, title: str, frame: str
+                               ) -> tuple[ParameterSpec, ParameterSpec]:
+    """The node parameters ``<prefix>_bounding_sphere`` and ``<prefix>_bounding_box`` of a
+    payload's volume about ``frame``'s origin (words, e.g. "the sensor frame"), for the
+    ``bounding_ellipsoid`` parameter; descriptions start with ``title``."""
+    return (
+        ParameterSpec(f"{prefix}_bounding_sphere", DEFAULT_PAYLOAD_RADIUS,
+                      f"{title}: radius (m, > 0) of a sphere about {frame}'s origin holding the "
+                      f"payload, for bounding_ellipsoid (unless {prefix}_bounding_box is set)."),
+        ParameterSpec(f"{prefix}_bounding_box", None,
+                      f"{title}: half-extents [x, y, z] (m, > 0) of a box about {frame}'s origin, "
+                      "along its axes, holding the payload, for bounding_ellipsoid (the "
+                      f"ellipsoid through its corners). Unset: {prefix}_bounding_sphere.",
+                      array_type="double_array"))
+
+
+def read_bounding_volume(values: Mapping[str, Any], prefix: str
+                         ) -> tuple[float, tuple[float, float, float] | None]:
+    """``(radius, half-extents or None)`` (m) of the parameters of
+    :func:`bounding_volume_parameters`; StartupError naming the one that is not > 0."""
+    sphere, box = values[f"{prefix}_bounding_sphere"], values[f"{prefix}_bounding_box"]
+    if not positive(sphere):
+        raise StartupError(f"parameter '{prefix}_bounding_sphere' must be > 0 (m), got "
+                           f"{sphere!r}")
+    if box is not None:
+        if len(box) != 3 or not all(isinstance(x, float) and positive(x) for x in box):
+            raise StartupError(f"parameter '{prefix}_bounding_box' must be 3 half-extents > 0 "
+                               f"(m), got {list(box)!r}")
+        box = (float(box[0]), float(box[1]), float(box[2]))
+    return float(sphere), box
 
 
 def check_positive(name: str, value: Any) -> None:

@@ -37,7 +37,6 @@ class LinksMode(Mode):
     summary = "a chain's links and joint drives, from joint states with efforts"
     default_weighting = LINKS_DEFAULT_WEIGHTING
     node_io = "inertia_id_ros.ros.modes.links:LinksIO"
-    bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_links",)
 
     parameters = (

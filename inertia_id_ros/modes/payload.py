@@ -19,11 +19,11 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
+    bounding_volume_parameters,
     load_robot,
-    positive,
+    read_bounding_volume,
 )
 from inertia_id_ros.options import (
-    DEFAULT_PAYLOAD_RADIUS,
     DEFAULT_WRENCH_TOPIC,
     PAYLOAD_CHANGE_THRESHOLD,
     PAYLOAD_DEFAULT_WEIGHTING,
@@ -45,7 +45,6 @@ class PayloadMode(Mode):
     summary = "the body beyond an F/T sensor, from joint states and wrenches"
     default_weighting = PAYLOAD_DEFAULT_WEIGHTING
     node_io = "inertia_id_ros.ros.modes.payload:PayloadIO"
-    bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_payload",)
     replay_options = ("sensor_frame", "wrench_topic", "change_threshold", "no_offset",
                       "flip_wrench_sign", "no_change_detection", "png", "truth")
@@ -81,15 +80,7 @@ class PayloadMode(Mode):
                       "link (its inertial and everything beyond it, moved to the sensor frame), "
                       "'none', or empty for the URDF's links beyond the sensor frame (none if it "
                       "has none). cad_prior without a prior is refused at start-up."),
-        ParameterSpec("payload_bounding_sphere", DEFAULT_PAYLOAD_RADIUS,
-                      "Payload mode: radius (m, > 0) of a sphere about the sensor frame's origin "
-                      "holding the payload, for bounding_ellipsoid (unless payload_bounding_box is "
-                      "set)."),
-        ParameterSpec("payload_bounding_box", None,
-                      "Payload mode: half-extents [x, y, z] (m, > 0) of a box about the sensor "
-                      "frame's origin, along its axes, holding the payload, for bounding_ellipsoid "
-                      "(the ellipsoid through its corners). Unset: payload_bounding_sphere.",
-                      array_type="double_array"),
+        *bounding_volume_parameters("payload", "Payload mode", "the sensor frame"),
     )
 
     def read_settings(self, values: Mapping[str, Any]) -> PayloadSettings:
@@ -105,15 +96,7 @@ class PayloadMode(Mode):
         if not float(values["payload_change_threshold"]) > 0.0:
             raise StartupError(f"parameter 'payload_change_threshold' must be > 0, got "
                                f"{values['payload_change_threshold']!r}")
-        if not positive(values["payload_bounding_sphere"]):
-            raise StartupError(f"parameter 'payload_bounding_sphere' must be > 0 (m), got "
-                               f"{values['payload_bounding_sphere']!r}")
-        box = values["payload_bounding_box"]
-        if box is not None:
-            if len(box) != 3 or not all(isinstance(x, float) and positive(x) for x in box):
-                raise StartupError(f"parameter 'payload_bounding_box' must be 3 half-extents "
-                                   f"> 0 (m), got {list(box)!r}")
-            box = tuple(float(x) for x in box)
+        sphere, box = read_bounding_volume(values, "payload")
         return PayloadSettings(
             sensor_frame=values["sensor_frame"], body_name=values["body_name"],
             wrench_topic=values["wrench_topic"], estimate_offset=bool(values["estimate_offset"]),
@@ -121,8 +104,7 @@ class PayloadMode(Mode):
             detect_payload_change=bool(values["detect_payload_change"]),
             payload_change_threshold=float(values["payload_change_threshold"]),
             payload_prior=str(values["payload_prior"]),
-            payload_bounding_sphere=float(values["payload_bounding_sphere"]),
-            payload_bounding_box=box)
+            payload_bounding_sphere=sphere, payload_bounding_box=box)
 
     def check_settings(self, settings: NodeSettings) -> None:
         """The sensor frame is required; the window's memory; what can be checked of
@@ -210,5 +192,5 @@ class PayloadSettings:
     detect_payload_change: bool
     payload_change_threshold: float
     payload_prior: str
-    payload_bounding_sphere: float = DEFAULT_PAYLOAD_RADIUS
-    payload_bounding_box: tuple[float, float, float] | None = None
+    payload_bounding_sphere: float
+    payload_bounding_box: tuple[float, float, float] | None

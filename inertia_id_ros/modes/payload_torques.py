@@ -21,8 +21,10 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
+    bounding_volume_parameters,
     check_positive,
     load_robot,
+    read_bounding_volume,
 )
 from inertia_id_ros.options import (
     METHOD_NAMES,
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.chain.links import LinkModel
+    from inertia_id_ros.io.plausibility import Volume
     from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.online.session import PayloadTorqueSession
 
@@ -97,6 +100,7 @@ class PayloadTorquesMode(Mode):
         ParameterSpec("torques_filter_half_width", PAYLOAD_TORQUES_HALF_WIDTH,
                       f"{TITLE}: half-width (s, > 0) of the joint states' differentiation (as the "
                       "link model's fit, when it comes from one)."),
+        *bounding_volume_parameters("torques", TITLE, "torques_frame"),
     )
 
     def read_settings(self, values: Mapping[str, Any]) -> PayloadTorquesSettings:
@@ -104,6 +108,7 @@ class PayloadTorquesMode(Mode):
         scaling's arrays finite numbers."""
         for name in ("torques_change_threshold", "torques_filter_half_width"):
             check_positive(name, values[name])
+        sphere, box = read_bounding_volume(values, "torques")
         arrays: dict[str, tuple[float, ...] | None] = {}
         for name in ARRAYS:
             given = values[name]
@@ -118,7 +123,8 @@ class PayloadTorquesMode(Mode):
             estimate_offset=bool(values["torques_estimate_offset"]),
             detect_change=bool(values["torques_detect_change"]),
             change_threshold=float(values["torques_change_threshold"]),
-            filter_half_width=float(values["torques_filter_half_width"]))
+            filter_half_width=float(values["torques_filter_half_width"]),
+            bounding_sphere=sphere, bounding_box=box)
 
     def check_settings(self, settings: NodeSettings) -> None:
         """The frame is required; a links result must exist (the window's memory is checked
@@ -131,7 +137,8 @@ class PayloadTorquesMode(Mode):
                                f"{own.links_result!r}")
 
     def build_session(self, settings: NodeSettings) -> PayloadTorqueSession:
-        """The chain and its link model (:func:`link_model`), the window's memory checked."""
+        """The chain and its link model (:func:`link_model`), the window's memory checked, the
+        bounding ellipsoid (``bounding_ellipsoid``)."""
         from inertia_id_ros.online.session import payload_torque_session
 
         own: PayloadTorquesSettings = settings.mode_settings
@@ -145,7 +152,9 @@ class PayloadTorquesMode(Mode):
                 max_input_rate_hz=settings.max_input_rate_hz,
                 detect_payload_change=own.detect_change,
                 payload_change_threshold=own.change_threshold, weighting=settings.weighting,
-                filter_half_width=own.filter_half_width)
+                filter_half_width=own.filter_half_width,
+                bounding_ellipsoid=(own.volume.ellipsoid_matrix() if settings.bounding_ellipsoid
+                                    else None))
         except FrameNotFound as error:
             raise StartupError(f"parameter 'torques_frame': {error}") from error
         except ValueError as error:  # a frame no joint of the chain moves
@@ -160,11 +169,13 @@ class PayloadTorquesMode(Mode):
 
     def replay(self, log: ReplayLog, session: PayloadTorqueSession, settings: NodeSettings
                ) -> Any:
-        """:func:`~inertia_id_ros.io.replay.replay_payload_torques` on the joint-state topic."""
+        """:func:`~inertia_id_ros.io.replay.replay_payload_torques` on the joint-state topic, the
+        final estimate checked against ``torques_bounding_sphere`` or ``torques_bounding_box``."""
         from inertia_id_ros.io.replay import replay_payload_torques
 
         return replay_payload_torques(log, session, settings.update_rate_hz,
-                                      settings.joint_states_topic)
+                                      settings.joint_states_topic,
+                                      settings.mode_settings.volume)
 
 
 @dataclass(frozen=True)
@@ -183,6 +194,15 @@ class PayloadTorquesSettings:
     detect_change: bool
     change_threshold: float
     filter_half_width: float
+    bounding_sphere: float
+    bounding_box: tuple[float, float, float] | None
+
+    @property
+    def volume(self) -> Volume:
+        """The payload's bounding volume about the frame's origin."""
+        from inertia_id_ros.io.plausibility import payload_volume
+
+        return payload_volume(self.bounding_sphere, self.bounding_box)
 
 
 def supporting_joints(robot: pin.Model, frame: str) -> list[str]:

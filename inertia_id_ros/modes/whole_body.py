@@ -49,7 +49,6 @@ class WholeBodyMode(Mode):
     default_weighting = WHOLE_BODY_DEFAULT_WEIGHTING
     methods = WHOLE_BODY_METHODS
     node_io = "inertia_id_ros.ros.modes.whole_body:WholeBodyIO"
-    bounds_bodies = True
     commands = ("inertia_id_ros.cli.fit_whole_body",)
 
     parameters = (

@@ -16,7 +16,7 @@ fully physically consistent. Model: ``f = wrench_sign * measured = body_regresso
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,12 +106,7 @@ class EstimatorConfig(OnlineEstimatorConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.bounding_ellipsoid is not None:
-            self.bounding_ellipsoid = tuple(
-                float(v) for v in np.asarray(self.bounding_ellipsoid, dtype=float).reshape(-1))
-            if len(self.bounding_ellipsoid) != 16:
-                raise self._invalid("bounding_ellipsoid", "must be a 4x4 matrix (16 values)")
-        check_prior(self)
+        check_payload_config(self)
         if self.wrench_sign not in (1.0, -1.0):
             raise self._invalid("wrench_sign", "must be +1 or -1")
         if self.wrench_limits is not None:
@@ -133,15 +128,42 @@ def check_prior_available(method: str, has_prior: bool) -> None:
                          "payload_prior: the link's name), or choose another method")
 
 
-def check_prior(config: Any) -> None:
-    """Check a payload config's ``prior`` and its ``method`` (both payload estimators' configs):
-    ``prior`` (``None`` or ``theta`` (10,)) becomes a tuple of floats; ValueError (the config's
-    kind) if it is not 10 finite values, or if ``method`` needs a prior and there is none."""
+def check_payload_config(config: Any) -> None:
+    """Check what both payload estimators' configs share: ``prior`` (``None`` or ``theta``
+    (10,)) and ``bounding_ellipsoid`` (``None`` or ``Q`` (4, 4)) become tuples of floats;
+    ValueError (the config's kind) if the prior is not 10 finite values, the ellipsoid not 16
+    values, or ``method`` needs a prior and there is none."""
+    if config.bounding_ellipsoid is not None:
+        config.bounding_ellipsoid = tuple(
+            float(v) for v in np.asarray(config.bounding_ellipsoid, dtype=float).reshape(-1))
+        if len(config.bounding_ellipsoid) != 16:
+            raise config._invalid("bounding_ellipsoid", "must be a 4x4 matrix (16 values)")
     if config.prior is not None:
         config.prior = tuple(float(v) for v in np.asarray(config.prior, dtype=float).reshape(-1))
         if len(config.prior) != N_BODY_PARAMS or not np.all(np.isfinite(config.prior)):
             raise config._invalid("prior", f"must be {N_BODY_PARAMS} finite values (theta)")
     check_prior_available(config.method, config.prior is not None)
+
+
+def payload_problems(config: Any, method: str, channels: ChannelNormalEquations,
+                     **names: Any) -> Callable[[np.ndarray | None], Problem]:
+    """``weights -> Problem`` of a payload estimator's fit with ``method``: the normal equations
+    of ``channels`` (one body, then the offsets) weighted by ``weights``, the config's ``prior``
+    (zeros for the offsets; ValueError if ``method`` needs one and there is none) and
+    ``bounding_ellipsoid`` (none for ``ols``, unconstrained); ``names``: the Problem's
+    ``body_names`` and ``param_names``."""
+    check_prior_available(method, config.prior is not None)
+    prior = None if config.prior is None else np.concatenate(
+        [config.prior, np.zeros(channels.n_params - N_BODY_PARAMS)])
+    ellipsoids = (None if config.bounding_ellipsoid is None or method == "ols"
+                  else [np.reshape(config.bounding_ellipsoid, (4, 4))])
+
+    def problem(weights: np.ndarray | None) -> Problem:
+        gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
+        return Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1,
+                       prior=prior, bounding_ellipsoids=ellipsoids, **names)
+
+    return problem
 
 
 @dataclass(frozen=True)
@@ -463,16 +485,10 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
             channels = ChannelNormalEquations.from_samples(Y, f)
             initvals = self._warm_start(initvals)
             generation = self._generation
-        check_prior_available(method, config.prior is not None)
-        prior = None if config.prior is None else np.concatenate(
-            [config.prior, np.zeros(channels.n_params - N_BODY_PARAMS)])
-        ellipsoids = (None if config.bounding_ellipsoid is None or method == "ols"
-                      else [np.reshape(config.bounding_ellipsoid, (4, 4))])
+        payload_problem = payload_problems(config, method, channels)
 
         def build(weights: np.ndarray | None) -> Problem:
-            gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
-            problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1,
-                              prior=prior, bounding_ellipsoids=ellipsoids)
+            problem = payload_problem(weights)
             if tare is not None and config.estimate_offset:  # a prior on the offset, fading,
                 scale = 1.0 if weights is None else np.sqrt(weights)  # in the rows' weights
                 problem = with_tare(problem, tare, t_last, sigma=tare.noise_std * scale)

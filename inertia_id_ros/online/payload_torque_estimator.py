@@ -47,7 +47,6 @@ from inertia_id_ros.core.covariance import (
     parameter_covariance,
 )
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
-from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.online.estimator import (
     JointStateEstimator,
     OnlineEstimatorConfig,
@@ -59,8 +58,8 @@ from inertia_id_ros.online.inputs import JointStateValidator
 from inertia_id_ros.online.payload_estimator import (
     PayloadEstimateBase,
     PayloadEstimatorMixin,
-    check_prior,
-    check_prior_available,
+    check_payload_config,
+    payload_problems,
 )
 from inertia_id_ros.online.tare import with_tare
 from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING, PAYLOAD_TORQUES_HALF_WIDTH
@@ -93,12 +92,16 @@ class PayloadTorqueEstimatorConfig(OnlineEstimatorConfig):
     prior: tuple[float, ...] | None = None
     """The payload's CAD ``theta`` (10,) about and in ``frame`` (methods that take a prior,
     ``cad_prior``); ``None``: none."""
+    bounding_ellipsoid: tuple[float, ...] | None = None
+    """``Q`` (4x4, row by row: 16 values) of an ellipsoid in ``frame`` that holds the payload
+    (:func:`~inertia_id_ros.solvers.ellipsoid_matrix`): every consistent solve keeps
+    ``tr(J(theta) Q) >= 0`` (Wensing et al. 2017). ``None``: no such constraint."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.frame:
             raise self._invalid("frame", "must name the frame the payload is attached to")
-        check_prior(self)
+        check_payload_config(self)
 
 
 @dataclass(frozen=True)
@@ -189,15 +192,11 @@ class PayloadTorqueEstimator(PayloadEstimatorMixin,
             channels = ChannelNormalEquations.summed(blocks)
             initvals = self._warm_start(initvals)
             generation = self._generation
-        check_prior_available(method, config.prior is not None)
-        prior = None if config.prior is None else np.concatenate(
-            [config.prior, np.zeros(channels.n_params - N_BODY_PARAMS)])
+        payload_problem = payload_problems(config, method, channels, body_names=("payload",),
+                                           param_names=self.model.parameter_names)
 
         def build(weights: np.ndarray | None) -> Problem:
-            gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
-            problem = Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1,
-                              prior=prior, body_names=("payload",),
-                              param_names=self.model.parameter_names)
+            problem = payload_problem(weights)
             if tare is not None and config.estimate_offset:  # a prior on the offsets, fading
                 scale = 1.0 if weights is None else np.sqrt(weights)
                 problem = with_tare(problem, tare, t_last, sigma=tare.noise_std * scale,

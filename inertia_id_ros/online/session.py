@@ -737,7 +737,8 @@ def payload_torque_session(links: LinkModel, links_x: np.ndarray, frame: str, *,
                            prior: Sequence[float] | None = None,
                            weighting: str = PayloadTorqueEstimatorConfig.weighting,
                            filter_half_width: float
-                           = PayloadTorqueEstimatorConfig.filter_half_width
+                           = PayloadTorqueEstimatorConfig.filter_half_width,
+                           bounding_ellipsoid: np.ndarray | None = None
                            ) -> PayloadTorqueSession:
     """The session of a payload at ``frame`` from joint torques, ``links``'s links and drives
     known as ``links_x`` (the URDF's ``links.prior`` or a fit-links result,
@@ -745,11 +746,13 @@ def payload_torque_session(links: LinkModel, links_x: np.ndarray, frame: str, *,
     :func:`payload_session`'s (``prior``: the payload's CAD ``theta`` (10,) in ``frame``;
     ``weighting`` by default each joint by its noise level: the wrist's quieter torques carry
     the inertia). ``filter_half_width`` (s): the joint states' differentiation (as the link
-    model's fit, when it comes from one)."""
+    model's fit, when it comes from one); ``bounding_ellipsoid`` the 4x4 ``Q`` of an ellipsoid
+    holding the payload (in ``frame``) or ``None``."""
     config = PayloadTorqueEstimatorConfig(
         frame=frame, window_sec=window_sec, method=method, filter_half_width=filter_half_width,
         solver_options=dict(solver_options or {}), estimate_offset=estimate_offset,
         prior=None if prior is None else tuple(prior), weighting=weighting,
+        bounding_ellipsoid=bounding_ellipsoid,
         **window_capacities(window_sec, max_input_rate_hz))
     return PayloadTorqueSession(PayloadTorqueEstimator(links, links_x, config), max_input_rate_hz,
                                 detect_payload_change, payload_change_threshold)

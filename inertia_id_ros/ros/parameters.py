@@ -91,13 +91,11 @@ COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
                                          for m in registry.modes()) + ")."),
     ParameterSpec("bounding_ellipsoid", False,
                   "Constrain each identified body's mass to an ellipsoid around it (Wensing et "
-                  "al. 2017): payload mode the payload_bounding_sphere or payload_bounding_box "
-                  "about the sensor frame; links and whole_body modes each link's URDF collision "
-                  f"geometry grown by {LINK_VOLUME_MARGIN:g} m (a link without any, or whose URDF "
-                  "inertial it does not hold: unconstrained). Refused with method "
-                  + _listed(list(NO_ELLIPSOID_METHODS))
-                  + "".join(f" and in the {m.name} mode" for m in registry.modes()
-                            if not m.bounds_bodies) + "; ols solves without it."),
+                  "al. 2017): a payload to its mode's bounding sphere or box about its frame "
+                  "(payload_bounding_sphere, torques_bounding_box, ...); a link to its URDF "
+                  f"collision geometry grown by {LINK_VOLUME_MARGIN:g} m (a link without any, or "
+                  "whose URDF inertial it does not hold: unconstrained). Refused with method "
+                  + _listed(list(NO_ELLIPSOID_METHODS)) + "; ols solves without it."),
 )
 """The parameters of every mode (but the excitation wizard's, :data:`EXCITE_TABLE`)."""
 
@@ -233,9 +231,6 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         mode.check_method(v["method"])
     except ValueError as error:
         raise StartupError(f"parameter 'method': {error}") from error
-    if v["bounding_ellipsoid"] and not mode.bounds_bodies:
-        raise StartupError(f"parameter 'bounding_ellipsoid': the {mode.name} mode takes no "
-                           "bounding ellipsoids; set it false")
     try:
         check_ellipsoid_method(v["method"], bool(v["bounding_ellipsoid"]))
     except ValueError as error:

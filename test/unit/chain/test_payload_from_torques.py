@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from helpers.estimators import rms_radius
 from helpers.panda_arm import one_path_chirp
 from inertia_id_ros.chain.links import LinkModel, fit_links
 from inertia_id_ros.chain.payload_from_torques import (
@@ -151,6 +152,27 @@ def test_differencing_two_runs_cancels_the_link_model() -> None:
     other = panda_torque_simulator(np.zeros(10), seed=7, drives=drives).measure(t_unloaded, rng)
     with pytest.raises(ValueError, match="does not follow the loaded run's motion"):
         difference_runs(t_loaded, runs[0], t_unloaded, other)
+
+
+@pytest.mark.filterwarnings("ignore:the payload's inertia is poorly determined")
+def test_a_bounding_ellipsoid_keeps_the_payload_inside_its_sphere() -> None:
+    """``bounding_ellipsoid``: a sphere about the flange's origin, 0.8 x the unconstrained
+    estimate's RMS radius of the payload's mass, holds the constrained estimate's mass on
+    average (``tr(S) / m <= r²``), consistent; ``ols`` solves without it."""
+    from inertia_id_ros.solvers import ellipsoid_matrix
+
+    runs = panda_payload_torque_runs(duration=10.0, rate=200.0, seed=2)
+    chain = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
+    difference, _ = difference_runs(runs.loaded.t, runs.loaded.truth, runs.unloaded.t,
+                                    runs.unloaded.truth)
+    free = fit_payload(chain, None, difference, FLANGE)
+    radius = 0.8 * rms_radius(free.theta)
+    sphere = ellipsoid_matrix(np.zeros(3), np.full(3, radius))
+    bounded = fit_payload(chain, None, difference, FLANGE, bounding_ellipsoid=sphere)
+    assert check_consistency(bounded.theta).fully_consistent
+    assert rms_radius(bounded.theta) <= radius * (1 + 1e-3) < rms_radius(free.theta)
+    ols = fit_payload(chain, None, difference, FLANGE, method="ols", bounding_ellipsoid=sphere)
+    assert rms_radius(ols.theta) > radius
 
 
 @pytest.mark.filterwarnings("ignore:the payload's inertia is poorly determined")

@@ -546,6 +546,31 @@ def test_fit_payload_torques_routes(capsys, tmp_path: Path, panda_urdf: str, pay
         assert result["link_model"] == f"fit-links result {links}"
 
 
+def test_fit_payload_torques_bounding_ellipsoid(capsys, tmp_path: Path, panda_urdf: str,
+                                               payload_torque_npz) -> None:
+    """--bounding-ellipsoid with --payload-sphere R (0.8 x the free fit's RMS radius of the
+    payload's mass about --frame): the constrained payload stays within R on average,
+    consistent; manifold cannot take it (exit 2)."""
+    from helpers.estimators import rms_radius
+
+    _, unloaded, loaded, _ = payload_torque_npz
+    argv = ["fit-payload-torques", "--urdf", panda_urdf, "--data", str(loaded), "--frame",
+            SENSOR, "--unloaded", str(unloaded)]
+    paths = {name: tmp_path / f"{name}.json" for name in ("free", "bounded")}
+    assert run_cli(capsys, *argv, "--json", str(paths["free"]))[0] == 0
+    free = np.array(read_json(paths["free"])["bodies"][0]["theta"])
+    radius = 0.8 * rms_radius(free)
+    code, _, err = run_cli(capsys, *argv, "--json", str(paths["bounded"]), "--bounding-ellipsoid",
+                           "--payload-sphere", f"{radius:.6f}")
+    assert code == 0, err
+    result = read_json(paths["bounded"])
+    theta = np.array(result["bodies"][0]["theta"])
+    assert result["bodies"][0]["fully_consistent"]
+    assert rms_radius(theta) <= radius * (1 + 1e-3) < rms_radius(free)
+    code, _, err = run_cli(capsys, *argv, "--bounding-ellipsoid", "--method", "manifold")
+    assert code == 2 and "manifold cannot take bounding ellipsoids" in err
+
+
 def test_fit_payload_torques_urdf_links_are_flagged(capsys, panda_urdf: str,
                                                     payload_torque_npz) -> None:
     """The URDF's links as the link model (the truth 10 % off, no friction): the estimate is

@@ -23,6 +23,8 @@ TORQUES = {"mode": "payload_torques", "urdf_path": str(example_robot_urdf("panda
     ({"torques_filter_half_width": -0.01}, "torques_filter_half_width"),
     ({"torques_links_result": "/nonexistent/links.json"}, "torques_links_result"),
     ({"method": "cad_prior"}, "method"),   # no parameter gives the payload's CAD values
+    ({"torques_bounding_sphere": 0.0}, "torques_bounding_sphere"),
+    ({"torques_bounding_box": [0.1, 0.1]}, "torques_bounding_box"),
 ])
 def test_invalid_values_name_the_parameter(overrides, parameter):
     with pytest.raises(StartupError, match=f"'{parameter}'"):
@@ -73,3 +75,20 @@ def test_motor_currents_scale_by_torque_constant_gear_ratio_and_sign():
     scales = [d.effort_scale for d in session.estimator.links.drives]
     assert scales == pytest.approx([10.0, -10.0, 10.0, 10.0, 10.0, 10.0, 10.0])
     assert session.detector is None and not session.estimator.config.estimate_offset
+
+
+def test_bounding_ellipsoid_bounds_the_payload_by_its_sphere_or_box_about_the_frame():
+    """The node's ``bounding_ellipsoid`` in this mode: the ellipsoid of ``torques_bounding_box``
+    (else ``torques_bounding_sphere``) about ``torques_frame``; none without it."""
+    from inertia_id_ros.io.plausibility import payload_volume
+
+    assert build_session(settings_from_parameters(TORQUES)).estimator.config \
+        .bounding_ellipsoid is None
+    sphere = build_session(settings_from_parameters(
+        {**TORQUES, "bounding_ellipsoid": True, "torques_bounding_sphere": 0.15}))
+    assert np.allclose(sphere.estimator.config.bounding_ellipsoid,
+                       payload_volume(0.15).ellipsoid_matrix().ravel())
+    box = build_session(settings_from_parameters(
+        {**TORQUES, "bounding_ellipsoid": True, "torques_bounding_box": [0.1, 0.05, 0.2]}))
+    assert np.allclose(box.estimator.config.bounding_ellipsoid,
+                       payload_volume(half_extents=[0.1, 0.05, 0.2]).ellipsoid_matrix().ravel())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers.estimators import solve_while_feeding
+from helpers.estimators import rms_radius, solve_while_feeding
 from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig, go1_leg_config
 from inertia_id_ros.chain.armatures import fit_chain
 from inertia_id_ros.chain.links import (
@@ -396,11 +396,7 @@ def test_bounding_ellipsoids_keep_each_link_inside_its_sphere() -> None:
     """``bounding_ellipsoids``: a sphere about each link frame's origin, 0.8 x the unconstrained
     estimate's RMS radius of its mass: the constrained links' mass stays inside on average
     (``tr(S) / m <= r²``), every link consistent."""
-    from inertia_id_ros.io.plausibility import second_moments
     from inertia_id_ros.solvers import ellipsoid_matrix
-
-    def rms_radius(theta: np.ndarray) -> float:
-        return float(np.sqrt(np.trace(second_moments(theta)) / theta[0]))
 
     sim = leg(12)
     free = LinkEstimator(sim.links, LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6))

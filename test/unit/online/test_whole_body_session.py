@@ -4,7 +4,7 @@ sensors reported and their rows dropped."""
 import numpy as np
 import pytest
 
-from helpers.estimators import block_window_rows
+from helpers.estimators import block_window_rows, rms_radius
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel
 from inertia_id_ros.online.session import whole_body_session
@@ -183,11 +183,7 @@ def test_session_keeps_a_bounded_link_inside_its_ellipsoid(icub):
     """``bounding_ellipsoids`` (what the node's ``bounding_ellipsoid`` builds): a sphere about a
     forearm's frame origin, 0.8 x the unconstrained estimate's RMS radius of its mass, holds the
     constrained estimate's mass on average (``tr(S) / m <= r²``)."""
-    from inertia_id_ros.io.plausibility import second_moments
     from inertia_id_ros.solvers import ellipsoid_matrix
-
-    def rms_radius(theta):
-        return float(np.sqrt(np.trace(second_moments(theta)) / theta[0]))
 
     sim, data = icub
     free = _session(sim)

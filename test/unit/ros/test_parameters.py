@@ -147,16 +147,6 @@ def test_bounding_ellipsoid_bounds_the_payload_by_its_sphere_or_box_and_the_link
     assert all(q is not None for q in chain.estimator.config.bounding_ellipsoids)
 
 
-def test_bounding_ellipsoid_in_a_mode_whose_session_takes_none_is_refused():
-    from inertia_id_ros import modes
-
-    unbounded = [m.name for m in modes.modes() if not m.bounds_bodies]
-    assert {"payload", "links", "whole_body"}.isdisjoint(unbounded)
-    for name in unbounded:
-        with pytest.raises(StartupError, match=f"'bounding_ellipsoid': the {name} mode takes no"):
-            settings_from_parameters({**PAYLOAD, "mode": name, "bounding_ellipsoid": True})
-
-
 def test_a_run_time_switch_to_a_method_that_cannot_take_the_ellipsoids_is_refused():
     settings = settings_from_parameters({**PAYLOAD, "bounding_ellipsoid": True})
     with pytest.raises(ValueError, match="'manifold' cannot take bounding ellipsoids"):
