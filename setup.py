@@ -134,8 +134,8 @@ setup(
     python_requires=">=3.10",
     cmdclass={"build_py": BuildPyWithInterfaces},
     entry_points={"console_scripts": [
-        "inertia-id-node = inertia_id_ros.ros.node:main",
-        "inertia-id-sim = inertia_id_ros.ros.sim_node:main",
+        "inertia-id-node = inertia_id_ros.entry:node",
+        "inertia-id-sim = inertia_id_ros.entry:sim",
         "inertia-id = inertia_id_ros.cli:main",
     ]},
 )

@@ -115,3 +115,6 @@ LINK_VOLUME_MARGIN = 0.05
 NO_ELLIPSOID_METHODS = ("manifold",)
 """Methods that cannot take bounding ellipsoids (``--bounding-ellipsoid``, the node's
 ``bounding_ellipsoid``); ``ols`` solves unconstrained, without them."""
+
+EXIT_INTERRUPTED = 130
+"""Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""

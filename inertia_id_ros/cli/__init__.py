@@ -106,6 +106,7 @@ from inertia_id_ros.cli import (
 )
 from inertia_id_ros.cli.common import EXIT_BAD_INPUT
 from inertia_id_ros.errors import CallerError
+from inertia_id_ros.options import EXIT_INTERRUPTED
 from inertia_id_ros.threads import limit_threads
 
 COMMANDS = (*(importlib.import_module(name) for mode in modes.modes() for name in mode.commands),
@@ -143,3 +144,6 @@ def main(argv: list[str] | None = None) -> int:
     except CallerError as e:
         print(f"inertia-id {args.command}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl-C: wherever it lands, one line (the demo says it itself)
+        print(f"inertia-id {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

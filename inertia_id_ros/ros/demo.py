@@ -49,6 +49,7 @@ from inertia_id_ros.io.keystore import (
     Keystore,
 )
 from inertia_id_ros.msg import ExcitationStatus, InertialParameters
+from inertia_id_ros.options import EXIT_INTERRUPTED
 from inertia_id_ros.ros.conversions import msg_to_theta, wrench_to_array
 from inertia_id_ros.ros.qos import LATCHED
 from inertia_id_ros.ros.security import RCLError
@@ -165,10 +166,6 @@ def _table(truth: np.ndarray, estimate: np.ndarray, true_offset: np.ndarray,
     lines = [f"{'parameter':<16}{'truth':>12}{'estimate':>12}{'error':>12}"]
     lines += [f"{n:<16}{t:>12.4f}{e:>12.4f}{e - t:>12.4f}" for n, t, e in rows]
     return "\n".join(lines)
-
-
-EXIT_INTERRUPTED = 130
-"""Exit code of a demo stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
 
 
 def _launch(sim_args: list[str], node_args: list[str],

@@ -452,6 +452,18 @@ def test_list_options_are_checked_as_they_are_parsed(capsys, argv: list[str],
     assert len(err.strip().splitlines()) == 1
 
 
+def test_ctrl_c_in_a_command_is_one_line_and_exit_130(capsys, monkeypatch) -> None:
+    """A KeyboardInterrupt wherever it lands in a command: one line, exit 130, no traceback."""
+    from inertia_id_ros.cli import fit_links
+
+    def interrupted(args) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fit_links, "run", interrupted)
+    code, _, err = run_cli(capsys, "fit-links", "--urdf", "u.urdf", "--data", "d.npz")
+    assert code == 130 and err == "inertia-id fit-links: interrupted\n"
+
+
 def test_method_choices_are_the_solvers() -> None:
     from inertia_id_ros.options import METHOD_NAMES
     from inertia_id_ros.solvers import METHODS
