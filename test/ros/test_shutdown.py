@@ -80,11 +80,11 @@ def test_the_simulator_waiting_for_subscribers_ends_at_once(launch):
 
 @pytest.mark.parametrize("script", [NODE, SIM], ids=["node", "simulator"])
 def test_a_sigint_while_the_libraries_load_ends_quietly(launch, script):
-    """SIGINT 0.4-1.0 s after the console script starts, mostly while Python still imports
+    """SIGINT 0.4, 0.7 or 1.0 s after the console script starts, mostly while Python still imports
     numpy, pinocchio and rclpy (about a second; the first 0.1 s, Python's own start-up, is
     left out): exit 0 and no traceback (the ``launch`` fixture checks the logs too; before this
     round, 13 in 24 such starts of the node printed a KeyboardInterrupt traceback)."""
-    for delay in (0.4, 0.6, 0.8, 1.0):
+    for delay in (0.4, 0.7, 1.0):
         process = launch(*script, "-p", f"urdf_path:={example_robot_urdf('panda')}",
                          "-p", "sensor_frame:=panda_link8")
         time.sleep(delay)
