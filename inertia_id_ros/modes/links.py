@@ -56,8 +56,8 @@ class LinksMode(Mode):
                       "per SI unit^2), >= 0; small (1e-6) for clean, exciting data, larger for "
                       "noisy or short data."),
         ParameterSpec("coulomb_velocity", 0.0,
-                      "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, 0 "
-                      "= exact sign, for joints that chain_config does not configure."),
+                      "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, "
+                      "0 = exact sign, for joints that chain_config does not configure."),
     )
 
     def read_settings(self, values: Mapping[str, Any]) -> LinksSettings:

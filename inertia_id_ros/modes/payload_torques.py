@@ -82,9 +82,8 @@ class PayloadTorquesMode(Mode):
                       "(N m/A at the motor), in torques_joints order. Unset: efforts are joint "
                       "torques.", array_type="double_array"),
         ParameterSpec("torques_gear_ratios", None,
-                      f"{TITLE}: each joint's gear ratio (with torques_torque_constants). Unset: "
-                      "1.",
-                      array_type="double_array"),
+                      f"{TITLE}: each joint's gear ratio (with torques_torque_constants). "
+                      "Unset: 1.", array_type="double_array"),
         ParameterSpec("torques_effort_signs", None,
                       f"{TITLE}: each joint's effort sign, +1 or -1. Unset: +1.",
                       array_type="double_array"),
