@@ -38,6 +38,7 @@ from inertia_id_ros.online.estimator import (
     OnlineEstimatorConfig,
     SampleBatch,
     check_bodies,
+    ellipsoid_matrices,
     solve_weighted,
 )
 from inertia_id_ros.online.inputs import (
@@ -155,8 +156,8 @@ def payload_problems(config: Any, method: str, channels: ChannelNormalEquations,
     check_prior_available(method, config.prior is not None)
     prior = None if config.prior is None else np.concatenate(
         [config.prior, np.zeros(channels.n_params - N_BODY_PARAMS)])
-    ellipsoids = (None if config.bounding_ellipsoid is None or method == "ols"
-                  else [np.reshape(config.bounding_ellipsoid, (4, 4))])
+    ellipsoids = (None if config.bounding_ellipsoid is None
+                  else ellipsoid_matrices((config.bounding_ellipsoid,), method))
 
     def problem(weights: np.ndarray | None) -> Problem:
         gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
