@@ -73,8 +73,9 @@ def _described(args: argparse.Namespace, result: dict, topics: dict,
 def run(args: argparse.Namespace) -> int:
     """Print (and write) the errors; the exit code."""
     from inertia_id_ros.io import validate
+    from inertia_id_ros.io.export import read_result
 
-    result = validate.read_result(args.result)
+    result = read_result(args.result, InputError)
     topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
               "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
               **validate.differentiation_of(result, args.filter_half_width)}

@@ -77,7 +77,7 @@ from inertia_id_ros.core.inertia import (
     theta_from_inertia,
 )
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model
-from inertia_id_ros.errors import ExportError, FrameNotFound
+from inertia_id_ros.errors import CallerError, ExportError, FrameNotFound
 from inertia_id_ros.options import DEFAULT_FILTER_CHAIN, EXPORT_MODES
 
 GRAVITY_COMPENSATION_TYPE = "control_filters/GravityCompensationWrench"
@@ -112,16 +112,28 @@ def body_json(name: str, frame: str, theta: np.ndarray) -> dict[str, Any]:
             "min_pseudo_inertia_eig": report.min_pseudo_inertia_eig}
 
 
-def read_body(path: str | Path, name: str | None = None) -> IdentifiedBody:
-    """Body ``name`` (default: the only one) of a result JSON file."""
+def read_result(path: str | Path, error: type[CallerError] = ExportError) -> dict[str, Any]:
+    """The result JSON at ``path`` (an object with a ``bodies`` list); raises ``error`` naming
+    the file when it cannot be read or is not one."""
     try:
         result = json.loads(Path(path).read_text())
-        bodies = result["bodies"]
-        names = [body["name"] for body in bodies]
     except OSError as e:
-        raise ExportError(f"{path}: cannot read: {e.strerror or e}") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise ExportError(f"{path}: not a result JSON of inertia-id (no bodies: {e})") from None
+        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise error(f"{path}: not JSON ({e})") from None
+    if not isinstance(result, dict) or not isinstance(result.get("bodies"), list):
+        raise error(f"{path}: not a result JSON of inertia-id (no bodies)")
+    return result
+
+
+def read_body(path: str | Path, name: str | None = None) -> IdentifiedBody:
+    """Body ``name`` (default: the only one) of a result JSON file."""
+    result = read_result(path)
+    bodies = result["bodies"]
+    try:
+        names = [body["name"] for body in bodies]
+    except (KeyError, TypeError) as e:
+        raise ExportError(f"{path}: a body without a name ({e})") from None
     if name is None and len(bodies) != 1:
         raise ExportError(f"{path} holds {len(bodies)} bodies {names}; choose one with --body")
     matches = [body for body in bodies if name is None or body["name"] == name]

@@ -10,7 +10,6 @@ zero) or those a ``fit-links`` run identified. :func:`read_link_result` turns th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from inertia_id_ros.chain.friction import DRIVE_TERMS, DriveParameters, JointDri
 from inertia_id_ros.chain.identify import with_gravity
 from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.errors import ConfigError
-from inertia_id_ros.io.export import body_json
+from inertia_id_ros.io.export import body_json, read_result
 
 
 @dataclass(frozen=True)
@@ -52,13 +51,11 @@ def read_link_result(path: str | Path, links: LinkModel) -> LinkResult:
     efforts' conversion to joint torques; the result's values are joint torques). Raises
     :class:`ConfigError` when the file cannot be read, lacks a link or joint of the chain, or
     holds malformed values."""
+    result = read_result(path, ConfigError)
     try:
-        result = json.loads(Path(path).read_text())
         bodies = {body["name"]: body for body in result["bodies"]}
         joints = {joint["name"]: joint for joint in result["joints"]}
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
-    except (ValueError, KeyError, TypeError) as e:
+    except (KeyError, TypeError) as e:
         raise ConfigError(f"{path}: not a fit-links result JSON (needs 'bodies' and 'joints': "
                           f"{e})") from None
     missing = ([link for link in links.link_names if link not in bodies]

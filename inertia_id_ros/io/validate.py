@@ -202,19 +202,6 @@ def result_kind(result: dict) -> str:
                      "of fit-links, fit-payload or replay")
 
 
-def read_result(path: str | Path) -> dict:
-    """The parsed result JSON at ``path``."""
-    try:
-        result = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise InputError(f"{path}: not JSON ({e})") from None
-    if not isinstance(result, dict) or not isinstance(result.get("bodies"), list):
-        raise InputError(f"{path}: not a result JSON of inertia-id (no bodies)")
-    return result
-
-
 def predictions_of(result: dict, held_out: DataSource, urdf: str | None = None,
                    train: DataSource | None = None) -> dict[str, Prediction]:
     """The predictions of the result's kind's evaluator, in :data:`MODELS` order."""
@@ -440,10 +427,11 @@ def run(result: dict, held_out: DataSource, urdf: str | None = None,
     return "\n".join(lines)
 
 
-def differentiation_of(result: dict, half_width: float | None) -> dict[str, Any]:
+def differentiation_of(result: dict, half_width: float | None,
+                       default: float = DEFAULT_HALF_WIDTH) -> dict[str, Any]:
     """``{"half_width", "order", "delay"}`` to differentiate data for ``result``: ``half_width``
     (s) when given (order 2), else the filter the fit chose (its ``"differentiation"``), else
-    :data:`DEFAULT_HALF_WIDTH`; ``delay`` (s) the efforts' delay the fit estimated (its
+    ``default`` (s); ``delay`` (s) the efforts' delay the fit estimated (its
     ``"torque_delay"``, else 0), applied to every model's data alike."""
     delay = {"delay": float((result.get("torque_delay") or {}).get("delay_s", 0.0))}
     if half_width is not None:
@@ -452,7 +440,7 @@ def differentiation_of(result: dict, half_width: float | None) -> dict[str, Any]
     if chosen.get("half_width_s"):
         return {"half_width": float(chosen["half_width_s"]), "order": int(chosen["order"]),
                 **delay}
-    return {"half_width": DEFAULT_HALF_WIDTH, **delay}
+    return {"half_width": default, **delay}
 
 
 def validate_after_fit(args, result: dict, train: Recording | None = None,
