@@ -201,18 +201,21 @@ def test_gaps_of_several_seconds(node):
 
 def test_a_burst_of_a_thousand_samples_is_absorbed(node):
     """1000 joint states and 1000 wrenches at once (a driver flushing its buffer): valid
-    samples within the input queues' depth, so all are received and used, none dropped and
-    nothing warned about."""
+    samples within the input queues' depth, so the node takes them all, drops none and warns
+    of nothing. (The inputs are best effort: on a loaded machine the transport, not the node,
+    has lost up to 6 of such a burst: 1 % is allowed)."""
     node.settle()
     received = node.counters("received.")
     processed = node.counter("processed.wrench")
     dropped, mark = node.counters("dropped."), node.log_mark()
     node.feeder.publish(1000 / node.feeder.rate, sleep=False)
     node.settle()
-    assert node.counter("received.wrench") - received["wrench"] == 1000
-    assert node.counter("received.joint_state") - received["joint_state"] == 1000
+    wrenches = node.counter("received.wrench") - received["wrench"]
+    assert 990 <= wrenches <= 1000
+    assert 990 <= node.counter("received.joint_state") - received["joint_state"] <= 1000
     assert node.counters("dropped.") == dropped
-    assert node.counter("processed.wrench") - processed > 950  # the newest wait for joint states
+    newest_waiting = 50  # wrenches newer than the last joint state wait for the next one
+    assert node.counter("processed.wrench") - processed > wrenches - newest_waiting
     assert not [line for line in node.process.output()[mark:].splitlines() if "WARN" in line]
     node.check_estimate_kept()
     node.check_memory()
