@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from inertia_id_ros.cli import common
 from inertia_id_ros.errors import DataError, InputError, ProblemError, SolverError
 from inertia_id_ros.modes.links import LinksMode
-from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING
+from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING, PAYLOAD_TORQUES_HALF_WIDTH
 
 if TYPE_CHECKING:
     import pinocchio as pin
@@ -78,7 +78,12 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.io.data import check_joints
     from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.plausibility import ellipsoids_of, link_volumes, volumes_holding
+    from inertia_id_ros.io.plausibility import (
+        LINK_FILTER_RATIO,
+        ellipsoids_of,
+        link_volumes,
+        volumes_holding,
+    )
     from inertia_id_ros.io.validate import validate_after_fit
 
     common.check_data_source(args)
@@ -183,6 +188,10 @@ def run(args: argparse.Namespace) -> int:
                      f"{entry['offset']:10.4f}{entry['armature']:10.4f}{rms:11.4f}")
     lines.append(f"joint torque rms {errors.overall:.4f} N m; all links fully consistent: "
                  f"{'yes' if fit.fully_consistent else 'NO'}")
+    if identification.differentiation.half_width > LINK_FILTER_RATIO * PAYLOAD_TORQUES_HALF_WIDTH:
+        lines.append(f"note: as the link model of fit-payload-torques, refit with "
+                     f"--filter-half-width {PAYLOAD_TORQUES_HALF_WIDTH:g}: a payload's inertia "
+                     "needs less smoothing than the links' torques")
     common.print_summary(lines, code, [args.json])
     if code:
         return code

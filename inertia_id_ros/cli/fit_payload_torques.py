@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.data import check_joints
     from inertia_id_ros.io.export import body_json
     from inertia_id_ros.io.link_result import read_link_result
-    from inertia_id_ros.io.plausibility import volume_findings
+    from inertia_id_ros.io.plausibility import link_filter_findings, volume_findings
     from inertia_id_ros.io.validate import differentiation_of
 
     common.check_data_source(args)
@@ -167,12 +167,16 @@ def run(args: argparse.Namespace) -> int:
     if code:
         return code
     links = _link_model(model, states, joints, _effort_scales(args, joints), held)
-    differentiation = {"half_width": args.filter_half_width or PAYLOAD_TORQUES_HALF_WIDTH}
-    alignment = None
+    payload_half_width = args.filter_half_width or PAYLOAD_TORQUES_HALF_WIDTH
+    differentiation = {"half_width": payload_half_width}
+    alignment, link_findings = None, []
     if args.links_result:  # the data differentiated and delayed as the links' fit chose
         link_result = read_link_result(args.links_result, links)
         links, links_x = link_result.model, link_result.x
-        differentiation = differentiation_of(link_result.result, args.filter_half_width)
+        differentiation = differentiation_of(link_result.result, args.filter_half_width,
+                                             default=PAYLOAD_TORQUES_HALF_WIDTH)
+        link_findings = link_filter_findings(link_result.result, args.links_result,
+                                             payload_half_width)
         link_model = f"fit-links result {args.links_result}"
     else:
         links_x, link_model = links.prior, "the URDF's links (no friction)"
@@ -207,11 +211,15 @@ def run(args: argparse.Namespace) -> int:
         "offset_changes": dict(zip(joints, fit.offset_changes.tolist())),
         "rank": fit.rank, "n_parameters": fit.n_parameters, "warnings": list(fit.warnings),
         "residual_rms": fit.residual_rms, "samples": data.n_samples,
+        "differentiation": {"half_width_s": differentiation["half_width"],
+                            "order": differentiation.get("order", 2),
+                            "torque_delay_s": differentiation.get("delay", 0.0)},
         "solve_time_s": float(fit.solution.solve_time),
         "alignment": None if alignment is None else {"shift_s": alignment.shift,
                                                      "position_rms": alignment.position_rms}}
-    code = common.report_findings("fit-payload-torques",
-                                  volume_findings("payload", fit.theta, volume), result)
+    code = common.report_findings(
+        "fit-payload-torques", link_findings + volume_findings("payload", fit.theta, volume),
+        result)
     common.write_json(args.json, result)
     for warning in caught:
         print(f"inertia-id fit-payload-torques: warning: {warning.message}", file=sys.stderr)

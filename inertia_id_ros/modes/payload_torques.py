@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.chain.links import LinkModel
-    from inertia_id_ros.io.plausibility import Volume
+    from inertia_id_ros.io.plausibility import Finding, Volume
     from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.online.session import PayloadTorqueSession
 
@@ -71,8 +71,10 @@ class PayloadTorquesMode(Mode):
                       f"{TITLE}: name of the identified body in the estimate."),
         ParameterSpec("torques_links_result", "",
                       f"{TITLE}: the links and drives without the payload: a fit-links result JSON "
-                      "(with friction and torque offsets). Empty: the URDF's links, without "
-                      "friction (their errors then go into the payload)."),
+                      "(with friction and torque offsets), fitted with torques_filter_half_width "
+                      "(fit-links --filter-half-width; one fitted over 1.5 times wider is warned "
+                      "about at start-up). Empty: the URDF's links, without friction (their "
+                      "errors then go into the payload)."),
         ParameterSpec("torques_joints", None,
                       f"{TITLE}: the chain's joints, whose efforts are read (the robot's other "
                       "joints are locked at 0). Default: the joints that move torques_frame.",
@@ -202,6 +204,21 @@ class PayloadTorquesSettings:
         from inertia_id_ros.io.plausibility import payload_volume
 
         return payload_volume(self.bounding_sphere, self.bounding_box)
+
+    def link_model_findings(self) -> list[Finding]:
+        """:func:`~inertia_id_ros.io.plausibility.link_filter_findings` of
+        ``torques_links_result`` against ``torques_filter_half_width``; none without a result
+        (a file that cannot be read: :func:`link_model` refuses it)."""
+        from inertia_id_ros.io.export import read_result
+        from inertia_id_ros.io.plausibility import link_filter_findings
+
+        if not self.links_result:
+            return []
+        try:
+            result = read_result(self.links_result, ConfigError)
+        except ConfigError:
+            return []
+        return link_filter_findings(result, self.links_result, self.filter_half_width)
 
 
 def supporting_joints(robot: pin.Model, frame: str) -> list[str]:

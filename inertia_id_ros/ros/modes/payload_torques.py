@@ -53,3 +53,6 @@ class PayloadTorquesIO(PayloadOutIO):
         model = f"fit-links result {own.links_result}" if own.links_result else "the URDF's links"
         self.description = (f"identifying the body beyond '{own.frame}' from the torques of "
                             f"joints {joints} minus {model}")
+        for finding in own.link_model_findings():
+            node.get_logger().warning(f"parameter 'torques_links_result' ({finding.subject}): "
+                                      f"{finding.message}")

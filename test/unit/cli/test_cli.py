@@ -720,5 +720,43 @@ def test_fit_payload_torques_log_flags_apply_to_both_runs(capsys, tmp_path: Path
                            str(paths[0]), "--unloaded", str(paths[1]), "--frame", SENSOR)
     assert code == 3 and "inertia-id fit-payload-torques: refused:" in err  # degrees as rad
     code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                           str(loaded), "--frame", SENSOR, "--angle-unit", "deg")
+    assert "warning: " in err and "radians read as degrees" in err  # radians as degrees
+    code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
                            str(loaded), "--frame", SENSOR, "--held-out-from", "5")
     assert code == 2 and "--held-out-from does not apply" in err
+
+
+def test_fit_payload_torques_warns_of_a_links_result_with_a_wide_filter(
+        capsys, tmp_path: Path, panda_urdf: str, payload_torque_npz) -> None:
+    """fit-links with a +-0.12 s filter (its own choice on the simulated Panda at 1 kHz is
+    0.126 s) says to refit for a payload, and fit-payload-torques warns of that result, naming
+    the refit; a result without a filter is not judged, and the payload's data are then
+    differentiated at the payload's default."""
+    from inertia_id_ros.options import PAYLOAD_TORQUES_HALF_WIDTH
+
+    _, unloaded, loaded, links = payload_torque_npz
+    wide, bare = tmp_path / "wide.json", tmp_path / "bare.json"
+    code, out, err = run_cli(capsys, "fit-links", "--urdf", panda_urdf, "--data", str(unloaded),
+                             "--json", str(wide), "--filter-half-width", "0.12",
+                             "--prior-weight", "1e-6", "--coulomb-velocity", "0.02", "--no-tilt",
+                             "--torque-delay", "0")
+    assert code == 0, err
+    assert "refit with --filter-half-width 0.03" in out
+    result = read_json(links)
+    bare.write_text(json.dumps({k: v for k, v in result.items() if k != "differentiation"}))
+    out_json = tmp_path / "payload.json"
+    argv = ["fit-payload-torques", "--urdf", panda_urdf, "--data", str(loaded), "--frame", SENSOR,
+            "--json", str(out_json), "--links-result"]
+    code, _, err = run_cli(capsys, *argv, str(wide))
+    assert code == 0, err
+    assert f"warning: {wide}: the links were fitted with a +-0.120 s derivative filter" in err
+    assert "fit-links --filter-half-width 0.03" in err
+    payload = read_json(out_json)
+    assert [f["kind"] for f in payload["findings"]] == ["link_filter"]
+    assert payload["differentiation"]["half_width_s"] == 0.12
+    code, _, err = run_cli(capsys, *argv, str(bare))
+    assert code == 0 and "derivative filter" not in err, err
+    payload = read_json(out_json)
+    assert payload["findings"] == []
+    assert payload["differentiation"]["half_width_s"] == PAYLOAD_TORQUES_HALF_WIDTH

@@ -66,6 +66,30 @@ def test_degrees_refused_and_a_small_excursion_warned() -> None:
     assert "Degrees?" in findings[0].message
 
 
+def test_radians_read_as_degrees_warned_as_still() -> None:
+    """A Panda-like arm's radians divided by 57.3 stay within the limits but near zero."""
+    lower, upper = np.array([-2.9, -1.8, -0.1]), np.array([2.9, 1.8, 0.1])
+    q = np.deg2rad(np.column_stack([np.linspace(-2.5, 2.0, 50), np.linspace(-1.0, 1.2, 50),
+                                    np.linspace(0.0, 0.05, 50)]))
+    findings = plausibility.check_angle_units(q, ["a", "b", "c"], lower, upper)
+    assert [(f.kind, f.subject, f.severity) for f in findings] == [("still", "a, b", WARN)]
+    assert "radians read as degrees" in findings[0].message
+    q[:, 1] = np.linspace(-1.0, 1.2, 50)  # one joint moves: no finding
+    assert plausibility.check_angle_units(q, ["a", "b", "c"], lower, upper) == []
+
+
+@pytest.mark.parametrize("link_half_width, payload_half_width, warned", [
+    (0.1255, 0.03, True), (0.05, 0.03, True), (0.04, 0.03, False), (0.1255, 0.1, False),
+    (None, 0.03, False)])  # None: a result without a filter (a simulator's truth) is not judged
+def test_a_links_result_with_a_wide_filter_is_warned(link_half_width, payload_half_width,
+                                                     warned) -> None:
+    result = {} if link_half_width is None else {"differentiation": {
+        "half_width_s": link_half_width, "order": 2}}
+    findings = plausibility.link_filter_findings(result, "links.json", payload_half_width)
+    assert [(f.kind, f.subject, f.severity) for f in findings] == (
+        [("link_filter", "links.json", WARN)] if warned else [])
+
+
 def test_free_fall_refused_unless_declared() -> None:
     (finding,) = plausibility.free_fall_finding("floating", ["internal", "internal"], False)
     assert finding.severity == REFUSE and "--free-fall" in finding.message

@@ -52,6 +52,20 @@ def test_a_links_result_that_is_not_one_names_the_parameter(tmp_path):
         build_session(settings)
 
 
+def test_a_links_result_with_a_wide_filter_is_found_against_the_nodes_filter(tmp_path):
+    """The node warns at start-up of a fit-links result differentiated much wider than
+    ``torques_filter_half_width``; not without a result or with a filter as wide."""
+    path = tmp_path / "links.json"
+    path.write_text('{"bodies": [], "joints": [], "differentiation": {"half_width_s": 0.1255}}')
+    settings = settings_from_parameters({**TORQUES, "torques_links_result": str(path)})
+    findings = settings.mode_settings.link_model_findings()
+    assert [(f.kind, f.subject) for f in findings] == [("link_filter", str(path))]
+    assert settings_from_parameters(
+        {**TORQUES, "torques_links_result": str(path), "torques_filter_half_width": 0.1}
+    ).mode_settings.link_model_findings() == []
+    assert settings_from_parameters(TORQUES).mode_settings.link_model_findings() == []
+
+
 def test_the_defaults_give_the_arm_that_moves_the_frame_with_the_urdf_links():
     settings = settings_from_parameters(TORQUES)
     assert settings.weighting == "channel" == modes.get("payload_torques").default_weighting
