@@ -71,10 +71,12 @@ chosen by cross-validation unless ``--filter-half-width``). fit-links also write
 ``"differentiation"`` (the filter: ``source``, ``half_width_s``, ``order``, ``window_samples``,
 ``selection`` with every candidate's score), ``"prior_weight"`` and ``"prior_weight_selection"``,
 ``"weighting"`` (``kind``, per-joint ``weights`` and ``sigma``); ``validate`` differentiates
-held-out data with the result's filter. fit-payload-torques writes the filter it used as
-``"differentiation"`` (``half_width_s``, ``order``, ``torque_delay_s``: the ``--links-result``'s,
-else ``--filter-half-width`` or its default), ``"link_model"``, and ``"findings"`` and ``"refused"``
-(the payload's bounding volume, a fit-links result's filter) as below.
+held-out data with the result's filter. fit-payload-torques writes the filter it applied as
+``"differentiation"`` (as fit-links: ``--filter-half-width`` if given, else the
+``--links-result``'s, else 0.03 s; ``"source": "recorded"`` when ``dq`` and ``ddq`` are recorded),
+the efforts' delay as ``"torque_delay"`` (``delay_s``, the ``--links-result``'s),
+``"link_model"``, and ``"findings"`` and ``"refused"`` (the payload's bounding volume, a fit-links
+result's filter) as below.
 
 fit-payload, fit-links and fit-whole-body also write ``"findings"`` (the plausibility checks of
 :mod:`inertia_id_ros.io.plausibility`: ``kind``, ``subject``, ``severity``, ``message``,

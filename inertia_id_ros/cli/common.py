@@ -131,6 +131,17 @@ def comma_numbers(text: str) -> list[float]:
     return numbers
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse ``type``: a finite duration > 0 (s)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be > 0 s, got {text!r}")
+    return value
+
+
 def whole_body_table(result: dict[str, Any]) -> list[str]:
     """The table of a whole-body result's links and its sensor offsets."""
     lines = [f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
@@ -177,12 +188,13 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool, methods: S
     parser.add_argument("--method", default="lmi", choices=sorted(methods),
                         help="identification method (lmi)")
     add_json_option(parser)
-    parser.add_argument("--filter-half-width", type=float, default=None, metavar="SEC",
+    parser.add_argument("--filter-half-width", type=positive_seconds, default=None,
+                        metavar="SEC",
                         help="half-width of the zero-phase local polynomial fit that "
                              "differentiates joint states (s; fit-links: chosen by "
                              f"cross-validation, fit-payload: {DEFAULT_HALF_WIDTH}, "
-                             f"fit-payload-torques: {PAYLOAD_TORQUES_HALF_WIDTH} or the "
-                             "--links-result's)")
+                             "fit-payload-torques: the --links-result's, else "
+                             f"{PAYLOAD_TORQUES_HALF_WIDTH})")
     if validate:
         parser.add_argument("--validate", metavar="DATA",
                             help="held-out data (file or bag): print the result's errors on them")

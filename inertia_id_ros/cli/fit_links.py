@@ -11,7 +11,11 @@ from typing import TYPE_CHECKING
 from inertia_id_ros.cli import common
 from inertia_id_ros.errors import DataError, InputError, ProblemError, SolverError
 from inertia_id_ros.modes.links import LinksMode
-from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING, PAYLOAD_TORQUES_HALF_WIDTH
+from inertia_id_ros.options import (
+    LINK_FILTER_RATIO,
+    LINKS_DEFAULT_WEIGHTING,
+    PAYLOAD_TORQUES_HALF_WIDTH,
+)
 
 if TYPE_CHECKING:
     import pinocchio as pin
@@ -78,12 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.io.data import check_joints
     from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.plausibility import (
-        LINK_FILTER_RATIO,
-        ellipsoids_of,
-        link_volumes,
-        volumes_holding,
-    )
+    from inertia_id_ros.io.plausibility import ellipsoids_of, link_volumes, volumes_holding
     from inertia_id_ros.io.validate import validate_after_fit
 
     common.check_data_source(args)
@@ -118,8 +117,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--coulomb-velocity must be >= 0 rad/s, got {args.coulomb_velocity}")
     if args.prior_weight is not None and args.prior_weight < 0:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
-    if args.filter_half_width is not None and not args.filter_half_width > 0:
-        raise InputError(f"--filter-half-width must be > 0 s, got {args.filter_half_width}")
     code = common.report_input_findings("fit-links", common.input_findings(states, model, joints),
                                         args.json)
     if code:

@@ -115,6 +115,24 @@ def _torque_data(states: JointStates, joints: list[str], differentiation: dict[s
                                    full.effort[:, columns], tuple(joints))
 
 
+def _filter_json(states: JointStates, differentiation: dict[str, Any]) -> dict[str, Any]:
+    """The derivative filter :func:`_torque_data` applied to ``states``, as fit-links writes
+    its own (:meth:`~inertia_id_ros.chain.differentiation.DifferentiationFilter.as_json`)."""
+    from inertia_id_ros.chain.differentiation import (
+        SOURCE_POSITIONS,
+        SOURCE_RECORDED,
+        SOURCE_VELOCITIES,
+        DifferentiationFilter,
+        sample_period,
+    )
+
+    if states.dq is not None and states.ddq is not None:
+        return DifferentiationFilter(SOURCE_RECORDED).as_json()
+    return DifferentiationFilter(SOURCE_VELOCITIES if states.dq is not None else SOURCE_POSITIONS,
+                                 differentiation["half_width"], differentiation.get("order", 2),
+                                 sample_period(states.t)).as_json()
+
+
 def _link_model(model: pin.Model, states: JointStates, joints: list[str],
                 scales: list[float], held: dict[str, float]) -> LinkModel:
     """The chain of ``joints`` (the others locked at their mean recorded positions, or at
@@ -211,9 +229,8 @@ def run(args: argparse.Namespace) -> int:
         "offset_changes": dict(zip(joints, fit.offset_changes.tolist())),
         "rank": fit.rank, "n_parameters": fit.n_parameters, "warnings": list(fit.warnings),
         "residual_rms": fit.residual_rms, "samples": data.n_samples,
-        "differentiation": {"half_width_s": differentiation["half_width"],
-                            "order": differentiation.get("order", 2),
-                            "torque_delay_s": differentiation.get("delay", 0.0)},
+        "differentiation": _filter_json(states, differentiation),
+        "torque_delay": {"delay_s": differentiation.get("delay", 0.0)},
         "solve_time_s": float(fit.solution.solve_time),
         "alignment": None if alignment is None else {"shift_s": alignment.shift,
                                                      "position_rms": alignment.position_rms}}

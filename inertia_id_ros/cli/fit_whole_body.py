@@ -81,7 +81,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     common.add_weighting_option(whole, WHOLE_BODY_DEFAULT_WEIGHTING,
                                 "the base's and each sensor's force and torque rows (and each "
                                 "joint's torque),")
-    whole.add_argument("--filter-half-width", type=float, default=0.05, metavar="SEC",
+    whole.add_argument("--filter-half-width", type=common.positive_seconds, default=0.05,
+                       metavar="SEC",
                        help="half-width of the local polynomial fit that differentiates joint "
                             "states and the gyro (s; 0.05)")
     whole.add_argument("--free-fall", action="store_true",

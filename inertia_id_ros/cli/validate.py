@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.cli.common import add_command, add_json_option, add_urdf_option
+from inertia_id_ros.cli import common
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import (
     DEFAULT_HALF_WIDTH,
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``validate`` command on ``subparsers``."""
-    parser = add_command(subparsers, "validate", run,
+    parser = common.add_command(subparsers, "validate", run,
                          help="prediction errors of a result on held-out data (vs the URDF and "
                               "plain OLS)")
     parser.add_argument("result", help="result JSON of fit-links, fit-payload or replay")
@@ -31,16 +31,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="input description of a real log (docs/how-to/real-logs.md): its "
                              "held-out part (held_out, held_out_from), else all of it; with a "
                              "split, OLS is also fitted on its training part")
-    add_urdf_option(parser, required=False)
+    common.add_urdf_option(parser, required=False)
     parser.add_argument("--train", metavar="TRAIN",
                         help="training data (file or bag): also evaluate plain OLS fitted on them")
-    add_json_option(parser, "the errors")
+    common.add_json_option(parser, "the errors")
     parser.add_argument("--png", metavar="OUT", help="plot measured vs predicted to OUT (PNG)")
     parser.add_argument("--joint-states-topic", help="JointState topic of bags "
                                                      f"({DEFAULT_JOINT_STATES_TOPIC})")
     parser.add_argument("--wrench-topic", help=f"WrenchStamped topic of bags "
                                                f"({DEFAULT_WRENCH_TOPIC})")
-    parser.add_argument("--filter-half-width", type=float, default=None,
+    parser.add_argument("--filter-half-width", type=common.positive_seconds, default=None,
                         metavar="SEC", help="half-width of the differentiation when ddq is not "
                                             "recorded (s; default: the result's filter, else "
                                             f"{DEFAULT_HALF_WIDTH})")

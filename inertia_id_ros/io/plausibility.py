@@ -12,9 +12,9 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
   rather than seconds (``"time_units"``, refuse).
 - :func:`check_angle_units`: joint positions outside the URDF limits by more than their span that
   fit them once divided by 180/π (``"degrees"``, refuse); outside the limits otherwise
-  (``"joint_limits"``, warn); every joint within :data:`STILL_POSITION` of zero (``"still"``,
-  warn: radians read as degrees, or no motion); :func:`position_unit_findings` takes the limits
-  from a model.
+  (``"joint_limits"``, warn); every revolute joint within its limits divided by 180/π
+  (``"still"``, warn: radians read as degrees, or no motion); :func:`position_unit_findings`
+  takes the limits and the revolute joints from a model.
 - :func:`residual_ratio_findings`: per sensor or joint, the consistent fit's residual RMS over an
   unconstrained fit's with every offset fitted (``"residual_ratio"``): above
   :data:`RESIDUAL_RATIO_REFUSE` refuse, above :data:`RESIDUAL_RATIO_WARN` warn. No body explains
@@ -31,8 +31,8 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
 - :func:`pinned_mass_findings`: a mass at its lower bound, zero (``"pinned_mass"``, warn): the
   constraint, not the data, decided it; such a link is never labelled "identified".
 - :func:`link_filter_findings`: a link model (a fit-links result) fitted with a derivative
-  filter over :data:`LINK_FILTER_RATIO` times the one a payload from joint torques needs
-  (``"link_filter"``, warn).
+  filter over :data:`~inertia_id_ros.options.LINK_FILTER_RATIO` times the one a payload from
+  joint torques needs (``"link_filter"``, warn).
 - :func:`tilt_finding`: a fitted base tilt over :data:`TILT_WARN_DEG` (``"base_tilt"``, warn).
 - :func:`free_fall_finding`: a floating base without a contact sensor (``"free_fall"``, refuse
   unless the robot is declared in free fall).
@@ -50,7 +50,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS, LINK_VOLUME_MARGIN
+from inertia_id_ros.options import (
+    DEFAULT_PAYLOAD_RADIUS,
+    LINK_FILTER_RATIO,
+    LINK_VOLUME_MARGIN,
+)
 
 if TYPE_CHECKING:
     import pinocchio as pin
@@ -65,12 +69,10 @@ SAMPLE_PERIOD_RANGE = (1e-5, 0.5)
 ANGLE_LIMIT_MARGIN = 0.1
 """Positions up to this far outside the URDF limits (rad) are within them (calibration, URDF
 limits set a little inside the hardware's)."""
-STILL_POSITION = 0.05
-"""Positions (rad) within which of zero every joint with limits spanning over
-:data:`STILL_MIN_SPAN` staying draws the ``still`` warning: radians read as degrees (divided by
-57.3: a Panda's or KUKA's ±2.9 rad become ±0.05 rad), or a robot that barely moved."""
 STILL_MIN_SPAN = 1.0
-"""Joints whose URDF limits span less than this (rad) are not judged by the ``still`` check."""
+"""Revolute joints whose URDF limits span over this (rad) are judged by the ``still`` check:
+when every one stays within its limits divided by 180/π (radians read as degrees: a Panda's or
+KUKA's ±2.9 rad become ±0.05 rad), or the robot barely moved."""
 RESIDUAL_RATIO_WARN = 3.0
 """Consistent over unconstrained residual RMS (per sensor or joint, training data, the same
 prior) above which a fit is warned about: clean inputs reach 1.0 (simulated payloads), 1.24
@@ -104,12 +106,6 @@ TILT_WARN_DEG = 3.0
 """A fitted base tilt above this (deg) is warned about."""
 AT_BOUND_FACTOR = 10.0
 """``λmin(J)`` up to this many times the solvers' consistency margin is on the boundary."""
-LINK_FILTER_RATIO = 1.5
-"""A link model fitted with a derivative filter wider than this times the payload's is warned
-about (``link_filter``). Simulated Panda at 1 kHz, a 1.5 kg payload, the links fitted at each
-half-width (3 seeds): the payload's inertia 6-12 % off at 0.03 s, 7-19 % at 0.05 s, 20-42 % at
-0.08 s and 50-101 % at 0.13 s (fit-links' own choice there); its mass and COM within 0.2 % and
-0.4 mm throughout."""
 POORLY_DETERMINED = {"mass": 0.1, "inertia": 0.5}
 """Relative standard errors above which a payload's mass or inertia (about the COM, Frobenius
 norm) counts as poorly determined."""
@@ -168,40 +164,52 @@ def check_time_units(t: np.ndarray, subject: str) -> list[Finding]:
                     "time column.", {"median_step": step})]
 
 
-def _still_findings(low: np.ndarray, high: np.ndarray, span: np.ndarray,
-                    joint_names: Sequence[str]) -> list[Finding]:
-    """``still`` (warn) when every joint whose limits span over :data:`STILL_MIN_SPAN` stays
-    within :data:`STILL_POSITION` of zero (``low``, ``high``, ``span`` (n,) rad)."""
-    judged = np.isfinite(span) & (span > STILL_MIN_SPAN)
-    reach = np.maximum(np.abs(low), np.abs(high))
-    if not judged.any() or np.any(reach[judged] >= STILL_POSITION):
+def _still_findings(low: np.ndarray, high: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                    judged: np.ndarray, joint_names: Sequence[str]) -> list[Finding]:
+    """``still`` (warn) when every ``judged`` joint (n,) bool stays from ``low`` to ``high``
+    (n,) rad within its limits ``lower``, ``upper`` (n,) rad divided by 180/π."""
+    margin = np.deg2rad(ANGLE_LIMIT_MARGIN)
+    inside = (low >= np.deg2rad(lower) - margin) & (high <= np.deg2rad(upper) + margin)
+    if not judged.any() or not inside[judged].all():
         return []
-    names = [joint_names[j] for j in np.flatnonzero(judged)]
+    j = int(np.flatnonzero(judged)[0])
+    names = [joint_names[k] for k in np.flatnonzero(judged)]
     return [Finding("still", ", ".join(names), WARN,
-                    f"every joint stays within {np.rad2deg(reach[judged].max()):.2f} deg of "
-                    "zero: positions in radians read as degrees (--angle-unit deg)? Otherwise "
-                    "the robot barely moved, too little to identify anything.",
-                    {"joints": names, "max_abs_position": float(reach[judged].max())})]
+                    f"every joint stays within its URDF limits divided by 180/π (e.g. "
+                    f"{joint_names[j]}: {low[j]:.3g} to {high[j]:.3g} rad, limits "
+                    f"{lower[j]:.3g} to {upper[j]:.3g}): positions in radians read as degrees "
+                    "(--angle-unit deg)? Otherwise the robot barely moved, too little to "
+                    "identify anything.",
+                    {"joints": names, "range": [[float(low[k]), float(high[k])]
+                                                for k in np.flatnonzero(judged)]})]
 
 
 def check_angle_units(q: np.ndarray, joint_names: Sequence[str], lower: np.ndarray,
-                      upper: np.ndarray) -> list[Finding]:
+                      upper: np.ndarray, revolute: np.ndarray | None = None) -> list[Finding]:
     """Positions ``q`` (N, n) of ``joint_names`` (n,) against the URDF limits ``lower``,
     ``upper`` (n,) rad (unbounded joints: not checked). ``degrees`` (refuse) for the joints whose
     positions leave the limits by more than the limits' span but fit them once converted from
     degrees, ``joint_limits`` (warn) for the others that leave them by more than
-    :data:`ANGLE_LIMIT_MARGIN`; within the limits, ``still`` (warn) when every joint stays
-    near zero (:func:`_still_findings`)."""
+    :data:`ANGLE_LIMIT_MARGIN`; ``still`` (warn, alone) when every revolute joint with limits
+    spanning over :data:`STILL_MIN_SPAN` stays within its limits divided by 180/π. ``revolute``
+    (n,) bool: the joints whose positions are angles (default: all); only they are judged in
+    degrees."""
     q = np.asarray(q, dtype=float)
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     bounded = np.isfinite(lower) & np.isfinite(upper) & (upper - lower < 1e3)
     span = np.where(bounded, upper - lower, np.inf)
+    revolute = (np.ones(len(joint_names), dtype=bool) if revolute is None
+                else np.asarray(revolute, dtype=bool))
     low, high = np.min(q, axis=0), np.max(q, axis=0)
+    still = _still_findings(low, high, lower, upper,
+                            revolute & bounded & (span > STILL_MIN_SPAN), joint_names)
+    if still:  # the positions a hundredth of their size: the limits say nothing else
+        return still
     outside = bounded & ((low < lower - ANGLE_LIMIT_MARGIN) | (high > upper + ANGLE_LIMIT_MARGIN))
     if not outside.any():
-        return _still_findings(low, high, span, joint_names)
+        return []
     far = (low < lower - span) | (high > upper + span)
-    fits = outside & far & (np.deg2rad(low) >= lower - ANGLE_LIMIT_MARGIN) & (
+    fits = outside & far & revolute & (np.deg2rad(low) >= lower - ANGLE_LIMIT_MARGIN) & (
         np.deg2rad(high) <= upper + ANGLE_LIMIT_MARGIN)
 
     def example(joints: list[int]) -> str:
@@ -233,34 +241,42 @@ def position_unit_findings(q: np.ndarray, joint_names: Sequence[str],
                            model: pin.Model) -> list[Finding]:
     """:func:`check_angle_units` of the positions ``q`` (N, n) of ``joint_names`` (n,) against
     ``model``'s limits: joints of one coordinate only (a continuous joint's angle is not
-    checked); joints not in ``model`` are skipped."""
+    checked), revolute ones judged in degrees; joints not in ``model`` are skipped."""
     q = np.asarray(q, dtype=float)
     checked = [k for k, name in enumerate(joint_names) if model.existJointName(name)
                and model.nqs[model.getJointId(name)] == 1]
-    starts = [model.idx_qs[model.getJointId(joint_names[k])] for k in checked]
+    ids = [model.getJointId(joint_names[k]) for k in checked]
+    starts = [model.idx_qs[i] for i in ids]
+    revolute = [model.joints[i].shortname().startswith("JointModelR") for i in ids]
     return check_angle_units(q[:, checked], [joint_names[k] for k in checked],
-                             model.lowerPositionLimit[starts], model.upperPositionLimit[starts])
+                             model.lowerPositionLimit[starts], model.upperPositionLimit[starts],
+                             np.array(revolute, dtype=bool))
 
 
 def link_filter_findings(result: dict[str, Any], source: str,
                          payload_half_width: float) -> list[Finding]:
-    """``link_filter`` (warn) when the fit-links ``result`` chose a derivative filter (its
-    ``"differentiation"``) wider than :data:`LINK_FILTER_RATIO` times the payload's
-    ``payload_half_width`` (s). A wide filter flattens the accelerations and the links' fit makes
-    up for it in their inertias; a payload, a small inertia on the last link, takes their error.
-    A result without a filter (written by hand, or a simulator's truth) is not judged."""
-    chosen = result.get("differentiation") or {}
-    link_half_width = float(chosen.get("half_width_s") or 0.0)
+    """``link_filter`` (warn) when the fit-links ``result`` (read from ``source``, the file named
+    as the finding's subject) chose a derivative filter (its ``"differentiation"``) wider than
+    :data:`~inertia_id_ros.options.LINK_FILTER_RATIO` times ``payload_half_width`` (s), the one
+    a payload needs. A wide filter flattens the accelerations and the links' fit makes up for it
+    in their inertias; a payload, a small inertia on the last link, takes their error. A result
+    without a filter (written by hand, or a simulator's truth) is not judged."""
+    chosen = result.get("differentiation")
+    try:
+        link_half_width = float(chosen.get("half_width_s") or 0.0)
+    except (AttributeError, TypeError, ValueError):
+        return []
     if not link_half_width > LINK_FILTER_RATIO * payload_half_width:
         return []
     return [Finding("link_filter", source, WARN,
                     f"the links were fitted with a +-{link_half_width:.3f} s derivative filter, "
-                    f"{link_half_width / payload_half_width:.1f} x the payload filter's "
-                    f"+-{payload_half_width:.3f} s: a wide filter flattens the accelerations and "
-                    "the links' fit makes up for it in their inertias, so the payload's inertia "
-                    "can be off by tens of % (its mass and COM hardly). Refit the links with "
-                    f"fit-links --filter-half-width {payload_half_width:g}, or difference a "
-                    "loaded and an unloaded run of the same motion.",
+                    f"{link_half_width / payload_half_width:.1f} x the +-"
+                    f"{payload_half_width:.3f} s a payload's inertia needs: a wide filter "
+                    "flattens the accelerations and the links' fit makes up for it in their "
+                    "inertias, so the payload's inertia can be off by up to tens of % (its mass "
+                    "and COM hardly). Refit the links with fit-links --filter-half-width "
+                    f"{payload_half_width:g}, or difference a loaded and an unloaded run of the "
+                    "same motion.",
                     {"link_half_width_s": link_half_width,
                      "payload_half_width_s": payload_half_width})]
 

@@ -27,6 +27,7 @@ from inertia_id_ros.modes.base import (
     read_bounding_volume,
 )
 from inertia_id_ros.options import (
+    LINK_FILTER_RATIO,
     METHOD_NAMES,
     PAYLOAD_CHANGE_THRESHOLD,
     PAYLOAD_DEFAULT_WEIGHTING,
@@ -72,9 +73,9 @@ class PayloadTorquesMode(Mode):
         ParameterSpec("torques_links_result", "",
                       f"{TITLE}: the links and drives without the payload: a fit-links result JSON "
                       "(with friction and torque offsets), fitted with torques_filter_half_width "
-                      "(fit-links --filter-half-width; one fitted over 1.5 times wider is warned "
-                      "about at start-up). Empty: the URDF's links, without friction (their "
-                      "errors then go into the payload)."),
+                      f"(fit-links --filter-half-width; one fitted over {LINK_FILTER_RATIO:g} "
+                      "times wider is warned about at start-up). Empty: the URDF's links, "
+                      "without friction (their errors then go into the payload)."),
         ParameterSpec("torques_joints", None,
                       f"{TITLE}: the chain's joints, whose efforts are read (the robot's other "
                       "joints are locked at 0). Default: the joints that move torques_frame.",
@@ -171,12 +172,15 @@ class PayloadTorquesMode(Mode):
     def replay(self, log: ReplayLog, session: PayloadTorqueSession, settings: NodeSettings
                ) -> Any:
         """:func:`~inertia_id_ros.io.replay.replay_payload_torques` on the joint-state topic, the
-        final estimate checked against ``torques_bounding_sphere`` or ``torques_bounding_box``."""
+        final estimate checked against ``torques_bounding_sphere`` or ``torques_bounding_box``,
+        the link model against the filter (:meth:`PayloadTorquesSettings.link_model_findings`)."""
         from inertia_id_ros.io.replay import replay_payload_torques
 
-        return replay_payload_torques(log, session, settings.update_rate_hz,
-                                      settings.joint_states_topic,
-                                      settings.mode_settings.volume)
+        own: PayloadTorquesSettings = settings.mode_settings
+        replay = replay_payload_torques(log, session, settings.update_rate_hz,
+                                        settings.joint_states_topic, own.volume)
+        replay.findings = own.link_model_findings() + replay.findings
+        return replay
 
 
 @dataclass(frozen=True)

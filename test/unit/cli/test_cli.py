@@ -687,6 +687,7 @@ def test_fit_payload_torques_real_kuka(capsys, tmp_path: Path) -> None:
     null = results["null"]
     assert null["bodies"][0]["mass"] < 3 * null["theta_std"][0] < 0.05
     assert abs(null["alignment"]["shift_s"]) < 0.02 and null["alignment"]["position_rms"] < 0.01
+    assert null["differentiation"]["source"] == "recorded"  # the runs hold dq and ddq
     mass, com, _ = inertia_from_theta(np.array(results["payload"]["bodies"][0]["theta"]))
     true_mass, true_com, _ = inertia_from_theta(payload)
     assert mass == pytest.approx(true_mass, rel=0.02)
@@ -755,6 +756,7 @@ def test_fit_payload_torques_warns_of_a_links_result_with_a_wide_filter(
     payload = read_json(out_json)
     assert [f["kind"] for f in payload["findings"]] == ["link_filter"]
     assert payload["differentiation"]["half_width_s"] == 0.12
+    assert payload["differentiation"]["source"] == "velocities"
     code, _, err = run_cli(capsys, *argv, str(bare))
     assert code == 0 and "derivative filter" not in err, err
     payload = read_json(out_json)

@@ -279,3 +279,22 @@ def test_bad_replay_input_and_record_options_exit_2_with_one_line(capsys, payloa
         code, _, err = run(capsys, *argv)
         assert code == 2, (argv, err)
         assert err.count("\n") == 1 and fragment in err, (argv, err)
+
+
+def test_payload_torques_replay_warns_of_a_links_result_with_a_wide_filter(capsys, torque_bag,
+                                                                           tmp_path):
+    """The replay checks ``torques_links_result`` as the node does at start-up: a result
+    differentiated over 1.5 times wider than ``torques_filter_half_width`` is warned about."""
+    bag, _, links = torque_bag
+    wide = tmp_path / "wide.json"
+    wide.write_text(json.dumps({**json.loads(Path(links).read_text()),
+                                "differentiation": {"source": "velocities", "half_width_s": 0.12,
+                                                    "order": 2}}))
+    out_json = tmp_path / "r.json"
+    code, _, err = run(capsys, "replay", bag, "--params-file",
+                       CONFIG / "panda_payload_torques.yaml", "-p",
+                       f"torques_links_result:={wide}", "-p", "update_rate_hz:=1.0",
+                       "--json", out_json)
+    assert code == 0, err
+    assert f"warning: {wide}: the links were fitted with a +-0.120 s derivative filter" in err
+    assert [f["kind"] for f in json.loads(out_json.read_text())["findings"]] == ["link_filter"]

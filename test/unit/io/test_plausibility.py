@@ -67,15 +67,24 @@ def test_degrees_refused_and_a_small_excursion_warned() -> None:
 
 
 def test_radians_read_as_degrees_warned_as_still() -> None:
-    """A Panda-like arm's radians divided by 57.3 stay within the limits but near zero."""
-    lower, upper = np.array([-2.9, -1.8, -0.1]), np.array([2.9, 1.8, 0.1])
-    q = np.deg2rad(np.column_stack([np.linspace(-2.5, 2.0, 50), np.linspace(-1.0, 1.2, 50),
-                                    np.linspace(0.0, 0.05, 50)]))
-    findings = plausibility.check_angle_units(q, ["a", "b", "c"], lower, upper)
-    assert [(f.kind, f.subject, f.severity) for f in findings] == [("still", "a, b", WARN)]
+    """A Panda-like arm's radians divided by 57.3 stay within the limits divided as much: warned
+    alone, also for a joint beyond 2.9 rad and one whose limits exclude zero; a moving joint
+    or a prismatic joint's values are no such sign."""
+    lower = np.array([-2.9, -0.1, 0.5, -0.1])
+    upper = np.array([2.9, 3.75, 2.5, 0.1])
+    radians = np.column_stack([np.linspace(-2.5, 2.0, 50), np.linspace(0.0, 3.6, 50),
+                               np.linspace(0.6, 2.4, 50), np.linspace(0.0, 0.05, 50)])
+    names = ["a", "b", "c", "d"]
+    findings = plausibility.check_angle_units(np.deg2rad(radians), names, lower, upper)
+    assert [(f.kind, f.subject, f.severity) for f in findings] == [("still", "a, b, c", WARN)]
     assert "radians read as degrees" in findings[0].message
-    q[:, 1] = np.linspace(-1.0, 1.2, 50)  # one joint moves: no finding
-    assert plausibility.check_angle_units(q, ["a", "b", "c"], lower, upper) == []
+    assert plausibility.check_angle_units(radians, names, lower, upper) == []
+    moving = np.deg2rad(radians)  # a near zero, b and c moving in radians
+    moving[:, 1:3] = radians[:, 1:3]
+    assert plausibility.check_angle_units(moving, names, lower, upper) == []
+    prismatic = np.array([False, False, False, True])
+    assert plausibility.check_angle_units(np.deg2rad(radians), names, lower, upper,
+                                          ~prismatic)[0].subject == "a, b, c"
 
 
 @pytest.mark.parametrize("link_half_width, payload_half_width, warned", [
