@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``validate`` command on ``subparsers``."""
     parser = common.add_command(subparsers, "validate", run,
-                         help="prediction errors of a result on held-out data (vs the URDF and "
-                              "plain OLS)")
+                                help="prediction errors of a result on held-out data (vs the "
+                                     "URDF and plain OLS)")
     parser.add_argument("result", help="result JSON of fit-links, fit-payload or replay")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", metavar="HELD_OUT", help="held-out data, .npz or .csv")
