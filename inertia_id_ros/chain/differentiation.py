@@ -150,6 +150,14 @@ def sample_period(t: np.ndarray) -> float:
     return float(np.median(np.diff(np.asarray(t, dtype=float))))
 
 
+def filter_for(t: np.ndarray, velocities: bool, half_width: float,
+               order: int = 2) -> DifferentiationFilter:
+    """The filter of degree ``order`` over ``half_width`` (s) for samples stamped ``t`` (N,)
+    (s): of the recorded velocities when ``velocities``, else of the positions."""
+    return DifferentiationFilter(SOURCE_VELOCITIES if velocities else SOURCE_POSITIONS,
+                                 half_width, order, sample_period(t))
+
+
 def filter_candidates(t: np.ndarray, velocities: bool,
                       half_width_samples: Sequence[int] = DEFAULT_HALF_WIDTH_SAMPLES,
                       orders: Sequence[int] | None = None) -> list[DifferentiationFilter]:

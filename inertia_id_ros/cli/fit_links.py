@@ -72,12 +72,7 @@ def run(args: argparse.Namespace) -> int:
     """Fit the links; the exit code."""
     import numpy as np
 
-    from inertia_id_ros.chain.differentiation import (
-        SOURCE_POSITIONS,
-        SOURCE_VELOCITIES,
-        DifferentiationFilter,
-        sample_period,
-    )
+    from inertia_id_ros.chain.differentiation import filter_for
     from inertia_id_ros.chain.identify import identify_links
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.io.data import check_joints
@@ -128,9 +123,8 @@ def run(args: argparse.Namespace) -> int:
     ellipsoids = ellipsoids_of(volumes, links.link_names) if args.bounding_ellipsoid else None
     differentiation = None
     if args.filter_half_width is not None:
-        differentiation = DifferentiationFilter(
-            SOURCE_VELOCITIES if states.dq is not None else SOURCE_POSITIONS,
-            args.filter_half_width, args.filter_order, sample_period(states.t))
+        differentiation = filter_for(states.t, states.dq is not None, args.filter_half_width,
+                                     args.filter_order)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:

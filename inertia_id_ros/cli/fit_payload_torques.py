@@ -119,18 +119,15 @@ def _filter_json(states: JointStates, differentiation: dict[str, Any]) -> dict[s
     """The derivative filter :func:`_torque_data` applied to ``states``, as fit-links writes
     its own (:meth:`~inertia_id_ros.chain.differentiation.DifferentiationFilter.as_json`)."""
     from inertia_id_ros.chain.differentiation import (
-        SOURCE_POSITIONS,
         SOURCE_RECORDED,
-        SOURCE_VELOCITIES,
         DifferentiationFilter,
-        sample_period,
+        filter_for,
     )
 
     if states.dq is not None and states.ddq is not None:
         return DifferentiationFilter(SOURCE_RECORDED).as_json()
-    return DifferentiationFilter(SOURCE_VELOCITIES if states.dq is not None else SOURCE_POSITIONS,
-                                 differentiation["half_width"], differentiation.get("order", 2),
-                                 sample_period(states.t)).as_json()
+    return filter_for(states.t, states.dq is not None, differentiation["half_width"],
+                      differentiation.get("order", 2)).as_json()
 
 
 def _link_model(model: pin.Model, states: JointStates, joints: list[str],
