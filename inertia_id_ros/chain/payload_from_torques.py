@@ -69,7 +69,7 @@ from inertia_id_ros.core.weighting import (
     iterate_channel_weights,
     weighted_normal_equations,
 )
-from inertia_id_ros.solvers import Problem, Solution, solve
+from inertia_id_ros.solvers import Problem, Solution, ellipsoids_for, solve
 
 _CHUNK = 2000  # samples per block when accumulating the normal equations
 
@@ -319,7 +319,7 @@ def fit_payload(links: LinkModel, links_x: np.ndarray | None,
 
     def fit(weights: np.ndarray | None) -> np.ndarray:
         problem = model.problem(links_x, channels, prior, prior_weight, weights,
-                                None if method == "ols" else bounding_ellipsoid)
+                                ellipsoids_for(method, bounding_ellipsoid))
         solutions.append(solve(problem, method=method,
                                initvals=solutions[-1] if solutions else initvals,
                                **solver_options))

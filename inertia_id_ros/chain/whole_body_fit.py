@@ -52,7 +52,7 @@ from inertia_id_ros.core.whole_body import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.options import WHOLE_BODY_DEFAULT_PRIOR_WEIGHT as DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.options import WHOLE_BODY_DEFAULT_WEIGHTING, WHOLE_BODY_METHODS
-from inertia_id_ros.solvers import Problem, Solution, solve
+from inertia_id_ros.solvers import Problem, Solution, ellipsoids_for, solve
 from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN, lift_to_margin
 
 DEFAULT_WEIGHTING = WHOLE_BODY_DEFAULT_WEIGHTING
@@ -337,7 +337,7 @@ def _fit_equations(model: WholeBodyModel, equations: NormalEquations, method: st
     if equations.n_rows == 0:
         raise ProblemError("no rows: no samples")
     problem, scales = whole_body_problem(model, equations, prior_weight,
-                                         None if method == "ols" else bounding_ellipsoids)
+                                         ellipsoids_for(method, bounding_ellipsoids))
     solution = solve(problem, method, initvals, **options)
     x = scales * solution.x
     if method != "ols":  # round-off of the unscaling must not break the margin

@@ -40,7 +40,7 @@ from inertia_id_ros.core.weighting import WEIGHTINGS, iterate_channel_weights
 from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SampleRejected, SolverError
 from inertia_id_ros.online.inputs import JOINT_STATE, ClockResetDetector, JointStateValidator
 from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
-from inertia_id_ros.solvers import Problem, Solution
+from inertia_id_ros.solvers import Problem, Solution, ellipsoids_for
 from inertia_id_ros.solvers import solve as solve_problem
 
 PROCESS_CHUNK = 500
@@ -80,9 +80,9 @@ def ellipsoid_matrices(values: Sequence[tuple[float, ...] | None] | None, method
                        ) -> list[np.ndarray | None] | None:
     """The 4x4 ``Q`` of :func:`ellipsoid_values`' ``values`` for a solve with ``method``
     (``None`` for ``ols``: unconstrained)."""
-    if values is None or method == "ols":
+    if values is None:
         return None
-    return [None if q is None else np.reshape(q, (4, 4)) for q in values]
+    return ellipsoids_for(method, [None if q is None else np.reshape(q, (4, 4)) for q in values])
 
 
 def window_capacities(window_sec: float, max_input_rate_hz: float) -> dict[str, int]:

@@ -39,6 +39,7 @@ from inertia_id_ros.online.estimator import (
     SampleBatch,
     check_bodies,
     ellipsoid_matrices,
+    ellipsoid_values,
     solve_weighted,
 )
 from inertia_id_ros.online.inputs import (
@@ -135,10 +136,11 @@ def check_payload_config(config: Any) -> None:
     ValueError (the config's kind) if the prior is not 10 finite values, the ellipsoid not 16
     values, or ``method`` needs a prior and there is none."""
     if config.bounding_ellipsoid is not None:
-        config.bounding_ellipsoid = tuple(
-            float(v) for v in np.asarray(config.bounding_ellipsoid, dtype=float).reshape(-1))
-        if len(config.bounding_ellipsoid) != 16:
-            raise config._invalid("bounding_ellipsoid", "must be a 4x4 matrix (16 values)")
+        try:
+            config.bounding_ellipsoid = ellipsoid_values((config.bounding_ellipsoid,))[0]
+        except ValueError:
+            raise config._invalid("bounding_ellipsoid",
+                                  "must be a 4x4 matrix (16 values)") from None
     if config.prior is not None:
         config.prior = tuple(float(v) for v in np.asarray(config.prior, dtype=float).reshape(-1))
         if len(config.prior) != N_BODY_PARAMS or not np.all(np.isfinite(config.prior)):

@@ -6,7 +6,7 @@ problem's definition and :data:`METHODS` for the methods. Pure library (no rclpy
 
 from inertia_id_ros.errors import ProblemError, SolverError
 from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN, Problem, Solution, ellipsoid_matrix
-from inertia_id_ros.solvers.registry import METHODS, check_options, solve
+from inertia_id_ros.solvers.registry import METHODS, check_options, ellipsoids_for, solve
 
 __all__ = [
     "CONSISTENCY_MARGIN",
@@ -17,5 +17,6 @@ __all__ = [
     "SolverError",
     "check_options",
     "ellipsoid_matrix",
+    "ellipsoids_for",
     "solve",
 ]

@@ -27,6 +27,16 @@ METHODS: dict[str, MethodFunction] = {
 """Available methods; each is ``f(problem, initvals=None, **options) -> Solution``."""
 
 
+UNCONSTRAINED_METHODS = ("ols",)
+"""Methods that take no constraint: a problem for them carries no bounding ellipsoids."""
+
+
+def ellipsoids_for(method: str, ellipsoids: list | None) -> list | None:
+    """``ellipsoids`` (per body ``None`` or its 4x4 ``Q``) for a solve with ``method``: ``None``
+    for an unconstrained method (:data:`UNCONSTRAINED_METHODS`)."""
+    return None if method in UNCONSTRAINED_METHODS else ellipsoids
+
+
 def check_options(method: str, options: dict[str, Any]) -> MethodFunction:
     """The function of ``method``; raises :class:`ProblemError` if the method is unknown or does
     not take ``options`` (names only: values are checked when solving)."""
