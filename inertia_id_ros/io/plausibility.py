@@ -472,15 +472,16 @@ class Volume:
         return ellipsoid_matrix(np.asarray(self.center, dtype=float), self.semi_axes())
 
 
-def payload_volume(radius: float | None = None,
-                   half_extents: Sequence[float] | None = None) -> Volume:
+def payload_volume(radius: float | None = None, half_extents: Sequence[float] | None = None,
+                   sources: tuple[str, str] = ("--payload-sphere", "--payload-box")) -> Volume:
     """A payload's bounding volume about the sensor frame's origin: a box of ``half_extents``
-    (m) if given, else a sphere of ``radius`` (default :data:`DEFAULT_PAYLOAD_RADIUS`)."""
+    (m) if given, else a sphere of ``radius`` (default :data:`DEFAULT_PAYLOAD_RADIUS`);
+    ``sources`` name the sphere's and the box's setting in findings."""
     if half_extents is not None:
         return Volume(np.zeros(3), half_extents=np.asarray(half_extents, dtype=float),
-                      source="--payload-box")
+                      source=sources[1])
     return Volume(np.zeros(3), radius=DEFAULT_PAYLOAD_RADIUS if radius is None else radius,
-                  source="--payload-sphere" if radius is not None else "default")
+                  source=sources[0] if radius is not None else "default")
 
 
 def volume_findings(name: str, theta: np.ndarray, volume: Volume) -> list[Finding]:

@@ -16,7 +16,7 @@ import importlib
 import math
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from inertia_id_ros.errors import ConfigError, StartupError
 from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS, METHOD_NAMES
 
 if TYPE_CHECKING:
+    from inertia_id_ros.io.plausibility import Volume
     from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.motion.run import RunConfig
     from inertia_id_ros.online.session import Session
@@ -258,6 +259,17 @@ def bounding_volume_parameters(prefix: str, title: str, frame: str
                       "along its axes, holding the payload, for bounding_ellipsoid (the "
                       f"ellipsoid through its corners). Unset: {prefix}_bounding_sphere.",
                       array_type="double_array"))
+
+
+def bounding_volume(prefix: str, radius: float, half_extents: Sequence[float] | None
+                    ) -> Volume:
+    """The payload's volume of the parameters of :func:`bounding_volume_parameters` (``radius``,
+    ``half_extents`` (m) as :func:`read_bounding_volume` gives them); findings name the
+    parameter."""
+    from inertia_id_ros.io.plausibility import payload_volume
+
+    return payload_volume(radius, half_extents, (f"parameter {prefix}_bounding_sphere",
+                                                 f"parameter {prefix}_bounding_box"))
 
 
 def read_bounding_volume(values: Mapping[str, Any], prefix: str

@@ -19,6 +19,7 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
+    bounding_volume,
     bounding_volume_parameters,
     load_robot,
     read_bounding_volume,
@@ -30,6 +31,7 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
+    from inertia_id_ros.io.plausibility import Volume
     from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.online.session import PayloadSession
 
@@ -128,7 +130,6 @@ class PayloadMode(Mode):
         """The sensor's kinematics, the prior (``payload_prior`` resolved), the bounding
         ellipsoid (``bounding_ellipsoid``), the session."""
         from inertia_id_ros.core.kinematics import SensorKinematics
-        from inertia_id_ros.io.plausibility import payload_volume
         from inertia_id_ros.io.prior import resolve_payload_prior
         from inertia_id_ros.online.payload_estimator import check_prior_available
         from inertia_id_ros.online.session import payload_session
@@ -155,8 +156,7 @@ class PayloadMode(Mode):
             detect_payload_change=own.detect_payload_change,
             payload_change_threshold=own.payload_change_threshold, prior=prior,
             weighting=settings.weighting,
-            bounding_ellipsoid=(payload_volume(own.payload_bounding_sphere,
-                                               own.payload_bounding_box).ellipsoid_matrix()
+            bounding_ellipsoid=(own.volume.ellipsoid_matrix()
                                 if settings.bounding_ellipsoid else None))
 
     def excitation(self, session: PayloadSession, settings: NodeSettings) -> ExcitationTarget:
@@ -169,14 +169,11 @@ class PayloadMode(Mode):
         """:func:`~inertia_id_ros.io.replay.replay_payload` on the joint-state and wrench
         topics, the final estimate checked against ``payload_bounding_sphere`` or
         ``payload_bounding_box``."""
-        from inertia_id_ros.io.plausibility import payload_volume
         from inertia_id_ros.io.replay import replay_payload
 
         own: PayloadSettings = settings.mode_settings
         return replay_payload(log, session, settings.update_rate_hz,
-                              settings.joint_states_topic, own.wrench_topic,
-                              payload_volume(own.payload_bounding_sphere,
-                                             own.payload_bounding_box))
+                              settings.joint_states_topic, own.wrench_topic, own.volume)
 
 
 @dataclass(frozen=True)
@@ -194,3 +191,9 @@ class PayloadSettings:
     payload_prior: str
     payload_bounding_sphere: float
     payload_bounding_box: tuple[float, float, float] | None
+
+    @property
+    def volume(self) -> Volume:
+        """The payload's bounding volume about the sensor frame's origin."""
+        return bounding_volume("payload", self.payload_bounding_sphere,
+                               self.payload_bounding_box)

@@ -21,6 +21,7 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
+    bounding_volume,
     bounding_volume_parameters,
     check_positive,
     load_robot,
@@ -205,9 +206,7 @@ class PayloadTorquesSettings:
     @property
     def volume(self) -> Volume:
         """The payload's bounding volume about the frame's origin."""
-        from inertia_id_ros.io.plausibility import payload_volume
-
-        return payload_volume(self.bounding_sphere, self.bounding_box)
+        return bounding_volume("torques", self.bounding_sphere, self.bounding_box)
 
     def link_model_findings(self) -> list[Finding]:
         """:func:`~inertia_id_ros.io.plausibility.link_filter_findings` of

@@ -106,3 +106,11 @@ def test_bounding_ellipsoid_bounds_the_payload_by_its_sphere_or_box_about_the_fr
         {**TORQUES, "bounding_ellipsoid": True, "torques_bounding_box": [0.1, 0.05, 0.2]}))
     assert np.allclose(box.estimator.config.bounding_ellipsoid,
                        payload_volume(half_extents=[0.1, 0.05, 0.2]).ellipsoid_matrix().ravel())
+
+
+def test_the_volume_names_its_parameter_in_findings():
+    """The node's and replay's volume findings name the parameter, not a command-line option."""
+    assert settings_from_parameters(TORQUES).mode_settings.volume.source == \
+        "parameter torques_bounding_sphere"
+    assert settings_from_parameters({**TORQUES, "torques_bounding_box": [0.1, 0.05, 0.2]}) \
+        .mode_settings.volume.source == "parameter torques_bounding_box"
