@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from inertia_id_ros.cli.common import add_command
-from inertia_id_ros.errors import InputError, KeystoreError
+from inertia_id_ros.errors import InputError
 from inertia_id_ros.io.keystore import (
     DEFAULT_OBSERVER,
     DEFAULT_OPERATOR,
@@ -51,12 +51,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--domain-id must be in [0, 232], got {domain_id}")
     if args.valid_days < 1:
         raise InputError(f"--valid-days must be >= 1, got {args.valid_days}")
-    try:
-        keystore = create_keystore(args.directory, operators=args.operator or [DEFAULT_OPERATOR],
-                                   observers=args.observer or [DEFAULT_OBSERVER],
-                                   domain_id=domain_id, valid_days=args.valid_days)
-    except KeystoreError as error:
-        raise InputError(str(error)) from None
+    keystore = create_keystore(args.directory, operators=args.operator or [DEFAULT_OPERATOR],
+                               observers=args.observer or [DEFAULT_OBSERVER],
+                               domain_id=domain_id, valid_days=args.valid_days)
     print(f"keystore {keystore.directory} (domain {domain_id}):")
     for enclave, role in keystore.roles.items():
         print(f"  {enclave:<24}{role}")

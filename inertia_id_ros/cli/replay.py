@@ -27,7 +27,7 @@ from inertia_id_ros.cli.common import (
     write_json,
     write_output,
 )
-from inertia_id_ros.errors import InputError
+from inertia_id_ros.errors import CallerError, InputError
 from inertia_id_ros.options import (
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
@@ -238,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
                                 args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
                                 args.wrench_topic or DEFAULT_WRENCH_TOPIC,
                                 2.0 if args.update_rate is None else args.update_rate, settings)
+        except CallerError:
+            raise
         except (OSError, ValueError) as e:  # URDF, settings
             raise InputError(str(e)) from None
     elapsed = time.perf_counter() - started

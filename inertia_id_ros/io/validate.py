@@ -178,7 +178,7 @@ Evaluator = Callable[[dict, DataSource, "str | None", "DataSource | None"],
                      dict[str, Prediction]]
 """``evaluate(result, held_out, urdf, train) -> {model: Prediction}``: ``result`` the parsed
 JSON, ``urdf`` a URDF path or ``None``, ``train`` the training data or ``None`` (then no
-``"ols"``). Raises :class:`~inertia_id_ros.errors.InputError` on inputs it cannot use."""
+``"ols"``). Raises a :class:`~inertia_id_ros.errors.CallerError` on inputs it cannot use."""
 
 RESULT_KINDS: dict[str, Evaluator] = {}
 """Evaluators by result kind (:func:`register_result_kind`)."""
