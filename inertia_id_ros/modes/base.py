@@ -16,7 +16,7 @@ import importlib
 import math
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -261,21 +261,11 @@ def bounding_volume_parameters(prefix: str, title: str, frame: str
                       array_type="double_array"))
 
 
-def bounding_volume(prefix: str, radius: float, half_extents: Sequence[float] | None
-                    ) -> Volume:
-    """The payload's volume of the parameters of :func:`bounding_volume_parameters` (``radius``,
-    ``half_extents`` (m) as :func:`read_bounding_volume` gives them); findings name the
-    parameter."""
+def read_bounding_volume(values: Mapping[str, Any], prefix: str) -> Volume:
+    """The payload's volume (m) of the parameters of :func:`bounding_volume_parameters`, which
+    its findings name; StartupError naming the one that is not > 0."""
     from inertia_id_ros.io.plausibility import payload_volume
 
-    return payload_volume(radius, half_extents, (f"parameter {prefix}_bounding_sphere",
-                                                 f"parameter {prefix}_bounding_box"))
-
-
-def read_bounding_volume(values: Mapping[str, Any], prefix: str
-                         ) -> tuple[float, tuple[float, float, float] | None]:
-    """``(radius, half-extents or None)`` (m) of the parameters of
-    :func:`bounding_volume_parameters`; StartupError naming the one that is not > 0."""
     sphere, box = values[f"{prefix}_bounding_sphere"], values[f"{prefix}_bounding_box"]
     if not positive(sphere):
         raise StartupError(f"parameter '{prefix}_bounding_sphere' must be > 0 (m), got "
@@ -285,7 +275,8 @@ def read_bounding_volume(values: Mapping[str, Any], prefix: str
             raise StartupError(f"parameter '{prefix}_bounding_box' must be 3 half-extents > 0 "
                                f"(m), got {list(box)!r}")
         box = (float(box[0]), float(box[1]), float(box[2]))
-    return float(sphere), box
+    return payload_volume(float(sphere), box, (f"parameter {prefix}_bounding_sphere",
+                                               f"parameter {prefix}_bounding_box"))
 
 
 def check_positive(name: str, value: Any) -> None:

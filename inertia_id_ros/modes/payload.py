@@ -19,7 +19,6 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
-    bounding_volume,
     bounding_volume_parameters,
     load_robot,
     read_bounding_volume,
@@ -98,7 +97,6 @@ class PayloadMode(Mode):
         if not float(values["payload_change_threshold"]) > 0.0:
             raise StartupError(f"parameter 'payload_change_threshold' must be > 0, got "
                                f"{values['payload_change_threshold']!r}")
-        sphere, box = read_bounding_volume(values, "payload")
         return PayloadSettings(
             sensor_frame=values["sensor_frame"], body_name=values["body_name"],
             wrench_topic=values["wrench_topic"], estimate_offset=bool(values["estimate_offset"]),
@@ -106,7 +104,7 @@ class PayloadMode(Mode):
             detect_payload_change=bool(values["detect_payload_change"]),
             payload_change_threshold=float(values["payload_change_threshold"]),
             payload_prior=str(values["payload_prior"]),
-            payload_bounding_sphere=sphere, payload_bounding_box=box)
+            volume=read_bounding_volume(values, "payload"))
 
     def check_settings(self, settings: NodeSettings) -> None:
         """The sensor frame is required; the window's memory; what can be checked of
@@ -189,11 +187,6 @@ class PayloadSettings:
     detect_payload_change: bool
     payload_change_threshold: float
     payload_prior: str
-    payload_bounding_sphere: float
-    payload_bounding_box: tuple[float, float, float] | None
-
-    @property
-    def volume(self) -> Volume:
-        """The payload's bounding volume about the sensor frame's origin."""
-        return bounding_volume("payload", self.payload_bounding_sphere,
-                               self.payload_bounding_box)
+    volume: Volume
+    """The payload's bounding volume about the sensor frame's origin (``payload_bounding_sphere``
+    or ``payload_bounding_box``)."""

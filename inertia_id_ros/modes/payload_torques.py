@@ -21,7 +21,6 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
-    bounding_volume,
     bounding_volume_parameters,
     check_positive,
     load_robot,
@@ -111,7 +110,6 @@ class PayloadTorquesMode(Mode):
         scaling's arrays finite numbers."""
         for name in ("torques_change_threshold", "torques_filter_half_width"):
             check_positive(name, values[name])
-        sphere, box = read_bounding_volume(values, "torques")
         arrays: dict[str, tuple[float, ...] | None] = {}
         for name in ARRAYS:
             given = values[name]
@@ -127,7 +125,7 @@ class PayloadTorquesMode(Mode):
             detect_change=bool(values["torques_detect_change"]),
             change_threshold=float(values["torques_change_threshold"]),
             filter_half_width=float(values["torques_filter_half_width"]),
-            bounding_sphere=sphere, bounding_box=box)
+            volume=read_bounding_volume(values, "torques"))
 
     def check_settings(self, settings: NodeSettings) -> None:
         """The frame is required; a links result must exist (the window's memory is checked
@@ -200,13 +198,9 @@ class PayloadTorquesSettings:
     detect_change: bool
     change_threshold: float
     filter_half_width: float
-    bounding_sphere: float
-    bounding_box: tuple[float, float, float] | None
-
-    @property
-    def volume(self) -> Volume:
-        """The payload's bounding volume about the frame's origin."""
-        return bounding_volume("torques", self.bounding_sphere, self.bounding_box)
+    volume: Volume
+    """The payload's bounding volume about the frame's origin (``torques_bounding_sphere`` or
+    ``torques_bounding_box``)."""
 
     def link_model_findings(self) -> list[Finding]:
         """:func:`~inertia_id_ros.io.plausibility.link_filter_findings` of
