@@ -206,6 +206,8 @@ class InertiaIdNode(Node):
             diagnostics, self._io.hardware_id, self.get_clock().now().to_msg(),
             {"mode": self.mode.name, "update_rate_hz": f"{self.settings.update_rate_hz:g}",
              "dropped.input_queue_full": str(self._io.queue_overflow),
+             **{f"publishers.{topic}": str(count)
+                for topic, count in self._io.matched_publishers().items()},
              **({} if self._excitation is None else self._excitation.diagnostic_values())}))
 
     def _run_worker(self) -> None:

@@ -52,6 +52,26 @@ def node_args(**overrides) -> list[str]:
     return args
 
 
+def wait_until_subscribed(peer, publishers, timeout: float = 30.0) -> None:
+    """Spin ``peer`` until discovery is done both ways for each of its ``publishers``: the
+    publisher counts a subscription, and the node under test's ``/diagnostics`` count a publisher
+    on that topic (``publishers.<topic>``). A best-effort reader drops what a writer sends before
+    the reader has matched it, so the publisher's side alone is not enough."""
+    diagnostics = NodeDiagnostics(peer)
+    topics = [publisher.topic_name for publisher in publishers]
+
+    def matched() -> bool:
+        return (all(publisher.get_subscription_count() > 0 for publisher in publishers)
+                and all(diagnostics.counter(f"publishers.{topic}") > 0 for topic in topics))
+
+    try:
+        assert spin_until(peer, matched, timeout), \
+            (f"the node under test did not match the publishers of {topics}: its diagnostics "
+             f"say {diagnostics.counters('publishers.')}")
+    finally:
+        peer.destroy_subscription(diagnostics.subscription)
+
+
 class Feeder:
     """Publishes simulated joint states and wrenches (and bad samples) to the node."""
 
@@ -72,11 +92,9 @@ class Feeder:
         time (``use_sim_time``), published every 10 samples."""
 
     def wait_until_matched(self, timeout: float = 20.0) -> None:
-        """Spin until the node under test's subscriptions match both publishers (discovery
-        done: what is published from now on reaches it)."""
-        assert spin_until(self.peer, lambda: self.joints.get_subscription_count() > 0
-                          and self.wrenches.get_subscription_count() > 0, timeout), \
-            "the node under test did not subscribe to /joint_states and /ft_sensor/wrench"
+        """Until the node under test and both publishers have matched
+        (:func:`wait_until_subscribed`)."""
+        wait_until_subscribed(self.peer, [self.joints, self.wrenches], timeout)
 
     def publish(self, seconds: float, sleep: bool = True, joint_states: bool = True) -> None:
         """``seconds`` of samples; without ``joint_states`` only wrenches (a joint-state gap)."""

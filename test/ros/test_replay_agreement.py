@@ -14,7 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers.dds import SENSOR, agreeing_updates, node_args, play_and_identify, spin_until
+from helpers.dds import (
+    SENSOR,
+    agreeing_updates,
+    node_args,
+    play_and_identify,
+    spin_until,
+    wait_until_subscribed,
+)
 from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
 from inertia_id_ros.io.replay import record_simulation, replay_bag
 from inertia_id_ros.sim.payload import grasped_payload_theta
@@ -57,8 +64,7 @@ def test_node_and_replay_agree_on_a_bag_with_a_grasp(launch, rclpy_context, tmp_
         wrenches = peer.create_publisher(WrenchStamped, "/ft_sensor/wrench", qos)
         changes: list = []
         peer.create_subscription(PayloadChange, "/inertia_id/payload_change", changes.append, 10)
-        assert spin_until(peer, lambda: joints.get_subscription_count() > 0
-                          and wrenches.get_subscription_count() > 0, 10.0)
+        wait_until_subscribed(peer, [joints, wrenches])
 
         messages = read_bag_messages(bag, [("/joint_states", JOINT_STATE_TYPE),
                                            ("/ft_sensor/wrench", WRENCH_TYPE)])

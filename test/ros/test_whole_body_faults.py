@@ -19,7 +19,13 @@ import time
 
 import numpy as np
 
-from helpers.dds import NodeDiagnostics, count_inconsistent, identify, spin_until
+from helpers.dds import (
+    NodeDiagnostics,
+    count_inconsistent,
+    identify,
+    spin_until,
+    wait_until_subscribed,
+)
 from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
@@ -63,11 +69,9 @@ class WholeBodyFeeder:
         """Index of the next sample (stamp ``T0 + k / RATE``)."""
 
     def wait_until_matched(self, timeout: float = 30.0) -> None:
-        """Spin until the node under test subscribes to every input (discovery done)."""
-        publishers = [self.joints, self.imu, *self.wrenches.values()]
-        assert spin_until(self.peer, lambda: all(p.get_subscription_count() > 0
-                                                 for p in publishers), timeout), \
-            "the node under test did not subscribe to every whole-body input"
+        """Until the node under test and every input's publisher have matched."""
+        wait_until_subscribed(self.peer, [self.joints, self.imu, *self.wrenches.values()],
+                              timeout)
 
     @property
     def next_stamp(self) -> float:

@@ -8,6 +8,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from rclpy.qos import QoSProfile
+from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
 
 from inertia_id_ros.modes import NodeSettings
@@ -28,6 +29,8 @@ class Inbox:
 
     def __init__(self, limit: int) -> None:
         self._queue: deque = deque(maxlen=limit)
+        self.subscription: Subscription | None = None
+        """The subscription that fills it (set by :meth:`ModeIO.inbox`)."""
         self.overflow = 0
         """Messages dropped because the queue was full."""
         self.newest: Any = None
@@ -69,7 +72,8 @@ class ModeIO(abc.ABC):
         node's input node); its overflow counts into :attr:`queue_overflow`."""
         inbox = Inbox(self._inbox_limit)
         self._inboxes.append(inbox)
-        self._node.inputs.create_subscription(msg_type, topic, inbox.put, self._sensor_qos)
+        inbox.subscription = self._node.inputs.create_subscription(msg_type, topic, inbox.put,
+                                                                   self._sensor_qos)
         return inbox
 
     def drain(self) -> None:
@@ -95,6 +99,13 @@ class ModeIO(abc.ABC):
     def queue_overflow(self) -> int:
         """Messages dropped because an input queue was full."""
         return sum(inbox.overflow for inbox in self._inboxes)
+
+    def matched_publishers(self) -> dict[str, int]:
+        """For each input topic (resolved name), how many publishers its subscription has
+        matched: once a peer's publisher is counted here, what it publishes reaches the node
+        (DDS discovery runs each way on its own)."""
+        return {inbox.subscription.topic_name: inbox.subscription.get_publisher_count()
+                for inbox in self._inboxes if inbox.subscription is not None}
 
     @property
     def latest_joint_state(self) -> JointState | None:
