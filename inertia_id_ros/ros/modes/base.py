@@ -29,8 +29,6 @@ class Inbox:
 
     def __init__(self, limit: int) -> None:
         self._queue: deque = deque(maxlen=limit)
-        self.subscription: Subscription | None = None
-        """The subscription that fills it (set by :meth:`ModeIO.inbox`)."""
         self.overflow = 0
         """Messages dropped because the queue was full."""
         self.newest: Any = None
@@ -64,6 +62,7 @@ class ModeIO(abc.ABC):
         self._node, self._session, self._sensor_qos = node, session, sensor_qos
         self._inbox_limit = max(int(INBOX_SEC * settings.max_input_rate_hz), settings.qos_depth)
         self._inboxes: list[Inbox] = []
+        self._subscriptions: list[Subscription] = []
         self._joint_states = self.inbox(JointState, settings.joint_states_topic)
         self._drain_lock = threading.Lock()
 
@@ -72,8 +71,8 @@ class ModeIO(abc.ABC):
         node's input node); its overflow counts into :attr:`queue_overflow`."""
         inbox = Inbox(self._inbox_limit)
         self._inboxes.append(inbox)
-        inbox.subscription = self._node.inputs.create_subscription(msg_type, topic, inbox.put,
-                                                                   self._sensor_qos)
+        self._subscriptions.append(self._node.inputs.create_subscription(
+            msg_type, topic, inbox.put, self._sensor_qos))
         return inbox
 
     def drain(self) -> None:
@@ -104,8 +103,8 @@ class ModeIO(abc.ABC):
         """For each input topic (resolved name), how many publishers its subscription has
         matched: once a peer's publisher is counted here, what it publishes reaches the node
         (DDS discovery runs each way on its own)."""
-        return {inbox.subscription.topic_name: inbox.subscription.get_publisher_count()
-                for inbox in self._inboxes if inbox.subscription is not None}
+        return {subscription.topic_name: subscription.get_publisher_count()
+                for subscription in self._subscriptions}
 
     @property
     def latest_joint_state(self) -> JointState | None:
