@@ -2,11 +2,11 @@
 
 Data (:func:`inertia_id_ros.sim.torques.panda_payload_torque_runs`): the simulated Panda's 7 arm
 joints replaying one exciting motion (period 10 s, 80 % of the velocity limits) for 30 s at
-1 kHz, without and with the default payload (1.5 kg box 12 x 8 x 10 cm, COM 8 cm from the
-flange ``panda_link8``); the true links off the URDF by up to 10 % (masses and inertias, COMs about
-1 cm), per-joint viscous and Coulomb friction and torque offsets; torque noise 0.04-0.15 N m,
-encoder noise. Each run is written to an NPZ as a real arm records it (t, q, dq, effort) and fed
-to the command line as a user would (in process):
+1 kHz (``--rate``), without and with the default payload (1.5 kg box 12 x 8 x 10 cm, COM 8 cm
+from the flange ``panda_link8``); the true links off the URDF by up to 10 % (masses and
+inertias, COMs about 1 cm), per-joint viscous and Coulomb friction and torque offsets; torque
+noise 0.04-0.15 N m, encoder noise. Each run is written to an NPZ as a real arm records it (t, q,
+dq, effort) and fed to the command line as a user would (in process):
 
   (a) urdf        fit-payload-torques with the URDF's links as the link model (no friction);
   (b) fit-links   fit-links on the unloaded run (--filter-half-width 0.03), then
@@ -22,10 +22,15 @@ to the command line as a user would (in process):
 
 Errors: mass (%), COM (mm), inertia about the COM (relative Frobenius norm, %); the mass's
 standard error (%) each fit reports; mean and worst over the seeds; the seeds whose fit warned
-of the link model's filter. Targets: mass < 1 %, COM < 5 mm, inertia < 15 % (routes b, c, e),
-and (b') warned on every seed.
+of the link model's filter (``link_filter``), and those whose fit said the inertia is poorly
+determined (its standard error over 10 %), and the largest inertia error of a fit that did not.
+Targets at 1 kHz: mass < 1 %, COM < 5 mm, inertia < 15 % (routes b, c, e), and (b') warned of
+its filter on every seed. At every ``--rate``: no fit of routes b, c and e is off by over twice
+the inertia target (30 %) without saying its inertia is poorly determined (the standard error
+leaves out the filter's and the link model's bias: a fit between 15 and 30 % off may not say
+so).
 
-Run: .venv/bin/python benchmarks/bench_payload_torques.py [--seeds N]
+Run: .venv/bin/python benchmarks/bench_payload_torques.py [--seeds N] [--rate HZ]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import io
 import json
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +62,20 @@ TARGETS = (1.0, 5.0, 15.0)
 ROUTES = ("(a) urdf", "(b) fit-links", "(b') defaults", "(c) difference", "(d) naive",
           "(e) online (b)")
 CHECKED = ("(b) fit-links", "(c) difference", "(e) online (b)")
+INERTIA_WARNING = "the payload's inertia is poorly determined"
+"""The start of the fits' warning that the inertia's standard error is over 10 %."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """One route's result on one seed: ``errors`` (mass %, COM mm, inertia %), ``mass_std`` (%;
+    NaN: none reported), whether the fit warned of the link model's filter and said the inertia
+    is poorly determined."""
+
+    errors: np.ndarray
+    mass_std: float
+    filter_warned: bool
+    inertia_warned: bool
 
 
 def errors(theta: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -89,26 +109,28 @@ def naive_payload(loaded: dict, unloaded: dict, urdf: str, frame: str) -> np.nda
     return placement.actInv(moved).toDynamicParameters() if delta[0] > 0 else delta
 
 
-def online_estimate(runs: PayloadTorqueRuns, links_json: Path) -> tuple[np.ndarray, float]:
-    """(theta, mass standard error) of the node's session over the loaded run."""
+def online_estimate(runs: PayloadTorqueRuns, links_json: Path, rate: float
+                    ) -> tuple[np.ndarray, float, bool]:
+    """(theta, mass standard error, said the inertia is poorly determined) of the node's session
+    over the loaded run (sampled at ``rate`` Hz)."""
     result = read_link_result(links_json, runs.links)
     session = payload_torque_session(result.model, result.x, runs.frame,
                                      window_sec=DURATION_SEC + 1.0,
                                      filter_half_width=float(LINKS_HALF_WIDTH))
     rec = runs.loaded
-    for start in range(0, rec.t.size, int(RATE_HZ)):
-        rows = slice(start, start + int(RATE_HZ))
+    for start in range(0, rec.t.size, int(rate)):
+        rows = slice(start, start + int(rate))
         session.add_joint_states(rec.t[rows], runs.links.joint_names, rec.q[rows], rec.dq[rows],
                                  rec.effort[rows])
         session.update(now=float(rec.t[rows][-1]))
     estimate = session.last.estimate
-    return estimate.theta, float(estimate.theta_std[0])
+    return (estimate.theta, float(estimate.theta_std[0]),
+            any(INERTIA_WARNING in message for message in estimate.warnings))
 
 
-def one_seed(seed: int, directory: Path) -> dict[str, tuple[np.ndarray, float, bool]]:
-    """Each route's (errors, mass standard error %, warned of the link model's filter) on one
-    simulated pair of runs."""
-    runs = panda_payload_torque_runs(duration=DURATION_SEC, rate=RATE_HZ, seed=seed)
+def one_seed(seed: int, directory: Path, rate: float) -> dict[str, Route]:
+    """Each route's result on one simulated pair of runs sampled at ``rate`` Hz."""
+    runs = panda_payload_torque_runs(duration=DURATION_SEC, rate=rate, seed=seed)
     urdf = str(example_robot_urdf("panda"))
     paths = {}
     for name, rec in (("unloaded", runs.unloaded), ("loaded", runs.loaded)):
@@ -123,9 +145,10 @@ def one_seed(seed: int, directory: Path) -> dict[str, tuple[np.ndarray, float, b
                 "--frame", runs.frame, "--json", str(path), *extra)
         result = json.loads(path.read_text())
         theta = np.array(result["bodies"][0]["theta"])
-        out[route] = (errors(theta, runs.payload_theta),
-                      100 * result["theta_std"][0] / runs.payload_theta[0],
-                      any(f["kind"] == "link_filter" for f in result["findings"]))
+        out[route] = Route(errors(theta, runs.payload_theta),
+                           100 * result["theta_std"][0] / runs.payload_theta[0],
+                           any(f["kind"] == "link_filter" for f in result["findings"]),
+                           any(INERTIA_WARNING in message for message in result["warnings"]))
 
     links_json = directory / f"links_{seed}.json"
     run_cli("fit-links", "--urdf", urdf, "--data", str(paths["unloaded"]), "--json",
@@ -140,42 +163,51 @@ def one_seed(seed: int, directory: Path) -> dict[str, tuple[np.ndarray, float, b
         naive[name] = json.loads(path.read_text())
     payload("(b') defaults", "--links-result", str(directory / f"naive_unloaded_{seed}.json"))
     theta = naive_payload(naive["loaded"], naive["unloaded"], urdf, runs.frame)
-    out["(d) naive"] = (errors(theta, runs.payload_theta), np.nan, False)
-    theta, mass_std = online_estimate(runs, links_json)
-    out["(e) online (b)"] = (errors(theta, runs.payload_theta),
-                             100 * mass_std / runs.payload_theta[0], False)
+    out["(d) naive"] = Route(errors(theta, runs.payload_theta), np.nan, False, False)
+    theta, mass_std, inertia_warned = online_estimate(runs, links_json, rate)
+    out["(e) online (b)"] = Route(errors(theta, runs.payload_theta),
+                                  100 * mass_std / runs.payload_theta[0], False, inertia_warned)
     return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="simulated pairs of runs (3)")
+    parser.add_argument("--rate", type=float, default=RATE_HZ,
+                        help=f"sample rate of the runs (Hz; {RATE_HZ:g}: the targets apply)")
     args = parser.parse_args()
-    results: dict[str, list] = {route: [] for route in ROUTES}
+    results: dict[str, list[Route]] = {route: [] for route in ROUTES}
     with tempfile.TemporaryDirectory() as directory:
         for seed in range(args.seeds):
-            for route, value in one_seed(seed, Path(directory)).items():
+            for route, value in one_seed(seed, Path(directory), args.rate).items():
                 results[route].append(value)
             print(f"seed {seed} done", file=sys.stderr)
-    print(f"Panda, {DURATION_SEC:.0f} s at {RATE_HZ:.0f} Hz per run, {args.seeds} seeds: "
+    print(f"Panda, {DURATION_SEC:.0f} s at {args.rate:.0f} Hz per run, {args.seeds} seeds: "
           "mean (worst)")
     print(f"{'route':<16}{'mass %':>16}{'COM mm':>16}{'inertia %':>18}{'mass std %':>12}"
-          f"{'warned':>8}")
+          f"{'filter warned':>15}{'inertia warned':>16}{'unwarned worst %':>18}")
     failed = []
     for route in ROUTES:
-        e = np.array([value[0] for value in results[route]])
-        std = np.array([value[1] for value in results[route]])
-        warned = sum(value[2] for value in results[route])
+        e = np.array([value.errors for value in results[route]])
+        std = np.array([value.mass_std for value in results[route]])
+        filter_warned = sum(value.filter_warned for value in results[route])
+        inertia_warned = sum(value.inertia_warned for value in results[route])
         cells = [f"{np.nanmean(e[:, k]):8.2f} ({np.nanmax(e[:, k]):6.2f})" for k in range(3)]
         std_cell = "-" if np.isnan(std).all() else f"{np.nanmean(std):.2f}"
+        unwarned = max((value.errors[2] for value in results[route]
+                        if not value.inertia_warned), default=np.nan)
         print(f"{route:<16}{cells[0]:>16}{cells[1]:>16}{cells[2]:>18}{std_cell:>12}"
-              f"{f'{warned} of {len(results[route])}':>8}")
-        if route in CHECKED and not np.all(e.max(axis=0) < TARGETS):
+              f"{f'{filter_warned} of {args.seeds}':>15}{f'{inertia_warned} of {args.seeds}':>16}"
+              f"{'-' if np.isnan(unwarned) else f'{unwarned:.2f}':>18}")
+        if route in CHECKED and args.rate == RATE_HZ and not np.all(e.max(axis=0) < TARGETS):
             failed.append(route)
-        if route == "(b') defaults" and warned < len(results[route]):
+        if route in CHECKED and unwarned > 2 * TARGETS[2]:
+            failed.append(f"{route} (inertia {unwarned:.0f} % off, not warned)")
+        if route == "(b') defaults" and filter_warned < args.seeds:
             failed.append(route)
-    print("targets (mass < 1 %, COM < 5 mm, inertia < 15 %, every seed) on "
-          + ", ".join(CHECKED) + "; (b') warned on every seed: "
+    print(("targets (mass < 1 %, COM < 5 mm, inertia < 15 %, every seed) on "
+           + ", ".join(CHECKED) + "; (b') warned on every seed; " if args.rate == RATE_HZ
+           else "") + f"every inertia off by over {2 * TARGETS[2]:g} % on those routes warned: "
           + ("met" if not failed else f"NOT met by {failed}"))
     return 1 if failed else 0
 

@@ -87,8 +87,8 @@ Panda at 1 kHz, differencing route: inertia error 6.8 % at 0.03 s, 11 % at 0.05 
 
 LINK_FILTER_RATIO = 1.5
 """A link model (a fit-links result) fitted with a derivative filter wider than this times the
-payload's (:data:`PAYLOAD_TORQUES_HALF_WIDTH`, or the one given) is warned about
-(``link_filter``). Simulated Panda at 1 kHz, a 1.5 kg payload, the links fitted at each
+payload's (:data:`PAYLOAD_TORQUES_HALF_WIDTH`, or the one given), or narrower by as much, is
+warned about (``link_filter``). Simulated Panda at 1 kHz, a 1.5 kg payload, the links fitted at each
 half-width (3 seeds): the payload's inertia 6-12 % off at 0.03 s, 7-19 % at 0.05 s, 20-42 % at
 0.08 s and 50-101 % at 0.13 s (fit-links' own choice there); its mass and COM within 0.2 % and
 0.4 mm throughout."""

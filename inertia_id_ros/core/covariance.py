@@ -57,7 +57,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from inertia_id_ros.core.inertia import N_BODY_PARAMS, PSEUDO_INERTIA_BASIS, pseudo_inertia
+from inertia_id_ros.core.inertia import (
+    N_BODY_PARAMS,
+    PSEUDO_INERTIA_BASIS,
+    inertia_from_theta,
+    inertia_to_msg_order,
+    pseudo_inertia,
+)
 
 IDENTIFIABLE_RCOND = 1e-10
 """Eigenvalues of the Jacobi-scaled gram below this fraction of the largest span the
@@ -310,6 +316,21 @@ def inertia_com_covariance(theta: np.ndarray, theta_covariance: np.ndarray) -> n
     ((kg m^2)^2), to first order."""
     jacobian = inertia_com_jacobian(theta)
     return jacobian @ np.asarray(theta_covariance, dtype=float) @ jacobian.T
+
+
+_FROBENIUS_WEIGHTS = np.array([1.0, 2.0, 2.0, 1.0, 2.0, 1.0])
+"""Weights of the ``geometry_msgs/Inertia``-order entries in the 3x3 matrix's Frobenius norm
+(each off-diagonal entry appears twice)."""
+
+
+def inertia_com_norm_std(theta: np.ndarray, theta_covariance: np.ndarray) -> tuple[float, float]:
+    """``(norm, std)`` (kg m^2): the Frobenius norm of the inertia about the COM of ``theta``
+    (10,) and its standard error, to first order (the square root of the summed variances of the
+    3x3 matrix's entries, from ``theta_covariance`` (10, 10)). Needs a positive mass."""
+    inertia = inertia_to_msg_order(inertia_from_theta(theta)[2])
+    variances = np.clip(np.diag(inertia_com_covariance(theta, theta_covariance)), 0.0, None)
+    return (float(np.sqrt(_FROBENIUS_WEIGHTS @ inertia ** 2)),
+            float(np.sqrt(_FROBENIUS_WEIGHTS @ variances)))
 
 
 # ---- ellipsoids ----------------------------------------------------------------------------

@@ -32,7 +32,7 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
   constraint, not the data, decided it; such a link is never labelled "identified".
 - :func:`link_filter_findings`: a link model (a fit-links result) fitted with a derivative
   filter over :data:`~inertia_id_ros.options.LINK_FILTER_RATIO` times the one a payload from
-  joint torques needs (``"link_filter"``, warn).
+  joint torques is differentiated with, or under it by as much (``"link_filter"``, warn).
 - :func:`tilt_finding`: a fitted base tilt over :data:`TILT_WARN_DEG` (``"base_tilt"``, warn).
 - :func:`free_fall_finding`: a floating base without a contact sensor (``"free_fall"``, refuse
   unless the robot is declared in free fall).
@@ -258,14 +258,28 @@ def link_filter_findings(result: dict[str, Any], source: str,
     """``link_filter`` (warn) when the fit-links ``result`` (read from ``source``, the file named
     as the finding's subject) chose a derivative filter (its ``"differentiation"``) wider than
     :data:`~inertia_id_ros.options.LINK_FILTER_RATIO` times ``payload_half_width`` (s), the one
-    a payload needs. A wide filter flattens the accelerations and the links' fit makes up for it
-    in their inertias; a payload, a small inertia on the last link, takes their error. A result
-    without a filter (written by hand, or a simulator's truth) is not judged."""
+    the payload's data are differentiated with, or narrower than it by as much. A wide filter
+    flattens the accelerations and the links' fit makes up for it in their inertias; a payload, a
+    small inertia on the last link, takes their error, and takes the difference when its own data
+    are differentiated otherwise. A result without a filter (written by hand, or a simulator's
+    truth) is not judged."""
     chosen = result.get("differentiation")
     try:
         link_half_width = float(chosen.get("half_width_s") or 0.0)
     except (AttributeError, TypeError, ValueError):
         return []
+    values = {"link_half_width_s": link_half_width, "payload_half_width_s": payload_half_width}
+    if payload_half_width > LINK_FILTER_RATIO * link_half_width > 0:
+        return [Finding("link_filter", source, WARN,
+                        f"the links were fitted with a +-{link_half_width:.3f} s derivative "
+                        f"filter, and the payload's data are differentiated with +-"
+                        f"{payload_half_width:.3f} s, {payload_half_width / link_half_width:.1f} "
+                        "x as wide: the links' fit made up for its own filter in their inertias, "
+                        "so the payload's inertia takes the difference (tens of %; its mass and "
+                        "COM hardly). Differentiate with the links' filter (fit-payload-torques "
+                        "does without --filter-half-width; the node: torques_filter_half_width), "
+                        f"or refit the links with --filter-half-width {payload_half_width:g}.",
+                        values)]
     if not link_half_width > LINK_FILTER_RATIO * payload_half_width:
         return []
     return [Finding("link_filter", source, WARN,
@@ -276,9 +290,7 @@ def link_filter_findings(result: dict[str, Any], source: str,
                     "inertias, so the payload's inertia can be off by up to tens of % (its mass "
                     "and COM hardly). Refit the links with fit-links --filter-half-width "
                     f"{payload_half_width:g}, or difference a loaded and an unloaded run of the "
-                    "same motion.",
-                    {"link_half_width_s": link_half_width,
-                     "payload_half_width_s": payload_half_width})]
+                    "same motion.", values)]
 
 
 def free_fall_finding(base: str, sensor_kinds: Sequence[str], free_fall: bool) -> list[Finding]:
@@ -615,12 +627,8 @@ def determination_findings(name: str, theta: np.ndarray,
     ``poorly_determined`` (warn) when the standard error (first-order, from ``covariance``
     (10, 10) of ``theta``) of the mass or of the inertia about the COM is above
     :data:`POORLY_DETERMINED` of its value."""
-    from inertia_id_ros.core.covariance import inertia_com_covariance
-    from inertia_id_ros.core.inertia import (
-        check_consistency,
-        inertia_from_theta,
-        inertia_to_msg_order,
-    )
+    from inertia_id_ros.core.covariance import inertia_com_norm_std
+    from inertia_id_ros.core.inertia import check_consistency
     from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN
 
     theta = np.asarray(theta, dtype=float)
@@ -644,11 +652,7 @@ def determination_findings(name: str, theta: np.ndarray,
             f"mass {mass:.4g} ± {mass_std:.2g} kg (one standard error) is poorly determined: "
             "move the sensor through more orientations, longer.",
             {"quantity": "mass", "value": mass, "std": mass_std}))
-    inertia = inertia_to_msg_order(inertia_from_theta(theta)[2])
-    variances = np.diag(inertia_com_covariance(theta, covariance))
-    weights = np.array([1.0, 2.0, 2.0, 1.0, 2.0, 1.0])  # off-diagonals count twice (Frobenius)
-    norm = float(np.sqrt(np.sum(weights * inertia ** 2)))
-    std = float(np.sqrt(np.sum(weights * np.clip(variances, 0.0, None))))
+    norm, std = inertia_com_norm_std(theta, covariance)
     if norm > 0 and std > POORLY_DETERMINED["inertia"] * norm:
         findings.append(Finding(
             "poorly_determined", name, WARN,

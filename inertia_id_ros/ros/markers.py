@@ -33,7 +33,7 @@ from inertia_id_ros.core.covariance import (
     Ellipsoid,
     com_covariance,
     confidence_ellipsoid,
-    inertia_com_covariance,
+    inertia_com_norm_std,
     proper_rotation,
 )
 from inertia_id_ros.core.inertia import inertia_from_theta
@@ -137,11 +137,8 @@ def estimate_markers(estimate: Any, frame_id: str | None = None,
     com_ellipsoid = confidence_ellipsoid(com, com_cov, n_sigma)
     body_size = max(float(body.semi_axes.max()), MIN_BODY_SIZE)
     com_relative = float(np.sqrt(max(np.linalg.eigvalsh(com_cov)[-1], 0.0))) / body_size
-    inertia_norm = float(np.linalg.norm(inertia_com))  # Frobenius
-    off_diagonal_twice = np.array([1.0, 2.0, 2.0, 1.0, 2.0, 1.0])  # msg order, 3x3 entries
-    inertia_variance = off_diagonal_twice @ np.diag(inertia_com_covariance(theta, covariance))
-    inertia_relative = (float(np.sqrt(max(inertia_variance, 0.0))) / inertia_norm
-                        if inertia_norm > 0 else float("inf"))
+    inertia_norm, inertia_std = inertia_com_norm_std(theta, covariance)
+    inertia_relative = inertia_std / inertia_norm if inertia_norm > 0 else float("inf")
     mass_std = float(np.sqrt(max(covariance[0, 0], 0.0)))
 
     def marker(marker_id: int) -> Marker:

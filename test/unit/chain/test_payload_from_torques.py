@@ -145,10 +145,12 @@ def test_differencing_two_runs_cancels_the_link_model() -> None:
     assert alignment.shift == pytest.approx(0.25, abs=1e-9)
     assert alignment.position_rms < 1e-9 and alignment.kept.all()
     chain = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
-    fit = fit_payload(chain, None, difference, FLANGE)  # no link model enters
+    # no link model enters; 20 s at 200 Hz leave the inertia 27 % off, standard error 11 %
+    with pytest.warns(RuntimeWarning, match="the payload's inertia is poorly determined"):
+        fit = fit_payload(chain, None, difference, FLANGE)
     assert_recovers_default_payload(fit.theta)
     np.testing.assert_allclose(fit.offset_changes, 0.0, atol=0.02)
-    assert not fit.warnings
+    assert len(fit.warnings) == 1  # the mass is well determined
     other = panda_torque_simulator(np.zeros(10), seed=7, drives=drives).measure(t_unloaded, rng)
     with pytest.raises(ValueError, match="does not follow the loaded run's motion"):
         difference_runs(t_loaded, runs[0], t_unloaded, other)

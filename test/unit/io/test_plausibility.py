@@ -89,14 +89,18 @@ def test_radians_read_as_degrees_warned_as_still() -> None:
 
 @pytest.mark.parametrize("link_half_width, payload_half_width, warned", [
     (0.1255, 0.03, True), (0.05, 0.03, True), (0.04, 0.03, False), (0.1255, 0.1, False),
+    (0.03, 0.06, True), (0.03, 0.04, False),
     (None, 0.03, False)])  # None: a result without a filter (a simulator's truth) is not judged
-def test_a_links_result_with_a_wide_filter_is_warned(link_half_width, payload_half_width,
-                                                     warned) -> None:
+def test_a_links_result_with_another_filter_is_warned(link_half_width, payload_half_width,
+                                                      warned) -> None:
     result = {} if link_half_width is None else {"differentiation": {
         "half_width_s": link_half_width, "order": 2}}
     findings = plausibility.link_filter_findings(result, "links.json", payload_half_width)
     assert [(f.kind, f.subject, f.severity) for f in findings] == (
         [("link_filter", "links.json", WARN)] if warned else [])
+    if warned:
+        assert ("fit-links --filter-half-width" if link_half_width > payload_half_width
+                else "Differentiate with the links' filter") in findings[0].message
 
 
 def test_free_fall_refused_unless_declared() -> None:
