@@ -9,7 +9,8 @@ noise 0.04-0.15 N m, encoder noise. Each run is written to an NPZ as a real arm 
 dq, effort) and fed to the command line as a user would (in process):
 
   (a) urdf        fit-payload-torques with the URDF's links as the link model (no friction);
-  (b) fit-links   fit-links on the unloaded run (--filter-half-width 0.03), then
+  (b) fit-links   fit-links on the unloaded run (--filter-half-width 0.03; at lower rates five
+                  samples each side, 0.044 at 125 Hz: ``payload_half_width``), then
                   fit-payload-torques --links-result;
   (b') defaults   as (b) with fit-links' own filter (cross-validated on the torques, wider):
                   not a target; fit-payload-torques must warn of it (``link_filter``);
@@ -48,6 +49,7 @@ import numpy as np
 import pinocchio as pin
 
 from inertia_id_ros import cli
+from inertia_id_ros.chain.differentiation import payload_half_width
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf, frame_id
 from inertia_id_ros.io.link_result import read_link_result
@@ -56,7 +58,6 @@ from inertia_id_ros.sim.torques import PayloadTorqueRuns, panda_payload_torque_r
 
 RATE_HZ = 1000.0
 DURATION_SEC = 30.0
-LINKS_HALF_WIDTH = "0.03"
 TARGETS = (1.0, 5.0, 15.0)
 """mass %, COM mm, inertia %."""
 ROUTES = ("(a) urdf", "(b) fit-links", "(b') defaults", "(c) difference", "(d) naive",
@@ -116,7 +117,7 @@ def online_estimate(runs: PayloadTorqueRuns, links_json: Path, rate: float
     result = read_link_result(links_json, runs.links)
     session = payload_torque_session(result.model, result.x, runs.frame,
                                      window_sec=DURATION_SEC + 1.0,
-                                     filter_half_width=float(LINKS_HALF_WIDTH))
+                                     filter_half_width=payload_half_width(runs.loaded.t))
     rec = runs.loaded
     for start in range(0, rec.t.size, int(rate)):
         rows = slice(start, start + int(rate))
@@ -152,7 +153,7 @@ def one_seed(seed: int, directory: Path, rate: float) -> dict[str, Route]:
 
     links_json = directory / f"links_{seed}.json"
     run_cli("fit-links", "--urdf", urdf, "--data", str(paths["unloaded"]), "--json",
-            str(links_json), "--filter-half-width", LINKS_HALF_WIDTH)
+            str(links_json), "--filter-half-width", f"{payload_half_width(runs.unloaded.t):g}")
     payload("(a) urdf")
     payload("(b) fit-links", "--links-result", str(links_json))
     payload("(c) difference", "--unloaded", str(paths["unloaded"]))

@@ -32,6 +32,7 @@ from inertia_id_ros.chain.links import (
 )
 from inertia_id_ros.core.covariance import channel_grams
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
+from inertia_id_ros.options import PAYLOAD_TORQUES_HALF_WIDTH, PAYLOAD_TORQUES_MIN_SAMPLES
 from inertia_id_ros.solvers import Problem, solve
 
 SOURCE_VELOCITIES = "velocities"
@@ -156,6 +157,15 @@ def filter_for(t: np.ndarray, velocities: bool, half_width: float,
     (s): of the recorded velocities when ``velocities``, else of the positions."""
     return DifferentiationFilter(SOURCE_VELOCITIES if velocities else SOURCE_POSITIONS,
                                  half_width, order, sample_period(t))
+
+
+def payload_half_width(t: np.ndarray) -> float:
+    """The default half-width (s) of a payload-from-torques fit's differentiation, for joint
+    states stamped ``t`` (N,) (s): :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_HALF_WIDTH`,
+    or :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_MIN_SAMPLES` samples on each side (and
+    half a period) at a lower rate."""
+    return max(PAYLOAD_TORQUES_HALF_WIDTH,
+               round((PAYLOAD_TORQUES_MIN_SAMPLES + 0.5) * sample_period(t), 3))
 
 
 def filter_candidates(t: np.ndarray, velocities: bool,

@@ -20,6 +20,7 @@ from inertia_id_ros.options import (
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
     PAYLOAD_TORQUES_HALF_WIDTH,
+    PAYLOAD_TORQUES_MIN_SAMPLES,
     TIME_UNITS,
     WEIGHTINGS,
 )
@@ -194,7 +195,8 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool, methods: S
                              "differentiates joint states (s; fit-links: chosen by "
                              f"cross-validation, fit-payload: {DEFAULT_HALF_WIDTH}, "
                              "fit-payload-torques: the --links-result's, else "
-                             f"{PAYLOAD_TORQUES_HALF_WIDTH})")
+                             f"{PAYLOAD_TORQUES_HALF_WIDTH}, at least "
+                             f"{PAYLOAD_TORQUES_MIN_SAMPLES} samples each side)")
     if validate:
         parser.add_argument("--validate", metavar="DATA",
                             help="held-out data (file or bag): print the result's errors on them")

@@ -14,7 +14,6 @@ from inertia_id_ros.modes.links import LinksMode
 from inertia_id_ros.options import (
     LINK_FILTER_RATIO,
     LINKS_DEFAULT_WEIGHTING,
-    PAYLOAD_TORQUES_HALF_WIDTH,
 )
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     """Fit the links; the exit code."""
     import numpy as np
 
-    from inertia_id_ros.chain.differentiation import filter_for
+    from inertia_id_ros.chain.differentiation import filter_for, payload_half_width
     from inertia_id_ros.chain.identify import identify_links
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.io.data import check_joints
@@ -179,9 +178,10 @@ def run(args: argparse.Namespace) -> int:
                      f"{entry['offset']:10.4f}{entry['armature']:10.4f}{rms:11.4f}")
     lines.append(f"joint torque rms {errors.overall:.4f} N m; all links fully consistent: "
                  f"{'yes' if fit.fully_consistent else 'NO'}")
-    if identification.differentiation.half_width > LINK_FILTER_RATIO * PAYLOAD_TORQUES_HALF_WIDTH:
+    payload_width = payload_half_width(states.t)
+    if identification.differentiation.half_width > LINK_FILTER_RATIO * payload_width:
         lines.append(f"note: as the link model of fit-payload-torques, refit with "
-                     f"--filter-half-width {PAYLOAD_TORQUES_HALF_WIDTH:g}: a payload's inertia "
+                     f"--filter-half-width {payload_width:g}: a payload's inertia "
                      "needs less smoothing than the links' torques")
     common.print_summary(lines, code, [args.json])
     if code:

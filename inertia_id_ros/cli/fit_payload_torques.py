@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from inertia_id_ros.cli import common
 from inertia_id_ros.errors import DataError, InputError, ProblemError, SolverError
 from inertia_id_ros.modes.payload_torques import PayloadTorquesMode
-from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING, PAYLOAD_TORQUES_HALF_WIDTH
+from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING
 
 if TYPE_CHECKING:
     import numpy as np
@@ -161,6 +161,7 @@ def _uncertainty_lines(theta: np.ndarray, covariance: np.ndarray) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Fit the payload; the exit code."""
+    from inertia_id_ros.chain.differentiation import payload_half_width
     from inertia_id_ros.chain.payload_from_torques import difference_runs, fit_payload
     from inertia_id_ros.core.robots import frame_id
     from inertia_id_ros.io.data import check_joints
@@ -182,16 +183,16 @@ def run(args: argparse.Namespace) -> int:
     if code:
         return code
     links = _link_model(model, states, joints, _effort_scales(args, joints), held)
-    payload_half_width = args.filter_half_width or PAYLOAD_TORQUES_HALF_WIDTH
-    differentiation = {"half_width": payload_half_width}
+    half_width = args.filter_half_width or payload_half_width(states.t)
+    differentiation = {"half_width": half_width}
     alignment, link_findings = None, []
     if args.links_result:  # the data differentiated and delayed as the links' fit chose
         link_result = read_link_result(args.links_result, links)
         links, links_x = link_result.model, link_result.x
         differentiation = differentiation_of(link_result.result, args.filter_half_width,
-                                             default=PAYLOAD_TORQUES_HALF_WIDTH)
+                                             default=half_width)
         link_findings = link_filter_findings(link_result.result, args.links_result,
-                                             payload_half_width)
+                                             half_width)
         link_model = f"fit-links result {args.links_result}"
     else:
         links_x, link_model = links.prior, "the URDF's links (no friction)"

@@ -32,6 +32,7 @@ from inertia_id_ros.options import (
     PAYLOAD_CHANGE_THRESHOLD,
     PAYLOAD_DEFAULT_WEIGHTING,
     PAYLOAD_TORQUES_HALF_WIDTH,
+    PAYLOAD_TORQUES_MIN_SAMPLES,
 )
 
 if TYPE_CHECKING:
@@ -101,7 +102,8 @@ class PayloadTorquesMode(Mode):
                       "detection."),
         ParameterSpec("torques_filter_half_width", PAYLOAD_TORQUES_HALF_WIDTH,
                       f"{TITLE}: half-width (s, > 0) of the joint states' differentiation (as the "
-                      "link model's fit, when it comes from one)."),
+                      "link model's fit, when it comes from one); at least "
+                      f"{PAYLOAD_TORQUES_MIN_SAMPLES} samples on each side (0.044 at 125 Hz)."),
         *bounding_volume_parameters("torques", TITLE, "torques_frame"),
     )
 

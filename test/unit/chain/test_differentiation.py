@@ -12,6 +12,8 @@ from inertia_id_ros.chain.differentiation import (
     SOURCE_RECORDED,
     SOURCE_VELOCITIES,
     filter_candidates,
+    filter_for,
+    payload_half_width,
     select_differentiation,
 )
 from inertia_id_ros.chain.identify import derive_torque_data, identify_links
@@ -40,6 +42,14 @@ def test_candidates_by_source_within_the_longest_half_width():
     assert narrowest.online_lag == narrowest.half_width
     slow = filter_candidates(np.arange(0.0, 60.0, 5e-3), velocities=True)  # 200 Hz
     assert max(c.window_samples for c in slow) < 2 * MAX_HALF_WIDTH / 5e-3 + 1
+
+
+@pytest.mark.parametrize("rate, half_width", [(1000.0, 0.03), (500.0, 0.03), (125.0, 0.044),
+                                               (50.0, 0.11)])
+def test_a_payloads_filter_spans_five_samples_each_side_at_low_rates(rate, half_width) -> None:
+    t = 3.0 + np.arange(0.0, 10.0, 1.0 / rate)
+    assert payload_half_width(t) == pytest.approx(half_width)
+    assert filter_for(t, True, payload_half_width(t)).window_samples >= 11
 
 
 def test_cross_validation_picks_a_filter_near_the_most_accurate(recording):

@@ -525,6 +525,31 @@ def payload_torque_npz(tmp_path_factory):
     return runs, paths[0], paths[1], links
 
 
+def test_fit_payload_torques_at_125_hz_widens_its_filter_and_says_the_inertia_is_uncertain(
+        capsys, tmp_path: Path, panda_urdf: str) -> None:
+    """Joint states at 125 Hz (a UR's rate), differencing: the default filter spans five
+    samples each side (0.044 s, not 0.03 s); 10 s of motion leave the inertia about the COM
+    uncertain, and the fit says so in words while the mass stays within 1 %."""
+    from inertia_id_ros.sim.torques import panda_payload_torque_runs
+
+    runs = panda_payload_torque_runs(duration=10.0, rate=125.0, seed=0)
+    paths = []
+    for name, rec in (("unloaded", runs.unloaded), ("loaded", runs.loaded)):
+        paths.append(tmp_path / f"{name}.npz")
+        np.savez(paths[-1], t=rec.t, joint_names=np.array(PANDA_ARM), q=rec.q, dq=rec.dq,
+                 effort=rec.effort)
+    out_json = tmp_path / "payload.json"
+    code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
+                           str(paths[1]), "--frame", SENSOR, "--json", str(out_json),
+                           "--unloaded", str(paths[0]))
+    assert code == 0, err
+    result = read_json(out_json)
+    assert result["differentiation"]["half_width_s"] == pytest.approx(0.044)
+    assert result["differentiation"]["window_samples"] == 11
+    assert "the payload's inertia is poorly determined: about its COM" in err
+    assert result["bodies"][0]["mass"] == pytest.approx(runs.payload_theta[0], rel=0.01)
+
+
 @pytest.mark.parametrize("route", ["--links-result", "--unloaded"])
 def test_fit_payload_torques_routes(capsys, tmp_path: Path, panda_urdf: str, payload_torque_npz,
                                     route: str) -> None:
