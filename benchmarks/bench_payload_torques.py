@@ -117,7 +117,7 @@ def online_estimate(runs: PayloadTorqueRuns, links_json: Path, rate: float
     result = read_link_result(links_json, runs.links)
     session = payload_torque_session(result.model, result.x, runs.frame,
                                      window_sec=DURATION_SEC + 1.0,
-                                     filter_half_width=payload_half_width(runs.loaded.t))
+                                     filter_half_width=payload_half_width(1.0 / rate))
     rec = runs.loaded
     for start in range(0, rec.t.size, int(rate)):
         rows = slice(start, start + int(rate))
@@ -153,7 +153,7 @@ def one_seed(seed: int, directory: Path, rate: float) -> dict[str, Route]:
 
     links_json = directory / f"links_{seed}.json"
     run_cli("fit-links", "--urdf", urdf, "--data", str(paths["unloaded"]), "--json",
-            str(links_json), "--filter-half-width", f"{payload_half_width(runs.unloaded.t):g}")
+            str(links_json), "--filter-half-width", f"{payload_half_width(1.0 / rate):g}")
     payload("(a) urdf")
     payload("(b) fit-links", "--links-result", str(links_json))
     payload("(c) difference", "--unloaded", str(paths["unloaded"]))

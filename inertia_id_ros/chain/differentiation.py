@@ -159,13 +159,14 @@ def filter_for(t: np.ndarray, velocities: bool, half_width: float,
                                  half_width, order, sample_period(t))
 
 
-def payload_half_width(t: np.ndarray) -> float:
+def payload_half_width(period: float) -> float:
     """The default half-width (s) of a payload-from-torques fit's differentiation, for joint
-    states stamped ``t`` (N,) (s): :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_HALF_WIDTH`,
-    or :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_MIN_SAMPLES` samples on each side (and
-    half a period) at a lower rate."""
+    states ``period`` s apart (:func:`sample_period`):
+    :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_HALF_WIDTH`, or
+    :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_MIN_SAMPLES` samples on each side (and half a
+    period) at a lower rate."""
     return max(PAYLOAD_TORQUES_HALF_WIDTH,
-               round((PAYLOAD_TORQUES_MIN_SAMPLES + 0.5) * sample_period(t), 3))
+               round((PAYLOAD_TORQUES_MIN_SAMPLES + 0.5) * period, 3))
 
 
 def filter_candidates(t: np.ndarray, velocities: bool,

@@ -71,7 +71,11 @@ def run(args: argparse.Namespace) -> int:
     """Fit the links; the exit code."""
     import numpy as np
 
-    from inertia_id_ros.chain.differentiation import filter_for, payload_half_width
+    from inertia_id_ros.chain.differentiation import (
+        filter_for,
+        payload_half_width,
+        sample_period,
+    )
     from inertia_id_ros.chain.identify import identify_links
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.io.data import check_joints
@@ -178,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
                      f"{entry['offset']:10.4f}{entry['armature']:10.4f}{rms:11.4f}")
     lines.append(f"joint torque rms {errors.overall:.4f} N m; all links fully consistent: "
                  f"{'yes' if fit.fully_consistent else 'NO'}")
-    payload_width = payload_half_width(states.t)
+    payload_width = payload_half_width(sample_period(states.t))
     if identification.differentiation.half_width > LINK_FILTER_RATIO * payload_width:
         lines.append(f"note: as the link model of fit-payload-torques, refit with "
                      f"--filter-half-width {payload_width:g}: a payload's inertia "

@@ -161,7 +161,7 @@ def _uncertainty_lines(theta: np.ndarray, covariance: np.ndarray) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Fit the payload; the exit code."""
-    from inertia_id_ros.chain.differentiation import payload_half_width
+    from inertia_id_ros.chain.differentiation import payload_half_width, sample_period
     from inertia_id_ros.chain.payload_from_torques import difference_runs, fit_payload
     from inertia_id_ros.core.robots import frame_id
     from inertia_id_ros.io.data import check_joints
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     if code:
         return code
     links = _link_model(model, states, joints, _effort_scales(args, joints), held)
-    half_width = args.filter_half_width or payload_half_width(states.t)
+    half_width = args.filter_half_width or payload_half_width(sample_period(states.t))
     differentiation = {"half_width": half_width}
     alignment, link_findings = None, []
     if args.links_result:  # the data differentiated and delayed as the links' fit chose

@@ -43,6 +43,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from inertia_id_ros.chain.actuators import ActuatorConfig
+from inertia_id_ros.chain.differentiation import payload_half_width
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.whole_body import (
@@ -72,6 +73,7 @@ from inertia_id_ros.online.whole_body_estimator import (
     WholeBodyEstimator,
     WholeBodyEstimatorConfig,
 )
+from inertia_id_ros.options import PAYLOAD_TORQUES_MIN_SAMPLES
 
 OK, WARN, ERROR = 0, 1, 2
 """Diagnostic levels (those of ``diagnostic_msgs/DiagnosticStatus``)."""
@@ -566,10 +568,30 @@ class PayloadTorqueSession(PayloadSessionBase[PayloadTorqueEstimator]):
     def _solve_update(self, now: float, method: str | None, duration: float,
                       until: float | None = None) -> Update:
         update = super()._solve_update(now, method, duration, until)
-        if not update.ok or not update.estimate.warnings:
+        if not update.ok:
             return update
-        return _with_warnings(update, list(update.warnings) + [
-            ("poorly_determined", message) for message in update.estimate.warnings])
+        warnings = [("poorly_determined", message) for message in update.estimate.warnings]
+        narrow = self._narrow_filter_warning(update.estimate)
+        if narrow is not None:
+            warnings.append(("filter_samples", narrow))
+        return _with_warnings(update, list(update.warnings) + warnings) if warnings else update
+
+    def _narrow_filter_warning(self, estimate: PayloadTorqueEstimate) -> str | None:
+        """Why the filter is too narrow for the joint states' rate (fewer than
+        :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_MIN_SAMPLES` of them on each side: the
+        accelerations, and the payload's inertia with them, are noise), or ``None``."""
+        if estimate.n_samples < 2 or not estimate.t_last > estimate.t_first:
+            return None
+        period = (estimate.t_last - estimate.t_first) / (estimate.n_samples - 1)
+        half_width = self.estimator.config.filter_half_width
+        if half_width >= PAYLOAD_TORQUES_MIN_SAMPLES * period:
+            return None
+        wider = payload_half_width(period)
+        return (f"the joint states come every {1e3 * period:.1f} ms: the {half_width:g} s "
+                f"derivative filter (torques_filter_half_width) spans {half_width / period:.1f} "
+                "of them on each side, too few: the accelerations, and the payload's inertia, "
+                f"are noise. Set it to {wider:g} s, and fit the link model with fit-links "
+                f"--filter-half-width {wider:g}.")
 
     def _summary(self, estimate: PayloadTorqueEstimate) -> str:
         return (f"{estimate.method}: m = {estimate.mass:.4f} ± {estimate.theta_std[0]:.4f} kg "

@@ -14,6 +14,7 @@ from inertia_id_ros.chain.differentiation import (
     filter_candidates,
     filter_for,
     payload_half_width,
+    sample_period,
     select_differentiation,
 )
 from inertia_id_ros.chain.identify import derive_torque_data, identify_links
@@ -48,8 +49,8 @@ def test_candidates_by_source_within_the_longest_half_width():
                                                (50.0, 0.11)])
 def test_a_payloads_filter_spans_five_samples_each_side_at_low_rates(rate, half_width) -> None:
     t = 3.0 + np.arange(0.0, 10.0, 1.0 / rate)
-    assert payload_half_width(t) == pytest.approx(half_width)
-    assert filter_for(t, True, payload_half_width(t)).window_samples >= 11
+    assert payload_half_width(sample_period(t)) == pytest.approx(half_width)
+    assert filter_for(t, True, half_width).window_samples >= 11
 
 
 def test_cross_validation_picks_a_filter_near_the_most_accurate(recording):

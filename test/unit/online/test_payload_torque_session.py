@@ -212,3 +212,19 @@ def test_estimate_message_leaves_the_joint_offsets_out(runs) -> None:
     assert msg.header.frame_id == runs.frame and msg.num_samples == estimate.n_samples
     assert msg.inertia.m == pytest.approx(estimate.mass)
     np.testing.assert_array_equal(wrench_to_array(msg.sensor_offset), np.zeros(6))
+
+
+@pytest.mark.parametrize("half_width, warned", [(0.03, True), (0.044, False)])
+def test_a_filter_of_too_few_joint_states_is_warned(half_width: float, warned: bool) -> None:
+    """Joint states at 125 Hz: a 0.03 s filter spans under four of them on each side, and the
+    session says so with the half-width to set (0.044 s); at 0.044 s it says nothing of it."""
+    runs = panda_payload_torque_runs(duration=6.0, rate=125.0, seed=1)
+    session = payload_torque_session(runs.links, true_links_x(runs), runs.frame,
+                                     window_sec=10.0, filter_half_width=half_width)
+    feed(session, runs.loaded, runs.links.joint_names, block=250)
+    update = session.latest
+    assert update.ok, update.message
+    messages = [message for kind, message in update.warnings if kind == "filter_samples"]
+    assert bool(messages) == warned
+    if warned:
+        assert "every 8.0 ms" in messages[0] and "Set it to 0.044 s" in messages[0]
