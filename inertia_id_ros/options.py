@@ -89,8 +89,8 @@ PAYLOAD_TORQUES_MIN_SAMPLES = 5
 """At a low sample rate the payload's differentiation spans at least this many samples on each
 side (:func:`~inertia_id_ros.chain.differentiation.payload_half_width`: 0.044 s at 125 Hz, where
 :data:`PAYLOAD_TORQUES_HALF_WIDTH` would span 3). Simulated Panda, 30 s, 3 seeds, differencing
-route, inertia error mean at 125 Hz: 42 % at 0.02 s, 25 % at 0.03 s, 14 % at 0.045 s, 17 % at
-0.06 s; at 250-1000 Hz 0.03 s stays the best of 0.02-0.12 s."""
+route, inertia error mean at 125 Hz: 42 % at 0.02 s, 25 % at 0.03 s, 14 % at 0.045 s (11
+samples, as 0.044 s), 17 % at 0.06 s; at 250-1000 Hz 0.03 s stays the best of 0.02-0.12 s."""
 
 LINK_FILTER_RATIO = 1.5
 """A link model (a fit-links result) fitted with a derivative filter wider than this times the

@@ -160,13 +160,21 @@ def filter_for(t: np.ndarray, velocities: bool, half_width: float,
 
 
 def payload_half_width(period: float) -> float:
-    """The default half-width (s) of a payload-from-torques fit's differentiation, for joint
-    states ``period`` s apart (:func:`sample_period`):
+    """The default half-width (s, to the ms above) of a payload-from-torques fit's
+    differentiation, for joint states ``period`` s apart (:func:`sample_period`):
     :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_HALF_WIDTH`, or
-    :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_MIN_SAMPLES` samples on each side (and half a
-    period) at a lower rate."""
+    :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_MIN_SAMPLES` samples on each side and half a
+    period (for the stamps' jitter) at a lower rate."""
     return max(PAYLOAD_TORQUES_HALF_WIDTH,
-               round((PAYLOAD_TORQUES_MIN_SAMPLES + 0.5) * period, 3))
+               float(np.ceil(1e3 * (PAYLOAD_TORQUES_MIN_SAMPLES + 0.5) * period - 1e-6)) / 1e3)
+
+
+def samples_each_side(half_width: float, period: float) -> int:
+    """Joint states ``period`` s apart within ``half_width`` (s) on each side of a sample; a
+    payload's filter spanning fewer than
+    :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_MIN_SAMPLES` leaves its accelerations
+    noisy."""
+    return int(np.floor(half_width / period + 1e-9))
 
 
 def filter_candidates(t: np.ndarray, velocities: bool,

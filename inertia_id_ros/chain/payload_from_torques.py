@@ -239,18 +239,22 @@ def determination_warnings(theta: np.ndarray, covariance: np.ndarray, rank: int,
                    "(e.g. all joints along one path): move the joints independently, with "
                    "large changes of the flange's orientation, or difference a loaded and an "
                    "unloaded run of the same motion")
-    if mass > 0:
-        norm, inertia_std = inertia_com_norm_std(theta, covariance)
-        if not inertia_std <= max_inertia_relative_std * norm:
-            relative = inertia_std / norm if norm > 0 else float("inf")
-            out.append(
-                f"the payload's inertia is poorly determined: about its COM "
-                f"{1e3 * norm:.3g} ± {1e3 * inertia_std:.2g} 1e-3 kg m² (Frobenius norm, one "
-                f"standard error, {100 * relative:.0f} % of it, above "
-                f"{100 * max_inertia_relative_std:.0f} %; the derivative filter's and the link "
-                "model's bias come on top): rotate the frame faster about each of its axes, "
-                "record longer, or at a higher rate (the accelerations are differentiated "
-                "joint states)")
+    if not mass > 0:
+        out.append(f"the payload's mass is not positive ({mass:.4f} kg): it has no COM, and no "
+                   "inertia about one; the data do not determine it (use the consistent "
+                   "method, lmi, or a motion that moves every joint)")
+        return out
+    norm, inertia_std = inertia_com_norm_std(theta, covariance)
+    if not inertia_std <= max_inertia_relative_std * norm:
+        relative = inertia_std / norm if norm > 0 else float("inf")
+        out.append(
+            f"the payload's inertia is poorly determined: about its COM ({1e3 * norm:.3g} ± "
+            f"{1e3 * inertia_std:.2g})e-3 kg m² (Frobenius norm ± the root-sum-square of its "
+            f"entries' standard errors, {100 * relative:.0f} % of it, above "
+            f"{100 * max_inertia_relative_std:.0f} %; the derivative filter's and the link "
+            "model's bias come on top): rotate the frame faster about each of its axes, "
+            "record longer, or record the joint states at a higher sample rate (the "
+            "accelerations are differentiated joint states)")
     return out
 
 

@@ -196,7 +196,7 @@ def add_data_options(parser: argparse.ArgumentParser, wrenches: bool, methods: S
                              f"cross-validation, fit-payload: {DEFAULT_HALF_WIDTH}, "
                              "fit-payload-torques: the --links-result's, else "
                              f"{PAYLOAD_TORQUES_HALF_WIDTH}, at least "
-                             f"{PAYLOAD_TORQUES_MIN_SAMPLES} samples each side)")
+                             f"{PAYLOAD_TORQUES_MIN_SAMPLES + 0.5:g} sample periods)")
     if validate:
         parser.add_argument("--validate", metavar="DATA",
                             help="held-out data (file or bag): print the result's errors on them")

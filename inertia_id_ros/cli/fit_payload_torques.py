@@ -183,16 +183,16 @@ def run(args: argparse.Namespace) -> int:
     if code:
         return code
     links = _link_model(model, states, joints, _effort_scales(args, joints), held)
-    half_width = args.filter_half_width or payload_half_width(sample_period(states.t))
-    differentiation = {"half_width": half_width}
+    needed_half_width = args.filter_half_width or payload_half_width(sample_period(states.t))
+    differentiation = {"half_width": needed_half_width}
     alignment, link_findings = None, []
     if args.links_result:  # the data differentiated and delayed as the links' fit chose
         link_result = read_link_result(args.links_result, links)
         links, links_x = link_result.model, link_result.x
         differentiation = differentiation_of(link_result.result, args.filter_half_width,
-                                             default=half_width)
+                                             default=needed_half_width)
         link_findings = link_filter_findings(link_result.result, args.links_result,
-                                             half_width)
+                                             needed_half_width, args.filter_half_width)
         link_model = f"fit-links result {args.links_result}"
     else:
         links_x, link_model = links.prior, "the URDF's links (no friction)"

@@ -325,8 +325,9 @@ _FROBENIUS_WEIGHTS = np.array([1.0, 2.0, 2.0, 1.0, 2.0, 1.0])
 
 def inertia_com_norm_std(theta: np.ndarray, theta_covariance: np.ndarray) -> tuple[float, float]:
     """``(norm, std)`` (kg m^2): the Frobenius norm of the inertia about the COM of ``theta``
-    (10,) and its standard error, to first order (the square root of the summed variances of the
-    3x3 matrix's entries, from ``theta_covariance`` (10, 10)). Needs a positive mass."""
+    (10,), and the root-sum-square of the standard errors of the 3x3 matrix's entries (first
+    order, from ``theta_covariance`` (10, 10)): a scale of its uncertainty, not the standard
+    error of the norm. Needs a positive mass."""
     inertia = inertia_to_msg_order(inertia_from_theta(theta)[2])
     variances = np.clip(np.diag(inertia_com_covariance(theta, theta_covariance)), 0.0, None)
     return (float(np.sqrt(_FROBENIUS_WEIGHTS @ inertia ** 2)),

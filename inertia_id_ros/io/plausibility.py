@@ -253,33 +253,34 @@ def position_unit_findings(q: np.ndarray, joint_names: Sequence[str],
                              np.array(revolute, dtype=bool))
 
 
-def link_filter_findings(result: dict[str, Any], source: str,
-                         payload_half_width: float) -> list[Finding]:
+def link_filter_findings(result: dict[str, Any], source: str, payload_half_width: float,
+                         used_half_width: float | None = None) -> list[Finding]:
     """``link_filter`` (warn) when the fit-links ``result`` (read from ``source``, the file named
     as the finding's subject) chose a derivative filter (its ``"differentiation"``) wider than
     :data:`~inertia_id_ros.options.LINK_FILTER_RATIO` times ``payload_half_width`` (s), the one
-    the payload's data are differentiated with, or narrower than it by as much. A wide filter
-    flattens the accelerations and the links' fit makes up for it in their inertias; a payload, a
-    small inertia on the last link, takes their error, and takes the difference when its own data
-    are differentiated otherwise. A result without a filter (written by hand, or a simulator's
-    truth) is not judged."""
+    a payload's inertia needs, or when the payload's data are differentiated with
+    ``used_half_width`` (s; ``None``: with the links' filter) over that ratio times the links'. A
+    wide filter flattens the accelerations and the links' fit makes up for it in their inertias;
+    a payload, a small inertia on the last link, takes their error, and takes the difference
+    when its own data are differentiated otherwise. A result without a filter (written by hand,
+    or a simulator's truth) is not judged."""
     chosen = result.get("differentiation")
     try:
         link_half_width = float(chosen.get("half_width_s") or 0.0)
     except (AttributeError, TypeError, ValueError):
         return []
     values = {"link_half_width_s": link_half_width, "payload_half_width_s": payload_half_width}
-    if payload_half_width > LINK_FILTER_RATIO * link_half_width > 0:
+    if used_half_width is not None and used_half_width > LINK_FILTER_RATIO * link_half_width > 0:
         return [Finding("link_filter", source, WARN,
                         f"the links were fitted with a +-{link_half_width:.3f} s derivative "
                         f"filter, and the payload's data are differentiated with +-"
-                        f"{payload_half_width:.3f} s, {payload_half_width / link_half_width:.1f} "
-                        "x as wide: the links' fit made up for its own filter in their inertias, "
-                        "so the payload's inertia takes the difference (tens of %; its mass and "
-                        "COM hardly). Differentiate with the links' filter (fit-payload-torques "
-                        "does without --filter-half-width; the node: torques_filter_half_width), "
-                        f"or refit the links with --filter-half-width {payload_half_width:g}.",
-                        values)]
+                        f"{used_half_width:.3f} s, {used_half_width / link_half_width:.1f} x as "
+                        "wide: the links' fit made up for its own filter in their inertias, so "
+                        "the payload's inertia takes the difference (tens of %; its mass and COM "
+                        "hardly). Differentiate with the links' filter (fit-payload-torques does "
+                        "without --filter-half-width; the node: torques_filter_half_width), or "
+                        f"refit the links with --filter-half-width {used_half_width:g}.",
+                        values | {"used_half_width_s": used_half_width})]
     if not link_half_width > LINK_FILTER_RATIO * payload_half_width:
         return []
     return [Finding("link_filter", source, WARN,

@@ -217,7 +217,8 @@ class PayloadTorquesSettings:
             result = read_result(self.links_result, ConfigError)
         except ConfigError:
             return []
-        return link_filter_findings(result, self.links_result, self.filter_half_width)
+        return link_filter_findings(result, self.links_result, self.filter_half_width,
+                                    self.filter_half_width)
 
 
 def supporting_joints(robot: pin.Model, frame: str) -> list[str]:

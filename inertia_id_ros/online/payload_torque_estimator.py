@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inertia_id_ros.chain.differentiation import sample_period
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, predict_torques
 from inertia_id_ros.chain.payload_from_torques import (
     ERROR_BLOCKS,
@@ -115,13 +116,14 @@ class PayloadTorqueEstimate(PayloadEstimateBase):
     subspace of the ``n_parameters`` fitted; ``condition_number`` of the column-scaled regressor;
     ``warnings``: a poorly determined payload, in words; ``min_pseudo_inertia_eig`` (kg m²);
     ``residual_rms`` (N·m); ``n_samples`` joint states used, stamped ``t_first`` to ``t_last``
-    (s); ``solve_time`` (s).
+    (s), ``sample_period`` (s) apart (median); ``solve_time`` (s).
     """
 
     rank: int
     n_parameters: int
     condition_number: float
     warnings: tuple[str, ...]
+    sample_period: float = 0.0
     message: str = ""
 
 
@@ -183,7 +185,8 @@ class PayloadTorqueEstimator(PayloadEstimatorMixin,
         with self._lock:
             method, options = self._solver_settings(method or None)
             n_samples, t_first, t_last = self._samples_to_solve(duration, until)
-            _, Y, y = self.window.samples(duration, copy=False, until=until)
+            t, Y, y = self.window.samples(duration, copy=False, until=until)
+            period = sample_period(t) if t.size > 1 else 0.0
             tare = self._tare
             if tare is not None and not config.estimate_offset:
                 y = y - tare.offset  # the tare is the known offset
@@ -223,5 +226,5 @@ class PayloadTorqueEstimator(PayloadEstimatorMixin,
             residual_rms=float(np.sqrt(channels.squared_residuals(x).sum()
                                        / (channels.n_samples * channels.n_channels))),
             n_samples=n_samples, method=method, solve_time=float(solution.solve_time),
-            t_first=t_first, t_last=t_last,
+            t_first=t_first, t_last=t_last, sample_period=period,
             message="" if solution.found else f"solver stopped early ({solution.status})")

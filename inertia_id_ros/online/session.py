@@ -43,7 +43,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from inertia_id_ros.chain.actuators import ActuatorConfig
-from inertia_id_ros.chain.differentiation import payload_half_width
+from inertia_id_ros.chain.differentiation import payload_half_width, samples_each_side
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.whole_body import (
@@ -556,7 +556,8 @@ class PayloadTorqueSession(PayloadSessionBase[PayloadTorqueEstimator]):
     The rules of :class:`PayloadSessionBase` (change detection on the joints' torque residuals, a
     tare of the joints' torque offsets with the payload removed); a payload the data leave
     poorly determined is warned about (kind ``poorly_determined``) and is the diagnostics'
-    advice."""
+    advice; so is (kind ``filter_samples``) a derivative filter too narrow for the joint states'
+    rate."""
 
     mode = "payload_torques"
 
@@ -578,20 +579,19 @@ class PayloadTorqueSession(PayloadSessionBase[PayloadTorqueEstimator]):
 
     def _narrow_filter_warning(self, estimate: PayloadTorqueEstimate) -> str | None:
         """Why the filter is too narrow for the joint states' rate (fewer than
-        :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_MIN_SAMPLES` of them on each side: the
-        accelerations, and the payload's inertia with them, are noise), or ``None``."""
-        if estimate.n_samples < 2 or not estimate.t_last > estimate.t_first:
-            return None
-        period = (estimate.t_last - estimate.t_first) / (estimate.n_samples - 1)
+        :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_MIN_SAMPLES` of them on each side: noisy
+        accelerations, and the payload's inertia with them), or ``None``."""
+        period = estimate.sample_period
         half_width = self.estimator.config.filter_half_width
-        if half_width >= PAYLOAD_TORQUES_MIN_SAMPLES * period:
+        if not period > 0 or samples_each_side(half_width, period) >= PAYLOAD_TORQUES_MIN_SAMPLES:
             return None
         wider = payload_half_width(period)
         return (f"the joint states come every {1e3 * period:.1f} ms: the {half_width:g} s "
-                f"derivative filter (torques_filter_half_width) spans {half_width / period:.1f} "
-                "of them on each side, too few: the accelerations, and the payload's inertia, "
-                f"are noise. Set it to {wider:g} s, and fit the link model with fit-links "
-                f"--filter-half-width {wider:g}.")
+                "derivative filter (torques_filter_half_width) spans only "
+                f"{samples_each_side(half_width, period)} of them on each side, so the "
+                "accelerations are noisy and the payload's inertia with them. Set it to "
+                f"{wider:g} s (and fit a fit-links link model with --filter-half-width "
+                f"{wider:g}).")
 
     def _summary(self, estimate: PayloadTorqueEstimate) -> str:
         return (f"{estimate.method}: m = {estimate.mass:.4f} ± {estimate.theta_std[0]:.4f} kg "

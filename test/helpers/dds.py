@@ -52,11 +52,13 @@ def node_args(**overrides) -> list[str]:
     return args
 
 
-def wait_until_subscribed(peer, publishers, timeout: float = 30.0) -> None:
+def wait_until_inputs_matched(peer, publishers, timeout: float = 30.0,
+                              node: Process | None = None) -> None:
     """Spin ``peer`` until discovery is done both ways for each of its ``publishers``: the
     publisher counts a subscription, and the node under test's ``/diagnostics`` count a publisher
     on that topic (``publishers.<topic>``). A best-effort reader drops what a writer sends before
-    the reader has matched it, so the publisher's side alone is not enough."""
+    the reader has matched it, so the publisher's side alone is not enough. ``node``: the node's
+    process, whose output a failure shows."""
     diagnostics = NodeDiagnostics(peer)
     topics = [publisher.topic_name for publisher in publishers]
 
@@ -67,7 +69,8 @@ def wait_until_subscribed(peer, publishers, timeout: float = 30.0) -> None:
     try:
         assert spin_until(peer, matched, timeout), \
             (f"the node under test did not match the publishers of {topics}: its diagnostics "
-             f"say {diagnostics.counters('publishers.')}")
+             f"say {diagnostics.counters('publishers.')}"
+             + ("" if node is None else f"\n{node.output()[-3000:]}"))
     finally:
         peer.destroy_subscription(diagnostics.subscription)
 
@@ -93,8 +96,8 @@ class Feeder:
 
     def wait_until_matched(self, timeout: float = 20.0) -> None:
         """Until the node under test and both publishers have matched
-        (:func:`wait_until_subscribed`)."""
-        wait_until_subscribed(self.peer, [self.joints, self.wrenches], timeout)
+        (:func:`wait_until_inputs_matched`)."""
+        wait_until_inputs_matched(self.peer, [self.joints, self.wrenches], timeout)
 
     def publish(self, seconds: float, sleep: bool = True, joint_states: bool = True) -> None:
         """``seconds`` of samples; without ``joint_states`` only wrenches (a joint-state gap)."""

@@ -20,7 +20,7 @@ from helpers.dds import (
     node_args,
     play_and_identify,
     spin_until,
-    wait_until_subscribed,
+    wait_until_inputs_matched,
 )
 from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
 from inertia_id_ros.io.replay import record_simulation, replay_bag
@@ -64,7 +64,7 @@ def test_node_and_replay_agree_on_a_bag_with_a_grasp(launch, rclpy_context, tmp_
         wrenches = peer.create_publisher(WrenchStamped, "/ft_sensor/wrench", qos)
         changes: list = []
         peer.create_subscription(PayloadChange, "/inertia_id/payload_change", changes.append, 10)
-        wait_until_subscribed(peer, [joints, wrenches])
+        wait_until_inputs_matched(peer, [joints, wrenches])
 
         messages = read_bag_messages(bag, [("/joint_states", JOINT_STATE_TYPE),
                                            ("/ft_sensor/wrench", WRENCH_TYPE)])

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from helpers.dds import identify, spin_until, wait_until_subscribed
+from helpers.dds import identify, spin_until, wait_until_inputs_matched
 from helpers.paths import REPO
 from inertia_id_ros.chain.friction import JointDrive
 from inertia_id_ros.chain.links import LinkModel
@@ -135,7 +135,7 @@ def test_a_mode_from_a_test_file_runs_in_the_node(launch, ros_env, rclpy_context
     joints = peer.create_publisher(JointState, "/joint_states", 1000)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        wait_until_subscribed(peer, [joints])
+        wait_until_inputs_matched(peer, [joints], node=node)
         assert spin_until(peer, lambda: diagnostics, 30.0), node.output()[-3000:]
         assert diagnostics[-1]["mode"] == "one_joint"
         model, x_true = _truth()

@@ -24,7 +24,7 @@ from helpers.dds import (
     count_inconsistent,
     identify,
     spin_until,
-    wait_until_subscribed,
+    wait_until_inputs_matched,
 )
 from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency
@@ -70,7 +70,7 @@ class WholeBodyFeeder:
 
     def wait_until_matched(self, timeout: float = 30.0) -> None:
         """Until the node under test and every input's publisher have matched."""
-        wait_until_subscribed(self.peer, [self.joints, self.imu, *self.wrenches.values()],
+        wait_until_inputs_matched(self.peer, [self.joints, self.imu, *self.wrenches.values()],
                               timeout)
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.dds import agreeing_updates, play_and_identify, wait_until_subscribed
+from helpers.dds import agreeing_updates, play_and_identify, wait_until_inputs_matched
 from helpers.paths import REPO
 from inertia_id_ros import modes
 from inertia_id_ros.core.robots import example_robot_urdf
@@ -61,7 +61,7 @@ def test_node_and_replay_agree_on_a_whole_body_bag(launch, rclpy_context, tmp_pa
                       "/imu": peer.create_publisher(Imu, "/imu", qos),
                       **{topic: peer.create_publisher(WrenchStamped, topic, qos)
                          for topic in ft_topics}}
-        wait_until_subscribed(peer, list(publishers.values()))
+        wait_until_inputs_matched(peer, list(publishers.values()))
 
         messages = read_bag_messages(bag, [("/joint_states", JOINT_STATE_TYPE),
                                            ("/imu", IMU_TYPE),

@@ -15,6 +15,7 @@ from inertia_id_ros.chain.differentiation import (
     filter_for,
     payload_half_width,
     sample_period,
+    samples_each_side,
     select_differentiation,
 )
 from inertia_id_ros.chain.identify import derive_torque_data, identify_links
@@ -45,12 +46,24 @@ def test_candidates_by_source_within_the_longest_half_width():
     assert max(c.window_samples for c in slow) < 2 * MAX_HALF_WIDTH / 5e-3 + 1
 
 
-@pytest.mark.parametrize("rate, half_width", [(1000.0, 0.03), (500.0, 0.03), (125.0, 0.044),
-                                               (50.0, 0.11)])
+@pytest.mark.parametrize("rate, half_width", [(1000.0, 0.03), (500.0, 0.03), (180.0, 0.031),
+                                               (125.0, 0.044), (50.0, 0.11)])
 def test_a_payloads_filter_spans_five_samples_each_side_at_low_rates(rate, half_width) -> None:
     t = 3.0 + np.arange(0.0, 10.0, 1.0 / rate)
-    assert payload_half_width(sample_period(t)) == pytest.approx(half_width)
-    assert filter_for(t, True, half_width).window_samples >= 11
+    period = sample_period(t)
+    assert payload_half_width(period) == pytest.approx(half_width)
+    assert samples_each_side(half_width, period) >= 5
+    assert filter_for(t, True, half_width).window_samples == 2 * samples_each_side(
+        half_width, period) + 1
+    assert samples_each_side(0.03, 1 / 125) == 3
+
+
+def test_the_node_parameter_quotes_the_default_at_125_hz() -> None:
+    from inertia_id_ros.modes.payload_torques import PayloadTorquesMode
+
+    spec = next(p for p in PayloadTorquesMode().parameters
+                if p.name == "torques_filter_half_width")
+    assert f"({payload_half_width(1 / 125):g} at 125 Hz)" in spec.description
 
 
 def test_cross_validation_picks_a_filter_near_the_most_accurate(recording):

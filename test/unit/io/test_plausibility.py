@@ -95,7 +95,10 @@ def test_a_links_result_with_another_filter_is_warned(link_half_width, payload_h
                                                       warned) -> None:
     result = {} if link_half_width is None else {"differentiation": {
         "half_width_s": link_half_width, "order": 2}}
-    findings = plausibility.link_filter_findings(result, "links.json", payload_half_width)
+    findings = plausibility.link_filter_findings(result, "links.json", payload_half_width,
+                                                 payload_half_width)
+    assert plausibility.link_filter_findings(result, "links.json", payload_half_width) == (
+        findings if link_half_width is None or link_half_width > payload_half_width else [])
     assert [(f.kind, f.subject, f.severity) for f in findings] == (
         [("link_filter", "links.json", WARN)] if warned else [])
     if warned:

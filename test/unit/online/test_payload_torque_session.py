@@ -227,4 +227,5 @@ def test_a_filter_of_too_few_joint_states_is_warned(half_width: float, warned: b
     messages = [message for kind, message in update.warnings if kind == "filter_samples"]
     assert bool(messages) == warned
     if warned:
-        assert "every 8.0 ms" in messages[0] and "Set it to 0.044 s" in messages[0]
+        assert "every 8.0 ms" in messages[0] and "spans only 3 of them" in messages[0]
+        assert "Set it to 0.044 s" in messages[0]
