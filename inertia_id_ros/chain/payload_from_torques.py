@@ -247,10 +247,11 @@ def determination_warnings(theta: np.ndarray, covariance: np.ndarray, rank: int,
     norm, inertia_std = inertia_com_norm_std(theta, covariance)
     if not inertia_std <= max_inertia_relative_std * norm:
         relative = inertia_std / norm if norm > 0 else float("inf")
+        share = (f"{100 * relative:.0f} % of it" if relative < 10 else "over ten times it")
         out.append(
             f"the payload's inertia is poorly determined: about its COM ({1e3 * norm:.3g} ± "
             f"{1e3 * inertia_std:.2g})e-3 kg m² (Frobenius norm ± the root-sum-square of its "
-            f"entries' standard errors, {100 * relative:.0f} % of it, above "
+            f"entries' standard errors, {share}, above "
             f"{100 * max_inertia_relative_std:.0f} %; the derivative filter's and the link "
             "model's bias come on top): rotate the frame faster about each of its axes, "
             "record longer, or record the joint states at a higher sample rate (the "
