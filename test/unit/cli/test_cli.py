@@ -504,6 +504,17 @@ def test_demo_refuses_bad_arguments_before_starting_anything(capsys, arguments, 
 # ---- fit-payload-torques -------------------------------------------------------------------
 
 
+def save_payload_torque_runs(runs, directory: Path) -> list[Path]:
+    """The unloaded and the loaded run of ``runs`` as NPZ files in ``directory`` (t, joint_names,
+    q, dq, effort, as an arm logs them): their paths, unloaded first."""
+    paths = []
+    for name, rec in (("unloaded", runs.unloaded), ("loaded", runs.loaded)):
+        paths.append(directory / f"{name}.npz")
+        np.savez(paths[-1], t=rec.t, joint_names=np.array(PANDA_ARM), q=rec.q, dq=rec.dq,
+                 effort=rec.effort)
+    return paths
+
+
 @pytest.fixture(scope="module")
 def payload_torque_npz(tmp_path_factory):
     """(runs, unloaded NPZ, loaded NPZ, fit-links JSON of the unloaded run): the simulated Panda
@@ -512,11 +523,7 @@ def payload_torque_npz(tmp_path_factory):
 
     runs = panda_payload_torque_runs(duration=20.0, rate=200.0, seed=2)
     directory = tmp_path_factory.mktemp("payload_torques")
-    paths = []
-    for name, rec in (("unloaded", runs.unloaded), ("loaded", runs.loaded)):
-        paths.append(directory / f"{name}.npz")
-        np.savez(paths[-1], t=rec.t, joint_names=np.array(PANDA_ARM), q=rec.q, dq=rec.dq,
-                 effort=rec.effort)
+    paths = save_payload_torque_runs(runs, directory)
     links = directory / "links.json"
     assert cli.main(["fit-links", "--urdf", str(example_robot_urdf("panda")), "--data",
                      str(paths[0]), "--json", str(links), "--filter-half-width", "0.03",
@@ -533,11 +540,7 @@ def test_fit_payload_torques_at_125_hz_widens_its_filter_and_says_the_inertia_is
     from inertia_id_ros.sim.torques import panda_payload_torque_runs
 
     runs = panda_payload_torque_runs(duration=10.0, rate=125.0, seed=0)
-    paths = []
-    for name, rec in (("unloaded", runs.unloaded), ("loaded", runs.loaded)):
-        paths.append(tmp_path / f"{name}.npz")
-        np.savez(paths[-1], t=rec.t, joint_names=np.array(PANDA_ARM), q=rec.q, dq=rec.dq,
-                 effort=rec.effort)
+    paths = save_payload_torque_runs(runs, tmp_path)
     out_json = tmp_path / "payload.json"
     code, _, err = run_cli(capsys, "fit-payload-torques", "--urdf", panda_urdf, "--data",
                            str(paths[1]), "--frame", SENSOR, "--json", str(out_json),
