@@ -86,10 +86,11 @@ MAX_MASS_RELATIVE_STD = 0.02
 from joint torques should be good to 1 %)."""
 
 MAX_INERTIA_RELATIVE_STD = 0.10
-"""A payload inertia about the COM whose standard error (Frobenius norm) exceeds this fraction of
-it is poorly determined. The standard error leaves out the derivative filter's and the link
-model's bias: on the simulated Panda (30 s, 125 Hz to 1 kHz, both routes) the errors ran 0.7 to
-4 times it, and every fit with the error above 15 % but one had it above 10 %."""
+"""A payload inertia about the COM whose entries' standard errors (root-sum-square) exceed this
+fraction of its Frobenius norm is poorly determined. Those standard errors leave out the
+derivative filter's and the link model's bias: on the simulated Panda (30 s, 125 Hz to 1 kHz,
+both routes) the errors ran 0.7 to 4 times them, and every fit with the error above 15 % but one
+had them above 10 %."""
 
 
 class PayloadTorqueModel:
@@ -219,8 +220,9 @@ def determination_warnings(theta: np.ndarray, covariance: np.ndarray, rank: int,
     ``covariance`` (10, 10) its covariance, ``rank`` the dimension of the identifiable subspace
     of the ``n_parameters`` fitted (:class:`~inertia_id_ros.core.covariance.ParameterCovariance`).
     Empty when every parameter is excited, the mass's standard error is within
-    ``max_mass_relative_std`` of it and the standard error of the inertia about the COM
-    (Frobenius norm) within ``max_inertia_relative_std`` of it. About the COM, not the frame's
+    ``max_mass_relative_std`` of it and the standard errors of the inertia about the COM
+    (root-sum-square of its entries') within ``max_inertia_relative_std`` of its Frobenius norm
+    (:func:`~inertia_id_ros.core.covariance.inertia_com_norm_std`). About the COM, not the frame's
     origin: there the mass and COM's well-known share (``m |c|^2``) hides an unknown rotational
     inertia."""
     std = np.sqrt(np.clip(np.diag(covariance), 0.0, None))

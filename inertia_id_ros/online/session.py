@@ -556,8 +556,8 @@ class PayloadTorqueSession(PayloadSessionBase[PayloadTorqueEstimator]):
     The rules of :class:`PayloadSessionBase` (change detection on the joints' torque residuals, a
     tare of the joints' torque offsets with the payload removed); a payload the data leave
     poorly determined is warned about (kind ``poorly_determined``) and is the diagnostics'
-    advice; so is (kind ``filter_samples``) a derivative filter too narrow for the joint states'
-    rate."""
+    advice; a derivative filter too narrow for the joint states' rate is warned about too (kind
+    ``filter_samples``)."""
 
     mode = "payload_torques"
 
