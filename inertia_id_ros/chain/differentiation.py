@@ -77,7 +77,7 @@ class DifferentiationFilter:
         """Samples in the window at the median sample period (odd)."""
         if self.source == SOURCE_RECORDED or self.sample_period <= 0:
             return 0
-        return 2 * int(np.floor(self.half_width / self.sample_period + 1e-9)) + 1
+        return 2 * samples_each_side(self.half_width, self.sample_period) + 1
 
     @property
     def online_lag(self) -> float:

@@ -12,7 +12,6 @@ from inertia_id_ros.cli import common
 from inertia_id_ros.errors import DataError, InputError, ProblemError, SolverError
 from inertia_id_ros.modes.links import LinksMode
 from inertia_id_ros.options import (
-    LINK_FILTER_RATIO,
     LINKS_DEFAULT_WEIGHTING,
 )
 
@@ -80,7 +79,12 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.io.data import check_joints
     from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.plausibility import ellipsoids_of, link_volumes, volumes_holding
+    from inertia_id_ros.io.plausibility import (
+        ellipsoids_of,
+        link_filter_findings,
+        link_volumes,
+        volumes_holding,
+    )
     from inertia_id_ros.io.validate import validate_after_fit
 
     common.check_data_source(args)
@@ -183,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     lines.append(f"joint torque rms {errors.overall:.4f} N m; all links fully consistent: "
                  f"{'yes' if fit.fully_consistent else 'NO'}")
     payload_width = payload_half_width(sample_period(states.t))
-    if identification.differentiation.half_width > LINK_FILTER_RATIO * payload_width:
+    if link_filter_findings(result, "fit-links", payload_width):  # the rule the payload fit applies
         lines.append(f"note: as the link model of fit-payload-torques, refit with "
                      f"--filter-half-width {payload_width:g}: a payload's inertia "
                      "needs less smoothing than the links' torques")
