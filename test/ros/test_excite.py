@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from helpers.dds import node_args, spin_until
+from helpers.dds import node_args, spin_until, wait_until_serving
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory, concatenate, rest_to_rest
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
 
@@ -66,6 +66,9 @@ class Wizard:
         self._excite, self._trigger = Excite, Trigger
         self.mark = 0
         """Statuses received before the latest request."""
+        # the node answers a parameter request only once it has discovered this peer's
+        # endpoints, the service clients above first: their responses then reach the peer
+        wait_until_serving(peer)
 
     def _on_joint_state(self, msg) -> None:
         self.joints.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
