@@ -7,9 +7,10 @@ ROS 2 wheels installed in the target environment (install ``requirements-build.t
 
 - the generated Python modules (``inertia_id_ros/msg``, ``inertia_id_ros/srv`` and the typesupport
   extension modules) inside the package; an editable install writes them into the source tree;
-- the generated C/C++ libraries into ``<prefix>/lib`` and the ament index and interface files into
-  ``<prefix>/share``, where the ROS 2 wheels keep theirs (their bootstrapper puts ``<prefix>/lib`` on
-  the library path), as data files of the wheel or, for an editable install, copied there directly.
+- the generated C/C++ libraries into ``<prefix>/lib`` and the ament index and interface files
+  into ``<prefix>/share``, where the ROS 2 wheels keep theirs (their bootstrapper puts
+  ``<prefix>/lib`` on the library path), as data files of the wheel or, for an editable
+  install, copied there directly.
 """
 
 from __future__ import annotations
@@ -57,16 +58,33 @@ def build_interfaces() -> Path:
     env = dict(os.environ, AMENT_PREFIX_PATH=sys.prefix)
     cmake = _cmake()
     print(f"inertia_id_ros: building interfaces with rosidl in {binary}", flush=True)
-    subprocess.run([cmake, "-S", str(source), "-B", str(binary),
-                    f"-DCMAKE_PREFIX_PATH={sys.prefix}",
-                    f"-DPython3_EXECUTABLE={sys.executable}",
-                    f"-DCMAKE_INSTALL_PREFIX={prefix}",
-                    "-DINERTIA_ID_INTERFACES_ONLY=ON", "-DBUILD_TESTING=OFF",
-                    "-DCMAKE_BUILD_TYPE=Release"], check=True, env=env, stdout=subprocess.DEVNULL)
-    subprocess.run([cmake, "--build", str(binary), "--parallel", str(os.cpu_count() or 1)],
-                   check=True, env=env, stdout=subprocess.DEVNULL)
-    subprocess.run([cmake, "--install", str(binary)], check=True, env=env,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            cmake,
+            "-S",
+            str(source),
+            "-B",
+            str(binary),
+            f"-DCMAKE_PREFIX_PATH={sys.prefix}",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            f"-DCMAKE_INSTALL_PREFIX={prefix}",
+            "-DINERTIA_ID_INTERFACES_ONLY=ON",
+            "-DBUILD_TESTING=OFF",
+            "-DCMAKE_BUILD_TYPE=Release",
+        ],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    subprocess.run(
+        [cmake, "--build", str(binary), "--parallel", str(os.cpu_count() or 1)],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    subprocess.run(
+        [cmake, "--install", str(binary)], check=True, env=env, stdout=subprocess.DEVNULL
+    )
     return prefix
 
 
@@ -81,8 +99,12 @@ def copy_generated_python(prefix: Path, destination: Path) -> None:
     generated = generated_python_package(prefix)
     for item in generated.iterdir():
         if item.name in ("msg", "srv"):
-            shutil.copytree(item, destination / item.name, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                item,
+                destination / item.name,
+                dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
         elif item.suffix in (".so", ".c"):
             shutil.copy2(item, destination / item.name)
 
@@ -110,6 +132,7 @@ class BuildPyWithInterfaces(build_py):
     """build_py that adds the rosidl-generated modules (in place for an editable install)."""
 
     def run(self) -> None:
+        """Build the Python modules, then put the generated interfaces beside them."""
         super().run()
         prefix = _PREFIX or build_interfaces()
         destination = ROOT if self.editable_mode else Path(self.build_lib)
@@ -127,15 +150,17 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     description="Online, physically consistent identification of payload and link inertial "
-                "parameters for ROS 2",
+    "parameters for ROS 2",
     packages=find_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
     package_data={PACKAGE: ["py.typed", "ros/fastdds_profiles.xml"]},
     data_files=data_files(_PREFIX) if _PREFIX is not None else [],
     python_requires=">=3.10",
     cmdclass={"build_py": BuildPyWithInterfaces},
-    entry_points={"console_scripts": [
-        "inertia-id-node = inertia_id_ros.entry:node",
-        "inertia-id-sim = inertia_id_ros.entry:sim",
-        "inertia-id = inertia_id_ros.cli:main",
-    ]},
+    entry_points={
+        "console_scripts": [
+            "inertia-id-node = inertia_id_ros.entry:node",
+            "inertia-id-sim = inertia_id_ros.entry:sim",
+            "inertia-id = inertia_id_ros.cli:main",
+        ]
+    },
 )

@@ -24,25 +24,32 @@ from sensor_msgs.msg import JointState
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depth", type=int, default=2000, help="QoS history depth (2000)")
-    parser.add_argument("--executor", choices=("single", "events"), default="single",
-                        help="rclpy's single-threaded executor's spin() (default), or the events "
-                             "executor's spin_once loop, as the node spins its inputs")
+    parser.add_argument(
+        "--executor",
+        choices=("single", "events"),
+        default="single",
+        help="rclpy's single-threaded executor's spin() (default), or the events "
+        "executor's spin_once loop, as the node spins its inputs",
+    )
     args = parser.parse_args()
     rclpy.init()
     node = rclpy.create_node("bare_subscriber")
-    qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
-                     depth=args.depth)
+    qos = QoSProfile(
+        reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST, depth=args.depth
+    )
     counts = {"joint_states": 0, "wrench": 0}
 
     def counter(key: str):
         def count(_msg) -> None:
             counts[key] += 1
+
         return count
 
     node.create_subscription(JointState, "/joint_states", counter("joint_states"), qos)
     node.create_subscription(WrenchStamped, "/ft_sensor/wrench", counter("wrench"), qos)
-    node.create_timer(10.0, lambda: print(f"received {counts['joint_states']} {counts['wrench']}",
-                                          flush=True))
+    node.create_timer(
+        10.0, lambda: print(f"received {counts['joint_states']} {counts['wrench']}", flush=True)
+    )
     executor = EventsExecutor() if args.executor == "events" else SingleThreadedExecutor()
     executor.add_node(node)
     try:

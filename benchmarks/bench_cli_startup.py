@@ -33,8 +33,12 @@ RUN_MAIN = "import sys; from inertia_id_ros.cli import main; sys.exit(main(sys.a
 
 def extract_package(revision: str, directory: Path) -> None:
     """``inertia_id_ros`` as of ``revision`` into ``directory``."""
-    archive = subprocess.run(["git", "archive", revision, "inertia_id_ros"], cwd=REPOSITORY,
-                             capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", revision, "inertia_id_ros"],
+        cwd=REPOSITORY,
+        capture_output=True,
+        check=True,
+    ).stdout
     with tempfile.TemporaryFile() as file:
         file.write(archive)
         file.seek(0)
@@ -46,12 +50,15 @@ def time_run(tree: Path, argv: tuple[str, ...], expected_code: int, cwd: Path) -
     """Wall time (s) of one ``inertia-id argv`` from the package in ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     started = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-c", RUN_MAIN, *argv], cwd=cwd, env=env,
-                               capture_output=True, text=True)
+    completed = subprocess.run(
+        [sys.executable, "-c", RUN_MAIN, *argv], cwd=cwd, env=env, capture_output=True, text=True
+    )
     elapsed = time.perf_counter() - started
     if completed.returncode != expected_code:
-        raise RuntimeError(f"{tree}: inertia-id {' '.join(argv)} exited {completed.returncode}, "
-                           f"expected {expected_code}: {completed.stderr}")
+        raise RuntimeError(
+            f"{tree}: inertia-id {' '.join(argv)} exited {completed.returncode}, "
+            f"expected {expected_code}: {completed.stderr}"
+        )
     return elapsed
 
 
@@ -64,10 +71,11 @@ def main() -> None:
         old_tree = Path(temporary) / "old"
         extract_package(args.old, old_tree)
         trees = {"old": old_tree, "new": REPOSITORY}
-        print(f"{args.runs} runs per version and case, alternating; {os.cpu_count()} CPUs, "
-              f"load average {os.getloadavg()[0]:.2f}; old: {args.old}, new: the checkout")
-        print(f"{'inertia-id ...':<32}{'old (s)':>9}{'new (s)':>9}{'old/new':>9}"
-              f"{'target':>15}")
+        print(
+            f"{args.runs} runs per version and case, alternating; {os.cpu_count()} CPUs, "
+            f"load average {os.getloadavg()[0]:.2f}; old: {args.old}, new: the checkout"
+        )
+        print(f"{'inertia-id ...':<32}{'old (s)':>9}{'new (s)':>9}{'old/new':>9}{'target':>15}")
         for argv, expected_code in CASES:
             times: dict[str, list[float]] = {name: [] for name in trees}
             for _ in range(args.runs):
@@ -75,8 +83,10 @@ def main() -> None:
                     times[name].append(time_run(tree, argv, expected_code, Path(temporary)))
             old, new = (statistics.median(times[name]) for name in trees)
             verdict = "met" if new <= TARGET_S else "MISSED"
-            print(f"{' '.join(argv):<32}{old:9.3f}{new:9.3f}{old / new:8.1f}x"
-                  f"{f'{verdict} ({TARGET_S:g} s)':>15}")
+            print(
+                f"{' '.join(argv):<32}{old:9.3f}{new:9.3f}{old / new:8.1f}x"
+                f"{f'{verdict} ({TARGET_S:g} s)':>15}"
+            )
 
 
 if __name__ == "__main__":

@@ -65,8 +65,14 @@ from inertia_id_ros.sim.payload import (  # noqa: E402
 )
 from inertia_id_ros.solvers import Problem, solve  # noqa: E402
 
-UR5_JOINTS = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
-              "wrist_2_joint", "wrist_3_joint")
+UR5_JOINTS = (
+    "shoulder_pan_joint",
+    "shoulder_lift_joint",
+    "elbow_joint",
+    "wrist_1_joint",
+    "wrist_2_joint",
+    "wrist_3_joint",
+)
 CASES = {  # name: (robot, joints, target, sensor frame, duration s, design time target s)
     "ur5_payload": ("ur5", UR5_JOINTS, "payload", "tool0", 15.0, 60.0),
     "panda_payload": ("panda", PANDA_ARM_JOINTS, "payload", PANDA_FLANGE, 15.0, 60.0),
@@ -87,8 +93,9 @@ def worst_violation(result: DesignResult, trajectory: ExcitationTrajectory) -> f
     return max(excess, max(limits.violations(dense).values()))
 
 
-def identify(model, sensor_frame: str, joints, trajectory: ExcitationTrajectory,
-             seed: int) -> tuple[float, float, float]:
+def identify(
+    model, sensor_frame: str, joints, trajectory: ExcitationTrajectory, seed: int
+) -> tuple[float, float, float]:
     """(mass error %, COM error mm, inertia error %) of the lmi fit to simulated F/T data."""
     truth = default_payload_theta()
     simulator = PayloadSimulator(model, sensor_frame, truth, trajectory.sample, joints)
@@ -98,44 +105,66 @@ def identify(model, sensor_frame: str, joints, trajectory: ExcitationTrajectory,
     _, _, ddq = trajectory.sample(t)
     V, A = simulator.kinematics.compute_batch(q, dq, ddq)
     Y = payload_regressor_batch(V, A)
-    weights = np.tile(1.0 / DEFAULT_WRENCH_NOISE_STD ** 2, t.size)
-    problem = Problem.from_regressor(Y.reshape(-1, 16), wrench.reshape(-1), n_bodies=1,
-                                     weights=weights)
+    weights = np.tile(1.0 / DEFAULT_WRENCH_NOISE_STD**2, t.size)
+    problem = Problem.from_regressor(
+        Y.reshape(-1, 16), wrench.reshape(-1), n_bodies=1, weights=weights
+    )
     theta = np.asarray(solve(problem, method="lmi").x)[:10]
     m, c, inertia = inertia_from_theta(theta)
     m0, c0, inertia0 = inertia_from_theta(truth)
-    return (100.0 * abs(m - m0) / m0, 1e3 * float(np.linalg.norm(c - c0)),
-            100.0 * float(np.linalg.norm(inertia - inertia0) / np.linalg.norm(inertia0)))
+    return (
+        100.0 * abs(m - m0) / m0,
+        1e3 * float(np.linalg.norm(c - c0)),
+        100.0 * float(np.linalg.norm(inertia - inertia0) / np.linalg.norm(inertia0)),
+    )
 
 
 def run_case(name: str, n_random: int, with_collision: bool) -> dict[str, object]:
     robot, joints, target, frame, duration, time_target = CASES[name]
     model = load_model(example_robot_urdf(robot))
-    collision = (CollisionChecker(example_robot_urdf(robot),
-                                      example_robot_data_dir() / SRDFS[robot])
-                 if with_collision else None)
+    collision = (
+        CollisionChecker(example_robot_urdf(robot), example_robot_data_dir() / SRDFS[robot])
+        if with_collision
+        else None
+    )
     began = time.perf_counter()
-    result = design_excitation(model, joints, target, duration, sensor_frame=frame,
-                               max_acceleration=MAX_ACCELERATION, seed=0, collision=collision)
+    result = design_excitation(
+        model,
+        joints,
+        target,
+        duration,
+        sensor_frame=frame,
+        max_acceleration=MAX_ACCELERATION,
+        seed=0,
+        collision=collision,
+    )
     design_time = time.perf_counter() - began
     start = result.trajectory.q[0]
     evaluator = result.evaluator
-    randoms = [random_fourier_motion(result.limits, start, duration, 5, seed)
-               for seed in range(n_random)]
+    randoms = [
+        random_fourier_motion(result.limits, start, duration, 5, seed) for seed in range(n_random)
+    ]
     scores = [evaluator.criterion_of(motion) for motion in randoms]
     best = int(np.argmin(scores))
     designed = evaluator.criterion_of(result.trajectory)
     row: dict[str, object] = {
-        "case": name, "objective": ("max inertia std (kg m^2)" if target == "payload"
-                                  else "pred. torque RMS (N m)"),
-        "designed": designed, "best_random": scores[best], "ratio": designed / scores[best],
+        "case": name,
+        "objective": (
+            "max inertia std (kg m^2)" if target == "payload" else "pred. torque RMS (N m)"
+        ),
+        "designed": designed,
+        "best_random": scores[best],
+        "ratio": designed / scores[best],
         "violation": worst_violation(result, result.trajectory),
         "random_violation": worst_violation(result, randoms[best]),
-        "design_s": design_time, "time_target_s": time_target,
+        "design_s": design_time,
+        "time_target_s": time_target,
         "iterations": result.stats.iterations,
         "clearance_mm": 1e3 * result.clearance.distance if result.clearance else float("nan"),
-        "random_clearance_mm": (1e3 * collision.clearance(randoms[best]).distance
-                                if collision else float("nan"))}
+        "random_clearance_mm": (
+            1e3 * collision.clearance(randoms[best]).distance if collision else float("nan")
+        ),
+    }
     if target == "payload":
         row["fit_designed"] = identify(model, frame, joints, result.trajectory, seed=1)
         row["fit_random"] = identify(model, frame, joints, randoms[best], seed=1)
@@ -146,18 +175,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--random", type=int, default=30, help="random motions (30)")
-    parser.add_argument("--no-collision", action="store_true",
-                        help="design without the self-collision constraint (SRDF pairs)")
+    parser.add_argument(
+        "--no-collision",
+        action="store_true",
+        help="design without the self-collision constraint (SRDF pairs)",
+    )
     args = parser.parse_args()
     rows = [run_case(name, args.random, not args.no_collision) for name in args.cases.split(",")]
-    print(f"\n{'case':<15}{'objective':<26}{'designed':>11}{'best rand':>11}{'ratio':>7}"
-          f"{'max excess':>12}{'clear mm':>9}{'rand mm':>9}{'design s':>10}{'target s':>9}"
-          f"{'iters':>7}")
+    print(
+        f"\n{'case':<15}{'objective':<26}{'designed':>11}{'best rand':>11}{'ratio':>7}"
+        f"{'max excess':>12}{'clear mm':>9}{'rand mm':>9}{'design s':>10}{'target s':>9}"
+        f"{'iters':>7}"
+    )
     for r in rows:
-        print(f"{r['case']:<15}{r['objective']:<26}{r['designed']:>11.4g}{r['best_random']:>11.4g}"
-              f"{r['ratio']:>7.3f}{r['violation']:>12.2e}{r['clearance_mm']:>9.1f}"
-              f"{r['random_clearance_mm']:>9.1f}{r['design_s']:>10.1f}"
-              f"{r['time_target_s']:>9.0f}{r['iterations']:>7}")
+        print(
+            f"{r['case']:<15}{r['objective']:<26}{r['designed']:>11.4g}{r['best_random']:>11.4g}"
+            f"{r['ratio']:>7.3f}{r['violation']:>12.2e}{r['clearance_mm']:>9.1f}"
+            f"{r['random_clearance_mm']:>9.1f}{r['design_s']:>10.1f}"
+            f"{r['time_target_s']:>9.0f}{r['iterations']:>7}"
+        )
     payload_rows = [r for r in rows if "fit_designed" in r]
     if payload_rows:
         print(f"\nidentified payload (lmi, simulated F/T at {SIM_RATE:g} Hz, demo noise):")
@@ -166,8 +202,10 @@ def main() -> None:
             for motion in ("designed", "random"):
                 m, c, i = r[f"fit_{motion}"]
                 print(f"{r['case']:<15}{motion:<13}{m:>8.3f}{c:>8.2f}{i:>10.2f}")
-    print("\nrequired: ratio <= 0.5, max excess <= 1e-6, design time <= target; payload within "
-          "mass 1 %, COM 3 mm, inertia 10 %")
+    print(
+        "\nrequired: ratio <= 0.5, max excess <= 1e-6, design time <= target; payload within "
+        "mass 1 %, COM 3 mm, inertia 10 %"
+    )
 
 
 if __name__ == "__main__":

@@ -74,34 +74,54 @@ def run_input(name: str) -> dict:
     from inertia_id_ros.chain.identify import derive_torque_data, identify_links
     from inertia_id_ros.chain.links import torque_error
 
-    model, runs = {"kuka_run1_200Hz": _kuka,
-                   "panda_12k_1kHz": lambda: _panda(20.0, 1000.0, 12000),
-                   "panda_3k_100Hz": lambda: _panda(50.0, 100.0, 3000)}[name]()
+    model, runs = {
+        "kuka_run1_200Hz": _kuka,
+        "panda_12k_1kHz": lambda: _panda(20.0, 1000.0, 12000),
+        "panda_3k_100Hz": lambda: _panda(50.0, 100.0, 3000),
+    }[name]()
     t, q, dq, effort = runs[0]
     started, cpu = time.perf_counter(), time.process_time()
     identification = identify_links(model, t, q, dq, None, effort)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
-    rms = [torque_error(identification.model, identification.fit.x,
-                        derive_torque_data(*run[:3], run[3], identification.differentiation,
-                                           delay=identification.delay.delay)).overall
-           for run in runs[1:]]
-    choices = {"filter_half_width_s": identification.differentiation.half_width,
-               "filter_order": identification.differentiation.order,
-               "delay_ms": 1e3 * identification.delay.delay,
-               "tilt_deg": ([] if identification.tilt is None else
-                            [float(np.degrees(identification.tilt.roll)),
-                             float(np.degrees(identification.tilt.pitch))]),
-               "coulomb_velocity": (None if identification.coulomb_selection is None
-                                    else identification.coulomb_selection.best),
-               "prior_weight": identification.fit.prior_weight}
-    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "held_out_rms": rms,
-            "choices": choices}
+    rms = [
+        torque_error(
+            identification.model,
+            identification.fit.x,
+            derive_torque_data(
+                *run[:3], run[3], identification.differentiation, delay=identification.delay.delay
+            ),
+        ).overall
+        for run in runs[1:]
+    ]
+    choices = {
+        "filter_half_width_s": identification.differentiation.half_width,
+        "filter_order": identification.differentiation.order,
+        "delay_ms": 1e3 * identification.delay.delay,
+        "tilt_deg": (
+            []
+            if identification.tilt is None
+            else [
+                float(np.degrees(identification.tilt.roll)),
+                float(np.degrees(identification.tilt.pitch)),
+            ]
+        ),
+        "coulomb_velocity": (
+            None
+            if identification.coulomb_selection is None
+            else identification.coulomb_selection.best
+        ),
+        "prior_weight": identification.fit.prior_weight,
+    }
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "held_out_rms": rms, "choices": choices}
 
 
 def extract(commit: str, into: Path) -> Path:
     """``inertia_id_ros`` of ``commit`` under ``into``; returns ``into``."""
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit,
-                              "inertia_id_ros"], check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", commit, "inertia_id_ros"],
+        check=True,
+        capture_output=True,
+    ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     return into
@@ -121,16 +141,23 @@ THREADS = _threads()
 def measure(name: str, source: Path) -> dict:
     """:func:`run_input` in a fresh interpreter with the package at ``source`` first on the
     path (an installed checkout is shadowed)."""
-    code = (f"import sys; sys.path.insert(0, {str(source)!r}); "
-            # loaded first: threadpoolctl limits loaded libraries only
-            "import numpy, scipy.linalg; "
-            f"from threadpoolctl import threadpool_limits; threadpool_limits({THREADS}); "
-            f"sys.path.insert(1, {str(Path(__file__).parent)!r}); "
-            "import json, inertia_id_ros, bench_fit_links as b; "
-            f"assert inertia_id_ros.__file__.startswith({str(source)!r}), inertia_id_ros.__file__; "
-            f"print(json.dumps(b.run_input({name!r})))")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                         text=True, cwd=tempfile.gettempdir()).stdout
+    code = (
+        f"import sys; sys.path.insert(0, {str(source)!r}); "
+        # loaded first: threadpoolctl limits loaded libraries only
+        "import numpy, scipy.linalg; "
+        f"from threadpoolctl import threadpool_limits; threadpool_limits({THREADS}); "
+        f"sys.path.insert(1, {str(Path(__file__).parent)!r}); "
+        "import json, inertia_id_ros, bench_fit_links as b; "
+        f"assert inertia_id_ros.__file__.startswith({str(source)!r}), inertia_id_ros.__file__; "
+        f"print(json.dumps(b.run_input({name!r})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -147,20 +174,31 @@ def main() -> int:
             for name in names:
                 for path, source in (("old", old_source), ("new", REPO)):
                     results[name, path].append(measure(name, source))
-    print(f"old: {args.commit}; new: this checkout; BLAS threads {THREADS or 'library default'}; "
-          f"median of {args.repeats}")
-    print(f"{'input':<18}{'old s':>8}{'new s':>8}{'ratio':>7}{'old cpu':>9}{'new cpu':>9}"
-          f"{'ratio':>7}{'target':>8}   held-out RMS old -> new (N m)")
+    print(
+        f"old: {args.commit}; new: this checkout; BLAS threads {THREADS or 'library default'}; "
+        f"median of {args.repeats}"
+    )
+    print(
+        f"{'input':<18}{'old s':>8}{'new s':>8}{'ratio':>7}{'old cpu':>9}{'new cpu':>9}"
+        f"{'ratio':>7}{'target':>8}   held-out RMS old -> new (N m)"
+    )
     for name in names:
         old, new, old_cpu, new_cpu = (
             float(np.median([r[key] for r in results[name, p]]))
-            for key in ("seconds", "cpu_seconds") for p in ("old", "new"))
-        rms = "; ".join(f"{a:.4f} -> {b:.4f} ({100 * (b / a - 1):+.2f} %)" for a, b in
-                        zip(results[name, "old"][0]["held_out_rms"],
-                            results[name, "new"][0]["held_out_rms"]))
+            for key in ("seconds", "cpu_seconds")
+            for p in ("old", "new")
+        )
+        rms = "; ".join(
+            f"{a:.4f} -> {b:.4f} ({100 * (b / a - 1):+.2f} %)"
+            for a, b in zip(
+                results[name, "old"][0]["held_out_rms"], results[name, "new"][0]["held_out_rms"]
+            )
+        )
         met = "met" if new_cpu <= TARGETS[name] else "MISSED"
-        print(f"{name:<18}{old:8.2f}{new:8.2f}{old / new:7.2f}{old_cpu:9.2f}{new_cpu:9.2f}"
-              f"{old_cpu / new_cpu:7.2f}{TARGETS[name]:7.1f} {met:<6}  {rms}")
+        print(
+            f"{name:<18}{old:8.2f}{new:8.2f}{old / new:7.2f}{old_cpu:9.2f}{new_cpu:9.2f}"
+            f"{old_cpu / new_cpu:7.2f}{TARGETS[name]:7.1f} {met:<6}  {rms}"
+        )
     print("choices old -> new:")
     for name in names:
         old, new = (results[name, p][0]["choices"] for p in ("old", "new"))

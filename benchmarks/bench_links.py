@@ -64,22 +64,28 @@ def load_case(data_dir: Path) -> tuple[str, LinkModel, JointTorqueData]:
     run = data_dir / "measurements_1.npz"
     if run.is_file() and (data_dir / "kuka_lwr4.urdf").is_file():
         arrays = np.load(run)
-        data = JointTorqueData(arrays["positions"], arrays["velocities"],
-                               arrays["accelerations"], arrays["torques"])
-        return (f"KUKA LWR4+ run 1 ({run})", LinkModel.from_urdf(data_dir / "kuka_lwr4.urdf"),
-                data)
+        data = JointTorqueData(
+            arrays["positions"], arrays["velocities"], arrays["accelerations"], arrays["torques"]
+        )
+        return (f"KUKA LWR4+ run 1 ({run})", LinkModel.from_urdf(data_dir / "kuka_lwr4.urdf"), data)
     model = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
     rng = np.random.default_rng(0)
-    drives = [DriveTruth(rng.uniform(0.2, 0.6), rng.uniform(0.3, 1.0), rng.normal(0.0, 0.3),
-                         rng.uniform(0.1, 0.4)) for _ in range(7)]
+    drives = [
+        DriveTruth(
+            rng.uniform(0.2, 0.6),
+            rng.uniform(0.3, 1.0),
+            rng.normal(0.0, 0.3),
+            rng.uniform(0.1, 0.4),
+        )
+        for _ in range(7)
+    ]
     trajectory = ExcitingTrajectory.for_model(model.model, model.joint_names, seed=0)
     simulator = JointTorqueSimulator(model, trajectory, drives=drives, torque_noise_std=0.05)
     data = simulator.measure(np.arange(0.0, 25.0, 1.0 / RATE), rng)
     return f"simulated Panda (no {run}), 25 s at {RATE:g} Hz", model, data
 
 
-def regressor_costs(model: LinkModel, data: JointTorqueData, repeats: int = 3
-                    ) -> dict[str, float]:
+def regressor_costs(model: LinkModel, data: JointTorqueData, repeats: int = 3) -> dict[str, float]:
     """Best-of-``repeats`` µs per sample of each regressor stage over all samples of ``data``."""
     q = model.configuration(data.positions)
     dq, ddq = data.velocities, data.accelerations
@@ -92,7 +98,8 @@ def regressor_costs(model: LinkModel, data: JointTorqueData, repeats: int = 3
     stages = {
         "pinocchio computeJointTorqueRegressor alone": pinocchio_alone,
         "ours: LinkModel.joint_torque_regressor": lambda: model.joint_torque_regressor(
-            data.positions, dq, ddq),
+            data.positions, dq, ddq
+        ),
         "ours + normal equations (link_problem)": lambda: link_problem(model, data),
     }
     costs = {}
@@ -106,8 +113,9 @@ def regressor_costs(model: LinkModel, data: JointTorqueData, repeats: int = 3
     return costs
 
 
-def window_problems(model: LinkModel, data: JointTorqueData, window: float,
-                    step: float) -> list[Problem]:
+def window_problems(
+    model: LinkModel, data: JointTorqueData, window: float, step: float
+) -> list[Problem]:
     """Problems of the sliding windows: normal equations summed over per-step blocks."""
     block = max(1, round(step * RATE))
     blocks_per_window = max(1, round(window / step))
@@ -125,10 +133,15 @@ def window_problems(model: LinkModel, data: JointTorqueData, window: float,
     for start in range(n_blocks - blocks_per_window + 1):
         end = start + blocks_per_window
         n_rows = int(rows[end] - rows[start])
-        problems.append(base.replace(gram=gram[end] - gram[start],
-                                     moment=moment[end] - moment[start],
-                                     yty=float(yty[end] - yty[start]), n_rows=n_rows,
-                                     prior_weight=DEFAULT_PRIOR_WEIGHT * n_rows))
+        problems.append(
+            base.replace(
+                gram=gram[end] - gram[start],
+                moment=moment[end] - moment[start],
+                yty=float(yty[end] - yty[start]),
+                n_rows=n_rows,
+                prior_weight=DEFAULT_PRIOR_WEIGHT * n_rows,
+            )
+        )
     return problems
 
 
@@ -157,21 +170,32 @@ class Method:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR,
-                        help="directory of the KUKA LWR4+ recordings")
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA_DIR, help="directory of the KUKA LWR4+ recordings"
+    )
     parser.add_argument("--window", type=float, default=10.0, help="window length (s)")
     parser.add_argument("--step", type=float, default=0.1, help="window step (s)")
-    parser.add_argument("--cvxpy-windows", type=int, default=30,
-                        help="windows solved by cvxpy with the DPP model built once")
-    parser.add_argument("--per-solve-windows", type=int, default=8,
-                        help="windows solved by cvxpy building the model per solve")
+    parser.add_argument(
+        "--cvxpy-windows",
+        type=int,
+        default=30,
+        help="windows solved by cvxpy with the DPP model built once",
+    )
+    parser.add_argument(
+        "--per-solve-windows",
+        type=int,
+        default=8,
+        help="windows solved by cvxpy building the model per solve",
+    )
     args = parser.parse_args()
 
     description, model, data = load_case(args.data)
-    print(f"data: {description}: {data.n_samples} samples, {model.n_joints} joints, "
-          f"{model.n_parameters} parameters; "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
-          f"{os.cpu_count()} CPUs")
+    print(
+        f"data: {description}: {data.n_samples} samples, {model.n_joints} joints, "
+        f"{model.n_parameters} parameters; "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
+        f"{os.cpu_count()} CPUs"
+    )
 
     print("\n== regressor cost per sample (best of 3 passes over all samples)")
     costs = regressor_costs(model, data)
@@ -181,12 +205,14 @@ def main() -> int:
         print(f"{label:46s} {cost:10.1f} {cost / reference:12.2f}")
 
     problems = window_problems(model, data, args.window, args.step)
-    print(f"\n== consistent solve (lmi), {len(problems)} windows of {args.window:g} s "
-          f"({problems[0].n_rows} torque rows) moved by {args.step:g} s, normal equations "
-          f"precomputed, prior weight {DEFAULT_PRIOR_WEIGHT:g} per sample; methods interleaved")
+    print(
+        f"\n== consistent solve (lmi), {len(problems)} windows of {args.window:g} s "
+        f"({problems[0].n_rows} torque rows) moved by {args.step:g} s, normal equations "
+        f"precomputed, prior weight {DEFAULT_PRIOR_WEIGHT:g} per sample; methods interleaved"
+    )
     every = set(range(len(problems)))
     cvxpy_windows = sorted(every)[:: max(1, len(problems) // args.cvxpy_windows)]
-    cvxpy_windows = cvxpy_windows[:args.cvxpy_windows]
+    cvxpy_windows = cvxpy_windows[: args.cvxpy_windows]
     interior_point = {"use_active_set": False}
     methods = [
         Method("fast Newton, cold (new)", {}, every),
@@ -194,8 +220,11 @@ def main() -> int:
         Method("fast interior point, cold (old)", interior_point, every),
         Method("fast interior point, warm (old)", interior_point, every, warm=True),
         Method("cvxpy Clarabel, DPP built once", {"backend": "cvxpy"}, set(cvxpy_windows)),
-        Method("cvxpy Clarabel, built per solve", {"backend": "cvxpy_per_solve"},
-               set(cvxpy_windows[:args.per_solve_windows])),
+        Method(
+            "cvxpy Clarabel, built per solve",
+            {"backend": "cvxpy_per_solve"},
+            set(cvxpy_windows[: args.per_solve_windows]),
+        ),
     ]
     solve(problems[0], "lmi", backend="cvxpy")  # build and cache the DPP model (not timed)
     for index, problem in enumerate(problems):
@@ -210,33 +239,43 @@ def main() -> int:
     medians = {method.label: np.median(method.times) for method in methods}
     new_cold = medians["fast Newton, cold (new)"]
     active = np.mean([s.info["active"] for _, s in methods[0].solutions])
-    print(f"LMI constraint active (unconstrained optimum inconsistent) in {100 * active:.0f} % "
-          "of the windows")
-    print(f"{'method':32s} {'n':>4s} {'median ms':>10s} {'p99 ms':>7s} {'max ms':>7s} "
-          f"{'/ new cold':>10s} {'Newton':>6s} {'obj. excess':>11s} {'consistent':>10s} "
-          f"{'min eig J':>10s}")
+    print(
+        f"LMI constraint active (unconstrained optimum inconsistent) in {100 * active:.0f} % "
+        "of the windows"
+    )
+    print(
+        f"{'method':32s} {'n':>4s} {'median ms':>10s} {'p99 ms':>7s} {'max ms':>7s} "
+        f"{'/ new cold':>10s} {'Newton':>6s} {'obj. excess':>11s} {'consistent':>10s} "
+        f"{'min eig J':>10s}"
+    )
     for method in methods:
         times = 1e3 * np.array(method.times)
         solutions = [s for _, s in method.solutions]
-        excess = max((p.objective(s.x) - best[id(p)]) / abs(best[id(p)])
-                     for p, s in method.solutions)
+        excess = max(
+            (p.objective(s.x) - best[id(p)]) / abs(best[id(p)]) for p, s in method.solutions
+        )
         newton = np.mean([s.info.get("algorithm") == "active_set" for s in solutions])
         consistent = np.mean([s.fully_consistent for s in solutions])
         lowest = min(s.min_eigs.min() for s in solutions)
-        print(f"{method.label:32s} {times.size:4d} {np.median(times):10.2f} "
-              f"{np.percentile(times, 99):7.2f} {times.max():7.2f} "
-              f"{medians[method.label] / new_cold:10.2f} {newton:6.2f} {excess:11.1e} "
-              f"{consistent:10.2f} {lowest:10.2e}")
+        print(
+            f"{method.label:32s} {times.size:4d} {np.median(times):10.2f} "
+            f"{np.percentile(times, 99):7.2f} {times.max():7.2f} "
+            f"{medians[method.label] / new_cold:10.2f} {newton:6.2f} {excess:11.1e} "
+            f"{consistent:10.2f} {lowest:10.2e}"
+        )
     cold_ratio = medians["fast interior point, cold (old)"] / new_cold
-    warm_ratio = (medians["fast interior point, warm (old)"]
-                  / medians["fast Newton, warm (new)"])
-    print(f"\nold / new (interior point / Newton), ratio of medians in this run: cold "
-          f"{cold_ratio:.2f}, warm {warm_ratio:.2f}; cvxpy DPP / new cold "
-          f"{medians['cvxpy Clarabel, DPP built once'] / new_cold:.1f}")
+    warm_ratio = medians["fast interior point, warm (old)"] / medians["fast Newton, warm (new)"]
+    print(
+        f"\nold / new (interior point / Newton), ratio of medians in this run: cold "
+        f"{cold_ratio:.2f}, warm {warm_ratio:.2f}; cvxpy DPP / new cold "
+        f"{medians['cvxpy Clarabel, DPP built once'] / new_cold:.1f}"
+    )
     met = 1e3 * new_cold <= TARGET_MEDIAN_MS
-    print(f"target: {model.n_joints}-DoF ({model.n_parameters} parameters) consistent solve "
-          f"<= {TARGET_MEDIAN_MS:g} ms cold median: {'met' if met else 'NOT met'} "
-          f"({1e3 * new_cold:.2f} ms, fast backend, Newton, cold)")
+    print(
+        f"target: {model.n_joints}-DoF ({model.n_parameters} parameters) consistent solve "
+        f"<= {TARGET_MEDIAN_MS:g} ms cold median: {'met' if met else 'NOT met'} "
+        f"({1e3 * new_cold:.2f} ms, fast backend, Newton, cold)"
+    )
     return 0 if met else 1
 
 

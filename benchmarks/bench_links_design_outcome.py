@@ -97,9 +97,15 @@ def truth(links: LinkModel, seed: int) -> tuple[np.ndarray, list[DriveTruth]]:
     """True links (n, 10) and drives (step 3 of the module docstring)."""
     rng = np.random.default_rng(seed)
     n = links.n_joints
-    drives = [DriveTruth(v, c, o, a, 0.0) for v, c, o, a in
-              zip(rng.uniform(0.1, 0.6, n), rng.uniform(0.2, 0.8, n), rng.normal(0.0, 0.1, n),
-                  rng.uniform(0.05, 0.3, n))]
+    drives = [
+        DriveTruth(v, c, o, a, 0.0)
+        for v, c, o, a in zip(
+            rng.uniform(0.1, 0.6, n),
+            rng.uniform(0.2, 0.8, n),
+            rng.normal(0.0, 0.1, n),
+            rng.uniform(0.05, 0.3, n),
+        )
+    ]
     return perturbed_links(links.link_parameters(links.prior), rng), drives
 
 
@@ -119,22 +125,38 @@ def condition_number(links: LinkModel, base: BaseParameters, data: JointTorqueDa
     return float(s[0] / s[-1])
 
 
-def outcome(links: LinkModel, trajectory: ExcitationTrajectory, thetas: np.ndarray,
-            drives: list[DriveTruth], base: BaseParameters, validation: JointTorqueData,
-            noise_seed: int) -> tuple[float, float]:
+def outcome(
+    links: LinkModel,
+    trajectory: ExcitationTrajectory,
+    thetas: np.ndarray,
+    drives: list[DriveTruth],
+    base: BaseParameters,
+    validation: JointTorqueData,
+    noise_seed: int,
+) -> tuple[float, float]:
     """(held-out torque RMS N·m, largest relative base-parameter standard error) of the fit
     along ``trajectory`` (module docstring)."""
-    simulator = JointTorqueSimulator(links, trajectory.sample, thetas, drives,
-                                     torque_noise_std=DEFAULT_ARM_TORQUE_NOISE_STD)
+    simulator = JointTorqueSimulator(
+        links, trajectory.sample, thetas, drives, torque_noise_std=DEFAULT_ARM_TORQUE_NOISE_STD
+    )
     t = np.linspace(0.0, trajectory.duration, int(round(trajectory.duration * SAMPLE_RATE_HZ)) + 1)
     data = simulator.measure(t, np.random.default_rng(noise_seed))
-    fit = identify_links(links, t, data.positions, data.velocities, data.accelerations,
-                         data.efforts, estimate_tilt=False, select_coulomb=False,
-                         torque_delay=0.0).fit
+    fit = identify_links(
+        links,
+        t,
+        data.positions,
+        data.velocities,
+        data.accelerations,
+        data.efforts,
+        estimate_tilt=False,
+        select_coulomb=False,
+        torque_delay=0.0,
+    ).fit
     held_out = torque_error(links, fit.x, validation).overall
     channels = link_channels(links, data).select(base.independent)
-    covariance = parameter_covariance(channels, base.from_standard(fit.x), n_bodies=0,
-                                      constrained=False)
+    covariance = parameter_covariance(
+        channels, base.from_standard(fit.x), n_bodies=0, constrained=False
+    )
     true_base = base.from_standard(simulator.true_parameters(links))
     relative = np.sqrt(np.diag(covariance.matrix)) / np.abs(true_base)
     return held_out, float(np.max(relative))
@@ -147,13 +169,27 @@ def designed_motion(model, cache: Path | None) -> tuple[ExcitationTrajectory, fl
             seconds = float(npz["design_seconds"])
         return ExcitationTrajectory.load_npz(cache), seconds
     began = time.perf_counter()
-    result = design_excitation(model, PANDA_ARM_JOINTS, "links", DURATION,
-                               max_acceleration=MAX_ACCELERATION, seed=0, progress=print)
+    result = design_excitation(
+        model,
+        PANDA_ARM_JOINTS,
+        "links",
+        DURATION,
+        max_acceleration=MAX_ACCELERATION,
+        seed=0,
+        progress=print,
+    )
     seconds = time.perf_counter() - began
     trajectory = result.trajectory
     if cache is not None:
-        np.savez(cache, t=trajectory.t, joint_names=np.array(trajectory.joint_names),
-                 q=trajectory.q, dq=trajectory.dq, ddq=trajectory.ddq, design_seconds=seconds)
+        np.savez(
+            cache,
+            t=trajectory.t,
+            joint_names=np.array(trajectory.joint_names),
+            q=trajectory.q,
+            dq=trajectory.dq,
+            ddq=trajectory.ddq,
+            design_seconds=seconds,
+        )
     return trajectory, seconds
 
 
@@ -161,8 +197,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--random", type=int, default=30, help="random motions (30)")
     parser.add_argument("--truth-seed", type=int, default=0)
-    parser.add_argument("--noise-seeds", type=int, default=3,
-                        help="noise draws per motion, outcomes averaged (3)")
+    parser.add_argument(
+        "--noise-seeds", type=int, default=3, help="noise draws per motion, outcomes averaged (3)"
+    )
     parser.add_argument("--design-cache", type=Path, default=None)
     args = parser.parse_args()
 
@@ -172,39 +209,64 @@ def main() -> None:
     start = design.q[0]
     duration = design.duration
     limits = motion_limits(model, PANDA_ARM_JOINTS, max_acceleration=MAX_ACCELERATION)
-    randoms = [random_fourier_motion(limits, start, duration, 5, seed)
-               for seed in range(args.random)]
+    randoms = [
+        random_fourier_motion(limits, start, duration, 5, seed) for seed in range(args.random)
+    ]
     base = base_parameters(links, [samples(m, GRID_RATE_HZ) for m in randoms])
     thetas, drives = truth(links, args.truth_seed)
     validation_motion = random_fourier_motion(limits, start, duration, 5, VALIDATION_SEED)
     validation = JointTorqueSimulator(links, validation_motion.sample, thetas, drives).measure(
-        validation_motion.t, np.random.default_rng(0))  # noise-free: the true torques
-    evaluator = MotionEvaluator(model, PANDA_ARM_JOINTS, "links",
-                                reference=reference_samples(limits, start, duration, seed=0))
+        validation_motion.t, np.random.default_rng(0)
+    )  # noise-free: the true torques
+    evaluator = MotionEvaluator(
+        model,
+        PANDA_ARM_JOINTS,
+        "links",
+        reference=reference_samples(limits, start, duration, seed=0),
+    )
 
     def row(trajectory: ExcitationTrajectory) -> tuple[float, float, float, float]:
-        held_out, relative = np.mean([outcome(links, trajectory, thetas, drives, base,
-                                              validation, noise_seed)
-                                      for noise_seed in range(1, args.noise_seeds + 1)], axis=0)
-        return (held_out, relative, evaluator.criterion_of(trajectory),
-                condition_number(links, base, samples(trajectory, GRID_RATE_HZ)))
+        held_out, relative = np.mean(
+            [
+                outcome(links, trajectory, thetas, drives, base, validation, noise_seed)
+                for noise_seed in range(1, args.noise_seeds + 1)
+            ],
+            axis=0,
+        )
+        return (
+            held_out,
+            relative,
+            evaluator.criterion_of(trajectory),
+            condition_number(links, base, samples(trajectory, GRID_RATE_HZ)),
+        )
 
     began = time.perf_counter()
     designed = row(design)
     table = np.array([row(m) for m in randoms])
-    names = ("held-out torque RMS (N m)", "max rel. base std error", "design criterion (N m)",
-             "independent cond (10 Hz)")
-    print(f"\nPanda links, {duration:g} s, {args.random} random motions; design "
-          f"{design_seconds:.1f} s (target <= {DESIGN_TIME_TARGET:g} s); base rank {base.rank}; "
-          f"outcomes in {time.perf_counter() - began:.1f} s")
-    print(f"{'measure':<28}{'design':>11}{'best rand':>11}{'median':>11}{'ratio':>8}"
-          f"{'best seed':>10}")
+    names = (
+        "held-out torque RMS (N m)",
+        "max rel. base std error",
+        "design criterion (N m)",
+        "independent cond (10 Hz)",
+    )
+    print(
+        f"\nPanda links, {duration:g} s, {args.random} random motions; design "
+        f"{design_seconds:.1f} s (target <= {DESIGN_TIME_TARGET:g} s); base rank {base.rank}; "
+        f"outcomes in {time.perf_counter() - began:.1f} s"
+    )
+    print(
+        f"{'measure':<28}{'design':>11}{'best rand':>11}{'median':>11}{'ratio':>8}{'best seed':>10}"
+    )
     for k, name in enumerate(names):
         best = int(np.argmin(table[:, k]))
-        print(f"{name:<28}{designed[k]:>11.4g}{table[best, k]:>11.4g}"
-              f"{np.median(table[:, k]):>11.4g}{designed[k] / table[best, k]:>8.3f}{best:>10}")
-    print("\nrequired: ratio <= 0.5 on the held-out torque RMS or on the max relative base std "
-          "error; design time <= 300 s")
+        print(
+            f"{name:<28}{designed[k]:>11.4g}{table[best, k]:>11.4g}"
+            f"{np.median(table[:, k]):>11.4g}{designed[k] / table[best, k]:>8.3f}{best:>10}"
+        )
+    print(
+        "\nrequired: ratio <= 0.5 on the held-out torque RMS or on the max relative base std "
+        "error; design time <= 300 s"
+    )
 
 
 if __name__ == "__main__":

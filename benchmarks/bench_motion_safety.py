@@ -55,27 +55,45 @@ def main() -> None:
     args = parser.parse_args()
     joints = PANDA_ARM_JOINTS
     model = load_model(example_robot_urdf("panda"))
-    workspace = WorkspaceChecker(model, Workspace((
-        WorkspaceLimit("table", ("panda_hand_tcp", "panda_link7"),
-                       HalfSpace(np.array([0.0, 0.0, -1.0]), 0.0)),
-        WorkspaceLimit("cell", ("panda_hand_tcp",),
-                       Box(np.zeros(3), np.full(3, 4.0), np.eye(3))))))
+    workspace = WorkspaceChecker(
+        model,
+        Workspace(
+            (
+                WorkspaceLimit(
+                    "table",
+                    ("panda_hand_tcp", "panda_link7"),
+                    HalfSpace(np.array([0.0, 0.0, -1.0]), 0.0),
+                ),
+                WorkspaceLimit(
+                    "cell", ("panda_hand_tcp",), Box(np.zeros(3), np.full(3, 4.0), np.eye(3))
+                ),
+            )
+        ),
+    )
     motion = concatenate(
         rest_to_rest(PANDA_HOME, PANDA_HOME + AWAY, 15.0, joint_names=joints),
-        rest_to_rest(PANDA_HOME + AWAY, PANDA_HOME, 15.0, joint_names=joints))
+        rest_to_rest(PANDA_HOME + AWAY, PANDA_HOME, 15.0, joint_names=joints),
+    )
     began = time.perf_counter()
     violation = workspace.check(motion)
-    print(f"workspace check of the 30 s command at 100 Hz (2 frames, 2 limits): "
-          f"{1e3 * (time.perf_counter() - began):.1f} ms ({violation or 'inside'})")
+    print(
+        f"workspace check of the 30 s command at 100 Hz (2 frames, 2 limits): "
+        f"{1e3 * (time.perf_counter() - began):.1f} ms ({violation or 'inside'})"
+    )
 
-    for label, check in (("check_measured (the workspace alone)", "check_measured"),
-                         ("step (staleness, tracking, workspace)", "step")):
+    for label, check in (
+        ("check_measured (the workspace alone)", "check_measured"),
+        ("step (staleness, tracking, workspace)", "step"),
+    ):
         run = ExcitationRun(RunConfig(), workspace=workspace)
-        command = run.start(motion, JointStateSnapshot(0.0, 0.0, joints, PANDA_HOME), 0.0,
-                            skip_dry_run=True)
+        command = run.start(
+            motion, JointStateSnapshot(0.0, 0.0, joints, PANDA_HOME), 0.0, skip_dry_run=True
+        )
         stamps = np.linspace(command.t_start + 1.5, command.t_start + 25.0, args.repeat)
-        states = [JointStateSnapshot(t, t, joints, q) for t, q in
-                  zip(stamps, command.trajectory.sample(stamps - command.t_start)[0])]
+        states = [
+            JointStateSnapshot(t, t, joints, q)
+            for t, q in zip(stamps, command.trajectory.sample(stamps - command.t_start)[0])
+        ]
         began = time.perf_counter()
         for state in states:
             getattr(run, check)(state, state.stamp)
@@ -83,14 +101,20 @@ def main() -> None:
         print(f"ExcitationRun.{label}: {per_state:.1f} µs per joint state ({run.state})")
 
     collision = CollisionChecker(
-        example_robot_urdf("panda"), example_robot_data_dir() / "panda_description/srdf/panda.srdf",
-        obstacles=(Obstacle("table", HalfSpace(np.array([0.0, 0.0, 1.0]), 0.0)),
-                   Obstacle("lamp", Sphere(np.array([0.5, 0.4, 0.8]), 0.1))))
+        example_robot_urdf("panda"),
+        example_robot_data_dir() / "panda_description/srdf/panda.srdf",
+        obstacles=(
+            Obstacle("table", HalfSpace(np.array([0.0, 0.0, 1.0]), 0.0)),
+            Obstacle("lamp", Sphere(np.array([0.5, 0.4, 0.8]), 0.1)),
+        ),
+    )
     began = time.perf_counter()
     clearance = collision.clearance(motion)
-    print(f"collision check of the 30 s command at 50 Hz ({collision.n_pairs} pairs): "
-          f"{1e3 * (time.perf_counter() - began):.0f} ms (smallest distance "
-          f"{1e3 * clearance.distance:.1f} mm, {' and '.join(clearance.pair)})")
+    print(
+        f"collision check of the 30 s command at 50 Hz ({collision.n_pairs} pairs): "
+        f"{1e3 * (time.perf_counter() - began):.0f} ms (smallest distance "
+        f"{1e3 * clearance.distance:.1f} mm, {' and '.join(clearance.pair)})"
+    )
 
 
 if __name__ == "__main__":

@@ -67,11 +67,25 @@ def main() -> int:
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
     env.setdefault("ROS_DOMAIN_ID", str(50 + os.getpid() % 50))
     os.environ.update(env)
-    node = subprocess.Popen([script("inertia-id-node"), "--ros-args",
-                             "-p", f"urdf_path:={example_robot_urdf('panda')}",
-                             "-p", "sensor_frame:=panda_link8", "-p", f"window_sec:={args.window}",
-                             "-p", f"update_rate_hz:={args.update_rate}",
-                             "-p", f"method:={args.method}", "--log-level", "error"], env=env)
+    node = subprocess.Popen(
+        [
+            script("inertia-id-node"),
+            "--ros-args",
+            "-p",
+            f"urdf_path:={example_robot_urdf('panda')}",
+            "-p",
+            "sensor_frame:=panda_link8",
+            "-p",
+            f"window_sec:={args.window}",
+            "-p",
+            f"update_rate_hz:={args.update_rate}",
+            "-p",
+            f"method:={args.method}",
+            "--log-level",
+            "error",
+        ],
+        env=env,
+    )
     rclpy.init()
     peer = rclpy.create_node("inertia_id_bench")
     updates: dict[int, dict[str, str]] = {}
@@ -88,9 +102,17 @@ def main() -> int:
 
     peer.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 100)
     time.sleep(3.0)  # node start-up and discovery before the first sample is sent
-    sim = subprocess.Popen([script("inertia-id-sim"), "--ros-args",
-                            "-p", f"duration_sec:={args.duration}", "--log-level", "error"],
-                           env=env)
+    sim = subprocess.Popen(
+        [
+            script("inertia-id-sim"),
+            "--ros-args",
+            "-p",
+            f"duration_sec:={args.duration}",
+            "--log-level",
+            "error",
+        ],
+        env=env,
+    )
     try:
         spin_until_done(peer, sim)
     finally:
@@ -99,18 +121,26 @@ def main() -> int:
     sent = int(round(args.duration * 1000.0))
     received_js = int(last.get("received.joint_state", 0))
     received_w = int(last.get("received.wrench", 0))
-    dropped_reasons = {k[len("dropped."):]: int(v) for k, v in last.items()
-                       if k.startswith("dropped.")}
+    dropped_reasons = {
+        k[len("dropped.") :]: int(v) for k, v in last.items() if k.startswith("dropped.")
+    }
     solve = np.array([float(u["solve_ms"]) for u in updates.values()])
     update = np.array([float(u["update_ms"]) for u in updates.values()])
-    per_sample = np.array([float(u["process_us_per_sample"]) for u in updates.values()
-                           if "process_us_per_sample" in u])
+    per_sample = np.array(
+        [
+            float(u["process_us_per_sample"])
+            for u in updates.values()
+            if "process_us_per_sample" in u
+        ]
+    )
 
     def stats(x: np.ndarray) -> str:
         return f"{np.median(x):10.3f} {np.percentile(x, 99):10.3f}" if len(x) else "       n/a"
 
-    print(f"\nnode over DDS: {args.duration:.0f} s at 1 kHz per input, window {args.window:.0f} s, "
-          f"{args.update_rate:.0f} updates/s, method {args.method}, {len(updates)} updates")
+    print(
+        f"\nnode over DDS: {args.duration:.0f} s at 1 kHz per input, window {args.window:.0f} s, "
+        f"{args.update_rate:.0f} updates/s, method {args.method}, {len(updates)} updates"
+    )
     print(f"{'quantity':<40}{'value':>22}")
     print(f"{'joint states sent / received':<40}{sent:>10d} / {received_js:<9d}")
     print(f"{'wrenches sent / received':<40}{sent:>10d} / {received_w:<9d}")

@@ -28,8 +28,12 @@ from inertia_id_ros.threads import apply_threads_option
 def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="simulated data sets per case (5)")
-    parser.add_argument("--threads", type=str, default="1",
-                        help="BLAS threads (OPENBLAS_NUM_THREADS etc.; 'default' leaves them)")
+    parser.add_argument(
+        "--threads",
+        type=str,
+        default="1",
+        help="BLAS threads (OPENBLAS_NUM_THREADS etc.; 'default' leaves them)",
+    )
     return parser.parse_args()
 
 
@@ -53,16 +57,22 @@ DURATION_SEC = 20.0
 RATE_HZ = 1000.0
 PRIOR_ERROR = 0.2
 CASES = {"rich": {}, "poor": dict(period=30.0, velocity_fraction=0.1)}
-METHODS = [("ols", "ols", {}, PRIOR_ERROR), ("lmi", "lmi", {}, PRIOR_ERROR),
-           ("pointmass", "pointmass", {}, PRIOR_ERROR),
-           ("pointmass grid", "pointmass",
-            dict(boxes=[(-0.25 * np.ones(3), 0.25 * np.ones(3))], points_per_axis=4),
-            PRIOR_ERROR),
-           ("cad_prior (20 % off)", "cad_prior", {}, PRIOR_ERROR),
-           ("  prior_std 0.1", "cad_prior", dict(prior_std=0.1), PRIOR_ERROR),
-           ("  prior_std 0.4", "cad_prior", dict(prior_std=0.4), PRIOR_ERROR),
-           ("  LS-set form", "cad_prior", dict(prior_std=None), PRIOR_ERROR),
-           ("cad_prior (50 % off)", "cad_prior", {}, 0.5)]
+METHODS = [
+    ("ols", "ols", {}, PRIOR_ERROR),
+    ("lmi", "lmi", {}, PRIOR_ERROR),
+    ("pointmass", "pointmass", {}, PRIOR_ERROR),
+    (
+        "pointmass grid",
+        "pointmass",
+        dict(boxes=[(-0.25 * np.ones(3), 0.25 * np.ones(3))], points_per_axis=4),
+        PRIOR_ERROR,
+    ),
+    ("cad_prior (20 % off)", "cad_prior", {}, PRIOR_ERROR),
+    ("  prior_std 0.1", "cad_prior", dict(prior_std=0.1), PRIOR_ERROR),
+    ("  prior_std 0.4", "cad_prior", dict(prior_std=0.4), PRIOR_ERROR),
+    ("  LS-set form", "cad_prior", dict(prior_std=None), PRIOR_ERROR),
+    ("cad_prior (50 % off)", "cad_prior", {}, 0.5),
+]
 """(label, method, options, how far off the prior is)."""
 
 
@@ -72,19 +82,24 @@ def off_prior(theta: np.ndarray, fraction: float, rng: np.random.Generator) -> n
     mass, com, inertia = inertia_from_theta(theta)
     direction = rng.normal(size=3)
     signs = rng.choice([-1.0, 1.0], size=2)
-    return theta_from_inertia(mass * (1 + signs[0] * fraction),
-                              com + fraction * np.linalg.norm(com) * direction
-                              / np.linalg.norm(direction),
-                              inertia * (1 + signs[1] * fraction))
+    return theta_from_inertia(
+        mass * (1 + signs[0] * fraction),
+        com + fraction * np.linalg.norm(com) * direction / np.linalg.norm(direction),
+        inertia * (1 + signs[1] * fraction),
+    )
 
 
 def errors(theta: np.ndarray, truth: np.ndarray) -> np.ndarray:
     """(mass %, COM mm, inertia %)."""
     mass, com, inertia = inertia_from_theta(theta)
     true_mass, true_com, true_inertia = inertia_from_theta(truth)
-    return np.array([100 * abs(mass - true_mass) / true_mass,
-                     1e3 * np.linalg.norm(com - true_com),
-                     100 * np.linalg.norm(inertia - true_inertia) / np.linalg.norm(true_inertia)])
+    return np.array(
+        [
+            100 * abs(mass - true_mass) / true_mass,
+            1e3 * np.linalg.norm(com - true_com),
+            100 * np.linalg.norm(inertia - true_inertia) / np.linalg.norm(true_inertia),
+        ]
+    )
 
 
 def simulate(model, case: str, seed: int):
@@ -96,11 +111,18 @@ def simulate(model, case: str, seed: int):
     return sim, t, q, dq, wrench
 
 
-def feed(model, sim, t, q, dq, wrench, prior, warm_start: bool,
-         until: float = np.inf) -> PayloadEstimator:
-    estimator = PayloadEstimator(SensorKinematics(model, PANDA_FLANGE), EstimatorConfig(
-        window_sec=DURATION_SEC + 1.0, window_capacity=t.size, prior=prior,
-        warm_start=warm_start))
+def feed(
+    model, sim, t, q, dq, wrench, prior, warm_start: bool, until: float = np.inf
+) -> PayloadEstimator:
+    estimator = PayloadEstimator(
+        SensorKinematics(model, PANDA_FLANGE),
+        EstimatorConfig(
+            window_sec=DURATION_SEC + 1.0,
+            window_capacity=t.size,
+            prior=prior,
+            warm_start=warm_start,
+        ),
+    )
     add(estimator, sim, t, q, dq, wrench, t < until)
     return estimator
 
@@ -133,10 +155,14 @@ def run_case(model, case: str, seeds: int) -> dict[str, dict]:
 
 
 def print_case(case: str, results: dict[str, dict], seeds: int) -> dict[str, np.ndarray]:
-    print(f"\n== {case} excitation: {seeds} seeds, {DURATION_SEC:g} s at {RATE_HZ:g} Hz "
-          f"(errors: mean over seeds)")
-    print(f"{'method':24s} {'mass err %':>10s} {'COM err mm':>10s} {'inertia err %':>13s} "
-          f"{'median ms':>9s} {'limited':>7s}")
+    print(
+        f"\n== {case} excitation: {seeds} seeds, {DURATION_SEC:g} s at {RATE_HZ:g} Hz "
+        f"(errors: mean over seeds)"
+    )
+    print(
+        f"{'method':24s} {'mass err %':>10s} {'COM err mm':>10s} {'inertia err %':>13s} "
+        f"{'median ms':>9s} {'limited':>7s}"
+    )
     means = {}
     for label, r in results.items():
         mean = np.mean(r["errors"], axis=0)
@@ -152,29 +178,33 @@ def warm_start_timing(model, seeds: int) -> None:
     cold, warm = [], []
     for seed in range(seeds):
         sim, t, q, dq, wrench = simulate(model, "rich", seed)
-        estimator = feed(model, sim, t, q, dq, wrench, prior=None, warm_start=True,
-                         until=18.0)
+        estimator = feed(model, sim, t, q, dq, wrench, prior=None, warm_start=True, until=18.0)
         estimator.configure_solver("pointmass", {})
         cold.append(estimator.solve().solve_time)
         add(estimator, sim, t, q, dq, wrench, t >= 18.0)
         warm.append(estimator.solve().solve_time)
-    print(f"\npointmass on a sliding window (rich): cold {1e3 * np.median(cold):.2f} ms, "
-          f"warm-started after 2 s more data {1e3 * np.median(warm):.2f} ms (medians)")
+    print(
+        f"\npointmass on a sliding window (rich): cold {1e3 * np.median(cold):.2f} ms, "
+        f"warm-started after 2 s more data {1e3 * np.median(warm):.2f} ms (medians)"
+    )
 
 
 def main() -> None:
     model = load_model(example_robot_urdf("panda"))
     print(f"BLAS threads: {ARGS.threads}; times are the estimate's solve_time")
-    means = {case: print_case(case, run_case(model, case, ARGS.seeds), ARGS.seeds)
-             for case in CASES}
+    means = {
+        case: print_case(case, run_case(model, case, ARGS.seeds), ARGS.seeds) for case in CASES
+    }
     print("\nacceptance (inertia error, percentage points):")
     for case in CASES:
         m = means[case]
-        print(f"  {case}: pointmass - lmi = {m['pointmass'][2] - m['lmi'][2]:+.2f} "
-              f"(within 5: {'yes' if m['pointmass'][2] - m['lmi'][2] <= 5 else 'NO'}); "
-              f"cad_prior - lmi = {m['cad_prior (20 % off)'][2] - m['lmi'][2]:+.2f} "
-              f"(cad_prior at least as good: "
-              f"{'yes' if m['cad_prior (20 % off)'][2] <= m['lmi'][2] else 'NO'})")
+        print(
+            f"  {case}: pointmass - lmi = {m['pointmass'][2] - m['lmi'][2]:+.2f} "
+            f"(within 5: {'yes' if m['pointmass'][2] - m['lmi'][2] <= 5 else 'NO'}); "
+            f"cad_prior - lmi = {m['cad_prior (20 % off)'][2] - m['lmi'][2]:+.2f} "
+            f"(cad_prior at least as good: "
+            f"{'yes' if m['cad_prior (20 % off)'][2] <= m['lmi'][2] else 'NO'})"
+        )
     warm_start_timing(model, ARGS.seeds)
 
 

@@ -76,8 +76,10 @@ def _pelvis_states(motion: wb.WholeBodyMotion, keep: np.ndarray) -> dict[str, Ba
     rotation = np.array([Rotation.from_quat(q).as_matrix() for q in quaternion])
     up = rotation[:, 2, :] * STANDARD_GRAVITY  # R^T e_z g
     proper = acceleration[:, :3] + np.cross(omega, twist[:, :3]) + up
-    return {"pelvis orientation": BaseMotion.at_rest(keep.size, quaternion),
-            "true pelvis state": BaseMotion(omega, acceleration[:, 3:], proper)}
+    return {
+        "pelvis orientation": BaseMotion.at_rest(keep.size, quaternion),
+        "true pelvis state": BaseMotion(omega, acceleration[:, 3:], proper),
+    }
 
 
 def main() -> None:
@@ -85,14 +87,20 @@ def main() -> None:
     t = np.arange(int(round(ARGS.duration * RATE))) / RATE
     start = time.perf_counter()
     motion = sim.simulate(t)
-    data = sim.measure(motion, with_ddq=False, with_effort=False,
-                       rng=np.random.default_rng(ARGS.seed + 1))
-    pelvis_tilt = np.degrees(np.arccos(np.clip(
-        [Rotation.from_quat(q).as_matrix()[2, 2] for q in motion.q_full[:, 3:7]], -1, 1)))
-    print(f"iCub on its left sole, floor tilt {np.degrees(wb.ICUB_STANCE_TILT).round(2)} deg "
-          f"(roll, pitch), pelvis tilt up to {pelvis_tilt.max():.1f} deg; {t.size} samples at "
-          f"{RATE:g} Hz, leg F/T sensors {list(wb.ICUB_LEG_SENSORS)} "
-          f"(simulated in {time.perf_counter() - start:.1f} s)")
+    data = sim.measure(
+        motion, with_ddq=False, with_effort=False, rng=np.random.default_rng(ARGS.seed + 1)
+    )
+    pelvis_tilt = np.degrees(
+        np.arccos(
+            np.clip([Rotation.from_quat(q).as_matrix()[2, 2] for q in motion.q_full[:, 3:7]], -1, 1)
+        )
+    )
+    print(
+        f"iCub on its left sole, floor tilt {np.degrees(wb.ICUB_STANCE_TILT).round(2)} deg "
+        f"(roll, pitch), pelvis tilt up to {pelvis_tilt.max():.1f} deg; {t.size} samples at "
+        f"{RATE:g} Hz, leg F/T sensors {list(wb.ICUB_LEG_SENSORS)} "
+        f"(simulated in {time.perf_counter() - start:.1f} s)"
+    )
     urdf = example_robot_urdf("icub")
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "stance.npz")
@@ -101,32 +109,45 @@ def main() -> None:
     without_imu = dataclasses.replace(recording, imu={}, imu_frame=None)
     cases: dict[str, tuple] = {}
     for name, source, tilt, imu_tilt in (
-            ("rooted", without_imu, wb.ICUB_STANCE_TILT, "correct"),
-            ("rooted, level", without_imu, (0.0, 0.0), "correct"),
-            ("rooted + IMU", recording, (0.0, 0.0), "correct")):
+        ("rooted", without_imu, wb.ICUB_STANCE_TILT, "correct"),
+        ("rooted, level", without_imu, (0.0, 0.0), "correct"),
+        ("rooted + IMU", recording, (0.0, 0.0), "correct"),
+    ):
         start = time.perf_counter()
-        model, samples = whole_body_inputs(source, urdf, "fixed", half_width=HALF_WIDTH,
-                                           fixed_frame=wb.ICUB_STANCE_FRAME, fixed_tilt=tilt,
-                                           imu_tilt=imu_tilt)
+        model, samples = whole_body_inputs(
+            source,
+            urdf,
+            "fixed",
+            half_width=HALF_WIDTH,
+            fixed_frame=wb.ICUB_STANCE_FRAME,
+            fixed_tilt=tilt,
+            imu_tilt=imu_tilt,
+        )
         cases[name] = (model, samples, time.perf_counter() - start)
     model, rooted, _ = cases["rooted"]
     imu_model = cases["rooted + IMU"][0]
     start = time.perf_counter()
     imu_model.fixed_base_motion(rooted.q, rooted.dq, rooted.ddq)
     elapsed = time.perf_counter() - start
-    print(f"rooted base motion: {elapsed:.2f} s for {len(rooted)} samples; the IMU's mean tilt "
-          f"of {wb.ICUB_STANCE_FRAME}: "
-          f"{np.degrees(imu_fixed_tilt(recording, imu_model, HALF_WIDTH)).round(2)} deg")
+    print(
+        f"rooted base motion: {elapsed:.2f} s for {len(rooted)} samples; the IMU's mean tilt "
+        f"of {wb.ICUB_STANCE_FRAME}: "
+        f"{np.degrees(imu_fixed_tilt(recording, imu_model, HALF_WIDTH)).round(2)} deg"
+    )
     keep = np.searchsorted(t, with_derivatives(recording.states, HALF_WIDTH).t)
     for name, base in _pelvis_states(motion, keep).items():
         cases[name] = (model, dataclasses.replace(rooted, base=base), float("nan"))
     split = int(round(len(rooted) * (1.0 - ARGS.holdout)))
     frames = [label.rsplit(".", 1)[0] for label in model.channels()[::6]]
-    header = (f"{'base state':<20}{'inputs s':>9}{'fit s':>7}"
-              + "".join(f"{frame.replace('_ft_sensor', ''):>16}" for frame in frames)
-              + f"{'mean':>16}{'inconsistent':>14}")
-    print(f"held-out last {100 * ARGS.holdout:g} %: RMS error of the measured wrenches "
-          "(force N / torque N m) per sensor")
+    header = (
+        f"{'base state':<20}{'inputs s':>9}{'fit s':>7}"
+        + "".join(f"{frame.replace('_ft_sensor', ''):>16}" for frame in frames)
+        + f"{'mean':>16}{'inconsistent':>14}"
+    )
+    print(
+        f"held-out last {100 * ARGS.holdout:g} %: RMS error of the measured wrenches "
+        "(force N / torque N m) per sensor"
+    )
     print(header)
     for name, (case_model, samples, inputs_time) in cases.items():
         train, test = samples.subset(slice(0, split)), samples.subset(slice(split, None))
@@ -134,11 +155,12 @@ def main() -> None:
         errors = prediction_errors(case_model, fit.x, test)
         force = [errors.force[frame] for frame in frames]
         torque = [errors.torque[frame] for frame in frames]
-        inconsistent = sum(not check_consistency(theta).fully_consistent
-                           for theta in fit.thetas)
-        print(f"{name:<20}{inputs_time:>9.2f}{fit.solve_time:>7.2f}"
-              + "".join(f"{f:>9.3f}/{q:<6.3f}" for f, q in zip(force, torque))
-              + f"{np.mean(force):>9.3f}/{np.mean(torque):<6.3f}{inconsistent:>14d}")
+        inconsistent = sum(not check_consistency(theta).fully_consistent for theta in fit.thetas)
+        print(
+            f"{name:<20}{inputs_time:>9.2f}{fit.solve_time:>7.2f}"
+            + "".join(f"{f:>9.3f}/{q:<6.3f}" for f, q in zip(force, torque))
+            + f"{np.mean(force):>9.3f}/{np.mean(torque):<6.3f}{inconsistent:>14d}"
+        )
 
 
 if __name__ == "__main__":

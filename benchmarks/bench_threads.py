@@ -34,8 +34,11 @@ SOLVE = re.compile(r"solve (\d+\.\d+) s")
 def settings() -> dict[str, dict[str, str]]:
     """Setting name -> environment variables added for the run."""
     cores = len(os.sched_getaffinity(0))
-    return {"default": {}, "threads = 1": {THREADS_VARIABLE: "1"},
-            f"threads = cores ({cores})": {THREADS_VARIABLE: str(cores)}}
+    return {
+        "default": {},
+        "threads = 1": {THREADS_VARIABLE: "1"},
+        f"threads = cores ({cores})": {THREADS_VARIABLE: str(cores)},
+    }
 
 
 def clean_environment() -> dict[str, str]:
@@ -66,31 +69,43 @@ def main() -> None:
     urdf = str(example_robot_urdf("icub"))
     with tempfile.TemporaryDirectory() as folder:
         data = str(Path(folder) / "icub.npz")
-        subprocess.run([*CLI, "sim-whole-body", data, "--robot", "icub", "--duration", "60"],
-                       env=env, check=True, capture_output=True)
+        subprocess.run(
+            [*CLI, "sim-whole-body", data, "--robot", "icub", "--duration", "60"],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         load = busy_processes(args.load)
         try:
-            print(f"{len(os.sched_getaffinity(0))} cores, {args.load} busy processes, "
-                  f"{args.repeats} runs per setting; fit-whole-body on 60 s of the iCub")
-            print(f"{'method':<10}{'setting':<22}{'solve median (min-max), s':>28}"
-                  f"{'wall median, s':>16}")
+            print(
+                f"{len(os.sched_getaffinity(0))} cores, {args.load} busy processes, "
+                f"{args.repeats} runs per setting; fit-whole-body on 60 s of the iCub"
+            )
+            print(
+                f"{'method':<10}{'setting':<22}{'solve median (min-max), s':>28}"
+                f"{'wall median, s':>16}"
+            )
             for method in args.methods.split(","):
-                argv = [*CLI, "fit-whole-body", "--urdf", urdf, "--data", data,
-                        "--method", method]
+                argv = [*CLI, "fit-whole-body", "--urdf", urdf, "--data", data, "--method", method]
                 times: dict[str, list[tuple[float, float]]] = {name: [] for name in settings()}
                 for _ in range(args.repeats):
                     for name, extra in settings().items():
                         times[name].append(solve_seconds(argv, {**env, **extra}))
-                medians = {name: statistics.median(s for s, _ in runs)
-                           for name, runs in times.items()}
+                medians = {
+                    name: statistics.median(s for s, _ in runs) for name, runs in times.items()
+                }
                 for name, runs in times.items():
                     solves = [s for s, _ in runs]
-                    print(f"{method:<10}{name:<22}{medians[name]:>12.3f} "
-                          f"({min(solves):.3f}-{max(solves):.3f})"
-                          f"{statistics.median(w for _, w in runs):>16.2f}")
+                    print(
+                        f"{method:<10}{name:<22}{medians[name]:>12.3f} "
+                        f"({min(solves):.3f}-{max(solves):.3f})"
+                        f"{statistics.median(w for _, w in runs):>16.2f}"
+                    )
                 best = min(medians.values())
-                print(f"{method:<10}{'default / best':<22}{medians['default'] / best:>12.2f}"
-                      f"   (target <= 1.2)")
+                print(
+                    f"{method:<10}{'default / best':<22}{medians['default'] / best:>12.2f}"
+                    f"   (target <= 1.2)"
+                )
         finally:
             for process in load:
                 process.kill()

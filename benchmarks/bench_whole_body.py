@@ -34,13 +34,22 @@ from inertia_id_ros.threads import limit_threads
 def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="window length (s, 200 Hz)")
-    parser.add_argument("--shift", type=float, default=0.05,
-                        help="fraction of the window that moves between warm solves (0.05)")
+    parser.add_argument(
+        "--shift",
+        type=float,
+        default=0.05,
+        help="fraction of the window that moves between warm solves (0.05)",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
-    parser.add_argument("--limit", type=float, default=10.0,
-                        help="a cold solve slower than this (s) counts as broken down")
-    parser.add_argument("--sizes", default="10,20,39,78,156",
-                        help="body counts of the breakdown table")
+    parser.add_argument(
+        "--limit",
+        type=float,
+        default=10.0,
+        help="a cold solve slower than this (s) counts as broken down",
+    )
+    parser.add_argument(
+        "--sizes", default="10,20,39,78,156", help="body counts of the breakdown table"
+    )
     return parser.parse_args()
 
 
@@ -69,47 +78,66 @@ from inertia_id_ros.solvers import Problem, solve  # noqa: E402
 from inertia_id_ros.solvers.lmi import _MODEL_CACHE  # noqa: E402
 
 RATE = 200.0
-FT = ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor", "r_leg_ft_sensor",
-      "l_foot_ft_sensor", "r_foot_ft_sensor")
+FT = (
+    "l_arm_ft_sensor",
+    "r_arm_ft_sensor",
+    "l_leg_ft_sensor",
+    "r_leg_ft_sensor",
+    "l_foot_ft_sensor",
+    "r_foot_ft_sensor",
+)
 NOISE = np.array([0.5] * 3 + [0.02] * 3)
-METHODS = {"lmi": ("lmi", {}), "pointmass (OSQP)": ("pointmass", POINTMASS_OPTIONS),
-           "cvxpy (Clarabel)": ("lmi", {"backend": "cvxpy"})}
+METHODS = {
+    "lmi": ("lmi", {}),
+    "pointmass (OSQP)": ("pointmass", POINTMASS_OPTIONS),
+    "cvxpy (Clarabel)": ("lmi", {"backend": "cvxpy"}),
+}
 
 
 def _sines(t: np.ndarray, width: int, scale: float, rng: np.random.Generator):
     w = rng.uniform(0.3, 2.0, (3, width))
     phase = rng.uniform(0, 2 * np.pi, (3, width))
     arg = t[:, None, None] * w + phase
-    return (scale * np.sin(arg).sum(1), scale * (w * np.cos(arg)).sum(1),
-            -scale * (w ** 2 * np.sin(arg)).sum(1))
+    return (
+        scale * np.sin(arg).sum(1),
+        scale * (w * np.cos(arg)).sum(1),
+        -scale * (w**2 * np.sin(arg)).sum(1),
+    )
 
 
 def _truth(model: WholeBodyModel, rng: np.random.Generator) -> np.ndarray:
     thetas = []
     for theta in model.link_prior:
         mass, com, inertia = inertia_from_theta(theta)
-        thetas.append(theta_from_inertia(mass * (1 + rng.uniform(-0.3, 0.3)),
-                                         com + rng.uniform(-0.02, 0.02, 3),
-                                         inertia * (1 + rng.uniform(-0.4, 0.4))))
+        thetas.append(
+            theta_from_inertia(
+                mass * (1 + rng.uniform(-0.3, 0.3)),
+                com + rng.uniform(-0.02, 0.02, 3),
+                inertia * (1 + rng.uniform(-0.4, 0.4)),
+            )
+        )
     offsets = rng.normal(0, 2.0, 6 * len(model.offset_sensors))
     return np.concatenate([np.ravel(thetas), offsets])
 
 
-def equations(model: WholeBodyModel, x_true: np.ndarray, t: np.ndarray,
-              rng: np.random.Generator) -> NormalEquations:
+def equations(
+    model: WholeBodyModel, x_true: np.ndarray, t: np.ndarray, rng: np.random.Generator
+) -> NormalEquations:
     """Normal equations of the true rows plus noise at smooth motion sampled at ``t``."""
     n = t.size
     q, dq, ddq = _sines(t, len(model.joint_names), 0.25, rng)
     omega, alpha = _sines(t, 3, 0.3, rng)[1:]
     acc = _sines(t, 3, 1.0, rng)[2] + np.array([0.0, 0.0, 9.81])
-    samples = WholeBodySamples(q, dq, ddq, BaseMotion(omega, alpha, acc),
-                               np.zeros((n, len(model.sensors), 6)))
+    samples = WholeBodySamples(
+        q, dq, ddq, BaseMotion(omega, alpha, acc), np.zeros((n, len(model.sensors), 6))
+    )
     p = model.n_params
     gram, moment, yty, rows = np.zeros((p, p)), np.zeros(p), 0.0, 0
     for (channels, cols), (Yg, _) in zip(model.row_groups(), model.group_rows(samples)):
         Yg = Yg.reshape(-1, cols.size)
         b = Yg @ x_true[cols] + rng.normal(0, 1, (n, channels.size)).ravel() * np.tile(
-            NOISE[:channels.size], n)
+            NOISE[: channels.size], n
+        )
         gram[np.ix_(cols, cols)] += Yg.T @ Yg
         moment[cols] += Yg.T @ b
         yty += float(b @ b)
@@ -117,19 +145,22 @@ def equations(model: WholeBodyModel, x_true: np.ndarray, t: np.ndarray,
     return NormalEquations(gram, moment, yty, rows)
 
 
-def block_diagonal(parts: list[NormalEquations], n_bodies: list[int]) -> tuple[
-        NormalEquations, np.ndarray]:
+def block_diagonal(
+    parts: list[NormalEquations], n_bodies: list[int]
+) -> tuple[NormalEquations, np.ndarray]:
     """Robots side by side: bodies first (all copies), then the offsets; the permutation."""
     sizes = [e.gram.shape[0] for e in parts]
     starts = np.cumsum([0] + sizes)
     body_idx = np.concatenate([starts[k] + np.arange(10 * n) for k, n in enumerate(n_bodies)])
-    extra_idx = np.concatenate([np.arange(starts[k] + 10 * n, starts[k + 1])
-                                for k, n in enumerate(n_bodies)])
+    extra_idx = np.concatenate(
+        [np.arange(starts[k] + 10 * n, starts[k + 1]) for k, n in enumerate(n_bodies)]
+    )
     order = np.concatenate([body_idx, extra_idx])
     gram = scipy.linalg.block_diag(*[e.gram for e in parts])[np.ix_(order, order)]
     moment = np.concatenate([e.moment for e in parts])[order]
-    return NormalEquations(gram, moment, sum(e.yty for e in parts),
-                           sum(e.n_rows for e in parts)), order
+    return NormalEquations(
+        gram, moment, sum(e.yty for e in parts), sum(e.n_rows for e in parts)
+    ), order
 
 
 def timed(problem: Problem, method: str, options: dict, initvals=None, cold_cvxpy=True):
@@ -164,31 +195,45 @@ def main() -> None:
     scales = parameter_scales(model, first.gram, first.n_rows)
     problem, _ = scale_problem(first, scales, model.n_bodies, model.prior, DEFAULT_PRIOR_WEIGHT)
     moved, _ = scale_problem(second, scales, model.n_bodies, model.prior, DEFAULT_PRIOR_WEIGHT)
-    print(f"iCub: {model.n_bodies} links with mass, {len(sensors)} wrenches, "
-          f"{model.n_params} parameters; window {ARGS.seconds:g} s at {RATE:g} Hz "
-          f"({first.n_rows} rows; rows + normal equations of both windows {rows_time:.1f} s); "
-          f"warm: window moved by {shift} samples")
-    print(f"{'method':<20}{'cold (s)':>10}{'warm (s)':>10}{'status':>26}{'objective':>14}"
-          f"{'min λ(J)':>11}")
+    print(
+        f"iCub: {model.n_bodies} links with mass, {len(sensors)} wrenches, "
+        f"{model.n_params} parameters; window {ARGS.seconds:g} s at {RATE:g} Hz "
+        f"({first.n_rows} rows; rows + normal equations of both windows {rows_time:.1f} s); "
+        f"warm: window moved by {shift} samples"
+    )
+    print(
+        f"{'method':<20}{'cold (s)':>10}{'warm (s)':>10}{'status':>26}{'objective':>14}"
+        f"{'min λ(J)':>11}"
+    )
     reference = None
     for name, (method, options) in METHODS.items():
         cold, cold_time, status = median_time(problem, method, options, ARGS.repeats)
         warm_start = solve(problem, method, None, **options) if cold is not None else None
-        warm, warm_time, _ = median_time(moved, method, options, ARGS.repeats, warm_start,
-                                         cold_cvxpy=False)
+        warm, warm_time, _ = median_time(
+            moved, method, options, ARGS.repeats, warm_start, cold_cvxpy=False
+        )
         if name.startswith("cvxpy"):
             reference = cold
         objective = f"{cold.objective:.8g}" if cold is not None else "-"
         eig = f"{cold.min_eigs.min():.1e}" if cold is not None else "-"
         print(f"{name:<20}{cold_time:10.3f}{warm_time:10.3f}{status:>26}{objective:>14}{eig:>11}")
     # unscaled: the same problem in SI units (prior weight equivalent)
-    unscaled = Problem(gram=first.gram, moment=first.moment, yty=first.yty, n_rows=first.n_rows,
-                       n_bodies=model.n_bodies, prior=model.prior,
-                       prior_weight=problem.prior_weight * float(np.mean(np.diag(
-                           first.gram * np.outer(scales, scales)))) / scales ** 2)
+    unscaled = Problem(
+        gram=first.gram,
+        moment=first.moment,
+        yty=first.yty,
+        n_rows=first.n_rows,
+        n_bodies=model.n_bodies,
+        prior=model.prior,
+        prior_weight=problem.prior_weight
+        * float(np.mean(np.diag(first.gram * np.outer(scales, scales))))
+        / scales**2,
+    )
     print("unscaled (SI units), objective mapped to the scaled problem's:")
-    for name, (method, options) in (("lmi", METHODS["lmi"]),
-                                    ("cvxpy (Clarabel)", METHODS["cvxpy (Clarabel)"])):
+    for name, (method, options) in (
+        ("lmi", METHODS["lmi"]),
+        ("cvxpy (Clarabel)", METHODS["cvxpy (Clarabel)"]),
+    ):
         solution, elapsed, status = timed(unscaled, method, options)
         mapped = problem.objective(solution.x / scales) if solution is not None else np.nan
         print(f"{name:<20}{elapsed:10.3f}{'':>10}{status:>26}{mapped:14.8g}")
@@ -198,9 +243,11 @@ def main() -> None:
 
 def breakdown(model: WholeBodyModel, x_true: np.ndarray, t: np.ndarray) -> None:
     sizes = [int(s) for s in ARGS.sizes.split(",")]
-    print(f"\nbreakdown: cold solve time (s) by number of bodies; marks: u = not certified "
-          f"(solver status), i = inconsistent, o = objective off the best by > 1e-6, "
-          f"t = over {ARGS.limit:g} s (larger sizes skipped)")
+    print(
+        f"\nbreakdown: cold solve time (s) by number of bodies; marks: u = not certified "
+        f"(solver status), i = inconsistent, o = objective off the best by > 1e-6, "
+        f"t = over {ARGS.limit:g} s (larger sizes skipped)"
+    )
     print(f"{'bodies':>7}{'params':>8}" + "".join(f"{name:>20}" for name in METHODS))
     broken = {name: None for name in METHODS}
     too_slow = set()
@@ -212,19 +259,25 @@ def breakdown(model: WholeBodyModel, x_true: np.ndarray, t: np.ndarray) -> None:
         n_bodies = [model.n_bodies] * copies
         merged, order = block_diagonal(cache[:copies], n_bodies)
         prior = np.concatenate([model.prior] * copies)[order]
-        scales = np.concatenate([parameter_scales(model, e.gram, e.n_rows)
-                                 for e in cache[:copies]])[order]
+        scales = np.concatenate(
+            [parameter_scales(model, e.gram, e.n_rows) for e in cache[:copies]]
+        )[order]
         keep = np.arange(merged.gram.shape[0])
         if size < model.n_bodies * copies:  # the first `size` links and all offsets
-            keep = np.concatenate([np.arange(10 * size), np.arange(10 * sum(n_bodies),
-                                                                   merged.gram.shape[0])])
-        sub = NormalEquations(merged.gram[np.ix_(keep, keep)], merged.moment[keep], merged.yty,
-                              merged.n_rows)
+            keep = np.concatenate(
+                [np.arange(10 * size), np.arange(10 * sum(n_bodies), merged.gram.shape[0])]
+            )
+        sub = NormalEquations(
+            merged.gram[np.ix_(keep, keep)], merged.moment[keep], merged.yty, merged.n_rows
+        )
         problem, _ = scale_problem(sub, scales[keep], size, prior[keep], DEFAULT_PRIOR_WEIGHT)
-        results = {name: None if name in too_slow else timed(problem, method, options)
-                   for name, (method, options) in METHODS.items()}
-        best = min((r[0].objective for r in results.values() if r and r[0] is not None),
-                   default=np.nan)
+        results = {
+            name: None if name in too_slow else timed(problem, method, options)
+            for name, (method, options) in METHODS.items()
+        }
+        best = min(
+            (r[0].objective for r in results.values() if r and r[0] is not None), default=np.nan
+        )
         cells = []
         for name in METHODS:
             result = results[name]
@@ -245,9 +298,13 @@ def breakdown(model: WholeBodyModel, x_true: np.ndarray, t: np.ndarray) -> None:
                 broken[name] = size
             cells.append(f"{elapsed:17.3f} {marks:<2}")
         print(f"{size:7d}{problem.n_params:8d}" + "".join(cells))
-    print("first breakdown: " + ", ".join(
-        f"{name} {'none up to ' + str(sizes[-1]) if size is None else size} bodies"
-        for name, size in broken.items()))
+    print(
+        "first breakdown: "
+        + ", ".join(
+            f"{name} {'none up to ' + str(sizes[-1]) if size is None else size} bodies"
+            for name, size in broken.items()
+        )
+    )
 
 
 if __name__ == "__main__":

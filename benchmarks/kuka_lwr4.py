@@ -64,50 +64,74 @@ def load_run(data_dir: Path, index: int) -> dict[str, np.ndarray]:
 
 def recorded(run: dict[str, np.ndarray]) -> JointTorqueData:
     """A run with its recorded accelerations."""
-    return JointTorqueData(run["positions"], run["velocities"], run["accelerations"],
-                           run["torques"])
+    return JointTorqueData(
+        run["positions"], run["velocities"], run["accelerations"], run["torques"]
+    )
 
 
-def derived(run: dict[str, np.ndarray], differentiation: DifferentiationFilter,
-            delay: float = 0.0) -> JointTorqueData:
+def derived(
+    run: dict[str, np.ndarray], differentiation: DifferentiationFilter, delay: float = 0.0
+) -> JointTorqueData:
     """A run with velocities and accelerations from ``differentiation``, the torques lagging the
     motion by ``delay`` s (as validate makes them)."""
-    keep, motion = motion_samples(run["times"], run["positions"], run["velocities"],
-                                  run["accelerations"], differentiation, delay)
+    keep, motion = motion_samples(
+        run["times"],
+        run["positions"],
+        run["velocities"],
+        run["accelerations"],
+        differentiation,
+        delay,
+    )
     return JointTorqueData(*motion, run["torques"][keep])
 
 
-def main(data_dir: Path = DEFAULT_DATA_DIR, accelerations: str = "derived",
-         weighting: str = "none") -> int:
+def main(
+    data_dir: Path = DEFAULT_DATA_DIR, accelerations: str = "derived", weighting: str = "none"
+) -> int:
     if not (data_dir / "kuka_lwr4.urdf").is_file():
         print(f"KUKA LWR4+ data not found in {data_dir}", file=sys.stderr)
         return 2
     runs = {i: load_run(data_dir, i) for i in (1, 2, 3)}
     model = LinkModel.from_urdf(data_dir / "kuka_lwr4.urdf")
     n_samples = runs[1]["times"].size
-    print(f"model: {model.n_joints} joints, {model.n_parameters} parameters; {n_samples} samples "
-          f"per run; accelerations {accelerations}, weighting {weighting}")
+    print(
+        f"model: {model.n_joints} joints, {model.n_parameters} parameters; {n_samples} samples "
+        f"per run; accelerations {accelerations}, weighting {weighting}"
+    )
     base = base_parameters(model, recorded(runs[1]))
-    print(f"run 1 base parameters: rank {base.rank} of {model.n_parameters}; "
-          f"{len(base.no_effect)} parameters without effect, "
-          f"{len(base.unidentifiable)} not individually identifiable")
+    print(
+        f"run 1 base parameters: rank {base.rank} of {model.n_parameters}; "
+        f"{len(base.no_effect)} parameters without effect, "
+        f"{len(base.unidentifiable)} not individually identifiable"
+    )
 
     start = time.perf_counter()
     r1 = runs[1]
     identification = identify_links(
-        model, r1["times"], r1["positions"], r1["velocities"],
-        r1["accelerations"] if accelerations == "recorded" else None, r1["torques"],
-        weighting=weighting)
+        model,
+        r1["times"],
+        r1["positions"],
+        r1["velocities"],
+        r1["accelerations"] if accelerations == "recorded" else None,
+        r1["torques"],
+        weighting=weighting,
+    )
     fit = identification.fit
-    print(f"\nfit-links defaults on run 1 ({time.perf_counter() - start:.1f} s, solver "
-          f"{fit.solution.status!r}):")
+    print(
+        f"\nfit-links defaults on run 1 ({time.perf_counter() - start:.1f} s, solver "
+        f"{fit.solution.status!r}):"
+    )
     print("\n".join("  " + line for line in identification.summary_lines()))
     selection = identification.prior_selection
-    print("  prior weight candidates (held-out RMS, N·m): " + ", ".join(
-        f"{w:.0e}: {r:.4f}" for w, r in zip(selection.weights, selection.cv_rms)))
+    print(
+        "  prior weight candidates (held-out RMS, N·m): "
+        + ", ".join(f"{w:.0e}: {r:.4f}" for w, r in zip(selection.weights, selection.cv_rms))
+    )
 
-    sets = {i: derived(runs[i], identification.differentiation, identification.delay.delay)
-            for i in (1, 2, 3)}
+    sets = {
+        i: derived(runs[i], identification.differentiation, identification.delay.delay)
+        for i in (1, 2, 3)
+    }
     fitted = identification.model  # with the estimated base tilt and Coulomb width
     ols = fit_links(model, sets[1], method="ols", prior_weight=0.0)
     ols_same = fit_links(fitted, sets[1], method="ols", prior_weight=0.0)
@@ -115,37 +139,48 @@ def main(data_dir: Path = DEFAULT_DATA_DIR, accelerations: str = "derived",
     ols_recorded = fit_links(model, recorded(runs[1]), method="ols", prior_weight=0.0)
     fits = {"URDF": model.prior, "OLS": ols.x, "fit": fit.x}
     models = {"URDF": model, "OLS": model, "fit": fitted}
-    errors = {(name, i): torque_error(models[name], x, sets[i])
-              for name, x in fits.items() for i in (2, 3)}
-    reference = {i: torque_error(model, ols_recorded.x, recorded(runs[i])).overall
-                 for i in (2, 3)}
+    errors = {
+        (name, i): torque_error(models[name], x, sets[i])
+        for name, x in fits.items()
+        for i in (2, 3)
+    }
+    reference = {i: torque_error(model, ols_recorded.x, recorded(runs[i])).overall for i in (2, 3)}
 
-    print("\nreference check (README): OLS on the recorded accelerations predicts run 2 with "
-          f"{reference[2]:.3f} (README {README_REFERENCE['OLS'][0]}), run 3 with "
-          f"{reference[3]:.3f} (README {README_REFERENCE['OLS'][1]}) N·m; URDF run 2 "
-          f"{errors['URDF', 2].overall:.3f} (README {README_REFERENCE['URDF'][0]})")
+    print(
+        "\nreference check (README): OLS on the recorded accelerations predicts run 2 with "
+        f"{reference[2]:.3f} (README {README_REFERENCE['OLS'][0]}), run 3 with "
+        f"{reference[3]:.3f} (README {README_REFERENCE['OLS'][1]}) N·m; URDF run 2 "
+        f"{errors['URDF', 2].overall:.3f} (README {README_REFERENCE['URDF'][0]})"
+    )
 
     print("\nheld-out joint-torque RMS (N·m), fitted on run 1:")
     print("joint          " + "".join(f"{f'{n} r{i}':>10}" for i in (2, 3) for n in fits))
     for j, joint in enumerate(model.joint_names):
-        print(f"{joint:<15}"
-              + "".join(f"{errors[n, i].per_joint[j]:10.3f}" for i in (2, 3) for n in fits))
-    print(f"{'overall':<15}"
-          + "".join(f"{errors[n, i].overall:10.3f}" for i in (2, 3) for n in fits))
+        print(
+            f"{joint:<15}"
+            + "".join(f"{errors[n, i].per_joint[j]:10.3f}" for i in (2, 3) for n in fits)
+        )
+    print(
+        f"{'overall':<15}" + "".join(f"{errors[n, i].overall:10.3f}" for i in (2, 3) for n in fits)
+    )
 
     print("\nlinks: mass (kg), mass / URDF's, min eigenvalue of J (kg·m²)")
     urdf_masses = model.link_parameters(model.prior)[:, 0]
-    print(f"{'link':<12}{'URDF m':>10}" + "".join(f"{f'{n} m':>10}{'ratio':>8}{f'{n} λmin':>12}"
-                                                  f"{'':>4}" for n in ("OLS", "fit")))
+    print(
+        f"{'link':<12}{'URDF m':>10}"
+        + "".join(f"{f'{n} m':>10}{'ratio':>8}{f'{n} λmin':>12}{'':>4}" for n in ("OLS", "fit"))
+    )
     reports = {n: [check_consistency(t) for t in model.link_parameters(x)] for n, x in fits.items()}
     ratios = {n: model.link_parameters(fits[n])[:, 0] / urdf_masses for n in ("OLS", "fit")}
     for k, link in enumerate(model.link_names):
         cells = [f"{urdf_masses[k]:10.3f}"]
         for n in ("OLS", "fit"):
             r = reports[n][k]
-            cells.append(f"{model.link_parameters(fits[n])[k, 0]:10.3f}{ratios[n][k]:8.2f}"
-                         f"{r.min_pseudo_inertia_eig:12.2e}"
-                         f"{'  ok' if r.fully_consistent else '  NO'}")
+            cells.append(
+                f"{model.link_parameters(fits[n])[k, 0]:10.3f}{ratios[n][k]:8.2f}"
+                f"{r.min_pseudo_inertia_eig:12.2e}"
+                f"{'  ok' if r.fully_consistent else '  NO'}"
+            )
         print(f"{link:<12}" + "".join(cells))
 
     print("\nestimated drive parameters (fit):")
@@ -155,20 +190,27 @@ def main(data_dir: Path = DEFAULT_DATA_DIR, accelerations: str = "derived",
 
     e2, o2, e3 = errors["fit", 2].overall, errors["OLS", 2].overall, errors["fit", 3].overall
     mass_range = f"{ratios['fit'].min():.2f} .. {ratios['fit'].max():.2f}"
-    print("\nacceptance table (OLS: plain least squares of the URDF's model on the same data; "
-          "OLS(rec): on the recorded accelerations; OLS(tilt): of the fit's model, with its base "
-          "tilt and Coulomb width):")
-    print(f"{'fit r2':>8}{'OLS r2':>8}{'ratio':>7}{'OLS(rec)':>9}{'ratio':>7}{'OLS(tilt)':>10}"
-          f"{'ratio':>7}{'fit r3':>8}{'OLS r3':>8}{'consistent':>11}{'mass/URDF':>14}")
-    print(f"{e2:8.4f}{o2:8.4f}{e2 / o2:7.3f}{reference[2]:9.4f}{e2 / reference[2]:7.3f}"
-          f"{same[2]:10.4f}{e2 / same[2]:7.3f}{e3:8.4f}{errors['OLS', 3].overall:8.4f}"
-          f"{str(fit.fully_consistent):>11}{mass_range:>14}")
+    print(
+        "\nacceptance table (OLS: plain least squares of the URDF's model on the same data; "
+        "OLS(rec): on the recorded accelerations; OLS(tilt): of the fit's model, with its base "
+        "tilt and Coulomb width):"
+    )
+    print(
+        f"{'fit r2':>8}{'OLS r2':>8}{'ratio':>7}{'OLS(rec)':>9}{'ratio':>7}{'OLS(tilt)':>10}"
+        f"{'ratio':>7}{'fit r3':>8}{'OLS r3':>8}{'consistent':>11}{'mass/URDF':>14}"
+    )
+    print(
+        f"{e2:8.4f}{o2:8.4f}{e2 / o2:7.3f}{reference[2]:9.4f}{e2 / reference[2]:7.3f}"
+        f"{same[2]:10.4f}{e2 / same[2]:7.3f}{e3:8.4f}{errors['OLS', 3].overall:8.4f}"
+        f"{str(fit.fully_consistent):>11}{mass_range:>14}"
+    )
     checks = {
         "every link fully consistent": all(r.fully_consistent for r in reports["fit"]),
         f"run 2 RMS {e2:.4f} <= 1.05 x OLS {o2:.4f} (ratio {e2 / o2:.3f})": e2 <= 1.05 * o2,
         f"run 3 RMS {e3:.4f} <= 0.35 N·m": e3 <= 0.35,
-        f"link masses {mass_range} x URDF within 0.5-2":
-            bool(np.all((ratios["fit"] >= 0.5) & (ratios["fit"] <= 2.0))),
+        f"link masses {mass_range} x URDF within 0.5-2": bool(
+            np.all((ratios["fit"] >= 0.5) & (ratios["fit"] <= 2.0))
+        ),
     }
     print("\nacceptance:")
     for label, ok in checks.items():

@@ -53,9 +53,11 @@ def said(code: int, err: str, result: dict | None) -> str:
         for f in findings:
             subject = f["subject"].replace("F/T sensor '", "'").replace("joint '", "'")
             groups.setdefault(f"{f['severity']} {f['kind']}", []).append(subject)
-        return "; ".join(f"{key}: {', '.join(subjects[:3])}"
-                         + (f" (+{len(subjects) - 3})" if len(subjects) > 3 else "")
-                         for key, subjects in groups.items())
+        return "; ".join(
+            f"{key}: {', '.join(subjects[:3])}"
+            + (f" (+{len(subjects) - 3})" if len(subjects) > 3 else "")
+            for key, subjects in groups.items()
+        )
     first = err.strip().splitlines()[:1]
     return first[0][:90] if first else "ok"
 
@@ -69,15 +71,29 @@ def max_ratio(result: dict | None) -> float:
 # ---- inputs --------------------------------------------------------------------------------
 
 
-def payload_npz(directory: Path, name: str, sim: PayloadSimulator, seed: int = 0,
-                sign: float = 1.0, time_scale: float = 1.0, angle_scale: float = 1.0) -> Path:
+def payload_npz(
+    directory: Path,
+    name: str,
+    sim: PayloadSimulator,
+    seed: int = 0,
+    sign: float = 1.0,
+    time_scale: float = 1.0,
+    angle_scale: float = 1.0,
+) -> Path:
     """12 s of ``sim`` at 200 Hz, NPZ; the mistakes: ``sign`` of the wrenches, ``time_scale``
     of the stamps, ``angle_scale`` of the joint positions and velocities."""
     t = np.arange(2400) / 200.0
     q, dq, wrench = sim.measure(t, np.random.default_rng(seed))
     path = directory / f"{name}.npz"
-    np.savez(path, t=t * time_scale, joint_names=np.array(PANDA_ARM), q=q * angle_scale,
-             dq=dq * angle_scale, wrench=sign * wrench, wrench_frame=SENSOR)
+    np.savez(
+        path,
+        t=t * time_scale,
+        joint_names=np.array(PANDA_ARM),
+        q=q * angle_scale,
+        dq=dq * angle_scale,
+        wrench=sign * wrench,
+        wrench_frame=SENSOR,
+    )
     return path
 
 
@@ -94,6 +110,7 @@ def one_path_trajectory(model_sim: PayloadSimulator) -> Callable:
         dq = dphase[:, None] * direction
         ddq = np.gradient(dq, t, axis=0)
         return q, dq, ddq
+
     return trajectory
 
 
@@ -103,10 +120,13 @@ def payload_figures(result: dict | None, sim: PayloadSimulator) -> str:
         return "-"
     body = result["bodies"][0]
     mass, com, _ = inertia_from_theta(sim.true_theta)
-    com_error = (float("nan") if body["com"] is None
-                 else 1e3 * np.linalg.norm(np.array(body["com"]) - com))
-    return (f"mass {body['mass']:.3f} kg ({100 * (body['mass'] - mass) / mass:+.1f} %), "
-            f"COM error {com_error:.1f} mm")
+    com_error = (
+        float("nan") if body["com"] is None else 1e3 * np.linalg.norm(np.array(body["com"]) - com)
+    )
+    return (
+        f"mass {body['mass']:.3f} kg ({100 * (body['mass'] - mass) / mass:+.1f} %), "
+        f"COM error {com_error:.1f} mm"
+    )
 
 
 def panda_links_npz(directory: Path, name: str, one_path: bool) -> Path:
@@ -118,8 +138,9 @@ def panda_links_npz(directory: Path, name: str, one_path: bool) -> Path:
 
     model = reduce_model(load_model(example_robot_urdf("panda")), PANDA_ARM)
     t = np.arange(1500) / 100.0
-    trajectory = ExcitingTrajectory.for_model(model, PANDA_ARM, period=15.0, seed=3,
-                                              position_fraction=0.6, velocity_fraction=0.6)
+    trajectory = ExcitingTrajectory.for_model(
+        model, PANDA_ARM, period=15.0, seed=3, position_fraction=0.6, velocity_fraction=0.6
+    )
     if one_path:
         sim = PayloadSimulator.panda(seed=3)
         trajectory = one_path_trajectory(sim)
@@ -137,12 +158,21 @@ def identifiability_figures(result: dict | None) -> str:
     if not result or "identifiability" not in result:
         return "-"
     ident = result["identifiability"]
-    return (f"rank {ident['rank']} of {ident['n_params']}; {len(ident['not_excited'])} not "
-            f"excited individually; fit rms {result['residual_rms']:.3f}")
+    return (
+        f"rank {ident['rank']} of {ident['n_params']}; {len(ident['not_excited'])} not "
+        f"excited individually; fit rms {result['residual_rms']:.3f}"
+    )
 
 
-def kuka_npz(directory: Path, run_path: Path, name: str, sign_joint: int | None = None,
-             time_scale: float = 1.0, angle_scale: float = 1.0, step: int = 10) -> Path:
+def kuka_npz(
+    directory: Path,
+    run_path: Path,
+    name: str,
+    sign_joint: int | None = None,
+    time_scale: float = 1.0,
+    angle_scale: float = 1.0,
+    step: int = 10,
+) -> Path:
     """Every ``step``-th sample of a KUKA run as the NPZ fit-links reads; the mistakes: the
     torque sign of joint ``sign_joint``, ``time_scale``, ``angle_scale``."""
     content = np.load(run_path)
@@ -150,10 +180,15 @@ def kuka_npz(directory: Path, run_path: Path, name: str, sign_joint: int | None 
     if sign_joint is not None:
         effort[:, sign_joint] *= -1.0
     path = directory / f"{name}.npz"
-    np.savez(path, t=content["times"][::step] * time_scale, joint_names=np.array(KUKA_JOINTS),
-             q=content["positions"][::step] * angle_scale,
-             dq=content["velocities"][::step] * angle_scale,
-             ddq=content["accelerations"][::step] * angle_scale, effort=effort)
+    np.savez(
+        path,
+        t=content["times"][::step] * time_scale,
+        joint_names=np.array(KUKA_JOINTS),
+        q=content["positions"][::step] * angle_scale,
+        dq=content["velocities"][::step] * angle_scale,
+        ddq=content["accelerations"][::step] * angle_scale,
+        effort=effort,
+    )
     return path
 
 
@@ -163,14 +198,23 @@ def kuka_figures(result: dict | None, urdf: str, held_out: Path) -> str:
 
     if not result or "bodies" not in result:
         return "-"
-    errors = {k: model_error(p).rms for k, p in predictions_of(
-        result, DataSource(str(held_out)), urdf).items()}
-    return (f"run 2 RMS {errors['fit']:.3f} N m (URDF {errors['urdf']:.3f}); "
-            f"fit rms {result['residual_rms']:.3f}")
+    errors = {
+        k: model_error(p).rms
+        for k, p in predictions_of(result, DataSource(str(held_out)), urdf).items()
+    }
+    return (
+        f"run 2 RMS {errors['fit']:.3f} N m (URDF {errors['urdf']:.3f}); "
+        f"fit rms {result['residual_rms']:.3f}"
+    )
 
 
-def icub_npz(directory: Path, name: str, flip: tuple[str, ...] = (),
-             drop_contact: bool = False, time_scale: float = 1.0) -> Path:
+def icub_npz(
+    directory: Path,
+    name: str,
+    flip: tuple[str, ...] = (),
+    drop_contact: bool = False,
+    time_scale: float = 1.0,
+) -> Path:
     """2 s of the simulated iCub on one sole at 200 Hz; the mistakes: ``flip`` the sensors'
     signs (forgetting the real iCub's child_to_parent convention), ``drop_contact``,
     ``time_scale``."""
@@ -189,8 +233,11 @@ def icub_npz(directory: Path, name: str, flip: tuple[str, ...] = (),
     data["t"] = data["t"] * time_scale
     if drop_contact:
         keep = [k for k, kind in enumerate(data["ft_types"]) if kind != "contact"]
-        data.update(ft_frames=data["ft_frames"][keep], ft_types=data["ft_types"][keep],
-                    ft_wrench=wrench[:, keep])
+        data.update(
+            ft_frames=data["ft_frames"][keep],
+            ft_types=data["ft_types"][keep],
+            ft_wrench=wrench[:, keep],
+        )
     np.savez(path, **data)
     return path
 
@@ -200,15 +247,17 @@ def icub_figures(result: dict | None) -> str:
     if not result or "bodies" not in result:
         return "-"
     light = sum(b["mass"] < 1e-3 for b in result["bodies"])
-    return (f"{light} links < 1 g of {len(result['bodies'])}; residual rms "
-            f"{result['residual_rms']:.3f}")
+    return (
+        f"{light} links < 1 g of {len(result['bodies'])}; residual rms {result['residual_rms']:.3f}"
+    )
 
 
 # ---- the table -----------------------------------------------------------------------------
 
 
-def scenario(rows: list, label: str, argv: list[str], json_path: Path,
-             figures: Callable[[dict | None], str]) -> dict | None:
+def scenario(
+    rows: list, label: str, argv: list[str], json_path: Path, figures: Callable[[dict | None], str]
+) -> dict | None:
     """Run, read the JSON, append a row ``(label, code, said, max ratio, figures)``."""
     json_path.unlink(missing_ok=True)
     code, _, err = run(argv + ["--json", str(json_path)])
@@ -216,20 +265,35 @@ def scenario(rows: list, label: str, argv: list[str], json_path: Path,
     rows.append((label, code, said(code, err, result), max_ratio(result), figures(result)))
     if RATIOS_OUT is not None and result and result.get("residual_ratios"):
         with open(RATIOS_OUT, "a") as f:
-            f.write(json.dumps({"label": label, "ratios": result["residual_ratios"],
-                                "gains": result.get("urdf_gains")}) + "\n")
-    print(f"{label:<44} exit {code}  ratio {max_ratio(result):7.2f}  {figures(result)}\n"
-          f"    {said(code, err, result)}", flush=True)
+            f.write(
+                json.dumps(
+                    {
+                        "label": label,
+                        "ratios": result["residual_ratios"],
+                        "gains": result.get("urdf_gains"),
+                    }
+                )
+                + "\n"
+            )
+    print(
+        f"{label:<44} exit {code}  ratio {max_ratio(result):7.2f}  {figures(result)}\n"
+        f"    {said(code, err, result)}",
+        flush=True,
+    )
     return result
 
 
 def main() -> None:
     """Print one line per scenario and a Markdown table at the end."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kuka", default="/work/shared/data/kuka_lwr4",
-                        help="directory of the KUKA LWR4+ runs")
-    parser.add_argument("--ratios-out", metavar="JSONL",
-                        help="append every scenario's residual ratios and URDF gains to JSONL")
+    parser.add_argument(
+        "--kuka", default="/work/shared/data/kuka_lwr4", help="directory of the KUKA LWR4+ runs"
+    )
+    parser.add_argument(
+        "--ratios-out",
+        metavar="JSONL",
+        help="append every scenario's residual ratios and URDF gains to JSONL",
+    )
     args = parser.parse_args()
     global RATIOS_OUT
     RATIOS_OUT = args.ratios_out
@@ -242,35 +306,78 @@ def main() -> None:
         sim = PayloadSimulator.panda(seed=2)
         figures = lambda r: payload_figures(r, sim)  # noqa: E731
         for seed in (0, 1, 2):
-            scenario(rows, f"payload: undisturbed (noise seed {seed})",
-                     fit_payload + [str(payload_npz(d, f"p{seed}", sim, seed))], out, figures)
-        scenario(rows, "payload: F/T sign flipped", fit_payload
-                 + [str(payload_npz(d, "sign", sim, sign=-1.0))], out, figures)
-        scenario(rows, "payload: joint angles in degrees", fit_payload
-                 + [str(payload_npz(d, "deg", sim, angle_scale=np.degrees(1.0)))], out, figures)
-        scenario(rows, "payload: time in milliseconds", fit_payload
-                 + [str(payload_npz(d, "ms", sim, time_scale=1e3))], out, figures)
-        offset_sim = PayloadSimulator.panda(seed=2, offset=np.array([20.0, -15.0, 12.0, 0.5,
-                                                                     -0.4, 0.2]))
+            scenario(
+                rows,
+                f"payload: undisturbed (noise seed {seed})",
+                fit_payload + [str(payload_npz(d, f"p{seed}", sim, seed))],
+                out,
+                figures,
+            )
+        scenario(
+            rows,
+            "payload: F/T sign flipped",
+            fit_payload + [str(payload_npz(d, "sign", sim, sign=-1.0))],
+            out,
+            figures,
+        )
+        scenario(
+            rows,
+            "payload: joint angles in degrees",
+            fit_payload + [str(payload_npz(d, "deg", sim, angle_scale=np.degrees(1.0)))],
+            out,
+            figures,
+        )
+        scenario(
+            rows,
+            "payload: time in milliseconds",
+            fit_payload + [str(payload_npz(d, "ms", sim, time_scale=1e3))],
+            out,
+            figures,
+        )
+        offset_sim = PayloadSimulator.panda(
+            seed=2, offset=np.array([20.0, -15.0, 12.0, 0.5, -0.4, 0.2])
+        )
         offset_data = str(payload_npz(d, "offset", offset_sim))
         offset_figures = lambda r: payload_figures(r, offset_sim)  # noqa: E731
-        scenario(rows, "payload: --no-offset, sensor offset 28 N", fit_payload
-                 + [offset_data, "--no-offset"], out, offset_figures)
-        scenario(rows, "payload: corrected (offset fitted)", fit_payload + [offset_data], out,
-                 offset_figures)
+        scenario(
+            rows,
+            "payload: --no-offset, sensor offset 28 N",
+            fit_payload + [offset_data, "--no-offset"],
+            out,
+            offset_figures,
+        )
+        scenario(
+            rows,
+            "payload: corrected (offset fitted)",
+            fit_payload + [offset_data],
+            out,
+            offset_figures,
+        )
         chirp = PayloadSimulator.panda(seed=2)
         chirp.trajectory = one_path_trajectory(chirp)
-        scenario(rows, "payload: one-path chirp", fit_payload
-                 + [str(payload_npz(d, "chirp", chirp))], out,
-                 lambda r: payload_figures(r, chirp))
+        scenario(
+            rows,
+            "payload: one-path chirp",
+            fit_payload + [str(payload_npz(d, "chirp", chirp))],
+            out,
+            lambda r: payload_figures(r, chirp),
+        )
 
         panda_links = ["fit-links", "--urdf", panda, "--data"]
-        scenario(rows, "Panda links (sim.): multi-sine", panda_links
-                 + [str(panda_links_npz(d, "links", one_path=False))], out,
-                 identifiability_figures)
-        scenario(rows, "Panda links (sim.): one-path chirp", panda_links
-                 + [str(panda_links_npz(d, "links_chirp", one_path=True))], out,
-                 identifiability_figures)
+        scenario(
+            rows,
+            "Panda links (sim.): multi-sine",
+            panda_links + [str(panda_links_npz(d, "links", one_path=False))],
+            out,
+            identifiability_figures,
+        )
+        scenario(
+            rows,
+            "Panda links (sim.): one-path chirp",
+            panda_links + [str(panda_links_npz(d, "links_chirp", one_path=True))],
+            out,
+            identifiability_figures,
+        )
 
         kuka = Path(args.kuka)
         if (kuka / "measurements_1.npz").exists():
@@ -279,42 +386,91 @@ def main() -> None:
             fit_links = ["fit-links", "--urdf", urdf, "--data"]
             figures = lambda r: kuka_figures(r, urdf, held_out)  # noqa: E731
             for run_index in (1, 2, 3):
-                scenario(rows, f"KUKA run {run_index}: undisturbed", fit_links
-                         + [str(kuka_npz(d, kuka / f"measurements_{run_index}.npz",
-                                         f"k{run_index}"))], out, figures)
+                scenario(
+                    rows,
+                    f"KUKA run {run_index}: undisturbed",
+                    fit_links
+                    + [str(kuka_npz(d, kuka / f"measurements_{run_index}.npz", f"k{run_index}"))],
+                    out,
+                    figures,
+                )
             for joint in (1, 3):
-                scenario(rows, f"KUKA run 1: torque sign of {KUKA_JOINTS[joint]} flipped",
-                         fit_links + [str(kuka_npz(d, kuka / "measurements_1.npz", f"ks{joint}",
-                                                   sign_joint=joint))], out, figures)
-            scenario(rows, "KUKA run 1: joint angles in degrees", fit_links
-                     + [str(kuka_npz(d, kuka / "measurements_1.npz", "kdeg",
-                                     angle_scale=np.degrees(1.0)))], out, figures)
-            scenario(rows, "KUKA run 1: time in milliseconds", fit_links
-                     + [str(kuka_npz(d, kuka / "measurements_1.npz", "kms", time_scale=1e3))],
-                     out, figures)
+                scenario(
+                    rows,
+                    f"KUKA run 1: torque sign of {KUKA_JOINTS[joint]} flipped",
+                    fit_links
+                    + [
+                        str(
+                            kuka_npz(d, kuka / "measurements_1.npz", f"ks{joint}", sign_joint=joint)
+                        )
+                    ],
+                    out,
+                    figures,
+                )
+            scenario(
+                rows,
+                "KUKA run 1: joint angles in degrees",
+                fit_links
+                + [
+                    str(
+                        kuka_npz(
+                            d, kuka / "measurements_1.npz", "kdeg", angle_scale=np.degrees(1.0)
+                        )
+                    )
+                ],
+                out,
+                figures,
+            )
+            scenario(
+                rows,
+                "KUKA run 1: time in milliseconds",
+                fit_links + [str(kuka_npz(d, kuka / "measurements_1.npz", "kms", time_scale=1e3))],
+                out,
+                figures,
+            )
         else:
             print(f"KUKA runs not found in {kuka}: skipped", flush=True)
 
         icub_urdf = str(example_robot_urdf("icub"))
         whole = ["fit-whole-body", "--urdf", icub_urdf, "--data"]
-        scenario(rows, "iCub: undisturbed", whole + [str(icub_npz(d, "icub"))], out,
-                 icub_figures)
-        scenario(rows, "iCub: undisturbed, --bounding-ellipsoid", whole
-                 + [str(icub_npz(d, "icub")), "--bounding-ellipsoid"], out, icub_figures)
+        scenario(rows, "iCub: undisturbed", whole + [str(icub_npz(d, "icub"))], out, icub_figures)
+        scenario(
+            rows,
+            "iCub: undisturbed, --bounding-ellipsoid",
+            whole + [str(icub_npz(d, "icub")), "--bounding-ellipsoid"],
+            out,
+            icub_figures,
+        )
         legs = ("l_leg_ft_sensor", "l_foot_ft_sensor", "r_leg_ft_sensor", "r_foot_ft_sensor")
         flipped = str(icub_npz(d, "icub_flip", flip=legs))
-        scenario(rows, "iCub: leg sensors' sign flips forgotten", whole + [flipped], out,
-                 icub_figures)
-        scenario(rows, "iCub: corrected (--flip-wrench-sign)", whole + [flipped] + [
-            item for leg in legs for item in ("--flip-wrench-sign", leg)], out, icub_figures)
+        scenario(
+            rows, "iCub: leg sensors' sign flips forgotten", whole + [flipped], out, icub_figures
+        )
+        scenario(
+            rows,
+            "iCub: corrected (--flip-wrench-sign)",
+            whole + [flipped] + [item for leg in legs for item in ("--flip-wrench-sign", leg)],
+            out,
+            icub_figures,
+        )
         no_contact = str(icub_npz(d, "icub_nc", drop_contact=True))
-        scenario(rows, "iCub: no contact sensor (floating base)", whole + [no_contact], out,
-                 icub_figures)
-        scenario(rows, "iCub: no contact sensor, --free-fall", whole + [no_contact,
-                                                                        "--free-fall"], out,
-                 icub_figures)
-        scenario(rows, "iCub: time in milliseconds", whole
-                 + [str(icub_npz(d, "icub_ms", time_scale=1e3))], out, icub_figures)
+        scenario(
+            rows, "iCub: no contact sensor (floating base)", whole + [no_contact], out, icub_figures
+        )
+        scenario(
+            rows,
+            "iCub: no contact sensor, --free-fall",
+            whole + [no_contact, "--free-fall"],
+            out,
+            icub_figures,
+        )
+        scenario(
+            rows,
+            "iCub: time in milliseconds",
+            whole + [str(icub_npz(d, "icub_ms", time_scale=1e3))],
+            out,
+            icub_figures,
+        )
     print("\n| input and mistake | exit | what the tool said | max residual ratio | figures |")
     print("| --- | --- | --- | --- | --- |")
     for label, code, text, ratio, figures in rows:

@@ -67,16 +67,23 @@ class Monitor:
     """Subscribes to the node's estimates, its diagnostics and the simulator's ground truth."""
 
     def __init__(self, peer) -> None:
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(
+            depth=1,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL,
+            reliability=ReliabilityPolicy.RELIABLE,
+        )
         self.estimates: list[tuple[float, InertialParameters]] = []  # (arrival (s), message)
         self.truth: InertialParameters | None = None
         self.diagnostics: dict[str, str] = {}
-        peer.create_subscription(InertialParameters, "/inertia_id/estimate",
-                                 lambda msg: self.estimates.append((time.monotonic(), msg)),
-                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-        peer.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
-                                 self._on_truth, latched)
+        peer.create_subscription(
+            InertialParameters,
+            "/inertia_id/estimate",
+            lambda msg: self.estimates.append((time.monotonic(), msg)),
+            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
+        )
+        peer.create_subscription(
+            InertialParameters, "/inertia_id_sim/ground_truth", self._on_truth, latched
+        )
         peer.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
 
     def _on_truth(self, msg: InertialParameters) -> None:
@@ -93,9 +100,14 @@ def estimate_errors(msg: InertialParameters, truth: InertialParameters) -> np.nd
     mass, com, inertia = inertia_from_theta(np.array(truth.theta))
     m, c, i = inertia_from_theta(np.array(msg.theta))
     offset = wrench_to_array(msg.sensor_offset) - wrench_to_array(truth.sensor_offset)
-    return np.array([100 * abs(m - mass) / mass, 1e3 * np.linalg.norm(c - com),
-                     100 * np.linalg.norm(i - inertia) / np.linalg.norm(inertia),
-                     np.linalg.norm(offset[:3])])
+    return np.array(
+        [
+            100 * abs(m - mass) / mass,
+            1e3 * np.linalg.norm(c - com),
+            100 * np.linalg.norm(i - inertia) / np.linalg.norm(inertia),
+            np.linalg.norm(offset[:3]),
+        ]
+    )
 
 
 def main() -> int:
@@ -103,11 +115,16 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=600.0, help="seconds of motion (600)")
     parser.add_argument("--update-rate", type=float, default=10.0, help="solves per second (10)")
     parser.add_argument("--window", type=float, default=10.0, help="window length, s (10)")
-    parser.add_argument("--warm", type=float, default=30.0,
-                        help="seconds into the motion when the memory reference is taken (30)")
+    parser.add_argument(
+        "--warm",
+        type=float,
+        default=30.0,
+        help="seconds into the motion when the memory reference is taken (30)",
+    )
     parser.add_argument("--method", default="lmi")
-    parser.add_argument("--rss-csv", metavar="OUT",
-                        help="write the resident-memory series (MB per second) to OUT")
+    parser.add_argument(
+        "--rss-csv", metavar="OUT", help="write the resident-memory series (MB per second) to OUT"
+    )
     args = parser.parse_args()
     if not args.duration > args.warm + 10.0:
         parser.error(f"--duration must exceed --warm + 10 s ({args.warm + 10.0:.0f} s)")
@@ -116,26 +133,61 @@ def main() -> int:
     env.setdefault("ROS_DOMAIN_ID", str(50 + os.getpid() % 50))
     os.environ.update(env)
     log = tempfile.NamedTemporaryFile("w+", prefix="soak_node_", suffix=".log", delete=False)
-    node = subprocess.Popen([script("inertia-id-node"), "--ros-args",
-                             "-p", f"urdf_path:={example_robot_urdf('panda')}",
-                             "-p", "sensor_frame:=panda_link8", "-p", f"window_sec:={args.window}",
-                             "-p", f"update_rate_hz:={args.update_rate}",
-                             "-p", f"method:={args.method}"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    node = subprocess.Popen(
+        [
+            script("inertia-id-node"),
+            "--ros-args",
+            "-p",
+            f"urdf_path:={example_robot_urdf('panda')}",
+            "-p",
+            "sensor_frame:=panda_link8",
+            "-p",
+            f"window_sec:={args.window}",
+            "-p",
+            f"update_rate_hz:={args.update_rate}",
+            "-p",
+            f"method:={args.method}",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     bare_log = tempfile.NamedTemporaryFile("w+", prefix="soak_bare_", suffix=".log", delete=False)
-    bare = subprocess.Popen([sys.executable, str(Path(__file__).with_name("bare_subscriber.py"))],
-                            env=env, stdout=bare_log, stderr=subprocess.STDOUT)
+    bare = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("bare_subscriber.py"))],
+        env=env,
+        stdout=bare_log,
+        stderr=subprocess.STDOUT,
+    )
     bare_events = subprocess.Popen(  # the node's way of spinning its inputs, for the memory trend
-        [sys.executable, str(Path(__file__).with_name("bare_subscriber.py")), "--executor",
-         "events"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            str(Path(__file__).with_name("bare_subscriber.py")),
+            "--executor",
+            "events",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     rclpy.init()
     peer = rclpy.create_node("inertia_id_soak")
     monitor = Monitor(peer)
     time.sleep(3.0)  # node start-up and discovery before the first sample is sent
     rss_idle = rss_mb(node.pid)
-    sim = subprocess.Popen([script("inertia-id-sim"), "--ros-args",
-                            "-p", f"duration_sec:={args.duration}", "-p", f"rate_hz:={RATE_HZ}",
-                            "--log-level", "error"], env=env)
+    sim = subprocess.Popen(
+        [
+            script("inertia-id-sim"),
+            "--ros-args",
+            "-p",
+            f"duration_sec:={args.duration}",
+            "-p",
+            f"rate_hz:={RATE_HZ}",
+            "--log-level",
+            "error",
+        ],
+        env=env,
+    )
     rss: list[tuple[float, float, float]] = []  # (wall s since the first estimate, MB, MB)
     bare_rss: list[tuple[float, float]] = []  # the bare subscribers' per-second minima (MB)
     cpu_warm = wall_warm = bare_warm = None
@@ -176,9 +228,13 @@ def main() -> int:
     expected = int(round((arrivals[-1] - arrivals[0]) * args.update_rate)) + 1
     t_rss, mb, mb_min = np.array(rss).T
     if args.rss_csv:
-        np.savetxt(args.rss_csv, np.column_stack([t_rss, mb, mb_min, np.array(bare_rss)]),
-                   delimiter=",", fmt="%.3f",
-                   header="t_s,node_mb,node_min_mb,bare_min_mb,bare_events_min_mb")
+        np.savetxt(
+            args.rss_csv,
+            np.column_stack([t_rss, mb, mb_min, np.array(bare_rss)]),
+            delimiter=",",
+            fmt="%.3f",
+            header="t_s,node_mb,node_min_mb,bare_min_mb,bare_events_min_mb",
+        )
     warm = t_rss >= args.warm
     second_half = t_rss >= t_rss[-1] / 2
     trend_raw = 60.0 * np.polyfit(t_rss[second_half], mb[second_half], 1)[0]
@@ -187,8 +243,9 @@ def main() -> int:
     # (bare_trend: the single-threaded and the events executor's subscriber, MB/min)
     sent = int(round(args.duration * RATE_HZ))
     diagnostics = monitor.diagnostics
-    dropped = {k[len("dropped."):]: int(v) for k, v in diagnostics.items()
-               if k.startswith("dropped.")}
+    dropped = {
+        k[len("dropped.") :]: int(v) for k, v in diagnostics.items() if k.startswith("dropped.")
+    }
     bare_counts = re.findall(r"received (\d+) (\d+)", Path(bare_log.name).read_text())
     bare_received = sum(map(int, bare_counts[-1])) if bare_counts else 0
     node_cpu = 100 * (cpu_end - cpu_warm) / (wall_end - wall_warm)
@@ -198,8 +255,10 @@ def main() -> int:
     def row(quantity: str, value: str, target: str = "") -> None:
         print(f"{quantity:<46}{value:>24}  {target}")
 
-    print(f"\nsoak: {args.duration:.0f} s at {RATE_HZ:.0f} Hz per input, window "
-          f"{args.window:.0f} s, {args.update_rate:.0f} updates/s, method {args.method}")
+    print(
+        f"\nsoak: {args.duration:.0f} s at {RATE_HZ:.0f} Hz per input, window "
+        f"{args.window:.0f} s, {args.update_rate:.0f} updates/s, method {args.method}"
+    )
     row("quantity", "value", "target")
     row("node RSS idle / first estimate (MB)", f"{rss_idle:.1f} / {mb[0]:.1f}")
     row(f"node RSS at {args.warm:.0f} s / end (MB)", f"{mb[warm][0]:.1f} / {rss_end:.1f}")
@@ -211,33 +270,44 @@ def main() -> int:
     row(f"node CPU, {args.warm:.0f} s -> end (% of one core)", f"{node_cpu:.1f}")
     row("bare rclpy subscriber CPU, same interval (%)", f"{bare_cpu:.1f}")
     row("node CPU / bare subscriber CPU", f"{node_cpu / bare_cpu:.2f}", "<= 1.3")
-    row("updates expected / published / received",
-        f"{expected} / {diagnostics.get('published', '?')} / {len(arrivals)}")
+    row(
+        "updates expected / published / received",
+        f"{expected} / {diagnostics.get('published', '?')} / {len(arrivals)}",
+    )
     row("missed updates (expected - received)", f"{expected - len(arrivals)}", "0")
     row("joint states sent / received", f"{sent} / {diagnostics.get('received.joint_state', 0)}")
     row("wrenches sent / received", f"{sent} / {diagnostics.get('received.wrench', 0)}")
     row("messages received by the bare subscriber", f"{bare_received} / {2 * sent}")
     row("dropped by the node (reason: count)", str(dropped or 0))
-    failed = {k[len("failed_solves."):]: int(v) for k, v in diagnostics.items()
-              if k.startswith("failed_solves.")}
+    failed = {
+        k[len("failed_solves.") :]: int(v)
+        for k, v in diagnostics.items()
+        if k.startswith("failed_solves.")
+    }
     row("failed solves (reason: count)", str(failed or 0), "0")
     row("warnings in the node's log", str(warnings))
 
     t_estimate = arrivals - arrivals[0]
     errors = np.array([estimate_errors(msg, monitor.truth) for _, msg in monitor.estimates])
     print(f"\nestimate vs. truth ({len(errors)} estimates; mean per sixth of the run, and max)")
-    print(f"{'from (s)':>9} {'to (s)':>7} {'mass (%)':>9} {'COM (mm)':>9} {'inertia (%)':>12} "
-          f"{'offset (N)':>11}")
+    print(
+        f"{'from (s)':>9} {'to (s)':>7} {'mass (%)':>9} {'COM (mm)':>9} {'inertia (%)':>12} "
+        f"{'offset (N)':>11}"
+    )
     edges = np.linspace(0.0, t_estimate[-1] + 1e-9, 7)
     for lo, hi in zip(edges, edges[1:]):
         part = errors[(t_estimate >= lo) & (t_estimate < hi)]
         if len(part):
-            print(f"{lo:9.0f} {hi:7.0f} {part[:, 0].mean():9.4f} {part[:, 1].mean():9.3f} "
-                  f"{part[:, 2].mean():12.2f} {part[:, 3].mean():11.4f}")
+            print(
+                f"{lo:9.0f} {hi:7.0f} {part[:, 0].mean():9.4f} {part[:, 1].mean():9.3f} "
+                f"{part[:, 2].mean():12.2f} {part[:, 3].mean():11.4f}"
+            )
     after_first_window = errors[t_estimate >= args.window]
-    print(f"{'max after the first window':>17} {after_first_window[:, 0].max():9.4f} "
-          f"{after_first_window[:, 1].max():9.3f} {after_first_window[:, 2].max():12.2f} "
-          f"{after_first_window[:, 3].max():11.4f}")
+    print(
+        f"{'max after the first window':>17} {after_first_window[:, 0].max():9.4f} "
+        f"{after_first_window[:, 1].max():9.3f} {after_first_window[:, 2].max():12.2f} "
+        f"{after_first_window[:, 3].max():11.4f}"
+    )
     print(f"(node log: {log.name})")
     return 0
 

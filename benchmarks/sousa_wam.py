@@ -23,20 +23,39 @@ def main(n_seeds: int = 10) -> int:
     print(f"({time.perf_counter() - started:.1f} s)\n")
     results = [first] + [sousa2014.run(seed=seed) for seed in range(1, n_seeds)]
     methods = sousa2014.METHODS
-    print(f"over seeds 0-{n_seeds - 1}: base parameters "
-          f"{sorted({r.n_base for r in results})}; mean relative error (%) per joint, "
-          "validation trajectories")
+    print(
+        f"over seeds 0-{n_seeds - 1}: base parameters "
+        f"{sorted({r.n_base for r in results})}; mean relative error (%) per joint, "
+        "validation trajectories"
+    )
     print(f"{'joint':<10}" + "".join(f"{m:>14}" for m in methods))
     for j in range(7):
-        print(f"{j + 1:<10}" + "".join(
-            f"{np.mean([r.estimates[m].validation_error[j] for r in results]):14.2f}"
-            for m in methods))
-    print(f"{'all joints':<10}" + "".join(
-        f"{np.mean([r.estimates[m].validation_error for r in results]):14.2f}" for m in methods))
-    print(f"{'feasible':<10}" + "".join(
-        f"{sum(r.estimates[m].feasible for r in results):>11}/{n_seeds:<2}" for m in methods))
-    ratio = np.mean([r.estimates["constrained"].validation_error.mean()
-                     / r.estimates["ols"].validation_error.mean() for r in results])
+        print(
+            f"{j + 1:<10}"
+            + "".join(
+                f"{np.mean([r.estimates[m].validation_error[j] for r in results]):14.2f}"
+                for m in methods
+            )
+        )
+    print(
+        f"{'all joints':<10}"
+        + "".join(
+            f"{np.mean([r.estimates[m].validation_error for r in results]):14.2f}" for m in methods
+        )
+    )
+    print(
+        f"{'feasible':<10}"
+        + "".join(
+            f"{sum(r.estimates[m].feasible for r in results):>11}/{n_seeds:<2}" for m in methods
+        )
+    )
+    ratio = np.mean(
+        [
+            r.estimates["constrained"].validation_error.mean()
+            / r.estimates["ols"].validation_error.mean()
+            for r in results
+        ]
+    )
     print(f"validation error, feasibility-constrained / OLS (mean over seeds): {ratio:.3f}")
     return 0
 

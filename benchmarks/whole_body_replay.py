@@ -56,14 +56,20 @@ def main() -> None:
         settings = settings_from_parameters(values)
         session = build_session(settings)
         own = settings.mode_settings
-        replay = replay_whole_body(bag, session, settings.update_rate_hz,
-                                   settings.joint_states_topic, own.imu_topic,
-                                   dict(zip(own.ft_topics, own.ft_frames)))
+        replay = replay_whole_body(
+            bag,
+            session,
+            settings.update_rate_hz,
+            settings.joint_states_topic,
+            own.imu_topic,
+            dict(zip(own.ft_topics, own.ft_frames)),
+        )
         replay_s = time.perf_counter() - start
 
         estimates = [u.estimate for u in replay.estimates]
-        inconsistent = sum(not check_consistency(theta).fully_consistent
-                           for e in estimates for theta in e.thetas)
+        inconsistent = sum(
+            not check_consistency(theta).fully_consistent for e in estimates for theta in e.thetas
+        )
         split_time = replay.start_time + (1.0 - HOLDOUT) * args.duration
         held = [e for e in estimates if e.t_last <= split_time][-1]
 
@@ -76,25 +82,35 @@ def main() -> None:
         _, table = holdout_comparison(model, samples, fraction, "lmi")
         online = prediction_errors(model, held.x, samples.subset(slice(split, None)))
 
-    print(f"iCub bag: {args.duration:g} s at 200 Hz, {len(sim.joint_names)} joints, "
-          f"{len(sim.ft_sensors)} F/T sensors; recorded in {record_s:.1f} s")
-    print(f"replay ({settings.method}, window {settings.window_sec:g} s, "
-          f"{settings.update_rate_hz:g} update/s, samples at {own.sample_rate_hz:g} Hz): "
-          f"{len(replay.updates)} updates, {len(estimates)} estimates, "
-          f"{sum(session.failed_solves.values())} failed solves, {inconsistent} inconsistent "
-          f"links over all estimates; {replay_s:.1f} s "
-          f"({replay_s / args.duration:.2f} s per s of bag); dropped {replay.dropped}")
+    print(
+        f"iCub bag: {args.duration:g} s at 200 Hz, {len(sim.joint_names)} joints, "
+        f"{len(sim.ft_sensors)} F/T sensors; recorded in {record_s:.1f} s"
+    )
+    print(
+        f"replay ({settings.method}, window {settings.window_sec:g} s, "
+        f"{settings.update_rate_hz:g} update/s, samples at {own.sample_rate_hz:g} Hz): "
+        f"{len(replay.updates)} updates, {len(estimates)} estimates, "
+        f"{sum(session.failed_solves.values())} failed solves, {inconsistent} inconsistent "
+        f"links over all estimates; {replay_s:.1f} s "
+        f"({replay_s / args.duration:.2f} s per s of bag); dropped {replay.dropped}"
+    )
     solve_ms = [1e3 * e.solve_time for e in estimates]
-    print(f"solve per update: median {np.median(solve_ms):.0f} ms, max {max(solve_ms):.0f} ms; "
-          f"final: {estimates[-1].n_samples} samples, rank {estimates[-1].rank} of "
-          f"{estimates[-1].n_params}")
+    print(
+        f"solve per update: median {np.median(solve_ms):.0f} ms, max {max(solve_ms):.0f} ms; "
+        f"final: {estimates[-1].n_samples} samples, rank {estimates[-1].rank} of "
+        f"{estimates[-1].n_params}"
+    )
     noise = {frame: std[0] for (frame, _), std in zip(sim.ft_sensors, sim.ft_noise_std)}
     contact_noise = np.sqrt(sum(noise[f] ** 2 for f, k in sim.ft_sensors if k == "contact"))
-    print(f"\nheld out: the estimate of {held.t_last - replay.start_time:.1f} s "
-          f"({held.n_samples} samples) predicts the last {100 * fraction:.0f} % "
-          f"({len(samples) - split} samples); force RMS (N), / noise")
-    print(f"{'rows':<18}{'replay':>9}{'offline lmi':>12}{'OLS':>9}{'URDF':>9}{'URDF+off':>9}"
-          f"{'replay/(URDF+off)':>19}{'replay/OLS':>12}{'replay/noise':>14}")
+    print(
+        f"\nheld out: the estimate of {held.t_last - replay.start_time:.1f} s "
+        f"({held.n_samples} samples) predicts the last {100 * fraction:.0f} % "
+        f"({len(samples) - split} samples); force RMS (N), / noise"
+    )
+    print(
+        f"{'rows':<18}{'replay':>9}{'offline lmi':>12}{'OLS':>9}{'URDF':>9}{'URDF+off':>9}"
+        f"{'replay/(URDF+off)':>19}{'replay/OLS':>12}{'replay/noise':>14}"
+    )
     for group, row in table.items():
         if group == "tau":
             continue
@@ -102,9 +118,11 @@ def main() -> None:
         yardstick = contact_noise if group == "base" else noise[group]
         force = row["force"]
         urdf = force.get("urdf_offsets", force["urdf"])  # offsets are nuisances: fitted
-        print(f"{group:<18}{ours:9.3f}{force['fit']:12.3f}{force['ols']:9.3f}"
-              f"{force['urdf']:9.3f}{urdf:9.3f}{ours / urdf:19.3f}{ours / force['ols']:12.3f}"
-              f"{ours / yardstick:14.2f}")
+        print(
+            f"{group:<18}{ours:9.3f}{force['fit']:12.3f}{force['ols']:9.3f}"
+            f"{force['urdf']:9.3f}{urdf:9.3f}{ours / urdf:19.3f}{ours / force['ols']:12.3f}"
+            f"{ours / yardstick:14.2f}"
+        )
     ols_bad = next(iter(table.values()))["ols_inconsistent_links"]
     print(f"OLS on the same rows leaves {ols_bad} links inconsistent")
 

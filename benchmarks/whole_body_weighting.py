@@ -53,9 +53,13 @@ def run_case(data: dict, measured: np.ndarray, folder: Path) -> dict:
         assert fit.fully_consistent
         measured_errors = prediction_errors(model, fit.x, test)
         model_errors = prediction_errors(model, fit.x, test_clean)
-        out[weighting] = ((measured_errors.force, measured_errors.torque),
-                          (model_errors.force, model_errors.torque), fit.solve_time,
-                          elapsed, 1 if fit.weights is None else fit.weights.iterations)
+        out[weighting] = (
+            (measured_errors.force, measured_errors.torque),
+            (model_errors.force, model_errors.torque),
+            fit.solve_time,
+            elapsed,
+            1 if fit.weights is None else fit.weights.iterations,
+        )
     return out
 
 
@@ -76,21 +80,38 @@ def main() -> None:
             results["simulator noise"].append(run_case(data, data["ft_wrench"], Path(tmp)))
             extra = np.zeros_like(data["ft_wrench"])
             k = frames.index(NOISY_SENSOR)
-            scale = np.sqrt(NOISE_FACTOR ** 2 - 1.0) * data["ft_noise_std"][k]
+            scale = np.sqrt(NOISE_FACTOR**2 - 1.0) * data["ft_noise_std"][k]
             extra[:, k] = np.random.default_rng(100 + seed).normal(size=extra[:, k].shape) * scale
             results[f"{NOISY_SENSOR} noise x10"].append(
-                run_case(data, data["ft_wrench"] + extra, Path(tmp)))
+                run_case(data, data["ft_wrench"] + extra, Path(tmp))
+            )
             print(f"seed {seed} done", flush=True)
     for case, runs in results.items():
-        print(f"\n{case}: held-out RMS, mean over {len(runs)} seeds (lmi, fit on 70 %); "
-              "force (N) and torque (N m), measured / model (against the noise-free wrenches)")
-        print(f"{'rows':<18}" + "".join(f"{title:>16}" for title in (
-            "force none", "force channel", "ratio", "torque none", "torque channel", "ratio")))
+        print(
+            f"\n{case}: held-out RMS, mean over {len(runs)} seeds (lmi, fit on 70 %); "
+            "force (N) and torque (N m), measured / model (against the noise-free wrenches)"
+        )
+        print(
+            f"{'rows':<18}"
+            + "".join(
+                f"{title:>16}"
+                for title in (
+                    "force none",
+                    "force channel",
+                    "ratio",
+                    "torque none",
+                    "torque channel",
+                    "ratio",
+                )
+            )
+        )
         for group in runs[0]["none"][0][0]:
             line = f"{group:<18}"
             for axis in (0, 1):  # force, torque
-                cells = [tuple(np.mean([r[w][kind][axis][group] for r in runs]) for kind in (0, 1))
-                         for w in ("none", "channel")]
+                cells = [
+                    tuple(np.mean([r[w][kind][axis][group] for r in runs]) for kind in (0, 1))
+                    for w in ("none", "channel")
+                ]
                 ratio = (cells[1][0] / cells[0][0], cells[1][1] / cells[0][1])
                 line += "".join(f"{a:8.4f}/{b:<7.4f}" for a, b in (*cells, ratio))
             print(line)
@@ -107,21 +128,32 @@ def online(duration: float = 30.0, window: float = 10.0) -> None:
     ``duration`` s: the warm solve times once the ``window`` s window is full."""
     sim = wb.icub(seed=3)
     data = sim.record(duration, 200.0)
-    model = WholeBodyModel.from_urdf(example_robot_urdf("icub"), "floating",
-                                     [FTSensor(f, k) for f, k in sim.ft_sensors], sim.imu_frame)
+    model = WholeBodyModel.from_urdf(
+        example_robot_urdf("icub"),
+        "floating",
+        [FTSensor(f, k) for f, k in sim.ft_sensors],
+        sim.imu_frame,
+    )
     names, frames = list(data["joint_names"]), [str(f) for f in data["ft_frames"]]
-    print(f"\nonline: {duration:g} s at 200 Hz, {window:g} s window, an update per second; warm "
-          "solve time (s, median / max, every solve of the update)")
+    print(
+        f"\nonline: {duration:g} s at 200 Hz, {window:g} s window, an update per second; warm "
+        "solve time (s, median / max, every solve of the update)"
+    )
     for weighting in ("none", "channel"):
-        session = whole_body_session(model, window_sec=window, max_input_rate_hz=200.0,
-                                     weighting=weighting)
+        session = whole_body_session(
+            model, window_sec=window, max_input_rate_hz=200.0, weighting=weighting
+        )
         times = []
         for second in range(1, int(duration)):
             for i in range((second - 1) * 200, second * 200):
                 t = data["t"][i]
                 session.add_joint_state(t, names, data["q"][i], data["dq"][i])
-                session.add_imu(t, data["imu_angular_velocity"][i],
-                                data["imu_linear_acceleration"][i], sim.imu_frame)
+                session.add_imu(
+                    t,
+                    data["imu_angular_velocity"][i],
+                    data["imu_linear_acceleration"][i],
+                    sim.imu_frame,
+                )
                 for k, frame in enumerate(frames):
                     session.add_wrench(frame, t, data["ft_wrench"][i, k], frame)
             update = session.update(now=float(second))

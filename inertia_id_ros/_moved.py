@@ -13,16 +13,30 @@ import warnings
 from types import ModuleType
 
 MOVED_MODULES: dict[str, str] = {
-    "inertia": "core.inertia", "regressors": "core.regressors", "kinematics": "core.kinematics",
-    "filtering": "core.filtering", "covariance": "core.covariance", "robots": "core.robots",
-    "window": "online.window", "estimator": "online.payload_estimator",
-    "link_estimator": "online.link_estimator", "tare": "online.tare",
-    "change_detection": "online.change_detection", "excitation": "online.excitation",
-    "links": "chain.links", "friction": "chain.friction", "actuators": "chain.actuators",
-    "payload_from_torques": "chain.payload_from_torques", "data": "io.data",
-    "replay": "io.replay", "report": "io.report", "export": "io.export",
-    "simulation": "sim.payload", "torque_simulation": "sim.torques",
-    "experiments": "sim", "experiments.traversaro2016": "sim.traversaro2016",
+    "inertia": "core.inertia",
+    "regressors": "core.regressors",
+    "kinematics": "core.kinematics",
+    "filtering": "core.filtering",
+    "covariance": "core.covariance",
+    "robots": "core.robots",
+    "window": "online.window",
+    "estimator": "online.payload_estimator",
+    "link_estimator": "online.link_estimator",
+    "tare": "online.tare",
+    "change_detection": "online.change_detection",
+    "excitation": "online.excitation",
+    "links": "chain.links",
+    "friction": "chain.friction",
+    "actuators": "chain.actuators",
+    "payload_from_torques": "chain.payload_from_torques",
+    "data": "io.data",
+    "replay": "io.replay",
+    "report": "io.report",
+    "export": "io.export",
+    "simulation": "sim.payload",
+    "torque_simulation": "sim.torques",
+    "experiments": "sim",
+    "experiments.traversaro2016": "sim.traversaro2016",
 }
 """Old module name -> new one, both relative to ``inertia_id_ros``."""
 
@@ -34,14 +48,15 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname: str, path=None, target=None):
         prefix = _PACKAGE + "."
-        if fullname.startswith(prefix) and fullname[len(prefix):] in MOVED_MODULES:
+        if fullname.startswith(prefix) and fullname[len(prefix) :] in MOVED_MODULES:
             return importlib.machinery.ModuleSpec(fullname, self)
         return None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        new = f"{_PACKAGE}.{MOVED_MODULES[spec.name[len(_PACKAGE) + 1:]]}"
-        warnings.warn(f"{spec.name} moved to {new}; import it from there", DeprecationWarning,
-                      stacklevel=3)
+        new = f"{_PACKAGE}.{MOVED_MODULES[spec.name[len(_PACKAGE) + 1 :]]}"
+        warnings.warn(
+            f"{spec.name} moved to {new}; import it from there", DeprecationWarning, stacklevel=3
+        )
         return importlib.import_module(new)
 
     def exec_module(self, module: ModuleType) -> None:

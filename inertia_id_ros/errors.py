@@ -59,8 +59,10 @@ class FrameNotFound(CallerError, KeyError):
         super().__init__(name)
 
     def __str__(self) -> str:
-        return (f"frame {self.name!r} is not in the model; available frames: "
-                f"{', '.join(self.available)}")
+        return (
+            f"frame {self.name!r} is not in the model; available frames: "
+            f"{', '.join(self.available)}"
+        )
 
 
 class JointNotFound(CallerError, KeyError):
@@ -72,8 +74,10 @@ class JointNotFound(CallerError, KeyError):
         super().__init__(self.names)
 
     def __str__(self) -> str:
-        return (f"joint(s) {', '.join(map(repr, self.names))} not in the model; available joints: "
-                f"{', '.join(self.available)}")
+        return (
+            f"joint(s) {', '.join(map(repr, self.names))} not in the model; available joints: "
+            f"{', '.join(self.available)}"
+        )
 
 
 class ConfigError(CallerError, ValueError):

@@ -7,28 +7,39 @@ Under DDS-Security (``ROS_SECURITY_ENABLE=true``, docs/how-to/secure-the-wizard.
 runs in the enclave ``enclave`` (``/inertia_id``).
 """
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from launch import LaunchDescription
+
 
 def generate_launch_description() -> LaunchDescription:
-    return LaunchDescription([
-        DeclareLaunchArgument("config", description="YAML parameter file of the node"),
-        DeclareLaunchArgument("urdf_path", description="URDF of the robot"),
-        DeclareLaunchArgument("namespace", default_value="", description="namespace of the node"),
-        DeclareLaunchArgument("enclave", default_value="/inertia_id",
-                              description="DDS-Security enclave, used when ROS_SECURITY_ENABLE="
-                                          "true (inertia-id keystore create)"),
-        Node(
-            package="inertia_id_ros",
-            executable="inertia_id_node",
-            name="inertia_id",
-            namespace=LaunchConfiguration("namespace"),
-            parameters=[LaunchConfiguration("config"),
-                        {"urdf_path": LaunchConfiguration("urdf_path")}],
-            ros_arguments=["--enclave", LaunchConfiguration("enclave")],
-            output="screen",
-        ),
-    ])
+    """The node with the ``config`` parameter file and ``urdf_path``, in ``namespace``."""
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument("config", description="YAML parameter file of the node"),
+            DeclareLaunchArgument("urdf_path", description="URDF of the robot"),
+            DeclareLaunchArgument(
+                "namespace", default_value="", description="namespace of the node"
+            ),
+            DeclareLaunchArgument(
+                "enclave",
+                default_value="/inertia_id",
+                description="DDS-Security enclave, used when ROS_SECURITY_ENABLE="
+                "true (inertia-id keystore create)",
+            ),
+            Node(
+                package="inertia_id_ros",
+                executable="inertia_id_node",
+                name="inertia_id",
+                namespace=LaunchConfiguration("namespace"),
+                parameters=[
+                    LaunchConfiguration("config"),
+                    {"urdf_path": LaunchConfiguration("urdf_path")},
+                ],
+                ros_arguments=["--enclave", LaunchConfiguration("enclave")],
+                output="screen",
+            ),
+        ]
+    )

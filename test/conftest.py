@@ -71,7 +71,6 @@ def launch(ros_env, tmp_path) -> Iterator:
         process.stop()
     for process in processes:  # every process ends quietly after SIGINT or completion
         output = process.output()
-        assert "Traceback" not in output and "context is invalid" not in output, \
+        assert "Traceback" not in output and "context is invalid" not in output, (
             f"{process.log_path.name} did not end quietly:\n{output[-3000:]}"
-
-
+        )

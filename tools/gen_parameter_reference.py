@@ -79,7 +79,9 @@ def render() -> str:
         "the same descriptions). **Run time** parameters may be changed while the node runs "
         "(`ros2 param set`); the others are read-only and are read at start-up. Types are ROS 2 "
         "parameter types; *unset* means the parameter has no default value.",
-        width=100, break_on_hyphens=False)
+        width=100,
+        break_on_hyphens=False,
+    )
     lines = [
         "<!-- Generated from PARAMETERS in inertia_id_ros/ros/parameters.py by",
         f"     {COMMAND}",
@@ -95,17 +97,22 @@ def render() -> str:
     for title, prefix, parameters in _sections():
         if not parameters:
             continue
-        lines += [f"## {title}", "",
-                  "| name | type | default | changes | description |",
-                  "| --- | --- | --- | --- | --- |"]
+        lines += [
+            f"## {title}",
+            "",
+            "| name | type | default | changes | description |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for spec in parameters:
             description = spec.description
             if prefix and description.startswith(prefix):
-                rest = description[len(prefix):]
+                rest = description[len(prefix) :]
                 description = rest[:1].upper() + rest[1:]
             changes = "run time" if spec.runtime else "read-only"
-            lines.append(f"| `{spec.name}` | {_type_name(spec)} | {_default(spec)} | {changes} | "
-                         f"{_cell(description)} |")
+            lines.append(
+                f"| `{spec.name}` | {_type_name(spec)} | {_default(spec)} | {changes} | "
+                f"{_cell(description)} |"
+            )
         lines.append("")
     return "\n".join(lines)
 

@@ -58,11 +58,11 @@ class ActuatorConfig:
         if not self.rotor_inertia >= 0.0:
             raise ConfigError(f"rotor_inertia must be >= 0 kg·m², got {self.rotor_inertia!r}")
         if self.torque_constant is not None and not self.torque_constant > 0.0:
-            raise ConfigError(f"torque_constant must be positive N·m/A or null, got "
-                              f"{self.torque_constant!r}")
+            raise ConfigError(
+                f"torque_constant must be positive N·m/A or null, got {self.torque_constant!r}"
+            )
         if not self.coulomb_velocity >= 0.0:
-            raise ConfigError(f"coulomb_velocity must be >= 0 rad/s, got "
-                              f"{self.coulomb_velocity!r}")
+            raise ConfigError(f"coulomb_velocity must be >= 0 rad/s, got {self.coulomb_velocity!r}")
         if self.effort_sign not in (1.0, -1.0):
             raise ConfigError(f"effort_sign must be +1 or -1, got {self.effort_sign!r}")
 
@@ -82,10 +82,13 @@ class ActuatorConfig:
         """The :class:`JointDrive` estimating the drive terms ``estimate`` (a non-estimated
         armature is this actuator's reflected inertia, a known torque)."""
         terms = set(estimate)
-        return JointDrive(**{t: t in terms for t in DRIVE_TERMS},
-                          coulomb_velocity=self.coulomb_velocity,
-                          rotor_inertia=self.rotor_inertia, gear_ratio=self.gear_ratio,
-                          effort_scale=self.effort_scale)
+        return JointDrive(
+            **{t: t in terms for t in DRIVE_TERMS},
+            coulomb_velocity=self.coulomb_velocity,
+            rotor_inertia=self.rotor_inertia,
+            gear_ratio=self.gear_ratio,
+            effort_scale=self.effort_scale,
+        )
 
     @classmethod
     def from_dict(cls, mapping: Mapping[str, Any], where: str = "actuator") -> ActuatorConfig:
@@ -101,29 +104,40 @@ class ActuatorConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def effort_scales(joints: Sequence[str], torque_constants: Sequence[float] | None = None,
-                  gear_ratios: Sequence[float] | None = None,
-                  effort_signs: Sequence[float] | None = None) -> list[float]:
+def effort_scales(
+    joints: Sequence[str],
+    torque_constants: Sequence[float] | None = None,
+    gear_ratios: Sequence[float] | None = None,
+    effort_signs: Sequence[float] | None = None,
+) -> list[float]:
     """Each joint's :attr:`ActuatorConfig.effort_scale` (joint torque per unit of recorded
     effort) from per-joint lists in ``joints`` order (``None``: efforts are joint torques, gear
     ratio 1, sign +1). Raises :class:`ConfigError` naming the joint, or for lists of the wrong
     length or gear ratios without torque constants."""
-    given = {"torque constants": torque_constants, "gear ratios": gear_ratios,
-             "effort signs": effort_signs}
+    given = {
+        "torque constants": torque_constants,
+        "gear ratios": gear_ratios,
+        "effort signs": effort_signs,
+    }
     for name, values in given.items():
         if values is not None and len(values) != len(joints):
-            raise ConfigError(f"{name}: {len(values)} values for {len(joints)} joints "
-                              f"{list(joints)}")
+            raise ConfigError(
+                f"{name}: {len(values)} values for {len(joints)} joints {list(joints)}"
+            )
     if gear_ratios is not None and torque_constants is None:
-        raise ConfigError("gear ratios need torque constants (the efforts are then motor "
-                          "currents)")
+        raise ConfigError("gear ratios need torque constants (the efforts are then motor currents)")
     scales = []
     for j, joint in enumerate(joints):
         try:
-            scales.append(ActuatorConfig(
-                gear_ratio=1.0 if gear_ratios is None else float(gear_ratios[j]),
-                torque_constant=None if torque_constants is None else float(torque_constants[j]),
-                effort_sign=1.0 if effort_signs is None else float(effort_signs[j])).effort_scale)
+            scales.append(
+                ActuatorConfig(
+                    gear_ratio=1.0 if gear_ratios is None else float(gear_ratios[j]),
+                    torque_constant=None
+                    if torque_constants is None
+                    else float(torque_constants[j]),
+                    effort_sign=1.0 if effort_signs is None else float(effort_signs[j]),
+                ).effort_scale
+            )
         except ConfigError as e:
             raise ConfigError(f"joint {joint!r}: {e}") from None
     return scales
@@ -162,25 +176,30 @@ class ChainConfig:
         object.__setattr__(self, "joints", tuple(self.joints))
         object.__setattr__(self, "estimate", tuple(self.estimate))
         object.__setattr__(self, "actuators", dict(self.actuators))
-        object.__setattr__(self, "locked_positions",
-                           {k: float(v) for k, v in self.locked_positions.items()})
+        object.__setattr__(
+            self, "locked_positions", {k: float(v) for k, v in self.locked_positions.items()}
+        )
         if (self.robot is None) == (self.urdf is None):
             raise ConfigError("give exactly one of 'robot' (example-robot-data name) and 'urdf'")
         if not self.joints or len(set(self.joints)) != len(self.joints):
-            raise ConfigError(f"joints must be a non-empty list without duplicates, got "
-                              f"{list(self.joints)}")
+            raise ConfigError(
+                f"joints must be a non-empty list without duplicates, got {list(self.joints)}"
+            )
         unknown = sorted(set(self.actuators) - set(self.joints))
         if unknown:
-            raise ConfigError(f"actuators given for joints {unknown} that are not in joints "
-                              f"{list(self.joints)}")
+            raise ConfigError(
+                f"actuators given for joints {unknown} that are not in joints {list(self.joints)}"
+            )
         bad_terms = sorted(set(self.estimate) - set(DRIVE_TERMS))
         if bad_terms:
-            raise ConfigError(f"estimate: unknown drive terms {bad_terms}; known: "
-                              f"{list(DRIVE_TERMS)}")
+            raise ConfigError(
+                f"estimate: unknown drive terms {bad_terms}; known: {list(DRIVE_TERMS)}"
+            )
         for joint, actuator in self.actuators.items():
             if not isinstance(actuator, ActuatorConfig):
-                raise ConfigError(f"actuators[{joint!r}] must be an ActuatorConfig, got "
-                                  f"{type(actuator).__name__}")
+                raise ConfigError(
+                    f"actuators[{joint!r}] must be an ActuatorConfig, got {type(actuator).__name__}"
+                )
 
     def actuator(self, joint: str) -> ActuatorConfig:
         """The actuator of ``joint`` (``ActuatorConfig()`` if none is configured)."""
@@ -199,8 +218,9 @@ class ChainConfig:
 
     def link_model(self) -> LinkModel:
         """The :class:`LinkModel` of the chain with :meth:`drives`."""
-        return LinkModel.from_urdf(self.urdf_path(), self.joints, self.locked_positions,
-                                   self.drives())
+        return LinkModel.from_urdf(
+            self.urdf_path(), self.joints, self.locked_positions, self.drives()
+        )
 
     # ---- mappings and YAML --------------------------------------------------------------------
 
@@ -214,8 +234,10 @@ class ChainConfig:
             raise ConfigError("chain config: 'joints' is required")
         actuators = values.get("actuators") or {}
         _check_keys(actuators, values["joints"], "actuators")
-        values["actuators"] = {joint: ActuatorConfig.from_dict(a or {}, f"actuators[{joint!r}]")
-                               for joint, a in actuators.items()}
+        values["actuators"] = {
+            joint: ActuatorConfig.from_dict(a or {}, f"actuators[{joint!r}]")
+            for joint, a in actuators.items()
+        }
         values["locked_positions"] = values.get("locked_positions") or {}
         if values.get("urdf") is not None and base_dir is not None:
             values["urdf"] = str(Path(base_dir) / Path(values["urdf"]).expanduser())
@@ -226,9 +248,14 @@ class ChainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain mapping (YAML-safe), the inverse of :meth:`from_dict`."""
-        return {"robot": self.robot, "urdf": self.urdf, "joints": list(self.joints),
-                "locked_positions": dict(self.locked_positions), "estimate": list(self.estimate),
-                "actuators": {j: a.to_dict() for j, a in self.actuators.items()}}
+        return {
+            "robot": self.robot,
+            "urdf": self.urdf,
+            "joints": list(self.joints),
+            "locked_positions": dict(self.locked_positions),
+            "estimate": list(self.estimate),
+            "actuators": {j: a.to_dict() for j, a in self.actuators.items()},
+        }
 
     @classmethod
     def load(cls, path: str | Path) -> ChainConfig:
@@ -266,12 +293,16 @@ def go1_leg_config(leg: str = "FL", coulomb_velocity: float = 0.05) -> ChainConf
         raise ConfigError(f"leg must be one of FL, FR, RL, RR, got {leg!r}")
     joints = tuple(f"{leg}_{name}_joint" for name in ("hip", "thigh", "calf"))
     ratios = (GO1_GEAR_RATIO, GO1_GEAR_RATIO, GO1_KNEE_GEAR_RATIO)
-    actuators = {j: ActuatorConfig(gear_ratio=n, rotor_inertia=GO1_ROTOR_INERTIA,
-                                   motor="go1_motor", coulomb_velocity=coulomb_velocity)
-                 for j, n in zip(joints, ratios)}
+    actuators = {
+        j: ActuatorConfig(
+            gear_ratio=n,
+            rotor_inertia=GO1_ROTOR_INERTIA,
+            motor="go1_motor",
+            coulomb_velocity=coulomb_velocity,
+        )
+        for j, n in zip(joints, ratios)
+    }
     return ChainConfig(joints=joints, actuators=actuators, robot="go1")
 
 
 # ---- fit with shared rotor inertias ----------------------------------------------------------
-
-

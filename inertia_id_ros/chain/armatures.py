@@ -106,10 +106,14 @@ class ChainFit:
         return out
 
 
-def fit_chain(config: ChainConfig, data: JointTorqueData | Iterable[JointTorqueData],
-              prior_weight: float = DEFAULT_PRIOR_WEIGHT, method: str = "lmi",
-              rank_tolerance: float = DEFAULT_RANK_TOLERANCE,
-              **solver_options: Any) -> ChainFit:
+def fit_chain(
+    config: ChainConfig,
+    data: JointTorqueData | Iterable[JointTorqueData],
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    method: str = "lmi",
+    rank_tolerance: float = DEFAULT_RANK_TOLERANCE,
+    **solver_options: Any,
+) -> ChainFit:
     """Fit the chain's links and drives, resolving the armatures the torques cannot separate.
 
     1. :func:`~inertia_id_ros.chain.links.fit_links` with every drive term of ``config.estimate``
@@ -132,22 +136,40 @@ def fit_chain(config: ChainConfig, data: JointTorqueData | Iterable[JointTorqueD
     resolution = resolve_armatures(model, config.actuators, fit.x, base.unidentifiable)
     if resolution is None:
         return ChainFit(fit, model, armatures(model, fit.x), (), (), base)
-    final = fit_links(resolution.model, runs, method=method, prior_weight=prior_weight,
-                      initvals=resolution.reduce(fit.x), **solver_options)
-    return ChainFit(final, resolution.model, armatures(resolution.model, final.x),
-                    resolution.rotors, resolution.joints, base)
+    final = fit_links(
+        resolution.model,
+        runs,
+        method=method,
+        prior_weight=prior_weight,
+        initvals=resolution.reduce(fit.x),
+        **solver_options,
+    )
+    return ChainFit(
+        final,
+        resolution.model,
+        armatures(resolution.model, final.x),
+        resolution.rotors,
+        resolution.joints,
+        base,
+    )
 
 
 def armatures(model: LinkModel, x: np.ndarray) -> dict[str, float]:
     """Every joint's armature (kg·m²) under ``model`` with parameters ``x``: the estimated one,
     or the drive's known reflected inertia."""
     estimated = model.drive_parameters(x)
-    return {j: estimated[j].get("armature", d.reflected_inertia)
-            for j, d in zip(model.joint_names, model.drives)}
+    return {
+        j: estimated[j].get("armature", d.reflected_inertia)
+        for j, d in zip(model.joint_names, model.drives)
+    }
 
 
-def resolve_armatures(model: LinkModel, actuators: Mapping[str, ActuatorConfig], x: np.ndarray,
-                      unidentifiable: Iterable[str]) -> ArmatureResolution | None:
+def resolve_armatures(
+    model: LinkModel,
+    actuators: Mapping[str, ActuatorConfig],
+    x: np.ndarray,
+    unidentifiable: Iterable[str],
+) -> ArmatureResolution | None:
     """How to fix the estimated armatures of ``model`` that the data cannot identify (``None``:
     every estimated armature is identifiable).
 
@@ -168,8 +190,9 @@ def resolve_armatures(model: LinkModel, actuators: Mapping[str, ActuatorConfig],
 
     def actuator(joint: str) -> ActuatorConfig:
         drive = drives[joint]
-        return actuators.get(joint) or ActuatorConfig(gear_ratio=drive.gear_ratio,
-                                                      rotor_inertia=drive.rotor_inertia)
+        return actuators.get(joint) or ActuatorConfig(
+            gear_ratio=drive.gear_ratio, rotor_inertia=drive.rotor_inertia
+        )
 
     has_armature = [j for j in model.joint_names if "armature" in estimated[j]]
     groups: dict[str | None, list[str]] = {}
@@ -178,9 +201,15 @@ def resolve_armatures(model: LinkModel, actuators: Mapping[str, ActuatorConfig],
             groups.setdefault(actuator(joint).motor, []).append(joint)
     out = []
     for motor, joints in groups.items():
-        sources = ([] if motor is None else
-                   [j for j in has_armature
-                    if f"{j}.armature" not in unidentifiable and actuator(j).motor == motor])
+        sources = (
+            []
+            if motor is None
+            else [
+                j
+                for j in has_armature
+                if f"{j}.armature" not in unidentifiable and actuator(j).motor == motor
+            ]
+        )
         if sources:
             ratios = np.array([actuator(j).gear_ratio for j in sources])
             armature = np.array([estimated[j]["armature"] for j in sources])
@@ -232,16 +261,20 @@ class ArmatureResolution:
         x[self.keep], x[self.fixed] = x_model, self.values
         return x
 
-    def normal_equations(self, gram: np.ndarray, moment: np.ndarray, yty: float
-                         ) -> tuple[np.ndarray, np.ndarray, float]:
+    def normal_equations(
+        self, gram: np.ndarray, moment: np.ndarray, yty: float
+    ) -> tuple[np.ndarray, np.ndarray, float]:
         """Normal equations of ``||Y[:, keep] x_keep - (y - Y[:, fixed] values)||²`` from those of
         ``||Y x - y||²`` (``gram`` (p, p), ``moment`` (p,), ``yty``): the fixed armatures' columns
         moved to the right-hand side."""
         keep, fixed, values = self.keep, self.fixed, self.values
         cross = gram[np.ix_(keep, fixed)]
         known_square = values @ gram[np.ix_(fixed, fixed)] @ values
-        return (gram[np.ix_(keep, keep)], moment[keep] - cross @ values,
-                float(yty - 2.0 * values @ moment[fixed] + known_square))
+        return (
+            gram[np.ix_(keep, keep)],
+            moment[keep] - cross @ values,
+            float(yty - 2.0 * values @ moment[fixed] + known_square),
+        )
 
 
 def known_armature_model(model: LinkModel, rotors: Iterable[RotorInertia]) -> LinkModel:
@@ -253,4 +286,3 @@ def known_armature_model(model: LinkModel, rotors: Iterable[RotorInertia]) -> Li
         for joint in rotor.applied_to:
             drives[joint] = replace(drives[joint], armature=False, rotor_inertia=rotor.value)
     return LinkModel(model.model, drives, model.robot_joint_names)
-

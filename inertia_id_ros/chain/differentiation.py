@@ -87,18 +87,28 @@ class DifferentiationFilter:
 
     def as_json(self) -> dict:
         """``{"source", "half_width_s", "order", "window_samples", "sample_period_s"}``."""
-        return {"source": self.source, "half_width_s": self.half_width, "order": self.order,
-                "window_samples": self.window_samples, "sample_period_s": self.sample_period}
+        return {
+            "source": self.source,
+            "half_width_s": self.half_width,
+            "order": self.order,
+            "window_samples": self.window_samples,
+            "sample_period_s": self.sample_period,
+        }
 
     def describe(self) -> str:
         """One line, e.g. ``'velocities differentiated once: Savitzky-Golay order 2, 41
         samples (+-0.020 s)'``."""
         if self.source == SOURCE_RECORDED:
             return "recorded velocities and accelerations (nothing differentiated)"
-        how = ("velocities differentiated once" if self.source == SOURCE_VELOCITIES
-               else "positions differentiated twice")
-        return (f"{how}: Savitzky-Golay order {self.order}, {self.window_samples} samples "
-                f"(+-{self.half_width:.3f} s, zero-phase)")
+        how = (
+            "velocities differentiated once"
+            if self.source == SOURCE_VELOCITIES
+            else "positions differentiated twice"
+        )
+        return (
+            f"{how}: Savitzky-Golay order {self.order}, {self.window_samples} samples "
+            f"(+-{self.half_width:.3f} s, zero-phase)"
+        )
 
 
 @dataclass(frozen=True)
@@ -124,25 +134,40 @@ class DifferentiationSelection:
         evaluated = ~np.isnan(self.cv_rms)
         out["selection"] = {
             "criterion": f"{self.n_folds}-fold blocked cross-validation of the torques "
-                         "(least squares regularised toward the URDF)"
-                         + ("" if evaluated.all() else "; coarse-to-fine over the half-widths, "
-                            f"{int(evaluated.sum())} of {evaluated.size} candidates evaluated "
-                            "(only those listed)"),
+            "(least squares regularised toward the URDF)"
+            + (
+                ""
+                if evaluated.all()
+                else "; coarse-to-fine over the half-widths, "
+                f"{int(evaluated.sum())} of {evaluated.size} candidates evaluated "
+                "(only those listed)"
+            ),
             "samples": self.n_samples,
-            "candidates": [{"half_width_s": c.half_width, "order": c.order,
-                            "window_samples": c.window_samples, "cv_rms": float(r)}
-                           for c, r, e in zip(self.candidates, self.cv_rms, evaluated) if e]}
+            "candidates": [
+                {
+                    "half_width_s": c.half_width,
+                    "order": c.order,
+                    "window_samples": c.window_samples,
+                    "cv_rms": float(r),
+                }
+                for c, r, e in zip(self.candidates, self.cv_rms, evaluated)
+                if e
+            ],
+        }
         if self.ranking_rms is not None:
             ranked = ~np.isnan(self.ranking_rms)
             out["selection"]["criterion"] += (
                 f"; ranked on {self.n_ranking_samples} of the samples, each order's best "
-                "scored on all (those listed)")
+                "scored on all (those listed)"
+            )
             out["selection"]["ranking"] = {
                 "samples": self.n_ranking_samples,
-                "candidates": [{"half_width_s": c.half_width, "order": c.order,
-                                "cv_rms": float(r)}
-                               for c, r, e in zip(self.candidates, self.ranking_rms, ranked)
-                               if e]}
+                "candidates": [
+                    {"half_width_s": c.half_width, "order": c.order, "cv_rms": float(r)}
+                    for c, r, e in zip(self.candidates, self.ranking_rms, ranked)
+                    if e
+                ],
+            }
         return out
 
 
@@ -151,12 +176,14 @@ def sample_period(t: np.ndarray) -> float:
     return float(np.median(np.diff(np.asarray(t, dtype=float))))
 
 
-def filter_for(t: np.ndarray, velocities: bool, half_width: float,
-               order: int = 2) -> DifferentiationFilter:
+def filter_for(
+    t: np.ndarray, velocities: bool, half_width: float, order: int = 2
+) -> DifferentiationFilter:
     """The filter of degree ``order`` over ``half_width`` (s) for samples stamped ``t`` (N,)
     (s): of the recorded velocities when ``velocities``, else of the positions."""
-    return DifferentiationFilter(SOURCE_VELOCITIES if velocities else SOURCE_POSITIONS,
-                                 half_width, order, sample_period(t))
+    return DifferentiationFilter(
+        SOURCE_VELOCITIES if velocities else SOURCE_POSITIONS, half_width, order, sample_period(t)
+    )
 
 
 def payload_half_width(period: float) -> float:
@@ -165,8 +192,10 @@ def payload_half_width(period: float) -> float:
     :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_HALF_WIDTH`, or
     :data:`~inertia_id_ros.options.PAYLOAD_TORQUES_MIN_SAMPLES` samples on each side and half a
     period (for the stamps' jitter) at a lower rate."""
-    return max(PAYLOAD_TORQUES_HALF_WIDTH,
-               float(np.ceil(1e3 * (PAYLOAD_TORQUES_MIN_SAMPLES + 0.5) * period - 1e-6)) / 1e3)
+    return max(
+        PAYLOAD_TORQUES_HALF_WIDTH,
+        float(np.ceil(1e3 * (PAYLOAD_TORQUES_MIN_SAMPLES + 0.5) * period - 1e-6)) / 1e3,
+    )
 
 
 def samples_each_side(half_width: float, period: float) -> int:
@@ -177,9 +206,12 @@ def samples_each_side(half_width: float, period: float) -> int:
     return int(np.floor(half_width / period + 1e-9))
 
 
-def filter_candidates(t: np.ndarray, velocities: bool,
-                      half_width_samples: Sequence[int] = DEFAULT_HALF_WIDTH_SAMPLES,
-                      orders: Sequence[int] | None = None) -> list[DifferentiationFilter]:
+def filter_candidates(
+    t: np.ndarray,
+    velocities: bool,
+    half_width_samples: Sequence[int] = DEFAULT_HALF_WIDTH_SAMPLES,
+    orders: Sequence[int] | None = None,
+) -> list[DifferentiationFilter]:
     """Candidate filters for a recording stamped ``t`` (N,) (s): every ``order`` (default
     :data:`DEFAULT_ORDERS` of the source) with every
     half-width ``k`` (in median sample periods) with ``2 k >= order + 2``, at most
@@ -190,14 +222,21 @@ def filter_candidates(t: np.ndarray, velocities: bool,
     span = float(t[-1] - t[0])
     source = SOURCE_VELOCITIES if velocities else SOURCE_POSITIONS
     orders = DEFAULT_ORDERS[source] if orders is None else orders
-    return [DifferentiationFilter(source, (k + 0.5) * dt, order, dt)
-            for k in half_width_samples for order in orders
-            if 2 * k >= order + 2 and (k + 0.5) * dt <= min(MAX_HALF_WIDTH, span / 4)]
+    return [
+        DifferentiationFilter(source, (k + 0.5) * dt, order, dt)
+        for k in half_width_samples
+        for order in orders
+        if 2 * k >= order + 2 and (k + 0.5) * dt <= min(MAX_HALF_WIDTH, span / 4)
+    ]
 
 
-def _derivatives_at(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None,
-                    times: np.ndarray, candidate: DifferentiationFilter
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def _derivatives_at(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    times: np.ndarray,
+    candidate: DifferentiationFilter,
+) -> tuple[np.ndarray, np.ndarray]:
     """Velocities and accelerations (M, n) at ``times`` of ``candidate``'s fit, as
     :func:`~inertia_id_ros.core.filtering.joint_states_at` computes them, without fitting the
     positions when velocities are recorded (the positions' fit is not used)."""
@@ -208,14 +247,19 @@ def _derivatives_at(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None,
     return fit[:, 0], fit[:, 1]
 
 
-def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
-                           dq: np.ndarray | None, effort: np.ndarray,
-                           joint_names: Sequence[str] | None = None,
-                           candidates: Sequence[DifferentiationFilter] | None = None,
-                           n_folds: int = DEFAULT_FOLDS,
-                           max_samples: int = DEFAULT_CV_SAMPLES,
-                           prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                           search: str = "coarse") -> DifferentiationSelection:
+def select_differentiation(
+    model: LinkModel,
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    effort: np.ndarray,
+    joint_names: Sequence[str] | None = None,
+    candidates: Sequence[DifferentiationFilter] | None = None,
+    n_folds: int = DEFAULT_FOLDS,
+    max_samples: int = DEFAULT_CV_SAMPLES,
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    search: str = "coarse",
+) -> DifferentiationSelection:
     """Choose the derivative filter of a recording by blocked cross-validation (module
     docstring). ``t`` (N,) stamps (s), ``q``, ``dq`` (recorded velocities or ``None``),
     ``effort`` (N, n) in ``joint_names`` order (``None``: the model's); ``candidates`` default
@@ -239,12 +283,15 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
         raise ValueError(f"the recording ({t[-1] - t[0]:.3f} s) is too short for any filter")
     reach = max(c.half_width for c in candidates)
     interior = np.flatnonzero((t >= t[0] + reach) & (t <= t[-1] - reach))
-    rows = interior[::max(1, int(np.ceil(interior.size / max_samples)))]
+    rows = interior[:: max(1, int(np.ceil(interior.size / max_samples)))]
     if rows.size < 2 * n_folds:
         raise ValueError(f"{rows.size} samples cannot make {n_folds} folds")
     names = None if joint_names is None else tuple(joint_names)
-    stride = (RANKING_STRIDE if search == "coarse"
-              and rows.size >= RANKING_STRIDE * RANKING_MIN_SAMPLES else 1)
+    stride = (
+        RANKING_STRIDE
+        if search == "coarse" and rows.size >= RANKING_STRIDE * RANKING_MIN_SAMPLES
+        else 1
+    )
     ranking_rows = rows[::stride]
     scores = np.full(len(candidates), np.nan)  # of the ranking rows
 
@@ -258,22 +305,38 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
         with_derivatives does)."""
         total_score = 0.0
         velocities, accelerations = _derivatives_at(t, q, dq, t[rows], candidate)
-        data = JointTorqueData(np.asarray(q, dtype=float)[rows], velocities, accelerations,
-                               np.asarray(effort)[rows], names)
+        data = JointTorqueData(
+            np.asarray(q, dtype=float)[rows],
+            velocities,
+            accelerations,
+            np.asarray(effort)[rows],
+            names,
+        )
         Y, y = regression_system(model, data)
         Y = Y.reshape(rows.size, model.n_joints, -1)
         y = y.reshape(rows.size, model.n_joints)
         folds = []
         for b in np.array_split(np.arange(rows.size), n_folds):  # zero columns skipped
-            Yb, yb = Y[b[0]:b[-1] + 1], y[b[0]:b[-1] + 1]
-            folds.append((channel_grams(Yb).sum(axis=0), np.einsum("knp,kn->p", Yb, yb),
-                          float(np.sum(yb * yb)), yb.size))
+            Yb, yb = Y[b[0] : b[-1] + 1], y[b[0] : b[-1] + 1]
+            folds.append(
+                (
+                    channel_grams(Yb).sum(axis=0),
+                    np.einsum("knp,kn->p", Yb, yb),
+                    float(np.sum(yb * yb)),
+                    yb.size,
+                )
+            )
         total = [sum(f[k] for f in folds) for k in range(4)]
         for gram, moment, yty, n_rows in folds:
-            training = Problem(gram=total[0] - gram, moment=total[1] - moment,
-                               yty=total[2] - yty, n_rows=total[3] - n_rows,
-                               n_bodies=model.n_joints, prior=model.prior,
-                               prior_weight=prior_weight * (total[3] - n_rows))
+            training = Problem(
+                gram=total[0] - gram,
+                moment=total[1] - moment,
+                yty=total[2] - yty,
+                n_rows=total[3] - n_rows,
+                n_bodies=model.n_joints,
+                prior=model.prior,
+                prior_weight=prior_weight * (total[3] - n_rows),
+            )
             x = solve(training, method="ols").x
             total_score += max(float(x @ gram @ x - 2.0 * moment @ x + yty), 0.0)
         return total_score / (rows.size * model.n_joints)
@@ -289,8 +352,10 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
             for i in ladder[::2] + ladder[-1:]:
                 score(i)
         for ladder in ladders.values():  # descend from each order's best until both
-            at = min(range(len(ladder)),  # neighbours score higher
-                     key=lambda j: np.inf if np.isnan(scores[ladder[j]]) else scores[ladder[j]])
+            at = min(
+                range(len(ladder)),  # neighbours score higher
+                key=lambda j: np.inf if np.isnan(scores[ladder[j]]) else scores[ladder[j]],
+            )
             while True:
                 steps = [j for j in (at - 1, at + 1) if 0 <= j < len(ladder)]
                 if not steps:
@@ -309,6 +374,12 @@ def select_differentiation(model: LinkModel, t: np.ndarray, q: np.ndarray,
         for ladder in ladders.values():
             best = min(ladder, key=lambda i: scores[i] if not np.isnan(scores[i]) else np.inf)
             cv_rms[best] = np.sqrt(_fold_score(candidates[best], rows))
-    return DifferentiationSelection(candidates, cv_rms, candidates[int(np.nanargmin(cv_rms))],
-                                    int(rows.size), n_folds, None if stride == 1 else ranking,
-                                    None if stride == 1 else int(ranking_rows.size))
+    return DifferentiationSelection(
+        candidates,
+        cv_rms,
+        candidates[int(np.nanargmin(cv_rms))],
+        int(rows.size),
+        n_folds,
+        None if stride == 1 else ranking,
+        None if stride == 1 else int(ranking_rows.size),
+    )

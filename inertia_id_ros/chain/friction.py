@@ -56,8 +56,12 @@ class DriveParameters:
     def torque(self, velocity: np.ndarray, acceleration: np.ndarray) -> np.ndarray:
         """``viscous dq + coulomb s(dq) + offset + armature ddq`` (N·m), same shape as ``dq``."""
         dq = np.asarray(velocity, dtype=float)
-        return (self.viscous * dq + self.coulomb * smooth_sign(dq, self.coulomb_velocity)
-                + self.offset + self.armature * np.asarray(acceleration, dtype=float))
+        return (
+            self.viscous * dq
+            + self.coulomb * smooth_sign(dq, self.coulomb_velocity)
+            + self.offset
+            + self.armature * np.asarray(acceleration, dtype=float)
+        )
 
 
 @dataclass(frozen=True)

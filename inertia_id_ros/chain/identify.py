@@ -99,8 +99,13 @@ class BaseTilt:
 
     def as_json(self) -> dict:
         """``{"roll_rad", "pitch_rad", "gravity", "rms", "level_rms"}``."""
-        return {"roll_rad": self.roll, "pitch_rad": self.pitch,
-                "gravity": self.gravity.tolist(), "rms": self.rms, "level_rms": self.level_rms}
+        return {
+            "roll_rad": self.roll,
+            "pitch_rad": self.pitch,
+            "gravity": self.gravity.tolist(),
+            "rms": self.rms,
+            "level_rms": self.level_rms,
+        }
 
 
 def tilted_gravity(model: LinkModel, roll: float, pitch: float) -> np.ndarray:
@@ -109,8 +114,9 @@ def tilted_gravity(model: LinkModel, roll: float, pitch: float) -> np.ndarray:
     return pin.rpy.rpyToMatrix(roll, pitch, 0.0) @ np.asarray(model.model.gravity.linear)
 
 
-def gravity_normal_equations(model: LinkModel, data: JointTorqueData
-                             ) -> tuple[np.ndarray, np.ndarray, float, int]:
+def gravity_normal_equations(
+    model: LinkModel, data: JointTorqueData
+) -> tuple[np.ndarray, np.ndarray, float, int]:
     """Normal equations ``(gram (P, P), moment (P,), yty, n_rows)`` of the regressor extended by
     gravity: ``E = [Y_0, G_x, G_y, G_z]`` with ``Y_0`` the model's regressor of ``data``
     without gravity and ``G_a`` the links' mass and first-moment columns of the regressor at
@@ -123,10 +129,10 @@ def gravity_normal_equations(model: LinkModel, data: JointTorqueData
         chunk = model.in_joint_order(data.subset(slice(start, start + _GRAVITY_CHUNK)))
         Y, y = regression_system(weightless, chunk)
         unit = model.gravity_columns_at_rest(chunk.positions)
-        parts.append((np.hstack([Y] + [unit[:, a].reshape(Y.shape[0], -1) for a in range(3)]),
-                      y))
-    gram = sum(channel_grams(E.reshape(-1, model.n_joints, E.shape[1])).sum(axis=0)
-               for E, _ in parts)  # per joint: the zero columns skipped
+        parts.append((np.hstack([Y] + [unit[:, a].reshape(Y.shape[0], -1) for a in range(3)]), y))
+    gram = sum(
+        channel_grams(E.reshape(-1, model.n_joints, E.shape[1])).sum(axis=0) for E, _ in parts
+    )  # per joint: the zero columns skipped
     moment = sum(E.T @ y for E, y in parts)
     yty = float(sum(y @ y for _, y in parts))
     return gram, moment, yty, data.n_samples * model.n_joints
@@ -151,14 +157,19 @@ def tilted_gravity_jacobian(model: LinkModel, roll: float, pitch: float) -> np.n
     g0 = np.asarray(model.model.gravity.linear)
     Rx = pin.rpy.rpyToMatrix(roll, 0.0, 0.0)
     Ry = pin.rpy.rpyToMatrix(0.0, pitch, 0.0)
-    return np.column_stack([Ry @ Rx @ np.cross([1.0, 0.0, 0.0], g0),
-                            Ry @ np.cross([0.0, 1.0, 0.0], Rx @ g0)])
+    return np.column_stack(
+        [Ry @ Rx @ np.cross([1.0, 0.0, 0.0], g0), Ry @ np.cross([0.0, 1.0, 0.0], Rx @ g0)]
+    )
 
 
-def estimate_base_tilt(model: LinkModel, data: JointTorqueData, method: str = "lmi",
-                       prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                       max_samples: int = DEFAULT_TILT_SAMPLES,
-                       **solver_options: object) -> BaseTilt:
+def estimate_base_tilt(
+    model: LinkModel,
+    data: JointTorqueData,
+    method: str = "lmi",
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    max_samples: int = DEFAULT_TILT_SAMPLES,
+    **solver_options: object,
+) -> BaseTilt:
     """The base tilt (roll, pitch within +-:data:`MAX_TILT` rad) minimising the training torque
     RMS of the ``method`` fit (prior weight ``prior_weight``) on at most ``max_samples`` samples of
     ``data``. The regressor is evaluated once: every tilt's normal equations follow from
@@ -180,10 +191,10 @@ def estimate_base_tilt(model: LinkModel, data: JointTorqueData, method: str = "l
     def fit(angles: np.ndarray) -> tuple[Problem, np.ndarray, np.ndarray]:
         angles = np.clip(angles, -MAX_TILT, MAX_TILT)
         T = gravity_map(model, tilted_gravity(model, *angles))
-        problem = build_link_problem(model, T.T @ gram @ T, T.T @ moment, yty, n_rows,
-                                     prior_weight)
-        solution = solve(problem, method=method, initvals=previous[-1] if previous else None,
-                         **solver_options)
+        problem = build_link_problem(model, T.T @ gram @ T, T.T @ moment, yty, n_rows, prior_weight)
+        solution = solve(
+            problem, method=method, initvals=previous[-1] if previous else None, **solver_options
+        )
         previous.append(solution)
         rms[tuple(angles)] = float(np.sqrt(problem.squared_residual(solution.x) / n_rows))
         return problem, solution.x, T
@@ -191,30 +202,42 @@ def estimate_base_tilt(model: LinkModel, data: JointTorqueData, method: str = "l
     def objective(angles: np.ndarray) -> tuple[float, np.ndarray]:
         problem, x, T = fit(angles)
         slope = gram @ (T @ x) - moment  # Y(g) x = E T x: the residual's slope in E's columns
-        by_gravity = np.array([2.0 * x[columns] @ slope[p + a * columns.size:
-                                                         p + (a + 1) * columns.size]
-                               for a in range(3)])
-        return (problem.objective(x) / n_rows,
-                by_gravity @ tilted_gravity_jacobian(model, *angles) / n_rows)
+        by_gravity = np.array(
+            [
+                2.0 * x[columns] @ slope[p + a * columns.size : p + (a + 1) * columns.size]
+                for a in range(3)
+            ]
+        )
+        return (
+            problem.objective(x) / n_rows,
+            by_gravity @ tilted_gravity_jacobian(model, *angles) / n_rows,
+        )
 
     level = (0.0, 0.0)
-    result = minimize(objective, np.zeros(2), jac=True, method="L-BFGS-B",
-                      bounds=[(-MAX_TILT, MAX_TILT)] * 2,
-                      options={"ftol": 1e-12, "gtol": 1e-9, "maxfun": 30})
+    result = minimize(
+        objective,
+        np.zeros(2),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(-MAX_TILT, MAX_TILT)] * 2,
+        options={"ftol": 1e-12, "gtol": 1e-9, "maxfun": 30},
+    )
     centre = np.clip(result.x, -MAX_TILT, MAX_TILT)
     fit(centre)
     offsets = TILT_POLISH_STEP * np.array([[1, 0], [-1, 0], [0, 1], [0, -1], [1, 1]])
     for offset in offsets:
         fit(centre + offset)
-    vertex = _quadratic_vertex(offsets, [rms[tuple(np.clip(centre + o, -MAX_TILT, MAX_TILT))]
-                                         for o in offsets], rms[tuple(centre)])
+    vertex = _quadratic_vertex(
+        offsets,
+        [rms[tuple(np.clip(centre + o, -MAX_TILT, MAX_TILT))] for o in offsets],
+        rms[tuple(centre)],
+    )
     if vertex is not None:
         fit(centre + vertex)
     if level not in rms:
         fit(np.zeros(2))
     roll, pitch = min(rms, key=rms.get)
-    return BaseTilt(roll, pitch, tilted_gravity(model, roll, pitch), rms[roll, pitch],
-                    rms[level])
+    return BaseTilt(roll, pitch, tilted_gravity(model, roll, pitch), rms[roll, pitch], rms[level])
 
 
 TILT_POLISH_STEP = 2e-3
@@ -222,12 +245,20 @@ TILT_POLISH_STEP = 2e-3
 search fits by a quadratic (:func:`estimate_base_tilt`)."""
 
 
-def _quadratic_vertex(offsets: np.ndarray, values: Sequence[float], at_zero: float
-                      ) -> np.ndarray | None:
+def _quadratic_vertex(
+    offsets: np.ndarray, values: Sequence[float], at_zero: float
+) -> np.ndarray | None:
     """The minimum (2,) of the quadratic in two variables through ``values`` at ``offsets``
     (5, 2) and ``at_zero`` at the origin; ``None`` if it has none (not convex)."""
-    A = np.column_stack([offsets[:, 0] ** 2, offsets[:, 0] * offsets[:, 1], offsets[:, 1] ** 2,
-                         offsets[:, 0], offsets[:, 1]])
+    A = np.column_stack(
+        [
+            offsets[:, 0] ** 2,
+            offsets[:, 0] * offsets[:, 1],
+            offsets[:, 1] ** 2,
+            offsets[:, 0],
+            offsets[:, 1],
+        ]
+    )
     a, b, c, d, e = np.linalg.solve(A, np.asarray(values) - at_zero)
     hessian = np.array([[2 * a, b], [b, 2 * c]])
     if np.linalg.eigvalsh(hessian)[0] <= 0:
@@ -260,9 +291,14 @@ class TorqueDelay:
 
     def as_json(self) -> dict:
         """``{"delay_s", "rms", "zero_rms", "criterion"}``."""
-        return {"delay_s": self.delay, "rms": self.rms, "zero_rms": self.zero_rms,
-                "criterion": ("given" if self.rms is None
-                              else "training torque RMS of the consistent fit")}
+        return {
+            "delay_s": self.delay,
+            "rms": self.rms,
+            "zero_rms": self.zero_rms,
+            "criterion": (
+                "given" if self.rms is None else "training torque RMS of the consistent fit"
+            ),
+        }
 
 
 class ShiftedTorquePairs:
@@ -278,8 +314,15 @@ class ShiftedTorquePairs:
     sums its common samples once and adds the end samples by cumulative sums, so a shift costs
     a product with the moment, not a pass over the rows' Gram matrix."""
 
-    def __init__(self, Y: np.ndarray, known: np.ndarray, measured: np.ndarray,
-                 first: int, rows: np.ndarray, max_shift: int):
+    def __init__(
+        self,
+        Y: np.ndarray,
+        known: np.ndarray,
+        measured: np.ndarray,
+        first: int,
+        rows: np.ndarray,
+        max_shift: int,
+    ):
         rows = np.asarray(rows, dtype=int)
         steps = np.unique(np.diff(rows))
         if rows.size < 1 or steps.size > 1 or (steps.size and steps[0] < 1):
@@ -303,14 +346,15 @@ class ShiftedTorquePairs:
             start = self.rows[0] - self.max_shift + residue
             count = (self.rows[0] + self.max_shift - start) // s + 1
             index = start + s * np.arange(count - 1 + m) - self.first  # the class's samples
-            ends = np.einsum("knp,knq->kpq", self.Y[index[:count - 1]],
-                             self.Y[index[:count - 1]]), \
-                np.einsum("knp,knq->kpq", self.Y[index[m:]], self.Y[index[m:]])
+            ends = (
+                np.einsum("knp,knq->kpq", self.Y[index[: count - 1]], self.Y[index[: count - 1]]),
+                np.einsum("knp,knq->kpq", self.Y[index[m:]], self.Y[index[m:]]),
+            )
             head, tail = np.zeros((count, p, p)), np.zeros((count, p, p))
             if count > 1:
                 head[:-1] = np.cumsum(ends[0][::-1], axis=0)[::-1]  # samples c .. C-2
                 tail[1:] = np.cumsum(ends[1], axis=0)  # samples m .. m + c - 1
-            self._classes[residue] = (start, self._gram(index[count - 1:m]), head, tail)
+            self._classes[residue] = (start, self._gram(index[count - 1 : m]), head, tail)
         return self._classes[residue]
 
     def normal_equations(self, shift: int) -> tuple[np.ndarray, np.ndarray, float, int]:
@@ -322,8 +366,7 @@ class ShiftedTorquePairs:
         if self.rows.size < 2 * self.max_shift // self.step + 1:  # no common part: directly
             gram = self._gram(motion)
         else:
-            start, core, head, tail = self._class_sums(
-                (self.max_shift - shift) % self.step)
+            start, core, head, tail = self._class_sums((self.max_shift - shift) % self.step)
             c = (self.rows[0] - shift - start) // self.step
             gram = core + head[c] + tail[c]
         Y = self.Y[motion]
@@ -331,14 +374,21 @@ class ShiftedTorquePairs:
         return gram, np.einsum("knp,kn->p", Y, y), float(np.sum(y * y)), int(y.size)
 
 
-def estimate_torque_delay(model: LinkModel, t: np.ndarray, q: np.ndarray,
-                          dq: np.ndarray | None, ddq: np.ndarray | None, effort: np.ndarray,
-                          differentiation: DifferentiationFilter,
-                          joint_names: Sequence[str] | None = None, method: str = "lmi",
-                          prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                          max_delay: float = MAX_TORQUE_DELAY,
-                          max_samples: int = DEFAULT_TILT_SAMPLES,
-                          **solver_options: object) -> TorqueDelay:
+def estimate_torque_delay(
+    model: LinkModel,
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    ddq: np.ndarray | None,
+    effort: np.ndarray,
+    differentiation: DifferentiationFilter,
+    joint_names: Sequence[str] | None = None,
+    method: str = "lmi",
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    max_delay: float = MAX_TORQUE_DELAY,
+    max_samples: int = DEFAULT_TILT_SAMPLES,
+    **solver_options: object,
+) -> TorqueDelay:
     """The delay (within +-``max_delay`` s) of ``effort`` behind the motion (``t`` (N,) s, ``q``,
     ``dq``, ``ddq`` (N, n) or ``None``) minimising the training torque RMS of the ``method`` fit
     (prior weight ``prior_weight``). Every candidate is scored on the same samples (at most
@@ -359,25 +409,40 @@ def estimate_torque_delay(model: LinkModel, t: np.ndarray, q: np.ndarray,
     reach = max_delay + differentiation.half_width
     inner = np.flatnonzero((t >= t[0] + reach) & (t <= t[-1] - reach))
     if inner.size < 2:
-        raise ValueError(f"the recording ({t[-1] - t[0]:.3f} s) is too short to estimate the "
-                         f"torque delay over +-{max_delay} s; give the delay")
+        raise ValueError(
+            f"the recording ({t[-1] - t[0]:.3f} s) is too short to estimate the "
+            f"torque delay over +-{max_delay} s; give the delay"
+        )
     rows = inner[np.arange(0, inner.size, max(1, int(np.ceil(inner.size / max_samples))))]
     dt = sample_period(t)
     max_shift = int(np.floor(max_delay / dt + 1e-9))
-    scorer = _DelayScorer(model, t, q, dq, ddq, effort, differentiation, joint_names, rows,
-                          method, prior_weight, solver_options)
+    scorer = _DelayScorer(
+        model,
+        t,
+        q,
+        dq,
+        ddq,
+        effort,
+        differentiation,
+        joint_names,
+        rows,
+        method,
+        prior_weight,
+        solver_options,
+    )
     if max_shift < 2:
         return _torque_delay_exact(scorer, max_delay, dt)
     first = max(0, int(rows[0]) - max_shift)
-    motion = _motion_at(t, q, dq, ddq, differentiation, t[first:rows[-1] + max_shift + 1])
-    ordered = model.in_joint_order(JointTorqueData(*motion, np.zeros_like(motion[0]),
-                                                   scorer.names))
+    motion = _motion_at(t, q, dq, ddq, differentiation, t[first : rows[-1] + max_shift + 1])
+    ordered = model.in_joint_order(JointTorqueData(*motion, np.zeros_like(motion[0]), scorer.names))
     pairs = ShiftedTorquePairs(
-        model.joint_torque_regressor(ordered.positions, ordered.velocities,
-                                     ordered.accelerations),
+        model.joint_torque_regressor(ordered.positions, ordered.velocities, ordered.accelerations),
         model.known_torques(ordered.accelerations),
         model.measured_torques(model.in_joint_order(scorer.effort_data()).efforts),
-        first, rows, max_shift)
+        first,
+        rows,
+        max_shift,
+    )
     shifted: dict[int, float] = {}
 
     def shift_score(k: int) -> float:
@@ -409,10 +474,21 @@ class _DelayScorer:
     """The torque-delay search's scoring: the ``method`` fit's training RMS on the samples
     ``rows``, solves warm-started from the previous one."""
 
-    def __init__(self, model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None,
-                 ddq: np.ndarray | None, effort: np.ndarray,
-                 differentiation: DifferentiationFilter, joint_names: Sequence[str] | None,
-                 rows: np.ndarray, method: str, prior_weight: float, solver_options: dict):
+    def __init__(
+        self,
+        model: LinkModel,
+        t: np.ndarray,
+        q: np.ndarray,
+        dq: np.ndarray | None,
+        ddq: np.ndarray | None,
+        effort: np.ndarray,
+        differentiation: DifferentiationFilter,
+        joint_names: Sequence[str] | None,
+        rows: np.ndarray,
+        method: str,
+        prior_weight: float,
+        solver_options: dict,
+    ):
         self.model, self.t, self.q, self.dq, self.ddq = model, t, q, dq, ddq
         self.differentiation, self.rows = differentiation, rows
         self.names = None if joint_names is None else tuple(joint_names)
@@ -427,29 +503,43 @@ class _DelayScorer:
     def score(self, gram: np.ndarray, moment: np.ndarray, yty: float, n_rows: int) -> float:
         """The fit's training RMS (N·m) of these normal equations."""
         problem = build_link_problem(self.model, gram, moment, yty, n_rows, self.prior_weight)
-        self.previous = solve(problem, method=self.method, initvals=self.previous,
-                              **self.solver_options)
+        self.previous = solve(
+            problem, method=self.method, initvals=self.previous, **self.solver_options
+        )
         return float(np.sqrt(problem.squared_residual(self.previous.x) / n_rows))
 
     def exact(self, delay: float) -> float:
         """The score with the motion at ``t[rows] - delay`` (regressor evaluated there)."""
-        motion = _motion_at(self.t, self.q, self.dq, self.ddq, self.differentiation,
-                            self.t[self.rows] - delay)
+        motion = _motion_at(
+            self.t, self.q, self.dq, self.ddq, self.differentiation, self.t[self.rows] - delay
+        )
         channels = link_channels(self.model, JointTorqueData(*motion, self.efforts, self.names))
         return self.score(*channels.total())
 
 
-def _motion_at(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, ddq: np.ndarray | None,
-               differentiation: DifferentiationFilter, times: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _motion_at(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    ddq: np.ndarray | None,
+    differentiation: DifferentiationFilter,
+    times: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions, velocities, accelerations (M, n) at ``times`` (M,): the recorded ones linearly
     interpolated (:data:`SOURCE_RECORDED`), else the fit of ``differentiation``."""
     if differentiation.source == SOURCE_RECORDED:
-        return tuple(np.column_stack([np.interp(times, t, c)
-                                      for c in np.asarray(a, dtype=float).T])
-                     for a in (q, dq, ddq))
-    return joint_states_at(t, q, dq if differentiation.source == SOURCE_VELOCITIES else None,
-                           times, differentiation.half_width, differentiation.order)
+        return tuple(
+            np.column_stack([np.interp(times, t, c) for c in np.asarray(a, dtype=float).T])
+            for a in (q, dq, ddq)
+        )
+    return joint_states_at(
+        t,
+        q,
+        dq if differentiation.source == SOURCE_VELOCITIES else None,
+        times,
+        differentiation.half_width,
+        differentiation.order,
+    )
 
 
 def _torque_delay_exact(scorer: _DelayScorer, max_delay: float, dt: float) -> TorqueDelay:
@@ -465,8 +555,12 @@ def _torque_delay_exact(scorer: _DelayScorer, max_delay: float, dt: float) -> To
     step = max(max_delay / DELAY_GRID_STEPS, dt)
     grid = np.arange(-np.floor(max_delay / step), np.floor(max_delay / step) + 1) * step
     best = float(grid[np.argmin([rms(float(d)) for d in grid])])
-    minimize_scalar(rms, bounds=(max(best - step, -max_delay), min(best + step, max_delay)),
-                    method="bounded", options={"xatol": 0.1 * dt})
+    minimize_scalar(
+        rms,
+        bounds=(max(best - step, -max_delay), min(best + step, max_delay)),
+        method="bounded",
+        options={"xatol": 0.1 * dt},
+    )
     delay = min(scores, key=scores.get)
     return TorqueDelay(float(delay), scores[delay], scores[0.0])
 
@@ -486,10 +580,13 @@ class CoulombVelocitySelection:
 
     def as_json(self) -> dict:
         """``{"value", "criterion", "candidates": [{"width", "cv_rms"}]}``."""
-        return {"value": self.best,
-                "criterion": "5-fold blocked cross-validation of the torques (consistent fit)",
-                "candidates": [{"width": float(w), "cv_rms": float(r)}
-                               for w, r in zip(self.widths, self.cv_rms)]}
+        return {
+            "value": self.best,
+            "criterion": "5-fold blocked cross-validation of the torques (consistent fit)",
+            "candidates": [
+                {"width": float(w), "cv_rms": float(r)} for w, r in zip(self.widths, self.cv_rms)
+            ],
+        }
 
 
 def with_coulomb_velocity(model: LinkModel, width: float) -> LinkModel:
@@ -523,16 +620,21 @@ class CoulombWidthBlocks:
         return [block.select(self.columns[index]) for block in self.blocks]
 
 
-def coulomb_width_blocks(model: LinkModel, data: JointTorqueData,
-                         widths: Sequence[float] = (),
-                         n_folds: int = 5) -> CoulombWidthBlocks:
+def coulomb_width_blocks(
+    model: LinkModel, data: JointTorqueData, widths: Sequence[float] = (), n_folds: int = 5
+) -> CoulombWidthBlocks:
     """:class:`CoulombWidthBlocks` of ``data`` for the candidate ``widths`` (rad/s) in
     ``n_folds`` blocks."""
     widths = np.asarray(widths, dtype=float)
     n, p = model.n_joints, model.n_parameters
-    coulomb = np.array([model.parameter_names.index(f"{joint}.coulomb")
-                        for joint, drive in zip(model.joint_names, model.drives)
-                        if "coulomb" in drive.terms], dtype=int)
+    coulomb = np.array(
+        [
+            model.parameter_names.index(f"{joint}.coulomb")
+            for joint, drive in zip(model.joint_names, model.drives)
+            if "coulomb" in drive.terms
+        ],
+        dtype=int,
+    )
     with_coulomb = [j for j, drive in enumerate(model.drives) if "coulomb" in drive.terms]
     columns = []
     for i in range(widths.size):
@@ -547,16 +649,24 @@ def coulomb_width_blocks(model: LinkModel, data: JointTorqueData,
         for i, width in enumerate(widths):
             for c, j in enumerate(with_coulomb):
                 extra[:, j, i * coulomb.size + c] = smooth_sign(d.velocities[:, j], width)
-        blocks.append(ChannelNormalEquations.from_samples(
-            np.concatenate([Y.reshape(rows.size, n, p), extra], axis=2), y.reshape(rows.size, n)))
+        blocks.append(
+            ChannelNormalEquations.from_samples(
+                np.concatenate([Y.reshape(rows.size, n, p), extra], axis=2), y.reshape(rows.size, n)
+            )
+        )
     return CoulombWidthBlocks(widths, tuple(blocks), tuple(columns), p)
 
 
-def select_coulomb_velocity(model: LinkModel, data: JointTorqueData | None = None,
-                            widths: Sequence[float] = DEFAULT_COULOMB_VELOCITIES,
-                            method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                            n_folds: int = 5, blocks: CoulombWidthBlocks | None = None,
-                            **solver_options: object) -> CoulombVelocitySelection:
+def select_coulomb_velocity(
+    model: LinkModel,
+    data: JointTorqueData | None = None,
+    widths: Sequence[float] = DEFAULT_COULOMB_VELOCITIES,
+    method: str = "lmi",
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    n_folds: int = 5,
+    blocks: CoulombWidthBlocks | None = None,
+    **solver_options: object,
+) -> CoulombVelocitySelection:
     """The Coulomb sign's width (one for every joint) with the smallest held-out torque RMS over
     ``n_folds`` contiguous time blocks of ``data`` (the ``method`` fit with ``prior_weight`` on
     the other blocks). ``blocks``: :func:`coulomb_width_blocks` of ``data`` when already
@@ -575,13 +685,18 @@ def select_coulomb_velocity(model: LinkModel, data: JointTorqueData | None = Non
         for held_out in folds:
             gram, moment, yty, n_rows = total.total()
             out_gram, out_moment, out_yty, out_rows = held_out.total()
-            problem = build_link_problem(candidate, gram - out_gram, moment - out_moment,
-                                         yty - out_yty, n_rows - out_rows, prior_weight)
+            problem = build_link_problem(
+                candidate,
+                gram - out_gram,
+                moment - out_moment,
+                yty - out_yty,
+                n_rows - out_rows,
+                prior_weight,
+            )
             previous = solve(problem, method=method, initvals=previous, **solver_options)
             squared[i] += float(held_out.squared_residuals(previous.x).sum())
     cv_rms = np.sqrt(squared / (n_samples * model.n_joints))
-    return CoulombVelocitySelection(blocks.widths, cv_rms,
-                                    float(blocks.widths[np.argmin(cv_rms)]))
+    return CoulombVelocitySelection(blocks.widths, cv_rms, float(blocks.widths[np.argmin(cv_rms)]))
 
 
 @dataclass(frozen=True)
@@ -609,31 +724,49 @@ class LinkIdentification:
         """``{"differentiation", "prior_weight", "prior_weight_selection", "weighting", "gravity",
         "base_tilt", "coulomb_velocity_selection", "torque_delay"}`` for the result JSON
         (selections ``null`` when the value was given)."""
-        differentiation = (self.filter_selection.as_json() if self.filter_selection is not None
-                           else self.differentiation.as_json())
+        differentiation = (
+            self.filter_selection.as_json()
+            if self.filter_selection is not None
+            else self.differentiation.as_json()
+        )
         prior = None
         if self.prior_selection is not None:
             evaluated = ~np.isnan(self.prior_selection.cv_rms)
-            prior = {"criterion": "5-fold blocked cross-validation of the torques (consistent "
-                                  "fit)" + ("" if evaluated.all() else
-                                            "; descent over the grid, only the candidates "
-                                            "evaluated are listed"),
-                     "grid": [float(w) for w in self.prior_selection.weights],
-                     "candidates": [{"weight": float(w), "cv_rms": float(r)} for w, r in
-                                    zip(self.prior_selection.weights[evaluated],
-                                        self.prior_selection.cv_rms[evaluated])]}
+            prior = {
+                "criterion": "5-fold blocked cross-validation of the torques (consistent "
+                "fit)"
+                + (
+                    ""
+                    if evaluated.all()
+                    else "; descent over the grid, only the candidates evaluated are listed"
+                ),
+                "grid": [float(w) for w in self.prior_selection.weights],
+                "candidates": [
+                    {"weight": float(w), "cv_rms": float(r)}
+                    for w, r in zip(
+                        self.prior_selection.weights[evaluated],
+                        self.prior_selection.cv_rms[evaluated],
+                    )
+                ],
+            }
         weights = self.fit.channel_weights
         weighting = {"kind": self.weighting}
         if weights is not None:
             weighting.update(weights.as_json(self.data.joint_names or self.fit.link_names))
-        return {"differentiation": differentiation, "prior_weight": self.fit.prior_weight,
-                "prior_weight_selection": prior, "weighting": weighting,
-                "gravity": (None if self.model is None
-                            else np.asarray(self.model.model.gravity.linear).tolist()),
-                "base_tilt": None if self.tilt is None else self.tilt.as_json(),
-                "coulomb_velocity_selection": (None if self.coulomb_selection is None
-                                               else self.coulomb_selection.as_json()),
-                "torque_delay": self.delay.as_json()}
+        return {
+            "differentiation": differentiation,
+            "prior_weight": self.fit.prior_weight,
+            "prior_weight_selection": prior,
+            "weighting": weighting,
+            "gravity": (
+                None if self.model is None else np.asarray(self.model.model.gravity.linear).tolist()
+            ),
+            "base_tilt": None if self.tilt is None else self.tilt.as_json(),
+            "coulomb_velocity_selection": (
+                None if self.coulomb_selection is None else self.coulomb_selection.as_json()
+            ),
+            "torque_delay": self.delay.as_json(),
+        }
 
     def summary_lines(self) -> list[str]:
         """What was chosen, in words (for stdout)."""
@@ -641,49 +774,71 @@ class LinkIdentification:
         if self.filter_selection is not None:
             best = float(np.nanmin(self.filter_selection.cv_rms))
             scored = int(np.sum(~np.isnan(self.filter_selection.cv_rms)))
-            lines[-1] += (f"; chosen by {self.filter_selection.n_folds}-fold cross-validation of "
-                          f"the torques over {scored} of "
-                          f"{len(self.filter_selection.candidates)} filters "
-                          f"(held-out RMS {best:.4f} N m)")
+            lines[-1] += (
+                f"; chosen by {self.filter_selection.n_folds}-fold cross-validation of "
+                f"the torques over {scored} of "
+                f"{len(self.filter_selection.candidates)} filters "
+                f"(held-out RMS {best:.4f} N m)"
+            )
         if self.differentiation.source != SOURCE_RECORDED:
-            lines.append(f"  online, this filter delays every signal by "
-                         f"{self.differentiation.online_lag:.3f} s")
+            lines.append(
+                f"  online, this filter delays every signal by "
+                f"{self.differentiation.online_lag:.3f} s"
+            )
         lines.append(f"torque delay: {1e3 * self.delay.delay:+.1f} ms behind the motion")
         if self.delay.rms is not None:
-            lines[-1] += (f" (estimated: training RMS {self.delay.rms:.4f} N m, without "
-                          f"{self.delay.zero_rms:.4f})")
+            lines[-1] += (
+                f" (estimated: training RMS {self.delay.rms:.4f} N m, without "
+                f"{self.delay.zero_rms:.4f})"
+            )
         if self.tilt is not None:
-            lines.append(f"base tilt: roll {np.degrees(self.tilt.roll):+.2f} deg, pitch "
-                         f"{np.degrees(self.tilt.pitch):+.2f} deg (training RMS "
-                         f"{self.tilt.rms:.4f} N m, level {self.tilt.level_rms:.4f}); gravity "
-                         "[" + ", ".join(f"{g:.3f}" for g in self.tilt.gravity) + "] m/s²")
+            lines.append(
+                f"base tilt: roll {np.degrees(self.tilt.roll):+.2f} deg, pitch "
+                f"{np.degrees(self.tilt.pitch):+.2f} deg (training RMS "
+                f"{self.tilt.rms:.4f} N m, level {self.tilt.level_rms:.4f}); gravity "
+                "[" + ", ".join(f"{g:.3f}" for g in self.tilt.gravity) + "] m/s²"
+            )
         if self.coulomb_selection is not None:
-            lines.append(f"Coulomb sign: tanh(dq / {self.coulomb_selection.best:g} rad/s)"
-                         if self.coulomb_selection.best > 0 else "Coulomb sign: exact")
+            lines.append(
+                f"Coulomb sign: tanh(dq / {self.coulomb_selection.best:g} rad/s)"
+                if self.coulomb_selection.best > 0
+                else "Coulomb sign: exact"
+            )
             widths = ", ".join(f"{w:g}" for w in self.coulomb_selection.widths)
-            lines[-1] += (f" (chosen by 5-fold cross-validation over {widths} rad/s, held-out RMS "
-                          f"{float(np.min(self.coulomb_selection.cv_rms)):.4f} N m)")
-        how = ("given" if self.prior_selection is None else
-               f"chosen by 5-fold cross-validation, held-out RMS "
-               f"{float(np.nanmin(self.prior_selection.cv_rms)):.4f} N m over "
-               f"{int(np.sum(~np.isnan(self.prior_selection.cv_rms)))} of "
-               f"{self.prior_selection.weights.size} candidates")
+            lines[-1] += (
+                f" (chosen by 5-fold cross-validation over {widths} rad/s, held-out RMS "
+                f"{float(np.min(self.coulomb_selection.cv_rms)):.4f} N m)"
+            )
+        how = (
+            "given"
+            if self.prior_selection is None
+            else f"chosen by 5-fold cross-validation, held-out RMS "
+            f"{float(np.nanmin(self.prior_selection.cv_rms)):.4f} N m over "
+            f"{int(np.sum(~np.isnan(self.prior_selection.cv_rms)))} of "
+            f"{self.prior_selection.weights.size} candidates"
+        )
         lines.append(f"prior weight: {self.fit.prior_weight:.3g} ({how})")
         weights = self.fit.channel_weights
         if weights is None:
             lines.append("weighting: none (every joint's torque weighted alike)")
         else:
             names = self.data.joint_names or self.fit.link_names
-            lines.append("weighting: per joint, 1/sigma² from the residuals ("
-                         f"{weights.iterations} fits): "
-                         + ", ".join(f"{name} sigma {s:.3g}" for name, s in
-                                     zip(names, weights.sigma)))
+            lines.append(
+                "weighting: per joint, 1/sigma² from the residuals ("
+                f"{weights.iterations} fits): "
+                + ", ".join(f"{name} sigma {s:.3g}" for name, s in zip(names, weights.sigma))
+            )
         return lines
 
 
-def motion_samples(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, ddq: np.ndarray | None,
-                   differentiation: DifferentiationFilter, delay: float = 0.0
-                   ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def motion_samples(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    ddq: np.ndarray | None,
+    differentiation: DifferentiationFilter,
+    delay: float = 0.0,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``(keep (M,) indices into t, (q, dq, ddq) (M, n))``: the motion at ``t[keep] - delay``
     (s; the efforts at ``t[keep]`` lag it by ``delay``), from ``differentiation`` (zero-phase;
     velocities smoothed by the same filter; the samples within its half-width of either end
@@ -693,19 +848,32 @@ def motion_samples(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, ddq: np.
         keep = np.flatnonzero((t - delay >= t[0]) & (t - delay <= t[-1]))
         if delay == 0.0:
             return keep, (np.asarray(q), np.asarray(dq), np.asarray(ddq))
-        return keep, tuple(np.column_stack([np.interp(t[keep] - delay, t, c)
-                                            for c in np.asarray(a, dtype=float).T])
-                           for a in (q, dq, ddq))
+        return keep, tuple(
+            np.column_stack(
+                [np.interp(t[keep] - delay, t, c) for c in np.asarray(a, dtype=float).T]
+            )
+            for a in (q, dq, ddq)
+        )
     keep, positions, velocities, accelerations = derivatives_at_samples(
-        t, q, dq if differentiation.source == SOURCE_VELOCITIES else None,
-        differentiation.half_width, differentiation.order, delay=delay)
+        t,
+        q,
+        dq if differentiation.source == SOURCE_VELOCITIES else None,
+        differentiation.half_width,
+        differentiation.order,
+        delay=delay,
+    )
     return keep, (np.asarray(q)[keep] if delay == 0.0 else positions, velocities, accelerations)
 
 
-def derive_torque_data(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None,
-                       effort: np.ndarray, differentiation: DifferentiationFilter,
-                       joint_names: Sequence[str] | None = None,
-                       delay: float = 0.0) -> JointTorqueData:
+def derive_torque_data(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    effort: np.ndarray,
+    differentiation: DifferentiationFilter,
+    joint_names: Sequence[str] | None = None,
+    delay: float = 0.0,
+) -> JointTorqueData:
     """The samples of a recording (``t`` (N,) s, ``q``, ``dq`` or ``None``, ``effort`` (N, n))
     with velocities and accelerations from ``differentiation``, the efforts lagging the motion
     by ``delay`` s (:func:`motion_samples`)."""
@@ -713,15 +881,24 @@ def derive_torque_data(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None,
     return JointTorqueData(*motion, np.asarray(effort)[keep], joint_names)
 
 
-def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None,
-                   ddq: np.ndarray | None, effort: np.ndarray,
-                   joint_names: Sequence[str] | None = None, method: str = "lmi",
-                   weighting: str = DEFAULT_WEIGHTING, prior_weight: float | None = None,
-                   differentiation: DifferentiationFilter | None = None,
-                   estimate_tilt: bool = True, select_coulomb: bool = True,
-                   torque_delay: float | None = None,
-                   bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
-                   **solver_options: object) -> LinkIdentification:
+def identify_links(
+    model: LinkModel,
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    ddq: np.ndarray | None,
+    effort: np.ndarray,
+    joint_names: Sequence[str] | None = None,
+    method: str = "lmi",
+    weighting: str = DEFAULT_WEIGHTING,
+    prior_weight: float | None = None,
+    differentiation: DifferentiationFilter | None = None,
+    estimate_tilt: bool = True,
+    select_coulomb: bool = True,
+    torque_delay: float | None = None,
+    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
+    **solver_options: object,
+) -> LinkIdentification:
     """Identify ``model``'s links and drives from a recording (module docstring): ``t`` (N,) s,
     ``q`` (N, n), ``dq``, ``ddq`` (N, n) or ``None``, raw ``effort`` (N, n), columns in
     ``joint_names`` order (``None``: the model's). ``prior_weight`` ``None``: by
@@ -741,33 +918,52 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
         filter_selection = select_differentiation(model, t, q, dq, effort, names)
         differentiation = filter_selection.chosen
     if differentiation.source == SOURCE_VELOCITIES and dq is None:
-        differentiation = DifferentiationFilter(SOURCE_POSITIONS, differentiation.half_width,
-                                                differentiation.order,
-                                                differentiation.sample_period)
+        differentiation = DifferentiationFilter(
+            SOURCE_POSITIONS,
+            differentiation.half_width,
+            differentiation.order,
+            differentiation.sample_period,
+        )
     keep, motion = motion_samples(t, q, dq, ddq, differentiation)
     data = JointTorqueData(*motion, np.asarray(effort)[keep], names)
     tilt = None
     if estimate_tilt:
-        tilt = estimate_base_tilt(model, data, method,
-                                  DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
-                                  **solver_options)
+        tilt = estimate_base_tilt(
+            model,
+            data,
+            method,
+            DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
+            **solver_options,
+        )
         model = with_gravity(model, tilt.gravity)
     delay = TorqueDelay(0.0 if torque_delay is None else float(torque_delay))
     if torque_delay is None:
         delay = estimate_torque_delay(
-            model, t, q, dq, ddq, effort, differentiation, names, method,
-            DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight, **solver_options)
+            model,
+            t,
+            q,
+            dq,
+            ddq,
+            effort,
+            differentiation,
+            names,
+            method,
+            DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
+            **solver_options,
+        )
     if delay.delay != 0.0:
         keep, motion = motion_samples(t, q, dq, ddq, differentiation, delay.delay)
         data = JointTorqueData(*motion, np.asarray(effort)[keep], names)
     coulomb_selection, width = None, None
-    blocks = coulomb_width_blocks(model, data,
-                                  DEFAULT_COULOMB_VELOCITIES if select_coulomb else ())
+    blocks = coulomb_width_blocks(model, data, DEFAULT_COULOMB_VELOCITIES if select_coulomb else ())
     if select_coulomb:
         coulomb_selection = select_coulomb_velocity(
-            model, blocks=blocks, method=method,
+            model,
+            blocks=blocks,
+            method=method,
             prior_weight=DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
-            **solver_options)
+            **solver_options,
+        )
         width = coulomb_selection.best
         model = with_coulomb_velocity(model, width)
     folds = blocks.folds(width)
@@ -776,15 +972,40 @@ def identify_links(model: LinkModel, t: np.ndarray, q: np.ndarray, dq: np.ndarra
     if prior_weight is None:
         channel_weights = None
         if weighting == "channel":  # the joints' noise levels from unconstrained fits
+
             def ols(weights: np.ndarray) -> np.ndarray:
                 normal = weighted_normal_equations(channels, weights)
                 return solve(build_link_problem(model, *normal, 0.0), method="ols").x
+
             channel_weights = iterate_channel_weights(channels, ols)[1].weights
-        prior_selection = select_prior_weight(model, method=method, folds=folds,
-                                              channel_weights=channel_weights, search="descent",
-                                              **solver_options)
+        prior_selection = select_prior_weight(
+            model,
+            method=method,
+            folds=folds,
+            channel_weights=channel_weights,
+            search="descent",
+            **solver_options,
+        )
         prior_weight = prior_selection.best
-    fit = fit_links(model, data, method=method, prior_weight=prior_weight, weighting=weighting,
-                    channels=channels, bounding_ellipsoids=bounding_ellipsoids, **solver_options)
-    return LinkIdentification(fit, data, differentiation, filter_selection, prior_selection,
-                              weighting, tilt, model, coulomb_selection, delay)
+    fit = fit_links(
+        model,
+        data,
+        method=method,
+        prior_weight=prior_weight,
+        weighting=weighting,
+        channels=channels,
+        bounding_ellipsoids=bounding_ellipsoids,
+        **solver_options,
+    )
+    return LinkIdentification(
+        fit,
+        data,
+        differentiation,
+        filter_selection,
+        prior_selection,
+        weighting,
+        tilt,
+        model,
+        coulomb_selection,
+        delay,
+    )

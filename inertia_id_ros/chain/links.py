@@ -101,8 +101,13 @@ class JointTorqueData:
 
     def subset(self, samples: slice | np.ndarray) -> JointTorqueData:
         """The samples selected by ``samples`` (a slice, indices or a boolean mask)."""
-        return JointTorqueData(self.positions[samples], self.velocities[samples],
-                               self.accelerations[samples], self.efforts[samples], self.joint_names)
+        return JointTorqueData(
+            self.positions[samples],
+            self.velocities[samples],
+            self.accelerations[samples],
+            self.efforts[samples],
+            self.joint_names,
+        )
 
     def mean_positions(self) -> dict[str, float]:
         """Mean position of every named column, e.g. to lock joints at their measured positions."""
@@ -126,36 +131,52 @@ class LinkModel:
     too (default: the chain's); joint states may name them.
     """
 
-    def __init__(self, model: pin.Model, drives: DriveSpec = JointDrive(),
-                 robot_joint_names: Sequence[str] | None = None):
+    def __init__(
+        self,
+        model: pin.Model,
+        drives: DriveSpec = JointDrive(),
+        robot_joint_names: Sequence[str] | None = None,
+    ):
         self.model = model
         self._data = model.createData()
         self.joint_names: tuple[str, ...] = tuple(model.names[1:])
         self.robot_joint_names: tuple[str, ...] = (
-            self.joint_names if robot_joint_names is None else tuple(robot_joint_names))
+            self.joint_names if robot_joint_names is None else tuple(robot_joint_names)
+        )
         for j in range(1, model.njoints):
             if model.joints[j].nv != 1:
-                raise ValueError(f"joint {model.names[j]!r} has {model.joints[j].nv} DoF; only "
-                                 "1-DoF joints are supported (lock the others, see from_urdf)")
+                raise ValueError(
+                    f"joint {model.names[j]!r} has {model.joints[j].nv} DoF; only "
+                    "1-DoF joints are supported (lock the others, see from_urdf)"
+                )
         self.n_joints = len(self.joint_names)
         self.drives: tuple[JointDrive, ...] = self._drives_per_joint(drives)
-        self.link_names: tuple[str, ...] = tuple(self._body_name(j)
-                                                 for j in range(1, model.njoints))
+        self.link_names: tuple[str, ...] = tuple(
+            self._body_name(j) for j in range(1, model.njoints)
+        )
         names = [f"{link}.{p}" for link in self.link_names for p in THETA_NAMES]
-        names += [f"{joint}.{t}" for joint, d in zip(self.joint_names, self.drives)
-                  for t in d.terms]
+        names += [
+            f"{joint}.{t}" for joint, d in zip(self.joint_names, self.drives) for t in d.terms
+        ]
         self.parameter_names: tuple[str, ...] = tuple(names)
         self.n_parameters = len(names)
         self.nonnegative: tuple[int, ...] = tuple(
-            i for i, name in enumerate(names)
-            if i >= 10 * self.n_joints and name.rsplit(".", 1)[1] in NONNEGATIVE_DRIVE_TERMS)
-        self._q_index = [(model.joints[j].idx_q, model.joints[j].nq)
-                         for j in range(1, model.njoints)]
+            i
+            for i, name in enumerate(names)
+            if i >= 10 * self.n_joints and name.rsplit(".", 1)[1] in NONNEGATIVE_DRIVE_TERMS
+        )
+        self._q_index = [
+            (model.joints[j].idx_q, model.joints[j].nq) for j in range(1, model.njoints)
+        ]
 
     @classmethod
-    def from_urdf(cls, urdf: str | Path, joints: Sequence[str] | None = None,
-                  locked_positions: Mapping[str, float] | None = None,
-                  drives: DriveSpec = JointDrive()) -> LinkModel:
+    def from_urdf(
+        cls,
+        urdf: str | Path,
+        joints: Sequence[str] | None = None,
+        locked_positions: Mapping[str, float] | None = None,
+        drives: DriveSpec = JointDrive(),
+    ) -> LinkModel:
         """Model of the chain of ``joints`` (default: all) of the URDF at path ``urdf``.
 
         Every other joint is locked (:func:`inertia_id_ros.core.robots.reduce_model`) at its
@@ -166,14 +187,19 @@ class LinkModel:
         return cls.from_model(load_model(urdf), joints, locked_positions, drives)
 
     @classmethod
-    def from_model(cls, robot: pin.Model, joints: Sequence[str] | None = None,
-                   locked_positions: Mapping[str, float] | None = None,
-                   drives: DriveSpec = JointDrive()) -> LinkModel:
+    def from_model(
+        cls,
+        robot: pin.Model,
+        joints: Sequence[str] | None = None,
+        locked_positions: Mapping[str, float] | None = None,
+        drives: DriveSpec = JointDrive(),
+    ) -> LinkModel:
         """Model of the chain of ``joints`` (default: all) of the whole robot's model ``robot``;
         as :meth:`from_urdf`. Raises :class:`~inertia_id_ros.core.robots.JointNotFound`."""
         keep = list(robot.names[1:]) if joints is None else list(joints)
-        locked = {name: value for name, value in (locked_positions or {}).items()
-                  if name not in keep}
+        locked = {
+            name: value for name, value in (locked_positions or {}).items() if name not in keep
+        }
         return cls(reduce_model(robot, keep, locked), drives, robot.names[1:])
 
     def _drives_per_joint(self, drives: DriveSpec) -> tuple[JointDrive, ...]:
@@ -182,8 +208,10 @@ class LinkModel:
         if isinstance(drives, Mapping):
             unknown = [j for j in drives if j not in self.joint_names]
             if unknown:
-                raise ValueError(f"drives given for unknown joints {unknown}; "
-                                 f"the model's joints are {self.joint_names}")
+                raise ValueError(
+                    f"drives given for unknown joints {unknown}; "
+                    f"the model's joints are {self.joint_names}"
+                )
             return tuple(drives.get(j, JointDrive()) for j in self.joint_names)
         drives = tuple(drives)
         if len(drives) != self.n_joints:
@@ -200,8 +228,9 @@ class LinkModel:
     def prior(self) -> np.ndarray:
         """(n_parameters,) the model's inertials (URDF) and the drives' priors (zero friction and
         offset, reflected rotor inertia as armature)."""
-        thetas = [self.model.inertias[j].toDynamicParameters()
-                  for j in range(1, self.model.njoints)]
+        thetas = [
+            self.model.inertias[j].toDynamicParameters() for j in range(1, self.model.njoints)
+        ]
         return np.concatenate(thetas + [d.prior() for d in self.drives])
 
     def link_parameters(self, x: np.ndarray) -> np.ndarray:
@@ -211,7 +240,7 @@ class LinkModel:
     def drive_parameters(self, x: np.ndarray) -> dict[str, dict[str, float]]:
         """``{joint: {term: value}}`` of the estimated drive terms in ``x`` (units: friction.py)."""
         out: dict[str, dict[str, float]] = {j: {} for j in self.joint_names}
-        for name, value in zip(self.parameter_names[10 * self.n_joints:], x[10 * self.n_joints:]):
+        for name, value in zip(self.parameter_names[10 * self.n_joints :], x[10 * self.n_joints :]):
             joint, term = name.rsplit(".", 1)
             out[joint][term] = float(value)
         return out
@@ -220,15 +249,22 @@ class LinkModel:
         """``data`` with its columns in the model's joint order."""
         if data.joint_names is None:
             if data.positions.shape[1] != self.n_joints:
-                raise ValueError(f"data has {data.positions.shape[1]} columns and no joint names; "
-                                 f"the model has {self.n_joints} joints {self.joint_names}")
+                raise ValueError(
+                    f"data has {data.positions.shape[1]} columns and no joint names; "
+                    f"the model has {self.n_joints} joints {self.joint_names}"
+                )
             return data
         missing = [j for j in self.joint_names if j not in data.joint_names]
         if missing:
             raise ValueError(f"data lacks joints {missing}; it has {data.joint_names}")
         idx = [data.joint_names.index(j) for j in self.joint_names]
-        return JointTorqueData(data.positions[:, idx], data.velocities[:, idx],
-                               data.accelerations[:, idx], data.efforts[:, idx], self.joint_names)
+        return JointTorqueData(
+            data.positions[:, idx],
+            data.velocities[:, idx],
+            data.accelerations[:, idx],
+            data.efforts[:, idx],
+            self.joint_names,
+        )
 
     def configuration(self, positions: np.ndarray) -> np.ndarray:
         """(N, nq) pinocchio configurations from (N, n_joints) joint positions (rad or m)."""
@@ -241,8 +277,9 @@ class LinkModel:
                 q[:, iq], q[:, iq + 1] = np.cos(positions[:, k]), np.sin(positions[:, k])
         return q
 
-    def joint_torque_regressor(self, positions: np.ndarray, velocities: np.ndarray,
-                               accelerations: np.ndarray) -> np.ndarray:
+    def joint_torque_regressor(
+        self, positions: np.ndarray, velocities: np.ndarray, accelerations: np.ndarray
+    ) -> np.ndarray:
         """(N, n_joints, n_parameters) ``Y`` with ``tau = Y @ x + known_torques(ddq)``.
 
         Inputs are (N, n_joints) in the model's joint order. The first ``10 n`` columns are
@@ -257,8 +294,13 @@ class LinkModel:
         Y[:, :, n_theta:] = self.drive_regressor(dq, ddq)
         return Y
 
-    def link_regressor(self, positions: np.ndarray, velocities: np.ndarray,
-                       accelerations: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def link_regressor(
+        self,
+        positions: np.ndarray,
+        velocities: np.ndarray,
+        accelerations: np.ndarray,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
         """(N, n_joints, 10 n_joints) the links' columns of :meth:`joint_torque_regressor`:
         ``RNEA(theta; q, dq, ddq) = Y_links @ theta`` (``pin.computeJointTorqueRegressor``, the
         model's gravity); written into ``out`` when given (a view is fine)."""
@@ -287,8 +329,13 @@ class LinkModel:
         if any(a is None for a in axes):
             rest = np.zeros_like(positions)
             columns = gravity_columns(self)
-            return np.stack([with_gravity(self, axis).link_regressor(positions, rest, rest)
-                             [:, :, columns] for axis in np.eye(3)], axis=1)
+            return np.stack(
+                [
+                    with_gravity(self, axis).link_regressor(positions, rest, rest)[:, :, columns]
+                    for axis in np.eye(3)
+                ],
+                axis=1,
+            )
         rotation = {0: np.broadcast_to(np.eye(3), (N, 3, 3))}
         origin, axis = {0: np.zeros((N, 3))}, {}
         for i, (prismatic, u) in enumerate(axes, start=1):
@@ -302,8 +349,11 @@ class LinkModel:
                 origin[i] = origin[i] + q[:, None] * axis[i]
             else:
                 cross = np.array([[0.0, -u[2], u[1]], [u[2], 0.0, -u[0]], [-u[1], u[0], 0.0]])
-                turn = (np.eye(3) + np.sin(q)[:, None, None] * cross
-                        + (1.0 - np.cos(q))[:, None, None] * (cross @ cross))
+                turn = (
+                    np.eye(3)
+                    + np.sin(q)[:, None, None] * cross
+                    + (1.0 - np.cos(q))[:, None, None] * (cross @ cross)
+                )
                 rotation[i] = base @ turn
         G = np.zeros((N, 3, n, 4 * n))
         for j in range(1, n + 1):
@@ -315,8 +365,9 @@ class LinkModel:
                     G[:, :, i - 1, columns.start] = -axis[i]
                 else:
                     G[:, :, i - 1, columns.start] = -np.cross(axis[i], origin[j] - origin[i])
-                    G[:, :, i - 1, columns.start + 1:columns.stop] = -np.cross(
-                        axis[i][:, None, :], rotation[j].transpose(0, 2, 1)).transpose(0, 2, 1)
+                    G[:, :, i - 1, columns.start + 1 : columns.stop] = -np.cross(
+                        axis[i][:, None, :], rotation[j].transpose(0, 2, 1)
+                    ).transpose(0, 2, 1)
                 i = self.model.parents[i]
         return G
 
@@ -328,7 +379,7 @@ class LinkModel:
         col = 0
         for j, drive in enumerate(self.drives):
             m = len(drive.terms)
-            out[:, j, col:col + m] = drive.regressor(dq[:, j], ddq[:, j])
+            out[:, j, col : col + m] = drive.regressor(dq[:, j], ddq[:, j])
             col += m
         return out
 
@@ -342,8 +393,13 @@ class LinkModel:
         scale = np.array([d.effort_scale for d in self.drives])
         return np.atleast_2d(np.asarray(efforts, dtype=float)) * scale
 
-    def inverse_dynamics(self, x: np.ndarray, positions: np.ndarray, velocities: np.ndarray,
-                         accelerations: np.ndarray) -> np.ndarray:
+    def inverse_dynamics(
+        self,
+        x: np.ndarray,
+        positions: np.ndarray,
+        velocities: np.ndarray,
+        accelerations: np.ndarray,
+    ) -> np.ndarray:
         """(N, n_joints) joint torques for parameters ``x`` by pinocchio RNEA plus the drive terms.
 
         Independent of the regressor: ``inverse_dynamics(x, ...) == Y @ x + known_torques``.
@@ -359,7 +415,7 @@ class LinkModel:
         dq = np.atleast_2d(np.asarray(velocities, dtype=float))
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
         tau = np.stack([pin.rnea(model, data, q[k], dq[k], ddq[k]) for k in range(q.shape[0])])
-        drive_torques = self.drive_regressor(dq, ddq) @ x[10 * self.n_joints:]
+        drive_torques = self.drive_regressor(dq, ddq) @ x[10 * self.n_joints :]
         return tau + drive_torques + self.known_torques(ddq)
 
 
@@ -372,8 +428,9 @@ def regression_system(model: LinkModel, data: JointTorqueData) -> tuple[np.ndarr
     return Y.reshape(-1, model.n_parameters), y.reshape(-1)
 
 
-def link_channels(model: LinkModel,
-                  data: JointTorqueData | Iterable[JointTorqueData]) -> ChannelNormalEquations:
+def link_channels(
+    model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData]
+) -> ChannelNormalEquations:
     """Normal equations of :func:`regression_system` per joint (a channel each: the rows of one
     joint's torque), over all samples of ``data`` (accumulated in blocks)."""
     n, p = model.n_joints, model.n_parameters
@@ -391,10 +448,13 @@ def link_channels(model: LinkModel,
     return ChannelNormalEquations(gram=gram, moment=moment, yty=yty, n_samples=n_samples)
 
 
-def link_problem(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],
-                 prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                 bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
-                 channel_weights: np.ndarray | None = None) -> Problem:
+def link_problem(
+    model: LinkModel,
+    data: JointTorqueData | Iterable[JointTorqueData],
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
+    channel_weights: np.ndarray | None = None,
+) -> Problem:
     """The solver problem of fitting ``model`` to all samples of ``data`` (one run or several).
 
     Normal equations of :func:`regression_system` (accumulated in blocks; joint ``j``'s rows
@@ -405,23 +465,41 @@ def link_problem(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueD
     link (:func:`inertia_id_ros.solvers.ellipsoid_matrix`, link frame).
     """
     return build_link_problem(
-        model, *weighted_normal_equations(link_channels(model, data), channel_weights),
-        prior_weight, bounding_ellipsoids)
+        model,
+        *weighted_normal_equations(link_channels(model, data), channel_weights),
+        prior_weight,
+        bounding_ellipsoids,
+    )
 
 
-def build_link_problem(model: LinkModel, gram: np.ndarray, moment: np.ndarray, yty: float,
-                       n_rows: int, prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                       bounding_ellipsoids: Sequence[np.ndarray | None] | None = None) -> Problem:
+def build_link_problem(
+    model: LinkModel,
+    gram: np.ndarray,
+    moment: np.ndarray,
+    yty: float,
+    n_rows: int,
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
+) -> Problem:
     """The solver problem of fitting ``model`` given the normal equations of its
     :func:`regression_system` over ``n_rows`` torque samples: ``gram`` (p, p) ``= Y^T Y``,
     ``moment`` (p,) ``= Y^T y``, ``yty = y^T y`` (N·m)²; the prior and constraints as in
     :func:`link_problem` (``prior_weight`` per torque sample)."""
     if not prior_weight >= 0.0:
         raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
-    return Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=model.n_joints,
-                   nonnegative=model.nonnegative, prior=model.prior,
-                   prior_weight=prior_weight * n_rows, bounding_ellipsoids=bounding_ellipsoids,
-                   body_names=model.link_names, param_names=model.parameter_names)
+    return Problem(
+        gram=gram,
+        moment=moment,
+        yty=yty,
+        n_rows=n_rows,
+        n_bodies=model.n_joints,
+        nonnegative=model.nonnegative,
+        prior=model.prior,
+        prior_weight=prior_weight * n_rows,
+        bounding_ellipsoids=bounding_ellipsoids,
+        body_names=model.link_names,
+        param_names=model.parameter_names,
+    )
 
 
 @dataclass(frozen=True)
@@ -453,29 +531,37 @@ class BaseParameters:
 
     def expressions(self, digits: int = 4) -> list[str]:
         """Each base parameter as text, e.g. ``'link2.Izz + 0.16*link2.m'``."""
-        return [" ".join([self.names[i]] + _terms(row, self.names, self.dependent, digits))
-                for i, row in zip(self.independent, self.combination)]
+        return [
+            " ".join([self.names[i]] + _terms(row, self.names, self.dependent, digits))
+            for i, row in zip(self.independent, self.combination)
+        ]
 
     def null_directions(self, digits: int = 4) -> list[str]:
         """Each direction ``e_dep - Σ_k combination[k, dep] e_indep_k`` that leaves all torques
         unchanged, as text: ``'link1.Ixx - 1*link1.Iyy'``."""
-        return [" ".join([self.names[j]] + _terms(-column, self.names, self.independent, digits))
-                for j, column in zip(self.dependent, self.combination.T)]
+        return [
+            " ".join([self.names[j]] + _terms(-column, self.names, self.independent, digits))
+            for j, column in zip(self.dependent, self.combination.T)
+        ]
 
 
-def _terms(coefficients: np.ndarray, names: Sequence[str], index: np.ndarray,
-           digits: int) -> list[str]:
+def _terms(
+    coefficients: np.ndarray, names: Sequence[str], index: np.ndarray, digits: int
+) -> list[str]:
     """``'+ c*name'`` for each coefficient above ``10^-digits`` in magnitude (the parameter
     ``names[index[k]]`` for ``coefficients[k]``)."""
     terms = []
-    for k in np.flatnonzero(np.abs(coefficients) > 10.0 ** -digits):
+    for k in np.flatnonzero(np.abs(coefficients) > 10.0**-digits):
         c = float(coefficients[k])
         terms.append(f"{'+' if c > 0 else '-'} {abs(c):.{digits}g}*{names[index[k]]}")
     return terms
 
 
-def base_parameters(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],
-                    tolerance: float = DEFAULT_RANK_TOLERANCE) -> BaseParameters:
+def base_parameters(
+    model: LinkModel,
+    data: JointTorqueData | Iterable[JointTorqueData],
+    tolerance: float = DEFAULT_RANK_TOLERANCE,
+) -> BaseParameters:
     """Numerical base parameters of the regressor of ``data`` (see :class:`BaseParameters`).
 
     The rank counts pivoted-QR diagonals ``|R_ii| > tolerance * |R_00|`` of the unscaled stacked
@@ -492,8 +578,9 @@ def base_parameters(model: LinkModel, data: JointTorqueData | Iterable[JointTorq
     return _base_parameters_of_factor(model.parameter_names, R, tolerance, leak_tolerance=1e-9)
 
 
-def base_parameters_from_gram(names: Sequence[str], gram: np.ndarray,
-                              tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE) -> BaseParameters:
+def base_parameters_from_gram(
+    names: Sequence[str], gram: np.ndarray, tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE
+) -> BaseParameters:
     """:func:`base_parameters` from the normal equations ``gram = Y^T Y`` (p, p) alone (a sliding
     window's), ``names`` (p,) naming the parameters.
 
@@ -506,15 +593,18 @@ def base_parameters_from_gram(names: Sequence[str], gram: np.ndarray,
     """
     gram = np.asarray(gram, dtype=float)
     if gram.ndim != 2 or gram.shape != (len(names), len(names)):
-        raise ValueError(f"gram must be ({len(names)}, {len(names)}) for the {len(names)} "
-                         f"names, got {gram.shape}")
+        raise ValueError(
+            f"gram must be ({len(names)}, {len(names)}) for the {len(names)} "
+            f"names, got {gram.shape}"
+        )
     eigenvalues, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
     R = np.sqrt(np.clip(eigenvalues, 0.0, None))[:, None] * vectors.T
     return _base_parameters_of_factor(tuple(names), R, tolerance, leak_tolerance=1e-5)
 
 
-def _base_parameters_of_factor(names: Sequence[str], R: np.ndarray, tolerance: float,
-                               leak_tolerance: float) -> BaseParameters:
+def _base_parameters_of_factor(
+    names: Sequence[str], R: np.ndarray, tolerance: float, leak_tolerance: float
+) -> BaseParameters:
     """:class:`BaseParameters` of any ``Y`` with ``Y^T Y = R^T R`` (``R`` (k, p), k >= p); a
     parameter whose unit vector has a component above ``leak_tolerance`` in the null space is
     unidentifiable."""
@@ -534,8 +624,9 @@ def _base_parameters_of_factor(names: Sequence[str], R: np.ndarray, tolerance: f
     unidentifiable = tuple(names[i] for i in range(p) if leak[i] > leak_tolerance)
     column_norms = np.linalg.norm(R, axis=0)[np.argsort(perm)]
     no_effect = tuple(names[i] for i in range(p) if column_norms[i] <= tolerance * diag[0])
-    return BaseParameters(names, rank, independent, dependent, combination, null_space,
-                          unidentifiable, no_effect)
+    return BaseParameters(
+        names, rank, independent, dependent, combination, null_space, unidentifiable, no_effect
+    )
 
 
 @dataclass(frozen=True)
@@ -563,22 +654,31 @@ class LinkFit:
         return all(r.fully_consistent for r in self.consistency)
 
 
-def _solve(problem: Problem, method: str, initvals: Solution | np.ndarray | None,
-           **solver_options: object) -> Solution:
+def _solve(
+    problem: Problem, method: str, initvals: Solution | np.ndarray | None, **solver_options: object
+) -> Solution:
     solution = solve(problem, method=method, initvals=initvals, **solver_options)
     if not solution.found:
-        warnings.warn(f"link fit with method {method!r} did not converge (status "
-                      f"{solution.status!r}); using its last iterate", RuntimeWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"link fit with method {method!r} did not converge (status "
+            f"{solution.status!r}); using its last iterate",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return solution
 
 
-def fit_links(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData],
-              method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-              initvals: LinkFit | Solution | np.ndarray | None = None,
-              bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
-              weighting: str = "none", channels: ChannelNormalEquations | None = None,
-              **solver_options: object) -> LinkFit:
+def fit_links(
+    model: LinkModel,
+    data: JointTorqueData | Iterable[JointTorqueData],
+    method: str = "lmi",
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    initvals: LinkFit | Solution | np.ndarray | None = None,
+    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
+    weighting: str = "none",
+    channels: ChannelNormalEquations | None = None,
+    **solver_options: object,
+) -> LinkFit:
     """Fit links and drives to the torques of ``data`` (one run or several).
 
     Minimises ``(1/n_rows) ||Y x - y||² + prior_weight ||x - model.prior||²`` (see
@@ -598,10 +698,12 @@ def fit_links(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData
     solutions: list[Solution] = []
 
     def fit(weights: np.ndarray | None) -> np.ndarray:
-        problem = build_link_problem(model, *weighted_normal_equations(channels, weights),
-                                     prior_weight, bounding_ellipsoids)
-        solutions.append(_solve(problem, method, solutions[-1] if solutions else initvals,
-                                **solver_options))
+        problem = build_link_problem(
+            model, *weighted_normal_equations(channels, weights), prior_weight, bounding_ellipsoids
+        )
+        solutions.append(
+            _solve(problem, method, solutions[-1] if solutions else initvals, **solver_options)
+        )
         return solutions[-1].x
 
     weights = None
@@ -612,8 +714,16 @@ def fit_links(model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData
     solution = solutions[-1]
     x = np.asarray(solution.x, dtype=float)
     consistency = tuple(check_consistency(theta) for theta in model.link_parameters(x))
-    return LinkFit(x, model.parameter_names, model.link_names, method, prior_weight, solution,
-                   consistency, weights)
+    return LinkFit(
+        x,
+        model.parameter_names,
+        model.link_names,
+        method,
+        prior_weight,
+        solution,
+        consistency,
+        weights,
+    )
 
 
 def predict_torques(model: LinkModel, x: np.ndarray, data: JointTorqueData) -> np.ndarray:
@@ -631,8 +741,9 @@ class TorqueError:
     overall: float
 
 
-def torque_error(model: LinkModel, x: np.ndarray,
-                 data: JointTorqueData | Iterable[JointTorqueData]) -> TorqueError:
+def torque_error(
+    model: LinkModel, x: np.ndarray, data: JointTorqueData | Iterable[JointTorqueData]
+) -> TorqueError:
     """RMS prediction error of ``x`` over all samples of ``data``, per joint and overall."""
     squares, n = np.zeros(model.n_joints), 0
     for run in _as_list(data):
@@ -676,13 +787,17 @@ every other one from the strongest down while the score improves, then the two s
 neighbours of the best (the same choice on a cross-validation curve with one minimum)."""
 
 
-def select_prior_weight(model: LinkModel, data: JointTorqueData | None = None,
-                        weights: Sequence[float] = DEFAULT_PRIOR_WEIGHT_GRID,
-                        n_folds: int = 5, method: str = "lmi",
-                        channel_weights: np.ndarray | None = None,
-                        folds: Sequence[ChannelNormalEquations] | None = None,
-                        search: str = "grid",
-                        **solver_options: object) -> PriorWeightSelection:
+def select_prior_weight(
+    model: LinkModel,
+    data: JointTorqueData | None = None,
+    weights: Sequence[float] = DEFAULT_PRIOR_WEIGHT_GRID,
+    n_folds: int = 5,
+    method: str = "lmi",
+    channel_weights: np.ndarray | None = None,
+    folds: Sequence[ChannelNormalEquations] | None = None,
+    search: str = "grid",
+    **solver_options: object,
+) -> PriorWeightSelection:
     """Choose ``prior_weight`` by ``n_folds``-fold cross-validation over contiguous time blocks of
     one run (contiguous, so that a held-out block is a part of the trajectory the fit has not
     seen, rather than samples interleaved with the training ones; :func:`time_blocks`). With
@@ -695,18 +810,22 @@ def select_prior_weight(model: LinkModel, data: JointTorqueData | None = None,
     if folds is None:
         if data is None:
             raise ValueError("select_prior_weight needs data or folds")
-        folds = [link_channels(model, data.subset(b))
-                 for b in time_blocks(data.n_samples, n_folds)]
+        folds = [link_channels(model, data.subset(b)) for b in time_blocks(data.n_samples, n_folds)]
     weights = np.asarray(sorted(weights), dtype=float)
     total = ChannelNormalEquations.summed(folds)
     bases = []
     for held_out in folds:
-        training = ChannelNormalEquations(total.gram - held_out.gram,
-                                          total.moment - held_out.moment,
-                                          total.yty - held_out.yty,
-                                          total.n_samples - held_out.n_samples)
-        bases.append(build_link_problem(
-            model, *weighted_normal_equations(training, channel_weights), prior_weight=0.0))
+        training = ChannelNormalEquations(
+            total.gram - held_out.gram,
+            total.moment - held_out.moment,
+            total.yty - held_out.yty,
+            total.n_samples - held_out.n_samples,
+        )
+        bases.append(
+            build_link_problem(
+                model, *weighted_normal_equations(training, channel_weights), prior_weight=0.0
+            )
+        )
     previous: list[Solution | None] = [None] * len(folds)
     cv_rms = np.full(len(weights), np.nan)
 
@@ -745,8 +864,11 @@ def _joint_axis(joint: pin.JointModel) -> tuple[bool, np.ndarray] | None:
         for suffix, axis in (("X", 0), ("Y", 1), ("Z", 2)):
             if name in (kind + suffix, kind + "UB" + suffix):
                 return prismatic, np.eye(3)[axis]
-    if name in ("JointModelRevoluteUnaligned", "JointModelPrismaticUnaligned",
-                "JointModelRevoluteUnboundedUnaligned"):
+    if name in (
+        "JointModelRevoluteUnaligned",
+        "JointModelPrismaticUnaligned",
+        "JointModelRevoluteUnboundedUnaligned",
+    ):
         return name.startswith("JointModelP"), np.asarray(joint.extract().axis, dtype=float)
     return None
 

@@ -106,8 +106,10 @@ class PayloadTorqueModel:
         self.frame = frame
         self._frame_id = frame_id(links.model, frame)
         if links.model.frames[self._frame_id].parentJoint == 0:
-            raise ValueError(f"frame {frame!r} is not moved by any joint of the chain "
-                             f"{links.joint_names}: a payload there exerts no joint torque")
+            raise ValueError(
+                f"frame {frame!r} is not moved by any joint of the chain "
+                f"{links.joint_names}: a payload there exerts no joint torque"
+            )
         self.estimate_offsets = estimate_offsets
         names = [f"payload.{p}" for p in THETA_NAMES]
         if estimate_offsets:
@@ -117,8 +119,9 @@ class PayloadTorqueModel:
         self._data = links.model.createData()
         self._gravity = links.model.gravity.linear.copy()
 
-    def regressor(self, positions: np.ndarray, velocities: np.ndarray,
-                  accelerations: np.ndarray) -> np.ndarray:
+    def regressor(
+        self, positions: np.ndarray, velocities: np.ndarray, accelerations: np.ndarray
+    ) -> np.ndarray:
         """(N, n, n_parameters) ``Y_p`` from (N, n) joint states in the chain's joint order."""
         model, data, fid = self.links.model, self._data, self._frame_id
         q = self.links.configuration(positions)
@@ -138,14 +141,12 @@ class PayloadTorqueModel:
             accelerations_g[k] = pin.getFrameAcceleration(model, data, fid, local).vector
             accelerations_g[k, :3] -= rotation.T @ self._gravity
         Y = np.zeros((n_samples, n, self.n_parameters))
-        Y[:, :, :10] = jacobians.transpose(0, 2, 1) @ body_regressor_batch(twists,
-                                                                            accelerations_g)
+        Y[:, :, :10] = jacobians.transpose(0, 2, 1) @ body_regressor_batch(twists, accelerations_g)
         if self.estimate_offsets:
             Y[:, :, 10:] = np.eye(n)
         return Y
 
-    def payload_torques(self, links_x: np.ndarray | None,
-                        data: JointTorqueData) -> np.ndarray:
+    def payload_torques(self, links_x: np.ndarray | None, data: JointTorqueData) -> np.ndarray:
         """(N, n) ``r = tau_measured - tau_links(links_x)``: the torques left for the payload;
         ``links_x=None``: ``data``'s efforts are already those (a loaded minus an unloaded run,
         :func:`difference_runs`)."""
@@ -154,9 +155,12 @@ class PayloadTorqueModel:
             return measured
         return measured - predict_torques(self.links, links_x, data)
 
-    def channels(self, links_x: np.ndarray | None,
-                 data: JointTorqueData | Iterable[JointTorqueData],
-                 n_blocks: int = 1) -> list[ChannelNormalEquations]:
+    def channels(
+        self,
+        links_x: np.ndarray | None,
+        data: JointTorqueData | Iterable[JointTorqueData],
+        n_blocks: int = 1,
+    ) -> list[ChannelNormalEquations]:
         """Normal equations of ``Y_p x = r`` per joint (a channel each), for each of
         ``n_blocks`` consecutive blocks of samples of every run of ``data`` (accumulated in
         chunks of samples); :meth:`ChannelNormalEquations.summed` gives all samples'."""
@@ -166,21 +170,28 @@ class PayloadTorqueModel:
             for indices in np.array_split(np.arange(run.n_samples), n_blocks):
                 parts = []
                 for start in range(0, indices.size, _CHUNK):
-                    chunk = self.links.in_joint_order(run.subset(indices[start:start + _CHUNK]))
-                    parts.append(ChannelNormalEquations.from_samples(
-                        self.regressor(chunk.positions, chunk.velocities, chunk.accelerations),
-                        self.payload_torques(links_x, chunk)))
+                    chunk = self.links.in_joint_order(run.subset(indices[start : start + _CHUNK]))
+                    parts.append(
+                        ChannelNormalEquations.from_samples(
+                            self.regressor(chunk.positions, chunk.velocities, chunk.accelerations),
+                            self.payload_torques(links_x, chunk),
+                        )
+                    )
                 if parts:
                     blocks.append(ChannelNormalEquations.summed(parts))
         if not blocks:
             raise ValueError("no torque samples in data")
         return blocks
 
-    def problem(self, links_x: np.ndarray | None,
-                data: JointTorqueData | Iterable[JointTorqueData] | ChannelNormalEquations,
-                prior: np.ndarray | None = None, prior_weight: float = 0.0,
-                weights: np.ndarray | None = None,
-                bounding_ellipsoid: np.ndarray | None = None) -> Problem:
+    def problem(
+        self,
+        links_x: np.ndarray | None,
+        data: JointTorqueData | Iterable[JointTorqueData] | ChannelNormalEquations,
+        prior: np.ndarray | None = None,
+        prior_weight: float = 0.0,
+        weights: np.ndarray | None = None,
+        bounding_ellipsoid: np.ndarray | None = None,
+    ) -> Problem:
         """Solver problem (1 body) of fitting ``Y_p x = r`` over all samples of ``data`` (or
         their :meth:`channels` summed; ``links_x`` see :meth:`payload_torques`), joint ``j``'s
         rows weighted by ``weights[j]`` when given (:mod:`inertia_id_ros.core.weighting`).
@@ -193,8 +204,11 @@ class PayloadTorqueModel:
         if not prior_weight >= 0.0:
             raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
         p = self.n_parameters
-        channels = (data if isinstance(data, ChannelNormalEquations)
-                    else ChannelNormalEquations.summed(self.channels(links_x, data)))
+        channels = (
+            data
+            if isinstance(data, ChannelNormalEquations)
+            else ChannelNormalEquations.summed(self.channels(links_x, data))
+        )
         gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
         if prior is not None:
             prior = np.asarray(prior, dtype=float)
@@ -204,18 +218,32 @@ class PayloadTorqueModel:
                 raise ValueError(f"prior must have shape (10,) or ({p},), got {prior.shape}")
         elif prior_weight > 0.0:
             raise ValueError("prior_weight > 0 needs a prior")
-        return Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1,
-                       prior=prior, prior_weight=prior_weight * n_rows,
-                       bounding_ellipsoids=(None if bounding_ellipsoid is None
-                                            else [np.asarray(bounding_ellipsoid, dtype=float)]),
-                       body_names=("payload",), param_names=self.parameter_names)
+        return Problem(
+            gram=gram,
+            moment=moment,
+            yty=yty,
+            n_rows=n_rows,
+            n_bodies=1,
+            prior=prior,
+            prior_weight=prior_weight * n_rows,
+            bounding_ellipsoids=(
+                None
+                if bounding_ellipsoid is None
+                else [np.asarray(bounding_ellipsoid, dtype=float)]
+            ),
+            body_names=("payload",),
+            param_names=self.parameter_names,
+        )
 
 
-def determination_warnings(theta: np.ndarray, covariance: np.ndarray, rank: int,
-                           n_parameters: int,
-                           max_mass_relative_std: float = MAX_MASS_RELATIVE_STD,
-                           max_inertia_relative_std: float = MAX_INERTIA_RELATIVE_STD
-                           ) -> list[str]:
+def determination_warnings(
+    theta: np.ndarray,
+    covariance: np.ndarray,
+    rank: int,
+    n_parameters: int,
+    max_mass_relative_std: float = MAX_MASS_RELATIVE_STD,
+    max_inertia_relative_std: float = MAX_INERTIA_RELATIVE_STD,
+) -> list[str]:
     """Plain warnings when the data leave the payload ``theta`` (10,) poorly determined:
     ``covariance`` (10, 10) its covariance, ``rank`` the dimension of the identifiable subspace
     of the ``n_parameters`` fitted (:class:`~inertia_id_ros.core.covariance.ParameterCovariance`).
@@ -229,27 +257,33 @@ def determination_warnings(theta: np.ndarray, covariance: np.ndarray, rank: int,
     mass = float(theta[0])
     out = []
     if rank < n_parameters:
-        out.append(f"the motion excites only {rank} of the {n_parameters} parameters (payload and "
-                   "torque offsets): the unexcited ones are not identified; move every joint, "
-                   "independently, through a wide range")
+        out.append(
+            f"the motion excites only {rank} of the {n_parameters} parameters (payload and "
+            "torque offsets): the unexcited ones are not identified; move every joint, "
+            "independently, through a wide range"
+        )
     if not std[0] <= max_mass_relative_std * abs(mass):
         relative = std[0] / abs(mass) if mass else float("inf")
-        out.append(f"the payload mass is poorly determined: {mass:.4f} ± {std[0]:.4f} kg "
-                   f"(standard error {100 * relative:.0f} % of it, above "
-                   f"{100 * max_mass_relative_std:.0f} %); the joints' motion does not separate "
-                   "the payload's weight from the torque offsets and the link model's error "
-                   "(e.g. all joints along one path): move the joints independently, with "
-                   "large changes of the flange's orientation, or difference a loaded and an "
-                   "unloaded run of the same motion")
+        out.append(
+            f"the payload mass is poorly determined: {mass:.4f} ± {std[0]:.4f} kg "
+            f"(standard error {100 * relative:.0f} % of it, above "
+            f"{100 * max_mass_relative_std:.0f} %); the joints' motion does not separate "
+            "the payload's weight from the torque offsets and the link model's error "
+            "(e.g. all joints along one path): move the joints independently, with "
+            "large changes of the flange's orientation, or difference a loaded and an "
+            "unloaded run of the same motion"
+        )
     if not mass > 0:
-        out.append(f"the payload's mass is not positive ({mass:.4f} kg): it has no COM, and no "
-                   "inertia about one; the data do not determine it (use the consistent "
-                   "method, lmi, or a motion that moves every joint)")
+        out.append(
+            f"the payload's mass is not positive ({mass:.4f} kg): it has no COM, and no "
+            "inertia about one; the data do not determine it (use the consistent "
+            "method, lmi, or a motion that moves every joint)"
+        )
         return out
     norm, inertia_std = inertia_com_norm_std(theta, covariance)
     if not inertia_std <= max_inertia_relative_std * norm:
         relative = inertia_std / norm if norm > 0 else float("inf")
-        share = (f"{100 * relative:.0f} % of it" if relative < 10 else "over ten times it")
+        share = f"{100 * relative:.0f} % of it" if relative < 10 else "over ten times it"
         out.append(
             f"the payload's inertia is poorly determined: about its COM ({1e3 * norm:.3g} ± "
             f"{1e3 * inertia_std:.2g})e-3 kg m² (Frobenius norm ± the root-sum-square of its "
@@ -257,7 +291,8 @@ def determination_warnings(theta: np.ndarray, covariance: np.ndarray, rank: int,
             f"{100 * max_inertia_relative_std:.0f} %; the derivative filter's and the link "
             "model's bias come on top): rotate the frame faster about each of its axes, "
             "record longer, or record the joint states at a higher sample rate (the "
-            "accelerations are differentiated joint states)")
+            "accelerations are differentiated joint states)"
+        )
     return out
 
 
@@ -303,13 +338,20 @@ class PayloadTorqueFit:
         return inertia_from_theta(self.theta)[2]
 
 
-def fit_payload(links: LinkModel, links_x: np.ndarray | None,
-                data: JointTorqueData | Iterable[JointTorqueData], frame: str,
-                estimate_offsets: bool = True, method: str = "lmi",
-                prior: np.ndarray | None = None, prior_weight: float = 0.0,
-                initvals: Solution | np.ndarray | None = None, weighting: str = "none",
-                bounding_ellipsoid: np.ndarray | None = None,
-                **solver_options: object) -> PayloadTorqueFit:
+def fit_payload(
+    links: LinkModel,
+    links_x: np.ndarray | None,
+    data: JointTorqueData | Iterable[JointTorqueData],
+    frame: str,
+    estimate_offsets: bool = True,
+    method: str = "lmi",
+    prior: np.ndarray | None = None,
+    prior_weight: float = 0.0,
+    initvals: Solution | np.ndarray | None = None,
+    weighting: str = "none",
+    bounding_ellipsoid: np.ndarray | None = None,
+    **solver_options: object,
+) -> PayloadTorqueFit:
     """Identify the payload at ``frame`` from the joint torques of ``data`` (one run or several),
     the chain's links and drives known as ``links_x`` (:attr:`LinkModel.parameter_names` order;
     ``None``: ``data`` is a loaded minus an unloaded run, :func:`difference_runs`).
@@ -328,18 +370,31 @@ def fit_payload(links: LinkModel, links_x: np.ndarray | None,
     if links_x is not None:
         links_x = np.asarray(links_x, dtype=float)
         if links_x.shape != (links.n_parameters,):
-            raise ValueError(f"links_x must have shape ({links.n_parameters},) "
-                             f"(LinkModel.parameter_names), got {links_x.shape}")
+            raise ValueError(
+                f"links_x must have shape ({links.n_parameters},) "
+                f"(LinkModel.parameter_names), got {links_x.shape}"
+            )
     blocks = model.channels(links_x, data, ERROR_BLOCKS)
     channels = ChannelNormalEquations.summed(blocks)
     solutions: list[Solution] = []
 
     def fit(weights: np.ndarray | None) -> np.ndarray:
-        problem = model.problem(links_x, channels, prior, prior_weight, weights,
-                                ellipsoids_for(method, bounding_ellipsoid))
-        solutions.append(solve(problem, method=method,
-                               initvals=solutions[-1] if solutions else initvals,
-                               **solver_options))
+        problem = model.problem(
+            links_x,
+            channels,
+            prior,
+            prior_weight,
+            weights,
+            ellipsoids_for(method, bounding_ellipsoid),
+        )
+        solutions.append(
+            solve(
+                problem,
+                method=method,
+                initvals=solutions[-1] if solutions else initvals,
+                **solver_options,
+            )
+        )
         return solutions[-1].x
 
     weights = None
@@ -352,18 +407,33 @@ def fit_payload(links: LinkModel, links_x: np.ndarray | None,
     x = np.asarray(solution.x, dtype=float)
     offsets = x[10:] if estimate_offsets else np.zeros(links.n_joints)
     covariance = parameter_covariance(  # not projected: see the module docstring
-        channels, x, constrained=False, weights=weights,
-        scores=block_scores(blocks, x, weights) if len(blocks) > 1 else None)
+        channels,
+        x,
+        constrained=False,
+        weights=weights,
+        scores=block_scores(blocks, x, weights) if len(blocks) > 1 else None,
+    )
     theta = x[:10].copy()
-    messages = determination_warnings(theta, covariance.theta(), covariance.rank,
-                                      model.n_parameters)
+    messages = determination_warnings(
+        theta, covariance.theta(), covariance.rank, model.n_parameters
+    )
     for message in messages:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
-    residual_rms = float(np.sqrt(channels.squared_residuals(x).sum()
-                                 / (channels.n_samples * channels.n_channels)))
-    return PayloadTorqueFit(frame, theta, offsets.copy(), residual_rms,
-                            check_consistency(theta), solution, covariance.theta(),
-                            covariance.rank, model.n_parameters, tuple(messages))
+    residual_rms = float(
+        np.sqrt(channels.squared_residuals(x).sum() / (channels.n_samples * channels.n_channels))
+    )
+    return PayloadTorqueFit(
+        frame,
+        theta,
+        offsets.copy(),
+        residual_rms,
+        check_consistency(theta),
+        solution,
+        covariance.theta(),
+        covariance.rank,
+        model.n_parameters,
+        tuple(messages),
+    )
 
 
 @dataclass(frozen=True)
@@ -383,10 +453,14 @@ MAX_POSITION_RMS = 0.01
 same motion, and :func:`difference_runs` refuses them."""
 
 
-def difference_runs(t_loaded: np.ndarray, loaded: JointTorqueData, t_unloaded: np.ndarray,
-                    unloaded: JointTorqueData, max_shift: float = 1.0,
-                    max_position_rms: float = MAX_POSITION_RMS
-                    ) -> tuple[JointTorqueData, RunAlignment]:
+def difference_runs(
+    t_loaded: np.ndarray,
+    loaded: JointTorqueData,
+    t_unloaded: np.ndarray,
+    unloaded: JointTorqueData,
+    max_shift: float = 1.0,
+    max_position_rms: float = MAX_POSITION_RMS,
+) -> tuple[JointTorqueData, RunAlignment]:
     """The loaded run's samples with efforts ``effort_loaded - effort_unloaded`` at the same
     point of the motion, for :func:`fit_payload` with ``links_x=None`` (module docstring).
 
@@ -398,8 +472,9 @@ def difference_runs(t_loaded: np.ndarray, loaded: JointTorqueData, t_unloaded: n
     motion.
     """
     if loaded.joint_names != unloaded.joint_names:
-        raise ValueError(f"the runs list different joints: {loaded.joint_names} and "
-                         f"{unloaded.joint_names}")
+        raise ValueError(
+            f"the runs list different joints: {loaded.joint_names} and {unloaded.joint_names}"
+        )
     t_l = np.asarray(t_loaded, dtype=float) - float(t_loaded[0])
     t_u = np.asarray(t_unloaded, dtype=float) - float(t_unloaded[0])
     step = float(np.median(np.diff(t_u)))
@@ -407,9 +482,16 @@ def difference_runs(t_loaded: np.ndarray, loaded: JointTorqueData, t_unloaded: n
 
     def mismatch(shift: float, rows: np.ndarray) -> np.ndarray:
         at = t_l[rows] + shift
-        return np.stack([np.interp(at, t_u, unloaded.positions[:, j])
-                         for j in range(unloaded.positions.shape[1])], axis=1) - \
-            loaded.positions[rows]
+        return (
+            np.stack(
+                [
+                    np.interp(at, t_u, unloaded.positions[:, j])
+                    for j in range(unloaded.positions.shape[1])
+                ],
+                axis=1,
+            )
+            - loaded.positions[rows]
+        )
 
     def covered(shift: float) -> np.ndarray:  # within round-off of the unloaded run's span
         slack = 1e-6 * step
@@ -420,21 +502,28 @@ def difference_runs(t_loaded: np.ndarray, loaded: JointTorqueData, t_unloaded: n
     scores = []
     for shift in shifts:
         rows = np.flatnonzero(covered(shift))[::stride]
-        scores.append(np.sqrt(np.mean(mismatch(shift, rows) ** 2)) if rows.size > 10
-                      else np.inf)
+        scores.append(np.sqrt(np.mean(mismatch(shift, rows) ** 2)) if rows.size > 10 else np.inf)
     shift = float(shifts[int(np.argmin(scores))])
     kept = covered(shift)
     rows = np.flatnonzero(kept)
     position_rms = float(np.sqrt(np.mean(mismatch(shift, rows) ** 2))) if rows.size else np.inf
     if not position_rms <= max_position_rms:
-        raise ValueError(f"the unloaded run does not follow the loaded run's motion: joint "
-                         f"positions {position_rms:.3g} rad rms apart at the best time shift "
-                         f"({shift:+.3f} s within ±{max_shift:g} s), more than "
-                         f"{max_position_rms:g}; record both runs with the same trajectory")
+        raise ValueError(
+            f"the unloaded run does not follow the loaded run's motion: joint "
+            f"positions {position_rms:.3g} rad rms apart at the best time shift "
+            f"({shift:+.3f} s within ±{max_shift:g} s), more than "
+            f"{max_position_rms:g}; record both runs with the same trajectory"
+        )
     at = t_l[rows] + shift
-    efforts = np.stack([np.interp(at, t_u, unloaded.efforts[:, j])
-                        for j in range(unloaded.efforts.shape[1])], axis=1)
-    difference = JointTorqueData(loaded.positions[rows], loaded.velocities[rows],
-                                 loaded.accelerations[rows], loaded.efforts[rows] - efforts,
-                                 loaded.joint_names)
+    efforts = np.stack(
+        [np.interp(at, t_u, unloaded.efforts[:, j]) for j in range(unloaded.efforts.shape[1])],
+        axis=1,
+    )
+    difference = JointTorqueData(
+        loaded.positions[rows],
+        loaded.velocities[rows],
+        loaded.accelerations[rows],
+        loaded.efforts[rows] - efforts,
+        loaded.joint_names,
+    )
     return difference, RunAlignment(shift, position_rms, kept)

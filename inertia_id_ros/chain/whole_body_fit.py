@@ -80,8 +80,9 @@ class NormalEquations:
     n_rows: int
 
 
-def noise_groups(model: WholeBodyModel, with_efforts: bool = False
-                 ) -> tuple[tuple[str, ...], list[np.ndarray]]:
+def noise_groups(
+    model: WholeBodyModel, with_efforts: bool = False
+) -> tuple[tuple[str, ...], list[np.ndarray]]:
     """The groups of a sample's rows that share a noise level (the channels of a weighted fit,
     :mod:`inertia_id_ros.core.weighting`): ``(names (G,), rows)``, ``rows[g]`` the indices into
     :meth:`WholeBodyModel.channels` of group ``g``. Each 6-row block (the base, an internal
@@ -102,9 +103,13 @@ def noise_groups(model: WholeBodyModel, with_efforts: bool = False
     return tuple(names), rows
 
 
-def _accumulate(model: WholeBodyModel, samples: WholeBodySamples, with_efforts: bool,
-                channel_weights: np.ndarray | None, by_noise_group: bool
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _accumulate(
+    model: WholeBodyModel,
+    samples: WholeBodySamples,
+    with_efforts: bool,
+    channel_weights: np.ndarray | None,
+    by_noise_group: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """``(gram (G, p, p), moment (G, p), yty (G,), rows)``: the products of all rows of
     ``samples`` summed (``G = 1``) or per :func:`noise_groups` (accumulated in blocks of
     samples: the stacked rows of a minute at 200 Hz would take gigabytes)."""
@@ -141,17 +146,21 @@ def _accumulate(model: WholeBodyModel, samples: WholeBodySamples, with_efforts: 
     return gram, moment, yty, n_rows
 
 
-def normal_equations(model: WholeBodyModel, samples: WholeBodySamples,
-                     with_efforts: bool = False,
-                     channel_weights: np.ndarray | None = None) -> NormalEquations:
+def normal_equations(
+    model: WholeBodyModel,
+    samples: WholeBodySamples,
+    with_efforts: bool = False,
+    channel_weights: np.ndarray | None = None,
+) -> NormalEquations:
     """Normal equations of all rows of ``samples``. ``channel_weights`` (C,) multiply each
     channel's rows (1 / noise std, per :meth:`WholeBodyModel.channels`)."""
     gram, moment, yty, n_rows = _accumulate(model, samples, with_efforts, channel_weights, False)
     return NormalEquations(gram[0], moment[0], float(yty[0]), n_rows)
 
 
-def group_normal_equations(model: WholeBodyModel, samples: WholeBodySamples,
-                           with_efforts: bool = False) -> ChannelNormalEquations:
+def group_normal_equations(
+    model: WholeBodyModel, samples: WholeBodySamples, with_efforts: bool = False
+) -> ChannelNormalEquations:
     """Normal equations of the rows of ``samples`` per :func:`noise_groups` (their sum is
     :func:`normal_equations`), what a weighted fit reweights."""
     gram, moment, yty, _ = _accumulate(model, samples, with_efforts, None, True)
@@ -164,23 +173,37 @@ def parameter_scales(model: WholeBodyModel, gram: np.ndarray, n_rows: int) -> np
     thetas = model.link_prior[[model.links.index(b) for b in model.bodies]]
     mass = thetas[:, 0]
     length = np.sqrt(np.maximum((thetas[:, 4] + thetas[:, 6] + thetas[:, 9]) / (2 * mass), 1e-8))
-    per_body = np.column_stack([mass, *(3 * [mass * length]), *(6 * [mass * length ** 2])])
-    offsets = np.sqrt(np.maximum(np.diag(gram)[N_BODY_PARAMS * model.n_bodies:], 1e-300)
-                      / max(n_rows, 1))
+    per_body = np.column_stack([mass, *(3 * [mass * length]), *(6 * [mass * length**2])])
+    offsets = np.sqrt(
+        np.maximum(np.diag(gram)[N_BODY_PARAMS * model.n_bodies :], 1e-300) / max(n_rows, 1)
+    )
     return np.concatenate([per_body.ravel(), 1.0 / np.maximum(offsets, 1e-12)])
 
 
-def scale_problem(equations: NormalEquations, scales: np.ndarray, n_bodies: int,
-                  prior: np.ndarray, prior_weight: float, **fields) -> tuple[Problem, float]:
+def scale_problem(
+    equations: NormalEquations,
+    scales: np.ndarray,
+    n_bodies: int,
+    prior: np.ndarray,
+    prior_weight: float,
+    **fields,
+) -> tuple[Problem, float]:
     """The problem in ``x' = x / scales``, its objective divided by the mean diagonal ``s`` of
     ``D G D`` (returned): gram ``D G D / s``, moment ``D m / s``, prior ``prior / scales`` with
     weight ``prior_weight`` (identity, scaled coordinates)."""
     d = scales
     gram = equations.gram * np.outer(d, d)
     s = float(np.mean(np.diag(gram))) or 1.0
-    problem = Problem(gram=gram / s, moment=d * equations.moment / s, yty=equations.yty / s,
-                      n_rows=equations.n_rows, n_bodies=n_bodies, prior=prior / d,
-                      prior_weight=prior_weight, **fields)
+    problem = Problem(
+        gram=gram / s,
+        moment=d * equations.moment / s,
+        yty=equations.yty / s,
+        n_rows=equations.n_rows,
+        n_bodies=n_bodies,
+        prior=prior / d,
+        prior_weight=prior_weight,
+        **fields,
+    )
     return problem, s
 
 
@@ -205,20 +228,31 @@ class Identifiability:
         return tuple(self.combinations.expressions())
 
 
-def identifiability(model: WholeBodyModel, scaled_gram: np.ndarray, scales: np.ndarray,
-                    tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE) -> Identifiability:
+def identifiability(
+    model: WholeBodyModel,
+    scaled_gram: np.ndarray,
+    scales: np.ndarray,
+    tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE,
+) -> Identifiability:
     """Base parameters and per-link labels of the scaled gram matrix (scaled: a relative
     tolerance compares links of all sizes fairly); the combinations in SI units (``x = scales
     x'``)."""
     bp = base_parameters_from_gram(model.parameter_names, scaled_gram, tolerance)
-    physical = dataclasses.replace(bp, combination=bp.combination * np.outer(
-        scales[bp.independent], 1.0 / scales[bp.dependent]))
+    physical = dataclasses.replace(
+        bp,
+        combination=bp.combination * np.outer(scales[bp.independent], 1.0 / scales[bp.dependent]),
+    )
     p = model.n_params
     basis = np.linalg.qr(bp.null_space)[0] if p > bp.rank else np.zeros((p, 0))
-    leak = np.sum(basis ** 2, axis=1)[:N_BODY_PARAMS * model.n_bodies].reshape(-1, N_BODY_PARAMS)
-    labels = tuple(IDENTIFIED if row.max() < LABEL_TOLERANCE
-                   else PRIOR_ONLY if row.min() > 1 - LABEL_TOLERANCE
-                   else PARTLY_IDENTIFIED for row in leak)
+    leak = np.sum(basis**2, axis=1)[: N_BODY_PARAMS * model.n_bodies].reshape(-1, N_BODY_PARAMS)
+    labels = tuple(
+        IDENTIFIED
+        if row.max() < LABEL_TOLERANCE
+        else PRIOR_ONLY
+        if row.min() > 1 - LABEL_TOLERANCE
+        else PARTLY_IDENTIFIED
+        for row in leak
+    )
     return Identifiability(bp.rank, p, labels, 1.0 - leak.mean(axis=1), physical)
 
 
@@ -247,10 +281,12 @@ class WholeBodyFit:
         return all(check_consistency(theta).fully_consistent for theta in self.thetas)
 
 
-def whole_body_problem(model: WholeBodyModel, equations: NormalEquations,
-                       prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                       bounding_ellipsoids: list[np.ndarray | None] | None = None
-                       ) -> tuple[Problem, np.ndarray]:
+def whole_body_problem(
+    model: WholeBodyModel,
+    equations: NormalEquations,
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    bounding_ellipsoids: list[np.ndarray | None] | None = None,
+) -> tuple[Problem, np.ndarray]:
     """The scaled solver problem and its ``scales`` (``x = scales * x'``);
     ``bounding_ellipsoids`` per identified link ``None`` or its ``Q`` (4x4, link frame), moved
     to the scaled coordinates: ``tr(J(θ) Q) = tr(J(θ') T⁻¹ Q T⁻¹)``, divided by ``m`` (the
@@ -259,7 +295,7 @@ def whole_body_problem(model: WholeBodyModel, equations: NormalEquations,
     scales = parameter_scales(model, equations.gram, equations.n_rows)
     scaled = None
     if bounding_ellipsoids is not None:
-        per_body = scales[:N_BODY_PARAMS * model.n_bodies].reshape(-1, N_BODY_PARAMS)
+        per_body = scales[: N_BODY_PARAMS * model.n_bodies].reshape(-1, N_BODY_PARAMS)
         scaled = []
         for q, d in zip(bounding_ellipsoids, per_body):
             if q is None:
@@ -268,19 +304,31 @@ def whole_body_problem(model: WholeBodyModel, equations: NormalEquations,
             length = d[1] / d[0]  # d = [m, m l (x3), m l² (x6)]
             t_inv = np.array([length] * 3 + [1.0])
             scaled.append(np.asarray(q, dtype=float) * np.outer(t_inv, t_inv))
-    problem, _ = scale_problem(equations, scales, model.n_bodies, model.prior, prior_weight,
-                               body_names=model.bodies, bounding_ellipsoids=scaled)
+    problem, _ = scale_problem(
+        equations,
+        scales,
+        model.n_bodies,
+        model.prior,
+        prior_weight,
+        body_names=model.bodies,
+        bounding_ellipsoids=scaled,
+    )
     return problem, scales
 
 
-def fit_whole_body(model: WholeBodyModel,
-                   samples: WholeBodySamples | NormalEquations | ChannelNormalEquations,
-                   method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                   with_efforts: bool = False, channel_weights: np.ndarray | None = None,
-                   initvals: Solution | None = None, weighting: str = "none",
-                   initial_weights: np.ndarray | None = None,
-                   bounding_ellipsoids: list[np.ndarray | None] | None = None,
-                   **options) -> WholeBodyFit:
+def fit_whole_body(
+    model: WholeBodyModel,
+    samples: WholeBodySamples | NormalEquations | ChannelNormalEquations,
+    method: str = "lmi",
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    with_efforts: bool = False,
+    channel_weights: np.ndarray | None = None,
+    initvals: Solution | None = None,
+    weighting: str = "none",
+    initial_weights: np.ndarray | None = None,
+    bounding_ellipsoids: list[np.ndarray | None] | None = None,
+    **options,
+) -> WholeBodyFit:
     """Consistent fit of every identified link and sensor offset (``ols``: unconstrained, the
     baseline) to ``samples`` or their normal equations (summed, or per :func:`noise_groups`).
     ``weighting="channel"``: each of :func:`noise_groups` weighted by its inverse residual
@@ -305,55 +353,94 @@ def fit_whole_body(model: WholeBodyModel,
             equations = samples
         else:
             equations = normal_equations(model, samples, with_efforts, channel_weights)
-        return _fit_equations(model, equations, method, prior_weight, initvals, options,
-                              with_efforts, bounding_ellipsoids)
+        return _fit_equations(
+            model,
+            equations,
+            method,
+            prior_weight,
+            initvals,
+            options,
+            with_efforts,
+            bounding_ellipsoids,
+        )
     if isinstance(samples, NormalEquations) or channel_weights is not None:
-        raise ProblemError("weighting='channel' needs the samples or their per-group normal "
-                           "equations (group_normal_equations), and no channel_weights")
-    channels = (samples if isinstance(samples, ChannelNormalEquations)
-                else group_normal_equations(model, samples, with_efforts))
+        raise ProblemError(
+            "weighting='channel' needs the samples or their per-group normal "
+            "equations (group_normal_equations), and no channel_weights"
+        )
+    channels = (
+        samples
+        if isinstance(samples, ChannelNormalEquations)
+        else group_normal_equations(model, samples, with_efforts)
+    )
     fits: list[WholeBodyFit] = []
 
     def fit(weights: np.ndarray) -> np.ndarray:
         equations = NormalEquations(*weighted_normal_equations(channels, weights))
-        fits.append(_fit_equations(model, equations, method, prior_weight,
-                                   fits[-1].solution if fits else initvals, options,
-                                   with_efforts, bounding_ellipsoids))
+        fits.append(
+            _fit_equations(
+                model,
+                equations,
+                method,
+                prior_weight,
+                fits[-1].solution if fits else initvals,
+                options,
+                with_efforts,
+                bounding_ellipsoids,
+            )
+        )
         return fits[-1].x
 
     _, weights = iterate_channel_weights(channels, fit, initial=initial_weights)
     last = fits[-1]
     rows = channels.n_samples * int(channels.channel_rows.sum())
     rms = float(np.sqrt(channels.squared_residuals(last.x).sum() / max(rows, 1)))
-    return dataclasses.replace(last, residual_rms=rms, weights=weights,
-                               solve_time=sum(f.solve_time for f in fits))
+    return dataclasses.replace(
+        last, residual_rms=rms, weights=weights, solve_time=sum(f.solve_time for f in fits)
+    )
 
 
-def _fit_equations(model: WholeBodyModel, equations: NormalEquations, method: str,
-                   prior_weight: float, initvals: Solution | None, options: dict,
-                   with_efforts: bool,
-                   bounding_ellipsoids: list[np.ndarray | None] | None = None) -> WholeBodyFit:
+def _fit_equations(
+    model: WholeBodyModel,
+    equations: NormalEquations,
+    method: str,
+    prior_weight: float,
+    initvals: Solution | None,
+    options: dict,
+    with_efforts: bool,
+    bounding_ellipsoids: list[np.ndarray | None] | None = None,
+) -> WholeBodyFit:
     """One scaled solve of ``equations`` (see :func:`fit_whole_body`)."""
     if equations.n_rows == 0:
         raise ProblemError("no rows: no samples")
-    problem, scales = whole_body_problem(model, equations, prior_weight,
-                                         ellipsoids_for(method, bounding_ellipsoids))
+    problem, scales = whole_body_problem(
+        model, equations, prior_weight, ellipsoids_for(method, bounding_ellipsoids)
+    )
     solution = solve(problem, method, initvals, **options)
     x = scales * solution.x
     if method != "ols":  # round-off of the unscaling must not break the margin
-        physical = problem if bounding_ellipsoids is None else dataclasses.replace(
-            problem, bounding_ellipsoids=bounding_ellipsoids)  # x is physical, not scaled
+        physical = (
+            problem
+            if bounding_ellipsoids is None
+            else dataclasses.replace(problem, bounding_ellipsoids=bounding_ellipsoids)
+        )  # x is physical, not scaled
         x = lift_to_margin(x, physical, CONSISTENCY_MARGIN)
     nb = N_BODY_PARAMS * model.n_bodies
-    offsets = {frame: x[nb + N_WRENCH_CHANNELS * i:nb + N_WRENCH_CHANNELS * (i + 1)]
-               for i, frame in enumerate(model.offset_sensors)}
+    offsets = {
+        frame: x[nb + N_WRENCH_CHANNELS * i : nb + N_WRENCH_CHANNELS * (i + 1)]
+        for i, frame in enumerate(model.offset_sensors)
+    }
     residual = max(float(x @ equations.gram @ x - 2 * equations.moment @ x + equations.yty), 0.0)
-    return WholeBodyFit(x=x, thetas=x[:nb].reshape(-1, N_BODY_PARAMS), offsets=offsets,
-                        solution=solution,
-                        identifiability=identifiability(model, problem.gram, scales),
-                        residual_rms=float(np.sqrt(residual / equations.n_rows)),
-                        n_samples=equations.n_rows // max(len(model.channels(with_efforts)), 1),
-                        solve_time=float(solution.solve_time))
+    return WholeBodyFit(
+        x=x,
+        thetas=x[:nb].reshape(-1, N_BODY_PARAMS),
+        offsets=offsets,
+        solution=solution,
+        identifiability=identifiability(model, problem.gram, scales),
+        residual_rms=float(np.sqrt(residual / equations.n_rows)),
+        n_samples=equations.n_rows // max(len(model.channels(with_efforts)), 1),
+        solve_time=float(solution.solve_time),
+    )
 
 
 @dataclass(frozen=True)
@@ -366,17 +453,21 @@ class PredictionErrors:
     torque: dict[str, float]
 
 
-def prediction_errors(model: WholeBodyModel, x: np.ndarray, samples: WholeBodySamples,
-                      with_efforts: bool = False) -> PredictionErrors:
+def prediction_errors(
+    model: WholeBodyModel, x: np.ndarray, samples: WholeBodySamples, with_efforts: bool = False
+) -> PredictionErrors:
     """How well parameters ``x`` (p,) predict the measured wrenches (and torques) of
     ``samples``: the residuals of the rows, which for an internal sensor are its measured minus
     its predicted wrench, for the base the contacts' measured minus predicted total wrench."""
     return prediction_errors_of(model, [x], samples, with_efforts)[0]
 
 
-def prediction_errors_of(model: WholeBodyModel, xs: Sequence[np.ndarray],
-                         samples: WholeBodySamples,
-                         with_efforts: bool = False) -> list[PredictionErrors]:
+def prediction_errors_of(
+    model: WholeBodyModel,
+    xs: Sequence[np.ndarray],
+    samples: WholeBodySamples,
+    with_efforts: bool = False,
+) -> list[PredictionErrors]:
     """:func:`prediction_errors` of each parameter vector of ``xs`` (each (p,)) in one pass
     over the rows of ``samples`` (the rows cost far more than the products)."""
     channels = model.channels(with_efforts)
@@ -385,10 +476,11 @@ def prediction_errors_of(model: WholeBodyModel, xs: Sequence[np.ndarray],
     n = 0
     for start in range(0, len(samples), _CHUNK):
         chunk = samples.subset(slice(start, start + _CHUNK))
-        for (rows, cols), (Yg, bg) in zip(model.row_groups(with_efforts),
-                                          model.group_rows(chunk, with_efforts)):
+        for (rows, cols), (Yg, bg) in zip(
+            model.row_groups(with_efforts), model.group_rows(chunk, with_efforts)
+        ):
             residuals = Yg @ X[cols] - bg[..., None]  # (N, channels, k)
-            sums[rows] += np.sum(residuals ** 2, axis=0)
+            sums[rows] += np.sum(residuals**2, axis=0)
         n += len(chunk)
     groups = dict.fromkeys(label.rsplit(".", 1)[0] for label in channels)
     errors = []
@@ -407,8 +499,9 @@ def prediction_errors_of(model: WholeBodyModel, xs: Sequence[np.ndarray],
     return errors
 
 
-def prior_with_fitted_offsets(model: WholeBodyModel, samples: WholeBodySamples,
-                              with_efforts: bool = False) -> np.ndarray:
+def prior_with_fitted_offsets(
+    model: WholeBodyModel, samples: WholeBodySamples, with_efforts: bool = False
+) -> np.ndarray:
     """(p,) the URDF's links (:attr:`WholeBodyModel.prior`) with the internal sensors' offsets
     fitted to ``samples`` by least squares: the URDF's best prediction when the offsets are not
     known (a fairer yardstick than zero offsets)."""
@@ -416,16 +509,22 @@ def prior_with_fitted_offsets(model: WholeBodyModel, samples: WholeBodySamples,
     offsets_only = dataclasses.replace(model, bodies=())
     if offsets_only.n_params:
         reduced = normal_equations(offsets_only, samples, with_efforts)
-        x[N_BODY_PARAMS * model.n_bodies:] = np.linalg.lstsq(reduced.gram, reduced.moment,
-                                                             rcond=None)[0]
+        x[N_BODY_PARAMS * model.n_bodies :] = np.linalg.lstsq(
+            reduced.gram, reduced.moment, rcond=None
+        )[0]
     return x
 
 
-def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout: float,
-                       method: str = "lmi", prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                       with_efforts: bool = False, weighting: str = "none",
-                       bounding_ellipsoids: list[np.ndarray | None] | None = None
-                       ) -> tuple[WholeBodyFit, dict[str, dict]]:
+def holdout_comparison(
+    model: WholeBodyModel,
+    samples: WholeBodySamples,
+    holdout: float,
+    method: str = "lmi",
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    with_efforts: bool = False,
+    weighting: str = "none",
+    bounding_ellipsoids: list[np.ndarray | None] | None = None,
+) -> tuple[WholeBodyFit, dict[str, dict]]:
     """Fit ``method`` (with ``weighting``) and the OLS baseline (unweighted) on the first
     ``1 - holdout`` of ``samples``, predict the rest with them and with the URDF. Returns the fit
     and, per row group, the force and torque RMS errors ``{"fit": ..., "urdf": ..., "ols": ...,
@@ -439,22 +538,41 @@ def holdout_comparison(model: WholeBodyModel, samples: WholeBodySamples, holdout
         raise ProblemError(f"holdout {holdout} leaves no samples to fit or to test")
     if check_weighting(weighting) == "none":
         equations = normal_equations(model, train, with_efforts)
-        fit = fit_whole_body(model, equations, method, prior_weight, with_efforts,
-                             bounding_ellipsoids=bounding_ellipsoids)
+        fit = fit_whole_body(
+            model,
+            equations,
+            method,
+            prior_weight,
+            with_efforts,
+            bounding_ellipsoids=bounding_ellipsoids,
+        )
     else:
         channels = group_normal_equations(model, train, with_efforts)
-        fit = fit_whole_body(model, channels, method, prior_weight, with_efforts,
-                             weighting=weighting, bounding_ellipsoids=bounding_ellipsoids)
+        fit = fit_whole_body(
+            model,
+            channels,
+            method,
+            prior_weight,
+            with_efforts,
+            weighting=weighting,
+            bounding_ellipsoids=bounding_ellipsoids,
+        )
         equations = NormalEquations(*channels.total())
     ols = fit_whole_body(model, equations, "ols", prior_weight, with_efforts)
     compared = {"fit": fit.x, "urdf": model.prior, "ols": ols.x}
     if model.offset_sensors:
         compared["urdf_offsets"] = prior_with_fitted_offsets(model, train, with_efforts)
-    errors = dict(zip(compared, prediction_errors_of(model, list(compared.values()), test,
-                                                     with_efforts)))
-    table = {group: {"force": {name: e.force[group] for name, e in errors.items()},
-                     "torque": {name: e.torque[group] for name, e in errors.items()},
-                     "ols_inconsistent_links": sum(not check_consistency(t).fully_consistent
-                                                   for t in ols.thetas)}
-             for group in errors["fit"].force}
+    errors = dict(
+        zip(compared, prediction_errors_of(model, list(compared.values()), test, with_efforts))
+    )
+    table = {
+        group: {
+            "force": {name: e.force[group] for name, e in errors.items()},
+            "torque": {name: e.torque[group] for name, e in errors.items()},
+            "ols_inconsistent_links": sum(
+                not check_consistency(t).fully_consistent for t in ols.thetas
+            ),
+        }
+        for group in errors["fit"].force
+    }
     return fit, table

@@ -114,9 +114,18 @@ from inertia_id_ros.errors import CallerError
 from inertia_id_ros.options import EXIT_INTERRUPTED
 from inertia_id_ros.threads import limit_threads
 
-COMMANDS = (*(importlib.import_module(name) for mode in modes.modes() for name in mode.commands),
-            traversaro, demo, replay, record_sim, sim_whole_body, export,
-            excite, validate, keystore)
+COMMANDS = (
+    *(importlib.import_module(name) for mode in modes.modes() for name in mode.commands),
+    traversaro,
+    demo,
+    replay,
+    record_sim,
+    sim_whole_body,
+    export,
+    excite,
+    validate,
+    keystore,
+)
 """The command modules, in ``--help`` order: each mode's
 (:attr:`~inertia_id_ros.modes.Mode.commands`, in the registry's order), then the others."""
 

@@ -64,11 +64,15 @@ def body_lines(body: dict[str, Any]) -> list[str]:
     if body["com"] is not None:
         com = ", ".join(f"{1e3 * c:.2f}" for c in body["com"])
         inertia = ", ".join(f"{1e3 * i:.4f}" for i in body["inertia_com"])
-        lines += [f"  COM       [{com}] mm",
-                  f"  inertia about the COM [ixx, ixy, ixz, iyy, iyz, izz]: [{inertia}] 1e-3 kg m²"]
+        lines += [
+            f"  COM       [{com}] mm",
+            f"  inertia about the COM [ixx, ixy, ixz, iyy, iyz, izz]: [{inertia}] 1e-3 kg m²",
+        ]
     verdict = "yes" if body["fully_consistent"] else "NO"
-    lines.append(f"  fully physically consistent: {verdict} "
-                 f"(λmin(J) = {body['min_pseudo_inertia_eig']:.3e} kg m²)")
+    lines.append(
+        f"  fully physically consistent: {verdict} "
+        f"(λmin(J) = {body['min_pseudo_inertia_eig']:.3e} kg m²)"
+    )
     return lines
 
 
@@ -87,8 +91,12 @@ def write_json(path: str | None, result: dict[str, Any]) -> None:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
 
 
-def print_summary(lines: list[str], code: int = 0, written: Sequence[str | None] = (),
-                  refusal: str = ESTIMATE_REFUSED) -> None:
+def print_summary(
+    lines: list[str],
+    code: int = 0,
+    written: Sequence[str | None] = (),
+    refusal: str = ESTIMATE_REFUSED,
+) -> None:
     """Print a command's summary ``lines``, then the ``refusal`` when its exit ``code`` is not 0
     (the estimate failed a check) and each file ``written`` (``None``: not written)."""
     if code:
@@ -100,8 +108,11 @@ def print_summary(lines: list[str], code: int = 0, written: Sequence[str | None]
 def check_data_source(args: argparse.Namespace) -> None:
     """Reject bag-only options without ``--bag``."""
     if args.data is not None or getattr(args, "input", None) is not None:
-        topics = [name for name in ("joint_states_topic", "wrench_topic")
-                  if getattr(args, name, None) is not None]
+        topics = [
+            name
+            for name in ("joint_states_topic", "wrench_topic")
+            if getattr(args, name, None) is not None
+        ]
         if topics:
             options = ", ".join("--" + name.replace("_", "-") for name in topics)
             raise InputError(f"{options} only apply to --bag")
@@ -126,7 +137,8 @@ def comma_numbers(text: str) -> list[float]:
         numbers = [float(value) for value in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected comma-separated numbers, got {text!r}") from None
+            f"expected comma-separated numbers, got {text!r}"
+        ) from None
     if not all(map(math.isfinite, numbers)):
         raise argparse.ArgumentTypeError(f"expected finite numbers, got {text!r}")
     return numbers
@@ -147,9 +159,11 @@ def whole_body_table(result: dict[str, Any]) -> list[str]:
     """The table of a whole-body result's links and its sensor offsets."""
     lines = [f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
     for body in result["bodies"]:
-        lines.append(f"{body['name']:<22}{body['mass']:10.3f}{body['min_pseudo_inertia_eig']:12.2e}"
-                     f"  {'yes' if body['fully_consistent'] else 'NO ':<10}  "
-                     f"{body['identifiability']}")
+        lines.append(
+            f"{body['name']:<22}{body['mass']:10.3f}{body['min_pseudo_inertia_eig']:12.2e}"
+            f"  {'yes' if body['fully_consistent'] else 'NO ':<10}  "
+            f"{body['identifiability']}"
+        )
     for frame, offset in result["sensor_offsets"].items():
         lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))
     return lines
@@ -163,8 +177,12 @@ def write_output(path: str, write: Callable[[str], None]) -> None:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
 
 
-def add_command(subparsers: argparse._SubParsersAction, name: str,
-                run: Callable[[argparse.Namespace], int], **kwargs: Any) -> argparse.ArgumentParser:
+def add_command(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    run: Callable[[argparse.Namespace], int],
+    **kwargs: Any,
+) -> argparse.ArgumentParser:
     """The parser of the command ``name`` on ``subparsers`` (``kwargs``: ``help``,
     ``description``), whose arguments ``run`` takes (returning the exit code)."""
     parser = subparsers.add_parser(name, **kwargs)
@@ -172,34 +190,45 @@ def add_command(subparsers: argparse._SubParsersAction, name: str,
     return parser
 
 
-def add_data_options(parser: argparse.ArgumentParser, wrenches: bool, methods: Sequence[str],
-                     validate: bool = True) -> None:
+def add_data_options(
+    parser: argparse.ArgumentParser, wrenches: bool, methods: Sequence[str], validate: bool = True
+) -> None:
     """The options of fit-payload, fit-payload-torques and fit-links: data (``--data`` or
     ``--bag``), URDF, method (one of its mode's ``methods``), JSON output, differentiation,
     held-out data (unless ``validate`` is False)."""
     add_recording_options(parser, "recorded data, .npz or .csv (see inertia_id_ros.io.data)")
-    parser.add_argument("--joint-states-topic",
-                        help="sensor_msgs/JointState topic of --bag "
-                             f"({DEFAULT_JOINT_STATES_TOPIC})")
+    parser.add_argument(
+        "--joint-states-topic",
+        help=f"sensor_msgs/JointState topic of --bag ({DEFAULT_JOINT_STATES_TOPIC})",
+    )
     if wrenches:
-        parser.add_argument("--wrench-topic",
-                            help=f"geometry_msgs/WrenchStamped topic of --bag "
-                                 f"({DEFAULT_WRENCH_TOPIC})")
+        parser.add_argument(
+            "--wrench-topic",
+            help=f"geometry_msgs/WrenchStamped topic of --bag ({DEFAULT_WRENCH_TOPIC})",
+        )
     add_urdf_option(parser)
-    parser.add_argument("--method", default="lmi", choices=sorted(methods),
-                        help="identification method (lmi)")
+    parser.add_argument(
+        "--method", default="lmi", choices=sorted(methods), help="identification method (lmi)"
+    )
     add_json_option(parser)
-    parser.add_argument("--filter-half-width", type=positive_seconds, default=None,
-                        metavar="SEC",
-                        help="half-width of the zero-phase local polynomial fit that "
-                             "differentiates joint states (s; fit-links: chosen by "
-                             f"cross-validation, fit-payload: {DEFAULT_HALF_WIDTH}, "
-                             "fit-payload-torques: the --links-result's, else "
-                             f"{PAYLOAD_TORQUES_HALF_WIDTH}, at least "
-                             f"{PAYLOAD_TORQUES_MIN_SAMPLES + 0.5:g} sample periods)")
+    parser.add_argument(
+        "--filter-half-width",
+        type=positive_seconds,
+        default=None,
+        metavar="SEC",
+        help="half-width of the zero-phase local polynomial fit that "
+        "differentiates joint states (s; fit-links: chosen by "
+        f"cross-validation, fit-payload: {DEFAULT_HALF_WIDTH}, "
+        "fit-payload-torques: the --links-result's, else "
+        f"{PAYLOAD_TORQUES_HALF_WIDTH}, at least "
+        f"{PAYLOAD_TORQUES_MIN_SAMPLES + 0.5:g} sample periods)",
+    )
     if validate:
-        parser.add_argument("--validate", metavar="DATA",
-                            help="held-out data (file or bag): print the result's errors on them")
+        parser.add_argument(
+            "--validate",
+            metavar="DATA",
+            help="held-out data (file or bag): print the result's errors on them",
+        )
 
 
 def add_recording_options(parser: argparse.ArgumentParser, data_help: str) -> None:
@@ -211,11 +240,11 @@ def add_recording_options(parser: argparse.ArgumentParser, data_help: str) -> No
     add_log_options(parser, source)
 
 
-def add_urdf_option(parser: argparse.ArgumentParser, note: str = "",
-                    required: bool = True) -> None:
+def add_urdf_option(parser: argparse.ArgumentParser, note: str = "", required: bool = True) -> None:
     """``--urdf``, the robot's URDF file; ``note``: what else it is to the command."""
-    parser.add_argument("--urdf", required=required,
-                        help="URDF file of the robot" + (f" ({note})" if note else ""))
+    parser.add_argument(
+        "--urdf", required=required, help="URDF file of the robot" + (f" ({note})" if note else "")
+    )
 
 
 def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
@@ -231,40 +260,71 @@ def add_seed_option(parser: argparse.ArgumentParser, what: str) -> None:
 def add_storage_option(parser: argparse.ArgumentParser, help_prefix: str) -> None:
     """``--storage`` of a bag to write (:data:`~inertia_id_ros.options.BAG_STORAGES`, the
     first by default); its help starts with ``help_prefix``."""
-    parser.add_argument("--storage", default=BAG_STORAGES[0], choices=BAG_STORAGES,
-                        help=f"{help_prefix} ({BAG_STORAGES[0]})")
+    parser.add_argument(
+        "--storage",
+        default=BAG_STORAGES[0],
+        choices=BAG_STORAGES,
+        help=f"{help_prefix} ({BAG_STORAGES[0]})",
+    )
 
 
 def add_weighting_option(parser: argparse.ArgumentParser, default: str, channel: str) -> None:
     """``--weighting`` (:data:`~inertia_id_ros.options.WEIGHTINGS`, ``default``) of a fit whose
     channels are ``channel`` (e.g. "each joint")."""
-    parser.add_argument("--weighting", choices=WEIGHTINGS, default=default,
-                        help=f"none: unweighted least squares; channel: {channel} weighted by its "
-                             f"noise level from the residuals, iterated ({default})")
+    parser.add_argument(
+        "--weighting",
+        choices=WEIGHTINGS,
+        default=default,
+        help=f"none: unweighted least squares; channel: {channel} weighted by its "
+        f"noise level from the residuals, iterated ({default})",
+    )
 
 
-def add_log_options(parser: argparse.ArgumentParser,
-                    source: argparse._MutuallyExclusiveGroup) -> None:
+def add_log_options(
+    parser: argparse.ArgumentParser, source: argparse._MutuallyExclusiveGroup
+) -> None:
     """``--input`` (in the data ``source`` group) and the input-description flags: units, time
     window, train/held-out split, held joints (docs/how-to/real-logs.md)."""
-    source.add_argument("--input", metavar="YAML",
-                        help="input description of a real log: files or bag topics, column "
-                             "maps, units, clocks, windows (docs/how-to/real-logs.md)")
-    parser.add_argument("--time-unit", choices=TIME_UNITS,
-                        help="--data: unit of the column 't' (s)")
-    parser.add_argument("--angle-unit", choices=ANGLE_UNITS,
-                        help="--data/--bag: unit of joint positions, velocities (per s) and "
-                             "accelerations (per s²) (rad)")
-    parser.add_argument("--t-start", type=float, metavar="SEC",
-                        help="use the samples from SEC s after the first joint sample")
-    parser.add_argument("--t-end", type=float, metavar="SEC",
-                        help="use the samples up to SEC s after the first joint sample")
-    parser.add_argument("--held-out-from", type=float, metavar="SEC",
-                        help="fit on the samples before SEC s (after the first joint sample) "
-                             "and validate on the rest")
-    parser.add_argument("--hold", action="append", metavar="JOINT=VALUE",
-                        help="a URDF joint not in the log, held at VALUE (rad or m); "
-                             "repeatable")
+    source.add_argument(
+        "--input",
+        metavar="YAML",
+        help="input description of a real log: files or bag topics, column "
+        "maps, units, clocks, windows (docs/how-to/real-logs.md)",
+    )
+    parser.add_argument(
+        "--time-unit", choices=TIME_UNITS, help="--data: unit of the column 't' (s)"
+    )
+    parser.add_argument(
+        "--angle-unit",
+        choices=ANGLE_UNITS,
+        help="--data/--bag: unit of joint positions, velocities (per s) and "
+        "accelerations (per s²) (rad)",
+    )
+    parser.add_argument(
+        "--t-start",
+        type=float,
+        metavar="SEC",
+        help="use the samples from SEC s after the first joint sample",
+    )
+    parser.add_argument(
+        "--t-end",
+        type=float,
+        metavar="SEC",
+        help="use the samples up to SEC s after the first joint sample",
+    )
+    parser.add_argument(
+        "--held-out-from",
+        type=float,
+        metavar="SEC",
+        help="fit on the samples before SEC s (after the first joint sample) "
+        "and validate on the rest",
+    )
+    parser.add_argument(
+        "--hold",
+        action="append",
+        metavar="JOINT=VALUE",
+        help="a URDF joint not in the log, held at VALUE (rad or m); repeatable",
+    )
 
 
 def read_joint_states(args: argparse.Namespace) -> tuple[JointStates, str]:
@@ -274,19 +334,25 @@ def read_joint_states(args: argparse.Namespace) -> tuple[JointStates, str]:
 
     if args.data is not None:
         return read_joint_file(args.data), args.data
-    return (read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC),
-            args.bag)
+    return (
+        read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC),
+        args.bag,
+    )
 
 
 def uses_description(args: argparse.Namespace) -> bool:
     """Whether the data are read through an input description (``--input`` or a log flag)."""
     return getattr(args, "input", None) is not None or any(
-        getattr(args, name, None) is not None for name in LOG_FLAGS)
+        getattr(args, name, None) is not None for name in LOG_FLAGS
+    )
 
 
-def input_description(args: argparse.Namespace, sensor_frame: str | None = None,
-                      flip_wrench_sign: bool | None = None,
-                      flip_frames: Sequence[str] = ()) -> InputDescription:
+def input_description(
+    args: argparse.Namespace,
+    sensor_frame: str | None = None,
+    flip_wrench_sign: bool | None = None,
+    flip_frames: Sequence[str] = (),
+) -> InputDescription:
     """The input description of ``--input`` (or of ``--data``/``--bag`` with the log flags),
     with the window, split and held joints of the flags; ``flip_wrench_sign`` (not ``None``)
     overrides the sign of ``sensor_frame``'s wrenches, ``flip_frames`` (F/T frames) set theirs
@@ -296,34 +362,55 @@ def input_description(args: argparse.Namespace, sensor_frame: str | None = None,
     from inertia_id_ros.io.recording import InputDescription
 
     if args.input is not None:
-        given = [name for name in ("time_unit", "angle_unit")
-                 if getattr(args, name, None) is not None]
+        given = [
+            name for name in ("time_unit", "angle_unit") if getattr(args, name, None) is not None
+        ]
         if given:
-            raise InputError(" and ".join("--" + n.replace("_", "-") for n in given)
-                             + (" apply" if len(given) > 1 else " applies") + " to --data/--bag; "
-                             "an --input description gives its units itself")
+            raise InputError(
+                " and ".join("--" + n.replace("_", "-") for n in given)
+                + (" apply" if len(given) > 1 else " applies")
+                + " to --data/--bag; "
+                "an --input description gives its units itself"
+            )
         description = InputDescription.from_yaml(args.input)
     elif args.data is not None:
-        description = InputDescription.from_canonical(args.data, args.time_unit,
-                                                      args.angle_unit, sensor_frame)
+        description = InputDescription.from_canonical(
+            args.data, args.time_unit, args.angle_unit, sensor_frame
+        )
     else:
         if args.time_unit is not None:
             raise InputError("--time-unit applies to --data (bag stamps are in s)")
         description = InputDescription.from_bag(
-            args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC, args.angle_unit,
-            getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC, sensor_frame)
+            args.bag,
+            args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+            args.angle_unit,
+            getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC,
+            sensor_frame,
+        )
     if flip_wrench_sign is not None:
-        description = dataclasses.replace(description, ft_sensors=tuple(
-            dataclasses.replace(ft, sign="flip" if flip_wrench_sign else "keep")
-            if ft.frame == sensor_frame else ft for ft in description.ft_sensors))
-    unknown = [frame for frame in flip_frames
-               if frame not in [ft.frame for ft in description.ft_sensors]]
+        description = dataclasses.replace(
+            description,
+            ft_sensors=tuple(
+                dataclasses.replace(ft, sign="flip" if flip_wrench_sign else "keep")
+                if ft.frame == sensor_frame
+                else ft
+                for ft in description.ft_sensors
+            ),
+        )
+    unknown = [
+        frame for frame in flip_frames if frame not in [ft.frame for ft in description.ft_sensors]
+    ]
     if unknown:
-        raise InputError(f"--flip-wrench-sign {unknown[0]}: no such F/T sensor in "
-                         f"{description.source}")
-    description = dataclasses.replace(description, ft_sensors=tuple(
-        dataclasses.replace(ft, sign="flip") if ft.frame in flip_frames else ft
-        for ft in description.ft_sensors))
+        raise InputError(
+            f"--flip-wrench-sign {unknown[0]}: no such F/T sensor in {description.source}"
+        )
+    description = dataclasses.replace(
+        description,
+        ft_sensors=tuple(
+            dataclasses.replace(ft, sign="flip") if ft.frame in flip_frames else ft
+            for ft in description.ft_sensors
+        ),
+    )
     held = {}
     for entry in args.hold or []:
         joint, _, value = entry.partition("=")
@@ -346,9 +433,13 @@ def _load(description: InputDescription, model: pin.Model, urdf: str) -> Recordi
     return recording
 
 
-def read_log(args: argparse.Namespace, model: pin.Model, urdf: str,
-             sensor_frame: str | None = None, flip_wrench_sign: bool | None = None
-             ) -> tuple[Recording, Recording | None]:
+def read_log(
+    args: argparse.Namespace,
+    model: pin.Model,
+    urdf: str,
+    sensor_frame: str | None = None,
+    flip_wrench_sign: bool | None = None,
+) -> tuple[Recording, Recording | None]:
     """``(train, held_out)`` of the input description (:func:`input_description`) for
     ``model``."""
     from inertia_id_ros.io.recording import split_recording
@@ -357,14 +448,17 @@ def read_log(args: argparse.Namespace, model: pin.Model, urdf: str,
     return split_recording(_load(description, model, urdf), description)
 
 
-def read_whole_log(args: argparse.Namespace, model: pin.Model, urdf: str,
-                   flip_frames: Sequence[str]) -> tuple[Recording, float | None]:
+def read_whole_log(
+    args: argparse.Namespace, model: pin.Model, urdf: str, flip_frames: Sequence[str]
+) -> tuple[Recording, float | None]:
     """The input description's recording for a whole-body fit (its ``train`` interval, if
     any) and its ``held_out_from`` (s; the fit's held-out part is the time after it)."""
     description = input_description(args, flip_frames=flip_frames)
     if description.held_out is not None:
-        raise InputError(f"{description.source}: fit-whole-body splits by held_out_from "
-                         "(--held-out-from), not by a held_out interval")
+        raise InputError(
+            f"{description.source}: fit-whole-body splits by held_out_from "
+            "(--held-out-from), not by a held_out interval"
+        )
     recording = _load(description, model, urdf)
     if description.train is not None:
         recording = recording.window(*description.intervals[description.train])
@@ -379,19 +473,33 @@ def add_plausibility_options(parser: argparse.ArgumentParser, payload_frame: str
 
     if payload_frame:
         volume = parser.add_mutually_exclusive_group()
-        volume.add_argument("--payload-sphere", type=float, metavar="R",
-                            help=f"the payload lies within R m of {payload_frame}'s origin "
-                                 f"(checked; default {DEFAULT_PAYLOAD_RADIUS:g})")
-        volume.add_argument("--payload-box", metavar="HX,HY,HZ", type=comma_numbers,
-                            help=f"the payload lies within this box about {payload_frame}'s "
-                                 "origin, half-extents in m along its axes (checked)")
+        volume.add_argument(
+            "--payload-sphere",
+            type=float,
+            metavar="R",
+            help=f"the payload lies within R m of {payload_frame}'s origin "
+            f"(checked; default {DEFAULT_PAYLOAD_RADIUS:g})",
+        )
+        volume.add_argument(
+            "--payload-box",
+            metavar="HX,HY,HZ",
+            type=comma_numbers,
+            help=f"the payload lies within this box about {payload_frame}'s "
+            "origin, half-extents in m along its axes (checked)",
+        )
         what = "the payload's volume (--payload-sphere/--payload-box)"
     else:
-        what = (f"each link's URDF collision geometry grown by {LINK_VOLUME_MARGIN:g} m (links "
-                "without any: unconstrained)")
-    parser.add_argument("--bounding-ellipsoid", action="store_true",
-                        help="constrain each body's mass to the ellipsoid around " + what
-                             + " (Wensing et al. 2017)")
+        what = (
+            f"each link's URDF collision geometry grown by {LINK_VOLUME_MARGIN:g} m (links "
+            "without any: unconstrained)"
+        )
+    parser.add_argument(
+        "--bounding-ellipsoid",
+        action="store_true",
+        help="constrain each body's mass to the ellipsoid around "
+        + what
+        + " (Wensing et al. 2017)",
+    )
 
 
 def payload_volume_of(args: argparse.Namespace) -> Volume:
@@ -404,8 +512,10 @@ def payload_volume_of(args: argparse.Namespace) -> Volume:
     if args.payload_box is None:
         return payload_volume(radius=args.payload_sphere)
     if len(args.payload_box) != 3 or not all(v > 0 for v in args.payload_box):
-        raise InputError("--payload-box must be three half-extents > 0 m, got "
-                         + ",".join(f"{v:g}" for v in args.payload_box))
+        raise InputError(
+            "--payload-box must be three half-extents > 0 m, got "
+            + ",".join(f"{v:g}" for v in args.payload_box)
+        )
     return payload_volume(half_extents=args.payload_box)
 
 
@@ -414,12 +524,18 @@ def check_bounding_ellipsoid(args: argparse.Namespace) -> None:
     from inertia_id_ros.options import NO_ELLIPSOID_METHODS
 
     if getattr(args, "bounding_ellipsoid", False) and args.method in NO_ELLIPSOID_METHODS:
-        raise InputError("--bounding-ellipsoid needs --method lmi, pointmass or cad_prior "
-                         "(manifold cannot take bounding ellipsoids)")
+        raise InputError(
+            "--bounding-ellipsoid needs --method lmi, pointmass or cad_prior "
+            "(manifold cannot take bounding ellipsoids)"
+        )
 
 
-def input_findings(states: JointStates, model: pin.Model, joints: list[str],
-                   extra_stamps: dict[str, Any] | None = None) -> list[Finding]:
+def input_findings(
+    states: JointStates,
+    model: pin.Model,
+    joints: list[str],
+    extra_stamps: dict[str, Any] | None = None,
+) -> list[Finding]:
     """Units of a recording before any fit: its stamps (and ``extra_stamps``, {what: stamps})
     and the positions of ``joints`` against the URDF limits (joints of one coordinate: a
     continuous joint's angle is not checked)."""
@@ -432,8 +548,9 @@ def input_findings(states: JointStates, model: pin.Model, joints: list[str],
     return findings + position_unit_findings(states.q[:, columns], joints, model)
 
 
-def report_findings(command: str, findings: list[Finding],
-                    result: dict[str, Any] | None = None) -> int:
+def report_findings(
+    command: str, findings: list[Finding], result: dict[str, Any] | None = None
+) -> int:
     """Print each finding on stderr (``inertia-id CMD: refused: ...`` / ``warning: ...``), add
     them to ``result["findings"]`` (with ``result["refused"]``); returns
     :data:`EXIT_IMPLAUSIBLE` if one refuses, else 0."""

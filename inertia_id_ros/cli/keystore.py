@@ -19,27 +19,48 @@ from inertia_id_ros.io.keystore import (
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``keystore`` command on ``subparsers``."""
     keystore = add_command(
-        subparsers, "keystore", run,
+        subparsers,
+        "keystore",
+        run,
         help="DDS-Security: create a keystore (CA, governance, enclaves with their permissions) "
-             "so that only operators may call ~/excite")
+        "so that only operators may call ~/excite",
+    )
     actions = keystore.add_subparsers(dest="action", required=True)
     create = actions.add_parser(
-        "create", help="create a keystore in a new directory",
+        "create",
+        help="create a keystore in a new directory",
         description=f"A keystore with the enclaves {NODE_ENCLAVE} (the node), "
-                    f"{SIMULATOR_ENCLAVE} (the simulator), operators (may call every service: "
-                    "~/excite, ~/stop, ~/tare, ~/identify, set parameters) and observers (read "
-                    "every topic, e.g. ~/estimate, and the parameters). Run each process with "
-                    "ROS_SECURITY_KEYSTORE=DIR ROS_SECURITY_ENABLE=true "
-                    "ROS_SECURITY_STRATEGY=Enforce and --ros-args --enclave NAME.")
+        f"{SIMULATOR_ENCLAVE} (the simulator), operators (may call every service: "
+        "~/excite, ~/stop, ~/tare, ~/identify, set parameters) and observers (read "
+        "every topic, e.g. ~/estimate, and the parameters). Run each process with "
+        "ROS_SECURITY_KEYSTORE=DIR ROS_SECURITY_ENABLE=true "
+        "ROS_SECURITY_STRATEGY=Enforce and --ros-args --enclave NAME.",
+    )
     create.add_argument("directory", metavar="DIR", help="the keystore to create (new or empty)")
-    create.add_argument("--operator", action="append", metavar="NAME",
-                        help=f"an operator enclave; repeat for more ({DEFAULT_OPERATOR})")
-    create.add_argument("--observer", action="append", metavar="NAME",
-                        help=f"an observer enclave; repeat for more ({DEFAULT_OBSERVER})")
-    create.add_argument("--domain-id", type=int, default=None,
-                        help="the ROS domain the permissions hold on (ROS_DOMAIN_ID, else 0)")
-    create.add_argument("--valid-days", type=int, default=DEFAULT_VALID_DAYS,
-                        help=f"lifetime of certificates and permissions ({DEFAULT_VALID_DAYS})")
+    create.add_argument(
+        "--operator",
+        action="append",
+        metavar="NAME",
+        help=f"an operator enclave; repeat for more ({DEFAULT_OPERATOR})",
+    )
+    create.add_argument(
+        "--observer",
+        action="append",
+        metavar="NAME",
+        help=f"an observer enclave; repeat for more ({DEFAULT_OBSERVER})",
+    )
+    create.add_argument(
+        "--domain-id",
+        type=int,
+        default=None,
+        help="the ROS domain the permissions hold on (ROS_DOMAIN_ID, else 0)",
+    )
+    create.add_argument(
+        "--valid-days",
+        type=int,
+        default=DEFAULT_VALID_DAYS,
+        help=f"lifetime of certificates and permissions ({DEFAULT_VALID_DAYS})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,9 +72,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--domain-id must be in [0, 232], got {domain_id}")
     if args.valid_days < 1:
         raise InputError(f"--valid-days must be >= 1, got {args.valid_days}")
-    keystore = create_keystore(args.directory, operators=args.operator or [DEFAULT_OPERATOR],
-                               observers=args.observer or [DEFAULT_OBSERVER],
-                               domain_id=domain_id, valid_days=args.valid_days)
+    keystore = create_keystore(
+        args.directory,
+        operators=args.operator or [DEFAULT_OPERATOR],
+        observers=args.observer or [DEFAULT_OBSERVER],
+        domain_id=domain_id,
+        valid_days=args.valid_days,
+    )
     print(f"keystore {keystore.directory} (domain {domain_id}):")
     for enclave, role in keystore.roles.items():
         print(f"  {enclave:<24}{role}")

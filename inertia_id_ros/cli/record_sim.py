@@ -13,27 +13,50 @@ from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TO
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``record-sim`` command on ``subparsers``."""
-    record = add_command(subparsers, "record-sim", run,
-                         help="write a ROS 2 bag of the simulated Panda (no DDS) to replay")
+    record = add_command(
+        subparsers,
+        "record-sim",
+        run,
+        help="write a ROS 2 bag of the simulated Panda (no DDS) to replay",
+    )
     record.add_argument("out", help="bag to create (a rosbag2 directory; must not exist)")
     record.add_argument("--duration", type=float, default=20.0, help="seconds of motion (20)")
-    record.add_argument("--rate", type=float, default=1000.0, metavar="HZ",
-                        help="joint-state and wrench rate (1000)")
+    record.add_argument(
+        "--rate",
+        type=float,
+        default=1000.0,
+        metavar="HZ",
+        help="joint-state and wrench rate (1000)",
+    )
     add_seed_option(record, "trajectory and noise")
     add_storage_option(record, "bag storage")
-    record.add_argument("--grasp-at", type=float, metavar="SEC",
-                        help="switch to another payload (a 2.3 kg box) SEC s into the motion")
-    record.add_argument("--truth-json", metavar="OUT",
-                        help="write the simulated (final) payload as a result JSON to OUT")
-    record.add_argument("--robot", choices=ROBOTS, default=ROBOTS[0],
-                        help="panda: joint states and the F/T sensor's wrenches at the flange; "
-                             "panda_torques: the Panda without an F/T sensor, joint states with "
-                             "efforts (joint torques; links off the URDF by up to 10 %%, friction "
-                             "and torque offsets), as inertia-id-sim's robot (panda)")
-    record.add_argument("--links-json", metavar="OUT",
-                        help="panda_torques: write the simulated links and drives (without the "
-                             "payload) as a fit-links result to OUT (the payload_torques mode's "
-                             "torques_links_result)")
+    record.add_argument(
+        "--grasp-at",
+        type=float,
+        metavar="SEC",
+        help="switch to another payload (a 2.3 kg box) SEC s into the motion",
+    )
+    record.add_argument(
+        "--truth-json",
+        metavar="OUT",
+        help="write the simulated (final) payload as a result JSON to OUT",
+    )
+    record.add_argument(
+        "--robot",
+        choices=ROBOTS,
+        default=ROBOTS[0],
+        help="panda: joint states and the F/T sensor's wrenches at the flange; "
+        "panda_torques: the Panda without an F/T sensor, joint states with "
+        "efforts (joint torques; links off the URDF by up to 10 %%, friction "
+        "and torque offsets), as inertia-id-sim's robot (panda)",
+    )
+    record.add_argument(
+        "--links-json",
+        metavar="OUT",
+        help="panda_torques: write the simulated links and drives (without the "
+        "payload) as a fit-links result to OUT (the payload_torques mode's "
+        "torques_links_result)",
+    )
 
 
 ROBOTS = ("panda", "panda_torques")
@@ -51,25 +74,40 @@ def run(args: argparse.Namespace) -> int:
     if args.links_json:
         raise InputError("--links-json applies to --robot panda_torques")
     try:
-        sim = record_simulation(args.out, args.duration, args.rate, args.seed, args.storage,
-                                payload_change_at=args.grasp_at,
-                                changed_payload=(None if args.grasp_at is None
-                                                 else grasped_payload_theta()))
+        sim = record_simulation(
+            args.out,
+            args.duration,
+            args.rate,
+            args.seed,
+            args.storage,
+            payload_change_at=args.grasp_at,
+            changed_payload=(None if args.grasp_at is None else grasped_payload_theta()),
+        )
     except ValueError as e:
         raise InputError(str(e)) from None
     final = sim.true_theta if args.grasp_at is None else grasped_payload_theta()
     if args.truth_json:
-        write_json(args.truth_json, {
-            "method": "truth", "bodies": [body_json("payload", sim.sensor_frame, final)],
-            "sensor_offset": sim.true_offset.tolist()})
+        write_json(
+            args.truth_json,
+            {
+                "method": "truth",
+                "bodies": [body_json("payload", sim.sensor_frame, final)],
+                "sensor_offset": sim.true_offset.tolist(),
+            },
+        )
     n = int(round(args.duration * args.rate))
-    print(f"wrote {args.out} ({args.storage}): {args.duration:g} s of the simulated Panda at "
-          f"{args.rate:g} Hz, {n} joint states on {DEFAULT_JOINT_STATES_TOPIC}, {n} wrenches on "
-          f"{DEFAULT_WRENCH_TOPIC} in {sim.sensor_frame!r}, the URDF on /robot_description; "
-          f"payload {sim.true_theta[0]:g} kg"
-          + ("" if args.grasp_at is None else
-             f", {final[0]:g} kg from {args.grasp_at:g} s on (a grasp)")
-          + (f"; truth (the final payload) in {args.truth_json}" if args.truth_json else ""))
+    print(
+        f"wrote {args.out} ({args.storage}): {args.duration:g} s of the simulated Panda at "
+        f"{args.rate:g} Hz, {n} joint states on {DEFAULT_JOINT_STATES_TOPIC}, {n} wrenches on "
+        f"{DEFAULT_WRENCH_TOPIC} in {sim.sensor_frame!r}, the URDF on /robot_description; "
+        f"payload {sim.true_theta[0]:g} kg"
+        + (
+            ""
+            if args.grasp_at is None
+            else f", {final[0]:g} kg from {args.grasp_at:g} s on (a grasp)"
+        )
+        + (f"; truth (the final payload) in {args.truth_json}" if args.truth_json else "")
+    )
     return 0
 
 
@@ -87,22 +125,45 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
         raise InputError("--grasp-at applies to --robot panda")
     _, sim = panda_payload_torque_simulators(seed=args.seed)
     try:
-        record_joint_torques(args.out, sim, Path(example_robot_urdf("panda")).read_text(),
-                             args.duration, args.rate, args.seed, args.storage)
+        record_joint_torques(
+            args.out,
+            sim,
+            Path(example_robot_urdf("panda")).read_text(),
+            args.duration,
+            args.rate,
+            args.seed,
+            args.storage,
+        )
     except ValueError as e:
         raise InputError(str(e)) from None
     if args.truth_json:
-        write_json(args.truth_json, {
-            "method": "truth", "bodies": [body_json("payload", sim.payload_frame,
-                                                    sim.payload_theta)]})
+        write_json(
+            args.truth_json,
+            {
+                "method": "truth",
+                "bodies": [body_json("payload", sim.payload_frame, sim.payload_theta)],
+            },
+        )
     if args.links_json:
-        write_json(args.links_json, {"method": "truth", **link_result_json(
-            sim.links.link_names, sim.link_thetas, dict(zip(sim.joint_names, sim.drives)))})
+        write_json(
+            args.links_json,
+            {
+                "method": "truth",
+                **link_result_json(
+                    sim.links.link_names, sim.link_thetas, dict(zip(sim.joint_names, sim.drives))
+                ),
+            },
+        )
     n = int(round(args.duration * args.rate))
-    print(f"wrote {args.out} ({args.storage}): {args.duration:g} s of the simulated Panda "
-          f"without an F/T sensor at {args.rate:g} Hz, {n} joint states with efforts on "
-          f"{DEFAULT_JOINT_STATES_TOPIC}, the URDF on /robot_description; payload "
-          f"{sim.payload_theta[0]:g} kg at {sim.payload_frame!r}"
-          + "".join(f"; {what} in {path}" for what, path in
-                    (("truth", args.truth_json), ("links and drives", args.links_json)) if path))
+    print(
+        f"wrote {args.out} ({args.storage}): {args.duration:g} s of the simulated Panda "
+        f"without an F/T sensor at {args.rate:g} Hz, {n} joint states with efforts on "
+        f"{DEFAULT_JOINT_STATES_TOPIC}, the URDF on /robot_description; payload "
+        f"{sim.payload_theta[0]:g} kg at {sim.payload_frame!r}"
+        + "".join(
+            f"; {what} in {path}"
+            for what, path in (("truth", args.truth_json), ("links and drives", args.links_json))
+            if path
+        )
+    )
     return 0

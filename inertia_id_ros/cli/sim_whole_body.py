@@ -14,22 +14,31 @@ from inertia_id_ros.errors import InputError
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``sim-whole-body`` command on ``subparsers``."""
     whole = add_command(
-        subparsers, "sim-whole-body", run,
+        subparsers,
+        "sim-whole-body",
+        run,
         help="write an NPZ of a simulated floating-base robot (joints, IMU, F/T sensors; truth "
-             "included)")
+        "included)",
+    )
     whole.add_argument("out", nargs="?", help="NPZ file to write")
-    whole.add_argument("--bag", metavar="OUT",
-                       help="also (or only) write a ROS 2 bag (a new directory) with the "
-                            "simulator node's topics, to replay (inertia-id replay "
-                            "--params-file config/<robot>_whole_body.yaml)")
+    whole.add_argument(
+        "--bag",
+        metavar="OUT",
+        help="also (or only) write a ROS 2 bag (a new directory) with the "
+        "simulator node's topics, to replay (inertia-id replay "
+        "--params-file config/<robot>_whole_body.yaml)",
+    )
     add_storage_option(whole, "--bag: storage")
-    whole.add_argument("--robot", default="icub",
-                       choices=("icub", "go1", "icub_suspended", "icub_fixed", "icub_stance"),
-                       help="icub: on one sole, six internal F/T sensors; go1: four foot "
-                            "contacts; icub_suspended: hanging from a crane F/T sensor (icub); "
-                            "icub_fixed: on a stand (fit with --base fixed); icub_stance: on "
-                            "its left sole on a tilted floor, leg F/T sensors only, the ground's "
-                            "wrench not measured (fit with --base fixed --fixed-frame l_sole)")
+    whole.add_argument(
+        "--robot",
+        default="icub",
+        choices=("icub", "go1", "icub_suspended", "icub_fixed", "icub_stance"),
+        help="icub: on one sole, six internal F/T sensors; go1: four foot "
+        "contacts; icub_suspended: hanging from a crane F/T sensor (icub); "
+        "icub_fixed: on a stand (fit with --base fixed); icub_stance: on "
+        "its left sole on a tilted floor, leg F/T sensors only, the ground's "
+        "wrench not measured (fit with --base fixed --fixed-frame l_sole)",
+    )
     whole.add_argument("--duration", type=float, default=60.0, help="seconds of motion (60)")
     whole.add_argument("--rate", type=float, default=200.0, metavar="HZ", help="sample rate (200)")
     add_seed_option(whole, "truth, motion and noise")
@@ -49,22 +58,34 @@ def run(args: argparse.Namespace) -> int:
     sim = ROBOTS[args.robot](seed=args.seed)
     written = []
     if args.out is not None:
-        data = write_recording(args.out, sim, args.duration, args.rate, args.with_ddq,
-                               args.with_effort)
+        data = write_recording(
+            args.out, sim, args.duration, args.rate, args.with_ddq, args.with_effort
+        )
         written.append(f"{args.out} ({data['true_theta'].shape[0]} true links)")
     if args.bag is not None:
         from inertia_id_ros.io.replay import record_whole_body
 
         try:
-            topics = record_whole_body(args.bag, sim, args.duration, args.rate, args.seed,
-                                       args.storage, with_effort=args.with_effort)
+            topics = record_whole_body(
+                args.bag,
+                sim,
+                args.duration,
+                args.rate,
+                args.seed,
+                args.storage,
+                with_effort=args.with_effort,
+            )
         except ValueError as e:
             raise InputError(str(e)) from None
-        written.append(f"{args.bag} ({args.storage}: /joint_states, /imu, "
-                       f"{', '.join(topics)}, /robot_description)")
+        written.append(
+            f"{args.bag} ({args.storage}: /joint_states, /imu, "
+            f"{', '.join(topics)}, /robot_description)"
+        )
     if args.truth_urdf:
         write_output(args.truth_urdf, lambda path: Path(path).write_text(sim.true_xml))
-    print(f"wrote {' and '.join(written)}: {args.duration:g} s of the simulated {args.robot} at "
-          f"{args.rate:g} Hz, {len(sim.joint_names)} joints, F/T sensors "
-          f"{', '.join(f'{f} ({k})' for f, k in sim.ft_sensors)}, IMU at {sim.imu_frame}")
+    print(
+        f"wrote {' and '.join(written)}: {args.duration:g} s of the simulated {args.robot} at "
+        f"{args.rate:g} Hz, {len(sim.joint_names)} joints, F/T sensors "
+        f"{', '.join(f'{f} ({k})' for f, k in sim.ft_sensors)}, IMU at {sim.imu_frame}"
+    )
     return 0

@@ -12,13 +12,24 @@ from inertia_id_ros.errors import InputError
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``traversaro`` command on ``subparsers``."""
     traversaro = add_command(
-        subparsers, "traversaro", run,
-        help="Traversaro et al. 2016 Table I in simulation (iCub arm, OLS vs manifold vs LMI)")
+        subparsers,
+        "traversaro",
+        run,
+        help="Traversaro et al. 2016 Table I in simulation (iCub arm, OLS vs manifold vs LMI)",
+    )
     add_seed_option(traversaro, "paths and noise")
-    traversaro.add_argument("--trials", type=int, default=1,
-                            help="also count inconsistent estimates over this many seeds (1)")
-    traversaro.add_argument("--noise-scale", type=float, default=1.0,
-                            help="F/T noise as a multiple of the simulator's default (1)")
+    traversaro.add_argument(
+        "--trials",
+        type=int,
+        default=1,
+        help="also count inconsistent estimates over this many seeds (1)",
+    )
+    traversaro.add_argument(
+        "--noise-scale",
+        type=float,
+        default=1.0,
+        help="F/T noise as a multiple of the simulator's default (1)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

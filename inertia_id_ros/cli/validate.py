@@ -20,34 +20,51 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """The ``validate`` command on ``subparsers``."""
-    parser = common.add_command(subparsers, "validate", run,
-                                help="prediction errors of a result on held-out data (vs the "
-                                     "URDF and plain OLS)")
+    parser = common.add_command(
+        subparsers,
+        "validate",
+        run,
+        help="prediction errors of a result on held-out data (vs the URDF and plain OLS)",
+    )
     parser.add_argument("result", help="result JSON of fit-links, fit-payload or replay")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", metavar="HELD_OUT", help="held-out data, .npz or .csv")
     source.add_argument("--bag", help="held-out ROS 2 bag")
-    source.add_argument("--input", metavar="YAML",
-                        help="input description of a real log (docs/how-to/real-logs.md): its "
-                             "held-out part (held_out, held_out_from), else all of it; with a "
-                             "split, OLS is also fitted on its training part")
+    source.add_argument(
+        "--input",
+        metavar="YAML",
+        help="input description of a real log (docs/how-to/real-logs.md): its "
+        "held-out part (held_out, held_out_from), else all of it; with a "
+        "split, OLS is also fitted on its training part",
+    )
     common.add_urdf_option(parser, required=False)
-    parser.add_argument("--train", metavar="TRAIN",
-                        help="training data (file or bag): also evaluate plain OLS fitted on them")
+    parser.add_argument(
+        "--train",
+        metavar="TRAIN",
+        help="training data (file or bag): also evaluate plain OLS fitted on them",
+    )
     common.add_json_option(parser, "the errors")
     parser.add_argument("--png", metavar="OUT", help="plot measured vs predicted to OUT (PNG)")
-    parser.add_argument("--joint-states-topic", help="JointState topic of bags "
-                                                     f"({DEFAULT_JOINT_STATES_TOPIC})")
-    parser.add_argument("--wrench-topic", help=f"WrenchStamped topic of bags "
-                                               f"({DEFAULT_WRENCH_TOPIC})")
-    parser.add_argument("--filter-half-width", type=common.positive_seconds, default=None,
-                        metavar="SEC", help="half-width of the differentiation when ddq is not "
-                                            "recorded (s; default: the result's filter, else "
-                                            f"{DEFAULT_HALF_WIDTH})")
+    parser.add_argument(
+        "--joint-states-topic", help=f"JointState topic of bags ({DEFAULT_JOINT_STATES_TOPIC})"
+    )
+    parser.add_argument(
+        "--wrench-topic", help=f"WrenchStamped topic of bags ({DEFAULT_WRENCH_TOPIC})"
+    )
+    parser.add_argument(
+        "--filter-half-width",
+        type=common.positive_seconds,
+        default=None,
+        metavar="SEC",
+        help="half-width of the differentiation when ddq is not "
+        "recorded (s; default: the result's filter, else "
+        f"{DEFAULT_HALF_WIDTH})",
+    )
 
 
-def _described(args: argparse.Namespace, result: dict, topics: dict,
-               train: DataSource | None) -> tuple[DataSource, DataSource | None]:
+def _described(
+    args: argparse.Namespace, result: dict, topics: dict, train: DataSource | None
+) -> tuple[DataSource, DataSource | None]:
     """``(held_out, train)`` of ``--input``: its held-out part and training part when it splits,
     else all of it and ``--train``."""
     from inertia_id_ros.cli.common import load_urdf_model
@@ -66,8 +83,10 @@ def _described(args: argparse.Namespace, result: dict, topics: dict,
         return DataSource(args.input, **topics, recording=fit_part), train
     if train is not None:
         raise InputError("--train: the --input description splits off its own training part")
-    return (DataSource(f"{args.input} (held out)", **topics, recording=held_out),
-            DataSource(args.input, **topics, recording=fit_part))
+    return (
+        DataSource(f"{args.input} (held out)", **topics, recording=held_out),
+        DataSource(args.input, **topics, recording=fit_part),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,14 +95,19 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.io.export import read_result
 
     result = read_result(args.result, InputError)
-    topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
-              "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
-              **validate.differentiation_of(result, args.filter_half_width)}
+    topics = {
+        "joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+        "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
+        **validate.differentiation_of(result, args.filter_half_width),
+    }
     train = None if args.train is None else validate.DataSource.from_path(args.train, **topics)
     if args.input is not None:
         held_out, train = _described(args, result, topics, train)
     else:
-        held_out = (validate.DataSource(args.bag, True, **topics) if args.bag
-                    else validate.DataSource(args.data, False, **topics))
+        held_out = (
+            validate.DataSource(args.bag, True, **topics)
+            if args.bag
+            else validate.DataSource(args.data, False, **topics)
+        )
     print(validate.run(result, held_out, args.urdf, train, args.json, args.png))
     return 0

@@ -114,19 +114,24 @@ class ChannelNormalEquations:
     @classmethod
     def summed(cls, parts: Sequence[ChannelNormalEquations]) -> ChannelNormalEquations:
         """The normal equations of the samples of all ``parts`` (same channels and parameters)."""
-        return cls(gram=sum(part.gram for part in parts),
-                   moment=sum(part.moment for part in parts),
-                   yty=sum(part.yty for part in parts),
-                   n_samples=sum(part.n_samples for part in parts),
-                   rows_per_channel=parts[0].rows_per_channel)
+        return cls(
+            gram=sum(part.gram for part in parts),
+            moment=sum(part.moment for part in parts),
+            yty=sum(part.yty for part in parts),
+            n_samples=sum(part.n_samples for part in parts),
+            rows_per_channel=parts[0].rows_per_channel,
+        )
 
     def select(self, columns: Sequence[int] | np.ndarray) -> ChannelNormalEquations:
         """The normal equations of the regressor's ``columns`` (k,) alone: ``Y[c][:, columns]``."""
         columns = np.asarray(columns, dtype=int)
-        return ChannelNormalEquations(gram=self.gram[:, columns[:, None], columns],
-                                      moment=self.moment[:, columns], yty=self.yty,
-                                      n_samples=self.n_samples,
-                                      rows_per_channel=self.rows_per_channel)
+        return ChannelNormalEquations(
+            gram=self.gram[:, columns[:, None], columns],
+            moment=self.moment[:, columns],
+            yty=self.yty,
+            n_samples=self.n_samples,
+            rows_per_channel=self.rows_per_channel,
+        )
 
     @property
     def n_channels(self) -> int:
@@ -141,8 +146,12 @@ class ChannelNormalEquations:
     def total(self) -> tuple[np.ndarray, np.ndarray, float, int]:
         """``(Y^T Y (p, p), Y^T f (p,), f^T f, rows)`` of all channels stacked (the
         :class:`~inertia_id_ros.solvers.Problem` fields ``gram, moment, yty, n_rows``)."""
-        return (self.gram.sum(axis=0), self.moment.sum(axis=0), float(self.yty.sum()),
-                self.n_samples * int(self.channel_rows.sum()))
+        return (
+            self.gram.sum(axis=0),
+            self.moment.sum(axis=0),
+            float(self.yty.sum()),
+            self.n_samples * int(self.channel_rows.sum()),
+        )
 
     def squared_residuals(self, x: np.ndarray) -> np.ndarray:
         """(r,) ``||Y[c] x - f[c]||^2`` per channel (clipped at 0 against round-off)."""
@@ -175,16 +184,18 @@ class ParameterCovariance:
         return self.matrix[s, s].copy()
 
 
-def active_constraint_rows(theta: np.ndarray,
-                           rel_tol: float = ACTIVE_EIG_REL_TOL) -> np.ndarray:
+def active_constraint_rows(theta: np.ndarray, rel_tol: float = ACTIVE_EIG_REL_TOL) -> np.ndarray:
     """(k, 10) rows ``a`` with ``a . delta = u_a^T J(delta) u_b`` for the eigenvectors ``u`` of
     ``J(theta)`` whose eigenvalues are at most ``rel_tol`` times the largest (all pairs
     ``a <= b``): ``a . delta = 0`` keeps the zero eigenvalues zero to first order. (0, 10) for an
     interior point."""
     eigenvalues, vectors = np.linalg.eigh(pseudo_inertia(theta))
     active = vectors[:, eigenvalues <= rel_tol * max(eigenvalues[-1], 0.0)]
-    rows = [np.einsum("i,kij,j->k", active[:, a], PSEUDO_INERTIA_BASIS, active[:, b])
-            for a in range(active.shape[1]) for b in range(a, active.shape[1])]
+    rows = [
+        np.einsum("i,kij,j->k", active[:, a], PSEUDO_INERTIA_BASIS, active[:, b])
+        for a in range(active.shape[1])
+        for b in range(a, active.shape[1])
+    ]
     return np.array(rows).reshape(-1, N_BODY_PARAMS)
 
 
@@ -197,8 +208,9 @@ def _pinv_psd(matrix: np.ndarray, rcond: float) -> tuple[np.ndarray, int, np.nda
     return (kept / eigenvalues[keep]) @ kept.T, int(keep.sum()), eigenvalues
 
 
-def block_scores(blocks: Sequence[ChannelNormalEquations], x: np.ndarray,
-                 weights: np.ndarray | None = None) -> np.ndarray:
+def block_scores(
+    blocks: Sequence[ChannelNormalEquations], x: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
     """(B, p) each block's score ``s_b = sum_c w_c (Y_b[c]^T f_b[c] - G_b[c] x)`` at the estimate
     ``x`` (p,), from the normal equations of ``B`` consecutive blocks of samples (``weights``
     (r,): the channels' ``w_c``, default 1), for :func:`parameter_covariance`."""
@@ -210,11 +222,16 @@ def block_scores(blocks: Sequence[ChannelNormalEquations], x: np.ndarray,
     return np.array(out).reshape(len(out), x.size)
 
 
-def parameter_covariance(channels: ChannelNormalEquations, x: np.ndarray, n_bodies: int = 1,
-                         constrained: bool = True, rcond: float = IDENTIFIABLE_RCOND,
-                         active_tol: float = ACTIVE_EIG_REL_TOL,
-                         weights: np.ndarray | None = None,
-                         scores: np.ndarray | None = None) -> ParameterCovariance:
+def parameter_covariance(
+    channels: ChannelNormalEquations,
+    x: np.ndarray,
+    n_bodies: int = 1,
+    constrained: bool = True,
+    rcond: float = IDENTIFIABLE_RCOND,
+    active_tol: float = ACTIVE_EIG_REL_TOL,
+    weights: np.ndarray | None = None,
+    scores: np.ndarray | None = None,
+) -> ParameterCovariance:
     """Covariance of the least-squares estimate ``x`` (p,) of the problem ``channels`` (see the
     module docstring): per-channel residual variances, sandwich on the identifiable subspace and,
     if ``constrained`` (the method enforced ``J(theta_k) >= 0``), projected onto the tangent of
@@ -249,17 +266,18 @@ def parameter_covariance(channels: ChannelNormalEquations, x: np.ndarray, n_bodi
             raise ValueError(f"scores must have shape (B >= 2, {p}), got {scores.shape}")
         meat = scores.shape[0] / (scores.shape[0] - 1) * scores.T @ scores
     covariance = inverse @ (scale[:, None] * meat * scale) @ inverse  # scaled coordinates
-    condition = (float(np.sqrt(eigenvalues[-1] / eigenvalues[0])) if eigenvalues[0] > 0
-                 else float("inf"))
+    condition = (
+        float(np.sqrt(eigenvalues[-1] / eigenvalues[0])) if eigenvalues[0] > 0 else float("inf")
+    )
     n_active = 0
     if constrained:
         blocks = []
         for k in range(n_bodies):
-            theta = x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)]
+            theta = x[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)]
             rows = active_constraint_rows(theta, active_tol)
             if rows.size:
                 padded = np.zeros((rows.shape[0], p))
-                padded[:, N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)] = rows
+                padded[:, N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)] = rows
                 blocks.append(padded)
         if blocks:
             a = np.vstack(blocks) * scale  # constraint rows in scaled coordinates
@@ -269,8 +287,13 @@ def parameter_covariance(channels: ChannelNormalEquations, x: np.ndarray, n_bodi
             projection = np.eye(p) - inverse @ a.T @ gain @ a
             covariance = projection @ covariance @ projection.T
     matrix = scale[:, None] * covariance * scale
-    return ParameterCovariance(matrix=0.5 * (matrix + matrix.T), channel_variance=variance,
-                               rank=rank, condition_number=condition, active_constraints=n_active)
+    return ParameterCovariance(
+        matrix=0.5 * (matrix + matrix.T),
+        channel_variance=variance,
+        rank=rank,
+        condition_number=condition,
+        active_constraints=n_active,
+    )
 
 
 # ---- derived quantities --------------------------------------------------------------------
@@ -283,7 +306,7 @@ def com_jacobian(theta: np.ndarray) -> np.ndarray:
     if not m > 0:
         raise ValueError(f"mass must be positive to define a centre of mass, got {m!r}")
     jacobian = np.zeros((3, N_BODY_PARAMS))
-    jacobian[:, 0] = -t[1:4] / m ** 2
+    jacobian[:, 0] = -t[1:4] / m**2
     jacobian[:, 1:4] = np.eye(3) / m
     return jacobian
 
@@ -305,7 +328,7 @@ def inertia_com_jacobian(theta: np.ndarray) -> np.ndarray:
     eye = np.eye(3)
     jacobian = np.zeros((6, N_BODY_PARAMS))
     for row, (i, j) in enumerate(_MSG_ORDER):
-        jacobian[row, 0] = (h @ h * eye[i, j] - h[i] * h[j]) / m ** 2
+        jacobian[row, 0] = (h @ h * eye[i, j] - h[i] * h[j]) / m**2
         jacobian[row, 1:4] = -(2.0 * h * eye[i, j] - eye[i] * h[j] - h[i] * eye[j]) / m
         jacobian[row, _INERTIA_INDEX[(i, j)]] = 1.0
     return jacobian
@@ -330,8 +353,10 @@ def inertia_com_norm_std(theta: np.ndarray, theta_covariance: np.ndarray) -> tup
     error of the norm. Needs a positive mass."""
     inertia = inertia_to_msg_order(inertia_from_theta(theta)[2])
     variances = np.clip(np.diag(inertia_com_covariance(theta, theta_covariance)), 0.0, None)
-    return (float(np.sqrt(_FROBENIUS_WEIGHTS @ inertia ** 2)),
-            float(np.sqrt(_FROBENIUS_WEIGHTS @ variances)))
+    return (
+        float(np.sqrt(_FROBENIUS_WEIGHTS @ inertia**2)),
+        float(np.sqrt(_FROBENIUS_WEIGHTS @ variances)),
+    )
 
 
 # ---- ellipsoids ----------------------------------------------------------------------------
@@ -361,15 +386,18 @@ def proper_rotation(axes: np.ndarray) -> np.ndarray:
     return rotation
 
 
-def confidence_ellipsoid(center: np.ndarray, covariance: np.ndarray,
-                         n_sigma: float = 3.0) -> Ellipsoid:
+def confidence_ellipsoid(
+    center: np.ndarray, covariance: np.ndarray, n_sigma: float = 3.0
+) -> Ellipsoid:
     """The ``n_sigma`` ellipsoid of a 3-D Gaussian (Mahalanobis distance ``n_sigma``; 3 sigma
     holds 97.1 % of the probability): axes the covariance's eigenvectors, semi-axes
     ``n_sigma sqrt(eigenvalue)``."""
     eigenvalues, vectors = np.linalg.eigh(np.asarray(covariance, dtype=float).reshape(3, 3))
-    return Ellipsoid(center=np.asarray(center, dtype=float).reshape(3).copy(),
-                     rotation=proper_rotation(vectors),
-                     semi_axes=n_sigma * np.sqrt(np.clip(eigenvalues, 0.0, None)))
+    return Ellipsoid(
+        center=np.asarray(center, dtype=float).reshape(3).copy(),
+        rotation=proper_rotation(vectors),
+        semi_axes=n_sigma * np.sqrt(np.clip(eigenvalues, 0.0, None)),
+    )
 
 
 SPARSE_GRAM_MIN_SAMPLES = 64
@@ -401,7 +429,7 @@ def channel_grams(Y: np.ndarray) -> np.ndarray:
         for i, (a, b) in enumerate(runs):
             A = Y[:, c, a:b]
             gram[c, a:b, a:b] = A.T @ A
-            for d, e in runs[i + 1:]:
+            for d, e in runs[i + 1 :]:
                 block = A.T @ Y[:, c, d:e]
                 gram[c, a:b, d:e] = block
                 gram[c, d:e, a:b] = block.T

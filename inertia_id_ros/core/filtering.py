@@ -31,18 +31,26 @@ COVERAGE_GAP = "gap"
 COVERAGE_SPARSE = "sparse"
 
 
-def fit_window(t: np.ndarray, t_query: np.ndarray,
-               half_width: float) -> tuple[np.ndarray, np.ndarray]:
+def fit_window(
+    t: np.ndarray, t_query: np.ndarray, half_width: float
+) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)`` (M,): the samples ``t[lo:hi]`` within ``half_width`` of each query time (edges
     included, with a relative tolerance of 1e-9) are those a local fit uses."""
     reach = half_width * (1.0 + _EDGE_TOLERANCE)
-    return (np.searchsorted(t, t_query - reach, side="left"),
-            np.searchsorted(t, t_query + reach, side="right"))
+    return (
+        np.searchsorted(t, t_query - reach, side="left"),
+        np.searchsorted(t, t_query + reach, side="right"),
+    )
 
 
-def local_polynomial_derivatives(t: np.ndarray, x: np.ndarray, t_query: np.ndarray,
-                                 half_width: float, order: int = 2,
-                                 n_derivatives: int = 2) -> np.ndarray:
+def local_polynomial_derivatives(
+    t: np.ndarray,
+    x: np.ndarray,
+    t_query: np.ndarray,
+    half_width: float,
+    order: int = 2,
+    n_derivatives: int = 2,
+) -> np.ndarray:
     """Local polynomial fit of ``x`` at each query time, and its derivatives there.
 
     ``t`` (K,) increasing sample times (s), ``x`` (K, n) samples, ``t_query`` (M,) (s). For each
@@ -56,8 +64,9 @@ def local_polynomial_derivatives(t: np.ndarray, x: np.ndarray, t_query: np.ndarr
     x = np.asarray(x, dtype=float)
     t_query = np.atleast_1d(np.asarray(t_query, dtype=float))
     if x.ndim == 1:
-        return local_polynomial_derivatives(t, x[:, None], t_query, half_width, order,
-                                            n_derivatives)[:, :, 0]
+        return local_polynomial_derivatives(
+            t, x[:, None], t_query, half_width, order, n_derivatives
+        )[:, :, 0]
     if t.ndim != 1 or x.shape[0] != t.shape[0]:
         raise ValueError(f"t (K,) and x (K, n) must have the same length, got {t.shape}, {x.shape}")
     if not 0 <= n_derivatives <= order:
@@ -70,9 +79,11 @@ def local_polynomial_derivatives(t: np.ndarray, x: np.ndarray, t_query: np.ndarr
         return np.zeros((0, n_derivatives + 1, x.shape[1]))
     if counts.min() < order + 1:
         bad = t_query[counts < order + 1]
-        raise ValueError(f"{bad.size} query time(s) (first {bad[0]:.6f} s) have fewer than "
-                         f"{order + 1} samples within {half_width} s for a degree-{order} fit")
-    scale = np.array([factorial(k) / half_width ** k for k in range(n_derivatives + 1)])
+        raise ValueError(
+            f"{bad.size} query time(s) (first {bad[0]:.6f} s) have fewer than "
+            f"{order + 1} samples within {half_width} s for a degree-{order} fit"
+        )
+    scale = np.array([factorial(k) / half_width**k for k in range(n_derivatives + 1)])
     out = np.empty((t_query.size, n_derivatives + 1, x.shape[1]))
     step = max(1, _CHUNK_ELEMENTS // (int(counts.max()) * max(x.shape[1], 1)))
     for chunk in range(0, t_query.size, step):  # bounds the (M, K, n) gathered samples
@@ -87,12 +98,18 @@ def local_polynomial_derivatives(t: np.ndarray, x: np.ndarray, t_query: np.ndarr
         basis = np.stack(powers, axis=-1)  # (M, K, order + 1), zero rows outside the window
         basis_t = basis.transpose(0, 2, 1)
         coefficients = np.linalg.solve(basis_t @ basis, basis_t @ np.take(x, index, axis=0))
-        out[part] = coefficients[:, :n_derivatives + 1] * scale[:, None]  # tau = (t - tq) / h
+        out[part] = coefficients[:, : n_derivatives + 1] * scale[:, None]  # tau = (t - tq) / h
     return out
 
 
-def joint_states_at(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, t_query: np.ndarray,
-                    half_width: float, order: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def joint_states_at(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    t_query: np.ndarray,
+    half_width: float,
+    order: int = 2,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Joint positions, velocities, accelerations (M, n) at ``t_query`` (M,) (s).
 
     ``t`` (K,) joint-state stamps, ``q`` (K, n) positions, ``dq`` (K, n) measured velocities or
@@ -115,9 +132,15 @@ def joint_states_at(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, t_query
     return fit[:, 0, :n], fit[:, 0, n:], fit[:, 1, n:]
 
 
-def joint_states_at_mixed(t: np.ndarray, q: np.ndarray, dq: np.ndarray, has_dq: np.ndarray,
-                          t_query: np.ndarray, half_width: float,
-                          order: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def joint_states_at_mixed(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray,
+    has_dq: np.ndarray,
+    t_query: np.ndarray,
+    half_width: float,
+    order: int = 2,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`joint_states_at` for joint states that carry measured velocities only sometimes.
 
     ``t`` (K,) stamps (s), ``q`` (K, n), ``dq`` (K, n) (any value where absent), ``has_dq`` (K,)
@@ -132,17 +155,24 @@ def joint_states_at_mixed(t: np.ndarray, q: np.ndarray, dq: np.ndarray, has_dq: 
     for use_dq in (True, False):
         select = with_velocity if use_dq else ~with_velocity
         if select.any():
-            values = joint_states_at(t, q, dq if use_dq else None, t_query[select], half_width,
-                                     order)
+            values = joint_states_at(
+                t, q, dq if use_dq else None, t_query[select], half_width, order
+            )
             for array, value in zip(out, values):
                 array[select] = value
     return out
 
 
-def derivatives_at_samples(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, half_width: float,
-                           order: int = 2, trim: float | None = None, chunk: int = 5000,
-                           delay: float = 0.0
-                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def derivatives_at_samples(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    half_width: float,
+    order: int = 2,
+    trim: float | None = None,
+    chunk: int = 5000,
+    delay: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Zero-phase differentiation of a recording at its own stamps (offline).
 
     ``t`` (K,) increasing stamps (s), ``q`` (K, n), ``dq`` (K, n) recorded velocities or ``None``.
@@ -158,16 +188,19 @@ def derivatives_at_samples(t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, 
     t = np.asarray(t, dtype=float)
     trim = half_width if trim is None else trim
     keep = np.flatnonzero((t - delay >= t[0] + trim) & (t - delay <= t[-1] - trim))
-    fitted = [joint_states_at(t, q, dq, t[keep[start:start + chunk]] - delay, half_width, order)
-              for start in range(0, keep.size, chunk)]
+    fitted = [
+        joint_states_at(t, q, dq, t[keep[start : start + chunk]] - delay, half_width, order)
+        for start in range(0, keep.size, chunk)
+    ]
     if not fitted:
         n = np.shape(q)[1]
         return keep, np.zeros((0, n)), np.zeros((0, n)), np.zeros((0, n))
     return (keep,) + tuple(np.vstack([f[k] for f in fitted]) for k in range(3))
 
 
-def check_coverage(t: np.ndarray, t_query: np.ndarray, half_width: float, max_gap: float,
-                   order: int = 2) -> np.ndarray:
+def check_coverage(
+    t: np.ndarray, t_query: np.ndarray, half_width: float, max_gap: float, order: int = 2
+) -> np.ndarray:
     """Whether the samples at ``t`` (K,) (s, increasing) support a fit at each of ``t_query`` (M,).
 
     Returns (M,) strings: ``""`` ready; ``"pending"`` the newest sample is before
@@ -190,8 +223,10 @@ def check_coverage(t: np.ndarray, t_query: np.ndarray, half_width: float, max_ga
     counts = hi - lo
     gaps = np.flatnonzero(np.diff(t) > max_gap)  # gap i is between samples i and i + 1
     end = np.minimum(last, t.size - 1)
-    spans_gap = (np.searchsorted(gaps, end, side="left")
-                 - np.searchsorted(gaps, np.maximum(first, 0), side="left")) > 0
+    spans_gap = (
+        np.searchsorted(gaps, end, side="left")
+        - np.searchsorted(gaps, np.maximum(first, 0), side="left")
+    ) > 0
     status[counts < order + 1] = COVERAGE_SPARSE
     status[last >= t.size] = COVERAGE_PENDING
     status[spans_gap] = COVERAGE_GAP
@@ -199,8 +234,9 @@ def check_coverage(t: np.ndarray, t_query: np.ndarray, half_width: float, max_ga
     return status
 
 
-def savgol_derivatives(x: np.ndarray, dt: float, window_length: int,
-                       polyorder: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def savgol_derivatives(
+    x: np.ndarray, dt: float, window_length: int, polyorder: int = 2
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Savitzky–Golay smoothing and first two derivatives of uniform samples ``x`` (N, ...) along
     axis 0, sample period ``dt`` (s); ``window_length`` odd (samples). Returns
     ``(x_smooth, dx/dt, d2x/dt2)`` (``scipy.signal.savgol_filter``, ``mode="interp"``)."""
@@ -208,9 +244,12 @@ def savgol_derivatives(x: np.ndarray, dt: float, window_length: int,
 
     x = np.asarray(x, dtype=float)
     if window_length % 2 != 1 or window_length <= polyorder:
-        raise ValueError(f"window_length must be odd and > polyorder={polyorder}, "
-                         f"got {window_length}")
+        raise ValueError(
+            f"window_length must be odd and > polyorder={polyorder}, got {window_length}"
+        )
     if x.shape[0] < window_length:
         raise ValueError(f"need at least window_length={window_length} samples, got {x.shape[0]}")
-    return tuple(savgol_filter(x, window_length, polyorder, deriv=k, delta=dt, axis=0,
-                               mode="interp") for k in range(3))
+    return tuple(
+        savgol_filter(x, window_length, polyorder, deriv=k, delta=dt, axis=0, mode="interp")
+        for k in range(3)
+    )

@@ -70,8 +70,20 @@ def theta_from_pseudo_inertia(J: np.ndarray) -> np.ndarray:
     sigma = J[:3, :3]
     inertia = np.trace(sigma) * np.eye(3) - sigma
     h = J[:3, 3]
-    return np.array([J[3, 3], h[0], h[1], h[2], inertia[0, 0], inertia[0, 1], inertia[1, 1],
-                     inertia[0, 2], inertia[1, 2], inertia[2, 2]])
+    return np.array(
+        [
+            J[3, 3],
+            h[0],
+            h[1],
+            h[2],
+            inertia[0, 0],
+            inertia[0, 1],
+            inertia[1, 1],
+            inertia[0, 2],
+            inertia[1, 2],
+            inertia[2, 2],
+        ]
+    )
 
 
 def theta_from_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
@@ -80,8 +92,20 @@ def theta_from_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) ->
     i_com = np.asarray(inertia_com, dtype=float).reshape(3, 3)
     inertia = i_com + mass * (c @ c * np.eye(3) - np.outer(c, c))
     h = mass * c
-    return np.array([mass, h[0], h[1], h[2], inertia[0, 0], inertia[0, 1], inertia[1, 1],
-                     inertia[0, 2], inertia[1, 2], inertia[2, 2]])
+    return np.array(
+        [
+            mass,
+            h[0],
+            h[1],
+            h[2],
+            inertia[0, 0],
+            inertia[0, 1],
+            inertia[1, 1],
+            inertia[0, 2],
+            inertia[1, 2],
+            inertia[2, 2],
+        ]
+    )
 
 
 def inertia_from_theta(theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -140,8 +164,9 @@ def check_consistency(theta: np.ndarray, tol: float = CONSISTENCY_TOLERANCE) -> 
     t = np.asarray(theta, dtype=float).reshape(10)
     problems: list[str] = []
     if not np.all(np.isfinite(t)):
-        return ConsistencyReport(False, float("nan"), False, False, False, tol,
-                                 ("theta has non-finite entries",))
+        return ConsistencyReport(
+            False, float("nan"), False, False, False, tol, ("theta has non-finite entries",)
+        )
     min_eig = float(np.linalg.eigvalsh(pseudo_inertia(t))[0])
     positive_mass = bool(t[0] > tol)
     if not positive_mass:
@@ -152,8 +177,9 @@ def check_consistency(theta: np.ndarray, tol: float = CONSISTENCY_TOLERANCE) -> 
         moments = np.linalg.eigvalsh(i_com)
         pd = bool(moments[0] > -tol)
         if not pd:
-            problems.append("inertia about the COM is not positive definite "
-                            f"(eigenvalues {moments})")
+            problems.append(
+                f"inertia about the COM is not positive definite (eigenvalues {moments})"
+            )
         a, b, c = moments
         triangle = bool(a + b >= c - tol)
         if not triangle:
@@ -161,5 +187,6 @@ def check_consistency(theta: np.ndarray, tol: float = CONSISTENCY_TOLERANCE) -> 
     psd = min_eig >= -tol
     if not psd:
         problems.append(f"pseudo-inertia not positive semidefinite (min eigenvalue {min_eig:.3g})")
-    return ConsistencyReport(positive_mass and psd, min_eig, positive_mass, pd, triangle, tol,
-                             tuple(problems))
+    return ConsistencyReport(
+        positive_mass and psd, min_eig, positive_mass, pd, triangle, tol, tuple(problems)
+    )

@@ -28,9 +28,13 @@ class SensorKinematics:
     continuous; a continuous joint's input is its angle). Not thread-safe (one pinocchio ``Data``).
     """
 
-    def __init__(self, model: pin.Model, sensor_frame: str,
-                 joint_names: Sequence[str] | None = None,
-                 locked_positions: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        model: pin.Model,
+        sensor_frame: str,
+        joint_names: Sequence[str] | None = None,
+        locked_positions: Mapping[str, float] | None = None,
+    ) -> None:
         self.model = model
         self.sensor_frame = sensor_frame
         sensor_id = frame_id(model, sensor_frame)
@@ -38,13 +42,17 @@ class SensorKinematics:
         chain_names = [model.names[j] for j in chain]
         for j in chain:
             if model.joints[j].nv != 1:
-                raise ValueError(f"joint {model.names[j]!r} ({model.joints[j].shortname()}) moves "
-                                 f"frame {sensor_frame!r} but has {model.joints[j].nv} degrees of "
-                                 "freedom; only 1-dof joints are supported")
+                raise ValueError(
+                    f"joint {model.names[j]!r} ({model.joints[j].shortname()}) moves "
+                    f"frame {sensor_frame!r} but has {model.joints[j].nv} degrees of "
+                    "freedom; only 1-dof joints are supported"
+                )
         names, outside = selected_names(chain_names, joint_names)
         if outside:
-            raise ValueError(f"joint(s) {outside} do not move frame {sensor_frame!r}; the "
-                             f"joints that do are {chain_names}")
+            raise ValueError(
+                f"joint(s) {outside} do not move frame {sensor_frame!r}; the "
+                f"joints that do are {chain_names}"
+            )
         if joint_names is not None and len(set(joint_names)) != len(joint_names):
             raise ValueError(f"joint_names has duplicates: {list(joint_names)}")
         self.joint_names: tuple[str, ...] = tuple(names)
@@ -91,12 +99,15 @@ class SensorKinematics:
         shape = (self.n_joints,) if n_samples is None else (n_samples, self.n_joints)
         if x.shape != shape:
             expected = shape if n_samples is None or n_samples >= 0 else ("N", self.n_joints)
-            raise ValueError(f"{name} must have shape {expected} (joints "
-                             f"{list(self.joint_names)}), got {x.shape}")
+            raise ValueError(
+                f"{name} must have shape {expected} (joints "
+                f"{list(self.joint_names)}), got {x.shape}"
+            )
         return x
 
-    def compute(self, q: np.ndarray, dq: np.ndarray,
-                ddq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def compute(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(v, a_g)`` (6,) each: twist and proper spatial acceleration ``a - g`` of the sensor
         frame, in the sensor frame, from joint positions (rad, m), velocities and accelerations
         (n_joints,) in :attr:`joint_names` order."""
@@ -104,8 +115,9 @@ class SensorKinematics:
         V, A = self.compute_batch(q[None], dq[None], ddq[None])
         return V[0], A[0]
 
-    def compute_batch(self, Q: np.ndarray, DQ: np.ndarray,
-                      DDQ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def compute_batch(
+        self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Batched :meth:`compute`: ``(V, A_g)`` (N, 6) from ``Q, DQ, DDQ`` (N, n_joints)."""
         Q = np.asarray(Q, dtype=float)
         n = Q.shape[0] if Q.ndim == 2 else -1
@@ -133,8 +145,11 @@ class SensorKinematics:
         """Moving joints of the full model beyond the sensor frame (their positions shape
         :meth:`subtree_inertia`)."""
         beyond = self._frames_beyond()
-        return tuple(frame.name for k, frame in enumerate(self.model.frames)
-                     if k in beyond and frame.type == pin.FrameType.JOINT)
+        return tuple(
+            frame.name
+            for k, frame in enumerate(self.model.frames)
+            if k in beyond and frame.type == pin.FrameType.JOINT
+        )
 
     def _frames_beyond(self) -> set[int]:
         """Indices of the frames whose chain of parent frames reaches the sensor frame (itself
@@ -143,8 +158,11 @@ class SensorKinematics:
         size = 0
         while size != len(beyond):
             size = len(beyond)
-            beyond.update(k for k, frame in enumerate(self.model.frames)
-                          if frame.parentFrame in beyond and k != frame.parentFrame)
+            beyond.update(
+                k
+                for k, frame in enumerate(self.model.frames)
+                if frame.parentFrame in beyond and k != frame.parentFrame
+            )
         return beyond
 
     def subtree_inertia(self, q_full: np.ndarray | None = None) -> np.ndarray:
@@ -174,11 +192,19 @@ class SensorKinematics:
         world_to_sensor = data.oMf[sensor_id].inverse()
         frames = model.frames
         parent = frames[sensor.parentFrame]
-        whole_body = (sensor.type == pin.FrameType.JOINT
-                      or (sensor.type == pin.FrameType.BODY and parent.type == pin.FrameType.JOINT))
-        carriers = set() if whole_body else {  # FIXED_JOINT frames holding links beyond
-            k for k in beyond if frames[k].type == pin.FrameType.FIXED_JOINT
-            and frames[k].parentJoint == sensor.parentJoint}
+        whole_body = sensor.type == pin.FrameType.JOINT or (
+            sensor.type == pin.FrameType.BODY and parent.type == pin.FrameType.JOINT
+        )
+        carriers = (
+            set()
+            if whole_body
+            else {  # FIXED_JOINT frames holding links beyond
+                k
+                for k in beyond
+                if frames[k].type == pin.FrameType.FIXED_JOINT
+                and frames[k].parentJoint == sensor.parentJoint
+            }
+        )
         if sensor.type == pin.FrameType.BODY and parent.type == pin.FrameType.FIXED_JOINT:
             carriers.add(sensor.parentFrame)  # the sensor's own link
         total = pin.Inertia.Zero()

@@ -75,8 +75,9 @@ def body_regressor(v: np.ndarray, a: np.ndarray) -> np.ndarray:
     return body_regressor_batch(np.reshape(v, (1, 6)), np.reshape(a, (1, 6)))[0]
 
 
-def payload_regressor_batch(v: np.ndarray, a_g: np.ndarray,
-                            estimate_offset: bool = True) -> np.ndarray:
+def payload_regressor_batch(
+    v: np.ndarray, a_g: np.ndarray, estimate_offset: bool = True
+) -> np.ndarray:
     """(N, 6, 16) ``[body_regressor | I_6]`` (or (N, 6, 10) without the offset): the measured
     wrench ``f = body_regressor(v, a_g) @ theta + offset`` with ``x = [theta, offset]``."""
     body = body_regressor_batch(v, a_g)
@@ -91,5 +92,6 @@ def payload_regressor_batch(v: np.ndarray, a_g: np.ndarray,
 def payload_regressor(v: np.ndarray, a_g: np.ndarray, estimate_offset: bool = True) -> np.ndarray:
     """(6, 16) ``[body_regressor(v, a_g) | I_6]`` (or (6, 10) without the F/T offset) of one
     sample: ``payload_regressor(v, a_g) @ [theta, offset] == I a_g + v x* (I v) + offset``."""
-    return payload_regressor_batch(np.reshape(v, (1, 6)), np.reshape(a_g, (1, 6)),
-                                   estimate_offset)[0]
+    return payload_regressor_batch(np.reshape(v, (1, 6)), np.reshape(a_g, (1, 6)), estimate_offset)[
+        0
+    ]

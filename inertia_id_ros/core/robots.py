@@ -64,8 +64,10 @@ def example_robot_data_dir() -> Path:
     for path in candidates:
         if (path / "panda_description").is_dir():
             return path
-    raise FileNotFoundError("example-robot-data not found (pip install example-robot-data, or set "
-                            f"${_ENV_VAR}); searched: {', '.join(map(str, candidates))}")
+    raise FileNotFoundError(
+        "example-robot-data not found (pip install example-robot-data, or set "
+        f"${_ENV_VAR}); searched: {', '.join(map(str, candidates))}"
+    )
 
 
 def example_robot_urdf(name: str) -> Path:
@@ -78,8 +80,9 @@ def example_robot_urdf(name: str) -> Path:
     return path
 
 
-def load_model(urdf_path: str | os.PathLike | None = None,
-               urdf_xml: str | None = None) -> pin.Model:
+def load_model(
+    urdf_path: str | os.PathLike | None = None, urdf_xml: str | None = None
+) -> pin.Model:
     """Fixed-base pinocchio model from a URDF file or an XML string (exactly one of them).
 
     Fixed joints are merged into their parent body (pinocchio's URDF parser); their frames are kept
@@ -121,8 +124,9 @@ def joint_id(model: pin.Model, name: str) -> int:
     return model.getJointId(name)
 
 
-def selected_names(names: Sequence[str], chosen: Iterable[str] | None
-                   ) -> tuple[tuple[str, ...], list[str]]:
+def selected_names(
+    names: Sequence[str], chosen: Iterable[str] | None
+) -> tuple[tuple[str, ...], list[str]]:
     """``(selected, unknown)``: the ``names`` that are ``chosen`` (all of them when ``chosen`` is
     ``None``), in the order of ``names``, and the ``chosen`` names that are not among them."""
     if chosen is None:
@@ -131,8 +135,11 @@ def selected_names(names: Sequence[str], chosen: Iterable[str] | None
     return tuple(n for n in names if n in chosen), [n for n in chosen if n not in names]
 
 
-def reduce_model(model: pin.Model, joint_names: Iterable[str],
-                 locked_positions: Mapping[str, float] | None = None) -> pin.Model:
+def reduce_model(
+    model: pin.Model,
+    joint_names: Iterable[str],
+    locked_positions: Mapping[str, float] | None = None,
+) -> pin.Model:
     """Copy of ``model`` keeping only ``joint_names``; the other joints are locked.
 
     Locked joints are held at ``locked_positions[name]`` (rad or m; 1-dof joints only), else at
@@ -159,10 +166,12 @@ def configuration(model: pin.Model, positions: Mapping[str, float]) -> np.ndarra
     for name, value in positions.items():
         joint = model.joints[joint_id(model, name)]
         if joint.nv != 1:
-            raise ValueError(f"joint {name!r} has {joint.nv} degrees of freedom; only 1-dof joints "
-                             "can be set by a scalar position")
+            raise ValueError(
+                f"joint {name!r} has {joint.nv} degrees of freedom; only 1-dof joints "
+                "can be set by a scalar position"
+            )
         if joint.nq == 1:
             q[joint.idx_q] = value
         else:  # continuous joint: (cos, sin)
-            q[joint.idx_q:joint.idx_q + 2] = np.cos(value), np.sin(value)
+            q[joint.idx_q : joint.idx_q + 2] = np.cos(value), np.sin(value)
     return q

@@ -58,9 +58,12 @@ class ChannelWeights:
     def as_json(self, channel_names: Sequence[str]) -> dict:
         """``{"weights": {name: w}, "sigma": {name: sigma}, "iterations", "converged"}``."""
         names = list(channel_names)
-        return {"weights": dict(zip(names, self.weights.tolist())),
-                "sigma": dict(zip(names, self.sigma.tolist())),
-                "iterations": self.iterations, "converged": self.converged}
+        return {
+            "weights": dict(zip(names, self.weights.tolist())),
+            "sigma": dict(zip(names, self.sigma.tolist())),
+            "iterations": self.iterations,
+            "converged": self.converged,
+        }
 
 
 def check_weighting(weighting: str) -> str:
@@ -70,8 +73,9 @@ def check_weighting(weighting: str) -> str:
     return weighting
 
 
-def weighted_normal_equations(channels: ChannelNormalEquations, weights: np.ndarray | None
-                              ) -> tuple[np.ndarray, np.ndarray, float, int]:
+def weighted_normal_equations(
+    channels: ChannelNormalEquations, weights: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, float, int]:
     """``(Y^T W Y (p, p), Y^T W f (p,), f^T W f, rows)`` with ``W`` the rows' weights: channel
     ``c``'s rows weighted by ``weights[c]`` (``None``: unweighted,
     :meth:`ChannelNormalEquations.total`)."""
@@ -80,12 +84,17 @@ def weighted_normal_equations(channels: ChannelNormalEquations, weights: np.ndar
     w = np.asarray(weights, dtype=float)
     if w.shape != (channels.n_channels,):
         raise ValueError(f"weights must have shape ({channels.n_channels},), got {w.shape}")
-    return (np.tensordot(w, channels.gram, axes=1), w @ channels.moment, float(w @ channels.yty),
-            channels.n_samples * int(channels.channel_rows.sum()))
+    return (
+        np.tensordot(w, channels.gram, axes=1),
+        w @ channels.moment,
+        float(w @ channels.yty),
+        channels.n_samples * int(channels.channel_rows.sum()),
+    )
 
 
-def weights_from_residuals(channels: ChannelNormalEquations, x: np.ndarray,
-                           groups: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def weights_from_residuals(
+    channels: ChannelNormalEquations, x: np.ndarray, groups: Sequence[int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(weights (r,), sigma (r,))``: each channel's residual standard deviation per row at
     ``x`` (pooled within ``groups``: (r,) labels, channels with the same label share one
     variance) and the weights ``1 / sigma^2`` normalised to a mean of 1 over the rows."""
@@ -97,20 +106,23 @@ def weights_from_residuals(channels: ChannelNormalEquations, x: np.ndarray,
     variance = np.empty(channels.n_channels)
     for label in np.unique(labels):
         members = labels == label
-        variance[members] = squares[members].sum() / (rows[members].sum()
-                                                      * max(channels.n_samples, 1))
+        variance[members] = squares[members].sum() / (
+            rows[members].sum() * max(channels.n_samples, 1)
+        )
     floor = VARIANCE_FLOOR * max(float(variance.max()), np.finfo(float).tiny)
     variance = np.maximum(variance, floor)
     weights = 1.0 / variance
     return weights / np.average(weights, weights=rows), np.sqrt(variance)
 
 
-def iterate_channel_weights(channels: ChannelNormalEquations, fit: Fit,
-                            groups: Sequence[int] | None = None,
-                            max_iterations: int = DEFAULT_MAX_ITERATIONS,
-                            rtol: float = DEFAULT_WEIGHT_RTOL,
-                            initial: np.ndarray | None = None
-                            ) -> tuple[np.ndarray, ChannelWeights]:
+def iterate_channel_weights(
+    channels: ChannelNormalEquations,
+    fit: Fit,
+    groups: Sequence[int] | None = None,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    rtol: float = DEFAULT_WEIGHT_RTOL,
+    initial: np.ndarray | None = None,
+) -> tuple[np.ndarray, ChannelWeights]:
     """Iteratively reweighted least squares over channels: fit with the current weights (first
     ``initial``, default unweighted), reweight by the residual variances
     (:func:`weights_from_residuals`), until no weight changes by more than ``rtol`` (relative) or
@@ -118,8 +130,7 @@ def iterate_channel_weights(channels: ChannelNormalEquations, fit: Fit,
     ``weights.weights``."""
     if max_iterations < 1:
         raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
-    weights = (np.ones(channels.n_channels) if initial is None
-               else np.asarray(initial, dtype=float))
+    weights = np.ones(channels.n_channels) if initial is None else np.asarray(initial, dtype=float)
     iteration = 0
     while True:
         iteration += 1

@@ -62,8 +62,7 @@ def up_from_tilt(tilt: Sequence[float]) -> np.ndarray:
     """(3,) the world's up direction (unit) in a frame of ``tilt`` (roll, pitch) rad: the frame's
     orientation in the world is ``Rz(yaw) Ry(pitch) Rx(roll)`` (yaw does not matter)."""
     roll, pitch = (float(a) for a in tilt)
-    return np.array([-np.sin(pitch), np.sin(roll) * np.cos(pitch),
-                     np.cos(roll) * np.cos(pitch)])
+    return np.array([-np.sin(pitch), np.sin(roll) * np.cos(pitch), np.cos(roll) * np.cos(pitch)])
 
 
 def tilt_from_up(up: np.ndarray) -> np.ndarray:
@@ -84,10 +83,14 @@ def _rotation_from_quaternion(xyzw: np.ndarray) -> np.ndarray:
     """(N, 3, 3) rotations from unit quaternions (N, 4) ``[x, y, z, w]`` (normalised here)."""
     q = xyzw / np.linalg.norm(xyzw, axis=-1, keepdims=True)
     x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+            np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+            np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,9 @@ class FTSensor:
 
     def __post_init__(self) -> None:
         if self.kind not in SENSOR_KINDS:
-            raise ConfigError(f"F/T sensor {self.frame!r}: kind {self.kind!r} is neither "
-                              f"'contact' nor 'internal'")
+            raise ConfigError(
+                f"F/T sensor {self.frame!r}: kind {self.kind!r} is neither 'contact' nor 'internal'"
+            )
 
     @property
     def has_offset(self) -> bool:
@@ -128,12 +132,14 @@ class BaseMotion:
     proper_acceleration: np.ndarray
 
     def __post_init__(self) -> None:
-        arrays = [np.asarray(a, dtype=float) for a in (self.angular_velocity,
-                                                        self.angular_acceleration,
-                                                        self.proper_acceleration)]
+        arrays = [
+            np.asarray(a, dtype=float)
+            for a in (self.angular_velocity, self.angular_acceleration, self.proper_acceleration)
+        ]
         if any(a.ndim != 2 or a.shape[1] != 3 or a.shape != arrays[0].shape for a in arrays):
-            raise DataError(f"base motion arrays must all be (N, 3), got "
-                            f"{[a.shape for a in arrays]}")
+            raise DataError(
+                f"base motion arrays must all be (N, 3), got {[a.shape for a in arrays]}"
+            )
         self.angular_velocity, self.angular_acceleration, self.proper_acceleration = arrays
 
     def __len__(self) -> int:
@@ -153,8 +159,11 @@ class BaseMotion:
 
     def subset(self, samples: slice | np.ndarray) -> BaseMotion:
         """The samples selected by ``samples``."""
-        return BaseMotion(self.angular_velocity[samples], self.angular_acceleration[samples],
-                          self.proper_acceleration[samples])
+        return BaseMotion(
+            self.angular_velocity[samples],
+            self.angular_acceleration[samples],
+            self.proper_acceleration[samples],
+        )
 
 
 @dataclass
@@ -175,18 +184,23 @@ class WholeBodySamples:
 
     def subset(self, samples: slice | np.ndarray) -> WholeBodySamples:
         """The samples selected by ``samples``."""
-        return WholeBodySamples(self.q[samples], self.dq[samples], self.ddq[samples],
-                                self.base.subset(samples), self.wrenches[samples],
-                                None if self.efforts is None else self.efforts[samples])
+        return WholeBodySamples(
+            self.q[samples],
+            self.dq[samples],
+            self.ddq[samples],
+            self.base.subset(samples),
+            self.wrenches[samples],
+            None if self.efforts is None else self.efforts[samples],
+        )
 
 
 @dataclass
 class _Link:
     name: str
-    frame: int          # BODY frame id
-    joint: int          # parent joint id
+    frame: int  # BODY frame id
+    joint: int  # parent joint id
     placement: pin.SE3  # joint frame -> link frame
-    theta: np.ndarray   # (10,) URDF inertia about the link frame
+    theta: np.ndarray  # (10,) URDF inertia about the link frame
 
 
 @dataclass
@@ -213,10 +227,16 @@ class WholeBodyModel:
     # ---- construction ------------------------------------------------------------------------
 
     @classmethod
-    def from_urdf(cls, path: str | os.PathLike, base: str = "floating",
-                  ft_sensors: Sequence[FTSensor] = (), imu_frame: str | None = None,
-                  bodies: Sequence[str] | None = None, fixed_frame: str | None = None,
-                  fixed_tilt: Sequence[float] = (0.0, 0.0)) -> WholeBodyModel:
+    def from_urdf(
+        cls,
+        path: str | os.PathLike,
+        base: str = "floating",
+        ft_sensors: Sequence[FTSensor] = (),
+        imu_frame: str | None = None,
+        bodies: Sequence[str] | None = None,
+        fixed_frame: str | None = None,
+        fixed_tilt: Sequence[float] = (0.0, 0.0),
+    ) -> WholeBodyModel:
         """Model of the URDF at ``path``: a free-flyer root at its root link (``floating``,
         ``suspended``, ``fixed`` at a ``fixed_frame``) or a fixed root (``fixed`` on a stand).
         Raises :class:`ConfigError` (bad base kind, body names, a fixed frame or tilt with a base
@@ -226,13 +246,17 @@ class WholeBodyModel:
             raise ConfigError(f"base {base!r} is not one of {BASE_KINDS}")
         tilt = tuple(float(a) for a in fixed_tilt)
         if len(tilt) != 2 or not np.all(np.isfinite(tilt)):
-            raise ConfigError(f"fixed_tilt must be two finite angles (roll, pitch; rad), got "
-                              f"{list(fixed_tilt)}")
+            raise ConfigError(
+                f"fixed_tilt must be two finite angles (roll, pitch; rad), got {list(fixed_tilt)}"
+            )
         if base != "fixed" and (fixed_frame is not None or any(tilt)):
             raise ConfigError(f"a fixed frame and tilt apply to a fixed base, not {base!r}")
         fixed = load_model(path)
-        model = (fixed if base == "fixed" and fixed_frame is None
-                 else pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
+        model = (
+            fixed
+            if base == "fixed" and fixed_frame is None
+            else pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+        )
         if fixed_frame is not None:
             frame_id(model, fixed_frame)
         for sensor in ft_sensors:
@@ -245,18 +269,29 @@ class WholeBodyModel:
             frame_id(model, imu_frame)
         for j in range(1 if model is fixed else 2, model.njoints):
             if model.joints[j].nv != 1:
-                raise ConfigError(f"joint {model.names[j]!r} has {model.joints[j].nv} degrees "
-                                  "of freedom; only 1-dof joints are supported")
+                raise ConfigError(
+                    f"joint {model.names[j]!r} has {model.joints[j].nv} degrees "
+                    "of freedom; only 1-dof joints are supported"
+                )
         link_data = _urdf_links(model)
         names = tuple(link.name for link in link_data)
         chosen, unknown = selected_names(names, bodies)
         if unknown:
-            raise ConfigError(f"bodies {unknown} are not URDF links with mass; those are "
-                              f"{list(names)}")
-        return cls(model=model, base=base, sensors=tuple(ft_sensors), imu_frame=imu_frame,
-                   links=names, link_prior=np.array([link.theta for link in link_data]),
-                   bodies=chosen, _link_data=link_data, fixed_frame=fixed_frame,
-                   fixed_tilt=tilt)
+            raise ConfigError(
+                f"bodies {unknown} are not URDF links with mass; those are {list(names)}"
+            )
+        return cls(
+            model=model,
+            base=base,
+            sensors=tuple(ft_sensors),
+            imu_frame=imu_frame,
+            links=names,
+            link_prior=np.array([link.theta for link in link_data]),
+            bodies=chosen,
+            _link_data=link_data,
+            fixed_frame=fixed_frame,
+            fixed_tilt=tilt,
+        )
 
     def __post_init__(self) -> None:
         model = self.model
@@ -275,20 +310,30 @@ class WholeBodyModel:
         self._sensor_frames = [frame_id(model, s.frame) for s in self.sensors]
         self._contact = [k for k, s in enumerate(self.sensors) if s.kind == "contact"]
         self._internal = [k for k, s in enumerate(self.sensors) if s.kind == "internal"]
-        self._fixed_start = (None if self.fixed_frame is None
-                             else self._start_frame(self.fixed_frame))
-        self._sensor_sides = {k: self._measured_side(self._start_frame(self.sensors[k].frame))
-                              for k in self._internal}
+        self._fixed_start = (
+            None if self.fixed_frame is None else self._start_frame(self.fixed_frame)
+        )
+        self._sensor_sides = {
+            k: self._measured_side(self._start_frame(self.sensors[k].frame)) for k in self._internal
+        }
         self._offset_sensors = [k for k, s in enumerate(self.sensors) if s.has_offset]
-        self._wrench_signs = np.array([-1.0 if s.flip_wrench_sign else 1.0
-                                       for s in self.sensors]).reshape(-1, 1)
+        self._wrench_signs = np.array(
+            [-1.0 if s.flip_wrench_sign else 1.0 for s in self.sensors]
+        ).reshape(-1, 1)
         data = self._data
         q0 = pin.neutral(model)
         pin.computeJointJacobians(model, data, q0)
-        self._axes = np.array([pin.getJointJacobian(model, data, j, pin.ReferenceFrame.LOCAL)
-                               [:, model.joints[j].idx_v] for j in self._joint_ids])
-        self._joint_sides = [self._measured_side(self._joint_child_frame(j))
-                             for j in self._joint_ids]
+        self._axes = np.array(
+            [
+                pin.getJointJacobian(model, data, j, pin.ReferenceFrame.LOCAL)[
+                    :, model.joints[j].idx_v
+                ]
+                for j in self._joint_ids
+            ]
+        )
+        self._joint_sides = [
+            self._measured_side(self._joint_child_frame(j)) for j in self._joint_ids
+        ]
         self._link_joint = np.array([link.joint for link in self._link_data], dtype=int)
         self._link_motion = np.array([link.placement.inverse().action for link in self._link_data])
         self._link_rot = np.array([link.placement.rotation for link in self._link_data])
@@ -303,8 +348,11 @@ class WholeBodyModel:
         frame = model.frames[fid]
         if frame.type == pin.FrameType.BODY:
             return fid
-        children = [k for k, f in enumerate(model.frames)
-                    if f.parentFrame == fid and f.type == pin.FrameType.BODY and k != fid]
+        children = [
+            k
+            for k, f in enumerate(model.frames)
+            if f.parentFrame == fid and f.type == pin.FrameType.BODY and k != fid
+        ]
         if frame.type in (pin.FrameType.FIXED_JOINT, pin.FrameType.JOINT) and children:
             return children[0]
         return fid  # an operational frame: itself (it carries no link)
@@ -363,8 +411,12 @@ class WholeBodyModel:
     @property
     def prior(self) -> np.ndarray:
         """(n_params,) URDF θ of the identified links, zero offsets."""
-        return np.concatenate([self.link_prior[self._identified].ravel(),
-                               np.zeros(N_WRENCH_CHANNELS * len(self._offset_sensors))])
+        return np.concatenate(
+            [
+                self.link_prior[self._identified].ravel(),
+                np.zeros(N_WRENCH_CHANNELS * len(self._offset_sensors)),
+            ]
+        )
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
@@ -403,9 +455,15 @@ class WholeBodyModel:
             v[:6] = base_twist
         return v
 
-    def base_motion_from_imu(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
-                             angular_velocity: np.ndarray, specific_force: np.ndarray,
-                             angular_acceleration: np.ndarray) -> BaseMotion:
+    def base_motion_from_imu(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        angular_velocity: np.ndarray,
+        specific_force: np.ndarray,
+        angular_acceleration: np.ndarray,
+    ) -> BaseMotion:
         """Base motion from an IMU at :attr:`imu_frame`: ``angular_velocity`` (N, 3) rad/s and
         ``angular_acceleration`` (N, 3) rad/s² in the IMU frame, ``specific_force`` (N, 3) m/s²
         (proper acceleration, +9.81 up at rest) in the IMU frame; joints (N, n). The IMU's
@@ -434,8 +492,9 @@ class WholeBodyModel:
             acc_b[i] = rot @ (specific_force[i] - c_lin) - np.cross(alpha, pos)
         return BaseMotion(omega_b, alpha_b, acc_b)
 
-    def fixed_base_motion(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
-                          tilt: Sequence[float] | None = None) -> BaseMotion:
+    def fixed_base_motion(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tilt: Sequence[float] | None = None
+    ) -> BaseMotion:
         """Motion of a ``fixed`` base with joints (N, n): its fixed frame still, tilted by
         ``tilt`` (roll, pitch; rad; default :attr:`fixed_tilt`), its proper acceleration
         ``a_g = g`` :func:`up_from_tilt` in its frame. On a stand the base is at rest; rooted at a
@@ -452,20 +511,25 @@ class WholeBodyModel:
             return BaseMotion(zeros, zeros.copy(), proper.copy())
         twist, acceleration, rotation = self._rooted_base_motion(q, dq, ddq)
         omega = twist[:, 3:]
-        linear = (acceleration[:, :3] + np.cross(omega, twist[:, :3])
-                  + (rotation @ proper[..., None])[..., 0])
+        linear = (
+            acceleration[:, :3]
+            + np.cross(omega, twist[:, :3])
+            + (rotation @ proper[..., None])[..., 0]
+        )
         return BaseMotion(omega.copy(), acceleration[:, 3:].copy(), linear)
 
-    def fixed_frame_acceleration_from_imu(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
-                                          specific_force: np.ndarray) -> np.ndarray:
+    def fixed_frame_acceleration_from_imu(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, specific_force: np.ndarray
+    ) -> np.ndarray:
         """(N, 3) proper acceleration (m/s², gravity reversed) of a ``fixed`` base's fixed frame
         in that frame, from the ``specific_force`` (N, 3) of the IMU at :attr:`imu_frame` (its
         frame) with joints (N, n): the IMU's motion relative to the still frame (from the joints)
         removed. The direction of its mean is the frame's tilt (:func:`tilt_from_up`; the gyro is
         not needed)."""
         if self.imu_frame is None or self.base != "fixed":
-            raise ConfigError("fixed_frame_acceleration_from_imu needs a fixed base and an "
-                              "imu_frame")
+            raise ConfigError(
+                "fixed_frame_acceleration_from_imu needs a fixed base and an imu_frame"
+            )
         model, data = self.model, self._data
         fid = frame_id(model, self.imu_frame)
         local = pin.ReferenceFrame.LOCAL
@@ -486,8 +550,9 @@ class WholeBodyModel:
             out[i] = rotation[i].T @ imu_rotation @ (specific_force[i] - c_lin)
         return out
 
-    def _rooted_base_motion(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
-                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _rooted_base_motion(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Base twist (N, 6) and spatial acceleration (N, 6) (base frame, LOCAL) that keep the
         fixed frame still without gravity, and the fixed frame's rotation in the base frame
         (N, 3, 3), from the joints (N, n) (the free-flyer model)."""
@@ -504,8 +569,9 @@ class WholeBodyModel:
             jacobian = pin.getFrameJacobian(model, data, fid, local)[:, self._v_index]
             to_base = placement.action  # X_{B<-F}; the free flyer's columns are X_{F<-B}
             twist[i] = -to_base @ (jacobian @ dq[i])
-            pin.forwardKinematics(model, data, config, self._velocity(dq[i], twist[i]),
-                                  self._velocity(ddq[i], None))
+            pin.forwardKinematics(
+                model, data, config, self._velocity(dq[i], twist[i]), self._velocity(ddq[i], None)
+            )
             acceleration[i] = -to_base @ pin.getFrameAcceleration(model, data, fid, local).vector
             rotation[i] = placement.rotation
         return twist, acceleration, rotation
@@ -564,25 +630,29 @@ class WholeBodyModel:
         n, nj = len(samples), len(self.joint_names)
         for name in ("q", "dq", "ddq"):
             if getattr(samples, name).shape != (n, nj):
-                raise DataError(f"{name} must have shape ({n}, {nj}) (joints "
-                                f"{list(self.joint_names)}), got {getattr(samples, name).shape}")
+                raise DataError(
+                    f"{name} must have shape ({n}, {nj}) (joints "
+                    f"{list(self.joint_names)}), got {getattr(samples, name).shape}"
+                )
         if samples.wrenches.shape != (n, len(self.sensors), 6):
-            raise DataError(f"wrenches must have shape ({n}, {len(self.sensors)}, 6), got "
-                            f"{samples.wrenches.shape}")
+            raise DataError(
+                f"wrenches must have shape ({n}, {len(self.sensors)}, 6), got "
+                f"{samples.wrenches.shape}"
+            )
         if len(samples.base) != n:
             raise DataError(f"base motion has {len(samples.base)} samples for {n}")
         if samples.efforts is not None and samples.efforts.shape != (n, nj):
             raise DataError(f"efforts must have shape ({n}, {nj}), got {samples.efforts.shape}")
 
-    def _groups(self, with_efforts: bool
-                ) -> list[tuple[str, int | None, np.ndarray, list[int], float]]:
+    def _groups(
+        self, with_efforts: bool
+    ) -> list[tuple[str, int | None, np.ndarray, list[int], float]]:
         """Row groups in channel order: ``(kind, index, link mask, contacts, sign)`` with kind
         ``base``, ``sensor`` (index: sensor), ``joint`` (index: position in joint_names), the
         links and contacts of the side it balances and its sign (:meth:`_measured_side`)."""
         groups: list[tuple[str, int | None, np.ndarray, list[int], float]] = []
         if self._base_rows:
-            groups.append(("base", None, np.ones(len(self.links), dtype=bool), self._contact,
-                           1.0))
+            groups.append(("base", None, np.ones(len(self.links), dtype=bool), self._contact, 1.0))
         groups += [("sensor", k, *self._sensor_sides[k]) for k in self._internal]
         if with_efforts:
             groups += [("joint", k, *self._joint_sides[k]) for k in range(len(self.joint_names))]
@@ -590,8 +660,10 @@ class WholeBodyModel:
 
     def _offset_columns(self) -> dict[int, int]:
         """Sensor index -> first column of its offset."""
-        return {k: N_BODY_PARAMS * self.n_bodies + N_WRENCH_CHANNELS * i
-                for i, k in enumerate(self._offset_sensors)}
+        return {
+            k: N_BODY_PARAMS * self.n_bodies + N_WRENCH_CHANNELS * i
+            for i, k in enumerate(self._offset_sensors)
+        }
 
     def row_groups(self, with_efforts: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
         """``(channels, columns)`` per group of rows (base, each internal sensor, each joint):
@@ -602,32 +674,42 @@ class WholeBodyModel:
         offsets = self._offset_columns()
         for kind, k, mask, contacts, _ in self._groups(with_efforts):
             size = 1 if kind == "joint" else 6
-            cols = [N_BODY_PARAMS * body_index[name] + np.arange(N_BODY_PARAMS)
-                    for name, inside in zip(self.links, mask) if inside and name in body_index]
+            cols = [
+                N_BODY_PARAMS * body_index[name] + np.arange(N_BODY_PARAMS)
+                for name, inside in zip(self.links, mask)
+                if inside and name in body_index
+            ]
             cols += [offsets[c] + np.arange(6) for c in contacts if c in offsets]
             if kind == "sensor" and k in offsets:
                 cols.append(offsets[k] + np.arange(6))
-            out.append((np.arange(row, row + size),
-                        np.sort(np.concatenate(cols)) if cols else np.zeros(0, dtype=int)))
+            out.append(
+                (
+                    np.arange(row, row + size),
+                    np.sort(np.concatenate(cols)) if cols else np.zeros(0, dtype=int),
+                )
+            )
             row += size
         return out
 
-    def rows(self, samples: WholeBodySamples,
-             with_efforts: bool = False) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    def rows(
+        self, samples: WholeBodySamples, with_efforts: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
         """``(Y (N C, n_params), b (N C,), channels (C,))`` with ``Y x = b`` for the true ``x``
         up to noise; row ``i C + c`` is sample ``i``, channel ``channels[c]``
         (:meth:`channels`). Links not identified contribute their URDF θ to ``b``."""
         channels = self.channels(with_efforts)
         Y = np.zeros((len(samples), len(channels), self.n_params))
         b = np.zeros((len(samples), len(channels)))
-        for (rows, cols), (Yg, bg) in zip(self.row_groups(with_efforts),
-                                          self.group_rows(samples, with_efforts)):
+        for (rows, cols), (Yg, bg) in zip(
+            self.row_groups(with_efforts), self.group_rows(samples, with_efforts)
+        ):
             Y[:, rows[:, None], cols[None, :]] = Yg
             b[:, rows] = bg
         return Y.reshape(-1, self.n_params), b.reshape(-1), channels
 
-    def group_rows(self, samples: WholeBodySamples,
-                   with_efforts: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+    def group_rows(
+        self, samples: WholeBodySamples, with_efforts: bool = False
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per group of :meth:`row_groups`: ``Y_g`` (N, channels, columns) and ``b_g`` (N,
         channels), the rows restricted to the columns they touch (see :meth:`rows`)."""
         self.check_samples(samples)
@@ -640,8 +722,9 @@ class WholeBodyModel:
         Z = _dual_action(rot, pos, Yl)  # (n, L, 6, 10): link wrenches in the base frame
         known = np.flatnonzero(~self._identified)
         Zk = np.einsum("nlab,lb->nla", Z[:, known], self.link_prior[known])  # (n, Lk, 6)
-        column = {link: N_BODY_PARAMS * u
-                  for u, link in enumerate(np.flatnonzero(self._identified))}
+        column = {
+            link: N_BODY_PARAMS * u for u, link in enumerate(np.flatnonzero(self._identified))
+        }
         sensor_rot, sensor_pos = self._frame_placements(joint_rot, joint_pos, self._sensor_frames)
         W = samples.wrenches * self._wrench_signs  # (n, S, 6), this package's convention
         Xc = _dual_matrix(sensor_rot, sensor_pos)  # X*_{B<-c} (n, S, 6, 6)
@@ -649,11 +732,13 @@ class WholeBodyModel:
         offsets = self._offset_columns()
         inverse = _dual_matrix_inverse(sensor_rot, sensor_pos)  # X*_{s<-B}
         if with_efforts:
-            joint_inverse = _dual_matrix_inverse(joint_rot[:, self._joint_ids],
-                                                 joint_pos[:, self._joint_ids])
+            joint_inverse = _dual_matrix_inverse(
+                joint_rot[:, self._joint_ids], joint_pos[:, self._joint_ids]
+            )
         result = []
-        for (kind, k, mask, contacts, sign), (_, cols) in zip(self._groups(with_efforts),
-                                                              self.row_groups(with_efforts)):
+        for (kind, k, mask, contacts, sign), (_, cols) in zip(
+            self._groups(with_efforts), self.row_groups(with_efforts)
+        ):
             # in the base frame: Σ_L Z_L θ_L + Σ_c X*_c o_c = Σ_c X*_c W_c - Σ_known Z θ
             if kind == "base":
                 T = None
@@ -670,25 +755,26 @@ class WholeBodyModel:
                     block = T[:, None] @ block
                 at = np.searchsorted(cols, [column[link] for link in links])
                 for j, start in enumerate(at):
-                    out[:, :, start:start + N_BODY_PARAMS] = block[:, j]
+                    out[:, :, start : start + N_BODY_PARAMS] = block[:, j]
             right = Wc_base[:, contacts].sum(axis=1) - Zk[:, mask[known]].sum(axis=1)
             right = right if T is None else (T @ right[..., None])[..., 0]
             for c in contacts:
                 if c in offsets:
                     start = int(np.searchsorted(cols, offsets[c]))
-                    out[:, :, start:start + 6] = Xc[:, c] if T is None else T @ Xc[:, c]
+                    out[:, :, start : start + 6] = Xc[:, c] if T is None else T @ Xc[:, c]
             if kind == "sensor":  # W_s = o_s + X*_{s<-B} (...)
                 right = right + W[:, k]
                 if k in offsets:
                     start = int(np.searchsorted(cols, offsets[k]))
-                    out[:, :, start:start + 6] += np.eye(6)
+                    out[:, :, start : start + 6] += np.eye(6)
             elif kind == "joint":  # tau_j = S_jᵀ X*_{j<-B} (...)
-                right = right + samples.efforts[:, k:k + 1]
+                right = right + samples.efforts[:, k : k + 1]
             result.append((out, right))
         return result
 
-    def _frame_placements(self, joint_rot: np.ndarray, joint_pos: np.ndarray,
-                          frames: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    def _frame_placements(
+        self, joint_rot: np.ndarray, joint_pos: np.ndarray, frames: Sequence[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Placements of ``frames`` in the base frame per sample, ``R`` (N, F, 3, 3) and ``p``
         (N, F, 3), from the joints' (N, njoints, 3, 3), (N, njoints, 3)."""
         parents = [self.model.frames[f].parentJoint for f in frames]
@@ -714,14 +800,17 @@ def _motion_inverse_action(rt: np.ndarray, pos: np.ndarray, motion: np.ndarray) 
     """(N, 6) motion vectors of the parent frame expressed in the child frame ``(R, p)``
     (``rt`` = Rᵀ (N, 3, 3), ``p`` (N, 3)): ``[Rᵀ (v + ω × p), Rᵀ ω]``."""
     lin = motion[:, :3] + np.cross(motion[:, 3:], pos)
-    return np.concatenate([(rt @ lin[..., None])[..., 0], (rt @ motion[:, 3:, None])[..., 0]],
-                          axis=1)
+    return np.concatenate(
+        [(rt @ lin[..., None])[..., 0], (rt @ motion[:, 3:, None])[..., 0]], axis=1
+    )
 
 
 def _motion_cross(v: np.ndarray, u: np.ndarray) -> np.ndarray:
     """(N, 6) ``v × u`` of motion vectors ``[linear, angular]``."""
-    return np.concatenate([np.cross(v[:, 3:], u[:, :3]) + np.cross(v[:, :3], u[:, 3:]),
-                           np.cross(v[:, 3:], u[:, 3:])], axis=1)
+    return np.concatenate(
+        [np.cross(v[:, 3:], u[:, :3]) + np.cross(v[:, :3], u[:, 3:]), np.cross(v[:, 3:], u[:, 3:])],
+        axis=1,
+    )
 
 
 def _dual_matrix(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -777,10 +866,12 @@ def _urdf_links(model: pin.Model) -> list[_Link]:
     return links
 
 
-def gyro_derivative(t: np.ndarray, angular_velocity: np.ndarray,
-                    half_width: float = DEFAULT_GYRO_HALF_WIDTH) -> np.ndarray:
+def gyro_derivative(
+    t: np.ndarray, angular_velocity: np.ndarray, half_width: float = DEFAULT_GYRO_HALF_WIDTH
+) -> np.ndarray:
     """(N, 3) angular acceleration (IMU frame, rad/s²) by a local quadratic fit of the gyro
     ``angular_velocity`` (N, 3) at stamps ``t`` (N,) (s). In the body frame, the derivative of the
     body angular velocity is the angular acceleration."""
-    return local_polynomial_derivatives(t, angular_velocity, t, half_width, order=2,
-                                        n_derivatives=1)[:, 1]
+    return local_polynomial_derivatives(
+        t, angular_velocity, t, half_width, order=2, n_derivatives=1
+    )[:, 1]

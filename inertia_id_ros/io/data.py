@@ -107,8 +107,9 @@ def _array(source: str, name: str, value: object, shape: tuple[int | None, ...])
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise DataError(f"{source}: {name!r} is not numeric") from None
-    if array.ndim != len(shape) or any(s is not None and s != a
-                                       for s, a in zip(shape, array.shape)):
+    if array.ndim != len(shape) or any(
+        s is not None and s != a for s, a in zip(shape, array.shape)
+    ):
         expected = "(" + ", ".join("N" if s is None else str(s) for s in shape) + ")"
         raise DataError(f"{source}: {name!r} has shape {array.shape}, expected {expected}")
     bad = ~np.isfinite(array)
@@ -125,8 +126,10 @@ def _stamps(source: str, name: str, value: object) -> np.ndarray:
     steps = np.diff(t)
     if np.any(steps <= 0):
         k = int(np.argmax(steps <= 0))
-        raise DataError(f"{source}: {name!r} must be strictly increasing; sample {k + 1} "
-                        f"({t[k + 1]:.9f} s) does not come after sample {k} ({t[k]:.9f} s)")
+        raise DataError(
+            f"{source}: {name!r} must be strictly increasing; sample {k + 1} "
+            f"({t[k + 1]:.9f} s) does not come after sample {k} ({t[k]:.9f} s)"
+        )
     return t
 
 
@@ -142,25 +145,40 @@ def _joint_names(source: str, names: Sequence[object]) -> tuple[str, ...]:
     return out
 
 
-def _joint_states(source: str, t: object, joint_names: Sequence[object], q: object,
-                  dq: object = None, ddq: object = None, effort: object = None) -> JointStates:
+def _joint_states(
+    source: str,
+    t: object,
+    joint_names: Sequence[object],
+    q: object,
+    dq: object = None,
+    ddq: object = None,
+    effort: object = None,
+) -> JointStates:
     t = _stamps(source, "t", t)
     names = _joint_names(source, joint_names)
     shape = (t.size, len(names))
-    arrays = {key: None if value is None else _array(source, key, value, shape)
-              for key, value in (("q", q), ("dq", dq), ("ddq", ddq), ("effort", effort))}
+    arrays = {
+        key: None if value is None else _array(source, key, value, shape)
+        for key, value in (("q", q), ("dq", dq), ("ddq", ddq), ("effort", effort))
+    }
     return JointStates(t=t, joint_names=names, **arrays)
 
 
-def check_joints(states: JointStates, model_joint_names: Sequence[str],
-                 required: Sequence[str] = (), source: str = "recording") -> None:
+def check_joints(
+    states: JointStates,
+    model_joint_names: Sequence[str],
+    required: Sequence[str] = (),
+    source: str = "recording",
+) -> None:
     """Raise :class:`DataError` if ``states`` names joints absent from the model
     (``model_joint_names``) or lacks any of ``required``."""
     known = set(model_joint_names)
     unknown = [name for name in states.joint_names if name not in known]
     if unknown:
-        raise DataError(f"{source}: joint(s) {unknown} are not in the robot model (its joints: "
-                        f"{', '.join(model_joint_names)})")
+        raise DataError(
+            f"{source}: joint(s) {unknown} are not in the robot model (its joints: "
+            f"{', '.join(model_joint_names)})"
+        )
     missing = [name for name in required if name not in states.joint_names]
     if missing:
         raise DataError(f"{source}: lacks joint(s) {missing}; it has {list(states.joint_names)}")
@@ -171,12 +189,19 @@ def check_wrench_frame(recording: PayloadRecording, sensor_frame: str) -> None:
     ``sensor_frame`` (a recording that does not name the frame passes)."""
     frame = recording.wrenches.frame
     if frame and frame != sensor_frame:
-        raise DataError(f"{recording.source}: the wrenches are expressed in frame {frame!r}, not "
-                        f"in the sensor frame {sensor_frame!r}")
+        raise DataError(
+            f"{recording.source}: the wrenches are expressed in frame {frame!r}, not "
+            f"in the sensor frame {sensor_frame!r}"
+        )
 
 
-def with_derivatives(states: JointStates, half_width: float, order: int = 2,
-                     trim: float | None = None, delay: float = 0.0) -> JointStates:
+def with_derivatives(
+    states: JointStates,
+    half_width: float,
+    order: int = 2,
+    trim: float | None = None,
+    delay: float = 0.0,
+) -> JointStates:
     """``states`` with velocities and accelerations: the recorded ones when both are present,
     else from a local polynomial fit of degree ``order`` over ``half_width`` s on each side of
     every sample (:func:`inertia_id_ros.core.filtering.derivatives_at_samples`, zero-phase: a
@@ -192,22 +217,28 @@ def with_derivatives(states: JointStates, half_width: float, order: int = 2,
         if delay == 0.0:
             return states
         keep = np.flatnonzero((t - delay >= t[0]) & (t - delay <= t[-1]))
-        q, dq, ddq = (np.column_stack([np.interp(t[keep] - delay, t, c) for c in a.T])
-                      for a in (states.q, states.dq, states.ddq))
+        q, dq, ddq = (
+            np.column_stack([np.interp(t[keep] - delay, t, c) for c in a.T])
+            for a in (states.q, states.dq, states.ddq)
+        )
         effort = None if states.effort is None else states.effort[keep]
         return JointStates(t[keep], states.joint_names, q, dq, ddq, effort)
     trim = half_width if trim is None else trim
     if not np.any((t >= t[0] + trim) & (t <= t[-1] - trim)):
-        raise DataError(f"the recording ({t[-1] - t[0]:.3f} s) is too short to differentiate the "
-                        f"joint states over +-{trim} s")
+        raise DataError(
+            f"the recording ({t[-1] - t[0]:.3f} s) is too short to differentiate the "
+            f"joint states over +-{trim} s"
+        )
     try:
-        keep, q, dq, ddq = derivatives_at_samples(t, states.q, states.dq, half_width, order,
-                                                  trim, _DIFFERENTIATION_CHUNK, delay)
+        keep, q, dq, ddq = derivatives_at_samples(
+            t, states.q, states.dq, half_width, order, trim, _DIFFERENTIATION_CHUNK, delay
+        )
     except ValueError as e:
         raise DataError(f"cannot differentiate the joint states: {e}") from None
     effort = None if states.effort is None else states.effort[keep]
-    return JointStates(t[keep], states.joint_names, states.q[keep] if delay == 0.0 else q, dq,
-                       ddq, effort)
+    return JointStates(
+        t[keep], states.joint_names, states.q[keep] if delay == 0.0 else q, dq, ddq, effort
+    )
 
 
 # ---- NPZ and CSV ---------------------------------------------------------------------------
@@ -247,8 +278,9 @@ def _read_csv(path: Path) -> dict[str, object]:
     values = np.empty((len(body), len(header)))
     for k, (number, row) in enumerate(body):
         if len(row) != len(header):
-            raise DataError(f"{path}: line {number} has {len(row)} values, the header "
-                            f"{len(header)}")
+            raise DataError(
+                f"{path}: line {number} has {len(row)} values, the header {len(header)}"
+            )
         try:
             values[k] = [float(x) for x in row]
         except ValueError:
@@ -275,8 +307,10 @@ def _read_csv(path: Path) -> dict[str, object]:
     if present:
         out["wrench"] = np.column_stack([column.pop(name) for name in wrench])
     if column:
-        raise DataError(f"{path}: unknown column(s) {sorted(column)} (known: t, "
-                        "q:/dq:/ddq:/effort:<joint>, wrench:fx..tz)")
+        raise DataError(
+            f"{path}: unknown column(s) {sorted(column)} (known: t, "
+            "q:/dq:/ddq:/effort:<joint>, wrench:fx..tz)"
+        )
     return out
 
 
@@ -289,25 +323,38 @@ def _read_table(path: str | Path) -> tuple[str, dict[str, object]]:
         return str(path), _read_npz(path)
     if suffix == ".csv":
         return str(path), _read_csv(path)
-    raise DataError(f"{path}: unknown data format {suffix or '(no extension)'!r}; use .npz or "
-                    ".csv (ROS 2 bags: --bag)")
+    raise DataError(
+        f"{path}: unknown data format {suffix or '(no extension)'!r}; use .npz or "
+        ".csv (ROS 2 bags: --bag)"
+    )
 
 
 def _require(source: str, table: Mapping[str, object], *keys: str) -> None:
     missing = [key for key in keys if key not in table]
     if missing:
-        raise DataError(f"{source}: missing {', '.join(map(repr, missing))} (has "
-                        f"{', '.join(map(repr, table)) or 'nothing'})")
+        raise DataError(
+            f"{source}: missing {', '.join(map(repr, missing))} (has "
+            f"{', '.join(map(repr, table)) or 'nothing'})"
+        )
 
 
 def _states_from_table(source: str, table: Mapping[str, object], with_effort: bool) -> JointStates:
     _require(source, table, "t", "joint_names", "q", *(("effort",) if with_effort else ()))
     names = np.atleast_1d(np.asarray(table["joint_names"]))
     if names.ndim != 1 or names.dtype.kind not in "US":
-        raise DataError(f"{source}: 'joint_names' must be a 1-D array of strings, got "
-                        f"{names.dtype} {names.shape}")
-    return _joint_states(source, table["t"], names.tolist(), table["q"], table.get("dq"),
-                         table.get("ddq"), table.get("effort") if with_effort else None)
+        raise DataError(
+            f"{source}: 'joint_names' must be a 1-D array of strings, got "
+            f"{names.dtype} {names.shape}"
+        )
+    return _joint_states(
+        source,
+        table["t"],
+        names.tolist(),
+        table["q"],
+        table.get("dq"),
+        table.get("ddq"),
+        table.get("effort") if with_effort else None,
+    )
 
 
 def read_payload_file(path: str | Path) -> PayloadRecording:
@@ -340,15 +387,16 @@ def wrench_values(msg) -> list[float]:
     return [force.x, force.y, force.z, torque.x, torque.y, torque.z]
 
 
-def read_bag_messages(path: str | Path, topics: Sequence[tuple[str, str]],
-                      optional: Sequence[tuple[str, str]] = ()) -> list[tuple[str, int, object]]:
+def read_bag_messages(
+    path: str | Path, topics: Sequence[tuple[str, str]], optional: Sequence[tuple[str, str]] = ()
+) -> list[tuple[str, int, object]]:
     """Every message of :func:`iter_bag_messages`, in a list (memory grows with the bag)."""
     return list(iter_bag_messages(path, topics, optional))
 
 
-def iter_bag_messages(path: str | Path, topics: Sequence[tuple[str, str]],
-                      optional: Sequence[tuple[str, str]] = ()
-                      ) -> Iterator[tuple[str, int, object]]:
+def iter_bag_messages(
+    path: str | Path, topics: Sequence[tuple[str, str]], optional: Sequence[tuple[str, str]] = ()
+) -> Iterator[tuple[str, int, object]]:
     """``(topic, log time (ns), deserialised message)`` of every message on ``topics`` ((topic,
     expected message type) pairs, each must be in the bag with messages) and on the ``optional``
     ones present, in bag order: the order of the log (receive) times, as a subscriber got them.
@@ -371,19 +419,21 @@ def iter_bag_messages(path: str | Path, topics: Sequence[tuple[str, str]],
             for topic, msgtype in topics:
                 if topic not in available:
                     listing = ", ".join(f"{t} ({m})" for t, m in sorted(available.items()))
-                    raise DataError(f"{path}: no topic {topic!r} in the bag; it has: "
-                                    f"{listing or 'no topics'}")
+                    raise DataError(
+                        f"{path}: no topic {topic!r} in the bag; it has: {listing or 'no topics'}"
+                    )
                 if available[topic] != msgtype:
-                    raise DataError(f"{path}: topic {topic!r} carries {available[topic]}, "
-                                    f"expected {msgtype}")
+                    raise DataError(
+                        f"{path}: topic {topic!r} carries {available[topic]}, expected {msgtype}"
+                    )
                 if not counts[topic]:
                     raise DataError(f"{path}: no messages on {topic!r}")
             wanted = {topic for topic, _ in topics} | {
-                topic for topic, msgtype in optional if available.get(topic) == msgtype}
+                topic for topic, msgtype in optional if available.get(topic) == msgtype
+            }
             connections = [c for c in reader.connections if c.topic in wanted]
             for connection, log_time, raw in reader.messages(connections=connections):
-                yield (connection.topic, int(log_time),
-                       reader.deserialize(raw, connection.msgtype))
+                yield (connection.topic, int(log_time), reader.deserialize(raw, connection.msgtype))
     except DataError:
         raise
     except (AnyReaderError, ReaderError, OSError, KeyError, ValueError, AssertionError) as e:
@@ -403,13 +453,16 @@ def _sorted_by_stamp(source: str, topic: str, stamps: list[float]) -> np.ndarray
     """Indices putting ``stamps`` in increasing order; DataError on zero or repeated stamps."""
     t = np.asarray(stamps)
     if np.all(t == 0.0):
-        raise DataError(f"{source}: all header stamps on {topic!r} are zero (the publisher does "
-                        "not stamp its messages)")
+        raise DataError(
+            f"{source}: all header stamps on {topic!r} are zero (the publisher does "
+            "not stamp its messages)"
+        )
     order = np.argsort(t, kind="stable")
     repeated = np.flatnonzero(np.diff(t[order]) == 0)
     if repeated.size:
-        raise DataError(f"{source}: header stamp {t[order][repeated[0]]:.9f} s repeats on "
-                        f"{topic!r}")
+        raise DataError(
+            f"{source}: header stamp {t[order][repeated[0]]:.9f} s repeats on {topic!r}"
+        )
     return order
 
 
@@ -417,9 +470,11 @@ def _states_from_messages(source: str, topic: str, msgs: list) -> JointStates:
     names = _joint_names(source, msgs[0].name)
     for k, msg in enumerate(msgs):
         if sorted(msg.name) != sorted(names):
-            raise DataError(f"{source}: message {k} on {topic!r} names joints {list(msg.name)}, "
-                            f"the first one {list(names)}; every message must name the same "
-                            "joints (record one joint group per topic)")
+            raise DataError(
+                f"{source}: message {k} on {topic!r} names joints {list(msg.name)}, "
+                f"the first one {list(names)}; every message must name the same "
+                "joints (record one joint group per topic)"
+            )
     order_of = {name: i for i, name in enumerate(names)}
     columns: dict[str, list[np.ndarray]] = {"q": [], "dq": [], "effort": []}
     has = {"dq": True, "effort": True}
@@ -431,20 +486,27 @@ def _states_from_messages(source: str, topic: str, msgs: list) -> JointStates:
                 has[key] = False
                 continue
             if values.size != len(names):
-                raise DataError(f"{source}: message {k} on {topic!r} has {len(names)} names and "
-                                f"{values.size} {'position' if key == 'q' else key} values")
+                raise DataError(
+                    f"{source}: message {k} on {topic!r} has {len(names)} names and "
+                    f"{values.size} {'position' if key == 'q' else key} values"
+                )
             row = np.empty(len(names))
             row[index] = values
             columns[key].append(row)
     order = _sorted_by_stamp(source, topic, [header_seconds(msg.header) for msg in msgs])
     t = np.array([header_seconds(msg.header) for msg in msgs])[order]
-    arrays = {key: np.array(rows)[order] if key == "q" or has[key] else None
-              for key, rows in columns.items()}
+    arrays = {
+        key: np.array(rows)[order] if key == "q" or has[key] else None
+        for key, rows in columns.items()
+    }
     return _joint_states(source, t, names, arrays["q"], arrays["dq"], None, arrays["effort"])
 
 
-def read_payload_bag(path: str | Path, joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-                     wrench_topic: str = DEFAULT_WRENCH_TOPIC) -> PayloadRecording:
+def read_payload_bag(
+    path: str | Path,
+    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
+    wrench_topic: str = DEFAULT_WRENCH_TOPIC,
+) -> PayloadRecording:
     """Payload data from a ROS 2 bag: ``JointState`` on ``joint_states_topic`` and
     ``WrenchStamped`` on ``wrench_topic`` (stamps and frame from the headers)."""
     source = str(path)
@@ -458,19 +520,25 @@ def read_payload_bag(path: str | Path, joint_states_topic: str = DEFAULT_JOINT_S
     order = _sorted_by_stamp(source, wrench_topic, stamps)
     t = np.array(stamps)[order]
     wrench = np.array([wrench_values(msg) for msg in wrench_msgs])[order]
-    wrenches = Wrenches(_stamps(source, "wrench stamps", t),
-                        _array(source, "wrench", wrench, (t.size, 6)), frames[0])
+    wrenches = Wrenches(
+        _stamps(source, "wrench stamps", t),
+        _array(source, "wrench", wrench, (t.size, 6)),
+        frames[0],
+    )
     return PayloadRecording(states, wrenches, source)
 
 
-def read_joint_bag(path: str | Path,
-                   joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC) -> JointStates:
+def read_joint_bag(
+    path: str | Path, joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC
+) -> JointStates:
     """Link data from a ROS 2 bag: ``JointState`` messages with ``effort`` on
     ``joint_states_topic``."""
     source = str(path)
     msgs = _read_bag(path, [(joint_states_topic, JOINT_STATE_TYPE)])[joint_states_topic]
     states = _states_from_messages(source, joint_states_topic, msgs)
     if states.effort is None:
-        raise DataError(f"{source}: the JointState messages on {joint_states_topic!r} carry no "
-                        "effort (every message needs one per joint)")
+        raise DataError(
+            f"{source}: the JointState messages on {joint_states_topic!r} carry no "
+            "effort (every message needs one per joint)"
+        )
     return states

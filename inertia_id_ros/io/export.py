@@ -106,10 +106,16 @@ def body_json(name: str, frame: str, theta: np.ndarray) -> dict[str, Any]:
     if theta[0] > 0:
         _, c, i = inertia_from_theta(theta)
         com, inertia_com = c.tolist(), inertia_to_msg_order(i).tolist()
-    return {"name": name, "frame": frame, "mass": float(theta[0]), "com": com,
-            "inertia_com": inertia_com, "theta": np.asarray(theta, dtype=float).tolist(),
-            "fully_consistent": report.fully_consistent,
-            "min_pseudo_inertia_eig": report.min_pseudo_inertia_eig}
+    return {
+        "name": name,
+        "frame": frame,
+        "mass": float(theta[0]),
+        "com": com,
+        "inertia_com": inertia_com,
+        "theta": np.asarray(theta, dtype=float).tolist(),
+        "fully_consistent": report.fully_consistent,
+        "min_pseudo_inertia_eig": report.min_pseudo_inertia_eig,
+    }
 
 
 def read_result(path: str | Path, error: type[CallerError] = ExportError) -> dict[str, Any]:
@@ -152,15 +158,18 @@ def read_body(path: str | Path, name: str | None = None) -> IdentifiedBody:
 def _check_exportable(body: IdentifiedBody) -> None:
     report = check_consistency(body.theta)
     if not report.fully_consistent:
-        raise ExportError(f"body {body.name!r} is not physically consistent "
-                          f"({'; '.join(report.problems)}); refusing to export it")
+        raise ExportError(
+            f"body {body.name!r} is not physically consistent "
+            f"({'; '.join(report.problems)}); refusing to export it"
+        )
 
 
 # ---- frames --------------------------------------------------------------------------------
 
 
-def transform_theta(model: pin.Model, theta: np.ndarray, from_frame: str,
-                    to_frame: str) -> np.ndarray:
+def transform_theta(
+    model: pin.Model, theta: np.ndarray, from_frame: str, to_frame: str
+) -> np.ndarray:
     """``theta`` (10,) about and in ``from_frame`` -> about and in ``to_frame``, two frames of
     ``model`` rigidly connected (same parent joint: only fixed joints between them)."""
     try:
@@ -168,9 +177,11 @@ def transform_theta(model: pin.Model, theta: np.ndarray, from_frame: str,
     except FrameNotFound as e:
         raise ExportError(str(e)) from None
     if source.parentJoint != target.parentJoint:
-        raise ExportError(f"frames {from_frame!r} and {to_frame!r} are not rigidly connected "
-                          f"(they move with joints {model.names[source.parentJoint]!r} and "
-                          f"{model.names[target.parentJoint]!r})")
+        raise ExportError(
+            f"frames {from_frame!r} and {to_frame!r} are not rigidly connected "
+            f"(they move with joints {model.names[source.parentJoint]!r} and "
+            f"{model.names[target.parentJoint]!r})"
+        )
     target_from_source = target.placement.inverse() * source.placement
     inertia = target_from_source.act(pin.Inertia.FromDynamicParameters(np.asarray(theta, float)))
     return np.asarray(inertia.toDynamicParameters())
@@ -193,8 +204,9 @@ def inertial_theta(inertial: ET.Element) -> np.ndarray:
     six = [0.0 if inertia is None else float(inertia.get(n, 0.0)) for n in names]
     ixx, ixy, ixz, iyy, iyz, izz = six
     rotation = pin.rpy.rpyToMatrix(*rpy)
-    inertia_com = rotation @ np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]) \
-        @ rotation.T
+    inertia_com = (
+        rotation @ np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]) @ rotation.T
+    )
     return theta_from_inertia(m, xyz, inertia_com)
 
 
@@ -207,13 +219,16 @@ def _inertial_xml(theta: np.ndarray, indent: str) -> str:
     indented by ``indent`` plus two spaces, the closing tag by ``indent``."""
     mass, com, inertia_com = inertia_from_theta(theta)
     six = inertia_to_msg_order(inertia_com)
-    inertia = " ".join(f'{name}="{_number(v)}"' for name, v in
-                       zip(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), six))
+    inertia = " ".join(
+        f'{name}="{_number(v)}"' for name, v in zip(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), six)
+    )
     inner = indent + "  "
     origin = " ".join(map(_number, com))
-    return (f'<inertial>\n{inner}<origin xyz="{origin}" rpy="0 0 0"/>\n'
-            f'{inner}<mass value="{_number(mass)}"/>\n{inner}<inertia {inertia}/>\n{indent}'
-            "</inertial>")
+    return (
+        f'<inertial>\n{inner}<origin xyz="{origin}" rpy="0 0 0"/>\n'
+        f'{inner}<mass value="{_number(mass)}"/>\n{inner}<inertia {inertia}/>\n{indent}'
+        "</inertial>"
+    )
 
 
 @dataclass
@@ -273,12 +288,11 @@ def _find_link(data: bytes, link: str) -> _LinkSpans:
 
 def _line_indent(data: bytes, position: int) -> str:
     """The whitespace from the start of the line to ``position`` ("" if there is text)."""
-    prefix = data[data.rfind(b"\n", 0, position) + 1:position].decode()
+    prefix = data[data.rfind(b"\n", 0, position) + 1 : position].decode()
     return prefix if not prefix.strip() else ""
 
 
-def with_link_inertial(urdf_xml: str, link: str, theta: np.ndarray,
-                       mode: str = "replace") -> str:
+def with_link_inertial(urdf_xml: str, link: str, theta: np.ndarray, mode: str = "replace") -> str:
     """URDF text with link ``link``'s ``<inertial>`` set to ``theta`` (10,) (about and in the
     link frame), or, with ``mode="add"``, to the sum of its present inertial and ``theta``. Only
     that element changes (or is inserted as the link's first child): the rest of the text, with
@@ -289,27 +303,33 @@ def with_link_inertial(urdf_xml: str, link: str, theta: np.ndarray,
     spans = _find_link(data, link)
     link_indent = _line_indent(data, spans.start)
     if spans.inertial_start >= 0:
-        present = data[spans.inertial_start:spans.inertial_end]
+        present = data[spans.inertial_start : spans.inertial_end]
         if mode == "add":
             theta = np.asarray(theta, dtype=float) + inertial_theta(ET.fromstring(present))
         text = _inertial_xml(theta, _line_indent(data, spans.inertial_start))
-        return (data[:spans.inertial_start] + text.encode() + data[spans.inertial_end:]).decode()
-    child_indent = (_line_indent(data, spans.first_child) if spans.first_child >= 0
-                    else link_indent + "  ")
+        return (data[: spans.inertial_start] + text.encode() + data[spans.inertial_end :]).decode()
+    child_indent = (
+        _line_indent(data, spans.first_child) if spans.first_child >= 0 else link_indent + "  "
+    )
     text = f"\n{child_indent}{_inertial_xml(theta, child_indent)}"
     if spans.self_closing:  # <link name="..."/>: open it, close it after the inertial
-        opened = data[spans.start:spans.tag_end - 2].rstrip() + b">"
+        opened = data[spans.start : spans.tag_end - 2].rstrip() + b">"
         text += f"\n{link_indent}</link>"
-        return (data[:spans.start] + opened + text.encode() + data[spans.tag_end:]).decode()
-    if spans.first_child < 0 and not data[spans.tag_end:spans.end_tag].strip():
+        return (data[: spans.start] + opened + text.encode() + data[spans.tag_end :]).decode()
+    if spans.first_child < 0 and not data[spans.tag_end : spans.end_tag].strip():
         # <link ...></link> or only whitespace inside: the closing tag on its own line
         text += f"\n{link_indent}"
-        return (data[:spans.tag_end] + text.encode() + data[spans.end_tag:]).decode()
-    return (data[:spans.tag_end] + text.encode() + data[spans.tag_end:]).decode()
+        return (data[: spans.tag_end] + text.encode() + data[spans.end_tag :]).decode()
+    return (data[: spans.tag_end] + text.encode() + data[spans.tag_end :]).decode()
 
 
-def export_urdf(urdf_path: str | Path, output_path: str | Path, link: str, body: IdentifiedBody,
-                mode: str = "replace") -> np.ndarray:
+def export_urdf(
+    urdf_path: str | Path,
+    output_path: str | Path,
+    link: str,
+    body: IdentifiedBody,
+    mode: str = "replace",
+) -> np.ndarray:
     """Write ``output_path``: the URDF ``urdf_path`` with ``body`` as link ``link``'s inertial
     (see the module docstring); returns the body's ``theta`` about and in the link frame. The
     input file is only read."""
@@ -353,37 +373,63 @@ def root_link(urdf_xml: str) -> str:
 # ---- gravity compensation ------------------------------------------------------------------
 
 
-def gravity_compensation_parameters(body: IdentifiedBody, world_frame: str,
-                                    gravity: np.ndarray = DEFAULT_GRAVITY) -> dict[str, Any]:
+def gravity_compensation_parameters(
+    body: IdentifiedBody, world_frame: str, gravity: np.ndarray = DEFAULT_GRAVITY
+) -> dict[str, Any]:
     """``params`` of ``control_filters/GravityCompensationWrench`` for ``body``: COM in the body's
     frame (``sensor_frame``), weight ``m * gravity`` (N) in ``world_frame``."""
     _check_exportable(body)
     mass, com, _ = inertia_from_theta(body.theta)
-    return {"world_frame": world_frame, "sensor_frame": body.frame,
-            "CoG": {"pos": [float(v) for v in com],
-                    "force": [float(v) for v in mass * np.asarray(gravity, dtype=float)]}}
+    return {
+        "world_frame": world_frame,
+        "sensor_frame": body.frame,
+        "CoG": {
+            "pos": [float(v) for v in com],
+            "force": [float(v) for v in mass * np.asarray(gravity, dtype=float)],
+        },
+    }
 
 
-def gravity_compensation_yaml(body: IdentifiedBody, world_frame: str,
-                              gravity: np.ndarray = DEFAULT_GRAVITY, node: str = "/**",
-                              chain: str = DEFAULT_FILTER_CHAIN) -> str:
+def gravity_compensation_yaml(
+    body: IdentifiedBody,
+    world_frame: str,
+    gravity: np.ndarray = DEFAULT_GRAVITY,
+    node: str = "/**",
+    chain: str = DEFAULT_FILTER_CHAIN,
+) -> str:
     """A ROS 2 parameter file: filter chain ``chain`` of node ``node`` whose ``filter1`` is the
     gravity compensation of ``body`` (see :func:`gravity_compensation_parameters`)."""
     params = gravity_compensation_parameters(body, world_frame, gravity)
-    document = {node: {"ros__parameters": {chain: {"filter1": {
-        "name": "gravity_compensation", "type": GRAVITY_COMPENSATION_TYPE, "params": params}}}}}
+    document = {
+        node: {
+            "ros__parameters": {
+                chain: {
+                    "filter1": {
+                        "name": "gravity_compensation",
+                        "type": GRAVITY_COMPENSATION_TYPE,
+                        "params": params,
+                    }
+                }
+            }
+        }
+    }
     mass = float(body.theta[0])
-    lines = [f"# Gravity compensation of {body.name!r} identified by inertia-id: {mass:.6g} kg, "
-             f"COM in {body.frame!r}.",
-             "# control_toolbox control_filters/GravityCompensationWrench: CoG.pos (m) in "
-             "sensor_frame, CoG.force = m g (N) in world_frame;",
-             "# it subtracts CoG.force from the reading: negate it for sensors reporting the "
-             "wrench they exert on the load."]
+    lines = [
+        f"# Gravity compensation of {body.name!r} identified by inertia-id: {mass:.6g} kg, "
+        f"COM in {body.frame!r}.",
+        "# control_toolbox control_filters/GravityCompensationWrench: CoG.pos (m) in "
+        "sensor_frame, CoG.force = m g (N) in world_frame;",
+        "# it subtracts CoG.force from the reading: negate it for sensors reporting the "
+        "wrench they exert on the load.",
+    ]
     if body.sensor_offset is not None:
-        lines.append("# F/T offset identified with it (not part of this filter) [fx, fy, fz, tx, "
-                     "ty, tz]: [" + ", ".join(f"{v:.6g}" for v in body.sensor_offset) + "]")
-    return "\n".join(lines) + "\n" + yaml.safe_dump(document, default_flow_style=None,
-                                                   sort_keys=False)
+        lines.append(
+            "# F/T offset identified with it (not part of this filter) [fx, fy, fz, tx, "
+            "ty, tz]: [" + ", ".join(f"{v:.6g}" for v in body.sensor_offset) + "]"
+        )
+    return (
+        "\n".join(lines) + "\n" + yaml.safe_dump(document, default_flow_style=None, sort_keys=False)
+    )
 
 
 # ---- robot controllers' payload settings ---------------------------------------------------
@@ -408,26 +454,37 @@ def ur_set_payload(theta: np.ndarray, transition_time: float = 0.0) -> dict[str,
     """``ur_msgs/srv/SetPayload`` request of ``theta`` (10,) about and in the tool flange (see the
     module docstring): mass, COG, inertia about the COG in flange axes, transition time (s)."""
     mass, com, inertia = _mass_com_inertia(theta)
-    return {"mass": mass, "center_of_gravity": dict(zip("xyz", map(float, com))),
-            "ixx": float(inertia[0, 0]), "iyy": float(inertia[1, 1]), "izz": float(inertia[2, 2]),
-            "ixy": float(inertia[0, 1]), "ixz": float(inertia[0, 2]), "iyz": float(inertia[1, 2]),
-            "transition_time": float(transition_time)}
+    return {
+        "mass": mass,
+        "center_of_gravity": dict(zip("xyz", map(float, com))),
+        "ixx": float(inertia[0, 0]),
+        "iyy": float(inertia[1, 1]),
+        "izz": float(inertia[2, 2]),
+        "ixy": float(inertia[0, 1]),
+        "ixz": float(inertia[0, 2]),
+        "iyz": float(inertia[1, 2]),
+        "transition_time": float(transition_time),
+    }
 
 
 def theta_from_ur_set_payload(request: dict[str, Any]) -> np.ndarray:
     """Inverse of :func:`ur_set_payload`: ``theta`` (10,) in the tool flange."""
     cog = request["center_of_gravity"]
     six = [request[k] for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")]
-    return theta_from_inertia(float(request["mass"]), [cog["x"], cog["y"], cog["z"]],
-                              inertia_from_msg_order(six))
+    return theta_from_inertia(
+        float(request["mass"]), [cog["x"], cog["y"], cog["z"]], inertia_from_msg_order(six)
+    )
 
 
 def franka_set_load(theta: np.ndarray) -> dict[str, Any]:
     """``franka_msgs/srv/SetLoad`` request of ``theta`` (10,) about and in the flange: mass,
     COM, 3x3 inertia about the COM, column-major."""
     mass, com, inertia = _mass_com_inertia(theta)
-    return {"mass": mass, "center_of_mass": [float(c) for c in com],
-            "load_inertia": [float(v) for v in inertia.flatten(order="F")]}
+    return {
+        "mass": mass,
+        "center_of_mass": [float(c) for c in com],
+        "load_inertia": [float(v) for v in inertia.flatten(order="F")],
+    }
 
 
 def theta_from_franka_set_load(request: dict[str, Any]) -> np.ndarray:
@@ -480,9 +537,11 @@ def theta_from_kuka_load_data(load: dict[str, float]) -> np.ndarray:
 
 def kuka_load_data_krl(load: dict[str, float], index: int = 1) -> str:
     """``LOAD_DATA[index]`` as a KRL assignment of the load data ``load``."""
-    return (f"LOAD_DATA[{index}]={{M {load['M']:.6g},CM {{X {load['X']:.6g},Y {load['Y']:.6g},"
-            f"Z {load['Z']:.6g},A {load['A']:.6g},B {load['B']:.6g},C {load['C']:.6g}}},"
-            f"J {{X {load['JX']:.6g},Y {load['JY']:.6g},Z {load['JZ']:.6g}}}}}")
+    return (
+        f"LOAD_DATA[{index}]={{M {load['M']:.6g},CM {{X {load['X']:.6g},Y {load['Y']:.6g},"
+        f"Z {load['Z']:.6g},A {load['A']:.6g},B {load['B']:.6g},C {load['C']:.6g}}},"
+        f"J {{X {load['JX']:.6g},Y {load['JY']:.6g},Z {load['JZ']:.6g}}}}}"
+    )
 
 
 def ros2_service_call(service: str, service_type: str, request: dict[str, Any]) -> str:
@@ -495,40 +554,57 @@ def payload_formats(body: IdentifiedBody, flange_frame: str) -> str:
     """A YAML file with the UR, franka and KUKA settings of ``body`` (already in the flange
     ``flange_frame``) and the ``ros2 service call`` lines of the two ROS drivers."""
     if body.frame != flange_frame:
-        raise ExportError(f"body {body.name!r} is in {body.frame!r}, not the flange "
-                          f"{flange_frame!r}; move it there first (--urdf)")
+        raise ExportError(
+            f"body {body.name!r} is in {body.frame!r}, not the flange "
+            f"{flange_frame!r}; move it there first (--urdf)"
+        )
     ur, franka = ur_set_payload(body.theta), franka_set_load(body.theta)
     kuka = kuka_load_data(body.theta)
-    document = {"flange_frame": flange_frame, "ur_set_payload": ur, "franka_set_load": franka,
-                "kuka_load_data": kuka}
-    lines = [f"# Payload {body.name!r} identified by inertia-id, in the flange frame "
-             f"{flange_frame!r} (conventions: inertia_id_ros.io.export).",
-             "# UR (" + UR_SET_PAYLOAD_TYPE + "; older ur_msgs: only mass and center_of_gravity):",
-             "#   " + ros2_service_call(UR_SET_PAYLOAD_SERVICE, UR_SET_PAYLOAD_TYPE, ur),
-             "# franka (" + FRANKA_SET_LOAD_TYPE + ", load_inertia column-major):",
-             "#   " + ros2_service_call(FRANKA_SET_LOAD_SERVICE, FRANKA_SET_LOAD_TYPE, franka),
-             "# KUKA (M kg, X Y Z mm, A B C deg ZYX of the principal axes, JX JY JZ kg m^2):",
-             "#   " + kuka_load_data_krl(kuka)]
+    document = {
+        "flange_frame": flange_frame,
+        "ur_set_payload": ur,
+        "franka_set_load": franka,
+        "kuka_load_data": kuka,
+    }
+    lines = [
+        f"# Payload {body.name!r} identified by inertia-id, in the flange frame "
+        f"{flange_frame!r} (conventions: inertia_id_ros.io.export).",
+        "# UR (" + UR_SET_PAYLOAD_TYPE + "; older ur_msgs: only mass and center_of_gravity):",
+        "#   " + ros2_service_call(UR_SET_PAYLOAD_SERVICE, UR_SET_PAYLOAD_TYPE, ur),
+        "# franka (" + FRANKA_SET_LOAD_TYPE + ", load_inertia column-major):",
+        "#   " + ros2_service_call(FRANKA_SET_LOAD_SERVICE, FRANKA_SET_LOAD_TYPE, franka),
+        "# KUKA (M kg, X Y Z mm, A B C deg ZYX of the principal axes, JX JY JZ kg m^2):",
+        "#   " + kuka_load_data_krl(kuka),
+    ]
     return "\n".join(lines) + "\n" + yaml.safe_dump(document, sort_keys=False)
 
 
-def write_payload_formats(path: str | Path, body: IdentifiedBody, flange_frame: str | None = None,
-                          urdf_xml: str | None = None) -> np.ndarray:
+def write_payload_formats(
+    path: str | Path,
+    body: IdentifiedBody,
+    flange_frame: str | None = None,
+    urdf_xml: str | None = None,
+) -> np.ndarray:
     """Write :func:`payload_formats` of ``body`` to ``path``, moved first from its frame to the
     flange ``flange_frame`` (default: the body's frame) with the URDF ``urdf_xml``; returns
     ``theta`` (10,) in the flange."""
     flange_frame = flange_frame or body.frame
     if body.frame != flange_frame:
         if urdf_xml is None:
-            raise ExportError(f"body {body.name!r} is in {body.frame!r}: moving it to the flange "
-                              f"{flange_frame!r} needs the URDF")
+            raise ExportError(
+                f"body {body.name!r} is in {body.frame!r}: moving it to the flange "
+                f"{flange_frame!r} needs the URDF"
+            )
         try:
             model = load_model(urdf_xml=urdf_xml)
         except ValueError as e:
             raise ExportError(str(e)) from None
-        body = IdentifiedBody(body.name, flange_frame,
-                              transform_theta(model, body.theta, body.frame, flange_frame),
-                              body.sensor_offset)
+        body = IdentifiedBody(
+            body.name,
+            flange_frame,
+            transform_theta(model, body.theta, body.frame, flange_frame),
+            body.sensor_offset,
+        )
     text = payload_formats(body, flange_frame)
     try:
         Path(path).write_text(text)

@@ -63,8 +63,11 @@ def read_ft_conventions(urdf: str | Path) -> dict[str, FTConvention]:
         root = ElementTree.parse(str(urdf)).getroot()
     except (OSError, ElementTree.ParseError) as e:
         raise DataError(f"{urdf}: cannot read the URDF: {e}") from None
-    child_of = {joint.get("name", ""): child.get("link", "")
-                for joint in root.findall("joint") if (child := joint.find("child")) is not None}
+    child_of = {
+        joint.get("name", ""): child.get("link", "")
+        for joint in root.findall("joint")
+        if (child := joint.find("child")) is not None
+    }
     found: list[tuple[str, str, ElementTree.Element]] = []
     for gazebo in root.findall("gazebo"):
         for sensor in gazebo.findall("sensor"):
@@ -81,11 +84,18 @@ def read_ft_conventions(urdf: str | Path) -> dict[str, FTConvention]:
         if not direction:
             continue
         if direction not in MEASURE_DIRECTIONS:
-            raise DataError(f"{urdf}: F/T sensor {name or reference!r} has measure_direction "
-                            f"{direction!r}, neither of {', '.join(MEASURE_DIRECTIONS)}")
+            raise DataError(
+                f"{urdf}: F/T sensor {name or reference!r} has measure_direction "
+                f"{direction!r}, neither of {', '.join(MEASURE_DIRECTIONS)}"
+            )
         joint = reference if reference in child_of else ""
-        convention = FTConvention(name or reference, joint, child_of.get(joint, ""), direction,
-                                  _text(sensor, "force_torque/frame"))
+        convention = FTConvention(
+            name or reference,
+            joint,
+            child_of.get(joint, ""),
+            direction,
+            _text(sensor, "force_torque/frame"),
+        )
         for key in (reference, name, convention.child):
             if key:
                 out.setdefault(key, convention)

@@ -13,10 +13,16 @@ from inertia_id_ros.io.data import read_joint_file, read_payload_file, with_deri
 from inertia_id_ros.motion.design import DEFAULT_WRENCH_NOISE_STD, sample_information
 
 
-def recording_information(path: str, model: pin.Model, joint_names: Sequence[str], target: str,
-                          *, sensor_frame: str | None = None,
-                          noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
-                          half_width: float = 0.05) -> np.ndarray:
+def recording_information(
+    path: str,
+    model: pin.Model,
+    joint_names: Sequence[str],
+    target: str,
+    *,
+    sensor_frame: str | None = None,
+    noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
+    half_width: float = 0.05,
+) -> np.ndarray:
     """:func:`~inertia_id_ros.motion.design.sample_information` of a recording (NPZ or CSV,
     :mod:`inertia_id_ros.io.data`) of the ``target``'s kind: the payload's wrench samples (each
     joint sample counted ``n_wrenches / n_joint_samples`` times) or the links' joint samples,
@@ -34,6 +40,14 @@ def recording_information(path: str, model: pin.Model, joint_names: Sequence[str
         raise DataError(f"{path}: no samples of joint(s) {', '.join(missing)}")
     states = with_derivatives(states, half_width)
     columns = [states.joint_names.index(name) for name in joint_names]
-    return sample_information(model, joint_names, target, states.q[:, columns],
-                              states.dq[:, columns], states.ddq[:, columns],
-                              sensor_frame=sensor_frame, noise_std=noise_std, weight=weight)
+    return sample_information(
+        model,
+        joint_names,
+        target,
+        states.q[:, columns],
+        states.dq[:, columns],
+        states.ddq[:, columns],
+        sensor_frame=sensor_frame,
+        noise_std=noise_std,
+        weight=weight,
+    )

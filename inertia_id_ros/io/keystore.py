@@ -57,12 +57,23 @@ DEFAULT_OBSERVER = "/observer"
 
 ROLES = ("node", "simulator", "operator", "observer")
 
-CONTROL_SERVICES = ("excite", "stop", "tare", "identify", "set_parameters",
-                    "set_parameters_atomically")
+CONTROL_SERVICES = (
+    "excite",
+    "stop",
+    "tare",
+    "identify",
+    "set_parameters",
+    "set_parameters_atomically",
+)
 """The node's services only an ``operator`` may call (they move the robot, change its state or
 its parameters). The simulator's parameter setting too."""
-READ_SERVICES = ("get_parameters", "get_parameter_types", "list_parameters",
-                 "describe_parameters", "get_type_description")
+READ_SERVICES = (
+    "get_parameters",
+    "get_parameter_types",
+    "list_parameters",
+    "describe_parameters",
+    "get_type_description",
+)
 """Services every caller may call on the node and the simulator."""
 
 DISCOVERY_TOPIC = "ros_discovery_info"
@@ -83,8 +94,11 @@ def security_environment(keystore: Path) -> dict[str, str]:
     """The environment variables that put a ROS 2 process under DDS-Security with ``keystore``
     (enforced: a process whose enclave is missing does not start); give each process its
     enclave with ``--ros-args --enclave NAME``."""
-    return {"ROS_SECURITY_KEYSTORE": str(Path(keystore).resolve()),
-            "ROS_SECURITY_ENABLE": "true", "ROS_SECURITY_STRATEGY": "Enforce"}
+    return {
+        "ROS_SECURITY_KEYSTORE": str(Path(keystore).resolve()),
+        "ROS_SECURITY_ENABLE": "true",
+        "ROS_SECURITY_STRATEGY": "Enforce",
+    }
 
 
 @dataclass(frozen=True)
@@ -106,68 +120,87 @@ def role_rules(role: str) -> Rules:
     """The topics an enclave of ``role`` (one of :data:`ROLES`) may publish and subscribe."""
     if role in SERVED_BY:
         own = SERVED_BY[role]
-        return Rules(allow_publish=("rt/*", *(f"rr/{name}/*" for name in own), DISCOVERY_TOPIC),
-                     allow_subscribe=("rt/*", *(f"rq/{name}/*" for name in own),
-                                      DISCOVERY_TOPIC))
+        return Rules(
+            allow_publish=("rt/*", *(f"rr/{name}/*" for name in own), DISCOVERY_TOPIC),
+            allow_subscribe=("rt/*", *(f"rq/{name}/*" for name in own), DISCOVERY_TOPIC),
+        )
     if role not in ("operator", "observer"):
         raise KeystoreError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
     served = SERVED_BY["node"] + SERVED_BY["simulator"]
     deny_publish = tuple(f"rr/{name}/*" for name in served)  # no one else serves them
     if role == "observer":
         deny_publish += _requests(NODE_NAME, CONTROL_SERVICES) + _requests(
-            SIMULATOR_NAME, ("set_parameters", "set_parameters_atomically"))
-    return Rules(allow_publish=("rt/rosout", "rt/parameter_events", "rq/*", "rr/*",
-                                DISCOVERY_TOPIC),
-                 allow_subscribe=("rt/*", "rq/*", "rr/*", DISCOVERY_TOPIC),
-                 deny_publish=deny_publish,
-                 deny_subscribe=tuple(f"rq/{name}/*" for name in served))
+            SIMULATOR_NAME, ("set_parameters", "set_parameters_atomically")
+        )
+    return Rules(
+        allow_publish=("rt/rosout", "rt/parameter_events", "rq/*", "rr/*", DISCOVERY_TOPIC),
+        allow_subscribe=("rt/*", "rq/*", "rr/*", DISCOVERY_TOPIC),
+        deny_publish=deny_publish,
+        deny_subscribe=tuple(f"rq/{name}/*" for name in served),
+    )
 
 
 def governance_xml(domain_id: int) -> bytes:
     """The domain's governance document (OMG DDS-Security 1.1, 9.4.1.2): on ``domain_id`` only
     authenticated participants join, access control applies to every topic, discovery,
     liveliness and data are encrypted and every RTPS message is signed."""
-    root = ET.Element("dds", {
-        "xmlns:xsi": "http://www.w3.org/2001/XMLSchema-instance",
-        "xsi:noNamespaceSchemaLocation":
-            "http://www.omg.org/spec/DDS-SECURITY/20170901/omg_shared_ca_governance.xsd"})
+    root = ET.Element(
+        "dds",
+        {
+            "xmlns:xsi": "http://www.w3.org/2001/XMLSchema-instance",
+            "xsi:noNamespaceSchemaLocation": "http://www.omg.org/spec/DDS-SECURITY/20170901/omg_shared_ca_governance.xsd",
+        },
+    )
     rule = ET.SubElement(ET.SubElement(root, "domain_access_rules"), "domain_rule")
     _domains(rule, domain_id)
-    for tag, text in (("allow_unauthenticated_participants", "false"),
-                      ("enable_join_access_control", "true"),
-                      ("discovery_protection_kind", "ENCRYPT"),
-                      ("liveliness_protection_kind", "ENCRYPT"),
-                      ("rtps_protection_kind", "SIGN")):
+    for tag, text in (
+        ("allow_unauthenticated_participants", "false"),
+        ("enable_join_access_control", "true"),
+        ("discovery_protection_kind", "ENCRYPT"),
+        ("liveliness_protection_kind", "ENCRYPT"),
+        ("rtps_protection_kind", "SIGN"),
+    ):
         ET.SubElement(rule, tag).text = text
     topic = ET.SubElement(ET.SubElement(rule, "topic_access_rules"), "topic_rule")
-    for tag, text in (("topic_expression", "*"),
-                      ("enable_discovery_protection", "true"),
-                      ("enable_liveliness_protection", "true"),
-                      ("enable_read_access_control", "true"),
-                      ("enable_write_access_control", "true"),
-                      ("metadata_protection_kind", "ENCRYPT"),
-                      ("data_protection_kind", "ENCRYPT")):
+    for tag, text in (
+        ("topic_expression", "*"),
+        ("enable_discovery_protection", "true"),
+        ("enable_liveliness_protection", "true"),
+        ("enable_read_access_control", "true"),
+        ("enable_write_access_control", "true"),
+        ("metadata_protection_kind", "ENCRYPT"),
+        ("data_protection_kind", "ENCRYPT"),
+    ):
         ET.SubElement(topic, tag).text = text
     return _document(root)
 
 
-def permissions_xml(enclave: str, rules: Rules, domain_id: int,
-                    not_before: datetime.datetime, not_after: datetime.datetime) -> bytes:
+def permissions_xml(
+    enclave: str,
+    rules: Rules,
+    domain_id: int,
+    not_before: datetime.datetime,
+    not_after: datetime.datetime,
+) -> bytes:
     """The permissions document (OMG DDS-Security 1.1, 9.4.1.3) of ``enclave``: one grant for
     the subject ``CN=<enclave>``, valid from ``not_before`` to ``not_after`` (UTC) on
     ``domain_id``, the deny rule before the allow rule, anything else denied."""
-    root = ET.Element("dds", {
-        "xmlns:xsi": "http://www.w3.org/2001/XMLSchema-instance",
-        "xsi:noNamespaceSchemaLocation":
-            "http://www.omg.org/spec/DDS-SECURITY/20170901/omg_shared_ca_permissions.xsd"})
+    root = ET.Element(
+        "dds",
+        {
+            "xmlns:xsi": "http://www.w3.org/2001/XMLSchema-instance",
+            "xsi:noNamespaceSchemaLocation": "http://www.omg.org/spec/DDS-SECURITY/20170901/omg_shared_ca_permissions.xsd",
+        },
+    )
     grant = ET.SubElement(ET.SubElement(root, "permissions"), "grant", {"name": enclave})
     ET.SubElement(grant, "subject_name").text = f"CN={enclave}"
     validity = ET.SubElement(grant, "validity")
     ET.SubElement(validity, "not_before").text = _xml_time(not_before)
     ET.SubElement(validity, "not_after").text = _xml_time(not_after)
     for tag, publish, subscribe in (
-            ("deny_rule", rules.deny_publish, rules.deny_subscribe),
-            ("allow_rule", rules.allow_publish, rules.allow_subscribe)):
+        ("deny_rule", rules.deny_publish, rules.deny_subscribe),
+        ("allow_rule", rules.allow_publish, rules.allow_subscribe),
+    ):
         if publish or subscribe:
             rule = ET.SubElement(grant, tag)
             _domains(rule, domain_id)
@@ -186,8 +219,7 @@ def _domains(parent: ET.Element, domain_id: int) -> None:
 
 def _document(root: ET.Element) -> bytes:
     ET.indent(root)
-    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8") \
-        + b"\n"
+    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8") + b"\n"
 
 
 def _xml_time(t: datetime.datetime) -> str:
@@ -199,9 +231,11 @@ def check_enclave_name(name: str) -> str:
     """``name`` if it is an enclave name (``/a`` or ``/a/b``: segments of letters, digits and
     ``_``, not starting with a digit), else :class:`~inertia_id_ros.errors.KeystoreError`."""
     if not _ENCLAVE_NAME.match(name):
-        raise KeystoreError(f"invalid enclave name {name!r}: give an absolute name such as "
-                            "/operator (segments of letters, digits and _, not starting with "
-                            "a digit)")
+        raise KeystoreError(
+            f"invalid enclave name {name!r}: give an absolute name such as "
+            "/operator (segments of letters, digits and _, not starting with "
+            "a digit)"
+        )
     return name
 
 
@@ -221,10 +255,15 @@ class Keystore:
         return security_environment(self.directory)
 
 
-def create_keystore(directory: Path, *, operators: Sequence[str] = (DEFAULT_OPERATOR,),
-                    observers: Sequence[str] = (DEFAULT_OBSERVER,), domain_id: int = 0,
-                    valid_days: int = DEFAULT_VALID_DAYS,
-                    common_name: str = "inertia_id CA") -> Keystore:
+def create_keystore(
+    directory: Path,
+    *,
+    operators: Sequence[str] = (DEFAULT_OPERATOR,),
+    observers: Sequence[str] = (DEFAULT_OBSERVER,),
+    domain_id: int = 0,
+    valid_days: int = DEFAULT_VALID_DAYS,
+    common_name: str = "inertia_id CA",
+) -> Keystore:
     """Create a keystore in ``directory`` (new or empty): a CA, the governance of ``domain_id``
     and the enclaves :data:`NODE_ENCLAVE` (role ``node``), :data:`SIMULATOR_ENCLAVE`
     (``simulator``), ``operators`` and ``observers``, each with a certificate, a key and signed
@@ -239,19 +278,21 @@ def create_keystore(directory: Path, *, operators: Sequence[str] = (DEFAULT_OPER
     for names, role in ((operators, "operator"), (observers, "observer")):
         for name in names:
             if check_enclave_name(name) in roles:
-                raise KeystoreError(f"enclave {name} is given twice (as {roles[name]} and "
-                                    f"{role})")
+                raise KeystoreError(f"enclave {name} is given twice (as {roles[name]} and {role})")
             roles[name] = role
     keystore = Keystore(directory, roles)
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     # a day's margin against clocks that lag behind this one
-    not_before, not_after = now - datetime.timedelta(days=1), now + datetime.timedelta(
-        days=valid_days)
+    not_before, not_after = (
+        now - datetime.timedelta(days=1),
+        now + datetime.timedelta(days=valid_days),
+    )
 
     ca_name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, common_name)])
     ca_key = ec.generate_private_key(ec.SECP256R1())  # DDS-Security 9.3.1: prime256v1
-    ca_cert = _certificate(ca_name, ca_name, ca_key.public_key(), ca_key, not_before, not_after,
-                           ca=True)
+    ca_cert = _certificate(
+        ca_name, ca_name, ca_key.public_key(), ca_key, not_before, not_after, ca=True
+    )
     ca_pem = _cert_pem(ca_cert)
     _write(directory / "public" / "ca.cert.pem", ca_pem)
     _write(directory / "private" / "ca.key.pem", _key_pem(ca_key), private=True)
@@ -264,10 +305,10 @@ def create_keystore(directory: Path, *, operators: Sequence[str] = (DEFAULT_OPER
         folder = keystore.enclave_dir(enclave)
         key = ec.generate_private_key(ec.SECP256R1())
         subject = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, enclave)])
-        cert = _certificate(subject, ca_name, key.public_key(), ca_key, not_before, not_after,
-                            ca=False)
-        permissions = permissions_xml(enclave, role_rules(role), domain_id, not_before,
-                                      not_after)
+        cert = _certificate(
+            subject, ca_name, key.public_key(), ca_key, not_before, not_after, ca=False
+        )
+        permissions = permissions_xml(enclave, role_rules(role), domain_id, not_before, not_after)
         _write(folder / "cert.pem", _cert_pem(cert))
         _write(folder / "key.pem", _key_pem(key), private=True)
         _write(folder / "identity_ca.cert.pem", ca_pem)
@@ -292,24 +333,41 @@ def sign_smime(cert, key, content: bytes) -> bytes:
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.serialization import pkcs7
 
-    return (pkcs7.PKCS7SignatureBuilder().set_data(content)
-            .add_signer(cert, key, hashes.SHA256())
-            .sign(serialization.Encoding.SMIME,
-                  [pkcs7.PKCS7Options.Text, pkcs7.PKCS7Options.DetachedSignature]))
+    return (
+        pkcs7.PKCS7SignatureBuilder()
+        .set_data(content)
+        .add_signer(cert, key, hashes.SHA256())
+        .sign(
+            serialization.Encoding.SMIME,
+            [pkcs7.PKCS7Options.Text, pkcs7.PKCS7Options.DetachedSignature],
+        )
+    )
 
 
-def _certificate(subject, issuer, public_key, signing_key, not_before: datetime.datetime,
-                 not_after: datetime.datetime, ca: bool):
+def _certificate(
+    subject,
+    issuer,
+    public_key,
+    signing_key,
+    not_before: datetime.datetime,
+    not_after: datetime.datetime,
+    ca: bool,
+):
     """An X.509 certificate of ``subject`` signed by ``signing_key`` (SHA-256)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
 
-    return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
-            .public_key(public_key).serial_number(x509.random_serial_number())
-            .not_valid_before(not_before).not_valid_after(not_after)
-            .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None),
-                           critical=ca)
-            .sign(signing_key, hashes.SHA256()))
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=ca)
+        .sign(signing_key, hashes.SHA256())
+    )
 
 
 def _cert_pem(cert) -> bytes:
@@ -321,8 +379,9 @@ def _cert_pem(cert) -> bytes:
 def _key_pem(key) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _write(path: Path, content: bytes, private: bool = False) -> None:

@@ -36,13 +36,16 @@ class LinkResult:
     result: dict[str, Any]
 
 
-def link_result_json(link_names: Sequence[str], thetas: np.ndarray,
-                     drives: Mapping[str, DriveParameters]) -> dict[str, Any]:
+def link_result_json(
+    link_names: Sequence[str], thetas: np.ndarray, drives: Mapping[str, DriveParameters]
+) -> dict[str, Any]:
     """The ``bodies`` (each link's ``theta`` (10,) of ``thetas`` (n, 10), about and in its own
     frame) and ``joints`` (each joint's drive: viscous, Coulomb with its ``coulomb_velocity``,
     offset, armature) of a fit-links result, as :func:`read_link_result` reads them."""
-    return {"bodies": [body_json(link, link, theta) for link, theta in zip(link_names, thetas)],
-            "joints": [{"name": joint, **vars(drive)} for joint, drive in drives.items()]}
+    return {
+        "bodies": [body_json(link, link, theta) for link, theta in zip(link_names, thetas)],
+        "joints": [{"name": joint, **vars(drive)} for joint, drive in drives.items()],
+    }
 
 
 def read_link_result(path: str | Path, links: LinkModel) -> LinkResult:
@@ -56,20 +59,29 @@ def read_link_result(path: str | Path, links: LinkModel) -> LinkResult:
         bodies = {body["name"]: body for body in result["bodies"]}
         joints = {joint["name"]: joint for joint in result["joints"]}
     except (KeyError, TypeError) as e:
-        raise ConfigError(f"{path}: not a fit-links result JSON (needs 'bodies' and 'joints': "
-                          f"{e})") from None
-    missing = ([link for link in links.link_names if link not in bodies]
-               + [joint for joint in links.joint_names if joint not in joints])
+        raise ConfigError(
+            f"{path}: not a fit-links result JSON (needs 'bodies' and 'joints': {e})"
+        ) from None
+    missing = [link for link in links.link_names if link not in bodies] + [
+        joint for joint in links.joint_names if joint not in joints
+    ]
     if missing:
-        raise ConfigError(f"{path}: the result lacks {missing} of the chain (links "
-                          f"{list(links.link_names)}, joints {list(links.joint_names)}); it has "
-                          f"bodies {sorted(bodies)} and joints {sorted(joints)}")
+        raise ConfigError(
+            f"{path}: the result lacks {missing} of the chain (links "
+            f"{list(links.link_names)}, joints {list(links.joint_names)}); it has "
+            f"bodies {sorted(bodies)} and joints {sorted(joints)}"
+        )
     try:
-        thetas = [np.asarray(bodies[link]["theta"], dtype=float).reshape(10)
-                  for link in links.link_names]
-        drives = [JointDrive(coulomb_velocity=float(joints[joint]["coulomb_velocity"]),
-                             effort_scale=drive.effort_scale)
-                  for joint, drive in zip(links.joint_names, links.drives)]
+        thetas = [
+            np.asarray(bodies[link]["theta"], dtype=float).reshape(10) for link in links.link_names
+        ]
+        drives = [
+            JointDrive(
+                coulomb_velocity=float(joints[joint]["coulomb_velocity"]),
+                effort_scale=drive.effort_scale,
+            )
+            for joint, drive in zip(links.joint_names, links.drives)
+        ]
         values = [float(joints[joint][term]) for joint in links.joint_names for term in DRIVE_TERMS]
         gravity = result.get("gravity")
         gravity = None if gravity is None else np.asarray(gravity, dtype=float).reshape(3)

@@ -123,8 +123,13 @@ class Finding:
 
     def as_json(self) -> dict[str, Any]:
         """``{"kind", "subject", "severity", "message", "figures"}``."""
-        return {"kind": self.kind, "subject": self.subject, "severity": self.severity,
-                "message": self.message, "figures": self.figures}
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "severity": self.severity,
+            "message": self.message,
+            "figures": self.figures,
+        }
 
     def text(self) -> str:
         """``"refused: <subject>: <message>"`` or ``"warning: ..."``."""
@@ -152,20 +157,39 @@ def check_time_units(t: np.ndarray, subject: str) -> list[Finding]:
         return []
     for unit, size in TIME_UNITS:
         if low <= step * size <= high:
-            return [Finding("time_units", subject, REFUSE,
-                            f"the time steps are {step:g} 'seconds' ({1.0 / step:.3g} Hz); as "
-                            f"{unit} they would be {step * size:g} s ({1.0 / (step * size):.4g} "
-                            f"Hz). {unit.capitalize()}? Convert the stamps to seconds (multiply "
-                            f"by {size:g}).",
-                            {"median_step": step, "unit": unit, "factor": size})]
-    return [Finding("time_units", subject, REFUSE,
-                    f"the time steps are {step:g} s ({1.0 / step:.3g} Hz), slower than any "
-                    "recording this tool can use and no known unit explains them: check the "
-                    "time column.", {"median_step": step})]
+            return [
+                Finding(
+                    "time_units",
+                    subject,
+                    REFUSE,
+                    f"the time steps are {step:g} 'seconds' ({1.0 / step:.3g} Hz); as "
+                    f"{unit} they would be {step * size:g} s ({1.0 / (step * size):.4g} "
+                    f"Hz). {unit.capitalize()}? Convert the stamps to seconds (multiply "
+                    f"by {size:g}).",
+                    {"median_step": step, "unit": unit, "factor": size},
+                )
+            ]
+    return [
+        Finding(
+            "time_units",
+            subject,
+            REFUSE,
+            f"the time steps are {step:g} s ({1.0 / step:.3g} Hz), slower than any "
+            "recording this tool can use and no known unit explains them: check the "
+            "time column.",
+            {"median_step": step},
+        )
+    ]
 
 
-def _still_findings(low: np.ndarray, high: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                    judged: np.ndarray, joint_names: Sequence[str]) -> list[Finding]:
+def _still_findings(
+    low: np.ndarray,
+    high: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    judged: np.ndarray,
+    joint_names: Sequence[str],
+) -> list[Finding]:
     """``still`` (warn) when every ``judged`` joint (n,) bool stays from ``low`` to ``high``
     (n,) rad within its limits ``lower``, ``upper`` (n,) rad divided by 180/π."""
     margin = np.deg2rad(ANGLE_LIMIT_MARGIN)
@@ -174,18 +198,31 @@ def _still_findings(low: np.ndarray, high: np.ndarray, lower: np.ndarray, upper:
         return []
     j = int(np.flatnonzero(judged)[0])
     names = [joint_names[k] for k in np.flatnonzero(judged)]
-    return [Finding("still", ", ".join(names), WARN,
-                    f"every joint stays within its URDF limits divided by 180/π (e.g. "
-                    f"{joint_names[j]}: {low[j]:.3g} to {high[j]:.3g} rad, limits "
-                    f"{lower[j]:.3g} to {upper[j]:.3g}): positions in radians read as degrees "
-                    "(--angle-unit deg)? Otherwise the robot barely moved, too little to "
-                    "identify anything.",
-                    {"joints": names, "range": [[float(low[k]), float(high[k])]
-                                                for k in np.flatnonzero(judged)]})]
+    return [
+        Finding(
+            "still",
+            ", ".join(names),
+            WARN,
+            f"every joint stays within its URDF limits divided by 180/π (e.g. "
+            f"{joint_names[j]}: {low[j]:.3g} to {high[j]:.3g} rad, limits "
+            f"{lower[j]:.3g} to {upper[j]:.3g}): positions in radians read as degrees "
+            "(--angle-unit deg)? Otherwise the robot barely moved, too little to "
+            "identify anything.",
+            {
+                "joints": names,
+                "range": [[float(low[k]), float(high[k])] for k in np.flatnonzero(judged)],
+            },
+        )
+    ]
 
 
-def check_angle_units(q: np.ndarray, joint_names: Sequence[str], lower: np.ndarray,
-                      upper: np.ndarray, revolute: np.ndarray | None = None) -> list[Finding]:
+def check_angle_units(
+    q: np.ndarray,
+    joint_names: Sequence[str],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    revolute: np.ndarray | None = None,
+) -> list[Finding]:
     """Positions ``q`` (N, n) of ``joint_names`` (n,) against the URDF limits ``lower``,
     ``upper`` (n,) rad (unbounded joints: not checked). ``degrees`` (refuse) for the joints whose
     positions leave the limits by more than the limits' span but fit them once converted from
@@ -198,63 +235,99 @@ def check_angle_units(q: np.ndarray, joint_names: Sequence[str], lower: np.ndarr
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     bounded = np.isfinite(lower) & np.isfinite(upper) & (upper - lower < 1e3)
     span = np.where(bounded, upper - lower, np.inf)
-    revolute = (np.ones(len(joint_names), dtype=bool) if revolute is None
-                else np.asarray(revolute, dtype=bool))
+    revolute = (
+        np.ones(len(joint_names), dtype=bool)
+        if revolute is None
+        else np.asarray(revolute, dtype=bool)
+    )
     low, high = np.min(q, axis=0), np.max(q, axis=0)
-    still = _still_findings(low, high, lower, upper,
-                            revolute & bounded & (span > STILL_MIN_SPAN), joint_names)
+    still = _still_findings(
+        low, high, lower, upper, revolute & bounded & (span > STILL_MIN_SPAN), joint_names
+    )
     if still:  # the positions a hundredth of their size: the limits say nothing else
         return still
     outside = bounded & ((low < lower - ANGLE_LIMIT_MARGIN) | (high > upper + ANGLE_LIMIT_MARGIN))
     if not outside.any():
         return []
     far = (low < lower - span) | (high > upper + span)
-    fits = outside & far & revolute & (np.deg2rad(low) >= lower - ANGLE_LIMIT_MARGIN) & (
-        np.deg2rad(high) <= upper + ANGLE_LIMIT_MARGIN)
+    fits = (
+        outside
+        & far
+        & revolute
+        & (np.deg2rad(low) >= lower - ANGLE_LIMIT_MARGIN)
+        & (np.deg2rad(high) <= upper + ANGLE_LIMIT_MARGIN)
+    )
 
     def example(joints: list[int]) -> str:
         """The first of ``joints``: its range and limits, in words."""
         j = joints[0]
-        return (f"(e.g. {joint_names[j]}: {low[j]:.3g} to {high[j]:.3g} rad, limits "
-                f"{lower[j]:.3g} to {upper[j]:.3g})")
+        return (
+            f"(e.g. {joint_names[j]}: {low[j]:.3g} to {high[j]:.3g} rad, limits "
+            f"{lower[j]:.3g} to {upper[j]:.3g})"
+        )
 
     findings = []
     degrees = [j for j in range(len(joint_names)) if fits[j]]
     if degrees:
-        findings.append(Finding(
-            "degrees", ", ".join(joint_names[j] for j in degrees), REFUSE,
-            f"positions leave the URDF limits far {example(degrees)} but fit them divided by "
-            "180/π. Degrees? Convert the positions (and velocities, accelerations) to radians.",
-            {"joints": [joint_names[j] for j in degrees],
-             "range": [[float(low[j]), float(high[j])] for j in degrees],
-             "limits": [[float(lower[j]), float(upper[j])] for j in degrees]}))
+        findings.append(
+            Finding(
+                "degrees",
+                ", ".join(joint_names[j] for j in degrees),
+                REFUSE,
+                f"positions leave the URDF limits far {example(degrees)} but fit them divided by "
+                "180/π. Degrees? Convert the positions (and velocities, accelerations) to radians.",
+                {
+                    "joints": [joint_names[j] for j in degrees],
+                    "range": [[float(low[j]), float(high[j])] for j in degrees],
+                    "limits": [[float(lower[j]), float(upper[j])] for j in degrees],
+                },
+            )
+        )
     others = [j for j in range(len(joint_names)) if outside[j] and not fits[j]]
     if others:
-        findings.append(Finding(
-            "joint_limits", ", ".join(joint_names[j] for j in others), WARN,
-            f"positions leave the URDF limits {example(others)}: a joint offset, another joint "
-            "order or the wrong URDF?", {"joints": [joint_names[j] for j in others]}))
+        findings.append(
+            Finding(
+                "joint_limits",
+                ", ".join(joint_names[j] for j in others),
+                WARN,
+                f"positions leave the URDF limits {example(others)}: a joint offset, another joint "
+                "order or the wrong URDF?",
+                {"joints": [joint_names[j] for j in others]},
+            )
+        )
     return findings
 
 
-def position_unit_findings(q: np.ndarray, joint_names: Sequence[str],
-                           model: pin.Model) -> list[Finding]:
+def position_unit_findings(
+    q: np.ndarray, joint_names: Sequence[str], model: pin.Model
+) -> list[Finding]:
     """:func:`check_angle_units` of the positions ``q`` (N, n) of ``joint_names`` (n,) against
     ``model``'s limits: joints of one coordinate only (a continuous joint's angle is not
     checked), revolute ones judged in degrees; joints not in ``model`` are skipped."""
     q = np.asarray(q, dtype=float)
-    checked = [k for k, name in enumerate(joint_names) if model.existJointName(name)
-               and model.nqs[model.getJointId(name)] == 1]
+    checked = [
+        k
+        for k, name in enumerate(joint_names)
+        if model.existJointName(name) and model.nqs[model.getJointId(name)] == 1
+    ]
     ids = [model.getJointId(joint_names[k]) for k in checked]
     starts = [model.idx_qs[i] for i in ids]
     revolute = [model.joints[i].shortname().startswith("JointModelR") for i in ids]
-    return check_angle_units(q[:, checked], [joint_names[k] for k in checked],
-                             model.lowerPositionLimit[starts], model.upperPositionLimit[starts],
-                             np.array(revolute, dtype=bool))
+    return check_angle_units(
+        q[:, checked],
+        [joint_names[k] for k in checked],
+        model.lowerPositionLimit[starts],
+        model.upperPositionLimit[starts],
+        np.array(revolute, dtype=bool),
+    )
 
 
-def link_filter_findings(result: dict[str, Any], source: str, payload_half_width: float,
-                         used_half_width: float | None = None) -> list[Finding]:
+def link_filter_findings(
+    result: dict[str, Any],
+    source: str,
+    payload_half_width: float,
+    used_half_width: float | None = None,
+) -> list[Finding]:
     """``link_filter`` (warn) when the fit-links ``result`` (read from ``source``, the file named
     as the finding's subject) chose a derivative filter (its ``"differentiation"``) wider than
     :data:`~inertia_id_ros.options.LINK_FILTER_RATIO` times ``payload_half_width`` (s), the one
@@ -271,27 +344,40 @@ def link_filter_findings(result: dict[str, Any], source: str, payload_half_width
         return []
     values = {"link_half_width_s": link_half_width, "payload_half_width_s": payload_half_width}
     if used_half_width is not None and used_half_width > LINK_FILTER_RATIO * link_half_width > 0:
-        return [Finding("link_filter", source, WARN,
-                        f"the links were fitted with a +-{link_half_width:.3f} s derivative "
-                        f"filter, and the payload's data are differentiated with +-"
-                        f"{used_half_width:.3f} s, {used_half_width / link_half_width:.1f} x as "
-                        "wide: the links' fit made up for its own filter in their inertias, so "
-                        "the payload's inertia takes the difference (tens of %; its mass and COM "
-                        "hardly). Differentiate with the links' filter (fit-payload-torques does "
-                        "without --filter-half-width; the node: torques_filter_half_width), or "
-                        f"refit the links with --filter-half-width {used_half_width:g}.",
-                        values | {"used_half_width_s": used_half_width})]
+        return [
+            Finding(
+                "link_filter",
+                source,
+                WARN,
+                f"the links were fitted with a +-{link_half_width:.3f} s derivative "
+                f"filter, and the payload's data are differentiated with +-"
+                f"{used_half_width:.3f} s, {used_half_width / link_half_width:.1f} x as "
+                "wide: the links' fit made up for its own filter in their inertias, so "
+                "the payload's inertia takes the difference (tens of %; its mass and COM "
+                "hardly). Differentiate with the links' filter (fit-payload-torques does "
+                "without --filter-half-width; the node: torques_filter_half_width), or "
+                f"refit the links with --filter-half-width {used_half_width:g}.",
+                values | {"used_half_width_s": used_half_width},
+            )
+        ]
     if not link_half_width > LINK_FILTER_RATIO * payload_half_width:
         return []
-    return [Finding("link_filter", source, WARN,
-                    f"the links were fitted with a +-{link_half_width:.3f} s derivative filter, "
-                    f"{link_half_width / payload_half_width:.1f} x the +-"
-                    f"{payload_half_width:.3f} s a payload's inertia needs: a wide filter "
-                    "flattens the accelerations and the links' fit makes up for it in their "
-                    "inertias, so the payload's inertia can be off by up to tens of % (its mass "
-                    "and COM hardly). Refit the links with fit-links --filter-half-width "
-                    f"{payload_half_width:g}, or difference a loaded and an unloaded run of the "
-                    "same motion.", values)]
+    return [
+        Finding(
+            "link_filter",
+            source,
+            WARN,
+            f"the links were fitted with a +-{link_half_width:.3f} s derivative filter, "
+            f"{link_half_width / payload_half_width:.1f} x the +-"
+            f"{payload_half_width:.3f} s a payload's inertia needs: a wide filter "
+            "flattens the accelerations and the links' fit makes up for it in their "
+            "inertias, so the payload's inertia can be off by up to tens of % (its mass "
+            "and COM hardly). Refit the links with fit-links --filter-half-width "
+            f"{payload_half_width:g}, or difference a loaded and an unloaded run of the "
+            "same motion.",
+            values,
+        )
+    ]
 
 
 def free_fall_finding(base: str, sensor_kinds: Sequence[str], free_fall: bool) -> list[Finding]:
@@ -299,30 +385,42 @@ def free_fall_finding(base: str, sensor_kinds: Sequence[str], free_fall: bool) -
     says the robot really touched nothing: then its base rows say every link is weightless."""
     if base == "fixed" or "contact" in sensor_kinds or free_fall:
         return []
-    return [Finding("free_fall", "base", REFUSE,
-                    f"a {base} base with no contact F/T sensor is fitted as a robot in free fall "
-                    "(no external wrench: the base rows pull every mass toward 0 kg). Give the "
-                    "feet's (or the stand's) F/T sensors as contact sensors, use --base fixed for "
-                    "a robot on a stand, or --free-fall if it really touched nothing.")]
+    return [
+        Finding(
+            "free_fall",
+            "base",
+            REFUSE,
+            f"a {base} base with no contact F/T sensor is fitted as a robot in free fall "
+            "(no external wrench: the base rows pull every mass toward 0 kg). Give the "
+            "feet's (or the stand's) F/T sensors as contact sensors, use --base fixed for "
+            "a robot on a stand, or --free-fall if it really touched nothing.",
+        )
+    ]
 
 
 # ---- residuals -----------------------------------------------------------------------------
 
 
-def residual_ratios(consistent_rms: np.ndarray, unconstrained_rms: np.ndarray,
-                    measured_rms: np.ndarray) -> np.ndarray:
+def residual_ratios(
+    consistent_rms: np.ndarray, unconstrained_rms: np.ndarray, measured_rms: np.ndarray
+) -> np.ndarray:
     """(S,) ``consistent_rms / unconstrained_rms`` per subject, both floored at
     :data:`RESIDUAL_FLOOR` times ``measured_rms`` (the measured signal's RMS)."""
     floor = RESIDUAL_FLOOR * np.asarray(measured_rms, dtype=float)
-    return (np.maximum(np.asarray(consistent_rms, dtype=float), floor)
-            / np.maximum(np.asarray(unconstrained_rms, dtype=float), floor))
+    return np.maximum(np.asarray(consistent_rms, dtype=float), floor) / np.maximum(
+        np.asarray(unconstrained_rms, dtype=float), floor
+    )
 
 
-def residual_ratio_findings(subjects: Sequence[str], consistent_rms: np.ndarray,
-                            unconstrained_rms: np.ndarray, measured_rms: np.ndarray,
-                            units: Sequence[str], cause: str,
-                            same_columns_rms: np.ndarray | None = None
-                            ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+def residual_ratio_findings(
+    subjects: Sequence[str],
+    consistent_rms: np.ndarray,
+    unconstrained_rms: np.ndarray,
+    measured_rms: np.ndarray,
+    units: Sequence[str],
+    cause: str,
+    same_columns_rms: np.ndarray | None = None,
+) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """``(findings, ratios)``: ``residual_ratio`` findings per subject (a sensor's force or
     torque rows, a joint) and every subject's ``{"ratio", "consistent_rms",
     "unconstrained_rms"}`` (for the result JSON). ``consistent_rms`` (S,) of the consistent fit,
@@ -333,10 +431,17 @@ def residual_ratio_findings(subjects: Sequence[str], consistent_rms: np.ndarray,
     consistent fit, the cause is the missing offset."""
     consistent = np.asarray(consistent_rms, dtype=float)
     ratios = residual_ratios(consistent_rms, unconstrained_rms, measured_rms)
-    table = {subject: {"ratio": float(r), "consistent_rms": float(c),
-                       "unconstrained_rms": float(u), "measured_rms": float(m)}
-             for subject, r, c, u, m in zip(subjects, ratios, consistent, unconstrained_rms,
-                                            measured_rms)}
+    table = {
+        subject: {
+            "ratio": float(r),
+            "consistent_rms": float(c),
+            "unconstrained_rms": float(u),
+            "measured_rms": float(m),
+        }
+        for subject, r, c, u, m in zip(
+            subjects, ratios, consistent, unconstrained_rms, measured_rms
+        )
+    }
     findings = []
     for k, subject in enumerate(subjects):
         ratio = float(ratios[k])
@@ -348,18 +453,28 @@ def residual_ratio_findings(subjects: Sequence[str], consistent_rms: np.ndarray,
         if same_columns_rms is not None:
             same = float(same_columns_rms[k])
             figures["unconstrained_without_offset_rms"] = same
-            offset = residual_ratios([same], [unconstrained_rms[k]],
-                                     [measured_rms[k]])[0] > RESIDUAL_RATIO_WARN
+            offset = (
+                residual_ratios([same], [unconstrained_rms[k]], [measured_rms[k]])[0]
+                > RESIDUAL_RATIO_WARN
+            )
         if offset:
-            why = ("without an offset no fit, even unconstrained, explains them: the sensor "
-                   "has an offset. Fit it (drop --no-offset) or calibrate it out first.")
+            why = (
+                "without an offset no fit, even unconstrained, explains them: the sensor "
+                "has an offset. Fit it (drop --no-offset) or calibrate it out first."
+            )
         else:
             why = f"no physical body explains them: {cause}"
-        findings.append(Finding(
-            "residual_ratio", subject, severity,
-            f"the physically consistent fit leaves {ratio:.1f} times the residual of an "
-            f"unconstrained fit ({consistent[k]:.3g} vs {unconstrained_rms[k]:.3g} {units[k]} "
-            f"RMS); {why}", figures))
+        findings.append(
+            Finding(
+                "residual_ratio",
+                subject,
+                severity,
+                f"the physically consistent fit leaves {ratio:.1f} times the residual of an "
+                f"unconstrained fit ({consistent[k]:.3g} vs {unconstrained_rms[k]:.3g} {units[k]} "
+                f"RMS); {why}",
+                figures,
+            )
+        )
     return findings, table
 
 
@@ -384,32 +499,34 @@ class GainSums:
     def of(cls, predicted: np.ndarray, measured: np.ndarray) -> GainSums:
         """The sums of ``predicted``, ``measured`` (N, C)."""
         p, m = np.asarray(predicted, dtype=float), np.asarray(measured, dtype=float)
-        return cls(p.shape[0], p.sum(0), m.sum(0), (p * p).sum(0), (p * m).sum(0),
-                   (m * m).sum(0))
+        return cls(p.shape[0], p.sum(0), m.sum(0), (p * p).sum(0), (p * m).sum(0), (m * m).sum(0))
 
     def add(self, other: GainSums) -> GainSums:
         """The sums of both."""
-        return GainSums(self.n + other.n, *(getattr(self, k) + getattr(other, k)
-                                            for k in ("sp", "sm", "spp", "spm", "smm")))
+        return GainSums(
+            self.n + other.n,
+            *(getattr(self, k) + getattr(other, k) for k in ("sp", "sm", "spp", "spm", "smm")),
+        )
 
     def predicted_rms(self) -> float:
         """RMS of the prediction about each channel's mean."""
         n = max(self.n, 1)
-        return float(np.sqrt(max(np.sum(self.spp - self.sp ** 2 / n), 0.0) / (n * self.sp.size)))
+        return float(np.sqrt(max(np.sum(self.spp - self.sp**2 / n), 0.0) / (n * self.sp.size)))
 
     def gain(self) -> tuple[float, float]:
         """``(gain, correlation)`` of measured on predicted, each channel centred."""
         n = max(self.n, 1)
-        cpp = float(np.sum(self.spp - self.sp ** 2 / n))
+        cpp = float(np.sum(self.spp - self.sp**2 / n))
         cpm = float(np.sum(self.spm - self.sp * self.sm / n))
-        cmm = float(np.sum(self.smm - self.sm ** 2 / n))
+        cmm = float(np.sum(self.smm - self.sm**2 / n))
         if cpp <= 0 or cmm <= 0:
             return float("nan"), 0.0
         return cpm / cpp, cpm / np.sqrt(cpp * cmm)
 
 
-def urdf_gain_findings(subjects: Sequence[str], sums: Sequence[GainSums], units: Sequence[str],
-                       what: str) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+def urdf_gain_findings(
+    subjects: Sequence[str], sums: Sequence[GainSums], units: Sequence[str], what: str
+) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """``(findings, gains)``: per subject the gain and correlation of its measurements on the
     URDF's prediction (:class:`GainSums`; offsets removed), ``urdf_sign`` (refuse) below
     :data:`URDF_GAIN_SIGN`, ``urdf_scale`` (warn) outside :data:`URDF_GAIN_RANGE`, where the
@@ -421,23 +538,40 @@ def urdf_gain_findings(subjects: Sequence[str], sums: Sequence[GainSums], units:
     for subject, s, unit, size in zip(subjects, sums, units, predicted):
         gain, correlation = s.gain()
         judged = size >= URDF_MIN_SHARE * largest[unit]
-        table[subject] = {"gain": gain, "correlation": correlation,
-                          "predicted_rms": float(size), "judged": bool(judged)}
+        table[subject] = {
+            "gain": gain,
+            "correlation": correlation,
+            "predicted_rms": float(size),
+            "judged": bool(judged),
+        }
         figures = dict(table[subject])
         if not judged:
             continue
         if gain < URDF_GAIN_SIGN and correlation < -URDF_CORRELATION:
-            findings.append(Finding(
-                "urdf_sign", subject, REFUSE,
-                f"the measurements are {gain:.2f} times what the URDF predicts (correlation "
-                f"{correlation:.2f}): the opposite sign. Sign? {what}", figures))
+            findings.append(
+                Finding(
+                    "urdf_sign",
+                    subject,
+                    REFUSE,
+                    f"the measurements are {gain:.2f} times what the URDF predicts (correlation "
+                    f"{correlation:.2f}): the opposite sign. Sign? {what}",
+                    figures,
+                )
+            )
         elif correlation > URDF_CORRELATION and not (
-                URDF_GAIN_RANGE[0] <= gain <= URDF_GAIN_RANGE[1]):
-            findings.append(Finding(
-                "urdf_scale", subject, WARN,
-                f"the measurements are {gain:.2f} times what the URDF predicts (correlation "
-                f"{correlation:.2f}): a scale (torque constant, gear ratio, units) or a URDF "
-                "far off?", figures))
+            URDF_GAIN_RANGE[0] <= gain <= URDF_GAIN_RANGE[1]
+        ):
+            findings.append(
+                Finding(
+                    "urdf_scale",
+                    subject,
+                    WARN,
+                    f"the measurements are {gain:.2f} times what the URDF predicts (correlation "
+                    f"{correlation:.2f}): a scale (torque constant, gear ratio, units) or a URDF "
+                    "far off?",
+                    figures,
+                )
+            )
     return findings, table
 
 
@@ -485,16 +619,23 @@ class Volume:
         return ellipsoid_matrix(np.asarray(self.center, dtype=float), self.semi_axes())
 
 
-def payload_volume(radius: float | None = None, half_extents: Sequence[float] | None = None,
-                   sources: tuple[str, str] = ("--payload-sphere", "--payload-box")) -> Volume:
+def payload_volume(
+    radius: float | None = None,
+    half_extents: Sequence[float] | None = None,
+    sources: tuple[str, str] = ("--payload-sphere", "--payload-box"),
+) -> Volume:
     """A payload's bounding volume about the sensor frame's origin: a box of ``half_extents``
     (m) if given, else a sphere of ``radius`` (default :data:`DEFAULT_PAYLOAD_RADIUS`);
     ``sources`` name the sphere's and the box's setting in findings."""
     if half_extents is not None:
-        return Volume(np.zeros(3), half_extents=np.asarray(half_extents, dtype=float),
-                      source=sources[1])
-    return Volume(np.zeros(3), radius=DEFAULT_PAYLOAD_RADIUS if radius is None else radius,
-                  source=sources[0] if radius is not None else "default")
+        return Volume(
+            np.zeros(3), half_extents=np.asarray(half_extents, dtype=float), source=sources[1]
+        )
+    return Volume(
+        np.zeros(3),
+        radius=DEFAULT_PAYLOAD_RADIUS if radius is None else radius,
+        source=sources[0] if radius is not None else "default",
+    )
 
 
 def volume_findings(name: str, theta: np.ndarray, volume: Volume) -> list[Finding]:
@@ -516,20 +657,35 @@ def volume_findings(name: str, theta: np.ndarray, volume: Volume) -> list[Findin
     if not (com_out or spread_out):
         return []
     com_mm = ", ".join(f"{1e3 * c:.0f}" for c in com)
-    what = (f"its COM [{com_mm}] mm lies outside" if com_out
-            else f"its mass lies on average ({spread_measure:.2f} > 1) outside")
-    return [Finding("bounding_volume", name, WARN,
-                    f"{what} the ellipsoid around the {volume.describe()} "
-                    f"({volume.source or 'given'}) for {mass:.4g} kg: a sign or frame mistake, "
-                    "or too little excitation? Check the sensor's sign and frame; "
-                    "--bounding-ellipsoid keeps the fit inside.",
-                    {"mass": mass, "com": com.tolist(), "com_outside": com_out,
-                     "spread_outside": spread_out, "com_measure": com_measure,
-                     "spread_measure": spread_measure})]
+    what = (
+        f"its COM [{com_mm}] mm lies outside"
+        if com_out
+        else f"its mass lies on average ({spread_measure:.2f} > 1) outside"
+    )
+    return [
+        Finding(
+            "bounding_volume",
+            name,
+            WARN,
+            f"{what} the ellipsoid around the {volume.describe()} "
+            f"({volume.source or 'given'}) for {mass:.4g} kg: a sign or frame mistake, "
+            "or too little excitation? Check the sensor's sign and frame; "
+            "--bounding-ellipsoid keeps the fit inside.",
+            {
+                "mass": mass,
+                "com": com.tolist(),
+                "com_outside": com_out,
+                "spread_outside": spread_out,
+                "com_measure": com_measure,
+                "spread_measure": spread_measure,
+            },
+        )
+    ]
 
 
-def link_volumes(urdf: str | Path, links: Sequence[str],
-                 margin: float = LINK_VOLUME_MARGIN) -> dict[str, Volume]:
+def link_volumes(
+    urdf: str | Path, links: Sequence[str], margin: float = LINK_VOLUME_MARGIN
+) -> dict[str, Volume]:
     """Boxes in each of ``links``' frame from the URDF's collision geometry (pinocchio's
     ``buildGeomFromUrdf``, each shape's local bounding box), grown by ``margin`` (m) on every
     side (``package://`` meshes are looked for in the folders above the URDF). Links without
@@ -541,8 +697,9 @@ def link_volumes(urdf: str | Path, links: Sequence[str],
     package_dirs = [str(parent) for parent in Path(urdf).resolve().parents]
     try:
         model = pin.buildModelFromUrdf(str(urdf))
-        geometry = pin.buildGeomFromUrdf(model, str(urdf), pin.GeometryType.COLLISION,
-                                         package_dirs=package_dirs)
+        geometry = pin.buildGeomFromUrdf(
+            model, str(urdf), pin.GeometryType.COLLISION, package_dirs=package_dirs
+        )
     except (ValueError, RuntimeError, OSError):
         return {}
     corners: dict[str, list[np.ndarray]] = {}
@@ -556,27 +713,37 @@ def link_volumes(urdf: str | Path, links: Sequence[str],
             low, high = np.array(shape.aabb_local.min_), np.array(shape.aabb_local.max_)
         except (AttributeError, RuntimeError):
             continue
-        box = np.array([[x, y, z] for x in (low[0], high[0]) for y in (low[1], high[1])
-                        for z in (low[2], high[2])])
+        box = np.array(
+            [
+                [x, y, z]
+                for x in (low[0], high[0])
+                for y in (low[1], high[1])
+                for z in (low[2], high[2])
+            ]
+        )
         in_link = frame.placement.actInv(obj.placement)  # link frame <- geometry
-        corners.setdefault(frame.name, []).append(
-            box @ in_link.rotation.T + in_link.translation)
+        corners.setdefault(frame.name, []).append(box @ in_link.rotation.T + in_link.translation)
     volumes = {}
     for name, points in corners.items():
         points = np.vstack(points)
         low, high = points.min(axis=0) - margin, points.max(axis=0) + margin
-        volumes[name] = Volume(0.5 * (low + high), half_extents=0.5 * (high - low),
-                               source=f"collision geometry grown by {margin:g} m")
+        volumes[name] = Volume(
+            0.5 * (low + high),
+            half_extents=0.5 * (high - low),
+            source=f"collision geometry grown by {margin:g} m",
+        )
     return volumes
 
 
-def volumes_holding(volumes: dict[str, Volume], priors: dict[str, np.ndarray]
-                    ) -> dict[str, Volume]:
+def volumes_holding(volumes: dict[str, Volume], priors: dict[str, np.ndarray]) -> dict[str, Volume]:
     """The ``volumes`` that hold their link's URDF inertial (``priors``: link -> theta (10,)):
     a volume the URDF's own body leaves is no yardstick (Collada meshes that the loader turns
     to another up axis, as the iCub's; inertias larger than the link, as the Panda's first)."""
-    return {name: volume for name, volume in volumes.items()
-            if name in priors and not volume_findings(name, priors[name], volume)}
+    return {
+        name: volume
+        for name, volume in volumes.items()
+        if name in priors and not volume_findings(name, priors[name], volume)
+    }
 
 
 def ellipsoids_of(volumes: dict[str, Volume], links: Sequence[str]) -> list[np.ndarray | None]:
@@ -585,21 +752,27 @@ def ellipsoids_of(volumes: dict[str, Volume], links: Sequence[str]) -> list[np.n
     return [volumes[name].ellipsoid_matrix() if name in volumes else None for name in links]
 
 
-def pinned_mass_findings(names: Sequence[str], masses: np.ndarray,
-                         prior_masses: np.ndarray) -> list[Finding]:
+def pinned_mass_findings(
+    names: Sequence[str], masses: np.ndarray, prior_masses: np.ndarray
+) -> list[Finding]:
     """``pinned_mass`` (warn) for each link whose fitted mass (kg) sits at its lower bound, 0:
     below :data:`PINNED_MASS_FRACTION` of a URDF mass of at least :data:`PINNED_MASS_FLOOR`
     (a link the URDF gives no mass says nothing when fitted at none)."""
     findings = []
     for name, mass, prior in zip(names, masses, prior_masses):
         if float(prior) >= PINNED_MASS_FLOOR and float(mass) < PINNED_MASS_FRACTION * float(prior):
-            findings.append(Finding(
-                "pinned_mass", name, WARN,
-                f"mass {float(mass):.3g} kg (URDF {float(prior):.3g} kg) is pinned at its "
-                "bound, 0 kg: the constraint decided it, not the data. Not identified; a "
-                "sensor's sign or frame above this link, a free-fall fit, or too little motion "
-                "of this link drives masses there.",
-                {"mass": float(mass), "urdf_mass": float(prior)}))
+            findings.append(
+                Finding(
+                    "pinned_mass",
+                    name,
+                    WARN,
+                    f"mass {float(mass):.3g} kg (URDF {float(prior):.3g} kg) is pinned at its "
+                    "bound, 0 kg: the constraint decided it, not the data. Not identified; a "
+                    "sensor's sign or frame above this link, a free-fall fit, or too little motion "
+                    "of this link drives masses there.",
+                    {"mass": float(mass), "urdf_mass": float(prior)},
+                )
+            )
     return findings
 
 
@@ -610,18 +783,23 @@ def tilt_finding(roll: float, pitch: float, limit: float | None = None) -> list[
     if angle <= TILT_WARN_DEG:
         return []
     at_limit = limit is not None and max(abs(roll), abs(pitch)) >= limit - 1e-6
-    return [Finding("base_tilt", "base", WARN,
-                    f"the fit tilts the base's gravity by {angle:.1f} deg (roll "
-                    f"{np.degrees(roll):+.1f}, pitch {np.degrees(pitch):+.1f})"
-                    + (", the search's limit" if at_limit else "")
-                    + ": is the robot mounted tilted, or the URDF's base frame (or a joint "
-                      "offset) wrong? Mount it level or fix the URDF; --no-tilt keeps the "
-                      "URDF's gravity.",
-                    {"angle_deg": angle, "roll_rad": float(roll), "pitch_rad": float(pitch)})]
+    return [
+        Finding(
+            "base_tilt",
+            "base",
+            WARN,
+            f"the fit tilts the base's gravity by {angle:.1f} deg (roll "
+            f"{np.degrees(roll):+.1f}, pitch {np.degrees(pitch):+.1f})"
+            + (", the search's limit" if at_limit else "")
+            + ": is the robot mounted tilted, or the URDF's base frame (or a joint "
+            "offset) wrong? Mount it level or fix the URDF; --no-tilt keeps the "
+            "URDF's gravity.",
+            {"angle_deg": angle, "roll_rad": float(roll), "pitch_rad": float(pitch)},
+        )
+    ]
 
 
-def determination_findings(name: str, theta: np.ndarray,
-                           covariance: np.ndarray) -> list[Finding]:
+def determination_findings(name: str, theta: np.ndarray, covariance: np.ndarray) -> list[Finding]:
     """``at_bound`` (warn) when the body's pseudo-inertia sits on the consistency boundary
     (``λmin(J)`` within :data:`AT_BOUND_FACTOR` of the solvers' margin: the constraint decided
     a direction, and the covariance, projected onto the boundary, understates it);
@@ -639,35 +817,51 @@ def determination_findings(name: str, theta: np.ndarray,
     findings = []
     eig = check_consistency(theta).min_pseudo_inertia_eig
     if eig <= AT_BOUND_FACTOR * CONSISTENCY_MARGIN:
-        findings.append(Finding(
-            "at_bound", name, WARN,
-            f"the estimate sits on the physical-consistency boundary (λmin(J) = {eig:.2g} kg m²): "
-            "the constraint, not the data, decided part of it (usually the inertia; its "
-            "standard errors understate that). Unless the body is a point mass or a thin rod, "
-            "move it through more varied rotations (inertia-id excite).",
-            {"min_pseudo_inertia_eig": eig}))
+        findings.append(
+            Finding(
+                "at_bound",
+                name,
+                WARN,
+                f"the estimate sits on the physical-consistency boundary "
+                f"(λmin(J) = {eig:.2g} kg m²): "
+                "the constraint, not the data, decided part of it (usually the inertia; its "
+                "standard errors understate that). Unless the body is a point mass or a thin rod, "
+                "move it through more varied rotations (inertia-id excite).",
+                {"min_pseudo_inertia_eig": eig},
+            )
+        )
     mass_std = float(np.sqrt(max(covariance[0, 0], 0.0)))
     if mass_std > POORLY_DETERMINED["mass"] * mass:
-        findings.append(Finding(
-            "poorly_determined", name, WARN,
-            f"mass {mass:.4g} ± {mass_std:.2g} kg (one standard error) is poorly determined: "
-            "move the sensor through more orientations, longer.",
-            {"quantity": "mass", "value": mass, "std": mass_std}))
+        findings.append(
+            Finding(
+                "poorly_determined",
+                name,
+                WARN,
+                f"mass {mass:.4g} ± {mass_std:.2g} kg (one standard error) is poorly determined: "
+                "move the sensor through more orientations, longer.",
+                {"quantity": "mass", "value": mass, "std": mass_std},
+            )
+        )
     norm, std = inertia_com_norm_std(theta, covariance)
     if norm > 0 and std > POORLY_DETERMINED["inertia"] * norm:
-        findings.append(Finding(
-            "poorly_determined", name, WARN,
-            f"inertia about the COM ({1e3 * norm:.3g} ± {1e3 * std:.2g} 1e-3 kg m², Frobenius "
-            "norm, one standard error) is poorly determined: the motion hardly accelerates "
-            "the payload's rotation; excite faster rotations (inertia-id excite) or use a "
-            "prior (--prior, --method cad_prior).",
-            {"quantity": "inertia", "value": norm, "std": std}))
+        findings.append(
+            Finding(
+                "poorly_determined",
+                name,
+                WARN,
+                f"inertia about the COM ({1e3 * norm:.3g} ± {1e3 * std:.2g} 1e-3 kg m², Frobenius "
+                "norm, one standard error) is poorly determined: the motion hardly accelerates "
+                "the payload's rotation; excite faster rotations (inertia-id excite) or use a "
+                "prior (--prior, --method cad_prior).",
+                {"quantity": "inertia", "value": norm, "std": std},
+            )
+        )
     return findings
 
 
-def payload_residual_findings(sensor: str, Y: np.ndarray, f: np.ndarray, theta: np.ndarray,
-                              offset: np.ndarray | None
-                              ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+def payload_residual_findings(
+    sensor: str, Y: np.ndarray, f: np.ndarray, theta: np.ndarray, offset: np.ndarray | None
+) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """:func:`residual_ratio_findings` of a payload fit, for the sensor's force and torque rows:
     ``Y`` (N, 6, >= 10) its regressor rows (the first 10 columns the body's), ``f`` (N, 6) the
     measured wrenches, ``theta`` (10,) and ``offset`` (6,) the fit's (``None``: not fitted). The
@@ -686,16 +880,21 @@ def payload_residual_findings(sensor: str, Y: np.ndarray, f: np.ndarray, theta: 
 
     consistent = group_rms(f - Y @ theta - (0.0 if offset is None else offset))
     return residual_ratio_findings(
-        [f"F/T sensor {sensor!r} forces", f"F/T sensor {sensor!r} torques"], consistent,
-        ols_rms(full), group_rms(f), ("N", "N m"),
+        [f"F/T sensor {sensor!r} forces", f"F/T sensor {sensor!r} torques"],
+        consistent,
+        ols_rms(full),
+        group_rms(f),
+        ("N", "N m"),
         "the wrench's sign (the sensor may report the wrench the payload exerts on it, the "
         "opposite of this tool's convention) or its frame is wrong. Check --sensor-frame and the "
-        "sensor's sign convention.", None if offset is not None else ols_rms(Y))
+        "sensor's sign convention.",
+        None if offset is not None else ols_rms(Y),
+    )
 
 
-def payload_fit_findings(sensor: str, Y: np.ndarray, f: np.ndarray, estimate: Any,
-                         with_offset: bool, volume: Volume
-                         ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+def payload_fit_findings(
+    sensor: str, Y: np.ndarray, f: np.ndarray, estimate: Any, with_offset: bool, volume: Volume
+) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """The findings of a payload ``estimate`` (an online
     :class:`~inertia_id_ros.online.payload_estimator.Estimate`) on the samples it was fitted to,
     ``Y`` (N, 6, >= 10) and ``f`` (N, 6): :func:`payload_residual_findings` (its offset if
@@ -709,8 +908,9 @@ def payload_fit_findings(sensor: str, Y: np.ndarray, f: np.ndarray, estimate: An
     return findings, ratios
 
 
-def links_residual_findings(model: Any, data: Any, x: np.ndarray, prior_weight: float
-                            ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+def links_residual_findings(
+    model: Any, data: Any, x: np.ndarray, prior_weight: float
+) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """:func:`residual_ratio_findings` of a fit-links result ``x`` on its training ``data``
     (:class:`~inertia_id_ros.chain.links.JointTorqueData`) per joint, against least squares
     with the same ``prior_weight`` and no constraint on the same model (``model``:
@@ -721,11 +921,14 @@ def links_residual_findings(model: Any, data: Any, x: np.ndarray, prior_weight: 
     ols = fit_links(model, data, method="ols", prior_weight=prior_weight)
     measured = model.measured_torques(model.in_joint_order(data).efforts)
     return residual_ratio_findings(
-        [f"joint {name!r}" for name in model.joint_names], torque_error(model, x, data).per_joint,
-        torque_error(model, ols.x, data).per_joint, np.sqrt(np.mean(measured ** 2, axis=0)),
+        [f"joint {name!r}" for name in model.joint_names],
+        torque_error(model, x, data).per_joint,
+        torque_error(model, ols.x, data).per_joint,
+        np.sqrt(np.mean(measured**2, axis=0)),
         ["N m"] * model.n_joints,
         "the joint's torque sign, its torque constant or gear ratio, or its position (offset, "
-        "direction, units) is wrong. Check the effort column's sign and scale.")
+        "direction, units) is wrong. Check the effort column's sign and scale.",
+    )
 
 
 def links_gain_findings(model: Any, data: Any) -> tuple[list[Finding], dict]:
@@ -739,11 +942,13 @@ def links_gain_findings(model: Any, data: Any) -> tuple[list[Finding], dict]:
         [f"joint {name!r}" for name in model.joint_names],
         [GainSums.of(predicted[:, [j]], measured[:, [j]]) for j in range(model.n_joints)],
         ["N m"] * model.n_joints,
-        "Flip the effort column's sign for this joint (the drive's convention).")
+        "Flip the effort column's sign for this joint (the drive's convention).",
+    )
 
 
-def whole_body_gain_findings(model: Any, samples: Any, with_efforts: bool = False
-                             ) -> tuple[list[Finding], dict]:
+def whole_body_gain_findings(
+    model: Any, samples: Any, with_efforts: bool = False
+) -> tuple[list[Finding], dict]:
     """:func:`urdf_gain_findings` per internal sensor's force and torque rows (and joint
     torques) of a whole-body recording against the URDF's links."""
     x = model.prior
@@ -751,36 +956,47 @@ def whole_body_gain_findings(model: Any, samples: Any, with_efforts: bool = Fals
     sums: dict[str, GainSums] = {}
     for start in range(0, len(samples), GAIN_CHUNK):
         chunk = samples.subset(slice(start, start + GAIN_CHUNK))
-        for (rows, cols), (Yg, bg) in zip(model.row_groups(with_efforts),
-                                          model.group_rows(chunk, with_efforts)):
+        for (rows, cols), (Yg, bg) in zip(
+            model.row_groups(with_efforts), model.group_rows(chunk, with_efforts)
+        ):
             block = channels[rows[0]].rsplit(".", 1)[0]
             if block == "base":
                 continue  # the contacts' sum: no one sensor's sign
             body = cols < 10 * model.n_bodies  # the links' columns (then the offsets')
             predicted = Yg[:, :, body] @ x[cols[body]]
-            parts = ([("torques", slice(None))] if block == "tau" else
-                     [("forces", slice(0, 3)), ("torques", slice(3, 6))])
+            parts = (
+                [("torques", slice(None))]
+                if block == "tau"
+                else [("forces", slice(0, 3)), ("torques", slice(3, 6))]
+            )
             for part, idx in parts:
-                key = (f"joint {channels[rows[0]].split('.', 1)[1]!r} torques" if block == "tau"
-                       else f"F/T sensor {block!r} {part}")
+                key = (
+                    f"joint {channels[rows[0]].split('.', 1)[1]!r} torques"
+                    if block == "tau"
+                    else f"F/T sensor {block!r} {part}"
+                )
                 new = GainSums.of(predicted[:, idx], bg[:, idx])
                 sums[key] = sums[key].add(new) if key in sums else new
-    return urdf_gain_findings(list(sums), list(sums.values()),
-                              ["N" if key.endswith("forces") else "N m" for key in sums],
-                              "Give --flip-wrench-sign for this sensor (child_to_parent "
-                              "sensors such as the real iCub's), or check its frame.")
+    return urdf_gain_findings(
+        list(sums),
+        list(sums.values()),
+        ["N" if key.endswith("forces") else "N m" for key in sums],
+        "Give --flip-wrench-sign for this sensor (child_to_parent "
+        "sensors such as the real iCub's), or check its frame.",
+    )
 
 
-def whole_body_residual_findings(model: Any, samples: Any, x: np.ndarray, prior_weight: float,
-                                 with_efforts: bool = False
-                                 ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+def whole_body_residual_findings(
+    model: Any, samples: Any, x: np.ndarray, prior_weight: float, with_efforts: bool = False
+) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """:func:`residual_ratio_findings` of a whole-body fit ``x`` per row group (the base's and
     each internal sensor's force and torque rows, the joint torques) against the unconstrained
     fit (``ols``, every offset fitted, the same ``prior_weight``)."""
     from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_errors_of
 
-    ols = fit_whole_body(model, samples, "ols", prior_weight=prior_weight,
-                         with_efforts=with_efforts)
+    ols = fit_whole_body(
+        model, samples, "ols", prior_weight=prior_weight, with_efforts=with_efforts
+    )
     errors = prediction_errors_of(model, [x, ols.x, np.zeros_like(x)], samples, with_efforts)
     subjects, consistent, unconstrained, measured, units = [], [], [], [], []
     for group in errors[0].force:
@@ -788,17 +1004,27 @@ def whole_body_residual_findings(model: Any, samples: Any, x: np.ndarray, prior_
             values = [getattr(e, part)[group] for e in errors]
             if not np.isfinite(values[0]):
                 continue
-            what = ("the base's (contacts') " if group == "base" else
-                    "the joint " if group == "tau" else f"F/T sensor {group!r} ")
+            what = (
+                "the base's (contacts') "
+                if group == "base"
+                else "the joint "
+                if group == "tau"
+                else f"F/T sensor {group!r} "
+            )
             subjects.append(what + ("torques" if group == "tau" else part + "s"))
             for store, value in zip((consistent, unconstrained, measured), values):
                 store.append(value)
             units.append(unit)
     return residual_ratio_findings(
-        subjects, np.array(consistent), np.array(unconstrained), np.array(measured), units,
+        subjects,
+        np.array(consistent),
+        np.array(unconstrained),
+        np.array(measured),
+        units,
         "a sensor's sign (--flip-wrench-sign for child_to_parent sensors such as the real "
         "iCub's), its frame or its kind (contact or internal) is wrong; the sensor named is the "
-        "first to check.")
+        "first to check.",
+    )
 
 
 # ---- what the data determine ---------------------------------------------------------------
@@ -815,22 +1041,29 @@ def payload_base_parameters(Y: np.ndarray, with_offset: bool) -> Any:
     from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 
     names = list(THETA_NAMES) + (
-        [f"offset_{c}" for c in WRENCH_CHANNEL_NAMES] if with_offset else [])
-    rows = np.asarray(Y, dtype=float)[:, :, :len(names)].reshape(-1, len(names))
+        [f"offset_{c}" for c in WRENCH_CHANNEL_NAMES] if with_offset else []
+    )
+    rows = np.asarray(Y, dtype=float)[:, :, : len(names)].reshape(-1, len(names))
     gram = rows.T @ rows
     scales = 1.0 / np.sqrt(np.maximum(np.diag(gram), 1e-300))
     bp = base_parameters_from_gram(names, gram * np.outer(scales, scales))
-    return dataclasses.replace(bp, combination=bp.combination * np.outer(
-        scales[bp.independent], 1.0 / scales[bp.dependent]))
+    return dataclasses.replace(
+        bp,
+        combination=bp.combination * np.outer(scales[bp.independent], 1.0 / scales[bp.dependent]),
+    )
 
 
 def identifiability_json(bp: Any) -> dict[str, Any]:
     """``{"rank", "n_params", "base_parameters": [text], "not_excited": [...],
     "no_effect": [...]}`` of a :class:`~inertia_id_ros.chain.links.BaseParameters`:
     ``not_excited`` the standard parameters the data cannot fix individually."""
-    return {"rank": int(bp.rank), "n_params": len(bp.names),
-            "base_parameters": bp.expressions(), "not_excited": list(bp.unidentifiable),
-            "no_effect": list(bp.no_effect)}
+    return {
+        "rank": int(bp.rank),
+        "n_params": len(bp.names),
+        "base_parameters": bp.expressions(),
+        "not_excited": list(bp.unidentifiable),
+        "no_effect": list(bp.no_effect),
+    }
 
 
 def identifiability_lines(bp: Any, shown: int = 6) -> list[str]:
@@ -838,15 +1071,19 @@ def identifiability_lines(bp: Any, shown: int = 6) -> list[str]:
     ``shown`` names of each list; all are in the JSON)."""
 
     def some(names: Sequence[str]) -> str:
-        return ", ".join(names[:shown]) + (f", ... ({len(names)} in all)"
-                                           if len(names) > shown else "")
+        return ", ".join(names[:shown]) + (
+            f", ... ({len(names)} in all)" if len(names) > shown else ""
+        )
 
-    lines = [f"identifiability: rank {bp.rank} of {len(bp.names)} parameters (the base "
-             "parameters are in the JSON)"]
+    lines = [
+        f"identifiability: rank {bp.rank} of {len(bp.names)} parameters (the base "
+        "parameters are in the JSON)"
+    ]
     if bp.no_effect:
         lines.append(f"  no effect on any measurement: {some(list(bp.no_effect))}")
     excited_in_combination = [n for n in bp.unidentifiable if n not in bp.no_effect]
     if excited_in_combination:
-        lines.append("  not excited individually (only in combinations): "
-                     f"{some(excited_in_combination)}")
+        lines.append(
+            f"  not excited individually (only in combinations): {some(excited_in_combination)}"
+        )
     return lines

@@ -30,8 +30,10 @@ NO_PRIOR = "none"
 def _checked(theta: np.ndarray, source: str) -> np.ndarray:
     report = check_consistency(theta)
     if not (theta[0] > 0 and report.fully_consistent):
-        raise ConfigError(f"{source}: the prior is not a physically consistent body with mass "
-                          f"({'; '.join(report.problems) or 'zero mass'})")
+        raise ConfigError(
+            f"{source}: the prior is not a physically consistent body with mass "
+            f"({'; '.join(report.problems) or 'zero mass'})"
+        )
     return theta
 
 
@@ -46,8 +48,10 @@ def prior_from_result(path: str | Path, sensor_frame: str) -> np.ndarray:
         except ExportError:
             raise ConfigError(str(error)) from None
     if body.frame != sensor_frame:
-        raise ConfigError(f"{path}: body {body.name!r} is in frame {body.frame!r}, not in the "
-                          f"sensor frame {sensor_frame!r}")
+        raise ConfigError(
+            f"{path}: body {body.name!r} is in frame {body.frame!r}, not in the "
+            f"sensor frame {sensor_frame!r}"
+        )
     return _checked(np.array(body.theta), str(path))
 
 
@@ -58,8 +62,9 @@ def prior_from_link(model: pin.Model, link: str, sensor_frame: str) -> np.ndarra
         theta = SensorKinematics(model, link).subtree_inertia()
         data = model.createData()
         pin.framesForwardKinematics(model, data, pin.neutral(model))
-        sensor_to_link = (data.oMf[frame_id(model, sensor_frame)].inverse()
-                          * data.oMf[frame_id(model, link)])
+        sensor_to_link = (
+            data.oMf[frame_id(model, sensor_frame)].inverse() * data.oMf[frame_id(model, link)]
+        )
     except (FrameNotFound, ValueError) as error:
         raise ConfigError(str(error)) from None
     moved = sensor_to_link.act(pin.Inertia.FromDynamicParameters(theta))

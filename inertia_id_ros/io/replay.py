@@ -128,8 +128,9 @@ CHECKED_STAMPS = 2000
 class ReplaySession(Protocol):
     """What a replay drives (a :class:`~inertia_id_ros.online.session.Session`)."""
 
-    def add_joint_state(self, t: float, names: Any, q: Any, dq: Any = None,
-                        effort: Any = None) -> Any:
+    def add_joint_state(
+        self, t: float, names: Any, q: Any, dq: Any = None, effort: Any = None
+    ) -> Any:
         """Offer a joint state at ``t`` (s): ``q`` (rad or m), ``dq``, ``effort``; ``None`` when
         taken."""
         ...
@@ -177,8 +178,7 @@ class Replay(ReplayUpdates[PayloadEstimateBase]):
     payload_changes: list[ChangeEvent] = field(default_factory=list)
     sensor_frame: str = ""
     offset_names: tuple[str, ...] = WRENCH_CHANNEL_NAMES
-    config: EstimatorConfig | PayloadTorqueEstimatorConfig = field(
-        default_factory=EstimatorConfig)
+    config: EstimatorConfig | PayloadTorqueEstimatorConfig = field(default_factory=EstimatorConfig)
     findings: list[Finding] = field(default_factory=list)
     """The plausibility findings of the final estimate (:func:`payload_replay_findings`)."""
 
@@ -189,8 +189,12 @@ of a recording's stream: :func:`recording_messages`): a session's ``add_*`` call
 callback makes it."""
 
 
-def replay_feeds(session: ReplaySession, messages: Iterable[tuple[str, int, Any]],
-                 update_rate_hz: float, feeds: Mapping[str, Feed]) -> tuple[list[Update], float]:
+def replay_feeds(
+    session: ReplaySession,
+    messages: Iterable[tuple[str, int, Any]],
+    update_rate_hz: float,
+    feeds: Mapping[str, Feed],
+) -> tuple[list[Update], float]:
     """Feed ``messages`` ((topic, log time (ns), message), in log-time order) to ``session``
     through ``feeds`` (topic -> :data:`Feed`), updating every ``1 / update_rate_hz`` s of log
     time, starting one period after the first message, and once after the last; returns the
@@ -256,9 +260,11 @@ class JointStateRange:
         finite position are skipped)."""
         names = [name for name, k in self._columns.items() if self._low[k] <= self._high[k]]
         columns = [self._columns[name] for name in names]
-        return (check_time_units(np.array(self._stamps), "joint state stamps")
-                + position_unit_findings(np.vstack([self._low[columns], self._high[columns]]),
-                                         names, model))
+        return check_time_units(
+            np.array(self._stamps), "joint state stamps"
+        ) + position_unit_findings(
+            np.vstack([self._low[columns], self._high[columns]]), names, model
+        )
 
 
 @dataclass(frozen=True)
@@ -277,51 +283,77 @@ class ReplayInputs:
     add_imu: Callable[[float, np.ndarray, np.ndarray, str], Any] | None = None
 
 
-def payload_replay_inputs(session: PayloadSession, sensor_frame: str,
-                          joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-                          wrench_topic: str = DEFAULT_WRENCH_TOPIC) -> ReplayInputs:
+def payload_replay_inputs(
+    session: PayloadSession,
+    sensor_frame: str,
+    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
+    wrench_topic: str = DEFAULT_WRENCH_TOPIC,
+) -> ReplayInputs:
     """The inputs of the node's payload mode: joint states, and the wrenches of the F/T sensor
     at ``sensor_frame`` on ``wrench_topic`` (``frame_id`` checked by the session)."""
-    return ReplayInputs(joint_states_topic, {wrench_topic: (sensor_frame,)},
-                        lambda frame, t, wrench, frame_id: session.add_wrench(t, wrench, frame_id))
+    return ReplayInputs(
+        joint_states_topic,
+        {wrench_topic: (sensor_frame,)},
+        lambda frame, t, wrench, frame_id: session.add_wrench(t, wrench, frame_id),
+    )
 
 
-def whole_body_replay_inputs(session: WholeBodySession, joint_states_topic: str,
-                             imu_topic: str, ft_topics: Mapping[str, str]) -> ReplayInputs:
+def whole_body_replay_inputs(
+    session: WholeBodySession, joint_states_topic: str, imu_topic: str, ft_topics: Mapping[str, str]
+) -> ReplayInputs:
     """The inputs of the node's whole_body mode: joint states, IMU readings (none when
     ``imu_topic`` is empty: a fixed or suspended base without an IMU) and the wrenches of
     ``ft_topics`` (topic -> sensor frame; ``frame_id`` checked by the session)."""
     frames_of: dict[str, tuple[str, ...]] = {}
     for topic, frame in ft_topics.items():
         frames_of[topic] = frames_of.get(topic, ()) + (frame,)
-    return ReplayInputs(joint_states_topic, frames_of, session.add_wrench, imu_topic,
-                        session.add_imu if imu_topic else None)
+    return ReplayInputs(
+        joint_states_topic,
+        frames_of,
+        session.add_wrench,
+        imu_topic,
+        session.add_imu if imu_topic else None,
+    )
 
 
-def bag_feeds(session: ReplaySession, inputs: ReplayInputs,
-              joints: JointStateRange) -> dict[str, Feed]:
+def bag_feeds(
+    session: ReplaySession, inputs: ReplayInputs, joints: JointStateRange
+) -> dict[str, Feed]:
     """The :data:`Feed` of each topic of ``inputs`` for deserialised bag messages, each with its
     header stamp; the joint states pass through ``joints``."""
+
     def joint_state(msg: Any) -> None:
         t = header_seconds(msg.header)
         joints.add(t, msg.name, msg.position)
-        session.add_joint_state(t, msg.name, msg.position, _values(msg.velocity),
-                                _values(msg.effort))
+        session.add_joint_state(
+            t, msg.name, msg.position, _values(msg.velocity), _values(msg.effort)
+        )
 
     def wrench(frames: tuple[str, ...]) -> Feed:
         def feed(msg: Any) -> None:
             for frame in frames:
-                inputs.add_wrench(frame, header_seconds(msg.header),
-                                  np.array(wrench_values(msg)), msg.header.frame_id)
+                inputs.add_wrench(
+                    frame,
+                    header_seconds(msg.header),
+                    np.array(wrench_values(msg)),
+                    msg.header.frame_id,
+                )
+
         return feed
 
     def imu(msg: Any) -> None:
         w, a = msg.angular_velocity, msg.linear_acceleration
-        inputs.add_imu(header_seconds(msg.header), np.array([w.x, w.y, w.z]),
-                       np.array([a.x, a.y, a.z]), msg.header.frame_id)
+        inputs.add_imu(
+            header_seconds(msg.header),
+            np.array([w.x, w.y, w.z]),
+            np.array([a.x, a.y, a.z]),
+            msg.header.frame_id,
+        )
 
-    feeds = {inputs.joint_states_topic: joint_state,
-             **{topic: wrench(frames) for topic, frames in inputs.wrench_topics.items()}}
+    feeds = {
+        inputs.joint_states_topic: joint_state,
+        **{topic: wrench(frames) for topic, frames in inputs.wrench_topics.items()},
+    }
     if inputs.imu_topic:
         feeds[inputs.imu_topic] = imu
     return feeds
@@ -346,9 +378,11 @@ def recording_messages(recording: Recording) -> Iterator[tuple[str, int, int]]:
     order (at equal stamps: joint states, then the F/T sensors as described, then the IMU):
     :data:`JOINT_STATES_STREAM`, :func:`wrench_stream` per F/T sensor, :data:`IMU_STREAM`;
     ``row`` indexes the sample in its stream's arrays."""
-    stamps = {JOINT_STATES_STREAM: recording.joint_states.t,
-              **{wrench_stream(frame): w.t for frame, w in recording.wrenches.items()},
-              **({} if recording.imu is None else {IMU_STREAM: recording.imu.t})}
+    stamps = {
+        JOINT_STATES_STREAM: recording.joint_states.t,
+        **{wrench_stream(frame): w.t for frame, w in recording.wrenches.items()},
+        **({} if recording.imu is None else {IMU_STREAM: recording.imu.t}),
+    }
     topics = list(stamps)
     t = np.concatenate(list(stamps.values()))
     stream = np.concatenate([np.full(v.size, k) for k, v in enumerate(stamps.values())])
@@ -357,8 +391,9 @@ def recording_messages(recording: Recording) -> Iterator[tuple[str, int, int]]:
         yield topics[stream[i]], int(round(t[i] * 1e9)), int(rows[i])
 
 
-def recording_feeds(session: ReplaySession, inputs: ReplayInputs, recording: Recording,
-                    joints: JointStateRange) -> dict[str, Feed]:
+def recording_feeds(
+    session: ReplaySession, inputs: ReplayInputs, recording: Recording, joints: JointStateRange
+) -> dict[str, Feed]:
     """The :data:`Feed` of each stream of :func:`recording_messages` that ``inputs`` take: the
     joint states (with the held joints' constant columns), the F/T sensors of
     ``inputs.wrench_topics``' frames, the IMU with an ``imu_topic``. Raises
@@ -368,33 +403,49 @@ def recording_feeds(session: ReplaySession, inputs: ReplayInputs, recording: Rec
 
     def joint_state(k: int) -> None:
         joints.add(states.t[k], names, states.q[k])
-        session.add_joint_state(states.t[k], names, states.q[k],
-                                None if states.dq is None else states.dq[k],
-                                None if states.effort is None else states.effort[k])
+        session.add_joint_state(
+            states.t[k],
+            names,
+            states.q[k],
+            None if states.dq is None else states.dq[k],
+            None if states.effort is None else states.effort[k],
+        )
 
     def wrench(frame: str) -> Feed:
         if frame not in recording.wrenches:
-            raise DataError(f"{recording.source}: no F/T sensor at {frame!r} (described: "
-                            f"{', '.join(recording.wrenches) or 'none'})")
+            raise DataError(
+                f"{recording.source}: no F/T sensor at {frame!r} (described: "
+                f"{', '.join(recording.wrenches) or 'none'})"
+            )
         samples = recording.wrenches[frame]
         return lambda k: inputs.add_wrench(frame, samples.t[k], samples.wrench[k], frame)
 
-    feeds = {JOINT_STATES_STREAM: joint_state,
-             **{wrench_stream(frame): wrench(frame)
-                for frames in inputs.wrench_topics.values() for frame in frames}}
+    feeds = {
+        JOINT_STATES_STREAM: joint_state,
+        **{
+            wrench_stream(frame): wrench(frame)
+            for frames in inputs.wrench_topics.values()
+            for frame in frames
+        },
+    }
     if inputs.imu_topic:
         imu = recording.imu
         if imu is None:
-            raise DataError(f"{recording.source}: no IMU described (the session reads "
-                            f"{inputs.imu_topic!r})")
+            raise DataError(
+                f"{recording.source}: no IMU described (the session reads {inputs.imu_topic!r})"
+            )
         feeds[IMU_STREAM] = lambda k: inputs.add_imu(
-            imu.t[k], imu.values["angular_velocity"][k], imu.values["linear_acceleration"][k],
-            imu.frame)
+            imu.t[k],
+            imu.values["angular_velocity"][k],
+            imu.values["linear_acceleration"][k],
+            imu.frame,
+        )
     return feeds
 
 
-def replay_log(session: Session, log: ReplayLog, update_rate_hz: float, inputs: ReplayInputs,
-               model: pin.Model) -> dict[str, Any]:
+def replay_log(
+    session: Session, log: ReplayLog, update_rate_hz: float, inputs: ReplayInputs, model: pin.Model
+) -> dict[str, Any]:
     """Replay ``log`` (a bag, read one message at a time in log-time order, or a recording, in
     stamp order) through ``session`` (:func:`replay_feeds`); the :class:`ReplayUpdates` fields
     of the replay, the input's units checked against ``model`` (its joint limits). A bag must
@@ -402,28 +453,45 @@ def replay_log(session: Session, log: ReplayLog, update_rate_hz: float, inputs: 
     naming it otherwise)."""
     joints = JointStateRange()
     if isinstance(log, Recording):
-        updates, start = replay_feeds(session, recording_messages(log), update_rate_hz,
-                                      recording_feeds(session, inputs, log, joints))
+        updates, start = replay_feeds(
+            session,
+            recording_messages(log),
+            update_rate_hz,
+            recording_feeds(session, inputs, log, joints),
+        )
         source = log.source
     else:
-        topics = [(inputs.joint_states_topic, JOINT_STATE_TYPE),
-                  *([(inputs.imu_topic, IMU_TYPE)] if inputs.imu_topic else []),
-                  *((topic, WRENCH_TYPE) for topic in inputs.wrench_topics)]
+        topics = [
+            (inputs.joint_states_topic, JOINT_STATE_TYPE),
+            *([(inputs.imu_topic, IMU_TYPE)] if inputs.imu_topic else []),
+            *((topic, WRENCH_TYPE) for topic in inputs.wrench_topics),
+        ]
         with contextlib.closing(iter_bag_messages(log, topics)) as messages:  # closed on errors
-            updates, start = replay_feeds(session, messages, update_rate_hz,
-                                          bag_feeds(session, inputs, joints))
+            updates, start = replay_feeds(
+                session, messages, update_rate_hz, bag_feeds(session, inputs, joints)
+            )
         source = str(log)
     stats = session.estimator.stats()
-    return {"updates": updates, "start_time": start, "received": stats.received,
-            "dropped": stats.dropped, "source": source, "update_rate_hz": update_rate_hz,
-            "input_findings": joints.findings(model)}
+    return {
+        "updates": updates,
+        "start_time": start,
+        "received": stats.received,
+        "dropped": stats.dropped,
+        "source": source,
+        "update_rate_hz": update_rate_hz,
+        "input_findings": joints.findings(model),
+    }
 
 
-def replay_bag(log: ReplayLog, sensor_frame: str | None = None,
-               urdf: str | Path | None = None,
-               joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-               wrench_topic: str = DEFAULT_WRENCH_TOPIC, update_rate_hz: float = 2.0,
-               settings: Mapping[str, Any] | None = None) -> Replay:
+def replay_bag(
+    log: ReplayLog,
+    sensor_frame: str | None = None,
+    urdf: str | Path | None = None,
+    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
+    wrench_topic: str = DEFAULT_WRENCH_TOPIC,
+    update_rate_hz: float = 2.0,
+    settings: Mapping[str, Any] | None = None,
+) -> Replay:
     """Replay ``log`` (a rosbag2 directory or one ``.mcap``/``.db3`` file, or a recording)
     through the node's payload session for the F/T sensor frame ``sensor_frame`` (default: a
     bag's first wrench's ``frame_id``, a recording's only F/T sensor; see the module docstring);
@@ -437,48 +505,63 @@ def replay_bag(log: ReplayLog, sensor_frame: str | None = None,
     if urdf is None:
         description = None if recording is not None else bag_robot_description(log)
         if description is None:
-            raise DataError(f"{recording.source if recording else log}: no "
-                            f"{ROBOT_DESCRIPTION_TOPIC} in the bag; give the URDF")
+            raise DataError(
+                f"{recording.source if recording else log}: no "
+                f"{ROBOT_DESCRIPTION_TOPIC} in the bag; give the URDF"
+            )
         model = load_model(urdf_xml=description)
     else:
         model = load_model(urdf_path=urdf)
     if sensor_frame is None and recording is not None:
         if len(recording.wrenches) != 1:
-            raise DataError(f"{recording.source}: describes {len(recording.wrenches)} F/T "
-                            "sensors; give the sensor frame")
+            raise DataError(
+                f"{recording.source}: describes {len(recording.wrenches)} F/T "
+                "sensors; give the sensor frame"
+            )
         sensor_frame = next(iter(recording.wrenches))
     elif sensor_frame is None:
-        sensor_frame = next(msg.header.frame_id
-                            for topic, _, msg in iter_bag_messages(
-                                log, [(joint_states_topic, JOINT_STATE_TYPE),
-                                      (wrench_topic, WRENCH_TYPE)])
-                            if topic == wrench_topic)
+        sensor_frame = next(
+            msg.header.frame_id
+            for topic, _, msg in iter_bag_messages(
+                log, [(joint_states_topic, JOINT_STATE_TYPE), (wrench_topic, WRENCH_TYPE)]
+            )
+            if topic == wrench_topic
+        )
         if not sensor_frame:
             raise DataError(f"{log}: the wrenches name no frame_id; give the sensor frame")
     session = payload_session(SensorKinematics(model, sensor_frame), **(settings or {}))
     return replay_payload(log, session, update_rate_hz, joint_states_topic, wrench_topic)
 
 
-def replay_payload(log: ReplayLog, session: PayloadSession, update_rate_hz: float,
-                   joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-                   wrench_topic: str = DEFAULT_WRENCH_TOPIC,
-                   volume: Volume | None = None) -> Replay:
+def replay_payload(
+    log: ReplayLog,
+    session: PayloadSession,
+    update_rate_hz: float,
+    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
+    wrench_topic: str = DEFAULT_WRENCH_TOPIC,
+    volume: Volume | None = None,
+) -> Replay:
     """Replay ``log`` through a payload ``session`` built elsewhere (the node's, from its
     parameters), as :func:`replay_bag` does; ``volume``: the payload's bounding volume the
     final estimate is checked against (default
     :func:`~inertia_id_ros.io.plausibility.payload_volume`'s sphere)."""
     kinematics = session.estimator.kinematics
-    inputs = payload_replay_inputs(session, kinematics.sensor_frame, joint_states_topic,
-                                   wrench_topic)
-    replay = Replay(**replay_log(session, log, update_rate_hz, inputs, kinematics.model),
-                    payload_changes=list(session.changes), sensor_frame=kinematics.sensor_frame,
-                    config=session.estimator.config)
+    inputs = payload_replay_inputs(
+        session, kinematics.sensor_frame, joint_states_topic, wrench_topic
+    )
+    replay = Replay(
+        **replay_log(session, log, update_rate_hz, inputs, kinematics.model),
+        payload_changes=list(session.changes),
+        sensor_frame=kinematics.sensor_frame,
+        config=session.estimator.config,
+    )
     replay.findings = payload_replay_findings(session, replay.final, volume or payload_volume())
     return replay
 
 
-def payload_replay_findings(session: PayloadSession, final: Estimate | None,
-                            volume: Volume) -> list[Finding]:
+def payload_replay_findings(
+    session: PayloadSession, final: Estimate | None, volume: Volume
+) -> list[Finding]:
     """The plausibility findings of a replay's ``final`` estimate
     (:func:`~inertia_id_ros.io.plausibility.payload_fit_findings`, the payload in ``volume``) on
     the window's samples it was fitted to; none without an estimate or when the window
@@ -490,15 +573,24 @@ def payload_replay_findings(session: PayloadSession, final: Estimate | None,
     fitted = (t >= final.t_first) & (t <= final.t_last)
     if not fitted.any():
         return []
-    findings, _ = payload_fit_findings(estimator.kinematics.sensor_frame, Y[fitted], f[fitted],
-                                       final, estimator.config.estimate_offset, volume)
+    findings, _ = payload_fit_findings(
+        estimator.kinematics.sensor_frame,
+        Y[fitted],
+        f[fitted],
+        final,
+        estimator.config.estimate_offset,
+        volume,
+    )
     return findings
 
 
-def replay_payload_torques(log: ReplayLog, session: PayloadTorqueSession,
-                           update_rate_hz: float,
-                           joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-                           volume: Volume | None = None) -> Replay:
+def replay_payload_torques(
+    log: ReplayLog,
+    session: PayloadTorqueSession,
+    update_rate_hz: float,
+    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
+    volume: Volume | None = None,
+) -> Replay:
     """Replay ``log``'s joint states with efforts through a payload-torques ``session`` (the
     node's); the final estimate's COM checked against ``volume``, the payload's bounding volume
     (default :func:`~inertia_id_ros.io.plausibility.payload_volume`'s sphere;
@@ -506,13 +598,19 @@ def replay_payload_torques(log: ReplayLog, session: PayloadTorqueSession,
     estimates' ``sensor_offset`` are the joints' torque offset changes (N m)."""
     estimator = session.estimator
     config = estimator.config
-    replay = Replay(**replay_log(session, log, update_rate_hz,
-                                 ReplayInputs(joint_states_topic), estimator.links.model),
-                    payload_changes=list(session.changes), sensor_frame=config.frame,
-                    offset_names=tuple(estimator.joint_names), config=config)
+    replay = Replay(
+        **replay_log(
+            session, log, update_rate_hz, ReplayInputs(joint_states_topic), estimator.links.model
+        ),
+        payload_changes=list(session.changes),
+        sensor_frame=config.frame,
+        offset_names=tuple(estimator.joint_names),
+        config=config,
+    )
     final = replay.final
-    replay.findings = ([] if final is None
-                       else volume_findings("payload", final.theta, volume or payload_volume()))
+    replay.findings = (
+        [] if final is None else volume_findings("payload", final.theta, volume or payload_volume())
+    )
     return replay
 
 
@@ -532,17 +630,22 @@ class LinksReplay(ReplayUpdates[LinkEstimate]):
         if final is None or final.method == "ols":
             return []
         chain = self.session.estimator.link_model
-        prior = np.asarray(chain.prior)[:10 * chain.n_joints].reshape(-1, 10)
+        prior = np.asarray(chain.prior)[: 10 * chain.n_joints].reshape(-1, 10)
         return pinned_mass_findings(final.link_names, final.thetas[:, 0], prior[:, 0])
 
 
-def replay_links(log: ReplayLog, session: LinkSession, update_rate_hz: float,
-                 joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC) -> LinksReplay:
+def replay_links(
+    log: ReplayLog,
+    session: LinkSession,
+    update_rate_hz: float,
+    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
+) -> LinksReplay:
     """Replay ``log``'s joint states with efforts through a links ``session`` (the node's)."""
     chain = session.estimator.link_model
-    return LinksReplay(**replay_log(session, log, update_rate_hz,
-                                    ReplayInputs(joint_states_topic), chain.model),
-                       session=session)
+    return LinksReplay(
+        **replay_log(session, log, update_rate_hz, ReplayInputs(joint_states_topic), chain.model),
+        session=session,
+    )
 
 
 @dataclass
@@ -574,19 +677,31 @@ SENSOR_EVENTS = ("sensor_stopped", "sensor_resumed")
 """Warning kinds of a whole-body update that :attr:`WholeBodyReplay.sensor_events` lists."""
 
 
-def replay_whole_body(log: ReplayLog, session: WholeBodySession, update_rate_hz: float,
-                      joint_states_topic: str, imu_topic: str,
-                      ft_topics: Mapping[str, str]) -> WholeBodyReplay:
+def replay_whole_body(
+    log: ReplayLog,
+    session: WholeBodySession,
+    update_rate_hz: float,
+    joint_states_topic: str,
+    imu_topic: str,
+    ft_topics: Mapping[str, str],
+) -> WholeBodyReplay:
     """Replay ``log`` through ``session`` (see the module docstring), updating every
     ``1 / update_rate_hz`` s of bag time; ``ft_topics``: topic -> sensor frame (a recording's
     F/T sensors are taken by frame)."""
     inputs = whole_body_replay_inputs(session, joint_states_topic, imu_topic, ft_topics)
     fields = replay_log(session, log, update_rate_hz, inputs, session.estimator.model.model)
-    events = [(update.time, kind, message) for update in fields["updates"]
-              for kind, message in update.warnings if kind in SENSOR_EVENTS]
-    return WholeBodyReplay(**fields, session=session,
-                           stopped_sensors=session.estimator.stopped_sensors,
-                           sensor_events=events)
+    events = [
+        (update.time, kind, message)
+        for update in fields["updates"]
+        for kind, message in update.warnings
+        if kind in SENSOR_EVENTS
+    ]
+    return WholeBodyReplay(
+        **fields,
+        session=session,
+        stopped_sensors=session.estimator.stopped_sensors,
+        sensor_events=events,
+    )
 
 
 def bag_robot_description(path: str | Path) -> str | None:
@@ -599,11 +714,17 @@ def change_record(event: ChangeEvent) -> dict[str, Any]:
     """A payload change as a JSON-ready record: ``time`` (s of bag time, the stamp of the
     sample that raised it), ``onset`` (s), ``samples``, ``residual_mean`` (6,) (N, N m), and
     the ``message``."""
-    return {"time": event.t_detected, "onset": event.t_onset, "samples": event.n_samples,
-            "residual_mean": [float(v) for v in event.residual_mean], "message": str(event)}
+    return {
+        "time": event.t_detected,
+        "onset": event.t_onset,
+        "samples": event.n_samples,
+        "residual_mean": [float(v) for v in event.residual_mean],
+        "message": str(event),
+    }
 
 
 # ---- output --------------------------------------------------------------------------------
+
 
 def csv_columns(offset_names: Sequence[str] = WRENCH_CHANNEL_NAMES) -> tuple[str, ...]:
     """Columns of :func:`write_csv` for offsets named ``offset_names``: bag time and time since
@@ -611,40 +732,60 @@ def csv_columns(offset_names: Sequence[str] = WRENCH_CHANNEL_NAMES) -> tuple[str
     then), the samples in the window, ``theta`` (SI), the offsets (F/T: N, N m; joints: N m),
     standard deviations of ``theta``, COM and its standard deviations (m, the payload's frame),
     consistency margin (kg m^2), residual RMS, excitation condition number, solve time (s)."""
-    return (("time", "elapsed", "status", "method", "n_samples")
-            + THETA_NAMES + tuple(f"offset_{n}" for n in offset_names)
-            + tuple(f"std_{n}" for n in THETA_NAMES) + ("com_x", "com_y", "com_z")
-            + ("std_com_x", "std_com_y", "std_com_z")
-            + ("min_pseudo_inertia_eig", "residual_rms", "condition_number", "solve_time"))
+    return (
+        ("time", "elapsed", "status", "method", "n_samples")
+        + THETA_NAMES
+        + tuple(f"offset_{n}" for n in offset_names)
+        + tuple(f"std_{n}" for n in THETA_NAMES)
+        + ("com_x", "com_y", "com_z")
+        + ("std_com_x", "std_com_y", "std_com_z")
+        + ("min_pseudo_inertia_eig", "residual_rms", "condition_number", "solve_time")
+    )
 
 
 CSV_COLUMNS = csv_columns()
 """Columns of :func:`write_csv` of a payload replay from an F/T sensor."""
 
 
-def update_record(update: Update, start_time: float,
-                  offset_names: Sequence[str] = WRENCH_CHANNEL_NAMES) -> dict[str, Any]:
+def update_record(
+    update: Update, start_time: float, offset_names: Sequence[str] = WRENCH_CHANNEL_NAMES
+) -> dict[str, Any]:
     """One update as a flat record with :func:`csv_columns` keys (JSON-ready)."""
     record: dict[str, Any] = dict.fromkeys(csv_columns(offset_names), float("nan"))
-    record.update(time=update.time, elapsed=update.time - start_time, status=update.status,
-                  method="", n_samples=0)
+    record.update(
+        time=update.time,
+        elapsed=update.time - start_time,
+        status=update.status,
+        method="",
+        n_samples=0,
+    )
     estimate = update.estimate
     if estimate is None:
         return record
-    com_std = np.sqrt(np.clip(np.diag(com_covariance(estimate.theta, estimate.covariance)),
-                              0.0, None))
-    values = {"method": estimate.method, "n_samples": estimate.n_samples,
-              **dict(zip(THETA_NAMES, estimate.theta)),
-              **{f"offset_{n}": v for n, v in zip(offset_names, estimate.sensor_offset)},
-              **{f"std_{n}": v for n, v in zip(THETA_NAMES, estimate.theta_std)},
-              **{f"com_{a}": v for a, v in zip("xyz", estimate.com)},
-              **{f"std_com_{a}": v for a, v in zip("xyz", com_std)},
-              "min_pseudo_inertia_eig": estimate.min_pseudo_inertia_eig,
-              "residual_rms": estimate.residual_rms,
-              "condition_number": estimate.condition_number, "solve_time": estimate.solve_time}
-    record.update({key: value if isinstance(value, str) else
-                   (int(value) if key == "n_samples" else float(value))
-                   for key, value in values.items()})
+    com_std = np.sqrt(
+        np.clip(np.diag(com_covariance(estimate.theta, estimate.covariance)), 0.0, None)
+    )
+    values = {
+        "method": estimate.method,
+        "n_samples": estimate.n_samples,
+        **dict(zip(THETA_NAMES, estimate.theta)),
+        **{f"offset_{n}": v for n, v in zip(offset_names, estimate.sensor_offset)},
+        **{f"std_{n}": v for n, v in zip(THETA_NAMES, estimate.theta_std)},
+        **{f"com_{a}": v for a, v in zip("xyz", estimate.com)},
+        **{f"std_com_{a}": v for a, v in zip("xyz", com_std)},
+        "min_pseudo_inertia_eig": estimate.min_pseudo_inertia_eig,
+        "residual_rms": estimate.residual_rms,
+        "condition_number": estimate.condition_number,
+        "solve_time": estimate.solve_time,
+    }
+    record.update(
+        {
+            key: value
+            if isinstance(value, str)
+            else (int(value) if key == "n_samples" else float(value))
+            for key, value in values.items()
+        }
+    )
     return record
 
 
@@ -654,15 +795,33 @@ def write_csv(replay: Replay, path: str | Path) -> None:
         writer = csv.DictWriter(stream, fieldnames=csv_columns(replay.offset_names))
         writer.writeheader()
         for update in replay.updates:
-            writer.writerow({key: (f"{value:.12g}" if isinstance(value, float) else value)
-                             for key, value in update_record(update, replay.start_time,
-                                                             replay.offset_names).items()})
+            writer.writerow(
+                {
+                    key: (f"{value:.12g}" if isinstance(value, float) else value)
+                    for key, value in update_record(
+                        update, replay.start_time, replay.offset_names
+                    ).items()
+                }
+            )
 
 
-WHOLE_BODY_CSV_COLUMNS = ("time", "elapsed", "status", "method", "n_samples", "residual_rms",
-                          "min_pseudo_inertia_eig", "rank", "n_params", "identified",
-                          "partly_identified", "prior_only", "stopped_sensors", "solve_time",
-                          "message")
+WHOLE_BODY_CSV_COLUMNS = (
+    "time",
+    "elapsed",
+    "status",
+    "method",
+    "n_samples",
+    "residual_rms",
+    "min_pseudo_inertia_eig",
+    "rank",
+    "n_params",
+    "identified",
+    "partly_identified",
+    "prior_only",
+    "stopped_sensors",
+    "solve_time",
+    "message",
+)
 """Columns of :func:`write_whole_body_csv` (then ``mass.<link>`` per identified link, kg): bag
 time and time since the first message (s), ``ok`` or why there is no estimate (numbers empty
 then), the IMU samples in the window, residual RMS of the rows, the smallest pseudo-inertia
@@ -671,40 +830,67 @@ identifiability label, the sensors whose rows were dropped (space-separated), th
 (s), the update's message."""
 
 
-def whole_body_update_record(update: Update, start_time: float,
-                             with_estimate: bool = True) -> dict[str, Any]:
+def whole_body_update_record(
+    update: Update, start_time: float, with_estimate: bool = True
+) -> dict[str, Any]:
     """One whole-body update as a record with :data:`WHOLE_BODY_CSV_COLUMNS` keys (``None``
     where there is no estimate) and, with ``with_estimate`` and an estimate, ``thetas`` {link:
     (10,)} and ``sensor_offsets`` {frame: (6,)} (JSON-ready)."""
-    return _links_update_record(update, start_time, WHOLE_BODY_CSV_COLUMNS,
-                                _whole_body_columns, _sensor_offsets if with_estimate else None)
+    return _links_update_record(
+        update,
+        start_time,
+        WHOLE_BODY_CSV_COLUMNS,
+        _whole_body_columns,
+        _sensor_offsets if with_estimate else None,
+    )
 
 
 def _whole_body_columns(estimate: WholeBodyEstimate) -> dict[str, Any]:
     """A whole-body estimate's own columns: parameters, links per identifiability label, the
     sensors whose rows were dropped."""
     labels = list(estimate.labels)
-    return {"n_params": int(estimate.n_params), "identified": labels.count("identified"),
-            "partly_identified": labels.count("partly identified"),
-            "prior_only": labels.count("prior only"),
-            "stopped_sensors": " ".join(estimate.stopped_sensors)}
+    return {
+        "n_params": int(estimate.n_params),
+        "identified": labels.count("identified"),
+        "partly_identified": labels.count("partly identified"),
+        "prior_only": labels.count("prior only"),
+        "stopped_sensors": " ".join(estimate.stopped_sensors),
+    }
 
 
 def _sensor_offsets(estimate: WholeBodyEstimate) -> dict[str, Any]:
     """``sensor_offsets`` {frame: (6,)} of a whole-body estimate (JSON-ready)."""
-    return {"sensor_offsets": {frame: np.asarray(offset).tolist()
-                               for frame, offset in estimate.offsets.items()}}
+    return {
+        "sensor_offsets": {
+            frame: np.asarray(offset).tolist() for frame, offset in estimate.offsets.items()
+        }
+    }
 
 
 def write_whole_body_csv(replay: WholeBodyReplay, path: str | Path) -> None:
     """One row per update: :data:`WHOLE_BODY_CSV_COLUMNS`, then ``mass.<link>`` (kg)."""
-    _write_link_csv(path, WHOLE_BODY_CSV_COLUMNS, replay.session.estimator.model.bodies,
-                    replay.updates,
-                    lambda update: whole_body_update_record(update, replay.start_time, False))
+    _write_link_csv(
+        path,
+        WHOLE_BODY_CSV_COLUMNS,
+        replay.session.estimator.model.bodies,
+        replay.updates,
+        lambda update: whole_body_update_record(update, replay.start_time, False),
+    )
 
 
-LINKS_CSV_COLUMNS = ("time", "elapsed", "status", "method", "n_samples", "residual_rms",
-                     "min_pseudo_inertia_eig", "rank", "unidentifiable", "solve_time", "message")
+LINKS_CSV_COLUMNS = (
+    "time",
+    "elapsed",
+    "status",
+    "method",
+    "n_samples",
+    "residual_rms",
+    "min_pseudo_inertia_eig",
+    "rank",
+    "unidentifiable",
+    "solve_time",
+    "message",
+)
 """Columns of :func:`write_links_csv` (then ``mass.<link>`` per link, kg): bag time and time
 since the first message (s), ``ok`` or why there is no estimate (numbers empty then), the joint
 states in the window, residual RMS of the joint torques (N m), the smallest pseudo-inertia
@@ -712,26 +898,38 @@ eigenvalue over the links (kg m^2), the base-parameter rank, the parameters the 
 (space-separated), the solve time (s), the update's message."""
 
 
-def links_update_record(update: Update, start_time: float,
-                        with_estimate: bool = True) -> dict[str, Any]:
+def links_update_record(
+    update: Update, start_time: float, with_estimate: bool = True
+) -> dict[str, Any]:
     """One links update as a record with :data:`LINKS_CSV_COLUMNS` keys (``None`` where there
     is no estimate) and, with ``with_estimate`` and an estimate, ``thetas`` {link: (10,)} and
     ``drives`` {joint: {term: value}} (JSON-ready)."""
     return _links_update_record(
-        update, start_time, LINKS_CSV_COLUMNS,
+        update,
+        start_time,
+        LINKS_CSV_COLUMNS,
         lambda estimate: {"unidentifiable": " ".join(estimate.unidentifiable)},
-        _drives if with_estimate else None)
+        _drives if with_estimate else None,
+    )
 
 
 def _drives(estimate: LinkEstimate) -> dict[str, Any]:
     """``drives`` {joint: {term: value}} of a links estimate (JSON-ready)."""
-    return {"drives": {joint: {term: float(value) for term, value in vars(drive).items()}
-                       for joint, drive in estimate.drives.items()}}
+    return {
+        "drives": {
+            joint: {term: float(value) for term, value in vars(drive).items()}
+            for joint, drive in estimate.drives.items()
+        }
+    }
 
 
-def _links_update_record(update: Update, start_time: float, columns: tuple[str, ...],
-                         own_columns: Callable[[Any], dict[str, Any]],
-                         arrays: Callable[[Any], dict[str, Any]] | None) -> dict[str, Any]:
+def _links_update_record(
+    update: Update,
+    start_time: float,
+    columns: tuple[str, ...],
+    own_columns: Callable[[Any], dict[str, Any]],
+    arrays: Callable[[Any], dict[str, Any]] | None,
+) -> dict[str, Any]:
     """One update of a replay of links (the links or the whole-body mode) as a record with
     ``columns`` keys (``None`` where there is no estimate): bag time, time since ``start_time``
     (s), status, message and, with an estimate, what every links estimate has (method, samples,
@@ -739,33 +937,50 @@ def _links_update_record(update: Update, start_time: float, columns: tuple[str, 
     ``own_columns(estimate)``; with ``arrays`` too, ``thetas`` {link: (10,)} and
     ``arrays(estimate)`` (JSON-ready)."""
     record: dict[str, Any] = dict.fromkeys(columns)
-    record.update(time=update.time, elapsed=update.time - start_time, status=update.status,
-                  message=update.message)
+    record.update(
+        time=update.time,
+        elapsed=update.time - start_time,
+        status=update.status,
+        message=update.message,
+    )
     estimate = update.estimate
     if estimate is None:
         return record
-    record.update(method=estimate.method, n_samples=int(estimate.n_samples),
-                  residual_rms=float(estimate.residual_rms),
-                  min_pseudo_inertia_eig=float(np.min(estimate.min_pseudo_inertia_eigs)),
-                  rank=int(estimate.rank), solve_time=float(estimate.solve_time),
-                  **own_columns(estimate))
+    record.update(
+        method=estimate.method,
+        n_samples=int(estimate.n_samples),
+        residual_rms=float(estimate.residual_rms),
+        min_pseudo_inertia_eig=float(np.min(estimate.min_pseudo_inertia_eigs)),
+        rank=int(estimate.rank),
+        solve_time=float(estimate.solve_time),
+        **own_columns(estimate),
+    )
     if arrays is not None:
-        record["thetas"] = {name: theta.tolist()
-                            for name, theta in zip(estimate.link_names, estimate.thetas)}
+        record["thetas"] = {
+            name: theta.tolist() for name, theta in zip(estimate.link_names, estimate.thetas)
+        }
         record.update(arrays(estimate))
     return record
 
 
 def write_links_csv(replay: LinksReplay, path: str | Path) -> None:
     """One row per update: :data:`LINKS_CSV_COLUMNS`, then ``mass.<link>`` (kg)."""
-    _write_link_csv(path, LINKS_CSV_COLUMNS, replay.session.estimator.link_model.link_names,
-                    replay.updates,
-                    lambda update: links_update_record(update, replay.start_time, False))
+    _write_link_csv(
+        path,
+        LINKS_CSV_COLUMNS,
+        replay.session.estimator.link_model.link_names,
+        replay.updates,
+        lambda update: links_update_record(update, replay.start_time, False),
+    )
 
 
-def _write_link_csv(path: str | Path, columns: tuple[str, ...], links: Sequence[str],
-                    updates: Sequence[Update], record: Callable[[Update], dict[str, Any]]
-                    ) -> None:
+def _write_link_csv(
+    path: str | Path,
+    columns: tuple[str, ...],
+    links: Sequence[str],
+    updates: Sequence[Update],
+    record: Callable[[Update], dict[str, Any]],
+) -> None:
     """One row per update: ``columns`` of ``record(update)``, then ``mass.<link>`` (kg) of each
     of ``links`` (the estimate's ``thetas`` in that order; empty without an estimate)."""
     with open(path, "w", newline="") as stream:
@@ -773,21 +988,32 @@ def _write_link_csv(path: str | Path, columns: tuple[str, ...], links: Sequence[
         writer.writerow(columns + tuple(f"mass.{link}" for link in links))
         for update in updates:
             values = record(update)
-            masses = (update.estimate.thetas[:, 0] if update.estimate is not None
-                      else [None] * len(links))
-            writer.writerow([f"{v:.12g}" if isinstance(v, float) else ("" if v is None else v)
-                             for v in [values[key] for key in columns]
-                             + [None if m is None else float(m) for m in masses]])
+            masses = (
+                update.estimate.thetas[:, 0] if update.estimate is not None else [None] * len(links)
+            )
+            writer.writerow(
+                [
+                    f"{v:.12g}" if isinstance(v, float) else ("" if v is None else v)
+                    for v in [values[key] for key in columns]
+                    + [None if m is None else float(m) for m in masses]
+                ]
+            )
 
 
 # ---- recording -----------------------------------------------------------------------------
 
 
-def record_simulation(path: str | Path, duration: float, rate_hz: float = 1000.0, seed: int = 0,
-                      storage: str = "mcap", start_stamp: float = DEFAULT_START_STAMP,
-                      simulator: PayloadSimulator | None = None,
-                      payload_change_at: float | None = None,
-                      changed_payload: np.ndarray | None = None) -> PayloadSimulator:
+def record_simulation(
+    path: str | Path,
+    duration: float,
+    rate_hz: float = 1000.0,
+    seed: int = 0,
+    storage: str = "mcap",
+    start_stamp: float = DEFAULT_START_STAMP,
+    simulator: PayloadSimulator | None = None,
+    payload_change_at: float | None = None,
+    changed_payload: np.ndarray | None = None,
+) -> PayloadSimulator:
     """Write the rosbag2 directory ``path`` (must not exist) with ``duration`` s of the simulated
     Panda at ``rate_hz`` (see the module docstring), ``storage`` ``"mcap"`` or ``"sqlite3"``;
     trajectory and payload of ``PayloadSimulator.panda(seed=seed)`` (or ``simulator``), noise from
@@ -814,19 +1040,28 @@ def record_simulation(path: str | Path, duration: float, rate_hz: float = 1000.0
                 after = t >= payload_change_at
                 wrench[after] = changed.measure_wrench(t[after], rng)
             for i, stamp in enumerate(start_stamp + t):
-                bag.write(DEFAULT_JOINT_STATES_TOPIC, bag.joint_state(stamp, names, q[i], dq[i]),
-                          stamp)
-                bag.write(DEFAULT_WRENCH_TOPIC, bag.wrench(stamp, sim.sensor_frame, wrench[i]),
-                          stamp)
+                bag.write(
+                    DEFAULT_JOINT_STATES_TOPIC, bag.joint_state(stamp, names, q[i], dq[i]), stamp
+                )
+                bag.write(
+                    DEFAULT_WRENCH_TOPIC, bag.wrench(stamp, sim.sensor_frame, wrench[i]), stamp
+                )
     return sim
 
 
-def record_whole_body(path: str | Path, simulator: WholeBodySimulator, duration: float,
-                      rate_hz: float = 200.0, seed: int = 0, storage: str = "mcap",
-                      start_stamp: float = DEFAULT_START_STAMP, with_effort: bool = False,
-                      joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-                      imu_topic: str = DEFAULT_IMU_TOPIC,
-                      sensors_stop: Mapping[str, float] | None = None) -> dict[str, str]:
+def record_whole_body(
+    path: str | Path,
+    simulator: WholeBodySimulator,
+    duration: float,
+    rate_hz: float = 200.0,
+    seed: int = 0,
+    storage: str = "mcap",
+    start_stamp: float = DEFAULT_START_STAMP,
+    with_effort: bool = False,
+    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
+    imu_topic: str = DEFAULT_IMU_TOPIC,
+    sensors_stop: Mapping[str, float] | None = None,
+) -> dict[str, str]:
     """Write the rosbag2 directory ``path`` (must not exist) with ``duration`` s of the simulated
     floating-base robot ``simulator`` at ``rate_hz`` (see the module docstring), ``storage``
     ``"mcap"`` or ``"sqlite3"``, noise from seed ``seed + 1`` (as ``inertia-id-sim``), stamps
@@ -847,23 +1082,45 @@ def record_whole_body(path: str | Path, simulator: WholeBodySimulator, duration:
             data = sim.measure(sim.simulate(t), with_ddq=False, with_effort=with_effort, rng=rng)
             effort = data.get("effort")
             for i, (ti, stamp) in enumerate(zip(t, start_stamp + t)):
-                bag.write(joint_states_topic, bag.joint_state(
-                    stamp, names, data["q"][i], data["dq"][i],
-                    None if effort is None else effort[i]), stamp)
-                bag.write(imu_topic, bag.imu(stamp, sim.imu_frame, data["imu_orientation"][i],
-                                             data["imu_angular_velocity"][i],
-                                             data["imu_linear_acceleration"][i]), stamp)
+                bag.write(
+                    joint_states_topic,
+                    bag.joint_state(
+                        stamp,
+                        names,
+                        data["q"][i],
+                        data["dq"][i],
+                        None if effort is None else effort[i],
+                    ),
+                    stamp,
+                )
+                bag.write(
+                    imu_topic,
+                    bag.imu(
+                        stamp,
+                        sim.imu_frame,
+                        data["imu_orientation"][i],
+                        data["imu_angular_velocity"][i],
+                        data["imu_linear_acceleration"][i],
+                    ),
+                    stamp,
+                )
                 for k, (topic, frame) in enumerate(ft_topics.items()):
                     if ti < stops[k]:
-                        bag.write(topic, bag.wrench(stamp, frame, data["ft_wrench"][i, k]),
-                                  stamp)
+                        bag.write(topic, bag.wrench(stamp, frame, data["ft_wrench"][i, k]), stamp)
     return ft_topics
 
 
-def record_joint_torques(path: str | Path, simulator: JointTorqueSimulator, urdf_xml: str,
-                         duration: float, rate_hz: float = 1000.0, seed: int = 0,
-                         storage: str = "mcap", start_stamp: float = DEFAULT_START_STAMP,
-                         joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC) -> None:
+def record_joint_torques(
+    path: str | Path,
+    simulator: JointTorqueSimulator,
+    urdf_xml: str,
+    duration: float,
+    rate_hz: float = 1000.0,
+    seed: int = 0,
+    storage: str = "mcap",
+    start_stamp: float = DEFAULT_START_STAMP,
+    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
+) -> None:
     """Write the rosbag2 directory ``path`` (must not exist) with ``duration`` s of
     ``simulator``'s chain at ``rate_hz``, ``storage`` ``"mcap"`` or ``"sqlite3"``, as the
     simulator node publishes a robot without an F/T sensor: ``sensor_msgs/JointState`` of its
@@ -879,8 +1136,13 @@ def record_joint_torques(path: str | Path, simulator: JointTorqueSimulator, urdf
         for t in _chunks(duration, rate_hz):
             data = simulator.measure(t, rng)
             for i, stamp in enumerate(start_stamp + t):
-                bag.write(joint_states_topic, bag.joint_state(
-                    stamp, names, data.positions[i], data.velocities[i], data.efforts[i]), stamp)
+                bag.write(
+                    joint_states_topic,
+                    bag.joint_state(
+                        stamp, names, data.positions[i], data.velocities[i], data.efforts[i]
+                    ),
+                    stamp,
+                )
 
 
 def _chunks(duration: float, rate_hz: float) -> Iterable[np.ndarray]:
@@ -921,53 +1183,75 @@ class _BagRecorder:
         :data:`TRANSPORT_LATENCY`)."""
         msgtype = msg.__msgtype__
         if topic not in self._connections:
-            self._connections[topic] = self._writer.add_connection(topic, msgtype,
-                                                                   typestore=self._store)
+            self._connections[topic] = self._writer.add_connection(
+                topic, msgtype, typestore=self._store
+            )
         delay = TRANSPORT_LATENCY[msgtype] if latency is None else latency
-        self._writer.write(self._connections[topic], int(round((stamp + delay) * 1e9)),
-                           self._store.serialize_cdr(msg, msgtype))
+        self._writer.write(
+            self._connections[topic],
+            int(round((stamp + delay) * 1e9)),
+            self._store.serialize_cdr(msg, msgtype),
+        )
 
     def _header(self, t: float, frame_id: str = "") -> Any:
         ns = int(round(t * 1e9))
         return self._types["std_msgs/msg/Header"](
-            stamp=self._types["builtin_interfaces/msg/Time"](sec=ns // 10**9,
-                                                             nanosec=ns % 10**9),
-            frame_id=frame_id)
+            stamp=self._types["builtin_interfaces/msg/Time"](sec=ns // 10**9, nanosec=ns % 10**9),
+            frame_id=frame_id,
+        )
 
     def _vector(self, v: np.ndarray) -> Any:
-        return self._types["geometry_msgs/msg/Vector3"](x=float(v[0]), y=float(v[1]),
-                                                        z=float(v[2]))
+        return self._types["geometry_msgs/msg/Vector3"](x=float(v[0]), y=float(v[1]), z=float(v[2]))
 
     def string(self, text: str) -> Any:
         return self._types[STRING_TYPE](data=text)
 
-    def joint_state(self, t: float, names: list[str], q: np.ndarray, dq: np.ndarray,
-                    effort: np.ndarray | None = None) -> Any:
+    def joint_state(
+        self,
+        t: float,
+        names: list[str],
+        q: np.ndarray,
+        dq: np.ndarray,
+        effort: np.ndarray | None = None,
+    ) -> Any:
         """A ``JointState`` stamped ``t`` (s): positions, velocities, efforts (empty: none)."""
         return self._types[JOINT_STATE_TYPE](
-            header=self._header(t), name=names, position=np.asarray(q, dtype=float),
+            header=self._header(t),
+            name=names,
+            position=np.asarray(q, dtype=float),
             velocity=np.asarray(dq, dtype=float),
-            effort=np.zeros(0) if effort is None else np.asarray(effort, dtype=float))
+            effort=np.zeros(0) if effort is None else np.asarray(effort, dtype=float),
+        )
 
     def wrench(self, t: float, frame_id: str, w: np.ndarray) -> Any:
         """A ``WrenchStamped`` ``[fx, fy, fz, tx, ty, tz]`` (N, N m) in ``frame_id``."""
         types = self._types
-        return types[WRENCH_TYPE](header=self._header(t, frame_id),
-                                  wrench=types["geometry_msgs/msg/Wrench"](
-                                      force=self._vector(w[:3]), torque=self._vector(w[3:])))
+        return types[WRENCH_TYPE](
+            header=self._header(t, frame_id),
+            wrench=types["geometry_msgs/msg/Wrench"](
+                force=self._vector(w[:3]), torque=self._vector(w[3:])
+            ),
+        )
 
-    def imu(self, t: float, frame_id: str, orientation: np.ndarray,
-            angular_velocity: np.ndarray, linear_acceleration: np.ndarray) -> Any:
+    def imu(
+        self,
+        t: float,
+        frame_id: str,
+        orientation: np.ndarray,
+        angular_velocity: np.ndarray,
+        linear_acceleration: np.ndarray,
+    ) -> Any:
         """A ``sensor_msgs/Imu``: orientation x, y, z, w (world <- IMU), angular velocity (rad/s)
         and specific force (m/s^2) in ``frame_id``; covariances unknown (zero)."""
         types = self._types
         x, y, z, w = (float(v) for v in orientation)
         zeros = np.zeros(9)
-        return types[IMU_TYPE](header=self._header(t, frame_id),
-                               orientation=types["geometry_msgs/msg/Quaternion"](x=x, y=y, z=z,
-                                                                                  w=w),
-                               orientation_covariance=zeros,
-                               angular_velocity=self._vector(angular_velocity),
-                               angular_velocity_covariance=zeros,
-                               linear_acceleration=self._vector(linear_acceleration),
-                               linear_acceleration_covariance=zeros)
+        return types[IMU_TYPE](
+            header=self._header(t, frame_id),
+            orientation=types["geometry_msgs/msg/Quaternion"](x=x, y=y, z=z, w=w),
+            orientation_covariance=zeros,
+            angular_velocity=self._vector(angular_velocity),
+            angular_velocity_covariance=zeros,
+            linear_acceleration=self._vector(linear_acceleration),
+            linear_acceleration_covariance=zeros,
+        )

@@ -99,8 +99,11 @@ class DataSource:
         if self.recording is not None:
             states = self.recording.joint_states
         else:
-            states = (read_joint_bag(self.path, self.joint_states_topic) if self.bag
-                      else read_joint_file(self.path))
+            states = (
+                read_joint_bag(self.path, self.joint_states_topic)
+                if self.bag
+                else read_joint_file(self.path)
+            )
         return self._derived(states)
 
     def payload_recording(self) -> PayloadRecording:
@@ -108,10 +111,14 @@ class DataSource:
         if self.recording is not None:
             recording = self.recording.payload(self.sensor_frame)
         else:
-            recording = (read_payload_bag(self.path, self.joint_states_topic, self.wrench_topic)
-                         if self.bag else read_payload_file(self.path))
-        return PayloadRecording(self._derived(recording.joint_states), recording.wrenches,
-                                recording.source)
+            recording = (
+                read_payload_bag(self.path, self.joint_states_topic, self.wrench_topic)
+                if self.bag
+                else read_payload_file(self.path)
+            )
+        return PayloadRecording(
+            self._derived(recording.joint_states), recording.wrenches, recording.source
+        )
 
     def _derived(self, states: JointStates) -> JointStates:
         from inertia_id_ros.io.plausibility import check_time_units
@@ -152,10 +159,14 @@ class ModelError:
     def as_json(self) -> dict[str, Any]:
         """``{"rms", "relative_error_percent", "per_channel": {name: rms},
         "relative_error_percent_per_channel": {name: %}}``."""
-        return {"rms": self.rms, "relative_error_percent": self.relative_error_percent,
-                "per_channel": dict(zip(self.channels, self.rms_per_channel.tolist())),
-                "relative_error_percent_per_channel": dict(
-                    zip(self.channels, self.relative_error_percent_per_channel.tolist()))}
+        return {
+            "rms": self.rms,
+            "relative_error_percent": self.relative_error_percent,
+            "per_channel": dict(zip(self.channels, self.rms_per_channel.tolist())),
+            "relative_error_percent_per_channel": dict(
+                zip(self.channels, self.relative_error_percent_per_channel.tolist())
+            ),
+        }
 
 
 def model_error(prediction: Prediction) -> ModelError:
@@ -166,16 +177,19 @@ def model_error(prediction: Prediction) -> ModelError:
     squares, measured = np.sum(error**2, axis=0), np.sum(prediction.measured**2, axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = 100.0 * np.sqrt(squares / measured)
-    return ModelError(prediction.channels, float(np.sqrt(squares.sum() / error.size)),
-                      float(100.0 * np.sqrt(squares.sum() / measured.sum())),
-                      np.sqrt(squares / n), relative)
+    return ModelError(
+        prediction.channels,
+        float(np.sqrt(squares.sum() / error.size)),
+        float(100.0 * np.sqrt(squares.sum() / measured.sum())),
+        np.sqrt(squares / n),
+        relative,
+    )
 
 
 # ---- result kinds --------------------------------------------------------------------------
 
 
-Evaluator = Callable[[dict, DataSource, "str | None", "DataSource | None"],
-                     dict[str, Prediction]]
+Evaluator = Callable[[dict, DataSource, "str | None", "DataSource | None"], dict[str, Prediction]]
 """``evaluate(result, held_out, urdf, train) -> {model: Prediction}``: ``result`` the parsed
 JSON, ``urdf`` a URDF path or ``None``, ``train`` the training data or ``None`` (then no
 ``"ols"``). Raises a :class:`~inertia_id_ros.errors.CallerError` on inputs it cannot use."""
@@ -198,17 +212,21 @@ def result_kind(result: dict) -> str:
         return "links"
     if "sensor_offset" in result:
         return "payload"
-    raise InputError("the result JSON has no 'kind', 'joints' or 'sensor_offset': not a result "
-                     "of fit-links, fit-payload or replay")
+    raise InputError(
+        "the result JSON has no 'kind', 'joints' or 'sensor_offset': not a result "
+        "of fit-links, fit-payload or replay"
+    )
 
 
-def predictions_of(result: dict, held_out: DataSource, urdf: str | None = None,
-                   train: DataSource | None = None) -> dict[str, Prediction]:
+def predictions_of(
+    result: dict, held_out: DataSource, urdf: str | None = None, train: DataSource | None = None
+) -> dict[str, Prediction]:
     """The predictions of the result's kind's evaluator, in :data:`MODELS` order."""
     kind = result_kind(result)
     if kind not in RESULT_KINDS:
-        raise InputError(f"results of kind {kind!r} cannot be validated; known kinds: "
-                         f"{sorted(RESULT_KINDS)}")
+        raise InputError(
+            f"results of kind {kind!r} cannot be validated; known kinds: {sorted(RESULT_KINDS)}"
+        )
     predictions = RESULT_KINDS[kind](result, held_out, urdf, train)
     return {name: predictions[name] for name in MODELS if name in predictions}
 
@@ -230,8 +248,10 @@ def link_model_of(result: dict, robot, states: JointStates) -> tuple[LinkModel, 
     width; the other joints locked at their mean positions in ``states``; the URDF's gravity)
     and its ``x``."""
     joints = [entry["name"] for entry in result["joints"]]
-    drives = {entry["name"]: JointDrive(coulomb_velocity=float(entry["coulomb_velocity"]))
-              for entry in result["joints"]}
+    drives = {
+        entry["name"]: JointDrive(coulomb_velocity=float(entry["coulomb_velocity"]))
+        for entry in result["joints"]
+    }
     try:
         links = LinkModel.from_model(robot, joints, states.mean_positions(), drives)
     except ValueError as e:
@@ -242,10 +262,16 @@ def link_model_of(result: dict, robot, states: JointStates) -> tuple[LinkModel, 
     if missing:
         raise InputError(f"the result has no bodies for links {missing} of joints {joints}")
     terms = {entry["name"]: entry for entry in result["joints"]}
-    x = np.concatenate([np.ravel([thetas[link] for link in links.link_names]),
-                        [terms[joint][term] for joint, drive in zip(links.joint_names,
-                                                                    links.drives)
-                         for term in drive.terms]])
+    x = np.concatenate(
+        [
+            np.ravel([thetas[link] for link in links.link_names]),
+            [
+                terms[joint][term]
+                for joint, drive in zip(links.joint_names, links.drives)
+                for term in drive.terms
+            ],
+        ]
+    )
     return links, x
 
 
@@ -255,8 +281,9 @@ def _torque_data(states: JointStates) -> JointTorqueData:
     return JointTorqueData(states.q, states.dq, states.ddq, states.effort, states.joint_names)
 
 
-def evaluate_links(result: dict, held_out: DataSource, urdf: str | None,
-                   train: DataSource | None) -> dict[str, Prediction]:
+def evaluate_links(
+    result: dict, held_out: DataSource, urdf: str | None, train: DataSource | None
+) -> dict[str, Prediction]:
     """Joint torques of a fit-links result (:func:`~inertia_id_ros.chain.links.predict_torques`),
     of the URDF and of OLS on ``train``."""
     robot = _model(urdf, "fit-links")
@@ -272,8 +299,10 @@ def evaluate_links(result: dict, held_out: DataSource, urdf: str | None,
         fit = fit_links(links, _torque_data(train.joint_states()), method="ols", prior_weight=0.0)
         models["ols"] = (links, fit.x)
     channels = links.joint_names
-    return {name: Prediction(channels, states.t, measured, predict_torques(model, x_model, data))
-            for name, (model, x_model) in models.items()}
+    return {
+        name: Prediction(channels, states.t, measured, predict_torques(model, x_model, data))
+        for name, (model, x_model) in models.items()
+    }
 
 
 def fit_model(result: dict, links: LinkModel) -> LinkModel:
@@ -288,8 +317,9 @@ def fit_model(result: dict, links: LinkModel) -> LinkModel:
 # ---- payload (fit-payload, replay) ---------------------------------------------------------
 
 
-def _payload_rows(kinematics: SensorKinematics,
-                  recording: PayloadRecording) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _payload_rows(
+    kinematics: SensorKinematics, recording: PayloadRecording
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(t (M,), Y (M, 6, 16), wrench (M, 6))`` at the wrench stamps within the joint states'
     span, joint states interpolated there."""
     states, wrenches = recording.joint_states, recording.wrenches
@@ -317,8 +347,9 @@ def _sensor_kinematics(robot, sensor_frame: str, states: JointStates) -> SensorK
     return kinematics
 
 
-def evaluate_payload(result: dict, held_out: DataSource, urdf: str | None,
-                     train: DataSource | None) -> dict[str, Prediction]:
+def evaluate_payload(
+    result: dict, held_out: DataSource, urdf: str | None, train: DataSource | None
+) -> dict[str, Prediction]:
     """Wrenches of a fit-payload/replay result (``body_regressor(v, a_g) @ theta + offset``), of
     the URDF's links beyond the sensor frame and of OLS on ``train``."""
     robot = _model(urdf, "payload")
@@ -329,8 +360,10 @@ def evaluate_payload(result: dict, held_out: DataSource, urdf: str | None,
     kinematics = _sensor_kinematics(robot, body["frame"], recording.joint_states)
     t, Y, wrench = _payload_rows(kinematics, recording)
     urdf = kinematics.subtree_inertia()
-    models = {"fit": np.concatenate([body["theta"], result["sensor_offset"]]),
-              "urdf": np.concatenate([urdf, np.zeros(6)])}
+    models = {
+        "fit": np.concatenate([body["theta"], result["sensor_offset"]]),
+        "urdf": np.concatenate([urdf, np.zeros(6)]),
+    }
     Y_offset, w_offset = Y, wrench
     if train is not None:
         _, Y_offset, w_offset = _payload_rows(kinematics, train.payload_recording())
@@ -358,26 +391,39 @@ def format_errors(errors: dict[str, ModelError], source: str) -> str:
     names = list(errors)
     width = {n: max(12, len(n) + 6) for n in names}  # rms; the % column 3 narrower
     channels = next(iter(errors.values())).channels
-    header = f"{'channel':<16}" + "".join(f"{n + ' rms':>{width[n]}}{n + ' %':>{width[n] - 3}}"
-                                          for n in names)
+    header = f"{'channel':<16}" + "".join(
+        f"{n + ' rms':>{width[n]}}{n + ' %':>{width[n] - 3}}" for n in names
+    )
     lines = [f"validation on {source}: RMS error and 100·‖τ − τ̂‖/‖τ‖ per channel", header]
     for k, channel in enumerate(channels):
-        lines.append(f"{channel:<16}" + "".join(
-            f"{errors[n].rms_per_channel[k]:{width[n]}.4g}"
-            f"{errors[n].relative_error_percent_per_channel[k]:{width[n] - 3}.2f}"
-            for n in names))
-    lines.append(f"{'overall':<16}" + "".join(
-        f"{errors[n].rms:{width[n]}.4g}{errors[n].relative_error_percent:{width[n] - 3}.2f}"
-        for n in names))
+        lines.append(
+            f"{channel:<16}"
+            + "".join(
+                f"{errors[n].rms_per_channel[k]:{width[n]}.4g}"
+                f"{errors[n].relative_error_percent_per_channel[k]:{width[n] - 3}.2f}"
+                for n in names
+            )
+        )
+    lines.append(
+        f"{'overall':<16}"
+        + "".join(
+            f"{errors[n].rms:{width[n]}.4g}{errors[n].relative_error_percent:{width[n] - 3}.2f}"
+            for n in names
+        )
+    )
     if "urdf_offsets" in errors:
-        lines.append(f"fit / URDF with its offsets fitted (the fair yardstick): "
-                     f"{errors['fit'].rms / errors['urdf_offsets'].rms:.3f}")
+        lines.append(
+            f"fit / URDF with its offsets fitted (the fair yardstick): "
+            f"{errors['fit'].rms / errors['urdf_offsets'].rms:.3f}"
+        )
     if "ols" in errors:
-        lines.append(f"fit / unconstrained least squares: "
-                     f"{errors['fit'].rms / errors['ols'].rms:.3f}")
+        lines.append(
+            f"fit / unconstrained least squares: {errors['fit'].rms / errors['ols'].rms:.3f}"
+        )
     else:
-        lines.append("(give the training data, --train, for the unconstrained least-squares "
-                     "yardstick)")
+        lines.append(
+            "(give the training data, --train, for the unconstrained least-squares yardstick)"
+        )
     return "\n".join(lines)
 
 
@@ -408,16 +454,25 @@ def plot_predictions(predictions: dict[str, Prediction], path: str | Path) -> No
     figure.savefig(str(path), dpi=90)
 
 
-def run(result: dict, held_out: DataSource, urdf: str | None = None,
-        train: DataSource | None = None, json_out: str | None = None,
-        png_out: str | None = None) -> str:
+def run(
+    result: dict,
+    held_out: DataSource,
+    urdf: str | None = None,
+    train: DataSource | None = None,
+    json_out: str | None = None,
+    png_out: str | None = None,
+) -> str:
     """Evaluate, write ``json_out`` / ``png_out`` when given; returns the printed report."""
     predictions = predictions_of(result, held_out, urdf, train)
     errors = {name: model_error(p) for name, p in predictions.items()}
     lines = [format_errors(errors, held_out.path)]
-    for path, write in ((json_out, lambda p: Path(p).write_text(
-            json.dumps(validation_json(errors), indent=2) + "\n")),
-                        (png_out, lambda p: plot_predictions(predictions, p))):
+    for path, write in (
+        (
+            json_out,
+            lambda p: Path(p).write_text(json.dumps(validation_json(errors), indent=2) + "\n"),
+        ),
+        (png_out, lambda p: plot_predictions(predictions, p)),
+    ):
         if path:
             try:
                 write(path)
@@ -427,8 +482,9 @@ def run(result: dict, held_out: DataSource, urdf: str | None = None,
     return "\n".join(lines)
 
 
-def differentiation_of(result: dict, half_width: float | None,
-                       default: float = DEFAULT_HALF_WIDTH) -> dict[str, Any]:
+def differentiation_of(
+    result: dict, half_width: float | None, default: float = DEFAULT_HALF_WIDTH
+) -> dict[str, Any]:
     """``{"half_width", "order", "delay"}`` to differentiate data for ``result``: ``half_width``
     (s) when given (order 2), else the filter the fit chose (its ``"differentiation"``), else
     ``default`` (s); ``delay`` (s) the efforts' delay the fit estimated (its
@@ -438,13 +494,13 @@ def differentiation_of(result: dict, half_width: float | None,
         return {"half_width": half_width, **delay}
     chosen = result.get("differentiation") or {}
     if chosen.get("half_width_s"):
-        return {"half_width": float(chosen["half_width_s"]), "order": int(chosen["order"]),
-                **delay}
+        return {"half_width": float(chosen["half_width_s"]), "order": int(chosen["order"]), **delay}
     return {"half_width": default, **delay}
 
 
-def validate_after_fit(args, result: dict, train: Recording | None = None,
-                       held_out: Recording | None = None) -> None:
+def validate_after_fit(
+    args, result: dict, train: Recording | None = None, held_out: Recording | None = None
+) -> None:
     """``--validate DATA`` of fit-links/fit-payload, or the held-out part of an input
     description (``held_out``): print the validation of the fresh ``result`` on them, with OLS
     refitted on the fit's own data (``train`` when loaded through a description). Nothing
@@ -452,17 +508,27 @@ def validate_after_fit(args, result: dict, train: Recording | None = None,
     if getattr(args, "validate", None) is None and held_out is None:
         return
     if getattr(args, "validate", None) is not None and held_out is not None:
-        raise InputError(f"{held_out.source}: the description splits off held-out data; give "
-                         "--validate or the split, not both")
-    topics = {"joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
-              "wrench_topic": getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC,
-              "sensor_frame": getattr(args, "sensor_frame", None) or "",
-              **differentiation_of(result, args.filter_half_width)}
+        raise InputError(
+            f"{held_out.source}: the description splits off held-out data; give "
+            "--validate or the split, not both"
+        )
+    topics = {
+        "joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+        "wrench_topic": getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC,
+        "sensor_frame": getattr(args, "sensor_frame", None) or "",
+        **differentiation_of(result, args.filter_half_width),
+    }
     if train is not None:
         fit_data = DataSource(train.source, **topics, recording=train)
     else:
-        fit_data = (DataSource(args.bag, True, **topics) if args.bag
-                    else DataSource(args.data, False, **topics))
-    evaluated = (DataSource(f"{held_out.source} (held out)", **topics, recording=held_out)
-                 if held_out is not None else DataSource.from_path(args.validate, **topics))
+        fit_data = (
+            DataSource(args.bag, True, **topics)
+            if args.bag
+            else DataSource(args.data, False, **topics)
+        )
+    evaluated = (
+        DataSource(f"{held_out.source} (held out)", **topics, recording=held_out)
+        if held_out is not None
+        else DataSource.from_path(args.validate, **topics)
+    )
     print(run(result, evaluated, args.urdf, fit_data))

@@ -94,8 +94,9 @@ class WholeBodyRecording:
 def _strings(source: str, table: dict[str, Any], key: str) -> tuple[str, ...]:
     values = np.atleast_1d(np.asarray(table[key]))
     if values.ndim != 1 or values.dtype.kind not in "US":
-        raise DataError(f"{source}: {key!r} must be a 1-D array of strings, got {values.dtype} "
-                        f"{values.shape}")
+        raise DataError(
+            f"{source}: {key!r} must be a 1-D array of strings, got {values.dtype} {values.shape}"
+        )
     return tuple(str(v) for v in values)
 
 
@@ -108,8 +109,9 @@ def read_whole_body_file(path: str | Path) -> WholeBodyRecording:
     frames = _strings(source, table, "ft_frames")
     types = _strings(source, table, "ft_types")
     if len(types) != len(frames):
-        raise DataError(f"{source}: 'ft_types' has {len(types)} entries for {len(frames)} "
-                        "'ft_frames'")
+        raise DataError(
+            f"{source}: 'ft_types' has {len(types)} entries for {len(frames)} 'ft_frames'"
+        )
     wrench = _array(source, "ft_wrench", table["ft_wrench"], (n, len(frames), 6))
     imu: dict[str, np.ndarray] = {}
     present = [key for key in IMU_KEYS if key in table]
@@ -122,11 +124,14 @@ def read_whole_body_file(path: str | Path) -> WholeBodyRecording:
     if "ft_flip_wrench_sign" in table:
         values = np.atleast_1d(np.asarray(table["ft_flip_wrench_sign"]))
         if values.shape != (len(frames),) or values.dtype.kind != "b":
-            raise DataError(f"{source}: 'ft_flip_wrench_sign' must be {len(frames)} booleans (one "
-                            f"per 'ft_frames'), got {values.dtype} {values.shape}")
+            raise DataError(
+                f"{source}: 'ft_flip_wrench_sign' must be {len(frames)} booleans (one "
+                f"per 'ft_frames'), got {values.dtype} {values.shape}"
+            )
         flips = tuple(bool(v) for v in values)
-    return WholeBodyRecording(states, frame, imu, frames, types, wrench, source,
-                              ft_flip_wrench_sign=flips)
+    return WholeBodyRecording(
+        states, frame, imu, frames, types, wrench, source, ft_flip_wrench_sign=flips
+    )
 
 
 def _covered(t: np.ndarray, query: np.ndarray, max_gap: float) -> np.ndarray:
@@ -135,8 +140,12 @@ def _covered(t: np.ndarray, query: np.ndarray, max_gap: float) -> np.ndarray:
     before = np.clip(after - 1, 0, t.size - 1)
     after_c = np.clip(after, 0, t.size - 1)
     exact = t[after_c] == query
-    return exact | ((after > 0) & (after < t.size) & (query - t[before] <= max_gap)
-                    & (t[after_c] - query <= max_gap))
+    return exact | (
+        (after > 0)
+        & (after < t.size)
+        & (query - t[before] <= max_gap)
+        & (t[after_c] - query <= max_gap)
+    )
 
 
 def _interpolate(t: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -146,10 +155,14 @@ def _interpolate(t: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.nda
     return out.reshape((query.size,) + values.shape[1:])
 
 
-def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
-                        joint_states_topic: str = "/joint_states",
-                        imu_topic: str | None = DEFAULT_IMU_TOPIC, half_width: float = 0.05,
-                        max_gap: float = DEFAULT_MAX_GAP) -> WholeBodyRecording:
+def read_whole_body_bag(
+    path: str | Path,
+    ft_topics: Sequence[tuple[str, str]],
+    joint_states_topic: str = "/joint_states",
+    imu_topic: str | None = DEFAULT_IMU_TOPIC,
+    half_width: float = 0.05,
+    max_gap: float = DEFAULT_MAX_GAP,
+) -> WholeBodyRecording:
     """A whole-body recording from a ROS 2 bag (see the module docstring). ``ft_topics``:
     ``(topic, kind)`` per F/T sensor; ``imu_topic`` ``None`` for a base at rest. Joint states
     come with velocities and accelerations (local polynomial fit over ``half_width`` s)."""
@@ -158,10 +171,12 @@ def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
         raise DataError(f"{source}: give at least one F/T topic")
     for topic, kind in ft_topics:
         if kind not in SENSOR_KINDS:
-            raise DataError(f"F/T topic {topic!r}: type {kind!r} is neither 'contact' nor "
-                            "'internal'")
-    topics = [(joint_states_topic, JOINT_STATE_TYPE)] + [(topic, WRENCH_TYPE)
-                                                         for topic, _ in ft_topics]
+            raise DataError(
+                f"F/T topic {topic!r}: type {kind!r} is neither 'contact' nor 'internal'"
+            )
+    topics = [(joint_states_topic, JOINT_STATE_TYPE)] + [
+        (topic, WRENCH_TYPE) for topic, _ in ft_topics
+    ]
     if imu_topic is not None:
         topics.append((imu_topic, IMU_TYPE))
     msgs = _read_bag(path, topics)
@@ -173,21 +188,39 @@ def read_whole_body_bag(path: str | Path, ft_topics: Sequence[tuple[str, str]],
         names = sorted({m.header.frame_id for m in msgs[topic]})
         if len(names) != 1 or not names[0]:
             raise DataError(f"{source}: wrenches on {topic!r} must name one frame, got {names}")
-        sensors.append(SensorSeries(topic, names[0], kind, np.array(stamps)[order],
-                                    np.array([wrench_values(m) for m in msgs[topic]])[order]))
+        sensors.append(
+            SensorSeries(
+                topic,
+                names[0],
+                kind,
+                np.array(stamps)[order],
+                np.array([wrench_values(m) for m in msgs[topic]])[order],
+            )
+        )
     imu = None
     if imu_topic is not None:
         imu_msgs = msgs[imu_topic]
         stamps = [header_seconds(m.header) for m in imu_msgs]
         order = _sorted_by_stamp(source, imu_topic, stamps)
-        raw = {"imu_orientation": [[m.orientation.x, m.orientation.y, m.orientation.z,
-                                    m.orientation.w] for m in imu_msgs],
-               "imu_angular_velocity": [[m.angular_velocity.x, m.angular_velocity.y,
-                                         m.angular_velocity.z] for m in imu_msgs],
-               "imu_linear_acceleration": [[m.linear_acceleration.x, m.linear_acceleration.y,
-                                            m.linear_acceleration.z] for m in imu_msgs]}
-        imu = ImuSeries(imu_topic, imu_msgs[0].header.frame_id, np.array(stamps)[order],
-                        {key: np.asarray(v, dtype=float)[order] for key, v in raw.items()})
+        raw = {
+            "imu_orientation": [
+                [m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w]
+                for m in imu_msgs
+            ],
+            "imu_angular_velocity": [
+                [m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z] for m in imu_msgs
+            ],
+            "imu_linear_acceleration": [
+                [m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z]
+                for m in imu_msgs
+            ],
+        }
+        imu = ImuSeries(
+            imu_topic,
+            imu_msgs[0].header.frame_id,
+            np.array(stamps)[order],
+            {key: np.asarray(v, dtype=float)[order] for key, v in raw.items()},
+        )
     return synchronise(source, joint_states_topic, states, sensors, imu, half_width, max_gap)
 
 
@@ -214,10 +247,15 @@ class ImuSeries:
     values: dict[str, np.ndarray]
 
 
-def synchronise(source: str, joints_name: str, states: JointStates,
-                sensors: Sequence[SensorSeries], imu: ImuSeries | None,
-                half_width: float = 0.05, max_gap: float = DEFAULT_MAX_GAP
-                ) -> WholeBodyRecording:
+def synchronise(
+    source: str,
+    joints_name: str,
+    states: JointStates,
+    sensors: Sequence[SensorSeries],
+    imu: ImuSeries | None,
+    half_width: float = 0.05,
+    max_gap: float = DEFAULT_MAX_GAP,
+) -> WholeBodyRecording:
     """Joint states, F/T sensors and IMU, each on its own stamps, synchronised at the first
     sensor's stamps (see the module docstring); ``joints_name`` names the joint states' input
     in the ``uncovered`` counts."""
@@ -234,8 +272,9 @@ def synchronise(source: str, joints_name: str, states: JointStates,
         flips = np.concatenate([[1.0], np.sign(np.sum(quat[1:] * quat[:-1], axis=1) + 1e-300)])
         values["imu_orientation"] = quat * np.cumprod(flips)[:, None]
     keep = inside & np.logical_and.reduce(list(coverage.values()))
-    uncovered = {name: int(np.sum(~covered)) for name, covered in coverage.items()
-                 if not covered.all()}
+    uncovered = {
+        name: int(np.sum(~covered)) for name, covered in coverage.items() if not covered.all()
+    }
     query = query[keep]
     if query.size == 0:
         raise DataError(f"{source}: no stamp of {sensors[0].name!r} is covered by every input")
@@ -247,20 +286,31 @@ def synchronise(source: str, joints_name: str, states: JointStates,
         quat = synchronised["imu_orientation"]
         synchronised["imu_orientation"] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
     wrench = np.stack([_interpolate(s.t, s.wrench, query) for s in sensors], axis=1)
-    return WholeBodyRecording(JointStates(query, states.joint_names, q, dq, ddq, effort),
-                              None if imu is None else imu.frame, synchronised,
-                              tuple(s.frame for s in sensors), tuple(s.kind for s in sensors),
-                              wrench, source, uncovered)
+    return WholeBodyRecording(
+        JointStates(query, states.joint_names, q, dq, ddq, effort),
+        None if imu is None else imu.frame,
+        synchronised,
+        tuple(s.frame for s in sensors),
+        tuple(s.kind for s in sensors),
+        wrench,
+        source,
+        uncovered,
+    )
 
 
-def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str = "floating",
-                      bodies: Sequence[str] | None = None, half_width: float = 0.05,
-                      gyro_half_width: float | None = None,
-                      flip_wrench_sign: Sequence[str] = (), fixed_frame: str | None = None,
-                      fixed_tilt: Sequence[float] = (0.0, 0.0),
-                      imu_tilt: str = DEFAULT_IMU_TILT,
-                      estimate_contact_offsets: bool = False) -> tuple[WholeBodyModel,
-                                                                       WholeBodySamples]:
+def whole_body_inputs(
+    recording: WholeBodyRecording,
+    urdf: str | Path,
+    base: str = "floating",
+    bodies: Sequence[str] | None = None,
+    half_width: float = 0.05,
+    gyro_half_width: float | None = None,
+    flip_wrench_sign: Sequence[str] = (),
+    fixed_frame: str | None = None,
+    fixed_tilt: Sequence[float] = (0.0, 0.0),
+    imu_tilt: str = DEFAULT_IMU_TILT,
+    estimate_contact_offsets: bool = False,
+) -> tuple[WholeBodyModel, WholeBodySamples]:
     """The model and synchronised samples of ``recording``; ``flip_wrench_sign``: frames of F/T
     sensors that report the opposite wrench (besides the recording's own
     ``ft_flip_wrench_sign``); ``estimate_contact_offsets``: the contact sensors' offsets are
@@ -278,26 +328,43 @@ def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str
         raise DataError(f"imu_tilt {imu_tilt!r} is not one of {IMU_TILT_USES}")
     bad = [(f, k) for f, k in zip(recording.ft_frames, recording.ft_types) if k not in SENSOR_KINDS]
     if bad:
-        raise DataError(f"{source}: F/T sensor {bad[0][0]!r} has type {bad[0][1]!r}, neither "
-                        "'contact' nor 'internal'")
+        raise DataError(
+            f"{source}: F/T sensor {bad[0][0]!r} has type {bad[0][1]!r}, neither "
+            "'contact' nor 'internal'"
+        )
     unknown = [f for f in flip_wrench_sign if f not in recording.ft_frames]
     if unknown:
-        raise DataError(f"{source}: no F/T sensor at {unknown[0]!r} to flip (sensors: "
-                        f"{list(recording.ft_frames)})")
+        raise DataError(
+            f"{source}: no F/T sensor at {unknown[0]!r} to flip (sensors: "
+            f"{list(recording.ft_frames)})"
+        )
     flips = recording.ft_flip_wrench_sign or (False,) * len(recording.ft_frames)
-    sensors = [FTSensor(f, k, estimate_offset=True if estimate_contact_offsets else None,
-                        flip_wrench_sign=flip or f in flip_wrench_sign)
-               for f, k, flip in zip(recording.ft_frames, recording.ft_types, flips)]
+    sensors = [
+        FTSensor(
+            f,
+            k,
+            estimate_offset=True if estimate_contact_offsets else None,
+            flip_wrench_sign=flip or f in flip_wrench_sign,
+        )
+        for f, k, flip in zip(recording.ft_frames, recording.ft_types, flips)
+    ]
     if base == "floating" and not recording.imu:
-        raise DataError(f"{source}: a floating base needs the IMU keys {', '.join(IMU_KEYS)} "
-                        "and 'imu_frame'")
+        raise DataError(
+            f"{source}: a floating base needs the IMU keys {', '.join(IMU_KEYS)} and 'imu_frame'"
+        )
     imu_frame = recording.imu_frame if recording.imu else None
     try:
-        model = WholeBodyModel.from_urdf(urdf, base, sensors, imu_frame, bodies, fixed_frame,
-                                         fixed_tilt)
+        model = WholeBodyModel.from_urdf(
+            urdf, base, sensors, imu_frame, bodies, fixed_frame, fixed_tilt
+        )
     except FrameNotFound as e:
-        what = ("IMU frame" if e.name == imu_frame else "fixed frame" if e.name == fixed_frame
-                else "F/T frame")
+        what = (
+            "IMU frame"
+            if e.name == imu_frame
+            else "fixed frame"
+            if e.name == fixed_frame
+            else "F/T frame"
+        )
         raise DataError(f"{source}: {what} {e.name!r} is not in the URDF {urdf}") from None
     except ConfigError as e:
         raise DataError(f"{source}: {e}") from None
@@ -311,17 +378,18 @@ def whole_body_inputs(recording: WholeBodyRecording, urdf: str | Path, base: str
         motion = model.fixed_base_motion(q, dq, ddq)
     elif recording.imu:
         gyro = recording.imu["imu_angular_velocity"]
-        alpha = gyro_derivative(recording.states.t, gyro,
-                                gyro_half_width or half_width)[keep]
-        motion = model.base_motion_from_imu(q, dq, ddq, gyro[keep],
-                                            recording.imu["imu_linear_acceleration"][keep], alpha)
+        alpha = gyro_derivative(recording.states.t, gyro, gyro_half_width or half_width)[keep]
+        motion = model.base_motion_from_imu(
+            q, dq, ddq, gyro[keep], recording.imu["imu_linear_acceleration"][keep], alpha
+        )
     else:  # suspended
         motion = BaseMotion.at_rest(len(keep))
     return model, WholeBodySamples(q, dq, ddq, motion, recording.ft_wrench[keep], effort)
 
 
-def _joint_samples(recording: WholeBodyRecording, model: WholeBodyModel, half_width: float
-                   ) -> tuple[np.ndarray, ...]:
+def _joint_samples(
+    recording: WholeBodyRecording, model: WholeBodyModel, half_width: float
+) -> tuple[np.ndarray, ...]:
     """``(keep, q, dq, ddq, effort)``: the recording's samples kept (indices) and their joints
     (N, n) in the model's order, differentiated over ``half_width`` s (``effort`` ``None`` when
     not recorded). Raises :class:`DataError` for joints missing or unknown."""
@@ -329,10 +397,17 @@ def _joint_samples(recording: WholeBodyRecording, model: WholeBodyModel, half_wi
     missing = [j for j in model.joint_names if j not in states.joint_names]
     unknown = [j for j in states.joint_names if j not in model.joint_names]
     if missing or unknown:
-        raise DataError(f"{recording.source}: joint_names " + "; ".join(
-            part for part in (f"lacks the URDF's joints {missing}" if missing else "",
-                              f"names joints not in the URDF {unknown}" if unknown else "")
-            if part))
+        raise DataError(
+            f"{recording.source}: joint_names "
+            + "; ".join(
+                part
+                for part in (
+                    f"lacks the URDF's joints {missing}" if missing else "",
+                    f"names joints not in the URDF {unknown}" if unknown else "",
+                )
+                if part
+            )
+        )
     states = with_derivatives(states, half_width)
     keep = np.searchsorted(recording.states.t, states.t)
     order = [states.joint_names.index(j) for j in model.joint_names]
@@ -340,8 +415,9 @@ def _joint_samples(recording: WholeBodyRecording, model: WholeBodyModel, half_wi
     return keep, states.q[:, order], states.dq[:, order], states.ddq[:, order], effort
 
 
-def imu_fixed_tilt(recording: WholeBodyRecording, model: WholeBodyModel,
-                   half_width: float = 0.05) -> np.ndarray:
+def imu_fixed_tilt(
+    recording: WholeBodyRecording, model: WholeBodyModel, half_width: float = 0.05
+) -> np.ndarray:
     """(2,) the fixed frame's (roll, pitch) (rad) the IMU of ``recording`` measures, the mean
     over the samples of its specific force with the joints' motion removed
     (:meth:`~WholeBodyModel.fixed_frame_acceleration_from_imu`): to check the given
@@ -353,15 +429,26 @@ def imu_fixed_tilt(recording: WholeBodyRecording, model: WholeBodyModel,
     return _mean_tilt(model, q, dq, ddq, recording.imu["imu_linear_acceleration"][keep])
 
 
-def _mean_tilt(model: WholeBodyModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
-               specific_force: np.ndarray) -> np.ndarray:
+def _mean_tilt(
+    model: WholeBodyModel,
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+    specific_force: np.ndarray,
+) -> np.ndarray:
     """(2,) (roll, pitch) of the fixed frame from the IMU's ``specific_force`` (N, 3)."""
-    return tilt_from_up(model.fixed_frame_acceleration_from_imu(q, dq, ddq, specific_force)
-                        .mean(axis=0))
+    return tilt_from_up(
+        model.fixed_frame_acceleration_from_imu(q, dq, ddq, specific_force).mean(axis=0)
+    )
 
 
-def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
-                    solve_time: float, with_efforts: bool = False) -> dict[str, Any]:
+def whole_body_json(
+    model: WholeBodyModel,
+    fit: WholeBodyFit,
+    method: str,
+    solve_time: float,
+    with_efforts: bool = False,
+) -> dict[str, Any]:
     """The result JSON: ``bodies`` (every URDF link with mass: ``name``, ``frame`` (the link),
     ``theta``, ``fully_consistent``, ``min_pseudo_inertia_eig``, ``identifiability``,
     ``identified_fraction``), ``sensor_offsets`` {frame: [6]}, ``base_parameters`` (``rank``,
@@ -373,26 +460,45 @@ def whole_body_json(model: WholeBodyModel, fit: WholeBodyFit, method: str,
     weighting: dict[str, Any] = {"kind": "none" if fit.weights is None else "channel"}
     if fit.weights is not None:
         weighting.update(fit.weights.as_json(noise_groups(model, with_efforts)[0]))
-    bodies = links_json(model, fit.thetas, fit.identifiability.labels,
-                        fit.identifiability.identified_fraction)
-    fixed = ({"fixed_frame": model.fixed_frame, "fixed_tilt": list(model.fixed_tilt)}
-             if model.base == "fixed" else {})
-    return {"method": method, "base": model.base, **fixed, "bodies": bodies,
-            "sensor_offsets": {frame: offset.tolist() for frame, offset in fit.offsets.items()},
-            "base_parameters": {"rank": fit.identifiability.rank,
-                                "parameters": fit.identifiability.n_params,
-                                "combinations": list(fit.identifiability.base_parameters)},
-            "residual_rms": fit.residual_rms, "samples": fit.n_samples,
-            "solve_time_s": solve_time, "weighting": weighting}
+    bodies = links_json(
+        model, fit.thetas, fit.identifiability.labels, fit.identifiability.identified_fraction
+    )
+    fixed = (
+        {"fixed_frame": model.fixed_frame, "fixed_tilt": list(model.fixed_tilt)}
+        if model.base == "fixed"
+        else {}
+    )
+    return {
+        "method": method,
+        "base": model.base,
+        **fixed,
+        "bodies": bodies,
+        "sensor_offsets": {frame: offset.tolist() for frame, offset in fit.offsets.items()},
+        "base_parameters": {
+            "rank": fit.identifiability.rank,
+            "parameters": fit.identifiability.n_params,
+            "combinations": list(fit.identifiability.base_parameters),
+        },
+        "residual_rms": fit.residual_rms,
+        "samples": fit.n_samples,
+        "solve_time_s": solve_time,
+        "weighting": weighting,
+    }
 
 
-def links_json(model: WholeBodyModel, thetas: np.ndarray, labels: Sequence[str],
-               identified_fraction: Sequence[float]) -> list[dict[str, Any]]:
+def links_json(
+    model: WholeBodyModel,
+    thetas: np.ndarray,
+    labels: Sequence[str],
+    identified_fraction: Sequence[float],
+) -> list[dict[str, Any]]:
     """The result JSON's ``bodies``: every URDF link with mass, ``thetas`` (B, 10), ``labels``
     and ``identified_fraction`` (B,) of the identified ``model.bodies``, the URDF's inertial
     (:data:`URDF_PRIOR_LABEL`) for the others."""
-    identified = {name: (theta, label, float(fraction)) for name, theta, label, fraction
-                  in zip(model.bodies, thetas, labels, identified_fraction)}
+    identified = {
+        name: (theta, label, float(fraction))
+        for name, theta, label, fraction in zip(model.bodies, thetas, labels, identified_fraction)
+    }
     bodies = []
     for name, prior in zip(model.links, model.link_prior):
         theta, label, fraction = identified.get(name, (prior, URDF_PRIOR_LABEL, 0.0))
@@ -403,21 +509,27 @@ def links_json(model: WholeBodyModel, thetas: np.ndarray, labels: Sequence[str],
     return bodies
 
 
-def whole_body_estimate_json(model: WholeBodyModel, estimate: WholeBodyEstimate
-                             ) -> dict[str, Any]:
+def whole_body_estimate_json(model: WholeBodyModel, estimate: WholeBodyEstimate) -> dict[str, Any]:
     """An online estimate (:class:`~inertia_id_ros.online.whole_body_estimator.WholeBodyEstimate`)
     in the result JSON's shape (:func:`whole_body_json`): ``method``, ``base``, ``bodies``,
     ``sensor_offsets``, ``base_parameters`` (``rank``, ``parameters``), ``residual_rms``,
     ``samples``, ``solve_time_s``, ``weighting`` (``kind``; weighted: ``sigma`` per noise
     group), ``stopped_sensors`` (whose rows the solve dropped)."""
-    return {"method": estimate.method, "base": model.base,
-            "bodies": links_json(model, estimate.thetas, estimate.labels,
-                                 estimate.identified_fraction),
-            "sensor_offsets": {frame: np.asarray(offset).tolist()
-                               for frame, offset in estimate.offsets.items()},
-            "base_parameters": {"rank": estimate.rank, "parameters": estimate.n_params},
-            "residual_rms": estimate.residual_rms, "samples": estimate.n_samples,
-            "solve_time_s": estimate.solve_time,
-            "weighting": ({"kind": "channel", "sigma": dict(estimate.noise_sigma)}
-                          if estimate.noise_sigma else {"kind": "none"}),
-            "stopped_sensors": list(estimate.stopped_sensors)}
+    return {
+        "method": estimate.method,
+        "base": model.base,
+        "bodies": links_json(model, estimate.thetas, estimate.labels, estimate.identified_fraction),
+        "sensor_offsets": {
+            frame: np.asarray(offset).tolist() for frame, offset in estimate.offsets.items()
+        },
+        "base_parameters": {"rank": estimate.rank, "parameters": estimate.n_params},
+        "residual_rms": estimate.residual_rms,
+        "samples": estimate.n_samples,
+        "solve_time_s": estimate.solve_time,
+        "weighting": (
+            {"kind": "channel", "sigma": dict(estimate.noise_sigma)}
+            if estimate.noise_sigma
+            else {"kind": "none"}
+        ),
+        "stopped_sensors": list(estimate.stopped_sensors),
+    }

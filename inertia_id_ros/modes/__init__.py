@@ -22,5 +22,4 @@ register(LinksMode())
 register(WholeBodyMode())
 register(PayloadTorquesMode())
 
-__all__ = ["ExcitationTarget", "Mode", "NodeSettings", "ParameterSpec", "get", "modes",
-           "register"]
+__all__ = ["ExcitationTarget", "Mode", "NodeSettings", "ParameterSpec", "get", "modes", "register"]

@@ -152,11 +152,13 @@ class Mode(abc.ABC):
             raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHOD_NAMES)}")
         if method not in self.methods:
             problems = self.title.removesuffix(" mode").lower()
-            raise ValueError(f"{method!r} does not solve {problems} problems; choose one of "
-                             f"{list(self.methods)}")
+            raise ValueError(
+                f"{method!r} does not solve {problems} problems; choose one of {list(self.methods)}"
+            )
 
-    def check_window(self, window_sec: float, max_input_rate_hz: float,
-                     window_shape: tuple[int, int]) -> None:
+    def check_window(
+        self, window_sec: float, max_input_rate_hz: float, window_shape: tuple[int, int]
+    ) -> None:
         """Raise ValueError if a window of ``window_sec`` (s) at ``max_input_rate_hz`` (Hz) of
         samples of ``window_shape`` (rows per sample, parameters) takes too much memory
         (:func:`check_window_memory`; a mode whose window keeps no rows overrides this)."""
@@ -209,13 +211,17 @@ def get(name: str) -> Mode:
     if name in _IMPORTED:
         return _IMPORTED[name]
     if ":" not in name:
-        raise ConfigError(f"unknown mode {name!r}; choose one of {list(_REGISTRY)} or name a "
-                          "Mode as 'package.module:Attr'")
+        raise ConfigError(
+            f"unknown mode {name!r}; choose one of {list(_REGISTRY)} or name a "
+            "Mode as 'package.module:Attr'"
+        )
     found = import_object(name)
     mode = found() if isinstance(found, type) and issubclass(found, Mode) else found
     if not isinstance(mode, Mode):
-        raise ConfigError(f"{name!r} is not a Mode (a subclass of inertia_id_ros.modes.Mode or "
-                          "an instance of one)")
+        raise ConfigError(
+            f"{name!r} is not a Mode (a subclass of inertia_id_ros.modes.Mode or "
+            "an instance of one)"
+        )
     _IMPORTED[name] = register(mode)
     return mode
 
@@ -245,20 +251,28 @@ def positive(value: Any) -> bool:
         return False
 
 
-def bounding_volume_parameters(prefix: str, title: str, frame: str
-                               ) -> tuple[ParameterSpec, ParameterSpec]:
+def bounding_volume_parameters(
+    prefix: str, title: str, frame: str
+) -> tuple[ParameterSpec, ParameterSpec]:
     """The node parameters ``<prefix>_bounding_sphere`` and ``<prefix>_bounding_box`` of a
     payload's volume about ``frame``'s origin (words, e.g. "the sensor frame"), for the
     ``bounding_ellipsoid`` parameter; descriptions start with ``title``."""
     return (
-        ParameterSpec(f"{prefix}_bounding_sphere", DEFAULT_PAYLOAD_RADIUS,
-                      f"{title}: radius (m, > 0) of a sphere about {frame}'s origin holding the "
-                      f"payload, for bounding_ellipsoid (unless {prefix}_bounding_box is set)."),
-        ParameterSpec(f"{prefix}_bounding_box", None,
-                      f"{title}: half-extents [x, y, z] (m, > 0) of a box about {frame}'s origin, "
-                      "along its axes, holding the payload, for bounding_ellipsoid (the "
-                      f"ellipsoid through its corners). Unset: {prefix}_bounding_sphere.",
-                      array_type="double_array"))
+        ParameterSpec(
+            f"{prefix}_bounding_sphere",
+            DEFAULT_PAYLOAD_RADIUS,
+            f"{title}: radius (m, > 0) of a sphere about {frame}'s origin holding the "
+            f"payload, for bounding_ellipsoid (unless {prefix}_bounding_box is set).",
+        ),
+        ParameterSpec(
+            f"{prefix}_bounding_box",
+            None,
+            f"{title}: half-extents [x, y, z] (m, > 0) of a box about {frame}'s origin, "
+            "along its axes, holding the payload, for bounding_ellipsoid (the "
+            f"ellipsoid through its corners). Unset: {prefix}_bounding_sphere.",
+            array_type="double_array",
+        ),
+    )
 
 
 def read_bounding_volume(values: Mapping[str, Any], prefix: str) -> Volume:
@@ -268,15 +282,19 @@ def read_bounding_volume(values: Mapping[str, Any], prefix: str) -> Volume:
 
     sphere, box = values[f"{prefix}_bounding_sphere"], values[f"{prefix}_bounding_box"]
     if not positive(sphere):
-        raise StartupError(f"parameter '{prefix}_bounding_sphere' must be > 0 (m), got "
-                           f"{sphere!r}")
+        raise StartupError(f"parameter '{prefix}_bounding_sphere' must be > 0 (m), got {sphere!r}")
     if box is not None:
         if len(box) != 3 or not all(isinstance(x, float) and positive(x) for x in box):
-            raise StartupError(f"parameter '{prefix}_bounding_box' must be 3 half-extents > 0 "
-                               f"(m), got {list(box)!r}")
+            raise StartupError(
+                f"parameter '{prefix}_bounding_box' must be 3 half-extents > 0 "
+                f"(m), got {list(box)!r}"
+            )
         box = (float(box[0]), float(box[1]), float(box[2]))
-    return payload_volume(float(sphere), box, (f"parameter {prefix}_bounding_sphere",
-                                               f"parameter {prefix}_bounding_box"))
+    return payload_volume(
+        float(sphere),
+        box,
+        (f"parameter {prefix}_bounding_sphere", f"parameter {prefix}_bounding_box"),
+    )
 
 
 def check_positive(name: str, value: Any) -> None:
@@ -285,8 +303,9 @@ def check_positive(name: str, value: Any) -> None:
         raise StartupError(f"parameter '{name}' must be > 0, got {value!r}")
 
 
-def check_window_memory(window_sec: float, max_input_rate_hz: float,
-                        window_shape: tuple[int, int]) -> None:
+def check_window_memory(
+    window_sec: float, max_input_rate_hz: float, window_shape: tuple[int, int]
+) -> None:
     """Raise ValueError if a window of ``window_sec`` (s) at ``max_input_rate_hz`` (Hz) of
     samples of ``window_shape`` (rows per sample, parameters) would take more than
     :data:`MAX_WINDOW_MEMORY_BYTES`."""
@@ -296,10 +315,12 @@ def check_window_memory(window_sec: float, max_input_rate_hz: float,
     capacity = window_capacities(window_sec, max_input_rate_hz)["window_capacity"]
     size = 2 * capacity * 8 * (rows * (n_params + 1) + 1)
     if size > MAX_WINDOW_MEMORY_BYTES:
-        raise ValueError(f"a {window_sec:g} s window at max_input_rate_hz "
-                         f"{max_input_rate_hz:g} Hz needs {size / 1024**3:.1f} GiB, "
-                         f"more than {MAX_WINDOW_MEMORY_BYTES / 1024**3:g} GiB: shorten "
-                         "window_sec or lower max_input_rate_hz")
+        raise ValueError(
+            f"a {window_sec:g} s window at max_input_rate_hz "
+            f"{max_input_rate_hz:g} Hz needs {size / 1024**3:.1f} GiB, "
+            f"more than {MAX_WINDOW_MEMORY_BYTES / 1024**3:g} GiB: shorten "
+            "window_sec or lower max_input_rate_hz"
+        )
 
 
 def load_robot(settings: NodeSettings, default_urdf: str | None = None) -> Any:

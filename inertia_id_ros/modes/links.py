@@ -40,24 +40,37 @@ class LinksMode(Mode):
     commands = ("inertia_id_ros.cli.fit_links",)
 
     parameters = (
-        ParameterSpec("joints", None,
-                      "Links mode: the chain's joints (each moves one link to identify; the "
-                      "robot's other joints are locked). Default: chain_config's joints; required "
-                      "without it.", array_type="string_array"),
-        ParameterSpec("chain_config", "",
-                      "Links mode: path (absolute, or relative to the working directory) of a "
-                      "chain configuration YAML (inertia_id_ros.chain.actuators.ChainConfig, e.g. "
-                      "config/go1_front_left_leg.yaml): the URDF unless "
-                      "urdf_path/robot_description is given, the joints unless 'joints' is, "
-                      "locked positions, the drive terms to estimate, gear ratios, rotor inertias "
-                      "(armature priors) and effort scaling (torque constants)."),
-        ParameterSpec("prior_weight", DEFAULT_PRIOR_WEIGHT,
-                      "Links mode: weight of the prior toward the URDF per torque sample ((N m)^2 "
-                      "per SI unit^2), >= 0; small (1e-6) for clean, exciting data, larger for "
-                      "noisy or short data."),
-        ParameterSpec("coulomb_velocity", 0.0,
-                      "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, "
-                      "0 = exact sign, for joints that chain_config does not configure."),
+        ParameterSpec(
+            "joints",
+            None,
+            "Links mode: the chain's joints (each moves one link to identify; the "
+            "robot's other joints are locked). Default: chain_config's joints; required "
+            "without it.",
+            array_type="string_array",
+        ),
+        ParameterSpec(
+            "chain_config",
+            "",
+            "Links mode: path (absolute, or relative to the working directory) of a "
+            "chain configuration YAML (inertia_id_ros.chain.actuators.ChainConfig, e.g. "
+            "config/go1_front_left_leg.yaml): the URDF unless "
+            "urdf_path/robot_description is given, the joints unless 'joints' is, "
+            "locked positions, the drive terms to estimate, gear ratios, rotor inertias "
+            "(armature priors) and effort scaling (torque constants).",
+        ),
+        ParameterSpec(
+            "prior_weight",
+            DEFAULT_PRIOR_WEIGHT,
+            "Links mode: weight of the prior toward the URDF per torque sample ((N m)^2 "
+            "per SI unit^2), >= 0; small (1e-6) for clean, exciting data, larger for "
+            "noisy or short data.",
+        ),
+        ParameterSpec(
+            "coulomb_velocity",
+            0.0,
+            "Links mode: width of the smooth Coulomb sign tanh(dq / v) (rad/s), >= 0, "
+            "0 = exact sign, for joints that chain_config does not configure.",
+        ),
     )
 
     def read_settings(self, values: Mapping[str, Any]) -> LinksSettings:
@@ -65,18 +78,21 @@ class LinksMode(Mode):
         for name in ("prior_weight", "coulomb_velocity"):
             if not float(values[name]) >= 0.0:
                 raise StartupError(f"parameter '{name}' must be >= 0, got {values[name]!r}")
-        return LinksSettings(joints=tuple(values["joints"] or ()),
-                             chain_config=values["chain_config"],
-                             prior_weight=float(values["prior_weight"]),
-                             coulomb_velocity=float(values["coulomb_velocity"]))
+        return LinksSettings(
+            joints=tuple(values["joints"] or ()),
+            chain_config=values["chain_config"],
+            prior_weight=float(values["prior_weight"]),
+            coulomb_velocity=float(values["coulomb_velocity"]),
+        )
 
     def check_settings(self, settings: NodeSettings) -> None:
         """The joints, from ``joints`` or ``chain_config``, are required (the window's memory
         is checked once the chain is known: :meth:`build_session`)."""
         own: LinksSettings = settings.mode_settings
         if not own.joints and not own.chain_config:
-            raise StartupError("parameter 'joints' is required in links mode (or give "
-                               "'chain_config')")
+            raise StartupError(
+                "parameter 'joints' is required in links mode (or give 'chain_config')"
+            )
 
     def build_session(self, settings: NodeSettings) -> LinkSession:
         """The chain (:func:`link_model`), its window's memory checked, its links' bounding
@@ -85,13 +101,19 @@ class LinksMode(Mode):
 
         model, actuators = link_model(settings)
         self.check_startup_window(settings, (model.n_joints, model.n_parameters))
-        return link_session(model, actuators, window_sec=settings.window_sec,
-                            method=settings.method, solver_options=settings.solver_options,
-                            prior_weight=settings.mode_settings.prior_weight,
-                            max_input_rate_hz=settings.max_input_rate_hz,
-                            weighting=settings.weighting,
-                            bounding_ellipsoids=(link_ellipsoids(settings, model)
-                                                 if settings.bounding_ellipsoid else None))
+        return link_session(
+            model,
+            actuators,
+            window_sec=settings.window_sec,
+            method=settings.method,
+            solver_options=settings.solver_options,
+            prior_weight=settings.mode_settings.prior_weight,
+            max_input_rate_hz=settings.max_input_rate_hz,
+            weighting=settings.weighting,
+            bounding_ellipsoids=(
+                link_ellipsoids(settings, model) if settings.bounding_ellipsoid else None
+            ),
+        )
 
     def excitation(self, session: LinkSession, settings: NodeSettings) -> ExcitationTarget:
         """The ``links`` target over the chain's joints."""
@@ -134,16 +156,20 @@ def link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorCon
     joints = list(own.joints) or list(chain.joints)
     unconfigured = ActuatorConfig(coulomb_velocity=own.coulomb_velocity)
     estimate = chain.estimate if chain else DRIVE_TERMS
-    drives = {j: (chain.actuators.get(j, unconfigured) if chain else unconfigured).drive(estimate)
-              for j in joints}
+    drives = {
+        j: (chain.actuators.get(j, unconfigured) if chain else unconfigured).drive(estimate)
+        for j in joints
+    }
     robot = load_robot(settings, default_urdf=str(chain.urdf_path()) if chain else None)
     try:
-        model = LinkModel.from_model(robot, joints, chain.locked_positions if chain else None,
-                                     drives)
+        model = LinkModel.from_model(
+            robot, joints, chain.locked_positions if chain else None, drives
+        )
     except (JointNotFound, ValueError) as error:  # unknown, or not a 1-DoF joint
         raise StartupError(f"parameter 'joints': {error}") from error
-    return model, ({j: chain.actuators[j] for j in joints if j in chain.actuators}
-                   if chain else None)
+    return model, (
+        {j: chain.actuators[j] for j in joints if j in chain.actuators} if chain else None
+    )
 
 
 def link_ellipsoids(settings: NodeSettings, model: LinkModel) -> list[Any]:
@@ -158,7 +184,7 @@ def link_ellipsoids(settings: NodeSettings, model: LinkModel) -> list[Any]:
 
     own: LinksSettings = settings.mode_settings
     chain_urdf = str(ChainConfig.load(own.chain_config).urdf_path()) if own.chain_config else None
-    priors = np.asarray(model.prior)[:10 * model.n_joints].reshape(-1, 10)
+    priors = np.asarray(model.prior)[: 10 * model.n_joints].reshape(-1, 10)
     with urdf_file(settings, chain_urdf) as urdf:
         volumes = plausibility.link_volumes(urdf, model.link_names)
     held = plausibility.volumes_holding(volumes, dict(zip(model.link_names, priors)))

@@ -47,40 +47,72 @@ class PayloadMode(Mode):
     default_weighting = PAYLOAD_DEFAULT_WEIGHTING
     node_io = "inertia_id_ros.ros.modes.payload:PayloadIO"
     commands = ("inertia_id_ros.cli.fit_payload",)
-    replay_options = ("sensor_frame", "wrench_topic", "change_threshold", "no_offset",
-                      "flip_wrench_sign", "no_change_detection", "png", "truth")
+    replay_options = (
+        "sensor_frame",
+        "wrench_topic",
+        "change_threshold",
+        "no_offset",
+        "flip_wrench_sign",
+        "no_change_detection",
+        "png",
+        "truth",
+    )
 
     parameters = (
-        ParameterSpec("sensor_frame", "",
-                      "Payload mode: URDF frame of the F/T sensor; wrenches must carry this "
-                      "frame_id."),
-        ParameterSpec("body_name", "payload",
-                      "Payload mode: name of the identified body in the estimate."),
-        ParameterSpec("wrench_topic", DEFAULT_WRENCH_TOPIC,
-                      "Payload mode: geometry_msgs/WrenchStamped input topic."),
-        ParameterSpec("estimate_offset", True,
-                      "Payload mode: estimate the 6-D F/T offset jointly with the inertia."),
-        ParameterSpec("wrench_limits", None,
-                      "Payload mode: the F/T sensor's range [fx, fy, fz, tx, ty, tz] (N, N m, > 0; "
-                      ".inf for no limit on a channel): a wrench reaching it on any channel is "
-                      "saturated and dropped (reason 'saturated'). Unset: no check.",
-                      array_type="double_array"),
-        ParameterSpec("flip_wrench_sign", False,
-                      "Payload mode: set for sensors reporting the wrench the body exerts on the "
-                      "sensor (the opposite of the convention: the wrench the sensor exerts on the "
-                      "body beyond it)."),
-        ParameterSpec("detect_payload_change", True,
-                      "Payload mode: detect a grasp or release (CUSUM of the wrench residuals), "
-                      "publish ~/payload_change and restart the window."),
-        ParameterSpec("payload_change_threshold", PAYLOAD_CHANGE_THRESHOLD,
-                      "Payload mode: CUSUM alarm level (> 0); higher = fewer false alarms, later "
-                      "detection (see inertia_id_ros.online.change_detection)."),
-        ParameterSpec("payload_prior", "",
-                      "Payload mode: the payload's CAD values, the prior of method cad_prior: a "
-                      "result JSON (path ending in .json; its body in the sensor frame), a URDF "
-                      "link (its inertial and everything beyond it, moved to the sensor frame), "
-                      "'none', or empty for the URDF's links beyond the sensor frame (none if it "
-                      "has none). cad_prior without a prior is refused at start-up."),
+        ParameterSpec(
+            "sensor_frame",
+            "",
+            "Payload mode: URDF frame of the F/T sensor; wrenches must carry this frame_id.",
+        ),
+        ParameterSpec(
+            "body_name", "payload", "Payload mode: name of the identified body in the estimate."
+        ),
+        ParameterSpec(
+            "wrench_topic",
+            DEFAULT_WRENCH_TOPIC,
+            "Payload mode: geometry_msgs/WrenchStamped input topic.",
+        ),
+        ParameterSpec(
+            "estimate_offset",
+            True,
+            "Payload mode: estimate the 6-D F/T offset jointly with the inertia.",
+        ),
+        ParameterSpec(
+            "wrench_limits",
+            None,
+            "Payload mode: the F/T sensor's range [fx, fy, fz, tx, ty, tz] (N, N m, > 0; "
+            ".inf for no limit on a channel): a wrench reaching it on any channel is "
+            "saturated and dropped (reason 'saturated'). Unset: no check.",
+            array_type="double_array",
+        ),
+        ParameterSpec(
+            "flip_wrench_sign",
+            False,
+            "Payload mode: set for sensors reporting the wrench the body exerts on the "
+            "sensor (the opposite of the convention: the wrench the sensor exerts on the "
+            "body beyond it).",
+        ),
+        ParameterSpec(
+            "detect_payload_change",
+            True,
+            "Payload mode: detect a grasp or release (CUSUM of the wrench residuals), "
+            "publish ~/payload_change and restart the window.",
+        ),
+        ParameterSpec(
+            "payload_change_threshold",
+            PAYLOAD_CHANGE_THRESHOLD,
+            "Payload mode: CUSUM alarm level (> 0); higher = fewer false alarms, later "
+            "detection (see inertia_id_ros.online.change_detection).",
+        ),
+        ParameterSpec(
+            "payload_prior",
+            "",
+            "Payload mode: the payload's CAD values, the prior of method cad_prior: a "
+            "result JSON (path ending in .json; its body in the sensor frame), a URDF "
+            "link (its inertial and everything beyond it, moved to the sensor frame), "
+            "'none', or empty for the URDF's links beyond the sensor frame (none if it "
+            "has none). cad_prior without a prior is refused at start-up.",
+        ),
         *bounding_volume_parameters("payload", "Payload mode", "the sensor frame"),
     )
 
@@ -89,22 +121,33 @@ class PayloadMode(Mode):
         ``payload_bounding_sphere`` > 0, ``payload_bounding_box`` 3 floats > 0 (or unset)."""
         limits = values["wrench_limits"]
         if limits is not None:
-            if (len(limits) != 6 or not all(isinstance(x, float) for x in limits)
-                    or not all(x > 0 for x in limits)):
-                raise StartupError(f"parameter 'wrench_limits' must be 6 floats > 0 (N, N m; "
-                                   f".inf for none), got {list(limits)!r}")
+            if (
+                len(limits) != 6
+                or not all(isinstance(x, float) for x in limits)
+                or not all(x > 0 for x in limits)
+            ):
+                raise StartupError(
+                    f"parameter 'wrench_limits' must be 6 floats > 0 (N, N m; "
+                    f".inf for none), got {list(limits)!r}"
+                )
             limits = tuple(float(x) for x in limits)
         if not float(values["payload_change_threshold"]) > 0.0:
-            raise StartupError(f"parameter 'payload_change_threshold' must be > 0, got "
-                               f"{values['payload_change_threshold']!r}")
+            raise StartupError(
+                f"parameter 'payload_change_threshold' must be > 0, got "
+                f"{values['payload_change_threshold']!r}"
+            )
         return PayloadSettings(
-            sensor_frame=values["sensor_frame"], body_name=values["body_name"],
-            wrench_topic=values["wrench_topic"], estimate_offset=bool(values["estimate_offset"]),
-            wrench_limits=limits, flip_wrench_sign=bool(values["flip_wrench_sign"]),
+            sensor_frame=values["sensor_frame"],
+            body_name=values["body_name"],
+            wrench_topic=values["wrench_topic"],
+            estimate_offset=bool(values["estimate_offset"]),
+            wrench_limits=limits,
+            flip_wrench_sign=bool(values["flip_wrench_sign"]),
             detect_payload_change=bool(values["detect_payload_change"]),
             payload_change_threshold=float(values["payload_change_threshold"]),
             payload_prior=str(values["payload_prior"]),
-            volume=read_bounding_volume(values, "payload"))
+            volume=read_bounding_volume(values, "payload"),
+        )
 
     def check_settings(self, settings: NodeSettings) -> None:
         """The sensor frame is required; the window's memory; what can be checked of
@@ -119,8 +162,9 @@ class PayloadMode(Mode):
         try:
             check_prior_available(settings.method, own.payload_prior != NO_PRIOR)
         except ValueError as error:
-            raise StartupError(f"parameter 'method': {error} (payload_prior is {NO_PRIOR!r})") \
-                from error
+            raise StartupError(
+                f"parameter 'method': {error} (payload_prior is {NO_PRIOR!r})"
+            ) from error
         if own.payload_prior.endswith(".json") and not Path(own.payload_prior).is_file():
             raise StartupError(f"parameter 'payload_prior': no file {own.payload_prior!r}")
 
@@ -144,24 +188,37 @@ class PayloadMode(Mode):
         try:
             check_prior_available(settings.method, prior is not None)
         except ValueError as error:
-            raise StartupError(f"parameter 'method': {error} (the URDF has no links with mass "
-                               f"beyond {own.sensor_frame!r})") from error
+            raise StartupError(
+                f"parameter 'method': {error} (the URDF has no links with mass "
+                f"beyond {own.sensor_frame!r})"
+            ) from error
         return payload_session(
-            kinematics, window_sec=settings.window_sec, method=settings.method,
-            solver_options=settings.solver_options, estimate_offset=own.estimate_offset,
-            flip_wrench_sign=own.flip_wrench_sign, wrench_limits=own.wrench_limits,
+            kinematics,
+            window_sec=settings.window_sec,
+            method=settings.method,
+            solver_options=settings.solver_options,
+            estimate_offset=own.estimate_offset,
+            flip_wrench_sign=own.flip_wrench_sign,
+            wrench_limits=own.wrench_limits,
             max_input_rate_hz=settings.max_input_rate_hz,
             detect_payload_change=own.detect_payload_change,
-            payload_change_threshold=own.payload_change_threshold, prior=prior,
+            payload_change_threshold=own.payload_change_threshold,
+            prior=prior,
             weighting=settings.weighting,
-            bounding_ellipsoid=(own.volume.ellipsoid_matrix()
-                                if settings.bounding_ellipsoid else None))
+            bounding_ellipsoid=(
+                own.volume.ellipsoid_matrix() if settings.bounding_ellipsoid else None
+            ),
+        )
 
     def excitation(self, session: PayloadSession, settings: NodeSettings) -> ExcitationTarget:
         """The ``payload`` target beyond the sensor frame, over the joints that move it."""
         kinematics = session.estimator.kinematics
-        return ExcitationTarget(kinematics.model, tuple(kinematics.joint_names), "payload",
-                                settings.mode_settings.sensor_frame)
+        return ExcitationTarget(
+            kinematics.model,
+            tuple(kinematics.joint_names),
+            "payload",
+            settings.mode_settings.sensor_frame,
+        )
 
     def replay(self, log: ReplayLog, session: PayloadSession, settings: NodeSettings) -> Any:
         """:func:`~inertia_id_ros.io.replay.replay_payload` on the joint-state and wrench
@@ -170,8 +227,14 @@ class PayloadMode(Mode):
         from inertia_id_ros.io.replay import replay_payload
 
         own: PayloadSettings = settings.mode_settings
-        return replay_payload(log, session, settings.update_rate_hz,
-                              settings.joint_states_topic, own.wrench_topic, own.volume)
+        return replay_payload(
+            log,
+            session,
+            settings.update_rate_hz,
+            settings.joint_states_topic,
+            own.wrench_topic,
+            own.volume,
+        )
 
 
 @dataclass(frozen=True)

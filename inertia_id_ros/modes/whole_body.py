@@ -39,76 +39,124 @@ if TYPE_CHECKING:
     from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.online.session import WholeBodySession
 
+
 class WholeBodyMode(Mode):
     """See the module docstring."""
 
     name = "whole_body"
     title = "Whole-body mode"
-    summary = ("every link of a floating-base robot, from joint states, an IMU and several F/T "
-               "sensors")
+    summary = (
+        "every link of a floating-base robot, from joint states, an IMU and several F/T sensors"
+    )
     default_weighting = WHOLE_BODY_DEFAULT_WEIGHTING
     methods = WHOLE_BODY_METHODS
     node_io = "inertia_id_ros.ros.modes.whole_body:WholeBodyIO"
     commands = ("inertia_id_ros.cli.fit_whole_body",)
 
     parameters = (
-        ParameterSpec("base", "floating",
-                      "Whole-body mode: the robot's base: 'floating' (free, motion from the IMU, "
-                      "base rows from the contact wrenches), 'suspended' (hanging through a "
-                      "contact F/T sensor; base rows as floating) or 'fixed' (on a stand: no base "
-                      "rows, the stand's wrench is not measured). Without an IMU a suspended or "
-                      "fixed base is at rest and level; with one, its readings give the base's "
-                      "motion and tilt."),
-        ParameterSpec("fixed_frame", "",
-                      "Whole-body mode, base 'fixed': the URDF frame held still. Empty means the "
-                      "URDF root (on a stand); e.g. 'l_sole' for a humanoid on its left foot, "
-                      "whose pelvis then moves with the stance leg (no IMU needed)."),
-        ParameterSpec("fixed_tilt", None,
-                      "Whole-body mode, base 'fixed': the fixed frame's roll and pitch in the "
-                      "world [roll, pitch] (rad). Unset: level.", array_type="double_array"),
-        ParameterSpec("imu_topic", DEFAULT_IMU_TOPIC,
-                      "Whole-body mode: sensor_msgs/Imu input topic; its stamps are the samples. "
-                      "Empty: no IMU (base 'fixed' or 'suspended' only; the samples are then the "
-                      "first live F/T sensor's stamps, else the joint states')."),
-        ParameterSpec("imu_frame", "",
-                      "Whole-body mode: URDF frame of the IMU, required with an imu_topic; "
-                      "readings must carry this frame_id."),
-        ParameterSpec("imu_tilt", DEFAULT_IMU_TILT,
-                      "Whole-body mode, base 'fixed' with an imu_topic: 'correct' uses the IMU's "
-                      "mean specific force as the fixed frame's tilt; 'check' keeps fixed_tilt "
-                      "and reports the IMU's, warning past 2 deg."),
-        ParameterSpec("ft_frames", None,
-                      "Whole-body mode: URDF frames of the F/T sensors (a link or a fixed joint); "
-                      "wrenches must carry these frame_ids. Required, but on a fixed base with "
-                      "use_efforts (the joint torques alone).", array_type="string_array"),
-        ParameterSpec("ft_topics", None,
-                      "Whole-body mode: geometry_msgs/WrenchStamped topic of each F/T sensor, in "
-                      "ft_frames order.", array_type="string_array"),
-        ParameterSpec("ft_types", None,
-                      "Whole-body mode: kind of each F/T sensor, in ft_frames order: 'contact' "
-                      "(the environment's wrench on the robot at the frame) or 'internal' (the "
-                      "root side's wrench on the part beyond; its offset is estimated).",
-                      array_type="string_array"),
-        ParameterSpec("ft_flip_wrench_sign", None,
-                      "Whole-body mode: frames (of ft_frames) whose sensors report the opposite "
-                      "wrench, e.g. the real iCub's child_to_parent sensors; their readings are "
-                      "negated.", array_type="string_array"),
-        ParameterSpec("ft_estimate_offset", None,
-                      "Whole-body mode: frames (of ft_frames) whose offsets are estimated besides "
-                      "the internal sensors' (e.g. contact sensors that drift).",
-                      array_type="string_array"),
-        ParameterSpec("use_efforts", False,
-                      "Whole-body mode: add the joint-torque rows of the joint states' efforts."),
-        ParameterSpec("sensor_timeout_sec", WHOLE_BODY_SENSOR_TIMEOUT_SEC,
-                      "Whole-body mode: an F/T sensor silent this long (s) behind the IMU "
-                      "(without an IMU: behind the newest wrench or joint state) has stopped: "
-                      "reported, and the rows needing its wrench dropped; if its stamps were the "
-                      "samples, the next live sensor's are."),
-        ParameterSpec("sample_rate_hz", WHOLE_BODY_SAMPLE_RATE_HZ,
-                      "Whole-body mode: IMU stamps (without an IMU, the F/T or joint-state stamps "
-                      "that are the samples) become samples at most at this rate (Hz, > 0; the "
-                      "other IMU readings still feed the gyro's derivative): a humanoid's rows "
-                      "cost milliseconds per sample."),
+        ParameterSpec(
+            "base",
+            "floating",
+            "Whole-body mode: the robot's base: 'floating' (free, motion from the IMU, "
+            "base rows from the contact wrenches), 'suspended' (hanging through a "
+            "contact F/T sensor; base rows as floating) or 'fixed' (on a stand: no base "
+            "rows, the stand's wrench is not measured). Without an IMU a suspended or "
+            "fixed base is at rest and level; with one, its readings give the base's "
+            "motion and tilt.",
+        ),
+        ParameterSpec(
+            "fixed_frame",
+            "",
+            "Whole-body mode, base 'fixed': the URDF frame held still. Empty means the "
+            "URDF root (on a stand); e.g. 'l_sole' for a humanoid on its left foot, "
+            "whose pelvis then moves with the stance leg (no IMU needed).",
+        ),
+        ParameterSpec(
+            "fixed_tilt",
+            None,
+            "Whole-body mode, base 'fixed': the fixed frame's roll and pitch in the "
+            "world [roll, pitch] (rad). Unset: level.",
+            array_type="double_array",
+        ),
+        ParameterSpec(
+            "imu_topic",
+            DEFAULT_IMU_TOPIC,
+            "Whole-body mode: sensor_msgs/Imu input topic; its stamps are the samples. "
+            "Empty: no IMU (base 'fixed' or 'suspended' only; the samples are then the "
+            "first live F/T sensor's stamps, else the joint states').",
+        ),
+        ParameterSpec(
+            "imu_frame",
+            "",
+            "Whole-body mode: URDF frame of the IMU, required with an imu_topic; "
+            "readings must carry this frame_id.",
+        ),
+        ParameterSpec(
+            "imu_tilt",
+            DEFAULT_IMU_TILT,
+            "Whole-body mode, base 'fixed' with an imu_topic: 'correct' uses the IMU's "
+            "mean specific force as the fixed frame's tilt; 'check' keeps fixed_tilt "
+            "and reports the IMU's, warning past 2 deg.",
+        ),
+        ParameterSpec(
+            "ft_frames",
+            None,
+            "Whole-body mode: URDF frames of the F/T sensors (a link or a fixed joint); "
+            "wrenches must carry these frame_ids. Required, but on a fixed base with "
+            "use_efforts (the joint torques alone).",
+            array_type="string_array",
+        ),
+        ParameterSpec(
+            "ft_topics",
+            None,
+            "Whole-body mode: geometry_msgs/WrenchStamped topic of each F/T sensor, in "
+            "ft_frames order.",
+            array_type="string_array",
+        ),
+        ParameterSpec(
+            "ft_types",
+            None,
+            "Whole-body mode: kind of each F/T sensor, in ft_frames order: 'contact' "
+            "(the environment's wrench on the robot at the frame) or 'internal' (the "
+            "root side's wrench on the part beyond; its offset is estimated).",
+            array_type="string_array",
+        ),
+        ParameterSpec(
+            "ft_flip_wrench_sign",
+            None,
+            "Whole-body mode: frames (of ft_frames) whose sensors report the opposite "
+            "wrench, e.g. the real iCub's child_to_parent sensors; their readings are "
+            "negated.",
+            array_type="string_array",
+        ),
+        ParameterSpec(
+            "ft_estimate_offset",
+            None,
+            "Whole-body mode: frames (of ft_frames) whose offsets are estimated besides "
+            "the internal sensors' (e.g. contact sensors that drift).",
+            array_type="string_array",
+        ),
+        ParameterSpec(
+            "use_efforts",
+            False,
+            "Whole-body mode: add the joint-torque rows of the joint states' efforts.",
+        ),
+        ParameterSpec(
+            "sensor_timeout_sec",
+            WHOLE_BODY_SENSOR_TIMEOUT_SEC,
+            "Whole-body mode: an F/T sensor silent this long (s) behind the IMU "
+            "(without an IMU: behind the newest wrench or joint state) has stopped: "
+            "reported, and the rows needing its wrench dropped; if its stamps were the "
+            "samples, the next live sensor's are.",
+        ),
+        ParameterSpec(
+            "sample_rate_hz",
+            WHOLE_BODY_SAMPLE_RATE_HZ,
+            "Whole-body mode: IMU stamps (without an IMU, the F/T or joint-state stamps "
+            "that are the samples) become samples at most at this rate (Hz, > 0; the "
+            "other IMU readings still feed the gyro's derivative): a humanoid's rows "
+            "cost milliseconds per sample.",
+        ),
     )
 
     def read_settings(self, values: Mapping[str, Any]) -> WholeBodySettings:
@@ -118,22 +166,30 @@ class WholeBodyMode(Mode):
         tilt = values["fixed_tilt"]
         tilt = (0.0, 0.0) if tilt is None else tuple(tilt)
         if len(tilt) != 2 or not all(isinstance(a, float) and math.isfinite(a) for a in tilt):
-            raise StartupError(f"parameter 'fixed_tilt' must be two finite angles [roll, pitch] "
-                               f"(rad), got {list(tilt)!r}")
+            raise StartupError(
+                f"parameter 'fixed_tilt' must be two finite angles [roll, pitch] "
+                f"(rad), got {list(tilt)!r}"
+            )
         if values["imu_tilt"] not in IMU_TILT_USES:
-            raise StartupError(f"parameter 'imu_tilt': {values['imu_tilt']!r} is not one of "
-                               f"{list(IMU_TILT_USES)}")
+            raise StartupError(
+                f"parameter 'imu_tilt': {values['imu_tilt']!r} is not one of {list(IMU_TILT_USES)}"
+            )
         return WholeBodySettings(
-            base=values["base"], fixed_frame=values["fixed_frame"], fixed_tilt=tilt,
-            imu_topic=values["imu_topic"], imu_frame=values["imu_frame"],
+            base=values["base"],
+            fixed_frame=values["fixed_frame"],
+            fixed_tilt=tilt,
+            imu_topic=values["imu_topic"],
+            imu_frame=values["imu_frame"],
             imu_tilt=values["imu_tilt"],
-            ft_frames=tuple(values["ft_frames"] or ()), ft_topics=tuple(values["ft_topics"] or ()),
+            ft_frames=tuple(values["ft_frames"] or ()),
+            ft_topics=tuple(values["ft_topics"] or ()),
             ft_types=tuple(values["ft_types"] or ()),
             ft_flip_wrench_sign=tuple(values["ft_flip_wrench_sign"] or ()),
             ft_estimate_offset=tuple(values["ft_estimate_offset"] or ()),
             use_efforts=bool(values["use_efforts"]),
             sensor_timeout_sec=float(values["sensor_timeout_sec"]),
-            sample_rate_hz=float(values["sample_rate_hz"]))
+            sample_rate_hz=float(values["sample_rate_hz"]),
+        )
 
     def check_settings(self, settings: NodeSettings) -> None:
         """The whole-body parameters that need no URDF; raises StartupError naming the item."""
@@ -141,23 +197,33 @@ class WholeBodyMode(Mode):
         if own.base not in BASE_KINDS:
             raise StartupError(f"parameter 'base': {own.base!r} is not one of {BASE_KINDS}")
         if not own.imu_topic and own.base == "floating":
-            raise StartupError("parameter 'imu_topic' is required with base 'floating' (empty: "
-                               "no IMU, for base 'fixed' or 'suspended' only)")
+            raise StartupError(
+                "parameter 'imu_topic' is required with base 'floating' (empty: "
+                "no IMU, for base 'fixed' or 'suspended' only)"
+            )
         if own.imu_topic and not own.imu_frame:
-            raise StartupError(f"parameter 'imu_frame' is required with an imu_topic "
-                               f"({own.imu_topic!r}; empty imu_topic: no IMU)")
+            raise StartupError(
+                f"parameter 'imu_frame' is required with an imu_topic "
+                f"({own.imu_topic!r}; empty imu_topic: no IMU)"
+            )
         if not own.ft_frames and not (own.base == "fixed" and own.use_efforts):
-            raise StartupError("parameter 'ft_frames' is required in whole_body mode (but on a "
-                               "fixed base with use_efforts)")
+            raise StartupError(
+                "parameter 'ft_frames' is required in whole_body mode (but on a "
+                "fixed base with use_efforts)"
+            )
         for name in ("ft_topics", "ft_types"):
             if len(getattr(own, name)) != len(own.ft_frames):
-                raise StartupError(f"parameter '{name}' has {len(getattr(own, name))} entries "
-                                   f"for the {len(own.ft_frames)} sensors of 'ft_frames' "
-                                   f"{list(own.ft_frames)}")
+                raise StartupError(
+                    f"parameter '{name}' has {len(getattr(own, name))} entries "
+                    f"for the {len(own.ft_frames)} sensors of 'ft_frames' "
+                    f"{list(own.ft_frames)}"
+                )
         for frame, topic, kind in zip(own.ft_frames, own.ft_topics, own.ft_types):
             if kind not in SENSOR_KINDS:
-                raise StartupError(f"parameter 'ft_types': sensor {frame!r} has type {kind!r}, "
-                                   "neither 'contact' nor 'internal'")
+                raise StartupError(
+                    f"parameter 'ft_types': sensor {frame!r} has type {kind!r}, "
+                    "neither 'contact' nor 'internal'"
+                )
             if not topic:
                 raise StartupError(f"parameter 'ft_topics': sensor {frame!r} has no topic")
         duplicates = sorted({f for f in own.ft_frames if own.ft_frames.count(f) > 1})
@@ -166,21 +232,25 @@ class WholeBodyMode(Mode):
         for name in ("ft_flip_wrench_sign", "ft_estimate_offset"):
             unknown = [f for f in getattr(own, name) if f not in own.ft_frames]
             if unknown:
-                raise StartupError(f"parameter '{name}': {unknown[0]!r} is not one of "
-                                   f"'ft_frames' {list(own.ft_frames)}")
+                raise StartupError(
+                    f"parameter '{name}': {unknown[0]!r} is not one of "
+                    f"'ft_frames' {list(own.ft_frames)}"
+                )
         for name, unset in (("fixed_frame", ""), ("fixed_tilt", (0.0, 0.0))):
             if own.base != "fixed" and getattr(own, name) != unset:
-                raise StartupError(f"parameter '{name}' applies to base 'fixed', not "
-                                   f"{own.base!r}")
+                raise StartupError(f"parameter '{name}' applies to base 'fixed', not {own.base!r}")
         if own.base == "fixed" and not own.use_efforts and "internal" not in own.ft_types:
-            raise StartupError("parameter 'ft_types': a fixed base has rows only from internal "
-                               f"F/T sensors and joint efforts; no sensor is internal "
-                               f"({list(own.ft_types)}) and use_efforts is false")
+            raise StartupError(
+                "parameter 'ft_types': a fixed base has rows only from internal "
+                f"F/T sensors and joint efforts; no sensor is internal "
+                f"({list(own.ft_types)}) and use_efforts is false"
+            )
         for name in ("sensor_timeout_sec", "sample_rate_hz"):
             check_positive(name, getattr(own, name))
 
-    def check_window(self, window_sec: float, max_input_rate_hz: float,
-                     window_shape: tuple[int, int]) -> None:
+    def check_window(
+        self, window_sec: float, max_input_rate_hz: float, window_shape: tuple[int, int]
+    ) -> None:
         """Nothing to check: the whole-body window keeps normal equations, not rows."""
 
     def build_session(self, settings: NodeSettings) -> WholeBodySession:
@@ -193,33 +263,52 @@ class WholeBodyMode(Mode):
 
         own: WholeBodySettings = settings.mode_settings
         load_robot(settings)  # an unreadable URDF names its parameter
-        sensors = [FTSensor(frame, kind, flip_wrench_sign=frame in own.ft_flip_wrench_sign,
-                            estimate_offset=True if frame in own.ft_estimate_offset else None)
-                   for frame, kind in zip(own.ft_frames, own.ft_types)]
+        sensors = [
+            FTSensor(
+                frame,
+                kind,
+                flip_wrench_sign=frame in own.ft_flip_wrench_sign,
+                estimate_offset=True if frame in own.ft_estimate_offset else None,
+            )
+            for frame, kind in zip(own.ft_frames, own.ft_types)
+        ]
         with urdf_file(settings) as urdf:  # the model needs a file
             try:
-                model = WholeBodyModel.from_urdf(urdf, own.base, sensors,
-                                                 own.imu_frame if own.imu_topic else None,
-                                                 fixed_frame=own.fixed_frame or None,
-                                                 fixed_tilt=own.fixed_tilt)
+                model = WholeBodyModel.from_urdf(
+                    urdf,
+                    own.base,
+                    sensors,
+                    own.imu_frame if own.imu_topic else None,
+                    fixed_frame=own.fixed_frame or None,
+                    fixed_tilt=own.fixed_tilt,
+                )
             except FrameNotFound as error:
                 name = {own.imu_frame: "imu_frame", own.fixed_frame: "fixed_frame"}.get(
-                    error.name, "ft_frames")
+                    error.name, "ft_frames"
+                )
                 raise StartupError(f"parameter '{name}': {error}") from error
             except (ConfigError, ValueError) as error:
                 raise StartupError(f"parameter 'urdf_path': {error}") from error
-            volumes = (volumes_holding(link_volumes(urdf, model.bodies),
-                                       dict(zip(model.links, model.link_prior)))
-                       if settings.bounding_ellipsoid else None)
-        return whole_body_session(model, window_sec=settings.window_sec, method=settings.method,
-                                  solver_options=settings.solver_options,
-                                  with_efforts=own.use_efforts,
-                                  max_input_rate_hz=settings.max_input_rate_hz,
-                                  sensor_timeout_sec=own.sensor_timeout_sec,
-                                  sample_rate_hz=own.sample_rate_hz,
-                                  weighting=settings.weighting, imu_tilt=own.imu_tilt,
-                                  bounding_ellipsoids=(None if volumes is None
-                                                       else ellipsoids_of(volumes, model.bodies)))
+            volumes = (
+                volumes_holding(
+                    link_volumes(urdf, model.bodies), dict(zip(model.links, model.link_prior))
+                )
+                if settings.bounding_ellipsoid
+                else None
+            )
+        return whole_body_session(
+            model,
+            window_sec=settings.window_sec,
+            method=settings.method,
+            solver_options=settings.solver_options,
+            with_efforts=own.use_efforts,
+            max_input_rate_hz=settings.max_input_rate_hz,
+            sensor_timeout_sec=own.sensor_timeout_sec,
+            sample_rate_hz=own.sample_rate_hz,
+            weighting=settings.weighting,
+            imu_tilt=own.imu_tilt,
+            bounding_ellipsoids=(None if volumes is None else ellipsoids_of(volumes, model.bodies)),
+        )
 
     def replay(self, log: ReplayLog, session: WholeBodySession, settings: NodeSettings) -> Any:
         """:func:`~inertia_id_ros.io.replay.replay_whole_body` on the joint-state, IMU and F/T
@@ -227,9 +316,14 @@ class WholeBodyMode(Mode):
         from inertia_id_ros.io.replay import replay_whole_body
 
         own: WholeBodySettings = settings.mode_settings
-        return replay_whole_body(log, session, settings.update_rate_hz,
-                                 settings.joint_states_topic, own.imu_topic,
-                                 dict(zip(own.ft_topics, own.ft_frames)))
+        return replay_whole_body(
+            log,
+            session,
+            settings.update_rate_hz,
+            settings.joint_states_topic,
+            own.imu_topic,
+            dict(zip(own.ft_topics, own.ft_frames)),
+        )
 
 
 @dataclass(frozen=True)

@@ -56,11 +56,16 @@ class Clearance:
         """Why this clearance fails ``margin`` (m), in words; ``""`` when it meets it."""
         if self.distance >= margin:
             return ""
-        close = (f"overlap by {-1e3 * self.distance:.1f} mm" if self.distance < 0.0 else
-                 f"come within {1e3 * self.distance:.1f} mm")
-        return (f"{self.pair[0]} and {self.pair[1]} {close} at t = {self.time:.2f} s, "
-                f"{1e3 * (margin - self.distance):.1f} mm closer than the collision margin "
-                f"{1e3 * margin:g} mm")
+        close = (
+            f"overlap by {-1e3 * self.distance:.1f} mm"
+            if self.distance < 0.0
+            else f"come within {1e3 * self.distance:.1f} mm"
+        )
+        return (
+            f"{self.pair[0]} and {self.pair[1]} {close} at t = {self.time:.2f} s, "
+            f"{1e3 * (margin - self.distance):.1f} mm closer than the collision margin "
+            f"{1e3 * margin:g} mm"
+        )
 
 
 @dataclass(frozen=True)
@@ -103,9 +108,13 @@ class CollisionChecker:
     pairs), and between them and the ``obstacles`` (module docstring). Joints not named by the
     caller stay at their neutral position. Not thread-safe."""
 
-    def __init__(self, urdf_path: str | Path, srdf_path: str | Path | None,
-                 package_dirs: Sequence[str | Path] | None = None,
-                 obstacles: Sequence[Obstacle] = ()) -> None:
+    def __init__(
+        self,
+        urdf_path: str | Path,
+        srdf_path: str | Path | None,
+        package_dirs: Sequence[str | Path] | None = None,
+        obstacles: Sequence[Obstacle] = (),
+    ) -> None:
         self.model = load_model(urdf_path)
         dirs = [str(d) for d in package_dirs or ()]
         try:
@@ -113,8 +122,9 @@ class CollisionChecker:
         except FileNotFoundError:
             pass
         try:
-            self.geometry = pin.buildGeomFromUrdf(self.model, str(urdf_path),
-                                                  pin.GeometryType.COLLISION, package_dirs=dirs)
+            self.geometry = pin.buildGeomFromUrdf(
+                self.model, str(urdf_path), pin.GeometryType.COLLISION, package_dirs=dirs
+            )
         except (RuntimeError, ValueError) as e:
             raise ProblemError(f"cannot load the collision geometry of {urdf_path}: {e}") from None
         if not self.geometry.geometryObjects:
@@ -143,14 +153,19 @@ class CollisionChecker:
         for obstacle in obstacles:
             unknown = sorted(set(obstacle.ignore) - links)
             if unknown:
-                raise ConfigError(f"obstacle {obstacle.name!r} ignores {unknown}, which carry no "
-                                  f"collision geometry (links: {sorted(links)})")
+                raise ConfigError(
+                    f"obstacle {obstacle.name!r} ignores {unknown}, which carry no "
+                    f"collision geometry (links: {sorted(links)})"
+                )
             shape, placement = _obstacle_geometry(obstacle.region)
             index = self.geometry.addGeometryObject(
-                pin.GeometryObject(obstacle.name, 0, 0, placement, shape))
+                pin.GeometryObject(obstacle.name, 0, 0, placement, shape)
+            )
             for k, obj in robot:
-                if obj.parentJoint != 0 and \
-                        self.model.frames[obj.parentFrame].name not in obstacle.ignore:
+                if (
+                    obj.parentJoint != 0
+                    and self.model.frames[obj.parentFrame].name not in obstacle.ignore
+                ):
                     self.geometry.addCollisionPair(pin.CollisionPair(k, index))
 
     @property
@@ -171,9 +186,13 @@ class CollisionChecker:
         distances, pairs = np.empty(len(Q)), np.empty(len(Q), dtype=int)
         results = self._geometry_data.distanceResults
         for i, q in enumerate(Q):
-            pairs[i] = pin.computeDistances(self.model, self._data, self.geometry,
-                                            self._geometry_data,
-                                            self._configuration(joint_names, q))
+            pairs[i] = pin.computeDistances(
+                self.model,
+                self._data,
+                self.geometry,
+                self._geometry_data,
+                self._configuration(joint_names, q),
+            )
             distances[i] = results[int(pairs[i])].min_distance
         return distances, pairs
 
@@ -181,13 +200,19 @@ class CollisionChecker:
         """(N, n_pairs) distances (m) at joint positions ``Q`` (N, n) of ``joint_names``."""
         out = np.empty((len(Q), self.n_pairs))
         for i, q in enumerate(Q):
-            pin.computeDistances(self.model, self._data, self.geometry, self._geometry_data,
-                                 self._configuration(joint_names, q))
+            pin.computeDistances(
+                self.model,
+                self._data,
+                self.geometry,
+                self._geometry_data,
+                self._configuration(joint_names, q),
+            )
             out[i] = [r.min_distance for r in self._geometry_data.distanceResults]
         return out
 
-    def near(self, joint_names: Sequence[str], Q: np.ndarray, threshold: float
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def near(
+        self, joint_names: Sequence[str], Q: np.ndarray, threshold: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every (sample, pair) closer than ``threshold`` (m): sample indices (K,), pair indices
         (K,), distances (K,) and their gradients (K, n) w.r.t. the positions of ``joint_names``
         (``d' = normal . (v_2 - v_1)`` at the nearest points)."""
@@ -200,13 +225,16 @@ class CollisionChecker:
             q = self._configuration(joint_names, Q[i])
             pin.computeJointJacobians(model, data, q)
             pin.computeDistances(model, data, geometry, gdata, q)
-            near_pairs = [k for k, r in enumerate(gdata.distanceResults)
-                          if r.min_distance < threshold]
+            near_pairs = [
+                k for k, r in enumerate(gdata.distanceResults) if r.min_distance < threshold
+            ]
             for k in near_pairs:
                 result = pin.computeDistance(geometry, gdata, int(k))
                 jacobians = []
-                for obj_index, point in ((self._pairs[k][0], result.getNearestPoint1()),
-                                         (self._pairs[k][1], result.getNearestPoint2())):
+                for obj_index, point in (
+                    (self._pairs[k][0], result.getNearestPoint1()),
+                    (self._pairs[k][1], result.getNearestPoint2()),
+                ):
                     joint = geometry.geometryObjects[obj_index].parentJoint
                     J = pin.getJointJacobian(model, data, joint, world)
                     lever = point - data.oMi[joint].translation
@@ -216,14 +244,20 @@ class CollisionChecker:
                 values.append(result.min_distance)
                 gradients.append((result.normal @ (jacobians[1] - jacobians[0]))[columns])
         n = len(joint_names)
-        return (np.array(samples, dtype=int), np.array(pairs, dtype=int), np.array(values),
-                np.array(gradients).reshape(-1, n))
+        return (
+            np.array(samples, dtype=int),
+            np.array(pairs, dtype=int),
+            np.array(values),
+            np.array(gradients).reshape(-1, n),
+        )
 
-    def clearance(self, trajectory: ExcitationTrajectory,
-                  rate_hz: float = DEFAULT_CHECK_RATE_HZ) -> Clearance:
+    def clearance(
+        self, trajectory: ExcitationTrajectory, rate_hz: float = DEFAULT_CHECK_RATE_HZ
+    ) -> Clearance:
         """Smallest distance over the trajectory sampled at ``rate_hz`` (both ends included)."""
-        times = np.linspace(0.0, trajectory.duration,
-                            max(int(np.ceil(trajectory.duration * rate_hz)), 1) + 1)
+        times = np.linspace(
+            0.0, trajectory.duration, max(int(np.ceil(trajectory.duration * rate_hz)), 1) + 1
+        )
         positions, _, _ = trajectory.sample(times)
         distances, pairs = self._closest(trajectory.joint_names, positions)
         i = int(np.argmin(distances))

@@ -136,11 +136,15 @@ class MotionLimits:
 
     def table(self) -> list[str]:
         """One line per joint, for printing."""
-        lines = [f"{'joint':<24}{'lower':>9}{'upper':>9}{'vel':>8}{'acc':>7}"
-                 + (f"{'torque':>8}" if self.torque is not None else "")]
+        lines = [
+            f"{'joint':<24}{'lower':>9}{'upper':>9}{'vel':>8}{'acc':>7}"
+            + (f"{'torque':>8}" if self.torque is not None else "")
+        ]
         for k, name in enumerate(self.joint_names):
-            line = (f"{name:<24}{self.lower[k]:>9.3f}{self.upper[k]:>9.3f}"
-                    f"{self.velocity[k]:>8.3f}{self.acceleration[k]:>7.2f}")
+            line = (
+                f"{name:<24}{self.lower[k]:>9.3f}{self.upper[k]:>9.3f}"
+                f"{self.velocity[k]:>8.3f}{self.acceleration[k]:>7.2f}"
+            )
             if self.torque is not None:
                 line += f"{self.torque[k]:>8.1f}"
             lines.append(line)
@@ -150,15 +154,21 @@ class MotionLimits:
         """Largest excess over each limit of the trajectory's samples (<= 0: met), in the
         limit's unit; the torque is not checked here (see :func:`torque_excess`)."""
         q, dq, ddq = trajectory.q, trajectory.dq, trajectory.ddq
-        return {"position": float(max(np.max(q - self.upper), np.max(self.lower - q))),
-                "velocity": float(np.max(np.abs(dq) - self.velocity)),
-                "acceleration": float(np.max(np.abs(ddq) - self.acceleration))}
+        return {
+            "position": float(max(np.max(q - self.upper), np.max(self.lower - q))),
+            "velocity": float(np.max(np.abs(dq) - self.velocity)),
+            "acceleration": float(np.max(np.abs(ddq) - self.acceleration)),
+        }
 
 
-def motion_limits(model: pin.Model, joint_names: Sequence[str], *,
-                  position_margin: float = DEFAULT_POSITION_MARGIN,
-                  max_acceleration: float = DEFAULT_MAX_ACCELERATION,
-                  torque_limits: bool = False) -> MotionLimits:
+def motion_limits(
+    model: pin.Model,
+    joint_names: Sequence[str],
+    *,
+    position_margin: float = DEFAULT_POSITION_MARGIN,
+    max_acceleration: float = DEFAULT_MAX_ACCELERATION,
+    torque_limits: bool = False,
+) -> MotionLimits:
     """The limits of ``joint_names`` from ``model`` (URDF): position limits shrunk by
     ``position_margin`` (a continuous joint: ``[-pi, pi]``), velocity limits, ``max_acceleration``
     for every joint, and, if ``torque_limits``, the effort limits. Raises
@@ -172,14 +182,21 @@ def motion_limits(model: pin.Model, joint_names: Sequence[str], *,
     for name in joint_names:
         joint = model.joints[joint_id(model, name)]
         if joint.nv != 1:
-            raise ProblemError(f"joint {name!r} has {joint.nv} degrees of freedom; only 1-dof "
-                               "joints can be excited")
-        lo, hi = ((-np.pi, np.pi) if joint.nq == 2 else
-                  (model.lowerPositionLimit[joint.idx_q], model.upperPositionLimit[joint.idx_q]))
+            raise ProblemError(
+                f"joint {name!r} has {joint.nv} degrees of freedom; only 1-dof "
+                "joints can be excited"
+            )
+        lo, hi = (
+            (-np.pi, np.pi)
+            if joint.nq == 2
+            else (model.lowerPositionLimit[joint.idx_q], model.upperPositionLimit[joint.idx_q])
+        )
         lo, hi = lo + position_margin, hi - position_margin
         if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
-            raise ProblemError(f"joint {name!r}: no position range left within its limits less "
-                               f"the margin {position_margin} (got [{lo:.4g}, {hi:.4g}])")
+            raise ProblemError(
+                f"joint {name!r}: no position range left within its limits less "
+                f"the margin {position_margin} (got [{lo:.4g}, {hi:.4g}])"
+            )
         v = model.velocityLimit[joint.idx_v]
         if not (np.isfinite(v) and v > 0.0):
             raise ProblemError(f"joint {name!r} has no velocity limit in the URDF")
@@ -190,9 +207,15 @@ def motion_limits(model: pin.Model, joint_names: Sequence[str], *,
     torques = np.array(torque) if torque_limits else None
     if torques is not None and not np.all(np.isfinite(torques) & (torques > 0.0)):
         raise ProblemError(f"torque limits asked for but the URDF's efforts are {torques}")
-    return MotionLimits(tuple(joint_names), np.array(lower), np.array(upper), np.array(velocity),
-                        np.full(len(joint_names), float(max_acceleration)), torques,
-                        position_margin)
+    return MotionLimits(
+        tuple(joint_names),
+        np.array(lower),
+        np.array(upper),
+        np.array(velocity),
+        np.full(len(joint_names), float(max_acceleration)),
+        torques,
+        position_margin,
+    )
 
 
 # ---- parametrisation -------------------------------------------------------------------------
@@ -206,8 +229,9 @@ class RestToRestFourier:
 
     def __init__(self, duration: float, n_harmonics: int) -> None:
         if not duration > 0.0 or n_harmonics < 2:
-            raise ProblemError(f"need duration > 0 and n_harmonics >= 2, got {duration}, "
-                               f"{n_harmonics}")
+            raise ProblemError(
+                f"need duration > 0 and n_harmonics >= 2, got {duration}, {n_harmonics}"
+            )
         self.duration = float(duration)
         self.omega = 2.0 * np.pi / self.duration
         self.harmonics = np.arange(1, n_harmonics + 1)
@@ -226,13 +250,18 @@ class RestToRestFourier:
         lw = self.omega * self.harmonics
         phase = np.multiply.outer(np.asarray(times, dtype=float), lw)
         sin, cos = np.sin(phase), np.cos(phase)
-        raw_q = np.hstack([sin / lw ** 2, (cos - 1.0) / lw ** 2])
+        raw_q = np.hstack([sin / lw**2, (cos - 1.0) / lw**2])
         raw_dq = np.hstack([cos / lw, -sin / lw])
         raw_ddq = np.hstack([-sin, -cos])
         return tuple(raw @ self._free_to_raw for raw in (raw_q, raw_dq, raw_ddq))
 
-    def trajectory(self, X: np.ndarray, start: np.ndarray, joint_names: Sequence[str],
-                   rate_hz: float = DEFAULT_RATE_HZ) -> ExcitationTrajectory:
+    def trajectory(
+        self,
+        X: np.ndarray,
+        start: np.ndarray,
+        joint_names: Sequence[str],
+        rate_hz: float = DEFAULT_RATE_HZ,
+    ) -> ExcitationTrajectory:
         """The motion of coefficients ``X`` sampled at ``rate_hz`` or slightly faster (the last
         sample exactly at the duration)."""
         t = np.linspace(0.0, self.duration, int(np.ceil(self.duration * rate_hz)) + 1)
@@ -251,17 +280,23 @@ def _midpoints(duration: float, rate_hz: float) -> np.ndarray:
     return (np.arange(n) + 0.5) * duration / n
 
 
-def _feasible_scale(X: np.ndarray, start: np.ndarray, limits: MotionLimits,
-                    P: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+def _feasible_scale(
+    X: np.ndarray,
+    start: np.ndarray,
+    limits: MotionLimits,
+    P: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> np.ndarray:
     """(n,) the largest per-joint factors ``s`` with ``start + s P_q X``, ``s P_dq X`` and
     ``s P_ddq X`` within the limits at the samples of ``P``."""
     Pq, Pdq, Pddq = P
     d, v, a = Pq @ X, Pdq @ X, Pddq @ X
     tiny = 1e-300
-    bounds = [(limits.upper - start) / np.maximum(d.max(axis=0), tiny),
-              (start - limits.lower) / np.maximum(-d.min(axis=0), tiny),
-              limits.velocity / np.maximum(np.abs(v).max(axis=0), tiny),
-              limits.acceleration / np.maximum(np.abs(a).max(axis=0), tiny)]
+    bounds = [
+        (limits.upper - start) / np.maximum(d.max(axis=0), tiny),
+        (start - limits.lower) / np.maximum(-d.min(axis=0), tiny),
+        limits.velocity / np.maximum(np.abs(v).max(axis=0), tiny),
+        limits.acceleration / np.maximum(np.abs(a).max(axis=0), tiny),
+    ]
     return np.min(bounds, axis=0)
 
 
@@ -273,15 +308,22 @@ class _PayloadObjective:
 
     name = "largest predicted std of the 6 inertia parameters (kg·m²)"
 
-    def __init__(self, model: pin.Model, sensor_frame: str, joint_names: Sequence[str],
-                 noise_std: Sequence[float], prior_information: np.ndarray | None) -> None:
+    def __init__(
+        self,
+        model: pin.Model,
+        sensor_frame: str,
+        joint_names: Sequence[str],
+        noise_std: Sequence[float],
+        prior_information: np.ndarray | None,
+    ) -> None:
         try:
             self.kinematics = SensorKinematics(model, sensor_frame, joint_names)
         except ValueError as e:  # a joint that does not move the frame, or a multi-dof joint
             raise ProblemError(str(e)) from None
         if self.kinematics.joint_names != tuple(joint_names):
-            raise ProblemError(f"joints must be given in model order: "
-                               f"{list(self.kinematics.joint_names)}")
+            raise ProblemError(
+                f"joints must be given in model order: {list(self.kinematics.joint_names)}"
+            )
         self._model = self.kinematics.reduced_model
         self._data = self._model.createData()
         self._frame = self._model.getFrameId(sensor_frame)
@@ -322,8 +364,9 @@ class _PayloadObjective:
         columns = covariance[:, INERTIA_SLICE]
         return f, -(columns * weights) @ columns.T
 
-    def pull_back(self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, H: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def pull_back(
+        self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, H: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Gradients (N, n) w.r.t. ``Q, DQ, DDQ`` of ``sum_i <H_i, rows_i>`` (``H`` (N, 6, 16))."""
         model, data, frame = self._model, self._data, self._frame
         n_samples, n = Q.shape
@@ -338,7 +381,8 @@ class _PayloadObjective:
             q = self.kinematics.model_configuration(Q[i])
             pin.computeForwardKinematicsDerivatives(model, data, q, DQ[i], DDQ[i])
             dv_dq[i], da_dq[i], da_dv[i], jac[i] = pin.getFrameAccelerationDerivatives(
-                model, data, frame, local)
+                model, data, frame, local
+            )
             V[i] = pin.getFrameVelocity(model, data, frame, local).vector
             A[i] = pin.getFrameAcceleration(model, data, frame, local).vector
             g_local = pin.updateFramePlacement(model, data, frame).rotation.T @ self._gravity
@@ -362,13 +406,19 @@ class _LinksObjective:
 
     name = "predicted held-out torque RMS error (N·m)"
 
-    def __init__(self, model: pin.Model, joint_names: Sequence[str],
-                 prior_information: np.ndarray | None, reference: tuple[np.ndarray, ...],
-                 torque_noise_std: float) -> None:
+    def __init__(
+        self,
+        model: pin.Model,
+        joint_names: Sequence[str],
+        prior_information: np.ndarray | None,
+        reference: tuple[np.ndarray, ...],
+        torque_noise_std: float,
+    ) -> None:
         self.links = _link_model(model, joint_names)
         if self.links.joint_names != tuple(joint_names):
-            raise ProblemError(f"joints must be given in model order: "
-                               f"{list(self.links.joint_names)}")
+            raise ProblemError(
+                f"joints must be given in model order: {list(self.links.joint_names)}"
+            )
         if not torque_noise_std > 0.0:
             raise ProblemError(f"torque_noise_std must be > 0 N·m, got {torque_noise_std}")
         self.n_params = self.links.n_parameters
@@ -380,7 +430,7 @@ class _LinksObjective:
         rows = self.rows(Q, DQ, DDQ).reshape(-1, self.columns.size)
         # (n_base, n_base) sigma² Y_ref^T Y_ref / rows: a parameter error e makes the mean
         # squared torque error e^T (reference_gram / sigma²) e on the reference motions
-        self.reference_gram = torque_noise_std ** 2 * (rows.T @ rows) / rows.shape[0]
+        self.reference_gram = torque_noise_std**2 * (rows.T @ rows) / rows.shape[0]
         n = self.links.n_joints
         self._n_rigid = N_BODY_PARAMS * n
         col = self._n_rigid
@@ -412,17 +462,18 @@ class _LinksObjective:
         trace = float(np.sum(self.reference_gram * covariance))
         return float(np.log(trace)), -weighted / trace
 
-    def pull_back(self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, H: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def pull_back(
+        self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, H: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Gradients (N, n) w.r.t. ``Q, DQ, DDQ`` of ``sum_i <H_i, rows_i>``
         (``H`` (N, n, n_base))."""
         n_samples, n = Q.shape
         full = np.zeros((n_samples, n, self.n_params))
         full[:, :, self.columns] = H
-        rigid = full[:, :, :self._n_rigid]
+        rigid = full[:, :, : self._n_rigid]
 
         def rigid_rows(Qs: np.ndarray, DQs: np.ndarray, DDQs: np.ndarray) -> np.ndarray:
-            return self.links.joint_torque_regressor(Qs, DQs, DDQs)[:, :, :self._n_rigid]
+            return self.links.joint_torque_regressor(Qs, DQs, DDQs)[:, :, : self._n_rigid]
 
         def directional(which: int, step: float, central: bool) -> np.ndarray:
             """(N, n): <H_i, d rows_i / d x_ik> with x = (Q, DQ, DDQ)[which]."""
@@ -458,11 +509,18 @@ def _link_model(model: pin.Model, joint_names: Sequence[str]) -> LinkModel:
         raise ProblemError(str(e)) from None
 
 
-def sample_information(model: pin.Model, joint_names: Sequence[str], target: str,
-                       Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, *,
-                       sensor_frame: str | None = None,
-                       noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
-                       weight: float = 1.0) -> np.ndarray:
+def sample_information(
+    model: pin.Model,
+    joint_names: Sequence[str],
+    target: str,
+    Q: np.ndarray,
+    DQ: np.ndarray,
+    DDQ: np.ndarray,
+    *,
+    sensor_frame: str | None = None,
+    noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
+    weight: float = 1.0,
+) -> np.ndarray:
     """Information of joint samples ``Q, DQ, DDQ`` (N, n) in ``joint_names`` (model) order, each
     counted ``weight`` times: payload, the noise-weighted ``Y^T W Y`` (16, 16) of
     ``[theta, offset]``; links, ``Y^T Y`` (p, p) of the standard parameters of
@@ -484,8 +542,9 @@ def _check_prior(prior: np.ndarray | None, p: int) -> np.ndarray:
         return np.zeros((p, p))
     prior = np.asarray(prior, dtype=float)
     if prior.shape != (p, p) or not np.all(np.isfinite(prior)):
-        raise ProblemError(f"prior_information must be a finite ({p}, {p}) matrix, got "
-                           f"{prior.shape}")
+        raise ProblemError(
+            f"prior_information must be a finite ({p}, {p}) matrix, got {prior.shape}"
+        )
     return 0.5 * (prior + prior.T)
 
 
@@ -550,12 +609,19 @@ class MotionEvaluator:
     (M, n) the samples whose torques are predicted, which also choose the base columns
     (:func:`reference_samples`), and ``torque_noise_std`` (N·m per sample)."""
 
-    def __init__(self, model: pin.Model, joint_names: Sequence[str], target: str, *,
-                 sensor_frame: str | None = None, prior_information: np.ndarray | None = None,
-                 noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
-                 measurement_rate_hz: float = DEFAULT_MEASUREMENT_RATE_HZ,
-                 reference: tuple[np.ndarray, ...] | None = None,
-                 torque_noise_std: float = DEFAULT_TORQUE_NOISE_STD) -> None:
+    def __init__(
+        self,
+        model: pin.Model,
+        joint_names: Sequence[str],
+        target: str,
+        *,
+        sensor_frame: str | None = None,
+        prior_information: np.ndarray | None = None,
+        noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
+        measurement_rate_hz: float = DEFAULT_MEASUREMENT_RATE_HZ,
+        reference: tuple[np.ndarray, ...] | None = None,
+        torque_noise_std: float = DEFAULT_TORQUE_NOISE_STD,
+    ) -> None:
         if target not in TARGETS:
             raise ProblemError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
         if not measurement_rate_hz > 0.0:
@@ -566,12 +632,14 @@ class MotionEvaluator:
             if sensor_frame is None:
                 raise ProblemError("target 'payload' needs sensor_frame")
             self._objective: _PayloadObjective | _LinksObjective = _PayloadObjective(
-                model, sensor_frame, joint_names, noise_std, prior_information)
+                model, sensor_frame, joint_names, noise_std, prior_information
+            )
         else:
             if reference is None:
                 raise ProblemError("target 'links' needs reference motion samples (Q, DQ, DDQ)")
-            self._objective = _LinksObjective(model, joint_names, prior_information, reference,
-                                              torque_noise_std)
+            self._objective = _LinksObjective(
+                model, joint_names, prior_information, reference, torque_noise_std
+            )
 
     @property
     def name(self) -> str:
@@ -582,21 +650,22 @@ class MotionEvaluator:
         flat = rows.reshape(-1, rows.shape[-1])
         return weight * (flat.T @ flat)
 
-    def information(self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray,
-                    weight: float = 1.0) -> np.ndarray:
+    def information(
+        self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, weight: float = 1.0
+    ) -> np.ndarray:
         """Information of the samples (N, n), each counted ``weight`` times: payload (16, 16);
         links (p, p) of the standard parameters (rows of the full regressor)."""
         if self.target == "links":
             return self._rows_information(
-                self._objective.links.joint_torque_regressor(Q, DQ, DDQ), weight)
+                self._objective.links.joint_torque_regressor(Q, DQ, DDQ), weight
+            )
         return self._rows_information(self._objective.rows(Q, DQ, DDQ), weight)
 
     def criterion_of(self, trajectory: ExcitationTrajectory) -> float:
         """Criterion of a trajectory's samples counted at ``measurement_rate_hz`` (prior
         included)."""
         weight = self.measurement_rate_hz * trajectory.duration / trajectory.t.size
-        return self.criterion(self.information(trajectory.q, trajectory.dq, trajectory.ddq,
-                                               weight))
+        return self.criterion(self.information(trajectory.q, trajectory.dq, trajectory.ddq, weight))
 
     def criterion(self, information: np.ndarray) -> float:
         """Criterion of a motion's information (:meth:`information`) plus the prior."""
@@ -606,8 +675,9 @@ class MotionEvaluator:
             return objective.criterion(information[np.ix_(cols, cols)] + objective.prior)
         return objective.criterion(information + objective.prior)
 
-    def value_and_gradient(self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, weight: float
-                           ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def value_and_gradient(
+        self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray, weight: float
+    ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Surrogate of the samples (each counted ``weight`` times, plus the prior) and its
         gradients (N, n) w.r.t. ``Q, DQ, DDQ``."""
         objective = self._objective
@@ -622,9 +692,14 @@ def _random_coefficients(rng: np.random.Generator, n_free: int, n: int) -> np.nd
     return rng.normal(size=(n_free, n))
 
 
-def random_fourier_motion(limits: MotionLimits, start: np.ndarray, duration: float,
-                          n_harmonics: int = 5, seed: int = 0,
-                          rate_hz: float = DEFAULT_RATE_HZ) -> ExcitationTrajectory:
+def random_fourier_motion(
+    limits: MotionLimits,
+    start: np.ndarray,
+    duration: float,
+    n_harmonics: int = 5,
+    seed: int = 0,
+    rate_hz: float = DEFAULT_RATE_HZ,
+) -> ExcitationTrajectory:
     """A random rest-to-rest Fourier motion (:class:`RestToRestFourier`, normal coefficients)
     whose every joint is scaled about ``start`` as far as the limits allow (position, velocity,
     acceleration, on a 1 kHz grid): the reference a design is compared with."""
@@ -632,19 +707,21 @@ def random_fourier_motion(limits: MotionLimits, start: np.ndarray, duration: flo
     return basis.trajectory(X, start, limits.joint_names, rate_hz)
 
 
-def _random_motion_coefficients(limits: MotionLimits, start: np.ndarray, duration: float,
-                                n_harmonics: int, seed: int
-                                ) -> tuple[RestToRestFourier, np.ndarray]:
+def _random_motion_coefficients(
+    limits: MotionLimits, start: np.ndarray, duration: float, n_harmonics: int, seed: int
+) -> tuple[RestToRestFourier, np.ndarray]:
     """The basis and coefficients of :func:`random_fourier_motion`."""
     basis = RestToRestFourier(duration, n_harmonics)
     X = _random_coefficients(np.random.default_rng(seed), basis.n_free, len(limits.joint_names))
-    X *= _feasible_scale(X, start, limits, basis.evaluate(_midpoints(duration, CHECK_RATE_HZ))
-                         ) * (1.0 - FEASIBILITY_SAFETY)
+    X *= _feasible_scale(X, start, limits, basis.evaluate(_midpoints(duration, CHECK_RATE_HZ))) * (
+        1.0 - FEASIBILITY_SAFETY
+    )
     return basis, X
 
 
-def reference_samples(limits: MotionLimits, start: np.ndarray, duration: float, seed: int = 0
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def reference_samples(
+    limits: MotionLimits, start: np.ndarray, duration: float, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(Q, DQ, DDQ)`` (M, n): the :data:`N_REFERENCE_MOTIONS` random motions
     (:func:`random_fourier_motion`, 5 harmonics, seeds from ``REFERENCE_SEEDS_FROM +
     N_REFERENCE_MOTIONS seed``) at ``OBJECTIVE_RATE_HZ``, stacked: the motions whose torques the
@@ -652,39 +729,51 @@ def reference_samples(limits: MotionLimits, start: np.ndarray, duration: float, 
     stacked = []
     for k in range(N_REFERENCE_MOTIONS):
         basis, X = _random_motion_coefficients(
-            limits, start, duration, 5, REFERENCE_SEEDS_FROM + N_REFERENCE_MOTIONS * seed + k)
+            limits, start, duration, 5, REFERENCE_SEEDS_FROM + N_REFERENCE_MOTIONS * seed + k
+        )
         Pq, Pdq, Pddq = basis.evaluate(_midpoints(duration, OBJECTIVE_RATE_HZ))
         stacked.append((start + Pq @ X, Pdq @ X, Pddq @ X))
     return tuple(np.vstack(parts) for parts in zip(*stacked))
 
 
-def torque_excess(model: pin.Model, trajectory: ExcitationTrajectory,
-                  limits: MotionLimits) -> float:
+def torque_excess(
+    model: pin.Model, trajectory: ExcitationTrajectory, limits: MotionLimits
+) -> float:
     """Largest ``|tau| / limit`` (1: at the limit) over the trajectory's samples, ``tau`` from
     RNEA of the URDF's links (the other joints at their neutral positions); 0 without torque
     limits."""
     if limits.torque is None:
         return 0.0
-    links = LinkModel.from_model(model, trajectory.joint_names, drives=JointDrive(
-        viscous=False, coulomb=False, offset=False, armature=False))
+    links = LinkModel.from_model(
+        model,
+        trajectory.joint_names,
+        drives=JointDrive(viscous=False, coulomb=False, offset=False, armature=False),
+    )
     tau = links.joint_torque_regressor(trajectory.q, trajectory.dq, trajectory.ddq) @ links.prior
     return float(np.max(np.abs(tau) / limits.torque))
 
 
-def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
-                      duration: float, *, sensor_frame: str | None = None,
-                      start: Sequence[float] | None = None,
-                      max_acceleration: float = DEFAULT_MAX_ACCELERATION, seed: int = 0,
-                      prior_information: np.ndarray | None = None,
-                      progress: Callable[[str], None] | None = None,
-                      time_limit: float | None = None,
-                      position_margin: float = DEFAULT_POSITION_MARGIN,
-                      torque_limits: bool = False,
-                      noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
-                      measurement_rate_hz: float = DEFAULT_MEASUREMENT_RATE_HZ,
-                      rate_hz: float = DEFAULT_RATE_HZ,
-                      collision: CollisionChecker | None = None,
-                      collision_margin: float = DEFAULT_COLLISION_MARGIN) -> DesignResult:
+def design_excitation(
+    model: pin.Model,
+    joint_names: Sequence[str],
+    target: str,
+    duration: float,
+    *,
+    sensor_frame: str | None = None,
+    start: Sequence[float] | None = None,
+    max_acceleration: float = DEFAULT_MAX_ACCELERATION,
+    seed: int = 0,
+    prior_information: np.ndarray | None = None,
+    progress: Callable[[str], None] | None = None,
+    time_limit: float | None = None,
+    position_margin: float = DEFAULT_POSITION_MARGIN,
+    torque_limits: bool = False,
+    noise_std: Sequence[float] = DEFAULT_WRENCH_NOISE_STD,
+    measurement_rate_hz: float = DEFAULT_MEASUREMENT_RATE_HZ,
+    rate_hz: float = DEFAULT_RATE_HZ,
+    collision: CollisionChecker | None = None,
+    collision_margin: float = DEFAULT_COLLISION_MARGIN,
+) -> DesignResult:
     """Design an exciting motion of ``joint_names`` (model order) of the fixed-base ``model``
     for ``target`` (``"payload"`` beyond ``sensor_frame``, or ``"links"``) lasting ``duration``
     s, starting and ending at rest at ``start`` (rad; default the middle of the limits), within
@@ -712,25 +801,35 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     if not rate_hz >= DEFAULT_RATE_HZ:
         raise ProblemError(f"rate_hz must be >= {DEFAULT_RATE_HZ:g}, got {rate_hz}")
     joint_names = tuple(joint_names)
-    limits = motion_limits(model, joint_names, position_margin=position_margin,
-                           max_acceleration=max_acceleration, torque_limits=torque_limits)
+    limits = motion_limits(
+        model,
+        joint_names,
+        position_margin=position_margin,
+        max_acceleration=max_acceleration,
+        torque_limits=torque_limits,
+    )
     n = len(joint_names)
-    start = (0.5 * (limits.lower + limits.upper) if start is None
-             else np.asarray(start, dtype=float))
+    start = 0.5 * (limits.lower + limits.upper) if start is None else np.asarray(start, dtype=float)
     if start.shape != (n,):
         raise ProblemError(f"start must have one position per joint ({n}), got {start.shape}")
-    outside = [f"{name} ({value:.3f} not in [{lo:.3f}, {hi:.3f}])" for name, value, lo, hi
-               in zip(joint_names, start, limits.lower, limits.upper) if not lo < value < hi]
+    outside = [
+        f"{name} ({value:.3f} not in [{lo:.3f}, {hi:.3f}])"
+        for name, value, lo, hi in zip(joint_names, start, limits.lower, limits.upper)
+        if not lo < value < hi
+    ]
     if outside:
-        raise ProblemError("start is not strictly within the limits less the margin: "
-                           + ", ".join(outside))
+        raise ProblemError(
+            "start is not strictly within the limits less the margin: " + ", ".join(outside)
+        )
     if collision is not None:
         at_start = collision.distances(joint_names, start[None])[0]
         if np.min(at_start) < collision_margin:
             k = int(np.argmin(at_start))
-            raise ProblemError(f"the start pose is within {1e3 * at_start[k]:.1f} mm of "
-                               f"collision ({' and '.join(collision.pair_names(k))}), less "
-                               f"than the margin {1e3 * collision_margin:g} mm")
+            raise ProblemError(
+                f"the start pose is within {1e3 * at_start[k]:.1f} mm of "
+                f"collision ({' and '.join(collision.pair_names(k))}), less "
+                f"than the margin {1e3 * collision_margin:g} mm"
+            )
     budget = DEFAULT_TIME_LIMIT[target] if time_limit is None else float(time_limit)
 
     basis = RestToRestFourier(duration, max(int(round(duration * MAX_FREQUENCY_HZ)), 5))
@@ -746,15 +845,22 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     def states(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return start + P_obj[0] @ X, P_obj[1] @ X, P_obj[2] @ X
 
-    evaluator = MotionEvaluator(model, joint_names, target, sensor_frame=sensor_frame,
-                                prior_information=prior_information, noise_std=noise_std,
-                                measurement_rate_hz=measurement_rate_hz,
-                                reference=(reference_samples(limits, start, duration, seed)
-                                           if target == "links" else None))
+    evaluator = MotionEvaluator(
+        model,
+        joint_names,
+        target,
+        sensor_frame=sensor_frame,
+        prior_information=prior_information,
+        noise_std=noise_std,
+        measurement_rate_hz=measurement_rate_hz,
+        reference=(reference_samples(limits, start, duration, seed) if target == "links" else None),
+    )
     scores = [evaluator.criterion(evaluator.information(*states(X), weight)) for X in candidates]
     X0, initial = candidates[int(np.argmin(scores))], min(scores)
-    say(f"{target}: {basis.harmonics.size} harmonics, {basis.n_free * n} variables, "
-        f"initial {evaluator.name} {initial:.4g}")
+    say(
+        f"{target}: {basis.harmonics.size} harmonics, {basis.n_free * n} variables, "
+        f"initial {evaluator.name} {initial:.4g}"
+    )
 
     counters = {"evaluations": 0, "iterations": 0}
     stop = {"at": budget}
@@ -765,15 +871,25 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         """Per joint ``s = 1 / softmax(usage)`` (usage: each sample's value over its limit, a
         soft maximum >= the maximum, so ``X s`` is within the limits) and ``ds/dX``."""
         d, v, a = (P @ X for P in P_con)
-        usage = np.vstack([np.where(d > 0.0, d / up, -d / down), np.abs(v) / limits.velocity,
-                           np.abs(a) / limits.acceleration])
-        d_usage = np.vstack([np.where(d > 0.0, 1.0 / up, -1.0 / down),
-                             np.sign(v) / limits.velocity, np.sign(a) / limits.acceleration])
+        usage = np.vstack(
+            [
+                np.where(d > 0.0, d / up, -d / down),
+                np.abs(v) / limits.velocity,
+                np.abs(a) / limits.acceleration,
+            ]
+        )
+        d_usage = np.vstack(
+            [
+                np.where(d > 0.0, 1.0 / up, -1.0 / down),
+                np.sign(v) / limits.velocity,
+                np.sign(a) / limits.acceleration,
+            ]
+        )
         top = usage.max(axis=0)
         e = np.exp(_SOFTMAX_SHARPNESS * (usage - top))
         total = e.sum(axis=0)
         scale = 1.0 / (top + np.log(total) / _SOFTMAX_SHARPNESS)
-        return scale, -scale ** 2 * (P_stack.T @ (e / total * d_usage))
+        return scale, -(scale**2) * (P_stack.T @ (e / total * d_usage))
 
     phase = {"collision": False}
 
@@ -783,9 +899,10 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         threshold = collision_margin + COLLISION_BUFFER
         rows, _, distances, d_distances = collision.near(joint_names, start + P_col @ X, threshold)
         shortfall = (threshold - distances) / COLLISION_BUFFER
-        gradient = -P_col[rows].T @ ((2.0 * _COLLISION_WEIGHT * shortfall
-                                      / COLLISION_BUFFER)[:, None] * d_distances)
-        return _COLLISION_WEIGHT * float(np.sum(shortfall ** 2)), gradient
+        gradient = -P_col[rows].T @ (
+            (2.0 * _COLLISION_WEIGHT * shortfall / COLLISION_BUFFER)[:, None] * d_distances
+        )
+        return _COLLISION_WEIGHT * float(np.sum(shortfall**2)), gradient
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         counters["evaluations"] += 1
@@ -801,8 +918,10 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
     def callback(intermediate_result: scipy.optimize.OptimizeResult) -> None:
         counters["iterations"] += 1
         if counters["iterations"] % 25 == 0:
-            say(f"  iteration {counters['iterations']}: surrogate "
-                f"{intermediate_result.fun:.5g}, {time.perf_counter() - began:.1f} s")
+            say(
+                f"  iteration {counters['iterations']}: surrogate "
+                f"{intermediate_result.fun:.5g}, {time.perf_counter() - began:.1f} s"
+            )
         if time.perf_counter() - began > stop["at"]:
             raise StopIteration
 
@@ -812,10 +931,14 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
         best, stalls = np.inf, 0
         while True:
             stop["at"] = deadline
-            result = scipy.optimize.minimize(fun, x, jac=True, method="L-BFGS-B",
-                                             callback=callback,
-                                             options={"maxiter": 100000, "ftol": 0.0,
-                                                      "gtol": 0.0})
+            result = scipy.optimize.minimize(
+                fun,
+                x,
+                jac=True,
+                method="L-BFGS-B",
+                callback=callback,
+                options={"maxiter": 100000, "ftol": 0.0, "gtol": 0.0},
+            )
             x = result.x
             if time.perf_counter() - began > deadline:
                 return x, f"time limit {deadline:g} s reached"
@@ -849,8 +972,7 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
             low, high = 0.0, 1.0  # scale toward start: 0 is the start pose, clear
             for _ in range(12):
                 middle = 0.5 * (low + high)
-                candidate = basis.trajectory(X * torque_scale * middle, start, joint_names,
-                                             rate_hz)
+                candidate = basis.trajectory(X * torque_scale * middle, start, joint_names, rate_hz)
                 if collision.clearance(candidate).distance >= collision_margin:
                     low = middle
                 else:
@@ -860,14 +982,33 @@ def design_excitation(model: pin.Model, joint_names: Sequence[str], target: str,
             clearance = collision.clearance(trajectory)
             say(f"  scaled by {low:.3f} toward the start to clear self-collision")
     sample_weight = measurement_rate_hz * duration / trajectory.t.size
-    information = evaluator.information(trajectory.q, trajectory.dq, trajectory.ddq,
-                                        sample_weight)
+    information = evaluator.information(trajectory.q, trajectory.dq, trajectory.ddq, sample_weight)
     objective = evaluator.criterion(information)
     seconds = time.perf_counter() - began
-    say(f"{target}: {evaluator.name} {objective:.4g} (initial {initial:.4g}), "
-        f"{counters['iterations']} iterations, {seconds:.1f} s")
-    stats = DesignStats(counters["iterations"], counters["evaluations"], seconds, initial,
-                        basis.harmonics.size, basis.n_free * n, stopped_on_time,
-                        float(np.min(scale)), torque_scale, collision_scale)
-    return DesignResult(trajectory, objective, evaluator.name, target, limits, information,
-                        stats, evaluator, clearance)
+    say(
+        f"{target}: {evaluator.name} {objective:.4g} (initial {initial:.4g}), "
+        f"{counters['iterations']} iterations, {seconds:.1f} s"
+    )
+    stats = DesignStats(
+        counters["iterations"],
+        counters["evaluations"],
+        seconds,
+        initial,
+        basis.harmonics.size,
+        basis.n_free * n,
+        stopped_on_time,
+        float(np.min(scale)),
+        torque_scale,
+        collision_scale,
+    )
+    return DesignResult(
+        trajectory,
+        objective,
+        evaluator.name,
+        target,
+        limits,
+        information,
+        stats,
+        evaluator,
+        clearance,
+    )

@@ -56,7 +56,13 @@ if TYPE_CHECKING:
     from inertia_id_ros.motion.workspace import WorkspaceChecker
 
 IDLE, DESIGNING, RAMP_IN, RUNNING, RAMP_OUT, IDENTIFYING = (
-    "idle", "designing", "ramp_in", "running", "ramp_out", "identifying")
+    "idle",
+    "designing",
+    "ramp_in",
+    "running",
+    "ramp_out",
+    "identifying",
+)
 DONE, STOPPED, FAILED = "done", "stopped", "failed"
 MOVING = (RAMP_IN, RUNNING, RAMP_OUT)
 """States in which the robot follows the command."""
@@ -76,8 +82,9 @@ LIMIT_TOLERANCE = 1e-6
 def check_speed_scale(speed_scale: float) -> None:
     """Refuse (``invalid_speed_scale``) a ``speed_scale`` outside (0, 1]."""
     if not (np.isfinite(speed_scale) and 0.0 < speed_scale <= 1.0):
-        raise ExcitationRefused("invalid_speed_scale",
-                                f"speed_scale must be in (0, 1], got {speed_scale!r}")
+        raise ExcitationRefused(
+            "invalid_speed_scale", f"speed_scale must be in (0, 1], got {speed_scale!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -107,11 +114,18 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.dry_run_speed_scale) and 0.0 < self.dry_run_speed_scale <= 1.0):
-            raise ValueError(f"dry_run_speed_scale must be in (0, 1], got "
-                             f"{self.dry_run_speed_scale!r}")
-        for name in ("max_start_distance", "ramp_velocity", "min_ramp_sec",
-                     "joint_state_timeout", "max_tracking_error", "ramp_rate_hz",
-                     "collision_margin"):
+            raise ValueError(
+                f"dry_run_speed_scale must be in (0, 1], got {self.dry_run_speed_scale!r}"
+            )
+        for name in (
+            "max_start_distance",
+            "ramp_velocity",
+            "min_ramp_sec",
+            "joint_state_timeout",
+            "max_tracking_error",
+            "ramp_rate_hz",
+            "collision_margin",
+        ):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be finite and > 0, got {value!r}")
@@ -135,8 +149,10 @@ class JointStateSnapshot:
         index = {name: k for k, name in enumerate(self.names)}
         missing = [name for name in joint_names if name not in index]
         if missing:
-            raise ExcitationRefused("missing_joints", f"the joint states do not list {missing} "
-                                    f"(they list {list(self.names)})")
+            raise ExcitationRefused(
+                "missing_joints",
+                f"the joint states do not list {missing} (they list {list(self.names)})",
+            )
         return np.asarray(self.q, dtype=float)[[index[name] for name in joint_names]]
 
 
@@ -184,9 +200,12 @@ class ExcitationRun:
     Thread-safe: the caller's service callbacks, timer and design thread may call it
     concurrently (the checkers are used under its lock)."""
 
-    def __init__(self, config: RunConfig | None = None,
-                 workspace: WorkspaceChecker | None = None,
-                 collision: CollisionChecker | None = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig | None = None,
+        workspace: WorkspaceChecker | None = None,
+        collision: CollisionChecker | None = None,
+    ) -> None:
         self.config = RunConfig() if config is None else config
         self.workspace, self.collision = workspace, collision
         self._played: set[str] = set()
@@ -213,26 +232,36 @@ class ExcitationRun:
 
     # ---- start -----------------------------------------------------------------------------
 
-    def _check_ready(self, joint_state: JointStateSnapshot | None, now: float,
-                     joint_names: Sequence[str], designed: bool = False) -> np.ndarray:
+    def _check_ready(
+        self,
+        joint_state: JointStateSnapshot | None,
+        now: float,
+        joint_names: Sequence[str],
+        designed: bool = False,
+    ) -> np.ndarray:
         """The measured pose of ``joint_names`` (lock held); refused if busy or stale, or, for a
         ``designed`` motion, if its excitation is no longer the one designing."""
         if designed and self.state != DESIGNING:
-            raise ExcitationRefused("cancelled", f"the excitation was {self.state} while its "
-                                    "motion was designed")
+            raise ExcitationRefused(
+                "cancelled", f"the excitation was {self.state} while its motion was designed"
+            )
         if not designed and self.state in ACTIVE:
             raise ExcitationRefused("busy", f"another excitation is under way ({self.state})")
         if joint_state is None:
             raise ExcitationRefused("stale_joint_states", "no joint state received yet")
         age = now - joint_state.received
         if age > self.config.joint_state_timeout:
-            raise ExcitationRefused("stale_joint_states", f"the newest joint state arrived "
-                                    f"{age:.2f} s ago (joint_state_timeout "
-                                    f"{self.config.joint_state_timeout:g} s)")
+            raise ExcitationRefused(
+                "stale_joint_states",
+                f"the newest joint state arrived "
+                f"{age:.2f} s ago (joint_state_timeout "
+                f"{self.config.joint_state_timeout:g} s)",
+            )
         return joint_state.positions(joint_names)
 
-    def begin_design(self, joint_state: JointStateSnapshot | None, now: float,
-                     joint_names: Sequence[str]) -> np.ndarray:
+    def begin_design(
+        self, joint_state: JointStateSnapshot | None, now: float, joint_names: Sequence[str]
+    ) -> np.ndarray:
         """Reserve the robot while a motion is designed (state ``designing``); returns the
         measured pose (n,) of ``joint_names`` to start the design from. Refused like
         :meth:`start` (``busy``, ``stale_joint_states``, ``missing_joints``)."""
@@ -246,10 +275,16 @@ class ExcitationRun:
         with self._lock:
             return trajectory.fingerprint() in self._played
 
-    def start(self, trajectory: ExcitationTrajectory, joint_state: JointStateSnapshot | None,
-              now: float, speed_scale: float = 1.0, designed: bool = False,
-              limits: MotionLimits | None = None,
-              skip_dry_run: bool = False) -> ExcitationCommand:
+    def start(
+        self,
+        trajectory: ExcitationTrajectory,
+        joint_state: JointStateSnapshot | None,
+        now: float,
+        speed_scale: float = 1.0,
+        designed: bool = False,
+        limits: MotionLimits | None = None,
+        skip_dry_run: bool = False,
+    ) -> ExcitationCommand:
         """The command playing ``trajectory`` at ``speed_scale`` from the measured pose, starting
         at ``now + start_delay`` (state ``ramp_in``); refused as the module docstring says.
         ``designed``: the motion of :meth:`begin_design` (refused as ``cancelled`` if that
@@ -258,16 +293,24 @@ class ExcitationRun:
         ``skip_dry_run``: play a motion not played before at ``speed_scale`` all the same."""
         with self._lock:
             try:
-                return self._start(trajectory, joint_state, now, speed_scale, designed, limits,
-                                   skip_dry_run)
+                return self._start(
+                    trajectory, joint_state, now, speed_scale, designed, limits, skip_dry_run
+                )
             except ExcitationRefused as refused:
                 if designed and self.state == DESIGNING:
                     self._set(FAILED, f"refused: {refused.message}", None)
                 raise
 
-    def _start(self, trajectory: ExcitationTrajectory, joint_state: JointStateSnapshot | None,
-               now: float, speed_scale: float, designed: bool,
-               limits: MotionLimits | None, skip_dry_run: bool) -> ExcitationCommand:
+    def _start(
+        self,
+        trajectory: ExcitationTrajectory,
+        joint_state: JointStateSnapshot | None,
+        now: float,
+        speed_scale: float,
+        designed: bool,
+        limits: MotionLimits | None,
+        skip_dry_run: bool,
+    ) -> ExcitationCommand:
         q = self._check_ready(joint_state, now, trajectory.joint_names, designed)
         check_speed_scale(speed_scale)
         fingerprint = trajectory.fingerprint()
@@ -280,34 +323,57 @@ class ExcitationRun:
         worst = int(np.argmax(gap))
         if gap[worst] > self.config.max_start_distance:
             raise ExcitationRefused(
-                "far_from_start", f"joint {names[worst]} is {gap[worst]:.3f} from the motion's "
+                "far_from_start",
+                f"joint {names[worst]} is {gap[worst]:.3f} from the motion's "
                 f"start ({q[worst]:.3f} measured, {trajectory.q[0, worst]:.3f} expected; "
                 f"max_start_distance {self.config.max_start_distance:g}): move the robot there "
-                "first")
+                "first",
+            )
         motion = trajectory.time_scaled(speed_scale)
         ramp_in = self._ramp(q, trajectory.q[0], names)
         ramp_out = self._ramp(trajectory.q[-1], q, names)
         try:
             plan = concatenate(ramp_in, motion, ramp_out)
         except TrajectoryError as error:
-            raise ExcitationRefused("invalid_trajectory", f"the motion must start and end at "
-                                    f"rest: {error}") from error
+            raise ExcitationRefused(
+                "invalid_trajectory", f"the motion must start and end at rest: {error}"
+            ) from error
         if limits is not None:
-            over = {name: excess for name, excess in limits.violations(plan).items()
-                    if excess > LIMIT_TOLERANCE}
+            over = {
+                name: excess
+                for name, excess in limits.violations(plan).items()
+                if excess > LIMIT_TOLERANCE
+            }
             if over:
-                raise ExcitationRefused("beyond_limits", "the command exceeds the robot's "
-                                        + ", ".join(f"{name} limit by {excess:.4g}"
-                                                    for name, excess in over.items()))
+                raise ExcitationRefused(
+                    "beyond_limits",
+                    "the command exceeds the robot's "
+                    + ", ".join(f"{name} limit by {excess:.4g}" for name, excess in over.items()),
+                )
         self._check_surroundings(plan)
-        command = ExcitationCommand(plan, now + self.config.start_delay, ramp_in.duration,
-                                    ramp_in.duration + motion.duration, float(speed_scale),
-                                    dry_run, fingerprint)
-        dry = ("" if speed_scale == 1.0 else
-               f" (dry run at speed_scale {speed_scale:g}: the first run of this motion; call "
-               "again for full speed)" if dry_run else f" (at speed_scale {speed_scale:g})")
-        self._set(RAMP_IN, f"ramping in over {ramp_in.duration:.2f} s, then {motion.duration:.2f}"
-                  f" s of motion{dry}, then ramping out over {ramp_out.duration:.2f} s", command)
+        command = ExcitationCommand(
+            plan,
+            now + self.config.start_delay,
+            ramp_in.duration,
+            ramp_in.duration + motion.duration,
+            float(speed_scale),
+            dry_run,
+            fingerprint,
+        )
+        dry = (
+            ""
+            if speed_scale == 1.0
+            else f" (dry run at speed_scale {speed_scale:g}: the first run of this motion; call "
+            "again for full speed)"
+            if dry_run
+            else f" (at speed_scale {speed_scale:g})"
+        )
+        self._set(
+            RAMP_IN,
+            f"ramping in over {ramp_in.duration:.2f} s, then {motion.duration:.2f}"
+            f" s of motion{dry}, then ramping out over {ramp_out.duration:.2f} s",
+            command,
+        )
         return command
 
     def _check_surroundings(self, plan: ExcitationTrajectory) -> None:
@@ -316,22 +382,23 @@ class ExcitationRun:
         if self.workspace is not None:
             violation = self.workspace.check(plan)
             if violation is not None:
-                raise ExcitationRefused("beyond_workspace", f"the command (ramps included, t "
-                                        f"from its start): {violation}")
+                raise ExcitationRefused(
+                    "beyond_workspace",
+                    f"the command (ramps included, t from its start): {violation}",
+                )
         if self.collision is not None:
             shortfall = self.collision.clearance(plan).shortfall(self.config.collision_margin)
             if shortfall:
-                raise ExcitationRefused("collision", f"the command (ramps included): "
-                                        f"{shortfall}")
+                raise ExcitationRefused("collision", f"the command (ramps included): {shortfall}")
 
-    def _ramp(self, q_from: np.ndarray, q_to: np.ndarray,
-              names: Sequence[str]) -> ExcitationTrajectory:
+    def _ramp(
+        self, q_from: np.ndarray, q_to: np.ndarray, names: Sequence[str]
+    ) -> ExcitationTrajectory:
         """Rest-to-rest quintic from ``q_from`` to ``q_to``, within ``ramp_velocity``."""
         config = self.config
         distance = float(np.max(np.abs(q_to - q_from)))
         duration = max(config.min_ramp_sec, PEAK_SPEED_FACTOR * distance / config.ramp_velocity)
-        return rest_to_rest(q_from, q_to, duration, joint_names=names,
-                            rate_hz=config.ramp_rate_hz)
+        return rest_to_rest(q_from, q_to, duration, joint_names=names, rate_hz=config.ramp_rate_hz)
 
     # ---- follow ----------------------------------------------------------------------------
 
@@ -346,30 +413,43 @@ class ExcitationRun:
             if why:
                 return self._stop(why, joint_state, now)
             elapsed = now - command.t_start
-            state = (RAMP_IN if elapsed < command.motion_start else
-                     RUNNING if elapsed < command.motion_end else
-                     RAMP_OUT if elapsed < command.trajectory.duration else IDENTIFYING)
+            state = (
+                RAMP_IN
+                if elapsed < command.motion_start
+                else RUNNING
+                if elapsed < command.motion_end
+                else RAMP_OUT
+                if elapsed < command.trajectory.duration
+                else IDENTIFYING
+            )
             if state == self.state:
                 return Step(state)
             start, end = command.motion_interval
             if state in (RAMP_OUT, IDENTIFYING):
                 self._played.add(command.fingerprint)
-            message = {RUNNING: f"running the motion from stamp {start:.3f} s",
-                       RAMP_OUT: f"motion played ({start:.3f} s to {end:.3f} s); ramping out",
-                       IDENTIFYING: f"identifying on the samples from {start:.3f} s to "
-                                    f"{end:.3f} s"}[state]
+            message = {
+                RUNNING: f"running the motion from stamp {start:.3f} s",
+                RAMP_OUT: f"motion played ({start:.3f} s to {end:.3f} s); ramping out",
+                IDENTIFYING: f"identifying on the samples from {start:.3f} s to {end:.3f} s",
+            }[state]
             self._set(state, message, command)
             return Step(state, True, None, message)
 
-    def _stop_reason(self, command: ExcitationCommand, joint_state: JointStateSnapshot | None,
-                     now: float) -> str:
+    def _stop_reason(
+        self, command: ExcitationCommand, joint_state: JointStateSnapshot | None, now: float
+    ) -> str:
         """Why the run must stop now ("" if it may go on; lock held)."""
         config = self.config
         if joint_state is None or now - joint_state.received > config.joint_state_timeout:
-            age = "none received" if joint_state is None else \
-                f"none for {now - joint_state.received:.2f} s"
-            return (f"the joint states stopped ({age}, joint_state_timeout "
-                    f"{config.joint_state_timeout:g} s)")
+            age = (
+                "none received"
+                if joint_state is None
+                else f"none for {now - joint_state.received:.2f} s"
+            )
+            return (
+                f"the joint states stopped ({age}, joint_state_timeout "
+                f"{config.joint_state_timeout:g} s)"
+            )
         names = command.trajectory.joint_names
         t = np.clip(joint_state.stamp - command.t_start, 0.0, command.trajectory.duration)
         q_command = command.trajectory.sample(t)[0][0]
@@ -377,8 +457,10 @@ class ExcitationRun:
         error = np.abs(measured - q_command)
         worst = int(np.argmax(error))
         if error[worst] > config.max_tracking_error:
-            return (f"joint {names[worst]} is {error[worst]:.3f} off the command "
-                    f"(max_tracking_error {config.max_tracking_error:g})")
+            return (
+                f"joint {names[worst]} is {error[worst]:.3f} off the command "
+                f"(max_tracking_error {config.max_tracking_error:g})"
+            )
         return self._outside(names, measured, joint_state.stamp)
 
     def _outside(self, names: Sequence[str], measured: np.ndarray, stamp: float) -> str:

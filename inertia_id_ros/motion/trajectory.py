@@ -61,15 +61,19 @@ class ExcitationTrajectory:
             raise TrajectoryError(f"t must start at 0 s, starts at {t[0]:.9g} s")
         if np.any(np.diff(t) <= 0.0):
             k = int(np.argmax(np.diff(t) <= 0.0))
-            raise TrajectoryError(f"t must be strictly increasing: t[{k + 1}] = {t[k + 1]:.9g} s "
-                                  f"after t[{k}] = {t[k]:.9g} s")
+            raise TrajectoryError(
+                f"t must be strictly increasing: t[{k + 1}] = {t[k + 1]:.9g} s "
+                f"after t[{k}] = {t[k]:.9g} s"
+            )
         object.__setattr__(self, "t", t)
         object.__setattr__(self, "joint_names", names)
         for field in ("q", "dq", "ddq"):
             value = np.asarray(getattr(self, field), dtype=float)
             if value.shape != (t.size, len(names)):
-                raise TrajectoryError(f"{field} must have shape (N, n) = {(t.size, len(names))} "
-                                      f"(N stamps, n joints), got {value.shape}")
+                raise TrajectoryError(
+                    f"{field} must have shape (N, n) = {(t.size, len(names))} "
+                    f"(N stamps, n joints), got {value.shape}"
+                )
             if not np.all(np.isfinite(value)):
                 raise TrajectoryError(f"{field} has non-finite values")
             object.__setattr__(self, field, value)
@@ -96,8 +100,14 @@ class ExcitationTrajectory:
 
     def save_npz(self, path: str | Path) -> None:
         """Write the NPZ keys of the module docstring to ``path``."""
-        np.savez(path, t=self.t, joint_names=np.array(self.joint_names), q=self.q, dq=self.dq,
-                 ddq=self.ddq)
+        np.savez(
+            path,
+            t=self.t,
+            joint_names=np.array(self.joint_names),
+            q=self.q,
+            dq=self.dq,
+            ddq=self.ddq,
+        )
 
     @classmethod
     def load_npz(cls, path: str | Path) -> ExcitationTrajectory:
@@ -107,38 +117,49 @@ class ExcitationTrajectory:
             with np.load(path, allow_pickle=False) as npz:
                 missing = [key for key in NPZ_KEYS if key not in npz.files]
                 if missing:
-                    raise DataError(f"{path}: missing key(s) {', '.join(missing)} (a trajectory "
-                                    f"file has {', '.join(NPZ_KEYS)})")
+                    raise DataError(
+                        f"{path}: missing key(s) {', '.join(missing)} (a trajectory "
+                        f"file has {', '.join(NPZ_KEYS)})"
+                    )
                 arrays = {key: npz[key] for key in NPZ_KEYS}
         except (OSError, ValueError) as exc:
             if isinstance(exc, DataError):
                 raise
             raise DataError(f"{path}: not a readable NPZ file ({exc})") from exc
         try:
-            return cls(t=arrays["t"], joint_names=tuple(np.atleast_1d(arrays["joint_names"])),
-                       q=arrays["q"], dq=arrays["dq"], ddq=arrays["ddq"])
+            return cls(
+                t=arrays["t"],
+                joint_names=tuple(np.atleast_1d(arrays["joint_names"])),
+                q=arrays["q"],
+                dq=arrays["dq"],
+                ddq=arrays["ddq"],
+            )
         except TrajectoryError as exc:
             raise DataError(f"{path}: {exc}") from exc
 
     # ---- evaluation ----------------------------------------------------------------------
 
-    def sample(self, times: np.ndarray | Sequence[float] | float
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def sample(
+        self, times: np.ndarray | Sequence[float] | float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions, velocities, accelerations (M, n) at ``times`` (M,) s in ``[0, duration]``,
         from the quintic Hermite polynomial through the two neighbouring samples."""
         times = np.atleast_1d(np.asarray(times, dtype=float))
         if times.ndim != 1:
             raise TrajectoryError(f"times must be 1-D, got shape {times.shape}")
-        if times.size and (np.min(times) < -START_TOLERANCE
-                           or np.max(times) > self.duration + START_TOLERANCE):
-            raise TrajectoryError(f"times must lie in [0, {self.duration:.6g}] s, got "
-                                  f"[{np.min(times):.6g}, {np.max(times):.6g}] s")
+        if times.size and (
+            np.min(times) < -START_TOLERANCE or np.max(times) > self.duration + START_TOLERANCE
+        ):
+            raise TrajectoryError(
+                f"times must lie in [0, {self.duration:.6g}] s, got "
+                f"[{np.min(times):.6g}, {np.max(times):.6g}] s"
+            )
         k = np.clip(np.searchsorted(self.t, times, side="right") - 1, 0, self.t.size - 2)
         h = (self.t[k + 1] - self.t[k])[:, None]
         s = np.clip((times - self.t[k])[:, None] / h, 0.0, 1.0)
         p0, p1 = self.q[k], self.q[k + 1]
         v0, v1 = self.dq[k] * h, self.dq[k + 1] * h
-        a0, a1 = self.ddq[k] * h ** 2, self.ddq[k + 1] * h ** 2
+        a0, a1 = self.ddq[k] * h**2, self.ddq[k + 1] * h**2
         dp = p1 - p0
         c2 = 0.5 * a0
         c3 = 10.0 * dp - 6.0 * v0 - 4.0 * v1 - 1.5 * a0 + 0.5 * a1
@@ -147,7 +168,7 @@ class ExcitationTrajectory:
         q = p0 + s * (v0 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
         dq = v0 + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
         ddq = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
-        return q, dq / h, ddq / h ** 2
+        return q, dq / h, ddq / h**2
 
     def time_scaled(self, speed_scale: float) -> ExcitationTrajectory:
         """The same path at ``speed_scale`` times the speed (< 1: slower, e.g. a dry run):
@@ -155,21 +176,29 @@ class ExcitationTrajectory:
         if not np.isfinite(speed_scale) or speed_scale <= 0.0:
             raise TrajectoryError(f"speed_scale must be > 0, got {speed_scale}")
         s = float(speed_scale)
-        return ExcitationTrajectory(self.t / s, self.joint_names, self.q.copy(), self.dq * s,
-                                    self.ddq * s ** 2)
+        return ExcitationTrajectory(
+            self.t / s, self.joint_names, self.q.copy(), self.dq * s, self.ddq * s**2
+        )
 
 
-def rest_to_rest(q_from: np.ndarray | Sequence[float], q_to: np.ndarray | Sequence[float],
-                 duration: float, *, joint_names: Sequence[str],
-                 rate_hz: float = DEFAULT_RATE_HZ) -> ExcitationTrajectory:
+def rest_to_rest(
+    q_from: np.ndarray | Sequence[float],
+    q_to: np.ndarray | Sequence[float],
+    duration: float,
+    *,
+    joint_names: Sequence[str],
+    rate_hz: float = DEFAULT_RATE_HZ,
+) -> ExcitationTrajectory:
     """Straight joint-space move from ``q_from`` to ``q_to`` (n,) in ``duration`` s along the
     quintic ``10τ³ − 15τ⁴ + 6τ⁵`` (zero velocity and acceleration at both ends), sampled at
     ``rate_hz`` or slightly faster so that the last stamp is exactly ``duration``."""
     q_from = np.asarray(q_from, dtype=float)
     q_to = np.asarray(q_to, dtype=float)
     if q_from.shape != (len(joint_names),) or q_to.shape != q_from.shape:
-        raise TrajectoryError(f"q_from and q_to must have shape ({len(joint_names)},) (one per "
-                              f"joint), got {q_from.shape} and {q_to.shape}")
+        raise TrajectoryError(
+            f"q_from and q_to must have shape ({len(joint_names)},) (one per "
+            f"joint), got {q_from.shape} and {q_to.shape}"
+        )
     if not np.isfinite(duration) or duration <= 0.0:
         raise TrajectoryError(f"duration must be > 0 s, got {duration}")
     if not np.isfinite(rate_hz) or rate_hz <= 0.0:
@@ -177,11 +206,10 @@ def rest_to_rest(q_from: np.ndarray | Sequence[float], q_to: np.ndarray | Sequen
     t = np.linspace(0.0, duration, int(np.ceil(duration * rate_hz)) + 1)
     tau = (t / duration)[:, None]
     delta = (q_to - q_from)[None, :]
-    s = tau ** 3 * (10.0 + tau * (-15.0 + 6.0 * tau))
-    ds = 30.0 * tau ** 2 * (1.0 - tau) ** 2 / duration
-    dds = 60.0 * tau * (1.0 - tau) * (1.0 - 2.0 * tau) / duration ** 2
-    return ExcitationTrajectory(t, tuple(joint_names), q_from + s * delta, ds * delta,
-                                dds * delta)
+    s = tau**3 * (10.0 + tau * (-15.0 + 6.0 * tau))
+    ds = 30.0 * tau**2 * (1.0 - tau) ** 2 / duration
+    dds = 60.0 * tau * (1.0 - tau) * (1.0 - 2.0 * tau) / duration**2
+    return ExcitationTrajectory(t, tuple(joint_names), q_from + s * delta, ds * delta, dds * delta)
 
 
 def concatenate(*trajectories: ExcitationTrajectory) -> ExcitationTrajectory:
@@ -195,17 +223,26 @@ def concatenate(*trajectories: ExcitationTrajectory) -> ExcitationTrajectory:
     end = first.duration
     for index, part in enumerate(trajectories[1:], start=1):
         if part.joint_names != first.joint_names:
-            raise TrajectoryError(f"trajectory {index} has joints {list(part.joint_names)}, "
-                                  f"trajectory 0 has {list(first.joint_names)}")
+            raise TrajectoryError(
+                f"trajectory {index} has joints {list(part.joint_names)}, "
+                f"trajectory 0 has {list(first.joint_names)}"
+            )
         for field, previous in (("q", q), ("dq", dq), ("ddq", ddq)):
             jump = float(np.max(np.abs(getattr(part, field)[0] - previous[-1][-1])))
             if jump > JOIN_TOLERANCE:
-                raise TrajectoryError(f"trajectory {index} does not start where trajectory "
-                                      f"{index - 1} ends: {field} jumps by {jump:.3g}")
+                raise TrajectoryError(
+                    f"trajectory {index} does not start where trajectory "
+                    f"{index - 1} ends: {field} jumps by {jump:.3g}"
+                )
         t.append(part.t[1:] + end)
         q.append(part.q[1:])
         dq.append(part.dq[1:])
         ddq.append(part.ddq[1:])
         end += part.duration
-    return ExcitationTrajectory(np.concatenate(t), first.joint_names, np.concatenate(q),
-                                np.concatenate(dq), np.concatenate(ddq))
+    return ExcitationTrajectory(
+        np.concatenate(t),
+        first.joint_names,
+        np.concatenate(q),
+        np.concatenate(dq),
+        np.concatenate(ddq),
+    )

@@ -88,8 +88,10 @@ class Box:
     def describe(self) -> str:
         """The region in words, for messages."""
         c, s = self.center, self.size
-        return (f"box of size [{s[0]:.3g}, {s[1]:.3g}, {s[2]:.3g}] m at "
-                f"[{c[0]:.3g}, {c[1]:.3g}, {c[2]:.3g}] m")
+        return (
+            f"box of size [{s[0]:.3g}, {s[1]:.3g}, {s[2]:.3g}] m at "
+            f"[{c[0]:.3g}, {c[1]:.3g}, {c[2]:.3g}] m"
+        )
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,9 @@ def parse_region(entry: Mapping[str, Any], where: str) -> tuple[str, Region]:
     kind; :class:`~inertia_id_ros.errors.ConfigError` naming ``where`` and the key otherwise."""
     kinds = [kind for kind in REGION_KINDS if kind in entry]
     if len(kinds) != 1:
-        raise ConfigError(f"{where}: give exactly one of {', '.join(REGION_KINDS)}, got "
-                          f"{sorted(entry)}")
+        raise ConfigError(
+            f"{where}: give exactly one of {', '.join(REGION_KINDS)}, got {sorted(entry)}"
+        )
     kind = kinds[0]
     spec = entry[kind]
     where = f"{where} {kind}"
@@ -210,10 +213,12 @@ class WorkspaceViolation:
 
     def __str__(self) -> str:
         p = self.position
-        return (f"frame {self.frame} leaves workspace limit {self.limit.name!r} "
-                f"({self.limit.region.describe()}) at t = {self.time:.3f} s, by "
-                f"{self.excess:.3f} m at most (t = {self.worst_time:.3f} s, at "
-                f"[{p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}] m)")
+        return (
+            f"frame {self.frame} leaves workspace limit {self.limit.name!r} "
+            f"({self.limit.region.describe()}) at t = {self.time:.3f} s, by "
+            f"{self.excess:.3f} m at most (t = {self.worst_time:.3f} s, at "
+            f"[{p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}] m)"
+        )
 
 
 @dataclass(frozen=True)
@@ -232,12 +237,16 @@ class Workspace:
             frames = entry.get("frames")
             if isinstance(frames, str):
                 frames = [frames]
-            if not isinstance(frames, list) or not frames or not all(
-                    isinstance(f, str) for f in frames):
+            if (
+                not isinstance(frames, list)
+                or not frames
+                or not all(isinstance(f, str) for f in frames)
+            ):
                 raise ConfigError(f"{where}: 'frames' must list URDF frame names, got {frames!r}")
             kind, region = parse_region(entry, where)
-            limits.append(WorkspaceLimit(str(entry.get("name", f"{kind} {k}")), tuple(frames),
-                                         region))
+            limits.append(
+                WorkspaceLimit(str(entry.get("name", f"{kind} {k}")), tuple(frames), region)
+            )
         return cls(tuple(limits))
 
 
@@ -251,8 +260,11 @@ class WorkspaceChecker:
         self._data = model.createData()
         self._frames = sorted({name for limit in workspace.limits for name in limit.frames})
         self._frame_ids = [frame_id(model, name) for name in self._frames]
-        self._checks = [(limit, name, self._frames.index(name)) for limit in workspace.limits
-                        for name in limit.frames]
+        self._checks = [
+            (limit, name, self._frames.index(name))
+            for limit in workspace.limits
+            for name in limit.frames
+        ]
         self._neutral = pin.neutral(model)
         self._columns: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -265,8 +277,10 @@ class WorkspaceChecker:
             wrong = [name for name, joint in zip(key, joints) if joint.nv != 1]
             if wrong:
                 raise ConfigError(f"joints {wrong} have more than one degree of freedom")
-            self._columns[key] = (np.array([joint.idx_q for joint in joints], dtype=int),
-                                  np.array([joint.nq == 2 for joint in joints]))
+            self._columns[key] = (
+                np.array([joint.idx_q for joint in joints], dtype=int),
+                np.array([joint.nq == 2 for joint in joints]),
+            )
         return self._columns[key]
 
     def positions(self, joint_names: Sequence[str], Q: np.ndarray) -> np.ndarray:
@@ -286,8 +300,9 @@ class WorkspaceChecker:
                 out[i, f] = pin.updateFramePlacement(model, data, fid).translation
         return out
 
-    def first_violation(self, joint_names: Sequence[str], Q: np.ndarray,
-                        times: np.ndarray) -> WorkspaceViolation | None:
+    def first_violation(
+        self, joint_names: Sequence[str], Q: np.ndarray, times: np.ndarray
+    ) -> WorkspaceViolation | None:
         """The earliest sample of ``Q`` (N, n) at ``times`` (N,) s where a frame is outside its
         limit (the limit and frame of the largest excess at that sample, and their largest
         excess over all samples), or ``None``."""
@@ -301,20 +316,29 @@ class WorkspaceChecker:
         k = int(np.argmax(excess[first]))
         worst = int(np.argmax(excess[:, k]))
         limit, name, f = checks[k]
-        return WorkspaceViolation(limit, name, float(times[first]), float(excess[worst, k]),
-                                  float(times[worst]), P[worst, f].copy())
+        return WorkspaceViolation(
+            limit,
+            name,
+            float(times[first]),
+            float(excess[worst, k]),
+            float(times[worst]),
+            P[worst, f].copy(),
+        )
 
-    def check(self, trajectory: ExcitationTrajectory,
-              rate_hz: float = DEFAULT_CHECK_RATE_HZ) -> WorkspaceViolation | None:
+    def check(
+        self, trajectory: ExcitationTrajectory, rate_hz: float = DEFAULT_CHECK_RATE_HZ
+    ) -> WorkspaceViolation | None:
         """The first violation of the trajectory sampled at ``rate_hz`` or faster (its own
         samples and both ends included), or ``None``."""
-        grid = np.linspace(0.0, trajectory.duration,
-                           max(int(np.ceil(trajectory.duration * rate_hz)), 1) + 1)
+        grid = np.linspace(
+            0.0, trajectory.duration, max(int(np.ceil(trajectory.duration * rate_hz)), 1) + 1
+        )
         times = np.union1d(grid, trajectory.t)
         return self.first_violation(trajectory.joint_names, trajectory.sample(times)[0], times)
 
-    def check_pose(self, joint_names: Sequence[str], q: np.ndarray,
-                   stamp: float) -> WorkspaceViolation | None:
+    def check_pose(
+        self, joint_names: Sequence[str], q: np.ndarray, stamp: float
+    ) -> WorkspaceViolation | None:
         """The violation of one measured pose ``q`` (n,) of ``joint_names`` stamped ``stamp`` s
         (the run-time check, at the joint-state rate: stop and hold when it is not ``None``);
         :meth:`first_violation` of that one sample, with one forward kinematics."""
@@ -325,11 +349,12 @@ class WorkspaceChecker:
         full[index[continuous] + 1] = np.sin(q[continuous])
         model, data = self.model, self._data
         pin.forwardKinematics(model, data, full)
-        P = np.array([pin.updateFramePlacement(model, data, fid).translation
-                      for fid in self._frame_ids])
+        P = np.array(
+            [pin.updateFramePlacement(model, data, fid).translation for fid in self._frame_ids]
+        )
         worst, worst_excess = None, 0.0
         for limit, name, f in self._checks:
-            excess = float(limit.region.excess(P[f:f + 1])[0])
+            excess = float(limit.region.excess(P[f : f + 1])[0])
             if excess > worst_excess:
                 worst, worst_excess = (limit, name, f), excess
         if worst is None:

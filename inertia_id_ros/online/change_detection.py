@@ -81,8 +81,9 @@ class ChangeDetectorConfig:
     min_reference_sec: float = 5.0
     """Shortest span of samples (s) a reference must be estimated from to arm the detector
     (>= 0)."""
-    sigma_floor: np.ndarray = field(default_factory=lambda: np.array([0.01, 0.01, 0.01,
-                                                                      5e-4, 5e-4, 5e-4]))
+    sigma_floor: np.ndarray = field(
+        default_factory=lambda: np.array([0.01, 0.01, 0.01, 5e-4, 5e-4, 5e-4])
+    )
     """Lower bound (r,) of the per-channel residual standard deviations (a wrench's 6: N, N m;
     joint torques: N·m each): a near-perfect fit (noise-free data, few samples) must not make
     every sample look abnormal. Its length is the number of channels."""
@@ -94,18 +95,22 @@ class ChangeDetectorConfig:
         if not self.drift >= 0:
             raise ValueError(f"ChangeDetectorConfig.drift must be >= 0, got {self.drift!r}")
         if not self.threshold > 0:
-            raise ValueError(f"ChangeDetectorConfig.threshold must be > 0, got "
-                             f"{self.threshold!r}")
+            raise ValueError(f"ChangeDetectorConfig.threshold must be > 0, got {self.threshold!r}")
         if int(self.min_samples) != self.min_samples or self.min_samples < 1:
-            raise ValueError(f"ChangeDetectorConfig.min_samples must be an integer >= 1, got "
-                             f"{self.min_samples!r}")
+            raise ValueError(
+                f"ChangeDetectorConfig.min_samples must be an integer >= 1, got "
+                f"{self.min_samples!r}"
+            )
         if not self.min_reference_sec >= 0:
-            raise ValueError(f"ChangeDetectorConfig.min_reference_sec must be >= 0 (s), got "
-                             f"{self.min_reference_sec!r}")
+            raise ValueError(
+                f"ChangeDetectorConfig.min_reference_sec must be >= 0 (s), got "
+                f"{self.min_reference_sec!r}"
+            )
         self.sigma_floor = np.array(self.sigma_floor, dtype=float).reshape(-1)
         if self.sigma_floor.size == 0 or not np.all(self.sigma_floor > 0):
-            raise ValueError(f"ChangeDetectorConfig.sigma_floor must be > 0 per channel, got "
-                             f"{self.sigma_floor}")
+            raise ValueError(
+                f"ChangeDetectorConfig.sigma_floor must be > 0 per channel, got {self.sigma_floor}"
+            )
 
     @property
     def n_channels(self) -> int:
@@ -145,11 +150,15 @@ class ChangeEvent:
             torque = float(np.linalg.norm(self.residual_mean[3:]))
             departure = f"the wrench departs from the estimate by {force:.3g} N / {torque:.3g} N m"
         else:
-            departure = (f"the {self.measurement} depart from the estimate by "
-                         f"{float(np.linalg.norm(self.residual_mean)):.3g} N m")
-        return (f"payload change detected at {self.t_detected:.3f} s (onset {self.t_onset:.3f} s, "
-                f"{self.n_samples} samples): {departure} on average, {self.mean_score:.3g} times "
-                "the window's residual power")
+            departure = (
+                f"the {self.measurement} depart from the estimate by "
+                f"{float(np.linalg.norm(self.residual_mean)):.3g} N m"
+            )
+        return (
+            f"payload change detected at {self.t_detected:.3f} s (onset {self.t_onset:.3f} s, "
+            f"{self.n_samples} samples): {departure} on average, {self.mean_score:.3g} times "
+            "the window's residual power"
+        )
 
 
 def _predicted_wrench(Y: np.ndarray, theta: np.ndarray, offset: np.ndarray) -> np.ndarray:
@@ -157,33 +166,37 @@ def _predicted_wrench(Y: np.ndarray, theta: np.ndarray, offset: np.ndarray) -> n
     return Y[:, :, :N_BODY_PARAMS] @ theta + offset
 
 
-def _check_rows(t: np.ndarray, Y: np.ndarray, f: np.ndarray,
-                n_channels: int = N_WRENCH_CHANNELS) -> tuple[np.ndarray, ...]:
+def _check_rows(
+    t: np.ndarray, Y: np.ndarray, f: np.ndarray, n_channels: int = N_WRENCH_CHANNELS
+) -> tuple[np.ndarray, ...]:
     t = np.asarray(t, dtype=float).reshape(-1)
     Y = np.asarray(Y, dtype=float)
     f = np.asarray(f, dtype=float)
     n, r = t.size, n_channels
-    if (Y.ndim != 3 or Y.shape[:2] != (n, r) or Y.shape[2] < N_BODY_PARAMS
-            or f.shape != (n, r)):
-        raise ValueError(f"need Y (N, {r}, p >= 10) and f (N, {r}) for N={n} stamps, got "
-                         f"{Y.shape} and {f.shape}")
+    if Y.ndim != 3 or Y.shape[:2] != (n, r) or Y.shape[2] < N_BODY_PARAMS or f.shape != (n, r):
+        raise ValueError(
+            f"need Y (N, {r}, p >= 10) and f (N, {r}) for N={n} stamps, got {Y.shape} and {f.shape}"
+        )
     return t, Y, f
 
 
-def _check_reference(theta: np.ndarray, offset: np.ndarray,
-                     n_channels: int = N_WRENCH_CHANNELS) -> tuple[np.ndarray, np.ndarray]:
+def _check_reference(
+    theta: np.ndarray, offset: np.ndarray, n_channels: int = N_WRENCH_CHANNELS
+) -> tuple[np.ndarray, np.ndarray]:
     theta = np.asarray(theta, dtype=float).reshape(-1)
     offset = np.asarray(offset, dtype=float).reshape(-1)
     if theta.shape != (N_BODY_PARAMS,) or offset.shape != (n_channels,):
-        raise ValueError(f"need theta (10,) and offset ({n_channels},), got {theta.shape} and "
-                         f"{offset.shape}")
+        raise ValueError(
+            f"need theta (10,) and offset ({n_channels},), got {theta.shape} and {offset.shape}"
+        )
     if not (np.isfinite(theta).all() and np.isfinite(offset).all()):
         raise ValueError("theta and offset must be finite")
     return theta, offset
 
 
-def residual_sigma(Y: np.ndarray, f: np.ndarray, theta: np.ndarray, offset: np.ndarray,
-                   n_segments: int = 10) -> np.ndarray:
+def residual_sigma(
+    Y: np.ndarray, f: np.ndarray, theta: np.ndarray, offset: np.ndarray, n_segments: int = 10
+) -> np.ndarray:
     """(r,) per-channel residual scale (N, N m) of the samples ``Y`` (N, r, p >= 10), ``f``
     (N, r), in time order (e.g. the window the estimate was solved on), against ``theta`` (10,),
     ``offset`` (r,) (a wrench: r = 6; joint torques: one per joint): the largest rms of
@@ -235,8 +248,9 @@ class PayloadChangeDetector:
         self._theta = None
         self._clear_statistic()
 
-    def set_reference(self, theta: np.ndarray, offset: np.ndarray, sigma: np.ndarray,
-                      span: float) -> bool:
+    def set_reference(
+        self, theta: np.ndarray, offset: np.ndarray, sigma: np.ndarray, span: float
+    ) -> bool:
         """Test from now on against ``theta`` (10,), ``offset`` (r,) (N, N m) with per-channel
         residual standard deviations ``sigma`` (r,) (N, N m; raised to ``sigma_floor``), e.g.
         the latest estimate and :func:`residual_sigma` of its window, estimated from samples
@@ -299,10 +313,14 @@ class PayloadChangeDetector:
         self.statistic = float(S[end - 1])
         if not alarms.size:
             return None
-        event = ChangeEvent(t_detected=float(t[end - 1]), t_onset=self._run_t0,
-                            n_samples=self._run_n, statistic=self.statistic,
-                            mean_score=self._run_score / self._run_n,
-                            residual_mean=self._run_residual / self._run_n,
-                            measurement=self.config.measurement)
+        event = ChangeEvent(
+            t_detected=float(t[end - 1]),
+            t_onset=self._run_t0,
+            n_samples=self._run_n,
+            statistic=self.statistic,
+            mean_score=self._run_score / self._run_n,
+            residual_mean=self._run_residual / self._run_n,
+            measurement=self.config.measurement,
+        )
         self.reset()
         return event

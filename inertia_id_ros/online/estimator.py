@@ -57,8 +57,9 @@ SOLVE_FAILURES = ("solver_failed", "inconsistent")
 ``offset_not_identifiable``)."""
 
 
-def ellipsoid_values(ellipsoids: Sequence[Any] | None
-                     ) -> tuple[tuple[float, ...] | None, ...] | None:
+def ellipsoid_values(
+    ellipsoids: Sequence[Any] | None,
+) -> tuple[tuple[float, ...] | None, ...] | None:
     """Per-body bounding ellipsoids (each ``None`` or its 4x4 ``Q``) as a config holds them:
     ``Q`` row by row (16 floats) or ``None``; ValueError for a ``Q`` that is not 4x4."""
     if ellipsoids is None:
@@ -70,14 +71,16 @@ def ellipsoid_values(ellipsoids: Sequence[Any] | None
             continue
         flat = np.asarray(q, dtype=float).reshape(-1)
         if flat.size != 16:
-            raise ValueError(f"bounding_ellipsoids[{k}] must be a 4x4 matrix (16 values), got "
-                             f"{flat.size} values")
+            raise ValueError(
+                f"bounding_ellipsoids[{k}] must be a 4x4 matrix (16 values), got {flat.size} values"
+            )
         values.append(tuple(float(v) for v in flat))
     return tuple(values)
 
 
-def ellipsoid_matrices(values: Sequence[tuple[float, ...] | None] | None, method: str
-                       ) -> list[np.ndarray | None] | None:
+def ellipsoid_matrices(
+    values: Sequence[tuple[float, ...] | None] | None, method: str
+) -> list[np.ndarray | None] | None:
     """The 4x4 ``Q`` of :func:`ellipsoid_values`' ``values`` for a solve with ``method``
     (``None`` for ``ols``: unconstrained)."""
     if values is None:
@@ -90,8 +93,10 @@ def window_capacities(window_sec: float, max_input_rate_hz: float) -> dict[str, 
     ``max_input_rate_hz`` (Hz): ``window_capacity`` 1.1 x window_sec x rate samples (at least
     1000) and ``joint_buffer_capacity`` a tenth of it (at least 10000)."""
     samples = int(1.1 * window_sec * max_input_rate_hz)
-    return {"window_capacity": max(samples, 1000),
-            "joint_buffer_capacity": max(samples // 10, 10000)}
+    return {
+        "window_capacity": max(samples, 1000),
+        "joint_buffer_capacity": max(samples // 10, 10000),
+    }
 
 
 @dataclass
@@ -152,8 +157,9 @@ class OnlineEstimatorConfig:
         self._check_at_least_one("min_samples", "window_capacity", "joint_buffer_capacity")
 
     def _invalid(self, name: str, requirement: str) -> ValueError:
-        return ValueError(f"{type(self).__name__}.{name} {requirement}, got "
-                          f"{getattr(self, name)!r}")
+        return ValueError(
+            f"{type(self).__name__}.{name} {requirement}, got {getattr(self, name)!r}"
+        )
 
     def _check_positive(self, *names: str) -> None:
         for name in names:
@@ -204,11 +210,17 @@ def check_bodies(bodies: Mapping[str, np.ndarray], method: str) -> list:
     is not fully physically consistent. The one check between a solver and a published
     estimate."""
     reports = [check_consistency(theta) for theta in bodies.values()]
-    problems = [f"{name}: {'; '.join(report.problems)}"
-                for name, report in zip(bodies, reports) if not report.fully_consistent]
+    problems = [
+        f"{name}: {'; '.join(report.problems)}"
+        for name, report in zip(bodies, reports)
+        if not report.fully_consistent
+    ]
     if problems:
-        raise EstimateUnavailable("inconsistent", f"method {method!r} returned a physically "
-                                  f"inconsistent estimate: {' | '.join(problems)}")
+        raise EstimateUnavailable(
+            "inconsistent",
+            f"method {method!r} returned a physically "
+            f"inconsistent estimate: {' | '.join(problems)}",
+        )
     return reports
 
 
@@ -223,18 +235,23 @@ def solver_failures(method: str) -> Iterator[None]:
         raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
 
 
-def solve_or_fail(problem: Problem, method: str, initvals: Any,
-                  options: Mapping[str, Any]) -> Solution:
+def solve_or_fail(
+    problem: Problem, method: str, initvals: Any, options: Mapping[str, Any]
+) -> Solution:
     """``solvers.solve(problem, method, initvals, **options)``; a failure is
     :class:`EstimateUnavailable` (``solver_failed``, :func:`solver_failures`)."""
     with solver_failures(method):
         return solve_problem(problem, method, initvals=initvals, **options)
 
 
-def solve_weighted(channels: ChannelNormalEquations,
-                   build: Callable[[np.ndarray | None], Problem], method: str,
-                   initvals: Any, options: Mapping[str, Any],
-                   weighting: str) -> tuple[Solution, np.ndarray | None]:
+def solve_weighted(
+    channels: ChannelNormalEquations,
+    build: Callable[[np.ndarray | None], Problem],
+    method: str,
+    initvals: Any,
+    options: Mapping[str, Any],
+    weighting: str,
+) -> tuple[Solution, np.ndarray | None]:
     """:func:`solve_or_fail` of the problem ``build(weights)`` makes of the normal equations of
     ``channels`` with channel ``c``'s rows weighted by ``weights[c]``
     (:func:`~inertia_id_ros.core.weighting.weighted_normal_equations`): unweighted
@@ -271,16 +288,19 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
     sample_name: str
     """What the window's samples are, plural, for messages (``"wrench samples"``)."""
 
-    def __init__(self, config: ConfigT, joint_input: JointStateValidator, n_params: int,
-                 rows_per_sample: int) -> None:
+    def __init__(
+        self, config: ConfigT, joint_input: JointStateValidator, n_params: int, rows_per_sample: int
+    ) -> None:
         self.config = config
         self._joint_input = joint_input
         n = len(joint_input.joint_names)
         effort = {"effort": (n,)} if joint_input.need_effort else {}
-        self._joints = SampleBuffer(config.joint_buffer_capacity, t=(), q=(n,), dq=(n,),
-                                    has_dq=(), **effort)
-        self.window = SlidingWindow(config.window_sec, n_params, config.window_capacity,
-                                    rows_per_sample=rows_per_sample)
+        self._joints = SampleBuffer(
+            config.joint_buffer_capacity, t=(), q=(n,), dq=(n,), has_dq=(), **effort
+        )
+        self.window = SlidingWindow(
+            config.window_sec, n_params, config.window_capacity, rows_per_sample=rows_per_sample
+        )
         self._lock = threading.Lock()
         self._process_lock = threading.Lock()
         self.received: Counter[str] = Counter()
@@ -294,8 +314,14 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
 
     # ---- input -----------------------------------------------------------------------------
 
-    def add_joint_state(self, t: float, names: list[str] | tuple[str, ...], q: np.ndarray,
-                        dq: np.ndarray | None = None, effort: np.ndarray | None = None) -> None:
+    def add_joint_state(
+        self,
+        t: float,
+        names: list[str] | tuple[str, ...],
+        q: np.ndarray,
+        dq: np.ndarray | None = None,
+        effort: np.ndarray | None = None,
+    ) -> None:
         """Buffer a joint state: stamp ``t`` (s), ``names`` with positions ``q`` (rad, m),
         optionally velocities ``dq`` (rad/s, m/s) and efforts ``effort`` (``None`` or empty when
         absent; efforts are kept only by estimators that use them).
@@ -317,46 +343,66 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
                 raise
             self._joint_accepted(np.array([sample.t]))
             values = {"effort": sample.effort} if sample.effort is not None else {}
-            self._joints.append(t=sample.t, q=sample.q, has_dq=sample.dq is not None,
-                                dq=0.0 if sample.dq is None else sample.dq, **values)
+            self._joints.append(
+                t=sample.t,
+                q=sample.q,
+                has_dq=sample.dq is not None,
+                dq=0.0 if sample.dq is None else sample.dq,
+                **values,
+            )
 
-    def add_joint_states(self, t: np.ndarray, names: Sequence[str], q: np.ndarray,
-                         dq: np.ndarray | None = None, effort: np.ndarray | None = None
-                         ) -> list[SampleRejected]:
+    def add_joint_states(
+        self,
+        t: np.ndarray,
+        names: Sequence[str],
+        q: np.ndarray,
+        dq: np.ndarray | None = None,
+        effort: np.ndarray | None = None,
+    ) -> list[SampleRejected]:
         """Buffer ``N`` joint states that list the same joints ``names`` (m,): stamps ``t``
         (N,) (s), positions ``q`` (N, m), velocities ``dq`` and efforts ``effort`` (N, m) or
         ``None``. The same checks, counters and result as :meth:`add_joint_state` for each in
         turn (valid batches take a vectorised path); returns the rejections, in order."""
         t = np.asarray(t, dtype=float).reshape(-1)
-        q, dq, effort = (None if v is None or np.size(v) == 0 else np.asarray(v, dtype=float)
-                         for v in (q, dq, effort))
+        q, dq, effort = (
+            None if v is None or np.size(v) == 0 else np.asarray(v, dtype=float)
+            for v in (q, dq, effort)
+        )
         with self._lock:
             if self._append_joint_batch(t, tuple(names), q, dq, effort):
                 return []
         rejected = []
         for i in range(t.size):
             try:
-                self.add_joint_state(t[i], names, q[i] if q is not None else np.zeros(0),
-                                     None if dq is None else dq[i],
-                                     None if effort is None else effort[i])
+                self.add_joint_state(
+                    t[i],
+                    names,
+                    q[i] if q is not None else np.zeros(0),
+                    None if dq is None else dq[i],
+                    None if effort is None else effort[i],
+                )
             except SampleRejected as why:
                 rejected.append(why)
         return rejected
 
-    def _append_joint_batch(self, t: np.ndarray, names: tuple[str, ...], q: np.ndarray | None,
-                            dq: np.ndarray | None, effort: np.ndarray | None) -> bool:
+    def _append_joint_batch(
+        self,
+        t: np.ndarray,
+        names: tuple[str, ...],
+        q: np.ndarray | None,
+        dq: np.ndarray | None,
+        effort: np.ndarray | None,
+    ) -> bool:
         """Buffer the batch at once if every sample passes every check (lock held); ``False``
         (nothing done) otherwise."""
         validator = self._joint_input
         n, m = t.size, len(names)
-        if n == 0 or q is None or any(v is not None and v.shape != (n, m)
-                                      for v in (q, dq, effort)):
+        if n == 0 or q is None or any(v is not None and v.shape != (n, m) for v in (q, dq, effort)):
             return False
         if validator.need_effort and effort is None:
             return False
         last = validator.last_t
-        if not (np.isfinite(t).all() and np.all(np.diff(t) > 0)
-                and (last is None or t[0] > last)):
+        if not (np.isfinite(t).all() and np.all(np.diff(t) > 0) and (last is None or t[0] > last)):
             return False
         try:
             indices = validator._indices(names)
@@ -370,8 +416,13 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
         self.received[JOINT_STATE] += n
         self._joint_accepted(t)
         values = {"effort": effort} if effort is not None else {}
-        self._joints.extend(t=t, q=q, has_dq=np.full(n, dq is not None),
-                            dq=np.zeros_like(q) if dq is None else dq, **values)
+        self._joints.extend(
+            t=t,
+            q=q,
+            has_dq=np.full(n, dq is not None),
+            dq=np.zeros_like(q) if dq is None else dq,
+            **values,
+        )
         validator.last_t = float(t[-1])
         self._joint_clock.in_step()
         return True
@@ -416,8 +467,13 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
         if t_pending.size == 0:
             return None, 0
         joints = self._joints
-        status = check_coverage(joints["t"], t_pending, config.filter_half_width,
-                                config.max_joint_gap, config.filter_order)
+        status = check_coverage(
+            joints["t"],
+            t_pending,
+            config.filter_half_width,
+            config.max_joint_gap,
+            config.filter_order,
+        )
         waiting = np.flatnonzero(status == COVERAGE_PENDING)
         consumed = int(waiting[0]) if waiting.size else t_pending.size
         if consumed == 0:
@@ -427,9 +483,15 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
             self.dropped[reason] += count
         ready = np.flatnonzero(status == COVERAGE_OK)
         t_ready = t_pending[ready].copy()
-        q, dq, ddq = joint_states_at_mixed(joints["t"], joints["q"], joints["dq"],
-                                           joints["has_dq"], t_ready, config.filter_half_width,
-                                           config.filter_order)
+        q, dq, ddq = joint_states_at_mixed(
+            joints["t"],
+            joints["q"],
+            joints["dq"],
+            joints["has_dq"],
+            t_ready,
+            config.filter_half_width,
+            config.filter_order,
+        )
         measured = self._take_samples(consumed, ready)
         return SampleBatch(t_ready, q, dq, ddq, measured, self._generation), consumed
 
@@ -450,8 +512,9 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
     # ---- solving ---------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def solve(self, method: str | None = None, duration: float = 0.0, *,
-              until: float | None = None) -> Any:
+    def solve(
+        self, method: str | None = None, duration: float = 0.0, *, until: float | None = None
+    ) -> Any:
         """A physically consistent estimate from the newest ``duration`` s of the window (0: all;
         with ``until``, the ``duration`` s up to that stamp, s) with ``method`` (default
         ``config.method``), or :class:`EstimateUnavailable` (``too_few_samples``,
@@ -477,15 +540,18 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
             return config.method, dict(config.solver_options)
         return method, {}
 
-    def _samples_to_solve(self, duration: float, until: float | None = None
-                          ) -> tuple[int, float, float]:
+    def _samples_to_solve(
+        self, duration: float, until: float | None = None
+    ) -> tuple[int, float, float]:
         """(count, first stamp, last stamp) of the newest ``duration`` s of the window (up to the
         stamp ``until`` when given; lock held); raises :class:`EstimateUnavailable`
         (``too_few_samples``) below ``config.min_samples``."""
         n_samples = self.window.count(duration, until)
         if n_samples < self.config.min_samples:
-            raise EstimateUnavailable("too_few_samples", f"{n_samples} {self.sample_name} in "
-                                      f"the window, need {self.config.min_samples}")
+            raise EstimateUnavailable(
+                "too_few_samples",
+                f"{n_samples} {self.sample_name} in the window, need {self.config.min_samples}",
+            )
         t, _, _ = self.window.samples(duration, copy=False, until=until)
         return n_samples, float(t[0]), float(t[-1])
 
@@ -560,9 +626,14 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
     def stats(self) -> EstimatorStats:
         """Snapshot of the counters."""
         with self._lock:
-            return EstimatorStats(received=dict(self.received), processed=dict(self.processed),
-                                  dropped=dict(self.dropped), pending=self._pending_count(),
-                                  window_samples=len(self.window), clock_jumps=self.clock_jumps)
+            return EstimatorStats(
+                received=dict(self.received),
+                processed=dict(self.processed),
+                dropped=dict(self.dropped),
+                pending=self._pending_count(),
+                window_samples=len(self.window),
+                clock_jumps=self.clock_jumps,
+            )
 
     @abc.abstractmethod
     def _pending_count(self) -> int:
@@ -578,8 +649,9 @@ class JointStateEstimator(OnlineEstimator[ConfigT]):
     sample_kind = JOINT_STATE
     sample_name = "joint states"
 
-    def __init__(self, config: ConfigT, joint_input: JointStateValidator, n_params: int,
-                 rows_per_sample: int) -> None:
+    def __init__(
+        self, config: ConfigT, joint_input: JointStateValidator, n_params: int, rows_per_sample: int
+    ) -> None:
         super().__init__(config, joint_input, n_params, rows_per_sample)
         self._t_consumed: float = -np.inf
         """Stamp of the newest joint state processed or dropped by :meth:`process`."""
@@ -594,7 +666,7 @@ class JointStateEstimator(OnlineEstimator[ConfigT]):
     def _pending_stamps(self, limit: int) -> np.ndarray:
         t_all = self._joints["t"]
         start = int(np.searchsorted(t_all, self._t_consumed, side="right"))
-        return t_all[start:start + limit]
+        return t_all[start : start + limit]
 
     def _take_samples(self, consumed: int, ready: np.ndarray) -> np.ndarray:
         joints = self._joints
@@ -604,8 +676,9 @@ class JointStateEstimator(OnlineEstimator[ConfigT]):
         return effort
 
     def _pending_count(self) -> int:
-        return len(self._joints) - int(np.searchsorted(self._joints["t"], self._t_consumed,
-                                                       side="right"))
+        return len(self._joints) - int(
+            np.searchsorted(self._joints["t"], self._t_consumed, side="right")
+        )
 
     def _clear_pending(self) -> None:
         self._t_consumed = -np.inf

@@ -57,17 +57,22 @@ def parameter_scales(theta: np.ndarray) -> np.ndarray:
     return np.array([mass] + [mass * lever] * 3 + [inertia] * 6)
 
 
-def excitation_report(theta: np.ndarray, covariance: np.ndarray,
-                      max_relative_std: float = DEFAULT_MAX_RELATIVE_STD) -> ExcitationReport:
+def excitation_report(
+    theta: np.ndarray, covariance: np.ndarray, max_relative_std: float = DEFAULT_MAX_RELATIVE_STD
+) -> ExcitationReport:
     """Relative standard deviations of ``theta`` (10,) from its ``covariance`` (10, 10)."""
     std = np.sqrt(np.clip(np.diag(np.asarray(covariance, dtype=float)), 0.0, None))
     relative = std / parameter_scales(theta)
     relative_std = {name: float(r) for name, r in zip(THETA_NAMES, relative)}
     worst = THETA_NAMES[int(np.argmax(relative))]
     if relative_std[worst] > max_relative_std:
-        message = (f"{worst} is not yet identifiable (±{100 * relative_std[worst]:.0f} %): "
-                   f"{MOTION_HINTS[worst]}")
+        message = (
+            f"{worst} is not yet identifiable (±{100 * relative_std[worst]:.0f} %): "
+            f"{MOTION_HINTS[worst]}"
+        )
         return ExcitationReport(False, message, relative_std, worst, max_relative_std)
-    message = (f"well excited: every parameter within ±{100 * relative_std[worst]:.1f} % "
-               f"(largest: {worst})")
+    message = (
+        f"well excited: every parameter within ±{100 * relative_std[worst]:.1f} % "
+        f"(largest: {worst})"
+    )
     return ExcitationReport(True, message, relative_std, worst, max_relative_std)

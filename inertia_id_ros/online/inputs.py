@@ -59,8 +59,9 @@ def check_stamp(t: float, last: float | None, what: str) -> None:
     if last is not None and t == last:
         raise SampleRejected("duplicate_stamp", f"{what} stamp {t:.6f} s repeats the previous one")
     if last is not None and t < last:
-        raise SampleRejected("out_of_order", f"{what} stamp {t:.6f} s is older than the previous "
-                             f"{last:.6f} s")
+        raise SampleRejected(
+            "out_of_order", f"{what} stamp {t:.6f} s is older than the previous {last:.6f} s"
+        )
 
 
 def check_vector(x: np.ndarray, size: int, what: str) -> np.ndarray:
@@ -78,8 +79,7 @@ def check_frame(frame_id: str | None, expected: str, what: str) -> None:
     """Raise :class:`SampleRejected` (``wrong_frame``) when ``frame_id`` is given (not
     ``None``) and is not ``expected``."""
     if frame_id is not None and frame_id != expected:
-        raise SampleRejected("wrong_frame", f"{what} in frame {frame_id!r}, expected "
-                             f"{expected!r}")
+        raise SampleRejected("wrong_frame", f"{what} in frame {frame_id!r}, expected {expected!r}")
 
 
 @dataclass(frozen=True)
@@ -103,9 +103,14 @@ class JointStateValidator:
     are dropped unchecked.
     """
 
-    def __init__(self, joint_names: Sequence[str], model_joint_names: Iterable[str],
-                 ignore_unknown: bool = False, use_velocity: bool = True,
-                 need_effort: bool = False) -> None:
+    def __init__(
+        self,
+        joint_names: Sequence[str],
+        model_joint_names: Iterable[str],
+        ignore_unknown: bool = False,
+        use_velocity: bool = True,
+        need_effort: bool = False,
+    ) -> None:
         self.joint_names = tuple(joint_names)
         self._model_joint_names = frozenset(model_joint_names)
         self.ignore_unknown = ignore_unknown
@@ -133,16 +138,23 @@ class JointStateValidator:
             raise SampleRejected("unknown_joint", f"joint(s) {unknown} are not in the robot model")
         missing = [name for name in self.joint_names if name not in position]
         if missing:
-            raise SampleRejected("missing_joint", f"joint state lacks joint(s) {missing} (needed: "
-                                 f"{list(self.joint_names)})")
+            raise SampleRejected(
+                "missing_joint",
+                f"joint state lacks joint(s) {missing} (needed: {list(self.joint_names)})",
+            )
         indices = np.array([position[name] for name in self.joint_names], dtype=int)
         if len(self._index_cache) < 16:
             self._index_cache[names] = indices
         return indices
 
-    def validate(self, t: float, names: Sequence[str], q: np.ndarray,
-                 dq: np.ndarray | None = None, effort: np.ndarray | None = None
-                 ) -> JointStateSample:
+    def validate(
+        self,
+        t: float,
+        names: Sequence[str],
+        q: np.ndarray,
+        dq: np.ndarray | None = None,
+        effort: np.ndarray | None = None,
+    ) -> JointStateSample:
         """The joint state ``(t (s), names, q, dq, effort)`` (``dq``, ``effort``: ``None`` or
         empty when absent) reordered to :attr:`joint_names`; records ``t`` as the last stamp.
 
@@ -153,13 +165,18 @@ class JointStateValidator:
         t = float(t)
         names = tuple(names)
         q = np.asarray(q, dtype=float).reshape(-1)
-        dq, effort = (None if v is None or len(v) == 0 else np.asarray(v, dtype=float).reshape(-1)
-                      for v in (dq, effort))
+        dq, effort = (
+            None if v is None or len(v) == 0 else np.asarray(v, dtype=float).reshape(-1)
+            for v in (dq, effort)
+        )
         sizes = [v.size for v in (q, dq, effort) if v is not None]
         if any(size != len(names) for size in sizes):
-            raise SampleRejected("length_mismatch", f"{len(names)} names, {q.size} positions, "
-                                 f"{0 if dq is None else dq.size} velocities, "
-                                 f"{0 if effort is None else effort.size} efforts")
+            raise SampleRejected(
+                "length_mismatch",
+                f"{len(names)} names, {q.size} positions, "
+                f"{0 if dq is None else dq.size} velocities, "
+                f"{0 if effort is None else effort.size} efforts",
+            )
         indices = self._indices(names)
         if self.need_effort and effort is None:
             raise SampleRejected("missing_effort", f"joint state at {t:.6f} s has no efforts")

@@ -180,15 +180,25 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
     disagree with the model's drives.
     """
 
-    def __init__(self, link_model: LinkModel, config: LinkEstimatorConfig | None = None,
-                 actuators: Mapping[str, ActuatorConfig] | None = None) -> None:
+    def __init__(
+        self,
+        link_model: LinkModel,
+        config: LinkEstimatorConfig | None = None,
+        actuators: Mapping[str, ActuatorConfig] | None = None,
+    ) -> None:
         config = config or LinkEstimatorConfig()
-        super().__init__(config, JointStateValidator(link_model.joint_names,
-                                                     link_model.robot_joint_names,
-                                                     config.ignore_unknown_joints,
-                                                     config.use_measured_velocity,
-                                                     need_effort=True),
-                         link_model.n_parameters, rows_per_sample=link_model.n_joints)
+        super().__init__(
+            config,
+            JointStateValidator(
+                link_model.joint_names,
+                link_model.robot_joint_names,
+                config.ignore_unknown_joints,
+                config.use_measured_velocity,
+                need_effort=True,
+            ),
+            link_model.n_parameters,
+            rows_per_sample=link_model.n_joints,
+        )
         self.link_model = link_model
         self.actuators = None if actuators is None else _checked_actuators(link_model, actuators)
         self._last_known_armature_solution: tuple[tuple[str, ...], Solution] | None = None
@@ -204,9 +214,13 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
 
     # ---- solving ---------------------------------------------------------------------------
 
-    def solve(self, method: str | None = None, duration: float = 0.0,
-              initvals: Solution | np.ndarray | None = None,
-              until: float | None = None) -> LinkEstimate:
+    def solve(
+        self,
+        method: str | None = None,
+        duration: float = 0.0,
+        initvals: Solution | np.ndarray | None = None,
+        until: float | None = None,
+    ) -> LinkEstimate:
         """Estimate from the newest ``duration`` s of the window (0: all; with ``until``, the
         ``duration`` s up to that stamp, s: an interval of the past) with ``method`` (default
         ``config.method``), warm-started from ``initvals`` (default: the previous solution if
@@ -227,7 +241,8 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
                 gram, moment, yty, n_rows = self.window.normal_equations(duration, until)
             else:
                 channels = ChannelNormalEquations.from_samples(
-                    *self.window.samples(duration, copy=False, until=until)[1:])
+                    *self.window.samples(duration, copy=False, until=until)[1:]
+                )
             warm = initvals is None and config.warm_start
             initvals = self._warm_start(initvals)
             previous_known = self._last_known_armature_solution if warm else None
@@ -235,57 +250,97 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
         weights = None
         ellipsoids = ellipsoid_matrices(config.bounding_ellipsoids, method)
         if channels is None:
-            solution = solve_or_fail(build_link_problem(model, gram, moment, yty, n_rows,
-                                                        config.prior_weight, ellipsoids),
-                                     method, initvals, options)
+            solution = solve_or_fail(
+                build_link_problem(
+                    model, gram, moment, yty, n_rows, config.prior_weight, ellipsoids
+                ),
+                method,
+                initvals,
+                options,
+            )
         else:  # the joints weighted by their noise levels; the armature step keeps the weights
             solution, weights = solve_weighted(
-                channels, lambda w: build_link_problem(
-                    model, *weighted_normal_equations(channels, w), config.prior_weight,
-                    ellipsoids),
-                method, initvals, options, config.weighting)
+                channels,
+                lambda w: build_link_problem(
+                    model, *weighted_normal_equations(channels, w), config.prior_weight, ellipsoids
+                ),
+                method,
+                initvals,
+                options,
+                config.weighting,
+            )
             gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
         x = np.array(solution.x)
         base = base_parameters_from_gram(model.parameter_names, gram, config.rank_tolerance)
-        resolution = (None if self.actuators is None else
-                      resolve_armatures(model, self.actuators, x, base.unidentifiable))
+        resolution = (
+            None
+            if self.actuators is None
+            else resolve_armatures(model, self.actuators, x, base.unidentifiable)
+        )
         final, solve_time = solution, float(solution.solve_time)
         if resolution is not None:  # the unidentifiable armatures known: N² I_rotor, solve again
             known = resolution.model
             reduced = resolution.normal_equations(gram, moment, yty)
-            start = (previous_known[1] if previous_known is not None
-                     and previous_known[0] == known.parameter_names else resolution.reduce(x))
-            final = solve_or_fail(build_link_problem(known, *reduced, n_rows,
-                                                     config.prior_weight, ellipsoids),
-                                  method, start, options)
+            start = (
+                previous_known[1]
+                if previous_known is not None and previous_known[0] == known.parameter_names
+                else resolution.reduce(x)
+            )
+            final = solve_or_fail(
+                build_link_problem(known, *reduced, n_rows, config.prior_weight, ellipsoids),
+                method,
+                start,
+                options,
+            )
             solve_time += float(final.solve_time)
             x = resolution.expand(final.x)
-            base = base_parameters_from_gram(known.parameter_names, reduced[0],
-                                             config.rank_tolerance)
+            base = base_parameters_from_gram(
+                known.parameter_names, reduced[0], config.rank_tolerance
+            )
         thetas = model.link_parameters(x).copy()
         reports = check_bodies(dict(zip(model.link_names, thetas)), method)
         if self._keep_solution(solution, generation) and resolution is not None:
             with self._lock:
                 self._last_known_armature_solution = (resolution.model.parameter_names, final)
         estimated = model.drive_parameters(x)
-        drives = {joint: drive.parameters(estimated[joint])
-                  for joint, drive in zip(model.joint_names, model.drives)}
-        sources = {joint: "estimated" if drive.armature else "configured"
-                   for joint, drive in zip(model.joint_names, model.drives)}
+        drives = {
+            joint: drive.parameters(estimated[joint])
+            for joint, drive in zip(model.joint_names, model.drives)
+        }
+        sources = {
+            joint: "estimated" if drive.armature else "configured"
+            for joint, drive in zip(model.joint_names, model.drives)
+        }
         rotors = () if resolution is None else resolution.rotors
         sources.update({joint: rotor.source for rotor in rotors for joint in rotor.applied_to})
         stopped = [s.status for s in (solution, final) if not s.found]
-        residual_rms = (float(final.residual_rms) if channels is None  # N m, unweighted
-                        else float(np.sqrt(channels.squared_residuals(x).sum()
-                                           / (channels.n_samples * channels.n_channels))))
+        residual_rms = (
+            float(final.residual_rms)
+            if channels is None  # N m, unweighted
+            else float(
+                np.sqrt(
+                    channels.squared_residuals(x).sum() / (channels.n_samples * channels.n_channels)
+                )
+            )
+        )
         return LinkEstimate(
-            x=x, link_names=model.link_names, thetas=thetas, drives=drives,
+            x=x,
+            link_names=model.link_names,
+            thetas=thetas,
+            drives=drives,
             min_pseudo_inertia_eigs=np.array([r.min_pseudo_inertia_eig for r in reports]),
-            residual_rms=residual_rms, base=base, n_samples=n_samples,
-            t_first=t_first, t_last=t_last, method=method, prior_weight=config.prior_weight,
+            residual_rms=residual_rms,
+            base=base,
+            n_samples=n_samples,
+            t_first=t_first,
+            t_last=t_last,
+            method=method,
+            prior_weight=config.prior_weight,
             solve_time=solve_time,
             message=f"solver stopped early ({stopped[0]})" if stopped else "",
-            rotor_inertias=rotors, armature_sources=sources)
+            rotor_inertias=rotors,
+            armature_sources=sources,
+        )
 
     # ---- state -----------------------------------------------------------------------------
 
@@ -294,24 +349,31 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
         self._last_known_armature_solution = None
 
 
-def _checked_actuators(model: LinkModel, actuators: Mapping[str, ActuatorConfig]
-                       ) -> dict[str, ActuatorConfig]:
+def _checked_actuators(
+    model: LinkModel, actuators: Mapping[str, ActuatorConfig]
+) -> dict[str, ActuatorConfig]:
     """``actuators`` after checking them against ``model``'s joints and drives."""
     drives = dict(zip(model.joint_names, model.drives))
     out = {}
     for joint, actuator in actuators.items():
         if joint not in drives:
-            raise ValueError(f"actuators given for joint {joint!r}, not in the chain "
-                             f"{list(model.joint_names)}")
+            raise ValueError(
+                f"actuators given for joint {joint!r}, not in the chain {list(model.joint_names)}"
+            )
         if not isinstance(actuator, ActuatorConfig):
-            raise ValueError(f"actuators[{joint!r}] must be an ActuatorConfig, got "
-                             f"{type(actuator).__name__}")
+            raise ValueError(
+                f"actuators[{joint!r}] must be an ActuatorConfig, got {type(actuator).__name__}"
+            )
         drive = drives[joint]
-        if not (np.isclose(actuator.gear_ratio, drive.gear_ratio, rtol=1e-12, atol=0.0)
-                and np.isclose(actuator.rotor_inertia, drive.rotor_inertia, rtol=1e-12, atol=0.0)):
-            raise ValueError(f"actuators[{joint!r}]: gear ratio {actuator.gear_ratio:g} and rotor "
-                             f"inertia {actuator.rotor_inertia:g} differ from the model's drive "
-                             f"({drive.gear_ratio:g}, {drive.rotor_inertia:g}); build the model "
-                             "from the same actuators (ChainConfig.link_model)")
+        if not (
+            np.isclose(actuator.gear_ratio, drive.gear_ratio, rtol=1e-12, atol=0.0)
+            and np.isclose(actuator.rotor_inertia, drive.rotor_inertia, rtol=1e-12, atol=0.0)
+        ):
+            raise ValueError(
+                f"actuators[{joint!r}]: gear ratio {actuator.gear_ratio:g} and rotor "
+                f"inertia {actuator.rotor_inertia:g} differ from the model's drive "
+                f"({drive.gear_ratio:g}, {drive.rotor_inertia:g}); build the model "
+                "from the same actuators (ChainConfig.link_model)"
+            )
         out[joint] = actuator
     return out

@@ -124,10 +124,12 @@ class EstimatorConfig(OnlineEstimatorConfig):
 def check_prior_available(method: str, has_prior: bool) -> None:
     """Raise ValueError, saying what to give, if ``method`` needs a prior and there is none."""
     if method in PRIOR_METHODS and not has_prior:
-        raise ValueError(f"method {method!r} needs the payload's CAD values as a prior: give a "
-                         "result JSON of the payload (fit-payload --prior, node parameter "
-                         "payload_prior) or a URDF link (fit-payload --prior-urdf/--prior-link, "
-                         "payload_prior: the link's name), or choose another method")
+        raise ValueError(
+            f"method {method!r} needs the payload's CAD values as a prior: give a "
+            "result JSON of the payload (fit-payload --prior, node parameter "
+            "payload_prior) or a URDF link (fit-payload --prior-urdf/--prior-link, "
+            "payload_prior: the link's name), or choose another method"
+        )
 
 
 def check_payload_config(config: Any) -> None:
@@ -139,8 +141,9 @@ def check_payload_config(config: Any) -> None:
         try:
             config.bounding_ellipsoid = ellipsoid_values((config.bounding_ellipsoid,))[0]
         except ValueError:
-            raise config._invalid("bounding_ellipsoid",
-                                  "must be a 4x4 matrix (16 values)") from None
+            raise config._invalid(
+                "bounding_ellipsoid", "must be a 4x4 matrix (16 values)"
+            ) from None
     if config.prior is not None:
         config.prior = tuple(float(v) for v in np.asarray(config.prior, dtype=float).reshape(-1))
         if len(config.prior) != N_BODY_PARAMS or not np.all(np.isfinite(config.prior)):
@@ -148,23 +151,38 @@ def check_payload_config(config: Any) -> None:
     check_prior_available(config.method, config.prior is not None)
 
 
-def payload_problems(config: Any, method: str, channels: ChannelNormalEquations,
-                     **names: Any) -> Callable[[np.ndarray | None], Problem]:
+def payload_problems(
+    config: Any, method: str, channels: ChannelNormalEquations, **names: Any
+) -> Callable[[np.ndarray | None], Problem]:
     """``weights -> Problem`` of a payload estimator's fit with ``method``: the normal equations
     of ``channels`` (one body, then the offsets) weighted by ``weights``, the config's ``prior``
     (zeros for the offsets; ValueError if ``method`` needs one and there is none) and
     ``bounding_ellipsoid`` (none for ``ols``, unconstrained); ``names``: the Problem's
     ``body_names`` and ``param_names``."""
     check_prior_available(method, config.prior is not None)
-    prior = None if config.prior is None else np.concatenate(
-        [config.prior, np.zeros(channels.n_params - N_BODY_PARAMS)])
-    ellipsoids = (None if config.bounding_ellipsoid is None
-                  else ellipsoid_matrices((config.bounding_ellipsoid,), method))
+    prior = (
+        None
+        if config.prior is None
+        else np.concatenate([config.prior, np.zeros(channels.n_params - N_BODY_PARAMS)])
+    )
+    ellipsoids = (
+        None
+        if config.bounding_ellipsoid is None
+        else ellipsoid_matrices((config.bounding_ellipsoid,), method)
+    )
 
     def problem(weights: np.ndarray | None) -> Problem:
         gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
-        return Problem(gram=gram, moment=moment, yty=yty, n_rows=n_rows, n_bodies=1,
-                       prior=prior, bounding_ellipsoids=ellipsoids, **names)
+        return Problem(
+            gram=gram,
+            moment=moment,
+            yty=yty,
+            n_rows=n_rows,
+            n_bodies=1,
+            prior=prior,
+            bounding_ellipsoids=ellipsoids,
+            **names,
+        )
 
     return problem
 
@@ -286,10 +304,15 @@ class PayloadEstimatorMixin:
             t, Y, y = self.window.samples(duration, copy=False)
             span = float(t[-1] - t[0]) if t.size else 0.0
             if t.size < 2 or span < 0.5 * duration:
-                raise EstimateUnavailable("too_few_samples", (
-                    f"the window holds {t.size} {self.tare_sample_name} over {span:.2f} s for a "
-                    f"{duration:g} s tare: keep the payload removed (or the known one attached) "
-                    f"that long with {self.tare_inputs} streaming, then tare"))
+                raise EstimateUnavailable(
+                    "too_few_samples",
+                    (
+                        f"the window holds {t.size} {self.tare_sample_name} over {span:.2f} s "
+                        f"for a {duration:g} s tare: keep the payload removed (or the known "
+                        "one attached) "
+                        f"that long with {self.tare_inputs} streaming, then tare"
+                    ),
+                )
             tare = tare_offset(t, y, Y, theta_known, noise_floor=self.tare_noise_floor)
             self._tare = tare
             if theta_known is None:
@@ -321,15 +344,20 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
     sample_kind = WRENCH
     sample_name = "wrench samples"
 
-    def __init__(self, kinematics: SensorKinematics,
-                 config: EstimatorConfig | None = None) -> None:
+    def __init__(self, kinematics: SensorKinematics, config: EstimatorConfig | None = None) -> None:
         config = config or EstimatorConfig()
         n_params = N_BODY_PARAMS + (N_WRENCH_CHANNELS if config.estimate_offset else 0)
-        super().__init__(config, JointStateValidator(kinematics.joint_names,
-                                                     kinematics.model.names[1:],
-                                                     config.ignore_unknown_joints,
-                                                     config.use_measured_velocity),
-                         n_params, rows_per_sample=len(WRENCH_CHANNEL_NAMES))
+        super().__init__(
+            config,
+            JointStateValidator(
+                kinematics.joint_names,
+                kinematics.model.names[1:],
+                config.ignore_unknown_joints,
+                config.use_measured_velocity,
+            ),
+            n_params,
+            rows_per_sample=len(WRENCH_CHANNEL_NAMES),
+        )
         self.kinematics = kinematics
         self._expected_frame = config.wrench_frame_id or kinematics.sensor_frame
         self._wrenches = SampleBuffer(config.max_pending_wrenches, t=(), f=(6,))
@@ -363,8 +391,9 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
             if self._wrenches.append(t=t, f=self.config.wrench_sign * wrench):
                 self.dropped["overflow"] += 1
 
-    def add_wrenches(self, t: np.ndarray, wrenches: np.ndarray,
-                     frame_ids: Sequence[str | None] | None = None) -> list[SampleRejected]:
+    def add_wrenches(
+        self, t: np.ndarray, wrenches: np.ndarray, frame_ids: Sequence[str | None] | None = None
+    ) -> list[SampleRejected]:
         """Buffer ``N`` F/T measurements: stamps ``t`` (N,) (s), ``wrenches`` (N, 6) (N, N m),
         ``frame_ids`` (N,) (``None``: not checked). The same checks, counters and result as
         :meth:`add_wrench` for each in turn (valid batches take a vectorised path); returns the
@@ -383,20 +412,26 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
                 rejected.append(why)
         return rejected
 
-    def _append_wrench_batch(self, t: np.ndarray, wrenches: np.ndarray,
-                             frames: list[str | None]) -> bool:
+    def _append_wrench_batch(
+        self, t: np.ndarray, wrenches: np.ndarray, frames: list[str | None]
+    ) -> bool:
         """Buffer the batch at once if every sample passes every check (lock held); ``False``
         (nothing done) otherwise."""
         n, config, last = t.size, self.config, self._last_wrench_t
         if n == 0 or wrenches.shape != (n, 6) or len(frames) != n:
             return False
-        if not (np.isfinite(t).all() and np.all(np.diff(t) > 0)
-                and (last is None or t[0] > last) and np.isfinite(wrenches).all()):
+        if not (
+            np.isfinite(t).all()
+            and np.all(np.diff(t) > 0)
+            and (last is None or t[0] > last)
+            and np.isfinite(wrenches).all()
+        ):
             return False
         if config.wrench_limits is not None and np.any(np.abs(wrenches) >= config.wrench_limits):
             return False
-        if config.check_wrench_frame and any(f is not None and f != self._expected_frame
-                                             for f in frames):
+        if config.check_wrench_frame and any(
+            f is not None and f != self._expected_frame for f in frames
+        ):
             return False
         self.received[WRENCH] += n
         overflow = self._wrenches.extend(t=t, f=config.wrench_sign * wrenches)
@@ -406,15 +441,17 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
         self._wrench_clock.in_step()
         return True
 
-    def _validate_wrench(self, t: float, wrench: np.ndarray,
-                         frame_id: str | None) -> tuple[float, np.ndarray]:
+    def _validate_wrench(
+        self, t: float, wrench: np.ndarray, frame_id: str | None
+    ) -> tuple[float, np.ndarray]:
         t = float(t)
         wrench = check_vector(wrench, 6, f"wrench at {t:.6f} s")
         limits = self.config.wrench_limits
         if limits is not None and np.any(saturated := np.abs(wrench) >= limits):
             channels = ", ".join(
                 f"{WRENCH_CHANNEL_NAMES[c]} = {wrench[c]:.6g} (limit {limits[c]:g})"
-                for c in np.flatnonzero(saturated))
+                for c in np.flatnonzero(saturated)
+            )
             raise SampleRejected("saturated", f"wrench at {t:.6f} s saturates {channels}")
         if self.config.check_wrench_frame:
             check_frame(frame_id, self._expected_frame, "wrench")
@@ -454,12 +491,17 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
         stride = max(1, Y.shape[0] // SPREAD_SAMPLES)  # a spread needs no more samples
         a_c = Y[::stride, :3, 0]  # m column: classical proper acceleration of the sensor origin
         g = np.linalg.norm(self.kinematics.gravity) or 1.0
-        variances = np.linalg.eigvalsh(np.cov(a_c.T) / g ** 2)[::-1]
+        variances = np.linalg.eigvalsh(np.cov(a_c.T) / g**2)[::-1]
         return np.rad2deg(np.sqrt(np.clip(variances, 0.0, None)))
 
-    def solve(self, method: str | None = None, duration: float = 0.0,
-              initvals: Any = None, require_consistent: bool = True,
-              until: float | None = None) -> Estimate:
+    def solve(
+        self,
+        method: str | None = None,
+        duration: float = 0.0,
+        initvals: Any = None,
+        require_consistent: bool = True,
+        until: float | None = None,
+    ) -> Estimate:
         """Estimate from the newest ``duration`` s of the window (0: all; with ``until``, the
         ``duration`` s up to that stamp, s: an interval of the past) with ``method`` (default
         ``config.method``; ``config.solver_options`` apply to that method only), warm-started
@@ -477,11 +519,17 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
             spread = self._orientation_spread_deg(duration, until)
             identifiable = bool(spread[1] >= config.offset_min_tilt_deg)
             tare = self._tare
-            tare_known = (tare is not None and float(np.max(tare.offset_std_at(t_last)[:3]))
-                          <= config.tare_max_force_std)
+            tare_known = (
+                tare is not None
+                and float(np.max(tare.offset_std_at(t_last)[:3])) <= config.tare_max_force_std
+            )
             if config.estimate_offset and not identifiable and not tare_known:
-                raise EstimateUnavailable("offset_not_identifiable", _unidentifiable_offset_message(
-                    t_last - t_first, spread, config.offset_min_tilt_deg))
+                raise EstimateUnavailable(
+                    "offset_not_identifiable",
+                    _unidentifiable_offset_message(
+                        t_last - t_first, spread, config.offset_min_tilt_deg
+                    ),
+                )
             _, Y, f = self.window.samples(duration, copy=False, until=until)
             if tare is not None and not config.estimate_offset:
                 f = f - tare.offset  # the tare is the known offset
@@ -497,8 +545,9 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
                 problem = with_tare(problem, tare, t_last, sigma=tare.noise_std * scale)
             return problem
 
-        solution, weights = solve_weighted(channels, build, method, initvals, options,
-                                           config.weighting)
+        solution, weights = solve_weighted(
+            channels, build, method, initvals, options, config.weighting
+        )
         theta = np.array(solution.bodies[0])
         if require_consistent:
             report = check_bodies({"payload": theta}, method)[0]
@@ -508,19 +557,37 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
         message = "" if solution.found else f"solver stopped early ({solution.status})"
         if solution.info.get("approximation_limited"):  # pointmass: its points limit the fit
             message = "; ".join(filter(None, [message, solution.message]))
-        offset = (np.array(solution.extras[:N_WRENCH_CHANNELS]) if config.estimate_offset
-                  else np.zeros(N_WRENCH_CHANNELS) if tare is None else tare.offset.copy())
-        covariance = parameter_covariance(channels, np.asarray(solution.x),
-                                          constrained=method != "ols", weights=weights)
-        return Estimate(theta=theta, sensor_offset=offset, covariance=covariance.theta(),
-                        min_pseudo_inertia_eig=report.min_pseudo_inertia_eig,
-                        residual_rms=float(np.sqrt(  # unweighted, whatever the weighting
-                            channels.squared_residuals(solution.x).sum()
-                            / (channels.n_samples * channels.n_channels))), n_samples=n_samples,
-                        method=method, solve_time=float(solution.solve_time), t_first=t_first,
-                        t_last=t_last, offset_identifiable=identifiable,
-                        orientation_spread_deg=spread, message=message,
-                        condition_number=covariance.condition_number)
+        offset = (
+            np.array(solution.extras[:N_WRENCH_CHANNELS])
+            if config.estimate_offset
+            else np.zeros(N_WRENCH_CHANNELS)
+            if tare is None
+            else tare.offset.copy()
+        )
+        covariance = parameter_covariance(
+            channels, np.asarray(solution.x), constrained=method != "ols", weights=weights
+        )
+        return Estimate(
+            theta=theta,
+            sensor_offset=offset,
+            covariance=covariance.theta(),
+            min_pseudo_inertia_eig=report.min_pseudo_inertia_eig,
+            residual_rms=float(
+                np.sqrt(  # unweighted, whatever the weighting
+                    channels.squared_residuals(solution.x).sum()
+                    / (channels.n_samples * channels.n_channels)
+                )
+            ),
+            n_samples=n_samples,
+            method=method,
+            solve_time=float(solution.solve_time),
+            t_first=t_first,
+            t_last=t_last,
+            offset_identifiable=identifiable,
+            orientation_spread_deg=spread,
+            message=message,
+            condition_number=covariance.condition_number,
+        )
 
     # ---- state -----------------------------------------------------------------------------
 
@@ -532,10 +599,11 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
         self._last_wrench_t = None
 
 
-def _unidentifiable_offset_message(duration: float, spread: np.ndarray,
-                                   min_tilt: float) -> str:
-    return (f"the F/T sensor offset cannot be told apart from the payload's weight: over the last "
-            f"{duration:.1f} s the sensor's orientation with respect to gravity varied by "
-            f"{spread[0]:.1f} and {spread[1]:.1f} deg rms in its two main directions, and it must "
-            f"vary by at least {min_tilt:.1f} deg in both; tilt the sensor about two different "
-            "horizontal axes, or calibrate the offset and set estimate_offset=False")
+def _unidentifiable_offset_message(duration: float, spread: np.ndarray, min_tilt: float) -> str:
+    return (
+        f"the F/T sensor offset cannot be told apart from the payload's weight: over the last "
+        f"{duration:.1f} s the sensor's orientation with respect to gravity varied by "
+        f"{spread[0]:.1f} and {spread[1]:.1f} deg rms in its two main directions, and it must "
+        f"vary by at least {min_tilt:.1f} deg in both; tilt the sensor about two different "
+        "horizontal axes, or calibrate the offset and set estimate_offset=False"
+    )

@@ -127,8 +127,9 @@ class PayloadTorqueEstimate(PayloadEstimateBase):
     message: str = ""
 
 
-class PayloadTorqueEstimator(PayloadEstimatorMixin,
-                             JointStateEstimator[PayloadTorqueEstimatorConfig]):
+class PayloadTorqueEstimator(
+    PayloadEstimatorMixin, JointStateEstimator[PayloadTorqueEstimatorConfig]
+):
     """Identify the rigid payload at ``config.frame`` of ``links``'s chain from joint states with
     efforts, the links and drives known as ``links_x`` (see the module docstring). Thread-safe
     under the locking rule of :mod:`inertia_id_ros.online.estimator`. Raises ValueError for a
@@ -138,18 +139,28 @@ class PayloadTorqueEstimator(PayloadEstimatorMixin,
     tare_sample_name = "joint states"
     tare_inputs = "the joint states"
 
-    def __init__(self, links: LinkModel, links_x: np.ndarray,
-                 config: PayloadTorqueEstimatorConfig) -> None:
+    def __init__(
+        self, links: LinkModel, links_x: np.ndarray, config: PayloadTorqueEstimatorConfig
+    ) -> None:
         links_x = np.asarray(links_x, dtype=float)
         if links_x.shape != (links.n_parameters,):
-            raise ValueError(f"links_x must have shape ({links.n_parameters},) "
-                             f"(LinkModel.parameter_names), got {links_x.shape}")
+            raise ValueError(
+                f"links_x must have shape ({links.n_parameters},) "
+                f"(LinkModel.parameter_names), got {links_x.shape}"
+            )
         model = PayloadTorqueModel(links, config.frame, config.estimate_offset)
-        super().__init__(config, JointStateValidator(links.joint_names, links.robot_joint_names,
-                                                     config.ignore_unknown_joints,
-                                                     config.use_measured_velocity,
-                                                     need_effort=True),
-                         model.n_parameters, rows_per_sample=links.n_joints)
+        super().__init__(
+            config,
+            JointStateValidator(
+                links.joint_names,
+                links.robot_joint_names,
+                config.ignore_unknown_joints,
+                config.use_measured_velocity,
+                need_effort=True,
+            ),
+            model.n_parameters,
+            rows_per_sample=links.n_joints,
+        )
         self.links = links
         self.links_x = links_x.copy()
         self.model = model
@@ -165,15 +176,20 @@ class PayloadTorqueEstimator(PayloadEstimatorMixin,
     def _rows(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray]:
         data = JointTorqueData(batch.q, batch.dq, batch.ddq, batch.measured)
         Y = self.model.regressor(batch.q, batch.dq, batch.ddq)
-        y = self.links.measured_torques(batch.measured) - predict_torques(self.links,
-                                                                          self.links_x, data)
+        y = self.links.measured_torques(batch.measured) - predict_torques(
+            self.links, self.links_x, data
+        )
         return Y, y
 
     # ---- solving ---------------------------------------------------------------------------
 
-    def solve(self, method: str | None = None, duration: float = 0.0,
-              initvals: Solution | np.ndarray | None = None,
-              until: float | None = None) -> PayloadTorqueEstimate:
+    def solve(
+        self,
+        method: str | None = None,
+        duration: float = 0.0,
+        initvals: Solution | np.ndarray | None = None,
+        until: float | None = None,
+    ) -> PayloadTorqueEstimate:
         """Estimate from the newest ``duration`` s of the window (0: all; with ``until``, the
         ``duration`` s up to that stamp) with ``method`` (default ``config.method``),
         warm-started from ``initvals`` (default: the previous solution if ``config.warm_start``),
@@ -190,41 +206,74 @@ class PayloadTorqueEstimator(PayloadEstimatorMixin,
             tare = self._tare
             if tare is not None and not config.estimate_offset:
                 y = y - tare.offset  # the tare is the known offset
-            blocks = [ChannelNormalEquations.from_samples(Y[rows], y[rows]) for rows in
-                      np.array_split(np.arange(len(y)), ERROR_BLOCKS)]
+            blocks = [
+                ChannelNormalEquations.from_samples(Y[rows], y[rows])
+                for rows in np.array_split(np.arange(len(y)), ERROR_BLOCKS)
+            ]
             channels = ChannelNormalEquations.summed(blocks)
             initvals = self._warm_start(initvals)
             generation = self._generation
-        payload_problem = payload_problems(config, method, channels, body_names=("payload",),
-                                           param_names=self.model.parameter_names)
+        payload_problem = payload_problems(
+            config,
+            method,
+            channels,
+            body_names=("payload",),
+            param_names=self.model.parameter_names,
+        )
 
         def build(weights: np.ndarray | None) -> Problem:
             problem = payload_problem(weights)
             if tare is not None and config.estimate_offset:  # a prior on the offsets, fading
                 scale = 1.0 if weights is None else np.sqrt(weights)
-                problem = with_tare(problem, tare, t_last, sigma=tare.noise_std * scale,
-                                    drift_rate=np.full(n, TORQUE_OFFSET_DRIFT_RATE))
+                problem = with_tare(
+                    problem,
+                    tare,
+                    t_last,
+                    sigma=tare.noise_std * scale,
+                    drift_rate=np.full(n, TORQUE_OFFSET_DRIFT_RATE),
+                )
             return problem
 
-        solution, weights = solve_weighted(channels, build, method, initvals, options,
-                                           config.weighting)
+        solution, weights = solve_weighted(
+            channels, build, method, initvals, options, config.weighting
+        )
         x = np.asarray(solution.x, dtype=float)
         theta = x[:N_BODY_PARAMS].copy()
         report = check_bodies({"payload": theta}, method)[0]
         self._keep_solution(solution, generation)
-        covariance = parameter_covariance(channels, x, constrained=False, weights=weights,
-                                          scores=block_scores(blocks, x, weights))
-        offset = (x[N_BODY_PARAMS:].copy() if config.estimate_offset
-                  else np.zeros(n) if tare is None else tare.offset.copy())
+        covariance = parameter_covariance(
+            channels, x, constrained=False, weights=weights, scores=block_scores(blocks, x, weights)
+        )
+        offset = (
+            x[N_BODY_PARAMS:].copy()
+            if config.estimate_offset
+            else np.zeros(n)
+            if tare is None
+            else tare.offset.copy()
+        )
         return PayloadTorqueEstimate(
-            theta=theta, sensor_offset=offset, covariance=covariance.theta(),
-            rank=covariance.rank, n_parameters=self.model.n_parameters,
+            theta=theta,
+            sensor_offset=offset,
+            covariance=covariance.theta(),
+            rank=covariance.rank,
+            n_parameters=self.model.n_parameters,
             condition_number=covariance.condition_number,
-            warnings=tuple(determination_warnings(theta, covariance.theta(), covariance.rank,
-                                                  self.model.n_parameters)),
+            warnings=tuple(
+                determination_warnings(
+                    theta, covariance.theta(), covariance.rank, self.model.n_parameters
+                )
+            ),
             min_pseudo_inertia_eig=report.min_pseudo_inertia_eig,
-            residual_rms=float(np.sqrt(channels.squared_residuals(x).sum()
-                                       / (channels.n_samples * channels.n_channels))),
-            n_samples=n_samples, method=method, solve_time=float(solution.solve_time),
-            t_first=t_first, t_last=t_last, sample_period=period,
-            message="" if solution.found else f"solver stopped early ({solution.status})")
+            residual_rms=float(
+                np.sqrt(
+                    channels.squared_residuals(x).sum() / (channels.n_samples * channels.n_channels)
+                )
+            ),
+            n_samples=n_samples,
+            method=method,
+            solve_time=float(solution.solve_time),
+            t_first=t_first,
+            t_last=t_last,
+            sample_period=period,
+            message="" if solution.found else f"solver stopped early ({solution.status})",
+        )

@@ -93,9 +93,9 @@ PROCESSING_DROPS = {
     "sparse": "too few joint states around these stamps for the derivative filter",
     "overflow": "too many samples waited for processing (are joint states late or missing?)",
     "sparse_imu": "too few IMU readings around these stamps for the gyro's derivative (readings "
-                  "lost or rejected): their rows are dropped",
+    "lost or rejected): their rows are dropped",
     "window_overflow": "the inputs arrive faster than max_input_rate_hz, for which the window "
-                       "was sized: the oldest samples leave it early (raise max_input_rate_hz)",
+    "was sized: the oldest samples leave it early (raise max_input_rate_hz)",
 }
 """Samples the estimators drop after accepting them, with the reason."""
 
@@ -180,9 +180,14 @@ class Session(abc.ABC, Generic[E]):
 
     # ---- inputs ----------------------------------------------------------------------------
 
-    def add_joint_state(self, t: float, names: Sequence[str], q: np.ndarray,
-                        dq: np.ndarray | None = None, effort: np.ndarray | None = None
-                        ) -> Warning_ | None:
+    def add_joint_state(
+        self,
+        t: float,
+        names: Sequence[str],
+        q: np.ndarray,
+        dq: np.ndarray | None = None,
+        effort: np.ndarray | None = None,
+    ) -> Warning_ | None:
         """Offer a joint state (see the estimator's ``add_joint_state``): ``None`` when taken,
         else the warning that it was dropped (counted by reason)."""
         try:
@@ -191,18 +196,26 @@ class Session(abc.ABC, Generic[E]):
             return self._dropped(rejected, "joint state")
         return None
 
-    def add_joint_states(self, t: np.ndarray, names: Sequence[str], q: np.ndarray,
-                         dq: np.ndarray | None = None, effort: np.ndarray | None = None
-                         ) -> list[Warning_]:
+    def add_joint_states(
+        self,
+        t: np.ndarray,
+        names: Sequence[str],
+        q: np.ndarray,
+        dq: np.ndarray | None = None,
+        effort: np.ndarray | None = None,
+    ) -> list[Warning_]:
         """Offer ``N`` joint states listing the same joints (see the estimator's
         ``add_joint_states``): the warnings of those dropped."""
-        return [self._dropped(why, "joint state")
-                for why in self.estimator.add_joint_states(t, names, q, dq, effort)]
+        return [
+            self._dropped(why, "joint state")
+            for why in self.estimator.add_joint_states(t, names, q, dq, effort)
+        ]
 
     def _dropped(self, rejected: SampleRejected, what: str) -> Warning_:
         total = self.estimator.dropped[rejected.reason]
-        return rejected.reason, (f"dropped {what} ({rejected.reason}, {total} so far): "
-                                 f"{rejected.message}")
+        return rejected.reason, (
+            f"dropped {what} ({rejected.reason}, {total} so far): {rejected.message}"
+        )
 
     # ---- the loop --------------------------------------------------------------------------
 
@@ -220,8 +233,13 @@ class Session(abc.ABC, Generic[E]):
             self.latest = update
             return update
 
-    def identify(self, method: str | None = None, duration: float = 0.0,
-                 now: float | None = None, until: float | None = None) -> Update:
+    def identify(
+        self,
+        method: str | None = None,
+        duration: float = 0.0,
+        now: float | None = None,
+        until: float | None = None,
+    ) -> Update:
         """Solve now on the newest ``duration`` s (0: the whole window), or, with ``until``, on
         the samples stamped in ``[until - duration, until]`` (s; an excitation's interval), with
         ``method`` (default: the configured one; another method uses its default options); the
@@ -230,8 +248,9 @@ class Session(abc.ABC, Generic[E]):
         with self._lock:
             return self._solve_update(now, method or None, max(0.0, float(duration)), until)
 
-    def _solve_update(self, now: float, method: str | None, duration: float,
-                      until: float | None = None) -> Update:
+    def _solve_update(
+        self, now: float, method: str | None, duration: float, until: float | None = None
+    ) -> Update:
         start = time.perf_counter()
         warnings: list[Warning_] = []
         change = self._process(warnings)
@@ -243,14 +262,22 @@ class Session(abc.ABC, Generic[E]):
             update = Update(now, "exception", f"solve failed: {error!r}", change=change)
         else:
             values, advice = self._estimate_diagnostics(estimate)
-            update = Update(now, "ok", self._summary(estimate), estimate, change,
-                            diagnostics=values, advice=advice)
+            update = Update(
+                now,
+                "ok",
+                self._summary(estimate),
+                estimate,
+                change,
+                diagnostics=values,
+                advice=advice,
+            )
             self.timing["solve_ms"] = 1e3 * float(estimate.solve_time)
         self.timing["update_ms"] = 1e3 * (time.perf_counter() - start)
         if update.status not in ("ok", "too_few_samples"):
             kept = "; the last estimate stays" if update.failed else ""
-            warnings.append((update.status, f"no estimate ({update.status}): "
-                             f"{update.message}{kept}"))
+            warnings.append(
+                (update.status, f"no estimate ({update.status}): {update.message}{kept}")
+            )
         update = _with_warnings(update, warnings)
         if update.ok:
             self.last = update
@@ -262,8 +289,7 @@ class Session(abc.ABC, Generic[E]):
         start = time.perf_counter()
         processed = self.estimator.process()
         if processed:
-            self.timing["process_us_per_sample"] = (1e6 * (time.perf_counter() - start)
-                                                    / processed)
+            self.timing["process_us_per_sample"] = 1e6 * (time.perf_counter() - start) / processed
         warnings += self._processing_warnings()
         return None
 
@@ -272,17 +298,27 @@ class Session(abc.ABC, Generic[E]):
         warnings = []
         if stats.clock_jumps > self._clock_jumps_reported:
             self._clock_jumps_reported = stats.clock_jumps
-            warnings.append(("clock_jump", "the input stamps jumped back by more than "
-                             "clock_jump_sec (a driver restart, a looped bag or a simulated time "
-                             "reset): the window starts afresh (a tare is kept); the last "
-                             "estimate stays"))
+            warnings.append(
+                (
+                    "clock_jump",
+                    "the input stamps jumped back by more than "
+                    "clock_jump_sec (a driver restart, a looped bag or a simulated time "
+                    "reset): the window starts afresh (a tare is kept); the last "
+                    "estimate stays",
+                )
+            )
         for reason, explanation in PROCESSING_DROPS.items():
             total = stats.dropped.get(reason, 0)
             new = total - self._drops_reported.get(reason, 0)
             if new > 0:
                 self._drops_reported[reason] = total
-                warnings.append((reason, f"dropped {new} {self.estimator.sample_name} ({reason},"
-                                 f" {total} so far): {explanation}"))
+                warnings.append(
+                    (
+                        reason,
+                        f"dropped {new} {self.estimator.sample_name} ({reason},"
+                        f" {total} so far): {explanation}",
+                    )
+                )
         return warnings
 
     def _solve(self, method: str | None, duration: float, until: float | None = None) -> Any:
@@ -348,12 +384,18 @@ class Session(abc.ABC, Generic[E]):
             level, message = OK, "estimating"
         else:
             level, message = WARN, "waiting for an estimate"
-        values = {"mode": self.mode, "window_samples": stats.window_samples,
-                  "pending_samples": stats.pending, "published": self.estimates,
-                  "method": config.method, "window_sec": f"{config.window_sec:g}",
-                  "weighting": config.weighting, "filter_lag_sec": f"{config.lag_sec:g}",
-                  **{f"failed_solves.{k}": v for k, v in self.failed_solves.items()},
-                  **{k: f"{v:.4g}" for k, v in self.timing.items()}}
+        values = {
+            "mode": self.mode,
+            "window_samples": stats.window_samples,
+            "pending_samples": stats.pending,
+            "published": self.estimates,
+            "method": config.method,
+            "window_sec": f"{config.window_sec:g}",
+            "weighting": config.weighting,
+            "filter_lag_sec": f"{config.lag_sec:g}",
+            **{f"failed_solves.{k}": v for k, v in self.failed_solves.items()},
+            **{k: f"{v:.4g}" for k, v in self.timing.items()},
+        }
         if last is not None:
             values.update(last.diagnostics)
         for group in ("received", "processed", "dropped"):
@@ -367,19 +409,34 @@ class Session(abc.ABC, Generic[E]):
                 rate = (count - counts.get(name, 0)) / (now - since)
                 values[f"rate_hz.{name}"] = f"{rate:.1f}"
                 if rate > 1.2 * self.max_input_rate_hz:
-                    warnings.append(("input_rate", f"{name} samples arrive at {rate:.0f} Hz, "
-                                     f"above max_input_rate_hz ({self.max_input_rate_hz:.0f} Hz) "
-                                     "for which the window was sized: it may hold less than "
-                                     "window_sec"))
+                    warnings.append(
+                        (
+                            "input_rate",
+                            f"{name} samples arrive at {rate:.0f} Hz, "
+                            f"above max_input_rate_hz ({self.max_input_rate_hz:.0f} Hz) "
+                            "for which the window was sized: it may hold less than "
+                            "window_sec",
+                        )
+                    )
             self._rate_counts = (now, dict(stats.received))
-        return Diagnostics(level, message, {k: str(v) for k, v in values.items()},
-                           tuple(warnings))
+        return Diagnostics(level, message, {k: str(v) for k, v in values.items()}, tuple(warnings))
 
 
 def _with_warnings(update: Update, warnings: list[Warning_]) -> Update:
-    return update if not warnings else Update(
-        update.time, update.status, update.message, update.estimate, update.change,
-        tuple(warnings), update.diagnostics, update.advice)
+    return (
+        update
+        if not warnings
+        else Update(
+            update.time,
+            update.status,
+            update.message,
+            update.estimate,
+            update.change,
+            tuple(warnings),
+            update.diagnostics,
+            update.advice,
+        )
+    )
 
 
 def min_reference_sec(window_sec: float) -> float:
@@ -398,17 +455,27 @@ class PayloadSessionBase(Session[PayloadEstimatorT]):
     (unless ``detect_changes`` is False, with the CUSUM alarm level ``change_threshold``); the
     offsets (F/T or joint torque) tared on demand (:meth:`tare`)."""
 
-    def __init__(self, estimator: PayloadEstimatorT, max_input_rate_hz: float = 1000.0,
-                 detect_changes: bool = True,
-                 change_threshold: float = ChangeDetectorConfig.threshold) -> None:
+    def __init__(
+        self,
+        estimator: PayloadEstimatorT,
+        max_input_rate_hz: float = 1000.0,
+        detect_changes: bool = True,
+        change_threshold: float = ChangeDetectorConfig.threshold,
+    ) -> None:
         super().__init__(estimator, max_input_rate_hz)
         if not change_threshold > 0.0:
             raise ValueError(f"the payload-change threshold must be > 0, got {change_threshold}")
-        self.detector = (PayloadChangeDetector(ChangeDetectorConfig(
-            threshold=change_threshold,
-            min_reference_sec=min_reference_sec(estimator.config.window_sec),
-            **self._detector_channels()))
-            if detect_changes else None)
+        self.detector = (
+            PayloadChangeDetector(
+                ChangeDetectorConfig(
+                    threshold=change_threshold,
+                    min_reference_sec=min_reference_sec(estimator.config.window_sec),
+                    **self._detector_channels(),
+                )
+            )
+            if detect_changes
+            else None
+        )
         self.changes: list[ChangeEvent] = []
         """Every payload change detected so far."""
         self._detector_lock = threading.Lock()
@@ -438,8 +505,7 @@ class PayloadSessionBase(Session[PayloadEstimatorT]):
         start = time.perf_counter()
         processed = self.estimator.process(self._on_rows)
         if processed:
-            self.timing["process_us_per_sample"] = (1e6 * (time.perf_counter() - start)
-                                                    / processed)
+            self.timing["process_us_per_sample"] = 1e6 * (time.perf_counter() - start) / processed
         with self._detector_lock:
             event, self._change = self._change, None
         if event is not None:
@@ -449,31 +515,43 @@ class PayloadSessionBase(Session[PayloadEstimatorT]):
         warnings += self._processing_warnings()
         return event
 
-    def _solve(self, method: str | None, duration: float,
-               until: float | None = None) -> Estimate:
+    def _solve(self, method: str | None, duration: float, until: float | None = None) -> Estimate:
         generation = self.estimator.generation
         estimate = self.estimator.solve(method=method, duration=duration, until=until)
-        if self.detector is not None and duration == 0.0 and until is None and (  # whole window
+        if (
+            self.detector is not None
+            and duration == 0.0
+            and until is None
+            and (  # whole window
                 not self.detector.armed
-                or estimate.t_last - self._reference_t >= REFERENCE_PERIOD_SEC):
+                or estimate.t_last - self._reference_t >= REFERENCE_PERIOD_SEC
+            )
+        ):
             sigma = self.estimator.residual_sigma(estimate, generation)
             if sigma is not None:  # None: the samples were forgotten meanwhile (a restart)
                 with self._detector_lock:
-                    if self.detector.set_reference(estimate.theta, estimate.sensor_offset, sigma,
-                                                   span=estimate.t_last - estimate.t_first):
+                    if self.detector.set_reference(
+                        estimate.theta,
+                        estimate.sensor_offset,
+                        sigma,
+                        span=estimate.t_last - estimate.t_first,
+                    ):
                         self._reference_t = estimate.t_last
         return estimate
 
     def _estimate_diagnostics(self, estimate: Estimate) -> tuple[dict[str, str], str]:
         excitation = excitation_report(estimate.theta, estimate.covariance)
         tare = self.estimator.tare
-        values = {"excitation": excitation.message,
-                  "tare_age_sec": "none" if tare is None
-                  else f"{max(estimate.t_last - tare.t, 0.0):.1f}",
-                  "condition_number": f"{estimate.condition_number:.4g}",
-                  "min_pseudo_inertia_eig": f"{estimate.min_pseudo_inertia_eig:.4g}",
-                  **{f"relative_std.{name}": f"{value:.3g}"
-                     for name, value in excitation.relative_std.items()}}
+        values = {
+            "excitation": excitation.message,
+            "tare_age_sec": "none" if tare is None else f"{max(estimate.t_last - tare.t, 0.0):.1f}",
+            "condition_number": f"{estimate.condition_number:.4g}",
+            "min_pseudo_inertia_eig": f"{estimate.min_pseudo_inertia_eig:.4g}",
+            **{
+                f"relative_std.{name}": f"{value:.3g}"
+                for name, value in excitation.relative_std.items()
+            },
+        }
         return values, "" if excitation.well_excited else excitation.message
 
     def pause_change_detection(self, paused: bool) -> None:
@@ -527,8 +605,9 @@ class PayloadSession(PayloadSessionBase[PayloadEstimator]):
 
     mode = "payload"
 
-    def add_wrench(self, t: float, wrench: np.ndarray, frame_id: str | None = None
-                   ) -> Warning_ | None:
+    def add_wrench(
+        self, t: float, wrench: np.ndarray, frame_id: str | None = None
+    ) -> Warning_ | None:
         """Offer a wrench (see ``PayloadEstimator.add_wrench``): ``None`` when taken, else the
         warning that it was dropped."""
         try:
@@ -537,16 +616,21 @@ class PayloadSession(PayloadSessionBase[PayloadEstimator]):
             return self._dropped(rejected, "wrench")
         return None
 
-    def add_wrenches(self, t: np.ndarray, wrenches: np.ndarray,
-                     frame_ids: Sequence[str | None] | None = None) -> list[Warning_]:
+    def add_wrenches(
+        self, t: np.ndarray, wrenches: np.ndarray, frame_ids: Sequence[str | None] | None = None
+    ) -> list[Warning_]:
         """Offer ``N`` wrenches (see ``PayloadEstimator.add_wrenches``): the warnings of those
         dropped."""
-        return [self._dropped(why, "wrench")
-                for why in self.estimator.add_wrenches(t, wrenches, frame_ids)]
+        return [
+            self._dropped(why, "wrench")
+            for why in self.estimator.add_wrenches(t, wrenches, frame_ids)
+        ]
 
     def _summary(self, estimate: Estimate) -> str:
-        return (f"{estimate.method}: m = {estimate.mass:.4f} kg from {estimate.n_samples} "
-                f"samples, residual RMS {estimate.residual_rms:.4g}")
+        return (
+            f"{estimate.method}: m = {estimate.mass:.4f} kg from {estimate.n_samples} "
+            f"samples, residual RMS {estimate.residual_rms:.4g}"
+        )
 
 
 class PayloadTorqueSession(PayloadSessionBase[PayloadTorqueEstimator]):
@@ -563,11 +647,11 @@ class PayloadTorqueSession(PayloadSessionBase[PayloadTorqueEstimator]):
 
     def _detector_channels(self) -> dict[str, Any]:
         n = len(self.estimator.joint_names)
-        return {"sigma_floor": np.full(n, TORQUE_NOISE_STD_FLOOR),
-                "measurement": "joint torques"}
+        return {"sigma_floor": np.full(n, TORQUE_NOISE_STD_FLOOR), "measurement": "joint torques"}
 
-    def _solve_update(self, now: float, method: str | None, duration: float,
-                      until: float | None = None) -> Update:
+    def _solve_update(
+        self, now: float, method: str | None, duration: float, until: float | None = None
+    ) -> Update:
         update = super()._solve_update(now, method, duration, until)
         if not update.ok:
             return update
@@ -586,23 +670,30 @@ class PayloadTorqueSession(PayloadSessionBase[PayloadTorqueEstimator]):
         if not period > 0 or samples_each_side(half_width, period) >= PAYLOAD_TORQUES_MIN_SAMPLES:
             return None
         wider = payload_half_width(period)
-        return (f"the joint states come every {1e3 * period:.1f} ms: the {half_width:g} s "
-                "derivative filter (torques_filter_half_width) spans only "
-                f"{samples_each_side(half_width, period)} of them on each side, so the "
-                "accelerations are noisy and the payload's inertia with them. Set it to "
-                f"{wider:g} s (and fit a fit-links link model with --filter-half-width "
-                f"{wider:g}).")
+        return (
+            f"the joint states come every {1e3 * period:.1f} ms: the {half_width:g} s "
+            "derivative filter (torques_filter_half_width) spans only "
+            f"{samples_each_side(half_width, period)} of them on each side, so the "
+            "accelerations are noisy and the payload's inertia with them. Set it to "
+            f"{wider:g} s (and fit a fit-links link model with --filter-half-width "
+            f"{wider:g})."
+        )
 
     def _summary(self, estimate: PayloadTorqueEstimate) -> str:
-        return (f"{estimate.method}: m = {estimate.mass:.4f} ± {estimate.theta_std[0]:.4f} kg "
-                f"from {estimate.n_samples} joint states, residual RMS "
-                f"{estimate.residual_rms:.4g} N m")
+        return (
+            f"{estimate.method}: m = {estimate.mass:.4f} ± {estimate.theta_std[0]:.4f} kg "
+            f"from {estimate.n_samples} joint states, residual RMS "
+            f"{estimate.residual_rms:.4g} N m"
+        )
 
-    def _estimate_diagnostics(self, estimate: PayloadTorqueEstimate
-                              ) -> tuple[dict[str, str], str]:
+    def _estimate_diagnostics(self, estimate: PayloadTorqueEstimate) -> tuple[dict[str, str], str]:
         values, advice = super()._estimate_diagnostics(estimate)
-        values.update({"mass_std": f"{estimate.theta_std[0]:.4g}",
-                       "identifiable_rank": f"{estimate.rank}/{estimate.n_parameters}"})
+        values.update(
+            {
+                "mass_std": f"{estimate.theta_std[0]:.4g}",
+                "identifiable_rank": f"{estimate.rank}/{estimate.n_parameters}",
+            }
+        )
         return values, " ".join(estimate.warnings) or advice
 
 
@@ -615,15 +706,19 @@ class LinkSession(Session[LinkEstimator]):
 
     def _summary(self, estimate: LinkEstimate) -> str:
         unidentifiable = " ".join(estimate.unidentifiable)
-        return (f"{estimate.method}: {len(estimate.link_names)} links and "
-                f"{len(estimate.drives)} joint drives from {estimate.n_samples} samples, "
-                f"residual RMS {estimate.residual_rms:.4g} N m, base-parameter rank "
-                f"{estimate.rank}; unidentifiable (the prior decides): "
-                f"{unidentifiable or 'none'}")
+        return (
+            f"{estimate.method}: {len(estimate.link_names)} links and "
+            f"{len(estimate.drives)} joint drives from {estimate.n_samples} samples, "
+            f"residual RMS {estimate.residual_rms:.4g} N m, base-parameter rank "
+            f"{estimate.rank}; unidentifiable (the prior decides): "
+            f"{unidentifiable or 'none'}"
+        )
 
     def _estimate_diagnostics(self, estimate: LinkEstimate) -> tuple[dict[str, str], str]:
-        return {"base_parameter_rank": str(estimate.rank),
-                "unidentifiable": " ".join(estimate.unidentifiable)}, ""
+        return {
+            "base_parameter_rank": str(estimate.rank),
+            "unidentifiable": " ".join(estimate.unidentifiable),
+        }, ""
 
 
 class WholeBodySession(Session[WholeBodyEstimator]):
@@ -640,8 +735,13 @@ class WholeBodySession(Session[WholeBodyEstimator]):
         self._stopped_reported: tuple[str, ...] = ()
         self._zero_reported: tuple[str, ...] = ()
 
-    def add_imu(self, t: float, angular_velocity: np.ndarray, linear_acceleration: np.ndarray,
-                frame_id: str | None = None) -> Warning_ | None:
+    def add_imu(
+        self,
+        t: float,
+        angular_velocity: np.ndarray,
+        linear_acceleration: np.ndarray,
+        frame_id: str | None = None,
+    ) -> Warning_ | None:
         """Offer an IMU reading (see ``WholeBodyEstimator.add_imu``): ``None`` when taken, else
         the warning that it was dropped."""
         try:
@@ -650,8 +750,9 @@ class WholeBodySession(Session[WholeBodyEstimator]):
             return self._dropped(rejected, "IMU reading")
         return None
 
-    def add_wrench(self, frame: str, t: float, wrench: np.ndarray,
-                   frame_id: str | None = None) -> Warning_ | None:
+    def add_wrench(
+        self, frame: str, t: float, wrench: np.ndarray, frame_id: str | None = None
+    ) -> Warning_ | None:
         """Offer the wrench of the F/T sensor at ``frame`` (see
         ``WholeBodyEstimator.add_wrench``): ``None`` when taken, else the warning."""
         try:
@@ -667,18 +768,28 @@ class WholeBodySession(Session[WholeBodyEstimator]):
             new = [f for f in stopped if f not in self._stopped_reported]
             back = [f for f in self._stopped_reported if f not in stopped]
             if new:
-                warnings.append(("sensor_stopped", f"F/T sensor(s) {new} stopped (no wrench for "
-                                 f"{self.estimator.config.sensor_timeout_sec:g} s): the rows "
-                                 "that need their wrenches are dropped"))
+                warnings.append(
+                    (
+                        "sensor_stopped",
+                        f"F/T sensor(s) {new} stopped (no wrench for "
+                        f"{self.estimator.config.sensor_timeout_sec:g} s): the rows "
+                        "that need their wrenches are dropped",
+                    )
+                )
             if back:
                 warnings.append(("sensor_resumed", f"F/T sensor(s) {back} resumed"))
             self._stopped_reported = stopped
         zero = self.estimator.contacts_reading_zero
         new = [f for f in zero if f not in self._zero_reported]
         if new:
-            warnings.append(("contact_zero", f"contact sensor(s) {new} read zero: taken as no "
-                             "contact (a foot in the air); were that foot loaded, the sensor "
-                             "would be faulty and the base rows wrong"))
+            warnings.append(
+                (
+                    "contact_zero",
+                    f"contact sensor(s) {new} read zero: taken as no "
+                    "contact (a foot in the air); were that foot loaded, the sensor "
+                    "would be faulty and the base rows wrong",
+                )
+            )
         self._zero_reported = zero
         return warnings
 
@@ -687,81 +798,121 @@ class WholeBodySession(Session[WholeBodyEstimator]):
         zero: ``contacts_reading_zero`` (frames, now) and ``zero_wrenches.<frame>`` (counts)."""
         diagnostics = super().diagnostics(now)
         estimator = self.estimator
-        values = {**diagnostics.values,
-                  "contacts_reading_zero": " ".join(estimator.contacts_reading_zero),
-                  **{f"zero_wrenches.{frame}": str(count)
-                     for frame, count in estimator.zero_wrenches.items()}}
+        values = {
+            **diagnostics.values,
+            "contacts_reading_zero": " ".join(estimator.contacts_reading_zero),
+            **{
+                f"zero_wrenches.{frame}": str(count)
+                for frame, count in estimator.zero_wrenches.items()
+            },
+        }
         return replace(diagnostics, values=values)
 
     def _summary(self, estimate: WholeBodyEstimate) -> str:
         counts = Counter(estimate.labels)
-        stopped = (f"; stopped sensors (rows dropped): {list(estimate.stopped_sensors)}"
-                   if estimate.stopped_sensors else "")
-        return (f"{estimate.method}: {len(estimate.link_names)} links from "
-                f"{estimate.n_samples} samples, residual RMS {estimate.residual_rms:.4g}, "
-                f"{estimate.rank} of {estimate.n_params} base parameters; "
-                + ", ".join(f"{n} {label}" for label, n in sorted(counts.items())) + stopped)
+        stopped = (
+            f"; stopped sensors (rows dropped): {list(estimate.stopped_sensors)}"
+            if estimate.stopped_sensors
+            else ""
+        )
+        return (
+            f"{estimate.method}: {len(estimate.link_names)} links from "
+            f"{estimate.n_samples} samples, residual RMS {estimate.residual_rms:.4g}, "
+            f"{estimate.rank} of {estimate.n_params} base parameters; "
+            + ", ".join(f"{n} {label}" for label, n in sorted(counts.items()))
+            + stopped
+        )
 
     def _estimate_diagnostics(self, estimate: WholeBodyEstimate) -> tuple[dict[str, str], str]:
         counts = Counter(estimate.labels)
-        values = {"base_parameter_rank": f"{estimate.rank}/{estimate.n_params}",
-                  "stopped_sensors": " ".join(estimate.stopped_sensors),
-                  "min_pseudo_inertia_eig": f"{estimate.min_pseudo_inertia_eigs.min():.4g}",
-                  **{f"links.{label.replace(' ', '_')}": str(n) for label, n in counts.items()},
-                  **{f"noise_sigma.{group}": f"{sigma:.4g}"
-                     for group, sigma in estimate.noise_sigma.items()}}
-        advice = (f"F/T sensor(s) {list(estimate.stopped_sensors)} stopped: their rows are "
-                  "dropped" if estimate.stopped_sensors else "")
+        values = {
+            "base_parameter_rank": f"{estimate.rank}/{estimate.n_params}",
+            "stopped_sensors": " ".join(estimate.stopped_sensors),
+            "min_pseudo_inertia_eig": f"{estimate.min_pseudo_inertia_eigs.min():.4g}",
+            **{f"links.{label.replace(' ', '_')}": str(n) for label, n in counts.items()},
+            **{
+                f"noise_sigma.{group}": f"{sigma:.4g}"
+                for group, sigma in estimate.noise_sigma.items()
+            },
+        }
+        advice = (
+            f"F/T sensor(s) {list(estimate.stopped_sensors)} stopped: their rows are dropped"
+            if estimate.stopped_sensors
+            else ""
+        )
         model, config = self.estimator.model, self.estimator.config
         if estimate.imu_fixed_tilt is not None:
-            values["fixed_tilt.imu_deg"] = " ".join(f"{a:.2f}"
-                                                    for a in np.degrees(estimate.imu_fixed_tilt))
+            values["fixed_tilt.imu_deg"] = " ".join(
+                f"{a:.2f}" for a in np.degrees(estimate.imu_fixed_tilt)
+            )
             apart = tilt_difference(model.fixed_tilt, estimate.imu_fixed_tilt)
             if config.imu_tilt == "check" and apart > TILT_CHECK_TOLERANCE:
-                advice = "; ".join(filter(None, (advice, (
+                tilted = (
                     f"the IMU tilts the fixed frame {np.degrees(apart):.1f} deg from the given "
-                    "fixed_tilt (imu_tilt 'correct' uses the IMU's)"))))
+                    "fixed_tilt (imu_tilt 'correct' uses the IMU's)"
+                )
+                advice = "; ".join(filter(None, (advice, tilted)))
         return values, advice
 
 
-def payload_session(kinematics: SensorKinematics, *, window_sec: float = 10.0,
-                    method: str = "lmi", solver_options: Mapping[str, Any] | None = None,
-                    estimate_offset: bool = True, flip_wrench_sign: bool = False,
-                    wrench_limits: Sequence[float] | None = None,
-                    max_input_rate_hz: float = 1000.0, detect_payload_change: bool = True,
-                    payload_change_threshold: float = ChangeDetectorConfig.threshold,
-                    prior: Sequence[float] | None = None,
-                    weighting: str = EstimatorConfig.weighting,
-                    bounding_ellipsoid: np.ndarray | None = None) -> PayloadSession:
+def payload_session(
+    kinematics: SensorKinematics,
+    *,
+    window_sec: float = 10.0,
+    method: str = "lmi",
+    solver_options: Mapping[str, Any] | None = None,
+    estimate_offset: bool = True,
+    flip_wrench_sign: bool = False,
+    wrench_limits: Sequence[float] | None = None,
+    max_input_rate_hz: float = 1000.0,
+    detect_payload_change: bool = True,
+    payload_change_threshold: float = ChangeDetectorConfig.threshold,
+    prior: Sequence[float] | None = None,
+    weighting: str = EstimatorConfig.weighting,
+    bounding_ellipsoid: np.ndarray | None = None,
+) -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
     they become an estimator and a session; ``inertia-id replay`` uses it too); ``prior`` the
     payload's CAD ``theta`` (10,) in the sensor frame (the node's ``payload_prior``, resolved);
     ``bounding_ellipsoid`` the 4x4 ``Q`` of an ellipsoid holding the payload (sensor frame) or
     ``None``."""
-    config = EstimatorConfig(window_sec=window_sec, method=method,
-                             solver_options=dict(solver_options or {}),
-                             estimate_offset=estimate_offset,
-                             wrench_sign=-1.0 if flip_wrench_sign else 1.0,
-                             wrench_limits=None if wrench_limits is None else tuple(wrench_limits),
-                             prior=None if prior is None else tuple(prior),
-                             weighting=weighting, bounding_ellipsoid=bounding_ellipsoid,
-                             **window_capacities(window_sec, max_input_rate_hz))
-    return PayloadSession(PayloadEstimator(kinematics, config), max_input_rate_hz,
-                          detect_payload_change, payload_change_threshold)
+    config = EstimatorConfig(
+        window_sec=window_sec,
+        method=method,
+        solver_options=dict(solver_options or {}),
+        estimate_offset=estimate_offset,
+        wrench_sign=-1.0 if flip_wrench_sign else 1.0,
+        wrench_limits=None if wrench_limits is None else tuple(wrench_limits),
+        prior=None if prior is None else tuple(prior),
+        weighting=weighting,
+        bounding_ellipsoid=bounding_ellipsoid,
+        **window_capacities(window_sec, max_input_rate_hz),
+    )
+    return PayloadSession(
+        PayloadEstimator(kinematics, config),
+        max_input_rate_hz,
+        detect_payload_change,
+        payload_change_threshold,
+    )
 
 
-def payload_torque_session(links: LinkModel, links_x: np.ndarray, frame: str, *,
-                           window_sec: float = 10.0, method: str = "lmi",
-                           solver_options: Mapping[str, Any] | None = None,
-                           estimate_offset: bool = True, max_input_rate_hz: float = 1000.0,
-                           detect_payload_change: bool = True,
-                           payload_change_threshold: float = ChangeDetectorConfig.threshold,
-                           prior: Sequence[float] | None = None,
-                           weighting: str = PayloadTorqueEstimatorConfig.weighting,
-                           filter_half_width: float
-                           = PayloadTorqueEstimatorConfig.filter_half_width,
-                           bounding_ellipsoid: np.ndarray | None = None
-                           ) -> PayloadTorqueSession:
+def payload_torque_session(
+    links: LinkModel,
+    links_x: np.ndarray,
+    frame: str,
+    *,
+    window_sec: float = 10.0,
+    method: str = "lmi",
+    solver_options: Mapping[str, Any] | None = None,
+    estimate_offset: bool = True,
+    max_input_rate_hz: float = 1000.0,
+    detect_payload_change: bool = True,
+    payload_change_threshold: float = ChangeDetectorConfig.threshold,
+    prior: Sequence[float] | None = None,
+    weighting: str = PayloadTorqueEstimatorConfig.weighting,
+    filter_half_width: float = PayloadTorqueEstimatorConfig.filter_half_width,
+    bounding_ellipsoid: np.ndarray | None = None,
+) -> PayloadTorqueSession:
     """The session of a payload at ``frame`` from joint torques, ``links``'s links and drives
     known as ``links_x`` (the URDF's ``links.prior`` or a fit-links result,
     :func:`~inertia_id_ros.io.link_result.read_link_result`); the other arguments as
@@ -771,53 +922,88 @@ def payload_torque_session(links: LinkModel, links_x: np.ndarray, frame: str, *,
     model's fit, when it comes from one); ``bounding_ellipsoid`` the 4x4 ``Q`` of an ellipsoid
     holding the payload (in ``frame``) or ``None``."""
     config = PayloadTorqueEstimatorConfig(
-        frame=frame, window_sec=window_sec, method=method, filter_half_width=filter_half_width,
-        solver_options=dict(solver_options or {}), estimate_offset=estimate_offset,
-        prior=None if prior is None else tuple(prior), weighting=weighting,
+        frame=frame,
+        window_sec=window_sec,
+        method=method,
+        filter_half_width=filter_half_width,
+        solver_options=dict(solver_options or {}),
+        estimate_offset=estimate_offset,
+        prior=None if prior is None else tuple(prior),
+        weighting=weighting,
         bounding_ellipsoid=bounding_ellipsoid,
-        **window_capacities(window_sec, max_input_rate_hz))
-    return PayloadTorqueSession(PayloadTorqueEstimator(links, links_x, config), max_input_rate_hz,
-                                detect_payload_change, payload_change_threshold)
+        **window_capacities(window_sec, max_input_rate_hz),
+    )
+    return PayloadTorqueSession(
+        PayloadTorqueEstimator(links, links_x, config),
+        max_input_rate_hz,
+        detect_payload_change,
+        payload_change_threshold,
+    )
 
 
-def link_session(link_model: LinkModel, actuators: Mapping[str, ActuatorConfig] | None = None,
-                 *, window_sec: float = 10.0, method: str = "lmi",
-                 solver_options: Mapping[str, Any] | None = None,
-                 prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                 max_input_rate_hz: float = 1000.0,
-                 weighting: str = LinkEstimatorConfig.weighting,
-                 bounding_ellipsoids: Sequence[np.ndarray | None] | None = None) -> LinkSession:
+def link_session(
+    link_model: LinkModel,
+    actuators: Mapping[str, ActuatorConfig] | None = None,
+    *,
+    window_sec: float = 10.0,
+    method: str = "lmi",
+    solver_options: Mapping[str, Any] | None = None,
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    max_input_rate_hz: float = 1000.0,
+    weighting: str = LinkEstimatorConfig.weighting,
+    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
+) -> LinkSession:
     """The links session the node runs for its parameters of the same names;
     ``bounding_ellipsoids`` per link ``None`` or its ``Q`` (4x4, link frame), or ``None``."""
-    config = LinkEstimatorConfig(window_sec=window_sec, method=method,
-                                 solver_options=dict(solver_options or {}),
-                                 prior_weight=prior_weight, weighting=weighting,
-                                 bounding_ellipsoids=bounding_ellipsoids,
-                                 **window_capacities(window_sec, max_input_rate_hz))
+    config = LinkEstimatorConfig(
+        window_sec=window_sec,
+        method=method,
+        solver_options=dict(solver_options or {}),
+        prior_weight=prior_weight,
+        weighting=weighting,
+        bounding_ellipsoids=bounding_ellipsoids,
+        **window_capacities(window_sec, max_input_rate_hz),
+    )
     return LinkSession(LinkEstimator(link_model, config, actuators), max_input_rate_hz)
 
 
-def whole_body_session(model: WholeBodyModel, *, window_sec: float = 10.0, method: str = "lmi",
-                       solver_options: Mapping[str, Any] | None = None,
-                       prior_weight: float | None = None, with_efforts: bool = False,
-                       max_input_rate_hz: float = 1000.0,
-                       sensor_timeout_sec: float | None = None,
-                       sample_rate_hz: float | None = None,
-                       weighting: str = WholeBodyEstimatorConfig.weighting,
-                       imu_tilt: str | None = None,
-                       bounding_ellipsoids: Sequence[np.ndarray | None] | None = None
-                       ) -> WholeBodySession:
+def whole_body_session(
+    model: WholeBodyModel,
+    *,
+    window_sec: float = 10.0,
+    method: str = "lmi",
+    solver_options: Mapping[str, Any] | None = None,
+    prior_weight: float | None = None,
+    with_efforts: bool = False,
+    max_input_rate_hz: float = 1000.0,
+    sensor_timeout_sec: float | None = None,
+    sample_rate_hz: float | None = None,
+    weighting: str = WholeBodyEstimatorConfig.weighting,
+    imu_tilt: str | None = None,
+    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
+) -> WholeBodySession:
     """The whole-body session the node runs for its parameters of the same names (None: the
     :class:`WholeBodyEstimatorConfig` default; ``sample_rate_hz`` is its
     ``max_sample_rate_hz``; ``bounding_ellipsoids`` per identified link ``None`` or its ``Q``
     (4x4, link frame)). A fixed base's frame and tilt are the ``model``'s."""
-    extra = {k: v for k, v in (("prior_weight", prior_weight),
-                               ("sensor_timeout_sec", sensor_timeout_sec),
-                               ("max_sample_rate_hz", sample_rate_hz),
-                               ("imu_tilt", imu_tilt),
-                               ("bounding_ellipsoids", bounding_ellipsoids)) if v is not None}
-    config = WholeBodyEstimatorConfig(window_sec=window_sec, method=method,
-                                      solver_options=dict(solver_options or {}),
-                                      with_efforts=with_efforts, weighting=weighting, **extra,
-                                      **window_capacities(window_sec, max_input_rate_hz))
+    extra = {
+        k: v
+        for k, v in (
+            ("prior_weight", prior_weight),
+            ("sensor_timeout_sec", sensor_timeout_sec),
+            ("max_sample_rate_hz", sample_rate_hz),
+            ("imu_tilt", imu_tilt),
+            ("bounding_ellipsoids", bounding_ellipsoids),
+        )
+        if v is not None
+    }
+    config = WholeBodyEstimatorConfig(
+        window_sec=window_sec,
+        method=method,
+        solver_options=dict(solver_options or {}),
+        with_efforts=with_efforts,
+        weighting=weighting,
+        **extra,
+        **window_capacities(window_sec, max_input_rate_hz),
+    )
     return WholeBodySession(WholeBodyEstimator(model, config), max_input_rate_hz)

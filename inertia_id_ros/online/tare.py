@@ -97,17 +97,22 @@ class Tare:
     t: float
     theta_known: np.ndarray
 
-    def offset_std_at(self, t: float,
-                      drift_rate: np.ndarray = DEFAULT_OFFSET_DRIFT_RATE) -> np.ndarray:
+    def offset_std_at(
+        self, t: float, drift_rate: np.ndarray = DEFAULT_OFFSET_DRIFT_RATE
+    ) -> np.ndarray:
         """(6,) standard deviation of the tared offset at time ``t`` (s):
         ``sqrt(offset_std^2 + (drift_rate * age)^2)``, age ``max(t - self.t, 0)``."""
         age = max(float(t) - self.t, 0.0)
         return np.hypot(self.offset_std, np.asarray(drift_rate, dtype=float) * age)
 
 
-def tare_offset(t: np.ndarray, f: np.ndarray, Y: np.ndarray | None = None,
-                theta_known: np.ndarray | None = None,
-                noise_floor: np.ndarray = NOISE_STD_FLOOR) -> Tare:
+def tare_offset(
+    t: np.ndarray,
+    f: np.ndarray,
+    Y: np.ndarray | None = None,
+    theta_known: np.ndarray | None = None,
+    noise_floor: np.ndarray = NOISE_STD_FLOOR,
+) -> Tare:
     """Tare from a recording: stamps ``t`` (N,) (s), wrenches ``f`` (N, 6) (N, N m, sensor
     frame, in the estimator's sign convention), and, with a known payload ``theta_known`` (10,),
     its regressor rows ``Y`` (N, 6, p >= 10). ``theta_known=None``: the payload is removed.
@@ -133,25 +138,37 @@ def tare_offset(t: np.ndarray, f: np.ndarray, Y: np.ndarray | None = None,
             raise ValueError("a tare with a known payload needs its regressor rows Y")
         Y = np.asarray(Y, dtype=float)
         if Y.ndim != 3 or Y.shape[:2] != (t.size, r) or Y.shape[2] < N_BODY_PARAMS:
-            raise ValueError(f"need regressor rows Y (N, {r}, p >= 10) for N={t.size}, got "
-                             f"{Y.shape}")
+            raise ValueError(
+                f"need regressor rows Y (N, {r}, p >= 10) for N={t.size}, got {Y.shape}"
+            )
         residual = f - Y[:, :, :N_BODY_PARAMS] @ theta_known
     noise_std = np.maximum(residual.std(axis=0, ddof=1), noise_floor)
-    return Tare(offset=residual.mean(axis=0), offset_std=noise_std / np.sqrt(t.size),
-                noise_std=noise_std, n_samples=int(t.size), t=float(t.max()),
-                theta_known=theta_known)
+    return Tare(
+        offset=residual.mean(axis=0),
+        offset_std=noise_std / np.sqrt(t.size),
+        noise_std=noise_std,
+        n_samples=int(t.size),
+        t=float(t.max()),
+        theta_known=theta_known,
+    )
 
 
-def tare_from_window(window: SlidingWindow, theta_known: np.ndarray | None = None,
-                     duration: float = 0.0) -> Tare:
+def tare_from_window(
+    window: SlidingWindow, theta_known: np.ndarray | None = None, duration: float = 0.0
+) -> Tare:
     """:func:`tare_offset` of the newest ``duration`` s (0: all) of an estimator's window (its
     rows, with or without offset columns, and wrenches)."""
     t, Y, f = window.samples(duration)
     return tare_offset(t, f, Y, theta_known)
 
 
-def with_tare(problem: Problem, tare: Tare, t: float, sigma: np.ndarray | None = None,
-              drift_rate: np.ndarray = DEFAULT_OFFSET_DRIFT_RATE) -> Problem:
+def with_tare(
+    problem: Problem,
+    tare: Tare,
+    t: float,
+    sigma: np.ndarray | None = None,
+    drift_rate: np.ndarray = DEFAULT_OFFSET_DRIFT_RATE,
+) -> Problem:
     """``problem`` (one body, ``x = [theta (10,), offset (r,)]``: the F/T offset, r = 6, or the
     joints' torque offset changes) with the tare as a prior on the offset at time ``t`` (s):
     weights ``W_c = sigma_c^2 / v_c`` (see the module docstring); ``sigma`` (r,) the window's
@@ -160,9 +177,11 @@ def with_tare(problem: Problem, tare: Tare, t: float, sigma: np.ndarray | None =
     r = tare.offset.size
     offsets = slice(N_BODY_PARAMS, N_BODY_PARAMS + r)
     if problem.n_bodies != 1 or problem.n_params != N_BODY_PARAMS + r:
-        raise ProblemError(f"a tare of {r} offsets applies to a payload problem estimating them "
-                           f"(one body, {N_BODY_PARAMS + r} parameters: estimate_offset=True), "
-                           f"got {problem.n_bodies} bodies and {problem.n_params} parameters")
+        raise ProblemError(
+            f"a tare of {r} offsets applies to a payload problem estimating them "
+            f"(one body, {N_BODY_PARAMS + r} parameters: estimate_offset=True), "
+            f"got {problem.n_bodies} bodies and {problem.n_params} parameters"
+        )
     sigma = tare.noise_std if sigma is None else np.asarray(sigma, dtype=float).reshape(-1)
     if sigma.shape != (r,) or not np.all(np.isfinite(sigma) & (sigma > 0)):
         raise ValueError(f"sigma must be {r} finite values > 0 (N, N m), got {sigma}")
@@ -175,7 +194,8 @@ def with_tare(problem: Problem, tare: Tare, t: float, sigma: np.ndarray | None =
     else:
         weight = problem.weight_matrix.copy()
         if np.any(weight[offsets, :] != 0) or np.any(weight[:, offsets] != 0):
-            raise ProblemError("the problem's prior already weights the offsets; a tare "
-                               "would replace it")
+            raise ProblemError(
+                "the problem's prior already weights the offsets; a tare would replace it"
+            )
         weight[offsets, offsets] = np.diag(offset_weight)
     return dataclasses.replace(problem, prior=prior, prior_weight=weight)

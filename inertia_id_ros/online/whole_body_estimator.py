@@ -138,8 +138,13 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.bounding_ellipsoids = ellipsoid_values(self.bounding_ellipsoids)
-        self._check_positive("sync_tolerance_sec", "sensor_timeout_sec", "gyro_half_width",
-                             "block_sec", "max_sample_rate_hz")
+        self._check_positive(
+            "sync_tolerance_sec",
+            "sensor_timeout_sec",
+            "gyro_half_width",
+            "block_sec",
+            "max_sample_rate_hz",
+        )
         if not self.prior_weight >= 0.0:
             raise self._invalid("prior_weight", "must be >= 0")
         if self.imu_tilt not in IMU_TILT_USES:
@@ -192,8 +197,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
     Raises ValueError for a floating base without an IMU, or a model with no rows (a fixed base
     without internal F/T sensors or efforts)."""
 
-    def __init__(self, model: WholeBodyModel,
-                 config: WholeBodyEstimatorConfig | None = None) -> None:
+    def __init__(
+        self, model: WholeBodyModel, config: WholeBodyEstimatorConfig | None = None
+    ) -> None:
         config = config or WholeBodyEstimatorConfig()
         self._has_imu = model.imu_frame is not None
         if model.base == "floating" and not self._has_imu:
@@ -201,20 +207,35 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         self.model = model
         self._channels = model.channels(config.with_efforts)
         if not self._channels:
-            raise ValueError(f"a {model.base} base without internal F/T sensors or joint "
-                             "efforts gives no rows to identify from")
-        self.sample_kind, self.sample_name = ((IMU, "IMU samples") if self._has_imu
-                                              else (SAMPLE, "samples"))
-        super().__init__(config, JointStateValidator(model.joint_names, model.joint_names,
-                                                     config.ignore_unknown_joints,
-                                                     config.use_measured_velocity,
-                                                     need_effort=config.with_efforts),
-                         None, rows_per_sample=len(self._channels))
+            raise ValueError(
+                f"a {model.base} base without internal F/T sensors or joint "
+                "efforts gives no rows to identify from"
+            )
+        self.sample_kind, self.sample_name = (
+            (IMU, "IMU samples") if self._has_imu else (SAMPLE, "samples")
+        )
+        super().__init__(
+            config,
+            JointStateValidator(
+                model.joint_names,
+                model.joint_names,
+                config.ignore_unknown_joints,
+                config.use_measured_velocity,
+                need_effort=config.with_efforts,
+            ),
+            None,
+            rows_per_sample=len(self._channels),
+        )
         self.noise_groups, group_rows = noise_groups(model, config.with_efforts)
         """Names of the groups of rows a ``weighting="channel"`` solve weights."""
-        self.window = BlockWindow(config.window_sec, model.n_params, len(self._channels),
-                                  config.block_sec, model.row_groups(config.with_efforts),
-                                  None if config.weighting == "none" else group_rows)
+        self.window = BlockWindow(
+            config.window_sec,
+            model.n_params,
+            len(self._channels),
+            config.block_sec,
+            model.row_groups(config.with_efforts),
+            None if config.weighting == "none" else group_rows,
+        )
         self.sensor_frames = tuple(sensor.frame for sensor in model.sensors)
         capacity = config.max_pending_samples
         self._imu = SampleBuffer(capacity, t=(), w=(3,), f=(3,))
@@ -247,8 +268,13 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
 
     # ---- inputs ----------------------------------------------------------------------------
 
-    def add_imu(self, t: float, angular_velocity: np.ndarray, linear_acceleration: np.ndarray,
-                frame_id: str | None = None) -> None:
+    def add_imu(
+        self,
+        t: float,
+        angular_velocity: np.ndarray,
+        linear_acceleration: np.ndarray,
+        frame_id: str | None = None,
+    ) -> None:
         """Buffer an IMU reading: stamp ``t`` (s), ``angular_velocity`` (3,) rad/s and
         ``linear_acceleration`` (3,) m/s² (specific force, +9.81 up at rest), both in the IMU
         frame ``frame_id`` (checked when given, not empty). Raises :class:`SampleRejected`
@@ -263,11 +289,16 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 self._restart_after_clock_reset(float(t))
             try:
                 if not self._has_imu:
-                    raise SampleRejected("no_imu", f"the {self.model.base} base was set up "
-                                         "without an IMU")
-                w, f = (check_vector(x, 3, "IMU " + name) for name, x in
-                        (("angular velocity", angular_velocity),
-                         ("linear acceleration", linear_acceleration)))
+                    raise SampleRejected(
+                        "no_imu", f"the {self.model.base} base was set up without an IMU"
+                    )
+                w, f = (
+                    check_vector(x, 3, "IMU " + name)
+                    for name, x in (
+                        ("angular velocity", angular_velocity),
+                        ("linear acceleration", linear_acceleration),
+                    )
+                )
                 check_frame(frame_id or None, self.model.imu_frame, "IMU reading")
                 check_stamp(float(t), self._last_imu_t, "IMU")
             except SampleRejected as rejected:
@@ -279,8 +310,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 self.dropped["overflow"] += 1
             self._imu.append(t=float(t), w=w, f=f)
 
-    def add_wrench(self, frame: str, t: float, wrench: np.ndarray,
-                   frame_id: str | None = None) -> None:
+    def add_wrench(
+        self, frame: str, t: float, wrench: np.ndarray, frame_id: str | None = None
+    ) -> None:
         """Buffer the wrench (6,) ``[fx, fy, fz, tx, ty, tz]`` (N, N m) of the F/T sensor at URDF
         ``frame``, stamped ``t`` (s), in that frame (``frame_id`` checked when given, not empty).
         Raises :class:`SampleRejected` (``unknown_sensor``, ``non_finite``, ``length_mismatch``,
@@ -291,8 +323,10 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             self.received[f"wrench.{frame}"] += 1
             try:
                 if frame not in self.sensor_frames:
-                    raise SampleRejected("unknown_sensor", f"no F/T sensor at frame {frame!r} "
-                                         f"(sensors: {list(self.sensor_frames)})")
+                    raise SampleRejected(
+                        "unknown_sensor",
+                        f"no F/T sensor at frame {frame!r} (sensors: {list(self.sensor_frames)})",
+                    )
                 k = self.sensor_frames.index(frame)
                 if self._wrench_clocks[k].is_reset(float(t), self._last_wrench_t[k]):
                     self._restart_after_clock_reset(float(t))
@@ -343,8 +377,11 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         a foot in the air, or a sensor that reads nothing)."""
         with self._lock:
             stopped = self._stopped()
-            return tuple(frame for k, frame in enumerate(self.sensor_frames)
-                         if self._reads_zero[k] and k not in stopped)
+            return tuple(
+                frame
+                for k, frame in enumerate(self.sensor_frames)
+                if self._reads_zero[k] and k not in stopped
+            )
 
     def _now(self) -> float | None:
         """The newest stamp (s) of the inputs that set the time sensors are judged by: the
@@ -360,16 +397,20 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         if now is None:
             return []
         horizon = now - self.config.sensor_timeout_sec
-        return [k for k, last in enumerate(self._last_wrench_t)
-                if (self._first_t if last is None else last) < horizon]
+        return [
+            k
+            for k, last in enumerate(self._last_wrench_t)
+            if (self._first_t if last is None else last) < horizon
+        ]
 
     def _clock(self, stopped: list[int]) -> int:
         """The clock (lock held): the IMU; without one, the first live F/T sensor, else the
         joint states (see :data:`_IMU_CLOCK`)."""
         if self._has_imu:
             return _IMU_CLOCK
-        return next((k for k in range(len(self.sensor_frames)) if k not in stopped),
-                    len(self.sensor_frames))
+        return next(
+            (k for k in range(len(self.sensor_frames)) if k not in stopped), len(self.sensor_frames)
+        )
 
     def _clock_stamps(self, clock: int) -> np.ndarray:
         """The buffered stamps (s) of ``clock`` (lock held)."""
@@ -390,8 +431,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             ready_until = self._last_imu_t - config.gyro_half_width  # the gyro fit's look-ahead
         for k, last in enumerate(self._last_wrench_t):
             if k not in stopped:
-                ready_until = min(ready_until, -np.inf if last is None
-                                  else last + config.sync_tolerance_sec)
+                ready_until = min(
+                    ready_until, -np.inf if last is None else last + config.sync_tolerance_sec
+                )
         t_all = self._clock_stamps(clock)
         start = int(np.searchsorted(t_all, self._t_consumed, side="right"))
         stop = int(np.searchsorted(t_all, ready_until, side="right"))
@@ -421,8 +463,13 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             fitted = hi - lo > _GYRO_FIT_ORDER
             measured[~fitted, 6:9] = np.nan  # no angular acceleration: the rows are dropped
             measured[fitted, 6:9] = local_polynomial_derivatives(
-                imu["t"], imu["w"], t_ready[fitted], config.gyro_half_width,
-                order=_GYRO_FIT_ORDER, n_derivatives=1)[:, 1]
+                imu["t"],
+                imu["w"],
+                t_ready[fitted],
+                config.gyro_half_width,
+                order=_GYRO_FIT_ORDER,
+                n_derivatives=1,
+            )[:, 1]
             if not fitted.all():
                 self.dropped["sparse_imu"] += int(n - fitted.sum())
         if n:
@@ -432,25 +479,30 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                     continue
                 index = np.clip(np.searchsorted(stamps, t_ready), 1, stamps.size) - 1
                 nearer = np.minimum(index + 1, stamps.size - 1)
-                index = np.where(np.abs(stamps[nearer] - t_ready) < np.abs(stamps[index] - t_ready),
-                                 nearer, index)
+                index = np.where(
+                    np.abs(stamps[nearer] - t_ready) < np.abs(stamps[index] - t_ready),
+                    nearer,
+                    index,
+                )
                 present = np.abs(stamps[index] - t_ready) <= config.sync_tolerance_sec
-                measured[present, 9 + 6 * k:15 + 6 * k] = buffer["f"][index[present]]
+                measured[present, 9 + 6 * k : 15 + 6 * k] = buffer["f"][index[present]]
                 measured[:, 9 + 6 * n_sensors + k] = present
-            missing = n * n_sensors - int(measured[:, 9 + 6 * n_sensors:].sum())
+            missing = n * n_sensors - int(measured[:, 9 + 6 * n_sensors :].sum())
             if missing:
                 self.dropped["missing_wrench"] += missing
         if config.with_efforts and n:
             joints = self._joints
-            efforts = np.column_stack([np.interp(t_ready, joints["t"], column)
-                                       for column in joints["effort"].T])
+            efforts = np.column_stack(
+                [np.interp(t_ready, joints["t"], column) for column in joints["effort"].T]
+            )
             measured = np.hstack([measured, efforts])
         self._t_consumed = self._t_sampled = float(clock_t[self._pending_index[consumed - 1]])
         keep_from = self._t_consumed - 2 * config.gyro_half_width
         imu.drop_front(int(np.searchsorted(imu["t"], keep_from)))
         for buffer in self._wrenches:
-            buffer.drop_front(int(np.searchsorted(buffer["t"],
-                                                  self._t_consumed - config.sync_tolerance_sec)))
+            buffer.drop_front(
+                int(np.searchsorted(buffer["t"], self._t_consumed - config.sync_tolerance_sec))
+            )
         return measured
 
     def _pending_count(self) -> int:
@@ -487,14 +539,16 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         base = BaseMotion.at_rest(1)
         efforts = np.zeros((1, n)) if self.config.with_efforts else None
         wrenches = np.zeros((1, n_sensors, 6))
-        _, b0, _ = model.rows(WholeBodySamples(q, q * 0, q * 0, base, wrenches, efforts),
-                              self.config.with_efforts)
+        _, b0, _ = model.rows(
+            WholeBodySamples(q, q * 0, q * 0, base, wrenches, efforts), self.config.with_efforts
+        )
         depends = np.zeros((n_sensors, len(self._channels)), dtype=bool)
         for k in range(n_sensors):
             probe = wrenches.copy()
             probe[0, k] = rng.normal(size=6)
-            _, b, _ = model.rows(WholeBodySamples(q, q * 0, q * 0, base, probe, efforts),
-                                 self.config.with_efforts)
+            _, b, _ = model.rows(
+                WholeBodySamples(q, q * 0, q * 0, base, probe, efforts), self.config.with_efforts
+            )
             depends[k] = np.abs(b - b0) > 1e-12
         return depends
 
@@ -506,8 +560,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         if model.base == "fixed":
             tilt = None
             if self._has_imu:
-                proper = model.fixed_frame_acceleration_from_imu(batch.q, batch.dq, batch.ddq,
-                                                                 m[:, 3:6])
+                proper = model.fixed_frame_acceleration_from_imu(
+                    batch.q, batch.dq, batch.ddq, m[:, 3:6]
+                )
                 with self._lock:
                     self._imu_proper_sum += proper.sum(axis=0)
                     measured = tilt_from_up(self._imu_proper_sum)
@@ -515,15 +570,18 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                     tilt = measured
             base = model.fixed_base_motion(batch.q, batch.dq, batch.ddq, tilt)
         elif self._has_imu:
-            base = model.base_motion_from_imu(batch.q, batch.dq, batch.ddq, m[:, :3], m[:, 3:6],
-                                              m[:, 6:9])
+            base = model.base_motion_from_imu(
+                batch.q, batch.dq, batch.ddq, m[:, :3], m[:, 3:6], m[:, 6:9]
+            )
         else:
             base = BaseMotion.at_rest(batch.t.size)
-        wrenches = m[:, 9:9 + 6 * n_sensors].reshape(len(m), n_sensors, 6)
-        present = m[:, 9 + 6 * n_sensors:9 + 7 * n_sensors] > 0.5
-        efforts = m[:, 9 + 7 * n_sensors:] if self.config.with_efforts else None
-        Y, b, _ = model.rows(WholeBodySamples(batch.q, batch.dq, batch.ddq, base, wrenches,
-                                              efforts), self.config.with_efforts)
+        wrenches = m[:, 9 : 9 + 6 * n_sensors].reshape(len(m), n_sensors, 6)
+        present = m[:, 9 + 6 * n_sensors : 9 + 7 * n_sensors] > 0.5
+        efforts = m[:, 9 + 7 * n_sensors :] if self.config.with_efforts else None
+        Y, b, _ = model.rows(
+            WholeBodySamples(batch.q, batch.dq, batch.ddq, base, wrenches, efforts),
+            self.config.with_efforts,
+        )
         C = len(self._channels)
         Y, b = Y.reshape(-1, C, model.n_params), b.reshape(-1, C)
         dropped = (~present).astype(float) @ self._depends.astype(float) > 0  # (N, C)
@@ -534,8 +592,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
 
     # ---- solving ---------------------------------------------------------------------------
 
-    def solve(self, method: str | None = None, duration: float = 0.0,
-              until: float | None = None) -> WholeBodyEstimate:
+    def solve(
+        self, method: str | None = None, duration: float = 0.0, until: float | None = None
+    ) -> WholeBodyEstimate:
         """Estimate from the newest ``duration`` s of the window (0: all) with ``method``
         (default ``config.method``; ``lmi``, ``pointmass`` or ``ols``), warm-started. Raises
         :class:`EstimateUnavailable` (``too_few_samples``, ``solver_failed``, ``inconsistent``:
@@ -548,38 +607,60 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         with self._lock:
             method, options = self._solver_settings(method or None)
             n_samples, t_first, t_last = self._samples_to_solve(duration)
-            equations = (NormalEquations(*self.window.normal_equations(duration))
-                         if self.config.weighting == "none"
-                         else self.window.channel_normal_equations(duration))
+            equations = (
+                NormalEquations(*self.window.normal_equations(duration))
+                if self.config.weighting == "none"
+                else self.window.channel_normal_equations(duration)
+            )
             initvals = self._warm_start(None)
             weights = self._weights if initvals is not None else None
             generation = self._generation
             stopped = tuple(self.sensor_frames[k] for k in self._stopped())
-            imu_tilt = (tuple(tilt_from_up(self._imu_proper_sum).tolist())
-                        if self._imu_proper_sum.any() else None)
+            imu_tilt = (
+                tuple(tilt_from_up(self._imu_proper_sum).tolist())
+                if self._imu_proper_sum.any()
+                else None
+            )
         with solver_failures(method):
-            fit = fit_whole_body(model, equations, method, self.config.prior_weight,
-                                 with_efforts=self.config.with_efforts, initvals=initvals,
-                                 weighting=self.config.weighting, initial_weights=weights,
-                                 bounding_ellipsoids=ellipsoid_matrices(
-                                     self.config.bounding_ellipsoids, method),
-                                 **options)
+            fit = fit_whole_body(
+                model,
+                equations,
+                method,
+                self.config.prior_weight,
+                with_efforts=self.config.with_efforts,
+                initvals=initvals,
+                weighting=self.config.weighting,
+                initial_weights=weights,
+                bounding_ellipsoids=ellipsoid_matrices(self.config.bounding_ellipsoids, method),
+                **options,
+            )
         reports = check_bodies(dict(zip(model.bodies, fit.thetas)), method)
         kept = self._keep_solution(fit.solution, generation)
         if kept and fit.weights is not None:  # the next window's iteration starts from them
             self._weights = fit.weights.weights
         ident = fit.identifiability
         return WholeBodyEstimate(
-            link_names=model.bodies, thetas=fit.thetas.copy(), labels=ident.labels,
+            link_names=model.bodies,
+            thetas=fit.thetas.copy(),
+            labels=ident.labels,
             identified_fraction=np.asarray(ident.identified_fraction),
             offsets={k: np.asarray(v).copy() for k, v in fit.offsets.items()},
             min_pseudo_inertia_eigs=np.array([r.min_pseudo_inertia_eig for r in reports]),
-            residual_rms=fit.residual_rms, rank=ident.rank, n_params=ident.n_params,
-            n_samples=n_samples, t_first=t_first, t_last=t_last, method=method,
-            solve_time=fit.solve_time, stopped_sensors=stopped,
-            message="" if fit.solution.found else f"solver stopped early "
-                                                  f"({fit.solution.status})",
-            x=fit.x.copy(), noise_sigma=(
-                {} if fit.weights is None
-                else dict(zip(self.noise_groups, fit.weights.sigma.tolist()))),
-            imu_fixed_tilt=imu_tilt)
+            residual_rms=fit.residual_rms,
+            rank=ident.rank,
+            n_params=ident.n_params,
+            n_samples=n_samples,
+            t_first=t_first,
+            t_last=t_last,
+            method=method,
+            solve_time=fit.solve_time,
+            stopped_sensors=stopped,
+            message="" if fit.solution.found else f"solver stopped early ({fit.solution.status})",
+            x=fit.x.copy(),
+            noise_sigma=(
+                {}
+                if fit.weights is None
+                else dict(zip(self.noise_groups, fit.weights.sigma.tolist()))
+            ),
+            imu_fixed_tilt=imu_tilt,
+        )

@@ -26,8 +26,9 @@ class SampleBuffer:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1 sample, got {capacity}")
         self.capacity = int(capacity)
-        self._arrays = {name: np.empty((2 * self.capacity, *shape))
-                        for name, shape in fields.items()}
+        self._arrays = {
+            name: np.empty((2 * self.capacity, *shape)) for name, shape in fields.items()
+        }
         self._start = 0
         self._end = 0
 
@@ -35,7 +36,7 @@ class SampleBuffer:
         return self._end - self._start
 
     def __getitem__(self, name: str) -> np.ndarray:
-        return self._arrays[name][self._start:self._end]
+        return self._arrays[name][self._start : self._end]
 
     def clear(self) -> None:
         """Drop all samples."""
@@ -51,7 +52,7 @@ class SampleBuffer:
         if self._end == 2 * self.capacity:  # move the newest samples to the front
             keep = len(self)
             for array in self._arrays.values():
-                array[:keep] = array[self._end - keep:self._end]
+                array[:keep] = array[self._end - keep : self._end]
             self._start, self._end = 0, keep
         for name, array in self._arrays.items():
             array[self._end] = values[name]
@@ -68,17 +69,17 @@ class SampleBuffer:
             raise ValueError(f"need the fields {sorted(self._arrays)}, got {sorted(values)}")
         n = len(next(iter(values.values())))
         if n > self.capacity:
-            values = {name: value[-self.capacity:] for name, value in values.items()}
+            values = {name: value[-self.capacity :] for name, value in values.items()}
             skipped, n = n - self.capacity, self.capacity
         else:
             skipped = 0
         if self._end + n > 2 * self.capacity:  # move the newest samples to the front
             keep = min(len(self), 2 * self.capacity - n)
             for array in self._arrays.values():
-                array[:keep] = array[self._end - keep:self._end]
+                array[:keep] = array[self._end - keep : self._end]
             self._start, self._end = 0, keep
         for name, array in self._arrays.items():
-            array[self._end:self._end + n] = values[name]
+            array[self._end : self._end + n] = values[name]
         self._end += n
         overflow = max(len(self) - self.capacity, 0)
         self._start += overflow
@@ -96,8 +97,13 @@ class SlidingWindow:
     Not thread-safe (the estimator locks around it).
     """
 
-    def __init__(self, window_sec: float, n_params: int | None = None,
-                 capacity: int = 20000, rows_per_sample: int = WRENCH_ROWS) -> None:
+    def __init__(
+        self,
+        window_sec: float,
+        n_params: int | None = None,
+        capacity: int = 20000,
+        rows_per_sample: int = WRENCH_ROWS,
+    ) -> None:
         if not window_sec > 0:
             raise ValueError(f"window_sec must be positive (s), got {window_sec}")
         if capacity < 1:
@@ -112,8 +118,7 @@ class SlidingWindow:
             self._allocate(n_params)
 
     def _allocate(self, n_params: int) -> None:
-        self._buffer = SampleBuffer(self.capacity, t=(),
-                                    rows=(self.rows_per_sample, n_params + 1))
+        self._buffer = SampleBuffer(self.capacity, t=(), rows=(self.rows_per_sample, n_params + 1))
 
     @property
     def n_params(self) -> int | None:
@@ -156,14 +161,19 @@ class SlidingWindow:
             return
         self._allocate(n_params)
         t, rows = old["t"], old["rows"]
-        keep = max(int(np.searchsorted(t, t[-1] - self.window_sec, side="left")) if t.size else 0,
-                   t.size - self.capacity)
+        keep = max(
+            int(np.searchsorted(t, t[-1] - self.window_sec, side="left")) if t.size else 0,
+            t.size - self.capacity,
+        )
         self._buffer.extend(t=t[keep:], rows=rows[keep:])
 
     def append(self, t: float, Y: np.ndarray, f: np.ndarray) -> None:
         """Add one sample: stamp ``t`` (s), regressor ``Y`` (r, p), measurement ``f`` (r,)."""
-        self.extend(np.array([t], dtype=float), np.asarray(Y, dtype=float)[None],
-                    np.asarray(f, dtype=float)[None])
+        self.extend(
+            np.array([t], dtype=float),
+            np.asarray(Y, dtype=float)[None],
+            np.asarray(f, dtype=float)[None],
+        )
 
     def extend(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> int:
         """Add samples with non-decreasing stamps ``t`` (N,) (s, not older than the newest held),
@@ -176,8 +186,9 @@ class SlidingWindow:
         n = t.shape[0]
         r = self.rows_per_sample
         if Y.ndim != 3 or Y.shape[:2] != (n, r) or f.shape != (n, r):
-            raise ValueError(f"need Y (N, {r}, p) and f (N, {r}) for N={n} stamps, got {Y.shape} "
-                             f"and {f.shape}")
+            raise ValueError(
+                f"need Y (N, {r}, p) and f (N, {r}) for N={n} stamps, got {Y.shape} and {f.shape}"
+            )
         if self._buffer is None:
             self._allocate(Y.shape[2])
         if Y.shape[2] != self.n_params:
@@ -211,8 +222,9 @@ class SlidingWindow:
         s = self._slice(duration, until)
         return s.stop - s.start
 
-    def samples(self, duration: float = 0.0, copy: bool = True, until: float | None = None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def samples(
+        self, duration: float = 0.0, copy: bool = True, until: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(t (N,), Y (N, r, p), f (N, r))`` of the newest ``duration`` seconds (0: the whole
         window), or of the ``duration`` s up to the stamp ``until`` (s) when given; copies, or
         views valid until the next change if ``copy`` is false."""
@@ -224,8 +236,9 @@ class SlidingWindow:
         out = (self._buffer["t"][s], rows[:, :, :-1], rows[:, :, -1])
         return tuple(x.copy() for x in out) if copy else out
 
-    def normal_equations(self, duration: float = 0.0, until: float | None = None
-                         ) -> tuple[np.ndarray, np.ndarray, float, int]:
+    def normal_equations(
+        self, duration: float = 0.0, until: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray, float, int]:
         """``(Y^T Y (p, p), Y^T y (p,), y^T y, rows)`` of the stacked rows of the newest
         ``duration`` seconds (0: the whole window), or of the ``duration`` s up to the stamp
         ``until`` (s) when given."""
@@ -236,13 +249,13 @@ class SlidingWindow:
         product = augmented.T @ augmented
         return product[:p, :p], product[:p, p].copy(), float(product[p, p]), augmented.shape[0]
 
-    def problem(self, duration: float = 0.0, n_bodies: int = 1,
-                **problem_fields: Any) -> Problem:
+    def problem(self, duration: float = 0.0, n_bodies: int = 1, **problem_fields: Any) -> Problem:
         """:class:`~inertia_id_ros.solvers.Problem` of the newest ``duration`` seconds (0: the
         whole window); ``problem_fields`` are its other fields (``prior``, ``nonnegative``, ...)."""
         gram, moment, yty, rows = self.normal_equations(duration)
-        return Problem(gram=gram, moment=moment, yty=yty, n_rows=rows, n_bodies=n_bodies,
-                       **problem_fields)
+        return Problem(
+            gram=gram, moment=moment, yty=yty, n_rows=rows, n_bodies=n_bodies, **problem_fields
+        )
 
 
 class BlockWindow:
@@ -263,13 +276,19 @@ class BlockWindow:
     of their sizes instead of one ``(p + 1)^2``). Not thread-safe.
     """
 
-    def __init__(self, window_sec: float, n_params: int, rows_per_sample: int,
-                 block_sec: float = 1.0,
-                 row_groups: list[tuple[np.ndarray, np.ndarray]] | None = None,
-                 channels: list[np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        window_sec: float,
+        n_params: int,
+        rows_per_sample: int,
+        block_sec: float = 1.0,
+        row_groups: list[tuple[np.ndarray, np.ndarray]] | None = None,
+        channels: list[np.ndarray] | None = None,
+    ) -> None:
         if not window_sec > 0 or not block_sec > 0:
-            raise ValueError(f"window_sec and block_sec must be positive (s), got {window_sec}, "
-                             f"{block_sec}")
+            raise ValueError(
+                f"window_sec and block_sec must be positive (s), got {window_sec}, {block_sec}"
+            )
         self.window_sec = float(window_sec)
         self.block_sec = float(block_sec)
         self.n_params = int(n_params)
@@ -278,15 +297,20 @@ class BlockWindow:
         """Unused (no per-sample storage); kept for the estimators' interface."""
         self._blocks: list[dict[str, Any]] = []
         every = (np.arange(rows_per_sample), np.arange(n_params))
-        self._groups = [(np.asarray(rows, dtype=int),
-                         np.append(np.asarray(columns, dtype=int), n_params))  # and the data
-                        for rows, columns in (row_groups or [every])]
+        self._groups = [
+            (
+                np.asarray(rows, dtype=int),
+                np.append(np.asarray(columns, dtype=int), n_params),
+            )  # and the data
+            for rows, columns in (row_groups or [every])
+        ]
         self._channels: list[tuple[np.ndarray, np.ndarray]] | None = None
         """Per channel: its rows and its row group's columns (and the data's)."""
         if channels is not None:
             group_of = {int(r): columns for rows, columns in self._groups for r in rows}
-            self._channels = [(np.asarray(rows, dtype=int), group_of[int(rows[0])])
-                              for rows in channels]
+            self._channels = [
+                (np.asarray(rows, dtype=int), group_of[int(rows[0])]) for rows in channels
+            ]
             covered = np.sort(np.concatenate([rows for rows, _ in self._channels]))
             if not np.array_equal(covered, np.arange(rows_per_sample)):
                 raise ValueError("channels must cover each row of a sample once")
@@ -320,19 +344,31 @@ class BlockWindow:
         t = np.asarray(t, dtype=float).reshape(-1)
         r, p = self.rows_per_sample, self.n_params
         if Y.shape != (t.size, r, p) or f.shape != (t.size, r):
-            raise ValueError(f"need Y (N, {r}, {p}) and f (N, {r}) for N={t.size} stamps, got "
-                             f"{Y.shape} and {f.shape}")
+            raise ValueError(
+                f"need Y (N, {r}, {p}) and f (N, {r}) for N={t.size} stamps, got "
+                f"{Y.shape} and {f.shape}"
+            )
         start = 0
         while start < t.size:
             block = self._blocks[-1] if self._blocks else None
             if block is None or t[start] >= block["t"][0] + self.block_sec:
-                block = ({"t": np.zeros(0), "product": np.zeros((p + 1, p + 1))}
-                         if self._channels is None else
-                         {"t": np.zeros(0), "products": [np.zeros((c.size, c.size))
-                                                         for _, c in self._channels]})
+                block = (
+                    {"t": np.zeros(0), "product": np.zeros((p + 1, p + 1))}
+                    if self._channels is None
+                    else {
+                        "t": np.zeros(0),
+                        "products": [np.zeros((c.size, c.size)) for _, c in self._channels],
+                    }
+                )
                 self._blocks.append(block)
-            stop = start + int(np.searchsorted(t[start:], block["t"][0] + self.block_sec
-                                               if block["t"].size else t[start] + self.block_sec))
+            stop = start + int(
+                np.searchsorted(
+                    t[start:],
+                    block["t"][0] + self.block_sec
+                    if block["t"].size
+                    else t[start] + self.block_sec,
+                )
+            )
             augmented = np.concatenate([Y[start:stop], f[start:stop, :, None]], axis=2)
             if self._channels is None:
                 for rows, columns in self._groups:
@@ -367,8 +403,9 @@ class BlockWindow:
         ``until`` must be ``None``)."""
         return sum(block["t"].size for block in self._selected(duration, until))
 
-    def samples(self, duration: float = 0.0, copy: bool = True, until: float | None = None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def samples(
+        self, duration: float = 0.0, copy: bool = True, until: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(t (N,), Y, f)`` of the selected blocks: the stamps; ``Y``, ``f`` are empty (the
         rows are not kept; ``until`` must be ``None``)."""
         blocks = self._selected(duration, until)
@@ -395,9 +432,12 @@ class BlockWindow:
         p = self.n_params
         products = self._channel_products(blocks)
         return ChannelNormalEquations(
-            gram=products[:, :p, :p], moment=products[:, :p, p], yty=products[:, p, p].copy(),
+            gram=products[:, :p, :p],
+            moment=products[:, :p, p],
+            yty=products[:, p, p].copy(),
             n_samples=sum(b["t"].size for b in blocks),
-            rows_per_channel=np.array([rows.size for rows, _ in self._channels]))
+            rows_per_channel=np.array([rows.size for rows, _ in self._channels]),
+        )
 
     def _channel_products(self, blocks: list[dict[str, Any]]) -> np.ndarray:
         """(channels, p + 1, p + 1): each channel's ``[Y f]^T [Y f]`` summed over ``blocks``."""
@@ -405,5 +445,6 @@ class BlockWindow:
         out = np.zeros((len(self._channels), p + 1, p + 1))
         for k, (_, columns) in enumerate(self._channels):
             out[k][np.ix_(columns, columns)] = sum(
-                (b["products"][k] for b in blocks), np.zeros((columns.size, columns.size)))
+                (b["products"][k] for b in blocks), np.zeros((columns.size, columns.size))
+            )
         return out

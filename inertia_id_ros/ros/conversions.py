@@ -40,24 +40,36 @@ def joint_state_groups(msgs: Sequence[JointState]) -> list[Sequence[JointState]]
     return [msgs[a:b] for a, b in zip(starts, starts[1:] + [len(msgs)])]
 
 
-def joint_state_arrays(group: Sequence[JointState]) -> tuple[
-        np.ndarray, tuple[str, ...], np.ndarray, np.ndarray | None, np.ndarray | None] | None:
+def joint_state_arrays(
+    group: Sequence[JointState],
+) -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray | None, np.ndarray | None] | None:
     """A :func:`joint_state_groups` group as ``(t (N,) (s), names, q (N, m), dq (N, m) or None,
     effort (N, m) or None)``; ``None`` when its arrays do not match its names (to be offered one
     at a time, and rejected)."""
     first = group[0]
     names = tuple(first.name)
-    if any(n not in (0, len(names)) for n in (len(first.velocity), len(first.effort))) \
-            or len(first.position) != len(names):
+    if any(n not in (0, len(names)) for n in (len(first.velocity), len(first.effort))) or len(
+        first.position
+    ) != len(names):
         return None
     t = np.array([stamp_to_seconds(m.header.stamp) for m in group])
-    return (t, names, np.array([m.position for m in group]),
-            np.array([m.velocity for m in group]) if len(first.velocity) else None,
-            np.array([m.effort for m in group]) if len(first.effort) else None)
+    return (
+        t,
+        names,
+        np.array([m.position for m in group]),
+        np.array([m.velocity for m in group]) if len(first.velocity) else None,
+        np.array([m.effort for m in group]) if len(first.effort) else None,
+    )
 
 
-def joint_trajectory_msg(t_start: float, names: Sequence[str], times: np.ndarray, q: np.ndarray,
-                         dq: np.ndarray, ddq: np.ndarray) -> JointTrajectory:
+def joint_trajectory_msg(
+    t_start: float,
+    names: Sequence[str],
+    times: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+) -> JointTrajectory:
     """A ``trajectory_msgs/JointTrajectory`` starting at the stamp ``t_start`` (s; 0: on
     arrival) through points at ``times`` (K,) (s from the start) with positions, velocities and
     accelerations (K, n) of joints ``names`` (what joint_trajectory_controller's quintic splines
@@ -66,38 +78,55 @@ def joint_trajectory_msg(t_start: float, names: Sequence[str], times: np.ndarray
     msg.header.stamp = seconds_to_stamp(t_start)
     for k, t in enumerate(np.asarray(times, dtype=float)):
         sec = math.floor(t)
-        msg.points.append(JointTrajectoryPoint(
-            positions=q[k].tolist(), velocities=dq[k].tolist(), accelerations=ddq[k].tolist(),
-            time_from_start=Duration(sec=int(sec), nanosec=min(int(round((t - sec) * 1e9)),
-                                                               999_999_999))))
+        msg.points.append(
+            JointTrajectoryPoint(
+                positions=q[k].tolist(),
+                velocities=dq[k].tolist(),
+                accelerations=ddq[k].tolist(),
+                time_from_start=Duration(
+                    sec=int(sec), nanosec=min(int(round((t - sec) * 1e9)), 999_999_999)
+                ),
+            )
+        )
     return msg
 
 
-def joint_trajectory_arrays(msg: JointTrajectory) -> tuple[
-        float, tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def joint_trajectory_arrays(
+    msg: JointTrajectory,
+) -> tuple[float, tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(t_start (s; 0: on arrival), names, times (K,) (s), q, dq, ddq (K, n))`` of a
     ``JointTrajectory``; missing velocities or accelerations are zeros. ValueError when a point's
     arrays do not match the joints."""
     names = tuple(msg.joint_names)
     n = len(names)
-    times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
-                      for p in msg.points])
+    times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points])
     arrays = []
     for field in ("positions", "velocities", "accelerations"):
         rows = [getattr(p, field) for p in msg.points]
         if any(len(row) not in ((n,) if field == "positions" else (0, n)) for row in rows):
             raise ValueError(f"a point's {field} do not match the {n} joints {list(names)}")
-        arrays.append(np.array([row if len(row) else np.zeros(n) for row in rows],
-                               dtype=float).reshape(-1, n))
+        arrays.append(
+            np.array([row if len(row) else np.zeros(n) for row in rows], dtype=float).reshape(-1, n)
+        )
     return (stamp_to_seconds(msg.header.stamp), names, times, *arrays)
 
 
 def wrench_batch(msgs: Sequence[WrenchStamped]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``WrenchStamped`` messages as ``(t (N,) (s), wrenches (N, 6), frame_ids)``."""
     t = np.array([stamp_to_seconds(m.header.stamp) for m in msgs])
-    wrenches = np.array([(m.wrench.force.x, m.wrench.force.y, m.wrench.force.z,
-                          m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z)
-                         for m in msgs]).reshape(-1, 6)
+    wrenches = np.array(
+        [
+            (
+                m.wrench.force.x,
+                m.wrench.force.y,
+                m.wrench.force.z,
+                m.wrench.torque.x,
+                m.wrench.torque.y,
+                m.wrench.torque.z,
+            )
+            for m in msgs
+        ]
+    ).reshape(-1, 6)
     return t, wrenches, [m.header.frame_id for m in msgs]
 
 
@@ -105,12 +134,21 @@ def imu_arrays(msg: Imu) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     """A ``sensor_msgs/Imu`` as ``(t (s), orientation (4,) x, y, z, w, angular_velocity (3,),
     linear_acceleration (3,))``."""
     o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
-    return (stamp_to_seconds(msg.header.stamp), np.array([o.x, o.y, o.z, o.w]),
-            np.array([w.x, w.y, w.z]), np.array([a.x, a.y, a.z]))
+    return (
+        stamp_to_seconds(msg.header.stamp),
+        np.array([o.x, o.y, o.z, o.w]),
+        np.array([w.x, w.y, w.z]),
+        np.array([a.x, a.y, a.z]),
+    )
 
 
-def imu_msg(t: float, frame_id: str, orientation: np.ndarray, angular_velocity: np.ndarray,
-            linear_acceleration: np.ndarray) -> Imu:
+def imu_msg(
+    t: float,
+    frame_id: str,
+    orientation: np.ndarray,
+    angular_velocity: np.ndarray,
+    linear_acceleration: np.ndarray,
+) -> Imu:
     """A ``sensor_msgs/Imu`` at time ``t`` (s): orientation x, y, z, w (world <- IMU),
     angular velocity (rad/s) and specific force (m/s^2) in the IMU frame ``frame_id``."""
     msg = Imu()
@@ -132,8 +170,9 @@ def wrench_to_array(wrench: Wrench) -> np.ndarray:
 def array_to_wrench(values: np.ndarray) -> Wrench:
     """``[fx, fy, fz, tx, ty, tz]`` -> ``geometry_msgs/Wrench``."""
     msg = Wrench()
-    (msg.force.x, msg.force.y, msg.force.z,
-     msg.torque.x, msg.torque.y, msg.torque.z) = (float(v) for v in values)
+    (msg.force.x, msg.force.y, msg.force.z, msg.torque.x, msg.torque.y, msg.torque.z) = (
+        float(v) for v in values
+    )
     return msg
 
 
@@ -145,8 +184,13 @@ def wrench_stamped(t: float, frame_id: str, values: np.ndarray) -> WrenchStamped
     return msg
 
 
-def joint_state(t: float, names: list[str], q: np.ndarray, dq: np.ndarray | None = None,
-                effort: np.ndarray | None = None) -> JointState:
+def joint_state(
+    t: float,
+    names: list[str],
+    q: np.ndarray,
+    dq: np.ndarray | None = None,
+    effort: np.ndarray | None = None,
+) -> JointState:
     """A ``JointState`` at time ``t`` (s): positions (rad or m), velocities, efforts."""
     msg = JointState(name=list(names), position=[float(v) for v in q])
     if dq is not None:
@@ -157,8 +201,9 @@ def joint_state(t: float, names: list[str], q: np.ndarray, dq: np.ndarray | None
     return msg
 
 
-def theta_to_msg(theta: np.ndarray, frame_id: str, body_name: str,
-                 stamp: float = 0.0) -> InertialParameters:
+def theta_to_msg(
+    theta: np.ndarray, frame_id: str, body_name: str, stamp: float = 0.0
+) -> InertialParameters:
     """An ``InertialParameters`` holding only a body's ``theta`` (e.g. ground truth)."""
     msg = InertialParameters(body_name=body_name)
     msg.header.frame_id = frame_id
@@ -180,8 +225,9 @@ def estimate_to_msg(estimate: Estimate, frame_id: str, body_name: str) -> Inerti
     return msg
 
 
-def payload_torque_estimate_to_msg(estimate: Estimate | PayloadTorqueEstimate, frame_id: str,
-                                   body_name: str) -> InertialParameters:
+def payload_torque_estimate_to_msg(
+    estimate: Estimate | PayloadTorqueEstimate, frame_id: str, body_name: str
+) -> InertialParameters:
     """An ``InertialParameters`` message from a (fully consistent) payload estimate, without
     the offsets: a payload from joint torques (``sensor_offset`` stays zero; the joints' torque
     offsets are no wrench)."""
@@ -211,35 +257,51 @@ def payload_theta_from_msg(msg: InertialParameters) -> np.ndarray:
     return theta_from_inertia(i.m, np.array([i.com.x, i.com.y, i.com.z]), inertia)
 
 
-def drive_to_msg(joint: str, drive: DriveParameters,
-                 armature_source: str = "") -> JointDriveParameters:
+def drive_to_msg(
+    joint: str, drive: DriveParameters, armature_source: str = ""
+) -> JointDriveParameters:
     """A ``JointDriveParameters`` for ``joint`` (SI units of :mod:`inertia_id_ros.chain.friction`);
     ``armature_source``: one of :data:`inertia_id_ros.online.link_estimator.ARMATURE_SOURCES`, or
     empty (not stated)."""
-    return JointDriveParameters(name=joint, viscous=float(drive.viscous),
-                                coulomb=float(drive.coulomb),
-                                coulomb_velocity=float(drive.coulomb_velocity),
-                                offset=float(drive.offset), armature=float(drive.armature),
-                                armature_source=armature_source)
+    return JointDriveParameters(
+        name=joint,
+        viscous=float(drive.viscous),
+        coulomb=float(drive.coulomb),
+        coulomb_velocity=float(drive.coulomb_velocity),
+        offset=float(drive.offset),
+        armature=float(drive.armature),
+        armature_source=armature_source,
+    )
 
 
 def msg_to_drive(msg: JointDriveParameters) -> DriveParameters:
     """The :class:`~inertia_id_ros.chain.friction.DriveParameters` of a ``JointDriveParameters``."""
-    return DriveParameters(viscous=msg.viscous, coulomb=msg.coulomb, offset=msg.offset,
-                           armature=msg.armature, coulomb_velocity=msg.coulomb_velocity)
+    return DriveParameters(
+        viscous=msg.viscous,
+        coulomb=msg.coulomb,
+        offset=msg.offset,
+        armature=msg.armature,
+        coulomb_velocity=msg.coulomb_velocity,
+    )
 
 
-def links_to_msg(link_names: Sequence[str], thetas: np.ndarray,
-                 drives: Mapping[str, DriveParameters], stamp: float = 0.0,
-                 armature_sources: Mapping[str, str] | None = None) -> InertialParametersArray:
+def links_to_msg(
+    link_names: Sequence[str],
+    thetas: np.ndarray,
+    drives: Mapping[str, DriveParameters],
+    stamp: float = 0.0,
+    armature_sources: Mapping[str, str] | None = None,
+) -> InertialParametersArray:
     """An ``InertialParametersArray`` of links ``link_names`` (n,) with ``thetas`` (n, 10), each
     about and in its own frame (named like the link), and the joints' ``drives`` (in order) with
     their ``armature_sources`` (``{joint: source}``; default: not stated)."""
     sources = armature_sources or {}
     msg = InertialParametersArray(
         bodies=[theta_to_msg(theta, link, link, stamp) for link, theta in zip(link_names, thetas)],
-        joints=[drive_to_msg(joint, drive, sources.get(joint, ""))
-                for joint, drive in drives.items()])
+        joints=[
+            drive_to_msg(joint, drive, sources.get(joint, "")) for joint, drive in drives.items()
+        ],
+    )
     msg.header.stamp = seconds_to_stamp(stamp)
     return msg
 
@@ -248,14 +310,20 @@ def link_estimate_to_msg(estimate: LinkEstimate) -> InertialParametersArray:
     """An ``InertialParametersArray`` from a (fully consistent) link estimate; every body carries
     the fit's residual RMS (N m), sample count, method and solve time, every joint where its
     armature comes from (``armature_source``)."""
-    msg = links_to_msg(estimate.link_names, estimate.thetas, estimate.drives, estimate.t_last,
-                       estimate.armature_sources)
+    msg = links_to_msg(
+        estimate.link_names,
+        estimate.thetas,
+        estimate.drives,
+        estimate.t_last,
+        estimate.armature_sources,
+    )
     _set_fit_fields(msg, estimate)
     return msg
 
 
-def _set_fit_fields(msg: InertialParametersArray,
-                    estimate: LinkEstimate | WholeBodyEstimate) -> None:
+def _set_fit_fields(
+    msg: InertialParametersArray, estimate: LinkEstimate | WholeBodyEstimate
+) -> None:
     """Every body of ``msg`` gets its own ``min_pseudo_inertia_eig`` and the fit's residual RMS,
     sample count, method and solve time."""
     for body, min_eig in zip(msg.bodies, estimate.min_pseudo_inertia_eigs):

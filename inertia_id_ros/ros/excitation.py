@@ -87,8 +87,14 @@ class ExcitationIO:
     update)``), ``target`` what the mode's motions are designed for
     (:meth:`~inertia_id_ros.modes.Mode.excitation`)."""
 
-    def __init__(self, node: Node, io: ModeIO, session: Session, settings: NodeSettings,
-                 target: ExcitationTarget) -> None:
+    def __init__(
+        self,
+        node: Node,
+        io: ModeIO,
+        session: Session,
+        settings: NodeSettings,
+        target: ExcitationTarget,
+    ) -> None:
         self._node, self._io, self._session, self._settings = node, io, session, settings
         self._model, self._joints = target.model, target.joint_names
         self._target, self._sensor_frame = target.target, target.sensor_frame
@@ -102,9 +108,12 @@ class ExcitationIO:
         self._steps: deque[Step] = deque()
         """Changes of state found on the input thread, reported by the next tick."""
         if workspace is not None:  # every measured pose is checked as it arrives
-            node.inputs.create_subscription(JointState, settings.joint_states_topic,
-                                            self._on_joint_state,
-                                            sensor_data(settings.qos_depth))
+            node.inputs.create_subscription(
+                JointState,
+                settings.joint_states_topic,
+                self._on_joint_state,
+                sensor_data(settings.qos_depth),
+            )
         self._snapshot: JointStateSnapshot | None = None
         self._seen: JointState | None = None
         self._last_progress = -np.inf
@@ -119,19 +128,26 @@ class ExcitationIO:
         settings = self._settings
         name = "workspace_file"
         try:
-            workspace = (WorkspaceChecker(self._model, Workspace.load_yaml(settings.workspace_file))
-                         if settings.workspace_file else None)
+            workspace = (
+                WorkspaceChecker(self._model, Workspace.load_yaml(settings.workspace_file))
+                if settings.workspace_file
+                else None
+            )
             name = "environment_file"
-            obstacles = (load_environment(settings.environment_file)
-                         if settings.environment_file else ())
+            obstacles = (
+                load_environment(settings.environment_file) if settings.environment_file else ()
+            )
             name = "srdf"
             if not (settings.srdf or obstacles):
                 return workspace, None
             if not settings.urdf_path:
-                raise StartupError("parameters 'srdf' and 'environment_file' need 'urdf_path' "
-                                   "(the collision geometry's meshes)")
-            return workspace, CollisionChecker(settings.urdf_path, settings.srdf or None,
-                                               obstacles=obstacles)
+                raise StartupError(
+                    "parameters 'srdf' and 'environment_file' need 'urdf_path' "
+                    "(the collision geometry's meshes)"
+                )
+            return workspace, CollisionChecker(
+                settings.urdf_path, settings.srdf or None, obstacles=obstacles
+            )
         except (ConfigError, ProblemError, FrameNotFound) as error:
             raise StartupError(f"parameter '{name}': {error}") from error
 
@@ -148,9 +164,12 @@ class ExcitationIO:
         if msg is not None and msg is not self._seen:
             self._seen = msg
             if len(msg.position) == len(msg.name) and set(self._joints) <= set(msg.name):
-                self._snapshot = JointStateSnapshot(stamp_to_seconds(msg.header.stamp),
-                                                    self._now(), tuple(msg.name),
-                                                    np.array(msg.position))
+                self._snapshot = JointStateSnapshot(
+                    stamp_to_seconds(msg.header.stamp),
+                    self._now(),
+                    tuple(msg.name),
+                    np.array(msg.position),
+                )
         return self._snapshot
 
     # ---- services --------------------------------------------------------------------------
@@ -160,31 +179,48 @@ class ExcitationIO:
         skip_dry_run = bool(request.skip_dry_run)
         try:
             if not self._settings.allow_motion:
-                raise ExcitationRefused("motion_not_allowed", "parameter allow_motion is false: "
-                                        "set it to true at launch to let ~/excite move the robot")
+                raise ExcitationRefused(
+                    "motion_not_allowed",
+                    "parameter allow_motion is false: "
+                    "set it to true at launch to let ~/excite move the robot",
+                )
             if request.trajectory_file:
                 try:
                     trajectory = ExcitationTrajectory.load_npz(request.trajectory_file)
                 except DataError as error:
                     raise ExcitationRefused("unreadable_trajectory", str(error)) from error
-                command = self.run.start(trajectory, self._observe(), self._now(), speed_scale,
-                                         limits=self._limits(trajectory.joint_names),
-                                         skip_dry_run=skip_dry_run)
+                command = self.run.start(
+                    trajectory,
+                    self._observe(),
+                    self._now(),
+                    speed_scale,
+                    limits=self._limits(trajectory.joint_names),
+                    skip_dry_run=skip_dry_run,
+                )
                 self._send(command)
                 response.dry_run = command.dry_run
             else:
                 duration = float(request.duration)
                 if not (np.isfinite(duration) and duration > 0.0):
-                    raise ExcitationRefused("no_motion", "give trajectory_file, or a duration "
-                                            "> 0 s to design a motion from the measured pose")
+                    raise ExcitationRefused(
+                        "no_motion",
+                        "give trajectory_file, or a duration "
+                        "> 0 s to design a motion from the measured pose",
+                    )
                 check_speed_scale(speed_scale)
                 start = self.run.begin_design(self._observe(), self._now(), self._joints)
-                threading.Thread(target=self._design,
-                                 args=(start, duration, speed_scale, skip_dry_run),
-                                 name="inertia_id_design", daemon=True).start()
+                threading.Thread(
+                    target=self._design,
+                    args=(start, duration, speed_scale, skip_dry_run),
+                    name="inertia_id_design",
+                    daemon=True,
+                ).start()
                 dry_scale = self._settings.excitation.dry_run_speed_scale  # a designed motion
-                response.dry_run = (speed_scale if skip_dry_run  # is always a new one
-                                    else min(speed_scale, dry_scale)) < 1.0
+                response.dry_run = (
+                    speed_scale
+                    if skip_dry_run  # is always a new one
+                    else min(speed_scale, dry_scale)
+                ) < 1.0
         except ExcitationRefused as refused:
             response.accepted, response.reason = False, str(refused)
             self._node.get_logger().warning(f"excite refused: {refused}")
@@ -194,7 +230,9 @@ class ExcitationIO:
         response.reason = self.run.message + (
             " (a dry run: the first run of a new motion, at most at excite_dry_run_speed_scale "
             f"{self._settings.excitation.dry_run_speed_scale:g})"
-            if response.dry_run and not request.trajectory_file else "")
+            if response.dry_run and not request.trajectory_file
+            else ""
+        )
         self._node.get_logger().info(f"excite: {self.run.message}")
         self._publish_status()
         return response
@@ -209,29 +247,43 @@ class ExcitationIO:
 
     # ---- the run ---------------------------------------------------------------------------
 
-    def _design(self, start: np.ndarray, duration: float, speed_scale: float,
-                skip_dry_run: bool) -> None:
+    def _design(
+        self, start: np.ndarray, duration: float, speed_scale: float, skip_dry_run: bool
+    ) -> None:
         """Design a motion from ``start`` (thread), then start it."""
         began = time.monotonic()
         settings = self._settings
         try:
             trajectory = design_excitation(
-                self._model, self._joints, self._target, duration,
-                sensor_frame=self._sensor_frame, start=start,
+                self._model,
+                self._joints,
+                self._target,
+                duration,
+                sensor_frame=self._sensor_frame,
+                start=start,
                 max_acceleration=settings.excite_max_acceleration,
-                time_limit=settings.design_time_limit_sec or None, collision=self._collision,
-                collision_margin=settings.excitation.collision_margin).trajectory
-            command = self.run.start(trajectory, self._observe(), self._now(), speed_scale,
-                                     designed=True, limits=self._limits(trajectory.joint_names),
-                                     skip_dry_run=skip_dry_run)
+                time_limit=settings.design_time_limit_sec or None,
+                collision=self._collision,
+                collision_margin=settings.excitation.collision_margin,
+            ).trajectory
+            command = self.run.start(
+                trajectory,
+                self._observe(),
+                self._now(),
+                speed_scale,
+                designed=True,
+                limits=self._limits(trajectory.joint_names),
+                skip_dry_run=skip_dry_run,
+            )
         except ExcitationRefused as refused:  # stopped meanwhile, or the robot moved
             self._node.get_logger().warning(f"excite: {refused}")
         except Exception as error:  # a failed design must not leave the robot reserved
             self.run.fail(f"the design failed: {error!r}")
             self._node.get_logger().error(self.run.message)
         else:
-            self._node.get_logger().info(f"excite: designed in {time.monotonic() - began:.1f} s;"
-                                         f" {self.run.message}")
+            self._node.get_logger().info(
+                f"excite: designed in {time.monotonic() - began:.1f} s; {self.run.message}"
+            )
             self._send(command)
         self._publish_status()
 
@@ -239,22 +291,27 @@ class ExcitationIO:
         """The URDF's position and velocity limits of ``joint_names`` (a command must keep
         them); refused (``limits``) for a joint the URDF lacks or gives no limits."""
         try:
-            return motion_limits(self._model, joint_names, position_margin=0.0,
-                                 max_acceleration=np.inf)
+            return motion_limits(
+                self._model, joint_names, position_margin=0.0, max_acceleration=np.inf
+            )
         except (JointNotFound, ProblemError) as error:
             raise ExcitationRefused("limits", str(error)) from error
 
     def _send(self, command: ExcitationCommand) -> None:
         """Lengthen the window to hold the command, pause change detection, publish it."""
-        needed = command.trajectory.duration + self._settings.excitation.start_delay \
-            + WINDOW_MARGIN_SEC
+        needed = (
+            command.trajectory.duration + self._settings.excitation.start_delay + WINDOW_MARGIN_SEC
+        )
         self.holds_window = True
         if self._session.estimator.config.window_sec < needed:
             self._session.resize_window(needed)
         self._session.pause_change_detection(True)
         plan = command.trajectory
-        self._commands.publish(joint_trajectory_msg(command.t_start, plan.joint_names, plan.t,
-                                                    plan.q, plan.dq, plan.ddq))
+        self._commands.publish(
+            joint_trajectory_msg(
+                command.t_start, plan.joint_names, plan.t, plan.q, plan.dq, plan.ddq
+            )
+        )
 
     def _release(self) -> None:
         """The excitation is over: the node's ``window_sec`` (as it is now), change detection
@@ -269,8 +326,11 @@ class ExcitationIO:
         once, the next tick reports it."""
         if self.run.state in MOVING:
             snapshot = self._observe(msg)
-            step = Step(self.run.state) if snapshot is None else \
-                self.run.check_measured(snapshot, self._now())
+            step = (
+                Step(self.run.state)
+                if snapshot is None
+                else self.run.check_measured(snapshot, self._now())
+            )
             if step.changed:
                 if step.hold is not None:
                     self._hold(step.hold)
@@ -288,18 +348,23 @@ class ExcitationIO:
             self._node.get_logger().info(f"excite: {change.message}")
             self._publish_status()
             if change.state == IDENTIFYING:
-                threading.Thread(target=self._identify, name="inertia_id_excite_identify",
-                                 daemon=True).start()
-        if not changes and self.run.state in MOVING \
-                and now - self._last_progress >= PROGRESS_PERIOD_SEC:
+                threading.Thread(
+                    target=self._identify, name="inertia_id_excite_identify", daemon=True
+                ).start()
+        if (
+            not changes
+            and self.run.state in MOVING
+            and now - self._last_progress >= PROGRESS_PERIOD_SEC
+        ):
             self._publish_status()
 
     def _hold(self, hold: np.ndarray) -> None:
         """Command the robot to hold at ``hold`` (n,)."""
         names = self.run.command.trajectory.joint_names
         zeros = np.zeros((1, len(names)))
-        self._commands.publish(joint_trajectory_msg(0.0, names, np.array([HOLD_SEC]),
-                                                    hold[None], zeros, zeros))
+        self._commands.publish(
+            joint_trajectory_msg(0.0, names, np.array([HOLD_SEC]), hold[None], zeros, zeros)
+        )
 
     def _stopped(self, hold: np.ndarray | None, message: str) -> None:
         """Hold at ``hold`` (if the robot was moving and no hold was sent yet) and report the
@@ -322,9 +387,11 @@ class ExcitationIO:
             self._result = update
             if update.ok:
                 estimate = update.estimate
-                message = (f"identified from the motion's samples {estimate.t_first:.3f} s to "
-                           f"{estimate.t_last:.3f} s (motion {start:.3f} s to {end:.3f} s): "
-                           f"{update.message}")
+                message = (
+                    f"identified from the motion's samples {estimate.t_first:.3f} s to "
+                    f"{estimate.t_last:.3f} s (motion {start:.3f} s to {end:.3f} s): "
+                    f"{update.message}"
+                )
             else:
                 message = f"identification failed ({update.status}): {update.message}"
             self.run.finish(update.ok, message)

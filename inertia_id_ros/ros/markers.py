@@ -65,8 +65,9 @@ def equivalent_ellipsoid(theta: np.ndarray) -> Ellipsoid:
     mass, com, inertia_com = inertia_from_theta(theta)
     moments, axes = np.linalg.eigh(inertia_com)
     squared = 5.0 * (moments.sum() - 2.0 * moments) / (2.0 * mass)
-    return Ellipsoid(center=com, rotation=proper_rotation(axes),
-                     semi_axes=np.sqrt(np.clip(squared, 0.0, None)))
+    return Ellipsoid(
+        center=com, rotation=proper_rotation(axes), semi_axes=np.sqrt(np.clip(squared, 0.0, None))
+    )
 
 
 def confidence_color(relative_std: float, alpha: float = 1.0) -> ColorRGBA:
@@ -75,10 +76,20 @@ def confidence_color(relative_std: float, alpha: float = 1.0) -> ColorRGBA:
     if not np.isfinite(relative_std) or relative_std <= 0:
         fraction = 0.0 if relative_std == 0 else 1.0
     else:
-        fraction = float(np.clip(np.log(relative_std / GOOD_RELATIVE_STD)
-                                 / np.log(BAD_RELATIVE_STD / GOOD_RELATIVE_STD), 0.0, 1.0))
-    return ColorRGBA(r=float(min(1.0, 2.0 * fraction)), g=float(min(1.0, 2.0 * (1.0 - fraction))),
-                     b=0.0, a=float(alpha))
+        fraction = float(
+            np.clip(
+                np.log(relative_std / GOOD_RELATIVE_STD)
+                / np.log(BAD_RELATIVE_STD / GOOD_RELATIVE_STD),
+                0.0,
+                1.0,
+            )
+        )
+    return ColorRGBA(
+        r=float(min(1.0, 2.0 * fraction)),
+        g=float(min(1.0, 2.0 * (1.0 - fraction))),
+        b=0.0,
+        a=float(alpha),
+    )
 
 
 def format_with_std(value: float, std: float) -> str:
@@ -92,12 +103,18 @@ def format_with_std(value: float, std: float) -> str:
 def _ellipsoid_marker(ellipsoid: Ellipsoid, marker: Marker) -> Marker:
     marker.type = Marker.SPHERE
     marker.pose.position.x, marker.pose.position.y, marker.pose.position.z = (
-        float(v) for v in ellipsoid.center)
+        float(v) for v in ellipsoid.center
+    )
     q = ellipsoid.quaternion_xyzw
-    (marker.pose.orientation.x, marker.pose.orientation.y, marker.pose.orientation.z,
-     marker.pose.orientation.w) = (float(v) for v in q)
+    (
+        marker.pose.orientation.x,
+        marker.pose.orientation.y,
+        marker.pose.orientation.z,
+        marker.pose.orientation.w,
+    ) = (float(v) for v in q)
     marker.scale.x, marker.scale.y, marker.scale.z = (
-        float(max(2.0 * a, MIN_SCALE)) for a in ellipsoid.semi_axes)
+        float(max(2.0 * a, MIN_SCALE)) for a in ellipsoid.semi_axes
+    )
     return marker
 
 
@@ -107,9 +124,14 @@ def _theta_and_covariance(estimate: Any) -> tuple[np.ndarray, np.ndarray]:
     return theta, covariance
 
 
-def estimate_markers(estimate: Any, frame_id: str | None = None,
-                     stamp: Time | float | None = None, ns: str = "inertia_id",
-                     label: str | None = None, n_sigma: float = 3.0) -> MarkerArray:
+def estimate_markers(
+    estimate: Any,
+    frame_id: str | None = None,
+    stamp: Time | float | None = None,
+    ns: str = "inertia_id",
+    label: str | None = None,
+    n_sigma: float = 3.0,
+) -> MarkerArray:
     """The markers of an estimate (see the module docstring).
 
     ``estimate``: an :class:`~inertia_id_ros.online.payload_estimator.Estimate` or an
@@ -148,8 +170,9 @@ def estimate_markers(estimate: Any, frame_id: str | None = None,
         m.pose.orientation.w = 1.0
         return m
 
-    com_marker = _ellipsoid_marker(Ellipsoid(com, np.eye(3), np.full(3, COM_DIAMETER / 2)),
-                                   marker(COM_ID))
+    com_marker = _ellipsoid_marker(
+        Ellipsoid(com, np.eye(3), np.full(3, COM_DIAMETER / 2)), marker(COM_ID)
+    )
     com_marker.color = confidence_color(com_relative, 1.0)
     com_ellipsoid_marker = _ellipsoid_marker(com_ellipsoid, marker(COM_ELLIPSOID_ID))
     com_ellipsoid_marker.color = confidence_color(com_relative, 0.5)

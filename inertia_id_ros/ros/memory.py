@@ -31,8 +31,12 @@ FASTDDS_PROFILES = Path(__file__).with_name("fastdds_profiles.xml")
 """Fast DDS XML profiles for the node's process: rmw_fastrtps's defaults, except that readers
 allocate each received sample and free it once taken (history memory policy ``DYNAMIC``)."""
 
-FASTDDS_SETTINGS = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE",
-                    "RMW_FASTRTPS_USE_QOS_FROM_XML", "RMW_FASTRTPS_PUBLICATION_MODE")
+FASTDDS_SETTINGS = (
+    "FASTDDS_DEFAULT_PROFILES_FILE",
+    "FASTRTPS_DEFAULT_PROFILES_FILE",
+    "RMW_FASTRTPS_USE_QOS_FROM_XML",
+    "RMW_FASTRTPS_PUBLICATION_MODE",
+)
 """Environment variables by which a user configures Fast DDS; any of them set, the node keeps the
 user's configuration."""
 _FASTDDS_WORKING_DIRECTORY_FILES = ("DEFAULT_FASTDDS_PROFILES.xml", "DEFAULT_FASTRTPS_PROFILES.xml")
@@ -53,8 +57,9 @@ def fix_mmap_threshold() -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
 
 
-def use_dynamic_reader_memory(environ: MutableMapping[str, str] = os.environ,
-                              working_directory: Path | None = None) -> str:
+def use_dynamic_reader_memory(
+    environ: MutableMapping[str, str] = os.environ, working_directory: Path | None = None
+) -> str:
     """Point Fast DDS at :data:`FASTDDS_PROFILES` (in ``environ``, before ``rclpy.init``): sets
     ``RMW_FASTRTPS_USE_QOS_FROM_XML=1`` and ``FASTDDS_DEFAULT_PROFILES_FILE`` (on
     :data:`FAST_DDS_2_DISTROS`, ``FASTRTPS_DEFAULT_PROFILES_FILE``).
@@ -75,13 +80,16 @@ def use_dynamic_reader_memory(environ: MutableMapping[str, str] = os.environ,
         return f"middleware {rmw}: its own reader memory"
     configured = [name for name in FASTDDS_SETTINGS if environ.get(name)]
     directory = Path.cwd() if working_directory is None else working_directory
-    configured += [name for name in _FASTDDS_WORKING_DIRECTORY_FILES
-                   if (directory / name).is_file()]
+    configured += [
+        name for name in _FASTDDS_WORKING_DIRECTORY_FILES if (directory / name).is_file()
+    ]
     if configured:
-        return (f"Fast DDS configured by the user ({', '.join(configured)}): reader pools as "
-                "configured")
+        return (
+            f"Fast DDS configured by the user ({', '.join(configured)}): reader pools as configured"
+        )
     fast_dds_2 = environ.get("ROS_DISTRO", "") in FAST_DDS_2_DISTROS
-    environ["FASTRTPS_DEFAULT_PROFILES_FILE" if fast_dds_2
-            else "FASTDDS_DEFAULT_PROFILES_FILE"] = str(FASTDDS_PROFILES)
+    environ["FASTRTPS_DEFAULT_PROFILES_FILE" if fast_dds_2 else "FASTDDS_DEFAULT_PROFILES_FILE"] = (
+        str(FASTDDS_PROFILES)
+    )
     environ["RMW_FASTRTPS_USE_QOS_FROM_XML"] = "1"
     return f"Fast DDS readers allocate each sample ({FASTDDS_PROFILES.name})"

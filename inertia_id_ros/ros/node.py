@@ -75,8 +75,10 @@ update): rviz needs no more, and they cost more than the estimate."""
 DRAIN_PERIOD_SEC = 0.05
 """The worker hands the queued input messages to the session at least this often (s)."""
 
-_ARRAY_TYPES = {"double_array": Parameter.Type.DOUBLE_ARRAY,
-                "string_array": Parameter.Type.STRING_ARRAY}
+_ARRAY_TYPES = {
+    "double_array": Parameter.Type.DOUBLE_ARRAY,
+    "string_array": Parameter.Type.STRING_ARRAY,
+}
 
 
 class InertiaIdNode(Node):
@@ -92,10 +94,15 @@ class InertiaIdNode(Node):
         self.mode = mode_of(self._declare(MODE_PARAMETER))
         """The node's :class:`~inertia_id_ros.modes.Mode` (parameter ``mode``)."""
         self.settings = settings_from_parameters(
-            {p.name: self._declare(p) for p in node_parameters()})
+            {p.name: self._declare(p) for p in node_parameters()}
+        )
         self.session: Session = self.mode.build_session(self.settings)
-        self.inputs = Node(f"{self.get_name()}_inputs", namespace=self.get_namespace(),
-                           context=self.context, start_parameter_services=False)
+        self.inputs = Node(
+            f"{self.get_name()}_inputs",
+            namespace=self.get_namespace(),
+            context=self.context,
+            start_parameter_services=False,
+        )
         """The input subscriptions' own node: :func:`main` spins it on its own executor and
         thread, so that input messages cost as little as rclpy allows."""
         self._last_warning: dict[str, float] = {}
@@ -103,24 +110,31 @@ class InertiaIdNode(Node):
         try:
             io_class = import_object(self.mode.node_io)
         except ConfigError as error:
-            raise StartupError(f"parameter 'mode': {self.mode.name} mode's ROS wiring: "
-                               f"{error}") from error
-        self._io: ModeIO = io_class(self, self.session, self.settings,
-                                    sensor_data(self.settings.qos_depth))
+            raise StartupError(
+                f"parameter 'mode': {self.mode.name} mode's ROS wiring: {error}"
+            ) from error
+        self._io: ModeIO = io_class(
+            self, self.session, self.settings, sensor_data(self.settings.qos_depth)
+        )
         target = self.mode.excitation(self.session, self.settings)
-        self._excitation = (None if target is None
-                            else ExcitationIO(self, self._io, self.session, self.settings, target))
+        self._excitation = (
+            None
+            if target is None
+            else ExcitationIO(self, self._io, self.session, self.settings, target)
+        )
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._last_diagnostics = -float("inf")
         self.create_service(Identify, "~/identify", self._on_identify)
         self.add_on_set_parameters_callback(self._validate_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
-        self._worker = threading.Thread(target=self._run_worker, name="inertia_id_solver",
-                                        daemon=True)
+        self._worker = threading.Thread(
+            target=self._run_worker, name="inertia_id_solver", daemon=True
+        )
         self._worker.start()
         self.get_logger().info(
             f"{self._io.description}; method {self.settings.method}, window "
-            f"{self.settings.window_sec} s, update {self.settings.update_rate_hz} Hz")
+            f"{self.settings.window_sec} s, update {self.settings.update_rate_hz} Hz"
+        )
 
     def _declare(self, p: ParameterSpec) -> Any:
         """Declare the parameter ``p`` (a :class:`~inertia_id_ros.modes.ParameterSpec`) once;
@@ -128,8 +142,11 @@ class InertiaIdNode(Node):
         if not self.has_parameter(p.name):
             default = _ARRAY_TYPES[p.array_type] if p.array_type else p.default
             try:
-                self.declare_parameter(p.name, default, ParameterDescriptor(
-                    description=p.description, read_only=not p.runtime))
+                self.declare_parameter(
+                    p.name,
+                    default,
+                    ParameterDescriptor(description=p.description, read_only=not p.runtime),
+                )
             except InvalidParameterTypeException as error:
                 raise StartupError(f"parameter '{p.name}': {error}") from error
         try:
@@ -143,8 +160,12 @@ class InertiaIdNode(Node):
         new = {p.name: p.value for p in params}
         window = self.session.estimator.window
         try:
-            validate_change(self.settings, new, (window.rows_per_sample, window.n_params or 0),
-                            self.session.prior_available)
+            validate_change(
+                self.settings,
+                new,
+                (window.rows_per_sample, window.n_params or 0),
+                self.session.prior_available,
+            )
         except ValueError as error:
             self.get_logger().warning(f"rejected parameter change {new}: {error}")
             return SetParametersResult(successful=False, reason=str(error))
@@ -154,9 +175,12 @@ class InertiaIdNode(Node):
         new = {p.name: p.value for p in params}
         window = self.session.estimator.window
         previous = self.settings
-        self.settings = validate_change(previous, new,
-                                        (window.rows_per_sample, window.n_params or 0),
-                                        self.session.prior_available)
+        self.settings = validate_change(
+            previous,
+            new,
+            (window.rows_per_sample, window.n_params or 0),
+            self.session.prior_available,
+        )
         self.session.configure_solver(self.settings.method, self.settings.solver_options)
         holding = self._excitation is not None and self._excitation.holds_window
         if self.settings.window_sec != previous.window_sec and not holding:  # else at its end
@@ -187,8 +211,9 @@ class InertiaIdNode(Node):
         for warning in update.warnings:
             self.warn(warning)
         if update.status == "too_few_samples":  # normal while the window fills
-            self.get_logger().info(f"waiting for data: {update.message}",
-                                   throttle_duration_sec=10.0)
+            self.get_logger().info(
+                f"waiting for data: {update.message}", throttle_duration_sec=10.0
+            )
         now = time.monotonic()
         markers = update.ok and now - self._last_markers >= MARKERS_PERIOD_SEC
         if markers:
@@ -202,13 +227,23 @@ class InertiaIdNode(Node):
         diagnostics = self.session.diagnostics()
         for warning in diagnostics.warnings:
             self.warn(warning)
-        self._diagnostics.publish(diagnostics_msg(
-            diagnostics, self._io.hardware_id, self.get_clock().now().to_msg(),
-            {"mode": self.mode.name, "update_rate_hz": f"{self.settings.update_rate_hz:g}",
-             "dropped.input_queue_full": str(self._io.queue_overflow),
-             **{f"publishers.{topic}": str(count)
-                for topic, count in self._io.matched_publishers().items()},
-             **({} if self._excitation is None else self._excitation.diagnostic_values())}))
+        self._diagnostics.publish(
+            diagnostics_msg(
+                diagnostics,
+                self._io.hardware_id,
+                self.get_clock().now().to_msg(),
+                {
+                    "mode": self.mode.name,
+                    "update_rate_hz": f"{self.settings.update_rate_hz:g}",
+                    "dropped.input_queue_full": str(self._io.queue_overflow),
+                    **{
+                        f"publishers.{topic}": str(count)
+                        for topic, count in self._io.matched_publishers().items()
+                    },
+                    **({} if self._excitation is None else self._excitation.diagnostic_values()),
+                },
+            )
+        )
 
     def _run_worker(self) -> None:
         next_time = time.monotonic()
@@ -259,8 +294,9 @@ class InertiaIdNode(Node):
             response.success = False
             response.message = "window reset; call again once new data have arrived"
             return response
-        update = self.session.identify(request.method, float(request.duration),
-                                       self.get_clock().now().nanoseconds * 1e-9)
+        update = self.session.identify(
+            request.method, float(request.duration), self.get_clock().now().nanoseconds * 1e-9
+        )
         for warning in update.warnings:
             self.warn(warning)
         self._io.publish_change(update)
@@ -319,8 +355,9 @@ def main(args: list[str] | None = None) -> None:
     # worker takes them in batches and solves, this one serves the services and parameters.
     inputs = _input_executor()
     inputs.add_node(node.inputs)
-    spinning_inputs = threading.Thread(target=spin_until, args=(inputs, stop),
-                                       name="inertia_id_inputs", daemon=True)
+    spinning_inputs = threading.Thread(
+        target=spin_until, args=(inputs, stop), name="inertia_id_inputs", daemon=True
+    )
     spinning_inputs.start()
     executor = SingleThreadedExecutor()
     executor.add_node(node)

@@ -20,8 +20,7 @@ P = ParamSpec("P")
 NodeT = TypeVar("NodeT", bound=Node)
 
 
-def create_node_or_exit(create: Callable[[], NodeT], name: str,
-                        invalid: type[Exception]) -> NodeT:
+def create_node_or_exit(create: Callable[[], NodeT], name: str, invalid: type[Exception]) -> NodeT:
     """``create()`` (after ``rclpy.init``), or print why after ``name:``, shut rclpy down and
     exit: with 2 on ``invalid`` (an invalid start-up parameter), with 1 when the node cannot be
     created (``RCLError``: e.g. DDS-Security enforced and not available: never unsecured)."""
@@ -57,6 +56,7 @@ def stop_on_signals() -> threading.Event:
 def spin_until(executor, stop: threading.Event) -> None:
     """Spin ``executor`` until ``stop`` is set or the context shuts down (quietly, as
     :func:`until_shutdown`)."""
+
     def spin() -> None:
         while not stop.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=SPIN_PERIOD_SEC)
@@ -81,6 +81,7 @@ def until_shutdown(work: Callable[[], None]) -> None:
 def ends_quietly(main: Callable[P, None]) -> Callable[P, None]:
     """A console script's ``main`` that a SIGINT ends quietly wherever it lands: while the node
     starts (before anything spins), while it spins, or while it cleans up."""
+
     @functools.wraps(main)
     def quiet_main(*args: P.args, **kwargs: P.kwargs) -> None:
         try:

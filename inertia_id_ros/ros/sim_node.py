@@ -114,14 +114,22 @@ class _PandaPayload:
     joint trajectory commands."""
 
     def __init__(self, node: SimulatorNode, p: dict[str, Any]) -> None:
-        theta = theta_from_inertia(p["payload_mass"], np.array(p["payload_com"]),
-                                   inertia_from_msg_order(p["payload_inertia"]))
-        quiet = {} if p["noise"] else {"wrench_noise_std": 0.0, "position_noise_std": 0.0,
-                                       "velocity_noise_std": 0.0}
-        self.sim = PayloadSimulator.panda(payload_theta=theta, offset=np.array(p["ft_offset"]),
-                                          seed=int(p["seed"]), **quiet)
-        self.sim.trajectory = _CommandInput(node, p, self.sim.trajectory, self.sim.joint_names,
-                                            PANDA_HOME).follower
+        theta = theta_from_inertia(
+            p["payload_mass"],
+            np.array(p["payload_com"]),
+            inertia_from_msg_order(p["payload_inertia"]),
+        )
+        quiet = (
+            {}
+            if p["noise"]
+            else {"wrench_noise_std": 0.0, "position_noise_std": 0.0, "velocity_noise_std": 0.0}
+        )
+        self.sim = PayloadSimulator.panda(
+            payload_theta=theta, offset=np.array(p["ft_offset"]), seed=int(p["seed"]), **quiet
+        )
+        self.sim.trajectory = _CommandInput(
+            node, p, self.sim.trajectory, self.sim.joint_names, PANDA_HOME
+        ).follower
         self._publish_velocity = bool(p["publish_velocity"])
         self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
         self._wrench_pub = node.create_publisher(WrenchStamped, p["wrench_topic"], _DATA_QOS)
@@ -129,21 +137,27 @@ class _PandaPayload:
         truth_msg.sensor_offset = array_to_wrench(self.sim.true_offset)
         node.create_publisher(InertialParameters, "~/ground_truth", LATCHED).publish(truth_msg)
         self.sent = {"joint states": 0, "wrenches": 0}
-        self.description = (f"the Panda with a {p['payload_mass']:.3f} kg payload beyond "
-                            f"'{self.sim.sensor_frame}' ({p['motion']} motion until a command "
-                            f"on '{p['trajectory_topic']}')")
+        self.description = (
+            f"the Panda with a {p['payload_mass']:.3f} kg payload beyond "
+            f"'{self.sim.sensor_frame}' ({p['motion']} motion until a command "
+            f"on '{p['trajectory_topic']}')"
+        )
 
     def subscribed(self) -> bool:
         """Both topics have a subscriber."""
-        return bool(self._joint_pub.get_subscription_count()
-                    and self._wrench_pub.get_subscription_count())
+        return bool(
+            self._joint_pub.get_subscription_count() and self._wrench_pub.get_subscription_count()
+        )
 
     def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
         """The samples at trajectory times ``t`` (N,) (s), stamped ``stamps`` (N,) (s)."""
         q, dq, wrench = self.sim.measure(t, rng)
         for i, stamp in enumerate(stamps):
-            self._joint_pub.publish(joint_state(stamp, self.sim.joint_names, q[i],
-                                                dq[i] if self._publish_velocity else None))
+            self._joint_pub.publish(
+                joint_state(
+                    stamp, self.sim.joint_names, q[i], dq[i] if self._publish_velocity else None
+                )
+            )
             self._wrench_pub.publish(wrench_stamped(stamp, self.sim.sensor_frame, wrench[i]))
         self.sent["joint states"] += len(t)
         self.sent["wrenches"] += len(t)
@@ -154,8 +168,9 @@ class _JointTorqueRobot:
     ``sim.measure(t, rng)`` (positions, velocities, efforts of the simulated joints), published
     under ``names`` with the simulated joints at ``columns`` (the others at 0)."""
 
-    def __init__(self, node: Node, p: dict[str, Any], sim: Any, names: list[str],
-                 columns: list[int]) -> None:
+    def __init__(
+        self, node: Node, p: dict[str, Any], sim: Any, names: list[str], columns: list[int]
+    ) -> None:
         self.sim = sim
         self._names = names
         self._columns = columns
@@ -171,9 +186,15 @@ class _JointTorqueRobot:
         values = np.zeros((3, len(self._names)))
         for i, stamp in enumerate(stamps):
             values[:, self._columns] = data.positions[i], data.velocities[i], data.efforts[i]
-            self._joint_pub.publish(joint_state(stamp, self._names, values[0],
-                                                values[1] if self._publish_velocity else None,
-                                                values[2]))
+            self._joint_pub.publish(
+                joint_state(
+                    stamp,
+                    self._names,
+                    values[0],
+                    values[1] if self._publish_velocity else None,
+                    values[2],
+                )
+            )
         self.sent["joint states"] += len(t)
 
 
@@ -189,17 +210,22 @@ class _Go1Leg(_JointTorqueRobot):
             thetas = perturbed_links(thetas, np.random.default_rng(seed))
         noise = DEFAULT_LEG_TORQUE_NOISE_STD if p["noise"] else 0.0
         sim = leg_simulator(config, seed=seed, link_thetas=thetas, torque_noise_std=noise)
-        sim.trajectory = _CommandInput(node, p, sim.trajectory, links.joint_names,
-                                       LEG_HOME).follower
+        sim.trajectory = _CommandInput(
+            node, p, sim.trajectory, links.joint_names, LEG_HOME
+        ).follower
         names = list(links.robot_joint_names)  # the other legs' joints stay at 0
         super().__init__(node, p, sim, names, [names.index(j) for j in links.joint_names])
-        truth = links_to_msg(links.link_names, self.sim.link_thetas,
-                             dict(zip(links.joint_names, self.sim.drives)))
-        node.create_publisher(InertialParametersArray, "~/ground_truth_links",
-                              LATCHED).publish(truth)
-        self.description = (f"the Go1 front-left leg {list(links.joint_names)} "
-                            f"({'perturbed' if p['perturb_links'] else 'URDF'} links, torque "
-                            f"noise {noise} N m)")
+        truth = links_to_msg(
+            links.link_names, self.sim.link_thetas, dict(zip(links.joint_names, self.sim.drives))
+        )
+        node.create_publisher(InertialParametersArray, "~/ground_truth_links", LATCHED).publish(
+            truth
+        )
+        self.description = (
+            f"the Go1 front-left leg {list(links.joint_names)} "
+            f"({'perturbed' if p['perturb_links'] else 'URDF'} links, torque "
+            f"noise {noise} N m)"
+        )
 
 
 class _PandaTorques(_JointTorqueRobot):
@@ -209,22 +235,35 @@ class _PandaTorques(_JointTorqueRobot):
     trajectory commands."""
 
     def __init__(self, node: SimulatorNode, p: dict[str, Any]) -> None:
-        theta = (theta_from_inertia(p["payload_mass"], np.array(p["payload_com"]),
-                                    inertia_from_msg_order(p["payload_inertia"]))
-                 if p["payload_mass"] > 0 else np.zeros(10))
+        theta = (
+            theta_from_inertia(
+                p["payload_mass"],
+                np.array(p["payload_com"]),
+                inertia_from_msg_order(p["payload_inertia"]),
+            )
+            if p["payload_mass"] > 0
+            else np.zeros(10)
+        )
         _, sim = panda_payload_torque_simulators(
-            int(p["seed"]), theta, PAYLOAD_TORQUES_LINK_ERROR if p["perturb_links"] else 0.0,
-            DEFAULT_ARM_TORQUE_NOISE_STD if p["noise"] else 0.0)
+            int(p["seed"]),
+            theta,
+            PAYLOAD_TORQUES_LINK_ERROR if p["perturb_links"] else 0.0,
+            DEFAULT_ARM_TORQUE_NOISE_STD if p["noise"] else 0.0,
+        )
         names = list(sim.joint_names)
-        sim.trajectory = _CommandInput(node, p, sim.trajectory, sim.joint_names,
-                                       PANDA_HOME).follower
+        sim.trajectory = _CommandInput(
+            node, p, sim.trajectory, sim.joint_names, PANDA_HOME
+        ).follower
         super().__init__(node, p, sim, names, list(range(len(names))))
         node.create_publisher(InertialParameters, "~/ground_truth", LATCHED).publish(
-            theta_to_msg(theta, self.sim.payload_frame, "payload"))
-        self.description = (f"the Panda without an F/T sensor, a {p['payload_mass']:.3f} kg "
-                            f"payload at '{self.sim.payload_frame}' "
-                            f"({'perturbed' if p['perturb_links'] else 'URDF'} links, "
-                            f"{'noisy' if p['noise'] else 'exact'} joint torques)")
+            theta_to_msg(theta, self.sim.payload_frame, "payload")
+        )
+        self.description = (
+            f"the Panda without an F/T sensor, a {p['payload_mass']:.3f} kg "
+            f"payload at '{self.sim.payload_frame}' "
+            f"({'perturbed' if p['perturb_links'] else 'URDF'} links, "
+            f"{'noisy' if p['noise'] else 'exact'} joint torques)"
+        )
 
 
 class _CommandInput:
@@ -232,15 +271,24 @@ class _CommandInput:
     simulated ``joint_names`` (its ``follower``), which plays ``exciting`` until the first one
     (or rests at ``start_position``, default ``home``, for motion ``hold``)."""
 
-    def __init__(self, node: SimulatorNode, p: dict[str, Any], exciting: Trajectory,
-                 joint_names: tuple[str, ...], home: np.ndarray) -> None:
+    def __init__(
+        self,
+        node: SimulatorNode,
+        p: dict[str, Any],
+        exciting: Trajectory,
+        joint_names: tuple[str, ...],
+        home: np.ndarray,
+    ) -> None:
         if p["motion"] not in MOTIONS:
-            raise ValueError(f"parameter 'motion': unknown motion {p['motion']!r}; choose one "
-                             f"of {list(MOTIONS)}")
+            raise ValueError(
+                f"parameter 'motion': unknown motion {p['motion']!r}; choose one of {list(MOTIONS)}"
+            )
         start = np.array(p["start_position"] or home, dtype=float)
         if start.shape != (len(joint_names),):
-            raise ValueError(f"parameter 'start_position' needs {len(joint_names)} values "
-                             f"(rad, m; joints {list(joint_names)}), got {start.size}")
+            raise ValueError(
+                f"parameter 'start_position' needs {len(joint_names)} values "
+                f"(rad, m; joints {list(joint_names)}), got {start.size}"
+            )
         initial = exciting if p["motion"] == "exciting" else at_rest(start)
         self.follower = CommandFollower(initial, joint_names, p["tracking_lag_sec"])
         self._node = node
@@ -259,16 +307,19 @@ class _CommandInput:
             log.error(f"ignored a joint trajectory command: {error}")
             return
         if sorted(names) != sorted(joints):
-            log.error(f"ignored a joint trajectory command for joints {list(names)}: the "
-                      f"simulated joints are {list(joints)}")
+            log.error(
+                f"ignored a joint trajectory command for joints {list(names)}: the "
+                f"simulated joints are {list(joints)}"
+            )
             return
         order = [names.index(name) for name in joints]
         arrival = node.get_clock().now().nanoseconds * 1e-9 - node.start_stamp
         start = arrival if t_start == 0.0 else t_start - node.start_stamp
-        if self.follower.command(arrival, start, times, q[:, order], dq[:, order],
-                                 ddq[:, order]):
-            log.info(f"following a joint trajectory of {len(times)} points, "
-                     f"{times[-1] if len(times) else 0.0:.2f} s")
+        if self.follower.command(arrival, start, times, q[:, order], dq[:, order], ddq[:, order]):
+            log.info(
+                f"following a joint trajectory of {len(times)} points, "
+                f"{times[-1] if len(times) else 0.0:.2f} s"
+            )
         else:
             log.warning("ignored a joint trajectory command: all its points are in the past")
 
@@ -288,39 +339,56 @@ class _WholeBody:
         self._publish_velocity = bool(p["publish_velocity"])
         self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
         self._imu_pub = node.create_publisher(Imu, p["imu_topic"], _DATA_QOS)
-        self._wrench_pubs = [node.create_publisher(WrenchStamped, f"/{frame}/wrench", _DATA_QOS)
-                             for frame, _ in self.sim.ft_sensors]
+        self._wrench_pubs = [
+            node.create_publisher(WrenchStamped, f"/{frame}/wrench", _DATA_QOS)
+            for frame, _ in self.sim.ft_sensors
+        ]
         names, thetas = self.sim.true_theta
         truth = links_to_msg(names, thetas, {})
-        offsets = [(frame, offset) for (frame, kind), offset
-                   in zip(self.sim.ft_sensors, self.sim.ft_offsets) if kind == "internal"]
+        offsets = [
+            (frame, offset)
+            for (frame, kind), offset in zip(self.sim.ft_sensors, self.sim.ft_offsets)
+            if kind == "internal"
+        ]
         truth.sensor_frames = [frame for frame, _ in offsets]
         truth.sensor_offsets = [array_to_wrench(offset) for _, offset in offsets]
-        node.create_publisher(InertialParametersArray, "~/ground_truth_links",
-                              LATCHED).publish(truth)
+        node.create_publisher(InertialParametersArray, "~/ground_truth_links", LATCHED).publish(
+            truth
+        )
         self.sent = {"joint states": 0, "IMU readings": 0, "wrenches": 0}
-        self.description = (f"{robot}: {len(self.sim.joint_names)} joints, IMU at "
-                            f"'{self.sim.imu_frame}', F/T sensors "
-                            f"{[f'{f} ({k})' for f, k in self.sim.ft_sensors]}")
+        self.description = (
+            f"{robot}: {len(self.sim.joint_names)} joints, IMU at "
+            f"'{self.sim.imu_frame}', F/T sensors "
+            f"{[f'{f} ({k})' for f, k in self.sim.ft_sensors]}"
+        )
 
     def subscribed(self) -> bool:
         """Every topic has a subscriber (the IMU's: with contact sensors, a floating base; on a
         stand or rooted at a still sole it may go unread)."""
         imu = (self._imu_pub,) if self.sim.contact_frames else ()
-        return all(pub.get_subscription_count()
-                   for pub in (self._joint_pub, *imu, *self._wrench_pubs))
+        return all(
+            pub.get_subscription_count() for pub in (self._joint_pub, *imu, *self._wrench_pubs)
+        )
 
     def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
         sim = self.sim
         data = sim.measure(sim.simulate(t), with_ddq=False, with_effort=False, rng=rng)
         names = list(sim.joint_names)
         for i, stamp in enumerate(stamps):
-            self._joint_pub.publish(joint_state(stamp, names, data["q"][i],
-                                                data["dq"][i] if self._publish_velocity
-                                                else None))
-            self._imu_pub.publish(imu_msg(stamp, sim.imu_frame, data["imu_orientation"][i],
-                                          data["imu_angular_velocity"][i],
-                                          data["imu_linear_acceleration"][i]))
+            self._joint_pub.publish(
+                joint_state(
+                    stamp, names, data["q"][i], data["dq"][i] if self._publish_velocity else None
+                )
+            )
+            self._imu_pub.publish(
+                imu_msg(
+                    stamp,
+                    sim.imu_frame,
+                    data["imu_orientation"][i],
+                    data["imu_angular_velocity"][i],
+                    data["imu_linear_acceleration"][i],
+                )
+            )
             for k, (pub, (frame, _)) in enumerate(zip(self._wrench_pubs, sim.ft_sensors)):
                 pub.publish(wrench_stamped(stamp, frame, data["ft_wrench"][i, k]))
         self.sent["joint states"] += len(t)
@@ -328,9 +396,15 @@ class _WholeBody:
         self.sent["wrenches"] += len(t) * len(self._wrench_pubs)
 
 
-ROBOTS = {"panda": _PandaPayload, "go1_leg": _Go1Leg, "panda_torques": _PandaTorques,
-          **{f"{name}_whole_body": (lambda node, p, name=name: _WholeBody(node, p, name))
-             for name in whole_body.ROBOTS}}
+ROBOTS = {
+    "panda": _PandaPayload,
+    "go1_leg": _Go1Leg,
+    "panda_torques": _PandaTorques,
+    **{
+        f"{name}_whole_body": (lambda node, p, name=name: _WholeBody(node, p, name))
+        for name in whole_body.ROBOTS
+    },
+}
 
 
 class SimulatorNode(Node):
@@ -343,61 +417,113 @@ class SimulatorNode(Node):
         default = PayloadSimulator.panda()
         mass, com, inertia_com = inertia_from_theta(default.true_theta)
         declare = [
-            ("robot", "panda", "What to simulate: 'panda' (a payload beyond a wrist F/T sensor: "
-                               "joint states and wrenches), 'panda_torques' (a payload at the "
-                               "flange, no F/T sensor: joint states with joint torques as "
-                               "efforts), 'go1_leg' (a Go1 leg: joint states "
-                               "with joint torques as efforts), 'icub_whole_body', "
-                               "'go1_whole_body', 'icub_suspended_whole_body' (floating "
-                               "base: joint states, IMU, F/T sensors), "
-                               "'icub_fixed_whole_body' (on a stand) or "
-                               "'icub_stance_whole_body' (on one sole, leg F/T sensors only)."),
+            (
+                "robot",
+                "panda",
+                "What to simulate: 'panda' (a payload beyond a wrist F/T sensor: "
+                "joint states and wrenches), 'panda_torques' (a payload at the "
+                "flange, no F/T sensor: joint states with joint torques as "
+                "efforts), 'go1_leg' (a Go1 leg: joint states "
+                "with joint torques as efforts), 'icub_whole_body', "
+                "'go1_whole_body', 'icub_suspended_whole_body' (floating "
+                "base: joint states, IMU, F/T sensors), "
+                "'icub_fixed_whole_body' (on a stand) or "
+                "'icub_stance_whole_body' (on one sole, leg F/T sensors only).",
+            ),
             ("rate_hz", 1000.0, "Publication rate of the topics (Hz)."),
             ("duration_sec", 0.0, "Seconds of motion to play; 0 = until stopped."),
-            ("time_scale", 1.0, "Simulated seconds played per wall-clock second (> 0; 2 plays "
-                                "the motion twice as fast as real time, the stamps still 1 / "
-                                "rate_hz apart)."),
+            (
+                "time_scale",
+                1.0,
+                "Simulated seconds played per wall-clock second (> 0; 2 plays "
+                "the motion twice as fast as real time, the stamps still 1 / "
+                "rate_hz apart).",
+            ),
             ("seed", 0, "Seed of the trajectory and the noise (and go1_leg's true links)."),
-            ("noise", True, "Add the sensors' noise (panda: F/T 0.1 N, 0.005 N m and encoders; "
-                            "go1_leg: 0.1 N m on the joint torques; panda_torques: 0.04-0.15 "
-                            "N m)."),
+            (
+                "noise",
+                True,
+                "Add the sensors' noise (panda: F/T 0.1 N, 0.005 N m and encoders; "
+                "go1_leg: 0.1 N m on the joint torques; panda_torques: 0.04-0.15 "
+                "N m).",
+            ),
             ("publish_velocity", True, "Fill JointState.velocity (else positions only)."),
-            ("payload_mass", float(mass), "panda, panda_torques: payload mass (kg; "
-                                          "panda_torques: 0 for none)."),
-            ("payload_com", [float(v) for v in com], "panda, panda_torques: payload COM in the "
-                                                     "sensor frame (the flange) (m)."),
-            ("payload_inertia", [float(v) for v in
-                                 (inertia_com[0, 0], inertia_com[0, 1], inertia_com[0, 2],
-                                  inertia_com[1, 1], inertia_com[1, 2], inertia_com[2, 2])],
-             "panda, panda_torques: payload inertia about its COM [ixx, ixy, ixz, iyy, iyz, "
-             "izz] (kg m^2)."),
-            ("ft_offset", [float(v) for v in default.true_offset],
-             "panda: constant F/T offset [fx, fy, fz, tx, ty, tz] (N, N m)."),
-            ("perturb_links", True,
-             "go1_leg, panda_torques: the true links differ from the URDF (masses and inertias "
-             "x U(0.8, 1.2), panda_torques U(0.9, 1.1); COMs moved ~1 cm; seeded by 'seed')."),
-            ("wait_for_subscribers_sec", 10.0,
-             "Start the motion once every data topic has a subscriber, waiting at most this long "
-             "(s); 0 = start at once."),
+            (
+                "payload_mass",
+                float(mass),
+                "panda, panda_torques: payload mass (kg; panda_torques: 0 for none).",
+            ),
+            (
+                "payload_com",
+                [float(v) for v in com],
+                "panda, panda_torques: payload COM in the sensor frame (the flange) (m).",
+            ),
+            (
+                "payload_inertia",
+                [
+                    float(v)
+                    for v in (
+                        inertia_com[0, 0],
+                        inertia_com[0, 1],
+                        inertia_com[0, 2],
+                        inertia_com[1, 1],
+                        inertia_com[1, 2],
+                        inertia_com[2, 2],
+                    )
+                ],
+                "panda, panda_torques: payload inertia about its COM [ixx, ixy, ixz, iyy, iyz, "
+                "izz] (kg m^2).",
+            ),
+            (
+                "ft_offset",
+                [float(v) for v in default.true_offset],
+                "panda: constant F/T offset [fx, fy, fz, tx, ty, tz] (N, N m).",
+            ),
+            (
+                "perturb_links",
+                True,
+                "go1_leg, panda_torques: the true links differ from the URDF (masses and inertias "
+                "x U(0.8, 1.2), panda_torques U(0.9, 1.1); COMs moved ~1 cm; seeded by 'seed').",
+            ),
+            (
+                "wait_for_subscribers_sec",
+                10.0,
+                "Start the motion once every data topic has a subscriber, waiting at most this "
+                "long (s); 0 = start at once.",
+            ),
             ("joint_states_topic", "/joint_states", "JointState output topic."),
             ("wrench_topic", "/ft_sensor/wrench", "panda: WrenchStamped output topic."),
-            ("motion", "exciting", "The motion until a joint trajectory command arrives: "
-                                   "'exciting' (a Fourier series) or 'hold' (at start_position)."),
-            ("start_position", Parameter.Type.DOUBLE_ARRAY,
-             "The pose for motion 'hold' (rad; panda: joints 1-7, default its home; go1_leg: hip, "
-             "thigh, knee, default 0, 0.8, -1.7)."),
-            ("trajectory_topic", "/joint_trajectory_controller/joint_trajectory",
-             "trajectory_msgs/JointTrajectory commands to follow."),
-            ("tracking_lag_sec", DEFAULT_TRACKING_LAG_SEC,
-             "How late the robot follows the commanded trajectory (s)."),
+            (
+                "motion",
+                "exciting",
+                "The motion until a joint trajectory command arrives: "
+                "'exciting' (a Fourier series) or 'hold' (at start_position).",
+            ),
+            (
+                "start_position",
+                Parameter.Type.DOUBLE_ARRAY,
+                "The pose for motion 'hold' (rad; panda: joints 1-7, default its home; go1_leg: "
+                "hip, thigh, knee, default 0, 0.8, -1.7).",
+            ),
+            (
+                "trajectory_topic",
+                "/joint_trajectory_controller/joint_trajectory",
+                "trajectory_msgs/JointTrajectory commands to follow.",
+            ),
+            (
+                "tracking_lag_sec",
+                DEFAULT_TRACKING_LAG_SEC,
+                "How late the robot follows the commanded trajectory (s).",
+            ),
             ("imu_topic", "/imu", "whole-body robots: Imu output topic."),
         ]
         for name, value, description in declare:
             self.declare_parameter(name, value, ParameterDescriptor(description=description))
         p = {name: _value(self, name) for name, _, _ in declare}
         if p["robot"] not in ROBOTS:
-            raise ValueError(f"parameter 'robot': unknown robot {p['robot']!r}; choose one of "
-                             f"{sorted(ROBOTS)}")
+            raise ValueError(
+                f"parameter 'robot': unknown robot {p['robot']!r}; choose one of {sorted(ROBOTS)}"
+            )
         self.robot = ROBOTS[p["robot"]](self, p)
         self._rate = float(p["rate_hz"])
         self._duration = float(p["duration_sec"])
@@ -407,8 +533,9 @@ class SimulatorNode(Node):
         self._wait_for_subscribers = float(p["wait_for_subscribers_sec"])
         self._rng = np.random.default_rng(int(p["seed"]) + 1)
         self.finished = threading.Event()
-        self._thread = threading.Thread(target=until_shutdown, args=(self._run,),
-                                        name="inertia_id_sim", daemon=True)
+        self._thread = threading.Thread(
+            target=until_shutdown, args=(self._run,), name="inertia_id_sim", daemon=True
+        )
         self._thread.start()
         self.get_logger().info(f"simulating {self.robot.description} at {self._rate:.0f} Hz")
 
@@ -419,8 +546,11 @@ class SimulatorNode(Node):
 
     def _run(self) -> None:
         deadline = time.monotonic() + self._wait_for_subscribers
-        while (time.monotonic() < deadline and not self.finished.is_set()
-               and not self.robot.subscribed()):
+        while (
+            time.monotonic() < deadline
+            and not self.finished.is_set()
+            and not self.robot.subscribed()
+        ):
             self.finished.wait(0.05)
         start_stamp = self.get_clock().now().nanoseconds * 1e-9
         start_wall = time.monotonic()

@@ -41,8 +41,9 @@ class CommandFollower:
     Thread-safe: commands may arrive while another thread samples the motion (at times after
     those already sampled: a command never changes the past)."""
 
-    def __init__(self, initial: Trajectory, joint_names: Sequence[str],
-                 lag: float = DEFAULT_TRACKING_LAG_SEC) -> None:
+    def __init__(
+        self, initial: Trajectory, joint_names: Sequence[str], lag: float = DEFAULT_TRACKING_LAG_SEC
+    ) -> None:
         if not (np.isfinite(lag) and lag >= 0.0):
             raise ValueError(f"lag must be finite and >= 0 (s), got {lag!r}")
         self.initial = initial
@@ -57,14 +58,22 @@ class CommandFollower:
         """Commands followed so far."""
         return len(self._segments)
 
-    def command(self, t_arrival: float, t_start: float, times: np.ndarray, q: np.ndarray,
-                dq: np.ndarray, ddq: np.ndarray) -> bool:
+    def command(
+        self,
+        t_arrival: float,
+        t_start: float,
+        times: np.ndarray,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+    ) -> bool:
         """Follow a command that arrived at ``t_arrival`` (s, the motion's time), starting at
         ``t_start`` (s) with points at ``t_start + times`` (K,) of positions, velocities and
         accelerations (K, n), columns in ``joint_names`` order. False (ignored) when it has no
         point after it takes over."""
-        q, dq, ddq = (np.asarray(a, dtype=float).reshape(-1, len(self.joint_names))
-                      for a in (q, dq, ddq))
+        q, dq, ddq = (
+            np.asarray(a, dtype=float).reshape(-1, len(self.joint_names)) for a in (q, dq, ddq)
+        )
         t_switch = max(float(t_arrival), float(t_start))
         stamps = float(t_start) + np.asarray(times, dtype=float).reshape(-1)
         later = stamps > t_switch + 1e-9
@@ -74,9 +83,12 @@ class CommandFollower:
             q0, dq0, ddq0 = (a[0] for a in self._reference(np.array([t_switch])))
             try:
                 segment = ExcitationTrajectory(
-                    np.concatenate([[0.0], stamps[later] - t_switch]), self.joint_names,
-                    np.vstack([q0, q[later]]), np.vstack([dq0, dq[later]]),
-                    np.vstack([ddq0, ddq[later]]))
+                    np.concatenate([[0.0], stamps[later] - t_switch]),
+                    self.joint_names,
+                    np.vstack([q0, q[later]]),
+                    np.vstack([dq0, dq[later]]),
+                    np.vstack([ddq0, ddq[later]]),
+                )
             except TrajectoryError:
                 return False
             self._segments.append((t_switch, segment))

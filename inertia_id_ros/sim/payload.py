@@ -50,8 +50,9 @@ def default_payload_theta() -> np.ndarray:
 def grasped_payload_theta() -> np.ndarray:
     """theta (10,) of the payload a simulated grasp adds: a 2.3 kg box 10 x 15 x 8 cm, COM at
     (0, 4, 9) cm in the flange frame."""
-    return theta_from_inertia(2.3, np.array([0.0, 0.04, 0.09]),
-                              box_inertia(2.3, [0.10, 0.15, 0.08]))
+    return theta_from_inertia(
+        2.3, np.array([0.0, 0.04, 0.09]), box_inertia(2.3, [0.10, 0.15, 0.08])
+    )
 
 
 def _joint_limits(model: pin.Model, joint_names: Sequence[str]) -> tuple[np.ndarray, ...]:
@@ -81,40 +82,53 @@ class ExcitingTrajectory:
     all 10 parameters are excited.
     """
 
-    def __init__(self, lower: Sequence[float], upper: Sequence[float],
-                 velocity_limit: Sequence[float], period: float = 10.0, n_harmonics: int = 5,
-                 seed: int = 0, position_fraction: float = 0.8, velocity_fraction: float = 0.8,
-                 acceleration_limit: float | Sequence[float] | None = None,
-                 max_amplitude: float = np.pi, center: Sequence[float] | None = None,
-                 spectrum_decay: float = 0.0) -> None:
+    def __init__(
+        self,
+        lower: Sequence[float],
+        upper: Sequence[float],
+        velocity_limit: Sequence[float],
+        period: float = 10.0,
+        n_harmonics: int = 5,
+        seed: int = 0,
+        position_fraction: float = 0.8,
+        velocity_fraction: float = 0.8,
+        acceleration_limit: float | Sequence[float] | None = None,
+        max_amplitude: float = np.pi,
+        center: Sequence[float] | None = None,
+        spectrum_decay: float = 0.0,
+    ) -> None:
         self.lower = np.asarray(lower, dtype=float)
         self.upper = np.asarray(upper, dtype=float)
         if np.any(self.upper <= self.lower):
             raise ValueError(f"upper limits {self.upper} must exceed lower limits {self.lower}")
-        self.center = (0.5 * (self.lower + self.upper) if center is None
-                       else np.asarray(center, dtype=float))
+        self.center = (
+            0.5 * (self.lower + self.upper) if center is None else np.asarray(center, dtype=float)
+        )
         self.omega = 2.0 * np.pi / period
         self.period = float(period)
         n = self.lower.size
         rng = np.random.default_rng(seed)
         harmonics = np.arange(1, n_harmonics + 1)
         self.harmonics = harmonics
-        self._a = rng.normal(size=(n, n_harmonics)) / harmonics ** spectrum_decay
-        self._b = rng.normal(size=(n, n_harmonics)) / harmonics ** spectrum_decay
+        self._a = rng.normal(size=(n, n_harmonics)) / harmonics**spectrum_decay
+        self._b = rng.normal(size=(n, n_harmonics)) / harmonics**spectrum_decay
         self.scale = np.ones(n)  # unit scale while measuring the series' extremes
         grid = np.linspace(0.0, period, 2001)
         p, dp, ddp = self(grid)
         p -= self.center
         half_range = np.minimum(self.center - self.lower, self.upper - self.center)
-        bounds = [np.minimum(position_fraction * half_range, max_amplitude) / np.abs(p).max(0),
-                  velocity_fraction * np.asarray(velocity_limit, float) / np.abs(dp).max(0)]
+        bounds = [
+            np.minimum(position_fraction * half_range, max_amplitude) / np.abs(p).max(0),
+            velocity_fraction * np.asarray(velocity_limit, float) / np.abs(dp).max(0),
+        ]
         if acceleration_limit is not None:
             bounds.append(np.asarray(acceleration_limit, float) / np.abs(ddp).max(0))
         self.scale = np.min(bounds, axis=0)
 
     @classmethod
-    def for_model(cls, model: pin.Model, joint_names: Sequence[str],
-                  **kwargs) -> ExcitingTrajectory:
+    def for_model(
+        cls, model: pin.Model, joint_names: Sequence[str], **kwargs
+    ) -> ExcitingTrajectory:
         """Trajectory within the model's position and velocity limits of ``joint_names``."""
         lower, upper, velocity = _joint_limits(model, joint_names)
         return cls(lower, upper, velocity, **kwargs)
@@ -140,8 +154,10 @@ class PointToPointTrajectory:
         if self.waypoints.ndim != 2 or self.waypoints.shape[0] < 2:
             raise ValueError(f"waypoints must be (K >= 2, n), got {self.waypoints.shape}")
         if not completion_time > 0 or hold_time < 0:
-            raise ValueError(f"need completion_time > 0 and hold_time >= 0 (s), got "
-                             f"{completion_time}, {hold_time}")
+            raise ValueError(
+                f"need completion_time > 0 and hold_time >= 0 (s), got "
+                f"{completion_time}, {hold_time}"
+            )
         self.completion_time = float(completion_time)
         self.hold_time = float(hold_time)
 
@@ -157,17 +173,23 @@ class PointToPointTrajectory:
         k = np.minimum((t // segment_time).astype(int), self.waypoints.shape[0] - 2)
         r = np.clip((t - k * segment_time) / self.completion_time, 0.0, 1.0)[:, None]
         T = self.completion_time
-        s = r ** 3 * (10 - 15 * r + 6 * r ** 2)
-        ds = 30 * r ** 2 * (1 - r) ** 2 / T
-        dds = 60 * r * (1 - r) * (1 - 2 * r) / T ** 2
+        s = r**3 * (10 - 15 * r + 6 * r**2)
+        ds = 30 * r**2 * (1 - r) ** 2 / T
+        dds = 60 * r * (1 - r) * (1 - 2 * r) / T**2
         start, delta = self.waypoints[k], self.waypoints[k + 1] - self.waypoints[k]
         return start + s * delta, ds * delta, dds * delta
 
 
-def minimum_jerk_point_to_point(lower: Sequence[float], upper: Sequence[float], n_points: int,
-                                completion_time: float, seed: int = 0, margin: float = 0.1,
-                                start: Sequence[float] | None = None,
-                                hold_time: float = 0.0) -> PointToPointTrajectory:
+def minimum_jerk_point_to_point(
+    lower: Sequence[float],
+    upper: Sequence[float],
+    n_points: int,
+    completion_time: float,
+    seed: int = 0,
+    margin: float = 0.1,
+    start: Sequence[float] | None = None,
+    hold_time: float = 0.0,
+) -> PointToPointTrajectory:
     """Random point-to-point minimum-jerk trajectory: ``n_points`` targets drawn uniformly within
     the limits shrunk by ``margin`` (fraction of the range at each end), reached one after the
     other in ``completion_time`` s each; starts at ``start`` (default the middle of the range)."""
@@ -190,12 +212,19 @@ class PayloadSimulator:
     ``velocity_noise_std`` (rad/s, m/s).
     """
 
-    def __init__(self, model: pin.Model, sensor_frame: str, payload_theta: np.ndarray,
-                 trajectory: Trajectory, joint_names: Sequence[str] | None = None,
-                 locked_positions: Mapping[str, float] | None = None,
-                 offset: np.ndarray = DEFAULT_OFFSET,
-                 wrench_noise_std: np.ndarray = DEFAULT_WRENCH_NOISE_STD,
-                 position_noise_std: float = 1e-5, velocity_noise_std: float = 5e-4) -> None:
+    def __init__(
+        self,
+        model: pin.Model,
+        sensor_frame: str,
+        payload_theta: np.ndarray,
+        trajectory: Trajectory,
+        joint_names: Sequence[str] | None = None,
+        locked_positions: Mapping[str, float] | None = None,
+        offset: np.ndarray = DEFAULT_OFFSET,
+        wrench_noise_std: np.ndarray = DEFAULT_WRENCH_NOISE_STD,
+        position_noise_std: float = 1e-5,
+        velocity_noise_std: float = 5e-4,
+    ) -> None:
         self.kinematics = SensorKinematics(model, sensor_frame, joint_names, locked_positions)
         self.trajectory = trajectory
         self.true_theta = np.asarray(payload_theta, dtype=float).reshape(10).copy()
@@ -207,8 +236,13 @@ class PayloadSimulator:
         self._data = self._model.createData()
 
     @classmethod
-    def panda(cls, payload_theta: np.ndarray | None = None, trajectory: Trajectory | None = None,
-              seed: int = 0, **kwargs) -> PayloadSimulator:
+    def panda(
+        cls,
+        payload_theta: np.ndarray | None = None,
+        trajectory: Trajectory | None = None,
+        seed: int = 0,
+        **kwargs,
+    ) -> PayloadSimulator:
         """example-robot-data Panda, sensor at the flange ``panda_link8``, the 7 arm joints (the
         fingers locked), :func:`default_payload_theta`, an :class:`ExcitingTrajectory` (period 10 s,
         5 harmonics, ``seed``); ``kwargs`` go to the constructor (noise, offset). The payload is
@@ -230,10 +264,12 @@ class PayloadSimulator:
     def _model_with_payload(self) -> tuple[pin.Model, int]:
         model = pin.Model(self.kinematics.reduced_model)
         frame = model.frames[model.getFrameId(self.sensor_frame)]
-        joint = model.addJoint(frame.parentJoint, pin.JointModelRZ(), frame.placement,
-                               "payload_joint")
-        model.appendBodyToJoint(joint, pin.Inertia.FromDynamicParameters(self.true_theta),
-                                pin.SE3.Identity())
+        joint = model.addJoint(
+            frame.parentJoint, pin.JointModelRZ(), frame.placement, "payload_joint"
+        )
+        model.appendBodyToJoint(
+            joint, pin.Inertia.FromDynamicParameters(self.true_theta), pin.SE3.Identity()
+        )
         return model, joint
 
     @property
@@ -259,25 +295,30 @@ class PayloadSimulator:
         extra = np.zeros(1)
         for i in range(Q.shape[0]):
             q = np.concatenate([self.kinematics.model_configuration(Q[i]), extra])
-            pin.rnea(model, data, q, np.concatenate([DQ[i], extra]),
-                     np.concatenate([DDQ[i], extra]))
+            pin.rnea(
+                model, data, q, np.concatenate([DQ[i], extra]), np.concatenate([DDQ[i], extra])
+            )
             wrenches[i] = data.f[joint].vector
         return wrenches
 
-    def measure_joints(self, t: np.ndarray,
-                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def measure_joints(
+        self, t: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Noisy joint positions and velocities (N, n) at ``t`` (N,) (s)."""
         q, dq, _ = self.state(t)
-        return (q + rng.normal(scale=self.position_noise_std, size=q.shape),
-                dq + rng.normal(scale=self.velocity_noise_std, size=dq.shape))
+        return (
+            q + rng.normal(scale=self.position_noise_std, size=q.shape),
+            dq + rng.normal(scale=self.velocity_noise_std, size=dq.shape),
+        )
 
     def measure_wrench(self, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Measured wrenches (N, 6): true wrench + offset + white noise."""
         wrench = self.true_wrench(t) + self.true_offset
         return wrench + rng.normal(size=wrench.shape) * self.wrench_noise_std
 
-    def measure(self, t: np.ndarray,
-                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def measure(
+        self, t: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(q_meas, dq_meas, wrench_meas)`` at the same stamps ``t`` (N,) (s)."""
         q, dq = self.measure_joints(t, rng)
         return q, dq, self.measure_wrench(t, rng)

@@ -73,8 +73,9 @@ class PhysicalBounds:
     max_total_mass: float
 
     @classmethod
-    def from_links(cls, links: tuple[LinkInertial, ...], mass_margin: float = 0.1
-                   ) -> PhysicalBounds:
+    def from_links(
+        cls, links: tuple[LinkInertial, ...], mass_margin: float = 0.1
+    ) -> PhysicalBounds:
         """Each link's box (its COM +- half its size) and ``(1 + mass_margin)`` x the total."""
         com = np.array([link.com for link in links])
         half = 0.5 * np.array([link.size for link in links])
@@ -86,7 +87,7 @@ class PhysicalBounds:
         max_total_mass``."""
         out, masses = [], []
         for k in range(n_links):
-            m, h = x[10 * k], x[10 * k + 1:10 * k + 4]
+            m, h = x[10 * k], x[10 * k + 1 : 10 * k + 4]
             out += [h >= m * self.com_lower[k], h <= m * self.com_upper[k]]
             masses.append(m)
         import cvxpy as cp
@@ -96,10 +97,13 @@ class PhysicalBounds:
 
     def hold(self, x: np.ndarray, n_links: int, tol: float = FEASIBILITY_TOLERANCE) -> bool:
         """Whether ``x`` meets the COM boxes and the mass bound (within ``tol``)."""
-        thetas = np.asarray(x)[:10 * n_links].reshape(n_links, 10)
+        thetas = np.asarray(x)[: 10 * n_links].reshape(n_links, 10)
         m, h = thetas[:, :1], thetas[:, 1:4]
-        return bool(np.all(h >= m * self.com_lower - tol) and np.all(h <= m * self.com_upper + tol)
-                    and thetas[:, 0].sum() <= self.max_total_mass + tol)
+        return bool(
+            np.all(h >= m * self.com_lower - tol)
+            and np.all(h <= m * self.com_upper + tol)
+            and thetas[:, 0].sum() <= self.max_total_mass + tol
+        )
 
 
 def base_matrix(base: BaseParameters) -> np.ndarray:
@@ -150,8 +154,9 @@ class FeasibleSet:
 
         self.model, self.bounds, self.solver = model, bounds, solver
         self.x = cp.Variable(model.n_parameters, name="x")
-        self.constraints = (consistency_constraints(self.x, model.n_joints, {}, model.nonnegative)
-                            + bounds.constraints(self.x, model.n_joints))
+        self.constraints = consistency_constraints(
+            self.x, model.n_joints, {}, model.nonnegative
+        ) + bounds.constraints(self.x, model.n_joints)
 
     def _solve(self, objective, extra: list) -> tuple[str, np.ndarray | None]:
         import cvxpy as cp
@@ -186,14 +191,20 @@ class FeasibleSet:
         """``x`` meets every constraint (:func:`~inertia_id_ros.solvers.feasibility.check`, signs,
         bounds), within :data:`FEASIBILITY_TOLERANCE`."""
         n = self.model.n_joints
-        links_ok = all(report.min_pseudo_inertia_eig >= -FEASIBILITY_TOLERANCE
-                       for report in feasibility.check(x, n))
+        links_ok = all(
+            report.min_pseudo_inertia_eig >= -FEASIBILITY_TOLERANCE
+            for report in feasibility.check(x, n)
+        )
         signs_ok = all(x[i] >= -FEASIBILITY_TOLERANCE for i in self.model.nonnegative)
         return links_ok and signs_ok and self.bounds.hold(x, n)
 
 
-def run(seed: int = 0, torque_noise_std: float | tuple[float, ...] = DEFAULT_TORQUE_NOISE_STD,
-        duration: float = DEFAULT_DURATION, rate: float = DEFAULT_RATE) -> SousaResult:
+def run(
+    seed: int = 0,
+    torque_noise_std: float | tuple[float, ...] = DEFAULT_TORQUE_NOISE_STD,
+    duration: float = DEFAULT_DURATION,
+    rate: float = DEFAULT_RATE,
+) -> SousaResult:
     """The experiment: identification trajectory ``seed``, validation ``seed + 1``, ``duration``
     s at ``rate`` Hz each, torque noise ``torque_noise_std`` N·m (noise seeded by ``seed``)."""
     model = wam_link_model()
@@ -209,20 +220,25 @@ def run(seed: int = 0, torque_noise_std: float | tuple[float, ...] = DEFAULT_TOR
     x_ols[base.independent] = beta_ols
     feasible_set = FeasibleSet(model, PhysicalBounds.from_links(WAM_LINKS))
     Q, R = np.linalg.qr(Y)
-    candidates = {"ols": (x_ols, feasible_set.contains_base(K, beta_ols)),
-                  "closest": feasible_set.closest_base(K, beta_ols),
-                  "constrained": feasible_set.least_squares(R, Q.T @ y)}
+    candidates = {
+        "ols": (x_ols, feasible_set.contains_base(K, beta_ols)),
+        "closest": feasible_set.closest_base(K, beta_ols),
+        "constrained": feasible_set.least_squares(R, Q.T @ y),
+    }
     estimates = {}
     for method in METHODS:
-        x, feasible = (candidates[method] if method == "ols"
-                       else (candidates[method], None))
+        x, feasible = candidates[method] if method == "ols" else (candidates[method], None)
         if x is None:
             raise RuntimeError(f"the {method} SDP found no solution")
         if feasible is None:
             feasible = feasible_set.holds(x)
-        estimates[method] = Estimate(method, x, feasible,
-                                     relative_errors(model, x, identification),
-                                     relative_errors(model, x, validation))
+        estimates[method] = Estimate(
+            method,
+            x,
+            feasible,
+            relative_errors(model, x, identification),
+            relative_errors(model, x, validation),
+        )
     return SousaResult(model.joint_names, model.n_parameters, base.rank, estimates)
 
 
@@ -231,21 +247,28 @@ def format_table(result: SousaResult) -> str:
     identification and validation trajectories, and whether each estimate is feasible."""
     names = {"ols": "OLS", "closest": "closest", "constrained": "constr. OLS"}
     methods = list(result.estimates)
-    lines = [f"WAM (Sousa & Cortesão 2014), simulated: {result.n_standard} standard parameters "
-             f"(7 links x 10 + 7 joints x viscous, Coulomb, offset, drive inertia), "
-             f"{result.n_base} base parameters",
-             "relative error 100·‖τ_j − τ̂_j‖/‖τ_j‖ (%) per joint",
-             f"{'':8}" + "".join(f"{'identification':^{12 * len(methods)}}")
-             + "".join(f"{'validation':^{12 * len(methods)}}"),
-             f"{'joint':<8}" + "".join(f"{names[m]:>12}" for m in methods) * 2]
+    lines = [
+        f"WAM (Sousa & Cortesão 2014), simulated: {result.n_standard} standard parameters "
+        f"(7 links x 10 + 7 joints x viscous, Coulomb, offset, drive inertia), "
+        f"{result.n_base} base parameters",
+        "relative error 100·‖τ_j − τ̂_j‖/‖τ_j‖ (%) per joint",
+        f"{'':8}"
+        + "".join(f"{'identification':^{12 * len(methods)}}")
+        + "".join(f"{'validation':^{12 * len(methods)}}"),
+        f"{'joint':<8}" + "".join(f"{names[m]:>12}" for m in methods) * 2,
+    ]
     for j in range(len(result.joint_names)):
-        lines.append(f"{j + 1:<8}"
-                     + "".join(f"{result.estimates[m].identification_error[j]:12.2f}"
-                               for m in methods)
-                     + "".join(f"{result.estimates[m].validation_error[j]:12.2f}"
-                               for m in methods))
-    lines.append("feasible" + "".join(
-        f"{'yes' if result.estimates[m].feasible else 'NO':>12}" for m in methods) * 2)
-    lines.append("OLS: least-squares base estimate (feasibility test); closest: its closest "
-                 "feasible correction; constr. OLS: feasibility-constrained OLS")
+        lines.append(
+            f"{j + 1:<8}"
+            + "".join(f"{result.estimates[m].identification_error[j]:12.2f}" for m in methods)
+            + "".join(f"{result.estimates[m].validation_error[j]:12.2f}" for m in methods)
+        )
+    lines.append(
+        "feasible"
+        + "".join(f"{'yes' if result.estimates[m].feasible else 'NO':>12}" for m in methods) * 2
+    )
+    lines.append(
+        "OLS: least-squares base estimate (feasibility test); closest: its closest "
+        "feasible correction; constr. OLS: feasibility-constrained OLS"
+    )
     return "\n".join(lines)

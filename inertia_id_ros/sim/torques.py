@@ -48,16 +48,23 @@ class JointTorqueSimulator:
     Efforts are torques divided by the model's drives' ``effort_scale``.
     """
 
-    def __init__(self, links: LinkModel, trajectory: Trajectory,
-                 link_thetas: np.ndarray | None = None,
-                 drives: Sequence[DriveTruth] | Mapping[str, DriveTruth] | None = None,
-                 payload: tuple[str, np.ndarray] | None = None,
-                 torque_noise_std: float | Sequence[float] = 0.0) -> None:
+    def __init__(
+        self,
+        links: LinkModel,
+        trajectory: Trajectory,
+        link_thetas: np.ndarray | None = None,
+        drives: Sequence[DriveTruth] | Mapping[str, DriveTruth] | None = None,
+        payload: tuple[str, np.ndarray] | None = None,
+        torque_noise_std: float | Sequence[float] = 0.0,
+    ) -> None:
         self.links = links
         self.trajectory = trajectory
         n = links.n_joints
-        thetas = (links.link_parameters(links.prior) if link_thetas is None
-                  else np.asarray(link_thetas, dtype=float))
+        thetas = (
+            links.link_parameters(links.prior)
+            if link_thetas is None
+            else np.asarray(link_thetas, dtype=float)
+        )
         if thetas.shape != (n, 10):
             raise ValueError(f"link_thetas must have shape ({n}, 10), got {thetas.shape}")
         self.link_thetas = thetas.copy()
@@ -66,17 +73,25 @@ class JointTorqueSimulator:
         elif isinstance(drives, Mapping):
             unknown = sorted(set(drives) - set(links.joint_names))
             if unknown:
-                raise ValueError(f"drives for unknown joints {unknown}; the chain's joints are "
-                                 f"{links.joint_names}")
+                raise ValueError(
+                    f"drives for unknown joints {unknown}; the chain's joints are "
+                    f"{links.joint_names}"
+                )
             drives = [drives.get(j, DriveTruth()) for j in links.joint_names]
         if len(drives) != n:
             raise ValueError(f"{len(drives)} drives for {n} joints {links.joint_names}")
         self.drives: tuple[DriveTruth, ...] = tuple(drives)
         self.torque_noise_std = np.broadcast_to(np.asarray(torque_noise_std, float), (n,)).copy()
-        self.payload_frame, self.payload_theta = (None, None) if payload is None else (
-            payload[0], np.asarray(payload[1], dtype=float).reshape(10).copy())
-        if self.payload_theta is not None and np.any(self.payload_theta) and \
-                not self.payload_theta[0] > 0.0:
+        self.payload_frame, self.payload_theta = (
+            (None, None)
+            if payload is None
+            else (payload[0], np.asarray(payload[1], dtype=float).reshape(10).copy())
+        )
+        if (
+            self.payload_theta is not None
+            and np.any(self.payload_theta)
+            and not self.payload_theta[0] > 0.0
+        ):
             raise ValueError(f"payload mass must be positive, got {self.payload_theta[0]!r}")
         self._model = self._true_model()
         self._data = self._model.createData()
@@ -88,9 +103,11 @@ class JointTorqueSimulator:
         if self.payload_frame is not None:
             frame = model.frames[frame_id(model, self.payload_frame)]
             if np.any(self.payload_theta):
-                model.appendBodyToJoint(frame.parentJoint,
-                                        pin.Inertia.FromDynamicParameters(self.payload_theta),
-                                        frame.placement)
+                model.appendBodyToJoint(
+                    frame.parentJoint,
+                    pin.Inertia.FromDynamicParameters(self.payload_theta),
+                    frame.placement,
+                )
         return model
 
     @property
@@ -102,8 +119,12 @@ class JointTorqueSimulator:
         """(N, n) noise-free joint torques (N·m) at times ``t`` (N,) (s)."""
         q, dq, ddq = self.trajectory(t)
         configurations = self.links.configuration(q)
-        tau = np.stack([pin.rnea(self._model, self._data, configurations[k], dq[k], ddq[k])
-                        for k in range(q.shape[0])])
+        tau = np.stack(
+            [
+                pin.rnea(self._model, self._data, configurations[k], dq[k], ddq[k])
+                for k in range(q.shape[0])
+            ]
+        )
         for j, drive in enumerate(self.drives):
             tau[:, j] += drive.torque(dq[:, j], ddq[:, j])
         return tau
@@ -120,15 +141,20 @@ class JointTorqueSimulator:
         ``theta`` and the true values of the drive terms ``model`` estimates (payload excluded)."""
         model = self.links if model is None else model
         if model.joint_names != self.joint_names:
-            raise ValueError(f"model joints {model.joint_names} differ from the simulator's "
-                             f"{self.joint_names}")
-        values = [getattr(truth, term) for drive, truth in zip(model.drives, self.drives)
-                  for term in drive.terms]
+            raise ValueError(
+                f"model joints {model.joint_names} differ from the simulator's {self.joint_names}"
+            )
+        values = [
+            getattr(truth, term)
+            for drive, truth in zip(model.drives, self.drives)
+            for term in drive.terms
+        ]
         return np.concatenate([self.link_thetas.ravel(), values])
 
 
-def perturbed_links(thetas: np.ndarray, rng: np.random.Generator,
-                    relative: float = 0.2) -> np.ndarray:
+def perturbed_links(
+    thetas: np.ndarray, rng: np.random.Generator, relative: float = 0.2
+) -> np.ndarray:
     """(n, 10) physically consistent links near ``thetas`` (n, 10), e.g. a "true" robot that
     differs from its URDF: each mass and inertia about the COM scaled by U(1 - relative,
     1 + relative), each COM moved by N(0, (1 cm)²) per axis."""
@@ -136,8 +162,13 @@ def perturbed_links(thetas: np.ndarray, rng: np.random.Generator,
     out = []
     for theta in np.asarray(thetas, dtype=float):
         mass, com, inertia_com = inertia_from_theta(theta)
-        out.append(theta_from_inertia(mass * rng.uniform(low, high), com + rng.normal(0, 0.01, 3),
-                                      inertia_com * rng.uniform(low, high)))
+        out.append(
+            theta_from_inertia(
+                mass * rng.uniform(low, high),
+                com + rng.normal(0, 0.01, 3),
+                inertia_com * rng.uniform(low, high),
+            )
+        )
     return np.array(out)
 
 
@@ -151,22 +182,32 @@ LEG_HOME = np.array([0.0, 0.8, -1.7])
 """A Go1 leg's middle pose (rad): hip, thigh, knee."""
 
 
-def leg_trajectory(links: LinkModel, seed: int = 0, period: float = 5.0,
-                   n_harmonics: int = 8) -> ExcitingTrajectory:
+def leg_trajectory(
+    links: LinkModel, seed: int = 0, period: float = 5.0, n_harmonics: int = 8
+) -> ExcitingTrajectory:
     """Exciting swing of a Go1 leg in the air (trunk fixed): a Fourier series of period ``period``
     s with ``n_harmonics`` harmonics around hip 0, thigh 0.8, knee -1.7 rad (thigh up to 1.2 rad
     away), within the joint limits and half the velocity limits (accelerations ~10-40 rad/s²)."""
-    return ExcitingTrajectory.for_model(links.model, links.joint_names, period=period,
-                                        n_harmonics=n_harmonics, seed=seed,
-                                        center=LEG_HOME, max_amplitude=1.2,
-                                        velocity_fraction=0.5)
+    return ExcitingTrajectory.for_model(
+        links.model,
+        links.joint_names,
+        period=period,
+        n_harmonics=n_harmonics,
+        seed=seed,
+        center=LEG_HOME,
+        max_amplitude=1.2,
+        velocity_fraction=0.5,
+    )
 
 
-def leg_simulator(config: ChainConfig | None = None, seed: int = 0,
-                  link_thetas: np.ndarray | None = None,
-                  friction: Sequence[tuple[float, float, float]] = DEFAULT_LEG_FRICTION,
-                  torque_noise_std: float | Sequence[float] = DEFAULT_LEG_TORQUE_NOISE_STD,
-                  trajectory: Trajectory | None = None) -> JointTorqueSimulator:
+def leg_simulator(
+    config: ChainConfig | None = None,
+    seed: int = 0,
+    link_thetas: np.ndarray | None = None,
+    friction: Sequence[tuple[float, float, float]] = DEFAULT_LEG_FRICTION,
+    torque_noise_std: float | Sequence[float] = DEFAULT_LEG_TORQUE_NOISE_STD,
+    trajectory: Trajectory | None = None,
+) -> JointTorqueSimulator:
     """A simulated Go1 leg (default :func:`~inertia_id_ros.chain.actuators.go1_leg_config`).
 
     Front left, with its configured rotors as the true armatures, ``friction`` (viscous,
@@ -176,31 +217,50 @@ def leg_simulator(config: ChainConfig | None = None, seed: int = 0,
     links = config.link_model()
     if len(friction) != links.n_joints:
         raise ValueError(f"{len(friction)} friction triples for {links.n_joints} joints")
-    drives = [DriveTruth(viscous, coulomb, offset, config.actuator(j).reflected_inertia,
-                         config.actuator(j).coulomb_velocity)
-              for j, (viscous, coulomb, offset) in zip(links.joint_names, friction)]
+    drives = [
+        DriveTruth(
+            viscous,
+            coulomb,
+            offset,
+            config.actuator(j).reflected_inertia,
+            config.actuator(j).coulomb_velocity,
+        )
+        for j, (viscous, coulomb, offset) in zip(links.joint_names, friction)
+    ]
     trajectory = leg_trajectory(links, seed) if trajectory is None else trajectory
-    return JointTorqueSimulator(links, trajectory, link_thetas, drives,
-                                torque_noise_std=torque_noise_std)
+    return JointTorqueSimulator(
+        links, trajectory, link_thetas, drives, torque_noise_std=torque_noise_std
+    )
 
 
-def panda_torque_simulator(payload_theta: np.ndarray | None = None, seed: int = 0,
-                           drives: Sequence[DriveTruth] | None = None,
-                           torque_noise_std: float | Sequence[float] = 0.05,
-                           trajectory: Trajectory | None = None,
-                           links: LinkModel | None = None) -> JointTorqueSimulator:
+def panda_torque_simulator(
+    payload_theta: np.ndarray | None = None,
+    seed: int = 0,
+    drives: Sequence[DriveTruth] | None = None,
+    torque_noise_std: float | Sequence[float] = 0.05,
+    trajectory: Trajectory | None = None,
+    links: LinkModel | None = None,
+) -> JointTorqueSimulator:
     """The Panda's 7 arm joints (fingers locked; URDF links) carrying ``payload_theta`` (default
     :func:`~inertia_id_ros.sim.payload.default_payload_theta`; ``np.zeros(10)`` for none) at the
     flange ``panda_link8``; an :class:`ExcitingTrajectory` (period 10 s, 5 harmonics, ``seed``)
     unless ``trajectory`` is given; ``links`` the chain's model (default: all drive terms
     estimated, exact Coulomb sign)."""
-    links = (LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
-             if links is None else links)
+    links = (
+        LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
+        if links is None
+        else links
+    )
     if trajectory is None:
         trajectory = ExcitingTrajectory.for_model(links.model, links.joint_names, seed=seed)
     theta = default_payload_theta() if payload_theta is None else payload_theta
-    return JointTorqueSimulator(links, trajectory, drives=drives,
-                                payload=("panda_link8", theta), torque_noise_std=torque_noise_std)
+    return JointTorqueSimulator(
+        links,
+        trajectory,
+        drives=drives,
+        payload=("panda_link8", theta),
+        torque_noise_std=torque_noise_std,
+    )
 
 
 @dataclass(frozen=True)
@@ -222,10 +282,16 @@ DEFAULT_ARM_TORQUE_NOISE_STD = (0.15, 0.15, 0.12, 0.12, 0.06, 0.06, 0.04)
 """Joint torque noise of :func:`panda_arm_recording` (N·m): larger on the big joints."""
 
 
-def panda_arm_recording(duration: float = 40.0, rate: float = 1000.0, seed: int = 0,
-                        position_noise_std: float = 2e-5, velocity_noise_std: float = 0.005,
-                        torque_noise_std: Sequence[float] = DEFAULT_ARM_TORQUE_NOISE_STD,
-                        jitter: float = 0.05, max_frequency: float = 1.25) -> ArmRecording:
+def panda_arm_recording(
+    duration: float = 40.0,
+    rate: float = 1000.0,
+    seed: int = 0,
+    position_noise_std: float = 2e-5,
+    velocity_noise_std: float = 0.005,
+    torque_noise_std: Sequence[float] = DEFAULT_ARM_TORQUE_NOISE_STD,
+    jitter: float = 0.05,
+    max_frequency: float = 1.25,
+) -> ArmRecording:
     """The Panda's 7 arm joints (no payload) as a torque-sensing arm records them: links
     perturbed from the URDF (:func:`perturbed_links`), per joint viscous U(0.1, 0.6) N·m·s/rad,
     Coulomb U(0.2, 0.8) N·m with a smooth sign ``tanh(dq / 0.02)``, offset N(0, 0.1²) N·m, no
@@ -236,14 +302,27 @@ def panda_arm_recording(duration: float = 40.0, rate: float = 1000.0, seed: int 
     rng = np.random.default_rng(seed)
     links = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
     trajectory = ExcitingTrajectory.for_model(
-        links.model, links.joint_names, period=duration,
-        n_harmonics=max(1, int(max_frequency * duration)), seed=seed, velocity_fraction=0.5)
+        links.model,
+        links.joint_names,
+        period=duration,
+        n_harmonics=max(1, int(max_frequency * duration)),
+        seed=seed,
+        velocity_fraction=0.5,
+    )
     n = links.n_joints
-    drives = [DriveTruth(v, c, o, 0.0, 0.02) for v, c, o in
-              zip(rng.uniform(0.1, 0.6, n), rng.uniform(0.2, 0.8, n), rng.normal(0.0, 0.1, n))]
-    simulator = JointTorqueSimulator(links, trajectory,
-                                     perturbed_links(links.link_parameters(links.prior), rng),
-                                     drives, torque_noise_std=torque_noise_std)
+    drives = [
+        DriveTruth(v, c, o, 0.0, 0.02)
+        for v, c, o in zip(
+            rng.uniform(0.1, 0.6, n), rng.uniform(0.2, 0.8, n), rng.normal(0.0, 0.1, n)
+        )
+    ]
+    simulator = JointTorqueSimulator(
+        links,
+        trajectory,
+        perturbed_links(links.link_parameters(links.prior), rng),
+        drives,
+        torque_noise_std=torque_noise_std,
+    )
     period = 1.0 / rate
     t = np.arange(0.0, duration, period)
     t = t + rng.uniform(-jitter, jitter, t.size) * period
@@ -273,12 +352,13 @@ class PayloadTorqueRuns:
     links: LinkModel
 
 
-def panda_payload_torque_simulators(seed: int = 0, payload_theta: np.ndarray | None = None,
-                                    link_error: float = PAYLOAD_TORQUES_LINK_ERROR,
-                                    torque_noise_std: float | Sequence[float]
-                                    = DEFAULT_ARM_TORQUE_NOISE_STD,
-                                    trajectory: Trajectory | None = None
-                                    ) -> tuple[JointTorqueSimulator, JointTorqueSimulator]:
+def panda_payload_torque_simulators(
+    seed: int = 0,
+    payload_theta: np.ndarray | None = None,
+    link_error: float = PAYLOAD_TORQUES_LINK_ERROR,
+    torque_noise_std: float | Sequence[float] = DEFAULT_ARM_TORQUE_NOISE_STD,
+    trajectory: Trajectory | None = None,
+) -> tuple[JointTorqueSimulator, JointTorqueSimulator]:
     """``(unloaded, loaded)``: the Panda's 7 arm joints (model: the URDF's links, every drive
     term, ``tanh(dq / 0.02)``) moving along ``trajectory`` (default: the default
     :class:`ExcitingTrajectory` of ``seed``, period 10 s, 5 harmonics, 80 % of the velocity
@@ -289,34 +369,45 @@ def panda_payload_torque_simulators(seed: int = 0, payload_theta: np.ndarray | N
     (``tanh(dq / 0.02)``), offset N(0, 0.1²) N·m (seeded by ``seed``); torque noise
     ``torque_noise_std`` (N·m)."""
     rng = np.random.default_rng(seed)
-    links = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS,
-                                drives=JointDrive(coulomb_velocity=0.02))
+    links = LinkModel.from_urdf(
+        example_robot_urdf("panda"), PANDA_ARM_JOINTS, drives=JointDrive(coulomb_velocity=0.02)
+    )
     if trajectory is None:
         trajectory = ExcitingTrajectory.for_model(links.model, links.joint_names, seed=seed)
     n = links.n_joints
-    drives = [DriveTruth(v, c, o, 0.0, 0.02) for v, c, o in
-              zip(rng.uniform(0.1, 0.6, n), rng.uniform(0.2, 0.8, n), rng.normal(0.0, 0.1, n))]
+    drives = [
+        DriveTruth(v, c, o, 0.0, 0.02)
+        for v, c, o in zip(
+            rng.uniform(0.1, 0.6, n), rng.uniform(0.2, 0.8, n), rng.normal(0.0, 0.1, n)
+        )
+    ]
     thetas = perturbed_links(links.link_parameters(links.prior), rng, link_error)
     theta = default_payload_theta() if payload_theta is None else np.asarray(payload_theta)
-    unloaded, loaded = (JointTorqueSimulator(links, trajectory, thetas, drives, payload,
-                                             torque_noise_std)
-                        for payload in (None, (PANDA_FLANGE, theta)))
+    unloaded, loaded = (
+        JointTorqueSimulator(links, trajectory, thetas, drives, payload, torque_noise_std)
+        for payload in (None, (PANDA_FLANGE, theta))
+    )
     return unloaded, loaded
 
 
-def panda_payload_torque_runs(duration: float = 30.0, rate: float = 200.0, seed: int = 0,
-                              payload_theta: np.ndarray | None = None,
-                              link_error: float = PAYLOAD_TORQUES_LINK_ERROR,
-                              torque_noise_std: Sequence[float] = DEFAULT_ARM_TORQUE_NOISE_STD,
-                              position_noise_std: float = 2e-5,
-                              velocity_noise_std: float = 0.005,
-                              trajectory: Trajectory | None = None) -> PayloadTorqueRuns:
+def panda_payload_torque_runs(
+    duration: float = 30.0,
+    rate: float = 200.0,
+    seed: int = 0,
+    payload_theta: np.ndarray | None = None,
+    link_error: float = PAYLOAD_TORQUES_LINK_ERROR,
+    torque_noise_std: Sequence[float] = DEFAULT_ARM_TORQUE_NOISE_STD,
+    position_noise_std: float = 2e-5,
+    velocity_noise_std: float = 0.005,
+    trajectory: Trajectory | None = None,
+) -> PayloadTorqueRuns:
     """The Panda of :func:`panda_payload_torque_simulators` (``seed``, ``payload_theta``,
     ``link_error``, ``torque_noise_std``, ``trajectory``) replaying its motion twice, without and
     with the payload: ``duration`` s sampled at ``rate`` Hz from ``t = 0`` in both runs,
     Gaussian position and velocity noise; the noise independent in the two runs."""
-    unloaded, loaded = panda_payload_torque_simulators(seed, payload_theta, link_error,
-                                                       torque_noise_std, trajectory)
+    unloaded, loaded = panda_payload_torque_simulators(
+        seed, payload_theta, link_error, torque_noise_std, trajectory
+    )
     rng = np.random.default_rng([seed, 1])
     t = np.arange(0.0, duration, 1.0 / rate)
     runs = []
@@ -325,5 +416,6 @@ def panda_payload_torque_runs(duration: float = 30.0, rate: float = 200.0, seed:
         q = truth.positions + rng.normal(0.0, position_noise_std, truth.positions.shape)
         dq = truth.velocities + rng.normal(0.0, velocity_noise_std, truth.velocities.shape)
         runs.append(ArmRecording(t, q, dq, truth.efforts, truth, simulator))
-    return PayloadTorqueRuns(runs[0], runs[1], loaded.payload_theta.copy(), PANDA_FLANGE,
-                             unloaded.links)
+    return PayloadTorqueRuns(
+        runs[0], runs[1], loaded.payload_theta.copy(), PANDA_FLANGE, unloaded.links
+    )

@@ -54,8 +54,7 @@ from inertia_id_ros.solvers import Problem, solve
 
 SENSOR_FRAME = "r_arm_ft_sensor"
 SHOULDER_JOINTS = ("r_shoulder_pitch", "r_shoulder_roll", "r_shoulder_yaw")
-LOCKED_ARM = {"r_elbow": np.pi / 4, "r_wrist_prosup": 0.0, "r_wrist_pitch": 0.0,
-              "r_wrist_yaw": 0.0}
+LOCKED_ARM = {"r_elbow": np.pi / 4, "r_wrist_prosup": 0.0, "r_wrist_pitch": 0.0, "r_wrist_yaw": 0.0}
 """Positions (rad) of the locked joints beyond the sensor: the elbow bent 45 deg."""
 COMPLETION_TIMES = (10.0, 5.0, 2.0, 1.0, 0.5)
 """Completion time of each point-to-point motion of a path (s), the paper's rows."""
@@ -95,8 +94,10 @@ class PathResult:
     def agree(self, tolerance: float = AGREEMENT_TOLERANCE) -> bool:
         """Whether every method's ``theta`` is within ``tolerance`` (relative) of OLS's."""
         reference = self.results["ols"].theta
-        return all(np.linalg.norm(r.theta - reference) <= tolerance * np.linalg.norm(reference)
-                   for r in self.results.values())
+        return all(
+            np.linalg.norm(r.theta - reference) <= tolerance * np.linalg.norm(reference)
+            for r in self.results.values()
+        )
 
 
 @dataclass(frozen=True)
@@ -125,12 +126,17 @@ class Experiment:
         fast = [p for p in self.paths if p.completion_time in FAST_PATHS]
         return {
             "ols inconsistent on the slow paths": all(
-                not p.results["ols"].consistency.fully_consistent for p in slow),
+                not p.results["ols"].consistency.fully_consistent for p in slow
+            ),
             "manifold and lmi always consistent": all(
-                r.consistency.fully_consistent for p in self.paths
-                for name, r in p.results.items() if name != "ols"),
+                r.consistency.fully_consistent
+                for p in self.paths
+                for name, r in p.results.items()
+                if name != "ols"
+            ),
             "all methods agree on the fast paths": all(
-                p.results["ols"].consistency.fully_consistent and p.agree() for p in fast),
+                p.results["ols"].consistency.fully_consistent and p.agree() for p in fast
+            ),
         }
 
 
@@ -140,11 +146,15 @@ def _position_limits(model, joint_names: Sequence[str]) -> tuple[np.ndarray, np.
     return model.lowerPositionLimit[index], model.upperPositionLimit[index]
 
 
-def run(seed: int = 0, duration: float = 60.0, rate: float = 100.0,
-        completion_times: Sequence[float] = COMPLETION_TIMES,
-        windows: Sequence[int] = SAVGOL_WINDOWS,
-        wrench_noise_std: np.ndarray = DEFAULT_WRENCH_NOISE_STD,
-        position_noise_std: float = 1e-5) -> Experiment:
+def run(
+    seed: int = 0,
+    duration: float = 60.0,
+    rate: float = 100.0,
+    completion_times: Sequence[float] = COMPLETION_TIMES,
+    windows: Sequence[int] = SAVGOL_WINDOWS,
+    wrench_noise_std: np.ndarray = DEFAULT_WRENCH_NOISE_STD,
+    position_noise_std: float = 1e-5,
+) -> Experiment:
     """Simulate one path per completion time (``duration`` s at ``rate`` Hz each; random targets
     and noise from ``seed``) and identify with every method of :data:`METHODS`."""
     if len(windows) != len(completion_times):
@@ -158,31 +168,51 @@ def run(seed: int = 0, duration: float = 60.0, rate: float = 100.0,
     paths = []
     for completion_time, window, rng in zip(completion_times, windows, rngs):
         n_points = int(np.ceil(duration / completion_time))
-        trajectory = minimum_jerk_point_to_point(lower, upper, n_points, completion_time,
-                                                 seed=int(rng.integers(2 ** 31)))
-        simulator = PayloadSimulator(model, SENSOR_FRAME, truth, trajectory, SHOULDER_JOINTS,
-                                     wrench_noise_std=wrench_noise_std,
-                                     position_noise_std=position_noise_std)
+        trajectory = minimum_jerk_point_to_point(
+            lower, upper, n_points, completion_time, seed=int(rng.integers(2**31))
+        )
+        simulator = PayloadSimulator(
+            model,
+            SENSOR_FRAME,
+            truth,
+            trajectory,
+            SHOULDER_JOINTS,
+            wrench_noise_std=wrench_noise_std,
+            position_noise_std=position_noise_std,
+        )
         q, _, wrench = simulator.measure(t, rng)
         q, dq, ddq = savgol_derivatives(q, 1.0 / rate, window, SAVGOL_ORDER)
         V, A = simulator.kinematics.compute_batch(q, dq, ddq)
         Y = payload_regressor_batch(V, A)
-        problem = Problem.from_regressor(Y.reshape(-1, Y.shape[2]), wrench.reshape(-1),
-                                         n_bodies=1)
+        problem = Problem.from_regressor(Y.reshape(-1, Y.shape[2]), wrench.reshape(-1), n_bodies=1)
         results = {}
         for method in METHODS:
             solution = solve(problem, method)
             theta = np.array(solution.bodies[0])
-            results[method] = MethodResult(method, theta, np.array(solution.extras),
-                                           check_consistency(theta), solution.solve_time)
+            results[method] = MethodResult(
+                method,
+                theta,
+                np.array(solution.extras),
+                check_consistency(theta),
+                solution.solve_time,
+            )
         paths.append(PathResult(float(completion_time), int(window), t.size, results))
-    return Experiment(truth, DEFAULT_OFFSET.copy(), paths, seed, duration, rate,
-                      np.asarray(wrench_noise_std, dtype=float))
+    return Experiment(
+        truth,
+        DEFAULT_OFFSET.copy(),
+        paths,
+        seed,
+        duration,
+        rate,
+        np.asarray(wrench_noise_std, dtype=float),
+    )
 
 
-_HEADER = (f"{'T (s)':>6} {'method':<9}{'m (kg)':>8}{'cx':>8}{'cy':>8}{'cz':>8}"
-           f"{'Ixx':>8}{'Ixy':>8}{'Ixz':>8}{'Iyy':>8}{'Iyz':>8}{'Izz':>8}{'λmin(J)':>11}"
-           "  consistent")
+_HEADER = (
+    f"{'T (s)':>6} {'method':<9}{'m (kg)':>8}{'cx':>8}{'cy':>8}{'cz':>8}"
+    f"{'Ixx':>8}{'Ixy':>8}{'Ixz':>8}{'Iyy':>8}{'Iyz':>8}{'Izz':>8}{'λmin(J)':>11}"
+    "  consistent"
+)
 
 
 def _row(label: str, method: str, theta: np.ndarray) -> str:
@@ -223,8 +253,9 @@ def format_table(experiment: Experiment) -> str:
     lines.append("")
     windows = ", ".join(f"{p.completion_time:g} s: {p.window}" for p in e.paths)
     lines.append(f"filter windows (samples): {windows}")
-    offset_error = max(np.abs(r.offset[:3] - e.offset[:3]).max() for p in e.paths
-                       for r in p.results.values())
+    offset_error = max(
+        np.abs(r.offset[:3] - e.offset[:3]).max() for p in e.paths for r in p.results.values()
+    )
     lines.append(f"largest F/T force-offset error over all estimates: {offset_error:.3f} N")
     lines.append("paper's finding on this run:")
     for statement, holds in e.finding().items():
@@ -261,12 +292,14 @@ def run_trials(first_seed: int, trials: int, **settings) -> TrialSummary:
 def format_trials(summary: TrialSummary) -> str:
     """Table of :class:`TrialSummary`: inconsistent estimates per completion time and method."""
     n = summary.trials
-    lines = [f"over {n} seeds: number of runs with a physically inconsistent estimate",
-             f"{'T (s)':>6}" + "".join(f"{m:>10}" for m in METHODS)]
+    lines = [
+        f"over {n} seeds: number of runs with a physically inconsistent estimate",
+        f"{'T (s)':>6}" + "".join(f"{m:>10}" for m in METHODS),
+    ]
     for completion_time, counts in summary.inconsistent.items():
-        lines.append(f"{completion_time:>6g}" + "".join(f"{f'{counts[m]}/{n}':>10}"
-                                                       for m in METHODS))
+        lines.append(
+            f"{completion_time:>6g}" + "".join(f"{f'{counts[m]}/{n}':>10}" for m in METHODS)
+        )
     lines.append("paper's finding, runs where it holds:")
     lines += [f"  {statement}: {count}/{n}" for statement, count in summary.finding.items()]
     return "\n".join(lines)
-

@@ -42,8 +42,14 @@ from inertia_id_ros.sim.payload import ExcitingTrajectory, Trajectory
 FT_KINDS = ("contact", "internal")
 """F/T sensor kinds of the whole-body data (``ft_types``)."""
 
-ICUB_INTERNAL_SENSORS = ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor",
-                         "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor")
+ICUB_INTERNAL_SENSORS = (
+    "l_arm_ft_sensor",
+    "r_arm_ft_sensor",
+    "l_leg_ft_sensor",
+    "r_leg_ft_sensor",
+    "l_foot_ft_sensor",
+    "r_foot_ft_sensor",
+)
 """iCub's six F/T sensors, fixed joints of its URDF."""
 ICUB_LEG_SENSORS = ICUB_INTERNAL_SENSORS[2:]
 """iCub's leg and foot F/T sensors."""
@@ -53,8 +59,10 @@ ICUB_STANCE_TILT = (0.03, -0.05)
 ICUB_IMU_FRAME = "imu_frame"
 ICUB_CRANE_FRAME = "root_link"
 """Where the suspended iCub hangs (its crane F/T sensor's frame)."""
-ICUB_STANCE_JOINTS = tuple(f"l_{name}" for name in ("hip_pitch", "hip_roll", "hip_yaw", "knee",
-                                                    "ankle_pitch", "ankle_roll"))
+ICUB_STANCE_JOINTS = tuple(
+    f"l_{name}"
+    for name in ("hip_pitch", "hip_roll", "hip_yaw", "knee", "ankle_pitch", "ankle_roll")
+)
 GO1_FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 GO1_IMU_FRAME = "imu_link"
 
@@ -119,17 +127,25 @@ def _read_inertial(inertial: ET.Element) -> tuple[float, np.ndarray, np.ndarray]
     mass_element = inertial.find("mass")
     mass = 0.0 if mass_element is None else float(mass_element.get("value"))
     i = inertial.find("inertia")
-    values = {k: float(i.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")} \
-        if i is not None else dict.fromkeys(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), 0.0)
-    local = np.array([[values["ixx"], values["ixy"], values["ixz"]],
-                      [values["ixy"], values["iyy"], values["iyz"]],
-                      [values["ixz"], values["iyz"], values["izz"]]])
+    values = (
+        {k: float(i.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+        if i is not None
+        else dict.fromkeys(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), 0.0)
+    )
+    local = np.array(
+        [
+            [values["ixx"], values["ixy"], values["ixz"]],
+            [values["ixy"], values["iyy"], values["iyz"]],
+            [values["ixz"], values["iyz"], values["izz"]],
+        ]
+    )
     rotation = pin.rpy.rpyToMatrix(*rpy)
     return mass, xyz, rotation @ local @ rotation.T
 
 
-def _write_inertial(inertial: ET.Element, mass: float, com: np.ndarray,
-                    inertia: np.ndarray) -> None:
+def _write_inertial(
+    inertial: ET.Element, mass: float, com: np.ndarray, inertia: np.ndarray
+) -> None:
     """Set ``inertial`` to (mass, COM, inertia about the COM) in the link frame (rpy zero)."""
     origin = inertial.find("origin")
     if origin is None:
@@ -138,14 +154,19 @@ def _write_inertial(inertial: ET.Element, mass: float, com: np.ndarray,
     origin.set("rpy", "0 0 0")
     inertial.find("mass").set("value", f"{mass:.12g}")
     element = inertial.find("inertia")
-    for key, (r, c) in zip(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"),
-                           ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))):
+    for key, (r, c) in zip(
+        ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+    ):
         element.set(key, f"{inertia[r, c]:.12g}")
 
 
-def perturb_inertials(urdf_xml: str, rng: np.random.Generator,
-                      mass_fraction: float = MASS_FRACTION, com_offset: float = COM_OFFSET,
-                      inertia_fraction: float = INERTIA_FRACTION) -> str:
+def perturb_inertials(
+    urdf_xml: str,
+    rng: np.random.Generator,
+    mass_fraction: float = MASS_FRACTION,
+    com_offset: float = COM_OFFSET,
+    inertia_fraction: float = INERTIA_FRACTION,
+) -> str:
     """A copy of ``urdf_xml`` whose links (but :data:`PLACEHOLDER_MASS` ones) are perturbed: mass
     times ``1 + u``, ``|u| <= mass_fraction``; COM moved by up to ``com_offset`` (m) along each
     axis; each principal moment about the COM times ``1 + u``, ``|u| <= inertia_fraction`` (redrawn
@@ -260,12 +281,18 @@ class WholeBodySimulator:
         internal = [frame for frame, kind in self.ft_sensors if kind == "internal"]
         self.contact_frames = tuple(f for f, k in self.ft_sensors if k == "contact")
         if bool(self.contact_frames) != self.moving_base and self.stance_frame is None:
-            raise ConfigError("a base on a trajectory needs at least one contact sensor; a fixed "
-                              "base (neither stance_frame nor base_trajectory) none")
-        ground = (() if self.stance_frame is None or self.stance_frame in self.contact_frames
-                  else (self.stance_frame,))
-        model = pin.buildModelFromXML(_split_at_sensors(self.true_xml, internal),
-                                      pin.JointModelFreeFlyer())
+            raise ConfigError(
+                "a base on a trajectory needs at least one contact sensor; a fixed "
+                "base (neither stance_frame nor base_trajectory) none"
+            )
+        ground = (
+            ()
+            if self.stance_frame is None or self.stance_frame in self.contact_frames
+            else (self.stance_frame,)
+        )
+        model = pin.buildModelFromXML(
+            _split_at_sensors(self.true_xml, internal), pin.JointModelFreeFlyer()
+        )
         for frame in (*(f for f, _ in self.ft_sensors), *ground, self.imu_frame):
             if not model.existFrame(frame):
                 raise ConfigError(f"frame {frame!r} is not in the URDF")
@@ -284,13 +311,22 @@ class WholeBodySimulator:
         self.true_links: dict[str, np.ndarray] = link_inertials(self.true_xml)
         """True ``theta`` (10,) per URDF link with mass, about and in the link frame."""
         noise = self.noise
-        self.ft_offsets = np.array([
-            rng.uniform(-1, 1, 6) * np.asarray(noise.internal_offset) if kind == "internal"
-            else np.zeros(6) for _, kind in self.ft_sensors]).reshape(-1, 6)
+        self.ft_offsets = np.array(
+            [
+                rng.uniform(-1, 1, 6) * np.asarray(noise.internal_offset)
+                if kind == "internal"
+                else np.zeros(6)
+                for _, kind in self.ft_sensors
+            ]
+        ).reshape(-1, 6)
         """Constant offset (S, 6) of each sensor (internal ones; N, N m)."""
-        self.ft_noise_std = np.array([noise.internal_std if kind == "internal"
-                                      else noise.contact_std for _, kind in self.ft_sensors],
-                                     dtype=float).reshape(-1, 6)
+        self.ft_noise_std = np.array(
+            [
+                noise.internal_std if kind == "internal" else noise.contact_std
+                for _, kind in self.ft_sensors
+            ],
+            dtype=float,
+        ).reshape(-1, 6)
         self.gyro_bias = rng.uniform(-1, 1, 3) * noise.gyro_bias
         self.accel_bias = rng.uniform(-1, 1, 3) * noise.accel_bias
 
@@ -305,8 +341,9 @@ class WholeBodySimulator:
         names = tuple(self.true_links)
         return names, np.array([self.true_links[name] for name in names])
 
-    def _full_state(self, q: np.ndarray, dq: np.ndarray,
-                    ddq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _full_state(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The model's (q, v, a) at one sample with the base at identity, at rest."""
         model = self.model
         q_full = pin.neutral(model)
@@ -330,8 +367,15 @@ class WholeBodySimulator:
         drift = pin.getFrameAcceleration(model, data, fid, local).vector
         a_full[:6] = -np.linalg.solve(jacobian[:, :6], drift)
 
-    def _prescribed_base(self, x: np.ndarray, dx: np.ndarray, ddx: np.ndarray,
-                         q_full: np.ndarray, v_full: np.ndarray, a_full: np.ndarray) -> None:
+    def _prescribed_base(
+        self,
+        x: np.ndarray,
+        dx: np.ndarray,
+        ddx: np.ndarray,
+        q_full: np.ndarray,
+        v_full: np.ndarray,
+        a_full: np.ndarray,
+    ) -> None:
         """Set the base from position and Z-Y-X angles (6,) and their derivatives: twist and
         acceleration in the base frame."""
         yaw, pitch, roll = x[3:]
@@ -356,19 +400,28 @@ class WholeBodySimulator:
         roll)."""
         yaw, pitch, roll = angles
         rotation = pin.rpy.rpyToMatrix(roll, pitch, yaw)
-        return np.column_stack([rotation.T @ np.array([0.0, 0.0, 1.0]),
-                                pin.rpy.rpyToMatrix(roll, 0.0, 0.0).T @ np.array([0.0, 1.0, 0.0]),
-                                np.array([1.0, 0.0, 0.0])])
+        return np.column_stack(
+            [
+                rotation.T @ np.array([0.0, 0.0, 1.0]),
+                pin.rpy.rpyToMatrix(roll, 0.0, 0.0).T @ np.array([0.0, 1.0, 0.0]),
+                np.array([1.0, 0.0, 0.0]),
+            ]
+        )
 
     def _contact_wrenches(self, tau_base: np.ndarray) -> np.ndarray:
         """(C, 6) contact wrenches (contact frames) whose sum at the base is ``tau_base``; frame
         placements in ``data`` must be current."""
         data = self.data
-        grasp = np.hstack([(data.oMi[1].inverse() * data.oMf[fid]).toDualActionMatrix()
-                           for fid in self._contact_ids])  # contact frame -> base frame
+        grasp = np.hstack(
+            [
+                (data.oMi[1].inverse() * data.oMf[fid]).toDualActionMatrix()
+                for fid in self._contact_ids
+            ]
+        )  # contact frame -> base frame
         if self.point_contacts:
-            columns = np.concatenate([np.arange(6 * k, 6 * k + 3)
-                                      for k in range(len(self._contact_ids))])
+            columns = np.concatenate(
+                [np.arange(6 * k, 6 * k + 3) for k in range(len(self._contact_ids))]
+            )
             wrenches = np.zeros(6 * len(self._contact_ids))
             wrenches[columns] = np.linalg.lstsq(grasp[:, columns], tau_base, rcond=None)[0]
         else:
@@ -412,35 +465,59 @@ class WholeBodySimulator:
             imu[i, 7:10] = pin.getFrameAcceleration(model, data, self._imu_id, local).angular
             imu[i, 10:] = accel - placement.rotation.T @ gravity
             tau = pin.rnea(model, data, q_full, v_full, a_full)
-            contacts = (self._contact_wrenches(tau[:6]) if self._contact_ids
-                        else np.zeros((0, 6)))
+            contacts = self._contact_wrenches(tau[:6]) if self._contact_ids else np.zeros((0, 6))
             fext = [pin.Force.Zero() for _ in range(model.njoints)]
             for fid, w in zip(self._contact_ids, contacts):
                 frame = model.frames[fid]
                 fext[frame.parentJoint] += frame.placement.act(pin.Force(w))
             tau = pin.rnea(model, data, q_full, v_full, a_full, fext)
             residual[i] = tau[:6]
-            wrench[i, contact_columns] = contacts[:len(contact_columns)]
+            wrench[i, contact_columns] = contacts[: len(contact_columns)]
             for column, joint in zip(internal_columns, self._sensor_joints):
                 wrench[i, column] = data.f[joint].vector
             q_all[i], v_all[i], a_all[i] = q_full, v_full, a_full
             efforts[i] = tau[self._v_index]
-        return WholeBodyMotion(t, q_all, v_all, a_all, Q, DQ, DDQ, efforts, wrench, imu[:, :4],
-                               imu[:, 4:7], imu[:, 7:10], imu[:, 10:], residual)
+        return WholeBodyMotion(
+            t,
+            q_all,
+            v_all,
+            a_all,
+            Q,
+            DQ,
+            DDQ,
+            efforts,
+            wrench,
+            imu[:, :4],
+            imu[:, 4:7],
+            imu[:, 7:10],
+            imu[:, 10:],
+            residual,
+        )
 
-    def record(self, duration: float, rate: float = 200.0, with_ddq: bool = False,
-               with_effort: bool = False, seed: int | None = None) -> dict[str, np.ndarray]:
+    def record(
+        self,
+        duration: float,
+        rate: float = 200.0,
+        with_ddq: bool = False,
+        with_effort: bool = False,
+        seed: int | None = None,
+    ) -> dict[str, np.ndarray]:
         """Noisy recording of ``duration`` s at ``rate`` Hz: the whole-body NPZ keys (see
         :mod:`inertia_id_ros.io.data`) plus the truth (``true_links`` (L,), ``true_theta``
         (L, 10), ``true_ft_offset`` (S, 6), ``true_ft_wrench`` (N, S, 6) without noise or
         offset, ``ft_noise_std`` (S, 6)). ``seed``: the noise's (default the simulator's + 1)."""
         t = np.arange(int(round(duration * rate))) / rate
         motion = self.simulate(t)
-        return self.measure(motion, with_ddq, with_effort,
-                            np.random.default_rng(self.seed + 1 if seed is None else seed))
+        return self.measure(
+            motion,
+            with_ddq,
+            with_effort,
+            np.random.default_rng(self.seed + 1 if seed is None else seed),
+        )
 
-    def measure(self, motion: WholeBodyMotion, with_ddq: bool, with_effort: bool,
-                rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def measure(
+        self, motion: WholeBodyMotion, with_ddq: bool, with_effort: bool, rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
         """The recording of :meth:`record` from a simulated ``motion``."""
         noise, n = self.noise, motion.t.size
         orientation = np.empty((n, 4))
@@ -456,14 +533,23 @@ class WholeBodySimulator:
             "dq": motion.dq + rng.normal(scale=noise.velocity_std, size=motion.dq.shape),
             "imu_frame": np.array(self.imu_frame),
             "imu_orientation": orientation,
-            "imu_angular_velocity": (motion.imu_angular_velocity + self.gyro_bias
-                                     + rng.normal(scale=noise.gyro_std, size=(n, 3))),
-            "imu_linear_acceleration": (motion.imu_linear_acceleration + self.accel_bias
-                                        + rng.normal(scale=noise.accel_std, size=(n, 3))),
+            "imu_angular_velocity": (
+                motion.imu_angular_velocity
+                + self.gyro_bias
+                + rng.normal(scale=noise.gyro_std, size=(n, 3))
+            ),
+            "imu_linear_acceleration": (
+                motion.imu_linear_acceleration
+                + self.accel_bias
+                + rng.normal(scale=noise.accel_std, size=(n, 3))
+            ),
             "ft_frames": np.array([frame for frame, _ in self.ft_sensors]),
             "ft_types": np.array([kind for _, kind in self.ft_sensors]),
-            "ft_wrench": (motion.ft_wrench + self.ft_offsets
-                          + rng.normal(size=motion.ft_wrench.shape) * self.ft_noise_std),
+            "ft_wrench": (
+                motion.ft_wrench
+                + self.ft_offsets
+                + rng.normal(size=motion.ft_wrench.shape) * self.ft_noise_std
+            ),
             "true_links": np.array(names),
             "true_theta": theta,
             "true_ft_offset": self.ft_offsets.copy(),
@@ -473,8 +559,9 @@ class WholeBodySimulator:
         if with_ddq:
             data["ddq"] = motion.ddq
         if with_effort:
-            data["effort"] = motion.effort + rng.normal(scale=noise.effort_std,
-                                                        size=motion.effort.shape)
+            data["effort"] = motion.effort + rng.normal(
+                scale=noise.effort_std, size=motion.effort.shape
+            )
         return data
 
 
@@ -483,9 +570,14 @@ def _joint_limits(model: pin.Model, names: Sequence[str]) -> tuple[np.ndarray, n
     return model.lowerPositionLimit[ids].copy(), model.upperPositionLimit[ids].copy()
 
 
-def joint_trajectory(cad_xml: str, joint_names: Sequence[str], seed: int, period: float,
-                     velocity_limit: float,
-                     quiet_joints: Mapping[str, float] | None = None) -> ExcitingTrajectory:
+def joint_trajectory(
+    cad_xml: str,
+    joint_names: Sequence[str],
+    seed: int,
+    period: float,
+    velocity_limit: float,
+    quiet_joints: Mapping[str, float] | None = None,
+) -> ExcitingTrajectory:
     """Multi-sine of ``joint_names`` within 80 % of the URDF's limits and ``velocity_limit``
     (rad/s); ``quiet_joints`` (name -> half range, rad) move about zero (clipped into the limits)
     by at most that (a stance leg that keeps the robot upright)."""
@@ -498,14 +590,27 @@ def joint_trajectory(cad_xml: str, joint_names: Sequence[str], seed: int, period
             half = quiet_joints[name]
             center[k] = np.clip(0.0, lower[k] + half, upper[k] - half)
             lower[k], upper[k] = center[k] - half, center[k] + half
-    return ExcitingTrajectory(lower, upper, np.full(len(joint_names), velocity_limit),
-                              period=period, n_harmonics=5, seed=seed, center=center,
-                              position_fraction=0.8, velocity_fraction=1.0)
+    return ExcitingTrajectory(
+        lower,
+        upper,
+        np.full(len(joint_names), velocity_limit),
+        period=period,
+        n_harmonics=5,
+        seed=seed,
+        center=center,
+        position_fraction=0.8,
+        velocity_fraction=1.0,
+    )
 
 
-def icub(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
-         stance_amplitude: float = 0.15, noise: NoiseModel | None = None,
-         true_xml: str | None = None) -> WholeBodySimulator:
+def icub(
+    seed: int = 0,
+    period: float = 20.0,
+    velocity_limit: float = 1.0,
+    stance_amplitude: float = 0.15,
+    noise: NoiseModel | None = None,
+    true_xml: str | None = None,
+) -> WholeBodySimulator:
     """iCub standing on its left sole (fixed in the world), all 32 joints moving (a multi-sine,
     ``period`` s, up to ``velocity_limit`` rad/s; the stance leg within ``stance_amplitude`` rad
     of upright), its six internal F/T sensors, the sole's contact wrench and the head IMU."""
@@ -514,17 +619,35 @@ def icub(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
     sensors.append((ICUB_STANCE_FRAME, "contact"))
     model = pin.buildModelFromXML(cad_xml)
     names = [model.names[j] for j in range(1, model.njoints)]
-    trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit,
-                                  dict.fromkeys(ICUB_STANCE_JOINTS, stance_amplitude))
-    return WholeBodySimulator(cad_xml, sensors, ICUB_IMU_FRAME, trajectory,
-                              stance_frame=ICUB_STANCE_FRAME, noise=noise or NoiseModel(),
-                              true_xml=true_xml, seed=seed)
+    trajectory = joint_trajectory(
+        cad_xml,
+        names,
+        seed,
+        period,
+        velocity_limit,
+        dict.fromkeys(ICUB_STANCE_JOINTS, stance_amplitude),
+    )
+    return WholeBodySimulator(
+        cad_xml,
+        sensors,
+        ICUB_IMU_FRAME,
+        trajectory,
+        stance_frame=ICUB_STANCE_FRAME,
+        noise=noise or NoiseModel(),
+        true_xml=true_xml,
+        seed=seed,
+    )
 
 
-def icub_stance(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
-                stance_amplitude: float = 0.35, tilt: tuple[float, float] = ICUB_STANCE_TILT,
-                noise: NoiseModel | None = None, true_xml: str | None = None
-                ) -> WholeBodySimulator:
+def icub_stance(
+    seed: int = 0,
+    period: float = 20.0,
+    velocity_limit: float = 1.0,
+    stance_amplitude: float = 0.35,
+    tilt: tuple[float, float] = ICUB_STANCE_TILT,
+    noise: NoiseModel | None = None,
+    true_xml: str | None = None,
+) -> WholeBodySimulator:
     """iCub balancing on its left sole, still on a floor tilted by ``tilt`` (roll, pitch; rad),
     the ground's wrench not measured; all 32 joints moving (``period`` s, up to
     ``velocity_limit`` rad/s), the stance leg's within ``stance_amplitude`` rad of upright (the
@@ -533,16 +656,34 @@ def icub_stance(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0
     cad_xml = example_robot_urdf("icub").read_text()
     model = pin.buildModelFromXML(cad_xml)
     names = [model.names[j] for j in range(1, model.njoints)]
-    trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit,
-                                  dict.fromkeys(ICUB_STANCE_JOINTS, stance_amplitude))
-    return WholeBodySimulator(cad_xml, [(name, "internal") for name in ICUB_LEG_SENSORS],
-                              ICUB_IMU_FRAME, trajectory, stance_frame=ICUB_STANCE_FRAME,
-                              stance_tilt=tuple(tilt), noise=noise or NoiseModel(),
-                              true_xml=true_xml, seed=seed)
+    trajectory = joint_trajectory(
+        cad_xml,
+        names,
+        seed,
+        period,
+        velocity_limit,
+        dict.fromkeys(ICUB_STANCE_JOINTS, stance_amplitude),
+    )
+    return WholeBodySimulator(
+        cad_xml,
+        [(name, "internal") for name in ICUB_LEG_SENSORS],
+        ICUB_IMU_FRAME,
+        trajectory,
+        stance_frame=ICUB_STANCE_FRAME,
+        stance_tilt=tuple(tilt),
+        noise=noise or NoiseModel(),
+        true_xml=true_xml,
+        seed=seed,
+    )
 
 
-def go1(seed: int = 0, period: float = 10.0, velocity_limit: float = 2.0,
-        noise: NoiseModel | None = None, true_xml: str | None = None) -> WholeBodySimulator:
+def go1(
+    seed: int = 0,
+    period: float = 10.0,
+    velocity_limit: float = 2.0,
+    noise: NoiseModel | None = None,
+    true_xml: str | None = None,
+) -> WholeBodySimulator:
     """Go1 with its base moving (up to 5 cm and 0.2 rad in each direction, 0.3 m high), its 12
     joints moving (a multi-sine, ``period`` s), four point contacts at the feet, each measured
     (forces; the moments are zero), the IMU at ``imu_link``."""
@@ -550,42 +691,74 @@ def go1(seed: int = 0, period: float = 10.0, velocity_limit: float = 2.0,
     model = pin.buildModelFromXML(cad_xml)
     names = [model.names[j] for j in range(1, model.njoints)]
     trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit)
-    return WholeBodySimulator(cad_xml, [(foot, "contact") for foot in GO1_FEET], GO1_IMU_FRAME,
-                              trajectory, base_trajectory=base_multisine(seed, period),
-                              base_height=0.3, point_contacts=True, noise=noise or NoiseModel(),
-                              true_xml=true_xml, seed=seed)
+    return WholeBodySimulator(
+        cad_xml,
+        [(foot, "contact") for foot in GO1_FEET],
+        GO1_IMU_FRAME,
+        trajectory,
+        base_trajectory=base_multisine(seed, period),
+        base_height=0.3,
+        point_contacts=True,
+        noise=noise or NoiseModel(),
+        true_xml=true_xml,
+        seed=seed,
+    )
 
 
-def base_multisine(seed: int, period: float, reach: float = 0.05,
-                   tilt: float = 0.2) -> ExcitingTrajectory:
+def base_multisine(
+    seed: int, period: float, reach: float = 0.05, tilt: float = 0.2
+) -> ExcitingTrajectory:
     """Base motion: a multi-sine (3 harmonics of ``period`` s) of the position within ``reach``
     (m) and of the Z-Y-X angles within ``tilt`` (rad), at most 0.3 m/s and 1 rad/s."""
-    return ExcitingTrajectory(np.array([-reach] * 3 + [-tilt] * 3),
-                              np.array([reach] * 3 + [tilt] * 3),
-                              np.array([0.3] * 3 + [1.0] * 3), period=period, n_harmonics=3,
-                              seed=seed + 100, position_fraction=1.0, velocity_fraction=1.0)
+    return ExcitingTrajectory(
+        np.array([-reach] * 3 + [-tilt] * 3),
+        np.array([reach] * 3 + [tilt] * 3),
+        np.array([0.3] * 3 + [1.0] * 3),
+        period=period,
+        n_harmonics=3,
+        seed=seed + 100,
+        position_fraction=1.0,
+        velocity_fraction=1.0,
+    )
 
 
-def icub_suspended(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
-                   noise: NoiseModel | None = None,
-                   true_xml: str | None = None) -> WholeBodySimulator:
+def icub_suspended(
+    seed: int = 0,
+    period: float = 20.0,
+    velocity_limit: float = 1.0,
+    noise: NoiseModel | None = None,
+    true_xml: str | None = None,
+) -> WholeBodySimulator:
     """iCub hanging from a crane through an F/T sensor at its root link (a contact sensor: the
     crane's wrench on the robot), swinging (:func:`base_multisine`, 1 m high), all 32 joints
     moving, its six internal F/T sensors and the head IMU (the issue's ``suspended`` base)."""
     cad_xml = example_robot_urdf("icub").read_text()
-    sensors = [(name, "internal") for name in ICUB_INTERNAL_SENSORS] + [(ICUB_CRANE_FRAME,
-                                                                         "contact")]
+    sensors = [(name, "internal") for name in ICUB_INTERNAL_SENSORS] + [
+        (ICUB_CRANE_FRAME, "contact")
+    ]
     model = pin.buildModelFromXML(cad_xml)
     names = [model.names[j] for j in range(1, model.njoints)]
     trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit)
-    return WholeBodySimulator(cad_xml, sensors, ICUB_IMU_FRAME, trajectory,
-                              base_trajectory=base_multisine(seed, period), base_height=1.0,
-                              noise=noise or NoiseModel(), true_xml=true_xml, seed=seed)
+    return WholeBodySimulator(
+        cad_xml,
+        sensors,
+        ICUB_IMU_FRAME,
+        trajectory,
+        base_trajectory=base_multisine(seed, period),
+        base_height=1.0,
+        noise=noise or NoiseModel(),
+        true_xml=true_xml,
+        seed=seed,
+    )
 
 
-def icub_fixed(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
-               noise: NoiseModel | None = None,
-               true_xml: str | None = None) -> WholeBodySimulator:
+def icub_fixed(
+    seed: int = 0,
+    period: float = 20.0,
+    velocity_limit: float = 1.0,
+    noise: NoiseModel | None = None,
+    true_xml: str | None = None,
+) -> WholeBodySimulator:
     """iCub on a stand: its root link fixed in the world, level, 1 m high (the issue's ``fixed``
     base), all 32 joints moving, its six internal F/T sensors, no contact sensor (the stand's
     wrench is not measured); the head IMU still reads (at rest, a fixed base needs none)."""
@@ -593,25 +766,45 @@ def icub_fixed(seed: int = 0, period: float = 20.0, velocity_limit: float = 1.0,
     model = pin.buildModelFromXML(cad_xml)
     names = [model.names[j] for j in range(1, model.njoints)]
     trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit)
-    return WholeBodySimulator(cad_xml, [(name, "internal") for name in ICUB_INTERNAL_SENSORS],
-                              ICUB_IMU_FRAME, trajectory, base_height=1.0,
-                              noise=noise or NoiseModel(), true_xml=true_xml, seed=seed)
+    return WholeBodySimulator(
+        cad_xml,
+        [(name, "internal") for name in ICUB_INTERNAL_SENSORS],
+        ICUB_IMU_FRAME,
+        trajectory,
+        base_height=1.0,
+        noise=noise or NoiseModel(),
+        true_xml=true_xml,
+        seed=seed,
+    )
 
 
-ROBOTS = {"icub": icub, "go1": go1, "icub_suspended": icub_suspended, "icub_fixed": icub_fixed,
-          "icub_stance": icub_stance}
+ROBOTS = {
+    "icub": icub,
+    "go1": go1,
+    "icub_suspended": icub_suspended,
+    "icub_fixed": icub_fixed,
+    "icub_stance": icub_stance,
+}
 """Whole-body simulators by name."""
 
 
 def check_truth(simulator: WholeBodySimulator) -> list[str]:
     """Names of true links that are not fully consistent (none, by construction)."""
-    return [name for name, theta in simulator.true_links.items()
-            if not check_consistency(theta).fully_consistent]
+    return [
+        name
+        for name, theta in simulator.true_links.items()
+        if not check_consistency(theta).fully_consistent
+    ]
 
 
-def write_recording(path: str, simulator: WholeBodySimulator, duration: float,
-                    rate: float = 200.0, with_ddq: bool = False,
-                    with_effort: bool = False) -> dict[str, np.ndarray]:
+def write_recording(
+    path: str,
+    simulator: WholeBodySimulator,
+    duration: float,
+    rate: float = 200.0,
+    with_ddq: bool = False,
+    with_effort: bool = False,
+) -> dict[str, np.ndarray]:
     """Record (:meth:`WholeBodySimulator.record`) into the NPZ file ``path``; returns the data."""
     data = simulator.record(duration, rate, with_ddq, with_effort)
     np.savez(path, **data)

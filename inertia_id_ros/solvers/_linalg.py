@@ -45,8 +45,9 @@ def psd_solve(matrix: np.ndarray, rhs: np.ndarray, rcond: float) -> tuple[np.nda
     return v @ ((v.T @ rhs) / eigvals[keep]), int(keep.sum())
 
 
-def psd_sqrt_factor(matrix: np.ndarray, rhs: np.ndarray,
-                    rcond: float) -> tuple[np.ndarray, np.ndarray]:
+def psd_sqrt_factor(
+    matrix: np.ndarray, rhs: np.ndarray, rcond: float
+) -> tuple[np.ndarray, np.ndarray]:
     """``(R, z)`` with ``x^T M x - 2 rhs^T x = |R x - z|^2 - |z|^2`` for symmetric PSD ``M`` (n, n).
 
     ``R = diag(sqrt(lambda)) V^T`` from ``M = V diag(lambda) V^T`` (eigenvalues below
@@ -72,8 +73,9 @@ class Regularized(NamedTuple):
     null_space_dim: int
 
 
-def regularize_null_space(hessian: np.ndarray, rhs: np.ndarray, reference: np.ndarray,
-                          regularization: float) -> Regularized:
+def regularize_null_space(
+    hessian: np.ndarray, rhs: np.ndarray, reference: np.ndarray, regularization: float
+) -> Regularized:
     """Add ``eps |V^T (x - reference)|^2`` (``V``: null space of ``H``, ``eps = regularization *
     lambda_max``; see :data:`DEFAULT_REGULARIZATION`) and return the unconstrained minimiser.
 
@@ -93,5 +95,6 @@ def regularize_null_space(hessian: np.ndarray, rhs: np.ndarray, reference: np.nd
     rhs = rhs + epsilon * (v @ projected_reference)
     eigvals = np.where(null, eigvals + epsilon, eigvals)
     x = eigvecs @ ((eigvecs.T @ rhs) / np.maximum(eigvals, epsilon))
-    return Regularized(hessian, rhs, float(epsilon * projected_reference @ projected_reference),
-                       x, int(null.sum()))
+    return Regularized(
+        hessian, rhs, float(epsilon * projected_reference @ projected_reference), x, int(null.sum())
+    )

@@ -87,9 +87,16 @@ def _floored(size: np.ndarray) -> np.ndarray:
     return np.maximum(size, max(1e-24 * size.max(initial=0.0), 1e-300))
 
 
-def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int, *,
-                     tol: float, floor: float = 0.0,
-                     max_iterations: int = MAX_ITERATIONS) -> NewtonResult | None:
+def solve_newton_kkt(
+    P: np.ndarray,
+    q: np.ndarray,
+    z0: np.ndarray,
+    n_bodies: int,
+    *,
+    tol: float,
+    floor: float = 0.0,
+    max_iterations: int = MAX_ITERATIONS,
+) -> NewtonResult | None:
     """Semismooth Newton from ``z0`` (d,) on ``P`` (d, d) PD, ``q`` (d,), bodies in
     ``z[:10 n_bodies]`` and bounded extras ``z[10 n_bodies:] >= 0``; a certified
     :class:`NewtonResult` once every ``|F_k| <= tol |J_k(z)|`` (Frobenius) and every
@@ -104,8 +111,9 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
     m = d - nb
     diagonal = np.arange(n)
     P_rows = P[:nb].reshape(n, 10, d)
-    sigma = 10.0 / np.einsum("ij,nij->n", _GRAM_INV,
-                             P_rows[:, :, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :])
+    sigma = 10.0 / np.einsum(
+        "ij,nij->n", _GRAM_INV, P_rows[:, :, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :]
+    )
     tau = 1.0 / np.diagonal(P)[nb:]
     if not (np.all(sigma > 0) and np.all(tau > 0)):
         return None
@@ -134,8 +142,9 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
         z_e = z[nb:]
         F_e = z_e - np.maximum(v, 0.0)
         residual = np.concatenate([np.einsum("ni,ni->n", F, F), F_e * F_e])
-        size = np.concatenate([_floored(np.einsum("ni,ni->n", J, J)),
-                               _floored(np.maximum(z_e * z_e, v * v))])
+        size = np.concatenate(
+            [_floored(np.einsum("ni,ni->n", J, J)), _floored(np.maximum(z_e * z_e, v * v))]
+        )
         return lam, Q, v, F, F_e, residual, size
 
     def converged(relative: float) -> bool:
@@ -146,8 +155,9 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
         K = (Q[:, :, None, :, None] * Q[:, None, :, None, :]).reshape(n, 16, 16)
         U = _BASIS @ K  # (n, 10, 16): U[k, i] = vec(Q_k^T A_i Q_k)
         positive, magnitude = np.maximum(lam, 0.0), np.abs(lam)
-        omega = ((positive[:, :, None] + positive[:, None, :])
-                 / np.maximum(magnitude[:, :, None] + magnitude[:, None, :], 1e-300))
+        omega = (positive[:, :, None] + positive[:, None, :]) / np.maximum(
+            magnitude[:, :, None] + magnitude[:, None, :], 1e-300
+        )
         R = (U * omega.reshape(n, 1, 16)) @ U.transpose(0, 2, 1)
         # (G - R_k) dz_k + R_k [sigma G^-1 P dz]_k = G dz_k - R_k [dw]_k = -B vec(F_k),
         # dz_e - [v_e > 0] dv_e = -F_e
@@ -201,5 +211,6 @@ def solve_newton_kkt(P: np.ndarray, q: np.ndarray, z0: np.ndarray, n_bodies: int
     positive = (Q * lifted[:, None, :]) @ Q.transpose(0, 2, 1)
     duals = (Q * (np.minimum(lam, 0.0) / -sigma[:, None])[:, None, :]) @ Q.transpose(0, 2, 1)
     z = np.concatenate([(positive.reshape(n, 16) @ _THETA.T).ravel(), np.maximum(v, 0.0)])
-    return NewtonResult(z=z, block_duals=duals, row_duals=np.maximum(-v, 0.0) / tau,
-                        iterations=iterations)
+    return NewtonResult(
+        z=z, block_duals=duals, row_duals=np.maximum(-v, 0.0) / tau, iterations=iterations
+    )

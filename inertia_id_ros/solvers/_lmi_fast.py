@@ -48,13 +48,13 @@ class ConeProblem:
     def blocks(self, z: np.ndarray) -> np.ndarray:
         """(n, 4, 4) pseudo-inertias ``J(theta_k)`` of ``z``."""
         n = self.n_blocks
-        return (z[:10 * n].reshape(n, 10) @ _BASIS).reshape(n, 4, 4)
+        return (z[: 10 * n].reshape(n, 10) @ _BASIS).reshape(n, 4, 4)
 
     def adjoint(self, blocks: np.ndarray, row_duals: np.ndarray) -> np.ndarray:
         """``C^T(Z, w)`` (d,): ``tr(A_i Z_k)`` on the bodies' entries plus ``rows^T w``."""
         n = self.n_blocks
         out = self.rows.T @ row_duals
-        out[:10 * n] += (blocks.reshape(n, 16) @ _BASIS.T).ravel()
+        out[: 10 * n] += (blocks.reshape(n, 16) @ _BASIS.T).ravel()
         return out
 
 
@@ -99,9 +99,17 @@ def _transpose(blocks: np.ndarray) -> np.ndarray:
     return np.swapaxes(blocks, 1, 2)
 
 
-def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray | None,
-                  row_duals0: np.ndarray | None, *, z_unconstrained: np.ndarray, tol: float,
-                  max_iterations: int, warm: bool) -> IPResult:
+def solve_cone_qp(
+    problem: ConeProblem,
+    z0: np.ndarray,
+    block_duals0: np.ndarray | None,
+    row_duals0: np.ndarray | None,
+    *,
+    z_unconstrained: np.ndarray,
+    tol: float,
+    max_iterations: int,
+    warm: bool,
+) -> IPResult:
     """Run the interior-point method from ``z0`` (d,) and optional duals.
 
     ``z0`` may violate the constraints (infeasible start): the slacks start at ``C(z0)`` shifted
@@ -123,7 +131,7 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
     q_norm = 1.0 + np.linalg.norm(q)
     Pz_u = P @ z_unconstrained
     f_min = 0.5 * z_unconstrained @ Pz_u - q @ z_unconstrained
-    gap_floor = tol ** 1.5 * abs(f_min)
+    gap_floor = tol**1.5 * abs(f_min)
     status, converged, gap = "max_iterations", False, np.inf
     iterations = 0
     for iterations in range(max_iterations + 1):
@@ -136,14 +144,19 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
         primal_scale = 1.0 + np.sqrt(np.vdot(Cz, Cz) + Gz @ Gz)
         primal_residual = np.sqrt(np.vdot(rp_blocks, rp_blocks) + rp_rows @ rp_rows)
         dual_residual = np.linalg.norm(rd)
-        if (gap <= tol * excess + gap_floor and primal_residual <= tol * primal_scale
-                and dual_residual <= tol * q_norm):
+        if (
+            gap <= tol * excess + gap_floor
+            and primal_residual <= tol * primal_scale
+            and dual_residual <= tol * q_norm
+        ):
             status, converged = "solved", True
             break
         # round-off may end the iterations just short of tol: accept NEAR_TOLERANCE * tol then
-        nearly = (gap <= NEAR_TOLERANCE * (tol * excess + gap_floor)
-                  and primal_residual <= NEAR_TOLERANCE * tol * primal_scale
-                  and dual_residual <= NEAR_TOLERANCE * tol * q_norm)
+        nearly = (
+            gap <= NEAR_TOLERANCE * (tol * excess + gap_floor)
+            and primal_residual <= NEAR_TOLERANCE * tol * primal_scale
+            and dual_residual <= NEAR_TOLERANCE * tol * q_norm
+        )
         if iterations == max_iterations:
             break
         mu = gap / nu
@@ -197,8 +210,9 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
         lam_sq = lam * lam
         dz, dS, ds, dZ, dw, dS_a, dZ_a, limit = direction(-lam_sq[:, :, None] * eye4, -s * w)
         alpha = min(1.0, limit)
-        mu_affine = (np.vdot(S + alpha * dS, Z + alpha * dZ)
-                     + (s + alpha * ds) @ (w + alpha * dw)) / nu
+        mu_affine = (
+            np.vdot(S + alpha * dS, Z + alpha * dZ) + (s + alpha * ds) @ (w + alpha * dw)
+        ) / nu
         sigma = float(np.clip(mu_affine / mu, 0.0, 1.0) ** 3) if mu > 0 else 0.0
         product = dS_a @ dZ_a
         c_blocks = (sigma * mu - lam_sq)[:, :, None] * eye4 - 0.5 * (product + _transpose(product))
@@ -213,12 +227,20 @@ def solve_cone_qp(problem: ConeProblem, z0: np.ndarray, block_duals0: np.ndarray
         if m:
             s = s + alpha * ds
             w = w + alpha * dw
-    return IPResult(z=z, block_duals=Z, row_duals=w, converged=converged, status=status,
-                    iterations=iterations, gap=gap)
+    return IPResult(
+        z=z,
+        block_duals=Z,
+        row_duals=w,
+        converged=converged,
+        status=status,
+        iterations=iterations,
+        gap=gap,
+    )
 
 
-def _interior_slacks(blocks: np.ndarray, values: np.ndarray,
-                     warm: bool) -> tuple[np.ndarray, np.ndarray]:
+def _interior_slacks(
+    blocks: np.ndarray, values: np.ndarray, warm: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Slacks ``C(z0)`` shifted so each block's / row's smallest value is a fraction of its size."""
     if blocks.shape[0]:
         eigs = np.linalg.eigvalsh(blocks)
@@ -232,9 +254,14 @@ def _interior_slacks(blocks: np.ndarray, values: np.ndarray,
     return blocks, values
 
 
-def _interior_duals(problem: ConeProblem, S: np.ndarray, s: np.ndarray,
-                    block_duals: np.ndarray | None, row_duals: np.ndarray | None,
-                    warm: bool) -> tuple[np.ndarray, np.ndarray]:
+def _interior_duals(
+    problem: ConeProblem,
+    S: np.ndarray,
+    s: np.ndarray,
+    block_duals: np.ndarray | None,
+    row_duals: np.ndarray | None,
+    warm: bool,
+) -> tuple[np.ndarray, np.ndarray]:
     """Dual starting point: the previous duals made interior, else ``zeta 1`` with ``zeta``
     such that ``<S, Z>`` matches the objective curvature over the primal shift."""
     n, m = problem.n_blocks, problem.rows.shape[0]

@@ -79,42 +79,57 @@ def pseudo_inertia_metric(theta: np.ndarray) -> np.ndarray:
     return 0.5 * (metric + metric.T)
 
 
-def _map_estimate(problem: Problem, initvals, prior_std: float, rcond: float,
-                  margin: float, started: float) -> Solution:
+def _map_estimate(
+    problem: Problem, initvals, prior_std: float, rcond: float, margin: float, started: float
+) -> Solution:
     """The maximum a posteriori form (see the module docstring)."""
     p, n = problem.n_params, problem.n_bodies
     eigvals, eigvecs = np.linalg.eigh(problem.gram)
     keep = eigvals > rcond * max(eigvals[-1], 0.0)
     x_ls = eigvecs[:, keep] @ ((eigvecs[:, keep].T @ problem.moment) / eigvals[keep])
     dof = problem.n_rows - int(np.sum(keep))
-    sigma2 = (problem.squared_residual(x_ls) / dof if dof > 0
-              else problem.yty / max(problem.n_rows, 1))
+    sigma2 = (
+        problem.squared_residual(x_ls) / dof if dof > 0 else problem.yty / max(problem.n_rows, 1)
+    )
     sigma2 = max(sigma2, 1e-12 * problem.yty / max(problem.n_rows, 1), 1e-300)
     weight = np.zeros((p, p))
     for k in range(n):
         body = slice(N_BODY_PARAMS * k, N_BODY_PARAMS * (k + 1))
         weight[body, body] = pseudo_inertia_metric(problem.prior[body])
-    scale = sigma2 / prior_std ** 2
+    scale = sigma2 / prior_std**2
     posterior = problem.replace(prior_weight=scale * weight)
     solution = solve_lmi(posterior, initvals, backend="fast", margin=margin)
-    return make_solution(posterior, solution.x, "cad_prior", found=solution.found,
-                         status=solution.status, iterations=solution.iterations,
-                         started=started, finished=time.perf_counter(),
-                         message=f"prior strength sigma^2/prior_std^2 = {scale:.3g} "
-                                 f"(sigma^2 = {sigma2:.3g} per row, prior_std {prior_std:g})",
-                         info={**solution.info, "sigma2": sigma2, "prior_scale": scale,
-                               "prior_std": prior_std})
+    return make_solution(
+        posterior,
+        solution.x,
+        "cad_prior",
+        found=solution.found,
+        status=solution.status,
+        iterations=solution.iterations,
+        started=started,
+        finished=time.perf_counter(),
+        message=f"prior strength sigma^2/prior_std^2 = {scale:.3g} "
+        f"(sigma^2 = {sigma2:.3g} per row, prior_std {prior_std:g})",
+        info={**solution.info, "sigma2": sigma2, "prior_scale": scale, "prior_std": prior_std},
+    )
 
 
 def _constraints(problem: Problem, x) -> list:
-    return consistency_constraints(x, problem.n_bodies, problem.ellipsoid_rows(),
-                                   problem.nonnegative)
+    return consistency_constraints(
+        x, problem.n_bodies, problem.ellipsoid_rows(), problem.nonnegative
+    )
 
 
-def solve_cad_prior(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
-                    prior_std: float | None = DEFAULT_PRIOR_STD, rcond: float = 1e-10,
-                    residual_slack: float = 1e-4, tol: float = 1e-8,
-                    margin: float = CONSISTENCY_MARGIN) -> Solution:
+def solve_cad_prior(
+    problem: Problem,
+    initvals: Solution | np.ndarray | None = None,
+    *,
+    prior_std: float | None = DEFAULT_PRIOR_STD,
+    rcond: float = 1e-10,
+    residual_slack: float = 1e-4,
+    tol: float = 1e-8,
+    margin: float = CONSISTENCY_MARGIN,
+) -> Solution:
     """Consistent parameters with ``problem.prior`` (required) as the CAD prior (see the module
     docstring for the two forms).
 
@@ -149,15 +164,19 @@ def solve_cad_prior(problem: Problem, initvals: Solution | np.ndarray | None = N
             z = cp.Variable(null_space.shape[1])
             model = cp.Problem(
                 cp.Minimize(cp.sum_squares(root_w @ (x_ls + null_space @ z - problem.prior))),
-                _constraints(problem, x_ls + null_space @ z))
+                _constraints(problem, x_ls + null_space @ z),
+            )
             model.solve(solver="CLARABEL", **options)
             iterations += int(model.solver_stats.num_iters or 0)
             feasible = model.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and z.value is not None
         else:  # the least-squares set is the point x_ls
             feasible = constraints_hold(problem, x_ls)
         if feasible:
-            status = "solved" if not null_space.shape[1] or model.status == cp.OPTIMAL \
+            status = (
+                "solved"
+                if not null_space.shape[1] or model.status == cp.OPTIMAL
                 else "solved_inaccurate"
+            )
             x_value = x_ls + null_space @ z.value if null_space.shape[1] else x_ls
         else:
             best = solve_lmi(problem.replace(prior=None, prior_weight=0.0), backend="fast")
@@ -170,7 +189,8 @@ def solve_cad_prior(problem: Problem, initvals: Solution | np.ndarray | None = N
             model = cp.Problem(
                 cp.Minimize(cp.sum_squares(root_w @ (xv - problem.prior))),
                 [cp.sum_squares(unit * root_g @ xv - unit * target) <= 1.0 - offset / bound]
-                + _constraints(problem, xv))
+                + _constraints(problem, xv),
+            )
             model.solve(solver="CLARABEL", **options)
             iterations += int(model.solver_stats.num_iters or 0)
             if xv.value is None:
@@ -180,8 +200,15 @@ def solve_cad_prior(problem: Problem, initvals: Solution | np.ndarray | None = N
     except (cp.error.SolverError, ArithmeticError) as e:
         raise SolverError(f"cad_prior: Clarabel failed: {e}") from e
     x_value = rounded_to_feasible(x_value, problem, margin)
-    return make_solution(problem, x_value, "cad_prior", found=status.startswith("solved"),
-                         status=status, iterations=iterations, started=started,
-                         finished=time.perf_counter(),
-                         message=f"null space dimension {null_space.shape[1]}",
-                         info={"null_space_dim": int(null_space.shape[1])})
+    return make_solution(
+        problem,
+        x_value,
+        "cad_prior",
+        found=status.startswith("solved"),
+        status=status,
+        iterations=iterations,
+        started=started,
+        finished=time.perf_counter(),
+        message=f"null space dimension {null_space.shape[1]}",
+        info={"null_space_dim": int(null_space.shape[1])},
+    )

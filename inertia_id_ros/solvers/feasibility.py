@@ -16,15 +16,19 @@ from inertia_id_ros.solvers.lmi import solve_lmi
 from inertia_id_ros.solvers.problem import Problem
 
 
-def check(x: np.ndarray, n_bodies: int,
-          tol: float = CONSISTENCY_TOLERANCE) -> list[ConsistencyReport]:
+def check(
+    x: np.ndarray, n_bodies: int, tol: float = CONSISTENCY_TOLERANCE
+) -> list[ConsistencyReport]:
     """:func:`~inertia_id_ros.core.inertia.check_consistency` of each body of ``x`` (p,)."""
     x = np.asarray(x, dtype=float).ravel()
     if x.size < N_BODY_PARAMS * n_bodies:
-        raise ProblemError(f"x has {x.size} entries, {n_bodies} bodies need "
-                           f"{N_BODY_PARAMS * n_bodies}")
-    return [check_consistency(x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)], tol)
-            for k in range(n_bodies)]
+        raise ProblemError(
+            f"x has {x.size} entries, {n_bodies} bodies need {N_BODY_PARAMS * n_bodies}"
+        )
+    return [
+        check_consistency(x[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)], tol)
+        for k in range(n_bodies)
+    ]
 
 
 def metric_matrix(metric: float | np.ndarray | None, n_params: int) -> np.ndarray:
@@ -38,14 +42,21 @@ def metric_matrix(metric: float | np.ndarray | None, n_params: int) -> np.ndarra
         return np.diag(m)
     if m.shape == (n_params, n_params):
         return 0.5 * (m + m.T)
-    raise ProblemError(f"metric must be None, a scalar, ({n_params},) or ({n_params}, "
-                       f"{n_params}), got shape {m.shape}")
+    raise ProblemError(
+        f"metric must be None, a scalar, ({n_params},) or ({n_params}, "
+        f"{n_params}), got shape {m.shape}"
+    )
 
 
-def closest_feasible(x: np.ndarray, n_bodies: int, metric: float | np.ndarray | None = None, *,
-                     nonnegative: tuple[int, ...] = (),
-                     bounding_ellipsoids: list[np.ndarray | None] | None = None,
-                     backend: str = "cvxpy") -> np.ndarray:
+def closest_feasible(
+    x: np.ndarray,
+    n_bodies: int,
+    metric: float | np.ndarray | None = None,
+    *,
+    nonnegative: tuple[int, ...] = (),
+    bounding_ellipsoids: list[np.ndarray | None] | None = None,
+    backend: str = "cvxpy",
+) -> np.ndarray:
     """``argmin_x' (x' - x)^T M (x' - x)`` s.t. ``J(theta_k') >= 0`` (and the optional
     ``nonnegative`` / ellipsoid constraints): the SDP is the ``lmi`` problem with ``Y^T Y = M``,
     ``Y^T y = M x``. Metric ``M`` as in :func:`metric_matrix` (identity by default; mixing kg and
@@ -53,7 +64,14 @@ def closest_feasible(x: np.ndarray, n_bodies: int, metric: float | np.ndarray | 
     ``lambda_min(J) >= CONSISTENCY_MARGIN``."""
     x = np.asarray(x, dtype=float).ravel()
     gram = metric_matrix(metric, x.size)
-    problem = Problem(gram=gram, moment=gram @ x, yty=float(x @ gram @ x), n_rows=1,
-                      n_bodies=n_bodies, nonnegative=nonnegative, prior=x,
-                      bounding_ellipsoids=bounding_ellipsoids)
+    problem = Problem(
+        gram=gram,
+        moment=gram @ x,
+        yty=float(x @ gram @ x),
+        n_rows=1,
+        n_bodies=n_bodies,
+        nonnegative=nonnegative,
+        prior=x,
+        bounding_ellipsoids=bounding_ellipsoids,
+    )
     return solve_lmi(problem, backend=backend).x

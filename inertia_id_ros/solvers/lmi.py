@@ -69,12 +69,19 @@ CLARABEL_TOL = 1e-9
 """Default tolerances (Clarabel tends to report "inaccurate" below 1e-9 on these problems)."""
 
 
-def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
-              backend: str = "fast", tol: float | None = None, max_iterations: int = 60,
-              regularization: float = DEFAULT_REGULARIZATION,
-              margin: float = CONSISTENCY_MARGIN, use_active_set: bool = True,
-              solver: str = "CLARABEL",
-              solver_options: dict[str, Any] | None = None) -> Solution:
+def solve_lmi(
+    problem: Problem,
+    initvals: Solution | np.ndarray | None = None,
+    *,
+    backend: str = "fast",
+    tol: float | None = None,
+    max_iterations: int = 60,
+    regularization: float = DEFAULT_REGULARIZATION,
+    margin: float = CONSISTENCY_MARGIN,
+    use_active_set: bool = True,
+    solver: str = "CLARABEL",
+    solver_options: dict[str, Any] | None = None,
+) -> Solution:
     """Solve the LMI-constrained problem.
 
     ``tol``: relative tolerance of the gap and residuals (the Newton method: of its natural
@@ -91,15 +98,28 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
     x0 = problem.warm_start(initvals)
     if backend == "fast":
         duals = initvals.info.get("duals") if isinstance(initvals, Solution) else None
-        return _solve_fast(problem, x0, duals, started, tol=FAST_TOL if tol is None else tol,
-                           max_iterations=max_iterations,
-                           regularization=regularization, margin=margin,
-                           use_active_set=use_active_set)
+        return _solve_fast(
+            problem,
+            x0,
+            duals,
+            started,
+            tol=FAST_TOL if tol is None else tol,
+            max_iterations=max_iterations,
+            regularization=regularization,
+            margin=margin,
+            use_active_set=use_active_set,
+        )
     if backend in ("cvxpy", "cvxpy_per_solve"):
-        return _solve_cvxpy(problem, started, backend=backend,
-                            tol=CLARABEL_TOL if tol is None else tol, margin=margin,
-                            solver=solver, solver_options=solver_options or {},
-                            max_iterations=max_iterations)
+        return _solve_cvxpy(
+            problem,
+            started,
+            backend=backend,
+            tol=CLARABEL_TOL if tol is None else tol,
+            margin=margin,
+            solver=solver,
+            solver_options=solver_options or {},
+            max_iterations=max_iterations,
+        )
     raise ProblemError(f"lmi: unknown backend {backend!r}; available: {BACKENDS}")
 
 
@@ -109,7 +129,7 @@ def solve_lmi(problem: Problem, initvals: Solution | np.ndarray | None = None, *
 def _min_eigs(x: np.ndarray, n_bodies: int) -> np.ndarray:
     """(n_bodies,) lambda_min of each body's pseudo-inertia (:func:`.problem.body_min_eigs`
     without its generality: this is on the fast path)."""
-    thetas = x[:N_BODY_PARAMS * n_bodies].reshape(n_bodies, N_BODY_PARAMS)
+    thetas = x[: N_BODY_PARAMS * n_bodies].reshape(n_bodies, N_BODY_PARAMS)
     blocks = (thetas @ _BASIS).reshape(-1, 4, 4)
     return np.linalg.eigvalsh(blocks)[:, 0]
 
@@ -120,7 +140,7 @@ def constraints_hold(problem: Problem, x: np.ndarray) -> bool:
         return False
     if problem.nonnegative and x[list(problem.nonnegative)].min() < 0.0:
         return False
-    return all(a @ x[10 * k:10 * k + 10] >= 0.0 for k, a in problem.ellipsoid_rows().items())
+    return all(a @ x[10 * k : 10 * k + 10] >= 0.0 for k, a in problem.ellipsoid_rows().items())
 
 
 def _symmetric_inverse_apply(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -149,8 +169,9 @@ class _Reduction:
         return x
 
 
-def _reduce(problem: Problem, hessian: np.ndarray,
-            rhs: np.ndarray) -> tuple[ConeProblem, _Reduction]:
+def _reduce(
+    problem: Problem, hessian: np.ndarray, rhs: np.ndarray
+) -> tuple[ConeProblem, _Reduction]:
     """Schur complement on the constrained entries (bodies, non-negative extras):
     ``P = H_cc - H_cu H_uu^-1 H_uc``, ``q = b_c - H_cu H_uu^-1 b_u`` (objective halved)."""
     p, nb = problem.n_params, problem.n_body_params
@@ -172,17 +193,30 @@ def _reduce(problem: Problem, hessian: np.ndarray,
     ellipsoids = problem.ellipsoid_rows()
     rows = np.zeros((len(ellipsoids) + len(problem.nonnegative), c))
     for row, (k, a) in zip(rows, ellipsoids.items()):
-        row[10 * k:10 * k + 10] = a
+        row[10 * k : 10 * k + 10] = a
     if problem.nonnegative:
-        rows[np.arange(len(ellipsoids), rows.shape[0]),
-             np.searchsorted(constrained, problem.nonnegative)] = 1.0
-    return (ConeProblem(P=P, q=q, n_blocks=problem.n_bodies, rows=rows),
-            _Reduction(constrained=constrained, free=free, base=base, gain=gain))
+        rows[
+            np.arange(len(ellipsoids), rows.shape[0]),
+            np.searchsorted(constrained, problem.nonnegative),
+        ] = 1.0
+    return (
+        ConeProblem(P=P, q=q, n_blocks=problem.n_bodies, rows=rows),
+        _Reduction(constrained=constrained, free=free, base=base, gain=gain),
+    )
 
 
-def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, started: float, *,
-                tol: float, max_iterations: int, regularization: float, margin: float,
-                use_active_set: bool) -> Solution:
+def _solve_fast(
+    problem: Problem,
+    x0: np.ndarray | None,
+    duals: tuple | None,
+    started: float,
+    *,
+    tol: float,
+    max_iterations: int,
+    regularization: float,
+    margin: float,
+    use_active_set: bool,
+) -> Solution:
     hessian, rhs, _ = problem.quadratic()
     reference = problem.prior if problem.prior is not None else np.zeros(problem.n_params)
     regularized = regularize_null_space(hessian, rhs, reference, regularization)
@@ -191,10 +225,18 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
     null_dim = regularized.null_space_dim
     if constraints_hold(problem, x_unconstrained):
         x = lift_to_margin(x_unconstrained, problem, margin)
-        return make_solution(problem, x, "lmi", found=True, status="solved", iterations=0,
-                             started=started, finished=time.perf_counter(),
-                             message="unconstrained optimum is feasible",
-                             info={"backend": "fast", "active": False, "null_space_dim": null_dim})
+        return make_solution(
+            problem,
+            x,
+            "lmi",
+            found=True,
+            status="solved",
+            iterations=0,
+            started=started,
+            finished=time.perf_counter(),
+            message="unconstrained optimum is feasible",
+            info={"backend": "fast", "active": False, "null_space_dim": null_dim},
+        )
     cone, reduction = _reduce(problem, hessian, rhs)
     z_unconstrained = x_unconstrained[reduction.constrained]
     z_start = x0[reduction.constrained] if x0 is not None else z_unconstrained
@@ -202,15 +244,18 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
     n_body = problem.n_body_params
     newton = None
     # the Newton method takes bounds on extras (z[10n:] >= 0), not ellipsoids or bounded bodies
-    bounds_on_extras_only = (cone.rows.shape[0] == len(problem.nonnegative)
-                             and min(problem.nonnegative, default=n_body) >= n_body)
+    bounds_on_extras_only = (
+        cone.rows.shape[0] == len(problem.nonnegative)
+        and min(problem.nonnegative, default=n_body) >= n_body
+    )
     if use_active_set and bounds_on_extras_only and problem.n_bodies <= ACTIVE_SET_MAX_BODIES:
         # from the warm start, then (a poor warm start) from the unconstrained minimiser
         starts = (z_start, z_unconstrained) if x0 is not None else (z_unconstrained,)
         for z0 in starts:
             try:
-                newton = solve_newton_kkt(cone.P, cone.q, z0, problem.n_bodies, tol=tol,
-                                          floor=margin)
+                newton = solve_newton_kkt(
+                    cone.P, cone.q, z0, problem.n_bodies, tol=tol, floor=margin
+                )
             except (np.linalg.LinAlgError, FloatingPointError, ValueError):
                 newton = None
             if newton is not None:
@@ -220,14 +265,25 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
         algorithm, status, found, gap = "active_set", "solved", True, 0.0
     else:
         try:
-            result = solve_cone_qp(cone, z_start, block_duals, row_duals,
-                                   z_unconstrained=z_unconstrained, tol=tol,
-                                   max_iterations=max_iterations, warm=x0 is not None)
+            result = solve_cone_qp(
+                cone,
+                z_start,
+                block_duals,
+                row_duals,
+                z_unconstrained=z_unconstrained,
+                tol=tol,
+                max_iterations=max_iterations,
+                warm=x0 is not None,
+            )
         except (np.linalg.LinAlgError, FloatingPointError, ValueError) as e:
             raise SolverError(f"lmi fast interior point failed: {e}") from e
         z, block_duals, row_duals = result.z.copy(), result.block_duals, result.row_duals
-        algorithm, status, found, gap = ("interior_point", result.status, result.converged,
-                                         result.gap)
+        algorithm, status, found, gap = (
+            "interior_point",
+            result.status,
+            result.converged,
+            result.gap,
+        )
         iterations = result.iterations
     if _min_eigs(z, problem.n_bodies).min(initial=np.inf) < margin:
         z[:n_body] = lift_to_margin(z[:n_body], problem, margin)
@@ -235,12 +291,25 @@ def _solve_fast(problem: Problem, x0: np.ndarray | None, duals: tuple | None, st
         nonnegative_positions = np.searchsorted(reduction.constrained, problem.nonnegative)
         z[nonnegative_positions] = np.maximum(z[nonnegative_positions], 0.0)
     x = reduction.expand(z, problem.n_params)
-    return make_solution(problem, x, "lmi", found=found, status=status, iterations=iterations,
-                         started=started, finished=time.perf_counter(),
-                         message=f"{algorithm}: {status}, gap {gap:.3g}",
-                         info={"backend": "fast", "active": True, "algorithm": algorithm,
-                               "gap": gap, "null_space_dim": null_dim,
-                               "duals": (block_duals, row_duals)})
+    return make_solution(
+        problem,
+        x,
+        "lmi",
+        found=found,
+        status=status,
+        iterations=iterations,
+        started=started,
+        finished=time.perf_counter(),
+        message=f"{algorithm}: {status}, gap {gap:.3g}",
+        info={
+            "backend": "fast",
+            "active": True,
+            "algorithm": algorithm,
+            "gap": gap,
+            "null_space_dim": null_dim,
+            "duals": (block_duals, row_duals),
+        },
+    )
 
 
 # ---- cvxpy ---------------------------------------------------------------------------------
@@ -263,8 +332,9 @@ _MODEL_CACHE_SIZE = 16
 _MODEL_LOCK = threading.Lock()
 
 
-def consistency_constraints(x: Any, n_bodies: int, ellipsoid_rows: dict[int, Any],
-                            nonnegative: tuple[int, ...]) -> list:
+def consistency_constraints(
+    x: Any, n_bodies: int, ellipsoid_rows: dict[int, Any], nonnegative: tuple[int, ...]
+) -> list:
     """cvxpy constraints on the expression ``x`` (p,): ``J(theta_k) >> 0`` per body,
     ``a_k . theta_k >= 0`` (``ellipsoid_rows``: arrays or Parameters) and ``x_i >= 0``."""
     import cvxpy as cp
@@ -272,10 +342,10 @@ def consistency_constraints(x: Any, n_bodies: int, ellipsoid_rows: dict[int, Any
     basis = PSEUDO_INERTIA_BASIS.reshape(10, 16).T
     constraints = []
     for k in range(n_bodies):
-        theta = x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)]
+        theta = x[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)]
         constraints.append(cp.reshape(basis @ theta, (4, 4), order="C") >> 0)
     for k, a in ellipsoid_rows.items():
-        constraints.append(a @ x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)] >= 0)
+        constraints.append(a @ x[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)] >= 0)
     if nonnegative:
         constraints.append(x[list(nonnegative)] >= 0)
     return constraints
@@ -290,8 +360,9 @@ def build_cvxpy_model(structure: Problem) -> _CvxpyModel:
     R = cp.Parameter((p, p), name="R")
     z = cp.Parameter(p, name="z")
     ellipsoid_rows = {k: cp.Parameter(10, name=f"a_{k}") for k in structure.ellipsoid_rows()}
-    constraints = consistency_constraints(x, structure.n_bodies, ellipsoid_rows,
-                                          structure.nonnegative)
+    constraints = consistency_constraints(
+        x, structure.n_bodies, ellipsoid_rows, structure.nonnegative
+    )
     model = cp.Problem(cp.Minimize(cp.sum_squares(R @ x - z)), constraints)
     return _CvxpyModel(problem=model, x=x, R=R, z=z, ellipsoid_rows=ellipsoid_rows)
 
@@ -311,8 +382,17 @@ def cached_cvxpy_model(problem: Problem) -> _CvxpyModel:
         return model
 
 
-def _solve_cvxpy(problem: Problem, started: float, *, backend: str, tol: float, margin: float,
-                 solver: str, solver_options: dict[str, Any], max_iterations: int) -> Solution:
+def _solve_cvxpy(
+    problem: Problem,
+    started: float,
+    *,
+    backend: str,
+    tol: float,
+    margin: float,
+    solver: str,
+    solver_options: dict[str, Any],
+    max_iterations: int,
+) -> Solution:
     import cvxpy as cp
 
     model = cached_cvxpy_model(problem) if backend == "cvxpy" else build_cvxpy_model(problem)
@@ -320,8 +400,13 @@ def _solve_cvxpy(problem: Problem, started: float, *, backend: str, tol: float, 
     R, z = psd_sqrt_factor(hessian, rhs, DEFAULT_RCOND)
     options = dict(solver_options)
     if solver == "CLARABEL":
-        options = {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol,
-                   "max_iter": max_iterations, **options}
+        options = {
+            "tol_gap_abs": tol,
+            "tol_gap_rel": tol,
+            "tol_feas": tol,
+            "max_iter": max_iterations,
+            **options,
+        }
     with _MODEL_LOCK if backend == "cvxpy" else contextlib.nullcontext():
         model.R.value = R
         model.z.value = z
@@ -339,7 +424,15 @@ def _solve_cvxpy(problem: Problem, started: float, *, backend: str, tol: float, 
     if value is None:
         raise SolverError(f"lmi {backend}: {solver} returned no solution (status {status})")
     x = rounded_to_feasible(value, problem, margin)
-    return make_solution(problem, x, "lmi", found=status == cp.OPTIMAL, status=status,
-                         iterations=iterations, started=started, finished=time.perf_counter(),
-                         message=f"{solver} via cvxpy ({backend})",
-                         info={"backend": backend, "is_dpp": is_dpp})
+    return make_solution(
+        problem,
+        x,
+        "lmi",
+        found=status == cp.OPTIMAL,
+        status=status,
+        iterations=iterations,
+        started=started,
+        finished=time.perf_counter(),
+        message=f"{solver} via cvxpy ({backend})",
+        info={"backend": backend, "is_dpp": is_dpp},
+    )

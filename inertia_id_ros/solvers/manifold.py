@@ -40,9 +40,14 @@ from inertia_id_ros.solvers.problem import (
 )
 
 _SYM_INDEX = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))  # theta[4:] order
-_SKEW = np.array([[[0, 0, 0], [0, 0, -1], [0, 1, 0]],
-                  [[0, 0, 1], [0, 0, 0], [-1, 0, 0]],
-                  [[0, -1, 0], [1, 0, 0], [0, 0, 0]]], dtype=float)  # [e_j]x
+_SKEW = np.array(
+    [
+        [[0, 0, 0], [0, 0, -1], [0, 1, 0]],
+        [[0, 0, 1], [0, 0, 0], [-1, 0, 0]],
+        [[0, -1, 0], [1, 0, 0], [0, 0, 0]],
+    ],
+    dtype=float,
+)  # [e_j]x
 _MOMENT_TO_INERTIA = np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]], dtype=float)  # d = M L
 _MASS_FLOOR = 1e-12  # kg: initialisation only (COM of a near-massless body is set to 0)
 _START_MASS = 1e-6  # kg: smallest starting mass
@@ -59,8 +64,9 @@ class _Bodies:
     """Parameters of ``n`` bodies: ``mu`` (n,), ``c`` (n, 3), ``Q`` (n, 3, 3), ``l`` (n, 3)
     (``root_moments``: ``L = l^2``)."""
 
-    def __init__(self, mu: np.ndarray, c: np.ndarray, Q: np.ndarray,
-                 root_moments: np.ndarray) -> None:
+    def __init__(
+        self, mu: np.ndarray, c: np.ndarray, Q: np.ndarray, root_moments: np.ndarray
+    ) -> None:
         self.mu, self.c, self.Q, self.l = mu, c, Q, root_moments
 
     @classmethod
@@ -80,18 +86,20 @@ class _Bodies:
         moments, Q = np.linalg.eigh(sigma_com)
         Q[:, :, 2] *= np.sign(np.linalg.det(Q))[:, None]  # proper rotations
         # squared coordinates at 0 are stationary points: start slightly inside
-        moments = np.maximum(moments, _START_INTERIOR * moments.max(axis=1, keepdims=True)
-                             + _MASS_FLOOR)
+        moments = np.maximum(
+            moments, _START_INTERIOR * moments.max(axis=1, keepdims=True) + _MASS_FLOOR
+        )
         return cls(np.sqrt(np.maximum(mass, _START_MASS)), c, Q, np.sqrt(moments))
 
     def thetas(self) -> np.ndarray:
         """(n, 10) ``theta`` of each body."""
-        m = self.mu ** 2
-        d = (self.l ** 2) @ _MOMENT_TO_INERTIA.T
+        m = self.mu**2
+        d = (self.l**2) @ _MOMENT_TO_INERTIA.T
         i_com = np.einsum("nij,nj,nkj->nik", self.Q, d, self.Q)
         c = self.c
-        parallel = (np.einsum("ni,ni->n", c, c)[:, None, None] * np.eye(3)
-                    - np.einsum("ni,nj->nij", c, c))
+        parallel = np.einsum("ni,ni->n", c, c)[:, None, None] * np.eye(3) - np.einsum(
+            "ni,nj->nij", c, c
+        )
         inertia = i_com + m[:, None, None] * parallel
         return np.concatenate([m[:, None], m[:, None] * c, _entries(inertia)], axis=1)
 
@@ -99,20 +107,24 @@ class _Bodies:
         """(n, 10, 10) ``d theta / d(mu, c, omega, l)`` (omega: rotation increment, ``Q``'s
         frame)."""
         n = self.mu.shape[0]
-        m, c, Q = self.mu ** 2, self.c, self.Q
+        m, c, Q = self.mu**2, self.c, self.Q
         out = np.zeros((n, 10, 10))
-        parallel = (np.einsum("ni,ni->n", c, c)[:, None, None] * np.eye(3)
-                    - np.einsum("ni,nj->nij", c, c))
+        parallel = np.einsum("ni,ni->n", c, c)[:, None, None] * np.eye(3) - np.einsum(
+            "ni,nj->nij", c, c
+        )
         out[:, 0, 0] = 2.0 * self.mu
         out[:, 1:4, 0] = 2.0 * self.mu[:, None] * c
         out[:, 4:, 0] = 2.0 * self.mu[:, None] * _entries(parallel)
         eye = np.eye(3)
         for j in range(3):
             out[:, 1 + j, 1 + j] = m
-            d_parallel = (2.0 * c[:, j, None, None] * eye - eye[j][None, :, None] * c[:, None, :]
-                          - c[:, :, None] * eye[j][None, None, :])
+            d_parallel = (
+                2.0 * c[:, j, None, None] * eye
+                - eye[j][None, :, None] * c[:, None, :]
+                - c[:, :, None] * eye[j][None, None, :]
+            )
             out[:, 4:, 1 + j] = m[:, None] * _entries(d_parallel)
-        d = (self.l ** 2) @ _MOMENT_TO_INERTIA.T
+        d = (self.l**2) @ _MOMENT_TO_INERTIA.T
         for j in range(3):  # d I_com / d omega_j = Q ([e_j]x D - D [e_j]x) Q^T
             commutator = _SKEW[j][None] * d[:, None, :] - d[:, :, None] * _SKEW[j][None]
             out[:, 4:, 4 + j] = _entries(Q @ commutator @ np.swapaxes(Q, 1, 2))
@@ -129,14 +141,16 @@ class _Bodies:
         them Gauss-Newton's curvature vanishes at the boundary ``mu = 0`` or ``l_j = 0``."""
         n = self.mu.shape[0]
         c = self.c
-        parallel = (np.einsum("ni,ni->n", c, c)[:, None, None] * np.eye(3)
-                    - np.einsum("ni,nj->nij", c, c))
+        parallel = np.einsum("ni,ni->n", c, c)[:, None, None] * np.eye(3) - np.einsum(
+            "ni,nj->nij", c, c
+        )
         d_mass = np.concatenate([np.ones((n, 1)), c, _entries(parallel)], axis=1)
         out = np.zeros((n, 10))
         out[:, 0] = 2.0 * np.einsum("ni,ni->n", body_gradient, d_mass)
         for j in range(3):
-            d_inertia = _entries(np.einsum("nij,j,nkj->nik", self.Q, _MOMENT_TO_INERTIA[:, j],
-                                           self.Q))
+            d_inertia = _entries(
+                np.einsum("nij,j,nkj->nik", self.Q, _MOMENT_TO_INERTIA[:, j], self.Q)
+            )
             out[:, 7 + j] = 2.0 * np.einsum("ni,ni->n", body_gradient[:, 4:], d_inertia)
         return out
 
@@ -147,10 +161,11 @@ class _Bodies:
         K = np.einsum("nj,jab->nab", omega, _SKEW)
         safe = np.where(angle > 1e-12, angle, 1.0)
         a = np.where(angle > 1e-12, np.sin(angle) / safe, 1.0)
-        b = np.where(angle > 1e-12, (1.0 - np.cos(angle)) / safe ** 2, 0.5)
+        b = np.where(angle > 1e-12, (1.0 - np.cos(angle)) / safe**2, 0.5)
         rotation = np.eye(3) + a[:, None, None] * K + b[:, None, None] * (K @ K)
-        return _Bodies(self.mu + step[:, 0], self.c + step[:, 1:4], self.Q @ rotation,
-                       self.l + step[:, 7:10])
+        return _Bodies(
+            self.mu + step[:, 0], self.c + step[:, 1:4], self.Q @ rotation, self.l + step[:, 7:10]
+        )
 
 
 def _project_consistent(thetas: np.ndarray) -> np.ndarray:
@@ -161,10 +176,16 @@ def _project_consistent(thetas: np.ndarray) -> np.ndarray:
     return np.array([theta_from_pseudo_inertia(j) for j in J])
 
 
-def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
-                   max_iterations: int = 200, max_time: float | None = None,
-                   tol: float = 1e-12, regularization: float = DEFAULT_REGULARIZATION,
-                   margin: float = CONSISTENCY_MARGIN) -> Solution:
+def solve_manifold(
+    problem: Problem,
+    initvals: Solution | np.ndarray | None = None,
+    *,
+    max_iterations: int = 200,
+    max_time: float | None = None,
+    tol: float = 1e-12,
+    regularization: float = DEFAULT_REGULARIZATION,
+    margin: float = CONSISTENCY_MARGIN,
+) -> Solution:
     """Levenberg-Marquardt from ``initvals`` (else the least-squares estimate projected onto
     consistency). Stops when the relative objective decrease of an accepted step is below ``tol``,
     the gradient vanishes, or after ``max_iterations`` / ``max_time`` seconds (``found`` False
@@ -172,13 +193,16 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
     :data:`._linalg.DEFAULT_REGULARIZATION` (rank-deficient data)."""
     started = time.perf_counter()
     if problem.bounding_ellipsoids is not None and problem.ellipsoid_rows():
-        raise ProblemError("manifold does not support bounding ellipsoids; "
-                           "use 'lmi' or 'pointmass'")
+        raise ProblemError(
+            "manifold does not support bounding ellipsoids; use 'lmi' or 'pointmass'"
+        )
     n, nb, p = problem.n_bodies, problem.n_body_params, problem.n_params
     body_nonneg = [i for i in problem.nonnegative if i < nb and i % N_BODY_PARAMS != 0]
     if body_nonneg:
-        raise ProblemError(f"manifold: nonnegative body entries {body_nonneg} are not supported "
-                           "(masses are non-negative by construction)")
+        raise ProblemError(
+            f"manifold: nonnegative body entries {body_nonneg} are not supported "
+            "(masses are non-negative by construction)"
+        )
     hessian, rhs, constant = problem.quadratic()
     reference = problem.prior if problem.prior is not None else np.zeros(p)
     regularized = regularize_null_space(hessian, rhs, reference, regularization)
@@ -193,7 +217,7 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
     extras = np.where(squared, np.sqrt(np.maximum(x0[nb:], 0.0)), x0[nb:])
 
     def assemble(bodies: _Bodies, extras: np.ndarray) -> np.ndarray:
-        return np.concatenate([bodies.thetas().ravel(), np.where(squared, extras ** 2, extras)])
+        return np.concatenate([bodies.thetas().ravel(), np.where(squared, extras**2, extras)])
 
     def objective(x: np.ndarray) -> float:
         return float(x @ hessian @ x - 2.0 * rhs @ x + constant)
@@ -206,14 +230,17 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
     for iterations in range(1, max_iterations + 1):
         T = np.zeros((p, p))
         for k, block in enumerate(bodies.jacobian()):
-            T[10 * k:10 * k + 10, 10 * k:10 * k + 10] = block
+            T[10 * k : 10 * k + 10, 10 * k : 10 * k + 10] = block
         T[nb:, nb:] = np.diag(np.where(squared, 2.0 * extras, 1.0))
         x_gradient = hessian @ x - rhs
         gradient = T.T @ x_gradient
         gauss_newton = T.T @ hessian @ T
-        curvature = np.concatenate([
-            bodies.squared_curvature(x_gradient[:nb].reshape(n, N_BODY_PARAMS)).ravel(),
-            np.where(squared, 2.0 * x_gradient[nb:], 0.0)])
+        curvature = np.concatenate(
+            [
+                bodies.squared_curvature(x_gradient[:nb].reshape(n, N_BODY_PARAMS)).ravel(),
+                np.where(squared, 2.0 * x_gradient[nb:], 0.0),
+            ]
+        )
         gauss_newton[np.diag_indices(p)] += np.maximum(curvature, 0.0)
         diagonal = np.diag(gauss_newton)
         scale = np.maximum(diagonal, _SCALE_FLOOR * max(float(np.max(diagonal)), 1e-300))
@@ -250,7 +277,15 @@ def solve_manifold(problem: Problem, initvals: Solution | np.ndarray | None = No
             status = "max_time"
             break
     x = lift_to_margin(x, problem, margin)
-    return make_solution(problem, x, "manifold", found=found, status=status,
-                         iterations=iterations, started=started, finished=time.perf_counter(),
-                         message=f"Levenberg-Marquardt: {status}",
-                         info={"damping": damping})
+    return make_solution(
+        problem,
+        x,
+        "manifold",
+        found=found,
+        status=status,
+        iterations=iterations,
+        started=started,
+        finished=time.perf_counter(),
+        message=f"Levenberg-Marquardt: {status}",
+        info={"damping": damping},
+    )

@@ -18,8 +18,9 @@ DEFAULT_RCOND = 1e-12
 """Eigenvalues of ``H`` below ``rcond * lambda_max`` are treated as zero (unidentifiable)."""
 
 
-def unconstrained_minimizer(problem: Problem,
-                            rcond: float = DEFAULT_RCOND) -> tuple[np.ndarray, int]:
+def unconstrained_minimizer(
+    problem: Problem, rcond: float = DEFAULT_RCOND
+) -> tuple[np.ndarray, int]:
     """``(x, numerical rank of H)``: the objective's minimiser closest to the prior (or to 0).
 
     A prior weight whose smallest entry exceeds ``rcond * trace(H)`` (an upper bound of
@@ -29,8 +30,11 @@ def unconstrained_minimizer(problem: Problem,
     reference = problem.prior if problem.prior is not None else np.zeros(problem.n_params)
     residual = rhs - hessian @ reference
     weight = np.asarray(problem.prior_weight, dtype=float)
-    if (problem.has_prior_term and weight.ndim < 2
-            and float(np.min(weight)) > rcond * float(np.trace(hessian))):
+    if (
+        problem.has_prior_term
+        and weight.ndim < 2
+        and float(np.min(weight)) > rcond * float(np.trace(hessian))
+    ):
         factor = cholesky(hessian)
         if factor is not None:
             return reference + cholesky_solve(factor, residual), problem.n_params
@@ -38,13 +42,22 @@ def unconstrained_minimizer(problem: Problem,
     return reference + step, rank
 
 
-def solve_ols(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
-              rcond: float = DEFAULT_RCOND) -> Solution:
+def solve_ols(
+    problem: Problem, initvals: Solution | np.ndarray | None = None, *, rcond: float = DEFAULT_RCOND
+) -> Solution:
     """Closed-form least squares; ``initvals`` is validated but unused (nothing to warm-start)."""
     started = time.perf_counter()
     problem.warm_start(initvals)
     x, rank = unconstrained_minimizer(problem, rcond)
-    return make_solution(problem, x, "ols", found=True, status="solved", iterations=0,
-                         started=started, finished=time.perf_counter(),
-                         message=f"rank {rank} of {problem.n_params}",
-                         info={"rank": rank})
+    return make_solution(
+        problem,
+        x,
+        "ols",
+        found=True,
+        status="solved",
+        iterations=0,
+        started=started,
+        finished=time.perf_counter(),
+        message=f"rank {rank} of {problem.n_params}",
+        info={"rank": rank},
+    )

@@ -64,9 +64,21 @@ MAX_HALF_EXTENT = 2.0
 def point_mass_thetas(points: np.ndarray) -> np.ndarray:
     """(10, K) ``theta`` of unit point masses at ``points`` (K, 3) (body frame, m)."""
     px, py, pz = points.T
-    sq = px ** 2 + py ** 2 + pz ** 2
-    return np.array([np.ones_like(px), px, py, pz, sq - px ** 2, -px * py, sq - py ** 2,
-                     -px * pz, -py * pz, sq - pz ** 2])
+    sq = px**2 + py**2 + pz**2
+    return np.array(
+        [
+            np.ones_like(px),
+            px,
+            py,
+            pz,
+            sq - px**2,
+            -px * py,
+            sq - py**2,
+            -px * pz,
+            -py * pz,
+            sq - pz**2,
+        ]
+    )
 
 
 def grid_points(box: Box, per_axis: int) -> np.ndarray:
@@ -91,8 +103,13 @@ def mass_ellipsoid(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return com, np.maximum(moments, 0.0), axes
 
 
-def lattice_points(theta: np.ndarray, per_axis: int, spread: float, min_half_extent: float,
-                   max_half_extent: float = MAX_HALF_EXTENT) -> np.ndarray | None:
+def lattice_points(
+    theta: np.ndarray,
+    per_axis: int,
+    spread: float,
+    min_half_extent: float,
+    max_half_extent: float = MAX_HALF_EXTENT,
+) -> np.ndarray | None:
     """(per_axis^3, 3) lattice around the mass of ``theta`` (see the module docstring): half
     extents ``clip(spread sqrt(5 lambda_i), min_half_extent, max_half_extent)`` (m) along the
     principal axes; ``None`` if ``theta`` has no usable mass distribution (``m <= 0`` or the COM
@@ -108,8 +125,9 @@ def lattice_points(theta: np.ndarray, per_axis: int, spread: float, min_half_ext
 
 def _checked_boxes(problem: Problem, boxes: Sequence[Box]) -> list[Box]:
     if len(boxes) != problem.n_bodies:
-        raise ProblemError(f"pointmass: boxes has {len(boxes)} entries for "
-                           f"{problem.n_bodies} bodies")
+        raise ProblemError(
+            f"pointmass: boxes has {len(boxes)} entries for {problem.n_bodies} bodies"
+        )
     checked = []
     for k, (low, high) in enumerate(boxes):
         low = np.asarray(low, dtype=float).reshape(3)
@@ -129,32 +147,46 @@ def _unconstrained(problem: Problem, rcond: float) -> tuple[np.ndarray, np.ndarr
     keep = eigvals > rcond * max(eigvals[-1], 0.0)
     x = eigvecs[:, keep] @ ((eigvecs[:, keep].T @ rhs) / eigvals[keep])
     null = eigvecs[:, ~keep]
-    determined = np.array([np.linalg.norm(null[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)]) < 1e-6
-                           for k in range(problem.n_bodies)])
+    determined = np.array(
+        [
+            np.linalg.norm(null[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)]) < 1e-6
+            for k in range(problem.n_bodies)
+        ]
+    )
     return x, determined, int(np.sum(keep))
 
 
-def _reference_points(problem: Problem, x0: np.ndarray | None, x_free: np.ndarray,
-                      determined: np.ndarray, per_axis: int, spread: float,
-                      min_half_extent: float, default_half_extent: float
-                      ) -> tuple[list[np.ndarray], list[str]]:
+def _reference_points(
+    problem: Problem,
+    x0: np.ndarray | None,
+    x_free: np.ndarray,
+    determined: np.ndarray,
+    per_axis: int,
+    spread: float,
+    min_half_extent: float,
+    default_half_extent: float,
+) -> tuple[list[np.ndarray], list[str]]:
     """Per body the first placement and what it came from (``"warm_start"``,
     ``"unconstrained"``, ``"prior"``, ``"default"``)."""
     points, sources = [], []
     for k in range(problem.n_bodies):
         body = slice(N_BODY_PARAMS * k, N_BODY_PARAMS * (k + 1))
-        candidates = [("warm_start", None if x0 is None else x0[body]),
-                      ("unconstrained", x_free[body] if determined[k] else None),
-                      ("prior", None if problem.prior is None else problem.prior[body])]
+        candidates = [
+            ("warm_start", None if x0 is None else x0[body]),
+            ("unconstrained", x_free[body] if determined[k] else None),
+            ("prior", None if problem.prior is None else problem.prior[body]),
+        ]
         for source, theta in candidates:
-            placed = None if theta is None else lattice_points(theta, per_axis, spread,
-                                                                min_half_extent)
+            placed = (
+                None if theta is None else lattice_points(theta, per_axis, spread, min_half_extent)
+            )
             if placed is not None:
                 break
         else:
             source = "default"
-            placed = grid_points((-default_half_extent * np.ones(3),
-                                  default_half_extent * np.ones(3)), per_axis)
+            placed = grid_points(
+                (-default_half_extent * np.ones(3), default_half_extent * np.ones(3)), per_axis
+            )
         points.append(placed)
         sources.append(source)
     return points, sources
@@ -183,19 +215,26 @@ class _PointQP:
         self.n_rows = N_BODY_PARAMS * n + nw + len(problem.nonnegative) + self._n_ellipsoids
         a_mask = np.zeros((self.n_rows, size), dtype=bool)
         for k in range(n):
-            a_mask[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1),
-                   n_points * k:n_points * (k + 1)] = True  # Phi_k
-        a_mask[:N_BODY_PARAMS * n, nw:] = True  # S_body z
-        a_mask[N_BODY_PARAMS * n:N_BODY_PARAMS * n + nw, :nw] = np.eye(nw, dtype=bool)
-        a_mask[N_BODY_PARAMS * n + nw:, nw:] = True  # nonnegative entries, ellipsoids
+            a_mask[
+                N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1), n_points * k : n_points * (k + 1)
+            ] = True  # Phi_k
+        a_mask[: N_BODY_PARAMS * n, nw:] = True  # S_body z
+        a_mask[N_BODY_PARAMS * n : N_BODY_PARAMS * n + nw, :nw] = np.eye(nw, dtype=bool)
+        a_mask[N_BODY_PARAMS * n + nw :, nw:] = True  # nonnegative entries, ellipsoids
         self._p_pattern = _csc_pattern(p_mask)
         self._a_pattern = _csc_pattern(a_mask)
         self.solver = osqp.OSQP()
         self._eps, self._max_iterations = eps, max_iterations
         self._set_up = False
 
-    def solve(self, problem: Problem, points: list[np.ndarray], x_center: np.ndarray,
-              ridge: float, rcond: float) -> tuple[np.ndarray, np.ndarray, str, int]:
+    def solve(
+        self,
+        problem: Problem,
+        points: list[np.ndarray],
+        x_center: np.ndarray,
+        ridge: float,
+        rcond: float,
+    ) -> tuple[np.ndarray, np.ndarray, str, int]:
         """``(x (p,), w (n, K), status, iterations)`` for the points (n arrays (K, 3));
         ``x_center`` (p,) the origin of the whitened coordinates."""
         nw, K, nb = self.n_weights, self.n_points, problem.n_body_params
@@ -210,10 +249,11 @@ class _PointQP:
         q = np.concatenate([np.zeros(nw), S.T @ (hessian @ x_center - rhs)])
         A = np.zeros((self.n_rows, size))
         for k, placed in enumerate(points):
-            A[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1), K * k:K * (k + 1)] = \
-                point_mass_thetas(placed)
+            A[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1), K * k : K * (k + 1)] = point_mass_thetas(
+                placed
+            )
         A[:nb, nw:] = -S[:nb]  # Phi w - S_body z = x_center_body
-        A[nb:nb + nw, :nw] = np.eye(nw)
+        A[nb : nb + nw, :nw] = np.eye(nw)
         lower = np.concatenate([x_center[:nb], np.zeros(nw)])
         rows = [S[i] for i in problem.nonnegative]  # S_i z >= -x_center_i
         lower = np.concatenate([lower, [-x_center[i] for i in problem.nonnegative]])
@@ -222,16 +262,30 @@ class _PointQP:
             rows.append(a @ S[body])
             lower = np.append(lower, -a @ x_center[body])
         if rows:
-            A[nb + nw:, nw:] = np.array(rows)
+            A[nb + nw :, nw:] = np.array(rows)
         upper = np.concatenate([x_center[:nb], np.full(self.n_rows - nb, np.inf)])
         try:
             if self._set_up:
-                self.solver.update(Px=_csc_values(P, self._p_pattern), q=q,
-                                   Ax=_csc_values(A, self._a_pattern), l=lower, u=upper)
+                self.solver.update(
+                    Px=_csc_values(P, self._p_pattern),
+                    q=q,
+                    Ax=_csc_values(A, self._a_pattern),
+                    l=lower,
+                    u=upper,
+                )
             else:
-                self.solver.setup(_csc(P, self._p_pattern), q, _csc(A, self._a_pattern),
-                                  lower, upper, eps_abs=self._eps, eps_rel=self._eps,
-                                  max_iter=self._max_iterations, polishing=True, verbose=False)
+                self.solver.setup(
+                    _csc(P, self._p_pattern),
+                    q,
+                    _csc(A, self._a_pattern),
+                    lower,
+                    upper,
+                    eps_abs=self._eps,
+                    eps_rel=self._eps,
+                    max_iter=self._max_iterations,
+                    polishing=True,
+                    verbose=False,
+                )
                 self._set_up = True
             result = self.solver.solve(raise_error=False)
         except (ValueError, RuntimeError) as e:
@@ -242,8 +296,9 @@ class _PointQP:
         weights = np.maximum(result.x[:nw], 0.0).reshape(problem.n_bodies, K)
         x = x_center + S @ result.x[nw:]
         # the bodies exactly as their point masses (consistent by construction)
-        x[:nb] = np.concatenate([point_mass_thetas(placed) @ w
-                                 for placed, w in zip(points, weights)])
+        x[:nb] = np.concatenate(
+            [point_mass_thetas(placed) @ w for placed, w in zip(points, weights)]
+        )
         return x, weights, status, int(result.info.iter)
 
 
@@ -264,13 +319,24 @@ def _csc(matrix: np.ndarray, pattern: tuple) -> scipy.sparse.csc_matrix:
     return scipy.sparse.csc_matrix((_csc_values(matrix, pattern), rows, indptr), shape=shape)
 
 
-def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = None, *,
-                    boxes: Sequence[Box] | None = None, points_per_axis: int = 5,
-                    spread: float = 1.5, refinements: int = 4, refine_tol: float = 1e-6,
-                    min_half_extent: float = 0.005,
-                    default_half_extent: float = DEFAULT_HALF_EXTENT, rcond: float = 1e-10,
-                    ridge: float = 1e-8, eps: float = 1e-6, max_iterations: int = 20000,
-                    limit_threshold: float = 4.0, margin: float = CONSISTENCY_MARGIN) -> Solution:
+def solve_pointmass(
+    problem: Problem,
+    initvals: Solution | np.ndarray | None = None,
+    *,
+    boxes: Sequence[Box] | None = None,
+    points_per_axis: int = 5,
+    spread: float = 1.5,
+    refinements: int = 4,
+    refine_tol: float = 1e-6,
+    min_half_extent: float = 0.005,
+    default_half_extent: float = DEFAULT_HALF_EXTENT,
+    rcond: float = 1e-10,
+    ridge: float = 1e-8,
+    eps: float = 1e-6,
+    max_iterations: int = 20000,
+    limit_threshold: float = 4.0,
+    margin: float = CONSISTENCY_MARGIN,
+) -> Solution:
     """Point-mass QP with OSQP, points placed adaptively (see the module docstring).
 
     ``points_per_axis``: lattice resolution (``^3`` points per body; odd keeps every placed
@@ -290,19 +356,31 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
     if points_per_axis < 2:
         raise ProblemError(f"pointmass: points_per_axis must be >= 2, got {points_per_axis}")
     if not spread > 0 or refinements < 0:
-        raise ProblemError(f"pointmass: need spread > 0 and refinements >= 0, got {spread}, "
-                           f"{refinements}")
+        raise ProblemError(
+            f"pointmass: need spread > 0 and refinements >= 0, got {spread}, {refinements}"
+        )
     x_free, determined, rank = _unconstrained(problem, rcond)
     if boxes is not None:
         points = [grid_points(box, points_per_axis) for box in _checked_boxes(problem, boxes)]
         sources, refinements = ["boxes"] * problem.n_bodies, 0
     else:
-        points, sources = _reference_points(problem, x0, x_free, determined, points_per_axis,
-                                            spread, min_half_extent, default_half_extent)
+        points, sources = _reference_points(
+            problem,
+            x0,
+            x_free,
+            determined,
+            points_per_axis,
+            spread,
+            min_half_extent,
+            default_half_extent,
+        )
     signature = (problem.structure_key(), points_per_axis)
     previous = initvals.info.get("osqp") if isinstance(initvals, Solution) else None
-    qp = previous[1] if previous is not None and previous[0] == signature else _PointQP(
-        problem, points_per_axis ** 3, eps, max_iterations)
+    qp = (
+        previous[1]
+        if previous is not None and previous[0] == signature
+        else _PointQP(problem, points_per_axis**3, eps, max_iterations)
+    )
     iterations, placements = 0, 0
     best = None
     while True:
@@ -314,8 +392,15 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
         best = (value, x, weights, status, points)
         if placements > refinements:
             break
-        moved = [lattice_points(x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)], points_per_axis,
-                                spread, min_half_extent) for k in range(problem.n_bodies)]
+        moved = [
+            lattice_points(
+                x[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)],
+                points_per_axis,
+                spread,
+                min_half_extent,
+            )
+            for k in range(problem.n_bodies)
+        ]
         points = [old if new is None else new for old, new in zip(points, moved)]
     value, x, weights, status, points = best
     x = rounded_to_feasible(x, problem, margin)
@@ -323,17 +408,34 @@ def solve_pointmass(problem: Problem, initvals: Solution | np.ndarray | None = N
     found = status in ("solved", "solved inaccurate")
     message = f"OSQP: {status}, {placements} placement(s)" + (
         f"; the point approximation limits the fit (gap {gap:.3g} residual variances)"
-        if limited else "")
-    return make_solution(problem, x, "pointmass", found=found, status=status,
-                         iterations=iterations, started=started, finished=time.perf_counter(),
-                         message=message,
-                         info={"weights": weights, "points": points, "placement": sources,
-                               "placements": placements, "approximation_gap": gap,
-                               "approximation_limited": limited, "osqp": (signature, qp)})
+        if limited
+        else ""
+    )
+    return make_solution(
+        problem,
+        x,
+        "pointmass",
+        found=found,
+        status=status,
+        iterations=iterations,
+        started=started,
+        finished=time.perf_counter(),
+        message=message,
+        info={
+            "weights": weights,
+            "points": points,
+            "placement": sources,
+            "placements": placements,
+            "approximation_gap": gap,
+            "approximation_limited": limited,
+            "osqp": (signature, qp),
+        },
+    )
 
 
-def _approximation_gap(problem: Problem, x: np.ndarray, x_free: np.ndarray, rank: int,
-                       threshold: float) -> tuple[float, bool]:
+def _approximation_gap(
+    problem: Problem, x: np.ndarray, x_free: np.ndarray, rank: int, threshold: float
+) -> tuple[float, bool]:
     """(gap, limited): ``(f(x) - f_best) / sigma^2`` with ``f`` the objective, ``f_best`` the
     unconstrained minimum or, when the gap to it exceeds ``threshold``, the ``lmi`` optimum;
     ``sigma^2`` the unconstrained fit's squared residual per degree of freedom (``nan`` without
@@ -341,8 +443,9 @@ def _approximation_gap(problem: Problem, x: np.ndarray, x_free: np.ndarray, rank
     dof = problem.n_rows - rank
     if dof <= 0:
         return float("nan"), False
-    sigma2 = max(problem.squared_residual(x_free) / dof, 1e-12 * problem.yty / problem.n_rows,
-                 1e-300)
+    sigma2 = max(
+        problem.squared_residual(x_free) / dof, 1e-12 * problem.yty / problem.n_rows, 1e-300
+    )
     gap = (problem.objective(x) - problem.objective(x_free)) / sigma2
     if gap > threshold:
         gap = (problem.objective(x) - solve_lmi(problem, backend="fast").objective) / sigma2

@@ -79,8 +79,9 @@ class Problem:
         self.gram = 0.5 * (gram + gram.T)
         self.moment = _as_float_array("moment", self.moment, 1)
         if self.moment.shape != (p,):
-            raise ProblemError(f"moment must have shape ({p},) like gram {gram.shape}, "
-                               f"got {self.moment.shape}")
+            raise ProblemError(
+                f"moment must have shape ({p},) like gram {gram.shape}, got {self.moment.shape}"
+            )
         self.yty = float(_as_float_array("yty", self.yty, 0))
         if int(self.n_rows) != self.n_rows or self.n_rows < 0:
             raise ProblemError(f"n_rows must be a non-negative integer, got {self.n_rows!r}")
@@ -89,8 +90,10 @@ class Problem:
             raise ProblemError(f"n_bodies must be a non-negative integer, got {self.n_bodies!r}")
         self.n_bodies = int(self.n_bodies)
         if N_BODY_PARAMS * self.n_bodies > p:
-            raise ProblemError(f"n_bodies={self.n_bodies} needs at least "
-                               f"{N_BODY_PARAMS * self.n_bodies} parameters, gram has {p}")
+            raise ProblemError(
+                f"n_bodies={self.n_bodies} needs at least "
+                f"{N_BODY_PARAMS * self.n_bodies} parameters, gram has {p}"
+            )
         nonnegative = tuple(sorted({int(i) for i in self.nonnegative}))
         if any(not 0 <= i < p for i in nonnegative):
             raise ProblemError(f"nonnegative indices {nonnegative} out of range [0, {p})")
@@ -100,13 +103,15 @@ class Problem:
         if self.body_names is not None:
             self.body_names = tuple(self.body_names)
             if len(self.body_names) != self.n_bodies:
-                raise ProblemError(f"body_names has {len(self.body_names)} names for "
-                                   f"{self.n_bodies} bodies")
+                raise ProblemError(
+                    f"body_names has {len(self.body_names)} names for {self.n_bodies} bodies"
+                )
         if self.param_names is not None:
             self.param_names = tuple(self.param_names)
             if len(self.param_names) != p:
-                raise ProblemError(f"param_names has {len(self.param_names)} names for "
-                                   f"{p} parameters")
+                raise ProblemError(
+                    f"param_names has {len(self.param_names)} names for {p} parameters"
+                )
 
     def _check_prior(self, p: int) -> None:
         if self.prior is not None:
@@ -125,8 +130,9 @@ class Problem:
             if lowest < -1e-12 * max(1.0, np.abs(weight).max()):
                 raise ProblemError(f"prior_weight matrix must be PSD (min eigenvalue {lowest:.3g})")
         else:
-            raise ProblemError(f"prior_weight must be a scalar, ({p},) or ({p}, {p}), "
-                               f"got shape {weight.shape}")
+            raise ProblemError(
+                f"prior_weight must be a scalar, ({p},) or ({p}, {p}), got shape {weight.shape}"
+            )
         self.prior_weight = float(weight) if weight.ndim == 0 else weight
         if self.prior is None and np.any(weight != 0):
             raise ProblemError("prior_weight is non-zero but no prior is given")
@@ -136,28 +142,39 @@ class Problem:
             return
         ellipsoids = list(self.bounding_ellipsoids)
         if len(ellipsoids) != self.n_bodies:
-            raise ProblemError(f"bounding_ellipsoids has {len(ellipsoids)} entries for "
-                               f"{self.n_bodies} bodies")
+            raise ProblemError(
+                f"bounding_ellipsoids has {len(ellipsoids)} entries for {self.n_bodies} bodies"
+            )
         for k, q in enumerate(ellipsoids):
             if q is None:
                 continue
             q = _as_float_array(f"bounding_ellipsoids[{k}]", q, 2)
             if q.shape != (4, 4) or not np.allclose(q, q.T):
-                raise ProblemError(f"bounding_ellipsoids[{k}] must be a symmetric 4x4 matrix, "
-                                   f"got shape {q.shape}")
+                raise ProblemError(
+                    f"bounding_ellipsoids[{k}] must be a symmetric 4x4 matrix, got shape {q.shape}"
+                )
             q = 0.5 * (q + q.T)
-            if np.linalg.eigvalsh(-q[:3, :3])[0] <= 0 or solid_ellipsoid_theta(q) @ \
-                    np.einsum("iab,ba->i", PSEUDO_INERTIA_BASIS, q) <= 0:
-                raise ProblemError(f"bounding_ellipsoids[{k}] is not a bounded ellipsoid "
-                                   "(see ellipsoid_matrix)")
+            if (
+                np.linalg.eigvalsh(-q[:3, :3])[0] <= 0
+                or solid_ellipsoid_theta(q) @ np.einsum("iab,ba->i", PSEUDO_INERTIA_BASIS, q) <= 0
+            ):
+                raise ProblemError(
+                    f"bounding_ellipsoids[{k}] is not a bounded ellipsoid (see ellipsoid_matrix)"
+                )
             ellipsoids[k] = q
         self.bounding_ellipsoids = ellipsoids
 
     # ---- construction and accumulation -------------------------------------------------------
 
     @classmethod
-    def from_regressor(cls, Y: np.ndarray, y: np.ndarray, n_bodies: int,
-                       weights: np.ndarray | None = None, **kwargs: Any) -> Problem:
+    def from_regressor(
+        cls,
+        Y: np.ndarray,
+        y: np.ndarray,
+        n_bodies: int,
+        weights: np.ndarray | None = None,
+        **kwargs: Any,
+    ) -> Problem:
         """Problem of ``||diag(w)^(1/2) (Y x - y)||^2`` from ``Y`` (N, p) and ``y`` (N,).
 
         ``weights`` (N,) are non-negative row weights (default 1); ``kwargs`` are the other fields.
@@ -167,8 +184,9 @@ class Problem:
         if y.shape[0] != Y.shape[0]:
             raise ProblemError(f"y has {y.shape[0]} rows but Y has {Y.shape[0]}")
         gram, moment, yty = _normal_equations(Y, y, weights)
-        return cls(gram=gram, moment=moment, yty=yty, n_rows=Y.shape[0], n_bodies=n_bodies,
-                   **kwargs)
+        return cls(
+            gram=gram, moment=moment, yty=yty, n_rows=Y.shape[0], n_bodies=n_bodies, **kwargs
+        )
 
     def add_rows(self, Y: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> Problem:
         """New problem with the rows ``Y`` (N, p), ``y`` (N,) appended (weights as in
@@ -176,25 +194,36 @@ class Problem:
         Y = _as_float_array("Y", Y, 2)
         y = _as_float_array("y", y, 1)
         if Y.shape[1] != self.n_params or y.shape[0] != Y.shape[0]:
-            raise ProblemError(f"rows must be Y (N, {self.n_params}) and y (N,), got "
-                               f"{Y.shape} and {y.shape}")
+            raise ProblemError(
+                f"rows must be Y (N, {self.n_params}) and y (N,), got {Y.shape} and {y.shape}"
+            )
         gram, moment, yty = _normal_equations(Y, y, weights)
-        return self.replace(gram=self.gram + gram, moment=self.moment + moment,
-                            yty=self.yty + yty, n_rows=self.n_rows + Y.shape[0])
+        return self.replace(
+            gram=self.gram + gram,
+            moment=self.moment + moment,
+            yty=self.yty + yty,
+            n_rows=self.n_rows + Y.shape[0],
+        )
 
-    def remove_rows(self, Y: np.ndarray, y: np.ndarray,
-                    weights: np.ndarray | None = None) -> Problem:
+    def remove_rows(
+        self, Y: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None
+    ) -> Problem:
         """Inverse of :meth:`add_rows` (rows leaving a sliding window)."""
         Y = _as_float_array("Y", Y, 2)
         y = _as_float_array("y", y, 1)
         if Y.shape[1] != self.n_params or y.shape[0] != Y.shape[0]:
-            raise ProblemError(f"rows must be Y (N, {self.n_params}) and y (N,), got "
-                               f"{Y.shape} and {y.shape}")
+            raise ProblemError(
+                f"rows must be Y (N, {self.n_params}) and y (N,), got {Y.shape} and {y.shape}"
+            )
         if Y.shape[0] > self.n_rows:
             raise ProblemError(f"cannot remove {Y.shape[0]} rows from {self.n_rows}")
         gram, moment, yty = _normal_equations(Y, y, weights)
-        return self.replace(gram=self.gram - gram, moment=self.moment - moment,
-                            yty=max(self.yty - yty, 0.0), n_rows=self.n_rows - Y.shape[0])
+        return self.replace(
+            gram=self.gram - gram,
+            moment=self.moment - moment,
+            yty=max(self.yty - yty, 0.0),
+            n_rows=self.n_rows - Y.shape[0],
+        )
 
     def __add__(self, other: Problem) -> Problem:
         """Merge the data (normal equations) of two problems with the same parameters; the
@@ -202,11 +231,17 @@ class Problem:
         if not isinstance(other, Problem):
             return NotImplemented
         if other.n_params != self.n_params or other.n_bodies != self.n_bodies:
-            raise ProblemError(f"cannot merge problems with (p, n_bodies) = "
-                               f"({self.n_params}, {self.n_bodies}) and "
-                               f"({other.n_params}, {other.n_bodies})")
-        return self.replace(gram=self.gram + other.gram, moment=self.moment + other.moment,
-                            yty=self.yty + other.yty, n_rows=self.n_rows + other.n_rows)
+            raise ProblemError(
+                f"cannot merge problems with (p, n_bodies) = "
+                f"({self.n_params}, {self.n_bodies}) and "
+                f"({other.n_params}, {other.n_bodies})"
+            )
+        return self.replace(
+            gram=self.gram + other.gram,
+            moment=self.moment + other.moment,
+            yty=self.yty + other.yty,
+            n_rows=self.n_rows + other.n_rows,
+        )
 
     def replace(self, **changes: Any) -> Problem:
         """Copy with some fields changed (validated again)."""
@@ -251,8 +286,11 @@ class Problem:
             return self.gram, self.moment, self.yty
         weight = self.weight_matrix
         weighted_prior = weight @ self.prior
-        return (self.gram + weight, self.moment + weighted_prior,
-                self.yty + float(self.prior @ weighted_prior))
+        return (
+            self.gram + weight,
+            self.moment + weighted_prior,
+            self.yty + float(self.prior @ weighted_prior),
+        )
 
     def squared_residual(self, x: np.ndarray) -> float:
         """``||Y x - y||^2`` from the normal equations (clipped at 0 against round-off)."""
@@ -276,8 +314,11 @@ class Problem:
         ellipsoid."""
         if self.bounding_ellipsoids is None:
             return {}
-        return {k: np.einsum("iab,ba->i", PSEUDO_INERTIA_BASIS, q)
-                for k, q in enumerate(self.bounding_ellipsoids) if q is not None}
+        return {
+            k: np.einsum("iab,ba->i", PSEUDO_INERTIA_BASIS, q)
+            for k, q in enumerate(self.bounding_ellipsoids)
+            if q is not None
+        }
 
     def warm_start(self, initvals: Solution | np.ndarray | None) -> np.ndarray | None:
         """The warm-start ``x`` (p,) from ``initvals`` (a previous :class:`Solution` or an
@@ -296,8 +337,9 @@ class Problem:
         return (self.n_params, self.n_bodies, self.nonnegative, mask)
 
 
-def _normal_equations(Y: np.ndarray, y: np.ndarray,
-                      weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, float]:
+def _normal_equations(
+    Y: np.ndarray, y: np.ndarray, weights: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, float]:
     if weights is None:
         return Y.T @ Y, Y.T @ y, float(y @ y)
     w = _as_float_array("weights", weights, 1)
@@ -307,8 +349,9 @@ def _normal_equations(Y: np.ndarray, y: np.ndarray,
     return Y.T @ (w[:, None] * Y), Y.T @ wy, float(y @ wy)
 
 
-def ellipsoid_matrix(center: np.ndarray, semi_axes: np.ndarray,
-                     rotation: np.ndarray | None = None) -> np.ndarray:
+def ellipsoid_matrix(
+    center: np.ndarray, semi_axes: np.ndarray, rotation: np.ndarray | None = None
+) -> np.ndarray:
     """4x4 ``Q`` of the ellipsoid ``{p : |diag(1/semi_axes) R^T (p - center)| <= 1}`` (m, body
     frame); ``tr(J Q) >= 0`` is the bounding-ellipsoid constraint (Wensing et al. 2017)."""
     c = np.asarray(center, dtype=float).reshape(3)
@@ -316,7 +359,7 @@ def ellipsoid_matrix(center: np.ndarray, semi_axes: np.ndarray,
     if np.any(axes <= 0):
         raise ProblemError(f"semi_axes must be positive, got {axes}")
     r = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float).reshape(3, 3)
-    s = r @ np.diag(axes ** -2.0) @ r.T  # (p - c)^T s (p - c) <= 1
+    s = r @ np.diag(axes**-2.0) @ r.T  # (p - c)^T s (p - c) <= 1
     q = np.empty((4, 4))
     q[:3, :3] = -s
     q[:3, 3] = q[3, :3] = s @ c
@@ -368,12 +411,12 @@ class Solution:
     @property
     def bodies(self) -> np.ndarray:
         """(n_bodies, 10) view of ``x[:10 * n_bodies]``."""
-        return self.x[:N_BODY_PARAMS * self.n_bodies].reshape(self.n_bodies, N_BODY_PARAMS)
+        return self.x[: N_BODY_PARAMS * self.n_bodies].reshape(self.n_bodies, N_BODY_PARAMS)
 
     @property
     def extras(self) -> np.ndarray:
         """``x[10 * n_bodies:]``."""
-        return self.x[N_BODY_PARAMS * self.n_bodies:]
+        return self.x[N_BODY_PARAMS * self.n_bodies :]
 
     @property
     def consistency(self) -> list[ConsistencyReport]:
@@ -390,15 +433,16 @@ def body_min_eigs(x: np.ndarray, n_bodies: int) -> np.ndarray:
     """(n_bodies,) lambda_min of each body's pseudo-inertia ``J(theta_k)``."""
     if n_bodies == 0:
         return np.zeros(0)
-    thetas = np.asarray(x, dtype=float)[:N_BODY_PARAMS * n_bodies].reshape(n_bodies, N_BODY_PARAMS)
+    thetas = np.asarray(x, dtype=float)[: N_BODY_PARAMS * n_bodies].reshape(n_bodies, N_BODY_PARAMS)
     return np.linalg.eigvalsh(np.tensordot(thetas, PSEUDO_INERTIA_BASIS, axes=1))[:, 0]
 
 
 _IDENTITY_THETA = np.array([1.0, 0, 0, 0, 2.0, 0, 2.0, 0, 0, 2.0])  # J(theta) = 1_4
 
 
-def lift_to_margin(x: np.ndarray, problem: Problem,
-                   margin: float = CONSISTENCY_MARGIN) -> np.ndarray:
+def lift_to_margin(
+    x: np.ndarray, problem: Problem, margin: float = CONSISTENCY_MARGIN
+) -> np.ndarray:
     """Copy of ``x`` whose bodies have ``lambda_min(J) >= margin``: the round-off safeguard of the
     constrained methods. A body below the margin gets ``J + t D`` with ``D = 1_4``
     (``theta + t [1, 0, 0, 0, 2, 0, 2, 0, 0, 2]``) or, if it has a bounding ellipsoid, ``D`` the
@@ -416,12 +460,13 @@ def lift_to_margin(x: np.ndarray, problem: Problem,
         q = ellipsoids[k]
         direction = _IDENTITY_THETA if q is None else solid_ellipsoid_theta(q)
         scale = np.linalg.eigvalsh(np.tensordot(direction, PSEUDO_INERTIA_BASIS, axes=1))[0]
-        x[N_BODY_PARAMS * k:N_BODY_PARAMS * (k + 1)] += shift[k] / scale * direction
+        x[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)] += shift[k] / scale * direction
     return x
 
 
-def rounded_to_feasible(x: np.ndarray, problem: Problem,
-                        margin: float = CONSISTENCY_MARGIN) -> np.ndarray:
+def rounded_to_feasible(
+    x: np.ndarray, problem: Problem, margin: float = CONSISTENCY_MARGIN
+) -> np.ndarray:
     """Copy of a constrained method's ``x`` without its round-off: the ``nonnegative`` entries
     clipped at 0, then the bodies lifted to ``lambda_min(J) >= margin`` (:func:`lift_to_margin`)."""
     x = np.array(x, dtype=float)
@@ -430,14 +475,33 @@ def rounded_to_feasible(x: np.ndarray, problem: Problem,
     return lift_to_margin(x, problem, margin)
 
 
-def make_solution(problem: Problem, x: np.ndarray, method: str, *, found: bool, status: str,
-                  iterations: int, started: float, finished: float, message: str = "",
-                  info: dict[str, Any] | None = None) -> Solution:
+def make_solution(
+    problem: Problem,
+    x: np.ndarray,
+    method: str,
+    *,
+    found: bool,
+    status: str,
+    iterations: int,
+    started: float,
+    finished: float,
+    message: str = "",
+    info: dict[str, Any] | None = None,
+) -> Solution:
     """Assemble a :class:`Solution`, evaluating the objective, RMS residual and eigenvalues at ``x``
     (``started``/``finished``: ``time.perf_counter()`` around the solve)."""
     x = np.asarray(x, dtype=float)
-    return Solution(x=x, method=method, n_bodies=problem.n_bodies, found=found, status=status,
-                    iterations=int(iterations), solve_time=finished - started,
-                    objective=problem.objective(x), residual_rms=problem.residual_rms(x),
-                    min_eigs=body_min_eigs(x, problem.n_bodies), message=message,
-                    info={} if info is None else info)
+    return Solution(
+        x=x,
+        method=method,
+        n_bodies=problem.n_bodies,
+        found=found,
+        status=status,
+        iterations=int(iterations),
+        solve_time=finished - started,
+        objective=problem.objective(x),
+        residual_rms=problem.residual_rms(x),
+        min_eigs=body_min_eigs(x, problem.n_bodies),
+        message=message,
+        info={} if info is None else info,
+    )

@@ -51,8 +51,12 @@ def check_options(method: str, options: dict[str, Any]) -> MethodFunction:
     return function
 
 
-def solve(problem: Problem, method: str = "lmi",
-          initvals: Solution | np.ndarray | None = None, **options: Any) -> Solution:
+def solve(
+    problem: Problem,
+    method: str = "lmi",
+    initvals: Solution | np.ndarray | None = None,
+    **options: Any,
+) -> Solution:
     """Solve ``problem`` with ``method`` (a key of :data:`METHODS`), warm-started from
     ``initvals`` (a previous :class:`Solution` or ``x`` (p,)); ``options`` go to the method.
 

@@ -43,8 +43,13 @@ SENSOR = "panda_link8"
 
 
 def node_args(**overrides) -> list[str]:
-    params = {"urdf_path": str(example_robot_urdf("panda")), "sensor_frame": SENSOR,
-              "update_rate_hz": 2.0, "window_sec": 30.0, "warning_period_sec": 0.5}
+    params = {
+        "urdf_path": str(example_robot_urdf("panda")),
+        "sensor_frame": SENSOR,
+        "update_rate_hz": 2.0,
+        "window_sec": 30.0,
+        "warning_period_sec": 0.5,
+    }
     params.update(overrides)
     args: list[str] = []
     for key, value in params.items():
@@ -52,8 +57,9 @@ def node_args(**overrides) -> list[str]:
     return args
 
 
-def wait_until_inputs_matched(peer, publishers, timeout: float = 30.0,
-                              node: Process | None = None) -> None:
+def wait_until_inputs_matched(
+    peer, publishers, timeout: float = 30.0, node: Process | None = None
+) -> None:
     """Spin ``peer`` until discovery is done both ways for each of its ``publishers``: the
     publisher counts a subscription, and the node under test's ``/diagnostics`` count a publisher
     on that topic (``publishers.<topic>``). A best-effort reader drops what a writer sends before
@@ -63,14 +69,16 @@ def wait_until_inputs_matched(peer, publishers, timeout: float = 30.0,
     topics = [publisher.topic_name for publisher in publishers]
 
     def matched() -> bool:
-        return (all(publisher.get_subscription_count() > 0 for publisher in publishers)
-                and all(diagnostics.counter(f"publishers.{topic}") > 0 for topic in topics))
+        return all(publisher.get_subscription_count() > 0 for publisher in publishers) and all(
+            diagnostics.counter(f"publishers.{topic}") > 0 for topic in topics
+        )
 
     try:
-        assert spin_until(peer, matched, timeout), \
-            (f"the node under test did not match the publishers of {topics}: its diagnostics "
-             f"say {diagnostics.counters('publishers.')}"
-             + ("" if node is None else f"\n{node.output()[-3000:]}"))
+        assert spin_until(peer, matched, timeout), (
+            f"the node under test did not match the publishers of {topics}: its diagnostics "
+            f"say {diagnostics.counters('publishers.')}"
+            + ("" if node is None else f"\n{node.output()[-3000:]}")
+        )
     finally:
         peer.destroy_subscription(diagnostics.subscription)
 
@@ -162,17 +170,24 @@ def count_inconsistent(messages) -> int:
     consistent."""
     from inertia_id_ros.ros.conversions import msg_to_thetas
 
-    return sum(not check_consistency(theta).fully_consistent
-               for msg in messages for theta in msg_to_thetas(msg).values())
+    return sum(
+        not check_consistency(theta).fully_consistent
+        for msg in messages
+        for theta in msg_to_thetas(msg).values()
+    )
 
 
 def agreeing_updates(node_updates, replay_updates) -> list[tuple]:
     """Assert that the node's ``identify`` responses succeed exactly where the replay's updates
     do; the pairs ``(response, replay estimate)`` of the successful ones."""
-    assert [u.success for u in node_updates] == [u.ok for u in replay_updates], \
-        [(u.message, r.status) for u, r in zip(node_updates, replay_updates)]
-    return [(node, replayed.estimate) for node, replayed in zip(node_updates, replay_updates)
-            if replayed.ok]
+    assert [u.success for u in node_updates] == [u.ok for u in replay_updates], [
+        (u.message, r.status) for u, r in zip(node_updates, replay_updates)
+    ]
+    return [
+        (node, replayed.estimate)
+        for node, replayed in zip(node_updates, replay_updates)
+        if replayed.ok
+    ]
 
 
 def received_links(peer, links_qos) -> dict[str, list]:
@@ -182,10 +197,15 @@ def received_links(peer, links_qos) -> dict[str, list]:
     from inertia_id_ros.ros.qos import LATCHED
 
     received: dict[str, list] = {"truth": [], "links": []}
-    peer.create_subscription(InertialParametersArray, "/inertia_id_sim/ground_truth_links",
-                             received["truth"].append, LATCHED)
-    peer.create_subscription(InertialParametersArray, "/inertia_id/links",
-                             received["links"].append, links_qos)
+    peer.create_subscription(
+        InertialParametersArray,
+        "/inertia_id_sim/ground_truth_links",
+        received["truth"].append,
+        LATCHED,
+    )
+    peer.create_subscription(
+        InertialParametersArray, "/inertia_id/links", received["links"].append, links_qos
+    )
     return received
 
 
@@ -200,12 +220,17 @@ def bag_message_to_ros(msg):
 
     kind = msg.__msgtype__
     if kind == "sensor_msgs/msg/JointState":
-        out = JointState(name=list(msg.name), position=msg.position.tolist(),
-                         velocity=msg.velocity.tolist(), effort=msg.effort.tolist())
+        out = JointState(
+            name=list(msg.name),
+            position=msg.position.tolist(),
+            velocity=msg.velocity.tolist(),
+            effort=msg.effort.tolist(),
+        )
     elif kind == "sensor_msgs/msg/Imu":
         o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
-        out = imu_msg(0.0, msg.header.frame_id, [o.x, o.y, o.z, o.w], [w.x, w.y, w.z],
-                      [a.x, a.y, a.z])
+        out = imu_msg(
+            0.0, msg.header.frame_id, [o.x, o.y, o.z, o.w], [w.x, w.y, w.z], [a.x, a.y, a.z]
+        )
     else:
         out = wrench_stamped(0.0, msg.header.frame_id, np.array(wrench_values(msg)))
     out.header.stamp = Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec)
@@ -213,8 +238,9 @@ def bag_message_to_ros(msg):
     return out
 
 
-def play_and_identify(node, client, publishers, messages, update_times,
-                      timeout: float = 20.0) -> list:
+def play_and_identify(
+    node, client, publishers, messages, update_times, timeout: float = 20.0
+) -> list:
     """Publish the bag ``messages`` ((topic, log time (ns), message)) to the node under test
     through ``publishers`` (topic -> publisher), chunk by chunk up to each of ``update_times``
     (s of log time); once the node's diagnostics count every message published so far as
@@ -274,17 +300,21 @@ class NodeDiagnostics:
         self.diagnostics_received = 0
         self.history: list[dict[str, str]] = []
         """Every status's values so far, oldest first, its message under the key ``""``."""
-        self.subscription = peer.create_subscription(DiagnosticArray, "/diagnostics",
-                                                     self._on_diagnostics, 10)
+        self.subscription = peer.create_subscription(
+            DiagnosticArray, "/diagnostics", self._on_diagnostics, 10
+        )
 
     def _on_diagnostics(self, msg) -> None:
         for status in msg.status:
             if status.name.startswith("inertia_id"):
                 self.diagnostics = {kv.key: kv.value for kv in status.values}
                 self.history.append(self.diagnostics | {"": status.message})
-                self.status = (int.from_bytes(status.level, "little")
-                               if isinstance(status.level, bytes) else int(status.level),
-                               status.message)
+                self.status = (
+                    int.from_bytes(status.level, "little")
+                    if isinstance(status.level, bytes)
+                    else int(status.level),
+                    status.message,
+                )
                 self.diagnostics_stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
                 self.diagnostics_received += 1
 
@@ -292,21 +322,23 @@ class NodeDiagnostics:
         return int(self.diagnostics.get(key, 0))
 
     def counters(self, prefix: str) -> dict[str, int]:
-        return {k[len(prefix):]: int(v) for k, v in self.diagnostics.items()
-                if k.startswith(prefix)}
+        return {
+            k[len(prefix) :]: int(v) for k, v in self.diagnostics.items() if k.startswith(prefix)
+        }
 
     def fresh_diagnostics(self, timeout: float = 10.0) -> None:
         """Wait for two new diagnostics messages (the second reflects everything sent)."""
         seen = self.diagnostics_received
-        assert spin_until(self.peer, lambda: self.diagnostics_received >= seen + 2, timeout), \
+        assert spin_until(self.peer, lambda: self.diagnostics_received >= seen + 2, timeout), (
             "no diagnostics from the node"
+        )
 
     def wait_until_received(self, count: int, timeout: float = 20.0) -> None:
         """Wait until the node's ``received.*`` counters add up to ``count`` messages (it has
         taken every message published to it so far)."""
-        assert spin_until(self.peer, lambda: sum(self.counters("received.").values()) >= count,
-                          timeout), \
-            f"the node took {sum(self.counters('received.').values())} of {count} messages"
+        assert spin_until(
+            self.peer, lambda: sum(self.counters("received.").values()) >= count, timeout
+        ), f"the node took {sum(self.counters('received.').values())} of {count} messages"
 
     def settle(self, timeout: float = 20.0) -> None:
         """Wait until the node has taken and processed everything sent: two consecutive
@@ -335,8 +367,12 @@ class NodeUnderTest(NodeDiagnostics):
         self.inconsistent_published: list[np.ndarray] = []
         """Every published estimate that fails the consistency check (must stay empty)."""
         self.estimates_received = 0
-        peer.create_subscription(InertialParameters, "/inertia_id/estimate", self._on_estimate,
-                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        peer.create_subscription(
+            InertialParameters,
+            "/inertia_id/estimate",
+            self._on_estimate,
+            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
+        )
         self.reference_theta: np.ndarray | None = None
         self.rss_start = 0.0
 
@@ -353,8 +389,11 @@ class NodeUnderTest(NodeDiagnostics):
 
     def warnings_since(self, mark: int, kind: str) -> list[str]:
         """Warning lines logged after ``mark`` that name ``kind``."""
-        return [line for line in self.process.output()[mark:].splitlines()
-                if "WARN" in line and kind in line]
+        return [
+            line
+            for line in self.process.output()[mark:].splitlines()
+            if "WARN" in line and kind in line
+        ]
 
     def check_estimate_kept(self) -> np.ndarray:
         """``identify`` succeeds with a consistent estimate close to the one before the faults;
@@ -366,8 +405,10 @@ class NodeUnderTest(NodeDiagnostics):
         assert response.success, response.message
         theta = np.array(response.estimate.theta)
         assert check_consistency(theta).fully_consistent
-        assert np.allclose(theta, self.reference_theta, rtol=0.05, atol=1e-3), \
-            (theta, self.reference_theta)
+        assert np.allclose(theta, self.reference_theta, rtol=0.05, atol=1e-3), (
+            theta,
+            self.reference_theta,
+        )
         return theta
 
     def take_reference(self, seconds: float = 12.0) -> np.ndarray:

@@ -11,8 +11,9 @@ import numpy as np
 from inertia_id_ros.core.whole_body import FTSensor
 from inertia_id_ros.sim.whole_body import ICUB_INTERNAL_SENSORS
 
-ICUB_SENSORS = ((FTSensor("l_sole", "contact"),)
-                + tuple(FTSensor(frame, "internal") for frame in ICUB_INTERNAL_SENSORS))
+ICUB_SENSORS = (FTSensor("l_sole", "contact"),) + tuple(
+    FTSensor(frame, "internal") for frame in ICUB_INTERNAL_SENSORS
+)
 """The iCub on its left sole: the sole's contact sensor and the six internal ones."""
 
 
@@ -23,14 +24,23 @@ def _urdf_with_moving_sensors(urdf_xml: str, joints: Sequence[str]) -> str:
         urdf_xml, count = re.subn(
             rf'(<joint\s+name="{re.escape(name)}"\s+type=)"fixed"(\s*>)',
             r'\1"revolute"\2<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" '
-            r'velocity="1"/>', urdf_xml)
+            r'velocity="1"/>',
+            urdf_xml,
+        )
         assert count == 1, name
     return urdf_xml
 
 
-def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int = 0,
-                            base: str = "floating", imu_frame: str | None = None,
-                            amplitude: float = 0.5, rate: float | None = None):
+def whole_body_rnea_samples(
+    urdf_xml: str,
+    sensors: Sequence,
+    n: int,
+    seed: int = 0,
+    base: str = "floating",
+    imu_frame: str | None = None,
+    amplitude: float = 0.5,
+    rate: float | None = None,
+):
     """Independent synthetic whole-body samples from pinocchio RNEA: random independent states,
     or, given ``rate`` (Hz), smooth sums of sinusoids sampled at ``rate`` (the base's orientation
     is a smooth function too, unrelated to its twist: the rows use no base pose).
@@ -56,8 +66,11 @@ def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int 
     internal = [sensor_joint(s.frame) for s in sensors if s.kind == "internal"]
     xml = _urdf_with_moving_sensors(urdf_xml, internal)
     floating = base != "fixed"
-    model = (pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if floating
-             else pin.buildModelFromXML(xml))
+    model = (
+        pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
+        if floating
+        else pin.buildModelFromXML(xml)
+    )
     data = model.createData()
     rng = np.random.default_rng(seed)
     first = 2 if floating else 1
@@ -71,8 +84,10 @@ def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int 
         ddq = 3 * amplitude * rng.standard_normal((n, len(ids)))
         base_v = rng.standard_normal((n, 6))
         base_a = 3 * rng.standard_normal((n, 6))
-        base_pose = [pin.SE3(pin.rpy.rpyToMatrix(*rng.uniform(-np.pi, np.pi, 3)),
-                             rng.normal(size=3)) for _ in range(n)]
+        base_pose = [
+            pin.SE3(pin.rpy.rpyToMatrix(*rng.uniform(-np.pi, np.pi, 3)), rng.normal(size=3))
+            for _ in range(n)
+        ]
     else:
         t = np.arange(n) / rate
 
@@ -80,8 +95,12 @@ def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int 
             w = rng.uniform(0.5, 3.0, (3, width))
             phase = rng.uniform(0, 2 * np.pi, (3, width))
             arg = t[:, None, None] * w + phase
-            return (scale * np.sin(arg).sum(1), scale * (w * np.cos(arg)).sum(1),
-                    -scale * (w ** 2 * np.sin(arg)).sum(1))
+            return (
+                scale * np.sin(arg).sum(1),
+                scale * (w * np.cos(arg)).sum(1),
+                -scale * (w**2 * np.sin(arg)).sum(1),
+            )
+
         q, dq, ddq = sines(len(ids), amplitude / 2)
         base_v, base_a = sines(6, 0.3)[1:]
         angles = sines(3, 0.2)[0]
@@ -124,8 +143,10 @@ def whole_body_rnea_samples(urdf_xml: str, sensors: Sequence, n: int, seed: int 
             imu[0][i] = pin.getFrameVelocity(model, data, f, local).angular
             imu[1][i] = pin.getFrameAcceleration(model, data, f, local).angular
             rotation = data.oMf[f].rotation
-            imu[2][i] = (pin.getFrameClassicalAcceleration(model, data, f, local).linear
-                         - rotation.T @ model.gravity.linear)
+            imu[2][i] = (
+                pin.getFrameClassicalAcceleration(model, data, f, local).linear
+                - rotation.T @ model.gravity.linear
+            )
             quat = pin.Quaternion(rotation)
             imu[3][i] = [quat.x, quat.y, quat.z, quat.w]
     if imu is not None and rate is None:

@@ -27,8 +27,13 @@ def wait_until_the_node_receives_joint_states(node, timeout: float) -> None:
     counts: list[int] = []
 
     def on_diagnostics(msg) -> None:
-        counts.extend(int(kv.value) for status in msg.status if status.name.startswith(
-            "inertia_id:") for kv in status.values if kv.key == "received.joint_state")
+        counts.extend(
+            int(kv.value)
+            for status in msg.status
+            if status.name.startswith("inertia_id:")
+            for kv in status.values
+            if kv.key == "received.joint_state"
+        )
 
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     deadline = time.monotonic() + timeout
@@ -40,10 +45,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--enclave", help="the enclave (default: unsecured)")
     parser.add_argument("--trajectory", required=True, help="the request's trajectory file")
-    parser.add_argument("--wait-sec", type=float, default=5.0,
-                        help="how long to wait for the service and the answer (s)")
-    parser.add_argument("--until-joint-states", action="store_true",
-                        help="first wait (--wait-sec) until the node receives joint states")
+    parser.add_argument(
+        "--wait-sec",
+        type=float,
+        default=5.0,
+        help="how long to wait for the service and the answer (s)",
+    )
+    parser.add_argument(
+        "--until-joint-states",
+        action="store_true",
+        help="first wait (--wait-sec) until the node receives joint states",
+    )
     args = parser.parse_args()
     rclpy.init(args=["--ros-args", "--enclave", args.enclave] if args.enclave else None)
     result = {"created": False, "error": "", "discovered": False, "response": None}
@@ -61,8 +73,10 @@ def main() -> None:
             future = client.call_async(Excite.Request(trajectory_file=args.trajectory))
             rclpy.spin_until_future_complete(node, future, timeout_sec=args.wait_sec)
             if future.result() is not None:
-                result["response"] = {"accepted": future.result().accepted,
-                                      "reason": future.result().reason}
+                result["response"] = {
+                    "accepted": future.result().accepted,
+                    "reason": future.result().reason,
+                }
     print(json.dumps(result), flush=True)
     rclpy.try_shutdown()
 

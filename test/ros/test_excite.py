@@ -25,7 +25,8 @@ def out_and_back(tmp_path, seconds: float = 3.0) -> tuple[str, ExcitationTraject
     each way; peak joint speed 0.5 rad/s in 3 s)."""
     trajectory = concatenate(
         rest_to_rest(PANDA_HOME, PANDA_HOME + AWAY, seconds, joint_names=PANDA_ARM_JOINTS),
-        rest_to_rest(PANDA_HOME + AWAY, PANDA_HOME, seconds, joint_names=PANDA_ARM_JOINTS))
+        rest_to_rest(PANDA_HOME + AWAY, PANDA_HOME, seconds, joint_names=PANDA_ARM_JOINTS),
+    )
     path = tmp_path / f"out_and_back_{seconds:g}.npz"
     trajectory.save_npz(path)
     return str(path), trajectory
@@ -49,18 +50,25 @@ class Wizard:
         self.status: list = []
         self.truth: list = []
         self.joints: list[tuple[float, np.ndarray, np.ndarray]] = []
-        peer.create_subscription(ExcitationStatus, "/inertia_id/excitation", self.status.append,
-                                 LATCHED)
-        peer.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
-                                 self.truth.append, LATCHED)
-        peer.create_subscription(JointState, "/joint_states", self._on_joint_state,
-                                 qos_profile_sensor_data)
+        peer.create_subscription(
+            ExcitationStatus, "/inertia_id/excitation", self.status.append, LATCHED
+        )
+        peer.create_subscription(
+            InertialParameters, "/inertia_id_sim/ground_truth", self.truth.append, LATCHED
+        )
+        peer.create_subscription(
+            JointState, "/joint_states", self._on_joint_state, qos_profile_sensor_data
+        )
         self.diagnostics: list[dict[str, str]] = []
         """The node's /diagnostics values, one dict per message."""
         peer.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self.commands: list = []
-        peer.create_subscription(JointTrajectory, "/joint_trajectory_controller/joint_trajectory",
-                                 self.commands.append, 10)
+        peer.create_subscription(
+            JointTrajectory,
+            "/joint_trajectory_controller/joint_trajectory",
+            self.commands.append,
+            10,
+        )
         self.excite_client = peer.create_client(Excite, "/inertia_id/excite")
         self.stop_client = peer.create_client(Trigger, "/inertia_id/stop")
         self._excite, self._trigger = Excite, Trigger
@@ -71,27 +79,37 @@ class Wizard:
         wait_until_serving(peer)
 
     def _on_joint_state(self, msg) -> None:
-        self.joints.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
-                            np.array(msg.position), np.array(msg.velocity)))
+        self.joints.append(
+            (
+                msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
+                np.array(msg.position),
+                np.array(msg.velocity),
+            )
+        )
 
     def _on_diagnostics(self, msg) -> None:
-        self.diagnostics.extend({kv.key: kv.value for kv in s.values} for s in msg.status
-                                if s.name.startswith("inertia_id:"))
+        self.diagnostics.extend(
+            {kv.key: kv.value for kv in s.values}
+            for s in msg.status
+            if s.name.startswith("inertia_id:")
+        )
 
     def wait_until_the_node_receives_joint_states(self, timeout: float = 30.0) -> None:
         """Spin until this peer holds over 100 joint states and the node under test receives
         them too: its diagnostics' joint-state count rises between two messages that came after
         this peer's (so its newest joint state is from the simulator running now)."""
-        assert spin_until(self.peer, lambda: len(self.joints) > 100, timeout), \
+        assert spin_until(self.peer, lambda: len(self.joints) > 100, timeout), (
             "no joint states from the simulator"
+        )
         seen = len(self.diagnostics)
 
         def rising() -> bool:
             counts = [int(d.get("received.joint_state", 0)) for d in self.diagnostics[seen:]]
             return len(counts) >= 2 and counts[-1] > counts[0]
 
-        assert spin_until(self.peer, rising, timeout), \
+        assert spin_until(self.peer, rising, timeout), (
             f"the node under test receives no joint states: {self.diagnostics[seen:]}"
+        )
 
     def _call(self, client, request):
         import rclpy
@@ -103,11 +121,22 @@ class Wizard:
         assert future.result() is not None
         return future.result()
 
-    def excite(self, trajectory_file: str = "", duration: float = 0.0,
-               speed_scale: float = 1.0, skip_dry_run: bool = False):
-        return self._call(self.excite_client, self._excite.Request(
-            trajectory_file=trajectory_file, duration=duration, speed_scale=speed_scale,
-            skip_dry_run=skip_dry_run))
+    def excite(
+        self,
+        trajectory_file: str = "",
+        duration: float = 0.0,
+        speed_scale: float = 1.0,
+        skip_dry_run: bool = False,
+    ):
+        return self._call(
+            self.excite_client,
+            self._excite.Request(
+                trajectory_file=trajectory_file,
+                duration=duration,
+                speed_scale=speed_scale,
+                skip_dry_run=skip_dry_run,
+            ),
+        )
 
     def stop(self):
         return self._call(self.stop_client, self._trigger.Request())
@@ -116,9 +145,9 @@ class Wizard:
         """The first status in ``states`` from the ``since``-th on (default: the last request's
         first), spinning up to ``timeout`` s."""
         seen = self.mark if since is None else since
-        assert spin_until(self.peer, lambda: any(m.state in states
-                                                 for m in self.status[seen:]), timeout), \
-            [(m.state, m.message) for m in self.status]
+        assert spin_until(
+            self.peer, lambda: any(m.state in states for m in self.status[seen:]), timeout
+        ), [(m.state, m.message) for m in self.status]
         return next(m for m in self.status[seen:] if m.state in states)
 
     def joint_states_between(self, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
@@ -129,14 +158,15 @@ class Wizard:
 def start(launch, **parameters):
     """The simulator holding still and the node under test (motion allowed; ``parameters``)."""
     sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold")
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  *node_args(window_sec=10.0, update_rate_hz=1.0, allow_motion="true",
-                             **parameters))
+    node = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        *node_args(window_sec=10.0, update_rate_hz=1.0, allow_motion="true", **parameters),
+    )
     return sim, node
 
 
-def test_excite_designs_runs_and_identifies_the_payload_from_one_15_s_motion(
-        launch, rclpy_context):
+def test_excite_designs_runs_and_identifies_the_payload_from_one_15_s_motion(launch, rclpy_context):
     import rclpy
 
     from inertia_id_ros.ros.conversions import wrench_to_array
@@ -159,22 +189,22 @@ def test_excite_designs_runs_and_identifies_the_payload_from_one_15_s_motion(
         assert estimate.num_samples <= 15.0 * 1000.0 + 1
         truth = wizard.truth[-1]
         errors = Errors.of(estimate, np.array(truth.theta), wrench_to_array(truth.sensor_offset))
-        print(f"\nexcite over DDS: mass {100 * errors.mass_rel:.3f} %, COM "
-              f"{1e3 * errors.com:.3f} mm, inertia {100 * errors.inertia_rel:.2f} %, offset "
-              f"force {errors.offset_force:.4f} N from {estimate.num_samples} samples")
+        print(
+            f"\nexcite over DDS: mass {100 * errors.mass_rel:.3f} %, COM "
+            f"{1e3 * errors.com:.3f} mm, inertia {100 * errors.inertia_rel:.2f} %, offset "
+            f"force {errors.offset_force:.4f} N from {estimate.num_samples} samples"
+        )
         assert errors.acceptable(), errors
         # the robot followed the command: it moved, and came back to where it started
         q, _ = wizard.joint_states_between(done.motion_start, done.motion_end)
         assert np.ptp(q, axis=0).min() > 0.1
-        assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > done.motion_end + 2.0,
-                          10.0)
+        assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > done.motion_end + 2.0, 10.0)
         assert np.allclose(wizard.joints[-1][1], PANDA_HOME, atol=1e-3)
     finally:
         wizard.peer.destroy_node()
 
 
-def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_context,
-                                                                   tmp_path):
+def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_context, tmp_path):
     import rclpy
 
     from inertia_id_ros.ros.conversions import joint_trajectory_arrays
@@ -200,12 +230,15 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
         # its start; the robot followed it 20 ms late (the simulator's tracking lag)
         t_start, names, times, q, dq, ddq = joint_trajectory_arrays(wizard.commands[0])
         assert names == PANDA_ARM_JOINTS and q.shape == dq.shape == ddq.shape == (times.size, 7)
-        assert all(len(point.velocities) == len(point.accelerations) == 7
-                   for point in wizard.commands[0].points)
+        assert all(
+            len(point.velocities) == len(point.accelerations) == 7
+            for point in wizard.commands[0].points
+        )
         assert t_start == pytest.approx(done.motion_start - 1.0, abs=1e-6)  # a 1 s ramp-in
         command = ExcitationTrajectory(times, names, q, dq, ddq)
-        stamps = np.array([t for t, _, _ in wizard.joints
-                           if done.motion_start <= t <= done.motion_end])
+        stamps = np.array(
+            [t for t, _, _ in wizard.joints if done.motion_start <= t <= done.motion_end]
+        )
         measured, _ = wizard.joint_states_between(done.motion_start, done.motion_end)
         late = np.abs(measured - command.sample(stamps - t_start - 0.02)[0]).max()
         on_time = np.abs(measured - command.sample(stamps - t_start)[0]).max()
@@ -215,8 +248,9 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
         full = wizard.excite(path)  # played before: full speed; stopped 2 s into the motion
         assert full.accepted and not full.dry_run and "speed_scale" not in full.reason
         running = wizard.wait_for(("running",), 10.0)
-        assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > running.motion_start + 2.0,
-                          10.0)
+        assert spin_until(
+            wizard.peer, lambda: wizard.joints[-1][0] > running.motion_start + 2.0, 10.0
+        )
         stop = wizard.stop()
         stopped = wizard.wait_for(("stopped",), 5.0)
         assert stop.success and "holding the current pose" in stop.message
@@ -224,8 +258,10 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
         t_stop = wizard.joints[-1][0]
         assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > t_stop + 2.0, 10.0)
         q, dq = wizard.joint_states_between(t_stop + 1.0, np.inf)
-        print(f"after the stop: joints moved {np.ptp(q, axis=0).max():.2e} rad, speeds "
-              f"{np.abs(dq).max():.2e} rad/s (noise 5e-4 rad/s)")
+        print(
+            f"after the stop: joints moved {np.ptp(q, axis=0).max():.2e} rad, speeds "
+            f"{np.abs(dq).max():.2e} rad/s (noise 5e-4 rad/s)"
+        )
         assert np.ptp(q, axis=0).max() < 1e-3 and np.abs(dq).max() < 5e-3  # holding
         q_plan = trajectory.sample(2.0)[0][0]
         assert np.abs(q[-1] - q_plan).max() < 0.1  # held near where it was stopped
@@ -240,16 +276,25 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
     import rclpy
 
     path, _ = out_and_back(tmp_path, seconds=4.0)
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  *node_args(window_sec=10.0, allow_motion="true"))
+    node = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        *node_args(window_sec=10.0, allow_motion="true"),
+    )
     wizard = Wizard(rclpy.create_node("excite_refusals"))
     try:
         refused = wizard.excite(path)  # no joint states at all
         assert not refused.accepted and refused.reason.startswith("stale_joint_states")
         far = np.array(PANDA_HOME)
         far[3] += 0.8
-        sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold",
-                     "-p", f"start_position:={far.tolist()}")
+        sim = launch(
+            "inertia-id-sim",
+            "inertia_id_ros.ros.sim_node",
+            "-p",
+            "motion:=hold",
+            "-p",
+            f"start_position:={far.tolist()}",
+        )
         wizard.wait_until_the_node_receives_joint_states()
         refused = wizard.excite(path)
         assert not refused.accepted and refused.reason.startswith("far_from_start")
@@ -268,8 +313,9 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
         sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "motion:=hold")
         wizard.joints.clear()
         wizard.wait_until_the_node_receives_joint_states()
-        refused = wizard.excite(out_and_back(tmp_path, seconds=0.4)[0], speed_scale=0.9,
-                                skip_dry_run=True)
+        refused = wizard.excite(
+            out_and_back(tmp_path, seconds=0.4)[0], speed_scale=0.9, skip_dry_run=True
+        )
         assert not refused.accepted and refused.reason.startswith("beyond_limits")
         assert "velocity limit" in refused.reason
         assert wizard.excite(path).accepted
@@ -282,8 +328,7 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
         wizard.peer.destroy_node()
 
 
-def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_context,
-                                                                  tmp_path):
+def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_context, tmp_path):
     import rclpy
 
     from helpers.paths import REPO
@@ -293,17 +338,38 @@ def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_c
 
     joints = ("FL_hip_joint", "FL_thigh_joint", "FL_calf_joint")
     swing = np.array([0.4, 0.6, 0.6])
-    motion = concatenate(*(rest_to_rest(a, b, 2.0, joint_names=joints) for a, b in (
-        (LEG_HOME, LEG_HOME + swing), (LEG_HOME + swing, LEG_HOME - swing),
-        (LEG_HOME - swing, LEG_HOME))))
+    motion = concatenate(
+        *(
+            rest_to_rest(a, b, 2.0, joint_names=joints)
+            for a, b in (
+                (LEG_HOME, LEG_HOME + swing),
+                (LEG_HOME + swing, LEG_HOME - swing),
+                (LEG_HOME - swing, LEG_HOME),
+            )
+        )
+    )
     path = tmp_path / "leg.npz"
     motion.save_npz(path)
-    launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_leg",
-           "-p", "motion:=hold", "-p", "rate_hz:=500.0")
-    launch("inertia-id-node", "inertia_id_ros.ros.node",
-           "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
-           "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}",
-           "-p", "allow_motion:=true")
+    launch(
+        "inertia-id-sim",
+        "inertia_id_ros.ros.sim_node",
+        "-p",
+        "robot:=go1_leg",
+        "-p",
+        "motion:=hold",
+        "-p",
+        "rate_hz:=500.0",
+    )
+    launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "--params-file",
+        str(REPO / "config" / "go1_leg_links.yaml"),
+        "-p",
+        f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}",
+        "-p",
+        "allow_motion:=true",
+    )
     wizard = Wizard(rclpy.create_node("excite_links"))
     try:
         wizard.wait_until_the_node_receives_joint_states()
@@ -320,7 +386,8 @@ def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_c
 
 
 def test_payload_torques_mode_excites_the_panda_and_identifies_the_payload(
-        launch, rclpy_context, tmp_path):
+    launch, rclpy_context, tmp_path
+):
     """~/excite in mode payload_torques (the Panda without an F/T sensor, the URDF's links as
     the link model): the motion runs on the simulator and the payload at the flange is
     identified from its joint states alone."""
@@ -331,12 +398,28 @@ def test_payload_torques_mode_excites_the_panda_and_identifies_the_payload(
     from inertia_id_ros.core.robots import example_robot_urdf
 
     path, _ = out_and_back(tmp_path)
-    launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=panda_torques",
-           "-p", "motion:=hold")
-    launch("inertia-id-node", "inertia_id_ros.ros.node",
-           "--params-file", str(REPO / "config" / "panda_payload_torques.yaml"),
-           "-p", f"urdf_path:={example_robot_urdf('panda')}", "-p", "window_sec:=10.0",
-           "-p", "update_rate_hz:=1.0", "-p", "allow_motion:=true")
+    launch(
+        "inertia-id-sim",
+        "inertia_id_ros.ros.sim_node",
+        "-p",
+        "robot:=panda_torques",
+        "-p",
+        "motion:=hold",
+    )
+    launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "--params-file",
+        str(REPO / "config" / "panda_payload_torques.yaml"),
+        "-p",
+        f"urdf_path:={example_robot_urdf('panda')}",
+        "-p",
+        "window_sec:=10.0",
+        "-p",
+        "update_rate_hz:=1.0",
+        "-p",
+        "allow_motion:=true",
+    )
     wizard = Wizard(rclpy.create_node("excite_payload_torques"))
     try:
         wizard.wait_until_the_node_receives_joint_states()
@@ -357,8 +440,9 @@ def test_a_trajectory_message_carries_every_point_exactly(tmp_path):
     from inertia_id_ros.ros.conversions import joint_trajectory_arrays, joint_trajectory_msg
 
     _, trajectory = out_and_back(tmp_path, seconds=1.0)
-    msg = joint_trajectory_msg(1234.5, trajectory.joint_names, trajectory.t, trajectory.q,
-                               trajectory.dq, trajectory.ddq)
+    msg = joint_trajectory_msg(
+        1234.5, trajectory.joint_names, trajectory.t, trajectory.q, trajectory.dq, trajectory.ddq
+    )
     t_start, names, times, q, dq, ddq = joint_trajectory_arrays(msg)
     assert t_start == pytest.approx(1234.5, abs=1e-9) and names == PANDA_ARM_JOINTS
     assert np.allclose(times, trajectory.t, atol=1e-9)
@@ -371,8 +455,7 @@ def test_a_trajectory_message_carries_every_point_exactly(tmp_path):
         joint_trajectory_arrays(msg)
 
 
-def test_a_window_change_during_an_excitation_applies_at_its_end(launch, rclpy_context,
-                                                                   tmp_path):
+def test_a_window_change_during_an_excitation_applies_at_its_end(launch, rclpy_context, tmp_path):
     """window_sec set to 1 s while the robot moves: the identification still gets every sample
     of the 6 s motion, and the node's window is 1 s afterwards (not the length before)."""
     import rclpy
@@ -397,9 +480,9 @@ def test_a_window_change_during_an_excitation_applies_at_its_end(launch, rclpy_c
         assert done.state == "done" and done.identified, done.message
         assert done.estimate.num_samples >= 0.99 * 6.0 * 1000.0  # the whole motion
         seen = len(diagnostics)
-        assert spin_until(wizard.peer, lambda: any(d.get("window_sec") == "1"
-                                                   for d in diagnostics[seen:]), 10.0), \
-            [d.get("window_sec") for d in diagnostics[seen:]]
+        assert spin_until(
+            wizard.peer, lambda: any(d.get("window_sec") == "1" for d in diagnostics[seen:]), 10.0
+        ), [d.get("window_sec") for d in diagnostics[seen:]]
     finally:
         wizard.peer.destroy_node()
 
@@ -412,8 +495,11 @@ def refused_before_motion(launch, path: str, reason: str, **parameters):
     its refusal, whose reason starts with ``reason``, after which nothing moved."""
     import rclpy
 
-    launch("inertia-id-node", "inertia_id_ros.ros.node",
-           *node_args(window_sec=10.0, allow_motion="true", **parameters))
+    launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        *node_args(window_sec=10.0, allow_motion="true", **parameters),
+    )
     wizard = Wizard(rclpy.create_node("excite_refused"))
     Arm(wizard.peer)
     try:
@@ -433,8 +519,10 @@ def tool_heights(Q: np.ndarray) -> np.ndarray:
     from inertia_id_ros.core.robots import example_robot_urdf, load_model
     from inertia_id_ros.motion.workspace import Sphere, Workspace, WorkspaceChecker, WorkspaceLimit
 
-    checker = WorkspaceChecker(load_model(example_robot_urdf("panda")), Workspace((
-        WorkspaceLimit("all", (TOOL,), Sphere(np.zeros(3), 9.0)),)))
+    checker = WorkspaceChecker(
+        load_model(example_robot_urdf("panda")),
+        Workspace((WorkspaceLimit("all", (TOOL,), Sphere(np.zeros(3), 9.0)),)),
+    )
     return checker.positions(PANDA_ARM_JOINTS, np.atleast_2d(Q))[:, 0, 2]
 
 
@@ -465,7 +553,8 @@ class Arm:
 
 
 def test_without_allow_motion_excite_refuses_and_the_parameter_is_read_only(
-        launch, rclpy_context, tmp_path):
+    launch, rclpy_context, tmp_path
+):
     import rclpy
     from rclpy.parameter import Parameter
     from rclpy.parameter_client import AsyncParameterClient
@@ -491,32 +580,40 @@ def test_without_allow_motion_excite_refuses_and_the_parameter_is_read_only(
 
 
 def test_a_workspace_plane_5_cm_into_the_tool_path_refuses_before_motion(
-        launch, rclpy_context, tmp_path):
-
+    launch, rclpy_context, tmp_path
+):
     from helpers.dds import SENSOR
     from inertia_id_ros.core.robots import example_robot_urdf, load_model
     from inertia_id_ros.motion.design import design_excitation
 
-    designed = design_excitation(load_model(example_robot_urdf("panda")), PANDA_ARM_JOINTS,
-                                 "payload", 6.0, sensor_frame=SENSOR, start=PANDA_HOME,
-                                 time_limit=2.0).trajectory
+    designed = design_excitation(
+        load_model(example_robot_urdf("panda")),
+        PANDA_ARM_JOINTS,
+        "payload",
+        6.0,
+        sensor_frame=SENSOR,
+        start=PANDA_HOME,
+        time_limit=2.0,
+    ).trajectory
     path = str(tmp_path / "designed.npz")
     designed.save_npz(path)
     times = np.linspace(0.0, designed.duration, 3001)
     heights = tool_heights(designed.sample(times)[0])
     lowest, when = float(heights.min()), float(times[np.argmax(heights == heights.min())])
     workspace = tmp_path / "workspace.yaml"
-    workspace.write_text(f"limits:\n  - name: table\n    frames: [{TOOL}]\n"
-                         f"    half_space: {{normal: [0, 0, -1], offset: {-(lowest + 0.05)!r}}}\n")
-    refused = refused_before_motion(launch, path, "beyond_workspace",
-                                    workspace_file=str(workspace))
+    workspace.write_text(
+        f"limits:\n  - name: table\n    frames: [{TOOL}]\n"
+        f"    half_space: {{normal: [0, 0, -1], offset: {-(lowest + 0.05)!r}}}\n"
+    )
+    refused = refused_before_motion(launch, path, "beyond_workspace", workspace_file=str(workspace))
     print(f"\nworkspace plane 5 cm into the tool path: {refused.reason}")
     assert f"frame {TOOL} leaves workspace limit 'table'" in refused.reason
     assert "by 0.050 m" in refused.reason and when > 0.5  # mid-motion, not at the start
 
 
 def test_a_measured_excursion_beyond_a_box_stops_and_holds_at_that_joint_state(
-        launch, rclpy_context, tmp_path):
+    launch, rclpy_context, tmp_path
+):
     import rclpy
 
     from inertia_id_ros.ros.conversions import joint_trajectory_arrays
@@ -524,11 +621,20 @@ def test_a_measured_excursion_beyond_a_box_stops_and_holds_at_that_joint_state(
     path, trajectory = out_and_back(tmp_path)
     floor = float(tool_heights(trajectory.sample(np.linspace(0.0, 6.0, 3001))[0]).min()) - 0.02
     workspace = tmp_path / "workspace.yaml"
-    workspace.write_text(f"limits:\n  - name: cell\n    frames: [{TOOL}]\n"
-                         f"    box: {{center: [0, 0, {floor + 5.0!r}], size: [10, 10, 10]}}\n")
-    launch("inertia-id-node", "inertia_id_ros.ros.node",
-           *node_args(window_sec=10.0, allow_motion="true", workspace_file=str(workspace),
-                      excite_max_tracking_error=1.0))
+    workspace.write_text(
+        f"limits:\n  - name: cell\n    frames: [{TOOL}]\n"
+        f"    box: {{center: [0, 0, {floor + 5.0!r}], size: [10, 10, 10]}}\n"
+    )
+    launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        *node_args(
+            window_sec=10.0,
+            allow_motion="true",
+            workspace_file=str(workspace),
+            excite_max_tracking_error=1.0,
+        ),
+    )
     wizard = Wizard(rclpy.create_node("excite_workspace_box"))
     arm = Arm(wizard.peer, rate_hz=100.0)
     try:
@@ -554,10 +660,14 @@ def test_a_measured_excursion_beyond_a_box_stops_and_holds_at_that_joint_state(
         assert spin_until(wizard.peer, holds, 5.0)
         latency = time.monotonic() - sent
         stopped = wizard.wait_for(("stopped",), 5.0)
-        print(f"\nexcursion beyond the box: hold received {1e3 * latency:.0f} ms after its joint "
-              f"state (joint states every 10 ms): {stopped.message}")
-        assert f"the measured pose: frame {TOOL} leaves workspace limit 'cell'" in \
-            stopped.message and f"t = {t_out:.3f} s" in stopped.message
+        print(
+            f"\nexcursion beyond the box: hold received {1e3 * latency:.0f} ms after its joint "
+            f"state (joint states every 10 ms): {stopped.message}"
+        )
+        assert (
+            f"the measured pose: frame {TOOL} leaves workspace limit 'cell'" in stopped.message
+            and f"t = {t_out:.3f} s" in stopped.message
+        )
         hold = joint_trajectory_arrays(holds()[0])
         assert np.allclose(hold[3][0], q_out, atol=1e-9)  # holding where it was measured
         assert latency < 0.5  # before joint_state_timeout: that joint state stopped it
@@ -567,10 +677,14 @@ def test_a_measured_excursion_beyond_a_box_stops_and_holds_at_that_joint_state(
 
 def test_a_bad_workspace_file_stops_the_node_at_start_up_naming_the_parameter(launch, tmp_path):
     workspace = tmp_path / "workspace.yaml"
-    workspace.write_text("limits:\n  - frames: [no_such_frame]\n"
-                         "    sphere: {center: [0, 0, 0], radius: 1}\n")
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  *node_args(allow_motion="true", workspace_file=str(workspace)))
+    workspace.write_text(
+        "limits:\n  - frames: [no_such_frame]\n    sphere: {center: [0, 0, 0], radius: 1}\n"
+    )
+    node = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        *node_args(allow_motion="true", workspace_file=str(workspace)),
+    )
     deadline = time.monotonic() + 60.0
     while node.alive() and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -580,22 +694,25 @@ def test_a_bad_workspace_file_stops_the_node_at_start_up_naming_the_parameter(la
 
 
 def test_a_command_into_an_obstacle_is_refused_before_motion(launch, rclpy_context, tmp_path):
-
     from inertia_id_ros.core.robots import example_robot_data_dir, example_robot_urdf, load_model
     from inertia_id_ros.motion.workspace import Sphere, Workspace, WorkspaceChecker, WorkspaceLimit
 
     path, trajectory = out_and_back(tmp_path)
-    tool = WorkspaceChecker(load_model(example_robot_urdf("panda")), Workspace((
-        WorkspaceLimit("all", (TOOL,), Sphere(np.zeros(3), 9.0)),))).positions(
-        PANDA_ARM_JOINTS, (PANDA_HOME + AWAY)[None])[0, 0]  # where the motion turns back
+    tool = WorkspaceChecker(
+        load_model(example_robot_urdf("panda")),
+        Workspace((WorkspaceLimit("all", (TOOL,), Sphere(np.zeros(3), 9.0)),)),
+    ).positions(PANDA_ARM_JOINTS, (PANDA_HOME + AWAY)[None])[0, 0]  # where the motion turns back
     environment = tmp_path / "environment.yaml"
-    environment.write_text("obstacles:\n  - name: table\n"
-                           "    half_space: {normal: [0, 0, 1], offset: 0.0}\n"
-                           f"  - name: lamp\n    sphere: {{center: {tool.tolist()}, "
-                           "radius: 0.05}\n")
+    environment.write_text(
+        "obstacles:\n  - name: table\n"
+        "    half_space: {normal: [0, 0, 1], offset: 0.0}\n"
+        f"  - name: lamp\n    sphere: {{center: {tool.tolist()}, "
+        "radius: 0.05}\n"
+    )
     srdf = example_robot_data_dir() / "panda_description" / "srdf" / "panda.srdf"
-    refused = refused_before_motion(launch, path, "collision",
-                                    environment_file=str(environment), srdf=str(srdf))
+    refused = refused_before_motion(
+        launch, path, "collision", environment_file=str(environment), srdf=str(srdf)
+    )
     print(f"\nan obstacle in the tool path: {refused.reason}")
     assert "and lamp overlap by" in refused.reason
     assert "closer than the collision margin 10 mm" in refused.reason

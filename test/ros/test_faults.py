@@ -37,11 +37,20 @@ def node(ros_env, rclpy_context, tmp_path_factory):
     from inertia_id_ros.srv import Identify
 
     log = tmp_path_factory.mktemp("faults") / "inertia-id-node.log"
-    process = Process(console_script("inertia-id-node", "inertia_id_ros.ros.node")
-                      + ["--ros-args", *node_args(window_sec=10.0, update_rate_hz=5.0,
-                                                  warning_period_sec=WARNING_PERIOD,
-                                                  wrench_limits=WRENCH_LIMITS)],
-                      ros_env, log)
+    process = Process(
+        console_script("inertia-id-node", "inertia_id_ros.ros.node")
+        + [
+            "--ros-args",
+            *node_args(
+                window_sec=10.0,
+                update_rate_hz=5.0,
+                warning_period_sec=WARNING_PERIOD,
+                wrench_limits=WRENCH_LIMITS,
+            ),
+        ],
+        ros_env,
+        log,
+    )
     peer = rclpy.create_node("inertia_id_fault_injector")
     try:
         client = peer.create_client(Identify, "/inertia_id/identify")
@@ -56,8 +65,9 @@ def node(ros_env, rclpy_context, tmp_path_factory):
         process.stop()
 
 
-def inject(harness: NodeUnderTest, stamps: np.ndarray,
-           wrench_offset: np.ndarray = np.zeros(6)) -> None:
+def inject(
+    harness: NodeUnderTest, stamps: np.ndarray, wrench_offset: np.ndarray = np.zeros(6)
+) -> None:
     """Publish a joint state and a wrench (plus ``wrench_offset`` (6,)) at each of ``stamps``
     (s) of the feeder's motion."""
     from inertia_id_ros.ros.conversions import joint_state, wrench_stamped
@@ -78,10 +88,17 @@ def begin_fault(harness: NodeUnderTest) -> tuple[dict[str, int], int, float]:
     return harness.counters("dropped."), harness.log_mark(), time.monotonic()
 
 
-def check_dropped_and_warned(harness: NodeUnderTest, mark: int, reasons: tuple[str, ...],
-                             before: dict[str, int], expected: int, seconds: float) -> None:
+def check_dropped_and_warned(
+    harness: NodeUnderTest,
+    mark: int,
+    reasons: tuple[str, ...],
+    before: dict[str, int],
+    expected: int,
+    seconds: float,
+) -> None:
     """At least ``expected`` more samples dropped for one of ``reasons`` (diagnostics), and a
     warning naming it, at most one per warning period of the ``seconds`` the fault lasted."""
+
     def dropped() -> int:
         return sum(harness.counter(f"dropped.{r}") - before.get(r, 0) for r in reasons)
 
@@ -101,8 +118,9 @@ def test_malformed_messages_are_dropped(node):
 
     feeder, names = node.feeder, list(node.feeder.sim.joint_names)
     t = feeder.t0 + feeder.k / feeder.rate
-    q, dq = feeder.sim.measure_joints(np.array([0.0, 0.07]) + t - feeder.t0,
-                                      np.random.default_rng(2))
+    q, dq = feeder.sim.measure_joints(
+        np.array([0.0, 0.07]) + t - feeder.t0, np.random.default_rng(2)
+    )
     q, valid = q[0], joint_state(t + 0.07, names, q[1], dq[1])
     js, wr = feeder.joints.publish, feeder.wrenches.publish
     bad = []
@@ -119,13 +137,15 @@ def test_malformed_messages_are_dropped(node):
         bad.append((wr, wrench_stamped(t + 0.01, SENSOR, w), "non_finite"))
     short = joint_state(t + 0.02, names, q)
     short.velocity = [0.0, 1.0]
-    bad += [(js, short, "length_mismatch"),
-            (js, joint_state(t + 0.03, names + ["ghost"], np.r_[q, 0.0]), "unknown_joint"),
-            (js, joint_state(t + 0.04, names[:-1], q[:-1]), "missing_joint"),
-            (js, joint_state(t + 0.05, names[:-1] + names[:1], q), "duplicate_joint"),
-            (wr, wrench_stamped(t + 0.06, "world", np.ones(6)), "wrong_frame"),
-            (js, valid, None),
-            (js, valid, "duplicate_stamp")]
+    bad += [
+        (js, short, "length_mismatch"),
+        (js, joint_state(t + 0.03, names + ["ghost"], np.r_[q, 0.0]), "unknown_joint"),
+        (js, joint_state(t + 0.04, names[:-1], q[:-1]), "missing_joint"),
+        (js, joint_state(t + 0.05, names[:-1] + names[:1], q), "duplicate_joint"),
+        (wr, wrench_stamped(t + 0.06, "world", np.ones(6)), "wrong_frame"),
+        (js, valid, None),
+        (js, valid, "duplicate_stamp"),
+    ]
     expected: dict[str, int] = {}
     for _, _, reason in bad:
         if reason:
@@ -137,8 +157,7 @@ def test_malformed_messages_are_dropped(node):
     feeder.k += int(round(0.08 * feeder.rate))  # the motion resumes after their stamps
     feeder.publish(2.0)
     for reason, count in expected.items():
-        check_dropped_and_warned(node, mark, (reason,), before, count,
-                                 time.monotonic() - started)
+        check_dropped_and_warned(node, mark, (reason,), before, count, time.monotonic() - started)
         assert node.counter(f"dropped.{reason}") - before.get(reason, 0) == count, reason
     node.check_estimate_kept()
     node.check_memory()
@@ -149,8 +168,9 @@ def test_stale_stamps_are_dropped(node):
     before, mark, started = begin_fault(node)
     inject(node, np.arange(100) * 1e-3 + 1.0)
     node.feeder.publish(2.0)
-    check_dropped_and_warned(node, mark, ("out_of_order", "stale"), before, 2 * 90,
-                             time.monotonic() - started)
+    check_dropped_and_warned(
+        node, mark, ("out_of_order", "stale"), before, 2 * 90, time.monotonic() - started
+    )
     node.check_estimate_kept()
     node.check_memory()
 
@@ -161,8 +181,9 @@ def test_stamps_going_backwards_are_dropped(node):
     newest = node.feeder.t0 + (node.feeder.k - 1) / node.feeder.rate
     inject(node, newest - 1e-3 * (1 + np.arange(100)))
     node.feeder.publish(2.0)
-    check_dropped_and_warned(node, mark, ("out_of_order",), before, 2 * 90,
-                             time.monotonic() - started)
+    check_dropped_and_warned(
+        node, mark, ("out_of_order",), before, 2 * 90, time.monotonic() - started
+    )
     node.check_estimate_kept()
     node.check_memory()
 
@@ -171,8 +192,11 @@ def test_saturated_wrenches_are_dropped(node):
     """0.4 s of wrenches with fz beyond the sensor's 100 N range, in the stream."""
     before, mark, started = begin_fault(node)
     feeder = node.feeder
-    inject(node, feeder.t0 + (feeder.k + np.arange(100)) / feeder.rate,
-           np.array([0.0, 0.0, 150.0, 0.0, 0.0, 0.0]))
+    inject(
+        node,
+        feeder.t0 + (feeder.k + np.arange(100)) / feeder.rate,
+        np.array([0.0, 0.0, 150.0, 0.0, 0.0, 0.0]),
+    )
     feeder.k += 100
     feeder.publish(2.0)
     check_dropped_and_warned(node, mark, ("saturated",), before, 100, time.monotonic() - started)
@@ -238,16 +262,21 @@ def test_repeated_5_khz_floods_keep_memory_bounded(node):
         node.settle()
         assert node.process.alive(), node.process.output()[-3000:]
         rss_after.append(node.check_memory())
-    print(f"\nflood: published at {np.round(wall_rates)} samples/s per input; the node received "
-          f"{node.counter('received.wrench') - received} of {5 * (10000 + 2500)} wrenches; its "
-          f"RSS {node.rss_start:.1f} MB before the faults, {np.round(rss_after, 1)} MB after each")
+    print(
+        f"\nflood: published at {np.round(wall_rates)} samples/s per input; the node received "
+        f"{node.counter('received.wrench') - received} of {5 * (10000 + 2500)} wrenches; its "
+        f"RSS {node.rss_start:.1f} MB before the faults, {np.round(rss_after, 1)} MB after each"
+    )
     # a leak grows every flood; a high-water mark (a longer backlog than before, on a busy
     # machine) only some: one of the last two floods adds next to nothing (a leak of the
     # messages' 200 bytes would add 5 MB to each)
     assert min(np.diff(rss_after)[-2:]) < 2.0, rss_after
     node.check_estimate_kept()
-    assert [line for line in node.process.output()[mark:].splitlines()
-            if "WARN" in line and "above max_input_rate_hz" in line], node.process.output()[mark:]
+    assert [
+        line
+        for line in node.process.output()[mark:].splitlines()
+        if "WARN" in line and "above max_input_rate_hz" in line
+    ], node.process.output()[mark:]
 
 
 def test_a_clock_reset_is_recovered_from(node):

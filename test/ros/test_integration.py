@@ -21,22 +21,39 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
     from inertia_id_ros.srv import Identify
 
     motion = 15.0
-    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node",
-                 "-p", f"duration_sec:={motion}", "-p", "seed:=3",
-                 "-p", "time_scale:=2.0")  # the 15 s motion in 7.5 s
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "-p", f"urdf_path:={example_robot_urdf('panda')}",
-                  "-p", "sensor_frame:=panda_link8", "-p", "window_sec:=30.0",
-                  *FAST_DIAGNOSTICS)
+    sim = launch(
+        "inertia-id-sim",
+        "inertia_id_ros.ros.sim_node",
+        "-p",
+        f"duration_sec:={motion}",
+        "-p",
+        "seed:=3",
+        "-p",
+        "time_scale:=2.0",
+    )  # the 15 s motion in 7.5 s
+    node = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "-p",
+        f"urdf_path:={example_robot_urdf('panda')}",
+        "-p",
+        "sensor_frame:=panda_link8",
+        "-p",
+        "window_sec:=30.0",
+        *FAST_DIAGNOSTICS,
+    )
     peer = rclpy.create_node("inertia_id_integration_client")
     received: dict[str, list] = {"truth": [], "estimates": [], "markers": []}
-    peer.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
-                             received["truth"].append, LATCHED)
-    peer.create_subscription(MarkerArray, "/inertia_id/markers", received["markers"].append,
-                             LATCHED)
+    peer.create_subscription(
+        InertialParameters, "/inertia_id_sim/ground_truth", received["truth"].append, LATCHED
+    )
+    peer.create_subscription(
+        MarkerArray, "/inertia_id/markers", received["markers"].append, LATCHED
+    )
     diagnostics = NodeDiagnostics(peer).history  # every status (the peer keeps the subscription)
-    peer.create_subscription(InertialParameters, "/inertia_id/estimate",
-                             received["estimates"].append, LATCHED)
+    peer.create_subscription(
+        InertialParameters, "/inertia_id/estimate", received["estimates"].append, LATCHED
+    )
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
         response = identify_after_motion(peer, client, sim, node, motion + 40.0)
@@ -51,8 +68,9 @@ def test_simulator_node_and_identify_service_recover_the_payload(launch, rclpy_c
         assert abs(m - m0) / m0 < 0.01
         assert np.linalg.norm(c - c0) < 0.004
         assert np.linalg.norm(i - i0) / np.linalg.norm(i0) < 0.2
-        offset_error = (wrench_to_array(response.estimate.sensor_offset)
-                        - wrench_to_array(received["truth"][-1].sensor_offset))
+        offset_error = wrench_to_array(response.estimate.sensor_offset) - wrench_to_array(
+            received["truth"][-1].sensor_offset
+        )
         assert np.linalg.norm(offset_error[:3]) < 0.2
         assert response.estimate.header.frame_id == "panda_link8"
         markers = received["markers"][-1].markers
@@ -83,13 +101,29 @@ def test_simulated_leg_and_links_mode_recover_the_friction_and_armature(launch, 
     from inertia_id_ros.srv import Identify
 
     motion, rate = 60.0, 500.0
-    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_leg",
-                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", "seed:=3",
-                 "-p", "time_scale:=3.0")  # the 60 s motion in 20 s
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "--params-file", str(REPO / "config" / "go1_leg_links.yaml"),
-                  "-p", f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}",
-                  *FAST_DIAGNOSTICS)
+    sim = launch(
+        "inertia-id-sim",
+        "inertia_id_ros.ros.sim_node",
+        "-p",
+        "robot:=go1_leg",
+        "-p",
+        f"duration_sec:={motion}",
+        "-p",
+        f"rate_hz:={rate}",
+        "-p",
+        "seed:=3",
+        "-p",
+        "time_scale:=3.0",
+    )  # the 60 s motion in 20 s
+    node = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "--params-file",
+        str(REPO / "config" / "go1_leg_links.yaml"),
+        "-p",
+        f"chain_config:={REPO / 'config' / 'go1_front_left_leg.yaml'}",
+        *FAST_DIAGNOSTICS,
+    )
     peer = rclpy.create_node("inertia_id_links_client")
     received = received_links(peer, LATCHED)
     timing = NodeDiagnostics(peer).history  # every status (the peer keeps the subscription)
@@ -107,20 +141,36 @@ def test_simulated_leg_and_links_mode_recover_the_friction_and_armature(launch, 
         truth = {j.name: msg_to_drive(j) for j in received["truth"][-1].joints}
         estimate = {j.name: msg_to_drive(j) for j in links.joints}
         assert list(estimate) == ["FL_hip_joint", "FL_thigh_joint", "FL_calf_joint"]
-        errors = {(joint, term): getattr(estimate[joint], term) / getattr(truth[joint], term) - 1
-                  for joint in truth for term in ("viscous", "coulomb", "armature")}
-        print(f"\n{response.message}\n{'joint':16s} {'viscous (truth)':19s} "
-              f"{'coulomb (truth)':19s} {'armature (truth)':19s} armature from")
+        errors = {
+            (joint, term): getattr(estimate[joint], term) / getattr(truth[joint], term) - 1
+            for joint in truth
+            for term in ("viscous", "coulomb", "armature")
+        }
+        print(
+            f"\n{response.message}\n{'joint':16s} {'viscous (truth)':19s} "
+            f"{'coulomb (truth)':19s} {'armature (truth)':19s} armature from"
+        )
         for j in links.joints:
-            print(f"{j.name:16s} " + "".join(
-                f"{getattr(estimate[j.name], t):.4f} ({getattr(truth[j.name], t):.4f})".ljust(20)
-                for t in ("viscous", "coulomb", "armature")) + j.armature_source)
+            print(
+                f"{j.name:16s} "
+                + "".join(
+                    f"{getattr(estimate[j.name], t):.4f} ({getattr(truth[j.name], t):.4f})".ljust(
+                        20
+                    )
+                    for t in ("viscous", "coulomb", "armature")
+                )
+                + j.armature_source
+            )
         print("relative errors:", {f"{j}.{t}": f"{v:+.4f}" for (j, t), v in errors.items()})
-        costs = {k: np.median([float(d[k]) for d in timing if k in d])
-                 for k in ("process_us_per_sample", "solve_ms", "update_ms")}
-        print(f"medians over {len(timing)} diagnostics: per sample "
-              f"{costs['process_us_per_sample']:.0f} us, consistent solve "
-              f"{costs['solve_ms']:.1f} ms, whole update {costs['update_ms']:.1f} ms")
+        costs = {
+            k: np.median([float(d[k]) for d in timing if k in d])
+            for k in ("process_us_per_sample", "solve_ms", "update_ms")
+        }
+        print(
+            f"medians over {len(timing)} diagnostics: per sample "
+            f"{costs['process_us_per_sample']:.0f} us, consistent solve "
+            f"{costs['solve_ms']:.1f} ms, whole update {costs['update_ms']:.1f} ms"
+        )
         assert max(abs(e) for e in errors.values()) < 0.10, errors
         assert all(j.coulomb_velocity == 0.05 for j in links.joints)
         # the hip's and thigh's armatures add to their links' inertias about the axes: the rotor

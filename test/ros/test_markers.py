@@ -38,10 +38,20 @@ def theta_covariance(scale: float = 1.0) -> np.ndarray:
 
 
 def estimate_of(theta: np.ndarray, covariance: np.ndarray) -> Estimate:
-    return Estimate(theta=theta, sensor_offset=np.zeros(6), covariance=covariance,
-                    min_pseudo_inertia_eig=1e-3, residual_rms=0.07, n_samples=2000,
-                    method="lmi", solve_time=1e-3, t_first=1.7e9, t_last=1.7e9 + 10.25,
-                    offset_identifiable=True, orientation_spread_deg=np.ones(3))
+    return Estimate(
+        theta=theta,
+        sensor_offset=np.zeros(6),
+        covariance=covariance,
+        min_pseudo_inertia_eig=1e-3,
+        residual_rms=0.07,
+        n_samples=2000,
+        method="lmi",
+        solve_time=1e-3,
+        t_first=1.7e9,
+        t_last=1.7e9 + 10.25,
+        offset_identifiable=True,
+        orientation_spread_deg=np.ones(3),
+    )
 
 
 def by_id(markers: MarkerArray) -> dict[int, Marker]:
@@ -52,9 +62,13 @@ def rotation_of(marker: Marker) -> np.ndarray:
     """Rotation matrix of the marker's pose quaternion (written out, not pinocchio's)."""
     o = marker.pose.orientation
     x, y, z, w = o.x, o.y, o.z, o.w
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def semi_axes_of(marker: Marker) -> np.ndarray:
@@ -76,7 +90,7 @@ def surface(marker: Marker, n: int = 60) -> np.ndarray:
 def expected_com_covariance(theta: np.ndarray, covariance: np.ndarray) -> np.ndarray:
     """First-order covariance of c = h / m, written out here."""
     m, h = theta[0], theta[1:4]
-    jacobian = np.hstack([-h[:, None] / m ** 2, np.eye(3) / m, np.zeros((3, 6))])
+    jacobian = np.hstack([-h[:, None] / m**2, np.eye(3) / m, np.zeros((3, 6))])
     return jacobian @ covariance @ jacobian.T
 
 
@@ -106,7 +120,7 @@ def test_marker_geometry_matches_the_covariance_and_the_inertia(tmp_path: Path):
     order = np.argsort(s)
     assert np.allclose(s[order], 3.0 * np.sqrt(eigenvalues), rtol=1e-9)
     assert np.allclose(np.abs(np.sum(r[:, order] * eigenvectors, axis=0)), 1.0, atol=1e-9)
-    assert np.allclose(r @ np.diag(s ** 2) @ r.T, 9.0 * com_cov, rtol=1e-9, atol=1e-16)
+    assert np.allclose(r @ np.diag(s**2) @ r.T, 9.0 * com_cov, rtol=1e-9, atol=1e-16)
 
     # equivalent uniform ellipsoid: I = m / 5 diag(b² + c², a² + c², a² + b²) in its axes
     body = markers[INERTIA_ELLIPSOID_ID]
@@ -120,8 +134,9 @@ def test_marker_geometry_matches_the_covariance_and_the_inertia(tmp_path: Path):
     figure = plt.figure(figsize=(5, 5))
     axis = figure.add_subplot(projection="3d")
     for points, colour in ((body_points, body.color), (com_points, ellipsoid.color)):
-        axis.plot_surface(*(1e3 * points.transpose(2, 0, 1)), alpha=colour.a,
-                          color=(colour.r, colour.g, colour.b))
+        axis.plot_surface(
+            *(1e3 * points.transpose(2, 0, 1)), alpha=colour.a, color=(colour.r, colour.g, colour.b)
+        )
     axis.scatter(*(1e3 * com), color="k")
     axis.set(xlabel="x (mm)", ylabel="y (mm)", zlabel="z (mm)", title=markers[LABEL_ID].text)
     axis.set_box_aspect((1, 1, 1))

@@ -9,11 +9,17 @@ from helpers.dds import Feeder, NodeUnderTest, identify, node_args, spin_until
 from inertia_id_ros.sim.payload import PayloadSimulator
 
 
-@pytest.mark.parametrize("overrides, parameter", [
-    ({"sensor_frame": "no_such_frame"}, "sensor_frame"),  # the table: test/unit/ros/test_parameters
-    ({"wrench_limits": "[100, 100, 100, 10, 10, 10]"}, "wrench_limits"),  # rclpy's type check
-    ({"method": "cad_prior", "sensor_frame": "panda_hand_tcp"}, "method"),  # no prior beyond
-])
+@pytest.mark.parametrize(
+    "overrides, parameter",
+    [
+        (
+            {"sensor_frame": "no_such_frame"},
+            "sensor_frame",
+        ),  # the table: test/unit/ros/test_parameters
+        ({"wrench_limits": "[100, 100, 100, 10, 10, 10]"}, "wrench_limits"),  # rclpy's type check
+        ({"method": "cad_prior", "sensor_frame": "panda_hand_tcp"}, "method"),  # no prior beyond
+    ],
+)
 def test_bad_startup_parameters_exit_nonzero_naming_the_parameter(launch, overrides, parameter):
     node = launch("inertia-id-node", "inertia_id_ros.ros.node", *node_args(**overrides))
     node.popen.wait(timeout=60)
@@ -40,8 +46,12 @@ def node_under_test(launch, rclpy_context):
 
 
 def test_reset_drops_the_window(node_under_test):
-    process, peer, client, feeder = (node_under_test.process, node_under_test.peer,
-                                     node_under_test.client, node_under_test.feeder)
+    process, peer, client, feeder = (
+        node_under_test.process,
+        node_under_test.peer,
+        node_under_test.client,
+        node_under_test.feeder,
+    )
     feeder.publish(4.0)
     node_under_test.settle()
     reset = identify(peer, client, reset=True)
@@ -59,16 +69,21 @@ def test_a_payload_change_is_detected_and_the_new_payload_identified(node_under_
     from inertia_id_ros.ros.conversions import wrench_to_array
     from inertia_id_ros.sim.payload import box_inertia
 
-    process, peer, client, feeder = (node_under_test.process, node_under_test.peer,
-                                     node_under_test.client, node_under_test.feeder)
+    process, peer, client, feeder = (
+        node_under_test.process,
+        node_under_test.peer,
+        node_under_test.client,
+        node_under_test.feeder,
+    )
     changes: list = []
     peer.create_subscription(PayloadChange, "/inertia_id/payload_change", changes.append, 10)
     feeder.publish(12.0)
     node_under_test.settle()
     assert identify(peer, client).success  # the detector's reference: the whole window
     t_switch = feeder.t0 + feeder.k / feeder.rate
-    grasped = theta_from_inertia(2.3, np.array([0.0, 0.04, 0.09]),
-                                 box_inertia(2.3, [0.10, 0.15, 0.08]))
+    grasped = theta_from_inertia(
+        2.3, np.array([0.0, 0.04, 0.09]), box_inertia(2.3, [0.10, 0.15, 0.08])
+    )
     feeder.sim = PayloadSimulator.panda(payload_theta=grasped)  # same motion and offset
     feeder.publish(21.0)
     assert spin_until(peer, lambda: bool(changes), 10.0), process.output()[-3000:]

@@ -35,11 +35,30 @@ def unloaded_link_model(directory: Path) -> Path:
     runs = panda_payload_torque_runs(duration=MOTION_SEC, rate=RATE_HZ, seed=SEED)
     rec = runs.unloaded
     data, result = directory / "unloaded.npz", directory / "links.json"
-    np.savez(data, t=rec.t, joint_names=np.array(runs.links.joint_names), q=rec.q, dq=rec.dq,
-             effort=rec.effort)
-    assert cli.main(["fit-links", "--urdf", str(example_robot_urdf("panda")), "--data",
-                     str(data), "--json", str(result), "--filter-half-width",
-                     str(PAYLOAD_TORQUES_HALF_WIDTH)]) == 0
+    np.savez(
+        data,
+        t=rec.t,
+        joint_names=np.array(runs.links.joint_names),
+        q=rec.q,
+        dq=rec.dq,
+        effort=rec.effort,
+    )
+    assert (
+        cli.main(
+            [
+                "fit-links",
+                "--urdf",
+                str(example_robot_urdf("panda")),
+                "--data",
+                str(data),
+                "--json",
+                str(result),
+                "--filter-half-width",
+                str(PAYLOAD_TORQUES_HALF_WIDTH),
+            ]
+        )
+        == 0
+    )
     return result
 
 
@@ -55,7 +74,8 @@ def call(peer, client, request):
 
 
 def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
-        launch, rclpy_context, tmp_path):
+    launch, rclpy_context, tmp_path
+):
     import rclpy
     from visualization_msgs.msg import MarkerArray
 
@@ -64,30 +84,54 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
     from inertia_id_ros.srv import Identify, Tare
 
     links_result = unloaded_link_model(tmp_path)
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file",
-                  str(REPO / "config" / "panda_payload_torques.yaml"),
-                  "-p", f"urdf_path:={example_robot_urdf('panda')}",
-                  "-p", f"torques_links_result:={links_result}",
-                  "-p", f"window_sec:={MOTION_SEC + 5.0}", "-p", "update_rate_hz:=1.0",
-                  *FAST_DIAGNOSTICS)
+    node = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "--params-file",
+        str(REPO / "config" / "panda_payload_torques.yaml"),
+        "-p",
+        f"urdf_path:={example_robot_urdf('panda')}",
+        "-p",
+        f"torques_links_result:={links_result}",
+        "-p",
+        f"window_sec:={MOTION_SEC + 5.0}",
+        "-p",
+        "update_rate_hz:=1.0",
+        *FAST_DIAGNOSTICS,
+    )
     peer = rclpy.create_node("inertia_id_payload_torques_client")
     received: dict[str, list] = {"truth": [], "estimates": [], "markers": []}
-    peer.create_subscription(InertialParameters, "/inertia_id_sim/ground_truth",
-                             received["truth"].append, LATCHED)
-    peer.create_subscription(InertialParameters, "/inertia_id/estimate",
-                             received["estimates"].append, LATCHED)
-    peer.create_subscription(MarkerArray, "/inertia_id/markers", received["markers"].append,
-                             LATCHED)
+    peer.create_subscription(
+        InertialParameters, "/inertia_id_sim/ground_truth", received["truth"].append, LATCHED
+    )
+    peer.create_subscription(
+        InertialParameters, "/inertia_id/estimate", received["estimates"].append, LATCHED
+    )
+    peer.create_subscription(
+        MarkerArray, "/inertia_id/markers", received["markers"].append, LATCHED
+    )
     client = peer.create_client(Identify, "/inertia_id/identify")
     diagnostics = NodeDiagnostics(peer)
     try:
-        assert spin_until(peer, lambda: diagnostics.diagnostics_received > 0, 60.0), \
-            node.output()[-3000:]
+        assert spin_until(peer, lambda: diagnostics.diagnostics_received > 0, 60.0), node.output()[
+            -3000:
+        ]
         assert diagnostics.diagnostics["mode"] == "payload_torques"
         assert "the links were fitted" not in node.output()  # the links fitted at the payload's
-        sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p",
-                     "robot:=panda_torques", "-p", f"seed:={SEED}", "-p", f"rate_hz:={RATE_HZ}",
-                     "-p", f"duration_sec:={MOTION_SEC}", "-p", f"time_scale:={TIME_SCALE}")
+        sim = launch(
+            "inertia-id-sim",
+            "inertia_id_ros.ros.sim_node",
+            "-p",
+            "robot:=panda_torques",
+            "-p",
+            f"seed:={SEED}",
+            "-p",
+            f"rate_hz:={RATE_HZ}",
+            "-p",
+            f"duration_sec:={MOTION_SEC}",
+            "-p",
+            f"time_scale:={TIME_SCALE}",
+        )
         response = identify_after_motion(peer, client, sim, node, MOTION_SEC / TIME_SCALE + 60.0)
         played = int(round(MOTION_SEC * RATE_HZ))
         estimate = response.estimate
@@ -99,10 +143,12 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
         covariance = np.array(estimate.covariance).reshape(10, 10)
         m0, c0, i0 = inertia_from_theta(truth)
         m, c, i = inertia_from_theta(theta)
-        print(f"\npayload_torques node over DDS: mass {100 * (m - m0) / m0:+.3f} %, COM "
-              f"{1e3 * np.linalg.norm(c - c0):.2f} mm, inertia "
-              f"{100 * np.linalg.norm(i - i0) / np.linalg.norm(i0):.1f} %, mass standard error "
-              f"{np.sqrt(covariance[0, 0]):.4f} kg, {estimate.num_samples} joint states")
+        print(
+            f"\npayload_torques node over DDS: mass {100 * (m - m0) / m0:+.3f} %, COM "
+            f"{1e3 * np.linalg.norm(c - c0):.2f} mm, inertia "
+            f"{100 * np.linalg.norm(i - i0) / np.linalg.norm(i0):.1f} %, mass standard error "
+            f"{np.sqrt(covariance[0, 0]):.4f} kg, {estimate.num_samples} joint states"
+        )
         assert abs(m - m0) / m0 < 0.01
         assert np.linalg.norm(c - c0) < 0.005
         assert np.linalg.norm(i - i0) / np.linalg.norm(i0) < 0.15
@@ -110,8 +156,11 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
         assert spin_until(peer, lambda: received["estimates"] and received["markers"], 10.0)
         assert received["estimates"][-1].body_name == "payload"
         # ~/tare with the payload attached and known: the joints' torque offsets, in words
-        tare = call(peer, peer.create_client(Tare, "/inertia_id/tare"), Tare.Request(
-            duration=1.0, known_payload=True, payload=received["truth"][-1]))
+        tare = call(
+            peer,
+            peer.create_client(Tare, "/inertia_id/tare"),
+            Tare.Request(duration=1.0, known_payload=True, payload=received["truth"][-1]),
+        )
         assert tare.success and tare.num_samples > 0.9 * RATE_HZ, tare.message
         assert "joint torque offsets panda_joint1 " in tare.message and "N m" in tare.message
     finally:

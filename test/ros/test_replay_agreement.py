@@ -46,15 +46,23 @@ def test_node_and_replay_agree_on_a_bag_with_a_grasp(launch, rclpy_context, tmp_
     from inertia_id_ros.srv import Identify
 
     bag = tmp_path / "grasp"
-    record_simulation(bag, DURATION, RATE_HZ, payload_change_at=GRASP_AT,
-                      changed_payload=grasped_payload_theta())
-    replay = replay_bag(bag, SENSOR, update_rate_hz=UPDATE_RATE_HZ,
-                        settings={"window_sec": WINDOW_SEC})
+    record_simulation(
+        bag, DURATION, RATE_HZ, payload_change_at=GRASP_AT, changed_payload=grasped_payload_theta()
+    )
+    replay = replay_bag(
+        bag, SENSOR, update_rate_hz=UPDATE_RATE_HZ, settings={"window_sec": WINDOW_SEC}
+    )
     assert len(replay.payload_changes) == 1
 
-    process = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                     *node_args(window_sec=WINDOW_SEC, update_rate_hz=0.001,
-                                diagnostics_period_sec=DIAGNOSTICS_PERIOD_SEC))
+    process = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        *node_args(
+            window_sec=WINDOW_SEC,
+            update_rate_hz=0.001,
+            diagnostics_period_sec=DIAGNOSTICS_PERIOD_SEC,
+        ),
+    )
     peer = rclpy.create_node("inertia_id_replay_peer")
     try:
         client = peer.create_client(Identify, "/inertia_id/identify")
@@ -66,11 +74,16 @@ def test_node_and_replay_agree_on_a_bag_with_a_grasp(launch, rclpy_context, tmp_
         peer.create_subscription(PayloadChange, "/inertia_id/payload_change", changes.append, 10)
         wait_until_inputs_matched(peer, [joints, wrenches])
 
-        messages = read_bag_messages(bag, [("/joint_states", JOINT_STATE_TYPE),
-                                           ("/ft_sensor/wrench", WRENCH_TYPE)])
+        messages = read_bag_messages(
+            bag, [("/joint_states", JOINT_STATE_TYPE), ("/ft_sensor/wrench", WRENCH_TYPE)]
+        )
         node_updates = play_and_identify(
-            peer, client, {"/joint_states": joints, "/ft_sensor/wrench": wrenches}, messages,
-            [update.time for update in replay.updates])
+            peer,
+            client,
+            {"/joint_states": joints, "/ft_sensor/wrench": wrenches},
+            messages,
+            [update.time for update in replay.updates],
+        )
         assert spin_until(peer, lambda: bool(changes), 5.0), process.output()[-3000:]
     finally:
         peer.destroy_node()

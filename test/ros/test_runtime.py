@@ -55,8 +55,11 @@ class RuntimeHarness(NodeUnderTest):
 
         assert self.parameters.wait_for_services(timeout_sec=20.0)
         parameters = [Parameter(k, value=v) for k, v in values.items()]
-        future = (self.parameters.set_parameters_atomically(parameters) if atomically
-                  else self.parameters.set_parameters(parameters))
+        future = (
+            self.parameters.set_parameters_atomically(parameters)
+            if atomically
+            else self.parameters.set_parameters(parameters)
+        )
         rclpy.spin_until_future_complete(self.peer, future, timeout_sec=20.0)
         response = future.result()
         return [response.result] if atomically else list(response.results)
@@ -76,9 +79,15 @@ def node(ros_env, rclpy_context, tmp_path_factory):
     from inertia_id_ros.srv import Identify
 
     log = tmp_path_factory.mktemp("runtime") / "inertia-id-node.log"
-    process = Process(console_script("inertia-id-node", "inertia_id_ros.ros.node")
-                      + ["--ros-args", *node_args(window_sec=10.0, update_rate_hz=UPDATE_RATE,
-                                                  use_sim_time=True)], ros_env, log)
+    process = Process(
+        console_script("inertia-id-node", "inertia_id_ros.ros.node")
+        + [
+            "--ros-args",
+            *node_args(window_sec=10.0, update_rate_hz=UPDATE_RATE, use_sim_time=True),
+        ],
+        ros_env,
+        log,
+    )
     peer = rclpy.create_node("inertia_id_runtime_client")
     try:
         client = peer.create_client(Identify, "/inertia_id/identify")
@@ -127,8 +136,7 @@ def test_tare_with_the_payload_removed_then_identify_with_it(node):
     mass, com, _ = inertia_from_theta(sim.true_theta)
     theta = np.array(response.estimate.theta)
     assert abs(theta[0] - mass) < 0.005 * mass
-    assert np.linalg.norm(wrench_to_array(response.estimate.sensor_offset)[:3]
-                          - offset[:3]) < 0.05
+    assert np.linalg.norm(wrench_to_array(response.estimate.sensor_offset)[:3] - offset[:3]) < 0.05
     node.fresh_diagnostics()
     assert node.diagnostics["tare_age_sec"] != "none"
     assert 0.0 <= float(node.diagnostics["tare_age_sec"]) < 20.0
@@ -155,10 +163,12 @@ def test_parameters_change_at_run_time_and_invalid_values_are_rejected(node):
     assert response.success and response.estimate.method == "manifold", response.message
     assert response.estimate.num_samples == window
 
-    refused = {"window_sec": (-1.0, "window_sec must be"),
-               "update_rate_hz": (0.0, "update_rate_hz must be"),
-               "method": ("magic", "unknown method"),
-               "solver_options": ("{nope: 1}", "unexpected keyword argument 'nope'")}
+    refused = {
+        "window_sec": (-1.0, "window_sec must be"),
+        "update_rate_hz": (0.0, "update_rate_hz must be"),
+        "method": ("magic", "unknown method"),
+        "solver_options": ("{nope: 1}", "unexpected keyword argument 'nope'"),
+    }
     for name, (value, reason) in refused.items():
         [result] = node.set(**{name: value})
         assert not result.successful and reason in result.reason, (name, result.reason)

@@ -64,8 +64,13 @@ def missing_security(ros_env, keystore) -> str:
     else ''. Any other failure fails the test (the keystore is at fault)."""
     from inertia_id_ros.ros.security import SECURITY_PLUGINS_MISSING
 
-    probe = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                           env=secured(ros_env, keystore, DEFAULT_OBSERVER), timeout=60)
+    probe = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        env=secured(ros_env, keystore, DEFAULT_OBSERVER),
+        timeout=60,
+    )
     assert probe.returncode == 0, probe.stderr
     error = probe.stdout.strip()
     assert not error or SECURITY_PLUGINS_MISSING in error, error
@@ -73,17 +78,27 @@ def missing_security(ros_env, keystore) -> str:
 
 
 def test_without_dds_security_the_node_and_simulator_refuse_to_start(
-        ros_env, keystore, missing_security, tmp_path):
+    ros_env, keystore, missing_security, tmp_path
+):
     if not missing_security:
-        pytest.skip("the middleware has DDS-Security: "
-                    "test_only_the_operator_starts_motion runs secured instead")
+        pytest.skip(
+            "the middleware has DDS-Security: "
+            "test_only_the_operator_starts_motion runs secured instead"
+        )
     processes = [
-        Process(console_script("inertia-id-node", "inertia_id_ros.ros.node")
-                + ["--ros-args", *node_args()],
-                secured(ros_env, keystore, NODE_ENCLAVE), tmp_path / "node.log"),
-        Process(console_script("inertia-id-sim", "inertia_id_ros.ros.sim_node")
-                + ["--ros-args", "-p", "motion:=hold"],
-                secured(ros_env, keystore, SIMULATOR_ENCLAVE), tmp_path / "sim.log")]
+        Process(
+            console_script("inertia-id-node", "inertia_id_ros.ros.node")
+            + ["--ros-args", *node_args()],
+            secured(ros_env, keystore, NODE_ENCLAVE),
+            tmp_path / "node.log",
+        ),
+        Process(
+            console_script("inertia-id-sim", "inertia_id_ros.ros.sim_node")
+            + ["--ros-args", "-p", "motion:=hold"],
+            secured(ros_env, keystore, SIMULATOR_ENCLAVE),
+            tmp_path / "sim.log",
+        ),
+    ]
     try:
         for process, name in zip(processes, ("inertia_id", "inertia_id_sim")):
             assert process.popen.wait(timeout=60) == 1, process.output()
@@ -96,15 +111,27 @@ def test_without_dds_security_the_node_and_simulator_refuse_to_start(
             process.stop()
 
 
-def call_excite(env: dict[str, str], trajectory: Path, enclave: str | None = None,
-                wait_sec: float = 8.0, until_joint_states: bool = False) -> subprocess.Popen:
+def call_excite(
+    env: dict[str, str],
+    trajectory: Path,
+    enclave: str | None = None,
+    wait_sec: float = 8.0,
+    until_joint_states: bool = False,
+) -> subprocess.Popen:
     """Start :data:`CALLER` (``enclave`` in ``env``'s keystore, unsecured without one)."""
-    argv = [sys.executable, str(CALLER), "--trajectory", str(trajectory),
-            "--wait-sec", str(wait_sec)]
+    argv = [
+        sys.executable,
+        str(CALLER),
+        "--trajectory",
+        str(trajectory),
+        "--wait-sec",
+        str(wait_sec),
+    ]
     argv += ["--enclave", enclave] if enclave else []
     argv += ["--until-joint-states"] if until_joint_states else []
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def caller_result(caller: subprocess.Popen) -> dict:
@@ -115,37 +142,56 @@ def caller_result(caller: subprocess.Popen) -> dict:
 
 def test_only_the_operator_starts_motion(ros_env, keystore, missing_security, tmp_path):
     if missing_security:
-        pytest.skip("blocked: this middleware has no DDS-Security (Fast DDS built without "
-                    f"-DSECURITY=ON; rcl: {missing_security.splitlines()[0]})")
+        pytest.skip(
+            "blocked: this middleware has no DDS-Security (Fast DDS built without "
+            f"-DSECURITY=ON; rcl: {missing_security.splitlines()[0]})"
+        )
     away = PANDA_HOME + np.array([0.3, -0.2, 0.25, 0.2, -0.3, 0.25, 0.4])
-    motion = concatenate(rest_to_rest(PANDA_HOME, away, 8.0, joint_names=PANDA_ARM_JOINTS),
-                         rest_to_rest(away, PANDA_HOME, 8.0, joint_names=PANDA_ARM_JOINTS))
+    motion = concatenate(
+        rest_to_rest(PANDA_HOME, away, 8.0, joint_names=PANDA_ARM_JOINTS),
+        rest_to_rest(away, PANDA_HOME, 8.0, joint_names=PANDA_ARM_JOINTS),
+    )
     trajectory = tmp_path / "out_and_back.npz"
     motion.save_npz(trajectory)
     processes = [
-        Process(console_script("inertia-id-sim", "inertia_id_ros.ros.sim_node")
-                + ["--ros-args", "-p", "motion:=hold", "-p", "rate_hz:=200.0"],
-                secured(ros_env, keystore, SIMULATOR_ENCLAVE), tmp_path / "sim.log"),
-        Process(console_script("inertia-id-node", "inertia_id_ros.ros.node")
-                + ["--ros-args", *node_args(window_sec=10.0, update_rate_hz=1.0,
-                                            allow_motion="true")],
-                secured(ros_env, keystore, NODE_ENCLAVE), tmp_path / "node.log")]
+        Process(
+            console_script("inertia-id-sim", "inertia_id_ros.ros.sim_node")
+            + ["--ros-args", "-p", "motion:=hold", "-p", "rate_hz:=200.0"],
+            secured(ros_env, keystore, SIMULATOR_ENCLAVE),
+            tmp_path / "sim.log",
+        ),
+        Process(
+            console_script("inertia-id-node", "inertia_id_ros.ros.node")
+            + ["--ros-args", *node_args(window_sec=10.0, update_rate_hz=1.0, allow_motion="true")],
+            secured(ros_env, keystore, NODE_ENCLAVE),
+            tmp_path / "node.log",
+        ),
+    ]
     node = processes[1]
     try:
-        operator = caller_result(call_excite(
-            secured(ros_env, keystore, DEFAULT_OPERATOR), trajectory, DEFAULT_OPERATOR,
-            wait_sec=40.0, until_joint_states=True))
+        operator = caller_result(
+            call_excite(
+                secured(ros_env, keystore, DEFAULT_OPERATOR),
+                trajectory,
+                DEFAULT_OPERATOR,
+                wait_sec=40.0,
+                until_joint_states=True,
+            )
+        )
         assert operator["response"] is not None, (operator, node.output()[-3000:])
         assert operator["response"]["accepted"], operator
         # The node is busy with the 16 s motion: a call reaching it now would be refused as
         # "busy" (and logged); none may reach it.
         rogue = new_keystore(ros_env, tmp_path / "rogue")  # another CA, granting everything
         unauthorised = {
-            "observer": call_excite(secured(ros_env, keystore, DEFAULT_OBSERVER), trajectory,
-                                    DEFAULT_OBSERVER),
-            "other CA": call_excite(secured(ros_env, rogue, DEFAULT_OPERATOR), trajectory,
-                                    DEFAULT_OPERATOR),
-            "unsecured": call_excite(dict(ros_env), trajectory)}
+            "observer": call_excite(
+                secured(ros_env, keystore, DEFAULT_OBSERVER), trajectory, DEFAULT_OBSERVER
+            ),
+            "other CA": call_excite(
+                secured(ros_env, rogue, DEFAULT_OPERATOR), trajectory, DEFAULT_OPERATOR
+            ),
+            "unsecured": call_excite(dict(ros_env), trajectory),
+        }
         started = time.monotonic()
         for who, caller in unauthorised.items():
             result = caller_result(caller)

@@ -37,8 +37,16 @@ def ends_with_0(process, timeout: float = 10.0) -> None:
 def test_a_sigint_at_the_end_of_the_start_up_ends_the_node_quietly(launch):
     """Four nodes, each sent SIGINT the moment it logs the end of its start-up (before this
     round, 2 in 20 such nodes aborted at exit)."""
-    nodes = [launch(*NODE, "--params-file", str(REPO / "config" / "panda_links.yaml"),
-                    "-p", f"urdf_path:={example_robot_urdf('panda')}") for _ in range(4)]
+    nodes = [
+        launch(
+            *NODE,
+            "--params-file",
+            str(REPO / "config" / "panda_links.yaml"),
+            "-p",
+            f"urdf_path:={example_robot_urdf('panda')}",
+        )
+        for _ in range(4)
+    ]
     for node in nodes:
         wait_for_line(node, STARTED)
         node.popen.send_signal(signal.SIGINT)
@@ -50,8 +58,9 @@ def test_a_sigint_at_the_end_of_the_start_up_ends_the_node_quietly(launch):
 def test_node_and_simulator_spinning_end_quietly(launch, rclpy_context, sent):
     import rclpy
 
-    node = launch(*NODE, "-p", f"urdf_path:={example_robot_urdf('panda')}",
-                  "-p", "sensor_frame:=panda_link8")
+    node = launch(
+        *NODE, "-p", f"urdf_path:={example_robot_urdf('panda')}", "-p", "sensor_frame:=panda_link8"
+    )
     sim = launch(*SIM)
     peer = rclpy.create_node("inertia_id_shutdown_peer")
     try:
@@ -68,8 +77,9 @@ def test_node_and_simulator_spinning_end_quietly(launch, rclpy_context, sent):
 def test_the_simulator_waiting_for_subscribers_ends_at_once(launch):
     """Nobody subscribes: the simulator waits (up to wait_for_subscribers_sec, 10 s) and a
     SIGINT ends the wait and the simulator within a second."""
-    sim = launch(*SIM, "-p", "joint_states_topic:=/nobody/joint_states",
-                 "-p", "wrench_topic:=/nobody/wrench")
+    sim = launch(
+        *SIM, "-p", "joint_states_topic:=/nobody/joint_states", "-p", "wrench_topic:=/nobody/wrench"
+    )
     wait_for_line(sim, "simulating")
     time.sleep(0.5)
     sim.popen.send_signal(signal.SIGINT)
@@ -85,8 +95,13 @@ def test_a_sigint_while_the_libraries_load_ends_quietly(launch, script):
     left out): exit 0 and no traceback (the ``launch`` fixture checks the logs too; before this
     round, 13 in 24 such starts of the node printed a KeyboardInterrupt traceback)."""
     for delay in (0.4, 0.7, 1.0):
-        process = launch(*script, "-p", f"urdf_path:={example_robot_urdf('panda')}",
-                         "-p", "sensor_frame:=panda_link8")
+        process = launch(
+            *script,
+            "-p",
+            f"urdf_path:={example_robot_urdf('panda')}",
+            "-p",
+            "sensor_frame:=panda_link8",
+        )
         time.sleep(delay)
         process.popen.send_signal(signal.SIGINT)
         assert process.popen.wait(timeout=10.0) == 0, process.output()[-3000:]

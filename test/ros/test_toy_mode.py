@@ -47,8 +47,13 @@ class OneJointMode(Mode):
     name = "one_joint"
     title = "One-joint mode"
     summary = "the link one joint moves, from that joint's torque"
-    parameters = (ParameterSpec("one_joint", "", "One-joint mode: the joint whose link is "
-                                                 "identified (the others are locked)."),)
+    parameters = (
+        ParameterSpec(
+            "one_joint",
+            "",
+            "One-joint mode: the joint whose link is identified (the others are locked).",
+        ),
+    )
     default_weighting = "none"
     node_io = "test_toy_mode:OneJointIO"
 
@@ -61,14 +66,19 @@ class OneJointMode(Mode):
 
     def build_session(self, settings: NodeSettings) -> LinkSession:
         try:
-            model = LinkModel.from_model(load_robot(settings), [settings.mode_settings.joint],
-                                         drives=NO_DRIVE)
+            model = LinkModel.from_model(
+                load_robot(settings), [settings.mode_settings.joint], drives=NO_DRIVE
+            )
         except JointNotFound as error:
             raise StartupError(f"parameter 'one_joint': {error}") from error
-        return link_session(model, window_sec=settings.window_sec, method=settings.method,
-                            solver_options=settings.solver_options,
-                            max_input_rate_hz=settings.max_input_rate_hz,
-                            weighting=settings.weighting)
+        return link_session(
+            model,
+            window_sec=settings.window_sec,
+            method=settings.method,
+            solver_options=settings.solver_options,
+            max_input_rate_hz=settings.max_input_rate_hz,
+            weighting=settings.weighting,
+        )
 
 
 class OneJointIO(ModeIO):
@@ -83,8 +93,9 @@ class OneJointIO(ModeIO):
 
     def _msg(self, update: Update) -> InertialParameters:
         estimate = update.estimate
-        msg = theta_to_msg(estimate.thetas[0], estimate.link_names[0], self.hardware_id,
-                           estimate.t_last)
+        msg = theta_to_msg(
+            estimate.thetas[0], estimate.link_names[0], self.hardware_id, estimate.t_last
+        )
         msg.residual_rms, msg.num_samples = estimate.residual_rms, estimate.n_samples
         return msg
 
@@ -98,8 +109,9 @@ class OneJointIO(ModeIO):
 
 def _truth() -> tuple[LinkModel, np.ndarray]:
     """The chain of ``JOINT`` and its true parameters: the URDF's link, 30 % heavier."""
-    model = LinkModel.from_model(load_model(urdf_path=str(example_robot_urdf("panda"))),
-                                 [JOINT], drives=NO_DRIVE)
+    model = LinkModel.from_model(
+        load_model(urdf_path=str(example_robot_urdf("panda"))), [JOINT], drives=NO_DRIVE
+    )
     return model, 1.3 * model.prior
 
 
@@ -122,16 +134,34 @@ def test_a_mode_from_a_test_file_runs_in_the_node(launch, ros_env, rclpy_context
 
     here = REPO / "test"
     monkeypatch.setitem(ros_env, "PYTHONPATH", f"{here / 'ros'}:{here}")
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node", "-p", f"mode:={MODE}",
-                  "-p", f"urdf_path:={example_robot_urdf('panda')}", "-p", f"one_joint:={JOINT}",
-                  "-p", "window_sec:=30.0", "-p", "update_rate_hz:=2.0")
+    node = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "-p",
+        f"mode:={MODE}",
+        "-p",
+        f"urdf_path:={example_robot_urdf('panda')}",
+        "-p",
+        f"one_joint:={JOINT}",
+        "-p",
+        "window_sec:=30.0",
+        "-p",
+        "update_rate_hz:=2.0",
+    )
     peer = rclpy.create_node("inertia_id_toy_client")
     links: list = []
     peer.create_subscription(InertialParameters, "/inertia_id/one_link", links.append, LATCHED)
     diagnostics: list[dict[str, str]] = []
-    peer.create_subscription(DiagnosticArray, "/diagnostics", lambda msg: diagnostics.extend(
-        {kv.key: kv.value for kv in s.values} for s in msg.status
-        if s.name.startswith("inertia_id")), 10)
+    peer.create_subscription(
+        DiagnosticArray,
+        "/diagnostics",
+        lambda msg: diagnostics.extend(
+            {kv.key: kv.value for kv in s.values}
+            for s in msg.status
+            if s.name.startswith("inertia_id")
+        ),
+        10,
+    )
     joints = peer.create_publisher(JointState, "/joint_states", 1000)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
@@ -148,8 +178,12 @@ def test_a_mode_from_a_test_file_runs_in_the_node(launch, ros_env, rclpy_context
             if k % 50 == 0:
                 rclpy.spin_once(peer, timeout_sec=0.005)
         received = len(diagnostics)
-        assert spin_until(peer, lambda: len(diagnostics) > received + 1 and int(
-            diagnostics[-1].get("received.joint_state", 0)) == t.size, 30.0), diagnostics[-1:]
+        assert spin_until(
+            peer,
+            lambda: len(diagnostics) > received + 1
+            and int(diagnostics[-1].get("received.joint_state", 0)) == t.size,
+            30.0,
+        ), diagnostics[-1:]
         response = identify(peer, client)
         assert response.success, response.message
         theta = np.array(response.estimate.theta)
@@ -158,11 +192,13 @@ def test_a_mode_from_a_test_file_runs_in_the_node(launch, ros_env, rclpy_context
         # the data determine the torque the link needs along the motion, not every parameter:
         # the estimate predicts it within the noise, the URDF's link (30 % light) far off
         regressor = model.joint_torque_regressor(q, dq, ddq)
-        rms = float(np.sqrt(np.mean(tau ** 2)))
+        rms = float(np.sqrt(np.mean(tau**2)))
         error = float(np.sqrt(np.mean((regressor @ theta - tau) ** 2)))
         urdf_error = float(np.sqrt(np.mean((regressor @ model.prior - tau) ** 2)))
-        print(f"\none_joint mode: torque RMS {rms:.3f} N m; prediction error {error:.4f} N m "
-              f"(noise {NOISE} N m), the URDF's {urdf_error:.3f} N m")
+        print(
+            f"\none_joint mode: torque RMS {rms:.3f} N m; prediction error {error:.4f} N m "
+            f"(noise {NOISE} N m), the URDF's {urdf_error:.3f} N m"
+        )
         assert error < 0.005 * rms and error < 0.02 * urdf_error
         assert spin_until(peer, lambda: bool(links), 10.0), "nothing on ~/one_link"
         assert check_consistency(np.array(links[-1].theta)).fully_consistent

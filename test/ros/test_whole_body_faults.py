@@ -57,28 +57,43 @@ class WholeBodyFeeder:
         sim = self.sim
         self.feet = [frame for frame, _ in sim.ft_sensors]
         self.in_air = wb.WholeBodySimulator(  # the first foot lifted: the others carry the robot
-            sim.cad_xml, [(foot, "contact") for foot in self.feet[1:]], sim.imu_frame,
-            sim.joint_trajectory, base_trajectory=sim.base_trajectory, base_height=0.3,
-            point_contacts=True, true_xml=sim.true_xml, seed=0)
+            sim.cad_xml,
+            [(foot, "contact") for foot in self.feet[1:]],
+            sim.imu_frame,
+            sim.joint_trajectory,
+            base_trajectory=sim.base_trajectory,
+            base_height=0.3,
+            point_contacts=True,
+            true_xml=sim.true_xml,
+            seed=0,
+        )
         self.joints = peer.create_publisher(JointState, "/joint_states", qos)
         self.imu = peer.create_publisher(Imu, "/imu", qos)
-        self.wrenches = {foot: peer.create_publisher(WrenchStamped, f"/{foot}/wrench", qos)
-                         for foot in self.feet}
+        self.wrenches = {
+            foot: peer.create_publisher(WrenchStamped, f"/{foot}/wrench", qos) for foot in self.feet
+        }
         self.rng = np.random.default_rng(1)
         self.k = 0
         """Index of the next sample (stamp ``T0 + k / RATE``)."""
 
     def wait_until_matched(self, timeout: float = 30.0) -> None:
         """Until the node under test and every input's publisher have matched."""
-        wait_until_inputs_matched(self.peer, [self.joints, self.imu, *self.wrenches.values()],
-                              timeout)
+        wait_until_inputs_matched(
+            self.peer, [self.joints, self.imu, *self.wrenches.values()], timeout
+        )
 
     @property
     def next_stamp(self) -> float:
         return T0 + self.k / RATE
 
-    def publish(self, seconds: float, silent: tuple[str, ...] = (), imu_factor: int = 1,
-                foot_in_air: bool = False, nan_imu_except_every: int = 0) -> None:
+    def publish(
+        self,
+        seconds: float,
+        silent: tuple[str, ...] = (),
+        imu_factor: int = 1,
+        foot_in_air: bool = False,
+        nan_imu_except_every: int = 0,
+    ) -> None:
         """``seconds`` of samples at :data:`RATE` (the IMU at ``imu_factor`` times it), except
         the wrenches of the ``silent`` feet; ``foot_in_air``: the first foot lifted (it reads
         zero); ``nan_imu_except_every``: every IMU reading but each n-th reads NaN."""
@@ -94,8 +109,11 @@ class WholeBodyFeeder:
         if foot_in_air:
             wrenches = np.concatenate([np.zeros((n, 1, 6)), wrenches], axis=1)
         t_imu = (self.k * imu_factor + np.arange(n * imu_factor)) / (RATE * imu_factor)
-        imu = (data if imu_factor == 1
-               else self.sim.measure(self.sim.simulate(t_imu), False, False, self.rng))
+        imu = (
+            data
+            if imu_factor == 1
+            else self.sim.measure(self.sim.simulate(t_imu), False, False, self.rng)
+        )
         names = list(self.sim.joint_names)
         start = time.monotonic()
         for i in range(n):
@@ -105,9 +123,15 @@ class WholeBodyFeeder:
                 w = imu["imu_angular_velocity"][j]
                 if nan_imu_except_every and j % nan_imu_except_every:
                     w = np.full(3, np.nan)  # rejected: the gyro's fit lacks the reading
-                self.imu.publish(imu_msg(T0 + t_imu[j], self.sim.imu_frame,
-                                         imu["imu_orientation"][j], w,
-                                         imu["imu_linear_acceleration"][j]))
+                self.imu.publish(
+                    imu_msg(
+                        T0 + t_imu[j],
+                        self.sim.imu_frame,
+                        imu["imu_orientation"][j],
+                        w,
+                        imu["imu_linear_acceleration"][j],
+                    )
+                )
             for k, foot in enumerate(self.feet):
                 if foot not in silent:
                     self.wrenches[foot].publish(wrench_stamped(stamp, foot, wrenches[i, k]))
@@ -134,8 +158,12 @@ class WholeBodyNode(NodeDiagnostics):
         self.client = peer.create_client(Identify, "/inertia_id/identify")
         self.seen: dict[str, set[str]] = {key: set() for key in self.REPORTED}
         self.links: list = []
-        peer.create_subscription(InertialParametersArray, "/inertia_id/links", self.links.append,
-                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        peer.create_subscription(
+            InertialParametersArray,
+            "/inertia_id/links",
+            self.links.append,
+            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
+        )
         self.reference_mass = 0.0
 
     def _on_diagnostics(self, msg) -> None:
@@ -148,8 +176,11 @@ class WholeBodyNode(NodeDiagnostics):
         return len(self.process.output())
 
     def warnings_since(self, mark: int, text: str) -> list[str]:
-        return [line for line in self.process.output()[mark:].splitlines()
-                if "WARN" in line and text in line]
+        return [
+            line
+            for line in self.process.output()[mark:].splitlines()
+            if "WARN" in line and text in line
+        ]
 
     def total_mass(self) -> float:
         """``identify``: a consistent estimate's total mass (kg)."""
@@ -166,14 +197,19 @@ class WholeBodyNode(NodeDiagnostics):
     def check_estimate_kept(self) -> None:
         """Alive, and ``identify``'s total mass is the reference's."""
         mass = self.total_mass()
-        assert abs(mass - self.reference_mass) < MASS_TOLERANCE * self.reference_mass, \
-            (mass, self.reference_mass)
+        assert abs(mass - self.reference_mass) < MASS_TOLERANCE * self.reference_mass, (
+            mass,
+            self.reference_mass,
+        )
 
     def check_dropped(self, before: dict[str, int], expected: dict[str, int]) -> None:
         """``dropped.<reason>`` on ``/diagnostics`` grows by ``expected`` (within 20 s)."""
+
         def grown() -> dict[str, int]:
-            return {reason: self.counter(f"dropped.{reason}") - before.get(reason, 0)
-                    for reason in expected}
+            return {
+                reason: self.counter(f"dropped.{reason}") - before.get(reason, 0)
+                for reason in expected
+            }
 
         spin_until(self.peer, lambda: all(grown()[r] >= n for r, n in expected.items()), 20.0)
         assert grown() == expected, (grown(), self.counters("dropped."))
@@ -184,11 +220,22 @@ def test_whole_body_faults_are_survived_and_reported(launch, rclpy_context):
 
     from inertia_id_ros.ros.conversions import imu_msg, joint_state, msg_to_thetas, wrench_stamped
 
-    process = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                     "--params-file", str(REPO / "config" / "go1_whole_body.yaml"),
-                     "-p", f"urdf_path:={example_robot_urdf('go1')}", "-p", "window_sec:=20.0",
-                     "-p", "update_rate_hz:=2.0", "-p", "sample_rate_hz:=100.0",
-                     "-p", f"warning_period_sec:={WARNING_PERIOD}")
+    process = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "--params-file",
+        str(REPO / "config" / "go1_whole_body.yaml"),
+        "-p",
+        f"urdf_path:={example_robot_urdf('go1')}",
+        "-p",
+        "window_sec:=20.0",
+        "-p",
+        "update_rate_hz:=2.0",
+        "-p",
+        "sample_rate_hz:=100.0",
+        "-p",
+        f"warning_period_sec:={WARNING_PERIOD}",
+    )
     peer = rclpy.create_node("inertia_id_whole_body_fault_injector")
     try:
         feeder = WholeBodyFeeder(peer)
@@ -210,8 +257,11 @@ def test_whole_body_faults_are_survived_and_reported(launch, rclpy_context):
             for value in (np.nan, np.inf, -np.inf):
                 channels = np.zeros(6)
                 channels[c] = value
-                feeder.imu.publish(imu_msg(t, imu_frame, [0.0, 0.0, 0.0, 1.0], channels[:3],
-                                           gravity + channels[3:]))
+                feeder.imu.publish(
+                    imu_msg(
+                        t, imu_frame, [0.0, 0.0, 0.0, 1.0], channels[:3], gravity + channels[3:]
+                    )
+                )
                 time.sleep(0.002)
         for foot in feeder.feet:
             for c in range(6):
@@ -252,8 +302,9 @@ def test_whole_body_faults_are_survived_and_reported(launch, rclpy_context):
         newest = feeder.next_stamp - 1.0 / RATE
         for stamp in (newest, newest - 0.3):
             feeder.joints.publish(joint_state(stamp, names, np.zeros(len(names))))
-            feeder.imu.publish(imu_msg(stamp, imu_frame, [0.0, 0.0, 0.0, 1.0], np.zeros(3),
-                                       gravity))
+            feeder.imu.publish(
+                imu_msg(stamp, imu_frame, [0.0, 0.0, 0.0, 1.0], np.zeros(3), gravity)
+            )
             for foot in feeder.feet:
                 feeder.wrenches[foot].publish(wrench_stamped(stamp, foot, np.zeros(6)))
         feeder.publish(1.0)
@@ -271,8 +322,9 @@ def test_whole_body_faults_are_survived_and_reported(launch, rclpy_context):
         # frame_ids that are not in the URDF
         before = node.counters("dropped.")
         t = feeder.next_stamp - 0.5 / RATE
-        feeder.imu.publish(imu_msg(t, "imu_not_in_urdf", [0.0, 0.0, 0.0, 1.0], np.zeros(3),
-                                   gravity))
+        feeder.imu.publish(
+            imu_msg(t, "imu_not_in_urdf", [0.0, 0.0, 0.0, 1.0], np.zeros(3), gravity)
+        )
         for foot in feeder.feet:
             feeder.wrenches[foot].publish(wrench_stamped(t, f"{foot}_not_in_urdf", np.zeros(6)))
         feeder.publish(0.5)
@@ -301,12 +353,15 @@ def test_whole_body_faults_are_survived_and_reported(launch, rclpy_context):
         assert len(node.links) > published_before_faults + 10, len(node.links)
         masses = [sum(theta[0] for theta in msg_to_thetas(msg).values()) for msg in node.links]
         assert count_inconsistent(node.links) == 0
-        assert np.allclose(masses[published_before_faults:], node.reference_mass,
-                           rtol=MASS_TOLERANCE), masses
-        print(f"\nwhole-body faults: {len(node.links)} links messages published, none with "
-              f"inconsistent links; total mass {node.reference_mass:.3f} kg before the faults "
-              f"(true {true_mass:.3f} kg), {min(masses[published_before_faults:]):.3f}-"
-              f"{max(masses[published_before_faults:]):.3f} kg after; dropped "
-              f"{node.counters('dropped.')}")
+        assert np.allclose(
+            masses[published_before_faults:], node.reference_mass, rtol=MASS_TOLERANCE
+        ), masses
+        print(
+            f"\nwhole-body faults: {len(node.links)} links messages published, none with "
+            f"inconsistent links; total mass {node.reference_mass:.3f} kg before the faults "
+            f"(true {true_mass:.3f} kg), {min(masses[published_before_faults:]):.3f}-"
+            f"{max(masses[published_before_faults:]):.3f} kg after; dropped "
+            f"{node.counters('dropped.')}"
+        )
     finally:
         peer.destroy_node()

@@ -35,25 +35,57 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
     from inertia_id_ros.srv import Identify
 
     motion, rate = 30.0, 200.0
-    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=icub_whole_body",
-                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", "seed:=2",
-                 "-p", f"time_scale:={TIME_SCALE}")
+    sim = launch(
+        "inertia-id-sim",
+        "inertia_id_ros.ros.sim_node",
+        "-p",
+        "robot:=icub_whole_body",
+        "-p",
+        f"duration_sec:={motion}",
+        "-p",
+        f"rate_hz:={rate}",
+        "-p",
+        "seed:=2",
+        "-p",
+        f"time_scale:={TIME_SCALE}",
+    )
     # the right foot's sensor on a topic nobody publishes: reported, its rows dropped
-    topics = ", ".join(f"/{frame}/wrench" if frame != "r_foot_ft_sensor" else "/nobody/wrench"
-                       for frame in ("l_arm_ft_sensor", "r_arm_ft_sensor", "l_leg_ft_sensor",
-                                     "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
-                                     "l_sole"))
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", ICUB_CONFIG,
-                  "-p", f"urdf_path:={example_robot_urdf('icub')}", "-p", "update_rate_hz:=1.0",
-                  "-p", f"ft_topics:=[{topics}]", "-p", "weighting:=channel", *FAST_DIAGNOSTICS)
+    topics = ", ".join(
+        f"/{frame}/wrench" if frame != "r_foot_ft_sensor" else "/nobody/wrench"
+        for frame in (
+            "l_arm_ft_sensor",
+            "r_arm_ft_sensor",
+            "l_leg_ft_sensor",
+            "r_leg_ft_sensor",
+            "l_foot_ft_sensor",
+            "r_foot_ft_sensor",
+            "l_sole",
+        )
+    )
+    node = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "--params-file",
+        ICUB_CONFIG,
+        "-p",
+        f"urdf_path:={example_robot_urdf('icub')}",
+        "-p",
+        "update_rate_hz:=1.0",
+        "-p",
+        f"ft_topics:=[{topics}]",
+        "-p",
+        "weighting:=channel",
+        *FAST_DIAGNOSTICS,
+    )
     peer = rclpy.create_node("inertia_id_whole_body_client")
     every = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
     received = received_links(peer, every)
     diagnostics = NodeDiagnostics(peer).history  # every status (the peer keeps the subscription)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        response = identify_after_motion(peer, client, sim, node, motion / TIME_SCALE + 60.0,
-                                         call_timeout=120.0)
+        response = identify_after_motion(
+            peer, client, sim, node, motion / TIME_SCALE + 60.0, call_timeout=120.0
+        )
         assert received["truth"] and len(received["links"]) >= 5, node.output()[-3000:]
         assert count_inconsistent(received["links"] + [response.links]) == 0
         links = response.links
@@ -61,9 +93,14 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
         assert set(msg_to_thetas(links)) == set(truth) and len(truth) == 39
         assert len(links.identifiability) == 39
         assert set(links.identifiability) <= {"identified", "partly identified", "prior only"}
-        assert set(links.sensor_frames) == {"l_arm_ft_sensor", "r_arm_ft_sensor",
-                                            "l_leg_ft_sensor", "r_leg_ft_sensor",
-                                            "l_foot_ft_sensor", "r_foot_ft_sensor"}
+        assert set(links.sensor_frames) == {
+            "l_arm_ft_sensor",
+            "r_arm_ft_sensor",
+            "l_leg_ft_sensor",
+            "r_leg_ft_sensor",
+            "l_foot_ft_sensor",
+            "r_foot_ft_sensor",
+        }
         assert "F/T sensor(s) ['r_foot_ft_sensor'] stopped" in node.output()
         assert "stopped sensors (rows dropped): ['r_foot_ft_sensor']" in response.message
         assert diagnostics and diagnostics[-1]["stopped_sensors"] == "r_foot_ft_sensor"
@@ -84,12 +121,26 @@ def test_go1_whole_body_over_dds_from_its_foot_contacts(launch, rclpy_context):
     from inertia_id_ros.ros.conversions import msg_to_thetas
     from inertia_id_ros.srv import Identify
 
-    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", "robot:=go1_whole_body",
-                 "-p", "duration_sec:=15.0", "-p", "rate_hz:=200.0",
-                 "-p", f"time_scale:={TIME_SCALE}")
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "--params-file", str(REPO / "config" / "go1_whole_body.yaml"),
-                  "-p", f"urdf_path:={example_robot_urdf('go1')}")
+    sim = launch(
+        "inertia-id-sim",
+        "inertia_id_ros.ros.sim_node",
+        "-p",
+        "robot:=go1_whole_body",
+        "-p",
+        "duration_sec:=15.0",
+        "-p",
+        "rate_hz:=200.0",
+        "-p",
+        f"time_scale:={TIME_SCALE}",
+    )
+    node = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "--params-file",
+        str(REPO / "config" / "go1_whole_body.yaml"),
+        "-p",
+        f"urdf_path:={example_robot_urdf('go1')}",
+    )
     peer = rclpy.create_node("inertia_id_go1_whole_body_client")
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
@@ -108,7 +159,8 @@ def test_go1_whole_body_over_dds_from_its_foot_contacts(launch, rclpy_context):
 
 
 def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
-        launch, rclpy_context):
+    launch, rclpy_context
+):
     """config/icub_fixed.yaml: base ``fixed``, no IMU (the samples are the F/T stamps), the six
     internal sensors. Every published estimate is consistent; on the motion's next 9 s (offline,
     the same simulated robot, fresh noise) the published links and offsets predict every
@@ -122,8 +174,9 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
     from inertia_id_ros.sim import whole_body as wb
 
     motion, rate, seed = 21.0, 200.0, 3
-    node, response, published = _icub_scenario(launch, "icub_fixed_whole_body", "icub_fixed.yaml",
-                                                motion, rate, seed, 60.0, 120.0)
+    node, response, published = _icub_scenario(
+        launch, "icub_fixed_whole_body", "icub_fixed.yaml", motion, rate, seed, 60.0, 120.0
+    )
     assert "a fixed base from 32 joints, no IMU" in node.output()
     assert len(published) >= 5, node.output()[-3000:]
     assert count_inconsistent(published + [response.links]) == 0
@@ -134,16 +187,24 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
     truth = wb.icub_fixed(seed=seed)
     held_out = truth.simulate(motion + np.arange(int(9.0 * 50.0)) / 50.0)
     data = truth.measure(held_out, False, False, np.random.default_rng(seed + 100))
-    model = WholeBodyModel.from_urdf(example_robot_urdf("icub"), "fixed",
-                                     [FTSensor(f, k) for f, k in truth.ft_sensors])
-    samples = WholeBodySamples(held_out.q, held_out.dq, held_out.ddq,
-                               BaseMotion.at_rest(held_out.t.size), data["ft_wrench"])
-    _assert_forces_predicted_better_than_the_urdf(model, samples, links, data,
-                                                  wb.ICUB_INTERNAL_SENSORS)
+    model = WholeBodyModel.from_urdf(
+        example_robot_urdf("icub"), "fixed", [FTSensor(f, k) for f, k in truth.ft_sensors]
+    )
+    samples = WholeBodySamples(
+        held_out.q,
+        held_out.dq,
+        held_out.ddq,
+        BaseMotion.at_rest(held_out.t.size),
+        data["ft_wrench"],
+    )
+    _assert_forces_predicted_better_than_the_urdf(
+        model, samples, links, data, wb.ICUB_INTERNAL_SENSORS
+    )
 
 
 def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
-        launch, rclpy_context, tmp_path):
+    launch, rclpy_context, tmp_path
+):
     """config/icub_stance.yaml: iCub balancing on its left sole on a tilted floor, the node's
     base ``fixed`` at ``l_sole`` (``fixed_frame``; the pelvis moves with the stance leg), the
     floor's tilt from the head IMU (``imu_tilt: correct``), the four leg sensors. Every published
@@ -154,8 +215,9 @@ def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
     from inertia_id_ros.sim import whole_body as wb
 
     motion, rate, seed = 15.0, 200.0, 4
-    node, response, published = _icub_scenario(launch, "icub_stance_whole_body",
-                                                "icub_stance.yaml", motion, rate, seed, 50.0, 60.0)
+    node, response, published = _icub_scenario(
+        launch, "icub_stance_whole_body", "icub_stance.yaml", motion, rate, seed, 50.0, 60.0
+    )
     assert len(published) >= 3, node.output()[-3000:]
     assert count_inconsistent(published + [response.links]) == 0
     links = response.links
@@ -165,34 +227,66 @@ def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
     held_out = truth.simulate(motion + np.arange(int(9.0 * rate)) / rate)
     data = truth.measure(held_out, False, False, np.random.default_rng(seed + 100))
     np.savez(tmp_path / "held_out.npz", **data)
-    model, samples = whole_body_inputs(read_whole_body_file(tmp_path / "held_out.npz"),
-                                       example_robot_urdf("icub"), "fixed",
-                                       fixed_frame=wb.ICUB_STANCE_FRAME,
-                                       fixed_tilt=wb.ICUB_STANCE_TILT)
+    model, samples = whole_body_inputs(
+        read_whole_body_file(tmp_path / "held_out.npz"),
+        example_robot_urdf("icub"),
+        "fixed",
+        fixed_frame=wb.ICUB_STANCE_FRAME,
+        fixed_tilt=wb.ICUB_STANCE_TILT,
+    )
     _assert_forces_predicted_better_than_the_urdf(model, samples, links, data, wb.ICUB_LEG_SENSORS)
 
 
 def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
     urdf = f"urdf_path:={example_robot_urdf('icub')}"
-    cases = [("ft_types:=[internal, internal, internal, internal, internal, internal, wrist]",
-              "sensor 'l_sole' has type 'wrist'"),
-             ("imu_frame:=no_imu_here", "parameter 'imu_frame': frame 'no_imu_here'"),
-             ("ft_frames:=[l_arm_ft_sensor, r_arm_ft_sensor, l_leg_ft_sensor, r_leg_ft_sensor, "
-              "l_foot_ft_sensor, r_foot_ft_sensor, l_toe]", "parameter 'ft_frames': frame 'l_toe'"),
-             ("ft_topics:=[/a, /b]", "parameter 'ft_topics' has 2 entries"),
-             ("fixed_frame:=l_sole", "parameter 'fixed_frame' applies to base 'fixed'"),
-             ("fixed_tilt:=[0.1]", "parameter 'fixed_tilt' must be two finite angles"),
-             ("ft_estimate_offset:=[l_toe]", "parameter 'ft_estimate_offset': 'l_toe'")]
-    nodes = [(launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", ICUB_CONFIG,
-                     "-p", urdf, "-p", override), expected) for override, expected in cases]
+    cases = [
+        (
+            "ft_types:=[internal, internal, internal, internal, internal, internal, wrist]",
+            "sensor 'l_sole' has type 'wrist'",
+        ),
+        ("imu_frame:=no_imu_here", "parameter 'imu_frame': frame 'no_imu_here'"),
+        (
+            "ft_frames:=[l_arm_ft_sensor, r_arm_ft_sensor, l_leg_ft_sensor, r_leg_ft_sensor, "
+            "l_foot_ft_sensor, r_foot_ft_sensor, l_toe]",
+            "parameter 'ft_frames': frame 'l_toe'",
+        ),
+        ("ft_topics:=[/a, /b]", "parameter 'ft_topics' has 2 entries"),
+        ("fixed_frame:=l_sole", "parameter 'fixed_frame' applies to base 'fixed'"),
+        ("fixed_tilt:=[0.1]", "parameter 'fixed_tilt' must be two finite angles"),
+        ("ft_estimate_offset:=[l_toe]", "parameter 'ft_estimate_offset': 'l_toe'"),
+    ]
+    nodes = [
+        (
+            launch(
+                "inertia-id-node",
+                "inertia_id_ros.ros.node",
+                "--params-file",
+                ICUB_CONFIG,
+                "-p",
+                urdf,
+                "-p",
+                override,
+            ),
+            expected,
+        )
+        for override, expected in cases
+    ]
     for node, expected in nodes:
         assert node.popen.wait(timeout=60.0) == 2, node.output()
         assert expected in node.output(), node.output()
     assert np.all([not node.alive() for node, _ in nodes])
 
 
-def _icub_scenario(launch, robot: str, config: str, motion: float, rate: float, seed: int,
-                   slack: float, call_timeout: float) -> tuple:
+def _icub_scenario(
+    launch,
+    robot: str,
+    config: str,
+    motion: float,
+    rate: float,
+    seed: int,
+    slack: float,
+    call_timeout: float,
+) -> tuple:
     """The simulator's ``robot`` playing ``motion`` s at ``rate`` Hz (``seed``; at
     :data:`TIME_SCALE` times real time) to the node with
     ``config/<config>`` and the iCub URDF; ``identify`` once the node has taken it all (within
@@ -204,27 +298,50 @@ def _icub_scenario(launch, robot: str, config: str, motion: float, rate: float, 
     from inertia_id_ros.msg import InertialParametersArray
     from inertia_id_ros.srv import Identify
 
-    sim = launch("inertia-id-sim", "inertia_id_ros.ros.sim_node", "-p", f"robot:={robot}",
-                 "-p", f"duration_sec:={motion}", "-p", f"rate_hz:={rate}", "-p", f"seed:={seed}",
-                 "-p", f"time_scale:={TIME_SCALE}")
-    node = launch("inertia-id-node", "inertia_id_ros.ros.node",
-                  "--params-file", str(REPO / "config" / config),
-                  "-p", f"urdf_path:={example_robot_urdf('icub')}", *FAST_DIAGNOSTICS)
+    sim = launch(
+        "inertia-id-sim",
+        "inertia_id_ros.ros.sim_node",
+        "-p",
+        f"robot:={robot}",
+        "-p",
+        f"duration_sec:={motion}",
+        "-p",
+        f"rate_hz:={rate}",
+        "-p",
+        f"seed:={seed}",
+        "-p",
+        f"time_scale:={TIME_SCALE}",
+    )
+    node = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "--params-file",
+        str(REPO / "config" / config),
+        "-p",
+        f"urdf_path:={example_robot_urdf('icub')}",
+        *FAST_DIAGNOSTICS,
+    )
     peer = rclpy.create_node("inertia_id_icub_client")
     published: list = []
-    peer.create_subscription(InertialParametersArray, "/inertia_id/links", published.append,
-                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+    peer.create_subscription(
+        InertialParametersArray,
+        "/inertia_id/links",
+        published.append,
+        QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
+    )
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
-        response = identify_after_motion(peer, client, sim, node, motion / TIME_SCALE + slack,
-                                         call_timeout=call_timeout)
+        response = identify_after_motion(
+            peer, client, sim, node, motion / TIME_SCALE + slack, call_timeout=call_timeout
+        )
     finally:
         peer.destroy_node()
     return node, response, published
 
 
-def _assert_forces_predicted_better_than_the_urdf(model, samples, links, data,
-                                                  sensors: tuple[str, ...]) -> None:
+def _assert_forces_predicted_better_than_the_urdf(
+    model, samples, links, data, sensors: tuple[str, ...]
+) -> None:
     """On ``samples`` (held out), the node's ``links`` and sensor offsets predict the force of
     each of ``sensors`` better than the URDF's links with the true offsets (``data``'s)."""
     from inertia_id_ros.chain.whole_body_fit import prediction_errors
@@ -233,10 +350,12 @@ def _assert_forces_predicted_better_than_the_urdf(model, samples, links, data,
     estimate = msg_to_thetas(links)
     offsets = dict(zip(links.sensor_frames, map(wrench_to_array, links.sensor_offsets)))
     true_offsets = dict(zip(data["ft_frames"], data["true_ft_offset"]))
-    x_node = np.concatenate([estimate[b] for b in model.bodies]
-                            + [offsets[s] for s in model.offset_sensors])
-    x_urdf = np.concatenate([model.prior[:10 * model.n_bodies]]
-                            + [true_offsets[s] for s in model.offset_sensors])
+    x_node = np.concatenate(
+        [estimate[b] for b in model.bodies] + [offsets[s] for s in model.offset_sensors]
+    )
+    x_urdf = np.concatenate(
+        [model.prior[: 10 * model.n_bodies]] + [true_offsets[s] for s in model.offset_sensors]
+    )
     node_rms = prediction_errors(model, x_node, samples).force
     urdf_rms = prediction_errors(model, x_urdf, samples).force
     assert set(node_rms) == set(sensors)

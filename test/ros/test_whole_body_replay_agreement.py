@@ -48,26 +48,43 @@ def test_node_and_replay_agree_on_a_whole_body_bag(launch, rclpy_context, tmp_pa
     replay = modes.get("whole_body").replay(bag, build_session(settings), settings)
     assert sum(u.ok for u in replay.updates) >= 3
 
-    process = launch("inertia-id-node", "inertia_id_ros.ros.node", "--params-file", str(CONFIG),
-                     "-p", f"urdf_path:={urdf}", "-p", "update_rate_hz:=0.001",
-                     "-p", f"sample_rate_hz:={OVERRIDES['sample_rate_hz']}",
-                     "-p", "diagnostics_period_sec:=0.05")  # counters current before identify
+    process = launch(
+        "inertia-id-node",
+        "inertia_id_ros.ros.node",
+        "--params-file",
+        str(CONFIG),
+        "-p",
+        f"urdf_path:={urdf}",
+        "-p",
+        "update_rate_hz:=0.001",
+        "-p",
+        f"sample_rate_hz:={OVERRIDES['sample_rate_hz']}",
+        "-p",
+        "diagnostics_period_sec:=0.05",
+    )  # counters current before identify
     peer = rclpy.create_node("inertia_id_whole_body_replay_peer")
     try:
         client = peer.create_client(Identify, "/inertia_id/identify")
         assert client.wait_for_service(timeout_sec=30.0), process.output()
         qos = QoSProfile(depth=2000)
-        publishers = {"/joint_states": peer.create_publisher(JointState, "/joint_states", qos),
-                      "/imu": peer.create_publisher(Imu, "/imu", qos),
-                      **{topic: peer.create_publisher(WrenchStamped, topic, qos)
-                         for topic in ft_topics}}
+        publishers = {
+            "/joint_states": peer.create_publisher(JointState, "/joint_states", qos),
+            "/imu": peer.create_publisher(Imu, "/imu", qos),
+            **{topic: peer.create_publisher(WrenchStamped, topic, qos) for topic in ft_topics},
+        }
         wait_until_inputs_matched(peer, list(publishers.values()))
 
-        messages = read_bag_messages(bag, [("/joint_states", JOINT_STATE_TYPE),
-                                           ("/imu", IMU_TYPE),
-                                           *((topic, WRENCH_TYPE) for topic in ft_topics)])
-        node_updates = play_and_identify(peer, client, publishers, messages,
-                                         [update.time for update in replay.updates])
+        messages = read_bag_messages(
+            bag,
+            [
+                ("/joint_states", JOINT_STATE_TYPE),
+                ("/imu", IMU_TYPE),
+                *((topic, WRENCH_TYPE) for topic in ft_topics),
+            ],
+        )
+        node_updates = play_and_identify(
+            peer, client, publishers, messages, [update.time for update in replay.updates]
+        )
     finally:
         peer.destroy_node()
 
@@ -76,6 +93,7 @@ def test_node_and_replay_agree_on_a_whole_body_bag(launch, rclpy_context, tmp_pa
         assert node_update.links.bodies[0].num_samples == estimate.n_samples
         thetas = msg_to_thetas(node_update.links)
         node_thetas = np.array([thetas[name] for name in estimate.link_names])
-        assert np.allclose(node_thetas, estimate.thetas, rtol=1e-5, atol=1e-8), \
-            np.abs(node_thetas - estimate.thetas).max()
+        assert np.allclose(node_thetas, estimate.thetas, rtol=1e-5, atol=1e-8), np.abs(
+            node_thetas - estimate.thetas
+        ).max()
     assert len(compared) >= 3

@@ -57,8 +57,9 @@ class ModeIO(abc.ABC):
     description: str
     """What the node identifies from what (logged at start-up)."""
 
-    def __init__(self, node: InertiaIdNode, session: Session, settings: NodeSettings,
-                 sensor_qos: QoSProfile) -> None:
+    def __init__(
+        self, node: InertiaIdNode, session: Session, settings: NodeSettings, sensor_qos: QoSProfile
+    ) -> None:
         self._node, self._session, self._sensor_qos = node, session, sensor_qos
         self._inbox_limit = max(int(INBOX_SEC * settings.max_input_rate_hz), settings.qos_depth)
         self._inboxes: list[Inbox] = []
@@ -71,8 +72,9 @@ class ModeIO(abc.ABC):
         node's input node); its overflow counts into :attr:`queue_overflow`."""
         inbox = Inbox(self._inbox_limit)
         self._inboxes.append(inbox)
-        self._subscriptions.append(self._node.inputs.create_subscription(
-            msg_type, topic, inbox.put, self._sensor_qos))
+        self._subscriptions.append(
+            self._node.inputs.create_subscription(msg_type, topic, inbox.put, self._sensor_qos)
+        )
         return inbox
 
     def drain(self) -> None:
@@ -84,8 +86,15 @@ class ModeIO(abc.ABC):
                 arrays = joint_state_arrays(group)
                 if arrays is None:  # arrays that do not match the names: rejected one by one
                     for m in group:
-                        warn(session.add_joint_state(stamp_to_seconds(m.header.stamp), m.name,
-                                                     m.position, m.velocity, m.effort))
+                        warn(
+                            session.add_joint_state(
+                                stamp_to_seconds(m.header.stamp),
+                                m.name,
+                                m.position,
+                                m.velocity,
+                                m.effort,
+                            )
+                        )
                 else:
                     for warning in session.add_joint_states(*arrays):
                         warn(warning)
@@ -103,8 +112,10 @@ class ModeIO(abc.ABC):
         """For each input topic (resolved name), how many publishers its subscription has
         matched: once a peer's publisher is counted here, what it publishes reaches the node
         (DDS discovery runs each way on its own)."""
-        return {subscription.topic_name: subscription.get_publisher_count()
-                for subscription in self._subscriptions}
+        return {
+            subscription.topic_name: subscription.get_publisher_count()
+            for subscription in self._subscriptions
+        }
 
     @property
     def latest_joint_state(self) -> JointState | None:

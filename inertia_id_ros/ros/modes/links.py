@@ -53,15 +53,22 @@ class LinksOut:
 class LinksIO(ModeIO):
     """The links mode's topics around a :class:`LinkSession`."""
 
-    def __init__(self, node: InertiaIdNode, session: LinkSession, settings: NodeSettings,
-                 sensor_qos: QoSProfile) -> None:
+    def __init__(
+        self,
+        node: InertiaIdNode,
+        session: LinkSession,
+        settings: NodeSettings,
+        sensor_qos: QoSProfile,
+    ) -> None:
         super().__init__(node, session, settings, sensor_qos)
         model = session.estimator.link_model
         self.hardware_id = ",".join(model.joint_names)
         self._out = LinksOut(node, link_estimate_to_msg)
-        self.description = (f"identifying the links {list(model.link_names)} and the drives "
-                            f"of joints {list(model.joint_names)} from joint torques, "
-                            f"prior weight {settings.mode_settings.prior_weight:g}")
+        self.description = (
+            f"identifying the links {list(model.link_names)} and the drives "
+            f"of joints {list(model.joint_names)} from joint torques, "
+            f"prior weight {settings.mode_settings.prior_weight:g}"
+        )
 
     def publish(self, update: Update, markers: bool = True) -> None:
         """The update's links and drives (and their markers, when ``markers``)."""

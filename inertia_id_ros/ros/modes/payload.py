@@ -45,10 +45,15 @@ class PayloadOut:
     estimate (an F/T sensor's, with its wrench offset, by default). A mode whose tare is not an
     F/T offset overrides :meth:`_fill_tare`."""
 
-    def __init__(self, node: InertiaIdNode, session: PayloadSessionBase, frame: str,
-                 body_name: str, drain: Callable[[], None],
-                 estimate_msg: Callable[[Any, str, str], InertialParameters] = estimate_to_msg
-                 ) -> None:
+    def __init__(
+        self,
+        node: InertiaIdNode,
+        session: PayloadSessionBase,
+        frame: str,
+        body_name: str,
+        drain: Callable[[], None],
+        estimate_msg: Callable[[Any, str, str], InertialParameters] = estimate_to_msg,
+    ) -> None:
         self._node, self._session, self._drain = node, session, drain
         self._frame, self._body_name, self._estimate_msg = frame, body_name, estimate_msg
         self._estimates = node.create_publisher(InertialParameters, "~/estimate", LATCHED)
@@ -64,8 +69,12 @@ class PayloadOut:
         """``~/payload_change`` when the update detected one (periodic or ``identify``)."""
         if update.change is not None:
             event = update.change
-            msg = PayloadChange(onset_time=event.t_onset, num_samples=event.n_samples,
-                                residual_mean=event.residual_mean, message=str(event))
+            msg = PayloadChange(
+                onset_time=event.t_onset,
+                num_samples=event.n_samples,
+                residual_mean=event.residual_mean,
+                message=str(event),
+            )
             msg.header.stamp = seconds_to_stamp(event.t_detected)
             msg.header.frame_id = self._frame
             self._changes.publish(msg)
@@ -99,8 +108,10 @@ class PayloadOut:
         theta_known = payload_theta_from_msg(request.payload) if request.known_payload else None
         if theta_known is not None and not check_consistency(theta_known).fully_consistent:
             response.success = False
-            response.message = ("the known payload's theta is not physically consistent: "
-                                + "; ".join(check_consistency(theta_known).problems))
+            response.message = (
+                "the known payload's theta is not physically consistent: "
+                + "; ".join(check_consistency(theta_known).problems)
+            )
             return
         self._drain()
         try:
@@ -111,17 +122,21 @@ class PayloadOut:
         response.success = True
         response.num_samples = tare.n_samples
         payload = "the known payload" if theta_known is not None else "no payload"
-        response.message = (f"tared from {tare.n_samples} samples with {payload}: "
-                            + self._fill_tare(response, tare)
-                            + ("; the window restarted" if theta_known is None else ""))
+        response.message = (
+            f"tared from {tare.n_samples} samples with {payload}: "
+            + self._fill_tare(response, tare)
+            + ("; the window restarted" if theta_known is None else "")
+        )
 
     def _fill_tare(self, response: Tare.Response, tare: TareResult) -> str:
         """The F/T offset of ``tare`` into ``response``; its summary."""
         response.offset = array_to_wrench(tare.offset)
         response.offset_std = tare.offset_std.tolist()
         response.noise_std = tare.noise_std.tolist()
-        return (f"force offset {np.round(tare.offset[:3], 4).tolist()} N, torque offset "
-                f"{np.round(tare.offset[3:], 5).tolist()} N m")
+        return (
+            f"force offset {np.round(tare.offset[:3], 4).tolist()} N, torque offset "
+            f"{np.round(tare.offset[3:], 5).tolist()} N m"
+        )
 
 
 class PayloadOutIO(ModeIO):
@@ -147,18 +162,24 @@ class PayloadIO(PayloadOutIO):
     """The payload mode's topics and services around a :class:`PayloadSession`: wrenches in,
     :class:`PayloadOut` out."""
 
-    def __init__(self, node: InertiaIdNode, session: PayloadSession, settings: NodeSettings,
-                 sensor_qos: QoSProfile) -> None:
+    def __init__(
+        self,
+        node: InertiaIdNode,
+        session: PayloadSession,
+        settings: NodeSettings,
+        sensor_qos: QoSProfile,
+    ) -> None:
         super().__init__(node, session, settings, sensor_qos)
         own = settings.mode_settings
         self.hardware_id = own.sensor_frame
         self._out = PayloadOut(node, session, own.sensor_frame, own.body_name, self.drain)
         self._wrenches = self.inbox(WrenchStamped, own.wrench_topic)
         kinematics = session.estimator.kinematics
-        limits = ("" if own.wrench_limits is None
-                  else f", wrench limits {list(own.wrench_limits)}")
-        self.description = (f"identifying the body beyond '{own.sensor_frame}' from joints "
-                            f"{list(kinematics.joint_names)}{limits}")
+        limits = "" if own.wrench_limits is None else f", wrench limits {list(own.wrench_limits)}"
+        self.description = (
+            f"identifying the body beyond '{own.sensor_frame}' from joints "
+            f"{list(kinematics.joint_names)}{limits}"
+        )
 
     def _drain_more(self) -> None:
         msgs = self._wrenches.take()

@@ -30,24 +30,40 @@ if TYPE_CHECKING:
 class WholeBodyIO(ModeIO):
     """The whole-body mode's topics around a :class:`WholeBodySession`."""
 
-    def __init__(self, node: InertiaIdNode, session: WholeBodySession, settings: NodeSettings,
-                 sensor_qos: QoSProfile) -> None:
+    def __init__(
+        self,
+        node: InertiaIdNode,
+        session: WholeBodySession,
+        settings: NodeSettings,
+        sensor_qos: QoSProfile,
+    ) -> None:
         super().__init__(node, session, settings, sensor_qos)
         own = settings.mode_settings
         model = session.estimator.model
-        self._imu = (None if model.imu_frame is None  # none: a fixed or suspended base at rest
-                     else self.inbox(Imu, own.imu_topic))
-        self._ft = {frame: self.inbox(WrenchStamped, topic)
-                    for frame, topic in zip(own.ft_frames, own.ft_topics)}
+        self._imu = (
+            None
+            if model.imu_frame is None  # none: a fixed or suspended base at rest
+            else self.inbox(Imu, own.imu_topic)
+        )
+        self._ft = {
+            frame: self.inbox(WrenchStamped, topic)
+            for frame, topic in zip(own.ft_frames, own.ft_topics)
+        }
         self.hardware_id = ",".join(filter(None, (model.imu_frame, *own.ft_frames)))
         self._out = LinksOut(node, whole_body_estimate_to_msg)
-        sensors = ", ".join(f"{f} ({k}, {t})" for f, k, t in
-                            zip(own.ft_frames, own.ft_types, own.ft_topics))
-        imu = ("no IMU (the base at rest, level)" if model.imu_frame is None
-               else f"the IMU at '{model.imu_frame}' ({own.imu_topic})")
-        self.description = (f"identifying {len(model.bodies)} links of a {model.base} base from "
-                            f"{len(model.joint_names)} joints, {imu}, F/T sensors {sensors}"
-                            + (" and joint efforts" if own.use_efforts else ""))
+        sensors = ", ".join(
+            f"{f} ({k}, {t})" for f, k, t in zip(own.ft_frames, own.ft_types, own.ft_topics)
+        )
+        imu = (
+            "no IMU (the base at rest, level)"
+            if model.imu_frame is None
+            else f"the IMU at '{model.imu_frame}' ({own.imu_topic})"
+        )
+        self.description = (
+            f"identifying {len(model.bodies)} links of a {model.base} base from "
+            f"{len(model.joint_names)} joints, {imu}, F/T sensors {sensors}"
+            + (" and joint efforts" if own.use_efforts else "")
+        )
 
     def _drain_more(self) -> None:
         session, warn = self._session, self._node.warn
@@ -56,8 +72,14 @@ class WholeBodyIO(ModeIO):
             warn(session.add_imu(t, angular_velocity, linear_acceleration, msg.header.frame_id))
         for frame, inbox in self._ft.items():
             for msg in inbox.take():
-                warn(session.add_wrench(frame, stamp_to_seconds(msg.header.stamp),
-                                        wrench_to_array(msg.wrench), msg.header.frame_id))
+                warn(
+                    session.add_wrench(
+                        frame,
+                        stamp_to_seconds(msg.header.stamp),
+                        wrench_to_array(msg.wrench),
+                        msg.header.frame_id,
+                    )
+                )
 
     def publish(self, update: Update, markers: bool = True) -> None:
         """The update's links (and their markers, when ``markers``)."""

@@ -46,23 +46,26 @@ def test_candidates_by_source_within_the_longest_half_width():
     assert max(c.window_samples for c in slow) < 2 * MAX_HALF_WIDTH / 5e-3 + 1
 
 
-@pytest.mark.parametrize("rate, half_width", [(1000.0, 0.03), (500.0, 0.03), (180.0, 0.031),
-                                               (125.0, 0.044), (50.0, 0.11)])
+@pytest.mark.parametrize(
+    "rate, half_width",
+    [(1000.0, 0.03), (500.0, 0.03), (180.0, 0.031), (125.0, 0.044), (50.0, 0.11)],
+)
 def test_a_payloads_filter_spans_five_samples_each_side_at_low_rates(rate, half_width) -> None:
     t = 3.0 + np.arange(0.0, 10.0, 1.0 / rate)
     period = sample_period(t)
     assert payload_half_width(period) == pytest.approx(half_width)
     assert samples_each_side(half_width, period) >= 5
-    assert filter_for(t, True, half_width).window_samples == 2 * samples_each_side(
-        half_width, period) + 1
+    assert (
+        filter_for(t, True, half_width).window_samples
+        == 2 * samples_each_side(half_width, period) + 1
+    )
     assert samples_each_side(0.03, 1 / 125) == 3
 
 
 def test_the_node_parameter_quotes_the_default_at_125_hz() -> None:
     from inertia_id_ros.modes.payload_torques import PayloadTorquesMode
 
-    spec = next(p for p in PayloadTorquesMode().parameters
-                if p.name == "torques_filter_half_width")
+    spec = next(p for p in PayloadTorquesMode().parameters if p.name == "torques_filter_half_width")
     assert f"({payload_half_width(1 / 125):g} at 125 Hz)" in spec.description
 
 
@@ -72,13 +75,22 @@ def test_cross_validation_picks_a_filter_near_the_most_accurate(recording):
     within 1.5 x the best candidate's, and the velocities are differentiated once."""
     rec, model = recording, recording.simulator.links
     candidates = filter_candidates(rec.t, True, half_width_samples=(2, 8, 32, 125, 200))
-    selection = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
-                                       candidates=candidates, max_samples=3000, search="grid")
+    selection = select_differentiation(
+        model,
+        rec.t,
+        rec.q,
+        rec.dq,
+        rec.effort,
+        candidates=candidates,
+        max_samples=3000,
+        search="grid",
+    )
     assert selection.chosen.source == SOURCE_VELOCITIES
     errors = []
     for candidate in candidates:
-        keep, _, _, ddq = derivatives_at_samples(rec.t, rec.q, rec.dq, candidate.half_width,
-                                                 candidate.order, trim=0.21)  # same samples
+        keep, _, _, ddq = derivatives_at_samples(
+            rec.t, rec.q, rec.dq, candidate.half_width, candidate.order, trim=0.21
+        )  # same samples
         errors.append(np.sqrt(np.mean((ddq - rec.truth.accelerations[keep]) ** 2)))
     chosen = candidates.index(selection.chosen)
     assert errors[chosen] <= 1.5 * min(errors)
@@ -88,15 +100,17 @@ def test_cross_validation_picks_a_filter_near_the_most_accurate(recording):
     assert report["source"] == SOURCE_VELOCITIES and report["window_samples"] % 2 == 1
     assert len(report["selection"]["candidates"]) == len(candidates)
     assert min(c["cv_rms"] for c in report["selection"]["candidates"]) == pytest.approx(
-        float(np.min(selection.cv_rms)))
+        float(np.min(selection.cv_rms))
+    )
 
 
 def test_identify_links_reports_its_choices(recording):
     rec, model = recording, recording.simulator.links
     half = rec.t.size // 2
     part = slice(0, half, 4)  # 250 Hz
-    identification = identify_links(model, rec.t[part], rec.q[part], rec.dq[part], None,
-                                    rec.effort[part])
+    identification = identify_links(
+        model, rec.t[part], rec.q[part], rec.dq[part], None, rec.effort[part]
+    )
     assert max(abs(identification.tilt.roll), abs(identification.tilt.pitch)) < 0.005  # level
     assert identification.tilt.rms <= identification.tilt.level_rms
     assert identification.coulomb_selection.best in identification.coulomb_selection.widths
@@ -112,18 +126,27 @@ def test_identify_links_reports_its_choices(recording):
     assert "velocities differentiated once" in lines and "chosen by 5-fold" in lines
     assert f"delays every signal by {identification.differentiation.half_width:.3f} s" in lines
     # recorded accelerations are used as they are; given settings are not chosen
-    given = identify_links(model, rec.t[part], rec.truth.positions[part],
-                           rec.truth.velocities[part], rec.truth.accelerations[part],
-                           rec.effort[part], prior_weight=1e-4, weighting="channel",
-                           estimate_tilt=False, select_coulomb=False)
+    given = identify_links(
+        model,
+        rec.t[part],
+        rec.truth.positions[part],
+        rec.truth.velocities[part],
+        rec.truth.accelerations[part],
+        rec.effort[part],
+        prior_weight=1e-4,
+        weighting="channel",
+        estimate_tilt=False,
+        select_coulomb=False,
+    )
     assert given.differentiation.source == SOURCE_RECORDED and given.prior_selection is None
     assert given.as_json()["prior_weight_selection"] is None and given.tilt is None
     assert given.as_json()["coulomb_velocity_selection"] is None
     assert given.fit.channel_weights is not None
     # the held-out half, differentiated by the chosen filter, is predicted about as well
     rest = slice(half, None, 4)
-    held_out = derive_torque_data(rec.t[rest], rec.q[rest], rec.dq[rest], rec.effort[rest],
-                                  identification.differentiation)
+    held_out = derive_torque_data(
+        rec.t[rest], rec.q[rest], rec.dq[rest], rec.effort[rest], identification.differentiation
+    )
     fitted = identification.model
     training = torque_error(fitted, identification.fit.x, identification.data).overall
     assert torque_error(fitted, identification.fit.x, held_out).overall < 1.5 * training
@@ -133,8 +156,9 @@ def test_validate_differentiates_with_the_results_filter():
     result = {"differentiation": {"source": "velocities", "half_width_s": 0.0325, "order": 3}}
     assert differentiation_of(result, None) == {"half_width": 0.0325, "order": 3, "delay": 0.0}
     assert differentiation_of(result, 0.01) == {"half_width": 0.01, "delay": 0.0}
-    assert differentiation_of({"differentiation": {"source": "recorded", "half_width_s": 0.0}},
-                              None) == {"half_width": DEFAULT_HALF_WIDTH, "delay": 0.0}
+    assert differentiation_of(
+        {"differentiation": {"source": "recorded", "half_width_s": 0.0}}, None
+    ) == {"half_width": DEFAULT_HALF_WIDTH, "delay": 0.0}
     assert differentiation_of({}, None) == {"half_width": DEFAULT_HALF_WIDTH, "delay": 0.0}
     assert differentiation_of({"torque_delay": {"delay_s": 0.012}}, None)["delay"] == 0.012
 
@@ -150,11 +174,16 @@ def test_candidate_derivatives_equal_those_of_joint_states_at(with_velocities: b
     t = np.cumsum(0.005 + 4e-5 * rng.standard_normal(400))
     q = np.column_stack([np.sin(3 * t), np.cos(2 * t)]) + 1e-4 * rng.standard_normal((400, 2))
     dq = np.column_stack([3 * np.cos(3 * t), -2 * np.sin(2 * t)]) if with_velocities else None
-    candidate = DifferentiationFilter(SOURCE_VELOCITIES if with_velocities else SOURCE_POSITIONS,
-                                      0.0425, 3 if with_velocities else 4, 0.005)
+    candidate = DifferentiationFilter(
+        SOURCE_VELOCITIES if with_velocities else SOURCE_POSITIONS,
+        0.0425,
+        3 if with_velocities else 4,
+        0.005,
+    )
     times = t[50:350]
-    _, velocities, accelerations = joint_states_at(t, q, dq, times, candidate.half_width,
-                                                   candidate.order)
+    _, velocities, accelerations = joint_states_at(
+        t, q, dq, times, candidate.half_width, candidate.order
+    )
     fast = _derivatives_at(t, q, dq, times, candidate)
     np.testing.assert_allclose(fast[0], velocities, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(fast[1], accelerations, rtol=1e-9, atol=1e-7)
@@ -165,10 +194,19 @@ def grid_and_coarse_selections(recording) -> tuple:
     """(candidates, the grid's selection, the coarse-to-fine search's) on 2000 samples."""
     rec, model = recording, recording.simulator.links
     candidates = filter_candidates(rec.t, True, half_width_samples=(2, 5, 8, 12, 20, 32, 50, 80))
-    grid = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
-                                  candidates=candidates, max_samples=2000, search="grid")
-    coarse = select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort,
-                                    candidates=candidates, max_samples=2000)
+    grid = select_differentiation(
+        model,
+        rec.t,
+        rec.q,
+        rec.dq,
+        rec.effort,
+        candidates=candidates,
+        max_samples=2000,
+        search="grid",
+    )
+    coarse = select_differentiation(
+        model, rec.t, rec.q, rec.dq, rec.effort, candidates=candidates, max_samples=2000
+    )
     return candidates, grid, coarse
 
 
@@ -186,7 +224,8 @@ def test_coarse_search_chooses_as_the_grid_with_its_scores(recording):
 
 
 def test_coarse_search_ranks_on_every_stride_th_sample_then_scores_the_finalists_on_all(
-        recording, monkeypatch):
+    recording, monkeypatch
+):
     """Above RANKING_STRIDE * RANKING_MIN_SAMPLES samples the candidates are ranked on every
     RANKING_STRIDE-th sample; each order's best is scored on all, exactly as the grid scores
     it."""
@@ -211,5 +250,13 @@ def test_unknown_filter_search_is_refused(recording):
     rec, model = recording, recording.simulator.links
     candidates = filter_candidates(rec.t, True, half_width_samples=(2, 5, 8))
     with pytest.raises(ValueError, match="unknown search"):
-        select_differentiation(model, rec.t, rec.q, rec.dq, rec.effort, candidates=candidates,
-                               max_samples=2000, search="bisect")
+        select_differentiation(
+            model,
+            rec.t,
+            rec.q,
+            rec.dq,
+            rec.effort,
+            candidates=candidates,
+            max_samples=2000,
+            search="bisect",
+        )

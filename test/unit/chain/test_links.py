@@ -35,9 +35,15 @@ PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 KUKA_DIR = SHARED_DATA / "kuka_lwr4"
 
 
-def fourier_trajectory(n_joints: int, n_samples: int, rate: float, rng: np.random.Generator,
-                       amplitude: float = 0.6, harmonics: int = 4, base_frequency: float = 0.1,
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fourier_trajectory(
+    n_joints: int,
+    n_samples: int,
+    rate: float,
+    rng: np.random.Generator,
+    amplitude: float = 0.6,
+    harmonics: int = 4,
+    base_frequency: float = 0.1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exciting trajectory ``q = q0 + Σ_l a_l sin(l w t) + b_l cos(l w t)`` (rad) with exact
     derivatives; returns (N, n) positions, velocities, accelerations."""
     t = np.arange(n_samples)[:, None] / rate
@@ -50,12 +56,13 @@ def fourier_trajectory(n_joints: int, n_samples: int, rate: float, rng: np.rando
         s, c = np.sin(w * t), np.cos(w * t)
         q += a * s + b * c
         dq += w * (a * c - b * s)
-        ddq += -w**2 * (a * s + b * c)
+        ddq += -(w**2) * (a * s + b * c)
     return q, dq, ddq
 
 
-def drive_torques(drive: JointDrive, dq: np.ndarray, ddq: np.ndarray, values: dict[str, float]
-                  ) -> np.ndarray:
+def drive_torques(
+    drive: JointDrive, dq: np.ndarray, ddq: np.ndarray, values: dict[str, float]
+) -> np.ndarray:
     """``viscous dq + coulomb s(dq) + offset + armature ddq`` written out (missing terms: 0; a
     non-estimated armature is the drive's reflected inertia)."""
     armature = values.get("armature", 0.0 if drive.armature else drive.reflected_inertia)
@@ -68,8 +75,13 @@ def perturbed_consistent_thetas(thetas: np.ndarray, rng: np.random.Generator) ->
     out = []
     for theta in thetas:
         mass, com, inertia_com = inertia_from_theta(theta)
-        out.append(theta_from_inertia(mass * rng.uniform(0.8, 1.2), com + rng.normal(0.0, 0.01, 3),
-                                      inertia_com * rng.uniform(0.8, 1.2)))
+        out.append(
+            theta_from_inertia(
+                mass * rng.uniform(0.8, 1.2),
+                com + rng.normal(0.0, 0.01, 3),
+                inertia_com * rng.uniform(0.8, 1.2),
+            )
+        )
     return np.array(out)
 
 
@@ -89,14 +101,17 @@ def test_regressor_matches_rnea_plus_drives() -> None:
         "panda_joint3": JointDrive(armature=False, rotor_inertia=2e-5, gear_ratio=100.0),
         "panda_joint4": JointDrive(viscous=False, coulomb=False, offset=False, armature=False),
         "panda_joint5": JointDrive(coulomb_velocity=0.01, effort_scale=2.5),
-        "panda_joint6": JointDrive(viscous=False, armature=False, rotor_inertia=1e-4,
-                                   gear_ratio=50.0),
+        "panda_joint6": JointDrive(
+            viscous=False, armature=False, rotor_inertia=1e-4, gear_ratio=50.0
+        ),
     }
     model = LinkModel.from_urdf(example_robot_urdf("panda"), joints=PANDA_ARM, drives=drives)
     assert model.n_parameters == 70 + 4 + 3 + 3 + 0 + 4 + 2 + 4
     assert len(model.parameter_names) == model.n_parameters
-    assert all(model.parameter_names[i].rsplit(".", 1)[1] in {"viscous", "coulomb", "armature"}
-               for i in model.nonnegative)
+    assert all(
+        model.parameter_names[i].rsplit(".", 1)[1] in {"viscous", "coulomb", "armature"}
+        for i in model.nonnegative
+    )
     x = rng.normal(size=model.n_parameters)  # RNEA is linear in theta: any theta with m != 0
     q, dq, ddq = rng.uniform(-2, 2, (3, 20, 7))
     data = JointTorqueData(q, dq, ddq, np.zeros((20, 7)))
@@ -127,8 +142,9 @@ def test_data_columns_follow_joint_names() -> None:
     order = [names.index(j) for j in PANDA_ARM]
     shuffled = JointTorqueData(q, dq, ddq, tau, names)
     plain = JointTorqueData(q[:, order], dq[:, order], ddq[:, order], tau[:, order])
-    np.testing.assert_allclose(predict_torques(model, model.prior, shuffled),
-                               predict_torques(model, model.prior, plain))
+    np.testing.assert_allclose(
+        predict_torques(model, model.prior, shuffled), predict_torques(model, model.prior, plain)
+    )
     with pytest.raises(ValueError, match="lacks joints"):
         partial = JointTorqueData(q[:, :3], dq[:, :3], ddq[:, :3], tau[:, :3], names[:3])
         predict_torques(model, model.prior, partial)
@@ -141,13 +157,21 @@ def test_sub_chain_locks_other_joints() -> None:
     full model's with the locked joints held still at their positions."""
     rng = np.random.default_rng(3)
     full = pin.buildModelFromUrdf(str(example_robot_urdf("panda")))
-    locked = {"panda_joint5": 0.3, "panda_joint6": 1.2, "panda_joint7": -0.4,
-              "panda_finger_joint1": 0.02}
+    locked = {
+        "panda_joint5": 0.3,
+        "panda_joint6": 1.2,
+        "panda_joint7": -0.4,
+        "panda_finger_joint1": 0.02,
+    }
     arm = PANDA_ARM[:4]
     samples = rng.uniform(-1, 1, (3, 10, 4))
     positions = {**locked, "panda_joint1": 0.5}  # entries for identified joints are ignored
-    model = LinkModel.from_urdf(example_robot_urdf("panda"), joints=arm, locked_positions=positions,
-                                drives=JointDrive(False, False, False, False))
+    model = LinkModel.from_urdf(
+        example_robot_urdf("panda"),
+        joints=arm,
+        locked_positions=positions,
+        drives=JointDrive(False, False, False, False),
+    )
     assert model.joint_names == arm and model.n_parameters == 40
     data = JointTorqueData(*samples, np.zeros((10, 4)))
     expected = []
@@ -160,8 +184,9 @@ def test_sub_chain_locks_other_joints() -> None:
             i = full.joints[full.getJointId(name)]
             q[i.idx_q], dq[i.idx_v], ddq[i.idx_v] = samples[:, k, j]
         expected.append(pin.rnea(full, full.createData(), q, dq, ddq)[:4])
-    np.testing.assert_allclose(predict_torques(model, model.prior, data), np.array(expected),
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        predict_torques(model, model.prior, data), np.array(expected), atol=1e-9
+    )
     total_mass = sum(full.inertias[j].mass for j in range(4, full.njoints))
     assert model.link_parameters(model.prior)[3, 0] == pytest.approx(total_mass)
 
@@ -169,10 +194,15 @@ def test_sub_chain_locks_other_joints() -> None:
 def test_base_parameters_of_panda() -> None:
     rng = np.random.default_rng(4)
     urdf = example_robot_urdf("panda")
-    data = JointTorqueData(rng.uniform(-2, 2, (200, 7)), rng.normal(size=(200, 7)),
-                           rng.normal(size=(200, 7)), np.zeros((200, 7)))
-    links_only = LinkModel.from_urdf(urdf, joints=PANDA_ARM,
-                                     drives=JointDrive(False, False, False, False))
+    data = JointTorqueData(
+        rng.uniform(-2, 2, (200, 7)),
+        rng.normal(size=(200, 7)),
+        rng.normal(size=(200, 7)),
+        np.zeros((200, 7)),
+    )
+    links_only = LinkModel.from_urdf(
+        urdf, joints=PANDA_ARM, drives=JointDrive(False, False, False, False)
+    )
     base = base_parameters(links_only, data)
     assert base.rank == 43  # the Panda's 43 base inertial parameters (Gaz et al. 2019)
     assert base.null_space.shape == (70, 27)
@@ -191,8 +221,10 @@ def test_base_parameters_of_panda() -> None:
     base = base_parameters(with_drives, data)
     assert base.rank == 43 + 28 - 2
     # the armatures of joints 1 and 2 only add to the links' inertia about those axes
-    assert {n for n in base.unidentifiable if "joint" in n} == {"panda_joint1.armature",
-                                                                "panda_joint2.armature"}
+    assert {n for n in base.unidentifiable if "joint" in n} == {
+        "panda_joint1.armature",
+        "panda_joint2.armature",
+    }
 
 
 @pytest.mark.parametrize("n_samples", [200, 10])
@@ -200,14 +232,17 @@ def test_base_parameters_from_the_gram_alone_are_those_of_the_rows(n_samples: in
     """A window keeps only Y^T Y: same rank, unidentifiable set and null space as the rows' QR
     (10 random states: a nearly degenerate regressor, diagonals down to 1e-5 relative)."""
     rng = np.random.default_rng(7)
-    data = JointTorqueData(rng.uniform(-2, 2, (n_samples, 7)), rng.normal(size=(n_samples, 7)),
-                           rng.normal(size=(n_samples, 7)), np.zeros((n_samples, 7)))
+    data = JointTorqueData(
+        rng.uniform(-2, 2, (n_samples, 7)),
+        rng.normal(size=(n_samples, 7)),
+        rng.normal(size=(n_samples, 7)),
+        np.zeros((n_samples, 7)),
+    )
     model = LinkModel.from_urdf(example_robot_urdf("panda"), joints=PANDA_ARM)
     rows = base_parameters(model, data)
     gram = link_problem(model, data, prior_weight=0.0).gram
     from_gram = base_parameters_from_gram(model.parameter_names, gram)
-    assert from_gram.rank == rows.rank and set(from_gram.unidentifiable) == set(
-        rows.unidentifiable)
+    assert from_gram.rank == rows.rank and set(from_gram.unidentifiable) == set(rows.unidentifiable)
     assert set(from_gram.no_effect) == set(rows.no_effect)
     Y = model.joint_torque_regressor(data.positions, data.velocities, data.accelerations)
     Y = Y.reshape(-1, model.n_parameters)
@@ -216,14 +251,22 @@ def test_base_parameters_from_the_gram_alone_are_those_of_the_rows(n_samples: in
         base_parameters_from_gram(model.parameter_names[:-1], gram)
 
 
-def simulated_panda(rng: np.random.Generator, n_samples: int, noise: float
-                    ) -> tuple[LinkModel, np.ndarray, JointTorqueData]:
+def simulated_panda(
+    rng: np.random.Generator, n_samples: int, noise: float
+) -> tuple[LinkModel, np.ndarray, JointTorqueData]:
     """Panda with perturbed (consistent) links and known drives; URDF prior; noisy torques."""
-    model = LinkModel.from_urdf(example_robot_urdf("panda"), joints=PANDA_ARM,
-                                drives=JointDrive(coulomb_velocity=0.02))
+    model = LinkModel.from_urdf(
+        example_robot_urdf("panda"), joints=PANDA_ARM, drives=JointDrive(coulomb_velocity=0.02)
+    )
     thetas = perturbed_consistent_thetas(model.link_parameters(model.prior), rng)
-    drives = np.column_stack([rng.uniform(0.2, 0.6, 7), rng.uniform(0.3, 1.0, 7),
-                              rng.normal(0.0, 0.3, 7), rng.uniform(0.1, 0.4, 7)])
+    drives = np.column_stack(
+        [
+            rng.uniform(0.2, 0.6, 7),
+            rng.uniform(0.3, 1.0, 7),
+            rng.normal(0.0, 0.3, 7),
+            rng.uniform(0.1, 0.4, 7),
+        ]
+    )
     x_true = np.concatenate([thetas.ravel(), drives.ravel()])
     q, dq, ddq = fourier_trajectory(7, n_samples, 50.0, rng)
     tau = model.inverse_dynamics(x_true, q, dq, ddq) + rng.normal(0.0, noise, (n_samples, 7))
@@ -241,8 +284,10 @@ def test_simulated_fit_recovers_friction_and_armature() -> None:
         for term in ("viscous", "coulomb", "offset", "armature"):
             if f"{joint}.{term}" in base.unidentifiable:
                 continue
-            assert estimate[joint][term] == pytest.approx(truth[joint][term], abs=0.03), \
-                (joint, term)
+            assert estimate[joint][term] == pytest.approx(truth[joint][term], abs=0.03), (
+                joint,
+                term,
+            )
     base_true, base_fit = base.from_standard(x_true), base.from_standard(fit.x)
     assert np.all(np.abs(base_fit - base_true) <= 0.02 + 0.02 * np.abs(base_true))
     _, _, fresh = simulated_panda(np.random.default_rng(6), 300, noise=0.0)  # another trajectory
@@ -286,8 +331,11 @@ def test_consistent_solve_of_seven_links_and_drives_matches_cvxpy() -> None:
     reference = solve(problem, "lmi", backend="cvxpy")
     newton = solve(problem, "lmi")
     interior_point = solve(problem, "lmi", use_active_set=False)
-    warm = solve(problem.add_rows(*regression_system(model, data.subset(slice(0, 5)))), "lmi",
-                 initvals=newton)
+    warm = solve(
+        problem.add_rows(*regression_system(model, data.subset(slice(0, 5)))),
+        "lmi",
+        initvals=newton,
+    )
     assert newton.info["algorithm"] == warm.info["algorithm"] == "active_set"
     assert interior_point.info["algorithm"] == "interior_point"
     assert solve(problem, "ols").min_eigs.min() < 0
@@ -330,8 +378,10 @@ def test_prior_weight_descent_chooses_what_the_whole_grid_chooses(noise: float) 
 
 def load_kuka_run(index: int, step: int) -> dict[str, np.ndarray]:
     if not KUKA_DIR.is_dir():
-        pytest.skip(f"KUKA LWR4+ recordings not found at {KUKA_DIR} (the repository's sibling "
-                    "shared/data/kuka_lwr4, see its README.md)")
+        pytest.skip(
+            f"KUKA LWR4+ recordings not found at {KUKA_DIR} (the repository's sibling "
+            "shared/data/kuka_lwr4, see its README.md)"
+        )
     with np.load(KUKA_DIR / f"measurements_{index}.npz") as run:
         return {key: run[key][::step] for key in run.files}
 
@@ -343,19 +393,30 @@ def test_kuka_real_data_consistent_fit_predicts_held_out_runs() -> None:
     runs = [load_kuka_run(i, 2) for i in (1, 2, 3)]
     model = LinkModel.from_urdf(KUKA_DIR / "kuka_lwr4.urdf")
     r1 = runs[0]
-    identification = identify_links(model, r1["times"], r1["positions"], r1["velocities"], None,
-                                    r1["torques"])
+    identification = identify_links(
+        model, r1["times"], r1["positions"], r1["velocities"], None, r1["torques"]
+    )
     fit, fitted = identification.fit, identification.model
-    sets = [derive_torque_data(r["times"], r["positions"], r["velocities"], r["torques"],
-                               identification.differentiation, delay=identification.delay.delay)
-            for r in runs]
+    sets = [
+        derive_torque_data(
+            r["times"],
+            r["positions"],
+            r["velocities"],
+            r["torques"],
+            identification.differentiation,
+            delay=identification.delay.delay,
+        )
+        for r in runs
+    ]
     assert fit.fully_consistent
     ratios = fitted.link_parameters(fit.x)[:, 0] / model.link_parameters(model.prior)[:, 0]
     assert np.all((ratios >= 0.5) & (ratios <= 2.0))
     assert 0.01 < identification.tilt.roll < 0.04  # the base is tilted about 1.3 degrees
     assert 0.005 < identification.delay.delay < 0.02  # the torques lag the motion about 12 ms
     ols = fit_links(model, sets[0], method="ols", prior_weight=0.0)
-    assert torque_error(fitted, fit.x, sets[1]).overall <= 1.05 * torque_error(
-        model, ols.x, sets[1]).overall
+    assert (
+        torque_error(fitted, fit.x, sets[1]).overall
+        <= 1.05 * torque_error(model, ols.x, sets[1]).overall
+    )
     assert torque_error(fitted, fit.x, sets[2]).overall <= 0.37
     assert torque_error(model, ols.x, sets[2]).overall > 1.0  # least squares does not generalise

@@ -35,8 +35,15 @@ FLANGE = "panda_link8"
 
 def panda_drives(rng: np.random.Generator) -> list[DriveTruth]:
     """Friction, offsets and armatures of the order of the Panda's (exact Coulomb sign)."""
-    return [DriveTruth(rng.uniform(0.2, 0.6), rng.uniform(0.3, 1.0), rng.normal(0.0, 0.3),
-                       rng.uniform(0.1, 0.4)) for _ in range(7)]
+    return [
+        DriveTruth(
+            rng.uniform(0.2, 0.6),
+            rng.uniform(0.3, 1.0),
+            rng.normal(0.0, 0.3),
+            rng.uniform(0.1, 0.4),
+        )
+        for _ in range(7)
+    ]
 
 
 @pytest.mark.parametrize("frame", [FLANGE, "panda_hand", "panda_link5"])
@@ -88,11 +95,13 @@ def test_payload_from_torques_with_links_from_a_previous_fit() -> None:
     rng = np.random.default_rng(2)
     drives = panda_drives(rng)
     empty = panda_torque_simulator(np.zeros(10), seed=2, drives=drives, torque_noise_std=0.05)
-    links_fit = fit_links(empty.links, empty.measure(np.arange(0.0, 60.0, 0.02), rng),
-                          prior_weight=1e-6)
+    links_fit = fit_links(
+        empty.links, empty.measure(np.arange(0.0, 60.0, 0.02), rng), prior_weight=1e-6
+    )
     loaded = panda_torque_simulator(seed=2, drives=drives, torque_noise_std=0.05)
-    fit = fit_payload(loaded.links, links_fit.x, loaded.measure(np.arange(0.0, 30.0, 0.01), rng),
-                      FLANGE)
+    fit = fit_payload(
+        loaded.links, links_fit.x, loaded.measure(np.arange(0.0, 30.0, 0.01), rng), FLANGE
+    )
     assert_recovers_default_payload(fit.theta)
 
 
@@ -100,17 +109,23 @@ def test_badly_excited_payload_stays_consistent() -> None:
     """A few slow samples near one pose: least squares breaks the payload, LMI does not; both
     say the payload is poorly determined."""
     rng = np.random.default_rng(3)
-    states = (PANDA_HOME + 0.02 * rng.normal(size=(30, 7)), 0.02 * rng.normal(size=(30, 7)),
-              0.05 * rng.normal(size=(30, 7)))
-    sim = panda_torque_simulator(torque_noise_std=0.3, trajectory=lambda t: tuple(
-        s[t.astype(int)] for s in states))
+    states = (
+        PANDA_HOME + 0.02 * rng.normal(size=(30, 7)),
+        0.02 * rng.normal(size=(30, 7)),
+        0.05 * rng.normal(size=(30, 7)),
+    )
+    sim = panda_torque_simulator(
+        torque_noise_std=0.3, trajectory=lambda t: tuple(s[t.astype(int)] for s in states)
+    )
     data = sim.measure(np.arange(30.0), rng)
     known = sim.true_parameters()
     with pytest.warns(RuntimeWarning, match="poorly determined"):
         ols = fit_payload(sim.links, known, data, FLANGE, method="ols")
     assert not ols.consistency.fully_consistent
-    for prior, weight in ((None, 0.0), (np.array([1.0, 0, 0, 0.05, 2e-3, 0, 2e-3, 0, 0, 2e-3]),
-                                        1e-3)):
+    for prior, weight in (
+        (None, 0.0),
+        (np.array([1.0, 0, 0, 0.05, 2e-3, 0, 2e-3, 0, 0, 2e-3]), 1e-3),
+    ):
         with pytest.warns(RuntimeWarning, match="poorly determined"):
             fit = fit_payload(sim.links, known, data, FLANGE, prior=prior, prior_weight=weight)
         assert any("mass is poorly determined" in message for message in fit.warnings)
@@ -165,8 +180,9 @@ def test_a_bounding_ellipsoid_keeps_the_payload_inside_its_sphere() -> None:
 
     runs = panda_payload_torque_runs(duration=10.0, rate=200.0, seed=2)
     chain = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
-    difference, _ = difference_runs(runs.loaded.t, runs.loaded.truth, runs.unloaded.t,
-                                    runs.unloaded.truth)
+    difference, _ = difference_runs(
+        runs.loaded.t, runs.loaded.truth, runs.unloaded.t, runs.unloaded.truth
+    )
     free = fit_payload(chain, None, difference, FLANGE)
     radius = 0.8 * rms_radius(free.theta)
     sphere = ellipsoid_matrix(np.zeros(3), np.full(3, radius))
@@ -183,14 +199,16 @@ def test_one_path_chirp_fit_says_the_mass_is_poorly_determined() -> None:
     URDF's links while the true ones differ by up to 10 %: the mass is off, and the fit warns
     with its standard error."""
     theta = theta_from_inertia(0.48, np.array([0.0, 0.0, 0.05]), np.diag([4e-4, 4e-4, 3e-4]))
-    runs = panda_payload_torque_runs(duration=20.0, rate=200.0, seed=0, payload_theta=theta,
-                                     trajectory=one_path_chirp)
+    runs = panda_payload_torque_runs(
+        duration=20.0, rate=200.0, seed=0, payload_theta=theta, trajectory=one_path_chirp
+    )
     with pytest.warns(RuntimeWarning, match="mass is poorly determined"):
         fit = fit_payload(runs.links, runs.links.prior, runs.loaded.truth, FLANGE)
     assert abs(fit.mass - 0.48) > 0.01
     assert f"{fit.mass:.4f} ± {fit.theta_std[0]:.4f} kg" in fit.warnings[0]
-    exact = fit_payload(runs.links, runs.unloaded.simulator.true_parameters(runs.links),
-                        runs.loaded.truth, FLANGE)
+    exact = fit_payload(
+        runs.links, runs.unloaded.simulator.true_parameters(runs.links), runs.loaded.truth, FLANGE
+    )
     assert exact.mass == pytest.approx(0.48, rel=0.01)
     assert not any("mass" in message for message in exact.warnings)
 
@@ -206,8 +224,11 @@ def test_the_inertia_is_judged_about_the_com_and_a_non_positive_mass_is_named() 
     for relative, warned in ((0.4, True), (0.04, False)):
         covariance[[4, 6, 9], [4, 6, 9]] = (relative * norm) ** 2 / 3
         messages = determination_warnings(theta, covariance, 10, 10)
-        assert [m.startswith("the payload's inertia is poorly determined") for m in messages] \
-            == ([True] if warned else [])
+        assert [m.startswith("the payload's inertia is poorly determined") for m in messages] == (
+            [True] if warned else []
+        )
     negative = np.array([-0.1, *theta[1:]])
-    assert any("mass is not positive (-0.1000 kg)" in m
-               for m in determination_warnings(negative, covariance, 10, 10))
+    assert any(
+        "mass is not positive (-0.1000 kg)" in m
+        for m in determination_warnings(negative, covariance, 10, 10)
+    )

@@ -26,9 +26,17 @@ def test_estimated_delay_recovers_the_lag_of_the_torques(recording, lag_samples:
     within a millisecond of it, and explains the data better than no delay when there is one."""
     rec, n = recording, recording.t.size
     rows = slice(lag_samples, n)
-    effort = rec.effort[:n - lag_samples]  # effort at row k belongs to the motion at k - lag
-    delay = estimate_torque_delay(rec.simulator.links, rec.t[rows], rec.q[rows], rec.dq[rows],
-                                  None, effort, FILTER, max_samples=1500)
+    effort = rec.effort[: n - lag_samples]  # effort at row k belongs to the motion at k - lag
+    delay = estimate_torque_delay(
+        rec.simulator.links,
+        rec.t[rows],
+        rec.q[rows],
+        rec.dq[rows],
+        None,
+        effort,
+        FILTER,
+        max_samples=1500,
+    )
     assert delay.delay == pytest.approx(lag_samples * 1e-3, abs=1e-3)
     assert delay.rms <= delay.zero_rms
     if lag_samples:
@@ -54,14 +62,38 @@ def test_a_given_delay_is_applied_and_reported(recording):
     before, and the JSON says it was given."""
     rec = recording
     rows = slice(0, 3000, 2)
-    options = {"prior_weight": 1e-4, "differentiation": FILTER, "estimate_tilt": False,
-               "select_coulomb": False}
-    none = identify_links(rec.simulator.links, rec.t[rows], rec.q[rows], rec.dq[rows], None,
-                          rec.effort[rows], torque_delay=0.0, **options)
-    given = identify_links(rec.simulator.links, rec.t[rows], rec.q[rows], rec.dq[rows], None,
-                           rec.effort[rows], torque_delay=0.01, **options)
-    assert none.delay.as_json() == {"delay_s": 0.0, "rms": None, "zero_rms": None,
-                                    "criterion": "given"}
+    options = {
+        "prior_weight": 1e-4,
+        "differentiation": FILTER,
+        "estimate_tilt": False,
+        "select_coulomb": False,
+    }
+    none = identify_links(
+        rec.simulator.links,
+        rec.t[rows],
+        rec.q[rows],
+        rec.dq[rows],
+        None,
+        rec.effort[rows],
+        torque_delay=0.0,
+        **options,
+    )
+    given = identify_links(
+        rec.simulator.links,
+        rec.t[rows],
+        rec.q[rows],
+        rec.dq[rows],
+        None,
+        rec.effort[rows],
+        torque_delay=0.01,
+        **options,
+    )
+    assert none.delay.as_json() == {
+        "delay_s": 0.0,
+        "rms": None,
+        "zero_rms": None,
+        "criterion": "given",
+    }
     assert given.as_json()["torque_delay"]["delay_s"] == 0.01
     t, effort, truth = rec.t[rows], rec.effort[rows], rec.truth.positions[rows]
     kept = np.flatnonzero(t - 0.01 >= t[0] + FILTER.half_width)  # each effort's stamp
@@ -75,12 +107,18 @@ def test_a_given_delay_is_applied_and_reported(recording):
 def test_too_short_a_recording_is_refused(recording):
     rec, rows = recording, slice(0, 150)  # 0.15 s: no sample 0.08 s from both ends
     with pytest.raises(ValueError, match="too short to estimate the torque delay"):
-        estimate_torque_delay(rec.simulator.links, rec.t[rows], rec.q[rows], rec.dq[rows], None,
-                              rec.effort[rows], FILTER)
+        estimate_torque_delay(
+            rec.simulator.links,
+            rec.t[rows],
+            rec.q[rows],
+            rec.dq[rows],
+            None,
+            rec.effort[rows],
+            FILTER,
+        )
 
 
-@pytest.mark.parametrize("step, n_rows, max_shift", [(1, 40, 3), (2, 30, 5), (3, 25, 4),
-                                                     (1, 4, 3)])
+@pytest.mark.parametrize("step, n_rows, max_shift", [(1, 40, 3), (2, 30, 5), (3, 25, 4), (1, 4, 3)])
 def test_shifted_pairs_match_the_normal_equations_built_directly(step, n_rows, max_shift):
     """Every whole shift's normal equations from the shared sums equal those of the regressor
     rows ``rows - k`` against ``measured - known[rows - k]`` computed directly (known torques
@@ -116,17 +154,31 @@ def test_whole_shift_search_agrees_with_the_exact_search(recording):
     rec, lag, n = recording, 6, recording.t.size
     rows = slice(lag, n, 2)  # 500 Hz
     t, q, dq = rec.t[rows], rec.q[rows], rec.dq[rows]
-    effort = rec.effort[:n - lag:2]
+    effort = rec.effort[: n - lag : 2]
     filt = DifferentiationFilter(SOURCE_VELOCITIES, 0.05, 2, 2e-3)
-    fast = estimate_torque_delay(rec.simulator.links, t, q, dq, None, effort, filt,
-                                 max_samples=1500)
+    fast = estimate_torque_delay(
+        rec.simulator.links, t, q, dq, None, effort, filt, max_samples=1500
+    )
     reach = identify.MAX_TORQUE_DELAY + filt.half_width
     inner = np.flatnonzero((t >= t[0] + reach) & (t <= t[-1] - reach))
     scored = inner[np.arange(0, inner.size, int(np.ceil(inner.size / 1500)))]
 
     def scorer():
-        return identify._DelayScorer(rec.simulator.links, t, q, dq, None, effort, filt, None,
-                                     scored, "lmi", identify.DEFAULT_PRIOR_WEIGHT, {})
+        return identify._DelayScorer(
+            rec.simulator.links,
+            t,
+            q,
+            dq,
+            None,
+            effort,
+            filt,
+            None,
+            scored,
+            "lmi",
+            identify.DEFAULT_PRIOR_WEIGHT,
+            {},
+        )
+
     exact = identify._torque_delay_exact(scorer(), identify.MAX_TORQUE_DELAY, 2e-3)
     assert fast.delay == pytest.approx(exact.delay, abs=1e-3)
     assert fast.delay == pytest.approx(6e-3, abs=1e-3)
@@ -143,12 +195,14 @@ def test_the_coarse_shift_grid_finds_the_delay_of_every_shift_scored(recording, 
     rec, lag, n = recording, 6, recording.t.size
     rows = slice(lag, n, 2)  # 500 Hz: 15 whole shifts each side
     t, q, dq = rec.t[rows], rec.q[rows], rec.dq[rows]
-    effort = rec.effort[:n - lag:2]
+    effort = rec.effort[: n - lag : 2]
     filt = DifferentiationFilter(SOURCE_VELOCITIES, 0.05, 2, 2e-3)
-    coarse = estimate_torque_delay(rec.simulator.links, t, q, dq, None, effort, filt,
-                                   max_samples=1500)
+    coarse = estimate_torque_delay(
+        rec.simulator.links, t, q, dq, None, effort, filt, max_samples=1500
+    )
     monkeypatch.setattr(identify, "SHIFT_GRID_STEPS", 1000)  # every whole shift
-    every = estimate_torque_delay(rec.simulator.links, t, q, dq, None, effort, filt,
-                                  max_samples=1500)
+    every = estimate_torque_delay(
+        rec.simulator.links, t, q, dq, None, effort, filt, max_samples=1500
+    )
     assert coarse.delay == pytest.approx(every.delay, abs=1e-9)
     assert coarse.rms == pytest.approx(every.rms, rel=1e-9)

@@ -34,10 +34,12 @@ REPO_CONFIG = WAM_URDF.parent
 
 def test_dh_transform_is_rz_tz_tx_rx():
     alpha, a, d, q = -0.7, 0.045, 0.55, 0.3
-    expected = (pin.SE3(pin.rpy.rpyToMatrix(0, 0, q), np.zeros(3))
-                * pin.SE3(np.eye(3), np.array([0, 0, d]))
-                * pin.SE3(np.eye(3), np.array([a, 0, 0]))
-                * pin.SE3(pin.rpy.rpyToMatrix(alpha, 0, 0), np.zeros(3)))
+    expected = (
+        pin.SE3(pin.rpy.rpyToMatrix(0, 0, q), np.zeros(3))
+        * pin.SE3(np.eye(3), np.array([0, 0, d]))
+        * pin.SE3(np.eye(3), np.array([a, 0, 0]))
+        * pin.SE3(pin.rpy.rpyToMatrix(alpha, 0, 0), np.zeros(3))
+    )
     assert np.allclose(dh_transform(alpha, a, d, q), expected.homogeneous)
 
 
@@ -52,8 +54,7 @@ def test_urdf_forward_kinematics_is_the_dh_product():
         for k in range(1, 7):  # DH frame k: where joint k+1 sits on link k
             placement = data.oMi[k] * model.jointPlacements[k + 1]
             assert np.allclose(placement.homogeneous, dh[k - 1], atol=1e-12), k
-        assert np.allclose(data.oMf[model.getFrameId(WAM_FLANGE)].homogeneous, dh[6],
-                           atol=1e-12)
+        assert np.allclose(data.oMf[model.getFrameId(WAM_FLANGE)].homogeneous, dh[6], atol=1e-12)
     # at q = 0 the flange is straight up: d3 + d5 + d7 = 0.91 m
     assert np.allclose(dh_forward_kinematics(WAM_DH, np.zeros(7))[6][:3, 3], [0, 0, 0.91])
 
@@ -62,8 +63,10 @@ def test_committed_urdf_and_config_match():
     assert WAM_URDF.read_text() == wam_urdf()
     model = load_model(WAM_URDF)
     assert sum(inertia.mass for inertia in model.inertias) == pytest.approx(27.04)
-    assert all(check_consistency(inertia.toDynamicParameters()).fully_consistent
-               for inertia in model.inertias[1:])
+    assert all(
+        check_consistency(inertia.toDynamicParameters()).fully_consistent
+        for inertia in model.inertias[1:]
+    )
     config = yaml.safe_load((REPO_CONFIG / "wam_links.yaml").read_text())
     parameters = config["inertia_id"]["ros__parameters"]
     assert parameters["mode"] == "links" and tuple(parameters["joints"]) == WAM_JOINTS
@@ -76,9 +79,11 @@ def test_base_parameter_count():
     t = np.arange(500) / 25.0
     rng = np.random.default_rng(0)
     counts = {}
-    for name, drive in (("inertial", JointDrive(False, False, False, False)),
-                        ("armature", JointDrive(False, False, False, True)),
-                        ("all", JointDrive())):
+    for name, drive in (
+        ("inertial", JointDrive(False, False, False, False)),
+        ("armature", JointDrive(False, False, False, True)),
+        ("all", JointDrive()),
+    ):
         model = wam_link_model(drive)
         counts[name] = base_parameters(model, wam_simulator(0, links=model).measure(t, rng)).rank
     assert wam_link_model().n_parameters == 98
@@ -98,8 +103,9 @@ def test_feasibility_constrained_and_closest_estimates_are_feasible(experiment):
         estimate = experiment.estimates[method]
         assert estimate.feasible, method
         thetas = model.link_parameters(estimate.x)
-        assert all(report.min_pseudo_inertia_eig > -1e-7
-                   for report in feasibility.check(estimate.x, 7))
+        assert all(
+            report.min_pseudo_inertia_eig > -1e-7 for report in feasibility.check(estimate.x, 7)
+        )
         assert all(estimate.x[i] >= -1e-7 for i in model.nonnegative)
         assert all(check_consistency(theta, tol=1e-7).fully_consistent for theta in thetas)
         assert bounds.hold(estimate.x, 7) and thetas[:, 0].sum() <= bounds.max_total_mass + 1e-7
@@ -116,7 +122,8 @@ def test_closest_base_is_the_packages_closest_feasible_without_bounds():
     solvers.feasibility.closest_feasible in the metric K^T K (||K (x' - x)||^2)."""
     model = wam_link_model()
     data = wam_simulator(0, sousa2014.DEFAULT_TORQUE_NOISE_STD, model).measure(
-        np.arange(600) / 50.0, np.random.default_rng(0))
+        np.arange(600) / 50.0, np.random.default_rng(0)
+    )
     base = base_parameters(model, data)
     K = sousa2014.base_matrix(base)
     assert np.allclose(K @ np.arange(98.0), base.from_standard(np.arange(98.0)))

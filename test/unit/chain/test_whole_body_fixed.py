@@ -27,13 +27,15 @@ def stand():
 
 def _model(sim, sensors=None, imu_frame=None, base="fixed"):
     sensors = sim.ft_sensors if sensors is None else sensors
-    return WholeBodyModel.from_urdf(wb.example_robot_urdf("icub"), base,
-                                    [FTSensor(f, k) for f, k in sensors], imu_frame)
+    return WholeBodyModel.from_urdf(
+        wb.example_robot_urdf("icub"), base, [FTSensor(f, k) for f, k in sensors], imu_frame
+    )
 
 
 def _session(model, **kwargs):
-    return whole_body_session(model, window_sec=30.0, max_input_rate_hz=RATE,
-                              sample_rate_hz=SAMPLE_RATE, **kwargs)
+    return whole_body_session(
+        model, window_sec=30.0, max_input_rate_hz=RATE, sample_rate_hz=SAMPLE_RATE, **kwargs
+    )
 
 
 def _feed(session, data, start=0, stop=None, silent=(), imu=False, velocity=True):
@@ -44,12 +46,17 @@ def _feed(session, data, start=0, stop=None, silent=(), imu=False, velocity=True
     names = list(data["joint_names"])
     for i in range(start, stop or data["t"].size):
         t = data["t"][i]
-        warnings.append(session.add_joint_state(t, names, data["q"][i],
-                                                data["dq"][i] if velocity else None,
-                                                data["effort"][i]))
+        warnings.append(
+            session.add_joint_state(
+                t, names, data["q"][i], data["dq"][i] if velocity else None, data["effort"][i]
+            )
+        )
         if imu:
-            warnings.append(session.add_imu(t, data["imu_angular_velocity"][i],
-                                            data["imu_linear_acceleration"][i]))
+            warnings.append(
+                session.add_imu(
+                    t, data["imu_angular_velocity"][i], data["imu_linear_acceleration"][i]
+                )
+            )
         for k, frame in enumerate(map(str, data["ft_frames"])):
             if frame not in silent:
                 warnings.append(session.add_wrench(frame, t, data["ft_wrench"][i, k], frame))
@@ -77,14 +84,14 @@ def test_fixed_base_without_imu_gives_the_offline_rows_and_estimate(stand):
 
     fit = local_polynomial_derivatives(data["t"], data["q"], stamps, HALF_WIDTH)
     select = np.searchsorted(data["t"], stamps)
-    samples = WholeBodySamples(fit[:, 0], fit[:, 1], fit[:, 2], BaseMotion.at_rest(stamps.size),
-                               data["ft_wrench"][select])
+    samples = WholeBodySamples(
+        fit[:, 0], fit[:, 1], fit[:, 2], BaseMotion.at_rest(stamps.size), data["ft_wrench"][select]
+    )
     offline = normal_equations(model, samples)
     gram, moment, _, n_rows = session.estimator.window.normal_equations()
     assert n_rows == offline.n_rows
     assert np.allclose(gram, offline.gram, rtol=1e-6, atol=1e-9 * np.abs(offline.gram).max())
-    assert np.allclose(moment, offline.moment, rtol=1e-6,
-                       atol=1e-9 * np.abs(offline.moment).max())
+    assert np.allclose(moment, offline.moment, rtol=1e-6, atol=1e-9 * np.abs(offline.moment).max())
     reference = fit_whole_body(model, samples, "lmi")
     masses = estimate.thetas[:, 0]
     assert np.abs(masses - reference.thetas[:, 0]).max() < 1e-3 * masses.max()
@@ -150,9 +157,14 @@ def test_fixed_base_with_an_imu_levels_the_base_from_its_specific_force(stand):
     assert with_imu.estimator.sample_kind == "imu"
     assert all(check_consistency(theta).fully_consistent for theta in update.estimate.thetas)
     n = 50
-    base = model.base_motion_from_imu(data["q"][:n], data["dq"][:n], np.zeros((n, 32)),
-                                      data["imu_angular_velocity"][:n],
-                                      data["imu_linear_acceleration"][:n], np.zeros((n, 3)))
+    base = model.base_motion_from_imu(
+        data["q"][:n],
+        data["dq"][:n],
+        np.zeros((n, 32)),
+        data["imu_angular_velocity"][:n],
+        data["imu_linear_acceleration"][:n],
+        np.zeros((n, 3)),
+    )
     assert np.allclose(base.proper_acceleration.mean(axis=0), [0.0, 0.0, 9.81], atol=0.2)
     without = _session(_model(sim))
     _feed(without, data)

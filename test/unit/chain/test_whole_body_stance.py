@@ -38,9 +38,14 @@ IMU_KEYS = ("imu_frame", "imu_orientation", "imu_angular_velocity", "imu_linear_
 
 
 def _model(sim, base="fixed", fixed_frame=SOLE, tilt=TILT, imu=False):
-    return WholeBodyModel.from_urdf(URDF, base, [FTSensor(f, k) for f, k in sim.ft_sensors],
-                                    sim.imu_frame if imu else None, fixed_frame=fixed_frame,
-                                    fixed_tilt=tilt)
+    return WholeBodyModel.from_urdf(
+        URDF,
+        base,
+        [FTSensor(f, k) for f, k in sim.ft_sensors],
+        sim.imu_frame if imu else None,
+        fixed_frame=fixed_frame,
+        fixed_tilt=tilt,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +55,12 @@ def exact():
     motion = sim.simulate(2.0 + np.arange(200) / RATE)
     model = _model(sim, imu=True)
     order = [sim.joint_names.index(j) for j in model.joint_names]
-    return sim, motion, model, (motion.q[:, order], motion.dq[:, order], motion.ddq[:, order],
-                                motion.effort[:, order])
+    return (
+        sim,
+        motion,
+        model,
+        (motion.q[:, order], motion.dq[:, order], motion.ddq[:, order], motion.effort[:, order]),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -93,20 +102,27 @@ def test_rooted_rows_match_the_simulation_without_the_ground_wrench(exact):
     stance leg's sensor rows miss the ground's wrench. The joint-torque rows too (the stance
     leg's joints balance the rest of the robot)."""
     sim, motion, model, (q, dq, ddq, effort) = exact
-    assert model.channels() == tuple(f"{frame}.{c}" for frame in wb.ICUB_LEG_SENSORS
-                                     for c in ("fx", "fy", "fz", "tx", "ty", "tz"))
+    assert model.channels() == tuple(
+        f"{frame}.{c}"
+        for frame in wb.ICUB_LEG_SENSORS
+        for c in ("fx", "fy", "fz", "tx", "ty", "tz")
+    )
     base = model.fixed_base_motion(q, dq, ddq)
     twist, acceleration = motion.v_full[:, :6], motion.a_full[:, :6]
     np.testing.assert_allclose(base.angular_velocity, twist[:, 3:], atol=1e-10)
     np.testing.assert_allclose(base.angular_acceleration, acceleration[:, 3:], atol=1e-9)
     rotation = np.array([wb.pin.Quaternion(x).toRotationMatrix() for x in motion.q_full[:, 3:7]])
-    proper = (acceleration[:, :3] + np.cross(twist[:, 3:], twist[:, :3])
-              + STANDARD_GRAVITY * rotation[:, 2, :])
+    proper = (
+        acceleration[:, :3]
+        + np.cross(twist[:, 3:], twist[:, :3])
+        + STANDARD_GRAVITY * rotation[:, 2, :]
+    )
     np.testing.assert_allclose(base.proper_acceleration, proper, atol=1e-9)
     assert np.degrees(np.abs(twist[:, 3:]).max()) > 5.0  # the pelvis really moves
 
-    Y, b, channels = model.rows(WholeBodySamples(q, dq, ddq, base, motion.ft_wrench, effort),
-                                with_efforts=True)
+    Y, b, channels = model.rows(
+        WholeBodySamples(q, dq, ddq, base, motion.ft_wrench, effort), with_efforts=True
+    )
     assert "tau.l_knee" in channels
     x = _truth(sim, model)
     assert np.abs(Y @ x - b).max() < 1e-8 * np.abs(b).max()
@@ -125,12 +141,14 @@ def test_rooted_rows_match_the_simulation_without_the_ground_wrench(exact):
 def _truth(sim, model):
     """The true parameters (zero offsets: the simulation's are not applied here)."""
     names, theta = sim.true_theta
-    return np.concatenate([theta[names.index(b)] for b in model.bodies]
-                          + [np.zeros(6 * len(model.offset_sensors))])
+    return np.concatenate(
+        [theta[names.index(b)] for b in model.bodies] + [np.zeros(6 * len(model.offset_sensors))]
+    )
 
 
 def test_rooted_at_the_sole_without_imu_predicts_at_least_as_well_as_a_pelvis_orientation(
-        recording):
+    recording,
+):
     """The issue's acceptance: rooted at the stance sole with no IMU, the held-out F/T error is
     at most that with the true pelvis orientation fed as the base state (the same rows), and
     every link is consistent."""
@@ -138,17 +156,23 @@ def test_rooted_at_the_sole_without_imu_predicts_at_least_as_well_as_a_pelvis_or
     rec = read_whole_body_file(without)
     model, samples = whole_body_inputs(rec, URDF, "fixed", fixed_frame=SOLE, fixed_tilt=TILT)
     keep = np.searchsorted(rec.states.t, with_derivatives(rec.states, 0.05).t)
-    pelvis = WholeBodySamples(samples.q, samples.dq, samples.ddq,
-                              BaseMotion.at_rest(keep.size, motion.q_full[keep, 3:7]),
-                              samples.wrenches)
+    pelvis = WholeBodySamples(
+        samples.q,
+        samples.dq,
+        samples.ddq,
+        BaseMotion.at_rest(keep.size, motion.q_full[keep, 3:7]),
+        samples.wrenches,
+    )
     split = int(0.7 * len(samples))
     errors = {}
     for name, data in (("rooted", samples), ("pelvis", pelvis)):
         fit = fit_whole_body(model, data.subset(slice(0, split)), "lmi")
         assert fit.fully_consistent, name
         held_out = prediction_errors(model, fit.x, data.subset(slice(split, None)))
-        errors[name] = (np.mean(list(held_out.force.values())),
-                        np.mean(list(held_out.torque.values())))
+        errors[name] = (
+            np.mean(list(held_out.force.values())),
+            np.mean(list(held_out.torque.values())),
+        )
     assert errors["rooted"][0] <= errors["pelvis"][0]
     assert errors["rooted"][1] <= errors["pelvis"][1]
     assert errors["rooted"][0] < 2.0 * sim.ft_noise_std[0, 0]  # near the sensors' noise
@@ -161,8 +185,22 @@ def test_cli_rooted_at_the_sole(tmp_path, recording, capsys):
     _, _, with_imu, without = recording
     out = tmp_path / "rooted.json"
     common = ["fit-whole-body", "--urdf", str(URDF), "--base", "fixed", "--fixed-frame", SOLE]
-    assert main([*common, "--data", str(without), "--fixed-tilt", "0.03,-0.05", "--holdout",
-                 "0.3", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                *common,
+                "--data",
+                str(without),
+                "--fixed-tilt",
+                "0.03,-0.05",
+                "--holdout",
+                "0.3",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "fixed at l_sole, tilt roll 1.72° pitch -2.86° (given)" in printed
     result = json.loads(out.read_text())
@@ -177,8 +215,12 @@ def test_cli_rooted_at_the_sole(tmp_path, recording, capsys):
     assert "tilt roll 0.00° pitch 0.00° (given; the IMU measures roll 1." in captured.out
     assert "warning: the IMU tilts l_sole by roll 1." in captured.err
     assert "from --fixed-tilt (roll 0.00° pitch 0.00°)" in captured.err
-    assert main([*common, "--data", str(with_imu), "--fixed-tilt", "0.03,-0.05", "--imu-tilt",
-                 "check"]) == 0
+    assert (
+        main(
+            [*common, "--data", str(with_imu), "--fixed-tilt", "0.03,-0.05", "--imu-tilt", "check"]
+        )
+        == 0
+    )
     assert "warning" not in capsys.readouterr().err
     assert main([*common, "--data", str(with_imu)]) == 0
     captured = capsys.readouterr()
@@ -188,11 +230,14 @@ def test_cli_rooted_at_the_sole(tmp_path, recording, capsys):
     assert "warning" not in captured.err
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--base", "floating", "--fixed-frame", SOLE], "apply to --base fixed"),
-    (["--base", "fixed", "--fixed-frame", "l_heel"], "fixed frame 'l_heel' is not in the URDF"),
-    (["--base", "fixed", "--fixed-tilt", "0.1"], "argument --fixed-tilt: expected ROLL,PITCH"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--base", "floating", "--fixed-frame", SOLE], "apply to --base fixed"),
+        (["--base", "fixed", "--fixed-frame", "l_heel"], "fixed frame 'l_heel' is not in the URDF"),
+        (["--base", "fixed", "--fixed-tilt", "0.1"], "argument --fixed-tilt: expected ROLL,PITCH"),
+    ],
+)
 def test_cli_bad_fixed_frame_or_tilt_exits_2(recording, capsys, extra, message):
     _, _, with_imu, _ = recording
     assert main(["fit-whole-body", "--urdf", str(URDF), "--data", str(with_imu), *extra]) == 2
@@ -215,8 +260,12 @@ def _feed(session, data, imu):
     for i, t in enumerate(data["t"]):
         assert session.add_joint_state(t, names, data["q"][i], data["dq"][i]) is None
         if imu:
-            assert session.add_imu(t, data["imu_angular_velocity"][i],
-                                   data["imu_linear_acceleration"][i]) is None
+            assert (
+                session.add_imu(
+                    t, data["imu_angular_velocity"][i], data["imu_linear_acceleration"][i]
+                )
+                is None
+            )
         for k, frame in enumerate(map(str, data["ft_frames"])):
             assert session.add_wrench(frame, t, data["ft_wrench"][i, k], frame) is None
 
@@ -227,8 +276,10 @@ def test_online_rooted_at_the_sole_as_offline(recording):
     floor's) is in the estimate and the diagnostics advise correcting it."""
     sim, _, with_imu, _ = recording
     data = dict(np.load(with_imu))
-    data = {k: (v[:int(8 * RATE)] if v.ndim and v.shape[0] == len(data["t"]) else v)
-            for k, v in data.items()}
+    data = {
+        k: (v[: int(8 * RATE)] if v.ndim and v.shape[0] == len(data["t"]) else v)
+        for k, v in data.items()
+    }
     session = whole_body_session(_model(sim), window_sec=30.0, max_input_rate_hz=RATE)
     _feed(session, data, imu=False)
     update = session.update(now=8.0)
@@ -243,8 +294,12 @@ def test_online_rooted_at_the_sole_as_offline(recording):
     true_rest = sum(theta[names.index(estimate.link_names[k]), 0] for k in rest)
     assert abs(estimate.thetas[rest, 0].sum() - true_rest) < 0.03 * true_rest
 
-    checking = whole_body_session(_model(sim, tilt=(0.0, 0.0), imu=True), window_sec=30.0,
-                                  max_input_rate_hz=RATE, imu_tilt="check")
+    checking = whole_body_session(
+        _model(sim, tilt=(0.0, 0.0), imu=True),
+        window_sec=30.0,
+        max_input_rate_hz=RATE,
+        imu_tilt="check",
+    )
     _feed(checking, data, imu=True)
     update = checking.update(now=8.0)
     assert update.ok, update.message

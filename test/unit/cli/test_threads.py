@@ -70,16 +70,22 @@ def test_an_invalid_threads_option_names_the_variable():
 def _blas_threads_after_limit(extra_env: dict[str, str]) -> list[int]:
     """Thread counts threadpoolctl reports in a fresh process that loaded numpy and scipy
     (multi-threaded by default) and then called :func:`limit_threads`."""
-    script = ("import numpy, scipy.linalg, json\n"
-              "from threadpoolctl import threadpool_info\n"
-              "from inertia_id_ros.threads import limit_threads\n"
-              "limit_threads()\n"
-              "print(json.dumps([i['num_threads'] for i in threadpool_info()"
-              " if i['user_api'] == 'blas' and i['threading_layer'] != 'disabled']))")
-    env = {k: v for k, v in os.environ.items()
-           if k not in (*LIBRARY_VARIABLES, THREADS_VARIABLE)}
-    out = subprocess.run([sys.executable, "-c", script], env={**env, **extra_env},
-                         capture_output=True, text=True, check=True).stdout
+    script = (
+        "import numpy, scipy.linalg, json\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from inertia_id_ros.threads import limit_threads\n"
+        "limit_threads()\n"
+        "print(json.dumps([i['num_threads'] for i in threadpool_info()"
+        " if i['user_api'] == 'blas' and i['threading_layer'] != 'disabled']))"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (*LIBRARY_VARIABLES, THREADS_VARIABLE)}
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**env, **extra_env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return json.loads(out)
 
 

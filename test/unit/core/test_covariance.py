@@ -35,8 +35,12 @@ AGREEMENT = 0.30
 """Predicted and Monte-Carlo standard deviations agree within this fraction."""
 
 
-def random_samples(rng: np.random.Generator, n: int = 400, p: int = 16,
-                   noise: tuple[float, ...] = (0.1, 0.1, 0.1, 0.005, 0.005, 0.005)):
+def random_samples(
+    rng: np.random.Generator,
+    n: int = 400,
+    p: int = 16,
+    noise: tuple[float, ...] = (0.1, 0.1, 0.1, 0.005, 0.005, 0.005),
+):
     Y = rng.normal(size=(n, 6, p))
     x = rng.normal(size=p)
     f = Y @ x + rng.normal(size=(n, 6)) * np.array(noise)
@@ -62,7 +66,7 @@ def test_unconstrained_covariance_is_the_sandwich_with_channel_variances():
     x = np.linalg.solve(gram, moment)
     result = parameter_covariance(channels, x, constrained=False)
     residual = Y @ x - f
-    variance = (residual ** 2).sum(axis=0) / (Y.shape[0] - Y.shape[2] / 6)
+    variance = (residual**2).sum(axis=0) / (Y.shape[0] - Y.shape[2] / 6)
     meat = sum(v * Y[:, c].T @ Y[:, c] for c, v in enumerate(variance))
     inverse = np.linalg.inv(gram)
     assert np.allclose(result.channel_variance, variance)
@@ -74,8 +78,11 @@ def test_unconstrained_covariance_is_the_sandwich_with_channel_variances():
     channels = ChannelNormalEquations.from_samples(Y, f)
     x = np.linalg.solve(*channels.total()[:2])
     pooled = channels.squared_residuals(x).sum() / (f.size - 16)
-    assert np.allclose(parameter_covariance(channels, x, constrained=False).matrix,
-                       pooled * np.linalg.inv(channels.total()[0]), rtol=0.15)
+    assert np.allclose(
+        parameter_covariance(channels, x, constrained=False).matrix,
+        pooled * np.linalg.inv(channels.total()[0]),
+        rtol=0.15,
+    )
 
 
 def test_unidentifiable_directions_carry_no_variance():
@@ -94,8 +101,9 @@ def test_unidentifiable_directions_carry_no_variance():
 
 
 def test_active_constraints_are_the_null_directions_of_the_pseudo_inertia():
-    plate = theta_from_inertia(1.0, np.array([0.02, 0.01, 0.05]),
-                               box_inertia(1.0, (0.15, 0.10, 0.0)))  # flat: J has one 0 eigenvalue
+    plate = theta_from_inertia(
+        1.0, np.array([0.02, 0.01, 0.05]), box_inertia(1.0, (0.15, 0.10, 0.0))
+    )  # flat: J has one 0 eigenvalue
     rows = active_constraint_rows(plate)
     assert rows.shape == (1, 10)
     u = np.linalg.eigh(pseudo_inertia(plate))[1][:, 0]
@@ -111,14 +119,19 @@ def test_com_and_inertia_jacobians_match_finite_differences():
     step = 1e-7
 
     def numeric(function):
-        return np.column_stack([(function(theta + step * e) - function(theta - step * e))
-                                / (2 * step) for e in np.eye(10)])
+        return np.column_stack(
+            [
+                (function(theta + step * e) - function(theta - step * e)) / (2 * step)
+                for e in np.eye(10)
+            ]
+        )
 
-    assert np.allclose(com_jacobian(theta), numeric(lambda t: inertia_from_theta(t)[1]),
-                       atol=1e-6)
-    assert np.allclose(inertia_com_jacobian(theta),
-                       numeric(lambda t: inertia_to_msg_order(inertia_from_theta(t)[2])),
-                       atol=1e-6)
+    assert np.allclose(com_jacobian(theta), numeric(lambda t: inertia_from_theta(t)[1]), atol=1e-6)
+    assert np.allclose(
+        inertia_com_jacobian(theta),
+        numeric(lambda t: inertia_to_msg_order(inertia_from_theta(t)[2])),
+        atol=1e-6,
+    )
     covariance = np.diag(np.linspace(1.0, 2.0, 10)) * 1e-8
     jacobian = com_jacobian(theta)
     assert np.allclose(com_covariance(theta, covariance), jacobian @ covariance @ jacobian.T)
@@ -132,8 +145,7 @@ def test_confidence_ellipsoid_spans_n_sigma_along_the_covariance_axes():
     ellipsoid = confidence_ellipsoid(np.ones(3), covariance, n_sigma=3.0)
     r, s = ellipsoid.rotation, ellipsoid.semi_axes
     assert np.isclose(np.linalg.det(r), 1.0)
-    assert np.allclose(r @ np.diag(s ** 2) @ r.T, 9.0 * covariance)
-
+    assert np.allclose(r @ np.diag(s**2) @ r.T, 9.0 * covariance)
 
 
 def test_ellipsoid_quaternion_is_its_rotation_and_allocates_nothing_per_call():
@@ -144,10 +156,13 @@ def test_ellipsoid_quaternion_is_its_rotation_and_allocates_nothing_per_call():
     ellipsoid = confidence_ellipsoid(np.zeros(3), a @ a.T)
     x, y, z, w = ellipsoid.quaternion_xyzw
     assert np.isclose(x * x + y * y + z * z + w * w, 1.0)
-    rotation = np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    rotation = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
     assert np.allclose(rotation, ellipsoid.rotation)
     try:
         mallinfo2 = ctypes.CDLL(None).mallinfo2
@@ -155,9 +170,21 @@ def test_ellipsoid_quaternion_is_its_rotation_and_allocates_nothing_per_call():
         pytest.skip("glibc's mallinfo2 is not available here")
 
     class MallInfo2(ctypes.Structure):
-        _fields_ = [(name, ctypes.c_size_t) for name in (
-            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-            "fordblks", "keepcost")]
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in (
+                "arena",
+                "ordblks",
+                "smblks",
+                "hblks",
+                "hblkhd",
+                "usmblks",
+                "fsmblks",
+                "uordblks",
+                "fordblks",
+                "keepcost",
+            )
+        ]
 
     mallinfo2.restype = MallInfo2
     for _ in range(100):
@@ -167,18 +194,26 @@ def test_ellipsoid_quaternion_is_its_rotation_and_allocates_nothing_per_call():
         ellipsoid.quaternion_xyzw
     assert mallinfo2().uordblks - before < 100_000  # 1.6 MB through pinocchio
 
+
 # ---- Monte-Carlo -----------------------------------------------------------------------------
 
 
 def monte_carlo_ratios(estimates: list, true_covariances: list) -> np.ndarray:
     """Mean predicted std / empirical std of theta (10) and of the COM (3)."""
     theta = np.array([e for e in estimates])
-    empirical = np.concatenate([theta.std(axis=0, ddof=1),
-                                np.array([inertia_from_theta(t)[1] for t in theta]).std(axis=0,
-                                                                                         ddof=1)])
-    predicted = np.mean([np.concatenate([np.sqrt(np.diag(c)),
-                                         np.sqrt(np.diag(com_covariance(t, c)))])
-                         for t, c in zip(theta, true_covariances)], axis=0)
+    empirical = np.concatenate(
+        [
+            theta.std(axis=0, ddof=1),
+            np.array([inertia_from_theta(t)[1] for t in theta]).std(axis=0, ddof=1),
+        ]
+    )
+    predicted = np.mean(
+        [
+            np.concatenate([np.sqrt(np.diag(c)), np.sqrt(np.diag(com_covariance(t, c)))])
+            for t, c in zip(theta, true_covariances)
+        ],
+        axis=0,
+    )
     return predicted / empirical
 
 
@@ -203,16 +238,21 @@ def test_predicted_std_matches_monte_carlo_of_the_estimator():
         thetas.append(estimate.theta)
         covariances.append(estimate.covariance)
     ratios = monte_carlo_ratios(thetas, covariances)
-    print("predicted / Monte-Carlo std: theta", np.round(ratios[:10], 3), "COM",
-          np.round(ratios[10:], 3))
+    print(
+        "predicted / Monte-Carlo std: theta",
+        np.round(ratios[:10], 3),
+        "COM",
+        np.round(ratios[10:], 3),
+    )
     assert np.all(np.abs(ratios - 1.0) < AGREEMENT), ratios
 
 
 @pytest.fixture(scope="module")
 def plate_regressor() -> tuple[PayloadSimulator, np.ndarray]:
     """A flat payload (a 15 x 10 cm plate: J singular) and 12 s of its regressor at 150 Hz."""
-    plate = theta_from_inertia(1.0, np.array([0.02, 0.01, 0.05]),
-                               box_inertia(1.0, (0.15, 0.10, 0.0)))
+    plate = theta_from_inertia(
+        1.0, np.array([0.02, 0.01, 0.05]), box_inertia(1.0, (0.15, 0.10, 0.0))
+    )
     sim = PayloadSimulator.panda(payload_theta=plate)
     t = np.arange(0.0, MC_DURATION, 1.0 / MC_RATE)
     q, dq = sim.measure_joints(t, np.random.default_rng(0))
@@ -235,16 +275,18 @@ def test_boundary_estimates_tangent_projection_matches_monte_carlo(plate_regress
         f = clean + np.random.default_rng(seed).normal(size=clean.shape) * sim.wrench_noise_std
         channels = ChannelNormalEquations.from_samples(Y, f)
         gram, moment, yty, rows = channels.total()
-        x = np.asarray(solve(Problem(gram=gram, moment=moment, yty=yty, n_rows=rows,
-                                     n_bodies=1), "lmi").x)
+        x = np.asarray(
+            solve(Problem(gram=gram, moment=moment, yty=yty, n_rows=rows, n_bodies=1), "lmi").x
+        )
         covariance = parameter_covariance(channels, x)
         on_boundary += covariance.active_constraints > 0
         thetas.append(x[:10])
         projected.append(covariance.theta())
         unconstrained.append(parameter_covariance(channels, x, constrained=False).theta())
     ratios = monte_carlo_ratios(thetas, projected)
-    print("boundary fraction", on_boundary / 200, "projected / Monte-Carlo std",
-          np.round(ratios, 3))
+    print(
+        "boundary fraction", on_boundary / 200, "projected / Monte-Carlo std", np.round(ratios, 3)
+    )
     assert 0.3 < on_boundary / 200 < 0.8
     assert np.all(np.abs(ratios - 1.0) < AGREEMENT), ratios
     unconstrained_ratios = monte_carlo_ratios(thetas, unconstrained)
@@ -261,7 +303,7 @@ def test_channel_grams_equal_the_dense_products(n_samples: int) -> None:
     r, p = 4, 26
     Y = rng.standard_normal((n_samples, r, p))
     for c in range(r):
-        Y[:, c, :5 * c] = 0.0
+        Y[:, c, : 5 * c] = 0.0
         Y[:, c, 20:] = 0.0
         Y[:, c, 20 + c] = rng.standard_normal(n_samples)
     Y[:, 3] = 0.0  # a channel with no columns at all

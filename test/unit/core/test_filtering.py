@@ -30,7 +30,7 @@ def test_at_uniform_stamps_it_is_the_savitzky_golay_filter():
     fit = local_polynomial_derivatives(t, x, t[interior], (window - 1) / 2 * dt, order=2)
     for k in range(3):
         reference = savgol_filter(x, window, 2, deriv=k, delta=dt, axis=0)[interior]
-        assert np.allclose(fit[:, k], reference, rtol=0, atol=1e-9 * 10 ** k)
+        assert np.allclose(fit[:, k], reference, rtol=0, atol=1e-9 * 10**k)
 
 
 def test_a_polynomial_is_recovered_exactly_at_non_uniform_stamps():
@@ -41,8 +41,9 @@ def test_a_polynomial_is_recovered_exactly_at_non_uniform_stamps():
     t_query = rng.uniform(0.2, 1.8, 50)
     fit = local_polynomial_derivatives(t, x, t_query, 0.1, order=3)
     for k in range(3):
-        exact = np.polynomial.polynomial.polyval(t_query,
-                                                 np.polynomial.polynomial.polyder(coefficients, k))
+        exact = np.polynomial.polynomial.polyval(
+            t_query, np.polynomial.polynomial.polyder(coefficients, k)
+        )
         assert np.allclose(fit[:, k], exact, atol=1e-9)
 
 

@@ -26,8 +26,17 @@ def random_body(rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray
     mass = rng.uniform(0.1, 5.0)
     sides = rng.uniform(0.02, 0.4, size=3)
     rotation = pin.exp3(rng.normal(size=3))
-    box = mass / 12.0 * np.diag([sides[1] ** 2 + sides[2] ** 2, sides[0] ** 2 + sides[2] ** 2,
-                                 sides[0] ** 2 + sides[1] ** 2])
+    box = (
+        mass
+        / 12.0
+        * np.diag(
+            [
+                sides[1] ** 2 + sides[2] ** 2,
+                sides[0] ** 2 + sides[2] ** 2,
+                sides[0] ** 2 + sides[1] ** 2,
+            ]
+        )
+    )
     return mass, rng.normal(scale=0.2, size=3), rotation @ box @ rotation.T
 
 
@@ -38,10 +47,12 @@ def test_theta_matches_pinocchio_and_round_trips():
         theta = theta_from_inertia(mass, com, i_com)
         reference = pin.Inertia(mass, com, i_com)
         np.testing.assert_allclose(theta, reference.toDynamicParameters(), atol=1e-12)
-        np.testing.assert_allclose(pseudo_inertia(theta), reference.toPseudoInertia().toMatrix(),
-                                   atol=1e-12)
-        np.testing.assert_allclose(theta_from_pseudo_inertia(pseudo_inertia(theta)), theta,
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            pseudo_inertia(theta), reference.toPseudoInertia().toMatrix(), atol=1e-12
+        )
+        np.testing.assert_allclose(
+            theta_from_pseudo_inertia(pseudo_inertia(theta)), theta, atol=1e-12
+        )
         m, c, i = inertia_from_theta(theta)
         assert m == pytest.approx(mass)
         np.testing.assert_allclose(c, com, atol=1e-12)
@@ -54,8 +65,9 @@ def test_theta_matches_pinocchio_and_round_trips():
 def test_pseudo_inertia_is_linear_in_theta():
     rng = np.random.default_rng(1)
     theta = rng.normal(size=10)
-    np.testing.assert_allclose(pseudo_inertia(theta),
-                               sum(t * a for t, a in zip(theta, PSEUDO_INERTIA_BASIS)))
+    np.testing.assert_allclose(
+        pseudo_inertia(theta), sum(t * a for t, a in zip(theta, PSEUDO_INERTIA_BASIS))
+    )
 
 
 def test_geometry_msgs_order():
@@ -71,8 +83,9 @@ def test_negative_mass_is_inconsistent():
 
 
 def test_indefinite_inertia_is_inconsistent():
-    report = check_consistency(theta_from_inertia(1.0, np.array([0.1, 0, 0]),
-                                                  np.diag([0.01, 0.01, -0.002])))
+    report = check_consistency(
+        theta_from_inertia(1.0, np.array([0.1, 0, 0]), np.diag([0.01, 0.01, -0.002]))
+    )
     assert not report.fully_consistent and not report.inertia_positive_definite
     assert report.min_pseudo_inertia_eig < 0
 
@@ -110,5 +123,6 @@ def test_pure_library_does_not_import_rclpy():
         "for name in names:\n"
         "    importlib.import_module(name)\n"
         "assert len(names) > 15, names\n"
-        "assert 'rclpy' not in sys.modules, 'rclpy imported'\n")
+        "assert 'rclpy' not in sys.modules, 'rclpy imported'\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

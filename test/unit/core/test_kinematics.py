@@ -46,6 +46,7 @@ def toy_model(second_joint: str = "revolute") -> pin.Model:
 
 # ---- robots ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["panda", "icub", "ur5", "solo12", "go1"])
 def test_example_robots_load(name):
     path = example_robot_urdf(name)
@@ -101,23 +102,38 @@ def test_reduce_model_locks_the_other_joints_at_the_given_positions():
 
 # ---- sensor kinematics -------------------------------------------------------------------------
 
+
 def test_joint_names_default_to_the_chain_and_subsets_must_move_the_sensor():
     panda = load_model(example_robot_urdf("panda"))
     assert SensorKinematics(panda, "panda_link8").joint_names == tuple(
-        f"panda_joint{i}" for i in range(1, 8))
+        f"panda_joint{i}" for i in range(1, 8)
+    )
     icub = load_model(example_robot_urdf("icub"))
     kinematics = SensorKinematics(icub, "r_arm_ft_sensor")
-    assert kinematics.joint_names == ("torso_pitch", "torso_roll", "torso_yaw", "r_shoulder_pitch",
-                                      "r_shoulder_roll", "r_shoulder_yaw")
-    assert kinematics.subtree_joint_names() == ("r_elbow", "r_wrist_prosup", "r_wrist_pitch",
-                                                "r_wrist_yaw")
+    assert kinematics.joint_names == (
+        "torso_pitch",
+        "torso_roll",
+        "torso_yaw",
+        "r_shoulder_pitch",
+        "r_shoulder_roll",
+        "r_shoulder_yaw",
+    )
+    assert kinematics.subtree_joint_names() == (
+        "r_elbow",
+        "r_wrist_prosup",
+        "r_wrist_pitch",
+        "r_wrist_yaw",
+    )
     subset = SensorKinematics(icub, "r_arm_ft_sensor", ["r_shoulder_yaw", "r_shoulder_pitch"])
     assert subset.joint_names == ("r_shoulder_pitch", "r_shoulder_yaw")
     with pytest.raises(ValueError, match="do not move frame"):
         SensorKinematics(icub, "r_arm_ft_sensor", ["r_elbow"])
     go1 = load_model(example_robot_urdf("go1"))  # a leg of a quadruped (the trunk is fixed)
-    assert SensorKinematics(go1, "FL_foot").joint_names == ("FL_hip_joint", "FL_thigh_joint",
-                                                            "FL_calf_joint")
+    assert SensorKinematics(go1, "FL_foot").joint_names == (
+        "FL_hip_joint",
+        "FL_thigh_joint",
+        "FL_calf_joint",
+    )
 
 
 def test_locked_chain_joints_are_held_at_their_positions():
@@ -129,8 +145,9 @@ def test_locked_chain_joints_are_held_at_their_positions():
     rng = np.random.default_rng(0)
     q, dq, ddq = rng.normal(size=(3, 3))
     zeros = np.zeros(3)
-    v_full, a_full = full.compute(np.r_[list(torso.values()), q], np.r_[zeros, dq],
-                                  np.r_[zeros, ddq])
+    v_full, a_full = full.compute(
+        np.r_[list(torso.values()), q], np.r_[zeros, dq], np.r_[zeros, ddq]
+    )
     v_part, a_part = part.compute(q, dq, ddq)
     assert np.allclose(v_full, v_part, atol=1e-12) and np.allclose(a_full, a_part, atol=1e-12)
 
@@ -138,12 +155,22 @@ def test_locked_chain_joints_are_held_at_their_positions():
 def sinusoid(t: float, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     k = np.arange(1, n + 1)
     w, phase, amplitude = 0.7 + 0.3 * k, 0.5 * k, 0.8 / k
-    return (amplitude * np.sin(w * t + phase), amplitude * w * np.cos(w * t + phase),
-            -amplitude * w ** 2 * np.sin(w * t + phase))
+    return (
+        amplitude * np.sin(w * t + phase),
+        amplitude * w * np.cos(w * t + phase),
+        -amplitude * w**2 * np.sin(w * t + phase),
+    )
 
 
-@pytest.mark.parametrize("robot, frame", [("panda", "panda_link8"), ("icub", "r_arm_ft_sensor"),
-                                          ("solo12", "FL_FOOT"), ("go1", "FL_foot")])
+@pytest.mark.parametrize(
+    "robot, frame",
+    [
+        ("panda", "panda_link8"),
+        ("icub", "r_arm_ft_sensor"),
+        ("solo12", "FL_FOOT"),
+        ("go1", "FL_foot"),
+    ],
+)
 def test_twist_and_proper_acceleration_match_finite_differences(robot, frame):
     kinematics = SensorKinematics(load_model(example_robot_urdf(robot)), frame)
     n, h = kinematics.n_joints, 1e-4
@@ -194,8 +221,9 @@ def test_subtree_inertia_of_the_toy_splits_the_merged_body_at_the_sensor():
     expected = (tool + tool_to_tip.act(tip)).toDynamicParameters()
     for frame in ("ft_joint", "tool"):  # the fixed joint's frame is its child link's frame
         assert np.allclose(SensorKinematics(model, frame).subtree_inertia(), expected, atol=1e-14)
-    assert np.allclose(SensorKinematics(model, "tip").subtree_inertia(),
-                       tip.toDynamicParameters(), atol=1e-14)
+    assert np.allclose(
+        SensorKinematics(model, "tip").subtree_inertia(), tip.toDynamicParameters(), atol=1e-14
+    )
     whole = SensorKinematics(model, "link2").subtree_inertia()  # j2's first link: all beyond j2
     assert np.isclose(whole[0], 2.0)
 
@@ -205,9 +233,11 @@ def test_icub_arm_subtree_inertia_matches_a_model_where_the_sensor_is_a_joint():
     are then the joint's subtree, and RNEA gives the wrench through the sensor."""
     xml = example_robot_urdf("icub").read_text()
     fixed = load_model(urdf_xml=xml)
-    xml = xml.replace('<joint name="r_arm_ft_sensor" type="fixed">',
-                      '<joint name="r_arm_ft_sensor" type="revolute">'
-                      '<limit effort="1" velocity="1" lower="-1" upper="1"/>')
+    xml = xml.replace(
+        '<joint name="r_arm_ft_sensor" type="fixed">',
+        '<joint name="r_arm_ft_sensor" type="revolute">'
+        '<limit effort="1" velocity="1" lower="-1" upper="1"/>',
+    )
     xml = xml.replace('<parent joint="r_arm_ft_sensor" />', '<parent joint="unused" />')
     jointed = load_model(urdf_xml=xml)
     sensor_joint = jointed.getJointId("r_arm_ft_sensor")
@@ -215,8 +245,13 @@ def test_icub_arm_subtree_inertia_matches_a_model_where_the_sensor_is_a_joint():
     rng = np.random.default_rng(5)
     q_jointed = pin.randomConfiguration(jointed)
     q_jointed[jointed.joints[sensor_joint].idx_q] = 0.0
-    q_fixed = configuration(fixed, {fixed.names[j]: q_jointed[jointed.joints[
-        jointed.getJointId(fixed.names[j])].idx_q] for j in range(1, fixed.njoints)})
+    q_fixed = configuration(
+        fixed,
+        {
+            fixed.names[j]: q_jointed[jointed.joints[jointed.getJointId(fixed.names[j])].idx_q]
+            for j in range(1, fixed.njoints)
+        },
+    )
     theta = kinematics.subtree_inertia(q_fixed)
     data = jointed.createData()
     pin.forwardKinematics(jointed, data, q_jointed)
@@ -230,8 +265,9 @@ def test_icub_arm_subtree_inertia_matches_a_model_where_the_sensor_is_a_joint():
     chain = [jointed.joints[jointed.getJointId(n)].idx_v for n in kinematics.joint_names]
     dq[chain], ddq[chain] = rng.normal(size=(2, len(chain)))
     pin.rnea(jointed, data, q_jointed, dq, ddq)
-    q_chain = np.array([q_jointed[jointed.joints[jointed.getJointId(n)].idx_q]
-                        for n in kinematics.joint_names])
+    q_chain = np.array(
+        [q_jointed[jointed.joints[jointed.getJointId(n)].idx_q] for n in kinematics.joint_names]
+    )
     v, a_g = kinematics.compute(q_chain, dq[chain], ddq[chain])
     assert np.allclose(body_regressor(v, a_g) @ theta, data.f[sensor_joint].vector, atol=1e-10)
 

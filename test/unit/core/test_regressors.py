@@ -57,8 +57,7 @@ def test_batched_regressor_rejects_bad_shapes():
         body_regressor_batch(np.zeros((3, 6)), np.zeros((4, 6)))
 
 
-@pytest.mark.parametrize("robot, sensor_frame", [("panda", "panda_link8"),
-                                                 ("ur5", "wrist_3_link")])
+@pytest.mark.parametrize("robot, sensor_frame", [("panda", "panda_link8"), ("ur5", "wrist_3_link")])
 def test_regressor_with_sensor_kinematics_matches_rnea_of_an_attached_payload(robot, sensor_frame):
     """The payload hangs from an extra joint placed away from the sensor frame; RNEA's wrench on
     that joint, moved to the sensor frame, equals body_regressor(v, a_g) @ theta_in_sensor."""
@@ -70,17 +69,23 @@ def test_regressor_with_sensor_kinematics_matches_rnea_of_an_attached_payload(ro
     rng = np.random.default_rng(2)
     payload = pin.Inertia.FromDynamicParameters(random_theta(rng))
     attached = pin.Model(reduced)
-    joint = attached.addJoint(frame.parentJoint, pin.JointModelRY(),
-                              frame.placement * sensor_to_joint, "payload_joint")
+    joint = attached.addJoint(
+        frame.parentJoint, pin.JointModelRY(), frame.placement * sensor_to_joint, "payload_joint"
+    )
     attached.appendBodyToJoint(joint, payload, pin.SE3.Identity())
     data = attached.createData()
     theta_sensor = sensor_to_joint.act(payload).toDynamicParameters()
     lower, upper = reduced.lowerPositionLimit, reduced.upperPositionLimit
     for _ in range(20):
-        q = rng.uniform(np.maximum(lower, -3.0), np.minimum(upper, 3.0))[:kinematics.n_joints]
+        q = rng.uniform(np.maximum(lower, -3.0), np.minimum(upper, 3.0))[: kinematics.n_joints]
         dq, ddq = rng.normal(size=(2, kinematics.n_joints))
-        pin.rnea(attached, data, np.r_[kinematics.model_configuration(q), 0.0], np.r_[dq, 0.0],
-                 np.r_[ddq, 0.0])
+        pin.rnea(
+            attached,
+            data,
+            np.r_[kinematics.model_configuration(q), 0.0],
+            np.r_[dq, 0.0],
+            np.r_[ddq, 0.0],
+        )
         wrench_sensor = sensor_to_joint.act(data.f[joint]).vector
         v, a_g = kinematics.compute(q, dq, ddq)
         assert np.allclose(body_regressor(v, a_g) @ theta_sensor, wrench_sensor, atol=1e-10)

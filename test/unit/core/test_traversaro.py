@@ -41,8 +41,11 @@ def test_ground_truth_mass_is_the_urdf_links_beyond_the_sensor(experiment) -> No
         link = stack.pop()
         beyond.append(link)
         stack += children.get(link, [])
-    masses = {link.get("name"): float(link.find("inertial/mass").get("value"))
-              for link in root.iter("link") if link.find("inertial") is not None}
+    masses = {
+        link.get("name"): float(link.find("inertial/mass").get("value"))
+        for link in root.iter("link")
+        if link.find("inertial") is not None
+    }
     assert "r_forearm" in beyond and "r_hand" in beyond
     assert experiment.truth[0] == pytest.approx(sum(masses.get(link, 0.0) for link in beyond))
 

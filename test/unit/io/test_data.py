@@ -32,7 +32,7 @@ def sample_joint_states(n: int = 50, rate: float = 100.0, t0: float = 0.0) -> Jo
     s = t - t0
     q = np.sin(np.outer(s, phase))
     dq = np.cos(np.outer(s, phase)) * phase
-    ddq = -np.sin(np.outer(s, phase)) * phase ** 2
+    ddq = -np.sin(np.outer(s, phase)) * phase**2
     effort = 2.0 * q + 0.5
     return JointStates(t, JOINTS, q, dq, ddq, effort)
 
@@ -55,8 +55,15 @@ def test_npz_payload_round_trip(tmp_path: Path) -> None:
     states = sample_joint_states()
     wrench = sample_wrenches(states.t)
     path = tmp_path / "payload.npz"
-    np.savez(path, t=states.t, joint_names=np.array(JOINTS), q=states.q, dq=states.dq,
-             wrench=wrench, wrench_frame="sensor")
+    np.savez(
+        path,
+        t=states.t,
+        joint_names=np.array(JOINTS),
+        q=states.q,
+        dq=states.dq,
+        wrench=wrench,
+        wrench_frame="sensor",
+    )
     recording = read_payload_file(path)
     assert recording.joint_states.joint_names == JOINTS
     np.testing.assert_array_equal(recording.joint_states.q, states.q)
@@ -74,8 +81,15 @@ def test_npz_payload_round_trip(tmp_path: Path) -> None:
 def test_npz_joint_round_trip(tmp_path: Path) -> None:
     states = sample_joint_states()
     path = tmp_path / "links.npz"
-    np.savez(path, t=states.t, joint_names=np.array(JOINTS), q=states.q, dq=states.dq,
-             ddq=states.ddq, effort=states.effort)
+    np.savez(
+        path,
+        t=states.t,
+        joint_names=np.array(JOINTS),
+        q=states.q,
+        dq=states.dq,
+        ddq=states.ddq,
+        effort=states.effort,
+    )
     loaded = read_joint_file(path)
     for name in ("t", "q", "dq", "ddq", "effort"):
         np.testing.assert_array_equal(getattr(loaded, name), getattr(states, name))
@@ -84,14 +98,16 @@ def test_npz_joint_round_trip(tmp_path: Path) -> None:
 def test_csv_round_trip(tmp_path: Path) -> None:
     states = sample_joint_states()
     wrench = sample_wrenches(states.t)
-    recording = read_payload_file(write_csv(tmp_path / "p.csv", states, wrench,
-                                            wrench_frame="sensor"))
+    recording = read_payload_file(
+        write_csv(tmp_path / "p.csv", states, wrench, wrench_frame="sensor")
+    )
     np.testing.assert_array_equal(recording.joint_states.q, states.q)
     np.testing.assert_array_equal(recording.joint_states.dq, states.dq)
     np.testing.assert_array_equal(recording.wrenches.wrench, wrench)
     assert recording.wrenches.frame == "sensor"
-    loaded = read_joint_file(write_csv(tmp_path / "l.csv", states,
-                                       kinds=("q", "dq", "ddq", "effort")))
+    loaded = read_joint_file(
+        write_csv(tmp_path / "l.csv", states, kinds=("q", "dq", "ddq", "effort"))
+    )
     assert loaded.joint_names == JOINTS
     np.testing.assert_array_equal(loaded.effort, states.effort)
     np.testing.assert_array_equal(loaded.ddq, states.ddq)
@@ -99,25 +115,35 @@ def test_csv_round_trip(tmp_path: Path) -> None:
 
 def _npz(tmp_path: Path, **changes) -> Path:
     states = sample_joint_states()
-    content = dict(t=states.t, joint_names=np.array(JOINTS), q=states.q,
-                   wrench=sample_wrenches(states.t), effort=states.effort)
+    content = dict(
+        t=states.t,
+        joint_names=np.array(JOINTS),
+        q=states.q,
+        wrench=sample_wrenches(states.t),
+        effort=states.effort,
+    )
     content.update(changes)
     path = tmp_path / "bad.npz"
     np.savez(path, **{k: v for k, v in content.items() if v is not None})
     return path
 
 
-@pytest.mark.parametrize("changes, fragments", [
-    ({"wrench": None}, ["missing 'wrench'"]),
-    ({"q": None}, ["missing 'q'"]),
-    ({"q": np.zeros((50, 2))}, ["'q' has shape (50, 2), expected (50, 3)"]),
-    ({"wrench": np.zeros((50, 5))}, ["'wrench' has shape (50, 5)"]),
-    ({"q": np.where(np.arange(50)[:, None] == 7, np.nan, 1.0) * np.ones((50, 3))},
-     ["'q' has NaN", "sample 7"]),
-    ({"t": np.r_[np.arange(25), np.arange(25)] / 100.0}, ["strictly increasing", "sample 25"]),
-    ({"joint_names": np.array(["j1", "j1", "j3"])}, ["['j1']", "more than once"]),
-    ({"joint_names": np.arange(3)}, ["'joint_names' must be a 1-D array of strings"]),
-])
+@pytest.mark.parametrize(
+    "changes, fragments",
+    [
+        ({"wrench": None}, ["missing 'wrench'"]),
+        ({"q": None}, ["missing 'q'"]),
+        ({"q": np.zeros((50, 2))}, ["'q' has shape (50, 2), expected (50, 3)"]),
+        ({"wrench": np.zeros((50, 5))}, ["'wrench' has shape (50, 5)"]),
+        (
+            {"q": np.where(np.arange(50)[:, None] == 7, np.nan, 1.0) * np.ones((50, 3))},
+            ["'q' has NaN", "sample 7"],
+        ),
+        ({"t": np.r_[np.arange(25), np.arange(25)] / 100.0}, ["strictly increasing", "sample 25"]),
+        ({"joint_names": np.array(["j1", "j1", "j3"])}, ["['j1']", "more than once"]),
+        ({"joint_names": np.arange(3)}, ["'joint_names' must be a 1-D array of strings"]),
+    ],
+)
 def test_bad_npz_raises_one_line(tmp_path: Path, changes: dict, fragments: list[str]) -> None:
     with pytest.raises(DataError) as error:
         read_payload_file(_npz(tmp_path, **changes))
@@ -141,17 +167,28 @@ def test_bad_files_raise_one_line(tmp_path: Path) -> None:
     assert_one_line(error, "missing 'effort'")
 
 
-@pytest.mark.parametrize("edit, fragments", [
-    (lambda lines: [lines[0].replace(",dq:j2", ",dq:j9")] + lines[1:],
-     ["missing column(s) ['dq:j2']"]),
-    (lambda lines: lines[:3] + [lines[3].replace(",", ",x", 1)] + lines[4:],
-     ["line 4", "not a number"]),
-    (lambda lines: lines[:3] + [lines[3].rsplit(",", 1)[0]] + lines[4:],
-     ["line 4 has 12 values, the header 13"]),
-    (lambda lines: [lines[0].replace("wrench:tz", "wrench:mz")] + lines[1:],
-     ["missing column(s) ['wrench:tz']"]),
-    (lambda lines: [lines[0].replace("t,", "time,", 1)] + lines[1:], ["no column 't'"]),
-])
+@pytest.mark.parametrize(
+    "edit, fragments",
+    [
+        (
+            lambda lines: [lines[0].replace(",dq:j2", ",dq:j9")] + lines[1:],
+            ["missing column(s) ['dq:j2']"],
+        ),
+        (
+            lambda lines: lines[:3] + [lines[3].replace(",", ",x", 1)] + lines[4:],
+            ["line 4", "not a number"],
+        ),
+        (
+            lambda lines: lines[:3] + [lines[3].rsplit(",", 1)[0]] + lines[4:],
+            ["line 4 has 12 values, the header 13"],
+        ),
+        (
+            lambda lines: [lines[0].replace("wrench:tz", "wrench:mz")] + lines[1:],
+            ["missing column(s) ['wrench:tz']"],
+        ),
+        (lambda lines: [lines[0].replace("t,", "time,", 1)] + lines[1:], ["no column 't'"]),
+    ],
+)
 def test_bad_csv_raises_one_line(tmp_path: Path, edit, fragments: list[str]) -> None:
     states = sample_joint_states(10)
     path = write_csv(tmp_path / "bad.csv", states, sample_wrenches(states.t))
@@ -199,8 +236,18 @@ def test_bag_round_trip(tmp_path: Path, storage: str) -> None:
     states = sample_joint_states(30, rate=100.0, t0=STAMP0)
     wrench_t = STAMP0 + 0.0025 + np.arange(55) / 200.0
     wrench = sample_wrenches(wrench_t)
-    path = write_bag(tmp_path / "rec", storage, states.t, JOINTS, states.q, states.dq,
-                     states.effort, wrench_t, wrench, name_orders=[[0, 1, 2], [2, 0, 1]])
+    path = write_bag(
+        tmp_path / "rec",
+        storage,
+        states.t,
+        JOINTS,
+        states.q,
+        states.dq,
+        states.effort,
+        wrench_t,
+        wrench,
+        name_orders=[[0, 1, 2], [2, 0, 1]],
+    )
     recording = read_payload_bag(path)
     js = recording.joint_states
     assert js.joint_names == JOINTS and js.ddq is None
@@ -217,21 +264,31 @@ def test_bag_round_trip(tmp_path: Path, storage: str) -> None:
 
 def test_bag_single_storage_file_and_topics(tmp_path: Path) -> None:
     states = sample_joint_states(10, t0=STAMP0)
-    path = write_bag(tmp_path / "rec", "mcap", states.t, JOINTS, states.q, wrench_t=states.t,
-                     wrench=sample_wrenches(states.t), joint_topic="/arm/joint_states",
-                     wrench_topic="/ft")
+    path = write_bag(
+        tmp_path / "rec",
+        "mcap",
+        states.t,
+        JOINTS,
+        states.q,
+        wrench_t=states.t,
+        wrench=sample_wrenches(states.t),
+        joint_topic="/arm/joint_states",
+        wrench_topic="/ft",
+    )
     (storage_file,) = path.glob("*.mcap")
     recording = read_payload_bag(storage_file, "/arm/joint_states", "/ft")
     assert recording.joint_states.dq is None
     np.testing.assert_array_equal(recording.joint_states.q, states.q)
     with pytest.raises(DataError) as error:
         read_payload_bag(path)
-    assert_one_line(error, "no topic '/joint_states'",
-                    "/arm/joint_states (sensor_msgs/msg/JointState)")
+    assert_one_line(
+        error, "no topic '/joint_states'", "/arm/joint_states (sensor_msgs/msg/JointState)"
+    )
     with pytest.raises(DataError) as error:
         read_payload_bag(path, "/ft", "/ft")
-    assert_one_line(error, "'/ft' carries geometry_msgs/msg/WrenchStamped, expected "
-                           "sensor_msgs/msg/JointState")
+    assert_one_line(
+        error, "'/ft' carries geometry_msgs/msg/WrenchStamped, expected sensor_msgs/msg/JointState"
+    )
     with pytest.raises(DataError) as error:
         read_joint_bag(path, "/arm/joint_states")
     assert_one_line(error, "carry no effort")
@@ -239,13 +296,15 @@ def test_bag_single_storage_file_and_topics(tmp_path: Path) -> None:
 
 def test_bad_bags_raise_one_line(tmp_path: Path) -> None:
     states = sample_joint_states(10, t0=STAMP0)
-    varying = write_bag(tmp_path / "varying", "mcap", states.t, JOINTS, states.q,
-                        name_orders=[[0, 1, 2], [0, 1]])
+    varying = write_bag(
+        tmp_path / "varying", "mcap", states.t, JOINTS, states.q, name_orders=[[0, 1, 2], [0, 1]]
+    )
     with pytest.raises(DataError) as error:
         read_joint_bag(varying)
     assert_one_line(error, "message 1", "every message must name the same joints")
-    unstamped = write_bag(tmp_path / "unstamped", "sqlite3", np.zeros(1), JOINTS, states.q[:1],
-                          effort=states.q[:1])
+    unstamped = write_bag(
+        tmp_path / "unstamped", "sqlite3", np.zeros(1), JOINTS, states.q[:1], effort=states.q[:1]
+    )
     with pytest.raises(DataError) as error:
         read_joint_bag(unstamped)
     assert_one_line(error, "header stamps on '/joint_states' are zero")

@@ -49,10 +49,18 @@ def panda_urdf(tmp_path: Path) -> Path:
 def result_json(tmp_path: Path) -> Path:
     """A fit-payload result: the default payload about and in the flange frame."""
     path = tmp_path / "fit.json"
-    path.write_text(json.dumps({"method": "lmi",
-                                "bodies": [body_json("payload", SENSOR, default_payload_theta())],
-                                "sensor_offset": OFFSET, "residual_rms": 0.07, "samples": 2000,
-                                "solve_time_s": 0.001}))
+    path.write_text(
+        json.dumps(
+            {
+                "method": "lmi",
+                "bodies": [body_json("payload", SENSOR, default_payload_theta())],
+                "sensor_offset": OFFSET,
+                "residual_rms": 0.07,
+                "samples": 2000,
+                "solve_time_s": 0.001,
+            }
+        )
+    )
     return path
 
 
@@ -84,8 +92,18 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 def test_export_into_the_sensor_link_without_inertial(capsys, tmp_path, panda_urdf, result_json):
     before = digest(panda_urdf)
     out = tmp_path / "with_payload.urdf"
-    code, stdout, err = run(capsys, "export", "--json", str(result_json), "--urdf",
-                            str(panda_urdf), "--link", SENSOR, "--urdf-out", str(out))
+    code, stdout, err = run(
+        capsys,
+        "export",
+        "--json",
+        str(result_json),
+        "--urdf",
+        str(panda_urdf),
+        "--link",
+        SENSOR,
+        "--urdf-out",
+        str(out),
+    )
     assert code == 0, err
     assert f"wrote {out}" in stdout and digest(panda_urdf) == before
     theta = default_payload_theta()
@@ -98,7 +116,9 @@ def test_export_into_the_sensor_link_without_inertial(capsys, tmp_path, panda_ur
     mass, com, inertia_com = inertia_from_theta(theta)
     written = out.read_text()
     start = written.index('<link name="panda_link8">')
-    inertial = written[written.index("<inertial>", start):written.index("</inertial>", start) + 11]
+    inertial = written[
+        written.index("<inertial>", start) : written.index("</inertial>", start) + 11
+    ]
     import xml.etree.ElementTree as ET
 
     element = ET.fromstring(inertial)
@@ -106,34 +126,58 @@ def test_export_into_the_sensor_link_without_inertial(capsys, tmp_path, panda_ur
     assert np.allclose(inertial_theta(element), theta, rtol=0, atol=1e-15)
     assert np.array_equal(np.fromstring(element.find("origin").get("xyz"), sep=" "), com)
     # nothing else changed: the inserted lines are the whole diff
-    diff = [line for line in difflib.unified_diff(panda_urdf.read_text().splitlines(),
-                                                   written.splitlines(), lineterm="", n=0)
-            if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    diff = [
+        line
+        for line in difflib.unified_diff(
+            panda_urdf.read_text().splitlines(), written.splitlines(), lineterm="", n=0
+        )
+        if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
     assert len(diff) == 5 and all(line.startswith("+") for line in diff)
 
 
 def test_export_into_a_rotated_child_link_moves_the_body_through_the_fixed_joint(
-        capsys, tmp_path, panda_urdf, result_json):
+    capsys, tmp_path, panda_urdf, result_json
+):
     """panda_hand hangs 45 deg about z from the flange: add the payload to the hand's inertial,
     or replace it."""
     theta = default_payload_theta()
     added, replaced = tmp_path / "added.urdf", tmp_path / "replaced.urdf"
     for mode, out in (("add", added), ("replace", replaced)):
-        code, _, err = run(capsys, "export", "--json", str(result_json), "--urdf",
-                           str(panda_urdf), "--link", "panda_hand", "--urdf-out", str(out),
-                           "--mode", mode)
+        code, _, err = run(
+            capsys,
+            "export",
+            "--json",
+            str(result_json),
+            "--urdf",
+            str(panda_urdf),
+            "--link",
+            "panda_hand",
+            "--urdf-out",
+            str(out),
+            "--mode",
+            mode,
+        )
         assert code == 0, err
     payload = in_joint_frame(panda_urdf, SENSOR, theta)
     assert np.allclose(joint_inertia_change(panda_urdf, added), payload, atol=1e-12)
-    hand = theta_from_inertia(0.73, np.array([-0.01, 0.0, 0.03]),
-                              np.diag([0.001, 0.0025, 0.0017]))  # the URDF's hand
-    assert np.allclose(joint_inertia_change(panda_urdf, replaced),
-                       payload - in_joint_frame(panda_urdf, "panda_hand", hand), atol=1e-12)
+    hand = theta_from_inertia(
+        0.73, np.array([-0.01, 0.0, 0.03]), np.diag([0.001, 0.0025, 0.0017])
+    )  # the URDF's hand
+    assert np.allclose(
+        joint_inertia_change(panda_urdf, replaced),
+        payload - in_joint_frame(panda_urdf, "panda_hand", hand),
+        atol=1e-12,
+    )
     model = load_model(replaced)
     hand_frame = model.frames[model.getFrameId("panda_hand_joint", pin.FrameType.FIXED_JOINT)]
-    assert np.allclose(hand_frame.inertia.toDynamicParameters(), pin.SE3(
-        pin.utils.rotate("z", np.pi / 4), np.zeros(3)).act(
-            pin.Inertia.FromDynamicParameters(theta)).toDynamicParameters(), atol=1e-12)
+    assert np.allclose(
+        hand_frame.inertia.toDynamicParameters(),
+        pin.SE3(pin.utils.rotate("z", np.pi / 4), np.zeros(3))
+        .act(pin.Inertia.FromDynamicParameters(theta))
+        .toDynamicParameters(),
+        atol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("empty_link", ['<link name="tool"/>', '<link name="tool"></link>'])
@@ -169,8 +213,16 @@ def test_links_without_children_get_an_inertial(tmp_path, empty_link):
 
 def test_gravity_compensation_yaml(capsys, tmp_path, panda_urdf, result_json):
     out = tmp_path / "gravity.yaml"
-    code, stdout, err = run(capsys, "export", "--json", str(result_json), "--urdf",
-                            str(panda_urdf), "--gravity-yaml", str(out))
+    code, stdout, err = run(
+        capsys,
+        "export",
+        "--json",
+        str(result_json),
+        "--urdf",
+        str(panda_urdf),
+        "--gravity-yaml",
+        str(out),
+    )
     assert code == 0, err
     document = yaml.safe_load(out.read_text())
     filter1 = document["/**"]["ros__parameters"]["sensor_filter_chain"]["filter1"]
@@ -182,8 +234,20 @@ def test_gravity_compensation_yaml(capsys, tmp_path, panda_urdf, result_json):
     assert np.allclose(params["CoG"]["pos"], com)
     assert np.allclose(params["CoG"]["force"], [0.0, 0.0, -9.81 * 1.5])
     assert "F/T offset" in out.read_text() and "world frame 'panda_link0'" in stdout
-    code, _, err = run(capsys, "export", "--json", str(result_json), "--gravity-yaml", str(out),
-                       "--world-frame", "world", "--node", "ft_broadcaster", "--chain", "filters")
+    code, _, err = run(
+        capsys,
+        "export",
+        "--json",
+        str(result_json),
+        "--gravity-yaml",
+        str(out),
+        "--world-frame",
+        "world",
+        "--node",
+        "ft_broadcaster",
+        "--chain",
+        "filters",
+    )
     assert code == 0, err
     params = yaml.safe_load(out.read_text())["ft_broadcaster"]["ros__parameters"]["filters"]
     assert params["filter1"]["params"]["world_frame"] == "world"
@@ -200,14 +264,29 @@ def test_bad_exports_exit_2_with_one_line(capsys, tmp_path, panda_urdf, result_j
         (["--json", str(result_json), *common, "--link", "no_such_link"], "no link 'no_such_link'"),
         (["--json", str(result_json), *common, "--link", "panda_link3"], "not rigidly connected"),
         (["--json", str(inconsistent), *common, "--link", SENSOR], "not physically consistent"),
-        (["--json", str(result_json), "--urdf", str(panda_urdf), "--urdf-out", str(panda_urdf),
-          "--link", SENSOR], "is the input URDF"),
-        (["--json", str(result_json), "--urdf", str(panda_urdf), "--link", SENSOR],
-         "nothing to write"),
+        (
+            [
+                "--json",
+                str(result_json),
+                "--urdf",
+                str(panda_urdf),
+                "--urdf-out",
+                str(panda_urdf),
+                "--link",
+                SENSOR,
+            ],
+            "is the input URDF",
+        ),
+        (
+            ["--json", str(result_json), "--urdf", str(panda_urdf), "--link", SENSOR],
+            "nothing to write",
+        ),
         (["--json", str(result_json), "--urdf-out", out, "--link", SENSOR], "needs --urdf"),
         (["--json", str(result_json), "--gravity-yaml", out], "--world-frame"),
-        (["--json", str(result_json), *common, "--link", SENSOR, "--body", "gripper"],
-         "no body 'gripper'"),
+        (
+            ["--json", str(result_json), *common, "--link", SENSOR, "--body", "gripper"],
+            "no body 'gripper'",
+        ),
         (["--json", str(tmp_path / "missing.json"), *common, "--link", SENSOR], "cannot read"),
     ]
     before = digest(panda_urdf)

@@ -59,14 +59,25 @@ def rx(deg: float) -> np.ndarray:
 BOX_MASS, BOX_COM = 2.0, np.array([0.010, 0.020, 0.050])
 BOX_ROTATION = rz(30.0) @ ry(20.0) @ rx(10.0)
 BOX_MOMENTS = np.array([2 * (0.04 + 0.01) / 12, 2 * (0.09 + 0.01) / 12, 2 * (0.09 + 0.04) / 12])
-BOX_KUKA = {"M": 2.0, "X": 10.0, "Y": 20.0, "Z": 50.0, "A": 30.0, "B": 20.0, "C": 10.0,
-            "JX": 0.05 / 6, "JY": 0.1 / 6, "JZ": 0.13 / 6}
+BOX_KUKA = {
+    "M": 2.0,
+    "X": 10.0,
+    "Y": 20.0,
+    "Z": 50.0,
+    "A": 30.0,
+    "B": 20.0,
+    "C": 10.0,
+    "JX": 0.05 / 6,
+    "JY": 0.1 / 6,
+    "JZ": 0.13 / 6,
+}
 
 
 @pytest.fixture
 def box_theta() -> np.ndarray:
-    return theta_from_inertia(BOX_MASS, BOX_COM, BOX_ROTATION @ np.diag(BOX_MOMENTS)
-                              @ BOX_ROTATION.T)
+    return theta_from_inertia(
+        BOX_MASS, BOX_COM, BOX_ROTATION @ np.diag(BOX_MOMENTS) @ BOX_ROTATION.T
+    )
 
 
 def test_kuka_load_data_matches_the_hand_worked_box(box_theta):
@@ -90,10 +101,14 @@ def test_kuka_principal_frame_is_unique_and_closest_to_the_flange(box_theta):
     assert np.linalg.det(rotation) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("to_request, from_request", [
-    (ur_set_payload, theta_from_ur_set_payload),
-    (franka_set_load, theta_from_franka_set_load),
-    (kuka_load_data, theta_from_kuka_load_data)])
+@pytest.mark.parametrize(
+    "to_request, from_request",
+    [
+        (ur_set_payload, theta_from_ur_set_payload),
+        (franka_set_load, theta_from_franka_set_load),
+        (kuka_load_data, theta_from_kuka_load_data),
+    ],
+)
 def test_each_format_round_trips_to_theta(box_theta, to_request, from_request):
     rng = np.random.default_rng(3)
     boxes = []
@@ -101,8 +116,11 @@ def test_each_format_round_trips_to_theta(box_theta, to_request, from_request):
         mass, (a, b, c) = rng.uniform(0.2, 5.0), rng.uniform(0.02, 0.4, 3)
         rotation = pin.exp3(rng.normal(size=3))
         moments = mass / 12 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
-        boxes.append(theta_from_inertia(mass, rng.normal(0, 0.1, 3),
-                                        rotation @ np.diag(moments) @ rotation.T))
+        boxes.append(
+            theta_from_inertia(
+                mass, rng.normal(0, 0.1, 3), rotation @ np.diag(moments) @ rotation.T
+            )
+        )
     for theta in [box_theta] + boxes:
         assert np.allclose(from_request(to_request(theta)), theta, rtol=1e-12, atol=1e-14)
 
@@ -116,13 +134,25 @@ def test_franka_load_inertia_is_column_major():
 
 def test_ur_request_fields_are_the_srv_fields(box_theta):
     request = ur_set_payload(box_theta)
-    assert list(request) == ["mass", "center_of_gravity", "ixx", "iyy", "izz", "ixy", "ixz",
-                             "iyz", "transition_time"]
+    assert list(request) == [
+        "mass",
+        "center_of_gravity",
+        "ixx",
+        "iyy",
+        "izz",
+        "ixy",
+        "ixz",
+        "iyz",
+        "transition_time",
+    ]
     assert request["center_of_gravity"] == pytest.approx({"x": 0.01, "y": 0.02, "z": 0.05})
-    line = ros2_service_call("/io_and_status_controller/set_payload", "ur_msgs/srv/SetPayload",
-                             request)
-    assert line.startswith("ros2 service call /io_and_status_controller/set_payload "
-                           "ur_msgs/srv/SetPayload \"{mass: 2.0, center_of_gravity: {x: 0.01")
+    line = ros2_service_call(
+        "/io_and_status_controller/set_payload", "ur_msgs/srv/SetPayload", request
+    )
+    assert line.startswith(
+        "ros2 service call /io_and_status_controller/set_payload "
+        'ur_msgs/srv/SetPayload "{mass: 2.0, center_of_gravity: {x: 0.01'
+    )
     parsed = yaml.safe_load(line.split(" ", 5)[5].strip('"'))  # the request as ros2 reads it
     assert np.allclose(theta_from_ur_set_payload(parsed), box_theta, atol=1e-15)
 
@@ -142,8 +172,9 @@ def test_payload_formats_file_round_trips(box_theta):
 
 
 def test_gravity_compensation_round_trips_mass_and_first_moment(box_theta):
-    params = gravity_compensation_parameters(IdentifiedBody("p", "tool0", box_theta), "base",
-                                             np.array([0.0, 0.0, -9.81]))
+    params = gravity_compensation_parameters(
+        IdentifiedBody("p", "tool0", box_theta), "base", np.array([0.0, 0.0, -9.81])
+    )
     mass = -params["CoG"]["force"][2] / 9.81
     assert mass == pytest.approx(box_theta[0])
     assert np.allclose(mass * np.array(params["CoG"]["pos"]), box_theta[1:4])
@@ -161,18 +192,35 @@ def test_cli_writes_formats_in_the_flange(tmp_path, box_theta, capsys):
     joint away): the file's settings are the body moved there, back to the same theta."""
     urdf = example_robot_urdf("panda")
     result = tmp_path / "result.json"
-    result.write_text(json.dumps({"method": "lmi",
-                                  "bodies": [body_json("payload", "panda_link8", box_theta)]}))
+    result.write_text(
+        json.dumps({"method": "lmi", "bodies": [body_json("payload", "panda_link8", box_theta)]})
+    )
     out = tmp_path / "formats.yaml"
-    assert main(["export", "--json", str(result), "--urdf", str(urdf), "--flange-frame",
-                 "panda_hand", "--payload-formats", str(out)]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--json",
+                str(result),
+                "--urdf",
+                str(urdf),
+                "--flange-frame",
+                "panda_hand",
+                "--payload-formats",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "wrote" in capsys.readouterr().out
     document = yaml.safe_load(out.read_text())
     in_hand = transform_theta(load_model(urdf), box_theta, "panda_link8", "panda_hand")
     assert not np.allclose(in_hand, box_theta)  # the hand is turned -45° about z
-    for key, inverse in (("ur_set_payload", theta_from_ur_set_payload),
-                         ("franka_set_load", theta_from_franka_set_load),
-                         ("kuka_load_data", theta_from_kuka_load_data)):
+    for key, inverse in (
+        ("ur_set_payload", theta_from_ur_set_payload),
+        ("franka_set_load", theta_from_franka_set_load),
+        ("kuka_load_data", theta_from_kuka_load_data),
+    ):
         assert np.allclose(inverse(document[key]), in_hand, atol=1e-12), key
     back = pin.Inertia.FromDynamicParameters(in_hand)
     assert back.mass == pytest.approx(BOX_MASS)

@@ -24,15 +24,25 @@ from inertia_id_ros.io.keystore import (
     create_keystore,
 )
 
-ENCLAVE_FILES = ("cert.pem", "key.pem", "identity_ca.cert.pem", "permissions_ca.cert.pem",
-                 "governance.p7s", "permissions.p7s", "permissions.xml")
+ENCLAVE_FILES = (
+    "cert.pem",
+    "key.pem",
+    "identity_ca.cert.pem",
+    "permissions_ca.cert.pem",
+    "governance.p7s",
+    "permissions.p7s",
+    "permissions.xml",
+)
 """What rmw_security_common looks for in an enclave's folder (and the unsigned permissions)."""
 
 
 @pytest.fixture(scope="module")
 def keystore(tmp_path_factory):
-    return create_keystore(tmp_path_factory.mktemp("ks") / "keystore", domain_id=42,
-                           operators=[DEFAULT_OPERATOR, "/line/operator_2"])
+    return create_keystore(
+        tmp_path_factory.mktemp("ks") / "keystore",
+        domain_id=42,
+        operators=[DEFAULT_OPERATOR, "/line/operator_2"],
+    )
 
 
 def load_cert(path: Path) -> x509.Certificate:
@@ -40,12 +50,20 @@ def load_cert(path: Path) -> x509.Certificate:
 
 
 def test_layout_roles_and_private_keys(keystore):
-    assert keystore.roles == {NODE_ENCLAVE: "node", SIMULATOR_ENCLAVE: "simulator",
-                              DEFAULT_OPERATOR: "operator", "/line/operator_2": "operator",
-                              DEFAULT_OBSERVER: "observer"}
+    assert keystore.roles == {
+        NODE_ENCLAVE: "node",
+        SIMULATOR_ENCLAVE: "simulator",
+        DEFAULT_OPERATOR: "operator",
+        "/line/operator_2": "operator",
+        DEFAULT_OBSERVER: "observer",
+    }
     root = keystore.directory
-    for path in (root / "public" / "ca.cert.pem", root / "private" / "ca.key.pem",
-                 root / "enclaves" / "governance.xml", root / "enclaves" / "governance.p7s"):
+    for path in (
+        root / "public" / "ca.cert.pem",
+        root / "private" / "ca.key.pem",
+        root / "enclaves" / "governance.xml",
+        root / "enclaves" / "governance.p7s",
+    ):
         assert path.is_file(), path
     for enclave in keystore.roles:
         folder = keystore.enclave_dir(enclave)
@@ -53,9 +71,11 @@ def test_layout_roles_and_private_keys(keystore):
         assert stat.S_IMODE((folder / "key.pem").stat().st_mode) == 0o600
     assert keystore.enclave_dir("/line/operator_2") == root / "enclaves" / "line" / "operator_2"
     assert stat.S_IMODE((root / "private" / "ca.key.pem").stat().st_mode) == 0o600
-    assert keystore.environment() == {"ROS_SECURITY_KEYSTORE": str(root.resolve()),
-                                      "ROS_SECURITY_ENABLE": "true",
-                                      "ROS_SECURITY_STRATEGY": "Enforce"}
+    assert keystore.environment() == {
+        "ROS_SECURITY_KEYSTORE": str(root.resolve()),
+        "ROS_SECURITY_ENABLE": "true",
+        "ROS_SECURITY_STRATEGY": "Enforce",
+    }
 
 
 def test_certificates_are_issued_by_the_ca_to_the_enclave(keystore):
@@ -68,48 +88,89 @@ def test_certificates_are_issued_by_the_ca_to_the_enclave(keystore):
         assert cert.subject.rfc4514_string() == f"CN={enclave}"
         assert cert.not_valid_before_utc < cert.not_valid_after_utc
         grant = ET.parse(keystore.enclave_dir(enclave) / "permissions.xml").find(
-            "permissions/grant")
+            "permissions/grant"
+        )
         assert grant.findtext("subject_name") == f"CN={enclave}"
-        assert grant.findtext("validity/not_before") == \
-            cert.not_valid_before_utc.strftime("%Y-%m-%dT%H:%M:%S")
+        assert grant.findtext("validity/not_before") == cert.not_valid_before_utc.strftime(
+            "%Y-%m-%dT%H:%M:%S"
+        )
         assert {d.text for d in grant.iter("id")} == {"42"}
         for name in ("identity_ca.cert.pem", "permissions_ca.cert.pem"):
             assert load_cert(keystore.enclave_dir(enclave) / name) == ca
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command to verify "
-                                                            "S/MIME signatures with")
+@pytest.mark.skipif(
+    shutil.which("openssl") is None, reason="no openssl command to verify S/MIME signatures with"
+)
 def test_governance_and_permissions_are_signed_by_the_ca(keystore, tmp_path):
     """As DDS-Security reads them: OpenSSL's S/MIME verification against the CA, the signed
     text being the XML document (canonical CRLF line ends)."""
     ca = keystore.directory / "public" / "ca.cert.pem"
-    signed = [(keystore.directory / "enclaves" / "governance.p7s",
-               keystore.directory / "enclaves" / "governance.xml")]
-    signed += [(keystore.enclave_dir(e) / "permissions.p7s",
-                keystore.enclave_dir(e) / "permissions.xml") for e in keystore.roles]
+    signed = [
+        (
+            keystore.directory / "enclaves" / "governance.p7s",
+            keystore.directory / "enclaves" / "governance.xml",
+        )
+    ]
+    signed += [
+        (keystore.enclave_dir(e) / "permissions.p7s", keystore.enclave_dir(e) / "permissions.xml")
+        for e in keystore.roles
+    ]
     for p7s, xml in signed:
         out = tmp_path / "content"
-        done = subprocess.run(["openssl", "smime", "-verify", "-text", "-in", str(p7s),
-                               "-CAfile", str(ca), "-out", str(out)], capture_output=True)
+        done = subprocess.run(
+            [
+                "openssl",
+                "smime",
+                "-verify",
+                "-text",
+                "-in",
+                str(p7s),
+                "-CAfile",
+                str(ca),
+                "-out",
+                str(out),
+            ],
+            capture_output=True,
+        )
         assert done.returncode == 0, done.stderr
         assert out.read_bytes().replace(b"\r\n", b"\n") == xml.read_bytes()
     tampered = tmp_path / "tampered.p7s"
     tampered.write_bytes(signed[1][0].read_bytes().replace(b"rt/*", b"rq/*", 1))
-    assert subprocess.run(["openssl", "smime", "-verify", "-text", "-in", str(tampered),
-                           "-CAfile", str(ca), "-out", str(tmp_path / "x")],
-                          capture_output=True).returncode != 0
+    assert (
+        subprocess.run(
+            [
+                "openssl",
+                "smime",
+                "-verify",
+                "-text",
+                "-in",
+                str(tampered),
+                "-CAfile",
+                str(ca),
+                "-out",
+                str(tmp_path / "x"),
+            ],
+            capture_output=True,
+        ).returncode
+        != 0
+    )
 
 
 def test_governance_admits_only_authenticated_encrypted_participants(keystore):
     rule = ET.parse(keystore.directory / "enclaves" / "governance.xml").find(
-        "domain_access_rules/domain_rule")
+        "domain_access_rules/domain_rule"
+    )
     assert rule.findtext("domains/id") == "42"
     assert rule.findtext("allow_unauthenticated_participants") == "false"
     assert rule.findtext("enable_join_access_control") == "true"
     topic = rule.find("topic_access_rules/topic_rule")
     assert topic.findtext("topic_expression") == "*"
-    for tag in ("enable_read_access_control", "enable_write_access_control",
-                "enable_discovery_protection"):
+    for tag in (
+        "enable_read_access_control",
+        "enable_write_access_control",
+        "enable_discovery_protection",
+    ):
         assert topic.findtext(tag) == "true"
     assert topic.findtext("data_protection_kind") == "ENCRYPT"
 
@@ -121,23 +182,27 @@ def allowed(keystore, enclave: str, direction: str, topic: str) -> bool:
     grant = ET.parse(keystore.enclave_dir(enclave) / "permissions.xml").find("permissions/grant")
     for rule in grant:
         if rule.tag in ("allow_rule", "deny_rule") and any(
-                fnmatch.fnmatchcase(topic, t.text) for t in rule.iterfind(f"{direction}/*/topic")):
+            fnmatch.fnmatchcase(topic, t.text) for t in rule.iterfind(f"{direction}/*/topic")
+        ):
             return rule.tag == "allow_rule"
     return grant.findtext("default") == "ALLOW"
 
 
 def may_call(keystore, enclave: str, service: str) -> bool:
-    return (allowed(keystore, enclave, "publish", f"rq{service}Request")
-            and allowed(keystore, enclave, "subscribe", f"rr{service}Reply"))
+    return allowed(keystore, enclave, "publish", f"rq{service}Request") and allowed(
+        keystore, enclave, "subscribe", f"rr{service}Reply"
+    )
 
 
 def may_serve(keystore, enclave: str, service: str) -> bool:
-    return (allowed(keystore, enclave, "subscribe", f"rq{service}Request")
-            and allowed(keystore, enclave, "publish", f"rr{service}Reply"))
+    return allowed(keystore, enclave, "subscribe", f"rq{service}Request") and allowed(
+        keystore, enclave, "publish", f"rr{service}Reply"
+    )
 
 
-@pytest.mark.parametrize("service", ["excite", "stop", "tare", "identify", "set_parameters",
-                                     "set_parameters_atomically"])
+@pytest.mark.parametrize(
+    "service", ["excite", "stop", "tare", "identify", "set_parameters", "set_parameters_atomically"]
+)
 def test_only_operators_call_the_control_services(keystore, service):
     for operator in (DEFAULT_OPERATOR, "/line/operator_2"):
         assert may_call(keystore, operator, f"/inertia_id/{service}")
@@ -158,16 +223,21 @@ def test_everyone_reads_and_only_the_node_and_simulator_serve_and_publish(keysto
         for node in ("inertia_id", "inertia_id_inputs", "inertia_id_sim"):  # no impersonation
             assert not may_serve(keystore, enclave, f"/{node}/excite")
             assert not may_serve(keystore, enclave, f"/{node}/get_parameters")
-        for topic in ("rt/inertia_id/estimate", "rt/joint_states", "rt/ft_sensor/wrench",
-                      "rt/joint_trajectory_controller/joint_trajectory"):
+        for topic in (
+            "rt/inertia_id/estimate",
+            "rt/joint_states",
+            "rt/ft_sensor/wrench",
+            "rt/joint_trajectory_controller/joint_trajectory",
+        ):
             assert not allowed(keystore, enclave, "publish", topic)
     assert not may_call(keystore, DEFAULT_OBSERVER, "/inertia_id_sim/set_parameters")
     assert may_serve(keystore, NODE_ENCLAVE, "/inertia_id/excite")
     assert may_serve(keystore, NODE_ENCLAVE, "/inertia_id_inputs/get_type_description")
     assert not may_serve(keystore, NODE_ENCLAVE, "/inertia_id_sim/get_parameters")
     assert may_serve(keystore, SIMULATOR_ENCLAVE, "/inertia_id_sim/get_parameters")
-    assert allowed(keystore, NODE_ENCLAVE, "publish", "rt/joint_trajectory_controller/"
-                                                      "joint_trajectory")
+    assert allowed(
+        keystore, NODE_ENCLAVE, "publish", "rt/joint_trajectory_controller/joint_trajectory"
+    )
     assert allowed(keystore, SIMULATOR_ENCLAVE, "publish", "rt/joint_states")
 
 
@@ -188,8 +258,17 @@ def test_refuses_a_used_directory_and_bad_or_repeated_names(tmp_path):
 
 def test_cli_creates_a_keystore_and_says_how_to_use_it(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("ROS_DOMAIN_ID", "17")
-    code = cli.main(["keystore", "create", str(tmp_path / "ks"), "--operator", "/cell/op",
-                     "--observer", "/viewer"])
+    code = cli.main(
+        [
+            "keystore",
+            "create",
+            str(tmp_path / "ks"),
+            "--operator",
+            "/cell/op",
+            "--observer",
+            "/viewer",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "/cell/op" in out and "operator" in out and "/viewer" in out

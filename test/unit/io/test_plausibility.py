@@ -36,15 +36,20 @@ def run_cli(capsys, tmp_path: Path, *argv: str) -> tuple[int, str, dict | None]:
 
 def kinds(result: dict | None, severity: str | None = None) -> set[tuple[str, str]]:
     """``{(kind, subject)}`` of the result's findings (of ``severity``)."""
-    return {(f["kind"], f["subject"]) for f in (result or {}).get("findings", [])
-            if severity is None or f["severity"] == severity}
+    return {
+        (f["kind"], f["subject"])
+        for f in (result or {}).get("findings", [])
+        if severity is None or f["severity"] == severity
+    }
 
 
 # ---- the checks on small inputs ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("step, unit", [(1.0, "milliseconds"), (5.0, "milliseconds"),
-                                        (1e6, "nanoseconds"), (2e3, "microseconds")])
+@pytest.mark.parametrize(
+    "step, unit",
+    [(1.0, "milliseconds"), (5.0, "milliseconds"), (1e6, "nanoseconds"), (2e3, "microseconds")],
+)
 def test_time_steps_in_other_units_are_named(step: float, unit: str) -> None:
     (finding,) = plausibility.check_time_units(np.arange(100) * step, "stamps")
     assert finding.severity == REFUSE and finding.kind == "time_units"
@@ -58,11 +63,14 @@ def test_time_steps_in_seconds_pass(step: float) -> None:
 
 def test_degrees_refused_and_a_small_excursion_warned() -> None:
     lower, upper = np.array([-2.9, -2.0, -1.0]), np.array([2.9, 2.0, 1.0])
-    q = np.column_stack([np.linspace(-120.0, 150.0, 50), np.linspace(-1.0, 1.0, 50),
-                         np.linspace(0.0, 1.3, 50)])
+    q = np.column_stack(
+        [np.linspace(-120.0, 150.0, 50), np.linspace(-1.0, 1.0, 50), np.linspace(0.0, 1.3, 50)]
+    )
     findings = plausibility.check_angle_units(q, ["a", "b", "c"], lower, upper)
     assert [(f.kind, f.subject, f.severity) for f in findings] == [
-        ("degrees", "a", REFUSE), ("joint_limits", "c", WARN)]
+        ("degrees", "a", REFUSE),
+        ("joint_limits", "c", WARN),
+    ]
     assert "Degrees?" in findings[0].message
 
 
@@ -72,8 +80,14 @@ def test_radians_read_as_degrees_warned_as_still() -> None:
     or a prismatic joint's values are no such sign."""
     lower = np.array([-2.9, -0.1, 0.5, -0.1])
     upper = np.array([2.9, 3.75, 2.5, 0.1])
-    radians = np.column_stack([np.linspace(-2.5, 2.0, 50), np.linspace(0.0, 3.6, 50),
-                               np.linspace(0.6, 2.4, 50), np.linspace(0.0, 0.05, 50)])
+    radians = np.column_stack(
+        [
+            np.linspace(-2.5, 2.0, 50),
+            np.linspace(0.0, 3.6, 50),
+            np.linspace(0.6, 2.4, 50),
+            np.linspace(0.0, 0.05, 50),
+        ]
+    )
     names = ["a", "b", "c", "d"]
     findings = plausibility.check_angle_units(np.deg2rad(radians), names, lower, upper)
     assert [(f.kind, f.subject, f.severity) for f in findings] == [("still", "a, b, c", WARN)]
@@ -83,27 +97,49 @@ def test_radians_read_as_degrees_warned_as_still() -> None:
     moving[:, 1:3] = radians[:, 1:3]
     assert plausibility.check_angle_units(moving, names, lower, upper) == []
     prismatic = np.array([False, False, False, True])
-    assert plausibility.check_angle_units(np.deg2rad(radians), names, lower, upper,
-                                          ~prismatic)[0].subject == "a, b, c"
+    assert (
+        plausibility.check_angle_units(np.deg2rad(radians), names, lower, upper, ~prismatic)[
+            0
+        ].subject
+        == "a, b, c"
+    )
 
 
-@pytest.mark.parametrize("link_half_width, payload_half_width, warned", [
-    (0.1255, 0.03, True), (0.05, 0.03, True), (0.04, 0.03, False), (0.1255, 0.1, False),
-    (0.03, 0.06, True), (0.03, 0.04, False),
-    (None, 0.03, False)])  # None: a result without a filter (a simulator's truth) is not judged
-def test_a_links_result_with_another_filter_is_warned(link_half_width, payload_half_width,
-                                                      warned) -> None:
-    result = {} if link_half_width is None else {"differentiation": {
-        "half_width_s": link_half_width, "order": 2}}
-    findings = plausibility.link_filter_findings(result, "links.json", payload_half_width,
-                                                 payload_half_width)
+@pytest.mark.parametrize(
+    "link_half_width, payload_half_width, warned",
+    [
+        (0.1255, 0.03, True),
+        (0.05, 0.03, True),
+        (0.04, 0.03, False),
+        (0.1255, 0.1, False),
+        (0.03, 0.06, True),
+        (0.03, 0.04, False),
+        (None, 0.03, False),
+    ],
+)  # None: a result without a filter (a simulator's truth) is not judged
+def test_a_links_result_with_another_filter_is_warned(
+    link_half_width, payload_half_width, warned
+) -> None:
+    result = (
+        {}
+        if link_half_width is None
+        else {"differentiation": {"half_width_s": link_half_width, "order": 2}}
+    )
+    findings = plausibility.link_filter_findings(
+        result, "links.json", payload_half_width, payload_half_width
+    )
     assert plausibility.link_filter_findings(result, "links.json", payload_half_width) == (
-        findings if link_half_width is None or link_half_width > payload_half_width else [])
+        findings if link_half_width is None or link_half_width > payload_half_width else []
+    )
     assert [(f.kind, f.subject, f.severity) for f in findings] == (
-        [("link_filter", "links.json", WARN)] if warned else [])
+        [("link_filter", "links.json", WARN)] if warned else []
+    )
     if warned:
-        assert ("fit-links --filter-half-width" if link_half_width > payload_half_width
-                else "Differentiate with the links' filter") in findings[0].message
+        assert (
+            "fit-links --filter-half-width"
+            if link_half_width > payload_half_width
+            else "Differentiate with the links' filter"
+        ) in findings[0].message
 
 
 def test_free_fall_refused_unless_declared() -> None:
@@ -151,8 +187,9 @@ def test_link_volumes_from_collision_geometry(tmp_path) -> None:
 
 
 def test_pinned_masses_and_tilt() -> None:
-    findings = plausibility.pinned_mass_findings(["a", "b", "c"], np.array([1e-6, 1.0, 0.0]),
-                                                 np.array([2.0, 1.1, 0.0]))
+    findings = plausibility.pinned_mass_findings(
+        ["a", "b", "c"], np.array([1e-6, 1.0, 0.0]), np.array([2.0, 1.1, 0.0])
+    )
     assert [(f.kind, f.subject) for f in findings] == [("pinned_mass", "a")]
     assert plausibility.tilt_finding(0.01, 0.02) == []
     (tilt,) = plausibility.tilt_finding(np.radians(4.0), 0.0)
@@ -170,19 +207,35 @@ def payload(tmp_path_factory) -> dict:
     q, dq, wrench = sim.measure(t, np.random.default_rng(0))
     directory = tmp_path_factory.mktemp("payload")
 
-    def write(name: str, sign: float = 1.0, time_scale: float = 1.0,
-              angle_scale: float = 1.0) -> str:
+    def write(
+        name: str, sign: float = 1.0, time_scale: float = 1.0, angle_scale: float = 1.0
+    ) -> str:
         path = directory / f"{name}.npz"
-        np.savez(path, t=t * time_scale, joint_names=np.array(PANDA_ARM), q=q * angle_scale,
-                 dq=dq * angle_scale, wrench=sign * wrench, wrench_frame=SENSOR)
+        np.savez(
+            path,
+            t=t * time_scale,
+            joint_names=np.array(PANDA_ARM),
+            q=q * angle_scale,
+            dq=dq * angle_scale,
+            wrench=sign * wrench,
+            wrench_frame=SENSOR,
+        )
         return str(path)
 
     return {"write": write, "urdf": str(example_robot_urdf("panda"))}
 
 
 def fit_payload(payload: dict, data: str, *extra: str) -> list[str]:
-    return ["fit-payload", "--urdf", payload["urdf"], "--sensor-frame", SENSOR, "--data", data,
-            *extra]
+    return [
+        "fit-payload",
+        "--urdf",
+        payload["urdf"],
+        "--sensor-frame",
+        SENSOR,
+        "--data",
+        data,
+        *extra,
+    ]
 
 
 def test_payload_undisturbed_passes(capsys, tmp_path, payload) -> None:
@@ -193,14 +246,16 @@ def test_payload_undisturbed_passes(capsys, tmp_path, payload) -> None:
     assert result["identifiability"]["rank"] == 16  # 10 inertial + 6 offset parameters
 
 
-@pytest.mark.parametrize("mistake, extra, kind, words", [
-    ({"sign": -1.0}, (), "residual_ratio", "sign"),
-    ({}, ("--no-offset",), "residual_ratio", "drop --no-offset"),
-    ({"angle_scale": np.degrees(1.0)}, (), "degrees", "Degrees?"),
-    ({"time_scale": 1e3}, (), "time_units", "Milliseconds?"),
-])
-def test_payload_mistakes_refused(capsys, tmp_path, payload, mistake, extra, kind,
-                                  words) -> None:
+@pytest.mark.parametrize(
+    "mistake, extra, kind, words",
+    [
+        ({"sign": -1.0}, (), "residual_ratio", "sign"),
+        ({}, ("--no-offset",), "residual_ratio", "drop --no-offset"),
+        ({"angle_scale": np.degrees(1.0)}, (), "degrees", "Degrees?"),
+        ({"time_scale": 1e3}, (), "time_units", "Milliseconds?"),
+    ],
+)
+def test_payload_mistakes_refused(capsys, tmp_path, payload, mistake, extra, kind, words) -> None:
     data = payload["write"]("mistake", **mistake)
     code, err, result = run_cli(capsys, tmp_path, *fit_payload(payload, data, *extra))
     assert code == EXIT_IMPLAUSIBLE
@@ -212,13 +267,17 @@ def test_payload_volume_and_bounding_ellipsoid(capsys, tmp_path, payload) -> Non
     """A box smaller than the payload's COM distance warns; --bounding-ellipsoid keeps the fit
     inside the sphere (the COM of the sign-flipped fit comes back from 0.3 m)."""
     ok = payload["write"]("box")
-    code, err, result = run_cli(capsys, tmp_path, *fit_payload(
-        payload, ok, "--payload-box", "0.01,0.01,0.01"))
+    code, err, result = run_cli(
+        capsys, tmp_path, *fit_payload(payload, ok, "--payload-box", "0.01,0.01,0.01")
+    )
     assert code == 0 and ("bounding_volume", "payload") in kinds(result, WARN), err
     flipped = payload["write"]("flipped", sign=-1.0)
     _, _, free = run_cli(capsys, tmp_path, *fit_payload(payload, flipped))
-    _, _, bounded = run_cli(capsys, tmp_path, *fit_payload(
-        payload, flipped, "--bounding-ellipsoid", "--payload-sphere", "0.1"))
+    _, _, bounded = run_cli(
+        capsys,
+        tmp_path,
+        *fit_payload(payload, flipped, "--bounding-ellipsoid", "--payload-sphere", "0.1"),
+    )
     assert np.linalg.norm(free["bodies"][0]["com"]) > 0.1
     assert np.linalg.norm(bounded["bodies"][0]["com"]) <= 0.1 + 1e-6
 
@@ -230,8 +289,23 @@ def test_validate_yardsticks_fit_the_urdf_offset(capsys, tmp_path, payload) -> N
     code, err, _ = run_cli(capsys, tmp_path, *fit_payload(payload, data))
     assert code == 0, err
     out = tmp_path / "validation.json"
-    assert cli.main(["validate", str(tmp_path / "result.json"), "--data", data, "--urdf",
-                     payload["urdf"], "--train", data, "--json", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "validate",
+                str(tmp_path / "result.json"),
+                "--data",
+                data,
+                "--urdf",
+                payload["urdf"],
+                "--train",
+                data,
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     errors = json.loads(out.read_text())
     assert list(errors) == ["fit", "urdf", "urdf_offsets", "ols"]
@@ -245,15 +319,31 @@ def test_validate_names_milliseconds(capsys, tmp_path, payload) -> None:
     code, err, _ = run_cli(capsys, tmp_path, *fit_payload(payload, payload["write"]("fit")))
     assert code == 0, err
     held_out = payload["write"]("ms", time_scale=1e3)
-    assert cli.main(["validate", str(tmp_path / "result.json"), "--data", held_out, "--urdf",
-                     payload["urdf"]]) == 2
+    assert (
+        cli.main(
+            [
+                "validate",
+                str(tmp_path / "result.json"),
+                "--data",
+                held_out,
+                "--urdf",
+                payload["urdf"],
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "Milliseconds?" in err and err.count("\n") == 1
 
 
 def test_bounding_ellipsoid_refused_with_manifold(capsys, tmp_path, payload) -> None:
-    code, err, _ = run_cli(capsys, tmp_path, *fit_payload(
-        payload, payload["write"]("manifold"), "--method", "manifold", "--bounding-ellipsoid"))
+    code, err, _ = run_cli(
+        capsys,
+        tmp_path,
+        *fit_payload(
+            payload, payload["write"]("manifold"), "--method", "manifold", "--bounding-ellipsoid"
+        ),
+    )
     assert code == 2 and "--bounding-ellipsoid needs --method lmi" in err
     assert err.count("\n") == 1
 
@@ -261,24 +351,45 @@ def test_bounding_ellipsoid_refused_with_manifold(capsys, tmp_path, payload) -> 
 # ---- links (real KUKA LWR4+) ---------------------------------------------------------------
 
 
-def kuka_npz(tmp_path: Path, sign_joint: int | None = None, time_scale: float = 1.0,
-             angle_scale: float = 1.0, step: int = 20) -> str:
+def kuka_npz(
+    tmp_path: Path,
+    sign_joint: int | None = None,
+    time_scale: float = 1.0,
+    angle_scale: float = 1.0,
+    step: int = 20,
+) -> str:
     run = np.load(shared_data("kuka_lwr4") / "measurements_1.npz")
     effort = run["torques"][::step].copy()
     if sign_joint is not None:
         effort[:, sign_joint] *= -1.0
     path = tmp_path / "kuka.npz"
-    np.savez(path, t=run["times"][::step] * time_scale, joint_names=np.array(KUKA_JOINTS),
-             q=run["positions"][::step] * angle_scale,
-             dq=run["velocities"][::step] * angle_scale,
-             ddq=run["accelerations"][::step] * angle_scale, effort=effort)
+    np.savez(
+        path,
+        t=run["times"][::step] * time_scale,
+        joint_names=np.array(KUKA_JOINTS),
+        q=run["positions"][::step] * angle_scale,
+        dq=run["velocities"][::step] * angle_scale,
+        ddq=run["accelerations"][::step] * angle_scale,
+        effort=effort,
+    )
     return str(path)
 
 
 def fit_links(data: str) -> list[str]:
     """fit-links with the choices given (no selection: fast)."""
-    return ["fit-links", "--urdf", str(shared_data("kuka_lwr4") / "kuka_lwr4.urdf"), "--data",
-            data, "--prior-weight", "1e-3", "--coulomb-velocity", "0.05", "--torque-delay", "0"]
+    return [
+        "fit-links",
+        "--urdf",
+        str(shared_data("kuka_lwr4") / "kuka_lwr4.urdf"),
+        "--data",
+        data,
+        "--prior-weight",
+        "1e-3",
+        "--coulomb-velocity",
+        "0.05",
+        "--torque-delay",
+        "0",
+    ]
 
 
 def test_kuka_undisturbed_passes(capsys, tmp_path) -> None:
@@ -288,12 +399,15 @@ def test_kuka_undisturbed_passes(capsys, tmp_path) -> None:
     assert result["identifiability"]["rank"] < result["identifiability"]["n_params"]
 
 
-@pytest.mark.parametrize("mistake, kind, subject, words", [
-    ({"sign_joint": 1}, "urdf_sign", "joint 'lwr_1_joint'", "Sign?"),
-    ({"sign_joint": 3}, "urdf_sign", "joint 'lwr_3_joint'", "Sign?"),
-    ({"angle_scale": np.degrees(1.0)}, "degrees", None, "Degrees?"),
-    ({"time_scale": 1e3}, "time_units", "joint state stamps", "Milliseconds?"),
-])
+@pytest.mark.parametrize(
+    "mistake, kind, subject, words",
+    [
+        ({"sign_joint": 1}, "urdf_sign", "joint 'lwr_1_joint'", "Sign?"),
+        ({"sign_joint": 3}, "urdf_sign", "joint 'lwr_3_joint'", "Sign?"),
+        ({"angle_scale": np.degrees(1.0)}, "degrees", None, "Degrees?"),
+        ({"time_scale": 1e3}, "time_units", "joint state stamps", "Milliseconds?"),
+    ],
+)
 def test_kuka_mistakes_refused(capsys, tmp_path, mistake, kind, subject, words) -> None:
     code, err, result = run_cli(capsys, tmp_path, *fit_links(kuka_npz(tmp_path, **mistake)))
     assert code == EXIT_IMPLAUSIBLE
@@ -314,8 +428,9 @@ def icub_recording(tmp_path_factory) -> dict:
     return icub(seed=1).record(1.0, 200.0)
 
 
-def icub_npz(tmp_path: Path, data: dict, flip: tuple[str, ...] = (),
-             drop_contact: bool = False) -> str:
+def icub_npz(
+    tmp_path: Path, data: dict, flip: tuple[str, ...] = (), drop_contact: bool = False
+) -> str:
     data = dict(data)
     frames = list(data["ft_frames"])
     wrench = data["ft_wrench"].copy()
@@ -324,8 +439,11 @@ def icub_npz(tmp_path: Path, data: dict, flip: tuple[str, ...] = (),
     data["ft_wrench"] = wrench
     if drop_contact:
         keep = [k for k, kind in enumerate(data["ft_types"]) if kind != "contact"]
-        data.update(ft_frames=data["ft_frames"][keep], ft_types=data["ft_types"][keep],
-                    ft_wrench=wrench[:, keep])
+        data.update(
+            ft_frames=data["ft_frames"][keep],
+            ft_types=data["ft_types"][keep],
+            ft_wrench=wrench[:, keep],
+        )
     path = tmp_path / "icub.npz"
     np.savez(path, **data)
     return str(path)
@@ -335,8 +453,9 @@ def fit_whole_body(data: str, *extra: str) -> list[str]:
     return ["fit-whole-body", "--urdf", str(example_robot_urdf("icub")), "--data", data, *extra]
 
 
-def test_icub_forgotten_sign_flips_refused_naming_the_sensors(capsys, tmp_path,
-                                                              icub_recording) -> None:
+def test_icub_forgotten_sign_flips_refused_naming_the_sensors(
+    capsys, tmp_path, icub_recording
+) -> None:
     flipped = icub_npz(tmp_path, icub_recording, flip=ICUB_LEGS)
     code, err, result = run_cli(capsys, tmp_path, *fit_whole_body(flipped))
     assert code == EXIT_IMPLAUSIBLE
@@ -345,14 +464,20 @@ def test_icub_forgotten_sign_flips_refused_naming_the_sensors(capsys, tmp_path,
     assert "--flip-wrench-sign" in err
     pinned = [b for b in result["bodies"] if "pinned" in b["identifiability"]]
     assert pinned and all(b["identifiability"] != "identified" for b in pinned)
-    code, err, result = run_cli(capsys, tmp_path, *fit_whole_body(flipped, *[
-        item for leg in ICUB_LEGS for item in ("--flip-wrench-sign", leg)]))
+    code, err, result = run_cli(
+        capsys,
+        tmp_path,
+        *fit_whole_body(
+            flipped, *[item for leg in ICUB_LEGS for item in ("--flip-wrench-sign", leg)]
+        ),
+    )
     assert code == 0, err
     assert not {k for k, _ in kinds(result)} & {"urdf_sign", "residual_ratio"}
 
 
-def test_icub_without_contact_sensor_refused_unless_free_fall(capsys, tmp_path,
-                                                              icub_recording) -> None:
+def test_icub_without_contact_sensor_refused_unless_free_fall(
+    capsys, tmp_path, icub_recording
+) -> None:
     data = icub_npz(tmp_path, icub_recording, drop_contact=True)
     code, err, result = run_cli(capsys, tmp_path, *fit_whole_body(data))
     assert code == EXIT_IMPLAUSIBLE and kinds(result) == {("free_fall", "base")}
@@ -363,8 +488,7 @@ def test_icub_without_contact_sensor_refused_unless_free_fall(capsys, tmp_path,
     assert code == EXIT_IMPLAUSIBLE and "residual_ratio" in {k for k, _ in kinds(result)}
 
 
-def test_icub_bounding_ellipsoid_keeps_every_link_inside(capsys, tmp_path,
-                                                         icub_recording) -> None:
+def test_icub_bounding_ellipsoid_keeps_every_link_inside(capsys, tmp_path, icub_recording) -> None:
     """--bounding-ellipsoid: every link whose grown collision box holds its URDF inertial
     satisfies tr(J Q) >= 0 for the ellipsoid around the box (unconstrained, some do not), at
     little cost in residual."""
@@ -380,18 +504,25 @@ def test_icub_bounding_ellipsoid_keeps_every_link_inside(capsys, tmp_path,
 
     volumes = plausibility.volumes_holding(
         plausibility.link_volumes(urdf, [b["name"] for b in results[()]["bodies"]]),
-        link_inertials(Path(urdf).read_text()))
+        link_inertials(Path(urdf).read_text()),
+    )
     assert len(volumes) > 15
 
     def violations(result: dict) -> list[str]:
-        return [b["name"] for b in result["bodies"] if b["name"] in volumes and np.trace(
-            pin.Inertia.FromDynamicParameters(np.array(b["theta"])).toPseudoInertia().toMatrix()
-            @ volumes[b["name"]].ellipsoid_matrix()) < -1e-9]
+        return [
+            b["name"]
+            for b in result["bodies"]
+            if b["name"] in volumes
+            and np.trace(
+                pin.Inertia.FromDynamicParameters(np.array(b["theta"])).toPseudoInertia().toMatrix()
+                @ volumes[b["name"]].ellipsoid_matrix()
+            )
+            < -1e-9
+        ]
 
     assert violations(results[()])
     assert violations(results[("--bounding-ellipsoid",)]) == []
-    assert results[("--bounding-ellipsoid",)]["residual_rms"] < 1.01 * results[()][
-        "residual_rms"]
+    assert results[("--bounding-ellipsoid",)]["residual_rms"] < 1.01 * results[()]["residual_rms"]
 
 
 def test_links_bounding_ellipsoid_keeps_the_links_inside(capsys, tmp_path) -> None:
@@ -405,26 +536,44 @@ def test_links_bounding_ellipsoid_keeps_the_links_inside(capsys, tmp_path) -> No
     urdf = example_robot_urdf("panda")
     truth = panda_truth_model()
     t = np.arange(800) / 100.0
-    trajectory = ExcitingTrajectory.for_model(truth, PANDA_ARM, period=8.0, seed=3,
-                                              position_fraction=0.6, velocity_fraction=0.6)
+    trajectory = ExcitingTrajectory.for_model(
+        truth, PANDA_ARM, period=8.0, seed=3, position_fraction=0.6, velocity_fraction=0.6
+    )
     q, dq, ddq = trajectory(t)
     data = truth.createData()
     effort = np.array([pin.rnea(truth, data, *x) for x in zip(q, dq, ddq)])
     effort += np.random.default_rng(0).normal(0.0, 0.05, effort.shape)
     path = tmp_path / "panda.npz"
     np.savez(path, t=t, joint_names=np.array(PANDA_ARM), q=q, dq=dq, ddq=ddq, effort=effort)
-    code, err, result = run_cli(capsys, tmp_path, "fit-links", "--urdf", str(urdf), "--data",
-                                str(path), "--prior-weight", "1e-3", "--coulomb-velocity", "0.05",
-                                "--torque-delay", "0", "--no-tilt", "--bounding-ellipsoid")
+    code, err, result = run_cli(
+        capsys,
+        tmp_path,
+        "fit-links",
+        "--urdf",
+        str(urdf),
+        "--data",
+        str(path),
+        "--prior-weight",
+        "1e-3",
+        "--coulomb-velocity",
+        "0.05",
+        "--torque-delay",
+        "0",
+        "--no-tilt",
+        "--bounding-ellipsoid",
+    )
     assert code == 0, err
     model = load_model(urdf)
-    priors = {name: model.inertias[model.frames[model.getFrameId(name)].parentJoint]
-              .toDynamicParameters() for name in (b["name"] for b in result["bodies"])}
+    priors = {
+        name: model.inertias[model.frames[model.getFrameId(name)].parentJoint].toDynamicParameters()
+        for name in (b["name"] for b in result["bodies"])
+    }
     volumes = plausibility.volumes_holding(plausibility.link_volumes(urdf, list(priors)), priors)
     assert len(volumes) >= 3
     for body in result["bodies"]:
         if body["name"] in volumes:
             pseudo = pin.Inertia.FromDynamicParameters(np.array(body["theta"])).toPseudoInertia()
-            assert np.trace(pseudo.toMatrix() @ volumes[body["name"]].ellipsoid_matrix()) \
-                >= -1e-9, body["name"]
+            assert (
+                np.trace(pseudo.toMatrix() @ volumes[body["name"]].ellipsoid_matrix()) >= -1e-9
+            ), body["name"]
     assert not kinds(result, REFUSE)

@@ -50,8 +50,7 @@ def write_table(path: Path, columns: dict[str, np.ndarray], delimiter: str = ","
     """A CSV file with a header row of ``columns``' names."""
     names = list(columns)
     rows = np.column_stack([columns[n] for n in names])
-    lines = [delimiter.join(names)] + [delimiter.join(repr(float(v)) for v in row)
-                                       for row in rows]
+    lines = [delimiter.join(names)] + [delimiter.join(repr(float(v)) for v in row) for row in rows]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -75,8 +74,9 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 # ---- round trips -----------------------------------------------------------------------------
 
 
-def test_csv_other_columns_degrees_and_per_stream_clocks(tmp_path: Path, sim: PayloadSimulator,
-                                                         panda_joint_names) -> None:
+def test_csv_other_columns_degrees_and_per_stream_clocks(
+    tmp_path: Path, sim: PayloadSimulator, panda_joint_names
+) -> None:
     """Joints in one CSV (ms stamps, degrees, its own column names, an extra gripper column not
     in the URDF) at 200 Hz, the wrist F/T in another (ns stamps, 500 Hz, 3 ms clock offset):
     the same arrays as the canonical data, each stream on its own stamps."""
@@ -93,16 +93,36 @@ def test_csv_other_columns_degrees_and_per_stream_clocks(tmp_path: Path, sim: Pa
     ft = {"time_ns": np.round(1e9 * (T0 + wrench_t - offset))}
     ft.update({name: wrench[:, k] for k, name in enumerate(["Fx", "Fy", "Fz", "Mx", "My", "Mz"])})
     write_table(tmp_path / "ft.csv", ft, delimiter=";")
-    path = describe(tmp_path, {
-        "streams": {"arm": {"file": "joints.csv", "time": "stamp_ms", "time_unit": "ms"},
-                    "wrist": {"file": "ft.csv", "time": "time_ns", "time_unit": "ns",
-                              "offset": offset, "delimiter": ";"}},
-        "joints": {"names": {**{str(i): PANDA_ARM[i] for i in range(7)},
-                             "gripper": "panda_finger_joint9"},
-                   "position": {"columns": "pos{joint}", "unit": "deg"},
-                   "velocity": {"columns": "vel{joint}", "unit": "deg"}},
-        "ft_sensors": [{"frame": SENSOR, "stream": "wrist",
-                        "columns": ["Fx", "Fy", "Fz", "Mx", "My", "Mz"]}]})
+    path = describe(
+        tmp_path,
+        {
+            "streams": {
+                "arm": {"file": "joints.csv", "time": "stamp_ms", "time_unit": "ms"},
+                "wrist": {
+                    "file": "ft.csv",
+                    "time": "time_ns",
+                    "time_unit": "ns",
+                    "offset": offset,
+                    "delimiter": ";",
+                },
+            },
+            "joints": {
+                "names": {
+                    **{str(i): PANDA_ARM[i] for i in range(7)},
+                    "gripper": "panda_finger_joint9",
+                },
+                "position": {"columns": "pos{joint}", "unit": "deg"},
+                "velocity": {"columns": "vel{joint}", "unit": "deg"},
+            },
+            "ft_sensors": [
+                {
+                    "frame": SENSOR,
+                    "stream": "wrist",
+                    "columns": ["Fx", "Fy", "Fz", "Mx", "My", "Mz"],
+                }
+            ],
+        },
+    )
     recording = load(path, panda_joint_names)
     states = recording.joint_states
     assert states.joint_names == PANDA_ARM
@@ -112,8 +132,9 @@ def test_csv_other_columns_degrees_and_per_stream_clocks(tmp_path: Path, sim: Pa
     wrenches = recording.payload(SENSOR).wrenches
     np.testing.assert_allclose(wrenches.t, T0 + wrench_t, rtol=0, atol=1e-6)
     np.testing.assert_array_equal(wrenches.wrench, wrench)
-    assert any("panda_finger_joint9" not in note and "gripper" in note
-               for note in recording.notes), recording.notes
+    assert any(
+        "panda_finger_joint9" not in note and "gripper" in note for note in recording.notes
+    ), recording.notes
 
 
 def test_currents_with_torque_constants_and_signs(tmp_path: Path) -> None:
@@ -127,19 +148,31 @@ def test_currents_with_torque_constants_and_signs(tmp_path: Path) -> None:
     signs = np.array([1, 1, -1, 1, 1, 1, 1])
     currents = torques / (constants * gear) * signs
     np.savez(tmp_path / "log.npz", pos=run["positions"][:400], amps=currents)
-    path = describe(tmp_path, {
-        "streams": {"arm": {"file": "log.npz", "rate": 200.0}},
-        "joints": {"names": list(KUKA_JOINTS), "position": {"key": "pos", "unit": "rad"},
-                   "effort": {"key": "amps", "unit": "A",
-                              "torque_constant": dict(zip(KUKA_JOINTS, constants.tolist())),
-                              "gear_ratio": gear, "sign": {"lwr_2_joint": -1}}}})
+    path = describe(
+        tmp_path,
+        {
+            "streams": {"arm": {"file": "log.npz", "rate": 200.0}},
+            "joints": {
+                "names": list(KUKA_JOINTS),
+                "position": {"key": "pos", "unit": "rad"},
+                "effort": {
+                    "key": "amps",
+                    "unit": "A",
+                    "torque_constant": dict(zip(KUKA_JOINTS, constants.tolist())),
+                    "gear_ratio": gear,
+                    "sign": {"lwr_2_joint": -1},
+                },
+            },
+        },
+    )
     states = load(path, list(KUKA_JOINTS)).joint_states
     np.testing.assert_allclose(states.effort, torques, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(states.t, np.arange(400) / 200.0)
 
 
-def test_bag_with_ft_on_its_own_topic(tmp_path: Path, sim: PayloadSimulator,
-                                      panda_joint_names) -> None:
+def test_bag_with_ft_on_its_own_topic(
+    tmp_path: Path, sim: PayloadSimulator, panda_joint_names
+) -> None:
     """A bag with joint states (with a joint not in the URDF) and the F/T on its own topic and
     rate: the same arrays as the bag reader of the canonical path."""
     rng = np.random.default_rng(1)
@@ -148,14 +181,30 @@ def test_bag_with_ft_on_its_own_topic(tmp_path: Path, sim: PayloadSimulator,
     wrench = sim.measure_wrench(wrench_t, rng)
     names = PANDA_ARM + ("conveyor",)
     q8, dq8 = np.hstack([q, np.zeros((300, 1))]), np.hstack([dq, np.zeros((300, 1))])
-    bag = write_bag(tmp_path / "rec", "mcap", T0 + joint_t, names, q8, dq8,
-                    wrench_t=T0 + wrench_t, wrench=wrench, frame=SENSOR, joint_topic="/arm/js",
-                    wrench_topic="/wrist/ft")
-    path = describe(tmp_path, {
-        "streams": {"js": {"file": "rec", "topic": "/arm/js"},
-                    "ft": {"file": "rec", "topic": "/wrist/ft"}},
-        "joints": {"position": {"unit": "rad"}, "velocity": {"unit": "rad"}},
-        "ft_sensors": [{"frame": SENSOR, "stream": "ft"}]})
+    bag = write_bag(
+        tmp_path / "rec",
+        "mcap",
+        T0 + joint_t,
+        names,
+        q8,
+        dq8,
+        wrench_t=T0 + wrench_t,
+        wrench=wrench,
+        frame=SENSOR,
+        joint_topic="/arm/js",
+        wrench_topic="/wrist/ft",
+    )
+    path = describe(
+        tmp_path,
+        {
+            "streams": {
+                "js": {"file": "rec", "topic": "/arm/js"},
+                "ft": {"file": "rec", "topic": "/wrist/ft"},
+            },
+            "joints": {"position": {"unit": "rad"}, "velocity": {"unit": "rad"}},
+            "ft_sensors": [{"frame": SENSOR, "stream": "ft"}],
+        },
+    )
     recording = load(path, panda_joint_names)
     expected = read_payload_bag(bag, "/arm/js", "/wrist/ft")
     assert recording.joint_states.joint_names == PANDA_ARM
@@ -174,13 +223,19 @@ def test_bag_with_ft_on_its_own_topic(tmp_path: Path, sim: PayloadSimulator,
 
 
 def _kuka_description(tmp_path: Path, run: Path) -> Path:
-    return describe(tmp_path, {
-        "streams": {"run": {"file": str(run), "time": "times", "time_unit": "s"}},
-        "joints": {"names": list(KUKA_JOINTS),
-                   "position": {"key": "positions", "unit": "rad"},
-                   "velocity": {"key": "velocities", "unit": "rad"},
-                   "acceleration": {"key": "accelerations", "unit": "rad"},
-                   "effort": {"key": "torques", "unit": "N·m"}}})
+    return describe(
+        tmp_path,
+        {
+            "streams": {"run": {"file": str(run), "time": "times", "time_unit": "s"}},
+            "joints": {
+                "names": list(KUKA_JOINTS),
+                "position": {"key": "positions", "unit": "rad"},
+                "velocity": {"key": "velocities", "unit": "rad"},
+                "acceleration": {"key": "accelerations", "unit": "rad"},
+                "effort": {"key": "torques", "unit": "N·m"},
+            },
+        },
+    )
 
 
 def test_kuka_through_yaml_alone_gives_the_loader_path_fit(capsys, tmp_path: Path) -> None:
@@ -191,21 +246,42 @@ def test_kuka_through_yaml_alone_gives_the_loader_path_fit(capsys, tmp_path: Pat
     run = np.load(data_dir / "measurements_1.npz")
     keep = run["times"] <= run["times"][0] + 6.0
     canonical = tmp_path / "canonical.npz"
-    np.savez(canonical, t=run["times"][keep], joint_names=np.array(KUKA_JOINTS),
-             q=run["positions"][keep], dq=run["velocities"][keep],
-             ddq=run["accelerations"][keep], effort=run["torques"][keep])
+    np.savez(
+        canonical,
+        t=run["times"][keep],
+        joint_names=np.array(KUKA_JOINTS),
+        q=run["positions"][keep],
+        dq=run["velocities"][keep],
+        ddq=run["accelerations"][keep],
+        effort=run["torques"][keep],
+    )
     path = _kuka_description(tmp_path, data_dir / "measurements_1.npz")
-    loaded = load_recording(InputDescription.from_yaml(path).with_flags(t_end=6.0),
-                            list(KUKA_JOINTS)).joint_states
+    loaded = load_recording(
+        InputDescription.from_yaml(path).with_flags(t_end=6.0), list(KUKA_JOINTS)
+    ).joint_states
     expected = read_joint_file(canonical)
     for key in ("t", "q", "dq", "ddq", "effort"):
         np.testing.assert_array_equal(getattr(loaded, key), getattr(expected, key), err_msg=key)
     results = []
     for source in (["--input", str(path), "--t-end", "6"], ["--data", str(canonical)]):
         out_json = tmp_path / f"fit{len(results)}.json"
-        code, _, err = run_cli(capsys, "fit-links", "--urdf", urdf, *source, "--json",
-                               str(out_json), "--torque-delay", "0", "--coulomb-velocity", "0",
-                               "--filter-half-width", "0.02", "--prior-weight", "1e-3")
+        code, _, err = run_cli(
+            capsys,
+            "fit-links",
+            "--urdf",
+            urdf,
+            *source,
+            "--json",
+            str(out_json),
+            "--torque-delay",
+            "0",
+            "--coulomb-velocity",
+            "0",
+            "--filter-half-width",
+            "0.02",
+            "--prior-weight",
+            "1e-3",
+        )
         assert code == 0, err
         results.append(json.loads(out_json.read_text()))
     assert [b["theta"] for b in results[0]["bodies"]] == [b["theta"] for b in results[1]["bodies"]]
@@ -217,14 +293,29 @@ def test_split_by_time_validates_on_the_held_out_part(capsys, tmp_path: Path) ->
     data_dir = shared_data("kuka_lwr4")
     path = _kuka_description(tmp_path, data_dir / "measurements_1.npz")
     description = InputDescription.from_yaml(path).with_flags(t_end=8.0, held_out_from=6.0)
-    train, held_out = split_recording(load_recording(description, list(KUKA_JOINTS)),
-                                      description)
+    train, held_out = split_recording(load_recording(description, list(KUKA_JOINTS)), description)
     assert train.joint_states.t[-1] - train.t0 <= 6.0 < held_out.joint_states.t[0] - train.t0 + 0.01
     assert held_out.joint_states.t[-1] - train.t0 <= 8.0
-    code, out, err = run_cli(capsys, "fit-links", "--urdf", str(data_dir / "kuka_lwr4.urdf"),
-                             "--input", str(path), "--t-end", "8", "--held-out-from", "6",
-                             "--torque-delay", "0", "--coulomb-velocity", "0",
-                             "--filter-half-width", "0.02", "--prior-weight", "1e-3")
+    code, out, err = run_cli(
+        capsys,
+        "fit-links",
+        "--urdf",
+        str(data_dir / "kuka_lwr4.urdf"),
+        "--input",
+        str(path),
+        "--t-end",
+        "8",
+        "--held-out-from",
+        "6",
+        "--torque-delay",
+        "0",
+        "--coulomb-velocity",
+        "0",
+        "--filter-half-width",
+        "0.02",
+        "--prior-weight",
+        "1e-3",
+    )
     assert code == 0, err
     assert "(held out)" in out and "overall" in out
 
@@ -249,22 +340,38 @@ def test_description_sign_from_urdf_and_overrides(tmp_path: Path) -> None:
     names = list(load_model(urdf).names)[1:]
     t = np.arange(50) / 100.0
     wrench = np.tile([1.0, 2.0, 3.0, 0.1, 0.2, 0.3], (50, 1))
-    write_table(tmp_path / "log.csv", {"t": t, "q": np.zeros(50),
-                                       **{f"w{k}": wrench[:, k] for k in range(6)}})
+    write_table(
+        tmp_path / "log.csv",
+        {"t": t, "q": np.zeros(50), **{f"w{k}": wrench[:, k] for k in range(6)}},
+    )
     signs = {}
     for sign in ("urdf", "keep", "flip"):
-        path = describe(tmp_path, {
-            "streams": {"log": {"file": "log.csv", "time": "t", "time_unit": "s"}},
-            "joints": {"names": {"q": "r_elbow"}, "position": {"columns": ["q"], "unit": "rad"}},
-            "ft_sensors": [{"frame": "r_arm_ft_sensor", "stream": "log", "sign": sign,
-                            "columns": [f"w{k}" for k in range(6)]}]})
+        path = describe(
+            tmp_path,
+            {
+                "streams": {"log": {"file": "log.csv", "time": "t", "time_unit": "s"}},
+                "joints": {
+                    "names": {"q": "r_elbow"},
+                    "position": {"columns": ["q"], "unit": "rad"},
+                },
+                "ft_sensors": [
+                    {
+                        "frame": "r_arm_ft_sensor",
+                        "stream": "log",
+                        "sign": sign,
+                        "columns": [f"w{k}" for k in range(6)],
+                    }
+                ],
+            },
+        )
         recording = load(path, names, urdf)
         signs[sign] = recording.wrenches["r_arm_ft_sensor"].wrench[0, 0]
     assert signs == {"urdf": -1.0, "keep": 1.0, "flip": -1.0}
 
 
-def test_fit_payload_flip_wrench_sign(capsys, tmp_path: Path, sim: PayloadSimulator,
-                                      panda_urdf: str) -> None:
+def test_fit_payload_flip_wrench_sign(
+    capsys, tmp_path: Path, sim: PayloadSimulator, panda_urdf: str
+) -> None:
     """fit-payload's --flip-wrench-sign (the node's flip_wrench_sign) on data recorded with the
     opposite sign gives the payload's mass back."""
     rng = np.random.default_rng(2)
@@ -273,8 +380,19 @@ def test_fit_payload_flip_wrench_sign(capsys, tmp_path: Path, sim: PayloadSimula
     data = tmp_path / "flipped.npz"
     np.savez(data, t=t, joint_names=np.array(PANDA_ARM), q=q, dq=dq, wrench=-wrench)
     out_json = tmp_path / "out.json"
-    code, _, err = run_cli(capsys, "fit-payload", "--urdf", panda_urdf, "--sensor-frame", SENSOR,
-                           "--data", str(data), "--flip-wrench-sign", "--json", str(out_json))
+    code, _, err = run_cli(
+        capsys,
+        "fit-payload",
+        "--urdf",
+        panda_urdf,
+        "--sensor-frame",
+        SENSOR,
+        "--data",
+        str(data),
+        "--flip-wrench-sign",
+        "--json",
+        str(out_json),
+    )
     assert code == 0, err
     mass = json.loads(out_json.read_text())["bodies"][0]["mass"]
     assert mass == pytest.approx(sim.true_theta[0], rel=0.02)
@@ -284,15 +402,22 @@ def test_fit_payload_flip_wrench_sign(capsys, tmp_path: Path, sim: PayloadSimula
 
 
 def _joint_csv(tmp_path: Path, t: np.ndarray) -> Path:
-    return write_table(tmp_path / "j.csv", {"stamp": t, **{f"p{i}": np.zeros(t.size)
-                                                         for i in range(7)}})
+    return write_table(
+        tmp_path / "j.csv", {"stamp": t, **{f"p{i}": np.zeros(t.size) for i in range(7)}}
+    )
 
 
 def _joint_yaml(tmp_path: Path, **stream) -> Path:
-    return describe(tmp_path, {
-        "streams": {"arm": {"file": "j.csv", "time": "stamp", **stream}},
-        "joints": {"names": {str(i): PANDA_ARM[i] for i in range(7)},
-                   "position": {"columns": "p{joint}", "unit": "rad"}}})
+    return describe(
+        tmp_path,
+        {
+            "streams": {"arm": {"file": "j.csv", "time": "stamp", **stream}},
+            "joints": {
+                "names": {str(i): PANDA_ARM[i] for i in range(7)},
+                "position": {"columns": "p{joint}", "unit": "rad"},
+            },
+        },
+    )
 
 
 def test_time_in_milliseconds_without_unit_is_named(tmp_path: Path, panda_joint_names) -> None:
@@ -305,8 +430,10 @@ def test_time_in_milliseconds_without_unit_is_named(tmp_path: Path, panda_joint_
 
 def test_streams_that_do_not_overlap_are_refused(tmp_path: Path, panda_joint_names) -> None:
     _joint_csv(tmp_path, np.arange(100) / 200.0)
-    write_table(tmp_path / "tau.csv", {"t": 100.0 + np.arange(100) / 200.0,
-                                       **{f"e{i}": np.zeros(100) for i in range(7)}})
+    write_table(
+        tmp_path / "tau.csv",
+        {"t": 100.0 + np.arange(100) / 200.0, **{f"e{i}": np.zeros(100) for i in range(7)}},
+    )
     description = yaml.safe_load(_joint_yaml(tmp_path, time_unit="s").read_text())
     description["streams"]["tau"] = {"file": "tau.csv", "time": "t", "time_unit": "s"}
     description["joints"]["effort"] = {"stream": "tau", "columns": "e{joint}", "unit": "N·m"}
@@ -317,30 +444,50 @@ def test_streams_that_do_not_overlap_are_refused(tmp_path: Path, panda_joint_nam
 def test_held_joint_moving_the_sensor_is_refused(capsys, tmp_path: Path, panda_urdf: str) -> None:
     """panda_joint7 not in the log, held: it moves the wrist sensor, so fit-payload refuses."""
     t = np.arange(200) / 200.0
-    write_table(tmp_path / "log.csv", {"t": t, **{f"p{i}": np.zeros(t.size) for i in range(6)},
-                                       **{f"w{k}": np.zeros(t.size) for k in range(6)}})
-    path = describe(tmp_path, {
-        "streams": {"log": {"file": "log.csv", "time": "t", "time_unit": "s"}},
-        "joints": {"names": {str(i): PANDA_ARM[i] for i in range(6)},
-                   "position": {"columns": "p{joint}", "unit": "rad"},
-                   "held": {"panda_joint7": 0.5}},
-        "ft_sensors": [{"frame": SENSOR, "stream": "log", "columns": [f"w{k}" for k in range(6)]}]})
-    code, _, err = run_cli(capsys, "fit-payload", "--urdf", panda_urdf, "--sensor-frame", SENSOR,
-                           "--input", str(path))
+    write_table(
+        tmp_path / "log.csv",
+        {
+            "t": t,
+            **{f"p{i}": np.zeros(t.size) for i in range(6)},
+            **{f"w{k}": np.zeros(t.size) for k in range(6)},
+        },
+    )
+    path = describe(
+        tmp_path,
+        {
+            "streams": {"log": {"file": "log.csv", "time": "t", "time_unit": "s"}},
+            "joints": {
+                "names": {str(i): PANDA_ARM[i] for i in range(6)},
+                "position": {"columns": "p{joint}", "unit": "rad"},
+                "held": {"panda_joint7": 0.5},
+            },
+            "ft_sensors": [
+                {"frame": SENSOR, "stream": "log", "columns": [f"w{k}" for k in range(6)]}
+            ],
+        },
+    )
+    code, _, err = run_cli(
+        capsys, "fit-payload", "--urdf", panda_urdf, "--sensor-frame", SENSOR, "--input", str(path)
+    )
     assert code == 2
     assert "held joint(s) ['panda_joint7']" in err and "depends on their motion" in err
 
 
-@pytest.mark.parametrize("change, fragment", [
-    ({"joints": {"names": ["a"], "position": {"key": "q"}}}, "joints.position: no 'unit'"),
-    ({"streams": {"arm": {"file": "j.csv"}}}, "give either 'time'"),
-    ({"window": [3, 1]}, "window [3.0, 1.0] is empty"),
-    ({"held_out": "later"}, "held_out: 'later' is not one of the intervals"),
-    ({"extra": 1}, "unknown key(s) ['extra']"),
-])
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        ({"joints": {"names": ["a"], "position": {"key": "q"}}}, "joints.position: no 'unit'"),
+        ({"streams": {"arm": {"file": "j.csv"}}}, "give either 'time'"),
+        ({"window": [3, 1]}, "window [3.0, 1.0] is empty"),
+        ({"held_out": "later"}, "held_out: 'later' is not one of the intervals"),
+        ({"extra": 1}, "unknown key(s) ['extra']"),
+    ],
+)
 def test_bad_descriptions_name_the_key(tmp_path: Path, change: dict, fragment: str) -> None:
-    description = {"streams": {"arm": {"file": "j.csv", "time": "t", "time_unit": "s"}},
-                   "joints": {"names": ["a"], "position": {"key": "q", "unit": "rad"}}}
+    description = {
+        "streams": {"arm": {"file": "j.csv", "time": "t", "time_unit": "s"}},
+        "joints": {"names": ["a"], "position": {"key": "q", "unit": "rad"}},
+    }
     description.update(change)
     with pytest.raises(DataError) as error:
         InputDescription.from_yaml(describe(tmp_path, description))
@@ -353,8 +500,13 @@ def test_flags_for_canonical_files(capsys, tmp_path: Path, panda_joint_names) ->
     SI."""
     t = np.arange(100) / 100.0
     q = np.tile(np.linspace(0, 1, 7), (100, 1))
-    np.savez(tmp_path / "log.npz", t=1e3 * t, joint_names=np.array(PANDA_ARM), q=np.degrees(q),
-             effort=np.zeros((100, 7)))
+    np.savez(
+        tmp_path / "log.npz",
+        t=1e3 * t,
+        joint_names=np.array(PANDA_ARM),
+        q=np.degrees(q),
+        effort=np.zeros((100, 7)),
+    )
     description = InputDescription.from_canonical(tmp_path / "log.npz", "ms", "deg")
     states = load_recording(description, panda_joint_names).joint_states
     np.testing.assert_allclose(states.t, t)
@@ -368,18 +520,36 @@ def test_validate_takes_a_description(capsys, tmp_path: Path) -> None:
     part."""
     data_dir = shared_data("kuka_lwr4")
     urdf = str(data_dir / "kuka_lwr4.urdf")
-    description = yaml.safe_load(_kuka_description(tmp_path, data_dir / "measurements_1.npz")
-                                 .read_text())
-    description.update({"intervals": {"fit": [0.0, 5.0], "check": [5.0, 8.0]}, "train": "fit",
-                        "held_out": "check"})
+    description = yaml.safe_load(
+        _kuka_description(tmp_path, data_dir / "measurements_1.npz").read_text()
+    )
+    description.update(
+        {"intervals": {"fit": [0.0, 5.0], "check": [5.0, 8.0]}, "train": "fit", "held_out": "check"}
+    )
     path = describe(tmp_path, description)
     out_json = tmp_path / "fit.json"
-    code, _, err = run_cli(capsys, "fit-links", "--urdf", urdf, "--input", str(path), "--json",
-                           str(out_json), "--torque-delay", "0", "--coulomb-velocity", "0",
-                           "--filter-half-width", "0.02", "--prior-weight", "1e-3")
+    code, _, err = run_cli(
+        capsys,
+        "fit-links",
+        "--urdf",
+        urdf,
+        "--input",
+        str(path),
+        "--json",
+        str(out_json),
+        "--torque-delay",
+        "0",
+        "--coulomb-velocity",
+        "0",
+        "--filter-half-width",
+        "0.02",
+        "--prior-weight",
+        "1e-3",
+    )
     assert code == 0, err
-    code, out, err = run_cli(capsys, "validate", str(out_json), "--input", str(path), "--urdf",
-                             urdf)
+    code, out, err = run_cli(
+        capsys, "validate", str(out_json), "--input", str(path), "--urdf", urdf
+    )
     assert code == 0, err
     assert "input.yaml (held out)" in out and "ols rms" in out
 
@@ -390,31 +560,62 @@ def test_imu_and_contact_sensor_from_csv_files(tmp_path: Path) -> None:
     urdf = example_robot_urdf("icub")
     names = list(load_model(urdf).names)[1:]
     t_joint, t_imu, t_ft = np.arange(400) / 200.0, np.arange(800) / 400.0, np.arange(200) / 100.0
-    write_table(tmp_path / "joints.csv", {"t": t_joint, **{f"q_{j}": np.full(400, 0.1)
-                                                           for j in names}})
+    write_table(
+        tmp_path / "joints.csv", {"t": t_joint, **{f"q_{j}": np.full(400, 0.1) for j in names}}
+    )
     gyro = np.column_stack([np.sin(t_imu), np.cos(t_imu), t_imu])
-    write_table(tmp_path / "imu.csv", {"t": t_imu, "qx": 0 * t_imu, "qy": 0 * t_imu,
-                                       "qz": 0 * t_imu, "qw": 1 + 0 * t_imu,
-                                       **{f"w{k}": np.degrees(gyro[:, k]) for k in range(3)},
-                                       "ax": 0 * t_imu, "ay": 0 * t_imu, "az": 9.81 + 0 * t_imu})
-    write_table(tmp_path / "sole.csv", {"t": t_ft, **{c: np.full(200, 1.0)
-                                                      for c in WRENCH_COLUMNS}})
-    path = describe(tmp_path, {
-        "streams": {"joints": {"file": "joints.csv", "time": "t", "time_unit": "s"},
-                    "imu": {"file": "imu.csv", "time": "t", "time_unit": "s"},
-                    "sole": {"file": "sole.csv", "time": "t", "time_unit": "s"}},
-        "joints": {"names": names, "position": {"columns": "q_{joint}", "unit": "rad"}},
-        "ft_sensors": [{"frame": "l_sole", "stream": "sole", "kind": "contact",
-                        "columns": list(WRENCH_COLUMNS)}],
-        "imu": {"frame": "imu_frame", "stream": "imu", "orientation": ["qx", "qy", "qz", "qw"],
-                "angular_velocity": ["w0", "w1", "w2"], "angular_velocity_unit": "deg",
-                "linear_acceleration": ["ax", "ay", "az"]}})
+    write_table(
+        tmp_path / "imu.csv",
+        {
+            "t": t_imu,
+            "qx": 0 * t_imu,
+            "qy": 0 * t_imu,
+            "qz": 0 * t_imu,
+            "qw": 1 + 0 * t_imu,
+            **{f"w{k}": np.degrees(gyro[:, k]) for k in range(3)},
+            "ax": 0 * t_imu,
+            "ay": 0 * t_imu,
+            "az": 9.81 + 0 * t_imu,
+        },
+    )
+    write_table(
+        tmp_path / "sole.csv", {"t": t_ft, **{c: np.full(200, 1.0) for c in WRENCH_COLUMNS}}
+    )
+    path = describe(
+        tmp_path,
+        {
+            "streams": {
+                "joints": {"file": "joints.csv", "time": "t", "time_unit": "s"},
+                "imu": {"file": "imu.csv", "time": "t", "time_unit": "s"},
+                "sole": {"file": "sole.csv", "time": "t", "time_unit": "s"},
+            },
+            "joints": {"names": names, "position": {"columns": "q_{joint}", "unit": "rad"}},
+            "ft_sensors": [
+                {
+                    "frame": "l_sole",
+                    "stream": "sole",
+                    "kind": "contact",
+                    "columns": list(WRENCH_COLUMNS),
+                }
+            ],
+            "imu": {
+                "frame": "imu_frame",
+                "stream": "imu",
+                "orientation": ["qx", "qy", "qz", "qw"],
+                "angular_velocity": ["w0", "w1", "w2"],
+                "angular_velocity_unit": "deg",
+                "linear_acceleration": ["ax", "ay", "az"],
+            },
+        },
+    )
     whole = load(path, names, str(urdf)).whole_body(half_width=0.05)
     inside = (t_ft >= 0.05) & (t_ft <= t_joint[-1] - 0.05)
     np.testing.assert_allclose(whole.states.t, t_ft[inside])
-    np.testing.assert_allclose(whole.imu["imu_angular_velocity"],
-                               np.column_stack([np.interp(t_ft[inside], t_imu, g)
-                                                for g in gyro.T]), atol=1e-12)
+    np.testing.assert_allclose(
+        whole.imu["imu_angular_velocity"],
+        np.column_stack([np.interp(t_ft[inside], t_imu, g) for g in gyro.T]),
+        atol=1e-12,
+    )
     assert whole.imu_frame == "imu_frame" and whole.ft_types == ("contact",)
     np.testing.assert_allclose(whole.ft_wrench[:, 0], 1.0)
 
@@ -422,34 +623,63 @@ def test_imu_and_contact_sensor_from_csv_files(tmp_path: Path) -> None:
 def test_velocity_unit_defaults_to_the_positions(tmp_path: Path, panda_joint_names) -> None:
     """Velocities without a unit are in the positions' unit per second (here deg/s)."""
     t = np.arange(50) / 100.0
-    write_table(tmp_path / "j.csv", {"stamp": t, **{f"p{i}": np.full(50, 90.0) for i in range(7)},
-                                     **{f"v{i}": np.full(50, 180.0) for i in range(7)}})
-    path = describe(tmp_path, {
-        "streams": {"arm": {"file": "j.csv", "time": "stamp", "time_unit": "s"}},
-        "joints": {"names": {str(i): PANDA_ARM[i] for i in range(7)},
-                   "position": {"columns": "p{joint}", "unit": "deg"},
-                   "velocity": {"columns": "v{joint}"}}})
+    write_table(
+        tmp_path / "j.csv",
+        {
+            "stamp": t,
+            **{f"p{i}": np.full(50, 90.0) for i in range(7)},
+            **{f"v{i}": np.full(50, 180.0) for i in range(7)},
+        },
+    )
+    path = describe(
+        tmp_path,
+        {
+            "streams": {"arm": {"file": "j.csv", "time": "stamp", "time_unit": "s"}},
+            "joints": {
+                "names": {str(i): PANDA_ARM[i] for i in range(7)},
+                "position": {"columns": "p{joint}", "unit": "deg"},
+                "velocity": {"columns": "v{joint}"},
+            },
+        },
+    )
     states = load(path, panda_joint_names).joint_states
     np.testing.assert_allclose(states.q, math.pi / 2)
     np.testing.assert_allclose(states.dq, math.pi)
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["fit-links", "--input", "{yaml}", "--time-unit", "ms"],
-     "--time-unit applies to --data/--bag; an --input description gives its units itself"),
-    (["fit-links", "--data", "{npz}", "--hold", "lwr_6_joint"], "--hold takes JOINT=VALUE"),
-    (["fit-links", "--data", "{npz}", "--t-start", "5", "--t-end", "2"],
-     "the window [5.0, 2.0] s is empty"),
-    (["fit-whole-body", "--data", "{npz}", "--t-end", "2"], "take an --input description"),
-])
-def test_bad_log_flags_exit_2_naming_the_flag(capsys, tmp_path: Path, argv: list[str],
-                                               fragment: str) -> None:
-    yaml_path = describe(tmp_path, {"streams": {"a": {"file": "a.npz", "rate": 100}},
-                                    "joints": {"names": list(KUKA_JOINTS),
-                                               "position": {"key": "q", "unit": "rad"}}})
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (
+            ["fit-links", "--input", "{yaml}", "--time-unit", "ms"],
+            "--time-unit applies to --data/--bag; an --input description gives its units itself",
+        ),
+        (["fit-links", "--data", "{npz}", "--hold", "lwr_6_joint"], "--hold takes JOINT=VALUE"),
+        (
+            ["fit-links", "--data", "{npz}", "--t-start", "5", "--t-end", "2"],
+            "the window [5.0, 2.0] s is empty",
+        ),
+        (["fit-whole-body", "--data", "{npz}", "--t-end", "2"], "take an --input description"),
+    ],
+)
+def test_bad_log_flags_exit_2_naming_the_flag(
+    capsys, tmp_path: Path, argv: list[str], fragment: str
+) -> None:
+    yaml_path = describe(
+        tmp_path,
+        {
+            "streams": {"a": {"file": "a.npz", "rate": 100}},
+            "joints": {"names": list(KUKA_JOINTS), "position": {"key": "q", "unit": "rad"}},
+        },
+    )
     npz = tmp_path / "a.npz"
-    np.savez(npz, t=np.arange(50) / 100.0, joint_names=np.array(KUKA_JOINTS),
-             q=np.zeros((50, 7)), effort=np.zeros((50, 7)))
+    np.savez(
+        npz,
+        t=np.arange(50) / 100.0,
+        joint_names=np.array(KUKA_JOINTS),
+        q=np.zeros((50, 7)),
+        effort=np.zeros((50, 7)),
+    )
     argv = [a.format(yaml=yaml_path, npz=npz) for a in argv]
     code, _, err = run_cli(capsys, *argv, "--urdf", str(example_robot_urdf("panda")))
     assert code == 2
@@ -462,8 +692,7 @@ def test_held_joints_coupled_to_the_fitted_ones(panda_urdf: str) -> None:
     from inertia_id_ros.io.recording import joints_coupled
 
     model = load_model(panda_urdf)
-    assert joints_coupled(model, {}, PANDA_ARM, ["panda_finger_joint1"]) == [
-        "panda_finger_joint1"]
+    assert joints_coupled(model, {}, PANDA_ARM, ["panda_finger_joint1"]) == ["panda_finger_joint1"]
     assert joints_coupled(model, {}, ["panda_finger_joint2"], ["panda_finger_joint1"]) == []
 
 
@@ -477,32 +706,55 @@ def test_joint_groups_from_separate_files(tmp_path: Path, panda_joint_names) -> 
 
     def q(t: np.ndarray, i: int) -> np.ndarray:
         return 0.1 * (i + 1) * t  # linear: interpolation is exact
+
     write_table(tmp_path / "a.csv", {"t": t1, **{f"a{i}": np.degrees(q(t1, i)) for i in range(4)}})
-    log = write_table(tmp_path / "b.log", {"index": np.arange(100), "t": t2,
-                                           **{f"b{i}": np.degrees(q(t2, i)) for i in range(4, 7)}},
-                      delimiter=" ")
+    log = write_table(
+        tmp_path / "b.log",
+        {"index": np.arange(100), "t": t2, **{f"b{i}": np.degrees(q(t2, i)) for i in range(4, 7)}},
+        delimiter=" ",
+    )
     log.write_text(log.read_text().split("\n", 1)[1])  # no header row
-    path = describe(tmp_path, {
-        "streams": {"a": {"file": "a.csv", "time": "t", "time_unit": "s"},
-                    "b": {"file": "b.log", "time": "t", "time_unit": "s", "delimiter": " ",
-                          "header": ["index", "t", "b4", "b5", "b6"]}},
-        "joints": [{"stream": "a", "names": {str(i): PANDA_ARM[i] for i in range(4)},
-                    "position": {"columns": "a{joint}", "unit": "deg"}},
-                   {"stream": "b", "names": {str(i): PANDA_ARM[i] for i in range(4, 7)},
-                    "position": {"columns": "b{joint}", "unit": "deg"}}]})
+    path = describe(
+        tmp_path,
+        {
+            "streams": {
+                "a": {"file": "a.csv", "time": "t", "time_unit": "s"},
+                "b": {
+                    "file": "b.log",
+                    "time": "t",
+                    "time_unit": "s",
+                    "delimiter": " ",
+                    "header": ["index", "t", "b4", "b5", "b6"],
+                },
+            },
+            "joints": [
+                {
+                    "stream": "a",
+                    "names": {str(i): PANDA_ARM[i] for i in range(4)},
+                    "position": {"columns": "a{joint}", "unit": "deg"},
+                },
+                {
+                    "stream": "b",
+                    "names": {str(i): PANDA_ARM[i] for i in range(4, 7)},
+                    "position": {"columns": "b{joint}", "unit": "deg"},
+                },
+            ],
+        },
+    )
     recording = load(path, panda_joint_names)
     states = recording.joint_states
     inside = (t1 >= t2[0]) & (t1 <= t2[-1])
     assert states.joint_names == PANDA_ARM
     np.testing.assert_array_equal(states.t, t1[inside])
-    np.testing.assert_allclose(states.q, np.column_stack([q(t1[inside], i) for i in range(7)]),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        states.q, np.column_stack([q(t1[inside], i) for i in range(7)]), atol=1e-12
+    )
     assert any("outside the span every joint stream covers" in n for n in recording.notes)
 
 
-def test_fit_payload_from_two_csv_clocks_with_a_held_out_part(capsys, tmp_path: Path,
-                                                               sim: PayloadSimulator,
-                                                               panda_urdf: str) -> None:
+def test_fit_payload_from_two_csv_clocks_with_a_held_out_part(
+    capsys, tmp_path: Path, sim: PayloadSimulator, panda_urdf: str
+) -> None:
     """fit-payload through a description alone: joints in degrees with ms stamps, the F/T in
     its own file with ns stamps and a clock offset, its sign flipped: the payload's mass, and
     the validation on the held-out part printed."""
@@ -510,23 +762,52 @@ def test_fit_payload_from_two_csv_clocks_with_a_held_out_part(capsys, tmp_path: 
     joint_t, wrench_t = np.arange(2400) / 200.0, 0.0007 + np.arange(6000) / 500.0
     q, dq = sim.measure_joints(joint_t, rng)
     wrench = sim.measure_wrench(wrench_t, rng)
-    write_table(tmp_path / "arm.csv", {"ms": 1e3 * (T0 + joint_t),
-                                       **{f"q{i}": np.degrees(q[:, i]) for i in range(7)},
-                                       **{f"v{i}": np.degrees(dq[:, i]) for i in range(7)}})
-    write_table(tmp_path / "ft.csv", {"ns": np.round(1e9 * (T0 + wrench_t + 0.02)),
-                                      **{c: -wrench[:, k] for k, c in enumerate(WRENCH_COLUMNS)}})
-    path = describe(tmp_path, {
-        "streams": {"arm": {"file": "arm.csv", "time": "ms", "time_unit": "ms"},
-                    "ft": {"file": "ft.csv", "time": "ns", "time_unit": "ns", "offset": -0.02}},
-        "joints": {"names": {str(i): PANDA_ARM[i] for i in range(7)},
-                   "position": {"columns": "q{joint}", "unit": "deg"},
-                   "velocity": {"columns": "v{joint}", "unit": "deg"}},
-        "ft_sensors": [{"frame": SENSOR, "stream": "ft", "columns": list(WRENCH_COLUMNS),
-                        "sign": "flip"}],
-        "held_out_from": 9.0})
+    write_table(
+        tmp_path / "arm.csv",
+        {
+            "ms": 1e3 * (T0 + joint_t),
+            **{f"q{i}": np.degrees(q[:, i]) for i in range(7)},
+            **{f"v{i}": np.degrees(dq[:, i]) for i in range(7)},
+        },
+    )
+    write_table(
+        tmp_path / "ft.csv",
+        {
+            "ns": np.round(1e9 * (T0 + wrench_t + 0.02)),
+            **{c: -wrench[:, k] for k, c in enumerate(WRENCH_COLUMNS)},
+        },
+    )
+    path = describe(
+        tmp_path,
+        {
+            "streams": {
+                "arm": {"file": "arm.csv", "time": "ms", "time_unit": "ms"},
+                "ft": {"file": "ft.csv", "time": "ns", "time_unit": "ns", "offset": -0.02},
+            },
+            "joints": {
+                "names": {str(i): PANDA_ARM[i] for i in range(7)},
+                "position": {"columns": "q{joint}", "unit": "deg"},
+                "velocity": {"columns": "v{joint}", "unit": "deg"},
+            },
+            "ft_sensors": [
+                {"frame": SENSOR, "stream": "ft", "columns": list(WRENCH_COLUMNS), "sign": "flip"}
+            ],
+            "held_out_from": 9.0,
+        },
+    )
     out_json = tmp_path / "payload.json"
-    code, out, err = run_cli(capsys, "fit-payload", "--urdf", panda_urdf, "--sensor-frame",
-                             SENSOR, "--input", str(path), "--json", str(out_json))
+    code, out, err = run_cli(
+        capsys,
+        "fit-payload",
+        "--urdf",
+        panda_urdf,
+        "--sensor-frame",
+        SENSOR,
+        "--input",
+        str(path),
+        "--json",
+        str(out_json),
+    )
     assert code == 0, err
     result = json.loads(out_json.read_text())
     assert result["bodies"][0]["mass"] == pytest.approx(sim.true_theta[0], rel=0.02)
@@ -543,6 +824,7 @@ def test_the_guides_examples_are_valid_descriptions() -> None:
     blocks = re.findall(r"```yaml\n(.*?)```", guide.read_text(encoding="utf-8"), re.S)
     assert len(blocks) >= 4
     for k, block in enumerate(blocks):
-        description = InputDescription.from_mapping(yaml.safe_load(block), guide.parent,
-                                                    f"example {k}")
+        description = InputDescription.from_mapping(
+            yaml.safe_load(block), guide.parent, f"example {k}"
+        )
         assert description.joints and description.streams

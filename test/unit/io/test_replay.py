@@ -39,8 +39,21 @@ def recording(tmp_path_factory) -> tuple[Path, Path]:
     """12 s of the simulated Panda at 200 Hz as an MCAP bag, and the truth as a result JSON."""
     directory = tmp_path_factory.mktemp("recording")
     bag, truth = directory / "sim_bag", directory / "truth.json"
-    assert cli.main(["record-sim", str(bag), "--duration", str(DURATION), "--rate", str(RATE),
-                     "--truth-json", str(truth)]) == 0
+    assert (
+        cli.main(
+            [
+                "record-sim",
+                str(bag),
+                "--duration",
+                str(DURATION),
+                "--rate",
+                str(RATE),
+                "--truth-json",
+                str(truth),
+            ]
+        )
+        == 0
+    )
     return bag, truth
 
 
@@ -53,10 +66,14 @@ def test_recorded_bag_holds_the_simulation_in_arrival_order(recording):
     assert recorded.wrenches.frame == "panda_link8"
     steps = np.diff(recorded.joint_states.t)
     assert np.allclose(steps, 1.0 / RATE, atol=1e-6)  # float64 resolves 0.24 us at 1.7e9 s
-    optional = [("/robot_description", "std_msgs/msg/String"),
-                ("/ft_sensor/wrench", "geometry_msgs/msg/WrenchStamped"), ("/none", "x/msg/Y")]
-    messages = read_bag_messages(bag, [("/joint_states", "sensor_msgs/msg/JointState")],
-                                 optional=optional)
+    optional = [
+        ("/robot_description", "std_msgs/msg/String"),
+        ("/ft_sensor/wrench", "geometry_msgs/msg/WrenchStamped"),
+        ("/none", "x/msg/Y"),
+    ]
+    messages = read_bag_messages(
+        bag, [("/joint_states", "sensor_msgs/msg/JointState")], optional=optional
+    )
     log_times = [log_time for _, log_time, _ in messages]
     assert log_times == sorted(log_times) and len(messages) == 2 * n + 1
     assert messages[0][0] == "/robot_description" and "<robot" in messages[0][2].data
@@ -67,8 +84,19 @@ def test_recorded_bag_holds_the_simulation_in_arrival_order(recording):
 def test_replay_writes_csv_json_png_and_converges_to_the_truth(capsys, recording, tmp_path):
     bag, truth = recording
     csv_path, json_path, png_path = (tmp_path / name for name in ("r.csv", "r.json", "r.png"))
-    code, out, err = run(capsys, "replay", bag, "--csv", csv_path, "--json", json_path,
-                         "--png", png_path, "--truth", truth)
+    code, out, err = run(
+        capsys,
+        "replay",
+        bag,
+        "--csv",
+        csv_path,
+        "--json",
+        json_path,
+        "--png",
+        png_path,
+        "--truth",
+        truth,
+    )
     assert code == 0, err
     with open(csv_path, newline="") as stream:
         rows = list(csv.DictReader(stream))
@@ -106,7 +134,8 @@ def test_replay_writes_csv_json_png_and_converges_to_the_truth(capsys, recording
 
 
 def test_replay_refuses_a_final_estimate_that_fails_the_plausibility_checks(
-        capsys, recording, tmp_path):
+    capsys, recording, tmp_path
+):
     """The bag's wrenches negated (``--flip-wrench-sign`` on a sensor that keeps the convention):
     no consistent body explains them, the residuals far exceed the unconstrained fit's ->
     refused, exit 3, as the fit commands."""
@@ -117,8 +146,9 @@ def test_replay_refuses_a_final_estimate_that_fails_the_plausibility_checks(
     assert "inertia-id replay: refused:" in err and "REFUSED" in out
     result = json.loads(out_json.read_text())
     assert result["refused"] is True
-    assert any(f["kind"] == "residual_ratio" and f["severity"] == "refuse"
-               for f in result["findings"])
+    assert any(
+        f["kind"] == "residual_ratio" and f["severity"] == "refuse" for f in result["findings"]
+    )
 
 
 def test_updates_follow_bag_time_and_see_exactly_the_messages_before_them():
@@ -148,10 +178,20 @@ def test_updates_follow_bag_time_and_see_exactly_the_messages_before_them():
     messages = []
     for k in range(10):  # 0.0 .. 0.9 s, a joint state and a wrench every 0.1 s
         t = 100.0 + 0.1 * k
-        messages.append(("/joint_states", int(round((t + 0.001) * 1e9)),
-                         message(t, name=["j"], position=[0.0], velocity=[], effort=[])))
-        messages.append(("/ft_sensor/wrench", int(round((t + 0.002) * 1e9)),
-                         message(t, wrench=SimpleNamespace(force=force, torque=force))))
+        messages.append(
+            (
+                "/joint_states",
+                int(round((t + 0.001) * 1e9)),
+                message(t, name=["j"], position=[0.0], velocity=[], effort=[]),
+            )
+        )
+        messages.append(
+            (
+                "/ft_sensor/wrench",
+                int(round((t + 0.002) * 1e9)),
+                message(t, wrench=SimpleNamespace(force=force, torque=force)),
+            )
+        )
     messages.append(("/other", int(100.95e9), None))
     recorder = Recorder()
     feeds = bag_feeds(recorder, payload_replay_inputs(recorder, "s"), JointStateRange())
@@ -160,8 +200,9 @@ def test_updates_follow_bag_time_and_see_exactly_the_messages_before_them():
     assert [round(u.time - start, 9) for u in updates] == [0.25, 0.5, 0.75, 1.0]
     assert all(u.status == "ok" and u.estimate == "estimate" for u in updates)
     solves = [i for i, call in enumerate(recorder.calls) if call[0] == "solve"]
-    fed_before = [sum(call[0] in ("joint", "wrench") for call in recorder.calls[:i])
-                  for i in solves]
+    fed_before = [
+        sum(call[0] in ("joint", "wrench") for call in recorder.calls[:i]) for i in solves
+    ]
     assert fed_before == [6, 10, 16, 20]  # messages logged before 0.251, 0.501, 0.751, 1.001 s
     assert recorder.calls[0] == ("joint", 100.0, True)  # empty arrays -> None, as the node
     assert recorder.calls[1] == ("wrench", 100.0, "s")
@@ -169,14 +210,37 @@ def test_updates_follow_bag_time_and_see_exactly_the_messages_before_them():
 
 def test_sqlite_bag_with_explicit_urdf_and_sensor_frame(capsys, tmp_path):
     bag = tmp_path / "short"
-    code, out, err = run(capsys, "record-sim", bag, "--duration", 3, "--rate", 150, "--storage",
-                         "sqlite3", "--seed", 3)
+    code, out, err = run(
+        capsys,
+        "record-sim",
+        bag,
+        "--duration",
+        3,
+        "--rate",
+        150,
+        "--storage",
+        "sqlite3",
+        "--seed",
+        3,
+    )
     assert code == 0 and "(sqlite3)" in out, err
     assert list(bag.glob("*.db3"))
     csv_path = tmp_path / "short.csv"
-    code, out, err = run(capsys, "replay", bag, "--urdf", example_robot_urdf("panda"),
-                         "--sensor-frame", "panda_link8", "--update-rate", 1, "--window-sec", 5,
-                         "--csv", csv_path)
+    code, out, err = run(
+        capsys,
+        "replay",
+        bag,
+        "--urdf",
+        example_robot_urdf("panda"),
+        "--sensor-frame",
+        "panda_link8",
+        "--update-rate",
+        1,
+        "--window-sec",
+        5,
+        "--csv",
+        csv_path,
+    )
     assert code == 0, err
     with open(csv_path, newline="") as stream:
         rows = list(csv.DictReader(stream))
@@ -209,11 +273,33 @@ def test_replay_detects_a_grasp_like_the_node_and_identifies_the_new_payload(cap
     from inertia_id_ros.sim.payload import grasped_payload_theta
 
     bag, truth, out = tmp_path / "grasp", tmp_path / "truth.json", tmp_path / "replay.json"
-    code, _, err = run(capsys, "record-sim", bag, "--duration", 24, "--rate", 200, "--grasp-at",
-                       14, "--truth-json", truth)
+    code, _, err = run(
+        capsys,
+        "record-sim",
+        bag,
+        "--duration",
+        24,
+        "--rate",
+        200,
+        "--grasp-at",
+        14,
+        "--truth-json",
+        truth,
+    )
     assert code == 0, err
-    code, printed, err = run(capsys, "replay", bag, "--update-rate", 2, "--window-sec", 10,
-                             "--json", out, "--truth", truth)
+    code, printed, err = run(
+        capsys,
+        "replay",
+        bag,
+        "--update-rate",
+        2,
+        "--window-sec",
+        10,
+        "--json",
+        out,
+        "--truth",
+        truth,
+    )
     assert code == 0, err
     result = json.loads(out.read_text())
     changes = result["payload_changes"]
@@ -237,8 +323,17 @@ def test_replay_checks_the_payload_against_the_nodes_bounding_volume(capsys, rec
     bag, _ = recording
     config = Path(__file__).resolve().parents[3] / "config" / "panda_payload.yaml"
     out = tmp_path / "replay.json"
-    code, _, err = run(capsys, "replay", bag, "--params-file", config, "-p",
-                       "payload_bounding_sphere:=0.01", "--json", out)
+    code, _, err = run(
+        capsys,
+        "replay",
+        bag,
+        "--params-file",
+        config,
+        "-p",
+        "payload_bounding_sphere:=0.01",
+        "--json",
+        out,
+    )
     assert code == 0, err
     assert "inertia-id replay: warning: payload: its COM" in err
     assert [f["kind"] for f in json.loads(out.read_text())["findings"]] == ["bounding_volume"]

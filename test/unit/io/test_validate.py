@@ -29,9 +29,14 @@ def panda_urdf() -> str:
 def link_npz(path: Path, seed: int, n: int = 500) -> Path:
     """``n`` samples at 50 Hz of an exciting motion, exact ``dq``/``ddq``, noisy torques."""
     t = np.arange(n) / 50.0
-    trajectory = ExcitingTrajectory.for_model(load_model(example_robot_urdf("panda")), PANDA_ARM,
-                                              period=10.0, seed=seed, position_fraction=0.6,
-                                              velocity_fraction=0.6)
+    trajectory = ExcitingTrajectory.for_model(
+        load_model(example_robot_urdf("panda")),
+        PANDA_ARM,
+        period=10.0,
+        seed=seed,
+        position_fraction=0.6,
+        velocity_fraction=0.6,
+    )
     q, dq, ddq = trajectory(t)
     model = panda_truth_model()
     data = model.createData()
@@ -49,8 +54,24 @@ def link_files(tmp_path_factory, panda_urdf) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("validate_links")
     train, held_out = link_npz(root / "train.npz", 1), link_npz(root / "held_out.npz", 2)
     result = root / "result.json"
-    assert cli.main(["fit-links", "--urdf", panda_urdf, "--data", str(train), "--method", "ols",
-                     "--prior-weight", "1e-4", "--json", str(result)]) == 0
+    assert (
+        cli.main(
+            [
+                "fit-links",
+                "--urdf",
+                panda_urdf,
+                "--data",
+                str(train),
+                "--method",
+                "ols",
+                "--prior-weight",
+                "1e-4",
+                "--json",
+                str(result),
+            ]
+        )
+        == 0
+    )
     return train, held_out, result
 
 
@@ -63,28 +84,52 @@ def independent_torques(result: dict, urdf: str, q, dq, ddq) -> np.ndarray:
         model.inertias[joint] = pin.Inertia.FromDynamicParameters(np.array(body["theta"]))
     data = model.createData()
     tau = np.array([pin.rnea(model, data, *x) for x in zip(q, dq, ddq)])
-    drive = {key: np.array([j[key] for j in result["joints"]])
-             for key in ("viscous", "coulomb", "offset", "armature")}
+    drive = {
+        key: np.array([j[key] for j in result["joints"]])
+        for key in ("viscous", "coulomb", "offset", "armature")
+    }
     assert all(j["coulomb_velocity"] == 0.0 for j in result["joints"])
-    return (tau + drive["viscous"] * dq + drive["coulomb"] * np.sign(dq) + drive["offset"]
-            + drive["armature"] * ddq)
+    return (
+        tau
+        + drive["viscous"] * dq
+        + drive["coulomb"] * np.sign(dq)
+        + drive["offset"]
+        + drive["armature"] * ddq
+    )
 
 
-def errors_by_hand(measured: np.ndarray, predicted: np.ndarray) -> tuple[float, float,
-                                                                           np.ndarray]:
+def errors_by_hand(measured: np.ndarray, predicted: np.ndarray) -> tuple[float, float, np.ndarray]:
     error = measured - predicted
-    return (float(np.sqrt(np.mean(error**2))),
-            float(100 * np.linalg.norm(error) / np.linalg.norm(measured)),
-            np.sqrt(np.mean(error**2, axis=0)))
+    return (
+        float(np.sqrt(np.mean(error**2))),
+        float(100 * np.linalg.norm(error) / np.linalg.norm(measured)),
+        np.sqrt(np.mean(error**2, axis=0)),
+    )
 
 
 def test_links_agree_with_rnea_plus_drive_terms(capsys, tmp_path, panda_urdf, link_files):
     train, held_out, result_path = link_files
     out_json, out_png = tmp_path / "v.json", tmp_path / "v.png"
     capsys.readouterr()
-    assert cli.main(["validate", str(result_path), "--data", str(held_out), "--urdf", panda_urdf,
-                     "--train", str(train), "--json", str(out_json), "--png",
-                     str(out_png)]) == 0
+    assert (
+        cli.main(
+            [
+                "validate",
+                str(result_path),
+                "--data",
+                str(held_out),
+                "--urdf",
+                panda_urdf,
+                "--train",
+                str(train),
+                "--json",
+                str(out_json),
+                "--png",
+                str(out_png),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "overall" in out and "panda_joint7" in out
     report = json.loads(out_json.read_text())
@@ -95,8 +140,9 @@ def test_links_agree_with_rnea_plus_drive_terms(capsys, tmp_path, panda_urdf, li
     recorded = np.load(held_out)
     measured = recorded["effort"]
     result = json.loads(result_path.read_text())
-    predicted = independent_torques(result, panda_urdf, recorded["q"], recorded["dq"],
-                                    recorded["ddq"])
+    predicted = independent_torques(
+        result, panda_urdf, recorded["q"], recorded["dq"], recorded["ddq"]
+    )
     rms, relative, per_joint = errors_by_hand(measured, predicted)
     assert report["fit"]["rms"] == pytest.approx(rms, rel=0.01)
     assert report["fit"]["relative_error_percent"] == pytest.approx(relative, rel=0.01)
@@ -105,8 +151,12 @@ def test_links_agree_with_rnea_plus_drive_terms(capsys, tmp_path, panda_urdf, li
     # the URDF: its inertials, no friction: RNEA of the URDF alone
     urdf_model = reduce_model(load_model(panda_urdf), PANDA_ARM)
     data = urdf_model.createData()
-    urdf_tau = np.array([pin.rnea(urdf_model, data, *x) for x in
-                         zip(recorded["q"], recorded["dq"], recorded["ddq"])])
+    urdf_tau = np.array(
+        [
+            pin.rnea(urdf_model, data, *x)
+            for x in zip(recorded["q"], recorded["dq"], recorded["ddq"])
+        ]
+    )
     rms, relative, _ = errors_by_hand(measured, urdf_tau)
     assert report["urdf"]["rms"] == pytest.approx(rms, rel=0.01)
     assert report["urdf"]["relative_error_percent"] == pytest.approx(relative, rel=0.01)
@@ -117,8 +167,22 @@ def test_links_agree_with_rnea_plus_drive_terms(capsys, tmp_path, panda_urdf, li
 
 def test_fit_links_validate_prints_the_table(capsys, panda_urdf, link_files):
     train, held_out, _ = link_files
-    assert cli.main(["fit-links", "--urdf", panda_urdf, "--data", str(train), "--method", "ols",
-                     "--validate", str(held_out)]) == 0
+    assert (
+        cli.main(
+            [
+                "fit-links",
+                "--urdf",
+                panda_urdf,
+                "--data",
+                str(train),
+                "--method",
+                "ols",
+                "--validate",
+                str(held_out),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "validation on" in out and "ols %" in out and "urdf rms" in out
 
@@ -133,13 +197,36 @@ def payload_files(tmp_path_factory) -> tuple[Path, Path, Path, PayloadSimulator]
         q, dq, ddq = sim.state(t)
         wrench = sim.measure_wrench(t, np.random.default_rng(int(start)))
         path = root / f"{name}.npz"
-        np.savez(path, t=t, joint_names=np.array(PANDA_ARM), q=q, dq=dq, ddq=ddq, wrench=wrench,
-                 wrench_frame="panda_link8")
+        np.savez(
+            path,
+            t=t,
+            joint_names=np.array(PANDA_ARM),
+            q=q,
+            dq=dq,
+            ddq=ddq,
+            wrench=wrench,
+            wrench_frame="panda_link8",
+        )
         paths.append(path)
     result = root / "result.json"
-    assert cli.main(["fit-payload", "--urdf", str(example_robot_urdf("panda")), "--sensor-frame",
-                     "panda_link8", "--data", str(paths[0]), "--method", "lmi", "--json",
-                     str(result)]) == 0
+    assert (
+        cli.main(
+            [
+                "fit-payload",
+                "--urdf",
+                str(example_robot_urdf("panda")),
+                "--sensor-frame",
+                "panda_link8",
+                "--data",
+                str(paths[0]),
+                "--method",
+                "lmi",
+                "--json",
+                str(result),
+            ]
+        )
+        == 0
+    )
     return paths[0], paths[1], result, sim
 
 
@@ -148,16 +235,37 @@ def test_payload_agrees_with_rnea_of_the_robot_carrying_it(capsys, tmp_path, pay
     urdf = str(example_robot_urdf("panda"))
     out_json = tmp_path / "v.json"
     capsys.readouterr()
-    assert cli.main(["validate", str(result_path), "--data", str(held_out), "--urdf", urdf,
-                     "--train", str(train), "--json", str(out_json)]) == 0
+    assert (
+        cli.main(
+            [
+                "validate",
+                str(result_path),
+                "--data",
+                str(held_out),
+                "--urdf",
+                urdf,
+                "--train",
+                str(train),
+                "--json",
+                str(out_json),
+            ]
+        )
+        == 0
+    )
     report = json.loads(out_json.read_text())
     assert list(report["fit"]["per_channel"]) == ["fx", "fy", "fz", "tx", "ty", "tz"]
     result = json.loads(result_path.read_text())
     recorded = np.load(held_out)
     # independent: RNEA of the robot carrying the fitted payload, plus the fitted offset
     theta = np.array(result["bodies"][0]["theta"])
-    fitted = PayloadSimulator(load_model(urdf), "panda_link8", theta, sim.trajectory, PANDA_ARM,
-                              offset=np.array(result["sensor_offset"]))
+    fitted = PayloadSimulator(
+        load_model(urdf),
+        "panda_link8",
+        theta,
+        sim.trajectory,
+        PANDA_ARM,
+        offset=np.array(result["sensor_offset"]),
+    )
     predicted = fitted.true_wrench(recorded["t"]) + fitted.true_offset
     rms, relative, per_channel = errors_by_hand(recorded["wrench"], predicted)
     assert report["fit"]["rms"] == pytest.approx(rms, rel=0.01)
@@ -182,8 +290,10 @@ def test_registry_plugs_in_a_new_kind(tmp_path):
 
     validate.register_result_kind("whole_body", evaluate)
     try:
-        errors = {name: validate.model_error(p)
-                  for name, p in validate.predictions_of(result, held_out).items()}
+        errors = {
+            name: validate.model_error(p)
+            for name, p in validate.predictions_of(result, held_out).items()
+        }
     finally:
         del validate.RESULT_KINDS["whole_body"]
     assert errors["fit"].relative_error_percent == pytest.approx(10.0)

@@ -40,8 +40,24 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 def go1_bag(tmp_path_factory) -> Path:
     """3 s of the simulated Go1 at 200 Hz as an MCAP bag."""
     bag = tmp_path_factory.mktemp("go1") / "go1_bag"
-    assert cli.main(["sim-whole-body", "--robot", "go1", "--bag", str(bag), "--duration",
-                     str(DURATION), "--rate", str(RATE), "--seed", "2"]) == 0
+    assert (
+        cli.main(
+            [
+                "sim-whole-body",
+                "--robot",
+                "go1",
+                "--bag",
+                str(bag),
+                "--duration",
+                str(DURATION),
+                "--rate",
+                str(RATE),
+                "--seed",
+                "2",
+            ]
+        )
+        == 0
+    )
     return bag
 
 
@@ -50,22 +66,35 @@ def _overrides() -> list[str]:
 
 
 def test_bag_has_the_simulator_nodes_topics_frames_and_latencies(go1_bag):
-    topics = [("/joint_states", "sensor_msgs/msg/JointState"), ("/imu", "sensor_msgs/msg/Imu"),
-              *((f"/{foot}/wrench", "geometry_msgs/msg/WrenchStamped") for foot in GO1_FEET)]
+    topics = [
+        ("/joint_states", "sensor_msgs/msg/JointState"),
+        ("/imu", "sensor_msgs/msg/Imu"),
+        *((f"/{foot}/wrench", "geometry_msgs/msg/WrenchStamped") for foot in GO1_FEET),
+    ]
     messages = read_bag_messages(go1_bag, topics)
     n = int(DURATION * RATE)
     assert len(messages) == n * len(topics)
     assert [m[1] for m in messages] == sorted(m[1] for m in messages)
     types = dict(topics)
-    for topic, log_time, msg in messages[:len(topics)] + messages[-len(topics):]:
+    for topic, log_time, msg in messages[: len(topics)] + messages[-len(topics) :]:
         assert 1e-9 * log_time - header_seconds(msg.header) == pytest.approx(
-            TRANSPORT_LATENCY[types[topic]], abs=1e-6)
+            TRANSPORT_LATENCY[types[topic]], abs=1e-6
+        )
         if topic.endswith("/wrench"):
             assert msg.header.frame_id == topic.split("/")[1]
         if topic == "/imu":
             assert msg.header.frame_id == "imu_link"
-            assert 9.0 < np.linalg.norm([msg.linear_acceleration.x, msg.linear_acceleration.y,
-                                         msg.linear_acceleration.z]) < 11.0
+            assert (
+                9.0
+                < np.linalg.norm(
+                    [
+                        msg.linear_acceleration.x,
+                        msg.linear_acceleration.y,
+                        msg.linear_acceleration.z,
+                    ]
+                )
+                < 11.0
+            )
     assert "<robot" in bag_robot_description(go1_bag)
 
 
@@ -73,8 +102,18 @@ def test_replay_matches_the_session_driven_as_the_node_drives_it(capsys, go1_bag
     """The CLI's replay (log-time order) and the node's order (each update: the queued joint
     states, then the IMU readings, then each sensor's wrenches) give the same estimates."""
     out, table = tmp_path / "replay.json", tmp_path / "replay.csv"
-    code, printed, err = run(capsys, "replay", go1_bag, "--params-file", CONFIG, *_overrides(),
-                             "--json", out, "--csv", table)
+    code, printed, err = run(
+        capsys,
+        "replay",
+        go1_bag,
+        "--params-file",
+        CONFIG,
+        *_overrides(),
+        "--json",
+        out,
+        "--csv",
+        table,
+    )
     assert code == 0, err
     result = json.loads(out.read_text())
     updates = result["updates"]
@@ -86,7 +125,10 @@ def test_replay_matches_the_session_driven_as_the_node_drives_it(capsys, go1_bag
     assert result["mode"] == "whole_body" and result["base"] == "floating"
     assert len(result["bodies"]) == 39 and all(b["fully_consistent"] for b in result["bodies"])
     assert {b["identifiability"] for b in result["bodies"]} <= {
-        "identified", "partly identified", "prior only"}
+        "identified",
+        "partly identified",
+        "prior only",
+    }
     assert result["sensor_offsets"] == {}  # Go1's sensors are contacts: no offsets
     assert result["samples"] == updates[-1]["n_samples"] and result["solve_time_s"] > 0
     assert result["received"]["imu"] == int(DURATION * RATE)
@@ -104,10 +146,14 @@ def test_replay_matches_the_session_driven_as_the_node_drives_it(capsys, go1_bag
     values.update(OVERRIDES, robot_description=bag_robot_description(go1_bag))
     settings = settings_from_parameters(values)
     session = build_session(settings)
-    messages = read_bag_messages(go1_bag, [("/joint_states", "sensor_msgs/msg/JointState"),
-                                           ("/imu", "sensor_msgs/msg/Imu"),
-                                           *((t, "geometry_msgs/msg/WrenchStamped")
-                                             for t in settings.mode_settings.ft_topics)])
+    messages = read_bag_messages(
+        go1_bag,
+        [
+            ("/joint_states", "sensor_msgs/msg/JointState"),
+            ("/imu", "sensor_msgs/msg/Imu"),
+            *((t, "geometry_msgs/msg/WrenchStamped") for t in settings.mode_settings.ft_topics),
+        ],
+    )
     frames = dict(zip(settings.mode_settings.ft_topics, settings.mode_settings.ft_frames))
     cursor = 0
     for record in updates:
@@ -116,16 +162,19 @@ def test_replay_matches_the_session_driven_as_the_node_drives_it(capsys, go1_bag
             queued.setdefault(messages[cursor][0], []).append(messages[cursor][2])
             cursor += 1
         for msg in queued.get("/joint_states", []):
-            session.add_joint_state(header_seconds(msg.header), msg.name, msg.position,
-                                    msg.velocity)
+            session.add_joint_state(
+                header_seconds(msg.header), msg.name, msg.position, msg.velocity
+            )
         for msg in queued.get("/imu", []):
             w, a = msg.angular_velocity, msg.linear_acceleration
-            session.add_imu(header_seconds(msg.header), [w.x, w.y, w.z], [a.x, a.y, a.z],
-                            msg.header.frame_id)
+            session.add_imu(
+                header_seconds(msg.header), [w.x, w.y, w.z], [a.x, a.y, a.z], msg.header.frame_id
+            )
         for topic, frame in frames.items():
             for msg in queued.get(topic, []):
-                session.add_wrench(frame, header_seconds(msg.header), wrench_values(msg),
-                                   msg.header.frame_id)
+                session.add_wrench(
+                    frame, header_seconds(msg.header), wrench_values(msg), msg.header.frame_id
+                )
         update = session.update(record["time"])
         assert update.status == record["status"], update.message
         if update.ok:
@@ -139,8 +188,10 @@ def test_replay_matches_the_session_driven_as_the_node_drives_it(capsys, go1_bag
 
 def test_bad_whole_body_replay_input_exits_2_naming_the_item(capsys, go1_bag, tmp_path):
     cases = [
-        (["-p", "ft_topics:=[/FL_foot/wrench, /FR_foot/wrench, /RL_foot/wrench, /nothing]"],
-         "no topic '/nothing'"),
+        (
+            ["-p", "ft_topics:=[/FL_foot/wrench, /FR_foot/wrench, /RL_foot/wrench, /nothing]"],
+            "no topic '/nothing'",
+        ),
         (["-p", "imu_frame:=no_such_frame"], "'imu_frame'"),
         (["-p", "ft_frames:=[FL_foot, FR_foot, RL_foot, no_foot]"], "no_foot"),
         (["-p", "ft_types:=[contact, contact, contact, sideways]"], "sideways"),
@@ -150,8 +201,10 @@ def test_bad_whole_body_replay_input_exits_2_naming_the_item(capsys, go1_bag, tm
         (["--urdf", tmp_path / "none.urdf"], "none.urdf"),
         (["--update-rate", 0], "--update-rate"),
         (["--png", tmp_path / "r.png"], "--png"),
-        (["--no-offset", "--sensor-frame", "FL_foot"],
-         "--sensor-frame, --no-offset only apply to payload replays"),
+        (
+            ["--no-offset", "--sensor-frame", "FL_foot"],
+            "--sensor-frame, --no-offset only apply to payload replays",
+        ),
         (["-p", "sample_rate_hz:=fast"], "a parameter has a value of the wrong type"),
     ]
     for extra, fragment in cases:
@@ -177,8 +230,9 @@ def test_a_sensor_that_stops_is_reported_and_its_rows_dropped(capsys, tmp_path):
     tests check the rows)."""
     bag, out = tmp_path / "stops", tmp_path / "stops.json"
     record_whole_body(bag, go1(seed=2), DURATION, RATE, seed=2, sensors_stop={"RR_foot": 2.0})
-    code, printed, err = run(capsys, "replay", bag, "--params-file", CONFIG, *_overrides(),
-                             "--json", out)
+    code, printed, err = run(
+        capsys, "replay", bag, "--params-file", CONFIG, *_overrides(), "--json", out
+    )
     assert code == 0, err
     result = json.loads(out.read_text())
     assert result["received"]["wrench.RR_foot"] == int(2.0 * RATE)
@@ -193,10 +247,32 @@ def test_stand_without_an_imu_replays(tmp_path, capsys):
     """iCub on a stand, ``config/icub_fixed.yaml`` (no IMU topic): the bag's IMU is not read,
     the samples are the F/T sensors' stamps, every estimate is consistent."""
     bag, out = tmp_path / "stand_bag", tmp_path / "stand.json"
-    assert cli.main(["sim-whole-body", "--robot", "icub_fixed", "--bag", str(bag),
-                     "--duration", "2.5", "--rate", str(RATE)]) == 0
-    code, _, err = run(capsys, "replay", bag, "--params-file", CONFIG.with_name("icub_fixed.yaml"),
-                       *_overrides(), "--json", out)
+    assert (
+        cli.main(
+            [
+                "sim-whole-body",
+                "--robot",
+                "icub_fixed",
+                "--bag",
+                str(bag),
+                "--duration",
+                "2.5",
+                "--rate",
+                str(RATE),
+            ]
+        )
+        == 0
+    )
+    code, _, err = run(
+        capsys,
+        "replay",
+        bag,
+        "--params-file",
+        CONFIG.with_name("icub_fixed.yaml"),
+        *_overrides(),
+        "--json",
+        out,
+    )
     assert code == 0, err
     result = json.loads(out.read_text())
     assert not any(key.startswith("imu") for key in result["received"])

@@ -33,9 +33,12 @@ from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimatorConfig
 from inertia_id_ros.ros.parameters import PARAMETERS, settings_from_parameters
 
 DECLARED = {p.name: p.default for p in PARAMETERS}
-CONFIGS = {"payload": EstimatorConfig, "links": LinkEstimatorConfig,
-           "whole_body": WholeBodyEstimatorConfig,
-           "payload_torques": lambda: PayloadTorqueEstimatorConfig(frame="panda_link8")}
+CONFIGS = {
+    "payload": EstimatorConfig,
+    "links": LinkEstimatorConfig,
+    "whole_body": WholeBodyEstimatorConfig,
+    "payload_torques": lambda: PayloadTorqueEstimatorConfig(frame="panda_link8"),
+}
 """Each package mode's estimator configuration (the library's defaults)."""
 
 
@@ -43,34 +46,51 @@ def test_the_node_declares_the_library_defaults():
     """Every node parameter that the library also has takes the library's default: the
     estimators' configurations, the change detector, the excitation run, the session factories
     (whose keyword arguments are the node's parameters of the same names)."""
-    library = {"window_sec": OnlineEstimatorConfig.window_sec,
-               "method": OnlineEstimatorConfig.method,
-               "max_input_rate_hz": inspect.signature(Session).parameters[
-                   "max_input_rate_hz"].default,
-               "estimate_offset": EstimatorConfig.estimate_offset,
-               "payload_change_threshold": ChangeDetectorConfig.threshold,
-               "prior_weight": LinkEstimatorConfig.prior_weight,
-               "sensor_timeout_sec": WholeBodyEstimatorConfig.sensor_timeout_sec,
-               "sample_rate_hz": WholeBodyEstimatorConfig.max_sample_rate_hz,
-               "excite_max_acceleration": DEFAULT_MAX_ACCELERATION,
-               **{f"excite_{field}": getattr(RunConfig, field) for field in (
-                   "max_start_distance", "ramp_velocity", "joint_state_timeout",
-                   "max_tracking_error")}}
+    library = {
+        "window_sec": OnlineEstimatorConfig.window_sec,
+        "method": OnlineEstimatorConfig.method,
+        "max_input_rate_hz": inspect.signature(Session).parameters["max_input_rate_hz"].default,
+        "estimate_offset": EstimatorConfig.estimate_offset,
+        "payload_change_threshold": ChangeDetectorConfig.threshold,
+        "prior_weight": LinkEstimatorConfig.prior_weight,
+        "sensor_timeout_sec": WholeBodyEstimatorConfig.sensor_timeout_sec,
+        "sample_rate_hz": WholeBodyEstimatorConfig.max_sample_rate_hz,
+        "excite_max_acceleration": DEFAULT_MAX_ACCELERATION,
+        **{
+            f"excite_{field}": getattr(RunConfig, field)
+            for field in (
+                "max_start_distance",
+                "ramp_velocity",
+                "joint_state_timeout",
+                "max_tracking_error",
+            )
+        },
+    }
     assert {name: DECLARED[name] for name in library} == library
-    factories = {"payload": payload_session, "links": link_session,
-                 "whole_body": whole_body_session, "payload_torques": payload_torque_session}
+    factories = {
+        "payload": payload_session,
+        "links": link_session,
+        "whole_body": whole_body_session,
+        "payload_torques": payload_torque_session,
+    }
     for mode, factory in factories.items():
-        defaults = {name: parameter.default
-                    for name, parameter in inspect.signature(factory).parameters.items()
-                    if parameter.default not in (None, inspect.Parameter.empty)}
-        assert defaults.pop("weighting") == CONFIGS[mode]().weighting == \
-            modes.get(mode).default_weighting, mode  # the node's "": the mode's default
+        defaults = {
+            name: parameter.default
+            for name, parameter in inspect.signature(factory).parameters.items()
+            if parameter.default not in (None, inspect.Parameter.empty)
+        }
+        assert (
+            defaults.pop("weighting")
+            == CONFIGS[mode]().weighting
+            == modes.get(mode).default_weighting
+        ), mode  # the node's "": the mode's default
         for name in set(defaults) & set(DECLARED):
             assert defaults[name] == DECLARED[name], (mode, name)
     own = {p.name: p.default for p in modes.get("payload_torques").parameters}
     torques = inspect.signature(payload_torque_session).parameters
-    assert {name: own[f"torques_{name}"] for name in ("estimate_offset", "filter_half_width")} \
-        == {name: torques[name].default for name in ("estimate_offset", "filter_half_width")}
+    assert {name: own[f"torques_{name}"] for name in ("estimate_offset", "filter_half_width")} == {
+        name: torques[name].default for name in ("estimate_offset", "filter_half_width")
+    }
     assert own["torques_change_threshold"] == torques["payload_change_threshold"].default
     assert own["torques_detect_change"] == torques["detect_payload_change"].default
 
@@ -78,31 +98,56 @@ def test_the_node_declares_the_library_defaults():
 def test_each_mode_builds_its_session_with_the_library_defaults():
     """A node started with the defaults runs the estimators' default configuration."""
     panda, icub = str(example_robot_urdf("panda")), str(example_robot_urdf("icub"))
-    values = {"payload": {"urdf_path": panda, "sensor_frame": "panda_link8"},
-              "links": {"mode": "links", "urdf_path": panda, "joints": ["panda_joint2"]},
-              "whole_body": {"mode": "whole_body", "urdf_path": icub, "base": "fixed",
-                             "imu_topic": "", "use_efforts": True},
-              "payload_torques": {"mode": "payload_torques", "urdf_path": panda,
-                                  "torques_frame": "panda_link8"}}
+    values = {
+        "payload": {"urdf_path": panda, "sensor_frame": "panda_link8"},
+        "links": {"mode": "links", "urdf_path": panda, "joints": ["panda_joint2"]},
+        "whole_body": {
+            "mode": "whole_body",
+            "urdf_path": icub,
+            "base": "fixed",
+            "imu_topic": "",
+            "use_efforts": True,
+        },
+        "payload_torques": {
+            "mode": "payload_torques",
+            "urdf_path": panda,
+            "torques_frame": "panda_link8",
+        },
+    }
     for name, config_class in CONFIGS.items():
         session = modes.get(name).build_session(settings_from_parameters(values[name]))
         config, default = session.estimator.config, config_class()
-        for field in ("window_sec", "method", "weighting", "estimate_offset", "prior_weight",
-                      "sensor_timeout_sec", "max_sample_rate_hz", "filter_half_width"):
+        for field in (
+            "window_sec",
+            "method",
+            "weighting",
+            "estimate_offset",
+            "prior_weight",
+            "sensor_timeout_sec",
+            "max_sample_rate_hz",
+            "filter_half_width",
+        ):
             if hasattr(default, field):
                 assert getattr(config, field) == getattr(default, field), (name, field)
     assert session.mode == "payload_torques"
 
 
 def test_the_registry_lists_the_package_modes_and_their_commands():
-    assert [m.name for m in modes.modes()][:4] == ["payload", "links", "whole_body",
-                                                   "payload_torques"]
+    assert [m.name for m in modes.modes()][:4] == [
+        "payload",
+        "links",
+        "whole_body",
+        "payload_torques",
+    ]
     from inertia_id_ros.cli import COMMANDS
 
     names = [c.__name__.rsplit(".", 1)[-1] for c in COMMANDS]
     assert names[:3] == ["fit_payload", "fit_links", "fit_whole_body"]
-    assert all(c in names for m in modes.modes()[:4] for c in
-               [command.rsplit(".", 1)[-1] for command in m.commands])
+    assert all(
+        c in names
+        for m in modes.modes()[:4]
+        for c in [command.rsplit(".", 1)[-1] for command in m.commands]
+    )
     assert all(m.has_replay for m in modes.modes()[:4])
     with pytest.raises(ConfigError, match="unknown mode 'magic'"):
         modes.get("magic")
@@ -176,7 +221,7 @@ def test_architecture_checklist_names_the_parts_of_a_mode():
     """docs/architecture.md ends with the checklist for adding a mode; every ``Mode`` member it
     names exists."""
     text = (REPO / "docs" / "architecture.md").read_text()
-    checklist = text[text.rindex("## Adding a mode"):]
+    checklist = text[text.rindex("## Adding a mode") :]
     members = set(re.findall(r"`Mode\.(\w+)`", checklist))
     assert {"parameters", "read_settings", "build_session", "node_io"} <= members
     assert all(hasattr(Mode, member) or member in Mode.__annotations__ for member in members)
@@ -206,17 +251,23 @@ def test_the_layers_import_only_downward():
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
-                names = ([f"{node.module}.{a.name}" for a in node.names]
-                         if node.module == "inertia_id_ros" else [node.module])
+                names = (
+                    [f"{node.module}.{a.name}" for a in node.names]
+                    if node.module == "inertia_id_ros"
+                    else [node.module]
+                )
             elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             else:
                 continue
             for name in names:
-                if name.startswith("inertia_id_ros.") and \
-                        _rank(name.split(".")[1]) > _rank(parts[0]):
+                if name.startswith("inertia_id_ros.") and _rank(name.split(".")[1]) > _rank(
+                    parts[0]
+                ):
                     upward.append(f"{Path(*parts)} imports {name}")
     assert not upward, upward
-    assert {_rank(p.name) for p in package.iterdir() if p.is_dir() and
-            (p / "__init__.py").exists() and p.name not in ("msg", "srv")} == \
-        set(range(1, len(LAYERS) + 1)), "a package outside the layers"
+    assert {
+        _rank(p.name)
+        for p in package.iterdir()
+        if p.is_dir() and (p / "__init__.py").exists() and p.name not in ("msg", "srv")
+    } == set(range(1, len(LAYERS) + 1)), "a package outside the layers"

@@ -17,8 +17,9 @@ FOLDED = np.array([0.0, 1.2, 0.0, -3.0, 0.0, 3.6, 0.0])  # hand folded back onto
 
 @pytest.fixture(scope="module")
 def checker():
-    return CollisionChecker(example_robot_urdf("panda"),
-                                example_robot_data_dir() / "panda_description/srdf/panda.srdf")
+    return CollisionChecker(
+        example_robot_urdf("panda"), example_robot_data_dir() / "panda_description/srdf/panda.srdf"
+    )
 
 
 def test_home_is_clear_and_folding_the_hand_onto_the_arm_is_not(checker):
@@ -36,8 +37,9 @@ def test_distance_gradients_of_separated_pairs_match_finite_differences(checker)
     separated = distances > 0.0  # penetration depths (EPA) have approximate gradients
     assert np.any(separated)
     direction = np.random.default_rng(1).normal(size=7)
-    for i, pair, d, g in zip(samples[separated], pairs[separated], distances[separated],
-                             gradients[separated]):
+    for i, pair, d, g in zip(
+        samples[separated], pairs[separated], distances[separated], gradients[separated]
+    ):
         assert checker.distances(JOINTS, Q[i][None])[0, pair] == pytest.approx(d)
         step = 1e-6 * direction
         plus, minus = checker.distances(JOINTS, np.vstack([Q[i] + step, Q[i] - step]))[:, pair]
@@ -51,11 +53,13 @@ def test_a_missing_srdf_is_a_problem_error():
 
 def test_obstacles_are_read_from_a_file_and_checked_against_the_moving_links(tmp_path):
     path = tmp_path / "environment.yaml"
-    path.write_text("obstacles:\n"
-                    "  - name: table\n    half_space: {normal: [0, 0, 1], offset: 0.1}\n"
-                    "  - name: post\n    box: {center: [0.0, -0.5, 0.3], size: [0.1, 0.1, 0.6]}\n"
-                    "    ignore: [panda_link1]\n"
-                    "  - name: lamp\n    sphere: {center: [0.0, 0.6, 1.0], radius: 0.1}\n")
+    path.write_text(
+        "obstacles:\n"
+        "  - name: table\n    half_space: {normal: [0, 0, 1], offset: 0.1}\n"
+        "  - name: post\n    box: {center: [0.0, -0.5, 0.3], size: [0.1, 0.1, 0.6]}\n"
+        "    ignore: [panda_link1]\n"
+        "  - name: lamp\n    sphere: {center: [0.0, 0.6, 1.0], radius: 0.1}\n"
+    )
     obstacles = load_environment(path)
     assert [o.name for o in obstacles] == ["table", "post", "lamp"]
     checker = CollisionChecker(example_robot_urdf("panda"), None, obstacles=obstacles)
@@ -69,13 +73,16 @@ def test_obstacles_are_read_from_a_file_and_checked_against_the_moving_links(tmp
     down = np.array([0.0, 1.3, 0.0, -0.6, 0.0, 1.6, 0.785])
     low = checker.clearance(rest_to_rest(HOME, down, 2.0, joint_names=JOINTS))
     assert low.distance < 0.0 and "table" in low.pair
-    assert f"{1e3 * (0.01 - low.distance):.1f} mm closer than the collision margin 10 mm" in \
-        low.shortfall(0.01)
+    assert (
+        f"{1e3 * (0.01 - low.distance):.1f} mm closer than the collision margin 10 mm"
+        in low.shortfall(0.01)
+    )
 
 
 def test_an_obstacle_ignoring_an_unknown_link_is_named(tmp_path):
     path = tmp_path / "environment.yaml"
-    path.write_text("obstacles:\n  - sphere: {center: [0, 0, 2], radius: 0.1}\n"
-                    "    ignore: [gripper]\n")
+    path.write_text(
+        "obstacles:\n  - sphere: {center: [0, 0, 2], radius: 0.1}\n    ignore: [gripper]\n"
+    )
     with pytest.raises(ConfigError, match=r"'sphere 0' ignores \['gripper'\]"):
         CollisionChecker(example_robot_urdf("panda"), None, obstacles=load_environment(path))

@@ -29,8 +29,10 @@ START = np.array([0.1, -0.4, 0.3])
 def motion(start: np.ndarray = START) -> ExcitationTrajectory:
     """4 s at rest at both ends: out to another pose and back."""
     away = start + np.array([0.6, -0.5, 0.4])
-    return concatenate(rest_to_rest(start, away, 2.0, joint_names=NAMES),
-                       rest_to_rest(away, start, 2.0, joint_names=NAMES))
+    return concatenate(
+        rest_to_rest(start, away, 2.0, joint_names=NAMES),
+        rest_to_rest(away, start, 2.0, joint_names=NAMES),
+    )
 
 
 def snapshot(q, t: float, names=NAMES) -> JointStateSnapshot:
@@ -54,8 +56,9 @@ def follow(run: ExcitationRun, t_end: float, lag: float = 0.0, dt: float = 0.01)
 def test_the_command_ramps_in_from_the_measured_pose_plays_the_motion_scaled_and_ramps_out():
     run = ExcitationRun(RunConfig(ramp_velocity=0.5, min_ramp_sec=1.0, start_delay=0.2))
     measured = START + np.array([0.2, 0.0, -0.1])
-    command = run.start(motion(), snapshot(measured, 10.0), now=10.0, speed_scale=0.5,
-                        skip_dry_run=True)
+    command = run.start(
+        motion(), snapshot(measured, 10.0), now=10.0, speed_scale=0.5, skip_dry_run=True
+    )
     plan = command.trajectory
     assert run.state == RAMP_IN and command.t_start == pytest.approx(10.2)
     assert np.allclose(plan.q[0], measured) and np.allclose(plan.q[-1], measured)
@@ -133,14 +136,17 @@ def test_a_robot_off_the_command_stops_the_run():
     assert step.state == STOPPED and "joint j2 is 0.150 off the command" in step.message
 
 
-@pytest.mark.parametrize("measured, now, speed_scale, reason", [
-    (snapshot(START, 0.0), 0.5, 1.0, "stale_joint_states"),
-    (None, 0.0, 1.0, "stale_joint_states"),
-    (snapshot(START[:2], 0.0, NAMES[:2]), 0.0, 1.0, "missing_joints"),
-    (snapshot(START + [0, 0.6, 0], 0.0), 0.0, 1.0, "far_from_start"),
-    (snapshot(START, 0.0), 0.0, 0.0, "invalid_speed_scale"),
-    (snapshot(START, 0.0), 0.0, 1.5, "invalid_speed_scale"),
-])
+@pytest.mark.parametrize(
+    "measured, now, speed_scale, reason",
+    [
+        (snapshot(START, 0.0), 0.5, 1.0, "stale_joint_states"),
+        (None, 0.0, 1.0, "stale_joint_states"),
+        (snapshot(START[:2], 0.0, NAMES[:2]), 0.0, 1.0, "missing_joints"),
+        (snapshot(START + [0, 0.6, 0], 0.0), 0.0, 1.0, "far_from_start"),
+        (snapshot(START, 0.0), 0.0, 0.0, "invalid_speed_scale"),
+        (snapshot(START, 0.0), 0.0, 1.5, "invalid_speed_scale"),
+    ],
+)
 def test_refusals_leave_the_robot_idle(measured, now, speed_scale, reason):
     run = ExcitationRun(RunConfig(max_start_distance=0.5, joint_state_timeout=0.25))
     with pytest.raises(ExcitationRefused) as info:
@@ -163,8 +169,11 @@ def test_a_motion_not_at_rest_at_its_ends_is_refused():
     dq = moving.dq.copy()
     dq[0] = 0.1
     with pytest.raises(ExcitationRefused, match="invalid_trajectory"):
-        ExcitationRun().start(ExcitationTrajectory(moving.t, NAMES, moving.q, dq, moving.ddq),
-                              snapshot(START, 0.0), now=0.0)
+        ExcitationRun().start(
+            ExcitationTrajectory(moving.t, NAMES, moving.q, dq, moving.ddq),
+            snapshot(START, 0.0),
+            now=0.0,
+        )
 
 
 def test_a_design_reserves_the_robot_and_a_stop_meanwhile_cancels_it():
@@ -195,21 +204,30 @@ def test_a_command_beyond_the_limits_is_refused():
     from inertia_id_ros.motion.design import MotionLimits
 
     def limits(upper: float, velocity: float) -> MotionLimits:
-        return MotionLimits(NAMES, np.full(3, -2.0), np.full(3, upper), np.full(3, velocity),
-                            np.full(3, np.inf))
+        return MotionLimits(
+            NAMES, np.full(3, -2.0), np.full(3, upper), np.full(3, velocity), np.full(3, np.inf)
+        )
 
     fits = ExcitationRun().start(motion(), snapshot(START, 0.0), now=0.0, limits=limits(2.0, 2.0))
     assert fits.motion_end > 0
-    for upper, velocity, message in ((0.5, 2.0, "position limit by 0.2"),
-                                     (2.0, 0.4, "velocity limit by ")):
+    for upper, velocity, message in (
+        (0.5, 2.0, "position limit by 0.2"),
+        (2.0, 0.4, "velocity limit by "),
+    ):
         run = ExcitationRun()
         with pytest.raises(ExcitationRefused, match=message) as info:
-            run.start(motion(), snapshot(START, 0.0), now=0.0, limits=limits(upper, velocity),
-                      skip_dry_run=True)
+            run.start(
+                motion(),
+                snapshot(START, 0.0),
+                now=0.0,
+                limits=limits(upper, velocity),
+                skip_dry_run=True,
+            )
         assert info.value.reason == "beyond_limits" and run.state == IDLE
     run = ExcitationRun()
-    run.start(motion(), snapshot(START, 0.0), now=0.0, speed_scale=0.5,
-              limits=limits(2.0, 0.4))  # the dry run is slow enough
+    run.start(
+        motion(), snapshot(START, 0.0), now=0.0, speed_scale=0.5, limits=limits(2.0, 0.4)
+    )  # the dry run is slow enough
 
 
 def test_the_first_run_of_a_motion_is_a_dry_run_and_a_played_one_runs_at_full_speed():
@@ -234,7 +252,8 @@ def test_a_dry_run_can_be_skipped_and_a_slower_request_is_kept():
     skipped = ExcitationRun().start(motion(), snapshot(START, 0.0), now=0.0, skip_dry_run=True)
     assert not skipped.dry_run and skipped.speed_scale == 1.0
     slow = ExcitationRun(RunConfig(dry_run_speed_scale=0.25)).start(
-        motion(), snapshot(START, 0.0), now=0.0, speed_scale=0.1)
+        motion(), snapshot(START, 0.0), now=0.0, speed_scale=0.1
+    )
     assert slow.dry_run and slow.speed_scale == 0.1
     with pytest.raises(ValueError, match="dry_run_speed_scale"):
         RunConfig(dry_run_speed_scale=0.0)
@@ -243,8 +262,9 @@ def test_a_dry_run_can_be_skipped_and_a_slower_request_is_kept():
 def test_a_dry_run_follows_the_same_path_within_the_same_limits():
     from inertia_id_ros.motion.design import MotionLimits
 
-    limits = MotionLimits(NAMES, np.full(3, -2.0), np.full(3, 2.0), np.full(3, 2.0),
-                          np.full(3, 5.0))
+    limits = MotionLimits(
+        NAMES, np.full(3, -2.0), np.full(3, 2.0), np.full(3, 2.0), np.full(3, 5.0)
+    )
     full, dry = motion(), motion().time_scaled(0.25)
     assert np.array_equal(dry.q, full.q)
     over_full, over_dry = limits.violations(full), limits.violations(dry)
@@ -260,8 +280,10 @@ def test_a_motion_s_fingerprint_is_its_samples(tmp_path):
     changed = motion()
     q = changed.q.copy()
     q[5, 1] += 1e-9
-    assert ExcitationTrajectory(changed.t, NAMES, q, changed.dq, changed.ddq).fingerprint() \
+    assert (
+        ExcitationTrajectory(changed.t, NAMES, q, changed.dq, changed.ddq).fingerprint()
         != motion().fingerprint()
+    )
 
 
 # ---- the Panda in a workspace -------------------------------------------------------------
@@ -275,35 +297,46 @@ TOOL = "panda_hand_tcp"
 @pytest.fixture(scope="module")
 def panda():
     from inertia_id_ros.core.robots import example_robot_urdf, load_model
+
     return load_model(example_robot_urdf("panda"))
 
 
 def panda_motion() -> ExcitationTrajectory:
-    return concatenate(rest_to_rest(HOME, REACH, 2.0, joint_names=PANDA),
-                       rest_to_rest(REACH, HOME, 2.0, joint_names=PANDA))
+    return concatenate(
+        rest_to_rest(HOME, REACH, 2.0, joint_names=PANDA),
+        rest_to_rest(REACH, HOME, 2.0, joint_names=PANDA),
+    )
 
 
 def tool_checker(panda, region):
     from inertia_id_ros.motion.workspace import Workspace, WorkspaceChecker, WorkspaceLimit
+
     return WorkspaceChecker(panda, Workspace((WorkspaceLimit("cell", (TOOL,), region),)))
 
 
 def test_a_command_leaving_the_workspace_is_refused_before_anything_moves(panda):
     from inertia_id_ros.motion.workspace import HalfSpace, Sphere
+
     heights = tool_checker(panda, Sphere(np.zeros(3), 9.0)).positions(
-        PANDA, panda_motion().sample(np.linspace(0.0, 4.0, 801))[0])[:, 0, 2]
+        PANDA, panda_motion().sample(np.linspace(0.0, 4.0, 801))[0]
+    )[:, 0, 2]
     table = HalfSpace(np.array([0.0, 0.0, -1.0]), -(heights.min() + 0.05))
     run = ExcitationRun(workspace=tool_checker(panda, table))
     with pytest.raises(ExcitationRefused, match=r"limit 'cell' .* by 0\.050 m") as info:
         run.start(panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0)
     assert info.value.reason == "beyond_workspace" and run.state == IDLE and run.command is None
     lower = HalfSpace(np.array([0.0, 0.0, -1.0]), -(heights.min() - 0.01))
-    assert ExcitationRun(workspace=tool_checker(panda, lower)).start(
-        panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0).trajectory.duration > 4.0
+    assert (
+        ExcitationRun(workspace=tool_checker(panda, lower))
+        .start(panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0)
+        .trajectory.duration
+        > 4.0
+    )
 
 
 def test_a_measured_pose_beyond_the_box_stops_the_run_at_that_joint_state(panda):
     from inertia_id_ros.motion.workspace import Box, Sphere
+
     run = ExcitationRun(RunConfig(max_tracking_error=0.2))
     command = run.start(panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0, skip_dry_run=True)
     plan = command.trajectory
@@ -328,18 +361,27 @@ def test_a_measured_pose_beyond_the_box_stops_the_run_at_that_joint_state(panda)
     for check in (run.step, alone.check_measured):  # every check, or the workspace alone
         step = check(snapshot(q, excursion + dt, PANDA), excursion + dt)
         assert step.state == STOPPED and np.array_equal(step.hold, q)
-        assert "the measured pose: frame panda_hand_tcp leaves workspace limit 'cell'" in \
-            step.message and f"t = {excursion + dt:.3f} s" in step.message
+        assert (
+            "the measured pose: frame panda_hand_tcp leaves workspace limit 'cell'" in step.message
+            and f"t = {excursion + dt:.3f} s" in step.message
+        )
 
 
 def test_a_command_through_an_obstacle_is_refused_with_the_distance():
     from inertia_id_ros.core.robots import example_robot_urdf
     from inertia_id_ros.motion.collision import CollisionChecker, Obstacle
     from inertia_id_ros.motion.workspace import Sphere
-    collision = CollisionChecker(example_robot_urdf("panda"), None, obstacles=(
-        Obstacle("lamp", Sphere(np.array([0.64, 0.2, 0.3]), 0.05)),))
+
+    collision = CollisionChecker(
+        example_robot_urdf("panda"),
+        None,
+        obstacles=(Obstacle("lamp", Sphere(np.array([0.64, 0.2, 0.3]), 0.05)),),
+    )
     run = ExcitationRun(RunConfig(collision_margin=0.02), collision=collision)
-    with pytest.raises(ExcitationRefused, match=r"and lamp overlap by .* mm closer than the "
-                                                r"collision margin 20 mm") as info:
+    with pytest.raises(
+        ExcitationRefused,
+        match=r"and lamp overlap by .* mm closer than the "
+        r"collision margin 20 mm",
+    ) as info:
         run.start(panda_motion(), snapshot(HOME, 0.0, PANDA), now=0.0)
     assert info.value.reason == "collision" and run.state == IDLE

@@ -29,16 +29,24 @@ def test_npz_round_trip(tmp_path):
         assert np.array_equal(getattr(loaded, field), getattr(trajectory, field))
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(t=np.array([0.0, 0.2, 0.1])), "strictly increasing"),
-    (dict(t=np.array([0.5, 0.6, 0.7])), "start at 0"),
-    (dict(q=np.zeros((3, 3))), "q must have shape"),
-    (dict(ddq=np.full((3, 2), np.nan)), "ddq has non-finite"),
-    (dict(joint_names=("a", "a")), "duplicates"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(t=np.array([0.0, 0.2, 0.1])), "strictly increasing"),
+        (dict(t=np.array([0.5, 0.6, 0.7])), "start at 0"),
+        (dict(q=np.zeros((3, 3))), "q must have shape"),
+        (dict(ddq=np.full((3, 2), np.nan)), "ddq has non-finite"),
+        (dict(joint_names=("a", "a")), "duplicates"),
+    ],
+)
 def test_invalid_trajectories_are_rejected_with_the_field_named(change, message):
-    fields = dict(t=np.array([0.0, 0.1, 0.2]), joint_names=NAMES, q=np.zeros((3, 2)),
-                  dq=np.zeros((3, 2)), ddq=np.zeros((3, 2)))
+    fields = dict(
+        t=np.array([0.0, 0.1, 0.2]),
+        joint_names=NAMES,
+        q=np.zeros((3, 2)),
+        dq=np.zeros((3, 2)),
+        ddq=np.zeros((3, 2)),
+    )
     fields.update(change)
     with pytest.raises(TrajectoryError, match=message) as info:
         ExcitationTrajectory(**fields)
@@ -47,12 +55,23 @@ def test_invalid_trajectories_are_rejected_with_the_field_named(change, message)
 
 def test_a_file_without_accelerations_is_a_data_error_naming_the_file(tmp_path):
     path = tmp_path / "bad.npz"
-    np.savez(path, t=np.array([0.0, 0.1]), joint_names=np.array(NAMES), q=np.zeros((2, 2)),
-             dq=np.zeros((2, 2)))
+    np.savez(
+        path,
+        t=np.array([0.0, 0.1]),
+        joint_names=np.array(NAMES),
+        q=np.zeros((2, 2)),
+        dq=np.zeros((2, 2)),
+    )
     with pytest.raises(DataError, match=r"bad\.npz: missing key\(s\) ddq"):
         ExcitationTrajectory.load_npz(path)
-    np.savez(path, t=np.array([0.0, 0.1]), joint_names=np.array(NAMES), q=np.zeros((2, 3)),
-             dq=np.zeros((2, 2)), ddq=np.zeros((2, 2)))
+    np.savez(
+        path,
+        t=np.array([0.0, 0.1]),
+        joint_names=np.array(NAMES),
+        q=np.zeros((2, 3)),
+        dq=np.zeros((2, 2)),
+        ddq=np.zeros((2, 2)),
+    )
     with pytest.raises(DataError, match=r"bad\.npz: q must have shape"):
         ExcitationTrajectory.load_npz(path)
 

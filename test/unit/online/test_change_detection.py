@@ -23,8 +23,13 @@ T0 = 1000.0  # s, first stamp
 
 # ---- the CUSUM on synthetic rows ----------------------------------------------------------------
 
-def synthetic_rows(n: int, seed: int = 0, bias: np.ndarray | None = None,
-                   sigma: np.ndarray = DEFAULT_WRENCH_NOISE_STD):
+
+def synthetic_rows(
+    n: int,
+    seed: int = 0,
+    bias: np.ndarray | None = None,
+    sigma: np.ndarray = DEFAULT_WRENCH_NOISE_STD,
+):
     """Random rows ``Y`` (n, 6, 16) and wrenches ``f = Y [theta, offset] + noise (+ bias)``."""
     rng = np.random.default_rng(seed)
     theta = PayloadSimulator.panda().true_theta
@@ -104,8 +109,14 @@ def test_disarmed_short_references_and_re_arming():
 
 
 def test_invalid_configuration_and_inputs_are_rejected():
-    for bad in ({"drift": -1.0}, {"threshold": 0.0}, {"min_samples": 0}, {"min_samples": 2.5},
-                {"min_reference_sec": -1.0}, {"sigma_floor": [0.1, 0.1, 0.1, 0.0, 0.01, 0.01]}):
+    for bad in (
+        {"drift": -1.0},
+        {"threshold": 0.0},
+        {"min_samples": 0},
+        {"min_samples": 2.5},
+        {"min_reference_sec": -1.0},
+        {"sigma_floor": [0.1, 0.1, 0.1, 0.0, 0.01, 0.01]},
+    ):
         with pytest.raises(ValueError, match="ChangeDetectorConfig"):
             ChangeDetectorConfig(**bad)
     theta, offset, Y, f = synthetic_rows(10)
@@ -132,18 +143,34 @@ def test_residual_sigma_is_the_worst_part_of_the_window():
 
 # ---- on the estimator's rows of simulated data ---------------------------------------------------
 
+
 class OnlineLoop:
     """The node's loop on simulated data: buffer ``chunk_sec`` of samples into a
     :class:`~inertia_id_ros.online.session.PayloadSession` and update it (process, change
     detection, solve, new reference), as the node's worker does at 1 / ``chunk_sec`` Hz."""
 
-    def __init__(self, sim: PayloadSimulator, rate: float, window_sec: float = 30.0,
-                 filter_half_width: float = 0.05, chunk_sec: float = 0.1, seed: int = 0,
-                 weighting: str = "channel") -> None:
+    def __init__(
+        self,
+        sim: PayloadSimulator,
+        rate: float,
+        window_sec: float = 30.0,
+        filter_half_width: float = 0.05,
+        chunk_sec: float = 0.1,
+        seed: int = 0,
+        weighting: str = "channel",
+    ) -> None:
         self.sim, self.rate, self.chunk_sec = sim, rate, chunk_sec
-        self.session = PayloadSession(PayloadEstimator(sim.kinematics, EstimatorConfig(
-            window_sec=window_sec, filter_half_width=filter_half_width,
-            window_capacity=int(1.1 * window_sec * rate), weighting=weighting)))
+        self.session = PayloadSession(
+            PayloadEstimator(
+                sim.kinematics,
+                EstimatorConfig(
+                    window_sec=window_sec,
+                    filter_half_width=filter_half_width,
+                    window_capacity=int(1.1 * window_sec * rate),
+                    weighting=weighting,
+                ),
+            )
+        )
         self.estimator, self.detector = self.session.estimator, self.session.detector
         self.events = self.session.changes
         self.rng = np.random.default_rng(seed)
@@ -159,10 +186,11 @@ class OnlineLoop:
             q, dq = self.sim.measure_joints(t, self.rng)
             wrench = payload.measure_wrench(t, self.rng)
             for i in range(t.size):
-                assert self.session.add_joint_state(T0 + t[i], self.sim.joint_names, q[i],
-                                                    dq[i]) is None
-                assert self.session.add_wrench(T0 + t[i], wrench[i],
-                                               self.sim.sensor_frame) is None
+                assert (
+                    self.session.add_joint_state(T0 + t[i], self.sim.joint_names, q[i], dq[i])
+                    is None
+                )
+                assert self.session.add_wrench(T0 + t[i], wrench[i], self.sim.sensor_frame) is None
             self.k = start + n_chunk
             self.session.update(T0 + t[-1])
             self.max_statistic = max(self.max_statistic, self.detector.statistic)
@@ -170,11 +198,12 @@ class OnlineLoop:
 
 def errors(estimate, theta: np.ndarray, offset: np.ndarray) -> dict[str, float]:
     mass, com, inertia = inertia_from_theta(theta)
-    return {"mass": abs(estimate.mass - mass) / mass,
-            "com": float(np.linalg.norm(estimate.com - com)),
-            "inertia": float(np.linalg.norm(estimate.inertia_com - inertia)
-                             / np.linalg.norm(inertia)),
-            "force_offset": float(np.linalg.norm(estimate.sensor_offset[:3] - offset[:3]))}
+    return {
+        "mass": abs(estimate.mass - mass) / mass,
+        "com": float(np.linalg.norm(estimate.com - com)),
+        "inertia": float(np.linalg.norm(estimate.inertia_com - inertia) / np.linalg.norm(inertia)),
+        "force_offset": float(np.linalg.norm(estimate.sensor_offset[:3] - offset[:3])),
+    }
 
 
 def heavier_payload() -> np.ndarray:
@@ -186,12 +215,14 @@ def heavier_payload() -> np.ndarray:
 
 def light_payload() -> np.ndarray:
     """What stays after releasing the part: 0.4 kg, 10 x 6 x 8 cm, COM at (0, 1, 4) cm."""
-    return theta_from_inertia(0.4, np.array([0.0, 0.01, 0.04]),
-                              box_inertia(0.4, (0.10, 0.06, 0.08)))
+    return theta_from_inertia(
+        0.4, np.array([0.0, 0.01, 0.04]), box_inertia(0.4, (0.10, 0.06, 0.08))
+    )
 
 
-@pytest.mark.parametrize("new_payload", [heavier_payload, light_payload],
-                         ids=["grasp_2.3kg", "release_to_0.4kg"])
+@pytest.mark.parametrize(
+    "new_payload", [heavier_payload, light_payload], ids=["grasp_2.3kg", "release_to_0.4kg"]
+)
 def test_a_payload_switch_is_detected_at_once_and_the_new_payload_identified(new_payload):
     rate, t_switch = 1000.0, 12.0
     before = PayloadSimulator.panda()
@@ -216,8 +247,7 @@ def test_a_payload_switch_is_detected_at_once_and_the_new_payload_identified(new
 def test_ten_minutes_of_the_same_payload_raise_no_alarm():
     """200 Hz (for speed), window 10 s, an update (and a new reference) every 0.5 s; simulator
     noise."""
-    loop = OnlineLoop(PayloadSimulator.panda(seed=3), 200.0, window_sec=10.0, chunk_sec=0.5,
-                      seed=3)
+    loop = OnlineLoop(PayloadSimulator.panda(seed=3), 200.0, window_sec=10.0, chunk_sec=0.5, seed=3)
     loop.run(600.0)
     assert not loop.events, loop.events
     assert loop.detector.armed
@@ -232,8 +262,9 @@ def test_the_window_residuals_absorb_the_estimates_own_model_error():
     the sensor's nominal noise, alarms. (Unweighted: weighted by channel, the fit follows the
     torque rows closely enough that their residuals stay near the noise.)"""
     sim = PayloadSimulator.panda(seed=2)
-    loop = OnlineLoop(sim, 200.0, window_sec=10.0, filter_half_width=0.2, chunk_sec=0.5, seed=2,
-                      weighting="none")
+    loop = OnlineLoop(
+        sim, 200.0, window_sec=10.0, filter_half_width=0.2, chunk_sec=0.5, seed=2, weighting="none"
+    )
     loop.run(60.0)
     assert not loop.events, loop.events
     _, Y, f = loop.estimator.window.samples(copy=False)
@@ -241,7 +272,11 @@ def test_the_window_residuals_absorb_the_estimates_own_model_error():
     sigma = residual_sigma(Y, f, estimate.theta, estimate.sensor_offset)
     assert np.all(sigma[3:] > 1.5 * sim.wrench_noise_std[3:])
     nominal = PayloadChangeDetector()  # the same reference, scaled by the sensor's noise
-    assert nominal.set_reference(estimate.theta, estimate.sensor_offset, sim.wrench_noise_std,
-                                 span=estimate.t_last - estimate.t_first)
+    assert nominal.set_reference(
+        estimate.theta,
+        estimate.sensor_offset,
+        sim.wrench_noise_std,
+        span=estimate.t_last - estimate.t_first,
+    )
     t, Y, f = loop.estimator.window.samples(copy=False)
     assert nominal.update(t, Y, f) is not None

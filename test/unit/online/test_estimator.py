@@ -20,8 +20,14 @@ def sim() -> PayloadSimulator:
     return PayloadSimulator.panda()
 
 
-def feed(estimator: PayloadEstimator, sim: PayloadSimulator, duration: float, seed: int = 0,
-         velocities: bool = True, sign: float = 1.0) -> None:
+def feed(
+    estimator: PayloadEstimator,
+    sim: PayloadSimulator,
+    duration: float,
+    seed: int = 0,
+    velocities: bool = True,
+    sign: float = 1.0,
+) -> None:
     """Joint states at RATE; wrenches at RATE on their own clock, 1.3 ms later with jitter."""
     rng = np.random.default_rng(seed)
     t_joint = np.arange(0.0, duration, 1.0 / RATE)
@@ -29,18 +35,20 @@ def feed(estimator: PayloadEstimator, sim: PayloadSimulator, duration: float, se
     q, dq = sim.measure_joints(t_joint, rng)
     wrench = sim.measure_wrench(t_wrench, rng)
     for i in range(t_joint.size):
-        estimator.add_joint_state(T0 + t_joint[i], sim.joint_names, q[i],
-                                  dq[i] if velocities else None)
+        estimator.add_joint_state(
+            T0 + t_joint[i], sim.joint_names, q[i], dq[i] if velocities else None
+        )
         estimator.add_wrench(T0 + t_wrench[i], sign * wrench[i], sim.sensor_frame)
 
 
 def errors(estimate, sim: PayloadSimulator) -> dict[str, float]:
     mass, com, inertia = inertia_from_theta(sim.true_theta)
-    return {"mass": abs(estimate.mass - mass) / mass,
-            "com": float(np.linalg.norm(estimate.com - com)),
-            "inertia": float(np.linalg.norm(estimate.inertia_com - inertia)
-                             / np.linalg.norm(inertia)),
-            "force_offset": float(np.linalg.norm(estimate.sensor_offset[:3] - sim.true_offset[:3]))}
+    return {
+        "mass": abs(estimate.mass - mass) / mass,
+        "com": float(np.linalg.norm(estimate.com - com)),
+        "inertia": float(np.linalg.norm(estimate.inertia_com - inertia) / np.linalg.norm(inertia)),
+        "force_offset": float(np.linalg.norm(estimate.sensor_offset[:3] - sim.true_offset[:3])),
+    }
 
 
 @pytest.mark.parametrize("velocities", [True, False])
@@ -143,9 +151,15 @@ def test_each_bad_joint_state_is_rejected_with_its_reason(estimator, sim):
     assert rejected(add, 2.0, names[:6] + names[:1], q) == "duplicate_joint"
     assert rejected(add, 0.5, names, q) == "out_of_order"
     assert rejected(add, 1.0, names, q) == "duplicate_stamp"
-    assert estimator.dropped == {"non_finite": 3, "length_mismatch": 2, "unknown_joint": 1,
-                                 "missing_joint": 1, "duplicate_joint": 1, "out_of_order": 1,
-                                 "duplicate_stamp": 1}
+    assert estimator.dropped == {
+        "non_finite": 3,
+        "length_mismatch": 2,
+        "unknown_joint": 1,
+        "missing_joint": 1,
+        "duplicate_joint": 1,
+        "out_of_order": 1,
+        "duplicate_stamp": 1,
+    }
     # extra joints of the model and any name order are fine; the values are mapped by name
     extra = ["panda_finger_joint1"] + names[::-1]
     estimator.add_joint_state(2.0, extra, np.r_[0.01, np.arange(7.0)[::-1]], np.r_[0.0, q])
@@ -247,11 +261,13 @@ def test_inputs_and_solves_from_different_threads(sim):
         estimator.add_joint_state(T0 + t_joint[k], sim.joint_names, q[k], dq[k])
         estimator.add_wrench(T0 + t_wrench[k], wrench[k], sim.sensor_frame)
 
-    solve_while_feeding(estimator, add, t_joint.size,
-                        ("too_few_samples", "offset_not_identifiable"))
+    solve_while_feeding(
+        estimator, add, t_joint.size, ("too_few_samples", "offset_not_identifiable")
+    )
     stats = estimator.stats()
     assert stats.received["wrench"] == stats.processed["wrench"] + stats.pending + sum(
-        stats.dropped.values())
+        stats.dropped.values()
+    )
     assert errors(estimator.solve(), sim)["mass"] < 0.02
 
 
@@ -267,8 +283,10 @@ def test_a_clock_reset_starts_afresh_but_a_stale_burst_does_not(sim):
         """All samples from ``start`` on; returns how many were rejected."""
         rejected = 0
         for i in range(len(t)):
-            for add, args in ((estimator.add_joint_state, (sim.joint_names, q[i], dq[i])),
-                              (estimator.add_wrench, (wrench[i],))):
+            for add, args in (
+                (estimator.add_joint_state, (sim.joint_names, q[i], dq[i])),
+                (estimator.add_wrench, (wrench[i],)),
+            ):
                 try:
                     add(start + t[i], *args)
                 except SampleRejected:
@@ -292,8 +310,9 @@ def test_a_clock_reset_starts_afresh_but_a_stale_burst_does_not(sim):
 
 
 def test_solver_options_belong_to_the_configured_method(sim):
-    estimator = PayloadEstimator(sim.kinematics,
-                                 EstimatorConfig(solver_options={"use_active_set": False}))
+    estimator = PayloadEstimator(
+        sim.kinematics, EstimatorConfig(solver_options={"use_active_set": False})
+    )
     feed(estimator, sim, 5.0)
     estimator.process()
     assert estimator.solve().method == "lmi"

@@ -20,7 +20,7 @@ def test_a_well_determined_estimate_is_well_excited():
 def test_the_worst_parameter_is_named_with_the_motion_that_excites_it():
     std = 1e-3 * parameter_scales(THETA)
     std[THETA_NAMES.index("Ixx")] = 0.5 * parameter_scales(THETA)[4]  # ±50 %
-    report = excitation_report(THETA, np.diag(std ** 2))
+    report = excitation_report(THETA, np.diag(std**2))
     assert not report.well_excited and report.worst == "Ixx"
     assert report.message.startswith("Ixx is not yet identifiable (±50 %)")
     assert MOTION_HINTS["Ixx"] in report.message and "about x" in report.message

@@ -33,9 +33,14 @@ EDGE = int(np.ceil(HALF_WIDTH * RATE))  # joint states within a half-width of on
 HIP, THIGH, KNEE = go1_leg_config().joints
 
 
-def feed(estimator: LinkEstimator, sim: JointTorqueSimulator, duration: float,
-         rng: np.random.Generator, velocities: bool = True,
-         names: tuple[str, ...] | None = None) -> JointTorqueData:
+def feed(
+    estimator: LinkEstimator,
+    sim: JointTorqueSimulator,
+    duration: float,
+    rng: np.random.Generator,
+    velocities: bool = True,
+    names: tuple[str, ...] | None = None,
+) -> JointTorqueData:
     """Joint states of ``sim`` at RATE for ``duration`` s (the chain's joints, or ``names`` with
     the others at 0); returns the exact samples."""
     t = np.arange(0.0, duration, 1.0 / RATE)
@@ -45,8 +50,9 @@ def feed(estimator: LinkEstimator, sim: JointTorqueSimulator, duration: float,
     values = np.zeros((3, len(names)))
     for k in range(t.size):
         values[:, columns] = data.positions[k], data.velocities[k], data.efforts[k]
-        estimator.add_joint_state(T0 + t[k], names, values[0],
-                                  values[1] if velocities else None, values[2])
+        estimator.add_joint_state(
+            T0 + t[k], names, values[0], values[1] if velocities else None, values[2]
+        )
     return data
 
 
@@ -58,8 +64,9 @@ def leg(seed: int, **kwargs) -> JointTorqueSimulator:
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["velocities", "positions_only"])
-def leg_online(request) -> tuple[JointTorqueSimulator, JointTorqueData, LinkEstimator,
-                                 LinkEstimate]:
+def leg_online(
+    request,
+) -> tuple[JointTorqueSimulator, JointTorqueData, LinkEstimator, LinkEstimate]:
     """30 s of the Go1 leg at 250 Hz through the estimator (prior weight 1e-6, as offline)."""
     sim = leg(11)
     estimator = LinkEstimator(sim.links, LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6))
@@ -77,7 +84,8 @@ def test_every_link_is_consistent_and_the_drives_are_recovered(leg_online) -> No
     for joint in sim.joint_names:
         for term in ("viscous", "coulomb"):
             assert getattr(estimate.drives[joint], term) == pytest.approx(
-                getattr(truth[joint], term), rel=0.05), (joint, term)
+                getattr(truth[joint], term), rel=0.05
+            ), (joint, term)
         assert estimate.drives[joint].coulomb_velocity == truth[joint].coulomb_velocity
     assert estimate.drives[KNEE].armature == pytest.approx(truth[KNEE].armature, rel=0.05)
     assert estimate.residual_rms == pytest.approx(0.1, rel=0.05)  # the torque noise (N·m)
@@ -101,7 +109,8 @@ def test_the_online_fit_is_the_offline_fit(leg_online) -> None:
     assert f"{KNEE}.armature" not in estimate.unidentifiable
     assert any(f"{HIP}.armature" in d for d in estimate.null_directions())
     difference = predict_torques(sim.links, estimate.x, data) - predict_torques(
-        sim.links, offline.x, data)
+        sim.links, offline.x, data
+    )
     assert np.sqrt(np.mean(difference**2, axis=0)).max() < 0.005  # N·m; the noise is 0.1
     for joint, values in sim.links.drive_parameters(offline.x).items():
         for term in ("viscous", "coulomb"):
@@ -121,20 +130,25 @@ def test_a_warm_started_solve_and_a_shorter_duration(leg_online) -> None:
 
 
 @pytest.fixture(scope="module")
-def leg_with_actuators() -> tuple[JointTorqueSimulator, JointTorqueData, LinkEstimator,
-                                  list[LinkEstimate]]:
+def leg_with_actuators() -> tuple[
+    JointTorqueSimulator, JointTorqueData, LinkEstimator, list[LinkEstimate]
+]:
     """60 s of the Go1 leg at 250 Hz through an estimator that knows the leg's actuators (one
     motor type, gear ratios 6.33, 6.33, 9.5), processed and solved every 5 s as the node does
     (each solve warm-started from the previous one)."""
     sim = leg(11)
-    estimator = LinkEstimator(sim.links, LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6),
-                              actuators=go1_leg_config().actuators)
+    estimator = LinkEstimator(
+        sim.links,
+        LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6),
+        actuators=go1_leg_config().actuators,
+    )
     t = np.arange(0.0, 60.0, 1.0 / RATE)
     data = sim.measure(t, np.random.default_rng(11))
     estimates = []
     for k in range(t.size):
-        estimator.add_joint_state(T0 + t[k], sim.joint_names, data.positions[k],
-                                  data.velocities[k], data.efforts[k])
+        estimator.add_joint_state(
+            T0 + t[k], sim.joint_names, data.positions[k], data.velocities[k], data.efforts[k]
+        )
         if (k + 1) % round(5.0 * RATE) == 0:
             estimator.process()
             estimates.append(estimator.solve())
@@ -142,7 +156,8 @@ def leg_with_actuators() -> tuple[JointTorqueSimulator, JointTorqueData, LinkEst
 
 
 def test_with_the_actuators_every_armature_and_the_friction_are_recovered(
-        leg_with_actuators) -> None:
+    leg_with_actuators,
+) -> None:
     """Acceptance (issue 4, item 6), online: 60 s of data, every joint's armature, viscous and
     Coulomb friction within 10 %. The knee's armature gives the motor's rotor inertia, which fixes
     the hip abduction's and hip flexion's (the torques do not separate those from the links)."""
@@ -151,20 +166,27 @@ def test_with_the_actuators_every_armature_and_the_friction_are_recovered(
     assert estimate.n_samples == len(estimator.window) == 60.0 * RATE - 2 * EDGE
     assert all(check_consistency(theta).fully_consistent for theta in estimate.thetas)
     truth = dict(zip(sim.joint_names, sim.drives))
-    errors = {(joint, term): getattr(estimate.drives[joint], term) / getattr(truth[joint], term) - 1
-              for joint in sim.joint_names for term in ("viscous", "coulomb", "armature")}
+    errors = {
+        (joint, term): getattr(estimate.drives[joint], term) / getattr(truth[joint], term) - 1
+        for joint in sim.joint_names
+        for term in ("viscous", "coulomb", "armature")
+    }
     print("online, 60 s, relative errors:", {k: f"{v:+.4f}" for k, v in errors.items()})
     assert max(abs(e) for e in errors.values()) < 0.10, errors
     assert estimate.armature_sources == {HIP: "rotor", THIGH: "rotor", KNEE: "estimated"}
     (rotor,) = estimate.rotor_inertias
-    assert (rotor.motor, rotor.from_joints, rotor.applied_to) == ("go1_motor", (KNEE,),
-                                                                  (HIP, THIGH))
+    assert (rotor.motor, rotor.from_joints, rotor.applied_to) == (
+        "go1_motor",
+        (KNEE,),
+        (HIP, THIGH),
+    )
     assert rotor.value == pytest.approx(go1_leg_config().actuator(KNEE).rotor_inertia, rel=0.1)
     names = sim.links.parameter_names
     for joint, drive in zip(sim.joint_names, sim.links.drives):
         if joint != KNEE:  # N² I_rotor, in the drives and in x
             assert estimate.drives[joint].armature == pytest.approx(
-                drive.gear_ratio**2 * rotor.value, rel=1e-12)
+                drive.gear_ratio**2 * rotor.value, rel=1e-12
+            )
             assert estimate.x[names.index(f"{joint}.armature")] == estimate.drives[joint].armature
     # the base parameters are those of the problem solved: the hip armatures are no parameters
     # there, and nothing about them is left to the prior
@@ -184,13 +206,14 @@ def test_the_online_rotor_step_is_fit_chain(leg_with_actuators) -> None:
     sim, data, _, estimates = leg_with_actuators
     estimate = estimates[-1]
     offline = fit_chain(go1_leg_config(), data, prior_weight=1e-6)
-    assert offline.rotor_inertias[0].value == pytest.approx(estimate.rotor_inertias[0].value,
-                                                            rel=0.03)
+    assert offline.rotor_inertias[0].value == pytest.approx(
+        estimate.rotor_inertias[0].value, rel=0.03
+    )
     for joint in sim.joint_names:
-        assert estimate.drives[joint].armature == pytest.approx(offline.armatures[joint],
-                                                                rel=0.03)
+        assert estimate.drives[joint].armature == pytest.approx(offline.armatures[joint], rel=0.03)
     difference = predict_torques(sim.links, estimate.x, data) - predict_torques(
-        offline.model, offline.fit.x, data)
+        offline.model, offline.fit.x, data
+    )
     assert np.sqrt(np.mean(difference**2, axis=0)).max() < 0.005  # N·m; the noise is 0.1
 
 
@@ -203,9 +226,11 @@ def test_the_rotor_step_warm_starts(leg_with_actuators) -> None:
     assert again.armature_sources == estimates[-1].armature_sources
     explicit = estimator.solve(initvals=estimates[-2].x)
     assert np.allclose(explicit.x, again.x, atol=1e-6)
-    cold = LinkEstimator(sim.links, LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6,
-                                                        warm_start=False),
-                         actuators=estimator.actuators)
+    cold = LinkEstimator(
+        sim.links,
+        LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6, warm_start=False),
+        actuators=estimator.actuators,
+    )
     cold.window = estimator.window
     assert np.allclose(cold.solve().x, again.x, atol=1e-6)
     with pytest.raises(EstimateUnavailable) as why:
@@ -223,7 +248,8 @@ def test_actuators_must_match_the_chain() -> None:
     # joints without an actuator keep their drive's rotor (no motor type)
     go1 = go1_leg_config()
     assert LinkEstimator(model, actuators={KNEE: go1.actuators[KNEE]}).actuators == {
-        KNEE: go1.actuators[KNEE]}
+        KNEE: go1.actuators[KNEE]
+    }
 
 
 def test_panda_locked_joints_are_ignored_and_every_link_consistent() -> None:
@@ -231,13 +257,24 @@ def test_panda_locked_joints_are_ignored_and_every_link_consistent() -> None:
     differ from the URDF; viscous and Coulomb within 2 %, the armatures of joints 3-7 within 5 %
     (those of joints 1 and 2 add to their links' inertias about the axis: unidentifiable)."""
     rng = np.random.default_rng(0)
-    drives = [DriveTruth(rng.uniform(0.2, 0.6), rng.uniform(0.3, 1.0), rng.normal(0.0, 0.3),
-                         rng.uniform(0.1, 0.4)) for _ in range(7)]
+    drives = [
+        DriveTruth(
+            rng.uniform(0.2, 0.6),
+            rng.uniform(0.3, 1.0),
+            rng.normal(0.0, 0.3),
+            rng.uniform(0.1, 0.4),
+        )
+        for _ in range(7)
+    ]
     links = panda_torque_simulator(np.zeros(10)).links
     sim = panda_torque_simulator(np.zeros(10), drives=drives)
-    sim = JointTorqueSimulator(links, sim.trajectory,
-                               perturbed_links(links.link_parameters(links.prior), rng), drives,
-                               torque_noise_std=0.05)
+    sim = JointTorqueSimulator(
+        links,
+        sim.trajectory,
+        perturbed_links(links.link_parameters(links.prior), rng),
+        drives,
+        torque_noise_std=0.05,
+    )
     estimator = LinkEstimator(links, LinkEstimatorConfig(window_sec=30.0, prior_weight=1e-6))
     names = ("panda_finger_joint1", *links.joint_names[::-1], "panda_finger_joint2")
     feed(estimator, sim, 20.0, rng, names=names)
@@ -257,11 +294,19 @@ def test_efforts_are_scaled_and_known_armatures_subtracted() -> None:
     """Efforts in amperes (torque = current x torque constant x gear ratio), hip armatures known
     (not estimated): the same drives come out."""
     go1 = go1_leg_config()
-    actuators = {j: ActuatorConfig(a.gear_ratio, a.rotor_inertia, torque_constant=0.1,
-                                   motor=a.motor, coulomb_velocity=a.coulomb_velocity)
-                 for j, a in go1.actuators.items()}
-    config = ChainConfig(go1.joints, actuators, robot="go1",
-                         estimate=("viscous", "coulomb", "offset"))
+    actuators = {
+        j: ActuatorConfig(
+            a.gear_ratio,
+            a.rotor_inertia,
+            torque_constant=0.1,
+            motor=a.motor,
+            coulomb_velocity=a.coulomb_velocity,
+        )
+        for j, a in go1.actuators.items()
+    }
+    config = ChainConfig(
+        go1.joints, actuators, robot="go1", estimate=("viscous", "coulomb", "offset")
+    )
     sim = leg_simulator(config, seed=4)
     estimator = LinkEstimator(sim.links, LinkEstimatorConfig(prior_weight=1e-6))
     assert [d.effort_scale for d in sim.links.drives] == pytest.approx([0.633, 0.633, 0.9495])
@@ -307,9 +352,16 @@ def test_each_bad_joint_state_is_rejected_with_its_reason(estimator: LinkEstimat
     assert rejected(add, 2.0, names[:2] + names[:1], zero, None, zero) == "duplicate_joint"
     assert rejected(add, 0.5, names, zero, zero, zero) == "out_of_order"
     assert rejected(add, 1.0, names, zero, zero, zero) == "duplicate_stamp"
-    assert estimator.dropped == {"non_finite": 3, "length_mismatch": 2, "missing_effort": 2,
-                                 "unknown_joint": 1, "missing_joint": 1, "duplicate_joint": 1,
-                                 "out_of_order": 1, "duplicate_stamp": 1}
+    assert estimator.dropped == {
+        "non_finite": 3,
+        "length_mismatch": 2,
+        "missing_effort": 2,
+        "unknown_joint": 1,
+        "missing_joint": 1,
+        "duplicate_joint": 1,
+        "out_of_order": 1,
+        "duplicate_stamp": 1,
+    }
     # the other legs' joints (locked) and any order are fine; values are mapped by name
     order = ["FR_hip_joint", KNEE, HIP, THIGH]
     add(2.0, order, [9.0, 3.0, 1.0, 2.0], None, [9.0, 30.0, 10.0, 20.0])
@@ -319,8 +371,9 @@ def test_each_bad_joint_state_is_rejected_with_its_reason(estimator: LinkEstimat
 
 
 def test_unknown_joints_can_be_ignored() -> None:
-    lenient = LinkEstimator(go1_leg_config().link_model(),
-                            LinkEstimatorConfig(ignore_unknown_joints=True))
+    lenient = LinkEstimator(
+        go1_leg_config().link_model(), LinkEstimatorConfig(ignore_unknown_joints=True)
+    )
     lenient.add_joint_state(1.0, [HIP, THIGH, KNEE, "ghost"], np.zeros(4), None, np.zeros(4))
     assert not lenient.dropped
 
@@ -332,8 +385,9 @@ def test_joint_states_near_a_gap_or_the_start_are_dropped() -> None:
     hole = (t > 1.5) & (t < 2.0)
     data = sim.measure(t, np.random.default_rng(2))
     for k in np.flatnonzero(~hole):
-        estimator.add_joint_state(t[k], sim.joint_names, data.positions[k], data.velocities[k],
-                                  data.efforts[k])
+        estimator.add_joint_state(
+            t[k], sim.joint_names, data.positions[k], data.velocities[k], data.efforts[k]
+        )
     added = estimator.process()
     stats = estimator.stats()
     # within the half-width after the first sample, or around the gap (1.5, 2.0) s
@@ -374,13 +428,15 @@ def test_inputs_and_solves_from_different_threads() -> None:
     data = sim.measure(t, np.random.default_rng(5))
 
     def add(k: int) -> None:
-        estimator.add_joint_state(T0 + t[k], sim.joint_names, data.positions[k],
-                                  data.velocities[k], data.efforts[k])
+        estimator.add_joint_state(
+            T0 + t[k], sim.joint_names, data.positions[k], data.velocities[k], data.efforts[k]
+        )
 
     solve_while_feeding(estimator, add, t.size, ("too_few_samples",))
     stats = estimator.stats()
-    assert stats.received["joint_state"] == (stats.processed["joint_state"] + stats.pending
-                                             + sum(stats.dropped.values()))
+    assert stats.received["joint_state"] == (
+        stats.processed["joint_state"] + stats.pending + sum(stats.dropped.values())
+    )
     knee = estimator.solve().drives[KNEE]
     assert knee.viscous == pytest.approx(sim.drives[2].viscous, rel=0.1)
 
@@ -404,8 +460,10 @@ def test_bounding_ellipsoids_keep_each_link_inside_its_sphere() -> None:
     free.process()
     radii = [0.8 * rms_radius(theta) for theta in free.solve().thetas]
     spheres = [ellipsoid_matrix(np.zeros(3), np.full(3, r)) for r in radii]
-    bounded = LinkEstimator(sim.links, LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6,
-                                                           bounding_ellipsoids=spheres))
+    bounded = LinkEstimator(
+        sim.links,
+        LinkEstimatorConfig(window_sec=60.0, prior_weight=1e-6, bounding_ellipsoids=spheres),
+    )
     feed(bounded, sim, 10.0, np.random.default_rng(12))
     bounded.process()
     estimate = bounded.solve()

@@ -37,13 +37,16 @@ def feed(session, rec, names, efforts=None, block: int = 200) -> None:
     efforts = rec.effort if efforts is None else efforts
     for start in range(0, rec.t.size, block):
         rows = slice(start, start + block)
-        assert session.add_joint_states(rec.t[rows], names, rec.q[rows], rec.dq[rows],
-                                        efforts[rows]) == []
+        assert (
+            session.add_joint_states(rec.t[rows], names, rec.q[rows], rec.dq[rows], efforts[rows])
+            == []
+        )
         session.update(now=float(rec.t[rows][-1]))
 
 
-def assert_close(theta: np.ndarray, truth: np.ndarray, mass_rel: float = 0.01,
-                 com_m: float = 5e-3) -> None:
+def assert_close(
+    theta: np.ndarray, truth: np.ndarray, mass_rel: float = 0.01, com_m: float = 5e-3
+) -> None:
     _, com, _ = inertia_from_theta(theta)
     _, true_com, _ = inertia_from_theta(truth)
     assert theta[0] == pytest.approx(truth[0], rel=mass_rel)
@@ -53,8 +56,9 @@ def assert_close(theta: np.ndarray, truth: np.ndarray, mass_rel: float = 0.01,
 def test_session_identifies_the_payload_with_standard_errors(runs) -> None:
     """The true links and drives as the link model: mass within 1 %, COM within 5 mm, the mass's
     standard error small and honest, no warning about the mass; diagnostics name the mode."""
-    session = payload_torque_session(runs.links, true_links_x(runs), runs.frame,
-                                     window_sec=DURATION_SEC + 1.0)
+    session = payload_torque_session(
+        runs.links, true_links_x(runs), runs.frame, window_sec=DURATION_SEC + 1.0
+    )
     feed(session, runs.loaded, runs.links.joint_names)
     update = session.latest
     assert update.ok, update.message
@@ -80,13 +84,16 @@ def test_efforts_as_signed_motor_currents(runs) -> None:
     signs = np.array([1, -1, 1, 1, -1, 1, -1])
     scales = np.array(effort_scales(runs.links.joint_names, constants, ratios, signs))
     np.testing.assert_allclose(scales, signs * constants * ratios)
-    links = LinkModel(runs.links.model, [JointDrive(coulomb_velocity=0.02, effort_scale=scale)
-                                         for scale in scales], runs.links.robot_joint_names)
+    links = LinkModel(
+        runs.links.model,
+        [JointDrive(coulomb_velocity=0.02, effort_scale=scale) for scale in scales],
+        runs.links.robot_joint_names,
+    )
     estimates = []
-    for model, efforts in ((runs.links, runs.loaded.effort),
-                           (links, runs.loaded.effort / scales)):
-        session = payload_torque_session(model, true_links_x(runs), runs.frame,
-                                         window_sec=DURATION_SEC + 1.0)
+    for model, efforts in ((runs.links, runs.loaded.effort), (links, runs.loaded.effort / scales)):
+        session = payload_torque_session(
+            model, true_links_x(runs), runs.frame, window_sec=DURATION_SEC + 1.0
+        )
         feed(session, runs.loaded, model.joint_names, efforts)
         estimates.append(session.latest.estimate.theta)
     np.testing.assert_allclose(estimates[1], estimates[0], rtol=1e-6, atol=1e-9)
@@ -102,15 +109,21 @@ def test_tare_of_the_torque_offsets(runs) -> None:
     x[offsets] += np.array([1.0, -0.8, 0.6, -1.0, 0.8, -0.6, 0.6])
     masses = []
     for tare in (False, True):
-        session = payload_torque_session(runs.links, x, runs.frame, window_sec=DURATION_SEC + 1,
-                                         estimate_offset=False)
+        session = payload_torque_session(
+            runs.links, x, runs.frame, window_sec=DURATION_SEC + 1, estimate_offset=False
+        )
         if tare:
             feed(session, runs.unloaded, runs.links.joint_names)
             tared = session.tare(DURATION_SEC / 2)
             assert tared.offset.shape == (7,) and session.estimator.window.count() == 0
-        shifted = type(runs.loaded)(runs.loaded.t + DURATION_SEC, runs.loaded.q, runs.loaded.dq,
-                                    runs.loaded.effort, runs.loaded.truth,
-                                    runs.loaded.simulator)
+        shifted = type(runs.loaded)(
+            runs.loaded.t + DURATION_SEC,
+            runs.loaded.q,
+            runs.loaded.dq,
+            runs.loaded.effort,
+            runs.loaded.truth,
+            runs.loaded.simulator,
+        )
         feed(session, shifted, runs.links.joint_names)
         masses.append(session.latest.estimate.mass)
     true_mass = runs.payload_theta[0]
@@ -129,8 +142,14 @@ def test_payload_change_is_detected(runs) -> None:
     residuals raises an alarm after the swap, and the window restarts with the new payload."""
     second = theta_from_inertia(0.8, np.array([0.0, 0.03, 0.05]), np.diag([1e-3, 1e-3, 8e-4]))
     sim = runs.loaded.simulator
-    swapped = JointTorqueSimulator(sim.links, sim.trajectory, sim.link_thetas, sim.drives,
-                                   (PANDA_FLANGE, second), sim.torque_noise_std)
+    swapped = JointTorqueSimulator(
+        sim.links,
+        sim.trajectory,
+        sim.link_thetas,
+        sim.drives,
+        (PANDA_FLANGE, second),
+        sim.torque_noise_std,
+    )
     rng = np.random.default_rng(5)
     t = np.arange(DURATION_SEC, 2 * DURATION_SEC, 1 / RATE_HZ)
     data = swapped.measure(t, rng)
@@ -151,12 +170,14 @@ def test_one_path_chirp_warns_that_the_mass_is_poorly_determined() -> None:
     the mass comes out wrong, and the session says it is poorly determined, with its standard
     error."""
     theta = theta_from_inertia(0.48, np.array([0.0, 0.0, 0.05]), np.diag([4e-4, 4e-4, 3e-4]))
-    runs = panda_payload_torque_runs(duration=DURATION_SEC, rate=RATE_HZ, seed=0,
-                                     payload_theta=theta, trajectory=one_path_chirp)
+    runs = panda_payload_torque_runs(
+        duration=DURATION_SEC, rate=RATE_HZ, seed=0, payload_theta=theta, trajectory=one_path_chirp
+    )
     q = runs.loaded.truth.positions
     assert np.abs(np.corrcoef(q.T)).min() > 0.997
-    session = payload_torque_session(runs.links, runs.links.prior, runs.frame,
-                                     window_sec=DURATION_SEC + 1.0)
+    session = payload_torque_session(
+        runs.links, runs.links.prior, runs.frame, window_sec=DURATION_SEC + 1.0
+    )
     feed(session, runs.loaded, runs.links.joint_names)
     update = session.latest
     assert update.ok
@@ -179,11 +200,17 @@ def test_read_link_result(runs, tmp_path) -> None:
     links = runs.links
     x = true_links_x(runs)
     drives = links.drive_parameters(x)
-    result = {"bodies": [{"name": name, "theta": theta.tolist()}
-                         for name, theta in zip(links.link_names, links.link_parameters(x))],
-              "joints": [{"name": joint, "coulomb_velocity": 0.03, **drives[joint]}
-                         for joint in links.joint_names],
-              "gravity": [0.1, 0.0, -9.8]}
+    result = {
+        "bodies": [
+            {"name": name, "theta": theta.tolist()}
+            for name, theta in zip(links.link_names, links.link_parameters(x))
+        ],
+        "joints": [
+            {"name": joint, "coulomb_velocity": 0.03, **drives[joint]}
+            for joint in links.joint_names
+        ],
+        "gravity": [0.1, 0.0, -9.8],
+    }
     path = tmp_path / "links.json"
     path.write_text(json.dumps(result))
     read = read_link_result(path, links)
@@ -202,8 +229,9 @@ def test_estimate_message_leaves_the_joint_offsets_out(runs) -> None:
     joints' torque offsets are no wrench, so ``sensor_offset`` stays zero."""
     from inertia_id_ros.ros.conversions import payload_torque_estimate_to_msg, wrench_to_array
 
-    session = payload_torque_session(runs.links, true_links_x(runs), runs.frame,
-                                     window_sec=DURATION_SEC + 1.0)
+    session = payload_torque_session(
+        runs.links, true_links_x(runs), runs.frame, window_sec=DURATION_SEC + 1.0
+    )
     feed(session, runs.loaded, runs.links.joint_names)
     estimate = session.latest.estimate
     msg = payload_torque_estimate_to_msg(estimate, runs.frame, "payload")
@@ -219,8 +247,9 @@ def test_a_filter_of_too_few_joint_states_is_warned(half_width: float, warned: b
     """Joint states at 125 Hz: a 0.03 s filter spans under four of them on each side, and the
     session says so with the half-width to set (0.044 s); at 0.044 s it says nothing of it."""
     runs = panda_payload_torque_runs(duration=6.0, rate=125.0, seed=1)
-    session = payload_torque_session(runs.links, true_links_x(runs), runs.frame,
-                                     window_sec=10.0, filter_half_width=half_width)
+    session = payload_torque_session(
+        runs.links, true_links_x(runs), runs.frame, window_sec=10.0, filter_half_width=half_width
+    )
     feed(session, runs.loaded, runs.links.joint_names, block=250)
     update = session.latest
     assert update.ok, update.message

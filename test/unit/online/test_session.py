@@ -13,8 +13,9 @@ from inertia_id_ros.sim.payload import PayloadSimulator, grasped_payload_theta
 RATE = 200.0
 
 
-def feed(session: PayloadSession, sim: PayloadSimulator, start: float, seconds: float,
-         seed: int = 0) -> None:
+def feed(
+    session: PayloadSession, sim: PayloadSimulator, start: float, seconds: float, seed: int = 0
+) -> None:
     rng = np.random.default_rng(seed)
     t = start + np.arange(int(round(seconds * RATE))) / RATE
     q, dq, wrench = sim.measure(t, rng)
@@ -63,8 +64,7 @@ def test_a_failing_solver_is_counted_reported_and_keeps_the_last_estimate(sessio
     assert identify.status in ("ok", "inconsistent") and session.failed_solves["solver_failed"] == 1
 
 
-def test_a_grasp_restarts_the_window_at_its_onset_and_the_new_payload_is_identified(session,
-                                                                                      sim):
+def test_a_grasp_restarts_the_window_at_its_onset_and_the_new_payload_is_identified(session, sim):
     feed(session, sim, 0.0, 12.0)
     assert session.update(12.0).ok and session.detector.armed
     grasped = sim.with_payload(grasped_payload_theta())

@@ -20,8 +20,14 @@ from inertia_id_ros.sim.payload import PayloadSimulator
 from inertia_id_ros.solvers import Problem, solve
 
 
-def feed(estimator: PayloadEstimator, sim: PayloadSimulator, start: float, seconds: float,
-         rate: float, seed: int = 0) -> None:
+def feed(
+    estimator: PayloadEstimator,
+    sim: PayloadSimulator,
+    start: float,
+    seconds: float,
+    rate: float,
+    seed: int = 0,
+) -> None:
     """``seconds`` of joint states and wrenches from ``start`` (s after T0), then process."""
     rng = np.random.default_rng(seed)
     t = start + np.arange(int(round(seconds * rate))) / rate
@@ -32,8 +38,9 @@ def feed(estimator: PayloadEstimator, sim: PayloadSimulator, start: float, secon
     estimator.process()
 
 
-def removed_payload_recording(sim: PayloadSimulator, seconds: float, rate: float,
-                              seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def removed_payload_recording(
+    sim: PayloadSimulator, seconds: float, rate: float, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Stamps and wrenches of the sensor without a payload: its offset and noise."""
     rng = np.random.default_rng(seed)
     t = T0 + np.arange(int(round(seconds * rate))) / rate
@@ -94,8 +101,9 @@ def test_an_old_tare_yields_to_data_that_identify_the_offset():
     feed(estimator, sim, 600.0, 10.0, 200.0)
     now = estimator.window.t_last
     age = now - tare.t  # about 10 min
-    assert np.allclose(tare.offset_std_at(now),
-                       np.hypot(tare.offset_std, DEFAULT_OFFSET_DRIFT_RATE * age))
+    assert np.allclose(
+        tare.offset_std_at(now), np.hypot(tare.offset_std, DEFAULT_OFFSET_DRIFT_RATE * age)
+    )
     problem = estimator.window.problem()
     mass = sim.true_theta[0]
     aged = solve(with_tare(problem, tare, now), "lmi").x
@@ -106,19 +114,33 @@ def test_an_old_tare_yields_to_data_that_identify_the_offset():
 
 
 def test_with_tare_keeps_a_prior_on_theta_and_checks_the_problem():
-    tare = Tare(offset=np.arange(6.0), offset_std=np.full(6, 0.01), noise_std=np.full(6, 0.1),
-                n_samples=100, t=10.0, theta_known=np.zeros(10))
+    tare = Tare(
+        offset=np.arange(6.0),
+        offset_std=np.full(6, 0.01),
+        noise_std=np.full(6, 0.1),
+        n_samples=100,
+        t=10.0,
+        theta_known=np.zeros(10),
+    )
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(60, 16))
     problem = Problem.from_regressor(Y, rng.normal(size=60), n_bodies=1)
     tared = with_tare(problem, tare, 10.0, drift_rate=np.zeros(6))
     assert np.array_equal(tared.prior[10:], tare.offset) and not tared.prior[:10].any()
     assert np.allclose(tared.prior_weight[10:], 100.0) and not tared.prior_weight[:10].any()
-    assert np.allclose(with_tare(problem, tare, 20.0, sigma=np.full(6, 0.2),
-                                 drift_rate=np.full(6, 0.001)).prior_weight[10:], 200.0)
-    cad = Problem.from_regressor(Y, rng.normal(size=60), n_bodies=1,
-                                 prior=np.r_[np.ones(10), np.zeros(6)],
-                                 prior_weight=np.r_[np.full(10, 3.0), np.zeros(6)])
+    assert np.allclose(
+        with_tare(
+            problem, tare, 20.0, sigma=np.full(6, 0.2), drift_rate=np.full(6, 0.001)
+        ).prior_weight[10:],
+        200.0,
+    )
+    cad = Problem.from_regressor(
+        Y,
+        rng.normal(size=60),
+        n_bodies=1,
+        prior=np.r_[np.ones(10), np.zeros(6)],
+        prior_weight=np.r_[np.full(10, 3.0), np.zeros(6)],
+    )
     combined = with_tare(cad, tare, 10.0)
     assert np.array_equal(combined.prior[:10], np.ones(10))
     assert np.allclose(np.diag(combined.prior_weight), np.r_[np.full(10, 3.0), np.full(6, 100.0)])
@@ -235,8 +257,10 @@ def test_an_old_tare_no_longer_replaces_the_tilts_and_a_clock_reset_keeps_its_ag
     t = T0 - 886.0 + np.arange(600) / 200.0
     q, dq, wrench = sim.measure(t - T0 + 900.0, np.random.default_rng(4))
     for i in range(t.size):
-        for add, args in ((estimator.add_joint_state, (sim.joint_names, q[i], dq[i])),
-                          (estimator.add_wrench, (wrench[i], sim.sensor_frame))):
+        for add, args in (
+            (estimator.add_joint_state, (sim.joint_names, q[i], dq[i])),
+            (estimator.add_wrench, (wrench[i], sim.sensor_frame)),
+        ):
             try:
                 add(t[i], *args)
             except SampleRejected:

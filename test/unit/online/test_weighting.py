@@ -34,9 +34,11 @@ def samples(seed: int, n: int = 2000, p: int = 6):
 
 def solver(channels: ChannelNormalEquations):
     """``fit(weights) -> x``: weighted least squares of ``channels``."""
+
     def fit(weights):
         gram, moment, _, _ = weighted_normal_equations(channels, weights)
         return np.linalg.solve(gram, moment)
+
     return fit
 
 
@@ -49,8 +51,10 @@ def test_weighted_normal_equations_weight_each_channels_rows():
     assert np.allclose(gram, stacked.T @ (scale[:, None] * stacked))
     assert np.allclose(moment, stacked.T @ (scale * f.ravel()))
     assert np.isclose(yty, f.ravel() @ (scale * f.ravel())) and rows == f.size
-    assert all(np.allclose(a, b) for a, b in zip(weighted_normal_equations(channels, None),
-                                                 channels.total()))
+    assert all(
+        np.allclose(a, b)
+        for a, b in zip(weighted_normal_equations(channels, None), channels.total())
+    )
     with pytest.raises(ValueError, match="weights must have shape"):
         weighted_normal_equations(channels, np.ones(3))
     with pytest.raises(ValueError, match="weighting must be one of"):
@@ -69,8 +73,9 @@ def test_iteration_recovers_noise_levels_and_beats_unweighted_least_squares():
         assert weights.converged and weights.iterations <= 4
         np.testing.assert_allclose(weights.sigma, NOISE, rtol=0.1)
         assert np.isclose(weights.weights.mean(), 1.0)
-        np.testing.assert_allclose(weights.weights[0] / weights.weights[2],
-                                   (NOISE[2] / NOISE[0]) ** 2, rtol=0.2)
+        np.testing.assert_allclose(
+            weights.weights[0] / weights.weights[2], (NOISE[2] / NOISE[0]) ** 2, rtol=0.2
+        )
     # the clean channels alone determine x 50 times better than the noisy ones
     assert np.mean(errors["channel"]) < 0.1 * np.mean(errors["none"])
 
@@ -92,21 +97,24 @@ def test_covariance_follows_the_weights_and_matches_monte_carlo():
         channels = ChannelNormalEquations.from_samples(Y, f)
         estimate, weights = iterate_channel_weights(channels, solver(channels))
         estimates.append(estimate - x)
-        predicted.append(parameter_covariance(channels, estimate, constrained=False,
-                                              weights=weights.weights).matrix)
+        predicted.append(
+            parameter_covariance(
+                channels, estimate, constrained=False, weights=weights.weights
+            ).matrix
+        )
     Y, f, x = samples(100, n=400)
     channels = ChannelNormalEquations.from_samples(Y, f)
     estimate, weights = iterate_channel_weights(channels, solver(channels))
-    covariance = parameter_covariance(channels, estimate, constrained=False,
-                                      weights=weights.weights)
+    covariance = parameter_covariance(
+        channels, estimate, constrained=False, weights=weights.weights
+    )
     variance = covariance.channel_variance
     expected = np.linalg.inv(np.tensordot(1.0 / variance, channels.gram, axes=1))
     np.testing.assert_allclose(covariance.matrix, expected, rtol=0.05)
     empirical = np.std(estimates, axis=0)
     mean_predicted = np.sqrt(np.mean([np.diag(c) for c in predicted], axis=0))
     np.testing.assert_allclose(mean_predicted / empirical, 1.0, atol=0.3)
-    unweighted = parameter_covariance(channels, solver(channels)(None),
-                                      constrained=False)
+    unweighted = parameter_covariance(channels, solver(channels)(None), constrained=False)
     assert np.all(np.diag(covariance.matrix) < 0.1 * np.diag(unweighted.matrix))
 
 
@@ -117,15 +125,17 @@ def test_link_estimator_weights_the_joints_online():
     model = rec.simulator.links
     fits = {}
     for weighting in ("none", "channel"):
-        estimator = LinkEstimator(model, LinkEstimatorConfig(window_sec=10.0, weighting=weighting,
-                                                             prior_weight=1e-4))
+        estimator = LinkEstimator(
+            model, LinkEstimatorConfig(window_sec=10.0, weighting=weighting, prior_weight=1e-4)
+        )
         estimator.add_joint_states(rec.t, model.joint_names, rec.q, rec.dq, rec.effort)
         estimator.process()
         fits[weighting] = estimator.solve()
         assert np.all(fits[weighting].min_pseudo_inertia_eigs > 0)
         _, Y, f = estimator.window.samples()
         assert fits[weighting].residual_rms == pytest.approx(  # N m, unweighted either way
-            np.sqrt(np.mean((Y @ fits[weighting].x - f) ** 2)), rel=1e-6)
+            np.sqrt(np.mean((Y @ fits[weighting].x - f) ** 2)), rel=1e-6
+        )
     assert fits["channel"].residual_rms < 1.1 * fits["none"].residual_rms
     assert not np.allclose(fits["channel"].x, fits["none"].x)
 

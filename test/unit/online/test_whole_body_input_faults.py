@@ -30,24 +30,34 @@ def go1():
     t = np.arange(int(DURATION * RATE)) / RATE
     data = sim.measure(sim.simulate(t), False, False, np.random.default_rng(1))
     in_air = wb.WholeBodySimulator(
-        sim.cad_xml, [(foot, "contact") for foot in wb.GO1_FEET[1:]], sim.imu_frame,
-        sim.joint_trajectory, base_trajectory=sim.base_trajectory, base_height=0.3,
-        point_contacts=True, true_xml=sim.true_xml, seed=0)
+        sim.cad_xml,
+        [(foot, "contact") for foot in wb.GO1_FEET[1:]],
+        sim.imu_frame,
+        sim.joint_trajectory,
+        base_trajectory=sim.base_trajectory,
+        base_height=0.3,
+        point_contacts=True,
+        true_xml=sim.true_xml,
+        seed=0,
+    )
     air = in_air.measure(in_air.simulate(t), False, False, np.random.default_rng(1))
     air["ft_wrench"] = np.concatenate([np.zeros((t.size, 1, 6)), air["ft_wrench"]], axis=1)
     return sim, data, air
 
 
 def _session():
-    model = WholeBodyModel.from_urdf(example_robot_urdf("go1"), "floating",
-                                     [FTSensor(foot, "contact") for foot in wb.GO1_FEET],
-                                     wb.GO1_IMU_FRAME)
-    return whole_body_session(model, window_sec=20.0, max_input_rate_hz=RATE,
-                              sample_rate_hz=50.0)
+    model = WholeBodyModel.from_urdf(
+        example_robot_urdf("go1"),
+        "floating",
+        [FTSensor(foot, "contact") for foot in wb.GO1_FEET],
+        wb.GO1_IMU_FRAME,
+    )
+    return whole_body_session(model, window_sec=20.0, max_input_rate_hz=RATE, sample_rate_hz=50.0)
 
 
-def _feed(session, data, start: int, stop: int, t0: float = 0.0, silent=(),
-          imu_every: int = 1) -> list:
+def _feed(
+    session, data, start: int, stop: int, t0: float = 0.0, silent=(), imu_every: int = 1
+) -> list:
     """Offer samples ``start:stop`` of a recording, stamped ``t0 + t``, except the wrenches of
     the ``silent`` feet and all but every ``imu_every``-th IMU reading; the warnings."""
     warnings = []
@@ -56,9 +66,14 @@ def _feed(session, data, start: int, stop: int, t0: float = 0.0, silent=(),
         t = t0 + data["t"][i]
         warnings.append(session.add_joint_state(t, names, data["q"][i], data["dq"][i]))
         if i % imu_every == 0:
-            warnings.append(session.add_imu(t, data["imu_angular_velocity"][i],
-                                            data["imu_linear_acceleration"][i],
-                                            wb.GO1_IMU_FRAME))
+            warnings.append(
+                session.add_imu(
+                    t,
+                    data["imu_angular_velocity"][i],
+                    data["imu_linear_acceleration"][i],
+                    wb.GO1_IMU_FRAME,
+                )
+            )
         for k, foot in enumerate(wb.GO1_FEET):
             if foot not in silent:
                 warnings.append(session.add_wrench(foot, t, data["ft_wrench"][i, k], foot))
@@ -78,8 +93,10 @@ def _true_mass(sim) -> float:
 G = np.array([0.0, 0.0, 9.81])
 BAD_IMU = {
     "nan_angular_velocity": ((np.array([np.nan, 0.0, 0.0]), G, "imu_link", 0.0025), "non_finite"),
-    "inf_linear_acceleration": ((np.zeros(3), np.array([0.0, np.inf, 9.81]), "imu_link", 0.0025),
-                                "non_finite"),
+    "inf_linear_acceleration": (
+        (np.zeros(3), np.array([0.0, np.inf, 9.81]), "imu_link", 0.0025),
+        "non_finite",
+    ),
     "two_values": ((np.zeros(2), G, "imu_link", 0.0025), "length_mismatch"),
     "four_values": ((np.zeros(3), np.r_[G, 0.0], "imu_link", 0.0025), "length_mismatch"),
     "frame_not_in_urdf": ((np.zeros(3), G, "imu_not_in_urdf", 0.0025), "wrong_frame"),
@@ -90,8 +107,10 @@ BAD_IMU = {
 reason."""
 BAD_WRENCH = {
     "nan_force": (("FL_foot", np.array([np.nan, 0, 0, 0, 0, 0]), "FL_foot", 0.0025), "non_finite"),
-    "inf_torque": (("RR_foot", np.array([0, 0, 0, 0, 0, -np.inf]), "RR_foot", 0.0025),
-                   "non_finite"),
+    "inf_torque": (
+        ("RR_foot", np.array([0, 0, 0, 0, 0, -np.inf]), "RR_foot", 0.0025),
+        "non_finite",
+    ),
     "five_values": (("FL_foot", np.zeros(5), "FL_foot", 0.0025), "length_mismatch"),
     "frame_not_in_urdf": (("FR_foot", np.zeros(6), "FR_not_in_urdf", 0.0025), "wrong_frame"),
     "not_a_sensor": (("FR_calf", np.zeros(6), "FR_calf", 0.0025), "unknown_sensor"),
@@ -195,11 +214,22 @@ def test_an_imu_at_ten_times_its_rate_is_reported_and_the_estimate_stays(go1):
     _feed(session, data, 0, WARM)
     reference = _total_mass(session.update(now=0.0))
     session.diagnostics(now=0.0)  # the rates' interval starts
-    fast = sim.measure(sim.simulate(data["t"][WARM] + np.arange(4000) / (10 * RATE)), False,
-                       False, np.random.default_rng(2))
+    fast = sim.measure(
+        sim.simulate(data["t"][WARM] + np.arange(4000) / (10 * RATE)),
+        False,
+        False,
+        np.random.default_rng(2),
+    )
     for j in range(4000):
-        assert session.add_imu(fast["t"][j], fast["imu_angular_velocity"][j],
-                               fast["imu_linear_acceleration"][j], wb.GO1_IMU_FRAME) is None
+        assert (
+            session.add_imu(
+                fast["t"][j],
+                fast["imu_angular_velocity"][j],
+                fast["imu_linear_acceleration"][j],
+                wb.GO1_IMU_FRAME,
+            )
+            is None
+        )
         if j % 10 == 0:
             i = WARM + j // 10
             _feed_wrenches_and_joints(session, data, i)
@@ -212,8 +242,9 @@ def test_an_imu_at_ten_times_its_rate_is_reported_and_the_estimate_stays(go1):
 
 def _feed_wrenches_and_joints(session, data, i: int) -> None:
     t = data["t"][i]
-    assert session.add_joint_state(t, list(data["joint_names"]), data["q"][i],
-                                   data["dq"][i]) is None
+    assert (
+        session.add_joint_state(t, list(data["joint_names"]), data["q"][i], data["dq"][i]) is None
+    )
     for k, foot in enumerate(wb.GO1_FEET):
         assert session.add_wrench(foot, t, data["ft_wrench"][i, k], foot) is None
 

@@ -22,10 +22,15 @@ def icub():
 
 
 def _session(sim, **kwargs):
-    model = WholeBodyModel.from_urdf(wb.example_robot_urdf("icub"), "floating",
-                                     [FTSensor(f, k) for f, k in sim.ft_sensors], sim.imu_frame)
-    return whole_body_session(model, window_sec=30.0, max_input_rate_hz=RATE,
-                              sample_rate_hz=SAMPLE_RATE, **kwargs)
+    model = WholeBodyModel.from_urdf(
+        wb.example_robot_urdf("icub"),
+        "floating",
+        [FTSensor(f, k) for f, k in sim.ft_sensors],
+        sim.imu_frame,
+    )
+    return whole_body_session(
+        model, window_sec=30.0, max_input_rate_hz=RATE, sample_rate_hz=SAMPLE_RATE, **kwargs
+    )
 
 
 def _feed(session, data, start=0, stop=None, silent=()):
@@ -35,10 +40,14 @@ def _feed(session, data, start=0, stop=None, silent=()):
     names = list(data["joint_names"])
     for i in range(start, stop or data["t"].size):
         t = data["t"][i]
-        warnings.append(session.add_joint_state(t, names, data["q"][i], data["dq"][i],
-                                                data["effort"][i]))
-        warnings.append(session.add_imu(t, data["imu_angular_velocity"][i],
-                                        data["imu_linear_acceleration"][i], "imu_frame"))
+        warnings.append(
+            session.add_joint_state(t, names, data["q"][i], data["dq"][i], data["effort"][i])
+        )
+        warnings.append(
+            session.add_imu(
+                t, data["imu_angular_velocity"][i], data["imu_linear_acceleration"][i], "imu_frame"
+            )
+        )
         for k, frame in enumerate(map(str, data["ft_frames"])):
             if frame not in silent:
                 warnings.append(session.add_wrench(frame, t, data["ft_wrench"][i, k], frame))
@@ -72,12 +81,15 @@ def test_session_estimates_a_contact_sensors_offset_on_request(icub):
     contact-offset parameter): the online estimate carries its offset beside the internal
     sensors'."""
     sim, data = icub
-    sensors = [FTSensor(f, k, estimate_offset=True if k == "contact" else None)
-               for f, k in sim.ft_sensors]
-    model = WholeBodyModel.from_urdf(wb.example_robot_urdf("icub"), "floating", sensors,
-                                     sim.imu_frame)
-    session = whole_body_session(model, window_sec=30.0, max_input_rate_hz=RATE,
-                                 sample_rate_hz=SAMPLE_RATE)
+    sensors = [
+        FTSensor(f, k, estimate_offset=True if k == "contact" else None) for f, k in sim.ft_sensors
+    ]
+    model = WholeBodyModel.from_urdf(
+        wb.example_robot_urdf("icub"), "floating", sensors, sim.imu_frame
+    )
+    session = whole_body_session(
+        model, window_sec=30.0, max_input_rate_hz=RATE, sample_rate_hz=SAMPLE_RATE
+    )
     assert _feed(session, data) == []
     update = session.update(now=3.0)
     assert update.ok, update.message
@@ -123,8 +135,10 @@ def test_rows_needing_a_sensor_are_those_its_wrench_enters(icub):
     sim, _ = icub
     estimator = _session(sim).estimator
     channels = estimator.model.channels()
-    rows = {frame: {channels[c].split(".")[0] for c in np.flatnonzero(estimator._depends[k])}
-            for k, frame in enumerate(estimator.sensor_frames)}
+    rows = {
+        frame: {channels[c].split(".")[0] for c in np.flatnonzero(estimator._depends[k])}
+        for k, frame in enumerate(estimator.sensor_frames)
+    }
     assert rows["r_arm_ft_sensor"] == {"r_arm_ft_sensor"}
     assert rows["l_sole"] == {"base", "l_leg_ft_sensor", "l_foot_ft_sensor"}
 

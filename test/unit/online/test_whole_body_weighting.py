@@ -24,9 +24,14 @@ from inertia_id_ros.online.window import BlockWindow
 from inertia_id_ros.ros.parameters import build_session, settings_from_parameters
 
 NOISE = {  # (force N, torque N m) white noise of each sensor's wrench: levels 100 times apart
-    "l_sole": (0.05, 0.005), "l_arm_ft_sensor": (0.5, 0.02), "r_arm_ft_sensor": (0.05, 0.05),
-    "l_leg_ft_sensor": (0.05, 0.02), "r_leg_ft_sensor": (2.0, 0.04),
-    "l_foot_ft_sensor": (0.05, 0.02), "r_foot_ft_sensor": (0.1, 0.025)}
+    "l_sole": (0.05, 0.005),
+    "l_arm_ft_sensor": (0.5, 0.02),
+    "r_arm_ft_sensor": (0.05, 0.05),
+    "l_leg_ft_sensor": (0.05, 0.02),
+    "r_leg_ft_sensor": (2.0, 0.04),
+    "l_foot_ft_sensor": (0.05, 0.02),
+    "r_foot_ft_sensor": (0.1, 0.025),
+}
 OWN_ROWS = ("l_arm_ft_sensor", "r_arm_ft_sensor", "r_leg_ft_sensor", "r_foot_ft_sensor")
 """Sensors with no contact beyond them: their rows carry their own noise only."""
 
@@ -38,23 +43,33 @@ def icub():
 
     def samples(n: int, seed: int) -> WholeBodySamples:
         _, q, dq, ddq, imu, wrenches, tau = whole_body_rnea_samples(
-            urdf.read_text(), model.sensors, n, seed=seed, imu_frame=model.imu_frame)
+            urdf.read_text(), model.sensors, n, seed=seed, imu_frame=model.imu_frame
+        )
         motion = model.base_motion_from_imu(q, dq, ddq, imu[0], imu[2], imu[1])
         return WholeBodySamples(q, dq, ddq, motion, wrenches, tau)
 
     train, test = samples(300, 0), samples(100, 1)
     std = np.array([np.repeat(NOISE[s.frame], 3) for s in model.sensors])  # (S, 6)
-    noisy = WholeBodySamples(train.q, train.dq, train.ddq, train.base, train.wrenches
-                             + np.random.default_rng(2).normal(size=train.wrenches.shape) * std,
-                             train.efforts)
+    noisy = WholeBodySamples(
+        train.q,
+        train.dq,
+        train.ddq,
+        train.base,
+        train.wrenches + np.random.default_rng(2).normal(size=train.wrenches.shape) * std,
+        train.efforts,
+    )
     return model, noisy, test
 
 
 def test_noise_groups_split_each_wrench_block_into_force_and_torque(icub):
     model = icub[0]
     names, rows = noise_groups(model)
-    assert names[:4] == ("base.force", "base.torque", "l_arm_ft_sensor.force",
-                         "l_arm_ft_sensor.torque")
+    assert names[:4] == (
+        "base.force",
+        "base.torque",
+        "l_arm_ft_sensor.force",
+        "l_arm_ft_sensor.torque",
+    )
     assert len(names) == 2 * len(ICUB_SENSORS) and all(r.size == 3 for r in rows)
     assert np.array_equal(np.concatenate(rows), np.arange(len(model.channels())))
     names, rows = noise_groups(model, with_efforts=True)
@@ -110,8 +125,9 @@ def test_weighted_beats_unweighted_when_noise_levels_differ(icub):
     for weighting in ("none", "channel"):
         fit = fit_whole_body(model, train, "lmi", weighting=weighting)
         residual = (Y @ fit.x - b).reshape(len(test), -1)
-        errors[weighting] = np.array([np.sqrt(np.mean(residual[:, rows] ** 2))
-                                      for rows in noise_groups(model)[1]])
+        errors[weighting] = np.array(
+            [np.sqrt(np.mean(residual[:, rows] ** 2)) for rows in noise_groups(model)[1]]
+        )
     ratio = errors["channel"] / errors["none"]
     assert np.all(ratio <= 1.05) and np.exp(np.mean(np.log(ratio))) < 0.5
 
@@ -138,9 +154,15 @@ def test_block_window_per_channel_equals_the_stacked_rows():
 
 
 def test_node_whole_body_mode_takes_the_weighting():
-    values = {"mode": "whole_body", "urdf_path": str(example_robot_urdf("icub")),
-              "imu_frame": "imu_frame", "imu_topic": "/imu", "ft_frames": ["l_sole"],
-              "ft_topics": ["/l_sole"], "ft_types": ["contact"]}
+    values = {
+        "mode": "whole_body",
+        "urdf_path": str(example_robot_urdf("icub")),
+        "imu_frame": "imu_frame",
+        "imu_topic": "/imu",
+        "ft_frames": ["l_sole"],
+        "ft_topics": ["/l_sole"],
+        "ft_types": ["contact"],
+    }
     assert settings_from_parameters(values).weighting == modes.get("whole_body").default_weighting
     for weighting in ("none", "channel"):
         session = build_session(settings_from_parameters({**values, "weighting": weighting}))

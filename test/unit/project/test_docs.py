@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def _generator():
     spec = importlib.util.spec_from_file_location(
-        "gen_parameter_reference", ROOT / "tools" / "gen_parameter_reference.py")
+        "gen_parameter_reference", ROOT / "tools" / "gen_parameter_reference.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -26,11 +27,13 @@ def test_parameter_reference_is_generated_from_the_table():
     committed = generator.OUTPUT.read_text(encoding="utf-8")
     assert committed == generator.render(), (
         f"{generator.OUTPUT.relative_to(ROOT)} is not what PARAMETERS in "
-        f"inertia_id_ros/ros/parameters.py gives; regenerate it with: {generator.COMMAND}")
+        f"inertia_id_ros/ros/parameters.py gives; regenerate it with: {generator.COMMAND}"
+    )
 
 
 def test_parameter_reference_lists_every_parameter_once():
     from inertia_id_ros.ros.parameters import PARAMETERS
+
     text = _generator().render()
     names = re.findall(r"^\| `([a-z_0-9]+)` \|", text, flags=re.MULTILINE)
     assert names == [p.name for p in PARAMETERS]
@@ -46,13 +49,26 @@ def _mkdocs() -> str | None:
 def test_site_builds_strictly_without_warnings(tmp_path):
     mkdocs = _mkdocs()
     if mkdocs is None:
-        pytest.skip("mkdocs is not installed (it is pinned in requirements-test.txt; "
-                    "bash tools/setup_env.sh installs it)")
+        pytest.skip(
+            "mkdocs is not installed (it is pinned in requirements-test.txt; "
+            "bash tools/setup_env.sh installs it)"
+        )
     result = subprocess.run(
-        [mkdocs, "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
-         "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={"PATH": str(Path(mkdocs).parent) + ":/usr/bin:/bin", "HOME": str(tmp_path)})
+        [
+            mkdocs,
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": str(Path(mkdocs).parent) + ":/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     warnings = [line for line in output.splitlines() if "WARNING" in line]
@@ -83,6 +99,8 @@ def test_readme_relative_links_resolve():
 
 
 def test_relative_link_parser():
-    markdown = ("[a](docs/a.md) ![b](docs/b.png \"title\") [c](https://x.org) [d](#top) "
-                "`[e](not/a/link.md)`\n```\n[f](nor/this.md)\n```\n[g](docs/g.md#part)")
+    markdown = (
+        '[a](docs/a.md) ![b](docs/b.png "title") [c](https://x.org) [d](#top) '
+        "`[e](not/a/link.md)`\n```\n[f](nor/this.md)\n```\n[g](docs/g.md#part)"
+    )
     assert _relative_link_targets(markdown) == ["docs/a.md", "docs/b.png", "docs/g.md"]

@@ -10,7 +10,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 PYPROJECT = REPO / "pyproject.toml"
-LINTED = ("inertia_id_ros", "test", "benchmarks", "tools")
 REQUIRED_RULES = {"E", "W", "F", "I", "D"}
 
 
@@ -31,16 +30,25 @@ def load_pyproject() -> dict:
     return tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))
 
 
-def test_ruff_check_passes():
+@pytest.mark.parametrize(
+    "command", [("check", "--no-cache"), ("format", "--check", "--no-cache")], ids=" ".join
+)
+def test_ruff_passes_on_the_whole_repository(command):
     ruff = ruff_executable()
     if ruff is None:
-        pytest.skip(f"ruff is not installed next to {sys.executable} "
-                    "(pip install -r requirements-test.txt)")
+        pytest.skip(
+            f"ruff is not installed next to {sys.executable} (pip install -r requirements-test.txt)"
+        )
     result = subprocess.run(
-        [str(ruff), "check", "--config", str(PYPROJECT), "--no-cache", *LINTED],
-        cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, (f"ruff check failed (exit {result.returncode}):\n"
-                                    f"{result.stdout}{result.stderr}")
+        [str(ruff), *command, "--config", str(PYPROJECT), "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, (
+        f"ruff {command[0]} failed (exit {result.returncode}):\n{result.stdout}{result.stderr}"
+    )
 
 
 def test_ruff_config_selects_the_required_rules():

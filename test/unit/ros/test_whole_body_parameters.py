@@ -22,11 +22,16 @@ ICUB = _config("icub_whole_body.yaml", "icub")
 STAND = _config("icub_fixed.yaml", "icub")
 
 
-@pytest.mark.parametrize("name, robot, n_sensors, n_bodies", [
-    ("icub_whole_body.yaml", "icub", 7, 39), ("go1_whole_body.yaml", "go1", 4, 39),
-    ("icub_suspended.yaml", "icub", 7, 39),
-    ("icub_fixed.yaml", "icub", 6, 38),  # on a stand, the root's placeholder is the world's
-    ("icub_stance.yaml", "icub", 4, 39)])  # rooted at the sole: the root link moves, a body
+@pytest.mark.parametrize(
+    "name, robot, n_sensors, n_bodies",
+    [
+        ("icub_whole_body.yaml", "icub", 7, 39),
+        ("go1_whole_body.yaml", "go1", 4, 39),
+        ("icub_suspended.yaml", "icub", 7, 39),
+        ("icub_fixed.yaml", "icub", 6, 38),  # on a stand, the root's placeholder is the world's
+        ("icub_stance.yaml", "icub", 4, 39),
+    ],
+)  # rooted at the sole: the root link moves, a body
 def test_whole_body_configs_build_a_session(name, robot, n_sensors, n_bodies):
     values = _config(name, robot)
     session = build_session(settings_from_parameters(values))
@@ -38,43 +43,60 @@ def test_whole_body_configs_build_a_session(name, robot, n_sensors, n_bodies):
     assert (estimator.model.imu_frame is None) == (not values["imu_topic"])
 
 
-@pytest.mark.parametrize("overrides, item", [
-    ({"ft_types": ["internal"] * 6 + ["wrist"]}, "'wrist'"),
-    ({"ft_types": ["internal"] * 6}, "'ft_types'"),
-    ({"ft_topics": ICUB["ft_topics"][:-1] + [""]}, "'l_sole' has no topic"),
-    ({"imu_frame": ""}, "'imu_frame'"),
-    ({"ft_frames": None}, "'ft_frames'"),
-    ({"base": "wheeled"}, "'base'"),
-    ({"method": "manifold"}, "'method'"),
-    ({"sample_rate_hz": 0.0}, "'sample_rate_hz'"),
-    ({"method": "cad_prior"}, "'method': 'cad_prior' does not solve whole-body"),
-    ({"weighting": "joint"}, "'weighting': unknown weighting 'joint'"),
-    ({"ft_flip_wrench_sign": ["r_elbow"]}, "'ft_flip_wrench_sign': 'r_elbow' is not one of"),
-])
+@pytest.mark.parametrize(
+    "overrides, item",
+    [
+        ({"ft_types": ["internal"] * 6 + ["wrist"]}, "'wrist'"),
+        ({"ft_types": ["internal"] * 6}, "'ft_types'"),
+        ({"ft_topics": ICUB["ft_topics"][:-1] + [""]}, "'l_sole' has no topic"),
+        ({"imu_frame": ""}, "'imu_frame'"),
+        ({"ft_frames": None}, "'ft_frames'"),
+        ({"base": "wheeled"}, "'base'"),
+        ({"method": "manifold"}, "'method'"),
+        ({"sample_rate_hz": 0.0}, "'sample_rate_hz'"),
+        ({"method": "cad_prior"}, "'method': 'cad_prior' does not solve whole-body"),
+        ({"weighting": "joint"}, "'weighting': unknown weighting 'joint'"),
+        ({"ft_flip_wrench_sign": ["r_elbow"]}, "'ft_flip_wrench_sign': 'r_elbow' is not one of"),
+    ],
+)
 def test_bad_whole_body_parameters_name_the_item(overrides, item):
     with pytest.raises(StartupError, match=item):
         settings_from_parameters({**ICUB, **overrides})
 
 
-@pytest.mark.parametrize("values, item", [
-    ({**ICUB, "imu_topic": ""}, "'imu_topic' is required with base 'floating'"),
-    ({**STAND, "imu_topic": "/imu"}, "'imu_frame' is required with an imu_topic"),
-    ({**STAND, "ft_frames": None, "ft_topics": None, "ft_types": None}, "'ft_frames'"),
-    ({**STAND, "ft_frames": ["l_sole"], "ft_topics": ["/l_sole/wrench"],
-      "ft_types": ["contact"]}, "'ft_types': a fixed base has rows only from internal"),
-    ({**STAND, "base": "tripod"}, "'base': 'tripod' is not one of"),
-])
+@pytest.mark.parametrize(
+    "values, item",
+    [
+        ({**ICUB, "imu_topic": ""}, "'imu_topic' is required with base 'floating'"),
+        ({**STAND, "imu_topic": "/imu"}, "'imu_frame' is required with an imu_topic"),
+        ({**STAND, "ft_frames": None, "ft_topics": None, "ft_types": None}, "'ft_frames'"),
+        (
+            {
+                **STAND,
+                "ft_frames": ["l_sole"],
+                "ft_topics": ["/l_sole/wrench"],
+                "ft_types": ["contact"],
+            },
+            "'ft_types': a fixed base has rows only from internal",
+        ),
+        ({**STAND, "base": "tripod"}, "'base': 'tripod' is not one of"),
+    ],
+)
 def test_bad_fixed_base_parameters_name_the_item(values, item):
     with pytest.raises(StartupError, match=item):
         settings_from_parameters(values)
 
 
 def test_a_fixed_base_takes_an_imu_or_the_efforts_alone():
-    session = build_session(settings_from_parameters(
-        {**STAND, "imu_topic": "/imu", "imu_frame": "imu_frame"}))
+    session = build_session(
+        settings_from_parameters({**STAND, "imu_topic": "/imu", "imu_frame": "imu_frame"})
+    )
     assert session.estimator.model.imu_frame == "imu_frame"
-    session = build_session(settings_from_parameters(
-        {**STAND, "ft_frames": None, "ft_topics": None, "ft_types": None, "use_efforts": True}))
+    session = build_session(
+        settings_from_parameters(
+            {**STAND, "ft_frames": None, "ft_topics": None, "ft_types": None, "use_efforts": True}
+        )
+    )
     assert session.estimator.sensor_frames == () and session.estimator.config.with_efforts
     suspended = _config("icub_suspended.yaml", "icub")
     session = build_session(settings_from_parameters({**suspended, "imu_topic": ""}))
@@ -89,11 +111,14 @@ def test_sensors_reporting_the_opposite_wrench_are_flipped():
     assert [s.frame for s in sensors if s.flip_wrench_sign] == flipped
 
 
-@pytest.mark.parametrize("overrides, item", [
-    ({"imu_frame": "no_imu_here"}, "parameter 'imu_frame': frame 'no_imu_here'"),
-    ({"ft_frames": ICUB["ft_frames"][:-1] + ["l_toe"]}, "parameter 'ft_frames': frame 'l_toe'"),
-    ({"urdf_path": "/nonexistent.urdf"}, "parameter 'urdf_path'"),
-])
+@pytest.mark.parametrize(
+    "overrides, item",
+    [
+        ({"imu_frame": "no_imu_here"}, "parameter 'imu_frame': frame 'no_imu_here'"),
+        ({"ft_frames": ICUB["ft_frames"][:-1] + ["l_toe"]}, "parameter 'ft_frames': frame 'l_toe'"),
+        ({"urdf_path": "/nonexistent.urdf"}, "parameter 'urdf_path'"),
+    ],
+)
 def test_frames_not_in_the_urdf_name_the_item(overrides, item):
     settings = settings_from_parameters({**ICUB, **overrides})
     with pytest.raises(StartupError, match=item):
@@ -128,8 +153,9 @@ def test_a_fixed_base_at_a_urdf_frame_with_its_tilt_reaches_the_model_and_the_se
     model, config = session.estimator.model, session.estimator.config
     assert (model.base, model.fixed_frame, model.imu_frame) == ("fixed", "l_sole", "imu_frame")
     assert config.imu_tilt == "correct"
-    session = build_session(settings_from_parameters(
-        {**STANCE, "fixed_tilt": [0.03, -0.05], "imu_tilt": "check"}))
+    session = build_session(
+        settings_from_parameters({**STANCE, "fixed_tilt": [0.03, -0.05], "imu_tilt": "check"})
+    )
     assert session.estimator.model.fixed_tilt == pytest.approx((0.03, -0.05))
     assert session.estimator.config.imu_tilt == "check"
     level = build_session(settings_from_parameters({**STANCE, "imu_topic": "", "imu_frame": ""}))
@@ -137,14 +163,20 @@ def test_a_fixed_base_at_a_urdf_frame_with_its_tilt_reaches_the_model_and_the_se
     assert level.estimator.model.imu_frame is None
 
 
-@pytest.mark.parametrize("values, item", [
-    ({**ICUB, "fixed_frame": "l_sole"}, "'fixed_frame' applies to base 'fixed', not 'floating'"),
-    ({**ICUB, "fixed_tilt": [0.1, 0.0]}, "'fixed_tilt' applies to base 'fixed'"),
-    ({**STANCE, "fixed_tilt": [0.1]}, "'fixed_tilt' must be two finite angles"),
-    ({**STANCE, "fixed_tilt": [0.1, float("nan")]}, "'fixed_tilt' must be two finite angles"),
-    ({**STANCE, "imu_tilt": "guess"}, "'imu_tilt': 'guess' is not one of"),
-    ({**ICUB, "ft_estimate_offset": ["l_toe"]}, "'ft_estimate_offset': 'l_toe' is not one of"),
-])
+@pytest.mark.parametrize(
+    "values, item",
+    [
+        (
+            {**ICUB, "fixed_frame": "l_sole"},
+            "'fixed_frame' applies to base 'fixed', not 'floating'",
+        ),
+        ({**ICUB, "fixed_tilt": [0.1, 0.0]}, "'fixed_tilt' applies to base 'fixed'"),
+        ({**STANCE, "fixed_tilt": [0.1]}, "'fixed_tilt' must be two finite angles"),
+        ({**STANCE, "fixed_tilt": [0.1, float("nan")]}, "'fixed_tilt' must be two finite angles"),
+        ({**STANCE, "imu_tilt": "guess"}, "'imu_tilt': 'guess' is not one of"),
+        ({**ICUB, "ft_estimate_offset": ["l_toe"]}, "'ft_estimate_offset': 'l_toe' is not one of"),
+    ],
+)
 def test_bad_fixed_frame_tilt_and_offset_parameters_name_the_item(values, item):
     with pytest.raises(StartupError, match=item):
         settings_from_parameters(values)
@@ -165,8 +197,9 @@ def test_contact_sensors_listed_in_ft_estimate_offset_have_their_offsets_estimat
 
 
 def test_bounding_ellipsoids_bound_the_links_whose_urdf_volume_holds_their_inertial():
-    assert build_session(settings_from_parameters(STAND)).estimator.config \
-        .bounding_ellipsoids is None
+    assert (
+        build_session(settings_from_parameters(STAND)).estimator.config.bounding_ellipsoids is None
+    )
     session = build_session(settings_from_parameters({**STAND, "bounding_ellipsoid": True}))
     ellipsoids = session.estimator.config.bounding_ellipsoids
     assert len(ellipsoids) == len(session.estimator.model.bodies)

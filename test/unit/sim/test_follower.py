@@ -17,7 +17,7 @@ def swinging(t):
     t = np.atleast_1d(t)[:, None]
     w = np.array([1.0, 2.0])
     amp = np.array([0.1, 0.2])
-    return HOME + amp * np.sin(w * t), amp * w * np.cos(w * t), -amp * w ** 2 * np.sin(w * t)
+    return HOME + amp * np.sin(w * t), amp * w * np.cos(w * t), -amp * w**2 * np.sin(w * t)
 
 
 def test_commands_are_followed_late_by_the_lag_from_where_the_robot_is():
@@ -47,8 +47,9 @@ def test_a_later_command_takes_over_mid_motion_and_the_robot_then_holds():
     q_mid, dq_mid, _ = follower(np.array([2.0]))
     assert np.linalg.norm(dq_mid) > 0.3
     hold = q_mid[0] + [0.01, 0.01]
-    assert follower.command(2.0, 0.0, np.array([2.2]), hold[None], np.zeros((1, 2)),
-                            np.zeros((1, 2)))
+    assert follower.command(
+        2.0, 0.0, np.array([2.2]), hold[None], np.zeros((1, 2)), np.zeros((1, 2))
+    )
     q, dq, _ = follower(np.array([2.0, 2.2, 5.0]))
     assert np.allclose(q[0], q_mid[0]) and np.allclose(dq[0], dq_mid[0])
     assert np.allclose(q[1:], hold) and np.allclose(dq[1:], 0.0)
@@ -57,8 +58,9 @@ def test_a_later_command_takes_over_mid_motion_and_the_robot_then_holds():
 
 def test_a_command_wholly_in_the_past_is_ignored():
     follower = CommandFollower(at_rest(HOME), NAMES)
-    assert not follower.command(5.0, 1.0, np.array([0.5, 1.0]), np.zeros((2, 2)),
-                                np.zeros((2, 2)), np.zeros((2, 2)))
+    assert not follower.command(
+        5.0, 1.0, np.array([0.5, 1.0]), np.zeros((2, 2)), np.zeros((2, 2)), np.zeros((2, 2))
+    )
     assert follower.commands == 0 and np.allclose(follower(np.array([6.0]))[0], HOME)
     with pytest.raises(ValueError, match="lag"):
         CommandFollower(at_rest(HOME), NAMES, lag=-1.0)

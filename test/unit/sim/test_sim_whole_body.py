@@ -58,7 +58,8 @@ def _subtree_links(urdf_xml, link):
     children = {}
     for joint in ET.fromstring(urdf_xml).findall("joint"):
         children.setdefault(joint.find("parent").get("link"), []).append(
-            joint.find("child").get("link"))
+            joint.find("child").get("link")
+        )
     found, todo = [], [link]
     while todo:
         found.append(todo.pop())
@@ -68,12 +69,16 @@ def _subtree_links(urdf_xml, link):
 
 @pytest.mark.parametrize("sensor", ["l_leg_ft_sensor", "l_foot_ft_sensor", "r_arm_ft_sensor"])
 def test_icub_internal_wrench_is_the_sum_of_link_wrenches_beyond_minus_the_contact(
-        icub, icub_motion, sensor):
+    icub, icub_motion, sensor
+):
     """Independent of RNEA's joint forces: each link's I a_g + v x* I v at its own frame,
     moved to the sensor frame, summed over the URDF subtree, minus the sole's contact wrench."""
     model, data = icub.model, icub.data
-    child = next(j.find("child").get("link") for j in ET.fromstring(icub.true_xml).findall("joint")
-                 if j.get("name") == sensor)
+    child = next(
+        j.find("child").get("link")
+        for j in ET.fromstring(icub.true_xml).findall("joint")
+        if j.get("name") == sensor
+    )
     subtree = _subtree_links(icub.true_xml, child)
     links = [name for name in subtree if name in icub.true_links]
     column = [frame for frame, _ in icub.ft_sensors].index(sensor)
@@ -81,8 +86,9 @@ def test_icub_internal_wrench_is_the_sum_of_link_wrenches_beyond_minus_the_conta
     sensor_id = model.getFrameId(sensor)
     local = pin.ReferenceFrame.LOCAL
     for i in range(icub_motion.t.size):
-        pin.forwardKinematics(model, data, icub_motion.q_full[i], icub_motion.v_full[i],
-                              icub_motion.a_full[i])
+        pin.forwardKinematics(
+            model, data, icub_motion.q_full[i], icub_motion.v_full[i], icub_motion.a_full[i]
+        )
         pin.updateFramePlacements(model, data)
         total = pin.Force.Zero()
         for name in links:
@@ -96,7 +102,8 @@ def test_icub_internal_wrench_is_the_sum_of_link_wrenches_beyond_minus_the_conta
         if wb.ICUB_STANCE_FRAME in subtree:
             sole = model.getFrameId(wb.ICUB_STANCE_FRAME)
             total -= (data.oMf[sensor_id].inverse() * data.oMf[sole]).act(
-                pin.Force(icub_motion.ft_wrench[i, contact_column]))
+                pin.Force(icub_motion.ft_wrench[i, contact_column])
+            )
         assert np.allclose(icub_motion.ft_wrench[i, column], total.vector, atol=1e-8)
 
 
@@ -145,8 +152,9 @@ def test_go1_base_follows_its_trajectory_and_point_contacts_carry_the_base_wrenc
     assert np.all(motion.ft_wrench[:, :, 3:] == 0)
     total_weight = sum(theta[0] for theta in sim.true_links.values()) * 9.81
     assert 0.5 * total_weight < motion.ft_wrench[:, :, 2].sum(axis=1).mean() < 1.5 * total_weight
-    assert [name for name in wb.check_truth(sim)
-            if sim.true_links[name][0] >= wb.PLACEHOLDER_MASS] == []
+    assert [
+        name for name in wb.check_truth(sim) if sim.true_links[name][0] >= wb.PLACEHOLDER_MASS
+    ] == []
     dt = 1 / RATE  # base velocity = derivative of the base configuration
     finite = pin.difference(sim.model, motion.q_full[1], motion.q_full[3])[:6] / (2 * dt)
     assert np.allclose(finite, motion.v_full[2, :6], atol=2e-3)
@@ -165,27 +173,47 @@ def test_icub_on_a_stand_keeps_its_base_still_and_the_stand_carries_it():
     assert np.allclose(motion.base_residual[:, 2], weight, rtol=0.2)
     assert motion.ft_wrench.shape == (4, 6, 6)
     with pytest.raises(ConfigError, match="fixed base"):
-        wb.WholeBodySimulator(sim.cad_xml, [("l_sole", "contact")], "imu_frame",
-                              sim.joint_trajectory)
+        wb.WholeBodySimulator(
+            sim.cad_xml, [("l_sole", "contact")], "imu_frame", sim.joint_trajectory
+        )
 
 
 def test_bad_sensor_kind_or_frame_names_the_item():
     xml = wb.example_robot_urdf("icub").read_text()
     trajectory = wb.joint_trajectory(xml, ["l_knee"], 0, 10.0, 1.0)
     with pytest.raises(ConfigError, match="r_arm_ft_sensor: 'wrist'"):
-        wb.WholeBodySimulator(xml, [("r_arm_ft_sensor", "wrist")], "imu_frame", trajectory,
-                              stance_frame="l_sole")
+        wb.WholeBodySimulator(
+            xml, [("r_arm_ft_sensor", "wrist")], "imu_frame", trajectory, stance_frame="l_sole"
+        )
     with pytest.raises(ConfigError, match="'no_such_frame'"):
-        wb.WholeBodySimulator(xml, [("no_such_frame", "contact")], "imu_frame", trajectory,
-                              stance_frame="no_such_frame")
+        wb.WholeBodySimulator(
+            xml,
+            [("no_such_frame", "contact")],
+            "imu_frame",
+            trajectory,
+            stance_frame="no_such_frame",
+        )
 
 
 def test_cli_writes_the_npz(tmp_path):
     from inertia_id_ros.cli import main
 
     out = tmp_path / "go1.npz"
-    assert main(["sim-whole-body", str(out), "--robot", "go1", "--duration", "0.05",
-                 "--truth-urdf", str(tmp_path / "true.urdf")]) == 0
+    assert (
+        main(
+            [
+                "sim-whole-body",
+                str(out),
+                "--robot",
+                "go1",
+                "--duration",
+                "0.05",
+                "--truth-urdf",
+                str(tmp_path / "true.urdf"),
+            ]
+        )
+        == 0
+    )
     with np.load(out) as data:
         assert data["q"].shape == (10, 12) and list(data["ft_types"]) == ["contact"] * 4
         assert str(data["imu_frame"]) == wb.GO1_IMU_FRAME
@@ -194,9 +222,14 @@ def test_cli_writes_the_npz(tmp_path):
     assert main(["sim-whole-body", str(out), "--duration", "0"]) == 2
 
 
-@pytest.mark.parametrize("robot, urdf, base", [("icub", "icub", "floating"),
-                                               ("go1", "go1", "floating"),
-                                               ("icub_suspended", "icub", "suspended")])
+@pytest.mark.parametrize(
+    "robot, urdf, base",
+    [
+        ("icub", "icub", "floating"),
+        ("go1", "go1", "floating"),
+        ("icub_suspended", "icub", "suspended"),
+    ],
+)
 def test_the_whole_body_rows_hold_for_the_simulated_truth(robot, urdf, base):
     """The rows of core.whole_body (regressors) against this simulator (RNEA): Y x_true = b with
     the true links and offsets, from the IMU's readings and the true angular acceleration."""
@@ -204,20 +237,30 @@ def test_the_whole_body_rows_hold_for_the_simulated_truth(robot, urdf, base):
 
     sim = wb.ROBOTS[robot](seed=4, noise=wb.NoiseModel.none())
     motion = sim.simulate(1.0 + np.arange(8) / RATE)
-    model = WholeBodyModel.from_urdf(wb.example_robot_urdf(urdf), base,
-                                     [FTSensor(f, k) for f, k in sim.ft_sensors], sim.imu_frame)
+    model = WholeBodyModel.from_urdf(
+        wb.example_robot_urdf(urdf),
+        base,
+        [FTSensor(f, k) for f, k in sim.ft_sensors],
+        sim.imu_frame,
+    )
     assert model.joint_names == sim.joint_names
-    base = model.base_motion_from_imu(motion.q, motion.dq, motion.ddq,
-                                      motion.imu_angular_velocity,
-                                      motion.imu_linear_acceleration,
-                                      motion.imu_angular_acceleration)
+    base = model.base_motion_from_imu(
+        motion.q,
+        motion.dq,
+        motion.ddq,
+        motion.imu_angular_velocity,
+        motion.imu_linear_acceleration,
+        motion.imu_angular_acceleration,
+    )
     offsets = sim.ft_offsets
-    samples = WholeBodySamples(motion.q, motion.dq, motion.ddq, base,
-                               motion.ft_wrench + offsets, motion.effort)
+    samples = WholeBodySamples(
+        motion.q, motion.dq, motion.ddq, base, motion.ft_wrench + offsets, motion.effort
+    )
     Y, b, _ = model.rows(samples, with_efforts=True)
-    x = np.concatenate([sim.true_links[name] for name in model.bodies]
-                       + [offsets[k] for k, (_, kind) in enumerate(sim.ft_sensors)
-                          if kind == "internal"])
+    x = np.concatenate(
+        [sim.true_links[name] for name in model.bodies]
+        + [offsets[k] for k, (_, kind) in enumerate(sim.ft_sensors) if kind == "internal"]
+    )
     assert np.abs(Y @ x - b).max() < 1e-7 * max(1.0, np.abs(b).max())
     prior_error = np.abs(Y @ model.prior - b).max()
     assert prior_error > 0.1  # the URDF is not the truth

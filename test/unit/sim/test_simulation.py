@@ -56,8 +56,9 @@ def test_exciting_trajectory_respects_limits_and_is_differentiated_right():
 
 def test_minimum_jerk_point_to_point_reaches_each_target_at_rest():
     lower, upper = np.array([-1.0, -2.0, 0.0]), np.array([1.0, 0.5, 2.0])
-    trajectory = minimum_jerk_point_to_point(lower, upper, n_points=4, completion_time=2.0,
-                                             seed=1, hold_time=0.5)
+    trajectory = minimum_jerk_point_to_point(
+        lower, upper, n_points=4, completion_time=2.0, seed=1, hold_time=0.5
+    )
     assert isinstance(trajectory, PointToPointTrajectory)
     assert trajectory.duration == pytest.approx(4 * 2.5)
     ends = np.arange(5) * 2.5
@@ -87,8 +88,9 @@ def test_measurements_carry_the_offset_and_the_configured_noise(sim):
 
 def test_a_configured_simulator_uses_its_payload_and_offset():
     theta = np.array([0.5, 0.0, 0.0, 0.05, 0.002, 0.0, 0.002, 0.0, 0.0, 0.001])
-    quiet = PayloadSimulator.panda(payload_theta=theta, offset=np.zeros(6),
-                                   wrench_noise_std=0.0, seed=2)
+    quiet = PayloadSimulator.panda(
+        payload_theta=theta, offset=np.zeros(6), wrench_noise_std=0.0, seed=2
+    )
     t = np.linspace(0.0, 5.0, 50)
     wrench = quiet.measure_wrench(t, np.random.default_rng(1))
     assert np.allclose(wrench, quiet.true_wrench(t))

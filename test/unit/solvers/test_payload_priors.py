@@ -41,16 +41,19 @@ def model():
 
 def simulated(model, seed: int, **trajectory) -> tuple[PayloadSimulator, tuple]:
     """The simulated Panda's payload with the demo's noise: (simulator, (t, q, dq, wrench))."""
-    sim = PayloadSimulator.panda(trajectory=ExcitingTrajectory.for_model(
-        model, PANDA_ARM_JOINTS, seed=seed, **trajectory))
+    sim = PayloadSimulator.panda(
+        trajectory=ExcitingTrajectory.for_model(model, PANDA_ARM_JOINTS, seed=seed, **trajectory)
+    )
     t = np.arange(int(DURATION_SEC * RATE_HZ)) / RATE_HZ
     return sim, (t, *sim.measure(t, np.random.default_rng(seed + 100)))
 
 
 def estimator_with(model, sim, data, prior=None, **config) -> PayloadEstimator:
     t, q, dq, wrench = data
-    estimator = PayloadEstimator(SensorKinematics(model, PANDA_FLANGE), EstimatorConfig(
-        window_sec=DURATION_SEC + 1, window_capacity=t.size, prior=prior, **config))
+    estimator = PayloadEstimator(
+        SensorKinematics(model, PANDA_FLANGE),
+        EstimatorConfig(window_sec=DURATION_SEC + 1, window_capacity=t.size, prior=prior, **config),
+    )
     estimator.add_joint_states(t, list(sim.joint_names), q, dq)
     estimator.add_wrenches(t, wrench)
     estimator.process()
@@ -60,15 +63,19 @@ def estimator_with(model, sim, data, prior=None, **config) -> PayloadEstimator:
 def inertia_error(theta: np.ndarray, truth: np.ndarray) -> float:
     """Relative Frobenius error of the inertia about the COM."""
     true_inertia = inertia_from_theta(truth)[2]
-    return float(np.linalg.norm(inertia_from_theta(theta)[2] - true_inertia)
-                 / np.linalg.norm(true_inertia))
+    return float(
+        np.linalg.norm(inertia_from_theta(theta)[2] - true_inertia) / np.linalg.norm(true_inertia)
+    )
 
 
 def off_prior(theta: np.ndarray, fraction: float = 0.2) -> np.ndarray:
     """A CAD prior ``fraction`` off: mass and inertia about the COM scaled, COM moved."""
     mass, com, inertia = inertia_from_theta(theta)
-    return theta_from_inertia(mass * (1 + fraction), com + fraction * np.linalg.norm(com)
-                              * np.array([0.6, -0.8, 0.0]), inertia * (1 - fraction))
+    return theta_from_inertia(
+        mass * (1 + fraction),
+        com + fraction * np.linalg.norm(com) * np.array([0.6, -0.8, 0.0]),
+        inertia * (1 - fraction),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +138,9 @@ def test_pointmass_without_data_on_a_body_places_points_at_the_prior():
     rng = np.random.default_rng(0)
     prior = theta_from_inertia(2.0, np.array([0.1, 0.0, 0.2]), np.diag([0.01, 0.02, 0.015]))
     Y = np.hstack([np.zeros((30, 10)), rng.normal(size=(30, 2))])  # the body is not observed
-    problem = Problem.from_regressor(Y, rng.normal(size=30), n_bodies=1,
-                                     prior=np.concatenate([prior, np.zeros(2)]))
+    problem = Problem.from_regressor(
+        Y, rng.normal(size=30), n_bodies=1, prior=np.concatenate([prior, np.zeros(2)])
+    )
     solution = solve(problem, "pointmass")
     assert solution.info["placement"] == ["prior"]
     assert np.linalg.norm(solution.info["points"][0].mean(axis=0) - [0.1, 0.0, 0.2]) < 1e-9
@@ -156,8 +164,10 @@ def test_cad_prior_matches_lmi_on_rich_data(model, rich):
     estimator = estimator_with(model, sim, data, prior=off_prior(sim.true_theta))
     lmi = estimator.solve("lmi")
     estimate = estimator.solve("cad_prior")
-    assert inertia_error(estimate.theta, sim.true_theta) <= inertia_error(
-        lmi.theta, sim.true_theta) + 0.01
+    assert (
+        inertia_error(estimate.theta, sim.true_theta)
+        <= inertia_error(lmi.theta, sim.true_theta) + 0.01
+    )
     assert abs(estimate.mass - sim.true_theta[0]) < 0.01
     assert estimate.residual_rms == pytest.approx(lmi.residual_rms, rel=0.01)  # unweighted
 
@@ -174,8 +184,9 @@ def test_cad_prior_forms_and_options():
     rng = np.random.default_rng(3)
     truth = theta_from_inertia(1.0, np.array([0.0, 0.0, 0.05]), np.diag([1e-3, 2e-3, 1.5e-3]))
     Y = rng.normal(size=(120, 10))
-    problem = Problem.from_regressor(Y, Y @ truth + 0.01 * rng.normal(size=120), n_bodies=1,
-                                     prior=1.2 * truth)
+    problem = Problem.from_regressor(
+        Y, Y @ truth + 0.01 * rng.normal(size=120), n_bodies=1, prior=1.2 * truth
+    )
     posterior = solve(problem, "cad_prior")
     assert posterior.info["prior_std"] == 0.2 and posterior.info["prior_scale"] > 0
     assert posterior.info["sigma2"] == pytest.approx(1e-4, rel=0.5)
@@ -189,8 +200,9 @@ def test_cad_prior_forms_and_options():
 
 def test_prior_from_a_urdf_link_is_the_link_and_what_lies_beyond_in_the_sensor_frame(model):
     hand = prior_from_link(model, "panda_hand", PANDA_FLANGE)
-    np.testing.assert_allclose(hand, SensorKinematics(model, PANDA_FLANGE).subtree_inertia(),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        hand, SensorKinematics(model, PANDA_FLANGE).subtree_inertia(), atol=1e-12
+    )
     assert hand[0] == pytest.approx(0.73 + 2 * 0.015)  # the hand and its two fingers
     in_hand_frame = prior_from_link(model, "panda_hand", "panda_hand")
     assert in_hand_frame[0] == pytest.approx(hand[0])
@@ -218,8 +230,7 @@ def test_prior_from_a_result_json_must_be_in_the_sensor_frame(tmp_path):
 
 def test_the_node_default_prior_is_the_urdf_beyond_the_sensor(model):
     kinematics = SensorKinematics(model, PANDA_FLANGE)
-    np.testing.assert_allclose(resolve_payload_prior("", kinematics),
-                               kinematics.subtree_inertia())
+    np.testing.assert_allclose(resolve_payload_prior("", kinematics), kinematics.subtree_inertia())
     assert resolve_payload_prior("none", kinematics) is None
     assert resolve_payload_prior("", SensorKinematics(model, "panda_hand_tcp")) is None
 
@@ -258,14 +269,19 @@ def test_node_startup_refuses_cad_prior_without_a_prior():
 def test_node_with_a_prior_builds_and_refuses_a_runtime_switch_without_one(model, tmp_path):
     session = build_session(settings_from_parameters(PAYLOAD))  # default: the hand
     assert session.prior_available and session.estimator.config.method == "cad_prior"
-    np.testing.assert_allclose(session.estimator.config.prior,
-                               SensorKinematics(model, PANDA_FLANGE).subtree_inertia())
-    path = write_result(tmp_path / "p.json", PANDA_FLANGE, off_prior(
-        theta_from_inertia(1.0, np.array([0.0, 0.0, 0.05]), np.eye(3) * 1e-3)))
+    np.testing.assert_allclose(
+        session.estimator.config.prior, SensorKinematics(model, PANDA_FLANGE).subtree_inertia()
+    )
+    path = write_result(
+        tmp_path / "p.json",
+        PANDA_FLANGE,
+        off_prior(theta_from_inertia(1.0, np.array([0.0, 0.0, 0.05]), np.eye(3) * 1e-3)),
+    )
     session = build_session(settings_from_parameters(dict(PAYLOAD, payload_prior=str(path))))
     assert session.estimator.config.prior[0] == pytest.approx(1.2)
-    settings = settings_from_parameters({"urdf_path": PANDA, "sensor_frame": PANDA_FLANGE,
-                                         "payload_prior": "none"})
+    settings = settings_from_parameters(
+        {"urdf_path": PANDA, "sensor_frame": PANDA_FLANGE, "payload_prior": "none"}
+    )
     with pytest.raises(ValueError, match="needs the payload's CAD values"):
         validate_change(settings, {"method": "cad_prior"}, (6, 16), prior_available=False)
     assert validate_change(settings, {"method": "cad_prior"}, (6, 16)).method == "cad_prior"
@@ -279,8 +295,15 @@ def payload_npz(rich, tmp_path_factory) -> Path:
     sim, (t, q, dq, wrench) = rich
     path = tmp_path_factory.mktemp("priors") / "panda.npz"
     keep = slice(0, 2400)
-    np.savez(path, t=t[keep], joint_names=np.array(PANDA_ARM_JOINTS), q=q[keep], dq=dq[keep],
-             wrench=wrench[keep], wrench_frame=PANDA_FLANGE)
+    np.savez(
+        path,
+        t=t[keep],
+        joint_names=np.array(PANDA_ARM_JOINTS),
+        q=q[keep],
+        dq=dq[keep],
+        wrench=wrench[keep],
+        wrench_frame=PANDA_FLANGE,
+    )
     return path
 
 
@@ -290,34 +313,74 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-@pytest.mark.parametrize("extra, fragment", [
-    ([], "needs the payload's CAD values as a prior: give --prior RESULT.json or --prior-link"),
-    (["--prior-urdf", PANDA], "--prior-urdf needs --prior-link"),
-    (["--prior", "x.json", "--prior-link", "panda_hand"], "not both"),
-    (["--prior", "absent.json"], "cannot read"),
-    (["--prior-link", "nope"], "frame 'nope'"),
-])
-def test_fit_payload_cad_prior_refuses_a_missing_or_bad_prior(capsys, payload_npz, extra,
-                                                              fragment):
-    code, out, err = run_cli(capsys, "fit-payload", "--data", str(payload_npz), "--urdf", PANDA,
-                             "--sensor-frame", PANDA_FLANGE, "--method", "cad_prior", *extra)
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        ([], "needs the payload's CAD values as a prior: give --prior RESULT.json or --prior-link"),
+        (["--prior-urdf", PANDA], "--prior-urdf needs --prior-link"),
+        (["--prior", "x.json", "--prior-link", "panda_hand"], "not both"),
+        (["--prior", "absent.json"], "cannot read"),
+        (["--prior-link", "nope"], "frame 'nope'"),
+    ],
+)
+def test_fit_payload_cad_prior_refuses_a_missing_or_bad_prior(capsys, payload_npz, extra, fragment):
+    code, out, err = run_cli(
+        capsys,
+        "fit-payload",
+        "--data",
+        str(payload_npz),
+        "--urdf",
+        PANDA,
+        "--sensor-frame",
+        PANDA_FLANGE,
+        "--method",
+        "cad_prior",
+        *extra,
+    )
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and fragment in err, err
 
 
-def test_fit_payload_cad_prior_with_a_result_json_or_a_urdf_link(capsys, tmp_path, payload_npz,
-                                                                 rich):
+def test_fit_payload_cad_prior_with_a_result_json_or_a_urdf_link(
+    capsys, tmp_path, payload_npz, rich
+):
     sim, _ = rich
     prior = write_result(tmp_path / "prior.json", PANDA_FLANGE, off_prior(sim.true_theta))
     out_json = tmp_path / "fit.json"
-    code, out, _ = run_cli(capsys, "fit-payload", "--data", str(payload_npz), "--urdf", PANDA,
-                           "--sensor-frame", PANDA_FLANGE, "--method", "cad_prior", "--prior",
-                           str(prior), "--json", str(out_json))
+    code, out, _ = run_cli(
+        capsys,
+        "fit-payload",
+        "--data",
+        str(payload_npz),
+        "--urdf",
+        PANDA,
+        "--sensor-frame",
+        PANDA_FLANGE,
+        "--method",
+        "cad_prior",
+        "--prior",
+        str(prior),
+        "--json",
+        str(out_json),
+    )
     assert code == 0 and "prior" in out
     result = json.loads(out_json.read_text())
     assert result["method"] == "cad_prior"
     assert result["bodies"][0]["mass"] == pytest.approx(sim.true_theta[0], rel=0.01)
-    code, out, _ = run_cli(capsys, "fit-payload", "--data", str(payload_npz), "--urdf", PANDA,
-                           "--sensor-frame", PANDA_FLANGE, "--method", "cad_prior",
-                           "--prior-urdf", PANDA, "--prior-link", "panda_hand")
+    code, out, _ = run_cli(
+        capsys,
+        "fit-payload",
+        "--data",
+        str(payload_npz),
+        "--urdf",
+        PANDA,
+        "--sensor-frame",
+        PANDA_FLANGE,
+        "--method",
+        "cad_prior",
+        "--prior-urdf",
+        PANDA,
+        "--prior-link",
+        "panda_hand",
+    )
     assert code == 0 and "prior 'panda_hand': mass 0.7600 kg" in out

@@ -60,8 +60,14 @@ def payload_rows(n: int, seed: int, planar: bool = False) -> np.ndarray:
     return np.vstack(rows)
 
 
-def payload_problem(noise: float = 0.0, n: int = 100, seed: int = 0, planar: bool = False,
-                    theta: np.ndarray = PAYLOAD_THETA, **kwargs) -> tuple[Problem, np.ndarray]:
+def payload_problem(
+    noise: float = 0.0,
+    n: int = 100,
+    seed: int = 0,
+    planar: bool = False,
+    theta: np.ndarray = PAYLOAD_THETA,
+    **kwargs,
+) -> tuple[Problem, np.ndarray]:
     Y = payload_rows(n, seed, planar)
     truth = np.concatenate([theta, PAYLOAD_OFFSET])
     y = Y @ truth + noise * np.random.default_rng(seed + 1000).normal(size=Y.shape[0])
@@ -70,8 +76,13 @@ def payload_problem(noise: float = 0.0, n: int = 100, seed: int = 0, planar: boo
 
 @functools.lru_cache(maxsize=1)
 def panda_model() -> pin.Model:
-    candidates = [path for entry in sys.path for path in glob.glob(
-        f"{entry}/cmeel.prefix/share/example-robot-data/robots/panda_description/urdf/panda.urdf")]
+    candidates = [
+        path
+        for entry in sys.path
+        for path in glob.glob(
+            f"{entry}/cmeel.prefix/share/example-robot-data/robots/panda_description/urdf/panda.urdf"
+        )
+    ]
     if not candidates:
         pytest.skip("example-robot-data's panda.urdf not found")
     model = pin.buildModelFromUrdf(candidates[0])
@@ -85,17 +96,25 @@ def panda_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     data = model.createData()
     rng = np.random.default_rng(seed)
     np.random.seed(seed)  # pin.randomConfiguration uses numpy's global generator
-    truth = np.concatenate([model.inertias[j].toDynamicParameters()
-                            for j in range(1, model.njoints)])
-    rows = [pin.computeJointTorqueRegressor(model, data, pin.randomConfiguration(model),
-                                            rng.normal(size=model.nv),
-                                            2.0 * rng.normal(size=model.nv)).copy()
-            for _ in range(n)]
+    truth = np.concatenate(
+        [model.inertias[j].toDynamicParameters() for j in range(1, model.njoints)]
+    )
+    rows = [
+        pin.computeJointTorqueRegressor(
+            model,
+            data,
+            pin.randomConfiguration(model),
+            rng.normal(size=model.nv),
+            2.0 * rng.normal(size=model.nv),
+        ).copy()
+        for _ in range(n)
+    ]
     return np.vstack(rows), truth
 
 
-def panda_problem(noise: float = 0.0, n: int = 100, seed: int = 0,
-                  **kwargs) -> tuple[Problem, np.ndarray]:
+def panda_problem(
+    noise: float = 0.0, n: int = 100, seed: int = 0, **kwargs
+) -> tuple[Problem, np.ndarray]:
     Y, truth = panda_data(n, seed)
     y = Y @ truth + noise * np.random.default_rng(seed + 1000).normal(size=Y.shape[0])
     return Problem.from_regressor(Y, y, n_bodies=7, **kwargs), truth
@@ -123,8 +142,10 @@ def test_problem_from_regressor_matches_normal_equations_and_merges():
     np.testing.assert_allclose(problem.moment, Y.T @ y)
     assert problem.yty == pytest.approx(y @ y) and problem.n_rows == Y.shape[0]
     half = Problem.from_regressor(Y[:60], y[:60], n_bodies=1)
-    for merged in (half.add_rows(Y[60:], y[60:]),
-                   half + Problem.from_regressor(Y[60:], y[60:], n_bodies=1)):
+    for merged in (
+        half.add_rows(Y[60:], y[60:]),
+        half + Problem.from_regressor(Y[60:], y[60:], n_bodies=1),
+    ):
         np.testing.assert_allclose(merged.gram, problem.gram, atol=1e-9)
         np.testing.assert_allclose(merged.moment, problem.moment, atol=1e-9)
         assert merged.n_rows == problem.n_rows
@@ -134,22 +155,74 @@ def test_problem_from_regressor_matches_normal_equations_and_merges():
     assert problem.residual_rms(x) == pytest.approx(np.sqrt(np.mean((Y @ x - y) ** 2)), rel=1e-9)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(gram=np.eye(3), moment=np.zeros(2), yty=0.0, n_rows=1, n_bodies=0), "moment"),
-    (dict(gram=np.ones((3, 4)), moment=np.zeros(3), yty=0.0, n_rows=1, n_bodies=0), "gram"),
-    (dict(gram=np.eye(5), moment=np.zeros(5), yty=0.0, n_rows=1, n_bodies=1), "n_bodies"),
-    (dict(gram=np.eye(10), moment=np.zeros(10), yty=0.0, n_rows=1, n_bodies=1,
-          prior=np.zeros(9)), "prior"),
-    (dict(gram=np.eye(10), moment=np.zeros(10), yty=0.0, n_rows=1, n_bodies=1,
-          prior_weight=1.0), "prior_weight"),
-    (dict(gram=np.eye(10), moment=np.zeros(10), yty=0.0, n_rows=1, n_bodies=1,
-          prior=np.zeros(10), prior_weight=np.ones(4)), "prior_weight"),
-    (dict(gram=np.eye(10), moment=np.zeros(10), yty=0.0, n_rows=1, n_bodies=1,
-          nonnegative=(10,)), "nonnegative"),
-    (dict(gram=np.eye(10), moment=np.zeros(10), yty=0.0, n_rows=1, n_bodies=1,
-          bounding_ellipsoids=[np.eye(3)]), "bounding_ellipsoids[0]"),
-    (dict(gram=np.eye(10), moment=np.full(10, np.nan), yty=0.0, n_rows=1, n_bodies=1), "moment"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(gram=np.eye(3), moment=np.zeros(2), yty=0.0, n_rows=1, n_bodies=0), "moment"),
+        (dict(gram=np.ones((3, 4)), moment=np.zeros(3), yty=0.0, n_rows=1, n_bodies=0), "gram"),
+        (dict(gram=np.eye(5), moment=np.zeros(5), yty=0.0, n_rows=1, n_bodies=1), "n_bodies"),
+        (
+            dict(
+                gram=np.eye(10),
+                moment=np.zeros(10),
+                yty=0.0,
+                n_rows=1,
+                n_bodies=1,
+                prior=np.zeros(9),
+            ),
+            "prior",
+        ),
+        (
+            dict(
+                gram=np.eye(10),
+                moment=np.zeros(10),
+                yty=0.0,
+                n_rows=1,
+                n_bodies=1,
+                prior_weight=1.0,
+            ),
+            "prior_weight",
+        ),
+        (
+            dict(
+                gram=np.eye(10),
+                moment=np.zeros(10),
+                yty=0.0,
+                n_rows=1,
+                n_bodies=1,
+                prior=np.zeros(10),
+                prior_weight=np.ones(4),
+            ),
+            "prior_weight",
+        ),
+        (
+            dict(
+                gram=np.eye(10),
+                moment=np.zeros(10),
+                yty=0.0,
+                n_rows=1,
+                n_bodies=1,
+                nonnegative=(10,),
+            ),
+            "nonnegative",
+        ),
+        (
+            dict(
+                gram=np.eye(10),
+                moment=np.zeros(10),
+                yty=0.0,
+                n_rows=1,
+                n_bodies=1,
+                bounding_ellipsoids=[np.eye(3)],
+            ),
+            "bounding_ellipsoids[0]",
+        ),
+        (
+            dict(gram=np.eye(10), moment=np.full(10, np.nan), yty=0.0, n_rows=1, n_bodies=1),
+            "moment",
+        ),
+    ],
+)
 def test_problem_rejects_bad_shapes_naming_the_array(kwargs, name):
     with pytest.raises(ProblemError, match=name.replace("[", r"\[").replace("]", r"\]")):
         Problem(**kwargs)
@@ -187,8 +260,9 @@ PAYLOAD_CASES = {
 @pytest.mark.parametrize("case", sorted(PAYLOAD_CASES))
 @pytest.mark.parametrize("method", CONSTRAINED + ["lmi_cvxpy"])
 def test_constrained_methods_return_consistent_bodies(method, case):
-    problem, truth = payload_problem(**PAYLOAD_CASES[case],
-                                     prior=np.concatenate([PAYLOAD_THETA * 1.2, np.zeros(6)]))
+    problem, truth = payload_problem(
+        **PAYLOAD_CASES[case], prior=np.concatenate([PAYLOAD_THETA * 1.2, np.zeros(6)])
+    )
     name, options = ("lmi", dict(backend="cvxpy")) if method == "lmi_cvxpy" else (method, {})
     solution = solve(problem, name, **options)
     assert solution.method == name and solution.found, solution.status
@@ -206,8 +280,12 @@ def test_heavy_noise_makes_ols_inconsistent_but_found():
 
 @pytest.mark.parametrize("method", ["ols"] + CONSTRAINED)
 def test_well_excited_payload_recovers_truth(method):
-    problem, truth = payload_problem(noise=0.01, n=200, prior=np.concatenate(
-        [PAYLOAD_THETA * 1.1, PAYLOAD_OFFSET]), prior_weight=0.0)
+    problem, truth = payload_problem(
+        noise=0.01,
+        n=200,
+        prior=np.concatenate([PAYLOAD_THETA * 1.1, PAYLOAD_OFFSET]),
+        prior_weight=0.0,
+    )
     options = dict(points_per_axis=5) if method == "pointmass" else {}
     solution = solve(problem, method, **options)
     tolerance = 2e-2 if method == "pointmass" else 1e-3  # grid: mass only at the points
@@ -240,14 +318,23 @@ def truth_prior() -> np.ndarray:
 # ---- lmi: fast against the cvxpy reference ---------------------------------------------------
 
 
-@pytest.mark.parametrize("name, make, active", [
-    ("payload_inactive", lambda: payload_problem(noise=0.0, n=100), False),
-    ("payload_active", lambda: payload_problem(noise=2.0, n=100), True),
-    ("panda_inactive", lambda: panda_problem(noise=0.0, n=60, prior=panda_data(60, 0)[1],
-                                             prior_weight=10.0), False),
-    ("panda_active", lambda: panda_problem(noise=1.0, n=60, prior=truth_prior(),
-                                           prior_weight=10.0), True),
-])
+@pytest.mark.parametrize(
+    "name, make, active",
+    [
+        ("payload_inactive", lambda: payload_problem(noise=0.0, n=100), False),
+        ("payload_active", lambda: payload_problem(noise=2.0, n=100), True),
+        (
+            "panda_inactive",
+            lambda: panda_problem(noise=0.0, n=60, prior=panda_data(60, 0)[1], prior_weight=10.0),
+            False,
+        ),
+        (
+            "panda_active",
+            lambda: panda_problem(noise=1.0, n=60, prior=truth_prior(), prior_weight=10.0),
+            True,
+        ),
+    ],
+)
 @pytest.mark.parametrize("use_active_set", [True, False])
 def test_lmi_fast_matches_cvxpy_reference(name, make, active, use_active_set):
     problem, _ = make()
@@ -286,10 +373,15 @@ def test_lmi_unconstrained_optimum_returned_without_iterations():
 # ---- warm start -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method, options", [
-    ("lmi", {}),  # the semismooth Newton method
-    ("lmi", dict(use_active_set=False)),  # the interior point
-    ("manifold", {}), ("pointmass", {})])
+@pytest.mark.parametrize(
+    "method, options",
+    [
+        ("lmi", {}),  # the semismooth Newton method
+        ("lmi", dict(use_active_set=False)),  # the interior point
+        ("manifold", {}),
+        ("pointmass", {}),
+    ],
+)
 def test_warm_start_reduces_iterations(method, options):
     problem, _ = payload_problem(noise=2.0, n=100, seed=3)
     previous = solve(problem, method, **options)
@@ -350,8 +442,16 @@ def test_newton_kkt_certificate_and_agreement_with_interior_point(n_bodies):
     adjoint = np.einsum("iab,kab->ki", PSEUDO_INERTIA_BASIS, Z).ravel()
     assert np.linalg.norm(P @ z - q - adjoint) <= 1e-7 * np.linalg.norm(q)  # stationarity
     cone = ConeProblem(P=P, q=q, n_blocks=n_bodies, rows=np.zeros((0, 10 * n_bodies)))
-    ip = solve_cone_qp(cone, z_unconstrained, None, None, z_unconstrained=z_unconstrained,
-                       tol=1e-12, max_iterations=60, warm=False)
+    ip = solve_cone_qp(
+        cone,
+        z_unconstrained,
+        None,
+        None,
+        z_unconstrained=z_unconstrained,
+        tol=1e-12,
+        max_iterations=60,
+        warm=False,
+    )
     assert ip.converged
     assert relative_error(z, ip.z) < 1e-7
     assert solve_newton_kkt(P, q, z_unconstrained, n_bodies, tol=1e-12, max_iterations=1) is None
@@ -382,8 +482,16 @@ def test_newton_kkt_with_bounded_extras_certificate_and_agreement_with_interior_
     rows = np.zeros((m, d))
     rows[:, 20:] = np.eye(m)
     cone = ConeProblem(P=P, q=q, n_blocks=n_bodies, rows=rows)
-    ip = solve_cone_qp(cone, z_unconstrained, None, None, z_unconstrained=z_unconstrained,
-                       tol=1e-12, max_iterations=60, warm=False)
+    ip = solve_cone_qp(
+        cone,
+        z_unconstrained,
+        None,
+        None,
+        z_unconstrained=z_unconstrained,
+        tol=1e-12,
+        max_iterations=60,
+        warm=False,
+    )
     assert ip.converged
     assert relative_error(z, ip.z) < 1e-7
 
@@ -423,8 +531,9 @@ def test_lmi_fast_with_some_nonnegative_extras_matches_cvxpy(use_active_set):
 
 @pytest.mark.parametrize("method", CONSTRAINED)
 def test_massless_body_does_not_break(method):
-    problem, truth = payload_problem(noise=0.05, n=60, theta=np.zeros(10),
-                                     prior=np.concatenate([np.zeros(10), PAYLOAD_OFFSET]))
+    problem, truth = payload_problem(
+        noise=0.05, n=60, theta=np.zeros(10), prior=np.concatenate([np.zeros(10), PAYLOAD_OFFSET])
+    )
     solution = solve(problem, method)
     assert np.all(np.isfinite(solution.x))
     assert_consistent(solution)
@@ -439,16 +548,25 @@ def test_manifold_capped_run_is_still_consistent():
     assert_consistent(solution)
 
 
-@pytest.mark.parametrize("method, options", [
-    ("lmi", {}), ("lmi", dict(backend="cvxpy")), ("pointmass", {}), ("cad_prior", {})])
+@pytest.mark.parametrize(
+    "method, options",
+    [("lmi", {}), ("lmi", dict(backend="cvxpy")), ("pointmass", {}), ("cad_prior", {})],
+)
 def test_bounding_ellipsoid_respected(method, options):
     # a sphere of radius 5 cm about the origin: the payload's COM (5.5 cm away) is outside
     sphere = ellipsoid_matrix(np.zeros(3), np.full(3, 0.05))
-    problem, _ = payload_problem(noise=0.1, n=80, bounding_ellipsoids=[sphere],
-                                 prior=np.concatenate([PAYLOAD_THETA, np.zeros(6)]))
+    problem, _ = payload_problem(
+        noise=0.1,
+        n=80,
+        bounding_ellipsoids=[sphere],
+        prior=np.concatenate([PAYLOAD_THETA, np.zeros(6)]),
+    )
     assert np.trace(problem.bounding_ellipsoids[0] @ pseudo_inertia(PAYLOAD_THETA)) < 0
-    options = dict(options, boxes=[(-0.03 * np.ones(3), 0.03 * np.ones(3))]) \
-        if method == "pointmass" else options
+    options = (
+        dict(options, boxes=[(-0.03 * np.ones(3), 0.03 * np.ones(3))])
+        if method == "pointmass"
+        else options
+    )
     solution = solve(problem, method, **options)
     assert_consistent(solution)
     assert np.trace(sphere @ pseudo_inertia(solution.bodies[0])) >= -1e-8
@@ -466,8 +584,12 @@ def test_manifold_rejects_bounding_ellipsoids():
 @pytest.mark.parametrize("method", ["lmi", "manifold", "pointmass", "cad_prior", "lmi_cvxpy"])
 def test_nonnegative_extras_respected(method):
     # the true offset has negative entries 11 and 15: constrain 10..15 to be >= 0
-    problem, _ = payload_problem(noise=0.1, n=60, nonnegative=tuple(range(10, 16)),
-                                 prior=np.concatenate([PAYLOAD_THETA, np.zeros(6)]))
+    problem, _ = payload_problem(
+        noise=0.1,
+        n=60,
+        nonnegative=tuple(range(10, 16)),
+        prior=np.concatenate([PAYLOAD_THETA, np.zeros(6)]),
+    )
     name, options = ("lmi", dict(backend="cvxpy")) if method == "lmi_cvxpy" else (method, {})
     solution = solve(problem, name, **options)
     assert np.all(solution.extras >= 0)
