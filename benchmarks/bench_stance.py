@@ -1,6 +1,6 @@
 """Benchmark: a humanoid on one foot, rooted at its stance sole vs a hand-computed pelvis state.
 
-Data: the simulated iCub balancing on its left sole (:func:`inertia_id_ros.sim.whole_body.
+Data: the simulated iCub balancing on its left sole (:func:`inertia_id_ros.sim.whole_body_simulator.
 icub_stance`): the sole still on a floor tilted by about 2° and 3°, the pelvis tilting by up to
 about 30° through the stance leg, all 32 joints moving, only the four leg F/T sensors logged (with
 offsets and noise), the ground's wrench not measured, the head IMU; ``--duration`` s at 200 Hz;
@@ -54,14 +54,14 @@ from scipy.spatial.transform import Rotation  # noqa: E402
 from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_errors  # noqa: E402
 from inertia_id_ros.core.inertia import check_consistency  # noqa: E402
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, example_robot_urdf  # noqa: E402
-from inertia_id_ros.core.whole_body import BaseMotion  # noqa: E402
-from inertia_id_ros.io.data import with_derivatives  # noqa: E402
-from inertia_id_ros.io.whole_body import (  # noqa: E402
+from inertia_id_ros.core.whole_body_model import BaseMotion  # noqa: E402
+from inertia_id_ros.formats.data import with_derivatives  # noqa: E402
+from inertia_id_ros.formats.whole_body_log import (  # noqa: E402
     imu_fixed_tilt,
     read_whole_body_file,
     whole_body_inputs,
 )
-from inertia_id_ros.sim import whole_body as wb  # noqa: E402
+from inertia_id_ros.sim import whole_body_simulator as wb  # noqa: E402
 
 RATE = 200.0
 HALF_WIDTH = 0.05

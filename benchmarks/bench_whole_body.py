@@ -4,8 +4,8 @@ Problem: iCub (example-robot-data ``icub_description/robots/icub.urdf``) with a 
 39 URDF links with mass (390 inertial parameters), 7 wrenches (the left sole in contact, the six
 F/T sensors internal with offsets: 36 more parameters). The truth is the URDF with masses, COMs
 and inertias off by up to ±30 % / 2 cm / ±40 %; the URDF is the prior. Rows from
-:class:`~inertia_id_ros.core.whole_body.WholeBodyModel` at smooth random joint and base motion,
-200 Hz; the measurements are the true rows plus noise (0.5 N, 0.02 N m). Every problem is
+:class:`~inertia_id_ros.core.whole_body_model.WholeBodyModel` at smooth random joint and base
+motion, 200 Hz; the measurements are the true rows plus noise (0.5 N, 0.02 N m). Every problem is
 scaled first (:mod:`inertia_id_ros.chain.whole_body_fit`).
 
 - point-mass: :data:`~inertia_id_ros.chain.whole_body_fit.POINTMASS_OPTIONS` (27 points per
@@ -68,7 +68,7 @@ from inertia_id_ros.chain.whole_body_fit import (  # noqa: E402
 )
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia  # noqa: E402
 from inertia_id_ros.core.robots import example_robot_urdf  # noqa: E402
-from inertia_id_ros.core.whole_body import (  # noqa: E402
+from inertia_id_ros.core.whole_body_model import (  # noqa: E402
     BaseMotion,
     FTSensor,
     WholeBodyModel,

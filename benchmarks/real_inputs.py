@@ -1,7 +1,7 @@
 """The usual input mistakes, injected into real and simulated recordings: what ``inertia-id``
 says about each (exit code, the findings' kinds and subjects), beside the identification figures
 of the undisturbed and the corrected runs, and the residual ratios the thresholds of
-:mod:`inertia_id_ros.io.plausibility` were chosen from.
+:mod:`inertia_id_ros.offline.plausibility` were chosen from.
 
     .venv/bin/python benchmarks/real_inputs.py [--kuka DIR]
 
@@ -194,7 +194,7 @@ def kuka_npz(
 
 def kuka_figures(result: dict | None, urdf: str, held_out: Path) -> str:
     """Held-out joint torque RMS of the result on run 2 (and the URDF's)."""
-    from inertia_id_ros.io.validate import DataSource, model_error, predictions_of
+    from inertia_id_ros.offline.validation import DataSource, model_error, predictions_of
 
     if not result or "bodies" not in result:
         return "-"
@@ -218,7 +218,7 @@ def icub_npz(
     """2 s of the simulated iCub on one sole at 200 Hz; the mistakes: ``flip`` the sensors'
     signs (forgetting the real iCub's child_to_parent convention), ``drop_contact``,
     ``time_scale``."""
-    from inertia_id_ros.sim.whole_body import icub
+    from inertia_id_ros.sim.whole_body_simulator import icub
 
     path = directory / f"{name}.npz"
     cache = directory / "icub_clean.npz"

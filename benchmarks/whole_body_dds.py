@@ -8,9 +8,9 @@ fixed``: robot ``icub_fixed_whole_body``, iCub on a stand, and ``config/icub_fix
 no base rows, the six internal sensors); counts the
 published estimates and the inconsistent ones, calls ``identify``. Then, offline, the same
 simulated robot's last 30 % (fresh noise) is predicted: per F/T sensor, the force RMS error of the
-rows (:class:`~inertia_id_ros.core.whole_body.WholeBodyModel`) with the published estimate, the
-URDF as given (zero offsets), the URDF with the sensor offsets fitted to the training rows, and an
-OLS fit of the same training rows; the yardstick is the error of the true robot (the rows' noise:
+rows (:class:`~inertia_id_ros.core.whole_body_model.WholeBodyModel`) with the published estimate,
+the URDF as given (zero offsets), the URDF with the sensor offsets fitted to the training rows, and
+an OLS fit of the same training rows; the yardstick is the error of the true robot (the rows' noise:
 the sensor's, the contact's beyond it, the IMU's). ``truth/URDF+off`` is the best ratio any
 estimate can reach against the URDF with fitted offsets.
 Also the node's cost from ``/diagnostics``: processing per sample, solve, whole update, backlog.
@@ -40,7 +40,7 @@ from inertia_id_ros.chain.whole_body_fit import (
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.core.whole_body import (
+from inertia_id_ros.core.whole_body_model import (
     BaseMotion,
     FTSensor,
     WholeBodyModel,
@@ -49,7 +49,7 @@ from inertia_id_ros.core.whole_body import (
 )
 from inertia_id_ros.msg import InertialParametersArray
 from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
-from inertia_id_ros.sim import whole_body as wb
+from inertia_id_ros.sim import whole_body_simulator as wb
 from inertia_id_ros.srv import Identify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,9 +1,10 @@
 """Whole-body identification: every URDF link of a floating-base robot, consistent, at scale.
 
-The rows of :class:`~inertia_id_ros.core.whole_body.WholeBodyModel` (base, internal F/T sensors,
-optional joint torques) are accumulated into normal equations (:func:`whole_body_problem`), the
-problem is **scaled** (:func:`scale_problem`) and solved (``lmi`` fast or cvxpy, ``pointmass``
-with OSQP, ``ols``) with a weak prior toward the URDF for the directions the data leave open.
+The rows of :class:`~inertia_id_ros.core.whole_body_model.WholeBodyModel` (base, internal F/T
+sensors, optional joint torques) are accumulated into normal equations
+(:func:`whole_body_problem`), the problem is **scaled** (:func:`scale_problem`) and solved (``lmi``
+fast or cvxpy, ``pointmass`` with OSQP, ``ols``) with a weak prior toward the URDF for the
+directions the data leave open.
 
 Scaling (FloBaRoID reports that unscaled SDPs fail at humanoid size): link ``k``'s ``θ`` is
 divided by ``[m, m ℓ (×3), m ℓ² (×6)]`` with ``m`` its URDF mass and ``ℓ² = tr(Σ)/m`` its URDF
@@ -48,7 +49,7 @@ from inertia_id_ros.core.weighting import (
     iterate_channel_weights,
     weighted_normal_equations,
 )
-from inertia_id_ros.core.whole_body import WholeBodyModel, WholeBodySamples
+from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.options import WHOLE_BODY_DEFAULT_PRIOR_WEIGHT as DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.options import WHOLE_BODY_DEFAULT_WEIGHTING, WHOLE_BODY_METHODS

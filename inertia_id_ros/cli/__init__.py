@@ -16,32 +16,32 @@ command runs, so that ``--help`` and argument errors are quick:
   joint weighting and prior weight chosen on the data, reported);
 - ``fit-whole-body``: every link of a floating-base robot from an IMU and several F/T sensors
   (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`; data:
-  :mod:`inertia_id_ros.io.whole_body`);
+  :mod:`inertia_id_ros.formats.whole_body_log`);
 - ``traversaro``: Traversaro et al. 2016's Table I reproduced in simulation
   (:mod:`inertia_id_ros.sim.traversaro2016`);
 - ``demo``: the live demo (simulator, node and client over DDS); see :mod:`inertia_id_ros.ros.demo`;
 - ``replay``: a ROS 2 bag through the node's estimator, update by update in bag time, to CSV, JSON
-  and a PNG report (:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`); with
-  ``--params-file`` the session the node builds from its parameter file (payload or whole_body
+  and a PNG report (:mod:`inertia_id_ros.offline.replay`, :mod:`inertia_id_ros.offline.report`);
+  with ``--params-file`` the session the node builds from its parameter file (payload or whole_body
   mode: a whole-body replay's JSON has fit-whole-body's fields for the final estimate and one
   record per update);
 - ``record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF) to replay, written
   directly (no DDS);
 - ``sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1; iCub suspended or on
-  a stand) with its truth (:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of it to replay
-  (``--bag``);
+  a stand) with its truth (:mod:`inertia_id_ros.sim.whole_body_simulator`), or a ROS 2 bag of it to
+  replay (``--bag``);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
-  filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.io.export`);
+  filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.formats.export`);
 - ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
   (:mod:`inertia_id_ros.motion.design`), or check one, against the limits, a workspace and
   obstacles;
 - ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
-  (:mod:`inertia_id_ros.io.validate`);
+  (:mod:`inertia_id_ros.offline.validation`);
 - ``keystore create``: a DDS-Security keystore so that only operators may call ``~/excite``
-  (:mod:`inertia_id_ros.io.keystore`).
+  (:mod:`inertia_id_ros.ros.keystore`).
 
 Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
-:mod:`inertia_id_ros.io.data`.
+:mod:`inertia_id_ros.formats.data`.
 ``--json OUT`` writes the result::
 
     {"method": str,
@@ -79,7 +79,7 @@ the efforts' delay as ``"torque_delay"`` (``delay_s``, the ``--links-result``'s)
 result's filter) as below.
 
 fit-payload, fit-links and fit-whole-body also write ``"findings"`` (the plausibility checks of
-:mod:`inertia_id_ros.io.plausibility`: ``kind``, ``subject``, ``severity``, ``message``,
+:mod:`inertia_id_ros.offline.plausibility`: ``kind``, ``subject``, ``severity``, ``message``,
 ``figures``), ``"refused"``, ``"residual_ratios"``, ``"identifiability"`` and (fit-links,
 fit-whole-body) ``"urdf_gains"``; a refusal before the fit writes only ``findings`` and
 ``refused``.

@@ -28,20 +28,22 @@ from inertia_id_ros.options import (
 if TYPE_CHECKING:
     import pinocchio as pin
 
-    from inertia_id_ros.io.data import JointStates
-    from inertia_id_ros.io.plausibility import Finding, Volume
-    from inertia_id_ros.io.recording import InputDescription, Recording
+    from inertia_id_ros.findings import Finding
+    from inertia_id_ros.formats.data import JointStates
+    from inertia_id_ros.formats.description import InputDescription, Recording
+    from inertia_id_ros.offline.plausibility import Volume
 
 LOG_FLAGS = ("time_unit", "angle_unit", "t_start", "t_end", "held_out_from", "hold")
 """The input-description flags: any of them (or ``--input``) reads the data through
-:mod:`inertia_id_ros.io.recording`."""
+:mod:`inertia_id_ros.formats.description`."""
 
 EXIT_NO_ESTIMATE = 1
 EXIT_BAD_INPUT = 2
 EXIT_IMPLAUSIBLE = 3
 """A check refused the input or the answer: a plausibility check
-(:mod:`inertia_id_ros.io.plausibility`; each refusal printed on stderr, naming the likely cause and
-the fix), or ``excite``'s limits (the motion breaks one: stderr names it and the amount)."""
+(:mod:`inertia_id_ros.offline.plausibility`; each refusal printed on stderr, naming the likely
+cause and the fix), or ``excite``'s limits (the motion breaks one: stderr names it and the
+amount)."""
 DATA_LIMITED = ("too_few_samples", "offset_not_identifiable")
 """Reasons of :class:`EstimateUnavailable` that mean the data cannot determine the estimate."""
 ESTIMATE_REFUSED = "REFUSED: the estimate above cannot be trusted (see the messages on stderr)"
@@ -196,7 +198,7 @@ def add_data_options(
     """The options of fit-payload, fit-payload-torques and fit-links: data (``--data`` or
     ``--bag``), URDF, method (one of its mode's ``methods``), JSON output, differentiation,
     held-out data (unless ``validate`` is False)."""
-    add_recording_options(parser, "recorded data, .npz or .csv (see inertia_id_ros.io.data)")
+    add_recording_options(parser, "recorded data, .npz or .csv (see inertia_id_ros.formats.data)")
     parser.add_argument(
         "--joint-states-topic",
         help=f"sensor_msgs/JointState topic of --bag ({DEFAULT_JOINT_STATES_TOPIC})",
@@ -330,7 +332,7 @@ def add_log_options(
 def read_joint_states(args: argparse.Namespace) -> tuple[JointStates, str]:
     """``(joint states, source)`` of ``--data`` or of ``--bag`` (its ``--joint-states-topic``):
     the recorded joint states and the file or bag they come from."""
-    from inertia_id_ros.io.data import read_joint_bag, read_joint_file
+    from inertia_id_ros.formats.data import read_joint_bag, read_joint_file
 
     if args.data is not None:
         return read_joint_file(args.data), args.data
@@ -359,7 +361,7 @@ def input_description(
     to ``flip``."""
     import dataclasses
 
-    from inertia_id_ros.io.recording import InputDescription
+    from inertia_id_ros.formats.description import InputDescription
 
     if args.input is not None:
         given = [
@@ -425,7 +427,7 @@ def _load(description: InputDescription, model: pin.Model, urdf: str) -> Recordi
     """The recording of ``description``; its notes printed on stderr."""
     import sys
 
-    from inertia_id_ros.io.recording import load_recording
+    from inertia_id_ros.formats.description import load_recording
 
     recording = load_recording(description, list(model.names)[1:], urdf)
     for note in recording.notes:
@@ -442,7 +444,7 @@ def read_log(
 ) -> tuple[Recording, Recording | None]:
     """``(train, held_out)`` of the input description (:func:`input_description`) for
     ``model``."""
-    from inertia_id_ros.io.recording import split_recording
+    from inertia_id_ros.formats.description import split_recording
 
     description = input_description(args, sensor_frame, flip_wrench_sign)
     return split_recording(_load(description, model, urdf), description)
@@ -505,7 +507,7 @@ def add_plausibility_options(parser: argparse.ArgumentParser, payload_frame: str
 def payload_volume_of(args: argparse.Namespace) -> Volume:
     """The payload's bounding volume of ``--payload-sphere`` / ``--payload-box``
     (:func:`add_plausibility_options`)."""
-    from inertia_id_ros.io.plausibility import payload_volume
+    from inertia_id_ros.offline.plausibility import payload_volume
 
     if args.payload_sphere is not None and not args.payload_sphere > 0:
         raise InputError(f"--payload-sphere must be > 0 m, got {args.payload_sphere}")
@@ -539,7 +541,7 @@ def input_findings(
     """Units of a recording before any fit: its stamps (and ``extra_stamps``, {what: stamps})
     and the positions of ``joints`` against the URDF limits (joints of one coordinate: a
     continuous joint's angle is not checked)."""
-    from inertia_id_ros.io.plausibility import check_time_units, position_unit_findings
+    from inertia_id_ros.formats.units import check_time_units, position_unit_findings
 
     findings = check_time_units(states.t, "joint state stamps")
     for what, stamps in (extra_stamps or {}).items():
@@ -556,7 +558,7 @@ def report_findings(
     :data:`EXIT_IMPLAUSIBLE` if one refuses, else 0."""
     import sys
 
-    from inertia_id_ros.io.plausibility import refused
+    from inertia_id_ros.findings import refused
 
     for finding in findings:
         print(f"inertia-id {command}: {finding.text()}", file=sys.stderr)

@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
         check_speed_scale(args.speed_scale)
     except ExcitationRefused as e:
         raise InputError(f"--speed-scale: {e}") from None
-    from inertia_id_ros.io.keystore import temporary_keystore
     from inertia_id_ros.ros.demo import run_demo, run_excite_demo  # ROS only where needed
+    from inertia_id_ros.ros.keystore import temporary_keystore
 
     with temporary_keystore() if args.secure else nullcontext() as keystore:
         try:

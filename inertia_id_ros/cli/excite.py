@@ -236,8 +236,8 @@ def run(args: argparse.Namespace) -> int:
         return _check(args)
     import numpy as np
 
-    from inertia_id_ros.io.information import recording_information
     from inertia_id_ros.motion.design import design_excitation, motion_limits
+    from inertia_id_ros.offline.information import recording_information
 
     missing = [
         option

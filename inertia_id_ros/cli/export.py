@@ -1,6 +1,6 @@
 """``inertia-id export``: a result's body into a new URDF (a link's ``<inertial>``) and a
 gravity-compensation filter parameter file, UR/franka/KUKA payload settings
-(:mod:`inertia_id_ros.io.export`)."""
+(:mod:`inertia_id_ros.formats.export`)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the files asked for; the exit code."""
     from inertia_id_ros.core.inertia import inertia_from_theta
-    from inertia_id_ros.io.export import (
+    from inertia_id_ros.formats.export import (
         DEFAULT_GRAVITY,
         export_urdf,
         gravity_compensation_yaml,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from inertia_id_ros.chain.identify import LinkIdentification
     from inertia_id_ros.chain.links import LinkModel
-    from inertia_id_ros.io.data import JointStates
+    from inertia_id_ros.formats.data import JointStates
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -112,15 +112,15 @@ def run(args: argparse.Namespace) -> int:
     )
     from inertia_id_ros.chain.identify import identify_links
     from inertia_id_ros.chain.links import torque_error
-    from inertia_id_ros.io.data import check_joints
-    from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.plausibility import (
+    from inertia_id_ros.formats.data import check_joints
+    from inertia_id_ros.formats.export import body_json
+    from inertia_id_ros.offline.plausibility import (
         ellipsoids_of,
         link_filter_findings,
         link_volumes,
         volumes_holding,
     )
-    from inertia_id_ros.io.validate import validate_after_fit
+    from inertia_id_ros.offline.validation import validate_after_fit
 
     common.check_data_source(args)
     common.check_bounding_ellipsoid(args)
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         )
     check_joints(states, list(model.names)[1:], joints, source)
     if held:
-        from inertia_id_ros.io.recording import joints_coupled
+        from inertia_id_ros.formats.description import joints_coupled
 
         coupled = joints_coupled(model, {**states.mean_positions(), **held}, joints, list(held))
         if coupled:
@@ -285,7 +285,7 @@ def _findings_after_fit(
 
     from inertia_id_ros.chain.identify import MAX_TILT
     from inertia_id_ros.chain.links import base_parameters
-    from inertia_id_ros.io.plausibility import (
+    from inertia_id_ros.offline.plausibility import (
         identifiability_json,
         identifiability_lines,
         links_gain_findings,

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pinocchio as pin
 
-    from inertia_id_ros.io.data import PayloadRecording
+    from inertia_id_ros.formats.data import PayloadRecording
     from inertia_id_ros.online.payload_estimator import PayloadEstimator
 
 FEED_BLOCK_SEC = 0.5
@@ -134,7 +134,7 @@ def _check_prior_options(args: argparse.Namespace) -> None:
 
 def _payload_prior(args: argparse.Namespace, model: pin.Model) -> np.ndarray | None:
     """The prior of ``--prior`` or ``--prior-link`` (``None`` without one)."""
-    from inertia_id_ros.io.prior import prior_from_link, prior_from_result
+    from inertia_id_ros.formats.prior import prior_from_link, prior_from_result
 
     try:
         if args.prior:
@@ -153,7 +153,7 @@ def _findings_after_fit(
     """``(findings, lines, JSON)`` of a payload fit: residuals against the unconstrained fit,
     the bounding volume, how well the data determine it; the JSON's ``"residual_ratios"`` and
     ``"identifiability"``."""
-    from inertia_id_ros.io.plausibility import (
+    from inertia_id_ros.offline.plausibility import (
         identifiability_json,
         identifiability_lines,
         payload_base_parameters,
@@ -175,14 +175,14 @@ def _findings_after_fit(
 def run(args: argparse.Namespace) -> int:
     """Fit the payload; the exit code."""
     from inertia_id_ros.core.kinematics import SensorKinematics
-    from inertia_id_ros.io.data import (
+    from inertia_id_ros.formats.data import (
         check_joints,
         check_wrench_frame,
         read_payload_bag,
         read_payload_file,
     )
-    from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.validate import validate_after_fit
+    from inertia_id_ros.formats.export import body_json
+    from inertia_id_ros.offline.validation import validate_after_fit
     from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
 
     common.check_data_source(args)

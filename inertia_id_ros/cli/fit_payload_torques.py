@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.chain.links import JointTorqueData, LinkModel
-    from inertia_id_ros.io.data import JointStates
+    from inertia_id_ros.formats.data import JointStates
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -147,9 +147,9 @@ def _torque_data(
 ) -> tuple[np.ndarray, JointTorqueData]:
     """``(t, data)``: the chain's columns of ``states`` with accelerations (recorded, else
     differentiated: ``differentiation`` the keyword arguments of
-    :func:`~inertia_id_ros.io.data.with_derivatives`)."""
+    :func:`~inertia_id_ros.formats.data.with_derivatives`)."""
     from inertia_id_ros.chain.links import JointTorqueData
-    from inertia_id_ros.io.data import with_derivatives
+    from inertia_id_ros.formats.data import with_derivatives
 
     full = with_derivatives(states, **differentiation)
     columns = [full.joint_names.index(j) for j in joints]
@@ -228,11 +228,11 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.chain.differentiation import payload_half_width, sample_period
     from inertia_id_ros.chain.payload_from_torques import difference_runs, fit_payload
     from inertia_id_ros.core.robots import frame_id
-    from inertia_id_ros.io.data import check_joints
-    from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.link_result import read_link_result
-    from inertia_id_ros.io.plausibility import link_filter_findings, volume_findings
-    from inertia_id_ros.io.validate import differentiation_of
+    from inertia_id_ros.formats.data import check_joints
+    from inertia_id_ros.formats.export import body_json
+    from inertia_id_ros.formats.link_result import read_link_result
+    from inertia_id_ros.offline.plausibility import link_filter_findings, volume_findings
+    from inertia_id_ros.offline.validation import differentiation_of
 
     common.check_data_source(args)
     common.check_bounding_ellipsoid(args)

@@ -1,6 +1,6 @@
 """``inertia-id fit-whole-body``: every link of a floating-base robot from an IMU and several F/T
 sensors (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`; data:
-:mod:`inertia_id_ros.io.whole_body`)."""
+:mod:`inertia_id_ros.formats.whole_body_log`)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
-    from inertia_id_ros.core.whole_body import WholeBodyModel
-    from inertia_id_ros.io.whole_body import WholeBodyRecording
+    from inertia_id_ros.core.whole_body_model import WholeBodyModel
+    from inertia_id_ros.formats.whole_body_log import WholeBodyRecording
 
 PINNED = "pinned at 0 kg (not identified)"
 """A link's identifiability when its mass sits at its bound (never "identified")."""
@@ -37,7 +37,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         run,
         help="identify every link of a floating-base robot from an IMU and several F/T sensors",
     )
-    common.add_recording_options(whole, "recorded data, .npz (see inertia_id_ros.io.whole_body)")
+    common.add_recording_options(
+        whole, "recorded data, .npz (see inertia_id_ros.formats.whole_body_log)"
+    )
     whole.add_argument(
         "--ft",
         action="append",
@@ -153,19 +155,19 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from inertia_id_ros.chain.whole_body_fit import fit_whole_body, holdout_comparison
-    from inertia_id_ros.io.plausibility import (
-        check_time_units,
+    from inertia_id_ros.formats.units import check_time_units
+    from inertia_id_ros.formats.whole_body_log import (
+        read_whole_body_bag,
+        read_whole_body_file,
+        whole_body_inputs,
+        whole_body_json,
+    )
+    from inertia_id_ros.offline.plausibility import (
         ellipsoids_of,
         free_fall_finding,
         identifiability_lines,
         link_volumes,
         volumes_holding,
-    )
-    from inertia_id_ros.io.whole_body import (
-        read_whole_body_bag,
-        read_whole_body_file,
-        whole_body_inputs,
-        whole_body_json,
     )
 
     if args.prior_weight < 0:
@@ -249,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
         estimate_contact_offsets=args.estimate_contact_offsets,
     )
     if held:
-        from inertia_id_ros.io.recording import rows_moved_by
+        from inertia_id_ros.formats.description import rows_moved_by
 
         moved = rows_moved_by(model, samples, list(held), args.efforts)
         if moved:
@@ -377,7 +379,7 @@ def _findings_after_fit(
     """``(findings, JSON)``: each sensor's wrenches against the URDF's (a sign), residuals per
     sensor against the unconstrained fit, masses pinned at zero, the links' bounding volumes;
     the JSON's ``"urdf_gains"`` and ``"residual_ratios"``."""
-    from inertia_id_ros.io.plausibility import (
+    from inertia_id_ros.offline.plausibility import (
         pinned_mass_findings,
         volume_findings,
         whole_body_gain_findings,
@@ -411,11 +413,11 @@ def _tilt_line(
 ) -> str:
     """The fixed frame and its tilt as used; with IMU data, the IMU's mean tilt beside it (a
     warning on stderr when ``--imu-tilt check`` finds them further apart than
-    :data:`~inertia_id_ros.core.whole_body.TILT_CHECK_TOLERANCE`)."""
+    :data:`~inertia_id_ros.core.whole_body_model.TILT_CHECK_TOLERANCE`)."""
     import numpy as np
 
-    from inertia_id_ros.core.whole_body import TILT_CHECK_TOLERANCE, tilt_difference
-    from inertia_id_ros.io.whole_body import imu_fixed_tilt
+    from inertia_id_ros.core.whole_body_model import TILT_CHECK_TOLERANCE, tilt_difference
+    from inertia_id_ros.formats.whole_body_log import imu_fixed_tilt
 
     frame = model.fixed_frame or "the URDF root"
     given = np.degrees(model.fixed_tilt)

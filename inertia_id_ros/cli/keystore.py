@@ -1,5 +1,5 @@
 """``inertia-id keystore create``: a DDS-Security keystore for the node, the simulator, operators
-and observers (:mod:`inertia_id_ros.io.keystore`)."""
+and observers (:mod:`inertia_id_ros.ros.keystore`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 
 from inertia_id_ros.cli.common import add_command
 from inertia_id_ros.errors import InputError
-from inertia_id_ros.io.keystore import (
+from inertia_id_ros.ros.keystore import (
     DEFAULT_OBSERVER,
     DEFAULT_OPERATOR,
     DEFAULT_VALID_DAYS,
@@ -65,7 +65,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Create the keystore and print how to use it; the exit code."""
-    from inertia_id_ros.io.keystore import create_keystore, ros_domain_id
+    from inertia_id_ros.ros.keystore import create_keystore, ros_domain_id
 
     domain_id = ros_domain_id() if args.domain_id is None else args.domain_id
     if not 0 <= domain_id <= 232:

@@ -65,9 +65,9 @@ ROBOTS = ("panda", "panda_torques")
 
 def run(args: argparse.Namespace) -> int:
     """Write the bag (and the truth); the exit code."""
-    from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.replay import record_simulation
+    from inertia_id_ros.formats.export import body_json
     from inertia_id_ros.sim.payload import grasped_payload_theta
+    from inertia_id_ros.sim.recorders import record_simulation
 
     if args.robot == "panda_torques":
         return _record_joint_torques(args)
@@ -116,9 +116,9 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from inertia_id_ros.core.robots import example_robot_urdf
-    from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.link_result import link_result_json
-    from inertia_id_ros.io.replay import record_joint_torques
+    from inertia_id_ros.formats.export import body_json
+    from inertia_id_ros.formats.link_result import link_result_json
+    from inertia_id_ros.sim.recorders import record_joint_torques
     from inertia_id_ros.sim.torques import panda_payload_torque_simulators
 
     if args.grasp_at is not None:

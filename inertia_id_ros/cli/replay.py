@@ -1,10 +1,10 @@
 """``inertia-id replay``: a ROS 2 bag (or a log an input description reads: ``--input``) through
 the node's estimator, update by update in bag time, to CSV, JSON and a PNG report
-(:mod:`inertia_id_ros.io.replay`, :mod:`inertia_id_ros.io.report`); with ``--params-file`` the
-session the node builds from its parameter file, in any mode with a replay
+(:mod:`inertia_id_ros.offline.replay`, :mod:`inertia_id_ros.offline.report`); with
+``--params-file`` the session the node builds from its parameter file, in any mode with a replay
 (:meth:`~inertia_id_ros.modes.Mode.replay`). The input's units and the final estimate's
-plausibility findings are printed (:mod:`inertia_id_ros.io.plausibility`); exit 3 when one refuses
-it, as the fit commands."""
+plausibility findings are printed (:mod:`inertia_id_ros.offline.plausibility`); exit 3 when one
+refuses it, as the fit commands."""
 
 from __future__ import annotations
 
@@ -182,12 +182,12 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
     """The replay of the session the node builds from ``--params-file`` (overridden by ``-p``
     and the options of :data:`_REPLAY_PARAMETERS` and :data:`_REPLAY_FLAGS`): the mode's
     (:meth:`~inertia_id_ros.modes.Mode.replay`: a
-    :class:`~inertia_id_ros.io.replay.ReplayUpdates`) of the bag or of ``--input``'s log."""
+    :class:`~inertia_id_ros.offline.replay.ReplayUpdates`) of the bag or of ``--input``'s log."""
     import yaml
 
     from inertia_id_ros.errors import StartupError
-    from inertia_id_ros.io.replay import bag_robot_description
     from inertia_id_ros.modes.base import load_robot, urdf_file
+    from inertia_id_ros.offline.replay import bag_robot_description
     from inertia_id_ros.ros.parameters import (
         build_session,
         parameters_from_file,
@@ -258,7 +258,7 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
 
 def _description_bag(path: str) -> str | None:
     """The first bag the input description ``path`` reads (``None`` if it reads none)."""
-    from inertia_id_ros.io.recording import InputDescription
+    from inertia_id_ros.formats.description import InputDescription
 
     streams = InputDescription.from_yaml(path).streams.values()
     return next((str(stream.file) for stream in streams if stream.is_bag), None)
@@ -279,9 +279,9 @@ def _read_input(args: argparse.Namespace, model: Any, urdf: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Replay the bag or the described log; the exit code."""
-    from inertia_id_ros.io.export import read_body
-    from inertia_id_ros.io.plausibility import refused
-    from inertia_id_ros.io.replay import LinksReplay, WholeBodyReplay, replay_bag
+    from inertia_id_ros.findings import refused
+    from inertia_id_ros.formats.export import read_body
+    from inertia_id_ros.offline.replay import LinksReplay, WholeBodyReplay, replay_bag
 
     if args.update_rate is not None and not args.update_rate > 0:
         raise InputError(f"--update-rate must be > 0 Hz, got {args.update_rate}")
@@ -344,8 +344,8 @@ def _report_payload_replay(args: argparse.Namespace, replay: Any, truth: Any) ->
     import numpy as np
 
     from inertia_id_ros.core.inertia import inertia_from_theta
-    from inertia_id_ros.io.export import body_json
-    from inertia_id_ros.io.replay import change_record, update_record, write_csv
+    from inertia_id_ros.formats.export import body_json
+    from inertia_id_ros.offline.replay import change_record, update_record, write_csv
 
     if args.csv:
         write_output(args.csv, lambda path: write_csv(replay, path))
@@ -388,7 +388,7 @@ def _report_payload_replay(args: argparse.Namespace, replay: Any, truth: Any) ->
             },
         )
     if args.png:
-        from inertia_id_ros.io.report import plot_replay
+        from inertia_id_ros.offline.report import plot_replay
 
         write_output(
             args.png, lambda path: plot_replay(replay, path, None if truth is None else truth.theta)
@@ -438,8 +438,8 @@ def _replay_without_estimate(replay: Any) -> int:
 def _report_whole_body_replay(args: argparse.Namespace, replay: Any, elapsed: float) -> int:
     """CSV, JSON and the printed summary of a whole-body replay (``elapsed``: its wall time, s);
     the exit code."""
-    from inertia_id_ros.io.replay import whole_body_update_record, write_whole_body_csv
-    from inertia_id_ros.io.whole_body import whole_body_estimate_json
+    from inertia_id_ros.formats.whole_body_log import whole_body_estimate_json
+    from inertia_id_ros.offline.replay import whole_body_update_record, write_whole_body_csv
 
     if args.csv:
         write_output(args.csv, lambda path: write_whole_body_csv(replay, path))
@@ -507,8 +507,8 @@ def _report_links_replay(args: argparse.Namespace, replay: Any, elapsed: float) 
     """CSV, JSON (a fit-links result: the payload-torques mode's ``torques_links_result``) and
     the printed summary of a links replay (``elapsed``: its wall time, s); the exit code."""
     from inertia_id_ros.core.inertia import check_consistency
-    from inertia_id_ros.io.link_result import link_result_json
-    from inertia_id_ros.io.replay import links_update_record, write_links_csv
+    from inertia_id_ros.formats.link_result import link_result_json
+    from inertia_id_ros.offline.replay import links_update_record, write_links_csv
 
     if args.csv:
         write_output(args.csv, lambda path: write_links_csv(replay, path))

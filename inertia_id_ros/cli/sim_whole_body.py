@@ -1,6 +1,6 @@
 """``inertia-id sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1; iCub
 suspended, on a stand or balancing on one sole) with its truth
-(:mod:`inertia_id_ros.sim.whole_body`), or a ROS 2 bag of it to replay (``--bag``)."""
+(:mod:`inertia_id_ros.sim.whole_body_simulator`), or a ROS 2 bag of it to replay (``--bag``)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the NPZ and/or the bag; the exit code."""
-    from inertia_id_ros.sim.whole_body import ROBOTS, write_recording
+    from inertia_id_ros.sim.whole_body_simulator import ROBOTS, write_recording
 
     if not (args.duration > 0 and args.rate > 0):
         raise InputError(f"--duration and --rate must be > 0, got {args.duration}, {args.rate}")
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         )
         written.append(f"{args.out} ({data['true_theta'].shape[0]} true links)")
     if args.bag is not None:
-        from inertia_id_ros.io.replay import record_whole_body
+        from inertia_id_ros.sim.recorders import record_whole_body
 
         try:
             topics = record_whole_body(

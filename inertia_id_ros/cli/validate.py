@@ -1,5 +1,5 @@
 """``inertia-id validate``: a result's prediction errors on held-out data vs the URDF and plain
-OLS (:mod:`inertia_id_ros.io.validate`)."""
+OLS (:mod:`inertia_id_ros.offline.validation`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
-    from inertia_id_ros.io.validate import DataSource
+    from inertia_id_ros.offline.validation import DataSource
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -68,8 +68,8 @@ def _described(
     """``(held_out, train)`` of ``--input``: its held-out part and training part when it splits,
     else all of it and ``--train``."""
     from inertia_id_ros.cli.common import load_urdf_model
-    from inertia_id_ros.io.recording import InputDescription, load_recording, split_recording
-    from inertia_id_ros.io.validate import DataSource
+    from inertia_id_ros.formats.description import InputDescription, load_recording, split_recording
+    from inertia_id_ros.offline.validation import DataSource
 
     if args.urdf is None:
         raise InputError("--input needs --urdf (the log's joints are mapped to the URDF's)")
@@ -91,8 +91,8 @@ def _described(
 
 def run(args: argparse.Namespace) -> int:
     """Print (and write) the errors; the exit code."""
-    from inertia_id_ros.io import validate
-    from inertia_id_ros.io.export import read_result
+    from inertia_id_ros.formats.export import read_result
+    from inertia_id_ros.offline import validation as validate
 
     result = read_result(args.result, InputError)
     topics = {

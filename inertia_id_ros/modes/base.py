@@ -25,9 +25,9 @@ from inertia_id_ros.errors import ConfigError, StartupError
 from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS, METHOD_NAMES
 
 if TYPE_CHECKING:
-    from inertia_id_ros.io.plausibility import Volume
-    from inertia_id_ros.io.replay import ReplayLog
     from inertia_id_ros.motion.run import RunConfig
+    from inertia_id_ros.offline.plausibility import Volume
+    from inertia_id_ros.offline.replay import ReplayLog
     from inertia_id_ros.online.session import Session
 
 MAX_WINDOW_MEMORY_BYTES = 2 * 1024**3
@@ -109,10 +109,10 @@ class Mode(abc.ABC):
     - ``parameters``: its own node parameters (names shared with another mode must have the same
       spec); ``default_weighting``: the ``weighting`` when the parameter is empty (the
       estimator's default); ``methods``: the methods that solve its problem;
-    - ``node_io``: ``"package.module:Class"`` of its ROS wiring under ``inertia_id_ros.ros`` (or
+    - ``wiring``: ``"package.module:Class"`` of its ROS wiring under ``inertia_id_ros.ros`` (or
       beside the mode, for a mode outside the package), imported by the node only: the class
       takes ``(node, session, settings, sensor_qos)`` (see
-      :class:`inertia_id_ros.ros.modes.base.ModeIO`);
+      :class:`inertia_id_ros.ros.wiring.base.ModeWiring`);
     - ``commands``: its ``inertia-id`` subcommand modules (``add_parser``, ``run``);
       ``replay_options``: the options of ``inertia-id replay`` that apply to its replays.
 
@@ -126,7 +126,7 @@ class Mode(abc.ABC):
     parameters: tuple[ParameterSpec, ...] = ()
     default_weighting: str
     methods: tuple[str, ...] = METHOD_NAMES
-    node_io: str
+    wiring: str
     commands: tuple[str, ...] = ()
     replay_options: tuple[str, ...] = ()
 
@@ -178,8 +178,8 @@ class Mode(abc.ABC):
     def replay(self, log: ReplayLog, session: Session, settings: NodeSettings) -> Any:
         """``log`` (a bag's path, or a log loaded through an input description) through
         ``session`` as the node would run it (``inertia-id replay --params-file``): a
-        :class:`~inertia_id_ros.io.replay.ReplayUpdates`; raises :class:`ConfigError` for a mode
-        that has no replay."""
+        :class:`~inertia_id_ros.offline.replay.ReplayUpdates`; raises :class:`ConfigError` for a
+        mode that has no replay."""
         raise ConfigError(f"replay does not run the {self.name} mode")
 
     @property
@@ -278,7 +278,7 @@ def bounding_volume_parameters(
 def read_bounding_volume(values: Mapping[str, Any], prefix: str) -> Volume:
     """The payload's volume (m) of the parameters of :func:`bounding_volume_parameters`, which
     its findings name; StartupError naming the one that is not > 0."""
-    from inertia_id_ros.io.plausibility import payload_volume
+    from inertia_id_ros.offline.plausibility import payload_volume
 
     sphere, box = values[f"{prefix}_bounding_sphere"], values[f"{prefix}_bounding_box"]
     if not positive(sphere):

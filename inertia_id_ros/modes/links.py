@@ -1,7 +1,7 @@
 """The ``links`` mode: a chain's links and joint drives, from joint states with efforts.
 
 Session: :class:`~inertia_id_ros.online.session.LinkSession`; ROS wiring:
-:class:`inertia_id_ros.ros.modes.links.LinksIO`; ``~/excite`` designs for the ``links`` target;
+:class:`inertia_id_ros.ros.wiring.links.LinksWiring`; ``~/excite`` designs for the ``links`` target;
 ``inertia-id fit-links``; replays of joint states with efforts (a bag, or a described log).
 """
 
@@ -25,7 +25,7 @@ from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT, LINKS_DEFAULT_WEIGHTING
 if TYPE_CHECKING:
     from inertia_id_ros.chain.actuators import ActuatorConfig
     from inertia_id_ros.chain.links import LinkModel
-    from inertia_id_ros.io.replay import ReplayLog
+    from inertia_id_ros.offline.replay import ReplayLog
     from inertia_id_ros.online.session import LinkSession
 
 
@@ -36,7 +36,7 @@ class LinksMode(Mode):
     title = "Links mode"
     summary = "a chain's links and joint drives, from joint states with efforts"
     default_weighting = LINKS_DEFAULT_WEIGHTING
-    node_io = "inertia_id_ros.ros.modes.links:LinksIO"
+    wiring = "inertia_id_ros.ros.wiring.links:LinksWiring"
     commands = ("inertia_id_ros.cli.fit_links",)
 
     parameters = (
@@ -121,8 +121,8 @@ class LinksMode(Mode):
         return ExcitationTarget(chain.model, tuple(chain.joint_names), "links")
 
     def replay(self, log: ReplayLog, session: LinkSession, settings: NodeSettings) -> Any:
-        """:func:`~inertia_id_ros.io.replay.replay_links` on the joint-state topic."""
-        from inertia_id_ros.io.replay import replay_links
+        """:func:`~inertia_id_ros.offline.replay.replay_links` on the joint-state topic."""
+        from inertia_id_ros.offline.replay import replay_links
 
         return replay_links(log, session, settings.update_rate_hz, settings.joint_states_topic)
 
@@ -175,12 +175,12 @@ def link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorCon
 def link_ellipsoids(settings: NodeSettings, model: LinkModel) -> list[Any]:
     """Per link of ``model``, the 4x4 ``Q`` of the ellipsoid around its URDF collision
     geometry where that holds its URDF inertial, else ``None``
-    (:func:`~inertia_id_ros.io.plausibility.volumes_holding`; the URDF of ``urdf_path``,
+    (:func:`~inertia_id_ros.offline.plausibility.volumes_holding`; the URDF of ``urdf_path``,
     ``robot_description`` or ``chain_config``)."""
     import numpy as np
 
     from inertia_id_ros.chain.actuators import ChainConfig
-    from inertia_id_ros.io import plausibility
+    from inertia_id_ros.offline import plausibility
 
     own: LinksSettings = settings.mode_settings
     chain_urdf = str(ChainConfig.load(own.chain_config).urdf_path()) if own.chain_config else None

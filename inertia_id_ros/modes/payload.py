@@ -1,7 +1,7 @@
 """The ``payload`` mode: the body beyond an F/T sensor, from joint states and wrenches.
 
 Session: :class:`~inertia_id_ros.online.session.PayloadSession` (change detection, tare); ROS
-wiring: :class:`inertia_id_ros.ros.modes.payload.PayloadIO`; ``~/excite`` designs for the
+wiring: :class:`inertia_id_ros.ros.wiring.payload.PayloadWiring`; ``~/excite`` designs for the
 ``payload`` target; ``inertia-id fit-payload``; replays of joint states and wrenches (a bag, or
 a described log).
 """
@@ -30,8 +30,8 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
-    from inertia_id_ros.io.plausibility import Volume
-    from inertia_id_ros.io.replay import ReplayLog
+    from inertia_id_ros.offline.plausibility import Volume
+    from inertia_id_ros.offline.replay import ReplayLog
     from inertia_id_ros.online.session import PayloadSession
 
 WINDOW_SHAPE = (6, 16)
@@ -45,7 +45,7 @@ class PayloadMode(Mode):
     title = "Payload mode"
     summary = "the body beyond an F/T sensor, from joint states and wrenches"
     default_weighting = PAYLOAD_DEFAULT_WEIGHTING
-    node_io = "inertia_id_ros.ros.modes.payload:PayloadIO"
+    wiring = "inertia_id_ros.ros.wiring.payload:PayloadWiring"
     commands = ("inertia_id_ros.cli.fit_payload",)
     replay_options = (
         "sensor_frame",
@@ -152,7 +152,7 @@ class PayloadMode(Mode):
     def check_settings(self, settings: NodeSettings) -> None:
         """The sensor frame is required; the window's memory; what can be checked of
         ``payload_prior`` without the URDF (the rest: :meth:`build_session`)."""
-        from inertia_id_ros.io.prior import NO_PRIOR
+        from inertia_id_ros.formats.prior import NO_PRIOR
         from inertia_id_ros.online.payload_estimator import check_prior_available
 
         own: PayloadSettings = settings.mode_settings
@@ -172,7 +172,7 @@ class PayloadMode(Mode):
         """The sensor's kinematics, the prior (``payload_prior`` resolved), the bounding
         ellipsoid (``bounding_ellipsoid``), the session."""
         from inertia_id_ros.core.kinematics import SensorKinematics
-        from inertia_id_ros.io.prior import resolve_payload_prior
+        from inertia_id_ros.formats.prior import resolve_payload_prior
         from inertia_id_ros.online.payload_estimator import check_prior_available
         from inertia_id_ros.online.session import payload_session
 
@@ -221,10 +221,10 @@ class PayloadMode(Mode):
         )
 
     def replay(self, log: ReplayLog, session: PayloadSession, settings: NodeSettings) -> Any:
-        """:func:`~inertia_id_ros.io.replay.replay_payload` on the joint-state and wrench
+        """:func:`~inertia_id_ros.offline.replay.replay_payload` on the joint-state and wrench
         topics, the final estimate checked against ``payload_bounding_sphere`` or
         ``payload_bounding_box``."""
-        from inertia_id_ros.io.replay import replay_payload
+        from inertia_id_ros.offline.replay import replay_payload
 
         own: PayloadSettings = settings.mode_settings
         return replay_payload(

@@ -3,8 +3,8 @@ joint states with efforts, minus a link model (a ``fit-links`` result, or the UR
 
 Session: :class:`~inertia_id_ros.online.session.PayloadTorqueSession` (change detection on the
 joints' torque residuals, a tare of the joints' torque offsets); ROS wiring:
-:class:`inertia_id_ros.ros.modes.payload_torques.PayloadTorquesIO`; ``~/excite`` designs for the
-``payload`` target beyond the frame; ``inertia-id fit-payload-torques``; replays of joint states
+:class:`inertia_id_ros.ros.wiring.payload_torques.PayloadTorquesWiring`; ``~/excite`` designs for
+the ``payload`` target beyond the frame; ``inertia-id fit-payload-torques``; replays of joint states
 with efforts (a bag, or a described log).
 """
 
@@ -40,8 +40,9 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.chain.links import LinkModel
-    from inertia_id_ros.io.plausibility import Finding, Volume
-    from inertia_id_ros.io.replay import ReplayLog
+    from inertia_id_ros.findings import Finding
+    from inertia_id_ros.offline.plausibility import Volume
+    from inertia_id_ros.offline.replay import ReplayLog
     from inertia_id_ros.online.session import PayloadTorqueSession
 
 
@@ -63,7 +64,7 @@ class PayloadTorquesMode(Mode):
     default_weighting = PAYLOAD_DEFAULT_WEIGHTING
     methods = tuple(m for m in METHOD_NAMES if m != "cad_prior")
     """No parameter gives the payload's CAD values: every method but ``cad_prior``."""
-    node_io = "inertia_id_ros.ros.modes.payload_torques:PayloadTorquesIO"
+    wiring = "inertia_id_ros.ros.wiring.payload_torques:PayloadTorquesWiring"
     commands = ("inertia_id_ros.cli.fit_payload_torques",)
     replay_options = ("png", "truth")
 
@@ -212,10 +213,10 @@ class PayloadTorquesMode(Mode):
         )
 
     def replay(self, log: ReplayLog, session: PayloadTorqueSession, settings: NodeSettings) -> Any:
-        """:func:`~inertia_id_ros.io.replay.replay_payload_torques` on the joint-state topic, the
-        final estimate checked against ``torques_bounding_sphere`` or ``torques_bounding_box``,
+        """:func:`~inertia_id_ros.offline.replay.replay_payload_torques` on the joint-state topic,
+        the final estimate checked against ``torques_bounding_sphere`` or ``torques_bounding_box``,
         the link model against the filter (:meth:`PayloadTorquesSettings.link_model_findings`)."""
-        from inertia_id_ros.io.replay import replay_payload_torques
+        from inertia_id_ros.offline.replay import replay_payload_torques
 
         own: PayloadTorquesSettings = settings.mode_settings
         replay = replay_payload_torques(
@@ -246,11 +247,11 @@ class PayloadTorquesSettings:
     ``torques_bounding_box``)."""
 
     def link_model_findings(self) -> list[Finding]:
-        """:func:`~inertia_id_ros.io.plausibility.link_filter_findings` of
+        """:func:`~inertia_id_ros.offline.plausibility.link_filter_findings` of
         ``torques_links_result`` against ``torques_filter_half_width``; none without a result
         (a file that cannot be read: :func:`link_model` refuses it)."""
-        from inertia_id_ros.io.export import read_result
-        from inertia_id_ros.io.plausibility import link_filter_findings
+        from inertia_id_ros.formats.export import read_result
+        from inertia_id_ros.offline.plausibility import link_filter_findings
 
         if not self.links_result:
             return []
@@ -280,7 +281,7 @@ def link_model(settings: NodeSettings) -> tuple[LinkModel, np.ndarray]:
     from inertia_id_ros.chain.actuators import effort_scales
     from inertia_id_ros.chain.friction import JointDrive
     from inertia_id_ros.chain.links import LinkModel
-    from inertia_id_ros.io.link_result import read_link_result
+    from inertia_id_ros.formats.link_result import read_link_result
 
     own: PayloadTorquesSettings = settings.mode_settings
     robot = load_robot(settings)

@@ -2,7 +2,7 @@
 states, an IMU and several F/T sensors.
 
 Session: :class:`~inertia_id_ros.online.session.WholeBodySession`; ROS wiring:
-:class:`inertia_id_ros.ros.modes.whole_body.WholeBodyIO`; no ``~/excite`` (no wizard for a
+:class:`inertia_id_ros.ros.wiring.whole_body.WholeBodyWiring`; no ``~/excite`` (no wizard for a
 floating base); ``inertia-id fit-whole-body``; replays of joint states, an IMU and F/T sensors
 (a bag, or a described log).
 """
@@ -36,7 +36,7 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
-    from inertia_id_ros.io.replay import ReplayLog
+    from inertia_id_ros.offline.replay import ReplayLog
     from inertia_id_ros.online.session import WholeBodySession
 
 
@@ -50,7 +50,7 @@ class WholeBodyMode(Mode):
     )
     default_weighting = WHOLE_BODY_DEFAULT_WEIGHTING
     methods = WHOLE_BODY_METHODS
-    node_io = "inertia_id_ros.ros.modes.whole_body:WholeBodyIO"
+    wiring = "inertia_id_ros.ros.wiring.whole_body:WholeBodyWiring"
     commands = ("inertia_id_ros.cli.fit_whole_body",)
 
     parameters = (
@@ -257,8 +257,8 @@ class WholeBodyMode(Mode):
         """The URDF with a free-flyer root (a fixed one for base ``fixed`` on a stand; held at
         ``fixed_frame`` if given), the sensors, the IMU frame (none without an imu_topic), the
         links' bounding ellipsoids (``bounding_ellipsoid``)."""
-        from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel
-        from inertia_id_ros.io.plausibility import ellipsoids_of, link_volumes, volumes_holding
+        from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel
+        from inertia_id_ros.offline.plausibility import ellipsoids_of, link_volumes, volumes_holding
         from inertia_id_ros.online.session import whole_body_session
 
         own: WholeBodySettings = settings.mode_settings
@@ -311,9 +311,9 @@ class WholeBodyMode(Mode):
         )
 
     def replay(self, log: ReplayLog, session: WholeBodySession, settings: NodeSettings) -> Any:
-        """:func:`~inertia_id_ros.io.replay.replay_whole_body` on the joint-state, IMU and F/T
+        """:func:`~inertia_id_ros.offline.replay.replay_whole_body` on the joint-state, IMU and F/T
         topics (a described log: its F/T sensors by frame)."""
-        from inertia_id_ros.io.replay import replay_whole_body
+        from inertia_id_ros.offline.replay import replay_whole_body
 
         own: WholeBodySettings = settings.mode_settings
         return replay_whole_body(

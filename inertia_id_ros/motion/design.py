@@ -782,11 +782,12 @@ def design_excitation(
     one (and, for the links, the reference motions, :func:`reference_samples`);
     ``prior_information`` is the information already gathered (a previous
     :attr:`DesignResult.information`, or of a recording:
-    :func:`inertia_id_ros.io.information.recording_information`); ``progress`` receives one-line
-    messages; ``time_limit`` (s, default :data:`DEFAULT_TIME_LIMIT`) bounds the optimisation.
-    ``noise_std`` and ``measurement_rate_hz``: the F/T noise per sample and the sample rate
-    the payload's standard errors are predicted for. The result is sampled at ``rate_hz``.
-    ``collision``: keep collision distances (self and obstacles) >= ``collision_margin`` (m).
+    :func:`inertia_id_ros.offline.information.recording_information`); ``progress`` receives
+    one-line messages; ``time_limit`` (s, default :data:`DEFAULT_TIME_LIMIT`) bounds the
+    optimisation. ``noise_std`` and ``measurement_rate_hz``: the F/T noise per sample and the
+    sample rate the payload's standard errors are predicted for. The result is sampled at
+    ``rate_hz``. ``collision``: keep collision distances (self and obstacles) >=
+    ``collision_margin`` (m).
 
     Raises :class:`~inertia_id_ros.errors.ProblemError` on bad input (unknown target, no range
     left, start outside the limits) and the model's :class:`~inertia_id_ros.errors.JointNotFound`

@@ -1,7 +1,7 @@
 """Running an exciting motion on a robot: the checks, the ramps, the stop rule (no ROS).
 
 :class:`ExcitationRun` is the state machine of one node's excitations; the node
-(:mod:`inertia_id_ros.ros.excitation`) drives it, the tests alike. One excitation, in order:
+(:mod:`inertia_id_ros.ros.wizard`) drives it, the tests alike. One excitation, in order:
 
 1. **start** (:meth:`ExcitationRun.start`; :meth:`ExcitationRun.begin_design` first when the
    motion is designed on the spot). Refused with :class:`~inertia_id_ros.errors.ExcitationRefused`

@@ -9,7 +9,7 @@ derivative of ``q``, ``ddq`` that of ``dq``) and equal to the samples at the sta
 joint_trajectory_controller's quintic splines do with such points.
 
 File format (``numpy.savez``): keys ``t``, ``joint_names``, ``q``, ``dq``, ``ddq``, the same as the
-recorded-data NPZ of :mod:`inertia_id_ros.io.data`.
+recorded-data NPZ of :mod:`inertia_id_ros.formats.data`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The counterpart of :mod:`inertia_id_ros.online.payload_estimator` (a payload bey
 sensor) built on :mod:`inertia_id_ros.chain.payload_from_torques`. The chain's links and drives are
 known, ``links_x`` (:attr:`LinkModel.parameter_names` order): the URDF's
 (:attr:`LinkModel.prior`) or a ``fit-links`` result
-(:func:`inertia_id_ros.io.link_result.read_link_result`: its ``model`` and ``x``).
+(:func:`inertia_id_ros.formats.link_result.read_link_result`: its ``model`` and ``x``).
 Data flow: :meth:`~PayloadTorqueEstimator.add_joint_state` validates and buffers joint states
 with efforts (raw: the joint torque is ``effort * effort_scale`` per joint, see
 :class:`~inertia_id_ros.chain.actuators.ActuatorConfig`); :meth:`~PayloadTorqueEstimator.process`

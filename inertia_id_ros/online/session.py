@@ -1,8 +1,9 @@
 """An online identification session: the rules of the online loop in one place, without ROS.
 
-The node (:mod:`inertia_id_ros.ros.node`), ``inertia-id replay`` (:mod:`inertia_id_ros.io.replay`)
-and the tests all drive a session the same way: inputs go to ``add_*`` as they arrive, and
-:meth:`Session.update` runs once per period (the node's worker, replay's bag clock)::
+The node (:mod:`inertia_id_ros.ros.node`), ``inertia-id replay``
+(:mod:`inertia_id_ros.offline.replay`) and the tests all drive a session the same way: inputs go to
+``add_*`` as they arrive, and :meth:`Session.update` runs once per period (the node's worker,
+replay's bag clock)::
 
     session = PayloadSession(PayloadEstimator(kinematics, config))
     session.add_joint_state(t, names, q, dq); session.add_wrench(t, wrench, frame_id)  # any thread
@@ -46,7 +47,7 @@ from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.differentiation import payload_half_width, samples_each_side
 from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
 from inertia_id_ros.core.kinematics import SensorKinematics
-from inertia_id_ros.core.whole_body import (
+from inertia_id_ros.core.whole_body_model import (
     TILT_CHECK_TOLERANCE,
     WholeBodyModel,
     tilt_difference,
@@ -57,8 +58,8 @@ from inertia_id_ros.online.change_detection import (
     ChangeEvent,
     PayloadChangeDetector,
 )
+from inertia_id_ros.online.determination import excitation_report
 from inertia_id_ros.online.estimator import SOLVE_FAILURES, OnlineEstimator, window_capacities
-from inertia_id_ros.online.excitation import excitation_report
 from inertia_id_ros.online.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.online.payload_estimator import Estimate, EstimatorConfig, PayloadEstimator
 from inertia_id_ros.online.payload_torque_estimator import (
@@ -915,7 +916,7 @@ def payload_torque_session(
 ) -> PayloadTorqueSession:
     """The session of a payload at ``frame`` from joint torques, ``links``'s links and drives
     known as ``links_x`` (the URDF's ``links.prior`` or a fit-links result,
-    :func:`~inertia_id_ros.io.link_result.read_link_result`); the other arguments as
+    :func:`~inertia_id_ros.formats.link_result.read_link_result`); the other arguments as
     :func:`payload_session`'s (``prior``: the payload's CAD ``theta`` (10,) in ``frame``;
     ``weighting`` by default each joint by its noise level: the wrist's quieter torques carry
     the inertia). ``filter_half_width`` (s): the joint states' differentiation (as the link

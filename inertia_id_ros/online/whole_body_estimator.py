@@ -2,7 +2,7 @@
 link out, each fully physically consistent, with its identifiability.
 
 The counterpart of :mod:`~inertia_id_ros.online.link_estimator` for a floating-base (or fixed,
-suspended) robot (:class:`~inertia_id_ros.core.whole_body.WholeBodyModel`'s rows, solved by
+suspended) robot (:class:`~inertia_id_ros.core.whole_body_model.WholeBodyModel`'s rows, solved by
 :func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`: scaled, with a prior toward the
 URDF). A *sample* is a stamp of the *clock*: every F/T sensor's wrench with the same header
 stamp (within ``sync_tolerance_sec``) and the joint states interpolated and differentiated there
@@ -10,15 +10,15 @@ stamp (within ``sync_tolerance_sec``) and the joint states interpolated and diff
 
 The clock is the IMU when the model has one (:attr:`~WholeBodyModel.imu_frame`; a floating base
 needs it): its reading (angular velocity, specific force; the angular acceleration from a local
-quadratic fit of the gyro around it, :func:`~inertia_id_ros.core.whole_body.gyro_derivative`'s
+quadratic fit of the gyro around it, :func:`~inertia_id_ros.core.whole_body_model.gyro_derivative`'s
 filter) gives the base motion (:meth:`~WholeBodyModel.base_motion_from_imu`). A ``fixed`` base
 moves as its fixed frame (the root, or e.g. a stance sole) requires, still and tilted by the
 model's ``fixed_tilt`` (:meth:`~WholeBodyModel.fixed_base_motion`, as offline); an IMU there
 either corrects the tilt (the mean of its specific force over the samples so far, as offline over
 the recording) or only checks it (``imu_tilt``; its tilt in the estimate either way). Without
 an IMU a ``suspended`` base is at rest and level
-(:meth:`~inertia_id_ros.core.whole_body.BaseMotion.at_rest`, as offline); the clock is then the
-first live F/T sensor, else (none, or all stopped) the joint states.
+(:meth:`~inertia_id_ros.core.whole_body_model.BaseMotion.at_rest`, as offline); the clock is then
+the first live F/T sensor, else (none, or all stopped) the joint states.
 
 Sync: a sample waits until every live sensor has a wrench at or after its stamp. A sensor whose
 newest wrench is more than ``sensor_timeout_sec`` older than the newest input stamp (the IMU's;
@@ -53,7 +53,7 @@ from inertia_id_ros.chain.whole_body_fit import (
     noise_groups,
 )
 from inertia_id_ros.core.filtering import fit_window, local_polynomial_derivatives
-from inertia_id_ros.core.whole_body import (
+from inertia_id_ros.core.whole_body_model import (
     DEFAULT_GYRO_HALF_WIDTH,
     BaseMotion,
     WholeBodyModel,

@@ -11,7 +11,7 @@ through the simulator's joint trajectory topic (which it follows with a tracking
 identifies on the motion's samples and reports on ``/inertia_id/excitation``.
 
 With a ``keystore`` (``inertia-id demo --secure``: a new one in a temporary directory,
-:func:`inertia_id_ros.io.keystore.temporary_keystore`) every process runs under DDS-Security:
+:func:`inertia_id_ros.ros.keystore.temporary_keystore`) every process runs under DDS-Security:
 the simulator, the node and the client each in its enclave, the client as the operator (who may
 call ``~/excite`` and ``~/identify``).
 
@@ -42,15 +42,15 @@ from sensor_msgs.msg import JointState
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import StartupError
-from inertia_id_ros.io.keystore import (
+from inertia_id_ros.msg import ExcitationStatus, InertialParameters
+from inertia_id_ros.options import EXIT_INTERRUPTED
+from inertia_id_ros.ros.conversions import msg_to_theta, wrench_to_array
+from inertia_id_ros.ros.keystore import (
     DEFAULT_OPERATOR,
     NODE_ENCLAVE,
     SIMULATOR_ENCLAVE,
     Keystore,
 )
-from inertia_id_ros.msg import ExcitationStatus, InertialParameters
-from inertia_id_ros.options import EXIT_INTERRUPTED
-from inertia_id_ros.ros.conversions import msg_to_theta, wrench_to_array
 from inertia_id_ros.ros.qos import LATCHED
 from inertia_id_ros.ros.security import RCLError
 from inertia_id_ros.srv import Excite, Identify

@@ -3,7 +3,7 @@
 The rules of the online loop live in :mod:`inertia_id_ros.online.session` (the same session
 ``inertia-id replay`` and the tests drive); the parameters in :mod:`inertia_id_ros.ros.parameters`;
 what each mode adds in its :class:`~inertia_id_ros.modes.Mode` (the registry
-:mod:`inertia_id_ros.modes`) and its ROS wiring (:mod:`inertia_id_ros.ros.modes`). This module
+:mod:`inertia_id_ros.modes`) and its ROS wiring (:mod:`inertia_id_ros.ros.wiring`). This module
 declares the parameters, wires the mode's topics and services to the session, runs the periodic
 update on a worker thread and publishes what it gives. The package's modes:
 
@@ -21,7 +21,7 @@ Every mode: ``~/identify`` (``Identify``), ``/diagnostics``; ``method``, ``solve
 ``window_sec`` and ``update_rate_hz`` may change at run time (validated in the on-set callback,
 applied in the post-set callback). The load-identification wizard (``~/excite``, ``~/stop``,
 ``~/excitation``, commands on ``trajectory_topic``; payload and links modes):
-:mod:`inertia_id_ros.ros.excitation`.
+:mod:`inertia_id_ros.ros.wizard`.
 """
 
 from __future__ import annotations
@@ -47,9 +47,7 @@ from inertia_id_ros.modes.base import import_object
 from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.session import Session
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
-from inertia_id_ros.ros.excitation import ExcitationIO
 from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
-from inertia_id_ros.ros.modes.base import ModeIO
 from inertia_id_ros.ros.parameters import (
     MODE_PARAMETER,
     check_ellipsoid_method,
@@ -65,6 +63,8 @@ from inertia_id_ros.ros.shutdown import (
     spin_until,
     stop_on_signals,
 )
+from inertia_id_ros.ros.wiring.base import ModeWiring
+from inertia_id_ros.ros.wizard import WizardWiring
 from inertia_id_ros.srv import Identify
 from inertia_id_ros.threads import limit_threads
 
@@ -108,19 +108,19 @@ class InertiaIdNode(Node):
         self._last_warning: dict[str, float] = {}
         self._last_markers = -np.inf
         try:
-            io_class = import_object(self.mode.node_io)
+            io_class = import_object(self.mode.wiring)
         except ConfigError as error:
             raise StartupError(
                 f"parameter 'mode': {self.mode.name} mode's ROS wiring: {error}"
             ) from error
-        self._io: ModeIO = io_class(
+        self._io: ModeWiring = io_class(
             self, self.session, self.settings, sensor_data(self.settings.qos_depth)
         )
         target = self.mode.excitation(self.session, self.settings)
         self._excitation = (
             None
             if target is None
-            else ExcitationIO(self, self._io, self.session, self.settings, target)
+            else WizardWiring(self, self._io, self.session, self.settings, target)
         )
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._last_diagnostics = -float("inf")

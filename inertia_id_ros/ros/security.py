@@ -2,7 +2,7 @@
 
 rclpy puts a process under DDS-Security from its environment (``ROS_SECURITY_ENABLE=true``,
 ``ROS_SECURITY_STRATEGY=Enforce``, ``ROS_SECURITY_KEYSTORE``; see
-:func:`inertia_id_ros.io.keystore.security_environment`) and its enclave
+:func:`inertia_id_ros.ros.keystore.security_environment`) and its enclave
 (``--ros-args --enclave NAME``): nothing in the node, the simulator or the demo changes. Enforced,
 a process that cannot be secured does not start: creating its node raises :data:`RCLError`.
 """

@@ -22,12 +22,12 @@ Parameter ``robot``:
   (``InertialParameters``, latched).
 - ``icub_whole_body``, ``go1_whole_body``, ``icub_suspended_whole_body``,
   ``icub_fixed_whole_body``, ``icub_stance_whole_body``: whole-body robots
-  (:mod:`~inertia_id_ros.sim.whole_body`): iCub on its left sole with six internal F/T sensors and
-  the sole's contact sensor, Go1 with four foot contact sensors, iCub hanging from a crane F/T
-  sensor at its root link, iCub on a stand (its six internal sensors, no contact), iCub balancing
-  on its left sole on a tilted floor (its four leg sensors, no contact); true links differing from
-  the URDF, noise, offsets. Publishes ``sensor_msgs/JointState`` (positions, velocities),
-  ``sensor_msgs/Imu`` on ``imu_topic`` and each sensor's ``WrenchStamped`` on
+  (:mod:`~inertia_id_ros.sim.whole_body_simulator`): iCub on its left sole with six internal F/T
+  sensors and the sole's contact sensor, Go1 with four foot contact sensors, iCub hanging from a
+  crane F/T sensor at its root link, iCub on a stand (its six internal sensors, no contact), iCub
+  balancing on its left sole on a tilted floor (its four leg sensors, no contact); true links
+  differing from the URDF, noise, offsets. Publishes ``sensor_msgs/JointState`` (positions,
+  velocities), ``sensor_msgs/Imu`` on ``imu_topic`` and each sensor's ``WrenchStamped`` on
   ``/<frame>/wrench`` (the topics of
   ``config/icub_whole_body.yaml``, ``config/go1_whole_body.yaml``,
   ``config/icub_suspended.yaml``, ``config/icub_fixed.yaml``, which takes no IMU), all with the
@@ -89,7 +89,7 @@ from inertia_id_ros.ros.shutdown import (
     stop_on_signals,
     until_shutdown,
 )
-from inertia_id_ros.sim import whole_body
+from inertia_id_ros.sim import whole_body_simulator
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
 from inertia_id_ros.sim.torques import (
@@ -329,13 +329,14 @@ MOTIONS = ("exciting", "hold")
 
 
 class _WholeBody:
-    """A floating-base robot (:data:`inertia_id_ros.sim.whole_body.ROBOTS`): joint states, the
-    IMU and every F/T sensor's wrench, with the same stamps; plays its own motion (no joint
-    trajectory commands: ``motion``, ``start_position`` and ``trajectory_topic`` do not apply)."""
+    """A floating-base robot (:data:`inertia_id_ros.sim.whole_body_simulator.ROBOTS`): joint
+    states, the IMU and every F/T sensor's wrench, with the same stamps; plays its own motion (no
+    joint trajectory commands: ``motion``, ``start_position`` and ``trajectory_topic`` do not
+    apply)."""
 
     def __init__(self, node: Node, p: dict[str, Any], robot: str) -> None:
-        noise = None if p["noise"] else whole_body.NoiseModel.none()
-        self.sim = whole_body.ROBOTS[robot](seed=int(p["seed"]), noise=noise)
+        noise = None if p["noise"] else whole_body_simulator.NoiseModel.none()
+        self.sim = whole_body_simulator.ROBOTS[robot](seed=int(p["seed"]), noise=noise)
         self._publish_velocity = bool(p["publish_velocity"])
         self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
         self._imu_pub = node.create_publisher(Imu, p["imu_topic"], _DATA_QOS)
@@ -402,7 +403,7 @@ ROBOTS = {
     "panda_torques": _PandaTorques,
     **{
         f"{name}_whole_body": (lambda node, p, name=name: _WholeBody(node, p, name))
-        for name in whole_body.ROBOTS
+        for name in whole_body_simulator.ROBOTS
     },
 }
 

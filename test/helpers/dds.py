@@ -215,7 +215,7 @@ def bag_message_to_ros(msg):
     from builtin_interfaces.msg import Time
     from sensor_msgs.msg import JointState
 
-    from inertia_id_ros.io.data import wrench_values
+    from inertia_id_ros.formats.data import wrench_values
     from inertia_id_ros.ros.conversions import imu_msg, wrench_stamped
 
     kind = msg.__msgtype__

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from inertia_id_ros.io.data import JointStates
+from inertia_id_ros.formats.data import JointStates
 
 
 def write_csv(
@@ -17,7 +17,7 @@ def write_csv(
     kinds: Sequence[str] = ("q", "dq"),
     wrench_frame: str | None = None,
 ) -> Path:
-    """A CSV file in the layout of :mod:`inertia_id_ros.io.data`."""
+    """A CSV file in the layout of :mod:`inertia_id_ros.formats.data`."""
     columns, names = [states.t], ["t"]
     for kind in kinds:
         columns += list(getattr(states, kind).T)

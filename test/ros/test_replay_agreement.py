@@ -22,9 +22,10 @@ from helpers.dds import (
     spin_until,
     wait_until_inputs_matched,
 )
-from inertia_id_ros.io.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
-from inertia_id_ros.io.replay import record_simulation, replay_bag
+from inertia_id_ros.formats.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
+from inertia_id_ros.offline.replay import replay_bag
 from inertia_id_ros.sim.payload import grasped_payload_theta
+from inertia_id_ros.sim.recorders import record_simulation
 
 RATE_HZ = 200.0
 DURATION = 22.0

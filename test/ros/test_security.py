@@ -1,5 +1,5 @@
 """DDS-Security over DDS: the node, the simulator and every caller in its own process and
-enclave of one keystore (:mod:`inertia_id_ros.io.keystore`). Only the operator's ``~/excite``
+enclave of one keystore (:mod:`inertia_id_ros.ros.keystore`). Only the operator's ``~/excite``
 reaches the node; an observer's, a participant of another CA's and an unsecured one's never do.
 
 Without DDS-Security in the middleware (the ROS 2 Kilted wheels' Fast DDS is built without it,
@@ -19,7 +19,8 @@ import pytest
 
 from helpers.dds import node_args
 from helpers.processes import Process, console_script
-from inertia_id_ros.io.keystore import (
+from inertia_id_ros.motion.trajectory import concatenate, rest_to_rest
+from inertia_id_ros.ros.keystore import (
     DEFAULT_OBSERVER,
     DEFAULT_OPERATOR,
     NODE_ENCLAVE,
@@ -27,7 +28,6 @@ from inertia_id_ros.io.keystore import (
     Keystore,
     create_keystore,
 )
-from inertia_id_ros.motion.trajectory import concatenate, rest_to_rest
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
 
 CALLER = Path(__file__).with_name("excite_caller.py")

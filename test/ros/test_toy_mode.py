@@ -27,8 +27,8 @@ from inertia_id_ros.modes.base import load_robot
 from inertia_id_ros.msg import InertialParameters
 from inertia_id_ros.online.session import LinkSession, Update, link_session
 from inertia_id_ros.ros.conversions import joint_state, theta_to_msg
-from inertia_id_ros.ros.modes.base import ModeIO
 from inertia_id_ros.ros.qos import LATCHED
+from inertia_id_ros.ros.wiring.base import ModeWiring
 
 MODE = "test_toy_mode:OneJointMode"
 JOINT = "panda_joint2"
@@ -55,7 +55,7 @@ class OneJointMode(Mode):
         ),
     )
     default_weighting = "none"
-    node_io = "test_toy_mode:OneJointIO"
+    wiring = "test_toy_mode:OneJointIO"
 
     def read_settings(self, values: Mapping[str, Any]) -> OneJointSettings:
         return OneJointSettings(values["one_joint"])
@@ -81,7 +81,7 @@ class OneJointMode(Mode):
         )
 
 
-class OneJointIO(ModeIO):
+class OneJointIO(ModeWiring):
     """The link on ``~/one_link`` (latched, ``InertialParameters``), and in ``~/identify``'s
     ``estimate``."""
 

@@ -29,7 +29,7 @@ from helpers.dds import (
 from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.sim import whole_body as wb
+from inertia_id_ros.sim import whole_body_simulator as wb
 
 RATE = 200.0
 """The feeder's joint-state, IMU and wrench rate (Hz; the node's max_input_rate_hz)."""

@@ -21,7 +21,7 @@ from inertia_id_ros.chain.differentiation import (
 from inertia_id_ros.chain.identify import derive_torque_data, identify_links
 from inertia_id_ros.chain.links import torque_error
 from inertia_id_ros.core.filtering import derivatives_at_samples
-from inertia_id_ros.io.validate import DEFAULT_HALF_WIDTH, differentiation_of
+from inertia_id_ros.offline.validation import DEFAULT_HALF_WIDTH, differentiation_of
 from inertia_id_ros.sim.torques import panda_arm_recording
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from inertia_id_ros.chain.differentiation import SOURCE_VELOCITIES, DifferentiationFilter
 from inertia_id_ros.chain.identify import estimate_torque_delay, identify_links
-from inertia_id_ros.io.data import JointStates, with_derivatives
+from inertia_id_ros.formats.data import JointStates, with_derivatives
 from inertia_id_ros.sim.torques import panda_arm_recording
 
 FILTER = DifferentiationFilter(SOURCE_VELOCITIES, 0.05, 2, 1e-3)

@@ -8,10 +8,15 @@ import pytest
 from inertia_id_ros.chain.whole_body_fit import fit_whole_body, normal_equations
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.core.whole_body import BaseMotion, FTSensor, WholeBodyModel, WholeBodySamples
+from inertia_id_ros.core.whole_body_model import (
+    BaseMotion,
+    FTSensor,
+    WholeBodyModel,
+    WholeBodySamples,
+)
 from inertia_id_ros.online.session import whole_body_session
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimator, WholeBodyEstimatorConfig
-from inertia_id_ros.sim import whole_body as wb
+from inertia_id_ros.sim import whole_body_simulator as wb
 
 RATE = 200.0
 SAMPLE_RATE = 100.0

@@ -15,7 +15,7 @@ from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_error
 from inertia_id_ros.cli import main
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import STANDARD_GRAVITY
-from inertia_id_ros.core.whole_body import (
+from inertia_id_ros.core.whole_body_model import (
     BaseMotion,
     FTSensor,
     WholeBodyModel,
@@ -25,10 +25,10 @@ from inertia_id_ros.core.whole_body import (
     up_from_tilt,
 )
 from inertia_id_ros.errors import ConfigError, DataError
-from inertia_id_ros.io.data import with_derivatives
-from inertia_id_ros.io.whole_body import read_whole_body_file, whole_body_inputs
+from inertia_id_ros.formats.data import with_derivatives
+from inertia_id_ros.formats.whole_body_log import read_whole_body_file, whole_body_inputs
 from inertia_id_ros.online.session import whole_body_session
-from inertia_id_ros.sim import whole_body as wb
+from inertia_id_ros.sim import whole_body_simulator as wb
 
 RATE = 200.0
 SOLE = wb.ICUB_STANCE_FRAME

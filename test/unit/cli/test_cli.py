@@ -23,7 +23,7 @@ from inertia_id_ros.core.inertia import (
     theta_from_inertia,
 )
 from inertia_id_ros.core.robots import example_robot_urdf, load_model, reduce_model
-from inertia_id_ros.io.data import JointStates
+from inertia_id_ros.formats.data import JointStates
 from inertia_id_ros.sim.payload import ExcitingTrajectory, PayloadSimulator
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))

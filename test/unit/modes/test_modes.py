@@ -176,7 +176,7 @@ class _Toy(Mode):
     parameters = (ParameterSpec("toy_value", 2.0, "Toy mode: a value > 0."),)
     default_weighting = "none"
     methods = ("ols",)
-    node_io = "nowhere:ToyIO"
+    wiring = "nowhere:ToyIO"
 
     def read_settings(self, values):
         if not values["toy_value"] > 0:
@@ -223,14 +223,25 @@ def test_architecture_checklist_names_the_parts_of_a_mode():
     text = (REPO / "docs" / "architecture.md").read_text()
     checklist = text[text.rindex("## Adding a mode") :]
     members = set(re.findall(r"`Mode\.(\w+)`", checklist))
-    assert {"parameters", "read_settings", "build_session", "node_io"} <= members
+    assert {"parameters", "read_settings", "build_session", "wiring"} <= members
     assert all(hasattr(Mode, member) or member in Mode.__annotations__ for member in members)
     assert re.findall(r"^- \[ \]", checklist, flags=re.MULTILINE), "no checklist items"
 
 
 # ---- layers ---------------------------------------------------------------------------------
 
-LAYERS = ("core", "solvers", "chain", ("online", "motion"), "sim", "io", "modes", "ros", "cli")
+LAYERS = (
+    "core",
+    "solvers",
+    "chain",
+    ("online", "motion"),
+    "formats",
+    "sim",
+    "offline",
+    "modes",
+    "ros",
+    "cli",
+)
 """The packages from the bottom up (a tuple: one layer); each imports only from its own and
 lower layers (and the modules beside them: errors, options, threads, msg, srv)."""
 

@@ -9,7 +9,6 @@ from inertia_id_ros import cli
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, base_parameters
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import DataError, ProblemError
-from inertia_id_ros.io.information import recording_information
 from inertia_id_ros.motion.design import (
     MotionEvaluator,
     RestToRestFourier,
@@ -20,6 +19,7 @@ from inertia_id_ros.motion.design import (
     sample_information,
 )
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory
+from inertia_id_ros.offline.information import recording_information
 
 JOINTS = ("panda_joint5", "panda_joint6", "panda_joint7")  # the wrist: fast kinematics
 SENSOR = "panda_link8"

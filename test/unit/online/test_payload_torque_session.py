@@ -195,7 +195,7 @@ def test_read_link_result(runs, tmp_path) -> None:
     scales; a result lacking a joint of the chain is refused, naming it."""
     import json
 
-    from inertia_id_ros.io.link_result import read_link_result
+    from inertia_id_ros.formats.link_result import read_link_result
 
     links = runs.links
     x = true_links_x(runs)

@@ -6,10 +6,10 @@ import pytest
 
 from helpers.estimators import block_window_rows, rms_radius
 from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel
+from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel
 from inertia_id_ros.online.session import whole_body_session
 from inertia_id_ros.online.window import BlockWindow
-from inertia_id_ros.sim import whole_body as wb
+from inertia_id_ros.sim import whole_body_simulator as wb
 
 RATE = 200.0
 SAMPLE_RATE = 100.0

@@ -18,7 +18,7 @@ from inertia_id_ros.chain.whole_body_fit import (
     normal_equations,
 )
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.core.whole_body import WholeBodyModel, WholeBodySamples
+from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.online.window import BlockWindow
 from inertia_id_ros.ros.parameters import build_session, settings_from_parameters

@@ -8,7 +8,7 @@ import pytest
 
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.errors import ConfigError
-from inertia_id_ros.sim import whole_body as wb
+from inertia_id_ros.sim import whole_body_simulator as wb
 
 RATE = 200.0
 
@@ -233,7 +233,7 @@ def test_cli_writes_the_npz(tmp_path):
 def test_the_whole_body_rows_hold_for_the_simulated_truth(robot, urdf, base):
     """The rows of core.whole_body (regressors) against this simulator (RNEA): Y x_true = b with
     the true links and offsets, from the IMU's readings and the true angular acceleration."""
-    from inertia_id_ros.core.whole_body import FTSensor, WholeBodyModel, WholeBodySamples
+    from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
 
     sim = wb.ROBOTS[robot](seed=4, noise=wb.NoiseModel.none())
     motion = sim.simulate(1.0 + np.arange(8) / RATE)

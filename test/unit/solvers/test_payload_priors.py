@@ -16,8 +16,8 @@ from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta, t
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import ConfigError, ProblemError, StartupError
-from inertia_id_ros.io.export import body_json
-from inertia_id_ros.io.prior import prior_from_link, prior_from_result, resolve_payload_prior
+from inertia_id_ros.formats.export import body_json
+from inertia_id_ros.formats.prior import prior_from_link, prior_from_result, resolve_payload_prior
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
 from inertia_id_ros.ros.parameters import build_session, settings_from_parameters, validate_change
 from inertia_id_ros.sim.payload import (
