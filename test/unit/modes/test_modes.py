@@ -239,6 +239,7 @@ LAYERS = (
     "sim",
     "offline",
     "modes",
+    "jobs",
     "ros",
     "cli",
 )
