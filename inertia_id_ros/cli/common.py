@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from inertia_id_ros.findings import Finding
     from inertia_id_ros.formats.data import JointStates
     from inertia_id_ros.formats.description import InputDescription, Recording
+    from inertia_id_ros.formats.source import LogSource
+    from inertia_id_ros.jobs.base import JobResult
     from inertia_id_ros.offline.plausibility import Volume
 
 LOG_FLAGS = ("time_unit", "angle_unit", "t_start", "t_end", "held_out_from", "hold")
@@ -532,24 +534,6 @@ def check_bounding_ellipsoid(args: argparse.Namespace) -> None:
         )
 
 
-def input_findings(
-    states: JointStates,
-    model: pin.Model,
-    joints: list[str],
-    extra_stamps: dict[str, Any] | None = None,
-) -> list[Finding]:
-    """Units of a recording before any fit: its stamps (and ``extra_stamps``, {what: stamps})
-    and the positions of ``joints`` against the URDF limits (joints of one coordinate: a
-    continuous joint's angle is not checked)."""
-    from inertia_id_ros.formats.units import check_time_units, position_unit_findings
-
-    findings = check_time_units(states.t, "joint state stamps")
-    for what, stamps in (extra_stamps or {}).items():
-        findings += check_time_units(stamps, what)
-    columns = [states.joint_names.index(j) for j in joints]
-    return findings + position_unit_findings(states.q[:, columns], joints, model)
-
-
 def report_findings(
     command: str, findings: list[Finding], result: dict[str, Any] | None = None
 ) -> int:
@@ -576,4 +560,62 @@ def report_input_findings(command: str, findings: list[Finding], json_path: str 
     code = report_findings(command, findings, refusal)
     if code:
         write_json(json_path, refusal)
+    return code
+
+
+# ---- calling a job -------------------------------------------------------------------------
+
+
+def log_source(args: argparse.Namespace) -> LogSource:
+    """The recorded data of ``--data``, ``--bag`` or ``--input`` with the log flags
+    (:func:`add_recording_options`); ``--hold JOINT=VALUE`` entries parsed."""
+    from inertia_id_ros.formats.source import LogSource
+
+    held = {}
+    for entry in getattr(args, "hold", None) or []:
+        joint, _, value = entry.partition("=")
+        try:
+            held[joint.strip()] = float(value)
+        except ValueError:
+            raise InputError(f"--hold takes JOINT=VALUE (rad or m), got {entry!r}") from None
+    return LogSource(
+        data=args.data,
+        bag=args.bag,
+        input=getattr(args, "input", None),
+        joint_states_topic=getattr(args, "joint_states_topic", None),
+        wrench_topic=getattr(args, "wrench_topic", None),
+        time_unit=getattr(args, "time_unit", None),
+        angle_unit=getattr(args, "angle_unit", None),
+        t_start=getattr(args, "t_start", None),
+        t_end=getattr(args, "t_end", None),
+        held_out_from=getattr(args, "held_out_from", None),
+        held=held,
+    )
+
+
+def print_findings(command: str, findings: Sequence[Finding]) -> None:
+    """Each finding on stderr: ``inertia-id CMD: refused: ...`` / ``warning: ...`` /
+    ``note: ...``."""
+    import sys
+
+    for finding in findings:
+        print(f"inertia-id {command}: {finding.text()}", file=sys.stderr)
+
+
+def print_result(
+    command: str,
+    result: JobResult[Any],
+    json_path: str | None,
+    written: Sequence[str | None] = (),
+    refusal: str = ESTIMATE_REFUSED,
+) -> int:
+    """A job's result as the commands show it: its findings on stderr, its document to
+    ``json_path`` (nothing if ``None``), its summary (unless its input was refused before a fit),
+    the refusal line and the files ``written`` (``json_path`` first) on stdout. Returns the exit
+    code: :data:`EXIT_IMPLAUSIBLE` when a finding refuses, else 0."""
+    print_findings(command, result.findings)
+    write_json(json_path, result.document)
+    code = EXIT_IMPLAUSIBLE if result.refused else 0
+    if result.estimate is not None:
+        print_summary(list(result.summary), code, [json_path, *written], refusal)
     return code

@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.chain.links import torque_error
     from inertia_id_ros.formats.data import check_joints
     from inertia_id_ros.formats.export import body_json
+    from inertia_id_ros.formats.units import log_unit_findings
     from inertia_id_ros.offline.plausibility import (
         ellipsoids_of,
         link_filter_findings,
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     if args.prior_weight is not None and args.prior_weight < 0:
         raise InputError(f"--prior-weight must be >= 0, got {args.prior_weight}")
     code = common.report_input_findings(
-        "fit-links", common.input_findings(states, model, joints), args.json
+        "fit-links", log_unit_findings(states, model, joints), args.json
     )
     if code:
         return code

@@ -182,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
         read_payload_file,
     )
     from inertia_id_ros.formats.export import body_json
+    from inertia_id_ros.formats.units import log_unit_findings
     from inertia_id_ros.offline.validation import validate_after_fit
     from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
 
@@ -223,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     )
     check_wrench_frame(recording, args.sensor_frame)
     volume = common.payload_volume_of(args)
-    findings = common.input_findings(
+    findings = log_unit_findings(
         recording.joint_states,
         model,
         list(kinematics.joint_names),

@@ -231,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
     from inertia_id_ros.formats.data import check_joints
     from inertia_id_ros.formats.export import body_json
     from inertia_id_ros.formats.link_result import read_link_result
+    from inertia_id_ros.formats.units import log_unit_findings
     from inertia_id_ros.offline.plausibility import link_filter_findings, volume_findings
     from inertia_id_ros.offline.validation import differentiation_of
 
@@ -243,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
     joints = args.joints or list(states.joint_names)
     check_joints(states, list(model.names)[1:], joints, source)
     code = common.report_input_findings(
-        "fit-payload-torques", common.input_findings(states, model, joints), args.json
+        "fit-payload-torques", log_unit_findings(states, model, joints), args.json
     )
     if code:
         return code

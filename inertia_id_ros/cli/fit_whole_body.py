@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from inertia_id_ros.chain.whole_body_fit import fit_whole_body, holdout_comparison
-    from inertia_id_ros.formats.units import check_time_units
+    from inertia_id_ros.formats.units import check_time_units, log_unit_findings
     from inertia_id_ros.formats.whole_body_log import (
         read_whole_body_bag,
         read_whole_body_file,
@@ -275,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
     code = common.report_input_findings(
         "fit-whole-body",
         free_fall_finding(args.base, recording.ft_types, args.free_fall)
-        + common.input_findings(recording.states, model.model, list(model.joint_names)),
+        + log_unit_findings(recording.states, model.model, list(model.joint_names)),
         args.json,
     )
     if code:

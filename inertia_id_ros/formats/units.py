@@ -16,6 +16,8 @@ from inertia_id_ros.findings import REFUSE, WARN, Finding
 if TYPE_CHECKING:
     import pinocchio as pin
 
+    from inertia_id_ros.formats.data import JointStates
+
 TIME_UNITS = (("milliseconds", 1e-3), ("microseconds", 1e-6), ("nanoseconds", 1e-9))
 """Units a clock may count in, and their size in seconds."""
 
@@ -210,3 +212,19 @@ def position_unit_findings(
         model.upperPositionLimit[starts],
         np.array(revolute, dtype=bool),
     )
+
+
+def log_unit_findings(
+    states: JointStates,
+    model: pin.Model,
+    joints: list[str],
+    extra_stamps: dict[str, np.ndarray] | None = None,
+) -> list[Finding]:
+    """Units of a recording before any fit: its stamps (and ``extra_stamps``, {what: stamps})
+    and the positions of ``joints`` against the URDF limits (joints of one coordinate: a
+    continuous joint's angle is not checked)."""
+    findings = check_time_units(states.t, "joint state stamps")
+    for what, stamps in (extra_stamps or {}).items():
+        findings += check_time_units(stamps, what)
+    columns = [states.joint_names.index(j) for j in joints]
+    return findings + position_unit_findings(states.q[:, columns], joints, model)
