@@ -37,6 +37,7 @@ import csv
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -163,11 +164,11 @@ def _joint_states(
     t = _stamps(source, "t", t)
     names = _joint_names(source, joint_names)
     shape = (t.size, len(names))
-    arrays = {
+    optional = {
         key: None if value is None else _array(source, key, value, shape)
-        for key, value in (("q", q), ("dq", dq), ("ddq", ddq), ("effort", effort))
+        for key, value in (("dq", dq), ("ddq", ddq), ("effort", effort))
     }
-    return JointStates(t=t, joint_names=names, **arrays)
+    return JointStates(t, names, _array(source, "q", q, shape), **optional)
 
 
 def check_joints(
@@ -320,7 +321,7 @@ def _read_csv(path: Path) -> dict[str, object]:
     return out
 
 
-def _read_table(path: str | Path) -> tuple[str, dict[str, object]]:
+def _read_table(path: str | Path) -> tuple[str, dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
@@ -402,7 +403,7 @@ def read_bag_messages(
 
 def iter_bag_messages(
     path: str | Path, topics: Sequence[tuple[str, str]], optional: Sequence[tuple[str, str]] = ()
-) -> Iterator[tuple[str, int, object]]:
+) -> Iterator[tuple[str, int, Any]]:
     """``(topic, log time (ns), deserialised message)`` of every message on ``topics`` ((topic,
     expected message type) pairs, each must be in the bag with messages) and on the ``optional``
     ones present, in bag order: the order of the log (receive) times, as a subscriber got them.

@@ -120,9 +120,9 @@ class SignalSpec:
     key: str | None = None
     columns: str | tuple[str, ...] | None = None
     unit: str | None = None
-    torque_constant: Mapping[str, float] = field(default_factory=dict)
-    gear_ratio: Mapping[str, float] = field(default_factory=dict)
-    sign: Mapping[str, float] = field(default_factory=dict)
+    torque_constant: Mapping[str, float] | float = field(default_factory=dict)
+    gear_ratio: Mapping[str, float] | float = field(default_factory=dict)
+    sign: Mapping[str, float] | float = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -548,16 +548,18 @@ class _Reader:
             )
         if unit != "A" and any(v is not None for v in electrical.values()):
             raise self.fail(f"{key}: torque_constant and gear_ratio apply to unit A")
-        per_joint = {
-            name: ({} if v is None else self.per_joint(v, f"{key}.{name}"))
-            for name, v in {**electrical, "sign": spec.get("sign")}.items()
-        }
+        torque_constant, gear_ratio, sign = (
+            {} if v is None else self.per_joint(v, f"{key}.{name}")
+            for name, v in (*electrical.items(), ("sign", spec.get("sign")))
+        )
         return SignalSpec(
             stream,
             None if spec.get("key") is None else str(spec["key"]),
             columns,
             unit,
-            **per_joint,
+            torque_constant,
+            gear_ratio,
+            sign,
         )
 
     def ft_sensor(self, index: int, value: object, streams: Mapping[str, StreamSpec]) -> FTSpec:
@@ -687,6 +689,7 @@ def _numbers(texts: Sequence[str]) -> np.ndarray:
 def _stamps(spec: StreamSpec, raw: np.ndarray | None, n: int, label: str) -> np.ndarray:
     """Stamps in s (with the stream's offset) from a time column in its unit, or the rate."""
     if raw is None:
+        assert spec.rate is not None  # a stream without a time column has a rate
         t = np.arange(n) / spec.rate
     else:
         raw = np.asarray(raw, dtype=float)
@@ -732,8 +735,8 @@ def _read_bag_stream(spec: StreamSpec) -> _Stream:
         raise DataError(
             f"{spec.file}: cannot read as a ROS 2 bag: {e}".replace("\n", " ")
         ) from None
-    msgtype = types.get(spec.topic)
-    if msgtype not in (JOINT_STATE_TYPE, WRENCH_TYPE, IMU_TYPE):
+    msgtype = types.get(spec.topic or "")
+    if msgtype is None or msgtype not in (JOINT_STATE_TYPE, WRENCH_TYPE, IMU_TYPE):
         listing = ", ".join(f"{t} ({m})" for t, m in sorted(types.items()))
         raise DataError(
             f"stream {spec.name!r}: topic {spec.topic!r} of {spec.file} "
@@ -741,7 +744,7 @@ def _read_bag_stream(spec: StreamSpec) -> _Stream:
             + f"; JointState, WrenchStamped or Imu topics are read (the bag has: "
             f"{listing})"
         )
-    msgs = [m for _, _, m in iter_bag_messages(spec.file, [(spec.topic, msgtype)])]
+    msgs = [m for _, _, m in iter_bag_messages(spec.file, [(spec.topic or "", msgtype)])]
     t = np.array([header_seconds(m.header) for m in msgs])
     order = np.argsort(t, kind="stable")
     msgs = [msgs[k] for k in order]
@@ -756,7 +759,7 @@ def _read_bag_stream(spec: StreamSpec) -> _Stream:
             frame=frames[0] if len(frames) == 1 else "",
         )
     if msgtype == IMU_TYPE:
-        table = {
+        imu_table = {
             "orientation": np.array(
                 [[m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w] for m in msgs]
             ),
@@ -770,7 +773,7 @@ def _read_bag_stream(spec: StreamSpec) -> _Stream:
                 ]
             ),
         }
-        return _Stream(spec, t, table, frame=frames[0] if len(frames) == 1 else "")
+        return _Stream(spec, t, imu_table, frame=frames[0] if len(frames) == 1 else "")
     names = tuple(msgs[0].name)
     table: dict[str, np.ndarray] = {}
     for key, attribute in (("q", "position"), ("dq", "velocity"), ("effort", "effort")):
@@ -808,7 +811,7 @@ def _read_stream(spec: StreamSpec) -> _Stream:
     names = None
     if suffix == ".csv" and spec.time == "t" and _is_canonical_csv(spec.file):
         _, raw = _read_table(spec.file)
-        names = tuple(str(n) for n in raw.pop("joint_names"))
+        names = tuple(str(n) for n in np.atleast_1d(np.asarray(raw.pop("joint_names"))))
     elif suffix == ".npz":
         _, raw = _read_table(spec.file)
         if "joint_names" in raw:
@@ -941,10 +944,8 @@ class Recording:
         states = JointStates(
             states.t[keep],
             states.joint_names,
-            *(
-                None if a is None else a[keep]
-                for a in (states.q, states.dq, states.ddq, states.effort)
-            ),
+            states.q[keep],
+            *(None if a is None else a[keep] for a in (states.dq, states.ddq, states.effort)),
         )
         wrenches = {}
         for frame, w in self.wrenches.items():
@@ -1017,7 +1018,7 @@ class Recording:
         return JointStates(
             states.t,
             states.joint_names + tuple(held),
-            extend(states.q, [self.held[j] for j in held]),
+            np.hstack([states.q, np.tile([self.held[j] for j in held], (n, 1))]),
             extend(states.dq, zeros),
             extend(states.ddq, zeros),
             extend(states.effort, zeros),
@@ -1215,16 +1216,21 @@ def load_recording(
         kinds[spec.frame] = spec.kind
     imu = None
     if description.imu is not None:
-        spec = description.imu
-        imu_stream = stream(spec.stream)
-        values = {}
+        imu_spec = description.imu
+        imu_stream = stream(imu_spec.stream)
+        imu_values = {}
         for name in IMU_KEYS:
-            item = spec.signals.get(name, name)
-            columns = item if isinstance(item, tuple) else None
-            key = item if isinstance(item, str) else None
-            values[name] = _columns(imu_stream, key, columns, (), IMU_WIDTHS[name], f"IMU {name}")
-        values["angular_velocity"] = values["angular_velocity"] * POSITION_SCALE[spec.angle_unit]
-        imu = ImuSamples(imu_stream.t, spec.frame, values)
+            item = imu_spec.signals.get(name, name)
+            imu_values[name] = _columns(
+                imu_stream,
+                item if isinstance(item, str) else None,
+                item if isinstance(item, tuple) else None,
+                (),
+                IMU_WIDTHS[name],
+                f"IMU {name}",
+            )
+        imu_values["angular_velocity"] *= POSITION_SCALE[imu_spec.angle_unit]
+        imu = ImuSamples(imu_stream.t, imu_spec.frame, imu_values)
     if description.held:
         notes.append(
             "held joints (not in the log): "

@@ -364,7 +364,9 @@ def root_link(urdf_xml: str) -> str:
     except ET.ParseError as e:
         raise ExportError(f"the URDF is not valid XML: {e}") from None
     children = {child.get("link") for child in root.iter("child")}
-    roots = [link.get("name") for link in root.findall("link") if link.get("name") not in children]
+    roots = [
+        link.get("name", "") for link in root.findall("link") if link.get("name") not in children
+    ]
     if len(roots) != 1:
         raise ExportError(f"the URDF has {len(roots)} root links {roots}; give the world frame")
     return roots[0]
@@ -472,7 +474,9 @@ def theta_from_ur_set_payload(request: dict[str, Any]) -> np.ndarray:
     cog = request["center_of_gravity"]
     six = [request[k] for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")]
     return theta_from_inertia(
-        float(request["mass"]), [cog["x"], cog["y"], cog["z"]], inertia_from_msg_order(six)
+        float(request["mass"]),
+        np.array([cog["x"], cog["y"], cog["z"]], dtype=float),
+        inertia_from_msg_order(np.array(six, dtype=float)),
     )
 
 
@@ -507,12 +511,12 @@ def principal_frame(inertia_com: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(R, moments)``: ``inertia_com = R diag(moments) R^T`` with ``R`` the right-handed
     principal frame closest to the body's axes (largest ``trace R``; see the module docstring)."""
     moments, vectors = np.linalg.eigh(0.5 * (inertia_com + inertia_com.T))
-    best = None
+    best = (np.eye(3), moments)
     for order in itertools.permutations(range(3)):
-        for signs in itertools.product((1.0, -1.0), repeat=2):
+        for k, signs in enumerate(itertools.product((1.0, -1.0), repeat=2)):
             R = vectors[:, order] * np.array([signs[0], signs[1], 1.0])
             R[:, 2] = np.cross(R[:, 0], R[:, 1])  # right-handed
-            if best is None or np.trace(R) > np.trace(best[0]) + 1e-12:
+            if (order == (0, 1, 2) and k == 0) or np.trace(R) > np.trace(best[0]) + 1e-12:
                 best = (R, moments[list(order)])
     return best
 

@@ -89,7 +89,7 @@ def _still_findings(
     if not judged.any() or not inside[judged].all():
         return []
     j = int(np.flatnonzero(judged)[0])
-    names = [joint_names[k] for k in np.flatnonzero(judged)]
+    names = [joint_names[int(k)] for k in np.flatnonzero(judged)]
     return [
         Finding(
             "still",

@@ -389,7 +389,7 @@ def whole_body_inputs(
 
 def _joint_samples(
     recording: WholeBodyRecording, model: WholeBodyModel, half_width: float
-) -> tuple[np.ndarray, ...]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """``(keep, q, dq, ddq, effort)``: the recording's samples kept (indices) and their joints
     (N, n) in the model's order, differentiated over ``half_width`` s (``effort`` ``None`` when
     not recorded). Raises :class:`DataError` for joints missing or unknown."""
@@ -409,6 +409,7 @@ def _joint_samples(
             )
         )
     states = with_derivatives(states, half_width)
+    assert states.dq is not None and states.ddq is not None  # with_derivatives gives both
     keep = np.searchsorted(recording.states.t, states.t)
     order = [states.joint_names.index(j) for j in model.joint_names]
     effort = None if states.effort is None else states.effort[:, order]
@@ -490,7 +491,7 @@ def links_json(
     model: WholeBodyModel,
     thetas: np.ndarray,
     labels: Sequence[str],
-    identified_fraction: Sequence[float],
+    identified_fraction: Sequence[float] | np.ndarray,
 ) -> list[dict[str, Any]]:
     """The result JSON's ``bodies``: every URDF link with mass, ``thetas`` (B, 10), ``labels``
     and ``identified_fraction`` (B,) of the identified ``model.bodies``, the URDF's inertial
