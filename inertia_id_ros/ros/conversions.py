@@ -100,15 +100,18 @@ def joint_trajectory_arrays(
     names = tuple(msg.joint_names)
     n = len(names)
     times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points])
-    arrays = []
-    for field in ("positions", "velocities", "accelerations"):
-        rows = [getattr(p, field) for p in msg.points]
-        if any(len(row) not in ((n,) if field == "positions" else (0, n)) for row in rows):
-            raise ValueError(f"a point's {field} do not match the {n} joints {list(names)}")
-        arrays.append(
-            np.array([row if len(row) else np.zeros(n) for row in rows], dtype=float).reshape(-1, n)
-        )
-    return (stamp_to_seconds(msg.header.stamp), names, times, *arrays)
+    q, dq, ddq = (
+        _point_rows(msg, field, n, names) for field in ("positions", "velocities", "accelerations")
+    )
+    return stamp_to_seconds(msg.header.stamp), names, times, q, dq, ddq
+
+
+def _point_rows(msg: JointTrajectory, field: str, n: int, names: tuple[str, ...]) -> np.ndarray:
+    """(K, n) of the points' ``field`` (empty velocities or accelerations: zeros)."""
+    rows = [getattr(p, field) for p in msg.points]
+    if any(len(row) not in ((n,) if field == "positions" else (0, n)) for row in rows):
+        raise ValueError(f"a point's {field} do not match the {n} joints {list(names)}")
+    return np.array([row if len(row) else np.zeros(n) for row in rows], dtype=float).reshape(-1, n)
 
 
 def wrench_batch(msgs: Sequence[WrenchStamped]) -> tuple[np.ndarray, np.ndarray, list[str]]:

@@ -149,7 +149,7 @@ class DemoClient:
         self.node.create_subscription(
             InertialParameters, "/inertia_id_sim/ground_truth", self._on_truth, LATCHED
         )
-        self.identify = self.node.create_client(Identify, "/inertia_id/identify")
+        self.identify: Client[Any, Any] = self.node.create_client(Identify, "/inertia_id/identify")
 
     def _on_estimate(self, msg: InertialParameters) -> None:
         self.estimates.append(msg)
@@ -313,7 +313,12 @@ def run_demo(
                 return 1
             if client.truth is not None and true_offset is None:
                 true_offset = wrench_to_array(client.truth.sensor_offset)
-            if client.estimates and client.truth is not None and time.monotonic() - last_print > 3:
+            if (
+                client.estimates
+                and client.truth is not None
+                and true_offset is not None
+                and time.monotonic() - last_print > 3
+            ):
                 last_print = time.monotonic()
                 e = client.estimates[-1]
                 err = Errors.of(e, msg_to_theta(client.truth), true_offset)
@@ -382,7 +387,7 @@ def run_excite_demo(
         lambda msg: joint_states.append(msg) if not joint_states else None,
         qos_profile_sensor_data,
     )
-    excite = client_node.create_client(Excite, "/inertia_id/excite")
+    excite: Client[Any, Any] = client_node.create_client(Excite, "/inertia_id/excite")
     what = trajectory_file or f"a {duration:g} s motion designed on the spot"
     print(
         f"demo --excite: Panda with a payload beyond '{SENSOR_FRAME}', at rest; ~/excite with "
