@@ -4,12 +4,13 @@ decoded in batches straight into arrays: ``sensor_msgs/JointState``,
 
 A serialized message is a 4-byte encapsulation header (``00 01``: little-endian CDR, ``00 00``:
 big-endian) and the fields in order, each aligned to its size (8 for ``float64``) from the end of
-that header (an empty sequence's absent elements are not aligned); a string is its length (with the NUL), its bytes and a NUL; a sequence its count
-and its elements. Padding bytes are arbitrary. Messages of a topic usually share one layout (the
-same frame and joint names, the same array lengths): a batch is cut into runs of consecutive
-messages whose layout bytes (lengths, counts, names) equal the first's, and each run is read as
-one ``(K, L)`` byte array. A message that does not parse (truncated, a count beyond its length, a
-string without its NUL) is refused with the reason, never raised.
+that header (an empty sequence's absent elements are not aligned); a string is its length (with the
+NUL), its bytes and a NUL; a sequence its count and its elements. Padding bytes are arbitrary.
+Messages of a topic usually share one layout (the same frame and joint names, the same array
+lengths): a batch is cut into runs of consecutive messages whose layout bytes (lengths, counts,
+names) equal the first's, and each run is read as one ``(K, L)`` byte array. A message that does
+not parse (truncated, a count beyond its length, a string without its NUL) is refused with the
+reason, never raised.
 """
 
 from __future__ import annotations
