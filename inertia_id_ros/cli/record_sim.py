@@ -1,12 +1,19 @@
-"""``inertia-id record-sim``: a bag of the simulated Panda (joint states, wrenches, URDF; or, as
-the simulator node's ``panda_torques`` robot, joint states with efforts) to replay, written
-directly (no DDS)."""
+"""``inertia-id record-sim``: a recording of the simulated Panda (joint states, wrenches, URDF; or,
+as the simulator node's ``panda_torques`` robot, joint states with efforts): a bag to replay,
+written directly (no DDS), or an NPZ or CSV file of the package's layout to fit."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from inertia_id_ros.cli.common import add_command, add_seed_option, add_storage_option, write_json
+from inertia_id_ros.cli.common import (
+    add_command,
+    add_seed_option,
+    add_storage_option,
+    write_json,
+    write_output,
+)
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
 
@@ -17,9 +24,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "record-sim",
         run,
-        help="write a ROS 2 bag of the simulated Panda (no DDS) to replay",
+        help="write a ROS 2 bag (no DDS) or an NPZ/CSV file of the simulated Panda",
     )
-    record.add_argument("out", help="bag to create (a rosbag2 directory; must not exist)")
+    record.add_argument(
+        "out",
+        help="bag to create (a rosbag2 directory; must not exist), or a .npz or .csv file "
+        "(stamps from 0 s; inertia_id_ros/formats/data.py)",
+    )
     record.add_argument("--duration", type=float, default=20.0, help="seconds of motion (20)")
     record.add_argument(
         "--rate",
@@ -57,6 +68,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "payload) as a fit-links result to OUT (the payload_torques mode's "
         "torques_links_result)",
     )
+    record.add_argument(
+        "--unloaded",
+        metavar="OUT",
+        help="panda_torques: also write the same motion without the payload to OUT (a bag, "
+        ".npz or .csv, as out; other noise): the unloaded run of fit-payload-torques "
+        "--unloaded",
+    )
+    record.add_argument(
+        "--urdf-out",
+        metavar="OUT",
+        help="write the robot's URDF (the one the fits take) to OUT",
+    )
 
 
 ROBOTS = ("panda", "panda_torques")
@@ -64,28 +87,35 @@ ROBOTS = ("panda", "panda_torques")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Write the bag (and the truth); the exit code."""
+    """Write the recording (and the truth); the exit code."""
     from inertia_id_ros.formats.export import body_json
     from inertia_id_ros.sim.payload import grasped_payload_theta
-    from inertia_id_ros.sim.recorders import record_simulation
+    from inertia_id_ros.sim.recorders import record_simulation, write_simulation
 
     if args.robot == "panda_torques":
         return _record_joint_torques(args)
-    if args.links_json:
-        raise InputError("--links-json applies to --robot panda_torques")
+    for option in ("links_json", "unloaded"):
+        if getattr(args, option):
+            raise InputError(f"--{option.replace('_', '-')} applies to --robot panda_torques")
+    changed = None if args.grasp_at is None else grasped_payload_theta()
     try:
-        sim = record_simulation(
-            args.out,
-            args.duration,
-            args.rate,
-            args.seed,
-            args.storage,
-            payload_change_at=args.grasp_at,
-            changed_payload=(None if args.grasp_at is None else grasped_payload_theta()),
-        )
+        if _is_file(args.out):
+            sim = write_simulation(
+                args.out, args.duration, args.rate, args.seed, args.grasp_at, changed
+            )
+        else:
+            sim = record_simulation(
+                args.out,
+                args.duration,
+                args.rate,
+                args.seed,
+                args.storage,
+                payload_change_at=args.grasp_at,
+                changed_payload=changed,
+            )
     except ValueError as e:
         raise InputError(str(e)) from None
-    final = sim.true_theta if args.grasp_at is None else grasped_payload_theta()
+    final = sim.true_theta if changed is None else changed
     if args.truth_json:
         write_json(
             args.truth_json,
@@ -95,45 +125,69 @@ def run(args: argparse.Namespace) -> int:
                 "sensor_offset": sim.true_offset.tolist(),
             },
         )
+    _write_urdf(args.urdf_out)
     n = int(round(args.duration * args.rate))
+    inputs = (
+        f"{n} joint states and wrenches in {sim.sensor_frame!r}"
+        if _is_file(args.out)
+        else f"{n} joint states on {DEFAULT_JOINT_STATES_TOPIC}, {n} wrenches on "
+        f"{DEFAULT_WRENCH_TOPIC} in {sim.sensor_frame!r}, the URDF on /robot_description"
+    )
     print(
-        f"wrote {args.out} ({args.storage}): {args.duration:g} s of the simulated Panda at "
-        f"{args.rate:g} Hz, {n} joint states on {DEFAULT_JOINT_STATES_TOPIC}, {n} wrenches on "
-        f"{DEFAULT_WRENCH_TOPIC} in {sim.sensor_frame!r}, the URDF on /robot_description; "
-        f"payload {sim.true_theta[0]:g} kg"
-        + (
-            ""
-            if args.grasp_at is None
-            else f", {final[0]:g} kg from {args.grasp_at:g} s on (a grasp)"
-        )
+        f"wrote {_written(args)}: {args.duration:g} s of the simulated Panda at "
+        f"{args.rate:g} Hz, {inputs}; payload {sim.true_theta[0]:g} kg"
+        + ("" if changed is None else f", {final[0]:g} kg from {args.grasp_at:g} s on (a grasp)")
         + (f"; truth (the final payload) in {args.truth_json}" if args.truth_json else "")
+        + (f"; the URDF in {args.urdf_out}" if args.urdf_out else "")
     )
     return 0
 
 
-def _record_joint_torques(args: argparse.Namespace) -> int:
-    """Write the bag of ``--robot panda_torques`` (and the truth); the exit code."""
-    from pathlib import Path
+def _is_file(path: str) -> bool:
+    """Whether ``path`` names an NPZ or CSV file (else a bag to create)."""
+    return Path(path).suffix.lower() in (".npz", ".csv")
 
+
+def _written(args: argparse.Namespace) -> str:
+    """What was written: ``"rec.npz"`` or ``"bag (mcap)"``."""
+    return args.out if _is_file(args.out) else f"{args.out} ({args.storage})"
+
+
+def _write_urdf(path: str | None) -> None:
+    """The Panda's URDF (the fits' ``--urdf``) to ``path`` (nothing if ``None``)."""
+    from inertia_id_ros.core.robots import example_robot_urdf
+
+    if path:
+        write_output(
+            path, lambda out: Path(out).write_text(example_robot_urdf("panda").read_text())
+        )
+
+
+def _record_joint_torques(args: argparse.Namespace) -> int:
+    """Write the recording of ``--robot panda_torques`` (and the unloaded run, the truth); the
+    exit code."""
     from inertia_id_ros.core.robots import example_robot_urdf
     from inertia_id_ros.formats.export import body_json
     from inertia_id_ros.formats.link_result import link_result_json
-    from inertia_id_ros.sim.recorders import record_joint_torques
+    from inertia_id_ros.sim.recorders import record_joint_torques, write_joint_torques
     from inertia_id_ros.sim.torques import panda_payload_torque_simulators
 
     if args.grasp_at is not None:
         raise InputError("--grasp-at applies to --robot panda")
-    _, sim = panda_payload_torque_simulators(seed=args.seed)
+    if args.unloaded and _is_file(args.unloaded) != _is_file(args.out):
+        raise InputError("--unloaded: write the same kind as out (both bags, or both files)")
+    unloaded, sim = panda_payload_torque_simulators(seed=args.seed)
+    urdf = Path(example_robot_urdf("panda")).read_text()
+    runs = [(args.out, sim, args.seed)]  # the unloaded run: the same motion, other noise
+    runs += [(args.unloaded, unloaded, args.seed + 1)] if args.unloaded else []
     try:
-        record_joint_torques(
-            args.out,
-            sim,
-            Path(example_robot_urdf("panda")).read_text(),
-            args.duration,
-            args.rate,
-            args.seed,
-            args.storage,
-        )
+        for out, simulator, seed in runs:
+            if _is_file(out):
+                write_joint_torques(out, simulator, args.duration, args.rate, seed)
+            else:
+                record_joint_torques(
+                    out, simulator, urdf, args.duration, args.rate, seed, args.storage
+                )
     except ValueError as e:
         raise InputError(str(e)) from None
     if args.truth_json:
@@ -154,15 +208,26 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
                 ),
             },
         )
+    _write_urdf(args.urdf_out)
     n = int(round(args.duration * args.rate))
+    inputs = (
+        f"{n} joint states with efforts"
+        if _is_file(args.out)
+        else f"{n} joint states with efforts on {DEFAULT_JOINT_STATES_TOPIC}, the URDF on "
+        "/robot_description"
+    )
     print(
-        f"wrote {args.out} ({args.storage}): {args.duration:g} s of the simulated Panda "
-        f"without an F/T sensor at {args.rate:g} Hz, {n} joint states with efforts on "
-        f"{DEFAULT_JOINT_STATES_TOPIC}, the URDF on /robot_description; payload "
+        f"wrote {_written(args)}: {args.duration:g} s of the simulated Panda "
+        f"without an F/T sensor at {args.rate:g} Hz, {inputs}; payload "
         f"{sim.payload_theta[0]:g} kg at {sim.payload_frame!r}"
         + "".join(
             f"; {what} in {path}"
-            for what, path in (("truth", args.truth_json), ("links and drives", args.links_json))
+            for what, path in (
+                ("the same motion without the payload", args.unloaded),
+                ("truth", args.truth_json),
+                ("links and drives", args.links_json),
+                ("the URDF", args.urdf_out),
+            )
             if path
         )
     )

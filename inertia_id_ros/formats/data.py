@@ -380,6 +380,37 @@ def read_joint_file(path: str | Path) -> JointStates:
     return _states_from_table(source, table, with_effort=True)
 
 
+def write_joint_file(
+    path: str | Path,
+    states: JointStates,
+    wrench: np.ndarray | None = None,
+    wrench_frame: str = "",
+) -> None:
+    """``states`` (its optional arrays where given) and the ``wrench`` (N, 6) at its stamps, in
+    ``wrench_frame``, as an NPZ or a CSV file (by ``path``'s suffix) of the module docstring's
+    layout: what :func:`read_joint_file` and :func:`read_payload_file` read."""
+    path = Path(path)
+    arrays = {kind: getattr(states, kind) for kind in JOINT_COLUMN_KINDS}
+    arrays = {kind: np.asarray(a, dtype=float) for kind, a in arrays.items() if a is not None}
+    if path.suffix.lower() == ".npz":
+        extra = {} if wrench is None else {"wrench": wrench, "wrench_frame": np.array(wrench_frame)}
+        np.savez(path, t=states.t, joint_names=np.array(states.joint_names), **arrays, **extra)
+        return
+    if path.suffix.lower() != ".csv":
+        raise DataError(f"{path}: write .npz or .csv")
+    columns, names = [states.t], ["t"]
+    for kind, values in arrays.items():
+        columns += list(values.T)
+        names += [f"{kind}:{joint}" for joint in states.joint_names]
+    if wrench is not None:
+        columns += list(np.asarray(wrench, dtype=float).T)
+        names += [f"wrench:{channel}" for channel in WRENCH_CHANNEL_NAMES]
+    lines = [f"# wrench_frame: {wrench_frame}"] if wrench is not None and wrench_frame else []
+    lines.append(",".join(names))
+    lines += [",".join(repr(float(v)) for v in row) for row in np.column_stack(columns)]
+    path.write_text("\n".join(lines) + "\n")
+
+
 # ---- ROS 2 bags ----------------------------------------------------------------------------
 
 

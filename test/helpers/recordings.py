@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from inertia_id_ros.formats.data import JointStates
+from inertia_id_ros.formats.data import JointStates, write_joint_file
 
 
 def write_csv(
@@ -17,18 +17,13 @@ def write_csv(
     kinds: Sequence[str] = ("q", "dq"),
     wrench_frame: str | None = None,
 ) -> Path:
-    """A CSV file in the layout of :mod:`inertia_id_ros.formats.data`."""
-    columns, names = [states.t], ["t"]
-    for kind in kinds:
-        columns += list(getattr(states, kind).T)
-        names += [f"{kind}:{j}" for j in states.joint_names]
-    if wrench is not None:
-        columns += list(wrench.T)
-        names += [f"wrench:{c}" for c in ("fx", "fy", "fz", "tx", "ty", "tz")]
-    lines = [f"# wrench_frame: {wrench_frame}"] if wrench_frame else []
-    lines.append(",".join(names))
-    lines += [",".join(repr(float(v)) for v in row) for row in np.column_stack(columns)]
-    path.write_text("\n".join(lines) + "\n")
+    """A CSV file in the layout of :mod:`inertia_id_ros.formats.data` with the arrays ``kinds``
+    of ``states`` (``q`` always)."""
+    optional = {
+        kind: getattr(states, kind) if kind in kinds else None for kind in ("dq", "ddq", "effort")
+    }
+    kept = JointStates(states.t, states.joint_names, states.q, **optional)
+    write_joint_file(path, kept, wrench, wrench_frame or "")
     return path
 
 
