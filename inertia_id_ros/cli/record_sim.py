@@ -5,6 +5,7 @@ written directly (no DDS), or an NPZ or CSV file of the package's layout to fit.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from inertia_id_ros.cli.common import (
@@ -80,6 +81,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="OUT",
         help="write the robot's URDF (the one the fits take) to OUT",
     )
+    record.add_argument(
+        "--description-out",
+        metavar="OUT",
+        help="write an input description (YAML, docs/how-to/real-logs.md) of the recording to OUT",
+    )
 
 
 ROBOTS = ("panda", "panda_torques")
@@ -126,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
             },
         )
     _write_urdf(args.urdf_out)
+    _write_description(args, sim.joint_names, ("q", "dq"), sim.sensor_frame)
     n = int(round(args.duration * args.rate))
     inputs = (
         f"{n} joint states and wrenches in {sim.sensor_frame!r}"
@@ -139,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
         + ("" if changed is None else f", {final[0]:g} kg from {args.grasp_at:g} s on (a grasp)")
         + (f"; truth (the final payload) in {args.truth_json}" if args.truth_json else "")
         + (f"; the URDF in {args.urdf_out}" if args.urdf_out else "")
+        + (f"; its description in {args.description_out}" if args.description_out else "")
     )
     return 0
 
@@ -161,6 +169,21 @@ def _write_urdf(path: str | None) -> None:
         write_output(
             path, lambda out: Path(out).write_text(example_robot_urdf("panda").read_text())
         )
+
+
+def _write_description(
+    args: argparse.Namespace, joint_names: Sequence[str], kinds: Sequence[str], frame: str = ""
+) -> None:
+    """The input description of ``args.out`` (nothing without ``--description-out``)."""
+    import yaml
+
+    from inertia_id_ros.formats.data import canonical_description
+
+    path = args.description_out
+    if path:
+        content = canonical_description(args.out, Path(path).parent, joint_names, kinds, frame)
+        text = yaml.safe_dump(content, sort_keys=False, allow_unicode=True)
+        write_output(path, lambda out: Path(out).write_text(text))
 
 
 def _record_joint_torques(args: argparse.Namespace) -> int:
@@ -209,6 +232,7 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
             },
         )
     _write_urdf(args.urdf_out)
+    _write_description(args, sim.joint_names, ("q", "dq", "effort"))
     n = int(round(args.duration * args.rate))
     inputs = (
         f"{n} joint states with efforts"
@@ -227,6 +251,7 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
                 ("truth", args.truth_json),
                 ("links and drives", args.links_json),
                 ("the URDF", args.urdf_out),
+                ("its description", args.description_out),
             )
             if path
         )

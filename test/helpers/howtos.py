@@ -1,0 +1,185 @@
+"""The how-to pages' shell commands, run as written: the blocks of a page, what each command must
+exit with, the figures the page quotes (``docs/figures.yaml``), and a runner shared by the docs
+test (``test/unit/project/test_howtos.py``) and ``benchmarks/run_docs.py``.
+
+A page's ```` ```bash ```` blocks run in order in one empty folder (with the repository's
+``config/`` beside them), each command as ``bash -c`` with ``.venv/bin/`` the running
+interpreter's ``bin/``. A comment on the line before a block's fence says how the test takes it::
+
+    <!-- docs-test: skip (needs the ros2 command line) -->   never run; the reason is shown
+    <!-- docs-test: long -->                                  run by benchmarks/run_docs.py only
+
+A command's trailing comment ``# exit N`` is the exit code it must give (else 0). A figure the
+page quotes is written ``<!-- fig NAME -->VALUE<!-- /fig -->``: ``docs/figures.yaml`` says which
+command prints it (a regular expression on its output) and its tolerance;
+``benchmarks/run_docs.py --write`` regenerates the values from a run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = sorted((REPO / "docs" / "how-to").glob("*.md")) + [REPO / "README.md"]
+FIGURES = REPO / "docs" / "figures.yaml"
+VENV_BIN = Path(sys.executable).parent
+
+_BLOCK = re.compile(r"(?:<!-- docs-test: (?P<mark>[^>]*?) -->\n)?```bash\n(?P<body>.*?)```", re.S)
+_FIGURE = re.compile(r"<!-- fig (?P<name>[\w.]+) -->(?P<value>[^<]*)<!-- /fig -->")
+_EXIT = re.compile(r"#.*\bexit (\d+)\b")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of a page: its ``text`` as written (continuation lines joined), the ``exit``
+    code it must give, its block and position (from 0)."""
+
+    text: str
+    exit: int
+    block: int
+    index: int
+
+
+@dataclass(frozen=True)
+class Block:
+    """A bash block: its commands and the test's ``mark`` (``""``, ``"long"``, ``"skip (...)"``)."""
+
+    commands: tuple[Command, ...]
+    mark: str
+
+    @property
+    def skipped(self) -> bool:
+        """Never run (the mark gives the reason)."""
+        return self.mark.startswith("skip")
+
+
+def page_name(page: Path) -> str:
+    """``how-to/replay-bag.md`` or ``README.md``."""
+    return str(page.relative_to(REPO / "docs")) if "docs" in page.parts else page.name
+
+
+def blocks(page: Path) -> list[Block]:
+    """The bash blocks of ``page`` in order."""
+    found = []
+    for number, match in enumerate(_BLOCK.finditer(page.read_text(encoding="utf-8"))):
+        lines = match["body"].replace("\\\n", " ").splitlines()
+        commands = tuple(
+            Command(_strip_comment(line), _expected_exit(line), number, k)
+            for k, line in enumerate(line for line in lines if _strip_comment(line))
+        )
+        found.append(Block(commands, (match["mark"] or "").strip()))
+    return found
+
+
+def _strip_comment(line: str) -> str:
+    """``line`` without its trailing comment (a ``#`` after whitespace, outside quotes)."""
+    quote = ""
+    for k, char in enumerate(line):
+        if char in "'\"":
+            quote = "" if quote == char else (quote or char)
+        elif char == "#" and not quote and (k == 0 or line[k - 1].isspace()):
+            return line[:k].strip()
+    return line.strip()
+
+
+def _expected_exit(line: str) -> int:
+    match = _EXIT.search(line[len(_strip_comment(line)) :])
+    return int(match[1]) if match else 0
+
+
+def page_figures(page: Path) -> dict[str, str]:
+    """The figures ``page`` quotes: name -> the value as written."""
+    return {m["name"]: m["value"] for m in _FIGURE.finditer(page.read_text(encoding="utf-8"))}
+
+
+def figure_table() -> dict[str, dict]:
+    """``docs/figures.yaml``: name -> {page, block, command, pattern, scale, format, tolerance,
+    value}."""
+    return yaml.safe_load(FIGURES.read_text(encoding="utf-8")) or {}
+
+
+@dataclass
+class Outcome:
+    """What a command did: exit code, output (stdout and stderr), seconds."""
+
+    command: Command
+    code: int
+    output: str
+    seconds: float
+
+
+@dataclass
+class PageRun:
+    """A page's commands run in ``folder``: their outcomes, and the blocks left out."""
+
+    page: Path
+    folder: Path
+    outcomes: list[Outcome] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+
+def run_page(page: Path, folder: Path, long: bool = False, timeout: float = 600.0) -> PageRun:
+    """Run ``page``'s blocks in order in ``folder`` (created; ``config/`` copied in), the
+    ``long`` ones too when asked; stops at the first command that exits otherwise than the
+    page says."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(REPO / "config", folder / "config", dirs_exist_ok=True)
+    env = dict(os.environ, PATH=f"{VENV_BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+    run = PageRun(page, folder)
+    for block in blocks(page):
+        if block.skipped or (block.mark == "long" and not long):
+            run.left_out.append(f"block {block.commands[0].block}: {block.mark}")
+            continue
+        for command in block.commands:
+            text = command.text.replace(".venv/bin/", f"{VENV_BIN}/")
+            started = time.perf_counter()
+            done = subprocess.run(
+                ["bash", "-c", text],
+                cwd=folder,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+            run.outcomes.append(
+                Outcome(
+                    command,
+                    done.returncode,
+                    done.stdout + done.stderr,
+                    time.perf_counter() - started,
+                )
+            )
+            if done.returncode != command.exit:
+                return run
+    return run
+
+
+def figure_value(run: PageRun, name: str, spec: dict) -> float | None:
+    """The figure ``name`` as the run printed it (``None``: its command did not run)."""
+    for outcome in run.outcomes:
+        if (outcome.command.block, outcome.command.index) == (spec["block"], spec["command"]):
+            match = re.search(spec["pattern"], outcome.output)
+            if match is None:
+                raise AssertionError(
+                    f"{name}: {spec['pattern']!r} not in the output of "
+                    f"{outcome.command.text!r}:\n{outcome.output[-2000:]}"
+                )
+            return float(match[1]) * float(spec.get("scale", 1.0))
+    return None
+
+
+def within(value: float, quoted: float, tolerance: str) -> bool:
+    """Whether ``value`` is within ``tolerance`` (``"10%"`` relative, or absolute) of
+    ``quoted``."""
+    if tolerance.endswith("%"):
+        return abs(value - quoted) <= abs(quoted) * float(tolerance[:-1]) / 100.0
+    return abs(value - quoted) <= float(tolerance)
