@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from inertia_id_ros.cli.common import (
     add_command,
@@ -70,6 +71,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "torques_links_result)",
     )
     record.add_argument(
+        "--without-payload",
+        action="store_true",
+        help="panda_torques: the Panda carries no payload (a run to fit the links on)",
+    )
+    record.add_argument(
+        "--motion-seed",
+        type=int,
+        metavar="SEED",
+        help="panda_torques: seed of the motion alone (default --seed, which also draws the "
+        "links' and drives' truth): the same robot moving otherwise, e.g. held-out data",
+    )
+    record.add_argument(
         "--unloaded",
         metavar="OUT",
         help="panda_torques: also write the same motion without the payload to OUT (a bag, "
@@ -100,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.robot == "panda_torques":
         return _record_joint_torques(args)
-    for option in ("links_json", "unloaded"):
-        if getattr(args, option):
+    for option in ("links_json", "unloaded", "without_payload", "motion_seed"):
+        if getattr(args, option) not in (None, False):
             raise InputError(f"--{option.replace('_', '-')} applies to --robot panda_torques")
     changed = None if args.grasp_at is None else grasped_payload_theta()
     try:
@@ -199,7 +212,12 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
         raise InputError("--grasp-at applies to --robot panda")
     if args.unloaded and _is_file(args.unloaded) != _is_file(args.out):
         raise InputError("--unloaded: write the same kind as out (both bags, or both files)")
-    unloaded, sim = panda_payload_torque_simulators(seed=args.seed)
+    if args.unloaded and args.without_payload:
+        raise InputError("--unloaded writes a second run; with --without-payload out is one")
+    unloaded, loaded = panda_payload_torque_simulators(
+        seed=args.seed, trajectory=_motion(args.motion_seed)
+    )
+    sim = unloaded if args.without_payload else loaded
     urdf = Path(example_robot_urdf("panda")).read_text()
     runs = [(args.out, sim, args.seed)]  # the unloaded run: the same motion, other noise
     runs += [(args.unloaded, unloaded, args.seed + 1)] if args.unloaded else []
@@ -218,7 +236,7 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
             args.truth_json,
             {
                 "method": "truth",
-                "bodies": [body_json("payload", sim.payload_frame, sim.payload_theta)],
+                "bodies": [body_json("payload", loaded.payload_frame, loaded.payload_theta)],
             },
         )
     if args.links_json:
@@ -240,10 +258,14 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
         else f"{n} joint states with efforts on {DEFAULT_JOINT_STATES_TOPIC}, the URDF on "
         "/robot_description"
     )
+    payload = (
+        "no payload"
+        if args.without_payload
+        else f"payload {loaded.payload_theta[0]:g} kg at {loaded.payload_frame!r}"
+    )
     print(
         f"wrote {_written(args)}: {args.duration:g} s of the simulated Panda "
-        f"without an F/T sensor at {args.rate:g} Hz, {inputs}; payload "
-        f"{sim.payload_theta[0]:g} kg at {sim.payload_frame!r}"
+        f"without an F/T sensor at {args.rate:g} Hz, {inputs}; {payload}"
         + "".join(
             f"; {what} in {path}"
             for what, path in (
@@ -257,3 +279,15 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _motion(seed: int | None) -> Any:
+    """The Panda's exciting motion of ``seed`` (``None``: the simulator's default, of
+    ``--seed``)."""
+    from inertia_id_ros.core.robots import example_robot_urdf, load_model
+    from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, ExcitingTrajectory
+
+    if seed is None:
+        return None
+    model = load_model(example_robot_urdf("panda"))
+    return ExcitingTrajectory.for_model(model, PANDA_ARM_JOINTS, seed=seed)
