@@ -80,10 +80,10 @@ DEFAULT_HALF_WIDTH = 0.05
 
 PAYLOAD_TORQUES_HALF_WIDTH = 0.03
 """Half-width (s) of the joint states' differentiation for a payload from joint torques
-(``fit-payload-torques``, :func:`~inertia_id_ros.online.session.payload_torque_session`): the
-payload's inertia is seen through the accelerations, which a wider filter flattens (simulated
-Panda at 1 kHz, differencing route: inertia error 6.8 % at 0.03 s, 11 % at 0.05 s, 28 % at
-0.1 s)."""
+(``fit-payload-torques``,
+:func:`~inertia_id_ros.online.payload_session.payload_torque_session`): the payload's inertia is
+seen through the accelerations, which a wider filter flattens (simulated Panda at 1 kHz,
+differencing route: inertia error 6.8 % at 0.03 s, 11 % at 0.05 s, 28 % at 0.1 s)."""
 
 PAYLOAD_TORQUES_MIN_SAMPLES = 5
 """At a low sample rate the payload's differentiation spans at least this many samples on each

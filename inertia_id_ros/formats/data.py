@@ -394,8 +394,14 @@ def write_joint_file(
     arrays = {kind: getattr(states, kind) for kind in JOINT_COLUMN_KINDS}
     arrays = {kind: np.asarray(a, dtype=float) for kind, a in arrays.items() if a is not None}
     if path.suffix.lower() == ".npz":
-        extra = {} if wrench is None else {"wrench": wrench, "wrench_frame": np.array(wrench_frame)}
-        np.savez(path, t=states.t, joint_names=np.array(states.joint_names), **arrays, **extra)
+        content: dict[str, np.ndarray] = {
+            "t": states.t,
+            "joint_names": np.array(states.joint_names),
+        }
+        content |= arrays
+        if wrench is not None:
+            content |= {"wrench": np.asarray(wrench), "wrench_frame": np.array(wrench_frame)}
+        np.savez(path, **content)  # type: ignore[arg-type]  # a key could be allow_pickle
         return
     if path.suffix.lower() != ".csv":
         raise DataError(f"{path}: write .npz or .csv")

@@ -1,6 +1,6 @@
 """The ``links`` mode: a chain's links and joint drives, from joint states with efforts.
 
-Session: :class:`~inertia_id_ros.online.session.LinkSession`; ROS wiring:
+Session: :class:`~inertia_id_ros.online.link_session.LinkSession`; ROS wiring:
 :class:`inertia_id_ros.ros.wiring.links.LinksWiring`; ``~/excite`` designs for the ``links`` target;
 ``inertia-id fit-links``; replays of joint states with efforts (a bag, or a described log).
 """
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from inertia_id_ros.chain.actuators import ActuatorConfig
     from inertia_id_ros.chain.links import LinkModel
     from inertia_id_ros.offline.replay import ReplayLog
-    from inertia_id_ros.online.session import LinkSession
+    from inertia_id_ros.online.link_session import LinkSession
 
 
 class LinksMode(Mode):
@@ -97,7 +97,7 @@ class LinksMode(Mode):
     def build_session(self, settings: NodeSettings) -> LinkSession:
         """The chain (:func:`link_model`), its window's memory checked, its links' bounding
         ellipsoids (``bounding_ellipsoid``: :func:`link_ellipsoids`)."""
-        from inertia_id_ros.online.session import link_session
+        from inertia_id_ros.online.link_session import link_session
 
         model, actuators = link_model(settings)
         self.check_startup_window(settings, (model.n_joints, model.n_parameters))

@@ -1,7 +1,7 @@
 """The ``payload`` mode: the body beyond an F/T sensor, from joint states and wrenches.
 
-Session: :class:`~inertia_id_ros.online.session.PayloadSession` (change detection, tare); ROS
-wiring: :class:`inertia_id_ros.ros.wiring.payload.PayloadWiring`; ``~/excite`` designs for the
+Session: :class:`~inertia_id_ros.online.payload_session.PayloadSession` (change detection, tare);
+ROS wiring: :class:`inertia_id_ros.ros.wiring.payload.PayloadWiring`; ``~/excite`` designs for the
 ``payload`` target; ``inertia-id fit-payload``; replays of joint states and wrenches (a bag, or
 a described log).
 """
@@ -32,7 +32,7 @@ from inertia_id_ros.options import (
 if TYPE_CHECKING:
     from inertia_id_ros.offline.plausibility import Volume
     from inertia_id_ros.offline.replay import ReplayLog
-    from inertia_id_ros.online.session import PayloadSession
+    from inertia_id_ros.online.payload_session import PayloadSession
 
 WINDOW_SHAPE = (6, 16)
 """(rows per sample, parameters) of the payload window at its largest (with the offset)."""
@@ -174,7 +174,7 @@ class PayloadMode(Mode):
         from inertia_id_ros.core.kinematics import SensorKinematics
         from inertia_id_ros.formats.prior import resolve_payload_prior
         from inertia_id_ros.online.payload_estimator import check_prior_available
-        from inertia_id_ros.online.session import payload_session
+        from inertia_id_ros.online.payload_session import payload_session
 
         own: PayloadSettings = settings.mode_settings
         try:

@@ -1,8 +1,8 @@
 """The ``payload_torques`` mode: the body beyond a frame of an arm without an F/T sensor, from its
 joint states with efforts, minus a link model (a ``fit-links`` result, or the URDF's links).
 
-Session: :class:`~inertia_id_ros.online.session.PayloadTorqueSession` (change detection on the
-joints' torque residuals, a tare of the joints' torque offsets); ROS wiring:
+Session: :class:`~inertia_id_ros.online.payload_session.PayloadTorqueSession` (change detection on
+the joints' torque residuals, a tare of the joints' torque offsets); ROS wiring:
 :class:`inertia_id_ros.ros.wiring.payload_torques.PayloadTorquesWiring`; ``~/excite`` designs for
 the ``payload`` target beyond the frame; ``inertia-id fit-payload-torques``; replays of joint states
 with efforts (a bag, or a described log).
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from inertia_id_ros.findings import Finding
     from inertia_id_ros.offline.plausibility import Volume
     from inertia_id_ros.offline.replay import ReplayLog
-    from inertia_id_ros.online.session import PayloadTorqueSession
+    from inertia_id_ros.online.payload_session import PayloadTorqueSession
 
 
 TITLE = "Payload torques mode"
@@ -177,7 +177,7 @@ class PayloadTorquesMode(Mode):
     def build_session(self, settings: NodeSettings) -> PayloadTorqueSession:
         """The chain and its link model (:func:`link_model`), the window's memory checked, the
         bounding ellipsoid (``bounding_ellipsoid``)."""
-        from inertia_id_ros.online.session import payload_torque_session
+        from inertia_id_ros.online.payload_session import payload_torque_session
 
         own: PayloadTorquesSettings = settings.mode_settings
         links, links_x = link_model(settings)

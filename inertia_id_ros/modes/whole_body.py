@@ -1,7 +1,7 @@
 """The ``whole_body`` mode: every link of a floating-base (fixed, suspended) robot, from joint
 states, an IMU and several F/T sensors.
 
-Session: :class:`~inertia_id_ros.online.session.WholeBodySession`; ROS wiring:
+Session: :class:`~inertia_id_ros.online.whole_body_session.WholeBodySession`; ROS wiring:
 :class:`inertia_id_ros.ros.wiring.whole_body.WholeBodyWiring`; no ``~/excite`` (no wizard for a
 floating base); ``inertia-id fit-whole-body``; replays of joint states, an IMU and F/T sensors
 (a bag, or a described log).
@@ -37,7 +37,7 @@ from inertia_id_ros.options import (
 
 if TYPE_CHECKING:
     from inertia_id_ros.offline.replay import ReplayLog
-    from inertia_id_ros.online.session import WholeBodySession
+    from inertia_id_ros.online.whole_body_session import WholeBodySession
 
 
 class WholeBodyMode(Mode):
@@ -259,7 +259,7 @@ class WholeBodyMode(Mode):
         links' bounding ellipsoids (``bounding_ellipsoid``)."""
         from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel
         from inertia_id_ros.offline.plausibility import ellipsoids_of, link_volumes, volumes_holding
-        from inertia_id_ros.online.session import whole_body_session
+        from inertia_id_ros.online.whole_body_session import whole_body_session
 
         own: WholeBodySettings = settings.mode_settings
         load_robot(settings)  # an unreadable URDF names its parameter

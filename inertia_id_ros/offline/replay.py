@@ -2,11 +2,12 @@
 bags to replay.
 
 **Replay** (:func:`replay_bag`, ``inertia-id replay``): the bag's ``JointState`` and
-``WrenchStamped`` messages go to a :class:`~inertia_id_ros.online.session.PayloadSession` -- the
-session the node runs, built by :func:`~inertia_id_ros.online.session.payload_session` from the
-node's parameters of the same names -- in arrival order (the bag's log times, as the node's
-subscriptions got them; stamps from the headers, as the node's callbacks use them; rejected
-samples are counted, not fatal). Every ``1 / update_rate_hz`` seconds of bag time, starting one
+``WrenchStamped`` messages go to a
+:class:`~inertia_id_ros.online.payload_session.PayloadSession` -- the session the node runs, built
+by :func:`~inertia_id_ros.online.payload_session.payload_session` from the node's parameters of
+the same names -- in arrival order (the bag's log times, as the node's subscriptions got them;
+stamps from the headers, as the node's callbacks use them; rejected samples are counted, not
+fatal). Every ``1 / update_rate_hz`` seconds of bag time, starting one
 period after the first message, the session updates as the node's worker does: process, payload
 change detection (the window then keeps only the new payload's samples), a warm-started solve;
 one more update follows the last message. Each update gives an estimate or the reason there is
@@ -86,18 +87,17 @@ from inertia_id_ros.offline.plausibility import (
 )
 from inertia_id_ros.online.change_detection import ChangeEvent
 from inertia_id_ros.online.link_estimator import LinkEstimate
+from inertia_id_ros.online.link_session import LinkSession
 from inertia_id_ros.online.payload_estimator import Estimate, EstimatorConfig, PayloadEstimateBase
-from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimatorConfig
-from inertia_id_ros.online.session import (
-    LinkSession,
+from inertia_id_ros.online.payload_session import (
     PayloadSession,
     PayloadTorqueSession,
-    Session,
-    Update,
-    WholeBodySession,
     payload_session,
 )
+from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimatorConfig
+from inertia_id_ros.online.session import Session, Update
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
+from inertia_id_ros.online.whole_body_session import WholeBodySession
 
 if TYPE_CHECKING:
     import pinocchio as pin
@@ -485,7 +485,7 @@ def replay_bag(
     through the node's payload session for the F/T sensor frame ``sensor_frame`` (default: a
     bag's first wrench's ``frame_id``, a recording's only F/T sensor; see the module docstring);
     ``settings``: the node's parameters (keyword arguments of
-    :func:`~inertia_id_ros.online.session.payload_session`: window_sec, method,
+    :func:`~inertia_id_ros.online.payload_session.payload_session`: window_sec, method,
     estimate_offset, flip_wrench_sign, detect_payload_change, ...). The robot comes from the
     URDF file ``urdf``, else from a bag's last ``/robot_description``. Raises
     :class:`~inertia_id_ros.errors.DataError` (bag, recording), ``OSError`` or ``ValueError``

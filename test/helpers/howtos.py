@@ -8,6 +8,8 @@ interpreter's ``bin/``. A comment on the line before a block's fence says how th
 
     <!-- docs-test: skip (needs the ros2 command line) -->   never run; the reason is shown
     <!-- docs-test: long -->                                  run by benchmarks/run_docs.py only
+    <!-- docs-test: until-stopped -->  each command runs until Ctrl-C: it must start and stay up
+                                       for UNTIL_STOPPED_SEC without an error, then end on SIGINT
 
 A command's trailing comment ``# exit N`` is the exit code it must give (else 0). A figure the
 page quotes is written ``<!-- fig NAME -->VALUE<!-- /fig -->``: ``docs/figures.yaml`` says which
@@ -20,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -36,6 +39,10 @@ VENV_BIN = Path(sys.executable).parent
 _BLOCK = re.compile(r"(?:<!-- docs-test: (?P<mark>[^>]*?) -->\n)?```bash\n(?P<body>.*?)```", re.S)
 _FIGURE = re.compile(r"<!-- fig (?P<name>[\w.]+) -->(?P<value>[^<]*)<!-- /fig -->")
 _EXIT = re.compile(r"#.*\bexit (\d+)\b")
+UNTIL_STOPPED_SEC = 8.0
+"""How long a command that runs until stopped must stay up (s)."""
+ERRORS = ("Traceback (most recent call last)", "[ERROR]")
+"""What must not appear in the output of a command that runs until stopped."""
 
 
 @dataclass(frozen=True)
@@ -141,26 +148,46 @@ def run_page(page: Path, folder: Path, long: bool = False, timeout: float = 600.
             continue
         for command in block.commands:
             text = command.text.replace(".venv/bin/", f"{VENV_BIN}/")
+            run_command = _until_stopped if block.mark == "until-stopped" else _to_the_end
             started = time.perf_counter()
-            done = subprocess.run(
-                ["bash", "-c", text],
-                cwd=folder,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-            run.outcomes.append(
-                Outcome(
-                    command,
-                    done.returncode,
-                    done.stdout + done.stderr,
-                    time.perf_counter() - started,
-                )
-            )
-            if done.returncode != command.exit:
+            code, output = run_command(text, folder, env, timeout)
+            run.outcomes.append(Outcome(command, code, output, time.perf_counter() - started))
+            if code != command.exit:
                 return run
     return run
+
+
+def _to_the_end(text: str, folder: Path, env: dict, timeout: float) -> tuple[int, str]:
+    done = subprocess.run(
+        ["bash", "-c", text], cwd=folder, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def _until_stopped(text: str, folder: Path, env: dict, timeout: float) -> tuple[int, str]:
+    """Start ``text``, let it run :data:`UNTIL_STOPPED_SEC`, stop it with SIGINT: its exit code
+    (-1 if it ended by itself, or an error was printed) and output."""
+    log = folder / f"until_stopped_{time.monotonic_ns()}.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            ["bash", "-c", f"exec {text}"],
+            cwd=folder,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        time.sleep(UNTIL_STOPPED_SEC)
+        ended = process.poll() is not None
+        if not ended:
+            os.killpg(process.pid, signal.SIGINT)
+        try:
+            code = process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            code = process.wait()
+    output = log.read_text()
+    return (-1 if ended or any(e in output for e in ERRORS) else code), output
 
 
 def figure_value(run: PageRun, name: str, spec: dict) -> float | None:

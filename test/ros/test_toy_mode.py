@@ -25,7 +25,8 @@ from inertia_id_ros.errors import JointNotFound, StartupError
 from inertia_id_ros.modes import Mode, NodeSettings, ParameterSpec
 from inertia_id_ros.modes.base import load_robot
 from inertia_id_ros.msg import InertialParameters
-from inertia_id_ros.online.session import LinkSession, Update, link_session
+from inertia_id_ros.online.link_session import LinkSession, link_session
+from inertia_id_ros.online.session import Update
 from inertia_id_ros.ros.conversions import joint_state, theta_to_msg
 from inertia_id_ros.ros.qos import LATCHED
 from inertia_id_ros.ros.wiring.base import ModeWiring

@@ -14,8 +14,8 @@ from inertia_id_ros.core.whole_body_model import (
     WholeBodyModel,
     WholeBodySamples,
 )
-from inertia_id_ros.online.session import whole_body_session
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimator, WholeBodyEstimatorConfig
+from inertia_id_ros.online.whole_body_session import whole_body_session
 from inertia_id_ros.sim import whole_body_simulator as wb
 
 RATE = 200.0

@@ -27,7 +27,7 @@ from inertia_id_ros.core.whole_body_model import (
 from inertia_id_ros.errors import ConfigError, DataError
 from inertia_id_ros.formats.data import with_derivatives
 from inertia_id_ros.formats.whole_body_log import read_whole_body_file, whole_body_inputs
-from inertia_id_ros.online.session import whole_body_session
+from inertia_id_ros.online.whole_body_session import whole_body_session
 from inertia_id_ros.sim import whole_body_simulator as wb
 
 RATE = 200.0

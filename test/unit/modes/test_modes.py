@@ -20,16 +20,17 @@ from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.change_detection import ChangeDetectorConfig
 from inertia_id_ros.online.estimator import OnlineEstimatorConfig
 from inertia_id_ros.online.link_estimator import LinkEstimatorConfig
+from inertia_id_ros.online.link_session import link_session
 from inertia_id_ros.online.payload_estimator import EstimatorConfig
-from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimatorConfig
-from inertia_id_ros.online.session import (
-    Session,
-    link_session,
+from inertia_id_ros.online.payload_session import (
+    PayloadTorqueSession,
     payload_session,
     payload_torque_session,
-    whole_body_session,
 )
+from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimatorConfig
+from inertia_id_ros.online.session import Session
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimatorConfig
+from inertia_id_ros.online.whole_body_session import whole_body_session
 from inertia_id_ros.ros.parameters import PARAMETERS, settings_from_parameters
 
 DECLARED = {p.name: p.default for p in PARAMETERS}
@@ -129,7 +130,7 @@ def test_each_mode_builds_its_session_with_the_library_defaults():
         ):
             if hasattr(default, field):
                 assert getattr(config, field) == getattr(default, field), (name, field)
-    assert session.mode == "payload_torques"
+    assert isinstance(session, PayloadTorqueSession)
 
 
 def test_the_registry_lists_the_package_modes_and_their_commands():

@@ -12,7 +12,7 @@ import pytest
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel
-from inertia_id_ros.online.session import whole_body_session
+from inertia_id_ros.online.whole_body_session import whole_body_session
 from inertia_id_ros.sim import whole_body_simulator as wb
 
 RATE = 200.0

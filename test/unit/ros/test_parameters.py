@@ -10,7 +10,8 @@ import pytest
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import InertiaIdError, StartupError
-from inertia_id_ros.online.session import LinkSession, PayloadSession
+from inertia_id_ros.online.link_session import LinkSession
+from inertia_id_ros.online.payload_session import PayloadSession
 from inertia_id_ros.ros.parameters import (
     MAX_UPDATE_RATE_HZ,
     PARAMETERS,

@@ -9,7 +9,7 @@ import yaml
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import StartupError
-from inertia_id_ros.online.session import WholeBodySession
+from inertia_id_ros.online.whole_body_session import WholeBodySession
 from inertia_id_ros.ros.parameters import build_session, settings_from_parameters, validate_change
 
 
