@@ -69,11 +69,12 @@ from inertia_id_ros.chain.links import (  # noqa: E402
 )
 from inertia_id_ros.core.covariance import parameter_covariance  # noqa: E402
 from inertia_id_ros.core.robots import example_robot_urdf, load_model  # noqa: E402
-from inertia_id_ros.motion.design import (  # noqa: E402
-    MotionEvaluator,
-    design_excitation,
-    motion_limits,
-    random_fourier_motion,
+from inertia_id_ros.motion.design import design_excitation  # noqa: E402
+from inertia_id_ros.motion.fourier import random_fourier_motion  # noqa: E402
+from inertia_id_ros.motion.limits import motion_limits  # noqa: E402
+from inertia_id_ros.motion.objectives import (  # noqa: E402
+    LinksObjective,
+    ObjectiveSettings,
     reference_samples,
 )
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory  # noqa: E402
@@ -218,11 +219,11 @@ def main() -> None:
     validation = JointTorqueSimulator(links, validation_motion.sample, thetas, drives).measure(
         validation_motion.t, np.random.default_rng(0)
     )  # noise-free: the true torques
-    evaluator = MotionEvaluator(
+    evaluator = LinksObjective(
         model,
         PANDA_ARM_JOINTS,
-        "links",
-        reference=reference_samples(limits, start, duration, seed=0),
+        ObjectiveSettings(),
+        reference_samples(limits, start, duration, seed=0),
     )
 
     def row(trajectory: ExcitationTrajectory) -> tuple[float, float, float, float]:

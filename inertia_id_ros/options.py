@@ -108,6 +108,11 @@ DEFAULT_FILTER_CHAIN = "sensor_filter_chain"
 EXPORT_MODES = ("replace", "add")
 
 TARGETS = ("payload", "links")
+"""What an exciting motion is designed for: the keys of
+:data:`inertia_id_ros.motion.objectives.OBJECTIVES` (a test checks they agree)."""
+DESIGN_TIME_LIMITS = {"payload": 40.0, "links": 240.0}
+"""s: default optimisation time of a motion design, per target (each objective's
+``default_time_limit``)."""
 DEFAULT_MAX_ACCELERATION = 3.0
 """rad/s² (m/s²): default acceleration limit of every joint."""
 DEFAULT_COLLISION_MARGIN = 0.01

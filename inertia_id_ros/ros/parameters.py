@@ -33,7 +33,12 @@ from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.session import Session
-from inertia_id_ros.options import LINK_VOLUME_MARGIN, NO_ELLIPSOID_METHODS, WEIGHTINGS
+from inertia_id_ros.options import (
+    DESIGN_TIME_LIMITS,
+    LINK_VOLUME_MARGIN,
+    NO_ELLIPSOID_METHODS,
+    WEIGHTINGS,
+)
 from inertia_id_ros.solvers import METHODS, check_options
 
 MAX_UPDATE_RATE_HZ = 100.0
@@ -230,7 +235,9 @@ EXCITE_TABLE: tuple[ParameterSpec, ...] = (
         "design_time_limit_sec",
         0.0,
         "~/excite: optimisation time of a motion designed on the spot (s), >= 0; 0: "
-        "the design's default (40 s payload, 240 s links).",
+        "the design's default ("
+        + ", ".join(f"{seconds:g} s {target}" for target, seconds in DESIGN_TIME_LIMITS.items())
+        + ").",
     ),
 )
 """The excitation wizard's parameters (``~/excite``: the modes with an excitation target)."""
