@@ -85,6 +85,8 @@ def test_the_node_declares_the_library_defaults():
         "whole_body": whole_body_session,
         "payload_torques": payload_torque_session,
     }
+    registered = {mode.name for mode in modes.modes()}
+    assert set(factories) == set(CONFIGS) == registered, "each mode's session factory and config"
     for mode, factory in factories.items():
         defaults = {
             name: parameter.default
