@@ -4,17 +4,20 @@ input names the item."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import StartupError
 from inertia_id_ros.online.session import WholeBodySession
-from inertia_id_ros.ros.parameters import build_session, settings_from_parameters
+from inertia_id_ros.ros.parameters import (
+    build_session,
+    parameters_from_file,
+    settings_from_parameters,
+)
 
 
 def _config(name: str, robot: str) -> dict:
-    values = yaml.safe_load((REPO / "config" / name).read_text())["inertia_id"]["ros__parameters"]
+    values = parameters_from_file(REPO / "config" / name)
     return {**values, "urdf_path": str(example_robot_urdf(robot))}
 
 
