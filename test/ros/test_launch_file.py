@@ -52,7 +52,6 @@ import os
 import re
 import runpy
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -101,7 +100,7 @@ def stand_in(name: str) -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def description() -> Iterator[list[Recorded]]:
+def description() -> list[Recorded]:
     """The entities of ``generate_launch_description()`` (read with the stand-ins, which are
     gone after)."""
     with pytest.MonkeyPatch.context() as patch:
@@ -110,7 +109,7 @@ def description() -> Iterator[list[Recorded]]:
         generated = runpy.run_path(str(LAUNCH_FILE))["generate_launch_description"]()
     assert generated.kind == "LaunchDescription"
     (entities,) = generated.args
-    yield list(entities)
+    return list(entities)
 
 
 def of_kind(entities: list[Recorded], kind: str) -> list[Recorded]:
