@@ -67,14 +67,14 @@ class WholeBodyMode(Mode):
         ParameterSpec(
             "fixed_frame",
             "",
-            "Whole-body mode, base 'fixed': the URDF frame held still. Empty means the "
+            "Whole-body mode: with base 'fixed', the URDF frame held still. Empty means the "
             "URDF root (on a stand); e.g. 'l_sole' for a humanoid on its left foot, "
             "whose pelvis then moves with the stance leg (no IMU needed).",
         ),
         ParameterSpec(
             "fixed_tilt",
             None,
-            "Whole-body mode, base 'fixed': the fixed frame's roll and pitch in the "
+            "Whole-body mode: with base 'fixed', the fixed frame's roll and pitch in the "
             "world [roll, pitch] (rad). Unset: level.",
             array_type="double_array",
         ),
@@ -94,7 +94,7 @@ class WholeBodyMode(Mode):
         ParameterSpec(
             "imu_tilt",
             DEFAULT_IMU_TILT,
-            "Whole-body mode, base 'fixed' with an imu_topic: 'correct' uses the IMU's "
+            "Whole-body mode: with base 'fixed' and an imu_topic, 'correct' uses the IMU's "
             "mean specific force as the fixed frame's tilt; 'check' keeps fixed_tilt "
             "and reports the IMU's, warning past 2 deg.",
         ),

@@ -97,14 +97,18 @@ class InertiaIdNode(Node):
             {p.name: self._declare(p) for p in node_parameters()}
         )
         self.session: Session = self.mode.build_session(self.settings)
+        inputs_name = f"{self.get_name()}_inputs"
         self.inputs = Node(
-            f"{self.get_name()}_inputs",
+            inputs_name,
             namespace=self.get_namespace(),
             context=self.context,
+            cli_args=["--ros-args", "-r", f"__node:={inputs_name}"],
             start_parameter_services=False,
         )
         """The input subscriptions' own node: :func:`main` spins it on its own executor and
-        thread, so that input messages cost as little as rclpy allows."""
+        thread, so that input messages cost as little as rclpy allows. Its own name remap wins
+        over the process's ``-r __node:=...`` (``launch_ros`` passes one), which would give it
+        the node's name (two nodes of one name: rosout warns, then drops the node's logs)."""
         self._last_warning: dict[str, float] = {}
         self._last_markers = -np.inf
         try:

@@ -27,7 +27,6 @@ TORQUES = {
         ({"torques_change_threshold": 0.0}, "torques_change_threshold"),
         ({"torques_filter_half_width": -0.01}, "torques_filter_half_width"),
         ({"torques_links_result": "/nonexistent/links.json"}, "torques_links_result"),
-        ({"method": "cad_prior"}, "method"),  # no parameter gives the payload's CAD values
         ({"torques_bounding_sphere": 0.0}, "torques_bounding_sphere"),
         ({"torques_bounding_box": [0.1, 0.1]}, "torques_bounding_box"),
     ],
