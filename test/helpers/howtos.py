@@ -3,7 +3,7 @@ exit with, the figures the page quotes (``docs/figures.yaml``), and a runner sha
 test (``test/unit/project/test_howtos.py``) and ``benchmarks/run_docs.py``.
 
 A page's ```` ```bash ```` blocks run in order in one empty folder (with the repository's
-``config/`` beside them), each command as ``bash -c`` with ``.venv/bin/`` the running
+``config/`` in it, and the repository as ``inertia_id_ros/``: the folder that holds a clone), each command as ``bash -c`` with ``.venv/bin/`` the running
 interpreter's ``bin/``. A comment on the line before a block's fence says how the test takes it::
 
     <!-- docs-test: skip (needs the ros2 command line) -->   never run; the reason is shown
@@ -143,6 +143,9 @@ def run_page(page: Path, folder: Path, long: bool = False, timeout: float = 600.
     page says."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copytree(REPO / "config", folder / "config", dirs_exist_ok=True)
+    clone = folder / "inertia_id_ros"  # "the folder that holds your clone"
+    if not clone.exists():
+        clone.symlink_to(REPO)
     env = dict(os.environ, PATH=f"{VENV_BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}")
     run = PageRun(page, folder)
     background: list[subprocess.Popen] = []
