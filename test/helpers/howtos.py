@@ -3,8 +3,10 @@ exit with, the figures the page quotes (``docs/figures.yaml``), and a runner sha
 test (``test/unit/project/test_howtos.py``) and ``benchmarks/run_docs.py``.
 
 A page's ```` ```bash ```` blocks run in order in one empty folder (with the repository's
-``config/`` in it, and the repository as ``inertia_id_ros/``: the folder that holds a clone), each command as ``bash -c`` with ``.venv/bin/`` the running
-interpreter's ``bin/``. A comment on the line before a block's fence says how the test takes it::
+``config/`` in it, and the repository as ``inertia_id_ros/``: the folder that holds a clone),
+each command as ``bash -c`` with ``.venv/bin/`` the running interpreter's ``bin/`` (a
+here-document is one command). A comment on the line before a block's fence says how the test
+takes it::
 
     <!-- docs-test: skip (needs the ros2 command line) -->   never run; the reason is shown
     <!-- docs-test: long -->                                  run by benchmarks/run_docs.py only
@@ -40,6 +42,7 @@ VENV_BIN = Path(sys.executable).parent
 _BLOCK = re.compile(r"(?:<!-- docs-test: (?P<mark>[^>]*?) -->\n)?```bash\n(?P<body>.*?)```", re.S)
 _FIGURE = re.compile(r"<!-- fig (?P<name>[\w.]+) -->(?P<value>[^<]*)<!-- /fig -->")
 _EXIT = re.compile(r"#.*\bexit (\d+)\b")
+_HEREDOC = re.compile(r"<<-?\s*'?(?P<end>\w+)'?")
 UNTIL_STOPPED_SEC = 2.0
 """How long a command that runs until stopped must stay up after it has said it is running (its
 first ``[INFO]`` line; at most :data:`START_TIMEOUT_SEC` after its start) (s)."""
@@ -81,17 +84,34 @@ def blocks(page: Path) -> list[Block]:
     """The bash blocks of ``page`` in order."""
     found = []
     for number, match in enumerate(_BLOCK.finditer(page.read_text(encoding="utf-8"))):
-        lines = match["body"].replace("\\\n", " ").splitlines()
+        lines = [line for line in _command_lines(match["body"]) if _strip_comment(line)]
         commands = tuple(
             Command(_strip_comment(line), _expected_exit(line), number, k)
-            for k, line in enumerate(line for line in lines if _strip_comment(line))
+            for k, line in enumerate(lines)
         )
         found.append(Block(commands, (match["mark"] or "").strip()))
     return found
 
 
+def _command_lines(body: str) -> list[str]:
+    """A block's commands: continuation lines joined; a here-document (``<<'EOF'`` ... ``EOF``)
+    kept whole, with its lines."""
+    lines, out = body.replace("\\\n", " ").splitlines(), []
+    while lines:
+        line = lines.pop(0)
+        heredoc = _HEREDOC.search(line)
+        if heredoc:
+            end = lines.index(heredoc["end"])
+            line, lines = "\n".join([line, *lines[: end + 1]]), lines[end + 1 :]
+        out.append(line)
+    return out
+
+
 def _strip_comment(line: str) -> str:
-    """``line`` without its trailing comment (a ``#`` after whitespace, outside quotes)."""
+    """``line`` without its trailing comment (a ``#`` after whitespace, outside quotes); a
+    here-document as it is."""
+    if "\n" in line:
+        return line
     quote = ""
     for k, char in enumerate(line):
         if char in "'\"":
