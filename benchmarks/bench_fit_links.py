@@ -71,7 +71,8 @@ def _kuka() -> tuple:
 def run_input(name: str) -> dict:
     """Identify on input ``name`` with the ``inertia_id_ros`` on ``sys.path``: ``{"seconds",
     "held_out_rms" (one per held-out part)}``."""
-    from inertia_id_ros.chain.identify import derive_torque_data, identify_links
+    from inertia_id_ros.chain.differentiation import derive_torque_data
+    from inertia_id_ros.chain.identify import identify_links
     from inertia_id_ros.chain.links import torque_error
 
     model, runs = {

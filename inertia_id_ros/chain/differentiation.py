@@ -24,15 +24,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inertia_id_ros.chain.links import (
-    DEFAULT_PRIOR_WEIGHT,
-    JointTorqueData,
-    LinkModel,
-    regression_system,
-)
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, regression_system
 from inertia_id_ros.core.covariance import channel_grams
-from inertia_id_ros.core.filtering import local_polynomial_derivatives
-from inertia_id_ros.options import PAYLOAD_TORQUES_HALF_WIDTH, PAYLOAD_TORQUES_MIN_SAMPLES
+from inertia_id_ros.core.filtering import (
+    derivatives_at_samples,
+    joint_states_at,
+    local_polynomial_derivatives,
+)
+from inertia_id_ros.options import (
+    DEFAULT_PRIOR_WEIGHT,
+    PAYLOAD_TORQUES_HALF_WIDTH,
+    PAYLOAD_TORQUES_MIN_SAMPLES,
+)
 from inertia_id_ros.solvers import Problem, solve
 
 SOURCE_VELOCITIES = "velocities"
@@ -382,4 +385,79 @@ def select_differentiation(
         n_folds,
         None if stride == 1 else ranking,
         None if stride == 1 else int(ranking_rows.size),
+    )
+
+
+def motion_samples(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    ddq: np.ndarray | None,
+    differentiation: DifferentiationFilter,
+    delay: float = 0.0,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``(keep (M,) indices into t, (q, dq, ddq) (M, n))``: the motion at ``t[keep] - delay``
+    (s; the efforts at ``t[keep]`` lag it by ``delay``), from ``differentiation`` (zero-phase;
+    velocities smoothed by the same filter; the samples within its half-width of either end
+    dropped) or, for :data:`SOURCE_RECORDED`, the recorded signals (linearly interpolated)."""
+    t = np.asarray(t, dtype=float)
+    if differentiation.source == SOURCE_RECORDED:
+        keep = np.flatnonzero((t - delay >= t[0]) & (t - delay <= t[-1]))
+        if delay == 0.0:
+            return keep, (np.asarray(q), np.asarray(dq), np.asarray(ddq))
+        return keep, tuple(
+            np.column_stack(
+                [np.interp(t[keep] - delay, t, c) for c in np.asarray(a, dtype=float).T]
+            )
+            for a in (q, dq, ddq)
+        )
+    keep, positions, velocities, accelerations = derivatives_at_samples(
+        t,
+        q,
+        dq if differentiation.source == SOURCE_VELOCITIES else None,
+        differentiation.half_width,
+        differentiation.order,
+        delay=delay,
+    )
+    return keep, (np.asarray(q)[keep] if delay == 0.0 else positions, velocities, accelerations)
+
+
+def derive_torque_data(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    effort: np.ndarray,
+    differentiation: DifferentiationFilter,
+    joint_names: Sequence[str] | None = None,
+    delay: float = 0.0,
+) -> JointTorqueData:
+    """The samples of a recording (``t`` (N,) s, ``q``, ``dq`` or ``None``, ``effort`` (N, n))
+    with velocities and accelerations from ``differentiation``, the efforts lagging the motion
+    by ``delay`` s (:func:`motion_samples`)."""
+    keep, motion = motion_samples(t, q, dq, None, differentiation, delay)
+    return JointTorqueData(*motion, np.asarray(effort)[keep], joint_names)
+
+
+def motion_at(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    ddq: np.ndarray | None,
+    differentiation: DifferentiationFilter,
+    times: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions, velocities, accelerations (M, n) at ``times`` (M,): the recorded ones linearly
+    interpolated (:data:`SOURCE_RECORDED`), else the fit of ``differentiation``."""
+    if differentiation.source == SOURCE_RECORDED:
+        return tuple(
+            np.column_stack([np.interp(times, t, c) for c in np.asarray(a, dtype=float).T])
+            for a in (q, dq, ddq)
+        )
+    return joint_states_at(
+        t,
+        q,
+        dq if differentiation.source == SOURCE_VELOCITIES else None,
+        times,
+        differentiation.half_width,
+        differentiation.order,
     )

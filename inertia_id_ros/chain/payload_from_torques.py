@@ -1,7 +1,7 @@
 """Payload identification from joint torques, without an F/T sensor ("load identification").
 
 With the chain's links and drives known (``x_links``: the URDF's :attr:`LinkModel.prior` or a
-previous :func:`~inertia_id_ros.chain.links.fit_links` ``x``), a rigid payload attached to frame
+previous :func:`~inertia_id_ros.chain.link_fit.fit_links` ``x``), a rigid payload attached to frame
 ``F`` changes the joint torques (N, n) by::
 
     tau_measured - tau_links(x_links) = J_F(q)^T (I_p a_g + v x* (I_p v)) + offset_change

@@ -21,9 +21,9 @@ torque rows, each joint's torque), the weights iterated from the groups' residua
 rows.
 
 Identifiability (:class:`Identifiability`): the base parameters of the scaled gram matrix
-(:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`); a link is ``identified`` when no
-coordinate of it has a component in the null space, ``prior only`` when all of its coordinates
-are in the null space's span (they move no row), ``partly identified`` otherwise.
+(:func:`~inertia_id_ros.chain.base_parameters.base_parameters_from_gram`); a link is ``identified``
+when no coordinate of it has a component in the null space, ``prior only`` when all of its
+coordinates are in the null space's span (they move no row), ``partly identified`` otherwise.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from inertia_id_ros.chain.links import (
+from inertia_id_ros.chain.base_parameters import (
     DEFAULT_GRAM_RANK_TOLERANCE,
     BaseParameters,
     base_parameters_from_gram,

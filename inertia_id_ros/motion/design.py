@@ -40,8 +40,9 @@ coarser grid of ``OBJECTIVE_RATE_HZ`` and scaled; a periodic integrand makes thi
   on motions the fit has not seen, of the base parameters identified along the motion. Rows:
   the joint-torque regressor of the chain with every joint's viscous, Coulomb, offset and
   armature columns (:class:`~inertia_id_ros.chain.links.LinkModel`), reduced to its base
-  columns (:func:`~inertia_id_ros.chain.links.base_parameters` of the reference motions), white
-  torque noise ``sigma`` (0.1 N·m per sample); the least-squares base parameters have the
+  columns (:func:`~inertia_id_ros.chain.base_parameters.base_parameters` of the reference
+  motions), white torque noise ``sigma`` (0.1 N·m per sample); the least-squares base parameters
+  have the
   covariance ``sigma² M^-1`` (``M = prior + sum Y^T Y``), so their torque error on the samples of
   :func:`reference_samples` (8 random motions within the same limits: what the robot typically
   does) has the mean square ``trace(G_ref M^-1)``, ``G_ref = sigma² Y_ref^T Y_ref / rows``. The
@@ -65,8 +66,9 @@ import pinocchio as pin
 import scipy.linalg
 import scipy.optimize
 
+from inertia_id_ros.chain.base_parameters import base_parameters
 from inertia_id_ros.chain.friction import JointDrive
-from inertia_id_ros.chain.links import JointTorqueData, LinkModel, base_parameters
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS, body_regressor_batch

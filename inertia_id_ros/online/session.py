@@ -45,7 +45,7 @@ import numpy as np
 
 from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.differentiation import payload_half_width, samples_each_side
-from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
+from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.whole_body_model import (
     TILT_CHECK_TOLERANCE,
@@ -74,7 +74,7 @@ from inertia_id_ros.online.whole_body_estimator import (
     WholeBodyEstimator,
     WholeBodyEstimatorConfig,
 )
-from inertia_id_ros.options import PAYLOAD_TORQUES_MIN_SAMPLES
+from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT, PAYLOAD_TORQUES_MIN_SAMPLES
 
 OK, WARN, ERROR = 0, 1, 2
 """Diagnostic levels (those of ``diagnostic_msgs/DiagnosticStatus``)."""

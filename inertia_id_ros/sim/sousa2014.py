@@ -2,11 +2,12 @@
 identification: a linear matrix inequality approach" (IJRR 33(6)), their WAM experiment
 reproduced in simulation.
 
-Model: the 7-DOF WAM of :mod:`inertia_id_ros.sim.wam` (their DH table, approximate inertials),
-every joint with viscous and Coulomb friction, a torque offset and drive inertia (reflected rotor
+Model: the 7-DOF WAM of :mod:`inertia_id_ros.sim.wam` (their DH table, approximate inertials), every
+joint with viscous and Coulomb friction, a torque offset and drive inertia (reflected rotor
 inertia): ``7 x 10 + 7 x 4 = 98`` standard parameters, of which the data determine the *base*
-parameters ``beta = K x`` (:func:`~inertia_id_ros.chain.links.base_parameters`, pivoted QR of the
-stacked regressor; ``K`` (b, 98) keeps the independent columns and folds the dependent ones in).
+parameters ``beta = K x`` (:func:`~inertia_id_ros.chain.base_parameters.base_parameters`, pivoted QR
+of the stacked regressor; ``K`` (b, 98) keeps the independent columns and folds the dependent ones
+in).
 
 Physical feasibility of a base estimate (their definition): some standard ``x`` with
 ``K x = beta`` has every link's pseudo-inertia ``J(theta_k) >= 0``, viscous, Coulomb and drive
@@ -41,13 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inertia_id_ros.chain.links import (
-    BaseParameters,
-    JointTorqueData,
-    LinkModel,
-    base_parameters,
-    regression_system,
-)
+from inertia_id_ros.chain.base_parameters import BaseParameters, base_parameters
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, regression_system
 from inertia_id_ros.sim.wam import WAM_LINKS, LinkInertial, wam_link_model, wam_simulator
 from inertia_id_ros.solvers import feasibility
 from inertia_id_ros.solvers.lmi import consistency_constraints

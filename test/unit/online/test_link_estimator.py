@@ -8,13 +8,9 @@ import pytest
 from helpers.estimators import rms_radius, solve_while_feeding
 from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig, go1_leg_config
 from inertia_id_ros.chain.armatures import fit_chain
-from inertia_id_ros.chain.links import (
-    JointTorqueData,
-    LinkModel,
-    base_parameters,
-    fit_links,
-    predict_torques,
-)
+from inertia_id_ros.chain.base_parameters import base_parameters
+from inertia_id_ros.chain.link_fit import fit_links
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, predict_torques
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig
