@@ -52,9 +52,9 @@ import numpy as np  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 
 from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_errors  # noqa: E402
+from inertia_id_ros.core.base_motion import BaseMotion  # noqa: E402
 from inertia_id_ros.core.inertia import check_consistency  # noqa: E402
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, example_robot_urdf  # noqa: E402
-from inertia_id_ros.core.whole_body_model import BaseMotion  # noqa: E402
 from inertia_id_ros.formats.data import with_derivatives  # noqa: E402
 from inertia_id_ros.formats.whole_body_log import (  # noqa: E402
     imu_fixed_tilt,

@@ -46,12 +46,9 @@ import numpy as np
 from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.differentiation import payload_half_width, samples_each_side
 from inertia_id_ros.chain.links import LinkModel
+from inertia_id_ros.core.base_motion import TILT_CHECK_TOLERANCE, tilt_difference
 from inertia_id_ros.core.kinematics import SensorKinematics
-from inertia_id_ros.core.whole_body_model import (
-    TILT_CHECK_TOLERANCE,
-    WholeBodyModel,
-    tilt_difference,
-)
+from inertia_id_ros.core.whole_body_model import WholeBodyModel
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.change_detection import (
     ChangeDetectorConfig,

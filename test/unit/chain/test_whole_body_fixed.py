@@ -6,14 +6,10 @@ import numpy as np
 import pytest
 
 from inertia_id_ros.chain.whole_body_fit import fit_whole_body, normal_equations
+from inertia_id_ros.core.base_motion import BaseMotion
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.core.whole_body_model import (
-    BaseMotion,
-    FTSensor,
-    WholeBodyModel,
-    WholeBodySamples,
-)
+from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.online.session import whole_body_session
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimator, WholeBodyEstimatorConfig
 from inertia_id_ros.sim import whole_body_simulator as wb

@@ -13,17 +13,10 @@ import pytest
 
 from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_errors
 from inertia_id_ros.cli import main
+from inertia_id_ros.core.base_motion import BaseMotion, tilt_difference, tilt_from_up, up_from_tilt
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import STANDARD_GRAVITY
-from inertia_id_ros.core.whole_body_model import (
-    BaseMotion,
-    FTSensor,
-    WholeBodyModel,
-    WholeBodySamples,
-    tilt_difference,
-    tilt_from_up,
-    up_from_tilt,
-)
+from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ConfigError, DataError
 from inertia_id_ros.formats.data import with_derivatives
 from inertia_id_ros.formats.whole_body_log import read_whole_body_file, whole_body_inputs
