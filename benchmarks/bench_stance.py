@@ -61,14 +61,15 @@ from inertia_id_ros.formats.whole_body_log import (  # noqa: E402
     read_whole_body_file,
     whole_body_inputs,
 )
-from inertia_id_ros.sim import whole_body_simulator as wb  # noqa: E402
+from inertia_id_ros.sim import whole_body_robots as wb  # noqa: E402
+from inertia_id_ros.sim.whole_body_simulator import WholeBodyMotion  # noqa: E402
 
 RATE = 200.0
 HALF_WIDTH = 0.05
 """The joint states' differentiation half-width (s), ``fit-whole-body``'s default."""
 
 
-def _pelvis_states(motion: wb.WholeBodyMotion, keep: np.ndarray) -> dict[str, BaseMotion]:
+def _pelvis_states(motion: WholeBodyMotion, keep: np.ndarray) -> dict[str, BaseMotion]:
     """The hand-computed pelvis orientation (at rest) and the true pelvis state, at ``keep``."""
     quaternion = motion.q_full[keep, 3:7]  # x, y, z, w: world <- pelvis
     twist, acceleration = motion.v_full[keep, :6], motion.a_full[keep, :6]

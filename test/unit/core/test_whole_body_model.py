@@ -29,7 +29,7 @@ from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ConfigError, FrameNotFound
 from inertia_id_ros.formats.export import inertial_theta, with_link_inertial
-from inertia_id_ros.sim.whole_body_simulator import ICUB_INTERNAL_SENSORS
+from inertia_id_ros.sim.whole_body_robots import ICUB_INTERNAL_SENSORS
 
 
 @pytest.fixture(scope="module")
