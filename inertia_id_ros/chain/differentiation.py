@@ -19,7 +19,7 @@ scored on the same samples (those a fit of the widest candidate covers on both s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -289,7 +289,7 @@ def select_differentiation(
     rows = interior[:: max(1, int(np.ceil(interior.size / max_samples)))]
     if rows.size < 2 * n_folds:
         raise ValueError(f"{rows.size} samples cannot make {n_folds} folds")
-    names = None if joint_names is None else tuple(joint_names)
+    scorer = _HeldOutScorer(model, t, q, dq, effort, joint_names, n_folds, prior_weight)
     stride = (
         RANKING_STRIDE
         if search == "coarse" and rows.size >= RANKING_STRIDE * RANKING_MIN_SAMPLES
@@ -300,26 +300,100 @@ def select_differentiation(
 
     def score(i: int) -> float:
         if np.isnan(scores[i]):
-            scores[i] = _fold_score(candidates[i], ranking_rows)
-        return scores[i]
+            scores[i] = scorer.score(candidates[i], ranking_rows)
+        return float(scores[i])
 
-    def _fold_score(candidate: DifferentiationFilter, rows: np.ndarray) -> float:
-        """Mean squared held-out torque error on ``rows`` (velocities smoothed as
+    ladders: dict[tuple[str, int], list[int]] = {}  # per source and order, by half-width
+    for i in sorted(range(len(candidates)), key=lambda i: candidates[i].half_width):
+        ladders.setdefault((candidates[i].source, candidates[i].order), []).append(i)
+    if search == "grid":
+        for i in range(len(candidates)):
+            score(i)
+    elif search == "coarse":
+        _coarse_to_fine(list(ladders.values()), scores, score)
+    else:
+        raise ValueError(f"unknown search {search!r} (grid, coarse)")
+    ranking = np.sqrt(scores)
+    if stride == 1:
+        cv_rms = ranking
+    else:  # each order's best on every row decides
+        cv_rms = np.full(len(candidates), np.nan)
+        for ladder in ladders.values():
+            best = min(ladder, key=lambda i: scores[i] if not np.isnan(scores[i]) else np.inf)
+            cv_rms[best] = np.sqrt(scorer.score(candidates[best], rows))
+    return DifferentiationSelection(
+        candidates,
+        cv_rms,
+        candidates[int(np.nanargmin(cv_rms))],
+        int(rows.size),
+        n_folds,
+        None if stride == 1 else ranking,
+        None if stride == 1 else int(ranking_rows.size),
+    )
+
+
+def _coarse_to_fine(
+    ladders: list[list[int]], scores: np.ndarray, score: Callable[[int], float]
+) -> None:
+    """The ``"coarse"`` search of :func:`select_differentiation`: on each ladder (candidates by
+    half-width) every other one and the widest scored, then a descent from the best, scoring
+    neighbours until both are worse (``score(i)`` memoises into ``scores``, NaN: not scored)."""
+    for ladder in ladders:  # every other half-width and the widest
+        for i in ladder[::2] + ladder[-1:]:
+            score(i)
+    for ladder in ladders:  # descend from each order's best until both neighbours score higher
+        at = min(
+            range(len(ladder)),
+            key=lambda j: np.inf if np.isnan(scores[ladder[j]]) else scores[ladder[j]],
+        )
+        while True:
+            steps = [j for j in (at - 1, at + 1) if 0 <= j < len(ladder)]
+            if not steps:
+                break
+            j = min(steps, key=lambda j: score(ladder[j]))
+            if score(ladder[j]) >= score(ladder[at]):
+                break
+            at = j
+
+
+class _HeldOutScorer:
+    """Blocked cross-validation of a derivative filter on a recording (``t`` (N,) s, ``q``, ``dq``
+    or ``None``, ``effort`` (N, n) in ``names`` order): least squares regularised toward the URDF
+    with ``prior_weight`` per torque sample, fitted on all blocks but one of ``n_folds``."""
+
+    def __init__(
+        self,
+        model: LinkModel,
+        t: np.ndarray,
+        q: np.ndarray,
+        dq: np.ndarray | None,
+        effort: np.ndarray,
+        names: Sequence[str] | None,
+        n_folds: int,
+        prior_weight: float,
+    ) -> None:
+        self.model, self.t, self.q, self.dq, self.effort = model, t, q, dq, effort
+        self.names = None if names is None else tuple(names)
+        self.n_folds, self.prior_weight = n_folds, prior_weight
+
+    def score(self, candidate: DifferentiationFilter, rows: np.ndarray) -> float:
+        """Mean squared held-out torque error (N·m)² on ``rows`` (velocities smoothed as
         with_derivatives does)."""
+        model, t, q = self.model, self.t, self.q
         total_score = 0.0
-        velocities, accelerations = _derivatives_at(t, q, dq, t[rows], candidate)
+        velocities, accelerations = _derivatives_at(t, q, self.dq, t[rows], candidate)
         data = JointTorqueData(
             np.asarray(q, dtype=float)[rows],
             velocities,
             accelerations,
-            np.asarray(effort)[rows],
-            names,
+            np.asarray(self.effort)[rows],
+            self.names,
         )
         Y, y = regression_system(model, data)
         Y = Y.reshape(rows.size, model.n_joints, -1)
         y = y.reshape(rows.size, model.n_joints)
         folds = []
-        for b in np.array_split(np.arange(rows.size), n_folds):  # zero columns skipped
+        for b in np.array_split(np.arange(rows.size), self.n_folds):  # zero columns skipped
             Yb, yb = Y[b[0] : b[-1] + 1], y[b[0] : b[-1] + 1]
             folds.append(
                 (
@@ -338,54 +412,11 @@ def select_differentiation(
                 n_rows=total[3] - n_rows,
                 n_bodies=model.n_joints,
                 prior=model.prior,
-                prior_weight=prior_weight * (total[3] - n_rows),
+                prior_weight=self.prior_weight * (total[3] - n_rows),
             )
             x = solve(training, method="ols").x
             total_score += max(float(x @ gram @ x - 2.0 * moment @ x + yty), 0.0)
         return total_score / (rows.size * model.n_joints)
-
-    ladders: dict = {}  # per source and order, the candidates by half-width
-    for i in sorted(range(len(candidates)), key=lambda i: candidates[i].half_width):
-        ladders.setdefault((candidates[i].source, candidates[i].order), []).append(i)
-    if search == "grid":
-        for i in range(len(candidates)):
-            score(i)
-    elif search == "coarse":
-        for ladder in ladders.values():  # every other half-width and the widest
-            for i in ladder[::2] + ladder[-1:]:
-                score(i)
-        for ladder in ladders.values():  # descend from each order's best until both
-            at = min(
-                range(len(ladder)),  # neighbours score higher
-                key=lambda j: np.inf if np.isnan(scores[ladder[j]]) else scores[ladder[j]],
-            )
-            while True:
-                steps = [j for j in (at - 1, at + 1) if 0 <= j < len(ladder)]
-                if not steps:
-                    break
-                j = min(steps, key=lambda j: score(ladder[j]))
-                if score(ladder[j]) >= score(ladder[at]):
-                    break
-                at = j
-    else:
-        raise ValueError(f"unknown search {search!r} (grid, coarse)")
-    ranking = np.sqrt(scores)
-    if stride == 1:
-        cv_rms = ranking
-    else:  # each order's best on every row decides
-        cv_rms = np.full(len(candidates), np.nan)
-        for ladder in ladders.values():
-            best = min(ladder, key=lambda i: scores[i] if not np.isnan(scores[i]) else np.inf)
-            cv_rms[best] = np.sqrt(_fold_score(candidates[best], rows))
-    return DifferentiationSelection(
-        candidates,
-        cv_rms,
-        candidates[int(np.nanargmin(cv_rms))],
-        int(rows.size),
-        n_folds,
-        None if stride == 1 else ranking,
-        None if stride == 1 else int(ranking_rows.size),
-    )
 
 
 def motion_samples(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -196,6 +197,49 @@ class LinkIdentification:
         return lines
 
 
+@dataclass(frozen=True)
+class _Recording:
+    """A recording's stamps ``t`` (N,) s, ``q``, ``dq``, ``ddq`` (N, n; ``dq``, ``ddq`` may be
+    ``None``), raw ``effort`` (N, n), its columns' ``names`` (``None``: the model's joints)."""
+
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray | None
+    ddq: np.ndarray | None
+    effort: np.ndarray
+    names: tuple[str, ...] | None
+
+    def data(self, differentiation: DifferentiationFilter, delay: float = 0.0) -> JointTorqueData:
+        """The samples with the motion from ``differentiation``, the efforts ``delay`` s behind it
+        (:func:`~inertia_id_ros.chain.differentiation.motion_samples`)."""
+        keep, motion = motion_samples(self.t, self.q, self.dq, self.ddq, differentiation, delay)
+        return JointTorqueData(*motion, np.asarray(self.effort)[keep], self.names)
+
+    def torque_delay(
+        self,
+        model: LinkModel,
+        differentiation: DifferentiationFilter,
+        method: str,
+        prior_weight: float,
+        solver_options: dict[str, Any],
+    ) -> TorqueDelay:
+        """The efforts' delay behind the motion
+        (:func:`~inertia_id_ros.chain.torque_delay.estimate_torque_delay`)."""
+        return estimate_torque_delay(
+            model,
+            self.t,
+            self.q,
+            self.dq,
+            self.ddq,
+            self.effort,
+            differentiation,
+            self.names,
+            method,
+            prior_weight,
+            **solver_options,
+        )
+
+
 def identify_links(
     model: LinkModel,
     t: np.ndarray,
@@ -212,7 +256,7 @@ def identify_links(
     select_coulomb: bool = True,
     torque_delay: float | None = None,
     bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
-    **solver_options: object,
+    **solver_options: Any,
 ) -> LinkIdentification:
     """Identify ``model``'s links and drives from a recording (module docstring): ``t`` (N,) s,
     ``q`` (N, n), ``dq``, ``ddq`` (N, n) or ``None``, raw ``effort`` (N, n), columns in
@@ -224,83 +268,34 @@ def identify_links(
     ``bounding_ellipsoids``: per link ``None`` or its ``Q`` (4x4, link frame), constraining the
     final fit (the selections above are made without them)."""
     check_weighting(weighting)
-    t = np.asarray(t, dtype=float)
     names = None if joint_names is None else tuple(joint_names)
-    filter_selection = None
-    if differentiation is None and dq is not None and ddq is not None:
-        differentiation = DifferentiationFilter(SOURCE_RECORDED, sample_period=sample_period(t))
-    if differentiation is None:
-        filter_selection = select_differentiation(model, t, q, dq, effort, names)
-        differentiation = filter_selection.chosen
-    if differentiation.source == SOURCE_VELOCITIES and dq is None:
-        differentiation = DifferentiationFilter(
-            SOURCE_POSITIONS,
-            differentiation.half_width,
-            differentiation.order,
-            differentiation.sample_period,
-        )
-    keep, motion = motion_samples(t, q, dq, ddq, differentiation)
-    data = JointTorqueData(*motion, np.asarray(effort)[keep], names)
+    recording = _Recording(np.asarray(t, dtype=float), q, dq, ddq, effort, names)
+    differentiation, filter_selection = _differentiation_of(model, recording, differentiation)
+    data = recording.data(differentiation)
+    selection_weight = DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight
     tilt = None
     if estimate_tilt:
-        tilt = estimate_base_tilt(
-            model,
-            data,
-            method,
-            DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
-            **solver_options,
-        )
+        tilt = estimate_base_tilt(model, data, method, selection_weight, **solver_options)
         model = with_gravity(model, tilt.gravity)
     delay = TorqueDelay(0.0 if torque_delay is None else float(torque_delay))
     if torque_delay is None:
-        delay = estimate_torque_delay(
-            model,
-            t,
-            q,
-            dq,
-            ddq,
-            effort,
-            differentiation,
-            names,
-            method,
-            DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
-            **solver_options,
+        delay = recording.torque_delay(
+            model, differentiation, method, selection_weight, solver_options
         )
     if delay.delay != 0.0:
-        keep, motion = motion_samples(t, q, dq, ddq, differentiation, delay.delay)
-        data = JointTorqueData(*motion, np.asarray(effort)[keep], names)
-    coulomb_selection, width = None, None
+        data = recording.data(differentiation, delay.delay)
     blocks = coulomb_width_blocks(model, data, DEFAULT_COULOMB_VELOCITIES if select_coulomb else ())
+    coulomb_selection = None
     if select_coulomb:
         coulomb_selection = select_coulomb_velocity(
-            model,
-            blocks=blocks,
-            method=method,
-            prior_weight=DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight,
-            **solver_options,
+            model, blocks=blocks, method=method, prior_weight=selection_weight, **solver_options
         )
-        width = coulomb_selection.best
-        model = with_coulomb_velocity(model, width)
-    folds = blocks.folds(width)
+        model = with_coulomb_velocity(model, coulomb_selection.best)
+    folds = blocks.folds(None if coulomb_selection is None else coulomb_selection.best)
     channels = ChannelNormalEquations.summed(folds)
     prior_selection = None
     if prior_weight is None:
-        channel_weights = None
-        if weighting == "channel":  # the joints' noise levels from unconstrained fits
-
-            def ols(weights: np.ndarray) -> np.ndarray:
-                normal = weighted_normal_equations(channels, weights)
-                return solve(build_link_problem(model, *normal, 0.0), method="ols").x
-
-            channel_weights = iterate_channel_weights(channels, ols)[1].weights
-        prior_selection = select_prior_weight(
-            model,
-            method=method,
-            folds=folds,
-            channel_weights=channel_weights,
-            search="descent",
-            **solver_options,
-        )
+        prior_selection = _choose_prior(model, folds, channels, weighting, method, solver_options)
         prior_weight = prior_selection.best
     fit = fit_links(
         model,
@@ -323,4 +318,59 @@ def identify_links(
         model,
         coulomb_selection,
         delay,
+    )
+
+
+def _differentiation_of(
+    model: LinkModel, recording: _Recording, given: DifferentiationFilter | None
+) -> tuple[DifferentiationFilter, DifferentiationSelection | None]:
+    """The derivative filter of ``recording`` and how it was chosen (``None``: not chosen): the
+    ``given`` one, else the recorded velocities and accelerations when both are, else by
+    cross-validation (:func:`~inertia_id_ros.chain.differentiation.select_differentiation`);
+    a filter of the velocities falls back to the positions without recorded velocities."""
+    differentiation, selection = given, None
+    t, dq = recording.t, recording.dq
+    if differentiation is None and dq is not None and recording.ddq is not None:
+        differentiation = DifferentiationFilter(SOURCE_RECORDED, sample_period=sample_period(t))
+    if differentiation is None:
+        selection = select_differentiation(
+            model, t, recording.q, dq, recording.effort, recording.names
+        )
+        differentiation = selection.chosen
+    if differentiation.source == SOURCE_VELOCITIES and dq is None:
+        differentiation = DifferentiationFilter(
+            SOURCE_POSITIONS,
+            differentiation.half_width,
+            differentiation.order,
+            differentiation.sample_period,
+        )
+    return differentiation, selection
+
+
+def _choose_prior(
+    model: LinkModel,
+    folds: list[ChannelNormalEquations],
+    channels: ChannelNormalEquations,
+    weighting: str,
+    method: str,
+    solver_options: dict[str, Any],
+) -> PriorWeightSelection:
+    """The prior weight by blocked cross-validation over ``folds`` (descending the grid); with
+    ``weighting="channel"`` the fits weighted by the joints' noise levels from unconstrained
+    fits to all of ``channels``."""
+    channel_weights = None
+    if weighting == "channel":  # the joints' noise levels from unconstrained fits
+
+        def ols(weights: np.ndarray) -> np.ndarray:
+            normal = weighted_normal_equations(channels, weights)
+            return solve(build_link_problem(model, *normal, 0.0), method="ols").x
+
+        channel_weights = iterate_channel_weights(channels, ols)[1].weights
+    return select_prior_weight(
+        model,
+        method=method,
+        folds=folds,
+        channel_weights=channel_weights,
+        search="descent",
+        **solver_options,
     )

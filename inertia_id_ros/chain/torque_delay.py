@@ -12,7 +12,7 @@ which would smooth their noise and bias the residual toward fractional delays).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,17 +191,7 @@ def estimate_torque_delay(
     )
     if max_shift < 2:
         return _torque_delay_exact(scorer, max_delay, dt)
-    first = max(0, int(rows[0]) - max_shift)
-    motion = motion_at(t, q, dq, ddq, differentiation, t[first : rows[-1] + max_shift + 1])
-    ordered = model.in_joint_order(JointTorqueData(*motion, np.zeros_like(motion[0]), scorer.names))
-    pairs = ShiftedTorquePairs(
-        model.joint_torque_regressor(ordered.positions, ordered.velocities, ordered.accelerations),
-        model.known_torques(ordered.accelerations),
-        model.measured_torques(model.in_joint_order(scorer.effort_data()).efforts),
-        first,
-        rows,
-        max_shift,
-    )
+    pairs = scorer.shifted_pairs(max(0, int(rows[0]) - max_shift), max_shift)
     shifted: dict[int, float] = {}
 
     def shift_score(k: int) -> float:
@@ -210,13 +200,26 @@ def estimate_torque_delay(
         return shifted[k]
 
     step = max(1, int(round(max(max_delay / SHIFT_GRID_STEPS, dt) / dt)))
+    candidates = _whole_shift_candidates(shift_score, max_shift, step)
+    exact = {float(k * dt): scorer.exact(float(k * dt)) for k in candidates}
+    delay = min(exact, key=exact.__getitem__)
+    return TorqueDelay(delay, exact[delay], shift_score(0))
+
+
+def _whole_shift_candidates(
+    shift_score: Callable[[int], float], max_shift: int, step: int
+) -> list[float]:
+    """The delays (in samples) to score exactly: the best whole shift within +-``max_shift`` by
+    ``shift_score`` (memoised; a grid ``step`` apart, then a descent one sample at a time within
+    a grid step of its best) and, unless it is at the end, the vertex of the parabola through
+    its score and its neighbours' when that is at least a tenth of a sample away."""
     grid = np.arange(-(max_shift // step), max_shift // step + 1) * step
     best = int(grid[np.argmin([shift_score(int(k)) for k in grid])])
     low, high = max(best - step, -max_shift), min(best + step, max_shift)
     for direction in (-1, 1):  # descend over whole shifts within a grid step of the best
-        while low <= best + direction <= high and shift_score(best + direction) < shifted[best]:
+        while low <= best + direction <= high and shift_score(best + direction) < shift_score(best):
             best += direction
-    candidates = [best]
+    candidates: list[float] = [best]
     if -max_shift < best < max_shift:
         below, at, above = (shift_score(best + d) for d in (-1, 0, 1))
         curvature = below - 2.0 * at + above
@@ -224,9 +227,7 @@ def estimate_torque_delay(
             offset = float(np.clip(0.5 * (below - above) / curvature, -0.5, 0.5))
             if abs(offset) >= 0.05:  # a tenth of a sample, as the exact search's tolerance
                 candidates.append(best + offset)
-    exact = {float(k * dt): scorer.exact(float(k * dt)) for k in candidates}
-    delay = min(exact, key=exact.get)
-    return TorqueDelay(delay, exact[delay], shift_score(0))
+    return candidates
 
 
 class _DelayScorer:
@@ -255,9 +256,27 @@ class _DelayScorer:
         self.method, self.prior_weight, self.solver_options = method, prior_weight, solver_options
         self.previous: Solution | None = None
 
-    def effort_data(self) -> JointTorqueData:
+    def shifted_pairs(self, first: int, max_shift: int) -> ShiftedTorquePairs:
+        """:class:`ShiftedTorquePairs` of the efforts at ``rows`` and the motion from sample
+        ``first`` to ``max_shift`` samples past the last row."""
+        t, model = self.t, self.model
+        times = t[first : self.rows[-1] + max_shift + 1]
+        motion = motion_at(t, self.q, self.dq, self.ddq, self.differentiation, times)
+        ordered = model.in_joint_order(
+            JointTorqueData(*motion, np.zeros_like(motion[0]), self.names)
+        )
         zeros = np.zeros_like(self.efforts)
-        return JointTorqueData(zeros, zeros, zeros, self.efforts, self.names)
+        efforts = JointTorqueData(zeros, zeros, zeros, self.efforts, self.names)
+        return ShiftedTorquePairs(
+            model.joint_torque_regressor(
+                ordered.positions, ordered.velocities, ordered.accelerations
+            ),
+            model.known_torques(ordered.accelerations),
+            model.measured_torques(model.in_joint_order(efforts).efforts),
+            first,
+            self.rows,
+            max_shift,
+        )
 
     def score(self, gram: np.ndarray, moment: np.ndarray, yty: float, n_rows: int) -> float:
         """The fit's training RMS (N·m) of these normal equations."""

@@ -348,15 +348,9 @@ def fit_whole_body(
     if method == "pointmass":
         options = {**POINTMASS_OPTIONS, **options}
     if weighting == "none":
-        if isinstance(samples, ChannelNormalEquations):
-            equations = NormalEquations(*samples.total())
-        elif isinstance(samples, NormalEquations):
-            equations = samples
-        else:
-            equations = normal_equations(model, samples, with_efforts, channel_weights)
         return _fit_equations(
             model,
-            equations,
+            _summed_equations(model, samples, with_efforts, channel_weights),
             method,
             prior_weight,
             initvals,
@@ -399,6 +393,21 @@ def fit_whole_body(
     return dataclasses.replace(
         last, residual_rms=rms, weights=weights, solve_time=sum(f.solve_time for f in fits)
     )
+
+
+def _summed_equations(
+    model: WholeBodyModel,
+    samples: WholeBodySamples | NormalEquations | ChannelNormalEquations,
+    with_efforts: bool,
+    channel_weights: np.ndarray | None,
+) -> NormalEquations:
+    """The normal equations of ``samples`` (rows weighted by ``channel_weights``), or those
+    given, summed over their groups."""
+    if isinstance(samples, ChannelNormalEquations):
+        return NormalEquations(*samples.total())
+    if isinstance(samples, NormalEquations):
+        return samples
+    return normal_equations(model, samples, with_efforts, channel_weights)
 
 
 def _fit_equations(
