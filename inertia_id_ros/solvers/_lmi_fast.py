@@ -12,6 +12,9 @@ and quadratic cone program solvers" (2010), specialised to 4x4 blocks (batched n
 ``C(z) = (J(theta_k))_k, G z`` and duals ``(Z, w)``: the KKT conditions are
 ``P z - q - C^T(Z, w) = 0``, ``S = C(z)``, ``S Z = 0``, ``s w = 0``. The Newton system reduces to
 ``(P + C^T W C) dz = rhs`` with ``W(X) = W_nt^-1 X W_nt^-1`` (blocks) and ``w / s`` (rows).
+
+Size: solve_cone_qp is one interior-point loop of about 140 lines; split, each iteration's state
+(scaling, factor, residuals, directions) would pass between the steps in a dozen arguments.
 """
 
 from __future__ import annotations

@@ -158,45 +158,15 @@ def solve_cad_prior(
     x_ls = eigvecs[:, keep] @ ((eigvecs[:, keep].T @ problem.moment) / eigvals[keep])
     null_space = eigvecs[:, ~keep]
     options = {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol}
-    iterations = 0
     try:
-        if null_space.shape[1]:
-            z = cp.Variable(null_space.shape[1])
-            model = cp.Problem(
-                cp.Minimize(cp.sum_squares(root_w @ (x_ls + null_space @ z - problem.prior))),
-                _constraints(problem, x_ls + null_space @ z),
+        x_value, status, iterations = _in_least_squares_set(
+            problem, root_w, x_ls, null_space, options
+        )
+        if x_value is None:
+            x_value, status, more = _near_least_squares_set(
+                problem, root_w, residual_slack, options
             )
-            model.solve(solver="CLARABEL", **options)
-            iterations += int(model.solver_stats.num_iters or 0)
-            feasible = model.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and z.value is not None
-        else:  # the least-squares set is the point x_ls
-            feasible = constraints_hold(problem, x_ls)
-        if feasible:
-            status = (
-                "solved"
-                if not null_space.shape[1] or model.status == cp.OPTIMAL
-                else "solved_inaccurate"
-            )
-            x_value = x_ls + null_space @ z.value if null_space.shape[1] else x_ls
-        else:
-            best = solve_lmi(problem.replace(prior=None, prior_weight=0.0), backend="fast")
-            f_consistent = problem.squared_residual(best.x)
-            root_g, target = psd_sqrt_factor(problem.gram, problem.moment, 0.0)
-            offset = problem.yty - float(target @ target)
-            bound = (1.0 + residual_slack) * f_consistent + 1e-9 * max(problem.yty, 1e-300)
-            unit = 1.0 / np.sqrt(bound)  # the residual constraint normalised to "<= 1"
-            xv = cp.Variable(p)
-            model = cp.Problem(
-                cp.Minimize(cp.sum_squares(root_w @ (xv - problem.prior))),
-                [cp.sum_squares(unit * root_g @ xv - unit * target) <= 1.0 - offset / bound]
-                + _constraints(problem, xv),
-            )
-            model.solve(solver="CLARABEL", **options)
-            iterations += int(model.solver_stats.num_iters or 0)
-            if xv.value is None:
-                raise SolverError(f"cad_prior: relaxed SDP returned no solution ({model.status})")
-            status = "solved_relaxed" if model.status == cp.OPTIMAL else f"relaxed_{model.status}"
-            x_value = xv.value
+            iterations += more
     except (cp.error.SolverError, ArithmeticError) as e:
         raise SolverError(f"cad_prior: Clarabel failed: {e}") from e
     x_value = rounded_to_feasible(x_value, problem, margin)
@@ -212,3 +182,56 @@ def solve_cad_prior(
         message=f"null space dimension {null_space.shape[1]}",
         info={"null_space_dim": int(null_space.shape[1])},
     )
+
+
+def _in_least_squares_set(
+    problem: Problem,
+    root_w: np.ndarray,
+    x_ls: np.ndarray,
+    null_space: np.ndarray,
+    options: dict[str, float],
+) -> tuple[np.ndarray | None, str, int]:
+    """``(x, status, iterations)``: the consistent point of the least-squares set ``x_ls +
+    null_space z`` closest to the prior (in the metric ``root_w^T root_w``), ``x`` ``None`` if
+    the set holds none; Clarabel's iterations."""
+    import cvxpy as cp
+
+    if not null_space.shape[1]:  # the least-squares set is the point x_ls
+        return (x_ls if constraints_hold(problem, x_ls) else None), "solved", 0
+    z = cp.Variable(null_space.shape[1])
+    model = cp.Problem(
+        cp.Minimize(cp.sum_squares(root_w @ (x_ls + null_space @ z - problem.prior))),
+        _constraints(problem, x_ls + null_space @ z),
+    )
+    model.solve(solver="CLARABEL", **options)
+    iterations = int(model.solver_stats.num_iters or 0)
+    if model.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or z.value is None:
+        return None, str(model.status), iterations
+    status = "solved" if model.status == cp.OPTIMAL else "solved_inaccurate"
+    return x_ls + null_space @ z.value, status, iterations
+
+
+def _near_least_squares_set(
+    problem: Problem, root_w: np.ndarray, residual_slack: float, options: dict[str, float]
+) -> tuple[np.ndarray, str, int]:
+    """``(x, status, iterations)``: the consistent point closest to the prior among those whose
+    residual is within ``residual_slack`` (relative) of the smallest consistent one."""
+    import cvxpy as cp
+
+    best = solve_lmi(problem.replace(prior=None, prior_weight=0.0), backend="fast")
+    f_consistent = problem.squared_residual(best.x)
+    root_g, target = psd_sqrt_factor(problem.gram, problem.moment, 0.0)
+    offset = problem.yty - float(target @ target)
+    bound = (1.0 + residual_slack) * f_consistent + 1e-9 * max(problem.yty, 1e-300)
+    unit = 1.0 / np.sqrt(bound)  # the residual constraint normalised to "<= 1"
+    xv = cp.Variable(problem.n_params)
+    model = cp.Problem(
+        cp.Minimize(cp.sum_squares(root_w @ (xv - problem.prior))),
+        [cp.sum_squares(unit * root_g @ xv - unit * target) <= 1.0 - offset / bound]
+        + _constraints(problem, xv),
+    )
+    model.solve(solver="CLARABEL", **options)
+    if xv.value is None:
+        raise SolverError(f"cad_prior: relaxed SDP returned no solution ({model.status})")
+    status = "solved_relaxed" if model.status == cp.OPTIMAL else f"relaxed_{model.status}"
+    return xv.value, status, int(model.solver_stats.num_iters or 0)
