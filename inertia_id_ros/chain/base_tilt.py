@@ -189,7 +189,7 @@ def estimate_base_tilt(
         fit(centre + vertex)
     if level not in rms:
         fit(np.zeros(2))
-    roll, pitch = min(rms, key=rms.get)
+    roll, pitch = min(rms, key=rms.__getitem__)
     return BaseTilt(roll, pitch, tilted_gravity(model, roll, pitch), rms[roll, pitch], rms[level])
 
 

@@ -81,7 +81,7 @@ def coulomb_width_blocks(
 ) -> CoulombWidthBlocks:
     """:class:`CoulombWidthBlocks` of ``data`` for the candidate ``widths`` (rad/s) in
     ``n_folds`` blocks."""
-    widths = np.asarray(widths, dtype=float)
+    candidates = np.asarray(widths, dtype=float)
     n, p = model.n_joints, model.n_parameters
     coulomb = np.array(
         [
@@ -93,7 +93,7 @@ def coulomb_width_blocks(
     )
     with_coulomb = [j for j, drive in enumerate(model.drives) if "coulomb" in drive.terms]
     columns = []
-    for i in range(widths.size):
+    for i in range(candidates.size):
         selected = np.arange(p)
         selected[coulomb] = p + i * coulomb.size + np.arange(coulomb.size)
         columns.append(selected)
@@ -101,8 +101,8 @@ def coulomb_width_blocks(
     for rows in time_blocks(data.n_samples, n_folds):
         d = model.in_joint_order(data.subset(rows))
         Y, y = regression_system(model, d)
-        extra = np.zeros((rows.size, n, widths.size * coulomb.size))
-        for i, width in enumerate(widths):
+        extra = np.zeros((rows.size, n, candidates.size * coulomb.size))
+        for i, width in enumerate(candidates):
             for c, j in enumerate(with_coulomb):
                 extra[:, j, i * coulomb.size + c] = smooth_sign(d.velocities[:, j], width)
         blocks.append(
@@ -110,7 +110,7 @@ def coulomb_width_blocks(
                 np.concatenate([Y.reshape(rows.size, n, p), extra], axis=2), y.reshape(rows.size, n)
             )
         )
-    return CoulombWidthBlocks(widths, tuple(blocks), tuple(columns), p)
+    return CoulombWidthBlocks(candidates, tuple(blocks), tuple(columns), p)
 
 
 def select_coulomb_velocity(

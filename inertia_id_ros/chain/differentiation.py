@@ -392,7 +392,7 @@ class _HeldOutScorer:
         Y, y = regression_system(model, data)
         Y = Y.reshape(rows.size, model.n_joints, -1)
         y = y.reshape(rows.size, model.n_joints)
-        folds = []
+        folds: list[tuple[np.ndarray, np.ndarray, float, int]] = []
         for b in np.array_split(np.arange(rows.size), self.n_folds):  # zero columns skipped
             Yb, yb = Y[b[0] : b[-1] + 1], y[b[0] : b[-1] + 1]
             folds.append(
@@ -403,16 +403,19 @@ class _HeldOutScorer:
                     yb.size,
                 )
             )
-        total = [sum(f[k] for f in folds) for k in range(4)]
+        total_gram, total_moment, total_yty, total_rows = np.zeros(()), np.zeros(()), 0.0, 0
+        for gram, moment, yty, n_rows in folds:
+            total_gram, total_moment = total_gram + gram, total_moment + moment
+            total_yty, total_rows = total_yty + yty, total_rows + n_rows
         for gram, moment, yty, n_rows in folds:
             training = Problem(
-                gram=total[0] - gram,
-                moment=total[1] - moment,
-                yty=total[2] - yty,
-                n_rows=total[3] - n_rows,
+                gram=total_gram - gram,
+                moment=total_moment - moment,
+                yty=total_yty - yty,
+                n_rows=total_rows - n_rows,
                 n_bodies=model.n_joints,
                 prior=model.prior,
-                prior_weight=self.prior_weight * (total[3] - n_rows),
+                prior_weight=self.prior_weight * (total_rows - n_rows),
             )
             x = solve(training, method="ols").x
             total_score += max(float(x @ gram @ x - 2.0 * moment @ x + yty), 0.0)
@@ -436,12 +439,7 @@ def motion_samples(
         keep = np.flatnonzero((t - delay >= t[0]) & (t - delay <= t[-1]))
         if delay == 0.0:
             return keep, (np.asarray(q), np.asarray(dq), np.asarray(ddq))
-        return keep, tuple(
-            np.column_stack(
-                [np.interp(t[keep] - delay, t, c) for c in np.asarray(a, dtype=float).T]
-            )
-            for a in (q, dq, ddq)
-        )
+        return keep, _interpolated(t, q, dq, ddq, t[keep] - delay)
     keep, positions, velocities, accelerations = derivatives_at_samples(
         t,
         q,
@@ -466,7 +464,8 @@ def derive_torque_data(
     with velocities and accelerations from ``differentiation``, the efforts lagging the motion
     by ``delay`` s (:func:`motion_samples`)."""
     keep, motion = motion_samples(t, q, dq, None, differentiation, delay)
-    return JointTorqueData(*motion, np.asarray(effort)[keep], joint_names)
+    names = None if joint_names is None else tuple(joint_names)
+    return JointTorqueData(*motion, np.asarray(effort)[keep], names)
 
 
 def motion_at(
@@ -480,10 +479,7 @@ def motion_at(
     """Positions, velocities, accelerations (M, n) at ``times`` (M,): the recorded ones linearly
     interpolated (:data:`SOURCE_RECORDED`), else the fit of ``differentiation``."""
     if differentiation.source == SOURCE_RECORDED:
-        return tuple(
-            np.column_stack([np.interp(times, t, c) for c in np.asarray(a, dtype=float).T])
-            for a in (q, dq, ddq)
-        )
+        return _interpolated(t, q, dq, ddq, times)
     return joint_states_at(
         t,
         q,
@@ -492,3 +488,19 @@ def motion_at(
         differentiation.half_width,
         differentiation.order,
     )
+
+
+def _interpolated(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    ddq: np.ndarray | None,
+    times: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The recorded positions, velocities, accelerations (N, n) at stamps ``t`` (N,) linearly
+    interpolated at ``times`` (M,)."""
+    q_at, dq_at, ddq_at = (
+        np.column_stack([np.interp(times, t, c) for c in np.asarray(a, dtype=float).T])
+        for a in (q, dq, ddq)
+    )
+    return q_at, dq_at, ddq_at

@@ -245,7 +245,7 @@ def select_prior_weight(
         if data is None:
             raise ValueError("select_prior_weight needs data or folds")
         folds = [link_channels(model, data.subset(b)) for b in time_blocks(data.n_samples, n_folds)]
-    weights = np.asarray(sorted(weights), dtype=float)
+    grid = np.asarray(sorted(weights), dtype=float)
     total = ChannelNormalEquations.summed(folds)
     bases = []
     for held_out in folds:
@@ -261,21 +261,22 @@ def select_prior_weight(
             )
         )
     previous: list[Solution | None] = [None] * len(folds)
-    cv_rms = np.full(len(weights), np.nan)
+    cv_rms = np.full(len(grid), np.nan)
 
     def evaluate(i: int) -> float:  # every fold, warm-started from its last solve
         if np.isnan(cv_rms[i]):
             squared = 0.0
             for f, (base, held_out) in enumerate(zip(bases, folds)):
-                problem = base.replace(prior_weight=weights[i] * base.n_rows)
-                previous[f] = _solve(problem, method, previous[f], **solver_options)
-                squared += float(held_out.squared_residuals(previous[f].x).sum())
+                problem = base.replace(prior_weight=grid[i] * base.n_rows)
+                solution = _solve(problem, method, previous[f], **solver_options)
+                previous[f] = solution
+                squared += float(held_out.squared_residuals(solution.x).sum())
             cv_rms[i] = np.sqrt(squared / (total.n_samples * model.n_joints))
         return float(cv_rms[i])
 
-    last = len(weights) - 1
+    last = len(grid) - 1
     if search == "grid":
-        for i in reversed(range(len(weights))):  # strong to weak prior, warm-started
+        for i in reversed(range(len(grid))):  # strong to weak prior, warm-started
             evaluate(i)
     else:
         best = last
@@ -287,4 +288,4 @@ def select_prior_weight(
         for i in (best - 1, best + 1):
             if 0 <= i <= last:
                 evaluate(i)
-    return PriorWeightSelection(weights, cv_rms, float(weights[np.nanargmin(cv_rms)]))
+    return PriorWeightSelection(grid, cv_rms, float(grid[np.nanargmin(cv_rms)]))

@@ -303,7 +303,8 @@ class LinkModel:
         positions = np.atleast_2d(np.asarray(positions, dtype=float))
         axes = [_joint_axis(self.model.joints[i]) for i in range(1, self.model.njoints)]
         n, N = self.n_joints, positions.shape[0]
-        if any(a is None for a in axes):
+        known = [a for a in axes if a is not None]
+        if len(known) < len(axes):
             rest = np.zeros_like(positions)
             columns = gravity_columns(self)
             return np.stack(
@@ -315,7 +316,7 @@ class LinkModel:
             )
         rotation = {0: np.broadcast_to(np.eye(3), (N, 3, 3))}
         origin, axis = {0: np.zeros((N, 3))}, {}
-        for i, (prismatic, u) in enumerate(axes, start=1):
+        for i, (prismatic, u) in enumerate(known, start=1):
             parent, placement = self.model.parents[i], self.model.jointPlacements[i]
             base = rotation[parent] @ placement.rotation  # the joint frame at q = 0
             origin[i] = origin[parent] + rotation[parent] @ placement.translation
@@ -336,13 +337,13 @@ class LinkModel:
         for j in range(1, n + 1):
             i = j
             while i > 0:
-                prismatic = axes[i - 1][0]
-                columns = slice(4 * (j - 1), 4 * j)
+                prismatic = known[i - 1][0]
+                block = slice(4 * (j - 1), 4 * j)
                 if prismatic:
-                    G[:, :, i - 1, columns.start] = -axis[i]
+                    G[:, :, i - 1, block.start] = -axis[i]
                 else:
-                    G[:, :, i - 1, columns.start] = -np.cross(axis[i], origin[j] - origin[i])
-                    G[:, :, i - 1, columns.start + 1 : columns.stop] = -np.cross(
+                    G[:, :, i - 1, block.start] = -np.cross(axis[i], origin[j] - origin[i])
+                    G[:, :, i - 1, block.start + 1 : block.stop] = -np.cross(
                         axis[i][:, None, :], rotation[j].transpose(0, 2, 1)
                     ).transpose(0, 2, 1)
                 i = self.model.parents[i]

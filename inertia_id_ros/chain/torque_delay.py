@@ -314,5 +314,5 @@ def _torque_delay_exact(scorer: _DelayScorer, max_delay: float, dt: float) -> To
         method="bounded",
         options={"xatol": 0.1 * dt},
     )
-    delay = min(scores, key=scores.get)
+    delay = min(scores, key=scores.__getitem__)
     return TorqueDelay(float(delay), scores[delay], scores[0.0])

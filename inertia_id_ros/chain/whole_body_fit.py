@@ -32,6 +32,7 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -187,7 +188,7 @@ def scale_problem(
     n_bodies: int,
     prior: np.ndarray,
     prior_weight: float,
-    **fields,
+    **fields: Any,
 ) -> tuple[Problem, float]:
     """The problem in ``x' = x / scales``, its objective divided by the mean diagonal ``s`` of
     ``D G D`` (returned): gram ``D G D / s``, moment ``D m / s``, prior ``prior / scales`` with
@@ -294,7 +295,7 @@ def whole_body_problem(
     ellipsoid in coordinates ``p / ℓ``: a positive multiple is the same constraint, and the
     problem's check wants the ellipsoid's own form)."""
     scales = parameter_scales(model, equations.gram, equations.n_rows)
-    scaled = None
+    scaled: list[np.ndarray | None] | None = None
     if bounding_ellipsoids is not None:
         per_body = scales[: N_BODY_PARAMS * model.n_bodies].reshape(-1, N_BODY_PARAMS)
         scaled = []
@@ -328,7 +329,7 @@ def fit_whole_body(
     weighting: str = "none",
     initial_weights: np.ndarray | None = None,
     bounding_ellipsoids: list[np.ndarray | None] | None = None,
-    **options,
+    **options: Any,
 ) -> WholeBodyFit:
     """Consistent fit of every identified link and sensor offset (``ols``: unconstrained, the
     baseline) to ``samples`` or their normal equations (summed, or per :func:`noise_groups`).

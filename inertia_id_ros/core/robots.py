@@ -89,9 +89,7 @@ def load_model(
     Fixed joints are merged into their parent body (pinocchio's URDF parser); their frames are kept
     as ``FIXED_JOINT`` frames carrying the child link's inertia.
     """
-    if (urdf_path is None) == (urdf_xml is None):
-        raise ValueError("give exactly one of urdf_path and urdf_xml")
-    if urdf_path is not None:
+    if urdf_path is not None and urdf_xml is None:
         path = Path(urdf_path)
         if not path.is_file():
             raise FileNotFoundError(f"URDF file {str(path)!r} does not exist or is not a file")
@@ -100,9 +98,11 @@ def load_model(
         except (OSError, UnicodeDecodeError) as e:
             raise OSError(f"cannot read URDF file {str(path)!r}: {e}") from e
         source = f"URDF file {str(path)!r}"
-    else:
+    elif urdf_xml is not None and urdf_path is None:
         xml = urdf_xml
         source = "URDF string"
+    else:
+        raise ValueError("give exactly one of urdf_path and urdf_xml")
     if not xml.strip():
         raise ValueError(f"{source} is empty")
     try:

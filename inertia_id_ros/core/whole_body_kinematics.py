@@ -115,7 +115,7 @@ class WholeBodyKinematics:
         fid = frame_id(model, imu_frame)
         local = pin.ReferenceFrame.LOCAL
         n = q.shape[0]
-        if self.free_flyer:
+        if fixed_frame is not None:  # the model's root is a free flyer
             twist, acceleration, rotation = self.rooted_base_motion(fixed_frame, q, dq, ddq)
         else:
             twist, acceleration = np.zeros((n, 6)), np.zeros((n, 6))
@@ -123,7 +123,7 @@ class WholeBodyKinematics:
         out = np.empty((n, 3))
         for i in range(n):
             velocity, accel = self.velocity(dq[i], twist[i]), self.velocity(ddq[i], None)
-            if self.free_flyer:
+            if fixed_frame is not None:
                 accel[:6] = acceleration[i]
             pin.forwardKinematics(model, data, self.configuration(q[i]), velocity, accel)
             imu_rotation = pin.updateFramePlacement(model, data, fid).rotation  # base <- IMU
@@ -132,7 +132,7 @@ class WholeBodyKinematics:
         return out
 
     def rooted_base_motion(
-        self, fixed_frame: str | None, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
+        self, fixed_frame: str, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Base twist (N, 6) and spatial acceleration (N, 6) (base frame, LOCAL) that keep the frame
         ``fixed_frame`` still without gravity, and the fixed frame's rotation in the base frame (N,

@@ -352,7 +352,7 @@ class WholeBodyModel:
         up = up_from_tilt(self.fixed_tilt if tilt is None else tilt)
         proper = np.broadcast_to(STANDARD_GRAVITY * up, (n, 3))
         zeros = np.zeros((n, 3))
-        if not self._kinematics.free_flyer:
+        if self.fixed_frame is None:  # on a stand: the root fixed, the base at rest
             return BaseMotion(zeros, zeros.copy(), proper.copy())
         twist, acceleration, rotation = self._kinematics.rooted_base_motion(
             self.fixed_frame, q, dq, ddq
@@ -402,15 +402,14 @@ class WholeBodyModel:
         if samples.efforts is not None and samples.efforts.shape != (n, nj):
             raise DataError(f"efforts must have shape ({n}, {nj}), got {samples.efforts.shape}")
 
-    def _groups(
-        self, with_efforts: bool
-    ) -> list[tuple[str, int | None, np.ndarray, list[int], float]]:
+    def _groups(self, with_efforts: bool) -> list[tuple[str, int, np.ndarray, list[int], float]]:
         """Row groups in channel order: ``(kind, index, link mask, contacts, sign)`` with kind
-        ``base``, ``sensor`` (index: sensor), ``joint`` (index: position in joint_names), the
-        links and contacts of the side it balances and its sign (:meth:`_measured_side`)."""
-        groups: list[tuple[str, int | None, np.ndarray, list[int], float]] = []
+        ``base`` (index -1), ``sensor`` (index: sensor), ``joint`` (index: position in
+        joint_names), the links and contacts of the side it balances and its sign
+        (:meth:`_measured_side`)."""
+        groups: list[tuple[str, int, np.ndarray, list[int], float]] = []
         if self._base_rows:
-            groups.append(("base", None, np.ones(len(self.links), dtype=bool), self._contact, 1.0))
+            groups.append(("base", -1, np.ones(len(self.links), dtype=bool), self._contact, 1.0))
         groups += [("sensor", k, *self._sensor_sides[k]) for k in self._internal]
         if with_efforts:
             groups += [("joint", k, *self._joint_sides[k]) for k in range(len(self.joint_names))]
@@ -471,7 +470,8 @@ class WholeBodyModel:
         """Per group of :meth:`row_groups`: ``Y_g`` (N, channels, columns) and ``b_g`` (N,
         channels), the rows restricted to the columns they touch (see :meth:`rows`)."""
         self.check_samples(samples)
-        if with_efforts and samples.efforts is None:
+        efforts = samples.efforts
+        if with_efforts and efforts is None:
             raise DataError("with_efforts needs samples.efforts")
         n = len(samples)
         v, a, rot, pos, joint_rot, joint_pos = self._kinematics.link_kinematics(
@@ -529,7 +529,7 @@ class WholeBodyModel:
                 if k in offsets:
                     start = int(np.searchsorted(cols, offsets[k]))
                     out[:, :, start : start + 6] += np.eye(6)
-            elif kind == "joint":  # tau_j = S_jᵀ X*_{j<-B} (...)
-                right = right + samples.efforts[:, k : k + 1]
+            elif kind == "joint" and efforts is not None:  # tau_j = S_jᵀ X*_{j<-B} (...)
+                right = right + efforts[:, k : k + 1]
             result.append((out, right))
         return result

@@ -34,7 +34,7 @@ def link_inertials(urdf_xml: str) -> dict[str, np.ndarray]:
             continue
         mass, com, inertia = _read_inertial(inertial)
         if mass > 0:
-            inertials[link.get("name")] = theta_from_inertia(mass, com, inertia)
+            inertials[link.get("name", "")] = theta_from_inertia(mass, com, inertia)
     return inertials
 
 
@@ -44,7 +44,7 @@ def _read_inertial(inertial: ET.Element) -> tuple[float, np.ndarray, np.ndarray]
     xyz = np.zeros(3) if origin is None else np.array(origin.get("xyz", "0 0 0").split(), float)
     rpy = np.zeros(3) if origin is None else np.array(origin.get("rpy", "0 0 0").split(), float)
     mass_element = inertial.find("mass")
-    mass = 0.0 if mass_element is None else float(mass_element.get("value"))
+    mass = 0.0 if mass_element is None else float(mass_element.attrib["value"])
     i = inertial.find("inertia")
     values = (
         {k: float(i.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
@@ -71,8 +71,10 @@ def _write_inertial(
         origin = ET.SubElement(inertial, "origin")
     origin.set("xyz", " ".join(f"{x:.12g}" for x in com))
     origin.set("rpy", "0 0 0")
-    inertial.find("mass").set("value", f"{mass:.12g}")
-    element = inertial.find("inertia")
+    mass_element, element = inertial.find("mass"), inertial.find("inertia")
+    if mass_element is None or element is None:
+        raise ValueError("an <inertial> without <mass> or <inertia> cannot be rewritten")
+    mass_element.set("value", f"{mass:.12g}")
     for key, (r, c) in zip(
         ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
     ):

@@ -151,7 +151,7 @@ def icub_stance(
         ICUB_IMU_FRAME,
         trajectory,
         stance_frame=ICUB_STANCE_FRAME,
-        stance_tilt=tuple(tilt),
+        stance_tilt=(tilt[0], tilt[1]),
         noise=noise or NoiseModel(),
         true_xml=true_xml,
         seed=seed,

@@ -459,5 +459,5 @@ def write_recording(
 ) -> dict[str, np.ndarray]:
     """Record (:meth:`WholeBodySimulator.record`) into the NPZ file ``path``; returns the data."""
     data = simulator.record(duration, rate, with_ddq, with_effort)
-    np.savez(path, **data)
+    np.savez(path, allow_pickle=True, **data)
     return data

@@ -74,6 +74,13 @@ class IPResult:
     gap: float
 
 
+_Direction = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float
+]
+"""A search direction of :func:`solve_cone_qp`: ``(dz, dS, ds, dZ, dw, dS_scaled, dZ_scaled,
+step limit)``."""
+
+
 def _block_step_limit(lam: np.ndarray, d_scaled: np.ndarray) -> float:
     """Largest ``a`` with ``diag(lam_k) + a d_k >= 0`` for every block: ``lam`` (b, 4),
     ``d_scaled`` (b, 4, 4) (primal and dual directions stacked)."""
@@ -192,7 +199,7 @@ def solve_cone_qp(
         rp_rows_scaled = w_over_s * rp_rows
         lam2 = np.concatenate([lam, lam])
 
-        def direction(c_blocks: np.ndarray, c_rows: np.ndarray):
+        def direction(c_blocks: np.ndarray, c_rows: np.ndarray) -> _Direction:
             T_blocks = Rit @ (2.0 * c_blocks / lam_sum) @ Ri
             T_rows = c_rows / s
             rhs = -rd + problem.adjoint(T_blocks + Wrp_blocks, T_rows + rp_rows_scaled)

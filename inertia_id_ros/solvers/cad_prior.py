@@ -40,6 +40,7 @@ part of the fit here: the prior only selects among (near-)optimal fits.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -54,6 +55,9 @@ from inertia_id_ros.solvers.problem import (
     make_solution,
     rounded_to_feasible,
 )
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 DEFAULT_PRIOR_STD = 0.2
 """Relative uncertainty of CAD inertial parameters (a CAD model misses fasteners, cables, glue
@@ -80,9 +84,16 @@ def pseudo_inertia_metric(theta: np.ndarray) -> np.ndarray:
 
 
 def _map_estimate(
-    problem: Problem, initvals, prior_std: float, rcond: float, margin: float, started: float
+    problem: Problem,
+    prior: np.ndarray,
+    initvals: Solution | np.ndarray | None,
+    prior_std: float,
+    rcond: float,
+    margin: float,
+    started: float,
 ) -> Solution:
-    """The maximum a posteriori form (see the module docstring)."""
+    """The maximum a posteriori form (see the module docstring) about ``problem.prior``
+    (``prior``)."""
     p, n = problem.n_params, problem.n_bodies
     eigvals, eigvecs = np.linalg.eigh(problem.gram)
     keep = eigvals > rcond * max(eigvals[-1], 0.0)
@@ -95,7 +106,7 @@ def _map_estimate(
     weight = np.zeros((p, p))
     for k in range(n):
         body = slice(N_BODY_PARAMS * k, N_BODY_PARAMS * (k + 1))
-        weight[body, body] = pseudo_inertia_metric(problem.prior[body])
+        weight[body, body] = pseudo_inertia_metric(prior[body])
     scale = sigma2 / prior_std**2
     posterior = problem.replace(prior_weight=scale * weight)
     solution = solve_lmi(posterior, initvals, backend="fast", margin=margin)
@@ -114,7 +125,7 @@ def _map_estimate(
     )
 
 
-def _constraints(problem: Problem, x) -> list:
+def _constraints(problem: Problem, x: cp.Expression) -> list[cp.Constraint]:
     return consistency_constraints(
         x, problem.n_bodies, problem.ellipsoid_rows(), problem.nonnegative
     )
@@ -149,7 +160,9 @@ def solve_cad_prior(
         if not (np.isfinite(prior_std) and prior_std > 0):
             raise ProblemError(f"cad_prior: prior_std must be > 0, got {prior_std!r}")
         if not problem.has_prior_term:
-            return _map_estimate(problem, initvals, float(prior_std), rcond, margin, started)
+            return _map_estimate(
+                problem, problem.prior, initvals, float(prior_std), rcond, margin, started
+            )
     p = problem.n_params
     weight = problem.weight_matrix if problem.has_prior_term else np.eye(p)
     root_w, _ = psd_sqrt_factor(weight, np.zeros(p), 0.0)
