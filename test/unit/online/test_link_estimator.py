@@ -94,7 +94,7 @@ def test_every_link_is_consistent_and_the_drives_are_recovered(leg_online) -> No
 
 
 def test_the_online_fit_is_the_offline_fit(leg_online) -> None:
-    """The same problem as links.fit_links on the exact samples (the online one differentiates
+    """The same problem as link_fit.fit_links on the exact samples (the online one differentiates
     the joint states): the same torques up to 5 % of the noise, the same base parameters."""
     sim, data, _, estimate = leg_online
     offline = fit_links(sim.links, data, prior_weight=1e-6)
