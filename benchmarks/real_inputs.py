@@ -218,7 +218,7 @@ def icub_npz(
     """2 s of the simulated iCub on one sole at 200 Hz; the mistakes: ``flip`` the sensors'
     signs (forgetting the real iCub's child_to_parent convention), ``drop_contact``,
     ``time_scale``."""
-    from inertia_id_ros.sim.whole_body_simulator import icub
+    from inertia_id_ros.sim.whole_body_robots import icub
 
     path = directory / f"{name}.npz"
     cache = directory / "icub_clean.npz"

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.chain.friction import JointDrive
-from inertia_id_ros.chain.identify import with_gravity
-from inertia_id_ros.chain.links import JointTorqueData, LinkModel, fit_links, predict_torques
+from inertia_id_ros.chain.link_fit import fit_links
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, predict_torques, with_gravity
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES, payload_regressor_batch
 from inertia_id_ros.core.robots import load_model
