@@ -27,7 +27,7 @@ from inertia_id_ros.chain.whole_body_fit import holdout_comparison, prediction_e
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.formats.whole_body_log import read_whole_body_bag, whole_body_inputs
 from inertia_id_ros.offline.replay import bag_robot_description, replay_whole_body
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     build_session,
     parameters_from_file,
     settings_from_parameters,

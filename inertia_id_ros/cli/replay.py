@@ -188,7 +188,7 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
     from inertia_id_ros.errors import StartupError
     from inertia_id_ros.modes.base import load_robot, urdf_file
     from inertia_id_ros.offline.replay import bag_robot_description
-    from inertia_id_ros.ros.parameters import (
+    from inertia_id_ros.modes.parameters import (
         build_session,
         parameters_from_file,
         settings_from_parameters,

@@ -8,6 +8,7 @@ from inertia_id_ros.modes.base import (
     Mode,
     NodeSettings,
     ParameterSpec,
+    default,
     get,
     modes,
     register,
@@ -22,4 +23,13 @@ register(LinksMode())
 register(WholeBodyMode())
 register(PayloadTorquesMode())
 
-__all__ = ["ExcitationTarget", "Mode", "NodeSettings", "ParameterSpec", "get", "modes", "register"]
+__all__ = [
+    "ExcitationTarget",
+    "Mode",
+    "NodeSettings",
+    "ParameterSpec",
+    "default",
+    "get",
+    "modes",
+    "register",
+]

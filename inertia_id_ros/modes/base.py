@@ -2,7 +2,7 @@
 
 A mode is what the node identifies (``payload``, ``links``, ``whole_body``, ...): one module
 holding a :class:`Mode` and one :func:`register` line in :mod:`inertia_id_ros.modes`. The
-node's parameter layer (:mod:`inertia_id_ros.ros.parameters`), the node, ``inertia-id replay``
+node's parameter layer (:mod:`inertia_id_ros.modes.parameters`), the node, ``inertia-id replay``
 and the command line ask the registry (:func:`get`, :func:`modes`) for the mode's parts; none of
 them switches on a mode's name. A mode outside the package is named ``package.module:Attr``
 (the node's ``mode`` parameter; ``Attr`` a :class:`Mode` subclass or instance), imported and
@@ -51,7 +51,7 @@ class ParameterSpec:
 @dataclass(frozen=True)
 class NodeSettings:
     """The node's validated parameters (SI units; see the parameter table,
-    :data:`inertia_id_ros.ros.parameters.PARAMETERS`): the ones every mode has, and in
+    :data:`inertia_id_ros.modes.parameters.PARAMETERS`): the ones every mode has, and in
     ``mode_settings`` the mode's own (its :meth:`Mode.read_settings`)."""
 
     mode: str
@@ -229,6 +229,12 @@ def get(name: str) -> Mode:
 def modes() -> tuple[Mode, ...]:
     """Every registered mode, in registration order (the package's own first)."""
     return tuple(_REGISTRY.values())
+
+
+def default() -> Mode:
+    """The node's default mode (its ``mode`` parameter's default, and ``inertia-id replay``'s
+    without a parameter file): the first registered."""
+    return next(iter(_REGISTRY.values()))
 
 
 def import_object(path: str) -> Any:

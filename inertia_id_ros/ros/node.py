@@ -1,7 +1,7 @@
 """``inertia_id``: the online identification node, a thin ROS layer over a session.
 
 The rules of the online loop live in :mod:`inertia_id_ros.online.session` (the same session
-``inertia-id replay`` and the tests drive); the parameters in :mod:`inertia_id_ros.ros.parameters`;
+``inertia-id replay`` and the tests drive); the parameters in :mod:`inertia_id_ros.modes.parameters`;
 what each mode adds in its :class:`~inertia_id_ros.modes.Mode` (the registry
 :mod:`inertia_id_ros.modes`) and its ROS wiring (:mod:`inertia_id_ros.ros.wiring`). This module
 declares the parameters, wires the mode's topics and services to the session, runs the periodic
@@ -48,7 +48,7 @@ from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.session import Session
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
 from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     MODE_PARAMETER,
     check_ellipsoid_method,
     mode_of,

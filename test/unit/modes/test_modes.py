@@ -36,7 +36,7 @@ from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimato
 from inertia_id_ros.online.session import Session
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimatorConfig
 from inertia_id_ros.online.whole_body_session import whole_body_session
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     PARAMETERS,
     build_session,
     settings_from_parameters,
@@ -267,7 +267,7 @@ def test_a_mode_named_by_its_import_path_adds_its_parameters_and_rules():
 
 
 def test_two_modes_may_share_a_parameter_only_with_one_spec():
-    from inertia_id_ros.ros.parameters import node_parameters
+    from inertia_id_ros.modes.parameters import node_parameters
 
     class Clash(_Toy):
         name = "toy_clash"

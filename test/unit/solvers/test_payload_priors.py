@@ -19,7 +19,7 @@ from inertia_id_ros.errors import ConfigError, ProblemError, StartupError
 from inertia_id_ros.formats.export import body_json
 from inertia_id_ros.formats.prior import prior_from_link, prior_from_result, resolve_payload_prior
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
-from inertia_id_ros.ros.parameters import build_session, settings_from_parameters, validate_change
+from inertia_id_ros.modes.parameters import build_session, settings_from_parameters, validate_change
 from inertia_id_ros.sim.payload import (
     PANDA_ARM_JOINTS,
     PANDA_FLANGE,

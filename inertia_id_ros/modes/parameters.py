@@ -1,4 +1,5 @@
-"""The node's parameters: the table, their validation, and the session they build (no rclpy).
+"""The node's parameters: the table, their validation, and the session they build (no rclpy:
+the node declares them, ``inertia-id replay`` and the jobs build its sessions with them).
 
 - :data:`COMMON_PARAMETERS` and :data:`EXCITE_TABLE`: the parameters of every mode and of the
   excitation wizard; each mode adds its own (:attr:`~inertia_id_ros.modes.Mode.parameters`,
@@ -52,10 +53,11 @@ def _listed(items: list[str]) -> str:
 
 MODE_PARAMETER = ParameterSpec(
     "mode",
-    "payload",
+    registry.default().name,
     "What to identify: " + _listed([f"'{m.name}' ({m.summary})" for m in registry.modes()]) + ".",
 )
-"""The node's mode: a registered mode's name (or ``package.module:Attr``, :func:`mode_of`)."""
+"""The node's mode: a registered mode's name (or ``package.module:Attr``, :func:`mode_of`); by
+default the registry's first (:func:`~inertia_id_ros.modes.base.default`)."""
 
 COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
     MODE_PARAMETER,

@@ -9,7 +9,7 @@ from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import StartupError
 from inertia_id_ros.online.whole_body_session import WholeBodySession
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     build_session,
     parameters_from_file,
     settings_from_parameters,

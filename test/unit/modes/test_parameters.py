@@ -1,5 +1,5 @@
 """The node's parameters without processes: start-up validation, the session they build, and
-run-time changes (``inertia_id_ros.ros.parameters`` imports no rclpy)."""
+run-time changes (``inertia_id_ros.modes.parameters`` imports no rclpy)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import InertiaIdError, StartupError
 from inertia_id_ros.online.link_session import LinkSession
 from inertia_id_ros.online.payload_session import PayloadSession
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     MAX_UPDATE_RATE_HZ,
     PARAMETERS,
     RUNTIME_PARAMETERS,
