@@ -26,12 +26,12 @@ import numpy as np
 from inertia_id_ros.chain.whole_body_fit import holdout_comparison, prediction_errors
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.formats.whole_body_log import read_whole_body_bag, whole_body_inputs
-from inertia_id_ros.offline.replay import bag_robot_description, replay_whole_body
 from inertia_id_ros.modes.parameters import (
     build_session,
     parameters_from_file,
     settings_from_parameters,
 )
+from inertia_id_ros.offline.replay import bag_robot_description, replay_whole_body
 from inertia_id_ros.sim import whole_body_simulator as wb
 from inertia_id_ros.sim.recorders import record_whole_body
 

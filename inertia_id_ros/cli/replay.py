@@ -187,12 +187,12 @@ def _replay_with_parameters(args: argparse.Namespace) -> Any:
 
     from inertia_id_ros.errors import StartupError
     from inertia_id_ros.modes.base import load_robot, urdf_file
-    from inertia_id_ros.offline.replay import bag_robot_description
     from inertia_id_ros.modes.parameters import (
         build_session,
         parameters_from_file,
         settings_from_parameters,
     )
+    from inertia_id_ros.offline.replay import bag_robot_description
 
     values = parameters_from_file(args.params_file, args.node_name)
     for entry in args.param:

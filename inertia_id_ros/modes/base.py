@@ -164,6 +164,12 @@ class Mode(abc.ABC):
         (:func:`check_window_memory`; a mode whose window keeps no rows overrides this)."""
         check_window_memory(window_sec, max_input_rate_hz, window_shape)
 
+    def check_session_method(self, session: Session, method: str) -> None:
+        """Raise ValueError, saying what to give, if ``session`` (the mode's, running) lacks what
+        ``method`` (a method the mode solves with, :meth:`check_method`) needs: the node's
+        run-time ``method`` changes and ``~/identify`` calls ask it (e.g. ``cad_prior`` without
+        the payload's CAD values). Nothing by default."""
+
     def check_startup_window(self, settings: NodeSettings, window_shape: tuple[int, int]) -> None:
         """:meth:`check_window` at start-up: StartupError naming ``window_sec``."""
         try:

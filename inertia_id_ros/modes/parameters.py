@@ -32,7 +32,6 @@ from inertia_id_ros.modes import Mode, NodeSettings, ParameterSpec
 from inertia_id_ros.modes.base import positive
 from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
-from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.session import Session
 from inertia_id_ros.options import (
     DESIGN_TIME_LIMITS,
@@ -392,19 +391,18 @@ def validate_change(
     settings: NodeSettings,
     new: Mapping[str, Any],
     window_shape: tuple[int, int],
-    prior_available: bool = True,
+    session: Session | None = None,
 ) -> NodeSettings:
     """The settings after the run-time change ``new`` (name -> value, one set-parameters call:
     all apply or none) to a node whose window holds samples of ``window_shape`` (rows per
-    sample, parameters) and whose session has a prior or not (``prior_available``), or
-    ValueError with the reason: a read-only parameter, a value that is not
-    finite and > 0, a rate above :data:`MAX_UPDATE_RATE_HZ`, an unknown method or one that does
-    not solve the mode's problem (:meth:`~inertia_id_ros.modes.Mode.check_method`), a method
-    that needs a prior the session does not have, one that cannot take the bounding
-    ellipsoids of ``bounding_ellipsoid``, options the
-    method does not take (they belong to the method: a new method keeps the old options only if
-    it takes them), a window needing too much memory
-    (:meth:`~inertia_id_ros.modes.Mode.check_window`)."""
+    sample, parameters) and that runs ``session`` (``None``: not checked), or ValueError with
+    the reason: a read-only parameter, a value that is not finite and > 0, a rate above
+    :data:`MAX_UPDATE_RATE_HZ`, an unknown method or one that does not solve the mode's problem
+    (:meth:`~inertia_id_ros.modes.Mode.check_method`), a method that needs what the session
+    lacks (:meth:`~inertia_id_ros.modes.Mode.check_session_method`), one that cannot take the
+    bounding ellipsoids of ``bounding_ellipsoid``, options the method does not take (they belong
+    to the method: a new method keeps the old options only if it takes them), a window needing
+    too much memory (:meth:`~inertia_id_ros.modes.Mode.check_window`)."""
     read_only = sorted(set(new) - set(RUNTIME_PARAMETERS))
     if read_only:
         raise ValueError(
@@ -414,7 +412,8 @@ def validate_change(
     mode = registry.get(settings.mode)
     method = new.get("method", settings.method)
     mode.check_method(method)
-    check_prior_available(method, prior_available)
+    if session is not None:
+        mode.check_session_method(session, method)
     check_ellipsoid_method(method, settings.bounding_ellipsoid)
     options = solver_options(method, new.get("solver_options", settings.solver_options))
     for name in ("window_sec", "update_rate_hz"):

@@ -210,6 +210,12 @@ class PayloadMode(Mode):
             ),
         )
 
+    def check_session_method(self, session: PayloadSession, method: str) -> None:
+        """``cad_prior`` needs the payload's CAD values (``payload_prior``)."""
+        from inertia_id_ros.online.payload_estimator import check_prior_available
+
+        check_prior_available(method, session.prior_available)
+
     def excitation(self, session: PayloadSession, settings: NodeSettings) -> ExcitationTarget:
         """The ``payload`` target beyond the sensor frame, over the joints that move it."""
         kinematics = session.estimator.kinematics

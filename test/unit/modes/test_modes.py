@@ -21,6 +21,12 @@ from inertia_id_ros import modes
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import ConfigError, StartupError
 from inertia_id_ros.modes import Mode, ParameterSpec
+from inertia_id_ros.modes.parameters import (
+    PARAMETERS,
+    build_session,
+    settings_from_parameters,
+    validate_change,
+)
 from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.change_detection import ChangeDetectorConfig
@@ -36,12 +42,6 @@ from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimato
 from inertia_id_ros.online.session import Session
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimatorConfig
 from inertia_id_ros.online.whole_body_session import whole_body_session
-from inertia_id_ros.modes.parameters import (
-    PARAMETERS,
-    build_session,
-    settings_from_parameters,
-    validate_change,
-)
 from inertia_id_ros.solvers import METHODS
 
 DECLARED = {p.name: p.default for p in PARAMETERS}

@@ -10,8 +10,6 @@ import pytest
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import InertiaIdError, StartupError
-from inertia_id_ros.online.link_session import LinkSession
-from inertia_id_ros.online.payload_session import PayloadSession
 from inertia_id_ros.modes.parameters import (
     MAX_UPDATE_RATE_HZ,
     PARAMETERS,
@@ -20,6 +18,8 @@ from inertia_id_ros.modes.parameters import (
     settings_from_parameters,
     validate_change,
 )
+from inertia_id_ros.online.link_session import LinkSession
+from inertia_id_ros.online.payload_session import PayloadSession
 
 PANDA = str(example_robot_urdf("panda"))
 PAYLOAD = {"urdf_path": PANDA, "sensor_frame": "panda_link8"}
