@@ -4,6 +4,7 @@ mode). Importing this package loads neither numpy nor rclpy: the command line re
 ``--help``."""
 
 from inertia_id_ros.modes.base import (
+    ExampleLog,
     ExcitationTarget,
     Mode,
     NodeSettings,
@@ -12,6 +13,7 @@ from inertia_id_ros.modes.base import (
     get,
     modes,
     register,
+    result_mode,
 )
 from inertia_id_ros.modes.links import LinksMode
 from inertia_id_ros.modes.payload import PayloadMode
@@ -24,6 +26,7 @@ register(WholeBodyMode())
 register(PayloadTorquesMode())
 
 __all__ = [
+    "ExampleLog",
     "ExcitationTarget",
     "Mode",
     "NodeSettings",
@@ -32,4 +35,5 @@ __all__ = [
     "get",
     "modes",
     "register",
+    "result_mode",
 ]
