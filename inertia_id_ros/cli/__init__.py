@@ -38,7 +38,9 @@ command runs, so that ``--help`` and argument errors are quick:
 - ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
   (:mod:`inertia_id_ros.offline.validation`);
 - ``keystore create``: a DDS-Security keystore so that only operators may call ``~/excite``
-  (:mod:`inertia_id_ros.ros.keystore`).
+  (:mod:`inertia_id_ros.ros.keystore`);
+- ``call``: the running node's ``~/identify`` or ``~/tare`` service, without the ``ros2`` command
+  line (:mod:`inertia_id_ros.ros.client`).
 
 Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
 :mod:`inertia_id_ros.formats.data`.
@@ -99,6 +101,7 @@ import sys
 
 from inertia_id_ros import modes
 from inertia_id_ros.cli import (
+    call,
     demo,
     excite,
     export,
@@ -125,6 +128,7 @@ COMMANDS = (
     excite,
     validate,
     keystore,
+    call,
 )
 """The command modules, in ``--help`` order: each mode's
 (:attr:`~inertia_id_ros.modes.Mode.commands`, in the registry's order), then the others."""

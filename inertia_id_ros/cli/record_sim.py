@@ -95,6 +95,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="write the robot's URDF (the one the fits take) to OUT",
     )
     record.add_argument(
+        "--srdf-out",
+        metavar="OUT",
+        help="write the robot's SRDF (its self-collision pairs: inertia-id excite --srdf) to OUT",
+    )
+    record.add_argument(
         "--description-out",
         metavar="OUT",
         help="write an input description (YAML, docs/how-to/real-logs.md) of the recording to OUT",
@@ -144,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
                 "sensor_offset": sim.true_offset.tolist(),
             },
         )
-    _write_urdf(args.urdf_out)
+    _write_urdf(args)
     _write_description(args, sim.joint_names, ("q", "dq"), sim.sensor_frame)
     n = int(round(args.duration * args.rate))
     inputs = (
@@ -159,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         + ("" if changed is None else f", {final[0]:g} kg from {args.grasp_at:g} s on (a grasp)")
         + (f"; truth (the final payload) in {args.truth_json}" if args.truth_json else "")
         + (f"; the URDF in {args.urdf_out}" if args.urdf_out else "")
+        + (f"; the SRDF in {args.srdf_out}" if args.srdf_out else "")
         + (f"; its description in {args.description_out}" if args.description_out else "")
     )
     return 0
@@ -174,14 +180,16 @@ def _written(args: argparse.Namespace) -> str:
     return args.out if _is_file(args.out) else f"{args.out} ({args.storage})"
 
 
-def _write_urdf(path: str | None) -> None:
-    """The Panda's URDF (the fits' ``--urdf``) to ``path`` (nothing if ``None``)."""
-    from inertia_id_ros.core.robots import example_robot_urdf
+def _write_urdf(args: argparse.Namespace) -> None:
+    """The Panda's URDF (the fits' ``--urdf``) to ``--urdf-out`` and its SRDF to ``--srdf-out``
+    (each where given)."""
+    from inertia_id_ros.core.robots import example_robot_data_dir, example_robot_urdf
 
-    if path:
-        write_output(
-            path, lambda out: Path(out).write_text(example_robot_urdf("panda").read_text())
-        )
+    srdf = example_robot_data_dir() / "panda_description" / "srdf" / "panda.srdf"
+    for path, source in ((args.urdf_out, example_robot_urdf("panda")), (args.srdf_out, srdf)):
+        if path:
+            text = source.read_text()
+            write_output(path, lambda out, text=text: Path(out).write_text(text))
 
 
 def _write_description(
@@ -249,7 +257,7 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
                 ),
             },
         )
-    _write_urdf(args.urdf_out)
+    _write_urdf(args)
     _write_description(args, sim.joint_names, ("q", "dq", "effort"))
     n = int(round(args.duration * args.rate))
     inputs = (
@@ -273,6 +281,7 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
                 ("truth", args.truth_json),
                 ("links and drives", args.links_json),
                 ("the URDF", args.urdf_out),
+                ("the SRDF", args.srdf_out),
                 ("its description", args.description_out),
             )
             if path
