@@ -249,21 +249,9 @@ class LinksMode(Mode["LinkSession", "ReplayUpdates[LinkEstimate]"]):
         }
 
     def example_log(self, directory: Path, seed: int = 0) -> ExampleLog:
-        """A bag of the simulated Panda's joint states with efforts, without a payload (its
-        links off the URDF by up to 10 %, friction, torque offsets), 4 s at 250 Hz
-        (:func:`~inertia_id_ros.sim.recorders.record_joint_torques`)."""
-        from pathlib import Path
-
-        from inertia_id_ros.core.robots import example_robot_urdf
-        from inertia_id_ros.modes.base import ExampleLog
-        from inertia_id_ros.sim.recorders import record_joint_torques
-        from inertia_id_ros.sim.torques import panda_payload_torque_simulators
-
-        simulator, _ = panda_payload_torque_simulators(seed=seed)
-        urdf = Path(example_robot_urdf("panda")).read_text()
-        bag = str(directory / f"links_{seed}")
-        record_joint_torques(bag, simulator, urdf, 4.0, 250.0, seed)
-        return ExampleLog(bag, bag)
+        """The simulated Panda's joint states with efforts, without a payload
+        (:func:`panda_torques_log`)."""
+        return panda_torques_log(directory / f"links_{seed}", seed, with_payload=False)
 
 
 @dataclass(frozen=True)
@@ -475,3 +463,24 @@ def result_link_model(
         ]
     )
     return links, x
+
+
+def panda_torques_log(bag: Path, seed: int, with_payload: bool) -> ExampleLog:
+    """A bag (and the URDF) of the simulated Panda without an F/T sensor, its joint states with
+    efforts: seed 0's robot (its links off the URDF by up to 10 %, friction, torque offsets), with
+    or without the 1.5 kg payload at ``panda_link8``, moving along ``seed``'s exciting motion, 4 s
+    at 250 Hz (:func:`~inertia_id_ros.sim.recorders.record_joint_torques`)."""
+    from pathlib import Path
+
+    from inertia_id_ros.core.robots import example_robot_urdf, load_model
+    from inertia_id_ros.modes.base import ExampleLog
+    from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, ExcitingTrajectory
+    from inertia_id_ros.sim.recorders import record_joint_torques
+    from inertia_id_ros.sim.torques import panda_payload_torque_simulators
+
+    urdf = example_robot_urdf("panda")
+    motion = ExcitingTrajectory.for_model(load_model(urdf), PANDA_ARM_JOINTS, seed=seed)
+    unloaded, loaded = panda_payload_torque_simulators(trajectory=motion)
+    simulator = loaded if with_payload else unloaded
+    record_joint_torques(bag, simulator, Path(urdf).read_text(), 4.0, 250.0, seed)
+    return ExampleLog(str(bag), str(bag))

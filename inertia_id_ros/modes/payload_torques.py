@@ -329,21 +329,11 @@ class PayloadTorquesMode(Mode["PayloadTorqueSession", "PayloadReplay"]):
         }
 
     def example_log(self, directory: PathType, seed: int = 0) -> ExampleLog:
-        """A bag of the simulated Panda without an F/T sensor, its payload at ``panda_link8``,
-        joint states with efforts (4 s at 250 Hz;
-        :func:`~inertia_id_ros.sim.recorders.record_joint_torques`)."""
-        from pathlib import Path
+        """The simulated Panda without an F/T sensor, its payload at ``panda_link8``
+        (:func:`~inertia_id_ros.modes.links.panda_torques_log`)."""
+        from inertia_id_ros.modes.links import panda_torques_log
 
-        from inertia_id_ros.core.robots import example_robot_urdf
-        from inertia_id_ros.modes.base import ExampleLog
-        from inertia_id_ros.sim.recorders import record_joint_torques
-        from inertia_id_ros.sim.torques import panda_payload_torque_simulators
-
-        _, simulator = panda_payload_torque_simulators(seed=seed)
-        urdf = Path(example_robot_urdf("panda")).read_text()
-        bag = str(directory / f"payload_torques_{seed}")
-        record_joint_torques(bag, simulator, urdf, 4.0, 250.0, seed)
-        return ExampleLog(bag, bag)
+        return panda_torques_log(directory / f"payload_torques_{seed}", seed, with_payload=True)
 
 
 def _channels(Y: np.ndarray, torques: np.ndarray) -> Any:

@@ -364,17 +364,18 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
         return evaluate_whole_body(result, held_out, urdf, train)
 
     def example_log(self, directory: Path, seed: int = 0) -> ExampleLog:
-        """The simulated Go1 (its base and legs moving, four foot contacts, the IMU), 5 s at
-        200 Hz: a bag (:func:`~inertia_id_ros.sim.recorders.record_whole_body`) and an NPZ of
-        the same motion
+        """The simulated Go1 (seed 0's robot, off its URDF; its base and legs moving along
+        ``seed``'s motion, four foot contacts, the IMU), 5 s at 200 Hz: a bag
+        (:func:`~inertia_id_ros.sim.recorders.record_whole_body`) and an NPZ of the same motion
         (:func:`~inertia_id_ros.sim.whole_body_simulator.write_recording`)."""
         from inertia_id_ros.modes.base import ExampleLog
         from inertia_id_ros.sim.recorders import record_whole_body
         from inertia_id_ros.sim.whole_body_simulator import go1, write_recording
 
+        truth = go1(seed=0).true_xml
         bag, npz = directory / f"whole_body_{seed}", directory / f"whole_body_{seed}.npz"
-        record_whole_body(bag, go1(seed=seed), 5.0, 200.0, seed)
-        write_recording(str(npz), go1(seed=seed), 5.0, 200.0)
+        record_whole_body(bag, go1(seed=seed, true_xml=truth), 5.0, 200.0, seed)
+        write_recording(str(npz), go1(seed=seed, true_xml=truth), 5.0, 200.0)
         return ExampleLog(str(bag), str(npz))
 
 

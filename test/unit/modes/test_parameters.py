@@ -204,3 +204,26 @@ def test_a_run_time_switch_to_a_method_that_cannot_take_the_ellipsoids_is_refuse
     with pytest.raises(ValueError, match="'manifold' cannot take bounding ellipsoids"):
         validate_change(settings, {"method": "manifold"}, (6, 16))
     assert validate_change(settings, {"method": "pointmass"}, (6, 16)).method == "pointmass"
+
+
+def test_what_a_method_needs_of_the_session_is_its_modes():
+    """The node's ~/identify and run-time method changes ask the mode
+    (``Mode.check_session_method``): cad_prior needs a payload's CAD values, not a chain's."""
+    from inertia_id_ros import modes
+
+    values = {"urdf_path": PANDA, "sensor_frame": "panda_link8", "payload_prior": "none"}
+    settings = settings_from_parameters(values)
+    session = build_session(settings)
+    payload = modes.get("payload")
+    with pytest.raises(ValueError, match="needs the payload's CAD values"):
+        payload.check_session_method(session, "cad_prior")
+    payload.check_session_method(session, "lmi")
+    with pytest.raises(ValueError, match="needs the payload's CAD values"):
+        validate_change(settings, {"method": "cad_prior"}, (6, 16), session)
+    assert validate_change(settings, {"method": "cad_prior"}, (6, 16)).method == "cad_prior"
+    links = settings_from_parameters(
+        {"mode": "links", "urdf_path": PANDA, "joints": ["panda_joint2"]}
+    )
+    chain = build_session(links)
+    modes.get("links").check_session_method(chain, "cad_prior")  # the URDF's links: the prior
+    assert validate_change(links, {"method": "cad_prior"}, (1, 14), chain).method == "cad_prior"
