@@ -347,10 +347,10 @@ def result_link_model(
     result: Mapping[str, Any], robot: pin.Model, joints: list[str], states: JointStates
 ) -> tuple[LinkModel, np.ndarray]:
     """The links and drives a payload-torques ``result`` subtracts: the fit-links result its
-    ``link_model`` names (fit-payload-torques' ``"fit-links result PATH"``) when that file is
-    there, else the URDF's links (no friction; a replay's result does not say which its session
-    subtracted) over ``joints`` of ``robot``, the others locked at their mean positions in
-    ``states``."""
+    ``link_model`` names (fit-payload-torques' ``"fit-links result PATH"``; :class:`InputError`
+    when that file is not there), else the URDF's links (no friction; a replay's result does not
+    say which its session subtracted), over ``joints`` of ``robot``, the others locked at their
+    mean positions in ``states``."""
     from pathlib import Path
 
     from inertia_id_ros.chain.friction import JointDrive
@@ -362,11 +362,16 @@ def result_link_model(
     except (JointNotFound, ValueError) as e:
         raise InputError(str(e)) from None
     named = str(result.get("link_model", ""))
+    if not named.startswith(LINKS_RESULT_PREFIX):
+        return links, links.prior
     path = named.removeprefix(LINKS_RESULT_PREFIX)
-    if named.startswith(LINKS_RESULT_PREFIX) and Path(path).is_file():
-        fitted = read_link_result(path, links)
-        return fitted.model, fitted.x
-    return links, links.prior
+    if not Path(path).is_file():
+        raise InputError(
+            f"the result's link model, the fit-links result {path!r}, is not there (a relative "
+            "path is read from the working directory, as fit-payload-torques took it)"
+        )
+    fitted = read_link_result(path, links)
+    return fitted.model, fitted.x
 
 
 LINKS_RESULT_PREFIX = "fit-links result "
