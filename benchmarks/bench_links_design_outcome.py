@@ -27,7 +27,7 @@ Outcomes of each fit:
 - **held-out torque error**: RMS (N·m, all joints) of the fit's predicted minus the true
   (noise-free) torques along one separate validation motion (random seed 1000, used by no fit);
 - **largest relative base-parameter standard error**: base parameters of the model's regressor
-  (columns chosen by :func:`~inertia_id_ros.chain.links.base_parameters` on all the random
+  (columns chosen by :func:`~inertia_id_ros.chain.base_parameters.base_parameters` on all the random
   motions together), their covariance by the sandwich of
   :func:`~inertia_id_ros.core.covariance.parameter_covariance` (each joint's residual variance
   of the fit), each standard error divided by the true base parameter's magnitude; the largest.
@@ -58,12 +58,11 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402  (after the BLAS thread settings)
 
+from inertia_id_ros.chain.base_parameters import BaseParameters, base_parameters  # noqa: E402
 from inertia_id_ros.chain.identify import identify_links  # noqa: E402
 from inertia_id_ros.chain.links import (  # noqa: E402
-    BaseParameters,
     JointTorqueData,
     LinkModel,
-    base_parameters,
     link_channels,
     torque_error,
 )

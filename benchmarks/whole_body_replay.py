@@ -33,7 +33,7 @@ from inertia_id_ros.modes.parameters import (
 )
 from inertia_id_ros.modes.whole_body_offline import replay_whole_body
 from inertia_id_ros.offline.replay import bag_robot_description
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.sim import whole_body_robots as wb
 from inertia_id_ros.sim.recorders import record_whole_body
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "icub_whole_body.yaml"

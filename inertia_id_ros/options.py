@@ -72,7 +72,7 @@ they do not."""
 DEFAULT_PRIOR_WEIGHT = 2e-3
 """Default ``prior_weight`` of the links ((N·m)² per SI unit² of x, per torque sample): the
 blocked cross-validation optimum on the KUKA LWR4+ run 1 (``benchmarks/kuka_lwr4.py``).
-Robot-dependent: prefer :func:`~inertia_id_ros.chain.links.select_prior_weight` on your own
+Robot-dependent: prefer :func:`~inertia_id_ros.chain.link_fit.select_prior_weight` on your own
 data."""
 
 DEFAULT_HALF_WIDTH = 0.05

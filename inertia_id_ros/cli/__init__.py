@@ -30,6 +30,8 @@ command runs, so that ``--help`` and argument errors are quick:
 - ``sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1; iCub suspended or on
   a stand) with its truth (:mod:`inertia_id_ros.sim.whole_body_simulator`), or a ROS 2 bag of it to
   replay (``--bag``);
+- ``sim-log``: the simulated Panda's recording written as other loggers write it (other names,
+  units, clocks; motor currents) (:mod:`inertia_id_ros.sim.real_logs`);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
   filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.formats.export`);
 - ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
@@ -108,6 +110,7 @@ from inertia_id_ros.cli import (
     keystore,
     record_sim,
     replay,
+    sim_log,
     sim_whole_body,
     traversaro,
     validate,
@@ -124,6 +127,7 @@ COMMANDS = (
     replay,
     record_sim,
     sim_whole_body,
+    sim_log,
     export,
     excite,
     validate,

@@ -284,8 +284,8 @@ def _findings_after_fit(
     ``"residual_ratios"``, ``"urdf_gains"`` and ``"identifiability"``."""
     import numpy as np
 
-    from inertia_id_ros.chain.identify import MAX_TILT
-    from inertia_id_ros.chain.links import base_parameters
+    from inertia_id_ros.chain.base_parameters import base_parameters
+    from inertia_id_ros.chain.base_tilt import MAX_TILT
     from inertia_id_ros.offline.plausibility import (
         identifiability_json,
         identifiability_lines,

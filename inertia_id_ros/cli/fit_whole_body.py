@@ -413,10 +413,10 @@ def _tilt_line(
 ) -> str:
     """The fixed frame and its tilt as used; with IMU data, the IMU's mean tilt beside it (a
     warning on stderr when ``--imu-tilt check`` finds them further apart than
-    :data:`~inertia_id_ros.core.whole_body_model.TILT_CHECK_TOLERANCE`)."""
+    :data:`~inertia_id_ros.core.base_motion.TILT_CHECK_TOLERANCE`)."""
     import numpy as np
 
-    from inertia_id_ros.core.whole_body_model import TILT_CHECK_TOLERANCE, tilt_difference
+    from inertia_id_ros.core.base_motion import TILT_CHECK_TOLERANCE, tilt_difference
     from inertia_id_ros.formats.whole_body_log import imu_fixed_tilt
 
     frame = model.fixed_frame or "the URDF root"

@@ -54,7 +54,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the NPZ and/or the bag; the exit code."""
-    from inertia_id_ros.sim.whole_body_simulator import ROBOTS, write_recording
+    from inertia_id_ros.sim.whole_body_robots import ROBOTS
+    from inertia_id_ros.sim.whole_body_simulator import write_recording
 
     if not (args.duration > 0 and args.rate > 0):
         raise InputError(f"--duration and --rate must be > 0, got {args.duration}, {args.rate}")

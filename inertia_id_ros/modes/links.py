@@ -221,8 +221,8 @@ class LinksMode(Mode["LinkSession", "ReplayUpdates[LinkEstimate]"]):
         """Joint torques (N m, N) of the result's chain (:func:`result_link_model`;
         :func:`~inertia_id_ros.chain.links.predict_torques`, with the gravity it estimated), of
         the URDF's links and of OLS refitted on ``train``."""
-        from inertia_id_ros.chain.identify import with_gravity
-        from inertia_id_ros.chain.links import fit_links, predict_torques
+        from inertia_id_ros.chain.link_fit import fit_links
+        from inertia_id_ros.chain.links import predict_torques, with_gravity
         from inertia_id_ros.offline.validation import Prediction, torque_data, urdf_model
 
         robot = urdf_model(urdf, "fit-links")

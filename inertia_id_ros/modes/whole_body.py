@@ -370,7 +370,8 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
         (:func:`~inertia_id_ros.sim.whole_body_simulator.write_recording`)."""
         from inertia_id_ros.modes.base import ExampleLog
         from inertia_id_ros.sim.recorders import record_whole_body
-        from inertia_id_ros.sim.whole_body_simulator import go1, write_recording
+        from inertia_id_ros.sim.whole_body_robots import go1
+        from inertia_id_ros.sim.whole_body_simulator import write_recording
 
         truth = go1(seed=0).true_xml
         bag, npz = directory / f"whole_body_{seed}", directory / f"whole_body_{seed}.npz"

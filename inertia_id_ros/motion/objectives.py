@@ -49,8 +49,9 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
+from inertia_id_ros.chain.base_parameters import base_parameters
 from inertia_id_ros.chain.friction import JointDrive
-from inertia_id_ros.chain.links import JointTorqueData, LinkModel, base_parameters
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS, body_regressor_batch

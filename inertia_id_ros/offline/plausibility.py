@@ -696,7 +696,8 @@ def links_residual_findings(
     with the same ``prior_weight`` and no constraint on the same model (``model``:
     :class:`~inertia_id_ros.chain.links.LinkModel`, joint offsets included): the ratio is what
     the consistency constraint alone costs."""
-    from inertia_id_ros.chain.links import fit_links, torque_error
+    from inertia_id_ros.chain.link_fit import fit_links
+    from inertia_id_ros.chain.links import torque_error
 
     ols = fit_links(model, data, method="ols", prior_weight=prior_weight)
     measured = model.measured_torques(model.in_joint_order(data).efforts)
@@ -811,12 +812,12 @@ def whole_body_residual_findings(
 
 
 def payload_base_parameters(Y: np.ndarray, with_offset: bool) -> Any:
-    """:class:`~inertia_id_ros.chain.links.BaseParameters` of a payload's regressor rows ``Y``
-    (N, 6, 10 or 16), decided on column-scaled normal equations (a relative tolerance fair to
+    """:class:`~inertia_id_ros.chain.base_parameters.BaseParameters` of a payload's regressor rows
+    ``Y`` (N, 6, 10 or 16), decided on column-scaled normal equations (a relative tolerance fair to
     masses and inertias alike) and written in SI units."""
     import dataclasses
 
-    from inertia_id_ros.chain.links import base_parameters_from_gram
+    from inertia_id_ros.chain.base_parameters import base_parameters_from_gram
     from inertia_id_ros.core.inertia import THETA_NAMES
     from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 
@@ -835,7 +836,7 @@ def payload_base_parameters(Y: np.ndarray, with_offset: bool) -> Any:
 
 def identifiability_json(bp: Any) -> dict[str, Any]:
     """``{"rank", "n_params", "base_parameters": [text], "not_excited": [...],
-    "no_effect": [...]}`` of a :class:`~inertia_id_ros.chain.links.BaseParameters`:
+    "no_effect": [...]}`` of a :class:`~inertia_id_ros.chain.base_parameters.BaseParameters`:
     ``not_excited`` the standard parameters the data cannot fix individually."""
     return {
         "rank": int(bp.rank),

@@ -12,7 +12,7 @@ the joint state's stamp from the local polynomial fit of :mod:`inertia_id_ros.co
 the torques ``y = effort * effort_scale - known torques`` (n,); rows go to a
 :class:`~inertia_id_ros.online.window.SlidingWindow` (n rows per sample).
 :meth:`~LinkEstimator.solve` solves the window's
-:func:`~inertia_id_ros.chain.links.build_link_problem`::
+:func:`~inertia_id_ros.chain.link_fit.build_link_problem`::
 
     min (1 / n_rows) ||Y x - y||² + prior_weight ||x - x_prior||²
     s.t. J(theta_k) >= 0 for every link k, viscous, Coulomb, armature >= 0
@@ -20,8 +20,8 @@ the torques ``y = effort * effort_scale - known torques`` (n,); rows go to a
 (``x_prior``: the URDF's links, zero friction and offset, the reflected rotor inertias), warm
 started from the previous solution, and returns a :class:`LinkEstimate` only if every link is fully
 physically consistent, with the base parameters of the window's regressor
-(:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`): what the data so far cannot
-identify.
+(:func:`~inertia_id_ros.chain.base_parameters.base_parameters_from_gram`): what the data so far
+cannot identify.
 
 Given the chain's actuators (``LinkEstimator(..., actuators=chain.actuators)``), every solve also
 resolves the armatures the window cannot identify, as
@@ -46,15 +46,14 @@ import numpy as np
 
 from inertia_id_ros.chain.actuators import ActuatorConfig
 from inertia_id_ros.chain.armatures import ArmatureResolution, RotorInertia, resolve_armatures
-from inertia_id_ros.chain.friction import DriveParameters
-from inertia_id_ros.chain.links import (
+from inertia_id_ros.chain.base_parameters import (
     DEFAULT_GRAM_RANK_TOLERANCE,
-    DEFAULT_PRIOR_WEIGHT,
     BaseParameters,
-    LinkModel,
     base_parameters_from_gram,
-    build_link_problem,
 )
+from inertia_id_ros.chain.friction import DriveParameters
+from inertia_id_ros.chain.link_fit import build_link_problem
+from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.online.estimator import OnlineEstimatorConfig, SampleBatch
@@ -68,6 +67,7 @@ from inertia_id_ros.online.solving import (
     solve_or_fail,
     solve_weighted,
 )
+from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.solvers import Solution
 
 NormalEquations = tuple[np.ndarray, np.ndarray, float, int]
@@ -94,12 +94,12 @@ class LinkEstimatorConfig(OnlineEstimatorConfig):
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     """Weight of the prior toward the URDF, per torque sample ((N·m)² per SI unit² of x; see
     :mod:`inertia_id_ros.chain.links`). The default is the KUKA LWR4+ cross-validation optimum;
-    choose it for your robot with :func:`~inertia_id_ros.chain.links.select_prior_weight` on a
+    choose it for your robot with :func:`~inertia_id_ros.chain.link_fit.select_prior_weight` on a
     recording. Small (1e-6) when the joint torques are clean and the motion exciting: the prior then
     only settles what the data cannot identify."""
     rank_tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE
     """Relative tolerance of the base-parameter rank
-    (:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`)."""
+    (:func:`~inertia_id_ros.chain.base_parameters.base_parameters_from_gram`)."""
 
     bounding_ellipsoids: tuple[tuple[float, ...] | None, ...] | None = None
     """Per link of the chain (:attr:`LinkModel.link_names` order) ``None`` or the ``Q`` (4x4, row

@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.chain.actuators import ActuatorConfig
-from inertia_id_ros.chain.links import DEFAULT_PRIOR_WEIGHT, LinkModel
+from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.online.session import Session
 from inertia_id_ros.online.solving import ellipsoid_values
+from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 
 
 class LinkSession(Session[LinkEstimator, LinkEstimate]):

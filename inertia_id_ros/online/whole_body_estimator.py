@@ -10,14 +10,14 @@ stamp (within ``sync_tolerance_sec``) and the joint states interpolated and diff
 
 The clock is the IMU when the model has one (:attr:`~WholeBodyModel.imu_frame`; a floating base
 needs it): its reading (angular velocity, specific force; the angular acceleration from a local
-quadratic fit of the gyro around it, :func:`~inertia_id_ros.core.whole_body_model.gyro_derivative`'s
+quadratic fit of the gyro around it, :func:`~inertia_id_ros.core.base_motion.gyro_derivative`'s
 filter) gives the base motion (:meth:`~WholeBodyModel.base_motion_from_imu`). A ``fixed`` base
 moves as its fixed frame (the root, or e.g. a stance sole) requires, still and tilted by the
 model's ``fixed_tilt`` (:meth:`~WholeBodyModel.fixed_base_motion`, as offline); an IMU there
 either corrects the tilt (the mean of its specific force over the samples so far, as offline over
 the recording) or only checks it (``imu_tilt``; its tilt in the estimate either way). Without
 an IMU a ``suspended`` base is at rest and level
-(:meth:`~inertia_id_ros.core.whole_body_model.BaseMotion.at_rest`, as offline); the clock is then
+(:meth:`~inertia_id_ros.core.base_motion.BaseMotion.at_rest`, as offline); the clock is then
 the first live F/T sensor, else (none, or all stopped) the joint states.
 
 Sync: a sample waits until every live sensor has a wrench at or after its stamp. A sensor whose
@@ -49,13 +49,8 @@ from inertia_id_ros.chain.whole_body_fit import (
     fit_whole_body,
     noise_groups,
 )
-from inertia_id_ros.core.whole_body_model import (
-    DEFAULT_GYRO_HALF_WIDTH,
-    BaseMotion,
-    WholeBodyModel,
-    WholeBodySamples,
-    tilt_from_up,
-)
+from inertia_id_ros.core.base_motion import DEFAULT_GYRO_HALF_WIDTH, BaseMotion, tilt_from_up
+from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import SampleRejected
 from inertia_id_ros.online import whole_body_sync
 from inertia_id_ros.online.estimator import OnlineEstimator, OnlineEstimatorConfig, SampleBatch

@@ -12,11 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.core.whole_body_model import (
-    TILT_CHECK_TOLERANCE,
-    WholeBodyModel,
-    tilt_difference,
-)
+from inertia_id_ros.core.base_motion import TILT_CHECK_TOLERANCE, tilt_difference
+from inertia_id_ros.core.whole_body_model import WholeBodyModel
 from inertia_id_ros.errors import SampleRejected
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.session import Diagnostics, Session, Warning_

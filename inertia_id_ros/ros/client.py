@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import rclpy
+from rclpy.client import Client
 from rclpy.node import Node
 
 from inertia_id_ros.core.inertia import inertia_from_theta
@@ -18,7 +19,7 @@ from inertia_id_ros.srv import Identify, Tare
 
 RETRY_PERIOD_SEC = 1.0
 """How often a call that did not succeed is made again, while retrying (s)."""
-SERVICES = {"identify": Identify, "tare": Tare}
+SERVICES: dict[str, Any] = {"identify": Identify, "tare": Tare}
 """The node's services this client calls, by the name after the node's (``~/identify``)."""
 
 
@@ -38,7 +39,9 @@ def call(
     rclpy.init()
     try:
         node = Node("inertia_id_call")
-        client = node.create_client(service_type, f"{node_name.rstrip('/')}/{service}")
+        client: Client[Any, Any] = node.create_client(
+            service_type, f"{node_name.rstrip('/')}/{service}"
+        )
         name = client.srv_name
         if not client.wait_for_service(timeout_sec=timeout):
             raise StartupError(f"no {name} service within {timeout:g} s: is the node running?")

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.chain.friction import JointDrive
-from inertia_id_ros.chain.links import LinkModel, fit_links
+from inertia_id_ros.chain.link_fit import fit_links
+from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import JointNotFound, StartupError
 from inertia_id_ros.formats.bag_writer import BagWriter

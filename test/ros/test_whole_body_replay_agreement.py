@@ -22,7 +22,7 @@ from inertia_id_ros.modes.parameters import (
     parameters_from_file,
     settings_from_parameters,
 )
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.sim import whole_body_robots as wb
 from inertia_id_ros.sim.recorders import record_whole_body
 
 CONFIG = REPO / "config" / "go1_whole_body.yaml"

@@ -8,8 +8,9 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from inertia_id_ros.chain.base_parameters import base_parameters
 from inertia_id_ros.chain.friction import JointDrive
-from inertia_id_ros.chain.links import base_parameters, regression_system
+from inertia_id_ros.chain.links import regression_system
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.modes.parameters import parameters_from_file

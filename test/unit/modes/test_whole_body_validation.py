@@ -14,7 +14,8 @@ from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.formats.whole_body_log import read_whole_body_file, whole_body_inputs
 from inertia_id_ros.offline.validation import DataSource
-from inertia_id_ros.sim.whole_body_simulator import icub_fixed, write_recording
+from inertia_id_ros.sim.whole_body_robots import icub_fixed
+from inertia_id_ros.sim.whole_body_simulator import write_recording
 
 
 def test_the_predicted_rows_are_the_fits_held_out_errors(tmp_path):

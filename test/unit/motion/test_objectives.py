@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inertia_id_ros.chain.links import JointTorqueData, LinkModel, base_parameters
+from inertia_id_ros.chain.base_parameters import base_parameters
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import DataError, ProblemError
 from inertia_id_ros.motion.fourier import random_fourier_motion

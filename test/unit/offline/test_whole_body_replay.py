@@ -23,7 +23,7 @@ from inertia_id_ros.modes.parameters import (
 )
 from inertia_id_ros.offline.replay import bag_robot_description
 from inertia_id_ros.sim.recorders import record_whole_body
-from inertia_id_ros.sim.whole_body_simulator import GO1_FEET, go1
+from inertia_id_ros.sim.whole_body_robots import GO1_FEET, go1
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "go1_whole_body.yaml"
 DURATION, RATE = 3.0, 200.0

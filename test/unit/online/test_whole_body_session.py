@@ -9,7 +9,7 @@ from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel
 from inertia_id_ros.online.whole_body_session import whole_body_session
 from inertia_id_ros.online.window import BlockWindow
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.sim import whole_body_robots as wb
 
 RATE = 200.0
 SAMPLE_RATE = 100.0
