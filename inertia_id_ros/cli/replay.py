@@ -86,6 +86,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument(
         "--wrench-topic", help=f"geometry_msgs/WrenchStamped topic ({DEFAULT_WRENCH_TOPIC})"
     )
+    _add_session_options(replay)
+    replay.add_argument("--csv", metavar="OUT", help="write every update to OUT (CSV)")
+    replay.add_argument(
+        "--json", metavar="OUT", help="write the final estimate and every update to OUT (JSON)"
+    )
+    replay.add_argument("--png", metavar="OUT", help="write the report to OUT (PNG)")
+    replay.add_argument(
+        "--truth",
+        metavar="JSON",
+        help="result JSON of the true payload (e.g. record-sim --truth-json), drawn dashed",
+    )
+    replay.set_defaults(run=run)
+
+
+def _add_session_options(replay: argparse.ArgumentParser) -> None:
+    """The options of ``replay`` that set the session's parameters (the node's of the same
+    meaning: :data:`_REPLAY_PARAMETERS`, :data:`_REPLAY_FLAGS`)."""
     replay.add_argument(
         "--update-rate",
         type=float,
@@ -129,19 +146,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         f"({PAYLOAD_CHANGE_THRESHOLD:g}, the node's "
         "payload_change_threshold)",
     )
-    replay.add_argument("--csv", metavar="OUT", help="write every update to OUT (CSV)")
-    replay.add_argument(
-        "--json", metavar="OUT", help="write the final estimate and every update to OUT (JSON)"
-    )
-    replay.add_argument("--png", metavar="OUT", help="write the report to OUT (PNG)")
-    replay.add_argument(
-        "--truth",
-        metavar="JSON",
-        help="result JSON of the true payload (e.g. record-sim --truth-json), drawn dashed",
-    )
-    # read_log's window, split and held-joint flags: none for a replay (--input's description
-    # gives them)
-    replay.set_defaults(run=run, t_start=None, t_end=None, held_out_from=None, hold=None)
 
 
 REFUSED_LINE = "REFUSED: the final estimate cannot be trusted (see the messages on stderr)"

@@ -297,17 +297,9 @@ def _run_config(values: Mapping[str, Any]) -> RunConfig:
         raise StartupError(f"parameter '{EXCITE_PREFIX}{str(error).split()[0]}': {error}") from None
 
 
-def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
-    """Validated settings from the parameters' values (name -> value; missing names take the
-    table's default; an array parameter not set is ``None``). Every mode's values are checked,
-    then the mode's requirements (:meth:`~inertia_id_ros.modes.Mode.check_settings`). Raises
-    :class:`~inertia_id_ros.errors.StartupError` naming the first invalid parameter."""
-    mode = mode_of(values.get(MODE_PARAMETER.name, MODE_PARAMETER.default))
-    table = node_parameters()
-    unknown = sorted(set(values) - {p.name for p in table})
-    if unknown:
-        raise StartupError(f"parameter {unknown[0]!r} is not a parameter of the node")
-    v = {p.name: values.get(p.name, p.default) for p in table}
+def _check_rates(v: Mapping[str, Any]) -> None:
+    """StartupError naming the first of the common periods, rates and depths of ``v`` (name ->
+    value) that is out of range."""
     for name in (
         "window_sec",
         "update_rate_hz",
@@ -326,6 +318,20 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         )
     if int(v["qos_depth"]) < 1:
         raise StartupError(f"parameter 'qos_depth' must be >= 1, got {v['qos_depth']!r}")
+
+
+def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
+    """Validated settings from the parameters' values (name -> value; missing names take the
+    table's default; an array parameter not set is ``None``). Every mode's values are checked,
+    then the mode's requirements (:meth:`~inertia_id_ros.modes.Mode.check_settings`). Raises
+    :class:`~inertia_id_ros.errors.StartupError` naming the first invalid parameter."""
+    mode = mode_of(values.get(MODE_PARAMETER.name, MODE_PARAMETER.default))
+    table = node_parameters()
+    unknown = sorted(set(values) - {p.name for p in table})
+    if unknown:
+        raise StartupError(f"parameter {unknown[0]!r} is not a parameter of the node")
+    v = {p.name: values.get(p.name, p.default) for p in table}
+    _check_rates(v)
     v["weighting"] = v["weighting"] or mode.default_weighting
     if v["weighting"] not in WEIGHTINGS:
         raise StartupError(
