@@ -197,9 +197,8 @@ def _check_mode(mode: Mode, given: Sequence[str], params_file: str | None = None
 
     if not mode.has_replay:
         replayable = [m.name for m in modes() if m.has_replay]
-        raise InputError(
-            f"{params_file}: replay runs the {', '.join(replayable)} modes, not {mode.name!r}"
-        )
+        where = f"{params_file}: " if params_file else ""
+        raise InputError(f"{where}replay runs the {', '.join(replayable)} modes, not {mode.name!r}")
     others = {
         option: m.name
         for m in modes()
