@@ -112,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from inertia_id_ros.chain.identify import identify_links
     from inertia_id_ros.chain.links import torque_error
+    from inertia_id_ros.cli.validate import validate_after_fit
     from inertia_id_ros.formats.data import check_joints
     from inertia_id_ros.formats.export import body_json
     from inertia_id_ros.formats.units import log_unit_findings
@@ -121,7 +122,6 @@ def run(args: argparse.Namespace) -> int:
         link_volumes,
         volumes_holding,
     )
-    from inertia_id_ros.offline.validation import validate_after_fit
 
     common.check_data_source(args)
     common.check_bounding_ellipsoid(args)

@@ -174,6 +174,7 @@ def _findings_after_fit(
 
 def run(args: argparse.Namespace) -> int:
     """Fit the payload; the exit code."""
+    from inertia_id_ros.cli.validate import validate_after_fit
     from inertia_id_ros.core.kinematics import SensorKinematics
     from inertia_id_ros.formats.data import (
         check_joints,
@@ -183,7 +184,6 @@ def run(args: argparse.Namespace) -> int:
     )
     from inertia_id_ros.formats.export import body_json
     from inertia_id_ros.formats.units import log_unit_findings
-    from inertia_id_ros.offline.validation import validate_after_fit
     from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
 
     common.check_data_source(args)

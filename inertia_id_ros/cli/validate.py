@@ -1,5 +1,5 @@
 """``inertia-id validate``: a result's prediction errors on held-out data vs the URDF and plain
-OLS (:mod:`inertia_id_ros.offline.validation`)."""
+OLS, as its mode predicts them: the validate job (:mod:`inertia_id_ros.jobs.validate`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
+    from inertia_id_ros.formats.description import Recording
     from inertia_id_ros.offline.validation import DataSource
 
 
@@ -92,22 +93,53 @@ def _described(
 def run(args: argparse.Namespace) -> int:
     """Print (and write) the errors; the exit code."""
     from inertia_id_ros.formats.export import read_result
-    from inertia_id_ros.offline import validation as validate
+    from inertia_id_ros.jobs.validate import validate
+    from inertia_id_ros.offline.validation import DataSource, differentiation_of
 
     result = read_result(args.result, InputError)
     topics = {
         "joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
         "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
-        **validate.differentiation_of(result, args.filter_half_width),
+        **differentiation_of(result, args.filter_half_width),
     }
-    train = None if args.train is None else validate.DataSource.from_path(args.train, **topics)
+    train = None if args.train is None else DataSource.from_path(args.train, **topics)
     if args.input is not None:
         held_out, train = _described(args, result, topics, train)
     else:
         held_out = (
-            validate.DataSource(args.bag, True, **topics)
+            DataSource(args.bag, True, **topics)
             if args.bag
-            else validate.DataSource(args.data, False, **topics)
+            else DataSource(args.data, False, **topics)
         )
-    print(validate.run(result, held_out, args.urdf, train, args.json, args.png))
+    validation = validate(result, held_out, args.urdf, train)
+    common.write_json(args.json, validation.document)
+    if args.png:
+        common.write_output(args.png, validation.write_png)
+    common.print_summary(list(validation.summary), 0, [args.json, args.png])
     return 0
+
+
+def validate_after_fit(
+    args: argparse.Namespace,
+    result: dict,
+    train: Recording | None = None,
+    held_out: Recording | None = None,
+) -> None:
+    """``--validate DATA`` of fit-links/fit-payload, or the held-out part of an input
+    description (``held_out``): print the validation of the fresh ``result`` on them
+    (:func:`~inertia_id_ros.jobs.validate.validate_fit`, with OLS refitted on the fit's own data,
+    ``train`` when loaded through a description). Nothing without either."""
+    from inertia_id_ros.jobs.validate import validate_fit
+
+    validation = validate_fit(
+        result,
+        args.urdf,
+        common.log_source(args),
+        getattr(args, "validate", None),
+        train,
+        held_out,
+        getattr(args, "sensor_frame", None) or "",
+        args.filter_half_width,
+    )
+    if validation is not None:
+        print("\n".join(validation.summary))

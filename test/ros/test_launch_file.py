@@ -214,7 +214,7 @@ def test_the_node_is_the_packages_installed_executable_with_the_config_and_the_u
     """One node: the package's ``inertia_id_node``, installed under ``lib/inertia_id_ros/``;
     named as the parameter files key it; its parameters the ``config`` file, then ``urdf_path``;
     in the enclave; every argument the description uses is declared."""
-    from inertia_id_ros.ros.parameters import NODE_NAME
+    from inertia_id_ros.modes.parameters import NODE_NAME
 
     (node,) = of_kind(description, "Node")
     assert len(description) == len(of_kind(description, "DeclareLaunchArgument")) + 1
@@ -247,7 +247,7 @@ def test_every_shipped_config_applies_to_the_launched_node_in_any_namespace(desc
     """The launch file's ``namespace`` puts the node at ``/<namespace>/inertia_id``: a config
     keyed ``inertia_id`` (that is ``/inertia_id``) would not apply there, and the node would
     start without it. Keys ``/**`` or ``/**/inertia_id`` apply in every namespace."""
-    from inertia_id_ros.ros.parameters import parameters_from_file
+    from inertia_id_ros.modes.parameters import parameters_from_file
 
     (node,) = of_kind(description, "Node")
     keys = set(yaml.safe_load((REPO / "config" / config).read_text()))
@@ -270,7 +270,7 @@ def test_the_node_starts_as_the_description_says_and_serves_under_its_full_name(
     from rclpy.parameter_client import AsyncParameterClient
     from sensor_msgs.msg import JointState
 
-    from inertia_id_ros.ros.parameters import parameters_from_file
+    from inertia_id_ros.modes.parameters import parameters_from_file
 
     config = REPO / "config" / "panda_payload.yaml"
     urdf = str(example_robot_urdf("panda"))

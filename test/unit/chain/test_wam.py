@@ -13,7 +13,7 @@ from inertia_id_ros.chain.friction import JointDrive
 from inertia_id_ros.chain.links import regression_system
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import load_model
-from inertia_id_ros.ros.parameters import parameters_from_file
+from inertia_id_ros.modes.parameters import parameters_from_file
 from inertia_id_ros.sim import sousa2014
 from inertia_id_ros.sim.wam import (
     WAM_DH,

@@ -21,6 +21,12 @@ from inertia_id_ros import modes
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import ConfigError, StartupError
 from inertia_id_ros.modes import Mode, ParameterSpec
+from inertia_id_ros.modes.parameters import (
+    PARAMETERS,
+    build_session,
+    settings_from_parameters,
+    validate_change,
+)
 from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.change_detection import ChangeDetectorConfig
@@ -36,12 +42,6 @@ from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimato
 from inertia_id_ros.online.session import Session
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimatorConfig
 from inertia_id_ros.online.whole_body_session import whole_body_session
-from inertia_id_ros.ros.parameters import (
-    PARAMETERS,
-    build_session,
-    settings_from_parameters,
-    validate_change,
-)
 from inertia_id_ros.solvers import METHODS
 
 DECLARED = {p.name: p.default for p in PARAMETERS}
@@ -267,7 +267,7 @@ def test_a_mode_named_by_its_import_path_adds_its_parameters_and_rules():
 
 
 def test_two_modes_may_share_a_parameter_only_with_one_spec():
-    from inertia_id_ros.ros.parameters import node_parameters
+    from inertia_id_ros.modes.parameters import node_parameters
 
     class Clash(_Toy):
         name = "toy_clash"

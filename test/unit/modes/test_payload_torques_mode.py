@@ -9,8 +9,8 @@ import pytest
 from inertia_id_ros import modes
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import StartupError
+from inertia_id_ros.modes.parameters import build_session, settings_from_parameters
 from inertia_id_ros.online.payload_session import PayloadTorqueSession
-from inertia_id_ros.ros.parameters import build_session, settings_from_parameters
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 TORQUES = {

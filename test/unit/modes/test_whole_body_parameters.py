@@ -8,12 +8,12 @@ import pytest
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import StartupError
-from inertia_id_ros.online.whole_body_session import WholeBodySession
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     build_session,
     parameters_from_file,
     settings_from_parameters,
 )
+from inertia_id_ros.online.whole_body_session import WholeBodySession
 
 
 def _config(name: str, robot: str) -> dict:
