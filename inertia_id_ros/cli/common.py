@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import InputError
+from inertia_id_ros.jobs.base import body_lines as body_lines  # the commands' summaries use it
 from inertia_id_ros.options import (
     ANGLE_UNITS,
     BAG_STORAGES,
@@ -60,24 +61,6 @@ def load_urdf_model(urdf: str) -> pin.Model:
         return load_model(urdf)
     except (FileNotFoundError, ValueError) as e:
         raise InputError(str(e)) from None
-
-
-def body_lines(body: dict[str, Any]) -> list[str]:
-    """Human summary of a ``bodies`` entry."""
-    lines = [f"  mass      {body['mass']:.4f} kg"]
-    if body["com"] is not None:
-        com = ", ".join(f"{1e3 * c:.2f}" for c in body["com"])
-        inertia = ", ".join(f"{1e3 * i:.4f}" for i in body["inertia_com"])
-        lines += [
-            f"  COM       [{com}] mm",
-            f"  inertia about the COM [ixx, ixy, ixz, iyy, iyz, izz]: [{inertia}] 1e-3 kg m²",
-        ]
-    verdict = "yes" if body["fully_consistent"] else "NO"
-    lines.append(
-        f"  fully physically consistent: {verdict} "
-        f"(λmin(J) = {body['min_pseudo_inertia_eig']:.3e} kg m²)"
-    )
-    return lines
 
 
 def dropped_text(dropped: dict[str, int]) -> str:

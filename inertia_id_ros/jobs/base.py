@@ -65,3 +65,22 @@ def load_urdf(urdf: str) -> pin.Model:
         return load_model(urdf)
     except (FileNotFoundError, ValueError) as e:
         raise InputError(str(e)) from None
+
+
+def body_lines(body: dict[str, Any]) -> list[str]:
+    """What a result's ``bodies`` entry says, for people: its mass, COM (mm) and inertia about
+    the COM (1e-3 kg m²), and whether it is fully physically consistent."""
+    lines = [f"  mass      {body['mass']:.4f} kg"]
+    if body["com"] is not None:
+        com = ", ".join(f"{1e3 * c:.2f}" for c in body["com"])
+        inertia = ", ".join(f"{1e3 * i:.4f}" for i in body["inertia_com"])
+        lines += [
+            f"  COM       [{com}] mm",
+            f"  inertia about the COM [ixx, ixy, ixz, iyy, iyz, izz]: [{inertia}] 1e-3 kg m²",
+        ]
+    verdict = "yes" if body["fully_consistent"] else "NO"
+    lines.append(
+        f"  fully physically consistent: {verdict} "
+        f"(λmin(J) = {body['min_pseudo_inertia_eig']:.3e} kg m²)"
+    )
+    return lines
