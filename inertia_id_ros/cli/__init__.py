@@ -115,8 +115,8 @@ from inertia_id_ros.cli import (
     traversaro,
     validate,
 )
-from inertia_id_ros.cli.common import EXIT_BAD_INPUT
-from inertia_id_ros.errors import CallerError
+from inertia_id_ros.cli.common import EXIT_BAD_INPUT, EXIT_NO_ESTIMATE
+from inertia_id_ros.errors import CallerError, EstimateUnavailable
 from inertia_id_ros.options import EXIT_INTERRUPTED
 from inertia_id_ros.threads import limit_threads
 
@@ -155,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code (2 on bad input, with one line on stderr)."""
+    """Entry point; returns the exit code (2 on bad input, 1 when a job gives no estimate, with
+    one line on stderr)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
@@ -166,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     except CallerError as e:
         print(f"inertia-id {args.command}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except EstimateUnavailable as e:
+        print(f"inertia-id {args.command}: no estimate: {e.message}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
     except KeyboardInterrupt:  # Ctrl-C: wherever it lands, one line (the demo says it itself)
         print(f"inertia-id {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.findings import Finding
-    from inertia_id_ros.formats.data import JointStates
     from inertia_id_ros.formats.description import InputDescription, Recording
     from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.jobs.base import JobResult
@@ -294,19 +293,6 @@ def add_log_options(
         action="append",
         metavar="JOINT=VALUE",
         help="a URDF joint not in the log, held at VALUE (rad or m); repeatable",
-    )
-
-
-def read_joint_states(args: argparse.Namespace) -> tuple[JointStates, str]:
-    """``(joint states, source)`` of ``--data`` or of ``--bag`` (its ``--joint-states-topic``):
-    the recorded joint states and the file or bag they come from."""
-    from inertia_id_ros.formats.data import read_joint_bag, read_joint_file
-
-    if args.data is not None:
-        return read_joint_file(args.data), args.data
-    return (
-        read_joint_bag(args.bag, args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC),
-        args.bag,
     )
 
 

@@ -374,6 +374,7 @@ def delay_dropped(delay: float, period: float) -> int:
 
 def assert_links_schema(result: dict, method: str, joints: tuple[str, ...]) -> None:
     assert list(result) == [
+        "mode",
         "method",
         "bodies",
         "joints",
