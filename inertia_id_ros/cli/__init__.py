@@ -109,8 +109,8 @@ from inertia_id_ros.cli import (
     traversaro,
     validate,
 )
-from inertia_id_ros.cli.common import EXIT_BAD_INPUT
-from inertia_id_ros.errors import CallerError
+from inertia_id_ros.cli.common import EXIT_BAD_INPUT, EXIT_NO_ESTIMATE, print_findings
+from inertia_id_ros.errors import CallerError, EstimateUnavailable
 from inertia_id_ros.options import EXIT_INTERRUPTED
 from inertia_id_ros.threads import limit_threads
 
@@ -147,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code (2 on bad input, with one line on stderr)."""
+    """Entry point; returns the exit code (2 on bad input, 1 without an estimate, each with one
+    line on stderr)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
@@ -156,8 +157,13 @@ def main(argv: list[str] | None = None) -> int:
         limit_threads()  # before the command loads numpy (inertia_id_ros.threads)
         return args.run(args)
     except CallerError as e:
+        print_findings(args.command, e.findings)  # what a job had found before
         print(f"inertia-id {args.command}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except EstimateUnavailable as e:  # a job's solver failed
+        print_findings(args.command, e.findings)
+        print(f"inertia-id {args.command}: no estimate: {e.message}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
     except KeyboardInterrupt:  # Ctrl-C: wherever it lands, one line (the demo says it itself)
         print(f"inertia-id {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -12,7 +12,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inertia_id_ros.errors import DATA_LIMITED as DATA_LIMITED
 from inertia_id_ros.errors import InputError
+from inertia_id_ros.jobs.base import body_lines as body_lines
+from inertia_id_ros.jobs.base import dropped_text as dropped_text
+from inertia_id_ros.jobs.base import whole_body_table as whole_body_table
 from inertia_id_ros.options import (
     ANGLE_UNITS,
     BAG_STORAGES,
@@ -46,8 +50,6 @@ EXIT_IMPLAUSIBLE = 3
 (:mod:`inertia_id_ros.offline.plausibility`; each refusal printed on stderr, naming the likely
 cause and the fix), or ``excite``'s limits (the motion breaks one: stderr names it and the
 amount)."""
-DATA_LIMITED = ("too_few_samples", "offset_not_identifiable")
-"""Reasons of :class:`EstimateUnavailable` that mean the data cannot determine the estimate."""
 ESTIMATE_REFUSED = "REFUSED: the estimate above cannot be trusted (see the messages on stderr)"
 """The summary's last word when a check refused the estimate (:func:`print_summary`)."""
 
@@ -60,29 +62,6 @@ def load_urdf_model(urdf: str) -> pin.Model:
         return load_model(urdf)
     except (FileNotFoundError, ValueError) as e:
         raise InputError(str(e)) from None
-
-
-def body_lines(body: dict[str, Any]) -> list[str]:
-    """Human summary of a ``bodies`` entry."""
-    lines = [f"  mass      {body['mass']:.4f} kg"]
-    if body["com"] is not None:
-        com = ", ".join(f"{1e3 * c:.2f}" for c in body["com"])
-        inertia = ", ".join(f"{1e3 * i:.4f}" for i in body["inertia_com"])
-        lines += [
-            f"  COM       [{com}] mm",
-            f"  inertia about the COM [ixx, ixy, ixz, iyy, iyz, izz]: [{inertia}] 1e-3 kg m²",
-        ]
-    verdict = "yes" if body["fully_consistent"] else "NO"
-    lines.append(
-        f"  fully physically consistent: {verdict} "
-        f"(λmin(J) = {body['min_pseudo_inertia_eig']:.3e} kg m²)"
-    )
-    return lines
-
-
-def dropped_text(dropped: dict[str, int]) -> str:
-    """``{"gap": 3, "no_joint_state": 11}`` -> ``"3 gap, 11 no_joint_state"``."""
-    return ", ".join(f"{count} {reason}" for reason, count in sorted(dropped.items()))
 
 
 def write_json(path: str | None, result: dict[str, Any]) -> None:
@@ -157,20 +136,6 @@ def positive_seconds(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be > 0 s, got {text!r}")
     return value
-
-
-def whole_body_table(result: dict[str, Any]) -> list[str]:
-    """The table of a whole-body result's links and its sensor offsets."""
-    lines = [f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
-    for body in result["bodies"]:
-        lines.append(
-            f"{body['name']:<22}{body['mass']:10.3f}{body['min_pseudo_inertia_eig']:12.2e}"
-            f"  {'yes' if body['fully_consistent'] else 'NO ':<10}  "
-            f"{body['identifiability']}"
-        )
-    for frame, offset in result["sensor_offsets"].items():
-        lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))
-    return lines
 
 
 def write_output(path: str, write: Callable[[str], None]) -> None:
@@ -450,23 +415,6 @@ def read_log(
 
     description = input_description(args, sensor_frame, flip_wrench_sign)
     return split_recording(_load(description, model, urdf), description)
-
-
-def read_whole_log(
-    args: argparse.Namespace, model: pin.Model, urdf: str, flip_frames: Sequence[str]
-) -> tuple[Recording, float | None]:
-    """The input description's recording for a whole-body fit (its ``train`` interval, if
-    any) and its ``held_out_from`` (s; the fit's held-out part is the time after it)."""
-    description = input_description(args, flip_frames=flip_frames)
-    if description.held_out is not None:
-        raise InputError(
-            f"{description.source}: fit-whole-body splits by held_out_from "
-            "(--held-out-from), not by a held_out interval"
-        )
-    recording = _load(description, model, urdf)
-    if description.train is not None:
-        recording = recording.window(*description.intervals[description.train])
-    return recording, description.held_out_from
 
 
 def add_plausibility_options(parser: argparse.ArgumentParser, payload_frame: str = "") -> None:

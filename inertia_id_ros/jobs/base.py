@@ -11,15 +11,18 @@ It prints nothing: progress goes to ``progress`` callbacks where a job takes one
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from inertia_id_ros.errors import InputError
+from inertia_id_ros.errors import InertiaIdError, InputError
 from inertia_id_ros.findings import Finding, refused
 
 if TYPE_CHECKING:
     import pinocchio as pin
+
+    from inertia_id_ros.offline.plausibility import Volume
 
 E = TypeVar("E")
 """The estimate type of a job's result."""
@@ -57,6 +60,18 @@ def refused_input(findings: list[Finding]) -> JobResult[Any]:
     return JobResult(None, tuple(findings), findings_document(findings))
 
 
+@contextmanager
+def carrying(findings: list[Finding]) -> Iterator[None]:
+    """Within: a package error raised (a caller's mistake, no estimate) carries the
+    ``findings`` found so far (the list as it is then, before the error's own), so that they
+    are reported before it."""
+    try:
+        yield
+    except InertiaIdError as e:
+        e.findings = (*findings, *e.findings)
+        raise
+
+
 def load_urdf(urdf: str) -> pin.Model:
     """The model of the URDF file ``urdf``; a missing or bad file is an :class:`InputError`."""
     from inertia_id_ros.core.robots import load_model
@@ -65,3 +80,71 @@ def load_urdf(urdf: str) -> pin.Model:
         return load_model(urdf)
     except (FileNotFoundError, ValueError) as e:
         raise InputError(str(e)) from None
+
+
+def check_bounding_ellipsoid(method: str, bounding_ellipsoid: bool) -> None:
+    """Refuse ``bounding_ellipsoid`` with a ``method`` that cannot take it (:class:`InputError`)."""
+    from inertia_id_ros.options import NO_ELLIPSOID_METHODS
+
+    if bounding_ellipsoid and method in NO_ELLIPSOID_METHODS:
+        raise InputError(
+            "--bounding-ellipsoid needs --method lmi, pointmass or cad_prior "
+            "(manifold cannot take bounding ellipsoids)"
+        )
+
+
+def payload_volume_of(sphere: float | None, box: Sequence[float] | None) -> Volume:
+    """The payload's bounding volume: within ``sphere`` m of its frame's origin, or within the
+    ``box`` of half-extents (3,) m along its axes, else the default sphere
+    (:func:`~inertia_id_ros.offline.plausibility.payload_volume`); a size not > 0 is an
+    :class:`InputError`."""
+    from inertia_id_ros.offline.plausibility import payload_volume
+
+    if sphere is not None and not sphere > 0:
+        raise InputError(f"--payload-sphere must be > 0 m, got {sphere}")
+    if box is None:
+        return payload_volume(radius=sphere)
+    if len(box) != 3 or not all(v > 0 for v in box):
+        raise InputError(
+            "--payload-box must be three half-extents > 0 m, got " + ",".join(f"{v:g}" for v in box)
+        )
+    return payload_volume(half_extents=box)
+
+
+def body_lines(body: dict[str, Any]) -> list[str]:
+    """A result JSON's body (a ``bodies`` entry) for people: mass, COM, inertia about the COM,
+    physical consistency."""
+    lines = [f"  mass      {body['mass']:.4f} kg"]
+    if body["com"] is not None:
+        com = ", ".join(f"{1e3 * c:.2f}" for c in body["com"])
+        inertia = ", ".join(f"{1e3 * i:.4f}" for i in body["inertia_com"])
+        lines += [
+            f"  COM       [{com}] mm",
+            f"  inertia about the COM [ixx, ixy, ixz, iyy, iyz, izz]: [{inertia}] 1e-3 kg m²",
+        ]
+    verdict = "yes" if body["fully_consistent"] else "NO"
+    lines.append(
+        f"  fully physically consistent: {verdict} "
+        f"(λmin(J) = {body['min_pseudo_inertia_eig']:.3e} kg m²)"
+    )
+    return lines
+
+
+def dropped_text(dropped: dict[str, int]) -> str:
+    """``{"gap": 3, "no_joint_state": 11}`` -> ``"3 gap, 11 no_joint_state"``."""
+    return ", ".join(f"{count} {reason}" for reason, count in sorted(dropped.items()))
+
+
+def whole_body_table(result: dict[str, Any]) -> list[str]:
+    """A whole-body result JSON's links (mass, λmin(J), consistency, identifiability) and sensor
+    offsets, as a table for people."""
+    lines = [f"{'link':<22}{'mass (kg)':>10}{'λmin(J)':>12}  consistent  identifiability"]
+    for body in result["bodies"]:
+        lines.append(
+            f"{body['name']:<22}{body['mass']:10.3f}{body['min_pseudo_inertia_eig']:12.2e}"
+            f"  {'yes' if body['fully_consistent'] else 'NO ':<10}  "
+            f"{body['identifiability']}"
+        )
+    for frame, offset in result["sensor_offsets"].items():
+        lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))
+    return lines
