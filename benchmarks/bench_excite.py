@@ -50,11 +50,9 @@ from inertia_id_ros.core.robots import (  # noqa: E402
     load_model,
 )
 from inertia_id_ros.motion.collision import CollisionChecker  # noqa: E402
-from inertia_id_ros.motion.design import (  # noqa: E402
-    DesignResult,
-    design_excitation,
-    random_fourier_motion,
-)
+from inertia_id_ros.motion.design import DesignResult, design_excitation  # noqa: E402
+from inertia_id_ros.motion.fourier import random_fourier_motion  # noqa: E402
+from inertia_id_ros.motion.objectives import ObjectiveSettings  # noqa: E402
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory  # noqa: E402
 from inertia_id_ros.sim.payload import (  # noqa: E402
     DEFAULT_WRENCH_NOISE_STD,
@@ -133,7 +131,7 @@ def run_case(name: str, n_random: int, with_collision: bool) -> dict[str, object
         joints,
         target,
         duration,
-        sensor_frame=frame,
+        settings=ObjectiveSettings(sensor_frame=frame),
         max_acceleration=MAX_ACCELERATION,
         seed=0,
         collision=collision,

@@ -71,8 +71,13 @@ def _kuka() -> tuple:
 def run_input(name: str) -> dict:
     """Identify on input ``name`` with the ``inertia_id_ros`` on ``sys.path``: ``{"seconds",
     "held_out_rms" (one per held-out part)}``."""
-    from inertia_id_ros.chain.identify import derive_torque_data, identify_links
+    from inertia_id_ros.chain.identify import identify_links
     from inertia_id_ros.chain.links import torque_error
+
+    try:
+        from inertia_id_ros.chain.differentiation import derive_torque_data
+    except ImportError:  # the old commit's layout: in chain.identify
+        from inertia_id_ros.chain.identify import derive_torque_data
 
     model, runs = {
         "kuka_run1_200Hz": _kuka,

@@ -42,14 +42,10 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-from inertia_id_ros.chain.links import (
-    DEFAULT_PRIOR_WEIGHT,
-    JointTorqueData,
-    LinkModel,
-    link_problem,
-    regression_system,
-)
+from inertia_id_ros.chain.link_fit import link_problem
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, regression_system
 from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, ExcitingTrajectory
 from inertia_id_ros.sim.torques import DriveTruth, JointTorqueSimulator
 from inertia_id_ros.solvers import Problem, Solution, solve

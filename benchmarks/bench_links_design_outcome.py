@@ -27,7 +27,7 @@ Outcomes of each fit:
 - **held-out torque error**: RMS (N·m, all joints) of the fit's predicted minus the true
   (noise-free) torques along one separate validation motion (random seed 1000, used by no fit);
 - **largest relative base-parameter standard error**: base parameters of the model's regressor
-  (columns chosen by :func:`~inertia_id_ros.chain.links.base_parameters` on all the random
+  (columns chosen by :func:`~inertia_id_ros.chain.base_parameters.base_parameters` on all the random
   motions together), their covariance by the sandwich of
   :func:`~inertia_id_ros.core.covariance.parameter_covariance` (each joint's residual variance
   of the fit), each standard error divided by the true base parameter's magnitude; the largest.
@@ -58,22 +58,22 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402  (after the BLAS thread settings)
 
+from inertia_id_ros.chain.base_parameters import BaseParameters, base_parameters  # noqa: E402
 from inertia_id_ros.chain.identify import identify_links  # noqa: E402
 from inertia_id_ros.chain.links import (  # noqa: E402
-    BaseParameters,
     JointTorqueData,
     LinkModel,
-    base_parameters,
     link_channels,
     torque_error,
 )
 from inertia_id_ros.core.covariance import parameter_covariance  # noqa: E402
 from inertia_id_ros.core.robots import example_robot_urdf, load_model  # noqa: E402
-from inertia_id_ros.motion.design import (  # noqa: E402
-    MotionEvaluator,
-    design_excitation,
-    motion_limits,
-    random_fourier_motion,
+from inertia_id_ros.motion.design import design_excitation  # noqa: E402
+from inertia_id_ros.motion.fourier import random_fourier_motion  # noqa: E402
+from inertia_id_ros.motion.limits import motion_limits  # noqa: E402
+from inertia_id_ros.motion.objectives import (  # noqa: E402
+    LinksObjective,
+    ObjectiveSettings,
     reference_samples,
 )
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory  # noqa: E402
@@ -218,11 +218,11 @@ def main() -> None:
     validation = JointTorqueSimulator(links, validation_motion.sample, thetas, drives).measure(
         validation_motion.t, np.random.default_rng(0)
     )  # noise-free: the true torques
-    evaluator = MotionEvaluator(
+    evaluator = LinksObjective(
         model,
         PANDA_ARM_JOINTS,
-        "links",
-        reference=reference_samples(limits, start, duration, seed=0),
+        ObjectiveSettings(),
+        reference_samples(limits, start, duration, seed=0),
     )
 
     def row(trajectory: ExcitationTrajectory) -> tuple[float, float, float, float]:

@@ -53,7 +53,7 @@ from inertia_id_ros.chain.differentiation import payload_half_width
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf, frame_id
 from inertia_id_ros.formats.link_result import read_link_result
-from inertia_id_ros.online.session import payload_torque_session
+from inertia_id_ros.online.payload_session import payload_torque_session
 from inertia_id_ros.sim.torques import PayloadTorqueRuns, panda_payload_torque_runs
 
 RATE_HZ = 1000.0

@@ -52,23 +52,24 @@ import numpy as np  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 
 from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_errors  # noqa: E402
+from inertia_id_ros.core.base_motion import BaseMotion  # noqa: E402
 from inertia_id_ros.core.inertia import check_consistency  # noqa: E402
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, example_robot_urdf  # noqa: E402
-from inertia_id_ros.core.whole_body_model import BaseMotion  # noqa: E402
 from inertia_id_ros.formats.data import with_derivatives  # noqa: E402
 from inertia_id_ros.formats.whole_body_log import (  # noqa: E402
     imu_fixed_tilt,
     read_whole_body_file,
     whole_body_inputs,
 )
-from inertia_id_ros.sim import whole_body_simulator as wb  # noqa: E402
+from inertia_id_ros.sim import whole_body_robots as wb  # noqa: E402
+from inertia_id_ros.sim.whole_body_simulator import WholeBodyMotion  # noqa: E402
 
 RATE = 200.0
 HALF_WIDTH = 0.05
 """The joint states' differentiation half-width (s), ``fit-whole-body``'s default."""
 
 
-def _pelvis_states(motion: wb.WholeBodyMotion, keep: np.ndarray) -> dict[str, BaseMotion]:
+def _pelvis_states(motion: WholeBodyMotion, keep: np.ndarray) -> dict[str, BaseMotion]:
     """The hand-computed pelvis orientation (at rest) and the true pelvis state, at ``keep``."""
     quaternion = motion.q_full[keep, 3:7]  # x, y, z, w: world <- pelvis
     twist, acceleration = motion.v_full[keep, :6], motion.a_full[keep, :6]

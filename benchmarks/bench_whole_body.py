@@ -66,10 +66,10 @@ from inertia_id_ros.chain.whole_body_fit import (  # noqa: E402
     parameter_scales,
     scale_problem,
 )
+from inertia_id_ros.core.base_motion import BaseMotion  # noqa: E402
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia  # noqa: E402
 from inertia_id_ros.core.robots import example_robot_urdf  # noqa: E402
 from inertia_id_ros.core.whole_body_model import (  # noqa: E402
-    BaseMotion,
     FTSensor,
     WholeBodyModel,
     WholeBodySamples,

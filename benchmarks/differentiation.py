@@ -48,18 +48,17 @@ from scipy.signal import savgol_filter
 from inertia_id_ros.chain.differentiation import (
     SOURCE_VELOCITIES,
     DifferentiationFilter,
+    derive_torque_data,
     sample_period,
     select_differentiation,
 )
-from inertia_id_ros.chain.identify import derive_torque_data, identify_links
+from inertia_id_ros.chain.identify import identify_links
+from inertia_id_ros.chain.link_fit import build_link_problem, fit_links, select_prior_weight
 from inertia_id_ros.chain.links import (
     JointTorqueData,
     LinkModel,
-    build_link_problem,
-    fit_links,
     link_channels,
     predict_torques,
-    select_prior_weight,
     torque_error,
 )
 from inertia_id_ros.core.filtering import derivatives_at_samples

@@ -39,16 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
-from inertia_id_ros.chain.differentiation import DifferentiationFilter
+from inertia_id_ros.chain.base_parameters import base_parameters
+from inertia_id_ros.chain.differentiation import DifferentiationFilter, motion_samples
 from inertia_id_ros.chain.friction import DRIVE_TERMS
-from inertia_id_ros.chain.identify import identify_links, motion_samples
-from inertia_id_ros.chain.links import (
-    JointTorqueData,
-    LinkModel,
-    base_parameters,
-    fit_links,
-    torque_error,
-)
+from inertia_id_ros.chain.identify import identify_links
+from inertia_id_ros.chain.link_fit import fit_links
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, torque_error
 from inertia_id_ros.core.inertia import check_consistency
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kuka_lwr4"

@@ -194,13 +194,13 @@ def kuka_npz(
 
 def kuka_figures(result: dict | None, urdf: str, held_out: Path) -> str:
     """Held-out joint torque RMS of the result on run 2 (and the URDF's)."""
-    from inertia_id_ros.offline.validation import DataSource, model_error, predictions_of
+    from inertia_id_ros.jobs.validate import validate
+    from inertia_id_ros.offline.validation import DataSource
 
     if not result or "bodies" not in result:
         return "-"
     errors = {
-        k: model_error(p).rms
-        for k, p in predictions_of(result, DataSource(str(held_out)), urdf).items()
+        k: e.rms for k, e in validate(result, DataSource(str(held_out)), urdf).estimate.items()
     }
     return (
         f"run 2 RMS {errors['fit']:.3f} N m (URDF {errors['urdf']:.3f}); "
@@ -218,7 +218,7 @@ def icub_npz(
     """2 s of the simulated iCub on one sole at 200 Hz; the mistakes: ``flip`` the sensors'
     signs (forgetting the real iCub's child_to_parent convention), ``drop_contact``,
     ``time_scale``."""
-    from inertia_id_ros.sim.whole_body_simulator import icub
+    from inertia_id_ros.sim.whole_body_robots import icub
 
     path = directory / f"{name}.npz"
     cache = directory / "icub_clean.npz"

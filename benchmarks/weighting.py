@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 
-from inertia_id_ros.chain.identify import derive_torque_data, identify_links
+from inertia_id_ros.chain.differentiation import derive_torque_data
+from inertia_id_ros.chain.identify import identify_links
 from inertia_id_ros.chain.links import predict_torques, torque_error
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator

@@ -37,19 +37,14 @@ from inertia_id_ros.chain.whole_body_fit import (
     prediction_errors,
     prior_with_fitted_offsets,
 )
+from inertia_id_ros.core.base_motion import BaseMotion, gyro_derivative
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.core.whole_body_model import (
-    BaseMotion,
-    FTSensor,
-    WholeBodyModel,
-    WholeBodySamples,
-    gyro_derivative,
-)
+from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.msg import InertialParametersArray
 from inertia_id_ros.ros.conversions import msg_to_thetas, wrench_to_array
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.sim import whole_body_robots as wb
 from inertia_id_ros.srv import Identify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

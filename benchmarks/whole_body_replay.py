@@ -26,13 +26,14 @@ import numpy as np
 from inertia_id_ros.chain.whole_body_fit import holdout_comparison, prediction_errors
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.formats.whole_body_log import read_whole_body_bag, whole_body_inputs
-from inertia_id_ros.offline.replay import bag_robot_description, replay_whole_body
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     build_session,
     parameters_from_file,
     settings_from_parameters,
 )
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.modes.whole_body_offline import replay_whole_body
+from inertia_id_ros.offline.replay import bag_robot_description
+from inertia_id_ros.sim import whole_body_robots as wb
 from inertia_id_ros.sim.recorders import record_whole_body
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "icub_whole_body.yaml"
@@ -57,14 +58,7 @@ def main() -> None:
         settings = settings_from_parameters(values)
         session = build_session(settings)
         own = settings.mode_settings
-        replay = replay_whole_body(
-            bag,
-            session,
-            settings.update_rate_hz,
-            settings.joint_states_topic,
-            own.imu_topic,
-            dict(zip(own.ft_topics, own.ft_frames)),
-        )
+        replay = replay_whole_body(bag, session, settings)
         replay_s = time.perf_counter() - start
 
         estimates = [u.estimate for u in replay.estimates]

@@ -25,8 +25,8 @@ from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_error
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel
 from inertia_id_ros.formats.whole_body_log import read_whole_body_file, whole_body_inputs
-from inertia_id_ros.online.session import whole_body_session
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.online.whole_body_session import whole_body_session
+from inertia_id_ros.sim import whole_body_robots as wb
 
 HOLDOUT = 0.3
 NOISY_SENSOR, NOISE_FACTOR = "l_arm_ft_sensor", 10.0

@@ -54,6 +54,7 @@ MOVED_MODULES: dict[str, str] = {
     "io.keystore": "ros.keystore",
     "core.whole_body": "core.whole_body_model",
     "sim.whole_body": "sim.whole_body_simulator",
+    "ros.parameters": "modes.parameters",
 }
 """Old module name -> new one, both relative to ``inertia_id_ros``."""
 

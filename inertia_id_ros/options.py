@@ -72,7 +72,7 @@ they do not."""
 DEFAULT_PRIOR_WEIGHT = 2e-3
 """Default ``prior_weight`` of the links ((N·m)² per SI unit² of x, per torque sample): the
 blocked cross-validation optimum on the KUKA LWR4+ run 1 (``benchmarks/kuka_lwr4.py``).
-Robot-dependent: prefer :func:`~inertia_id_ros.chain.links.select_prior_weight` on your own
+Robot-dependent: prefer :func:`~inertia_id_ros.chain.link_fit.select_prior_weight` on your own
 data."""
 
 DEFAULT_HALF_WIDTH = 0.05
@@ -80,10 +80,10 @@ DEFAULT_HALF_WIDTH = 0.05
 
 PAYLOAD_TORQUES_HALF_WIDTH = 0.03
 """Half-width (s) of the joint states' differentiation for a payload from joint torques
-(``fit-payload-torques``, :func:`~inertia_id_ros.online.session.payload_torque_session`): the
-payload's inertia is seen through the accelerations, which a wider filter flattens (simulated
-Panda at 1 kHz, differencing route: inertia error 6.8 % at 0.03 s, 11 % at 0.05 s, 28 % at
-0.1 s)."""
+(``fit-payload-torques``,
+:func:`~inertia_id_ros.online.payload_session.payload_torque_session`): the payload's inertia is
+seen through the accelerations, which a wider filter flattens (simulated Panda at 1 kHz,
+differencing route: inertia error 6.8 % at 0.03 s, 11 % at 0.05 s, 28 % at 0.1 s)."""
 
 PAYLOAD_TORQUES_MIN_SAMPLES = 5
 """At a low sample rate the payload's differentiation spans at least this many samples on each
@@ -108,6 +108,11 @@ DEFAULT_FILTER_CHAIN = "sensor_filter_chain"
 EXPORT_MODES = ("replace", "add")
 
 TARGETS = ("payload", "links")
+"""What an exciting motion is designed for: the keys of
+:data:`inertia_id_ros.motion.objectives.OBJECTIVES` (a test checks they agree)."""
+DESIGN_TIME_LIMITS = {"payload": 40.0, "links": 240.0}
+"""s: default optimisation time of a motion design, per target (each objective's
+``default_time_limit``)."""
 DEFAULT_MAX_ACCELERATION = 3.0
 """rad/s² (m/s²): default acceleration limit of every joint."""
 DEFAULT_COLLISION_MARGIN = 0.01

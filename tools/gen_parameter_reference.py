@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write docs/reference/parameters.md from the node's parameter table.
 
-The table is ``PARAMETERS`` in ``inertia_id_ros/ros/parameters.py`` (no rclpy needed): the
+The table is ``PARAMETERS`` in ``inertia_id_ros/modes/parameters.py`` (no rclpy needed): the
 parameters of every mode (``COMMON_PARAMETERS``), each registered mode's own
 (``inertia_id_ros.modes``: ``Mode.parameters``, a section per mode) and the excitation wizard's
 (``EXCITE_TABLE``). Run after changing them:
@@ -56,7 +56,7 @@ def _sections() -> list[tuple[str, str, tuple]]:
     """(title, description prefix, parameters) of each section: the common parameters, each
     registered mode's (a parameter two modes share under the first), the excitation wizard's."""
     from inertia_id_ros import modes
-    from inertia_id_ros.ros.parameters import COMMON_PARAMETERS, EXCITE_TABLE
+    from inertia_id_ros.modes.parameters import COMMON_PARAMETERS, EXCITE_TABLE
 
     sections = [("Every mode", "", COMMON_PARAMETERS)]
     listed = {p.name for p in COMMON_PARAMETERS}
@@ -70,11 +70,11 @@ def _sections() -> list[tuple[str, str, tuple]]:
 
 def render() -> str:
     """The page's Markdown for the node's parameters (``PARAMETERS``), a section per mode."""
-    from inertia_id_ros.ros.parameters import PARAMETERS
+    from inertia_id_ros.modes.parameters import PARAMETERS
 
     intro = textwrap.fill(
         f"Every parameter of `inertia-id-node`, {len(PARAMETERS)} in all, as the node declares "
-        "them (`inertia_id_ros/ros/parameters.py`, `PARAMETERS`: the common ones, then each "
+        "them (`inertia_id_ros/modes/parameters.py`, `PARAMETERS`: the common ones, then each "
         "mode's own, `Mode.parameters` in `inertia_id_ros/modes/`; `ros2 param describe` shows "
         "the same descriptions). **Run time** parameters may be changed while the node runs "
         "(`ros2 param set`); the others are read-only and are read at start-up. Types are ROS 2 "
@@ -83,7 +83,7 @@ def render() -> str:
         break_on_hyphens=False,
     )
     lines = [
-        "<!-- Generated from PARAMETERS in inertia_id_ros/ros/parameters.py by",
+        "<!-- Generated from PARAMETERS in inertia_id_ros/modes/parameters.py by",
         f"     {COMMAND}",
         "     Do not edit: change the table and run the command. -->",
         "",

@@ -209,7 +209,11 @@ class ChainConfig:
 
     def urdf_path(self) -> Path:
         """Path of the chain's URDF."""
-        return example_robot_urdf(self.robot) if self.robot is not None else Path(self.urdf)
+        if self.robot is not None:
+            return example_robot_urdf(self.robot)
+        if self.urdf is None:
+            raise ConfigError("give exactly one of 'robot' (example-robot-data name) and 'urdf'")
+        return Path(self.urdf)
 
     def drives(self, estimate: Iterable[str] | None = None) -> dict[str, JointDrive]:
         """``{joint: JointDrive}`` estimating ``estimate`` (default :attr:`estimate`)."""

@@ -18,7 +18,7 @@ torque only. The inertia of link ``k`` (the body joint ``k`` moves) about joint 
   along ``z_2``): not separable either.
 - a joint parallel to a previous one (the knee after the hip flexion), and in general the joints
   further out: ``I_kk`` also moves earlier joints' torques, the armature does not: separable
-  (:func:`~inertia_id_ros.chain.links.base_parameters` tells for the data at hand).
+  (:func:`~inertia_id_ros.chain.base_parameters.base_parameters` tells for the data at hand).
 
 So from a fixed-base leg's torques only the knee's armature is identifiable; the hip abduction's
 and hip flexion's come only as "armature + link inertia about the axis". When the joints share one
@@ -47,16 +47,14 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig
-from inertia_id_ros.chain.links import (
-    DEFAULT_PRIOR_WEIGHT,
+from inertia_id_ros.chain.base_parameters import (
     DEFAULT_RANK_TOLERANCE,
     BaseParameters,
-    JointTorqueData,
-    LinkFit,
-    LinkModel,
     base_parameters,
-    fit_links,
 )
+from inertia_id_ros.chain.link_fit import LinkFit, fit_links
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel
+from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -116,8 +114,8 @@ def fit_chain(
 ) -> ChainFit:
     """Fit the chain's links and drives, resolving the armatures the torques cannot separate.
 
-    1. :func:`~inertia_id_ros.chain.links.fit_links` with every drive term of ``config.estimate``
-       and :func:`~inertia_id_ros.chain.links.base_parameters` of ``data``.
+    1. :func:`~inertia_id_ros.chain.link_fit.fit_links` with every drive term of ``config.estimate``
+       and :func:`~inertia_id_ros.chain.base_parameters.base_parameters` of ``data``.
     2. If some estimated armatures are unidentifiable (see the module docstring),
        :func:`resolve_armatures` gives each motor type's rotor inertia (the least-squares
        ``I_rotor = sum N_k**2 a_k / sum N_k**4`` over its joints with identifiable armatures
@@ -176,7 +174,7 @@ def resolve_armatures(
     ``actuators``: the chain's actuators by joint (a joint without one: no motor type, its
     drive's gear ratio and rotor inertia); ``x``: an estimate of ``model``'s parameters (the
     identifiable armatures are taken from it); ``unidentifiable``: parameter names the data cannot
-    fix (:attr:`~inertia_id_ros.chain.links.BaseParameters.unidentifiable`). Returns one
+    fix (:attr:`~inertia_id_ros.chain.base_parameters.BaseParameters.unidentifiable`). Returns one
     :class:`ArmatureResolution` with one :class:`RotorInertia` per motor type with
     unidentifiable armatures, its value
     ``I_rotor = sum N_k**2 a_k / sum N_k**4`` (least squares of ``a_k = N_k**2 I_rotor``, and

@@ -19,20 +19,23 @@ scored on the same samples (those a fit of the widest candidate covers on both s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from inertia_id_ros.chain.links import (
-    DEFAULT_PRIOR_WEIGHT,
-    JointTorqueData,
-    LinkModel,
-    regression_system,
-)
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, regression_system
 from inertia_id_ros.core.covariance import channel_grams
-from inertia_id_ros.core.filtering import local_polynomial_derivatives
-from inertia_id_ros.options import PAYLOAD_TORQUES_HALF_WIDTH, PAYLOAD_TORQUES_MIN_SAMPLES
+from inertia_id_ros.core.filtering import (
+    derivatives_at_samples,
+    joint_states_at,
+    local_polynomial_derivatives,
+)
+from inertia_id_ros.options import (
+    DEFAULT_PRIOR_WEIGHT,
+    PAYLOAD_TORQUES_HALF_WIDTH,
+    PAYLOAD_TORQUES_MIN_SAMPLES,
+)
 from inertia_id_ros.solvers import Problem, solve
 
 SOURCE_VELOCITIES = "velocities"
@@ -286,7 +289,7 @@ def select_differentiation(
     rows = interior[:: max(1, int(np.ceil(interior.size / max_samples)))]
     if rows.size < 2 * n_folds:
         raise ValueError(f"{rows.size} samples cannot make {n_folds} folds")
-    names = None if joint_names is None else tuple(joint_names)
+    scorer = _HeldOutScorer(model, t, q, dq, effort, joint_names, n_folds, prior_weight)
     stride = (
         RANKING_STRIDE
         if search == "coarse" and rows.size >= RANKING_STRIDE * RANKING_MIN_SAMPLES
@@ -297,73 +300,17 @@ def select_differentiation(
 
     def score(i: int) -> float:
         if np.isnan(scores[i]):
-            scores[i] = _fold_score(candidates[i], ranking_rows)
-        return scores[i]
+            scores[i] = scorer.score(candidates[i], ranking_rows)
+        return float(scores[i])
 
-    def _fold_score(candidate: DifferentiationFilter, rows: np.ndarray) -> float:
-        """Mean squared held-out torque error on ``rows`` (velocities smoothed as
-        with_derivatives does)."""
-        total_score = 0.0
-        velocities, accelerations = _derivatives_at(t, q, dq, t[rows], candidate)
-        data = JointTorqueData(
-            np.asarray(q, dtype=float)[rows],
-            velocities,
-            accelerations,
-            np.asarray(effort)[rows],
-            names,
-        )
-        Y, y = regression_system(model, data)
-        Y = Y.reshape(rows.size, model.n_joints, -1)
-        y = y.reshape(rows.size, model.n_joints)
-        folds = []
-        for b in np.array_split(np.arange(rows.size), n_folds):  # zero columns skipped
-            Yb, yb = Y[b[0] : b[-1] + 1], y[b[0] : b[-1] + 1]
-            folds.append(
-                (
-                    channel_grams(Yb).sum(axis=0),
-                    np.einsum("knp,kn->p", Yb, yb),
-                    float(np.sum(yb * yb)),
-                    yb.size,
-                )
-            )
-        total = [sum(f[k] for f in folds) for k in range(4)]
-        for gram, moment, yty, n_rows in folds:
-            training = Problem(
-                gram=total[0] - gram,
-                moment=total[1] - moment,
-                yty=total[2] - yty,
-                n_rows=total[3] - n_rows,
-                n_bodies=model.n_joints,
-                prior=model.prior,
-                prior_weight=prior_weight * (total[3] - n_rows),
-            )
-            x = solve(training, method="ols").x
-            total_score += max(float(x @ gram @ x - 2.0 * moment @ x + yty), 0.0)
-        return total_score / (rows.size * model.n_joints)
-
-    ladders: dict = {}  # per source and order, the candidates by half-width
+    ladders: dict[tuple[str, int], list[int]] = {}  # per source and order, by half-width
     for i in sorted(range(len(candidates)), key=lambda i: candidates[i].half_width):
         ladders.setdefault((candidates[i].source, candidates[i].order), []).append(i)
     if search == "grid":
         for i in range(len(candidates)):
             score(i)
     elif search == "coarse":
-        for ladder in ladders.values():  # every other half-width and the widest
-            for i in ladder[::2] + ladder[-1:]:
-                score(i)
-        for ladder in ladders.values():  # descend from each order's best until both
-            at = min(
-                range(len(ladder)),  # neighbours score higher
-                key=lambda j: np.inf if np.isnan(scores[ladder[j]]) else scores[ladder[j]],
-            )
-            while True:
-                steps = [j for j in (at - 1, at + 1) if 0 <= j < len(ladder)]
-                if not steps:
-                    break
-                j = min(steps, key=lambda j: score(ladder[j]))
-                if score(ladder[j]) >= score(ladder[at]):
-                    break
-                at = j
+        _coarse_to_fine(list(ladders.values()), scores, score)
     else:
         raise ValueError(f"unknown search {search!r} (grid, coarse)")
     ranking = np.sqrt(scores)
@@ -373,7 +320,7 @@ def select_differentiation(
         cv_rms = np.full(len(candidates), np.nan)
         for ladder in ladders.values():
             best = min(ladder, key=lambda i: scores[i] if not np.isnan(scores[i]) else np.inf)
-            cv_rms[best] = np.sqrt(_fold_score(candidates[best], rows))
+            cv_rms[best] = np.sqrt(scorer.score(candidates[best], rows))
     return DifferentiationSelection(
         candidates,
         cv_rms,
@@ -383,3 +330,177 @@ def select_differentiation(
         None if stride == 1 else ranking,
         None if stride == 1 else int(ranking_rows.size),
     )
+
+
+def _coarse_to_fine(
+    ladders: list[list[int]], scores: np.ndarray, score: Callable[[int], float]
+) -> None:
+    """The ``"coarse"`` search of :func:`select_differentiation`: on each ladder (candidates by
+    half-width) every other one and the widest scored, then a descent from the best, scoring
+    neighbours until both are worse (``score(i)`` memoises into ``scores``, NaN: not scored)."""
+    for ladder in ladders:  # every other half-width and the widest
+        for i in ladder[::2] + ladder[-1:]:
+            score(i)
+    for ladder in ladders:  # descend from each order's best until both neighbours score higher
+        at = min(
+            range(len(ladder)),
+            key=lambda j: np.inf if np.isnan(scores[ladder[j]]) else scores[ladder[j]],
+        )
+        while True:
+            steps = [j for j in (at - 1, at + 1) if 0 <= j < len(ladder)]
+            if not steps:
+                break
+            j = min(steps, key=lambda j: score(ladder[j]))
+            if score(ladder[j]) >= score(ladder[at]):
+                break
+            at = j
+
+
+class _HeldOutScorer:
+    """Blocked cross-validation of a derivative filter on a recording (``t`` (N,) s, ``q``, ``dq``
+    or ``None``, ``effort`` (N, n) in ``names`` order): least squares regularised toward the URDF
+    with ``prior_weight`` per torque sample, fitted on all blocks but one of ``n_folds``."""
+
+    def __init__(
+        self,
+        model: LinkModel,
+        t: np.ndarray,
+        q: np.ndarray,
+        dq: np.ndarray | None,
+        effort: np.ndarray,
+        names: Sequence[str] | None,
+        n_folds: int,
+        prior_weight: float,
+    ) -> None:
+        self.model, self.t, self.q, self.dq, self.effort = model, t, q, dq, effort
+        self.names = None if names is None else tuple(names)
+        self.n_folds, self.prior_weight = n_folds, prior_weight
+
+    def score(self, candidate: DifferentiationFilter, rows: np.ndarray) -> float:
+        """Mean squared held-out torque error (N·m)² on ``rows`` (velocities smoothed as
+        with_derivatives does)."""
+        model, t, q = self.model, self.t, self.q
+        total_score = 0.0
+        velocities, accelerations = _derivatives_at(t, q, self.dq, t[rows], candidate)
+        data = JointTorqueData(
+            np.asarray(q, dtype=float)[rows],
+            velocities,
+            accelerations,
+            np.asarray(self.effort)[rows],
+            self.names,
+        )
+        Y, y = regression_system(model, data)
+        Y = Y.reshape(rows.size, model.n_joints, -1)
+        y = y.reshape(rows.size, model.n_joints)
+        folds: list[tuple[np.ndarray, np.ndarray, float, int]] = []
+        for b in np.array_split(np.arange(rows.size), self.n_folds):  # zero columns skipped
+            Yb, yb = Y[b[0] : b[-1] + 1], y[b[0] : b[-1] + 1]
+            folds.append(
+                (
+                    channel_grams(Yb).sum(axis=0),
+                    np.einsum("knp,kn->p", Yb, yb),
+                    float(np.sum(yb * yb)),
+                    yb.size,
+                )
+            )
+        total_gram, total_moment, total_yty, total_rows = np.zeros(()), np.zeros(()), 0.0, 0
+        for gram, moment, yty, n_rows in folds:
+            total_gram, total_moment = total_gram + gram, total_moment + moment
+            total_yty, total_rows = total_yty + yty, total_rows + n_rows
+        for gram, moment, yty, n_rows in folds:
+            training = Problem(
+                gram=total_gram - gram,
+                moment=total_moment - moment,
+                yty=total_yty - yty,
+                n_rows=total_rows - n_rows,
+                n_bodies=model.n_joints,
+                prior=model.prior,
+                prior_weight=self.prior_weight * (total_rows - n_rows),
+            )
+            x = solve(training, method="ols").x
+            total_score += max(float(x @ gram @ x - 2.0 * moment @ x + yty), 0.0)
+        return total_score / (rows.size * model.n_joints)
+
+
+def motion_samples(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    ddq: np.ndarray | None,
+    differentiation: DifferentiationFilter,
+    delay: float = 0.0,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``(keep (M,) indices into t, (q, dq, ddq) (M, n))``: the motion at ``t[keep] - delay``
+    (s; the efforts at ``t[keep]`` lag it by ``delay``), from ``differentiation`` (zero-phase;
+    velocities smoothed by the same filter; the samples within its half-width of either end
+    dropped) or, for :data:`SOURCE_RECORDED`, the recorded signals (linearly interpolated)."""
+    t = np.asarray(t, dtype=float)
+    if differentiation.source == SOURCE_RECORDED:
+        keep = np.flatnonzero((t - delay >= t[0]) & (t - delay <= t[-1]))
+        if delay == 0.0:
+            return keep, (np.asarray(q), np.asarray(dq), np.asarray(ddq))
+        return keep, _interpolated(t, q, dq, ddq, t[keep] - delay)
+    keep, positions, velocities, accelerations = derivatives_at_samples(
+        t,
+        q,
+        dq if differentiation.source == SOURCE_VELOCITIES else None,
+        differentiation.half_width,
+        differentiation.order,
+        delay=delay,
+    )
+    return keep, (np.asarray(q)[keep] if delay == 0.0 else positions, velocities, accelerations)
+
+
+def derive_torque_data(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    effort: np.ndarray,
+    differentiation: DifferentiationFilter,
+    joint_names: Sequence[str] | None = None,
+    delay: float = 0.0,
+) -> JointTorqueData:
+    """The samples of a recording (``t`` (N,) s, ``q``, ``dq`` or ``None``, ``effort`` (N, n))
+    with velocities and accelerations from ``differentiation``, the efforts lagging the motion
+    by ``delay`` s (:func:`motion_samples`)."""
+    keep, motion = motion_samples(t, q, dq, None, differentiation, delay)
+    names = None if joint_names is None else tuple(joint_names)
+    return JointTorqueData(*motion, np.asarray(effort)[keep], names)
+
+
+def motion_at(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    ddq: np.ndarray | None,
+    differentiation: DifferentiationFilter,
+    times: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions, velocities, accelerations (M, n) at ``times`` (M,): the recorded ones linearly
+    interpolated (:data:`SOURCE_RECORDED`), else the fit of ``differentiation``."""
+    if differentiation.source == SOURCE_RECORDED:
+        return _interpolated(t, q, dq, ddq, times)
+    return joint_states_at(
+        t,
+        q,
+        dq if differentiation.source == SOURCE_VELOCITIES else None,
+        times,
+        differentiation.half_width,
+        differentiation.order,
+    )
+
+
+def _interpolated(
+    t: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray | None,
+    ddq: np.ndarray | None,
+    times: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The recorded positions, velocities, accelerations (N, n) at stamps ``t`` (N,) linearly
+    interpolated at ``times`` (M,)."""
+    q_at, dq_at, ddq_at = (
+        np.column_stack([np.interp(times, t, c) for c in np.asarray(a, dtype=float).T])
+        for a in (q, dq, ddq)
+    )
+    return q_at, dq_at, ddq_at

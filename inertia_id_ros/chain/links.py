@@ -16,50 +16,26 @@ for a URDF). With the drive columns appended, ``tau = Y(q, dq, ddq) @ x + tau_kn
     x = [theta_link_1 (10), ..., theta_link_n (10), drive terms of joint 1, ..., of joint n]
 
 (:attr:`LinkModel.parameter_names`). ``tau_known`` is the torque of a known, not estimated,
-armature. A fit (:func:`fit_links`) minimises, over the ``n_rows = N * n`` torque samples::
-
-    (1 / n_rows) * ||Y x - (tau_measured - tau_known)||^2 + prior_weight * ||x - x_prior||^2
-
-subject to every link's pseudo-inertia ``J(theta_k) >= 0`` and viscous, Coulomb and armature
-``>= 0``. ``x_prior`` is the URDF's inertials with zero friction and offset (Tikhonov
-regularisation toward the CAD model as in Wensing, Kim & Slotine 2017, "Linear matrix inequalities
-for physically consistent inertial parameter identification"). ``prior_weight`` is per torque
-sample, so the fit does not change with subsampling; its unit is (N·m)² per (SI unit of x)², i.e.
-one weight for all parameters. Choose it by blocked cross-validation (:func:`select_prior_weight`).
+armature. The fit of ``x`` to the torques is :mod:`inertia_id_ros.chain.link_fit`, the
+parameters the data determine :mod:`inertia_id_ros.chain.base_parameters`.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
-import scipy.linalg
 
 from inertia_id_ros.chain.friction import NONNEGATIVE_DRIVE_TERMS, JointDrive
 from inertia_id_ros.core.covariance import ChannelNormalEquations
-from inertia_id_ros.core.inertia import THETA_NAMES, ConsistencyReport, check_consistency
+from inertia_id_ros.core.inertia import THETA_NAMES
 from inertia_id_ros.core.robots import load_model, reduce_model
-from inertia_id_ros.core.weighting import (
-    ChannelWeights,
-    check_weighting,
-    iterate_channel_weights,
-    weighted_normal_equations,
-)
-from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
-from inertia_id_ros.solvers import Problem, Solution, solve
 
-DEFAULT_RANK_TOLERANCE = 1e-8
-"""Default relative tolerance of :func:`base_parameters`: a pivoted-QR diagonal ``|R_ii|`` below
-``tolerance * |R_00|`` counts as zero."""
-
-DEFAULT_GRAM_RANK_TOLERANCE = 1e-6
-"""Default relative tolerance of :func:`base_parameters_from_gram` (see there why larger)."""
-
-_CHUNK = 2000  # samples per block when accumulating normal equations or the QR factor
+CHUNK_SAMPLES = 2000
+"""Samples per block when accumulating normal equations or a QR factor over a run."""
 
 DriveSpec = JointDrive | Sequence[JointDrive] | Mapping[str, JointDrive]
 """One :class:`JointDrive` for every joint, one per joint in order, or ``{joint name: drive}``."""
@@ -116,7 +92,8 @@ class JointTorqueData:
         return dict(zip(self.joint_names, self.positions.mean(axis=0).tolist()))
 
 
-def _as_list(data: JointTorqueData | Iterable[JointTorqueData]) -> list[JointTorqueData]:
+def as_runs(data: JointTorqueData | Iterable[JointTorqueData]) -> list[JointTorqueData]:
+    """``data`` as a list of runs (one run or several)."""
     return [data] if isinstance(data, JointTorqueData) else list(data)
 
 
@@ -326,7 +303,8 @@ class LinkModel:
         positions = np.atleast_2d(np.asarray(positions, dtype=float))
         axes = [_joint_axis(self.model.joints[i]) for i in range(1, self.model.njoints)]
         n, N = self.n_joints, positions.shape[0]
-        if any(a is None for a in axes):
+        known = [a for a in axes if a is not None]
+        if len(known) < len(axes):
             rest = np.zeros_like(positions)
             columns = gravity_columns(self)
             return np.stack(
@@ -338,7 +316,7 @@ class LinkModel:
             )
         rotation = {0: np.broadcast_to(np.eye(3), (N, 3, 3))}
         origin, axis = {0: np.zeros((N, 3))}, {}
-        for i, (prismatic, u) in enumerate(axes, start=1):
+        for i, (prismatic, u) in enumerate(known, start=1):
             parent, placement = self.model.parents[i], self.model.jointPlacements[i]
             base = rotation[parent] @ placement.rotation  # the joint frame at q = 0
             origin[i] = origin[parent] + rotation[parent] @ placement.translation
@@ -359,13 +337,13 @@ class LinkModel:
         for j in range(1, n + 1):
             i = j
             while i > 0:
-                prismatic = axes[i - 1][0]
-                columns = slice(4 * (j - 1), 4 * j)
+                prismatic = known[i - 1][0]
+                block = slice(4 * (j - 1), 4 * j)
                 if prismatic:
-                    G[:, :, i - 1, columns.start] = -axis[i]
+                    G[:, :, i - 1, block.start] = -axis[i]
                 else:
-                    G[:, :, i - 1, columns.start] = -np.cross(axis[i], origin[j] - origin[i])
-                    G[:, :, i - 1, columns.start + 1 : columns.stop] = -np.cross(
+                    G[:, :, i - 1, block.start] = -np.cross(axis[i], origin[j] - origin[i])
+                    G[:, :, i - 1, block.start + 1 : block.stop] = -np.cross(
                         axis[i][:, None, :], rotation[j].transpose(0, 2, 1)
                     ).transpose(0, 2, 1)
                 i = self.model.parents[i]
@@ -435,9 +413,9 @@ def link_channels(
     joint's torque), over all samples of ``data`` (accumulated in blocks)."""
     n, p = model.n_joints, model.n_parameters
     gram, moment, yty, n_samples = np.zeros((n, p, p)), np.zeros((n, p)), np.zeros(n), 0
-    for run in _as_list(data):
-        for start in range(0, run.n_samples, _CHUNK):
-            Y, y = regression_system(model, run.subset(slice(start, start + _CHUNK)))
+    for run in as_runs(data):
+        for start in range(0, run.n_samples, CHUNK_SAMPLES):
+            Y, y = regression_system(model, run.subset(slice(start, start + CHUNK_SAMPLES)))
             block = ChannelNormalEquations.from_samples(Y.reshape(-1, n, p), y.reshape(-1, n))
             gram += block.gram
             moment += block.moment
@@ -446,284 +424,6 @@ def link_channels(
     if n_samples == 0:
         raise ValueError("no torque samples in data")
     return ChannelNormalEquations(gram=gram, moment=moment, yty=yty, n_samples=n_samples)
-
-
-def link_problem(
-    model: LinkModel,
-    data: JointTorqueData | Iterable[JointTorqueData],
-    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
-    channel_weights: np.ndarray | None = None,
-) -> Problem:
-    """The solver problem of fitting ``model`` to all samples of ``data`` (one run or several).
-
-    Normal equations of :func:`regression_system` (accumulated in blocks; joint ``j``'s rows
-    weighted by ``channel_weights[j]`` when given, see :mod:`inertia_id_ros.core.weighting`), the
-    prior ``model.prior`` with weight ``prior_weight * n_rows`` (``prior_weight`` is per torque
-    sample, see the module docstring), every link a body (``J(theta_k) >= 0`` for constrained
-    methods), viscous, Coulomb and armature in ``nonnegative``; optional bounding ellipsoids per
-    link (:func:`inertia_id_ros.solvers.ellipsoid_matrix`, link frame).
-    """
-    return build_link_problem(
-        model,
-        *weighted_normal_equations(link_channels(model, data), channel_weights),
-        prior_weight,
-        bounding_ellipsoids,
-    )
-
-
-def build_link_problem(
-    model: LinkModel,
-    gram: np.ndarray,
-    moment: np.ndarray,
-    yty: float,
-    n_rows: int,
-    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
-) -> Problem:
-    """The solver problem of fitting ``model`` given the normal equations of its
-    :func:`regression_system` over ``n_rows`` torque samples: ``gram`` (p, p) ``= Y^T Y``,
-    ``moment`` (p,) ``= Y^T y``, ``yty = y^T y`` (N·m)²; the prior and constraints as in
-    :func:`link_problem` (``prior_weight`` per torque sample)."""
-    if not prior_weight >= 0.0:
-        raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
-    return Problem(
-        gram=gram,
-        moment=moment,
-        yty=yty,
-        n_rows=n_rows,
-        n_bodies=model.n_joints,
-        nonnegative=model.nonnegative,
-        prior=model.prior,
-        prior_weight=prior_weight * n_rows,
-        bounding_ellipsoids=bounding_ellipsoids,
-        body_names=model.link_names,
-        param_names=model.parameter_names,
-    )
-
-
-@dataclass(frozen=True)
-class BaseParameters:
-    """Numerical base parameters of a stacked regressor ``Y`` (QR with column pivoting).
-
-    With ``Y P = Q R`` and ``rank`` r, the columns ``independent`` (r,) of ``Y`` are a basis and the
-    others depend on them: ``Y[:, dependent] = Y[:, independent] @ combination``. The base
-    parameters, which the data determine, are ``x[independent] + combination @ x[dependent]``
-    (:meth:`from_standard`). Every column of :attr:`null_space` changes ``x`` without changing any
-    torque of the data. ``unidentifiable`` lists the standard parameters that the data cannot fix
-    individually (a nonzero component in the null space); ``no_effect`` those that do not act on
-    any torque at all.
-    """
-
-    names: tuple[str, ...]
-    rank: int
-    independent: np.ndarray
-    dependent: np.ndarray
-    combination: np.ndarray
-    null_space: np.ndarray
-    unidentifiable: tuple[str, ...]
-    no_effect: tuple[str, ...]
-
-    def from_standard(self, x: np.ndarray) -> np.ndarray:
-        """(rank,) base parameters of the standard parameters ``x`` (p,)."""
-        x = np.asarray(x, dtype=float)
-        return x[self.independent] + self.combination @ x[self.dependent]
-
-    def expressions(self, digits: int = 4) -> list[str]:
-        """Each base parameter as text, e.g. ``'link2.Izz + 0.16*link2.m'``."""
-        return [
-            " ".join([self.names[i]] + _terms(row, self.names, self.dependent, digits))
-            for i, row in zip(self.independent, self.combination)
-        ]
-
-    def null_directions(self, digits: int = 4) -> list[str]:
-        """Each direction ``e_dep - Σ_k combination[k, dep] e_indep_k`` that leaves all torques
-        unchanged, as text: ``'link1.Ixx - 1*link1.Iyy'``."""
-        return [
-            " ".join([self.names[j]] + _terms(-column, self.names, self.independent, digits))
-            for j, column in zip(self.dependent, self.combination.T)
-        ]
-
-
-def _terms(
-    coefficients: np.ndarray, names: Sequence[str], index: np.ndarray, digits: int
-) -> list[str]:
-    """``'+ c*name'`` for each coefficient above ``10^-digits`` in magnitude (the parameter
-    ``names[index[k]]`` for ``coefficients[k]``)."""
-    terms = []
-    for k in np.flatnonzero(np.abs(coefficients) > 10.0**-digits):
-        c = float(coefficients[k])
-        terms.append(f"{'+' if c > 0 else '-'} {abs(c):.{digits}g}*{names[index[k]]}")
-    return terms
-
-
-def base_parameters(
-    model: LinkModel,
-    data: JointTorqueData | Iterable[JointTorqueData],
-    tolerance: float = DEFAULT_RANK_TOLERANCE,
-) -> BaseParameters:
-    """Numerical base parameters of the regressor of ``data`` (see :class:`BaseParameters`).
-
-    The rank counts pivoted-QR diagonals ``|R_ii| > tolerance * |R_00|`` of the unscaled stacked
-    regressor (torques in N·m, parameters in SI units).
-    """
-    p = model.n_parameters
-    R = np.zeros((0, p))
-    for run in _as_list(data):
-        for start in range(0, run.n_samples, _CHUNK):
-            Y, _ = regression_system(model, run.subset(slice(start, start + _CHUNK)))
-            R = scipy.linalg.qr(np.vstack([R, Y]), mode="r")[0][:p]
-    if R.shape[0] == 0:
-        raise ValueError("base_parameters needs at least one sample")
-    return _base_parameters_of_factor(model.parameter_names, R, tolerance, leak_tolerance=1e-9)
-
-
-def base_parameters_from_gram(
-    names: Sequence[str], gram: np.ndarray, tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE
-) -> BaseParameters:
-    """:func:`base_parameters` from the normal equations ``gram = Y^T Y`` (p, p) alone (a sliding
-    window's), ``names`` (p,) naming the parameters.
-
-    ``R = Λ^½ V^T`` from ``gram = V Λ V^T`` is a factor with ``R^T R = gram``, so ``Y = U R`` with
-    ``U`` of orthonormal columns and pivoted QR of ``R`` takes the decisions it takes on ``Y``.
-    Forming ``Y^T Y`` squares the condition number: singular values below ``sqrt(eps) |R_00|``
-    (about 1e-8 relative) are round-off, hence the larger default ``tolerance``; for the same
-    reason a parameter counts as unidentifiable when its component in the null space exceeds 1e-5
-    (round-off puts up to about 1e-7 there).
-    """
-    gram = np.asarray(gram, dtype=float)
-    if gram.ndim != 2 or gram.shape != (len(names), len(names)):
-        raise ValueError(
-            f"gram must be ({len(names)}, {len(names)}) for the {len(names)} "
-            f"names, got {gram.shape}"
-        )
-    eigenvalues, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
-    R = np.sqrt(np.clip(eigenvalues, 0.0, None))[:, None] * vectors.T
-    return _base_parameters_of_factor(tuple(names), R, tolerance, leak_tolerance=1e-5)
-
-
-def _base_parameters_of_factor(
-    names: Sequence[str], R: np.ndarray, tolerance: float, leak_tolerance: float
-) -> BaseParameters:
-    """:class:`BaseParameters` of any ``Y`` with ``Y^T Y = R^T R`` (``R`` (k, p), k >= p); a
-    parameter whose unit vector has a component above ``leak_tolerance`` in the null space is
-    unidentifiable."""
-    names = tuple(names)
-    p = len(names)
-    R, perm = scipy.linalg.qr(R, mode="r", pivoting=True)
-    diag = np.abs(np.diag(R))
-    rank = int(np.sum(diag > tolerance * diag[0])) if diag[0] > 0 else 0
-    independent, dependent = perm[:rank], perm[rank:]
-    combination = scipy.linalg.solve_triangular(R[:rank, :rank], R[:rank, rank:p])
-    null_space = np.zeros((p, p - rank))
-    null_space[dependent, np.arange(p - rank)] = 1.0
-    null_space[independent, :] = -combination
-    # a parameter is individually identifiable iff e_i is orthogonal to the null space
-    basis = np.linalg.qr(null_space)[0] if p > rank else np.zeros((p, 0))
-    leak = np.linalg.norm(basis, axis=1)
-    unidentifiable = tuple(names[i] for i in range(p) if leak[i] > leak_tolerance)
-    column_norms = np.linalg.norm(R, axis=0)[np.argsort(perm)]
-    no_effect = tuple(names[i] for i in range(p) if column_norms[i] <= tolerance * diag[0])
-    return BaseParameters(
-        names, rank, independent, dependent, combination, null_space, unidentifiable, no_effect
-    )
-
-
-@dataclass(frozen=True)
-class LinkFit:
-    """Result of :func:`fit_links`: ``x`` (p,) in :attr:`LinkModel.parameter_names` order."""
-
-    x: np.ndarray
-    parameter_names: tuple[str, ...]
-    link_names: tuple[str, ...]
-    method: str
-    prior_weight: float
-    solution: Solution
-    consistency: tuple[ConsistencyReport, ...] = field(repr=False)
-    channel_weights: ChannelWeights | None = None
-    """The joints' weights (``weighting="channel"``), ``None`` unweighted."""
-
-    @property
-    def link_parameters(self) -> np.ndarray:
-        """(n_links, 10) each link's ``theta``."""
-        return self.x[: 10 * len(self.link_names)].reshape(-1, 10)
-
-    @property
-    def fully_consistent(self) -> bool:
-        """Every link passes :func:`inertia_id_ros.core.inertia.check_consistency`."""
-        return all(r.fully_consistent for r in self.consistency)
-
-
-def _solve(
-    problem: Problem, method: str, initvals: Solution | np.ndarray | None, **solver_options: object
-) -> Solution:
-    solution = solve(problem, method=method, initvals=initvals, **solver_options)
-    if not solution.found:
-        warnings.warn(
-            f"link fit with method {method!r} did not converge (status "
-            f"{solution.status!r}); using its last iterate",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return solution
-
-
-def fit_links(
-    model: LinkModel,
-    data: JointTorqueData | Iterable[JointTorqueData],
-    method: str = "lmi",
-    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-    initvals: LinkFit | Solution | np.ndarray | None = None,
-    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
-    weighting: str = "none",
-    channels: ChannelNormalEquations | None = None,
-    **solver_options: object,
-) -> LinkFit:
-    """Fit links and drives to the torques of ``data`` (one run or several).
-
-    Minimises ``(1/n_rows) ||Y x - y||² + prior_weight ||x - model.prior||²`` (see
-    :func:`link_problem`) with ``method`` of :func:`inertia_id_ros.solvers.solve`: ``"lmi"``
-    keeps every link fully consistent (``J(theta_k) >= 0``) and viscous, Coulomb and armature
-    ``>= 0``; ``"ols"`` is unconstrained. ``weighting="channel"``: each joint's rows weighted by
-    its inverse residual variance, iterated (Gautier's weighted least squares,
-    :func:`inertia_id_ros.core.weighting.iterate_channel_weights`); ``"none"``: unweighted.
-    ``channels``: the data's :func:`link_channels` when already computed. ``initvals``
-    warm-starts the solver (a previous fit, solution or x); ``solver_options`` go to the method.
-    Warns if the solver did not converge.
-    """
-    check_weighting(weighting)
-    if isinstance(initvals, LinkFit):
-        initvals = initvals.solution
-    channels = link_channels(model, data) if channels is None else channels
-    solutions: list[Solution] = []
-
-    def fit(weights: np.ndarray | None) -> np.ndarray:
-        problem = build_link_problem(
-            model, *weighted_normal_equations(channels, weights), prior_weight, bounding_ellipsoids
-        )
-        solutions.append(
-            _solve(problem, method, solutions[-1] if solutions else initvals, **solver_options)
-        )
-        return solutions[-1].x
-
-    weights = None
-    if weighting == "channel":
-        _, weights = iterate_channel_weights(channels, fit)
-    else:
-        fit(None)
-    solution = solutions[-1]
-    x = np.asarray(solution.x, dtype=float)
-    consistency = tuple(check_consistency(theta) for theta in model.link_parameters(x))
-    return LinkFit(
-        x,
-        model.parameter_names,
-        model.link_names,
-        method,
-        prior_weight,
-        solution,
-        consistency,
-        weights,
-    )
 
 
 def predict_torques(model: LinkModel, x: np.ndarray, data: JointTorqueData) -> np.ndarray:
@@ -746,114 +446,12 @@ def torque_error(
 ) -> TorqueError:
     """RMS prediction error of ``x`` over all samples of ``data``, per joint and overall."""
     squares, n = np.zeros(model.n_joints), 0
-    for run in _as_list(data):
+    for run in as_runs(data):
         measured = model.measured_torques(model.in_joint_order(run).efforts)
         squares += np.sum((predict_torques(model, x, run) - measured) ** 2, axis=0)
         n += run.n_samples
     per_joint = np.sqrt(squares / n)
     return TorqueError(per_joint, float(np.sqrt(np.mean(per_joint**2))))
-
-
-@dataclass(frozen=True)
-class PriorWeightSelection:
-    """Blocked cross-validation of ``prior_weight``: ``cv_rms[i]`` (N·m) is the RMS torque error
-    on held-out blocks with ``weights[i]``; ``best`` the weight with the smallest."""
-
-    weights: np.ndarray
-    cv_rms: np.ndarray
-    """NaN for a candidate not evaluated (``search="descent"``)."""
-    best: float
-
-
-DEFAULT_PRIOR_WEIGHT_GRID = tuple(np.logspace(-8, -1, 15))
-"""Candidate ``prior_weight`` of :func:`select_prior_weight` ((N·m)² per SI unit², per torque
-sample): from negligible (the data alone, the prior only settling what they cannot identify) to
-strong."""
-
-
-def time_blocks(n_samples: int, n_folds: int) -> list[np.ndarray]:
-    """The ``n_folds`` contiguous blocks (sample indices) of blocked cross-validation over
-    ``n_samples`` samples of one run."""
-    if n_folds < 2:
-        raise ValueError(f"n_folds must be >= 2, got {n_folds}")
-    if n_samples < n_folds:
-        raise ValueError(f"{n_samples} samples cannot make {n_folds} folds")
-    return np.array_split(np.arange(n_samples), n_folds)
-
-
-PRIOR_SEARCHES = ("grid", "descent")
-"""How :func:`select_prior_weight` visits its candidates: ``"grid"`` every one; ``"descent"``
-every other one from the strongest down while the score improves, then the two skipped
-neighbours of the best (the same choice on a cross-validation curve with one minimum)."""
-
-
-def select_prior_weight(
-    model: LinkModel,
-    data: JointTorqueData | None = None,
-    weights: Sequence[float] = DEFAULT_PRIOR_WEIGHT_GRID,
-    n_folds: int = 5,
-    method: str = "lmi",
-    channel_weights: np.ndarray | None = None,
-    folds: Sequence[ChannelNormalEquations] | None = None,
-    search: str = "grid",
-    **solver_options: object,
-) -> PriorWeightSelection:
-    """Choose ``prior_weight`` by ``n_folds``-fold cross-validation over contiguous time blocks of
-    one run (contiguous, so that a held-out block is a part of the trajectory the fit has not
-    seen, rather than samples interleaved with the training ones; :func:`time_blocks`). With
-    ``channel_weights`` (n_joints,) the fits are weighted (:func:`link_problem`); the held-out
-    error is the plain torque RMS either way. ``folds``: the blocks' :func:`link_channels` when
-    already computed (then ``data`` is not needed). ``search``: :data:`PRIOR_SEARCHES`; with
-    ``"descent"`` the candidates not evaluated have ``cv_rms`` NaN."""
-    if search not in PRIOR_SEARCHES:
-        raise ValueError(f"search must be one of {PRIOR_SEARCHES}, got {search!r}")
-    if folds is None:
-        if data is None:
-            raise ValueError("select_prior_weight needs data or folds")
-        folds = [link_channels(model, data.subset(b)) for b in time_blocks(data.n_samples, n_folds)]
-    weights = np.asarray(sorted(weights), dtype=float)
-    total = ChannelNormalEquations.summed(folds)
-    bases = []
-    for held_out in folds:
-        training = ChannelNormalEquations(
-            total.gram - held_out.gram,
-            total.moment - held_out.moment,
-            total.yty - held_out.yty,
-            total.n_samples - held_out.n_samples,
-        )
-        bases.append(
-            build_link_problem(
-                model, *weighted_normal_equations(training, channel_weights), prior_weight=0.0
-            )
-        )
-    previous: list[Solution | None] = [None] * len(folds)
-    cv_rms = np.full(len(weights), np.nan)
-
-    def evaluate(i: int) -> float:  # every fold, warm-started from its last solve
-        if np.isnan(cv_rms[i]):
-            squared = 0.0
-            for f, (base, held_out) in enumerate(zip(bases, folds)):
-                problem = base.replace(prior_weight=weights[i] * base.n_rows)
-                previous[f] = _solve(problem, method, previous[f], **solver_options)
-                squared += float(held_out.squared_residuals(previous[f].x).sum())
-            cv_rms[i] = np.sqrt(squared / (total.n_samples * model.n_joints))
-        return float(cv_rms[i])
-
-    last = len(weights) - 1
-    if search == "grid":
-        for i in reversed(range(len(weights))):  # strong to weak prior, warm-started
-            evaluate(i)
-    else:
-        best = last
-        evaluate(last)
-        for i in range(last - 2, -1, -2):
-            if evaluate(i) >= cv_rms[best]:
-                break
-            best = i
-        for i in (best - 1, best + 1):
-            if 0 <= i <= last:
-                evaluate(i)
-    return PriorWeightSelection(weights, cv_rms, float(weights[np.nanargmin(cv_rms)]))
 
 
 def _joint_axis(joint: pin.JointModel) -> tuple[bool, np.ndarray] | None:

@@ -1,7 +1,7 @@
 """Payload identification from joint torques, without an F/T sensor ("load identification").
 
 With the chain's links and drives known (``x_links``: the URDF's :attr:`LinkModel.prior` or a
-previous :func:`~inertia_id_ros.chain.links.fit_links` ``x``), a rigid payload attached to frame
+previous :func:`~inertia_id_ros.chain.link_fit.fit_links` ``x``), a rigid payload attached to frame
 ``F`` changes the joint torques (N, n) by::
 
     tau_measured - tau_links(x_links) = J_F(q)^T (I_p a_g + v x* (I_p v)) + offset_change
@@ -403,9 +403,21 @@ def fit_payload(
         weights = channel_weights.weights
     else:
         fit(None)
-    solution = solutions[-1]
+    return _payload_fit(model, blocks, channels, solutions[-1], weights)
+
+
+def _payload_fit(
+    model: PayloadTorqueModel,
+    blocks: list[ChannelNormalEquations],
+    channels: ChannelNormalEquations,
+    solution: Solution,
+    weights: np.ndarray | None,
+) -> PayloadTorqueFit:
+    """:func:`fit_payload`'s result from its ``solution`` on the normal equations ``channels``
+    (the sum of ``blocks``, weighted by ``weights``): standard errors, warnings (issued),
+    residual."""
     x = np.asarray(solution.x, dtype=float)
-    offsets = x[10:] if estimate_offsets else np.zeros(links.n_joints)
+    offsets = x[10:] if model.estimate_offsets else np.zeros(model.links.n_joints)
     covariance = parameter_covariance(  # not projected: see the module docstring
         channels,
         x,
@@ -418,12 +430,12 @@ def fit_payload(
         theta, covariance.theta(), covariance.rank, model.n_parameters
     )
     for message in messages:
-        warnings.warn(message, RuntimeWarning, stacklevel=2)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
     residual_rms = float(
         np.sqrt(channels.squared_residuals(x).sum() / (channels.n_samples * channels.n_channels))
     )
     return PayloadTorqueFit(
-        frame,
+        model.frame,
         theta,
         offsets.copy(),
         residual_rms,

@@ -21,9 +21,9 @@ torque rows, each joint's torque), the weights iterated from the groups' residua
 rows.
 
 Identifiability (:class:`Identifiability`): the base parameters of the scaled gram matrix
-(:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`); a link is ``identified`` when no
-coordinate of it has a component in the null space, ``prior only`` when all of its coordinates
-are in the null space's span (they move no row), ``partly identified`` otherwise.
+(:func:`~inertia_id_ros.chain.base_parameters.base_parameters_from_gram`); a link is ``identified``
+when no coordinate of it has a component in the null space, ``prior only`` when all of its
+coordinates are in the null space's span (they move no row), ``partly identified`` otherwise.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.chain.links import (
+from inertia_id_ros.chain.base_parameters import (
     DEFAULT_GRAM_RANK_TOLERANCE,
     BaseParameters,
     base_parameters_from_gram,
@@ -187,7 +188,7 @@ def scale_problem(
     n_bodies: int,
     prior: np.ndarray,
     prior_weight: float,
-    **fields,
+    **fields: Any,
 ) -> tuple[Problem, float]:
     """The problem in ``x' = x / scales``, its objective divided by the mean diagonal ``s`` of
     ``D G D`` (returned): gram ``D G D / s``, moment ``D m / s``, prior ``prior / scales`` with
@@ -294,7 +295,7 @@ def whole_body_problem(
     ellipsoid in coordinates ``p / ℓ``: a positive multiple is the same constraint, and the
     problem's check wants the ellipsoid's own form)."""
     scales = parameter_scales(model, equations.gram, equations.n_rows)
-    scaled = None
+    scaled: list[np.ndarray | None] | None = None
     if bounding_ellipsoids is not None:
         per_body = scales[: N_BODY_PARAMS * model.n_bodies].reshape(-1, N_BODY_PARAMS)
         scaled = []
@@ -328,7 +329,7 @@ def fit_whole_body(
     weighting: str = "none",
     initial_weights: np.ndarray | None = None,
     bounding_ellipsoids: list[np.ndarray | None] | None = None,
-    **options,
+    **options: Any,
 ) -> WholeBodyFit:
     """Consistent fit of every identified link and sensor offset (``ols``: unconstrained, the
     baseline) to ``samples`` or their normal equations (summed, or per :func:`noise_groups`).
@@ -348,15 +349,9 @@ def fit_whole_body(
     if method == "pointmass":
         options = {**POINTMASS_OPTIONS, **options}
     if weighting == "none":
-        if isinstance(samples, ChannelNormalEquations):
-            equations = NormalEquations(*samples.total())
-        elif isinstance(samples, NormalEquations):
-            equations = samples
-        else:
-            equations = normal_equations(model, samples, with_efforts, channel_weights)
         return _fit_equations(
             model,
-            equations,
+            _summed_equations(model, samples, with_efforts, channel_weights),
             method,
             prior_weight,
             initvals,
@@ -399,6 +394,21 @@ def fit_whole_body(
     return dataclasses.replace(
         last, residual_rms=rms, weights=weights, solve_time=sum(f.solve_time for f in fits)
     )
+
+
+def _summed_equations(
+    model: WholeBodyModel,
+    samples: WholeBodySamples | NormalEquations | ChannelNormalEquations,
+    with_efforts: bool,
+    channel_weights: np.ndarray | None,
+) -> NormalEquations:
+    """The normal equations of ``samples`` (rows weighted by ``channel_weights``), or those
+    given, summed over their groups."""
+    if isinstance(samples, ChannelNormalEquations):
+        return NormalEquations(*samples.total())
+    if isinstance(samples, NormalEquations):
+        return samples
+    return normal_equations(model, samples, with_efforts, channel_weights)
 
 
 def _fit_equations(

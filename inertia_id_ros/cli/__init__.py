@@ -30,6 +30,8 @@ command runs, so that ``--help`` and argument errors are quick:
 - ``sim-whole-body``: an NPZ of a simulated floating-base robot (iCub, Go1; iCub suspended or on
   a stand) with its truth (:mod:`inertia_id_ros.sim.whole_body_simulator`), or a ROS 2 bag of it to
   replay (``--bag``);
+- ``sim-log``: the simulated Panda's recording written as other loggers write it (other names,
+  units, clocks; motor currents) (:mod:`inertia_id_ros.sim.real_logs`);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
   filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.formats.export`);
 - ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
@@ -38,7 +40,9 @@ command runs, so that ``--help`` and argument errors are quick:
 - ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
   (:mod:`inertia_id_ros.offline.validation`);
 - ``keystore create``: a DDS-Security keystore so that only operators may call ``~/excite``
-  (:mod:`inertia_id_ros.ros.keystore`).
+  (:mod:`inertia_id_ros.ros.keystore`);
+- ``call``: the running node's ``~/identify`` or ``~/tare`` service, without the ``ros2`` command
+  line (:mod:`inertia_id_ros.ros.client`).
 
 Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
 :mod:`inertia_id_ros.formats.data`.
@@ -99,12 +103,14 @@ import sys
 
 from inertia_id_ros import modes
 from inertia_id_ros.cli import (
+    call,
     demo,
     excite,
     export,
     keystore,
     record_sim,
     replay,
+    sim_log,
     sim_whole_body,
     traversaro,
     validate,
@@ -121,10 +127,12 @@ COMMANDS = (
     replay,
     record_sim,
     sim_whole_body,
+    sim_log,
     export,
     excite,
     validate,
     keystore,
+    call,
 )
 """The command modules, in ``--help`` order: each mode's
 (:attr:`~inertia_id_ros.modes.Mode.commands`, in the registry's order), then the others."""
@@ -147,8 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code (2 on bad input, 1 without an estimate, each with one
-    line on stderr)."""
+    """Entry point; returns the exit code (2 on bad input, 1 when a job gives no estimate, with
+    one line on stderr)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed

@@ -1,7 +1,7 @@
 """``inertia-id excite``: design an exciting motion (payload or links) into a trajectory NPZ
-(:mod:`inertia_id_ros.motion.design`), or check one (``--check``), against the robot's limits,
-a workspace (:mod:`inertia_id_ros.motion.workspace`), obstacles and self-collision
-(:mod:`inertia_id_ros.motion.collision`).
+(:func:`inertia_id_ros.jobs.excite.design`), or check one (``--check``,
+:func:`inertia_id_ros.jobs.excite.check`), against the robot's limits, a workspace, obstacles and
+self-collision.
 
 Exit codes: 0 the motion is written (or passes the check); 2 bad input; 3 refused: the motion
 breaks a limit (stderr names it and by how much), nothing is written."""
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from inertia_id_ros.cli.common import (
     EXIT_IMPLAUSIBLE,
@@ -19,18 +18,11 @@ from inertia_id_ros.cli.common import (
     add_urdf_option,
     comma_names,
     comma_numbers,
-    load_urdf_model,
     write_output,
 )
 from inertia_id_ros.errors import InputError
-from inertia_id_ros.options import DEFAULT_COLLISION_MARGIN, DEFAULT_MAX_ACCELERATION, TARGETS
-
-if TYPE_CHECKING:
-    import pinocchio as pin
-
-    from inertia_id_ros.motion.collision import CollisionChecker
-    from inertia_id_ros.motion.trajectory import ExcitationTrajectory
-    from inertia_id_ros.motion.workspace import WorkspaceChecker
+from inertia_id_ros.jobs.excite import DesignOptions, LimitOptions
+from inertia_id_ros.options import DESIGN_TIME_LIMITS, TARGETS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -47,6 +39,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "much; nothing is written).",
     )
     add_urdf_option(excite)
+    _add_design_options(excite)
+    _add_limit_options(excite)
+
+
+def _add_design_options(excite: argparse.ArgumentParser) -> None:
+    """The options of a design (:class:`~inertia_id_ros.jobs.excite.DesignOptions`) and
+    ``--check``."""
     excite.add_argument(
         "--joints",
         type=comma_names,
@@ -84,12 +83,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="RECORDING",
         help="recording (.npz/.csv) whose information the motion adds to",
     )
+    defaults = ", ".join(f"{seconds:g} {target}" for target, seconds in DESIGN_TIME_LIMITS.items())
     excite.add_argument(
         "--time-limit",
         type=float,
+        default=DesignOptions.time_limit,
         metavar="SEC",
-        help="optimisation time (default: 40 payload, 240 links)",
+        help=f"optimisation time (default: {defaults})",
     )
+
+
+def _add_limit_options(excite: argparse.ArgumentParser) -> None:
+    """The limits group (:class:`~inertia_id_ros.jobs.excite.LimitOptions`)."""
     limits = excite.add_argument_group(
         "limits",
         "What the motion keeps besides the URDF's position and velocity limits. A "
@@ -98,9 +103,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     limits.add_argument(
         "--max-acceleration",
         type=float,
-        default=DEFAULT_MAX_ACCELERATION,
+        default=LimitOptions.max_acceleration,
         metavar="A",
-        help=f"acceleration limit of every joint (rad/s²; {DEFAULT_MAX_ACCELERATION:g})",
+        help=f"acceleration limit of every joint (rad/s²; {LimitOptions.max_acceleration:g})",
     )
     limits.add_argument(
         "--torque-limits",
@@ -128,117 +133,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     limits.add_argument(
         "--collision-margin",
         type=float,
-        default=DEFAULT_COLLISION_MARGIN,
+        default=LimitOptions.collision_margin,
         metavar="M",
         help="smallest distance between links (--srdf) and to "
-        f"obstacles (m; {DEFAULT_COLLISION_MARGIN:g})",
+        f"obstacles (m; {LimitOptions.collision_margin:g})",
     )
-
-
-def _refused(message: str) -> int:
-    """Report a refusal on stderr; :data:`EXIT_IMPLAUSIBLE`."""
-    print(f"inertia-id excite: refused: {message}", file=sys.stderr)
-    return EXIT_IMPLAUSIBLE
-
-
-def _safety(
-    args: argparse.Namespace, model: pin.Model
-) -> tuple[WorkspaceChecker | None, CollisionChecker | None]:
-    """The workspace and collision checkers of ``--workspace``, ``--environment``, ``--srdf``."""
-    from inertia_id_ros.motion.collision import CollisionChecker, load_environment
-    from inertia_id_ros.motion.workspace import Workspace, WorkspaceChecker
-
-    workspace = (
-        None
-        if args.workspace is None
-        else WorkspaceChecker(model, Workspace.load_yaml(args.workspace))
-    )
-    obstacles = () if args.environment is None else load_environment(args.environment)
-    collision = (
-        None
-        if args.srdf is None and not obstacles
-        else CollisionChecker(args.urdf, args.srdf, obstacles=obstacles)
-    )
-    return workspace, collision
-
-
-def _violations(
-    trajectory: ExcitationTrajectory,
-    workspace: WorkspaceChecker | None,
-    collision: CollisionChecker | None,
-    margin: float,
-) -> list[str]:
-    """What ``trajectory`` breaks of the workspace and collision margin, in words."""
-    from inertia_id_ros.motion.collision import DEFAULT_CHECK_RATE_HZ
-
-    broken = []
-    if workspace is not None:
-        violation = workspace.check(trajectory)
-        if violation is not None:
-            broken.append(str(violation))
-    if collision is not None:
-        clearance = collision.clearance(trajectory)
-        shortfall = clearance.shortfall(margin)
-        if shortfall:
-            broken.append(shortfall)
-        else:
-            c = clearance
-            print(
-                f"collision: smallest distance {1e3 * c.distance:.1f} mm ({c.pair[0]} and "
-                f"{c.pair[1]} at {c.time:.2f} s; convex hulls checked at "
-                f"{DEFAULT_CHECK_RATE_HZ:g} Hz)"
-            )
-    return broken
-
-
-def _check(args: argparse.Namespace) -> int:
-    """``--check``: the trajectory file against the limits; the exit code."""
-    from inertia_id_ros.motion.design import motion_limits, torque_excess
-    from inertia_id_ros.motion.trajectory import ExcitationTrajectory
-
-    if any(getattr(args, name) is not None for name in ("target", "duration", "out")):
-        raise InputError("--check takes no --target, --duration or --out")
-    trajectory = ExcitationTrajectory.load_npz(args.check)
-    model = load_urdf_model(args.urdf)
-    limits = motion_limits(
-        model,
-        trajectory.joint_names,
-        position_margin=0.0,
-        max_acceleration=args.max_acceleration,
-        torque_limits=args.torque_limits,
-    )
-    units = {"position": "rad", "velocity": "rad/s", "acceleration": "rad/s²"}
-    broken = [
-        f"the URDF's {name} limit by {excess:.4g} {units[name]}"
-        if name != "acceleration"
-        else f"--max-acceleration by {excess:.4g} {units[name]}"
-        for name, excess in limits.violations(trajectory).items()
-        if excess > 0.0
-    ]
-    torque = torque_excess(model, trajectory, limits)  # 0 without --torque-limits
-    if torque > 1.0:
-        broken.append(
-            f"the URDF's effort limit by {100.0 * (torque - 1.0):.1f} % (the URDF links' torques)"
-        )
-    broken += _violations(trajectory, *_safety(args, model), args.collision_margin)
-    if broken:
-        return _refused(f"{args.check} exceeds " + "; ".join(broken))
-    print(
-        f"{args.check}: {trajectory.duration:g} s of {trajectory.n_joints} joints within the "
-        "limits checked"
-    )
-    return 0
 
 
 def run(args: argparse.Namespace) -> int:
     """Design the motion and write it (or check one); the exit code."""
+    from inertia_id_ros.jobs.excite import check, design
+
+    limits = LimitOptions(
+        max_acceleration=args.max_acceleration,
+        torque_limits=args.torque_limits,
+        workspace=args.workspace,
+        srdf=args.srdf,
+        environment=args.environment,
+        collision_margin=args.collision_margin,
+    )
     if args.check is not None:
-        return _check(args)
-    import numpy as np
-
-    from inertia_id_ros.motion.design import design_excitation, motion_limits
-    from inertia_id_ros.offline.information import recording_information
-
+        if any(getattr(args, name) is not None for name in ("target", "duration", "out")):
+            raise InputError("--check takes no --target, --duration or --out")
+        checked = check(args.urdf, args.check, limits)
+        if checked.summary:
+            print("\n".join(checked.summary))
+        return _refused(checked.verdict) if checked.refused else 0
     missing = [
         option
         for option, value in (
@@ -251,53 +171,31 @@ def run(args: argparse.Namespace) -> int:
     ]
     if missing:
         raise InputError(f"designing a motion needs {', '.join(missing)} (or --check TRAJ.npz)")
-    joints = args.joints
-    if (args.target == "payload") != (args.sensor_frame is not None):
-        raise InputError("--sensor-frame is needed with --target payload and only then")
-    start = None if args.start is None else np.array(args.start)
-    model = load_urdf_model(args.urdf)
-    workspace, collision = _safety(args, model)
-    limits = motion_limits(
-        model, joints, max_acceleration=args.max_acceleration, torque_limits=args.torque_limits
-    )
-    print(f"limits used (position margin {limits.position_margin:g} rad):")
-    print("\n".join("  " + line for line in limits.table()))
-    prior = (
-        None
-        if args.from_recording is None
-        else recording_information(
-            args.from_recording, model, joints, args.target, sensor_frame=args.sensor_frame
-        )
-    )
-    result = design_excitation(
-        model,
-        joints,
+    options = DesignOptions(
+        tuple(args.joints),
         args.target,
         args.duration,
         sensor_frame=args.sensor_frame,
-        start=start,
-        max_acceleration=args.max_acceleration,
+        start=None if args.start is None else tuple(args.start),
         seed=args.seed,
-        prior_information=prior,
-        progress=print,
+        prior_recording=args.from_recording,
         time_limit=args.time_limit,
-        torque_limits=args.torque_limits,
-        collision=collision,
-        collision_margin=args.collision_margin,
+        limits=limits,
     )
-    trajectory = result.trajectory
-    broken = _violations(trajectory, workspace, collision, args.collision_margin)
-    if broken:
-        return _refused(f"the designed motion exceeds {'; '.join(broken)}; nothing written")
+    result = design(args.urdf, options, progress=print)
+    if result.refused:
+        return _refused(f"{result.verdict}; nothing written")
+    trajectory = result.design.trajectory
     write_output(args.out, trajectory.save_npz)
+    print("\n".join(result.summary))
     print(
-        f"achieved: {result.objective_name} {result.objective:.4g} (random start "
-        f"{result.stats.initial_objective:.4g}"
-        + (f", prior: the information in {args.from_recording}" if prior is not None else "")
-        + f"), design time {result.stats.seconds:.1f} s"
-    )
-    print(
-        f"wrote {args.out}: {trajectory.t.size} samples of {len(joints)} joints over "
+        f"wrote {args.out}: {trajectory.t.size} samples of {trajectory.n_joints} joints over "
         f"{trajectory.duration:g} s ({(trajectory.t.size - 1) / trajectory.duration:g} Hz)"
     )
     return 0
+
+
+def _refused(message: str) -> int:
+    """Report a refusal on stderr; :data:`EXIT_IMPLAUSIBLE`."""
+    print(f"inertia-id excite: refused: {message}", file=sys.stderr)
+    return EXIT_IMPLAUSIBLE

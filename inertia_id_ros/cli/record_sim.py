@@ -5,7 +5,9 @@ written directly (no DDS), or an NPZ or CSV file of the package's layout to fit.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from inertia_id_ros.cli.common import (
     add_command,
@@ -69,6 +71,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "torques_links_result)",
     )
     record.add_argument(
+        "--without-payload",
+        action="store_true",
+        help="panda_torques: the Panda carries no payload (a run to fit the links on)",
+    )
+    record.add_argument(
+        "--motion-seed",
+        type=int,
+        metavar="SEED",
+        help="panda_torques: seed of the motion alone (default --seed, which also draws the "
+        "links' and drives' truth): the same robot moving otherwise, e.g. held-out data",
+    )
+    record.add_argument(
         "--unloaded",
         metavar="OUT",
         help="panda_torques: also write the same motion without the payload to OUT (a bag, "
@@ -79,6 +93,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--urdf-out",
         metavar="OUT",
         help="write the robot's URDF (the one the fits take) to OUT",
+    )
+    record.add_argument(
+        "--srdf-out",
+        metavar="OUT",
+        help="write the robot's SRDF (its self-collision pairs: inertia-id excite --srdf) to OUT",
+    )
+    record.add_argument(
+        "--description-out",
+        metavar="OUT",
+        help="write an input description (YAML, docs/how-to/real-logs.md) of the recording to OUT",
     )
 
 
@@ -94,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.robot == "panda_torques":
         return _record_joint_torques(args)
-    for option in ("links_json", "unloaded"):
-        if getattr(args, option):
+    for option in ("links_json", "unloaded", "without_payload", "motion_seed"):
+        if getattr(args, option) not in (None, False):
             raise InputError(f"--{option.replace('_', '-')} applies to --robot panda_torques")
     changed = None if args.grasp_at is None else grasped_payload_theta()
     try:
@@ -125,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
                 "sensor_offset": sim.true_offset.tolist(),
             },
         )
-    _write_urdf(args.urdf_out)
+    _write_urdf(args)
+    _write_description(args, sim.joint_names, ("q", "dq"), sim.sensor_frame)
     n = int(round(args.duration * args.rate))
     inputs = (
         f"{n} joint states and wrenches in {sim.sensor_frame!r}"
@@ -139,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         + ("" if changed is None else f", {final[0]:g} kg from {args.grasp_at:g} s on (a grasp)")
         + (f"; truth (the final payload) in {args.truth_json}" if args.truth_json else "")
         + (f"; the URDF in {args.urdf_out}" if args.urdf_out else "")
+        + (f"; the SRDF in {args.srdf_out}" if args.srdf_out else "")
+        + (f"; its description in {args.description_out}" if args.description_out else "")
     )
     return 0
 
@@ -153,14 +180,31 @@ def _written(args: argparse.Namespace) -> str:
     return args.out if _is_file(args.out) else f"{args.out} ({args.storage})"
 
 
-def _write_urdf(path: str | None) -> None:
-    """The Panda's URDF (the fits' ``--urdf``) to ``path`` (nothing if ``None``)."""
-    from inertia_id_ros.core.robots import example_robot_urdf
+def _write_urdf(args: argparse.Namespace) -> None:
+    """The Panda's URDF (the fits' ``--urdf``) to ``--urdf-out`` and its SRDF to ``--srdf-out``
+    (each where given)."""
+    from inertia_id_ros.core.robots import example_robot_data_dir, example_robot_urdf
 
+    srdf = example_robot_data_dir() / "panda_description" / "srdf" / "panda.srdf"
+    for path, source in ((args.urdf_out, example_robot_urdf("panda")), (args.srdf_out, srdf)):
+        if path:
+            text = source.read_text()
+            write_output(path, lambda out, text=text: Path(out).write_text(text))
+
+
+def _write_description(
+    args: argparse.Namespace, joint_names: Sequence[str], kinds: Sequence[str], frame: str = ""
+) -> None:
+    """The input description of ``args.out`` (nothing without ``--description-out``)."""
+    import yaml
+
+    from inertia_id_ros.formats.data import canonical_description
+
+    path = args.description_out
     if path:
-        write_output(
-            path, lambda out: Path(out).write_text(example_robot_urdf("panda").read_text())
-        )
+        content = canonical_description(args.out, Path(path).parent, joint_names, kinds, frame)
+        text = yaml.safe_dump(content, sort_keys=False, allow_unicode=True)
+        write_output(path, lambda out: Path(out).write_text(text))
 
 
 def _record_joint_torques(args: argparse.Namespace) -> int:
@@ -176,7 +220,12 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
         raise InputError("--grasp-at applies to --robot panda")
     if args.unloaded and _is_file(args.unloaded) != _is_file(args.out):
         raise InputError("--unloaded: write the same kind as out (both bags, or both files)")
-    unloaded, sim = panda_payload_torque_simulators(seed=args.seed)
+    if args.unloaded and args.without_payload:
+        raise InputError("--unloaded writes a second run; with --without-payload out is one")
+    unloaded, loaded = panda_payload_torque_simulators(
+        seed=args.seed, trajectory=_motion(args.motion_seed)
+    )
+    sim = unloaded if args.without_payload else loaded
     urdf = Path(example_robot_urdf("panda")).read_text()
     runs = [(args.out, sim, args.seed)]  # the unloaded run: the same motion, other noise
     runs += [(args.unloaded, unloaded, args.seed + 1)] if args.unloaded else []
@@ -195,7 +244,7 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
             args.truth_json,
             {
                 "method": "truth",
-                "bodies": [body_json("payload", sim.payload_frame, sim.payload_theta)],
+                "bodies": [body_json("payload", loaded.payload_frame, loaded.payload_theta)],
             },
         )
     if args.links_json:
@@ -208,7 +257,8 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
                 ),
             },
         )
-    _write_urdf(args.urdf_out)
+    _write_urdf(args)
+    _write_description(args, sim.joint_names, ("q", "dq", "effort"))
     n = int(round(args.duration * args.rate))
     inputs = (
         f"{n} joint states with efforts"
@@ -216,10 +266,14 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
         else f"{n} joint states with efforts on {DEFAULT_JOINT_STATES_TOPIC}, the URDF on "
         "/robot_description"
     )
+    payload = (
+        "no payload"
+        if args.without_payload
+        else f"payload {loaded.payload_theta[0]:g} kg at {loaded.payload_frame!r}"
+    )
     print(
         f"wrote {_written(args)}: {args.duration:g} s of the simulated Panda "
-        f"without an F/T sensor at {args.rate:g} Hz, {inputs}; payload "
-        f"{sim.payload_theta[0]:g} kg at {sim.payload_frame!r}"
+        f"without an F/T sensor at {args.rate:g} Hz, {inputs}; {payload}"
         + "".join(
             f"; {what} in {path}"
             for what, path in (
@@ -227,8 +281,22 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
                 ("truth", args.truth_json),
                 ("links and drives", args.links_json),
                 ("the URDF", args.urdf_out),
+                ("the SRDF", args.srdf_out),
+                ("its description", args.description_out),
             )
             if path
         )
     )
     return 0
+
+
+def _motion(seed: int | None) -> Any:
+    """The Panda's exciting motion of ``seed`` (``None``: the simulator's default, of
+    ``--seed``)."""
+    from inertia_id_ros.core.robots import example_robot_urdf, load_model
+    from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, ExcitingTrajectory
+
+    if seed is None:
+        return None
+    model = load_model(example_robot_urdf("panda"))
+    return ExcitingTrajectory.for_model(model, PANDA_ARM_JOINTS, seed=seed)

@@ -45,11 +45,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     whole.add_argument("--with-ddq", action="store_true", help="also write the true ddq")
     whole.add_argument("--with-effort", action="store_true", help="also write joint efforts")
     whole.add_argument("--truth-urdf", metavar="OUT", help="write the true robot's URDF to OUT")
+    whole.add_argument(
+        "--urdf-out",
+        metavar="OUT",
+        help="write the robot's URDF (the one the fits take: the true robot's differs) to OUT",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the NPZ and/or the bag; the exit code."""
-    from inertia_id_ros.sim.whole_body_simulator import ROBOTS, write_recording
+    from inertia_id_ros.sim.whole_body_robots import ROBOTS
+    from inertia_id_ros.sim.whole_body_simulator import write_recording
 
     if not (args.duration > 0 and args.rate > 0):
         raise InputError(f"--duration and --rate must be > 0, got {args.duration}, {args.rate}")
@@ -81,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
             f"{args.bag} ({args.storage}: /joint_states, /imu, "
             f"{', '.join(topics)}, /robot_description)"
         )
-    if args.truth_urdf:
-        write_output(args.truth_urdf, lambda path: Path(path).write_text(sim.true_xml))
+    for path, xml in ((args.truth_urdf, sim.true_xml), (args.urdf_out, sim.cad_xml)):
+        if path:
+            write_output(path, lambda out, xml=xml: Path(out).write_text(xml))
     print(
         f"wrote {' and '.join(written)}: {args.duration:g} s of the simulated {args.robot} at "
         f"{args.rate:g} Hz, {len(sim.joint_names)} joints, F/T sensors "

@@ -1,5 +1,5 @@
 """``inertia-id validate``: a result's prediction errors on held-out data vs the URDF and plain
-OLS (:mod:`inertia_id_ros.offline.validation`)."""
+OLS, as its mode predicts them: the validate job (:mod:`inertia_id_ros.jobs.validate`)."""
 
 from __future__ import annotations
 
@@ -92,22 +92,27 @@ def _described(
 def run(args: argparse.Namespace) -> int:
     """Print (and write) the errors; the exit code."""
     from inertia_id_ros.formats.export import read_result
-    from inertia_id_ros.offline import validation as validate
+    from inertia_id_ros.jobs.validate import validate
+    from inertia_id_ros.offline.validation import DataSource, differentiation_of
 
     result = read_result(args.result, InputError)
     topics = {
         "joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
         "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
-        **validate.differentiation_of(result, args.filter_half_width),
+        **differentiation_of(result, args.filter_half_width),
     }
-    train = None if args.train is None else validate.DataSource.from_path(args.train, **topics)
+    train = None if args.train is None else DataSource.from_path(args.train, **topics)
     if args.input is not None:
         held_out, train = _described(args, result, topics, train)
     else:
         held_out = (
-            validate.DataSource(args.bag, True, **topics)
+            DataSource(args.bag, True, **topics)
             if args.bag
-            else validate.DataSource(args.data, False, **topics)
+            else DataSource(args.data, False, **topics)
         )
-    print(validate.run(result, held_out, args.urdf, train, args.json, args.png))
+    validation = validate(result, held_out, args.urdf, train)
+    common.write_json(args.json, validation.document)
+    if args.png:
+        common.write_output(args.png, validation.write_png)
+    common.print_summary(list(validation.summary), 0, [args.json, args.png])
     return 0

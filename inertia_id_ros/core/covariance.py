@@ -51,7 +51,7 @@ the residual.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,6 +75,14 @@ _INERTIA_INDEX = {(0, 0): 4, (0, 1): 5, (1, 1): 6, (0, 2): 7, (1, 2): 8, (2, 2):
 _MSG_ORDER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 """Entries ``(i, j)`` of a 3x3 inertia in ``geometry_msgs/Inertia`` order
 ``[ixx, ixy, ixz, iyy, iyz, izz]``."""
+
+
+def _added(arrays: Iterable[np.ndarray]) -> np.ndarray:
+    """The sum of equally shaped ``arrays``, added in order from zero (as ``sum`` does)."""
+    total = np.zeros(())
+    for array in arrays:
+        total = total + array
+    return total
 
 
 @dataclass(frozen=True)
@@ -115,9 +123,9 @@ class ChannelNormalEquations:
     def summed(cls, parts: Sequence[ChannelNormalEquations]) -> ChannelNormalEquations:
         """The normal equations of the samples of all ``parts`` (same channels and parameters)."""
         return cls(
-            gram=sum(part.gram for part in parts),
-            moment=sum(part.moment for part in parts),
-            yty=sum(part.yty for part in parts),
+            gram=_added(part.gram for part in parts),
+            moment=_added(part.moment for part in parts),
+            yty=_added(part.yty for part in parts),
             n_samples=sum(part.n_samples for part in parts),
             rows_per_channel=parts[0].rows_per_channel,
         )

@@ -151,7 +151,8 @@ def joint_states_at_mixed(
     lo, hi = fit_window(t, t_query, half_width)
     missing = np.concatenate([[0], np.cumsum(np.asarray(has_dq) == 0)])
     with_velocity = (missing[hi] - missing[lo]) == 0
-    out = tuple(np.empty((np.size(t_query), np.shape(q)[1])) for _ in range(3))
+    shape = (np.size(t_query), np.shape(q)[1])
+    out = (np.empty(shape), np.empty(shape), np.empty(shape))
     for use_dq in (True, False):
         select = with_velocity if use_dq else ~with_velocity
         if select.any():
@@ -249,7 +250,8 @@ def savgol_derivatives(
         )
     if x.shape[0] < window_length:
         raise ValueError(f"need at least window_length={window_length} samples, got {x.shape[0]}")
-    return tuple(
+    smooth, first, second = (
         savgol_filter(x, window_length, polyorder, deriv=k, delta=dt, axis=0, mode="interp")
         for k in range(3)
     )
+    return smooth, first, second

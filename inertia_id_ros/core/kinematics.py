@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pinocchio as pin
 
-from inertia_id_ros.core.robots import frame_id, reduce_model, selected_names
+from inertia_id_ros.core.robots import frame_id, frames_beyond, reduce_model, selected_names
 
 
 class SensorKinematics:
@@ -144,26 +144,12 @@ class SensorKinematics:
     def subtree_joint_names(self) -> tuple[str, ...]:
         """Moving joints of the full model beyond the sensor frame (their positions shape
         :meth:`subtree_inertia`)."""
-        beyond = self._frames_beyond()
+        beyond = frames_beyond(self.model, frame_id(self.model, self.sensor_frame))
         return tuple(
             frame.name
             for k, frame in enumerate(self.model.frames)
             if k in beyond and frame.type == pin.FrameType.JOINT
         )
-
-    def _frames_beyond(self) -> set[int]:
-        """Indices of the frames whose chain of parent frames reaches the sensor frame (itself
-        included)."""
-        beyond = {frame_id(self.model, self.sensor_frame)}
-        size = 0
-        while size != len(beyond):
-            size = len(beyond)
-            beyond.update(
-                k
-                for k, frame in enumerate(self.model.frames)
-                if frame.parentFrame in beyond and k != frame.parentFrame
-            )
-        return beyond
 
     def subtree_inertia(self, q_full: np.ndarray | None = None) -> np.ndarray:
         """``theta`` (10,) of all links beyond the sensor frame, about and in the sensor frame.
@@ -188,7 +174,7 @@ class SensorKinematics:
         pin.updateFramePlacements(model, data)
         sensor_id = frame_id(model, self.sensor_frame)
         sensor = model.frames[sensor_id]
-        beyond = self._frames_beyond()
+        beyond = frames_beyond(self.model, frame_id(self.model, self.sensor_frame))
         world_to_sensor = data.oMf[sensor_id].inverse()
         frames = model.frames
         parent = frames[sensor.parentFrame]

@@ -18,21 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
+from inertia_id_ros.core.spatial import cross_matrices
 
 WRENCH_CHANNEL_NAMES = ("fx", "fy", "fz", "tx", "ty", "tz")
 """Names of a wrench's channels, in the order of its 6-vector (N, N m); an F/T offset has one
 parameter per channel."""
 N_WRENCH_CHANNELS = len(WRENCH_CHANNEL_NAMES)
 """Channels of a wrench (6)."""
-
-
-def _cross_matrices(x: np.ndarray) -> np.ndarray:
-    """(N, 3, 3) ``[x]x`` with ``[x]x y == x cross y`` for ``x`` (N, 3)."""
-    out = np.zeros(x.shape[:-1] + (3, 3))
-    out[..., 0, 1], out[..., 0, 2] = -x[..., 2], x[..., 1]
-    out[..., 1, 0], out[..., 1, 2] = x[..., 2], -x[..., 0]
-    out[..., 2, 0], out[..., 2, 1] = -x[..., 1], x[..., 0]
-    return out
 
 
 def _inertia_map(x: np.ndarray) -> np.ndarray:
@@ -60,11 +52,11 @@ def body_regressor_batch(v: np.ndarray, a: np.ndarray) -> np.ndarray:
     lin, w = v[:, :3], v[:, 3:]
     alpha = a[:, 3:]
     a_c = a[:, :3] + np.cross(w, lin)
-    w_cross = _cross_matrices(w)
+    w_cross = cross_matrices(w)
     out = np.zeros((v.shape[0], 6, N_BODY_PARAMS))
     out[:, :3, 0] = a_c
-    out[:, :3, 1:4] = _cross_matrices(alpha) + w_cross @ w_cross
-    out[:, 3:, 1:4] = -_cross_matrices(a_c)
+    out[:, :3, 1:4] = cross_matrices(alpha) + w_cross @ w_cross
+    out[:, 3:, 1:4] = -cross_matrices(a_c)
     out[:, 3:, 4:] = _inertia_map(alpha) + w_cross @ _inertia_map(w)
     return out
 

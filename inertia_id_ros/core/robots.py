@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -88,9 +89,7 @@ def load_model(
     Fixed joints are merged into their parent body (pinocchio's URDF parser); their frames are kept
     as ``FIXED_JOINT`` frames carrying the child link's inertia.
     """
-    if (urdf_path is None) == (urdf_xml is None):
-        raise ValueError("give exactly one of urdf_path and urdf_xml")
-    if urdf_path is not None:
+    if urdf_path is not None and urdf_xml is None:
         path = Path(urdf_path)
         if not path.is_file():
             raise FileNotFoundError(f"URDF file {str(path)!r} does not exist or is not a file")
@@ -99,9 +98,11 @@ def load_model(
         except (OSError, UnicodeDecodeError) as e:
             raise OSError(f"cannot read URDF file {str(path)!r}: {e}") from e
         source = f"URDF file {str(path)!r}"
-    else:
+    elif urdf_xml is not None and urdf_path is None:
         xml = urdf_xml
         source = "URDF string"
+    else:
+        raise ValueError("give exactly one of urdf_path and urdf_xml")
     if not xml.strip():
         raise ValueError(f"{source} is empty")
     try:
@@ -175,3 +176,75 @@ def configuration(model: pin.Model, positions: Mapping[str, float]) -> np.ndarra
         else:  # continuous joint: (cos, sin)
             q[joint.idx_q : joint.idx_q + 2] = np.cos(value), np.sin(value)
     return q
+
+
+def link_frame(model: pin.Model, name: str) -> int:
+    """The BODY frame of the link frame ``name`` stands for: itself for a link, a joint's (or
+    fixed joint's) child link, an operational frame itself (it carries no link). Raises
+    :class:`FrameNotFound`."""
+    fid = frame_id(model, name)
+    frame = model.frames[fid]
+    if frame.type == pin.FrameType.BODY:
+        return fid
+    children = [
+        k
+        for k, f in enumerate(model.frames)
+        if f.parentFrame == fid and f.type == pin.FrameType.BODY and k != fid
+    ]
+    if frame.type in (pin.FrameType.FIXED_JOINT, pin.FrameType.JOINT) and children:
+        return children[0]
+    return fid
+
+
+def frames_beyond(model: pin.Model, start: int) -> set[int]:
+    """Frames whose chain of parent frames reaches frame ``start`` (itself included): the
+    subtree beyond it."""
+    frames = model.frames
+    beyond = {start}
+    size = 0
+    while size != len(beyond):
+        size = len(beyond)
+        beyond.update(k for k, f in enumerate(frames) if f.parentFrame in beyond and k != 0)
+    return beyond
+
+
+@dataclass
+class UrdfLink:
+    """A URDF link with mass in a pinocchio model (:func:`urdf_links`)."""
+
+    name: str
+    frame: int
+    """Its BODY frame."""
+    joint: int
+    """The joint it moves with."""
+    placement: pin.SE3
+    """Joint frame -> link frame."""
+    theta: np.ndarray
+    """(10,) its own inertia (without the links merged into it) about and in the link frame."""
+
+
+def urdf_links(model: pin.Model) -> list[UrdfLink]:
+    """URDF links with mass: their BODY frame, parent joint, placement and own θ (link frame)."""
+    frames = model.frames
+    fixed_by_joint: dict[int, list[int]] = {}
+    for k, f in enumerate(frames):
+        if f.type == pin.FrameType.FIXED_JOINT:
+            fixed_by_joint.setdefault(f.parentJoint, []).append(k)
+    links = []
+    for k, f in enumerate(frames):
+        if f.type != pin.FrameType.BODY:
+            continue
+        parent = frames[f.parentFrame]
+        if parent.type == pin.FrameType.FIXED_JOINT:
+            inertia = parent.inertia  # the merged child link's own inertia, in the joint's frame
+            in_link = f.placement.inverse() * parent.placement
+        else:  # the joint's own link: the joint inertia minus the merged fixed children
+            theta = np.array(model.inertias[f.parentJoint].toDynamicParameters())
+            for c in fixed_by_joint.get(f.parentJoint, []):
+                theta -= frames[c].placement.act(frames[c].inertia).toDynamicParameters()
+            inertia = pin.Inertia.FromDynamicParameters(theta)
+            in_link = f.placement.inverse()
+        theta = np.array(in_link.act(inertia).toDynamicParameters())
+        if theta[0] > 1e-12:
+            links.append(UrdfLink(f.name, k, f.parentJoint, f.placement.copy(), theta))
+    return links

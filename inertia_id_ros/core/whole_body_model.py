@@ -23,8 +23,9 @@ o_c))``. The fixed frame's tilt is constant: ``fixed_tilt`` (roll, pitch), or th
 IMU's specific force says (:meth:`WholeBodyModel.fixed_frame_acceleration_from_imu`).
 
 Base motion needs no base pose or linear velocity: only proper accelerations and angular
-velocities enter the wrenches (:class:`BaseMotion`). Spatial vectors are ``[linear, angular]``;
-wrenches ``[fx, fy, fz, tx, ty, tz]``.
+velocities enter the wrenches (:class:`~inertia_id_ros.core.base_motion.BaseMotion`). The tree's
+kinematics, vectorised over samples, are :mod:`inertia_id_ros.core.whole_body_kinematics`. Spatial
+vectors are ``[linear, angular]``; wrenches ``[fx, fy, fz, tx, ty, tz]``.
 
 Link inertials come from pinocchio (≥ 3): a link attached by a fixed joint carries its own inertia
 on that ``FIXED_JOINT`` frame; a joint's own link is the joint's inertia minus those frames'.
@@ -39,58 +40,27 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
-from inertia_id_ros.core.filtering import local_polynomial_derivatives
+from inertia_id_ros.core.base_motion import BaseMotion, up_from_tilt
 from inertia_id_ros.core.inertia import N_BODY_PARAMS, THETA_NAMES
 from inertia_id_ros.core.regressors import (
     N_WRENCH_CHANNELS,
     WRENCH_CHANNEL_NAMES,
-    _cross_matrices,
     body_regressor_batch,
 )
-from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model, selected_names
+from inertia_id_ros.core.robots import (
+    STANDARD_GRAVITY,
+    UrdfLink,
+    frame_id,
+    frames_beyond,
+    link_frame,
+    load_model,
+    selected_names,
+    urdf_links,
+)
+from inertia_id_ros.core.spatial import dual_action, dual_matrix, dual_matrix_inverse
+from inertia_id_ros.core.whole_body_kinematics import WholeBodyKinematics
 from inertia_id_ros.errors import ConfigError, DataError
 from inertia_id_ros.options import BASE_KINDS, SENSOR_KINDS
-
-DEFAULT_GYRO_HALF_WIDTH = 0.02
-"""Half-width (s) of the local quadratic fit that differentiates the gyro."""
-TILT_CHECK_TOLERANCE = np.deg2rad(2.0)
-"""An IMU's mean tilt of the fixed frame further than this (rad) from the given ``fixed_tilt``
-is reported (:func:`tilt_difference`)."""
-
-
-def up_from_tilt(tilt: Sequence[float]) -> np.ndarray:
-    """(3,) the world's up direction (unit) in a frame of ``tilt`` (roll, pitch) rad: the frame's
-    orientation in the world is ``Rz(yaw) Ry(pitch) Rx(roll)`` (yaw does not matter)."""
-    roll, pitch = (float(a) for a in tilt)
-    return np.array([-np.sin(pitch), np.sin(roll) * np.cos(pitch), np.cos(roll) * np.cos(pitch)])
-
-
-def tilt_from_up(up: np.ndarray) -> np.ndarray:
-    """(2,) (roll, pitch) rad of a frame in which the world's up direction is ``up`` (3,) (any
-    length > 0: e.g. a proper acceleration at rest); the inverse of :func:`up_from_tilt`."""
-    x, y, z = np.asarray(up, dtype=float)
-    return np.array([np.arctan2(y, z), np.arctan2(-x, np.hypot(y, z))])
-
-
-def tilt_difference(tilt: Sequence[float], other: Sequence[float]) -> float:
-    """Angle (rad) between the up directions of two tilts (roll, pitch; rad), e.g. the given
-    ``fixed_tilt`` and an IMU's, compared with :data:`TILT_CHECK_TOLERANCE`."""
-    cosine = float(up_from_tilt(tilt) @ up_from_tilt(other))
-    return float(np.arccos(np.clip(cosine, -1.0, 1.0)))
-
-
-def _rotation_from_quaternion(xyzw: np.ndarray) -> np.ndarray:
-    """(N, 3, 3) rotations from unit quaternions (N, 4) ``[x, y, z, w]`` (normalised here)."""
-    q = xyzw / np.linalg.norm(xyzw, axis=-1, keepdims=True)
-    x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack(
-        [
-            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-            np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-            np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
-        ],
-        -2,
-    )
 
 
 @dataclass(frozen=True)
@@ -118,52 +88,6 @@ class FTSensor:
     def has_offset(self) -> bool:
         """Whether the offset is a parameter."""
         return self.kind == "internal" if self.estimate_offset is None else self.estimate_offset
-
-
-@dataclass
-class BaseMotion:
-    """Motion of the base link per sample, in the base frame: ``angular_velocity`` ω (N, 3) rad/s,
-    ``angular_acceleration`` α (N, 3) rad/s², ``proper_acceleration`` (N, 3) m/s² the classical
-    acceleration of the base origin minus gravity (``[0, 0, +9.81]`` rotated into the base at
-    rest, z up)."""
-
-    angular_velocity: np.ndarray
-    angular_acceleration: np.ndarray
-    proper_acceleration: np.ndarray
-
-    def __post_init__(self) -> None:
-        arrays = [
-            np.asarray(a, dtype=float)
-            for a in (self.angular_velocity, self.angular_acceleration, self.proper_acceleration)
-        ]
-        if any(a.ndim != 2 or a.shape[1] != 3 or a.shape != arrays[0].shape for a in arrays):
-            raise DataError(
-                f"base motion arrays must all be (N, 3), got {[a.shape for a in arrays]}"
-            )
-        self.angular_velocity, self.angular_acceleration, self.proper_acceleration = arrays
-
-    def __len__(self) -> int:
-        return self.angular_velocity.shape[0]
-
-    @classmethod
-    def at_rest(cls, n_samples: int, orientation: np.ndarray | None = None) -> BaseMotion:
-        """A base at rest: ``orientation`` (4,) or (N, 4) ``[x, y, z, w]`` world ← base (default
-        identity)."""
-        if orientation is None:
-            up = np.tile([0.0, 0.0, STANDARD_GRAVITY], (n_samples, 1))
-        else:
-            quat = np.broadcast_to(np.asarray(orientation, dtype=float), (n_samples, 4))
-            up = _rotation_from_quaternion(quat)[:, 2, :] * STANDARD_GRAVITY  # R^T e_z g
-        zeros = np.zeros((n_samples, 3))
-        return cls(zeros, zeros.copy(), up)
-
-    def subset(self, samples: slice | np.ndarray) -> BaseMotion:
-        """The samples selected by ``samples``."""
-        return BaseMotion(
-            self.angular_velocity[samples],
-            self.angular_acceleration[samples],
-            self.proper_acceleration[samples],
-        )
 
 
 @dataclass
@@ -195,22 +119,14 @@ class WholeBodySamples:
 
 
 @dataclass
-class _Link:
-    name: str
-    frame: int  # BODY frame id
-    joint: int  # parent joint id
-    placement: pin.SE3  # joint frame -> link frame
-    theta: np.ndarray  # (10,) URDF inertia about the link frame
-
-
-@dataclass
 class WholeBodyModel:
     """Rows of a floating-base (or fixed, suspended) robot; see the module docstring.
 
     Build with :meth:`from_urdf`. ``links`` are the URDF links with mass; ``bodies`` (names, a
     subset of ``links``, default all) are identified, the others keep their URDF inertials.
     ``fixed_frame``: a fixed base's frame held still (``None``: the URDF root, on a stand);
-    ``fixed_tilt``: its (roll, pitch) in the world (rad; :func:`up_from_tilt`).
+    ``fixed_tilt``: its (roll, pitch) in the world (rad;
+    :func:`~inertia_id_ros.core.base_motion.up_from_tilt`).
     """
 
     model: pin.Model
@@ -220,7 +136,7 @@ class WholeBodyModel:
     links: tuple[str, ...]
     link_prior: np.ndarray
     bodies: tuple[str, ...]
-    _link_data: list[_Link] = field(repr=False, default_factory=list)
+    _link_data: list[UrdfLink] = field(repr=False, default_factory=list)
     fixed_frame: str | None = None
     fixed_tilt: tuple[float, float] = (0.0, 0.0)
 
@@ -273,7 +189,7 @@ class WholeBodyModel:
                     f"joint {model.names[j]!r} has {model.joints[j].nv} degrees "
                     "of freedom; only 1-dof joints are supported"
                 )
-        link_data = _urdf_links(model)
+        link_data = urdf_links(model)
         names = tuple(link.name for link in link_data)
         chosen, unknown = selected_names(names, bodies)
         if unknown:
@@ -295,100 +211,59 @@ class WholeBodyModel:
 
     def __post_init__(self) -> None:
         model = self.model
-        self._data = model.createData()
-        self._free_flyer = self.base != "fixed" or self.fixed_frame is not None
-        """The model's root is a free flyer (the base moves)."""
+        self._kinematics = WholeBodyKinematics(
+            model, self.base != "fixed" or self.fixed_frame is not None, self._link_data
+        )
         self._base_rows = self.base != "fixed"
-        first = 2 if self._free_flyer else 1
-        self.joint_names: tuple[str, ...] = tuple(model.names[first:])
+        self.joint_names: tuple[str, ...] = tuple(
+            model.names[j] for j in self._kinematics.joint_ids
+        )
         """Actuated joints, model order (the columns of ``q``)."""
-        self._joint_ids = list(range(first, model.njoints))
-        self._q_index = np.array([model.joints[j].idx_q for j in self._joint_ids], dtype=int)
-        self._v_index = np.array([model.joints[j].idx_v for j in self._joint_ids], dtype=int)
-        self._continuous = np.array([model.joints[j].nq == 2 for j in self._joint_ids], dtype=bool)
         self._identified = np.array([name in set(self.bodies) for name in self.links])
         self._sensor_frames = [frame_id(model, s.frame) for s in self.sensors]
         self._contact = [k for k, s in enumerate(self.sensors) if s.kind == "contact"]
         self._internal = [k for k, s in enumerate(self.sensors) if s.kind == "internal"]
         self._fixed_start = (
-            None if self.fixed_frame is None else self._start_frame(self.fixed_frame)
+            None if self.fixed_frame is None else link_frame(self.model, self.fixed_frame)
         )
         self._sensor_sides = {
-            k: self._measured_side(self._start_frame(self.sensors[k].frame)) for k in self._internal
+            k: self._measured_side(link_frame(self.model, self.sensors[k].frame))
+            for k in self._internal
         }
         self._offset_sensors = [k for k, s in enumerate(self.sensors) if s.has_offset]
         self._wrench_signs = np.array(
             [-1.0 if s.flip_wrench_sign else 1.0 for s in self.sensors]
         ).reshape(-1, 1)
-        data = self._data
-        q0 = pin.neutral(model)
-        pin.computeJointJacobians(model, data, q0)
-        self._axes = np.array(
-            [
-                pin.getJointJacobian(model, data, j, pin.ReferenceFrame.LOCAL)[
-                    :, model.joints[j].idx_v
-                ]
-                for j in self._joint_ids
-            ]
-        )
         self._joint_sides = [
-            self._measured_side(self._joint_child_frame(j)) for j in self._joint_ids
+            self._measured_side(self._joint_child_frame(j)) for j in self._kinematics.joint_ids
         ]
-        self._link_joint = np.array([link.joint for link in self._link_data], dtype=int)
-        self._link_motion = np.array([link.placement.inverse().action for link in self._link_data])
-        self._link_rot = np.array([link.placement.rotation for link in self._link_data])
-        self._link_pos = np.array([link.placement.translation for link in self._link_data])
 
     # ---- tree --------------------------------------------------------------------------------
 
-    def _start_frame(self, name: str) -> int:
-        """The BODY frame of the link a frame name stands for (a joint's frame: its child link)."""
-        model = self.model
-        fid = frame_id(model, name)
-        frame = model.frames[fid]
-        if frame.type == pin.FrameType.BODY:
-            return fid
-        children = [
-            k
-            for k, f in enumerate(model.frames)
-            if f.parentFrame == fid and f.type == pin.FrameType.BODY and k != fid
-        ]
-        if frame.type in (pin.FrameType.FIXED_JOINT, pin.FrameType.JOINT) and children:
-            return children[0]
-        return fid  # an operational frame: itself (it carries no link)
-
     def _joint_child_frame(self, joint: int) -> int:
-        return self._start_frame(self.model.names[joint])
-
-    def _frames_beyond(self, start: int) -> set[int]:
-        """Frames whose chain of parent frames reaches ``start`` (itself included)."""
-        frames = self.model.frames
-        beyond = {start}
-        size = 0
-        while size != len(beyond):
-            size = len(beyond)
-            beyond.update(k for k, f in enumerate(frames) if f.parentFrame in beyond and k != 0)
-        return beyond
+        return link_frame(self.model, self.model.names[joint])
 
     def _links_beyond(self, start: int) -> np.ndarray:
         """Boolean mask over :attr:`links`: the links in the subtree starting at frame ``start``."""
-        beyond = self._frames_beyond(start)
+        beyond = frames_beyond(self.model, start)
         return np.array([link.frame in beyond for link in self._link_data], dtype=bool)
 
     def _measured_side(self, start: int) -> tuple[np.ndarray, list[int], float]:
         """The side whose equation gives the wrench a sensor or joint at frame ``start``
         transmits: ``(link mask, contacts on it, sign)``, the subtree beyond it (sign 1) unless
         the fixed frame is there (then the rest, sign −1: the holding wrench is not measured)."""
-        beyond = self._frames_beyond(start)
+        beyond = frames_beyond(self.model, start)
         mask = np.array([link.frame in beyond for link in self._link_data], dtype=bool)
-        inside = [c for c in self._contact if self._start_frame(self.sensors[c].frame) in beyond]
+        inside = [
+            c for c in self._contact if link_frame(self.model, self.sensors[c].frame) in beyond
+        ]
         if self._fixed_start is None or self._fixed_start not in beyond:
             return mask, inside, 1.0
         return ~mask, [c for c in self._contact if c not in inside], -1.0
 
     def links_beyond(self, frame: str) -> tuple[str, ...]:
         """URDF links with mass beyond ``frame`` (the part an internal sensor there measures)."""
-        mask = self._links_beyond(self._start_frame(frame))
+        mask = self._links_beyond(link_frame(self.model, frame))
         return tuple(name for name, inside in zip(self.links, mask) if inside)
 
     # ---- parameters --------------------------------------------------------------------------
@@ -441,19 +316,7 @@ class WholeBodyModel:
 
     def configuration(self, q: np.ndarray) -> np.ndarray:
         """(model.nq,) configuration with the base at the origin (joint angles ``q`` (n,))."""
-        config = pin.neutral(self.model)
-        cont = self._continuous
-        config[self._q_index[~cont]] = q[~cont]
-        config[self._q_index[cont]] = np.cos(q[cont])
-        config[self._q_index[cont] + 1] = np.sin(q[cont])
-        return config
-
-    def _velocity(self, dq: np.ndarray, base_twist: np.ndarray | None) -> np.ndarray:
-        v = np.zeros(self.model.nv)
-        v[self._v_index] = dq
-        if self._free_flyer and base_twist is not None:
-            v[:6] = base_twist
-        return v
+        return self._kinematics.configuration(q)
 
     def base_motion_from_imu(
         self,
@@ -470,46 +333,30 @@ class WholeBodyModel:
         orientation is not needed (gravity is in the specific force)."""
         if self.imu_frame is None:
             raise ConfigError("base_motion_from_imu needs imu_frame")
-        model, data = self.model, self._data
-        fid = frame_id(model, self.imu_frame)
-        local = pin.ReferenceFrame.LOCAL
-        n = q.shape[0]
-        omega_b, alpha_b, acc_b = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
-        for i in range(n):
-            config = self.configuration(q[i])
-            a = self._velocity(ddq[i], None)
-            pin.forwardKinematics(model, data, config, self._velocity(dq[i], None), a)
-            placement = pin.updateFramePlacement(model, data, fid)
-            rot, pos = placement.rotation, placement.translation  # base <- IMU
-            w_rel = pin.getFrameVelocity(model, data, fid, local).angular
-            w_base = rot @ (angular_velocity[i] - w_rel)
-            twist = np.concatenate([np.zeros(3), w_base]) if self._free_flyer else None
-            pin.forwardKinematics(model, data, config, self._velocity(dq[i], twist), a)
-            c_lin = pin.getFrameClassicalAcceleration(model, data, fid, local).linear
-            c_ang = pin.getFrameAcceleration(model, data, fid, local).angular
-            alpha = rot @ (angular_acceleration[i] - c_ang)
-            omega_b[i], alpha_b[i] = w_base, alpha
-            acc_b[i] = rot @ (specific_force[i] - c_lin) - np.cross(alpha, pos)
-        return BaseMotion(omega_b, alpha_b, acc_b)
+        return self._kinematics.base_motion_from_imu(
+            self.imu_frame, q, dq, ddq, angular_velocity, specific_force, angular_acceleration
+        )
 
     def fixed_base_motion(
         self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tilt: Sequence[float] | None = None
     ) -> BaseMotion:
-        """Motion of a ``fixed`` base with joints (N, n): its fixed frame still, tilted by
-        ``tilt`` (roll, pitch; rad; default :attr:`fixed_tilt`), its proper acceleration
-        ``a_g = g`` :func:`up_from_tilt` in its frame. On a stand the base is at rest; rooted at a
-        frame, the base moves with the joints between the frame and the root: its twist and
-        acceleration from the frame's Jacobian and its drift (``v_F = 0``, ``a_F = [a_g, 0]``),
-        with the model's free-flyer root."""
+        """Motion of a ``fixed`` base with joints (N, n): its fixed frame still, tilted by ``tilt``
+        (roll, pitch; rad; default :attr:`fixed_tilt`), its proper acceleration ``a_g = g``
+        :func:`~inertia_id_ros.core.base_motion.up_from_tilt` in its frame. On a stand the base is
+        at rest; rooted at a frame, the base moves with the joints between the frame and the root:
+        its twist and acceleration from the frame's Jacobian and its drift (``v_F = 0``, ``a_F =
+        [a_g, 0]``), with the model's free-flyer root."""
         n = q.shape[0]
         if self.base != "fixed":
             raise ConfigError(f"fixed_base_motion needs a fixed base, not {self.base!r}")
         up = up_from_tilt(self.fixed_tilt if tilt is None else tilt)
         proper = np.broadcast_to(STANDARD_GRAVITY * up, (n, 3))
         zeros = np.zeros((n, 3))
-        if not self._free_flyer:
+        if self.fixed_frame is None:  # on a stand: the root fixed, the base at rest
             return BaseMotion(zeros, zeros.copy(), proper.copy())
-        twist, acceleration, rotation = self._rooted_base_motion(q, dq, ddq)
+        twist, acceleration, rotation = self._kinematics.rooted_base_motion(
+            self.fixed_frame, q, dq, ddq
+        )
         omega = twist[:, 3:]
         linear = (
             acceleration[:, :3]
@@ -521,107 +368,18 @@ class WholeBodyModel:
     def fixed_frame_acceleration_from_imu(
         self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, specific_force: np.ndarray
     ) -> np.ndarray:
-        """(N, 3) proper acceleration (m/s², gravity reversed) of a ``fixed`` base's fixed frame
-        in that frame, from the ``specific_force`` (N, 3) of the IMU at :attr:`imu_frame` (its
-        frame) with joints (N, n): the IMU's motion relative to the still frame (from the joints)
-        removed. The direction of its mean is the frame's tilt (:func:`tilt_from_up`; the gyro is
-        not needed)."""
+        """(N, 3) proper acceleration (m/s², gravity reversed) of a ``fixed`` base's fixed frame in
+        that frame, from the ``specific_force`` (N, 3) of the IMU at :attr:`imu_frame` (its frame)
+        with joints (N, n): the IMU's motion relative to the still frame (from the joints) removed.
+        The direction of its mean is the frame's tilt
+        (:func:`~inertia_id_ros.core.base_motion.tilt_from_up`; the gyro is not needed)."""
         if self.imu_frame is None or self.base != "fixed":
             raise ConfigError(
                 "fixed_frame_acceleration_from_imu needs a fixed base and an imu_frame"
             )
-        model, data = self.model, self._data
-        fid = frame_id(model, self.imu_frame)
-        local = pin.ReferenceFrame.LOCAL
-        n = q.shape[0]
-        if self._free_flyer:
-            twist, acceleration, rotation = self._rooted_base_motion(q, dq, ddq)
-        else:
-            twist, acceleration = np.zeros((n, 6)), np.zeros((n, 6))
-            rotation = np.broadcast_to(np.eye(3), (n, 3, 3))
-        out = np.empty((n, 3))
-        for i in range(n):
-            velocity, accel = self._velocity(dq[i], twist[i]), self._velocity(ddq[i], None)
-            if self._free_flyer:
-                accel[:6] = acceleration[i]
-            pin.forwardKinematics(model, data, self.configuration(q[i]), velocity, accel)
-            imu_rotation = pin.updateFramePlacement(model, data, fid).rotation  # base <- IMU
-            c_lin = pin.getFrameClassicalAcceleration(model, data, fid, local).linear
-            out[i] = rotation[i].T @ imu_rotation @ (specific_force[i] - c_lin)
-        return out
-
-    def _rooted_base_motion(
-        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Base twist (N, 6) and spatial acceleration (N, 6) (base frame, LOCAL) that keep the
-        fixed frame still without gravity, and the fixed frame's rotation in the base frame
-        (N, 3, 3), from the joints (N, n) (the free-flyer model)."""
-        model, data = self.model, self._data
-        fid = frame_id(model, self.fixed_frame)
-        local = pin.ReferenceFrame.LOCAL
-        n = q.shape[0]
-        twist, acceleration = np.empty((n, 6)), np.empty((n, 6))
-        rotation = np.empty((n, 3, 3))
-        for i in range(n):
-            config = self.configuration(q[i])
-            pin.computeJointJacobians(model, data, config)
-            placement = pin.updateFramePlacement(model, data, fid)  # base <- frame
-            jacobian = pin.getFrameJacobian(model, data, fid, local)[:, self._v_index]
-            to_base = placement.action  # X_{B<-F}; the free flyer's columns are X_{F<-B}
-            twist[i] = -to_base @ (jacobian @ dq[i])
-            pin.forwardKinematics(
-                model, data, config, self._velocity(dq[i], twist[i]), self._velocity(ddq[i], None)
-            )
-            acceleration[i] = -to_base @ pin.getFrameAcceleration(model, data, fid, local).vector
-            rotation[i] = placement.rotation
-        return twist, acceleration, rotation
-
-    def _link_kinematics(self, samples: WholeBodySamples) -> tuple[np.ndarray, ...]:
-        """Per sample and link: twist ``v`` and proper acceleration ``a_g`` (N, L, 6) in the link
-        frame; link placement in the base frame ``R`` (N, L, 3, 3), ``p`` (N, L, 3); the same
-        placements of the joints (N, njoints, 3, 3), (N, njoints, 3).
-
-        The forward recursion of pinocchio's ``forwardKinematics`` (LOCAL frames), vectorised
-        over the samples: ``v_j = X_j v_parent + S_j dq_j``, ``a_j = X_j a_parent + S_j ddq_j +
-        v_j × S_j dq_j``; the root moves with the base motion (a fixed root: ``[a_g, 0]``)."""
-        model = self.model
-        n, nj = len(samples), model.njoints
-        V, A = np.zeros((n, nj, 6)), np.zeros((n, nj, 6))
-        R = np.zeros((n, nj, 3, 3))
-        P = np.zeros((n, nj, 3))
-        R[:, 0] = np.eye(3)
-        base = samples.base
-        if self._free_flyer:
-            R[:, 1] = np.eye(3)
-            V[:, 1, 3:] = base.angular_velocity
-            A[:, 1, :3] = base.proper_acceleration
-            A[:, 1, 3:] = base.angular_acceleration
-        else:
-            A[:, 0, :3] = base.proper_acceleration
-        for k, j in enumerate(self._joint_ids):
-            parent = model.parents[j]
-            placement = model.jointPlacements[j]
-            axis = self._axes[k]
-            q, dq, ddq = samples.q[:, k], samples.dq[:, k], samples.ddq[:, k]
-            # M_j = placement * exp(S q): rotation about axis[3:], translation along axis[:3]
-            rot = placement.rotation @ _axis_rotations(axis[3:], q)
-            pos = placement.translation + (placement.rotation @ axis[:3]) * q[:, None]
-            rt = np.swapaxes(rot, 1, 2)
-            vp, ap = V[:, parent], A[:, parent]
-            v = _motion_inverse_action(rt, pos, vp)
-            a = _motion_inverse_action(rt, pos, ap)
-            joint_velocity = axis * dq[:, None]
-            v += joint_velocity
-            a += axis * ddq[:, None] + _motion_cross(v, joint_velocity)
-            V[:, j], A[:, j] = v, a
-            R[:, j] = R[:, parent] @ rot
-            P[:, j] = P[:, parent] + (R[:, parent] @ pos[..., None])[..., 0]
-        lj = self._link_joint
-        v_link = np.einsum("lab,nlb->nla", self._link_motion, V[:, lj])
-        a_link = np.einsum("lab,nlb->nla", self._link_motion, A[:, lj])
-        r_link = R[:, lj] @ self._link_rot
-        p_link = P[:, lj] + np.einsum("nlab,lb->nla", R[:, lj], self._link_pos)
-        return v_link, a_link, r_link, p_link, R, P
+        return self._kinematics.fixed_frame_acceleration_from_imu(
+            self.imu_frame, self.fixed_frame, q, dq, ddq, specific_force
+        )
 
     # ---- rows --------------------------------------------------------------------------------
 
@@ -644,15 +402,14 @@ class WholeBodyModel:
         if samples.efforts is not None and samples.efforts.shape != (n, nj):
             raise DataError(f"efforts must have shape ({n}, {nj}), got {samples.efforts.shape}")
 
-    def _groups(
-        self, with_efforts: bool
-    ) -> list[tuple[str, int | None, np.ndarray, list[int], float]]:
+    def _groups(self, with_efforts: bool) -> list[tuple[str, int, np.ndarray, list[int], float]]:
         """Row groups in channel order: ``(kind, index, link mask, contacts, sign)`` with kind
-        ``base``, ``sensor`` (index: sensor), ``joint`` (index: position in joint_names), the
-        links and contacts of the side it balances and its sign (:meth:`_measured_side`)."""
-        groups: list[tuple[str, int | None, np.ndarray, list[int], float]] = []
+        ``base`` (index -1), ``sensor`` (index: sensor), ``joint`` (index: position in
+        joint_names), the links and contacts of the side it balances and its sign
+        (:meth:`_measured_side`)."""
+        groups: list[tuple[str, int, np.ndarray, list[int], float]] = []
         if self._base_rows:
-            groups.append(("base", None, np.ones(len(self.links), dtype=bool), self._contact, 1.0))
+            groups.append(("base", -1, np.ones(len(self.links), dtype=bool), self._contact, 1.0))
         groups += [("sensor", k, *self._sensor_sides[k]) for k in self._internal]
         if with_efforts:
             groups += [("joint", k, *self._joint_sides[k]) for k in range(len(self.joint_names))]
@@ -713,27 +470,32 @@ class WholeBodyModel:
         """Per group of :meth:`row_groups`: ``Y_g`` (N, channels, columns) and ``b_g`` (N,
         channels), the rows restricted to the columns they touch (see :meth:`rows`)."""
         self.check_samples(samples)
-        if with_efforts and samples.efforts is None:
+        efforts = samples.efforts
+        if with_efforts and efforts is None:
             raise DataError("with_efforts needs samples.efforts")
         n = len(samples)
-        v, a, rot, pos, joint_rot, joint_pos = self._link_kinematics(samples)
+        v, a, rot, pos, joint_rot, joint_pos = self._kinematics.link_kinematics(
+            samples.q, samples.dq, samples.ddq, samples.base
+        )
         L = len(self.links)
         Yl = body_regressor_batch(v.reshape(-1, 6), a.reshape(-1, 6)).reshape(n, L, 6, 10)
-        Z = _dual_action(rot, pos, Yl)  # (n, L, 6, 10): link wrenches in the base frame
+        Z = dual_action(rot, pos, Yl)  # (n, L, 6, 10): link wrenches in the base frame
         known = np.flatnonzero(~self._identified)
         Zk = np.einsum("nlab,lb->nla", Z[:, known], self.link_prior[known])  # (n, Lk, 6)
         column = {
             link: N_BODY_PARAMS * u for u, link in enumerate(np.flatnonzero(self._identified))
         }
-        sensor_rot, sensor_pos = self._frame_placements(joint_rot, joint_pos, self._sensor_frames)
+        sensor_rot, sensor_pos = self._kinematics.frame_placements(
+            joint_rot, joint_pos, self._sensor_frames
+        )
         W = samples.wrenches * self._wrench_signs  # (n, S, 6), this package's convention
-        Xc = _dual_matrix(sensor_rot, sensor_pos)  # X*_{B<-c} (n, S, 6, 6)
+        Xc = dual_matrix(sensor_rot, sensor_pos)  # X*_{B<-c} (n, S, 6, 6)
         Wc_base = (Xc @ W[..., None])[..., 0]
         offsets = self._offset_columns()
-        inverse = _dual_matrix_inverse(sensor_rot, sensor_pos)  # X*_{s<-B}
+        inverse = dual_matrix_inverse(sensor_rot, sensor_pos)  # X*_{s<-B}
         if with_efforts:
-            joint_inverse = _dual_matrix_inverse(
-                joint_rot[:, self._joint_ids], joint_pos[:, self._joint_ids]
+            joint_inverse = dual_matrix_inverse(
+                joint_rot[:, self._kinematics.joint_ids], joint_pos[:, self._kinematics.joint_ids]
             )
         result = []
         for (kind, k, mask, contacts, sign), (_, cols) in zip(
@@ -745,7 +507,7 @@ class WholeBodyModel:
             elif kind == "sensor":
                 T = sign * inverse[:, k]
             else:  # (n, 1, 6): ±Sᵀ X*_{j<-B}
-                T = sign * (self._axes[k] @ joint_inverse[:, k])[:, None, :]
+                T = sign * (self._kinematics.axes[k] @ joint_inverse[:, k])[:, None, :]
             size = 6 if T is None else T.shape[1]
             out = np.zeros((n, size, cols.size))
             links = np.flatnonzero(mask & self._identified)
@@ -767,111 +529,7 @@ class WholeBodyModel:
                 if k in offsets:
                     start = int(np.searchsorted(cols, offsets[k]))
                     out[:, :, start : start + 6] += np.eye(6)
-            elif kind == "joint":  # tau_j = S_jᵀ X*_{j<-B} (...)
-                right = right + samples.efforts[:, k : k + 1]
+            elif kind == "joint" and efforts is not None:  # tau_j = S_jᵀ X*_{j<-B} (...)
+                right = right + efforts[:, k : k + 1]
             result.append((out, right))
         return result
-
-    def _frame_placements(
-        self, joint_rot: np.ndarray, joint_pos: np.ndarray, frames: Sequence[int]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Placements of ``frames`` in the base frame per sample, ``R`` (N, F, 3, 3) and ``p``
-        (N, F, 3), from the joints' (N, njoints, 3, 3), (N, njoints, 3)."""
-        parents = [self.model.frames[f].parentJoint for f in frames]
-        rot = np.array([self.model.frames[f].placement.rotation for f in frames]).reshape(-1, 3, 3)
-        pos = np.array([self.model.frames[f].placement.translation for f in frames]).reshape(-1, 3)
-        R = joint_rot[:, parents] @ rot
-        P = joint_pos[:, parents] + np.einsum("nfab,fb->nfa", joint_rot[:, parents], pos)
-        return R, P
-
-
-def _axis_rotations(axis: np.ndarray, angles: np.ndarray) -> np.ndarray:
-    """(N, 3, 3) rotations by ``angles`` (N,) about the unit ``axis`` (3,) (identity for a zero
-    axis: a prismatic joint), Rodrigues' formula."""
-    norm = np.linalg.norm(axis)
-    if norm == 0.0:
-        return np.broadcast_to(np.eye(3), (angles.size, 3, 3))
-    k = _cross_matrices((axis / norm)[None])[0]
-    s, c = np.sin(angles)[:, None, None], np.cos(angles)[:, None, None]
-    return np.eye(3) + s * k + (1.0 - c) * (k @ k)
-
-
-def _motion_inverse_action(rt: np.ndarray, pos: np.ndarray, motion: np.ndarray) -> np.ndarray:
-    """(N, 6) motion vectors of the parent frame expressed in the child frame ``(R, p)``
-    (``rt`` = Rᵀ (N, 3, 3), ``p`` (N, 3)): ``[Rᵀ (v + ω × p), Rᵀ ω]``."""
-    lin = motion[:, :3] + np.cross(motion[:, 3:], pos)
-    return np.concatenate(
-        [(rt @ lin[..., None])[..., 0], (rt @ motion[:, 3:, None])[..., 0]], axis=1
-    )
-
-
-def _motion_cross(v: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """(N, 6) ``v × u`` of motion vectors ``[linear, angular]``."""
-    return np.concatenate(
-        [np.cross(v[:, 3:], u[:, :3]) + np.cross(v[:, :3], u[:, 3:]), np.cross(v[:, 3:], u[:, 3:])],
-        axis=1,
-    )
-
-
-def _dual_matrix(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """(..., 6, 6) ``X*`` mapping a wrench in a frame to the base frame: ``[[R, 0], [p̂ R, R]]``."""
-    out = np.zeros(rot.shape[:-2] + (6, 6))
-    out[..., :3, :3] = rot
-    out[..., 3:, 3:] = rot
-    out[..., 3:, :3] = _cross_matrices(pos) @ rot
-    return out
-
-
-def _dual_matrix_inverse(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """(..., 6, 6) inverse of :func:`_dual_matrix`: base frame -> the frame."""
-    rt = np.swapaxes(rot, -1, -2)
-    out = np.zeros(rot.shape[:-2] + (6, 6))
-    out[..., :3, :3] = rt
-    out[..., 3:, 3:] = rt
-    out[..., 3:, :3] = -rt @ _cross_matrices(pos)
-    return out
-
-
-def _dual_action(rot: np.ndarray, pos: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """``X* @ Y`` for (N, L, 6, k) ``Y`` without forming ``X*``."""
-    top = rot @ Y[..., :3, :]
-    bottom = _cross_matrices(pos) @ top + rot @ Y[..., 3:, :]
-    return np.concatenate([top, bottom], axis=-2)
-
-
-def _urdf_links(model: pin.Model) -> list[_Link]:
-    """URDF links with mass: their BODY frame, parent joint, placement and own θ (link frame)."""
-    frames = model.frames
-    fixed_by_joint: dict[int, list[int]] = {}
-    for k, f in enumerate(frames):
-        if f.type == pin.FrameType.FIXED_JOINT:
-            fixed_by_joint.setdefault(f.parentJoint, []).append(k)
-    links = []
-    for k, f in enumerate(frames):
-        if f.type != pin.FrameType.BODY:
-            continue
-        parent = frames[f.parentFrame]
-        if parent.type == pin.FrameType.FIXED_JOINT:
-            inertia = parent.inertia  # the merged child link's own inertia, in the joint's frame
-            in_link = f.placement.inverse() * parent.placement
-        else:  # the joint's own link: the joint inertia minus the merged fixed children
-            theta = np.array(model.inertias[f.parentJoint].toDynamicParameters())
-            for c in fixed_by_joint.get(f.parentJoint, []):
-                theta -= frames[c].placement.act(frames[c].inertia).toDynamicParameters()
-            inertia = pin.Inertia.FromDynamicParameters(theta)
-            in_link = f.placement.inverse()
-        theta = np.array(in_link.act(inertia).toDynamicParameters())
-        if theta[0] > 1e-12:
-            links.append(_Link(f.name, k, f.parentJoint, f.placement.copy(), theta))
-    return links
-
-
-def gyro_derivative(
-    t: np.ndarray, angular_velocity: np.ndarray, half_width: float = DEFAULT_GYRO_HALF_WIDTH
-) -> np.ndarray:
-    """(N, 3) angular acceleration (IMU frame, rad/s²) by a local quadratic fit of the gyro
-    ``angular_velocity`` (N, 3) at stamps ``t`` (N,) (s). In the body frame, the derivative of the
-    body angular velocity is the angular acceleration."""
-    return local_polynomial_derivatives(
-        t, angular_velocity, t, half_width, order=2, n_derivatives=1
-    )[:, 1]

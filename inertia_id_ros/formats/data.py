@@ -34,6 +34,7 @@ must name the same joints (in any order but the same in each message).
 from __future__ import annotations
 
 import csv
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -393,8 +394,14 @@ def write_joint_file(
     arrays = {kind: getattr(states, kind) for kind in JOINT_COLUMN_KINDS}
     arrays = {kind: np.asarray(a, dtype=float) for kind, a in arrays.items() if a is not None}
     if path.suffix.lower() == ".npz":
-        extra = {} if wrench is None else {"wrench": wrench, "wrench_frame": np.array(wrench_frame)}
-        np.savez(path, t=states.t, joint_names=np.array(states.joint_names), **arrays, **extra)
+        content: dict[str, np.ndarray] = {
+            "t": states.t,
+            "joint_names": np.array(states.joint_names),
+        }
+        content |= arrays
+        if wrench is not None:
+            content |= {"wrench": np.asarray(wrench), "wrench_frame": np.array(wrench_frame)}
+        np.savez(path, **content)  # type: ignore[arg-type]  # a key could be allow_pickle
         return
     if path.suffix.lower() != ".csv":
         raise DataError(f"{path}: write .npz or .csv")
@@ -409,6 +416,43 @@ def write_joint_file(
     lines.append(",".join(names))
     lines += [",".join(repr(float(v)) for v in row) for row in np.column_stack(columns)]
     path.write_text("\n".join(lines) + "\n")
+
+
+def canonical_description(
+    path: str | Path,
+    description_dir: str | Path,
+    joint_names: Sequence[str],
+    kinds: Sequence[str],
+    wrench_frame: str = "",
+) -> dict[str, Any]:
+    """The input description (docs/how-to/real-logs.md; the content of its YAML file in
+    ``description_dir``) of the NPZ or CSV file ``path`` of this layout, or of a bag (its
+    default topics), with the joint signals ``kinds`` (of :data:`JOINT_COLUMN_KINDS`) of
+    ``joint_names`` and, with a ``wrench_frame``, its F/T sensor's wrenches (taken as
+    recorded)."""
+    path = Path(path)
+    file = os.path.relpath(path, description_dir)
+    signals = {"q": "position", "dq": "velocity", "ddq": "acceleration", "effort": "effort"}
+    is_bag = path.suffix.lower() not in (".npz", ".csv")
+    joints: dict[str, Any] = {"stream": "log", "names": list(joint_names)}
+    for kind in kinds:  # a file of this layout is read by its keys, a CSV file's too
+        where = {} if is_bag else {"key": kind}
+        joints[signals[kind]] = {**where, "unit": "N·m" if kind == "effort" else "rad"}
+    streams: dict[str, Any] = (
+        {"log": {"file": file, "topic": DEFAULT_JOINT_STATES_TOPIC}}
+        if is_bag
+        else {"log": {"file": file, "time": "t", "time_unit": "s"}}
+    )
+    description: dict[str, Any] = {"streams": streams, "joints": joints}
+    if wrench_frame:
+        sensor: dict[str, Any] = {"frame": wrench_frame, "stream": "log", "sign": "keep"}
+        if is_bag:
+            streams["ft"] = {"file": file, "topic": DEFAULT_WRENCH_TOPIC}
+            sensor["stream"] = "ft"
+        else:
+            sensor["key"] = "wrench"
+        description["ft_sensors"] = [sensor]
+    return description
 
 
 # ---- ROS 2 bags ----------------------------------------------------------------------------

@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.chain.friction import DRIVE_TERMS, DriveParameters, JointDrive
-from inertia_id_ros.chain.identify import with_gravity
-from inertia_id_ros.chain.links import LinkModel
+from inertia_id_ros.chain.links import LinkModel, with_gravity
 from inertia_id_ros.errors import ConfigError
 from inertia_id_ros.formats.export import body_json, read_result
 

@@ -34,15 +34,13 @@ from typing import Any
 import numpy as np
 
 from inertia_id_ros.chain.whole_body_fit import WholeBodyFit, noise_groups
+from inertia_id_ros.core.base_motion import BaseMotion, gyro_derivative, tilt_from_up
 from inertia_id_ros.core.filtering import joint_states_at
 from inertia_id_ros.core.whole_body_model import (
     SENSOR_KINDS,
-    BaseMotion,
     FTSensor,
     WholeBodyModel,
     WholeBodySamples,
-    gyro_derivative,
-    tilt_from_up,
 )
 from inertia_id_ros.errors import ConfigError, DataError, FrameNotFound
 from inertia_id_ros.formats.data import (
@@ -422,7 +420,7 @@ def imu_fixed_tilt(
     """(2,) the fixed frame's (roll, pitch) (rad) the IMU of ``recording`` measures, the mean
     over the samples of its specific force with the joints' motion removed
     (:meth:`~WholeBodyModel.fixed_frame_acceleration_from_imu`): to check the given
-    ``fixed_tilt`` (:data:`~inertia_id_ros.core.whole_body_model.TILT_CHECK_TOLERANCE`). Needs a
+    ``fixed_tilt`` (:data:`~inertia_id_ros.core.base_motion.TILT_CHECK_TOLERANCE`). Needs a
     fixed base and IMU data (:class:`DataError`)."""
     if model.base != "fixed" or not recording.imu or model.imu_frame is None:
         raise DataError(f"{recording.source}: the IMU's tilt needs a fixed base and IMU data")

@@ -19,14 +19,14 @@ from inertia_id_ros.errors import (
 from inertia_id_ros.findings import Finding, refused
 from inertia_id_ros.jobs.base import (
     JobResult,
-    body_lines,
     carrying,
     check_bounding_ellipsoid,
-    dropped_text,
     findings_document,
     load_urdf,
     payload_volume_of,
 )
+from inertia_id_ros.modes.payload import PayloadMode
+from inertia_id_ros.offline.summary import body_lines, dropped_text
 from inertia_id_ros.options import DEFAULT_HALF_WIDTH, PAYLOAD_DEFAULT_WEIGHTING
 
 if TYPE_CHECKING:
@@ -321,6 +321,7 @@ def _document(
     findings, ratios = payload_fit_findings(sensor_frame, Y, f, estimate, with_offset, volume)
     bp = payload_base_parameters(Y, with_offset)
     document = {
+        "mode": PayloadMode.name,
         "method": estimate.method,
         "bodies": [body_json("payload", sensor_frame, estimate.theta)],
         "sensor_offset": estimate.sensor_offset.tolist(),

@@ -17,8 +17,9 @@ from inertia_id_ros.jobs.base import (
     carrying,
     findings_document,
     load_urdf,
-    whole_body_table,
 )
+from inertia_id_ros.modes.whole_body import WholeBodyMode
+from inertia_id_ros.offline.summary import whole_body_table
 from inertia_id_ros.options import (
     DEFAULT_IMU_TILT,
     DEFAULT_IMU_TOPIC,
@@ -28,7 +29,7 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
-    from inertia_id_ros.chain.whole_body_fit import WholeBodyFit as LinksFit
+    from inertia_id_ros.chain import whole_body_fit
     from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
     from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.formats.whole_body_log import WholeBodyRecording
@@ -79,7 +80,7 @@ class FitWholeBodyOptions:
 
 
 @dataclass(frozen=True)
-class WholeBodyFit(JobResult["LinksFit"]):
+class WholeBodyFit(JobResult["whole_body_fit.WholeBodyFit"]):
     """A whole-body fit: ``estimate`` the links' and sensor offsets' fit
     (:class:`~inertia_id_ros.chain.whole_body_fit.WholeBodyFit`), of ``model`` (the links,
     sensors and base fitted); ``holdout`` per row group the force and torque RMS errors on the
@@ -282,11 +283,11 @@ def _tilt(
 ) -> tuple[str | None, list[Finding]]:
     """A fixed base's line: its frame and tilt as used, with IMU data the IMU's mean tilt beside
     it; and a warning when ``imu_tilt`` ``check`` finds them further apart than
-    :data:`~inertia_id_ros.core.whole_body_model.TILT_CHECK_TOLERANCE`. ``(None, [])`` for
+    :data:`~inertia_id_ros.core.base_motion.TILT_CHECK_TOLERANCE`. ``(None, [])`` for
     another base."""
     import numpy as np
 
-    from inertia_id_ros.core.whole_body_model import TILT_CHECK_TOLERANCE, tilt_difference
+    from inertia_id_ros.core.base_motion import TILT_CHECK_TOLERANCE, tilt_difference
     from inertia_id_ros.formats.whole_body_log import imu_fixed_tilt
 
     if model.base != "fixed":
@@ -327,7 +328,7 @@ def _fit(
     holdout: float | None,
     efforts: bool,
     ellipsoids: list[Any] | None,
-) -> tuple[LinksFit, dict[str, dict[str, Any]] | None]:
+) -> tuple[whole_body_fit.WholeBodyFit, dict[str, dict[str, Any]] | None]:
     """``(fit, held-out errors)``: the fit on all ``samples``, or on the first 1 - ``holdout``
     with the errors predicting the rest (``None`` without). A failed solve raises
     :class:`EstimateUnavailable`."""
@@ -364,7 +365,7 @@ def _fit(
 def _document(
     model: WholeBodyModel,
     samples: WholeBodySamples,
-    fit: LinksFit,
+    fit: whole_body_fit.WholeBodyFit,
     efforts: bool,
     volumes: dict[str, Volume],
     options: FitWholeBodyOptions,
@@ -382,7 +383,10 @@ def _document(
         whole_body_residual_findings,
     )
 
-    document = whole_body_json(model, fit, options.method, fit.solve_time, efforts)
+    document = {
+        "mode": WholeBodyMode.name,
+        **whole_body_json(model, fit, options.method, fit.solve_time, efforts),
+    }
     if held_out is not None:
         document["holdout"] = held_out
     findings, gains = whole_body_gain_findings(model, samples, efforts)
@@ -406,7 +410,7 @@ def _document(
 
 def _summary(
     model: WholeBodyModel,
-    fit: LinksFit,
+    fit: whole_body_fit.WholeBodyFit,
     document: dict[str, Any],
     source: str,
     options: FitWholeBodyOptions,

@@ -1,6 +1,10 @@
 """The validate job: a result's prediction errors on held-out data, against the URDF's, the URDF's
 with fitted offsets and plain least squares' (:mod:`inertia_id_ros.offline.validation`); and the
-held-out check a fit job runs on its own fresh result (:func:`validate_fit`)."""
+held-out check a fit job runs on its own fresh result (:func:`validate_fit`).
+
+A result is its mode's (:func:`~inertia_id_ros.modes.result_mode`: the mode its ``"mode"`` names,
+else the one that recognises an older file), and its mode predicts the held-out data
+(:meth:`~inertia_id_ros.modes.Mode.evaluate`): this module names no mode."""
 
 from __future__ import annotations
 
@@ -38,16 +42,19 @@ def validate(
     urdf: str | None = None,
     train: DataSource | None = None,
 ) -> Validation:
-    """The errors of ``result`` (a result JSON's content) on ``held_out``, with OLS refitted on
-    ``train`` when given (``urdf``: the robot's URDF file, for results that need it)."""
+    """The errors of ``result`` (a result JSON's content) on ``held_out`` as its mode predicts
+    them, with OLS refitted on ``train`` when given (``urdf``: the robot's URDF file, for results
+    that need it)."""
+    from inertia_id_ros.modes import result_mode
     from inertia_id_ros.offline.validation import (
         format_errors,
         model_error,
-        predictions_of,
+        ordered,
         validation_json,
     )
 
-    predictions = predictions_of(result, held_out, urdf, train)
+    mode = result_mode(result)
+    predictions = ordered(mode.evaluate(result, held_out, urdf, train))
     errors = {name: model_error(p) for name, p in predictions.items()}
     return Validation(
         errors,

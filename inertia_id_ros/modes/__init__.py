@@ -4,13 +4,16 @@ mode). Importing this package loads neither numpy nor rclpy: the command line re
 ``--help``."""
 
 from inertia_id_ros.modes.base import (
+    ExampleLog,
     ExcitationTarget,
     Mode,
     NodeSettings,
     ParameterSpec,
+    default,
     get,
     modes,
     register,
+    result_mode,
 )
 from inertia_id_ros.modes.links import LinksMode
 from inertia_id_ros.modes.payload import PayloadMode
@@ -22,4 +25,15 @@ register(LinksMode())
 register(WholeBodyMode())
 register(PayloadTorquesMode())
 
-__all__ = ["ExcitationTarget", "Mode", "NodeSettings", "ParameterSpec", "get", "modes", "register"]
+__all__ = [
+    "ExampleLog",
+    "ExcitationTarget",
+    "Mode",
+    "NodeSettings",
+    "ParameterSpec",
+    "default",
+    "get",
+    "modes",
+    "register",
+    "result_mode",
+]

@@ -2,7 +2,7 @@
 
 A mode is what the node identifies (``payload``, ``links``, ``whole_body``, ...): one module
 holding a :class:`Mode` and one :func:`register` line in :mod:`inertia_id_ros.modes`. The
-node's parameter layer (:mod:`inertia_id_ros.ros.parameters`), the node, ``inertia-id replay``
+node's parameter layer (:mod:`inertia_id_ros.modes.parameters`), the node, ``inertia-id replay``
 and the command line ask the registry (:func:`get`, :func:`modes`) for the mode's parts; none of
 them switches on a mode's name. A mode outside the package is named ``package.module:Attr``
 (the node's ``mode`` parameter; ``Attr`` a :class:`Mode` subclass or instance), imported and
@@ -19,16 +19,24 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from inertia_id_ros.errors import ConfigError, StartupError
+from inertia_id_ros.errors import ConfigError, InputError, StartupError
 from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS, METHOD_NAMES
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from inertia_id_ros.motion.run import RunConfig
     from inertia_id_ros.offline.plausibility import Volume
-    from inertia_id_ros.offline.replay import ReplayLog
+    from inertia_id_ros.offline.replay import ReplayLog, ReplayReport, ReplayUpdates
+    from inertia_id_ros.offline.validation import DataSource, Prediction
     from inertia_id_ros.online.session import Session
+
+SessionT = TypeVar("SessionT", bound="Session[Any, Any]")
+"""The session type of a mode (:meth:`Mode.build_session`)."""
+ReplayT = TypeVar("ReplayT", bound="ReplayUpdates[Any]")
+"""The replay type of a mode (:meth:`Mode.replay`)."""
 
 MAX_WINDOW_MEMORY_BYTES = 2 * 1024**3
 """Largest memory the window may take (window_sec x max_input_rate_hz samples, preallocated
@@ -51,7 +59,7 @@ class ParameterSpec:
 @dataclass(frozen=True)
 class NodeSettings:
     """The node's validated parameters (SI units; see the parameter table,
-    :data:`inertia_id_ros.ros.parameters.PARAMETERS`): the ones every mode has, and in
+    :data:`inertia_id_ros.modes.parameters.PARAMETERS`): the ones every mode has, and in
     ``mode_settings`` the mode's own (its :meth:`Mode.read_settings`)."""
 
     mode: str
@@ -97,9 +105,20 @@ class ExcitationTarget:
     sensor_frame: str | None = None
 
 
-class Mode(abc.ABC):
+@dataclass(frozen=True)
+class ExampleLog:
+    """A short simulated log of a mode's example (:meth:`Mode.example_log`): ``replay`` what
+    ``inertia-id replay`` reads (a bag), ``data`` the same recording as ``inertia-id validate``
+    reads held-out data (a bag, or an NPZ/CSV file of the package's layout)."""
+
+    replay: str
+    data: str
+
+
+class Mode(abc.ABC, Generic[SessionT, ReplayT]):
     """One mode of the node: its parameters, settings, session, ROS wiring, command line,
-    replay and excitation target.
+    replay and its report, results and their evaluation, excitation target and example; generic
+    in the type of its session (``SessionT``) and of its replay (``ReplayT``).
 
     Class attributes:
 
@@ -114,7 +133,14 @@ class Mode(abc.ABC):
       takes ``(node, session, settings, sensor_qos)`` (see
       :class:`inertia_id_ros.ros.wiring.base.ModeWiring`);
     - ``commands``: its ``inertia-id`` subcommand modules (``add_parser``, ``run``);
-      ``replay_options``: the options of ``inertia-id replay`` that apply to its replays.
+      ``replay_options``: the options of ``inertia-id replay`` that apply to its replays;
+    - ``example``: its example parameter file, relative to the repository (``config/...``),
+      which :meth:`example_log`'s simulated logs replay.
+
+    Its results (result JSON files) say whose they are: ``"mode"``, its name (a mode from
+    outside the package: its ``package.module:Attr``, so that ``inertia-id validate`` finds it in
+    a process that has not imported it); :meth:`recognises` tells its older files, without
+    ``"mode"``; :meth:`evaluate` predicts held-out data with one.
 
     Its session takes bounding ellipsoids of its bodies when the node's ``bounding_ellipsoid``
     is set (Wensing et al. 2017); a mode that cannot refuses it in :meth:`check_settings`.
@@ -129,6 +155,7 @@ class Mode(abc.ABC):
     wiring: str
     commands: tuple[str, ...] = ()
     replay_options: tuple[str, ...] = ()
+    example: str = ""
 
     @abc.abstractmethod
     def read_settings(self, values: Mapping[str, Any]) -> Any:
@@ -142,7 +169,7 @@ class Mode(abc.ABC):
         URDF (that is :meth:`build_session`'s)."""
 
     @abc.abstractmethod
-    def build_session(self, settings: NodeSettings) -> Session:
+    def build_session(self, settings: NodeSettings) -> SessionT:
         """The mode's online session for ``settings``; :class:`StartupError` naming the
         parameter at fault (an unreadable URDF, a frame or joint not in it, ...)."""
 
@@ -164,6 +191,12 @@ class Mode(abc.ABC):
         (:func:`check_window_memory`; a mode whose window keeps no rows overrides this)."""
         check_window_memory(window_sec, max_input_rate_hz, window_shape)
 
+    def check_session_method(self, session: SessionT, method: str) -> None:
+        """Raise ValueError, saying what to give, if ``session`` (the mode's, running) lacks what
+        ``method`` (a method the mode solves with, :meth:`check_method`) needs: the node's
+        run-time ``method`` changes and ``~/identify`` calls ask it (e.g. ``cad_prior`` without
+        the payload's CAD values). Nothing by default."""
+
     def check_startup_window(self, settings: NodeSettings, window_shape: tuple[int, int]) -> None:
         """:meth:`check_window` at start-up: StartupError naming ``window_sec``."""
         try:
@@ -171,13 +204,19 @@ class Mode(abc.ABC):
         except ValueError as error:
             raise StartupError(f"parameter 'window_sec': {error}") from error
 
-    def excitation(self, session: Session, settings: NodeSettings) -> ExcitationTarget | None:
+    def excitation(self, session: SessionT, settings: NodeSettings) -> ExcitationTarget | None:
         """What ``~/excite`` moves and designs for in this mode; ``None``: no wizard."""
         return None
 
-    def replay(self, log: ReplayLog, session: Session, settings: NodeSettings) -> Any:
+    # ---- replay (inertia-id replay, jobs.replay) ----------------------------------------
+
+    def replay(self, log: ReplayLog, session: SessionT, settings: NodeSettings) -> ReplayT:
         """``log`` (a bag's path, or a log loaded through an input description) through
-        ``session`` as the node would run it (``inertia-id replay --params-file``): a
+        ``session`` as the node would run it (``inertia-id replay --params-file``): the inputs
+        fed as the mode's wiring feeds them
+        (:func:`~inertia_id_ros.offline.replay.replay_log` with the mode's
+        :class:`~inertia_id_ros.offline.replay.ReplayInputs`), the ``session`` and the mode's
+        plausibility ``findings`` of the final estimate in the
         :class:`~inertia_id_ros.offline.replay.ReplayUpdates`; raises :class:`ConfigError` for a
         mode that has no replay."""
         raise ConfigError(f"replay does not run the {self.name} mode")
@@ -187,9 +226,65 @@ class Mode(abc.ABC):
         """Whether :meth:`replay` is the mode's own."""
         return type(self).replay is not Mode.replay
 
+    def replay_flags(self, log: ReplayLog, values: Mapping[str, Any]) -> ReplayT:
+        """``inertia-id replay`` without a parameter file, which runs the default mode
+        (:func:`default`): ``log`` through the mode's session for ``values`` (node parameters
+        the command line set: ``urdf_path``, topics, ``window_sec``, ...; the others at their
+        defaults, what the log gives completing the rest); raises :class:`ConfigError` when the
+        mode needs a parameter file."""
+        raise ConfigError(f"the {self.name} mode replays with a parameter file (--params-file)")
 
-_REGISTRY: dict[str, Mode] = {}
-_IMPORTED: dict[str, Mode] = {}
+    def replay_report(
+        self, replay: ReplayT, checked: Mapping[str, Any], elapsed: float, truth: Any
+    ) -> ReplayReport:
+        """The report of a replay that gave an estimate: its result JSON (``"mode"`` first,
+        ``checked`` the findings' part, ``{"findings": [...], "refused": bool}``), the summary
+        lines and the order of the files written; ``elapsed`` the replay's wall time (s),
+        ``truth`` the true payload when the command line gives one (an
+        :class:`~inertia_id_ros.formats.export.IdentifiedBody`; ``"truth"`` in
+        :attr:`replay_options`)."""
+        raise ConfigError(f"replay does not report the {self.name} mode")
+
+    def write_replay_csv(self, replay: ReplayT, path: str | Path) -> None:
+        """One row per update of ``replay`` (with an estimate or not) into the CSV ``path``."""
+        raise ConfigError(f"replay writes no CSV of the {self.name} mode")
+
+    def plot_replay(self, replay: ReplayT, path: str | Path, truth: Any) -> None:
+        """The PNG report of ``replay`` into ``path`` (``"png"`` in :attr:`replay_options`)."""
+        raise ConfigError(f"replay draws no report of the {self.name} mode")
+
+    # ---- results (inertia-id validate, jobs.validate) -----------------------------------
+
+    def recognises(self, result: Mapping[str, Any]) -> bool:
+        """Whether ``result`` (a result JSON's content without ``"mode"``: an older file) is
+        this mode's, by the mode's own rule (its keys); none by default."""
+        return False
+
+    def evaluate(
+        self,
+        result: Mapping[str, Any],
+        held_out: DataSource,
+        urdf: str | None,
+        train: DataSource | None,
+    ) -> dict[str, Prediction]:
+        """The channels of ``held_out`` that the mode's ``result`` predicts, measured and
+        predicted by each model (:data:`~inertia_id_ros.offline.validation.MODELS`: ``"fit"``
+        the result, ``"urdf"`` the URDF's inertials, ``"urdf_offsets"`` with the offsets fitted,
+        ``"ols"`` least squares refitted on ``train`` when given); ``urdf`` the robot's URDF
+        file. Raises :class:`~inertia_id_ros.errors.CallerError` for inputs it cannot use."""
+        raise InputError(f"results of the {self.name} mode cannot be validated")
+
+    # ---- example ------------------------------------------------------------------------
+
+    def example_log(self, directory: Path, seed: int = 0) -> ExampleLog:
+        """A few seconds of the simulated robot of :attr:`example`, written into ``directory``
+        (noise and motion from ``seed``), for trying the mode without a robot (and its contract
+        tests: node, replay and validation)."""
+        raise ConfigError(f"the {self.name} mode has no simulated example")
+
+
+_REGISTRY: dict[str, Mode[Any, Any]] = {}
+_IMPORTED: dict[str, Mode[Any, Any]] = {}
 """``package.module:Attr`` -> the mode it named (imported once)."""
 
 
@@ -229,6 +324,31 @@ def get(name: str) -> Mode:
 def modes() -> tuple[Mode, ...]:
     """Every registered mode, in registration order (the package's own first)."""
     return tuple(_REGISTRY.values())
+
+
+def result_mode(result: Mapping[str, Any]) -> Mode:
+    """The mode whose result ``result`` (a result JSON's content) is: the one its ``"mode"``
+    names (a registered name, or ``package.module:Attr``), else (an older file) the first
+    registered mode that :meth:`~Mode.recognises` it; :class:`InputError` if none."""
+    named = result.get("mode")
+    if named is not None:
+        try:
+            return get(str(named))
+        except ConfigError as error:
+            raise InputError(f"the result's mode: {error}") from None
+    for mode in modes():
+        if mode.recognises(result):
+            return mode
+    raise InputError(
+        "the result JSON names no mode ('mode') and no mode recognises it: not a result of "
+        "fit-links, fit-payload, fit-payload-torques, fit-whole-body or replay"
+    )
+
+
+def default() -> Mode:
+    """The node's default mode (its ``mode`` parameter's default, and ``inertia-id replay``'s
+    without a parameter file): the first registered."""
+    return next(iter(_REGISTRY.values()))
 
 
 def import_object(path: str) -> Any:

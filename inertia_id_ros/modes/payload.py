@@ -1,9 +1,12 @@
 """The ``payload`` mode: the body beyond an F/T sensor, from joint states and wrenches.
 
-Session: :class:`~inertia_id_ros.online.session.PayloadSession` (change detection, tare); ROS
-wiring: :class:`inertia_id_ros.ros.wiring.payload.PayloadWiring`; ``~/excite`` designs for the
+Session: :class:`~inertia_id_ros.online.payload_session.PayloadSession` (change detection, tare);
+ROS wiring: :class:`inertia_id_ros.ros.wiring.payload.PayloadWiring`; ``~/excite`` designs for the
 ``payload`` target; ``inertia-id fit-payload``; replays of joint states and wrenches (a bag, or
-a described log).
+a described log; with a parameter file or, the node's default mode, with the command line's
+flags) and their report (:mod:`inertia_id_ros.modes.payload_replay`); its results (fit-payload's,
+a replay's: one body and the F/T offset) predict held-out wrenches (:meth:`PayloadMode.evaluate`);
+its example: ``config/panda_payload.yaml``, the simulated Panda with an F/T sensor at its flange.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inertia_id_ros.errors import ConfigError, FrameNotFound, StartupError
+from inertia_id_ros.errors import ConfigError, FrameNotFound, InputError, StartupError
 from inertia_id_ros.modes.base import (
     ExcitationTarget,
     Mode,
@@ -30,15 +33,24 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path as PathType
+
+    import numpy as np
+
+    from inertia_id_ros.core.kinematics import SensorKinematics
+    from inertia_id_ros.formats.data import PayloadRecording
+    from inertia_id_ros.modes.base import ExampleLog
+    from inertia_id_ros.modes.payload_replay import PayloadReplay
     from inertia_id_ros.offline.plausibility import Volume
-    from inertia_id_ros.offline.replay import ReplayLog
-    from inertia_id_ros.online.session import PayloadSession
+    from inertia_id_ros.offline.replay import ReplayLog, ReplayReport
+    from inertia_id_ros.offline.validation import DataSource, Prediction
+    from inertia_id_ros.online.payload_session import PayloadSession
 
 WINDOW_SHAPE = (6, 16)
 """(rows per sample, parameters) of the payload window at its largest (with the offset)."""
 
 
-class PayloadMode(Mode):
+class PayloadMode(Mode["PayloadSession", "PayloadReplay"]):
     """See the module docstring."""
 
     name = "payload"
@@ -57,6 +69,7 @@ class PayloadMode(Mode):
         "png",
         "truth",
     )
+    example = "config/panda_payload.yaml"
 
     parameters = (
         ParameterSpec(
@@ -174,7 +187,7 @@ class PayloadMode(Mode):
         from inertia_id_ros.core.kinematics import SensorKinematics
         from inertia_id_ros.formats.prior import resolve_payload_prior
         from inertia_id_ros.online.payload_estimator import check_prior_available
-        from inertia_id_ros.online.session import payload_session
+        from inertia_id_ros.online.payload_session import payload_session
 
         own: PayloadSettings = settings.mode_settings
         try:
@@ -203,12 +216,18 @@ class PayloadMode(Mode):
             max_input_rate_hz=settings.max_input_rate_hz,
             detect_payload_change=own.detect_payload_change,
             payload_change_threshold=own.payload_change_threshold,
-            prior=prior,
+            prior=None if prior is None else prior.tolist(),
             weighting=settings.weighting,
             bounding_ellipsoid=(
                 own.volume.ellipsoid_matrix() if settings.bounding_ellipsoid else None
             ),
         )
+
+    def check_session_method(self, session: PayloadSession, method: str) -> None:
+        """``cad_prior`` needs the payload's CAD values (``payload_prior``)."""
+        from inertia_id_ros.online.payload_estimator import check_prior_available
+
+        check_prior_available(method, session.prior_available)
 
     def excitation(self, session: PayloadSession, settings: NodeSettings) -> ExcitationTarget:
         """The ``payload`` target beyond the sensor frame, over the joints that move it."""
@@ -220,11 +239,13 @@ class PayloadMode(Mode):
             settings.mode_settings.sensor_frame,
         )
 
-    def replay(self, log: ReplayLog, session: PayloadSession, settings: NodeSettings) -> Any:
-        """:func:`~inertia_id_ros.offline.replay.replay_payload` on the joint-state and wrench
-        topics, the final estimate checked against ``payload_bounding_sphere`` or
+    def replay(
+        self, log: ReplayLog, session: PayloadSession, settings: NodeSettings
+    ) -> PayloadReplay:
+        """:func:`~inertia_id_ros.modes.payload_replay.replay_payload` on the joint-state and
+        wrench topics, the final estimate checked against ``payload_bounding_sphere`` or
         ``payload_bounding_box``."""
-        from inertia_id_ros.offline.replay import replay_payload
+        from inertia_id_ros.modes.payload_replay import replay_payload
 
         own: PayloadSettings = settings.mode_settings
         return replay_payload(
@@ -235,6 +256,155 @@ class PayloadMode(Mode):
             own.wrench_topic,
             own.volume,
         )
+
+    def replay_flags(self, log: ReplayLog, values: Mapping[str, Any]) -> PayloadReplay:
+        """:func:`~inertia_id_ros.modes.payload_replay.replay_bag`: the sensor frame of
+        ``sensor_frame``, else the wrenches'; the URDF of ``urdf_path``, else the bag's; no
+        prior; the session's parameters (``window_sec``, ``method``, ``estimate_offset``,
+        ``flip_wrench_sign``, ``max_input_rate_hz``, ``detect_payload_change``,
+        ``payload_change_threshold``) as given, else the node's defaults."""
+        from inertia_id_ros.modes.parameters import node_parameters
+        from inertia_id_ros.modes.payload_replay import replay_bag
+
+        given = {name: value for name, value in values.items() if value is not None}
+        defaults = {p.name: p.default for p in node_parameters()}
+        session = (
+            "window_sec",
+            "method",
+            "estimate_offset",
+            "flip_wrench_sign",
+            "max_input_rate_hz",
+            "detect_payload_change",
+            "payload_change_threshold",
+        )
+        return replay_bag(
+            log,
+            given.get("sensor_frame"),
+            given.get("urdf_path"),
+            given.get("joint_states_topic", defaults["joint_states_topic"]),
+            given.get("wrench_topic", defaults["wrench_topic"]),
+            given.get("update_rate_hz", defaults["update_rate_hz"]),
+            {name: given.get(name, defaults[name]) for name in session},
+        )
+
+    def replay_report(
+        self, replay: PayloadReplay, checked: Mapping[str, Any], elapsed: float, truth: Any
+    ) -> ReplayReport:
+        """:func:`~inertia_id_ros.modes.payload_replay.payload_replay_report`."""
+        from inertia_id_ros.modes.payload_replay import payload_replay_report
+
+        return payload_replay_report(self.name, replay, checked, truth)
+
+    def write_replay_csv(self, replay: PayloadReplay, path: str | PathType) -> None:
+        """:func:`~inertia_id_ros.modes.payload_replay.write_csv`."""
+        from inertia_id_ros.modes.payload_replay import write_csv
+
+        write_csv(replay, path)
+
+    def plot_replay(self, replay: PayloadReplay, path: str | PathType, truth: Any) -> None:
+        """:func:`~inertia_id_ros.modes.payload_replay.plot_payload_replay`."""
+        from inertia_id_ros.modes.payload_replay import plot_payload_replay
+
+        plot_payload_replay(replay, path, truth)
+
+    def recognises(self, result: Mapping[str, Any]) -> bool:
+        """A result with the F/T offset, ``sensor_offset`` of the wrench channels (fit-payload,
+        a replay, record-sim's truth)."""
+        from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
+
+        names = result.get("offset_names", WRENCH_CHANNEL_NAMES)
+        return "sensor_offset" in result and tuple(names) == WRENCH_CHANNEL_NAMES
+
+    def evaluate(
+        self,
+        result: Mapping[str, Any],
+        held_out: DataSource,
+        urdf: str | None,
+        train: DataSource | None,
+    ) -> dict[str, Prediction]:
+        """Wrenches (``fx fy fz`` N, ``tx ty tz`` N m) at the wrench stamps: the result's
+        (``body_regressor(v, a_g) @ theta + offset``), the URDF's links beyond the sensor frame
+        (no offset; with the offset fitted: the mean residual, on ``train`` or else on the
+        held-out data), OLS refitted on ``train``; joint states interpolated to the stamps."""
+        import numpy as np
+
+        from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
+        from inertia_id_ros.offline.validation import Prediction, urdf_model
+        from inertia_id_ros.solvers import Problem, solve
+
+        robot = urdf_model(urdf, "payload")
+        if len(result["bodies"]) != 1:
+            raise InputError(f"a payload result has one body, this one {len(result['bodies'])}")
+        body = result["bodies"][0]
+        recording = held_out.payload_recording()
+        kinematics = _sensor_kinematics(robot, body["frame"], recording)
+        t, Y, wrench = payload_rows(kinematics, recording)
+        prior = kinematics.subtree_inertia()
+        models = {
+            "fit": np.concatenate([body["theta"], result["sensor_offset"]]),
+            "urdf": np.concatenate([prior, np.zeros(6)]),
+        }
+        Y_offset, w_offset = Y, wrench
+        if train is not None:
+            _, Y_offset, w_offset = payload_rows(kinematics, train.payload_recording())
+            problem = Problem.from_regressor(Y_offset.reshape(-1, 16), w_offset.ravel(), n_bodies=1)
+            models["ols"] = solve(problem, method="ols").x
+        offset = np.mean(w_offset - Y_offset[:, :, :10] @ prior, axis=0)  # the constant's LSQ
+        models["urdf_offsets"] = np.concatenate([prior, offset])
+        return {
+            name: Prediction(WRENCH_CHANNEL_NAMES, t, wrench, Y @ x) for name, x in models.items()
+        }
+
+    def example_log(self, directory: PathType, seed: int = 0) -> ExampleLog:
+        """A bag of the simulated Panda with its F/T sensor at ``panda_link8`` (4 s at 250 Hz;
+        :func:`~inertia_id_ros.sim.recorders.record_simulation`)."""
+        from inertia_id_ros.modes.base import ExampleLog
+        from inertia_id_ros.sim.recorders import record_simulation
+
+        bag = str(directory / f"payload_{seed}")
+        record_simulation(bag, 4.0, 250.0, seed)
+        return ExampleLog(bag, bag)
+
+
+def payload_rows(
+    kinematics: SensorKinematics, recording: PayloadRecording
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(t (M,), Y (M, 6, 16), wrench (M, 6))`` at the wrench stamps of ``recording`` within
+    its joint states' span, the joint states interpolated there."""
+    import numpy as np
+
+    from inertia_id_ros.core.regressors import payload_regressor_batch
+
+    states, wrenches = recording.joint_states, recording.wrenches
+    keep = (wrenches.t >= states.t[0]) & (wrenches.t <= states.t[-1])
+    if not keep.any():
+        raise InputError(f"{recording.source}: no wrench within the joint states' time span")
+    t = wrenches.t[keep]
+    order = [states.joint_names.index(name) for name in kinematics.joint_names]
+
+    def at(values: np.ndarray) -> np.ndarray:
+        return np.stack([np.interp(t, states.t, values[:, j]) for j in order], axis=1)
+
+    assert states.dq is not None and states.ddq is not None, "differentiated by the data source"
+    V, A = kinematics.compute_batch(at(states.q), at(states.dq), at(states.ddq))
+    return t, payload_regressor_batch(V, A), wrenches.wrench[keep]
+
+
+def _sensor_kinematics(
+    robot: Any, sensor_frame: str, recording: PayloadRecording
+) -> SensorKinematics:
+    """The kinematics of ``sensor_frame``; :class:`InputError` for a frame not in ``robot`` or
+    joints moving it that the recording lacks."""
+    from inertia_id_ros.core.kinematics import SensorKinematics
+
+    try:
+        kinematics = SensorKinematics(robot, sensor_frame)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    missing = [j for j in kinematics.joint_names if j not in recording.joint_states.joint_names]
+    if missing:
+        raise InputError(f"the data lack joints {missing} that move {sensor_frame!r}")
+    return kinematics
 
 
 @dataclass(frozen=True)

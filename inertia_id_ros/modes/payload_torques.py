@@ -1,11 +1,15 @@
 """The ``payload_torques`` mode: the body beyond a frame of an arm without an F/T sensor, from its
 joint states with efforts, minus a link model (a ``fit-links`` result, or the URDF's links).
 
-Session: :class:`~inertia_id_ros.online.session.PayloadTorqueSession` (change detection on the
-joints' torque residuals, a tare of the joints' torque offsets); ROS wiring:
+Session: :class:`~inertia_id_ros.online.payload_session.PayloadTorqueSession` (change detection on
+the joints' torque residuals, a tare of the joints' torque offsets); ROS wiring:
 :class:`inertia_id_ros.ros.wiring.payload_torques.PayloadTorquesWiring`; ``~/excite`` designs for
 the ``payload`` target beyond the frame; ``inertia-id fit-payload-torques``; replays of joint states
-with efforts (a bag, or a described log).
+with efforts (a bag, or a described log) and their report, a payload's
+(:mod:`inertia_id_ros.modes.payload_replay`); its results (fit-payload-torques', a replay's: one
+body and the joints' torque offsets) predict held-out joint torques
+(:meth:`PayloadTorquesMode.evaluate`); its example: ``config/panda_payload_torques.yaml``, the
+simulated Panda without an F/T sensor.
 """
 
 from __future__ import annotations
@@ -15,7 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inertia_id_ros.errors import ConfigError, FrameNotFound, JointNotFound, StartupError
+from inertia_id_ros.errors import (
+    ConfigError,
+    FrameNotFound,
+    InputError,
+    JointNotFound,
+    StartupError,
+)
 from inertia_id_ros.modes.base import (
     ExcitationTarget,
     Mode,
@@ -36,14 +46,20 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path as PathType
+
     import numpy as np
     import pinocchio as pin
 
     from inertia_id_ros.chain.links import LinkModel
     from inertia_id_ros.findings import Finding
+    from inertia_id_ros.formats.data import JointStates
+    from inertia_id_ros.modes.base import ExampleLog
+    from inertia_id_ros.modes.payload_replay import PayloadReplay
     from inertia_id_ros.offline.plausibility import Volume
-    from inertia_id_ros.offline.replay import ReplayLog
-    from inertia_id_ros.online.session import PayloadTorqueSession
+    from inertia_id_ros.offline.replay import ReplayLog, ReplayReport
+    from inertia_id_ros.offline.validation import DataSource, Prediction
+    from inertia_id_ros.online.payload_session import PayloadTorqueSession
 
 
 TITLE = "Payload torques mode"
@@ -52,7 +68,7 @@ TITLE = "Payload torques mode"
 ARRAYS = ("torques_torque_constants", "torques_gear_ratios", "torques_effort_signs")
 
 
-class PayloadTorquesMode(Mode):
+class PayloadTorquesMode(Mode["PayloadTorqueSession", "PayloadReplay"]):
     """See the module docstring."""
 
     name = "payload_torques"
@@ -67,6 +83,7 @@ class PayloadTorquesMode(Mode):
     wiring = "inertia_id_ros.ros.wiring.payload_torques:PayloadTorquesWiring"
     commands = ("inertia_id_ros.cli.fit_payload_torques",)
     replay_options = ("png", "truth")
+    example = "config/panda_payload_torques.yaml"
 
     parameters = (
         ParameterSpec(
@@ -177,7 +194,7 @@ class PayloadTorquesMode(Mode):
     def build_session(self, settings: NodeSettings) -> PayloadTorqueSession:
         """The chain and its link model (:func:`link_model`), the window's memory checked, the
         bounding ellipsoid (``bounding_ellipsoid``)."""
-        from inertia_id_ros.online.session import payload_torque_session
+        from inertia_id_ros.online.payload_session import payload_torque_session
 
         own: PayloadTorquesSettings = settings.mode_settings
         links, links_x = link_model(settings)
@@ -212,11 +229,14 @@ class PayloadTorquesMode(Mode):
             links.model, tuple(links.joint_names), "payload", settings.mode_settings.frame
         )
 
-    def replay(self, log: ReplayLog, session: PayloadTorqueSession, settings: NodeSettings) -> Any:
-        """:func:`~inertia_id_ros.offline.replay.replay_payload_torques` on the joint-state topic,
-        the final estimate checked against ``torques_bounding_sphere`` or ``torques_bounding_box``,
-        the link model against the filter (:meth:`PayloadTorquesSettings.link_model_findings`)."""
-        from inertia_id_ros.offline.replay import replay_payload_torques
+    def replay(
+        self, log: ReplayLog, session: PayloadTorqueSession, settings: NodeSettings
+    ) -> PayloadReplay:
+        """:func:`~inertia_id_ros.modes.payload_replay.replay_payload_torques` on the
+        joint-state topic, the final estimate checked against ``torques_bounding_sphere`` or
+        ``torques_bounding_box``, the link model against the filter
+        (:meth:`PayloadTorquesSettings.link_model_findings`)."""
+        from inertia_id_ros.modes.payload_replay import replay_payload_torques
 
         own: PayloadTorquesSettings = settings.mode_settings
         replay = replay_payload_torques(
@@ -224,6 +244,138 @@ class PayloadTorquesMode(Mode):
         )
         replay.findings = own.link_model_findings() + replay.findings
         return replay
+
+    def replay_report(
+        self, replay: PayloadReplay, checked: Mapping[str, Any], elapsed: float, truth: Any
+    ) -> ReplayReport:
+        """A payload's report
+        (:func:`~inertia_id_ros.modes.payload_replay.payload_replay_report`)."""
+        from inertia_id_ros.modes.payload_replay import payload_replay_report
+
+        return payload_replay_report(self.name, replay, checked, truth)
+
+    def write_replay_csv(self, replay: PayloadReplay, path: str | PathType) -> None:
+        """A payload's CSV, the offsets the joints'
+        (:func:`~inertia_id_ros.modes.payload_replay.write_csv`)."""
+        from inertia_id_ros.modes.payload_replay import write_csv
+
+        write_csv(replay, path)
+
+    def plot_replay(self, replay: PayloadReplay, path: str | PathType, truth: Any) -> None:
+        """A payload's PNG (:func:`~inertia_id_ros.modes.payload_replay.plot_payload_replay`)."""
+        from inertia_id_ros.modes.payload_replay import plot_payload_replay
+
+        plot_payload_replay(replay, path, truth)
+
+    def recognises(self, result: Mapping[str, Any]) -> bool:
+        """A fit-payload-torques result (``offset_changes``), or a replay's whose offsets are
+        the joints' (``offset_names`` not the wrench channels)."""
+        from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
+
+        names = tuple(result.get("offset_names", WRENCH_CHANNEL_NAMES))
+        return "offset_changes" in result or names != WRENCH_CHANNEL_NAMES
+
+    def evaluate(
+        self,
+        result: Mapping[str, Any],
+        held_out: DataSource,
+        urdf: str | None,
+        train: DataSource | None,
+    ) -> dict[str, Prediction]:
+        """Joint torques (N m) of the result's chain (its joints: ``offset_names`` or
+        ``offset_changes``; the others locked at their mean positions): its links and drives
+        (:func:`result_link_model`) plus the payload at its frame and the torque offsets'
+        changes; ``"urdf"`` the links alone (no payload, no offset change), ``"urdf_offsets"``
+        with the offset changes fitted (the mean residual, on ``train`` or else the held-out
+        data), ``"ols"`` the payload and offset changes refitted on ``train``. The efforts are
+        taken as joint torques."""
+        import numpy as np
+
+        from inertia_id_ros.chain.payload_from_torques import PayloadTorqueModel
+        from inertia_id_ros.offline.validation import Prediction, torque_data, urdf_model
+        from inertia_id_ros.solvers import solve
+
+        robot = urdf_model(urdf, "payload_torques")
+        if len(result["bodies"]) != 1:
+            raise InputError(f"a payload result has one body, this one {len(result['bodies'])}")
+        body = result["bodies"][0]
+        offsets = dict(
+            result.get("offset_changes") or zip(result["offset_names"], result["sensor_offset"])
+        )
+        states = held_out.joint_states()
+        links, links_x = result_link_model(result, robot, list(offsets), states)
+        try:
+            model = PayloadTorqueModel(links, str(body["frame"]))
+        except ValueError as e:  # a frame no joint of the chain moves
+            raise InputError(str(e)) from None
+
+        def rows(states: JointStates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            data = links.in_joint_order(torque_data(states))
+            Y = model.regressor(data.positions, data.velocities, data.accelerations)
+            return Y, model.payload_torques(links_x, data), links.measured_torques(data.efforts)
+
+        Y, left, measured = rows(states)
+        change = [float(offsets[joint]) for joint in links.joint_names]
+        models = {"fit": np.concatenate([body["theta"], change]), "urdf": np.zeros(Y.shape[2])}
+        Y_train, left_train = Y, left
+        if train is not None:
+            Y_train, left_train, _ = rows(train.joint_states())
+            models["ols"] = solve(model.problem(None, _channels(Y_train, left_train)), "ols").x
+        models["urdf_offsets"] = np.concatenate([np.zeros(10), left_train.mean(axis=0)])
+        base = measured - left  # the links' torques
+        return {
+            name: Prediction(tuple(links.joint_names), states.t, measured, base + Y @ x)
+            for name, x in models.items()
+        }
+
+    def example_log(self, directory: PathType, seed: int = 0) -> ExampleLog:
+        """The simulated Panda without an F/T sensor, its payload at ``panda_link8``
+        (:func:`~inertia_id_ros.modes.links.panda_torques_log`)."""
+        from inertia_id_ros.modes.links import panda_torques_log
+
+        return panda_torques_log(directory / f"payload_torques_{seed}", seed, with_payload=True)
+
+
+def _channels(Y: np.ndarray, torques: np.ndarray) -> Any:
+    """The per-joint normal equations of ``Y x = torques`` ((N, n, p), (N, n))."""
+    from inertia_id_ros.core.covariance import ChannelNormalEquations
+
+    return ChannelNormalEquations.from_samples(Y, torques)
+
+
+def result_link_model(
+    result: Mapping[str, Any], robot: pin.Model, joints: list[str], states: JointStates
+) -> tuple[LinkModel, np.ndarray]:
+    """The links and drives a payload-torques ``result`` subtracts: the fit-links result its
+    ``link_model`` names (fit-payload-torques' ``"fit-links result PATH"``; :class:`InputError`
+    when that file is not there), else the URDF's links (no friction; a replay's result does not
+    say which its session subtracted), over ``joints`` of ``robot``, the others locked at their
+    mean positions in ``states``."""
+    from pathlib import Path
+
+    from inertia_id_ros.chain.friction import JointDrive
+    from inertia_id_ros.chain.links import LinkModel
+    from inertia_id_ros.formats.link_result import read_link_result
+
+    try:
+        links = LinkModel.from_model(robot, joints, states.mean_positions(), JointDrive())
+    except (JointNotFound, ValueError) as e:
+        raise InputError(str(e)) from None
+    named = str(result.get("link_model", ""))
+    if not named.startswith(LINKS_RESULT_PREFIX):
+        return links, links.prior
+    path = named.removeprefix(LINKS_RESULT_PREFIX)
+    if not Path(path).is_file():
+        raise InputError(
+            f"the result's link model, the fit-links result {path!r}, is not there (a relative "
+            "path is read from the working directory, as fit-payload-torques took it)"
+        )
+    fitted = read_link_result(path, links)
+    return fitted.model, fitted.x
+
+
+LINKS_RESULT_PREFIX = "fit-links result "
+"""How a fit-payload-torques result's ``link_model`` names the fit-links result it subtracted."""
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
 """The ``whole_body`` mode: every link of a floating-base (fixed, suspended) robot, from joint
 states, an IMU and several F/T sensors.
 
-Session: :class:`~inertia_id_ros.online.session.WholeBodySession`; ROS wiring:
+Session: :class:`~inertia_id_ros.online.whole_body_session.WholeBodySession`; ROS wiring:
 :class:`inertia_id_ros.ros.wiring.whole_body.WholeBodyWiring`; no ``~/excite`` (no wizard for a
 floating base); ``inertia-id fit-whole-body``; replays of joint states, an IMU and F/T sensors
-(a bag, or a described log).
+(a bag, or a described log) and their report (the result JSON of fit-whole-body's shape, every
+update, sensors that stopped); its results (fit-whole-body's, a replay's: every link and the
+sensors' offsets) predict the held-out rows (the base's and each internal sensor's wrench:
+:meth:`WholeBodyMode.evaluate`); its example: ``config/go1_whole_body.yaml``, the simulated Go1.
 """
 
 from __future__ import annotations
@@ -36,11 +39,16 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
-    from inertia_id_ros.offline.replay import ReplayLog
-    from inertia_id_ros.online.session import WholeBodySession
+    from pathlib import Path
+
+    from inertia_id_ros.modes.base import ExampleLog
+    from inertia_id_ros.offline.replay import ReplayLog, ReplayReport, ReplayUpdates
+    from inertia_id_ros.offline.validation import DataSource, Prediction
+    from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
+    from inertia_id_ros.online.whole_body_session import WholeBodySession
 
 
-class WholeBodyMode(Mode):
+class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]):
     """See the module docstring."""
 
     name = "whole_body"
@@ -52,6 +60,7 @@ class WholeBodyMode(Mode):
     methods = WHOLE_BODY_METHODS
     wiring = "inertia_id_ros.ros.wiring.whole_body:WholeBodyWiring"
     commands = ("inertia_id_ros.cli.fit_whole_body",)
+    example = "config/go1_whole_body.yaml"
 
     parameters = (
         ParameterSpec(
@@ -67,14 +76,14 @@ class WholeBodyMode(Mode):
         ParameterSpec(
             "fixed_frame",
             "",
-            "Whole-body mode, base 'fixed': the URDF frame held still. Empty means the "
+            "Whole-body mode: with base 'fixed', the URDF frame held still. Empty means the "
             "URDF root (on a stand); e.g. 'l_sole' for a humanoid on its left foot, "
             "whose pelvis then moves with the stance leg (no IMU needed).",
         ),
         ParameterSpec(
             "fixed_tilt",
             None,
-            "Whole-body mode, base 'fixed': the fixed frame's roll and pitch in the "
+            "Whole-body mode: with base 'fixed', the fixed frame's roll and pitch in the "
             "world [roll, pitch] (rad). Unset: level.",
             array_type="double_array",
         ),
@@ -94,7 +103,7 @@ class WholeBodyMode(Mode):
         ParameterSpec(
             "imu_tilt",
             DEFAULT_IMU_TILT,
-            "Whole-body mode, base 'fixed' with an imu_topic: 'correct' uses the IMU's "
+            "Whole-body mode: with base 'fixed' and an imu_topic, 'correct' uses the IMU's "
             "mean specific force as the fixed frame's tilt; 'check' keeps fixed_tilt "
             "and reports the IMU's, warning past 2 deg.",
         ),
@@ -259,7 +268,7 @@ class WholeBodyMode(Mode):
         links' bounding ellipsoids (``bounding_ellipsoid``)."""
         from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel
         from inertia_id_ros.offline.plausibility import ellipsoids_of, link_volumes, volumes_holding
-        from inertia_id_ros.online.session import whole_body_session
+        from inertia_id_ros.online.whole_body_session import whole_body_session
 
         own: WholeBodySettings = settings.mode_settings
         load_robot(settings)  # an unreadable URDF names its parameter
@@ -310,20 +319,65 @@ class WholeBodyMode(Mode):
             bounding_ellipsoids=(None if volumes is None else ellipsoids_of(volumes, model.bodies)),
         )
 
-    def replay(self, log: ReplayLog, session: WholeBodySession, settings: NodeSettings) -> Any:
-        """:func:`~inertia_id_ros.offline.replay.replay_whole_body` on the joint-state, IMU and F/T
-        topics (a described log: its F/T sensors by frame)."""
-        from inertia_id_ros.offline.replay import replay_whole_body
+    def replay(
+        self, log: ReplayLog, session: WholeBodySession, settings: NodeSettings
+    ) -> ReplayUpdates[WholeBodyEstimate]:
+        """:func:`~inertia_id_ros.modes.whole_body_offline.replay_whole_body`: the joint-state,
+        IMU and F/T topics; the links whose mass sits at its bound."""
+        from inertia_id_ros.modes.whole_body_offline import replay_whole_body
 
-        own: WholeBodySettings = settings.mode_settings
-        return replay_whole_body(
-            log,
-            session,
-            settings.update_rate_hz,
-            settings.joint_states_topic,
-            own.imu_topic,
-            dict(zip(own.ft_topics, own.ft_frames)),
-        )
+        return replay_whole_body(log, session, settings)
+
+    def replay_report(
+        self,
+        replay: ReplayUpdates[WholeBodyEstimate],
+        checked: Mapping[str, Any],
+        elapsed: float,
+        truth: Any,
+    ) -> ReplayReport:
+        """:func:`~inertia_id_ros.modes.whole_body_offline.whole_body_replay_report`."""
+        from inertia_id_ros.modes.whole_body_offline import whole_body_replay_report
+
+        return whole_body_replay_report(self.name, replay, checked, elapsed)
+
+    def write_replay_csv(self, replay: ReplayUpdates[WholeBodyEstimate], path: str | Path) -> None:
+        """:func:`~inertia_id_ros.modes.whole_body_offline.write_whole_body_csv`."""
+        from inertia_id_ros.modes.whole_body_offline import write_whole_body_csv
+
+        write_whole_body_csv(replay, path)
+
+    def recognises(self, result: Mapping[str, Any]) -> bool:
+        """A fit-whole-body result: its sensors' ``sensor_offsets``."""
+        return "sensor_offsets" in result
+
+    def evaluate(
+        self,
+        result: Mapping[str, Any],
+        held_out: DataSource,
+        urdf: str | None,
+        train: DataSource | None,
+    ) -> dict[str, Prediction]:
+        """:func:`~inertia_id_ros.modes.whole_body_offline.evaluate_whole_body`: the base's and
+        each internal sensor's wrench."""
+        from inertia_id_ros.modes.whole_body_offline import evaluate_whole_body
+
+        return evaluate_whole_body(result, held_out, urdf, train)
+
+    def example_log(self, directory: Path, seed: int = 0) -> ExampleLog:
+        """The simulated Go1 (seed 0's robot, off its URDF; its base and legs moving along
+        ``seed``'s motion, four foot contacts, the IMU), 5 s at 200 Hz: a bag
+        (:func:`~inertia_id_ros.sim.recorders.record_whole_body`) and an NPZ of the same motion
+        (:func:`~inertia_id_ros.sim.whole_body_simulator.write_recording`)."""
+        from inertia_id_ros.modes.base import ExampleLog
+        from inertia_id_ros.sim.recorders import record_whole_body
+        from inertia_id_ros.sim.whole_body_robots import go1
+        from inertia_id_ros.sim.whole_body_simulator import write_recording
+
+        truth = go1(seed=0).true_xml
+        bag, npz = directory / f"whole_body_{seed}", directory / f"whole_body_{seed}.npz"
+        record_whole_body(bag, go1(seed=seed, true_xml=truth), 5.0, 200.0, seed)
+        write_recording(str(npz), go1(seed=seed, true_xml=truth), 5.0, 200.0)
+        return ExampleLog(str(bag), str(npz))
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ from inertia_id_ros.options import DEFAULT_COLLISION_MARGIN
 
 if TYPE_CHECKING:
     from inertia_id_ros.motion.collision import CollisionChecker
-    from inertia_id_ros.motion.design import MotionLimits
+    from inertia_id_ros.motion.limits import MotionLimits
     from inertia_id_ros.motion.workspace import WorkspaceChecker
 
 IDLE, DESIGNING, RAMP_IN, RUNNING, RAMP_OUT, IDENTIFYING = (

@@ -696,7 +696,8 @@ def links_residual_findings(
     with the same ``prior_weight`` and no constraint on the same model (``model``:
     :class:`~inertia_id_ros.chain.links.LinkModel`, joint offsets included): the ratio is what
     the consistency constraint alone costs."""
-    from inertia_id_ros.chain.links import fit_links, torque_error
+    from inertia_id_ros.chain.link_fit import fit_links
+    from inertia_id_ros.chain.links import torque_error
 
     ols = fit_links(model, data, method="ols", prior_weight=prior_weight)
     measured = model.measured_torques(model.in_joint_order(data).efforts)
@@ -724,6 +725,48 @@ def links_gain_findings(model: Any, data: Any) -> tuple[list[Finding], dict]:
         ["N m"] * model.n_joints,
         "Flip the effort column's sign for this joint (the drive's convention).",
     )
+
+
+def link_bounds(urdf: str | Path, model: Any) -> dict[str, Volume]:
+    """The bounding volumes of a LinkModel's links (:func:`link_volumes` of the URDF file
+    ``urdf``) that hold the model's own inertials (:func:`volumes_holding`)."""
+    prior = np.asarray(model.prior)[: 10 * len(model.link_names)].reshape(-1, 10)
+    return volumes_holding(link_volumes(urdf, model.link_names), dict(zip(model.link_names, prior)))
+
+
+def links_fit_findings(
+    identification: Any, urdf: str | Path, volumes: dict[str, Volume] | None = None
+) -> tuple[list[Finding], list[str], dict[str, Any]]:
+    """``(findings, lines, JSON)`` of a links fit (a
+    :class:`~inertia_id_ros.chain.identify.LinkIdentification`): each joint's torques against
+    the URDF's (:func:`links_gain_findings`), residuals per joint against the unconstrained fit
+    (:func:`links_residual_findings`), the base's tilt, masses pinned at zero (but for ``ols``),
+    the links' bounding ``volumes`` (``None``: :func:`link_bounds` of the URDF file ``urdf``);
+    what the data determine, for stdout; the JSON's ``"residual_ratios"``, ``"urdf_gains"`` and
+    ``"identifiability"``."""
+    from inertia_id_ros.chain.base_parameters import base_parameters
+    from inertia_id_ros.chain.base_tilt import MAX_TILT
+
+    fit, data, links = identification.fit, identification.data, identification.model
+    findings, gains = links_gain_findings(links, data)
+    ratio_findings, ratios = links_residual_findings(links, data, fit.x, fit.prior_weight)
+    findings += ratio_findings
+    if identification.tilt is not None:
+        findings += tilt_finding(identification.tilt.roll, identification.tilt.pitch, MAX_TILT)
+    if fit.method != "ols":
+        prior = np.asarray(links.prior)[: 10 * len(links.link_names)].reshape(-1, 10)
+        findings += pinned_mass_findings(links.link_names, fit.link_parameters[:, 0], prior[:, 0])
+    volumes = link_bounds(urdf, links) if volumes is None else volumes
+    for name, theta in zip(links.link_names, fit.link_parameters):
+        if name in volumes:
+            findings += volume_findings(name, theta, volumes[name])
+    bp = base_parameters(links, data)
+    checked = {
+        "residual_ratios": ratios,
+        "urdf_gains": gains,
+        "identifiability": identifiability_json(bp),
+    }
+    return findings, identifiability_lines(bp), checked
 
 
 def whole_body_gain_findings(
@@ -811,12 +854,12 @@ def whole_body_residual_findings(
 
 
 def payload_base_parameters(Y: np.ndarray, with_offset: bool) -> Any:
-    """:class:`~inertia_id_ros.chain.links.BaseParameters` of a payload's regressor rows ``Y``
-    (N, 6, 10 or 16), decided on column-scaled normal equations (a relative tolerance fair to
+    """:class:`~inertia_id_ros.chain.base_parameters.BaseParameters` of a payload's regressor rows
+    ``Y`` (N, 6, 10 or 16), decided on column-scaled normal equations (a relative tolerance fair to
     masses and inertias alike) and written in SI units."""
     import dataclasses
 
-    from inertia_id_ros.chain.links import base_parameters_from_gram
+    from inertia_id_ros.chain.base_parameters import base_parameters_from_gram
     from inertia_id_ros.core.inertia import THETA_NAMES
     from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 
@@ -835,7 +878,7 @@ def payload_base_parameters(Y: np.ndarray, with_offset: bool) -> Any:
 
 def identifiability_json(bp: Any) -> dict[str, Any]:
     """``{"rank", "n_params", "base_parameters": [text], "not_excited": [...],
-    "no_effect": [...]}`` of a :class:`~inertia_id_ros.chain.links.BaseParameters`:
+    "no_effect": [...]}`` of a :class:`~inertia_id_ros.chain.base_parameters.BaseParameters`:
     ``not_excited`` the standard parameters the data cannot fix individually."""
     return {
         "rank": int(bp.rank),

@@ -1,24 +1,16 @@
-"""Replay a ROS 2 bag or a described log through the node's online session; record simulated
-bags to replay.
+"""Replay a ROS 2 bag or a described log through the node's online session, in bag time: the
+machinery every mode's replay shares (each mode's replay, findings and report are its own:
+:meth:`~inertia_id_ros.modes.Mode.replay`, :meth:`~inertia_id_ros.modes.Mode.replay_report`).
 
-**Replay** (:func:`replay_bag`, ``inertia-id replay``): the bag's ``JointState`` and
-``WrenchStamped`` messages go to a :class:`~inertia_id_ros.online.session.PayloadSession` -- the
-session the node runs, built by :func:`~inertia_id_ros.online.session.payload_session` from the
-node's parameters of the same names -- in arrival order (the bag's log times, as the node's
-subscriptions got them; stamps from the headers, as the node's callbacks use them; rejected
-samples are counted, not fatal). Every ``1 / update_rate_hz`` seconds of bag time, starting one
-period after the first message, the session updates as the node's worker does: process, payload
-change detection (the window then keeps only the new payload's samples), a warm-started solve;
-one more update follows the last message. Each update gives an estimate or the reason there is
-none (:class:`~inertia_id_ros.online.session.Update`), and every payload change is listed
-(:attr:`Replay.payload_changes`).
-
-**Every mode** (its :meth:`~inertia_id_ros.modes.Mode.replay`, ``inertia-id replay
---params-file``): a session the node builds from its parameters, fed the same way with the calls
-of the node's mode (:class:`ReplayInputs`): :func:`replay_payload`; :func:`replay_links` and
-:func:`replay_payload_torques` (joint states with efforts only); :func:`replay_whole_body` (joint
-states with efforts, ``sensor_msgs/Imu`` and each F/T sensor's ``WrenchStamped``, a topic's
-wrenches to its sensor's frame).
+**Replay** (:func:`replay_log`, ``inertia-id replay``): a log's messages go to a session the node
+runs (built from the node's parameters by its mode), with the calls of the node's mode
+(:class:`ReplayInputs`: the joint states on one topic, wrenches on others, an IMU), in arrival
+order (the bag's log times, as the node's subscriptions got them; stamps from the headers, as the
+node's callbacks use them; rejected samples are counted, not fatal). Every ``1 / update_rate_hz``
+seconds of bag time, starting one period after the first message, the session updates as the
+node's worker does (:func:`replay_feeds`); one more update follows the last message. Each update
+gives an estimate or the reason there is none (:class:`~inertia_id_ros.online.session.Update`);
+what a replay gives is a :class:`ReplayUpdates`.
 
 **Described logs** (``inertia-id replay --input``): a log loaded through an input description
 (:class:`~inertia_id_ros.formats.description.Recording`: names, units, signs, held joints and clock
@@ -27,27 +19,16 @@ offsets applied) goes through the same loop, its samples in stamp order
 units are checked as they pass (:class:`JointStateRange`: degrees? milliseconds?), as the fit
 commands check theirs.
 
-**Record** (:func:`record_simulation`, ``inertia-id record-sim``): a rosbag2 (MCAP or sqlite3)
-written with rosbags (no DDS) of the simulated Panda that ``inertia-id-sim`` publishes
-(:class:`~inertia_id_ros.sim.payload.PayloadSimulator`: payload, F/T offset, noise, stamps
-``start + k / rate``): ``sensor_msgs/JointState`` on ``/joint_states`` (positions and velocities of
-the 7 arm joints), ``geometry_msgs/WrenchStamped`` on ``/ft_sensor/wrench`` in ``panda_link8``,
-each logged :data:`TRANSPORT_LATENCY` after its stamp, and the URDF on ``/robot_description``
-(``std_msgs/String``, once at the start, as ``robot_state_publisher`` latches it). A
-``payload_change_at`` time switches the simulated payload there (a grasp).
-:func:`record_joint_torques` writes a robot without an F/T sensor (joint states with efforts,
-:class:`~inertia_id_ros.sim.torques.JointTorqueSimulator`; ``record-sim --robot
-panda_torques``). :func:`record_whole_body` writes the bag of a simulated floating-base robot
-(:mod:`~inertia_id_ros.sim.whole_body_simulator`) with the topics and frames of the simulator node
-(``inertia-id-sim``'s ``*_whole_body`` robots): ``/joint_states``, ``/imu`` and
-``/<frame>/wrench`` per F/T sensor, all with the same stamps, each logged
-:data:`TRANSPORT_LATENCY` after it, and the CAD URDF (the prior) on ``/robot_description``.
+**Reports** (:class:`ReplayReport`): what a mode says of its replay (the result JSON, the summary
+lines); the CSV rows of replays of several bodies (:func:`bodies_update_record`,
+:func:`write_bodies_csv`). Simulated bags to replay: :mod:`inertia_id_ros.sim.recorders`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,16 +36,9 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from inertia_id_ros.core.covariance import com_covariance
-from inertia_id_ros.core.inertia import THETA_NAMES
-from inertia_id_ros.core.kinematics import SensorKinematics
-from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
-from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.findings import Finding
 from inertia_id_ros.formats.data import (
-    DEFAULT_JOINT_STATES_TOPIC,
-    DEFAULT_WRENCH_TOPIC,
     IMU_TYPE,
     JOINT_STATE_TYPE,
     ROBOT_DESCRIPTION_TOPIC,
@@ -77,27 +51,7 @@ from inertia_id_ros.formats.data import (
 )
 from inertia_id_ros.formats.description import Recording
 from inertia_id_ros.formats.units import check_time_units, position_unit_findings
-from inertia_id_ros.offline.plausibility import (
-    Volume,
-    payload_fit_findings,
-    payload_volume,
-    pinned_mass_findings,
-    volume_findings,
-)
-from inertia_id_ros.online.change_detection import ChangeEvent
-from inertia_id_ros.online.link_estimator import LinkEstimate
-from inertia_id_ros.online.payload_estimator import Estimate, EstimatorConfig, PayloadEstimateBase
-from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimatorConfig
-from inertia_id_ros.online.session import (
-    LinkSession,
-    PayloadSession,
-    PayloadTorqueSession,
-    Session,
-    Update,
-    WholeBodySession,
-    payload_session,
-)
-from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
+from inertia_id_ros.online.session import Session, Update
 
 if TYPE_CHECKING:
     import pinocchio as pin
@@ -133,8 +87,9 @@ class ReplaySession(Protocol):
 class ReplayUpdates(Generic[EstimateT]):
     """What every replay gives: its updates, the time of its first message ``start_time`` (s),
     the estimator's counters (``received`` by input, ``dropped`` by reason), what was replayed
-    (``source``) at which rate, and the findings of the input's units (``input_findings``:
-    :meth:`JointStateRange.findings`)."""
+    (``source``) at which rate, the findings of the input's units (``input_findings``:
+    :meth:`JointStateRange.findings`), the ``session`` replayed (its estimator's model and
+    settings, its counters) and the mode's plausibility ``findings`` of the final estimate."""
 
     updates: list[Update]
     start_time: float
@@ -143,6 +98,8 @@ class ReplayUpdates(Generic[EstimateT]):
     source: str = field(default="", kw_only=True)
     update_rate_hz: float = field(default=0.0, kw_only=True)
     input_findings: list[Finding] = field(default_factory=list, kw_only=True)
+    session: Any = field(default=None, kw_only=True)
+    findings: list[Finding] = field(default_factory=list, kw_only=True)
 
     @property
     def estimates(self) -> list[Update]:
@@ -155,21 +112,22 @@ class ReplayUpdates(Generic[EstimateT]):
         estimates = self.estimates
         return estimates[-1].estimate if estimates else None
 
+    @property
+    def span(self) -> float:
+        """Bag time (s) from the first message to the last update."""
+        return self.updates[-1].time - self.start_time
 
-@dataclass
-class Replay(ReplayUpdates[PayloadEstimateBase]):
-    """The updates of a payload replay (:class:`ReplayUpdates`), from an F/T sensor or from
-    joint torques: the payload changes detected, the payload's frame (``sensor_frame``: the
-    F/T sensor's, or the frame the payload is attached to), what each entry of the estimates'
-    ``sensor_offset`` is (``offset_names``: the wrench channels, or the joints whose torque
-    offsets moved) and the estimator's settings (``config``)."""
 
-    payload_changes: list[ChangeEvent] = field(default_factory=list)
-    sensor_frame: str = ""
-    offset_names: tuple[str, ...] = WRENCH_CHANNEL_NAMES
-    config: EstimatorConfig | PayloadTorqueEstimatorConfig = field(default_factory=EstimatorConfig)
-    findings: list[Finding] = field(default_factory=list)
-    """The plausibility findings of the final estimate (:func:`payload_replay_findings`)."""
+@dataclass(frozen=True)
+class ReplayReport:
+    """What a mode says of its replay (:meth:`~inertia_id_ros.modes.Mode.replay_report`):
+    ``document`` the result JSON (``inertia-id replay --json``: its ``"mode"``, the final
+    estimate, the findings, every update), ``summary`` the lines for people, ``files`` the order
+    in which the summary lists the files written (of ``"csv"``, ``"json"``, ``"png"``)."""
+
+    document: dict[str, Any]
+    summary: tuple[str, ...]
+    files: tuple[str, ...] = ("json", "csv")
 
 
 Feed = Callable[[Any], Any]
@@ -270,39 +228,6 @@ class ReplayInputs:
     add_wrench: Callable[[str, float, np.ndarray, str], Any] | None = None
     imu_topic: str = ""
     add_imu: Callable[[float, np.ndarray, np.ndarray, str], Any] | None = None
-
-
-def payload_replay_inputs(
-    session: PayloadSession,
-    sensor_frame: str,
-    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-    wrench_topic: str = DEFAULT_WRENCH_TOPIC,
-) -> ReplayInputs:
-    """The inputs of the node's payload mode: joint states, and the wrenches of the F/T sensor
-    at ``sensor_frame`` on ``wrench_topic`` (``frame_id`` checked by the session)."""
-    return ReplayInputs(
-        joint_states_topic,
-        {wrench_topic: (sensor_frame,)},
-        lambda frame, t, wrench, frame_id: session.add_wrench(t, wrench, frame_id),
-    )
-
-
-def whole_body_replay_inputs(
-    session: WholeBodySession, joint_states_topic: str, imu_topic: str, ft_topics: Mapping[str, str]
-) -> ReplayInputs:
-    """The inputs of the node's whole_body mode: joint states, IMU readings (none when
-    ``imu_topic`` is empty: a fixed or suspended base without an IMU) and the wrenches of
-    ``ft_topics`` (topic -> sensor frame; ``frame_id`` checked by the session)."""
-    frames_of: dict[str, tuple[str, ...]] = {}
-    for topic, frame in ft_topics.items():
-        frames_of[topic] = frames_of.get(topic, ()) + (frame,)
-    return ReplayInputs(
-        joint_states_topic,
-        frames_of,
-        session.add_wrench,
-        imu_topic,
-        session.add_imu if imu_topic else None,
-    )
 
 
 def bag_feeds(
@@ -472,454 +397,28 @@ def replay_log(
     }
 
 
-def replay_bag(
-    log: ReplayLog,
-    sensor_frame: str | None = None,
-    urdf: str | Path | None = None,
-    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-    wrench_topic: str = DEFAULT_WRENCH_TOPIC,
-    update_rate_hz: float = 2.0,
-    settings: Mapping[str, Any] | None = None,
-) -> Replay:
-    """Replay ``log`` (a rosbag2 directory or one ``.mcap``/``.db3`` file, or a recording)
-    through the node's payload session for the F/T sensor frame ``sensor_frame`` (default: a
-    bag's first wrench's ``frame_id``, a recording's only F/T sensor; see the module docstring);
-    ``settings``: the node's parameters (keyword arguments of
-    :func:`~inertia_id_ros.online.session.payload_session`: window_sec, method,
-    estimate_offset, flip_wrench_sign, detect_payload_change, ...). The robot comes from the
-    URDF file ``urdf``, else from a bag's last ``/robot_description``. Raises
-    :class:`~inertia_id_ros.errors.DataError` (bag, recording), ``OSError`` or ``ValueError``
-    (URDF, settings), :class:`~inertia_id_ros.errors.FrameNotFound` (sensor frame)."""
-    recording = log if isinstance(log, Recording) else None
-    if urdf is None:
-        description = None if recording is not None else bag_robot_description(log)
-        if description is None:
-            raise DataError(
-                f"{recording.source if recording else log}: no "
-                f"{ROBOT_DESCRIPTION_TOPIC} in the bag; give the URDF"
-            )
-        model = load_model(urdf_xml=description)
-    else:
-        model = load_model(urdf_path=urdf)
-    if sensor_frame is None and recording is not None:
-        if len(recording.wrenches) != 1:
-            raise DataError(
-                f"{recording.source}: describes {len(recording.wrenches)} F/T "
-                "sensors; give the sensor frame"
-            )
-        sensor_frame = next(iter(recording.wrenches))
-    elif sensor_frame is None:
-        sensor_frame = next(
-            msg.header.frame_id
-            for topic, _, msg in iter_bag_messages(
-                log, [(joint_states_topic, JOINT_STATE_TYPE), (wrench_topic, WRENCH_TYPE)]
-            )
-            if topic == wrench_topic
-        )
-        if not sensor_frame:
-            raise DataError(f"{log}: the wrenches name no frame_id; give the sensor frame")
-    session = payload_session(SensorKinematics(model, sensor_frame), **(settings or {}))
-    return replay_payload(log, session, update_rate_hz, joint_states_topic, wrench_topic)
-
-
-def replay_payload(
-    log: ReplayLog,
-    session: PayloadSession,
-    update_rate_hz: float,
-    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-    wrench_topic: str = DEFAULT_WRENCH_TOPIC,
-    volume: Volume | None = None,
-) -> Replay:
-    """Replay ``log`` through a payload ``session`` built elsewhere (the node's, from its
-    parameters), as :func:`replay_bag` does; ``volume``: the payload's bounding volume the
-    final estimate is checked against (default
-    :func:`~inertia_id_ros.offline.plausibility.payload_volume`'s sphere)."""
-    kinematics = session.estimator.kinematics
-    inputs = payload_replay_inputs(
-        session, kinematics.sensor_frame, joint_states_topic, wrench_topic
-    )
-    replay = Replay(
-        **replay_log(session, log, update_rate_hz, inputs, kinematics.model),
-        payload_changes=list(session.changes),
-        sensor_frame=kinematics.sensor_frame,
-        config=session.estimator.config,
-    )
-    replay.findings = payload_replay_findings(session, replay.final, volume or payload_volume())
-    return replay
-
-
-def payload_replay_findings(
-    session: PayloadSession, final: Estimate | None, volume: Volume
-) -> list[Finding]:
-    """The plausibility findings of a replay's ``final`` estimate
-    (:func:`~inertia_id_ros.offline.plausibility.payload_fit_findings`, the payload in ``volume``)
-    on the window's samples it was fitted to; none without an estimate or when the window
-    restarted after it (a payload change)."""
-    if final is None:
-        return []
-    estimator = session.estimator
-    t, Y, f = estimator.window.samples()
-    fitted = (t >= final.t_first) & (t <= final.t_last)
-    if not fitted.any():
-        return []
-    findings, _ = payload_fit_findings(
-        estimator.kinematics.sensor_frame,
-        Y[fitted],
-        f[fitted],
-        final,
-        estimator.config.estimate_offset,
-        volume,
-    )
-    return findings
-
-
-def replay_payload_torques(
-    log: ReplayLog,
-    session: PayloadTorqueSession,
-    update_rate_hz: float,
-    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-    volume: Volume | None = None,
-) -> Replay:
-    """Replay ``log``'s joint states with efforts through a payload-torques ``session`` (the
-    node's); the final estimate's COM checked against ``volume``, the payload's bounding volume
-    (default :func:`~inertia_id_ros.offline.plausibility.payload_volume`'s sphere;
-    :func:`~inertia_id_ros.offline.plausibility.volume_findings`, as ``fit-payload-torques``). The
-    estimates' ``sensor_offset`` are the joints' torque offset changes (N m)."""
-    estimator = session.estimator
-    config = estimator.config
-    replay = Replay(
-        **replay_log(
-            session, log, update_rate_hz, ReplayInputs(joint_states_topic), estimator.links.model
-        ),
-        payload_changes=list(session.changes),
-        sensor_frame=config.frame,
-        offset_names=tuple(estimator.joint_names),
-        config=config,
-    )
-    final = replay.final
-    replay.findings = (
-        [] if final is None else volume_findings("payload", final.theta, volume or payload_volume())
-    )
-    return replay
-
-
-@dataclass
-class LinksReplay(ReplayUpdates[LinkEstimate]):
-    """The updates of a links replay (:class:`ReplayUpdates`) and the session replayed
-    (``session``: its estimator's chain and settings)."""
-
-    session: LinkSession
-
-    @property
-    def findings(self) -> list[Finding]:
-        """The plausibility findings of the final estimate: the links whose mass sits at its
-        bound (:func:`~inertia_id_ros.offline.plausibility.pinned_mass_findings`; not for ``ols``).
-        The window keeps no unconstrained fit to compare residuals with."""
-        final = self.final
-        if final is None or final.method == "ols":
-            return []
-        chain = self.session.estimator.link_model
-        prior = np.asarray(chain.prior)[: 10 * chain.n_joints].reshape(-1, 10)
-        return pinned_mass_findings(final.link_names, final.thetas[:, 0], prior[:, 0])
-
-
-def replay_links(
-    log: ReplayLog,
-    session: LinkSession,
-    update_rate_hz: float,
-    joint_states_topic: str = DEFAULT_JOINT_STATES_TOPIC,
-) -> LinksReplay:
-    """Replay ``log``'s joint states with efforts through a links ``session`` (the node's)."""
-    chain = session.estimator.link_model
-    return LinksReplay(
-        **replay_log(session, log, update_rate_hz, ReplayInputs(joint_states_topic), chain.model),
-        session=session,
-    )
-
-
-@dataclass
-class WholeBodyReplay(ReplayUpdates[WholeBodyEstimate]):
-    """The updates of a whole-body replay (:class:`ReplayUpdates`): the session replayed
-    (``session``: its estimator's model and settings, its counters), the F/T sensors stopped at
-    the end (``stopped_sensors``) and every stop or resumption an update reported
-    (``sensor_events``: ``(time (s of bag time), kind ("sensor_stopped" or "sensor_resumed"),
-    message)``)."""
-
-    session: WholeBodySession
-    stopped_sensors: tuple[str, ...] = ()
-    sensor_events: list[tuple[float, str, str]] = field(default_factory=list)
-
-    @property
-    def findings(self) -> list[Finding]:
-        """The plausibility findings of the final estimate: the links whose mass sits at its
-        bound (:func:`~inertia_id_ros.offline.plausibility.pinned_mass_findings`; not for ``ols``).
-        The window keeps normal equations, not samples: no residual ratios."""
-        final = self.final
-        if final is None or final.method == "ols":
-            return []
-        model = self.session.estimator.model
-        prior = model.link_prior[[model.links.index(b) for b in final.link_names]]
-        return pinned_mass_findings(final.link_names, final.thetas[:, 0], prior[:, 0])
-
-
-SENSOR_EVENTS = ("sensor_stopped", "sensor_resumed")
-"""Warning kinds of a whole-body update that :attr:`WholeBodyReplay.sensor_events` lists."""
-
-
-def replay_whole_body(
-    log: ReplayLog,
-    session: WholeBodySession,
-    update_rate_hz: float,
-    joint_states_topic: str,
-    imu_topic: str,
-    ft_topics: Mapping[str, str],
-) -> WholeBodyReplay:
-    """Replay ``log`` through ``session`` (see the module docstring), updating every
-    ``1 / update_rate_hz`` s of bag time; ``ft_topics``: topic -> sensor frame (a recording's
-    F/T sensors are taken by frame)."""
-    inputs = whole_body_replay_inputs(session, joint_states_topic, imu_topic, ft_topics)
-    fields = replay_log(session, log, update_rate_hz, inputs, session.estimator.model.model)
-    events = [
-        (update.time, kind, message)
-        for update in fields["updates"]
-        for kind, message in update.warnings
-        if kind in SENSOR_EVENTS
-    ]
-    return WholeBodyReplay(
-        **fields,
-        session=session,
-        stopped_sensors=session.estimator.stopped_sensors,
-        sensor_events=events,
-    )
-
-
 def bag_robot_description(path: str | Path) -> str | None:
     """The last URDF on :data:`ROBOT_DESCRIPTION_TOPIC` in the bag ``path`` (``None`` if none)."""
     messages = read_bag_messages(path, [], optional=[(ROBOT_DESCRIPTION_TOPIC, STRING_TYPE)])
     return messages[-1][2].data if messages else None
 
 
-def change_record(event: ChangeEvent) -> dict[str, Any]:
-    """A payload change as a JSON-ready record: ``time`` (s of bag time, the stamp of the
-    sample that raised it), ``onset`` (s), ``samples``, ``residual_mean`` (6,) (N, N m), and
-    the ``message``."""
-    return {
-        "time": event.t_detected,
-        "onset": event.t_onset,
-        "samples": event.n_samples,
-        "residual_mean": [float(v) for v in event.residual_mean],
-        "message": str(event),
-    }
-
-
 # ---- output --------------------------------------------------------------------------------
 
 
-def csv_columns(offset_names: Sequence[str] = WRENCH_CHANNEL_NAMES) -> tuple[str, ...]:
-    """Columns of :func:`write_csv` for offsets named ``offset_names``: bag time and time since
-    the first message (s), the status (``ok`` or why there is no estimate; numbers ``nan``
-    then), the samples in the window, ``theta`` (SI), the offsets (F/T: N, N m; joints: N m),
-    standard deviations of ``theta``, COM and its standard deviations (m, the payload's frame),
-    consistency margin (kg m^2), residual RMS, excitation condition number, solve time (s)."""
-    return (
-        ("time", "elapsed", "status", "method", "n_samples")
-        + THETA_NAMES
-        + tuple(f"offset_{n}" for n in offset_names)
-        + tuple(f"std_{n}" for n in THETA_NAMES)
-        + ("com_x", "com_y", "com_z")
-        + ("std_com_x", "std_com_y", "std_com_z")
-        + ("min_pseudo_inertia_eig", "residual_rms", "condition_number", "solve_time")
-    )
+def json_ready(value: Any) -> Any:
+    """NaN -> ``None`` (strict JSON), anything else as it is."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-CSV_COLUMNS = csv_columns()
-"""Columns of :func:`write_csv` of a payload replay from an F/T sensor."""
-
-
-def update_record(
-    update: Update, start_time: float, offset_names: Sequence[str] = WRENCH_CHANNEL_NAMES
-) -> dict[str, Any]:
-    """One update as a flat record with :func:`csv_columns` keys (JSON-ready)."""
-    record: dict[str, Any] = dict.fromkeys(csv_columns(offset_names), float("nan"))
-    record.update(
-        time=update.time,
-        elapsed=update.time - start_time,
-        status=update.status,
-        method="",
-        n_samples=0,
-    )
-    estimate = update.estimate
-    if estimate is None:
-        return record
-    com_std = np.sqrt(
-        np.clip(np.diag(com_covariance(estimate.theta, estimate.covariance)), 0.0, None)
-    )
-    values = {
-        "method": estimate.method,
-        "n_samples": estimate.n_samples,
-        **dict(zip(THETA_NAMES, estimate.theta)),
-        **{f"offset_{n}": v for n, v in zip(offset_names, estimate.sensor_offset)},
-        **{f"std_{n}": v for n, v in zip(THETA_NAMES, estimate.theta_std)},
-        **{f"com_{a}": v for a, v in zip("xyz", estimate.com)},
-        **{f"std_com_{a}": v for a, v in zip("xyz", com_std)},
-        "min_pseudo_inertia_eig": estimate.min_pseudo_inertia_eig,
-        "residual_rms": estimate.residual_rms,
-        "condition_number": estimate.condition_number,
-        "solve_time": estimate.solve_time,
-    }
-    record.update(
-        {
-            key: value
-            if isinstance(value, str)
-            else (int(value) if key == "n_samples" else float(value))
-            for key, value in values.items()
-        }
-    )
-    return record
-
-
-def write_csv(replay: Replay, path: str | Path) -> None:
-    """One row per update, columns :func:`csv_columns` of the replay's offsets."""
-    with open(path, "w", newline="") as stream:
-        writer = csv.DictWriter(stream, fieldnames=csv_columns(replay.offset_names))
-        writer.writeheader()
-        for update in replay.updates:
-            writer.writerow(
-                {
-                    key: (f"{value:.12g}" if isinstance(value, float) else value)
-                    for key, value in update_record(
-                        update, replay.start_time, replay.offset_names
-                    ).items()
-                }
-            )
-
-
-WHOLE_BODY_CSV_COLUMNS = (
-    "time",
-    "elapsed",
-    "status",
-    "method",
-    "n_samples",
-    "residual_rms",
-    "min_pseudo_inertia_eig",
-    "rank",
-    "n_params",
-    "identified",
-    "partly_identified",
-    "prior_only",
-    "stopped_sensors",
-    "solve_time",
-    "message",
-)
-"""Columns of :func:`write_whole_body_csv` (then ``mass.<link>`` per identified link, kg): bag
-time and time since the first message (s), ``ok`` or why there is no estimate (numbers empty
-then), the IMU samples in the window, residual RMS of the rows, the smallest pseudo-inertia
-eigenvalue over the links (kg m^2), the base-parameter rank of the parameters, the links per
-identifiability label, the sensors whose rows were dropped (space-separated), the solve time
-(s), the update's message."""
-
-
-def whole_body_update_record(
-    update: Update, start_time: float, with_estimate: bool = True
-) -> dict[str, Any]:
-    """One whole-body update as a record with :data:`WHOLE_BODY_CSV_COLUMNS` keys (``None``
-    where there is no estimate) and, with ``with_estimate`` and an estimate, ``thetas`` {link:
-    (10,)} and ``sensor_offsets`` {frame: (6,)} (JSON-ready)."""
-    return _links_update_record(
-        update,
-        start_time,
-        WHOLE_BODY_CSV_COLUMNS,
-        _whole_body_columns,
-        _sensor_offsets if with_estimate else None,
-    )
-
-
-def _whole_body_columns(estimate: WholeBodyEstimate) -> dict[str, Any]:
-    """A whole-body estimate's own columns: parameters, links per identifiability label, the
-    sensors whose rows were dropped."""
-    labels = list(estimate.labels)
-    return {
-        "n_params": int(estimate.n_params),
-        "identified": labels.count("identified"),
-        "partly_identified": labels.count("partly identified"),
-        "prior_only": labels.count("prior only"),
-        "stopped_sensors": " ".join(estimate.stopped_sensors),
-    }
-
-
-def _sensor_offsets(estimate: WholeBodyEstimate) -> dict[str, Any]:
-    """``sensor_offsets`` {frame: (6,)} of a whole-body estimate (JSON-ready)."""
-    return {
-        "sensor_offsets": {
-            frame: np.asarray(offset).tolist() for frame, offset in estimate.offsets.items()
-        }
-    }
-
-
-def write_whole_body_csv(replay: WholeBodyReplay, path: str | Path) -> None:
-    """One row per update: :data:`WHOLE_BODY_CSV_COLUMNS`, then ``mass.<link>`` (kg)."""
-    _write_link_csv(
-        path,
-        WHOLE_BODY_CSV_COLUMNS,
-        replay.session.estimator.model.bodies,
-        replay.updates,
-        lambda update: whole_body_update_record(update, replay.start_time, False),
-    )
-
-
-LINKS_CSV_COLUMNS = (
-    "time",
-    "elapsed",
-    "status",
-    "method",
-    "n_samples",
-    "residual_rms",
-    "min_pseudo_inertia_eig",
-    "rank",
-    "unidentifiable",
-    "solve_time",
-    "message",
-)
-"""Columns of :func:`write_links_csv` (then ``mass.<link>`` per link, kg): bag time and time
-since the first message (s), ``ok`` or why there is no estimate (numbers empty then), the joint
-states in the window, residual RMS of the joint torques (N m), the smallest pseudo-inertia
-eigenvalue over the links (kg m^2), the base-parameter rank, the parameters the data cannot fix
-(space-separated), the solve time (s), the update's message."""
-
-
-def links_update_record(
-    update: Update, start_time: float, with_estimate: bool = True
-) -> dict[str, Any]:
-    """One links update as a record with :data:`LINKS_CSV_COLUMNS` keys (``None`` where there
-    is no estimate) and, with ``with_estimate`` and an estimate, ``thetas`` {link: (10,)} and
-    ``drives`` {joint: {term: value}} (JSON-ready)."""
-    return _links_update_record(
-        update,
-        start_time,
-        LINKS_CSV_COLUMNS,
-        lambda estimate: {"unidentifiable": " ".join(estimate.unidentifiable)},
-        _drives if with_estimate else None,
-    )
-
-
-def _drives(estimate: LinkEstimate) -> dict[str, Any]:
-    """``drives`` {joint: {term: value}} of a links estimate (JSON-ready)."""
-    return {
-        "drives": {
-            joint: {term: float(value) for term, value in vars(drive).items()}
-            for joint, drive in estimate.drives.items()
-        }
-    }
-
-
-def _links_update_record(
+def bodies_update_record(
     update: Update,
     start_time: float,
     columns: tuple[str, ...],
     own_columns: Callable[[Any], dict[str, Any]],
     arrays: Callable[[Any], dict[str, Any]] | None,
 ) -> dict[str, Any]:
-    """One update of a replay of links (the links or the whole-body mode) as a record with
+    """One update of a replay of several bodies (links) as a record with
     ``columns`` keys (``None`` where there is no estimate): bag time, time since ``start_time``
     (s), status, message and, with an estimate, what every links estimate has (method, samples,
     residual RMS, the smallest pseudo-inertia eigenvalue over the links, rank, solve time) and
@@ -952,18 +451,7 @@ def _links_update_record(
     return record
 
 
-def write_links_csv(replay: LinksReplay, path: str | Path) -> None:
-    """One row per update: :data:`LINKS_CSV_COLUMNS`, then ``mass.<link>`` (kg)."""
-    _write_link_csv(
-        path,
-        LINKS_CSV_COLUMNS,
-        replay.session.estimator.link_model.link_names,
-        replay.updates,
-        lambda update: links_update_record(update, replay.start_time, False),
-    )
-
-
-def _write_link_csv(
+def write_bodies_csv(
     path: str | Path,
     columns: tuple[str, ...],
     links: Sequence[str],
@@ -987,6 +475,3 @@ def _write_link_csv(
                     + [None if m is None else float(m) for m in masses]
                 ]
             )
-
-
-# ---- recording -----------------------------------------------------------------------------

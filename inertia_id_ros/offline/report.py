@@ -1,4 +1,5 @@
-"""PNG report of a replay (:mod:`inertia_id_ros.offline.replay`): how the estimate converged.
+"""PNG report of a payload's replay (:mod:`inertia_id_ros.offline.replay`; the payload modes'
+:class:`~inertia_id_ros.modes.payload_replay.PayloadReplay`): how the estimate converged.
 
 Six panels over bag time (s since the first message). Mass (g), COM (mm, sensor frame) and inertia
 about the COM (kg mm², ``geometry_msgs/Inertia`` entries) are drawn as deviations from a reference
@@ -13,13 +14,13 @@ updates. Then the residual RMS, the consistency margin ``lambda_min(J)`` and the
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from inertia_id_ros.core.covariance import com_covariance, inertia_com_covariance
 from inertia_id_ros.core.inertia import inertia_from_theta, inertia_to_msg_order
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
-from inertia_id_ros.offline.replay import Replay
 
 QUANTITIES = ("m", "cx", "cy", "cz", "ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 """Plotted quantities, in the order of :func:`quantities`."""
@@ -85,13 +86,14 @@ def _band_panel(
 
 
 def plot_replay(
-    replay: Replay,
+    replay: Any,
     path: str | Path,
     truth_theta: np.ndarray | None = None,
     title: str | None = None,
     dpi: int = 80,
 ) -> None:
-    """Write the PNG report of ``replay`` to ``path`` (see the module docstring);
+    """Write the PNG report of ``replay`` (a payload's: its updates, ``sensor_frame``,
+    ``offset_names`` and estimator ``config``) to ``path`` (see the module docstring);
     ``truth_theta`` (10,) (sensor frame) is the reference when given. Raises ``ValueError`` if
     the replay has no estimate."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -1,49 +1,38 @@
-"""Validation of an identified model on held-out data: ``inertia-id validate`` and the fit
-commands' ``--validate``.
+"""Validation of an identified model on held-out data: the machinery ``inertia-id validate``
+and the fit commands' ``--validate`` share (:mod:`inertia_id_ros.jobs.validate`).
 
-A result JSON (:mod:`inertia_id_ros.cli`) is read by the evaluator of its *kind*
-(:func:`result_kind`: the JSON's ``"kind"``, else ``"links"`` for a result with ``joints``
-(fit-links) and ``"payload"`` for one with ``sensor_offset`` (fit-payload, replay)). An evaluator
-predicts the held-out data's channels with up to three models and returns a :class:`Prediction`
-for each, keyed:
+A result JSON is its mode's (:func:`~inertia_id_ros.modes.result_mode`: its ``"mode"``, else
+the mode that recognises an older file); the mode's
+:meth:`~inertia_id_ros.modes.Mode.evaluate` predicts the held-out data's channels with up to
+four models and returns a :class:`Prediction` for each, keyed (:data:`MODELS`):
 
 - ``"fit"``: the result (links: with the gravity it estimated, the base's tilt);
 - ``"urdf"``: the URDF's inertials (links: no friction, offset or armature beyond the URDF's
-  rotor data, i.e. :attr:`LinkModel.prior`; payload: the links the URDF has beyond the sensor
-  frame, :meth:`SensorKinematics.subtree_inertia`, and no F/T offset);
-- ``"urdf_offsets"`` (payload): the URDF's inertials with the F/T offset fitted (least squares:
-  the mean residual) on the training data, or on the held-out data without ``--train``. Offsets
-  are nuisance parameters: this is the fair yardstick, not ``"urdf"``;
+  rotor data; a payload: the links the URDF has beyond the sensor frame, and no offset);
+- ``"urdf_offsets"``: the URDF's inertials with the offsets fitted (least squares: the mean
+  residual) on the training data, or on the held-out data without ``--train``. Offsets are
+  nuisance parameters: this is the fair yardstick, not ``"urdf"``;
 - ``"ols"``: plain least squares (no constraint, no prior, the offset fitted) refitted on the
   training data ``--train``, when given: the second yardstick.
 
-Per channel (links: joint torques, N·m or N; payload: ``fx fy fz`` N, ``tx ty tz`` N·m) the error
-is the RMS of ``τ − τ̂`` and the relative error ``100 ‖τ − τ̂‖ / ‖τ‖`` (Sousa & Cortesão 2014,
-Table 8), overall over all channels' samples stacked (:func:`model_error`). Held-out data are read
-as the fit commands read them (:mod:`inertia_id_ros.formats.data`): the recorded ``dq``/``ddq`` when
-both are present, else differentiated (:func:`~inertia_id_ros.formats.data.with_derivatives`) with
-the filter the fit chose (the result's ``"differentiation"``; :func:`differentiation_of`). Payload
-joint states are interpolated (linearly) to the wrench stamps.
-
-A new result kind plugs in with :func:`register_result_kind` (``kind`` and an
-:data:`Evaluator`).
+Per channel (links: joint torques, N·m or N; payload: ``fx fy fz`` N, ``tx ty tz`` N·m; whole
+body: the base's and each internal sensor's wrench) the error is the RMS of ``τ − τ̂`` and the
+relative error ``100 ‖τ − τ̂‖ / ‖τ‖`` (Sousa & Cortesão 2014, Table 8), overall over all channels'
+samples stacked (:func:`model_error`). Held-out data are read as the fit commands read them
+(:class:`DataSource`, :mod:`inertia_id_ros.formats.data`): the recorded ``dq``/``ddq`` when both
+are present, else differentiated (:func:`~inertia_id_ros.formats.data.with_derivatives`) with the
+filter the fit chose (the result's ``"differentiation"``; :func:`differentiation_of`).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.chain.friction import JointDrive
-from inertia_id_ros.chain.identify import with_gravity
-from inertia_id_ros.chain.links import JointTorqueData, LinkModel, fit_links, predict_torques
-from inertia_id_ros.core.kinematics import SensorKinematics
-from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES, payload_regressor_batch
+from inertia_id_ros.chain.links import JointTorqueData
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.errors import DataError, InputError
 from inertia_id_ros.formats.data import (
@@ -59,7 +48,6 @@ from inertia_id_ros.formats.data import (
 )
 from inertia_id_ros.formats.description import Recording
 from inertia_id_ros.options import DEFAULT_HALF_WIDTH
-from inertia_id_ros.solvers import Problem, solve
 
 MODELS = ("fit", "urdf", "urdf_offsets", "ols")
 """The models evaluated, in report order."""
@@ -186,52 +174,14 @@ def model_error(prediction: Prediction) -> ModelError:
     )
 
 
-# ---- result kinds --------------------------------------------------------------------------
-
-
-Evaluator = Callable[[dict, DataSource, "str | None", "DataSource | None"], dict[str, Prediction]]
-"""``evaluate(result, held_out, urdf, train) -> {model: Prediction}``: ``result`` the parsed
-JSON, ``urdf`` a URDF path or ``None``, ``train`` the training data or ``None`` (then no
-``"ols"``). Raises a :class:`~inertia_id_ros.errors.CallerError` on inputs it cannot use."""
-
-RESULT_KINDS: dict[str, Evaluator] = {}
-"""Evaluators by result kind (:func:`register_result_kind`)."""
-
-
-def register_result_kind(kind: str, evaluate: Evaluator) -> None:
-    """Make results of ``kind`` (the JSON's ``"kind"``) validatable with ``evaluate``."""
-    RESULT_KINDS[kind] = evaluate
-
-
-def result_kind(result: dict) -> str:
-    """The result's ``"kind"``; without one ``"links"`` (``joints``) or ``"payload"``
-    (``sensor_offset``)."""
-    if "kind" in result:
-        return str(result["kind"])
-    if "joints" in result:
-        return "links"
-    if "sensor_offset" in result:
-        return "payload"
-    raise InputError(
-        "the result JSON has no 'kind', 'joints' or 'sensor_offset': not a result "
-        "of fit-links, fit-payload or replay"
-    )
-
-
-def predictions_of(
-    result: dict, held_out: DataSource, urdf: str | None = None, train: DataSource | None = None
-) -> dict[str, Prediction]:
-    """The predictions of the result's kind's evaluator, in :data:`MODELS` order."""
-    kind = result_kind(result)
-    if kind not in RESULT_KINDS:
-        raise InputError(
-            f"results of kind {kind!r} cannot be validated; known kinds: {sorted(RESULT_KINDS)}"
-        )
-    predictions = RESULT_KINDS[kind](result, held_out, urdf, train)
+def ordered(predictions: dict[str, Prediction]) -> dict[str, Prediction]:
+    """``predictions`` in :data:`MODELS` order (the report's)."""
     return {name: predictions[name] for name in MODELS if name in predictions}
 
 
-def _model(urdf: str | None, kind: str):
+def urdf_model(urdf: str | None, kind: str) -> Any:
+    """The pinocchio model of the URDF file ``urdf`` that a ``kind`` result needs to predict;
+    :class:`InputError` without one, or for a file that cannot be read."""
     if urdf is None:
         raise InputError(f"validating a {kind} result needs --urdf (the robot)")
     try:
@@ -240,142 +190,12 @@ def _model(urdf: str | None, kind: str):
         raise InputError(str(e)) from None
 
 
-# ---- links (fit-links) ---------------------------------------------------------------------
-
-
-def link_model_of(result: dict, robot, states: JointStates) -> tuple[LinkModel, np.ndarray]:
-    """``(model, x)``: the chain of a fit-links result (its joints, each with its Coulomb
-    width; the other joints locked at their mean positions in ``states``; the URDF's gravity)
-    and its ``x``."""
-    joints = [entry["name"] for entry in result["joints"]]
-    drives = {
-        entry["name"]: JointDrive(coulomb_velocity=float(entry["coulomb_velocity"]))
-        for entry in result["joints"]
-    }
-    try:
-        links = LinkModel.from_model(robot, joints, states.mean_positions(), drives)
-    except ValueError as e:
-        raise InputError(str(e)) from None
-
-    thetas = {body["name"]: body["theta"] for body in result["bodies"]}
-    missing = [link for link in links.link_names if link not in thetas]
-    if missing:
-        raise InputError(f"the result has no bodies for links {missing} of joints {joints}")
-    terms = {entry["name"]: entry for entry in result["joints"]}
-    x = np.concatenate(
-        [
-            np.ravel([thetas[link] for link in links.link_names]),
-            [
-                terms[joint][term]
-                for joint, drive in zip(links.joint_names, links.drives)
-                for term in drive.terms
-            ],
-        ]
-    )
-    return links, x
-
-
-def _torque_data(states: JointStates) -> JointTorqueData:
+def torque_data(states: JointStates) -> JointTorqueData:
+    """The joint states (with velocities, accelerations and efforts) as joint-torque data;
+    :class:`InputError` when the held-out data have no efforts."""
     if states.effort is None:
         raise InputError("the held-out data have no efforts")
     return JointTorqueData(states.q, states.dq, states.ddq, states.effort, states.joint_names)
-
-
-def evaluate_links(
-    result: dict, held_out: DataSource, urdf: str | None, train: DataSource | None
-) -> dict[str, Prediction]:
-    """Joint torques of a fit-links result (:func:`~inertia_id_ros.chain.links.predict_torques`),
-    of the URDF and of OLS on ``train``."""
-    robot = _model(urdf, "fit-links")
-    states = held_out.joint_states()
-    links, x = link_model_of(result, robot, states)
-    data = _torque_data(states)
-    try:
-        measured = links.measured_torques(links.in_joint_order(data).efforts)
-    except ValueError as e:
-        raise InputError(f"{held_out.path}: {e}") from None
-    models = {"fit": (fit_model(result, links), x), "urdf": (links, links.prior)}
-    if train is not None:
-        fit = fit_links(links, _torque_data(train.joint_states()), method="ols", prior_weight=0.0)
-        models["ols"] = (links, fit.x)
-    channels = links.joint_names
-    return {
-        name: Prediction(channels, states.t, measured, predict_torques(model, x_model, data))
-        for name, (model, x_model) in models.items()
-    }
-
-
-def fit_model(result: dict, links: LinkModel) -> LinkModel:
-    """``links`` with the result's ``"gravity"`` (the fit's estimated base tilt, root frame)
-    when it has one. Only the fit predicts with it: the URDF and OLS are the references as the
-    URDF gives them."""
-    if result.get("gravity") is None:
-        return links
-    return with_gravity(links, np.asarray(result["gravity"], dtype=float))
-
-
-# ---- payload (fit-payload, replay) ---------------------------------------------------------
-
-
-def _payload_rows(
-    kinematics: SensorKinematics, recording: PayloadRecording
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(t (M,), Y (M, 6, 16), wrench (M, 6))`` at the wrench stamps within the joint states'
-    span, joint states interpolated there."""
-    states, wrenches = recording.joint_states, recording.wrenches
-    keep = (wrenches.t >= states.t[0]) & (wrenches.t <= states.t[-1])
-    if not keep.any():
-        raise InputError(f"{recording.source}: no wrench within the joint states' time span")
-    t = wrenches.t[keep]
-    order = [states.joint_names.index(name) for name in kinematics.joint_names]
-
-    def at(values: np.ndarray) -> np.ndarray:
-        return np.stack([np.interp(t, states.t, values[:, j]) for j in order], axis=1)
-
-    V, A = kinematics.compute_batch(at(states.q), at(states.dq), at(states.ddq))
-    return t, payload_regressor_batch(V, A), wrenches.wrench[keep]
-
-
-def _sensor_kinematics(robot, sensor_frame: str, states: JointStates) -> SensorKinematics:
-    try:
-        kinematics = SensorKinematics(robot, sensor_frame)
-    except ValueError as e:
-        raise InputError(str(e)) from None
-    missing = [j for j in kinematics.joint_names if j not in states.joint_names]
-    if missing:
-        raise InputError(f"the data lack joints {missing} that move {sensor_frame!r}")
-    return kinematics
-
-
-def evaluate_payload(
-    result: dict, held_out: DataSource, urdf: str | None, train: DataSource | None
-) -> dict[str, Prediction]:
-    """Wrenches of a fit-payload/replay result (``body_regressor(v, a_g) @ theta + offset``), of
-    the URDF's links beyond the sensor frame and of OLS on ``train``."""
-    robot = _model(urdf, "payload")
-    if len(result["bodies"]) != 1:
-        raise InputError(f"a payload result has one body, this one {len(result['bodies'])}")
-    body = result["bodies"][0]
-    recording = held_out.payload_recording()
-    kinematics = _sensor_kinematics(robot, body["frame"], recording.joint_states)
-    t, Y, wrench = _payload_rows(kinematics, recording)
-    urdf = kinematics.subtree_inertia()
-    models = {
-        "fit": np.concatenate([body["theta"], result["sensor_offset"]]),
-        "urdf": np.concatenate([urdf, np.zeros(6)]),
-    }
-    Y_offset, w_offset = Y, wrench
-    if train is not None:
-        _, Y_offset, w_offset = _payload_rows(kinematics, train.payload_recording())
-        problem = Problem.from_regressor(Y_offset.reshape(-1, 16), w_offset.ravel(), n_bodies=1)
-        models["ols"] = solve(problem, method="ols").x
-    offset = np.mean(w_offset - Y_offset[:, :, :10] @ urdf, axis=0)  # the constant's LSQ fit
-    models["urdf_offsets"] = np.concatenate([urdf, offset])
-    return {name: Prediction(WRENCH_CHANNEL_NAMES, t, wrench, Y @ x) for name, x in models.items()}
-
-
-register_result_kind("links", evaluate_links)
-register_result_kind("payload", evaluate_payload)
 
 
 # ---- report --------------------------------------------------------------------------------
@@ -454,34 +274,6 @@ def plot_predictions(predictions: dict[str, Prediction], path: str | Path) -> No
     figure.savefig(str(path), dpi=90)
 
 
-def run(
-    result: dict,
-    held_out: DataSource,
-    urdf: str | None = None,
-    train: DataSource | None = None,
-    json_out: str | None = None,
-    png_out: str | None = None,
-) -> str:
-    """Evaluate, write ``json_out`` / ``png_out`` when given; returns the printed report."""
-    predictions = predictions_of(result, held_out, urdf, train)
-    errors = {name: model_error(p) for name, p in predictions.items()}
-    lines = [format_errors(errors, held_out.path)]
-    for path, write in (
-        (
-            json_out,
-            lambda p: Path(p).write_text(json.dumps(validation_json(errors), indent=2) + "\n"),
-        ),
-        (png_out, lambda p: plot_predictions(predictions, p)),
-    ):
-        if path:
-            try:
-                write(path)
-            except OSError as e:
-                raise InputError(f"cannot write {path}: {e.strerror or e}") from None
-            lines.append(f"wrote {path}")
-    return "\n".join(lines)
-
-
 def differentiation_of(
     result: dict, half_width: float | None, default: float = DEFAULT_HALF_WIDTH
 ) -> dict[str, Any]:
@@ -496,39 +288,3 @@ def differentiation_of(
     if chosen.get("half_width_s"):
         return {"half_width": float(chosen["half_width_s"]), "order": int(chosen["order"]), **delay}
     return {"half_width": default, **delay}
-
-
-def validate_after_fit(
-    args, result: dict, train: Recording | None = None, held_out: Recording | None = None
-) -> None:
-    """``--validate DATA`` of fit-links/fit-payload, or the held-out part of an input
-    description (``held_out``): print the validation of the fresh ``result`` on them, with OLS
-    refitted on the fit's own data (``train`` when loaded through a description). Nothing
-    without either."""
-    if getattr(args, "validate", None) is None and held_out is None:
-        return
-    if getattr(args, "validate", None) is not None and held_out is not None:
-        raise InputError(
-            f"{held_out.source}: the description splits off held-out data; give "
-            "--validate or the split, not both"
-        )
-    topics = {
-        "joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
-        "wrench_topic": getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC,
-        "sensor_frame": getattr(args, "sensor_frame", None) or "",
-        **differentiation_of(result, args.filter_half_width),
-    }
-    if train is not None:
-        fit_data = DataSource(train.source, **topics, recording=train)
-    else:
-        fit_data = (
-            DataSource(args.bag, True, **topics)
-            if args.bag
-            else DataSource(args.data, False, **topics)
-        )
-    evaluated = (
-        DataSource(f"{held_out.source} (held out)", **topics, recording=held_out)
-        if held_out is not None
-        else DataSource.from_path(args.validate, **topics)
-    )
-    print(run(result, evaluated, args.urdf, fit_data))

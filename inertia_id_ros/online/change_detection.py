@@ -47,13 +47,13 @@ error makes the torque residuals 2-3 times the sensor noise
 (``test/unit/online/test_change_detection.py``).
 
 The same test serves a payload identified from joint torques
-(:class:`~inertia_id_ros.online.session.PayloadTorqueSession`): its channels are the ``n`` joints'
-torques, its residual ``r = tau - tau_links - Y_p theta - offset_change`` (n,) (N·m), and
+(:class:`~inertia_id_ros.online.payload_session.PayloadTorqueSession`): its channels are the ``n``
+joints' torques, its residual ``r = tau - tau_links - Y_p theta - offset_change`` (n,) (N·m), and
 :attr:`ChangeDetectorConfig.sigma_floor` has one entry per joint.
 
-Use: :class:`~inertia_id_ros.online.session.PayloadSession` runs the detector on every batch of
-rows the estimator adds, restarts the window on an alarm and re-arms it with each new estimate
-(the node, replay and the tests all drive that session; the rules are written there only).
+Use: :class:`~inertia_id_ros.online.payload_session.PayloadSession` runs the detector on every
+batch of rows the estimator adds, restarts the window on an alarm and re-arms it with each new
+estimate (the node, replay and the tests all drive that session; the rules are written there only).
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ import numpy as np
 
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS
+from inertia_id_ros.online.window import SlidingWindow
 from inertia_id_ros.options import PAYLOAD_CHANGE_THRESHOLD
 
 
@@ -215,6 +216,18 @@ def residual_sigma(
     return np.sqrt(np.max([part.mean(axis=0) for part in parts], axis=0))
 
 
+def window_residual_sigma(
+    window: SlidingWindow, t_first: float, theta: np.ndarray, offset: np.ndarray
+) -> np.ndarray | None:
+    """:func:`residual_sigma` of the samples of ``window`` stamped from ``t_first`` (s) on (those
+    an estimate ``theta``, ``offset`` was solved on), or ``None`` when it holds none."""
+    t, Y, f = window.samples(copy=False)
+    first = int(np.searchsorted(t, t_first, side="left"))
+    if first == t.size:
+        return None
+    return residual_sigma(Y[first:], f[first:], theta, offset)
+
+
 class PayloadChangeDetector:
     """CUSUM test of new samples against a reference estimate (see the module docstring).
 
@@ -272,13 +285,18 @@ class PayloadChangeDetector:
     def scores(self, Y: np.ndarray, f: np.ndarray) -> np.ndarray:
         """(N,) normalised squared residuals ``z`` of samples ``Y`` (N, 6, p >= 10), ``f`` (N, 6)
         against the reference (unclipped; about 1 without a change)."""
-        if not self.armed:
-            raise RuntimeError("no reference: call set_reference first")
+        self._reference_theta()
         _, Y, f = _check_rows(np.zeros(len(f)), Y, f, self.config.n_channels)
         return self._scores(Y, f)[0]
 
+    def _reference_theta(self) -> np.ndarray:
+        """The reference's ``theta`` (10,); RuntimeError when disarmed."""
+        if self._theta is None:
+            raise RuntimeError("no reference: call set_reference first")
+        return self._theta
+
     def _scores(self, Y: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        residual = f - _predicted_wrench(Y, self._theta, self._offset)
+        residual = f - _predicted_wrench(Y, self._reference_theta(), self._offset)
         return np.mean((residual / self._sigma) ** 2, axis=1), residual
 
     def update(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> ChangeEvent | None:

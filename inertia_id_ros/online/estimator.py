@@ -1,10 +1,12 @@
-"""The online estimators' shared core: buffers, counters, clock, the coverage loop, one solve path.
+"""The online estimators' shared core: buffers, counters, clock, the coverage loop, the window.
 
 :class:`OnlineEstimator` is what :class:`~inertia_id_ros.online.payload_estimator.PayloadEstimator`
 (a payload from an F/T sensor) and :class:`~inertia_id_ros.online.link_estimator.LinkEstimator`
-(a chain's links from joint torques) share; they add only what differs: which samples become
-rows (:meth:`OnlineEstimator._pending_stamps`, :meth:`~OnlineEstimator._take_samples`), the rows
-themselves (:meth:`~OnlineEstimator._rows`) and the problem they solve.
+(a chain's links from joint torques) share; they add only what differs: their window (a
+:class:`~inertia_id_ros.online.window.Window`), which samples become rows
+(:meth:`OnlineEstimator._pending_stamps`, :meth:`~OnlineEstimator._take_samples`), the rows
+themselves (:meth:`~OnlineEstimator._rows`) and the problem they solve (through
+:mod:`~inertia_id_ros.online.solving`).
 
 **Locking rule** (one, for every estimator): ``_lock`` guards every piece of mutable state (the
 buffers, the window, the counters, the previous solution, the generation) and is held only to
@@ -21,27 +23,23 @@ from __future__ import annotations
 import abc
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 import numpy as np
 
-from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.filtering import (
     COVERAGE_OK,
     COVERAGE_PENDING,
     check_coverage,
     joint_states_at_mixed,
 )
-from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.core.weighting import WEIGHTINGS, iterate_channel_weights
-from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SampleRejected, SolverError
+from inertia_id_ros.core.weighting import WEIGHTINGS
+from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.inputs import JOINT_STATE, ClockResetDetector, JointStateValidator
-from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
-from inertia_id_ros.solvers import Problem, Solution, ellipsoids_for
-from inertia_id_ros.solvers import solve as solve_problem
+from inertia_id_ros.online.window import SampleBuffer, Window
+from inertia_id_ros.solvers import Solution
 
 PROCESS_CHUNK = 500
 """Samples turned into rows per batch by :meth:`OnlineEstimator.process` (bounds the time the
@@ -51,44 +49,17 @@ RowsCallback = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 """``on_rows(t (N,), Y (N, r, p), y (N, r))``: regressor rows just added to a window (called
 under the estimator's lock; the arrays are valid during the call)."""
 
-SOLVE_FAILURES = ("solver_failed", "inconsistent")
-"""Reasons of :class:`~inertia_id_ros.errors.EstimateUnavailable` that are failures of a solve
-(reported as errors), unlike waiting for data (``too_few_samples``,
-``offset_not_identifiable``)."""
+T = TypeVar("T")
 
 
-def ellipsoid_values(
-    ellipsoids: Sequence[Any] | None,
-) -> tuple[tuple[float, ...] | None, ...] | None:
-    """Per-body bounding ellipsoids (each ``None`` or its 4x4 ``Q``) as a config holds them:
-    ``Q`` row by row (16 floats) or ``None``; ValueError for a ``Q`` that is not 4x4."""
-    if ellipsoids is None:
-        return None
-    values = []
-    for k, q in enumerate(ellipsoids):
-        if q is None:
-            values.append(None)
-            continue
-        flat = np.asarray(q, dtype=float).reshape(-1)
-        if flat.size != 16:
-            raise ValueError(
-                f"bounding_ellipsoids[{k}] must be a 4x4 matrix (16 values), got {flat.size} values"
-            )
-        values.append(tuple(float(v) for v in flat))
-    return tuple(values)
+class WindowCapacities(TypedDict):
+    """The buffer sizes of :func:`window_capacities` (samples), as config fields."""
+
+    window_capacity: int
+    joint_buffer_capacity: int
 
 
-def ellipsoid_matrices(
-    values: Sequence[tuple[float, ...] | None] | None, method: str
-) -> list[np.ndarray | None] | None:
-    """The 4x4 ``Q`` of :func:`ellipsoid_values`' ``values`` for a solve with ``method``
-    (``None`` for ``ols``: unconstrained)."""
-    if values is None:
-        return None
-    return ellipsoids_for(method, [None if q is None else np.reshape(q, (4, 4)) for q in values])
-
-
-def window_capacities(window_sec: float, max_input_rate_hz: float) -> dict[str, int]:
+def window_capacities(window_sec: float, max_input_rate_hz: float) -> WindowCapacities:
     """Buffer sizes for a window of ``window_sec`` (s) of inputs arriving at up to
     ``max_input_rate_hz`` (Hz): ``window_capacity`` 1.1 x window_sec x rate samples (at least
     1000) and ``joint_buffer_capacity`` a tenth of it (at least 10000)."""
@@ -156,6 +127,10 @@ class OnlineEstimatorConfig:
             raise self._invalid("filter_order", "must be >= 2")
         self._check_at_least_one("min_samples", "window_capacity", "joint_buffer_capacity")
 
+    def check_method(self, method: str) -> None:
+        """Raise ValueError (saying what to give) if ``method`` cannot solve with these settings;
+        any method can, unless a kind of estimator says otherwise."""
+
     def _invalid(self, name: str, requirement: str) -> ValueError:
         return ValueError(
             f"{type(self).__name__}.{name} {requirement}, got {getattr(self, name)!r}"
@@ -204,83 +179,18 @@ class SampleBatch:
     generation: int
 
 
-def check_bodies(bodies: Mapping[str, np.ndarray], method: str) -> list:
-    """The :func:`~inertia_id_ros.core.inertia.check_consistency` reports of ``bodies`` (name ->
-    theta (10,)); raises :class:`EstimateUnavailable` (``inconsistent``) naming every body that
-    is not fully physically consistent. The one check between a solver and a published
-    estimate."""
-    reports = [check_consistency(theta) for theta in bodies.values()]
-    problems = [
-        f"{name}: {'; '.join(report.problems)}"
-        for name, report in zip(bodies, reports)
-        if not report.fully_consistent
-    ]
-    if problems:
-        raise EstimateUnavailable(
-            "inconsistent",
-            f"method {method!r} returned a physically "
-            f"inconsistent estimate: {' | '.join(problems)}",
-        )
-    return reports
-
-
-@contextmanager
-def solver_failures(method: str) -> Iterator[None]:
-    """Any failure of a solve with ``method`` in the block (the problem, the options, bad option
-    values, the back end) raised as :class:`EstimateUnavailable` (``solver_failed``): the one
-    mapping of solver errors for every estimator."""
-    try:
-        yield
-    except (ProblemError, SolverError, TypeError, ValueError) as e:
-        raise EstimateUnavailable("solver_failed", f"method {method!r}: {e}") from e
-
-
-def solve_or_fail(
-    problem: Problem, method: str, initvals: Any, options: Mapping[str, Any]
-) -> Solution:
-    """``solvers.solve(problem, method, initvals, **options)``; a failure is
-    :class:`EstimateUnavailable` (``solver_failed``, :func:`solver_failures`)."""
-    with solver_failures(method):
-        return solve_problem(problem, method, initvals=initvals, **options)
-
-
-def solve_weighted(
-    channels: ChannelNormalEquations,
-    build: Callable[[np.ndarray | None], Problem],
-    method: str,
-    initvals: Any,
-    options: Mapping[str, Any],
-    weighting: str,
-) -> tuple[Solution, np.ndarray | None]:
-    """:func:`solve_or_fail` of the problem ``build(weights)`` makes of the normal equations of
-    ``channels`` with channel ``c``'s rows weighted by ``weights[c]``
-    (:func:`~inertia_id_ros.core.weighting.weighted_normal_equations`): unweighted
-    (``weighting="none"``, ``weights`` ``None``), or weighted by each channel's inverse residual
-    variance, iterated (:func:`~inertia_id_ros.core.weighting.iterate_channel_weights`, each
-    solve warm-started from the previous). Returns ``(solution, weights (r,) or None)``."""
-    if weighting == "none":
-        return solve_or_fail(build(None), method, initvals, options), None
-    solutions: list[Solution] = []
-
-    def fit(weights: np.ndarray) -> np.ndarray:
-        start = solutions[-1] if solutions else initvals
-        solutions.append(solve_or_fail(build(weights), method, start, options))
-        return np.asarray(solutions[-1].x)
-
-    _, weights = iterate_channel_weights(channels, fit)
-    return solutions[-1], weights.weights
-
-
 ConfigT = TypeVar("ConfigT", bound=OnlineEstimatorConfig)
+WindowT = TypeVar("WindowT", bound=Window)
 
 
-class OnlineEstimator(abc.ABC, Generic[ConfigT]):
+class OnlineEstimator(abc.ABC, Generic[ConfigT, WindowT]):
     """Joint states (and a subclass's other inputs) in, physically consistent estimates out.
 
     Owns the lock (see the module's locking rule), the joint-state buffer and validator, the
-    sliding ``window`` of regressor rows, the counters (``received``, ``processed``,
-    ``dropped`` by reason, ``clock_jumps``), the clock-reset detection and the
-    :attr:`generation`. Subclasses say which samples become rows and how.
+    ``window`` of regressor rows (a subclass's :class:`~inertia_id_ros.online.window.Window`),
+    the counters (``received``, ``processed``, ``dropped`` by reason, ``clock_jumps``), the
+    clock-reset detection and the :attr:`generation`. Subclasses say which samples become rows
+    and how.
     """
 
     sample_kind: str
@@ -288,9 +198,7 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
     sample_name: str
     """What the window's samples are, plural, for messages (``"wrench samples"``)."""
 
-    def __init__(
-        self, config: ConfigT, joint_input: JointStateValidator, n_params: int, rows_per_sample: int
-    ) -> None:
+    def __init__(self, config: ConfigT, joint_input: JointStateValidator, window: WindowT) -> None:
         self.config = config
         self._joint_input = joint_input
         n = len(joint_input.joint_names)
@@ -298,9 +206,7 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
         self._joints = SampleBuffer(
             config.joint_buffer_capacity, t=(), q=(n,), dq=(n,), has_dq=(), **effort
         )
-        self.window = SlidingWindow(
-            config.window_sec, n_params, config.window_capacity, rows_per_sample=rows_per_sample
-        )
+        self.window = window
         self._lock = threading.Lock()
         self._process_lock = threading.Lock()
         self.received: Counter[str] = Counter()
@@ -317,7 +223,7 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
     def add_joint_state(
         self,
         t: float,
-        names: list[str] | tuple[str, ...],
+        names: Sequence[str],
         q: np.ndarray,
         dq: np.ndarray | None = None,
         effort: np.ndarray | None = None,
@@ -364,12 +270,12 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
         ``None``. The same checks, counters and result as :meth:`add_joint_state` for each in
         turn (valid batches take a vectorised path); returns the rejections, in order."""
         t = np.asarray(t, dtype=float).reshape(-1)
-        q, dq, effort = (
+        positions, velocities, efforts = (
             None if v is None or np.size(v) == 0 else np.asarray(v, dtype=float)
             for v in (q, dq, effort)
         )
         with self._lock:
-            if self._append_joint_batch(t, tuple(names), q, dq, effort):
+            if self._append_joint_batch(t, tuple(names), positions, velocities, efforts):
                 return []
         rejected = []
         for i in range(t.size):
@@ -377,9 +283,9 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
                 self.add_joint_state(
                     t[i],
                     names,
-                    q[i] if q is not None else np.zeros(0),
-                    None if dq is None else dq[i],
-                    None if effort is None else effort[i],
+                    positions[i] if positions is not None else np.zeros(0),
+                    None if velocities is None else velocities[i],
+                    None if efforts is None else efforts[i],
                 )
             except SampleRejected as why:
                 rejected.append(why)
@@ -526,9 +432,19 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
         a result computed before belongs to the previous samples."""
         return self._generation
 
+    def read_window(self, read: Callable[[WindowT], T]) -> T:
+        """``read(window)`` under the lock (a consistent view of the window while inputs
+        arrive; views of it are valid during the call only): e.g. a tare, or the residual scale
+        of an estimate (compare :attr:`generation` inside ``read`` to tell whether the samples
+        were forgotten since)."""
+        with self._lock:
+            return read(self.window)
+
     def configure_solver(self, method: str, solver_options: Mapping[str, Any]) -> None:
         """Set the default ``method`` and its ``solver_options`` together, between solves
-        (thread-safe: a solve reads both at once)."""
+        (thread-safe: a solve reads both at once); ValueError (nothing changed) for a method the
+        settings cannot solve with (:meth:`OnlineEstimatorConfig.check_method`)."""
+        self.config.check_method(method)
         with self._lock:
             self.config.method, self.config.solver_options = method, dict(solver_options)
 
@@ -552,7 +468,7 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
                 "too_few_samples",
                 f"{n_samples} {self.sample_name} in the window, need {self.config.min_samples}",
             )
-        t, _, _ = self.window.samples(duration, copy=False, until=until)
+        t = self.window.stamps(duration, until)
         return n_samples, float(t[0]), float(t[-1])
 
     def _warm_start(self, initvals: Any) -> Any:
@@ -638,47 +554,3 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT]):
     @abc.abstractmethod
     def _pending_count(self) -> int:
         """Samples waiting to become rows (lock held)."""
-
-
-class JointStateEstimator(OnlineEstimator[ConfigT]):
-    """An online estimator whose window's samples are the joint states themselves, their efforts
-    the measurement (the links, a payload from joint torques): the buffered joint states become
-    rows once the filter's look-ahead covers them; ``_rows`` gets their efforts (N, n) as
-    ``batch.measured``."""
-
-    sample_kind = JOINT_STATE
-    sample_name = "joint states"
-
-    def __init__(
-        self, config: ConfigT, joint_input: JointStateValidator, n_params: int, rows_per_sample: int
-    ) -> None:
-        super().__init__(config, joint_input, n_params, rows_per_sample)
-        self._t_consumed: float = -np.inf
-        """Stamp of the newest joint state processed or dropped by :meth:`process`."""
-
-    def _joint_accepted(self, t: np.ndarray) -> None:
-        joints = self._joints
-        pushed_out = len(joints) + t.size - joints.capacity
-        if pushed_out > 0:  # the oldest are pushed out: count those not yet processed
-            unprocessed = int(np.count_nonzero(joints["t"][:pushed_out] > self._t_consumed))
-            self.dropped["overflow"] += unprocessed + max(pushed_out - len(joints), 0)
-
-    def _pending_stamps(self, limit: int) -> np.ndarray:
-        t_all = self._joints["t"]
-        start = int(np.searchsorted(t_all, self._t_consumed, side="right"))
-        return t_all[start : start + limit]
-
-    def _take_samples(self, consumed: int, ready: np.ndarray) -> np.ndarray:
-        joints = self._joints
-        start = int(np.searchsorted(joints["t"], self._t_consumed, side="right"))
-        effort = joints["effort"][start + ready].copy()
-        self._t_consumed = float(joints["t"][start + consumed - 1])
-        return effort
-
-    def _pending_count(self) -> int:
-        return len(self._joints) - int(
-            np.searchsorted(self._joints["t"], self._t_consumed, side="right")
-        )
-
-    def _clear_pending(self) -> None:
-        self._t_consumed = -np.inf

@@ -12,7 +12,7 @@ the joint state's stamp from the local polynomial fit of :mod:`inertia_id_ros.co
 the torques ``y = effort * effort_scale - known torques`` (n,); rows go to a
 :class:`~inertia_id_ros.online.window.SlidingWindow` (n rows per sample).
 :meth:`~LinkEstimator.solve` solves the window's
-:func:`~inertia_id_ros.chain.links.build_link_problem`::
+:func:`~inertia_id_ros.chain.link_fit.build_link_problem`::
 
     min (1 / n_rows) ||Y x - y||² + prior_weight ||x - x_prior||²
     s.t. J(theta_k) >= 0 for every link k, viscous, Coulomb, armature >= 0
@@ -20,8 +20,8 @@ the torques ``y = effort * effort_scale - known torques`` (n,); rows go to a
 (``x_prior``: the URDF's links, zero friction and offset, the reflected rotor inertias), warm
 started from the previous solution, and returns a :class:`LinkEstimate` only if every link is fully
 physically consistent, with the base parameters of the window's regressor
-(:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`): what the data so far cannot
-identify.
+(:func:`~inertia_id_ros.chain.base_parameters.base_parameters_from_gram`): what the data so far
+cannot identify.
 
 Given the chain's actuators (``LinkEstimator(..., actuators=chain.actuators)``), every solve also
 resolves the armatures the window cannot identify, as
@@ -40,34 +40,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from inertia_id_ros.chain.actuators import ActuatorConfig
-from inertia_id_ros.chain.armatures import RotorInertia, resolve_armatures
-from inertia_id_ros.chain.friction import DriveParameters
-from inertia_id_ros.chain.links import (
+from inertia_id_ros.chain.armatures import ArmatureResolution, RotorInertia, resolve_armatures
+from inertia_id_ros.chain.base_parameters import (
     DEFAULT_GRAM_RANK_TOLERANCE,
-    DEFAULT_PRIOR_WEIGHT,
     BaseParameters,
-    LinkModel,
     base_parameters_from_gram,
-    build_link_problem,
 )
+from inertia_id_ros.chain.friction import DriveParameters
+from inertia_id_ros.chain.link_fit import build_link_problem
+from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.weighting import weighted_normal_equations
-from inertia_id_ros.online.estimator import (
-    JointStateEstimator,
-    OnlineEstimatorConfig,
-    SampleBatch,
+from inertia_id_ros.online.estimator import OnlineEstimatorConfig, SampleBatch
+from inertia_id_ros.online.inputs import JointStateValidator
+from inertia_id_ros.online.joint_state_estimator import JointStateEstimator
+from inertia_id_ros.online.solving import (
     check_bodies,
     ellipsoid_matrices,
     ellipsoid_values,
+    residual_rms,
     solve_or_fail,
     solve_weighted,
 )
-from inertia_id_ros.online.inputs import JointStateValidator
+from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.solvers import Solution
+
+NormalEquations = tuple[np.ndarray, np.ndarray, float, int]
+"""``(Y^T Y (p, p), Y^T y (p,), y^T y, rows)`` of the window's torque rows."""
 
 ARMATURE_SOURCES = ("estimated", "rotor", "configured")
 """Where a joint's armature comes from (:attr:`LinkEstimate.armature_sources`): ``estimated``
@@ -90,12 +94,12 @@ class LinkEstimatorConfig(OnlineEstimatorConfig):
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     """Weight of the prior toward the URDF, per torque sample ((N·m)² per SI unit² of x; see
     :mod:`inertia_id_ros.chain.links`). The default is the KUKA LWR4+ cross-validation optimum;
-    choose it for your robot with :func:`~inertia_id_ros.chain.links.select_prior_weight` on a
+    choose it for your robot with :func:`~inertia_id_ros.chain.link_fit.select_prior_weight` on a
     recording. Small (1e-6) when the joint torques are clean and the motion exciting: the prior then
     only settles what the data cannot identify."""
     rank_tolerance: float = DEFAULT_GRAM_RANK_TOLERANCE
     """Relative tolerance of the base-parameter rank
-    (:func:`~inertia_id_ros.chain.links.base_parameters_from_gram`)."""
+    (:func:`~inertia_id_ros.chain.base_parameters.base_parameters_from_gram`)."""
 
     bounding_ellipsoids: tuple[tuple[float, ...] | None, ...] | None = None
     """Per link of the chain (:attr:`LinkModel.link_names` order) ``None`` or the ``Q`` (4x4, row
@@ -232,104 +236,55 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
         ``solver_failed`` or ``inconsistent`` (some link not fully physically consistent, e.g.
         with ``ols``): never returns an inconsistent link."""
         config = self.config
-        model = self.link_model
         with self._lock:
             method, options = self._solver_settings(method or None)
             n_samples, t_first, t_last = self._samples_to_solve(duration, until)
-            if config.weighting == "none":
-                channels = None
-                gram, moment, yty, n_rows = self.window.normal_equations(duration, until)
-            else:
-                channels = ChannelNormalEquations.from_samples(
+            equations = (
+                self.window.normal_equations(duration, until)
+                if config.weighting == "none"
+                else ChannelNormalEquations.from_samples(
                     *self.window.samples(duration, copy=False, until=until)[1:]
                 )
+            )
             warm = initvals is None and config.warm_start
             initvals = self._warm_start(initvals)
             previous_known = self._last_known_armature_solution if warm else None
             generation = self._generation
-        weights = None
         ellipsoids = ellipsoid_matrices(config.bounding_ellipsoids, method)
-        if channels is None:
-            solution = solve_or_fail(
-                build_link_problem(
-                    model, gram, moment, yty, n_rows, config.prior_weight, ellipsoids
-                ),
-                method,
-                initvals,
-                options,
-            )
-        else:  # the joints weighted by their noise levels; the armature step keeps the weights
-            solution, weights = solve_weighted(
-                channels,
-                lambda w: build_link_problem(
-                    model, *weighted_normal_equations(channels, w), config.prior_weight, ellipsoids
-                ),
-                method,
-                initvals,
-                options,
-                config.weighting,
-            )
-            gram, moment, yty, n_rows = weighted_normal_equations(channels, weights)
+        solution, normal = self._first_solve(method, options, initvals, ellipsoids, equations)
         x = np.array(solution.x)
-        base = base_parameters_from_gram(model.parameter_names, gram, config.rank_tolerance)
+        base = base_parameters_from_gram(
+            self.link_model.parameter_names, normal[0], config.rank_tolerance
+        )
         resolution = (
             None
             if self.actuators is None
-            else resolve_armatures(model, self.actuators, x, base.unidentifiable)
+            else resolve_armatures(self.link_model, self.actuators, x, base.unidentifiable)
         )
         final, solve_time = solution, float(solution.solve_time)
         if resolution is not None:  # the unidentifiable armatures known: N² I_rotor, solve again
-            known = resolution.model
-            reduced = resolution.normal_equations(gram, moment, yty)
-            start = (
-                previous_known[1]
-                if previous_known is not None and previous_known[0] == known.parameter_names
-                else resolution.reduce(x)
-            )
-            final = solve_or_fail(
-                build_link_problem(known, *reduced, n_rows, config.prior_weight, ellipsoids),
-                method,
-                start,
-                options,
+            final, base = self._known_armature_solve(
+                resolution, normal, x, previous_known, method, options, ellipsoids
             )
             solve_time += float(final.solve_time)
             x = resolution.expand(final.x)
-            base = base_parameters_from_gram(
-                known.parameter_names, reduced[0], config.rank_tolerance
-            )
-        thetas = model.link_parameters(x).copy()
-        reports = check_bodies(dict(zip(model.link_names, thetas)), method)
+        thetas = self.link_model.link_parameters(x).copy()
+        reports = check_bodies(dict(zip(self.link_model.link_names, thetas)), method)
         if self._keep_solution(solution, generation) and resolution is not None:
             with self._lock:
                 self._last_known_armature_solution = (resolution.model.parameter_names, final)
-        estimated = model.drive_parameters(x)
-        drives = {
-            joint: drive.parameters(estimated[joint])
-            for joint, drive in zip(model.joint_names, model.drives)
-        }
-        sources = {
-            joint: "estimated" if drive.armature else "configured"
-            for joint, drive in zip(model.joint_names, model.drives)
-        }
-        rotors = () if resolution is None else resolution.rotors
-        sources.update({joint: rotor.source for rotor in rotors for joint in rotor.applied_to})
         stopped = [s.status for s in (solution, final) if not s.found]
-        residual_rms = (
-            float(final.residual_rms)
-            if channels is None  # N m, unweighted
-            else float(
-                np.sqrt(
-                    channels.squared_residuals(x).sum() / (channels.n_samples * channels.n_channels)
-                )
-            )
-        )
         return LinkEstimate(
             x=x,
-            link_names=model.link_names,
+            link_names=self.link_model.link_names,
             thetas=thetas,
-            drives=drives,
+            drives=self._drives(x),
             min_pseudo_inertia_eigs=np.array([r.min_pseudo_inertia_eig for r in reports]),
-            residual_rms=residual_rms,
+            residual_rms=(
+                residual_rms(equations, x)
+                if isinstance(equations, ChannelNormalEquations)
+                else float(final.residual_rms)  # N m, unweighted
+            ),
             base=base,
             n_samples=n_samples,
             t_first=t_first,
@@ -338,9 +293,88 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
             prior_weight=config.prior_weight,
             solve_time=solve_time,
             message=f"solver stopped early ({stopped[0]})" if stopped else "",
-            rotor_inertias=rotors,
-            armature_sources=sources,
+            rotor_inertias=() if resolution is None else resolution.rotors,
+            armature_sources=self._armature_sources(resolution),
         )
+
+    def _first_solve(
+        self,
+        method: str,
+        options: dict[str, Any],
+        initvals: Any,
+        ellipsoids: list[np.ndarray | None] | None,
+        equations: NormalEquations | ChannelNormalEquations,
+    ) -> tuple[Solution, NormalEquations]:
+        """The solve of every parameter: of the window's normal ``equations``, or, weighted, of
+        its channels' (the joints weighted by their noise levels); returns the solution and the
+        normal equations it solved (weighted; the armature step keeps the weights)."""
+        model, prior_weight = self.link_model, self.config.prior_weight
+        if not isinstance(equations, ChannelNormalEquations):
+            problem = build_link_problem(model, *equations, prior_weight, ellipsoids)
+            return solve_or_fail(problem, method, initvals, options), equations
+        channels = equations
+        solution, weights = solve_weighted(
+            channels,
+            lambda w: build_link_problem(
+                model, *weighted_normal_equations(channels, w), prior_weight, ellipsoids
+            ),
+            method,
+            initvals,
+            options,
+            self.config.weighting,
+        )
+        return solution, weighted_normal_equations(channels, weights)
+
+    def _known_armature_solve(
+        self,
+        resolution: ArmatureResolution,
+        normal: NormalEquations,
+        x: np.ndarray,
+        previous: tuple[tuple[str, ...], Solution] | None,
+        method: str,
+        options: dict[str, Any],
+        ellipsoids: list[np.ndarray | None] | None,
+    ) -> tuple[Solution, BaseParameters]:
+        """The solve with the armatures ``resolution`` fixes known, on the ``normal`` equations
+        with their columns moved to the right-hand side, warm-started from the ``previous`` such
+        solve when it had the same parameters, else from the first solve's ``x``; returns it and
+        the base parameters of its problem."""
+        known, config = resolution.model, self.config
+        gram, moment, yty, n_rows = normal
+        reduced = resolution.normal_equations(gram, moment, yty)
+        start = (
+            previous[1]
+            if previous is not None and previous[0] == known.parameter_names
+            else resolution.reduce(x)
+        )
+        final = solve_or_fail(
+            build_link_problem(known, *reduced, n_rows, config.prior_weight, ellipsoids),
+            method,
+            start,
+            options,
+        )
+        base = base_parameters_from_gram(known.parameter_names, reduced[0], config.rank_tolerance)
+        return final, base
+
+    def _drives(self, x: np.ndarray) -> dict[str, DriveParameters]:
+        """``{joint: DriveParameters}`` of the parameters ``x`` (p,)."""
+        model = self.link_model
+        estimated = model.drive_parameters(x)
+        return {
+            joint: drive.parameters(estimated[joint])
+            for joint, drive in zip(model.joint_names, model.drives)
+        }
+
+    def _armature_sources(self, resolution: ArmatureResolution | None) -> dict[str, str]:
+        """``{joint: source}`` of each joint's armature (:data:`ARMATURE_SOURCES`)."""
+        model = self.link_model
+        sources = {
+            joint: "estimated" if drive.armature else "configured"
+            for joint, drive in zip(model.joint_names, model.drives)
+        }
+        rotors = () if resolution is None else resolution.rotors
+        sources.update({joint: rotor.source for rotor in rotors for joint in rotor.applied_to})
+        return sources
 
     # ---- state -----------------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ fully physically consistent. Model: ``f = wrench_sign * measured = body_regresso
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,27 +31,26 @@ from inertia_id_ros.core.regressors import (
 )
 from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
-from inertia_id_ros.online.change_detection import residual_sigma
-from inertia_id_ros.online.estimator import (
-    OnlineEstimator,
-    OnlineEstimatorConfig,
-    SampleBatch,
-    check_bodies,
-    ellipsoid_matrices,
-    ellipsoid_values,
-    solve_weighted,
-)
+from inertia_id_ros.online.estimator import OnlineEstimator, OnlineEstimatorConfig, SampleBatch
 from inertia_id_ros.online.inputs import (
     WRENCH,
+    ClockResetDetector,
     JointStateValidator,
     check_frame,
     check_stamp,
     check_vector,
 )
-from inertia_id_ros.online.tare import NOISE_STD_FLOOR, Tare, tare_offset, with_tare
-from inertia_id_ros.online.window import SampleBuffer
+from inertia_id_ros.online.solving import (
+    check_bodies,
+    ellipsoid_matrices,
+    ellipsoid_value,
+    residual_rms,
+    solve_weighted,
+)
+from inertia_id_ros.online.tare import NOISE_STD_FLOOR, OffsetTare, Tare, with_tare
+from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
 from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING
-from inertia_id_ros.solvers import Problem
+from inertia_id_ros.solvers import Problem, Solution
 
 PRIOR_METHODS = ("cad_prior",)
 """Methods that cannot solve without a prior."""
@@ -61,22 +59,76 @@ SPREAD_SAMPLES = 2000
 """Samples (evenly spaced over the window) the orientation spread is computed from."""
 
 
+def check_prior_available(method: str, has_prior: bool) -> None:
+    """Raise ValueError, saying what to give, if ``method`` needs a prior and there is none."""
+    if method in PRIOR_METHODS and not has_prior:
+        raise ValueError(
+            f"method {method!r} needs the payload's CAD values as a prior: give a "
+            "result JSON of the payload (fit-payload --prior, node parameter "
+            "payload_prior) or a URDF link (fit-payload --prior-urdf/--prior-link, "
+            "payload_prior: the link's name), or choose another method"
+        )
+
+
 @dataclass
-class EstimatorConfig(OnlineEstimatorConfig):
-    """Settings of :class:`PayloadEstimator` (SI units; times in s): the shared ones of
-    :class:`OnlineEstimatorConfig` (samples are wrenches) and the F/T sensor's."""
+class PayloadConfigBase(OnlineEstimatorConfig):
+    """What both payload estimators' settings share (:class:`EstimatorConfig`, an F/T sensor's;
+    :class:`~inertia_id_ros.online.payload_torque_estimator.PayloadTorqueEstimatorConfig`, joint
+    torques'): the offsets, the weighting, the payload's prior and bounding ellipsoid, all in the
+    payload's frame (the sensor frame, or the frame the payload is attached to)."""
 
     estimate_offset: bool = True
-    """Estimate the F/T sensor's constant offset (6,) (N, N m) with the payload."""
+    """Estimate the offsets with the payload: the F/T sensor's constant offset (6,) (N, N m),
+    or how much each joint's torque offset moved since the link model (N·m)."""
     weighting: str = PAYLOAD_DEFAULT_WEIGHTING
-    """As :attr:`OnlineEstimatorConfig.weighting`; for a payload each F/T component weighted by
-    its noise level by default: the force rows are typically 20 times noisier (N) than the torque
-    rows (N m), and unweighted they swamp what the torque rows say about the COM and inertia
-    (``benchmarks/weighting.py``: COM error 0.15 -> 0.01 mm, inertia 2.4 -> 1.8 %)."""
+    """As :attr:`OnlineEstimatorConfig.weighting`; for a payload each channel weighted by its
+    noise level by default: an F/T sensor's force rows are typically 20 times noisier (N) than
+    its torque rows (N m), and unweighted they swamp what the torque rows say about the COM and
+    inertia (``benchmarks/weighting.py``: COM error 0.15 -> 0.01 mm, inertia 2.4 -> 1.8 %); an
+    arm's quieter wrist torques carry the inertia."""
+    prior: tuple[float, ...] | None = None
+    """The payload's CAD values: ``theta`` (10,) about and in the payload's frame, used by
+    methods that take a prior (``cad_prior``; ``pointmass`` places its points around it when
+    the data do not determine the body). ``None``: none (then ``cad_prior`` is refused)."""
+    bounding_ellipsoid: tuple[float, ...] | None = None
+    """``Q`` (4x4, row by row: 16 values) of an ellipsoid in the payload's frame that holds the
+    payload (:func:`~inertia_id_ros.solvers.ellipsoid_matrix`): every consistent solve keeps
+    ``tr(J(theta) Q) >= 0`` (Wensing et al. 2017). ``None``: no such constraint."""
+
+    def __post_init__(self) -> None:
+        """``prior`` and ``bounding_ellipsoid`` become tuples of floats; ValueError if the prior
+        is not 10 finite values, the ellipsoid not 16 values, or ``method`` needs a prior and
+        there is none."""
+        super().__post_init__()
+        if self.bounding_ellipsoid is not None:
+            try:
+                self.bounding_ellipsoid = ellipsoid_value(self.bounding_ellipsoid)
+            except ValueError:
+                raise self._invalid(
+                    "bounding_ellipsoid", "must be a 4x4 matrix (16 values)"
+                ) from None
+        if self.prior is not None:
+            self.prior = tuple(float(v) for v in np.asarray(self.prior, dtype=float).reshape(-1))
+            if len(self.prior) != N_BODY_PARAMS or not np.all(np.isfinite(self.prior)):
+                raise self._invalid("prior", f"must be {N_BODY_PARAMS} finite values (theta)")
+        self.check_method(self.method)
+
+    def check_method(self, method: str) -> None:
+        """ValueError if ``method`` needs a prior (:data:`PRIOR_METHODS`) and there is none."""
+        check_prior_available(method, self.prior is not None)
+
+
+@dataclass
+class EstimatorConfig(PayloadConfigBase):
+    """Settings of :class:`PayloadEstimator` (SI units; times in s): the shared ones of
+    :class:`OnlineEstimatorConfig` (samples are wrenches) and :class:`PayloadConfigBase` (the
+    payload's frame is the sensor frame; the offset is the F/T sensor's (6,)), and the F/T
+    sensor's."""
+
     wrench_sign: float = 1.0
     """+1 if the sensor reports the wrench it exerts on the payload, -1 for the opposite."""
     tare_max_force_std: float = 0.05
-    """A tare (:meth:`PayloadEstimator.set_tare`) replaces the tilt requirement of
+    """A tare (:class:`~inertia_id_ros.online.tare.OffsetTare`) replaces the tilt requirement of
     ``offset_min_tilt_deg`` while the standard deviation of its force offset, grown with its age
     (:meth:`~inertia_id_ros.online.tare.Tare.offset_std_at`), stays below this (N; per axis); with
     the default drift rate about 2.5 minutes after a 1 s, 1 kHz tare."""
@@ -96,19 +148,8 @@ class EstimatorConfig(OnlineEstimatorConfig):
     ``"saturated"``: the sensor clips beyond its range, so the value is not the load). ``None``:
     no check; ``inf`` for a channel: none on it."""
 
-    prior: tuple[float, ...] | None = None
-    """The payload's CAD values: ``theta`` (10,) about and in the sensor frame, used by methods
-    that take a prior (``cad_prior``; ``pointmass`` places its points around it when the data
-    do not determine the body). ``None``: none (then ``cad_prior`` is refused)."""
-
-    bounding_ellipsoid: tuple[float, ...] | None = None
-    """``Q`` (4x4, row by row: 16 values) of an ellipsoid in the sensor frame that holds the
-    payload (:func:`~inertia_id_ros.solvers.ellipsoid_matrix`): every consistent solve keeps
-    ``tr(J(theta) Q) >= 0`` (Wensing et al. 2017). ``None``: no such constraint."""
-
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_payload_config(self)
         if self.wrench_sign not in (1.0, -1.0):
             raise self._invalid("wrench_sign", "must be +1 or -1")
         if self.wrench_limits is not None:
@@ -121,38 +162,8 @@ class EstimatorConfig(OnlineEstimatorConfig):
         self._check_positive("tare_max_force_std")
 
 
-def check_prior_available(method: str, has_prior: bool) -> None:
-    """Raise ValueError, saying what to give, if ``method`` needs a prior and there is none."""
-    if method in PRIOR_METHODS and not has_prior:
-        raise ValueError(
-            f"method {method!r} needs the payload's CAD values as a prior: give a "
-            "result JSON of the payload (fit-payload --prior, node parameter "
-            "payload_prior) or a URDF link (fit-payload --prior-urdf/--prior-link, "
-            "payload_prior: the link's name), or choose another method"
-        )
-
-
-def check_payload_config(config: Any) -> None:
-    """Check what both payload estimators' configs share: ``prior`` (``None`` or ``theta``
-    (10,)) and ``bounding_ellipsoid`` (``None`` or ``Q`` (4, 4)) become tuples of floats;
-    ValueError (the config's kind) if the prior is not 10 finite values, the ellipsoid not 16
-    values, or ``method`` needs a prior and there is none."""
-    if config.bounding_ellipsoid is not None:
-        try:
-            config.bounding_ellipsoid = ellipsoid_values((config.bounding_ellipsoid,))[0]
-        except ValueError:
-            raise config._invalid(
-                "bounding_ellipsoid", "must be a 4x4 matrix (16 values)"
-            ) from None
-    if config.prior is not None:
-        config.prior = tuple(float(v) for v in np.asarray(config.prior, dtype=float).reshape(-1))
-        if len(config.prior) != N_BODY_PARAMS or not np.all(np.isfinite(config.prior)):
-            raise config._invalid("prior", f"must be {N_BODY_PARAMS} finite values (theta)")
-    check_prior_available(config.method, config.prior is not None)
-
-
 def payload_problems(
-    config: Any, method: str, channels: ChannelNormalEquations, **names: Any
+    config: PayloadConfigBase, method: str, channels: ChannelNormalEquations, **names: Any
 ) -> Callable[[np.ndarray | None], Problem]:
     """``weights -> Problem`` of a payload estimator's fit with ``method``: the normal equations
     of ``channels`` (one body, then the offsets) weighted by ``weights``, the config's ``prior``
@@ -249,97 +260,11 @@ class Estimate(PayloadEstimateBase):
     condition_number: float = float("nan")
 
 
-class PayloadEstimatorMixin:
-    """What both payload estimators share, mixed in before their
-    :class:`~inertia_id_ros.online.estimator.OnlineEstimator` base: the prior check of the
-    solver's method, the offset tare (the rule of :mod:`inertia_id_ros.online.tare`) and the
-    residual sigma of the change detector. The window's samples (``y``, the estimator's sign
-    convention) are ``tare_sample_name`` (in messages), streamed by ``tare_inputs``; the tare's
-    ``noise_std`` is floored by ``tare_noise_floor`` (one value per channel)."""
-
-    tare_sample_name = "wrenches"
-    tare_inputs = "the inputs"
-    tare_noise_floor: np.ndarray = NOISE_STD_FLOOR
-    _tare: Tare | None = None
-
-    def configure_solver(self, method: str, solver_options: Any) -> None:
-        """As :meth:`OnlineEstimator.configure_solver`; raises ValueError (nothing changed) for a
-        method that needs a prior when the config has none."""
-        check_prior_available(method, self.config.prior is not None)
-        super().configure_solver(method, solver_options)
-
-    def residual_sigma(self, estimate: PayloadEstimateBase, generation: int) -> np.ndarray | None:
-        """:func:`~inertia_id_ros.online.change_detection.residual_sigma` (one per channel: N,
-        N m for wrenches, N·m for joint torques) of the window's samples from
-        ``estimate.t_first`` on against ``estimate``, or ``None`` if the estimator forgot its
-        samples since ``generation`` (read before the solve) or holds none."""
-        with self._lock:
-            if generation != self._generation:
-                return None
-            t, Y, y = self.window.samples(copy=False)
-            first = int(np.searchsorted(t, estimate.t_first, side="left"))
-            if first == t.size:
-                return None
-            return residual_sigma(Y[first:], y[first:], estimate.theta, estimate.sensor_offset)
-
-    @property
-    def tare(self) -> Tare | None:
-        """The offset tare every solve uses (:mod:`inertia_id_ros.online.tare`), or ``None``."""
-        return self._tare
-
-    def set_tare(self, duration: float = 1.0, theta_known: np.ndarray | None = None) -> Tare:
-        """Tare the offsets from the newest ``duration`` s (> 0) of the window's samples (the
-        buffered ones are processed first), recorded with the payload removed
-        (``theta_known=None``) or with the known payload ``theta_known`` (10,) attached (about
-        the payload's frame). Replaces the previous tare. With the payload removed the window
-        restarts: its older samples belong to the payload that was removed.
-
-        Raises :class:`EstimateUnavailable` (``too_few_samples``) when the window holds less
-        than half of ``duration``, ValueError for an invalid ``duration`` or ``theta_known``.
-        """
-        if not (duration > 0 and np.isfinite(duration)):
-            raise ValueError(f"the tare duration must be positive (s), got {duration}")
-        self.process()
-        with self._lock:
-            t, Y, y = self.window.samples(duration, copy=False)
-            span = float(t[-1] - t[0]) if t.size else 0.0
-            if t.size < 2 or span < 0.5 * duration:
-                raise EstimateUnavailable(
-                    "too_few_samples",
-                    (
-                        f"the window holds {t.size} {self.tare_sample_name} over {span:.2f} s "
-                        f"for a {duration:g} s tare: keep the payload removed (or the known "
-                        "one attached) "
-                        f"that long with {self.tare_inputs} streaming, then tare"
-                    ),
-                )
-            tare = tare_offset(t, y, Y, theta_known, noise_floor=self.tare_noise_floor)
-            self._tare = tare
-            if theta_known is None:
-                self._clear_samples()
-            return tare
-
-    def clear_tare(self) -> None:
-        """Forget the tare."""
-        with self._lock:
-            self._tare = None
-
-    def _newest_input_stamps(self) -> tuple[float | None, ...]:
-        """The newest stamp (s) of each input, ``None`` for one that has none yet."""
-        return (self._joint_input.last_t,)
-
-    def _restart_after_clock_reset(self, t: float) -> None:
-        """Also keep the tare, its age carried over into the new time base."""
-        if self._tare is not None:
-            newest = max(v for v in (*self._newest_input_stamps(), self._tare.t) if v is not None)
-            self._tare = dataclasses.replace(self._tare, t=t - (newest - self._tare.t))
-        super()._restart_after_clock_reset(t)
-
-
-class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
+class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
     """Identify the rigid payload beyond an F/T sensor from joint states and wrenches (the
     window's samples are the wrenches). Thread-safe under the locking rule of
-    :mod:`inertia_id_ros.online.estimator`."""
+    :mod:`inertia_id_ros.online.estimator`. Holds the F/T offset's tare,
+    :attr:`offset_tare`."""
 
     sample_kind = WRENCH
     sample_name = "wrench samples"
@@ -355,14 +280,20 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
                 config.ignore_unknown_joints,
                 config.use_measured_velocity,
             ),
-            n_params,
-            rows_per_sample=len(WRENCH_CHANNEL_NAMES),
+            SlidingWindow(
+                config.window_sec,
+                n_params,
+                config.window_capacity,
+                rows_per_sample=len(WRENCH_CHANNEL_NAMES),
+            ),
         )
         self.kinematics = kinematics
+        self.offset_tare = OffsetTare(self, NOISE_STD_FLOOR, "wrenches", "the inputs")
+        """The F/T offset's tare every solve uses (:mod:`inertia_id_ros.online.tare`)."""
         self._expected_frame = config.wrench_frame_id or kinematics.sensor_frame
         self._wrenches = SampleBuffer(config.max_pending_wrenches, t=(), f=(6,))
         self._last_wrench_t: float | None = None
-        self._wrench_clock = type(self._joint_clock)(config.clock_jump_sec)
+        self._wrench_clock = ClockResetDetector(config.clock_jump_sec)
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -400,7 +331,7 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
         rejections, in order."""
         t = np.asarray(t, dtype=float).reshape(-1)
         wrenches = np.asarray(wrenches, dtype=float)
-        frames = [None] * t.size if frame_ids is None else list(frame_ids)
+        frames: list[str | None] = [None] * t.size if frame_ids is None else list(frame_ids)
         with self._lock:
             if self._append_wrench_batch(t, wrenches, frames):
                 return []
@@ -506,7 +437,7 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
         ``duration`` s up to that stamp, s: an interval of the past) with ``method`` (default
         ``config.method``; ``config.solver_options`` apply to that method only), warm-started
         from ``initvals`` (default: the previous solution if ``config.warm_start``), with the
-        :attr:`tare` if one is set (the rule of :mod:`inertia_id_ros.online.tare`). Raises
+        :attr:`offset_tare` if one is set (the rule of :mod:`inertia_id_ros.online.tare`). Raises
         :class:`EstimateUnavailable` with reason ``too_few_samples``,
         ``offset_not_identifiable`` (when estimating the offset without a recent enough tare),
         ``solver_failed`` or ``inconsistent``: never returns an estimate that is not fully
@@ -518,12 +449,8 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
             n_samples, t_first, t_last = self._samples_to_solve(duration, until)
             spread = self._orientation_spread_deg(duration, until)
             identifiable = bool(spread[1] >= config.offset_min_tilt_deg)
-            tare = self._tare
-            tare_known = (
-                tare is not None
-                and float(np.max(tare.offset_std_at(t_last)[:3])) <= config.tare_max_force_std
-            )
-            if config.estimate_offset and not identifiable and not tare_known:
+            tare = self.offset_tare.current
+            if config.estimate_offset and not identifiable and not self._tare_known(tare, t_last):
                 raise EstimateUnavailable(
                     "offset_not_identifiable",
                     _unidentifiable_offset_message(
@@ -536,17 +463,13 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
             channels = ChannelNormalEquations.from_samples(Y, f)
             initvals = self._warm_start(initvals)
             generation = self._generation
-        payload_problem = payload_problems(config, method, channels)
-
-        def build(weights: np.ndarray | None) -> Problem:
-            problem = payload_problem(weights)
-            if tare is not None and config.estimate_offset:  # a prior on the offset, fading,
-                scale = 1.0 if weights is None else np.sqrt(weights)  # in the rows' weights
-                problem = with_tare(problem, tare, t_last, sigma=tare.noise_std * scale)
-            return problem
-
         solution, weights = solve_weighted(
-            channels, build, method, initvals, options, config.weighting
+            channels,
+            self._problems(method, channels, tare, t_last),
+            method,
+            initvals,
+            options,
+            config.weighting,
         )
         theta = np.array(solution.bodies[0])
         if require_consistent:
@@ -554,30 +477,15 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
         else:
             report = check_consistency(theta)
         self._keep_solution(solution, generation)
-        message = "" if solution.found else f"solver stopped early ({solution.status})"
-        if solution.info.get("approximation_limited"):  # pointmass: its points limit the fit
-            message = "; ".join(filter(None, [message, solution.message]))
-        offset = (
-            np.array(solution.extras[:N_WRENCH_CHANNELS])
-            if config.estimate_offset
-            else np.zeros(N_WRENCH_CHANNELS)
-            if tare is None
-            else tare.offset.copy()
-        )
         covariance = parameter_covariance(
             channels, np.asarray(solution.x), constrained=method != "ols", weights=weights
         )
         return Estimate(
             theta=theta,
-            sensor_offset=offset,
+            sensor_offset=self._offset(solution, tare),
             covariance=covariance.theta(),
             min_pseudo_inertia_eig=report.min_pseudo_inertia_eig,
-            residual_rms=float(
-                np.sqrt(  # unweighted, whatever the weighting
-                    channels.squared_residuals(solution.x).sum()
-                    / (channels.n_samples * channels.n_channels)
-                )
-            ),
+            residual_rms=residual_rms(channels, solution.x),  # unweighted, whatever the weighting
             n_samples=n_samples,
             method=method,
             solve_time=float(solution.solve_time),
@@ -585,14 +493,45 @@ class PayloadEstimator(PayloadEstimatorMixin, OnlineEstimator[EstimatorConfig]):
             t_last=t_last,
             offset_identifiable=identifiable,
             orientation_spread_deg=spread,
-            message=message,
+            message=_solver_message(solution),
             condition_number=covariance.condition_number,
         )
 
+    def _tare_known(self, tare: Tare | None, t: float) -> bool:
+        """Whether ``tare`` still knows the force offset at ``t`` (s) well enough to replace the
+        tilts (``tare_max_force_std``)."""
+        return (
+            tare is not None
+            and float(np.max(tare.offset_std_at(t)[:3])) <= self.config.tare_max_force_std
+        )
+
+    def _problems(
+        self, method: str, channels: ChannelNormalEquations, tare: Tare | None, t: float
+    ) -> Callable[[np.ndarray | None], Problem]:
+        """``weights -> Problem`` of a solve with ``method`` at ``t`` (s): :func:`payload_problems`
+        with the ``tare`` as a prior on the offset when it is estimated."""
+        payload_problem = payload_problems(self.config, method, channels)
+        if tare is None or not self.config.estimate_offset:
+            return payload_problem
+
+        def build(weights: np.ndarray | None) -> Problem:  # a prior on the offset, fading,
+            scale = 1.0 if weights is None else np.sqrt(weights)  # in the rows' weights
+            return with_tare(payload_problem(weights), tare, t, sigma=tare.noise_std * scale)
+
+        return build
+
+    def _offset(self, solution: Solution, tare: Tare | None) -> np.ndarray:
+        """The F/T offset (6,) of an estimate: estimated, else the tare's (zeros without one)."""
+        if self.config.estimate_offset:
+            return np.array(solution.extras[:N_WRENCH_CHANNELS])
+        return np.zeros(N_WRENCH_CHANNELS) if tare is None else tare.offset.copy()
+
     # ---- state -----------------------------------------------------------------------------
 
-    def _newest_input_stamps(self) -> tuple[float | None, ...]:
-        return (self._last_wrench_t, self._joint_input.last_t)
+    def _restart_after_clock_reset(self, t: float) -> None:
+        """Also keep the tare, its age carried over into the new time base."""
+        self.offset_tare.carry_over(t, (self._last_wrench_t, self._joint_input.last_t))
+        super()._restart_after_clock_reset(t)
 
     def _clear_pending(self) -> None:
         self._wrenches.clear()
@@ -607,3 +546,12 @@ def _unidentifiable_offset_message(duration: float, spread: np.ndarray, min_tilt
         f"vary by at least {min_tilt:.1f} deg in both; tilt the sensor about two different "
         "horizontal axes, or calibrate the offset and set estimate_offset=False"
     )
+
+
+def _solver_message(solution: Solution) -> str:
+    """What an estimate says of its solve: a solver that stopped early, a point-mass fit its
+    points limit; "" otherwise."""
+    message = "" if solution.found else f"solver stopped early ({solution.status})"
+    if solution.info.get("approximation_limited"):  # pointmass: its points limit the fit
+        message = "; ".join(filter(None, [message, solution.message]))
+    return message

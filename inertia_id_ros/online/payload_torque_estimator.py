@@ -22,7 +22,7 @@ the window, robust to the link model's error along the motion) and the warnings 
 determined payload
 (:func:`~inertia_id_ros.chain.payload_from_torques.determination_warnings`).
 
-**Tare** (:meth:`~PayloadTorqueEstimator.set_tare`): with the payload removed (or a known one
+**Tare** (:attr:`PayloadTorqueEstimator.offset_tare`): with the payload removed (or a known one
 attached), the newest seconds of ``y`` give each joint's torque offset (its mean, less the known
 payload's torques): the link model's offsets at the robot's current state. It enters every solve
 by the rule of :mod:`inertia_id_ros.online.tare` (a prior on the offset changes, fading with
@@ -31,6 +31,7 @@ by the rule of :mod:`inertia_id_ros.online.tare` (a prior on the offset changes,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,22 +49,17 @@ from inertia_id_ros.core.covariance import (
     parameter_covariance,
 )
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
-from inertia_id_ros.online.estimator import (
-    JointStateEstimator,
-    OnlineEstimatorConfig,
-    SampleBatch,
-    check_bodies,
-    solve_weighted,
-)
+from inertia_id_ros.online.estimator import SampleBatch
 from inertia_id_ros.online.inputs import JointStateValidator
+from inertia_id_ros.online.joint_state_estimator import JointStateEstimator
 from inertia_id_ros.online.payload_estimator import (
+    PayloadConfigBase,
     PayloadEstimateBase,
-    PayloadEstimatorMixin,
-    check_payload_config,
     payload_problems,
 )
-from inertia_id_ros.online.tare import with_tare
-from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING, PAYLOAD_TORQUES_HALF_WIDTH
+from inertia_id_ros.online.solving import check_bodies, residual_rms, solve_weighted
+from inertia_id_ros.online.tare import OffsetTare, Tare, with_tare
+from inertia_id_ros.options import PAYLOAD_TORQUES_HALF_WIDTH
 from inertia_id_ros.solvers import Problem, Solution
 
 TORQUE_NOISE_STD_FLOOR = 0.005
@@ -75,34 +71,23 @@ TORQUE_OFFSET_DRIFT_RATE = 0.02 / 60.0
 
 
 @dataclass
-class PayloadTorqueEstimatorConfig(OnlineEstimatorConfig):
+class PayloadTorqueEstimatorConfig(PayloadConfigBase):
     """Settings of :class:`PayloadTorqueEstimator`: the shared ones of
-    :class:`~inertia_id_ros.online.estimator.OnlineEstimatorConfig` (samples are joint states),
-    the payload's frame and its prior."""
+    :class:`~inertia_id_ros.online.estimator.OnlineEstimatorConfig` (samples are joint states)
+    and :class:`~inertia_id_ros.online.payload_estimator.PayloadConfigBase` (the payload's frame
+    is ``frame``; the offsets are how much each joint's torque offset moved since ``links_x``),
+    and the payload's frame."""
 
     frame: str = ""
     """The frame the payload is attached to (e.g. the flange); ``theta`` about and in it."""
-    weighting: str = PAYLOAD_DEFAULT_WEIGHTING
-    """As :attr:`OnlineEstimatorConfig.weighting`; by default each joint weighted by its noise
-    level (the wrist's quieter torques carry the inertia)."""
     filter_half_width: float = PAYLOAD_TORQUES_HALF_WIDTH
     """As :attr:`OnlineEstimatorConfig.filter_half_width` (s); narrower: the payload's inertia
     is seen through the accelerations, which a wider filter flattens."""
-    estimate_offset: bool = True
-    """Estimate how much each joint's torque offset moved since ``links_x`` (N·m)."""
-    prior: tuple[float, ...] | None = None
-    """The payload's CAD ``theta`` (10,) about and in ``frame`` (methods that take a prior,
-    ``cad_prior``); ``None``: none."""
-    bounding_ellipsoid: tuple[float, ...] | None = None
-    """``Q`` (4x4, row by row: 16 values) of an ellipsoid in ``frame`` that holds the payload
-    (:func:`~inertia_id_ros.solvers.ellipsoid_matrix`): every consistent solve keeps
-    ``tr(J(theta) Q) >= 0`` (Wensing et al. 2017). ``None``: no such constraint."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.frame:
             raise self._invalid("frame", "must name the frame the payload is attached to")
-        check_payload_config(self)
 
 
 @dataclass(frozen=True)
@@ -127,17 +112,13 @@ class PayloadTorqueEstimate(PayloadEstimateBase):
     message: str = ""
 
 
-class PayloadTorqueEstimator(
-    PayloadEstimatorMixin, JointStateEstimator[PayloadTorqueEstimatorConfig]
-):
+class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
     """Identify the rigid payload at ``config.frame`` of ``links``'s chain from joint states with
     efforts, the links and drives known as ``links_x`` (see the module docstring). Thread-safe
-    under the locking rule of :mod:`inertia_id_ros.online.estimator`. Raises ValueError for a
-    frame no joint of the chain moves or a ``links_x`` of the wrong shape,
-    :class:`~inertia_id_ros.errors.FrameNotFound` for an unknown frame."""
-
-    tare_sample_name = "joint states"
-    tare_inputs = "the joint states"
+    under the locking rule of :mod:`inertia_id_ros.online.estimator`. Holds the joints' torque
+    offsets' tare, :attr:`offset_tare`. Raises ValueError for a frame no joint of the chain moves
+    or a ``links_x`` of the wrong shape, :class:`~inertia_id_ros.errors.FrameNotFound` for an
+    unknown frame."""
 
     def __init__(
         self, links: LinkModel, links_x: np.ndarray, config: PayloadTorqueEstimatorConfig
@@ -164,7 +145,9 @@ class PayloadTorqueEstimator(
         self.links = links
         self.links_x = links_x.copy()
         self.model = model
-        self.tare_noise_floor = np.full(links.n_joints, TORQUE_NOISE_STD_FLOOR)
+        noise_floor = np.full(links.n_joints, TORQUE_NOISE_STD_FLOOR)
+        self.offset_tare = OffsetTare(self, noise_floor, "joint states", "the joint states")
+        """The joints' torque offsets' tare every solve uses (:mod:`inertia_id_ros.online.tare`)."""
 
     @property
     def joint_names(self) -> tuple[str, ...]:
@@ -193,17 +176,16 @@ class PayloadTorqueEstimator(
         """Estimate from the newest ``duration`` s of the window (0: all; with ``until``, the
         ``duration`` s up to that stamp) with ``method`` (default ``config.method``),
         warm-started from ``initvals`` (default: the previous solution if ``config.warm_start``),
-        with the :attr:`tare` if one is set. Raises :class:`EstimateUnavailable` with reason
+        with the :attr:`offset_tare` if one is set. Raises :class:`EstimateUnavailable` with reason
         ``too_few_samples``, ``solver_failed`` or ``inconsistent``: never returns a payload that
         is not fully physically consistent."""
         config = self.config
-        n = self.links.n_joints
         with self._lock:
             method, options = self._solver_settings(method or None)
             n_samples, t_first, t_last = self._samples_to_solve(duration, until)
             t, Y, y = self.window.samples(duration, copy=False, until=until)
             period = sample_period(t) if t.size > 1 else 0.0
-            tare = self._tare
+            tare = self.offset_tare.current
             if tare is not None and not config.estimate_offset:
                 y = y - tare.offset  # the tare is the known offset
             blocks = [
@@ -213,29 +195,13 @@ class PayloadTorqueEstimator(
             channels = ChannelNormalEquations.summed(blocks)
             initvals = self._warm_start(initvals)
             generation = self._generation
-        payload_problem = payload_problems(
-            config,
-            method,
-            channels,
-            body_names=("payload",),
-            param_names=self.model.parameter_names,
-        )
-
-        def build(weights: np.ndarray | None) -> Problem:
-            problem = payload_problem(weights)
-            if tare is not None and config.estimate_offset:  # a prior on the offsets, fading
-                scale = 1.0 if weights is None else np.sqrt(weights)
-                problem = with_tare(
-                    problem,
-                    tare,
-                    t_last,
-                    sigma=tare.noise_std * scale,
-                    drift_rate=np.full(n, TORQUE_OFFSET_DRIFT_RATE),
-                )
-            return problem
-
         solution, weights = solve_weighted(
-            channels, build, method, initvals, options, config.weighting
+            channels,
+            self._problems(method, channels, tare, t_last),
+            method,
+            initvals,
+            options,
+            config.weighting,
         )
         x = np.asarray(solution.x, dtype=float)
         theta = x[:N_BODY_PARAMS].copy()
@@ -244,16 +210,9 @@ class PayloadTorqueEstimator(
         covariance = parameter_covariance(
             channels, x, constrained=False, weights=weights, scores=block_scores(blocks, x, weights)
         )
-        offset = (
-            x[N_BODY_PARAMS:].copy()
-            if config.estimate_offset
-            else np.zeros(n)
-            if tare is None
-            else tare.offset.copy()
-        )
         return PayloadTorqueEstimate(
             theta=theta,
-            sensor_offset=offset,
+            sensor_offset=self._offset(x, tare),
             covariance=covariance.theta(),
             rank=covariance.rank,
             n_parameters=self.model.n_parameters,
@@ -264,11 +223,7 @@ class PayloadTorqueEstimator(
                 )
             ),
             min_pseudo_inertia_eig=report.min_pseudo_inertia_eig,
-            residual_rms=float(
-                np.sqrt(
-                    channels.squared_residuals(x).sum() / (channels.n_samples * channels.n_channels)
-                )
-            ),
+            residual_rms=residual_rms(channels, x),
             n_samples=n_samples,
             method=method,
             solve_time=float(solution.solve_time),
@@ -277,3 +232,45 @@ class PayloadTorqueEstimator(
             sample_period=period,
             message="" if solution.found else f"solver stopped early ({solution.status})",
         )
+
+    def _problems(
+        self, method: str, channels: ChannelNormalEquations, tare: Tare | None, t: float
+    ) -> Callable[[np.ndarray | None], Problem]:
+        """``weights -> Problem`` of a solve with ``method`` at ``t`` (s): the payload's
+        :func:`~inertia_id_ros.online.payload_estimator.payload_problems`, with the ``tare`` as a
+        prior on the offsets, fading, when they are estimated."""
+        payload_problem = payload_problems(
+            self.config,
+            method,
+            channels,
+            body_names=("payload",),
+            param_names=self.model.parameter_names,
+        )
+        if tare is None or not self.config.estimate_offset:
+            return payload_problem
+        drift_rate = np.full(self.links.n_joints, TORQUE_OFFSET_DRIFT_RATE)
+
+        def build(weights: np.ndarray | None) -> Problem:
+            scale = 1.0 if weights is None else np.sqrt(weights)
+            return with_tare(
+                payload_problem(weights),
+                tare,
+                t,
+                sigma=tare.noise_std * scale,
+                drift_rate=drift_rate,
+            )
+
+        return build
+
+    def _offset(self, x: np.ndarray, tare: Tare | None) -> np.ndarray:
+        """The offsets (n,) of an estimate ``x``: estimated, else the tare's (zeros without)."""
+        if self.config.estimate_offset:
+            return x[N_BODY_PARAMS:].copy()
+        return np.zeros(self.links.n_joints) if tare is None else tare.offset.copy()
+
+    # ---- state -----------------------------------------------------------------------------
+
+    def _restart_after_clock_reset(self, t: float) -> None:
+        """Also keep the tare, its age carried over into the new time base."""
+        self.offset_tare.carry_over(t, (self._joint_input.last_t,))
+        super()._restart_after_clock_reset(t)

@@ -50,25 +50,28 @@ offset changes (``offset_slice``), and the drift rate and noise floor are per jo
 (:data:`~inertia_id_ros.online.payload_torque_estimator.TORQUE_OFFSET_DRIFT_RATE`,
 :data:`~inertia_id_ros.online.payload_torque_estimator.TORQUE_NOISE_STD_FLOOR`).
 
-Use: :meth:`PayloadEstimator.set_tare
-<inertia_id_ros.online.payload_estimator.PayloadEstimator.set_tare>` (the node's ``~/tare``
-service) records it from the newest seconds of the window, and every solve then
-applies it (``with_tare``, or subtracting it when the offset is not estimated); by hand,
-``tare = tare_from_window(estimator.window, theta_known)``, then ``with_tare(problem, tare, t_now,
-sigma)`` instead of ``problem`` in each solve.
+Use: each payload estimator holds an :class:`OffsetTare`; its :meth:`OffsetTare.set` (the
+node's ``~/tare`` service, through the session) records the tare from the newest seconds of the
+estimator's window, and every solve then applies it (``with_tare``, or subtracting it when the
+offset is not estimated); by hand, ``tare = tare_from_window(estimator.window, theta_known)``,
+then ``with_tare(problem, tare, t_now, sigma)`` instead of ``problem`` in each solve.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
-from inertia_id_ros.errors import ProblemError
+from inertia_id_ros.errors import EstimateUnavailable, ProblemError
 from inertia_id_ros.online.window import SlidingWindow
 from inertia_id_ros.solvers import Problem
+
+T = TypeVar("T")
 
 DEFAULT_OFFSET_DRIFT_RATE = np.array([0.02, 0.02, 0.02, 0.001, 0.001, 0.001]) / 60.0
 """Assumed drift rate (6,) of the F/T offset (N/s, N m/s): 0.02 N and 0.001 N m per minute."""
@@ -199,3 +202,95 @@ def with_tare(
             )
         weight[offsets, offsets] = np.diag(offset_weight)
     return dataclasses.replace(problem, prior=prior, prior_weight=weight)
+
+
+class TareHost(Protocol):
+    """What an :class:`OffsetTare` needs of the estimator that holds it (an
+    :class:`~inertia_id_ros.online.estimator.OnlineEstimator` whose window is a
+    :class:`~inertia_id_ros.online.window.SlidingWindow`)."""
+
+    def process(self) -> int:
+        """Turn the buffered samples into window rows."""
+
+    def read_window(self, read: Callable[[SlidingWindow], T]) -> T:
+        """``read(window)`` under the estimator's lock."""
+
+    def restart(self) -> None:
+        """Forget the samples (the window, the buffered inputs) and the previous solution."""
+
+
+class OffsetTare:
+    """The offset tare a payload estimator's solves use (one at a time; the rule of this
+    module), recorded from the newest samples of the window of ``host``. ``noise_floor`` (r,):
+    the floor of the tare's ``noise_std``, one per channel (:func:`tare_offset`);
+    ``sample_name``: the window's samples, plural, in messages (``"wrenches"``); ``inputs``: what
+    must stream for them (``"the inputs"``)."""
+
+    def __init__(
+        self,
+        host: TareHost,
+        noise_floor: np.ndarray = NOISE_STD_FLOOR,
+        sample_name: str = "wrenches",
+        inputs: str = "the inputs",
+    ) -> None:
+        self._host = host
+        self.noise_floor = np.asarray(noise_floor, dtype=float)
+        self.sample_name = sample_name
+        self.inputs = inputs
+        self._tare: Tare | None = None
+
+    @property
+    def current(self) -> Tare | None:
+        """The tare every solve uses, or ``None``."""
+        return self._tare
+
+    def set(self, duration: float = 1.0, theta_known: np.ndarray | None = None) -> Tare:
+        """Tare the offsets from the newest ``duration`` s (> 0) of the window's samples (the
+        buffered ones are processed first), recorded with the payload removed
+        (``theta_known=None``) or with the known payload ``theta_known`` (10,) attached (about
+        the payload's frame). Replaces the previous tare. With the payload removed the
+        estimator restarts: its window's samples belong to the payload that was removed.
+
+        Raises :class:`~inertia_id_ros.errors.EstimateUnavailable` (``too_few_samples``) when
+        the window holds less than half of ``duration``, ValueError for an invalid ``duration``
+        or ``theta_known``.
+        """
+        if not (duration > 0 and np.isfinite(duration)):
+            raise ValueError(f"the tare duration must be positive (s), got {duration}")
+        self._host.process()
+        tare = self._host.read_window(lambda window: self._record(window, duration, theta_known))
+        if theta_known is None:
+            self._host.restart()
+        return tare
+
+    def _record(
+        self, window: SlidingWindow, duration: float, theta_known: np.ndarray | None
+    ) -> Tare:
+        """The tare of the newest ``duration`` s of ``window``, kept (the host's lock held)."""
+        t, Y, y = window.samples(duration, copy=False)
+        span = float(t[-1] - t[0]) if t.size else 0.0
+        if t.size < 2 or span < 0.5 * duration:
+            raise EstimateUnavailable(
+                "too_few_samples",
+                (
+                    f"the window holds {t.size} {self.sample_name} over {span:.2f} s "
+                    f"for a {duration:g} s tare: keep the payload removed (or the known "
+                    "one attached) "
+                    f"that long with {self.inputs} streaming, then tare"
+                ),
+            )
+        self._tare = tare_offset(t, y, Y, theta_known, noise_floor=self.noise_floor)
+        return self._tare
+
+    def clear(self) -> None:
+        """Forget the tare."""
+        self._tare = None
+
+    def carry_over(self, t: float, newest: Iterable[float | None]) -> None:
+        """A clock reset: the sample stamped ``t`` (s) starts a new time base after inputs
+        stamped up to ``newest`` (s, each input's newest; ``None``: none yet) in the old one.
+        The tare stays, as old as it was."""
+        tare = self._tare
+        if tare is not None:
+            latest = max(v for v in (*newest, tare.t) if v is not None)
+            self._tare = dataclasses.replace(tare, t=t - (latest - tare.t))

@@ -10,30 +10,27 @@ stamp (within ``sync_tolerance_sec``) and the joint states interpolated and diff
 
 The clock is the IMU when the model has one (:attr:`~WholeBodyModel.imu_frame`; a floating base
 needs it): its reading (angular velocity, specific force; the angular acceleration from a local
-quadratic fit of the gyro around it, :func:`~inertia_id_ros.core.whole_body_model.gyro_derivative`'s
+quadratic fit of the gyro around it, :func:`~inertia_id_ros.core.base_motion.gyro_derivative`'s
 filter) gives the base motion (:meth:`~WholeBodyModel.base_motion_from_imu`). A ``fixed`` base
 moves as its fixed frame (the root, or e.g. a stance sole) requires, still and tilted by the
 model's ``fixed_tilt`` (:meth:`~WholeBodyModel.fixed_base_motion`, as offline); an IMU there
 either corrects the tilt (the mean of its specific force over the samples so far, as offline over
 the recording) or only checks it (``imu_tilt``; its tilt in the estimate either way). Without
 an IMU a ``suspended`` base is at rest and level
-(:meth:`~inertia_id_ros.core.whole_body_model.BaseMotion.at_rest`, as offline); the clock is then
+(:meth:`~inertia_id_ros.core.base_motion.BaseMotion.at_rest`, as offline); the clock is then
 the first live F/T sensor, else (none, or all stopped) the joint states.
 
 Sync: a sample waits until every live sensor has a wrench at or after its stamp. A sensor whose
 newest wrench is more than ``sensor_timeout_sec`` older than the newest input stamp (the IMU's;
 without an IMU, any wrench's or joint state's) has *stopped*
 (:attr:`WholeBodyEstimator.stopped_sensors`): samples no longer wait for it (the clock moves on
-to the next live one if it was the clock), and the rows that
-need its wrench (its own, and, for a contact sensor, the base rows and the rows of the sensors
-and joints it lies beyond) are dropped, not filled with zeros; so are those of a single missing
-wrench (counted ``missing_wrench``), and every row of a sample with too few IMU readings around
-it for the gyro's derivative (at most two within ``gyro_half_width``: readings lost or rejected;
-counted ``sparse_imu``). A contact sensor reading exactly zero (a foot in the air) is used as it
-reads (no contact, no wrench) and reported (:attr:`WholeBodyEstimator.contacts_reading_zero`).
-The window keeps normal equations per block of samples
-(:class:`~inertia_id_ros.online.window.BlockWindow`): a humanoid's rows do not fit in memory;
-with ``weighting="channel"``, per block and noise group
+to the next live one if it was the clock), and the rows that need its wrench are dropped, as
+those of a single missing wrench (counted ``missing_wrench``) and of a sample without the gyro's
+derivative (``sparse_imu``; :mod:`~inertia_id_ros.online.whole_body_sync`). A contact sensor
+reading exactly zero (a foot in the air) is used as it reads (no contact, no wrench) and reported
+(:attr:`WholeBodyEstimator.contacts_reading_zero`). The window keeps normal equations per block
+of samples (:class:`~inertia_id_ros.online.window.BlockWindow`): a humanoid's rows do not fit in
+memory; with ``weighting="channel"``, per block and noise group
 (:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`), each group's rows then weighted by
 its inverse residual variance over the window, iterated at every solve.
 """
@@ -52,30 +49,23 @@ from inertia_id_ros.chain.whole_body_fit import (
     fit_whole_body,
     noise_groups,
 )
-from inertia_id_ros.core.filtering import fit_window, local_polynomial_derivatives
-from inertia_id_ros.core.whole_body_model import (
-    DEFAULT_GYRO_HALF_WIDTH,
-    BaseMotion,
-    WholeBodyModel,
-    WholeBodySamples,
-    tilt_from_up,
-)
+from inertia_id_ros.core.base_motion import DEFAULT_GYRO_HALF_WIDTH, BaseMotion, tilt_from_up
+from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import SampleRejected
-from inertia_id_ros.online.estimator import (
-    OnlineEstimator,
-    OnlineEstimatorConfig,
-    SampleBatch,
-    check_bodies,
-    ellipsoid_matrices,
-    ellipsoid_values,
-    solver_failures,
-)
+from inertia_id_ros.online import whole_body_sync
+from inertia_id_ros.online.estimator import OnlineEstimator, OnlineEstimatorConfig, SampleBatch
 from inertia_id_ros.online.inputs import (
     ClockResetDetector,
     JointStateValidator,
     check_frame,
     check_stamp,
     check_vector,
+)
+from inertia_id_ros.online.solving import (
+    check_bodies,
+    ellipsoid_matrices,
+    ellipsoid_values,
+    solver_failures,
 )
 from inertia_id_ros.online.window import BlockWindow, SampleBuffer
 from inertia_id_ros.options import (
@@ -91,8 +81,6 @@ SAMPLE = "sample"
 """Input kind of the window's samples without an IMU (F/T or joint-state stamps)."""
 _IMU_CLOCK = -1
 """Clock index of the IMU (F/T sensors are 0 .. S - 1, the joint states S)."""
-_GYRO_FIT_ORDER = 2
-"""Degree of the local polynomial fit of the gyro (it needs one reading more)."""
 
 
 @dataclass
@@ -191,7 +179,7 @@ class WholeBodyEstimate:
     mean over every sample processed so far (``None`` without)."""
 
 
-class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
+class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow]):
     """Identify every link of a floating-base, fixed or suspended robot online (see the module
     docstring). Thread-safe under the locking rule of :mod:`inertia_id_ros.online.estimator`.
     Raises ValueError for a floating base without an IMU, or a model with no rows (a fixed base
@@ -214,6 +202,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         self.sample_kind, self.sample_name = (
             (IMU, "IMU samples") if self._has_imu else (SAMPLE, "samples")
         )
+        self.noise_groups, group_rows = noise_groups(model, config.with_efforts)
+        """Names of the groups of rows a ``weighting="channel"`` solve weights."""
         super().__init__(
             config,
             JointStateValidator(
@@ -223,18 +213,14 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                 config.use_measured_velocity,
                 need_effort=config.with_efforts,
             ),
-            None,
-            rows_per_sample=len(self._channels),
-        )
-        self.noise_groups, group_rows = noise_groups(model, config.with_efforts)
-        """Names of the groups of rows a ``weighting="channel"`` solve weights."""
-        self.window = BlockWindow(
-            config.window_sec,
-            model.n_params,
-            len(self._channels),
-            config.block_sec,
-            model.row_groups(config.with_efforts),
-            None if config.weighting == "none" else group_rows,
+            BlockWindow(
+                config.window_sec,
+                model.n_params,
+                len(self._channels),
+                config.block_sec,
+                model.row_groups(config.with_efforts),
+                None if config.weighting == "none" else group_rows,
+            ),
         )
         self.sensor_frames = tuple(sensor.frame for sensor in model.sensors)
         capacity = config.max_pending_samples
@@ -258,7 +244,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
         self._pending_index = np.zeros(0, dtype=int)
         """The clock and its buffer's indices of the stamps the last :meth:`_pending_stamps`
         returned."""
-        self._depends = self._row_dependencies()
+        self._depends = whole_body_sync.wrench_dependencies(model, config.with_efforts)
         """(S, C) bool: the rows that need sensor s's wrench."""
         self._weights: np.ndarray | None = None
         """The noise groups' weights of the last weighted solve (the next one starts there when
@@ -288,7 +274,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             if self._imu_clock.is_reset(float(t), self._last_imu_t):
                 self._restart_after_clock_reset(float(t))
             try:
-                if not self._has_imu:
+                imu_frame = self.model.imu_frame
+                if imu_frame is None:
                     raise SampleRejected(
                         "no_imu", f"the {self.model.base} base was set up without an IMU"
                     )
@@ -299,7 +286,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
                         ("linear acceleration", linear_acceleration),
                     )
                 )
-                check_frame(frame_id or None, self.model.imu_frame, "IMU reading")
+                check_frame(frame_id or None, imu_frame, "IMU reading")
                 check_stamp(float(t), self._last_imu_t, "IMU")
             except SampleRejected as rejected:
                 self.dropped[rejected.reason] += 1
@@ -393,15 +380,11 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
 
     def _stopped(self) -> list[int]:
         """Indices of the stopped sensors (lock held)."""
-        now = self._now()
-        if now is None:
+        now, first = self._now(), self._first_t
+        if now is None or first is None:  # first is set with the first input that sets now
             return []
-        horizon = now - self.config.sensor_timeout_sec
-        return [
-            k
-            for k, last in enumerate(self._last_wrench_t)
-            if (self._first_t if last is None else last) < horizon
-        ]
+        timeout = self.config.sensor_timeout_sec
+        return whole_body_sync.stopped_sensors(self._last_wrench_t, first, now, timeout)
 
     def _clock(self, stopped: list[int]) -> int:
         """The clock (lock held): the IMU; without one, the first live F/T sensor, else the
@@ -429,73 +412,40 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             if self._last_imu_t is None:
                 return np.zeros(0)
             ready_until = self._last_imu_t - config.gyro_half_width  # the gyro fit's look-ahead
-        for k, last in enumerate(self._last_wrench_t):
-            if k not in stopped:
-                ready_until = min(
-                    ready_until, -np.inf if last is None else last + config.sync_tolerance_sec
-                )
+        ready_until = whole_body_sync.synced_until(
+            ready_until, self._last_wrench_t, stopped, config.sync_tolerance_sec
+        )
         t_all = self._clock_stamps(clock)
-        start = int(np.searchsorted(t_all, self._t_consumed, side="right"))
-        stop = int(np.searchsorted(t_all, ready_until, side="right"))
-        index, last, spacing = [], self._t_sampled, 0.999 / config.max_sample_rate_hz
-        for i in range(start, stop):
-            if t_all[i] - last >= spacing:
-                index.append(i)
-                last = t_all[i]
-                if len(index) == limit:
-                    break
         self._pending_clock = clock
-        self._pending_index = np.array(index, dtype=int)
+        self._pending_index = whole_body_sync.spaced_samples(
+            t_all,
+            self._t_consumed,
+            ready_until,
+            self._t_sampled,
+            0.999 / config.max_sample_rate_hz,
+            limit,
+        )
         return t_all[self._pending_index]
 
     def _take_samples(self, consumed: int, ready: np.ndarray) -> np.ndarray:
+        """The ready stamps' samples (:func:`~inertia_id_ros.online.whole_body_sync.sync_samples`;
+        their drops counted); the readings no later sample needs are dropped from the buffers."""
         config = self.config
         imu = self._imu
         clock_t = self._clock_stamps(self._pending_clock)
         chosen = self._pending_index[ready]
-        t_ready = clock_t[chosen]
-        n, n_sensors = t_ready.size, len(self.sensor_frames)
-        measured = np.zeros((n, 9 + 7 * n_sensors))  # the IMU's 9 columns stay 0 without one
-        if n and self._has_imu:
-            measured[:, :3] = imu["w"][chosen]
-            measured[:, 3:6] = imu["f"][chosen]
-            lo, hi = fit_window(imu["t"], t_ready, config.gyro_half_width)
-            fitted = hi - lo > _GYRO_FIT_ORDER
-            measured[~fitted, 6:9] = np.nan  # no angular acceleration: the rows are dropped
-            measured[fitted, 6:9] = local_polynomial_derivatives(
-                imu["t"],
-                imu["w"],
-                t_ready[fitted],
-                config.gyro_half_width,
-                order=_GYRO_FIT_ORDER,
-                n_derivatives=1,
-            )[:, 1]
-            if not fitted.all():
-                self.dropped["sparse_imu"] += int(n - fitted.sum())
-        if n:
-            for k, buffer in enumerate(self._wrenches):
-                stamps = buffer["t"]
-                if not stamps.size:
-                    continue
-                index = np.clip(np.searchsorted(stamps, t_ready), 1, stamps.size) - 1
-                nearer = np.minimum(index + 1, stamps.size - 1)
-                index = np.where(
-                    np.abs(stamps[nearer] - t_ready) < np.abs(stamps[index] - t_ready),
-                    nearer,
-                    index,
-                )
-                present = np.abs(stamps[index] - t_ready) <= config.sync_tolerance_sec
-                measured[present, 9 + 6 * k : 15 + 6 * k] = buffer["f"][index[present]]
-                measured[:, 9 + 6 * n_sensors + k] = present
-            missing = n * n_sensors - int(measured[:, 9 + 6 * n_sensors :].sum())
-            if missing:
-                self.dropped["missing_wrench"] += missing
-        if config.with_efforts and n:
-            joints = self._joints
-            efforts = np.column_stack(
-                [np.interp(t_ready, joints["t"], column) for column in joints["effort"].T]
-            )
-            measured = np.hstack([measured, efforts])
+        synced = whole_body_sync.sync_samples(
+            clock_t[chosen],
+            (imu, chosen) if self._has_imu else None,
+            self._wrenches,
+            config.gyro_half_width,
+            config.sync_tolerance_sec,
+            (self._joints["t"], self._joints["effort"]) if config.with_efforts else None,
+        )
+        if synced.sparse_imu:
+            self.dropped["sparse_imu"] += synced.sparse_imu
+        if synced.missing_wrenches:
+            self.dropped["missing_wrench"] += synced.missing_wrenches
         self._t_consumed = self._t_sampled = float(clock_t[self._pending_index[consumed - 1]])
         keep_from = self._t_consumed - 2 * config.gyro_half_width
         imu.drop_front(int(np.searchsorted(imu["t"], keep_from)))
@@ -503,7 +453,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
             buffer.drop_front(
                 int(np.searchsorted(buffer["t"], self._t_consumed - config.sync_tolerance_sec))
             )
-        return measured
+        return synced.measured
 
     def _pending_count(self) -> int:
         """Clock stamps not yet consumed (not all will become samples)."""
@@ -529,63 +479,41 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig]):
 
     # ---- rows ------------------------------------------------------------------------------
 
-    def _row_dependencies(self) -> np.ndarray:
-        """(S, C) which rows of a sample change with each sensor's wrench (one random sample:
-        the dependence is structural)."""
-        model, n_sensors = self.model, len(self.sensor_frames)
-        rng = np.random.default_rng(0)
-        n = len(model.joint_names)
-        q = rng.uniform(-0.5, 0.5, (1, n))
-        base = BaseMotion.at_rest(1)
-        efforts = np.zeros((1, n)) if self.config.with_efforts else None
-        wrenches = np.zeros((1, n_sensors, 6))
-        _, b0, _ = model.rows(
-            WholeBodySamples(q, q * 0, q * 0, base, wrenches, efforts), self.config.with_efforts
-        )
-        depends = np.zeros((n_sensors, len(self._channels)), dtype=bool)
-        for k in range(n_sensors):
-            probe = wrenches.copy()
-            probe[0, k] = rng.normal(size=6)
-            _, b, _ = model.rows(
-                WholeBodySamples(q, q * 0, q * 0, base, probe, efforts), self.config.with_efforts
-            )
-            depends[k] = np.abs(b - b0) > 1e-12
-        return depends
-
     def _rows(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray]:
-        model, n_sensors = self.model, len(self.sensor_frames)
-        m = batch.measured.copy()
-        sparse_imu = np.isnan(m[:, 6:9]).any(axis=1)  # no angular acceleration (sparse_imu)
-        m[sparse_imu, 6:9] = 0.0
+        model = self.model
+        m = whole_body_sync.SampleColumns.unpack(
+            batch.measured, len(self.sensor_frames), self.config.with_efforts
+        )
         if model.base == "fixed":
-            tilt = None
+            tilt: tuple[float, ...] | None = None
             if self._has_imu:
                 proper = model.fixed_frame_acceleration_from_imu(
-                    batch.q, batch.dq, batch.ddq, m[:, 3:6]
+                    batch.q, batch.dq, batch.ddq, m.specific_force
                 )
                 with self._lock:
                     self._imu_proper_sum += proper.sum(axis=0)
                     measured = tilt_from_up(self._imu_proper_sum)
                 if self.config.imu_tilt == "correct":
-                    tilt = measured
+                    tilt = tuple(measured.tolist())
             base = model.fixed_base_motion(batch.q, batch.dq, batch.ddq, tilt)
         elif self._has_imu:
             base = model.base_motion_from_imu(
-                batch.q, batch.dq, batch.ddq, m[:, :3], m[:, 3:6], m[:, 6:9]
+                batch.q,
+                batch.dq,
+                batch.ddq,
+                m.angular_velocity,
+                m.specific_force,
+                m.angular_acceleration,
             )
         else:
             base = BaseMotion.at_rest(batch.t.size)
-        wrenches = m[:, 9 : 9 + 6 * n_sensors].reshape(len(m), n_sensors, 6)
-        present = m[:, 9 + 6 * n_sensors : 9 + 7 * n_sensors] > 0.5
-        efforts = m[:, 9 + 7 * n_sensors :] if self.config.with_efforts else None
         Y, b, _ = model.rows(
-            WholeBodySamples(batch.q, batch.dq, batch.ddq, base, wrenches, efforts),
+            WholeBodySamples(batch.q, batch.dq, batch.ddq, base, m.wrenches, m.efforts),
             self.config.with_efforts,
         )
         C = len(self._channels)
         Y, b = Y.reshape(-1, C, model.n_params), b.reshape(-1, C)
-        dropped = (~present).astype(float) @ self._depends.astype(float) > 0  # (N, C)
-        dropped[sparse_imu] = True
+        dropped = m.dropped_rows(self._depends)
         Y[dropped] = 0.0
         b[dropped] = 0.0
         return Y, b

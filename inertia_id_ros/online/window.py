@@ -1,8 +1,10 @@
-"""Sliding time window of regressor rows, with the normal equations of the samples in it."""
+"""Time windows of regressor rows, with the normal equations of the samples in them: every row
+(:class:`SlidingWindow`), or normal equations per block of samples (:class:`BlockWindow`); both
+are a :class:`Window`, what the estimators hold."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -11,6 +13,57 @@ from inertia_id_ros.solvers import Problem
 
 WRENCH_ROWS = 6
 """Rows of ``Y`` per sample (one wrench)."""
+
+
+class Window(Protocol):
+    """What an online estimator needs of its window (:class:`SlidingWindow`, :class:`BlockWindow`):
+    samples ``(t_i, Y_i (r, p), f_i (r,))`` added in time order, forgotten when older than
+    ``window_sec`` (s) behind the newest, counted and stamped over the newest ``duration`` s
+    (0: all) or up to a stamp ``until`` (s; a window that cannot select a past interval raises
+    ValueError). Not thread-safe (the estimator locks around it)."""
+
+    @property
+    def window_sec(self) -> float:
+        """Length of the window (s)."""
+
+    @property
+    def capacity(self) -> int:
+        """Samples held at most (0: no per-sample storage)."""
+
+    @property
+    def rows_per_sample(self) -> int:
+        """Rows ``r`` of a sample."""
+
+    @property
+    def n_params(self) -> int | None:
+        """Columns ``p`` of the regressor (``None`` until known)."""
+
+    @property
+    def t_last(self) -> float | None:
+        """Stamp of the newest sample (s), ``None`` when empty."""
+
+    def __len__(self) -> int: ...
+
+    def clear(self) -> None:
+        """Drop all samples."""
+
+    def drop_before(self, t: float) -> None:
+        """Drop the samples stamped before ``t`` (s)."""
+
+    def resize(self, window_sec: float, capacity: int) -> None:
+        """A new length (s) and capacity (samples), keeping the newest samples that fit."""
+
+    def extend(self, t: np.ndarray, Y: np.ndarray, f: np.ndarray) -> int:
+        """Add samples stamped ``t`` (N,) (s), rows ``Y`` (N, r, p), measurements ``f`` (N, r);
+        returns how many samples still within ``window_sec`` were dropped for capacity."""
+
+    def count(self, duration: float = 0.0, until: float | None = None) -> int:
+        """Samples in the newest ``duration`` s (0: all), or in the ``duration`` s up to
+        ``until`` (s)."""
+
+    def stamps(self, duration: float = 0.0, until: float | None = None) -> np.ndarray:
+        """Stamps (N,) (s) of the samples :meth:`count` counts, oldest first (valid until the
+        next change)."""
 
 
 class SampleBuffer:
@@ -113,12 +166,11 @@ class SlidingWindow:
         self.window_sec = float(window_sec)
         self.capacity = int(capacity)
         self.rows_per_sample = int(rows_per_sample)
-        self._buffer: SampleBuffer | None = None
-        if n_params is not None:
-            self._allocate(n_params)
+        self._buffer = None if n_params is None else self._allocate(n_params)
 
-    def _allocate(self, n_params: int) -> None:
-        self._buffer = SampleBuffer(self.capacity, t=(), rows=(self.rows_per_sample, n_params + 1))
+    def _allocate(self, n_params: int) -> SampleBuffer:
+        """An empty buffer for samples of ``n_params`` columns."""
+        return SampleBuffer(self.capacity, t=(), rows=(self.rows_per_sample, n_params + 1))
 
     @property
     def n_params(self) -> int | None:
@@ -131,12 +183,14 @@ class SlidingWindow:
     @property
     def t_first(self) -> float | None:
         """Stamp of the oldest sample (s), ``None`` when empty."""
-        return float(self._buffer["t"][0]) if len(self) else None
+        t = self.stamps()
+        return float(t[0]) if t.size else None
 
     @property
     def t_last(self) -> float | None:
         """Stamp of the newest sample (s), ``None`` when empty."""
-        return float(self._buffer["t"][-1]) if len(self) else None
+        t = self.stamps()
+        return float(t[-1]) if t.size else None
 
     def clear(self) -> None:
         """Drop all samples (the parameter count stays)."""
@@ -145,7 +199,7 @@ class SlidingWindow:
 
     def drop_before(self, t: float) -> None:
         """Drop the samples stamped before ``t`` (s)."""
-        if len(self):
+        if self._buffer is not None:
             self._buffer.drop_front(int(np.searchsorted(self._buffer["t"], t, side="left")))
 
     def resize(self, window_sec: float, capacity: int) -> None:
@@ -155,16 +209,16 @@ class SlidingWindow:
             raise ValueError(f"window_sec must be positive and finite (s), got {window_sec}")
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1 sample, got {capacity}")
-        n_params, old = self.n_params, self._buffer
+        old = self._buffer
         self.window_sec, self.capacity = float(window_sec), int(capacity)
         if old is None:
             return
-        self._allocate(n_params)
         t, rows = old["t"], old["rows"]
         keep = max(
             int(np.searchsorted(t, t[-1] - self.window_sec, side="left")) if t.size else 0,
             t.size - self.capacity,
         )
+        self._buffer = self._allocate(rows.shape[2] - 1)
         self._buffer.extend(t=t[keep:], rows=rows[keep:])
 
     def append(self, t: float, Y: np.ndarray, f: np.ndarray) -> None:
@@ -189,17 +243,17 @@ class SlidingWindow:
             raise ValueError(
                 f"need Y (N, {r}, p) and f (N, {r}) for N={n} stamps, got {Y.shape} and {f.shape}"
             )
-        if self._buffer is None:
-            self._allocate(Y.shape[2])
+        buffer = self._allocate(Y.shape[2]) if self._buffer is None else self._buffer
+        self._buffer = buffer
         if Y.shape[2] != self.n_params:
             raise ValueError(f"Y has {Y.shape[2]} columns, the window holds {self.n_params}")
         if n == 0:
             return 0
-        if np.any(np.diff(t) < 0) or (len(self) and t[0] < self.t_last):
+        if np.any(np.diff(t) < 0) or (len(buffer) and t[0] < buffer["t"][-1]):
             raise ValueError("stamps must be non-decreasing and not older than the newest sample")
-        overflow = self._buffer.extend(t=t, rows=np.concatenate([Y, f[:, :, None]], axis=2))
-        stamps = self._buffer["t"]
-        self._buffer.drop_front(np.searchsorted(stamps, stamps[-1] - self.window_sec, side="left"))
+        overflow = buffer.extend(t=t, rows=np.concatenate([Y, f[:, :, None]], axis=2))
+        stamps = buffer["t"]
+        buffer.drop_front(int(np.searchsorted(stamps, stamps[-1] - self.window_sec, side="left")))
         return overflow
 
     def _slice(self, duration: float, until: float | None = None) -> slice:
@@ -207,10 +261,10 @@ class SlidingWindow:
         newest stamp; ``duration`` 0: every sample up to ``end``."""
         if duration < 0:
             raise ValueError(f"duration must be >= 0 (s; 0 = the whole window), got {duration}")
-        if not len(self):
+        if self._buffer is None or not len(self._buffer):
             return slice(0, 0)
         stamps = self._buffer["t"]
-        stop = len(self) if until is None else int(np.searchsorted(stamps, until, side="right"))
+        stop = len(stamps) if until is None else int(np.searchsorted(stamps, until, side="right"))
         if duration == 0 or stop == 0:
             return slice(0, stop)
         end = stamps[stop - 1] if until is None else until
@@ -221,6 +275,13 @@ class SlidingWindow:
         ``duration`` s up to the stamp ``until`` (s) when given."""
         s = self._slice(duration, until)
         return s.stop - s.start
+
+    def stamps(self, duration: float = 0.0, until: float | None = None) -> np.ndarray:
+        """Stamps (N,) (s) of the samples :meth:`count` counts (a view, valid until the next
+        change)."""
+        if self._buffer is None:
+            return np.zeros(0)
+        return self._buffer["t"][self._slice(duration, until)]
 
     def samples(
         self, duration: float = 0.0, copy: bool = True, until: float | None = None
@@ -233,8 +294,8 @@ class SlidingWindow:
             return np.zeros(0), np.zeros((0, r, 0)), np.zeros((0, r))
         s = self._slice(duration, until)
         rows = self._buffer["rows"][s]
-        out = (self._buffer["t"][s], rows[:, :, :-1], rows[:, :, -1])
-        return tuple(x.copy() for x in out) if copy else out
+        t, Y, f = self._buffer["t"][s], rows[:, :, :-1], rows[:, :, -1]
+        return (t.copy(), Y.copy(), f.copy()) if copy else (t, Y, f)
 
     def normal_equations(
         self, duration: float = 0.0, until: float | None = None
@@ -244,8 +305,9 @@ class SlidingWindow:
         ``until`` (s) when given."""
         if self._buffer is None:
             raise ValueError("the window has never held a sample (unknown parameter count)")
-        p = self.n_params
-        augmented = self._buffer["rows"][self._slice(duration, until)].reshape(-1, p + 1)
+        rows = self._buffer["rows"]
+        p = rows.shape[2] - 1
+        augmented = rows[self._slice(duration, until)].reshape(-1, p + 1)
         product = augmented.T @ augmented
         return product[:p, :p], product[:p, p].copy(), float(product[p, p]), augmented.shape[0]
 
@@ -262,9 +324,8 @@ class BlockWindow:
     """Sliding time window kept as normal equations per block of ``block_sec`` of samples, for
     problems too large to keep their rows (a humanoid: 40 rows x 400 parameters per sample).
 
-    The same interface as :class:`SlidingWindow` where the estimators use it (``extend``,
-    ``count``, ``samples`` (stamps only), ``normal_equations``, ``clear``, ``drop_before``,
-    ``resize``), at block granularity: a block leaves the window when its newest sample is older
+    A :class:`Window` with :meth:`normal_equations` as :class:`SlidingWindow`'s, at block
+    granularity (no rows are kept): a block leaves the window when its newest sample is older
     than ``window_sec`` behind the newest sample; ``duration`` selects the blocks with a sample
     in the newest ``duration`` s. Memory: about ``window_sec / block_sec + 1`` blocks of
     ``(p + 1)^2`` floats. ``row_groups``: ``(rows, columns)`` pairs, each a group of a sample's
@@ -294,7 +355,7 @@ class BlockWindow:
         self.n_params = int(n_params)
         self.rows_per_sample = int(rows_per_sample)
         self.capacity = 0
-        """Unused (no per-sample storage); kept for the estimators' interface."""
+        """No per-sample storage (:attr:`Window.capacity`)."""
         self._blocks: list[dict[str, Any]] = []
         every = (np.arange(rows_per_sample), np.arange(n_params))
         self._groups = [
@@ -403,14 +464,11 @@ class BlockWindow:
         ``until`` must be ``None``)."""
         return sum(block["t"].size for block in self._selected(duration, until))
 
-    def samples(
-        self, duration: float = 0.0, copy: bool = True, until: float | None = None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(t (N,), Y, f)`` of the selected blocks: the stamps; ``Y``, ``f`` are empty (the
-        rows are not kept; ``until`` must be ``None``)."""
+    def stamps(self, duration: float = 0.0, until: float | None = None) -> np.ndarray:
+        """Stamps (N,) (s) of the samples of the blocks of the newest ``duration`` seconds
+        (``until`` must be ``None``)."""
         blocks = self._selected(duration, until)
-        t = np.concatenate([b["t"] for b in blocks]) if blocks else np.zeros(0)
-        return t, np.zeros((0, self.rows_per_sample, self.n_params)), np.zeros((0, 0))
+        return np.concatenate([b["t"] for b in blocks]) if blocks else np.zeros(0)
 
     def normal_equations(self, duration: float = 0.0) -> tuple[np.ndarray, np.ndarray, float, int]:
         """``(Y^T Y (p, p), Y^T y (p,), y^T y, rows)`` of the selected blocks."""
@@ -419,7 +477,7 @@ class BlockWindow:
         if self._channels is None:
             product = sum((b["product"] for b in blocks), np.zeros((p + 1, p + 1)))
         else:
-            product = self._channel_products(blocks).sum(axis=0)
+            product = self._channel_products(self._channels, blocks).sum(axis=0)
         rows = self.rows_per_sample * sum(b["t"].size for b in blocks)
         return product[:p, :p].copy(), product[:p, p].copy(), float(product[p, p]), rows
 
@@ -430,7 +488,7 @@ class BlockWindow:
             raise ValueError("this window keeps no per-channel products (channels=None)")
         blocks = self._selected(duration)
         p = self.n_params
-        products = self._channel_products(blocks)
+        products = self._channel_products(self._channels, blocks)
         return ChannelNormalEquations(
             gram=products[:, :p, :p],
             moment=products[:, :p, p],
@@ -439,11 +497,14 @@ class BlockWindow:
             rows_per_channel=np.array([rows.size for rows, _ in self._channels]),
         )
 
-    def _channel_products(self, blocks: list[dict[str, Any]]) -> np.ndarray:
-        """(channels, p + 1, p + 1): each channel's ``[Y f]^T [Y f]`` summed over ``blocks``."""
+    def _channel_products(
+        self, channels: list[tuple[np.ndarray, np.ndarray]], blocks: list[dict[str, Any]]
+    ) -> np.ndarray:
+        """(channels, p + 1, p + 1): each of the window's ``channels``' ``[Y f]^T [Y f]`` summed
+        over ``blocks``."""
         p = self.n_params
-        out = np.zeros((len(self._channels), p + 1, p + 1))
-        for k, (_, columns) in enumerate(self._channels):
+        out = np.zeros((len(channels), p + 1, p + 1))
+        for k, (_, columns) in enumerate(channels):
             out[k][np.ix_(columns, columns)] = sum(
                 (b["products"][k] for b in blocks), np.zeros((columns.size, columns.size))
             )

@@ -1,27 +1,20 @@
 """``inertia_id``: the online identification node, a thin ROS layer over a session.
 
 The rules of the online loop live in :mod:`inertia_id_ros.online.session` (the same session
-``inertia-id replay`` and the tests drive); the parameters in :mod:`inertia_id_ros.ros.parameters`;
-what each mode adds in its :class:`~inertia_id_ros.modes.Mode` (the registry
-:mod:`inertia_id_ros.modes`) and its ROS wiring (:mod:`inertia_id_ros.ros.wiring`). This module
+``inertia-id replay`` and the tests drive); the parameters in
+:mod:`inertia_id_ros.modes.parameters`; what each mode adds in its
+:class:`~inertia_id_ros.modes.Mode` (the registry :mod:`inertia_id_ros.modes`) and its ROS wiring
+(:mod:`inertia_id_ros.ros.wiring`: the topics it takes and publishes, e.g. wrenches in and
+``~/estimate`` out). This module asks the registry for the mode its ``mode`` parameter names,
 declares the parameters, wires the mode's topics and services to the session, runs the periodic
-update on a worker thread and publishes what it gives. The package's modes:
-
-- ``payload`` (default): ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped`` in
-  (sensor-data QoS); ``~/estimate`` (``InertialParameters``, latched) and ``~/markers`` out;
-  ``~/payload_change`` (``PayloadChange``) on a grasp or release; ``~/tare`` (``Tare``).
-- ``links``: ``sensor_msgs/JointState`` with efforts in; ``~/links``
-  (``InertialParametersArray``, latched) and ``~/markers`` out.
-- ``whole_body``: ``sensor_msgs/JointState``, ``sensor_msgs/Imu`` (none for a fixed or
-  suspended base without ``imu_topic``) and one ``geometry_msgs/WrenchStamped`` topic per F/T
-  sensor in; ``~/links`` (every URDF link with its
-  identifiability, the sensor offsets) and ``~/markers`` out.
+update on a worker thread and publishes what it gives.
 
 Every mode: ``~/identify`` (``Identify``), ``/diagnostics``; ``method``, ``solver_options``,
 ``window_sec`` and ``update_rate_hz`` may change at run time (validated in the on-set callback,
-applied in the post-set callback). The load-identification wizard (``~/excite``, ``~/stop``,
-``~/excitation``, commands on ``trajectory_topic``; payload and links modes):
-:mod:`inertia_id_ros.ros.wizard`.
+applied in the post-set callback; what a method needs of the session, the mode checks:
+:meth:`~inertia_id_ros.modes.Mode.check_session_method`). The load-identification wizard
+(``~/excite``, ``~/stop``, ``~/excitation``, commands on ``trajectory_topic``; the modes with an
+excitation target, :meth:`~inertia_id_ros.modes.Mode.excitation`): :mod:`inertia_id_ros.ros.wizard`.
 """
 
 from __future__ import annotations
@@ -44,11 +37,7 @@ from rclpy.signals import SignalHandlerOptions
 from inertia_id_ros.errors import ConfigError, InputError, StartupError
 from inertia_id_ros.modes import ParameterSpec
 from inertia_id_ros.modes.base import import_object
-from inertia_id_ros.online.payload_estimator import check_prior_available
-from inertia_id_ros.online.session import Session
-from inertia_id_ros.ros.diagnostics import diagnostics_msg
-from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     MODE_PARAMETER,
     check_ellipsoid_method,
     mode_of,
@@ -56,6 +45,9 @@ from inertia_id_ros.ros.parameters import (
     settings_from_parameters,
     validate_change,
 )
+from inertia_id_ros.online.session import Session
+from inertia_id_ros.ros.diagnostics import diagnostics_msg
+from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
 from inertia_id_ros.ros.qos import sensor_data
 from inertia_id_ros.ros.shutdown import (
     create_node_or_exit,
@@ -97,14 +89,18 @@ class InertiaIdNode(Node):
             {p.name: self._declare(p) for p in node_parameters()}
         )
         self.session: Session = self.mode.build_session(self.settings)
+        inputs_name = f"{self.get_name()}_inputs"
         self.inputs = Node(
-            f"{self.get_name()}_inputs",
+            inputs_name,
             namespace=self.get_namespace(),
             context=self.context,
+            cli_args=["--ros-args", "-r", f"__node:={inputs_name}"],
             start_parameter_services=False,
         )
         """The input subscriptions' own node: :func:`main` spins it on its own executor and
-        thread, so that input messages cost as little as rclpy allows."""
+        thread, so that input messages cost as little as rclpy allows. Its own name remap wins
+        over the process's ``-r __node:=...`` (``launch_ros`` passes one), which would give it
+        the node's name (two nodes of one name: rosout warns, then drops the node's logs)."""
         self._last_warning: dict[str, float] = {}
         self._last_markers = -np.inf
         try:
@@ -164,7 +160,7 @@ class InertiaIdNode(Node):
                 self.settings,
                 new,
                 (window.rows_per_sample, window.n_params or 0),
-                self.session.prior_available,
+                self.session,
             )
         except ValueError as error:
             self.get_logger().warning(f"rejected parameter change {new}: {error}")
@@ -179,7 +175,7 @@ class InertiaIdNode(Node):
             previous,
             new,
             (window.rows_per_sample, window.n_params or 0),
-            self.session.prior_available,
+            self.session,
         )
         self.session.configure_solver(self.settings.method, self.settings.solver_options)
         holding = self._excitation is not None and self._excitation.holds_window
@@ -283,7 +279,7 @@ class InertiaIdNode(Node):
             if request.method:
                 self.mode.check_method(request.method)
                 check_ellipsoid_method(request.method, self.settings.bounding_ellipsoid)
-            check_prior_available(request.method, self.session.prior_available)
+            self.mode.check_session_method(self.session, request.method)
         except ValueError as error:
             response.success = False
             response.message = str(error)

@@ -89,7 +89,7 @@ from inertia_id_ros.ros.shutdown import (
     stop_on_signals,
     until_shutdown,
 )
-from inertia_id_ros.sim import whole_body_simulator
+from inertia_id_ros.sim import whole_body_robots, whole_body_simulator
 from inertia_id_ros.sim.follower import DEFAULT_TRACKING_LAG_SEC, CommandFollower, at_rest
 from inertia_id_ros.sim.payload import PANDA_HOME, PayloadSimulator, Trajectory
 from inertia_id_ros.sim.torques import (
@@ -329,14 +329,14 @@ MOTIONS = ("exciting", "hold")
 
 
 class _WholeBody:
-    """A floating-base robot (:data:`inertia_id_ros.sim.whole_body_simulator.ROBOTS`): joint
+    """A floating-base robot (:data:`inertia_id_ros.sim.whole_body_robots.ROBOTS`): joint
     states, the IMU and every F/T sensor's wrench, with the same stamps; plays its own motion (no
     joint trajectory commands: ``motion``, ``start_position`` and ``trajectory_topic`` do not
     apply)."""
 
     def __init__(self, node: Node, p: dict[str, Any], robot: str) -> None:
         noise = None if p["noise"] else whole_body_simulator.NoiseModel.none()
-        self.sim = whole_body_simulator.ROBOTS[robot](seed=int(p["seed"]), noise=noise)
+        self.sim = whole_body_robots.ROBOTS[robot](seed=int(p["seed"]), noise=noise)
         self._publish_velocity = bool(p["publish_velocity"])
         self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], _DATA_QOS)
         self._imu_pub = node.create_publisher(Imu, p["imu_topic"], _DATA_QOS)
@@ -403,7 +403,7 @@ ROBOTS = {
     "panda_torques": _PandaTorques,
     **{
         f"{name}_whole_body": (lambda node, p, name=name: _WholeBody(node, p, name))
-        for name in whole_body_simulator.ROBOTS
+        for name in whole_body_robots.ROBOTS
     },
 }
 

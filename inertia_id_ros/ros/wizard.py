@@ -47,7 +47,9 @@ from inertia_id_ros.errors import (
 )
 from inertia_id_ros.modes import ExcitationTarget, NodeSettings
 from inertia_id_ros.motion.collision import CollisionChecker, load_environment
-from inertia_id_ros.motion.design import MotionLimits, design_excitation, motion_limits
+from inertia_id_ros.motion.design import design_excitation
+from inertia_id_ros.motion.limits import MotionLimits, motion_limits
+from inertia_id_ros.motion.objectives import ObjectiveSettings
 from inertia_id_ros.motion.run import (
     FAILED,
     IDENTIFYING,
@@ -259,7 +261,7 @@ class WizardWiring:
                 self._joints,
                 self._target,
                 duration,
-                sensor_frame=self._sensor_frame,
+                settings=ObjectiveSettings(sensor_frame=self._sensor_frame),
                 start=start,
                 max_acceleration=settings.excite_max_acceleration,
                 time_limit=settings.design_time_limit_sec or None,

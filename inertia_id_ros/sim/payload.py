@@ -9,18 +9,28 @@ the wrench the sensor exerts on the payload, ``f = I a_g + v x* (I v)``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 import pinocchio as pin
 
 from inertia_id_ros.core.inertia import theta_from_inertia
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 
-Trajectory = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
-"""``trajectory(t) -> (q, dq, ddq)``: (N, n) joint positions, velocities, accelerations at
-times ``t`` (N,) (s)."""
+
+class Trajectory(Protocol):
+    """A joint motion the simulators follow: ``trajectory(t) -> (q, dq, ddq)``, (N, n) joint
+    positions (rad or m), velocities, accelerations at times ``t`` (N,) (s). Implemented by
+    :class:`ExcitingTrajectory`, :class:`PointToPointTrajectory`,
+    :class:`~inertia_id_ros.sim.follower.CommandFollower` and
+    :func:`~inertia_id_ros.sim.follower.at_rest`'s motion."""
+
+    def __call__(self, t: np.ndarray, /) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(q, dq, ddq)`` (N, n) at times ``t`` (N,) (s)."""
+
 
 PANDA_ARM_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 PANDA_FLANGE = "panda_link8"
@@ -84,17 +94,17 @@ class ExcitingTrajectory:
 
     def __init__(
         self,
-        lower: Sequence[float],
-        upper: Sequence[float],
-        velocity_limit: Sequence[float],
+        lower: npt.ArrayLike,
+        upper: npt.ArrayLike,
+        velocity_limit: npt.ArrayLike,
         period: float = 10.0,
         n_harmonics: int = 5,
         seed: int = 0,
         position_fraction: float = 0.8,
         velocity_fraction: float = 0.8,
-        acceleration_limit: float | Sequence[float] | None = None,
+        acceleration_limit: npt.ArrayLike | None = None,
         max_amplitude: float = np.pi,
-        center: Sequence[float] | None = None,
+        center: npt.ArrayLike | None = None,
         spectrum_decay: float = 0.0,
     ) -> None:
         self.lower = np.asarray(lower, dtype=float)
@@ -127,7 +137,7 @@ class ExcitingTrajectory:
 
     @classmethod
     def for_model(
-        cls, model: pin.Model, joint_names: Sequence[str], **kwargs
+        cls, model: pin.Model, joint_names: Sequence[str], **kwargs: Any
     ) -> ExcitingTrajectory:
         """Trajectory within the model's position and velocity limits of ``joint_names``."""
         lower, upper, velocity = _joint_limits(model, joint_names)
@@ -181,24 +191,23 @@ class PointToPointTrajectory:
 
 
 def minimum_jerk_point_to_point(
-    lower: Sequence[float],
-    upper: Sequence[float],
+    lower: npt.ArrayLike,
+    upper: npt.ArrayLike,
     n_points: int,
     completion_time: float,
     seed: int = 0,
     margin: float = 0.1,
-    start: Sequence[float] | None = None,
+    start: npt.ArrayLike | None = None,
     hold_time: float = 0.0,
 ) -> PointToPointTrajectory:
     """Random point-to-point minimum-jerk trajectory: ``n_points`` targets drawn uniformly within
     the limits shrunk by ``margin`` (fraction of the range at each end), reached one after the
     other in ``completion_time`` s each; starts at ``start`` (default the middle of the range)."""
-    lower = np.asarray(lower, dtype=float)
-    upper = np.asarray(upper, dtype=float)
-    span = upper - lower
+    low, high = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    span = high - low
     rng = np.random.default_rng(seed)
-    targets = rng.uniform(lower + margin * span, upper - margin * span, size=(n_points, lower.size))
-    first = 0.5 * (lower + upper) if start is None else np.asarray(start, dtype=float)
+    targets = rng.uniform(low + margin * span, high - margin * span, size=(n_points, low.size))
+    first = 0.5 * (low + high) if start is None else np.asarray(start, dtype=float)
     return PointToPointTrajectory(np.vstack([first, targets]), completion_time, hold_time)
 
 
@@ -241,7 +250,7 @@ class PayloadSimulator:
         payload_theta: np.ndarray | None = None,
         trajectory: Trajectory | None = None,
         seed: int = 0,
-        **kwargs,
+        **kwargs: Any,
     ) -> PayloadSimulator:
         """example-robot-data Panda, sensor at the flange ``panda_link8``, the 7 arm joints (the
         fingers locked), :func:`default_payload_theta`, an :class:`ExcitingTrajectory` (period 10 s,

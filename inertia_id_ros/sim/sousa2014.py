@@ -2,11 +2,12 @@
 identification: a linear matrix inequality approach" (IJRR 33(6)), their WAM experiment
 reproduced in simulation.
 
-Model: the 7-DOF WAM of :mod:`inertia_id_ros.sim.wam` (their DH table, approximate inertials),
-every joint with viscous and Coulomb friction, a torque offset and drive inertia (reflected rotor
+Model: the 7-DOF WAM of :mod:`inertia_id_ros.sim.wam` (their DH table, approximate inertials), every
+joint with viscous and Coulomb friction, a torque offset and drive inertia (reflected rotor
 inertia): ``7 x 10 + 7 x 4 = 98`` standard parameters, of which the data determine the *base*
-parameters ``beta = K x`` (:func:`~inertia_id_ros.chain.links.base_parameters`, pivoted QR of the
-stacked regressor; ``K`` (b, 98) keeps the independent columns and folds the dependent ones in).
+parameters ``beta = K x`` (:func:`~inertia_id_ros.chain.base_parameters.base_parameters`, pivoted QR
+of the stacked regressor; ``K`` (b, 98) keeps the independent columns and folds the dependent ones
+in).
 
 Physical feasibility of a base estimate (their definition): some standard ``x`` with
 ``K x = beta`` has every link's pseudo-inertia ``J(theta_k) >= 0``, viscous, Coulomb and drive
@@ -38,19 +39,18 @@ true total.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from inertia_id_ros.chain.links import (
-    BaseParameters,
-    JointTorqueData,
-    LinkModel,
-    base_parameters,
-    regression_system,
-)
+from inertia_id_ros.chain.base_parameters import BaseParameters, base_parameters
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, regression_system
 from inertia_id_ros.sim.wam import WAM_LINKS, LinkInertial, wam_link_model, wam_simulator
 from inertia_id_ros.solvers import feasibility
 from inertia_id_ros.solvers.lmi import consistency_constraints
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 METHODS = ("ols", "closest", "constrained")
 """Sousa & Cortesão's three estimates, in table order."""
@@ -82,10 +82,11 @@ class PhysicalBounds:
         total = sum(link.mass for link in links)
         return cls(com - half, com + half, (1.0 + mass_margin) * total)
 
-    def constraints(self, x, n_links: int) -> list:
+    def constraints(self, x: cp.Expression, n_links: int) -> list[cp.Constraint]:
         """cvxpy constraints on the expression ``x``: ``m lo <= h <= m hi`` per link, ``sum m <=
         max_total_mass``."""
-        out, masses = [], []
+        out: list[cp.Constraint] = []
+        masses: list[cp.Expression] = []
         for k in range(n_links):
             m, h = x[10 * k], x[10 * k + 1 : 10 * k + 4]
             out += [h >= m * self.com_lower[k], h <= m * self.com_upper[k]]
@@ -158,7 +159,9 @@ class FeasibleSet:
             self.x, model.n_joints, {}, model.nonnegative
         ) + bounds.constraints(self.x, model.n_joints)
 
-    def _solve(self, objective, extra: list) -> tuple[str, np.ndarray | None]:
+    def _solve(
+        self, objective: cp.Minimize, extra: list[cp.Constraint]
+    ) -> tuple[str, np.ndarray | None]:
         import cvxpy as cp
 
         problem = cp.Problem(objective, self.constraints + extra)
@@ -175,14 +178,15 @@ class FeasibleSet:
         status, _ = self._solve(cp.Minimize(0), [K @ self.x == beta])
         return status == cp.OPTIMAL
 
-    def closest_base(self, K: np.ndarray, beta: np.ndarray) -> np.ndarray:
-        """Feasible ``x`` minimising ``||K x - beta||``."""
+    def closest_base(self, K: np.ndarray, beta: np.ndarray) -> np.ndarray | None:
+        """Feasible ``x`` minimising ``||K x - beta||`` (``None``: the solver found none)."""
         import cvxpy as cp
 
         return self._solve(cp.Minimize(cp.sum_squares(K @ self.x - beta)), [])[1]
 
-    def least_squares(self, R: np.ndarray, z: np.ndarray) -> np.ndarray:
-        """Feasible ``x`` minimising ``||R x - z||`` (``R`` a square-root factor of ``Y^T Y``)."""
+    def least_squares(self, R: np.ndarray, z: np.ndarray) -> np.ndarray | None:
+        """Feasible ``x`` minimising ``||R x - z||`` (``R`` a square-root factor of ``Y^T Y``;
+        ``None``: the solver found none)."""
         import cvxpy as cp
 
         return self._solve(cp.Minimize(cp.sum_squares(R @ self.x - z)), [])[1]
@@ -220,18 +224,18 @@ def run(
     x_ols[base.independent] = beta_ols
     feasible_set = FeasibleSet(model, PhysicalBounds.from_links(WAM_LINKS))
     Q, R = np.linalg.qr(Y)
-    candidates = {
-        "ols": (x_ols, feasible_set.contains_base(K, beta_ols)),
+    ols_feasible = feasible_set.contains_base(K, beta_ols)
+    candidates: dict[str, np.ndarray | None] = {
+        "ols": x_ols,
         "closest": feasible_set.closest_base(K, beta_ols),
         "constrained": feasible_set.least_squares(R, Q.T @ y),
     }
     estimates = {}
     for method in METHODS:
-        x, feasible = candidates[method] if method == "ols" else (candidates[method], None)
+        x = candidates[method]
         if x is None:
             raise RuntimeError(f"the {method} SDP found no solution")
-        if feasible is None:
-            feasible = feasible_set.holds(x)
+        feasible = ols_feasible if method == "ols" else feasible_set.holds(x)
         estimates[method] = Estimate(
             method,
             x,

@@ -82,10 +82,9 @@ class JointTorqueSimulator:
             raise ValueError(f"{len(drives)} drives for {n} joints {links.joint_names}")
         self.drives: tuple[DriveTruth, ...] = tuple(drives)
         self.torque_noise_std = np.broadcast_to(np.asarray(torque_noise_std, float), (n,)).copy()
-        self.payload_frame, self.payload_theta = (
-            (None, None)
-            if payload is None
-            else (payload[0], np.asarray(payload[1], dtype=float).reshape(10).copy())
+        self.payload_frame: str | None = None if payload is None else payload[0]
+        self.payload_theta: np.ndarray | None = (
+            None if payload is None else np.asarray(payload[1], dtype=float).reshape(10).copy()
         )
         if (
             self.payload_theta is not None
@@ -416,6 +415,8 @@ def panda_payload_torque_runs(
         q = truth.positions + rng.normal(0.0, position_noise_std, truth.positions.shape)
         dq = truth.velocities + rng.normal(0.0, velocity_noise_std, truth.velocities.shape)
         runs.append(ArmRecording(t, q, dq, truth.efforts, truth, simulator))
+    if loaded.payload_theta is None:
+        raise ValueError("the loaded simulator carries no payload")
     return PayloadTorqueRuns(
         runs[0], runs[1], loaded.payload_theta.copy(), PANDA_FLANGE, unloaded.links
     )

@@ -36,8 +36,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import pinocchio as pin
 
 from inertia_id_ros.core.filtering import savgol_derivatives
 from inertia_id_ros.core.inertia import ConsistencyReport, check_consistency, inertia_from_theta
@@ -140,7 +142,7 @@ class Experiment:
         }
 
 
-def _position_limits(model, joint_names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def _position_limits(model: pin.Model, joint_names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) position limits (rad) of 1-dof joints with bounded angles."""
     index = [model.joints[model.getJointId(name)].idx_q for name in joint_names]
     return model.lowerPositionLimit[index], model.upperPositionLimit[index]
@@ -273,7 +275,7 @@ class TrialSummary:
     finding: dict[str, int]
 
 
-def run_trials(first_seed: int, trials: int, **settings) -> TrialSummary:
+def run_trials(first_seed: int, trials: int, **settings: Any) -> TrialSummary:
     """:func:`run` with seeds ``first_seed ... first_seed + trials - 1`` (``settings`` as for
     :func:`run`), counted."""
     inconsistent: dict[float, dict[str, int]] = {}

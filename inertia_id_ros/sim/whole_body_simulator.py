@@ -1,21 +1,16 @@
 """Simulated floating-base robots: joints and base moving, contacts, F/T sensors, an IMU.
 
-iCub (example-robot-data ``icub.urdf``) standing on its left sole, which stays fixed in the world
-while all 32 joints move (the base moves as the stance leg and the contact require), six internal
-F/T sensors (arms, legs, feet) and the sole's contact wrench measured, the IMU at ``imu_frame`` in
-the head; Go1 with its base moving (a multi-sine in all six directions) and four point contacts at
-the feet, each measured; iCub hanging from a crane F/T sensor; and iCub on a stand (its root link
-fixed, level, the stand's wrench not measured); and iCub balancing on its left sole on a tilted
-floor with only its leg F/T sensors, the ground's wrench not measured (to root the fit at the
-sole).
+A robot stands on a frame held fixed in the world, follows a base trajectory, or is fixed on a
+stand (:class:`WholeBodySimulator`; the named robots are
+:mod:`inertia_id_ros.sim.whole_body_robots`).
 
-The truth is independent of the identification's regressors: the robot is simulated with
-pinocchio's RNEA on a model built from a *true* URDF (the given one, the *CAD*, with each link's
-mass, COM and inertia perturbed, :func:`perturb_inertials`) in which each internal sensor's fixed
-joint is a revolute joint held at zero, so ``data.f`` at that joint is the wrench the root side
-exerts on the part beyond the sensor (its contact included), in the sensor frame. The contact
-wrenches are the ones the base equations require: RNEA with them as external forces gives a zero
-free-flyer wrench (checked in the tests).
+The truth is independent of the identification's regressors: the robot is simulated with pinocchio's
+RNEA on a model built from a *true* URDF (the given one, the *CAD*, with each link's mass, COM and
+inertia perturbed, :func:`~inertia_id_ros.sim.urdf_inertials.perturb_inertials`) in which each
+internal sensor's fixed joint is a revolute joint held at zero, so ``data.f`` at that joint is the
+wrench the root side exerts on the part beyond the sensor (its contact included), in the sensor
+frame. The contact wrenches are the ones the base equations require: RNEA with them as external
+forces gives a zero free-flyer wrench (checked in the tests).
 
 Conventions of the recorded data (:meth:`WholeBodySimulator.record`, the whole-body NPZ keys):
 ``imu_orientation`` x, y, z, w (world <- IMU frame, world z up); ``imu_angular_velocity`` in the
@@ -27,53 +22,20 @@ robot about the frame's origin, ``internal`` what the root side exerts on the pa
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
 from scipy.spatial.transform import Rotation
 
-from inertia_id_ros.core.inertia import check_consistency, theta_from_inertia
-from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.errors import ConfigError
-from inertia_id_ros.sim.payload import ExcitingTrajectory, Trajectory
+from inertia_id_ros.sim.payload import Trajectory
+from inertia_id_ros.sim.urdf_inertials import link_inertials, perturb_inertials
 
 FT_KINDS = ("contact", "internal")
 """F/T sensor kinds of the whole-body data (``ft_types``)."""
-
-ICUB_INTERNAL_SENSORS = (
-    "l_arm_ft_sensor",
-    "r_arm_ft_sensor",
-    "l_leg_ft_sensor",
-    "r_leg_ft_sensor",
-    "l_foot_ft_sensor",
-    "r_foot_ft_sensor",
-)
-"""iCub's six F/T sensors, fixed joints of its URDF."""
-ICUB_LEG_SENSORS = ICUB_INTERNAL_SENSORS[2:]
-"""iCub's leg and foot F/T sensors."""
-ICUB_STANCE_FRAME = "l_sole"
-ICUB_STANCE_TILT = (0.03, -0.05)
-"""Roll and pitch (rad) of the floor under :func:`icub_stance`'s sole (about 2° and 3°)."""
-ICUB_IMU_FRAME = "imu_frame"
-ICUB_CRANE_FRAME = "root_link"
-"""Where the suspended iCub hangs (its crane F/T sensor's frame)."""
-ICUB_STANCE_JOINTS = tuple(
-    f"l_{name}"
-    for name in ("hip_pitch", "hip_roll", "hip_yaw", "knee", "ankle_pitch", "ankle_roll")
-)
-GO1_FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
-GO1_IMU_FRAME = "imu_link"
-
-MASS_FRACTION = 0.30
-"""True masses differ from the CAD's by up to this fraction."""
-COM_OFFSET = 0.02
-"""True COMs differ from the CAD's by up to this (m) along each axis."""
-INERTIA_FRACTION = 0.40
-"""True principal moments about the COM differ from the CAD's by up to this fraction."""
-PLACEHOLDER_MASS = 1e-3
-"""Links lighter than this (kg) are placeholders (a massless root, a camera): not perturbed."""
 
 
 @dataclass(frozen=True)
@@ -104,93 +66,6 @@ class NoiseModel:
         """No noise, no offsets, no biases."""
         zero = (0.0,) * 6
         return cls(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, zero, zero, zero)
-
-
-def link_inertials(urdf_xml: str) -> dict[str, np.ndarray]:
-    """``theta`` (10,) of every URDF link with a positive mass, about and in the link's frame."""
-    inertials = {}
-    for link in ET.fromstring(urdf_xml).findall("link"):
-        inertial = link.find("inertial")
-        if inertial is None:
-            continue
-        mass, com, inertia = _read_inertial(inertial)
-        if mass > 0:
-            inertials[link.get("name")] = theta_from_inertia(mass, com, inertia)
-    return inertials
-
-
-def _read_inertial(inertial: ET.Element) -> tuple[float, np.ndarray, np.ndarray]:
-    """(mass kg, COM (3,) m, inertia about the COM (3, 3) kg m^2) in the link frame."""
-    origin = inertial.find("origin")
-    xyz = np.zeros(3) if origin is None else np.array(origin.get("xyz", "0 0 0").split(), float)
-    rpy = np.zeros(3) if origin is None else np.array(origin.get("rpy", "0 0 0").split(), float)
-    mass_element = inertial.find("mass")
-    mass = 0.0 if mass_element is None else float(mass_element.get("value"))
-    i = inertial.find("inertia")
-    values = (
-        {k: float(i.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
-        if i is not None
-        else dict.fromkeys(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), 0.0)
-    )
-    local = np.array(
-        [
-            [values["ixx"], values["ixy"], values["ixz"]],
-            [values["ixy"], values["iyy"], values["iyz"]],
-            [values["ixz"], values["iyz"], values["izz"]],
-        ]
-    )
-    rotation = pin.rpy.rpyToMatrix(*rpy)
-    return mass, xyz, rotation @ local @ rotation.T
-
-
-def _write_inertial(
-    inertial: ET.Element, mass: float, com: np.ndarray, inertia: np.ndarray
-) -> None:
-    """Set ``inertial`` to (mass, COM, inertia about the COM) in the link frame (rpy zero)."""
-    origin = inertial.find("origin")
-    if origin is None:
-        origin = ET.SubElement(inertial, "origin")
-    origin.set("xyz", " ".join(f"{x:.12g}" for x in com))
-    origin.set("rpy", "0 0 0")
-    inertial.find("mass").set("value", f"{mass:.12g}")
-    element = inertial.find("inertia")
-    for key, (r, c) in zip(
-        ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
-    ):
-        element.set(key, f"{inertia[r, c]:.12g}")
-
-
-def perturb_inertials(
-    urdf_xml: str,
-    rng: np.random.Generator,
-    mass_fraction: float = MASS_FRACTION,
-    com_offset: float = COM_OFFSET,
-    inertia_fraction: float = INERTIA_FRACTION,
-) -> str:
-    """A copy of ``urdf_xml`` whose links (but :data:`PLACEHOLDER_MASS` ones) are perturbed: mass
-    times ``1 + u``, ``|u| <= mass_fraction``; COM moved by up to ``com_offset`` (m) along each
-    axis; each principal moment about the COM times ``1 + u``, ``|u| <= inertia_fraction`` (redrawn
-    until the moments meet the triangle inequality, so every link stays fully consistent)."""
-    root = ET.fromstring(urdf_xml)
-    for link in root.findall("link"):
-        inertial = link.find("inertial")
-        if inertial is None or inertial.find("mass") is None:
-            continue
-        mass, com, inertia = _read_inertial(inertial)
-        if mass < PLACEHOLDER_MASS:
-            continue
-        moments, axes = np.linalg.eigh(inertia)
-        for _ in range(1000):
-            new_moments = moments * (1 + rng.uniform(-inertia_fraction, inertia_fraction, 3))
-            a, b, c = np.sort(new_moments)
-            if a + b >= c:
-                break
-        else:  # a degenerate CAD inertia (a rod): scale it as a whole
-            new_moments = moments * (1 + rng.uniform(-inertia_fraction, inertia_fraction))
-        new_mass = mass * (1 + rng.uniform(-mass_fraction, mass_fraction))
-        new_com = com + rng.uniform(-com_offset, com_offset, 3)
-        _write_inertial(inertial, new_mass, new_com, axes @ np.diag(new_moments) @ axes.T)
-    return ET.tostring(root, encoding="unicode")
 
 
 def _split_at_sensors(urdf_xml: str, sensor_joints: Sequence[str]) -> str:
@@ -565,229 +440,6 @@ class WholeBodySimulator:
         return data
 
 
-def _joint_limits(model: pin.Model, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    ids = [model.joints[model.getJointId(name)].idx_q for name in names]
-    return model.lowerPositionLimit[ids].copy(), model.upperPositionLimit[ids].copy()
-
-
-def joint_trajectory(
-    cad_xml: str,
-    joint_names: Sequence[str],
-    seed: int,
-    period: float,
-    velocity_limit: float,
-    quiet_joints: Mapping[str, float] | None = None,
-) -> ExcitingTrajectory:
-    """Multi-sine of ``joint_names`` within 80 % of the URDF's limits and ``velocity_limit``
-    (rad/s); ``quiet_joints`` (name -> half range, rad) move about zero (clipped into the limits)
-    by at most that (a stance leg that keeps the robot upright)."""
-    model = pin.buildModelFromXML(cad_xml)
-    lower, upper = _joint_limits(model, joint_names)
-    center = 0.5 * (lower + upper)
-    quiet_joints = dict(quiet_joints or {})
-    for k, name in enumerate(joint_names):
-        if name in quiet_joints:
-            half = quiet_joints[name]
-            center[k] = np.clip(0.0, lower[k] + half, upper[k] - half)
-            lower[k], upper[k] = center[k] - half, center[k] + half
-    return ExcitingTrajectory(
-        lower,
-        upper,
-        np.full(len(joint_names), velocity_limit),
-        period=period,
-        n_harmonics=5,
-        seed=seed,
-        center=center,
-        position_fraction=0.8,
-        velocity_fraction=1.0,
-    )
-
-
-def icub(
-    seed: int = 0,
-    period: float = 20.0,
-    velocity_limit: float = 1.0,
-    stance_amplitude: float = 0.15,
-    noise: NoiseModel | None = None,
-    true_xml: str | None = None,
-) -> WholeBodySimulator:
-    """iCub standing on its left sole (fixed in the world), all 32 joints moving (a multi-sine,
-    ``period`` s, up to ``velocity_limit`` rad/s; the stance leg within ``stance_amplitude`` rad
-    of upright), its six internal F/T sensors, the sole's contact wrench and the head IMU."""
-    cad_xml = example_robot_urdf("icub").read_text()
-    sensors = [(name, "internal") for name in ICUB_INTERNAL_SENSORS]
-    sensors.append((ICUB_STANCE_FRAME, "contact"))
-    model = pin.buildModelFromXML(cad_xml)
-    names = [model.names[j] for j in range(1, model.njoints)]
-    trajectory = joint_trajectory(
-        cad_xml,
-        names,
-        seed,
-        period,
-        velocity_limit,
-        dict.fromkeys(ICUB_STANCE_JOINTS, stance_amplitude),
-    )
-    return WholeBodySimulator(
-        cad_xml,
-        sensors,
-        ICUB_IMU_FRAME,
-        trajectory,
-        stance_frame=ICUB_STANCE_FRAME,
-        noise=noise or NoiseModel(),
-        true_xml=true_xml,
-        seed=seed,
-    )
-
-
-def icub_stance(
-    seed: int = 0,
-    period: float = 20.0,
-    velocity_limit: float = 1.0,
-    stance_amplitude: float = 0.35,
-    tilt: tuple[float, float] = ICUB_STANCE_TILT,
-    noise: NoiseModel | None = None,
-    true_xml: str | None = None,
-) -> WholeBodySimulator:
-    """iCub balancing on its left sole, still on a floor tilted by ``tilt`` (roll, pitch; rad),
-    the ground's wrench not measured; all 32 joints moving (``period`` s, up to
-    ``velocity_limit`` rad/s), the stance leg's within ``stance_amplitude`` rad of upright (the
-    pelvis tilts by up to about 30°); only its four leg F/T sensors (the arms' are not logged)
-    and the head IMU (to fit rooted at the sole, ``fixed_frame="l_sole"``, with or without it)."""
-    cad_xml = example_robot_urdf("icub").read_text()
-    model = pin.buildModelFromXML(cad_xml)
-    names = [model.names[j] for j in range(1, model.njoints)]
-    trajectory = joint_trajectory(
-        cad_xml,
-        names,
-        seed,
-        period,
-        velocity_limit,
-        dict.fromkeys(ICUB_STANCE_JOINTS, stance_amplitude),
-    )
-    return WholeBodySimulator(
-        cad_xml,
-        [(name, "internal") for name in ICUB_LEG_SENSORS],
-        ICUB_IMU_FRAME,
-        trajectory,
-        stance_frame=ICUB_STANCE_FRAME,
-        stance_tilt=tuple(tilt),
-        noise=noise or NoiseModel(),
-        true_xml=true_xml,
-        seed=seed,
-    )
-
-
-def go1(
-    seed: int = 0,
-    period: float = 10.0,
-    velocity_limit: float = 2.0,
-    noise: NoiseModel | None = None,
-    true_xml: str | None = None,
-) -> WholeBodySimulator:
-    """Go1 with its base moving (up to 5 cm and 0.2 rad in each direction, 0.3 m high), its 12
-    joints moving (a multi-sine, ``period`` s), four point contacts at the feet, each measured
-    (forces; the moments are zero), the IMU at ``imu_link``."""
-    cad_xml = example_robot_urdf("go1").read_text()
-    model = pin.buildModelFromXML(cad_xml)
-    names = [model.names[j] for j in range(1, model.njoints)]
-    trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit)
-    return WholeBodySimulator(
-        cad_xml,
-        [(foot, "contact") for foot in GO1_FEET],
-        GO1_IMU_FRAME,
-        trajectory,
-        base_trajectory=base_multisine(seed, period),
-        base_height=0.3,
-        point_contacts=True,
-        noise=noise or NoiseModel(),
-        true_xml=true_xml,
-        seed=seed,
-    )
-
-
-def base_multisine(
-    seed: int, period: float, reach: float = 0.05, tilt: float = 0.2
-) -> ExcitingTrajectory:
-    """Base motion: a multi-sine (3 harmonics of ``period`` s) of the position within ``reach``
-    (m) and of the Z-Y-X angles within ``tilt`` (rad), at most 0.3 m/s and 1 rad/s."""
-    return ExcitingTrajectory(
-        np.array([-reach] * 3 + [-tilt] * 3),
-        np.array([reach] * 3 + [tilt] * 3),
-        np.array([0.3] * 3 + [1.0] * 3),
-        period=period,
-        n_harmonics=3,
-        seed=seed + 100,
-        position_fraction=1.0,
-        velocity_fraction=1.0,
-    )
-
-
-def icub_suspended(
-    seed: int = 0,
-    period: float = 20.0,
-    velocity_limit: float = 1.0,
-    noise: NoiseModel | None = None,
-    true_xml: str | None = None,
-) -> WholeBodySimulator:
-    """iCub hanging from a crane through an F/T sensor at its root link (a contact sensor: the
-    crane's wrench on the robot), swinging (:func:`base_multisine`, 1 m high), all 32 joints
-    moving, its six internal F/T sensors and the head IMU (the issue's ``suspended`` base)."""
-    cad_xml = example_robot_urdf("icub").read_text()
-    sensors = [(name, "internal") for name in ICUB_INTERNAL_SENSORS] + [
-        (ICUB_CRANE_FRAME, "contact")
-    ]
-    model = pin.buildModelFromXML(cad_xml)
-    names = [model.names[j] for j in range(1, model.njoints)]
-    trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit)
-    return WholeBodySimulator(
-        cad_xml,
-        sensors,
-        ICUB_IMU_FRAME,
-        trajectory,
-        base_trajectory=base_multisine(seed, period),
-        base_height=1.0,
-        noise=noise or NoiseModel(),
-        true_xml=true_xml,
-        seed=seed,
-    )
-
-
-def icub_fixed(
-    seed: int = 0,
-    period: float = 20.0,
-    velocity_limit: float = 1.0,
-    noise: NoiseModel | None = None,
-    true_xml: str | None = None,
-) -> WholeBodySimulator:
-    """iCub on a stand: its root link fixed in the world, level, 1 m high (the issue's ``fixed``
-    base), all 32 joints moving, its six internal F/T sensors, no contact sensor (the stand's
-    wrench is not measured); the head IMU still reads (at rest, a fixed base needs none)."""
-    cad_xml = example_robot_urdf("icub").read_text()
-    model = pin.buildModelFromXML(cad_xml)
-    names = [model.names[j] for j in range(1, model.njoints)]
-    trajectory = joint_trajectory(cad_xml, names, seed, period, velocity_limit)
-    return WholeBodySimulator(
-        cad_xml,
-        [(name, "internal") for name in ICUB_INTERNAL_SENSORS],
-        ICUB_IMU_FRAME,
-        trajectory,
-        base_height=1.0,
-        noise=noise or NoiseModel(),
-        true_xml=true_xml,
-        seed=seed,
-    )
-
-
-ROBOTS = {
-    "icub": icub,
-    "go1": go1,
-    "icub_suspended": icub_suspended,
-    "icub_fixed": icub_fixed,
-    "icub_stance": icub_stance,
-}
-"""Whole-body simulators by name."""
-
-
 def check_truth(simulator: WholeBodySimulator) -> list[str]:
     """Names of true links that are not fully consistent (none, by construction)."""
     return [
@@ -807,5 +459,5 @@ def write_recording(
 ) -> dict[str, np.ndarray]:
     """Record (:meth:`WholeBodySimulator.record`) into the NPZ file ``path``; returns the data."""
     data = simulator.record(duration, rate, with_ddq, with_effort)
-    np.savez(path, **data)
+    np.savez(path, allow_pickle=True, **data)
     return data

@@ -87,6 +87,120 @@ def _floored(size: np.ndarray) -> np.ndarray:
     return np.maximum(size, max(1e-24 * size.max(initial=0.0), 1e-300))
 
 
+class _State(NamedTuple):
+    """The natural residual at an iterate ``z``: ``W_k``'s eigenvalues ``lam`` (n, 4) and
+    vectors ``Q`` (n, 4, 4), ``v`` (m,), ``F`` (n, 16), ``F_e`` (m,), the squared residuals
+    ``residual`` (n + m,) and the floored squared sizes ``size`` (n + m,) they are relative
+    to."""
+
+    lam: np.ndarray
+    Q: np.ndarray
+    v: np.ndarray
+    F: np.ndarray
+    F_e: np.ndarray
+    residual: np.ndarray
+    size: np.ndarray
+
+    def converged(self, relative: float) -> bool:
+        """Every residual within ``relative`` of its size."""
+        return bool((self.residual / self.size).max(initial=0.0) <= relative * relative)
+
+
+class _NaturalResidual:
+    """The natural residual ``F(z)`` of the KKT conditions and its Newton steps (module
+    docstring) for ``P`` (d, d) PD, ``q`` (d,), bodies in ``z[:10 n_bodies]``, bounded extras
+    after; ``sigma`` (n,) and ``tau`` (m,) the step scales (positive)."""
+
+    def __init__(
+        self, P: np.ndarray, q: np.ndarray, n_bodies: int, sigma: np.ndarray, tau: np.ndarray
+    ) -> None:
+        n, nb, d = n_bodies, 10 * n_bodies, P.shape[0]
+        m = d - nb
+        diagonal = np.arange(n)
+        P_rows = P[:nb].reshape(n, 10, d)
+        self.n, self.nb, self.d, self.sigma, self.tau = n, nb, d, sigma, tau
+        # w = z - sigma G^-1 (P z - q) = w_rows z + w_shift; vec(W_k) = B^T w_k
+        self.w_rows = -(sigma[:, None, None] * _GRAM_INV) @ P_rows  # (n, 10, d)
+        self.w_rows[:, :, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :] += np.eye(10)
+        w_shift = (sigma[:, None] * q[:nb].reshape(n, 10)) @ _GRAM_INV
+        self.w_map = (_BASIS.T @ self.w_rows).reshape(16 * n, d)
+        self.w_map_shift = (w_shift @ _BASIS).ravel()
+        # v = z_e - tau (P z - q)_e = v_rows z + v_shift
+        self.v_rows = -tau[:, None] * P[nb:]
+        self.v_rows[:, nb:][np.diag_indices(m)] += 1.0
+        self.v_shift = tau * q[nb:]
+        self.jacobian_base = np.zeros((d, d))  # rows of G dz_k and dz_e
+        self.jacobian_base[:nb, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :] = _GRAM
+        self.jacobian_base[nb:, nb:][np.diag_indices(m)] = 1.0
+
+    @classmethod
+    def of(cls, P: np.ndarray, q: np.ndarray, n_bodies: int) -> _NaturalResidual | None:
+        """The residual of the problem ``P``, ``q``; ``None`` when a step scale is not positive
+        (``P`` not positive definite on a body or an extra)."""
+        n, nb = n_bodies, 10 * n_bodies
+        diagonal = np.arange(n)
+        P_rows = P[:nb].reshape(n, 10, P.shape[0])
+        sigma = 10.0 / np.einsum(
+            "ij,nij->n",
+            _GRAM_INV,
+            P_rows[:, :, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :],
+        )
+        tau = 1.0 / np.diagonal(P)[nb:]
+        if not (np.all(sigma > 0) and np.all(tau > 0)):
+            return None
+        return cls(P, q, n_bodies, sigma, tau)
+
+    def state(self, z: np.ndarray) -> _State:
+        """The residual at ``z`` (d,)."""
+        n, nb = self.n, self.nb
+        J = z[:nb].reshape(n, 10) @ _BASIS
+        lam, Q = _eigh((self.w_map @ z + self.w_map_shift).reshape(n, 4, 4))
+        F = J.reshape(n, 4, 4) - (Q * np.maximum(lam, 0.0)[:, None, :]) @ Q.transpose(0, 2, 1)
+        F = F.reshape(n, 16)
+        v = self.v_rows @ z + self.v_shift
+        z_e = z[nb:]
+        F_e = z_e - np.maximum(v, 0.0)
+        residual = np.concatenate([np.einsum("ni,ni->n", F, F), F_e * F_e])
+        size = np.concatenate(
+            [_floored(np.einsum("ni,ni->n", J, J)), _floored(np.maximum(z_e * z_e, v * v))]
+        )
+        return _State(lam, Q, v, F, F_e, residual, size)
+
+    def direction(self, state: _State) -> np.ndarray | None:
+        """Newton step ``dz`` (d,) at ``state`` (``None``: singular matrix)."""
+        n, nb, d = self.n, self.nb, self.d
+        lam, Q, v = state.lam, state.Q, state.v
+        K = (Q[:, :, None, :, None] * Q[:, None, :, None, :]).reshape(n, 16, 16)
+        U = _BASIS @ K  # (n, 10, 16): U[k, i] = vec(Q_k^T A_i Q_k)
+        positive, magnitude = np.maximum(lam, 0.0), np.abs(lam)
+        omega = (positive[:, :, None] + positive[:, None, :]) / np.maximum(
+            magnitude[:, :, None] + magnitude[:, None, :], 1e-300
+        )
+        R = (U * omega.reshape(n, 1, 16)) @ U.transpose(0, 2, 1)
+        # (G - R_k) dz_k + R_k [sigma G^-1 P dz]_k = G dz_k - R_k [dw]_k = -B vec(F_k),
+        # dz_e - [v_e > 0] dv_e = -F_e
+        jacobian = self.jacobian_base.copy()
+        jacobian[:nb] -= (R @ self.w_rows).reshape(nb, d)
+        jacobian[nb:] -= (v > 0.0)[:, None] * self.v_rows
+        rhs = -np.concatenate([(state.F @ _BASIS.T).ravel(), state.F_e])
+        _, _, dz, info = lapack.dgesv(jacobian, rhs, overwrite_a=True, overwrite_b=True)
+        return None if info else dz
+
+    def result(self, state: _State, floor: float, iterations: int) -> NewtonResult:
+        """The certified result at ``state``: ``Pi(W_k)`` with eigenvalues raised to ``floor``
+        (and :data:`FLOOR_RTOL`), ``max(v_e, 0)``, the duals."""
+        n, lam, Q, v = self.n, state.lam, state.Q, state.v
+        lifted = np.maximum(lam, floor + FLOOR_RTOL * np.maximum(lam.max(axis=1, keepdims=True), 0))
+        positive = (Q * lifted[:, None, :]) @ Q.transpose(0, 2, 1)
+        duals = (Q * (np.minimum(lam, 0.0) / -self.sigma[:, None])[:, None, :]) @ Q.transpose(
+            0, 2, 1
+        )
+        z = np.concatenate([(positive.reshape(n, 16) @ _THETA.T).ravel(), np.maximum(v, 0.0)])
+        return NewtonResult(
+            z=z, block_duals=duals, row_duals=np.maximum(-v, 0.0) / self.tau, iterations=iterations
+        )
+
+
 def solve_newton_kkt(
     P: np.ndarray,
     q: np.ndarray,
@@ -107,110 +221,47 @@ def solve_newton_kkt(
     allowance (:data:`FLOOR_RTOL` times the largest), so ``lambda_min(J_k) >= floor`` survives
     the conversion to ``theta``; the returned extras are ``max(v_e, 0)``.
     """
-    n, nb, d = n_bodies, 10 * n_bodies, P.shape[0]
-    m = d - nb
-    diagonal = np.arange(n)
-    P_rows = P[:nb].reshape(n, 10, d)
-    sigma = 10.0 / np.einsum(
-        "ij,nij->n", _GRAM_INV, P_rows[:, :, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :]
-    )
-    tau = 1.0 / np.diagonal(P)[nb:]
-    if not (np.all(sigma > 0) and np.all(tau > 0)):
+    system = _NaturalResidual.of(P, q, n_bodies)
+    if system is None:
         return None
-    # w = z - sigma G^-1 (P z - q) = w_rows z + w_shift; vec(W_k) = B^T w_k
-    w_rows = -(sigma[:, None, None] * _GRAM_INV) @ P_rows  # (n, 10, d)
-    w_rows[:, :, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :] += np.eye(10)
-    w_shift = (sigma[:, None] * q[:nb].reshape(n, 10)) @ _GRAM_INV
-    w_map = (_BASIS.T @ w_rows).reshape(16 * n, d)
-    w_map_shift = (w_shift @ _BASIS).ravel()
-    # v = z_e - tau (P z - q)_e = v_rows z + v_shift
-    v_rows = -tau[:, None] * P[nb:]
-    v_rows[:, nb:][np.diag_indices(m)] += 1.0
-    v_shift = tau * q[nb:]
-    jacobian_base = np.zeros((d, d))  # rows of G dz_k and dz_e
-    jacobian_base[:nb, :nb].reshape(n, 10, n, 10)[diagonal, :, diagonal, :] = _GRAM
-    jacobian_base[nb:, nb:][np.diag_indices(m)] = 1.0
-
-    def state(z: np.ndarray):
-        """``(lam, Q, v, F (n, 16), F_e (m,), squared residuals (n + m,), floored squared
-        sizes (n + m,))`` at ``z``."""
-        J = z[:nb].reshape(n, 10) @ _BASIS
-        lam, Q = _eigh((w_map @ z + w_map_shift).reshape(n, 4, 4))
-        F = J.reshape(n, 4, 4) - (Q * np.maximum(lam, 0.0)[:, None, :]) @ Q.transpose(0, 2, 1)
-        F = F.reshape(n, 16)
-        v = v_rows @ z + v_shift
-        z_e = z[nb:]
-        F_e = z_e - np.maximum(v, 0.0)
-        residual = np.concatenate([np.einsum("ni,ni->n", F, F), F_e * F_e])
-        size = np.concatenate(
-            [_floored(np.einsum("ni,ni->n", J, J)), _floored(np.maximum(z_e * z_e, v * v))]
-        )
-        return lam, Q, v, F, F_e, residual, size
-
-    def converged(relative: float) -> bool:
-        return (residual / size).max(initial=0.0) <= relative * relative
-
-    def newton_direction() -> np.ndarray | None:
-        """Newton step ``dz`` (d,) at the current iterate (``None``: singular matrix)."""
-        K = (Q[:, :, None, :, None] * Q[:, None, :, None, :]).reshape(n, 16, 16)
-        U = _BASIS @ K  # (n, 10, 16): U[k, i] = vec(Q_k^T A_i Q_k)
-        positive, magnitude = np.maximum(lam, 0.0), np.abs(lam)
-        omega = (positive[:, :, None] + positive[:, None, :]) / np.maximum(
-            magnitude[:, :, None] + magnitude[:, None, :], 1e-300
-        )
-        R = (U * omega.reshape(n, 1, 16)) @ U.transpose(0, 2, 1)
-        # (G - R_k) dz_k + R_k [sigma G^-1 P dz]_k = G dz_k - R_k [dw]_k = -B vec(F_k),
-        # dz_e - [v_e > 0] dv_e = -F_e
-        jacobian = jacobian_base.copy()
-        jacobian[:nb] -= (R @ w_rows).reshape(nb, d)
-        jacobian[nb:] -= (v > 0.0)[:, None] * v_rows
-        rhs = -np.concatenate([(F @ _BASIS.T).ravel(), F_e])
-        _, _, dz, info = lapack.dgesv(jacobian, rhs, overwrite_a=True, overwrite_b=True)
-        return None if info else dz
-
     z = np.array(z0, dtype=float)
-    lam, Q, v, F, F_e, residual, size = state(z)
+    state = system.state(z)
     iterations = stalled = 0
     merits: list[float] = []
-    while not converged(tol):
+    while not state.converged(tol):
         if iterations == max_iterations or stalled == STALL_ITERATIONS:
             return None
         iterations += 1
-        dz = newton_direction()
+        dz = system.direction(state)
         if dz is None:
             return None
-        merit, alpha = residual.sum(), 1.0
+        merit, alpha = state.residual.sum(), 1.0
         merits.append(merit)
         reference = max(merits[-NONMONOTONE_MEMORY:])
+        trial: _State | None
         while True:  # Armijo: d|F|^2 / d alpha = -2 |F|^2 along the Newton direction
-            trial = state(z + alpha * dz)
-            if trial[5].sum() <= reference - 2.0 * _ARMIJO * alpha * merit:
+            trial = system.state(z + alpha * dz)
+            if trial.residual.sum() <= reference - 2.0 * _ARMIJO * alpha * merit:
                 break
             alpha *= 0.5
             if alpha < _MIN_STEP:  # round-off floor (or a failure)
-                if converged(NEAR_TOLERANCE * tol):
+                if state.converged(NEAR_TOLERANCE * tol):
                     trial = None
                     break
                 return None
         if trial is None:
             break
         z = z + alpha * dz
-        lam, Q, v, F, F_e, residual, size = trial
-        stalled = stalled + 1 if residual.sum() > 0.81 * reference else 0
+        state = trial
+        stalled = stalled + 1 if state.residual.sum() > 0.81 * reference else 0
     # one more full step, kept within the round-off allowance: near the solution it costs little
     # and pins the directions P barely determines (there |F| at its round-off floor, about
     # eps cond(P) |J|, allows a large error in z)
-    dz = newton_direction()
+    dz = system.direction(state)
     if dz is not None:
-        trial = state(z + dz)
-        if (trial[5] / trial[6]).max(initial=0.0) <= (NEAR_TOLERANCE * tol) ** 2:
+        last = system.state(z + dz)
+        if (last.residual / last.size).max(initial=0.0) <= (NEAR_TOLERANCE * tol) ** 2:
             z = z + dz
-            lam, Q, v, F, F_e, residual, size = trial
+            state = last
             iterations += 1
-    lifted = np.maximum(lam, floor + FLOOR_RTOL * np.maximum(lam.max(axis=1, keepdims=True), 0))
-    positive = (Q * lifted[:, None, :]) @ Q.transpose(0, 2, 1)
-    duals = (Q * (np.minimum(lam, 0.0) / -sigma[:, None])[:, None, :]) @ Q.transpose(0, 2, 1)
-    z = np.concatenate([(positive.reshape(n, 16) @ _THETA.T).ravel(), np.maximum(v, 0.0)])
-    return NewtonResult(
-        z=z, block_duals=duals, row_duals=np.maximum(-v, 0.0) / tau, iterations=iterations
-    )
+    return system.result(state, floor, iterations)

@@ -12,6 +12,9 @@ and quadratic cone program solvers" (2010), specialised to 4x4 blocks (batched n
 ``C(z) = (J(theta_k))_k, G z`` and duals ``(Z, w)``: the KKT conditions are
 ``P z - q - C^T(Z, w) = 0``, ``S = C(z)``, ``S Z = 0``, ``s w = 0``. The Newton system reduces to
 ``(P + C^T W C) dz = rhs`` with ``W(X) = W_nt^-1 X W_nt^-1`` (blocks) and ``w / s`` (rows).
+
+Size: solve_cone_qp is one interior-point loop of about 140 lines; split, each iteration's state
+(scaling, factor, residuals, directions) would pass between the steps in a dozen arguments.
 """
 
 from __future__ import annotations
@@ -69,6 +72,13 @@ class IPResult:
     status: str
     iterations: int
     gap: float
+
+
+_Direction = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float
+]
+"""A search direction of :func:`solve_cone_qp`: ``(dz, dS, ds, dZ, dw, dS_scaled, dZ_scaled,
+step limit)``."""
 
 
 def _block_step_limit(lam: np.ndarray, d_scaled: np.ndarray) -> float:
@@ -189,7 +199,7 @@ def solve_cone_qp(
         rp_rows_scaled = w_over_s * rp_rows
         lam2 = np.concatenate([lam, lam])
 
-        def direction(c_blocks: np.ndarray, c_rows: np.ndarray):
+        def direction(c_blocks: np.ndarray, c_rows: np.ndarray) -> _Direction:
             T_blocks = Rit @ (2.0 * c_blocks / lam_sum) @ Ri
             T_rows = c_rows / s
             rhs = -rd + problem.adjoint(T_blocks + Wrp_blocks, T_rows + rp_rows_scaled)

@@ -40,6 +40,7 @@ part of the fit here: the prior only selects among (near-)optimal fits.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -54,6 +55,9 @@ from inertia_id_ros.solvers.problem import (
     make_solution,
     rounded_to_feasible,
 )
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 DEFAULT_PRIOR_STD = 0.2
 """Relative uncertainty of CAD inertial parameters (a CAD model misses fasteners, cables, glue
@@ -80,9 +84,16 @@ def pseudo_inertia_metric(theta: np.ndarray) -> np.ndarray:
 
 
 def _map_estimate(
-    problem: Problem, initvals, prior_std: float, rcond: float, margin: float, started: float
+    problem: Problem,
+    prior: np.ndarray,
+    initvals: Solution | np.ndarray | None,
+    prior_std: float,
+    rcond: float,
+    margin: float,
+    started: float,
 ) -> Solution:
-    """The maximum a posteriori form (see the module docstring)."""
+    """The maximum a posteriori form (see the module docstring) about ``problem.prior``
+    (``prior``)."""
     p, n = problem.n_params, problem.n_bodies
     eigvals, eigvecs = np.linalg.eigh(problem.gram)
     keep = eigvals > rcond * max(eigvals[-1], 0.0)
@@ -95,7 +106,7 @@ def _map_estimate(
     weight = np.zeros((p, p))
     for k in range(n):
         body = slice(N_BODY_PARAMS * k, N_BODY_PARAMS * (k + 1))
-        weight[body, body] = pseudo_inertia_metric(problem.prior[body])
+        weight[body, body] = pseudo_inertia_metric(prior[body])
     scale = sigma2 / prior_std**2
     posterior = problem.replace(prior_weight=scale * weight)
     solution = solve_lmi(posterior, initvals, backend="fast", margin=margin)
@@ -114,7 +125,7 @@ def _map_estimate(
     )
 
 
-def _constraints(problem: Problem, x) -> list:
+def _constraints(problem: Problem, x: cp.Expression) -> list[cp.Constraint]:
     return consistency_constraints(
         x, problem.n_bodies, problem.ellipsoid_rows(), problem.nonnegative
     )
@@ -149,7 +160,9 @@ def solve_cad_prior(
         if not (np.isfinite(prior_std) and prior_std > 0):
             raise ProblemError(f"cad_prior: prior_std must be > 0, got {prior_std!r}")
         if not problem.has_prior_term:
-            return _map_estimate(problem, initvals, float(prior_std), rcond, margin, started)
+            return _map_estimate(
+                problem, problem.prior, initvals, float(prior_std), rcond, margin, started
+            )
     p = problem.n_params
     weight = problem.weight_matrix if problem.has_prior_term else np.eye(p)
     root_w, _ = psd_sqrt_factor(weight, np.zeros(p), 0.0)
@@ -158,45 +171,15 @@ def solve_cad_prior(
     x_ls = eigvecs[:, keep] @ ((eigvecs[:, keep].T @ problem.moment) / eigvals[keep])
     null_space = eigvecs[:, ~keep]
     options = {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol}
-    iterations = 0
     try:
-        if null_space.shape[1]:
-            z = cp.Variable(null_space.shape[1])
-            model = cp.Problem(
-                cp.Minimize(cp.sum_squares(root_w @ (x_ls + null_space @ z - problem.prior))),
-                _constraints(problem, x_ls + null_space @ z),
+        x_value, status, iterations = _in_least_squares_set(
+            problem, root_w, x_ls, null_space, options
+        )
+        if x_value is None:
+            x_value, status, more = _near_least_squares_set(
+                problem, root_w, residual_slack, options
             )
-            model.solve(solver="CLARABEL", **options)
-            iterations += int(model.solver_stats.num_iters or 0)
-            feasible = model.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and z.value is not None
-        else:  # the least-squares set is the point x_ls
-            feasible = constraints_hold(problem, x_ls)
-        if feasible:
-            status = (
-                "solved"
-                if not null_space.shape[1] or model.status == cp.OPTIMAL
-                else "solved_inaccurate"
-            )
-            x_value = x_ls + null_space @ z.value if null_space.shape[1] else x_ls
-        else:
-            best = solve_lmi(problem.replace(prior=None, prior_weight=0.0), backend="fast")
-            f_consistent = problem.squared_residual(best.x)
-            root_g, target = psd_sqrt_factor(problem.gram, problem.moment, 0.0)
-            offset = problem.yty - float(target @ target)
-            bound = (1.0 + residual_slack) * f_consistent + 1e-9 * max(problem.yty, 1e-300)
-            unit = 1.0 / np.sqrt(bound)  # the residual constraint normalised to "<= 1"
-            xv = cp.Variable(p)
-            model = cp.Problem(
-                cp.Minimize(cp.sum_squares(root_w @ (xv - problem.prior))),
-                [cp.sum_squares(unit * root_g @ xv - unit * target) <= 1.0 - offset / bound]
-                + _constraints(problem, xv),
-            )
-            model.solve(solver="CLARABEL", **options)
-            iterations += int(model.solver_stats.num_iters or 0)
-            if xv.value is None:
-                raise SolverError(f"cad_prior: relaxed SDP returned no solution ({model.status})")
-            status = "solved_relaxed" if model.status == cp.OPTIMAL else f"relaxed_{model.status}"
-            x_value = xv.value
+            iterations += more
     except (cp.error.SolverError, ArithmeticError) as e:
         raise SolverError(f"cad_prior: Clarabel failed: {e}") from e
     x_value = rounded_to_feasible(x_value, problem, margin)
@@ -212,3 +195,56 @@ def solve_cad_prior(
         message=f"null space dimension {null_space.shape[1]}",
         info={"null_space_dim": int(null_space.shape[1])},
     )
+
+
+def _in_least_squares_set(
+    problem: Problem,
+    root_w: np.ndarray,
+    x_ls: np.ndarray,
+    null_space: np.ndarray,
+    options: dict[str, float],
+) -> tuple[np.ndarray | None, str, int]:
+    """``(x, status, iterations)``: the consistent point of the least-squares set ``x_ls +
+    null_space z`` closest to the prior (in the metric ``root_w^T root_w``), ``x`` ``None`` if
+    the set holds none; Clarabel's iterations."""
+    import cvxpy as cp
+
+    if not null_space.shape[1]:  # the least-squares set is the point x_ls
+        return (x_ls if constraints_hold(problem, x_ls) else None), "solved", 0
+    z = cp.Variable(null_space.shape[1])
+    model = cp.Problem(
+        cp.Minimize(cp.sum_squares(root_w @ (x_ls + null_space @ z - problem.prior))),
+        _constraints(problem, x_ls + null_space @ z),
+    )
+    model.solve(solver="CLARABEL", **options)
+    iterations = int(model.solver_stats.num_iters or 0)
+    if model.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or z.value is None:
+        return None, str(model.status), iterations
+    status = "solved" if model.status == cp.OPTIMAL else "solved_inaccurate"
+    return x_ls + null_space @ z.value, status, iterations
+
+
+def _near_least_squares_set(
+    problem: Problem, root_w: np.ndarray, residual_slack: float, options: dict[str, float]
+) -> tuple[np.ndarray, str, int]:
+    """``(x, status, iterations)``: the consistent point closest to the prior among those whose
+    residual is within ``residual_slack`` (relative) of the smallest consistent one."""
+    import cvxpy as cp
+
+    best = solve_lmi(problem.replace(prior=None, prior_weight=0.0), backend="fast")
+    f_consistent = problem.squared_residual(best.x)
+    root_g, target = psd_sqrt_factor(problem.gram, problem.moment, 0.0)
+    offset = problem.yty - float(target @ target)
+    bound = (1.0 + residual_slack) * f_consistent + 1e-9 * max(problem.yty, 1e-300)
+    unit = 1.0 / np.sqrt(bound)  # the residual constraint normalised to "<= 1"
+    xv = cp.Variable(problem.n_params)
+    model = cp.Problem(
+        cp.Minimize(cp.sum_squares(root_w @ (xv - problem.prior))),
+        [cp.sum_squares(unit * root_g @ xv - unit * target) <= 1.0 - offset / bound]
+        + _constraints(problem, xv),
+    )
+    model.solve(solver="CLARABEL", **options)
+    if xv.value is None:
+        raise SolverError(f"cad_prior: relaxed SDP returned no solution ({model.status})")
+    status = "solved_relaxed" if model.status == cp.OPTIMAL else f"relaxed_{model.status}"
+    return xv.value, status, int(model.solver_stats.num_iters or 0)

@@ -3,6 +3,8 @@ physically consistent parameters in a given metric (an SDP, solved by cvxpy/Clar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from inertia_id_ros.core.inertia import (
@@ -54,7 +56,7 @@ def closest_feasible(
     metric: float | np.ndarray | None = None,
     *,
     nonnegative: tuple[int, ...] = (),
-    bounding_ellipsoids: list[np.ndarray | None] | None = None,
+    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
     backend: str = "cvxpy",
 ) -> np.ndarray:
     """``argmin_x' (x' - x)^T M (x' - x)`` s.t. ``J(theta_k') >= 0`` (and the optional

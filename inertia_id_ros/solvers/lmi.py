@@ -46,8 +46,8 @@ from inertia_id_ros.solvers._linalg import (
     psd_sqrt_factor,
     regularize_null_space,
 )
-from inertia_id_ros.solvers._lmi_active_set import solve_newton_kkt
-from inertia_id_ros.solvers._lmi_fast import ConeProblem, solve_cone_qp
+from inertia_id_ros.solvers._lmi_active_set import NewtonResult, solve_newton_kkt
+from inertia_id_ros.solvers._lmi_fast import ConeProblem, IPResult, solve_cone_qp
 from inertia_id_ros.solvers.ols import DEFAULT_RCOND
 from inertia_id_ros.solvers.problem import (
     CONSISTENCY_MARGIN,
@@ -241,42 +241,18 @@ def _solve_fast(
     z_unconstrained = x_unconstrained[reduction.constrained]
     z_start = x0[reduction.constrained] if x0 is not None else z_unconstrained
     block_duals, row_duals = duals if duals is not None else (None, None)
-    n_body = problem.n_body_params
     newton = None
-    # the Newton method takes bounds on extras (z[10n:] >= 0), not ellipsoids or bounded bodies
-    bounds_on_extras_only = (
-        cone.rows.shape[0] == len(problem.nonnegative)
-        and min(problem.nonnegative, default=n_body) >= n_body
-    )
-    if use_active_set and bounds_on_extras_only and problem.n_bodies <= ACTIVE_SET_MAX_BODIES:
+    if use_active_set and _newton_applies(problem, cone):
         # from the warm start, then (a poor warm start) from the unconstrained minimiser
         starts = (z_start, z_unconstrained) if x0 is not None else (z_unconstrained,)
-        for z0 in starts:
-            try:
-                newton = solve_newton_kkt(
-                    cone.P, cone.q, z0, problem.n_bodies, tol=tol, floor=margin
-                )
-            except (np.linalg.LinAlgError, FloatingPointError, ValueError):
-                newton = None
-            if newton is not None:
-                break
+        newton = _newton(cone, problem.n_bodies, starts, tol, margin)
     if newton is not None:
         z, block_duals, row_duals, iterations = newton
         algorithm, status, found, gap = "active_set", "solved", True, 0.0
     else:
-        try:
-            result = solve_cone_qp(
-                cone,
-                z_start,
-                block_duals,
-                row_duals,
-                z_unconstrained=z_unconstrained,
-                tol=tol,
-                max_iterations=max_iterations,
-                warm=x0 is not None,
-            )
-        except (np.linalg.LinAlgError, FloatingPointError, ValueError) as e:
-            raise SolverError(f"lmi fast interior point failed: {e}") from e
+        result = _interior_point(
+            cone, z_start, block_duals, row_duals, z_unconstrained, tol, max_iterations, x0
+        )
         z, block_duals, row_duals = result.z.copy(), result.block_duals, result.row_duals
         algorithm, status, found, gap = (
             "interior_point",
@@ -285,12 +261,7 @@ def _solve_fast(
             result.gap,
         )
         iterations = result.iterations
-    if _min_eigs(z, problem.n_bodies).min(initial=np.inf) < margin:
-        z[:n_body] = lift_to_margin(z[:n_body], problem, margin)
-    if problem.nonnegative:
-        nonnegative_positions = np.searchsorted(reduction.constrained, problem.nonnegative)
-        z[nonnegative_positions] = np.maximum(z[nonnegative_positions], 0.0)
-    x = reduction.expand(z, problem.n_params)
+    x = reduction.expand(_made_feasible(z, problem, reduction, margin), problem.n_params)
     return make_solution(
         problem,
         x,
@@ -310,6 +281,77 @@ def _solve_fast(
             "duals": (block_duals, row_duals),
         },
     )
+
+
+def _newton_applies(problem: Problem, cone: ConeProblem) -> bool:
+    """The semismooth Newton method takes the reduced problem: bounds on extras only
+    (``z[10n:] >= 0``), no ellipsoid rows or bounded body entries, at most
+    :data:`ACTIVE_SET_MAX_BODIES` bodies."""
+    n_body = problem.n_body_params
+    bounds_on_extras_only = (
+        cone.rows.shape[0] == len(problem.nonnegative)
+        and min(problem.nonnegative, default=n_body) >= n_body
+    )
+    return bounds_on_extras_only and problem.n_bodies <= ACTIVE_SET_MAX_BODIES
+
+
+def _newton(
+    cone: ConeProblem,
+    n_bodies: int,
+    starts: tuple[np.ndarray, ...],
+    tol: float,
+    margin: float,
+) -> NewtonResult | None:
+    """The first certified semismooth Newton result from ``starts`` in turn (``None``: none)."""
+    for z0 in starts:
+        try:
+            newton = solve_newton_kkt(cone.P, cone.q, z0, n_bodies, tol=tol, floor=margin)
+        except (np.linalg.LinAlgError, FloatingPointError, ValueError):
+            newton = None
+        if newton is not None:
+            return newton
+    return None
+
+
+def _interior_point(
+    cone: ConeProblem,
+    z_start: np.ndarray,
+    block_duals: np.ndarray | None,
+    row_duals: np.ndarray | None,
+    z_unconstrained: np.ndarray,
+    tol: float,
+    max_iterations: int,
+    x0: np.ndarray | None,
+) -> IPResult:
+    """:func:`._lmi_fast.solve_cone_qp` from ``z_start`` and the duals (warm when there is a warm
+    start ``x0``); raises :class:`SolverError` when it fails."""
+    try:
+        return solve_cone_qp(
+            cone,
+            z_start,
+            block_duals,
+            row_duals,
+            z_unconstrained=z_unconstrained,
+            tol=tol,
+            max_iterations=max_iterations,
+            warm=x0 is not None,
+        )
+    except (np.linalg.LinAlgError, FloatingPointError, ValueError) as e:
+        raise SolverError(f"lmi fast interior point failed: {e}") from e
+
+
+def _made_feasible(
+    z: np.ndarray, problem: Problem, reduction: _Reduction, margin: float
+) -> np.ndarray:
+    """``z`` (the reduced solution, modified) with every body's ``lambda_min(J) >= margin`` and
+    the non-negative entries clipped at zero."""
+    n_body = problem.n_body_params
+    if _min_eigs(z, problem.n_bodies).min(initial=np.inf) < margin:
+        z[:n_body] = lift_to_margin(z[:n_body], problem, margin)
+    if problem.nonnegative:
+        nonnegative_positions = np.searchsorted(reduction.constrained, problem.nonnegative)
+        z[nonnegative_positions] = np.maximum(z[nonnegative_positions], 0.0)
+    return z
 
 
 # ---- cvxpy ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ Bounding ellipsoids are not supported (use ``lmi`` or ``pointmass``).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -176,6 +177,104 @@ def _project_consistent(thetas: np.ndarray) -> np.ndarray:
     return np.array([theta_from_pseudo_inertia(j) for j in J])
 
 
+@dataclass
+class _Objective:
+    """``x^T H x - 2 b^T x + c`` (the regularised problem's objective, ``hessian``, ``rhs``,
+    ``constant``) over ``x`` assembled from the bodies (``n_bodies``, the first ``n_body``
+    entries) and the extras, those in ``squared`` entering as their square."""
+
+    hessian: np.ndarray
+    rhs: np.ndarray
+    constant: float
+    n_bodies: int
+    squared: np.ndarray
+
+    def x(self, bodies: _Bodies, extras: np.ndarray) -> np.ndarray:
+        """(p,) the parameters of ``bodies`` and ``extras``."""
+        return np.concatenate([bodies.thetas().ravel(), np.where(self.squared, extras**2, extras)])
+
+    def value(self, x: np.ndarray) -> float:
+        """The objective at ``x`` (p,)."""
+        return float(x @ self.hessian @ x - 2.0 * self.rhs @ x + self.constant)
+
+    def gauss_newton(
+        self, bodies: _Bodies, extras: np.ndarray, x: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(gradient, matrix, scale)`` in the parametrisation's coordinates at ``x`` (of
+        ``bodies``, ``extras``): the Gauss-Newton matrix ``T^T H T`` plus the non-negative part
+        of the exact curvature, and its Marquardt scaling (its diagonal, floored)."""
+        n, p = self.n_bodies, self.hessian.shape[0]
+        nb = N_BODY_PARAMS * n
+        T = np.zeros((p, p))
+        for k, block in enumerate(bodies.jacobian()):
+            T[10 * k : 10 * k + 10, 10 * k : 10 * k + 10] = block
+        T[nb:, nb:] = np.diag(np.where(self.squared, 2.0 * extras, 1.0))
+        x_gradient = self.hessian @ x - self.rhs
+        gradient = T.T @ x_gradient
+        matrix = T.T @ self.hessian @ T
+        curvature = np.concatenate(
+            [
+                bodies.squared_curvature(x_gradient[:nb].reshape(n, N_BODY_PARAMS)).ravel(),
+                np.where(self.squared, 2.0 * x_gradient[nb:], 0.0),
+            ]
+        )
+        matrix[np.diag_indices(p)] += np.maximum(curvature, 0.0)
+        diagonal = np.diag(matrix)
+        scale = np.maximum(diagonal, _SCALE_FLOOR * max(float(np.max(diagonal)), 1e-300))
+        return gradient, matrix, scale
+
+    def damped_step(
+        self,
+        bodies: _Bodies,
+        extras: np.ndarray,
+        value: float,
+        gradient: np.ndarray,
+        matrix: np.ndarray,
+        scale: np.ndarray,
+        damping: float,
+        nu: float,
+    ) -> tuple[_Trial | None, float, float]:
+        """Levenberg-Marquardt's step from ``bodies``, ``extras`` (objective ``value``;
+        :meth:`gauss_newton`'s ``gradient``, ``matrix``, ``scale``): the ``damping`` raised (by
+        ``nu``, doubling) until the step lowers the objective, then lowered (Nielsen's update).
+        ``(trial, damping, nu)``; ``trial`` ``None`` once the damping exceeds 1e16."""
+        nb = N_BODY_PARAMS * self.n_bodies
+        while True:
+            step = np.linalg.solve(matrix + damping * np.diag(scale), -gradient)
+            trial_bodies = bodies.retract(step[:nb].reshape(self.n_bodies, N_BODY_PARAMS))
+            trial_extras = extras + step[nb:]
+            trial_x = self.x(trial_bodies, trial_extras)
+            trial_value = self.value(trial_x)
+            predicted = -(step @ gradient) - 0.5 * step @ matrix @ step
+            ratio = (value - trial_value) / predicted if predicted > 0 else -1.0
+            if ratio > 0:
+                damping *= max(1.0 / 3.0, 1.0 - (2.0 * ratio - 1.0) ** 3)
+                return (trial_bodies, trial_extras, trial_x, trial_value), damping, 2.0
+            damping *= nu
+            nu *= 2.0
+            if damping > 1e16:
+                return None, damping, nu
+
+
+_Trial = tuple[_Bodies, np.ndarray, np.ndarray, float]
+"""An accepted Levenberg-Marquardt step: the bodies, extras, parameters ``x`` and objective."""
+
+
+def _check_supported(problem: Problem) -> None:
+    """Raise :class:`ProblemError` for bounding ellipsoids or non-negative body entries."""
+    if problem.bounding_ellipsoids is not None and problem.ellipsoid_rows():
+        raise ProblemError(
+            "manifold does not support bounding ellipsoids; use 'lmi' or 'pointmass'"
+        )
+    nb = problem.n_body_params
+    body_nonneg = [i for i in problem.nonnegative if i < nb and i % N_BODY_PARAMS != 0]
+    if body_nonneg:
+        raise ProblemError(
+            f"manifold: nonnegative body entries {body_nonneg} are not supported "
+            "(masses are non-negative by construction)"
+        )
+
+
 def solve_manifold(
     problem: Problem,
     initvals: Solution | np.ndarray | None = None,
@@ -192,21 +291,11 @@ def solve_manifold(
     then; the estimate is still consistent). ``regularization``: see
     :data:`._linalg.DEFAULT_REGULARIZATION` (rank-deficient data)."""
     started = time.perf_counter()
-    if problem.bounding_ellipsoids is not None and problem.ellipsoid_rows():
-        raise ProblemError(
-            "manifold does not support bounding ellipsoids; use 'lmi' or 'pointmass'"
-        )
+    _check_supported(problem)
     n, nb, p = problem.n_bodies, problem.n_body_params, problem.n_params
-    body_nonneg = [i for i in problem.nonnegative if i < nb and i % N_BODY_PARAMS != 0]
-    if body_nonneg:
-        raise ProblemError(
-            f"manifold: nonnegative body entries {body_nonneg} are not supported "
-            "(masses are non-negative by construction)"
-        )
     hessian, rhs, constant = problem.quadratic()
     reference = problem.prior if problem.prior is not None else np.zeros(p)
     regularized = regularize_null_space(hessian, rhs, reference, regularization)
-    hessian, rhs = regularized.hessian, regularized.rhs
     constant += regularized.constant_shift
     x0 = problem.warm_start(initvals)
     if x0 is None:
@@ -215,61 +304,25 @@ def solve_manifold(
     squared = np.zeros(p - nb, dtype=bool)
     squared[[i - nb for i in problem.nonnegative if i >= nb]] = True
     extras = np.where(squared, np.sqrt(np.maximum(x0[nb:], 0.0)), x0[nb:])
-
-    def assemble(bodies: _Bodies, extras: np.ndarray) -> np.ndarray:
-        return np.concatenate([bodies.thetas().ravel(), np.where(squared, extras**2, extras)])
-
-    def objective(x: np.ndarray) -> float:
-        return float(x @ hessian @ x - 2.0 * rhs @ x + constant)
-
-    x = assemble(bodies, extras)
-    value = objective(x)
+    objective = _Objective(regularized.hessian, regularized.rhs, constant, n, squared)
+    x = objective.x(bodies, extras)
+    value = objective.value(x)
     value_floor = 1e-14 * max(constant, 1e-300)  # objective scale where a perfect fit stops
     damping, nu = 1e-3, 2.0
     status, found, iterations = "max_iterations", False, 0
     for iterations in range(1, max_iterations + 1):
-        T = np.zeros((p, p))
-        for k, block in enumerate(bodies.jacobian()):
-            T[10 * k : 10 * k + 10, 10 * k : 10 * k + 10] = block
-        T[nb:, nb:] = np.diag(np.where(squared, 2.0 * extras, 1.0))
-        x_gradient = hessian @ x - rhs
-        gradient = T.T @ x_gradient
-        gauss_newton = T.T @ hessian @ T
-        curvature = np.concatenate(
-            [
-                bodies.squared_curvature(x_gradient[:nb].reshape(n, N_BODY_PARAMS)).ravel(),
-                np.where(squared, 2.0 * x_gradient[nb:], 0.0),
-            ]
-        )
-        gauss_newton[np.diag_indices(p)] += np.maximum(curvature, 0.0)
-        diagonal = np.diag(gauss_newton)
-        scale = np.maximum(diagonal, _SCALE_FLOOR * max(float(np.max(diagonal)), 1e-300))
+        gradient, gauss_newton, scale = objective.gauss_newton(bodies, extras, x)
         if np.linalg.norm(gradient / np.sqrt(scale)) ** 2 <= tol * max(value, value_floor):
             status, found = "solved", True
             break
-        accepted = False
-        while not accepted:
-            step = np.linalg.solve(gauss_newton + damping * np.diag(scale), -gradient)
-            trial_bodies = bodies.retract(step[:nb].reshape(n, N_BODY_PARAMS))
-            trial_extras = extras + step[nb:]
-            trial_x = assemble(trial_bodies, trial_extras)
-            trial_value = objective(trial_x)
-            predicted = -(step @ gradient) - 0.5 * step @ gauss_newton @ step
-            ratio = (value - trial_value) / predicted if predicted > 0 else -1.0
-            if ratio > 0:
-                accepted = True
-                damping *= max(1.0 / 3.0, 1.0 - (2.0 * ratio - 1.0) ** 3)
-                nu = 2.0
-            else:
-                damping *= nu
-                nu *= 2.0
-                if damping > 1e16:
-                    break
-        if not accepted:
+        trial, damping, nu = objective.damped_step(
+            bodies, extras, value, gradient, gauss_newton, scale, damping, nu
+        )
+        if trial is None:
             status, found = "stalled", True
             break
-        decrease = value - trial_value
-        bodies, extras, x, value = trial_bodies, trial_extras, trial_x, trial_value
+        decrease = value - trial[3]
+        bodies, extras, x, value = trial
         if decrease <= tol * max(value, value_floor):
             status, found = "solved", True
             break

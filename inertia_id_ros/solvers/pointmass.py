@@ -37,7 +37,8 @@ resumes from its last iterate, duals and step size; its bodies are the reference
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse
@@ -156,14 +157,27 @@ def _unconstrained(problem: Problem, rcond: float) -> tuple[np.ndarray, np.ndarr
     return x, determined, int(np.sum(keep))
 
 
+@dataclass(frozen=True)
+class _Lattice:
+    """How :func:`solve_pointmass` places a body's points about its mass: ``per_axis`` points
+    along each principal axis, ``spread`` and ``min_half_extent`` (m) of
+    :func:`lattice_points`."""
+
+    per_axis: int
+    spread: float
+    min_half_extent: float
+
+    def about(self, theta: np.ndarray) -> np.ndarray | None:
+        """:func:`lattice_points` of ``theta`` (10,)."""
+        return lattice_points(theta, self.per_axis, self.spread, self.min_half_extent)
+
+
 def _reference_points(
     problem: Problem,
     x0: np.ndarray | None,
     x_free: np.ndarray,
     determined: np.ndarray,
-    per_axis: int,
-    spread: float,
-    min_half_extent: float,
+    lattice: _Lattice,
     default_half_extent: float,
 ) -> tuple[list[np.ndarray], list[str]]:
     """Per body the first placement and what it came from (``"warm_start"``,
@@ -177,15 +191,14 @@ def _reference_points(
             ("prior", None if problem.prior is None else problem.prior[body]),
         ]
         for source, theta in candidates:
-            placed = (
-                None if theta is None else lattice_points(theta, per_axis, spread, min_half_extent)
-            )
+            placed = None if theta is None else lattice.about(theta)
             if placed is not None:
                 break
         else:
             source = "default"
             placed = grid_points(
-                (-default_half_extent * np.ones(3), default_half_extent * np.ones(3)), per_axis
+                (-default_half_extent * np.ones(3), default_half_extent * np.ones(3)),
+                lattice.per_axis,
             )
         points.append(placed)
         sources.append(source)
@@ -226,6 +239,23 @@ class _PointQP:
         self.solver = osqp.OSQP()
         self._eps, self._max_iterations = eps, max_iterations
         self._set_up = False
+
+    @classmethod
+    def reused(
+        cls,
+        initvals: Solution | np.ndarray | None,
+        problem: Problem,
+        per_axis: int,
+        eps: float,
+        max_iterations: int,
+    ) -> tuple[tuple[object, int], _PointQP]:
+        """``(signature, qp)``: the QP of a previous solution ``initvals`` (its
+        ``info["osqp"]``) when it has ``problem``'s structure and ``per_axis``, else a new one."""
+        signature = (problem.structure_key(), per_axis)
+        previous = initvals.info.get("osqp") if isinstance(initvals, Solution) else None
+        if previous is not None and previous[0] == signature:
+            return signature, previous[1]
+        return signature, cls(problem, per_axis**3, eps, max_iterations)
 
     def solve(
         self,
@@ -353,55 +383,20 @@ def solve_pointmass(
     """
     started = time.perf_counter()
     x0 = problem.warm_start(initvals)
-    if points_per_axis < 2:
-        raise ProblemError(f"pointmass: points_per_axis must be >= 2, got {points_per_axis}")
-    if not spread > 0 or refinements < 0:
-        raise ProblemError(
-            f"pointmass: need spread > 0 and refinements >= 0, got {spread}, {refinements}"
-        )
+    _check_placement(points_per_axis, spread, refinements)
     x_free, determined, rank = _unconstrained(problem, rcond)
+    lattice = _Lattice(points_per_axis, spread, min_half_extent)
     if boxes is not None:
         points = [grid_points(box, points_per_axis) for box in _checked_boxes(problem, boxes)]
         sources, refinements = ["boxes"] * problem.n_bodies, 0
     else:
         points, sources = _reference_points(
-            problem,
-            x0,
-            x_free,
-            determined,
-            points_per_axis,
-            spread,
-            min_half_extent,
-            default_half_extent,
+            problem, x0, x_free, determined, lattice, default_half_extent
         )
-    signature = (problem.structure_key(), points_per_axis)
-    previous = initvals.info.get("osqp") if isinstance(initvals, Solution) else None
-    qp = (
-        previous[1]
-        if previous is not None and previous[0] == signature
-        else _PointQP(problem, points_per_axis**3, eps, max_iterations)
+    signature, qp = _PointQP.reused(initvals, problem, points_per_axis, eps, max_iterations)
+    best, iterations, placements = _placed_solve(
+        qp, problem, points, x_free, ridge, rcond, refinements, refine_tol, lattice
     )
-    iterations, placements = 0, 0
-    best = None
-    while True:
-        x, weights, status, used = qp.solve(problem, points, x_free, ridge, rcond)
-        iterations, placements = iterations + used, placements + 1
-        value = problem.objective(x)
-        if best is not None and not value < best[0] * (1.0 - refine_tol):
-            break
-        best = (value, x, weights, status, points)
-        if placements > refinements:
-            break
-        moved = [
-            lattice_points(
-                x[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)],
-                points_per_axis,
-                spread,
-                min_half_extent,
-            )
-            for k in range(problem.n_bodies)
-        ]
-        points = [old if new is None else new for old, new in zip(points, moved)]
     value, x, weights, status, points = best
     x = rounded_to_feasible(x, problem, margin)
     gap, limited = _approximation_gap(problem, x, x_free, rank, limit_threshold)
@@ -431,6 +426,55 @@ def solve_pointmass(
             "osqp": (signature, qp),
         },
     )
+
+
+def _check_placement(points_per_axis: int, spread: float, refinements: int) -> None:
+    """Raise :class:`ProblemError` unless ``points_per_axis >= 2``, ``spread > 0`` and
+    ``refinements >= 0`` (:func:`solve_pointmass`)."""
+    if points_per_axis < 2:
+        raise ProblemError(f"pointmass: points_per_axis must be >= 2, got {points_per_axis}")
+    if not spread > 0 or refinements < 0:
+        raise ProblemError(
+            f"pointmass: need spread > 0 and refinements >= 0, got {spread}, {refinements}"
+        )
+
+
+_Placed = tuple[float, np.ndarray, np.ndarray, str, list[np.ndarray]]
+"""A placement's solve: ``(objective, x, weights, OSQP status, points)``."""
+
+
+def _placed_solve(
+    qp: _PointQP,
+    problem: Problem,
+    points: list[np.ndarray],
+    x_free: np.ndarray,
+    ridge: float,
+    rcond: float,
+    refinements: int,
+    refine_tol: float,
+    lattice: _Lattice,
+) -> tuple[_Placed, int, int]:
+    """The point QP solved on ``points``, then on points re-placed about each solution's bodies
+    (``lattice.about(theta)``: a body's new points, ``None``: keep its old) while the objective
+    falls by more than ``refine_tol`` (relative), at most ``refinements`` times: the best solve,
+    the OSQP iterations and the placements."""
+    iterations, placements = 0, 0
+    best: _Placed | None = None
+    while True:
+        x, weights, status, used = qp.solve(problem, points, x_free, ridge, rcond)
+        iterations, placements = iterations + used, placements + 1
+        value = problem.objective(x)
+        if best is not None and not value < best[0] * (1.0 - refine_tol):
+            break
+        best = (value, x, weights, status, points)
+        if placements > refinements:
+            break
+        moved = [
+            lattice.about(x[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)])
+            for k in range(problem.n_bodies)
+        ]
+        points = [old if new is None else new for old, new in zip(points, moved)]
+    return best, iterations, placements
 
 
 def _approximation_gap(

@@ -15,6 +15,7 @@ with ``||Y x - y||^2 = x^T G x - 2 m^T x + y^T y`` (``G = Y^T Y``: ``gram``, ``m
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +68,7 @@ class Problem:
     nonnegative: tuple[int, ...] = ()
     prior: np.ndarray | None = None
     prior_weight: float | np.ndarray = 0.0
-    bounding_ellipsoids: list[np.ndarray | None] | None = None
+    bounding_ellipsoids: Sequence[np.ndarray | None] | None = None
     body_names: tuple[str, ...] | None = None
     param_names: tuple[str, ...] | None = None
 
@@ -456,7 +457,7 @@ def lift_to_margin(
     if not np.any(shift > 0):
         return x
     ellipsoids = problem.bounding_ellipsoids or [None] * n
-    for k in np.flatnonzero(shift > 0):
+    for k in np.flatnonzero(shift > 0).tolist():
         q = ellipsoids[k]
         direction = _IDENTITY_THETA if q is None else solid_ellipsoid_theta(q)
         scale = np.linalg.eigvalsh(np.tensordot(direction, PSEUDO_INERTIA_BASIS, axes=1))[0]

@@ -1,9 +1,10 @@
-"""``solve`` and the registry ``METHODS`` (name -> ``solve_<name>(problem, initvals, **opts)``)."""
+"""``solve`` and the registry ``METHODS`` (name -> ``solve_<name>(problem, initvals, **opts)``, a
+:class:`SolveMethod`)."""
 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -15,29 +16,42 @@ from inertia_id_ros.solvers.ols import solve_ols
 from inertia_id_ros.solvers.pointmass import solve_pointmass
 from inertia_id_ros.solvers.problem import Problem, Solution
 
-MethodFunction = Callable[..., Solution]
 
-METHODS: dict[str, MethodFunction] = {
+class SolveMethod(Protocol):
+    """A method of :data:`METHODS`: ``f(problem, initvals=None, **options) -> Solution``,
+    warm-started from ``initvals`` (a previous :class:`Solution` or ``x`` (p,)); its keyword
+    ``options`` are its own (:func:`check_options` checks their names)."""
+
+    def __call__(
+        self, problem: Problem, initvals: Solution | np.ndarray | None = None, /
+    ) -> Solution:
+        """The solution of ``problem``."""
+
+
+METHODS: dict[str, SolveMethod] = {
     "ols": solve_ols,
     "lmi": solve_lmi,
     "manifold": solve_manifold,
     "pointmass": solve_pointmass,
     "cad_prior": solve_cad_prior,
 }
-"""Available methods; each is ``f(problem, initvals=None, **options) -> Solution``."""
+"""Available methods by name (:class:`SolveMethod`)."""
 
 
 UNCONSTRAINED_METHODS = ("ols",)
 """Methods that take no constraint: a problem for them carries no bounding ellipsoids."""
 
 
-def ellipsoids_for(method: str, ellipsoids: list | None) -> list | None:
+Ellipsoids = TypeVar("Ellipsoids")
+
+
+def ellipsoids_for(method: str, ellipsoids: Ellipsoids | None) -> Ellipsoids | None:
     """``ellipsoids`` (per body ``None`` or its 4x4 ``Q``) for a solve with ``method``: ``None``
     for an unconstrained method (:data:`UNCONSTRAINED_METHODS`)."""
     return None if method in UNCONSTRAINED_METHODS else ellipsoids
 
 
-def check_options(method: str, options: dict[str, Any]) -> MethodFunction:
+def check_options(method: str, options: dict[str, Any]) -> SolveMethod:
     """The function of ``method``; raises :class:`ProblemError` if the method is unknown or does
     not take ``options`` (names only: values are checked when solving)."""
     try:

@@ -64,7 +64,7 @@ def wait_until_inputs_matched(
     publisher counts a subscription, and the node under test's ``/diagnostics`` count a publisher
     on that topic (``publishers.<topic>``). A best-effort reader drops what a writer sends before
     the reader has matched it, so the publisher's side alone is not enough. ``node``: the node's
-    process, whose output a failure shows."""
+    process: waiting ends if it exits, and a failure shows its output."""
     diagnostics = NodeDiagnostics(peer)
     topics = [publisher.topic_name for publisher in publishers]
 
@@ -73,8 +73,11 @@ def wait_until_inputs_matched(
             diagnostics.counter(f"publishers.{topic}") > 0 for topic in topics
         )
 
+    def exited() -> bool:
+        return node is not None and not node.alive()
+
     try:
-        assert spin_until(peer, matched, timeout), (
+        assert spin_until(peer, lambda: matched() or exited(), timeout) and matched(), (
             f"the node under test did not match the publishers of {topics}: its diagnostics "
             f"say {diagnostics.counters('publishers.')}"
             + ("" if node is None else f"\n{node.output()[-3000:]}")

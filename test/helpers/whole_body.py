@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from inertia_id_ros.core.whole_body_model import FTSensor
-from inertia_id_ros.sim.whole_body_simulator import ICUB_INTERNAL_SENSORS
+from inertia_id_ros.sim.whole_body_robots import ICUB_INTERNAL_SENSORS
 
 ICUB_SENSORS = (FTSensor("l_sole", "contact"),) + tuple(
     FTSensor(frame, "internal") for frame in ICUB_INTERNAL_SENSORS

@@ -585,13 +585,14 @@ def test_a_workspace_plane_5_cm_into_the_tool_path_refuses_before_motion(
     from helpers.dds import SENSOR
     from inertia_id_ros.core.robots import example_robot_urdf, load_model
     from inertia_id_ros.motion.design import design_excitation
+    from inertia_id_ros.motion.objectives import ObjectiveSettings
 
     designed = design_excitation(
         load_model(example_robot_urdf("panda")),
         PANDA_ARM_JOINTS,
         "payload",
         6.0,
-        sensor_frame=SENSOR,
+        settings=ObjectiveSettings(sensor_frame=SENSOR),
         start=PANDA_HOME,
         time_limit=2.0,
     ).trajectory

@@ -23,7 +23,7 @@ from helpers.dds import (
     wait_until_inputs_matched,
 )
 from inertia_id_ros.formats.data import JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
-from inertia_id_ros.offline.replay import replay_bag
+from inertia_id_ros.modes.payload_replay import replay_bag
 from inertia_id_ros.sim.payload import grasped_payload_theta
 from inertia_id_ros.sim.recorders import record_simulation
 

@@ -1,128 +1,34 @@
-"""A mode written outside the package, in this file alone, runs in the node over DDS (issue 23).
-
-``OneJointMode`` identifies the link one joint moves (the Panda's ``panda_joint2``, the others
-locked) from that joint's torque: its own parameter (``one_joint``), settings, session factory and
-ROS wiring (``OneJointIO``: the link on ``~/one_link``, latched; ``~/identify`` answers with it).
-The node loads it from its ``mode`` parameter, ``test_toy_mode:OneJointMode``, with this directory
-on ``PYTHONPATH``.
+"""A mode written outside the package, in two modules of its own, runs in the node over DDS
+(issue 23): ``helpers.toy_mode`` (``OneJointMode``: its parameter, settings, its own session,
+replay, report, results and their evaluation; no rclpy) and ``helpers.toy_mode_wiring``
+(``OneJointIO``: the link on ``~/one_link``, latched; ``~/identify`` answers with it). The node
+loads it from its ``mode`` parameter, ``helpers.toy_mode:OneJointMode``, with ``test/`` on
+``PYTHONPATH``; no package file names it. Its replay and validation through the registry:
+``test/unit/modes/test_mode_contract.py`` and ``test/unit/modes/test_toy_mode_offline.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+import os
 
 import numpy as np
 
 from helpers.dds import identify, spin_until, wait_until_inputs_matched
 from helpers.paths import REPO
-from inertia_id_ros.chain.friction import JointDrive
-from inertia_id_ros.chain.links import LinkModel
+from helpers.toy_mode import JOINT, MODE, NOISE, RATE_HZ, chain, motion
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
-from inertia_id_ros.errors import JointNotFound, StartupError
-from inertia_id_ros.modes import Mode, NodeSettings, ParameterSpec
-from inertia_id_ros.modes.base import load_robot
 from inertia_id_ros.msg import InertialParameters
-from inertia_id_ros.online.session import LinkSession, Update, link_session
-from inertia_id_ros.ros.conversions import joint_state, theta_to_msg
+from inertia_id_ros.ros.conversions import joint_state
 from inertia_id_ros.ros.qos import LATCHED
-from inertia_id_ros.ros.wiring.base import ModeWiring
 
-MODE = "test_toy_mode:OneJointMode"
-JOINT = "panda_joint2"
-NO_DRIVE = JointDrive(viscous=False, coulomb=False, offset=False, armature=False)
-RATE_HZ, DURATION, NOISE = 200.0, 20.0, 0.05
+DURATION = 20.0
 
 
-@dataclass(frozen=True)
-class OneJointSettings:
-    joint: str
-
-
-class OneJointMode(Mode):
-    """One link from its joint's torque (the robot's other joints locked at zero)."""
-
-    name = "one_joint"
-    title = "One-joint mode"
-    summary = "the link one joint moves, from that joint's torque"
-    parameters = (
-        ParameterSpec(
-            "one_joint",
-            "",
-            "One-joint mode: the joint whose link is identified (the others are locked).",
-        ),
-    )
-    default_weighting = "none"
-    wiring = "test_toy_mode:OneJointIO"
-
-    def read_settings(self, values: Mapping[str, Any]) -> OneJointSettings:
-        return OneJointSettings(values["one_joint"])
-
-    def check_settings(self, settings: NodeSettings) -> None:
-        if not settings.mode_settings.joint:
-            raise StartupError("parameter 'one_joint' is required in one_joint mode")
-
-    def build_session(self, settings: NodeSettings) -> LinkSession:
-        try:
-            model = LinkModel.from_model(
-                load_robot(settings), [settings.mode_settings.joint], drives=NO_DRIVE
-            )
-        except JointNotFound as error:
-            raise StartupError(f"parameter 'one_joint': {error}") from error
-        return link_session(
-            model,
-            window_sec=settings.window_sec,
-            method=settings.method,
-            solver_options=settings.solver_options,
-            max_input_rate_hz=settings.max_input_rate_hz,
-            weighting=settings.weighting,
-        )
-
-
-class OneJointIO(ModeWiring):
-    """The link on ``~/one_link`` (latched, ``InertialParameters``), and in ``~/identify``'s
-    ``estimate``."""
-
-    def __init__(self, node, session: LinkSession, settings: NodeSettings, sensor_qos) -> None:
-        super().__init__(node, session, settings, sensor_qos)
-        self.hardware_id = settings.mode_settings.joint
-        self.description = f"identifying the link of {self.hardware_id} from its torque"
-        self._link = node.create_publisher(InertialParameters, "~/one_link", LATCHED)
-
-    def _msg(self, update: Update) -> InertialParameters:
-        estimate = update.estimate
-        msg = theta_to_msg(
-            estimate.thetas[0], estimate.link_names[0], self.hardware_id, estimate.t_last
-        )
-        msg.residual_rms, msg.num_samples = estimate.residual_rms, estimate.n_samples
-        return msg
-
-    def publish(self, update: Update, markers: bool = True) -> None:
-        if update.ok:
-            self._link.publish(self._msg(update))
-
-    def respond(self, response, update: Update) -> None:
-        response.estimate = self._msg(update)
-
-
-def _truth() -> tuple[LinkModel, np.ndarray]:
+def _truth():
     """The chain of ``JOINT`` and its true parameters: the URDF's link, 30 % heavier."""
-    model = LinkModel.from_model(
-        load_model(urdf_path=str(example_robot_urdf("panda"))), [JOINT], drives=NO_DRIVE
-    )
+    model = chain(load_model(urdf_path=str(example_robot_urdf("panda"))), JOINT)
     return model, 1.3 * model.prior
-
-
-def _motion(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(N, 1) positions, velocities, accelerations of a two-sine motion of the joint."""
-    w = 2.0 * np.pi * np.array([0.3, 0.7])
-    a = np.array([0.6, 0.25])
-    q = (a * np.sin(np.outer(t, w))).sum(1)
-    dq = (a * w * np.cos(np.outer(t, w))).sum(1)
-    ddq = -(a * w**2 * np.sin(np.outer(t, w))).sum(1)
-    return q[:, None], dq[:, None], ddq[:, None]
 
 
 def test_a_mode_from_a_test_file_runs_in_the_node(launch, ros_env, rclpy_context, monkeypatch):
@@ -132,8 +38,8 @@ def test_a_mode_from_a_test_file_runs_in_the_node(launch, ros_env, rclpy_context
 
     from inertia_id_ros.srv import Identify
 
-    here = REPO / "test"
-    monkeypatch.setitem(ros_env, "PYTHONPATH", f"{here / 'ros'}:{here}")
+    paths = [str(REPO / "test"), ros_env.get("PYTHONPATH", "")]
+    monkeypatch.setitem(ros_env, "PYTHONPATH", os.pathsep.join(filter(None, paths)))
     node = launch(
         "inertia-id-node",
         "inertia_id_ros.ros.node",
@@ -170,7 +76,7 @@ def test_a_mode_from_a_test_file_runs_in_the_node(launch, ros_env, rclpy_context
         assert diagnostics[-1]["mode"] == "one_joint"
         model, x_true = _truth()
         t = np.arange(int(DURATION * RATE_HZ)) / RATE_HZ
-        q, dq, ddq = _motion(t)
+        q, dq, ddq = motion(t)
         tau = model.joint_torque_regressor(q, dq, ddq) @ x_true
         effort = tau + np.random.default_rng(0).normal(0.0, NOISE, tau.shape)
         for k in range(t.size):

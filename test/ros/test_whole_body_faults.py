@@ -29,7 +29,8 @@ from helpers.dds import (
 from helpers.paths import REPO
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.sim import whole_body_robots as wb
+from inertia_id_ros.sim.whole_body_simulator import WholeBodySimulator
 
 RATE = 200.0
 """The feeder's joint-state, IMU and wrench rate (Hz; the node's max_input_rate_hz)."""
@@ -56,7 +57,7 @@ class WholeBodyFeeder:
         self.sim = wb.go1(seed=0)
         sim = self.sim
         self.feet = [frame for frame, _ in sim.ft_sensors]
-        self.in_air = wb.WholeBodySimulator(  # the first foot lifted: the others carry the robot
+        self.in_air = WholeBodySimulator(  # the first foot lifted: the others carry the robot
             sim.cad_xml,
             [(foot, "contact") for foot in self.feet[1:]],
             sim.imu_frame,

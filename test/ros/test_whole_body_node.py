@@ -165,13 +165,9 @@ def test_icub_on_a_stand_over_dds_without_an_imu_predicts_better_than_the_urdf(
     internal sensors. Every published estimate is consistent; on the motion's next 9 s (offline,
     the same simulated robot, fresh noise) the published links and offsets predict every
     sensor's force better than the URDF's links with the true offsets."""
-    from inertia_id_ros.core.whole_body_model import (
-        BaseMotion,
-        FTSensor,
-        WholeBodyModel,
-        WholeBodySamples,
-    )
-    from inertia_id_ros.sim import whole_body_simulator as wb
+    from inertia_id_ros.core.base_motion import BaseMotion
+    from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
+    from inertia_id_ros.sim import whole_body_robots as wb
 
     motion, rate, seed = 21.0, 200.0, 3
     node, response, published = _icub_scenario(
@@ -212,7 +208,7 @@ def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
     tilt, fresh noise) the published links and offsets predict every sensor's force better than
     the URDF's links with the true offsets."""
     from inertia_id_ros.formats.whole_body_log import read_whole_body_file, whole_body_inputs
-    from inertia_id_ros.sim import whole_body_simulator as wb
+    from inertia_id_ros.sim import whole_body_robots as wb
 
     motion, rate, seed = 15.0, 200.0, 4
     node, response, published = _icub_scenario(

@@ -17,12 +17,12 @@ from helpers.paths import REPO
 from inertia_id_ros import modes
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.formats.data import IMU_TYPE, JOINT_STATE_TYPE, WRENCH_TYPE, read_bag_messages
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     build_session,
     parameters_from_file,
     settings_from_parameters,
 )
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.sim import whole_body_robots as wb
 from inertia_id_ros.sim.recorders import record_whole_body
 
 CONFIG = REPO / "config" / "go1_whole_body.yaml"

@@ -12,7 +12,8 @@ from visualization_msgs.msg import MarkerArray
 
 from inertia_id_ros.modes import NodeSettings
 from inertia_id_ros.msg import InertialParametersArray
-from inertia_id_ros.online.session import LinkSession, Update
+from inertia_id_ros.online.link_session import LinkSession
+from inertia_id_ros.online.session import Update
 from inertia_id_ros.ros.conversions import link_estimate_to_msg
 from inertia_id_ros.ros.markers import estimate_markers
 from inertia_id_ros.ros.qos import LATCHED

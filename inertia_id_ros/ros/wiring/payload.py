@@ -16,7 +16,8 @@ from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.errors import EstimateUnavailable
 from inertia_id_ros.modes import NodeSettings
 from inertia_id_ros.msg import InertialParameters, PayloadChange
-from inertia_id_ros.online.session import PayloadSession, PayloadSessionBase, Update
+from inertia_id_ros.online.payload_session import PayloadSession, PayloadSessionBase
+from inertia_id_ros.online.session import Update
 from inertia_id_ros.online.tare import Tare as TareResult
 from inertia_id_ros.ros.conversions import (
     array_to_wrench,

@@ -11,7 +11,7 @@ import numpy as np
 from rclpy.qos import QoSProfile
 
 from inertia_id_ros.modes import NodeSettings
-from inertia_id_ros.online.session import PayloadTorqueSession
+from inertia_id_ros.online.payload_session import PayloadTorqueSession
 from inertia_id_ros.online.tare import Tare as TareResult
 from inertia_id_ros.ros.conversions import payload_torque_estimate_to_msg
 from inertia_id_ros.ros.wiring.payload import PayloadOut, PayloadOutWiring

@@ -12,7 +12,8 @@ from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Imu
 
 from inertia_id_ros.modes import NodeSettings
-from inertia_id_ros.online.session import Update, WholeBodySession
+from inertia_id_ros.online.session import Update
+from inertia_id_ros.online.whole_body_session import WholeBodySession
 from inertia_id_ros.ros.conversions import (
     imu_arrays,
     stamp_to_seconds,

@@ -1,18 +1,17 @@
-"""The base-tilt search (:func:`~inertia_id_ros.chain.identify.estimate_base_tilt`)."""
+"""The base-tilt search (:func:`~inertia_id_ros.chain.base_tilt.estimate_base_tilt`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from inertia_id_ros.chain.identify import (
+from inertia_id_ros.chain.base_tilt import (
     _quadratic_vertex,
     estimate_base_tilt,
     tilted_gravity,
     tilted_gravity_jacobian,
-    with_gravity,
 )
-from inertia_id_ros.chain.links import LinkModel, gravity_columns
+from inertia_id_ros.chain.links import LinkModel, gravity_columns, with_gravity
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS
 from inertia_id_ros.sim.torques import ExcitingTrajectory, JointTorqueSimulator

@@ -11,6 +11,7 @@ from inertia_id_ros.chain.differentiation import (
     SOURCE_POSITIONS,
     SOURCE_RECORDED,
     SOURCE_VELOCITIES,
+    derive_torque_data,
     filter_candidates,
     filter_for,
     payload_half_width,
@@ -18,7 +19,7 @@ from inertia_id_ros.chain.differentiation import (
     samples_each_side,
     select_differentiation,
 )
-from inertia_id_ros.chain.identify import derive_torque_data, identify_links
+from inertia_id_ros.chain.identify import identify_links
 from inertia_id_ros.chain.links import torque_error
 from inertia_id_ros.core.filtering import derivatives_at_samples
 from inertia_id_ros.offline.validation import DEFAULT_HALF_WIDTH, differentiation_of

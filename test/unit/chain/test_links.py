@@ -7,19 +7,16 @@ import pinocchio as pin
 import pytest
 
 from helpers.paths import SHARED_DATA
+from inertia_id_ros.chain.base_parameters import base_parameters, base_parameters_from_gram
+from inertia_id_ros.chain.differentiation import derive_torque_data
 from inertia_id_ros.chain.friction import JointDrive, smooth_sign
-from inertia_id_ros.chain.identify import derive_torque_data, identify_links
+from inertia_id_ros.chain.identify import identify_links
+from inertia_id_ros.chain.link_fit import fit_links, link_problem, select_prior_weight
 from inertia_id_ros.chain.links import (
-    DEFAULT_PRIOR_WEIGHT,
     JointTorqueData,
     LinkModel,
-    base_parameters,
-    base_parameters_from_gram,
-    fit_links,
-    link_problem,
     predict_torques,
     regression_system,
-    select_prior_weight,
     torque_error,
 )
 from inertia_id_ros.core.inertia import (
@@ -29,6 +26,7 @@ from inertia_id_ros.core.inertia import (
     theta_from_inertia,
 )
 from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.solvers import CONSISTENCY_MARGIN, ellipsoid_matrix, solve
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))

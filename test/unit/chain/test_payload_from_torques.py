@@ -7,7 +7,8 @@ import pytest
 
 from helpers.estimators import rms_radius
 from helpers.panda_arm import one_path_chirp
-from inertia_id_ros.chain.links import LinkModel, fit_links
+from inertia_id_ros.chain.link_fit import fit_links
+from inertia_id_ros.chain.links import LinkModel
 from inertia_id_ros.chain.payload_from_torques import (
     PayloadTorqueModel,
     determination_warnings,

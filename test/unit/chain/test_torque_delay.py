@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from inertia_id_ros.chain.differentiation import SOURCE_VELOCITIES, DifferentiationFilter
-from inertia_id_ros.chain.identify import estimate_torque_delay, identify_links
+from inertia_id_ros.chain.identify import identify_links
+from inertia_id_ros.chain.torque_delay import estimate_torque_delay
 from inertia_id_ros.formats.data import JointStates, with_derivatives
 from inertia_id_ros.sim.torques import panda_arm_recording
 
@@ -123,7 +124,7 @@ def test_shifted_pairs_match_the_normal_equations_built_directly(step, n_rows, m
     """Every whole shift's normal equations from the shared sums equal those of the regressor
     rows ``rows - k`` against ``measured - known[rows - k]`` computed directly (known torques
     nonzero, so the right-hand side shifts too)."""
-    from inertia_id_ros.chain.identify import ShiftedTorquePairs
+    from inertia_id_ros.chain.torque_delay import ShiftedTorquePairs
 
     rng = np.random.default_rng(step)
     first, n, p = 3, 2, 5
@@ -149,7 +150,7 @@ def test_whole_shift_search_agrees_with_the_exact_search(recording):
     """The search over whole shifts (one regressor pass) finds the delay the exact search
     (every candidate's regressor evaluated) finds, to within half a sample, with a training RMS
     within 0.1 % of it; its reported scores are exact ones."""
-    from inertia_id_ros.chain import identify
+    from inertia_id_ros.chain import torque_delay
 
     rec, lag, n = recording, 6, recording.t.size
     rows = slice(lag, n, 2)  # 500 Hz
@@ -159,12 +160,12 @@ def test_whole_shift_search_agrees_with_the_exact_search(recording):
     fast = estimate_torque_delay(
         rec.simulator.links, t, q, dq, None, effort, filt, max_samples=1500
     )
-    reach = identify.MAX_TORQUE_DELAY + filt.half_width
+    reach = torque_delay.MAX_TORQUE_DELAY + filt.half_width
     inner = np.flatnonzero((t >= t[0] + reach) & (t <= t[-1] - reach))
     scored = inner[np.arange(0, inner.size, int(np.ceil(inner.size / 1500)))]
 
     def scorer():
-        return identify._DelayScorer(
+        return torque_delay._DelayScorer(
             rec.simulator.links,
             t,
             q,
@@ -175,11 +176,11 @@ def test_whole_shift_search_agrees_with_the_exact_search(recording):
             None,
             scored,
             "lmi",
-            identify.DEFAULT_PRIOR_WEIGHT,
+            torque_delay.DEFAULT_PRIOR_WEIGHT,
             {},
         )
 
-    exact = identify._torque_delay_exact(scorer(), identify.MAX_TORQUE_DELAY, 2e-3)
+    exact = torque_delay._torque_delay_exact(scorer(), torque_delay.MAX_TORQUE_DELAY, 2e-3)
     assert fast.delay == pytest.approx(exact.delay, abs=1e-3)
     assert fast.delay == pytest.approx(6e-3, abs=1e-3)
     assert fast.rms == pytest.approx(exact.rms, rel=1e-3)
@@ -190,7 +191,7 @@ def test_whole_shift_search_agrees_with_the_exact_search(recording):
 def test_the_coarse_shift_grid_finds_the_delay_of_every_shift_scored(recording, monkeypatch):
     """The whole-shift search's coarse grid (SHIFT_GRID_STEPS) and descent find the delay a grid
     over every whole shift finds."""
-    from inertia_id_ros.chain import identify
+    from inertia_id_ros.chain import torque_delay
 
     rec, lag, n = recording, 6, recording.t.size
     rows = slice(lag, n, 2)  # 500 Hz: 15 whole shifts each side
@@ -200,7 +201,7 @@ def test_the_coarse_shift_grid_finds_the_delay_of_every_shift_scored(recording, 
     coarse = estimate_torque_delay(
         rec.simulator.links, t, q, dq, None, effort, filt, max_samples=1500
     )
-    monkeypatch.setattr(identify, "SHIFT_GRID_STEPS", 1000)  # every whole shift
+    monkeypatch.setattr(torque_delay, "SHIFT_GRID_STEPS", 1000)  # every whole shift
     every = estimate_torque_delay(
         rec.simulator.links, t, q, dq, None, effort, filt, max_samples=1500
     )

@@ -7,12 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
-import yaml
 
+from inertia_id_ros.chain.base_parameters import base_parameters
 from inertia_id_ros.chain.friction import JointDrive
-from inertia_id_ros.chain.links import base_parameters, regression_system
+from inertia_id_ros.chain.links import regression_system
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import load_model
+from inertia_id_ros.modes.parameters import parameters_from_file
 from inertia_id_ros.sim import sousa2014
 from inertia_id_ros.sim.wam import (
     WAM_DH,
@@ -67,8 +68,7 @@ def test_committed_urdf_and_config_match():
         check_consistency(inertia.toDynamicParameters()).fully_consistent
         for inertia in model.inertias[1:]
     )
-    config = yaml.safe_load((REPO_CONFIG / "wam_links.yaml").read_text())
-    parameters = config["inertia_id"]["ros__parameters"]
+    parameters = parameters_from_file(REPO_CONFIG / "wam_links.yaml")
     assert parameters["mode"] == "links" and tuple(parameters["joints"]) == WAM_JOINTS
     assert len(WAM_LINKS) == 7
 

@@ -6,17 +6,14 @@ import numpy as np
 import pytest
 
 from inertia_id_ros.chain.whole_body_fit import fit_whole_body, normal_equations
+from inertia_id_ros.core.base_motion import BaseMotion
 from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.core.whole_body_model import (
-    BaseMotion,
-    FTSensor,
-    WholeBodyModel,
-    WholeBodySamples,
-)
-from inertia_id_ros.online.session import whole_body_session
+from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimator, WholeBodyEstimatorConfig
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.online.whole_body_session import whole_body_session
+from inertia_id_ros.sim import whole_body_robots as wb
 
 RATE = 200.0
 SAMPLE_RATE = 100.0
@@ -33,7 +30,7 @@ def stand():
 def _model(sim, sensors=None, imu_frame=None, base="fixed"):
     sensors = sim.ft_sensors if sensors is None else sensors
     return WholeBodyModel.from_urdf(
-        wb.example_robot_urdf("icub"), base, [FTSensor(f, k) for f, k in sensors], imu_frame
+        example_robot_urdf("icub"), base, [FTSensor(f, k) for f, k in sensors], imu_frame
     )
 
 

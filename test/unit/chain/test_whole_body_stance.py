@@ -9,31 +9,26 @@ alike."""
 import json
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from inertia_id_ros.chain.whole_body_fit import fit_whole_body, prediction_errors
 from inertia_id_ros.cli import main
+from inertia_id_ros.core.base_motion import BaseMotion, tilt_difference, tilt_from_up, up_from_tilt
 from inertia_id_ros.core.inertia import check_consistency
-from inertia_id_ros.core.robots import STANDARD_GRAVITY
-from inertia_id_ros.core.whole_body_model import (
-    BaseMotion,
-    FTSensor,
-    WholeBodyModel,
-    WholeBodySamples,
-    tilt_difference,
-    tilt_from_up,
-    up_from_tilt,
-)
+from inertia_id_ros.core.robots import STANDARD_GRAVITY, example_robot_urdf
+from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ConfigError, DataError
 from inertia_id_ros.formats.data import with_derivatives
 from inertia_id_ros.formats.whole_body_log import read_whole_body_file, whole_body_inputs
-from inertia_id_ros.online.session import whole_body_session
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.online.whole_body_session import whole_body_session
+from inertia_id_ros.sim import whole_body_robots as wb
+from inertia_id_ros.sim.whole_body_simulator import NoiseModel
 
 RATE = 200.0
 SOLE = wb.ICUB_STANCE_FRAME
 TILT = wb.ICUB_STANCE_TILT
-URDF = wb.example_robot_urdf("icub")
+URDF = example_robot_urdf("icub")
 IMU_KEYS = ("imu_frame", "imu_orientation", "imu_angular_velocity", "imu_linear_acceleration")
 
 
@@ -51,7 +46,7 @@ def _model(sim, base="fixed", fixed_frame=SOLE, tilt=TILT, imu=False):
 @pytest.fixture(scope="module")
 def exact():
     """Noise-free motion of 2 s and its joints and efforts in a rooted model's order."""
-    sim = wb.icub_stance(seed=1, noise=wb.NoiseModel.none())
+    sim = wb.icub_stance(seed=1, noise=NoiseModel.none())
     motion = sim.simulate(2.0 + np.arange(200) / RATE)
     model = _model(sim, imu=True)
     order = [sim.joint_names.index(j) for j in model.joint_names]
@@ -111,7 +106,7 @@ def test_rooted_rows_match_the_simulation_without_the_ground_wrench(exact):
     twist, acceleration = motion.v_full[:, :6], motion.a_full[:, :6]
     np.testing.assert_allclose(base.angular_velocity, twist[:, 3:], atol=1e-10)
     np.testing.assert_allclose(base.angular_acceleration, acceleration[:, 3:], atol=1e-9)
-    rotation = np.array([wb.pin.Quaternion(x).toRotationMatrix() for x in motion.q_full[:, 3:7]])
+    rotation = np.array([pin.Quaternion(x).toRotationMatrix() for x in motion.q_full[:, 3:7]])
     proper = (
         acceleration[:, :3]
         + np.cross(twist[:, 3:], twist[:, :3])

@@ -82,6 +82,7 @@ def assert_payload_json(
 ) -> None:
     """Exact schema; estimate within tolerance of the simulator's truth."""
     assert list(result) == [
+        "mode",
         "method",
         "bodies",
         "sensor_offset",
@@ -374,6 +375,7 @@ def delay_dropped(delay: float, period: float) -> int:
 
 def assert_links_schema(result: dict, method: str, joints: tuple[str, ...]) -> None:
     assert list(result) == [
+        "mode",
         "method",
         "bodies",
         "joints",

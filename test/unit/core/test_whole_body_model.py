@@ -18,6 +18,7 @@ from inertia_id_ros.chain.whole_body_fit import (
     parameter_scales,
 )
 from inertia_id_ros.cli import main
+from inertia_id_ros.core.base_motion import BaseMotion
 from inertia_id_ros.core.inertia import (
     check_consistency,
     inertia_from_theta,
@@ -25,15 +26,10 @@ from inertia_id_ros.core.inertia import (
     theta_from_inertia,
 )
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.core.whole_body_model import (
-    BaseMotion,
-    FTSensor,
-    WholeBodyModel,
-    WholeBodySamples,
-)
+from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ConfigError, FrameNotFound
 from inertia_id_ros.formats.export import inertial_theta, with_link_inertial
-from inertia_id_ros.sim.whole_body_simulator import ICUB_INTERNAL_SENSORS
+from inertia_id_ros.sim.whole_body_robots import ICUB_INTERNAL_SENSORS
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +132,7 @@ def test_flipped_sensors_are_negated(icub):
 
 def test_base_motion_from_a_differentiated_gyro(icub):
     """Smooth motion at 200 Hz: the gyro's derivative replaces the true angular acceleration."""
-    from inertia_id_ros.core.whole_body_model import gyro_derivative
+    from inertia_id_ros.core.base_motion import gyro_derivative
 
     urdf, model = icub
     n, rate = 200, 200.0

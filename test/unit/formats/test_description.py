@@ -817,11 +817,14 @@ def test_fit_payload_from_two_csv_clocks_with_a_held_out_part(
 
 
 def test_the_guides_examples_are_valid_descriptions() -> None:
-    """Every YAML example of docs/how-to/real-logs.md parses as an input description."""
+    """Every YAML example of docs/how-to/real-logs.md parses as an input description: the ones
+    shown, and the ones its commands write (``cat > X.yaml <<'EOF'``)."""
     import re
 
     guide = Path(__file__).resolve().parents[3] / "docs" / "how-to" / "real-logs.md"
-    blocks = re.findall(r"```yaml\n(.*?)```", guide.read_text(encoding="utf-8"), re.S)
+    text = guide.read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    blocks += re.findall(r"cat > \S+\.yaml <<'EOF'\n(.*?)\nEOF", text, re.S)
     assert len(blocks) >= 4
     for k, block in enumerate(blocks):
         description = InputDescription.from_mapping(

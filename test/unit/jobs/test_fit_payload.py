@@ -53,6 +53,7 @@ def test_the_payload_with_its_findings_and_document(sim, recorded) -> None:
     assert estimate.mass == pytest.approx(sim.true_theta[0], rel=0.02)
     np.testing.assert_allclose(estimate.sensor_offset[:3], [20.0, -15.0, 12.0], atol=0.1)
     assert list(result.document) == [
+        "mode",
         "method",
         "bodies",
         "sensor_offset",

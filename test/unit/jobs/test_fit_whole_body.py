@@ -24,7 +24,7 @@ FIXED = FitWholeBodyOptions(base="fixed")
 def recordings(tmp_path_factory) -> dict[str, dict]:
     """2 s at 200 Hz of the simulated iCub on its sole (``floating``: its sole's contact sensor
     and six internal ones) and on a stand (``fixed``: the internal ones): NPZ keys."""
-    from inertia_id_ros.sim.whole_body_simulator import icub, icub_fixed
+    from inertia_id_ros.sim.whole_body_robots import icub, icub_fixed
 
     return {
         "floating": icub(seed=1).record(2.0, 200.0),
@@ -51,7 +51,7 @@ def test_every_link_with_its_held_out_errors(recordings, tmp_path) -> None:
     result = fit_whole_body(
         URDF, npz(tmp_path, recordings["floating"]), FitWholeBodyOptions(holdout=0.3)
     )
-    assert isinstance(result, WholeBodyFit)
+    assert isinstance(result, WholeBodyFit) and result.document["mode"] == "whole_body"
     fit, model, document = result.estimate, result.model, result.document
     assert fit is not None and model is not None and result.holdout is not None
     assert model.base == "floating" and fit.thetas.shape == (model.n_bodies, 10)

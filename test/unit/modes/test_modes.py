@@ -1,9 +1,15 @@
 """The modes' registry (``inertia_id_ros.modes``) and one home per default: the node declares the
-library's defaults; the layers import only downward."""
+library's defaults; the layers import only downward.
+
+The properties every mode must have are parametrized over the registry (``modes.modes()``, and
+each mode's ``methods`` over the solvers' registry): a newly registered mode is tested without an
+edit here but for its minimal configuration (:data:`MINIMAL`), which the tests ask for by name.
+"""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import re
 from pathlib import Path
@@ -15,22 +21,28 @@ from inertia_id_ros import modes
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import ConfigError, StartupError
 from inertia_id_ros.modes import Mode, ParameterSpec
+from inertia_id_ros.modes.parameters import (
+    PARAMETERS,
+    build_session,
+    settings_from_parameters,
+    validate_change,
+)
 from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.change_detection import ChangeDetectorConfig
 from inertia_id_ros.online.estimator import OnlineEstimatorConfig
 from inertia_id_ros.online.link_estimator import LinkEstimatorConfig
+from inertia_id_ros.online.link_session import link_session
 from inertia_id_ros.online.payload_estimator import EstimatorConfig
-from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimatorConfig
-from inertia_id_ros.online.session import (
-    Session,
-    link_session,
+from inertia_id_ros.online.payload_session import (
     payload_session,
     payload_torque_session,
-    whole_body_session,
 )
+from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimatorConfig
+from inertia_id_ros.online.session import Session
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimatorConfig
-from inertia_id_ros.ros.parameters import PARAMETERS, settings_from_parameters
+from inertia_id_ros.online.whole_body_session import whole_body_session
+from inertia_id_ros.solvers import METHODS
 
 DECLARED = {p.name: p.default for p in PARAMETERS}
 CONFIGS = {
@@ -73,6 +85,8 @@ def test_the_node_declares_the_library_defaults():
         "whole_body": whole_body_session,
         "payload_torques": payload_torque_session,
     }
+    registered = {mode.name for mode in modes.modes()}
+    assert set(factories) == set(CONFIGS) == registered, "each mode's session factory and config"
     for mode, factory in factories.items():
         defaults = {
             name: parameter.default
@@ -95,41 +109,88 @@ def test_the_node_declares_the_library_defaults():
     assert own["torques_detect_change"] == torques["detect_payload_change"].default
 
 
-def test_each_mode_builds_its_session_with_the_library_defaults():
-    """A node started with the defaults runs the estimators' default configuration."""
-    panda, icub = str(example_robot_urdf("panda")), str(example_robot_urdf("icub"))
-    values = {
-        "payload": {"urdf_path": panda, "sensor_frame": "panda_link8"},
-        "links": {"mode": "links", "urdf_path": panda, "joints": ["panda_joint2"]},
-        "whole_body": {
-            "mode": "whole_body",
-            "urdf_path": icub,
-            "base": "fixed",
-            "imu_topic": "",
-            "use_efforts": True,
-        },
-        "payload_torques": {
-            "mode": "payload_torques",
-            "urdf_path": panda,
-            "torques_frame": "panda_link8",
-        },
-    }
-    for name, config_class in CONFIGS.items():
-        session = modes.get(name).build_session(settings_from_parameters(values[name]))
-        config, default = session.estimator.config, config_class()
-        for field in (
-            "window_sec",
-            "method",
-            "weighting",
-            "estimate_offset",
-            "prior_weight",
-            "sensor_timeout_sec",
-            "max_sample_rate_hz",
-            "filter_half_width",
-        ):
-            if hasattr(default, field):
-                assert getattr(config, field) == getattr(default, field), (name, field)
-    assert session.mode == "payload_torques"
+PANDA, ICUB = str(example_robot_urdf("panda")), str(example_robot_urdf("icub"))
+MINIMAL = {
+    "payload": {"urdf_path": PANDA, "sensor_frame": "panda_link8"},
+    "links": {"urdf_path": PANDA, "joints": ["panda_joint2"]},
+    "whole_body": {"urdf_path": ICUB, "base": "fixed", "imu_topic": "", "use_efforts": True},
+    "payload_torques": {"urdf_path": PANDA, "torques_frame": "panda_link8"},
+}
+"""Each registered mode's minimal valid configuration: the node's parameters it requires, the
+others at their defaults."""
+
+REGISTERED = pytest.mark.parametrize("mode", modes.modes(), ids=lambda mode: mode.name)
+"""Parametrize a test over every mode registered when the tests are collected."""
+
+
+def minimal(mode: Mode) -> dict:
+    """``mode``'s minimal configuration (:data:`MINIMAL`), with ``mode`` set."""
+    assert mode.name in MINIMAL, f"mode {mode.name!r}: give its minimal configuration in MINIMAL"
+    return {"mode": mode.name, **MINIMAL[mode.name]}
+
+
+@REGISTERED
+def test_every_mode_builds_its_session_with_the_library_defaults(mode: Mode):
+    """A node started with a mode's minimal configuration runs that mode's session with the
+    estimator's default configuration: the node's defaults are the library's."""
+    session = build_session(settings_from_parameters(minimal(mode)))
+    config = session.estimator.config
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    for field in (
+        "window_sec",
+        "method",
+        "weighting",
+        "estimate_offset",
+        "prior_weight",
+        "sensor_timeout_sec",
+        "max_sample_rate_hz",
+        "filter_half_width",
+    ):
+        if field in defaults:
+            assert getattr(config, field) == defaults[field], field
+
+
+@REGISTERED
+def test_every_mode_reads_its_parameters_defaults(mode: Mode):
+    """The node reads every mode's values, whichever is selected (the others' parameters at
+    their defaults): a mode's defaults pass its :meth:`~inertia_id_ros.modes.Mode.read_settings`
+    (a required parameter is refused by its ``check_settings``, with the mode selected)."""
+    assert mode.read_settings({p.name: p.default for p in mode.parameters}) is not None
+
+
+@REGISTERED
+def test_every_mode_describes_its_parameters_under_its_title(mode: Mode):
+    """The parameter reference lists a mode's parameters under its title: each description
+    starts with ``title + ": "``; the node declares each one with the mode's spec, and the
+    ``mode`` parameter's description names the mode and what it identifies."""
+    assert mode.title.endswith(" mode") and mode.summary
+    names = [p.name for p in mode.parameters]
+    assert len(set(names)) == len(names), names
+    declared = {p.name: p for p in PARAMETERS}
+    for spec in mode.parameters:
+        assert spec.description.startswith(f"{mode.title}: "), spec
+        assert declared[spec.name] == spec
+    assert f"'{mode.name}' ({mode.summary})" in declared["mode"].description
+
+
+@REGISTERED
+def test_every_mode_runs_each_of_its_methods_and_refuses_the_others(mode: Mode):
+    """At start-up and at run time, a mode takes each method of its ``methods`` (registered
+    ones) and refuses every other registered method, naming the parameter and the mode's
+    problems."""
+    assert mode.methods and set(mode.methods) <= set(METHODS), mode.methods
+    settings = settings_from_parameters(minimal(mode))
+    problems = mode.title.removesuffix(" mode").lower()
+    for method in METHODS:
+        if method in mode.methods:
+            assert settings_from_parameters({**minimal(mode), "method": method}).method == method
+            assert validate_change(settings, {"method": method}, (1, 1)).method == method
+        else:
+            refusal = f"'{method}' does not solve {problems} problems"
+            with pytest.raises(StartupError, match=f"'method': {refusal}"):
+                settings_from_parameters({**minimal(mode), "method": method})
+            with pytest.raises(ValueError, match=refusal):
+                validate_change(settings, {"method": method}, (1, 1))
 
 
 def test_the_registry_lists_the_package_modes_and_their_commands():
@@ -206,7 +267,7 @@ def test_a_mode_named_by_its_import_path_adds_its_parameters_and_rules():
 
 
 def test_two_modes_may_share_a_parameter_only_with_one_spec():
-    from inertia_id_ros.ros.parameters import node_parameters
+    from inertia_id_ros.modes.parameters import node_parameters
 
     class Clash(_Toy):
         name = "toy_clash"

@@ -9,8 +9,8 @@ import pytest
 from inertia_id_ros import modes
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import StartupError
-from inertia_id_ros.online.session import PayloadTorqueSession
-from inertia_id_ros.ros.parameters import build_session, settings_from_parameters
+from inertia_id_ros.modes.parameters import build_session, settings_from_parameters
+from inertia_id_ros.online.payload_session import PayloadTorqueSession
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 TORQUES = {
@@ -27,7 +27,6 @@ TORQUES = {
         ({"torques_change_threshold": 0.0}, "torques_change_threshold"),
         ({"torques_filter_half_width": -0.01}, "torques_filter_half_width"),
         ({"torques_links_result": "/nonexistent/links.json"}, "torques_links_result"),
-        ({"method": "cad_prior"}, "method"),  # no parameter gives the payload's CAD values
         ({"torques_bounding_sphere": 0.0}, "torques_bounding_sphere"),
         ({"torques_bounding_box": [0.1, 0.1]}, "torques_bounding_box"),
     ],

@@ -201,7 +201,7 @@ def test_a_design_reserves_the_robot_and_a_stop_meanwhile_cancels_it():
 
 
 def test_a_command_beyond_the_limits_is_refused():
-    from inertia_id_ros.motion.design import MotionLimits
+    from inertia_id_ros.motion.limits import MotionLimits
 
     def limits(upper: float, velocity: float) -> MotionLimits:
         return MotionLimits(
@@ -260,7 +260,7 @@ def test_a_dry_run_can_be_skipped_and_a_slower_request_is_kept():
 
 
 def test_a_dry_run_follows_the_same_path_within_the_same_limits():
-    from inertia_id_ros.motion.design import MotionLimits
+    from inertia_id_ros.motion.limits import MotionLimits
 
     limits = MotionLimits(
         NAMES, np.full(3, -2.0), np.full(3, 2.0), np.full(3, 2.0), np.full(3, 5.0)

@@ -364,7 +364,7 @@ def test_kuka_mistakes_refused(capsys, tmp_path, mistake, kind, subject, words) 
 
 @pytest.fixture(scope="module")
 def icub_recording(tmp_path_factory) -> dict:
-    from inertia_id_ros.sim.whole_body_simulator import icub
+    from inertia_id_ros.sim.whole_body_robots import icub
 
     return icub(seed=1).record(1.0, 200.0)
 
@@ -441,7 +441,7 @@ def test_icub_bounding_ellipsoid_keeps_every_link_inside(capsys, tmp_path, icub_
     for extra in ((), ("--bounding-ellipsoid",)):
         code, err, results[extra] = run_cli(capsys, tmp_path, *fit_whole_body(data, *extra))
         assert code == 0, err
-    from inertia_id_ros.sim.whole_body_simulator import link_inertials
+    from inertia_id_ros.sim.urdf_inertials import link_inertials
 
     volumes = plausibility.volumes_holding(
         plausibility.link_volumes(urdf, [b["name"] for b in results[()]["bodies"]]),

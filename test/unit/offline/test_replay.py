@@ -16,13 +16,8 @@ from inertia_id_ros import cli
 from inertia_id_ros.core.inertia import inertia_from_theta
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.formats.data import read_bag_messages, read_payload_bag
-from inertia_id_ros.offline.replay import (
-    CSV_COLUMNS,
-    JointStateRange,
-    bag_feeds,
-    payload_replay_inputs,
-    replay_feeds,
-)
+from inertia_id_ros.modes.payload_replay import CSV_COLUMNS, payload_replay_inputs
+from inertia_id_ros.offline.replay import JointStateRange, bag_feeds, replay_feeds
 from inertia_id_ros.online.session import Update
 
 DURATION, RATE = 12.0, 200.0

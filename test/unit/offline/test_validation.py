@@ -12,9 +12,10 @@ import pinocchio as pin
 import pytest
 
 from helpers.panda_arm import DRIVE_TRUTH, panda_truth_model
-from inertia_id_ros import cli
+from inertia_id_ros import cli, modes
 from inertia_id_ros.core.robots import example_robot_urdf, load_model, reduce_model
 from inertia_id_ros.errors import InputError
+from inertia_id_ros.modes import Mode
 from inertia_id_ros.offline import validation as validate
 from inertia_id_ros.sim.payload import ExcitingTrajectory, PayloadSimulator
 
@@ -276,29 +277,56 @@ def test_payload_agrees_with_rnea_of_the_robot_carrying_it(capsys, tmp_path, pay
     assert report["ols"]["relative_error_percent"] < 2 * report["fit"]["relative_error_percent"]
 
 
-def test_registry_plugs_in_a_new_kind(tmp_path):
-    """A new result kind needs one evaluator; unknown kinds are refused with the known ones."""
-    held_out = validate.DataSource(str(tmp_path / "none.npz"))
-    result = {"kind": "whole_body", "bodies": []}
-    with pytest.raises(InputError, match="known kinds"):
-        validate.predictions_of(result, held_out)
+class _Toy(Mode):
+    """A mode whose results validate by one evaluator and whose older files hold ``"toy"``."""
 
-    def evaluate(result, held_out, urdf, train):
+    name = "toy_validation"
+    title = "Toy mode"
+    summary = "nothing"
+    default_weighting = "none"
+    wiring = "nowhere:ToyIO"
+
+    def read_settings(self, values):
+        return None
+
+    def build_session(self, settings):
+        raise NotImplementedError
+
+    def recognises(self, result):
+        return "toy" in result
+
+    def evaluate(self, result, held_out, urdf, train):
         t = np.arange(4.0)
         measured = np.array([[1.0], [2.0], [3.0], [4.0]])
-        return {"fit": validate.Prediction(("base_fz",), t, measured, 0.9 * measured)}
-
-    validate.register_result_kind("whole_body", evaluate)
-    try:
-        errors = {
-            name: validate.model_error(p)
-            for name, p in validate.predictions_of(result, held_out).items()
+        return {
+            "urdf": validate.Prediction(("base_fz",), t, measured, 0.5 * measured),
+            "fit": validate.Prediction(("base_fz",), t, measured, 0.9 * measured),
         }
-    finally:
-        del validate.RESULT_KINDS["whole_body"]
-    assert errors["fit"].relative_error_percent == pytest.approx(10.0)
-    assert validate.result_kind({"joints": [], "bodies": []}) == "links"
-    assert validate.result_kind({"sensor_offset": [0] * 6, "bodies": []}) == "payload"
+
+
+def test_a_result_is_validated_by_its_mode(tmp_path, monkeypatch):
+    """A result names its mode (``"mode"``) and the registry's mode evaluates it (the models in
+    report order); an older file is the mode's that recognises it; none: refused."""
+    from inertia_id_ros.jobs.validate import validate as validate_job
+
+    monkeypatch.setattr(modes.base, "_REGISTRY", dict(modes.base._REGISTRY))
+    toy = modes.register(_Toy())
+    held_out = validate.DataSource(str(tmp_path / "none.npz"))
+    validation = validate_job({"mode": "toy_validation", "bodies": []}, held_out)
+    assert list(validation.estimate) == ["fit", "urdf"]
+    assert validation.estimate["fit"].relative_error_percent == pytest.approx(10.0)
+    assert validation.document["urdf"]["relative_error_percent"] == pytest.approx(50.0)
+    assert modes.result_mode({"toy": 1}) is toy
+    assert modes.result_mode({"joints": [], "bodies": []}).name == "links"
+    assert modes.result_mode({"sensor_offset": [0] * 6, "bodies": []}).name == "payload"
+    torques = {"sensor_offset": [0] * 2, "offset_names": ["j1", "j2"], "bodies": []}
+    assert modes.result_mode(torques).name == "payload_torques"
+    assert modes.result_mode({"offset_changes": {}, "bodies": []}).name == "payload_torques"
+    assert modes.result_mode({"sensor_offsets": {}, "bodies": []}).name == "whole_body"
+    with pytest.raises(InputError, match="no mode recognises it"):
+        modes.result_mode({"bodies": []})
+    with pytest.raises(InputError, match="unknown mode 'magic'"):
+        modes.result_mode({"mode": "magic", "joints": []})
 
 
 def test_links_need_urdf(capsys, link_files):

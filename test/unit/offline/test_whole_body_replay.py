@@ -16,14 +16,14 @@ from inertia_id_ros import cli
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.formats.bag_writer import TRANSPORT_LATENCY
 from inertia_id_ros.formats.data import header_seconds, read_bag_messages, wrench_values
-from inertia_id_ros.offline.replay import bag_robot_description
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     build_session,
     parameters_from_file,
     settings_from_parameters,
 )
+from inertia_id_ros.offline.replay import bag_robot_description
 from inertia_id_ros.sim.recorders import record_whole_body
-from inertia_id_ros.sim.whole_body_simulator import GO1_FEET, go1
+from inertia_id_ros.sim.whole_body_robots import GO1_FEET, go1
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "go1_whole_body.yaml"
 DURATION, RATE = 3.0, 200.0

@@ -15,7 +15,7 @@ from inertia_id_ros.online.change_detection import (
     residual_sigma,
 )
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
-from inertia_id_ros.online.session import PayloadSession
+from inertia_id_ros.online.payload_session import PayloadSession
 from inertia_id_ros.sim.payload import DEFAULT_WRENCH_NOISE_STD, PayloadSimulator, box_inertia
 
 T0 = 1000.0  # s, first stamp
@@ -146,7 +146,7 @@ def test_residual_sigma_is_the_worst_part_of_the_window():
 
 class OnlineLoop:
     """The node's loop on simulated data: buffer ``chunk_sec`` of samples into a
-    :class:`~inertia_id_ros.online.session.PayloadSession` and update it (process, change
+    :class:`~inertia_id_ros.online.payload_session.PayloadSession` and update it (process, change
     detection, solve, new reference), as the node's worker does at 1 / ``chunk_sec`` Hz."""
 
     def __init__(

@@ -8,6 +8,7 @@ import pytest
 from helpers.estimators import solve_while_feeding
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
+from inertia_id_ros.online.change_detection import window_residual_sigma
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
 from inertia_id_ros.sim.payload import PayloadSimulator
 
@@ -324,7 +325,11 @@ def test_solver_options_belong_to_the_configured_method(sim):
     generation = estimator.generation
     estimator.configure_solver("lmi", {})
     estimate = estimator.solve()
-    sigma = estimator.residual_sigma(estimate, generation)
+    sigma = estimator.read_window(
+        lambda window: window_residual_sigma(
+            window, estimate.t_first, estimate.theta, estimate.sensor_offset
+        )
+    )
     assert sigma.shape == (6,) and np.all(sigma < 0.5)
-    estimator.restart()
-    assert estimator.residual_sigma(estimate, generation) is None
+    estimator.restart()  # the samples are forgotten: a new generation, an empty window
+    assert estimator.generation != generation and estimator.read_window(len) == 0

@@ -8,13 +8,9 @@ import pytest
 from helpers.estimators import rms_radius, solve_while_feeding
 from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig, go1_leg_config
 from inertia_id_ros.chain.armatures import fit_chain
-from inertia_id_ros.chain.links import (
-    JointTorqueData,
-    LinkModel,
-    base_parameters,
-    fit_links,
-    predict_torques,
-)
+from inertia_id_ros.chain.base_parameters import base_parameters
+from inertia_id_ros.chain.link_fit import fit_links
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, predict_torques
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig
@@ -98,7 +94,7 @@ def test_every_link_is_consistent_and_the_drives_are_recovered(leg_online) -> No
 
 
 def test_the_online_fit_is_the_offline_fit(leg_online) -> None:
-    """The same problem as links.fit_links on the exact samples (the online one differentiates
+    """The same problem as link_fit.fit_links on the exact samples (the online one differentiates
     the joint states): the same torques up to 5 % of the noise, the same base parameters."""
     sim, data, _, estimate = leg_online
     offline = fit_links(sim.links, data, prior_weight=1e-6)

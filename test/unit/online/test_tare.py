@@ -174,9 +174,9 @@ def test_the_estimator_tares_without_payload_then_identifies_it_without_tilt():
     sim = PayloadSimulator.panda(trajectory=turn_joint_7)
     estimator = PayloadEstimator(sim.kinematics)
     with pytest.raises(EstimateUnavailable, match="too_few_samples"):
-        estimator.set_tare(1.0)
+        estimator.offset_tare.set(1.0)
     tare = _tare_without_the_payload(estimator, sim)
-    assert estimator.tare is tare and len(estimator.window) == 0  # the window restarted
+    assert estimator.offset_tare.current is tare and len(estimator.window) == 0  # restarted
     assert 450 <= tare.n_samples <= 510
     assert np.linalg.norm(tare.offset[:3] - sim.true_offset[:3]) < 0.02
     feed(estimator, sim, 2.0, 10.0, 200.0)
@@ -185,7 +185,7 @@ def test_the_estimator_tares_without_payload_then_identifies_it_without_tilt():
     assert check_consistency(estimate.theta).fully_consistent
     assert abs(estimate.mass - mass) < 0.005 * mass
     assert np.linalg.norm(estimate.sensor_offset[:3] - tare.offset[:3]) < 0.05
-    estimator.clear_tare()
+    estimator.offset_tare.clear()
     with pytest.raises(EstimateUnavailable, match="offset_not_identifiable"):
         estimator.solve()
 
@@ -200,14 +200,14 @@ def test_without_offset_estimation_the_tare_is_the_known_offset():
     untared = estimator.solve()
     assert np.array_equal(untared.sensor_offset, np.zeros(6))
     assert np.linalg.norm(untared.com - com) > 0.005  # the offset's torque reads as a COM shift
-    tare = estimator.set_tare(2.0, theta_known=sim.true_theta)  # a known payload: window kept
+    tare = estimator.offset_tare.set(2.0, theta_known=sim.true_theta)  # known payload: window kept
     assert len(estimator.window) > 1900
     tared = estimator.solve()
     assert np.array_equal(tared.sensor_offset, tare.offset)
     assert abs(tared.mass - mass) < 0.005 * mass
     assert np.linalg.norm(tared.com - com) < 0.001
     with pytest.raises(ValueError, match="positive"):
-        estimator.set_tare(0.0)
+        estimator.offset_tare.set(0.0)
 
 
 def test_a_noise_free_channel_does_not_make_the_tare_infinitely_certain():
@@ -222,7 +222,7 @@ def test_a_noise_free_channel_does_not_make_the_tare_infinitely_certain():
     sim = PayloadSimulator.panda()
     estimator = PayloadEstimator(sim.kinematics)
     feed(estimator, sim, 0.0, 5.0, 200.0)
-    estimator._tare = tare  # as set_tare would leave it
+    estimator.offset_tare._tare = tare  # as offset_tare.set would leave it
     assert check_consistency(estimator.solve().theta).fully_consistent
 
 
@@ -234,7 +234,7 @@ def _tare_without_the_payload(estimator: PayloadEstimator, sim: PayloadSimulator
     for i in range(t.size):
         estimator.add_joint_state(t[i], sim.joint_names, q[i], dq[i])
         estimator.add_wrench(t[i], wrench[i], sim.sensor_frame)
-    return estimator.set_tare(1.0)
+    return estimator.offset_tare.set(1.0)
 
 
 def test_an_old_tare_no_longer_replaces_the_tilts_and_a_clock_reset_keeps_its_age():
@@ -266,5 +266,5 @@ def test_an_old_tare_no_longer_replaces_the_tilts_and_a_clock_reset_keeps_its_ag
             except SampleRejected:
                 assert t[i] - t[0] <= 1.0  # out_of_order until the reset
     estimator.process()
-    assert estimator.clock_jumps == 1 and estimator.tare is not None
-    assert estimator.window.t_first - estimator.tare.t == pytest.approx(age, abs=1.0)
+    assert estimator.clock_jumps == 1 and estimator.offset_tare.current is not None
+    assert estimator.window.t_first - estimator.offset_tare.current.t == pytest.approx(age, abs=1.0)

@@ -15,9 +15,9 @@ from inertia_id_ros.core.weighting import (
     weights_from_residuals,
 )
 from inertia_id_ros.errors import StartupError
+from inertia_id_ros.modes.parameters import settings_from_parameters
 from inertia_id_ros.online.link_estimator import LinkEstimator, LinkEstimatorConfig
-from inertia_id_ros.online.session import payload_session
-from inertia_id_ros.ros.parameters import settings_from_parameters
+from inertia_id_ros.online.payload_session import payload_session
 from inertia_id_ros.sim.payload import PayloadSimulator
 from inertia_id_ros.sim.torques import panda_arm_recording
 

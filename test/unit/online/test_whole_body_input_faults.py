@@ -12,8 +12,9 @@ import pytest
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel
-from inertia_id_ros.online.session import whole_body_session
-from inertia_id_ros.sim import whole_body_simulator as wb
+from inertia_id_ros.online.whole_body_session import whole_body_session
+from inertia_id_ros.sim import whole_body_robots as wb
+from inertia_id_ros.sim.whole_body_simulator import WholeBodySimulator
 
 RATE = 200.0
 DURATION = 12.0
@@ -29,7 +30,7 @@ def go1():
     sim = wb.go1(seed=0)
     t = np.arange(int(DURATION * RATE)) / RATE
     data = sim.measure(sim.simulate(t), False, False, np.random.default_rng(1))
-    in_air = wb.WholeBodySimulator(
+    in_air = WholeBodySimulator(
         sim.cad_xml,
         [(foot, "contact") for foot in wb.GO1_FEET[1:]],
         sim.imu_frame,

@@ -20,8 +20,8 @@ from inertia_id_ros.chain.whole_body_fit import (
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
+from inertia_id_ros.modes.parameters import build_session, settings_from_parameters
 from inertia_id_ros.online.window import BlockWindow
-from inertia_id_ros.ros.parameters import build_session, settings_from_parameters
 
 NOISE = {  # (force N, torque N m) white noise of each sensor's wrench: levels 100 times apart
     "l_sole": (0.05, 0.005),

@@ -27,12 +27,12 @@ def test_parameter_reference_is_generated_from_the_table():
     committed = generator.OUTPUT.read_text(encoding="utf-8")
     assert committed == generator.render(), (
         f"{generator.OUTPUT.relative_to(ROOT)} is not what PARAMETERS in "
-        f"inertia_id_ros/ros/parameters.py gives; regenerate it with: {generator.COMMAND}"
+        f"inertia_id_ros/modes/parameters.py gives; regenerate it with: {generator.COMMAND}"
     )
 
 
 def test_parameter_reference_lists_every_parameter_once():
-    from inertia_id_ros.ros.parameters import PARAMETERS
+    from inertia_id_ros.modes.parameters import PARAMETERS
 
     text = _generator().render()
     names = re.findall(r"^\| `([a-z_0-9]+)` \|", text, flags=re.MULTILINE)

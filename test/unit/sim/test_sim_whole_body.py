@@ -7,7 +7,10 @@ import pinocchio as pin
 import pytest
 
 from inertia_id_ros.core.inertia import inertia_from_theta
+from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import ConfigError
+from inertia_id_ros.sim import urdf_inertials as inertials
+from inertia_id_ros.sim import whole_body_robots as wbr
 from inertia_id_ros.sim import whole_body_simulator as wb
 
 RATE = 200.0
@@ -15,7 +18,7 @@ RATE = 200.0
 
 @pytest.fixture(scope="module")
 def icub():
-    return wb.icub(seed=3)
+    return wbr.icub(seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -24,19 +27,19 @@ def icub_motion(icub):
 
 
 def test_icub_truth_is_consistent_and_differs_from_the_cad_within_bounds(icub):
-    cad = wb.link_inertials(icub.cad_xml)
+    cad = inertials.link_inertials(icub.cad_xml)
     assert len(icub.true_links) == 39 and set(cad) == set(icub.true_links)
     assert wb.check_truth(icub) == []
     mass_ratio, com_shift = [], []
     for name, theta in icub.true_links.items():
-        if cad[name][0] < wb.PLACEHOLDER_MASS:
+        if cad[name][0] < inertials.PLACEHOLDER_MASS:
             continue
         m0, c0, _ = inertia_from_theta(cad[name])
         m1, c1, _ = inertia_from_theta(theta)
         mass_ratio.append(m1 / m0)
         com_shift.append(np.abs(c1 - c0).max())
     assert 0.7 - 1e-9 <= min(mass_ratio) and max(mass_ratio) <= 1.3 + 1e-9
-    assert max(com_shift) <= wb.COM_OFFSET + 1e-9
+    assert max(com_shift) <= inertials.COM_OFFSET + 1e-9
     assert np.std(mass_ratio) > 0.05 and np.median(com_shift) > 0.002  # really perturbed
 
 
@@ -44,7 +47,7 @@ def test_icub_stance_sole_stays_put_and_the_contact_balances_the_base(icub, icub
     assert len(icub.joint_names) == 32
     assert np.abs(icub_motion.base_residual).max() < 1e-9
     model, data = icub.model, icub.data
-    fid = model.getFrameId(wb.ICUB_STANCE_FRAME)
+    fid = model.getFrameId(wbr.ICUB_STANCE_FRAME)
     for q, v in zip(icub_motion.q_full, icub_motion.v_full):
         pin.forwardKinematics(model, data, q, v)
         placement = pin.updateFramePlacement(model, data, fid)
@@ -82,7 +85,7 @@ def test_icub_internal_wrench_is_the_sum_of_link_wrenches_beyond_minus_the_conta
     subtree = _subtree_links(icub.true_xml, child)
     links = [name for name in subtree if name in icub.true_links]
     column = [frame for frame, _ in icub.ft_sensors].index(sensor)
-    contact_column = [frame for frame, _ in icub.ft_sensors].index(wb.ICUB_STANCE_FRAME)
+    contact_column = [frame for frame, _ in icub.ft_sensors].index(wbr.ICUB_STANCE_FRAME)
     sensor_id = model.getFrameId(sensor)
     local = pin.ReferenceFrame.LOCAL
     for i in range(icub_motion.t.size):
@@ -99,8 +102,8 @@ def test_icub_internal_wrench_is_the_sum_of_link_wrenches_beyond_minus_the_conta
             a[:3] -= data.oMf[fid].rotation.T @ model.gravity.linear
             f = inertia * pin.Motion(a) + v.cross(inertia * v)
             total += (data.oMf[sensor_id].inverse() * data.oMf[fid]).act(f)
-        if wb.ICUB_STANCE_FRAME in subtree:
-            sole = model.getFrameId(wb.ICUB_STANCE_FRAME)
+        if wbr.ICUB_STANCE_FRAME in subtree:
+            sole = model.getFrameId(wbr.ICUB_STANCE_FRAME)
             total -= (data.oMf[sensor_id].inverse() * data.oMf[sole]).act(
                 pin.Force(icub_motion.ft_wrench[i, contact_column])
             )
@@ -110,7 +113,7 @@ def test_icub_internal_wrench_is_the_sum_of_link_wrenches_beyond_minus_the_conta
 def test_icub_imu_matches_finite_differences_of_the_pose(icub):
     dt = 1e-4
     motion = icub.simulate(1.5 + np.arange(-1, 2) * dt)
-    model, data, fid = icub.model, icub.data, icub.model.getFrameId(wb.ICUB_IMU_FRAME)
+    model, data, fid = icub.model, icub.data, icub.model.getFrameId(wbr.ICUB_IMU_FRAME)
     poses = []
     for q in motion.q_full:
         pin.framesForwardKinematics(model, data, q)
@@ -125,7 +128,7 @@ def test_icub_imu_matches_finite_differences_of_the_pose(icub):
 
 
 def test_record_has_the_whole_body_keys_and_noise_free_records_equal_the_truth():
-    sim = wb.icub(seed=1, noise=wb.NoiseModel.none())
+    sim = wbr.icub(seed=1, noise=wb.NoiseModel.none())
     data = sim.record(0.05, RATE, with_ddq=True, with_effort=True)
     n, s = 10, 7
     assert data["t"].shape == (n,) and np.allclose(np.diff(data["t"]), 1 / RATE)
@@ -136,7 +139,7 @@ def test_record_has_the_whole_body_keys_and_noise_free_records_equal_the_truth()
     assert np.allclose(data["ft_wrench"], data["true_ft_wrench"])
     assert np.allclose(np.linalg.norm(data["imu_orientation"], axis=1), 1.0)
     assert data["true_theta"].shape == (39, 10)
-    noisy = wb.icub(seed=1).record(0.05, RATE)
+    noisy = wbr.icub(seed=1).record(0.05, RATE)
     internal = noisy["ft_types"] == "internal"
     assert "ddq" not in noisy and "effort" not in noisy
     assert np.abs(noisy["true_ft_offset"][internal]).min(axis=0)[:3].max() > 0
@@ -145,7 +148,7 @@ def test_record_has_the_whole_body_keys_and_noise_free_records_equal_the_truth()
 
 
 def test_go1_base_follows_its_trajectory_and_point_contacts_carry_the_base_wrench():
-    sim = wb.go1(seed=2)
+    sim = wbr.go1(seed=2)
     motion = sim.simulate(0.7 + np.arange(5) / RATE)
     assert np.abs(motion.base_residual).max() < 1e-8
     assert motion.ft_wrench.shape == (5, 4, 6)
@@ -153,7 +156,9 @@ def test_go1_base_follows_its_trajectory_and_point_contacts_carry_the_base_wrenc
     total_weight = sum(theta[0] for theta in sim.true_links.values()) * 9.81
     assert 0.5 * total_weight < motion.ft_wrench[:, :, 2].sum(axis=1).mean() < 1.5 * total_weight
     assert [
-        name for name in wb.check_truth(sim) if sim.true_links[name][0] >= wb.PLACEHOLDER_MASS
+        name
+        for name in wb.check_truth(sim)
+        if sim.true_links[name][0] >= inertials.PLACEHOLDER_MASS
     ] == []
     dt = 1 / RATE  # base velocity = derivative of the base configuration
     finite = pin.difference(sim.model, motion.q_full[1], motion.q_full[3])[:6] / (2 * dt)
@@ -163,7 +168,7 @@ def test_go1_base_follows_its_trajectory_and_point_contacts_carry_the_base_wrenc
 def test_icub_on_a_stand_keeps_its_base_still_and_the_stand_carries_it():
     """Fixed base: the root link level at 1 m, at rest; no contact sensor (the stand's wrench is
     the base residual: the robot's weight); the IMU reads the joints' motion only."""
-    sim = wb.icub_fixed(seed=4)
+    sim = wbr.icub_fixed(seed=4)
     motion = sim.simulate(1.0 + np.arange(4) / RATE)
     assert not sim.moving_base and sim.contact_frames == ()
     assert np.allclose(motion.q_full[:, :7], [0, 0, 1, 0, 0, 0, 1])
@@ -179,8 +184,8 @@ def test_icub_on_a_stand_keeps_its_base_still_and_the_stand_carries_it():
 
 
 def test_bad_sensor_kind_or_frame_names_the_item():
-    xml = wb.example_robot_urdf("icub").read_text()
-    trajectory = wb.joint_trajectory(xml, ["l_knee"], 0, 10.0, 1.0)
+    xml = example_robot_urdf("icub").read_text()
+    trajectory = wbr.joint_trajectory(xml, ["l_knee"], 0, 10.0, 1.0)
     with pytest.raises(ConfigError, match="r_arm_ft_sensor: 'wrist'"):
         wb.WholeBodySimulator(
             xml, [("r_arm_ft_sensor", "wrist")], "imu_frame", trajectory, stance_frame="l_sole"
@@ -216,9 +221,9 @@ def test_cli_writes_the_npz(tmp_path):
     )
     with np.load(out) as data:
         assert data["q"].shape == (10, 12) and list(data["ft_types"]) == ["contact"] * 4
-        assert str(data["imu_frame"]) == wb.GO1_IMU_FRAME
+        assert str(data["imu_frame"]) == wbr.GO1_IMU_FRAME
         true_links = set(data["true_links"])
-    assert wb.link_inertials((tmp_path / "true.urdf").read_text()).keys() == true_links
+    assert inertials.link_inertials((tmp_path / "true.urdf").read_text()).keys() == true_links
     assert main(["sim-whole-body", str(out), "--duration", "0"]) == 2
 
 
@@ -235,10 +240,10 @@ def test_the_whole_body_rows_hold_for_the_simulated_truth(robot, urdf, base):
     the true links and offsets, from the IMU's readings and the true angular acceleration."""
     from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
 
-    sim = wb.ROBOTS[robot](seed=4, noise=wb.NoiseModel.none())
+    sim = wbr.ROBOTS[robot](seed=4, noise=wb.NoiseModel.none())
     motion = sim.simulate(1.0 + np.arange(8) / RATE)
     model = WholeBodyModel.from_urdf(
-        wb.example_robot_urdf(urdf),
+        example_robot_urdf(urdf),
         base,
         [FTSensor(f, k) for f, k in sim.ft_sensors],
         sim.imu_frame,

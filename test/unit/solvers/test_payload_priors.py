@@ -18,8 +18,8 @@ from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import ConfigError, ProblemError, StartupError
 from inertia_id_ros.formats.export import body_json
 from inertia_id_ros.formats.prior import prior_from_link, prior_from_result, resolve_payload_prior
+from inertia_id_ros.modes.parameters import build_session, settings_from_parameters, validate_change
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
-from inertia_id_ros.ros.parameters import build_session, settings_from_parameters, validate_change
 from inertia_id_ros.sim.payload import (
     PANDA_ARM_JOINTS,
     PANDA_FLANGE,
@@ -283,7 +283,7 @@ def test_node_with_a_prior_builds_and_refuses_a_runtime_switch_without_one(model
         {"urdf_path": PANDA, "sensor_frame": PANDA_FLANGE, "payload_prior": "none"}
     )
     with pytest.raises(ValueError, match="needs the payload's CAD values"):
-        validate_change(settings, {"method": "cad_prior"}, (6, 16), prior_available=False)
+        validate_change(settings, {"method": "cad_prior"}, (6, 16), build_session(settings))
     assert validate_change(settings, {"method": "cad_prior"}, (6, 16)).method == "cad_prior"
 
 

@@ -2,12 +2,17 @@
 
 Payload: rows ``[pin.bodyRegressor(v, a_g), 1_6]`` (10 + 6 F/T offset parameters). Arm: the
 Panda's joint-torque regressor (fingers locked: 7 bodies, 70 parameters).
+
+The properties every method must have are parametrized over the registry (``METHODS``, and its
+constrained and ellipsoid-taking subsets): a newly registered method is tested without an edit
+here. Tests of one named method (its back ends, its own options) name it.
 """
 
 from __future__ import annotations
 
 import functools
 import glob
+import inspect
 import sys
 
 import numpy as np
@@ -21,10 +26,12 @@ from inertia_id_ros.core.inertia import (
     theta_from_inertia,
 )
 from inertia_id_ros.errors import ProblemError
+from inertia_id_ros.options import NO_ELLIPSOID_METHODS
 from inertia_id_ros.solvers import (
     METHODS,
     Problem,
     Solution,
+    check_options,
     ellipsoid_matrix,
     feasibility,
     lmi,
@@ -35,11 +42,29 @@ from inertia_id_ros.solvers._lmi_active_set import solve_newton_kkt
 from inertia_id_ros.solvers._lmi_fast import ConeProblem, solve_cone_qp
 from inertia_id_ros.solvers.lmi import build_cvxpy_model, cached_cvxpy_model
 from inertia_id_ros.solvers.problem import body_min_eigs
+from inertia_id_ros.solvers.registry import UNCONSTRAINED_METHODS
 
 GRAVITY = 9.81
 PAYLOAD_THETA = theta_from_inertia(1.3, np.array([0.02, -0.01, 0.05]), np.diag([4e-3, 5e-3, 3e-3]))
 PAYLOAD_OFFSET = np.array([0.5, -0.3, 1.0, 0.02, 0.01, -0.03])
-CONSTRAINED = ["lmi", "manifold", "pointmass", "cad_prior"]
+PRIOR = np.concatenate([PAYLOAD_THETA * 1.2, np.zeros(6)])
+"""A payload prior 20 % off the truth, no offset (the prior that ``cad_prior`` requires)."""
+CONSTRAINED = [method for method in METHODS if method not in UNCONSTRAINED_METHODS]
+"""The registered methods that return consistent bodies."""
+ELLIPSOID_METHODS = [method for method in CONSTRAINED if method not in NO_ELLIPSOID_METHODS]
+"""The registered methods that keep each body inside its bounding ellipsoid."""
+BACKENDS = {"lmi_cvxpy": ("lmi", {"backend": "cvxpy"})}
+"""Second back ends of registered methods (id -> method, options), tested beside them."""
+
+
+def method_cases(methods: list[str]) -> list:
+    """``(method, options)`` parameters: each of ``methods`` with its defaults, and the second
+    back ends (:data:`BACKENDS`) of those among them."""
+    return [pytest.param(method, {}, id=method) for method in methods] + [
+        pytest.param(method, options, id=name)
+        for name, (method, options) in BACKENDS.items()
+        if method in methods
+    ]
 
 
 def payload_rows(n: int, seed: int, planar: bool = False) -> np.ndarray:
@@ -258,14 +283,11 @@ PAYLOAD_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(PAYLOAD_CASES))
-@pytest.mark.parametrize("method", CONSTRAINED + ["lmi_cvxpy"])
-def test_constrained_methods_return_consistent_bodies(method, case):
-    problem, truth = payload_problem(
-        **PAYLOAD_CASES[case], prior=np.concatenate([PAYLOAD_THETA * 1.2, np.zeros(6)])
-    )
-    name, options = ("lmi", dict(backend="cvxpy")) if method == "lmi_cvxpy" else (method, {})
-    solution = solve(problem, name, **options)
-    assert solution.method == name and solution.found, solution.status
+@pytest.mark.parametrize("method, options", method_cases(CONSTRAINED))
+def test_constrained_methods_return_consistent_bodies(method, options, case):
+    problem, truth = payload_problem(**PAYLOAD_CASES[case], prior=PRIOR)
+    solution = solve(problem, method, **options)
+    assert solution.method == method and solution.found, solution.status
     assert_consistent(solution)
     assert solution.solve_time > 0 and np.isfinite(solution.objective)
     assert solution.residual_rms == pytest.approx(problem.residual_rms(solution.x))
@@ -278,8 +300,10 @@ def test_heavy_noise_makes_ols_inconsistent_but_found():
     assert solution.min_eigs[0] < 0
 
 
-@pytest.mark.parametrize("method", ["ols"] + CONSTRAINED)
-def test_well_excited_payload_recovers_truth(method):
+@pytest.mark.parametrize("method", list(METHODS))
+def test_well_excited_payload_recovers_truth_consistent(method):
+    """Every method, ols too: a well-excited payload with little noise comes out fully
+    consistent, its parameters and offset close to the truth."""
     problem, truth = payload_problem(
         noise=0.01,
         n=200,
@@ -288,6 +312,8 @@ def test_well_excited_payload_recovers_truth(method):
     )
     options = dict(points_per_axis=5) if method == "pointmass" else {}
     solution = solve(problem, method, **options)
+    assert solution.method == method and solution.found, solution.status
+    assert_consistent(solution)
     tolerance = 2e-2 if method == "pointmass" else 1e-3  # grid: mass only at the points
     assert relative_error(solution.bodies[0], truth[:10]) < tolerance
     np.testing.assert_allclose(solution.extras, PAYLOAD_OFFSET, atol=5e-3)
@@ -394,6 +420,26 @@ def test_warm_start_reduces_iterations(method, options):
     tolerance = 5e-3 if method == "pointmass" else 1e-5
     assert relative_error(warm.x, cold.x) < tolerance
     assert_consistent(warm)
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_method_takes_a_warm_start_and_refuses_a_misshapen_one(method):
+    """Warm-started from the previous window's solution or from its ``x`` (what the online
+    estimators pass), every method gives the cold start's answer on the updated problem; an
+    ``initvals`` of the wrong size is a ProblemError naming it."""
+    problem, truth = payload_problem(noise=2.0, n=60, seed=3, prior=PRIOR)
+    previous = solve(problem, method)
+    new_rows = payload_rows(3, 42)
+    updated = problem.add_rows(new_rows, new_rows @ truth)
+    cold = solve(updated, method)
+    tolerance = 5e-3 if method == "pointmass" else 1e-5  # grid: where the refinement stops
+    for initvals in (previous, previous.x):
+        warm = solve(updated, method, initvals=initvals)
+        assert warm.found and warm.method == method, warm.status
+        assert relative_error(warm.x, cold.x) < tolerance
+        assert warm.fully_consistent or method in UNCONSTRAINED_METHODS
+    with pytest.raises(ProblemError, match="initvals"):
+        solve(updated, method, initvals=np.zeros(3))
 
 
 def test_lmi_newton_warm_start_on_the_arm_and_from_a_poor_guess():
@@ -548,10 +594,7 @@ def test_manifold_capped_run_is_still_consistent():
     assert_consistent(solution)
 
 
-@pytest.mark.parametrize(
-    "method, options",
-    [("lmi", {}), ("lmi", dict(backend="cvxpy")), ("pointmass", {}), ("cad_prior", {})],
-)
+@pytest.mark.parametrize("method, options", method_cases(ELLIPSOID_METHODS))
 def test_bounding_ellipsoid_respected(method, options):
     # a sphere of radius 5 cm about the origin: the payload's COM (5.5 cm away) is outside
     sphere = ellipsoid_matrix(np.zeros(3), np.full(3, 0.05))
@@ -574,15 +617,16 @@ def test_bounding_ellipsoid_respected(method, options):
         assert solution.info["algorithm"] == "interior_point"
 
 
-def test_manifold_rejects_bounding_ellipsoids():
+@pytest.mark.parametrize("method", NO_ELLIPSOID_METHODS)
+def test_methods_without_ellipsoids_reject_them(method):
     sphere = ellipsoid_matrix(np.zeros(3), np.full(3, 0.05))
-    problem, _ = payload_problem(n=10, bounding_ellipsoids=[sphere])
+    problem, _ = payload_problem(n=10, bounding_ellipsoids=[sphere], prior=PRIOR)
     with pytest.raises(ProblemError, match="ellipsoid"):
-        solve(problem, "manifold")
+        solve(problem, method)
 
 
-@pytest.mark.parametrize("method", ["lmi", "manifold", "pointmass", "cad_prior", "lmi_cvxpy"])
-def test_nonnegative_extras_respected(method):
+@pytest.mark.parametrize("method, options", method_cases(CONSTRAINED))
+def test_nonnegative_extras_respected(method, options):
     # the true offset has negative entries 11 and 15: constrain 10..15 to be >= 0
     problem, _ = payload_problem(
         noise=0.1,
@@ -590,8 +634,7 @@ def test_nonnegative_extras_respected(method):
         nonnegative=tuple(range(10, 16)),
         prior=np.concatenate([PAYLOAD_THETA, np.zeros(6)]),
     )
-    name, options = ("lmi", dict(backend="cvxpy")) if method == "lmi_cvxpy" else (method, {})
-    solution = solve(problem, name, **options)
+    solution = solve(problem, method, **options)
     assert np.all(solution.extras >= 0)
     assert solution.extras[1] == pytest.approx(0.0, abs=1e-6)
     assert_consistent(solution)
@@ -616,5 +659,34 @@ def test_feasibility_check_and_closest_feasible():
         feasibility.closest_feasible(estimate, 1, metric=np.ones(3))
 
 
-def test_registry_lists_all_methods():
-    assert set(METHODS) == {"ols", "lmi", "manifold", "pointmass", "cad_prior"}
+# ---- the registry -----------------------------------------------------------------------------
+
+
+def test_the_registry_holds_the_package_methods_and_its_subsets_name_registered_ones():
+    """The package's methods are registered; the lists that select methods by what they can do
+    name registered methods only (a misspelt name would drop a method from its tests)."""
+    assert {"ols", "lmi", "manifold", "pointmass", "cad_prior"} <= set(METHODS)
+    assert set(UNCONSTRAINED_METHODS) | set(NO_ELLIPSOID_METHODS) <= set(METHODS)
+    assert {method for method, _ in BACKENDS.values()} <= set(METHODS)
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_method_has_the_registry_signature(method):
+    """``f(problem, initvals=None, *, options with defaults)``: ``solve`` passes
+    ``(problem, initvals, **options)``, ``check_options`` binds the options by name."""
+    parameters = list(inspect.signature(METHODS[method]).parameters.values())
+    assert [p.name for p in parameters[:2]] == ["problem", "initvals"]
+    assert parameters[1].default is None
+    options = parameters[2:]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in options), options
+    assert all(p.default is not inspect.Parameter.empty for p in options), options
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_method_refuses_an_unknown_option_before_solving(method):
+    assert check_options(method, {}) is METHODS[method]
+    with pytest.raises(ProblemError, match=f"method '{method}'.*no_such_option"):
+        check_options(method, {"no_such_option": 1})
+    problem, _ = payload_problem(n=10, prior=PRIOR)
+    with pytest.raises(ProblemError, match="no_such_option"):
+        solve(problem, method, no_such_option=1)

@@ -1,5 +1,5 @@
 """The node's parameters without processes: start-up validation, the session they build, and
-run-time changes (``inertia_id_ros.ros.parameters`` imports no rclpy)."""
+run-time changes (``inertia_id_ros.modes.parameters`` imports no rclpy)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import pytest
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import InertiaIdError, StartupError
-from inertia_id_ros.online.session import LinkSession, PayloadSession
-from inertia_id_ros.ros.parameters import (
+from inertia_id_ros.modes.parameters import (
     MAX_UPDATE_RATE_HZ,
     PARAMETERS,
     RUNTIME_PARAMETERS,
@@ -19,6 +18,8 @@ from inertia_id_ros.ros.parameters import (
     settings_from_parameters,
     validate_change,
 )
+from inertia_id_ros.online.link_session import LinkSession
+from inertia_id_ros.online.payload_session import PayloadSession
 
 PANDA = str(example_robot_urdf("panda"))
 PAYLOAD = {"urdf_path": PANDA, "sensor_frame": "panda_link8"}
@@ -203,3 +204,26 @@ def test_a_run_time_switch_to_a_method_that_cannot_take_the_ellipsoids_is_refuse
     with pytest.raises(ValueError, match="'manifold' cannot take bounding ellipsoids"):
         validate_change(settings, {"method": "manifold"}, (6, 16))
     assert validate_change(settings, {"method": "pointmass"}, (6, 16)).method == "pointmass"
+
+
+def test_what_a_method_needs_of_the_session_is_its_modes():
+    """The node's ~/identify and run-time method changes ask the mode
+    (``Mode.check_session_method``): cad_prior needs a payload's CAD values, not a chain's."""
+    from inertia_id_ros import modes
+
+    values = {"urdf_path": PANDA, "sensor_frame": "panda_link8", "payload_prior": "none"}
+    settings = settings_from_parameters(values)
+    session = build_session(settings)
+    payload = modes.get("payload")
+    with pytest.raises(ValueError, match="needs the payload's CAD values"):
+        payload.check_session_method(session, "cad_prior")
+    payload.check_session_method(session, "lmi")
+    with pytest.raises(ValueError, match="needs the payload's CAD values"):
+        validate_change(settings, {"method": "cad_prior"}, (6, 16), session)
+    assert validate_change(settings, {"method": "cad_prior"}, (6, 16)).method == "cad_prior"
+    links = settings_from_parameters(
+        {"mode": "links", "urdf_path": PANDA, "joints": ["panda_joint2"]}
+    )
+    chain = build_session(links)
+    modes.get("links").check_session_method(chain, "cad_prior")  # the URDF's links: the prior
+    assert validate_change(links, {"method": "cad_prior"}, (1, 14), chain).method == "cad_prior"

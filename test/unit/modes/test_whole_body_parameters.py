@@ -4,17 +4,20 @@ input names the item."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import StartupError
-from inertia_id_ros.online.session import WholeBodySession
-from inertia_id_ros.ros.parameters import build_session, settings_from_parameters, validate_change
+from inertia_id_ros.modes.parameters import (
+    build_session,
+    parameters_from_file,
+    settings_from_parameters,
+)
+from inertia_id_ros.online.whole_body_session import WholeBodySession
 
 
 def _config(name: str, robot: str) -> dict:
-    values = yaml.safe_load((REPO / "config" / name).read_text())["inertia_id"]["ros__parameters"]
+    values = parameters_from_file(REPO / "config" / name)
     return {**values, "urdf_path": str(example_robot_urdf(robot))}
 
 
@@ -52,9 +55,7 @@ def test_whole_body_configs_build_a_session(name, robot, n_sensors, n_bodies):
         ({"imu_frame": ""}, "'imu_frame'"),
         ({"ft_frames": None}, "'ft_frames'"),
         ({"base": "wheeled"}, "'base'"),
-        ({"method": "manifold"}, "'method'"),
         ({"sample_rate_hz": 0.0}, "'sample_rate_hz'"),
-        ({"method": "cad_prior"}, "'method': 'cad_prior' does not solve whole-body"),
         ({"weighting": "joint"}, "'weighting': unknown weighting 'joint'"),
         ({"ft_flip_wrench_sign": ["r_elbow"]}, "'ft_flip_wrench_sign': 'r_elbow' is not one of"),
     ],
@@ -123,14 +124,6 @@ def test_frames_not_in_the_urdf_name_the_item(overrides, item):
     settings = settings_from_parameters({**ICUB, **overrides})
     with pytest.raises(StartupError, match=item):
         build_session(settings)
-
-
-@pytest.mark.parametrize("method", ["cad_prior", "manifold"])
-def test_a_run_time_method_the_whole_body_problem_cannot_take_is_refused(method):
-    settings = settings_from_parameters(ICUB)
-    with pytest.raises(ValueError, match=f"{method!r} does not solve whole-body problems"):
-        validate_change(settings, {"method": method}, (1, 1))
-    assert validate_change(settings, {"method": "ols"}, (1, 1)).method == "ols"
 
 
 def test_a_robot_description_builds_the_session_and_leaves_no_file(tmp_path, monkeypatch):

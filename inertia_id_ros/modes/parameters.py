@@ -1,4 +1,5 @@
-"""The node's parameters: the table, their validation, and the session they build (no rclpy).
+"""The node's parameters: the table, their validation, and the session they build (no rclpy:
+the node declares them, ``inertia-id replay`` and the jobs build its sessions with them).
 
 - :data:`COMMON_PARAMETERS` and :data:`EXCITE_TABLE`: the parameters of every mode and of the
   excitation wizard; each mode adds its own (:attr:`~inertia_id_ros.modes.Mode.parameters`,
@@ -31,9 +32,13 @@ from inertia_id_ros.modes import Mode, NodeSettings, ParameterSpec
 from inertia_id_ros.modes.base import positive
 from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
-from inertia_id_ros.online.payload_estimator import check_prior_available
 from inertia_id_ros.online.session import Session
-from inertia_id_ros.options import LINK_VOLUME_MARGIN, NO_ELLIPSOID_METHODS, WEIGHTINGS
+from inertia_id_ros.options import (
+    DESIGN_TIME_LIMITS,
+    LINK_VOLUME_MARGIN,
+    NO_ELLIPSOID_METHODS,
+    WEIGHTINGS,
+)
 from inertia_id_ros.solvers import METHODS, check_options
 
 MAX_UPDATE_RATE_HZ = 100.0
@@ -47,10 +52,11 @@ def _listed(items: list[str]) -> str:
 
 MODE_PARAMETER = ParameterSpec(
     "mode",
-    "payload",
+    registry.default().name,
     "What to identify: " + _listed([f"'{m.name}' ({m.summary})" for m in registry.modes()]) + ".",
 )
-"""The node's mode: a registered mode's name (or ``package.module:Attr``, :func:`mode_of`)."""
+"""The node's mode: a registered mode's name (or ``package.module:Attr``, :func:`mode_of`); by
+default the registry's first (:func:`~inertia_id_ros.modes.base.default`)."""
 
 COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
     MODE_PARAMETER,
@@ -230,7 +236,9 @@ EXCITE_TABLE: tuple[ParameterSpec, ...] = (
         "design_time_limit_sec",
         0.0,
         "~/excite: optimisation time of a motion designed on the spot (s), >= 0; 0: "
-        "the design's default (40 s payload, 240 s links).",
+        "the design's default ("
+        + ", ".join(f"{seconds:g} s {target}" for target, seconds in DESIGN_TIME_LIMITS.items())
+        + ").",
     ),
 )
 """The excitation wizard's parameters (``~/excite``: the modes with an excitation target)."""
@@ -289,17 +297,9 @@ def _run_config(values: Mapping[str, Any]) -> RunConfig:
         raise StartupError(f"parameter '{EXCITE_PREFIX}{str(error).split()[0]}': {error}") from None
 
 
-def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
-    """Validated settings from the parameters' values (name -> value; missing names take the
-    table's default; an array parameter not set is ``None``). Every mode's values are checked,
-    then the mode's requirements (:meth:`~inertia_id_ros.modes.Mode.check_settings`). Raises
-    :class:`~inertia_id_ros.errors.StartupError` naming the first invalid parameter."""
-    mode = mode_of(values.get(MODE_PARAMETER.name, MODE_PARAMETER.default))
-    table = node_parameters()
-    unknown = sorted(set(values) - {p.name for p in table})
-    if unknown:
-        raise StartupError(f"parameter {unknown[0]!r} is not a parameter of the node")
-    v = {p.name: values.get(p.name, p.default) for p in table}
+def _check_rates(v: Mapping[str, Any]) -> None:
+    """StartupError naming the first of the common periods, rates and depths of ``v`` (name ->
+    value) that is out of range."""
     for name in (
         "window_sec",
         "update_rate_hz",
@@ -318,6 +318,20 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         )
     if int(v["qos_depth"]) < 1:
         raise StartupError(f"parameter 'qos_depth' must be >= 1, got {v['qos_depth']!r}")
+
+
+def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
+    """Validated settings from the parameters' values (name -> value; missing names take the
+    table's default; an array parameter not set is ``None``). Every mode's values are checked,
+    then the mode's requirements (:meth:`~inertia_id_ros.modes.Mode.check_settings`). Raises
+    :class:`~inertia_id_ros.errors.StartupError` naming the first invalid parameter."""
+    mode = mode_of(values.get(MODE_PARAMETER.name, MODE_PARAMETER.default))
+    table = node_parameters()
+    unknown = sorted(set(values) - {p.name for p in table})
+    if unknown:
+        raise StartupError(f"parameter {unknown[0]!r} is not a parameter of the node")
+    v = {p.name: values.get(p.name, p.default) for p in table}
+    _check_rates(v)
     v["weighting"] = v["weighting"] or mode.default_weighting
     if v["weighting"] not in WEIGHTINGS:
         raise StartupError(
@@ -383,19 +397,18 @@ def validate_change(
     settings: NodeSettings,
     new: Mapping[str, Any],
     window_shape: tuple[int, int],
-    prior_available: bool = True,
+    session: Session | None = None,
 ) -> NodeSettings:
     """The settings after the run-time change ``new`` (name -> value, one set-parameters call:
     all apply or none) to a node whose window holds samples of ``window_shape`` (rows per
-    sample, parameters) and whose session has a prior or not (``prior_available``), or
-    ValueError with the reason: a read-only parameter, a value that is not
-    finite and > 0, a rate above :data:`MAX_UPDATE_RATE_HZ`, an unknown method or one that does
-    not solve the mode's problem (:meth:`~inertia_id_ros.modes.Mode.check_method`), a method
-    that needs a prior the session does not have, one that cannot take the bounding
-    ellipsoids of ``bounding_ellipsoid``, options the
-    method does not take (they belong to the method: a new method keeps the old options only if
-    it takes them), a window needing too much memory
-    (:meth:`~inertia_id_ros.modes.Mode.check_window`)."""
+    sample, parameters) and that runs ``session`` (``None``: not checked), or ValueError with
+    the reason: a read-only parameter, a value that is not finite and > 0, a rate above
+    :data:`MAX_UPDATE_RATE_HZ`, an unknown method or one that does not solve the mode's problem
+    (:meth:`~inertia_id_ros.modes.Mode.check_method`), a method that needs what the session
+    lacks (:meth:`~inertia_id_ros.modes.Mode.check_session_method`), one that cannot take the
+    bounding ellipsoids of ``bounding_ellipsoid``, options the method does not take (they belong
+    to the method: a new method keeps the old options only if it takes them), a window needing
+    too much memory (:meth:`~inertia_id_ros.modes.Mode.check_window`)."""
     read_only = sorted(set(new) - set(RUNTIME_PARAMETERS))
     if read_only:
         raise ValueError(
@@ -405,7 +418,8 @@ def validate_change(
     mode = registry.get(settings.mode)
     method = new.get("method", settings.method)
     mode.check_method(method)
-    check_prior_available(method, prior_available)
+    if session is not None:
+        mode.check_session_method(session, method)
     check_ellipsoid_method(method, settings.bounding_ellipsoid)
     options = solver_options(method, new.get("solver_options", settings.solver_options))
     for name in ("window_sec", "update_rate_hz"):

@@ -1,0 +1,219 @@
+"""The base's tilt: the direction of gravity in a chain's root frame, from its joint torques.
+
+Two angles (roll, pitch) minimising the consistent fit's torque residual
+(:func:`estimate_base_tilt`). A robot is never mounted exactly level: on the KUKA LWR4+ runs a
+tilt of about 1 degree is worth 10 % of the held-out RMS, which the unconstrained least squares
+absorbs into inconsistent links and the consistent fit cannot. The torques are linear in the
+gravity (a base acceleration), so the regressor is evaluated once for every tilt
+(:func:`gravity_normal_equations`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+from scipy.optimize import minimize
+
+from inertia_id_ros.chain.link_fit import build_link_problem
+from inertia_id_ros.chain.links import (
+    JointTorqueData,
+    LinkModel,
+    gravity_columns,
+    regression_system,
+    with_gravity,
+)
+from inertia_id_ros.core.covariance import channel_grams
+from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
+from inertia_id_ros.solvers import Problem, solve
+
+DEFAULT_TILT_SAMPLES = 2000
+"""Samples (evenly strided) of the base-tilt and torque-delay searches. Two angles and one delay
+are decided by the motion's span, not its density: on the KUKA run 1 (4961 samples), 2000 give
+the tilt of all of them to 0.01 degrees and a delay as good on held-out runs (the benchmark
+``benchmarks/bench_fit_links.py``)."""
+MAX_TILT = 0.1
+"""Largest base tilt searched (rad, about 6 degrees); beyond it the URDF's base is wrong."""
+
+
+@dataclass(frozen=True)
+class BaseTilt:
+    """The base's tilt: ``roll``, ``pitch`` (rad) rotating the model's gravity ``gravity`` (3,)
+    (m/s², root frame, after the tilt); ``rms`` (N·m) the consistent fit's training RMS with it
+    and ``level_rms`` without."""
+
+    roll: float
+    pitch: float
+    gravity: np.ndarray
+    rms: float
+    level_rms: float
+
+    def as_json(self) -> dict:
+        """``{"roll_rad", "pitch_rad", "gravity", "rms", "level_rms"}``."""
+        return {
+            "roll_rad": self.roll,
+            "pitch_rad": self.pitch,
+            "gravity": self.gravity.tolist(),
+            "rms": self.rms,
+            "level_rms": self.level_rms,
+        }
+
+
+def tilted_gravity(model: LinkModel, roll: float, pitch: float) -> np.ndarray:
+    """(3,) the model's gravity (root frame) rotated by ``roll`` about x, then ``pitch`` about y
+    (rad): the gravity of the base tilted by the opposite rotation."""
+    return pin.rpy.rpyToMatrix(roll, pitch, 0.0) @ np.asarray(model.model.gravity.linear)
+
+
+def gravity_normal_equations(
+    model: LinkModel, data: JointTorqueData
+) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Normal equations ``(gram (P, P), moment (P,), yty, n_rows)`` of the regressor extended by
+    gravity: ``E = [Y_0, G_x, G_y, G_z]`` with ``Y_0`` the model's regressor of ``data``
+    without gravity and ``G_a`` the links' mass and first-moment columns of the regressor at
+    rest under unit gravity along the root frame's axis ``a``, so that the regressor under any
+    gravity ``g`` (m/s², root frame) is ``Y(g) = E @`` :func:`gravity_map` ``(model, g)`` (the
+    torques are linear in the gravity, a base acceleration)."""
+    weightless = with_gravity(model, np.zeros(3))
+    parts = []
+    for start in range(0, data.n_samples, _GRAVITY_CHUNK):
+        chunk = model.in_joint_order(data.subset(slice(start, start + _GRAVITY_CHUNK)))
+        Y, y = regression_system(weightless, chunk)
+        unit = model.gravity_columns_at_rest(chunk.positions)
+        parts.append((np.hstack([Y] + [unit[:, a].reshape(Y.shape[0], -1) for a in range(3)]), y))
+    gram = sum(
+        channel_grams(E.reshape(-1, model.n_joints, E.shape[1])).sum(axis=0) for E, _ in parts
+    )  # per joint: the zero columns skipped
+    moment = sum(E.T @ y for E, y in parts)
+    yty = float(sum(y @ y for _, y in parts))
+    return gram, moment, yty, data.n_samples * model.n_joints
+
+
+_GRAVITY_CHUNK = 2000  # samples per block of gravity_normal_equations
+
+
+def gravity_map(model: LinkModel, gravity: np.ndarray) -> np.ndarray:
+    """(P, p) ``T`` with ``Y(gravity) = E @ T`` for the extended regressor ``E`` of
+    :func:`gravity_normal_equations` (``gravity`` (3,) m/s², root frame)."""
+    p, columns = model.n_parameters, gravity_columns(model)
+    T = np.zeros((p + 3 * columns.size, p))
+    T[np.arange(p), np.arange(p)] = 1.0
+    for a, g in enumerate(np.asarray(gravity, dtype=float)):
+        T[p + a * columns.size + np.arange(columns.size), columns] = g
+    return T
+
+
+def tilted_gravity_jacobian(model: LinkModel, roll: float, pitch: float) -> np.ndarray:
+    """(3, 2) derivative of :func:`tilted_gravity` (m/s² per rad) by ``roll`` and ``pitch``."""
+    g0 = np.asarray(model.model.gravity.linear)
+    Rx = pin.rpy.rpyToMatrix(roll, 0.0, 0.0)
+    Ry = pin.rpy.rpyToMatrix(0.0, pitch, 0.0)
+    return np.column_stack(
+        [Ry @ Rx @ np.cross([1.0, 0.0, 0.0], g0), Ry @ np.cross([0.0, 1.0, 0.0], Rx @ g0)]
+    )
+
+
+def estimate_base_tilt(
+    model: LinkModel,
+    data: JointTorqueData,
+    method: str = "lmi",
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+    max_samples: int = DEFAULT_TILT_SAMPLES,
+    **solver_options: object,
+) -> BaseTilt:
+    """The base tilt (roll, pitch within +-:data:`MAX_TILT` rad) minimising the training torque
+    RMS of the ``method`` fit (prior weight ``prior_weight``) on at most ``max_samples`` samples of
+    ``data``. The regressor is evaluated once: every tilt's normal equations follow from
+    :func:`gravity_normal_equations`; every solve is warm-started from the previous one.
+
+    Search, in two steps: quasi-Newton (L-BFGS-B from level) on the fit's objective (training
+    residual plus prior term), whose gradient is exact and cheap (at the fit's optimum ``x`` it is
+    the residual's derivative by the tilt with ``x`` held: the constraints do not depend on the
+    tilt); then, as the prior term moves that optimum a little, the training RMS is fitted by a
+    quadratic in the angles on six tilts :data:`TILT_POLISH_STEP` about it, and its vertex is
+    kept if it scores best."""
+    rows = np.arange(0, data.n_samples, max(1, int(np.ceil(data.n_samples / max_samples))))
+    gram, moment, yty, n_rows = gravity_normal_equations(model, data.subset(rows))
+    columns = gravity_columns(model)
+    p = model.n_parameters
+    previous: list = []
+    rms: dict[tuple[float, float], float] = {}
+
+    def fit(angles: np.ndarray) -> tuple[Problem, np.ndarray, np.ndarray]:
+        angles = np.clip(angles, -MAX_TILT, MAX_TILT)
+        T = gravity_map(model, tilted_gravity(model, *angles))
+        problem = build_link_problem(model, T.T @ gram @ T, T.T @ moment, yty, n_rows, prior_weight)
+        solution = solve(
+            problem, method=method, initvals=previous[-1] if previous else None, **solver_options
+        )
+        previous.append(solution)
+        rms[tuple(angles)] = float(np.sqrt(problem.squared_residual(solution.x) / n_rows))
+        return problem, solution.x, T
+
+    def objective(angles: np.ndarray) -> tuple[float, np.ndarray]:
+        problem, x, T = fit(angles)
+        slope = gram @ (T @ x) - moment  # Y(g) x = E T x: the residual's slope in E's columns
+        by_gravity = np.array(
+            [
+                2.0 * x[columns] @ slope[p + a * columns.size : p + (a + 1) * columns.size]
+                for a in range(3)
+            ]
+        )
+        return (
+            problem.objective(x) / n_rows,
+            by_gravity @ tilted_gravity_jacobian(model, *angles) / n_rows,
+        )
+
+    level = (0.0, 0.0)
+    result = minimize(
+        objective,
+        np.zeros(2),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(-MAX_TILT, MAX_TILT)] * 2,
+        options={"ftol": 1e-12, "gtol": 1e-9, "maxfun": 30},
+    )
+    centre = np.clip(result.x, -MAX_TILT, MAX_TILT)
+    fit(centre)
+    offsets = TILT_POLISH_STEP * np.array([[1, 0], [-1, 0], [0, 1], [0, -1], [1, 1]])
+    for offset in offsets:
+        fit(centre + offset)
+    vertex = _quadratic_vertex(
+        offsets,
+        [rms[tuple(np.clip(centre + o, -MAX_TILT, MAX_TILT))] for o in offsets],
+        rms[tuple(centre)],
+    )
+    if vertex is not None:
+        fit(centre + vertex)
+    if level not in rms:
+        fit(np.zeros(2))
+    roll, pitch = min(rms, key=rms.__getitem__)
+    return BaseTilt(roll, pitch, tilted_gravity(model, roll, pitch), rms[roll, pitch], rms[level])
+
+
+TILT_POLISH_STEP = 2e-3
+"""Spacing (rad) of the tilts about the objective's optimum whose training RMS the base-tilt
+search fits by a quadratic (:func:`estimate_base_tilt`)."""
+
+
+def _quadratic_vertex(
+    offsets: np.ndarray, values: Sequence[float], at_zero: float
+) -> np.ndarray | None:
+    """The minimum (2,) of the quadratic in two variables through ``values`` at ``offsets``
+    (5, 2) and ``at_zero`` at the origin; ``None`` if it has none (not convex)."""
+    A = np.column_stack(
+        [
+            offsets[:, 0] ** 2,
+            offsets[:, 0] * offsets[:, 1],
+            offsets[:, 1] ** 2,
+            offsets[:, 0],
+            offsets[:, 1],
+        ]
+    )
+    a, b, c, d, e = np.linalg.solve(A, np.asarray(values) - at_zero)
+    hessian = np.array([[2 * a, b], [b, 2 * c]])
+    if np.linalg.eigvalsh(hessian)[0] <= 0:
+        return None
+    return np.linalg.solve(hessian, -np.array([d, e]))
