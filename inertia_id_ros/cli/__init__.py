@@ -115,7 +115,7 @@ from inertia_id_ros.cli import (
     traversaro,
     validate,
 )
-from inertia_id_ros.cli.common import EXIT_BAD_INPUT, EXIT_NO_ESTIMATE
+from inertia_id_ros.cli.common import EXIT_BAD_INPUT, EXIT_NO_ESTIMATE, print_findings
 from inertia_id_ros.errors import CallerError, EstimateUnavailable
 from inertia_id_ros.options import EXIT_INTERRUPTED
 from inertia_id_ros.threads import limit_threads
@@ -165,9 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         limit_threads()  # before the command loads numpy (inertia_id_ros.threads)
         return args.run(args)
     except CallerError as e:
+        print_findings(args.command, e.findings)  # what a job had found before
         print(f"inertia-id {args.command}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except EstimateUnavailable as e:
+    except EstimateUnavailable as e:  # a job's solver failed
+        print_findings(args.command, e.findings)
         print(f"inertia-id {args.command}: no estimate: {e.message}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
     except KeyboardInterrupt:  # Ctrl-C: wherever it lands, one line (the demo says it itself)
