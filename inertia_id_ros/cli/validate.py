@@ -68,7 +68,8 @@ def _described(
     """``(held_out, train)`` of ``--input``: its held-out part and training part when it splits,
     else all of it and ``--train``."""
     from inertia_id_ros.cli.common import load_urdf_model
-    from inertia_id_ros.formats.description import InputDescription, load_recording, split_recording
+    from inertia_id_ros.formats.description import InputDescription
+    from inertia_id_ros.formats.recording import load_recording, split_recording
     from inertia_id_ros.offline.validation import DataSource
 
     if args.urdf is None:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from inertia_id_ros.chain.identify import LinkIdentification
     from inertia_id_ros.chain.links import LinkModel
     from inertia_id_ros.formats.data import JointStates
-    from inertia_id_ros.formats.description import Recording
+    from inertia_id_ros.formats.recording import Recording
     from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.jobs.validate import Validation
     from inertia_id_ros.offline.plausibility import Volume
@@ -191,7 +191,7 @@ def _read(urdf: str, source: LogSource, options: FitLinksOptions) -> _Recorded:
     the model and the held joints, the loader's notes and the units' checks
     (:class:`_Recorded`)."""
     from inertia_id_ros.formats.data import check_joints
-    from inertia_id_ros.formats.description import joints_coupled
+    from inertia_id_ros.formats.recording import joints_coupled
     from inertia_id_ros.formats.units import log_unit_findings
 
     source.check_bag_options()

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from inertia_id_ros.core.kinematics import SensorKinematics
     from inertia_id_ros.formats.data import PayloadRecording
-    from inertia_id_ros.formats.description import Recording
+    from inertia_id_ros.formats.recording import Recording
     from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.jobs.validate import Validation
     from inertia_id_ros.offline.plausibility import Volume

@@ -44,8 +44,8 @@ from inertia_id_ros.formats.data import (
     WRENCH_TYPE,
     iter_bag_messages,
 )
-from inertia_id_ros.formats.description import Recording
 from inertia_id_ros.formats.export import body_json
+from inertia_id_ros.formats.recording import Recording
 from inertia_id_ros.offline.plausibility import (
     Volume,
     payload_fit_findings,

@@ -13,7 +13,7 @@ gives an estimate or the reason there is none (:class:`~inertia_id_ros.online.se
 what a replay gives is a :class:`ReplayUpdates`.
 
 **Described logs** (``inertia-id replay --input``): a log loaded through an input description
-(:class:`~inertia_id_ros.formats.description.Recording`: names, units, signs, held joints and clock
+(:class:`~inertia_id_ros.formats.recording.Recording`: names, units, signs, held joints and clock
 offsets applied) goes through the same loop, its samples in stamp order
 (:func:`recording_messages`; the held joints as constant columns). Either way the joint states'
 units are checked as they pass (:class:`JointStateRange`: degrees? milliseconds?), as the fit
@@ -49,7 +49,7 @@ from inertia_id_ros.formats.data import (
     read_bag_messages,
     wrench_values,
 )
-from inertia_id_ros.formats.description import Recording
+from inertia_id_ros.formats.recording import Recording
 from inertia_id_ros.formats.units import check_time_units, position_unit_findings
 from inertia_id_ros.online.session import Session, Update
 
@@ -62,7 +62,7 @@ EstimateT = TypeVar("EstimateT")
 
 ReplayLog = str | Path | Recording
 """What a replay reads: a bag (its path), or a log loaded through an input description
-(:func:`~inertia_id_ros.formats.description.load_recording`)."""
+(:func:`~inertia_id_ros.formats.recording.load_recording`)."""
 
 CHECKED_STAMPS = 2000
 """Joint-state stamps a replay keeps for the time-unit check (the first ones)."""

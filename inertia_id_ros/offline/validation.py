@@ -46,7 +46,7 @@ from inertia_id_ros.formats.data import (
     read_payload_file,
     with_derivatives,
 )
-from inertia_id_ros.formats.description import Recording
+from inertia_id_ros.formats.recording import Recording
 from inertia_id_ros.options import DEFAULT_HALF_WIDTH
 
 MODELS = ("fit", "urdf", "urdf_offsets", "ols")
