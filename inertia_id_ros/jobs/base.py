@@ -22,7 +22,7 @@ from inertia_id_ros.findings import Finding, refused
 if TYPE_CHECKING:
     import pinocchio as pin
 
-    from inertia_id_ros.offline.plausibility import Volume
+    from inertia_id_ros.offline.volumes import Volume
 
 E = TypeVar("E")
 """The estimate type of a job's result."""
@@ -96,9 +96,9 @@ def check_bounding_ellipsoid(method: str, bounding_ellipsoid: bool) -> None:
 def payload_volume_of(sphere: float | None, box: Sequence[float] | None) -> Volume:
     """The payload's bounding volume: within ``sphere`` m of its frame's origin, or within the
     ``box`` of half-extents (3,) m along its axes, else the default sphere
-    (:func:`~inertia_id_ros.offline.plausibility.payload_volume`); a size not > 0 is an
+    (:func:`~inertia_id_ros.offline.volumes.payload_volume`); a size not > 0 is an
     :class:`InputError`."""
-    from inertia_id_ros.offline.plausibility import payload_volume
+    from inertia_id_ros.offline.volumes import payload_volume
 
     if sphere is not None and not sphere > 0:
         raise InputError(f"--payload-sphere must be > 0 m, got {sphere}")

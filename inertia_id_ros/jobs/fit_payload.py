@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from inertia_id_ros.formats.recording import Recording
     from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.jobs.validate import Validation
-    from inertia_id_ros.offline.plausibility import Volume
+    from inertia_id_ros.offline.volumes import Volume
     from inertia_id_ros.online.payload_estimator import Estimate, PayloadEstimator
 
 FEED_BLOCK_SEC = 0.5
@@ -309,7 +309,7 @@ def _document(
     (residuals against the unconstrained fit, the bounding volume) and how well the data
     determine the payload, in lines."""
     from inertia_id_ros.formats.export import body_json
-    from inertia_id_ros.offline.plausibility import (
+    from inertia_id_ros.offline.fit_checks import (
         identifiability_json,
         identifiability_lines,
         payload_base_parameters,

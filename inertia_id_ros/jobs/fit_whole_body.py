@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
     from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.formats.whole_body_log import WholeBodyRecording
-    from inertia_id_ros.offline.plausibility import Volume
+    from inertia_id_ros.offline.volumes import Volume
 
 PINNED = "pinned at 0 kg (not identified)"
 """A link's identifiability when its mass sits at its bound (never "identified")."""
@@ -104,12 +104,8 @@ def fit_whole_body(
     recording of ``source`` (an NPZ, a bag or an input description), with ``options``."""
     from inertia_id_ros.formats.units import check_time_units, log_unit_findings
     from inertia_id_ros.formats.whole_body_log import whole_body_inputs
-    from inertia_id_ros.offline.plausibility import (
-        ellipsoids_of,
-        free_fall_finding,
-        link_volumes,
-        volumes_holding,
-    )
+    from inertia_id_ros.offline.plausibility import free_fall_finding
+    from inertia_id_ros.offline.volumes import ellipsoids_of, link_volumes, volumes_holding
 
     loaded = _read(urdf, source, options)
     recording = loaded.recording
@@ -376,12 +372,12 @@ def _document(
     sign), residuals per sensor against the unconstrained fit, masses pinned at zero (their
     links' identifiability :data:`PINNED`), the links' bounding volumes."""
     from inertia_id_ros.formats.whole_body_log import whole_body_json
-    from inertia_id_ros.offline.plausibility import (
-        pinned_mass_findings,
-        volume_findings,
+    from inertia_id_ros.offline.fit_checks import (
         whole_body_gain_findings,
         whole_body_residual_findings,
     )
+    from inertia_id_ros.offline.plausibility import pinned_mass_findings
+    from inertia_id_ros.offline.volumes import volume_findings
 
     document = {
         "mode": WholeBodyMode.name,
@@ -418,7 +414,7 @@ def _summary(
 ) -> list[str]:
     """The fit for people: the data and rows used, the identifiability, the fixed base's tilt,
     each link and sensor offset, the residual, the weights."""
-    from inertia_id_ros.offline.plausibility import identifiability_lines
+    from inertia_id_ros.offline.fit_checks import identifiability_lines
 
     lines = [
         f"fit-whole-body ({options.method}, {model.base} base): {fit.n_samples} samples, "
