@@ -66,13 +66,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the files asked for; the exit code."""
     from inertia_id_ros.core.inertia import inertia_from_theta
+    from inertia_id_ros.formats.controller_payloads import write_payload_formats
     from inertia_id_ros.formats.export import (
         DEFAULT_GRAVITY,
         export_urdf,
         gravity_compensation_yaml,
         read_body,
         root_link,
-        write_payload_formats,
     )
 
     if not (args.urdf_out or args.gravity_yaml or args.payload_formats):
