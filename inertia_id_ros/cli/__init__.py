@@ -100,6 +100,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from inertia_id_ros import modes
 from inertia_id_ros.cli import (
@@ -141,7 +142,7 @@ COMMANDS = (
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line on stderr (exit code 2), like every other bad input."""
 
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 

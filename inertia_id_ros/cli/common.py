@@ -119,7 +119,12 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def write_output(path: str, write: Callable[[str], None]) -> None:
+def text_writer(text: str) -> Callable[[str], object]:
+    """A writer of ``text`` to the path it is given (for :func:`write_output`)."""
+    return lambda path: Path(path).write_text(text)
+
+
+def write_output(path: str, write: Callable[[str], object]) -> None:
     """``write(path)``; an :class:`OSError` is an :class:`InputError`."""
     try:
         write(path)

@@ -203,7 +203,11 @@ def whole_body_residual_findings(
         model, samples, "ols", prior_weight=prior_weight, with_efforts=with_efforts
     )
     errors = prediction_errors_of(model, [x, ols.x, np.zeros_like(x)], samples, with_efforts)
-    subjects, consistent, unconstrained, measured, units = [], [], [], [], []
+    subjects: list[str] = []
+    units: list[str] = []
+    consistent: list[float] = []
+    unconstrained: list[float] = []
+    measured: list[float] = []
     for group in errors[0].force:
         for part, unit in (("force", "N"), ("torque", "N m")):
             values = [getattr(e, part)[group] for e in errors]

@@ -112,7 +112,7 @@ def link_filter_findings(
     a payload, a small inertia on the last link, takes their error, and takes the difference
     when its own data are differentiated otherwise. A result without a filter (written by hand,
     or a simulator's truth) is not judged."""
-    chosen = result.get("differentiation")
+    chosen = result.get("differentiation") or {}
     try:
         link_half_width = float(chosen.get("half_width_s") or 0.0)
     except (AttributeError, TypeError, ValueError):
@@ -229,7 +229,9 @@ def residual_ratio_findings(
             same = float(same_columns_rms[k])
             figures["unconstrained_without_offset_rms"] = same
             offset = (
-                residual_ratios([same], [unconstrained_rms[k]], [measured_rms[k]])[0]
+                residual_ratios(
+                    np.array([same]), unconstrained_rms[k : k + 1], measured_rms[k : k + 1]
+                )[0]
                 > RESIDUAL_RATIO_WARN
             )
         if offset:

@@ -195,6 +195,8 @@ def torque_data(states: JointStates) -> JointTorqueData:
     :class:`InputError` when the held-out data have no efforts."""
     if states.effort is None:
         raise InputError("the held-out data have no efforts")
+    if states.dq is None or states.ddq is None:
+        raise InputError("the held-out data have no velocities or accelerations")
     return JointTorqueData(states.q, states.dq, states.ddq, states.effort, states.joint_names)
 
 

@@ -45,7 +45,7 @@ class Volume:
     def describe(self) -> str:
         """E.g. ``"sphere of 0.5 m about [0, 0, 0]"``."""
         center = ", ".join(f"{c:.3g}" for c in self.center)
-        if self.radius is not None:
+        if self.radius is not None or self.half_extents is None:
             return f"sphere of {self.radius:g} m about [{center}] m"
         extents = ", ".join(f"{h:.3g}" for h in self.half_extents)
         return f"box of half-extents [{extents}] m about [{center}] m"
@@ -170,8 +170,8 @@ def link_volumes(
         in_link = frame.placement.actInv(obj.placement)  # link frame <- geometry
         corners.setdefault(frame.name, []).append(box @ in_link.rotation.T + in_link.translation)
     volumes = {}
-    for name, points in corners.items():
-        points = np.vstack(points)
+    for name, boxes in corners.items():
+        points = np.vstack(boxes)
         low, high = points.min(axis=0) - margin, points.max(axis=0) + margin
         volumes[name] = Volume(
             0.5 * (low + high),
