@@ -1,24 +1,39 @@
 """The floor of the node's CPU cost: a bare rclpy node that only subscribes to its inputs.
 
-Subscribes to ``/joint_states`` (``sensor_msgs/JointState``) and ``/ft_sensor/wrench``
-(``geometry_msgs/WrenchStamped``) with the node's sensor QoS (best effort, keep last
-``--depth``), spins rclpy's default single-threaded executor, and only counts messages. Every
-10 s and on SIGINT it prints ``received <joint states> <wrenches>``. ``soak_node.py`` runs it
-beside the node and compares their CPU in the same run.
+Subscribes to the given topics (default: ``/joint_states`` (``sensor_msgs/JointState``) and
+``/ft_sensor/wrench`` (``geometry_msgs/WrenchStamped``), the payload mode's) with the node's
+sensor QoS (best effort, keep last ``--depth``), typed or raw (``--raw``: the serialized bytes,
+as the node's ``input_path`` ``raw`` takes them), spins rclpy's default single-threaded executor
+or the events executor's ``spin_once`` loop (as the node spins its inputs), and only counts
+messages. Every 10 s and on SIGINT it prints ``received <count per topic, in order>``.
+``soak_node.py`` and ``bench_node_cpu.py`` run it beside the node and compare their CPU in the
+same run.
 
     .venv/bin/python benchmarks/bare_subscriber.py [--depth 2000] [--executor single|events]
+        [--raw] [--topic TOPIC=PACKAGE/msg/TYPE ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 
 import rclpy
-from geometry_msgs.msg import WrenchStamped
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
+
+DEFAULT_TOPICS = (
+    "/joint_states=sensor_msgs/msg/JointState",
+    "/ft_sensor/wrench=geometry_msgs/msg/WrenchStamped",
+)
+"""The payload mode's inputs."""
+
+
+def message_class(msgtype: str):
+    """The rclpy message class of ``package/msg/Type``."""
+    package, _, name = msgtype.split("/")
+    return getattr(importlib.import_module(f"{package}.msg"), name)
 
 
 def main() -> None:
@@ -31,25 +46,36 @@ def main() -> None:
         help="rclpy's single-threaded executor's spin() (default), or the events "
         "executor's spin_once loop, as the node spins its inputs",
     )
+    parser.add_argument("--raw", action="store_true", help="take serialized messages")
+    parser.add_argument(
+        "--topic",
+        action="append",
+        metavar="TOPIC=TYPE",
+        help="a topic and its type (package/msg/Type); repeat for each (default: the payload "
+        "mode's joint states and wrenches)",
+    )
     args = parser.parse_args()
+    topics = [spec.split("=", 1) for spec in args.topic or DEFAULT_TOPICS]
     rclpy.init()
     node = rclpy.create_node("bare_subscriber")
     qos = QoSProfile(
         reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST, depth=args.depth
     )
-    counts = {"joint_states": 0, "wrench": 0}
+    counts = [0] * len(topics)
 
-    def counter(key: str):
+    def counter(k: int):
         def count(_msg) -> None:
-            counts[key] += 1
+            counts[k] += 1
 
         return count
 
-    node.create_subscription(JointState, "/joint_states", counter("joint_states"), qos)
-    node.create_subscription(WrenchStamped, "/ft_sensor/wrench", counter("wrench"), qos)
-    node.create_timer(
-        10.0, lambda: print(f"received {counts['joint_states']} {counts['wrench']}", flush=True)
-    )
+    for k, (topic, msgtype) in enumerate(topics):
+        node.create_subscription(message_class(msgtype), topic, counter(k), qos, raw=args.raw)
+
+    def report() -> None:
+        print("received " + " ".join(map(str, counts)), flush=True)
+
+    node.create_timer(10.0, report)
     executor = EventsExecutor() if args.executor == "events" else SingleThreadedExecutor()
     executor.add_node(node)
     try:
@@ -60,7 +86,7 @@ def main() -> None:
             executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    print(f"received {counts['joint_states']} {counts['wrench']}", flush=True)
+    report()
     node.destroy_node()
     rclpy.try_shutdown()
 

@@ -9,6 +9,9 @@ DEFAULT_IMU_TOPIC = "/imu"
 METHOD_NAMES = ("ols", "lmi", "manifold", "pointmass", "cad_prior")
 """The keys of :data:`inertia_id_ros.solvers.METHODS` (a test checks they agree)."""
 
+INPUT_PATHS = ("raw", "typed")
+"""How the node takes its inputs: serialized, decoded in batches into arrays (``raw``), or as
+rclpy's message objects (``typed``)."""
 WEIGHTINGS = ("none", "channel")
 """``none``: unweighted least squares; ``channel``: each channel weighted by its inverse residual
 variance, iterated (:func:`~inertia_id_ros.core.weighting.iterate_channel_weights`)."""

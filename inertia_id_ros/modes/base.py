@@ -90,6 +90,10 @@ class NodeSettings:
     diagnostics_period_sec: float = 1.0
     """``/diagnostics`` is published at every update and, between slower updates, at least this
     often (s): the counters of what the node has taken stay current whatever ``update_rate_hz``."""
+    input_path: str = "raw"
+    """How the inputs are taken (:data:`~inertia_id_ros.options.INPUT_PATHS`): serialized and
+    decoded in batches straight into arrays (:mod:`inertia_id_ros.formats.cdr`), or ``typed``:
+    as rclpy's message objects."""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.session import Session
 from inertia_id_ros.options import (
     DESIGN_TIME_LIMITS,
+    INPUT_PATHS,
     LINK_VOLUME_MARGIN,
     NO_ELLIPSOID_METHODS,
     WEIGHTINGS,
@@ -115,6 +116,13 @@ COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
         2000,
         "Depth of the best-effort (sensor-data) input queues; deep enough to ride out "
         "solves at 1 kHz.",
+    ),
+    ParameterSpec(
+        "input_path",
+        NodeSettings.input_path,
+        "How the joint states, wrenches and IMU readings are taken: 'raw' (serialized, decoded "
+        "in batches straight into arrays) or 'typed' (rclpy's message objects: slower, the "
+        "same estimates).",
     ),
     ParameterSpec(
         "warning_period_sec", 5.0, "Minimum time between two warnings of the same kind (s)."
@@ -332,6 +340,11 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         raise StartupError(f"parameter {unknown[0]!r} is not a parameter of the node")
     v = {p.name: values.get(p.name, p.default) for p in table}
     _check_rates(v)
+    if v["input_path"] not in INPUT_PATHS:
+        raise StartupError(
+            f"parameter 'input_path': unknown input path {v['input_path']!r}; choose one of "
+            f"{', '.join(INPUT_PATHS)}"
+        )
     v["weighting"] = v["weighting"] or mode.default_weighting
     if v["weighting"] not in WEIGHTINGS:
         raise StartupError(
@@ -368,6 +381,7 @@ def settings_from_parameters(values: Mapping[str, Any]) -> NodeSettings:
         solver_options=options,
         max_input_rate_hz=float(v["max_input_rate_hz"]),
         qos_depth=int(v["qos_depth"]),
+        input_path=v["input_path"],
         warning_period_sec=float(v["warning_period_sec"]),
         weighting=v["weighting"],
         diagnostics_period_sec=float(v["diagnostics_period_sec"]),

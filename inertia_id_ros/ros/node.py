@@ -232,6 +232,8 @@ class InertiaIdNode(Node):
                     "mode": self.mode.name,
                     "update_rate_hz": f"{self.settings.update_rate_hz:g}",
                     "dropped.input_queue_full": str(self._io.queue_overflow),
+                    "dropped.undecodable": str(self._io.undecodable),
+                    "input_path": self.settings.input_path,
                     **{
                         f"publishers.{topic}": str(count)
                         for topic, count in self._io.matched_publishers().items()

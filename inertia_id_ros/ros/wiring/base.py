@@ -1,4 +1,8 @@
-"""What every mode's ROS wiring shares: the input queues and the joint-state input."""
+"""What every mode's ROS wiring shares: the input queues and the joint-state input.
+
+Inputs come serialized (``raw_inputs``, the default: each queue holds the CDR bytes, decoded in
+batches straight into arrays by :mod:`inertia_id_ros.formats.cdr`; a message that cannot be read
+is dropped, counted and warned about) or as rclpy's message objects (the typed path)."""
 
 from __future__ import annotations
 
@@ -8,9 +12,11 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from rclpy.qos import QoSProfile
+from rclpy.serialization import deserialize_message
 from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
 
+from inertia_id_ros.formats.cdr import Run, decode
 from inertia_id_ros.modes import NodeSettings
 from inertia_id_ros.online.session import Session, Update
 from inertia_id_ros.ros.conversions import joint_state_arrays, joint_state_groups, stamp_to_seconds
@@ -25,9 +31,11 @@ oldest are dropped beyond, and counted)."""
 
 class Inbox:
     """The messages of one input: the subscription callback only queues them (cheap: the
-    callbacks keep up with the executor), the worker takes them in batches."""
+    callbacks keep up with the executor), the worker takes them in batches. ``msg_type``,
+    ``topic``: what it subscribes to; ``raw``: it holds serialized messages."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, msg_type: Any, topic: str, raw: bool) -> None:
+        self.msg_type, self.topic, self.raw = msg_type, topic, raw
         self._queue: deque = deque(maxlen=limit)
         self.overflow = 0
         """Messages dropped because the queue was full."""
@@ -45,6 +53,13 @@ class Inbox:
         """Every message queued so far, oldest first."""
         return [self._queue.popleft() for _ in range(len(self._queue))]
 
+    @property
+    def newest_message(self) -> Any:
+        """The newest message put, as a message object (``None``: none yet)."""
+        if self.newest is None or not self.raw:
+            return self.newest
+        return deserialize_message(self.newest, self.msg_type)
+
 
 class ModeWiring(abc.ABC):
     """A mode's topics and services around its session: ``sensor_msgs/JointState`` in (every
@@ -61,6 +76,9 @@ class ModeWiring(abc.ABC):
         self, node: InertiaIdNode, session: Session, settings: NodeSettings, sensor_qos: QoSProfile
     ) -> None:
         self._node, self._session, self._sensor_qos = node, session, sensor_qos
+        self._raw = settings.input_path == "raw"
+        self.undecodable = 0
+        """Serialized messages that could not be read (dropped)."""
         self._inbox_limit = max(int(INBOX_SEC * settings.max_input_rate_hz), settings.qos_depth)
         self._inboxes: list[Inbox] = []
         self._subscriptions: list[Subscription] = []
@@ -70,17 +88,44 @@ class ModeWiring(abc.ABC):
     def inbox(self, msg_type: Any, topic: str) -> Inbox:
         """A queue of ``msg_type`` messages subscribed to ``topic`` (sensor-data QoS, on the
         node's input node); its overflow counts into :attr:`queue_overflow`."""
-        inbox = Inbox(self._inbox_limit)
+        inbox = Inbox(self._inbox_limit, msg_type, topic, self._raw)
         self._inboxes.append(inbox)
         self._subscriptions.append(
-            self._node.inputs.create_subscription(msg_type, topic, inbox.put, self._sensor_qos)
+            self._node.inputs.create_subscription(
+                msg_type, topic, inbox.put, self._sensor_qos, raw=self._raw
+            )
         )
         return inbox
+
+    def decoded(self, inbox: Inbox) -> list[Run]:
+        """The serialized messages queued in ``inbox``, decoded into runs of one layout; those
+        that cannot be read are dropped, counted (:attr:`undecodable`) and warned about."""
+        buffers = inbox.take()
+        if not buffers:
+            return []
+        msg_type = inbox.msg_type.__module__.split(".")[0] + "/msg/" + inbox.msg_type.__name__
+        batch = decode(msg_type, buffers)
+        if batch.refused:
+            self.undecodable += len(batch.refused)
+            self._node.warn(
+                (
+                    "undecodable",
+                    f"dropped {len(batch.refused)} {msg_type} message(s) on {inbox.topic} that "
+                    f"could not be read (undecodable: {batch.refused[0][1]}; {self.undecodable} "
+                    "so far)",
+                )
+            )
+        return batch.runs
 
     def drain(self) -> None:
         """Hand every queued message to the session (any thread; one drain at a time, so the
         samples keep their order); warn about those it drops."""
         with self._drain_lock:
+            if self._raw:
+                for run in self.decoded(self._joint_states):
+                    self._add_joint_states(run)
+                self._drain_more()
+                return
             session, warn = self._session, self._node.warn
             for group in joint_state_groups(self._joint_states.take()):
                 arrays = joint_state_arrays(group)
@@ -99,6 +144,25 @@ class ModeWiring(abc.ABC):
                     for warning in session.add_joint_states(*arrays):
                         warn(warning)
             self._drain_more()
+
+    def _add_joint_states(self, run: Run) -> None:
+        """Hand a run of decoded joint states to the session: at once when its arrays match its
+        names, else one by one (each then rejected with its reason, as on the typed path)."""
+        session, warn = self._session, self._node.warn
+        q, dq, effort = (run.arrays[key] for key in ("position", "velocity", "effort"))
+        n = len(run.names)
+        if q.shape[1] == n and dq.shape[1] in (0, n) and effort.shape[1] in (0, n):
+            for warning in session.add_joint_states(
+                run.t,
+                run.names,
+                q,
+                dq if dq.shape[1] else None,
+                effort if effort.shape[1] else None,
+            ):
+                warn(warning)
+            return
+        for k in range(len(run)):
+            warn(session.add_joint_state(float(run.t[k]), run.names, q[k], dq[k], effort[k]))
 
     def _drain_more(self) -> None:
         """The mode's other inputs (lock held)."""
@@ -120,7 +184,7 @@ class ModeWiring(abc.ABC):
     @property
     def latest_joint_state(self) -> JointState | None:
         """The newest joint state received."""
-        return self._joint_states.newest
+        return self._joint_states.newest_message
 
     @abc.abstractmethod
     def publish(self, update: Update, markers: bool = True) -> None:

@@ -185,7 +185,15 @@ class PayloadWiring(PayloadOutWiring):
         )
 
     def _drain_more(self) -> None:
-        msgs = self._wrenches.take()
-        if msgs:
-            for warning in self._session.add_wrenches(*wrench_batch(msgs)):
+        """The wrenches queued, in batches."""
+        if self._wrenches.raw:
+            batches = [
+                (run.t, run.arrays["wrench"], [run.frame_id] * len(run))
+                for run in self.decoded(self._wrenches)
+            ]
+        else:
+            msgs = self._wrenches.take()
+            batches = [wrench_batch(msgs)] if msgs else []
+        for batch in batches:
+            for warning in self._session.add_wrenches(*batch):
                 self._node.warn(warning)

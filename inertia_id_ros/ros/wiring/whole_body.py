@@ -69,6 +69,10 @@ class WholeBodyWiring(ModeWiring):
         )
 
     def _drain_more(self) -> None:
+        """The IMU readings and each sensor's wrenches queued."""
+        if self._raw:
+            self._drain_decoded()
+            return
         session, warn = self._session, self._node.warn
         for msg in self._imu.take() if self._imu is not None else ():
             t, _, angular_velocity, linear_acceleration = imu_arrays(msg)
@@ -83,6 +87,19 @@ class WholeBodyWiring(ModeWiring):
                         msg.header.frame_id,
                     )
                 )
+
+    def _drain_decoded(self) -> None:
+        """:meth:`_drain_more` on the serialized path: each input decoded in one batch."""
+        session, warn = self._session, self._node.warn
+        for run in self.decoded(self._imu) if self._imu is not None else ():
+            gyro, accel = run.arrays["angular_velocity"], run.arrays["linear_acceleration"]
+            for k in range(len(run)):
+                warn(session.add_imu(float(run.t[k]), gyro[k], accel[k], run.frame_id))
+        for frame, inbox in self._ft.items():
+            for run in self.decoded(inbox):
+                wrenches = run.arrays["wrench"]
+                for k in range(len(run)):
+                    warn(session.add_wrench(frame, float(run.t[k]), wrenches[k], run.frame_id))
 
     def publish(self, update: Update, markers: bool = True) -> None:
         """The update's links (and their markers, when ``markers``)."""

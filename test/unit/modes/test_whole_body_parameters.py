@@ -57,6 +57,7 @@ def test_whole_body_configs_build_a_session(name, robot, n_sensors, n_bodies):
         ({"base": "wheeled"}, "'base'"),
         ({"sample_rate_hz": 0.0}, "'sample_rate_hz'"),
         ({"weighting": "joint"}, "'weighting': unknown weighting 'joint'"),
+        ({"input_path": "zero_copy"}, "'input_path': unknown input path 'zero_copy'"),
         ({"ft_flip_wrench_sign": ["r_elbow"]}, "'ft_flip_wrench_sign': 'r_elbow' is not one of"),
     ],
 )
