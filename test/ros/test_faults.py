@@ -154,9 +154,15 @@ def test_malformed_messages_are_dropped(node):
     if node.input_path == "raw":  # the typed path never sees them: rclpy cannot read them
         from rclpy.serialization import serialize_message
 
-        truncated = serialize_message(joint_state(t + 0.065, names, q))[:-9]
-        cut = serialize_message(wrench_stamped(t + 0.065, SENSOR, np.ones(6)))[:30]
-        bad += [(js, truncated, "undecodable"), (wr, cut, "undecodable")]
+        def corrupt(msg) -> bytes:  # frame_id's length (bytes 12-15) beyond the message
+            buffer = bytearray(serialize_message(msg))
+            buffer[12:16] = (1 << 30).to_bytes(4, "little" if buffer[1] == 1 else "big")
+            return bytes(buffer)
+
+        bad += [
+            (js, corrupt(joint_state(t + 0.065, names, q)), "undecodable"),
+            (wr, corrupt(wrench_stamped(t + 0.065, SENSOR, np.ones(6))), "undecodable"),
+        ]
     expected: dict[str, int] = {}
     for _, _, reason in bad:
         if reason:

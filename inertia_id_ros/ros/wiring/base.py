@@ -41,6 +41,7 @@ class Inbox:
         """Messages dropped because the queue was full."""
         self.newest: Any = None
         """The newest message put (taken or not)."""
+        self._newest_decoded: tuple[Any, Any] = (None, None)
 
     def put(self, msg: Any) -> None:
         """Queue ``msg`` (the oldest is dropped, and counted, when the queue is full)."""
@@ -55,10 +56,19 @@ class Inbox:
 
     @property
     def newest_message(self) -> Any:
-        """The newest message put, as a message object (``None``: none yet)."""
-        if self.newest is None or not self.raw:
+        """The newest message put, as a message object (``None``: none yet): the same object
+        until another message is put (serialized ones are deserialized once; one that cannot be
+        read leaves the one before)."""
+        if not self.raw:
             return self.newest
-        return deserialize_message(self.newest, self.msg_type)
+        buffer, message = self._newest_decoded
+        if self.newest is not None and buffer is not self.newest:
+            try:
+                message = deserialize_message(self.newest, self.msg_type)
+            except RuntimeError:  # rclpy's RMWError: the decoder drops and counts it
+                pass
+            self._newest_decoded = self.newest, message
+        return message
 
 
 class ModeWiring(abc.ABC):
