@@ -1,8 +1,9 @@
 """What every mode's ROS wiring shares: the input queues and the joint-state input.
 
-Inputs come serialized (``raw_inputs``, the default: each queue holds the CDR bytes, decoded in
-batches straight into arrays by :mod:`inertia_id_ros.formats.cdr`; a message that cannot be read
-is dropped, counted and warned about) or as rclpy's message objects (the typed path)."""
+Inputs come serialized (``input_path`` ``raw``, the default: each queue holds the CDR bytes,
+decoded in batches straight into arrays by :mod:`inertia_id_ros.formats.cdr`; a message that
+cannot be read is dropped, counted and warned about) or as rclpy's message objects
+(``typed``)."""
 
 from __future__ import annotations
 
