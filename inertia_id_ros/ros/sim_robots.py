@@ -199,9 +199,10 @@ class PandaTorquesRobot(JointTorqueRobot):
         names = list(sim.joint_names)
         sim.trajectory = CommandInput(node, p, sim.trajectory, sim.joint_names, PANDA_HOME).follower
         super().__init__(node, p, sim, names, list(range(len(names))))
-        node.create_publisher(InertialParameters, "~/ground_truth", LATCHED).publish(
-            theta_to_msg(theta, self.sim.payload_frame, "payload")
-        )
+        if p["payload_mass"] > 0:  # without a payload, no truth to publish
+            node.create_publisher(InertialParameters, "~/ground_truth", LATCHED).publish(
+                theta_to_msg(theta, self.sim.payload_frame, "payload")
+            )
         self.description = (
             f"the Panda without an F/T sensor, a {p['payload_mass']:.3f} kg "
             f"payload at '{self.sim.payload_frame}' "

@@ -74,11 +74,22 @@ def test_node_and_simulator_spinning_end_quietly(launch, rclpy_context, sent):
         ends_with_0(process)
 
 
-def test_the_simulator_waiting_for_subscribers_ends_at_once(launch):
-    """Nobody subscribes: the simulator waits (up to wait_for_subscribers_sec, 10 s) and a
-    SIGINT ends the wait and the simulator within a second."""
+@pytest.mark.parametrize(
+    "robot",
+    [[], ["-p", "robot:=panda_torques", "-p", "payload_mass:=0.0"]],
+    ids=["panda", "panda_torques_without_payload"],
+)
+def test_the_simulator_waiting_for_subscribers_ends_at_once(launch, robot):
+    """Nobody subscribes: the simulator (the Panda with a payload; without one, no truth to
+    publish) waits (up to wait_for_subscribers_sec, 10 s) and a SIGINT ends the wait and the
+    simulator within a second."""
     sim = launch(
-        *SIM, "-p", "joint_states_topic:=/nobody/joint_states", "-p", "wrench_topic:=/nobody/wrench"
+        *SIM,
+        "-p",
+        "joint_states_topic:=/nobody/joint_states",
+        "-p",
+        "wrench_topic:=/nobody/wrench",
+        *robot,
     )
     wait_for_line(sim, "simulating")
     time.sleep(0.5)
