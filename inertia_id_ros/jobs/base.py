@@ -93,19 +93,25 @@ def check_bounding_ellipsoid(method: str, bounding_ellipsoid: bool) -> None:
         )
 
 
-def payload_volume_of(sphere: float | None, box: Sequence[float] | None) -> Volume:
-    """The payload's bounding volume: within ``sphere`` m of its frame's origin, or within the
-    ``box`` of half-extents (3,) m along its axes, else the default sphere
-    (:func:`~inertia_id_ros.offline.volumes.payload_volume`); a size not > 0 is an
-    :class:`InputError`."""
-    from inertia_id_ros.offline.volumes import payload_volume
-
+def check_payload_volume(sphere: float | None, box: Sequence[float] | None) -> None:
+    """Refuse a payload ``sphere`` radius (m) or ``box`` half-extents (3,) (m) not > 0
+    (:class:`InputError`)."""
     if sphere is not None and not sphere > 0:
         raise InputError(f"--payload-sphere must be > 0 m, got {sphere}")
-    if box is None:
-        return payload_volume(radius=sphere)
-    if len(box) != 3 or not all(v > 0 for v in box):
+    if box is not None and (len(box) != 3 or not all(v > 0 for v in box)):
         raise InputError(
             "--payload-box must be three half-extents > 0 m, got " + ",".join(f"{v:g}" for v in box)
         )
+
+
+def payload_volume_of(sphere: float | None, box: Sequence[float] | None) -> Volume:
+    """The payload's bounding volume: within ``box`` (half-extents (3,) m along its frame's
+    axes) when given, else within ``sphere`` m of its frame's origin (default
+    :func:`~inertia_id_ros.offline.volumes.payload_volume`'s sphere); checked by
+    :func:`check_payload_volume`."""
+    from inertia_id_ros.offline.volumes import payload_volume
+
+    check_payload_volume(sphere, box)
+    if box is None:
+        return payload_volume(radius=sphere)
     return payload_volume(half_extents=box)

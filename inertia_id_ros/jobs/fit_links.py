@@ -26,9 +26,14 @@ from inertia_id_ros.errors import (
     SolverError,
 )
 from inertia_id_ros.findings import WARN, Finding, refused
-from inertia_id_ros.jobs.base import JobResult, findings_document, load_urdf
+from inertia_id_ros.jobs.base import (
+    JobResult,
+    check_bounding_ellipsoid,
+    findings_document,
+    load_urdf,
+)
 from inertia_id_ros.modes.links import LinksMode
-from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING, NO_ELLIPSOID_METHODS
+from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING
 
 if TYPE_CHECKING:
     import numpy as np
@@ -70,11 +75,7 @@ class FitLinksOptions:
     validation_data: str | None = None
 
     def __post_init__(self) -> None:
-        if self.bounding_ellipsoid and self.method in NO_ELLIPSOID_METHODS:
-            raise InputError(
-                "--bounding-ellipsoid needs --method lmi, pointmass or cad_prior "
-                "(manifold cannot take bounding ellipsoids)"
-            )
+        check_bounding_ellipsoid(self.method, self.bounding_ellipsoid)
         if self.coulomb_velocity is not None and self.coulomb_velocity < 0:
             raise InputError(f"--coulomb-velocity must be >= 0 rad/s, got {self.coulomb_velocity}")
         if self.prior_weight is not None and self.prior_weight < 0:

@@ -27,10 +27,17 @@ from inertia_id_ros.errors import (
     SolverError,
 )
 from inertia_id_ros.findings import WARN, Finding, refused
-from inertia_id_ros.jobs.base import JobResult, findings_document, load_urdf
+from inertia_id_ros.jobs.base import (
+    JobResult,
+    check_bounding_ellipsoid,
+    check_payload_volume,
+    findings_document,
+    load_urdf,
+    payload_volume_of,
+)
 from inertia_id_ros.modes.payload_torques import PayloadTorquesMode
 from inertia_id_ros.offline.summary import body_lines
-from inertia_id_ros.options import NO_ELLIPSOID_METHODS, PAYLOAD_DEFAULT_WEIGHTING
+from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,20 +80,8 @@ class FitPayloadTorquesOptions:
     payload_box: Sequence[float] | None = None
 
     def __post_init__(self) -> None:
-        if self.bounding_ellipsoid and self.method in NO_ELLIPSOID_METHODS:
-            raise InputError(
-                "--bounding-ellipsoid needs --method lmi, pointmass or cad_prior "
-                "(manifold cannot take bounding ellipsoids)"
-            )
-        if self.payload_sphere is not None and not self.payload_sphere > 0:
-            raise InputError(f"--payload-sphere must be > 0 m, got {self.payload_sphere}")
-        if self.payload_box is not None and (
-            len(self.payload_box) != 3 or not all(v > 0 for v in self.payload_box)
-        ):
-            raise InputError(
-                "--payload-box must be three half-extents > 0 m, got "
-                + ",".join(f"{v:g}" for v in self.payload_box)
-            )
+        check_bounding_ellipsoid(self.method, self.bounding_ellipsoid)
+        check_payload_volume(self.payload_sphere, self.payload_box)
         for first, second in (("links_result", "unloaded"), ("payload_sphere", "payload_box")):
             if getattr(self, first) is not None and getattr(self, second) is not None:
                 raise InputError(f"give {first} or {second}, not both")
@@ -160,7 +155,7 @@ def fit_payload_torques(
     if refused(checks):
         return PayloadTorquesFit(None, (*loaded.notes, *checks), findings_document(checks))
     torques = _torques(urdf, source, model, loaded, joints, options)
-    volume = _volume(options)
+    volume = payload_volume_of(options.payload_sphere, options.payload_box)
     fit, caught = _fit(torques, frame, options, volume)
     body = body_json("payload", frame, fit.theta)
     findings = volume_findings("payload", fit.theta, volume)
@@ -313,15 +308,6 @@ def _torque_data(
         full.effort[:, columns],
         tuple(joints),
     )
-
-
-def _volume(options: FitPayloadTorquesOptions) -> Volume:
-    """The payload's bounding volume: ``payload_box`` if given, else ``payload_sphere``."""
-    from inertia_id_ros.offline.volumes import payload_volume
-
-    if options.payload_box is None:
-        return payload_volume(radius=options.payload_sphere)
-    return payload_volume(half_extents=options.payload_box)
 
 
 def _fit(
