@@ -7,10 +7,18 @@ for a missing name), so ``except ValueError`` keeps working."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from inertia_id_ros.findings import Finding
 
 
 class InertiaIdError(Exception):
-    """Base of the package's exceptions."""
+    """Base of the package's exceptions. ``findings``: what an offline job had found when it
+    raised (warnings, notes; :func:`inertia_id_ros.jobs.base.carrying`), which ``inertia-id``
+    prints before the error."""
+
+    findings: tuple[Finding, ...] = ()
 
 
 class CallerError(InertiaIdError):
@@ -39,12 +47,17 @@ class SampleRejected(InertiaIdError, ValueError):
 
 class EstimateUnavailable(InertiaIdError, RuntimeError):
     """No estimate can be given now; ``reason``: ``"too_few_samples"``,
-    ``"offset_not_identifiable"``, ``"solver_failed"`` or ``"inconsistent"``."""
+    ``"offset_not_identifiable"``, ``"solver_failed"``, ``"invalid_problem"`` (the problem
+    built from the data cannot be solved as posed) or ``"inconsistent"``."""
 
     def __init__(self, reason: str, message: str) -> None:
         self.reason = reason
         self.message = message
         super().__init__(f"{reason}: {message}")
+
+
+DATA_LIMITED = ("too_few_samples", "offset_not_identifiable")
+"""Reasons of :class:`EstimateUnavailable` that mean the data cannot determine the estimate."""
 
 
 # ---- models and configuration ----------------------------------------------------------

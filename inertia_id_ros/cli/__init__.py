@@ -100,6 +100,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from inertia_id_ros import modes
 from inertia_id_ros.cli import (
@@ -115,7 +116,7 @@ from inertia_id_ros.cli import (
     traversaro,
     validate,
 )
-from inertia_id_ros.cli.common import EXIT_BAD_INPUT, EXIT_NO_ESTIMATE
+from inertia_id_ros.cli.common import EXIT_BAD_INPUT, EXIT_NO_ESTIMATE, print_findings
 from inertia_id_ros.errors import CallerError, EstimateUnavailable
 from inertia_id_ros.options import EXIT_INTERRUPTED
 from inertia_id_ros.threads import limit_threads
@@ -141,7 +142,7 @@ COMMANDS = (
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line on stderr (exit code 2), like every other bad input."""
 
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
@@ -165,9 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         limit_threads()  # before the command loads numpy (inertia_id_ros.threads)
         return args.run(args)
     except CallerError as e:
+        print_findings(args.command, e.findings)  # what a job had found before
         print(f"inertia-id {args.command}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except EstimateUnavailable as e:
+    except EstimateUnavailable as e:  # a job's solver failed
+        print_findings(args.command, e.findings)
         print(f"inertia-id {args.command}: no estimate: {e.message}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
     except KeyboardInterrupt:  # Ctrl-C: wherever it lands, one line (the demo says it itself)

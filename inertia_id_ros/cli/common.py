@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inertia_id_ros.errors import DATA_LIMITED as DATA_LIMITED
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.offline.summary import body_lines as body_lines
 from inertia_id_ros.offline.summary import dropped_text as dropped_text
@@ -32,14 +33,9 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.findings import Finding
-    from inertia_id_ros.formats.description import InputDescription, Recording
     from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.jobs.base import JobResult
-    from inertia_id_ros.offline.plausibility import Volume
 
-LOG_FLAGS = ("time_unit", "angle_unit", "t_start", "t_end", "held_out_from", "hold")
-"""The input-description flags: any of them (or ``--input``) reads the data through
-:mod:`inertia_id_ros.formats.description`."""
 
 EXIT_NO_ESTIMATE = 1
 EXIT_BAD_INPUT = 2
@@ -48,8 +44,6 @@ EXIT_IMPLAUSIBLE = 3
 (:mod:`inertia_id_ros.offline.plausibility`; each refusal printed on stderr, naming the likely
 cause and the fix), or ``excite``'s limits (the motion breaks one: stderr names it and the
 amount)."""
-DATA_LIMITED = ("too_few_samples", "offset_not_identifiable")
-"""Reasons of :class:`EstimateUnavailable` that mean the data cannot determine the estimate."""
 ESTIMATE_REFUSED = "REFUSED: the estimate above cannot be trusted (see the messages on stderr)"
 """The summary's last word when a check refused the estimate (:func:`print_summary`)."""
 
@@ -86,19 +80,6 @@ def print_summary(
         lines.append(refusal)
     lines += [f"wrote {path}" for path in written if path]
     print("\n".join(lines))
-
-
-def check_data_source(args: argparse.Namespace) -> None:
-    """Reject bag-only options without ``--bag``."""
-    if args.data is not None or getattr(args, "input", None) is not None:
-        topics = [
-            name
-            for name in ("joint_states_topic", "wrench_topic")
-            if getattr(args, name, None) is not None
-        ]
-        if topics:
-            options = ", ".join("--" + name.replace("_", "-") for name in topics)
-            raise InputError(f"{options} only apply to --bag")
 
 
 def comma_names(text: str) -> list[str]:
@@ -138,7 +119,12 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def write_output(path: str, write: Callable[[str], None]) -> None:
+def text_writer(text: str) -> Callable[[str], object]:
+    """A writer of ``text`` to the path it is given (for :func:`write_output`)."""
+    return lambda path: Path(path).write_text(text)
+
+
+def write_output(path: str, write: Callable[[str], object]) -> None:
     """``write(path)``; an :class:`OSError` is an :class:`InputError`."""
     try:
         write(path)
@@ -296,131 +282,6 @@ def add_log_options(
     )
 
 
-def uses_description(args: argparse.Namespace) -> bool:
-    """Whether the data are read through an input description (``--input`` or a log flag)."""
-    return getattr(args, "input", None) is not None or any(
-        getattr(args, name, None) is not None for name in LOG_FLAGS
-    )
-
-
-def input_description(
-    args: argparse.Namespace,
-    sensor_frame: str | None = None,
-    flip_wrench_sign: bool | None = None,
-    flip_frames: Sequence[str] = (),
-) -> InputDescription:
-    """The input description of ``--input`` (or of ``--data``/``--bag`` with the log flags),
-    with the window, split and held joints of the flags; ``flip_wrench_sign`` (not ``None``)
-    overrides the sign of ``sensor_frame``'s wrenches, ``flip_frames`` (F/T frames) set theirs
-    to ``flip``."""
-    import dataclasses
-
-    from inertia_id_ros.formats.description import InputDescription
-
-    if args.input is not None:
-        given = [
-            name for name in ("time_unit", "angle_unit") if getattr(args, name, None) is not None
-        ]
-        if given:
-            raise InputError(
-                " and ".join("--" + n.replace("_", "-") for n in given)
-                + (" apply" if len(given) > 1 else " applies")
-                + " to --data/--bag; "
-                "an --input description gives its units itself"
-            )
-        description = InputDescription.from_yaml(args.input)
-    elif args.data is not None:
-        description = InputDescription.from_canonical(
-            args.data, args.time_unit, args.angle_unit, sensor_frame
-        )
-    else:
-        if args.time_unit is not None:
-            raise InputError("--time-unit applies to --data (bag stamps are in s)")
-        description = InputDescription.from_bag(
-            args.bag,
-            args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
-            args.angle_unit,
-            getattr(args, "wrench_topic", None) or DEFAULT_WRENCH_TOPIC,
-            sensor_frame,
-        )
-    if flip_wrench_sign is not None:
-        description = dataclasses.replace(
-            description,
-            ft_sensors=tuple(
-                dataclasses.replace(ft, sign="flip" if flip_wrench_sign else "keep")
-                if ft.frame == sensor_frame
-                else ft
-                for ft in description.ft_sensors
-            ),
-        )
-    unknown = [
-        frame for frame in flip_frames if frame not in [ft.frame for ft in description.ft_sensors]
-    ]
-    if unknown:
-        raise InputError(
-            f"--flip-wrench-sign {unknown[0]}: no such F/T sensor in {description.source}"
-        )
-    description = dataclasses.replace(
-        description,
-        ft_sensors=tuple(
-            dataclasses.replace(ft, sign="flip") if ft.frame in flip_frames else ft
-            for ft in description.ft_sensors
-        ),
-    )
-    held = {}
-    for entry in args.hold or []:
-        joint, _, value = entry.partition("=")
-        try:
-            held[joint.strip()] = float(value)
-        except ValueError:
-            raise InputError(f"--hold takes JOINT=VALUE (rad or m), got {entry!r}") from None
-    return description.with_flags(args.t_start, args.t_end, args.held_out_from, held)
-
-
-def _load(description: InputDescription, model: pin.Model, urdf: str) -> Recording:
-    """The recording of ``description``; its notes printed on stderr."""
-    import sys
-
-    from inertia_id_ros.formats.description import load_recording
-
-    recording = load_recording(description, list(model.names)[1:], urdf)
-    for note in recording.notes:
-        print(f"inertia-id: note: {description.source}: {note}", file=sys.stderr)
-    return recording
-
-
-def read_log(
-    args: argparse.Namespace,
-    model: pin.Model,
-    urdf: str,
-    sensor_frame: str | None = None,
-    flip_wrench_sign: bool | None = None,
-) -> tuple[Recording, Recording | None]:
-    """``(train, held_out)`` of the input description (:func:`input_description`) for
-    ``model``."""
-    from inertia_id_ros.formats.description import split_recording
-
-    description = input_description(args, sensor_frame, flip_wrench_sign)
-    return split_recording(_load(description, model, urdf), description)
-
-
-def read_whole_log(
-    args: argparse.Namespace, model: pin.Model, urdf: str, flip_frames: Sequence[str]
-) -> tuple[Recording, float | None]:
-    """The input description's recording for a whole-body fit (its ``train`` interval, if
-    any) and its ``held_out_from`` (s; the fit's held-out part is the time after it)."""
-    description = input_description(args, flip_frames=flip_frames)
-    if description.held_out is not None:
-        raise InputError(
-            f"{description.source}: fit-whole-body splits by held_out_from "
-            "(--held-out-from), not by a held_out interval"
-        )
-    recording = _load(description, model, urdf)
-    if description.train is not None:
-        recording = recording.window(*description.intervals[description.train])
-    return recording, description.held_out_from
-
-
 def add_plausibility_options(parser: argparse.ArgumentParser, payload_frame: str = "") -> None:
     """``--bounding-ellipsoid``; for a payload (``payload_frame``: its frame in words, e.g. "the
     sensor frame") its volume, ``--payload-sphere`` or ``--payload-box``
@@ -456,63 +317,6 @@ def add_plausibility_options(parser: argparse.ArgumentParser, payload_frame: str
         + what
         + " (Wensing et al. 2017)",
     )
-
-
-def payload_volume_of(args: argparse.Namespace) -> Volume:
-    """The payload's bounding volume of ``--payload-sphere`` / ``--payload-box``
-    (:func:`add_plausibility_options`)."""
-    from inertia_id_ros.offline.plausibility import payload_volume
-
-    if args.payload_sphere is not None and not args.payload_sphere > 0:
-        raise InputError(f"--payload-sphere must be > 0 m, got {args.payload_sphere}")
-    if args.payload_box is None:
-        return payload_volume(radius=args.payload_sphere)
-    if len(args.payload_box) != 3 or not all(v > 0 for v in args.payload_box):
-        raise InputError(
-            "--payload-box must be three half-extents > 0 m, got "
-            + ",".join(f"{v:g}" for v in args.payload_box)
-        )
-    return payload_volume(half_extents=args.payload_box)
-
-
-def check_bounding_ellipsoid(args: argparse.Namespace) -> None:
-    """Refuse ``--bounding-ellipsoid`` with a method that cannot take it."""
-    from inertia_id_ros.options import NO_ELLIPSOID_METHODS
-
-    if getattr(args, "bounding_ellipsoid", False) and args.method in NO_ELLIPSOID_METHODS:
-        raise InputError(
-            "--bounding-ellipsoid needs --method lmi, pointmass or cad_prior "
-            "(manifold cannot take bounding ellipsoids)"
-        )
-
-
-def report_findings(
-    command: str, findings: list[Finding], result: dict[str, Any] | None = None
-) -> int:
-    """Print each finding on stderr (``inertia-id CMD: refused: ...`` / ``warning: ...``), add
-    them to ``result["findings"]`` (with ``result["refused"]``); returns
-    :data:`EXIT_IMPLAUSIBLE` if one refuses, else 0."""
-    import sys
-
-    from inertia_id_ros.findings import refused
-
-    for finding in findings:
-        print(f"inertia-id {command}: {finding.text()}", file=sys.stderr)
-    if result is not None:
-        result["findings"] = [finding.as_json() for finding in findings]
-        result["refused"] = refused(findings)
-    return EXIT_IMPLAUSIBLE if refused(findings) else 0
-
-
-def report_input_findings(command: str, findings: list[Finding], json_path: str | None) -> int:
-    """:func:`report_findings` of the input checks before a fit; when one refuses, write only
-    the findings and the refusal to ``json_path`` (nothing if ``None``). Returns
-    :data:`EXIT_IMPLAUSIBLE` if one refuses, else 0."""
-    refusal: dict[str, Any] = {}
-    code = report_findings(command, findings, refusal)
-    if code:
-        write_json(json_path, refusal)
-    return code
 
 
 # ---- calling a job -------------------------------------------------------------------------

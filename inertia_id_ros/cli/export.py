@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from inertia_id_ros.cli.common import add_command, load_urdf_model, write_output
+from inertia_id_ros.cli.common import add_command, load_urdf_model, text_writer, write_output
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.options import DEFAULT_FILTER_CHAIN, EXPORT_MODES
 
@@ -66,13 +66,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the files asked for; the exit code."""
     from inertia_id_ros.core.inertia import inertia_from_theta
+    from inertia_id_ros.formats.controller_payloads import write_payload_formats
     from inertia_id_ros.formats.export import (
         DEFAULT_GRAVITY,
         export_urdf,
         gravity_compensation_yaml,
         read_body,
         root_link,
-        write_payload_formats,
     )
 
     if not (args.urdf_out or args.gravity_yaml or args.payload_formats):
@@ -89,8 +89,10 @@ def run(args: argparse.Namespace) -> int:
         except OSError as e:
             raise InputError(f"cannot read {args.urdf}: {e.strerror or e}") from None
     lines = []
-    world = args.world_frame or (root_link(urdf_xml) if urdf_xml and args.gravity_yaml else None)
-    if args.gravity_yaml and world is None:
+    world: str = (
+        args.world_frame or (root_link(urdf_xml) if urdf_xml and args.gravity_yaml else "") or ""
+    )
+    if args.gravity_yaml and not world:
         raise InputError("--gravity-yaml needs --world-frame (or --urdf: its root link)")
     if args.urdf_out:
         theta = export_urdf(args.urdf, args.urdf_out, args.link, body, args.mode)
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if args.gravity_yaml:
         gravity = load_urdf_model(args.urdf).gravity.linear if urdf_xml else DEFAULT_GRAVITY
         text = gravity_compensation_yaml(body, world, gravity, args.node, args.chain)
-        write_output(args.gravity_yaml, lambda path: Path(path).write_text(text))
+        write_output(args.gravity_yaml, text_writer(text))
         lines.append(
             f"wrote {args.gravity_yaml}: gravity compensation of {body.name!r} in "
             f"{body.frame!r}, world frame {world!r}"

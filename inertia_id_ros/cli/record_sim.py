@@ -13,6 +13,7 @@ from inertia_id_ros.cli.common import (
     add_command,
     add_seed_option,
     add_storage_option,
+    text_writer,
     write_json,
     write_output,
 )
@@ -63,6 +64,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "efforts (joint torques; links off the URDF by up to 10 %%, friction "
         "and torque offsets), as inertia-id-sim's robot (panda)",
     )
+    _add_torque_robot_options(record)
+    _add_robot_file_options(record)
+
+
+def _add_torque_robot_options(record: argparse.ArgumentParser) -> None:
+    """The options of ``--robot panda_torques``: its truth, unloaded run and motion."""
     record.add_argument(
         "--links-json",
         metavar="OUT",
@@ -89,6 +96,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         ".npz or .csv, as out; other noise): the unloaded run of fit-payload-torques "
         "--unloaded",
     )
+
+
+def _add_robot_file_options(record: argparse.ArgumentParser) -> None:
+    """The options writing the robot's files: URDF, SRDF, input description."""
     record.add_argument(
         "--urdf-out",
         metavar="OUT",
@@ -189,7 +200,7 @@ def _write_urdf(args: argparse.Namespace) -> None:
     for path, source in ((args.urdf_out, example_robot_urdf("panda")), (args.srdf_out, srdf)):
         if path:
             text = source.read_text()
-            write_output(path, lambda out, text=text: Path(out).write_text(text))
+            write_output(path, text_writer(text))
 
 
 def _write_description(
@@ -211,8 +222,6 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
     """Write the recording of ``--robot panda_torques`` (and the unloaded run, the truth); the
     exit code."""
     from inertia_id_ros.core.robots import example_robot_urdf
-    from inertia_id_ros.formats.export import body_json
-    from inertia_id_ros.formats.link_result import link_result_json
     from inertia_id_ros.sim.recorders import record_joint_torques, write_joint_torques
     from inertia_id_ros.sim.torques import panda_payload_torque_simulators
 
@@ -239,24 +248,7 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
                 )
     except ValueError as e:
         raise InputError(str(e)) from None
-    if args.truth_json:
-        write_json(
-            args.truth_json,
-            {
-                "method": "truth",
-                "bodies": [body_json("payload", loaded.payload_frame, loaded.payload_theta)],
-            },
-        )
-    if args.links_json:
-        write_json(
-            args.links_json,
-            {
-                "method": "truth",
-                **link_result_json(
-                    sim.links.link_names, sim.link_thetas, dict(zip(sim.joint_names, sim.drives))
-                ),
-            },
-        )
+    _write_torque_truths(args, loaded, sim)
     _write_urdf(args)
     _write_description(args, sim.joint_names, ("q", "dq", "effort"))
     n = int(round(args.duration * args.rate))
@@ -268,7 +260,7 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
     )
     payload = (
         "no payload"
-        if args.without_payload
+        if args.without_payload or loaded.payload_theta is None
         else f"payload {loaded.payload_theta[0]:g} kg at {loaded.payload_frame!r}"
     )
     print(
@@ -288,6 +280,32 @@ def _record_joint_torques(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _write_torque_truths(args: argparse.Namespace, loaded: Any, sim: Any) -> None:
+    """``--truth-json`` (the payload of ``loaded``) and ``--links-json`` (the links and drives of
+    ``sim``, the simulator recorded), when asked."""
+    from inertia_id_ros.formats.export import body_json
+    from inertia_id_ros.formats.link_result import link_result_json
+
+    if args.truth_json:
+        write_json(
+            args.truth_json,
+            {
+                "method": "truth",
+                "bodies": [body_json("payload", loaded.payload_frame, loaded.payload_theta)],
+            },
+        )
+    if args.links_json:
+        write_json(
+            args.links_json,
+            {
+                "method": "truth",
+                **link_result_json(
+                    sim.links.link_names, sim.link_thetas, dict(zip(sim.joint_names, sim.drives))
+                ),
+            },
+        )
 
 
 def _motion(seed: int | None) -> Any:

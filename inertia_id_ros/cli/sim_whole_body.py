@@ -5,9 +5,14 @@ suspended, on a stand or balancing on one sole) with its truth
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from inertia_id_ros.cli.common import add_command, add_seed_option, add_storage_option, write_output
+from inertia_id_ros.cli.common import (
+    add_command,
+    add_seed_option,
+    add_storage_option,
+    text_writer,
+    write_output,
+)
 from inertia_id_ros.errors import InputError
 
 
@@ -88,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
             f"{', '.join(topics)}, /robot_description)"
         )
     for path, xml in ((args.truth_urdf, sim.true_xml), (args.urdf_out, sim.cad_xml)):
-        if path:
-            write_output(path, lambda out, xml=xml: Path(out).write_text(xml))
+        if path and xml is not None:
+            write_output(path, text_writer(xml))
     print(
         f"wrote {' and '.join(written)}: {args.duration:g} s of the simulated {args.robot} at "
         f"{args.rate:g} Hz, {len(sim.joint_names)} joints, F/T sensors "

@@ -15,7 +15,6 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
-    from inertia_id_ros.formats.description import Recording
     from inertia_id_ros.offline.validation import DataSource
 
 
@@ -69,7 +68,8 @@ def _described(
     """``(held_out, train)`` of ``--input``: its held-out part and training part when it splits,
     else all of it and ``--train``."""
     from inertia_id_ros.cli.common import load_urdf_model
-    from inertia_id_ros.formats.description import InputDescription, load_recording, split_recording
+    from inertia_id_ros.formats.description import InputDescription
+    from inertia_id_ros.formats.recording import load_recording, split_recording
     from inertia_id_ros.offline.validation import DataSource
 
     if args.urdf is None:
@@ -117,29 +117,3 @@ def run(args: argparse.Namespace) -> int:
         common.write_output(args.png, validation.write_png)
     common.print_summary(list(validation.summary), 0, [args.json, args.png])
     return 0
-
-
-def validate_after_fit(
-    args: argparse.Namespace,
-    result: dict,
-    train: Recording | None = None,
-    held_out: Recording | None = None,
-) -> None:
-    """``--validate DATA`` of fit-links/fit-payload, or the held-out part of an input
-    description (``held_out``): print the validation of the fresh ``result`` on them
-    (:func:`~inertia_id_ros.jobs.validate.validate_fit`, with OLS refitted on the fit's own data,
-    ``train`` when loaded through a description). Nothing without either."""
-    from inertia_id_ros.jobs.validate import validate_fit
-
-    validation = validate_fit(
-        result,
-        args.urdf,
-        common.log_source(args),
-        getattr(args, "validate", None),
-        train,
-        held_out,
-        getattr(args, "sensor_frame", None) or "",
-        args.filter_half_width,
-    )
-    if validation is not None:
-        print("\n".join(validation.summary))

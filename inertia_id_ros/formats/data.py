@@ -29,13 +29,16 @@ Columns: ``t``; ``q:<joint>`` for every joint (their order is the joint order); 
 when every message has them) and ``geometry_msgs/msg/WrenchStamped`` on the wrench topic. Stamps
 come from ``header.stamp``; the wrenches' frame from ``header.frame_id``. Every joint-state message
 must name the same joints (in any order but the same in each message).
+
+Size: 626 lines: the three layouts share one set of private joint-state checks (names, stamps,
+arrays), which a split would have to export.
 """
 
 from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -471,14 +474,14 @@ def wrench_values(msg) -> list[float]:
 
 def read_bag_messages(
     path: str | Path, topics: Sequence[tuple[str, str]], optional: Sequence[tuple[str, str]] = ()
-) -> list[tuple[str, int, object]]:
+) -> list[tuple[str, int, Any]]:
     """Every message of :func:`iter_bag_messages`, in a list (memory grows with the bag)."""
     return list(iter_bag_messages(path, topics, optional))
 
 
 def iter_bag_messages(
     path: str | Path, topics: Sequence[tuple[str, str]], optional: Sequence[tuple[str, str]] = ()
-) -> Iterator[tuple[str, int, Any]]:
+) -> Generator[tuple[str, int, Any], None, None]:
     """``(topic, log time (ns), deserialised message)`` of every message on ``topics`` ((topic,
     expected message type) pairs, each must be in the bag with messages) and on the ``optional``
     ones present, in bag order: the order of the log (receive) times, as a subscriber got them.

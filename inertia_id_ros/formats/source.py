@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     import pinocchio as pin
 
     from inertia_id_ros.formats.data import JointStates
-    from inertia_id_ros.formats.description import InputDescription, Recording
+    from inertia_id_ros.formats.description import InputDescription
+    from inertia_id_ros.formats.recording import Recording
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class LogSource:
     ) -> tuple[Recording, Recording | None, list[Finding]]:
         """``(train, held_out, notes)``: the recording of :meth:`description` for ``model``
         (URDF file ``urdf``), split by the description, and what the loader noted."""
-        from inertia_id_ros.formats.description import split_recording
+        from inertia_id_ros.formats.recording import split_recording
 
         description = self.description(sensor_frame, flip_wrench_sign)
         recording, notes = _load(description, model, urdf)
@@ -175,7 +176,7 @@ class LogSource:
 
 def _load(description: InputDescription, model: pin.Model, urdf: str) -> tuple[Recording, list]:
     """The recording of ``description`` and its loader's notes (findings of kind ``log``)."""
-    from inertia_id_ros.formats.description import load_recording
+    from inertia_id_ros.formats.recording import load_recording
 
     recording = load_recording(description, list(model.names)[1:], urdf)
     notes = [Finding("log", description.source, NOTE, note) for note in recording.notes]

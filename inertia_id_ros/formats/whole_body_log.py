@@ -324,28 +324,7 @@ def whole_body_inputs(
     source = recording.source
     if imu_tilt not in IMU_TILT_USES:
         raise DataError(f"imu_tilt {imu_tilt!r} is not one of {IMU_TILT_USES}")
-    bad = [(f, k) for f, k in zip(recording.ft_frames, recording.ft_types) if k not in SENSOR_KINDS]
-    if bad:
-        raise DataError(
-            f"{source}: F/T sensor {bad[0][0]!r} has type {bad[0][1]!r}, neither "
-            "'contact' nor 'internal'"
-        )
-    unknown = [f for f in flip_wrench_sign if f not in recording.ft_frames]
-    if unknown:
-        raise DataError(
-            f"{source}: no F/T sensor at {unknown[0]!r} to flip (sensors: "
-            f"{list(recording.ft_frames)})"
-        )
-    flips = recording.ft_flip_wrench_sign or (False,) * len(recording.ft_frames)
-    sensors = [
-        FTSensor(
-            f,
-            k,
-            estimate_offset=True if estimate_contact_offsets else None,
-            flip_wrench_sign=flip or f in flip_wrench_sign,
-        )
-        for f, k, flip in zip(recording.ft_frames, recording.ft_types, flips)
-    ]
+    sensors = _ft_sensors(recording, flip_wrench_sign, estimate_contact_offsets)
     if base == "floating" and not recording.imu:
         raise DataError(
             f"{source}: a floating base needs the IMU keys {', '.join(IMU_KEYS)} and 'imu_frame'"
@@ -383,6 +362,38 @@ def whole_body_inputs(
     else:  # suspended
         motion = BaseMotion.at_rest(len(keep))
     return model, WholeBodySamples(q, dq, ddq, motion, recording.ft_wrench[keep], effort)
+
+
+def _ft_sensors(
+    recording: WholeBodyRecording, flip_wrench_sign: Sequence[str], estimate_contact_offsets: bool
+) -> list[FTSensor]:
+    """The recording's F/T sensors as the model takes them (see :func:`whole_body_inputs`);
+    a kind neither ``contact`` nor ``internal``, or a flipped frame that is not a sensor's, is a
+    :class:`DataError`."""
+    source = recording.source
+    bad = [(f, k) for f, k in zip(recording.ft_frames, recording.ft_types) if k not in SENSOR_KINDS]
+    if bad:
+        raise DataError(
+            f"{source}: F/T sensor {bad[0][0]!r} has type {bad[0][1]!r}, neither "
+            "'contact' nor 'internal'"
+        )
+    unknown = [f for f in flip_wrench_sign if f not in recording.ft_frames]
+    if unknown:
+        raise DataError(
+            f"{source}: no F/T sensor at {unknown[0]!r} to flip (sensors: "
+            f"{list(recording.ft_frames)})"
+        )
+    flips = recording.ft_flip_wrench_sign or (False,) * len(recording.ft_frames)
+    sensors = [
+        FTSensor(
+            f,
+            k,
+            estimate_offset=True if estimate_contact_offsets else None,
+            flip_wrench_sign=flip or f in flip_wrench_sign,
+        )
+        for f, k, flip in zip(recording.ft_frames, recording.ft_types, flips)
+    ]
+    return sensors
 
 
 def _joint_samples(

@@ -11,15 +11,18 @@ It prints nothing: progress goes to ``progress`` callbacks where a job takes one
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from inertia_id_ros.errors import InputError
+from inertia_id_ros.errors import InertiaIdError, InputError
 from inertia_id_ros.findings import Finding, refused
 
 if TYPE_CHECKING:
     import pinocchio as pin
+
+    from inertia_id_ros.offline.volumes import Volume
 
 E = TypeVar("E")
 """The estimate type of a job's result."""
@@ -57,6 +60,18 @@ def refused_input(findings: list[Finding]) -> JobResult[Any]:
     return JobResult(None, tuple(findings), findings_document(findings))
 
 
+@contextmanager
+def carrying(findings: list[Finding]) -> Iterator[None]:
+    """Within: a package error raised (a caller's mistake, no estimate) carries the
+    ``findings`` found so far (the list as it is then, before the error's own), so that they
+    are reported before it."""
+    try:
+        yield
+    except InertiaIdError as e:
+        e.findings = (*findings, *e.findings)
+        raise
+
+
 def load_urdf(urdf: str) -> pin.Model:
     """The model of the URDF file ``urdf``; a missing or bad file is an :class:`InputError`."""
     from inertia_id_ros.core.robots import load_model
@@ -65,3 +80,32 @@ def load_urdf(urdf: str) -> pin.Model:
         return load_model(urdf)
     except (FileNotFoundError, ValueError) as e:
         raise InputError(str(e)) from None
+
+
+def check_bounding_ellipsoid(method: str, bounding_ellipsoid: bool) -> None:
+    """Refuse ``bounding_ellipsoid`` with a ``method`` that cannot take it (:class:`InputError`)."""
+    from inertia_id_ros.options import NO_ELLIPSOID_METHODS
+
+    if bounding_ellipsoid and method in NO_ELLIPSOID_METHODS:
+        raise InputError(
+            "--bounding-ellipsoid needs --method lmi, pointmass or cad_prior "
+            "(manifold cannot take bounding ellipsoids)"
+        )
+
+
+def payload_volume_of(sphere: float | None, box: Sequence[float] | None) -> Volume:
+    """The payload's bounding volume: within ``sphere`` m of its frame's origin, or within the
+    ``box`` of half-extents (3,) m along its axes, else the default sphere
+    (:func:`~inertia_id_ros.offline.volumes.payload_volume`); a size not > 0 is an
+    :class:`InputError`."""
+    from inertia_id_ros.offline.volumes import payload_volume
+
+    if sphere is not None and not sphere > 0:
+        raise InputError(f"--payload-sphere must be > 0 m, got {sphere}")
+    if box is None:
+        return payload_volume(radius=sphere)
+    if len(box) != 3 or not all(v > 0 for v in box):
+        raise InputError(
+            "--payload-box must be three half-extents > 0 m, got " + ",".join(f"{v:g}" for v in box)
+        )
+    return payload_volume(half_extents=box)

@@ -1,7 +1,7 @@
 """The fit-links job: the links of a chain (and joint friction, offset, armature) from recorded
 joint states and efforts (:func:`~inertia_id_ros.chain.identify.identify_links`: derivative
 filter, Coulomb width, torque delay, base tilt and prior weight chosen on the data unless given),
-checked (:func:`~inertia_id_ros.offline.plausibility.links_fit_findings`) and, when asked,
+checked (:func:`~inertia_id_ros.offline.fit_checks.links_fit_findings`) and, when asked,
 validated on held-out data (:func:`~inertia_id_ros.jobs.validate.validate_fit`).
 
 :func:`fit_links` reads the data (:mod:`inertia_id_ros.formats`), fits
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from inertia_id_ros.chain.identify import LinkIdentification
     from inertia_id_ros.chain.links import LinkModel
     from inertia_id_ros.formats.data import JointStates
-    from inertia_id_ros.formats.description import Recording
+    from inertia_id_ros.formats.recording import Recording
     from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.jobs.validate import Validation
-    from inertia_id_ros.offline.plausibility import Volume
+    from inertia_id_ros.offline.volumes import Volume
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,8 @@ def fit_links(
     ``options.validation_data`` or on the held-out part of ``source``'s description."""
     from inertia_id_ros.formats.export import body_json
     from inertia_id_ros.jobs.validate import validate_fit
-    from inertia_id_ros.offline.plausibility import link_filter_findings, links_fit_findings
+    from inertia_id_ros.offline.fit_checks import links_fit_findings
+    from inertia_id_ros.offline.plausibility import link_filter_findings
 
     recorded = _read(urdf, source, options)
     read = (*recorded.notes, *recorded.checks)
@@ -191,7 +192,7 @@ def _read(urdf: str, source: LogSource, options: FitLinksOptions) -> _Recorded:
     the model and the held joints, the loader's notes and the units' checks
     (:class:`_Recorded`)."""
     from inertia_id_ros.formats.data import check_joints
-    from inertia_id_ros.formats.description import joints_coupled
+    from inertia_id_ros.formats.recording import joints_coupled
     from inertia_id_ros.formats.units import log_unit_findings
 
     source.check_bag_options()
@@ -236,7 +237,7 @@ def _fit(urdf: str, recorded: _Recorded, options: FitLinksOptions) -> _Fitted:
     from inertia_id_ros.chain.differentiation import filter_for, payload_half_width, sample_period
     from inertia_id_ros.chain.identify import identify_links
     from inertia_id_ros.chain.links import torque_error
-    from inertia_id_ros.offline.plausibility import ellipsoids_of, link_bounds
+    from inertia_id_ros.offline.volumes import ellipsoids_of, link_bounds
 
     states = recorded.states
     differentiation = None

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from inertia_id_ros.chain.payload_from_torques import PayloadTorqueFit, RunAlignment
     from inertia_id_ros.formats.data import JointStates
     from inertia_id_ros.formats.source import LogSource
-    from inertia_id_ros.offline.plausibility import Volume
+    from inertia_id_ros.offline.volumes import Volume
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,8 @@ def fit_payload_torques(
     from inertia_id_ros.formats.data import check_joints
     from inertia_id_ros.formats.export import body_json
     from inertia_id_ros.formats.units import log_unit_findings
-    from inertia_id_ros.offline.plausibility import link_filter_findings, volume_findings
+    from inertia_id_ros.offline.plausibility import link_filter_findings
+    from inertia_id_ros.offline.volumes import volume_findings
 
     source.check_bag_options()
     model = load_urdf(urdf)
@@ -316,7 +317,7 @@ def _torque_data(
 
 def _volume(options: FitPayloadTorquesOptions) -> Volume:
     """The payload's bounding volume: ``payload_box`` if given, else ``payload_sphere``."""
-    from inertia_id_ros.offline.plausibility import payload_volume
+    from inertia_id_ros.offline.volumes import payload_volume
 
     if options.payload_box is None:
         return payload_volume(radius=options.payload_sphere)

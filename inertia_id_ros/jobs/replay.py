@@ -29,7 +29,7 @@ from inertia_id_ros.formats.source import LogSource
 from inertia_id_ros.jobs.base import JobResult, findings_document, load_urdf
 
 if TYPE_CHECKING:
-    from inertia_id_ros.formats.description import Recording
+    from inertia_id_ros.formats.recording import Recording
     from inertia_id_ros.modes import Mode, NodeSettings
     from inertia_id_ros.offline.replay import ReplayLog, ReplayUpdates
 

@@ -17,7 +17,7 @@ from inertia_id_ros.jobs.base import JobResult
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
 
 if TYPE_CHECKING:
-    from inertia_id_ros.formats.description import Recording
+    from inertia_id_ros.formats.recording import Recording
     from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.offline.validation import DataSource, ModelError, Prediction
 

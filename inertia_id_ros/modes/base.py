@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from inertia_id_ros.motion.run import RunConfig
-    from inertia_id_ros.offline.plausibility import Volume
     from inertia_id_ros.offline.replay import ReplayLog, ReplayReport, ReplayUpdates
     from inertia_id_ros.offline.validation import DataSource, Prediction
+    from inertia_id_ros.offline.volumes import Volume
     from inertia_id_ros.online.session import Session
 
 SessionT = TypeVar("SessionT", bound="Session[Any, Any]")
@@ -398,7 +398,7 @@ def bounding_volume_parameters(
 def read_bounding_volume(values: Mapping[str, Any], prefix: str) -> Volume:
     """The payload's volume (m) of the parameters of :func:`bounding_volume_parameters`, which
     its findings name; StartupError naming the one that is not > 0."""
-    from inertia_id_ros.offline.plausibility import payload_volume
+    from inertia_id_ros.offline.volumes import payload_volume
 
     sphere, box = values[f"{prefix}_bounding_sphere"], values[f"{prefix}_bounding_box"]
     if not positive(sphere):

@@ -302,20 +302,20 @@ def link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorCon
 def link_ellipsoids(settings: NodeSettings, model: LinkModel) -> list[Any]:
     """Per link of ``model``, the 4x4 ``Q`` of the ellipsoid around its URDF collision
     geometry where that holds its URDF inertial, else ``None``
-    (:func:`~inertia_id_ros.offline.plausibility.volumes_holding`; the URDF of ``urdf_path``,
+    (:func:`~inertia_id_ros.offline.volumes.volumes_holding`; the URDF of ``urdf_path``,
     ``robot_description`` or ``chain_config``)."""
     import numpy as np
 
     from inertia_id_ros.chain.actuators import ChainConfig
-    from inertia_id_ros.offline import plausibility
+    from inertia_id_ros.offline.volumes import ellipsoids_of, link_volumes, volumes_holding
 
     own: LinksSettings = settings.mode_settings
     chain_urdf = str(ChainConfig.load(own.chain_config).urdf_path()) if own.chain_config else None
     priors = np.asarray(model.prior)[: 10 * model.n_joints].reshape(-1, 10)
     with urdf_file(settings, chain_urdf) as urdf:
-        volumes = plausibility.link_volumes(urdf, model.link_names)
-    held = plausibility.volumes_holding(volumes, dict(zip(model.link_names, priors)))
-    return plausibility.ellipsoids_of(held, model.link_names)
+        volumes = link_volumes(urdf, model.link_names)
+    held = volumes_holding(volumes, dict(zip(model.link_names, priors)))
+    return ellipsoids_of(held, model.link_names)
 
 
 def links_replay_findings(session: LinkSession, final: LinkEstimate | None) -> list[Finding]:

@@ -41,9 +41,9 @@ if TYPE_CHECKING:
     from inertia_id_ros.formats.data import PayloadRecording
     from inertia_id_ros.modes.base import ExampleLog
     from inertia_id_ros.modes.payload_replay import PayloadReplay
-    from inertia_id_ros.offline.plausibility import Volume
     from inertia_id_ros.offline.replay import ReplayLog, ReplayReport
     from inertia_id_ros.offline.validation import DataSource, Prediction
+    from inertia_id_ros.offline.volumes import Volume
     from inertia_id_ros.online.payload_session import PayloadSession
 
 WINDOW_SHAPE = (6, 16)

@@ -44,14 +44,9 @@ from inertia_id_ros.formats.data import (
     WRENCH_TYPE,
     iter_bag_messages,
 )
-from inertia_id_ros.formats.description import Recording
 from inertia_id_ros.formats.export import body_json
-from inertia_id_ros.offline.plausibility import (
-    Volume,
-    payload_fit_findings,
-    payload_volume,
-    volume_findings,
-)
+from inertia_id_ros.formats.recording import Recording
+from inertia_id_ros.offline.fit_checks import payload_fit_findings
 from inertia_id_ros.offline.replay import (
     ReplayInputs,
     ReplayLog,
@@ -62,6 +57,7 @@ from inertia_id_ros.offline.replay import (
     replay_log,
 )
 from inertia_id_ros.offline.summary import body_lines, dropped_text
+from inertia_id_ros.offline.volumes import Volume, payload_volume, volume_findings
 from inertia_id_ros.online.change_detection import ChangeEvent
 from inertia_id_ros.online.payload_estimator import Estimate, EstimatorConfig, PayloadEstimateBase
 from inertia_id_ros.online.payload_session import (
@@ -171,7 +167,7 @@ def replay_payload(
     """Replay ``log`` through a payload ``session`` built elsewhere (the node's, from its
     parameters), as :func:`replay_bag` does; ``volume``: the payload's bounding volume the
     final estimate is checked against (default
-    :func:`~inertia_id_ros.offline.plausibility.payload_volume`'s sphere)."""
+    :func:`~inertia_id_ros.offline.volumes.payload_volume`'s sphere)."""
     kinematics = session.estimator.kinematics
     inputs = payload_replay_inputs(
         session, kinematics.sensor_frame, joint_states_topic, wrench_topic
@@ -191,7 +187,7 @@ def payload_replay_findings(
     session: PayloadSession, final: PayloadEstimateBase | None, volume: Volume
 ) -> list[Finding]:
     """The plausibility findings of a replay's ``final`` estimate
-    (:func:`~inertia_id_ros.offline.plausibility.payload_fit_findings`, the payload in ``volume``)
+    (:func:`~inertia_id_ros.offline.fit_checks.payload_fit_findings`, the payload in ``volume``)
     on the window's samples it was fitted to; none without an estimate or when the window
     restarted after it (a payload change)."""
     if final is None:
@@ -221,8 +217,8 @@ def replay_payload_torques(
 ) -> PayloadReplay:
     """Replay ``log``'s joint states with efforts through a payload-torques ``session`` (the
     node's); the final estimate's COM checked against ``volume``, the payload's bounding volume
-    (default :func:`~inertia_id_ros.offline.plausibility.payload_volume`'s sphere;
-    :func:`~inertia_id_ros.offline.plausibility.volume_findings`, as ``fit-payload-torques``). The
+    (default :func:`~inertia_id_ros.offline.volumes.payload_volume`'s sphere;
+    :func:`~inertia_id_ros.offline.volumes.volume_findings`, as ``fit-payload-torques``). The
     estimates' ``sensor_offset`` are the joints' torque offset changes (N m)."""
     estimator = session.estimator
     config = estimator.config

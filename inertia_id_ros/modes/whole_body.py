@@ -267,7 +267,7 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
         ``fixed_frame`` if given), the sensors, the IMU frame (none without an imu_topic), the
         links' bounding ellipsoids (``bounding_ellipsoid``)."""
         from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel
-        from inertia_id_ros.offline.plausibility import ellipsoids_of, link_volumes, volumes_holding
+        from inertia_id_ros.offline.volumes import ellipsoids_of, link_volumes, volumes_holding
         from inertia_id_ros.online.whole_body_session import whole_body_session
 
         own: WholeBodySettings = settings.mode_settings

@@ -263,7 +263,7 @@ def _sensor_offsets(estimate: WholeBodyEstimate) -> dict[str, Any]:
 
 def whole_body_recording(source: DataSource) -> WholeBodyRecording:
     """The whole-body recording of ``source``: an input description's
-    (:meth:`~inertia_id_ros.formats.description.Recording.whole_body`) or an NPZ of the
+    (:meth:`~inertia_id_ros.formats.recording.Recording.whole_body`) or an NPZ of the
     package's layout (:func:`~inertia_id_ros.formats.whole_body_log.read_whole_body_file`); a
     bag names neither its F/T sensors' kinds nor its topics' sensors: :class:`InputError`."""
     if source.recording is not None:

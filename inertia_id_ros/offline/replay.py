@@ -13,7 +13,7 @@ gives an estimate or the reason there is none (:class:`~inertia_id_ros.online.se
 what a replay gives is a :class:`ReplayUpdates`.
 
 **Described logs** (``inertia-id replay --input``): a log loaded through an input description
-(:class:`~inertia_id_ros.formats.description.Recording`: names, units, signs, held joints and clock
+(:class:`~inertia_id_ros.formats.recording.Recording`: names, units, signs, held joints and clock
 offsets applied) goes through the same loop, its samples in stamp order
 (:func:`recording_messages`; the held joints as constant columns). Either way the joint states'
 units are checked as they pass (:class:`JointStateRange`: degrees? milliseconds?), as the fit
@@ -49,7 +49,7 @@ from inertia_id_ros.formats.data import (
     read_bag_messages,
     wrench_values,
 )
-from inertia_id_ros.formats.description import Recording
+from inertia_id_ros.formats.recording import Recording
 from inertia_id_ros.formats.units import check_time_units, position_unit_findings
 from inertia_id_ros.online.session import Session, Update
 
@@ -62,7 +62,7 @@ EstimateT = TypeVar("EstimateT")
 
 ReplayLog = str | Path | Recording
 """What a replay reads: a bag (its path), or a log loaded through an input description
-(:func:`~inertia_id_ros.formats.description.load_recording`)."""
+(:func:`~inertia_id_ros.formats.recording.load_recording`)."""
 
 CHECKED_STAMPS = 2000
 """Joint-state stamps a replay keeps for the time-unit check (the first ones)."""
@@ -150,7 +150,8 @@ def replay_feeds(
         raise ValueError(f"update_rate_hz must be positive, got {update_rate_hz}")
     period = 1.0 / update_rate_hz
     updates: list[Update] = []
-    start = next_update = None
+    start: float | None = None
+    next_update = math.inf
     for topic, log_time, msg in messages:
         now = 1e-9 * log_time
         if start is None:
@@ -229,6 +230,18 @@ class ReplayInputs:
     imu_topic: str = ""
     add_imu: Callable[[float, np.ndarray, np.ndarray, str], Any] | None = None
 
+    def wrench_input(self) -> Callable[[str, float, np.ndarray, str], Any]:
+        """``add_wrench``, which ``wrench_topics`` need (a ``ValueError`` without it)."""
+        if self.add_wrench is None:
+            raise ValueError("wrench_topics are given without add_wrench")
+        return self.add_wrench
+
+    def imu_input(self) -> Callable[[float, np.ndarray, np.ndarray, str], Any]:
+        """``add_imu``, which an ``imu_topic`` needs (a ``ValueError`` without it)."""
+        if self.add_imu is None:
+            raise ValueError("an imu_topic is given without add_imu")
+        return self.add_imu
+
 
 def bag_feeds(
     session: ReplaySession, inputs: ReplayInputs, joints: JointStateRange
@@ -244,9 +257,11 @@ def bag_feeds(
         )
 
     def wrench(frames: tuple[str, ...]) -> Feed:
+        add_wrench = inputs.wrench_input()
+
         def feed(msg: Any) -> None:
             for frame in frames:
-                inputs.add_wrench(
+                add_wrench(
                     frame,
                     header_seconds(msg.header),
                     np.array(wrench_values(msg)),
@@ -257,7 +272,7 @@ def bag_feeds(
 
     def imu(msg: Any) -> None:
         w, a = msg.angular_velocity, msg.linear_acceleration
-        inputs.add_imu(
+        inputs.imu_input()(
             header_seconds(msg.header),
             np.array([w.x, w.y, w.z]),
             np.array([a.x, a.y, a.z]),
@@ -332,7 +347,8 @@ def recording_feeds(
                 f"{', '.join(recording.wrenches) or 'none'})"
             )
         samples = recording.wrenches[frame]
-        return lambda k: inputs.add_wrench(frame, samples.t[k], samples.wrench[k], frame)
+        add_wrench = inputs.wrench_input()
+        return lambda k: add_wrench(frame, float(samples.t[k]), samples.wrench[k], frame)
 
     feeds = {
         JOINT_STATES_STREAM: joint_state,
@@ -348,8 +364,9 @@ def recording_feeds(
             raise DataError(
                 f"{recording.source}: no IMU described (the session reads {inputs.imu_topic!r})"
             )
-        feeds[IMU_STREAM] = lambda k: inputs.add_imu(
-            imu.t[k],
+        add_imu = inputs.imu_input()
+        feeds[IMU_STREAM] = lambda k: add_imu(
+            float(imu.t[k]),
             imu.values["angular_velocity"][k],
             imu.values["linear_acceleration"][k],
             imu.frame,

@@ -22,7 +22,7 @@ from inertia_id_ros.core.covariance import com_covariance, inertia_com_covarianc
 from inertia_id_ros.core.inertia import inertia_from_theta, inertia_to_msg_order
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 
-QUANTITIES = ("m", "cx", "cy", "cz", "ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+QUANTITIES: tuple[str, ...] = ("m", "cx", "cy", "cz", "ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 """Plotted quantities, in the order of :func:`quantities`."""
 SCALE = np.array([1e3] * 1 + [1e3] * 3 + [1e6] * 6)
 """SI -> plotted units: g, mm, kg mm²."""
@@ -111,11 +111,12 @@ def plot_replay(
     figure = Figure(figsize=(11, 9))
     FigureCanvasAgg(figure)  # offscreen
     axes = figure.subplots(3, 2, sharex=True)
-    for axis, columns, unit in (
+    panels: tuple[tuple[Any, slice, str], ...] = (
         (axes[0, 0], slice(0, 1), "g"),
         (axes[0, 1], slice(1, 4), "mm"),
         (axes[1, 0], slice(4, 10), "kg mm²"),
-    ):
+    )
+    for axis, columns, unit in panels:
         _band_panel(
             axis,
             t,

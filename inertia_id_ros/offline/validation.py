@@ -46,7 +46,7 @@ from inertia_id_ros.formats.data import (
     read_payload_file,
     with_derivatives,
 )
-from inertia_id_ros.formats.description import Recording
+from inertia_id_ros.formats.recording import Recording
 from inertia_id_ros.options import DEFAULT_HALF_WIDTH
 
 MODELS = ("fit", "urdf", "urdf_offsets", "ols")
@@ -195,6 +195,8 @@ def torque_data(states: JointStates) -> JointTorqueData:
     :class:`InputError` when the held-out data have no efforts."""
     if states.effort is None:
         raise InputError("the held-out data have no efforts")
+    if states.dq is None or states.ddq is None:
+        raise InputError("the held-out data have no velocities or accelerations")
     return JointTorqueData(states.q, states.dq, states.ddq, states.effort, states.joint_names)
 
 

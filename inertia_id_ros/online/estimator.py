@@ -345,9 +345,13 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT, WindowT]):
         added. Samples that can never be covered are dropped (reasons ``gap``: a joint-state gap
         longer than ``max_joint_gap`` within ``filter_half_width`` of the stamp;
         ``no_joint_state``: before the oldest buffered joint state; ``sparse``: too few joint
-        states in the fit window). ``on_rows(t, Y, y)`` sees each batch of rows added."""
+        states in the fit window). ``on_rows(t, Y, y)`` sees each batch of rows added. Takes
+        about the samples pending when called: those another thread adds meanwhile wait for the
+        next call, so that a call ends while the inputs keep coming."""
         added = 0
         with self._process_lock:
+            with self._lock:
+                budget = self._pending_count()
             while True:
                 with self._lock:
                     batch, consumed = self._next_batch()
@@ -362,7 +366,8 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT, WindowT]):
                             if on_rows is not None:
                                 on_rows(batch.t, Y, y)
                             added += batch.t.size
-                if consumed < PROCESS_CHUNK:
+                budget -= consumed
+                if consumed < PROCESS_CHUNK or budget <= 0:
                     return added
 
     def _next_batch(self) -> tuple[SampleBatch | None, int]:

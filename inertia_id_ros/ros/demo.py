@@ -357,6 +357,27 @@ PROGRESS_PERIOD_SEC = 5.0
 """The excite demo prints the motion's progress this often (s)."""
 
 
+def _follow_excitation(node: Node, statuses: list[ExcitationStatus], deadline: float) -> None:
+    """Spin ``node`` until the excitation's last status (``statuses``, as they arrive) is final
+    or the monotonic clock passes ``deadline`` (s), printing each new state and, within one,
+    its progress every :data:`PROGRESS_PERIOD_SEC`."""
+    shown, state, printed = 0, "", -np.inf
+    while time.monotonic() < deadline and not (statuses and statuses[-1].state in FINAL_STATES):
+        rclpy.spin_once(node, timeout_sec=0.1)
+        for status in statuses[shown:]:
+            if status.state != state:
+                print(f"  {status.state}: {status.message}", flush=True)
+            elif time.monotonic() - printed >= PROGRESS_PERIOD_SEC:
+                print(
+                    f"  {status.state}: {status.elapsed:.1f} of {status.duration:.1f} s",
+                    flush=True,
+                )
+            else:
+                continue
+            state, printed = status.state, time.monotonic()
+        shown = len(statuses)
+
+
 def run_excite_demo(
     duration: float = 15.0,
     speed_scale: float = 1.0,
@@ -420,21 +441,7 @@ def run_excite_demo(
                 file=sys.stderr,
             )
             return 1
-        shown, state, printed = 0, "", -np.inf
-        while time.monotonic() < deadline and not (statuses and statuses[-1].state in FINAL_STATES):
-            rclpy.spin_once(client_node, timeout_sec=0.1)
-            for status in statuses[shown:]:
-                if status.state != state:
-                    print(f"  {status.state}: {status.message}", flush=True)
-                elif time.monotonic() - printed >= PROGRESS_PERIOD_SEC:
-                    print(
-                        f"  {status.state}: {status.elapsed:.1f} of {status.duration:.1f} s",
-                        flush=True,
-                    )
-                else:
-                    continue
-                state, printed = status.state, time.monotonic()
-            shown = len(statuses)
+        _follow_excitation(client_node, statuses, deadline)
         if not statuses or statuses[-1].state != "done" or client.truth is None:
             state = statuses[-1].state if statuses else "no status"
             print(f"demo: the excitation did not identify ({state})", file=sys.stderr)

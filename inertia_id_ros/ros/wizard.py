@@ -29,9 +29,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 import numpy as np
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
@@ -70,6 +70,9 @@ from inertia_id_ros.ros.qos import LATCHED, sensor_data
 from inertia_id_ros.ros.wiring.base import ModeWiring
 from inertia_id_ros.srv import Excite
 
+if TYPE_CHECKING:
+    from inertia_id_ros.ros.node import InertiaIdNode
+
 TICK_HZ = 50.0
 """Rate of the run's checks (Hz): a stop follows stale joint states within a tick."""
 
@@ -91,7 +94,7 @@ class WizardWiring:
 
     def __init__(
         self,
-        node: Node,
+        node: InertiaIdNode,
         io: ModeWiring,
         session: Session,
         settings: NodeSettings,
@@ -262,7 +265,7 @@ class WizardWiring:
                 self._target,
                 duration,
                 settings=ObjectiveSettings(sensor_frame=self._sensor_frame),
-                start=start,
+                start=list(start),
                 max_acceleration=settings.excite_max_acceleration,
                 time_limit=settings.design_time_limit_sec or None,
                 collision=self._collision,
@@ -360,9 +363,15 @@ class WizardWiring:
         ):
             self._publish_status()
 
+    def _command(self) -> ExcitationCommand:
+        """The command being run (a ``RuntimeError`` between runs)."""
+        if self.run.command is None:
+            raise RuntimeError("no excitation command is being run")
+        return self.run.command
+
     def _hold(self, hold: np.ndarray) -> None:
         """Command the robot to hold at ``hold`` (n,)."""
-        names = self.run.command.trajectory.joint_names
+        names = self._command().trajectory.joint_names
         zeros = np.zeros((1, len(names)))
         self._commands.publish(
             joint_trajectory_msg(0.0, names, np.array([HOLD_SEC]), hold[None], zeros, zeros)
@@ -379,7 +388,7 @@ class WizardWiring:
 
     def _identify(self) -> None:
         """Identify on exactly the motion's samples (thread), then report."""
-        start, end = self.run.command.motion_interval
+        start, end = self._command().motion_interval
         try:
             self._io.drain()
             update = self._session.identify(None, end - start, self._now(), until=end)

@@ -12,7 +12,7 @@ sole). Each is a :class:`~inertia_id_ros.sim.whole_body_simulator.WholeBodySimul
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pinocchio as pin
@@ -259,7 +259,7 @@ def icub_fixed(
     )
 
 
-ROBOTS = {
+ROBOTS: dict[str, Callable[..., WholeBodySimulator]] = {
     "icub": icub,
     "go1": go1,
     "icub_suspended": icub_suspended,

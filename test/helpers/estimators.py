@@ -10,7 +10,7 @@ from inertia_id_ros.sim.payload import PANDA_HOME
 def rms_radius(theta: np.ndarray) -> float:
     """RMS distance (m) of a body's mass from its frame's origin, ``sqrt(tr(S) / m)`` (``S`` the
     second moments of ``theta`` (10,)): what a sphere about the origin bounds on average."""
-    from inertia_id_ros.offline.plausibility import second_moments
+    from inertia_id_ros.offline.volumes import second_moments
 
     return float(np.sqrt(np.trace(second_moments(theta)) / theta[0]))
 

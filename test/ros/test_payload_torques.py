@@ -24,8 +24,11 @@ from inertia_id_ros.sim.torques import panda_payload_torque_runs
 MOTION_SEC = 60.0
 RATE_HZ = 1000.0
 SEED = 4
-TIME_SCALE = 3.0
-"""The simulator plays the motion this many times faster than real time (stamps 1 ms apart)."""
+TIME_SCALE = 1.0
+"""The simulator plays the motion at real time, the rate the node is configured for
+(``max_input_rate_hz`` 1000): turning joint torques into rows costs the node 100-360 us per
+sample on the loaded 2-core machine, so that at three times real time it fell behind (its
+updates took up to 2 s), its input queue overflowed and it lost up to 30 % of the joint states."""
 FRAME = "panda_link8"
 
 
@@ -137,7 +140,16 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
         estimate = response.estimate
         assert received["truth"], "no ground truth from the simulator"
         assert received["truth"][-1].header.frame_id == FRAME == estimate.header.frame_id
-        assert estimate.num_samples > 0.85 * played, (estimate.num_samples, node.output()[-3000:])
+        # the node keeps every joint state it receives: it drops only the first filter
+        # half-width (no joint state before them) and the last waits for joint states after it
+        taken = diagnostics.counter("received.joint_state")
+        ends = round(PAYLOAD_TORQUES_HALF_WIDTH * RATE_HZ)
+        dropped = {k: n for k, n in diagnostics.counters("dropped.").items() if n}
+        assert dropped == {"no_joint_state": ends}, (dropped, node.output()[-3000:])
+        assert estimate.num_samples >= taken - 2 * ends, (estimate.num_samples, taken)
+        # best-effort DDS on one machine, the simulator starting once its publisher has matched
+        # the node's subscription: measured, every joint state arrives (two busy loops beside)
+        assert taken > 0.98 * played, (taken, played)
         truth, theta = np.array(received["truth"][-1].theta), np.array(estimate.theta)
         assert check_consistency(theta).fully_consistent
         covariance = np.array(estimate.covariance).reshape(10, 10)
@@ -147,7 +159,8 @@ def test_the_node_identifies_the_payload_from_the_simulated_panda_torques(
             f"\npayload_torques node over DDS: mass {100 * (m - m0) / m0:+.3f} %, COM "
             f"{1e3 * np.linalg.norm(c - c0):.2f} mm, inertia "
             f"{100 * np.linalg.norm(i - i0) / np.linalg.norm(i0):.1f} %, mass standard error "
-            f"{np.sqrt(covariance[0, 0]):.4f} kg, {estimate.num_samples} joint states"
+            f"{np.sqrt(covariance[0, 0]):.4f} kg, {estimate.num_samples} joint states in its "
+            f"window of {taken} received, {played} played"
         )
         assert abs(m - m0) / m0 < 0.01
         assert np.linalg.norm(c - c0) < 0.005

@@ -163,6 +163,8 @@ class PayloadWiring(PayloadOutWiring):
     """The payload mode's topics and services around a :class:`PayloadSession`: wrenches in,
     :class:`PayloadOut` out."""
 
+    _session: PayloadSession
+
     def __init__(
         self,
         node: InertiaIdNode,

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 class WholeBodyWiring(ModeWiring):
     """The whole-body mode's topics around a :class:`WholeBodySession`."""
 
+    _session: WholeBodySession
+
     def __init__(
         self,
         node: InertiaIdNode,

@@ -82,6 +82,7 @@ def assert_payload_json(
 ) -> None:
     """Exact schema; estimate within tolerance of the simulator's truth."""
     assert list(result) == [
+        "mode",
         "method",
         "bodies",
         "sensor_offset",

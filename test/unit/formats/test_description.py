@@ -19,8 +19,9 @@ from inertia_id_ros import cli
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.formats.data import read_joint_file, read_payload_bag
-from inertia_id_ros.formats.description import InputDescription, load_recording, split_recording
+from inertia_id_ros.formats.description import InputDescription
 from inertia_id_ros.formats.ft_conventions import read_ft_conventions
+from inertia_id_ros.formats.recording import load_recording, split_recording
 from inertia_id_ros.sim.payload import PayloadSimulator
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
@@ -689,7 +690,7 @@ def test_bad_log_flags_exit_2_naming_the_flag(
 def test_held_joints_coupled_to_the_fitted_ones(panda_urdf: str) -> None:
     """A finger's motion enters the arm's joint torques (refused when held), not its sibling
     finger's (another branch)."""
-    from inertia_id_ros.formats.description import joints_coupled
+    from inertia_id_ros.formats.recording import joints_coupled
 
     model = load_model(panda_urdf)
     assert joints_coupled(model, {}, PANDA_ARM, ["panda_finger_joint1"]) == ["panda_finger_joint1"]

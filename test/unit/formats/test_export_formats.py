@@ -15,11 +15,8 @@ from inertia_id_ros.cli import main
 from inertia_id_ros.core.inertia import theta_from_inertia
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import ExportError
-from inertia_id_ros.formats.export import (
-    IdentifiedBody,
-    body_json,
+from inertia_id_ros.formats.controller_payloads import (
     franka_set_load,
-    gravity_compensation_parameters,
     kuka_load_data,
     payload_formats,
     principal_frame,
@@ -27,8 +24,13 @@ from inertia_id_ros.formats.export import (
     theta_from_franka_set_load,
     theta_from_kuka_load_data,
     theta_from_ur_set_payload,
-    transform_theta,
     ur_set_payload,
+)
+from inertia_id_ros.formats.export import (
+    IdentifiedBody,
+    body_json,
+    gravity_compensation_parameters,
+    transform_theta,
 )
 
 

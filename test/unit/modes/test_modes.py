@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.layers import LAYERS, layer_rank
 from helpers.paths import REPO
 from inertia_id_ros import modes
 from inertia_id_ros.core.robots import example_robot_urdf
@@ -291,29 +292,6 @@ def test_architecture_checklist_names_the_parts_of_a_mode():
 
 # ---- layers ---------------------------------------------------------------------------------
 
-LAYERS = (
-    "core",
-    "solvers",
-    "chain",
-    ("online", "motion"),
-    "formats",
-    "sim",
-    "offline",
-    "modes",
-    "jobs",
-    "ros",
-    "cli",
-)
-"""The packages from the bottom up (a tuple: one layer); each imports only from its own and
-lower layers (and the modules beside them: errors, options, threads, msg, srv)."""
-
-
-def _rank(package: str) -> int:
-    for rank, layer in enumerate(LAYERS, start=1):
-        if package == layer or package in layer:
-            return rank
-    return 0
-
 
 def test_the_layers_import_only_downward():
     package = REPO / "inertia_id_ros"
@@ -334,13 +312,13 @@ def test_the_layers_import_only_downward():
             else:
                 continue
             for name in names:
-                if name.startswith("inertia_id_ros.") and _rank(name.split(".")[1]) > _rank(
-                    parts[0]
-                ):
+                if name.startswith("inertia_id_ros.") and layer_rank(
+                    name.split(".")[1]
+                ) > layer_rank(parts[0]):
                     upward.append(f"{Path(*parts)} imports {name}")
     assert not upward, upward
     assert {
-        _rank(p.name)
+        layer_rank(p.name)
         for p in package.iterdir()
         if p.is_dir() and (p / "__init__.py").exists() and p.name not in ("msg", "srv")
     } == set(range(1, len(LAYERS) + 1)), "a package outside the layers"

@@ -143,7 +143,7 @@ def test_a_valid_runtime_change_gives_the_new_settings_without_side_effects():
 def test_bounding_ellipsoid_bounds_the_payload_by_its_sphere_or_box_and_the_links_by_the_urdf():
     import numpy as np
 
-    from inertia_id_ros.offline.plausibility import payload_volume
+    from inertia_id_ros.offline.volumes import payload_volume
     from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS
 
     assert (

@@ -116,7 +116,7 @@ def test_motor_currents_scale_by_torque_constant_gear_ratio_and_sign():
 def test_bounding_ellipsoid_bounds_the_payload_by_its_sphere_or_box_about_the_frame():
     """The node's ``bounding_ellipsoid`` in this mode: the ellipsoid of ``torques_bounding_box``
     (else ``torques_bounding_sphere``) about ``torques_frame``; none without it."""
-    from inertia_id_ros.offline.plausibility import payload_volume
+    from inertia_id_ros.offline.volumes import payload_volume
 
     assert (
         build_session(settings_from_parameters(TORQUES)).estimator.config.bounding_ellipsoid is None

@@ -17,6 +17,8 @@ from inertia_id_ros.core.inertia import theta_from_inertia
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.findings import REFUSE, WARN
 from inertia_id_ros.offline import plausibility
+from inertia_id_ros.offline import volumes as bounding
+from inertia_id_ros.options import LINK_VOLUME_MARGIN
 from inertia_id_ros.sim.payload import ExcitingTrajectory, PayloadSimulator
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
@@ -92,14 +94,14 @@ def test_free_fall_refused_unless_declared() -> None:
 
 
 def test_volume_com_outside_and_mass_spread() -> None:
-    sphere = plausibility.payload_volume(radius=0.5)
+    sphere = bounding.payload_volume(radius=0.5)
     near = theta_from_inertia(1.0, [0.0, 0.0, 0.1], np.eye(3) * 1e-3)
-    assert plausibility.volume_findings("payload", near, sphere) == []
+    assert bounding.volume_findings("payload", near, sphere) == []
     far = theta_from_inertia(0.12, [0.0, 0.3, 1.05], np.eye(3) * 1e-4)
-    (finding,) = plausibility.volume_findings("payload", far, sphere)
+    (finding,) = bounding.volume_findings("payload", far, sphere)
     assert finding.kind == "bounding_volume" and finding.figures["com_outside"]
     spread = theta_from_inertia(1.0, [0.0, 0.0, 0.0], np.eye(3) * 0.6)  # gyration radius ~1 m
-    (finding,) = plausibility.volume_findings("payload", spread, sphere)
+    (finding,) = bounding.volume_findings("payload", spread, sphere)
     assert finding.figures["spread_outside"] and not finding.figures["com_outside"]
 
 
@@ -111,20 +113,20 @@ def test_link_volumes_from_collision_geometry(tmp_path) -> None:
 
     urdf = example_robot_urdf("panda")
     links = [f"panda_link{i}" for i in range(1, 8)]
-    volumes = plausibility.link_volumes(urdf, links)
+    volumes = bounding.link_volumes(urdf, links)
     assert set(volumes) == set(links)
     model = load_model(urdf)
     for name in links:
         joint = model.frames[model.getFrameId(name)].parentJoint
         theta = model.inertias[joint].toDynamicParameters()
-        assert np.all(volumes[name].half_extents > plausibility.LINK_VOLUME_MARGIN)
-        findings = plausibility.volume_findings(name, theta, volumes[name])
+        assert np.all(volumes[name].half_extents > LINK_VOLUME_MARGIN)
+        findings = bounding.volume_findings(name, theta, volumes[name])
         assert not any(f.figures["com_outside"] for f in findings), name
         if name == "panda_link1":
             assert findings and findings[0].figures["spread_outside"]
     moved = tmp_path / "panda.urdf"  # the package:// meshes cannot be found from here
     moved.write_text(Path(urdf).read_text())
-    assert plausibility.link_volumes(moved, links) == {}
+    assert bounding.link_volumes(moved, links) == {}
 
 
 def test_pinned_masses_and_tilt() -> None:
@@ -443,8 +445,8 @@ def test_icub_bounding_ellipsoid_keeps_every_link_inside(capsys, tmp_path, icub_
         assert code == 0, err
     from inertia_id_ros.sim.urdf_inertials import link_inertials
 
-    volumes = plausibility.volumes_holding(
-        plausibility.link_volumes(urdf, [b["name"] for b in results[()]["bodies"]]),
+    volumes = bounding.volumes_holding(
+        bounding.link_volumes(urdf, [b["name"] for b in results[()]["bodies"]]),
         link_inertials(Path(urdf).read_text()),
     )
     assert len(volumes) > 15
@@ -509,7 +511,7 @@ def test_links_bounding_ellipsoid_keeps_the_links_inside(capsys, tmp_path) -> No
         name: model.inertias[model.frames[model.getFrameId(name)].parentJoint].toDynamicParameters()
         for name in (b["name"] for b in result["bodies"])
     }
-    volumes = plausibility.volumes_holding(plausibility.link_volumes(urdf, list(priors)), priors)
+    volumes = bounding.volumes_holding(bounding.link_volumes(urdf, list(priors)), priors)
     assert len(volumes) >= 3
     for body in result["bodies"]:
         if body["name"] in volumes:

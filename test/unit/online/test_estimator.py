@@ -9,6 +9,7 @@ from helpers.estimators import solve_while_feeding
 from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.change_detection import window_residual_sigma
+from inertia_id_ros.online.estimator import PROCESS_CHUNK
 from inertia_id_ros.online.payload_estimator import EstimatorConfig, PayloadEstimator
 from inertia_id_ros.sim.payload import PayloadSimulator
 
@@ -270,6 +271,42 @@ def test_inputs_and_solves_from_different_threads(sim):
         stats.dropped.values()
     )
     assert errors(estimator.solve(), sim)["mass"] < 0.02
+
+
+def test_samples_added_while_processing_wait_for_the_next_call(sim):
+    """``process`` takes about the samples pending when called; those another thread adds
+    meanwhile (the node's main thread, handing it the queued messages) wait for the next call:
+    a call ends even while the inputs come faster than it turns them into rows."""
+    estimator = PayloadEstimator(sim.kinematics, EstimatorConfig(window_sec=60.0))
+    rng = np.random.default_rng(5)
+    t = np.arange(0.0, 30.0, 1.0 / RATE)
+    q, dq = sim.measure_joints(t, rng)
+    wrench = sim.measure_wrench(t + 0.0013, rng)
+    fed = 0
+
+    def add(n: int) -> None:
+        nonlocal fed
+        for k in range(fed, fed + n):
+            estimator.add_joint_state(T0 + t[k], sim.joint_names, q[k], dq[k])
+            estimator.add_wrench(T0 + t[k] + 0.0013, wrench[k], sim.sensor_frame)
+        fed += n
+
+    add(800)
+    rows, batches = estimator._rows, []
+
+    def rows_while_inputs_come(batch):
+        batches.append(batch.t.size)
+        if fed + 600 <= t.size:
+            add(600)  # more than a batch: faster than the rows are made
+        return rows(batch)
+
+    estimator._rows = rows_while_inputs_come
+    added = estimator.process()
+    assert len(batches) == 2 and added == sum(batches)  # 800 pending: two batches of 500
+    assert estimator.stats().pending == fed - 2 * PROCESS_CHUNK  # consumed: rows or dropped
+    estimator._rows = rows
+    assert estimator.process() > 0  # the rest, but the last filter half-width (0.05 s)
+    assert estimator.stats().pending <= 0.05 * RATE + 1
 
 
 def test_a_clock_reset_starts_afresh_but_a_stale_burst_does_not(sim):

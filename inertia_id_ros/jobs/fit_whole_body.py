@@ -1,0 +1,472 @@
+"""The fit-whole-body job: every link of a robot on a floating, fixed or suspended base from its
+joint states, IMU and F/T sensors (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`;
+data: :mod:`inertia_id_ros.formats.whole_body_log`), checked for plausibility
+(:mod:`inertia_id_ros.offline.plausibility`) and, when asked, on the samples it holds out
+(:func:`~inertia_id_ros.chain.whole_body_fit.holdout_comparison`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from inertia_id_ros.errors import EstimateUnavailable, InputError, ProblemError, SolverError
+from inertia_id_ros.findings import WARN, Finding, refused
+from inertia_id_ros.jobs.base import (
+    JobResult,
+    carrying,
+    findings_document,
+    load_urdf,
+)
+from inertia_id_ros.modes.whole_body import WholeBodyMode
+from inertia_id_ros.offline.summary import whole_body_table
+from inertia_id_ros.options import (
+    DEFAULT_IMU_TILT,
+    DEFAULT_IMU_TOPIC,
+    DEFAULT_JOINT_STATES_TOPIC,
+    WHOLE_BODY_DEFAULT_PRIOR_WEIGHT,
+    WHOLE_BODY_DEFAULT_WEIGHTING,
+)
+
+if TYPE_CHECKING:
+    from inertia_id_ros.chain import whole_body_fit
+    from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
+    from inertia_id_ros.formats.source import LogSource
+    from inertia_id_ros.formats.whole_body_log import WholeBodyRecording
+    from inertia_id_ros.offline.volumes import Volume
+
+PINNED = "pinned at 0 kg (not identified)"
+"""A link's identifiability when its mass sits at its bound (never "identified")."""
+
+
+@dataclass(frozen=True)
+class FitWholeBodyOptions:
+    """How to fit the links: ``method`` (lmi, pointmass or ols: the unconstrained baseline), the
+    ``base`` (floating: moved as its IMU says; fixed: held at ``fixed_frame``, default the URDF
+    root, tilted by ``fixed_tilt`` (roll, pitch; rad) or, with IMU data and ``imu_tilt``
+    ``correct``, as the IMU says; suspended), the ``bodies`` identified (default every link with
+    mass; the others keep their URDF inertials), ``prior_weight`` (the pull toward the URDF),
+    ``holdout`` (fit on the first 1 - holdout of the samples, predict the rest), ``efforts``
+    (joint-torque rows from the recorded efforts), ``flip_wrench_sign`` (frames of F/T sensors
+    that report the opposite wrench), ``estimate_contact_offsets``, ``weighting`` (none or
+    channel), ``filter_half_width`` (s) of the joint states' and the gyro's differentiation,
+    ``free_fall`` (the robot touched nothing), ``bounding_ellipsoid`` (each link's mass within
+    its grown collision geometry); a bag's ``ft_topics`` ((topic, kind) per F/T sensor, the
+    first setting the stamps) and ``imu_topic``."""
+
+    method: str = "lmi"
+    base: str = "floating"
+    fixed_frame: str | None = None
+    fixed_tilt: tuple[float, float] = (0.0, 0.0)
+    imu_tilt: str = DEFAULT_IMU_TILT
+    bodies: tuple[str, ...] | None = None
+    prior_weight: float = WHOLE_BODY_DEFAULT_PRIOR_WEIGHT
+    holdout: float | None = None
+    efforts: bool = False
+    flip_wrench_sign: tuple[str, ...] = ()
+    estimate_contact_offsets: bool = False
+    weighting: str = WHOLE_BODY_DEFAULT_WEIGHTING
+    filter_half_width: float = 0.05
+    free_fall: bool = False
+    bounding_ellipsoid: bool = False
+    ft_topics: tuple[tuple[str, str], ...] = ()
+    imu_topic: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.prior_weight < 0:
+            raise InputError(f"--prior-weight must be >= 0, got {self.prior_weight}")
+        if self.base != "fixed" and (self.fixed_frame is not None or any(self.fixed_tilt)):
+            raise InputError("--fixed-frame and --fixed-tilt apply to --base fixed")
+
+
+@dataclass(frozen=True)
+class WholeBodyFit(JobResult["whole_body_fit.WholeBodyFit"]):
+    """A whole-body fit: ``estimate`` the links' and sensor offsets' fit
+    (:class:`~inertia_id_ros.chain.whole_body_fit.WholeBodyFit`), of ``model`` (the links,
+    sensors and base fitted); ``holdout`` per row group the force and torque RMS errors on the
+    held-out samples (N, N m) of the fit, the URDF and OLS, when asked."""
+
+    model: WholeBodyModel | None = None
+    holdout: dict[str, dict[str, Any]] | None = None
+
+
+def ft_topics_error(given: object) -> InputError:
+    """A bag's F/T topics missing or malformed (``given``: as given)."""
+    return InputError(
+        f"--bag needs --ft TOPIC=KIND for every F/T sensor (KIND: contact or internal), got {given}"
+    )
+
+
+def fit_whole_body(
+    urdf: str, source: LogSource, options: FitWholeBodyOptions = FitWholeBodyOptions()
+) -> WholeBodyFit:
+    """Every link of the robot of the URDF file ``urdf`` (and its sensors' offsets) from the
+    recording of ``source`` (an NPZ, a bag or an input description), with ``options``."""
+    from inertia_id_ros.formats.units import check_time_units, log_unit_findings
+    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
+    from inertia_id_ros.offline.plausibility import free_fall_finding
+    from inertia_id_ros.offline.volumes import ellipsoids_of, link_volumes, volumes_holding
+
+    loaded = _read(urdf, source, options)
+    recording = loaded.recording
+    found = [*loaded.notes, *_uncovered_findings(recording)]  # reported before an error
+    with carrying(found):
+        checks = check_time_units(recording.states.t, "joint state stamps")  # before using them
+        if refused(checks):
+            return WholeBodyFit(None, (*found, *checks), findings_document(checks))
+        found += checks
+        model, samples = whole_body_inputs(
+            recording,
+            urdf,
+            options.base,
+            options.bodies,
+            options.filter_half_width,
+            flip_wrench_sign=loaded.flips,
+            fixed_frame=options.fixed_frame,
+            fixed_tilt=options.fixed_tilt,
+            imu_tilt=options.imu_tilt,
+            estimate_contact_offsets=options.estimate_contact_offsets,
+        )
+        efforts = _check_rows(model, samples, recording.source, loaded, options)
+        tilt_line, tilt_findings = _tilt(recording, model, options)
+        found += tilt_findings
+        checks = free_fall_finding(options.base, recording.ft_types, options.free_fall)
+        checks += log_unit_findings(recording.states, model.model, list(model.joint_names))
+        if refused(checks):
+            return WholeBodyFit(None, (*found, *checks), findings_document(checks))
+        found += checks
+        volumes = volumes_holding(
+            link_volumes(urdf, model.bodies), dict(zip(model.links, model.link_prior))
+        )
+        ellipsoids = ellipsoids_of(volumes, model.bodies) if options.bounding_ellipsoid else None
+        fit, holdout = _fit(model, samples, options, loaded.holdout, efforts, ellipsoids)
+    held_out = None if holdout is None else {"fraction": loaded.holdout, "rms": holdout}
+    document, findings = _document(model, samples, fit, efforts, volumes, options, held_out)
+    summary = [
+        *_summary(model, fit, document, source.path, options, tilt_line),
+        *_holdout_lines(holdout, loaded.holdout, options.method),
+    ]
+    return WholeBodyFit(fit, (*found, *findings), document, tuple(summary), model, holdout)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """A recording read for a whole-body fit: its loader's ``notes``, the ``held`` joints (not
+    in the log), the F/T frames whose readings are still to be negated (``flips``) and the
+    held-out fraction (``holdout``: the options' or the description's)."""
+
+    recording: WholeBodyRecording
+    notes: list[Finding] = field(default_factory=list)
+    held: Mapping[str, float] = field(default_factory=dict)
+    flips: tuple[str, ...] = ()
+    holdout: float | None = None
+
+
+def _read(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> _Loaded:
+    """The recording of ``source``: an input description (:func:`_read_description`), an NPZ
+    or a bag (its ``ft_topics``, the IMU at ``imu_topic`` unless the base is not floating and no
+    IMU topic is given)."""
+    from inertia_id_ros.formats.whole_body_log import read_whole_body_bag, read_whole_body_file
+
+    flips, holdout = options.flip_wrench_sign, options.holdout
+    if source.uses_description():
+        return _read_description(urdf, source, options)
+    if source.data is not None:
+        if options.ft_topics or options.imu_topic or source.joint_states_topic:
+            raise InputError("--ft, --imu-topic and --joint-states-topic only apply to --bag")
+        return _Loaded(read_whole_body_file(source.data), flips=flips, holdout=holdout)
+    if not options.ft_topics:
+        raise ft_topics_error(None)
+    imu_topic = options.imu_topic or DEFAULT_IMU_TOPIC
+    recording = read_whole_body_bag(
+        source.path,
+        list(options.ft_topics),
+        source.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+        None if options.base != "floating" and not options.imu_topic else imu_topic,
+        options.filter_half_width,
+    )
+    return _Loaded(recording, flips=flips, holdout=holdout)
+
+
+def _read_description(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> _Loaded:
+    """The recording of an input description (``input`` only: the log flags need one): its
+    training interval, its F/T sensors' signs (``flip_wrench_sign`` applied), its held joints
+    and the held-out fraction of its ``held_out_from`` (not with ``holdout``)."""
+    import numpy as np
+
+    if source.input is None:
+        raise InputError(
+            "the log flags (--time-unit, --t-start, ...) of fit-whole-body "
+            "take an --input description"
+        )
+    if options.ft_topics or options.imu_topic or source.joint_states_topic:
+        raise InputError(
+            "--ft, --imu-topic and --joint-states-topic only apply to --bag "
+            "(an --input description names its topics)"
+        )
+    loaded, held_out_from, notes = source.read_whole_log(
+        load_urdf(urdf), urdf, options.flip_wrench_sign
+    )
+    with carrying(notes):
+        recording = loaded.whole_body(options.filter_half_width)
+        holdout = options.holdout
+        if held_out_from is not None:
+            if holdout is not None:
+                raise InputError(
+                    "--holdout: the --input description splits off its own held-out part "
+                    "(held_out_from)"
+                )
+            holdout = float(np.mean(recording.states.t - loaded.t0 >= held_out_from))
+            if not 0.0 < holdout < 1.0:
+                raise InputError(
+                    f"{loaded.source}: held_out_from {held_out_from:g} s leaves no samples on "
+                    "one side"
+                )
+    return _Loaded(recording, notes, loaded.held, (), holdout)
+
+
+def _uncovered_findings(recording: WholeBodyRecording) -> list[Finding]:
+    """A warning per bag topic that does not cover some stamps of the first F/T topic (their
+    rows are dropped)."""
+    return [
+        Finding(
+            "uncovered_stamps",
+            "",
+            WARN,
+            f"{topic!r} does not cover {count} stamps (stopped or not started): their rows "
+            "are dropped",
+            {"topic": topic, "stamps": count},
+        )
+        for topic, count in recording.uncovered.items()
+    ]
+
+
+def _check_rows(
+    model: WholeBodyModel,
+    samples: WholeBodySamples,
+    source: str,
+    loaded: _Loaded,
+    options: FitWholeBodyOptions,
+) -> bool:
+    """Whether the fit takes joint-torque rows (``efforts`` asked and recorded), after refusing
+    (:class:`InputError`) rows that held joints move, a held-out fraction outside (0, 1) and a
+    model without rows."""
+    from inertia_id_ros.formats.recording import rows_moved_by
+
+    if loaded.held:
+        moved = rows_moved_by(model, samples, list(loaded.held), options.efforts)
+        if moved:
+            raise InputError(
+                f"{source}: the rows {moved} depend on the motion of held joint(s) "
+                f"{sorted(loaded.held)} (not in the log); log them, or fit a model whose rows "
+                "they do not move (--base fixed, sensors beyond them)"
+            )
+    if loaded.holdout is not None and not 0.0 < loaded.holdout < 1.0:
+        raise InputError(f"--holdout must be in (0, 1), got {loaded.holdout}")
+    efforts = options.efforts and samples.efforts is not None
+    if not model.channels(efforts):
+        raise InputError(
+            f"--base {model.base} with contact F/T sensors only"
+            + ("" if efforts else " and no joint efforts")
+            + ": no rows to fit (a fixed base has no base rows; give internal "
+            "sensors or --efforts with recorded efforts)"
+        )
+    return efforts
+
+
+def _tilt(
+    recording: WholeBodyRecording, model: WholeBodyModel, options: FitWholeBodyOptions
+) -> tuple[str | None, list[Finding]]:
+    """A fixed base's line: its frame and tilt as used, with IMU data the IMU's mean tilt beside
+    it; and a warning when ``imu_tilt`` ``check`` finds them further apart than
+    :data:`~inertia_id_ros.core.base_motion.TILT_CHECK_TOLERANCE`. ``(None, [])`` for
+    another base."""
+    import numpy as np
+
+    from inertia_id_ros.core.base_motion import TILT_CHECK_TOLERANCE, tilt_difference
+    from inertia_id_ros.formats.whole_body_log import imu_fixed_tilt
+
+    if model.base != "fixed":
+        return None, []
+    frame = model.fixed_frame or "the URDF root"
+    given = np.degrees(model.fixed_tilt)
+    if not recording.imu or options.imu_tilt == "correct":
+        source = "from the IMU" if recording.imu else "given"
+        return f"fixed at {frame}, tilt roll {given[0]:.2f}° pitch {given[1]:.2f}° ({source})", []
+    measured = tuple(imu_fixed_tilt(recording, model, options.filter_half_width).tolist())
+    roll, pitch = np.degrees(measured)
+    apart_rad = tilt_difference(model.fixed_tilt, measured)
+    apart = np.degrees(apart_rad)
+    findings = []
+    if apart_rad > TILT_CHECK_TOLERANCE:
+        findings.append(
+            Finding(
+                "imu_tilt",
+                "",
+                WARN,
+                f"the IMU tilts {frame} by roll {roll:.2f}° pitch {pitch:.2f}°, "
+                f"{apart:.1f}° from --fixed-tilt (roll {given[0]:.2f}° pitch "
+                f"{given[1]:.2f}°); --imu-tilt correct uses the IMU's",
+                {"imu_tilt_deg": [float(roll), float(pitch)], "apart_deg": float(apart)},
+            )
+        )
+    line = (
+        f"fixed at {frame}, tilt roll {given[0]:.2f}° pitch {given[1]:.2f}° (given; the IMU "
+        f"measures roll {roll:.2f}° pitch {pitch:.2f}°, {apart:.2f}° apart)"
+    )
+    return line, findings
+
+
+def _fit(
+    model: WholeBodyModel,
+    samples: WholeBodySamples,
+    options: FitWholeBodyOptions,
+    holdout: float | None,
+    efforts: bool,
+    ellipsoids: list[Any] | None,
+) -> tuple[whole_body_fit.WholeBodyFit, dict[str, dict[str, Any]] | None]:
+    """``(fit, held-out errors)``: the fit on all ``samples``, or on the first 1 - ``holdout``
+    with the errors predicting the rest (``None`` without). A failed solve raises
+    :class:`EstimateUnavailable`."""
+    from inertia_id_ros.chain import whole_body_fit as chain
+
+    try:
+        if holdout is None:
+            fit = chain.fit_whole_body(
+                model,
+                samples,
+                options.method,
+                prior_weight=options.prior_weight,
+                with_efforts=efforts,
+                weighting=options.weighting,
+                bounding_ellipsoids=ellipsoids,
+            )
+            return fit, None
+        return chain.holdout_comparison(
+            model,
+            samples,
+            holdout,
+            options.method,
+            options.prior_weight,
+            efforts,
+            options.weighting,
+            bounding_ellipsoids=ellipsoids,
+        )
+    except ProblemError as e:
+        raise EstimateUnavailable("invalid_problem", str(e)) from e
+    except SolverError as e:
+        raise EstimateUnavailable("solver_failed", str(e)) from e
+
+
+def _document(
+    model: WholeBodyModel,
+    samples: WholeBodySamples,
+    fit: whole_body_fit.WholeBodyFit,
+    efforts: bool,
+    volumes: dict[str, Volume],
+    options: FitWholeBodyOptions,
+    held_out: dict[str, Any] | None,
+) -> tuple[dict[str, Any], list[Finding]]:
+    """``(document, findings)``: the result JSON (with the ``held_out`` errors as
+    ``"holdout"``) and the checks after the fit: each sensor's wrenches against the URDF's (a
+    sign), residuals per sensor against the unconstrained fit, masses pinned at zero (their
+    links' identifiability :data:`PINNED`), the links' bounding volumes."""
+    from inertia_id_ros.formats.whole_body_log import whole_body_json
+    from inertia_id_ros.offline.fit_checks import (
+        whole_body_gain_findings,
+        whole_body_residual_findings,
+    )
+    from inertia_id_ros.offline.plausibility import pinned_mass_findings
+    from inertia_id_ros.offline.volumes import volume_findings
+
+    document = {
+        "mode": WholeBodyMode.name,
+        **whole_body_json(model, fit, options.method, fit.solve_time, efforts),
+    }
+    if held_out is not None:
+        document["holdout"] = held_out
+    findings, gains = whole_body_gain_findings(model, samples, efforts)
+    ratio_findings, ratios = whole_body_residual_findings(
+        model, samples, fit.x, options.prior_weight, efforts
+    )
+    findings += ratio_findings
+    if options.method != "ols":
+        prior = model.link_prior[[model.links.index(b) for b in model.bodies]]
+        findings += pinned_mass_findings(model.bodies, fit.thetas[:, 0], prior[:, 0])
+    for name, theta in zip(model.bodies, fit.thetas):
+        if name in volumes:
+            findings += volume_findings(name, theta, volumes[name])
+    pinned = {f.subject for f in findings if f.kind == "pinned_mass"}
+    for body in document["bodies"]:
+        if body["name"] in pinned:
+            body["identifiability"] = PINNED
+    document |= {"urdf_gains": gains, "residual_ratios": ratios, **findings_document(findings)}
+    return document, findings
+
+
+def _summary(
+    model: WholeBodyModel,
+    fit: whole_body_fit.WholeBodyFit,
+    document: dict[str, Any],
+    source: str,
+    options: FitWholeBodyOptions,
+    tilt_line: str | None,
+) -> list[str]:
+    """The fit for people: the data and rows used, the identifiability, the fixed base's tilt,
+    each link and sensor offset, the residual, the weights."""
+    from inertia_id_ros.offline.fit_checks import identifiability_lines
+
+    lines = [
+        f"fit-whole-body ({options.method}, {model.base} base): {fit.n_samples} samples, "
+        f"{model.n_bodies} links, {len(model.sensors)} F/T sensors from {source}; "
+        f"solve {fit.solve_time:.3f} s ({fit.solution.status}); "
+        f"{fit.identifiability.rank} of {fit.identifiability.n_params} base parameters; "
+        f"weighting {options.weighting}",
+        *identifiability_lines(fit.identifiability.combinations),
+        *([tilt_line] if tilt_line else []),
+        *whole_body_table(document),
+    ]
+    inconsistent = sum(not body["fully_consistent"] for body in document["bodies"])
+    lines.append(f"residual rms {fit.residual_rms:.4f}; inconsistent links: {inconsistent}")
+    if fit.weights is not None:
+        weighting = document["weighting"]
+        lines.append(
+            f"weights ({weighting['iterations']} fits; residual std per row, N or N m): "
+            + ", ".join(
+                f"{name} {w:.3g} ({weighting['sigma'][name]:.3g})"
+                for name, w in weighting["weights"].items()
+            )
+        )
+    return lines
+
+
+def _holdout_lines(
+    holdout: dict[str, dict[str, Any]] | None, fraction: float | None, method: str
+) -> list[str]:
+    """The held-out errors for people: per row group the force / torque RMS errors of the fit,
+    the URDF (with its offsets fitted) and OLS, and the fit's ratios to them."""
+    if holdout is None or fraction is None:
+        return []
+    first = next(iter(holdout.values()))
+    columns = [k for k in ("fit", "urdf", "urdf_offsets", "ols") if k in first["force"]]
+    titles = {"fit": method, "urdf": "URDF", "urdf_offsets": "URDF+offsets", "ols": "OLS"}
+    urdf = "urdf_offsets" if "urdf_offsets" in columns else "urdf"  # offsets are nuisances
+    width = max(10, len(titles[urdf]) + 6)
+    lines = [
+        f"held-out last {100 * fraction:g} %: RMS error of the predicted wrenches "
+        f"(force N / torque N m); the OLS fit leaves {first['ols_inconsistent_links']} links "
+        "inconsistent",
+        f"{'rows':<22}"
+        + "".join(f"{titles[k]:>18}" for k in columns)
+        + f"{'fit/' + titles[urdf]:>{width}}"
+        + f"{'fit/OLS':>9}",
+    ]
+    for group, row in holdout.items():
+        f, t = row["force"], row["torque"]
+        lines.append(
+            f"{group:<22}"
+            + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}" for k in columns)
+            + f"{f['fit'] / f[urdf]:{width}.3f}"
+            + f"{f['fit'] / f['ols']:9.3f}"
+        )
+    return lines
