@@ -56,28 +56,34 @@ turns, the share is 0.3 or more; with the first joint still, a pitch is a zero o
 second joint and the share under 1e-3."""
 
 
+SEPARATION_SAMPLES = 1000
+"""Samples (evenly spread) :func:`tilt_separation` linearises the torques at."""
+
+
 @dataclass(frozen=True)
 class TiltSeparation:
-    """Whether the motion tells a base tilt from the joints' zero offsets: the standard errors
-    ``std`` (2,) (rad) of roll and pitch with every joint's zero offset free, and
-    ``std_without_offsets`` (2,) with them known; ``share``: the share of the tilt's
-    information the offsets leave (0..1); ``t``: how many standard errors the tilt lies from
-    level (offsets free); ``twin``: the joint whose zero offset most resembles the tilt;
+    """Whether the motion tells a base tilt from the joints' zero offsets: the standard error
+    ``std`` (rad) of the tilt's size with every joint's zero offset free (``inf``: not
+    determined) and ``std_without_offsets`` with them known; ``share``: the share of the
+    tilt's information the offsets leave (0..1); ``t``: how many standard errors the tilt lies
+    from level (offsets free); ``twin``: the joint whose zero offset most resembles the tilt;
     ``separable``: the tilt is reported (module docstring)."""
 
-    std: np.ndarray
-    std_without_offsets: np.ndarray
+    std: float
+    std_without_offsets: float
     share: float
     t: float
     twin: str
     separable: bool
 
     def as_json(self) -> dict:
-        """The figures, angles in degrees."""
+        """The figures, angles in degrees (``null``: not determined)."""
         return {
             "separable": self.separable,
-            "std_deg": np.degrees(self.std).tolist(),
-            "std_without_offsets_deg": np.degrees(self.std_without_offsets).tolist(),
+            "std_deg": float(np.degrees(self.std)) if np.isfinite(self.std) else None,
+            "std_without_offsets_deg": float(np.degrees(self.std_without_offsets))
+            if np.isfinite(self.std_without_offsets)
+            else None,
             "information_share": self.share,
             "t": self.t,
             "twin_joint": self.twin,
@@ -287,7 +293,7 @@ def _quadratic_vertex(
 
 
 def tilt_separation(
-    model: LinkModel, data: JointTorqueData, tilt: BaseTilt, max_samples: int = DEFAULT_TILT_SAMPLES
+    model: LinkModel, data: JointTorqueData, tilt: BaseTilt, max_samples: int = SEPARATION_SAMPLES
 ) -> TiltSeparation:
     """Whether the motion of ``data`` (at most ``max_samples`` samples) tells ``tilt`` (with its
     fit's ``x``) apart from the joints' zero offsets (module docstring): the torques linearised
@@ -310,31 +316,53 @@ def tilt_separation(
     by_offsets = _position_derivatives(tilted, x, chunk)  # (N, n, n)
     weight = (1.0 / sigma)[None, :, None]
     T = (by_angles * weight).reshape(-1, 2)
-    O = (by_offsets * weight).reshape(-1, n)
+    by_offset = (by_offsets * weight).reshape(-1, n)
     X = (Y.reshape(N, n, -1) * weight).reshape(N * n, -1)
-    left = _residual_columns(T, X)
-    left_free = _residual_columns(left, _residual_columns(O, X))
-    information = left.T @ left
-    information_free = left_free.T @ left_free
-    std = np.sqrt(np.diag(np.linalg.pinv(information_free)))
-    std_known = np.sqrt(np.diag(np.linalg.pinv(information)))
-    smallest = float(np.linalg.eigvalsh(information)[0])
-    share = float(np.linalg.eigvalsh(information_free)[0] / smallest) if smallest > 0 else 0.0
+    both = _residual_columns(np.hstack([T, by_offset]), X)
+    left, offsets = both[:, :2], both[:, 2:]
     angles = np.array([tilt.roll, tilt.pitch])
-    t = float(np.sqrt(max(angles @ information_free @ angles, 0.0)))
-    offsets = _residual_columns(O, X)
-    alignment = np.abs(offsets.T @ left) / np.maximum(
-        np.linalg.norm(offsets, axis=0)[:, None] * np.linalg.norm(left, axis=0)[None, :], 1e-300
+    size = float(np.linalg.norm(angles))
+    direction = angles / size if size > 0 else np.array([1.0, 0.0])
+    scale = float(np.trace(left.T @ left))
+    known = _size_variance(left.T @ left, direction, scale)
+    variances = np.array(
+        [_size_variance(_gram_without(left, offsets[:, [j]]), direction, scale) for j in range(n)]
     )
-    twin = model.joint_names[int(np.argmax(alignment.max(axis=1)))]
+    twin = model.joint_names[int(np.argmax(variances))]
+    variance = _size_variance(_gram_without(left, offsets), direction, scale)
+    share = float(known / variance)
+    t = float(size / np.sqrt(variance))
     separable = t >= IDENTIFIED_T and share >= TILT_SEPARATION
-    return TiltSeparation(std, std_known, share, t, twin, bool(separable))
+    return TiltSeparation(
+        float(np.sqrt(variance)), float(np.sqrt(known)), share, t, twin, bool(separable)
+    )
+
+
+def _gram_without(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """The Gram matrix of the columns of ``A`` less their projection on those of ``B``."""
+    left = _residual_columns(A, B)
+    return left.T @ left
+
+
+def _size_variance(information: np.ndarray, direction: np.ndarray, scale: float) -> float:
+    """The variance (rad²) of the tilt's size along ``direction`` (2,) (a unit vector) from its
+    ``information`` (2, 2), the tilt's direction about the vertical held (a zero offset of a
+    vertical first joint turns it: the information across is then nil); ``inf`` when the
+    information along it is under 1e-10 of ``scale`` (the information with the offsets
+    known)."""
+    along = float(direction @ information @ direction)
+    return 1.0 / along if along > 1e-10 * scale else float("inf")
 
 
 def _residual_columns(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """The columns of ``A`` less their least-squares projection on the columns of ``B``."""
-    coefficients = np.linalg.lstsq(B, A, rcond=1e-10)[0]
-    return A - B @ coefficients
+    """The columns of ``A`` less their least-squares projection on the columns of ``B`` (on the
+    eigenvectors of ``B``'s column-scaled Gram matrix above 1e-12 of its largest eigenvalue)."""
+    norms = np.linalg.norm(B, axis=0)
+    scaled = B / np.where(norms > 0, norms, 1.0)
+    eigenvalues, vectors = np.linalg.eigh(scaled.T @ scaled)
+    keep = eigenvalues > 1e-12 * max(float(eigenvalues[-1]), 1e-300)
+    basis = scaled @ (vectors[:, keep] / np.sqrt(eigenvalues[keep]))
+    return A - basis @ (basis.T @ A)
 
 
 def _position_derivatives(model: LinkModel, x: np.ndarray, data: JointTorqueData) -> np.ndarray:

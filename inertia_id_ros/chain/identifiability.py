@@ -14,7 +14,7 @@ Two steps, each against the recording's own noise:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from inertia_id_ros.chain.base_parameters import (
     base_parameters,
     base_parameters_and_channels,
 )
-from inertia_id_ros.chain.links import JointTorqueData, LinkModel
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, as_runs
 from inertia_id_ros.chain.stillness import JointMotion, held_still, still_names
 from inertia_id_ros.core.covariance import parameter_covariance
 from inertia_id_ros.core.significance import Determination, determination
@@ -57,11 +57,15 @@ def link_identifiability(
     estimate ``x`` (p,) is determined (module docstring); ``motions``: the joints' motions
     (:func:`~inertia_id_ros.chain.stillness.joint_motions`), the still ones held."""
     still = still_names(motions)
-    bp, channels = base_parameters_and_channels(model, held_still(data, still))
+    runs = [
+        run if run.joint_names is not None else replace(run, joint_names=model.joint_names)
+        for run in as_runs(data)
+    ]
+    bp, channels = base_parameters_and_channels(model, held_still(runs, still))
     covariance = parameter_covariance(channels, x, n_bodies=model.n_joints, constrained=False)
     return LinkIdentifiability(
         bp,
         tuple(motions),
         determination(model.parameter_names, x, covariance.matrix, bp.unidentifiable, bp.no_effect),
-        base_parameters(model, data).rank if still else None,
+        base_parameters(model, runs).rank if still else None,
     )

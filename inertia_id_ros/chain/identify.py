@@ -6,7 +6,9 @@ Steps, each choice made on the training recording only and reported:
    the zero-phase derivative filter chosen by blocked cross-validation of the torques
    (:func:`~inertia_id_ros.chain.differentiation.select_differentiation`; recorded velocities are
    differentiated once, positions twice only without them), unless a filter is given;
-2. the base's tilt (:func:`~inertia_id_ros.chain.base_tilt.estimate_base_tilt`);
+2. the base's tilt (:func:`~inertia_id_ros.chain.base_tilt.estimate_base_tilt`), kept level
+   unless the motion tells it from the joints' zero offsets
+   (:func:`~inertia_id_ros.chain.base_tilt.tilt_separation`);
 3. the delay of the torques behind the motion
    (:func:`~inertia_id_ros.chain.torque_delay.estimate_torque_delay`), with the tilted gravity;
 4. the width of the Coulomb sign ``tanh(dq / v)`` of every joint
@@ -21,13 +23,14 @@ Steps, each choice made on the training recording only and reported:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.chain.base_tilt import BaseTilt, estimate_base_tilt
+from inertia_id_ros.chain.base_tilt import BaseTilt, estimate_base_tilt, tilt_separation
 from inertia_id_ros.chain.coulomb_width import (
     DEFAULT_COULOMB_VELOCITIES,
     CoulombVelocitySelection,
@@ -53,6 +56,7 @@ from inertia_id_ros.chain.link_fit import (
     select_prior_weight,
 )
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, with_gravity
+from inertia_id_ros.chain.stillness import JointMotion, joint_motions
 from inertia_id_ros.chain.torque_delay import TorqueDelay, estimate_torque_delay
 from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.weighting import (
@@ -78,13 +82,17 @@ class LinkIdentification:
     prior_selection: PriorWeightSelection | None
     weighting: str
     tilt: BaseTilt | None = None
-    """The estimated base tilt (``None``: the model's gravity kept)."""
+    """The estimated base tilt (``None``: not estimated; kept level when the motion does not
+    tell it from the joints' zero offsets, :attr:`BaseTilt.kept_level`)."""
     model: LinkModel | None = None
     """The model fitted (with the tilted gravity and the chosen Coulomb width)."""
     coulomb_selection: CoulombVelocitySelection | None = None
     """How the Coulomb sign's width was chosen (``None``: given)."""
     delay: TorqueDelay = TorqueDelay(0.0)
     """The efforts' delay behind the motion, estimated or given (applied to the ``data``)."""
+    motions: tuple[JointMotion, ...] = ()
+    """How much each of the model's joints moved against its noise
+    (:func:`~inertia_id_ros.chain.stillness.joint_motions`; empty: not judged)."""
 
     def as_json(self) -> dict:
         """``{"differentiation", "prior_weight", "prior_weight_selection", "weighting", "gravity",
@@ -158,12 +166,7 @@ class LinkIdentification:
                 f"{self.delay.zero_rms:.4f})"
             )
         if self.tilt is not None:
-            lines.append(
-                f"base tilt: roll {np.degrees(self.tilt.roll):+.2f} deg, pitch "
-                f"{np.degrees(self.tilt.pitch):+.2f} deg (training RMS "
-                f"{self.tilt.rms:.4f} N m, level {self.tilt.level_rms:.4f}); gravity "
-                "[" + ", ".join(f"{g:.3f}" for g in self.tilt.gravity) + "] m/s²"
-            )
+            lines.append(_tilt_line(self.tilt))
         if self.coulomb_selection is not None:
             lines.append(
                 f"Coulomb sign: tanh(dq / {self.coulomb_selection.best:g} rad/s)"
@@ -197,6 +200,24 @@ class LinkIdentification:
         return lines
 
 
+def _tilt_line(tilt: BaseTilt) -> str:
+    """The base tilt found, in words: kept level (and why) when the motion does not tell it
+    from the joints' zero offsets."""
+    found = (
+        f"roll {np.degrees(tilt.roll):+.2f} deg, pitch {np.degrees(tilt.pitch):+.2f} deg "
+        f"(training RMS {tilt.rms:.4f} N m, level {tilt.level_rms:.4f})"
+    )
+    if tilt.kept_level and tilt.separation is not None:
+        return (
+            f"base tilt: kept level; the fit's best tilt, {found}, is not told apart from a "
+            f"zero offset of joint {tilt.separation.twin!r} on this motion "
+            f"({tilt.separation.t:.1f} standard errors from level with the joints' offsets "
+            f"free, {100 * tilt.separation.share:.1f} % of its information left): move the "
+            "first joints more to measure a tilt"
+        )
+    return f"base tilt: {found}; gravity [" + ", ".join(f"{g:.3f}" for g in tilt.gravity) + "] m/s²"
+
+
 @dataclass(frozen=True)
 class _Recording:
     """A recording's stamps ``t`` (N,) s, ``q``, ``dq``, ``ddq`` (N, n; ``dq``, ``ddq`` may be
@@ -214,6 +235,13 @@ class _Recording:
         (:func:`~inertia_id_ros.chain.differentiation.motion_samples`)."""
         keep, motion = motion_samples(self.t, self.q, self.dq, self.ddq, differentiation, delay)
         return JointTorqueData(*motion, np.asarray(self.effort)[keep], self.names)
+
+    def motions(self, joints: Sequence[str]) -> tuple[JointMotion, ...]:
+        """How much each of ``joints`` (names of the recording's columns) moved against its
+        noise."""
+        names = list(self.names) if self.names is not None else list(joints)
+        columns = [names.index(joint) for joint in joints]
+        return joint_motions(self.t, np.asarray(self.q, dtype=float)[:, columns], joints)
 
     def torque_delay(
         self,
@@ -276,7 +304,9 @@ def identify_links(
     tilt = None
     if estimate_tilt:
         tilt = estimate_base_tilt(model, data, method, selection_weight, **solver_options)
-        model = with_gravity(model, tilt.gravity)
+        tilt = dataclasses.replace(tilt, separation=tilt_separation(model, data, tilt))
+        if not tilt.kept_level:
+            model = with_gravity(model, tilt.gravity)
     delay = TorqueDelay(0.0 if torque_delay is None else float(torque_delay))
     if torque_delay is None:
         delay = recording.torque_delay(
@@ -318,6 +348,7 @@ def identify_links(
         model,
         coulomb_selection,
         delay,
+        recording.motions(model.joint_names),
     )
 
 

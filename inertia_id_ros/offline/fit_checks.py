@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.findings import Finding
-
-if TYPE_CHECKING:
-    pass
+from inertia_id_ros.findings import NOTE, Finding
 from inertia_id_ros.offline.plausibility import (
     GAIN_CHUNK,
     GainSums,
@@ -126,15 +123,13 @@ def links_fit_findings(
     the links' bounding ``volumes`` (``None``: :func:`link_bounds` of the URDF file ``urdf``);
     what the data determine, for stdout; the JSON's ``"residual_ratios"``, ``"urdf_gains"`` and
     ``"identifiability"``."""
-    from inertia_id_ros.chain.base_parameters import base_parameters
-    from inertia_id_ros.chain.base_tilt import MAX_TILT
+    from inertia_id_ros.chain.identifiability import link_identifiability
 
     fit, data, links = identification.fit, identification.data, identification.model
     findings, gains = links_gain_findings(links, data)
     ratio_findings, ratios = links_residual_findings(links, data, fit.x, fit.prior_weight)
     findings += ratio_findings
-    if identification.tilt is not None:
-        findings += tilt_finding(identification.tilt.roll, identification.tilt.pitch, MAX_TILT)
+    findings += links_tilt_findings(identification.tilt)
     if fit.method != "ols":
         prior = np.asarray(links.prior)[: 10 * len(links.link_names)].reshape(-1, 10)
         findings += pinned_mass_findings(links.link_names, fit.link_parameters[:, 0], prior[:, 0])
@@ -142,13 +137,108 @@ def links_fit_findings(
     for name, theta in zip(links.link_names, fit.link_parameters):
         if name in volumes:
             findings += volume_findings(name, theta, volumes[name])
-    bp = base_parameters(links, data)
+    judged = link_identifiability(links, data, fit.x, identification.motions)
+    findings += planar_findings(judged.still, judged.base.rank, judged.rank_with_still)
     checked = {
         "residual_ratios": ratios,
         "urdf_gains": gains,
-        "identifiability": identifiability_json(bp),
+        "identifiability": links_identifiability_json(judged),
     }
-    return findings, identifiability_lines(bp), checked
+    return findings, links_identifiability_lines(judged), checked
+
+
+def links_tilt_findings(tilt: Any) -> list[Finding]:
+    """A links fit's base ``tilt`` (a :class:`~inertia_id_ros.chain.base_tilt.BaseTilt` or
+    ``None``): :func:`tilt_finding` when it was kept, ``base_tilt_kept_level`` (note) when the
+    motion did not tell it from the joints' zero offsets."""
+    from inertia_id_ros.chain.base_tilt import MAX_TILT
+
+    if tilt is None:
+        return []
+    if not tilt.kept_level:
+        return tilt_finding(tilt.roll, tilt.pitch, MAX_TILT)
+    separation = tilt.separation
+    return [
+        Finding(
+            "base_tilt_kept_level",
+            "base",
+            NOTE,
+            f"the base is kept level: the fit's best tilt (roll {np.degrees(tilt.roll):+.2f}, "
+            f"pitch {np.degrees(tilt.pitch):+.2f} deg) is not told apart from a zero offset of "
+            f"joint {separation.twin!r} on this motion ({separation.t:.1f} standard errors "
+            "from level with the joints' offsets free)",
+            {"roll_rad": float(tilt.roll), "pitch_rad": float(tilt.pitch), "t": separation.t},
+            "To measure a tilt, record a motion that turns the first joints as well.",
+        )
+    ]
+
+
+def planar_findings(
+    still: Sequence[str], rank: int, rank_counting_noise: int | None
+) -> list[Finding]:
+    """``effectively_planar`` (note) naming the ``still`` joints (their motion within their
+    encoder noise): the ``rank`` without them, and counting their noise as motion."""
+    from inertia_id_ros.chain.stillness import planar_text
+
+    if not still:
+        return []
+    return [
+        Finding(
+            "effectively_planar",
+            "",
+            NOTE,
+            f"{planar_text(still)} (their motion is within their encoder noise): rank {rank} "
+            f"without their noise, {rank_counting_noise} counting it as motion; the "
+            "identifiable parameters are those without it",
+            {"rank": rank, "rank_counting_noise": rank_counting_noise},
+            "Move these joints well beyond their encoder's resolution to identify what "
+            "depends on them.",
+        )
+    ]
+
+
+def links_identifiability_json(judged: Any) -> dict[str, Any]:
+    """:func:`identifiability_json` of a :class:`~inertia_id_ros.chain.identifiability.
+    LinkIdentifiability`'s base parameters with ``"still_joints"``, ``"rank_counting_noise"``
+    (the rank with the still joints' noise counted as motion; ``null``: none still),
+    ``"joint_motions"`` and ``"determination"`` (the parameters identified, ``|t| >= 3``, and
+    poorly determined)."""
+    return {
+        **identifiability_json(judged.base),
+        "still_joints": list(judged.still),
+        "rank_counting_noise": judged.rank_with_still,
+        "joint_motions": {m.name: m.as_json() for m in judged.motions},
+        "determination": judged.determination.as_json(),
+    }
+
+
+def links_identifiability_lines(judged: Any, shown: int = 6) -> list[str]:
+    """:func:`identifiability_lines` of a links fit judged against its noise: the still joints
+    named, and the parameters identified (``|t| >= 3``) and poorly determined."""
+    from inertia_id_ros.chain.stillness import planar_text
+    from inertia_id_ros.core.significance import IDENTIFIED, IDENTIFIED_T, POORLY_DETERMINED
+
+    lines = identifiability_lines(judged.base, shown)
+    if judged.still:
+        lines.insert(
+            1,
+            f"  {planar_text(judged.still)}: rank {judged.base.rank} without their noise "
+            f"({judged.rank_with_still} counting it as motion)",
+        )
+    determined = judged.determination
+    identified, poor = determined.named(IDENTIFIED), determined.named(POORLY_DETERMINED)
+    lines.append(
+        f"  identified (|t| >= {IDENTIFIED_T:g}): {len(identified)} parameters; poorly "
+        f"determined (|t| < {IDENTIFIED_T:g}): {len(poor)}; the others prior only"
+    )
+    if poor:
+        lines.append(f"  poorly determined: {_some(poor, shown)}")
+    return lines
+
+
+def _some(names: Sequence[str], shown: int) -> str:
+    """At most ``shown`` of ``names``, and how many in all."""
+    return ", ".join(names[:shown]) + (f", ... ({len(names)} in all)" if len(names) > shown else "")
 
 
 def whole_body_gain_findings(
@@ -277,9 +367,7 @@ def identifiability_lines(bp: Any, shown: int = 6) -> list[str]:
     ``shown`` names of each list; all are in the JSON)."""
 
     def some(names: Sequence[str]) -> str:
-        return ", ".join(names[:shown]) + (
-            f", ... ({len(names)} in all)" if len(names) > shown else ""
-        )
+        return _some(names, shown)
 
     lines = [
         f"identifiability: rank {bp.rank} of {len(bp.names)} parameters (the base "
