@@ -130,30 +130,6 @@ def joint_motions(t: np.ndarray, q: np.ndarray, names: Sequence[str]) -> tuple[J
     return tuple(motions)
 
 
-def combined_motions(runs: Iterable[Sequence[JointMotion]]) -> tuple[JointMotion, ...]:
-    """The motions of several runs of the same joints as one: a joint is still only when it is
-    in every run (its largest span and velocity, its smallest noise)."""
-    runs = [tuple(run) for run in runs]
-    if len(runs) == 1:
-        return runs[0]
-    combined = []
-    for per_run in zip(*runs):
-        still = all(m.still for m in per_run)
-        combined.append(
-            JointMotion(
-                per_run[0].name,
-                max(m.span for m in per_run),
-                min(m.noise for m in per_run),
-                min(m.quantum for m in per_run),
-                max(m.velocity_rms for m in per_run),
-                min(m.velocity_noise for m in per_run),
-                still,
-                per_run[0].reason if still else "",
-            )
-        )
-    return tuple(combined)
-
-
 def still_names(motions: Iterable[JointMotion]) -> tuple[str, ...]:
     """The names of the still joints among ``motions``."""
     return tuple(m.name for m in motions if m.still)
