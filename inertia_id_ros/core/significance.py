@@ -94,6 +94,7 @@ def determination(
             labels.append(PRIOR_ONLY)
             stds.append(np.nan)
         else:
-            labels.append(IDENTIFIED if abs(value) >= IDENTIFIED_T * s else POORLY_DETERMINED)
+            identified = abs(value) > 0 and abs(value) >= IDENTIFIED_T * s
+            labels.append(IDENTIFIED if identified else POORLY_DETERMINED)
             stds.append(s)
     return Determination(tuple(names), values, np.array(stds), tuple(labels))

@@ -1,0 +1,102 @@
+"""Identifiability judged against the noise: still joints (:mod:`inertia_id_ros.chain.stillness`),
+parameters labelled by their standard errors (:mod:`inertia_id_ros.core.significance`), and a
+base tilt told from the joints' zero offsets or not (:func:`~inertia_id_ros.chain.base_tilt.
+tilt_separation`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inertia_id_ros.chain.base_tilt import estimate_base_tilt, tilt_separation, tilted_gravity
+from inertia_id_ros.chain.differentiation import filter_for, motion_samples
+from inertia_id_ros.chain.identifiability import link_identifiability
+from inertia_id_ros.chain.link_fit import fit_links
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, predict_torques, with_gravity
+from inertia_id_ros.chain.stillness import joint_motions, planar_text
+from inertia_id_ros.core.robots import example_robot_urdf
+from inertia_id_ros.core.significance import (
+    IDENTIFIED,
+    IDENTIFIED_T,
+    POORLY_DETERMINED,
+    PRIOR_ONLY,
+    determination,
+)
+from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
+from inertia_id_ros.sim.torques import ExcitingTrajectory, JointTorqueSimulator
+
+ENCODER_STEP = 2e-4
+"""The simulated encoders' resolution (rad)."""
+
+
+@pytest.fixture(scope="module")
+def panda() -> LinkModel:
+    return LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS)
+
+
+def _planar_motion(panda: LinkModel) -> tuple[np.ndarray, np.ndarray, JointTorqueData]:
+    """Joints 2, 3 and 4 swing (multisines); 1, 5, 6 and 7 sit at home within their encoders'
+    noise (1e-4 rad, quantised to :data:`ENCODER_STEP`): ``(t, recorded positions, the data
+    derived from them with the URDF's torques and 0.05 N m noise)``."""
+    rng = np.random.default_rng(4)
+    t = np.arange(0.0, 12.0, 0.01)
+    q, dq, ddq = (np.tile(PANDA_HOME, (t.size, 1)).astype(float), *np.zeros((2, t.size, 7)))
+    for j in (1, 2, 3):
+        for a, f, phase in zip(rng.uniform(0.1, 0.3, 3), (0.1, 0.23, 0.37), rng.uniform(0, 6, 3)):
+            w = 2 * np.pi * f * (1 + 0.3 * j)
+            q[:, j] += a * np.sin(w * t + phase)
+            dq[:, j] += a * w * np.cos(w * t + phase)
+            ddq[:, j] -= a * w * w * np.sin(w * t + phase)
+    exact = JointTorqueData(q, dq, ddq, np.zeros_like(q), panda.joint_names)
+    tau = predict_torques(panda, panda.prior, exact) + 0.05 * rng.normal(size=q.shape)
+    recorded = np.round((q + rng.normal(scale=1e-4, size=q.shape)) / ENCODER_STEP) * ENCODER_STEP
+    keep, motion = motion_samples(t, recorded, None, None, filter_for(t, False, 0.05))
+    return t, recorded, JointTorqueData(*motion, tau[keep], panda.joint_names)
+
+
+def test_an_effectively_planar_motion_names_its_still_joints_and_identifies_only_by_t(panda):
+    t, recorded, data = _planar_motion(panda)
+    motions = joint_motions(t, recorded, panda.joint_names)
+    still = ("panda_joint1", "panda_joint5", "panda_joint6", "panda_joint7")
+    assert tuple(m.name for m in motions if m.still) == still
+    assert planar_text(still[:1]) == "effectively planar: joint panda_joint1 still"
+    assert planar_text(still).startswith("effectively planar: joints panda_joint1, panda_joint5")
+    fit = fit_links(panda, data, method="ols", prior_weight=1e-6)
+    judged = link_identifiability(panda, data, fit.x, motions)
+    assert judged.still == still
+    assert judged.rank_with_still is not None and judged.base.rank < judged.rank_with_still - 5
+    labels = judged.determination
+    identified = np.array([label == IDENTIFIED for label in labels.labels])
+    assert identified.any() and np.all(labels.t[identified] >= IDENTIFIED_T)
+    assert labels.named(POORLY_DETERMINED)  # determined by the rank, not by the noise
+    assert "panda_joint7.viscous" not in labels.named(IDENTIFIED)  # a still joint's friction
+
+
+def test_parameters_are_labelled_by_their_standard_errors():
+    labels = determination(
+        ["a", "b", "c", "d"], np.array([1.0, 0.1, 5.0, 0.0]), np.diag([0.01, 0.01, 1.0, 0.0]), ["c"]
+    )
+    assert labels.labels == (IDENTIFIED, POORLY_DETERMINED, PRIOR_ONLY, POORLY_DETERMINED)
+    assert labels.as_json()["identified"] == ["a"] and np.isnan(labels.std[2])
+
+
+def _tilted(model: LinkModel, roll: float, pitch: float) -> JointTorqueData:
+    tilted = with_gravity(model, tilted_gravity(model, roll, pitch))
+    trajectory = ExcitingTrajectory.for_model(model.model, model.joint_names, seed=3)
+    return JointTorqueSimulator(tilted, trajectory, torque_noise_std=0.05).measure(
+        np.arange(0.0, 6.0, 0.01), np.random.default_rng(0)
+    )
+
+
+def test_a_tilt_is_told_from_the_offsets_only_where_the_first_joint_turns(panda):
+    data = _tilted(panda, 0.02, -0.01)
+    separation = tilt_separation(panda, data, estimate_base_tilt(panda, data))
+    assert separation.separable and separation.share > 0.5 and separation.t > 20
+    # joint 1 locked: a pitch about joint 2's axis is a zero offset of joint 2
+    arm = LinkModel.from_urdf(example_robot_urdf("panda"), PANDA_ARM_JOINTS[1:])
+    data = _tilted(arm, 0.0, -0.03)
+    tilt = estimate_base_tilt(arm, data)
+    assert abs(tilt.pitch) > 0.02  # the search finds it, as it would find the offset
+    separation = tilt_separation(arm, data, tilt)
+    assert not separation.separable and separation.twin == "panda_joint2"
+    assert separation.share < 0.01 and separation.as_json()["separable"] is False
