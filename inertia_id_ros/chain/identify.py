@@ -68,6 +68,61 @@ from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING
 from inertia_id_ros.solvers import solve
 
+PRIOR_MASS_FACTOR = 3.0
+"""A link mass more than this factor from its prior's (either way) is far from it: the
+cross-validated prior weight is not kept for less than :data:`PRIOR_GUARD_GAIN` of held-out
+gain (:class:`PriorGuard`), and the fit's check warns about it."""
+PRIOR_GUARD_GAIN = 0.01
+"""The held-out gain (a share of the held-out RMS) a prior weight moving a mass
+:data:`PRIOR_MASS_FACTOR` from its prior must bring to be kept."""
+PRIOR_MASS_FLOOR = 1e-3
+"""Prior masses below this (kg) are no mass: such links are not compared with their prior."""
+
+
+@dataclass(frozen=True)
+class PriorGuard:
+    """The cross-validated prior weight ``chosen`` set aside for the larger ``kept``: with it
+    link ``link``'s mass went ``ratio`` times from its prior's (either way) for a held-out gain of
+    ``gain`` (a share of the held-out RMS at ``kept``, under :data:`PRIOR_GUARD_GAIN`)."""
+
+    chosen: float
+    kept: float
+    link: str
+    ratio: float
+    gain: float
+
+    def as_json(self) -> dict[str, float | str]:
+        """The figures."""
+        return {
+            "cross_validated": self.chosen,
+            "kept": self.kept,
+            "link": self.link,
+            "mass_ratio": self.ratio,
+            "held_out_gain": self.gain,
+            "mass_factor": PRIOR_MASS_FACTOR,
+        }
+
+    def line(self) -> str:
+        """In words, for the summary."""
+        return (
+            f"  kept the larger prior weight {self.kept:.3g}: cross-validation's "
+            f"{self.chosen:.3g} moved link {self.link!r}'s mass {self.ratio:.1f} x from its "
+            f"prior for {100 * self.gain:.2f} % of held-out gain (under "
+            f"{100 * PRIOR_GUARD_GAIN:g} %)"
+        )
+
+
+def prior_mass_ratios(model: LinkModel, x: np.ndarray) -> np.ndarray:
+    """(links,) how many times each link's mass in ``x`` is from its prior's, either way
+    (``inf``: not positive; 1: a prior under :data:`PRIOR_MASS_FLOOR`)."""
+    masses = model.link_parameters(x)[:, 0]
+    priors = model.link_parameters(model.prior)[:, 0]
+    ratios = np.ones(masses.size)
+    for k, (mass, prior) in enumerate(zip(masses, priors)):
+        if prior >= PRIOR_MASS_FLOOR:
+            ratios[k] = max(mass / prior, prior / mass) if mass > 0 else np.inf
+    return ratios
+
 
 @dataclass(frozen=True)
 class LinkIdentification:
@@ -93,6 +148,8 @@ class LinkIdentification:
     motions: tuple[JointMotion, ...] = ()
     """How much each of the model's joints moved against its noise
     (:func:`~inertia_id_ros.chain.stillness.joint_motions`; empty: not judged)."""
+    prior_guard: PriorGuard | None = None
+    """The cross-validated prior weight set aside for a larger one (``None``: kept)."""
 
     def as_json(self) -> dict:
         """``{"differentiation", "prior_weight", "prior_weight_selection", "weighting", "gravity",
@@ -131,6 +188,7 @@ class LinkIdentification:
             "differentiation": differentiation,
             "prior_weight": self.fit.prior_weight,
             "prior_weight_selection": prior,
+            "prior_weight_guard": None if self.prior_guard is None else self.prior_guard.as_json(),
             "weighting": weighting,
             "gravity": (
                 None if self.model is None else np.asarray(self.model.model.gravity.linear).tolist()
@@ -187,6 +245,8 @@ class LinkIdentification:
             f"{self.prior_selection.weights.size} candidates"
         )
         lines.append(f"prior weight: {self.fit.prior_weight:.3g} ({how})")
+        if self.prior_guard is not None:
+            lines.append(self.prior_guard.line())
         weights = self.fit.channel_weights
         if weights is None:
             lines.append("weighting: none (every joint's torque weighted alike)")
@@ -327,16 +387,23 @@ def identify_links(
     if prior_weight is None:
         prior_selection = _choose_prior(model, folds, channels, weighting, method, solver_options)
         prior_weight = prior_selection.best
-    fit = fit_links(
-        model,
-        data,
-        method=method,
-        prior_weight=prior_weight,
-        weighting=weighting,
-        channels=channels,
-        bounding_ellipsoids=bounding_ellipsoids,
-        **solver_options,
-    )
+
+    def final(weight: float) -> LinkFit:
+        return fit_links(
+            model,
+            data,
+            method=method,
+            prior_weight=weight,
+            weighting=weighting,
+            channels=channels,
+            bounding_ellipsoids=bounding_ellipsoids,
+            **solver_options,
+        )
+
+    fit = final(prior_weight)
+    guard = None if prior_selection is None else _prior_guard(model, fit, prior_selection)
+    if guard is not None:
+        fit = final(guard.kept)
     return LinkIdentification(
         fit,
         data,
@@ -349,6 +416,35 @@ def identify_links(
         coulomb_selection,
         delay,
         recording.motions(model.joint_names),
+        guard,
+    )
+
+
+def _prior_guard(
+    model: LinkModel, fit: LinkFit, selection: PriorWeightSelection
+) -> PriorGuard | None:
+    """The larger prior weight to keep when the cross-validated one (``fit``'s) moves a link's
+    mass more than :data:`PRIOR_MASS_FACTOR` from its prior for less than
+    :data:`PRIOR_GUARD_GAIN` of held-out gain: the largest evaluated weight within that gain
+    (``None``: the chosen weight stands)."""
+    ratios = prior_mass_ratios(model, fit.x)
+    worst = int(np.argmax(ratios))
+    if not ratios[worst] > PRIOR_MASS_FACTOR:
+        return None
+    best = float(np.nanmin(selection.cv_rms))
+    close = (selection.weights > fit.prior_weight) & (
+        selection.cv_rms <= best * (1.0 + PRIOR_GUARD_GAIN)
+    )
+    if not close.any():
+        return None
+    kept = int(np.flatnonzero(close)[np.argmax(selection.weights[close])])
+    gain = 1.0 - best / float(selection.cv_rms[kept])
+    return PriorGuard(
+        fit.prior_weight,
+        float(selection.weights[kept]),
+        model.link_names[worst],
+        float(ratios[worst]),
+        gain,
     )
 
 

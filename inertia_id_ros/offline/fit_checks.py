@@ -16,8 +16,10 @@ from inertia_id_ros.findings import NOTE, Finding
 from inertia_id_ros.offline.plausibility import (
     GAIN_CHUNK,
     GainSums,
+    at_bound_findings,
     determination_findings,
     pinned_mass_findings,
+    prior_mass_findings,
     residual_ratio_findings,
     tilt_finding,
     urdf_gain_findings,
@@ -124,6 +126,9 @@ def links_fit_findings(
     what the data determine, for stdout; the JSON's ``"residual_ratios"``, ``"urdf_gains"`` and
     ``"identifiability"``."""
     from inertia_id_ros.chain.identifiability import link_identifiability
+    from inertia_id_ros.chain.identify import PRIOR_MASS_FACTOR, prior_mass_ratios
+    from inertia_id_ros.core.inertia import check_consistency
+    from inertia_id_ros.solvers.problem import on_consistency_bound
 
     fit, data, links = identification.fit, identification.data, identification.model
     findings, gains = links_gain_findings(links, data)
@@ -133,6 +138,19 @@ def links_fit_findings(
     if fit.method != "ols":
         prior = np.asarray(links.prior)[: 10 * len(links.link_names)].reshape(-1, 10)
         findings += pinned_mass_findings(links.link_names, fit.link_parameters[:, 0], prior[:, 0])
+    findings += prior_mass_findings(
+        links.link_names,
+        prior_mass_ratios(links, fit.x),
+        fit.link_parameters[:, 0],
+        PRIOR_MASS_FACTOR,
+    )
+    findings += at_bound_findings(
+        [
+            name
+            for name, theta in zip(links.link_names, fit.link_parameters)
+            if on_consistency_bound(check_consistency(theta).min_pseudo_inertia_eig)
+        ]
+    )
     volumes = link_bounds(urdf, links) if volumes is None else volumes
     for name, theta in zip(links.link_names, fit.link_parameters):
         if name in volumes:

@@ -31,6 +31,8 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
 - :func:`link_filter_findings`: a link model (a fit-links result) fitted with a derivative
   filter over :data:`~inertia_id_ros.options.LINK_FILTER_RATIO` times the one a payload from
   joint torques is differentiated with, or under it by as much (``"link_filter"``, warn).
+- :func:`prior_mass_findings`: a link mass more than a factor from its prior's
+  (``"mass_far_from_prior"``, warn);
 - :func:`tilt_finding`: a fitted base tilt over :data:`TILT_WARN_DEG` (``"base_tilt"``, warn).
 - :func:`free_fall_finding`: a floating base without a contact sensor (``"free_fall"``, refuse
   unless the robot is declared in free fall).
@@ -47,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from inertia_id_ros.findings import REFUSE, WARN, Finding
+from inertia_id_ros.findings import NOTE, REFUSE, WARN, Finding
 from inertia_id_ros.options import (
     LINK_FILTER_RATIO,
 )
@@ -87,8 +89,6 @@ PINNED_MASS_FLOOR = 1e-3
 """URDF masses below this (kg) are no mass: such links are not checked."""
 TILT_WARN_DEG = 3.0
 """A fitted base tilt above this (deg) is warned about."""
-AT_BOUND_FACTOR = 10.0
-"""``λmin(J)`` up to this many times the solvers' consistency margin is on the boundary."""
 POORLY_DETERMINED = {"mass": 0.1, "inertia": 0.5}
 """Relative standard errors above which a payload's mass or inertia (about the COM, Frobenius
 norm) counts as poorly determined."""
@@ -379,6 +379,53 @@ def pinned_mass_findings(
     return findings
 
 
+def at_bound_findings(names: Sequence[str]) -> list[Finding]:
+    """``at_bound`` (note) naming the links (``names``) on the consistency boundary
+    (:func:`~inertia_id_ros.solvers.problem.on_consistency_bound`; ``at_bound`` in their
+    ``bodies`` entries)."""
+    if not names:
+        return []
+    return [
+        Finding(
+            "at_bound",
+            "",
+            NOTE,
+            f"{len(names)} link(s) on the physical-consistency boundary ({', '.join(names)}): "
+            "the constraint, not the data, decided part of each (usually its inertia); their "
+            "standard errors understate that",
+            {"links": list(names)},
+            "Move these links through more varied motion (inertia-id excite), or trust their "
+            "prior more (a larger --prior-weight).",
+        )
+    ]
+
+
+def prior_mass_findings(
+    names: Sequence[str], ratios: np.ndarray, masses: np.ndarray, factor: float
+) -> list[Finding]:
+    """``mass_far_from_prior`` (warn) for each link whose fitted mass (``masses``, kg) is more
+    than ``factor`` times from its prior's (``ratios``, either way, of
+    :func:`~inertia_id_ros.chain.identify.prior_mass_ratios`); masses pinned at zero are
+    :func:`pinned_mass_findings`'."""
+    findings = []
+    for name, ratio, mass in zip(names, ratios, masses):
+        if ratio > factor and mass > 0:
+            findings.append(
+                Finding(
+                    "mass_far_from_prior",
+                    name,
+                    WARN,
+                    f"mass {float(mass):.3g} kg is {float(ratio):.1f} x from the prior's (URDF "
+                    f"or CAD; more than {factor:g} x): the data, not a better model, are the "
+                    "likelier cause (a torque's sign or scale, a still joint, a weak prior).",
+                    {"mass": float(mass), "ratio": float(ratio)},
+                    "Check the torques' signs and scales; refit with a larger --prior-weight "
+                    "to keep the masses near the prior.",
+                )
+            )
+    return findings
+
+
 def tilt_finding(roll: float, pitch: float, limit: float | None = None) -> list[Finding]:
     """``base_tilt`` (warn) when the fitted tilt (``roll``, ``pitch`` rad) exceeds
     :data:`TILT_WARN_DEG`; ``limit`` (rad): the search's largest tilt, named when reached."""
@@ -411,7 +458,7 @@ def determination_findings(name: str, theta: np.ndarray, covariance: np.ndarray)
     :data:`POORLY_DETERMINED` of its value."""
     from inertia_id_ros.core.covariance import inertia_com_norm_std
     from inertia_id_ros.core.inertia import check_consistency
-    from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN
+    from inertia_id_ros.solvers.problem import AT_BOUND_FACTOR, CONSISTENCY_MARGIN
 
     theta = np.asarray(theta, dtype=float)
     mass = float(theta[0])
