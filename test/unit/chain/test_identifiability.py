@@ -100,3 +100,36 @@ def test_a_tilt_is_told_from_the_offsets_only_where_the_first_joint_turns(panda)
     separation = tilt_separation(arm, data, tilt)
     assert not separation.separable and separation.twin == "panda_joint2"
     assert separation.share < 0.01 and separation.as_json()["separable"] is False
+
+
+def test_a_prior_weight_moving_a_mass_far_for_little_gain_is_set_aside(panda):
+    from types import SimpleNamespace
+
+    from inertia_id_ros.chain.identify import PRIOR_MASS_FACTOR, _prior_guard
+    from inertia_id_ros.chain.link_fit import PriorWeightSelection
+
+    weights = np.array([1e-8, 1e-6, 1e-4, 1e-2])
+    selection = PriorWeightSelection(weights, np.array([1.0, 1.004, 1.009, 1.2]), 1e-8)
+    x = panda.prior.copy()
+    x[30:40] *= 5.0  # link 4's mass (and moments) five times the URDF's
+    guard = _prior_guard(panda, SimpleNamespace(x=x, prior_weight=1e-8), selection)
+    assert guard is not None and guard.kept == 1e-4 and guard.link == panda.link_names[3]
+    assert guard.ratio == pytest.approx(5.0) and guard.gain == pytest.approx(1 - 1 / 1.009)
+    assert "kept the larger prior weight 0.0001" in guard.line()
+    assert guard.as_json()["mass_factor"] == PRIOR_MASS_FACTOR
+    costly = PriorWeightSelection(weights, np.array([1.0, 1.02, 1.05, 1.2]), 1e-8)
+    assert _prior_guard(panda, SimpleNamespace(x=x, prior_weight=1e-8), costly) is None
+    near = SimpleNamespace(x=panda.prior, prior_weight=1e-8)  # masses at the prior's
+    assert _prior_guard(panda, near, selection) is None
+
+
+def test_links_far_from_their_prior_or_at_bound_are_named():
+    from inertia_id_ros.offline.plausibility import at_bound_findings, prior_mass_findings
+    from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN, on_consistency_bound
+
+    (far,) = prior_mass_findings(["a", "b"], np.array([1.5, 4.0]), np.array([1.0, 36.0]), 3.0)
+    assert far.kind == "mass_far_from_prior" and far.subject == "b" and "4.0 x" in far.message
+    (bound,) = at_bound_findings(["link3", "link5"])
+    assert bound.figures["links"] == ["link3", "link5"] and at_bound_findings([]) == []
+    assert on_consistency_bound(CONSISTENCY_MARGIN) and not on_consistency_bound(1e-3)
+    assert not on_consistency_bound(-0.5)  # inconsistent, not on the boundary
