@@ -18,6 +18,7 @@ from inertia_id_ros.offline.plausibility import (
     GainSums,
     at_bound_findings,
     determination_findings,
+    flipped_sign_findings,
     pinned_mass_findings,
     prior_mass_findings,
     residual_ratio_findings,
@@ -112,6 +113,28 @@ def links_gain_findings(model: Any, data: Any) -> tuple[list[Finding], dict]:
         [GainSums.of(predicted[:, [j]], measured[:, [j]]) for j in range(model.n_joints)],
         ["N m"] * model.n_joints,
         "Flip the effort column's sign for this joint (the drive's convention).",
+    )
+
+
+def payload_torque_sign_findings(
+    links: Any, links_x: np.ndarray | None, data: Any, frame: str, estimate_offsets: bool
+) -> list[Finding]:
+    """A fit-payload-torques' torque signs per joint: against the URDF's links
+    (:func:`links_gain_findings`) when the links are modelled (``links_x`` given), else (the
+    difference of a loaded and an unloaded run, ``data``) against the payload at ``frame``:
+    a joint whose torques of the other sign leave the unconstrained fit far less
+    (:func:`flipped_sign_findings`)."""
+    from inertia_id_ros.chain.payload_from_torques import PayloadTorqueModel, sign_flip_residuals
+
+    if links_x is not None:
+        return links_gain_findings(links, data)[0]
+    model = PayloadTorqueModel(links, frame, estimate_offsets)
+    (channels,) = model.channels(None, data)
+    return flipped_sign_findings(
+        list(links.joint_names),
+        *sign_flip_residuals(channels),
+        "Flip the effort column's sign for this joint in both runs (--effort-signs, or the "
+        "drive's convention).",
     )
 
 

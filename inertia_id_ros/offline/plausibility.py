@@ -31,6 +31,8 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
 - :func:`link_filter_findings`: a link model (a fit-links result) fitted with a derivative
   filter over :data:`~inertia_id_ros.options.LINK_FILTER_RATIO` times the one a payload from
   joint torques is differentiated with, or under it by as much (``"link_filter"``, warn).
+- :func:`flipped_sign_findings`: a joint's torques whose other sign fits far better
+  (``"torque_sign"``, refuse);
 - :func:`prior_mass_findings`: a link mass more than a factor from its prior's
   (``"mass_far_from_prior"``, warn);
 - :func:`tilt_finding`: a fitted base tilt over :data:`TILT_WARN_DEG` (``"base_tilt"``, warn).
@@ -377,6 +379,37 @@ def pinned_mass_findings(
                 )
             )
     return findings
+
+
+FLIPPED_SIGN_RATIO = 0.5
+"""A joint whose torques of the other sign leave the unconstrained fit less than this share of
+its residual RMS looks flipped."""
+
+
+def flipped_sign_findings(
+    joints: Sequence[str], rms: float, flipped: np.ndarray, fix: str
+) -> list[Finding]:
+    """``torque_sign`` (refuse) for the joint (of ``joints``) whose torques of the other sign
+    leave the unconstrained fit under :data:`FLIPPED_SIGN_RATIO` of its residual RMS ``rms``
+    (N·m; ``flipped`` (n,) each joint's, of
+    :func:`~inertia_id_ros.chain.payload_from_torques.sign_flip_residuals`); ``fix``: in the
+    user's terms."""
+    if not joints or not rms > 0:
+        return []
+    j = int(np.argmin(flipped))
+    if not flipped[j] < FLIPPED_SIGN_RATIO * rms:
+        return []
+    return [
+        Finding(
+            "torque_sign",
+            f"joint {joints[j]!r}",
+            REFUSE,
+            f"its torques look flipped: with their sign turned the unconstrained fit leaves "
+            f"{float(flipped[j]):.3g} N m of residual, as recorded {rms:.3g} N m",
+            {"residual_rms": float(rms), "flipped_residual_rms": float(flipped[j])},
+            fix,
+        )
+    ]
 
 
 def at_bound_findings(names: Sequence[str]) -> list[Finding]:
