@@ -19,6 +19,7 @@ from inertia_id_ros.offline.plausibility import (
     at_bound_findings,
     determination_findings,
     flipped_sign_findings,
+    negative_mass_findings,
     pinned_mass_findings,
     prior_mass_findings,
     residual_ratio_findings,
@@ -71,6 +72,15 @@ def payload_fit_findings(
     :func:`determination_findings`; and the residual ratios."""
     offset = estimate.sensor_offset if with_offset else None
     findings, ratios = payload_residual_findings(sensor, Y, f, estimate.theta, offset)
+    if estimate.method == "ols":
+        findings += negative_mass_findings(
+            "payload",
+            float(estimate.theta[0]),
+            "the wrench's sign (the sensor may report the wrench the payload exerts on it), "
+            "its frame (--sensor-frame)"
+            + (", or its offset (refit without --no-offset)" if not with_offset else "")
+            + ".",
+        )
     findings += volume_findings("payload", estimate.theta, volume)
     if estimate.method != "ols":
         findings += determination_findings("payload", estimate.theta, estimate.covariance)
@@ -161,6 +171,14 @@ def links_fit_findings(
     if fit.method != "ols":
         prior = np.asarray(links.prior)[: 10 * len(links.link_names)].reshape(-1, 10)
         findings += pinned_mass_findings(links.link_names, fit.link_parameters[:, 0], prior[:, 0])
+    else:
+        for name, theta in zip(links.link_names, fit.link_parameters):
+            findings += negative_mass_findings(
+                name,
+                float(theta[0]),
+                "a joint's torque sign or scale, or its zero offset, above this link (the "
+                "URDF gains name the joint); or the motion does not excite this link's mass.",
+            )
     findings += prior_mass_findings(
         links.link_names,
         prior_mass_ratios(links, fit.x),

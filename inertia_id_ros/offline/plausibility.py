@@ -31,6 +31,8 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
 - :func:`link_filter_findings`: a link model (a fit-links result) fitted with a derivative
   filter over :data:`~inertia_id_ros.options.LINK_FILTER_RATIO` times the one a payload from
   joint torques is differentiated with, or under it by as much (``"link_filter"``, warn).
+- :func:`negative_mass_findings`: an unconstrained fit's negative mass (``"negative_mass"``,
+  warn);
 - :func:`flipped_sign_findings`: a joint's torques whose other sign fits far better
   (``"torque_sign"``, refuse);
 - :func:`prior_mass_findings`: a link mass more than a factor from its prior's
@@ -379,6 +381,25 @@ def pinned_mass_findings(
                 )
             )
     return findings
+
+
+def negative_mass_findings(name: str, mass: float, what: str) -> list[Finding]:
+    """``negative_mass`` (warn) when an unconstrained (``ols``) fit gives body ``name`` a
+    negative ``mass`` (kg): the constrained fits' diagnosis (``what``: the sign, frame or
+    offset to check, in the user's terms) without their constraint to hide it."""
+    if not mass < 0:
+        return []
+    return [
+        Finding(
+            "negative_mass",
+            name,
+            WARN,
+            f"the unconstrained fit's mass is {mass:.3g} kg: no body has one. The likeliest "
+            f"cause: {what}",
+            {"mass": float(mass)},
+            "Fix the sign or frame and refit; --method lmi keeps the estimate physical.",
+        )
+    ]
 
 
 FLIPPED_SIGN_RATIO = 0.5
