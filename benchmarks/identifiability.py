@@ -97,7 +97,10 @@ def said(urdf: str, data: Path) -> str:
         f" (counting noise: {ident['rank_counting_noise'] or ident['rank']}); identified "
         f"{len(t)} (min |t| {min(t) if t else float('nan'):.1f}), poorly determined "
         f"{len(determination['poorly_determined'])}; tilt {tilt_text}; findings "
-        f"{sorted({f['kind'] for f in document.get('findings', [])})}; "
+        f"{sorted({f['kind'] for f in document.get('findings', [])})}; at bound "
+        f"{sum(body['at_bound'] for body in document['bodies'])} of {len(document['bodies'])}; "
+        f"prior weight {document['prior_weight']:.2g}"
+        f"{' (guarded)' if document['prior_weight_guard'] else ''}; "
         f"{time.perf_counter() - start:.0f} s"
     )
 
