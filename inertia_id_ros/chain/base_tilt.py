@@ -255,15 +255,8 @@ def estimate_base_tilt(
         fit(centre + vertex)
     if level not in rms:
         fit(np.zeros(2))
-    roll, pitch = min(rms, key=rms.__getitem__)
-    return BaseTilt(
-        roll,
-        pitch,
-        tilted_gravity(model, roll, pitch),
-        rms[roll, pitch],
-        rms[level],
-        solutions[roll, pitch],
-    )
+    best = min(rms, key=rms.__getitem__)
+    return BaseTilt(*best, tilted_gravity(model, *best), rms[best], rms[level], solutions[best])
 
 
 TILT_POLISH_STEP = 2e-3

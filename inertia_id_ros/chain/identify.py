@@ -363,10 +363,7 @@ def identify_links(
     selection_weight = DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight
     tilt = None
     if estimate_tilt:
-        tilt = estimate_base_tilt(model, data, method, selection_weight, **solver_options)
-        tilt = dataclasses.replace(tilt, separation=tilt_separation(model, data, tilt))
-        if not tilt.kept_level:
-            model = with_gravity(model, tilt.gravity)
+        model, tilt = _tilted(model, data, method, selection_weight, solver_options)
     delay = TorqueDelay(0.0 if torque_delay is None else float(torque_delay))
     if torque_delay is None:
         delay = recording.torque_delay(
@@ -388,22 +385,13 @@ def identify_links(
         prior_selection = _choose_prior(model, folds, channels, weighting, method, solver_options)
         prior_weight = prior_selection.best
 
-    def final(weight: float) -> LinkFit:
-        return fit_links(
-            model,
-            data,
-            method=method,
-            prior_weight=weight,
-            weighting=weighting,
-            channels=channels,
-            bounding_ellipsoids=bounding_ellipsoids,
-            **solver_options,
-        )
-
-    fit = final(prior_weight)
+    options = dict(method=method, weighting=weighting, channels=channels, **solver_options) | {
+        "bounding_ellipsoids": bounding_ellipsoids
+    }
+    fit = fit_links(model, data, prior_weight=prior_weight, **options)
     guard = None if prior_selection is None else _prior_guard(model, fit, prior_selection)
     if guard is not None:
-        fit = final(guard.kept)
+        fit = fit_links(model, data, prior_weight=guard.kept, **options)
     return LinkIdentification(
         fit,
         data,
@@ -418,6 +406,21 @@ def identify_links(
         recording.motions(model.joint_names),
         guard,
     )
+
+
+def _tilted(
+    model: LinkModel,
+    data: JointTorqueData,
+    method: str,
+    prior_weight: float,
+    solver_options: dict[str, Any],
+) -> tuple[LinkModel, BaseTilt]:
+    """The base's tilt (:func:`~inertia_id_ros.chain.base_tilt.estimate_base_tilt`, judged by
+    :func:`~inertia_id_ros.chain.base_tilt.tilt_separation`) and ``model`` under its gravity,
+    or level when the motion does not tell the tilt from the joints' zero offsets."""
+    tilt = estimate_base_tilt(model, data, method, prior_weight, **solver_options)
+    tilt = dataclasses.replace(tilt, separation=tilt_separation(model, data, tilt))
+    return (model if tilt.kept_level else with_gravity(model, tilt.gravity)), tilt
 
 
 def _prior_guard(
