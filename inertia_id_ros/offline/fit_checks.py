@@ -225,7 +225,7 @@ def links_tilt_findings(tilt: Any) -> list[Finding]:
             f"the base is kept level: the fit's best tilt (roll {np.degrees(tilt.roll):+.2f}, "
             f"pitch {np.degrees(tilt.pitch):+.2f} deg) is not told apart from a zero offset of "
             f"joint {separation.twin!r} on this motion ({separation.t:.1f} standard errors "
-            "from level with the joints' offsets free)",
+            "from level with the joints' offsets free).",
             {"roll_rad": float(tilt.roll), "pitch_rad": float(tilt.pitch), "t": separation.t},
             "To measure a tilt, record a motion that turns the first joints as well.",
         )
@@ -248,7 +248,7 @@ def planar_findings(
             NOTE,
             f"{planar_text(still)} (their motion is within their encoder noise): rank {rank} "
             f"without their noise, {rank_counting_noise} counting it as motion; the "
-            "identifiable parameters are those without it",
+            "identifiable parameters are those without it.",
             {"rank": rank, "rank_counting_noise": rank_counting_noise},
             "Move these joints well beyond their encoder's resolution to identify what "
             "depends on them.",

@@ -426,7 +426,7 @@ def flipped_sign_findings(
             f"joint {joints[j]!r}",
             REFUSE,
             f"its torques look flipped: with their sign turned the unconstrained fit leaves "
-            f"{float(flipped[j]):.3g} N m of residual, as recorded {rms:.3g} N m",
+            f"{float(flipped[j]):.3g} N m of residual, as recorded {rms:.3g} N m.",
             {"residual_rms": float(rms), "flipped_residual_rms": float(flipped[j])},
             fix,
         )
@@ -446,7 +446,7 @@ def at_bound_findings(names: Sequence[str]) -> list[Finding]:
             NOTE,
             f"{len(names)} link(s) on the physical-consistency boundary ({', '.join(names)}): "
             "the constraint, not the data, decided part of each (usually its inertia); their "
-            "standard errors understate that",
+            "standard errors understate that.",
             {"links": list(names)},
             "Move these links through more varied motion (inertia-id excite), or trust their "
             "prior more (a larger --prior-weight).",
