@@ -8,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from helpers.planar import STILL, planar_log
 from inertia_id_ros.chain.base_tilt import estimate_base_tilt, tilt_separation, tilted_gravity
 from inertia_id_ros.chain.differentiation import filter_for, motion_samples
 from inertia_id_ros.chain.identifiability import link_identifiability
 from inertia_id_ros.chain.link_fit import fit_links
-from inertia_id_ros.chain.links import JointTorqueData, LinkModel, predict_torques, with_gravity
+from inertia_id_ros.chain.links import JointTorqueData, LinkModel, with_gravity
 from inertia_id_ros.chain.stillness import joint_motions, planar_text
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.core.significance import (
@@ -22,11 +23,8 @@ from inertia_id_ros.core.significance import (
     PRIOR_ONLY,
     determination,
 )
-from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
+from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS
 from inertia_id_ros.sim.torques import ExcitingTrajectory, JointTorqueSimulator
-
-ENCODER_STEP = 2e-4
-"""The simulated encoders' resolution (rad)."""
 
 
 @pytest.fixture(scope="module")
@@ -35,21 +33,9 @@ def panda() -> LinkModel:
 
 
 def _planar_motion(panda: LinkModel) -> tuple[np.ndarray, np.ndarray, JointTorqueData]:
-    """Joints 2, 3 and 4 swing (multisines); 1, 5, 6 and 7 sit at home within their encoders'
-    noise (1e-4 rad, quantised to :data:`ENCODER_STEP`): ``(t, recorded positions, the data
-    derived from them with the URDF's torques and 0.05 N m noise)``."""
-    rng = np.random.default_rng(4)
-    t = np.arange(0.0, 12.0, 0.01)
-    q, dq, ddq = (np.tile(PANDA_HOME, (t.size, 1)).astype(float), *np.zeros((2, t.size, 7)))
-    for j in (1, 2, 3):
-        for a, f, phase in zip(rng.uniform(0.1, 0.3, 3), (0.1, 0.23, 0.37), rng.uniform(0, 6, 3)):
-            w = 2 * np.pi * f * (1 + 0.3 * j)
-            q[:, j] += a * np.sin(w * t + phase)
-            dq[:, j] += a * w * np.cos(w * t + phase)
-            ddq[:, j] -= a * w * w * np.sin(w * t + phase)
-    exact = JointTorqueData(q, dq, ddq, np.zeros_like(q), panda.joint_names)
-    tau = predict_torques(panda, panda.prior, exact) + 0.05 * rng.normal(size=q.shape)
-    recorded = np.round((q + rng.normal(scale=1e-4, size=q.shape)) / ENCODER_STEP) * ENCODER_STEP
+    """:func:`helpers.planar.planar_log`: ``(t, recorded positions, the data derived from
+    them)``."""
+    t, recorded, tau = planar_log(example_robot_urdf("panda"))
     keep, motion = motion_samples(t, recorded, None, None, filter_for(t, False, 0.05))
     return t, recorded, JointTorqueData(*motion, tau[keep], panda.joint_names)
 
@@ -57,7 +43,7 @@ def _planar_motion(panda: LinkModel) -> tuple[np.ndarray, np.ndarray, JointTorqu
 def test_an_effectively_planar_motion_names_its_still_joints_and_identifies_only_by_t(panda):
     t, recorded, data = _planar_motion(panda)
     motions = joint_motions(t, recorded, panda.joint_names)
-    still = ("panda_joint1", "panda_joint5", "panda_joint6", "panda_joint7")
+    still = STILL
     assert tuple(m.name for m in motions if m.still) == still
     assert planar_text(still[:1]) == "effectively planar: joint panda_joint1 still"
     assert planar_text(still).startswith("effectively planar: joints panda_joint1, panda_joint5")
