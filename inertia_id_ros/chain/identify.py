@@ -113,11 +113,15 @@ class PriorGuard:
 
 
 def prior_mass_ratios(model: LinkModel, x: np.ndarray) -> np.ndarray:
-    """(links,) how many times each link's mass in ``x`` is from its prior's, either way
-    (``inf``: not positive; 1: a prior under :data:`PRIOR_MASS_FLOOR`)."""
-    masses = model.link_parameters(x)[:, 0]
+    """(links,) :func:`mass_ratios` of the links' masses in ``x`` to their prior's."""
     priors = model.link_parameters(model.prior)[:, 0]
-    ratios = np.ones(masses.size)
+    return mass_ratios(model.link_parameters(x)[:, 0], priors)
+
+
+def mass_ratios(masses: np.ndarray, priors: np.ndarray) -> np.ndarray:
+    """(k,) how many times each of ``masses`` (kg) is from its prior's in ``priors``, either way
+    (``inf``: not positive; 1: a prior under :data:`PRIOR_MASS_FLOOR`)."""
+    ratios = np.ones(len(masses))
     for k, (mass, prior) in enumerate(zip(masses, priors)):
         if prior >= PRIOR_MASS_FLOOR:
             ratios[k] = max(mass / prior, prior / mass) if mass > 0 else np.inf
