@@ -176,6 +176,9 @@ class LinksMode(Mode["LinkSession", "ReplayUpdates[LinkEstimate]"]):
             "samples": final.n_samples,
             "rank": final.rank,
             "unidentifiable": list(final.unidentifiable),
+            "determination": (
+                None if final.determination is None else final.determination.as_json()
+            ),
             "solve_time_s": final.solve_time,
             "source": replay.source,
             "update_rate_hz": replay.update_rate_hz,
@@ -340,6 +343,7 @@ def links_replay_lines(
     COM, consistency) and each joint's drive (``links``: the result's ``bodies`` and
     ``joints``)."""
     from inertia_id_ros.core.inertia import check_consistency
+    from inertia_id_ros.core.significance import IDENTIFIED
     from inertia_id_ros.offline.summary import dropped_text
 
     final = replay.final
@@ -357,7 +361,12 @@ def links_replay_lines(
         f"first estimate after {replay.estimates[0].time - replay.start_time:.1f} s; final: "
         f"{final.n_samples} joint states, base-parameter rank {final.rank}; "
         f"{len(final.unidentifiable)} parameters the data cannot fix (the prior decides; "
-        "listed in the JSON)",
+        "listed in the JSON)"
+        + (
+            ""
+            if final.determination is None
+            else f"; {len(final.determination.named(IDENTIFIED))} identified (|t| >= 3)"
+        ),
         f"{'link':<20}{'mass (kg)':>10}{'COM (mm)':>26}{'λmin(J)':>12}  consistent",
     ]
     for body in links["bodies"]:
