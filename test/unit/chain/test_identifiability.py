@@ -119,3 +119,26 @@ def test_links_far_from_their_prior_or_at_bound_are_named():
     assert bound.figures["links"] == ["link3", "link5"] and at_bound_findings([]) == []
     assert on_consistency_bound(CONSISTENCY_MARGIN) and not on_consistency_bound(1e-3)
     assert not on_consistency_bound(-0.5)  # inconsistent, not on the boundary
+
+
+def test_a_tilt_kept_level_is_said_with_the_joint_it_resembles():
+    from inertia_id_ros.chain.base_tilt import BaseTilt, TiltSeparation
+    from inertia_id_ros.chain.identify import _tilt_line
+    from inertia_id_ros.offline.fit_checks import links_tilt_findings
+
+    found = dict(roll=0.0, pitch=-0.1, gravity=np.array([0.98, 0.0, -9.76]), rms=1.0)
+    kept = BaseTilt(
+        **found,
+        level_rms=1.2,
+        separation=TiltSeparation(0.2, 1e-3, 1e-4, 0.5, "joint2", False),
+    )
+    assert kept.kept_level and kept.as_json()["separation"]["twin_joint"] == "joint2"
+    assert _tilt_line(kept).startswith("base tilt: kept level;") and "'joint2'" in _tilt_line(kept)
+    (note,) = links_tilt_findings(kept)
+    assert note.kind == "base_tilt_kept_level" and note.severity == "note" and note.fix
+    told = BaseTilt(
+        **found, level_rms=1.2, separation=TiltSeparation(1e-3, 1e-3, 1, 100, "j", True)
+    )
+    assert not told.kept_level and _tilt_line(told).startswith("base tilt: roll +0.00 deg")
+    (warned,) = links_tilt_findings(told)  # 5.7 degrees, the search's limit
+    assert warned.kind == "base_tilt" and "the search's limit" in warned.message
