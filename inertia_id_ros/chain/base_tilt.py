@@ -76,6 +76,13 @@ class TiltSeparation:
     twin: str
     separable: bool
 
+    @property
+    def like_an_offset(self) -> bool:
+        """The joints' zero offsets take the tilt's information (else, not separable, the tilt
+        is within :data:`~inertia_id_ros.core.significance.IDENTIFIED_T` standard errors of
+        level)."""
+        return self.share < TILT_SEPARATION
+
     def as_json(self) -> dict:
         """The figures, angles in degrees (``null``: not determined)."""
         return {

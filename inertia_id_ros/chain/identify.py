@@ -271,13 +271,18 @@ def _tilt_line(tilt: BaseTilt) -> str:
         f"roll {np.degrees(tilt.roll):+.2f} deg, pitch {np.degrees(tilt.pitch):+.2f} deg "
         f"(training RMS {tilt.rms:.4f} N m, level {tilt.level_rms:.4f})"
     )
-    if tilt.kept_level and tilt.separation is not None:
+    separation = tilt.separation
+    if tilt.kept_level and separation is not None and separation.like_an_offset:
         return (
             f"base tilt: kept level; the fit's best tilt, {found}, is not told apart from a "
-            f"zero offset of joint {tilt.separation.twin!r} on this motion "
-            f"({tilt.separation.t:.1f} standard errors from level with the joints' offsets "
-            f"free, {100 * tilt.separation.share:.1f} % of its information left): move the "
-            "first joints more to measure a tilt"
+            f"zero offset of joint {separation.twin!r} on this motion ("
+            f"{100 * separation.share:.2g} % of its information left with the joints' offsets "
+            "free): move the first joints more to measure a tilt"
+        )
+    if tilt.kept_level and separation is not None:
+        return (
+            f"base tilt: kept level; the fit's best tilt, {found}, is within "
+            f"{separation.t:.1f} standard errors of level (the joints' offsets free)"
         )
     return f"base tilt: {found}; gravity [" + ", ".join(f"{g:.3f}" for g in tilt.gravity) + "] m/s²"
 

@@ -209,7 +209,8 @@ def links_fit_findings(
 def links_tilt_findings(tilt: Any) -> list[Finding]:
     """A links fit's base ``tilt`` (a :class:`~inertia_id_ros.chain.base_tilt.BaseTilt` or
     ``None``): :func:`tilt_finding` when it was kept, ``base_tilt_kept_level`` (note) when the
-    motion did not tell it from the joints' zero offsets."""
+    motion did not tell it from the joints' zero offsets (none when it was level within its
+    noise)."""
     from inertia_id_ros.chain.base_tilt import MAX_TILT
 
     if tilt is None:
@@ -217,6 +218,8 @@ def links_tilt_findings(tilt: Any) -> list[Finding]:
     if not tilt.kept_level:
         return tilt_finding(tilt.roll, tilt.pitch, MAX_TILT)
     separation = tilt.separation
+    if not separation.like_an_offset:
+        return []  # level within the noise: the summary says so
     return [
         Finding(
             "base_tilt_kept_level",
@@ -224,8 +227,8 @@ def links_tilt_findings(tilt: Any) -> list[Finding]:
             NOTE,
             f"the base is kept level: the fit's best tilt (roll {np.degrees(tilt.roll):+.2f}, "
             f"pitch {np.degrees(tilt.pitch):+.2f} deg) is not told apart from a zero offset of "
-            f"joint {separation.twin!r} on this motion ({separation.t:.1f} standard errors "
-            "from level with the joints' offsets free).",
+            f"joint {separation.twin!r} on this motion ({100 * separation.share:.2g} % of its "
+            "information left with the joints' offsets free).",
             {"roll_rad": float(tilt.roll), "pitch_rad": float(tilt.pitch), "t": separation.t},
             "To measure a tilt, record a motion that turns the first joints as well.",
         )
