@@ -148,6 +148,22 @@ def payload_torque_sign_findings(
     )
 
 
+def window_gain_findings(
+    joints: Sequence[str], Y: np.ndarray, f: np.ndarray, prior: np.ndarray
+) -> list[Finding]:
+    """:func:`urdf_gain_findings` per joint of a links window's rows ``Y`` (N, n, p) and torques
+    ``f`` (N, n) (N m) against the prior's prediction ``Y @ prior`` (``prior`` (p,), the URDF's
+    links and no friction): a joint whose torques are of the other sign."""
+    predicted = np.asarray(Y, dtype=float) @ np.asarray(prior, dtype=float)
+    measured = np.asarray(f, dtype=float)
+    return urdf_gain_findings(
+        [f"joint {name!r}" for name in joints],
+        [GainSums.of(predicted[:, [j]], measured[:, [j]]) for j in range(len(joints))],
+        ["N m"] * len(joints),
+        "Flip the effort's sign for this joint (torques_effort_signs, or the drive's convention).",
+    )[0]
+
+
 def links_fit_findings(
     identification: Any, urdf: str | Path, volumes: dict[str, Volume] | None = None
 ) -> tuple[list[Finding], list[str], dict[str, Any]]:
