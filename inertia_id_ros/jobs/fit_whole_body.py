@@ -457,7 +457,7 @@ def _holdout_lines(
     urdf = "urdf_offsets" if "urdf_offsets" in columns else "urdf"  # offsets are nuisances
     width = max(10, len(titles[urdf]) + 6)
     lines = [
-        f"held-out last {100 * fraction:g} %: RMS error of the predicted wrenches "
+        f"held-out last {100 * fraction:.3g} %: RMS error of the predicted wrenches "
         f"(force N / torque N m); the OLS fit leaves {first['ols_inconsistent_links']} links "
         "inconsistent",
         f"{'rows':<22}"
