@@ -17,6 +17,7 @@ from inertia_id_ros.chain.links import (
     as_runs,
     regression_system,
 )
+from inertia_id_ros.core.covariance import ChannelNormalEquations
 
 DEFAULT_RANK_TOLERANCE = 1e-8
 """Default relative tolerance of :func:`base_parameters`: a pivoted-QR diagonal ``|R_ii|`` below
@@ -91,15 +92,42 @@ def base_parameters(
     The rank counts pivoted-QR diagonals ``|R_ii| > tolerance * |R_00|`` of the unscaled stacked
     regressor (torques in N·m, parameters in SI units).
     """
-    p = model.n_parameters
+    R, _ = _factor(model, data, with_channels=False)
+    return _base_parameters_of_factor(model.parameter_names, R, tolerance, leak_tolerance=1e-9)
+
+
+def base_parameters_and_channels(
+    model: LinkModel,
+    data: JointTorqueData | Iterable[JointTorqueData],
+    tolerance: float = DEFAULT_RANK_TOLERANCE,
+) -> tuple[BaseParameters, ChannelNormalEquations]:
+    """:func:`base_parameters` of ``data`` and its
+    :func:`~inertia_id_ros.chain.links.link_channels`, in one pass over the samples."""
+    R, channels = _factor(model, data, with_channels=True)
+    bp = _base_parameters_of_factor(model.parameter_names, R, tolerance, leak_tolerance=1e-9)
+    assert channels is not None
+    return bp, channels
+
+
+def _factor(
+    model: LinkModel, data: JointTorqueData | Iterable[JointTorqueData], with_channels: bool
+) -> tuple[np.ndarray, ChannelNormalEquations | None]:
+    """``R`` (p, p) of the QR factorisation of the stacked regressor of ``data`` (accumulated
+    in blocks) and, ``with_channels``, its normal equations per joint."""
+    p, n = model.n_parameters, model.n_joints
     R = np.zeros((0, p))
+    parts = []
     for run in as_runs(data):
         for start in range(0, run.n_samples, CHUNK_SAMPLES):
-            Y, _ = regression_system(model, run.subset(slice(start, start + CHUNK_SAMPLES)))
+            Y, y = regression_system(model, run.subset(slice(start, start + CHUNK_SAMPLES)))
             R = scipy.linalg.qr(np.vstack([R, Y]), mode="r")[0][:p]
+            if with_channels:
+                parts.append(
+                    ChannelNormalEquations.from_samples(Y.reshape(-1, n, p), y.reshape(-1, n))
+                )
     if R.shape[0] == 0:
         raise ValueError("base_parameters needs at least one sample")
-    return _base_parameters_of_factor(model.parameter_names, R, tolerance, leak_tolerance=1e-9)
+    return R, ChannelNormalEquations.summed(parts) if with_channels else None
 
 
 def base_parameters_from_gram(

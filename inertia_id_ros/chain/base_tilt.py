@@ -6,6 +6,16 @@ tilt of about 1 degree is worth 10 % of the held-out RMS, which the unconstraine
 absorbs into inconsistent links and the consistent fit cannot. The torques are linear in the
 gravity (a base acceleration), so the regressor is evaluated once for every tilt
 (:func:`gravity_normal_equations`).
+
+A tilt is reported only where the motion separates it from the joints' zero offsets
+(:func:`tilt_separation`): when joint 1 hardly turns, a pitch of the base changes the torques as
+a zero offset of joint 2 does, and the search would report one for the other. The tilt's
+standard errors are taken with every joint's zero offset and every parameter of the links and
+drives free (the Schur complement of the linearised torques, each joint's rows weighted by its
+residual); a tilt within :data:`~inertia_id_ros.core.significance.IDENTIFIED_T` standard errors
+of level, or whose information the offsets take more than :data:`TILT_SEPARATION` of, is not
+told apart from them, and :func:`~inertia_id_ros.chain.identify.identify_links` keeps the base
+level.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from inertia_id_ros.chain.links import (
     with_gravity,
 )
 from inertia_id_ros.core.covariance import channel_grams
+from inertia_id_ros.core.significance import IDENTIFIED_T
 from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.solvers import Problem, solve
 
@@ -38,26 +49,86 @@ MAX_TILT = 0.1
 """Largest base tilt searched (rad, about 6 degrees); beyond it the URDF's base is wrong."""
 
 
+TILT_SEPARATION = 0.05
+"""A tilt whose information (the smallest eigenvalue of its normal equations) the joints' zero
+offsets take all but this share of is not told apart from them: on a motion whose first joint
+turns, the share is 0.3 or more; with the first joint still, a pitch is a zero offset of the
+second joint and the share under 1e-3."""
+
+
+SEPARATION_SAMPLES = 1000
+"""Samples (evenly spread) :func:`tilt_separation` linearises the torques at."""
+
+
+@dataclass(frozen=True)
+class TiltSeparation:
+    """Whether the motion tells a base tilt from the joints' zero offsets: the standard error
+    ``std`` (rad) of the tilt's size with every joint's zero offset free (``inf``: not
+    determined) and ``std_without_offsets`` with them known; ``share``: the share of the
+    tilt's information the offsets leave (0..1); ``t``: how many standard errors the tilt lies
+    from level (offsets free); ``twin``: the joint whose zero offset most resembles the tilt;
+    ``separable``: the tilt is reported (module docstring)."""
+
+    std: float
+    std_without_offsets: float
+    share: float
+    t: float
+    twin: str
+    separable: bool
+
+    @property
+    def like_an_offset(self) -> bool:
+        """The joints' zero offsets take the tilt's information (else, not separable, the tilt
+        is within :data:`~inertia_id_ros.core.significance.IDENTIFIED_T` standard errors of
+        level)."""
+        return self.share < TILT_SEPARATION
+
+    def as_json(self) -> dict:
+        """The figures, angles in degrees (``null``: not determined)."""
+        return {
+            "separable": self.separable,
+            "std_deg": float(np.degrees(self.std)) if np.isfinite(self.std) else None,
+            "std_without_offsets_deg": float(np.degrees(self.std_without_offsets))
+            if np.isfinite(self.std_without_offsets)
+            else None,
+            "information_share": self.share,
+            "t": self.t,
+            "twin_joint": self.twin,
+        }
+
+
 @dataclass(frozen=True)
 class BaseTilt:
     """The base's tilt: ``roll``, ``pitch`` (rad) rotating the model's gravity ``gravity`` (3,)
     (m/s², root frame, after the tilt); ``rms`` (N·m) the consistent fit's training RMS with it
-    and ``level_rms`` without."""
+    and ``level_rms`` without; ``x`` the fit's parameters at it; ``separation`` whether the
+    motion tells it from the joints' zero offsets (``None``: not judged)."""
 
     roll: float
     pitch: float
     gravity: np.ndarray
     rms: float
     level_rms: float
+    x: np.ndarray | None = None
+    separation: TiltSeparation | None = None
+
+    @property
+    def kept_level(self) -> bool:
+        """The motion does not tell the tilt from the joints' zero offsets: the base is kept
+        level."""
+        return self.separation is not None and not self.separation.separable
 
     def as_json(self) -> dict:
-        """``{"roll_rad", "pitch_rad", "gravity", "rms", "level_rms"}``."""
+        """``{"roll_rad", "pitch_rad", "gravity", "rms", "level_rms", "kept_level",
+        "separation"}`` (the tilt found, whether kept or not)."""
         return {
             "roll_rad": self.roll,
             "pitch_rad": self.pitch,
             "gravity": self.gravity.tolist(),
             "rms": self.rms,
             "level_rms": self.level_rms,
+            "kept_level": self.kept_level,
+            "separation": None if self.separation is None else self.separation.as_json(),
         }
 
 
@@ -140,6 +211,7 @@ def estimate_base_tilt(
     p = model.n_parameters
     previous: list = []
     rms: dict[tuple[float, float], float] = {}
+    solutions: dict[tuple[float, float], np.ndarray] = {}
 
     def fit(angles: np.ndarray) -> tuple[Problem, np.ndarray, np.ndarray]:
         angles = np.clip(angles, -MAX_TILT, MAX_TILT)
@@ -150,6 +222,7 @@ def estimate_base_tilt(
         )
         previous.append(solution)
         rms[tuple(angles)] = float(np.sqrt(problem.squared_residual(solution.x) / n_rows))
+        solutions[tuple(angles)] = np.asarray(solution.x, dtype=float)
         return problem, solution.x, T
 
     def objective(angles: np.ndarray) -> tuple[float, np.ndarray]:
@@ -189,8 +262,8 @@ def estimate_base_tilt(
         fit(centre + vertex)
     if level not in rms:
         fit(np.zeros(2))
-    roll, pitch = min(rms, key=rms.__getitem__)
-    return BaseTilt(roll, pitch, tilted_gravity(model, roll, pitch), rms[roll, pitch], rms[level])
+    best = min(rms, key=rms.__getitem__)
+    return BaseTilt(*best, tilted_gravity(model, *best), rms[best], rms[level], solutions[best])
 
 
 TILT_POLISH_STEP = 2e-3
@@ -217,3 +290,92 @@ def _quadratic_vertex(
     if np.linalg.eigvalsh(hessian)[0] <= 0:
         return None
     return np.linalg.solve(hessian, -np.array([d, e]))
+
+
+def tilt_separation(
+    model: LinkModel, data: JointTorqueData, tilt: BaseTilt, max_samples: int = SEPARATION_SAMPLES
+) -> TiltSeparation:
+    """Whether the motion of ``data`` (at most ``max_samples`` samples) tells ``tilt`` (with its
+    fit's ``x``) apart from the joints' zero offsets (module docstring): the torques linearised
+    in the tilt's angles (:func:`tilted_gravity_jacobian` through the gravity columns), in each
+    joint's position (pinocchio's RNEA derivatives of the fitted links) and in ``x`` (the
+    regressor), each joint's rows divided by its residual's RMS."""
+    if tilt.x is None:
+        raise ValueError("tilt_separation needs the tilt's fit (BaseTilt.x)")
+    x = tilt.x
+    rows = np.arange(0, data.n_samples, max(1, int(np.ceil(data.n_samples / max_samples))))
+    chunk = model.in_joint_order(data.subset(rows))
+    tilted = with_gravity(model, tilt.gravity)
+    Y, y = regression_system(tilted, chunk)
+    n, N = model.n_joints, rows.size
+    residual = (y - Y @ x).reshape(N, n)
+    sigma = np.sqrt(np.maximum(np.mean(residual**2, axis=0), 1e-12))
+    unit = model.gravity_columns_at_rest(chunk.positions)  # (N, 3, n, 4n)
+    by_gravity = np.einsum("iajk,k->ija", unit, x[gravity_columns(model)])  # (N, n, 3)
+    by_angles = by_gravity @ tilted_gravity_jacobian(model, tilt.roll, tilt.pitch)  # (N, n, 2)
+    by_offsets = _position_derivatives(tilted, x, chunk)  # (N, n, n)
+    weight = (1.0 / sigma)[None, :, None]
+    T = (by_angles * weight).reshape(-1, 2)
+    by_offset = (by_offsets * weight).reshape(-1, n)
+    X = (Y.reshape(N, n, -1) * weight).reshape(N * n, -1)
+    both = _residual_columns(np.hstack([T, by_offset]), X)
+    left, offsets = both[:, :2], both[:, 2:]
+    angles = np.array([tilt.roll, tilt.pitch])
+    size = float(np.linalg.norm(angles))
+    direction = angles / size if size > 0 else np.array([1.0, 0.0])
+    scale = float(np.trace(left.T @ left))
+    known = _size_variance(left.T @ left, direction, scale)
+    variances = np.array(
+        [_size_variance(_gram_without(left, offsets[:, [j]]), direction, scale) for j in range(n)]
+    )
+    twin = model.joint_names[int(np.argmax(variances))]
+    variance = _size_variance(_gram_without(left, offsets), direction, scale)
+    share = float(known / variance)
+    t = float(size / np.sqrt(variance))
+    separable = t >= IDENTIFIED_T and share >= TILT_SEPARATION
+    return TiltSeparation(
+        float(np.sqrt(variance)), float(np.sqrt(known)), share, t, twin, bool(separable)
+    )
+
+
+def _gram_without(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """The Gram matrix of the columns of ``A`` less their projection on those of ``B``."""
+    left = _residual_columns(A, B)
+    return left.T @ left
+
+
+def _size_variance(information: np.ndarray, direction: np.ndarray, scale: float) -> float:
+    """The variance (rad²) of the tilt's size along ``direction`` (2,) (a unit vector) from its
+    ``information`` (2, 2), the tilt's direction about the vertical held (a zero offset of a
+    vertical first joint turns it: the information across is then nil); ``inf`` when the
+    information along it is under 1e-10 of ``scale`` (the information with the offsets
+    known)."""
+    along = float(direction @ information @ direction)
+    return 1.0 / along if along > 1e-10 * scale else float("inf")
+
+
+def _residual_columns(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """The columns of ``A`` less their least-squares projection on the columns of ``B`` (on the
+    eigenvectors of ``B``'s column-scaled Gram matrix above 1e-12 of its largest eigenvalue)."""
+    norms = np.linalg.norm(B, axis=0)
+    scaled = B / np.where(norms > 0, norms, 1.0)
+    eigenvalues, vectors = np.linalg.eigh(scaled.T @ scaled)
+    keep = eigenvalues > 1e-12 * max(float(eigenvalues[-1]), 1e-300)
+    basis = scaled @ (vectors[:, keep] / np.sqrt(eigenvalues[keep]))
+    return A - basis @ (basis.T @ A)
+
+
+def _position_derivatives(model: LinkModel, x: np.ndarray, data: JointTorqueData) -> np.ndarray:
+    """(N, n, n) ``d tau / d q`` of the links of ``x`` at ``data``'s samples (pinocchio's RNEA
+    derivatives; the drive terms do not depend on the positions): column ``j`` is what a zero
+    offset of joint ``j`` does to every joint's torque."""
+    robot = model.model.copy()
+    for j, theta in enumerate(model.link_parameters(x), start=1):
+        robot.inertias[j] = pin.Inertia.FromDynamicParameters(theta)
+    work = robot.createData()
+    q = model.configuration(data.positions)
+    out = np.empty((data.n_samples, model.n_joints, model.n_joints))
+    for k in range(data.n_samples):
+        pin.computeRNEADerivatives(robot, work, q[k], data.velocities[k], data.accelerations[k])
+        out[k] = work.dtau_dq
+    return out

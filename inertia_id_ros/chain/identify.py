@@ -6,7 +6,9 @@ Steps, each choice made on the training recording only and reported:
    the zero-phase derivative filter chosen by blocked cross-validation of the torques
    (:func:`~inertia_id_ros.chain.differentiation.select_differentiation`; recorded velocities are
    differentiated once, positions twice only without them), unless a filter is given;
-2. the base's tilt (:func:`~inertia_id_ros.chain.base_tilt.estimate_base_tilt`);
+2. the base's tilt (:func:`~inertia_id_ros.chain.base_tilt.estimate_base_tilt`), kept level
+   unless the motion tells it from the joints' zero offsets
+   (:func:`~inertia_id_ros.chain.base_tilt.tilt_separation`);
 3. the delay of the torques behind the motion
    (:func:`~inertia_id_ros.chain.torque_delay.estimate_torque_delay`), with the tilted gravity;
 4. the width of the Coulomb sign ``tanh(dq / v)`` of every joint
@@ -21,13 +23,14 @@ Steps, each choice made on the training recording only and reported:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.chain.base_tilt import BaseTilt, estimate_base_tilt
+from inertia_id_ros.chain.base_tilt import BaseTilt, estimate_base_tilt, tilt_separation
 from inertia_id_ros.chain.coulomb_width import (
     DEFAULT_COULOMB_VELOCITIES,
     CoulombVelocitySelection,
@@ -53,6 +56,7 @@ from inertia_id_ros.chain.link_fit import (
     select_prior_weight,
 )
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, with_gravity
+from inertia_id_ros.chain.stillness import JointMotion, joint_motions
 from inertia_id_ros.chain.torque_delay import TorqueDelay, estimate_torque_delay
 from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.weighting import (
@@ -63,6 +67,65 @@ from inertia_id_ros.core.weighting import (
 from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.options import LINKS_DEFAULT_WEIGHTING as DEFAULT_WEIGHTING
 from inertia_id_ros.solvers import solve
+
+PRIOR_MASS_FACTOR = 3.0
+"""A link mass more than this factor from its prior's (either way) is far from it: the
+cross-validated prior weight is not kept for less than :data:`PRIOR_GUARD_GAIN` of held-out
+gain (:class:`PriorGuard`), and the fit's check warns about it."""
+PRIOR_GUARD_GAIN = 0.01
+"""The held-out gain (a share of the held-out RMS) a prior weight moving a mass
+:data:`PRIOR_MASS_FACTOR` from its prior must bring to be kept."""
+PRIOR_MASS_FLOOR = 1e-3
+"""Prior masses below this (kg) are no mass: such links are not compared with their prior."""
+
+
+@dataclass(frozen=True)
+class PriorGuard:
+    """The cross-validated prior weight ``chosen`` set aside for the larger ``kept``: with it
+    link ``link``'s mass went ``ratio`` times from its prior's (either way) for a held-out gain of
+    ``gain`` (a share of the held-out RMS at ``kept``, under :data:`PRIOR_GUARD_GAIN`)."""
+
+    chosen: float
+    kept: float
+    link: str
+    ratio: float
+    gain: float
+
+    def as_json(self) -> dict[str, float | str]:
+        """The figures."""
+        return {
+            "cross_validated": self.chosen,
+            "kept": self.kept,
+            "link": self.link,
+            "mass_ratio": self.ratio,
+            "held_out_gain": self.gain,
+            "mass_factor": PRIOR_MASS_FACTOR,
+        }
+
+    def line(self) -> str:
+        """In words, for the summary."""
+        return (
+            f"  kept the larger prior weight {self.kept:.3g}: cross-validation's "
+            f"{self.chosen:.3g} moved link {self.link!r}'s mass {self.ratio:.1f} x from its "
+            f"prior for {100 * self.gain:.2f} % of held-out gain (under "
+            f"{100 * PRIOR_GUARD_GAIN:g} %)"
+        )
+
+
+def prior_mass_ratios(model: LinkModel, x: np.ndarray) -> np.ndarray:
+    """(links,) :func:`mass_ratios` of the links' masses in ``x`` to their prior's."""
+    priors = model.link_parameters(model.prior)[:, 0]
+    return mass_ratios(model.link_parameters(x)[:, 0], priors)
+
+
+def mass_ratios(masses: np.ndarray, priors: np.ndarray) -> np.ndarray:
+    """(k,) how many times each of ``masses`` (kg) is from its prior's in ``priors``, either way
+    (``inf``: not positive; 1: a prior under :data:`PRIOR_MASS_FLOOR`)."""
+    ratios = np.ones(len(masses))
+    for k, (mass, prior) in enumerate(zip(masses, priors)):
+        if prior >= PRIOR_MASS_FLOOR:
+            ratios[k] = max(mass / prior, prior / mass) if mass > 0 else np.inf
+    return ratios
 
 
 @dataclass(frozen=True)
@@ -78,13 +141,19 @@ class LinkIdentification:
     prior_selection: PriorWeightSelection | None
     weighting: str
     tilt: BaseTilt | None = None
-    """The estimated base tilt (``None``: the model's gravity kept)."""
+    """The estimated base tilt (``None``: not estimated; kept level when the motion does not
+    tell it from the joints' zero offsets, :attr:`BaseTilt.kept_level`)."""
     model: LinkModel | None = None
     """The model fitted (with the tilted gravity and the chosen Coulomb width)."""
     coulomb_selection: CoulombVelocitySelection | None = None
     """How the Coulomb sign's width was chosen (``None``: given)."""
     delay: TorqueDelay = TorqueDelay(0.0)
     """The efforts' delay behind the motion, estimated or given (applied to the ``data``)."""
+    motions: tuple[JointMotion, ...] = ()
+    """How much each of the model's joints moved against its noise
+    (:func:`~inertia_id_ros.chain.stillness.joint_motions`; empty: not judged)."""
+    prior_guard: PriorGuard | None = None
+    """The cross-validated prior weight set aside for a larger one (``None``: kept)."""
 
     def as_json(self) -> dict:
         """``{"differentiation", "prior_weight", "prior_weight_selection", "weighting", "gravity",
@@ -123,6 +192,7 @@ class LinkIdentification:
             "differentiation": differentiation,
             "prior_weight": self.fit.prior_weight,
             "prior_weight_selection": prior,
+            "prior_weight_guard": None if self.prior_guard is None else self.prior_guard.as_json(),
             "weighting": weighting,
             "gravity": (
                 None if self.model is None else np.asarray(self.model.model.gravity.linear).tolist()
@@ -158,12 +228,7 @@ class LinkIdentification:
                 f"{self.delay.zero_rms:.4f})"
             )
         if self.tilt is not None:
-            lines.append(
-                f"base tilt: roll {np.degrees(self.tilt.roll):+.2f} deg, pitch "
-                f"{np.degrees(self.tilt.pitch):+.2f} deg (training RMS "
-                f"{self.tilt.rms:.4f} N m, level {self.tilt.level_rms:.4f}); gravity "
-                "[" + ", ".join(f"{g:.3f}" for g in self.tilt.gravity) + "] m/s²"
-            )
+            lines.append(_tilt_line(self.tilt))
         if self.coulomb_selection is not None:
             lines.append(
                 f"Coulomb sign: tanh(dq / {self.coulomb_selection.best:g} rad/s)"
@@ -184,6 +249,8 @@ class LinkIdentification:
             f"{self.prior_selection.weights.size} candidates"
         )
         lines.append(f"prior weight: {self.fit.prior_weight:.3g} ({how})")
+        if self.prior_guard is not None:
+            lines.append(self.prior_guard.line())
         weights = self.fit.channel_weights
         if weights is None:
             lines.append("weighting: none (every joint's torque weighted alike)")
@@ -195,6 +262,29 @@ class LinkIdentification:
                 + ", ".join(f"{name} sigma {s:.3g}" for name, s in zip(names, weights.sigma))
             )
         return lines
+
+
+def _tilt_line(tilt: BaseTilt) -> str:
+    """The base tilt found, in words: kept level (and why) when the motion does not tell it
+    from the joints' zero offsets."""
+    found = (
+        f"roll {np.degrees(tilt.roll):+.2f} deg, pitch {np.degrees(tilt.pitch):+.2f} deg "
+        f"(training RMS {tilt.rms:.4f} N m, level {tilt.level_rms:.4f})"
+    )
+    separation = tilt.separation
+    if tilt.kept_level and separation is not None and separation.like_an_offset:
+        return (
+            f"base tilt: kept level; the fit's best tilt, {found}, is not told apart from a "
+            f"zero offset of joint {separation.twin!r} on this motion ("
+            f"{100 * separation.share:.2g} % of its information left with the joints' offsets "
+            "free): move the first joints more to measure a tilt"
+        )
+    if tilt.kept_level and separation is not None:
+        return (
+            f"base tilt: kept level; the fit's best tilt, {found}, is within "
+            f"{separation.t:.1f} standard errors of level (the joints' offsets free)"
+        )
+    return f"base tilt: {found}; gravity [" + ", ".join(f"{g:.3f}" for g in tilt.gravity) + "] m/s²"
 
 
 @dataclass(frozen=True)
@@ -214,6 +304,13 @@ class _Recording:
         (:func:`~inertia_id_ros.chain.differentiation.motion_samples`)."""
         keep, motion = motion_samples(self.t, self.q, self.dq, self.ddq, differentiation, delay)
         return JointTorqueData(*motion, np.asarray(self.effort)[keep], self.names)
+
+    def motions(self, joints: Sequence[str]) -> tuple[JointMotion, ...]:
+        """How much each of ``joints`` (names of the recording's columns) moved against its
+        noise."""
+        names = list(self.names) if self.names is not None else list(joints)
+        columns = [names.index(joint) for joint in joints]
+        return joint_motions(self.t, np.asarray(self.q, dtype=float)[:, columns], joints)
 
     def torque_delay(
         self,
@@ -275,8 +372,7 @@ def identify_links(
     selection_weight = DEFAULT_PRIOR_WEIGHT if prior_weight is None else prior_weight
     tilt = None
     if estimate_tilt:
-        tilt = estimate_base_tilt(model, data, method, selection_weight, **solver_options)
-        model = with_gravity(model, tilt.gravity)
+        model, tilt = _tilted(model, data, method, selection_weight, solver_options)
     delay = TorqueDelay(0.0 if torque_delay is None else float(torque_delay))
     if torque_delay is None:
         delay = recording.torque_delay(
@@ -297,16 +393,14 @@ def identify_links(
     if prior_weight is None:
         prior_selection = _choose_prior(model, folds, channels, weighting, method, solver_options)
         prior_weight = prior_selection.best
-    fit = fit_links(
-        model,
-        data,
-        method=method,
-        prior_weight=prior_weight,
-        weighting=weighting,
-        channels=channels,
-        bounding_ellipsoids=bounding_ellipsoids,
-        **solver_options,
-    )
+
+    options = dict(method=method, weighting=weighting, channels=channels, **solver_options) | {
+        "bounding_ellipsoids": bounding_ellipsoids
+    }
+    fit = fit_links(model, data, prior_weight=prior_weight, **options)
+    guard = None if prior_selection is None else _prior_guard(model, fit, prior_selection)
+    if guard is not None:
+        fit = fit_links(model, data, prior_weight=guard.kept, **options)
     return LinkIdentification(
         fit,
         data,
@@ -318,6 +412,51 @@ def identify_links(
         model,
         coulomb_selection,
         delay,
+        recording.motions(model.joint_names),
+        guard,
+    )
+
+
+def _tilted(
+    model: LinkModel,
+    data: JointTorqueData,
+    method: str,
+    prior_weight: float,
+    solver_options: dict[str, Any],
+) -> tuple[LinkModel, BaseTilt]:
+    """The base's tilt (:func:`~inertia_id_ros.chain.base_tilt.estimate_base_tilt`, judged by
+    :func:`~inertia_id_ros.chain.base_tilt.tilt_separation`) and ``model`` under its gravity,
+    or level when the motion does not tell the tilt from the joints' zero offsets."""
+    tilt = estimate_base_tilt(model, data, method, prior_weight, **solver_options)
+    tilt = dataclasses.replace(tilt, separation=tilt_separation(model, data, tilt))
+    return (model if tilt.kept_level else with_gravity(model, tilt.gravity)), tilt
+
+
+def _prior_guard(
+    model: LinkModel, fit: LinkFit, selection: PriorWeightSelection
+) -> PriorGuard | None:
+    """The larger prior weight to keep when the cross-validated one (``fit``'s) moves a link's
+    mass more than :data:`PRIOR_MASS_FACTOR` from its prior for less than
+    :data:`PRIOR_GUARD_GAIN` of held-out gain: the largest evaluated weight within that gain
+    (``None``: the chosen weight stands)."""
+    ratios = prior_mass_ratios(model, fit.x)
+    worst = int(np.argmax(ratios))
+    if not ratios[worst] > PRIOR_MASS_FACTOR:
+        return None
+    best = float(np.nanmin(selection.cv_rms))
+    close = (selection.weights > fit.prior_weight) & (
+        selection.cv_rms <= best * (1.0 + PRIOR_GUARD_GAIN)
+    )
+    if not close.any():
+        return None
+    kept = int(np.flatnonzero(close)[np.argmax(selection.weights[close])])
+    gain = 1.0 - best / float(selection.cv_rms[kept])
+    return PriorGuard(
+        fit.prior_weight,
+        float(selection.weights[kept]),
+        model.link_names[worst],
+        float(ratios[worst]),
+        gain,
     )
 
 

@@ -448,6 +448,21 @@ def _payload_fit(
     )
 
 
+def sign_flip_residuals(channels: ChannelNormalEquations) -> tuple[float, np.ndarray]:
+    """``(rms, flipped (n,))``: the unconstrained (least-squares) fit's torque residual RMS (N·m)
+    on the normal equations ``channels`` (one channel per joint, :meth:`PayloadTorqueModel.
+    channels`) as recorded, and with each joint's torques of the other sign in turn: a joint
+    whose torque sign is flipped in the data leaves far less with it flipped back."""
+    gram, moment, yty, rows = channels.total()
+    inverse = np.linalg.pinv(gram, rcond=1e-12, hermitian=True)
+
+    def rms(b: np.ndarray) -> float:
+        return float(np.sqrt(max(yty - b @ inverse @ b, 0.0) / rows))
+
+    flipped = np.array([rms(moment - 2.0 * channels.moment[j]) for j in range(channels.n_channels)])
+    return rms(moment), flipped
+
+
 @dataclass(frozen=True)
 class RunAlignment:
     """How an unloaded run was matched to a loaded one (:func:`difference_runs`): ``shift`` (s)

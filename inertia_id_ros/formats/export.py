@@ -52,6 +52,7 @@ from inertia_id_ros.core.inertia import (
 from inertia_id_ros.core.robots import STANDARD_GRAVITY, frame_id, load_model
 from inertia_id_ros.errors import CallerError, ExportError, FrameNotFound
 from inertia_id_ros.options import DEFAULT_FILTER_CHAIN, EXPORT_MODES
+from inertia_id_ros.solvers.problem import on_consistency_bound
 
 GRAVITY_COMPENSATION_TYPE = "control_filters/GravityCompensationWrench"
 DEFAULT_GRAVITY = np.array([0.0, 0.0, -STANDARD_GRAVITY])
@@ -88,6 +89,7 @@ def body_json(name: str, frame: str, theta: np.ndarray) -> dict[str, Any]:
         "theta": np.asarray(theta, dtype=float).tolist(),
         "fully_consistent": report.fully_consistent,
         "min_pseudo_inertia_eig": report.min_pseudo_inertia_eig,
+        "at_bound": on_consistency_bound(report.min_pseudo_inertia_eig),
     }
 
 

@@ -379,6 +379,7 @@ def _summary(
             f"{body['min_pseudo_inertia_eig']:12.2e}  "
             f"{'yes' if body['fully_consistent'] else 'NO'}"
             + ("  (mass pinned at 0 kg, not identified)" if body["name"] in pinned else "")
+            + ("  at_bound" if body["at_bound"] and body["name"] not in pinned else "")
         )
     lines.append(
         f"{'joint':<20}{'viscous':>10}{'coulomb':>10}{'offset':>10}{'armature':>10}"

@@ -142,6 +142,7 @@ def fit_payload_torques(
     from inertia_id_ros.formats.data import check_joints
     from inertia_id_ros.formats.export import body_json
     from inertia_id_ros.formats.units import log_unit_findings
+    from inertia_id_ros.offline.fit_checks import payload_torque_sign_findings
     from inertia_id_ros.offline.plausibility import link_filter_findings
     from inertia_id_ros.offline.volumes import volume_findings
 
@@ -158,7 +159,10 @@ def fit_payload_torques(
     volume = payload_volume_of(options.payload_sphere, options.payload_box)
     fit, caught = _fit(torques, frame, options, volume)
     body = body_json("payload", frame, fit.theta)
-    findings = volume_findings("payload", fit.theta, volume)
+    findings = payload_torque_sign_findings(
+        torques.links, torques.links_x, torques.data, frame, options.estimate_offsets
+    )
+    findings += volume_findings("payload", fit.theta, volume)
     if torques.link_result is not None:  # the links' filter against the payload's
         findings[:0] = link_filter_findings(
             torques.link_result,

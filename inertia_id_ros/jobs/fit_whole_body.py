@@ -371,12 +371,13 @@ def _document(
     ``"holdout"``) and the checks after the fit: each sensor's wrenches against the URDF's (a
     sign), residuals per sensor against the unconstrained fit, masses pinned at zero (their
     links' identifiability :data:`PINNED`), the links' bounding volumes."""
+    from inertia_id_ros.chain.identify import PRIOR_MASS_FACTOR, mass_ratios
     from inertia_id_ros.formats.whole_body_log import whole_body_json
     from inertia_id_ros.offline.fit_checks import (
         whole_body_gain_findings,
         whole_body_residual_findings,
     )
-    from inertia_id_ros.offline.plausibility import pinned_mass_findings
+    from inertia_id_ros.offline.plausibility import pinned_mass_findings, prior_mass_findings
     from inertia_id_ros.offline.volumes import volume_findings
 
     document = {
@@ -390,9 +391,12 @@ def _document(
         model, samples, fit.x, options.prior_weight, efforts
     )
     findings += ratio_findings
+    prior = model.link_prior[[model.links.index(b) for b in model.bodies]]
     if options.method != "ols":
-        prior = model.link_prior[[model.links.index(b) for b in model.bodies]]
         findings += pinned_mass_findings(model.bodies, fit.thetas[:, 0], prior[:, 0])
+    masses = fit.thetas[:, 0]
+    far = mass_ratios(masses, prior[:, 0])
+    findings += prior_mass_findings(model.bodies, far, masses, PRIOR_MASS_FACTOR)
     for name, theta in zip(model.bodies, fit.thetas):
         if name in volumes:
             findings += volume_findings(name, theta, volumes[name])
@@ -453,7 +457,7 @@ def _holdout_lines(
     urdf = "urdf_offsets" if "urdf_offsets" in columns else "urdf"  # offsets are nuisances
     width = max(10, len(titles[urdf]) + 6)
     lines = [
-        f"held-out last {100 * fraction:g} %: RMS error of the predicted wrenches "
+        f"held-out last {100 * fraction:.3g} %: RMS error of the predicted wrenches "
         f"(force N / torque N m); the OLS fit leaves {first['ols_inconsistent_links']} links "
         "inconsistent",
         f"{'rows':<22}"

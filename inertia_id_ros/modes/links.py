@@ -138,8 +138,9 @@ class LinksMode(Mode["LinkSession", "ReplayUpdates[LinkEstimate]"]):
     def replay(
         self, log: ReplayLog, session: LinkSession, settings: NodeSettings
     ) -> ReplayUpdates[LinkEstimate]:
-        """The joint states (with efforts) of the joint-state topic; the findings: the links
-        whose mass sits at its bound (:func:`links_replay_findings`)."""
+        """The joint states (with efforts) of the joint-state topic; the findings: a joint's
+        torques of the other sign, the links whose mass sits at its bound or far from its
+        prior, or on the consistency boundary (:func:`links_replay_findings`)."""
         from inertia_id_ros.offline.replay import ReplayInputs, ReplayUpdates, replay_log
 
         chain = session.estimator.link_model
@@ -176,6 +177,9 @@ class LinksMode(Mode["LinkSession", "ReplayUpdates[LinkEstimate]"]):
             "samples": final.n_samples,
             "rank": final.rank,
             "unidentifiable": list(final.unidentifiable),
+            "determination": (
+                None if final.determination is None else final.determination.as_json()
+            ),
             "solve_time_s": final.solve_time,
             "source": replay.source,
             "update_rate_hz": replay.update_rate_hz,
@@ -319,18 +323,40 @@ def link_ellipsoids(settings: NodeSettings, model: LinkModel) -> list[Any]:
 
 
 def links_replay_findings(session: LinkSession, final: LinkEstimate | None) -> list[Finding]:
-    """The plausibility findings of a links replay's ``final`` estimate: the links whose mass
-    sits at its bound (:func:`~inertia_id_ros.offline.plausibility.pinned_mass_findings`; not
-    for ``ols``). The window keeps no unconstrained fit to compare residuals with."""
+    """The plausibility findings of a links replay's ``final`` estimate: each joint's torques
+    in the window against the URDF's (a flipped sign,
+    :func:`~inertia_id_ros.offline.fit_checks.window_gain_findings`), the links whose mass sits
+    at its bound (:func:`~inertia_id_ros.offline.plausibility.pinned_mass_findings`; not for
+    ``ols``), is more than 3 x its prior's or whose pseudo-inertia is on the consistency
+    boundary. The window keeps no unconstrained fit to compare residuals with."""
     import numpy as np
 
-    from inertia_id_ros.offline.plausibility import pinned_mass_findings
+    from inertia_id_ros.chain.identify import PRIOR_MASS_FACTOR, mass_ratios
+    from inertia_id_ros.offline.fit_checks import window_gain_findings
+    from inertia_id_ros.offline.plausibility import (
+        at_bound_findings,
+        pinned_mass_findings,
+        prior_mass_findings,
+    )
+    from inertia_id_ros.solvers.problem import on_consistency_bound
 
-    if final is None or final.method == "ols":
+    if final is None:
         return []
     chain = session.estimator.link_model
+    _, Y, f = session.estimator.window.samples(copy=False)
+    findings = window_gain_findings(chain.joint_names, Y, f, chain.prior)
     prior = np.asarray(chain.prior)[: 10 * chain.n_joints].reshape(-1, 10)
-    return pinned_mass_findings(final.link_names, final.thetas[:, 0], prior[:, 0])
+    masses = final.thetas[:, 0]
+    if final.method != "ols":
+        findings += pinned_mass_findings(final.link_names, masses, prior[:, 0])
+    far = mass_ratios(masses, prior[:, 0])
+    findings += prior_mass_findings(final.link_names, far, masses, PRIOR_MASS_FACTOR)
+    bound = [
+        name
+        for name, eig in zip(final.link_names, final.min_pseudo_inertia_eigs)
+        if on_consistency_bound(float(eig))
+    ]
+    return findings + at_bound_findings(bound)
 
 
 def links_replay_lines(
@@ -340,6 +366,7 @@ def links_replay_lines(
     COM, consistency) and each joint's drive (``links``: the result's ``bodies`` and
     ``joints``)."""
     from inertia_id_ros.core.inertia import check_consistency
+    from inertia_id_ros.core.significance import IDENTIFIED
     from inertia_id_ros.offline.summary import dropped_text
 
     final = replay.final
@@ -357,7 +384,12 @@ def links_replay_lines(
         f"first estimate after {replay.estimates[0].time - replay.start_time:.1f} s; final: "
         f"{final.n_samples} joint states, base-parameter rank {final.rank}; "
         f"{len(final.unidentifiable)} parameters the data cannot fix (the prior decides; "
-        "listed in the JSON)",
+        "listed in the JSON)"
+        + (
+            ""
+            if final.determination is None
+            else f"; {len(final.determination.named(IDENTIFIED))} identified (|t| >= 3)"
+        ),
         f"{'link':<20}{'mass (kg)':>10}{'COM (mm)':>26}{'λmin(J)':>12}  consistent",
     ]
     for body in links["bodies"]:

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.findings import Finding
-
-if TYPE_CHECKING:
-    pass
+from inertia_id_ros.findings import NOTE, Finding
 from inertia_id_ros.offline.plausibility import (
     GAIN_CHUNK,
     GainSums,
+    at_bound_findings,
     determination_findings,
+    flipped_sign_findings,
+    negative_mass_findings,
     pinned_mass_findings,
+    prior_mass_findings,
     residual_ratio_findings,
     tilt_finding,
     urdf_gain_findings,
@@ -71,6 +72,15 @@ def payload_fit_findings(
     :func:`determination_findings`; and the residual ratios."""
     offset = estimate.sensor_offset if with_offset else None
     findings, ratios = payload_residual_findings(sensor, Y, f, estimate.theta, offset)
+    if estimate.method == "ols":
+        findings += negative_mass_findings(
+            "payload",
+            float(estimate.theta[0]),
+            "the wrench's sign (the sensor may report the wrench the payload exerts on it), "
+            "its frame (--sensor-frame)"
+            + (", or its offset (refit without --no-offset)" if not with_offset else "")
+            + ".",
+        )
     findings += volume_findings("payload", estimate.theta, volume)
     if estimate.method != "ols":
         findings += determination_findings("payload", estimate.theta, estimate.covariance)
@@ -116,6 +126,44 @@ def links_gain_findings(model: Any, data: Any) -> tuple[list[Finding], dict]:
     )
 
 
+def payload_torque_sign_findings(
+    links: Any, links_x: np.ndarray | None, data: Any, frame: str, estimate_offsets: bool
+) -> list[Finding]:
+    """A fit-payload-torques' torque signs per joint: against the URDF's links
+    (:func:`links_gain_findings`) when the links are modelled (``links_x`` given), else (the
+    difference of a loaded and an unloaded run, ``data``) against the payload at ``frame``:
+    a joint whose torques of the other sign leave the unconstrained fit far less
+    (:func:`flipped_sign_findings`)."""
+    from inertia_id_ros.chain.payload_from_torques import PayloadTorqueModel, sign_flip_residuals
+
+    if links_x is not None:
+        return links_gain_findings(links, data)[0]
+    model = PayloadTorqueModel(links, frame, estimate_offsets)
+    (channels,) = model.channels(None, data)
+    return flipped_sign_findings(
+        list(links.joint_names),
+        *sign_flip_residuals(channels),
+        "Flip the effort column's sign for this joint in both runs (--effort-signs, or the "
+        "drive's convention).",
+    )
+
+
+def window_gain_findings(
+    joints: Sequence[str], Y: np.ndarray, f: np.ndarray, prior: np.ndarray
+) -> list[Finding]:
+    """:func:`urdf_gain_findings` per joint of a links window's rows ``Y`` (N, n, p) and torques
+    ``f`` (N, n) (N m) against the prior's prediction ``Y @ prior`` (``prior`` (p,), the URDF's
+    links and no friction): a joint whose torques are of the other sign."""
+    predicted = np.asarray(Y, dtype=float) @ np.asarray(prior, dtype=float)
+    measured = np.asarray(f, dtype=float)
+    return urdf_gain_findings(
+        [f"joint {name!r}" for name in joints],
+        [GainSums.of(predicted[:, [j]], measured[:, [j]]) for j in range(len(joints))],
+        ["N m"] * len(joints),
+        "Flip the effort's sign for this joint (torques_effort_signs, or the drive's convention).",
+    )[0]
+
+
 def links_fit_findings(
     identification: Any, urdf: str | Path, volumes: dict[str, Volume] | None = None
 ) -> tuple[list[Finding], list[str], dict[str, Any]]:
@@ -126,29 +174,149 @@ def links_fit_findings(
     the links' bounding ``volumes`` (``None``: :func:`link_bounds` of the URDF file ``urdf``);
     what the data determine, for stdout; the JSON's ``"residual_ratios"``, ``"urdf_gains"`` and
     ``"identifiability"``."""
-    from inertia_id_ros.chain.base_parameters import base_parameters
-    from inertia_id_ros.chain.base_tilt import MAX_TILT
+    from inertia_id_ros.chain.identifiability import link_identifiability
+    from inertia_id_ros.chain.identify import PRIOR_MASS_FACTOR, prior_mass_ratios
+    from inertia_id_ros.core.inertia import check_consistency
+    from inertia_id_ros.solvers.problem import on_consistency_bound
 
     fit, data, links = identification.fit, identification.data, identification.model
     findings, gains = links_gain_findings(links, data)
     ratio_findings, ratios = links_residual_findings(links, data, fit.x, fit.prior_weight)
     findings += ratio_findings
-    if identification.tilt is not None:
-        findings += tilt_finding(identification.tilt.roll, identification.tilt.pitch, MAX_TILT)
+    findings += links_tilt_findings(identification.tilt)
     if fit.method != "ols":
         prior = np.asarray(links.prior)[: 10 * len(links.link_names)].reshape(-1, 10)
         findings += pinned_mass_findings(links.link_names, fit.link_parameters[:, 0], prior[:, 0])
+    else:
+        for name, theta in zip(links.link_names, fit.link_parameters):
+            findings += negative_mass_findings(
+                name,
+                float(theta[0]),
+                "a joint's torque sign or scale, or its zero offset, above this link (the "
+                "URDF gains name the joint); or the motion does not excite this link's mass.",
+            )
+    findings += prior_mass_findings(
+        links.link_names,
+        prior_mass_ratios(links, fit.x),
+        fit.link_parameters[:, 0],
+        PRIOR_MASS_FACTOR,
+    )
+    findings += at_bound_findings(
+        [
+            name
+            for name, theta in zip(links.link_names, fit.link_parameters)
+            if on_consistency_bound(check_consistency(theta).min_pseudo_inertia_eig)
+        ]
+    )
     volumes = link_bounds(urdf, links) if volumes is None else volumes
     for name, theta in zip(links.link_names, fit.link_parameters):
         if name in volumes:
             findings += volume_findings(name, theta, volumes[name])
-    bp = base_parameters(links, data)
+    judged = link_identifiability(links, data, fit.x, identification.motions)
+    findings += planar_findings(judged.still, judged.base.rank, judged.rank_with_still)
     checked = {
         "residual_ratios": ratios,
         "urdf_gains": gains,
-        "identifiability": identifiability_json(bp),
+        "identifiability": links_identifiability_json(judged),
     }
-    return findings, identifiability_lines(bp), checked
+    return findings, links_identifiability_lines(judged), checked
+
+
+def links_tilt_findings(tilt: Any) -> list[Finding]:
+    """A links fit's base ``tilt`` (a :class:`~inertia_id_ros.chain.base_tilt.BaseTilt` or
+    ``None``): :func:`tilt_finding` when it was kept, ``base_tilt_kept_level`` (note) when the
+    motion did not tell it from the joints' zero offsets (none when it was level within its
+    noise)."""
+    from inertia_id_ros.chain.base_tilt import MAX_TILT
+
+    if tilt is None:
+        return []
+    if not tilt.kept_level:
+        return tilt_finding(tilt.roll, tilt.pitch, MAX_TILT)
+    separation = tilt.separation
+    if not separation.like_an_offset:
+        return []  # level within the noise: the summary says so
+    return [
+        Finding(
+            "base_tilt_kept_level",
+            "base",
+            NOTE,
+            f"the base is kept level: the fit's best tilt (roll {np.degrees(tilt.roll):+.2f}, "
+            f"pitch {np.degrees(tilt.pitch):+.2f} deg) is not told apart from a zero offset of "
+            f"joint {separation.twin!r} on this motion ({100 * separation.share:.2g} % of its "
+            "information left with the joints' offsets free).",
+            {"roll_rad": float(tilt.roll), "pitch_rad": float(tilt.pitch), "t": separation.t},
+            "To measure a tilt, record a motion that turns the first joints as well.",
+        )
+    ]
+
+
+def planar_findings(
+    still: Sequence[str], rank: int, rank_counting_noise: int | None
+) -> list[Finding]:
+    """``effectively_planar`` (note) naming the ``still`` joints (their motion within their
+    encoder noise): the ``rank`` without them, and counting their noise as motion."""
+    from inertia_id_ros.chain.stillness import planar_text
+
+    if not still:
+        return []
+    return [
+        Finding(
+            "effectively_planar",
+            "",
+            NOTE,
+            f"{planar_text(still)} (their motion is within their encoder noise): rank {rank} "
+            f"without their noise, {rank_counting_noise} counting it as motion; the "
+            "identifiable parameters are those without it.",
+            {"rank": rank, "rank_counting_noise": rank_counting_noise},
+            "Move these joints well beyond their encoder's resolution to identify what "
+            "depends on them.",
+        )
+    ]
+
+
+def links_identifiability_json(judged: Any) -> dict[str, Any]:
+    """:func:`identifiability_json` of a :class:`~inertia_id_ros.chain.identifiability.
+    LinkIdentifiability`'s base parameters with ``"still_joints"``, ``"rank_counting_noise"``
+    (the rank with the still joints' noise counted as motion; ``null``: none still),
+    ``"joint_motions"`` and ``"determination"`` (the parameters identified, ``|t| >= 3``, and
+    poorly determined)."""
+    return {
+        **identifiability_json(judged.base),
+        "still_joints": list(judged.still),
+        "rank_counting_noise": judged.rank_with_still,
+        "joint_motions": {m.name: m.as_json() for m in judged.motions},
+        "determination": judged.determination.as_json(),
+    }
+
+
+def links_identifiability_lines(judged: Any, shown: int = 6) -> list[str]:
+    """:func:`identifiability_lines` of a links fit judged against its noise: the still joints
+    named, and the parameters identified (``|t| >= 3``) and poorly determined."""
+    from inertia_id_ros.chain.stillness import planar_text
+    from inertia_id_ros.core.significance import IDENTIFIED, IDENTIFIED_T, POORLY_DETERMINED
+
+    lines = identifiability_lines(judged.base, shown)
+    if judged.still:
+        lines.insert(
+            1,
+            f"  {planar_text(judged.still)}: rank {judged.base.rank} without their noise "
+            f"({judged.rank_with_still} counting it as motion)",
+        )
+    determined = judged.determination
+    identified, poor = determined.named(IDENTIFIED), determined.named(POORLY_DETERMINED)
+    lines.append(
+        f"  identified (|t| >= {IDENTIFIED_T:g}): {len(identified)} parameters; poorly "
+        f"determined (|t| < {IDENTIFIED_T:g}): {len(poor)}; the others prior only"
+    )
+    if poor:
+        lines.append(f"  poorly determined: {_some(poor, shown)}")
+    return lines
+
+
+def _some(names: Sequence[str], shown: int) -> str:
+    """At most ``shown`` of ``names``, and how many in all."""
+    return ", ".join(names[:shown]) + (f", ... ({len(names)} in all)" if len(names) > shown else "")
 
 
 def whole_body_gain_findings(
@@ -277,9 +445,7 @@ def identifiability_lines(bp: Any, shown: int = 6) -> list[str]:
     ``shown`` names of each list; all are in the JSON)."""
 
     def some(names: Sequence[str]) -> str:
-        return ", ".join(names[:shown]) + (
-            f", ... ({len(names)} in all)" if len(names) > shown else ""
-        )
+        return _some(names, shown)
 
     lines = [
         f"identifiability: rank {bp.rank} of {len(bp.names)} parameters (the base "

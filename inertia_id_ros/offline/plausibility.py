@@ -31,6 +31,12 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
 - :func:`link_filter_findings`: a link model (a fit-links result) fitted with a derivative
   filter over :data:`~inertia_id_ros.options.LINK_FILTER_RATIO` times the one a payload from
   joint torques is differentiated with, or under it by as much (``"link_filter"``, warn).
+- :func:`negative_mass_findings`: an unconstrained fit's negative mass (``"negative_mass"``,
+  warn);
+- :func:`flipped_sign_findings`: a joint's torques whose other sign fits far better
+  (``"torque_sign"``, refuse);
+- :func:`prior_mass_findings`: a link mass more than a factor from its prior's
+  (``"mass_far_from_prior"``, warn);
 - :func:`tilt_finding`: a fitted base tilt over :data:`TILT_WARN_DEG` (``"base_tilt"``, warn).
 - :func:`free_fall_finding`: a floating base without a contact sensor (``"free_fall"``, refuse
   unless the robot is declared in free fall).
@@ -47,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from inertia_id_ros.findings import REFUSE, WARN, Finding
+from inertia_id_ros.findings import NOTE, REFUSE, WARN, Finding
 from inertia_id_ros.options import (
     LINK_FILTER_RATIO,
 )
@@ -87,8 +93,6 @@ PINNED_MASS_FLOOR = 1e-3
 """URDF masses below this (kg) are no mass: such links are not checked."""
 TILT_WARN_DEG = 3.0
 """A fitted base tilt above this (deg) is warned about."""
-AT_BOUND_FACTOR = 10.0
-"""``λmin(J)`` up to this many times the solvers' consistency margin is on the boundary."""
 POORLY_DETERMINED = {"mass": 0.1, "inertia": 0.5}
 """Relative standard errors above which a payload's mass or inertia (about the COM, Frobenius
 norm) counts as poorly determined."""
@@ -379,6 +383,103 @@ def pinned_mass_findings(
     return findings
 
 
+def negative_mass_findings(name: str, mass: float, what: str) -> list[Finding]:
+    """``negative_mass`` (warn) when an unconstrained (``ols``) fit gives body ``name`` a
+    negative ``mass`` (kg): the constrained fits' diagnosis (``what``: the sign, frame or
+    offset to check, in the user's terms) without their constraint to hide it."""
+    if not mass < 0:
+        return []
+    return [
+        Finding(
+            "negative_mass",
+            name,
+            WARN,
+            f"the unconstrained fit's mass is {mass:.3g} kg: no body has one. The likeliest "
+            f"cause: {what}",
+            {"mass": float(mass)},
+            "Fix the sign or frame and refit; --method lmi keeps the estimate physical.",
+        )
+    ]
+
+
+FLIPPED_SIGN_RATIO = 0.5
+"""A joint whose torques of the other sign leave the unconstrained fit less than this share of
+its residual RMS looks flipped."""
+
+
+def flipped_sign_findings(
+    joints: Sequence[str], rms: float, flipped: np.ndarray, fix: str
+) -> list[Finding]:
+    """``torque_sign`` (refuse) for the joint (of ``joints``) whose torques of the other sign
+    leave the unconstrained fit under :data:`FLIPPED_SIGN_RATIO` of its residual RMS ``rms``
+    (N·m; ``flipped`` (n,) each joint's, of
+    :func:`~inertia_id_ros.chain.payload_from_torques.sign_flip_residuals`); ``fix``: in the
+    user's terms."""
+    if not joints or not rms > 0:
+        return []
+    j = int(np.argmin(flipped))
+    if not flipped[j] < FLIPPED_SIGN_RATIO * rms:
+        return []
+    return [
+        Finding(
+            "torque_sign",
+            f"joint {joints[j]!r}",
+            REFUSE,
+            f"its torques look flipped: with their sign turned the unconstrained fit leaves "
+            f"{float(flipped[j]):.3g} N m of residual, as recorded {rms:.3g} N m.",
+            {"residual_rms": float(rms), "flipped_residual_rms": float(flipped[j])},
+            fix,
+        )
+    ]
+
+
+def at_bound_findings(names: Sequence[str]) -> list[Finding]:
+    """``at_bound`` (note) naming the links (``names``) on the consistency boundary
+    (:func:`~inertia_id_ros.solvers.problem.on_consistency_bound`; ``at_bound`` in their
+    ``bodies`` entries)."""
+    if not names:
+        return []
+    return [
+        Finding(
+            "at_bound",
+            "",
+            NOTE,
+            f"{len(names)} link(s) on the physical-consistency boundary ({', '.join(names)}): "
+            "the constraint, not the data, decided part of each (usually its inertia); their "
+            "standard errors understate that.",
+            {"links": list(names)},
+            "Move these links through more varied motion (inertia-id excite), or trust their "
+            "prior more (a larger --prior-weight).",
+        )
+    ]
+
+
+def prior_mass_findings(
+    names: Sequence[str], ratios: np.ndarray, masses: np.ndarray, factor: float
+) -> list[Finding]:
+    """``mass_far_from_prior`` (warn) for each link whose fitted mass (``masses``, kg) is more
+    than ``factor`` times from its prior's (``ratios``, either way, of
+    :func:`~inertia_id_ros.chain.identify.prior_mass_ratios`); masses pinned at zero are
+    :func:`pinned_mass_findings`'."""
+    findings = []
+    for name, ratio, mass in zip(names, ratios, masses):
+        if ratio > factor and mass > 0:
+            findings.append(
+                Finding(
+                    "mass_far_from_prior",
+                    name,
+                    WARN,
+                    f"mass {float(mass):.3g} kg is {float(ratio):.1f} x from the prior's (URDF "
+                    f"or CAD; more than {factor:g} x): the data, not a better model, are the "
+                    "likelier cause (a torque's sign or scale, a still joint, a weak prior).",
+                    {"mass": float(mass), "ratio": float(ratio)},
+                    "Check the torques' signs and scales; refit with a larger --prior-weight "
+                    "to keep the masses near the prior.",
+                )
+            )
+    return findings
+
+
 def tilt_finding(roll: float, pitch: float, limit: float | None = None) -> list[Finding]:
     """``base_tilt`` (warn) when the fitted tilt (``roll``, ``pitch`` rad) exceeds
     :data:`TILT_WARN_DEG`; ``limit`` (rad): the search's largest tilt, named when reached."""
@@ -411,7 +512,7 @@ def determination_findings(name: str, theta: np.ndarray, covariance: np.ndarray)
     :data:`POORLY_DETERMINED` of its value."""
     from inertia_id_ros.core.covariance import inertia_com_norm_std
     from inertia_id_ros.core.inertia import check_consistency
-    from inertia_id_ros.solvers.problem import CONSISTENCY_MARGIN
+    from inertia_id_ros.solvers.problem import AT_BOUND_FACTOR, CONSISTENCY_MARGIN
 
     theta = np.asarray(theta, dtype=float)
     mass = float(theta[0])

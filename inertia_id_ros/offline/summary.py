@@ -21,6 +21,7 @@ def body_lines(body: dict[str, Any]) -> list[str]:
     lines.append(
         f"  fully physically consistent: {verdict} "
         f"(λmin(J) = {body['min_pseudo_inertia_eig']:.3e} kg m²)"
+        + (" at_bound: on the consistency boundary" if body.get("at_bound") else "")
     )
     return lines
 
@@ -37,7 +38,7 @@ def whole_body_table(result: dict[str, Any]) -> list[str]:
         lines.append(
             f"{body['name']:<22}{body['mass']:10.3f}{body['min_pseudo_inertia_eig']:12.2e}"
             f"  {'yes' if body['fully_consistent'] else 'NO ':<10}  "
-            f"{body['identifiability']}"
+            f"{body['identifiability']}" + ("  at_bound" if body.get("at_bound") else "")
         )
     for frame, offset in result["sensor_offsets"].items():
         lines.append(f"offset {frame:<20} " + " ".join(f"{v:8.3f}" for v in offset))

@@ -54,7 +54,8 @@ from inertia_id_ros.chain.base_parameters import (
 from inertia_id_ros.chain.friction import DriveParameters
 from inertia_id_ros.chain.link_fit import build_link_problem
 from inertia_id_ros.chain.links import LinkModel
-from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.core.covariance import ChannelNormalEquations, parameter_covariance
+from inertia_id_ros.core.significance import Determination, determination
 from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.online.estimator import OnlineEstimatorConfig, SampleBatch
 from inertia_id_ros.online.inputs import JointStateValidator
@@ -149,6 +150,9 @@ class LinkEstimate:
     message: str = ""
     rotor_inertias: tuple[RotorInertia, ...] = ()
     armature_sources: dict[str, str] = field(default_factory=dict)
+    determination: Determination | None = None
+    """Each parameter labelled by its standard error on the window (identified at ``|t| >= 3``,
+    :mod:`~inertia_id_ros.core.significance`; ``None``: not judged)."""
 
     @property
     def joint_names(self) -> tuple[str, ...]:
@@ -295,6 +299,7 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
             message=f"solver stopped early ({stopped[0]})" if stopped else "",
             rotor_inertias=() if resolution is None else resolution.rotors,
             armature_sources=self._armature_sources(resolution),
+            determination=_determination(self.link_model.parameter_names, x, equations, base),
         )
 
     def _first_solve(
@@ -381,6 +386,22 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
     def _clear_pending(self) -> None:
         super()._clear_pending()
         self._last_known_armature_solution = None
+
+
+def _determination(
+    names: tuple[str, ...],
+    x: np.ndarray,
+    equations: ChannelNormalEquations | tuple[np.ndarray, np.ndarray, float, int],
+    base: BaseParameters,
+) -> Determination:
+    """The parameters ``names`` of ``x`` labelled by their standard errors on the window's
+    ``equations`` (per joint, or all rows as one channel), unconstrained; what ``base`` leaves
+    to the prior is prior only."""
+    if not isinstance(equations, ChannelNormalEquations):
+        gram, moment, yty, rows = equations
+        equations = ChannelNormalEquations(gram[None], moment[None], np.array([yty]), rows)
+    covariance = parameter_covariance(equations, x, constrained=False)
+    return determination(names, x, covariance.matrix, base.unidentifiable, base.no_effect)
 
 
 def _checked_actuators(

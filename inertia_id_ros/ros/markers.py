@@ -11,7 +11,8 @@ sensor frame; ``frame_locked`` so they follow it), four markers of namespace ``n
 - id 2 ``SPHERE`` scaled into the equivalent uniform-density solid ellipsoid: same mass and inertia
   about the COM, axes the principal axes, semi-axes from the principal moments
   (``I_a = m (b^2 + c^2) / 5`` ... so ``a^2 = 5 (I_b + I_c - I_a) / (2 m)``);
-- id 3 ``TEXT_VIEW_FACING``: ``"<label>: m = 1.503 ± 0.002 kg"`` above the COM.
+- id 3 ``TEXT_VIEW_FACING``: ``"<label>: m = 1.503 ± 0.002 kg"`` above the COM (followed by
+  ``" (at_bound)"`` for a body on the consistency boundary).
 
 Colours say how well each quantity is known, green (relative std <= :data:`GOOD_RELATIVE_STD`)
 through yellow to red (>= :data:`BAD_RELATIVE_STD`), log scale: the equivalent ellipsoid by the
@@ -36,8 +37,9 @@ from inertia_id_ros.core.covariance import (
     inertia_com_norm_std,
     proper_rotation,
 )
-from inertia_id_ros.core.inertia import inertia_from_theta
+from inertia_id_ros.core.inertia import check_consistency, inertia_from_theta
 from inertia_id_ros.ros.conversions import seconds_to_stamp
+from inertia_id_ros.solvers.problem import on_consistency_bound
 
 MARKERS_TOPIC = "/inertia_id/markers"
 """Topic ``config/inertia_id.rviz`` displays."""
@@ -184,5 +186,9 @@ def estimate_markers(
     text.pose.position.z = float(com[2] + max(body_size, COM_DIAMETER) + TEXT_HEIGHT)
     text.scale.z = TEXT_HEIGHT
     text.color = confidence_color(mass_std / mass, 1.0)
-    text.text = f"{label}: m = {format_with_std(mass, mass_std)} kg"
+    text.text = f"{label}: m = {format_with_std(mass, mass_std)} kg" + (
+        " (at_bound)"
+        if on_consistency_bound(check_consistency(theta).min_pseudo_inertia_eig)
+        else ""
+    )
     return MarkerArray(markers=[com_marker, com_ellipsoid_marker, body_marker, text])

@@ -33,6 +33,15 @@ from inertia_id_ros.errors import ProblemError
 CONSISTENCY_MARGIN = 1e-9
 """lambda_min(J) every method guarantees for its returned bodies (kg, kg*m^2): a margin above
 :data:`inertia_id_ros.core.inertia.CONSISTENCY_TOLERANCE` so round-off never breaks consistency."""
+AT_BOUND_FACTOR = 10.0
+"""``λmin(J)`` up to this many times :data:`CONSISTENCY_MARGIN` is on the boundary."""
+
+
+def on_consistency_bound(min_pseudo_inertia_eig: float) -> bool:
+    """A body whose pseudo-inertia's smallest eigenvalue (kg m²) sits on the consistency
+    boundary (within :data:`AT_BOUND_FACTOR` of the margin, not beyond it): the constraint, not
+    the data, decided part of it."""
+    return -CONSISTENCY_MARGIN <= min_pseudo_inertia_eig <= AT_BOUND_FACTOR * CONSISTENCY_MARGIN
 
 
 def _as_float_array(name: str, value: Any, ndim: int) -> np.ndarray:

@@ -25,6 +25,7 @@ from inertia_id_ros.core.inertia import (
 from inertia_id_ros.core.robots import example_robot_urdf, load_model, reduce_model
 from inertia_id_ros.formats.data import JointStates
 from inertia_id_ros.sim.payload import ExcitingTrajectory, PayloadSimulator
+from inertia_id_ros.solvers.problem import on_consistency_bound
 
 PANDA_ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 SENSOR = "panda_link8"
@@ -37,6 +38,7 @@ BODY_KEYS = [
     "theta",
     "fully_consistent",
     "min_pseudo_inertia_eig",
+    "at_bound",
 ]
 JOINT_KEYS = ["name", "viscous", "coulomb", "coulomb_velocity", "offset", "armature"]
 KUKA_JOINTS = tuple(f"lwr_{i}_joint" for i in range(7))
@@ -385,6 +387,7 @@ def assert_links_schema(result: dict, method: str, joints: tuple[str, ...]) -> N
         "differentiation",
         "prior_weight",
         "prior_weight_selection",
+        "prior_weight_guard",
         "weighting",
         "gravity",
         "base_tilt",
@@ -402,6 +405,8 @@ def assert_links_schema(result: dict, method: str, joints: tuple[str, ...]) -> N
         assert list(body) == BODY_KEYS and len(body["theta"]) == 10
         report = check_consistency(np.array(body["theta"]))
         assert body["fully_consistent"] == report.fully_consistent
+        assert body["at_bound"] == on_consistency_bound(report.min_pseudo_inertia_eig)
+    assert set(result["identifiability"]) >= {"still_joints", "determination", "joint_motions"}
     for joint in result["joints"]:
         assert list(joint) == JOINT_KEYS
 

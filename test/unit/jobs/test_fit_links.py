@@ -164,3 +164,26 @@ def test_a_solver_failure_is_no_estimate_and_warnings_are_findings(
     code = cli.main(["fit-links", "--urdf", panda_urdf, "--data", str(arm_npz)])
     assert code == 1
     assert capsys.readouterr().err == "inertia-id fit-links: no estimate: the back end gave up\n"
+
+
+def test_an_effectively_planar_log_names_its_still_joints(panda_urdf: str, tmp_path: Path) -> None:
+    """The Panda moving joints 2 to 4, the others within their encoder's noise: the summary, the
+    findings and the JSON name the still joints; every parameter called identified has
+    |t| >= 3."""
+    from helpers.planar import STILL, planar_log
+
+    t, recorded, effort = planar_log(panda_urdf)
+    path = tmp_path / "planar.npz"
+    np.savez(path, t=t, joint_names=np.array(PANDA_ARM), q=recorded, effort=effort)
+    options = FitLinksOptions(prior_weight=1e-3, coulomb_velocity=0.02, torque_delay=0.0)
+    result = fit_links(panda_urdf, LogSource(data=str(path)), options)
+    planar = "effectively planar: joints " + ", ".join(STILL) + " still"
+    assert any(line.strip().startswith(planar) for line in result.summary)
+    (note,) = [f for f in result.findings if f.kind == "effectively_planar"]
+    assert note.message.startswith(planar) and note.fix
+    identifiability = result.document["identifiability"]
+    assert identifiability["still_joints"] == list(STILL)
+    assert identifiability["rank"] < identifiability["rank_counting_noise"]
+    determination = identifiability["determination"]
+    assert determination["identified"]
+    assert all(abs(determination["t"][name]) >= 3 for name in determination["identified"])

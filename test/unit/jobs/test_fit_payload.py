@@ -156,3 +156,13 @@ def test_warnings_found_before_an_error_travel_with_it(recorded) -> None:
         fit_payload(URDF, SENSOR, LogSource(data=recorded["plain"], angle_unit="deg"))
     assert [f.severity for f in raised.value.findings] == [WARN]
     assert "read as degrees" in raised.value.findings[0].message
+
+
+def test_a_negative_least_squares_mass_gets_the_sign_diagnosis(recorded) -> None:
+    options = FitPayloadOptions(method="ols")
+    result = fit_payload(URDF, SENSOR, LogSource(data=recorded["flipped"]), options)
+    assert result.estimate is not None and result.estimate.mass < 0
+    (negative,) = [f for f in result.findings if f.kind == "negative_mass"]
+    assert negative.severity == WARN and "sign" in negative.message and negative.fix
+    plain = fit_payload(URDF, SENSOR, LogSource(data=recorded["plain"]), options)
+    assert not any(f.kind == "negative_mass" for f in plain.findings)

@@ -168,3 +168,26 @@ def test_what_does_not_apply_is_refused(
         fit_payload_torques(
             panda_urdf, LogSource(**source), FRAME, FitPayloadTorquesOptions(**options)
         )
+
+
+def _flipped(path: Path, joint: int, directory: Path) -> Path:
+    """The NPZ at ``path`` with joint ``joint``'s efforts of the other sign."""
+    content = dict(np.load(path))
+    content["effort"] = content["effort"].copy()
+    content["effort"][:, joint] *= -1.0
+    out = directory / f"flipped_{path.stem}.npz"
+    np.savez(out, **content)
+    return out
+
+
+@pytest.mark.parametrize("route", ["differencing", "urdf"])
+def test_a_flipped_joint_torque_is_refused_naming_the_joint(
+    panda_urdf: str, runs, tmp_path: Path, route: str
+) -> None:
+    unloaded, loaded = (_flipped(runs[k], 3, tmp_path) for k in (1, 2))
+    options = FitPayloadTorquesOptions(unloaded=str(unloaded) if route == "differencing" else None)
+    result = fit_payload_torques(panda_urdf, LogSource(data=str(loaded)), FRAME, options)
+    assert result.refused
+    (sign,) = [f for f in result.findings if f.severity == REFUSE]
+    assert sign.subject == "joint 'panda_joint4'" and "sign" in (sign.message + sign.fix).lower()
+    assert any(f["kind"] == sign.kind for f in result.document["findings"])

@@ -12,6 +12,7 @@ from inertia_id_ros.chain.base_parameters import base_parameters
 from inertia_id_ros.chain.link_fit import fit_links
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, predict_torques
 from inertia_id_ros.core.inertia import check_consistency
+from inertia_id_ros.core.significance import IDENTIFIED, IDENTIFIED_T, NO_EFFECT, PRIOR_ONLY
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.link_estimator import LinkEstimate, LinkEstimator, LinkEstimatorConfig
 from inertia_id_ros.sim.torques import (
@@ -91,6 +92,13 @@ def test_every_link_is_consistent_and_the_drives_are_recovered(leg_online) -> No
     assert estimate.t_last == pytest.approx(T0 + 30.0 - HALF_WIDTH, abs=2 / RATE)
     assert estimate.method == "lmi" and estimate.prior_weight == 1e-6
     assert estimate.solve_time > 0 and not estimate.message
+    labels = estimate.determination  # identified only at |t| >= 3; the rest left to the prior
+    assert labels is not None and f"{KNEE}.viscous" in labels.named(IDENTIFIED)
+    identified = np.isin(labels.names, labels.named(IDENTIFIED))
+    assert np.all(labels.t[identified] >= IDENTIFIED_T)
+    assert set(labels.named(PRIOR_ONLY)) | set(labels.named(NO_EFFECT)) == set(
+        estimate.unidentifiable
+    )
 
 
 def test_the_online_fit_is_the_offline_fit(leg_online) -> None:
