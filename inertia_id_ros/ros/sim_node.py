@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.exceptions import ParameterUninitializedException
+from rclpy.exceptions import InvalidHandle, ParameterUninitializedException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -256,7 +256,12 @@ class SimulatorNode(Node):
                 k_due = min(k_due, n_total)
             if k_due > k:
                 t = np.arange(k, k_due) * period
-                self.robot.publish(t, start_stamp + t, self._rng)
+                try:
+                    self.robot.publish(t, start_stamp + t, self._rng)
+                except InvalidHandle:  # stop() gave up waiting for a long burst: destroyed
+                    if self.finished.is_set():
+                        return
+                    raise
                 k = k_due
             if self._duration > 0.0 and k >= n_total:
                 sent = " and ".join(f"{n} {what}" for what, n in self.robot.sent.items())
