@@ -7,7 +7,7 @@ data: :mod:`inertia_id_ros.formats.whole_body_log`), checked for plausibility
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import EstimateUnavailable, InputError, ProblemError, SolverError
@@ -52,7 +52,8 @@ class FitWholeBodyOptions:
     channel), ``filter_half_width`` (s) of the joint states' and the gyro's differentiation,
     ``free_fall`` (the robot touched nothing), ``bounding_ellipsoid`` (each link's mass within
     its grown collision geometry); a bag's ``ft_topics`` ((topic, kind) per F/T sensor, the
-    first setting the stamps) and ``imu_topic``."""
+    first setting the stamps) and ``imu_topic``; ``ft_calibration`` a file of
+    :mod:`inertia_id_ros.formats.ft_calibration` applied to the F/T readings."""
 
     method: str = "lmi"
     base: str = "floating"
@@ -71,6 +72,7 @@ class FitWholeBodyOptions:
     bounding_ellipsoid: bool = False
     ft_topics: tuple[tuple[str, str], ...] = ()
     imu_topic: str | None = None
+    ft_calibration: str | None = None
 
     def __post_init__(self) -> None:
         if self.prior_weight < 0:
@@ -111,7 +113,7 @@ def fit_whole_body(
         volumes_holding,
     )
 
-    loaded = _read(urdf, source, options)
+    loaded = read_recording(urdf, source, options)
     recording = loaded.recording
     found = [*loaded.notes, *_uncovered_findings(recording)]  # reported before an error
     with carrying(found):
@@ -154,7 +156,7 @@ def fit_whole_body(
 
 
 @dataclass(frozen=True)
-class _Loaded:
+class Loaded:
     """A recording read for a whole-body fit: its loader's ``notes``, the ``held`` joints (not
     in the log), the F/T frames whose readings are still to be negated (``flips``) and the
     held-out fraction (``holdout``: the options' or the description's)."""
@@ -166,7 +168,25 @@ class _Loaded:
     holdout: float | None = None
 
 
-def _read(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> _Loaded:
+def read_recording(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> Loaded:
+    """The recording of ``source`` (:func:`_read_source`), its F/T readings through the
+    ``ft_calibration`` file when given."""
+    from inertia_id_ros.formats.ft_calibration import apply_ft_calibration, read_ft_calibration
+
+    loaded = _read_source(urdf, source, options)
+    if options.ft_calibration is None:
+        return loaded
+    recording = loaded.recording
+    wrench = apply_ft_calibration(
+        recording.ft_frames,
+        recording.ft_wrench,
+        read_ft_calibration(options.ft_calibration),
+        recording.source,
+    )
+    return replace(loaded, recording=replace(recording, ft_wrench=wrench))
+
+
+def _read_source(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> Loaded:
     """The recording of ``source``: an input description (:func:`_read_description`), an NPZ
     or a bag (its ``ft_topics``, the IMU at ``imu_topic`` unless the base is not floating and no
     IMU topic is given)."""
@@ -178,7 +198,7 @@ def _read(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> _Loaded
     if source.data is not None:
         if options.ft_topics or options.imu_topic or source.joint_states_topic:
             raise InputError("--ft, --imu-topic and --joint-states-topic only apply to --bag")
-        return _Loaded(read_whole_body_file(source.data), flips=flips, holdout=holdout)
+        return Loaded(read_whole_body_file(source.data), flips=flips, holdout=holdout)
     if not options.ft_topics:
         raise ft_topics_error(None)
     imu_topic = options.imu_topic or DEFAULT_IMU_TOPIC
@@ -189,10 +209,10 @@ def _read(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> _Loaded
         None if options.base != "floating" and not options.imu_topic else imu_topic,
         options.filter_half_width,
     )
-    return _Loaded(recording, flips=flips, holdout=holdout)
+    return Loaded(recording, flips=flips, holdout=holdout)
 
 
-def _read_description(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> _Loaded:
+def _read_description(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> Loaded:
     """The recording of an input description (``input`` only: the log flags need one): its
     training interval, its F/T sensors' signs (``flip_wrench_sign`` applied), its held joints
     and the held-out fraction of its ``held_out_from`` (not with ``holdout``)."""
@@ -226,7 +246,7 @@ def _read_description(urdf: str, source: LogSource, options: FitWholeBodyOptions
                     f"{loaded.source}: held_out_from {held_out_from:g} s leaves no samples on "
                     "one side"
                 )
-    return _Loaded(recording, notes, loaded.held, (), holdout)
+    return Loaded(recording, notes, loaded.held, (), holdout)
 
 
 def _uncovered_findings(recording: WholeBodyRecording) -> list[Finding]:
@@ -249,7 +269,7 @@ def _check_rows(
     model: WholeBodyModel,
     samples: WholeBodySamples,
     source: str,
-    loaded: _Loaded,
+    loaded: Loaded,
     options: FitWholeBodyOptions,
 ) -> bool:
     """Whether the fit takes joint-torque rows (``efforts`` asked and recorded), after refusing

@@ -1,0 +1,246 @@
+"""The calibrate-ft job: each named F/T sensor's offset and calibration matrix, in situ, from the
+wrench the model of what it carries predicts (the URDF's links, or a fit-whole-body result's:
+trusted links) along a recorded motion (:mod:`inertia_id_ros.chain.ft_calibration`), on any base
+of fit-whole-body (floating with an IMU, fixed at a frame such as a stance sole, suspended);
+checked on the samples it holds out against the current calibration with fitted offsets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from inertia_id_ros.errors import InputError
+from inertia_id_ros.jobs.base import JobResult, carrying, findings_document
+from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions, read_recording
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from inertia_id_ros.chain.ft_calibration import FTCalibration, HeldOutErrors
+    from inertia_id_ros.core.whole_body_model import WholeBodyModel
+    from inertia_id_ros.formats.source import LogSource
+
+CALIBRATE_FT_DEFAULT_HALF_WIDTH = 0.1
+"""The joint states' differentiation and the readings' smoothing (± s) of a calibration."""
+
+
+@dataclass(frozen=True)
+class CalibrateFTOptions:
+    """How to calibrate: the ``sensors`` (frames; default every internal sensor), ``kind``
+    (``full`` 6×6 or ``gains``), the ``holdout`` fraction (the last part of the log, not fitted,
+    on which the errors are reported; 0: fit it all), ``links`` (a fit-whole-body result JSON
+    whose links are trusted; default the URDF's), ``filter_half_width`` (s), and the recording's
+    base and sensors as for fit-whole-body (``base``, ``fixed_frame``, ``fixed_tilt``,
+    ``imu_tilt``, ``flip_wrench_sign``, a bag's ``ft_topics`` and ``imu_topic``)."""
+
+    sensors: tuple[str, ...] | None = None
+    kind: str = "full"
+    holdout: float = 0.25
+    links: str | None = None
+    filter_half_width: float = CALIBRATE_FT_DEFAULT_HALF_WIDTH
+    base: str = "floating"
+    fixed_frame: str | None = None
+    fixed_tilt: tuple[float, float] = (0.0, 0.0)
+    imu_tilt: str = FitWholeBodyOptions.imu_tilt
+    flip_wrench_sign: tuple[str, ...] = ()
+    ft_topics: tuple[tuple[str, str], ...] = ()
+    imu_topic: str | None = None
+
+    def __post_init__(self) -> None:
+        from inertia_id_ros.chain.ft_calibration import CALIBRATION_KINDS
+
+        if self.kind not in CALIBRATION_KINDS:
+            raise InputError(f"--kind must be one of {CALIBRATION_KINDS}, got {self.kind!r}")
+        if not 0.0 <= self.holdout < 1.0:
+            raise InputError(f"--holdout must be in [0, 1), got {self.holdout}")
+
+    def whole_body(self) -> FitWholeBodyOptions:
+        """The fit-whole-body options that read the recording alike."""
+        return FitWholeBodyOptions(
+            base=self.base,
+            fixed_frame=self.fixed_frame,
+            fixed_tilt=self.fixed_tilt,
+            imu_tilt=self.imu_tilt,
+            flip_wrench_sign=self.flip_wrench_sign,
+            filter_half_width=self.filter_half_width,
+            ft_topics=self.ft_topics,
+            imu_topic=self.imu_topic,
+        )
+
+
+@dataclass(frozen=True)
+class FTCalibrationFit(JobResult[dict[str, "FTCalibration"]]):
+    """The calibrations by sensor frame (``estimate``), their ``held_out`` errors (``None``
+    without a held-out part) and the calibration file's content (``calibration_file``)."""
+
+    held_out: dict[str, HeldOutErrors] | None = None
+    calibration_file: dict[str, Any] = field(default_factory=dict)
+
+
+def calibrate_ft(
+    urdf: str, source: LogSource, options: CalibrateFTOptions = CalibrateFTOptions()
+) -> FTCalibrationFit:
+    """Calibrate the F/T sensors of the robot of the URDF file ``urdf`` on the recording of
+    ``source`` (a whole-body NPZ, bag or input description) with ``options``."""
+    import time
+
+    import numpy as np
+
+    from inertia_id_ros.chain.ft_calibration import (
+        fit_ft_calibration,
+        held_out_errors,
+        sensor_references,
+        smooth_readings,
+    )
+    from inertia_id_ros.formats.ft_calibration import ft_calibration_document
+    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
+
+    started = time.perf_counter()
+    wb = options.whole_body()
+    loaded = read_recording(urdf, source, wb)
+    found = list(loaded.notes)
+    with carrying(found):
+        model, samples = whole_body_inputs(
+            loaded.recording,
+            urdf,
+            wb.base,
+            None,
+            wb.filter_half_width,
+            flip_wrench_sign=loaded.flips,
+            fixed_frame=wb.fixed_frame,
+            fixed_tilt=wb.fixed_tilt,
+            imu_tilt=wb.imu_tilt,
+        )
+        frames = _sensors(model, options.sensors, source.path)
+        references = sensor_references(model, samples, _trusted_links(model, options.links))
+        period = float(np.median(np.diff(loaded.recording.states.t)))
+    n = len(samples)
+    split = n if options.holdout == 0 else int(round(n * (1.0 - options.holdout)))
+    calibrations, held_out = {}, {}
+    for frame in frames:
+        readings, reference = references[frame]
+        readings = smooth_readings(readings, period, options.filter_half_width)
+        train = readings[:split], reference[:split]
+        calibrations[frame] = fit_ft_calibration(*train, kind=options.kind)
+        if split < n:
+            test = readings[split:], reference[split:]
+            held_out[frame] = held_out_errors(calibrations[frame], train, test)
+    elapsed = time.perf_counter() - started
+    file = ft_calibration_document(calibrations, source.path)
+    document = _document(file, held_out, options, split, elapsed)
+    document |= findings_document(found)
+    summary = _summary(calibrations, held_out, options, source.path, split, n, elapsed)
+    return FTCalibrationFit(
+        calibrations, tuple(found), document, tuple(summary), held_out or None, file
+    )
+
+
+def _sensors(model: WholeBodyModel, named: tuple[str, ...] | None, source: str) -> list[str]:
+    """The internal sensors to calibrate: ``named`` (each refused with a clear message when it
+    is not an internal sensor of the recording) or all."""
+    internal = [s.frame for s in model.sensors if s.kind == "internal"]
+    if named is None:
+        if not internal:
+            raise InputError(f"{source}: no internal F/T sensor to calibrate")
+        return internal
+    for frame in named:
+        if frame not in internal:
+            raise InputError(
+                f"{source}: --sensors {frame!r} is not an internal F/T sensor of the recording "
+                f"(internal sensors: {internal}); contact sensors are not calibrated"
+            )
+    return list(named)
+
+
+def _trusted_links(model: WholeBodyModel, links: str | None) -> np.ndarray | None:
+    """(L, 10) the model's links with those of the fit-whole-body result ``links`` (``None``:
+    the URDF's)."""
+    if links is None:
+        return None
+    import numpy as np
+
+    from inertia_id_ros.formats.export import read_result
+
+    result = read_result(links)
+    thetas = {b["name"]: b["theta"] for b in result.get("bodies", []) if "theta" in b}
+    if not thetas:
+        raise InputError(f"{links}: no 'bodies' with 'theta' (a fit-whole-body result JSON)")
+    prior = np.array(model.link_prior, dtype=float)
+    for u, link in enumerate(model.links):
+        if link in thetas:
+            prior[u] = np.asarray(thetas[link], dtype=float)
+    return prior
+
+
+def _document(
+    file: dict[str, Any],
+    held_out: dict[str, HeldOutErrors],
+    options: CalibrateFTOptions,
+    split: int,
+    elapsed: float,
+) -> dict[str, Any]:
+    """The result JSON: the calibration file's content, the options that shaped it, the
+    held-out errors per sensor (``current``: the old calibration with fitted offsets;
+    ``calibrated``; ``ratio``; per axis, N and N m) and the time taken."""
+    return {
+        **file,
+        "kind": options.kind,
+        "links": options.links or "urdf",
+        "filter_half_width": options.filter_half_width,
+        "train_samples": split,
+        "holdout": options.holdout,
+        "held_out": {
+            frame: {
+                "current": e.current.tolist(),
+                "calibrated": e.calibrated.tolist(),
+                "ratio": e.ratio.tolist(),
+            }
+            for frame, e in held_out.items()
+        },
+        "time_s": elapsed,
+    }
+
+
+AXES = ("fx", "fy", "fz", "tx", "ty", "tz")
+
+
+def _summary(
+    calibrations: dict[str, FTCalibration],
+    held_out: dict[str, HeldOutErrors],
+    options: CalibrateFTOptions,
+    source: str,
+    split: int,
+    n: int,
+    elapsed: float,
+) -> list[str]:
+    """The calibration for people: per sensor the gains (diagonal), the largest cross-coupling,
+    the offset; the held-out errors per axis before and after."""
+    import numpy as np
+
+    lines = [
+        f"calibrate-ft ({options.kind}, links {options.links or 'from the URDF'}): "
+        f"{len(calibrations)} sensors, {split} of {n} samples from {source}; {elapsed:.2f} s"
+    ]
+    for frame, c in calibrations.items():
+        diagonal = np.diag(c.matrix)
+        coupling = np.abs(c.matrix - np.diag(diagonal)).max()
+        lines.append(
+            f"{frame}: gains "
+            + " ".join(f"{g:.3f}±{s:.3f}" for g, s in zip(diagonal, np.diag(c.matrix_std)))
+            + f"; cross-coupling up to {coupling:.3f}; offset "
+            + " ".join(f"{o:.2f}" for o in c.offset)
+        )
+    if held_out:
+        lines.append(
+            f"held-out last {100 * options.holdout:g} %: RMS wrench error (N, N m) per axis, "
+            "current calibration with fitted offsets -> calibrated (ratio)"
+        )
+        for frame, e in held_out.items():
+            lines.append(
+                f"  {frame}: "
+                + ", ".join(
+                    f"{a} {b:.3g}->{c:.3g} ({r:.2f})"
+                    for a, b, c, r in zip(AXES, e.current, e.calibrated, e.ratio)
+                )
+            )
+    return lines
