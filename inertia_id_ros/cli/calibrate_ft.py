@@ -64,12 +64,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         f"smooths the readings (s; {CalibrateFTOptions.filter_half_width:g})",
     )
     cal.add_argument("--out", metavar="FILE", help="write the calibration (YAML) to FILE")
+    cal.add_argument(
+        "--payload",
+        metavar="RESULT",
+        help="a wrist sensor: the result JSON of the trusted payload it carries (its body in "
+        "the sensor frame); the data are a payload recording (joint states and wrenches)",
+    )
+    cal.add_argument("--sensor-frame", metavar="FRAME", help="--payload: the wrist sensor's frame")
+    cal.add_argument("--wrench-topic", help="--payload with --bag: the WrenchStamped topic")
 
 
 def run(args: argparse.Namespace) -> int:
     """Calibrate the sensors; the exit code."""
+    from inertia_id_ros.errors import InputError
     from inertia_id_ros.formats.ft_calibration import write_ft_calibration
-    from inertia_id_ros.jobs.calibrate_ft import calibrate_ft
+    from inertia_id_ros.jobs.calibrate_ft import calibrate_ft, calibrate_wrist_ft
 
     topics = [entry.rsplit("=", 1) for entry in args.ft or []]
     options = CalibrateFTOptions(
@@ -86,7 +95,13 @@ def run(args: argparse.Namespace) -> int:
         ft_topics=tuple((topic[0], topic[-1]) for topic in topics),
         imu_topic=args.imu_topic,
     )
-    result = calibrate_ft(args.urdf, common.log_source(args), options)
+    if (args.payload is None) != (args.sensor_frame is None):
+        raise InputError("--payload and --sensor-frame go together (a wrist sensor)")
+    source = common.log_source(args)
+    if args.payload is not None:
+        result = calibrate_wrist_ft(args.urdf, args.sensor_frame, args.payload, source, options)
+    else:
+        result = calibrate_ft(args.urdf, source, options)
     if args.out and not result.refused:
         common.write_output(
             args.out, lambda out: write_ft_calibration(out, result.calibration_file)

@@ -6,11 +6,12 @@ checked on the samples it holds out against the current calibration with fitted 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import InputError
-from inertia_id_ros.jobs.base import JobResult, carrying, findings_document
+from inertia_id_ros.findings import Finding
+from inertia_id_ros.jobs.base import JobResult, carrying, findings_document, load_urdf
 from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions, read_recording
 
 if TYPE_CHECKING:
@@ -86,13 +87,7 @@ def calibrate_ft(
 
     import numpy as np
 
-    from inertia_id_ros.chain.ft_calibration import (
-        fit_ft_calibration,
-        held_out_errors,
-        sensor_references,
-        smooth_readings,
-    )
-    from inertia_id_ros.formats.ft_calibration import ft_calibration_document
+    from inertia_id_ros.chain.ft_calibration import sensor_references
     from inertia_id_ros.formats.whole_body_log import whole_body_inputs
 
     started = time.perf_counter()
@@ -114,22 +109,98 @@ def calibrate_ft(
         frames = _sensors(model, options.sensors, source.path)
         references = sensor_references(model, samples, _trusted_links(model, options.links))
         period = float(np.median(np.diff(loaded.recording.states.t)))
-    n = len(samples)
+    references = {frame: references[frame] for frame in frames}
+    return _calibrate(references, period, options, source.path, started, found)
+
+
+def calibrate_wrist_ft(
+    urdf: str,
+    sensor_frame: str,
+    payload: str,
+    source: LogSource,
+    options: CalibrateFTOptions = CalibrateFTOptions(),
+) -> FTCalibrationFit:
+    """Calibrate the wrist F/T sensor at ``sensor_frame`` of the arm of the URDF file ``urdf``
+    on the payload recording of ``source`` (an NPZ or CSV, or a bag), the reference the wrench
+    of the trusted payload of the result JSON ``payload`` (its body about and in the sensor
+    frame: a known body, or a fit-payload result of a calibrated sensor); ``options`` as for
+    :func:`calibrate_ft` (``flip_wrench_sign`` naming the sensor frame: the readings negated)."""
+    import time
+
+    import numpy as np
+
+    from inertia_id_ros.core.kinematics import SensorKinematics
+    from inertia_id_ros.formats.data import read_payload_bag, read_payload_file, with_derivatives
+    from inertia_id_ros.formats.export import read_result
+    from inertia_id_ros.modes.payload import payload_rows
+    from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
+
+    started = time.perf_counter()
+    if source.uses_description():
+        raise InputError("calibrate-ft --sensor-frame takes --data or --bag, not --input")
+    recording = (
+        read_payload_file(source.data)
+        if source.data is not None
+        else read_payload_bag(
+            source.path,
+            source.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
+            source.wrench_topic or DEFAULT_WRENCH_TOPIC,
+        )
+    )
+    body = read_result(payload, InputError)["bodies"][0]
+    if body.get("frame", sensor_frame) != sensor_frame:
+        raise InputError(
+            f"{payload}: the payload's body is in frame {body['frame']!r}, not the sensor's "
+            f"{sensor_frame!r} (inertia-id export moves a body between frames)"
+        )
+    try:
+        kinematics = SensorKinematics(load_urdf(urdf), sensor_frame)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    states = with_derivatives(recording.joint_states, options.filter_half_width)
+    _, Y, logged = payload_rows(kinematics, replace(recording, joint_states=states))
+    sign = -1.0 if sensor_frame in options.flip_wrench_sign else 1.0
+    reference = sign * (Y[:, :, :10] @ np.asarray(body["theta"], dtype=float))
+    period = float(np.median(np.diff(recording.wrenches.t)))
+    references = {sensor_frame: (logged, reference)}
+    return _calibrate(references, period, replace(options, links=payload), source.path, started, [])
+
+
+def _calibrate(
+    references: dict[str, tuple[np.ndarray, np.ndarray]],
+    period: float,
+    options: CalibrateFTOptions,
+    source: str,
+    started: float,
+    found: list[Finding],
+) -> FTCalibrationFit:
+    """Each sensor's calibration from its ``(readings, reference)`` (readings smoothed over the
+    options' half-width; the sample ``period`` s), fitted on the first ``1 - holdout`` and
+    checked on the rest; ``started`` the job's start (``time.perf_counter``)."""
+    import time
+
+    from inertia_id_ros.chain.ft_calibration import (
+        fit_ft_calibration,
+        held_out_errors,
+        smooth_readings,
+    )
+    from inertia_id_ros.formats.ft_calibration import ft_calibration_document
+
+    n = len(next(iter(references.values()))[0])
     split = n if options.holdout == 0 else int(round(n * (1.0 - options.holdout)))
     calibrations, held_out = {}, {}
-    for frame in frames:
-        readings, reference = references[frame]
-        readings = smooth_readings(readings, period, options.filter_half_width)
+    for frame, (logged, reference) in references.items():
+        readings = smooth_readings(logged, period, options.filter_half_width)
         train = readings[:split], reference[:split]
         calibrations[frame] = fit_ft_calibration(*train, kind=options.kind)
         if split < n:
             test = readings[split:], reference[split:]
             held_out[frame] = held_out_errors(calibrations[frame], train, test)
     elapsed = time.perf_counter() - started
-    file = ft_calibration_document(calibrations, source.path)
+    file = ft_calibration_document(calibrations, source)
     document = _document(file, held_out, options, split, elapsed)
     document |= findings_document(found)
-    summary = _summary(calibrations, held_out, options, source.path, split, n, elapsed)
+    summary = _summary(calibrations, held_out, options, source, split, n, elapsed)
     return FTCalibrationFit(
         calibrations, tuple(found), document, tuple(summary), held_out or None, file
     )
