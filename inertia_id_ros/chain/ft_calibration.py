@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inertia_id_ros.core.filtering import savgol_derivatives
 from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
 
@@ -92,9 +93,9 @@ def _ridge(
 def _select_lambda(
     X: np.ndarray, y: np.ndarray, prior: np.ndarray, candidates: np.ndarray, folds: int
 ) -> float:
-    """The candidate ``λ`` (absolute, per whole-data sample count) with the least squared error
-    predicting each of ``folds`` contiguous blocks from the others (each block centred with its
-    training part's means: the offset is refitted per fold)."""
+    """The candidate ``λ`` (absolute, per whole-data sample count; ties: the largest) with the
+    least squared error predicting each of ``folds`` contiguous blocks from the others (each
+    block centred with its training part's means: the offset is refitted per fold)."""
     n = len(y)
     edges = np.linspace(0, n, folds + 1).astype(int)
     errors = np.zeros(len(candidates))
@@ -106,7 +107,8 @@ def _select_lambda(
         for c, lam in enumerate(candidates):
             beta, _ = _ridge(Xt - mx, yt - my, prior, lam * (~test).sum() / n)
             errors[c] += np.sum((y[test] - my - (X[test] - mx) @ beta) ** 2)
-    return float(candidates[int(np.argmin(errors))])
+    best = np.flatnonzero(errors <= errors.min() * (1.0 + 1e-9) + 1e-300)
+    return float(candidates[best[-1]])  # ties: the strongest pull toward the current
 
 
 def fit_ft_calibration(
@@ -203,12 +205,10 @@ def smooth_readings(readings: np.ndarray, period: float, half_width: float) -> n
     """(N, 6) ``readings`` smoothed by the local quadratic fit over ± ``half_width`` s (sample
     ``period`` s) that differentiates the joint states: the reference is as smooth, and white
     sensor noise is no calibration error."""
-    from scipy.signal import savgol_filter
-
     window = 2 * max(int(round(half_width / period)), 1) + 1
     if len(readings) < window:
         return np.asarray(readings, dtype=float)
-    return savgol_filter(readings, window, 2, axis=0)
+    return savgol_derivatives(readings, period, window)[0]
 
 
 @dataclass(frozen=True)
