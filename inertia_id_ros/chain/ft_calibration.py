@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inertia_id_ros.core.filtering import savgol_derivatives
 from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
 
@@ -203,12 +202,18 @@ def sensor_references(
 
 def smooth_readings(readings: np.ndarray, period: float, half_width: float) -> np.ndarray:
     """(N, 6) ``readings`` smoothed by the local quadratic fit over ± ``half_width`` s (sample
-    ``period`` s) that differentiates the joint states: the reference is as smooth, and white
-    sensor noise is no calibration error."""
-    window = 2 * max(int(round(half_width / period)), 1) + 1
-    if len(readings) < window:
-        return np.asarray(readings, dtype=float)
-    return savgol_derivatives(readings, period, window)[0]
+    ``period`` s; Savitzky–Golay, its closed-form weights) that differentiates the joint states:
+    the reference is as smooth, and white sensor noise is no calibration error. The first and
+    last half-windows are kept as they are."""
+    m = max(int(round(half_width / period)), 1)
+    out = np.array(readings, dtype=float)
+    if len(out) < 2 * m + 1:
+        return out
+    k = np.arange(-m, m + 1, dtype=float)
+    weights = (3 * (3 * m**2 + 3 * m - 1) - 15 * k**2) / ((2 * m - 1) * (2 * m + 1) * (2 * m + 3))
+    for axis in range(out.shape[1]):
+        out[m:-m, axis] = np.convolve(readings[:, axis], weights, mode="valid")
+    return out
 
 
 @dataclass(frozen=True)
@@ -238,3 +243,24 @@ def held_out_errors(
         rms_per_axis(readings @ calibration.current.T + offset - reference),
         rms_per_axis(calibration.apply(readings) - reference),
     )
+
+
+def reading_prediction_error(
+    readings: np.ndarray, reference: np.ndarray, folds: int = DEFAULT_FOLDS
+) -> float:
+    """How well ``reference`` (N, 6) predicts the raw ``readings`` (N, 6) through an affine map
+    fitted on the other contiguous blocks: the held-out squared error summed over ``folds``
+    blocks, each axis divided by its readings' variance. The readings' own noise is the same
+    whatever filter made the reference, so the filter with the least error made the best
+    reference (the score by which a calibration chooses its derivative filter)."""
+    n = len(readings)
+    X = np.column_stack([reference, np.ones(n)])
+    edges = np.linspace(0, n, folds + 1).astype(int)
+    total = 0.0
+    variance = np.maximum(np.var(readings, axis=0), 1e-300)
+    for start, stop in zip(edges[:-1], edges[1:]):
+        test = np.zeros(n, dtype=bool)
+        test[start:stop] = True
+        beta = np.linalg.lstsq(X[~test], readings[~test], rcond=None)[0]
+        total += float(np.sum((readings[test] - X[test] @ beta) ** 2 / variance))
+    return total

@@ -8,7 +8,11 @@ import argparse
 
 from inertia_id_ros.cli import common
 from inertia_id_ros.cli.fit_whole_body import add_base_options, add_data_options
-from inertia_id_ros.jobs.calibrate_ft import CalibrateFTOptions
+from inertia_id_ros.jobs.calibrate_ft import (
+    CALIBRATE_FT_DEFAULT_HALF_WIDTH,
+    FILTER_CANDIDATES,
+    CalibrateFTOptions,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -61,7 +65,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=CalibrateFTOptions.filter_half_width,
         metavar="SEC",
         help="half-width of the local polynomial fit that differentiates joint states and "
-        f"smooths the readings (s; {CalibrateFTOptions.filter_half_width:g})",
+        "smooths the readings (s; default: chosen by cross-validation among "
+        f"{', '.join(f'{h:g}' for h in FILTER_CANDIDATES)}; a wrist sensor: "
+        f"{CALIBRATE_FT_DEFAULT_HALF_WIDTH:g})",
     )
     cal.add_argument("--out", metavar="FILE", help="write the calibration (YAML) to FILE")
     cal.add_argument(

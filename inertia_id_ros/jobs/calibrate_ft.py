@@ -10,19 +10,24 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import InputError
-from inertia_id_ros.findings import Finding
+from inertia_id_ros.findings import NOTE, Finding
 from inertia_id_ros.jobs.base import JobResult, carrying, findings_document, load_urdf
-from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions, read_recording
+from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions, Loaded, read_recording
 
 if TYPE_CHECKING:
     import numpy as np
 
     from inertia_id_ros.chain.ft_calibration import FTCalibration, HeldOutErrors
-    from inertia_id_ros.core.whole_body_model import WholeBodyModel
+    from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
     from inertia_id_ros.formats.source import LogSource
 
 CALIBRATE_FT_DEFAULT_HALF_WIDTH = 0.1
-"""The joint states' differentiation and the readings' smoothing (± s) of a calibration."""
+"""The joint states' differentiation and the readings' smoothing (± s) of a wrist sensor's
+calibration."""
+FILTER_CANDIDATES = (0.05, 0.1, 0.15, 0.2)
+"""Half-widths (± s) among which a whole-body calibration chooses its filter."""
+FILTER_CV_SAMPLES = 1000
+"""At most this many training samples (evenly spaced) score each candidate filter."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,9 @@ class CalibrateFTOptions:
     """How to calibrate: the ``sensors`` (frames; default every internal sensor), ``kind``
     (``full`` 6×6 or ``gains``), the ``holdout`` fraction (the last part of the log, not fitted,
     on which the errors are reported; 0: fit it all), ``links`` (a fit-whole-body result JSON
-    whose links are trusted; default the URDF's), ``filter_half_width`` (s), and the recording's
+    whose links are trusted; default the URDF's), ``filter_half_width`` (s; ``None``: chosen
+    among :data:`FILTER_CANDIDATES` by cross-validation, a wrist sensor
+    :data:`CALIBRATE_FT_DEFAULT_HALF_WIDTH`), and the recording's
     base and sensors as for fit-whole-body (``base``, ``fixed_frame``, ``fixed_tilt``,
     ``imu_tilt``, ``flip_wrench_sign``, a bag's ``ft_topics`` and ``imu_topic``)."""
 
@@ -38,7 +45,7 @@ class CalibrateFTOptions:
     kind: str = "full"
     holdout: float = 0.25
     links: str | None = None
-    filter_half_width: float = CALIBRATE_FT_DEFAULT_HALF_WIDTH
+    filter_half_width: float | None = None
     base: str = "floating"
     fixed_frame: str | None = None
     fixed_tilt: tuple[float, float] = (0.0, 0.0)
@@ -63,7 +70,7 @@ class CalibrateFTOptions:
             fixed_tilt=self.fixed_tilt,
             imu_tilt=self.imu_tilt,
             flip_wrench_sign=self.flip_wrench_sign,
-            filter_half_width=self.filter_half_width,
+            filter_half_width=self.filter_half_width or CALIBRATE_FT_DEFAULT_HALF_WIDTH,
             ft_topics=self.ft_topics,
             imu_topic=self.imu_topic,
         )
@@ -88,29 +95,91 @@ def calibrate_ft(
     import numpy as np
 
     from inertia_id_ros.chain.ft_calibration import sensor_references
-    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
 
     started = time.perf_counter()
     wb = options.whole_body()
     loaded = read_recording(urdf, source, wb)
     found = list(loaded.notes)
     with carrying(found):
-        model, samples = whole_body_inputs(
-            loaded.recording,
-            urdf,
-            wb.base,
-            None,
-            wb.filter_half_width,
-            flip_wrench_sign=loaded.flips,
-            fixed_frame=wb.fixed_frame,
-            fixed_tilt=wb.fixed_tilt,
-            imu_tilt=wb.imu_tilt,
+        model, samples = _inputs(
+            urdf, loaded, wb, options.filter_half_width or FILTER_CANDIDATES[0]
         )
         frames = _sensors(model, options.sensors, source.path)
-        references = sensor_references(model, samples, _trusted_links(model, options.links))
+        prior = _trusted_links(model, options.links)
         period = float(np.median(np.diff(loaded.recording.states.t)))
+        if options.filter_half_width is None:
+            first = (model, samples)
+            scores = _filter_scores(urdf, loaded, wb, frames, prior, options.holdout, first)
+            chosen = min(scores, key=lambda k: scores[k][0])
+            options = replace(options, filter_half_width=chosen)
+            found.append(_filter_note({k: v[0] for k, v in scores.items()}))
+            model, samples = scores[chosen][1:]
+        references = sensor_references(model, samples, prior)
     references = {frame: references[frame] for frame in frames}
     return _calibrate(references, period, options, source.path, started, found)
+
+
+def _inputs(
+    urdf: str, loaded: Loaded, wb: FitWholeBodyOptions, half_width: float
+) -> tuple[WholeBodyModel, WholeBodySamples]:
+    """The model (every link known) and samples of ``loaded``, differentiated over
+    ``half_width`` s."""
+    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
+
+    return whole_body_inputs(
+        loaded.recording,
+        urdf,
+        wb.base,
+        (),
+        half_width,
+        flip_wrench_sign=loaded.flips,
+        fixed_frame=wb.fixed_frame,
+        fixed_tilt=wb.fixed_tilt,
+        imu_tilt=wb.imu_tilt,
+    )
+
+
+def _filter_scores(
+    urdf: str,
+    loaded: Loaded,
+    wb: FitWholeBodyOptions,
+    frames: list[str],
+    prior: np.ndarray | None,
+    holdout: float,
+    first: tuple[WholeBodyModel, WholeBodySamples],
+) -> dict[float, tuple[float, WholeBodyModel, WholeBodySamples]]:
+    """Per candidate half-width (:data:`FILTER_CANDIDATES`) the cross-validated error with which
+    its reference predicts the raw readings of ``frames`` on the training part
+    (:func:`~inertia_id_ros.chain.ft_calibration.reading_prediction_error`, at most
+    :data:`FILTER_CV_SAMPLES` samples), summed over the sensors; with the model and samples
+    (``first``: those of the first candidate, already differentiated)."""
+    from inertia_id_ros.chain.ft_calibration import reading_prediction_error, sensor_references
+
+    scores = {}
+    for half_width in FILTER_CANDIDATES:
+        model, samples = (
+            first if half_width == FILTER_CANDIDATES[0] else _inputs(urdf, loaded, wb, half_width)
+        )
+        split = int(round(len(samples) * (1.0 - holdout)))
+        step = max(split // FILTER_CV_SAMPLES, 1)
+        references = sensor_references(model, samples.subset(slice(0, split, step)), prior)
+        score = sum(reading_prediction_error(*references[f]) for f in frames)
+        scores[half_width] = (score, model, samples)
+    return scores
+
+
+def _filter_note(scores: dict[float, float]) -> Finding:
+    """A note naming the chosen filter and the runner-up, with their scores."""
+    ranked = sorted(scores, key=scores.__getitem__)
+    best, second = ranked[0], ranked[1]
+    return Finding(
+        "filter_choice",
+        "",
+        NOTE,
+        f"derivative filter ±{best:g} s chosen by cross-validation (score {scores[best]:.4g}); "
+        f"runner-up ±{second:g} s ({scores[second]:.4g})",
+        {"chosen": best, "runner_up": second, "scores": {str(k): v for k, v in scores.items()}},
+    )
 
 
 def calibrate_wrist_ft(
@@ -157,7 +226,12 @@ def calibrate_wrist_ft(
         kinematics = SensorKinematics(load_urdf(urdf), sensor_frame)
     except ValueError as e:
         raise InputError(str(e)) from None
-    states = with_derivatives(recording.joint_states, options.filter_half_width)
+    options = replace(
+        options, filter_half_width=options.filter_half_width or CALIBRATE_FT_DEFAULT_HALF_WIDTH
+    )
+    states = with_derivatives(
+        recording.joint_states, options.filter_half_width or CALIBRATE_FT_DEFAULT_HALF_WIDTH
+    )
     _, Y, logged = payload_rows(kinematics, replace(recording, joint_states=states))
     sign = -1.0 if sensor_frame in options.flip_wrench_sign else 1.0
     reference = sign * (Y[:, :, :10] @ np.asarray(body["theta"], dtype=float))
@@ -190,7 +264,8 @@ def _calibrate(
     split = n if options.holdout == 0 else int(round(n * (1.0 - options.holdout)))
     calibrations, held_out = {}, {}
     for frame, (logged, reference) in references.items():
-        readings = smooth_readings(logged, period, options.filter_half_width)
+        half_width = options.filter_half_width or CALIBRATE_FT_DEFAULT_HALF_WIDTH
+        readings = smooth_readings(logged, period, half_width)
         train = readings[:split], reference[:split]
         calibrations[frame] = fit_ft_calibration(*train, kind=options.kind)
         if split < n:
