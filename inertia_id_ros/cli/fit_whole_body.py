@@ -7,7 +7,11 @@ from __future__ import annotations
 import argparse
 
 from inertia_id_ros.cli import common
-from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions, ft_topics_error
+from inertia_id_ros.jobs.fit_whole_body import (
+    WHOLE_BODY_FILTER_CANDIDATES,
+    FitWholeBodyOptions,
+    ft_topics_error,
+)
 from inertia_id_ros.options import (
     BASE_KINDS,
     DEFAULT_IMU_TOPIC,
@@ -144,7 +148,8 @@ def _add_fit_options(whole: argparse.ArgumentParser) -> None:
         default=FitWholeBodyOptions.filter_half_width,
         metavar="SEC",
         help="half-width of the local polynomial fit that differentiates joint "
-        f"states and the gyro (s; {FitWholeBodyOptions.filter_half_width:g})",
+        "states and the gyro (s; default: chosen by cross-validation on held-out time "
+        f"blocks among {', '.join(f'{h:g}' for h in WHOLE_BODY_FILTER_CANDIDATES)})",
     )
     common.add_ft_calibration_option(whole)
     whole.add_argument(

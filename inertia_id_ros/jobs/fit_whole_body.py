@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import EstimateUnavailable, InputError, ProblemError, SolverError
-from inertia_id_ros.findings import WARN, Finding, refused
+from inertia_id_ros.findings import NOTE, WARN, Finding, refused
 from inertia_id_ros.jobs.base import (
     JobResult,
     carrying,
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from inertia_id_ros.formats.whole_body_log import WholeBodyRecording
     from inertia_id_ros.offline.plausibility import Volume
 
+WHOLE_BODY_FILTER_CANDIDATES = (0.025, 0.05, 0.1, 0.15, 0.2)
+"""Half-widths (± s) among which a whole-body fit chooses its derivative filter."""
+WHOLE_BODY_READ_HALF_WIDTH = 0.05
+"""The half-width (± s) with which a recording is first read, before its filter is chosen."""
 PINNED = "pinned at 0 kg (not identified)"
 """A link's identifiability when its mass sits at its bound (never "identified")."""
 
@@ -49,7 +53,9 @@ class FitWholeBodyOptions:
     ``holdout`` (fit on the first 1 - holdout of the samples, predict the rest), ``efforts``
     (joint-torque rows from the recorded efforts), ``flip_wrench_sign`` (frames of F/T sensors
     that report the opposite wrench), ``estimate_contact_offsets``, ``weighting`` (none or
-    channel), ``filter_half_width`` (s) of the joint states' and the gyro's differentiation,
+    channel), ``filter_half_width`` (s) of the joint states' and the gyro's differentiation
+    (``None``: chosen by cross-validation on held-out time blocks of the training part,
+    :func:`~inertia_id_ros.chain.whole_body_filter.choose_filter`),
     ``free_fall`` (the robot touched nothing), ``bounding_ellipsoid`` (each link's mass within
     its grown collision geometry); a bag's ``ft_topics`` ((topic, kind) per F/T sensor, the
     first setting the stamps) and ``imu_topic``; ``ft_calibration`` a file of
@@ -67,12 +73,19 @@ class FitWholeBodyOptions:
     flip_wrench_sign: tuple[str, ...] = ()
     estimate_contact_offsets: bool = False
     weighting: str = WHOLE_BODY_DEFAULT_WEIGHTING
-    filter_half_width: float = 0.05
+    filter_half_width: float | None = None
     free_fall: bool = False
     bounding_ellipsoid: bool = False
     ft_topics: tuple[tuple[str, str], ...] = ()
     imu_topic: str | None = None
     ft_calibration: str | None = None
+
+    @property
+    def half_width(self) -> float:
+        """The filter's half-width (s): the one given, else (before a choice)
+        :data:`WHOLE_BODY_READ_HALF_WIDTH`."""
+        given = self.filter_half_width
+        return WHOLE_BODY_READ_HALF_WIDTH if given is None else given
 
     def __post_init__(self) -> None:
         if self.prior_weight < 0:
@@ -113,9 +126,11 @@ def fit_whole_body(
         volumes_holding,
     )
 
+    options, choice = _filter_choice(urdf, source, options)
     loaded = read_recording(urdf, source, options)
     recording = loaded.recording
     found = [*loaded.notes, *_uncovered_findings(recording)]  # reported before an error
+    found += [] if choice is None else [choice]
     with carrying(found):
         checks = check_time_units(recording.states.t, "joint state stamps")  # before using them
         if refused(checks):
@@ -126,7 +141,7 @@ def fit_whole_body(
             urdf,
             options.base,
             options.bodies,
-            options.filter_half_width,
+            options.half_width,
             flip_wrench_sign=loaded.flips,
             fixed_frame=options.fixed_frame,
             fixed_tilt=options.fixed_tilt,
@@ -148,11 +163,68 @@ def fit_whole_body(
         fit, holdout = _fit(model, samples, options, loaded.holdout, efforts, ellipsoids)
     held_out = None if holdout is None else {"fraction": loaded.holdout, "rms": holdout}
     document, findings = _document(model, samples, fit, efforts, volumes, options, held_out)
+    if choice is not None:
+        document["differentiation"] = choice.figures
     summary = [
         *_summary(model, fit, document, source.path, options, tilt_line),
         *_holdout_lines(holdout, loaded.holdout, options.method),
     ]
     return WholeBodyFit(fit, (*found, *findings), document, tuple(summary), model, holdout)
+
+
+def _filter_choice(
+    urdf: str, source: LogSource, options: FitWholeBodyOptions
+) -> tuple[FitWholeBodyOptions, Finding | None]:
+    """``(options, note)``: ``options`` as given when they name a filter; else with the
+    half-width :func:`~inertia_id_ros.chain.whole_body_filter.choose_filter` picks on the
+    training part (the recording read and differentiated once per candidate) and a note naming
+    it, the runner-up and their scores."""
+    if options.filter_half_width is not None:
+        return options, None
+    import numpy as np
+
+    from inertia_id_ros.chain.whole_body_filter import choose_filter
+    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
+
+    def rows_of(half_width: float) -> tuple[WholeBodyModel, WholeBodySamples]:
+        each = replace(options, filter_half_width=half_width)
+        loaded = read_recording(urdf, source, each)
+        model, samples = whole_body_inputs(
+            loaded.recording,
+            urdf,
+            options.base,
+            options.bodies,
+            half_width,
+            flip_wrench_sign=loaded.flips,
+            fixed_frame=options.fixed_frame,
+            fixed_tilt=options.fixed_tilt,
+            imu_tilt=options.imu_tilt,
+            estimate_contact_offsets=options.estimate_contact_offsets,
+        )
+        train = len(samples) - int(round(len(samples) * (loaded.holdout or 0.0)))
+        return model, samples.subset(slice(0, train))
+
+    first = read_recording(urdf, source, options)
+    period = float(np.median(np.diff(first.recording.states.t)))
+    efforts = options.efforts and first.recording.states.effort is not None
+    choice = choose_filter(
+        rows_of, WHOLE_BODY_FILTER_CANDIDATES, period, options.prior_weight, efforts
+    )
+    runner = "" if choice.runner_up is None else f"; runner-up ±{choice.runner_up:g} s"
+    scores = ", ".join(f"±{h:g} s {v:.4g}" for h, v in choice.scores.items())
+    note = Finding(
+        "filter_choice",
+        "",
+        NOTE,
+        f"derivative filter ±{choice.half_width:g} s chosen by cross-validation on held-out "
+        f"time blocks{runner} (mean squared row error: {scores})",
+        {
+            "half_width": choice.half_width,
+            "runner_up": choice.runner_up,
+            "scores": {str(h): v for h, v in choice.scores.items()},
+        },
+    )
+    return replace(options, filter_half_width=choice.half_width), note
 
 
 @dataclass(frozen=True)
@@ -207,7 +279,7 @@ def _read_source(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> 
         list(options.ft_topics),
         source.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
         None if options.base != "floating" and not options.imu_topic else imu_topic,
-        options.filter_half_width,
+        options.half_width,
     )
     return Loaded(recording, flips=flips, holdout=holdout)
 
@@ -232,7 +304,7 @@ def _read_description(urdf: str, source: LogSource, options: FitWholeBodyOptions
         load_urdf(urdf), urdf, options.flip_wrench_sign
     )
     with carrying(notes):
-        recording = loaded.whole_body(options.filter_half_width)
+        recording = loaded.whole_body(options.half_width)
         holdout = options.holdout
         if held_out_from is not None:
             if holdout is not None:
@@ -317,7 +389,7 @@ def _tilt(
     if not recording.imu or options.imu_tilt == "correct":
         source = "from the IMU" if recording.imu else "given"
         return f"fixed at {frame}, tilt roll {given[0]:.2f}° pitch {given[1]:.2f}° ({source})", []
-    measured = tuple(imu_fixed_tilt(recording, model, options.filter_half_width).tolist())
+    measured = tuple(imu_fixed_tilt(recording, model, options.half_width).tolist())
     roll, pitch = np.degrees(measured)
     apart_rad = tilt_difference(model.fixed_tilt, measured)
     apart = np.degrees(apart_rad)
