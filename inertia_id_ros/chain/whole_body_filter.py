@@ -15,8 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inertia_id_ros.chain.whole_body_fit import NormalEquations, fit_whole_body, normal_equations
+from inertia_id_ros.chain.whole_body_fit import (
+    NormalEquations,
+    normal_equations,
+    whole_body_problem,
+)
 from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
+from inertia_id_ros.solvers.ols import unconstrained_minimizer
 
 CV_FOLDS = 3
 """Contiguous time blocks of the cross-validation."""
@@ -60,7 +65,8 @@ def block_cv_error(
             float(sum(b.yty for b in others)),
             sum(b.n_rows for b in others),
         )
-        x = fit_whole_body(model, train, "ols", prior_weight, with_efforts).x
+        problem, scales = whole_body_problem(model, train, prior_weight)
+        x = scales * unconstrained_minimizer(problem)[0]
         total += max(float(x @ held.gram @ x - 2 * held.moment @ x + held.yty), 0.0)
         rows += held.n_rows
     return total / max(rows, 1)

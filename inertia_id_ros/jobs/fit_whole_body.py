@@ -118,7 +118,6 @@ def fit_whole_body(
     """Every link of the robot of the URDF file ``urdf`` (and its sensors' offsets) from the
     recording of ``source`` (an NPZ, a bag or an input description), with ``options``."""
     from inertia_id_ros.formats.units import check_time_units, log_unit_findings
-    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
     from inertia_id_ros.offline.plausibility import (
         ellipsoids_of,
         free_fall_finding,
@@ -126,45 +125,36 @@ def fit_whole_body(
         volumes_holding,
     )
 
-    options, choice = _filter_choice(urdf, source, options)
     loaded = read_recording(urdf, source, options)
     recording = loaded.recording
     found = [*loaded.notes, *_uncovered_findings(recording)]  # reported before an error
-    found += [] if choice is None else [choice]
+    choice = None
     with carrying(found):
         checks = check_time_units(recording.states.t, "joint state stamps")  # before using them
         if refused(checks):
             return WholeBodyFit(None, (*found, *checks), findings_document(checks))
         found += checks
-        model, samples = whole_body_inputs(
-            recording,
-            urdf,
-            options.base,
-            options.bodies,
-            options.half_width,
-            flip_wrench_sign=loaded.flips,
-            fixed_frame=options.fixed_frame,
-            fixed_tilt=options.fixed_tilt,
-            imu_tilt=options.imu_tilt,
-            estimate_contact_offsets=options.estimate_contact_offsets,
-        )
+        model, samples = _inputs(urdf, loaded, options)
         efforts = _check_rows(model, samples, recording.source, loaded, options)
-        tilt_line, tilt_findings = _tilt(recording, model, options)
-        found += tilt_findings
         checks = free_fall_finding(options.base, recording.ft_types, options.free_fall)
         checks += log_unit_findings(recording.states, model.model, list(model.joint_names))
         if refused(checks):
             return WholeBodyFit(None, (*found, *checks), findings_document(checks))
         found += checks
+        if options.filter_half_width is None:
+            options, choice = _filter_choice(urdf, source, options, loaded.holdout, efforts)
+            loaded = replace(read_recording(urdf, source, options), holdout=loaded.holdout)
+            recording = loaded.recording
+            model, samples = _inputs(urdf, loaded, options)
+        tilt_line, tilt_findings = _tilt(recording, model, options)
+        found += tilt_findings
         volumes = volumes_holding(
             link_volumes(urdf, model.bodies), dict(zip(model.links, model.link_prior))
         )
         ellipsoids = ellipsoids_of(volumes, model.bodies) if options.bounding_ellipsoid else None
         fit, holdout = _fit(model, samples, options, loaded.holdout, efforts, ellipsoids)
     held_out = None if holdout is None else {"fraction": loaded.holdout, "rms": holdout}
-    document, findings = _document(model, samples, fit, efforts, volumes, options, held_out)
-    if choice is not None:
-        document["differentiation"] = choice.figures
+    document, findings = _document(model, samples, fit, efforts, volumes, options, held_out, choice)
     summary = [
         *_summary(model, fit, document, source.path, options, tilt_line),
         *_holdout_lines(holdout, loaded.holdout, options.method),
@@ -172,43 +162,55 @@ def fit_whole_body(
     return WholeBodyFit(fit, (*found, *findings), document, tuple(summary), model, holdout)
 
 
+def _inputs(
+    urdf: str, loaded: Loaded, options: FitWholeBodyOptions
+) -> tuple[WholeBodyModel, WholeBodySamples]:
+    """The model and samples of ``loaded`` with ``options`` (differentiated over their
+    half-width)."""
+    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
+
+    return whole_body_inputs(
+        loaded.recording,
+        urdf,
+        options.base,
+        options.bodies,
+        options.half_width,
+        flip_wrench_sign=loaded.flips,
+        fixed_frame=options.fixed_frame,
+        fixed_tilt=options.fixed_tilt,
+        imu_tilt=options.imu_tilt,
+        estimate_contact_offsets=options.estimate_contact_offsets,
+    )
+
+
 def _filter_choice(
-    urdf: str, source: LogSource, options: FitWholeBodyOptions
-) -> tuple[FitWholeBodyOptions, Finding | None]:
-    """``(options, note)``: ``options`` as given when they name a filter; else with the
-    half-width :func:`~inertia_id_ros.chain.whole_body_filter.choose_filter` picks on the
-    training part (the recording read and differentiated once per candidate) and a note naming
-    it, the runner-up and their scores."""
-    if options.filter_half_width is not None:
-        return options, None
+    urdf: str,
+    source: LogSource,
+    options: FitWholeBodyOptions,
+    holdout: float | None,
+    efforts: bool,
+) -> tuple[FitWholeBodyOptions, Finding]:
+    """``(options, note)``: ``options`` with the half-width
+    :func:`~inertia_id_ros.chain.whole_body_filter.choose_filter` picks on the training part (the
+    first 1 - ``holdout``; the recording read and differentiated once per candidate) and a note
+    naming it, the runner-up and their scores."""
     import numpy as np
 
     from inertia_id_ros.chain.whole_body_filter import choose_filter
-    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
 
     def rows_of(half_width: float) -> tuple[WholeBodyModel, WholeBodySamples]:
         each = replace(options, filter_half_width=half_width)
-        loaded = read_recording(urdf, source, each)
-        model, samples = whole_body_inputs(
-            loaded.recording,
-            urdf,
-            options.base,
-            options.bodies,
-            half_width,
-            flip_wrench_sign=loaded.flips,
-            fixed_frame=options.fixed_frame,
-            fixed_tilt=options.fixed_tilt,
-            imu_tilt=options.imu_tilt,
-            estimate_contact_offsets=options.estimate_contact_offsets,
-        )
-        train = len(samples) - int(round(len(samples) * (loaded.holdout or 0.0)))
+        model, samples = _inputs(urdf, read_recording(urdf, source, each), each)
+        train = len(samples) - int(round(len(samples) * (holdout or 0.0)))
         return model, samples.subset(slice(0, train))
 
-    first = read_recording(urdf, source, options)
-    period = float(np.median(np.diff(first.recording.states.t)))
-    efforts = options.efforts and first.recording.states.effort is not None
+    t = read_recording(urdf, source, options).recording.states.t
     choice = choose_filter(
-        rows_of, WHOLE_BODY_FILTER_CANDIDATES, period, options.prior_weight, efforts
+        rows_of,
+        WHOLE_BODY_FILTER_CANDIDATES,
+        float(np.median(np.diff(t))),
+        options.prior_weight,
+        efforts,
     )
     runner = "" if choice.runner_up is None else f"; runner-up ±{choice.runner_up:g} s"
     scores = ", ".join(f"±{h:g} s {v:.4g}" for h, v in choice.scores.items())
@@ -462,10 +464,12 @@ def _document(
     volumes: dict[str, Volume],
     options: FitWholeBodyOptions,
     held_out: dict[str, Any] | None,
+    choice: Finding | None = None,
 ) -> tuple[dict[str, Any], list[Finding]]:
     """``(document, findings)``: the result JSON (with the ``held_out`` errors as
     ``"holdout"``) and the checks after the fit: each sensor's wrenches against the URDF's (a
-    sign), residuals per sensor against the unconstrained fit, masses pinned at zero (their
+    sign), residuals per sensor against the unconstrained fit, the filter's ``choice``
+    (``differentiation``: its figures), masses pinned at zero (their
     links' identifiability :data:`PINNED`), the links' bounding volumes."""
     from inertia_id_ros.formats.whole_body_log import whole_body_json
     from inertia_id_ros.offline.plausibility import (
@@ -479,9 +483,12 @@ def _document(
         "mode": WholeBodyMode.name,
         **whole_body_json(model, fit, options.method, fit.solve_time, efforts),
     }
+    if choice is not None:
+        document["differentiation"] = choice.figures
     if held_out is not None:
         document["holdout"] = held_out
     findings, gains = whole_body_gain_findings(model, samples, efforts)
+    findings = ([] if choice is None else [choice]) + findings
     ratio_findings, ratios = whole_body_residual_findings(
         model, samples, fit.x, options.prior_weight, efforts
     )
