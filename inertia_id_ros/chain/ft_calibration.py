@@ -20,9 +20,8 @@ import numpy as np
 
 from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
+from inertia_id_ros.options import FT_CALIBRATION_KINDS
 
-CALIBRATION_KINDS = ("full", "gains")
-"""``full``: a 6×6 matrix; ``gains``: one gain per axis on the current calibration's wrench."""
 DEFAULT_LAMBDAS = (0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 """Candidate ``λ`` relative to the mean variance of the centred readings per sample."""
 DEFAULT_FOLDS = 5
@@ -34,7 +33,7 @@ _CHUNK = 400  # samples per block of model rows
 class FTCalibration:
     """A sensor's calibration: ``matrix`` (6, 6) and ``offset`` (6,) with ``w = matrix r +
     offset`` (N, N m); ``current`` (6, 6) the calibration it replaces (``C₀``); ``kind`` (one of
-    :data:`CALIBRATION_KINDS`); ``lambdas`` (6,) the absolute regularisation per output axis;
+    :data:`FT_CALIBRATION_KINDS`); ``lambdas`` (6,) the absolute regularisation per output axis;
     ``row_covariance`` (6, 6, 6): per output axis the covariance of its matrix row;
     ``matrix_std``, ``offset_std`` the standard errors; ``n_samples`` fitted."""
 
@@ -120,11 +119,11 @@ def fit_ft_calibration(
 ) -> FTCalibration:
     """The calibration mapping ``readings`` (N, 6) onto ``reference`` (N, 6), regularised toward
     ``current`` (6, 6; default the identity: the readings are the current wrench); ``kind`` per
-    :data:`CALIBRATION_KINDS`; each output axis's ``λ`` from ``lambdas`` (relative, see
+    :data:`FT_CALIBRATION_KINDS`; each output axis's ``λ`` from ``lambdas`` (relative, see
     :data:`DEFAULT_LAMBDAS`) by ``folds``-fold cross-validation on contiguous blocks. Standard
     errors from the residual variance per axis (white noise assumed)."""
-    if kind not in CALIBRATION_KINDS:
-        raise ProblemError(f"calibration kind {kind!r} is not one of {CALIBRATION_KINDS}")
+    if kind not in FT_CALIBRATION_KINDS:
+        raise ProblemError(f"calibration kind {kind!r} is not one of {FT_CALIBRATION_KINDS}")
     r = np.asarray(readings, dtype=float)
     w = np.asarray(reference, dtype=float)
     if r.ndim != 2 or r.shape[1] != 6 or w.shape != r.shape:

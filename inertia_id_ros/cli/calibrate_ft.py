@@ -13,6 +13,7 @@ from inertia_id_ros.jobs.calibrate_ft import (
     FILTER_CANDIDATES,
     CalibrateFTOptions,
 )
+from inertia_id_ros.options import FT_CALIBRATION_KINDS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -36,7 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     cal.add_argument(
         "--kind",
-        choices=("full", "gains"),
+        choices=FT_CALIBRATION_KINDS,
         default=CalibrateFTOptions.kind,
         help=f"a full 6x6 matrix or one gain per axis ({CalibrateFTOptions.kind})",
     )

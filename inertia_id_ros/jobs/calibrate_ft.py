@@ -13,6 +13,7 @@ from inertia_id_ros.errors import InputError
 from inertia_id_ros.findings import NOTE, Finding
 from inertia_id_ros.jobs.base import JobResult, carrying, findings_document, load_urdf
 from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions, Loaded, read_recording
+from inertia_id_ros.options import FT_CALIBRATION_KINDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,10 +56,8 @@ class CalibrateFTOptions:
     imu_topic: str | None = None
 
     def __post_init__(self) -> None:
-        from inertia_id_ros.chain.ft_calibration import CALIBRATION_KINDS
-
-        if self.kind not in CALIBRATION_KINDS:
-            raise InputError(f"--kind must be one of {CALIBRATION_KINDS}, got {self.kind!r}")
+        if self.kind not in FT_CALIBRATION_KINDS:
+            raise InputError(f"--kind must be one of {FT_CALIBRATION_KINDS}, got {self.kind!r}")
         if not 0.0 <= self.holdout < 1.0:
             raise InputError(f"--holdout must be in [0, 1), got {self.holdout}")
 
