@@ -141,3 +141,7 @@ NO_ELLIPSOID_METHODS = ("manifold",)
 
 EXIT_INTERRUPTED = 130
 """Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+
+FT_CALIBRATION_KINDS = ("full", "gains")
+"""F/T calibrations: ``full``, a 6×6 matrix; ``gains``, one gain per axis on the current
+calibration's wrench (:mod:`inertia_id_ros.chain.ft_calibration`)."""

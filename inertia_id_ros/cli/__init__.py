@@ -32,6 +32,9 @@ command runs, so that ``--help`` and argument errors are quick:
   replay (``--bag``);
 - ``sim-log``: the simulated Panda's recording written as other loggers write it (other names,
   units, clocks; motor currents) (:mod:`inertia_id_ros.sim.real_logs`);
+- ``calibrate-ft``: F/T sensors' offsets and calibration matrices in situ, from the model of
+  what each carries (:mod:`inertia_id_ros.jobs.calibrate_ft`), written as a file the fits apply
+  (``--ft-calibration``);
 - ``export``: a result's body into a new URDF (a link's ``<inertial>``) and a gravity-compensation
   filter parameter file, UR/franka/KUKA payload settings (:mod:`inertia_id_ros.formats.export`);
 - ``excite``: design an exciting motion (payload or links) into a trajectory NPZ
@@ -104,6 +107,7 @@ from typing import NoReturn
 
 from inertia_id_ros import modes
 from inertia_id_ros.cli import (
+    calibrate_ft,
     call,
     demo,
     excite,
@@ -129,6 +133,7 @@ COMMANDS = (
     record_sim,
     sim_whole_body,
     sim_log,
+    calibrate_ft,
     export,
     excite,
     validate,

@@ -223,6 +223,17 @@ def add_storage_option(parser: argparse.ArgumentParser, help_prefix: str) -> Non
     )
 
 
+def add_ft_calibration_option(parser: argparse.ArgumentParser) -> None:
+    """``--ft-calibration FILE``: a calibration inertia-id calibrate-ft wrote, applied to the
+    F/T readings."""
+    parser.add_argument(
+        "--ft-calibration",
+        metavar="FILE",
+        help="apply the F/T calibration FILE (written by inertia-id calibrate-ft) to the "
+        "sensors' readings",
+    )
+
+
 def add_weighting_option(parser: argparse.ArgumentParser, default: str, channel: str) -> None:
     """``--weighting`` (:data:`~inertia_id_ros.options.WEIGHTINGS`, ``default``) of a fit whose
     channels are ``channel`` (e.g. "each joint")."""

@@ -36,6 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="do not estimate the F/T sensor offset (it is calibrated out)",
     )
+    common.add_ft_calibration_option(payload)
     common.add_weighting_option(payload, FitPayloadOptions.weighting, "each wrench component")
     payload.add_argument(
         "--window-sec",
@@ -69,6 +70,7 @@ def options_of(args: argparse.Namespace) -> FitPayloadOptions:
     return FitPayloadOptions(
         method=args.method,
         flip_wrench_sign=args.flip_wrench_sign,
+        ft_calibration=args.ft_calibration,
         estimate_offset=not args.no_offset,
         weighting=args.weighting,
         window_sec=args.window_sec,

@@ -7,7 +7,11 @@ from __future__ import annotations
 import argparse
 
 from inertia_id_ros.cli import common
-from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions, ft_topics_error
+from inertia_id_ros.jobs.fit_whole_body import (
+    WHOLE_BODY_FILTER_CANDIDATES,
+    FitWholeBodyOptions,
+    ft_topics_error,
+)
 from inertia_id_ros.options import (
     BASE_KINDS,
     DEFAULT_IMU_TOPIC,
@@ -25,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         run,
         help="identify every link of a floating-base robot from an IMU and several F/T sensors",
     )
-    _add_data_options(whole)
+    add_data_options(whole)
     common.add_urdf_option(whole, note="the prior")
     common.add_json_option(whole)
     whole.add_argument(
@@ -34,12 +38,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         choices=WHOLE_BODY_METHODS,
         help="identification method (lmi; ols: unconstrained baseline)",
     )
-    _add_base_options(whole)
+    add_base_options(whole)
     _add_fit_options(whole)
     common.add_plausibility_options(whole)
 
 
-def _add_data_options(whole: argparse.ArgumentParser) -> None:
+def add_data_options(whole: argparse.ArgumentParser) -> None:
     """The recorded data (``--data``, ``--bag``, ``--input`` and the log flags) and a bag's
     topics."""
     common.add_recording_options(
@@ -58,7 +62,7 @@ def _add_data_options(whole: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_base_options(whole: argparse.ArgumentParser) -> None:
+def add_base_options(whole: argparse.ArgumentParser) -> None:
     """The base: floating, fixed (its frame and tilt, the IMU's use) or suspended."""
     whole.add_argument(
         "--base",
@@ -144,8 +148,10 @@ def _add_fit_options(whole: argparse.ArgumentParser) -> None:
         default=FitWholeBodyOptions.filter_half_width,
         metavar="SEC",
         help="half-width of the local polynomial fit that differentiates joint "
-        f"states and the gyro (s; {FitWholeBodyOptions.filter_half_width:g})",
+        "states and the gyro (s; default: chosen by cross-validation on held-out time "
+        f"blocks among {', '.join(f'{h:g}' for h in WHOLE_BODY_FILTER_CANDIDATES)})",
     )
+    common.add_ft_calibration_option(whole)
     whole.add_argument(
         "--free-fall",
         action="store_true",
@@ -187,6 +193,7 @@ def options_of(args: argparse.Namespace) -> FitWholeBodyOptions:
         bounding_ellipsoid=args.bounding_ellipsoid,
         ft_topics=tuple((topic[0], topic[-1]) for topic in topics),
         imu_topic=args.imu_topic,
+        ft_calibration=args.ft_calibration,
     )
 
 

@@ -49,6 +49,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_seed_option(whole, "truth, motion and noise")
     whole.add_argument("--with-ddq", action="store_true", help="also write the true ddq")
     whole.add_argument("--with-effort", action="store_true", help="also write joint efforts")
+    whole.add_argument(
+        "--ft-drift",
+        action="append",
+        metavar="FRAME",
+        help="NPZ: the F/T sensor at FRAME reads through a drifted factory calibration (gains "
+        "0.6-0.9, the first named sensor's fx 2.65, cross-coupling 3 %%, offsets up to 300 N; "
+        "the truth in true_ft_calibration*); repeat per sensor",
+    )
     whole.add_argument("--truth-urdf", metavar="OUT", help="write the true robot's URDF to OUT")
     whole.add_argument(
         "--urdf-out",
@@ -70,7 +78,13 @@ def run(args: argparse.Namespace) -> int:
     written = []
     if args.out is not None:
         data = write_recording(
-            args.out, sim, args.duration, args.rate, args.with_ddq, args.with_effort
+            args.out,
+            sim,
+            args.duration,
+            args.rate,
+            args.with_ddq,
+            args.with_effort,
+            drift=tuple(args.ft_drift or ()),
         )
         written.append(f"{args.out} ({data['true_theta'].shape[0]} true links)")
     if args.bag is not None:

@@ -7,11 +7,11 @@ data: :mod:`inertia_id_ros.formats.whole_body_log`), checked for plausibility
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import EstimateUnavailable, InputError, ProblemError, SolverError
-from inertia_id_ros.findings import WARN, Finding, refused
+from inertia_id_ros.findings import NOTE, WARN, Finding, refused
 from inertia_id_ros.jobs.base import (
     JobResult,
     carrying,
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from inertia_id_ros.formats.whole_body_log import WholeBodyRecording
     from inertia_id_ros.offline.volumes import Volume
 
+WHOLE_BODY_FILTER_CANDIDATES = (0.025, 0.05, 0.1, 0.15, 0.2)
+"""Half-widths (± s) among which a whole-body fit chooses its derivative filter."""
+WHOLE_BODY_READ_HALF_WIDTH = 0.05
+"""The half-width (± s) with which a recording is first read, before its filter is chosen."""
 PINNED = "pinned at 0 kg (not identified)"
 """A link's identifiability when its mass sits at its bound (never "identified")."""
 
@@ -49,10 +53,13 @@ class FitWholeBodyOptions:
     ``holdout`` (fit on the first 1 - holdout of the samples, predict the rest), ``efforts``
     (joint-torque rows from the recorded efforts), ``flip_wrench_sign`` (frames of F/T sensors
     that report the opposite wrench), ``estimate_contact_offsets``, ``weighting`` (none or
-    channel), ``filter_half_width`` (s) of the joint states' and the gyro's differentiation,
+    channel), ``filter_half_width`` (s) of the joint states' and the gyro's differentiation
+    (``None``: chosen by cross-validation on held-out time blocks of the training part,
+    :func:`~inertia_id_ros.chain.whole_body_filter.choose_filter`),
     ``free_fall`` (the robot touched nothing), ``bounding_ellipsoid`` (each link's mass within
     its grown collision geometry); a bag's ``ft_topics`` ((topic, kind) per F/T sensor, the
-    first setting the stamps) and ``imu_topic``."""
+    first setting the stamps) and ``imu_topic``; ``ft_calibration`` a file of
+    :mod:`inertia_id_ros.formats.ft_calibration` applied to the F/T readings."""
 
     method: str = "lmi"
     base: str = "floating"
@@ -66,11 +73,19 @@ class FitWholeBodyOptions:
     flip_wrench_sign: tuple[str, ...] = ()
     estimate_contact_offsets: bool = False
     weighting: str = WHOLE_BODY_DEFAULT_WEIGHTING
-    filter_half_width: float = 0.05
+    filter_half_width: float | None = None
     free_fall: bool = False
     bounding_ellipsoid: bool = False
     ft_topics: tuple[tuple[str, str], ...] = ()
     imu_topic: str | None = None
+    ft_calibration: str | None = None
+
+    @property
+    def half_width(self) -> float:
+        """The filter's half-width (s): the one given, else (before a choice)
+        :data:`WHOLE_BODY_READ_HALF_WIDTH`."""
+        given = self.filter_half_width
+        return WHOLE_BODY_READ_HALF_WIDTH if given is None else given
 
     def __post_init__(self) -> None:
         if self.prior_weight < 0:
@@ -103,45 +118,39 @@ def fit_whole_body(
     """Every link of the robot of the URDF file ``urdf`` (and its sensors' offsets) from the
     recording of ``source`` (an NPZ, a bag or an input description), with ``options``."""
     from inertia_id_ros.formats.units import check_time_units, log_unit_findings
-    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
     from inertia_id_ros.offline.plausibility import free_fall_finding
     from inertia_id_ros.offline.volumes import ellipsoids_of, link_volumes, volumes_holding
 
-    loaded = _read(urdf, source, options)
+    loaded = read_recording(urdf, source, options)
     recording = loaded.recording
     found = [*loaded.notes, *_uncovered_findings(recording)]  # reported before an error
+    choice = None
     with carrying(found):
         checks = check_time_units(recording.states.t, "joint state stamps")  # before using them
         if refused(checks):
             return WholeBodyFit(None, (*found, *checks), findings_document(checks))
         found += checks
-        model, samples = whole_body_inputs(
-            recording,
-            urdf,
-            options.base,
-            options.bodies,
-            options.filter_half_width,
-            flip_wrench_sign=loaded.flips,
-            fixed_frame=options.fixed_frame,
-            fixed_tilt=options.fixed_tilt,
-            imu_tilt=options.imu_tilt,
-            estimate_contact_offsets=options.estimate_contact_offsets,
-        )
+        model, samples = _inputs(urdf, loaded, options)
         efforts = _check_rows(model, samples, recording.source, loaded, options)
-        tilt_line, tilt_findings = _tilt(recording, model, options)
-        found += tilt_findings
         checks = free_fall_finding(options.base, recording.ft_types, options.free_fall)
         checks += log_unit_findings(recording.states, model.model, list(model.joint_names))
         if refused(checks):
             return WholeBodyFit(None, (*found, *checks), findings_document(checks))
         found += checks
+        if options.filter_half_width is None:
+            options, choice = _filter_choice(urdf, source, options, loaded.holdout, efforts)
+            loaded = replace(read_recording(urdf, source, options), holdout=loaded.holdout)
+            recording = loaded.recording
+            model, samples = _inputs(urdf, loaded, options)
+        tilt_line, tilt_findings = _tilt(recording, model, options)
+        found += tilt_findings
         volumes = volumes_holding(
             link_volumes(urdf, model.bodies), dict(zip(model.links, model.link_prior))
         )
         ellipsoids = ellipsoids_of(volumes, model.bodies) if options.bounding_ellipsoid else None
         fit, holdout = _fit(model, samples, options, loaded.holdout, efforts, ellipsoids)
     held_out = None if holdout is None else {"fraction": loaded.holdout, "rms": holdout}
-    document, findings = _document(model, samples, fit, efforts, volumes, options, held_out)
+    document, findings = _document(model, samples, fit, efforts, volumes, options, held_out, choice)
     summary = [
         *_summary(model, fit, document, source.path, options, tilt_line),
         *_holdout_lines(holdout, loaded.holdout, options.method),
@@ -149,8 +158,75 @@ def fit_whole_body(
     return WholeBodyFit(fit, (*found, *findings), document, tuple(summary), model, holdout)
 
 
+def _inputs(
+    urdf: str, loaded: Loaded, options: FitWholeBodyOptions
+) -> tuple[WholeBodyModel, WholeBodySamples]:
+    """The model and samples of ``loaded`` with ``options`` (differentiated over their
+    half-width)."""
+    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
+
+    return whole_body_inputs(
+        loaded.recording,
+        urdf,
+        options.base,
+        options.bodies,
+        options.half_width,
+        flip_wrench_sign=loaded.flips,
+        fixed_frame=options.fixed_frame,
+        fixed_tilt=options.fixed_tilt,
+        imu_tilt=options.imu_tilt,
+        estimate_contact_offsets=options.estimate_contact_offsets,
+    )
+
+
+def _filter_choice(
+    urdf: str,
+    source: LogSource,
+    options: FitWholeBodyOptions,
+    holdout: float | None,
+    efforts: bool,
+) -> tuple[FitWholeBodyOptions, Finding]:
+    """``(options, note)``: ``options`` with the half-width
+    :func:`~inertia_id_ros.chain.whole_body_filter.choose_filter` picks on the training part (the
+    first 1 - ``holdout``; the recording read and differentiated once per candidate) and a note
+    naming it, the runner-up and their scores."""
+    import numpy as np
+
+    from inertia_id_ros.chain.whole_body_filter import choose_filter
+
+    def rows_of(half_width: float) -> tuple[WholeBodyModel, WholeBodySamples]:
+        each = replace(options, filter_half_width=half_width)
+        model, samples = _inputs(urdf, read_recording(urdf, source, each), each)
+        train = len(samples) - int(round(len(samples) * (holdout or 0.0)))
+        return model, samples.subset(slice(0, train))
+
+    t = read_recording(urdf, source, options).recording.states.t
+    choice = choose_filter(
+        rows_of,
+        WHOLE_BODY_FILTER_CANDIDATES,
+        float(np.median(np.diff(t))),
+        options.prior_weight,
+        efforts,
+    )
+    runner = "" if choice.runner_up is None else f"; runner-up ±{choice.runner_up:g} s"
+    scores = ", ".join(f"±{h:g} s {v:.4g}" for h, v in choice.scores.items())
+    note = Finding(
+        "filter_choice",
+        "",
+        NOTE,
+        f"derivative filter ±{choice.half_width:g} s chosen by cross-validation on held-out "
+        f"time blocks{runner} (mean squared row error: {scores})",
+        {
+            "half_width": choice.half_width,
+            "runner_up": choice.runner_up,
+            "scores": {str(h): v for h, v in choice.scores.items()},
+        },
+    )
+    return replace(options, filter_half_width=choice.half_width), note
+
+
 @dataclass(frozen=True)
-class _Loaded:
+class Loaded:
     """A recording read for a whole-body fit: its loader's ``notes``, the ``held`` joints (not
     in the log), the F/T frames whose readings are still to be negated (``flips``) and the
     held-out fraction (``holdout``: the options' or the description's)."""
@@ -162,7 +238,25 @@ class _Loaded:
     holdout: float | None = None
 
 
-def _read(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> _Loaded:
+def read_recording(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> Loaded:
+    """The recording of ``source`` (:func:`_read_source`), its F/T readings through the
+    ``ft_calibration`` file when given."""
+    from inertia_id_ros.formats.ft_calibration import apply_ft_calibration, read_ft_calibration
+
+    loaded = _read_source(urdf, source, options)
+    if options.ft_calibration is None:
+        return loaded
+    recording = loaded.recording
+    wrench = apply_ft_calibration(
+        recording.ft_frames,
+        recording.ft_wrench,
+        read_ft_calibration(options.ft_calibration),
+        recording.source,
+    )
+    return replace(loaded, recording=replace(recording, ft_wrench=wrench))
+
+
+def _read_source(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> Loaded:
     """The recording of ``source``: an input description (:func:`_read_description`), an NPZ
     or a bag (its ``ft_topics``, the IMU at ``imu_topic`` unless the base is not floating and no
     IMU topic is given)."""
@@ -174,7 +268,7 @@ def _read(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> _Loaded
     if source.data is not None:
         if options.ft_topics or options.imu_topic or source.joint_states_topic:
             raise InputError("--ft, --imu-topic and --joint-states-topic only apply to --bag")
-        return _Loaded(read_whole_body_file(source.data), flips=flips, holdout=holdout)
+        return Loaded(read_whole_body_file(source.data), flips=flips, holdout=holdout)
     if not options.ft_topics:
         raise ft_topics_error(None)
     imu_topic = options.imu_topic or DEFAULT_IMU_TOPIC
@@ -183,12 +277,12 @@ def _read(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> _Loaded
         list(options.ft_topics),
         source.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
         None if options.base != "floating" and not options.imu_topic else imu_topic,
-        options.filter_half_width,
+        options.half_width,
     )
-    return _Loaded(recording, flips=flips, holdout=holdout)
+    return Loaded(recording, flips=flips, holdout=holdout)
 
 
-def _read_description(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> _Loaded:
+def _read_description(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> Loaded:
     """The recording of an input description (``input`` only: the log flags need one): its
     training interval, its F/T sensors' signs (``flip_wrench_sign`` applied), its held joints
     and the held-out fraction of its ``held_out_from`` (not with ``holdout``)."""
@@ -208,7 +302,7 @@ def _read_description(urdf: str, source: LogSource, options: FitWholeBodyOptions
         load_urdf(urdf), urdf, options.flip_wrench_sign
     )
     with carrying(notes):
-        recording = loaded.whole_body(options.filter_half_width)
+        recording = loaded.whole_body(options.half_width)
         holdout = options.holdout
         if held_out_from is not None:
             if holdout is not None:
@@ -222,7 +316,7 @@ def _read_description(urdf: str, source: LogSource, options: FitWholeBodyOptions
                     f"{loaded.source}: held_out_from {held_out_from:g} s leaves no samples on "
                     "one side"
                 )
-    return _Loaded(recording, notes, loaded.held, (), holdout)
+    return Loaded(recording, notes, loaded.held, (), holdout)
 
 
 def _uncovered_findings(recording: WholeBodyRecording) -> list[Finding]:
@@ -245,7 +339,7 @@ def _check_rows(
     model: WholeBodyModel,
     samples: WholeBodySamples,
     source: str,
-    loaded: _Loaded,
+    loaded: Loaded,
     options: FitWholeBodyOptions,
 ) -> bool:
     """Whether the fit takes joint-torque rows (``efforts`` asked and recorded), after refusing
@@ -293,7 +387,7 @@ def _tilt(
     if not recording.imu or options.imu_tilt == "correct":
         source = "from the IMU" if recording.imu else "given"
         return f"fixed at {frame}, tilt roll {given[0]:.2f}° pitch {given[1]:.2f}° ({source})", []
-    measured = tuple(imu_fixed_tilt(recording, model, options.filter_half_width).tolist())
+    measured = tuple(imu_fixed_tilt(recording, model, options.half_width).tolist())
     roll, pitch = np.degrees(measured)
     apart_rad = tilt_difference(model.fixed_tilt, measured)
     apart = np.degrees(apart_rad)
@@ -366,10 +460,12 @@ def _document(
     volumes: dict[str, Volume],
     options: FitWholeBodyOptions,
     held_out: dict[str, Any] | None,
+    choice: Finding | None = None,
 ) -> tuple[dict[str, Any], list[Finding]]:
     """``(document, findings)``: the result JSON (with the ``held_out`` errors as
     ``"holdout"``) and the checks after the fit: each sensor's wrenches against the URDF's (a
-    sign), residuals per sensor against the unconstrained fit, masses pinned at zero (their
+    sign), residuals per sensor against the unconstrained fit, the filter's ``choice``
+    (``differentiation``: its figures), masses pinned at zero (their
     links' identifiability :data:`PINNED`), the links' bounding volumes."""
     from inertia_id_ros.chain.identify import PRIOR_MASS_FACTOR, mass_ratios
     from inertia_id_ros.formats.whole_body_log import whole_body_json
@@ -384,9 +480,12 @@ def _document(
         "mode": WholeBodyMode.name,
         **whole_body_json(model, fit, options.method, fit.solve_time, efforts),
     }
+    if choice is not None:
+        document["differentiation"] = choice.figures
     if held_out is not None:
         document["holdout"] = held_out
     findings, gains = whole_body_gain_findings(model, samples, efforts)
+    findings = ([] if choice is None else [choice]) + findings
     ratio_findings, ratios = whole_body_residual_findings(
         model, samples, fit.x, options.prior_weight, efforts
     )

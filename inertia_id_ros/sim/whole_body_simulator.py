@@ -456,8 +456,18 @@ def write_recording(
     rate: float = 200.0,
     with_ddq: bool = False,
     with_effort: bool = False,
+    drift: Sequence[str] = (),
 ) -> dict[str, np.ndarray]:
-    """Record (:meth:`WholeBodySimulator.record`) into the NPZ file ``path``; returns the data."""
+    """Record (:meth:`WholeBodySimulator.record`) into the NPZ file ``path``, the F/T sensors
+    at the frames ``drift`` read through a drifted calibration (:mod:`inertia_id_ros.sim.
+    ft_errors`, seeded by the simulator's seed); returns the data."""
+    from inertia_id_ros.sim.ft_errors import apply_drift, draw_drift
+
     data = simulator.record(duration, rate, with_ddq, with_effort)
+    if drift:
+        unknown = [f for f in drift if f not in [frame for frame, _ in simulator.ft_sensors]]
+        if unknown:
+            raise ConfigError(f"no F/T sensor at {unknown} to drift")
+        apply_drift(data, draw_drift(drift, np.random.default_rng(simulator.seed + 2)))
     np.savez(path, allow_pickle=True, **data)
     return data

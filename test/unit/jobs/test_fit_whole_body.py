@@ -14,7 +14,12 @@ from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.findings import NOTE, REFUSE, WARN
 from inertia_id_ros.formats.source import LogSource
-from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions, WholeBodyFit, fit_whole_body
+from inertia_id_ros.jobs.fit_whole_body import (
+    WHOLE_BODY_FILTER_CANDIDATES,
+    FitWholeBodyOptions,
+    WholeBodyFit,
+    fit_whole_body,
+)
 
 URDF = str(example_robot_urdf("icub"))
 FIXED = FitWholeBodyOptions(base="fixed")
@@ -172,11 +177,14 @@ def describe(tmp_path: Path, data: dict, held: dict[str, float]) -> LogSource:
 
 def test_a_description_sets_the_held_out_part(recordings, tmp_path) -> None:
     """Its ``held_out_from`` sets the held-out fraction (not with ``holdout`` too); its
-    loader's notes are findings."""
+    loader's notes are findings, beside the filter's choice (cross-validated on the training
+    part only)."""
     source = describe(tmp_path, recordings["fixed"], {})
     result = fit_whole_body(URDF, source, FIXED)
     assert result.document["holdout"]["fraction"] == pytest.approx(0.25, abs=0.02)
-    assert all(f.kind == "log" for f in result.findings if f.severity == NOTE)
+    notes = [f.kind for f in result.findings if f.severity == NOTE]
+    assert "filter_choice" in notes and set(notes) <= {"log", "filter_choice"}
+    assert result.document["differentiation"]["half_width"] in WHOLE_BODY_FILTER_CANDIDATES
     with pytest.raises(InputError, match="splits off its own held-out part"):
         fit_whole_body(URDF, source, FitWholeBodyOptions(base="fixed", holdout=0.3))
 
