@@ -327,3 +327,40 @@ def _gain_fit(
         solution,
         float(np.sqrt(max(residual, 0.0))),
     )
+
+
+STANDSTILL_VELOCITY = 0.01
+"""rad/s: every joint slower than this is at standstill (for :func:`standstill_ratios`)."""
+
+STANDSTILL_DURATION = 0.5
+"""s: the shortest standstill :func:`standstill_ratios` uses."""
+
+
+def standstill_ratios(
+    t: np.ndarray, q: np.ndarray, torque: np.ndarray, current: np.ndarray
+) -> np.ndarray:
+    """(n,) each joint's median ratio of the controller's target ``torque`` (N, n) (N·m) to its
+    target ``current`` (N, n) (A) over the samples where every joint (positions ``q`` (N, n) at
+    stamps ``t`` (N,)) has stood still (:data:`STANDSTILL_VELOCITY`) for
+    :data:`STANDSTILL_DURATION` s at least and the current is above 5 % of its largest there;
+    NaN for a joint without such samples: the controller's own gain."""
+    t = np.asarray(t, dtype=float)
+    velocity = np.gradient(np.asarray(q, dtype=float), t, axis=0)
+    still = np.all(np.abs(velocity) < STANDSTILL_VELOCITY, axis=1)
+    keep = np.zeros_like(still)
+    start = None
+    for k, flag in enumerate(np.append(still, False)):
+        if flag and start is None:
+            start = k
+        elif not flag and start is not None:
+            if t[k - 1] - t[start] >= STANDSTILL_DURATION:
+                keep[start:k] = True
+            start = None
+    out = np.full(q.shape[1], np.nan)
+    for j in range(q.shape[1]):
+        i = np.asarray(current, dtype=float)[keep, j]
+        tau = np.asarray(torque, dtype=float)[keep, j]
+        large = np.abs(i) > 0.05 * np.max(np.abs(i), initial=0.0)
+        if np.any(large):
+            out[j] = float(np.median(tau[large] / i[large]))
+    return out

@@ -63,6 +63,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="SEC",
         help="half-width of the derivative filter (s; default: the payload's for the rate)",
     )
+    command.add_argument(
+        "--check",
+        action="store_true",
+        help="print beside each gain the controller's own: its target torque over its target "
+        "current at standstill (input descriptions with effort_target and current_target)",
+    )
     command.add_argument("--yaml", metavar="OUT", help="write the effort entry (YAML) to OUT")
     common.add_json_option(command)
 
@@ -76,7 +82,10 @@ def run(args: argparse.Namespace) -> int:
         )
     pairs = [(run_source(u), run_source(lo)) for u, lo in zip(args.unloaded, args.loaded)]
     options = CalibrateDrivesOptions(
-        method=args.method, joints=args.joints, filter_half_width=args.filter_half_width
+        method=args.method,
+        joints=args.joints,
+        filter_half_width=args.filter_half_width,
+        check=args.check,
     )
     result = calibrate_drives(args.urdf, pairs, args.frame, args.mass, options)
     if args.yaml and result.estimate is not None:

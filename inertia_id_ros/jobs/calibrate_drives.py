@@ -21,6 +21,7 @@ from inertia_id_ros.formats.source import LogSource
 from inertia_id_ros.jobs.base import JobResult, findings_document, load_urdf
 
 if TYPE_CHECKING:
+    import numpy as np
     import pinocchio as pin
 
     from inertia_id_ros.chain.drive_gains import DriveGainFit, RunPair
@@ -35,11 +36,14 @@ class CalibrateDrivesOptions:
     """How to calibrate (the defaults of ``inertia-id calibrate-drives``): ``method`` (a solver
     name), ``joints`` of the chain (``None``: all recorded; the others locked at their mean
     position), the derivative filter's ``filter_half_width`` (s; ``None``: the payload's default
-    for the sample rate)."""
+    for the sample rate), ``check``: compare with the controller's own gains at standstill (the
+    ratio of the runs' ``effort_target`` to ``current_target`` signals, input descriptions
+    only)."""
 
     method: str = "lmi"
     joints: Sequence[str] | None = None
     filter_half_width: float | None = None
+    check: bool = False
 
     def __post_init__(self) -> None:
         if self.filter_half_width is not None and not self.filter_half_width > 0:
@@ -93,6 +97,10 @@ def calibrate_drives(
     document = _document(fit, mass, snippet)
     document.update(findings_document(findings))
     summary = _summary(fit, mass, snippet, [p[1].path for p in pairs])
+    if options.check:
+        controller = _controller_gains(model, urdf, pairs, fit.joint_names)
+        document["controller_gains"] = dict(zip(fit.joint_names, controller.tolist()))
+        summary += _check_lines(fit, controller)
     return DrivesCalibration(fit, (*notes, *findings), document, tuple(summary), snippet)
 
 
@@ -175,6 +183,57 @@ def _read_currents(
     if recording.joint_states.effort is None:
         raise DataError(f"{description.source}: no efforts (motor currents) recorded")
     return recording.joint_states, dict(recording.held)
+
+
+def _controller_gains(
+    model: pin.Model,
+    urdf: str,
+    pairs: Sequence[tuple[LogSource, LogSource]],
+    joints: Sequence[str],
+) -> np.ndarray:
+    """(n,) each joint's ratio target torque / target current at standstill over every run
+    (:func:`~inertia_id_ros.chain.drive_gains.standstill_ratios`, the runs' median)."""
+    import numpy as np
+
+    from inertia_id_ros.chain.drive_gains import standstill_ratios
+    from inertia_id_ros.formats.description import load_recording
+
+    ratios = []
+    for source in (s for pair in pairs for s in pair):
+        if not source.uses_description():
+            raise InputError(
+                f"--check needs input descriptions with effort_target and current_target "
+                f"signals; {source.path} is not one"
+            )
+        description = source.description()
+        signals = []
+        for kind in ("effort_target", "current_target"):
+            groups = []
+            for group in description.joints:
+                if kind not in group.signals:
+                    raise InputError(f"--check: {description.source} has no {kind} signal")
+                spec = group.signals[kind]
+                if kind == "current_target":
+                    spec = replace(spec, torque_constant=1.0, gear_ratio=1.0)
+                groups.append(replace(group, signals={**group.signals, "effort": spec}))
+            states = load_recording(
+                replace(description, joints=tuple(groups)), list(model.names)[1:], urdf
+            ).joint_states
+            columns = [states.joint_names.index(j) for j in joints]
+            assert states.effort is not None
+            signals.append(states.effort[:, columns])
+        ratios.append(standstill_ratios(states.t, states.q[:, columns], *signals))
+    return np.nanmedian(np.array(ratios), axis=0) if ratios else np.array([])
+
+
+def _check_lines(fit: DriveGainFit, controller: np.ndarray) -> list[str]:
+    """The calibrated gains beside the controller's own at standstill."""
+    lines = ["check: calibrated gain | the controller's target torque / target current, at rest"]
+    for joint, gain, ok, own in zip(fit.joint_names, fit.gains, fit.determined, controller):
+        ours = f"{gain:.5g}" if ok else "not determined"
+        theirs = "no standstill" if own != own else f"{own:.5g}"
+        lines.append(f"  {joint}: {ours} | {theirs}")
+    return lines
 
 
 def gains_yaml(fit: DriveGainFit) -> str:

@@ -12,7 +12,11 @@ from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.formats.data import JointStates, write_joint_file
 from inertia_id_ros.formats.source import LogSource
-from inertia_id_ros.jobs.calibrate_drives import calibrate_drives, run_source
+from inertia_id_ros.jobs.calibrate_drives import (
+    CalibrateDrivesOptions,
+    calibrate_drives,
+    run_source,
+)
 from inertia_id_ros.sim.torques import PANDA_FLANGE, panda_current_runs, true_gains
 
 MASS = 2.8
@@ -93,3 +97,36 @@ def test_no_weighed_mass_is_refused(pair, mass: float) -> None:
         calibrate_drives(
             "no.urdf", [(run_source(str(unloaded)), run_source(str(loaded)))], PANDA_FLANGE, mass
         )
+
+
+def test_check_prints_the_controllers_gains_at_standstill(pair, tmp_path: Path) -> None:
+    """With target torque and target current logged, --check gives their ratio at standstill
+    (the first 2 s held still here) beside each gain."""
+    unloaded, loaded, gains = pair
+    controller = gains * 1.1
+    sources = []
+    for path in (unloaded, loaded):
+        with np.load(path) as data:
+            arrays = dict(data)
+        arrays["q"][:100] = arrays["q"][0]
+        arrays["dq"][:100] = 0.0
+        arrays["i_target"] = arrays["effort"] + 0.5
+        arrays["tau_target"] = arrays["i_target"] * controller
+        still = tmp_path / path.name
+        np.savez(still, **arrays)
+        effort = (
+            "{key: effort, unit: A, torque_constant: 1.0}\n"
+            "  effort_target: {key: tau_target, unit: N·m}\n"
+            "  current_target: {key: i_target, unit: A}"
+        )
+        sources.append(LogSource(input=str(_description(still, effort))))
+    result = calibrate_drives(
+        example_robot_urdf("panda"),
+        [(sources[0], sources[1])],
+        PANDA_FLANGE,
+        MASS,
+        CalibrateDrivesOptions(check=True),
+    )
+    assert list(result.document["controller_gains"].values()) == pytest.approx(controller)
+    assert result.summary[-8].startswith("check: calibrated gain | the controller's")
+    assert result.summary[-1].endswith(f"| {controller[6]:.5g}")
