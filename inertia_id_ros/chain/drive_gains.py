@@ -90,33 +90,42 @@ class RunPair:
 
 class DriveGainModel:
     """The rows of the module docstring for ``links``'s chain (its efforts taken as raw
-    currents: every ``effort_scale`` ignored) with a payload at ``frame``."""
+    currents: every ``effort_scale`` ignored) with ``n_payloads`` payloads at ``frame`` (one per
+    run pair: ``theta_p`` of pair ``k`` after the links')."""
 
-    def __init__(self, links: LinkModel, frame: str) -> None:
+    def __init__(self, links: LinkModel, frame: str, n_payloads: int = 1) -> None:
         self.links = links
         self.payload = PayloadTorqueModel(links, frame, estimate_offsets=False)
         n = links.n_joints
         self.n_links = 10 * n
+        self.n_payloads = n_payloads
         names = list(links.parameter_names[: self.n_links])
-        names += list(self.payload.parameter_names)
+        for k in range(n_payloads):
+            names += [f"{name}{k + 1}" for name in self.payload.parameter_names]
         names += list(links.parameter_names[self.n_links :])
         names += [f"{joint}.gain" for joint in links.joint_names]
         self.parameter_names: tuple[str, ...] = tuple(names)
         self.n_parameters = len(names)
-        self.mass_index = self.n_links
+        self.mass_indices = [self.n_links + 10 * k for k in range(n_payloads)]
         self.gain_slice = slice(self.n_parameters - n, self.n_parameters)
-        self.drive_slice = slice(self.n_links + 10, self.n_parameters - n)
+        self.drive_slice = slice(self.n_links + 10 * n_payloads, self.n_parameters - n)
 
-    def regressor(self, run: JointTorqueData, loaded: bool) -> tuple[np.ndarray, np.ndarray]:
-        """``(Y (N, n, p), f (N, n))`` of the rows of ``run`` (``loaded``: with the payload)."""
+    def payload_theta(self, x: np.ndarray, k: int) -> np.ndarray:
+        """(10,) payload ``k``'s ``theta`` in ``x``."""
+        return np.asarray(x)[self.mass_indices[k] : self.mass_indices[k] + 10]
+
+    def regressor(self, run: JointTorqueData, payload: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """``(Y (N, n, p), f (N, n))`` of the rows of ``run`` (carrying payload ``payload``,
+        ``None``: unloaded)."""
         d = self.links.in_joint_order(run)
         n = self.links.n_joints
         Y = np.zeros((d.n_samples, n, self.n_parameters))
         Y[:, :, : self.n_links] = self.links.link_regressor(
             d.positions, d.velocities, d.accelerations
         )
-        if loaded:
-            Y[:, :, self.n_links : self.n_links + 10] = self.payload.regressor(
+        if payload is not None:
+            start = self.mass_indices[payload]
+            Y[:, :, start : start + 10] = self.payload.regressor(
                 d.positions, d.velocities, d.accelerations
             )
         Y[:, :, self.drive_slice] = self.links.drive_regressor(d.velocities, d.accelerations)
@@ -126,8 +135,8 @@ class DriveGainModel:
     def blocks(self, pairs: Sequence[RunPair]) -> list[ChannelNormalEquations]:
         """Normal equations per joint of :data:`ERROR_BLOCKS` consecutive blocks of every run."""
         out = []
-        for pair in pairs:
-            for run, loaded in ((pair.unloaded, False), (pair.loaded, True)):
+        for k, pair in enumerate(pairs):
+            for run, loaded in ((pair.unloaded, None), (pair.loaded, k)):
                 for indices in np.array_split(np.arange(run.n_samples), ERROR_BLOCKS):
                     parts = [
                         ChannelNormalEquations.from_samples(
@@ -141,11 +150,12 @@ class DriveGainModel:
             raise ValueError("no samples in the runs")
         return out
 
-    def payload_torque_rms(self, pairs: Sequence[RunPair], theta_p: np.ndarray) -> np.ndarray:
-        """(n,) RMS (N·m) over the loaded runs of each joint's torque from the payload
-        ``theta_p`` (10,)."""
+    def payload_torque_rms(self, pairs: Sequence[RunPair], x: np.ndarray) -> np.ndarray:
+        """(n,) RMS (N·m) over the loaded runs of each joint's torque from its payload in
+        ``x``."""
         squares, count = np.zeros(self.links.n_joints), 0
-        for pair in pairs:
+        for k, pair in enumerate(pairs):
+            theta_p = self.payload_theta(x, k)
             d = self.links.in_joint_order(pair.loaded)
             tau = self.payload.regressor(d.positions, d.velocities, d.accelerations) @ theta_p
             squares += (tau**2).sum(axis=0)
@@ -155,7 +165,7 @@ class DriveGainModel:
 
 def _substituted(block: ChannelNormalEquations, index: int, value: float) -> ChannelNormalEquations:
     """``block`` with parameter ``index`` known as ``value``: its column moved to the
-    right-hand side and dropped."""
+    right-hand side and dropped (the later parameters' indices go down by one)."""
     keep = np.delete(np.arange(block.n_params), index)
     column = block.gram[:, :, index]
     moment = block.moment - value * column
@@ -173,9 +183,10 @@ class DriveGainFit:
     """Result of :func:`fit_drive_gains`: ``gains`` (n,) N·m/A at the joint (in
     ``joint_names`` order), their standard errors ``gain_std`` (n,), ``determined`` (n,) whether
     the data fix each gain, ``payload_torque_rms`` (n,) the payload's torque RMS on each joint
-    (N·m), ``payload_theta`` (10,) about and in ``frame``, ``links_x`` the links' and drives'
-    parameters (:attr:`LinkModel.parameter_names` order, torques in N·m), the ``solution``, the
-    ``residual_rms`` (N·m, in torque through the gains)."""
+    (N·m), ``payload_thetas`` (P, 10) of each pair's payload about and in ``frame``,
+    ``links_x`` the links' and drives' parameters (:attr:`LinkModel.parameter_names` order,
+    torques in N·m), the ``solution``, the ``residual_rms`` (N·m, in torque through the
+    gains)."""
 
     joint_names: tuple[str, ...]
     frame: str
@@ -183,7 +194,7 @@ class DriveGainFit:
     gain_std: np.ndarray
     determined: np.ndarray
     payload_torque_rms: np.ndarray
-    payload_theta: np.ndarray
+    payload_thetas: np.ndarray
     links_x: np.ndarray
     solution: Solution
     residual_rms: float
@@ -205,32 +216,25 @@ def fit_drive_gains(
     links: LinkModel, frame: str, pairs: Sequence[RunPair], method: str = "lmi"
 ) -> DriveGainFit:
     """The gains of ``links``'s joints, jointly with the links, drives (the terms ``links``'s
-    drives estimate) and the payload at ``frame`` (its mass known), from run ``pairs`` (module
-    docstring); ``method`` of :func:`~inertia_id_ros.solvers.solve`. Raises ``ValueError`` for
-    runs of different pairs with different masses at different frames (one frame), or no
-    pairs."""
+    drives estimate) and each pair's payload at ``frame`` (its mass known), from run ``pairs``
+    (module docstring); ``method`` of :func:`~inertia_id_ros.solvers.solve`. Raises
+    ``ValueError`` for no pairs."""
     if not pairs:
         raise ValueError("no run pairs")
-    model = DriveGainModel(links, frame)
+    model = DriveGainModel(links, frame, len(pairs))
     blocks = model.blocks(pairs)
     channels = ChannelNormalEquations.summed(blocks)
     gram, moment, yty, n_rows = channels.total()
     p = model.n_parameters
     scale = float(np.max(np.diag(gram)))
-    masses = np.array([pair.mass for pair in pairs])
-    weighted_mass = float(np.mean(masses))
-    if len(pairs) > 1 and np.ptp(masses) > 0:  # one payload theta: pairs share the payload
-        raise ValueError(
-            "the run pairs carry different masses; calibrate with one payload "
-            f"(masses {', '.join(f'{m:g}' for m in masses)} kg)"
-        )
+    masses = [pair.mass for pair in pairs]
     prior = np.zeros(p)
     prior[: model.n_links] = links.prior[: model.n_links]
-    prior[model.mass_index] = weighted_mass
+    prior[model.mass_indices] = masses
     weight = np.zeros(p)
     weight[: model.n_links] = LINK_PRIOR_WEIGHT * scale
-    weight[model.mass_index] = MASS_PRIOR_WEIGHT * scale
-    nonnegative = tuple(i + 10 for i in links.nonnegative) + tuple(
+    weight[model.mass_indices] = MASS_PRIOR_WEIGHT * scale
+    nonnegative = tuple(i + 10 * len(pairs) for i in links.nonnegative) + tuple(
         range(*model.gain_slice.indices(p))
     )
     problem = Problem(
@@ -238,11 +242,11 @@ def fit_drive_gains(
         moment=moment,
         yty=yty,
         n_rows=n_rows,
-        n_bodies=links.n_joints + 1,
+        n_bodies=links.n_joints + len(pairs),
         nonnegative=nonnegative,
         prior=prior,
         prior_weight=weight,
-        body_names=(*links.link_names, "payload"),
+        body_names=(*links.link_names, *(f"payload{k + 1}" for k in range(len(pairs)))),
         param_names=model.parameter_names,
     )
     solution = solve(problem, method=method)
@@ -252,7 +256,7 @@ def fit_drive_gains(
         gram = ChannelNormalEquations.summed(corrected).total()[0]
         solution = solve(replace(problem, gram=gram), method=method, initvals=solution)
     x = np.asarray(solution.x, dtype=float).copy()
-    x[model.mass_index] = weighted_mass
+    x[model.mass_indices] = masses
     return _gain_fit(model, pairs, corrected, channels, x, solution)
 
 
@@ -288,10 +292,11 @@ def _gain_fit(
     solution: Solution,
 ) -> DriveGainFit:
     """:func:`fit_drive_gains`'s result at ``x``: standard errors and determination."""
-    mass = float(x[model.mass_index])
-    reduced = [_substituted(b, model.mass_index, mass) for b in blocks]
+    reduced = blocks
+    for index in reversed(model.mass_indices):
+        reduced = [_substituted(b, index, float(x[index])) for b in reduced]
     total = ChannelNormalEquations.summed(reduced)
-    x_reduced = np.delete(x, model.mass_index)
+    x_reduced = np.delete(x, model.mass_indices)
     covariance = parameter_covariance(
         total,
         x_reduced,
@@ -308,7 +313,7 @@ def _gain_fit(
     eigenvalues, vectors = np.linalg.eigh(scaled)
     null = vectors[:, eigenvalues <= eigenvalues[-1] * 1e-10]
     outside = np.linalg.norm(null[-n:], axis=1) if null.size else np.zeros(n)
-    theta_p = x[model.n_links : model.n_links + 10].copy()
+    thetas = np.array([model.payload_theta(x, k) for k in range(model.n_payloads)])
     determined = (outside <= NULL_SPACE_TOLERANCE) & (
         gain_std <= MAX_GAIN_RELATIVE_STD * np.abs(gains)
     )
@@ -321,8 +326,8 @@ def _gain_fit(
         gains.copy(),
         gain_std,
         determined,
-        model.payload_torque_rms(pairs, theta_p),
-        theta_p,
+        model.payload_torque_rms(pairs, x),
+        thetas,
         links_x,
         solution,
         float(np.sqrt(max(residual, 0.0))),

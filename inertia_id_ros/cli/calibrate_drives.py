@@ -42,7 +42,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     common.add_urdf_option(command)
     command.add_argument("--frame", required=True, help="URDF frame the payload is attached to")
     command.add_argument(
-        "--mass", type=float, required=True, help="the payload's weighed mass (kg)"
+        "--mass",
+        type=float,
+        action="append",
+        required=True,
+        help="the payload's weighed mass (kg): once for every pair, or once per pair",
     )
     command.add_argument(
         "--joints",
@@ -87,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         filter_half_width=args.filter_half_width,
         check=args.check,
     )
-    result = calibrate_drives(args.urdf, pairs, args.frame, args.mass, options)
+    mass = args.mass[0] if len(args.mass) == 1 else args.mass
+    result = calibrate_drives(args.urdf, pairs, args.frame, mass, options)
     if args.yaml and result.estimate is not None:
         with open(args.yaml, "w", encoding="utf-8") as out:
             out.write(result.yaml)

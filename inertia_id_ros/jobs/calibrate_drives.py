@@ -72,31 +72,36 @@ def calibrate_drives(
     urdf: str,
     pairs: Sequence[tuple[LogSource, LogSource]],
     frame: str,
-    mass: float,
+    mass: float | Sequence[float],
     options: CalibrateDrivesOptions = CalibrateDrivesOptions(),
 ) -> DrivesCalibration:
     """The gains of the robot of the URDF file ``urdf`` from ``pairs`` of (unloaded, loaded)
-    runs, the loaded ones carrying a payload of weighed ``mass`` (kg) at URDF frame ``frame``."""
+    runs, the loaded ones carrying a payload of weighed ``mass`` (kg; one for every pair, or one
+    per pair) at URDF frame ``frame``."""
     from inertia_id_ros.chain.drive_gains import fit_drive_gains
     from inertia_id_ros.core.robots import frame_id
 
-    if not mass > 0:
-        raise InputError(f"--mass must be > 0 kg (the payload's weighed mass), got {mass}")
+    masses = [float(mass)] * len(pairs) if isinstance(mass, (int, float)) else list(mass)
+    for value in masses:
+        if not value > 0:
+            raise InputError(f"--mass must be > 0 kg (the payload's weighed mass), got {value}")
     if not pairs:
         raise InputError("give at least one pair of runs: --unloaded RUN --loaded RUN")
+    if len(masses) != len(pairs):
+        raise InputError(f"give one --mass, or one per pair: {len(masses)} for {len(pairs)} pairs")
     model = load_urdf(urdf)
     frame_id(model, frame)
     notes: list[Finding] = []
-    runs, joints, links = _read_pairs(model, urdf, pairs, mass, options, notes)
+    runs, joints, links = _read_pairs(model, urdf, pairs, masses, options, notes)
     try:
         fit = fit_drive_gains(links, frame, runs, options.method)
     except (SolverError, ValueError) as e:
         raise EstimateUnavailable("solver", str(e)) from None
     findings = [Finding("gain", joint, WARN, reason) for joint, reason in _reasons(fit)]
     snippet = gains_yaml(fit)
-    document = _document(fit, mass, snippet)
+    document = _document(fit, masses, snippet)
     document.update(findings_document(findings))
-    summary = _summary(fit, mass, snippet, [p[1].path for p in pairs])
+    summary = _summary(fit, masses, snippet)
     if options.check:
         controller = _controller_gains(model, urdf, pairs, fit.joint_names)
         document["controller_gains"] = dict(zip(fit.joint_names, controller.tolist()))
@@ -115,7 +120,7 @@ def _read_pairs(
     model: pin.Model,
     urdf: str,
     pairs: Sequence[tuple[LogSource, LogSource]],
-    mass: float,
+    masses: Sequence[float],
     options: CalibrateDrivesOptions,
     notes: list[Finding],
 ) -> tuple[list[RunPair], list[str], Any]:
@@ -132,7 +137,7 @@ def _read_pairs(
     out = []
     joints: list[str] = []
     positions: dict[str, float] = {}
-    for unloaded_source, loaded_source in pairs:
+    for (unloaded_source, loaded_source), mass in zip(pairs, masses):
         data = []
         for source in (unloaded_source, loaded_source):
             states, held = _read_currents(source, model, urdf, notes)
@@ -251,7 +256,7 @@ def gains_yaml(fit: DriveGainFit) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _document(fit: DriveGainFit, mass: float, snippet: str) -> dict[str, Any]:
+def _document(fit: DriveGainFit, masses: Sequence[float], snippet: str) -> dict[str, Any]:
     """The result JSON: gains per joint (undetermined ones without a number), the payload."""
     gains: dict[str, Any] = {}
     for joint, gain, std, ok, rms in zip(
@@ -263,10 +268,10 @@ def _document(fit: DriveGainFit, mass: float, snippet: str) -> dict[str, Any]:
         gains[joint] = entry
     return {
         "frame": fit.frame,
-        "mass": mass,
+        "masses": list(masses),
         "gain_unit": "N·m/A at the joint (gear_ratio 1)",
         "gains": gains,
-        "payload_theta": fit.payload_theta.tolist(),
+        "payload_thetas": fit.payload_thetas.tolist(),
         "residual_rms": fit.residual_rms,
         "effort_yaml": snippet,
         "torque_constants": _torque_constants(fit),
@@ -280,10 +285,11 @@ def _torque_constants(fit: DriveGainFit) -> str | None:
     return ",".join(f"{g:.5g}" for g in fit.gains)
 
 
-def _summary(fit: DriveGainFit, mass: float, snippet: str, loaded: list[str]) -> list[str]:
+def _summary(fit: DriveGainFit, masses: Sequence[float], snippet: str) -> list[str]:
     """What the command prints: the gains with their standard errors, the snippets."""
     lines = [
-        f"drive gains from {len(loaded)} run pair(s), payload {mass:g} kg at {fit.frame} "
+        f"drive gains from {len(masses)} run pair(s), payload "
+        f"{', '.join(f'{m:g}' for m in masses)} kg at {fit.frame} "
         f"(N·m/A at the joint; residual {fit.residual_rms:.3g} N·m RMS):"
     ]
     for joint, gain, std, ok, rms in zip(

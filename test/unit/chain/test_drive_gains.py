@@ -41,8 +41,8 @@ def test_gains_recovered_within_their_standard_errors(calibration) -> None:
 def test_payload_consistent_with_its_weighed_mass(calibration) -> None:
     """The payload keeps the weighed mass and its COM is near the truth (2, -3, 6) cm."""
     fit, _ = calibration
-    assert fit.payload_theta[0] == pytest.approx(2.8)
-    assert fit.payload_theta[1:4] / 2.8 == pytest.approx([0.02, -0.03, 0.06], abs=0.005)
+    assert fit.payload_thetas[0, 0] == pytest.approx(2.8)
+    assert fit.payload_thetas[0, 1:4] / 2.8 == pytest.approx([0.02, -0.03, 0.06], abs=0.005)
 
 
 def test_a_gain_the_payload_barely_loads_is_not_given(calibration) -> None:
@@ -59,3 +59,20 @@ def test_no_mass_is_refused() -> None:
     runs = panda_current_runs(1.0, true_gains(0), duration=1.0, rate=20.0).runs
     with pytest.raises(ValueError, match="weighed mass must be > 0 kg"):
         RunPair(runs.unloaded.truth, runs.loaded.truth, 0.0)
+
+
+def test_several_pairs_with_other_masses() -> None:
+    """Two pairs of one arm (other motions, 1.5 and 3 kg, 10 s at 50 Hz each): one payload per
+    pair at its weighed mass, every gain within 4 standard errors and 1 % of the truth."""
+    gains = true_gains(3)
+    pairs, thetas = [], []
+    for mass, seed in ((1.5, 4), (3.0, 5)):
+        runs = panda_current_runs(mass, gains, duration=10.0, rate=50.0, seed=seed, robot_seed=3)
+        pairs.append(RunPair(runs.runs.unloaded.truth, runs.runs.loaded.truth, mass))
+        thetas.append(runs.runs.payload_theta)
+        links, frame = runs.runs.links, runs.runs.frame
+    fit = fit_drive_gains(links, frame, pairs)
+    assert fit.payload_thetas[:, 0] == pytest.approx([1.5, 3.0])
+    assert fit.determined.all()
+    assert np.all(np.abs(fit.gains - gains) <= 4 * fit.gain_std)
+    assert np.all(np.abs(fit.gains / gains - 1) < 0.01)
