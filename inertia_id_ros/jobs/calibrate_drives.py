@@ -6,7 +6,8 @@ A run is an input description (``.yaml``/``.yml``: its ``effort`` signal must be
 ``unit: A``; any ``torque_constant`` and ``gear_ratio`` in it are ignored, the raw currents are
 read), a file of the package's own (``.npz``, ``.csv``: efforts taken as currents in A) or a bag
 (anything else). The gains (N·m/A at the joint, ``gear_ratio: 1``) come out as an input
-description's ``effort`` entry and as ``fit-payload-torques --torque-constants``.
+description's ``effort`` entry, as ``fit-payload-torques --torque-constants`` and as the node's
+``torques_torque_constants`` parameter (payload_torques mode; ``torques_gear_ratios`` unset).
 """
 
 from __future__ import annotations
@@ -275,6 +276,9 @@ def _document(fit: DriveGainFit, masses: Sequence[float], snippet: str) -> dict[
         "residual_rms": fit.residual_rms,
         "effort_yaml": snippet,
         "torque_constants": _torque_constants(fit),
+        "node_parameters": None
+        if _torque_constants(fit) is None
+        else {"torques_torque_constants": fit.gains.tolist(), "torques_gear_ratios": None},
     }
 
 
@@ -303,4 +307,5 @@ def _summary(fit: DriveGainFit, masses: Sequence[float], snippet: str) -> list[s
     constants = _torque_constants(fit)
     if constants is not None:
         lines.append(f"fit-payload-torques: --torque-constants {constants}")
+        lines.append(f"node (payload_torques mode): torques_torque_constants: [{constants}]")
     return lines

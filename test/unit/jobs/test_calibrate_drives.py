@@ -130,3 +130,19 @@ def test_check_prints_the_controllers_gains_at_standstill(pair, tmp_path: Path) 
     assert list(result.document["controller_gains"].values()) == pytest.approx(controller)
     assert result.summary[-8].startswith("check: calibrated gain | the controller's")
     assert result.summary[-1].endswith(f"| {controller[6]:.5g}")
+
+
+def test_gains_go_to_the_node_and_the_command_line(pair) -> None:
+    """The same gains as the node's parameter and as --torque-constants, in joint order."""
+    unloaded, loaded, _ = pair
+    result = calibrate_drives(
+        example_robot_urdf("panda"),
+        [(run_source(str(unloaded)), run_source(str(loaded)))],
+        PANDA_FLANGE,
+        [MASS],
+    )
+    assert result.estimate is not None
+    node = result.document["node_parameters"]["torques_torque_constants"]
+    listed = [float(v) for v in result.document["torque_constants"].split(",")]
+    assert listed == pytest.approx(node, rel=1e-4)
+    assert result.summary[-1].startswith("node (payload_torques mode): torques_torque_constants: [")
