@@ -17,7 +17,10 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+import warnings
 from pathlib import Path
+
+import numpy as np
 
 CALIBRATION_MASS = 2.8
 """The weighed payload of the calibration pair (kg)."""
@@ -106,13 +109,102 @@ def drives_section(robots: int, duration: float) -> list[str]:
     return lines
 
 
+FILTER_RATES = (125.0, 250.0, 500.0, 1000.0)
+"""Sample rates (Hz) of the filter comparison."""
+FILTER_HALF_WIDTHS = (0.02, 0.03, 0.044, 0.06, 0.09, 0.13)
+"""Candidate half-widths (s) of the derivative filter that cross-validation chooses among."""
+FILTER_FOLDS = 5
+"""Held-out time blocks of the cross-validation."""
+
+
+def _payload_blocks(runs, half_width: float):
+    """Per-block normal equations of the differenced runs (loaded minus unloaded) with the
+    joint states differentiated over ``half_width`` s, and the differenced data."""
+    from inertia_id_ros.chain.payload_from_torques import PayloadTorqueModel, difference_runs
+    from inertia_id_ros.formats.data import JointStates
+    from inertia_id_ros.jobs.fit_payload_torques import torque_data
+
+    joints = list(runs.links.joint_names)
+    data = []
+    for recording in (runs.loaded, runs.unloaded):
+        states = JointStates(
+            recording.t, tuple(joints), recording.q, recording.dq, None, recording.effort
+        )
+        data.append(torque_data(states, joints, {"half_width": half_width}))
+    difference, _ = difference_runs(*data[0], *data[1])
+    model = PayloadTorqueModel(runs.links, runs.frame)
+    return model.channels(None, difference, FILTER_FOLDS), difference
+
+
+def _cv_rms(blocks) -> float:
+    """Held-out torque RMS (N·m) of least-squares fits on all blocks but one, each in turn."""
+    from inertia_id_ros.core.covariance import ChannelNormalEquations
+
+    squares, count = 0.0, 0
+    for k, held in enumerate(blocks):
+        rest = ChannelNormalEquations.summed([b for i, b in enumerate(blocks) if i != k])
+        gram, moment, _, _ = rest.total()
+        x = np.linalg.lstsq(gram, moment, rcond=None)[0]
+        squares += float(held.squared_residuals(x).sum())
+        count += held.n_samples * held.n_channels
+    return float(np.sqrt(squares / count))
+
+
+def _payload_errors(runs, difference) -> tuple[float, float]:
+    """(mass error %, inertia-about-COM error % of its Frobenius norm) of the consistent fit."""
+    from inertia_id_ros.chain.payload_from_torques import fit_payload
+    from inertia_id_ros.core.inertia import inertia_from_theta
+
+    with warnings.catch_warnings():  # poorly determined inertias: the table shows the errors
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fit = fit_payload(runs.links, None, difference, runs.frame)
+    true_mass, _, true_inertia = inertia_from_theta(runs.payload_theta)
+    mass, _, inertia = inertia_from_theta(fit.theta)
+    return (
+        100 * (mass - true_mass) / true_mass,
+        100 * np.linalg.norm(inertia - true_inertia) / np.linalg.norm(true_inertia),
+    )
+
+
+def filter_section(duration: float = 20.0, seeds: int = 2) -> list[str]:
+    """The payload's derivative filter: cross-validation against the default rule, by rate."""
+    from inertia_id_ros.chain.differentiation import payload_half_width
+    from inertia_id_ros.sim.torques import panda_payload_torque_runs
+
+    lines = [
+        "== filters: fit-payload-torques' derivative filter, default rule against CV ==",
+        "  rate  seed  default hw  mass %   inertia %  |  CV hw  mass %   inertia %",
+    ]
+    for rate in FILTER_RATES:
+        for seed in range(seeds):
+            runs = panda_payload_torque_runs(duration=duration, rate=rate, seed=seed)
+            default = payload_half_width(1.0 / rate)
+            scores = {h: _cv_rms(_payload_blocks(runs, h)[0]) for h in FILTER_HALF_WIDTHS}
+            chosen = min(scores, key=lambda h: scores[h])
+            row = []
+            for h in (default, chosen):
+                row.append((h, *_payload_errors(runs, _payload_blocks(runs, h)[1])))
+            (hd, md, idf), (hc, mc, ic) = row
+            lines.append(
+                f"  {rate:5.0f} {seed:4d}  {hd:9.3f} {md:+7.2f} {idf:9.1f}  |  {hc:5.3f} "
+                f"{mc:+7.2f} {ic:9.1f}"
+            )
+    return lines
+
+
 def main() -> None:
     """Print every section's table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", type=int, default=3, help="simulated robots (gain seeds)")
     parser.add_argument("--duration", type=float, default=60.0, help="calibration log (s)")
+    parser.add_argument(
+        "--section", choices=("drives", "filters", "all"), default="all", help="what to run"
+    )
     args = parser.parse_args()
-    print("\n".join(drives_section(args.robots, args.duration)))
+    if args.section in ("drives", "all"):
+        print("\n".join(drives_section(args.robots, args.duration)), flush=True)
+    if args.section in ("filters", "all"):
+        print("\n".join(filter_section()), flush=True)
 
 
 if __name__ == "__main__":
