@@ -127,6 +127,9 @@ ANGLE_UNITS = ("rad", "deg")
 """Units of logged joint angles (``--angle-unit``); a description also takes ``m`` and ``mm``."""
 JOINT_SIGNALS = ("position", "velocity", "acceleration", "effort")
 """The per-joint signals of an input description."""
+TARGET_SIGNALS = ("effort_target", "current_target")
+"""Optional per-joint signals of an input description: the controller's own target torque
+(N·m) and target motor current (A, raw: no torque constant), for ``calibrate-drives --check``."""
 WRENCH_SIGNS = ("urdf", "keep", "flip")
 """An F/T sensor's sign in an input description: from the URDF's measure_direction, kept as
 recorded, or negated."""

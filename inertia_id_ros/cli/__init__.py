@@ -14,6 +14,8 @@ command runs, so that ``--help`` and argument errors are quick:
 - ``fit-links``: the links of a chain (and joint friction, offset, armature) from recorded joint
   states and efforts (:func:`~inertia_id_ros.chain.identify.identify_links`: derivative filter,
   joint weighting and prior weight chosen on the data, reported);
+- ``calibrate-drives``: each joint's current-to-torque gain from an unloaded and a loaded run
+  with a weighed payload (:func:`~inertia_id_ros.chain.drive_gains.fit_drive_gains`);
 - ``fit-whole-body``: every link of a floating-base robot from an IMU and several F/T sensors
   (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`; data:
   :mod:`inertia_id_ros.formats.whole_body_log`);
@@ -107,6 +109,7 @@ from typing import NoReturn
 
 from inertia_id_ros import modes
 from inertia_id_ros.cli import (
+    calibrate_drives,
     calibrate_ft,
     call,
     demo,
@@ -127,6 +130,7 @@ from inertia_id_ros.threads import limit_threads
 
 COMMANDS = (
     *(importlib.import_module(name) for mode in modes.modes() for name in mode.commands),
+    calibrate_drives,
     traversaro,
     demo,
     replay,

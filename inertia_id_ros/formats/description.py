@@ -41,6 +41,7 @@ from inertia_id_ros.errors import DataError
 from inertia_id_ros.options import (
     ANGLE_UNITS,
     JOINT_SIGNALS,
+    TARGET_SIGNALS,
     TIME_UNITS,
     WRENCH_SIGNS,
 )
@@ -450,12 +451,12 @@ class _Reader:
         self, value: object, key: str, first: str, streams: Mapping[str, StreamSpec]
     ) -> tuple[JointGroup, dict[str, float]]:
         joints = self.mapping(value, key)
-        self.known(joints, key, ("stream", "names", "held", *JOINT_SIGNALS))
+        self.known(joints, key, ("stream", "names", "held", *JOINT_SIGNALS, *TARGET_SIGNALS))
         stream = self.stream_name(joints.get("stream", first), streams, f"{key}.stream")
         names = joints.get("names")
         signals = {
             kind: self.signal(kind, joints[kind], stream, streams, f"{key}.{kind}")
-            for kind in JOINT_SIGNALS
+            for kind in (*JOINT_SIGNALS, *TARGET_SIGNALS)
             if joints.get(kind) is not None
         }
         if "position" not in signals:
@@ -515,8 +516,8 @@ class _Reader:
                 f"{key}: give either 'key' (an (N, n) array) or 'columns' (one per "
                 "joint, or a pattern with {joint})"
             )
-        units = EFFORT_SCALE if kind == "effort" else POSITION_SCALE
-        if "unit" not in spec and kind in ("position", "effort"):
+        units = EFFORT_SCALE if kind in ("effort", *TARGET_SIGNALS) else POSITION_SCALE
+        if "unit" not in spec and kind in ("position", "effort", *TARGET_SIGNALS):
             raise self.fail(f"{key}: no 'unit' ({', '.join(units)}); units are never guessed")
         unit = (
             None
@@ -524,7 +525,7 @@ class _Reader:
             else self.choice(spec["unit"], f"{key}.unit", tuple(units))
         )
         electrical = {name: spec.get(name) for name in ("torque_constant", "gear_ratio")}
-        if unit == "A" and electrical["torque_constant"] is None:
+        if unit == "A" and kind == "effort" and electrical["torque_constant"] is None:
             raise self.fail(
                 f"{key}: unit A (motor currents) needs torque_constant (N·m/A, per "
                 "joint or one for all) and optionally gear_ratio"
@@ -590,9 +591,3 @@ class _Reader:
             spec.get("angular_velocity_unit", "rad"), "imu.angular_velocity_unit", ANGLE_UNITS
         )
         return ImuSpec(str(spec["frame"]), stream, signals, unit)
-
-
-# ---- reading the streams ------------------------------------------------------------------
-
-
-# ---- the loaded recording -----------------------------------------------------------------

@@ -368,6 +368,8 @@ def _joint_states(
     columns: dict[str, list[np.ndarray]] = {kind: [] for kind in JOINT_SIGNALS}
     for group, all_log_names, log_names, _ in groups:
         for kind, signal in group.signals.items():
+            if kind not in JOINT_SIGNALS:  # TARGET_SIGNALS: read as the effort by their user
+                continue
             other = streams[signal.stream]
             if (
                 kind in group.optional

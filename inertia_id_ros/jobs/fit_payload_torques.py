@@ -233,7 +233,7 @@ def _torques(
         link_model = f"fit-links result {options.links_result}"
     else:
         links_x, link_model = links.prior, "the URDF's links (no friction)"
-    t, data = _torque_data(loaded.states, joints, differentiation)
+    t, data = torque_data(loaded.states, joints, differentiation)
     if not options.unloaded:
         return _Torques(
             links, links_x, data, differentiation, link_model, None, result, needed_half_width, []
@@ -242,7 +242,7 @@ def _torques(
     check_joints(unloaded.states, list(model.names)[1:], joints, options.unloaded)
     try:
         data, alignment = difference_runs(
-            t, data, *_torque_data(unloaded.states, joints, differentiation)
+            t, data, *torque_data(unloaded.states, joints, differentiation)
         )
     except ValueError as e:
         raise DataError(f"{options.unloaded}: {e}") from None
@@ -292,7 +292,7 @@ def _link_model(
         raise InputError(str(e)) from None
 
 
-def _torque_data(
+def torque_data(
     states: JointStates, joints: list[str], differentiation: dict[str, Any]
 ) -> tuple[np.ndarray, JointTorqueData]:
     """``(t, data)``: the chain's columns of ``states`` with accelerations (recorded, else
@@ -381,7 +381,7 @@ def _document(
 
 
 def _filter_json(states: JointStates, differentiation: dict[str, Any]) -> dict[str, Any]:
-    """The derivative filter :func:`_torque_data` applied to ``states``, as fit-links writes
+    """The derivative filter :func:`torque_data` applied to ``states``, as fit-links writes
     its own (:meth:`~inertia_id_ros.chain.differentiation.DifferentiationFilter.as_json`)."""
     from inertia_id_ros.chain.differentiation import (
         SOURCE_RECORDED,

@@ -10,6 +10,12 @@ with efforts (a bag, or a described log) and their report, a payload's
 body and the joints' torque offsets) predict held-out joint torques
 (:meth:`PayloadTorquesMode.evaluate`); its example: ``config/panda_payload_torques.yaml``, the
 simulated Panda without an F/T sensor.
+
+Its derivative filter: ``torques_filter_half_width`` (s), a zero-phase local polynomial fit of
+the joint states; not chosen by cross-validation, which on torque prediction picks wide filters
+that lose the payload's inertia (docs/measurements.md, "The payload's derivative filter"): keep
+it narrow, as ``fit-payload-torques``' default (0.03 s, five samples and a half each side at low
+rates).
 """
 
 from __future__ import annotations

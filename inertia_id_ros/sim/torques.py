@@ -16,7 +16,7 @@ filtering of a dense recording); the effort noise is the torque noise.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pinocchio as pin
@@ -420,3 +420,80 @@ def panda_payload_torque_runs(
     return PayloadTorqueRuns(
         runs[0], runs[1], loaded.payload_theta.copy(), PANDA_FLANGE, unloaded.links
     )
+
+
+NOMINAL_PANDA_GAINS = (10.0, 10.0, 10.0, 10.0, 5.0, 5.0, 5.0)
+"""Nominal current-to-torque gains (N·m/A at the joint) of :func:`panda_current_runs`'s arm:
+what a datasheet gives."""
+
+
+@dataclass(frozen=True)
+class CurrentRuns:
+    """:class:`PayloadTorqueRuns` whose efforts are motor currents (A): ``runs`` (the recordings'
+    ``effort`` and ``truth.efforts`` are currents), the true ``gains`` and the ``nominal`` ones
+    (N·m/A at the joint, joint order)."""
+
+    runs: PayloadTorqueRuns
+    gains: np.ndarray
+    nominal: np.ndarray
+
+
+def current_payload_theta(mass: float) -> np.ndarray:
+    """theta (10,) at the Panda's flange of a ``mass`` kg solid box 10 x 12 x 8 cm whose COM is
+    at (2, -3, 6) cm (off the last joint's axis)."""
+    from inertia_id_ros.sim.payload import box_inertia
+
+    return theta_from_inertia(
+        mass, np.array([0.02, -0.03, 0.06]), box_inertia(mass, (0.10, 0.12, 0.08))
+    )
+
+
+def true_gains(seed: int, nominal: Sequence[float] = NOMINAL_PANDA_GAINS) -> np.ndarray:
+    """(n,) gains off ``nominal`` by 5 to 20 % each, either sign (seeded by ``seed``)."""
+    rng = np.random.default_rng([seed, 32])
+    nominal_array = np.asarray(nominal, dtype=float)
+    signs = rng.choice([-1.0, 1.0], nominal_array.size)
+    return nominal_array * (1.0 + signs * rng.uniform(0.05, 0.20, nominal_array.size))
+
+
+def panda_current_runs(
+    mass: float,
+    gains: np.ndarray,
+    duration: float = 30.0,
+    rate: float = 100.0,
+    seed: int = 0,
+    robot_seed: int = 0,
+) -> CurrentRuns:
+    """The Panda of :func:`panda_payload_torque_runs` (one robot: ``robot_seed`` sets its links
+    and friction) logging motor currents ``torque / gains`` (``gains`` (7,) N·m/A at the joint):
+    an unloaded and a loaded run (a ``mass`` kg box, :func:`current_payload_theta`) of the
+    motion of ``seed`` (``duration`` s at ``rate`` Hz)."""
+    rng = np.random.default_rng(robot_seed)
+    links = LinkModel.from_urdf(
+        example_robot_urdf("panda"), PANDA_ARM_JOINTS, drives=JointDrive(coulomb_velocity=0.02)
+    )
+    trajectory = ExcitingTrajectory.for_model(links.model, links.joint_names, seed=seed)
+    n = links.n_joints
+    drives = [
+        DriveTruth(v, c, o, 0.0, 0.02)
+        for v, c, o in zip(
+            rng.uniform(0.1, 0.6, n), rng.uniform(0.2, 0.8, n), rng.normal(0.0, 0.1, n)
+        )
+    ]
+    thetas = perturbed_links(links.link_parameters(links.prior), rng, PAYLOAD_TORQUES_LINK_ERROR)
+    theta = current_payload_theta(mass)
+    noise = np.random.default_rng([seed, robot_seed, 2])
+    t = np.arange(0.0, duration, 1.0 / rate)
+    recordings = []
+    gains = np.asarray(gains, dtype=float)
+    for payload in (None, (PANDA_FLANGE, theta)):
+        simulator = JointTorqueSimulator(
+            links, trajectory, thetas, drives, payload, DEFAULT_ARM_TORQUE_NOISE_STD
+        )
+        truth = simulator.measure(t, noise)
+        truth = replace(truth, efforts=truth.efforts / gains)
+        q = truth.positions + noise.normal(0.0, 2e-5, truth.positions.shape)
+        dq = truth.velocities + noise.normal(0.0, 0.005, truth.velocities.shape)
+        recordings.append(ArmRecording(t, q, dq, truth.efforts, truth, simulator))
+    runs = PayloadTorqueRuns(recordings[0], recordings[1], theta, PANDA_FLANGE, links)
+    return CurrentRuns(runs, gains.copy(), np.asarray(NOMINAL_PANDA_GAINS, dtype=float))
