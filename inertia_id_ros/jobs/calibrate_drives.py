@@ -161,7 +161,7 @@ def _read_currents(
 ) -> tuple[JointStates, dict[str, float]]:
     """``(states, held)`` of a run with raw motor currents (A) as efforts; refuses a description
     whose efforts are torques."""
-    from inertia_id_ros.formats.description import load_recording
+    from inertia_id_ros.formats.recording import load_recording
 
     if not source.uses_description():
         states, name = source.read_joint_states()
@@ -202,7 +202,7 @@ def _controller_gains(
     import numpy as np
 
     from inertia_id_ros.chain.drive_gains import standstill_ratios
-    from inertia_id_ros.formats.description import load_recording
+    from inertia_id_ros.formats.recording import load_recording
 
     ratios = []
     for source in (s for pair in pairs for s in pair):
