@@ -24,11 +24,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test under ``test/ros/`` ``ros``: ``-m "not ros"`` runs the numerical suite
     alone. The tests that run ROS processes (those using ``ros_env``) form one pytest-xdist
     group: they run one after another on one worker (two high-rate DDS scenarios at once on a
-    2-core machine lose samples), beside the numerical tests on the others."""
+    2-core machine lose samples), beside the numerical tests on the others. Those marked
+    ``rate_insensitive`` (start-up, shutdown, refusals: no sample counted) run beside them, like
+    a numerical test (each worker has a DDS domain of its own)."""
     for item in items:
         if ROS_TESTS in Path(item.fspath).resolve().parents:
             item.add_marker(pytest.mark.ros)
-        if "ros_env" in getattr(item, "fixturenames", ()):
+        if "ros_env" in getattr(item, "fixturenames", ()) and not item.get_closest_marker(
+            "rate_insensitive"
+        ):
             item.add_marker(pytest.mark.xdist_group("dds"))
 
 

@@ -10,6 +10,8 @@ from helpers.dds import wait_until_serving
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 
+pytestmark = pytest.mark.rate_insensitive  # no sample counted: beside the DDS group
+
 
 def _urdf(robot: str) -> str:
     return f"urdf_path:={example_robot_urdf(robot)}"

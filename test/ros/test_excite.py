@@ -554,6 +554,7 @@ class Arm:
             self.publish(q, t)
 
 
+@pytest.mark.rate_insensitive
 def test_without_allow_motion_excite_refuses_and_the_parameter_is_read_only(
     launch, rclpy_context, tmp_path
 ):
@@ -581,6 +582,7 @@ def test_without_allow_motion_excite_refuses_and_the_parameter_is_read_only(
         wizard.peer.destroy_node()
 
 
+@pytest.mark.rate_insensitive
 def test_a_workspace_plane_5_cm_into_the_tool_path_refuses_before_motion(
     launch, rclpy_context, tmp_path
 ):
@@ -678,6 +680,7 @@ def test_a_measured_excursion_beyond_a_box_stops_and_holds_at_that_joint_state(
         wizard.peer.destroy_node()
 
 
+@pytest.mark.rate_insensitive
 def test_a_bad_workspace_file_stops_the_node_at_start_up_naming_the_parameter(launch, tmp_path):
     workspace = tmp_path / "workspace.yaml"
     workspace.write_text(
@@ -696,6 +699,7 @@ def test_a_bad_workspace_file_stops_the_node_at_start_up_naming_the_parameter(la
     assert "frame 'no_such_frame' is not in the model" in node.output()
 
 
+@pytest.mark.rate_insensitive
 def test_a_command_into_an_obstacle_is_refused_before_motion(launch, rclpy_context, tmp_path):
     from inertia_id_ros.core.robots import example_robot_data_dir, example_robot_urdf, load_model
     from inertia_id_ros.motion.workspace import Sphere, Workspace, WorkspaceChecker, WorkspaceLimit

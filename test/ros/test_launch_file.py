@@ -64,6 +64,8 @@ from helpers.paths import REPO
 from helpers.processes import Process
 from inertia_id_ros.core.robots import example_robot_urdf
 
+pytestmark = pytest.mark.rate_insensitive  # no sample counted: beside the DDS group
+
 LAUNCH_FILE = REPO / "launch" / "identify.launch.py"
 STAND_INS = ("launch", "launch.actions", "launch.substitutions", "launch_ros", "launch_ros.actions")
 """The modules of ``launch`` and ``launch_ros`` that the launch file may import from."""

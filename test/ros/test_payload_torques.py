@@ -21,7 +21,7 @@ from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.options import PAYLOAD_TORQUES_HALF_WIDTH
 from inertia_id_ros.sim.torques import panda_payload_torque_runs
 
-MOTION_SEC = 60.0
+MOTION_SEC = 40.0
 RATE_HZ = 1000.0
 SEED = 4
 TIME_SCALE = 1.0

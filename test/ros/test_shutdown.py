@@ -15,6 +15,8 @@ from helpers.dds import wait_until_serving
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 
+pytestmark = pytest.mark.rate_insensitive  # no sample counted: beside the DDS group
+
 NODE = ("inertia-id-node", "inertia_id_ros.ros.node")
 SIM = ("inertia-id-sim", "inertia_id_ros.ros.sim_node")
 STARTED = "waiting for data"

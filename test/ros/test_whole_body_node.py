@@ -8,6 +8,7 @@ parameters exit 2 naming the item."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from helpers.dds import (
     FAST_DIAGNOSTICS,
@@ -233,6 +234,7 @@ def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
     _assert_forces_predicted_better_than_the_urdf(model, samples, links, data, wb.ICUB_LEG_SENSORS)
 
 
+@pytest.mark.rate_insensitive
 def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
     urdf = f"urdf_path:={example_robot_urdf('icub')}"
     cases = [
