@@ -246,9 +246,7 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
             equations = (
                 self.window.normal_equations(duration, until)
                 if config.weighting == "none"
-                else ChannelNormalEquations.from_samples(
-                    *self.window.samples(duration, copy=False, until=until)[1:]
-                )
+                else self.window.channel_normal_equations(duration, until)
             )
             warm = initvals is None and config.warm_start
             initvals = self._warm_start(initvals)

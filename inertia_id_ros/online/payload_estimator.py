@@ -457,10 +457,8 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
                         t_last - t_first, spread, config.offset_min_tilt_deg
                     ),
                 )
-            _, Y, f = self.window.samples(duration, copy=False, until=until)
-            if tare is not None and not config.estimate_offset:
-                f = f - tare.offset  # the tare is the known offset
-            channels = ChannelNormalEquations.from_samples(Y, f)
+            known_offset = tare.offset if tare is not None and not config.estimate_offset else None
+            channels = self.window.channel_normal_equations(duration, until, offset=known_offset)
             initvals = self._warm_start(initvals)
             generation = self._generation
         solution, weights = solve_weighted(

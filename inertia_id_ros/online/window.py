@@ -8,11 +8,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.core.covariance import ChannelNormalEquations, channel_grams
 from inertia_id_ros.solvers import Problem
 
 WRENCH_ROWS = 6
 """Rows of ``Y`` per sample (one wrench)."""
+PRODUCT_BLOCK = 256
+"""Samples per block whose products a :class:`SlidingWindow` keeps (counted from its first)."""
 
 
 class Window(Protocol):
@@ -84,9 +86,16 @@ class SampleBuffer:
         }
         self._start = 0
         self._end = 0
+        self.appended = 0
+        """Samples appended since the buffer was made (the newest's index + 1)."""
 
     def __len__(self) -> int:
         return self._end - self._start
+
+    @property
+    def first_index(self) -> int:
+        """Index of the oldest sample held, counted in appended samples."""
+        return self.appended - len(self)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self._arrays[name][self._start : self._end]
@@ -110,6 +119,7 @@ class SampleBuffer:
         for name, array in self._arrays.items():
             array[self._end] = values[name]
         self._end += 1
+        self.appended += 1
         if len(self) > self.capacity:
             self._start += 1
             return 1
@@ -134,6 +144,7 @@ class SampleBuffer:
         for name, array in self._arrays.items():
             array[self._end : self._end + n] = values[name]
         self._end += n
+        self.appended += n
         overflow = max(len(self) - self.capacity, 0)
         self._start += overflow
         return skipped + overflow
@@ -146,8 +157,11 @@ class SlidingWindow:
     Samples older than ``window_sec`` behind the newest one are dropped; so are the oldest ones
     beyond ``capacity`` samples (bounded memory, a :class:`SampleBuffer`). Each sample is stored
     as the augmented rows ``[Y_i | f_i]`` (r, p + 1), contiguous, so the normal equations are one
-    product ``A^T A`` of the stacked rows. ``p`` is fixed by ``n_params`` or by the first sample.
-    Not thread-safe (the estimator locks around it).
+    product ``A^T A`` of the stacked rows. The products of each full block of
+    :data:`PRODUCT_BLOCK` samples are kept while its samples are held, so that normal equations
+    over the window cost the blocks added since and the selection's two ends, not the window.
+    ``p`` is fixed by ``n_params`` or by the first sample. Not thread-safe (the estimator locks
+    around it).
     """
 
     def __init__(
@@ -166,10 +180,14 @@ class SlidingWindow:
         self.window_sec = float(window_sec)
         self.capacity = int(capacity)
         self.rows_per_sample = int(rows_per_sample)
+        self._block_products: dict[int, np.ndarray] = {}
+        """Block ``k`` (samples ``k B .. (k + 1) B - 1`` of the buffer, ``B`` =
+        :data:`PRODUCT_BLOCK`) -> its per-channel ``[Y f 1]^T [Y f 1]`` (r, p + 2, p + 2)."""
         self._buffer = None if n_params is None else self._allocate(n_params)
 
     def _allocate(self, n_params: int) -> SampleBuffer:
-        """An empty buffer for samples of ``n_params`` columns."""
+        """An empty buffer for samples of ``n_params`` columns (no block products kept)."""
+        self._block_products = {}
         return SampleBuffer(self.capacity, t=(), rows=(self.rows_per_sample, n_params + 1))
 
     @property
@@ -303,13 +321,52 @@ class SlidingWindow:
         """``(Y^T Y (p, p), Y^T y (p,), y^T y, rows)`` of the stacked rows of the newest
         ``duration`` seconds (0: the whole window), or of the ``duration`` s up to the stamp
         ``until`` (s) when given."""
+        product = self._products(duration, until).sum(axis=0)
+        p = product.shape[0] - 2
+        n = int(round(product[p + 1, p + 1]))
+        return product[:p, :p], product[:p, p].copy(), float(product[p, p]), n
+
+    def channel_normal_equations(
+        self,
+        duration: float = 0.0,
+        until: float | None = None,
+        offset: np.ndarray | None = None,
+    ) -> ChannelNormalEquations:
+        """The per-channel normal equations of the samples :meth:`samples` selects, of the
+        measurements less ``offset`` (r,) when given (a known sensor offset)."""
+        product = self._products(duration, until)
+        p = product.shape[1] - 2
+        gram, moment, yty = product[:, :p, :p], product[:, :p, p].copy(), product[:, p, p].copy()
+        n = int(round(product[0, p + 1, p + 1]))
+        if offset is not None:  # sum (f - o)^2 and Y^T (f - o), from sum f and sum Y
+            offset = np.asarray(offset, dtype=float)
+            moment -= offset[:, None] * product[:, :p, p + 1]
+            yty += offset * (n * offset - 2.0 * product[:, p, p + 1])
+        return ChannelNormalEquations(gram=gram, moment=moment, yty=yty, n_samples=n)
+
+    def _products(self, duration: float, until: float | None) -> np.ndarray:
+        """(r, p + 2, p + 2) per-channel ``[Y f 1]^T [Y f 1]`` of the samples :meth:`samples`
+        selects: the kept products of the whole blocks among them (made once), the others'
+        computed."""
         if self._buffer is None:
             raise ValueError("the window has never held a sample (unknown parameter count)")
-        rows = self._buffer["rows"]
-        p = rows.shape[2] - 1
-        augmented = rows[self._slice(duration, until)].reshape(-1, p + 1)
-        product = augmented.T @ augmented
-        return product[:p, :p], product[:p, p].copy(), float(product[p, p]), augmented.shape[0]
+        buffer, size = self._buffer, PRODUCT_BLOCK
+        rows, first = buffer["rows"], buffer.first_index
+        selected = self._slice(duration, until)
+        start, stop = first + selected.start, first + selected.stop
+        first_block, end_block = -(-start // size), stop // size  # the whole blocks selected
+        kept = self._block_products
+        for k in [k for k in kept if k * size < first]:  # blocks no longer held
+            del kept[k]
+        if end_block <= first_block:
+            return _augmented_products(rows[selected])
+        total = _augmented_products(rows[start - first : first_block * size - first])
+        total += _augmented_products(rows[end_block * size - first : stop - first])
+        for k in range(first_block, end_block):
+            if k not in kept:
+                kept[k] = _augmented_products(rows[k * size - first : (k + 1) * size - first])
+            total += kept[k]
+        return total
 
     def problem(self, duration: float = 0.0, n_bodies: int = 1, **problem_fields: Any) -> Problem:
         """:class:`~inertia_id_ros.solvers.Problem` of the newest ``duration`` seconds (0: the
@@ -509,3 +566,10 @@ class BlockWindow:
                 (b["products"][k] for b in blocks), np.zeros((columns.size, columns.size))
             )
         return out
+
+
+def _augmented_products(rows: np.ndarray) -> np.ndarray:
+    """(r, p + 2, p + 2) per-channel ``[Y f 1]^T [Y f 1]`` of samples' ``rows`` (N, r, p + 1)
+    ``[Y f]``: the last row and column hold ``sum Y``, ``sum f`` and ``N``."""
+    ones = np.ones((*rows.shape[:2], 1))
+    return channel_grams(np.concatenate([rows, ones], axis=2))

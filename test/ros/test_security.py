@@ -30,13 +30,13 @@ from inertia_id_ros.ros.keystore import (
 )
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
 
+pytestmark = pytest.mark.rate_insensitive  # no sample counted: beside the DDS group
+
 CALLER = Path(__file__).with_name("excite_caller.py")
 
 PROBE = """
 import rclpy
 from inertia_id_ros.ros.security import RCLError
-
-pytestmark = pytest.mark.rate_insensitive  # no sample counted: beside the DDS group
 rclpy.init()
 try:
     rclpy.create_node("security_probe")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
+from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.online.window import PRODUCT_BLOCK, SampleBuffer, SlidingWindow
 
 
 def rows(rng: np.random.Generator, t: np.ndarray, p: int = 16) -> tuple[np.ndarray, np.ndarray]:
@@ -30,6 +31,37 @@ def test_normal_equations_are_those_of_the_stacked_rows_of_the_window():
     problem = window.problem(0.5)
     assert problem.n_rows == 6 * window.count(0.5) and problem.n_bodies == 1
     assert np.allclose(problem.gram, window.normal_equations(0.5)[0])
+
+
+def test_kept_block_products_give_the_channels_normal_equations_of_the_selected_samples():
+    """Updates between batches of odd sizes, samples leaving by time and by capacity, a resize:
+    the per-channel normal equations from the kept block products are those of the samples
+    selected (durations, an interval of the past, a known offset), and only the blocks still
+    held are kept."""
+    rng = np.random.default_rng(3)
+    window = SlidingWindow(window_sec=3.0, capacity=700)
+    t = np.arange(0.0, 12.0, 0.005)
+    Y, f = rows(rng, t, p=5)
+    offset = rng.normal(size=6)
+    checked = 0
+    for n, chunk in enumerate(np.array_split(np.arange(t.size), 37)):
+        window.extend(t[chunk], Y[chunk], f[chunk])
+        if n == 20:
+            window.resize(2.0, 500)
+        newest = t[chunk[-1]]
+        for duration, until in ((0.0, None), (0.7, None), (1.0, newest - 0.8)):
+            ts, Ys, fs = window.samples(duration, until=until)
+            for known in (None, offset):
+                got = window.channel_normal_equations(duration, until, offset=known)
+                want = ChannelNormalEquations.from_samples(Ys, fs if known is None else fs - known)
+                assert got.n_samples == want.n_samples == ts.size
+                scale = np.abs(want.gram).max()
+                assert np.allclose(got.gram, want.gram, rtol=0, atol=1e-12 * scale)
+                assert np.allclose(got.moment, want.moment, rtol=0, atol=1e-12 * scale)
+                assert np.allclose(got.yty, want.yty, rtol=1e-12)
+                checked += 1
+        assert len(window._block_products) <= window.capacity // PRODUCT_BLOCK + 2
+    assert checked == 37 * 6
 
 
 def test_memory_is_bounded_by_the_capacity():
