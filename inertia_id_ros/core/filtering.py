@@ -146,9 +146,14 @@ def joint_states_at_mixed(
     ``t`` (K,) stamps (s), ``q`` (K, n), ``dq`` (K, n) (any value where absent), ``has_dq`` (K,)
     whether sample ``k`` has measured velocities. Returns positions, velocities, accelerations
     (M, n) at ``t_query`` (M,): from the fit of the measured velocities for the queries whose whole
-    fit window has them, else by differentiating the positions.
+    fit window has them, else by differentiating the positions. Only the samples within some
+    query's fit window are read (an online estimator's history is longer than its batch's reach).
     """
     lo, hi = fit_window(t, t_query, half_width)
+    if lo.size:  # the same fits on the samples they reach: lo and hi shift alike
+        reach = slice(int(lo.min()), int(hi.max()))
+        t, q, dq, has_dq = t[reach], q[reach], dq[reach], has_dq[reach]
+        lo, hi = lo - reach.start, hi - reach.start
     missing = np.concatenate([[0], np.cumsum(np.asarray(has_dq) == 0)])
     with_velocity = (missing[hi] - missing[lo]) == 0
     shape = (np.size(t_query), np.shape(q)[1])

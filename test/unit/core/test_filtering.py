@@ -9,6 +9,7 @@ from scipy.signal import savgol_filter
 from inertia_id_ros.core.filtering import (
     check_coverage,
     joint_states_at,
+    joint_states_at_mixed,
     local_polynomial_derivatives,
     savgol_derivatives,
 )
@@ -98,3 +99,24 @@ def test_uniform_savgol_helper_differentiates_offline_data():
             assert np.abs(second - ddx)[inner].max() < 5e-2
     with pytest.raises(ValueError, match="odd"):
         savgol_derivatives(x, dt, 20)
+
+
+def test_mixed_velocities_fit_exactly_as_each_kind_alone_on_a_long_history():
+    """Queries at the end of a long history (an online batch): where the whole fit window has
+    measured velocities, exactly the fit of positions and velocities; elsewhere exactly the
+    positions differentiated twice; read from the samples the windows reach only."""
+    rng = np.random.default_rng(5)
+    t = np.cumsum(rng.uniform(0.8e-3, 1.2e-3, 20000))
+    q = np.column_stack([np.sin(3 * t), np.cos(2 * t)]) + 1e-4 * rng.normal(size=(t.size, 2))
+    dq = np.column_stack([3 * np.cos(3 * t), -2 * np.sin(2 * t)])
+    has_dq = np.ones(t.size, dtype=bool)
+    has_dq[-60] = False  # one joint state without velocities near the end
+    t_query = t[-150:-40]
+    mixed = joint_states_at_mixed(t, q, dq, has_dq, t_query, 0.02)
+    with_dq = joint_states_at(t, q, dq, t_query, 0.02)
+    from_q = joint_states_at(t, q, None, t_query, 0.02)
+    reached = np.abs(t_query - t[-60]) <= 0.02
+    assert 0 < reached.sum() < t_query.size
+    for got, velocity_fit, position_fit in zip(mixed, with_dq, from_q):
+        assert np.array_equal(got[~reached], velocity_fit[~reached])
+        assert np.array_equal(got[reached], position_fit[reached])
