@@ -7,7 +7,7 @@ stamp, and nothing is thread-safe (the estimators call it under their lock).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +62,45 @@ def check_stamp(t: float, last: float | None, what: str) -> None:
         raise SampleRejected(
             "out_of_order", f"{what} stamp {t:.6f} s is older than the previous {last:.6f} s"
         )
+
+
+def passes_at_once(
+    t: np.ndarray,
+    values: np.ndarray,
+    width: int,
+    frame_ids: Sequence[str | None],
+    expected_frame: str | None,
+    last: float | None,
+) -> bool:
+    """Whether ``N`` samples, stamps ``t`` (N,) (s), ``values`` (N, width), ``frame_ids`` (N,)
+    (``None``: not given), pass every per-sample check at once: finite, stamps increasing and
+    newer than ``last`` (s), every frame given ``expected_frame`` (``None``: not checked). A
+    batch that does not goes sample by sample, for each rejection's reason."""
+    n = t.size
+    return bool(
+        n > 0
+        and values.shape == (n, width)
+        and len(frame_ids) == n
+        and np.isfinite(t).all()
+        and np.all(np.diff(t) > 0)
+        and (last is None or t[0] > last)
+        and np.isfinite(values).all()
+        and (expected_frame is None or all(f is None or f == expected_frame for f in frame_ids))
+    )
+
+
+def rejections(
+    add: Callable[..., object], *columns: Sequence[object] | np.ndarray
+) -> list[SampleRejected]:
+    """``add(*sample)`` for each sample of ``columns`` (N entries each) in turn: the
+    rejections it raised, in order."""
+    rejected = []
+    for sample in zip(*columns):
+        try:
+            add(*sample)
+        except SampleRejected as why:
+            rejected.append(why)
+    return rejected
 
 
 def check_vector(x: np.ndarray, size: int, what: str) -> np.ndarray:

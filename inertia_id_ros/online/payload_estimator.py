@@ -39,6 +39,8 @@ from inertia_id_ros.online.inputs import (
     check_frame,
     check_stamp,
     check_vector,
+    passes_at_once,
+    rejections,
 )
 from inertia_id_ros.online.solving import (
     check_bodies,
@@ -335,34 +337,18 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
         with self._lock:
             if self._append_wrench_batch(t, wrenches, frames):
                 return []
-        rejected = []
-        for i in range(t.size):
-            try:
-                self.add_wrench(t[i], wrenches[i], frames[i])
-            except SampleRejected as why:
-                rejected.append(why)
-        return rejected
+        return rejections(self.add_wrench, t, wrenches, frames)
 
     def _append_wrench_batch(
         self, t: np.ndarray, wrenches: np.ndarray, frames: list[str | None]
     ) -> bool:
         """Buffer the batch at once if every sample passes every check (lock held); ``False``
         (nothing done) otherwise."""
-        n, config, last = t.size, self.config, self._last_wrench_t
-        if n == 0 or wrenches.shape != (n, 6) or len(frames) != n:
-            return False
-        if not (
-            np.isfinite(t).all()
-            and np.all(np.diff(t) > 0)
-            and (last is None or t[0] > last)
-            and np.isfinite(wrenches).all()
-        ):
+        n, config = t.size, self.config
+        expected = self._expected_frame if config.check_wrench_frame else None
+        if not passes_at_once(t, wrenches, 6, frames, expected, self._last_wrench_t):
             return False
         if config.wrench_limits is not None and np.any(np.abs(wrenches) >= config.wrench_limits):
-            return False
-        if config.check_wrench_frame and any(
-            f is not None and f != self._expected_frame for f in frames
-        ):
             return False
         self.received[WRENCH] += n
         overflow = self._wrenches.extend(t=t, f=config.wrench_sign * wrenches)

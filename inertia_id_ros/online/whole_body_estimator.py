@@ -38,42 +38,37 @@ its inverse residual variance over the window, iterated at every solve.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from inertia_id_ros.chain.whole_body_fit import (
-    DEFAULT_PRIOR_WEIGHT,
-    DEFAULT_WEIGHTING,
     NormalEquations,
     fit_whole_body,
     noise_groups,
 )
-from inertia_id_ros.core.base_motion import DEFAULT_GYRO_HALF_WIDTH, BaseMotion, tilt_from_up
+from inertia_id_ros.core.base_motion import BaseMotion, tilt_from_up
 from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import SampleRejected
 from inertia_id_ros.online import whole_body_sync
-from inertia_id_ros.online.estimator import OnlineEstimator, OnlineEstimatorConfig, SampleBatch
+from inertia_id_ros.online.estimator import OnlineEstimator, SampleBatch
 from inertia_id_ros.online.inputs import (
     ClockResetDetector,
     JointStateValidator,
     check_frame,
     check_stamp,
     check_vector,
+    passes_at_once,
+    rejections,
 )
 from inertia_id_ros.online.solving import (
     check_bodies,
     ellipsoid_matrices,
-    ellipsoid_values,
     solver_failures,
 )
+from inertia_id_ros.online.whole_body_config import WholeBodyEstimatorConfig
 from inertia_id_ros.online.window import BlockWindow, SampleBuffer
-from inertia_id_ros.options import (
-    DEFAULT_IMU_TILT,
-    IMU_TILT_USES,
-    WHOLE_BODY_SAMPLE_RATE_HZ,
-    WHOLE_BODY_SENSOR_TIMEOUT_SEC,
-)
 
 IMU = "imu"
 """Input kind: an IMU reading (the window's samples when the model has an IMU)."""
@@ -81,63 +76,6 @@ SAMPLE = "sample"
 """Input kind of the window's samples without an IMU (F/T or joint-state stamps)."""
 _IMU_CLOCK = -1
 """Clock index of the IMU (F/T sensors are 0 .. S - 1, the joint states S)."""
-
-
-@dataclass
-class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
-    """Settings of :class:`WholeBodyEstimator`: the shared ones (samples are stamps of the
-    clock: the IMU, else an F/T sensor or the joint states) and the sync, the gyro filter, the
-    prior and the window's blocks (s)."""
-
-    prior_weight: float = DEFAULT_PRIOR_WEIGHT
-    """Weight of the prior toward the URDF (scaled coordinates, see
-    :mod:`~inertia_id_ros.chain.whole_body_fit`)."""
-    weighting: str = DEFAULT_WEIGHTING
-    """``none`` or ``channel``: the noise groups weighted by their inverse residual variance
-    (:func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`)."""
-    sync_tolerance_sec: float = 1e-3
-    """A wrench belongs to the sample whose stamp is within this (s)."""
-    sensor_timeout_sec: float = WHOLE_BODY_SENSOR_TIMEOUT_SEC
-    """An F/T sensor silent for this long (behind the newest IMU stamp; without an IMU, the
-    newest wrench or joint state) has stopped (s)."""
-    gyro_half_width: float = DEFAULT_GYRO_HALF_WIDTH
-    """Half-width of the local quadratic fit that differentiates the gyro (s)."""
-    block_sec: float = 1.0
-    """Samples per block of the window's normal equations (s)."""
-    max_pending_samples: int = 10000
-    """IMU readings and wrenches (per sensor) buffered to be processed (bounded memory)."""
-    with_efforts: bool = False
-    """Use the joint states' efforts (joint-torque rows)."""
-    imu_tilt: str = DEFAULT_IMU_TILT
-    """With a fixed base's IMU: ``correct`` (the fixed frame's tilt from the IMU) or ``check``
-    (the model's ``fixed_tilt``, the IMU's reported); see
-    :data:`~inertia_id_ros.options.IMU_TILT_USES`."""
-    max_sample_rate_hz: float = WHOLE_BODY_SAMPLE_RATE_HZ
-    """Clock stamps closer than ``1 / max_sample_rate_hz`` to the previous sample are not made
-    samples (IMU readings still feed the gyro's derivative): a humanoid's rows cost milliseconds
-    per sample, and the motion is slow next to the sensors' rates (Hz)."""
-
-    bounding_ellipsoids: tuple[tuple[float, ...] | None, ...] | None = None
-    """Per identified link (:attr:`WholeBodyModel.bodies` order) ``None`` or the ``Q`` (4x4, row
-    by row: 16 values, link frame) of an ellipsoid holding it (Wensing et al. 2017; see
-    :func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`). ``None``: no such
-    constraint."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.bounding_ellipsoids = ellipsoid_values(self.bounding_ellipsoids)
-        self._check_positive(
-            "sync_tolerance_sec",
-            "sensor_timeout_sec",
-            "gyro_half_width",
-            "block_sec",
-            "max_sample_rate_hz",
-        )
-        if not self.prior_weight >= 0.0:
-            raise self._invalid("prior_weight", "must be >= 0")
-        if self.imu_tilt not in IMU_TILT_USES:
-            raise self._invalid("imu_tilt", f"must be one of {IMU_TILT_USES}")
-        self._check_at_least_one("max_pending_samples")
 
 
 @dataclass(frozen=True)
@@ -334,6 +272,74 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
             if len(buffer) == buffer.capacity and buffer["t"][0] > self._t_consumed:
                 self.dropped["overflow"] += 1
             buffer.append(t=float(t), f=f)
+
+    def add_imus(
+        self,
+        t: np.ndarray,
+        angular_velocity: np.ndarray,
+        linear_acceleration: np.ndarray,
+        frame_ids: Sequence[str | None] | None = None,
+    ) -> list[SampleRejected]:
+        """:meth:`add_imu` for ``N`` readings in turn: stamps ``t`` (N,) (s), (N, 3) each,
+        ``frame_ids`` (N,) (``None``: not checked); returns the rejections, in order. A batch
+        that passes every check is buffered at once."""
+        t = np.asarray(t, dtype=float).reshape(-1)
+        w, f = np.asarray(angular_velocity, dtype=float), np.asarray(linear_acceleration, float)
+        frames = [None] * t.size if frame_ids is None else [x or None for x in frame_ids]
+        with self._lock:
+            imu_frame = self.model.imu_frame
+            if (
+                imu_frame is not None
+                and w.shape == f.shape
+                and passes_at_once(t, np.hstack([w, f]), 6, frames, imu_frame, self._last_imu_t)
+            ):
+                self.received[IMU] += t.size
+                self._imu_clock.in_step()
+                self._last_imu_t = float(t[-1])
+                self._note_first(float(t[0]))
+                self._count_overflow(self._imu, t)
+                self._imu.extend(t=t, w=w, f=f)
+                return []
+        return rejections(self.add_imu, t, w, f, frames)
+
+    def add_wrenches(
+        self,
+        frame: str,
+        t: np.ndarray,
+        wrenches: np.ndarray,
+        frame_ids: Sequence[str | None] | None = None,
+    ) -> list[SampleRejected]:
+        """:meth:`add_wrench` for ``N`` wrenches (N, 6) of the F/T sensor at ``frame`` in turn,
+        stamped ``t`` (N,) (s), ``frame_ids`` (N,) (``None``: not checked); returns the
+        rejections, in order. A batch that passes every check is buffered at once."""
+        t, wrenches = np.asarray(t, dtype=float).reshape(-1), np.asarray(wrenches, dtype=float)
+        frames = [None] * t.size if frame_ids is None else [x or None for x in frame_ids]
+        with self._lock:
+            k = self.sensor_frames.index(frame) if frame in self.sensor_frames else -1
+            if k >= 0 and passes_at_once(t, wrenches, 6, frames, frame, self._last_wrench_t[k]):
+                self.received[f"wrench.{frame}"] += t.size
+                self._wrench_clocks[k].in_step()
+                self._last_wrench_t[k] = float(t[-1])
+                if self._is_contact[k]:
+                    zero = np.logical_not(np.any(wrenches, axis=1))
+                    self._reads_zero[k] = bool(zero[-1])
+                    if zero.any():
+                        self._zero_wrenches[frame] += int(zero.sum())
+                if not self._has_imu:
+                    self._note_first(float(t[0]))
+                self._count_overflow(self._wrenches[k], t)
+                self._wrenches[k].extend(t=t, f=wrenches)
+                return []
+        return rejections(lambda *sample: self.add_wrench(frame, *sample), t, wrenches, frames)
+
+    def _count_overflow(self, buffer: SampleBuffer, t: np.ndarray) -> None:
+        """Count as ``overflow`` the samples not yet processed that appending the stamps ``t``
+        (N,) (s) to the full ``buffer`` pushes out (lock held)."""
+        excess = len(buffer) + t.size - buffer.capacity
+        if excess > 0:
+            pushed = np.concatenate([buffer["t"], t])[:excess]
+            if lost := int(np.count_nonzero(pushed > self._t_consumed)):
+                self.dropped["overflow"] += lost
 
     def _joint_accepted(self, t: np.ndarray) -> None:
         if not self._has_imu and t.size:

@@ -18,11 +18,8 @@ from inertia_id_ros.errors import SampleRejected
 from inertia_id_ros.online.estimator import window_capacities
 from inertia_id_ros.online.session import Diagnostics, Session, Warning_
 from inertia_id_ros.online.solving import ellipsoid_values
-from inertia_id_ros.online.whole_body_estimator import (
-    WholeBodyEstimate,
-    WholeBodyEstimator,
-    WholeBodyEstimatorConfig,
-)
+from inertia_id_ros.online.whole_body_config import WholeBodyEstimatorConfig
+from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate, WholeBodyEstimator
 
 
 class WholeBodySession(Session[WholeBodyEstimator, WholeBodyEstimate]):
@@ -62,6 +59,34 @@ class WholeBodySession(Session[WholeBodyEstimator, WholeBodyEstimate]):
         except SampleRejected as rejected:
             return self._dropped(rejected, f"wrench of {frame!r}")
         return None
+
+    def add_imus(
+        self,
+        t: np.ndarray,
+        angular_velocity: np.ndarray,
+        linear_acceleration: np.ndarray,
+        frame_ids: Sequence[str | None] | None = None,
+    ) -> list[Warning_]:
+        """Offer ``N`` IMU readings (see ``WholeBodyEstimator.add_imus``): the warnings of those
+        dropped."""
+        return [
+            self._dropped(why, "IMU reading")
+            for why in self.estimator.add_imus(t, angular_velocity, linear_acceleration, frame_ids)
+        ]
+
+    def add_wrenches(
+        self,
+        frame: str,
+        t: np.ndarray,
+        wrenches: np.ndarray,
+        frame_ids: Sequence[str | None] | None = None,
+    ) -> list[Warning_]:
+        """Offer ``N`` wrenches of the F/T sensor at ``frame`` (see
+        ``WholeBodyEstimator.add_wrenches``): the warnings of those dropped."""
+        return [
+            self._dropped(why, f"wrench of {frame!r}")
+            for why in self.estimator.add_wrenches(frame, t, wrenches, frame_ids)
+        ]
 
     def _processing_warnings(self) -> list[Warning_]:
         warnings = super()._processing_warnings()

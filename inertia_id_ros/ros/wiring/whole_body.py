@@ -93,13 +93,13 @@ class WholeBodyWiring(ModeWiring):
         session, warn = self._session, self._node.warn
         for run in self.decoded(self._imu) if self._imu is not None else ():
             gyro, accel = run.arrays["angular_velocity"], run.arrays["linear_acceleration"]
-            for k in range(len(run)):
-                warn(session.add_imu(float(run.t[k]), gyro[k], accel[k], run.frame_id))
+            for warning in session.add_imus(run.t, gyro, accel, [run.frame_id] * len(run)):
+                warn(warning)
         for frame, inbox in self._ft.items():
             for run in self.decoded(inbox):
-                wrenches = run.arrays["wrench"]
-                for k in range(len(run)):
-                    warn(session.add_wrench(frame, float(run.t[k]), wrenches[k], run.frame_id))
+                frames = [run.frame_id] * len(run)
+                for warning in session.add_wrenches(frame, run.t, run.arrays["wrench"], frames):
+                    warn(warning)
 
     def publish(self, update: Update, markers: bool = True) -> None:
         """The update's links (and their markers, when ``markers``)."""

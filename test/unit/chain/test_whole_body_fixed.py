@@ -11,7 +11,8 @@ from inertia_id_ros.core.filtering import local_polynomial_derivatives
 from inertia_id_ros.core.inertia import check_consistency
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
-from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimator, WholeBodyEstimatorConfig
+from inertia_id_ros.online.whole_body_config import WholeBodyEstimatorConfig
+from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimator
 from inertia_id_ros.online.whole_body_session import whole_body_session
 from inertia_id_ros.sim import whole_body_robots as wb
 

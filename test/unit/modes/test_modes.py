@@ -41,7 +41,7 @@ from inertia_id_ros.online.payload_session import (
 )
 from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimatorConfig
 from inertia_id_ros.online.session import Session
-from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimatorConfig
+from inertia_id_ros.online.whole_body_config import WholeBodyEstimatorConfig
 from inertia_id_ros.online.whole_body_session import whole_body_session
 from inertia_id_ros.solvers import METHODS
 

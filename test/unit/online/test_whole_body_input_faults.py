@@ -265,3 +265,41 @@ def test_an_imu_stamp_from_the_future_restarts_the_window_instead_of_silencing_t
     assert "clock_jump" in [kind for kind, _ in update.warnings]
     _feed(session, data, WARM + 300, WARM + 1300)
     assert abs(_total_mass(session.update(now=2.0)) - reference) < 0.01 * reference
+
+
+def test_batches_are_taken_as_the_same_readings_one_by_one(go1):
+    """IMU readings and wrenches offered in batches (the node's serialized path): the same
+    counters, drops, contacts reading zero and window as offered one by one, with faults in some
+    batches (a NaN wrench, a repeated IMU stamp, a wrong frame) and a foot in the air."""
+    _, data, air = go1
+    names = list(data["joint_names"])
+    one_by_one, batched = _session(), _session()
+    t, gyro, accel, wrench = (
+        air[key].copy()
+        for key in ("t", "imu_angular_velocity", "imu_linear_acceleration", "ft_wrench")
+    )
+    wrench[310, 2, 4] = np.nan
+    t_imu = t.copy()
+    t_imu[420] = t_imu[419]  # a repeated stamp
+    imu_frames = [wb.GO1_IMU_FRAME] * t.size
+    imu_frames[530] = "trunk_wrong"
+    for start in range(0, 800, 100):
+        rows = slice(start, start + 100)
+        for session in (one_by_one, batched):
+            session.add_joint_states(t[rows], names, air["q"][rows], air["dq"][rows])
+        for i in range(start, start + 100):
+            one_by_one.add_imu(t_imu[i], gyro[i], accel[i], imu_frames[i])
+            for k, foot in enumerate(wb.GO1_FEET):
+                one_by_one.add_wrench(foot, t[i], wrench[i, k], foot)
+        batched.add_imus(t_imu[rows], gyro[rows], accel[rows], imu_frames[rows])
+        for k, foot in enumerate(wb.GO1_FEET):
+            batched.add_wrenches(foot, t[rows], wrench[rows, k], [foot] * 100)
+        for session in (one_by_one, batched):
+            session.estimator.process()
+    a, b = one_by_one.estimator, batched.estimator
+    assert a.received == b.received and a.dropped == b.dropped
+    assert {"non_finite", "duplicate_stamp", "wrong_frame"} <= set(b.dropped)
+    assert a.zero_wrenches == b.zero_wrenches and b.zero_wrenches[wb.GO1_FEET[0]] == 800
+    assert a.contacts_reading_zero == b.contacts_reading_zero == (wb.GO1_FEET[0],)
+    for x, y in zip(a.window.normal_equations(), b.window.normal_equations()):
+        assert np.array_equal(x, y)
