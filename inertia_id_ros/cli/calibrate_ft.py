@@ -72,6 +72,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     cal.add_argument("--out", metavar="FILE", help="write the calibration (YAML) to FILE")
     cal.add_argument(
+        "--firmware-matrix",
+        action="append",
+        type=frame_and_file,
+        metavar="FRAME=FILE",
+        help="the sensor at FRAME's current firmware matrix file (IIT FTSens matrix_SN*.txt): "
+        "write it with the calibration composed in beside it, as <name>_insitu.txt (the offset "
+        "stays in --out's file); repeat per sensor",
+    )
+    cal.add_argument(
         "--payload",
         metavar="RESULT",
         help="a wrist sensor: the result JSON of the trusted payload it carries (its body in "
@@ -81,10 +90,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     cal.add_argument("--wrench-topic", help="--payload with --bag: the WrenchStamped topic")
 
 
+def frame_and_file(text: str) -> tuple[str, str]:
+    """``FRAME=FILE`` as ``(frame, file)``."""
+    frame, _, path = text.partition("=")
+    if not frame or not path:
+        raise argparse.ArgumentTypeError(f"expected FRAME=FILE, got {text!r}")
+    return frame, path
+
+
 def run(args: argparse.Namespace) -> int:
     """Calibrate the sensors; the exit code."""
     from inertia_id_ros.errors import InputError
-    from inertia_id_ros.formats.ft_calibration import write_ft_calibration
+    from inertia_id_ros.formats.firmware_matrix import write_recalibrated_firmware_matrix
+    from inertia_id_ros.formats.ft_calibration import calibrations_of, write_ft_calibration
     from inertia_id_ros.jobs.calibrate_ft import calibrate_ft, calibrate_wrist_ft
 
     topics = [entry.rsplit("=", 1) for entry in args.ft or []]
@@ -109,8 +127,16 @@ def run(args: argparse.Namespace) -> int:
         result = calibrate_wrist_ft(args.urdf, args.sensor_frame, args.payload, source, options)
     else:
         result = calibrate_ft(args.urdf, source, options)
+    written = [args.out]
     if args.out and not result.refused:
         common.write_output(
             args.out, lambda out: write_ft_calibration(out, result.calibration_file)
         )
-    return common.print_result("calibrate-ft", result, args.json, written=(args.out,))
+    if args.firmware_matrix and not result.refused:
+        sensors = result.calibration_file["ft_calibration"]["sensors"]
+        calibrations = calibrations_of(sensors, "calibrate-ft")
+        for frame, current in args.firmware_matrix:
+            if frame not in calibrations:
+                raise InputError(f"--firmware-matrix: {frame!r} is not among {list(calibrations)}")
+            written.append(str(write_recalibrated_firmware_matrix(current, calibrations[frame])))
+    return common.print_result("calibrate-ft", result, args.json, written=tuple(written))

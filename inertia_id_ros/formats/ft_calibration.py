@@ -93,6 +93,12 @@ def read_ft_calibration(path: str | Path) -> dict[str, SensorCalibration]:
             f"{source}: not an F/T calibration (expected 'ft_calibration: sensors: [...]', as "
             "inertia-id calibrate-ft writes)"
         )
+    return calibrations_of(sensors, source)
+
+
+def calibrations_of(sensors: list[Any], source: str) -> dict[str, SensorCalibration]:
+    """The calibrations by frame of a file's ``sensors`` entries (``source`` names the file in
+    the :class:`DataError` of an entry that is not one)."""
     out: dict[str, SensorCalibration] = {}
     for i, entry in enumerate(sensors):
         if not isinstance(entry, dict) or not isinstance(entry.get("frame"), str):

@@ -137,3 +137,32 @@ def test_wrist_sensor_calibrated_against_a_known_payload(tmp_path):
     cal = result.estimate["panda_link8"]
     assert cal.matrix[0, 0] == pytest.approx(1 / 2.65, rel=0.05)
     assert np.all(result.held_out["panda_link8"].ratio[:3] < 0.5)
+
+
+def test_the_command_writes_the_sensors_firmware_matrix_recalibrated(stance, tmp_path, capsys):
+    from inertia_id_ros import cli
+    from inertia_id_ros.formats.firmware_matrix import (
+        FirmwareMatrix,
+        firmware_matrix_text,
+        read_firmware_matrix,
+    )
+
+    path, _ = stance
+    full_scale = np.array([1500.0, 1500.0, 2000.0, 200.0, 200.0, 200.0])  # room for the fix
+    current = tmp_path / "matrix_SN101.txt"
+    current.write_bytes(
+        firmware_matrix_text(FirmwareMatrix(0.5 * np.diag(full_scale) / 32767, full_scale)).encode()
+    )
+    out = tmp_path / "cal.yaml"
+    arguments = ["calibrate-ft", "--urdf", ICUB, "--data", str(path), "--base", "fixed"]
+    arguments += ["--fixed-frame", "l_sole", "--fixed-tilt", "0.03,-0.05", "--holdout", "0"]
+    arguments += ["--sensors", "l_leg_ft_sensor", "--out", str(out)]
+    assert cli.main([*arguments, "--firmware-matrix", f"l_leg_ft_sensor={current}"]) == 0
+    written = tmp_path / "matrix_SN101_insitu.txt"
+    assert str(written) in capsys.readouterr().out
+    calibration = read_ft_calibration(out)["l_leg_ft_sensor"]
+    composed = calibration.matrix @ read_firmware_matrix(current).matrix
+    step = full_scale[:, None] / 32767 / 2**15  # one 1.15 step (N per count)
+    assert np.all(np.abs(read_firmware_matrix(written).matrix - composed) <= 0.5 * step + 1e-15)
+    assert cli.main([*arguments, "--firmware-matrix", f"r_leg_ft_sensor={current}"]) != 0
+    assert "'r_leg_ft_sensor' is not among ['l_leg_ft_sensor']" in capsys.readouterr().err
