@@ -286,6 +286,12 @@ def add_log_options(
         "and validate on the rest",
     )
     parser.add_argument(
+        "--held-out-runs",
+        type=comma_names,
+        metavar="RUN,...",
+        help="an --input description of several runs: fit on the other runs and validate on these",
+    )
+    parser.add_argument(
         "--hold",
         action="append",
         metavar="JOINT=VALUE",
@@ -357,6 +363,7 @@ def log_source(args: argparse.Namespace) -> LogSource:
         t_end=getattr(args, "t_end", None),
         held_out_from=getattr(args, "held_out_from", None),
         held=held,
+        held_out_runs=getattr(args, "held_out_runs", None),
     )
 
 

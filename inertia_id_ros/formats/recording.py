@@ -57,6 +57,18 @@ class ImuSamples:
 
 
 @dataclass(frozen=True)
+class RunSpan:
+    """One run of a recording joined from several (:mod:`~inertia_id_ros.formats.runs`):
+    ``name``, ``t0`` its first joint stamp, ``lo`` and ``hi`` its first and last stamps of
+    any stream (s, on the joined clock)."""
+
+    name: str
+    t0: float
+    lo: float
+    hi: float
+
+
+@dataclass(frozen=True)
 class Recording:
     """A log loaded through an :class:`InputDescription`: ``joint_states`` (the logged URDF
     joints, SI, on the position stream's stamps), ``held`` URDF joints (value, rad or m),
@@ -72,6 +84,8 @@ class Recording:
     notes: tuple[str, ...] = ()
     t0: float = 0.0
     """s: the first joint sample's stamp; windows are relative to it."""
+    runs: tuple[RunSpan, ...] = ()
+    """The runs joined into it, in order (empty: one log)."""
 
     def window(self, start: float, end: float) -> Recording:
         """The samples within ``[t0 + start, t0 + end]`` s of every stream."""
@@ -267,7 +281,12 @@ def load_recording(
     ``urdf`` for the F/T signs): joint signals in SI on the position stream's stamps (other
     streams' joint signals interpolated, the span cropped to where all overlap), joints not in
     the URDF ignored (noted), F/T sensors and IMU on their own stamps, then the window.
-    Raises :class:`DataError` naming the stream and key."""
+    Raises :class:`DataError` naming the stream and key. Several ``runs``: each loaded so
+    and joined (:func:`~inertia_id_ros.formats.runs.load_runs`)."""
+    if description.runs:
+        from inertia_id_ros.formats.runs import load_runs
+
+        return load_runs(description, model_joint_names, urdf)
     notes: list[str] = []
     streams = _Streams(description)
     groups = _joint_groups(description, streams, model_joint_names, notes)
@@ -458,7 +477,12 @@ def split_recording(
 ) -> tuple[Recording, Recording | None]:
     """``(train, held_out)``: the description's ``train`` interval (default: the recording) and
     its ``held_out`` interval, or the parts before and from ``held_out_from`` (``None``
-    without a split)."""
+    without a split). Several runs: by run and within each run
+    (:func:`~inertia_id_ros.formats.runs.split_runs`)."""
+    if description.runs:
+        from inertia_id_ros.formats.runs import split_runs
+
+        return split_runs(recording, description)
     end = recording.joint_states.t[-1] - recording.t0
     train = (
         recording.window(*description.intervals[description.train])
