@@ -295,8 +295,7 @@ def select_differentiation(
     if not candidates:
         raise ValueError(f"the recording ({t[-1] - t[0]:.3f} s) is too short for any filter")
     reach = max(c.half_width for c in candidates)
-    gap = min(c.half_width for c in candidates)
-    interior = np.flatnonzero(inside_segments(t, t, reach, gap))
+    interior = np.flatnonzero(inside_segments(t, t, reach, min(c.half_width for c in candidates)))
     rows = interior[:: max(1, int(np.ceil(interior.size / max_samples)))]
     if rows.size < 2 * n_folds:
         raise ValueError(f"{rows.size} samples cannot make {n_folds} folds")
