@@ -292,6 +292,8 @@ def load_recording(
     groups = _joint_groups(description, streams, model_joint_names, notes)
     states = _joint_states(description, streams, groups, notes)
     wrenches, kinds = _ft_sensors(description, streams, urdf, notes)
+    imu = _imu(description, streams)
+    notes.extend(note for stream in streams.read.values() for note in stream.notes)
     if description.held:
         notes.append(
             "held joints (not in the log): "
@@ -301,7 +303,7 @@ def load_recording(
         states,
         wrenches,
         kinds,
-        _imu(description, streams),
+        imu,
         description.source,
         dict(description.held),
         tuple(notes),
