@@ -208,9 +208,11 @@ def _joint_signal(
     kind: str,
     all_log_names: Sequence[str],
     log_names: Sequence[str],
+    urdf_names: Sequence[str],
 ) -> np.ndarray:
     """(N, n) SI values of ``kind`` for the log joints ``log_names`` (the mapped ones of
-    ``all_log_names``, the columns of an (N, n) key without the stream's own names)."""
+    ``all_log_names``, the columns of an (N, n) key without the stream's own names; their
+    ``urdf_names``: per-joint maps are keyed by either)."""
     if signal.columns is not None:
         values = stream_columns(stream, None, signal.columns, log_names, None, f"joint {kind}s")
     else:
@@ -232,29 +234,62 @@ def _joint_signal(
     if kind == "effort":
         if signal.unit == "A":
             constants = [
-                _per_joint(signal.torque_constant, name, None, "torque_constant", stream.label)
-                * _per_joint(signal.gear_ratio, name, 1.0, "gear_ratio", stream.label)
-                for name in log_names
+                _per_joint(signal.torque_constant, names, None, "torque_constant", stream.label)
+                * _per_joint(signal.gear_ratio, names, 1.0, "gear_ratio", stream.label)
+                for names in zip(log_names, urdf_names)
             ]
             values = values * np.array(constants)
     else:
         values = values * POSITION_SCALE[signal.unit or "rad"]
     signs = np.array(
-        [_per_joint(signal.sign, name, 1.0, "sign", stream.label) for name in log_names]
+        [
+            _per_joint(signal.sign, names, 1.0, "sign", stream.label)
+            for names in zip(log_names, urdf_names)
+        ]
     )
     return values * signs
 
 
+JOINT_MAPS = ("torque_constant", "gear_ratio", "sign")
+"""A signal's per-joint maps (log or URDF joint name -> value)."""
+
+
 def _per_joint(
-    value: Mapping[str, float] | float, name: str, default: float | None, key: str, label: str
+    value: Mapping[str, float] | float,
+    names: tuple[str, str],
+    default: float | None,
+    key: str,
+    label: str,
 ) -> float:
+    """A per-joint value of the joint named ``names`` (log name, URDF name) in the log and the
+    URDF: ``value`` itself, or its entry for either name, or ``default``."""
     if not isinstance(value, Mapping):
         return float(value)
-    if name in value:
-        return float(value[name])
+    for name in names:
+        if name in value:
+            return float(value[name])
     if default is None:
-        raise DataError(f"{label}: {key} gives no value for joint {name!r}")
+        raise DataError(f"{label}: {key} gives no value for joint {names[0]!r}")
     return default
+
+
+def _check_joint_maps(
+    signal: SignalSpec,
+    key: str,
+    pairs: Sequence[tuple[str, str]] | None,
+    all_log_names: Sequence[str],
+) -> None:
+    """Refuse a per-joint map of ``signal`` (``key`` names it) keyed by a name that is no
+    joint of the group (log names ``all_log_names``, URDF names of ``pairs``), naming those."""
+    known = list(dict.fromkeys([*all_log_names, *(u for _, u in pairs or ())]))
+    for name in JOINT_MAPS:
+        value = getattr(signal, name)
+        unknown = [j for j in value if j not in known] if isinstance(value, Mapping) else []
+        if unknown:
+            raise DataError(
+                f"{key}.{name}: no joint(s) {unknown} in this joint group; its joints: "
+                f"{', '.join(known)} (log names, or the URDF names they map to)"
+            )
 
 
 class _Streams:
@@ -357,7 +392,11 @@ def _joint_groups(
         raise DataError(f"{source}: joints {both} are both logged and held")
     unknown_held = sorted(set(description.held) - known)
     if unknown_held:
-        raise DataError(f"{source}: held joints {unknown_held} are not in the URDF")
+        unlogged = [j for j in model_joint_names if j not in urdf_names]
+        raise DataError(
+            f"{source}: held joints {unknown_held} are not in the URDF (its joints not in "
+            f"the log: {', '.join(unlogged) or 'none'})"
+        )
     return groups
 
 
@@ -387,8 +426,10 @@ def _joint_states(
             f"{int((~keep).sum())} joint samples outside the span every joint stream covers dropped"
         )
     columns: dict[str, list[np.ndarray]] = {kind: [] for kind in JOINT_SIGNALS}
-    for group, all_log_names, log_names, _ in groups:
+    for k, (group, all_log_names, log_names, urdf_names) in enumerate(groups):
+        key = "joints" if len(groups) == 1 else f"joints[{k}]"
         for kind, signal in group.signals.items():
+            _check_joint_maps(signal, f"{source}: {key}.{kind}", group.joint_names, all_log_names)
             if kind not in JOINT_SIGNALS:  # TARGET_SIGNALS: read as the effort by their user
                 continue
             other = streams[signal.stream]
@@ -397,7 +438,7 @@ def _joint_states(
                 and (signal.key or CANONICAL_SIGNAL_KEYS[kind]) not in other.table
             ):
                 continue
-            values = _joint_signal(other, signal, kind, all_log_names, log_names)
+            values = _joint_signal(other, signal, kind, all_log_names, log_names, urdf_names)
             if other is not reference:
                 values = np.column_stack([np.interp(t[keep], other.t, c) for c in values.T])
             else:

@@ -4,6 +4,7 @@ repeat (dropped with a note; a log mostly of repeats is refused)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -64,3 +65,27 @@ def test_a_log_mostly_of_repeats_is_refused(tmp_path: Path) -> None:
     write_dump(tmp_path / "data.log", stamps)
     with pytest.raises(DataError, match="200 of 300 samples repeat"):
         load_recording(describe(tmp_path), JOINTS)
+
+
+def test_per_joint_maps_keyed_by_unknown_names_are_refused(tmp_path: Path) -> None:
+    write_dump(tmp_path / "data.log", 1000.0 + np.arange(50) * 0.01)
+    description = describe(tmp_path)
+    group = description.joints[0]
+    position = group.signals["position"]
+    for key, value in (("sign", {"knee": -1.0, "ankle": -1.0}), ("gear_ratio", {"hips": 2.0})):
+        signals = {"position": replace(position, **{key: value})}
+        wrong = replace(description, joints=(replace(group, signals=signals),))
+        with pytest.raises(DataError, match=rf"joints.position.{key}: no joint\(s\) \['"):
+            load_recording(wrong, JOINTS)
+    signals = {"position": replace(position, sign={"knee": -1.0})}
+    flipped = load_recording(
+        replace(description, joints=(replace(group, signals=signals),)), JOINTS
+    )
+    plain = load_recording(description, JOINTS)
+    assert np.allclose(flipped.joint_states.q[:, 1], -plain.joint_states.q[:, 1])
+    held = replace(description, held={"ankle": 0.0})
+    with pytest.raises(
+        DataError,
+        match=r"held joints \['ankle'\] are not in the URDF \(its joints not in the log: foot\)",
+    ):
+        load_recording(held, (*JOINTS, "foot"))
