@@ -53,6 +53,12 @@ class LogSource:
             raise InputError(f"give one of data, bag and input (a log source), got {given}")
 
     @property
+    def terms(self) -> str:
+        """The terms a fix is given in (:data:`~inertia_id_ros.findings.TERMS`): an input
+        description's keys for ``input``, the command line's flags otherwise."""
+        return "description" if self.input is not None else "flags"
+
+    @property
     def path(self) -> str:
         """The file, bag or description read."""
         return self.data or self.bag or self.input or ""

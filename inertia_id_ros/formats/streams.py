@@ -157,9 +157,12 @@ def _stamps(
             )
         t = raw * TIME_SCALE[spec.time_unit]
         findings = check_time_units(t, "")
-        if findings:
+        if findings:  # the unit the raw stamps' steps fit, as the fix
+            raw_findings = check_time_units(raw, "")
+            fix = raw_findings[0].in_terms("description").fix if raw_findings else ""
             raise DataError(
                 f"{label}: time {spec.time!r} in {spec.time_unit}: {findings[0].message}"
+                + (f" {fix}" if fix else "")
             )
     keep, note = np.ones(t.size, dtype=bool), ""
     repeated = np.diff(t) == 0

@@ -32,6 +32,7 @@ from inertia_id_ros.jobs.base import (
     check_bounding_ellipsoid,
     check_payload_volume,
     findings_document,
+    in_source_terms,
     load_urdf,
     payload_volume_of,
 )
@@ -138,6 +139,16 @@ def fit_payload_torques(
     """The payload at the URDF frame ``frame`` of the robot of the URDF file ``urdf``, fitted
     to the joint states with efforts of ``source`` as ``options`` say (module docstring: a link
     model, or differencing ``options.unloaded``), and checked."""
+    return in_source_terms(source, lambda: _fit_payload_torques(urdf, source, frame, options))
+
+
+def _fit_payload_torques(
+    urdf: str,
+    source: LogSource,
+    frame: str,
+    options: FitPayloadTorquesOptions = FitPayloadTorquesOptions(),
+) -> PayloadTorquesFit:
+    """:func:`fit_payload_torques` with the fixes in the library's terms."""
     from inertia_id_ros.core.robots import frame_id
     from inertia_id_ros.formats.data import check_joints
     from inertia_id_ros.formats.export import body_json

@@ -125,7 +125,8 @@ class DataSource:
 
         units = check_time_units(states.t, "joint state stamps")  # before differentiating
         if units:
-            raise DataError(f"{self.path}: {units[0].subject}: {units[0].message}")
+            unit = units[0].in_terms("description" if self.recording is not None else "flags")
+            raise DataError(f"{self.path}: {unit.subject}: {unit.message} {unit.fix}".rstrip())
         try:
             return with_derivatives(states, self.half_width, self.order, delay=self.delay)
         except DataError as e:
