@@ -148,6 +148,20 @@ class JointGroup:
 
 
 @dataclass(frozen=True)
+class StampWindow:
+    """A window in the log's own stamps: from ``start`` to ``end`` in the joint states' clock
+    stream's time column, in its unit, before its offset (a stream with a ``rate``: s from its
+    first sample; a bag: its header stamps, s). YAML: ``window: {stamps: [start, end]}``."""
+
+    start: float
+    end: float
+
+
+Window = tuple[float, float] | StampWindow
+"""A window: ``(start, end)`` s after the first joint sample, or in the log's own stamps."""
+
+
+@dataclass(frozen=True)
 class InputDescription:
     """Where a log's signals are (see the module docstring). ``joints``: the joint groups (the
     first one's position stream is the joint states' clock); ``held``: URDF joints not in the
@@ -162,7 +176,7 @@ class InputDescription:
     held: Mapping[str, float] = field(default_factory=dict)
     ft_sensors: tuple[FTSpec, ...] = ()
     imu: ImuSpec | None = None
-    window: tuple[float, float] | None = None
+    window: Window | None = None
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     train: str | None = None
     held_out: str | None = None
@@ -248,9 +262,21 @@ class InputDescription:
         held_out_from: float | None = None,
         held: Mapping[str, float] | None = None,
         held_out_runs: Sequence[str] | None = None,
+        no_split: bool = False,
     ) -> InputDescription:
         """This description with the command-line window, split and held joints (given ones
-        override the description's; with runs, the window overrides each run's)."""
+        override the description's; with runs, the window overrides each run's); ``no_split``:
+        all of the window fitted, the description's split (``train``, ``held_out``,
+        ``held_out_from``, ``held_out_runs``) cancelled."""
+        if no_split:
+            if held_out_from is not None or held_out_runs is not None:
+                raise DataError(
+                    "--no-split cancels the split: give it or --held-out-from/--held-out-runs"
+                )
+            cancelled = replace(
+                self, train=None, held_out=None, held_out_from=None, held_out_runs=()
+            )
+            return cancelled.with_flags(t_start, t_end, None, held)
         window = _window(self.window, t_start, t_end, self.source)
         runs = self.runs
         if t_start is not None or t_end is not None:
@@ -279,12 +305,13 @@ class InputDescription:
 
 
 def _window(
-    window: tuple[float, float] | None, t_start: float | None, t_end: float | None, source: str
-) -> tuple[float, float] | None:
-    """``window`` with the command line's ``t_start`` and ``t_end`` (s) when given."""
+    window: Window | None, t_start: float | None, t_end: float | None, source: str
+) -> Window | None:
+    """``window`` with the command line's ``t_start`` and ``t_end`` (s after the first joint
+    sample) when given (over a window in the log's stamps: the flags' window alone)."""
     if t_start is None and t_end is None:
         return window
-    start, end = window or (0.0, math.inf)
+    start, end = (0.0, math.inf) if window is None or isinstance(window, StampWindow) else window
     window = (start if t_start is None else t_start, end if t_end is None else t_end)
     if not window[0] < window[1]:
         raise DataError(

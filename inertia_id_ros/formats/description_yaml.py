@@ -23,7 +23,9 @@ from inertia_id_ros.formats.description import (
     InputDescription,
     JointGroup,
     SignalSpec,
+    StampWindow,
     StreamSpec,
+    Window,
 )
 from inertia_id_ros.formats.runs import RunSpec
 from inertia_id_ros.options import (
@@ -94,7 +96,7 @@ def read_description(data: object, base: Path, source: str) -> InputDescription:
         held=held,
         ft_sensors=ft,
         imu=imu,
-        window=None if top.get("window") is None else reader.interval(top["window"], "window"),
+        window=None if top.get("window") is None else reader.window(top["window"], "window"),
         intervals=intervals,
         train=None if top.get("train") is None else str(top["train"]),
         held_out=None if top.get("held_out") is None else str(top["held_out"]),
@@ -140,7 +142,7 @@ def _read_runs(reader: _Reader, top: dict, base: Path) -> InputDescription:
         streams={} if layout is None else layout.streams,
         joints=() if layout is None else layout.joints,
         ft_sensors=() if layout is None else layout.ft_sensors,
-        window=None if top.get("window") is None else reader.interval(top["window"], "window"),
+        window=None if top.get("window") is None else reader.window(top["window"], "window"),
         held_out_from=None
         if held_out_from is None
         else reader.number(held_out_from, "held_out_from"),
@@ -173,9 +175,7 @@ def _run(
         p = Path(str(item))
         return p if p.is_absolute() else base / p
 
-    window = (
-        None if spec.get("window") is None else reader.interval(spec["window"], f"{key}.window")
-    )
+    window = None if spec.get("window") is None else reader.window(spec["window"], f"{key}.window")
     if "description" in spec:
         file = path(spec["description"])
         description = InputDescription.from_yaml(file)
@@ -268,15 +268,25 @@ class _Reader:
             raise self.fail(f"{key}: {value!r} is not one of {', '.join(choices)}")
         return str(value)
 
-    def interval(self, value: object, key: str) -> tuple[float, float]:
+    def interval(
+        self, value: object, key: str, unit: str = "s after the first joint sample"
+    ) -> tuple[float, float]:
         if not isinstance(value, list) or len(value) != 2:
-            raise self.fail(
-                f"{key} must be [start, end] (s after the first joint sample), got {value!r}"
-            )
+            raise self.fail(f"{key} must be [start, end] ({unit}), got {value!r}")
         start, end = (self.number(v, key) for v in value)
         if not start < end:
             raise self.fail(f"{key} [{start}, {end}] is empty (start must be before end)")
         return start, end
+
+    def window(self, value: object, key: str) -> Window:
+        if isinstance(value, dict):
+            self.known(value, key, ("stamps",))
+            if "stamps" not in value:
+                raise self.fail(f"{key} must be [start, end] or {{stamps: [start, end]}}")
+            return StampWindow(
+                *self.interval(value["stamps"], f"{key}.stamps", "in the log's stamps")
+            )
+        return self.interval(value, key)
 
     def stream_name(self, value: object, streams: Mapping[str, StreamSpec], key: str) -> str:
         if str(value) not in streams:

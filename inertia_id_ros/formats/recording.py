@@ -37,11 +37,14 @@ from inertia_id_ros.formats.description import (
     IMU_KEYS,
     IMU_WIDTHS,
     POSITION_SCALE,
+    TIME_SCALE,
     WRENCH_KEY,
     FTSpec,
     InputDescription,
     JointGroup,
     SignalSpec,
+    StampWindow,
+    Window,
 )
 from inertia_id_ros.formats.streams import Stream, read_stream, stream_columns
 
@@ -345,8 +348,19 @@ def load_recording(
         float(states.t[0]),
     )
     if description.window is not None:
-        recording = recording.window(*description.window)
+        recording = recording.window(*_relative(description, description.window, recording.t0))
     return recording
+
+
+def _relative(description: InputDescription, window: Window, t0: float) -> tuple[float, float]:
+    """``window`` in s after the first joint sample (stamp ``t0``, s): a
+    :class:`~inertia_id_ros.formats.description.StampWindow` converted from the joint clock
+    stream's own stamps."""
+    if not isinstance(window, StampWindow):
+        return window
+    spec = description.streams[description.joints[0].signals["position"].stream]
+    scale = TIME_SCALE[spec.time_unit] if spec.time is not None and spec.time_unit else 1.0
+    return window.start * scale + spec.offset - t0, window.end * scale + spec.offset - t0
 
 
 def _joint_groups(

@@ -16,7 +16,7 @@ import numpy as np
 
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.formats.data import JointStates, Wrenches
-from inertia_id_ros.formats.description import BAG_SUFFIXES, InputDescription
+from inertia_id_ros.formats.description import BAG_SUFFIXES, InputDescription, Window
 from inertia_id_ros.formats.recording import ImuSamples, Recording, RunSpan, load_recording
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
 
@@ -34,7 +34,7 @@ class RunSpec:
 
     name: str
     description: InputDescription | None
-    window: tuple[float, float] | None = None
+    window: Window | None = None
     file: tuple[str, str | None, str | None] | None = None
 
     def resolved(

@@ -46,6 +46,8 @@ class LogSource:
     held_out_runs: Sequence[str] | None = None
     """With a description of several runs: the runs held out (overrides its
     ``held_out_runs``)."""
+    no_split: bool = False
+    """Fit on all of the window: the description's split cancelled."""
 
     def __post_init__(self) -> None:
         given = [name for name in ("data", "bag", "input") if getattr(self, name) is not None]
@@ -149,7 +151,12 @@ class LogSource:
         else:
             description = _with_signs(description, sensor_frame, flip_wrench_sign, flip_frames)
         return description.with_flags(
-            self.t_start, self.t_end, self.held_out_from, self.held, self.held_out_runs
+            self.t_start,
+            self.t_end,
+            self.held_out_from,
+            self.held,
+            self.held_out_runs,
+            self.no_split,
         )
 
     def read_log(

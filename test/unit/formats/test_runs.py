@@ -4,6 +4,7 @@ refused where a name or a signal does not match."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import yaml
 
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.formats.data import with_derivatives
+from inertia_id_ros.formats.description import InputDescription, StampWindow
 from inertia_id_ros.formats.recording import load_recording, split_recording
 from inertia_id_ros.formats.source import LogSource
 
@@ -104,3 +106,26 @@ def test_runs_refused_naming_the_fix(runs_yaml: Path, tmp_path: Path) -> None:
     description = LogSource(input=str(tmp_path / "every.yaml")).description()
     with pytest.raises(DataError, match="every run is held out"):
         split_recording(load_recording(description, JOINTS), description)
+
+
+def test_a_window_in_the_logs_own_stamps_and_a_split_cancelled(runs_yaml: Path) -> None:
+    description = LogSource(input=str(runs_yaml)).description()
+    run_a = description.runs[0].resolved()
+    windowed = replace(run_a, window=StampWindow(101.0, 102.5))  # a.npz's stamps start at 100 s
+    states = load_recording(windowed, JOINTS).joint_states
+    assert states.t[0] == pytest.approx(101.0) and states.t[-1] == pytest.approx(102.5)
+    assert InputDescription.from_mapping(
+        {
+            "streams": {"s": {"file": "a.npz", "time": "t", "time_unit": "s"}},
+            "joints": {"position": {"key": "q", "unit": "rad"}},
+            "window": {"stamps": [101, 102.5]},
+        },
+        runs_yaml.parent,
+        "w.yaml",
+    ).window == StampWindow(101.0, 102.5)
+    whole = LogSource(input=str(runs_yaml), no_split=True).description()
+    assert whole.held_out_runs == () and whole.held_out_from is None
+    train, held_out = split_recording(load_recording(whole, JOINTS), whole)
+    assert held_out is None and [s.name for s in train.runs] == ["a", "b", "c"]
+    with pytest.raises(DataError, match="--no-split cancels the split"):
+        LogSource(input=str(runs_yaml), no_split=True, held_out_from=1.0).description()
