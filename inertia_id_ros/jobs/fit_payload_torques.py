@@ -27,6 +27,7 @@ from inertia_id_ros.errors import (
     SolverError,
 )
 from inertia_id_ros.findings import WARN, Finding, refused
+from inertia_id_ros.formats.source import LogSource
 from inertia_id_ros.jobs.base import (
     JobResult,
     check_bounding_ellipsoid,
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from inertia_id_ros.chain.links import JointTorqueData, LinkModel
     from inertia_id_ros.chain.payload_from_torques import PayloadTorqueFit, RunAlignment
     from inertia_id_ros.formats.data import JointStates
-    from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.offline.volumes import Volume
 
 
@@ -272,12 +272,20 @@ def _torques(
 
 
 def _unloaded_source(source: LogSource, unloaded: str) -> LogSource:
-    """The unloaded run, read as ``source`` is (a file, or a bag when ``source`` is one) with
+    """The unloaded run: an input description (``.yaml``) with the window and held joints of
+    the command line, or read as ``source`` is (a file, or a bag when ``source`` is one) with
     the same log flags (units, window, held joints)."""
+    from pathlib import Path
+
+    from inertia_id_ros.formats.description import DESCRIPTION_SUFFIXES
+
+    if Path(unloaded).suffix in DESCRIPTION_SUFFIXES:
+        return LogSource(
+            input=unloaded, t_start=source.t_start, t_end=source.t_end, held=source.held
+        )
     if source.input is not None:
         raise InputError(
-            "--unloaded takes a recording as --data or --bag does; with "
-            "--input, describe the loaded run only"
+            "--unloaded: with --input, give the unloaded run as an input description (.yaml) too"
         )
     if source.bag:
         return replace(source, data=None, bag=unloaded)
