@@ -201,7 +201,7 @@ def _read(urdf: str, source: LogSource, options: FitLinksOptions) -> _Recorded:
     the model and the held joints, the loader's notes and the units' checks
     (:class:`_Recorded`)."""
     from inertia_id_ros.formats.data import check_joints
-    from inertia_id_ros.formats.recording import joints_coupled
+    from inertia_id_ros.formats.held import joints_coupled
     from inertia_id_ros.formats.units import log_unit_findings
 
     source.check_bag_options()

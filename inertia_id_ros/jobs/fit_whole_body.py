@@ -353,7 +353,7 @@ def _check_rows(
     """Whether the fit takes joint-torque rows (``efforts`` asked and recorded), after refusing
     (:class:`InputError`) rows that held joints move, a held-out fraction outside (0, 1) and a
     model without rows."""
-    from inertia_id_ros.formats.recording import rows_moved_by
+    from inertia_id_ros.formats.held import rows_moved_by
 
     if loaded.held:
         moved = rows_moved_by(model, samples, list(loaded.held), options.efforts)
