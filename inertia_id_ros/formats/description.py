@@ -42,6 +42,7 @@ from inertia_id_ros.options import (
 
 if TYPE_CHECKING:
     from inertia_id_ros.formats.runs import RunSpec
+    from inertia_id_ros.formats.transmission import TransmissionSpec
 
 TIME_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 """Seconds per unit of :data:`~inertia_id_ros.options.TIME_UNITS`."""
@@ -145,6 +146,9 @@ class JointGroup:
     signals: Mapping[str, SignalSpec]
     joint_names: tuple[tuple[str, str], ...] | None = None
     optional: frozenset[str] = frozenset()
+    transmission: TransmissionSpec | None = None
+    """Motor-side signals: the transmission to the joints
+    (:mod:`~inertia_id_ros.formats.transmission`)."""
 
 
 @dataclass(frozen=True)

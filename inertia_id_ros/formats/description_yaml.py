@@ -28,6 +28,7 @@ from inertia_id_ros.formats.description import (
     Window,
 )
 from inertia_id_ros.formats.runs import RunSpec
+from inertia_id_ros.formats.transmission import TransmissionSpec
 from inertia_id_ros.options import (
     ANGLE_UNITS,
     JOINT_SIGNALS,
@@ -347,7 +348,11 @@ class _Reader:
         self, value: object, key: str, first: str, streams: Mapping[str, StreamSpec]
     ) -> tuple[JointGroup, dict[str, float]]:
         joints = self.mapping(value, key)
-        self.known(joints, key, ("stream", "names", "held", *JOINT_SIGNALS, *TARGET_SIGNALS))
+        self.known(
+            joints,
+            key,
+            ("stream", "names", "held", "transmission", *JOINT_SIGNALS, *TARGET_SIGNALS),
+        )
         stream = self.stream_name(joints.get("stream", first), streams, f"{key}.stream")
         names = joints.get("names")
         signals = {
@@ -371,7 +376,37 @@ class _Reader:
             str(k): self.number(v, f"{key}.held.{k}")
             for k, v in self.mapping(joints.get("held", {}), f"{key}.held").items()
         }
-        return JointGroup(signals, None if names is None else self.joint_names(names, key)), held
+        transmission = None
+        if joints.get("transmission") is not None:
+            transmission = self.transmission(joints["transmission"], f"{key}.transmission")
+            if transmission.coupling is not None and names is None:
+                raise self.fail(f"{key}: a coupling needs 'names' (the order of its rows)")
+            effort = signals.get("effort")
+            if effort is not None and effort.gear_ratio != {}:
+                raise self.fail(
+                    f"{key}.effort.gear_ratio: with a transmission, its gear_ratio applies "
+                    "(give the gear ratios there)"
+                )
+        pairs = None if names is None else self.joint_names(names, key)
+        return JointGroup(signals, pairs, transmission=transmission), held
+
+    def transmission(self, value: object, key: str) -> TransmissionSpec:
+        spec = self.mapping(value, key)
+        self.known(spec, key, ("gear_ratio", "coupling", "zero_offset"))
+        coupling = spec.get("coupling")
+        if coupling is not None:
+            rows = self.sequence(coupling, f"{key}.coupling")
+            coupling = tuple(
+                tuple(
+                    self.number(v, f"{key}.coupling") for v in self.sequence(row, f"{key}.coupling")
+                )
+                for row in rows
+            )
+        return TransmissionSpec(
+            self.per_joint(spec.get("gear_ratio", 1.0), f"{key}.gear_ratio"),
+            coupling,
+            self.per_joint(spec.get("zero_offset", 0.0), f"{key}.zero_offset"),
+        )
 
     def joint_names(self, value: object, key: str) -> tuple[tuple[str, str], ...]:
         if isinstance(value, list):

@@ -46,6 +46,7 @@ from inertia_id_ros.formats.description import (
     Window,
 )
 from inertia_id_ros.formats.streams import Stream, read_stream, stream_columns
+from inertia_id_ros.formats.transmission import Transmission, TransmissionSpec
 
 
 @dataclass(frozen=True)
@@ -275,17 +276,27 @@ def _per_joint(
     return default
 
 
+def _through(transmission: Transmission, kind: str, motor: np.ndarray) -> np.ndarray:
+    """The joint-side ``kind`` signal (N, n) of its motor-side values."""
+    if kind == "position":
+        return transmission.positions(motor)
+    if kind == "effort":
+        return transmission.efforts(motor)
+    return transmission.rates(motor)
+
+
 def _check_joint_maps(
-    signal: SignalSpec,
+    spec: SignalSpec | TransmissionSpec,
     key: str,
-    pairs: Sequence[tuple[str, str]] | None,
-    all_log_names: Sequence[str],
+    pairs: Sequence[tuple[str, str]],
+    maps: Sequence[str],
 ) -> None:
-    """Refuse a per-joint map of ``signal`` (``key`` names it) keyed by a name that is no
-    joint of the group (log names ``all_log_names``, URDF names of ``pairs``), naming those."""
-    known = list(dict.fromkeys([*all_log_names, *(u for _, u in pairs or ())]))
-    for name in JOINT_MAPS:
-        value = getattr(signal, name)
+    """Refuse a per-joint map (``maps``: the attributes of ``spec`` that may be, ``key`` names
+    it) keyed by a name that is no joint of the group (the log or URDF names of ``pairs``),
+    naming those."""
+    known = list(dict.fromkeys([*(log for log, _ in pairs), *(u for _, u in pairs)]))
+    for name in maps:
+        value = getattr(spec, name)
         unknown = [j for j in value if j not in known] if isinstance(value, Mapping) else []
         if unknown:
             raise DataError(
@@ -307,8 +318,9 @@ class _Streams:
         return self.read[name]
 
 
-_Group = tuple[JointGroup, list[str], list[str], list[str]]
-"""A joint group with all its log names, the log names kept (in the URDF) and their URDF names."""
+_Group = tuple[JointGroup, list[tuple[str, str]], list[str], list[str]]
+"""A joint group with all its (log name, URDF name) pairs, the log names kept (in the URDF) and
+their URDF names."""
 
 
 def load_recording(
@@ -388,9 +400,7 @@ def _joint_groups(
         if ignored:
             notes.append(f"joints not in the URDF, ignored: {', '.join(ignored)}")
         kept = [(log, urdf_name) for log, urdf_name in pairs if urdf_name in known]
-        groups.append(
-            (group, [log for log, _ in pairs], [p[0] for p in kept], [p[1] for p in kept])
-        )
+        groups.append((group, pairs, [p[0] for p in kept], [p[1] for p in kept]))
     urdf_names = [name for *_, names in groups for name in names]
     if not urdf_names:
         raise DataError(
@@ -439,10 +449,11 @@ def _joint_states(
             f"{int((~keep).sum())} joint samples outside the span every joint stream covers dropped"
         )
     columns: dict[str, list[np.ndarray]] = {kind: [] for kind in JOINT_SIGNALS}
-    for k, (group, all_log_names, log_names, urdf_names) in enumerate(groups):
-        key = "joints" if len(groups) == 1 else f"joints[{k}]"
+    for k, (group, pairs, log_names, urdf_names) in enumerate(groups):
+        key = f"{source}: " + ("joints" if len(groups) == 1 else f"joints[{k}]")
+        all_log_names = [log for log, _ in pairs]
         for kind, signal in group.signals.items():
-            _check_joint_maps(signal, f"{source}: {key}.{kind}", group.joint_names, all_log_names)
+            _check_joint_maps(signal, f"{key}.{kind}", pairs, JOINT_MAPS)
             if kind not in JOINT_SIGNALS:  # TARGET_SIGNALS: read as the effort by their user
                 continue
             other = streams[signal.stream]
@@ -451,7 +462,17 @@ def _joint_states(
                 and (signal.key or CANONICAL_SIGNAL_KEYS[kind]) not in other.table
             ):
                 continue
-            values = _joint_signal(other, signal, kind, all_log_names, log_names, urdf_names)
+            if group.transmission is None:
+                values = _joint_signal(other, signal, kind, all_log_names, log_names, urdf_names)
+            else:  # every joint's motor signal through it, then the joints kept
+                _check_joint_maps(
+                    group.transmission, f"{key}.transmission", pairs, ("gear_ratio", "zero_offset")
+                )
+                values = _joint_signal(
+                    other, signal, kind, all_log_names, all_log_names, [u for _, u in pairs]
+                )
+                values = _through(group.transmission.of(pairs, f"{key}.transmission"), kind, values)
+                values = values[:, [all_log_names.index(name) for name in log_names]]
             if other is not reference:
                 values = np.column_stack([np.interp(t[keep], other.t, c) for c in values.T])
             else:
