@@ -129,3 +129,17 @@ def test_a_window_in_the_logs_own_stamps_and_a_split_cancelled(runs_yaml: Path) 
     assert held_out is None and [s.name for s in train.runs] == ["a", "b", "c"]
     with pytest.raises(DataError, match="--no-split cancels the split"):
         LogSource(input=str(runs_yaml), no_split=True, held_out_from=1.0).description()
+
+
+def test_whole_body_samples_are_not_fitted_across_a_gap() -> None:
+    from inertia_id_ros.formats.data import JointStates
+    from inertia_id_ros.formats.whole_body_log import SensorSeries, synchronise
+
+    t = np.concatenate([np.arange(0.0, 3.0, 0.005), np.arange(13.0, 16.0, 0.005)])  # two runs
+    q = np.column_stack([np.sin(t), np.cos(t)])
+    states = JointStates(t, JOINTS, q)
+    wrenches = SensorSeries("F/T", "ft", "contact", t[::2], np.zeros((t[::2].size, 6)))
+    recording = synchronise("runs", "joint states", states, [wrenches], None, half_width=0.05)
+    kept = recording.states.t
+    assert ((kept > 2.95) & (kept < 13.05)).sum() == 0  # no one-sided fit by the gap
+    assert np.allclose(recording.states.dq[:, 0], np.cos(kept), atol=1e-3)
