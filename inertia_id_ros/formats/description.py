@@ -17,8 +17,14 @@ says where each signal of a log is and in which units and clocks;
       held: {gripper_joint: 0.0}          # URDF joints not in the log, held at a value (rad, m)
     ft_sensors:
       - {frame: tool_ft, stream: ft, sign: urdf}           # sign: urdf, keep or flip
-    window: [2.0, 30.0]           # s after the first joint sample
+    window: [2.0, 30.0]           # s after the first joint sample, or {stamps: [start, end]}
     held_out_from: 25.0           # train before, held out from (s after the first joint sample)
+    runs:                         # several runs (formats.runs): files in this layout, or own
+      - {name: a, files: {arm: a/arm.csv, ft: a/run.mcap}}   # descriptions or canonical files
+    held_out_runs: [a]
+
+A joint group's ``transmission`` (gear ratios, coupling, zero offsets) takes motor-side signals
+to joint side (:mod:`~inertia_id_ros.formats.transmission`).
 
 Clocks: each stream has its own stamps (a time column with its unit, or a known ``rate``) plus a
 constant ``offset`` (s). Joint signals from other streams are interpolated (linearly) onto the
