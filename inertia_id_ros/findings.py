@@ -122,6 +122,23 @@ REMEDIES: dict[str, dict[str, str]] = {
         "node": "Set ft_flip_wrench_sign for this sensor (child_to_parent sensors such as the "
         "real iCub's), or check its frame.",
     },
+    "payload_sign": {
+        "library": "Check the sensor frame and the sensor's sign convention (negate the "
+        "readings of a sensor that reports the wrench the payload exerts on it).",
+        "flags": "Check --sensor-frame and the sensor's sign convention (--flip-wrench-sign).",
+        "description": "Check --sensor-frame and the sensor's sign in ft_sensors of the input "
+        "description (sign: flip, keep or urdf).",
+        "node": "Check sensor_frame and the sensor's sign convention (flip_wrench_sign).",
+    },
+    "sensor_sign": {
+        "library": "Negate a child_to_parent sensor's readings (FTSensor's sign), or fix its "
+        "frame or kind.",
+        "flags": "Give --flip-wrench-sign FRAME for a child_to_parent sensor, or fix its frame "
+        "or kind.",
+        "description": "Give that sensor sign: flip (or urdf, from the URDF's measure_direction) "
+        "in ft_sensors of the input description, or fix its frame or kind.",
+        "node": "Set ft_flip_wrench_sign for a child_to_parent sensor, or fix its frame or kind.",
+    },
     "offset": {
         "library": "Fit it (estimate_offset=True) or calibrate it out first.",
         "flags": "Fit it (drop --no-offset) or calibrate it out first.",

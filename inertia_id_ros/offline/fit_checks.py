@@ -56,9 +56,9 @@ def payload_residual_findings(
         group_rms(f),
         ("N", "N m"),
         "the wrench's sign (the sensor may report the wrench the payload exerts on it, the "
-        "opposite of this tool's convention) or its frame is wrong. Check --sensor-frame and the "
-        "sensor's sign convention.",
+        "opposite of this tool's convention) or its frame is wrong.",
         None if offset is not None else ols_rms(Y),
+        "payload_sign",
     )
 
 
@@ -397,9 +397,9 @@ def whole_body_residual_findings(
         np.array(unconstrained),
         np.array(measured),
         units,
-        "a sensor's sign (--flip-wrench-sign for child_to_parent sensors such as the real "
-        "iCub's), its frame or its kind (contact or internal) is wrong; the sensor named is the "
-        "first to check.",
+        "a sensor's sign (child_to_parent sensors such as the real iCub's), its frame or its "
+        "kind (contact or internal) is wrong; the sensor named is the first to check.",
+        remedy="sensor_sign",
     )
 
 

@@ -199,6 +199,7 @@ def residual_ratio_findings(
     units: Sequence[str],
     cause: str,
     same_columns_rms: np.ndarray | None = None,
+    remedy: str = "",
 ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """``(findings, ratios)``: ``residual_ratio`` findings per subject (a sensor's force or
     torque rows, a joint) and every subject's ``{"ratio", "consistent_rms",
@@ -207,7 +208,8 @@ def residual_ratio_findings(
     ``measured_rms`` (S,) of the measured signal (:func:`residual_ratios`), ``units`` (S,).
     ``cause``: what to check, in words. ``same_columns_rms`` (S,): an unconstrained fit with the
     consistent fit's columns (without the offsets it left out); when it is as bad as the
-    consistent fit, the cause is the missing offset."""
+    consistent fit, the cause is the missing offset. ``remedy``: the fix of the ``cause``, a
+    :data:`~inertia_id_ros.findings.REMEDIES` key (none: the cause says it)."""
     consistent = np.asarray(consistent_rms, dtype=float)
     ratios = residual_ratios(consistent_rms, unconstrained_rms, measured_rms)
     table = {
@@ -252,7 +254,7 @@ def residual_ratio_findings(
                 f"unconstrained fit ({consistent[k]:.3g} vs {unconstrained_rms[k]:.3g} {units[k]} "
                 f"RMS); {why}",
                 figures,
-                *(advice("offset") if offset else ("", {})),
+                *(advice("offset") if offset else advice(remedy) if remedy else ("", {})),
             )
         )
     return findings, table
