@@ -62,7 +62,7 @@ def said(code: int, err: str, result: dict | None) -> str:
     return first[0][:90] if first else "ok"
 
 
-def told(err: str, width: int = 220) -> list[str]:
+def told(err: str, width: int = 400) -> list[str]:
     """What ``inertia-id`` told the user on stderr: its refusals, warnings and errors (not its
     notes), each cut to ``width`` characters."""
     lines = [line.split(": ", 1)[1] if ": " in line else line for line in err.splitlines()]
