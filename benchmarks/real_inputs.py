@@ -62,6 +62,17 @@ def said(code: int, err: str, result: dict | None) -> str:
     return first[0][:90] if first else "ok"
 
 
+def told(err: str, width: int = 400) -> list[str]:
+    """What ``inertia-id`` told the user on stderr: its refusals, warnings and errors (not its
+    notes), each cut to ``width`` characters."""
+    lines = [line.split(": ", 1)[1] if ": " in line else line for line in err.splitlines()]
+    return [
+        line[:width] + ("..." if len(line) > width else "")
+        for line in lines
+        if line.strip() and not line.startswith("note:")
+    ]
+
+
 def max_ratio(result: dict | None) -> float:
     """The largest residual ratio of a result (NaN without one)."""
     ratios = (result or {}).get("residual_ratios") or {}
@@ -252,6 +263,290 @@ def icub_figures(result: dict | None) -> str:
     )
 
 
+# ---- real logs through input descriptions (issue 33) ----------------------------------------
+
+
+def describe(directory: Path, name: str, description: dict) -> Path:
+    """``description`` as ``name``.yaml in ``directory``."""
+    import yaml
+
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(description, allow_unicode=True, sort_keys=False))
+    return path
+
+
+def canonical_layout(file: str, **signals: dict) -> dict:
+    """The layout of a canonical NPZ (keys t, q, dq, ddq, effort; joint names in the file)."""
+    joints = {
+        "position": {"key": "q", "unit": "rad"},
+        "velocity": {"key": "dq"},
+        "acceleration": {"key": "ddq"},
+        "effort": {"key": "effort", "unit": "N·m"},
+    }
+    for kind, changes in signals.items():
+        joints[kind] = {**joints[kind], **changes}
+    return {"streams": {"log": {"file": file, "time": "t", "time_unit": "s"}}, "joints": joints}
+
+
+def bracketed_dump(directory: Path, npz: Path, repeats: int) -> Path:
+    """The NPZ as a data dumper writes it: ``n stamp (q) [ok] (dq) [ok] (ddq) [ok] (tau)
+    [ok]``, space-separated, no header row; ``repeats`` lines repeat the previous stamp."""
+    content = np.load(npz)
+    lines = []
+    rng = np.random.default_rng(1)
+    repeated = set(rng.choice(np.arange(1, content["t"].size), repeats, replace=False).tolist())
+    for k, t in enumerate(content["t"]):
+        stamp = content["t"][k - 1] if k in repeated else t
+        groups = " ".join(
+            "(" + " ".join(f"{v:.9g}" for v in content[key][k]) + ") [ok]"
+            for key in ("q", "dq", "ddq", "effort")
+        )
+        lines.append(f"{k} {stamp:.6f} {groups}")
+    path = directory / "dump.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+WRIST_COUPLING = np.eye(7)
+WRIST_COUPLING[6, 5] = 1.0
+"""Motor 7 turns with joints 6 and 7 (a coupled wrist)."""
+GEAR_RATIOS = np.array([160.0, 160.0, 120.0, 120.0, 100.0, 80.0, 80.0])
+ZERO_OFFSETS = np.array([0.0, np.pi / 2, 0.0, -np.pi / 2, 0.0, np.pi / 2, 0.0])
+
+
+def motor_side_npz(directory: Path, npz: Path) -> Path:
+    """The joint-side NPZ as a drive logs it: motor positions, velocities and currents (0.1
+    N·m/A) through a coupled wrist, gear ratios and zero offsets, at its own rate."""
+    content = np.load(npz)
+    matrix = np.diag(GEAR_RATIOS) @ WRIST_COUPLING
+    path = directory / "drives.npz"
+    np.savez(
+        path,
+        stamp=content["t"],
+        q_motor=(content["q"] + ZERO_OFFSETS) @ matrix.T,
+        dq_motor=content["dq"] @ matrix.T,
+        current=np.linalg.solve(matrix.T, content["effort"].T).T / 0.1,
+    )
+    return path
+
+
+def motor_side_description(directory: Path) -> Path:
+    """The description of :func:`motor_side_npz`'s log: the transmission, no code."""
+    motors = [f"m{i}" for i in range(1, 8)]
+    return describe(
+        directory,
+        "drives",
+        {
+            "streams": {"drives": {"file": "drives.npz", "time": "stamp", "time_unit": "s"}},
+            "joints": {
+                "names": dict(zip(motors, PANDA_ARM)),
+                "position": {"key": "q_motor", "unit": "rad"},
+                "velocity": {"key": "dq_motor"},
+                "effort": {"key": "current", "unit": "A", "torque_constant": 0.1},
+                "transmission": {
+                    "gear_ratio": dict(zip(motors, GEAR_RATIOS.tolist())),
+                    "coupling": WRIST_COUPLING.tolist(),
+                    "zero_offset": dict(zip(motors, ZERO_OFFSETS.tolist())),
+                },
+            },
+        },
+    )
+
+
+def validation_figure(out: str) -> str:
+    """The held-out overall line of a fit's printed validation, in short."""
+    lines = [line for line in out.splitlines() if line.startswith("overall")]
+    if not lines:
+        return "-"
+    fit_rms, fit_pct, urdf_rms = lines[-1].split()[1:4]
+    return f"held out: fit {fit_rms} ({fit_pct} %), URDF {urdf_rms}"
+
+
+def description_scenarios(rows: list, d: Path, out: Path, kuka: Path) -> None:
+    """Real logs' layouts and mistakes through input descriptions alone: units, signs and
+    names refused naming the description's key; several runs per fit; a bracketed dump with
+    repeated stamps; a motor-side log with a coupled wrist; differencing with the unloaded run
+    described and started 1.17 s later."""
+    panda = str(example_robot_urdf("panda"))
+    links = panda_links_npz(d, "desc_links", one_path=False)
+    fit_links = ["fit-links", "--urdf", panda, "--input"]
+    ms = d / "desc_ms.npz"
+    np.savez(ms, **{**np.load(links), "t": np.load(links)["t"] * 1e3})
+    scenario(
+        rows,
+        "description: ms stamps, time_unit: s",
+        fit_links + [str(describe(d, "ms", canonical_layout(ms.name)))],
+        out,
+        identifiability_figures,
+    )
+    deg = d / "desc_deg.npz"
+    content = np.load(links)
+    np.savez(deg, **{**content, **{k: np.degrees(content[k]) for k in ("q", "dq", "ddq")}})
+    scenario(
+        rows,
+        "description: degrees, unit: rad",
+        fit_links + [str(describe(d, "deg", canonical_layout(deg.name)))],
+        out,
+        identifiability_figures,
+    )
+    flipped = d / "desc_flip.npz"
+    effort = content["effort"].copy()
+    effort[:, 3] *= -1.0
+    np.savez(flipped, **{**content, "effort": effort})
+    scenario(
+        rows,
+        "description: torque sign of joint 4 flipped",
+        fit_links + [str(describe(d, "flip", canonical_layout(flipped.name)))],
+        out,
+        identifiability_figures,
+    )
+    scenario(
+        rows,
+        "description: sign keyed by an unknown joint",
+        fit_links
+        + [
+            str(
+                describe(
+                    d,
+                    "unknown",
+                    canonical_layout(links.name, effort={"sign": {"panda_joint9": -1}}),
+                )
+            )
+        ],
+        out,
+        identifiability_figures,
+    )
+    scenario(
+        rows,
+        "description: corrected (sign: {panda_joint4: -1})",
+        fit_links
+        + [
+            str(
+                describe(
+                    d,
+                    "fixed",
+                    canonical_layout(flipped.name, effort={"sign": {"panda_joint4": -1}}),
+                )
+            )
+        ],
+        out,
+        identifiability_figures,
+    )
+    dump = bracketed_dump(d, links, repeats=6)
+    header = ["n", "stamp", *(f"{s}{i}" for s in ("q", "v", "a", "e") for i in range(1, 8))]
+    scenario(
+        rows,
+        "bracketed dump, 6 repeated stamps in 1500",
+        fit_links
+        + [
+            str(
+                describe(
+                    d,
+                    "dump",
+                    {
+                        "streams": {
+                            "dump": {
+                                "file": dump.name,
+                                "time": "stamp",
+                                "time_unit": "s",
+                                "delimiter": " ",
+                                "header": header,
+                            }
+                        },
+                        "joints": {
+                            "names": {str(i): j for i, j in enumerate(PANDA_ARM, 1)},
+                            "position": {"columns": "q{joint}", "unit": "rad"},
+                            "velocity": {"columns": "v{joint}"},
+                            "acceleration": {"columns": "a{joint}"},
+                            "effort": {"columns": "e{joint}", "unit": "N·m"},
+                        },
+                    },
+                )
+            )
+        ],
+        out,
+        identifiability_figures,
+    )
+    motor_side_npz(d, links)
+    scenario(
+        rows,
+        "motor-side log, coupled wrist, zeros ±π/2",
+        fit_links + [str(motor_side_description(d))],
+        out,
+        identifiability_figures,
+    )
+    if (kuka / "measurements_1.npz").exists():
+        urdf = str(kuka / "kuka_lwr4.urdf")
+        layout = {
+            "streams": {"run": {"file": "measurements_1.npz", "time": "times", "time_unit": "s"}},
+            "joints": {
+                "names": list(KUKA_JOINTS),
+                "position": {"key": "positions", "unit": "rad"},
+                "velocity": {"key": "velocities"},
+                "acceleration": {"key": "accelerations"},
+                "effort": {"key": "torques", "unit": "N·m"},
+            },
+        }
+        for held_out in ("2", "3"):
+            trained = [r for r in ("1", "2", "3") if r != held_out]
+            runs = [{"name": f"run{r}", "file": str(kuka / f"measurements_{r}.npz")} for r in "123"]
+            path = describe(
+                d,
+                f"kuka_runs{held_out}",
+                {**layout, "runs": runs, "held_out_runs": [f"run{held_out}"]},
+            )
+            code, stdout, err = run(["fit-links", "--urdf", urdf, "--input", str(path)])
+            label = f"KUKA runs {' + '.join(trained)} fitted, run {held_out} held out"
+            rows.append(
+                (
+                    label,
+                    code,
+                    "; ".join(told(err, 90)) or "ok",
+                    float("nan"),
+                    validation_figure(stdout),
+                )
+            )
+            print(f"{label:<44} exit {code}  {validation_figure(stdout)}", flush=True)
+            for line in told(err):
+                print(f"      said: {line}", flush=True)
+    differencing_scenario(rows, d, out)
+
+
+def differencing_scenario(rows: list, d: Path, out: Path) -> None:
+    """fit-payload-torques with both runs described, the unloaded one started 1.17 s later."""
+    from inertia_id_ros.sim.torques import panda_payload_torque_runs
+
+    runs = panda_payload_torque_runs(duration=12.0, rate=200.0, seed=2)
+    paths = {}
+    for name, rec in (("unloaded", runs.unloaded), ("loaded", runs.loaded)):
+        np.savez(d / f"{name}.npz", t=rec.t, q=rec.q, dq=rec.dq, effort=rec.effort)
+        layout = canonical_layout(f"{name}.npz")
+        del layout["joints"]["acceleration"]
+        layout["joints"]["names"] = list(PANDA_ARM)
+        if name == "unloaded":
+            layout["window"] = [1.17, 100.0]
+        paths[name] = describe(d, name, layout)
+    truth = runs.payload_theta
+
+    def figures(result: dict | None) -> str:
+        if not result or "bodies" not in result:
+            return "-"
+        shift = (result.get("alignment") or {}).get("shift_s", float("nan"))
+        return (
+            f"shift {shift:+.3f} s; mass {result['bodies'][0]['mass']:.3f} kg "
+            f"(truth {truth[0]:.3f})"
+        )
+
+    scenario(
+        rows,
+        "differencing: unloaded described, 1.17 s later",
+        ["fit-payload-torques", "--urdf", str(example_robot_urdf("panda")), "--frame", SENSOR]
+        + ["--input", str(paths["loaded"]), "--unloaded", str(paths["unloaded"])],
+        out,
+        figures,
+    )
+
+
 # ---- the table -----------------------------------------------------------------------------
 
 
@@ -280,6 +575,8 @@ def scenario(
         f"    {said(code, err, result)}",
         flush=True,
     )
+    for line in told(err):
+        print(f"      said: {line}", flush=True)
     return result
 
 
@@ -471,6 +768,7 @@ def main() -> None:
             out,
             icub_figures,
         )
+        description_scenarios(rows, d, out, Path(args.kuka))
     print("\n| input and mistake | exit | what the tool said | max residual ratio | figures |")
     print("| --- | --- | --- | --- | --- |")
     for label, code, text, ratio, figures in rows:

@@ -27,7 +27,9 @@ import numpy as np
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, regression_system
 from inertia_id_ros.core.covariance import channel_grams
 from inertia_id_ros.core.filtering import (
+    RECORDED_GAP_STEPS,
     derivatives_at_samples,
+    inside_segments,
     joint_states_at,
     local_polynomial_derivatives,
 )
@@ -81,6 +83,14 @@ class DifferentiationFilter:
         if self.source == SOURCE_RECORDED or self.sample_period <= 0:
             return 0
         return 2 * samples_each_side(self.half_width, self.sample_period) + 1
+
+    def gap(self, t: np.ndarray) -> float:
+        """s: a step of the stamps ``t`` longer than this is a gap (between two runs) the
+        filter never spans: its half-width; recorded signals', ``RECORDED_GAP_STEPS`` sample
+        periods."""
+        if self.source == SOURCE_RECORDED or self.half_width <= 0:
+            return RECORDED_GAP_STEPS * sample_period(t)
+        return self.half_width
 
     @property
     def online_lag(self) -> float:
@@ -285,7 +295,7 @@ def select_differentiation(
     if not candidates:
         raise ValueError(f"the recording ({t[-1] - t[0]:.3f} s) is too short for any filter")
     reach = max(c.half_width for c in candidates)
-    interior = np.flatnonzero((t >= t[0] + reach) & (t <= t[-1] - reach))
+    interior = np.flatnonzero(inside_segments(t, t, reach, min(c.half_width for c in candidates)))
     rows = interior[:: max(1, int(np.ceil(interior.size / max_samples)))]
     if rows.size < 2 * n_folds:
         raise ValueError(f"{rows.size} samples cannot make {n_folds} folds")
@@ -436,7 +446,7 @@ def motion_samples(
     dropped) or, for :data:`SOURCE_RECORDED`, the recorded signals (linearly interpolated)."""
     t = np.asarray(t, dtype=float)
     if differentiation.source == SOURCE_RECORDED:
-        keep = np.flatnonzero((t - delay >= t[0]) & (t - delay <= t[-1]))
+        keep = np.flatnonzero(inside_segments(t, t - delay, 0.0, differentiation.gap(t)))
         if delay == 0.0:
             return keep, (np.asarray(q), np.asarray(dq), np.asarray(ddq))
         return keep, _interpolated(t, q, dq, ddq, t[keep] - delay)

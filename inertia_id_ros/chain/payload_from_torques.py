@@ -46,7 +46,7 @@ and the two runs must follow the same motion (a robot replaying one trajectory).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -479,24 +479,34 @@ MAX_POSITION_RMS = 0.01
 """rad: joint positions of two runs further apart than this (rms, after alignment) are not the
 same motion, and :func:`difference_runs` refuses them."""
 
+MIN_OVERLAP = 0.5
+"""Share of the shorter run two runs must overlap at a time shift :func:`difference_runs`
+tries (a shorter overlap matches too little of the motion to tell)."""
+
+COARSE_SHIFT_STEP = 0.02
+"""s between the time shifts :func:`difference_runs` tries first; it then searches sample by
+sample within one such step of the best."""
+
 
 def difference_runs(
     t_loaded: np.ndarray,
     loaded: JointTorqueData,
     t_unloaded: np.ndarray,
     unloaded: JointTorqueData,
-    max_shift: float = 1.0,
+    max_shift: float | None = None,
     max_position_rms: float = MAX_POSITION_RMS,
 ) -> tuple[JointTorqueData, RunAlignment]:
     """The loaded run's samples with efforts ``effort_loaded - effort_unloaded`` at the same
     point of the motion, for :func:`fit_payload` with ``links_x=None`` (module docstring).
 
     ``t_*`` (N,) stamps (s) of each run; both runs in the same joint order. The unloaded run is
-    matched by the time shift within ``±max_shift`` s (on its sample grid, from each run's
-    start) that brings the joint positions closest, its efforts interpolated linearly. Loaded
-    samples outside the unloaded run are dropped. Raises ``ValueError`` when the runs' joints
-    differ or the positions stay more than ``max_position_rms`` (rms) apart: not the same
-    motion.
+    matched by the time shift (on its sample grid, from each run's start) that brings the joint
+    positions closest: searched as wide as the runs overlap by :data:`MIN_OVERLAP` of the
+    shorter (within ``±max_shift`` s when given), every :data:`COARSE_SHIFT_STEP` s and then
+    sample by sample; of shifts as good (a repeated motion), the smallest. Its efforts are
+    interpolated linearly; loaded samples outside the unloaded run are dropped. Raises
+    ``ValueError`` when the runs' joints differ or the positions stay more than
+    ``max_position_rms`` (rms) apart: not the same motion.
     """
     if loaded.joint_names != unloaded.joint_names:
         raise ValueError(
@@ -524,13 +534,12 @@ def difference_runs(
         slack = 1e-6 * step
         return (t_l + shift >= t_u[0] - slack) & (t_l + shift <= t_u[-1] + slack)
 
-    steps = int(max_shift / step)
-    shifts = step * np.arange(-steps, steps + 1)  # 0 exactly among them
-    scores = []
-    for shift in shifts:
-        rows = np.flatnonzero(covered(shift))[::stride]
-        scores.append(np.sqrt(np.mean(mismatch(shift, rows) ** 2)) if rows.size > 10 else np.inf)
-    shift = float(shifts[int(np.argmin(scores))])
+    def score(k: int) -> float:
+        rows = np.flatnonzero(covered(k * step))[::stride]
+        return float(np.sqrt(np.mean(mismatch(k * step, rows) ** 2))) if rows.size > 10 else np.inf
+
+    low, high = _shift_range(t_l[-1], t_u[-1], step, max_shift)
+    shift = step * _best_shift(score, low, high, max(1, int(round(COARSE_SHIFT_STEP / step))))
     kept = covered(shift)
     rows = np.flatnonzero(kept)
     position_rms = float(np.sqrt(np.mean(mismatch(shift, rows) ** 2))) if rows.size else np.inf
@@ -538,8 +547,8 @@ def difference_runs(
         raise ValueError(
             f"the unloaded run does not follow the loaded run's motion: joint "
             f"positions {position_rms:.3g} rad rms apart at the best time shift "
-            f"({shift:+.3f} s within ±{max_shift:g} s), more than "
-            f"{max_position_rms:g}; record both runs with the same trajectory"
+            f"({shift:+.3f} s, searched from {low * step:+.3f} to {high * step:+.3f} s), more "
+            f"than {max_position_rms:g}; record both runs with the same trajectory"
         )
     at = t_l[rows] + shift
     efforts = np.stack(
@@ -554,3 +563,33 @@ def difference_runs(
         loaded.joint_names,
     )
     return difference, RunAlignment(shift, position_rms, kept)
+
+
+def _shift_range(
+    loaded_span: float, unloaded_span: float, step: float, max_shift: float | None
+) -> tuple[int, int]:
+    """``(low, high)``: the time shifts (in samples of ``step`` s) at which runs spanning
+    ``loaded_span`` and ``unloaded_span`` s overlap by :data:`MIN_OVERLAP` of the shorter,
+    within ``±max_shift`` s when given."""
+    overlap = MIN_OVERLAP * min(loaded_span, unloaded_span)
+    low, high = -(loaded_span - overlap), unloaded_span - overlap
+    if max_shift is not None:
+        low, high = max(low, -max_shift), min(high, max_shift)
+    return int(np.ceil(low / step - 1e-9)), int(np.floor(high / step + 1e-9))
+
+
+def _best_shift(score: Callable[[int], float], low: int, high: int, coarse: int) -> int:
+    """The shift (in samples, from ``low`` to ``high``) of the least ``score``: every
+    ``coarse``-th shift (multiples of it, 0 among them) first; of the local minima within twice
+    the least (the motion repeated), the one nearest 0; then sample by sample within ``coarse``
+    of it."""
+    grid = np.arange(int(np.ceil(low / coarse)), int(np.floor(high / coarse)) + 1) * coarse
+    if grid.size == 0:
+        grid = np.array([min(max(0, low), high)])
+    scores = np.array([score(int(k)) for k in grid])
+    padded = np.concatenate([[np.inf], scores, [np.inf]])
+    minima = np.flatnonzero((scores <= padded[:-2]) & (scores <= padded[2:]))
+    good = minima[scores[minima] <= 2.0 * scores.min()] if np.isfinite(scores.min()) else minima
+    best = int(grid[good[np.argmin(np.abs(grid[good]))]]) if good.size else int(grid[0])
+    fine = range(max(low, best - coarse), min(high, best + coarse) + 1)
+    return min(fine, key=lambda k: (score(k), abs(k)))

@@ -22,6 +22,7 @@ from inertia_id_ros.chain.base_tilt import DEFAULT_TILT_SAMPLES
 from inertia_id_ros.chain.differentiation import DifferentiationFilter, motion_at, sample_period
 from inertia_id_ros.chain.link_fit import build_link_problem
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, link_channels
+from inertia_id_ros.core.filtering import inside_segments
 from inertia_id_ros.options import DEFAULT_PRIOR_WEIGHT
 from inertia_id_ros.solvers import Solution, solve
 
@@ -163,10 +164,11 @@ def estimate_torque_delay(
     the regressor evaluated there) and the smaller wins; the reported ``rms`` is that exact
     score, ``zero_rms`` the score without delay (exact). Below two sample periods per
     ``max_delay`` the shifts are too coarse: every candidate is evaluated exactly
-    (:func:`_torque_delay_exact`)."""
+    (:func:`_torque_delay_exact`), as they are on several runs (the samples by their gaps
+    left out)."""
     t = np.asarray(t, dtype=float)
     reach = max_delay + differentiation.half_width
-    inner = np.flatnonzero((t >= t[0] + reach) & (t <= t[-1] - reach))
+    inner = np.flatnonzero(inside_segments(t, t, reach, differentiation.gap(t)))
     if inner.size < 2:
         raise ValueError(
             f"the recording ({t[-1] - t[0]:.3f} s) is too short to estimate the "
@@ -189,7 +191,7 @@ def estimate_torque_delay(
         prior_weight,
         solver_options,
     )
-    if max_shift < 2:
+    if max_shift < 2 or np.any(np.diff(inner) != 1):  # several runs: shifts are not uniform
         return _torque_delay_exact(scorer, max_delay, dt)
     pairs = scorer.shifted_pairs(max(0, int(rows[0]) - max_shift), max_shift)
     shifted: dict[int, float] = {}
@@ -261,10 +263,15 @@ class _DelayScorer:
         ``first`` to ``max_shift`` samples past the last row."""
         t, model = self.t, self.model
         times = t[first : self.rows[-1] + max_shift + 1]
-        motion = motion_at(t, self.q, self.dq, self.ddq, self.differentiation, times)
-        ordered = model.in_joint_order(
-            JointTorqueData(*motion, np.zeros_like(motion[0]), self.names)
-        )
+        width = self.differentiation.half_width
+        inside = inside_segments(t, times, width, self.differentiation.gap(t))
+        q, dq, ddq = (np.zeros((times.size, np.shape(self.q)[1])) for _ in range(3))
+        for value, part in zip(
+            (q, dq, ddq),
+            motion_at(t, self.q, self.dq, self.ddq, self.differentiation, times[inside]),
+        ):
+            value[inside] = part  # the rest (by a gap between runs) is paired with no row
+        ordered = model.in_joint_order(JointTorqueData(q, dq, ddq, np.zeros_like(q), self.names))
         zeros = np.zeros_like(self.efforts)
         efforts = JointTorqueData(zeros, zeros, zeros, self.efforts, self.names)
         return ShiftedTorquePairs(

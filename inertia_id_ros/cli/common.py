@@ -286,6 +286,18 @@ def add_log_options(
         "and validate on the rest",
     )
     parser.add_argument(
+        "--held-out-runs",
+        type=comma_names,
+        metavar="RUN,...",
+        help="an --input description of several runs: fit on the other runs and validate on these",
+    )
+    parser.add_argument(
+        "--no-split",
+        action="store_true",
+        help="fit on all of the window: cancel the --input description's split (held_out_from, "
+        "held_out, train, held_out_runs)",
+    )
+    parser.add_argument(
         "--hold",
         action="append",
         metavar="JOINT=VALUE",
@@ -357,6 +369,8 @@ def log_source(args: argparse.Namespace) -> LogSource:
         t_end=getattr(args, "t_end", None),
         held_out_from=getattr(args, "held_out_from", None),
         held=held,
+        held_out_runs=getattr(args, "held_out_runs", None),
+        no_split=bool(getattr(args, "no_split", False)),
     )
 
 

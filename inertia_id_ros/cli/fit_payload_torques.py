@@ -39,8 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     model.add_argument(
         "--unloaded",
         metavar="RUN",
-        help="differencing: a recording (file, or bag with --bag) of the same "
-        "motion without the payload; the link model cancels",
+        help="differencing: a recording (file, or bag with --bag, or an input description "
+        ".yaml) of the same motion without the payload; the link model cancels",
     )
     command.add_argument(
         "--joints",

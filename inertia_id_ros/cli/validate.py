@@ -78,8 +78,6 @@ def _described(
     description = InputDescription.from_yaml(args.input)
     recording = load_recording(description, list(model.names)[1:], args.urdf)
     fit_part, held_out = split_recording(recording, description)
-    frame = result["bodies"][0].get("frame", "") if len(result["bodies"]) == 1 else ""
-    topics = {**topics, "sensor_frame": frame}
     if held_out is None:
         return DataSource(args.input, **topics, recording=fit_part), train
     if train is not None:
@@ -88,6 +86,12 @@ def _described(
         DataSource(f"{args.input} (held out)", **topics, recording=held_out),
         DataSource(args.input, **topics, recording=fit_part),
     )
+
+
+def _sensor_frame(result: dict) -> str:
+    """The F/T sensor frame of a payload result (one body with a frame), else ""."""
+    bodies = result.get("bodies", [])
+    return bodies[0].get("frame", "") if len(bodies) == 1 else ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,8 +105,9 @@ def run(args: argparse.Namespace) -> int:
         "joint_states_topic": args.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
         "wrench_topic": args.wrench_topic or DEFAULT_WRENCH_TOPIC,
         **differentiation_of(result, args.filter_half_width),
+        "sensor_frame": _sensor_frame(result),
     }
-    train = None if args.train is None else DataSource.from_path(args.train, **topics)
+    train = None if args.train is None else DataSource.from_path(args.train, args.urdf, **topics)
     if args.input is not None:
         held_out, train = _described(args, result, topics, train)
     else:

@@ -24,6 +24,10 @@ overhead per sample, 2 MB and more miss the cache; 7-18 % faster than 256 kB for
 11-401 samples of 7-14 columns, results bit for bit the same), and a long-running node's
 temporaries stay small."""
 
+RECORDED_GAP_STEPS = 10.0
+"""A step of recorded (not fitted) signals longer than this many median steps is a gap between
+two runs: they are interpolated on either side, never across it."""
+
 COVERAGE_OK = ""
 COVERAGE_PENDING = "pending"
 COVERAGE_NO_SAMPLES = "no_joint_state"
@@ -185,7 +189,9 @@ def derivatives_at_samples(
     The local polynomial of degree ``order`` over ``half_width`` s on each side of every sample
     (:func:`joint_states_at`: a recorded ``dq`` is differentiated once, else ``q`` twice) is
     centred on the sample, so no signal is delayed. Samples within ``trim`` s (default
-    ``half_width``) of either end are dropped (their fits would be one-sided). Returns
+    ``half_width``) of either end, or of a gap (a step longer than ``half_width``: between two
+    runs of a log, :func:`inside_segments`), are dropped (their fits would be one-sided or
+    span the gap). Returns
     ``(keep (M,) indices, q_fit, dq_fit, ddq)`` (M, n): the fitted positions and velocities
     (smoothed) and the accelerations at ``t[keep]``; ``chunk`` samples are fitted at once.
     With ``delay`` (s) they are those at ``t[keep] - delay`` (the motion ``delay`` before each
@@ -193,7 +199,7 @@ def derivatives_at_samples(
     """
     t = np.asarray(t, dtype=float)
     trim = half_width if trim is None else trim
-    keep = np.flatnonzero((t - delay >= t[0] + trim) & (t - delay <= t[-1] - trim))
+    keep = np.flatnonzero(inside_segments(t, t - delay, trim, half_width))
     fitted = [
         joint_states_at(t, q, dq, t[keep[start : start + chunk]] - delay, half_width, order)
         for start in range(0, keep.size, chunk)
@@ -202,6 +208,22 @@ def derivatives_at_samples(
         n = np.shape(q)[1]
         return keep, np.zeros((0, n)), np.zeros((0, n)), np.zeros((0, n))
     return (keep,) + tuple(np.vstack([f[k] for f in fitted]) for k in range(3))
+
+
+def inside_segments(t: np.ndarray, times: np.ndarray, trim: float, max_step: float) -> np.ndarray:
+    """(M,) bool: whether each of ``times`` (M,) s lies at least ``trim`` s inside one segment
+    of the stamps ``t`` (K,) s (increasing), the segments split where a step exceeds
+    ``max_step`` s (a gap: a fit or an interpolation there would span two runs). One segment
+    (no gap): ``t[0] + trim <= time <= t[-1] - trim``."""
+    t = np.asarray(t, dtype=float)
+    times = np.asarray(times, dtype=float)
+    breaks = np.flatnonzero(np.diff(t) > max_step)
+    starts = np.concatenate([t[:1], t[breaks + 1]])
+    ends = np.concatenate([t[breaks], t[-1:]])
+    k = np.searchsorted(starts, times, side="right") - 1
+    inside = k >= 0
+    k = np.clip(k, 0, None)
+    return inside & (times - trim >= starts[k]) & (times + trim <= ends[k])
 
 
 def check_coverage(

@@ -45,7 +45,11 @@ from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.core.filtering import derivatives_at_samples
+from inertia_id_ros.core.filtering import (
+    RECORDED_GAP_STEPS,
+    derivatives_at_samples,
+    inside_segments,
+)
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
@@ -227,7 +231,8 @@ def with_derivatives(
     if states.dq is not None and states.ddq is not None:
         if delay == 0.0:
             return states
-        keep = np.flatnonzero((t - delay >= t[0]) & (t - delay <= t[-1]))
+        gap = RECORDED_GAP_STEPS * float(np.median(np.diff(t)))
+        keep = np.flatnonzero(inside_segments(t, t - delay, 0.0, gap))
         q, dq, ddq = (
             np.column_stack([np.interp(t[keep] - delay, t, c) for c in a.T])
             for a in (states.q, states.dq, states.ddq)

@@ -17,8 +17,14 @@ says where each signal of a log is and in which units and clocks;
       held: {gripper_joint: 0.0}          # URDF joints not in the log, held at a value (rad, m)
     ft_sensors:
       - {frame: tool_ft, stream: ft, sign: urdf}           # sign: urdf, keep or flip
-    window: [2.0, 30.0]           # s after the first joint sample
+    window: [2.0, 30.0]           # s after the first joint sample, or {stamps: [start, end]}
     held_out_from: 25.0           # train before, held out from (s after the first joint sample)
+    runs:                         # several runs (formats.runs): files in this layout, or own
+      - {name: a, files: {arm: a/arm.csv, ft: a/run.mcap}}   # descriptions or canonical files
+    held_out_runs: [a]
+
+A joint group's ``transmission`` (gear ratios, coupling, zero offsets) takes motor-side signals
+to joint side (:mod:`~inertia_id_ros.formats.transmission`).
 
 Clocks: each stream has its own stamps (a time column with its unit, or a known ``rate``) plus a
 constant ``offset`` (s). Joint signals from other streams are interpolated (linearly) onto the
@@ -35,19 +41,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
-from inertia_id_ros.core.whole_body_model import SENSOR_KINDS
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.options import (
-    ANGLE_UNITS,
     JOINT_SIGNALS,
-    TARGET_SIGNALS,
-    TIME_UNITS,
-    WRENCH_SIGNS,
 )
 
 if TYPE_CHECKING:
-    pass
+    from inertia_id_ros.formats.runs import RunSpec
+    from inertia_id_ros.formats.transmission import TransmissionSpec
 
 TIME_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 """Seconds per unit of :data:`~inertia_id_ros.options.TIME_UNITS`."""
@@ -56,6 +57,8 @@ POSITION_SCALE = {"rad": 1.0, "deg": math.pi / 180.0, "m": 1.0, "mm": 1e-3}
 EFFORT_SCALE = {"N·m": 1.0, "Nm": 1.0, "N m": 1.0, "N": 1.0, "A": 1.0}
 """Effort units; ``A``: a motor current, times ``torque_constant`` (N·m/A) × ``gear_ratio``."""
 BAG_SUFFIXES = (".mcap", ".db3")
+DESCRIPTION_SUFFIXES = (".yaml", ".yml")
+"""Suffixes of input description files (where a file or bag is also taken)."""
 WRENCH_KEY, IMU_KEYS = "wrench", ("orientation", "angular_velocity", "linear_acceleration")
 CANONICAL_SIGNAL_KEYS = {
     "position": "q",
@@ -149,6 +152,23 @@ class JointGroup:
     signals: Mapping[str, SignalSpec]
     joint_names: tuple[tuple[str, str], ...] | None = None
     optional: frozenset[str] = frozenset()
+    transmission: TransmissionSpec | None = None
+    """Motor-side signals: the transmission to the joints
+    (:mod:`~inertia_id_ros.formats.transmission`)."""
+
+
+@dataclass(frozen=True)
+class StampWindow:
+    """A window in the log's own stamps: from ``start`` to ``end`` in the joint states' clock
+    stream's time column, in its unit, before its offset (a stream with a ``rate``: s from its
+    first sample; a bag: its header stamps, s). YAML: ``window: {stamps: [start, end]}``."""
+
+    start: float
+    end: float
+
+
+Window = tuple[float, float] | StampWindow
+"""A window: ``(start, end)`` s after the first joint sample, or in the log's own stamps."""
 
 
 @dataclass(frozen=True)
@@ -156,19 +176,24 @@ class InputDescription:
     """Where a log's signals are (see the module docstring). ``joints``: the joint groups (the
     first one's position stream is the joint states' clock); ``held``: URDF joints not in the
     log and their value; ``window``, ``intervals``, ``train``, ``held_out``, ``held_out_from``:
-    s after the first joint sample; ``source``: names the description in messages."""
+    s after the first joint sample; ``runs``: several runs fitted together
+    (:mod:`~inertia_id_ros.formats.runs`; then ``window`` and ``held_out_from`` apply to each
+    run, and ``held_out_runs`` names the runs held out); ``source``: names the description in
+    messages."""
 
     streams: Mapping[str, StreamSpec]
     joints: tuple[JointGroup, ...]
     held: Mapping[str, float] = field(default_factory=dict)
     ft_sensors: tuple[FTSpec, ...] = ()
     imu: ImuSpec | None = None
-    window: tuple[float, float] | None = None
+    window: Window | None = None
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     train: str | None = None
     held_out: str | None = None
     held_out_from: float | None = None
     source: str = "input description"
+    runs: tuple[RunSpec, ...] = ()
+    held_out_runs: tuple[str, ...] = ()
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> InputDescription:
@@ -186,70 +211,11 @@ class InputDescription:
 
     @classmethod
     def from_mapping(cls, data: object, base: Path, source: str) -> InputDescription:
-        """The description in the parsed YAML ``data``; relative files under ``base``."""
-        reader = _Reader(source)
-        top = reader.mapping(data, "the description")
-        reader.known(
-            top,
-            "the description",
-            (
-                "streams",
-                "joints",
-                "ft_sensors",
-                "imu",
-                "window",
-                "intervals",
-                "train",
-                "held_out",
-                "held_out_from",
-            ),
-        )
-        streams_data = reader.mapping(top.get("streams"), "streams")
-        if not streams_data:
-            raise DataError(f"{source}: 'streams' lists no stream")
-        streams = {
-            str(name): reader.stream(str(name), spec, base) for name, spec in streams_data.items()
-        }
-        first = next(iter(streams))
-        groups_data = top.get("joints")
-        if groups_data is None:
-            raise DataError(f"{source}: 'joints' is missing (where the joint signals are)")
-        groups, held = [], {}
-        listed = groups_data if isinstance(groups_data, list) else [groups_data]
-        for k, group in enumerate(listed):
-            key = f"joints[{k}]" if isinstance(groups_data, list) else "joints"
-            group, group_held = reader.joint_group(group, key, first, streams)
-            groups.append(group)
-            held.update(group_held)
-        ft = tuple(
-            reader.ft_sensor(k, item, streams)
-            for k, item in enumerate(reader.sequence(top.get("ft_sensors", []), "ft_sensors"))
-        )
-        imu = None if top.get("imu") is None else reader.imu(top["imu"], streams)
-        intervals = {
-            str(k): reader.interval(v, f"intervals.{k}")
-            for k, v in reader.mapping(top.get("intervals", {}), "intervals").items()
-        }
-        for key in ("train", "held_out"):
-            if top.get(key) is not None and str(top[key]) not in intervals:
-                raise DataError(
-                    f"{source}: {key}: {top[key]!r} is not one of the intervals {sorted(intervals)}"
-                )
-        return cls(
-            streams=streams,
-            joints=tuple(groups),
-            held=held,
-            ft_sensors=ft,
-            imu=imu,
-            window=None if top.get("window") is None else reader.interval(top["window"], "window"),
-            intervals=intervals,
-            train=None if top.get("train") is None else str(top["train"]),
-            held_out=None if top.get("held_out") is None else str(top["held_out"]),
-            held_out_from=None
-            if top.get("held_out_from") is None
-            else reader.number(top["held_out_from"], "held_out_from"),
-            source=source,
-        )
+        """The description in the parsed YAML ``data``; relative files under ``base``
+        (:func:`~inertia_id_ros.formats.description_yaml.read_description`)."""
+        from inertia_id_ros.formats.description_yaml import read_description
+
+        return read_description(data, base, source)
 
     @classmethod
     def from_canonical(
@@ -305,24 +271,64 @@ class InputDescription:
         t_end: float | None = None,
         held_out_from: float | None = None,
         held: Mapping[str, float] | None = None,
+        held_out_runs: Sequence[str] | None = None,
+        no_split: bool = False,
     ) -> InputDescription:
         """This description with the command-line window, split and held joints (given ones
-        override the description's)."""
-        window = self.window
-        if t_start is not None or t_end is not None:
-            start, end = window or (0.0, math.inf)
-            window = (start if t_start is None else t_start, end if t_end is None else t_end)
-            if not window[0] < window[1]:
+        override the description's; with runs, the window overrides each run's); ``no_split``:
+        all of the window fitted, the description's split (``train``, ``held_out``,
+        ``held_out_from``, ``held_out_runs``) cancelled."""
+        if no_split:
+            if held_out_from is not None or held_out_runs is not None:
                 raise DataError(
-                    f"{self.source}: the window [{window[0]}, {window[1]}] s is "
-                    "empty (--t-start must be before --t-end)"
+                    "--no-split cancels the split: give it or --held-out-from/--held-out-runs"
+                )
+            cancelled = replace(
+                self, train=None, held_out=None, held_out_from=None, held_out_runs=()
+            )
+            return cancelled.with_flags(t_start, t_end, None, held)
+        window = _window(self.window, t_start, t_end, self.source)
+        runs = self.runs
+        if t_start is not None or t_end is not None:
+            runs = tuple(
+                replace(run, window=_window(run.window or self.window, t_start, t_end, self.source))
+                for run in runs
+            )
+        if held_out_runs is not None:
+            if not runs:
+                raise DataError(f"{self.source}: --held-out-runs: the description lists no runs")
+            names = [run.name for run in runs]
+            unknown = [name for name in held_out_runs if name not in names]
+            if unknown:
+                raise DataError(
+                    f"{self.source}: --held-out-runs: no run(s) {unknown} "
+                    f"(runs: {', '.join(names)})"
                 )
         return replace(
             self,
             window=window,
+            runs=runs,
             held_out_from=self.held_out_from if held_out_from is None else held_out_from,
+            held_out_runs=self.held_out_runs if held_out_runs is None else tuple(held_out_runs),
             held={**self.held, **(held or {})},
         )
+
+
+def _window(
+    window: Window | None, t_start: float | None, t_end: float | None, source: str
+) -> Window | None:
+    """``window`` with the command line's ``t_start`` and ``t_end`` (s after the first joint
+    sample) when given (over a window in the log's stamps: the flags' window alone)."""
+    if t_start is None and t_end is None:
+        return window
+    start, end = (0.0, math.inf) if window is None or isinstance(window, StampWindow) else window
+    window = (start if t_start is None else t_start, end if t_end is None else t_end)
+    if not window[0] < window[1]:
+        raise DataError(
+            f"{source}: the window [{window[0]}, {window[1]}] s is "
+            "empty (--t-start must be before --t-end)"
+        )
+    return window
 
 
 def _canonical_group(stream: str, angle_unit: str | None) -> JointGroup:
@@ -340,254 +346,3 @@ def _canonical_group(stream: str, angle_unit: str | None) -> JointGroup:
         },
         optional=frozenset(JOINT_SIGNALS[1:]),
     )
-
-
-class _Reader:
-    """Checks the parsed YAML, naming the description and the key in every error."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, message: str) -> DataError:
-        return DataError(f"{self.source}: {message}")
-
-    def mapping(self, value: object, key: str) -> dict:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise self.fail(f"{key} must be a mapping (key: value), got {type(value).__name__}")
-        return value
-
-    def sequence(self, value: object, key: str) -> list:
-        if not isinstance(value, list):
-            raise self.fail(f"{key} must be a list, got {type(value).__name__}")
-        return value
-
-    def known(self, data: dict, key: str, keys: Sequence[str]) -> None:
-        unknown = sorted(str(k) for k in data if k not in keys)
-        if unknown:
-            raise self.fail(f"{key}: unknown key(s) {unknown}; known: {', '.join(keys)}")
-
-    def number(self, value: object, key: str) -> float:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-        ):
-            raise self.fail(f"{key} must be a finite number, got {value!r}")
-        return float(value)
-
-    def choice(self, value: object, key: str, choices: Sequence[str]) -> str:
-        if str(value) not in choices:
-            raise self.fail(f"{key}: {value!r} is not one of {', '.join(choices)}")
-        return str(value)
-
-    def interval(self, value: object, key: str) -> tuple[float, float]:
-        if not isinstance(value, list) or len(value) != 2:
-            raise self.fail(
-                f"{key} must be [start, end] (s after the first joint sample), got {value!r}"
-            )
-        start, end = (self.number(v, key) for v in value)
-        if not start < end:
-            raise self.fail(f"{key} [{start}, {end}] is empty (start must be before end)")
-        return start, end
-
-    def stream_name(self, value: object, streams: Mapping[str, StreamSpec], key: str) -> str:
-        if str(value) not in streams:
-            raise self.fail(f"{key}: no stream {value!r} (streams: {', '.join(streams)})")
-        return str(value)
-
-    def stream(self, name: str, value: object, base: Path) -> StreamSpec:
-        key = f"streams.{name}"
-        spec = self.mapping(value, key)
-        self.known(
-            spec,
-            key,
-            ("file", "topic", "time", "time_unit", "rate", "offset", "delimiter", "header"),
-        )
-        if "file" not in spec:
-            raise self.fail(f"{key}: no 'file'")
-        path = Path(str(spec["file"]))
-        path = path if path.is_absolute() else base / path
-        topic = None if spec.get("topic") is None else str(spec["topic"])
-        bag = topic is not None
-        if not bag and (path.is_dir() or path.suffix in BAG_SUFFIXES):
-            raise self.fail(f"{key}: {path} is a ROS 2 bag: give its 'topic'")
-        if bag and any(spec.get(k) is not None for k in ("time", "time_unit", "rate")):
-            raise self.fail(
-                f"{key}: a bag topic's stamps are its header stamps (s); 'time', "
-                "'time_unit' and 'rate' apply to CSV and NPZ files"
-            )
-        time = None if spec.get("time") is None else str(spec["time"])
-        rate = None if spec.get("rate") is None else self.number(spec["rate"], f"{key}.rate")
-        if not bag and (time is None) == (rate is None):
-            raise self.fail(
-                f"{key}: give either 'time' (the stamps' column or key, with "
-                "'time_unit') or 'rate' (Hz, samples evenly spaced)"
-            )
-        if rate is not None and not rate > 0:
-            raise self.fail(f"{key}.rate must be > 0 Hz, got {rate}")
-        unit = (
-            None
-            if spec.get("time_unit") is None
-            else self.choice(spec["time_unit"], f"{key}.time_unit", TIME_UNITS)
-        )
-        header = spec.get("header")
-        if header is not None:
-            header = tuple(str(c) for c in self.sequence(header, f"{key}.header"))
-        return StreamSpec(
-            name,
-            path,
-            topic,
-            time,
-            unit,
-            rate,
-            self.number(spec.get("offset", 0.0), f"{key}.offset"),
-            str(spec.get("delimiter", ",")),
-            header,
-        )
-
-    def joint_group(
-        self, value: object, key: str, first: str, streams: Mapping[str, StreamSpec]
-    ) -> tuple[JointGroup, dict[str, float]]:
-        joints = self.mapping(value, key)
-        self.known(joints, key, ("stream", "names", "held", *JOINT_SIGNALS, *TARGET_SIGNALS))
-        stream = self.stream_name(joints.get("stream", first), streams, f"{key}.stream")
-        names = joints.get("names")
-        signals = {
-            kind: self.signal(kind, joints[kind], stream, streams, f"{key}.{kind}")
-            for kind in (*JOINT_SIGNALS, *TARGET_SIGNALS)
-            if joints.get(kind) is not None
-        }
-        if "position" not in signals:
-            raise self.fail(
-                f"{key}.position is missing (where the joint positions are: key or "
-                "columns, and unit)"
-            )
-        signals.update(
-            {
-                kind: replace(signals[kind], unit=signals["position"].unit)
-                for kind in ("velocity", "acceleration")
-                if kind in signals and signals[kind].unit is None
-            }
-        )
-        held = {
-            str(k): self.number(v, f"{key}.held.{k}")
-            for k, v in self.mapping(joints.get("held", {}), f"{key}.held").items()
-        }
-        return JointGroup(signals, None if names is None else self.joint_names(names, key)), held
-
-    def joint_names(self, value: object, key: str) -> tuple[tuple[str, str], ...]:
-        if isinstance(value, list):
-            pairs = [(str(v), str(v)) for v in value]
-        elif isinstance(value, dict):
-            pairs = [(str(k), str(v)) for k, v in value.items()]
-        else:
-            raise self.fail(
-                f"{key}.names must be a list of joint names or a mapping log name "
-                f"-> URDF joint, got {type(value).__name__}"
-            )
-        urdf = [u for _, u in pairs]
-        twice = sorted({u for u in urdf if urdf.count(u) > 1})
-        if twice:
-            raise self.fail(f"{key}.names maps several log joints to {twice}")
-        return tuple(pairs)
-
-    def per_joint(self, value: object, key: str) -> dict[str, float] | float:
-        if isinstance(value, dict):
-            return {str(k): self.number(v, f"{key}.{k}") for k, v in value.items()}
-        return self.number(value, key)
-
-    def signal(
-        self, kind: str, value: object, stream: str, streams: Mapping[str, StreamSpec], key: str
-    ) -> SignalSpec:
-        spec = self.mapping(value, key)
-        self.known(
-            spec, key, ("stream", "key", "columns", "unit", "torque_constant", "gear_ratio", "sign")
-        )
-        stream = self.stream_name(spec.get("stream", stream), streams, f"{key}.stream")
-        columns = spec.get("columns")
-        if isinstance(columns, list):
-            columns = tuple(str(c) for c in columns)
-        elif columns is not None:
-            columns = str(columns)
-        if not streams[stream].is_bag and (columns is None) == (spec.get("key") is None):
-            raise self.fail(
-                f"{key}: give either 'key' (an (N, n) array) or 'columns' (one per "
-                "joint, or a pattern with {joint})"
-            )
-        units = EFFORT_SCALE if kind in ("effort", *TARGET_SIGNALS) else POSITION_SCALE
-        if "unit" not in spec and kind in ("position", "effort", *TARGET_SIGNALS):
-            raise self.fail(f"{key}: no 'unit' ({', '.join(units)}); units are never guessed")
-        unit = (
-            None
-            if spec.get("unit") is None
-            else self.choice(spec["unit"], f"{key}.unit", tuple(units))
-        )
-        electrical = {name: spec.get(name) for name in ("torque_constant", "gear_ratio")}
-        if unit == "A" and kind == "effort" and electrical["torque_constant"] is None:
-            raise self.fail(
-                f"{key}: unit A (motor currents) needs torque_constant (N·m/A, per "
-                "joint or one for all) and optionally gear_ratio"
-            )
-        if unit != "A" and any(v is not None for v in electrical.values()):
-            raise self.fail(f"{key}: torque_constant and gear_ratio apply to unit A")
-        torque_constant, gear_ratio, sign = (
-            {} if v is None else self.per_joint(v, f"{key}.{name}")
-            for name, v in (*electrical.items(), ("sign", spec.get("sign")))
-        )
-        return SignalSpec(
-            stream,
-            None if spec.get("key") is None else str(spec["key"]),
-            columns,
-            unit,
-            torque_constant,
-            gear_ratio,
-            sign,
-        )
-
-    def ft_sensor(self, index: int, value: object, streams: Mapping[str, StreamSpec]) -> FTSpec:
-        key = f"ft_sensors[{index}]"
-        spec = self.mapping(value, key)
-        self.known(spec, key, ("frame", "kind", "stream", "columns", "key", "sign", "frame_id"))
-        if "frame" not in spec or "stream" not in spec:
-            raise self.fail(f"{key}: needs 'frame' (the URDF frame) and 'stream'")
-        stream = self.stream_name(spec["stream"], streams, f"{key}.stream")
-        columns = spec.get("columns")
-        if columns is not None:
-            columns = tuple(str(c) for c in self.sequence(columns, f"{key}.columns"))
-            if len(columns) != len(WRENCH_CHANNEL_NAMES):
-                raise self.fail(
-                    f"{key}.columns must name 6 columns [fx, fy, fz, tx, ty, tz], "
-                    f"got {len(columns)}"
-                )
-        if not streams[stream].is_bag and (columns is None) == (spec.get("key") is None):
-            raise self.fail(f"{key}: give either 'columns' (6) or 'key' (an (N, 6) array)")
-        return FTSpec(
-            str(spec["frame"]),
-            stream,
-            self.choice(spec.get("kind", "internal"), f"{key}.kind", SENSOR_KINDS),
-            columns,
-            None if spec.get("key") is None else str(spec["key"]),
-            self.choice(spec.get("sign", "urdf"), f"{key}.sign", WRENCH_SIGNS),
-            None if spec.get("frame_id") is None else str(spec["frame_id"]),
-        )
-
-    def imu(self, value: object, streams: Mapping[str, StreamSpec]) -> ImuSpec:
-        spec = self.mapping(value, "imu")
-        self.known(spec, "imu", ("frame", "stream", "angular_velocity_unit", *IMU_KEYS))
-        if "frame" not in spec or "stream" not in spec:
-            raise self.fail("imu: needs 'frame' (the URDF frame) and 'stream'")
-        stream = self.stream_name(spec["stream"], streams, "imu.stream")
-        signals: dict[str, str | tuple[str, ...]] = {}
-        for name in IMU_KEYS:
-            if spec.get(name) is None:
-                if not streams[stream].is_bag:
-                    raise self.fail(f"imu.{name}: missing (a key, or {IMU_WIDTHS[name]} columns)")
-                continue
-            item = spec[name]
-            signals[name] = tuple(str(c) for c in item) if isinstance(item, list) else str(item)
-        unit = self.choice(
-            spec.get("angular_velocity_unit", "rad"), "imu.angular_velocity_unit", ANGLE_UNITS
-        )
-        return ImuSpec(str(spec["frame"]), stream, signals, unit)

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import DataError
 from inertia_id_ros.formats.data import (
     JointStates,
@@ -31,19 +30,23 @@ from inertia_id_ros.options import (
 )
 
 if TYPE_CHECKING:
-    import pinocchio as pin
+    pass
 from inertia_id_ros.formats.description import (
     CANONICAL_SIGNAL_KEYS,
     IMU_KEYS,
     IMU_WIDTHS,
     POSITION_SCALE,
+    TIME_SCALE,
     WRENCH_KEY,
     FTSpec,
     InputDescription,
     JointGroup,
     SignalSpec,
+    StampWindow,
+    Window,
 )
 from inertia_id_ros.formats.streams import Stream, read_stream, stream_columns
+from inertia_id_ros.formats.transmission import Transmission, TransmissionSpec
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,18 @@ class ImuSamples:
     t: np.ndarray
     frame: str
     values: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class RunSpan:
+    """One run of a recording joined from several (:mod:`~inertia_id_ros.formats.runs`):
+    ``name``, ``t0`` its first joint stamp, ``lo`` and ``hi`` its first and last stamps of
+    any stream (s, on the joined clock)."""
+
+    name: str
+    t0: float
+    lo: float
+    hi: float
 
 
 @dataclass(frozen=True)
@@ -72,6 +87,8 @@ class Recording:
     notes: tuple[str, ...] = ()
     t0: float = 0.0
     """s: the first joint sample's stamp; windows are relative to it."""
+    runs: tuple[RunSpan, ...] = ()
+    """The runs joined into it, in order (empty: one log)."""
 
     def window(self, start: float, end: float) -> Recording:
         """The samples within ``[t0 + start, t0 + end]`` s of every stream."""
@@ -194,9 +211,11 @@ def _joint_signal(
     kind: str,
     all_log_names: Sequence[str],
     log_names: Sequence[str],
+    urdf_names: Sequence[str],
 ) -> np.ndarray:
     """(N, n) SI values of ``kind`` for the log joints ``log_names`` (the mapped ones of
-    ``all_log_names``, the columns of an (N, n) key without the stream's own names)."""
+    ``all_log_names``, the columns of an (N, n) key without the stream's own names; their
+    ``urdf_names``: per-joint maps are keyed by either)."""
     if signal.columns is not None:
         values = stream_columns(stream, None, signal.columns, log_names, None, f"joint {kind}s")
     else:
@@ -218,29 +237,72 @@ def _joint_signal(
     if kind == "effort":
         if signal.unit == "A":
             constants = [
-                _per_joint(signal.torque_constant, name, None, "torque_constant", stream.label)
-                * _per_joint(signal.gear_ratio, name, 1.0, "gear_ratio", stream.label)
-                for name in log_names
+                _per_joint(signal.torque_constant, names, None, "torque_constant", stream.label)
+                * _per_joint(signal.gear_ratio, names, 1.0, "gear_ratio", stream.label)
+                for names in zip(log_names, urdf_names)
             ]
             values = values * np.array(constants)
     else:
         values = values * POSITION_SCALE[signal.unit or "rad"]
     signs = np.array(
-        [_per_joint(signal.sign, name, 1.0, "sign", stream.label) for name in log_names]
+        [
+            _per_joint(signal.sign, names, 1.0, "sign", stream.label)
+            for names in zip(log_names, urdf_names)
+        ]
     )
     return values * signs
 
 
+JOINT_MAPS = ("torque_constant", "gear_ratio", "sign")
+"""A signal's per-joint maps (log or URDF joint name -> value)."""
+
+
 def _per_joint(
-    value: Mapping[str, float] | float, name: str, default: float | None, key: str, label: str
+    value: Mapping[str, float] | float,
+    names: tuple[str, str],
+    default: float | None,
+    key: str,
+    label: str,
 ) -> float:
+    """A per-joint value of the joint named ``names`` (log name, URDF name) in the log and the
+    URDF: ``value`` itself, or its entry for either name, or ``default``."""
     if not isinstance(value, Mapping):
         return float(value)
-    if name in value:
-        return float(value[name])
+    for name in names:
+        if name in value:
+            return float(value[name])
     if default is None:
-        raise DataError(f"{label}: {key} gives no value for joint {name!r}")
+        raise DataError(f"{label}: {key} gives no value for joint {names[0]!r}")
     return default
+
+
+def _through(transmission: Transmission, kind: str, motor: np.ndarray) -> np.ndarray:
+    """The joint-side ``kind`` signal (N, n) of its motor-side values."""
+    if kind == "position":
+        return transmission.positions(motor)
+    if kind == "effort":
+        return transmission.efforts(motor)
+    return transmission.rates(motor)
+
+
+def _check_joint_maps(
+    spec: SignalSpec | TransmissionSpec,
+    key: str,
+    pairs: Sequence[tuple[str, str]],
+    maps: Sequence[str],
+) -> None:
+    """Refuse a per-joint map (``maps``: the attributes of ``spec`` that may be, ``key`` names
+    it) keyed by a name that is no joint of the group (the log or URDF names of ``pairs``),
+    naming those."""
+    known = list(dict.fromkeys([*(log for log, _ in pairs), *(u for _, u in pairs)]))
+    for name in maps:
+        value = getattr(spec, name)
+        unknown = [j for j in value if j not in known] if isinstance(value, Mapping) else []
+        if unknown:
+            raise DataError(
+                f"{key}.{name}: no joint(s) {unknown} in this joint group; its joints: "
+                f"{', '.join(known)} (log names, or the URDF names they map to)"
+            )
 
 
 class _Streams:
@@ -256,8 +318,9 @@ class _Streams:
         return self.read[name]
 
 
-_Group = tuple[JointGroup, list[str], list[str], list[str]]
-"""A joint group with all its log names, the log names kept (in the URDF) and their URDF names."""
+_Group = tuple[JointGroup, list[tuple[str, str]], list[str], list[str]]
+"""A joint group with all its (log name, URDF name) pairs, the log names kept (in the URDF) and
+their URDF names."""
 
 
 def load_recording(
@@ -267,12 +330,19 @@ def load_recording(
     ``urdf`` for the F/T signs): joint signals in SI on the position stream's stamps (other
     streams' joint signals interpolated, the span cropped to where all overlap), joints not in
     the URDF ignored (noted), F/T sensors and IMU on their own stamps, then the window.
-    Raises :class:`DataError` naming the stream and key."""
+    Raises :class:`DataError` naming the stream and key. Several ``runs``: each loaded so
+    and joined (:func:`~inertia_id_ros.formats.runs.load_runs`)."""
+    if description.runs:
+        from inertia_id_ros.formats.runs import load_runs
+
+        return load_runs(description, model_joint_names, urdf)
     notes: list[str] = []
     streams = _Streams(description)
     groups = _joint_groups(description, streams, model_joint_names, notes)
     states = _joint_states(description, streams, groups, notes)
     wrenches, kinds = _ft_sensors(description, streams, urdf, notes)
+    imu = _imu(description, streams)
+    notes.extend(note for stream in streams.read.values() for note in stream.notes)
     if description.held:
         notes.append(
             "held joints (not in the log): "
@@ -282,15 +352,26 @@ def load_recording(
         states,
         wrenches,
         kinds,
-        _imu(description, streams),
+        imu,
         description.source,
         dict(description.held),
         tuple(notes),
         float(states.t[0]),
     )
     if description.window is not None:
-        recording = recording.window(*description.window)
+        recording = recording.window(*_relative(description, description.window, recording.t0))
     return recording
+
+
+def _relative(description: InputDescription, window: Window, t0: float) -> tuple[float, float]:
+    """``window`` in s after the first joint sample (stamp ``t0``, s): a
+    :class:`~inertia_id_ros.formats.description.StampWindow` converted from the joint clock
+    stream's own stamps."""
+    if not isinstance(window, StampWindow):
+        return window
+    spec = description.streams[description.joints[0].signals["position"].stream]
+    scale = TIME_SCALE[spec.time_unit] if spec.time is not None and spec.time_unit else 1.0
+    return window.start * scale + spec.offset - t0, window.end * scale + spec.offset - t0
 
 
 def _joint_groups(
@@ -319,9 +400,7 @@ def _joint_groups(
         if ignored:
             notes.append(f"joints not in the URDF, ignored: {', '.join(ignored)}")
         kept = [(log, urdf_name) for log, urdf_name in pairs if urdf_name in known]
-        groups.append(
-            (group, [log for log, _ in pairs], [p[0] for p in kept], [p[1] for p in kept])
-        )
+        groups.append((group, pairs, [p[0] for p in kept], [p[1] for p in kept]))
     urdf_names = [name for *_, names in groups for name in names]
     if not urdf_names:
         raise DataError(
@@ -336,7 +415,11 @@ def _joint_groups(
         raise DataError(f"{source}: joints {both} are both logged and held")
     unknown_held = sorted(set(description.held) - known)
     if unknown_held:
-        raise DataError(f"{source}: held joints {unknown_held} are not in the URDF")
+        unlogged = [j for j in model_joint_names if j not in urdf_names]
+        raise DataError(
+            f"{source}: held joints {unknown_held} are not in the URDF (its joints not in "
+            f"the log: {', '.join(unlogged) or 'none'})"
+        )
     return groups
 
 
@@ -366,8 +449,11 @@ def _joint_states(
             f"{int((~keep).sum())} joint samples outside the span every joint stream covers dropped"
         )
     columns: dict[str, list[np.ndarray]] = {kind: [] for kind in JOINT_SIGNALS}
-    for group, all_log_names, log_names, _ in groups:
+    for k, (group, pairs, log_names, urdf_names) in enumerate(groups):
+        key = f"{source}: " + ("joints" if len(groups) == 1 else f"joints[{k}]")
+        all_log_names = [log for log, _ in pairs]
         for kind, signal in group.signals.items():
+            _check_joint_maps(signal, f"{key}.{kind}", pairs, JOINT_MAPS)
             if kind not in JOINT_SIGNALS:  # TARGET_SIGNALS: read as the effort by their user
                 continue
             other = streams[signal.stream]
@@ -376,7 +462,17 @@ def _joint_states(
                 and (signal.key or CANONICAL_SIGNAL_KEYS[kind]) not in other.table
             ):
                 continue
-            values = _joint_signal(other, signal, kind, all_log_names, log_names)
+            if group.transmission is None:
+                values = _joint_signal(other, signal, kind, all_log_names, log_names, urdf_names)
+            else:  # every joint's motor signal through it, then the joints kept
+                _check_joint_maps(
+                    group.transmission, f"{key}.transmission", pairs, ("gear_ratio", "zero_offset")
+                )
+                values = _joint_signal(
+                    other, signal, kind, all_log_names, all_log_names, [u for _, u in pairs]
+                )
+                values = _through(group.transmission.of(pairs, f"{key}.transmission"), kind, values)
+                values = values[:, [all_log_names.index(name) for name in log_names]]
             if other is not reference:
                 values = np.column_stack([np.interp(t[keep], other.t, c) for c in values.T])
             else:
@@ -458,7 +554,12 @@ def split_recording(
 ) -> tuple[Recording, Recording | None]:
     """``(train, held_out)``: the description's ``train`` interval (default: the recording) and
     its ``held_out`` interval, or the parts before and from ``held_out_from`` (``None``
-    without a split)."""
+    without a split). Several runs: by run and within each run
+    (:func:`~inertia_id_ros.formats.runs.split_runs`)."""
+    if description.runs:
+        from inertia_id_ros.formats.runs import split_runs
+
+        return split_runs(recording, description)
     end = recording.joint_states.t[-1] - recording.t0
     train = (
         recording.window(*description.intervals[description.train])
@@ -477,52 +578,3 @@ def split_recording(
             f"recording [{start:.3f}, {end:.3f}] s"
         )
     return train.window(start, split), recording.window(split, end)
-
-
-def rows_moved_by(
-    model: WholeBodyModel,
-    samples: WholeBodySamples,
-    joints: Sequence[str],
-    with_efforts: bool = False,
-) -> list[str]:
-    """The channels (:meth:`~inertia_id_ros.core.whole_body_model.WholeBodyModel.channels`) whose
-    rows change when ``joints`` move: their velocities and accelerations set to 1 on a few samples
-    instead of 0. A held joint (not logged) must move none of the rows a fit uses."""
-    index = [model.joint_names.index(j) for j in joints]
-    if not index:
-        return []
-    probe = samples.subset(slice(0, min(3, len(samples))))
-    moved = WholeBodySamples(
-        probe.q, probe.dq.copy(), probe.ddq.copy(), probe.base, probe.wrenches, probe.efforts
-    )
-    moved.dq[:, index] += 1.0
-    moved.ddq[:, index] += 1.0
-    (Y0, b0, channels), (Y1, b1, _) = (model.rows(s, with_efforts) for s in (probe, moved))
-    n, c = len(probe), len(channels)
-    changed = (
-        np.abs(Y1 - Y0).reshape(n, c, -1).max(axis=(0, 2))
-        + np.abs(b1 - b0).reshape(n, c).max(axis=0)
-    ) > 1e-9
-    return [channel for channel, hit in zip(channels, changed) if hit]
-
-
-def joints_coupled(
-    model: pin.Model, positions: Mapping[str, float], fitted: Sequence[str], held: Sequence[str]
-) -> list[str]:
-    """The ``held`` joints whose motion enters the torques of the ``fitted`` joints: a nonzero
-    block ``M[fitted, held]`` of the joint-space inertia matrix (``pin.crba``) at ``positions``
-    (name -> rad or m; the others neutral). Joints on other branches (another arm) are not
-    coupled."""
-    import pinocchio as pin
-
-    from inertia_id_ros.core.robots import configuration, joint_id
-
-    data = model.createData()
-    inertia = pin.crba(model, data, configuration(model, positions))
-    rows = [model.joints[joint_id(model, j)].idx_v for j in fitted]
-    scale = max(float(np.abs(np.diag(inertia)).max()), 1e-12)
-    return [
-        j
-        for j in held
-        if np.abs(inertia[rows, model.joints[joint_id(model, j)].idx_v]).max() > 1e-9 * scale
-    ]

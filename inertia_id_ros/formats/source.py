@@ -43,11 +43,22 @@ class LogSource:
     t_end: float | None = None
     held_out_from: float | None = None
     held: Mapping[str, float] = field(default_factory=dict)
+    held_out_runs: Sequence[str] | None = None
+    """With a description of several runs: the runs held out (overrides its
+    ``held_out_runs``)."""
+    no_split: bool = False
+    """Fit on all of the window: the description's split cancelled."""
 
     def __post_init__(self) -> None:
         given = [name for name in ("data", "bag", "input") if getattr(self, name) is not None]
         if len(given) != 1:
             raise InputError(f"give one of data, bag and input (a log source), got {given}")
+
+    @property
+    def terms(self) -> str:
+        """The terms a fix is given in (:data:`~inertia_id_ros.findings.TERMS`): an input
+        description's keys for ``input``, the command line's flags otherwise."""
+        return "description" if self.input is not None else "flags"
 
     @property
     def path(self) -> str:
@@ -56,7 +67,14 @@ class LogSource:
 
     def uses_description(self) -> bool:
         """Whether the data are read through an input description (``input`` or a log flag)."""
-        flags = (self.time_unit, self.angle_unit, self.t_start, self.t_end, self.held_out_from)
+        flags = (
+            self.time_unit,
+            self.angle_unit,
+            self.t_start,
+            self.t_end,
+            self.held_out_from,
+            self.held_out_runs,
+        )
         return self.input is not None or bool(self.held) or any(f is not None for f in flags)
 
     def check_bag_options(self) -> None:
@@ -116,29 +134,30 @@ class LogSource:
                 self.wrench_topic or DEFAULT_WRENCH_TOPIC,
                 sensor_frame,
             )
-        if flip_wrench_sign is not None:
-            description = replace(
-                description,
-                ft_sensors=tuple(
-                    replace(ft, sign="flip" if flip_wrench_sign else "keep")
-                    if ft.frame == sensor_frame
-                    else ft
-                    for ft in description.ft_sensors
-                ),
+        if description.runs:
+            runs = tuple(
+                replace(
+                    run,
+                    description=_with_signs(
+                        run.resolved(sensor_frame, self.joint_states_topic, self.wrench_topic),
+                        sensor_frame,
+                        flip_wrench_sign,
+                        flip_frames,
+                    ),
+                )
+                for run in description.runs
             )
-        unknown = [f for f in flip_frames if f not in [ft.frame for ft in description.ft_sensors]]
-        if unknown:
-            raise InputError(
-                f"--flip-wrench-sign {unknown[0]}: no such F/T sensor in {description.source}"
-            )
-        description = replace(
-            description,
-            ft_sensors=tuple(
-                replace(ft, sign="flip") if ft.frame in flip_frames else ft
-                for ft in description.ft_sensors
-            ),
+            description = replace(description, runs=runs)
+        else:
+            description = _with_signs(description, sensor_frame, flip_wrench_sign, flip_frames)
+        return description.with_flags(
+            self.t_start,
+            self.t_end,
+            self.held_out_from,
+            self.held,
+            self.held_out_runs,
+            self.no_split,
         )
-        return description.with_flags(self.t_start, self.t_end, self.held_out_from, self.held)
 
     def read_log(
         self,
@@ -169,6 +188,8 @@ class LogSource:
                 "(--held-out-from), not by a held_out interval"
             )
         recording, notes = _load(description, model, urdf)
+        if description.runs:
+            return (*_runs_held_out_last(recording, description), notes)
         if description.train is not None:
             recording = recording.window(*description.intervals[description.train])
         return recording, description.held_out_from, notes
@@ -181,3 +202,57 @@ def _load(description: InputDescription, model: pin.Model, urdf: str) -> tuple[R
     recording = load_recording(description, list(model.names)[1:], urdf)
     notes = [Finding("log", description.source, NOTE, note) for note in recording.notes]
     return recording, notes
+
+
+def _with_signs(
+    description: InputDescription,
+    sensor_frame: str | None,
+    flip_wrench_sign: bool | None,
+    flip_frames: Sequence[str],
+) -> InputDescription:
+    """``description`` with the F/T signs of the command line: ``flip_wrench_sign`` (not
+    ``None``) for ``sensor_frame``'s wrenches, ``flip`` for the frames ``flip_frames``."""
+    if flip_wrench_sign is not None:
+        description = replace(
+            description,
+            ft_sensors=tuple(
+                replace(ft, sign="flip" if flip_wrench_sign else "keep")
+                if ft.frame == sensor_frame
+                else ft
+                for ft in description.ft_sensors
+            ),
+        )
+    unknown = [f for f in flip_frames if f not in [ft.frame for ft in description.ft_sensors]]
+    if unknown:
+        raise InputError(
+            f"--flip-wrench-sign {unknown[0]}: no such F/T sensor in {description.source}"
+        )
+    description = replace(
+        description,
+        ft_sensors=tuple(
+            replace(ft, sign="flip") if ft.frame in flip_frames else ft
+            for ft in description.ft_sensors
+        ),
+    )
+    return description
+
+
+def _runs_held_out_last(
+    recording: Recording, description: InputDescription
+) -> tuple[Recording, float | None]:
+    """A whole-body fit's ``(recording, held_out_from)`` of several runs: the held-out runs
+    (``held_out_runs``) joined after the others, and the time they start from (s after the
+    first joint sample); a split within each run is refused (the fit holds out its end)."""
+    from inertia_id_ros.formats.runs import join, split_runs
+
+    if description.held_out_from is not None:
+        raise InputError(
+            f"{description.source}: with runs, fit-whole-body holds out whole runs "
+            "(held_out_runs, --held-out-runs), not held_out_from"
+        )
+    train, held_out = split_runs(recording, description)
+    if held_out is None:
+        return train, None
+    joined = replace(join([train, held_out], description.source), notes=recording.notes)
+    start = joined.runs[len(train.runs)].t0
+    return joined, start - joined.t0 - 1e-9

@@ -7,6 +7,7 @@ naming the description, the stream and the key."""
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
     pass
 from inertia_id_ros.formats.description import TIME_SCALE, WRENCH_KEY, StreamSpec
 
+MAX_REPEATED_STAMPS = 0.5
+"""Share of a stream's samples that may repeat the previous stamp (dropped, noted); more is
+refused (not the stamps' column, or a log that is mostly duplicates)."""
+
 
 @dataclass(frozen=True)
 class Stream:
@@ -44,6 +49,8 @@ class Stream:
     table: dict[str, np.ndarray]
     joint_names: tuple[str, ...] | None = None
     frame: str = ""
+    notes: tuple[str, ...] = ()
+    """What reading it did besides reading (samples with a repeated stamp dropped)."""
 
     @property
     def label(self) -> str:
@@ -66,6 +73,9 @@ def _read_columns(
         ]
     except (OSError, UnicodeDecodeError) as e:
         raise DataError(f"{path}: cannot read: {e}") from None
+    if delimiter.isspace():
+        lines = [_ungrouped(line) for line in lines]
+        delimiter = " "
     if header is not None:
         lines = ["", *lines]  # the names are given: every line is data
         header = list(header)
@@ -95,6 +105,17 @@ def _read_columns(
     return {name: _numbers(column) for name, column in zip(header, columns)}
 
 
+_STATUS = re.compile(r"\[[^\]]*\]")
+"""A status word in brackets (``[ok]``), as data dumpers write after each group of values."""
+
+
+def _ungrouped(line: str) -> str:
+    """A whitespace-delimited line with its groups opened: status words in brackets
+    (``[ok]``) removed, parentheses around groups of values (``(0.1 0.2 0.3)``) dropped,
+    runs of spaces made one: ``0 1.5 (1 2) [ok] (3 4) [ok]`` -> ``0 1.5 1 2 3 4``."""
+    return " ".join(_STATUS.sub(" ", line).replace("(", " ").replace(")", " ").split())
+
+
 def _numbers(texts: Sequence[str]) -> np.ndarray:
     """``texts`` as floats (one conversion in C), a text that is not a number as NaN."""
     try:
@@ -109,8 +130,12 @@ def _numbers(texts: Sequence[str]) -> np.ndarray:
         return out
 
 
-def _stamps(spec: StreamSpec, raw: np.ndarray | None, n: int, label: str) -> np.ndarray:
-    """Stamps in s (with the stream's offset) from a time column in its unit, or the rate."""
+def _stamps(
+    spec: StreamSpec, raw: np.ndarray | None, n: int, label: str
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(t, keep, note)``: the stamps in s (with the stream's offset) from a time column in
+    its unit, or the rate; the samples kept (a sample whose stamp repeats the previous one's is
+    dropped, and said in ``note``; a stream mostly of repeats is refused)."""
     if raw is None:
         assert spec.rate is not None  # a stream without a time column has a rate
         t = np.arange(n) / spec.rate
@@ -132,18 +157,35 @@ def _stamps(spec: StreamSpec, raw: np.ndarray | None, n: int, label: str) -> np.
             )
         t = raw * TIME_SCALE[spec.time_unit]
         findings = check_time_units(t, "")
-        if findings:
+        if findings:  # the unit the raw stamps' steps fit, as the fix
+            raw_findings = check_time_units(raw, "")
+            fix = raw_findings[0].in_terms("description").fix if raw_findings else ""
             raise DataError(
                 f"{label}: time {spec.time!r} in {spec.time_unit}: {findings[0].message}"
+                + (f" {fix}" if fix else "")
             )
-    steps = np.diff(t)
+    keep, note = np.ones(t.size, dtype=bool), ""
+    repeated = np.diff(t) == 0
+    if repeated.any():
+        if repeated.sum() > MAX_REPEATED_STAMPS * t.size:
+            raise DataError(
+                f"{label}: {int(repeated.sum())} of {t.size} samples repeat the previous "
+                f"sample's stamp: check time {spec.time!r} (is it the stamps' column?)"
+            )
+        keep[1:] = ~repeated
+        note = (
+            f"{label}: {int(repeated.sum())} of {t.size} samples repeat the previous sample's "
+            "stamp: dropped"
+        )
+    kept = np.flatnonzero(keep)
+    steps = np.diff(t[kept])
     if np.any(steps <= 0):
         k = int(np.argmax(steps <= 0))
         raise DataError(
-            f"{label}: stamps must be strictly increasing; sample {k + 1} "
-            f"({t[k + 1]:.9f} s) does not come after sample {k} ({t[k]:.9f} s)"
+            f"{label}: stamps must be strictly increasing; sample {kept[k + 1]} "
+            f"({t[kept[k + 1]]:.9f} s) does not come after sample {kept[k]} ({t[kept[k]]:.9f} s)"
         )
-    return t + spec.offset
+    return t[kept] + spec.offset, keep, note
 
 
 def _read_bag_stream(spec: StreamSpec) -> Stream:
@@ -172,7 +214,10 @@ def _read_bag_stream(spec: StreamSpec) -> Stream:
     order = np.argsort(t, kind="stable")
     msgs = [msgs[k] for k in order]
     label = f"stream {spec.name!r} ({spec.file} topic {spec.topic})"
-    t = _stamps(replace(spec, time="header.stamp", time_unit="s"), t[order], len(msgs), label)
+    stamps = replace(spec, time="header.stamp", time_unit="s")
+    t, keep, note = _stamps(stamps, t[order], len(msgs), label)
+    msgs = [m for m, kept in zip(msgs, keep) if kept]
+    notes = (note,) if note else ()
     frames = sorted({m.header.frame_id for m in msgs})
     if msgtype == WRENCH_TYPE:
         return Stream(
@@ -180,6 +225,7 @@ def _read_bag_stream(spec: StreamSpec) -> Stream:
             t,
             {WRENCH_KEY: np.array([wrench_values(m) for m in msgs])},
             frame=frames[0] if len(frames) == 1 else "",
+            notes=notes,
         )
     if msgtype == IMU_TYPE:
         imu_table = {
@@ -196,7 +242,7 @@ def _read_bag_stream(spec: StreamSpec) -> Stream:
                 ]
             ),
         }
-        return Stream(spec, t, imu_table, frame=frames[0] if len(frames) == 1 else "")
+        return Stream(spec, t, imu_table, frame=frames[0] if len(frames) == 1 else "", notes=notes)
     names = tuple(msgs[0].name)
     table: dict[str, np.ndarray] = {}
     for key, attribute in (("q", "position"), ("dq", "velocity"), ("effort", "effort")):
@@ -219,7 +265,7 @@ def _read_bag_stream(spec: StreamSpec) -> Stream:
             raise DataError(
                 f"{label}: message {len(rows)} has {len(names)} names and not as many positions"
             )
-    return Stream(spec, t, table, joint_names=names)
+    return Stream(spec, t, table, joint_names=names, notes=notes)
 
 
 def read_stream(spec: StreamSpec) -> Stream:
@@ -257,12 +303,16 @@ def read_stream(spec: StreamSpec) -> Stream:
         )
     raw_t = None if spec.time is None else table.pop(spec.time)
     n = n if raw_t is None else raw_t.shape[0]
+    t, keep, note = _stamps(spec, raw_t, n, label)
+    if not keep.all():
+        table = {k: v[keep] if v.shape[:1] == (n,) else v for k, v in table.items()}
     return Stream(
         spec,
-        _stamps(spec, raw_t, n, label),
+        t,
         table,
         joint_names=names,
         frame=str(np.asarray(raw.get("wrench_frame", ""))),
+        notes=(note,) if note else (),
     )
 
 

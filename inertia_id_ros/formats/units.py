@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from inertia_id_ros.findings import REFUSE, WARN, Finding
+from inertia_id_ros.findings import REFUSE, WARN, Finding, advice
 
 if TYPE_CHECKING:
     import pinocchio as pin
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 TIME_UNITS = (("milliseconds", 1e-3), ("microseconds", 1e-6), ("nanoseconds", 1e-9))
 """Units a clock may count in, and their size in seconds."""
+UNIT_KEYS = {"milliseconds": "ms", "microseconds": "us", "nanoseconds": "ns"}
+"""The names of :data:`TIME_UNITS` in ``--time-unit`` and a description's ``time_unit``."""
 
 
 SAMPLE_PERIOD_RANGE = (1e-5, 0.5)
@@ -56,9 +58,9 @@ def check_time_units(t: np.ndarray, subject: str) -> list[Finding]:
                     REFUSE,
                     f"the time steps are {step:g} 'seconds' ({1.0 / step:.3g} Hz); as "
                     f"{unit} they would be {step * size:g} s ({1.0 / (step * size):.4g} "
-                    f"Hz). {unit.capitalize()}? Convert the stamps to seconds (multiply "
-                    f"by {size:g}).",
+                    f"Hz). {unit.capitalize()}?",
                     {"median_step": step, "unit": unit, "factor": size},
+                    *advice("time_unit", unit=UNIT_KEYS[unit], factor=size),
                 )
             ]
     return [
@@ -97,13 +99,13 @@ def _still_findings(
             WARN,
             f"every joint stays within its URDF limits divided by 180/π (e.g. "
             f"{joint_names[j]}: {low[j]:.3g} to {high[j]:.3g} rad, limits "
-            f"{lower[j]:.3g} to {upper[j]:.3g}): positions in radians read as degrees "
-            "(--angle-unit deg)? Otherwise the robot barely moved, too little to "
-            "identify anything.",
+            f"{lower[j]:.3g} to {upper[j]:.3g}): positions in radians read as degrees? "
+            "Otherwise the robot barely moved, too little to identify anything.",
             {
                 "joints": names,
                 "range": [[float(low[k]), float(high[k])] for k in np.flatnonzero(judged)],
             },
+            *advice("radians"),
         )
     ]
 
@@ -123,8 +125,7 @@ def check_angle_units(
     spanning over :data:`STILL_MIN_SPAN` stays within its limits divided by 180/π. ``revolute``
     (n,) bool: the joints whose positions are angles (default: all); only they are judged in
     degrees."""
-    q = np.asarray(q, dtype=float)
-    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    q, lower, upper = (np.asarray(a, dtype=float) for a in (q, lower, upper))
     bounded = np.isfinite(lower) & np.isfinite(upper) & (upper - lower < 1e3)
     span = np.where(bounded, upper - lower, np.inf)
     revolute = (
@@ -167,12 +168,13 @@ def check_angle_units(
                 ", ".join(joint_names[j] for j in degrees),
                 REFUSE,
                 f"positions leave the URDF limits far {example(degrees)} but fit them divided by "
-                "180/π. Degrees? Convert the positions (and velocities, accelerations) to radians.",
+                "180/π. Degrees?",
                 {
                     "joints": [joint_names[j] for j in degrees],
                     "range": [[float(low[j]), float(high[j])] for j in degrees],
                     "limits": [[float(lower[j]), float(upper[j])] for j in degrees],
                 },
+                *advice("degrees"),
             )
         )
     others = [j for j in range(len(joint_names)) if outside[j] and not fits[j]]

@@ -35,7 +35,7 @@ import numpy as np
 
 from inertia_id_ros.chain.whole_body_fit import WholeBodyFit, noise_groups
 from inertia_id_ros.core.base_motion import BaseMotion, gyro_derivative, tilt_from_up
-from inertia_id_ros.core.filtering import joint_states_at
+from inertia_id_ros.core.filtering import inside_segments, joint_states_at
 from inertia_id_ros.core.whole_body_model import (
     SENSOR_KINDS,
     FTSensor,
@@ -258,7 +258,7 @@ def synchronise(
     sensor's stamps (see the module docstring); ``joints_name`` names the joint states' input
     in the ``uncovered`` counts."""
     query = sensors[0].t
-    inside = (query >= states.t[0] + half_width) & (query <= states.t[-1] - half_width)
+    inside = inside_segments(states.t, query, half_width, half_width)  # not by a gap (runs)
     coverage = {joints_name: _covered(states.t, query, max_gap) | ~inside}
     for sensor in sensors[1:]:
         coverage[sensor.name] = _covered(sensor.t, query, max_gap)

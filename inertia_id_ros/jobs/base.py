@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from inertia_id_ros.errors import InertiaIdError, InputError
-from inertia_id_ros.findings import Finding, refused
+from inertia_id_ros.findings import Finding, in_terms, refused
+from inertia_id_ros.formats.source import LogSource
 
 if TYPE_CHECKING:
     import pinocchio as pin
@@ -58,6 +59,35 @@ def refused_input(findings: list[Finding]) -> JobResult[Any]:
     """The result of a job whose input checks refused the data before any fit: no estimate, the
     findings alone in the document."""
     return JobResult(None, tuple(findings), findings_document(findings))
+
+
+R = TypeVar("R")
+
+
+def in_source_terms(source: LogSource | None, job: Callable[[], R]) -> R:
+    """``job()``, its findings (in its result, its document and any package error it raises)
+    giving their fixes in the terms of ``source``: an input description's keys, or the command
+    line's flags (the library's without a source)."""
+    terms = "library" if source is None else source.terms
+    try:
+        result = job()
+    except InertiaIdError as e:
+        e.findings = in_terms(e.findings, terms)
+        raise
+    if not isinstance(result, JobResult) or not result.findings:
+        return result
+    rendered = in_terms(result.findings, terms)
+    fixes = {(f.kind, f.subject, f.message): r.fix for f, r in zip(result.findings, rendered)}
+    document = dict(result.document)
+    if isinstance(document.get("findings"), list):
+        document["findings"] = [_with_fix(d, fixes) for d in document["findings"]]
+    return replace(result, findings=rendered, document=document)
+
+
+def _with_fix(entry: dict[str, Any], fixes: dict[tuple[str, str, str], str]) -> dict[str, Any]:
+    """A finding's JSON ``entry`` with its fix from ``fixes`` (by kind, subject, message)."""
+    fix = fixes.get((entry.get("kind", ""), entry.get("subject", ""), entry.get("message", "")))
+    return entry if not fix else {**entry, "fix": fix}
 
 
 @contextmanager

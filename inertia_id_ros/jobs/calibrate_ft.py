@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import InputError
 from inertia_id_ros.findings import NOTE, Finding
-from inertia_id_ros.jobs.base import JobResult, carrying, findings_document, load_urdf
+from inertia_id_ros.jobs.base import (
+    JobResult,
+    carrying,
+    findings_document,
+    in_source_terms,
+    load_urdf,
+)
 from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions, Loaded, read_recording
 from inertia_id_ros.options import FT_CALIBRATION_KINDS
 
@@ -89,6 +95,13 @@ def calibrate_ft(
 ) -> FTCalibrationFit:
     """Calibrate the F/T sensors of the robot of the URDF file ``urdf`` on the recording of
     ``source`` (a whole-body NPZ, bag or input description) with ``options``."""
+    return in_source_terms(source, lambda: _calibrate_ft(urdf, source, options))
+
+
+def _calibrate_ft(
+    urdf: str, source: LogSource, options: CalibrateFTOptions = CalibrateFTOptions()
+) -> FTCalibrationFit:
+    """:func:`calibrate_ft` with the fixes in the library's terms."""
     import time
 
     import numpy as np

@@ -30,6 +30,7 @@ from inertia_id_ros.jobs.base import (
     JobResult,
     check_bounding_ellipsoid,
     findings_document,
+    in_source_terms,
     load_urdf,
 )
 from inertia_id_ros.modes.links import LinksMode
@@ -145,6 +146,13 @@ def fit_links(
     """The links of the robot of the URDF file ``urdf`` (and its joints' drives) fitted to the
     joint states with efforts of ``source``, as ``options`` say; checked, and validated on
     ``options.validation_data`` or on the held-out part of ``source``'s description."""
+    return in_source_terms(source, lambda: _fit_links(urdf, source, options))
+
+
+def _fit_links(
+    urdf: str, source: LogSource, options: FitLinksOptions = FitLinksOptions()
+) -> LinksFit:
+    """:func:`fit_links` with the fixes in the library's terms."""
     from inertia_id_ros.formats.export import body_json
     from inertia_id_ros.jobs.validate import validate_fit
     from inertia_id_ros.offline.fit_checks import links_fit_findings
@@ -193,7 +201,7 @@ def _read(urdf: str, source: LogSource, options: FitLinksOptions) -> _Recorded:
     the model and the held joints, the loader's notes and the units' checks
     (:class:`_Recorded`)."""
     from inertia_id_ros.formats.data import check_joints
-    from inertia_id_ros.formats.recording import joints_coupled
+    from inertia_id_ros.formats.held import joints_coupled
     from inertia_id_ros.formats.units import log_unit_findings
 
     source.check_bag_options()

@@ -16,12 +16,13 @@ from inertia_id_ros.errors import (
     InputError,
     SampleRejected,
 )
-from inertia_id_ros.findings import Finding, refused
+from inertia_id_ros.findings import REMEDIES, Finding, refused
 from inertia_id_ros.jobs.base import (
     JobResult,
     carrying,
     check_bounding_ellipsoid,
     findings_document,
+    in_source_terms,
     load_urdf,
     payload_volume_of,
 )
@@ -95,6 +96,16 @@ def fit_payload(
 ) -> PayloadFit:
     """The payload beyond the F/T sensor at ``sensor_frame`` (a frame of the URDF file ``urdf``,
     the wrenches' frame) from the joint states and wrenches of ``source``, with ``options``."""
+    return in_source_terms(source, lambda: _fit_payload(urdf, sensor_frame, source, options))
+
+
+def _fit_payload(
+    urdf: str,
+    sensor_frame: str,
+    source: LogSource,
+    options: FitPayloadOptions = FitPayloadOptions(),
+) -> PayloadFit:
+    """:func:`fit_payload` with the fixes in the library's terms."""
     from inertia_id_ros.formats.units import log_unit_findings
     from inertia_id_ros.jobs.validate import validate_fit
 
@@ -313,7 +324,9 @@ def _solve(estimator: PayloadEstimator, source: str) -> Estimate:
             raise
         dropped = estimator.stats().dropped
         detail = f" (samples dropped: {dropped_text(dropped)})" if dropped else ""
-        raise InputError(f"{source}: no estimate: {e.message}{detail}") from None
+        known = REMEDIES["known_offset"]  # the estimator's fix, in the command line's terms
+        message = e.message.replace(known["node"], known["flags"])
+        raise InputError(f"{source}: no estimate: {message}{detail}") from None
 
 
 def _document(

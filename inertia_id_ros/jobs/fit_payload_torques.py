@@ -27,11 +27,13 @@ from inertia_id_ros.errors import (
     SolverError,
 )
 from inertia_id_ros.findings import WARN, Finding, refused
+from inertia_id_ros.formats.source import LogSource
 from inertia_id_ros.jobs.base import (
     JobResult,
     check_bounding_ellipsoid,
     check_payload_volume,
     findings_document,
+    in_source_terms,
     load_urdf,
     payload_volume_of,
 )
@@ -46,7 +48,6 @@ if TYPE_CHECKING:
     from inertia_id_ros.chain.links import JointTorqueData, LinkModel
     from inertia_id_ros.chain.payload_from_torques import PayloadTorqueFit, RunAlignment
     from inertia_id_ros.formats.data import JointStates
-    from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.offline.volumes import Volume
 
 
@@ -138,6 +139,16 @@ def fit_payload_torques(
     """The payload at the URDF frame ``frame`` of the robot of the URDF file ``urdf``, fitted
     to the joint states with efforts of ``source`` as ``options`` say (module docstring: a link
     model, or differencing ``options.unloaded``), and checked."""
+    return in_source_terms(source, lambda: _fit_payload_torques(urdf, source, frame, options))
+
+
+def _fit_payload_torques(
+    urdf: str,
+    source: LogSource,
+    frame: str,
+    options: FitPayloadTorquesOptions = FitPayloadTorquesOptions(),
+) -> PayloadTorquesFit:
+    """:func:`fit_payload_torques` with the fixes in the library's terms."""
     from inertia_id_ros.core.robots import frame_id
     from inertia_id_ros.formats.data import check_joints
     from inertia_id_ros.formats.export import body_json
@@ -261,12 +272,20 @@ def _torques(
 
 
 def _unloaded_source(source: LogSource, unloaded: str) -> LogSource:
-    """The unloaded run, read as ``source`` is (a file, or a bag when ``source`` is one) with
+    """The unloaded run: an input description (``.yaml``) with the window and held joints of
+    the command line, or read as ``source`` is (a file, or a bag when ``source`` is one) with
     the same log flags (units, window, held joints)."""
+    from pathlib import Path
+
+    from inertia_id_ros.formats.description import DESCRIPTION_SUFFIXES
+
+    if Path(unloaded).suffix in DESCRIPTION_SUFFIXES:
+        return LogSource(
+            input=unloaded, t_start=source.t_start, t_end=source.t_end, held=source.held
+        )
     if source.input is not None:
         raise InputError(
-            "--unloaded takes a recording as --data or --bag does; with "
-            "--input, describe the loaded run only"
+            "--unloaded: with --input, give the unloaded run as an input description (.yaml) too"
         )
     if source.bag:
         return replace(source, data=None, bag=unloaded)

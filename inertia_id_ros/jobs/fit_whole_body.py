@@ -16,6 +16,7 @@ from inertia_id_ros.jobs.base import (
     JobResult,
     carrying,
     findings_document,
+    in_source_terms,
     load_urdf,
 )
 from inertia_id_ros.modes.whole_body import WholeBodyMode
@@ -117,6 +118,13 @@ def fit_whole_body(
 ) -> WholeBodyFit:
     """Every link of the robot of the URDF file ``urdf`` (and its sensors' offsets) from the
     recording of ``source`` (an NPZ, a bag or an input description), with ``options``."""
+    return in_source_terms(source, lambda: _fit_whole_body(urdf, source, options))
+
+
+def _fit_whole_body(
+    urdf: str, source: LogSource, options: FitWholeBodyOptions = FitWholeBodyOptions()
+) -> WholeBodyFit:
+    """:func:`fit_whole_body` with the fixes in the library's terms."""
     from inertia_id_ros.formats.units import check_time_units, log_unit_findings
     from inertia_id_ros.offline.plausibility import free_fall_finding
     from inertia_id_ros.offline.volumes import ellipsoids_of, link_volumes, volumes_holding
@@ -345,7 +353,7 @@ def _check_rows(
     """Whether the fit takes joint-torque rows (``efforts`` asked and recorded), after refusing
     (:class:`InputError`) rows that held joints move, a held-out fraction outside (0, 1) and a
     model without rows."""
-    from inertia_id_ros.formats.recording import rows_moved_by
+    from inertia_id_ros.formats.held import rows_moved_by
 
     if loaded.held:
         moved = rows_moved_by(model, samples, list(loaded.held), options.efforts)

@@ -101,5 +101,5 @@ def validate_fit(
     if held_out is not None:
         evaluated = DataSource(f"{held_out.source} (held out)", **topics, recording=held_out)
     else:
-        evaluated = DataSource.from_path(str(validate_path), **topics)
+        evaluated = DataSource.from_path(str(validate_path), urdf, **topics)
     return validate(document, evaluated, urdf, fit_data)

@@ -35,7 +35,7 @@ from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.errors import DataError
-from inertia_id_ros.findings import Finding
+from inertia_id_ros.findings import Finding, in_terms
 from inertia_id_ros.formats.data import (
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
@@ -205,7 +205,7 @@ def payload_replay_findings(
         estimator.config.estimate_offset,
         volume,
     )
-    return findings
+    return list(in_terms(findings, "flags"))  # replay's own flags (--no-offset)
 
 
 def replay_payload_torques(

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.findings import NOTE, Finding
+from inertia_id_ros.findings import NOTE, Finding, in_terms
 from inertia_id_ros.offline.plausibility import (
     GAIN_CHUNK,
     GainSums,
@@ -56,9 +56,9 @@ def payload_residual_findings(
         group_rms(f),
         ("N", "N m"),
         "the wrench's sign (the sensor may report the wrench the payload exerts on it, the "
-        "opposite of this tool's convention) or its frame is wrong. Check --sensor-frame and the "
-        "sensor's sign convention.",
+        "opposite of this tool's convention) or its frame is wrong.",
         None if offset is not None else ols_rms(Y),
+        "payload_sign",
     )
 
 
@@ -122,7 +122,7 @@ def links_gain_findings(model: Any, data: Any) -> tuple[list[Finding], dict]:
         [f"joint {name!r}" for name in model.joint_names],
         [GainSums.of(predicted[:, [j]], measured[:, [j]]) for j in range(model.n_joints)],
         ["N m"] * model.n_joints,
-        "Flip the effort column's sign for this joint (the drive's convention).",
+        "effort_sign",
     )
 
 
@@ -143,8 +143,7 @@ def payload_torque_sign_findings(
     return flipped_sign_findings(
         list(links.joint_names),
         *sign_flip_residuals(channels),
-        "Flip the effort column's sign for this joint in both runs (--effort-signs, or the "
-        "drive's convention).",
+        "effort_sign_runs",
     )
 
 
@@ -156,12 +155,13 @@ def window_gain_findings(
     links and no friction): a joint whose torques are of the other sign."""
     predicted = np.asarray(Y, dtype=float) @ np.asarray(prior, dtype=float)
     measured = np.asarray(f, dtype=float)
-    return urdf_gain_findings(
+    findings = urdf_gain_findings(
         [f"joint {name!r}" for name in joints],
         [GainSums.of(predicted[:, [j]], measured[:, [j]]) for j in range(len(joints))],
         ["N m"] * len(joints),
-        "Flip the effort's sign for this joint (torques_effort_signs, or the drive's convention).",
+        "effort_sign",
     )[0]
+    return list(in_terms(findings, "node"))
 
 
 def links_fit_findings(
@@ -354,8 +354,7 @@ def whole_body_gain_findings(
         list(sums),
         list(sums.values()),
         ["N" if key.endswith("forces") else "N m" for key in sums],
-        "Give --flip-wrench-sign for this sensor (child_to_parent "
-        "sensors such as the real iCub's), or check its frame.",
+        "wrench_sign",
     )
 
 
@@ -398,9 +397,9 @@ def whole_body_residual_findings(
         np.array(unconstrained),
         np.array(measured),
         units,
-        "a sensor's sign (--flip-wrench-sign for child_to_parent sensors such as the real "
-        "iCub's), its frame or its kind (contact or internal) is wrong; the sensor named is the "
-        "first to check.",
+        "a sensor's sign (child_to_parent sensors such as the real iCub's), its frame or its "
+        "kind (contact or internal) is wrong; the sensor named is the first to check.",
+        remedy="sensor_sign",
     )
 
 

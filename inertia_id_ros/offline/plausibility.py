@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from inertia_id_ros.findings import NOTE, REFUSE, WARN, Finding
+from inertia_id_ros.findings import NOTE, REFUSE, WARN, Finding, advice
 from inertia_id_ros.options import (
     LINK_FILTER_RATIO,
 )
@@ -199,6 +199,7 @@ def residual_ratio_findings(
     units: Sequence[str],
     cause: str,
     same_columns_rms: np.ndarray | None = None,
+    remedy: str = "",
 ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """``(findings, ratios)``: ``residual_ratio`` findings per subject (a sensor's force or
     torque rows, a joint) and every subject's ``{"ratio", "consistent_rms",
@@ -207,7 +208,8 @@ def residual_ratio_findings(
     ``measured_rms`` (S,) of the measured signal (:func:`residual_ratios`), ``units`` (S,).
     ``cause``: what to check, in words. ``same_columns_rms`` (S,): an unconstrained fit with the
     consistent fit's columns (without the offsets it left out); when it is as bad as the
-    consistent fit, the cause is the missing offset."""
+    consistent fit, the cause is the missing offset. ``remedy``: the fix of the ``cause``, a
+    :data:`~inertia_id_ros.findings.REMEDIES` key (none: the cause says it)."""
     consistent = np.asarray(consistent_rms, dtype=float)
     ratios = residual_ratios(consistent_rms, unconstrained_rms, measured_rms)
     table = {
@@ -238,13 +240,11 @@ def residual_ratio_findings(
                 )[0]
                 > RESIDUAL_RATIO_WARN
             )
-        if offset:
-            why = (
-                "without an offset no fit, even unconstrained, explains them: the sensor "
-                "has an offset. Fit it (drop --no-offset) or calibrate it out first."
-            )
-        else:
-            why = f"no physical body explains them: {cause}"
+        why = (
+            "without an offset no fit, even unconstrained, explains them: the sensor has an offset."
+            if offset
+            else f"no physical body explains them: {cause}"
+        )
         findings.append(
             Finding(
                 "residual_ratio",
@@ -254,6 +254,7 @@ def residual_ratio_findings(
                 f"unconstrained fit ({consistent[k]:.3g} vs {unconstrained_rms[k]:.3g} {units[k]} "
                 f"RMS); {why}",
                 figures,
+                *(advice("offset") if offset else advice(remedy) if remedy else ("", {})),
             )
         )
     return findings, table
@@ -306,13 +307,13 @@ class GainSums:
 
 
 def urdf_gain_findings(
-    subjects: Sequence[str], sums: Sequence[GainSums], units: Sequence[str], what: str
+    subjects: Sequence[str], sums: Sequence[GainSums], units: Sequence[str], remedy: str
 ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """``(findings, gains)``: per subject the gain and correlation of its measurements on the
     URDF's prediction (:class:`GainSums`; offsets removed), ``urdf_sign`` (refuse) below
     :data:`URDF_GAIN_SIGN`, ``urdf_scale`` (warn) outside :data:`URDF_GAIN_RANGE`, where the
     prediction is large enough (:data:`URDF_MIN_SHARE` of the largest of its ``units``).
-    ``what``: the fix, in words."""
+    ``remedy``: the fix of a sign, a :data:`~inertia_id_ros.findings.REMEDIES` key."""
     findings, table = [], {}
     predicted = np.array([s.predicted_rms() for s in sums])
     largest = {unit: max(p for p, u in zip(predicted, units) if u == unit) for unit in units}
@@ -335,8 +336,9 @@ def urdf_gain_findings(
                     subject,
                     REFUSE,
                     f"the measurements are {gain:.2f} times what the URDF predicts (correlation "
-                    f"{correlation:.2f}): the opposite sign. Sign? {what}",
+                    f"{correlation:.2f}): the opposite sign. Sign?",
                     figures,
+                    *advice(remedy, subject),
                 )
             )
         elif correlation > URDF_CORRELATION and not (
@@ -408,13 +410,13 @@ its residual RMS looks flipped."""
 
 
 def flipped_sign_findings(
-    joints: Sequence[str], rms: float, flipped: np.ndarray, fix: str
+    joints: Sequence[str], rms: float, flipped: np.ndarray, remedy: str
 ) -> list[Finding]:
     """``torque_sign`` (refuse) for the joint (of ``joints``) whose torques of the other sign
     leave the unconstrained fit under :data:`FLIPPED_SIGN_RATIO` of its residual RMS ``rms``
     (N·m; ``flipped`` (n,) each joint's, of
-    :func:`~inertia_id_ros.chain.payload_from_torques.sign_flip_residuals`); ``fix``: in the
-    user's terms."""
+    :func:`~inertia_id_ros.chain.payload_from_torques.sign_flip_residuals`); ``remedy``: the
+    fix, a :data:`~inertia_id_ros.findings.REMEDIES` key."""
     if not joints or not rms > 0:
         return []
     j = int(np.argmin(flipped))
@@ -428,7 +430,7 @@ def flipped_sign_findings(
             f"its torques look flipped: with their sign turned the unconstrained fit leaves "
             f"{float(flipped[j]):.3g} N m of residual, as recorded {rms:.3g} N m.",
             {"residual_rms": float(rms), "flipped_residual_rms": float(flipped[j])},
-            fix,
+            *advice(remedy, f"joint {joints[j]!r}"),
         )
     ]
 

@@ -46,7 +46,9 @@ from inertia_id_ros.formats.data import (
     read_payload_file,
     with_derivatives,
 )
-from inertia_id_ros.formats.recording import Recording
+from inertia_id_ros.formats.description import DESCRIPTION_SUFFIXES
+from inertia_id_ros.formats.recording import Recording, load_recording
+from inertia_id_ros.formats.source import LogSource
 from inertia_id_ros.options import DEFAULT_HALF_WIDTH
 
 MODELS = ("fit", "urdf", "urdf_offsets", "ols")
@@ -77,8 +79,18 @@ class DataSource:
     instead of reading ``path``."""
 
     @classmethod
-    def from_path(cls, path: str, **options: Any) -> DataSource:
-        """A bag when ``path`` is a directory or an ``.mcap``/``.db3`` file, else a file."""
+    def from_path(cls, path: str, urdf: str | None = None, **options: Any) -> DataSource:
+        """A bag when ``path`` is a directory or an ``.mcap``/``.db3`` file, an input
+        description (all of its log, its runs joined; read for the URDF file ``urdf``) when a
+        ``.yaml``/``.yml`` file, else a file."""
+        if Path(path).suffix in DESCRIPTION_SUFFIXES:
+            if urdf is None:
+                raise InputError(f"{path}: an input description needs --urdf")
+            source = LogSource(input=str(path))
+            description = source.description(options.get("sensor_frame") or None)
+            model = load_model(urdf)
+            recording = load_recording(description, list(model.names)[1:], urdf)
+            return cls(str(path), **options, recording=recording)
         bag = Path(path).is_dir() or Path(path).suffix in (".mcap", ".db3")
         return cls(str(path), bag, **options)
 
@@ -113,7 +125,8 @@ class DataSource:
 
         units = check_time_units(states.t, "joint state stamps")  # before differentiating
         if units:
-            raise DataError(f"{self.path}: {units[0].subject}: {units[0].message}")
+            unit = units[0].in_terms("description" if self.recording is not None else "flags")
+            raise DataError(f"{self.path}: {unit.subject}: {unit.message} {unit.fix}".rstrip())
         try:
             return with_derivatives(states, self.half_width, self.order, delay=self.delay)
         except DataError as e:

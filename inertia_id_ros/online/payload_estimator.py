@@ -31,6 +31,7 @@ from inertia_id_ros.core.regressors import (
 )
 from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
+from inertia_id_ros.findings import REMEDIES
 from inertia_id_ros.online.estimator import OnlineEstimator, OnlineEstimatorConfig, SampleBatch
 from inertia_id_ros.online.inputs import (
     WRENCH,
@@ -528,7 +529,7 @@ def _unidentifiable_offset_message(duration: float, spread: np.ndarray, min_tilt
         f"{duration:.1f} s the sensor's orientation with respect to gravity varied by "
         f"{spread[0]:.1f} and {spread[1]:.1f} deg rms in its two main directions, and it must "
         f"vary by at least {min_tilt:.1f} deg in both; tilt the sensor about two different "
-        "horizontal axes, or calibrate the offset and set estimate_offset=False"
+        "horizontal axes, or " + REMEDIES["known_offset"]["node"]
     )
 
 

@@ -678,7 +678,7 @@ def test_cli_fit_whole_body_from_a_description(tmp_path, recording, icub, capsys
 def test_rows_moved_by_a_held_joint(icub):
     """A joint not in the log (held) moves the base rows and the rows of the sensors whose
     measured part it is in, not the others: the fit is refused only for the former."""
-    from inertia_id_ros.formats.recording import rows_moved_by
+    from inertia_id_ros.formats.held import rows_moved_by
 
     urdf, model = icub
     samples, _ = _samples(model, urdf.read_text(), 4, seed=3)

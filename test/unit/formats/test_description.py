@@ -690,7 +690,7 @@ def test_bad_log_flags_exit_2_naming_the_flag(
 def test_held_joints_coupled_to_the_fitted_ones(panda_urdf: str) -> None:
     """A finger's motion enters the arm's joint torques (refused when held), not its sibling
     finger's (another branch)."""
-    from inertia_id_ros.formats.recording import joints_coupled
+    from inertia_id_ros.formats.held import joints_coupled
 
     model = load_model(panda_urdf)
     assert joints_coupled(model, {}, PANDA_ARM, ["panda_finger_joint1"]) == ["panda_finger_joint1"]

@@ -146,7 +146,11 @@ def test_options_are_checked(options: dict, message: str) -> None:
     "source,options,message",
     [
         ({"held_out_from": 5.0}, {}, "--held-out-from does not apply to fit-payload-torques"),
-        ({"input": "log.yaml"}, {"unloaded": "b.npz"}, "with --input, describe the loaded run"),
+        (
+            {"input": "log.yaml"},
+            {"unloaded": "b.npz"},
+            "with --input, give the unloaded run as an input description",
+        ),
     ],
 )
 def test_what_does_not_apply_is_refused(
