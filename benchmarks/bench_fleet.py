@@ -17,12 +17,13 @@ swaps tools halfway; ``--faults`` runs of steady robots are corrupt, truncated o
 3. The per-run cost by mode, and a 100-robot fleet's night projected onto clusters.
 
 Run: .venv/bin/python benchmarks/bench_fleet.py [--robots 50] [--runs 20] [--drifting 10]
-     [--faults 6] [--subset 120]
+     [--faults 6] [--subset 120] [--repeats 1] [--throughput-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -144,6 +145,8 @@ def main() -> int:
     parser.add_argument("--faults", type=int, default=6)
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--subset", type=int, default=120)
+    parser.add_argument("--repeats", type=int, default=1, help="throughput runs, alternated")
+    parser.add_argument("--throughput-only", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -155,7 +158,22 @@ def main() -> int:
             f"simulated {args.robots} x {args.runs} runs in {time.perf_counter() - start:.0f} s",
             file=sys.stderr,
         )
-        speed = throughput(subset_manifest(manifest, args.subset), folder)
+        load = os.getloadavg()[0]
+        speed = throughput(subset_manifest(manifest, args.subset), folder, args.repeats)
+        rates = {w: n / s for w, (n, s, _) in speed.items()}
+        print(
+            f"\nThroughput ({speed[1][0]} runs on each; load average before: {load:.1f} "
+            f"on {os.cpu_count()} CPUs):"
+        )
+        table(
+            ["workers", "runs/s", "ratio", "run s / wall s"],
+            [
+                [str(w), f"{r:.2f}", f"{r / rates[1]:.2f}", f"{speed[w][2] / speed[w][1]:.2f}"]
+                for w, r in rates.items()
+            ],
+        )
+        if args.throughput_only:
+            return 0
         store_path = folder / "fleet.sqlite"
         memory = identify_all(manifest, store_path)
         rows, false, tested, missed = detection(plan, store_path)

@@ -18,7 +18,8 @@ from inertia_id_ros.fleet.manifest import read_manifest
 from inertia_id_ros.fleet.store import History, Store, open_store
 from inertia_id_ros.fleet.tasks import OK, Parameter, RunOutcome
 
-POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
+POSTGRES_BIN = max(Path("/usr/lib/postgresql").glob("*/bin"), default=Path("/nonexistent"))
+"""Debian's PostgreSQL server binaries (its newest version)."""
 
 
 def outcome(run: str, value: float, status: str = OK) -> RunOutcome:
@@ -102,7 +103,7 @@ def test_sqlite_store(tmp_path):
 def test_postgresql_store():
     pytest.importorskip("psycopg", reason="the PostgreSQL backend needs psycopg")
     if not (POSTGRES_BIN / "initdb").exists():
-        pytest.skip(f"no PostgreSQL server binaries in {POSTGRES_BIN} (Debian's postgresql)")
+        pytest.skip("no PostgreSQL server in /usr/lib/postgresql (Debian's postgresql package)")
     as_user: list[str] = []
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
         if shutil.which("runuser") is None:
