@@ -8,9 +8,11 @@ import argparse
 import sys
 
 from inertia_id_ros.cli.common import add_command, add_seed_option, positive_seconds
+from inertia_id_ros.fleet.drift import DriftOptions
+from inertia_id_ros.fleet.store import DEFAULT_STORE
 
 STORE_HELP = (
-    "the results' database: an SQLite file (fleet.sqlite) or a server URL "
+    f"the results' database: an SQLite file ({DEFAULT_STORE}) or a server URL "
     "(postgresql://user@host/db)"
 )
 
@@ -37,10 +39,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     report = actions.add_parser("report", help="write the fleet's HTML report")
     report.add_argument("output", help="the HTML file to write")
     for parser in (identify, drift, report):
-        parser.add_argument("--store", default="fleet.sqlite", help=STORE_HELP)
+        parser.add_argument("--store", default=DEFAULT_STORE, help=STORE_HELP)
     for parser in (drift, report):
         parser.add_argument(
-            "--reference-runs", type=int, default=5, help="runs of each history's reference (5)"
+            "--reference-runs",
+            type=int,
+            default=DriftOptions.reference_runs,
+            help=f"runs of each history's reference ({DriftOptions.reference_runs})",
         )
     simulate = actions.add_parser(
         "simulate", help="write a simulated fleet (runs, manifest.yaml, truth.json)"
@@ -87,7 +92,7 @@ def _drift(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
-    from inertia_id_ros.fleet.drift import DriftOptions, detect_drift, false_alarm_rate
+    from inertia_id_ros.fleet.drift import detect_drift, false_alarm_rate
     from inertia_id_ros.fleet.store import open_store
 
     options = DriftOptions(reference_runs=args.reference_runs)
@@ -115,7 +120,6 @@ def _drift(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     """Write the HTML report; the exit code."""
-    from inertia_id_ros.fleet.drift import DriftOptions
     from inertia_id_ros.fleet.report import write_report
     from inertia_id_ros.fleet.store import open_store
 

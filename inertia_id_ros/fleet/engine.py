@@ -110,7 +110,7 @@ def dask_client(options: EngineOptions) -> Iterator[Client]:
     if options.scheduler is not None:
         try:
             client = Client(options.scheduler, timeout=10)
-        except OSError as e:
+        except (OSError, TimeoutError) as e:
             raise InputError(f"{options.scheduler}: no Dask scheduler there ({e})") from None
         with client:
             yield client
