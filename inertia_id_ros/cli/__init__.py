@@ -44,6 +44,9 @@ command runs, so that ``--help`` and argument errors are quick:
   obstacles;
 - ``validate``: a result's prediction errors on held-out data vs the URDF and plain OLS
   (:mod:`inertia_id_ros.offline.validation`);
+- ``fleet run``, ``fleet drift``, ``fleet report``, ``fleet simulate``: a fleet of robots, each
+  run identified as a task on Dask into a database, drift detected and reported
+  (:mod:`inertia_id_ros.fleet`);
 - ``keystore create``: a DDS-Security keystore so that only operators may call ``~/excite``
   (:mod:`inertia_id_ros.ros.keystore`);
 - ``call``: the running node's ``~/identify`` or ``~/tare`` service, without the ``ros2`` command
@@ -115,6 +118,7 @@ from inertia_id_ros.cli import (
     demo,
     excite,
     export,
+    fleet,
     keystore,
     record_sim,
     replay,
@@ -141,6 +145,7 @@ COMMANDS = (
     export,
     excite,
     validate,
+    fleet,
     keystore,
     call,
 )

@@ -254,13 +254,15 @@ class Estimate(PayloadEstimateBase):
     (kg m^2); ``residual_rms`` (N / N m mixed); ``n_samples`` wrenches used, stamped from
     ``t_first`` to ``t_last`` (s); ``solve_time`` (s); ``orientation_spread_deg`` (3,) rms spread
     of the gravity direction in the sensor frame along its principal axes (deg, descending);
-    ``offset_identifiable`` whether that spread passes ``offset_min_tilt_deg``.
+    ``offset_identifiable`` whether that spread passes ``offset_min_tilt_deg``;
+    ``offset_std`` (6,) standard errors of the estimated offset (N, N m; ``None``: not estimated).
     """
 
     offset_identifiable: bool
     orientation_spread_deg: np.ndarray
     message: str = ""
     condition_number: float = float("nan")
+    offset_std: np.ndarray | None = None
 
 
 class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
@@ -480,6 +482,7 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
             orientation_spread_deg=spread,
             message=_solver_message(solution),
             condition_number=covariance.condition_number,
+            offset_std=_offset_std(covariance.matrix) if config.estimate_offset else None,
         )
 
     def _tare_known(self, tare: Tare | None, t: float) -> bool:
@@ -540,3 +543,10 @@ def _solver_message(solution: Solution) -> str:
     if solution.info.get("approximation_limited"):  # pointmass: its points limit the fit
         message = "; ".join(filter(None, [message, solution.message]))
     return message
+
+
+def _offset_std(covariance: np.ndarray) -> np.ndarray:
+    """(6,) standard errors of the F/T offset: the extras after ``theta`` in ``covariance``
+    (16, 16) of ``[theta, offset]``."""
+    block = np.diag(covariance)[N_BODY_PARAMS : N_BODY_PARAMS + N_WRENCH_CHANNELS]
+    return np.sqrt(np.clip(block, 0.0, None))

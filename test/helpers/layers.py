@@ -13,6 +13,7 @@ LAYERS = (
     "offline",
     "modes",
     "jobs",
+    "fleet",
     "ros",
     "cli",
 )
