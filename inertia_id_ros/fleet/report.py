@@ -12,8 +12,8 @@ from datetime import datetime
 from pathlib import Path
 
 from inertia_id_ros.fleet.drift import Alarm, DriftOptions, detect_drift, false_alarm_rate
-from inertia_id_ros.fleet.store import History, Store, StoredRun
-from inertia_id_ros.fleet.tasks import OK
+from inertia_id_ros.fleet.store import History, Store
+from inertia_id_ros.fleet.tasks import OK, RunRecord
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
@@ -58,7 +58,7 @@ def write_report(store: Store, path: str | Path, options: DriftOptions = DriftOp
     return path
 
 
-def _fleet_table(store: Store, runs: Sequence[StoredRun], alarms: Sequence[Alarm]) -> str:
+def _fleet_table(store: Store, runs: Sequence[RunRecord], alarms: Sequence[Alarm]) -> str:
     """The robots' table: runs identified, failed, and alarms."""
     rows = [
         "<h2>Robots</h2><table><tr><th>robot</th><th>mode</th><th>runs</th><th>failed</th>"
@@ -84,7 +84,7 @@ def _fleet_table(store: Store, runs: Sequence[StoredRun], alarms: Sequence[Alarm
     return "".join(rows) + "</table>"
 
 
-def _failures(runs: Sequence[StoredRun]) -> str:
+def _failures(runs: Sequence[RunRecord]) -> str:
     """The failed and refused runs: error and findings."""
     failed = [r for r in runs if r.status != OK]
     if not failed:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from inertia_id_ros.errors import InputError
-from inertia_id_ros.fleet.tasks import RunOutcome
+from inertia_id_ros.fleet.tasks import RunOutcome, RunRecord
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS runs (
@@ -40,22 +40,6 @@ SCHEMA = (
 """The tables (SQL both SQLite and PostgreSQL take)."""
 DEFAULT_STORE = "fleet.sqlite"
 """The default database: an SQLite file beside where the command runs."""
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """A row of ``runs`` (see :class:`~inertia_id_ros.fleet.tasks.RunOutcome`)."""
-
-    robot: str
-    run: str
-    time: str
-    tool: str
-    mode: str
-    status: str
-    error: str
-    findings: tuple[dict[str, Any], ...]
-    version: str
-    elapsed: float
 
 
 @dataclass(frozen=True)
@@ -142,12 +126,12 @@ class Store:
                 [(*key, p.name, p.value, _finite(p.std)) for p in outcome.parameters],
             )
 
-    def runs(self, robot: str | None = None) -> list[StoredRun]:
+    def runs(self, robot: str | None = None) -> list[RunRecord]:
         """The stored runs (of ``robot``), by robot and time."""
         where, args = ("WHERE robot = ?", (robot,)) if robot else ("", ())
         rows = self._rows(f"SELECT * FROM runs {where} ORDER BY robot, time, run", args)
         return [
-            StoredRun(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])), r[8], r[9])
+            RunRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])), r[8], r[9])
             for r in rows
         ]
 

@@ -57,11 +57,11 @@ class Parameter:
 
 
 @dataclass(frozen=True)
-class RunOutcome:
-    """A run's result as stored: the task's ``robot``, ``run``, ``time``, ``tool``, ``mode``; its
-    ``status`` (:data:`OK`, :data:`REFUSED`, :data:`FAILED`), ``error`` (one line; empty when
-    identified), ``findings`` (their JSON), ``parameters``, ``elapsed`` (s) and the package's
-    ``version``."""
+class RunRecord:
+    """A run as the store's ``runs`` table holds it: the task's ``robot``, ``run``, ``time``,
+    ``tool``, ``mode``; its ``status`` (:data:`OK`, :data:`REFUSED`, :data:`FAILED`), ``error``
+    (one line; empty when identified), ``findings`` (their JSON), the package's ``version`` and
+    ``elapsed`` (s)."""
 
     robot: str
     run: str
@@ -71,9 +71,15 @@ class RunOutcome:
     status: str
     error: str
     findings: tuple[dict[str, Any], ...]
-    parameters: tuple[Parameter, ...]
-    elapsed: float
     version: str
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class RunOutcome(RunRecord):
+    """A run's result: its :class:`RunRecord` and the ``parameters`` it identified."""
+
+    parameters: tuple[Parameter, ...] = ()
 
 
 def identify_run(task: RunTask) -> RunOutcome:
@@ -105,9 +111,9 @@ def identify_run(task: RunTask) -> RunOutcome:
         status,
         error,
         findings,
-        parameters,
-        time.perf_counter() - start,
         __version__,
+        time.perf_counter() - start,
+        parameters,
     )
 
 

@@ -32,9 +32,9 @@ def outcome(run: str, value: float, status: str = OK) -> RunOutcome:
         status,
         "",
         (),
-        (Parameter("offset_fz", value, 0.01), Parameter("payload.mass", 1.5, float("nan"))),
-        0.1,
         "0.1.0",
+        0.1,
+        (Parameter("offset_fz", value, 0.01), Parameter("payload.mass", 1.5, float("nan"))),
     )
 
 
