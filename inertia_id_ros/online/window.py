@@ -13,8 +13,10 @@ from inertia_id_ros.solvers import Problem
 
 WRENCH_ROWS = 6
 """Rows of ``Y`` per sample (one wrench)."""
-PRODUCT_BLOCK = 256
-"""Samples per block whose products a :class:`SlidingWindow` keeps (counted from its first)."""
+PRODUCT_BLOCK = 512
+"""Samples per block whose products a :class:`SlidingWindow` keeps (counted from its first):
+the products take ``(p + 2) / PRODUCT_BLOCK`` of the rows' memory (a 7-joint arm's links: 14 %),
+an update computes at most two blocks' worth besides the new samples."""
 
 
 class Window(Protocol):
