@@ -58,21 +58,14 @@ from inertia_id_ros.sim.payload import (  # noqa: E402
     DEFAULT_WRENCH_NOISE_STD,
     PANDA_ARM_JOINTS,
     PANDA_FLANGE,
+    UR5_ARM_JOINTS,
     PayloadSimulator,
     default_payload_theta,
 )
 from inertia_id_ros.solvers import Problem, solve  # noqa: E402
 
-UR5_JOINTS = (
-    "shoulder_pan_joint",
-    "shoulder_lift_joint",
-    "elbow_joint",
-    "wrist_1_joint",
-    "wrist_2_joint",
-    "wrist_3_joint",
-)
 CASES = {  # name: (robot, joints, target, sensor frame, duration s, design time target s)
-    "ur5_payload": ("ur5", UR5_JOINTS, "payload", "tool0", 15.0, 60.0),
+    "ur5_payload": ("ur5", UR5_ARM_JOINTS, "payload", "tool0", 15.0, 60.0),
     "panda_payload": ("panda", PANDA_ARM_JOINTS, "payload", PANDA_FLANGE, 15.0, 60.0),
     "panda_links": ("panda", PANDA_ARM_JOINTS, "links", None, 30.0, 300.0),
 }

@@ -167,18 +167,9 @@ def _manifest_entry(robot: SimulatedRobot, runs: list[dict[str, str]]) -> dict[s
 
 def _joints(arm: str) -> tuple[str, ...]:
     """The arm's moving joints."""
-    from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS
+    from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, UR5_ARM_JOINTS
 
-    if arm == "panda":
-        return PANDA_ARM_JOINTS
-    return (
-        "shoulder_pan_joint",
-        "shoulder_lift_joint",
-        "elbow_joint",
-        "wrist_1_joint",
-        "wrist_2_joint",
-        "wrist_3_joint",
-    )
+    return PANDA_ARM_JOINTS if arm == "panda" else UR5_ARM_JOINTS
 
 
 def tool_theta(tool: str) -> np.ndarray:

@@ -36,6 +36,15 @@ PANDA_ARM_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 PANDA_FLANGE = "panda_link8"
 PANDA_HOME = np.array([0.0, -np.pi / 4, 0.0, -3 * np.pi / 4, 0.0, np.pi / 2, np.pi / 4])
 """Panda's usual home (rad): flange pointing down, joint 7's axis vertical through the flange."""
+UR5_ARM_JOINTS = (
+    "shoulder_pan_joint",
+    "shoulder_lift_joint",
+    "elbow_joint",
+    "wrist_1_joint",
+    "wrist_2_joint",
+    "wrist_3_joint",
+)
+"""example-robot-data UR5's six joints."""
 
 DEFAULT_OFFSET = np.array([4.0, -3.0, 6.0, 0.2, -0.15, 0.1])
 """Default constant F/T offset (N, N m)."""
