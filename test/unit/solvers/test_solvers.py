@@ -120,7 +120,7 @@ def panda_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     model = panda_model()
     data = model.createData()
     rng = np.random.default_rng(seed)
-    np.random.seed(seed)  # pin.randomConfiguration uses numpy's global generator
+    pin.seed(seed)  # pin.randomConfiguration draws from its own generator, not numpy's
     truth = np.concatenate(
         [model.inertias[j].toDynamicParameters() for j in range(1, model.njoints)]
     )
