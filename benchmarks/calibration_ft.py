@@ -66,8 +66,8 @@ def ft_section(duration: float, seed: int, work: Path) -> None:
     for label, calibration in (("factory", None), ("calibrated", str(file))):
         fit = fit_whole_body(
             urdf,
-            LogSource(data=str(path)),
-            FitWholeBodyOptions(holdout=0.5, ft_calibration=calibration, **STANCE),  # type: ignore[arg-type]
+            LogSource(data=str(path), ft_calibration=calibration),
+            FitWholeBodyOptions(holdout=0.5, **STANCE),  # type: ignore[arg-type]
         )
         assert fit.estimate is not None and fit.holdout is not None
         inconsistent = sum(not b["fully_consistent"] for b in fit.document["bodies"])

@@ -14,11 +14,12 @@ API for offline and online use: fit from arrays (:func:`fit_ft_calibration`), ap
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
+from inertia_id_ros.core.whole_body_model import FTSensor, WholeBodyModel, WholeBodySamples
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.options import FT_CALIBRATION_KINDS
 
@@ -50,6 +51,46 @@ class FTCalibration:
     def apply(self, readings: np.ndarray) -> np.ndarray:
         """(N, 6) wrenches of ``readings`` (N, 6) (or (6,))."""
         return np.asarray(readings, dtype=float) @ self.matrix.T + self.offset
+
+
+@dataclass(frozen=True)
+class SensorCalibration:
+    """A sensor's calibration as applied: ``matrix`` (6, 6) and ``offset`` (6,) (N, N m),
+    ``wrench = matrix reading + offset``, readings in this package's sign convention (the wrench
+    the sensor exerts on the body beyond it, in its frame)."""
+
+    frame: str
+    matrix: np.ndarray
+    offset: np.ndarray
+
+    def apply(self, readings: np.ndarray) -> np.ndarray:
+        """(N, 6) calibrated wrenches of ``readings`` (N, 6) (or (6,) of one)."""
+        return np.asarray(readings, dtype=float) @ self.matrix.T + self.offset
+
+    def before_sign(self, sign: float) -> SensorCalibration:
+        """The same calibration for readings taken before their sign ``sign`` (±1): the reading
+        ``r`` of a sensor whose convention is ``sign r`` maps to ``sign (matrix sign r + offset)
+        = matrix r + sign offset``."""
+        return SensorCalibration(self.frame, self.matrix, sign * self.offset)
+
+
+def calibrations_as_read(
+    sensors: Sequence[FTSensor], calibrations: Mapping[str, SensorCalibration]
+) -> list[Callable[[np.ndarray], np.ndarray]]:
+    """Per sensor of ``sensors``, the function calibrating its readings (6,) or (N, 6) as they
+    come, before the sign the model gives them (``flip_wrench_sign``), by its calibration in
+    ``calibrations`` (by frame; without one: the readings unchanged); ValueError naming a
+    calibrated frame that is not one of the sensors."""
+    frames = [s.frame for s in sensors]
+    unknown = sorted(set(calibrations) - set(frames))
+    if unknown:
+        raise ValueError(f"ft_calibrations: {unknown} are not F/T sensors ({frames})")
+    return [
+        np.asarray
+        if s.frame not in calibrations
+        else calibrations[s.frame].before_sign(-1.0 if s.flip_wrench_sign else 1.0).apply
+        for s in sensors
+    ]
 
 
 def identity_calibration() -> np.ndarray:

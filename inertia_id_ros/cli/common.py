@@ -371,6 +371,7 @@ def log_source(args: argparse.Namespace) -> LogSource:
         held=held,
         held_out_runs=getattr(args, "held_out_runs", None),
         no_split=bool(getattr(args, "no_split", False)),
+        ft_calibration=getattr(args, "ft_calibration", None),
     )
 
 

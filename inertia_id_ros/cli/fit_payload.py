@@ -70,7 +70,6 @@ def options_of(args: argparse.Namespace) -> FitPayloadOptions:
     return FitPayloadOptions(
         method=args.method,
         flip_wrench_sign=args.flip_wrench_sign,
-        ft_calibration=args.ft_calibration,
         estimate_offset=not args.no_offset,
         weighting=args.weighting,
         window_sec=args.window_sec,

@@ -193,7 +193,6 @@ def options_of(args: argparse.Namespace) -> FitWholeBodyOptions:
         bounding_ellipsoid=args.bounding_ellipsoid,
         ft_topics=tuple((topic[0], topic[-1]) for topic in topics),
         imu_topic=args.imu_topic,
-        ft_calibration=args.ft_calibration,
     )
 
 

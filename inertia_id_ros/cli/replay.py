@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from inertia_id_ros import modes
+from inertia_id_ros.cli import common
 from inertia_id_ros.cli.common import (
     DATA_LIMITED,
     EXIT_IMPLAUSIBLE,
@@ -127,6 +128,7 @@ def _add_session_options(replay: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the sensor reports the wrench the body exerts on it",
     )
+    common.add_ft_calibration_option(replay)
     replay.add_argument(
         "--max-input-rate",
         type=float,
@@ -161,6 +163,7 @@ _REPLAY_PARAMETERS = {
     "sensor_frame": "sensor_frame",
     "wrench_topic": "wrench_topic",
     "change_threshold": "payload_change_threshold",
+    "ft_calibration": "wrench_calibration_file",
 }
 """replay's options -> the node parameters they set."""
 _REPLAY_FLAGS = {

@@ -38,6 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "split, OLS is also fitted on its training part",
     )
     common.add_urdf_option(parser, required=False)
+    common.add_ft_calibration_option(parser)
     parser.add_argument(
         "--train",
         metavar="TRAIN",
@@ -63,28 +64,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _described(
-    args: argparse.Namespace, result: dict, topics: dict, train: DataSource | None
+    args: argparse.Namespace, topics: dict, train: DataSource | None
 ) -> tuple[DataSource, DataSource | None]:
-    """``(held_out, train)`` of ``--input``: its held-out part and training part when it splits,
+    """``(held_out, train)`` read through an input description (``--input``, or ``--data`` or
+    ``--bag`` with ``--ft-calibration``): its held-out part and training part when it splits,
     else all of it and ``--train``."""
-    from inertia_id_ros.cli.common import load_urdf_model
-    from inertia_id_ros.formats.description import InputDescription
+    from inertia_id_ros.cli.common import load_urdf_model, log_source
     from inertia_id_ros.formats.recording import load_recording, split_recording
     from inertia_id_ros.offline.validation import DataSource
 
     if args.urdf is None:
-        raise InputError("--input needs --urdf (the log's joints are mapped to the URDF's)")
+        raise InputError(
+            f"{'--input' if args.input else '--ft-calibration'} needs --urdf (the log's joints "
+            "are mapped to the URDF's)"
+        )
     model = load_urdf_model(args.urdf)
-    description = InputDescription.from_yaml(args.input)
+    source = log_source(args)
+    description = source.description(topics["sensor_frame"] or None)
     recording = load_recording(description, list(model.names)[1:], args.urdf)
     fit_part, held_out = split_recording(recording, description)
     if held_out is None:
-        return DataSource(args.input, **topics, recording=fit_part), train
+        return DataSource(source.path, **topics, recording=fit_part), train
     if train is not None:
         raise InputError("--train: the --input description splits off its own training part")
     return (
-        DataSource(f"{args.input} (held out)", **topics, recording=held_out),
-        DataSource(args.input, **topics, recording=fit_part),
+        DataSource(f"{source.path} (held out)", **topics, recording=held_out),
+        DataSource(source.path, **topics, recording=fit_part),
     )
 
 
@@ -108,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
         "sensor_frame": _sensor_frame(result),
     }
     train = None if args.train is None else DataSource.from_path(args.train, args.urdf, **topics)
-    if args.input is not None:
-        held_out, train = _described(args, result, topics, train)
+    if args.input is not None or args.ft_calibration is not None:
+        held_out, train = _described(args, topics, train)
     else:
         held_out = (
             DataSource(args.bag, True, **topics)

@@ -17,6 +17,7 @@ says where each signal of a log is and in which units and clocks;
       held: {gripper_joint: 0.0}          # URDF joints not in the log, held at a value (rad, m)
     ft_sensors:
       - {frame: tool_ft, stream: ft, sign: urdf}           # sign: urdf, keep or flip
+                                  # calibration: ft.yaml (inertia-id calibrate-ft's file)
     window: [2.0, 30.0]           # s after the first joint sample, or {stamps: [start, end]}
     held_out_from: 25.0           # train before, held out from (s after the first joint sample)
     runs:                         # several runs (formats.runs): files in this layout, or own
@@ -127,6 +128,9 @@ class FTSpec:
     sign: str = "urdf"
     frame_id: str | None = None
     """The frame name the log's headers give it (WrenchStamped; default ``frame``)."""
+    calibration: Path | None = None
+    """A file of :mod:`~inertia_id_ros.formats.ft_calibration` (``inertia-id calibrate-ft``'s)
+    whose entry for ``frame`` is applied to the readings after ``sign``."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +198,14 @@ class InputDescription:
     source: str = "input description"
     runs: tuple[RunSpec, ...] = ()
     held_out_runs: tuple[str, ...] = ()
+
+    def calibrated_frames(self) -> list[str]:
+        """The F/T frames whose readings go through a ``calibration`` (its runs' included)."""
+        specs = [
+            *self.ft_sensors,
+            *(ft for run in self.runs if run.description for ft in run.description.ft_sensors),
+        ]
+        return sorted({ft.frame for ft in specs if ft.calibration is not None})
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> InputDescription:

@@ -78,7 +78,7 @@ def read_description(data: object, base: Path, source: str) -> InputDescription:
         groups.append(group)
         held.update(group_held)
     ft = tuple(
-        reader.ft_sensor(k, item, streams)
+        reader.ft_sensor(k, item, streams, base)
         for k, item in enumerate(reader.sequence(top.get("ft_sensors", []), "ft_sensors"))
     )
     imu = None if top.get("imu") is None else reader.imu(top["imu"], streams)
@@ -477,10 +477,16 @@ class _Reader:
             sign,
         )
 
-    def ft_sensor(self, index: int, value: object, streams: Mapping[str, StreamSpec]) -> FTSpec:
+    def ft_sensor(
+        self, index: int, value: object, streams: Mapping[str, StreamSpec], base: Path
+    ) -> FTSpec:
         key = f"ft_sensors[{index}]"
         spec = self.mapping(value, key)
-        self.known(spec, key, ("frame", "kind", "stream", "columns", "key", "sign", "frame_id"))
+        self.known(
+            spec,
+            key,
+            ("frame", "kind", "stream", "columns", "key", "sign", "frame_id", "calibration"),
+        )
         if "frame" not in spec or "stream" not in spec:
             raise self.fail(f"{key}: needs 'frame' (the URDF frame) and 'stream'")
         stream = self.stream_name(spec["stream"], streams, f"{key}.stream")
@@ -502,6 +508,7 @@ class _Reader:
             None if spec.get("key") is None else str(spec["key"]),
             self.choice(spec.get("sign", "urdf"), f"{key}.sign", WRENCH_SIGNS),
             None if spec.get("frame_id") is None else str(spec["frame_id"]),
+            None if spec.get("calibration") is None else base / str(spec["calibration"]),
         )
 
     def imu(self, value: object, streams: Mapping[str, StreamSpec]) -> ImuSpec:

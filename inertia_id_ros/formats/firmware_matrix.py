@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from inertia_id_ros.chain.ft_calibration import SensorCalibration
 from inertia_id_ros.errors import DataError, ProblemError
-from inertia_id_ros.formats.ft_calibration import SensorCalibration
 
 MAX_RAW = 2**15 - 1
 """The largest raw strain-gauge count (16-bit signed)."""

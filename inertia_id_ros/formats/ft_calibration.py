@@ -23,28 +23,17 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.chain.ft_calibration import FTCalibration, check_calibration_matrix
+from inertia_id_ros.chain.ft_calibration import (
+    FTCalibration,
+    SensorCalibration,
+    check_calibration_matrix,
+)
 from inertia_id_ros.errors import DataError, ProblemError
-
-
-@dataclass(frozen=True)
-class SensorCalibration:
-    """A sensor's calibration as read: ``matrix`` (6, 6) and ``offset`` (6,), ``wrench = matrix
-    logged + offset``."""
-
-    frame: str
-    matrix: np.ndarray
-    offset: np.ndarray
-
-    def apply(self, logged: np.ndarray) -> np.ndarray:
-        """(N, 6) calibrated wrenches of ``logged`` (N, 6)."""
-        return np.asarray(logged, dtype=float) @ self.matrix.T + self.offset
 
 
 def ft_calibration_document(

@@ -502,7 +502,7 @@ def _ft_sensors(
     description: InputDescription, streams: _Streams, urdf: str | Path | None, notes: list[str]
 ) -> tuple[dict[str, Wrenches], dict[str, str]]:
     """``(wrenches, kinds)`` per F/T sensor frame: its wrenches on their own stamps with the
-    sign the URDF's conventions ask for, and its kind."""
+    sign the URDF's conventions ask for, then its ``calibration`` when given, and its kind."""
     source = description.source
     conventions = {} if urdf is None or not description.ft_sensors else read_ft_conventions(urdf)
     wrenches, kinds = {}, {}
@@ -523,9 +523,26 @@ def _ft_sensors(
                 f"{expected!r} (if that is the URDF frame {spec.frame!r} by "
                 "another name, give it as the sensor's frame_id)"
             )
-        wrenches[spec.frame] = Wrenches(ft_stream.t, sign * values, spec.frame)
+        values = sign * values
+        if spec.calibration is not None:
+            values = _calibrated(spec.frame, spec.calibration, values, notes)
+        wrenches[spec.frame] = Wrenches(ft_stream.t, values, spec.frame)
         kinds[spec.frame] = spec.kind
     return wrenches, kinds
+
+
+def _calibrated(frame: str, path: Path, values: np.ndarray, notes: list[str]) -> np.ndarray:
+    """(N, 6) readings ``values`` of the F/T sensor at ``frame`` through its entry in the
+    calibration file ``path`` (:class:`DataError` when the file has none for it)."""
+    from inertia_id_ros.formats.ft_calibration import read_ft_calibration
+
+    calibrations = read_ft_calibration(path)
+    if frame not in calibrations:
+        raise DataError(
+            f"{path}: no calibration of F/T sensor {frame!r} (it calibrates {sorted(calibrations)})"
+        )
+    notes.append(f"F/T sensor {frame!r}: calibration of {path} applied")
+    return calibrations[frame].apply(values)
 
 
 def _imu(description: InputDescription, streams: _Streams) -> ImuSamples | None:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from inertia_id_ros.errors import InputError
+from inertia_id_ros.errors import DataError, InputError
 from inertia_id_ros.findings import NOTE, Finding
 from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
 
@@ -29,7 +29,9 @@ class LogSource:
     description, YAML: docs/how-to/real-logs.md); and the log flags: ``time_unit`` (of ``data``'s
     stamps), ``angle_unit`` (of ``data``'s or ``bag``'s joints), the window ``t_start`` to
     ``t_end`` and the split ``held_out_from`` (s after the first joint sample), ``held`` joints not
-    in the log (name -> position, rad or m). Any log flag (or ``input``) reads the data through an
+    in the log (name -> position, rad or m), ``ft_calibration`` (a file of
+    :mod:`~inertia_id_ros.formats.ft_calibration`, applied to every F/T sensor it names, instead
+    of a description's ``calibration``). Any log flag (or ``input``) reads the data through an
     input description (:meth:`uses_description`)."""
 
     data: str | None = None
@@ -48,6 +50,7 @@ class LogSource:
     ``held_out_runs``)."""
     no_split: bool = False
     """Fit on all of the window: the description's split cancelled."""
+    ft_calibration: str | None = None
 
     def __post_init__(self) -> None:
         given = [name for name in ("data", "bag", "input") if getattr(self, name) is not None]
@@ -74,6 +77,7 @@ class LogSource:
             self.t_end,
             self.held_out_from,
             self.held_out_runs,
+            self.ft_calibration,
         )
         return self.input is not None or bool(self.held) or any(f is not None for f in flags)
 
@@ -138,18 +142,22 @@ class LogSource:
             runs = tuple(
                 replace(
                     run,
-                    description=_with_signs(
-                        run.resolved(sensor_frame, self.joint_states_topic, self.wrench_topic),
-                        sensor_frame,
-                        flip_wrench_sign,
-                        flip_frames,
+                    description=self._with_calibration(
+                        _with_signs(
+                            run.resolved(sensor_frame, self.joint_states_topic, self.wrench_topic),
+                            sensor_frame,
+                            flip_wrench_sign,
+                            flip_frames,
+                        )
                     ),
                 )
                 for run in description.runs
             )
             description = replace(description, runs=runs)
         else:
-            description = _with_signs(description, sensor_frame, flip_wrench_sign, flip_frames)
+            description = self._with_calibration(
+                _with_signs(description, sensor_frame, flip_wrench_sign, flip_frames)
+            )
         return description.with_flags(
             self.t_start,
             self.t_end,
@@ -157,6 +165,31 @@ class LogSource:
             self.held,
             self.held_out_runs,
             self.no_split,
+        )
+
+    def _with_calibration(self, description: InputDescription) -> InputDescription:
+        """``description`` with ``ft_calibration`` as the calibration of every F/T sensor it
+        names (:class:`DataError` when it names a frame that is not one of the sensors)."""
+        from pathlib import Path
+
+        from inertia_id_ros.formats.ft_calibration import read_ft_calibration
+
+        if self.ft_calibration is None:
+            return description
+        frames = [ft.frame for ft in description.ft_sensors]
+        named = read_ft_calibration(self.ft_calibration)
+        unknown = [f for f in named if f not in frames]
+        if unknown:
+            raise DataError(
+                f"{self.ft_calibration}: calibrates {unknown}, not F/T sensors of "
+                f"{description.source} ({frames})"
+            )
+        return replace(
+            description,
+            ft_sensors=tuple(
+                replace(ft, calibration=Path(self.ft_calibration)) if ft.frame in named else ft
+                for ft in description.ft_sensors
+            ),
         )
 
     def read_log(

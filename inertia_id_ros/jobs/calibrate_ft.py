@@ -109,6 +109,7 @@ def _calibrate_ft(
     from inertia_id_ros.chain.ft_calibration import sensor_references
 
     started = time.perf_counter()
+    _refuse_calibrated(source)
     wb = options.whole_body()
     loaded = read_recording(urdf, source, wb)
     found = list(loaded.notes)
@@ -129,6 +130,18 @@ def _calibrate_ft(
         references = sensor_references(model, samples, prior)
     references = {frame: references[frame] for frame in frames}
     return _calibrate(references, period, options, source.path, started, found)
+
+
+def _refuse_calibrated(source: LogSource) -> None:
+    """An :class:`InputError` when ``source`` applies an F/T calibration: a calibration is
+    fitted to the readings as logged (after their sign)."""
+    frames = source.description().calibrated_frames() if source.input is not None else []
+    if source.ft_calibration is not None or frames:
+        where = f"the 'calibration' of {frames} in {source.input}" if frames else "--ft-calibration"
+        raise InputError(
+            f"calibrate-ft fits the readings as logged: remove {where} (calibrating on top of "
+            "a calibration would write a file relative to it)"
+        )
 
 
 def _inputs(

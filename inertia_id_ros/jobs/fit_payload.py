@@ -59,8 +59,7 @@ class FitPayloadOptions:
     ``prior_urdf`` (default: the fit's URDF) with the links beyond it; the payload's volume for
     the checks and ``bounding_ellipsoid``: within ``payload_sphere`` m of the sensor frame's
     origin or ``payload_box`` half-extents (m); ``validate``: held-out data (a file or bag) to
-    validate the result on; ``ft_calibration``: a file of
-    :mod:`inertia_id_ros.formats.ft_calibration` applied to the readings as logged."""
+    validate the result on."""
 
     method: str = "lmi"
     filter_half_width: float = DEFAULT_HALF_WIDTH
@@ -75,7 +74,6 @@ class FitPayloadOptions:
     payload_box: tuple[float, ...] | None = None
     bounding_ellipsoid: bool = False
     validate: str | None = None
-    ft_calibration: str | None = None
 
 
 @dataclass(frozen=True)
@@ -159,8 +157,6 @@ def _read(
     from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
 
     if source.uses_description():
-        if options.ft_calibration is not None:
-            raise InputError("--ft-calibration applies to --data and --bag, not to --input")
         train, held_out, notes = source.read_log(
             model, urdf, sensor_frame, options.flip_wrench_sign
         )
@@ -173,16 +169,6 @@ def _read(
             source.path,
             source.joint_states_topic or DEFAULT_JOINT_STATES_TOPIC,
             source.wrench_topic or DEFAULT_WRENCH_TOPIC,
-        )
-    if options.ft_calibration is not None:
-        from inertia_id_ros.formats.ft_calibration import apply_ft_calibration, read_ft_calibration
-
-        logged = recording.wrenches.wrench[:, None]
-        calibrated = apply_ft_calibration(
-            [sensor_frame], logged, read_ft_calibration(options.ft_calibration), recording.source
-        )
-        recording = replace(
-            recording, wrenches=replace(recording.wrenches, wrench=calibrated[:, 0])
         )
     if options.flip_wrench_sign:
         wrenches = replace(recording.wrenches, wrench=-recording.wrenches.wrench)

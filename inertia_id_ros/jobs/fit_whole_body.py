@@ -59,8 +59,7 @@ class FitWholeBodyOptions:
     :func:`~inertia_id_ros.chain.whole_body_filter.choose_filter`),
     ``free_fall`` (the robot touched nothing), ``bounding_ellipsoid`` (each link's mass within
     its grown collision geometry); a bag's ``ft_topics`` ((topic, kind) per F/T sensor, the
-    first setting the stamps) and ``imu_topic``; ``ft_calibration`` a file of
-    :mod:`inertia_id_ros.formats.ft_calibration` applied to the F/T readings."""
+    first setting the stamps) and ``imu_topic``."""
 
     method: str = "lmi"
     base: str = "floating"
@@ -79,7 +78,6 @@ class FitWholeBodyOptions:
     bounding_ellipsoid: bool = False
     ft_topics: tuple[tuple[str, str], ...] = ()
     imu_topic: str | None = None
-    ft_calibration: str | None = None
 
     @property
     def half_width(self) -> float:
@@ -248,17 +246,24 @@ class Loaded:
 
 def read_recording(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> Loaded:
     """The recording of ``source`` (:func:`_read_source`), its F/T readings through the
-    ``ft_calibration`` file when given."""
+    source's ``ft_calibration`` when given (an input description applies it as it loads; an NPZ
+    or a bag here, to the readings before their signs: :meth:`SensorCalibration.before_sign`)."""
     from inertia_id_ros.formats.ft_calibration import apply_ft_calibration, read_ft_calibration
 
-    loaded = _read_source(urdf, source, options)
-    if options.ft_calibration is None:
-        return loaded
+    if source.input is not None or source.ft_calibration is None:
+        return _read_source(urdf, source, options)
+    loaded = _read_source(urdf, replace(source, ft_calibration=None), options)
     recording = loaded.recording
+    flipped = recording.ft_flip_wrench_sign or (False,) * len(recording.ft_frames)
+    signs = {
+        f: -1.0 if flip or f in loaded.flips else 1.0
+        for f, flip in zip(recording.ft_frames, flipped)
+    }
+    calibrations = read_ft_calibration(source.ft_calibration)
     wrench = apply_ft_calibration(
         recording.ft_frames,
         recording.ft_wrench,
-        read_ft_calibration(options.ft_calibration),
+        {f: c.before_sign(signs.get(f, 1.0)) for f, c in calibrations.items()},
         recording.source,
     )
     return replace(loaded, recording=replace(recording, ft_wrench=wrench))

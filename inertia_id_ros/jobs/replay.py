@@ -131,16 +131,36 @@ def replay_with_parameters(
     :class:`~inertia_id_ros.errors.InputError` naming it."""
     values = dict(overrides or {})
     if params_file is None:
+        _refuse_calibrating_twice(log, values)
         return _replay_flags(log, values, options)
     from inertia_id_ros.modes.parameters import NODE_NAME, parameters_from_file
 
     started, truth = time.perf_counter(), _truth(options)
     values = {**parameters_from_file(params_file, options.node_name or NODE_NAME), **values}
+    _refuse_calibrating_twice(log, values)
     if not values.get("urdf_path") and not values.get("robot_description"):
         values["robot_description"] = _bag_urdf(log, params_file)
     mode, session, settings, recorded, notes = _session(log, params_file, values, options)
     replayed = mode.replay(recorded, session, settings)
     return _result(mode, replayed, notes, time.perf_counter() - started, truth)
+
+
+def _refuse_calibrating_twice(log: LogSource, values: Mapping[str, Any]) -> None:
+    """An :class:`InputError` when the input description of ``log`` calibrates F/T readings as
+    it loads and the node parameters ``values`` calibrate them again (a mode's
+    ``*_calibration_file``: :func:`~inertia_id_ros.modes.base.ft_calibration_parameter`)."""
+    from inertia_id_ros.modes.base import FT_CALIBRATION_SUFFIX
+
+    given = [n for n, v in values.items() if n.endswith(FT_CALIBRATION_SUFFIX) and v]
+    if log.input is None or not given:
+        return
+    frames = log.description().calibrated_frames()
+    if frames:
+        raise InputError(
+            f"{log.input} calibrates {frames} as it loads and {given[0]} "
+            f"({values[given[0]]}) would calibrate them again: the calibration would be "
+            "applied twice; drop one of them"
+        )
 
 
 def _session(

@@ -16,17 +16,18 @@ import importlib
 import math
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from inertia_id_ros.errors import ConfigError, InputError, StartupError
+from inertia_id_ros.errors import ConfigError, DataError, InputError, StartupError
 from inertia_id_ros.options import DEFAULT_PAYLOAD_RADIUS, METHOD_NAMES
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from inertia_id_ros.chain.ft_calibration import SensorCalibration
     from inertia_id_ros.motion.run import RunConfig
     from inertia_id_ros.offline.replay import ReplayLog, ReplayReport, ReplayUpdates
     from inertia_id_ros.offline.validation import DataSource, Prediction
@@ -397,6 +398,49 @@ def bounding_volume_parameters(
             array_type="double_array",
         ),
     )
+
+
+FT_CALIBRATION_SUFFIX = "_calibration_file"
+"""How the name of a mode's F/T calibration parameter ends (:func:`ft_calibration_parameter`)."""
+
+
+def ft_calibration_parameter(name: str, title: str, flip: str) -> ParameterSpec:
+    """The node parameter ``name`` (ending in :data:`FT_CALIBRATION_SUFFIX`) of an F/T
+    calibration file, for a mode that reads F/T sensors (its description starts with ``title``;
+    ``flip``: the mode's sign parameter)."""
+    if not name.endswith(FT_CALIBRATION_SUFFIX):
+        raise ConfigError(f"an F/T calibration parameter's name ends in {FT_CALIBRATION_SUFFIX}")
+    return ParameterSpec(
+        name,
+        "",
+        f"{title}: a file inertia-id calibrate-ft wrote (YAML); the readings of each F/T "
+        f"sensor it names go through its calibration (after {flip}). It may name only the "
+        "node's sensors. Empty: the readings as they come.",
+    )
+
+
+def read_ft_calibration_parameter(
+    name: str, path: str, frames: Sequence[str]
+) -> dict[str, SensorCalibration]:
+    """The calibrations by frame of the file ``path`` of the parameter ``name``
+    (:func:`ft_calibration_parameter`; none when empty); :class:`StartupError` naming the
+    parameter for a file that cannot be read or that names a frame not among the node's F/T
+    sensors ``frames``."""
+    from inertia_id_ros.formats.ft_calibration import read_ft_calibration
+
+    if not path:
+        return {}
+    try:
+        calibrations = read_ft_calibration(path)
+    except DataError as error:
+        raise StartupError(f"parameter '{name}': {error}") from error
+    unknown = sorted(set(calibrations) - set(frames))
+    if unknown:
+        raise StartupError(
+            f"parameter '{name}': {path} calibrates {unknown}, not the node's F/T sensors "
+            f"{list(frames)}"
+        )
+    return calibrations
 
 
 def read_bounding_volume(values: Mapping[str, Any], prefix: str) -> Volume:

@@ -23,8 +23,10 @@ from inertia_id_ros.modes.base import (
     NodeSettings,
     ParameterSpec,
     bounding_volume_parameters,
+    ft_calibration_parameter,
     load_robot,
     read_bounding_volume,
+    read_ft_calibration_parameter,
 )
 from inertia_id_ros.options import (
     DEFAULT_WRENCH_TOPIC,
@@ -65,6 +67,7 @@ class PayloadMode(Mode["PayloadSession", "PayloadReplay"]):
         "change_threshold",
         "no_offset",
         "flip_wrench_sign",
+        "ft_calibration",
         "no_change_detection",
         "png",
         "truth",
@@ -105,6 +108,7 @@ class PayloadMode(Mode["PayloadSession", "PayloadReplay"]):
             "sensor (the opposite of the convention: the wrench the sensor exerts on the "
             "body beyond it).",
         ),
+        ft_calibration_parameter("wrench_calibration_file", "Payload mode", "flip_wrench_sign"),
         ParameterSpec(
             "detect_payload_change",
             True,
@@ -156,6 +160,7 @@ class PayloadMode(Mode["PayloadSession", "PayloadReplay"]):
             estimate_offset=bool(values["estimate_offset"]),
             wrench_limits=limits,
             flip_wrench_sign=bool(values["flip_wrench_sign"]),
+            wrench_calibration_file=str(values["wrench_calibration_file"]),
             detect_payload_change=bool(values["detect_payload_change"]),
             payload_change_threshold=float(values["payload_change_threshold"]),
             payload_prior=str(values["payload_prior"]),
@@ -221,6 +226,9 @@ class PayloadMode(Mode["PayloadSession", "PayloadReplay"]):
             bounding_ellipsoid=(
                 own.volume.ellipsoid_matrix() if settings.bounding_ellipsoid else None
             ),
+            wrench_calibration=read_ft_calibration_parameter(
+                "wrench_calibration_file", own.wrench_calibration_file, [own.sensor_frame]
+            ).get(own.sensor_frame),
         )
 
     def check_session_method(self, session: PayloadSession, method: str) -> None:
@@ -261,8 +269,9 @@ class PayloadMode(Mode["PayloadSession", "PayloadReplay"]):
         """:func:`~inertia_id_ros.modes.payload_replay.replay_bag`: the sensor frame of
         ``sensor_frame``, else the wrenches'; the URDF of ``urdf_path``, else the bag's; no
         prior; the session's parameters (``window_sec``, ``method``, ``estimate_offset``,
-        ``flip_wrench_sign``, ``max_input_rate_hz``, ``detect_payload_change``,
-        ``payload_change_threshold``) as given, else the node's defaults."""
+        ``flip_wrench_sign``, ``wrench_calibration_file``, ``max_input_rate_hz``,
+        ``detect_payload_change``, ``payload_change_threshold``)
+        as given, else the node's defaults."""
         from inertia_id_ros.modes.parameters import node_parameters
         from inertia_id_ros.modes.payload_replay import replay_bag
 
@@ -273,6 +282,7 @@ class PayloadMode(Mode["PayloadSession", "PayloadReplay"]):
             "method",
             "estimate_offset",
             "flip_wrench_sign",
+            "wrench_calibration_file",
             "max_input_rate_hz",
             "detect_payload_change",
             "payload_change_threshold",
@@ -417,6 +427,7 @@ class PayloadSettings:
     estimate_offset: bool
     wrench_limits: tuple[float, ...] | None
     flip_wrench_sign: bool
+    wrench_calibration_file: str
     detect_payload_change: bool
     payload_change_threshold: float
     payload_prior: str

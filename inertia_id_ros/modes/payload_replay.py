@@ -34,7 +34,7 @@ from inertia_id_ros.core.inertia import THETA_NAMES, inertia_from_theta
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 from inertia_id_ros.core.robots import load_model
-from inertia_id_ros.errors import DataError
+from inertia_id_ros.errors import DataError, StartupError
 from inertia_id_ros.findings import Finding, in_terms
 from inertia_id_ros.formats.data import (
     DEFAULT_JOINT_STATES_TOPIC,
@@ -46,6 +46,7 @@ from inertia_id_ros.formats.data import (
 )
 from inertia_id_ros.formats.export import body_json
 from inertia_id_ros.formats.recording import Recording
+from inertia_id_ros.modes.base import read_ft_calibration_parameter
 from inertia_id_ros.offline.fit_checks import payload_fit_findings
 from inertia_id_ros.offline.replay import (
     ReplayInputs,
@@ -118,7 +119,8 @@ def replay_bag(
     bag's first wrench's ``frame_id``, a recording's only F/T sensor; see the module docstring);
     ``settings``: the node's parameters (keyword arguments of
     :func:`~inertia_id_ros.online.payload_session.payload_session`: window_sec, method,
-    estimate_offset, flip_wrench_sign, detect_payload_change, ...). The robot comes from the
+    estimate_offset, flip_wrench_sign, detect_payload_change, ...; and ``wrench_calibration_file``,
+    the node's parameter). The robot comes from the
     URDF file ``urdf``, else from a bag's last ``/robot_description``. Raises
     :class:`~inertia_id_ros.errors.DataError` (bag, recording), ``OSError`` or ``ValueError``
     (URDF, settings), :class:`~inertia_id_ros.errors.FrameNotFound` (sensor frame)."""
@@ -152,7 +154,14 @@ def replay_bag(
         )
         if not sensor_frame:
             raise DataError(f"{log}: the wrenches name no frame_id; give the sensor frame")
-    session = payload_session(SensorKinematics(model, sensor_frame), **(settings or {}))
+    settings = dict(settings or {})
+    try:
+        settings["wrench_calibration"] = read_ft_calibration_parameter(
+            "wrench_calibration_file", settings.pop("wrench_calibration_file", ""), [sensor_frame]
+        ).get(sensor_frame)
+    except StartupError as error:
+        raise DataError(str(error)) from None
+    session = payload_session(SensorKinematics(model, sensor_frame), **settings)
     return replay_payload(log, session, update_rate_hz, joint_states_topic, wrench_topic)
 
 

@@ -23,7 +23,9 @@ from inertia_id_ros.modes.base import (
     NodeSettings,
     ParameterSpec,
     check_positive,
+    ft_calibration_parameter,
     load_robot,
+    read_ft_calibration_parameter,
     urdf_file,
 )
 from inertia_id_ros.options import (
@@ -145,6 +147,7 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
             "the internal sensors' (e.g. contact sensors that drift).",
             array_type="string_array",
         ),
+        ft_calibration_parameter("ft_calibration_file", "Whole-body mode", "ft_flip_wrench_sign"),
         ParameterSpec(
             "use_efforts",
             False,
@@ -195,6 +198,7 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
             ft_types=tuple(values["ft_types"] or ()),
             ft_flip_wrench_sign=tuple(values["ft_flip_wrench_sign"] or ()),
             ft_estimate_offset=tuple(values["ft_estimate_offset"] or ()),
+            ft_calibration_file=str(values["ft_calibration_file"]),
             use_efforts=bool(values["use_efforts"]),
             sensor_timeout_sec=float(values["sensor_timeout_sec"]),
             sample_rate_hz=float(values["sample_rate_hz"]),
@@ -317,6 +321,9 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
             weighting=settings.weighting,
             imu_tilt=own.imu_tilt,
             bounding_ellipsoids=(None if volumes is None else ellipsoids_of(volumes, model.bodies)),
+            ft_calibrations=read_ft_calibration_parameter(
+                "ft_calibration_file", own.ft_calibration_file, own.ft_frames
+            ),
         )
 
     def replay(
@@ -395,6 +402,7 @@ class WholeBodySettings:
     ft_types: tuple[str, ...]
     ft_flip_wrench_sign: tuple[str, ...]
     ft_estimate_offset: tuple[str, ...]
+    ft_calibration_file: str
     use_efforts: bool
     sensor_timeout_sec: float
     sample_rate_hz: float

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,6 +54,9 @@ from inertia_id_ros.online.tare import NOISE_STD_FLOOR, OffsetTare, Tare, with_t
 from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
 from inertia_id_ros.options import PAYLOAD_DEFAULT_WEIGHTING
 from inertia_id_ros.solvers import Problem, Solution
+
+if TYPE_CHECKING:
+    from inertia_id_ros.chain.ft_calibration import SensorCalibration
 
 PRIOR_METHODS = ("cad_prior",)
 """Methods that cannot solve without a prior."""
@@ -150,6 +153,9 @@ class EstimatorConfig(PayloadConfigBase):
     > 0): a wrench reaching ``|value| >= limit`` on a channel is rejected (reason
     ``"saturated"``: the sensor clips beyond its range, so the value is not the load). ``None``:
     no check; ``inf`` for a channel: none on it."""
+    wrench_calibration: SensorCalibration | None = None
+    """The sensor's calibration (``inertia-id calibrate-ft``'s), applied to each wrench after
+    ``wrench_sign``; ``None``: the readings as they come."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -324,7 +330,7 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
                 self.dropped[rejected.reason] += 1
                 raise
             self._last_wrench_t = t
-            if self._wrenches.append(t=t, f=self.config.wrench_sign * wrench):
+            if self._wrenches.append(t=t, f=self._calibrated(wrench)):
                 self.dropped["overflow"] += 1
 
     def add_wrenches(
@@ -354,12 +360,20 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
         if config.wrench_limits is not None and np.any(np.abs(wrenches) >= config.wrench_limits):
             return False
         self.received[WRENCH] += n
-        overflow = self._wrenches.extend(t=t, f=config.wrench_sign * wrenches)
+        overflow = self._wrenches.extend(t=t, f=self._calibrated(wrenches))
         if overflow:
             self.dropped["overflow"] += overflow
         self._last_wrench_t = float(t[-1])
         self._wrench_clock.in_step()
         return True
+
+    def _calibrated(self, wrenches: np.ndarray) -> np.ndarray:
+        """Wrenches (6,) or (N, 6) as measured, in the package's convention and calibrated
+        (``wrench_sign``, ``wrench_calibration``)."""
+        config = self.config
+        signed = config.wrench_sign * wrenches
+        calibration = config.wrench_calibration
+        return signed if calibration is None else calibration.apply(signed)
 
     def _validate_wrench(
         self, t: float, wrench: np.ndarray, frame_id: str | None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -49,6 +49,9 @@ from inertia_id_ros.online.session import (
 from inertia_id_ros.online.tare import OffsetTare, Tare
 from inertia_id_ros.online.window import SlidingWindow
 from inertia_id_ros.options import PAYLOAD_TORQUES_MIN_SAMPLES
+
+if TYPE_CHECKING:
+    from inertia_id_ros.chain.ft_calibration import SensorCalibration
 
 REFERENCE_PERIOD_SEC = 1.0
 """The payload-change detector's reference (the estimate and its window's residual scale) is
@@ -408,12 +411,13 @@ def payload_session(
     prior: Sequence[float] | None = None,
     weighting: str = EstimatorConfig.weighting,
     bounding_ellipsoid: np.ndarray | None = None,
+    wrench_calibration: SensorCalibration | None = None,
 ) -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
     they become an estimator and a session; ``inertia-id replay`` uses it too); ``prior`` the
     payload's CAD ``theta`` (10,) in the sensor frame (the node's ``payload_prior``, resolved);
     ``bounding_ellipsoid`` the 4x4 ``Q`` of an ellipsoid holding the payload (sensor frame) or
-    ``None``."""
+    ``None``; ``wrench_calibration`` the sensor's (the node's ``wrench_calibration_file``)."""
     config = EstimatorConfig(
         window_sec=window_sec,
         method=method,
@@ -424,6 +428,7 @@ def payload_session(
         prior=None if prior is None else tuple(prior),
         weighting=weighting,
         bounding_ellipsoid=None if bounding_ellipsoid is None else _ellipsoid(bounding_ellipsoid),
+        wrench_calibration=wrench_calibration,
         **window_capacities(window_sec, max_input_rate_hz),
     )
     return PayloadSession(

@@ -4,7 +4,9 @@ inputs, the gyro filter, the prior and its window's blocks."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from inertia_id_ros.chain.whole_body_fit import (
     DEFAULT_PRIOR_WEIGHT,
@@ -21,6 +23,9 @@ from inertia_id_ros.options import (
     WHOLE_BODY_SAMPLE_RATE_HZ,
     WHOLE_BODY_SENSOR_TIMEOUT_SEC,
 )
+
+if TYPE_CHECKING:
+    from inertia_id_ros.chain.ft_calibration import SensorCalibration
 
 
 @dataclass
@@ -62,6 +67,10 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
     by row: 16 values, link frame) of an ellipsoid holding it (Wensing et al. 2017; see
     :func:`~inertia_id_ros.chain.whole_body_fit.fit_whole_body`). ``None``: no such
     constraint."""
+    ft_calibrations: Mapping[str, SensorCalibration] = field(default_factory=dict)
+    """Per F/T sensor frame, the calibration (``inertia-id calibrate-ft``'s, of the readings in
+    this package's sign convention) its readings go through; a sensor not in it: its readings as
+    they come."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

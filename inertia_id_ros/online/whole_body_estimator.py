@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from inertia_id_ros.chain.ft_calibration import calibrations_as_read
 from inertia_id_ros.chain.whole_body_fit import (
     NormalEquations,
     fit_whole_body,
@@ -172,6 +173,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
         self._wrench_clocks = [ClockResetDetector(config.clock_jump_sec) for _ in model.sensors]
         """The IMU's and each sensor's clock-reset detection (as the joint states')."""
         self._is_contact = [sensor.kind == "contact" for sensor in model.sensors]
+        self._calibrated = calibrations_as_read(model.sensors, config.ft_calibrations)
         self._reads_zero = [False] * len(model.sensors)
         """Per sensor: its newest wrench was exactly zero (contact sensors only)."""
         self._zero_wrenches: Counter[str] = Counter()
@@ -231,8 +233,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
                 raise
             self._last_imu_t = float(t)
             self._note_first(float(t))
-            if len(self._imu) == self._imu.capacity and self._imu["t"][0] > self._t_consumed:
-                self.dropped["overflow"] += 1
+            self._count_overflow(self._imu, np.array([float(t)]))
             self._imu.append(t=float(t), w=w, f=f)
 
     def add_wrench(
@@ -268,10 +269,8 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
                     self._zero_wrenches[frame] += 1
             if not self._has_imu:
                 self._note_first(float(t))
-            buffer = self._wrenches[k]
-            if len(buffer) == buffer.capacity and buffer["t"][0] > self._t_consumed:
-                self.dropped["overflow"] += 1
-            buffer.append(t=float(t), f=f)
+            self._count_overflow(self._wrenches[k], np.array([float(t)]))
+            self._wrenches[k].append(t=float(t), f=self._calibrated[k](f))
 
     def add_imus(
         self,
@@ -328,7 +327,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
                 if not self._has_imu:
                     self._note_first(float(t[0]))
                 self._count_overflow(self._wrenches[k], t)
-                self._wrenches[k].extend(t=t, f=wrenches)
+                self._wrenches[k].extend(t=t, f=self._calibrated[k](wrenches))
                 return []
         return rejections(lambda *sample: self.add_wrench(frame, *sample), t, wrenches, frames)
 

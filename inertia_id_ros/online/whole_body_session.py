@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from inertia_id_ros.online.session import Diagnostics, Session, Warning_
 from inertia_id_ros.online.solving import ellipsoid_values
 from inertia_id_ros.online.whole_body_config import WholeBodyEstimatorConfig
 from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate, WholeBodyEstimator
+
+if TYPE_CHECKING:
+    from inertia_id_ros.chain.ft_calibration import SensorCalibration
 
 
 class WholeBodySession(Session[WholeBodyEstimator, WholeBodyEstimate]):
@@ -196,11 +199,13 @@ def whole_body_session(
     weighting: str = WholeBodyEstimatorConfig.weighting,
     imu_tilt: str | None = None,
     bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
+    ft_calibrations: Mapping[str, SensorCalibration] | None = None,
 ) -> WholeBodySession:
     """The whole-body session the node runs for its parameters of the same names (None: the
     :class:`WholeBodyEstimatorConfig` default; ``sample_rate_hz`` is its
     ``max_sample_rate_hz``; ``bounding_ellipsoids`` per identified link ``None`` or its ``Q``
-    (4x4, link frame)). A fixed base's frame and tilt are the ``model``'s."""
+    (4x4, link frame); ``ft_calibrations`` per F/T frame its calibration, the node's
+    ``ft_calibration_file``). A fixed base's frame and tilt are the ``model``'s."""
     extra: dict[str, Any] = {
         k: v
         for k, v in (
@@ -209,6 +214,7 @@ def whole_body_session(
             ("max_sample_rate_hz", sample_rate_hz),
             ("imu_tilt", imu_tilt),
             ("bounding_ellipsoids", ellipsoid_values(bounding_ellipsoids)),
+            ("ft_calibrations", ft_calibrations),
         )
         if v is not None
     }

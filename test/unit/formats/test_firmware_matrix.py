@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from inertia_id_ros.chain.ft_calibration import SensorCalibration
 from inertia_id_ros.errors import DataError, ProblemError
 from inertia_id_ros.formats.firmware_matrix import (
     FIXED_POINT,
@@ -16,7 +17,6 @@ from inertia_id_ros.formats.firmware_matrix import (
     recalibrated,
     write_recalibrated_firmware_matrix,
 )
-from inertia_id_ros.formats.ft_calibration import SensorCalibration
 
 FULL_SCALE = np.array([1500.0, 1500.0, 2000.0, 30.0, 30.0, 20.0])
 

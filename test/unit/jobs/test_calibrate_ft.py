@@ -58,12 +58,11 @@ def test_stance_sensors_calibrated_against_the_factory_with_fitted_offsets(stanc
     assert np.allclose(read["l_leg_ft_sensor"].matrix, leg.matrix)
     fit = fit_whole_body(
         ICUB,
-        LogSource(data=str(path)),
+        LogSource(data=str(path), ft_calibration=str(file)),
         FitWholeBodyOptions(
             base="fixed",
             fixed_frame="l_sole",
             fixed_tilt=(0.03, -0.05),
-            ft_calibration=str(file),
             filter_half_width=0.1,
             method="ols",
         ),
@@ -95,9 +94,11 @@ def test_bad_calibrations_and_sensors_are_refused(stance, tmp_path):
             }
         },
     )
-    options = FitWholeBodyOptions(base="fixed", fixed_frame="l_sole", ft_calibration=str(other))
+    options = FitWholeBodyOptions(base="fixed", fixed_frame="l_sole")
     with pytest.raises(DataError, match=r"names \['r_arm'\], not sensors of the recording"):
-        fit_whole_body(ICUB, LogSource(data=str(path)), options)
+        fit_whole_body(ICUB, LogSource(data=str(path), ft_calibration=str(other)), options)
+    with pytest.raises(InputError, match="calibrate-ft fits the readings as logged: remove"):
+        calibrate_ft(ICUB, LogSource(data=str(path), ft_calibration=str(other)), STANCE)
     with pytest.raises(InputError, match="'r_arm_ft_sensor' is not an internal F/T sensor"):
         calibrate_ft(
             ICUB,

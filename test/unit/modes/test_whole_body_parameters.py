@@ -199,3 +199,21 @@ def test_bounding_ellipsoids_bound_the_links_whose_urdf_volume_holds_their_inert
     assert len(ellipsoids) == len(session.estimator.model.bodies)
     bounded = [q for q in ellipsoids if q is not None]
     assert bounded and all(len(q) == 16 for q in bounded)
+
+
+def test_the_calibration_file_reaches_the_session_and_a_foreign_sensor_is_refused(tmp_path):
+    import numpy as np
+
+    from inertia_id_ros.formats.ft_calibration import write_ft_calibration
+
+    file = tmp_path / "cal.yaml"
+    sensor = {"frame": "l_leg_ft_sensor", "matrix": (2.0 * np.eye(6)).tolist(), "offset": [0] * 6}
+    write_ft_calibration(file, {"ft_calibration": {"sensors": [sensor]}})
+    session = build_session(settings_from_parameters({**ICUB, "ft_calibration_file": str(file)}))
+    calibrations = session.estimator.config.ft_calibrations
+    assert list(calibrations) == ["l_leg_ft_sensor"]
+    assert np.allclose(calibrations["l_leg_ft_sensor"].matrix, 2.0 * np.eye(6))
+    sensor["frame"] = "l_hand_ft_sensor"
+    write_ft_calibration(file, {"ft_calibration": {"sensors": [sensor]}})
+    with pytest.raises(StartupError, match=r"'ft_calibration_file': .* calibrates \['l_hand"):
+        build_session(settings_from_parameters({**ICUB, "ft_calibration_file": str(file)}))
