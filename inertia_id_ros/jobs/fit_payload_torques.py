@@ -418,6 +418,23 @@ def _filter_json(states: JointStates, differentiation: dict[str, Any]) -> dict[s
     ).as_json()
 
 
+def _filter_line(torques: _Torques, options: FitPayloadTorquesOptions) -> str:
+    """The derivative filter applied and where it comes from. It is not chosen by
+    cross-validation: the torques' held-out error prefers filters that flatten the payload's
+    inertia (docs/measurements.md, "The payload's derivative filter")."""
+    half_width = torques.differentiation["half_width"]
+    if options.filter_half_width is not None:
+        origin = "as given"
+    elif ((torques.link_result or {}).get("differentiation") or {}).get("half_width_s"):
+        origin = "the links' fit's (its differentiation)"
+    else:
+        origin = (
+            "the payload's default (not cross-validated: the torques' held-out error prefers "
+            "wider filters, which flatten the payload's inertia)"
+        )
+    return f"  accelerations: local polynomial filter ±{half_width:g} s, {origin}"
+
+
 def _summary(
     loaded: _Run,
     joints: list[str],
@@ -434,6 +451,7 @@ def _summary(
         f"fit-payload-torques ({options.method}): {torques.data.n_samples} samples of "
         f"{len(joints)} joints from {loaded.source}; link model: {torques.link_model}"
     ]
+    lines.append(_filter_line(torques, options))
     if torques.alignment is not None:
         lines.append(
             f"  unloaded run matched with a time shift of {torques.alignment.shift:+.3f} s, "

@@ -76,7 +76,8 @@ def test_differencing_a_loaded_and_an_unloaded_run(panda_urdf: str, runs) -> Non
     assert result.document["findings"] == []  # inside the default sphere
     assert [f.kind for f in result.findings] == ["runtime_warning"] * len(result.estimate.warnings)
     assert not any("mass is poorly determined" in f.message for f in result.findings)
-    assert "unloaded run matched with a time shift of +0.000 s" in result.summary[1]
+    assert "filter ±0.03 s, the payload's default (not cross-validated" in result.summary[1]
+    assert "unloaded run matched with a time shift of +0.000 s" in result.summary[2]
 
 
 def test_a_fit_links_result_as_the_link_model(panda_urdf: str, runs, tmp_path: Path) -> None:
@@ -99,6 +100,7 @@ def test_a_fit_links_result_as_the_link_model(panda_urdf: str, runs, tmp_path: P
     assert result.alignment is None and result.document["alignment"] is None
     assert result.document["link_model"] == f"fit-links result {path}"
     assert result.document["differentiation"]["half_width_s"] == 0.03
+    assert "filter ±0.03 s, the links' fit's (its differentiation)" in result.summary[1]
 
 
 def test_the_urdfs_links_are_flagged_and_warnings_are_findings(panda_urdf: str, runs) -> None:
