@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from inertia_id_ros.core.gain_sums import GainSums
 from inertia_id_ros.findings import NOTE, Finding, in_terms
 from inertia_id_ros.offline.plausibility import (
     GAIN_CHUNK,
-    GainSums,
     at_bound_findings,
     determination_findings,
     flipped_sign_findings,

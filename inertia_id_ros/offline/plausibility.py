@@ -48,11 +48,17 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from inertia_id_ros.core.gain_sums import (
+    URDF_CORRELATION,
+    URDF_GAIN_RANGE,
+    URDF_GAIN_SIGN,
+    URDF_MIN_SHARE,
+    GainSums,
+)
 from inertia_id_ros.findings import NOTE, REFUSE, WARN, Finding, advice
 from inertia_id_ros.options import (
     LINK_FILTER_RATIO,
@@ -70,20 +76,6 @@ RESIDUAL_RATIO_REFUSE = 5.0
 """... and above which it is refused: a flipped wrist F/T sensor gives 20-107, an unfitted 28 N
 offset 70-158, the iCub's leg sensors' forgotten flips up to 5.9, a robot standing on the
 ground fitted as in free fall up to 16."""
-URDF_GAIN_SIGN = -0.5
-"""A sensor or joint whose measurements follow the URDF's prediction with a gain below this
-(correlation below ``-URDF_CORRELATION``) has the opposite sign: refused."""
-URDF_GAIN_RANGE = (1.0 / 3.0, 3.0)
-"""Gains outside this range (correlation above ``URDF_CORRELATION``) are warned about (scale:
-torque constant, gear ratio, units); real sensors' gains lie within 0.6-2.65."""
-URDF_CORRELATION = 0.5
-"""The gain is judged only where measurement and URDF prediction correlate at least this much
-(else the URDF says too little about the channel)..."""
-URDF_MIN_SHARE = 0.05
-"""... and where the URDF predicts at least this share of the largest prediction in the same
-unit (RMS about the mean): the real KUKA's wrist joints, predicted at under 1 % of the shoulder's
-torque, follow the URDF with gains of -1.4 to -5 (its wrist inertials are off), a flipped joint
-with -0.95."""
 RESIDUAL_FLOOR = 1e-3
 """Residual RMS below this fraction of the measured signal's RMS count as this much (noise-free
 simulations: both fits exact)."""
@@ -262,48 +254,6 @@ def residual_ratio_findings(
 
 GAIN_CHUNK = 400
 """Samples per block of whole-body rows (their stacked rows would take gigabytes)."""
-
-
-@dataclass
-class GainSums:
-    """Running sums per subject to regress measured on predicted with an intercept per
-    channel: ``n`` samples; per channel (C,) ``sp``, ``sm`` (sums), ``spp``, ``spm``, ``smm``
-    (sums of products)."""
-
-    n: int
-    sp: np.ndarray
-    sm: np.ndarray
-    spp: np.ndarray
-    spm: np.ndarray
-    smm: np.ndarray
-
-    @classmethod
-    def of(cls, predicted: np.ndarray, measured: np.ndarray) -> GainSums:
-        """The sums of ``predicted``, ``measured`` (N, C)."""
-        p, m = np.asarray(predicted, dtype=float), np.asarray(measured, dtype=float)
-        return cls(p.shape[0], p.sum(0), m.sum(0), (p * p).sum(0), (p * m).sum(0), (m * m).sum(0))
-
-    def add(self, other: GainSums) -> GainSums:
-        """The sums of both."""
-        return GainSums(
-            self.n + other.n,
-            *(getattr(self, k) + getattr(other, k) for k in ("sp", "sm", "spp", "spm", "smm")),
-        )
-
-    def predicted_rms(self) -> float:
-        """RMS of the prediction about each channel's mean."""
-        n = max(self.n, 1)
-        return float(np.sqrt(max(np.sum(self.spp - self.sp**2 / n), 0.0) / (n * self.sp.size)))
-
-    def gain(self) -> tuple[float, float]:
-        """``(gain, correlation)`` of measured on predicted, each channel centred."""
-        n = max(self.n, 1)
-        cpp = float(np.sum(self.spp - self.sp**2 / n))
-        cpm = float(np.sum(self.spm - self.sp * self.sm / n))
-        cmm = float(np.sum(self.smm - self.sm**2 / n))
-        if cpp <= 0 or cmm <= 0:
-            return float("nan"), 0.0
-        return cpm / cpp, cpm / np.sqrt(cpp * cmm)
 
 
 def urdf_gain_findings(

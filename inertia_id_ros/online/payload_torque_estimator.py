@@ -48,7 +48,9 @@ from inertia_id_ros.core.covariance import (
     block_scores,
     parameter_covariance,
 )
+from inertia_id_ros.core.gain_sums import GainSums, flipped_channels
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
+from inertia_id_ros.findings import REMEDIES
 from inertia_id_ros.online.estimator import SampleBatch
 from inertia_id_ros.online.inputs import JointStateValidator
 from inertia_id_ros.online.joint_state_estimator import JointStateEstimator
@@ -148,6 +150,9 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
         noise_floor = np.full(links.n_joints, TORQUE_NOISE_STD_FLOOR)
         self.offset_tare = OffsetTare(self, noise_floor, "joint states", "the joint states")
         """The joints' torque offsets' tare every solve uses (:mod:`inertia_id_ros.online.tare`)."""
+        self._signs = GainSums.of(np.zeros((0, links.n_joints)), np.zeros((0, links.n_joints)))
+        """Each joint's measured torques regressed on the link model's, over every sample seen (a
+        torque of the other sign: :meth:`sign_warnings`)."""
 
     @property
     def joint_names(self) -> tuple[str, ...]:
@@ -159,10 +164,10 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
     def _rows(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray]:
         data = JointTorqueData(batch.q, batch.dq, batch.ddq, batch.measured)
         Y = self.model.regressor(batch.q, batch.dq, batch.ddq)
-        y = self.links.measured_torques(batch.measured) - predict_torques(
-            self.links, self.links_x, data
-        )
-        return Y, y
+        measured = self.links.measured_torques(batch.measured)
+        predicted = predict_torques(self.links, self.links_x, data)
+        self._signs = self._signs.add(GainSums.of(predicted, measured))
+        return Y, measured - predicted
 
     # ---- solving ---------------------------------------------------------------------------
 
@@ -217,10 +222,11 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
             rank=covariance.rank,
             n_parameters=self.model.n_parameters,
             condition_number=covariance.condition_number,
-            warnings=tuple(
-                determination_warnings(
+            warnings=(
+                *self.sign_warnings(),
+                *determination_warnings(
                     theta, covariance.theta(), covariance.rank, self.model.n_parameters
-                )
+                ),
             ),
             min_pseudo_inertia_eig=report.min_pseudo_inertia_eig,
             residual_rms=residual_rms(channels, x),
@@ -232,6 +238,17 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
             sample_period=period,
             message="" if solution.found else f"solver stopped early ({solution.status})",
         )
+
+    def sign_warnings(self) -> list[str]:
+        """A warning per joint whose torques follow the link model's with the opposite sign
+        (:func:`~inertia_id_ros.core.gain_sums.flipped_channels`): its torques would be read as
+        a payload's."""
+        return [
+            f"joint {self.joint_names[j]!r}: its torques are {gain:.2f} times what the link "
+            f"model predicts (correlation {correlation:.2f}): the opposite sign, and the payload "
+            "cannot be trusted. " + REMEDIES["effort_sign"]["node"]
+            for j, gain, correlation in flipped_channels(self._signs)
+        ]
 
     def _problems(
         self, method: str, channels: ChannelNormalEquations, tare: Tare | None, t: float

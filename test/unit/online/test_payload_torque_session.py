@@ -75,6 +75,23 @@ def test_session_identifies_the_payload_with_standard_errors(runs) -> None:
     assert float(values["mass_std"]) == pytest.approx(mass_std, rel=1e-3)
 
 
+def test_a_joint_torque_of_the_other_sign_is_warned_naming_the_joint(runs) -> None:
+    """One joint's recorded torques negated (a drive counting the other way): every estimate
+    warns, naming the joint and the node parameter; the right signs give no such warning."""
+    flipped = runs.loaded.effort.copy()
+    flipped[:, 1] *= -1.0
+    session = payload_torque_session(
+        runs.links, true_links_x(runs), runs.frame, window_sec=DURATION_SEC + 1.0
+    )
+    feed(session, runs.loaded, runs.links.joint_names, efforts=flipped)
+    estimate = session.estimator.solve()
+    (warning,) = [w for w in estimate.warnings if "opposite sign" in w]
+    assert f"joint {runs.links.joint_names[1]!r}" in warning and "torques_effort_signs" in warning
+    right = payload_torque_session(runs.links, true_links_x(runs), runs.frame)
+    feed(right, runs.loaded, runs.links.joint_names)
+    assert not any("opposite sign" in w for w in right.estimator.solve().warnings)
+
+
 def test_efforts_as_signed_motor_currents(runs) -> None:
     """Efforts recorded as motor currents, some joints counting the other way: with each joint's
     torque constant, gear ratio and sign the estimate equals the one from joint torques."""
