@@ -112,6 +112,20 @@ REMEDIES: dict[str, dict[str, str]] = {
         "description": "Give sign: {{{name}: -1}} in joints.effort of both runs' input "
         "descriptions (or --effort-signs).",
     },
+    "no_imu": {
+        "library": "Give the recording an IMU (imu_frame and the IMU keys), or fit a robot on a "
+        "stand with base='fixed', one standing on a foot with base='fixed' and fixed_frame=its "
+        "sole (rooted at the stance sole).",
+        "flags": "Give the IMU (an NPZ's imu_frame and imu_orientation, imu_angular_velocity, "
+        "imu_linear_acceleration; a bag's --imu-topic), or fit a robot on a stand with --base "
+        "fixed, one standing on a foot with --base fixed --fixed-frame SOLE (rooted at the "
+        "stance sole).",
+        "description": "Give the IMU (imu: in the input description), or fit a robot on a stand "
+        "with --base fixed, one standing on a foot with --base fixed --fixed-frame SOLE (rooted "
+        "at the stance sole).",
+        "node": "Give imu_topic and imu_frame, or set base to fixed (on a stand) with "
+        "fixed_frame the stance sole (standing on one foot).",
+    },
     "wrench_sign": {
         "library": "Negate this sensor's readings (child_to_parent sensors such as the real "
         "iCub's), or check its frame.",

@@ -251,8 +251,10 @@ def read_recording(urdf: str, source: LogSource, options: FitWholeBodyOptions) -
     from inertia_id_ros.formats.ft_calibration import apply_ft_calibration, read_ft_calibration
 
     if source.input is not None or source.ft_calibration is None:
-        return _read_source(urdf, source, options)
-    loaded = _read_source(urdf, replace(source, ft_calibration=None), options)
+        return _with_imu(_read_source(urdf, source, options), source, options)
+    loaded = _with_imu(
+        _read_source(urdf, replace(source, ft_calibration=None), options), source, options
+    )
     recording = loaded.recording
     flipped = recording.ft_flip_wrench_sign or (False,) * len(recording.ft_frames)
     signs = {
@@ -267,6 +269,20 @@ def read_recording(urdf: str, source: LogSource, options: FitWholeBodyOptions) -
         recording.source,
     )
     return replace(loaded, recording=replace(recording, ft_wrench=wrench))
+
+
+def _with_imu(loaded: Loaded, source: LogSource, options: FitWholeBodyOptions) -> Loaded:
+    """``loaded``; an :class:`InputError` naming the fix in ``source``'s terms when the base is
+    floating and the recording has no IMU."""
+    from inertia_id_ros.findings import REMEDIES
+
+    if options.base == "floating" and not loaded.recording.imu:
+        raise InputError(
+            f"{loaded.recording.source}: a floating base needs an IMU (its orientation, angular "
+            "velocity and specific force) and the recording has none. "
+            + REMEDIES["no_imu"][source.terms]
+        )
+    return loaded
 
 
 def _read_source(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> Loaded:

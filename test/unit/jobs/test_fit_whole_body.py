@@ -195,3 +195,19 @@ def test_a_held_joint_that_moves_fitted_rows_is_refused(recordings, tmp_path) ->
     source = describe(tmp_path, recordings["fixed"], {"r_elbow": 0.1})
     with pytest.raises(InputError, match=r"r_arm_ft_sensor.*held joint\(s\) \['r_elbow'\]"):
         fit_whole_body(URDF, source, FIXED)
+
+
+def test_a_floating_base_without_an_imu_names_the_fixed_base_in_the_users_terms(
+    recordings, tmp_path
+) -> None:
+    """No IMU (a stand's NPZ, a description without ``imu``) and the default floating base:
+    refused before the fit, naming the IMU and the fixed base rooted at the sole, as flags or as
+    the description's key."""
+    floating = FitWholeBodyOptions()
+    imu = ("imu_frame", "imu_orientation", "imu_angular_velocity", "imu_linear_acceleration")
+    stand = {k: v for k, v in recordings["fixed"].items() if k not in imu}
+    with pytest.raises(InputError, match=r"needs an IMU .* --base fixed --fixed-frame SOLE") as e:
+        fit_whole_body(URDF, npz(tmp_path, stand), floating)
+    assert "imu_orientation" in str(e.value)  # the NPZ's keys, in the flags' terms
+    with pytest.raises(InputError, match=r"imu: in the input description\), or fit a robot"):
+        fit_whole_body(URDF, describe(tmp_path, stand, {}), floating)
