@@ -7,13 +7,14 @@ sensor); and how well the data determine a payload: its base parameters, as JSON
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from inertia_id_ros.core.gain_sums import GainSums
-from inertia_id_ros.findings import NOTE, Finding, in_terms
+from inertia_id_ros.findings import NOTE, REFUSE, WARN, Finding, in_terms
 from inertia_id_ros.offline.plausibility import (
     GAIN_CHUNK,
     at_bound_findings,
@@ -87,28 +88,42 @@ def payload_fit_findings(
     return findings, ratios
 
 
+POINTS_LIMIT_CAUSE = (
+    "the point masses, not the data, limit this fit (its solver says so): the points do not "
+    "reach where the links' mass is. Use --method lmi, or more points."
+)
+"""Why a ``pointmass`` links fit that its points limit leaves more than least squares."""
+
+
 def links_residual_findings(
-    model: Any, data: Any, x: np.ndarray, prior_weight: float
+    model: Any, data: Any, x: np.ndarray, prior_weight: float, points_limit: bool = False
 ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """:func:`residual_ratio_findings` of a fit-links result ``x`` on its training ``data``
     (:class:`~inertia_id_ros.chain.links.JointTorqueData`) per joint, against least squares
     with the same ``prior_weight`` and no constraint on the same model (``model``:
     :class:`~inertia_id_ros.chain.links.LinkModel`, joint offsets included): the ratio is what
-    the consistency constraint alone costs."""
+    the consistency constraint alone costs. ``points_limit``: a ``pointmass`` fit whose points,
+    not the data, limit it (its solver's ``approximation_limited``): the cause named is the
+    points, and the finding warns (the data are not at fault)."""
     from inertia_id_ros.chain.link_fit import fit_links
     from inertia_id_ros.chain.links import torque_error
 
     ols = fit_links(model, data, method="ols", prior_weight=prior_weight)
     measured = model.measured_torques(model.in_joint_order(data).efforts)
-    return residual_ratio_findings(
+    findings, ratios = residual_ratio_findings(
         [f"joint {name!r}" for name in model.joint_names],
         torque_error(model, x, data).per_joint,
         torque_error(model, ols.x, data).per_joint,
         np.sqrt(np.mean(measured**2, axis=0)),
         ["N m"] * model.n_joints,
-        "the joint's torque sign, its torque constant or gear ratio, or its position (offset, "
-        "direction, units) is wrong. Check the effort column's sign and scale.",
+        POINTS_LIMIT_CAUSE
+        if points_limit
+        else "the joint's torque sign, its torque constant or gear ratio, or its position "
+        "(offset, direction, units) is wrong. Check the effort column's sign and scale.",
     )
+    if points_limit:
+        findings = [replace(f, severity=WARN) if f.severity == REFUSE else f for f in findings]
+    return findings, ratios
 
 
 def links_gain_findings(model: Any, data: Any) -> tuple[list[Finding], dict]:
@@ -181,7 +196,10 @@ def links_fit_findings(
 
     fit, data, links = identification.fit, identification.data, identification.model
     findings, gains = links_gain_findings(links, data)
-    ratio_findings, ratios = links_residual_findings(links, data, fit.x, fit.prior_weight)
+    points_limit = bool(fit.solution.info.get("approximation_limited"))
+    ratio_findings, ratios = links_residual_findings(
+        links, data, fit.x, fit.prior_weight, points_limit
+    )
     findings += ratio_findings
     findings += links_tilt_findings(identification.tilt)
     if fit.method != "ols":

@@ -187,3 +187,22 @@ def test_an_effectively_planar_log_names_its_still_joints(panda_urdf: str, tmp_p
     determination = identifiability["determination"]
     assert determination["identified"]
     assert all(abs(determination["t"][name]) >= 3 for name in determination["identified"])
+
+
+def test_a_pointmass_fit_its_points_limit_blames_the_points_not_the_signs(
+    panda_urdf: str, arm_npz: Path
+) -> None:
+    """A links fit far worse than least squares: a sign or scale refused, unless the point
+    masses limit it (their solver says so): then a warning naming the points and lmi."""
+    from inertia_id_ros.offline.fit_checks import POINTS_LIMIT_CAUSE, links_residual_findings
+
+    identification = fit_links(panda_urdf, LogSource(data=str(arm_npz)), FAST).estimate
+    links, data = identification.model, identification.data
+    empty = np.zeros_like(identification.fit.x)  # no link, no drive: the torques unexplained
+    blamed, _ = links_residual_findings(links, data, empty, 1e-6)
+    assert blamed and {f.severity for f in blamed} == {REFUSE}
+    assert all("torque sign" in f.message for f in blamed)
+    limited, _ = links_residual_findings(links, data, empty, 1e-6, points_limit=True)
+    assert [f.subject for f in limited] == [f.subject for f in blamed]
+    assert {f.severity for f in limited} == {WARN}
+    assert all(POINTS_LIMIT_CAUSE in f.message for f in limited)
