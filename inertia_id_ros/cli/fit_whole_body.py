@@ -7,11 +7,8 @@ from __future__ import annotations
 import argparse
 
 from inertia_id_ros.cli import common
-from inertia_id_ros.jobs.fit_whole_body import (
-    WHOLE_BODY_FILTER_CANDIDATES,
-    FitWholeBodyOptions,
-    ft_topics_error,
-)
+from inertia_id_ros.jobs.fit_whole_body import WHOLE_BODY_FILTER_CANDIDATES, FitWholeBodyOptions
+from inertia_id_ros.jobs.whole_body_recording import ft_topics_error
 from inertia_id_ros.options import (
     BASE_KINDS,
     DEFAULT_IMU_TOPIC,

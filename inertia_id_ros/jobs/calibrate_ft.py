@@ -18,7 +18,8 @@ from inertia_id_ros.jobs.base import (
     in_source_terms,
     load_urdf,
 )
-from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions, Loaded, read_recording
+from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions
+from inertia_id_ros.jobs.whole_body_recording import Loaded, read_recording
 from inertia_id_ros.options import FT_CALIBRATION_KINDS
 
 if TYPE_CHECKING:
