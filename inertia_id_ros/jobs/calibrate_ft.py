@@ -19,7 +19,7 @@ from inertia_id_ros.jobs.base import (
     load_urdf,
 )
 from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions
-from inertia_id_ros.jobs.whole_body_recording import Loaded, read_recording
+from inertia_id_ros.jobs.whole_body_recording import Loaded, model_and_samples, read_recording
 from inertia_id_ros.options import FT_CALIBRATION_KINDS
 
 if TYPE_CHECKING:
@@ -115,9 +115,7 @@ def _calibrate_ft(
     loaded = read_recording(urdf, source, wb)
     found = list(loaded.notes)
     with carrying(found):
-        model, samples = _inputs(
-            urdf, loaded, wb, options.filter_half_width or FILTER_CANDIDATES[0]
-        )
+        model, samples = _rows(urdf, loaded, wb, options.filter_half_width or FILTER_CANDIDATES[0])
         frames = _sensors(model, options.sensors, source.path)
         prior = _trusted_links(model, options.links)
         period = float(np.median(np.diff(loaded.recording.states.t)))
@@ -145,24 +143,12 @@ def _refuse_calibrated(source: LogSource) -> None:
         )
 
 
-def _inputs(
+def _rows(
     urdf: str, loaded: Loaded, wb: FitWholeBodyOptions, half_width: float
 ) -> tuple[WholeBodyModel, WholeBodySamples]:
     """The model (every link known) and samples of ``loaded``, differentiated over
     ``half_width`` s."""
-    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
-
-    return whole_body_inputs(
-        loaded.recording,
-        urdf,
-        wb.base,
-        (),
-        half_width,
-        flip_wrench_sign=loaded.flips,
-        fixed_frame=wb.fixed_frame,
-        fixed_tilt=wb.fixed_tilt,
-        imu_tilt=wb.imu_tilt,
-    )
+    return model_and_samples(urdf, loaded, replace(wb, bodies=(), filter_half_width=half_width))
 
 
 def _filter_scores(
@@ -184,7 +170,7 @@ def _filter_scores(
     scores = {}
     for half_width in FILTER_CANDIDATES:
         model, samples = (
-            first if half_width == FILTER_CANDIDATES[0] else _inputs(urdf, loaded, wb, half_width)
+            first if half_width == FILTER_CANDIDATES[0] else _rows(urdf, loaded, wb, half_width)
         )
         split = int(round(len(samples) * (1.0 - holdout)))
         step = max(split // FILTER_CV_SAMPLES, 1)

@@ -17,7 +17,7 @@ from inertia_id_ros.jobs.base import (
     findings_document,
     in_source_terms,
 )
-from inertia_id_ros.jobs.whole_body_recording import Loaded, read_recording
+from inertia_id_ros.jobs.whole_body_recording import Loaded, model_and_samples, read_recording
 from inertia_id_ros.modes.whole_body import WholeBodyMode
 from inertia_id_ros.offline.summary import whole_body_table
 from inertia_id_ros.options import (
@@ -126,7 +126,7 @@ def _fit_whole_body(
         if refused(checks):
             return WholeBodyFit(None, (*found, *checks), findings_document(checks))
         found += checks
-        model, samples = _inputs(urdf, loaded, options)
+        model, samples = model_and_samples(urdf, loaded, options)
         efforts = _check_rows(model, samples, recording.source, loaded, options)
         checks = free_fall_finding(options.base, recording.ft_types, options.free_fall)
         checks += log_unit_findings(recording.states, model.model, list(model.joint_names))
@@ -137,7 +137,7 @@ def _fit_whole_body(
             options, choice = _filter_choice(urdf, source, options, loaded.holdout, efforts)
             loaded = replace(read_recording(urdf, source, options), holdout=loaded.holdout)
             recording = loaded.recording
-            model, samples = _inputs(urdf, loaded, options)
+            model, samples = model_and_samples(urdf, loaded, options)
         tilt_line, tilt_findings = _tilt(recording, model, options)
         found += tilt_findings
         volumes = volumes_holding(
@@ -152,27 +152,6 @@ def _fit_whole_body(
         *_holdout_lines(holdout, loaded.holdout, options.method),
     ]
     return WholeBodyFit(fit, (*found, *findings), document, tuple(summary), model, holdout)
-
-
-def _inputs(
-    urdf: str, loaded: Loaded, options: FitWholeBodyOptions
-) -> tuple[WholeBodyModel, WholeBodySamples]:
-    """The model and samples of ``loaded`` with ``options`` (differentiated over their
-    half-width)."""
-    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
-
-    return whole_body_inputs(
-        loaded.recording,
-        urdf,
-        options.base,
-        options.bodies,
-        options.half_width,
-        flip_wrench_sign=loaded.flips,
-        fixed_frame=options.fixed_frame,
-        fixed_tilt=options.fixed_tilt,
-        imu_tilt=options.imu_tilt,
-        estimate_contact_offsets=options.estimate_contact_offsets,
-    )
 
 
 def _filter_choice(
@@ -192,7 +171,7 @@ def _filter_choice(
 
     def rows_of(half_width: float) -> tuple[WholeBodyModel, WholeBodySamples]:
         each = replace(options, filter_half_width=half_width)
-        model, samples = _inputs(urdf, read_recording(urdf, source, each), each)
+        model, samples = model_and_samples(urdf, read_recording(urdf, source, each), each)
         train = len(samples) - int(round(len(samples) * (holdout or 0.0)))
         return model, samples.subset(slice(0, train))
 

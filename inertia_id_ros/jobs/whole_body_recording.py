@@ -14,6 +14,7 @@ from inertia_id_ros.jobs.base import carrying, load_urdf
 from inertia_id_ros.options import DEFAULT_IMU_TOPIC, DEFAULT_JOINT_STATES_TOPIC
 
 if TYPE_CHECKING:
+    from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySamples
     from inertia_id_ros.formats.source import LogSource
     from inertia_id_ros.formats.whole_body_log import WholeBodyRecording
     from inertia_id_ros.jobs.fit_whole_body import FitWholeBodyOptions
@@ -37,6 +38,27 @@ class Loaded:
     held: Mapping[str, float] = field(default_factory=dict)
     flips: tuple[str, ...] = ()
     holdout: float | None = None
+
+
+def model_and_samples(
+    urdf: str, loaded: Loaded, options: FitWholeBodyOptions
+) -> tuple[WholeBodyModel, WholeBodySamples]:
+    """The model and samples of ``loaded`` with ``options`` (its ``bodies`` identified, the
+    joint states differentiated over its half-width)."""
+    from inertia_id_ros.formats.whole_body_log import whole_body_inputs
+
+    return whole_body_inputs(
+        loaded.recording,
+        urdf,
+        options.base,
+        options.bodies,
+        options.half_width,
+        flip_wrench_sign=loaded.flips,
+        fixed_frame=options.fixed_frame,
+        fixed_tilt=options.fixed_tilt,
+        imu_tilt=options.imu_tilt,
+        estimate_contact_offsets=options.estimate_contact_offsets,
+    )
 
 
 def read_recording(urdf: str, source: LogSource, options: FitWholeBodyOptions) -> Loaded:
