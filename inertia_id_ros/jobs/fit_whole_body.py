@@ -114,7 +114,7 @@ def _fit_whole_body(
 ) -> WholeBodyFit:
     """:func:`fit_whole_body` with the fixes in the library's terms."""
     from inertia_id_ros.formats.units import check_time_units, log_unit_findings
-    from inertia_id_ros.offline.plausibility import free_fall_finding
+    from inertia_id_ros.offline.plausibility import free_fall_finding, stance_tilt_finding
     from inertia_id_ros.offline.volumes import ellipsoids_of, link_volumes, volumes_holding
 
     loaded = read_recording(urdf, source, options)
@@ -129,6 +129,7 @@ def _fit_whole_body(
         model, samples = model_and_samples(urdf, loaded, options)
         efforts = _check_rows(model, samples, recording.source, loaded, options)
         checks = free_fall_finding(options.base, recording.ft_types, options.free_fall)
+        checks += stance_tilt_finding(options.fixed_frame, _imu_tilt(recording, model, options))
         checks += log_unit_findings(recording.states, model.model, list(model.joint_names))
         if refused(checks):
             return WholeBodyFit(None, (*found, *checks), findings_document(checks))
@@ -247,6 +248,21 @@ def _check_rows(
             "sensors or --efforts with recorded efforts)"
         )
     return efforts
+
+
+def _imu_tilt(
+    recording: WholeBodyRecording, model: WholeBodyModel, options: FitWholeBodyOptions
+) -> tuple[float, float] | None:
+    """The fixed base's (roll, pitch) (rad) the IMU measures; ``None`` without an IMU or for
+    another base."""
+    from inertia_id_ros.formats.whole_body_log import imu_fixed_tilt
+
+    if model.base != "fixed" or not recording.imu or model.imu_frame is None:
+        return None
+    if options.imu_tilt == "correct":
+        return model.fixed_tilt
+    roll, pitch = imu_fixed_tilt(recording, model, options.half_width)
+    return float(roll), float(pitch)
 
 
 def _tilt(
@@ -435,22 +451,20 @@ def _holdout_lines(
     columns = [k for k in ("fit", "urdf", "urdf_offsets", "ols") if k in first["force"]]
     titles = {"fit": method, "urdf": "URDF", "urdf_offsets": "URDF+offsets", "ols": "OLS"}
     urdf = "urdf_offsets" if "urdf_offsets" in columns else "urdf"  # offsets are nuisances
-    width = max(10, len(titles[urdf]) + 6)
     lines = [
         f"held-out last {100 * fraction:.3g} %: RMS error of the predicted wrenches "
-        f"(force N / torque N m); the OLS fit leaves {first['ols_inconsistent_links']} links "
-        "inconsistent",
+        f"(force N / torque N m; the ratios force / torque); the OLS fit leaves "
+        f"{first['ols_inconsistent_links']} links inconsistent",
         f"{'rows':<22}"
         + "".join(f"{titles[k]:>18}" for k in columns)
-        + f"{'fit/' + titles[urdf]:>{width}}"
-        + f"{'fit/OLS':>9}",
+        + f"{'fit/' + titles[urdf]:>18}"
+        + f"{'fit/OLS':>18}",
     ]
     for group, row in holdout.items():
         f, t = row["force"], row["torque"]
         lines.append(
             f"{group:<22}"
             + "".join(f"{f[k]:9.3f}/{t[k]:<8.3f}" for k in columns)
-            + f"{f['fit'] / f[urdf]:{width}.3f}"
-            + f"{f['fit'] / f['ols']:9.3f}"
+            + "".join(f"{f['fit'] / f[k]:9.3f}/{t['fit'] / t[k]:<8.3f}" for k in (urdf, "ols"))
         )
     return lines

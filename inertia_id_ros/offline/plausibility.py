@@ -40,6 +40,8 @@ Checks and their thresholds (how they were chosen: docs/measurements.md, "Plausi
 - :func:`tilt_finding`: a fitted base tilt over :data:`TILT_WARN_DEG` (``"base_tilt"``, warn).
 - :func:`free_fall_finding`: a floating base without a contact sensor (``"free_fall"``, refuse
   unless the robot is declared in free fall).
+- :func:`stance_tilt_finding`: a base rooted at a frame the IMU tilts over
+  :data:`STANCE_MAX_TILT_DEG` (``"stance_tilt"``, refuse: the robot stands on another foot).
 - :func:`determination_findings`: a payload on the consistency boundary (``"at_bound"``, warn)
   or whose mass or inertia is poorly determined (``"poorly_determined"``, warn, with the
   standard error).
@@ -151,6 +153,37 @@ def link_filter_findings(
     ]
 
 
+STANCE_MAX_TILT_DEG = 30.0
+"""A frame a fixed base is rooted at (a stance sole) that the IMU tilts further than this from
+level is not standing on the ground (floors and ramps are within a few degrees; the other sole
+of the simulated iCub standing on one foot reads 92°)."""
+
+
+def stance_tilt_finding(frame: str | None, imu_tilt: Sequence[float] | None) -> list[Finding]:
+    """``stance_tilt`` (refuse) when the IMU's (roll, pitch) ``imu_tilt`` (rad) of the fixed
+    base's ``frame`` (``None``: the URDF root, not judged) leaves it further than
+    :data:`STANCE_MAX_TILT_DEG` from level."""
+    if frame is None or imu_tilt is None:
+        return []
+    roll, pitch = (float(a) for a in imu_tilt)
+    tilt = float(np.degrees(np.arccos(np.clip(np.cos(roll) * np.cos(pitch), -1.0, 1.0))))
+    if tilt <= STANCE_MAX_TILT_DEG:
+        return []
+    return [
+        Finding(
+            "stance_tilt",
+            f"frame {frame!r}",
+            REFUSE,
+            f"the IMU tilts {frame!r}, where the base is rooted, {tilt:.0f}° from level (roll "
+            f"{np.degrees(roll):.1f}° pitch {np.degrees(pitch):.1f}°): a sole standing on the "
+            "ground is near level, so the robot stands on another foot. Give that sole as "
+            "--fixed-frame; if this frame really is tilted, --imu-tilt check with --fixed-tilt "
+            "ROLL,PITCH.",
+            {"tilt_deg": tilt},
+        )
+    ]
+
+
 def free_fall_finding(base: str, sensor_kinds: Sequence[str], free_fall: bool) -> list[Finding]:
     """``free_fall`` (refuse) for a floating base with no contact sensor, unless ``free_fall``
     says the robot really touched nothing: then its base rows say every link is weightless."""
@@ -164,7 +197,8 @@ def free_fall_finding(base: str, sensor_kinds: Sequence[str], free_fall: bool) -
             f"a {base} base with no contact F/T sensor is fitted as a robot in free fall "
             "(no external wrench: the base rows pull every mass toward 0 kg). Give the "
             "feet's (or the stand's) F/T sensors as contact sensors, use --base fixed for "
-            "a robot on a stand, or --free-fall if it really touched nothing.",
+            "a robot on a stand, --base fixed --fixed-frame SOLE for one standing on a foot "
+            "(rooted at the stance sole), or --free-fall if it really touched nothing.",
         )
     ]
 

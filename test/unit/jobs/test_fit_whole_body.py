@@ -4,6 +4,7 @@ typed fit of the links, its findings and the result JSON out."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -211,3 +212,19 @@ def test_a_floating_base_without_an_imu_names_the_fixed_base_in_the_users_terms(
     assert "imu_orientation" in str(e.value)  # the NPZ's keys, in the flags' terms
     with pytest.raises(InputError, match=r"imu: in the input description\), or fit a robot"):
         fit_whole_body(URDF, describe(tmp_path, stand, {}), floating)
+
+
+def test_rooted_at_the_foot_in_the_air_is_refused_naming_the_stance(tmp_path) -> None:
+    """iCub standing on its left sole, rooted at the right one: the IMU tilts it far from level,
+    so the fit is refused before it runs, naming the frame and --fixed-frame; at the left sole
+    no such refusal."""
+    from inertia_id_ros.sim.whole_body_robots import icub_stance
+
+    source = npz(tmp_path, icub_stance(seed=3).record(2.0, 100.0))
+    options = FitWholeBodyOptions(base="fixed", filter_half_width=0.1, method="ols")
+    wrong = fit_whole_body(URDF, source, replace(options, fixed_frame="r_sole"))
+    assert wrong.estimate is None and wrong.refused
+    (finding,) = [f for f in wrong.findings if f.kind == "stance_tilt"]
+    assert finding.subject == "frame 'r_sole'" and "--fixed-frame" in finding.message
+    right = fit_whole_body(URDF, source, replace(options, fixed_frame="l_sole"))
+    assert not any(f.kind == "stance_tilt" for f in right.findings)
