@@ -51,6 +51,8 @@ class LogSource:
     no_split: bool = False
     """Fit on all of the window: the description's split cancelled."""
     ft_calibration: str | None = None
+    """An F/T calibration file (``inertia-id calibrate-ft``'s) applied to every sensor it names,
+    over a description's ``calibration``."""
 
     def __post_init__(self) -> None:
         given = [name for name in ("data", "bag", "input") if getattr(self, name) is not None]

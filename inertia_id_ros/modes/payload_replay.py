@@ -119,9 +119,9 @@ def replay_bag(
     bag's first wrench's ``frame_id``, a recording's only F/T sensor; see the module docstring);
     ``settings``: the node's parameters (keyword arguments of
     :func:`~inertia_id_ros.online.payload_session.payload_session`: window_sec, method,
-    estimate_offset, flip_wrench_sign, detect_payload_change, ...; and ``wrench_calibration_file``,
-    the node's parameter). The robot comes from the
-    URDF file ``urdf``, else from a bag's last ``/robot_description``. Raises
+    estimate_offset, flip_wrench_sign, detect_payload_change, ...; and the node's
+    ``wrench_calibration_file``). The robot comes from the URDF file ``urdf``, else from a bag's
+    last ``/robot_description``. Raises
     :class:`~inertia_id_ros.errors.DataError` (bag, recording), ``OSError`` or ``ValueError``
     (URDF, settings), :class:`~inertia_id_ros.errors.FrameNotFound` (sensor frame)."""
     recording = log if isinstance(log, Recording) else None
