@@ -120,7 +120,7 @@ def dask_client(options: EngineOptions) -> Iterator[Client]:
             n_workers=options.workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",  # a free port (None still takes 8787: two clusters clash)
             silence_logs=logging.ERROR,
         ) as cluster,
         Client(cluster) as client,

@@ -51,7 +51,7 @@ def cluster():
     with LocalCluster(
         n_workers=2,
         threads_per_worker=1,
-        dashboard_address=None,
+        dashboard_address=":0",
         silence_logs=logging.ERROR,
     ) as cluster:
         yield cluster
