@@ -6,6 +6,7 @@ data: :mod:`inertia_id_ros.formats.whole_body_log`), checked for plausibility
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -146,8 +147,19 @@ def _fit_whole_body(
         )
         ellipsoids = ellipsoids_of(volumes, model.bodies) if options.bounding_ellipsoid else None
         fit, holdout = _fit(model, samples, options, loaded.holdout, efforts, ellipsoids)
+        still, planar = _still_joints(recording, model, samples, fit, efforts)
     held_out = None if holdout is None else {"fraction": loaded.holdout, "rms": holdout}
-    document, findings = _document(model, samples, fit, efforts, volumes, options, held_out, choice)
+    document, findings = _document(
+        model,
+        samples,
+        fit,
+        efforts,
+        volumes,
+        options,
+        held_out,
+        ([choice] if choice is not None else []) + planar,
+        still,
+    )
     summary = [
         *_summary(model, fit, document, source.path, options, tilt_line),
         *_holdout_lines(holdout, loaded.holdout, options.method),
@@ -349,6 +361,41 @@ def _fit(
         raise EstimateUnavailable("solver_failed", str(e)) from e
 
 
+def _still_joints(
+    recording: WholeBodyRecording,
+    model: WholeBodyModel,
+    samples: WholeBodySamples,
+    fit: whole_body_fit.WholeBodyFit,
+    efforts: bool,
+) -> tuple[tuple[str, ...], list[Finding]]:
+    """``(still, findings)``: the logged joints whose motion stays within their encoder noise
+    (:func:`~inertia_id_ros.chain.stillness.joint_motions`) and, when there are any, the
+    ``effectively_planar`` note with the rank of the rows with them held at their mean, at rest,
+    beside the fit's (their noise counted as motion)."""
+    from inertia_id_ros.chain.stillness import joint_motions, still_names
+    from inertia_id_ros.chain.whole_body_fit import (
+        identifiability,
+        normal_equations,
+        whole_body_problem,
+    )
+    from inertia_id_ros.offline.fit_checks import planar_findings
+
+    states = recording.states
+    names = [name for name in model.joint_names if name in states.joint_names]
+    columns = [states.joint_names.index(name) for name in names]
+    still = still_names(joint_motions(states.t, states.q[:, columns], names))
+    if not still:
+        return still, []
+    held = [model.joint_names.index(name) for name in still]
+    q, dq, ddq = samples.q.copy(), samples.dq.copy(), samples.ddq.copy()
+    q[:, held] = q[:, held].mean(axis=0)
+    dq[:, held] = ddq[:, held] = 0.0
+    equations = normal_equations(model, replace(samples, q=q, dq=dq, ddq=ddq), efforts)
+    problem, scales = whole_body_problem(model, equations, 0.0)
+    rank = identifiability(model, problem.gram, scales).rank
+    return still, planar_findings(still, rank, fit.identifiability.rank)
+
+
 def _document(
     model: WholeBodyModel,
     samples: WholeBodySamples,
@@ -357,13 +404,15 @@ def _document(
     volumes: dict[str, Volume],
     options: FitWholeBodyOptions,
     held_out: dict[str, Any] | None,
-    choice: Finding | None = None,
+    notes: list[Finding],
+    still: Sequence[str] = (),
 ) -> tuple[dict[str, Any], list[Finding]]:
     """``(document, findings)``: the result JSON (with the ``held_out`` errors as
-    ``"holdout"``) and the checks after the fit: each sensor's wrenches against the URDF's (a
-    sign), residuals per sensor against the unconstrained fit, the filter's ``choice``
-    (``differentiation``: its figures), masses pinned at zero (their
-    links' identifiability :data:`PINNED`), the links' bounding volumes."""
+    ``"holdout"``) and the checks after the fit, after the ``notes`` (the filter's choice, whose
+    figures are ``differentiation``; the ``still`` joints, listed as ``still_joints``): each
+    sensor's wrenches against the
+    URDF's (a sign), residuals per sensor against the unconstrained fit, masses pinned at zero
+    (their links' identifiability :data:`PINNED`), the links' bounding volumes."""
     from inertia_id_ros.chain.identify import PRIOR_MASS_FACTOR, mass_ratios
     from inertia_id_ros.formats.whole_body_log import whole_body_json
     from inertia_id_ros.offline.fit_checks import (
@@ -377,12 +426,14 @@ def _document(
         "mode": WholeBodyMode.name,
         **whole_body_json(model, fit, options.method, fit.solve_time, efforts),
     }
-    if choice is not None:
-        document["differentiation"] = choice.figures
+    for note in notes:
+        if note.kind == "filter_choice":
+            document["differentiation"] = note.figures
+    document["still_joints"] = list(still)
     if held_out is not None:
         document["holdout"] = held_out
     findings, gains = whole_body_gain_findings(model, samples, efforts)
-    findings = ([] if choice is None else [choice]) + findings
+    findings = notes + findings
     ratio_findings, ratios = whole_body_residual_findings(
         model, samples, fit.x, options.prior_weight, efforts
     )

@@ -62,7 +62,8 @@ def test_every_link_with_its_held_out_errors(recordings, tmp_path) -> None:
     assert fit is not None and model is not None and result.holdout is not None
     assert model.base == "floating" and fit.thetas.shape == (model.n_bodies, 10)
     assert "l_sole" in [sensor.frame for sensor in model.sensors]
-    assert list(document)[-5:] == [
+    assert list(document)[-6:] == [
+        "still_joints",
         "holdout",
         "urdf_gains",
         "residual_ratios",
@@ -228,3 +229,28 @@ def test_rooted_at_the_foot_in_the_air_is_refused_naming_the_stance(tmp_path) ->
     assert finding.subject == "frame 'r_sole'" and "--fixed-frame" in finding.message
     right = fit_whole_body(URDF, source, replace(options, fixed_frame="l_sole"))
     assert not any(f.kind == "stance_tilt" for f in right.findings)
+
+
+def test_joints_still_within_their_noise_are_named_with_the_rank_without_them(
+    recordings, tmp_path
+) -> None:
+    """Two joints logged still (encoder noise about a constant): an ``effectively_planar`` note
+    names them, with the rank of the rows with them held below the fit's; the JSON lists them."""
+    data = dict(recordings["fixed"])
+    names = [str(name) for name in data["joint_names"]]
+    still = ["l_elbow", "r_elbow"]
+    q = data["q"].copy()
+    rng = np.random.default_rng(0)
+    for name in still:
+        k = names.index(name)
+        q[:, k] = q[:, k].mean() + 1e-5 * rng.standard_normal(q.shape[0])
+    data["q"] = q
+    options = FitWholeBodyOptions(base="fixed", filter_half_width=0.1, method="ols")
+    result = fit_whole_body(URDF, npz(tmp_path, data), options)
+    (note,) = [f for f in result.findings if f.kind == "effectively_planar"]
+    assert "joints l_elbow, r_elbow still" in note.message
+    assert note.figures["rank"] < note.figures["rank_counting_noise"]
+    assert result.document["still_joints"] == still
+    plain = fit_whole_body(URDF, npz(tmp_path, recordings["fixed"]), options)
+    assert plain.document["still_joints"] == []
+    assert not any(f.kind == "effectively_planar" for f in plain.findings)
