@@ -30,6 +30,14 @@ class Process:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
+    def exit_code(self, timeout: float) -> int | None:
+        """The process's exit code once it ends within ``timeout`` s; ``None`` if it is still
+        running then (for an assertion that shows its output instead of a bare timeout)."""
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def stop(self, timeout: float = 10.0) -> int:
         if self.alive():
             self.popen.send_signal(signal.SIGINT)
