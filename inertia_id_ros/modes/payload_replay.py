@@ -35,7 +35,7 @@ from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import WRENCH_CHANNEL_NAMES
 from inertia_id_ros.core.robots import load_model
 from inertia_id_ros.errors import DataError, StartupError
-from inertia_id_ros.findings import Finding, in_terms
+from inertia_id_ros.findings import REFUSE, Finding, advice, in_terms
 from inertia_id_ros.formats.data import (
     DEFAULT_JOINT_STATES_TOPIC,
     DEFAULT_WRENCH_TOPIC,
@@ -242,9 +242,12 @@ def replay_payload_torques(
         config=config,
     )
     final = replay.final
-    replay.findings = (
-        [] if final is None else volume_findings("payload", final.theta, volume or payload_volume())
-    )
+    replay.findings = [
+        Finding("torque_sign", f"joint {joint!r}", REFUSE, why, {}, *advice("effort_sign", joint))
+        for joint, why in estimator.flipped_joints()
+    ]
+    if final is not None:
+        replay.findings += volume_findings("payload", final.theta, volume or payload_volume())
     return replay
 
 

@@ -354,7 +354,8 @@ class PayloadTorqueSession(PayloadSessionBase[PayloadTorqueEstimator, PayloadTor
         update = super()._solve_update(now, method, duration, until)
         if not update.ok:
             return update
-        warnings = [("poorly_determined", message) for message in update.estimate.warnings]
+        warnings = [("torque_sign", message) for message in self.estimator.sign_warnings()]
+        warnings += [("poorly_determined", message) for message in update.estimate.warnings]
         narrow = self._narrow_filter_warning(update.estimate)
         if narrow is not None:
             warnings.append(("filter_samples", narrow))

@@ -222,11 +222,10 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
             rank=covariance.rank,
             n_parameters=self.model.n_parameters,
             condition_number=covariance.condition_number,
-            warnings=(
-                *self.sign_warnings(),
-                *determination_warnings(
+            warnings=tuple(
+                determination_warnings(
                     theta, covariance.theta(), covariance.rank, self.model.n_parameters
-                ),
+                )
             ),
             min_pseudo_inertia_eig=report.min_pseudo_inertia_eig,
             residual_rms=residual_rms(channels, x),
@@ -239,15 +238,24 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
             message="" if solution.found else f"solver stopped early ({solution.status})",
         )
 
-    def sign_warnings(self) -> list[str]:
-        """A warning per joint whose torques follow the link model's with the opposite sign
-        (:func:`~inertia_id_ros.core.gain_sums.flipped_channels`): its torques would be read as
-        a payload's."""
+    def flipped_joints(self) -> list[tuple[str, str]]:
+        """``(joint, why)`` per joint whose torques follow the link model's with the opposite
+        sign over every sample seen (:func:`~inertia_id_ros.core.gain_sums.flipped_channels`):
+        its torques would be read as a payload's."""
         return [
-            f"joint {self.joint_names[j]!r}: its torques are {gain:.2f} times what the link "
-            f"model predicts (correlation {correlation:.2f}): the opposite sign, and the payload "
-            "cannot be trusted. " + REMEDIES["effort_sign"]["node"]
+            (
+                self.joint_names[j],
+                f"its torques are {gain:.2f} times what the link model predicts (correlation "
+                f"{correlation:.2f}): the opposite sign, and the payload cannot be trusted.",
+            )
             for j, gain, correlation in flipped_channels(self._signs)
+        ]
+
+    def sign_warnings(self) -> list[str]:
+        """:meth:`flipped_joints` in words, with the node's fix."""
+        return [
+            f"joint {joint!r}: {why} " + REMEDIES["effort_sign"]["node"]
+            for joint, why in self.flipped_joints()
         ]
 
     def _problems(

@@ -84,12 +84,13 @@ def test_a_joint_torque_of_the_other_sign_is_warned_naming_the_joint(runs) -> No
         runs.links, true_links_x(runs), runs.frame, window_sec=DURATION_SEC + 1.0
     )
     feed(session, runs.loaded, runs.links.joint_names, efforts=flipped)
-    estimate = session.estimator.solve()
-    (warning,) = [w for w in estimate.warnings if "opposite sign" in w]
+    (warning,) = [message for kind, message in session.latest.warnings if kind == "torque_sign"]
     assert f"joint {runs.links.joint_names[1]!r}" in warning and "torques_effort_signs" in warning
+    assert "opposite sign" in warning
     right = payload_torque_session(runs.links, true_links_x(runs), runs.frame)
     feed(right, runs.loaded, runs.links.joint_names)
-    assert not any("opposite sign" in w for w in right.estimator.solve().warnings)
+    assert right.latest.ok and right.estimator.flipped_joints() == []
+    assert not [kind for kind, _ in right.latest.warnings if kind == "torque_sign"]
 
 
 def test_efforts_as_signed_motor_currents(runs) -> None:
