@@ -148,3 +148,11 @@ EXIT_INTERRUPTED = 130
 FT_CALIBRATION_KINDS = ("full", "gains")
 """F/T calibrations: ``full``, a 6×6 matrix; ``gains``, one gain per axis on the current
 calibration's wrench (:mod:`inertia_id_ros.chain.ft_calibration`)."""
+ONLINE_CALIBRATION_WINDOW_SEC = 30.0
+"""The online F/T calibration fits the newest this many seconds of samples
+(:mod:`inertia_id_ros.online.ft_calibrator`)."""
+ONLINE_CALIBRATION_PERIOD_SEC = 5.0
+"""The online F/T calibration is refitted every this many seconds of sample time."""
+ONLINE_CALIBRATION_MIN_IMPROVEMENT = 0.1
+"""A refit of the online F/T calibration is applied when it predicts the newest readings this
+fraction better (mean over the six axes, none worse) than the calibration in use."""

@@ -60,7 +60,7 @@ from inertia_id_ros.formats.data import (
     wrench_values,
 )
 from inertia_id_ros.formats.export import body_json
-from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
+from inertia_id_ros.online.whole_body_config import WholeBodyEstimate
 from inertia_id_ros.options import DEFAULT_IMU_TILT, DEFAULT_IMU_TOPIC, IMU_TILT_USES
 
 IMU_KEYS = ("imu_orientation", "imu_angular_velocity", "imu_linear_acceleration")

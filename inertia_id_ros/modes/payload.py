@@ -30,6 +30,10 @@ from inertia_id_ros.modes.base import (
 )
 from inertia_id_ros.options import (
     DEFAULT_WRENCH_TOPIC,
+    FT_CALIBRATION_KINDS,
+    ONLINE_CALIBRATION_MIN_IMPROVEMENT,
+    ONLINE_CALIBRATION_PERIOD_SEC,
+    ONLINE_CALIBRATION_WINDOW_SEC,
     PAYLOAD_CHANGE_THRESHOLD,
     PAYLOAD_DEFAULT_WEIGHTING,
 )
@@ -110,6 +114,27 @@ class PayloadMode(Mode["PayloadSession", "PayloadReplay"]):
         ),
         ft_calibration_parameter("wrench_calibration_file", "Payload mode", "flip_wrench_sign"),
         ParameterSpec(
+            "wrench_calibration_online_body",
+            "",
+            "Payload mode: a result JSON (fit-payload's layout; its body about and in the "
+            "sensor frame) of a body of known inertia attached when the node starts. Until "
+            "the payload changes, the sensor is calibrated against it online (calibrate-ft's "
+            f"in-situ calibration on the newest {ONLINE_CALIBRATION_WINDOW_SEC:g} s, refitted "
+            f"every {ONLINE_CALIBRATION_PERIOD_SEC:g} s, starting from "
+            "wrench_calibration_file's): each refit is published on ~/ft_calibration with its "
+            "standard errors and applied (the window restarts) when it predicts the newest "
+            f"readings {100 * ONLINE_CALIBRATION_MIN_IMPROVEMENT:g} % better than the one in "
+            "use; from the change on, the last one applied stays. Empty: no online calibration.",
+        ),
+        ParameterSpec(
+            "wrench_calibration_online_kind",
+            "gains",
+            "Payload mode: what wrench_calibration_online_body fits: 'gains' (one gain per "
+            "axis and an offset) or 'full' (a 6x6 matrix and an offset). One rigid body makes "
+            "the torques follow the forces, so the cross-coupling between them is poorly "
+            "determined: 'full' needs fast motion.",
+        ),
+        ParameterSpec(
             "detect_payload_change",
             True,
             "Payload mode: detect a grasp or release (CUSUM of the wrench residuals), "
@@ -161,6 +186,8 @@ class PayloadMode(Mode["PayloadSession", "PayloadReplay"]):
             wrench_limits=limits,
             flip_wrench_sign=bool(values["flip_wrench_sign"]),
             wrench_calibration_file=str(values["wrench_calibration_file"]),
+            wrench_calibration_online_body=str(values["wrench_calibration_online_body"]),
+            wrench_calibration_online_kind=str(values["wrench_calibration_online_kind"]),
             detect_payload_change=bool(values["detect_payload_change"]),
             payload_change_threshold=float(values["payload_change_threshold"]),
             payload_prior=str(values["payload_prior"]),
@@ -229,6 +256,7 @@ class PayloadMode(Mode["PayloadSession", "PayloadReplay"]):
             wrench_calibration=read_ft_calibration_parameter(
                 "wrench_calibration_file", own.wrench_calibration_file, [own.sensor_frame]
             ).get(own.sensor_frame),
+            **_online_calibration(own),
         )
 
     def check_session_method(self, session: PayloadSession, method: str) -> None:
@@ -428,9 +456,42 @@ class PayloadSettings:
     wrench_limits: tuple[float, ...] | None
     flip_wrench_sign: bool
     wrench_calibration_file: str
+    wrench_calibration_online_body: str
+    wrench_calibration_online_kind: str
     detect_payload_change: bool
     payload_change_threshold: float
     payload_prior: str
     volume: Volume
     """The payload's bounding volume about the sensor frame's origin (``payload_bounding_sphere``
     or ``payload_bounding_box``)."""
+
+
+def _online_calibration(own: PayloadSettings) -> dict[str, Any]:
+    """The session's ``online_calibration`` and ``calibration_body`` of
+    ``wrench_calibration_online_body`` and ``_kind`` (none when empty); :class:`StartupError`
+    naming the parameter of a file that cannot be read or whose body is in another frame."""
+    from inertia_id_ros.errors import ExportError
+    from inertia_id_ros.formats.export import read_result
+    from inertia_id_ros.online.ft_calibrator import OnlineCalibrationConfig
+
+    path = own.wrench_calibration_online_body
+    if not path:
+        return {}
+    name = "wrench_calibration_online_body"
+    if own.wrench_calibration_online_kind not in FT_CALIBRATION_KINDS:
+        raise StartupError(
+            f"parameter 'wrench_calibration_online_kind': "
+            f"{own.wrench_calibration_online_kind!r} is not one of {list(FT_CALIBRATION_KINDS)}"
+        )
+    try:
+        body = read_result(path, ExportError)["bodies"][0]
+        theta = tuple(float(v) for v in body["theta"])
+    except (ExportError, KeyError, IndexError, TypeError, ValueError) as error:
+        raise StartupError(f"parameter '{name}': cannot read a body from {path}: {error}") from None
+    if body.get("frame", own.sensor_frame) != own.sensor_frame or len(theta) != 10:
+        raise StartupError(
+            f"parameter '{name}': {path}'s body must be a theta (10,) in the sensor frame "
+            f"{own.sensor_frame!r} (inertia-id export moves a body between frames)"
+        )
+    config = OnlineCalibrationConfig((own.sensor_frame,), kind=own.wrench_calibration_online_kind)
+    return {"online_calibration": config, "calibration_body": theta}

@@ -32,7 +32,11 @@ from inertia_id_ros.options import (
     BASE_KINDS,
     DEFAULT_IMU_TILT,
     DEFAULT_IMU_TOPIC,
+    FT_CALIBRATION_KINDS,
     IMU_TILT_USES,
+    ONLINE_CALIBRATION_MIN_IMPROVEMENT,
+    ONLINE_CALIBRATION_PERIOD_SEC,
+    ONLINE_CALIBRATION_WINDOW_SEC,
     SENSOR_KINDS,
     WHOLE_BODY_DEFAULT_WEIGHTING,
     WHOLE_BODY_METHODS,
@@ -46,7 +50,7 @@ if TYPE_CHECKING:
     from inertia_id_ros.modes.base import ExampleLog
     from inertia_id_ros.offline.replay import ReplayLog, ReplayReport, ReplayUpdates
     from inertia_id_ros.offline.validation import DataSource, Prediction
-    from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
+    from inertia_id_ros.online.whole_body_config import WholeBodyEstimate
     from inertia_id_ros.online.whole_body_session import WholeBodySession
 
 
@@ -149,6 +153,27 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
         ),
         ft_calibration_parameter("ft_calibration_file", "Whole-body mode", "ft_flip_wrench_sign"),
         ParameterSpec(
+            "ft_calibration_online",
+            None,
+            "Whole-body mode: internal F/T sensors (of ft_frames) to calibrate while "
+            "identifying, against the URDF's links (calibrate-ft's in-situ calibration on "
+            f"the newest {ONLINE_CALIBRATION_WINDOW_SEC:g} s of samples, refitted every "
+            f"{ONLINE_CALIBRATION_PERIOD_SEC:g} s, starting from ft_calibration_file's): "
+            "each refit is published on ~/ft_calibration with its standard errors and applied "
+            "to the readings (the window restarts) when it predicts the newest readings "
+            f"{100 * ONLINE_CALIBRATION_MIN_IMPROVEMENT:g} % better than the one in use. "
+            "The URDF's links are the reference, and errors of the motion (the derivative "
+            "filter, the IMU) are absorbed too: name only the sensors whose calibration you "
+            "doubt. Empty: none.",
+            array_type="string_array",
+        ),
+        ParameterSpec(
+            "ft_calibration_online_kind",
+            FT_CALIBRATION_KINDS[0],
+            "Whole-body mode: what ft_calibration_online fits per sensor: 'full' (a 6x6 "
+            "matrix and an offset) or 'gains' (one gain per axis and an offset).",
+        ),
+        ParameterSpec(
             "use_efforts",
             False,
             "Whole-body mode: add the joint-torque rows of the joint states' efforts.",
@@ -199,6 +224,8 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
             ft_flip_wrench_sign=tuple(values["ft_flip_wrench_sign"] or ()),
             ft_estimate_offset=tuple(values["ft_estimate_offset"] or ()),
             ft_calibration_file=str(values["ft_calibration_file"]),
+            ft_calibration_online=tuple(values["ft_calibration_online"] or ()),
+            ft_calibration_online_kind=str(values["ft_calibration_online_kind"]),
             use_efforts=bool(values["use_efforts"]),
             sensor_timeout_sec=float(values["sensor_timeout_sec"]),
             sample_rate_hz=float(values["sample_rate_hz"]),
@@ -242,13 +269,24 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
         duplicates = sorted({f for f in own.ft_frames if own.ft_frames.count(f) > 1})
         if duplicates:
             raise StartupError(f"parameter 'ft_frames': {duplicates} listed twice")
-        for name in ("ft_flip_wrench_sign", "ft_estimate_offset"):
-            unknown = [f for f in getattr(own, name) if f not in own.ft_frames]
+        internal = [f for f, kind in zip(own.ft_frames, own.ft_types) if kind == "internal"]
+        for name, frames in (
+            ("ft_flip_wrench_sign", own.ft_frames),
+            ("ft_estimate_offset", own.ft_frames),
+            ("ft_calibration_online", internal),
+        ):
+            unknown = [f for f in getattr(own, name) if f not in frames]
             if unknown:
                 raise StartupError(
-                    f"parameter '{name}': {unknown[0]!r} is not one of "
-                    f"'ft_frames' {list(own.ft_frames)}"
+                    f"parameter '{name}': {unknown[0]!r} is not one of the "
+                    f"{'internal sensors of ' if frames is internal else ''}"
+                    f"'ft_frames' {list(frames)}"
                 )
+        if own.ft_calibration_online_kind not in FT_CALIBRATION_KINDS:
+            raise StartupError(
+                f"parameter 'ft_calibration_online_kind': {own.ft_calibration_online_kind!r} "
+                f"is not one of {list(FT_CALIBRATION_KINDS)}"
+            )
         for name, unset in (("fixed_frame", ""), ("fixed_tilt", (0.0, 0.0))):
             if own.base != "fixed" and getattr(own, name) != unset:
                 raise StartupError(f"parameter '{name}' applies to base 'fixed', not {own.base!r}")
@@ -309,6 +347,8 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
                 if settings.bounding_ellipsoid
                 else None
             )
+        from inertia_id_ros.online.ft_calibrator import OnlineCalibrationConfig
+
         return whole_body_session(
             model,
             window_sec=settings.window_sec,
@@ -323,6 +363,13 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
             bounding_ellipsoids=(None if volumes is None else ellipsoids_of(volumes, model.bodies)),
             ft_calibrations=read_ft_calibration_parameter(
                 "ft_calibration_file", own.ft_calibration_file, own.ft_frames
+            ),
+            online_calibration=(
+                OnlineCalibrationConfig(
+                    own.ft_calibration_online, kind=own.ft_calibration_online_kind
+                )
+                if own.ft_calibration_online
+                else None
             ),
         )
 
@@ -403,6 +450,8 @@ class WholeBodySettings:
     ft_flip_wrench_sign: tuple[str, ...]
     ft_estimate_offset: tuple[str, ...]
     ft_calibration_file: str
+    ft_calibration_online: tuple[str, ...]
+    ft_calibration_online_kind: str
     use_efforts: bool
     sensor_timeout_sec: float
     sample_rate_hz: float

@@ -40,7 +40,7 @@ from inertia_id_ros.offline.replay import (
 from inertia_id_ros.offline.summary import dropped_text, whole_body_table
 from inertia_id_ros.offline.validation import DataSource, Prediction
 from inertia_id_ros.online.session import Update
-from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
+from inertia_id_ros.online.whole_body_config import WholeBodyEstimate
 from inertia_id_ros.online.whole_body_session import WholeBodySession
 
 

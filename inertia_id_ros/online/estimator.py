@@ -29,6 +29,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 
 import numpy as np
 
+from inertia_id_ros.chain.ft_calibration import SensorCalibration
 from inertia_id_ros.core.filtering import (
     COVERAGE_OK,
     COVERAGE_PENDING,
@@ -37,6 +38,7 @@ from inertia_id_ros.core.filtering import (
 )
 from inertia_id_ros.core.weighting import WEIGHTINGS
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
+from inertia_id_ros.online.ft_calibrator import OnlineFTCalibrator
 from inertia_id_ros.online.inputs import JOINT_STATE, ClockResetDetector, JointStateValidator
 from inertia_id_ros.online.window import SampleBuffer, Window
 from inertia_id_ros.solvers import Solution
@@ -217,6 +219,9 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT, WindowT]):
         self._joint_clock = ClockResetDetector(config.clock_jump_sec)
         self._last_solution: Solution | None = None
         self._generation = 0
+        self.ft_calibrator: OnlineFTCalibrator | None = None
+        """The F/T sensors' online calibration (``None``: off), fed each batch of rows the
+        window takes (:meth:`_feed_calibrator`)."""
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -363,6 +368,8 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT, WindowT]):
                             if overflow:
                                 self.dropped["window_overflow"] += overflow
                             self.processed[self.sample_kind] += batch.t.size
+                            if self.ft_calibrator is not None:
+                                self._feed_calibrator(self.ft_calibrator, batch, Y, y)
                             if on_rows is not None:
                                 on_rows(batch.t, Y, y)
                             added += batch.t.size
@@ -502,6 +509,25 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT, WindowT]):
         self._last_solution = None
         self._clear_pending()
         self._generation += 1
+
+    def _feed_calibrator(
+        self, calibrator: OnlineFTCalibrator, batch: SampleBatch, Y: np.ndarray, y: np.ndarray
+    ) -> None:
+        """Hand ``calibrator`` the readings and references of the rows ``Y``, ``y`` of
+        ``batch`` just added (lock held); an estimator without F/T readings has none."""
+        raise NotImplementedError(f"{type(self).__name__} has no F/T readings to calibrate")
+
+    def _use_ft_calibrations(self, calibrations: Mapping[str, SensorCalibration]) -> None:
+        """Calibrate the readings that come from now on by ``calibrations`` (by frame; lock
+        held)."""
+        raise NotImplementedError(f"{type(self).__name__} has no F/T readings to calibrate")
+
+    def apply_ft_calibrations(self, calibrations: Mapping[str, SensorCalibration]) -> None:
+        """Calibrate the readings from now on by ``calibrations`` (by frame) and restart the
+        window (no window mixes calibrations; the counters are kept)."""
+        with self._lock:
+            self._use_ft_calibrations(calibrations)
+            self._clear_samples()
 
     @abc.abstractmethod
     def _clear_pending(self) -> None:

@@ -15,8 +15,8 @@ fully physically consistent. Model: ``f = wrench_sign * measured = body_regresso
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from inertia_id_ros.core.weighting import weighted_normal_equations
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.findings import REMEDIES
 from inertia_id_ros.online.estimator import OnlineEstimator, OnlineEstimatorConfig, SampleBatch
+from inertia_id_ros.online.ft_calibrator import OnlineCalibrationConfig, OnlineFTCalibrator
 from inertia_id_ros.online.inputs import (
     WRENCH,
     ClockResetDetector,
@@ -156,6 +157,12 @@ class EstimatorConfig(PayloadConfigBase):
     wrench_calibration: SensorCalibration | None = None
     """The sensor's calibration (``inertia-id calibrate-ft``'s), applied to each wrench after
     ``wrench_sign``; ``None``: the readings as they come."""
+    online_calibration: OnlineCalibrationConfig | None = None
+    """Calibrate the sensor online against ``calibration_body`` (its sensors: the sensor frame;
+    :mod:`~inertia_id_ros.online.ft_calibrator`) until the payload changes; ``None``: off."""
+    calibration_body: tuple[float, ...] | None = None
+    """``theta`` (10,) of the body of known inertia attached while ``online_calibration`` runs,
+    about and in the sensor frame."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -169,6 +176,10 @@ class EstimatorConfig(PayloadConfigBase):
         if self.offset_min_tilt_deg < 0:
             raise self._invalid("offset_min_tilt_deg", "must be >= 0")
         self._check_positive("tare_max_force_std")
+        if self.online_calibration is not None and (
+            self.calibration_body is None or len(self.calibration_body) != N_BODY_PARAMS
+        ):
+            raise self._invalid("calibration_body", "must be a body's theta (10,) to calibrate")
 
 
 def payload_problems(
@@ -305,6 +316,13 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
         self._wrenches = SampleBuffer(config.max_pending_wrenches, t=(), f=(6,))
         self._last_wrench_t: float | None = None
         self._wrench_clock = ClockResetDetector(config.clock_jump_sec)
+        self._wrench_calibration = config.wrench_calibration
+        if (online := config.online_calibration) is not None:
+            frame, half_width = kinematics.sensor_frame, config.filter_half_width
+            self.ft_calibrator = OnlineFTCalibrator(
+                {frame: c for c in [self._wrench_calibration] if c is not None},
+                replace(online, sensors=(frame,), filter_half_width=half_width),
+            )
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -372,8 +390,21 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
         (``wrench_sign``, ``wrench_calibration``)."""
         config = self.config
         signed = config.wrench_sign * wrenches
-        calibration = config.wrench_calibration
+        calibration = self._wrench_calibration
         return signed if calibration is None else calibration.apply(signed)
+
+    def _feed_calibrator(
+        self, calibrator: OnlineFTCalibrator, batch: SampleBatch, Y: np.ndarray, y: np.ndarray
+    ) -> None:
+        """The readings and the wrench of the known ``calibration_body`` (``Y`` (N, 6, p) of
+        it)."""
+        body = np.asarray(self.config.calibration_body)
+        frame = self.kinematics.sensor_frame
+        reference = Y[:, :, :N_BODY_PARAMS] @ body
+        calibrator.add(frame, batch.t, calibrator.readings(frame, y), reference)
+
+    def _use_ft_calibrations(self, calibrations: Mapping[str, SensorCalibration]) -> None:
+        self._wrench_calibration = calibrations[self.kinematics.sensor_frame]
 
     def _validate_wrench(
         self, t: float, wrench: np.ndarray, frame_id: str | None

@@ -52,6 +52,7 @@ from inertia_id_ros.options import PAYLOAD_TORQUES_MIN_SAMPLES
 
 if TYPE_CHECKING:
     from inertia_id_ros.chain.ft_calibration import SensorCalibration
+    from inertia_id_ros.online.ft_calibrator import OnlineCalibrationConfig
 
 REFERENCE_PERIOD_SEC = 1.0
 """The payload-change detector's reference (the estimate and its window's residual scale) is
@@ -413,12 +414,16 @@ def payload_session(
     weighting: str = EstimatorConfig.weighting,
     bounding_ellipsoid: np.ndarray | None = None,
     wrench_calibration: SensorCalibration | None = None,
+    online_calibration: OnlineCalibrationConfig | None = None,
+    calibration_body: Sequence[float] | None = None,
 ) -> PayloadSession:
     """The payload session the node runs for its parameters of the same names (the one place
     they become an estimator and a session; ``inertia-id replay`` uses it too); ``prior`` the
     payload's CAD ``theta`` (10,) in the sensor frame (the node's ``payload_prior``, resolved);
     ``bounding_ellipsoid`` the 4x4 ``Q`` of an ellipsoid holding the payload (sensor frame) or
-    ``None``; ``wrench_calibration`` the sensor's (the node's ``wrench_calibration_file``)."""
+    ``None``; ``wrench_calibration`` the sensor's (the node's ``wrench_calibration_file``);
+    ``online_calibration`` against the known ``calibration_body`` (10,) (the node's
+    ``wrench_calibration_online_body``)."""
     config = EstimatorConfig(
         window_sec=window_sec,
         method=method,
@@ -430,6 +435,8 @@ def payload_session(
         weighting=weighting,
         bounding_ellipsoid=None if bounding_ellipsoid is None else _ellipsoid(bounding_ellipsoid),
         wrench_calibration=wrench_calibration,
+        online_calibration=online_calibration,
+        calibration_body=None if calibration_body is None else tuple(calibration_body),
         **window_capacities(window_sec, max_input_rate_hz),
     )
     return PayloadSession(

@@ -50,6 +50,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from inertia_id_ros.chain.ft_calibration import SensorCalibration
 from inertia_id_ros.errors import EstimateUnavailable, SampleRejected
 from inertia_id_ros.online.change_detection import ChangeEvent
 from inertia_id_ros.online.estimator import (
@@ -58,6 +59,7 @@ from inertia_id_ros.online.estimator import (
     RowsCallback,
     window_capacities,
 )
+from inertia_id_ros.online.ft_calibrator import CalibrationUpdate, OnlineFTCalibrator
 from inertia_id_ros.online.solving import SOLVE_FAILURES
 from inertia_id_ros.online.window import Window
 
@@ -95,7 +97,9 @@ class Update:
     ``estimate``: fully physically consistent (``None`` unless ``ok``); ``change``: a payload
     change detected while processing (the window restarted); ``warnings``: ``(kind, message)``
     pairs to log; ``diagnostics``: the estimate's own diagnostic values; ``advice``: what the
-    operator should do when the data do not yet determine everything ("" otherwise).
+    operator should do when the data do not yet determine everything ("" otherwise);
+    ``calibrations``: the F/T sensors' online calibrations refitted at this update (those
+    applied from now on have ``applied`` set; :mod:`~inertia_id_ros.online.ft_calibrator`).
     """
 
     time: float
@@ -106,6 +110,7 @@ class Update:
     warnings: tuple[Warning_, ...] = ()
     diagnostics: Mapping[str, str] = field(default_factory=dict)
     advice: str = ""
+    calibrations: tuple[CalibrationUpdate, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -186,6 +191,14 @@ class SessionEstimator(Protocol[EstimateT_co]):
         effort: np.ndarray | None = None,
     ) -> list[SampleRejected]:
         """Buffer joint states listing the same joints; the rejections, in order."""
+
+    @property
+    def ft_calibrator(self) -> OnlineFTCalibrator | None:
+        """The F/T sensors' online calibration (``None``: off)."""
+
+    def apply_ft_calibrations(self, calibrations: Mapping[str, SensorCalibration]) -> None:
+        """Calibrate the readings from now on by ``calibrations`` (by frame); restart the
+        window."""
 
     def process(self, on_rows: RowsCallback | None = None) -> int:
         """Turn the buffered samples into window rows (each batch to ``on_rows``); how many."""
@@ -312,6 +325,7 @@ class Session(abc.ABC, Generic[E, EstimateT]):
         start = time.perf_counter()
         warnings: list[Warning_] = []
         change = self._process(warnings)
+        calibrations = self._calibrate(change, warnings)
         try:
             estimate = self._solve(method, duration, until)
         except EstimateUnavailable as why:
@@ -336,7 +350,7 @@ class Session(abc.ABC, Generic[E, EstimateT]):
             warnings.append(
                 (update.status, f"no estimate ({update.status}): {update.message}{kept}")
             )
-        update = update.with_warnings(warnings)
+        update = replace(update, calibrations=calibrations).with_warnings(warnings)
         if update.ok:
             self.last = update
         return update
@@ -352,6 +366,42 @@ class Session(abc.ABC, Generic[E, EstimateT]):
         event = self._take_change(warnings)
         warnings += self._processing_warnings()
         return event
+
+    def _calibrate(
+        self, change: ChangeEvent | None, warnings: list[Warning_]
+    ) -> tuple[CalibrationUpdate, ...]:
+        """The F/T sensors' online calibration (off: none): frozen from a payload change on (its
+        reference body is gone), refitted when due, the better ones applied (the window
+        restarts; a warning says so)."""
+        calibrator = self.estimator.ft_calibrator
+        if calibrator is None:
+            return ()
+        if change is not None and not calibrator.frozen:
+            calibrator.frozen = True
+            warnings.append(
+                (
+                    "ft_calibration_frozen",
+                    "the payload changed: the F/T calibration estimated online against the "
+                    "reference body stops here; the one in use stays applied",
+                )
+            )
+        if calibrator.frozen or not calibrator.due():
+            return ()
+        updates = tuple(calibrator.refit())
+        applied = {u.frame: u.as_applied for u in updates if u.applied}
+        if applied:
+            self.estimator.apply_ft_calibrations(applied)
+            ratios = ", ".join(
+                f"{u.frame} {np.mean(u.held_out.ratio):.2f} x" for u in updates if u.applied
+            )
+            warnings.append(
+                (
+                    "ft_calibration_applied",
+                    f"applied the F/T calibration estimated online ({ratios} the held-out "
+                    "error of the one in use); the window restarts",
+                )
+            )
+        return updates
 
     def _rows_callback(self) -> RowsCallback | None:
         """What sees each batch of rows the estimator adds (``None``: nothing)."""
@@ -467,6 +517,14 @@ class Session(abc.ABC, Generic[E, EstimateT]):
         }
         if last is not None:
             values.update(last.diagnostics)
+        calibrator = self.estimator.ft_calibrator
+        if calibrator is not None:
+            values["ft_calibration.applied"] = calibrator.applied
+            values["ft_calibration.frozen"] = calibrator.frozen
+            for frame, refit in calibrator.latest.items():
+                values[f"ft_calibration.{frame}.held_out_ratio"] = (
+                    f"{np.mean(refit.held_out.ratio):.3g}"
+                )
         for group in ("received", "processed", "dropped"):
             values.update({f"{group}.{k}": v for k, v in getattr(stats, group).items()})
         warnings = []

@@ -1,6 +1,7 @@
-"""Settings of the online whole-body estimator
+"""Settings and estimate of the online whole-body estimator
 (:class:`~inertia_id_ros.online.whole_body_estimator.WholeBodyEstimator`): the sync of its
-inputs, the gyro filter, the prior and its window's blocks."""
+inputs, the gyro filter, the prior, its window's blocks and the F/T sensors' calibration; what a
+solve gives (:class:`WholeBodyEstimate`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from inertia_id_ros.chain.whole_body_fit import (
     DEFAULT_PRIOR_WEIGHT,
     DEFAULT_WEIGHTING,
 )
 from inertia_id_ros.core.base_motion import DEFAULT_GYRO_HALF_WIDTH
 from inertia_id_ros.online.estimator import OnlineEstimatorConfig
+from inertia_id_ros.online.ft_calibrator import OnlineCalibrationConfig
 from inertia_id_ros.online.solving import (
     ellipsoid_values,
 )
@@ -71,6 +75,10 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
     """Per F/T sensor frame, the calibration (``inertia-id calibrate-ft``'s, of the readings in
     this package's sign convention) its readings go through; a sensor not in it: its readings as
     they come."""
+    online_calibration: OnlineCalibrationConfig | None = None
+    """Calibrate the internal F/T sensors it names online against the URDF's links
+    (:mod:`~inertia_id_ros.online.ft_calibrator`), each starting from its ``ft_calibrations``;
+    ``None``: off."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -87,3 +95,42 @@ class WholeBodyEstimatorConfig(OnlineEstimatorConfig):
         if self.imu_tilt not in IMU_TILT_USES:
             raise self._invalid("imu_tilt", f"must be one of {IMU_TILT_USES}")
         self._check_at_least_one("max_pending_samples")
+
+
+@dataclass(frozen=True)
+class WholeBodyEstimate:
+    """A fully physically consistent estimate of every identified URDF link.
+
+    ``link_names`` (L,) and ``thetas`` (L, 10) about and in each link's frame; ``labels`` (L,)
+    ``identified``, ``partly identified`` or ``prior only`` with ``identified_fraction`` (L,);
+    ``offsets`` {sensor frame: (6,)} (N, N m); ``min_pseudo_inertia_eigs`` (L,) (kg m²);
+    ``residual_rms`` of the rows; ``rank`` base parameters of ``n_params``; ``n_samples`` clock
+    stamps from ``t_first`` to ``t_last`` (s); ``stopped_sensors``: frames whose rows were
+    dropped at the solve; ``method``; ``solve_time`` (s, every solve of a weighted fit's
+    iteration); ``message``: non-empty if the solver stopped early.
+    """
+
+    link_names: tuple[str, ...]
+    thetas: np.ndarray
+    labels: tuple[str, ...]
+    identified_fraction: np.ndarray
+    offsets: dict[str, np.ndarray]
+    min_pseudo_inertia_eigs: np.ndarray
+    residual_rms: float
+    rank: int
+    n_params: int
+    n_samples: int
+    t_first: float
+    t_last: float
+    method: str
+    solve_time: float
+    stopped_sensors: tuple[str, ...] = ()
+    message: str = ""
+    x: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    noise_sigma: dict[str, float] = field(default_factory=dict)
+    """``weighting="channel"``: the residual standard deviation per row of each noise group
+    (:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`; N or N m) that weighted the fit
+    (weights ``1 / sigma^2``); empty when unweighted."""
+    imu_fixed_tilt: tuple[float, float] | None = None
+    """A fixed base with an IMU: the fixed frame's (roll, pitch) (rad) the IMU measures, the
+    mean over every sample processed so far (``None`` without)."""

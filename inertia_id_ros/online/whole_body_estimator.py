@@ -38,12 +38,12 @@ its inverse residual variance over the window, iterated at every solve.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from inertia_id_ros.chain.ft_calibration import calibrations_as_read
+from inertia_id_ros.chain.ft_calibration import SensorCalibration, calibrations_as_read
 from inertia_id_ros.chain.whole_body_fit import (
     NormalEquations,
     fit_whole_body,
@@ -54,6 +54,7 @@ from inertia_id_ros.core.whole_body_model import WholeBodyModel, WholeBodySample
 from inertia_id_ros.errors import SampleRejected
 from inertia_id_ros.online import whole_body_sync
 from inertia_id_ros.online.estimator import OnlineEstimator, SampleBatch
+from inertia_id_ros.online.ft_calibrator import OnlineFTCalibrator
 from inertia_id_ros.online.inputs import (
     ClockResetDetector,
     JointStateValidator,
@@ -68,7 +69,7 @@ from inertia_id_ros.online.solving import (
     ellipsoid_matrices,
     solver_failures,
 )
-from inertia_id_ros.online.whole_body_config import WholeBodyEstimatorConfig
+from inertia_id_ros.online.whole_body_config import WholeBodyEstimate, WholeBodyEstimatorConfig
 from inertia_id_ros.online.window import BlockWindow, SampleBuffer
 
 IMU = "imu"
@@ -77,45 +78,6 @@ SAMPLE = "sample"
 """Input kind of the window's samples without an IMU (F/T or joint-state stamps)."""
 _IMU_CLOCK = -1
 """Clock index of the IMU (F/T sensors are 0 .. S - 1, the joint states S)."""
-
-
-@dataclass(frozen=True)
-class WholeBodyEstimate:
-    """A fully physically consistent estimate of every identified URDF link.
-
-    ``link_names`` (L,) and ``thetas`` (L, 10) about and in each link's frame; ``labels`` (L,)
-    ``identified``, ``partly identified`` or ``prior only`` with ``identified_fraction`` (L,);
-    ``offsets`` {sensor frame: (6,)} (N, N m); ``min_pseudo_inertia_eigs`` (L,) (kg m²);
-    ``residual_rms`` of the rows; ``rank`` base parameters of ``n_params``; ``n_samples`` clock
-    stamps from ``t_first`` to ``t_last`` (s); ``stopped_sensors``: frames whose rows were
-    dropped at the solve; ``method``; ``solve_time`` (s, every solve of a weighted fit's
-    iteration); ``message``: non-empty if the solver stopped early.
-    """
-
-    link_names: tuple[str, ...]
-    thetas: np.ndarray
-    labels: tuple[str, ...]
-    identified_fraction: np.ndarray
-    offsets: dict[str, np.ndarray]
-    min_pseudo_inertia_eigs: np.ndarray
-    residual_rms: float
-    rank: int
-    n_params: int
-    n_samples: int
-    t_first: float
-    t_last: float
-    method: str
-    solve_time: float
-    stopped_sensors: tuple[str, ...] = ()
-    message: str = ""
-    x: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    noise_sigma: dict[str, float] = field(default_factory=dict)
-    """``weighting="channel"``: the residual standard deviation per row of each noise group
-    (:func:`~inertia_id_ros.chain.whole_body_fit.noise_groups`; N or N m) that weighted the fit
-    (weights ``1 / sigma^2``); empty when unweighted."""
-    imu_fixed_tilt: tuple[float, float] | None = None
-    """A fixed base with an IMU: the fixed frame's (roll, pitch) (rad) the IMU measures, the
-    mean over every sample processed so far (``None`` without)."""
 
 
 class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow]):
@@ -173,7 +135,18 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
         self._wrench_clocks = [ClockResetDetector(config.clock_jump_sec) for _ in model.sensors]
         """The IMU's and each sensor's clock-reset detection (as the joint states')."""
         self._is_contact = [sensor.kind == "contact" for sensor in model.sensors]
-        self._calibrated = calibrations_as_read(model.sensors, config.ft_calibrations)
+        self._ft_calibrations = dict(config.ft_calibrations)
+        self._calibrated = calibrations_as_read(model.sensors, self._ft_calibrations)
+        self._signs = [-1.0 if sensor.flip_wrench_sign else 1.0 for sensor in model.sensors]
+        online = config.online_calibration
+        self._calibrated_rows = whole_body_sync.sensor_channels(
+            model, self._channels, online.sensors if online else ()
+        )
+        """Per sensor calibrated online: its index and the rows of its six channels."""
+        if online is not None:
+            self.ft_calibrator = OnlineFTCalibrator(
+                self._ft_calibrations, replace(online, filter_half_width=config.filter_half_width)
+            )
         self._reads_zero = [False] * len(model.sensors)
         """Per sensor: its newest wrench was exactly zero (contact sensors only)."""
         self._zero_wrenches: Counter[str] = Counter()
@@ -522,6 +495,27 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
         Y[dropped] = 0.0
         b[dropped] = 0.0
         return Y, b
+
+    def _feed_calibrator(
+        self, calibrator: OnlineFTCalibrator, batch: SampleBatch, Y: np.ndarray, y: np.ndarray
+    ) -> None:
+        """Per sensor calibrated online, its readings and the wrench the URDF's links predict
+        from the rows (``Y`` (N, C, P) at the prior, less ``y`` (N, C), plus the reading: the
+        rows' other terms); the samples whose rows were dropped are left out."""
+        m = whole_body_sync.SampleColumns.unpack(
+            batch.measured, len(self.sensor_frames), self.config.with_efforts
+        )
+        dropped = m.dropped_rows(self._depends)
+        for k, rows in self._calibrated_rows:
+            frame = self.sensor_frames[k]
+            measured = m.wrenches[:, k] * self._signs[k]
+            reference = Y[:, rows] @ self.model.prior - y[:, rows] + measured
+            reference[dropped[:, rows].any(axis=1)] = np.nan
+            calibrator.add(frame, batch.t, calibrator.readings(frame, measured), reference)
+
+    def _use_ft_calibrations(self, calibrations: Mapping[str, SensorCalibration]) -> None:
+        self._ft_calibrations.update(calibrations)
+        self._calibrated = calibrations_as_read(self.model.sensors, self._ft_calibrations)
 
     # ---- solving ---------------------------------------------------------------------------
 

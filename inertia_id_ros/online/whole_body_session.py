@@ -16,10 +16,11 @@ from inertia_id_ros.core.base_motion import TILT_CHECK_TOLERANCE, tilt_differenc
 from inertia_id_ros.core.whole_body_model import WholeBodyModel
 from inertia_id_ros.errors import SampleRejected
 from inertia_id_ros.online.estimator import window_capacities
+from inertia_id_ros.online.ft_calibrator import OnlineCalibrationConfig
 from inertia_id_ros.online.session import Diagnostics, Session, Warning_
 from inertia_id_ros.online.solving import ellipsoid_values
-from inertia_id_ros.online.whole_body_config import WholeBodyEstimatorConfig
-from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate, WholeBodyEstimator
+from inertia_id_ros.online.whole_body_config import WholeBodyEstimate, WholeBodyEstimatorConfig
+from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimator
 
 if TYPE_CHECKING:
     from inertia_id_ros.chain.ft_calibration import SensorCalibration
@@ -200,12 +201,14 @@ def whole_body_session(
     imu_tilt: str | None = None,
     bounding_ellipsoids: Sequence[np.ndarray | None] | None = None,
     ft_calibrations: Mapping[str, SensorCalibration] | None = None,
+    online_calibration: OnlineCalibrationConfig | None = None,
 ) -> WholeBodySession:
     """The whole-body session the node runs for its parameters of the same names (None: the
     :class:`WholeBodyEstimatorConfig` default; ``sample_rate_hz`` is its
     ``max_sample_rate_hz``; ``bounding_ellipsoids`` per identified link ``None`` or its ``Q``
     (4x4, link frame); ``ft_calibrations`` per F/T frame its calibration, the node's
-    ``ft_calibration_file``). A fixed base's frame and tilt are the ``model``'s."""
+    ``ft_calibration_file``; ``online_calibration``: calibrate the internal sensors online, the
+    node's ``ft_calibration_online``). A fixed base's frame and tilt are the ``model``'s."""
     extra: dict[str, Any] = {
         k: v
         for k, v in (
@@ -215,6 +218,7 @@ def whole_body_session(
             ("imu_tilt", imu_tilt),
             ("bounding_ellipsoids", ellipsoid_values(bounding_ellipsoids)),
             ("ft_calibrations", ft_calibrations),
+            ("online_calibration", online_calibration),
         )
         if v is not None
     }

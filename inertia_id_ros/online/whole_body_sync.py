@@ -203,3 +203,17 @@ def wrench_dependencies(model: WholeBodyModel, with_efforts: bool) -> np.ndarray
         _, b, _ = model.rows(WholeBodySamples(q, q * 0, q * 0, base, probe, efforts), with_efforts)
         depends[k] = np.abs(b - b0) > 1e-12
     return depends
+
+
+def sensor_channels(
+    model: WholeBodyModel, channels: Sequence[str], frames: Sequence[str]
+) -> list[tuple[int, np.ndarray]]:
+    """Per internal F/T sensor of ``frames``: its index in ``model.sensors`` and the rows (6,)
+    of its channels among a sample's ``channels``; ValueError naming a frame that is not an
+    internal sensor."""
+    internal = [s.frame for s in model.sensors if s.kind == "internal"]
+    unknown = sorted(set(frames) - set(internal))
+    if unknown:
+        raise ValueError(f"{unknown} are not internal F/T sensors ({internal})")
+    sensors = [s.frame for s in model.sensors]
+    return [(sensors.index(f), channels.index(f"{f}.fx") + np.arange(6)) for f in frames]

@@ -13,11 +13,17 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from inertia_id_ros.chain.friction import DriveParameters
 from inertia_id_ros.core.inertia import inertia_from_theta, theta_from_inertia
-from inertia_id_ros.msg import InertialParameters, InertialParametersArray, JointDriveParameters
+from inertia_id_ros.msg import (
+    FTCalibration,
+    InertialParameters,
+    InertialParametersArray,
+    JointDriveParameters,
+)
+from inertia_id_ros.online.ft_calibrator import CalibrationUpdate
 from inertia_id_ros.online.link_estimator import LinkEstimate
 from inertia_id_ros.online.payload_estimator import Estimate
 from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimate
-from inertia_id_ros.online.whole_body_estimator import WholeBodyEstimate
+from inertia_id_ros.online.whole_body_config import WholeBodyEstimate
 
 
 def stamp_to_seconds(stamp: Time) -> float:
@@ -352,4 +358,23 @@ def whole_body_estimate_to_msg(estimate: WholeBodyEstimate) -> InertialParameter
     msg.identified_fraction = [float(v) for v in estimate.identified_fraction]
     msg.sensor_frames = list(estimate.offsets)
     msg.sensor_offsets = [array_to_wrench(v) for v in estimate.offsets.values()]
+    return msg
+
+
+def ft_calibration_to_msg(update: CalibrationUpdate) -> FTCalibration:
+    """An online calibration's refit as a message (stamped with its newest sample)."""
+    calibration, held_out = update.calibration, update.held_out
+    msg = FTCalibration(
+        matrix=calibration.matrix.ravel().tolist(),
+        matrix_std=calibration.matrix_std.ravel().tolist(),
+        offset=calibration.offset.tolist(),
+        offset_std=calibration.offset_std.tolist(),
+        held_out_rms_in_use=held_out.current.tolist(),
+        held_out_rms=held_out.calibrated.tolist(),
+        num_samples=int(calibration.n_samples),
+        first_sample_time=float(update.t_first),
+        applied=bool(update.applied),
+    )
+    msg.header.stamp = seconds_to_stamp(update.t_last)
+    msg.header.frame_id = update.frame
     return msg

@@ -45,7 +45,9 @@ from inertia_id_ros.modes.parameters import (
     settings_from_parameters,
     validate_change,
 )
-from inertia_id_ros.online.session import Session
+from inertia_id_ros.msg import FTCalibration
+from inertia_id_ros.online.session import Session, Update
+from inertia_id_ros.ros.conversions import ft_calibration_to_msg
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
 from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
 from inertia_id_ros.ros.qos import sensor_data
@@ -119,6 +121,11 @@ class InertiaIdNode(Node):
             else WizardWiring(self, self._io, self.session, self.settings, target)
         )
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._calibrations = (
+            None
+            if self.session.estimator.ft_calibrator is None
+            else self.create_publisher(FTCalibration, "~/ft_calibration", 10)
+        )
         self._last_diagnostics = -float("inf")
         self.create_service(Identify, "~/identify", self._on_identify)
         self.add_on_set_parameters_callback(self._validate_parameters)
@@ -215,7 +222,14 @@ class InertiaIdNode(Node):
         if markers:
             self._last_markers = now
         self._io.publish(update, markers)
+        self._publish_calibrations(update)
         self._publish_diagnostics()
+
+    def _publish_calibrations(self, update: Update) -> None:
+        """``~/ft_calibration``: each F/T calibration the update refitted online."""
+        if self._calibrations is not None:
+            for refit in update.calibrations:
+                self._calibrations.publish(ft_calibration_to_msg(refit))
 
     def _publish_diagnostics(self) -> None:
         """The session's diagnostics and the node's own values on ``/diagnostics``."""
@@ -298,6 +312,7 @@ class InertiaIdNode(Node):
         for warning in update.warnings:
             self.warn(warning)
         self._io.publish_change(update)
+        self._publish_calibrations(update)
         response.success = update.ok
         response.message = update.message if update.ok else f"{update.status}: {update.message}"
         if update.ok:
