@@ -150,6 +150,25 @@ def _select_lambda(
     return float(candidates[best[-1]])  # ties: the strongest pull toward the current
 
 
+def correlation_time(residual: np.ndarray, max_lag: int = 200) -> float:
+    """The integrated autocorrelation time (samples; 1 for white noise) of ``residual`` (N,):
+    ``1 + 2 Σ ρ_k`` over the lags up to the first non-positive correlation (at most
+    ``max_lag``). Residuals of smoothed readings against a filtered reference are correlated
+    over the filter's width: their variance over ``N`` samples is that of ``N / τ``
+    independent ones."""
+    r = np.asarray(residual, dtype=float) - np.mean(residual)
+    variance = float(r @ r)
+    tau = 1.0
+    if variance <= 0.0:
+        return tau
+    for k in range(1, min(max_lag, len(r) // 4)):
+        rho = float(r[:-k] @ r[k:]) / variance
+        if rho <= 0.0:
+            break
+        tau += 2.0 * rho
+    return tau
+
+
 def fit_ft_calibration(
     readings: np.ndarray,
     reference: np.ndarray,
@@ -162,7 +181,9 @@ def fit_ft_calibration(
     ``current`` (6, 6; default the identity: the readings are the current wrench); ``kind`` per
     :data:`FT_CALIBRATION_KINDS`; each output axis's ``λ`` from ``lambdas`` (relative, see
     :data:`DEFAULT_LAMBDAS`) by ``folds``-fold cross-validation on contiguous blocks. Standard
-    errors from the residual variance per axis (white noise assumed)."""
+    errors from the residual variance per axis, widened by the residual's
+    :func:`correlation_time` (they still hold no bias: a reference whose model is wrong, or
+    axes the motion does not separate)."""
     if kind not in FT_CALIBRATION_KINDS:
         raise ProblemError(f"calibration kind {kind!r} is not one of {FT_CALIBRATION_KINDS}")
     r = np.asarray(readings, dtype=float)
@@ -185,6 +206,7 @@ def fit_ft_calibration(
         beta, inverse = _ridge(X - mx, w[:, i] - my, prior, lam)
         residual = w[:, i] - my - (X - mx) @ beta
         sigma2 = float(residual @ residual) / max(n - X.shape[1] - 1, 1)
+        sigma2 *= correlation_time(residual)
         Xc = X - mx
         cov_beta = sigma2 * inverse @ (Xc.T @ Xc) @ inverse
         if kind == "full":

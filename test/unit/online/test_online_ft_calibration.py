@@ -81,7 +81,8 @@ def test_a_drifted_leg_sensor_is_calibrated_online_against_the_urdf(icub_run):
     moving = [0, 1, 3, 4, 5]  # fz barely varies (the weight): its gain trades with the offset
     assert np.allclose(np.diag(in_use)[moving], np.diag(truth)[moving], rtol=0.05)
     assert np.max(np.abs(in_use - truth)[:, moving]) < 0.06
-    assert np.all(np.isfinite(first.calibration.matrix_std))
+    latest = refits[-1].calibration  # the truth within its (correlation-widened) errors
+    assert np.all(np.abs(latest.matrix - truth) < 5.0 * latest.matrix_std)
     assert np.all(first.calibration.matrix_std > 0) and np.all(first.calibration.offset_std > 0)
     later = refits[-1]
     assert not later.applied  # a refit no better than the one in use is not applied
