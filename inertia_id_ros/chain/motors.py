@@ -6,10 +6,17 @@ motor of joint ``m``; :mod:`inertia_id_ros.formats.transmission`), motor ``m`` t
 
     tau_m = rotor_inertia * ddq_m + viscous * dq_m + coulomb * s(dq_m)
 
-reaches the joints as ``tau_joint = G[m]ᵀ tau_m`` (the same power on both sides): motor ``m``'s
-regressor column of a term is ``G[m]ᵀ`` times its signal of ``q_m``. ``s`` is the joints' smooth
-sign (:func:`~inertia_id_ros.chain.friction.smooth_sign`), ``|G[m, m]| v`` wide (motor rad/s;
-``v`` the Coulomb width of the motor's own joint, so the same width seen from the joint).
+reaches the joints as ``tau_joint = G[m]ᵀ tau_m`` (the same power on both sides). ``s`` is the
+joints' smooth sign (:func:`~inertia_id_ros.chain.friction.smooth_sign`), ``|G[m, m]| v`` wide
+(motor rad/s; ``v`` the Coulomb width of the motor's own joint, so the same width seen from it).
+
+The fit's parameters are these terms seen at the motor's own joint, as a joint drive's
+(:data:`MOTOR_TERMS`: armature ``G[m, m]² rotor_inertia``, viscous ``G[m, m]² viscous``,
+Coulomb ``|G[m, m]| coulomb``, in joint units), on the motor's coordinate in joint units
+``u = q_m / G[m, m] = d q`` with ``d = G[m] / G[m, m]``: ``tau_joint = dᵀ (armature ü +
+viscous u̇ + coulomb s(u̇))`` (``s`` ``v`` wide), the same torque. Motor side, a rotor's
+inertia is some 10⁴ times smaller than what it adds at the joint, and a fit with such columns
+beside the links' would be solved to a precision that does not resolve them.
 
 A motor turning with its own joint alone adds only to that joint's drive terms
 (:mod:`inertia_id_ros.chain.friction`: armature ``G[m, m]² rotor_inertia``, viscous
@@ -27,11 +34,12 @@ import numpy as np
 
 from inertia_id_ros.chain.friction import JointDrive, smooth_sign
 
-MOTOR_TERMS = ("rotor_inertia", "viscous", "coulomb")
-"""A coupled motor's parameters, in the order they appear in a parameter vector; all ``>= 0``."""
+MOTOR_TERMS = ("armature", "viscous", "coulomb")
+"""A coupled motor's parameters, seen at its own joint (revolute: kg·m², N·m·s/rad, N·m), in
+the order they appear in a parameter vector; all ``>= 0``."""
 
-MOTOR_TERM_UNITS = {"rotor_inertia": "kg·m²", "viscous": "N·m·s/rad", "coulomb": "N·m"}
-"""Units of a coupled motor's parameters, motor side."""
+MOTOR_SIDE_TERMS = ("rotor_inertia", "viscous", "coulomb")
+"""The same terms in the motor's own coordinate (kg·m², N·m·s/rad, N·m motor side)."""
 
 
 @dataclass(frozen=True)
@@ -109,42 +117,65 @@ class MotorCoupling:
 @dataclass(frozen=True)
 class CoupledMotor:
     """Motor of ``joint`` turning with several joints of a chain: ``row`` (n,) its ``G[m]`` over
-    the chain's joints (motor rad per joint rad), ``coulomb_velocity`` its Coulomb sign's width
-    (motor rad/s). Inputs are (N, n) joint velocities and accelerations in the chain's order."""
+    the chain's joints (motor rad per joint rad), ``gear`` its ``G[m, m]`` (motor rad per rad
+    of ``joint``), ``width`` the Coulomb width ``v`` of ``joint`` (rad/s). Inputs are (N, n)
+    joint velocities and accelerations in the chain's order."""
 
     joint: str
     row: np.ndarray = field(repr=False)
-    coulomb_velocity: float
+    gear: float
+    width: float
 
     @property
     def name(self) -> str:
         """The motor's name in parameter names: ``<joint>_motor``."""
         return f"{self.joint}_motor"
 
+    @property
+    def coulomb_velocity(self) -> float:
+        """The Coulomb sign's width motor side, ``|G[m, m]| v`` (motor rad/s)."""
+        return abs(self.gear) * self.width
+
     def regressor(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """(N, n, 3) joint-torque columns of :data:`MOTOR_TERMS`: ``G[m]ᵀ`` times the motor's
-        ``[ddq_m, dq_m, s(dq_m)]``."""
-        velocity = np.asarray(dq, dtype=float) @ self.row
+        """(N, n, 3) joint-torque columns of :data:`MOTOR_TERMS`: ``dᵀ [ü, u̇, s(u̇)]``."""
+        d = self.row / self.gear
+        velocity = np.asarray(dq, dtype=float) @ d
         signals = np.stack(
-            [
-                np.asarray(ddq, dtype=float) @ self.row,
-                velocity,
-                smooth_sign(velocity, self.coulomb_velocity),
-            ],
+            [np.asarray(ddq, dtype=float) @ d, velocity, smooth_sign(velocity, self.width)],
             axis=-1,
         )
-        return self.row[None, :, None] * signals[:, None, :]
+        return d[None, :, None] * signals[:, None, :]
+
+    def motor_side(self, values: Mapping[str, float]) -> dict[str, float]:
+        """The :data:`MOTOR_SIDE_TERMS` of the terms ``values`` (:data:`MOTOR_TERMS` keys)."""
+        gear = self.gear
+        return {
+            "rotor_inertia": values["armature"] / gear**2,
+            "viscous": values["viscous"] / gear**2,
+            "coulomb": values["coulomb"] / abs(gear),
+        }
+
+    def joint_side(self, values: Mapping[str, float]) -> dict[str, float]:
+        """The :data:`MOTOR_TERMS` of the motor-side terms ``values`` (:meth:`motor_side`)."""
+        gear = self.gear
+        return {
+            "armature": values["rotor_inertia"] * gear**2,
+            "viscous": values["viscous"] * gear**2,
+            "coulomb": values["coulomb"] * abs(gear),
+        }
 
     def joint_torques(
         self, values: Mapping[str, float], dq: np.ndarray, ddq: np.ndarray
     ) -> np.ndarray:
-        """(N, n) joint torques ``G[m]ᵀ tau_m`` of the motor torque ``tau_m`` (N·m) with the term
-        ``values`` (:data:`MOTOR_TERMS` keys), written out."""
+        """(N, n) joint torques ``G[m]ᵀ tau_m`` of the motor torque ``tau_m`` (N·m, motor side)
+        of the terms ``values`` (:data:`MOTOR_TERMS` keys), written out in the motor's
+        coordinate."""
+        motor = self.motor_side(values)
         velocity = np.asarray(dq, dtype=float) @ self.row
         tau = (
-            values["rotor_inertia"] * (np.asarray(ddq, dtype=float) @ self.row)
-            + values["viscous"] * velocity
-            + values["coulomb"] * smooth_sign(velocity, self.coulomb_velocity)
+            motor["rotor_inertia"] * (np.asarray(ddq, dtype=float) @ self.row)
+            + motor["viscous"] * velocity
+            + motor["coulomb"] * smooth_sign(velocity, self.coulomb_velocity)
         )
         return np.outer(tau, self.row)
 
@@ -175,6 +206,6 @@ def coupled_motors(
                 for j in joint_names
             ]
         )
-        width = abs(gear) * drives[list(joint_names).index(joint)].coulomb_velocity
-        motors.append(CoupledMotor(joint, row, width))
+        width = drives[list(joint_names).index(joint)].coulomb_velocity
+        motors.append(CoupledMotor(joint, row, float(gear), width))
     return tuple(motors)

@@ -43,7 +43,7 @@ def test_only_a_coupled_motor_adds_terms_and_without_one_the_model_is_unchanged(
     diagonal = panda(MotorCoupling(PANDA_ARM_JOINTS, np.diag(RATIOS)))
     assert diagonal.parameter_names == plain.parameter_names and diagonal.motors == ()
     coupled = panda(wrist_coupling())
-    motor_names = ["panda_joint7_motor." + t for t in ("rotor_inertia", "viscous", "coulomb")]
+    motor_names = ["panda_joint7_motor." + t for t in ("armature", "viscous", "coulomb")]
     assert list(coupled.parameter_names) == [*plain.parameter_names, *motor_names]
     assert set(coupled.nonnegative) == set(plain.nonnegative) | {
         plain.n_parameters + k for k in (0, 1, 2)
@@ -51,6 +51,7 @@ def test_only_a_coupled_motor_adds_terms_and_without_one_the_model_is_unchanged(
     np.testing.assert_array_equal(coupled.prior, np.r_[plain.prior, 0.0, 0.0, 0.0])
     (motor,) = coupled.motors
     np.testing.assert_allclose(motor.row, [0, 0, 0, 0, 0, 40.0, 80.0])
+    assert motor.gear == 80.0
     assert motor.coulomb_velocity == pytest.approx(80.0 * WIDTH)  # motor side, the same width
     q, dq, ddq = motion()
     np.testing.assert_array_equal(
@@ -65,7 +66,7 @@ def test_a_coupled_motors_regressor_is_its_torque_through_the_transmission() -> 
     rng = np.random.default_rng(3)
     x_plain = plain.prior + np.r_[np.zeros(70), rng.uniform(0.0, 0.5, plain.n_parameters - 70)]
     rotor, viscous, coulomb = 3e-5, 2e-4, 0.03  # kg m², N m s/rad, N m (motor side)
-    x = np.r_[x_plain, rotor, viscous, coulomb]
+    x = np.r_[x_plain, 80.0**2 * rotor, 80.0**2 * viscous, 80.0 * coulomb]  # at joint 7
     q, dq, ddq = motion(seed=1)
     # motor 7's torque in its own coordinate, then to the joints: tau_joint = Gᵀ tau_motor
     G = coupling.matrix
@@ -81,8 +82,8 @@ def test_a_coupled_motors_regressor_is_its_torque_through_the_transmission() -> 
     np.testing.assert_allclose(Y @ x + coupled.known_torques(ddq), expected, rtol=1e-10, atol=1e-9)
     np.testing.assert_allclose(coupled.inverse_dynamics(x, q, dq, ddq), expected, atol=1e-9)
     assert np.abs(tau_motor @ G)[:, 5].max() > 0.1  # joint 6 feels motor 7
-    values = coupled.drive_parameters(x)["panda_joint7_motor"]
-    assert values == {"rotor_inertia": rotor, "viscous": viscous, "coulomb": coulomb}
+    values = coupled.motors[0].motor_side(coupled.drive_parameters(x)["panda_joint7_motor"])
+    assert values == pytest.approx({"rotor_inertia": rotor, "viscous": viscous, "coulomb": coulomb})
 
 
 def test_derived_models_keep_the_coupled_motor_and_its_coulomb_width() -> None:
