@@ -283,4 +283,4 @@ def known_armature_model(model: LinkModel, rotors: Iterable[RotorInertia]) -> Li
     for rotor in rotors:
         for joint in rotor.applied_to:
             drives[joint] = replace(drives[joint], armature=False, rotor_inertia=rotor.value)
-    return LinkModel(model.model, drives, model.robot_joint_names)
+    return LinkModel(model.model, drives, model.robot_joint_names, model.coupling)

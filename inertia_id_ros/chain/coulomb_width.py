@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inertia_id_ros.chain.friction import smooth_sign
 from inertia_id_ros.chain.link_fit import build_link_problem, time_blocks
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel, regression_system
 from inertia_id_ros.core.covariance import ChannelNormalEquations
@@ -49,17 +48,17 @@ def with_coulomb_velocity(model: LinkModel, width: float) -> LinkModel:
     """A copy of ``model`` whose every joint's Coulomb sign is ``tanh(dq / width)`` (rad/s;
     0: exact sign)."""
     drives = [dataclasses.replace(d, coulomb_velocity=width) for d in model.drives]
-    return LinkModel(model.model, drives, model.robot_joint_names)
+    return LinkModel(model.model, drives, model.robot_joint_names, model.coupling)
 
 
 @dataclass(frozen=True)
 class CoulombWidthBlocks:
     """Per-joint normal equations (:func:`~inertia_id_ros.chain.links.link_channels`) of each
     contiguous time block of one recording (:func:`~inertia_id_ros.chain.link_fit.time_blocks`),
-    of the model's regressor extended by the Coulomb columns of every candidate width
-    (``widths`` (W,) rad/s): ``blocks`` over ``p + W n_joints`` columns, ``columns[i]`` (p,) the
-    ones making the regressor with ``widths[i]``. One regressor pass serves every width, fold
-    and prior weight."""
+    of the model's regressor extended by the Coulomb columns (the joints' and the coupled motors')
+    of every candidate width (``widths`` (W,) rad/s): ``blocks`` over ``p + W c`` columns (``c``
+    Coulomb terms), ``columns[i]`` (p,) the ones making the regressor with ``widths[i]``. One
+    regressor pass serves every width, fold and prior weight."""
 
     widths: np.ndarray
     blocks: tuple[ChannelNormalEquations, ...]
@@ -83,15 +82,16 @@ def coulomb_width_blocks(
     ``n_folds`` blocks."""
     candidates = np.asarray(widths, dtype=float)
     n, p = model.n_joints, model.n_parameters
+    n_links = 10 * n
     coulomb = np.array(
         [
-            model.parameter_names.index(f"{joint}.coulomb")
-            for joint, drive in zip(model.joint_names, model.drives)
-            if "coulomb" in drive.terms
+            i
+            for i, name in enumerate(model.parameter_names)
+            if i >= n_links and name.endswith(".coulomb")
         ],
         dtype=int,
     )
-    with_coulomb = [j for j, drive in enumerate(model.drives) if "coulomb" in drive.terms]
+    candidate_models = [with_coulomb_velocity(model, float(width)) for width in candidates]
     columns = []
     for i in range(candidates.size):
         selected = np.arange(p)
@@ -101,13 +101,14 @@ def coulomb_width_blocks(
     for rows in time_blocks(data.n_samples, n_folds):
         d = model.in_joint_order(data.subset(rows))
         Y, y = regression_system(model, d)
-        extra = np.zeros((rows.size, n, candidates.size * coulomb.size))
-        for i, width in enumerate(candidates):
-            for c, j in enumerate(with_coulomb):
-                extra[:, j, i * coulomb.size + c] = smooth_sign(d.velocities[:, j], width)
+        extra = [
+            candidate.drive_regressor(d.velocities, d.accelerations)[:, :, coulomb - n_links]
+            for candidate in candidate_models
+        ]
         blocks.append(
             ChannelNormalEquations.from_samples(
-                np.concatenate([Y.reshape(rows.size, n, p), extra], axis=2), y.reshape(rows.size, n)
+                np.concatenate([Y.reshape(rows.size, n, p), *extra], axis=2),
+                y.reshape(rows.size, n),
             )
         )
     return CoulombWidthBlocks(candidates, tuple(blocks), tuple(columns), p)

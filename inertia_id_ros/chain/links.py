@@ -13,11 +13,14 @@ about joint ``k``'s frame, :mod:`inertia_id_ros.core.inertia` order), ``Y_links`
 for a URDF). With the drive columns appended, ``tau = Y(q, dq, ddq) @ x + tau_known(ddq)``
 (:meth:`LinkModel.joint_torque_regressor`) with the parameter vector::
 
-    x = [theta_link_1 (10), ..., theta_link_n (10), drive terms of joint 1, ..., of joint n]
+    x = [theta_link_1 (10), ..., theta_link_n (10), drive terms of joint 1, ..., of joint n,
+         terms of coupled motor 1, ...]
 
-(:attr:`LinkModel.parameter_names`). ``tau_known`` is the torque of a known, not estimated,
-armature. The fit of ``x`` to the torques is :mod:`inertia_id_ros.chain.link_fit`, the
-parameters the data determine :mod:`inertia_id_ros.chain.base_parameters`.
+(:attr:`LinkModel.parameter_names`); a coupled motor's rotor inertia and friction (given the
+transmission's matrix, :mod:`inertia_id_ros.chain.motors`) add ``G[m]ᵀ tau_m`` to the torques.
+``tau_known`` is the torque of a known, not estimated, armature. The fit of ``x`` to the torques is
+:mod:`inertia_id_ros.chain.link_fit`, the parameters the data determine
+:mod:`inertia_id_ros.chain.base_parameters`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 import pinocchio as pin
 
 from inertia_id_ros.chain.friction import NONNEGATIVE_DRIVE_TERMS, JointDrive
+from inertia_id_ros.chain.motors import MOTOR_TERMS, MotorCoupling, coupled_motors
 from inertia_id_ros.core.covariance import ChannelNormalEquations
 from inertia_id_ros.core.inertia import THETA_NAMES
 from inertia_id_ros.core.robots import load_model, reduce_model
@@ -105,7 +109,9 @@ class LinkModel:
     friction/armature terms and effort scale: one :class:`JointDrive` for every joint, a sequence in
     joint order, or a mapping from joint name (joints not in it get ``JointDrive()``).
     ``robot_joint_names``: every joint of the robot the chain was taken from, the locked ones
-    too (default: the chain's); joint states may name them.
+    too (default: the chain's); joint states may name them. ``coupling``: the transmission's
+    motor-to-joint matrix (default none): each motor turning with several joints adds its rotor
+    inertia, viscous and Coulomb friction (:attr:`motors`, :mod:`inertia_id_ros.chain.motors`).
     """
 
     def __init__(
@@ -113,6 +119,7 @@ class LinkModel:
         model: pin.Model,
         drives: DriveSpec = JointDrive(),
         robot_joint_names: Sequence[str] | None = None,
+        coupling: MotorCoupling | None = None,
     ):
         self.model = model
         self._data = model.createData()
@@ -135,12 +142,19 @@ class LinkModel:
         names += [
             f"{joint}.{t}" for joint, d in zip(self.joint_names, self.drives) for t in d.terms
         ]
+        self.coupling = coupling
+        self.motors = (
+            () if coupling is None else coupled_motors(coupling, self.joint_names, self.drives)
+        )
+        names += [f"{motor.name}.{t}" for motor in self.motors for t in MOTOR_TERMS]
         self.parameter_names: tuple[str, ...] = tuple(names)
         self.n_parameters = len(names)
+        self.n_motor_parameters = len(MOTOR_TERMS) * len(self.motors)
+        nonnegative = NONNEGATIVE_DRIVE_TERMS | set(MOTOR_TERMS)
         self.nonnegative: tuple[int, ...] = tuple(
             i
             for i, name in enumerate(names)
-            if i >= 10 * self.n_joints and name.rsplit(".", 1)[1] in NONNEGATIVE_DRIVE_TERMS
+            if i >= 10 * self.n_joints and name.rsplit(".", 1)[1] in nonnegative
         )
         self._q_index = [
             (model.joints[j].idx_q, model.joints[j].nq) for j in range(1, model.njoints)
@@ -153,6 +167,7 @@ class LinkModel:
         joints: Sequence[str] | None = None,
         locked_positions: Mapping[str, float] | None = None,
         drives: DriveSpec = JointDrive(),
+        coupling: MotorCoupling | None = None,
     ) -> LinkModel:
         """Model of the chain of ``joints`` (default: all) of the URDF at path ``urdf``.
 
@@ -161,7 +176,7 @@ class LinkModel:
         ignored, so ``data.mean_positions()`` locks joints at their measured positions). A locked
         joint's subtree is lumped into the link it hangs from.
         """
-        return cls.from_model(load_model(urdf), joints, locked_positions, drives)
+        return cls.from_model(load_model(urdf), joints, locked_positions, drives, coupling)
 
     @classmethod
     def from_model(
@@ -170,6 +185,7 @@ class LinkModel:
         joints: Sequence[str] | None = None,
         locked_positions: Mapping[str, float] | None = None,
         drives: DriveSpec = JointDrive(),
+        coupling: MotorCoupling | None = None,
     ) -> LinkModel:
         """Model of the chain of ``joints`` (default: all) of the whole robot's model ``robot``;
         as :meth:`from_urdf`. Raises :class:`~inertia_id_ros.core.robots.JointNotFound`."""
@@ -177,7 +193,7 @@ class LinkModel:
         locked = {
             name: value for name, value in (locked_positions or {}).items() if name not in keep
         }
-        return cls(reduce_model(robot, keep, locked), drives, robot.names[1:])
+        return cls(reduce_model(robot, keep, locked), drives, robot.names[1:], coupling)
 
     def _drives_per_joint(self, drives: DriveSpec) -> tuple[JointDrive, ...]:
         if isinstance(drives, JointDrive):
@@ -204,22 +220,25 @@ class LinkModel:
     @property
     def prior(self) -> np.ndarray:
         """(n_parameters,) the model's inertials (URDF) and the drives' priors (zero friction and
-        offset, reflected rotor inertia as armature)."""
+        offset, reflected rotor inertia as armature); zero for the coupled motors' terms."""
         thetas = [
             self.model.inertias[j].toDynamicParameters() for j in range(1, self.model.njoints)
         ]
-        return np.concatenate(thetas + [d.prior() for d in self.drives])
+        motors = np.zeros(self.n_motor_parameters)
+        return np.concatenate(thetas + [d.prior() for d in self.drives] + [motors])
 
     def link_parameters(self, x: np.ndarray) -> np.ndarray:
         """(n_joints, 10) view of the links' ``theta`` in ``x``."""
         return np.asarray(x)[: 10 * self.n_joints].reshape(self.n_joints, 10)
 
     def drive_parameters(self, x: np.ndarray) -> dict[str, dict[str, float]]:
-        """``{joint: {term: value}}`` of the estimated drive terms in ``x`` (units: friction.py)."""
+        """``{joint: {term: value}}`` of the estimated drive terms in ``x`` (units: friction.py),
+        then ``{motor name: {term: value}}`` of each coupled motor's (units: motors.py)."""
         out: dict[str, dict[str, float]] = {j: {} for j in self.joint_names}
+        out.update({motor.name: {} for motor in self.motors})
         for name, value in zip(self.parameter_names[10 * self.n_joints :], x[10 * self.n_joints :]):
-            joint, term = name.rsplit(".", 1)
-            out[joint][term] = float(value)
+            owner, term = name.rsplit(".", 1)
+            out[owner][term] = float(value)
         return out
 
     def in_joint_order(self, data: JointTorqueData) -> JointTorqueData:
@@ -261,7 +280,8 @@ class LinkModel:
 
         Inputs are (N, n_joints) in the model's joint order. The first ``10 n`` columns are
         ``pin.computeJointTorqueRegressor`` (RNEA is linear in the links' ``theta``), the rest each
-        joint's drive columns ``[dq, s(dq), 1, ddq]`` (estimated terms only).
+        joint's drive columns ``[dq, s(dq), 1, ddq]`` (estimated terms only) and each coupled
+        motor's (:meth:`drive_regressor`).
         """
         dq = np.atleast_2d(np.asarray(velocities, dtype=float))
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
@@ -352,13 +372,16 @@ class LinkModel:
     def drive_regressor(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(N, n_joints, n_drive_parameters) drive columns of :meth:`joint_torque_regressor`
         for velocities ``dq`` and accelerations ``ddq`` (N, n_joints): joint ``j``'s only in row
-        ``j``."""
+        ``j``, then each coupled motor's ``G[m]ᵀ [ddq_m, dq_m, s(dq_m)]`` in every row."""
         out = np.zeros(dq.shape + (self.n_parameters - 10 * self.n_joints,))
         col = 0
         for j, drive in enumerate(self.drives):
             m = len(drive.terms)
             out[:, j, col : col + m] = drive.regressor(dq[:, j], ddq[:, j])
             col += m
+        for motor in self.motors:
+            out[:, :, col : col + len(MOTOR_TERMS)] = motor.regressor(dq, ddq)
+            col += len(MOTOR_TERMS)
         return out
 
     def known_torques(self, accelerations: np.ndarray) -> np.ndarray:
@@ -378,7 +401,8 @@ class LinkModel:
         velocities: np.ndarray,
         accelerations: np.ndarray,
     ) -> np.ndarray:
-        """(N, n_joints) joint torques for parameters ``x`` by pinocchio RNEA plus the drive terms.
+        """(N, n_joints) joint torques for parameters ``x`` by pinocchio RNEA plus each drive's
+        torque and each coupled motor's ``G[m]ᵀ tau_m``, written out.
 
         Independent of the regressor: ``inverse_dynamics(x, ...) == Y @ x + known_torques``.
         """
@@ -393,8 +417,12 @@ class LinkModel:
         dq = np.atleast_2d(np.asarray(velocities, dtype=float))
         ddq = np.atleast_2d(np.asarray(accelerations, dtype=float))
         tau = np.stack([pin.rnea(model, data, q[k], dq[k], ddq[k]) for k in range(q.shape[0])])
-        drive_torques = self.drive_regressor(dq, ddq) @ x[10 * self.n_joints :]
-        return tau + drive_torques + self.known_torques(ddq)
+        values = self.drive_parameters(x)
+        for j, (joint, drive) in enumerate(zip(self.joint_names, self.drives)):
+            tau[:, j] += drive.parameters(values[joint]).torque(dq[:, j], ddq[:, j])
+        for motor in self.motors:
+            tau += motor.joint_torques(values[motor.name], dq, ddq)
+        return tau
 
 
 def regression_system(model: LinkModel, data: JointTorqueData) -> tuple[np.ndarray, np.ndarray]:
@@ -475,7 +503,7 @@ def with_gravity(model: LinkModel, gravity: np.ndarray) -> LinkModel:
     """A copy of ``model`` whose gravity (root frame, m/s²) is ``gravity`` (3,)."""
     robot = model.model.copy()
     robot.gravity.linear = np.asarray(gravity, dtype=float)
-    return LinkModel(robot, model.drives, model.robot_joint_names)
+    return LinkModel(robot, model.drives, model.robot_joint_names, model.coupling)
 
 
 GRAVITY_PARAMETERS = (0, 1, 2, 3)

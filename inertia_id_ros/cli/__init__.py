@@ -62,6 +62,9 @@ Recorded data: NPZ or CSV files (``--data``) or ROS 2 bags (``--bag``), see
      "sensor_offset": [6],        # fit-payload only: [fx, fy, fz, tx, ty, tz] (N, N m)
      "joints": [{"name", "viscous", "coulomb", "coulomb_velocity", "offset", "armature"}],
                                   # fit-links only
+     "transmission": {"joints", "matrix"}, "motors": [{"name", "joint", "rotor_inertia",
+                "viscous", "coulomb", "coulomb_velocity"}],
+                                  # fit-links, a motor coupled to several joints only
      "theta_std": [10], "covariance": [10][10], "offset_changes": {joint: N m},
      "link_model": str, "rank": int, "n_parameters": int, "warnings": [str],
      "alignment": {"shift_s", "position_rms"} or null,
@@ -77,7 +80,10 @@ replay: as fit-payload, for the final estimate. record-sim ``--truth-json``: the
 (``"method": "truth"``).
 fit-links: one body per identified joint, named and framed by the URDF link it moves (the link's
 frame is the joint's); predicted torque = RNEA(theta) + viscous dq + coulomb s(dq) + offset +
-armature ddq with s = tanh(dq / coulomb_velocity) (sign(dq) if coulomb_velocity is 0);
+armature ddq with s = tanh(dq / coulomb_velocity) (sign(dq) if coulomb_velocity is 0), plus
+G[m]ᵀ (rotor_inertia ddq_m + viscous dq_m + coulomb s(dq_m)) of each motor ``m`` an input
+description's transmission couples to several joints (``dq_m = G[m] dq``, motor side, G the
+transmission's ``matrix``: :mod:`inertia_id_ros.chain.motors`);
 ``residual_rms`` the joint torque RMS (N m); missing ``dq``/``ddq`` are differentiated (the filter
 chosen by cross-validation unless ``--filter-half-width``). fit-links also writes
 ``"differentiation"`` (the filter: ``source``, ``half_width_s``, ``order``, ``window_samples``,

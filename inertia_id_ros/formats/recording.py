@@ -8,29 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from inertia_id_ros.chain.motors import MotorCoupling
 from inertia_id_ros.errors import DataError
-from inertia_id_ros.formats.data import (
-    JointStates,
-    PayloadRecording,
-    Wrenches,
-)
-from inertia_id_ros.formats.ft_conventions import read_ft_conventions
-from inertia_id_ros.formats.whole_body_log import (
-    ImuSeries,
-    SensorSeries,
-    WholeBodyRecording,
-    synchronise,
-)
-from inertia_id_ros.options import (
-    JOINT_SIGNALS,
-)
-
-if TYPE_CHECKING:
-    pass
+from inertia_id_ros.formats.data import JointStates, PayloadRecording, Wrenches
 from inertia_id_ros.formats.description import (
     CANONICAL_SIGNAL_KEYS,
     IMU_KEYS,
@@ -45,8 +29,16 @@ from inertia_id_ros.formats.description import (
     StampWindow,
     Window,
 )
+from inertia_id_ros.formats.ft_conventions import read_ft_conventions
 from inertia_id_ros.formats.streams import Stream, read_stream, stream_columns
 from inertia_id_ros.formats.transmission import Transmission, TransmissionSpec
+from inertia_id_ros.formats.whole_body_log import (
+    ImuSeries,
+    SensorSeries,
+    WholeBodyRecording,
+    synchronise,
+)
+from inertia_id_ros.options import JOINT_SIGNALS
 
 
 @dataclass(frozen=True)
@@ -89,6 +81,8 @@ class Recording:
     """s: the first joint sample's stamp; windows are relative to it."""
     runs: tuple[RunSpan, ...] = ()
     """The runs joined into it, in order (empty: one log)."""
+    coupling: MotorCoupling | None = None
+    """The joint groups' transmissions' matrices, URDF joint names (``None``: no transmission)."""
 
     def window(self, start: float, end: float) -> Recording:
         """The samples within ``[t0 + start, t0 + end]`` s of every stream."""
@@ -357,6 +351,11 @@ def load_recording(
         dict(description.held),
         tuple(notes),
         float(states.t[0]),
+        coupling=MotorCoupling.combined(  # each already checked by _joint_states
+            MotorCoupling(tuple(u for _, u in pairs), group.transmission.of(pairs, "").matrix)
+            for group, pairs, *_ in groups
+            if group.transmission is not None
+        ),
     )
     if description.window is not None:
         recording = recording.window(*_relative(description, description.window, recording.t0))

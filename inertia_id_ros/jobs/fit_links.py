@@ -25,7 +25,7 @@ from inertia_id_ros.errors import (
     ProblemError,
     SolverError,
 )
-from inertia_id_ros.findings import WARN, Finding, refused
+from inertia_id_ros.findings import NOTE, WARN, Finding, refused
 from inertia_id_ros.jobs.base import (
     JobResult,
     check_bounding_ellipsoid,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from inertia_id_ros.chain.identify import LinkIdentification
     from inertia_id_ros.chain.links import LinkModel
+    from inertia_id_ros.chain.motors import MotorCoupling
     from inertia_id_ros.formats.data import JointStates
     from inertia_id_ros.formats.recording import Recording
     from inertia_id_ros.formats.source import LogSource
@@ -100,7 +101,8 @@ class _Recorded:
     ``effort`` (N, n) from ``source``, the ``held`` joints (not logged, rad or m), the
     ``joints`` to identify, every joint's mean recorded (or held) ``positions`` (rad or m),
     the description's ``train`` and ``held_out`` parts (``None`` without a description), the
-    loader's ``notes`` and the ``checks`` of the data's units."""
+    loader's ``notes``, the ``checks`` of the data's units and the transmissions' ``coupling``
+    among the ``joints`` (``None``: none)."""
 
     model: pin.Model
     states: JointStates
@@ -113,6 +115,7 @@ class _Recorded:
     held_out: Recording | None
     notes: list[Finding]
     checks: list[Finding]
+    coupling: MotorCoupling | None = None
 
 
 @dataclass(frozen=True)
@@ -235,8 +238,33 @@ def _read(urdf: str, source: LogSource, options: FitLinksOptions) -> _Recorded:
                 "only joints on other branches (--joints)"
             )
     checks = log_unit_findings(states, model, joints)
+    coupling = None if train is None else train.coupling
+    if coupling is not None:
+        outside = coupling.turning_outside(joints)
+        if outside:
+            notes.append(
+                Finding(
+                    "log",
+                    name,
+                    NOTE,
+                    f"the motors of {', '.join(outside)} turn with joints not fitted: their "
+                    "rotor inertia and friction are not modelled (fit those joints too)",
+                )
+            )
+        coupling = coupling.restricted(joints)
     return _Recorded(
-        model, states, states.effort, name, held, joints, positions, train, held_out, notes, checks
+        model,
+        states,
+        states.effort,
+        name,
+        held,
+        joints,
+        positions,
+        train,
+        held_out,
+        notes,
+        checks,
+        coupling,
     )
 
 
@@ -306,7 +334,8 @@ def _fit(urdf: str, recorded: _Recorded, options: FitLinksOptions) -> _Fitted:
 def _link_model(recorded: _Recorded, coulomb_velocity: float | None) -> LinkModel:
     """The chain of the joints to identify; the other joints locked at their mean recorded
     positions, the held ones (not logged) at their value, the rest at the model's neutral
-    position; every drive's Coulomb sign ``coulomb_velocity`` wide (rad/s; ``None``: 0)."""
+    position; every drive's Coulomb sign ``coulomb_velocity`` wide (rad/s; ``None``: 0); each
+    motor the transmissions couple to several of the joints with its terms."""
     from inertia_id_ros.chain.friction import JointDrive
     from inertia_id_ros.chain.links import LinkModel
 
@@ -316,6 +345,7 @@ def _link_model(recorded: _Recorded, coulomb_velocity: float | None) -> LinkMode
             recorded.joints,
             recorded.positions,
             JointDrive(coulomb_velocity=coulomb_velocity or 0.0),
+            recorded.coupling,
         )
     except ValueError as e:
         raise InputError(str(e)) from None
@@ -328,9 +358,13 @@ def _document(
     checked: dict[str, Any],
     findings: list[Finding],
 ) -> dict[str, Any]:
-    """The result JSON: ``method``, ``bodies``, each joint's drive, the torque residual, the
+    """The result JSON: ``method``, ``bodies``, each joint's drive (and each coupled motor's
+    terms with the transmission, :func:`~inertia_id_ros.formats.link_result.motors_json`),
+    the torque residual, the
     samples, the solve time, what was chosen (filter, prior weight, weighting, gravity, delay),
     the ``checked`` figures and the ``findings``."""
+    from inertia_id_ros.formats.link_result import motors_json
+
     identification, links = fitted.identification, fitted.model
     fit = identification.fit
     joints = [
@@ -349,6 +383,7 @@ def _document(
         "method": method,
         "bodies": bodies,
         "joints": joints,
+        **motors_json(links, fitted.drives),
         "residual_rms": fitted.rms,
         "samples": fitted.samples,
         "solve_time_s": float(fit.solution.solve_time),
@@ -369,6 +404,8 @@ def _summary(
     """What fit-links prints: the fit (with ``method``), what was chosen, what the data
     determine, a table of the links (a link's mass pinned at zero labelled) and of the joints'
     drives, the residual."""
+    from inertia_id_ros.formats.link_result import motor_lines
+
     identification, links = fitted.identification, fitted.model
     fit = identification.fit
     pinned = {f.subject for f in findings if f.kind == "pinned_mass"}
@@ -399,6 +436,7 @@ def _summary(
             f"{joint:<20}{drive['viscous']:10.4f}{drive['coulomb']:10.4f}"
             f"{drive['offset']:10.4f}{drive['armature']:10.4f}{rms:11.4f}"
         )
+    lines += motor_lines(links, fitted.drives)
     lines.append(
         f"joint torque rms {fitted.rms:.4f} N m; all links fully consistent: "
         f"{'yes' if fitted.fully_consistent else 'NO'}"

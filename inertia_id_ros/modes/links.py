@@ -462,21 +462,23 @@ def _drives(estimate: LinkEstimate) -> dict[str, Any]:
 def result_link_model(
     result: Mapping[str, Any], robot: pin.Model, states: JointStates
 ) -> tuple[LinkModel, np.ndarray]:
-    """``(model, x)``: the chain of a links result (its joints, each with its Coulomb width;
-    the other joints of ``robot`` locked at their mean positions in ``states``; the URDF's
-    gravity) and its ``x``."""
+    """``(model, x)``: the chain of a links result (its joints, each with its Coulomb width, and
+    its coupled motors; the other joints of ``robot`` locked at their mean positions in
+    ``states``; the URDF's gravity) and its ``x``."""
     import numpy as np
 
     from inertia_id_ros.chain.friction import JointDrive
     from inertia_id_ros.chain.links import LinkModel
+    from inertia_id_ros.formats.link_result import motor_values, result_coupling
 
     joints = [entry["name"] for entry in result["joints"]]
     drives = {
         entry["name"]: JointDrive(coulomb_velocity=float(entry["coulomb_velocity"]))
         for entry in result["joints"]
     }
+    coupling = result_coupling(result, "the result")
     try:
-        links = LinkModel.from_model(robot, joints, states.mean_positions(), drives)
+        links = LinkModel.from_model(robot, joints, states.mean_positions(), drives, coupling)
     except ValueError as e:
         raise InputError(str(e)) from None
     thetas = {body["name"]: body["theta"] for body in result["bodies"]}
@@ -492,6 +494,7 @@ def result_link_model(
                 for joint, drive in zip(links.joint_names, links.drives)
                 for term in drive.terms
             ],
+            motor_values(result, links, "the result"),
         ]
     )
     return links, x
