@@ -19,6 +19,7 @@ import yaml
 
 from inertia_id_ros.chain.friction import DRIVE_TERMS, JointDrive
 from inertia_id_ros.chain.links import LinkModel
+from inertia_id_ros.chain.motors import MotorCoupling
 from inertia_id_ros.core.robots import example_robot_urdf
 from inertia_id_ros.errors import ConfigError
 
@@ -163,6 +164,14 @@ class ChainConfig:
         actuators:
           FL_hip_joint: {gear_ratio: 6.33, rotor_inertia: 1.11842e-4, torque_constant: null,
                          motor: go1_motor, coulomb_velocity: 0.05}
+        coupling:                        # optional: motors that turn with several joints
+          joints: [wrist_5, wrist_6]
+          matrix: [[1.0, 0.0], [0.5, 1.0]]   # row m: motor of joint m, per joint rad, over gear
+
+    ``coupling`` is a transmission's coupling between some of the ``joints`` (rows and columns in
+    its ``joints`` order, as an input description's ``transmission.coupling``); with each joint's
+    ``gear_ratio`` it gives the motor-to-joint matrix ``diag(gear_ratio) · matrix``, whose coupled
+    motors get their own rotor inertia and friction (:mod:`inertia_id_ros.chain.motors`).
     """
 
     joints: tuple[str, ...]
@@ -171,6 +180,7 @@ class ChainConfig:
     urdf: str | None = None
     locked_positions: Mapping[str, float] = field(default_factory=dict)
     estimate: tuple[str, ...] = DRIVE_TERMS
+    coupling: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joints", tuple(self.joints))
@@ -220,10 +230,30 @@ class ChainConfig:
         terms = tuple(self.estimate if estimate is None else estimate)
         return {j: self.actuator(j).drive(terms) for j in self.joints}
 
+    def motor_coupling(self) -> MotorCoupling | None:
+        """The motor-to-joint matrix of :attr:`coupling` (``None`` without one); ConfigError
+        when it is malformed or names a joint not in the chain."""
+        if self.coupling is None:
+            return None
+        try:
+            _check_keys(self.coupling, ("joints", "matrix"), "coupling")
+            coupling = MotorCoupling.from_json(self.coupling)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ConfigError(f"coupling: needs 'joints' and a square 'matrix' ({e})") from None
+        unknown = sorted(set(coupling.joint_names) - set(self.joints))
+        if unknown:
+            raise ConfigError(f"coupling: {unknown} are not joints of the chain")
+        gears = np.array([self.actuator(j).gear_ratio for j in coupling.joint_names])
+        return MotorCoupling(coupling.joint_names, gears[:, None] * coupling.matrix)
+
     def link_model(self) -> LinkModel:
-        """The :class:`LinkModel` of the chain with :meth:`drives`."""
+        """The :class:`LinkModel` of the chain with :meth:`drives` and its coupled motors."""
         return LinkModel.from_urdf(
-            self.urdf_path(), self.joints, self.locked_positions, self.drives()
+            self.urdf_path(),
+            self.joints,
+            self.locked_positions,
+            self.drives(),
+            self.motor_coupling(),
         )
 
     # ---- mappings and YAML --------------------------------------------------------------------
@@ -259,6 +289,7 @@ class ChainConfig:
             "locked_positions": dict(self.locked_positions),
             "estimate": list(self.estimate),
             "actuators": {j: a.to_dict() for j, a in self.actuators.items()},
+            **({} if self.coupling is None else {"coupling": dict(self.coupling)}),
         }
 
     @classmethod

@@ -359,10 +359,9 @@ def _document(
     findings: list[Finding],
 ) -> dict[str, Any]:
     """The result JSON: ``method``, ``bodies``, each joint's drive (and each coupled motor's
-    terms with the transmission, :func:`~inertia_id_ros.formats.link_result.motors_json`),
-    the torque residual, the
-    samples, the solve time, what was chosen (filter, prior weight, weighting, gravity, delay),
-    the ``checked`` figures and the ``findings``."""
+    terms with the transmission, :func:`~inertia_id_ros.formats.link_result.motors_json`), the
+    torque residual, the samples, the solve time, what was chosen (filter, prior weight,
+    weighting, gravity, delay), the ``checked`` figures and the ``findings``."""
     from inertia_id_ros.formats.link_result import motors_json
 
     identification, links = fitted.identification, fitted.model

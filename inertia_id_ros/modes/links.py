@@ -71,7 +71,9 @@ class LinksMode(Mode["LinkSession", "ReplayUpdates[LinkEstimate]"]):
             "config/go1_front_left_leg.yaml): the URDF unless "
             "urdf_path/robot_description is given, the joints unless 'joints' is, "
             "locked positions, the drive terms to estimate, gear ratios, rotor inertias "
-            "(armature priors) and effort scaling (torque constants).",
+            "(armature priors), effort scaling (torque constants) and a coupling between "
+            "joints (a coupled wrist: its motors' rotor inertia and friction are estimated "
+            "too, not yet published).",
         ),
         ParameterSpec(
             "prior_weight",
@@ -293,8 +295,16 @@ def link_model(settings: NodeSettings) -> tuple[LinkModel, dict[str, ActuatorCon
     }
     robot = load_robot(settings, default_urdf=str(chain.urdf_path()) if chain else None)
     try:
+        coupling = chain.motor_coupling() if chain else None
+    except ConfigError as error:
+        raise StartupError(f"parameter 'chain_config': {error}") from error
+    try:
         model = LinkModel.from_model(
-            robot, joints, chain.locked_positions if chain else None, drives
+            robot,
+            joints,
+            chain.locked_positions if chain else None,
+            drives,
+            None if coupling is None else coupling.restricted(joints),
         )
     except (JointNotFound, ValueError) as error:  # unknown, or not a 1-DoF joint
         raise StartupError(f"parameter 'joints': {error}") from error

@@ -122,3 +122,29 @@ def test_a_motor_turning_with_a_joint_outside_the_chain() -> None:
     read = MotorCoupling.from_json(combined.as_json())
     assert read.joint_names == ("panda_joint7", "a", "b")
     np.testing.assert_array_equal(read.matrix, [[80.0, 0, 0], [0, 2.0, 1.0], [0, 0, 3.0]])
+
+
+def test_a_chain_config_gives_the_link_model_its_coupled_motors(tmp_path) -> None:
+    """The node's links mode reads a coupling from its chain config: with the joints' gear
+    ratios it is the motor-to-joint matrix; a joint outside the chain is refused."""
+    from inertia_id_ros.chain.actuators import ActuatorConfig, ChainConfig
+    from inertia_id_ros.errors import ConfigError
+
+    joints = ("panda_joint6", "panda_joint7")
+    chain = ChainConfig(
+        joints,
+        {"panda_joint7": ActuatorConfig(gear_ratio=50.0)},
+        robot="panda",
+        coupling={"joints": list(joints), "matrix": [[1.0, 0.0], [0.5, 1.0]]},
+    )
+    coupling = chain.motor_coupling()
+    assert coupling is not None and np.allclose(coupling.matrix, [[1.0, 0.0], [25.0, 50.0]])
+    assert "panda_joint7_motor.armature" in chain.link_model().parameter_names
+    path = tmp_path / "chain.yaml"
+    chain.save(path)
+    assert ChainConfig.load(path).coupling == chain.coupling
+    bad = ChainConfig(joints, robot="panda", coupling={"joints": ["panda_joint1"], "matrix": [[1]]})
+    with pytest.raises(ConfigError, match=r"\['panda_joint1'\] are not joints of the chain"):
+        bad.motor_coupling()
+    with pytest.raises(ConfigError, match="square 'matrix'"):
+        ChainConfig(joints, robot="panda", coupling={"joints": list(joints)}).motor_coupling()
