@@ -73,7 +73,7 @@ class LinksMode(Mode["LinkSession", "ReplayUpdates[LinkEstimate]"]):
             "locked positions, the drive terms to estimate, gear ratios, rotor inertias "
             "(armature priors), effort scaling (torque constants) and a coupling between "
             "joints (a coupled wrist: its motors' rotor inertia and friction are estimated "
-            "too, not yet published).",
+            "too, and published after the joints' drives, armature_source 'coupled_motor').",
         ),
         ParameterSpec(
             "prior_weight",

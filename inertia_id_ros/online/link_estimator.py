@@ -153,6 +153,10 @@ class LinkEstimate:
     determination: Determination | None = None
     """Each parameter labelled by its standard error on the window (identified at ``|t| >= 3``,
     :mod:`~inertia_id_ros.core.significance`; ``None``: not judged)."""
+    motors: dict[str, DriveParameters] = field(default_factory=dict)
+    """Each motor coupled to several joints (:mod:`~inertia_id_ros.chain.motors`), by its name
+    (``<joint>_motor``): its terms seen at its own joint (armature, viscous, Coulomb and their
+    sign's width in joint units); empty without a coupling."""
 
     @property
     def joint_names(self) -> tuple[str, ...]:
@@ -281,6 +285,7 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
             link_names=self.link_model.link_names,
             thetas=thetas,
             drives=self._drives(x),
+            motors=self._motors(x),
             min_pseudo_inertia_eigs=np.array([r.min_pseudo_inertia_eig for r in reports]),
             residual_rms=(
                 residual_rms(equations, x)
@@ -366,6 +371,14 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
         return {
             joint: drive.parameters(estimated[joint])
             for joint, drive in zip(model.joint_names, model.drives)
+        }
+
+    def _motors(self, x: np.ndarray) -> dict[str, DriveParameters]:
+        """``{motor: DriveParameters}`` of the coupled motors' terms in ``x`` (p,)."""
+        estimated = self.link_model.drive_parameters(x)
+        return {
+            motor.name: DriveParameters(**estimated[motor.name], coulomb_velocity=motor.width)
+            for motor in self.link_model.motors
         }
 
     def _armature_sources(self, resolution: ArmatureResolution | None) -> dict[str, str]:

@@ -25,6 +25,10 @@ from inertia_id_ros.online.payload_estimator import Estimate
 from inertia_id_ros.online.payload_torque_estimator import PayloadTorqueEstimate
 from inertia_id_ros.online.whole_body_config import WholeBodyEstimate
 
+COUPLED_MOTOR = "coupled_motor"
+"""The ``armature_source`` of a ``JointDriveParameters`` entry that is a motor turning with
+several joints (``<joint>_motor``: its terms seen at its own joint), not a joint."""
+
 
 def stamp_to_seconds(stamp: Time) -> float:
     """``builtin_interfaces/Time`` -> seconds (float)."""
@@ -318,7 +322,8 @@ def links_to_msg(
 def link_estimate_to_msg(estimate: LinkEstimate) -> InertialParametersArray:
     """An ``InertialParametersArray`` from a (fully consistent) link estimate; every body carries
     the fit's residual RMS (N m), sample count, method and solve time, every joint where its
-    armature comes from (``armature_source``)."""
+    armature comes from (``armature_source``); a coupled motor follows the joints as one more
+    entry (its name, ``armature_source`` :data:`COUPLED_MOTOR`)."""
     msg = links_to_msg(
         estimate.link_names,
         estimate.thetas,
@@ -326,6 +331,9 @@ def link_estimate_to_msg(estimate: LinkEstimate) -> InertialParametersArray:
         estimate.t_last,
         estimate.armature_sources,
     )
+    msg.joints += [
+        drive_to_msg(name, drive, COUPLED_MOTOR) for name, drive in estimate.motors.items()
+    ]
     _set_fit_fields(msg, estimate)
     return msg
 

@@ -43,3 +43,14 @@ def test_the_coupled_motors_terms_are_estimated_online(tmp_path) -> None:
     for term, true in MOTOR7.items():
         assert values[term] == pytest.approx(true, rel=0.03)
     assert np.all(estimate.x[list(links.nonnegative)] >= 0.0)
+    (motor,) = links.motors
+    published = estimate.motors[motor.name]  # seen at joint 7, as the message carries it
+    assert motor.motor_side(
+        {"armature": published.armature, "viscous": published.viscous, "coulomb": published.coulomb}
+    )["rotor_inertia"] == pytest.approx(MOTOR7["rotor_inertia"], rel=0.03)
+    from inertia_id_ros.ros.conversions import COUPLED_MOTOR, link_estimate_to_msg
+
+    msg = link_estimate_to_msg(estimate)
+    assert [j.name for j in msg.joints] == [*PANDA_ARM_JOINTS, motor.name]
+    assert msg.joints[-1].armature_source == COUPLED_MOTOR
+    assert msg.joints[-1].armature == pytest.approx(published.armature)
