@@ -242,10 +242,13 @@ def replay_payload_torques(
         config=config,
     )
     final = replay.final
-    replay.findings = [
+    flipped = [
         Finding("torque_sign", f"joint {joint!r}", REFUSE, why, {}, *advice("effort_sign", joint))
         for joint, why in estimator.flipped_joints()
-    ]
+    ]  # the fix in the terms of what configured the replay: the description, or the parameters
+    replay.findings = list(
+        in_terms(flipped, "description" if isinstance(log, Recording) else "node")
+    )
     if final is not None:
         replay.findings += volume_findings("payload", final.theta, volume or payload_volume())
     return replay

@@ -459,3 +459,33 @@ def test_payload_torques_replay_warns_of_a_links_result_with_a_wide_filter(
     assert code == 0, err
     assert f"warning: {wide}: the links were fitted with a +-0.120 s derivative filter" in err
     assert [f["kind"] for f in json.loads(out_json.read_text())["findings"]] == ["link_filter"]
+
+
+def test_a_flipped_joint_torque_refuses_the_replay_naming_the_fix_in_its_terms(
+    capsys, torque_bag, tmp_path
+):
+    """One joint's efforts of the other sign (the node's ``torques_effort_signs``, or an input
+    description's ``sign``): the payload_torques replay refuses its estimate (exit 3), naming the
+    joint and the fix in the terms of what configured it."""
+    bag, _, links = torque_bag
+    options = [
+        "--params-file",
+        CONFIG / "panda_payload_torques.yaml",
+        "-p",
+        f"torques_links_result:={links}",
+        "-p",
+        "update_rate_hz:=1.0",
+    ]
+    signs = "[1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0]"
+    code, out, err = run(capsys, "replay", bag, *options, "-p", f"torques_effort_signs:={signs}")
+    assert code == 3, err
+    assert "joint 'panda_joint4'" in out + err and "torques_effort_signs" in out + err
+    renamed = renamed_in_degrees(bag, tmp_path / "renamed", RENAMED, False)
+    described = description(tmp_path / "log.yaml", renamed, False)
+    text = json.loads(described.read_text())
+    text["joints"]["effort"]["sign"] = {"axis_4": -1}
+    described.write_text(json.dumps(text))
+    urdf = example_robot_urdf("panda")
+    code, out, err = run(capsys, "replay", "--input", described, "--urdf", urdf, *options)
+    assert code == 3, err
+    assert "sign: {panda_joint4: -1} in joints.effort" in out + err
