@@ -41,6 +41,16 @@ def smooth_sign(velocity: np.ndarray, coulomb_velocity: float) -> np.ndarray:
     return np.tanh(v / coulomb_velocity)
 
 
+def smooth_sign_slope(velocity: np.ndarray, coulomb_velocity: float) -> np.ndarray:
+    """Derivative of :func:`smooth_sign` w.r.t. the velocity (per rad/s), same shape as
+    ``velocity``: ``(1 - tanh²(velocity / coulomb_velocity)) / coulomb_velocity``; zero for the
+    exact sign (its derivative almost everywhere)."""
+    v = np.asarray(velocity, dtype=float)
+    if coulomb_velocity == 0.0:
+        return np.zeros_like(v)
+    return (1.0 - smooth_sign(v, coulomb_velocity) ** 2) / coulomb_velocity
+
+
 @dataclass(frozen=True)
 class DriveParameters:
     """The values of one joint's drive terms (revolute units; see the module docstring): viscous

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from inertia_id_ros.chain.friction import JointDrive, smooth_sign
+from inertia_id_ros.chain.friction import JointDrive, smooth_sign, smooth_sign_slope
 
 MOTOR_TERMS = ("armature", "viscous", "coulomb")
 """A coupled motor's parameters, seen at its own joint (revolute: kg·m², N·m·s/rad, N·m), in
@@ -145,6 +145,16 @@ class CoupledMotor:
             axis=-1,
         )
         return d[None, :, None] * signals[:, None, :]
+
+    def pull_back(self, H: np.ndarray, dq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gradients (N, n) w.r.t. ``dq`` and ``ddq`` of ``sum_i <H_i, regressor_i>``, ``H``
+        (N, n, 3) shaped as :meth:`regressor`: with ``h = H dᵀ`` (N, 3) the terms' weights,
+        ``d (h_viscous + h_coulomb s'(u̇))`` and ``d h_armature`` (the regressor is linear in
+        ``ü`` and ``u̇`` but for the smooth sign; the exact sign's derivative is zero)."""
+        d = self.row / self.gear
+        h = np.einsum("int,n->it", H, d)
+        slope = smooth_sign_slope(np.asarray(dq, dtype=float) @ d, self.width)
+        return np.outer(h[:, 1] + h[:, 2] * slope, d), np.outer(h[:, 0], d)
 
     def motor_side(self, values: Mapping[str, float]) -> dict[str, float]:
         """The :data:`MOTOR_SIDE_TERMS` of the terms ``values`` (:data:`MOTOR_TERMS` keys)."""

@@ -83,6 +83,13 @@ def _add_design_options(excite: argparse.ArgumentParser) -> None:
         metavar="RECORDING",
         help="recording (.npz/.csv) whose information the motion adds to",
     )
+    excite.add_argument(
+        "--coupling",
+        metavar="FILE",
+        help="YAML of a transmission's coupling, {joints: [...], matrix: [[...]]} (as a chain "
+        "config's coupling): --target links identifies its coupled motors' rotor inertia and "
+        "friction too",
+    )
     defaults = ", ".join(f"{seconds:g} {target}" for target, seconds in DESIGN_TIME_LIMITS.items())
     excite.add_argument(
         "--time-limit",
@@ -181,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         prior_recording=args.from_recording,
         time_limit=args.time_limit,
         limits=limits,
+        coupling=args.coupling,
     )
     result = design(args.urdf, options, progress=print)
     if result.refused:

@@ -11,7 +11,8 @@ its subject the motion; the result's ``verdict`` says it in one sentence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inertia_id_ros.errors import InputError
@@ -23,10 +24,11 @@ if TYPE_CHECKING:
     import numpy as np
     import pinocchio as pin
 
+    from inertia_id_ros.chain.motors import MotorCoupling
     from inertia_id_ros.motion.collision import CollisionChecker
     from inertia_id_ros.motion.design import DesignResult
     from inertia_id_ros.motion.limits import MotionLimits
-    from inertia_id_ros.motion.objectives import ExcitationObjective
+    from inertia_id_ros.motion.objectives import ExcitationObjective, ObjectiveSettings
     from inertia_id_ros.motion.trajectory import ExcitationTrajectory
     from inertia_id_ros.motion.workspace import WorkspaceChecker
 
@@ -57,7 +59,10 @@ class DesignOptions:
     (URDF frame of the F/T sensor, for a target that takes one, and only then); the ``start`` and
     end pose (rad; default the middle of the limits); ``seed`` of the random motions;
     ``prior_recording``: a recording (NPZ or CSV) whose information the motion adds to;
-    ``time_limit`` (s; default the target's); ``limits``."""
+    ``time_limit`` (s; default the target's); ``limits``; ``coupling``: a YAML (or JSON) file
+    ``{joints: [...], matrix: [[...]]}`` of a transmission's coupling (as a chain config's
+    ``coupling``), whose coupled motors' rotor inertia and friction the links target
+    identifies too."""
 
     joints: tuple[str, ...]
     target: str
@@ -68,6 +73,7 @@ class DesignOptions:
     prior_recording: str | None = None
     time_limit: float | None = None
     limits: LimitOptions = LimitOptions()
+    coupling: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,10 +121,8 @@ def design(urdf: str, options: DesignOptions, progress: Progress | None = None) 
     say(f"limits used (position margin {limits.position_margin:g} rad):")
     for line in limits.table():
         say("  " + line)
-    settings = ObjectiveSettings(
-        sensor_frame=options.sensor_frame,
-        prior_information=_prior(model, options, kind),
-    )
+    base = ObjectiveSettings(sensor_frame=options.sensor_frame, coupling=_coupling(options))
+    settings = replace(base, prior_information=_prior(model, options, kind, base))
     result = design_excitation(
         model,
         options.joints,
@@ -200,17 +204,39 @@ def _silent(message: str) -> None:
 
 
 def _prior(
-    model: pin.Model, options: DesignOptions, kind: type[ExcitationObjective]
+    model: pin.Model,
+    options: DesignOptions,
+    kind: type[ExcitationObjective],
+    settings: ObjectiveSettings,
 ) -> np.ndarray | None:
-    """The information of ``options.prior_recording`` for the objective ``kind`` (``None``
-    without a recording)."""
-    from inertia_id_ros.motion.objectives import ObjectiveSettings
+    """The information of ``options.prior_recording`` for the objective ``kind`` with
+    ``settings`` (``None`` without a recording)."""
     from inertia_id_ros.offline.information import recording_information
 
     if options.prior_recording is None:
         return None
-    settings = ObjectiveSettings(sensor_frame=options.sensor_frame)
     return recording_information(options.prior_recording, model, options.joints, kind, settings)
+
+
+def _coupling(options: DesignOptions) -> MotorCoupling | None:
+    """The coupling of the file ``options.coupling`` (``None`` without one)."""
+    import yaml
+
+    from inertia_id_ros.chain.motors import MotorCoupling
+
+    path = options.coupling
+    if path is None:
+        return None
+    try:
+        mapping = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise InputError(f"cannot read --coupling {path}: {e}") from None
+    try:
+        if set(mapping) != {"joints", "matrix"}:
+            raise ValueError(f"it has {sorted(mapping)}")
+        return MotorCoupling.from_json(mapping)
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"--coupling {path}: needs 'joints' and a square 'matrix' ({e})") from None
 
 
 def _safety(
@@ -301,11 +327,12 @@ def _safety_findings(
 
 def _achieved(result: DesignResult, options: DesignOptions) -> str:
     """The summary line of a design."""
-    prior = options.prior_recording
+    prior, coupling = options.prior_recording, options.coupling
     return (
         f"achieved: {result.objective_name} {result.objective:.4g} (random start "
         f"{result.stats.initial_objective:.4g}"
         + (f", prior: the information in {prior}" if prior is not None else "")
+        + (f", with the coupled motors of {coupling}" if coupling is not None else "")
         + f"), design time {result.stats.seconds:.1f} s"
     )
 

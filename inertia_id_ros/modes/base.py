@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from inertia_id_ros.chain.ft_calibration import SensorCalibration
+    from inertia_id_ros.chain.motors import MotorCoupling
     from inertia_id_ros.motion.run import RunConfig
     from inertia_id_ros.offline.replay import ReplayLog, ReplayReport, ReplayUpdates
     from inertia_id_ros.offline.validation import DataSource, Prediction
@@ -102,12 +103,14 @@ class ExcitationTarget:
     """What ``~/excite`` designs a motion for: ``target`` (a
     :data:`~inertia_id_ros.options.TARGETS` objective of
     :func:`~inertia_id_ros.motion.design.design_excitation`) over ``joint_names`` of the pinocchio
-    ``model``, beyond ``sensor_frame`` (payload targets; ``None`` otherwise)."""
+    ``model``, beyond ``sensor_frame`` (payload targets; ``None`` otherwise), with the coupled
+    motors of ``coupling`` (the links target of a chain with a coupled transmission)."""
 
     model: Any
     joint_names: tuple[str, ...]
     target: str
     sensor_frame: str | None = None
+    coupling: MotorCoupling | None = None
 
 
 @dataclass(frozen=True)

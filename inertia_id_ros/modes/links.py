@@ -133,9 +133,11 @@ class LinksMode(Mode["LinkSession", "ReplayUpdates[LinkEstimate]"]):
         )
 
     def excitation(self, session: LinkSession, settings: NodeSettings) -> ExcitationTarget:
-        """The ``links`` target over the chain's joints."""
+        """The ``links`` target over the chain's joints, with its coupled motors."""
         chain = session.estimator.link_model
-        return ExcitationTarget(chain.model, tuple(chain.joint_names), "links")
+        return ExcitationTarget(
+            chain.model, tuple(chain.joint_names), "links", coupling=chain.coupling
+        )
 
     def replay(
         self, log: ReplayLog, session: LinkSession, settings: NodeSettings

@@ -26,17 +26,20 @@ makes this accurate).
 - ``links`` (:class:`LinksObjective`): the outcome of identification, predicted: the expected
   RMS joint-torque error, on motions the fit has not seen, of the base parameters identified
   along the motion. Rows: the joint-torque regressor of the chain with every joint's viscous,
-  Coulomb, offset and armature columns (:class:`~inertia_id_ros.chain.links.LinkModel`), reduced
-  to its base columns (:func:`~inertia_id_ros.chain.links.base_parameters` of the reference
-  motions), white torque noise ``sigma`` (0.1 N·m per sample); the least-squares base parameters
-  have the covariance ``sigma² M^-1`` (``M = prior + sum Y^T Y``), so their torque error on the
+  Coulomb, offset and armature columns (:class:`~inertia_id_ros.chain.links.LinkModel`) and,
+  given a transmission's ``coupling`` (:attr:`ObjectiveSettings.coupling`), each coupled motor's
+  armature, viscous and Coulomb columns (:mod:`inertia_id_ros.chain.motors`), reduced to its
+  base columns (:func:`~inertia_id_ros.chain.links.base_parameters` of the reference motions),
+  white torque noise ``sigma`` (0.1 N·m per sample); the least-squares base parameters have the
+  covariance ``sigma² M^-1`` (``M = prior + sum Y^T Y``), so their torque error on the
   samples of :func:`reference_samples` (8 random motions within the same limits: what the robot
   typically does) has the mean square ``trace(G_ref M^-1)``,
   ``G_ref = sigma² Y_ref^T Y_ref / rows``. The criterion is its square root (N·m, an I-optimal
   design); the optimiser minimises its log. Unlike a condition number it weighs every direction
   of the parameters by what it does to the torques, in the parameters' own units, so it does not
-  depend on a column scaling. Gradients: finite differences of the regressor that are exact in
-  ``dq`` (quadratic) and ``ddq`` (linear) and central in ``q``.
+  depend on a column scaling. Gradients: finite differences of the rigid-body regressor that
+  are exact in ``dq`` (quadratic) and ``ddq`` (linear) and central in ``q``; the drive and
+  motor columns' analytically.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ import scipy.linalg
 from inertia_id_ros.chain.base_parameters import base_parameters
 from inertia_id_ros.chain.friction import JointDrive
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel
+from inertia_id_ros.chain.motors import MOTOR_TERMS, MotorCoupling
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
 from inertia_id_ros.core.kinematics import SensorKinematics
 from inertia_id_ros.core.regressors import N_WRENCH_CHANNELS, body_regressor_batch
@@ -90,14 +94,17 @@ class ObjectiveSettings:
     frame, for an objective that :attr:`~ExcitationObjective.takes_sensor_frame`),
     ``prior_information`` (the information already gathered, in the parameters of
     :meth:`ExcitationObjective.information`: a previous design's, or a recording's), the noise
-    of a sample (``wrench_noise_std`` (6,) N, N·m; ``torque_noise_std`` N·m) and
-    ``measurement_rate_hz``, the sample rate the predicted errors are for."""
+    of a sample (``wrench_noise_std`` (6,) N, N·m; ``torque_noise_std`` N·m),
+    ``measurement_rate_hz``, the sample rate the predicted errors are for, and ``coupling``
+    (links only): the transmission whose coupled motors' rotor inertia and friction the torques
+    hold (only each row's ratios matter: gear ratios may be left out)."""
 
     sensor_frame: str | None = None
     prior_information: np.ndarray | None = field(default=None, repr=False)
     wrench_noise_std: tuple[float, ...] = DEFAULT_WRENCH_NOISE_STD
     torque_noise_std: float = DEFAULT_TORQUE_NOISE_STD
     measurement_rate_hz: float = DEFAULT_MEASUREMENT_RATE_HZ
+    coupling: MotorCoupling | None = None
 
 
 @dataclass(frozen=True)
@@ -243,6 +250,8 @@ class PayloadObjective(ExcitationObjective):
     ) -> None:
         if settings.sensor_frame is None:
             raise ProblemError("target 'payload' needs sensor_frame")
+        if settings.coupling is not None:
+            raise ProblemError("target 'payload' takes no coupling (it predicts F/T wrenches)")
         super().__init__(settings, N_BODY_PARAMS + N_WRENCH_CHANNELS)
         try:
             self.kinematics = SensorKinematics(model, settings.sensor_frame, joint_names)
@@ -356,9 +365,9 @@ class PayloadObjective(ExcitationObjective):
 class LinksObjective(ExcitationObjective):
     """Predicted held-out joint-torque error of the identified links (module docstring); its
     information is that of the standard parameters (p, p) of
-    :class:`~inertia_id_ros.chain.links.LinkModel` with every drive term (torques in N·m), its
-    criterion on the base columns of ``reference`` ``(Q, DQ, DDQ)`` (M, n), the samples whose
-    torques it predicts (:func:`reference_samples`)."""
+    :class:`~inertia_id_ros.chain.links.LinkModel` with every drive term and the settings'
+    coupled motors (torques in N·m), its criterion on the base columns of ``reference``
+    ``(Q, DQ, DDQ)`` (M, n), the samples whose torques it predicts (:func:`reference_samples`)."""
 
     target = "links"
     name = "predicted held-out torque RMS error (N·m)"
@@ -372,7 +381,7 @@ class LinksObjective(ExcitationObjective):
         settings: ObjectiveSettings,
         reference: JointSamples,
     ) -> None:
-        self.links = _link_model(model, joint_names)
+        self.links = _link_model(model, joint_names, settings.coupling)
         if self.links.joint_names != tuple(joint_names):
             raise ProblemError(
                 f"joints must be given in model order: {list(self.links.joint_names)}"
@@ -425,7 +434,8 @@ class LinksObjective(ExcitationObjective):
         weight: float = 1.0,
     ) -> np.ndarray:
         """``Y^T Y`` (p, p) of the standard parameters (torques in N·m)."""
-        return gram(_link_model(model, joint_names).joint_torque_regressor(*samples), weight)
+        links = _link_model(model, joint_names, settings.coupling)
+        return gram(links.joint_torque_regressor(*samples), weight)
 
     def sample_rows(self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray) -> np.ndarray:
         """(N, n, p) rows of the full regressor (N·m per SI unit)."""
@@ -471,7 +481,13 @@ class LinksObjective(ExcitationObjective):
         has_viscous, has_armature = self._viscous >= 0, self._armature >= 0
         g_dq[:, has_viscous] += full[:, joints[has_viscous], self._viscous[has_viscous]]
         g_ddq[:, has_armature] += full[:, joints[has_armature], self._armature[has_armature]]
-        return g_q, g_dq, g_ddq  # Coulomb sign and offset: zero derivative (almost everywhere)
+        motors = full[:, :, self.n_parameters - self.links.n_motor_parameters :]
+        motors = motors.reshape(n_samples, n, -1, len(MOTOR_TERMS))
+        for k, motor in enumerate(self.links.motors):
+            d_dq, d_ddq = motor.pull_back(motors[:, :, k], DQ)
+            g_dq += d_dq
+            g_ddq += d_ddq
+        return g_q, g_dq, g_ddq  # joints' Coulomb sign and offset: zero (almost everywhere)
 
     def _rigid_rows(self, Q: np.ndarray, DQ: np.ndarray, DDQ: np.ndarray) -> np.ndarray:
         return self.links.joint_torque_regressor(Q, DQ, DDQ)[:, :, : self._n_rigid]
@@ -542,11 +558,14 @@ def gram(rows: np.ndarray, weight: float) -> np.ndarray:
     return weight * (flat.T @ flat)
 
 
-def _link_model(model: pin.Model, joint_names: tuple[str, ...]) -> LinkModel:
-    """The chain of ``joint_names`` with every drive term (viscous, Coulomb, offset, armature)."""
+def _link_model(
+    model: pin.Model, joint_names: tuple[str, ...], coupling: MotorCoupling | None
+) -> LinkModel:
+    """The chain of ``joint_names`` with every drive term (viscous, Coulomb, offset, armature)
+    and the coupled motors of ``coupling``."""
     try:
-        return LinkModel.from_model(model, joint_names, drives=JointDrive())
-    except ValueError as e:  # a multi-dof joint
+        return LinkModel.from_model(model, joint_names, drives=JointDrive(), coupling=coupling)
+    except ValueError as e:  # a multi-dof joint, a coupled motor turning with a joint not moved
         raise ProblemError(str(e)) from None
 
 

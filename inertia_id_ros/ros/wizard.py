@@ -102,7 +102,10 @@ class WizardWiring:
     ) -> None:
         self._node, self._io, self._session, self._settings = node, io, session, settings
         self._model, self._joints = target.model, target.joint_names
-        self._target, self._sensor_frame = target.target, target.sensor_frame
+        self._target = target.target
+        self._objective = ObjectiveSettings(
+            sensor_frame=target.sensor_frame, coupling=target.coupling
+        )
         workspace, self._collision = self._safety_checkers()
         self.run = ExcitationRun(settings.excitation, workspace, self._collision)
         self._commands = node.create_publisher(JointTrajectory, settings.trajectory_topic, 10)
@@ -264,7 +267,7 @@ class WizardWiring:
                 self._joints,
                 self._target,
                 duration,
-                settings=ObjectiveSettings(sensor_frame=self._sensor_frame),
+                settings=self._objective,
                 start=list(start),
                 max_acceleration=settings.excite_max_acceleration,
                 time_limit=settings.design_time_limit_sec or None,

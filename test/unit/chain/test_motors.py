@@ -86,6 +86,27 @@ def test_a_coupled_motors_regressor_is_its_torque_through_the_transmission() -> 
     assert values == pytest.approx({"rotor_inertia": rotor, "viscous": viscous, "coulomb": coulomb})
 
 
+def test_a_coupled_motors_pull_back_is_its_regressors_derivative() -> None:
+    (motor,) = panda(wrist_coupling(c=-0.7)).motors
+    _, dq, ddq = motion(seed=2, n=6)
+    dq *= 0.05  # near the Coulomb sign's width, where it bends
+    H = np.random.default_rng(4).normal(size=(6, 7, 3))
+    g_dq, g_ddq = motor.pull_back(H, dq)
+    step = 1e-7
+    for k in range(7):
+        unit = step * np.eye(7)[k]
+        numeric_dq = np.einsum(
+            "int,int->i", H, motor.regressor(dq + unit, ddq) - motor.regressor(dq - unit, ddq)
+        ) / (2 * step)
+        numeric_ddq = (
+            np.einsum("int,int->i", H, motor.regressor(dq, ddq + unit) - motor.regressor(dq, ddq))
+            / step
+        )
+        np.testing.assert_allclose(g_dq[:, k], numeric_dq, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(g_ddq[:, k], numeric_ddq, rtol=1e-5, atol=1e-6)
+    assert np.count_nonzero(g_dq) == 6 * 2  # joints 6 and 7 only
+
+
 def test_derived_models_keep_the_coupled_motor_and_its_coulomb_width() -> None:
     coupled = panda(wrist_coupling())
     for derived in (

@@ -163,3 +163,17 @@ def test_a_bad_workspace_file_exits_2_with_one_line(motion_file, tmp_path, capsy
 def test_designing_without_the_design_options_is_bad_input(capsys):
     code = cli.main(["excite", "--urdf", URDF, "--joints", "panda_joint1"])
     assert code == 2 and "needs --target, --duration, --out" in capsys.readouterr().err
+
+
+def test_a_links_design_takes_the_coupled_motors_of_a_coupling_file(tmp_path, capsys):
+    coupling = tmp_path / "wrist.yaml"
+    coupling.write_text("joints: [panda_joint6, panda_joint7]\nmatrix: [[1, 0], [0.5, 1]]\n")
+    out = tmp_path / "motion.npz"
+    argv = ["excite", "--urdf", URDF, "--joints", ",".join(JOINTS[4:]), "--target", "links"]
+    argv += ["--duration", "3", "--out", str(out), "--time-limit", "0.3"]
+    assert cli.main([*argv, "--coupling", str(coupling)]) == 0 and out.exists()
+    assert f", with the coupled motors of {coupling})" in capsys.readouterr().out
+    coupling.write_text("joints: [panda_joint6, panda_joint7]\n")
+    assert cli.main([*argv, "--coupling", str(coupling)]) == 2
+    err = capsys.readouterr().err
+    assert "needs 'joints' and a square 'matrix'" in err and err.count("\n") == 1

@@ -3,13 +3,14 @@ check's verdict, one finding per broken limit."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from inertia_id_ros.core.robots import example_robot_urdf
-from inertia_id_ros.errors import InputError
+from inertia_id_ros.errors import InputError, ProblemError
 from inertia_id_ros.findings import REFUSE
 from inertia_id_ros.jobs.excite import (
     DESIGNED_MOTION,
@@ -105,3 +106,49 @@ def test_a_sensor_frame_is_given_exactly_to_the_targets_that_take_one(kind):
     wrong = None if kind.takes_sensor_frame else SENSOR
     with pytest.raises(InputError, match="--sensor-frame is needed with --target payload"):
         design(URDF, DesignOptions(JOINTS, kind.target, 3.0, sensor_frame=wrong))
+
+
+def test_a_links_design_with_a_coupling_file_models_the_coupled_motor(tmp_path):
+    coupling = tmp_path / "wrist.yaml"  # motor 7 turns with joint 6 too (no gear ratios)
+    coupling.write_text("joints: [panda_joint6, panda_joint7]\nmatrix: [[1, 0], [0.5, 1]]\n")
+    options = DesignOptions(JOINTS, "links", 3.0, time_limit=0.3, coupling=str(coupling))
+    result = design(URDF, options)
+    links = result.design.evaluator.links
+    assert links.parameter_names[-3:] == tuple(
+        f"panda_joint7_motor.{t}" for t in ("armature", "viscous", "coulomb")
+    )
+    assert result.design.information.shape == (links.n_parameters,) * 2
+    assert f", with the coupled motors of {coupling})" in result.summary[0]
+    # a prior recording's information is taken with the motor's columns too
+    trajectory = result.estimate
+    recording = tmp_path / "recording.npz"
+    samples = {"q": trajectory.q, "dq": trajectory.dq, "ddq": trajectory.ddq}
+    np.savez(
+        recording, t=trajectory.t, joint_names=np.array(JOINTS), effort=0 * trajectory.q, **samples
+    )
+    following = design(URDF, replace(options, prior_recording=str(recording)))
+    assert following.design.evaluator.prior_information.shape == (links.n_parameters,) * 2
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("joints: [panda_joint6]\n", "needs 'joints' and a square 'matrix'"),
+        ("joints: [a, b]\nmatrix: [[1, 0]]\nextra: 1\n", "it has ['extra', 'joints', 'matrix']"),
+        ("joints: [a, b]\nmatrix: [[1, 0]]\n", "one row and column per distinct joint"),
+        ("matrix: [", "cannot read --coupling"),
+    ],
+)
+def test_a_bad_coupling_file_is_bad_input(tmp_path, text, message):
+    path = tmp_path / "coupling.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=re.escape(message)):
+        design(URDF, DesignOptions(JOINTS, "links", 3.0, coupling=str(path)))
+
+
+def test_a_coupling_is_for_the_links_target_only(tmp_path):
+    path = tmp_path / "coupling.yaml"
+    path.write_text("joints: [panda_joint6, panda_joint7]\nmatrix: [[1, 0], [0.5, 1]]\n")
+    options = DesignOptions(JOINTS, "payload", 3.0, sensor_frame=SENSOR, coupling=str(path))
+    with pytest.raises(ProblemError, match="target 'payload' takes no coupling"):
+        design(URDF, options)

@@ -227,3 +227,20 @@ def test_what_a_method_needs_of_the_session_is_its_modes():
     chain = build_session(links)
     modes.get("links").check_session_method(chain, "cad_prior")  # the URDF's links: the prior
     assert validate_change(links, {"method": "cad_prior"}, (1, 14), chain).method == "cad_prior"
+
+
+def test_the_links_modes_excitation_target_carries_its_chain_configs_coupling(tmp_path):
+    from inertia_id_ros import modes
+    from inertia_id_ros.chain.actuators import ChainConfig
+
+    joints = ("panda_joint5", "panda_joint6", "panda_joint7")
+    path = tmp_path / "wrist.yaml"
+    coupling = {"joints": list(joints[1:]), "matrix": [[1.0, 0.0], [0.5, 1.0]]}
+    ChainConfig(joints, robot="panda", coupling=coupling).save(path)
+    links = modes.get("links")
+    settings = settings_from_parameters({"mode": "links", "chain_config": str(path)})
+    target = links.excitation(build_session(settings), settings)
+    assert target.target == "links" and target.joint_names == joints
+    assert target.coupling is not None and target.coupling.coupled == ("panda_joint7",)
+    plain = settings_from_parameters(LINKS)
+    assert links.excitation(build_session(plain), plain).coupling is None

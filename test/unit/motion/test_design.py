@@ -8,6 +8,8 @@ import pytest
 import scipy.optimize
 
 from inertia_id_ros import cli
+from inertia_id_ros.chain.links import LinkModel
+from inertia_id_ros.chain.motors import MOTOR_TERMS, MotorCoupling
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.motion.design import design_excitation, stop_reason
@@ -91,6 +93,33 @@ def test_the_links_design_beats_its_start_within_every_limit(panda):
     assert max(result.limits.violations(result.trajectory).values()) <= 1e-9
     assert result.objective < 0.9 * result.stats.initial_objective
     assert result.evaluator.criterion_of(result.trajectory) == pytest.approx(result.objective)
+
+
+def test_a_links_design_with_a_coupling_identifies_the_coupled_motor_better(panda):
+    """Motor 7 turns with joint 6 too. With the links and the joints' drives already known (a
+    prior pins them), the design considering the motor predicts its terms more precisely than
+    today's design, which does not know of it (both end on their own before the time limit)."""
+    wrist = MotorCoupling(JOINTS[1:], np.array([[80.0, 0.0], [40.0, 80.0]]))
+    links = LinkModel.from_model(panda, JOINTS, coupling=wrist)
+    motor = [links.parameter_names.index(f"panda_joint7_motor.{t}") for t in MOTOR_TERMS]
+    known = np.diag(np.where(np.isin(np.arange(links.n_parameters), motor), 0.0, 1e8))
+    settings = ObjectiveSettings(coupling=wrist, prior_information=known)
+    common = dict(max_acceleration=3.0, time_limit=60.0)
+    aware = design_excitation(panda, JOINTS, "links", 4.0, settings=settings, **common)
+    unaware = design_excitation(panda, JOINTS, "links", 4.0, **common)
+    evaluator = aware.evaluator
+    assert aware.information.shape == (links.n_parameters,) * 2
+
+    def motor_std(trajectory: ExcitationTrajectory) -> np.ndarray:
+        """Predicted standard errors of the motor's terms (kg·m², N·m·s/rad, N·m at joint 7)."""
+        information = evaluator.reduce(evaluator.trajectory_information(trajectory))
+        covariance = np.linalg.inv(information + evaluator.prior)
+        base = [list(evaluator.columns).index(k) for k in motor]
+        return evaluator.settings.torque_noise_std * np.sqrt(np.diag(covariance)[base])
+
+    assert np.all(np.isfinite(motor_std(aware.trajectory)))
+    assert np.all(motor_std(aware.trajectory) < motor_std(unaware.trajectory))
+    assert aware.objective < 0.9 * evaluator.criterion_of(unaware.trajectory)
 
 
 def test_design_rejects_a_start_outside_the_limits(panda):

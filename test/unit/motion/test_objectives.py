@@ -9,6 +9,7 @@ import pytest
 
 from inertia_id_ros.chain.base_parameters import base_parameters
 from inertia_id_ros.chain.links import JointTorqueData, LinkModel
+from inertia_id_ros.chain.motors import MOTOR_TERMS, MotorCoupling
 from inertia_id_ros.core.robots import example_robot_urdf, load_model
 from inertia_id_ros.errors import DataError, ProblemError
 from inertia_id_ros.motion.fourier import random_fourier_motion
@@ -28,6 +29,9 @@ from inertia_id_ros.options import DESIGN_TIME_LIMITS, TARGETS
 
 JOINTS = ("panda_joint5", "panda_joint6", "panda_joint7")  # the wrist: fast kinematics
 SENSOR = "panda_link8"
+WRIST = MotorCoupling(JOINTS[1:], np.array([[80.0, 0.0], [40.0, 80.0]]))
+"""Motor 7 turns with joint 6 as well (half as much as with joint 7)."""
+MOTOR = "panda_joint7_motor"
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +72,8 @@ def test_the_registry_holds_every_target_once_by_its_own_name():
         objective_type("base")
 
 
-@pytest.mark.parametrize("kind", OBJECTIVES.values(), ids=OBJECTIVES.keys())
-def test_analytic_gradients_match_finite_differences(panda, envelope, probe, kind):
-    objective = objective_of(panda, envelope, kind)
+def assert_gradients_match_finite_differences(objective: ExcitationObjective, probe) -> None:
+    """The surrogate's gradients w.r.t. Q, DQ, DDQ along random directions."""
     f, gradients = objective.value_and_gradient(*probe, weight=10.0)
     rng = np.random.default_rng(1)
     for which in range(3):
@@ -85,6 +88,24 @@ def test_analytic_gradients_match_finite_differences(panda, envelope, probe, kin
             - objective.value_and_gradient(*minus, weight=10.0)[0]
         ) / (2 * eps)
         assert np.sum(gradients[which] * direction) == pytest.approx(numeric, rel=1e-4, abs=1e-7)
+
+
+@pytest.mark.parametrize("kind", OBJECTIVES.values(), ids=OBJECTIVES.keys())
+def test_analytic_gradients_match_finite_differences(panda, envelope, probe, kind):
+    assert_gradients_match_finite_differences(objective_of(panda, envelope, kind), probe)
+
+
+def test_the_links_information_and_gradients_cover_a_coupled_motors_columns(panda, envelope, probe):
+    coupled = objective_of(panda, envelope, LinksObjective, coupling=WRIST)
+    plain = objective_of(panda, envelope, LinksObjective)
+    motor = [coupled.links.parameter_names.index(f"{MOTOR}.{t}") for t in MOTOR_TERMS]
+    assert coupled.n_parameters == plain.n_parameters + 3
+    alone = LinksObjective.sample_information(
+        panda, JOINTS, probe, ObjectiveSettings(coupling=WRIST)
+    )
+    assert np.allclose(alone, coupled.information(*probe))
+    assert set(motor) <= set(coupled.columns)  # the motor's terms are base parameters
+    assert_gradients_match_finite_differences(coupled, probe)  # the motor's columns' too
 
 
 @pytest.mark.parametrize("kind", OBJECTIVES.values(), ids=OBJECTIVES.keys())
@@ -148,9 +169,16 @@ def test_a_recording_without_the_predicted_signal_is_refused(panda, tmp_path):
             recording_information(path, panda, JOINTS, kind, settings_for(kind))
 
 
-def test_the_payload_needs_its_sensor_frame(panda):
+def test_the_payload_needs_its_sensor_frame_and_takes_no_coupling(panda):
     with pytest.raises(ProblemError, match="target 'payload' needs sensor_frame"):
         PayloadObjective(panda, JOINTS, ObjectiveSettings())
+    with pytest.raises(ProblemError, match="target 'payload' takes no coupling"):
+        PayloadObjective(panda, JOINTS, ObjectiveSettings(sensor_frame=SENSOR, coupling=WRIST))
+
+
+def test_a_coupled_motor_turning_with_a_joint_not_moved_is_refused(panda, envelope):
+    with pytest.raises(ProblemError, match="turns with joints \\['panda_joint6'\\]"):
+        LinksObjective.for_design(panda, JOINTS[::2], ObjectiveSettings(coupling=WRIST), envelope)
 
 
 @pytest.fixture(scope="module")
