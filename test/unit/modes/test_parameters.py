@@ -3,6 +3,7 @@ run-time changes (``inertia_id_ros.modes.parameters`` imports no rclpy)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -244,3 +245,18 @@ def test_the_links_modes_excitation_target_carries_its_chain_configs_coupling(tm
     assert target.coupling is not None and target.coupling.coupled == ("panda_joint7",)
     plain = settings_from_parameters(LINKS)
     assert links.excitation(build_session(plain), plain).coupling is None
+
+
+def test_a_known_body_calibrates_the_payload_modes_sensor_online(tmp_path):
+    """``wrench_calibration_online_body``: a result JSON whose body is in the sensor frame."""
+    body = tmp_path / "body.json"
+    theta = [1.5, 0.05, -0.03, 0.1, 0.01, 0.0, 0.01, 0.0, 0.0, 0.01]
+    body.write_text(json.dumps({"bodies": [{"frame": "panda_link8", "theta": theta}]}))
+    values = {**PAYLOAD, "wrench_calibration_online_body": str(body)}
+    estimator = build_session(settings_from_parameters(values)).estimator
+    assert estimator.ft_calibrator is not None and estimator.ft_calibrator.frames == (
+        "panda_link8",
+    )
+    assert estimator.ft_calibrator.config.kind == "gains" and estimator.config.calibration_body
+    with pytest.raises(StartupError, match="'wrench_calibration_online_body': cannot read"):
+        build_session(settings_from_parameters({**values, "wrench_calibration_online_body": "x"}))

@@ -217,3 +217,16 @@ def test_the_calibration_file_reaches_the_session_and_a_foreign_sensor_is_refuse
     write_ft_calibration(file, {"ft_calibration": {"sensors": [sensor]}})
     with pytest.raises(StartupError, match=r"'ft_calibration_file': .* calibrates \['l_hand"):
         build_session(settings_from_parameters({**ICUB, "ft_calibration_file": str(file)}))
+
+
+def test_online_calibration_parameters_build_the_calibrator_or_name_the_item():
+    """``ft_calibration_online``: internal sensors only; ``ft_calibration_online_kind``."""
+    values = {**ICUB, "ft_calibration_online": ["l_leg_ft_sensor"]}
+    calibrator = build_session(settings_from_parameters(values)).estimator.ft_calibrator
+    assert calibrator is not None and calibrator.frames == ("l_leg_ft_sensor",)
+    assert calibrator.config.kind == "full"
+    assert build_session(settings_from_parameters(ICUB)).estimator.ft_calibrator is None
+    with pytest.raises(StartupError, match="'ft_calibration_online': 'l_sole' is not one of"):
+        settings_from_parameters({**ICUB, "ft_calibration_online": ["l_sole"]})
+    with pytest.raises(StartupError, match="'ft_calibration_online_kind': 'diagonal'"):
+        settings_from_parameters({**values, "ft_calibration_online_kind": "diagonal"})
