@@ -137,8 +137,8 @@ class OnlineFTCalibrator:
 
     def add(self, frame: str, t: np.ndarray, readings: np.ndarray, reference: np.ndarray) -> None:
         """Take the samples stamped ``t`` (N,) s of ``frame``: ``readings`` and ``reference``
-        (N, 6) (see the module docstring); non-finite ones and those closer than
-        ``1 / max_rate_hz`` s: the first of each such bin of time is kept."""
+        (N, 6) (see the module docstring). Non-finite samples are skipped, and of each bin of
+        ``1 / max_rate_hz`` s only the first is kept."""
         if self.frozen:
             return
         t = np.asarray(t, dtype=float)
