@@ -92,6 +92,19 @@ def renamed_in_degrees(bag: Path, out: Path, names: dict[str, str], wrenches: bo
     )
 
 
+def payload_torques_options(links: Path) -> list:
+    """``replay``'s options running the node's payload_torques session
+    (config/panda_payload_torques.yaml) with ``links`` as ``torques_links_result``, 1 update/s."""
+    return [
+        "--params-file",
+        CONFIG / "panda_payload_torques.yaml",
+        "-p",
+        f"torques_links_result:={links}",
+        "-p",
+        "update_rate_hz:=1.0",
+    ]
+
+
 def description(path: Path, bag: Path, wrenches: bool) -> Path:
     """An input description of a bag from :func:`renamed_in_degrees` with :data:`RENAMED`, a
     finger joint held."""
@@ -126,12 +139,7 @@ def test_payload_torques_replay_recovers_the_payload(capsys, torque_bag, tmp_pat
         capsys,
         "replay",
         bag,
-        "--params-file",
-        CONFIG / "panda_payload_torques.yaml",
-        "-p",
-        f"torques_links_result:={links}",
-        "-p",
-        "update_rate_hz:=1.0",
+        *payload_torques_options(links),
         "--truth",
         truth,
         "--csv",
@@ -201,18 +209,7 @@ def test_replay_input_equals_the_canonical_replay(capsys, mode, payload_bag, tor
     renamed = renamed_in_degrees(bag, tmp_path / "renamed", RENAMED, mode == "payload")
     described = description(tmp_path / "log.yaml", renamed, mode == "payload")
     urdf = example_robot_urdf("panda")
-    options = (
-        ["--window-sec", 10]
-        if mode == "payload"
-        else [
-            "--params-file",
-            CONFIG / "panda_payload_torques.yaml",
-            "-p",
-            f"torques_links_result:={torque_bag[2]}",
-            "-p",
-            "update_rate_hz:=1.0",
-        ]
-    )
+    options = ["--window-sec", 10] if mode == "payload" else payload_torques_options(torque_bag[2])
     results = []
     for log in ([bag], ["--input", described]):
         out = tmp_path / "r.json"
@@ -468,14 +465,7 @@ def test_a_flipped_joint_torque_refuses_the_replay_naming_the_fix_in_its_terms(
     description's ``sign``): the payload_torques replay refuses its estimate (exit 3), naming the
     joint and the fix in the terms of what configured it."""
     bag, _, links = torque_bag
-    options = [
-        "--params-file",
-        CONFIG / "panda_payload_torques.yaml",
-        "-p",
-        f"torques_links_result:={links}",
-        "-p",
-        "update_rate_hz:=1.0",
-    ]
+    options = payload_torques_options(links)
     signs = "[1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0]"
     code, out, err = run(capsys, "replay", bag, *options, "-p", f"torques_effort_signs:={signs}")
     assert code == 3, err
