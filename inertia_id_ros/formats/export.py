@@ -107,6 +107,28 @@ def read_result(path: str | Path, error: type[CallerError] = ExportError) -> dic
     return result
 
 
+def read_known_body(
+    path: str | Path, frame: str, error: type[CallerError] = ExportError
+) -> np.ndarray:
+    """``theta`` (10,) of the first body of the result JSON at ``path``, a body of known inertia
+    about and in ``frame`` (a sensor's); raises ``error`` naming the file when it cannot be read,
+    has no such ``theta`` or is in another frame."""
+    bodies = read_result(path, error)["bodies"]
+    body = bodies[0] if bodies and isinstance(bodies[0], dict) else {}
+    try:
+        theta = np.array(body["theta"], dtype=float)
+    except (KeyError, TypeError, ValueError):
+        raise error(f"{path}: its first body has no theta") from None
+    if theta.shape != (10,):
+        raise error(f"{path}: its first body's theta has {theta.size} values, not 10")
+    if body.get("frame", frame) != frame:
+        raise error(
+            f"{path}: the body is in frame {body['frame']!r}, not the sensor's {frame!r} "
+            "(inertia-id export moves a body between frames)"
+        )
+    return theta
+
+
 def read_body(path: str | Path, name: str | None = None) -> IdentifiedBody:
     """Body ``name`` (default: the only one) of a result JSON file."""
     result = read_result(path)

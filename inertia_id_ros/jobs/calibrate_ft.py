@@ -212,7 +212,7 @@ def calibrate_wrist_ft(
 
     from inertia_id_ros.core.kinematics import SensorKinematics
     from inertia_id_ros.formats.data import read_payload_bag, read_payload_file, with_derivatives
-    from inertia_id_ros.formats.export import read_result
+    from inertia_id_ros.formats.export import read_known_body
     from inertia_id_ros.modes.payload import payload_rows
     from inertia_id_ros.options import DEFAULT_JOINT_STATES_TOPIC, DEFAULT_WRENCH_TOPIC
 
@@ -228,12 +228,7 @@ def calibrate_wrist_ft(
             source.wrench_topic or DEFAULT_WRENCH_TOPIC,
         )
     )
-    body = read_result(payload, InputError)["bodies"][0]
-    if body.get("frame", sensor_frame) != sensor_frame:
-        raise InputError(
-            f"{payload}: the payload's body is in frame {body['frame']!r}, not the sensor's "
-            f"{sensor_frame!r} (inertia-id export moves a body between frames)"
-        )
+    theta = read_known_body(payload, sensor_frame, InputError)
     try:
         kinematics = SensorKinematics(load_urdf(urdf), sensor_frame)
     except ValueError as e:
@@ -246,7 +241,7 @@ def calibrate_wrist_ft(
     )
     _, Y, logged = payload_rows(kinematics, replace(recording, joint_states=states))
     sign = -1.0 if sensor_frame in options.flip_wrench_sign else 1.0
-    reference = sign * (Y[:, :, :10] @ np.asarray(body["theta"], dtype=float))
+    reference = sign * (Y[:, :, :10] @ theta)
     period = float(np.median(np.diff(recording.wrenches.t)))
     references = {sensor_frame: (logged, reference)}
     return _calibrate(references, period, replace(options, links=payload), source.path, started, [])

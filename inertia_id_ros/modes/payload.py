@@ -471,27 +471,20 @@ def _online_calibration(own: PayloadSettings) -> dict[str, Any]:
     ``wrench_calibration_online_body`` and ``_kind`` (none when empty); :class:`StartupError`
     naming the parameter of a file that cannot be read or whose body is in another frame."""
     from inertia_id_ros.errors import ExportError
-    from inertia_id_ros.formats.export import read_result
+    from inertia_id_ros.formats.export import read_known_body
     from inertia_id_ros.online.ft_calibrator import OnlineCalibrationConfig
 
     path = own.wrench_calibration_online_body
     if not path:
         return {}
-    name = "wrench_calibration_online_body"
     if own.wrench_calibration_online_kind not in FT_CALIBRATION_KINDS:
         raise StartupError(
             f"parameter 'wrench_calibration_online_kind': "
             f"{own.wrench_calibration_online_kind!r} is not one of {list(FT_CALIBRATION_KINDS)}"
         )
     try:
-        body = read_result(path, ExportError)["bodies"][0]
-        theta = tuple(float(v) for v in body["theta"])
-    except (ExportError, KeyError, IndexError, TypeError, ValueError) as error:
-        raise StartupError(f"parameter '{name}': cannot read a body from {path}: {error}") from None
-    if body.get("frame", own.sensor_frame) != own.sensor_frame or len(theta) != 10:
-        raise StartupError(
-            f"parameter '{name}': {path}'s body must be a theta (10,) in the sensor frame "
-            f"{own.sensor_frame!r} (inertia-id export moves a body between frames)"
-        )
+        theta = tuple(read_known_body(path, own.sensor_frame).tolist())
+    except ExportError as error:
+        raise StartupError(f"parameter 'wrench_calibration_online_body': {error}") from None
     config = OnlineCalibrationConfig((own.sensor_frame,), kind=own.wrench_calibration_online_kind)
     return {"online_calibration": config, "calibration_body": theta}

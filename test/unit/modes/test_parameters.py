@@ -258,5 +258,5 @@ def test_a_known_body_calibrates_the_payload_modes_sensor_online(tmp_path):
         "panda_link8",
     )
     assert estimator.ft_calibrator.config.kind == "gains" and estimator.config.calibration_body
-    with pytest.raises(StartupError, match="'wrench_calibration_online_body': cannot read"):
+    with pytest.raises(StartupError, match="'wrench_calibration_online_body': x: cannot read"):
         build_session(settings_from_parameters({**values, "wrench_calibration_online_body": "x"}))

@@ -294,16 +294,7 @@ def test_replay_input_reads_a_csv_in_milliseconds_degrees_and_motor_currents(
     }
     described = tmp_path / "arm.yaml"
     described.write_text(json.dumps(text))
-    options = [
-        "--urdf",
-        example_robot_urdf("panda"),
-        "--params-file",
-        CONFIG / "panda_payload_torques.yaml",
-        "-p",
-        f"torques_links_result:={links}",
-        "-p",
-        "update_rate_hz:=1.0",
-    ]
+    options = ["--urdf", example_robot_urdf("panda"), *payload_torques_options(links)]
     results = []
     for log_argument in ([bag], ["--input", described]):
         out = tmp_path / "r.json"

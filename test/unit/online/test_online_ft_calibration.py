@@ -150,14 +150,18 @@ def test_bad_online_calibration_settings_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"\['l_sole'\] are not internal F/T sensors"):
         whole_body_session(model, online_calibration=OnlineCalibrationConfig(("l_sole",)))
     result = tmp_path / "body.json"
-    result.write_text('{"bodies": [{"frame": "panda_hand", "theta": [1.0]}]}')
+    result.write_text(
+        '{"bodies": [{"frame": "panda_hand", "theta": [1.0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}]}'
+    )
 
     class Own:
         sensor_frame = WRIST
         wrench_calibration_online_body = str(result)
         wrench_calibration_online_kind = "full"
 
-    with pytest.raises(StartupError, match="'wrench_calibration_online_body'.*sensor frame"):
+    with pytest.raises(
+        StartupError, match="'wrench_calibration_online_body'.*not the sensor's 'panda_link8'"
+    ):
         _online_calibration(Own())  # type: ignore[arg-type]
 
 
