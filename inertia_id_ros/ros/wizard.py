@@ -12,7 +12,8 @@ them to the node:
   ``workspace_file``'s limits or the collision margin. The command (ramp-in, motion, ramp-out) goes
   to ``trajectory_topic`` as one ``trajectory_msgs/JointTrajectory`` whose points carry positions,
   velocities and accelerations, stamped with its start.
-- a timer (:data:`TICK_HZ`) steps the run with the newest joint state, and, with a
+- while a command moves the robot, a timer (:data:`TICK_HZ`; cancelled otherwise, so that an
+  idle wizard costs the node nothing) steps the run with the newest joint state, and, with a
   ``workspace_file``, every joint state is checked against it as it arrives (on the input
   thread); a stop (``~/stop``, ``std_srvs/Trigger``; joint states gone stale; the robot off the
   command or outside the workspace) publishes a hold at the newest measured pose.
@@ -112,7 +113,10 @@ class WizardWiring:
         self._status = node.create_publisher(ExcitationStatus, "~/excitation", LATCHED)
         node.create_service(Excite, "~/excite", self._on_excite)
         node.create_service(Trigger, "~/stop", self._on_stop)
-        node.create_timer(1.0 / TICK_HZ, self._tick)
+        self._ticks = node.create_timer(1.0 / TICK_HZ, self._tick, autostart=False)
+        self._ticks_lock = threading.Lock()
+        """Held to start (:meth:`_send`) or cancel (:meth:`_tick`) :attr:`_ticks`, so that a
+        command sent while a tick cancels them still gets its ticks."""
         self._steps: deque[Step] = deque()
         """Changes of state found on the input thread, reported by the next tick."""
         if workspace is not None:  # every measured pose is checked as it arrives
@@ -314,6 +318,8 @@ class WizardWiring:
         if self._session.estimator.config.window_sec < needed:
             self._session.resize_window(needed)
         self._session.pause_change_detection(True)
+        with self._ticks_lock:
+            self._ticks.reset()
         plan = command.trajectory
         self._commands.publish(
             joint_trajectory_msg(
@@ -342,7 +348,9 @@ class WizardWiring:
             if step.changed:
                 if step.hold is not None:
                     self._hold(step.hold)
-                self._steps.append(step)
+                with self._ticks_lock:  # the next tick reports it
+                    self._steps.append(step)
+                    self._ticks.reset()
 
     def _tick(self) -> None:
         now = self._now()
@@ -365,6 +373,9 @@ class WizardWiring:
             and now - self._last_progress >= PROGRESS_PERIOD_SEC
         ):
             self._publish_status()
+        with self._ticks_lock:  # nothing moves: no more ticks until the next command
+            if self.run.state not in MOVING and not self._steps:
+                self._ticks.cancel()
 
     def _command(self) -> ExcitationCommand:
         """The command being run (a ``RuntimeError`` between runs)."""
