@@ -218,6 +218,10 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT, WindowT]):
         """Clock resets seen since the last :meth:`reset` (see ``clock_jump_sec``)."""
         self._joint_clock = ClockResetDetector(config.clock_jump_sec)
         self._last_solution: Solution | None = None
+        self._last_weights: np.ndarray | None = None
+        """The channel weights (C,) the last kept solution was weighted with (``None``:
+        unweighted): a weighted solve warm-started from that solution starts its iteration
+        there (:meth:`_warm_weights`), and usually settles in one fit."""
         self._generation = 0
         self.ft_calibrator: OnlineFTCalibrator | None = None
         """The F/T sensors' online calibration (``None``: off), fed each batch of rows the
@@ -490,13 +494,21 @@ class OnlineEstimator(abc.ABC, Generic[ConfigT, WindowT]):
             return self._last_solution
         return initvals
 
-    def _keep_solution(self, solution: Solution, generation: int) -> bool:
-        """Remember ``solution`` to warm-start the next solve, unless the samples it was solved
-        on have been forgotten since ``generation``; returns whether it was kept."""
+    def _warm_weights(self, start: Any) -> np.ndarray | None:
+        """The channel weights to start a weighted solve from ``start`` with: the previous
+        solution's (when ``start`` is it), else ``None`` (unweighted)."""
+        return self._last_weights if start is not None and start is self._last_solution else None
+
+    def _keep_solution(
+        self, solution: Solution, generation: int, weights: np.ndarray | None = None
+    ) -> bool:
+        """Remember ``solution`` (and the channel ``weights`` it was solved with) to warm-start
+        the next solve, unless the samples it was solved on have been forgotten since
+        ``generation``; returns whether it was kept."""
         with self._lock:
             if generation != self._generation:
                 return False
-            self._last_solution = solution
+            self._last_solution, self._last_weights = solution, weights
             return True
 
     # ---- state -----------------------------------------------------------------------------

@@ -254,10 +254,13 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
             )
             warm = initvals is None and config.warm_start
             initvals = self._warm_start(initvals)
+            start_weights = self._warm_weights(initvals)
             previous_known = self._last_known_armature_solution if warm else None
             generation = self._generation
         ellipsoids = ellipsoid_matrices(config.bounding_ellipsoids, method)
-        solution, normal = self._first_solve(method, options, initvals, ellipsoids, equations)
+        solution, normal, weights = self._first_solve(
+            method, options, (initvals, start_weights), ellipsoids, equations
+        )
         x = np.array(solution.x)
         base = base_parameters_from_gram(
             self.link_model.parameter_names, normal[0], config.rank_tolerance
@@ -276,7 +279,7 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
             x = resolution.expand(final.x)
         thetas = self.link_model.link_parameters(x).copy()
         reports = check_bodies(dict(zip(self.link_model.link_names, thetas)), method)
-        if self._keep_solution(solution, generation) and resolution is not None:
+        if self._keep_solution(solution, generation, weights) and resolution is not None:
             with self._lock:
                 self._last_known_armature_solution = (resolution.model.parameter_names, final)
         stopped = [s.status for s in (solution, final) if not s.found]
@@ -309,17 +312,20 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
         self,
         method: str,
         options: dict[str, Any],
-        initvals: Any,
+        start: tuple[Any, np.ndarray | None],
         ellipsoids: list[np.ndarray | None] | None,
         equations: NormalEquations | ChannelNormalEquations,
-    ) -> tuple[Solution, NormalEquations]:
-        """The solve of every parameter: of the window's normal ``equations``, or, weighted, of
-        its channels' (the joints weighted by their noise levels); returns the solution and the
-        normal equations it solved (weighted; the armature step keeps the weights)."""
+    ) -> tuple[Solution, NormalEquations, np.ndarray | None]:
+        """The solve of every parameter, from ``start`` (its initial values, the channel
+        weights to start from): of the window's normal ``equations``, or, weighted, of its
+        channels' (the joints weighted by their noise levels); returns the solution, the normal
+        equations it solved (weighted; the armature step keeps the weights) and the weights
+        (``None``: unweighted)."""
         model, prior_weight = self.link_model, self.config.prior_weight
+        initvals, start_weights = start
         if not isinstance(equations, ChannelNormalEquations):
             problem = build_link_problem(model, *equations, prior_weight, ellipsoids)
-            return solve_or_fail(problem, method, initvals, options), equations
+            return solve_or_fail(problem, method, initvals, options), equations, None
         channels = equations
         solution, weights = solve_weighted(
             channels,
@@ -330,8 +336,9 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
             initvals,
             options,
             self.config.weighting,
+            start_weights,
         )
-        return solution, weighted_normal_equations(channels, weights)
+        return solution, weighted_normal_equations(channels, weights), weights
 
     def _known_armature_solve(
         self,

@@ -494,6 +494,7 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
             known_offset = tare.offset if tare is not None and not config.estimate_offset else None
             channels = self.window.channel_normal_equations(duration, until, offset=known_offset)
             initvals = self._warm_start(initvals)
+            start_weights = self._warm_weights(initvals)
             generation = self._generation
         solution, weights = solve_weighted(
             channels,
@@ -502,13 +503,14 @@ class PayloadEstimator(OnlineEstimator[EstimatorConfig, SlidingWindow]):
             initvals,
             options,
             config.weighting,
+            start_weights,
         )
         theta = np.array(solution.bodies[0])
         if require_consistent:
             report = check_bodies({"payload": theta}, method)[0]
         else:
             report = check_consistency(theta)
-        self._keep_solution(solution, generation)
+        self._keep_solution(solution, generation, weights)
         covariance = parameter_covariance(
             channels, np.asarray(solution.x), constrained=method != "ols", weights=weights
         )

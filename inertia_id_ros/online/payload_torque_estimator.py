@@ -199,6 +199,7 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
             ]
             channels = ChannelNormalEquations.summed(blocks)
             initvals = self._warm_start(initvals)
+            start_weights = self._warm_weights(initvals)
             generation = self._generation
         solution, weights = solve_weighted(
             channels,
@@ -207,11 +208,12 @@ class PayloadTorqueEstimator(JointStateEstimator[PayloadTorqueEstimatorConfig]):
             initvals,
             options,
             config.weighting,
+            start_weights,
         )
         x = np.asarray(solution.x, dtype=float)
         theta = x[:N_BODY_PARAMS].copy()
         report = check_bodies({"payload": theta}, method)[0]
-        self._keep_solution(solution, generation)
+        self._keep_solution(solution, generation, weights)
         covariance = parameter_covariance(
             channels, x, constrained=False, weights=weights, scores=block_scores(blocks, x, weights)
         )

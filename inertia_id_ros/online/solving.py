@@ -104,13 +104,16 @@ def solve_weighted(
     initvals: Any,
     options: Mapping[str, Any],
     weighting: str,
+    initial_weights: np.ndarray | None = None,
 ) -> tuple[Solution, np.ndarray | None]:
     """:func:`solve_or_fail` of the problem ``build(weights)`` makes of the normal equations of
     ``channels`` with channel ``c``'s rows weighted by ``weights[c]``
     (:func:`~inertia_id_ros.core.weighting.weighted_normal_equations`): unweighted
     (``weighting="none"``, ``weights`` ``None``), or weighted by each channel's inverse residual
     variance, iterated (:func:`~inertia_id_ros.core.weighting.iterate_channel_weights`, each
-    solve warm-started from the previous). Returns ``(solution, weights (r,) or None)``."""
+    solve warm-started from the previous), from ``initial_weights`` (C,) when given (a previous
+    solve's: the iteration then usually stops after one fit). Returns
+    ``(solution, weights (C,) or None)``."""
     if weighting == "none":
         return solve_or_fail(build(None), method, initvals, options), None
     solutions: list[Solution] = []
@@ -120,7 +123,9 @@ def solve_weighted(
         solutions.append(solve_or_fail(build(weights), method, start, options))
         return np.asarray(solutions[-1].x)
 
-    _, weights = iterate_channel_weights(channels, fit)
+    if initial_weights is not None and np.shape(initial_weights) != (channels.n_channels,):
+        initial_weights = None  # another set of channels
+    _, weights = iterate_channel_weights(channels, fit, initial=initial_weights)
     return solutions[-1], weights.weights
 
 

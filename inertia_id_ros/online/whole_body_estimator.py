@@ -159,9 +159,6 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
         returned."""
         self._depends = whole_body_sync.wrench_dependencies(model, config.with_efforts)
         """(S, C) bool: the rows that need sensor s's wrench."""
-        self._weights: np.ndarray | None = None
-        """The noise groups' weights of the last weighted solve (the next one starts there when
-        it is warm-started)."""
         self._imu_proper_sum = np.zeros(3)
         """A fixed base's IMU: the sum of its fixed frame's proper accelerations (m/s²)."""
 
@@ -540,7 +537,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
                 else self.window.channel_normal_equations(duration)
             )
             initvals = self._warm_start(None)
-            weights = self._weights if initvals is not None else None
+            weights = self._warm_weights(initvals)
             generation = self._generation
             stopped = tuple(self.sensor_frames[k] for k in self._stopped())
             imu_tilt = (
@@ -562,9 +559,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
                 **options,
             )
         reports = check_bodies(dict(zip(model.bodies, fit.thetas)), method)
-        kept = self._keep_solution(fit.solution, generation)
-        if kept and fit.weights is not None:  # the next window's iteration starts from them
-            self._weights = fit.weights.weights
+        self._keep_solution(
+            fit.solution, generation, None if fit.weights is None else fit.weights.weights
+        )
         ident = fit.identifiability
         return WholeBodyEstimate(
             link_names=model.bodies,

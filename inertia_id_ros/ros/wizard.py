@@ -170,15 +170,17 @@ class WizardWiring:
 
     def _observe(self, msg: JointState | None = None) -> JointStateSnapshot | None:
         """The newest joint state listing the motion's joints (``msg`` as it arrives, else the
-        mode I/O's newest); ``received`` is when it was first seen here (within a tick of its
-        arrival)."""
-        msg = self._io.latest_joint_state if msg is None else msg
+        mode I/O's newest); ``received`` is when it arrived (on the node's clock)."""
+        age = 0.0
+        if msg is None:  # the age first: a message arriving meanwhile makes it older, not newer
+            age = self._io.latest_joint_state_age
+            msg = self._io.latest_joint_state
         if msg is not None and msg is not self._seen:
             self._seen = msg
             if len(msg.position) == len(msg.name) and set(self._joints) <= set(msg.name):
                 self._snapshot = JointStateSnapshot(
                     stamp_to_seconds(msg.header.stamp),
-                    self._now(),
+                    self._now() - age,
                     tuple(msg.name),
                     np.array(msg.position),
                 )

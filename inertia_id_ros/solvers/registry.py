@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Protocol, TypeVar
 
@@ -51,6 +52,11 @@ def ellipsoids_for(method: str, ellipsoids: Ellipsoids | None) -> Ellipsoids | N
     return None if method in UNCONSTRAINED_METHODS else ellipsoids
 
 
+_signature = functools.cache(inspect.signature)
+"""A method function's signature (read once per function: an online solve checks its options
+at every update)."""
+
+
 def check_options(method: str, options: dict[str, Any]) -> SolveMethod:
     """The function of ``method``; raises :class:`ProblemError` if the method is unknown or does
     not take ``options`` (names only: values are checked when solving)."""
@@ -59,7 +65,7 @@ def check_options(method: str, options: dict[str, Any]) -> SolveMethod:
     except KeyError:
         raise ProblemError(f"unknown method {method!r}; available: {sorted(METHODS)}") from None
     try:
-        inspect.signature(function).bind(None, None, **options)
+        _signature(function).bind(None, None, **options)
     except TypeError as e:
         raise ProblemError(f"method {method!r}: {e}") from e
     return function

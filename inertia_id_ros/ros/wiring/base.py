@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import abc
 import threading
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from rclpy.qos import QoSProfile
 from rclpy.serialization import deserialize_message
 from rclpy.subscription import Subscription
@@ -42,6 +44,8 @@ class Inbox:
         """Messages dropped because the queue was full."""
         self.newest: Any = None
         """The newest message put (taken or not)."""
+        self.newest_arrival = -np.inf
+        """When :attr:`newest` was put (``time.monotonic()``, s)."""
         self._newest_decoded: tuple[Any, Any] = (None, None)
 
     def put(self, msg: Any) -> None:
@@ -49,7 +53,7 @@ class Inbox:
         if len(self._queue) == self._queue.maxlen:
             self.overflow += 1
         self._queue.append(msg)
-        self.newest = msg
+        self.newest, self.newest_arrival = msg, time.monotonic()
 
     def take(self) -> list:
         """Every message queued so far, oldest first."""
@@ -196,6 +200,11 @@ class ModeWiring(abc.ABC):
     def latest_joint_state(self) -> JointState | None:
         """The newest joint state received."""
         return self._joint_states.newest_message
+
+    @property
+    def latest_joint_state_age(self) -> float:
+        """How long ago the newest joint state arrived (s, wall time; ``inf``: none yet)."""
+        return time.monotonic() - self._joint_states.newest_arrival
 
     @abc.abstractmethod
     def publish(self, update: Update, markers: bool = True) -> None:
