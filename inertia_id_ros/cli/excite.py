@@ -160,8 +160,10 @@ def run(args: argparse.Namespace) -> int:
         collision_margin=args.collision_margin,
     )
     if args.check is not None:
-        if any(getattr(args, name) is not None for name in ("target", "duration", "out")):
-            raise InputError("--check takes no --target, --duration or --out")
+        if any(
+            getattr(args, name) is not None for name in ("target", "duration", "out", "coupling")
+        ):  # a coupling shapes what a design identifies; a check is of limits only
+            raise InputError("--check takes no --target, --duration, --out or --coupling")
         checked = check(args.urdf, args.check, limits)
         if checked.summary:
             print("\n".join(checked.summary))

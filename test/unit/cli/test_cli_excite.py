@@ -165,6 +165,13 @@ def test_designing_without_the_design_options_is_bad_input(capsys):
     assert code == 2 and "needs --target, --duration, --out" in capsys.readouterr().err
 
 
+def test_a_check_refuses_the_design_options_a_coupling_included(motion_file, capsys):
+    code = cli.main(["excite", "--urdf", URDF, "--check", str(motion_file[0]), "--coupling", "c"])
+    assert code == 2 and "--check takes no --target, --duration, --out or --coupling" in (
+        capsys.readouterr().err
+    )
+
+
 def test_a_links_design_takes_the_coupled_motors_of_a_coupling_file(tmp_path, capsys):
     coupling = tmp_path / "wrist.yaml"
     coupling.write_text("joints: [panda_joint6, panda_joint7]\nmatrix: [[1, 0], [0.5, 1]]\n")
