@@ -1,9 +1,9 @@
 """Whole-body mode over DDS: the iCub simulator (joint states, IMU, seven F/T sensors) -> the node
 (config/icub_whole_body.yaml; by default the noise groups weighted) -> every published estimate
-consistent, identify answers; a sensor whose topic nobody publishes is reported and its rows
-dropped; iCub on a stand without an IMU (config/icub_fixed.yaml) predicts held-out forces better
-than the URDF, and so does iCub rooted at its stance sole (config/icub_stance.yaml); bad
-parameters exit 2 naming the item."""
+consistent, identify answers, a leg sensor's calibration refitted online is published; a sensor
+whose topic nobody publishes is reported and its rows dropped; iCub on a stand without an IMU
+(config/icub_fixed.yaml) predicts held-out forces better than the URDF, and so does iCub rooted
+at its stance sole (config/icub_stance.yaml); bad parameters exit 2 naming the item."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from inertia_id_ros.ros.conversions import msg_to_thetas
+    from inertia_id_ros.msg import FTCalibration
+    from inertia_id_ros.ros.conversions import msg_to_thetas, stamp_to_seconds
     from inertia_id_ros.srv import Identify
 
     motion, rate = 30.0, 200.0
@@ -76,11 +77,17 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
         f"ft_topics:=[{topics}]",
         "-p",
         "weighting:=channel",
+        "-p",
+        "ft_calibration_online:=[l_leg_ft_sensor]",
         *FAST_DIAGNOSTICS,
     )
     peer = rclpy.create_node("inertia_id_whole_body_client")
     every = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
     received = received_links(peer, every)
+    calibrations: list[FTCalibration] = []
+    peer.create_subscription(
+        FTCalibration, "/inertia_id/ft_calibration", calibrations.append, every
+    )
     diagnostics = NodeDiagnostics(peer).history  # every status (the peer keeps the subscription)
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
@@ -107,9 +114,20 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
         assert diagnostics and diagnostics[-1]["stopped_sensors"] == "r_foot_ft_sensor"
         assert diagnostics[-1]["weighting"] == "channel"  # asked for: noise groups weighted
         assert float(diagnostics[-1]["noise_sigma.l_arm_ft_sensor.force"]) > 0.1  # 0.2 N
-        assert links.bodies[0].num_samples > 0.8 * motion * 50.0  # sample_rate_hz 50
         masses = {name: theta[0] for name, theta in msg_to_thetas(links).items()}
         assert 0.7 * sum(t[0] for t in truth.values()) < sum(masses.values())
+        # the leg sensor refitted every 5 s of samples from 10 s on, each refit published
+        assert len(calibrations) >= 2, node.output()[-3000:]
+        for refit in calibrations:
+            assert refit.header.frame_id == "l_leg_ft_sensor" and refit.num_samples > 0
+            assert np.isfinite(refit.matrix).all() and (np.array(refit.matrix_std) >= 0).all()
+            assert (np.array(refit.held_out_rms) > 0).all()
+        applied = [stamp_to_seconds(r.header.stamp) for r in calibrations if r.applied]
+        assert int(diagnostics[-1]["ft_calibration.applied"]) <= len(applied)
+        # an applied refit restarts the window: the samples from then on (sample_rate_hz 50)
+        newest = stamp_to_seconds(links.bodies[0].header.stamp)
+        span = newest - max(applied) if applied else motion
+        assert links.bodies[0].num_samples > 0.8 * span * 50.0, (span, applied)
     finally:
         peer.destroy_node()
 
