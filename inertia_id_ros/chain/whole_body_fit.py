@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,20 +262,27 @@ def identifiability(
 class WholeBodyFit:
     """Result of :func:`fit_whole_body`: ``x`` (p,) physical units (:attr:`WholeBodyModel.
     parameter_names`), ``thetas`` (n_bodies, 10), ``offsets`` {frame: (6,)}, the scaled problem's
-    ``solution``, ``identifiability`` (of the weighted rows when weighted), ``residual_rms`` of
-    the rows (unweighted, whatever the weighting; with ``channel_weights``: of the rows so
-    multiplied); ``solve_time`` (s) of the solver, summed over a weighted fit's solves;
-    ``weights`` of :func:`noise_groups` (``weighting="channel"``, else ``None``)."""
+    ``solution``, :attr:`identifiability` (of the weighted rows when weighted; ``identify``
+    computes it), ``residual_rms`` of the rows (unweighted, whatever the weighting; with
+    ``channel_weights``: of the rows so multiplied); ``solve_time`` (s) of the solver, summed over
+    a weighted fit's solves; ``weights`` of :func:`noise_groups` (``weighting="channel"``, else
+    ``None``)."""
 
     x: np.ndarray
     thetas: np.ndarray
     offsets: dict[str, np.ndarray]
     solution: Solution
-    identifiability: Identifiability
+    identify: Callable[[], Identifiability] = field(repr=False, compare=False)
     residual_rms: float
     n_samples: int
     solve_time: float
     weights: ChannelWeights | None = None
+
+    @functools.cached_property
+    def identifiability(self) -> Identifiability:
+        """Base parameters and per-link labels, computed when first asked for (a weighted fit's
+        intermediate solves are never asked)."""
+        return self.identify()
 
     @property
     def fully_consistent(self) -> bool:
@@ -447,7 +454,7 @@ def _fit_equations(
         thetas=x[:nb].reshape(-1, N_BODY_PARAMS),
         offsets=offsets,
         solution=solution,
-        identifiability=identifiability(model, problem.gram, scales),
+        identify=functools.partial(identifiability, model, problem.gram, scales),
         residual_rms=float(np.sqrt(residual / equations.n_rows)),
         n_samples=equations.n_rows // max(len(model.channels(with_efforts)), 1),
         solve_time=float(solution.solve_time),
