@@ -8,15 +8,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from inertia_id_ros.core.covariance import ChannelNormalEquations, channel_grams
+from inertia_id_ros.core.covariance import ChannelNormalEquations
+from inertia_id_ros.online.window_products import BlockProducts
 from inertia_id_ros.solvers import Problem
 
 WRENCH_ROWS = 6
 """Rows of ``Y`` per sample (one wrench)."""
-PRODUCT_BLOCK = 512
-"""Samples per block whose products a :class:`SlidingWindow` keeps (counted from its first):
-the products take ``(p + 2) / PRODUCT_BLOCK`` of the rows' memory (a 7-joint arm's links: 14 %),
-an update computes at most two blocks' worth besides the new samples."""
 
 
 class Window(Protocol):
@@ -159,9 +156,9 @@ class SlidingWindow:
     Samples older than ``window_sec`` behind the newest one are dropped; so are the oldest ones
     beyond ``capacity`` samples (bounded memory, a :class:`SampleBuffer`). Each sample is stored
     as the augmented rows ``[Y_i | f_i]`` (r, p + 1), contiguous, so the normal equations are one
-    product ``A^T A`` of the stacked rows. The products of each full block of
-    :data:`PRODUCT_BLOCK` samples are kept while its samples are held, so that normal equations
-    over the window cost the blocks added since and the selection's two ends, not the window.
+    product ``A^T A`` of the stacked rows. Products of blocks of samples are kept
+    (:class:`~inertia_id_ros.online.window_products.BlockProducts`), so that normal equations
+    over the window cost the samples added since and a bounded number of rows, not the window.
     ``p`` is fixed by ``n_params`` or by the first sample. Not thread-safe (the estimator locks
     around it).
     """
@@ -182,14 +179,13 @@ class SlidingWindow:
         self.window_sec = float(window_sec)
         self.capacity = int(capacity)
         self.rows_per_sample = int(rows_per_sample)
-        self._block_products: dict[int, np.ndarray] = {}
-        """Block ``k`` (samples ``k B .. (k + 1) B - 1`` of the buffer, ``B`` =
-        :data:`PRODUCT_BLOCK`) -> its per-channel ``[Y f 1]^T [Y f 1]`` (r, p + 2, p + 2)."""
+        self._block_products = BlockProducts()
+        """The kept products of blocks of the buffer's samples."""
         self._buffer = None if n_params is None else self._allocate(n_params)
 
     def _allocate(self, n_params: int) -> SampleBuffer:
         """An empty buffer for samples of ``n_params`` columns (no block products kept)."""
-        self._block_products = {}
+        self._block_products = BlockProducts()
         return SampleBuffer(self.capacity, t=(), rows=(self.rows_per_sample, n_params + 1))
 
     @property
@@ -216,6 +212,7 @@ class SlidingWindow:
         """Drop all samples (the parameter count stays)."""
         if self._buffer is not None:
             self._buffer.clear()
+        self._block_products.clear()
 
     def drop_before(self, t: float) -> None:
         """Drop the samples stamped before ``t`` (s)."""
@@ -348,27 +345,14 @@ class SlidingWindow:
 
     def _products(self, duration: float, until: float | None) -> np.ndarray:
         """(r, p + 2, p + 2) per-channel ``[Y f 1]^T [Y f 1]`` of the samples :meth:`samples`
-        selects: the kept products of the whole blocks among them (made once), the others'
-        computed."""
+        selects, from the kept block products."""
         if self._buffer is None:
             raise ValueError("the window has never held a sample (unknown parameter count)")
-        buffer, size = self._buffer, PRODUCT_BLOCK
-        rows, first = buffer["rows"], buffer.first_index
-        selected = self._slice(duration, until)
-        start, stop = first + selected.start, first + selected.stop
-        first_block, end_block = -(-start // size), stop // size  # the whole blocks selected
-        kept = self._block_products
-        for k in [k for k in kept if k * size < first]:  # blocks no longer held
-            del kept[k]
-        if end_block <= first_block:
-            return _augmented_products(rows[selected])
-        total = _augmented_products(rows[start - first : first_block * size - first])
-        total += _augmented_products(rows[end_block * size - first : stop - first])
-        for k in range(first_block, end_block):
-            if k not in kept:
-                kept[k] = _augmented_products(rows[k * size - first : (k + 1) * size - first])
-            total += kept[k]
-        return total
+        buffer = self._buffer
+        first, selected = buffer.first_index, self._slice(duration, until)
+        return self._block_products.products(
+            buffer["rows"], first, first + selected.start, first + selected.stop
+        )
 
     def problem(self, duration: float = 0.0, n_bodies: int = 1, **problem_fields: Any) -> Problem:
         """:class:`~inertia_id_ros.solvers.Problem` of the newest ``duration`` seconds (0: the
@@ -568,10 +552,3 @@ class BlockWindow:
                 (b["products"][k] for b in blocks), np.zeros((columns.size, columns.size))
             )
         return out
-
-
-def _augmented_products(rows: np.ndarray) -> np.ndarray:
-    """(r, p + 2, p + 2) per-channel ``[Y f 1]^T [Y f 1]`` of samples' ``rows`` (N, r, p + 1)
-    ``[Y f]``: the last row and column hold ``sum Y``, ``sum f`` and ``N``."""
-    ones = np.ones((*rows.shape[:2], 1))
-    return channel_grams(np.concatenate([rows, ones], axis=2))

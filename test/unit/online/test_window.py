@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from inertia_id_ros.core.covariance import ChannelNormalEquations
-from inertia_id_ros.online.window import PRODUCT_BLOCK, SampleBuffer, SlidingWindow
+from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
+from inertia_id_ros.online.window_products import FINE_BLOCK, PRODUCT_BLOCK
 
 
 def rows(rng: np.random.Generator, t: np.ndarray, p: int = 16) -> tuple[np.ndarray, np.ndarray]:
@@ -60,7 +61,7 @@ def test_kept_block_products_give_the_channels_normal_equations_of_the_selected_
                 assert np.allclose(got.moment, want.moment, rtol=0, atol=1e-12 * scale)
                 assert np.allclose(got.yty, want.yty, rtol=1e-12)
                 checked += 1
-        assert len(window._block_products) <= window.capacity // PRODUCT_BLOCK + 2
+        assert len(window._block_products.coarse) <= window.capacity // PRODUCT_BLOCK + 2
     assert checked == 37 * 6
 
 
@@ -140,3 +141,76 @@ def test_an_interval_of_the_past_selects_exactly_its_samples():
         assert np.allclose(gram, stacked.T @ stacked)
         assert np.allclose(moment, stacked.T @ f[select].reshape(-1))
     assert window.count(1.0, until=-1.0) == 0
+
+
+def direct_products(window: SlidingWindow, duration: float, until: float | None) -> np.ndarray:
+    """(r, p + 2, p + 2) per-channel ``[Y f 1]^T [Y f 1]`` of the selected samples' rows."""
+    _, Y, f = window.samples(duration, until=until)
+    augmented = np.concatenate([Y, f[:, :, None], np.ones((*f.shape, 1))], axis=2)
+    return np.einsum("nci,ncj->cij", augmented, augmented)
+
+
+def test_normal_equations_match_the_rows_whatever_the_calls_before():
+    """Appends of every size (across fine and coarse blocks), drops, a clear and resizes, with
+    calls over the whole window, its newest seconds and intervals of the past: the normal
+    equations are those of the selected rows, and a call repeated after others gives the same
+    numbers."""
+    rng = np.random.default_rng(7)
+    window = SlidingWindow(window_sec=4.0, capacity=3000, rows_per_sample=3)
+    used = np.array([[1, 1, 1, 1, 1], [0, 1, 1, 1, 1], [0, 0, 0, 1, 1]], dtype=bool)
+    t_next, checked = 0.0, 0
+    for step in range(60):
+        n = int(rng.choice([1, FINE_BLOCK - 1, FINE_BLOCK, 100, PRODUCT_BLOCK + 3, 1500]))
+        t = t_next + np.arange(n) * 1e-3
+        t_next = t[-1] + 1e-3
+        window.extend(t, rng.normal(size=(n, 3, 5)) * used, rng.normal(size=(n, 3)))
+        if step % 9 == 4:
+            window.drop_before(t_next - rng.uniform(0.5, 3.0))
+        if step == 30:
+            window.clear()
+        if step in (20, 45):
+            window.resize(float(rng.uniform(1.0, 5.0)), int(rng.integers(800, 4000)))
+        calls = [(0.0, None), (float(rng.uniform(0.01, 3.0)), None)]
+        calls.append((float(rng.uniform(0.0, 2.0)), t_next - float(rng.uniform(0.0, 2.0))))
+        first = None
+        for duration, until in [*calls, calls[0]]:
+            want = direct_products(window, duration, until)
+            got = window.channel_normal_equations(duration, until)
+            scale = max(np.abs(want).max(), 1.0)
+            assert got.n_samples == window.count(duration, until) == round(want[0, 6, 6])
+            assert np.allclose(got.gram, want[:, :5, :5], rtol=1e-10, atol=1e-12 * scale)
+            assert np.allclose(got.moment, want[:, :5, 5], rtol=1e-10, atol=1e-12 * scale)
+            assert np.allclose(got.yty, want[:, 5, 5], rtol=1e-10)
+            gram, moment, yty, rows = window.normal_equations(duration, until)
+            total = want.sum(axis=0)
+            assert np.allclose(gram, total[:5, :5], rtol=1e-10, atol=1e-12 * scale)
+            assert np.allclose(moment, total[:5, 5], rtol=1e-10, atol=1e-12 * scale)
+            assert yty == pytest.approx(total[5, 5], rel=1e-10) and rows == 3 * got.n_samples
+            first = got.gram if first is None else first
+            checked += 1
+        assert np.allclose(got.gram, first, rtol=0, atol=1e-14 * scale)  # the first call again
+    assert checked == 60 * 4
+
+
+def test_fine_products_are_kept_for_the_selections_two_ends_only():
+    """A 30 s window at 1 kHz, 100 samples per call: fine products are kept for at most the two
+    coarse blocks the last selection holds part of, coarse ones for the blocks held."""
+    rng = np.random.default_rng(8)
+    window = SlidingWindow(window_sec=30.0, capacity=40000, rows_per_sample=2)
+    t = np.arange(0, 40000) * 1e-3
+    most = 0
+    for k, start in enumerate(range(0, t.size, 100)):
+        chunk = slice(start, start + 100)
+        window.extend(t[chunk], rng.normal(size=(100, 2, 3)), rng.normal(size=(100, 2)))
+        duration = 0.0 if k % 3 else 7.3
+        window.channel_normal_equations(duration)
+        kept = window._block_products
+        first = window._buffer.first_index
+        start_index = first + window.count() - window.count(duration)
+        stop_index = first + window.count()
+        ends = {start_index // PRODUCT_BLOCK, (stop_index - 1) // PRODUCT_BLOCK}
+        assert set(kept.fine) <= ends
+        assert all(len(made) == PRODUCT_BLOCK // FINE_BLOCK for _, made in kept.fine.values())
+        assert len(kept.coarse) <= len(window) // PRODUCT_BLOCK + 1
+        most = max(most, len(kept.fine))
+    assert len(window) > 29000 and most == 2
