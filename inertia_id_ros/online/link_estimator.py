@@ -254,13 +254,11 @@ class LinkEstimator(JointStateEstimator[LinkEstimatorConfig]):
             )
             warm = initvals is None and config.warm_start
             initvals = self._warm_start(initvals)
-            start_weights = self._warm_weights(initvals)
+            start = (initvals, self._warm_weights(initvals))
             previous_known = self._last_known_armature_solution if warm else None
             generation = self._generation
         ellipsoids = ellipsoid_matrices(config.bounding_ellipsoids, method)
-        solution, normal, weights = self._first_solve(
-            method, options, (initvals, start_weights), ellipsoids, equations
-        )
+        solution, normal, weights = self._first_solve(method, options, start, ellipsoids, equations)
         x = np.array(solution.x)
         base = base_parameters_from_gram(
             self.link_model.parameter_names, normal[0], config.rank_tolerance
