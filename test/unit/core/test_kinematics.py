@@ -6,7 +6,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from inertia_id_ros.core.kinematics import SensorKinematics
+from inertia_id_ros.core.kinematics import VECTORISED_FROM_SAMPLES, SensorKinematics
 from inertia_id_ros.core.regressors import body_regressor
 from inertia_id_ros.core.robots import (
     ROBOT_URDFS,
@@ -276,3 +276,108 @@ def test_subtree_inertia_of_the_panda_flange_is_hand_and_fingers():
     kinematics = SensorKinematics(load_model(example_robot_urdf("panda")), "panda_link8")
     assert np.isclose(kinematics.subtree_inertia()[0], 0.73 + 2 * 0.015)
     assert set(ROBOT_URDFS) >= {"panda", "icub", "ur5", "solo12", "go1"}
+
+
+# ---- vectorised chain against pinocchio --------------------------------------------------------
+
+
+def assert_matches_pinocchio(kinematics: SensorKinematics, seed: int, n: int = 50) -> None:
+    """compute_batch (vectorised) equals the per-sample pinocchio loop on random samples."""
+    assert kinematics._chain is not None and n >= VECTORISED_FROM_SAMPLES
+    Q, DQ, DDQ = np.random.default_rng(seed).normal(size=(3, n, kinematics.n_joints))
+    V, A = kinematics.compute_batch(Q, DQ, DDQ)
+    V_ref, A_ref = kinematics._compute_batch_pinocchio(Q, DQ, DDQ)
+    assert V.shape == A.shape == (n, 6)
+    assert np.allclose(V, V_ref, rtol=0, atol=1e-12) and np.allclose(A, A_ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "robot, frame, joints, locked",
+    [
+        ("panda", "panda_link8", None, None),
+        ("panda", "panda_hand_tcp", None, None),
+        ("ur5", "tool0", None, None),
+        ("icub", "r_arm_ft_sensor", None, None),  # a fixed joint, unaligned axes
+        ("icub", "l_leg_ft_sensor", None, None),
+        ("icub", "r_arm_ft_sensor", ["r_shoulder_roll", "torso_yaw"], {"torso_pitch": 0.3}),
+        ("go1", "FL_foot", None, None),
+    ],
+)
+def test_vectorised_batch_matches_pinocchio_on_example_robots(robot, frame, joints, locked):
+    model = load_model(example_robot_urdf(robot))
+    assert_matches_pinocchio(SensorKinematics(model, frame, joints, locked), seed=len(frame))
+
+
+@pytest.mark.parametrize(
+    "second_joint, axis",
+    [
+        ("revolute", "0 1 0"),
+        ("revolute", "0 0 -1"),
+        ("revolute", "0.6 0 0.8"),
+        ("continuous", "0 1 0"),
+        ("continuous", "0 0.6 -0.8"),
+        ("prismatic", "0 1 0"),
+        ("prismatic", "0.48 0.6 0.64"),
+    ],
+)
+def test_vectorised_batch_matches_pinocchio_on_each_joint_type(second_joint, axis):
+    xml = TOY_URDF.replace("JOINT2", second_joint).replace(
+        '<axis xyz="0 1 0"/>', f'<axis xyz="{axis}"/>'
+    )
+    model = load_model(urdf_xml=xml)
+    for seed, frame in enumerate(("ft_joint", "tip", "link2", "link1")):
+        assert_matches_pinocchio(SensorKinematics(model, frame), seed)
+
+
+def test_small_batches_run_pinocchio_and_agree_with_large_ones():
+    kinematics = SensorKinematics(load_model(example_robot_urdf("ur5")), "tool0")
+    Q, DQ, DDQ = np.random.default_rng(8).normal(size=(3, VECTORISED_FROM_SAMPLES, 6))
+    small = kinematics.compute_batch(Q[:-1], DQ[:-1], DDQ[:-1])
+    reference = kinematics._compute_batch_pinocchio(Q[:-1], DQ[:-1], DDQ[:-1])
+    large = kinematics.compute_batch(Q, DQ, DDQ)
+    for x, y, z in zip(small, reference, large):
+        assert np.array_equal(x, y) and np.allclose(x, z[:-1], rtol=0, atol=1e-12)
+
+
+def test_vectorised_batch_of_a_frame_on_the_base_or_of_no_samples():
+    base = SensorKinematics(toy_model(), "base")
+    assert base.n_joints == 0
+    assert_matches_pinocchio(base, seed=0, n=VECTORISED_FROM_SAMPLES)
+    assert np.allclose(
+        base.compute(np.zeros(0), np.zeros(0), np.zeros(0))[1], [0, 0, 9.81, 0, 0, 0]
+    )
+    kinematics = SensorKinematics(toy_model("continuous"), "tip")
+    V, A = kinematics.compute_batch(*np.zeros((3, 0, 2)))
+    assert V.shape == A.shape == (0, 6)
+    with pytest.raises(ValueError, match="DQ must have shape"):
+        kinematics.compute_batch(np.zeros((4, 2)), np.zeros((4, 3)), np.zeros((4, 2)))
+
+
+@pytest.mark.parametrize(
+    "screw",
+    [
+        pin.JointModelHZ(0.05),
+        pin.JointModelHelicalUnaligned(np.array([0.0, 0.6, 0.8]), 0.1),
+        pin.JointModelComposite(pin.JointModelRZ()),
+    ],
+)
+def test_other_joint_types_fall_back_to_pinocchio(screw):
+    model = pin.Model()
+    inertia = pin.Inertia(1.0, np.zeros(3), 0.01 * np.eye(3))
+    placement = pin.SE3(pin.rpy.rpyToMatrix(0.1, 0.2, 0.3), np.array([0.1, 0.0, 0.3]))
+    shoulder = model.addJoint(0, pin.JointModelRY(), placement, "shoulder")
+    model.appendBodyToJoint(shoulder, inertia, pin.SE3.Identity())
+    model.addJointFrame(shoulder)
+    screw_id = model.addJoint(shoulder, screw, placement.inverse(), "screw")
+    model.appendBodyToJoint(screw_id, inertia, pin.SE3.Identity())
+    parent = model.addJointFrame(screw_id)
+    model.addFrame(pin.Frame("sensor", screw_id, parent, placement, pin.FrameType.OP_FRAME))
+    kinematics = SensorKinematics(model, "sensor")
+    assert kinematics._chain is None
+    Q, DQ, DDQ = np.random.default_rng(6).normal(size=(3, 5, 2))
+    V, A = kinematics.compute_batch(Q, DQ, DDQ)
+    V_ref, A_ref = kinematics._compute_batch_pinocchio(Q, DQ, DDQ)
+    assert np.array_equal(V, V_ref) and np.array_equal(A, A_ref)
+    with pytest.raises(ValueError, match="Q must have shape"):
+        kinematics.compute_batch(np.zeros((5, 3)), DQ, DDQ)
+    assert_matches_pinocchio(SensorKinematics(model, "shoulder"), seed=7)  # the screw is beyond
