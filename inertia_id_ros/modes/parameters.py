@@ -140,7 +140,8 @@ COMMON_PARAMETERS: tuple[ParameterSpec, ...] = (
         "joint torque (links, payload_torques), or the base's and each F/T sensor's "
         "force rows and torque rows and each joint torque (whole_body) weighted by its "
         "inverse "
-        "residual variance over the window, iterated at every solve; the covariance "
+        "residual variance over the window, iterated at every solve (from the previous "
+        "solve's weights: one fit once they settle); the covariance "
         "(whole_body: the identifiability) follows the weights. Empty: the mode's "
         "default ("
         + ", ".join(f"{m.name}: {m.default_weighting}" for m in registry.modes())

@@ -111,7 +111,8 @@ class OnlineEstimatorConfig:
     weighting: str = "none"
     """``"none"``: unweighted least squares; ``"channel"``: each channel (wrench component, joint
     torque) weighted by its inverse residual variance over the window, iterated at every solve
-    (:mod:`inertia_id_ros.core.weighting`); the covariance follows the weights."""
+    (:mod:`inertia_id_ros.core.weighting`) from the previous solve's weights when warm-started;
+    the covariance follows the weights."""
 
     @property
     def lag_sec(self) -> float:
