@@ -22,18 +22,13 @@ from __future__ import annotations
 
 import argparse
 
-from inertia_id_ros.threads import apply_threads_option
+from inertia_id_ros.threads import add_threads_option, apply_threads_option
 
 
 def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="simulated data sets per case (5)")
-    parser.add_argument(
-        "--threads",
-        type=str,
-        default="1",
-        help="BLAS threads (OPENBLAS_NUM_THREADS etc.; 'default' leaves them)",
-    )
+    add_threads_option(parser)
     return parser.parse_args()
 
 

@@ -24,7 +24,7 @@ import argparse
 import glob
 import sys
 
-from inertia_id_ros.threads import apply_threads_option
+from inertia_id_ros.threads import add_threads_option, apply_threads_option
 
 
 def _parse() -> argparse.Namespace:
@@ -41,12 +41,7 @@ def _parse() -> argparse.Namespace:
         default=8,
         help="instances for cvxpy per-solve, manifold, pointmass, cad_prior",
     )
-    parser.add_argument(
-        "--threads",
-        type=str,
-        default="1",
-        help="BLAS threads (OPENBLAS_NUM_THREADS etc.; 'default' leaves them)",
-    )
+    add_threads_option(parser)
     return parser.parse_args()
 
 

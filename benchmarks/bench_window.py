@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from inertia_id_ros.threads import apply_threads_option
+from inertia_id_ros.threads import add_threads_option, apply_threads_option
 
 
 def _parse() -> argparse.Namespace:
@@ -26,12 +26,7 @@ def _parse() -> argparse.Namespace:
     parser.add_argument("--window", type=float, default=10.0, help="window length (s)")
     parser.add_argument("--calls", type=int, default=200, help="timed calls per run")
     parser.add_argument("--repeats", type=int, default=5, help="runs per case (best kept)")
-    parser.add_argument(
-        "--threads",
-        type=str,
-        default="1",
-        help="BLAS threads (OPENBLAS_NUM_THREADS etc.; 'default' leaves them)",
-    )
+    add_threads_option(parser)
     return parser.parse_args()
 
 

@@ -18,6 +18,7 @@ for those with a ``--threads`` option).
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import MutableMapping
@@ -72,6 +73,16 @@ def limit_threads(environ: MutableMapping[str, str] = os.environ) -> int | None:
 
         threadpool_limits(limits=threads)
     return threads
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    """A benchmark's ``--threads`` option: BLAS threads, 1 by default (as the node and the
+    CLI); apply it with :func:`apply_threads_option` before numpy loads."""
+    parser.add_argument(
+        "--threads",
+        default="1",
+        help=f"BLAS threads (OPENBLAS_NUM_THREADS etc.; '{LIBRARY_DEFAULTS}' leaves them)",
+    )
 
 
 def apply_threads_option(value: str, environ: MutableMapping[str, str] = os.environ) -> int | None:
