@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Any, Protocol, TypeVar
 
@@ -52,9 +51,17 @@ def ellipsoids_for(method: str, ellipsoids: Ellipsoids | None) -> Ellipsoids | N
     return None if method in UNCONSTRAINED_METHODS else ellipsoids
 
 
-_signature = functools.cache(inspect.signature)
-"""A method function's signature (read once per function: an online solve checks its options
-at every update)."""
+_SIGNATURES: dict[str, tuple[SolveMethod, inspect.Signature]] = {}
+"""Each method's function and its signature, read once (an online solve checks its options at
+every update)."""
+
+
+def _signature(method: str, function: SolveMethod) -> inspect.Signature:
+    """The signature of ``function``, the function of ``method`` (read again if it changed)."""
+    kept = _SIGNATURES.get(method)
+    if kept is None or kept[0] is not function:
+        kept = _SIGNATURES[method] = (function, inspect.signature(function))
+    return kept[1]
 
 
 def check_options(method: str, options: dict[str, Any]) -> SolveMethod:
@@ -65,7 +72,7 @@ def check_options(method: str, options: dict[str, Any]) -> SolveMethod:
     except KeyError:
         raise ProblemError(f"unknown method {method!r}; available: {sorted(METHODS)}") from None
     try:
-        _signature(function).bind(None, None, **options)
+        _signature(method, function).bind(None, None, **options)
     except TypeError as e:
         raise ProblemError(f"method {method!r}: {e}") from e
     return function
