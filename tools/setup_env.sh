@@ -23,8 +23,10 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 pip_install() { .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@"; }
 echo "setup_env: installing dependencies into .venv (first time: about a minute)"
-pip_install --upgrade "pip>=24"
-pip_install -r requirements-build.txt -r requirements.txt -r requirements-test.txt
+# uv resolves and installs the pinned requirements from PyPI several times faster than pip
+pip_install --upgrade "pip>=24" "uv==0.9.30"
+.venv/bin/uv pip install --quiet --python .venv/bin/python \
+  -r requirements-build.txt -r requirements.txt -r requirements-test.txt
 echo "setup_env: building the interfaces (rosidl) and installing inertia_id_ros"
 pip_install --no-build-isolation --no-deps -e .
 .venv/bin/python -c "from inertia_id_ros.msg import InertialParameters; from inertia_id_ros.srv import Identify"

@@ -92,8 +92,16 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
     client = peer.create_client(Identify, "/inertia_id/identify")
     try:
         response = identify_after_motion(
-            peer, client, sim, node, motion / TIME_SCALE + 60.0, call_timeout=120.0
+            peer, client, sim, node, motion / TIME_SCALE + 60.0, 120.0, succeeded=False
         )
+        applied = [stamp_to_seconds(r.header.stamp) for r in calibrations if r.applied]
+        if not response.success:
+            # a refit applied near the motion's end (the node lagging behind a busy machine)
+            # restarts the window with too few samples left: the last estimate is attached
+            assert response.message.startswith("too_few_samples"), response.message
+            assert response.message.endswith("the last estimate is attached")
+            attached = stamp_to_seconds(response.links.bodies[0].header.stamp)
+            assert applied and attached <= max(applied), (attached, applied)
         assert received["truth"] and len(received["links"]) >= 5, node.output()[-3000:]
         assert count_inconsistent(received["links"] + [response.links]) == 0
         links = response.links
@@ -110,7 +118,9 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
             "r_foot_ft_sensor",
         }
         assert "F/T sensor(s) ['r_foot_ft_sensor'] stopped" in node.output()
-        assert "stopped sensors (rows dropped): ['r_foot_ft_sensor']" in response.message
+        assert not response.success or (
+            "stopped sensors (rows dropped): ['r_foot_ft_sensor']" in response.message
+        )
         assert diagnostics and diagnostics[-1]["stopped_sensors"] == "r_foot_ft_sensor"
         assert diagnostics[-1]["weighting"] == "channel"  # asked for: noise groups weighted
         assert float(diagnostics[-1]["noise_sigma.l_arm_ft_sensor.force"]) > 0.1  # 0.2 N
@@ -122,11 +132,11 @@ def test_icub_whole_body_over_dds_publishes_only_consistent_links(launch, rclpy_
             assert refit.header.frame_id == "l_leg_ft_sensor" and refit.num_samples > 0
             assert np.isfinite(refit.matrix).all() and (np.array(refit.matrix_std) >= 0).all()
             assert (np.array(refit.held_out_rms) > 0).all()
-        applied = [stamp_to_seconds(r.header.stamp) for r in calibrations if r.applied]
         assert int(diagnostics[-1]["ft_calibration.applied"]) <= len(applied)
         # an applied refit restarts the window: the samples from then on (sample_rate_hz 50)
         newest = stamp_to_seconds(links.bodies[0].header.stamp)
-        span = newest - max(applied) if applied else motion
+        before = [a for a in applied if a <= newest]
+        span = newest - max(before) if before else motion
         assert links.bodies[0].num_samples > 0.8 * span * 50.0, (span, applied)
     finally:
         peer.destroy_node()
