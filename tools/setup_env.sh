@@ -25,7 +25,7 @@ pip_install() { .venv/bin/python -m pip install --quiet --disable-pip-version-ch
 echo "setup_env: installing dependencies into .venv (first time: about a minute)"
 # uv resolves and installs the pinned requirements from PyPI several times faster than pip
 pip_install --upgrade "pip>=24" "uv==0.9.30"
-.venv/bin/uv pip install --quiet --python .venv/bin/python \
+.venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python \
   -r requirements-build.txt -r requirements.txt -r requirements-test.txt
 echo "setup_env: building the interfaces (rosidl) and installing inertia_id_ros"
 pip_install --no-build-isolation --no-deps -e .

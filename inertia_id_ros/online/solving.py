@@ -5,9 +5,9 @@ estimate."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -55,6 +55,30 @@ def ellipsoid_matrices(
     if values is None:
         return None
     return ellipsoids_for(method, [None if q is None else np.reshape(q, (4, 4)) for q in values])
+
+
+T = TypeVar("T")
+
+
+class KeptForPeriod(Generic[T]):
+    """A costly by-product of a solve (e.g. the identifiability of a window's Gram matrix)
+    recomputed at most every ``period_sec`` of sample time: :meth:`get` returns the kept value
+    while its ``key`` (which window: generation, duration) is unchanged and the newest stamp
+    ``t`` (s) lies within ``period_sec`` of the one it was computed at, else ``compute()``'s.
+    Not thread-safe (a session's solves run one at a time)."""
+
+    def __init__(self, period_sec: float) -> None:
+        self.period_sec = float(period_sec)
+        self._kept: tuple[Hashable, float, T] | None = None
+
+    def get(self, key: Hashable, t: float, compute: Callable[[], T]) -> T:
+        """The kept value for ``key`` at ``t`` (s), or ``compute()``'s, then kept."""
+        kept = self._kept
+        if kept is not None and kept[0] == key and 0.0 <= t - kept[1] < self.period_sec:
+            return kept[2]
+        value = compute()
+        self._kept = (key, t, value)
+        return value
 
 
 def check_bodies(bodies: Mapping[str, np.ndarray], method: str) -> list[ConsistencyReport]:

@@ -102,12 +102,14 @@ class WholeBodyEstimate:
     """A fully physically consistent estimate of every identified URDF link.
 
     ``link_names`` (L,) and ``thetas`` (L, 10) about and in each link's frame; ``labels`` (L,)
-    ``identified``, ``partly identified`` or ``prior only`` with ``identified_fraction`` (L,);
-    ``offsets`` {sensor frame: (6,)} (N, N m); ``min_pseudo_inertia_eigs`` (L,) (kg m²);
-    ``residual_rms`` of the rows; ``rank`` base parameters of ``n_params``; ``n_samples`` clock
-    stamps from ``t_first`` to ``t_last`` (s); ``stopped_sensors``: frames whose rows were
-    dropped at the solve; ``method``; ``solve_time`` (s, every solve of a weighted fit's
-    iteration); ``message``: non-empty if the solver stopped early.
+    ``identified``, ``partly identified`` or ``prior only`` with ``identified_fraction`` (L,),
+    and ``rank`` base parameters of ``n_params`` (these three of the window as it was at most
+    ``IDENTIFIABILITY_PERIOD_SEC`` of sample time before ``t_last``, see
+    :mod:`~inertia_id_ros.online.whole_body_estimator`); ``offsets`` {sensor frame: (6,)} (N,
+    N m); ``min_pseudo_inertia_eigs`` (L,) (kg m²); ``residual_rms`` of the rows;
+    ``n_samples`` clock stamps from ``t_first`` to ``t_last`` (s); ``stopped_sensors``: frames
+    whose rows were dropped at the solve; ``method``; ``solve_time`` (s, every solve of a
+    weighted fit's iteration); ``message``: non-empty if the solver stopped early.
     """
 
     link_names: tuple[str, ...]

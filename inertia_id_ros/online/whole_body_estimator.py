@@ -45,6 +45,7 @@ import numpy as np
 
 from inertia_id_ros.chain.ft_calibration import SensorCalibration, calibrations_as_read
 from inertia_id_ros.chain.whole_body_fit import (
+    Identifiability,
     NormalEquations,
     fit_whole_body,
     noise_groups,
@@ -65,6 +66,7 @@ from inertia_id_ros.online.inputs import (
     rejections,
 )
 from inertia_id_ros.online.solving import (
+    KeptForPeriod,
     check_bodies,
     ellipsoid_matrices,
     solver_failures,
@@ -78,6 +80,9 @@ SAMPLE = "sample"
 """Input kind of the window's samples without an IMU (F/T or joint-state stamps)."""
 _IMU_CLOCK = -1
 """Clock index of the IMU (F/T sensors are 0 .. S - 1, the joint states S)."""
+IDENTIFIABILITY_PERIOD_SEC = 10.0
+"""The links' identifiability (a rank-revealing factorisation of the window's Gram matrix, as
+costly as a solve) is recomputed at most this often (s of sample time) on the same window."""
 
 
 class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow]):
@@ -161,6 +166,7 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
         """(S, C) bool: the rows that need sensor s's wrench."""
         self._imu_proper_sum = np.zeros(3)
         """A fixed base's IMU: the sum of its fixed frame's proper accelerations (m/s²)."""
+        self._identifiability = KeptForPeriod[Identifiability](IDENTIFIABILITY_PERIOD_SEC)
 
     # ---- inputs ----------------------------------------------------------------------------
 
@@ -562,7 +568,9 @@ class WholeBodyEstimator(OnlineEstimator[WholeBodyEstimatorConfig, BlockWindow])
         self._keep_solution(
             fit.solution, generation, None if fit.weights is None else fit.weights.weights
         )
-        ident = fit.identifiability
+        ident = self._identifiability.get(
+            (generation, duration), t_last, lambda: fit.identifiability
+        )
         return WholeBodyEstimate(
             link_names=model.bodies,
             thetas=fit.thetas.copy(),

@@ -213,3 +213,43 @@ def test_session_keeps_a_bounded_link_inside_its_ellipsoid(icub):
     assert update.ok, update.message
     assert rms_radius(update.estimate.thetas[k]) <= radius * (1 + 1e-3)
     assert all(check_consistency(theta).fully_consistent for theta in update.estimate.thetas)
+
+
+def test_identifiability_is_kept_for_a_few_seconds_of_samples_on_the_same_window(icub, monkeypatch):
+    """The links' identifiability (as costly as a solve) is recomputed at most every
+    ``IDENTIFIABILITY_PERIOD_SEC`` of sample time, and for another window (a duration)."""
+    from inertia_id_ros.chain import whole_body_fit
+
+    sim, data = icub
+    computed = []
+    original = whole_body_fit.identifiability
+
+    def counted(*args, **kwargs):
+        computed.append(original(*args, **kwargs))
+        return computed[-1]
+
+    monkeypatch.setattr(whole_body_fit, "identifiability", counted)
+    session = _session(sim)
+    most = int(0.8 * data["t"].size)
+    _feed(session, data, 0, most)
+    first = session.update(now=2.4)
+    _feed(session, data, most)
+    second = session.update(now=3.0)
+    assert first.ok and second.ok and len(computed) == 1
+    assert second.estimate.n_samples > first.estimate.n_samples
+    assert second.estimate.labels == computed[0].labels == first.estimate.labels
+    shorter = session.identify(duration=2.5, now=3.0)
+    assert shorter.ok and len(computed) == 2
+
+
+def test_a_kept_value_is_recomputed_after_its_period_or_for_another_key():
+    from inertia_id_ros.online.solving import KeptForPeriod
+
+    kept = KeptForPeriod[int](10.0)
+    values = iter(range(10))
+    assert kept.get("a", 0.0, lambda: next(values)) == 0
+    assert kept.get("a", 9.9, lambda: next(values)) == 0  # within the period
+    assert kept.get("b", 9.9, lambda: next(values)) == 1  # another window
+    assert kept.get("b", 19.8, lambda: next(values)) == 1
+    assert kept.get("b", 20.0, lambda: next(values)) == 2  # the period is over
+    assert kept.get("b", 5.0, lambda: next(values)) == 3  # the clock went back
