@@ -43,6 +43,9 @@ from inertia_id_ros.solvers.problem import on_consistency_bound
 
 MARKERS_TOPIC = "/inertia_id/markers"
 """Topic ``config/inertia_id.rviz`` displays."""
+NODE_MARKERS_TOPIC = "~/markers"
+"""The node's markers topic, relative to its name (:data:`MARKERS_TOPIC` under the default
+name)."""
 COM_ID, COM_ELLIPSOID_ID, INERTIA_ELLIPSOID_ID, LABEL_ID = range(4)
 """Marker ids within the namespace."""
 GOOD_RELATIVE_STD = 0.02

@@ -49,6 +49,7 @@ from inertia_id_ros.msg import FTCalibration
 from inertia_id_ros.online.session import Session, Update
 from inertia_id_ros.ros.conversions import ft_calibration_to_msg
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
+from inertia_id_ros.ros.markers import NODE_MARKERS_TOPIC
 from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
 from inertia_id_ros.ros.qos import sensor_data
 from inertia_id_ros.ros.shutdown import (
@@ -64,7 +65,8 @@ from inertia_id_ros.threads import limit_threads
 
 MARKERS_PERIOD_SEC = 1.0
 """``~/markers`` are published at most this often (s; the estimate and ``/diagnostics`` at every
-update): rviz needs no more, and they cost more than the estimate."""
+update), and only while something subscribes to them (rviz): rviz needs no more, and they cost
+more than the estimate."""
 
 DRAIN_PERIOD_SEC = 0.05
 """The worker hands the queued input messages to the session at least this often (s)."""
@@ -105,6 +107,7 @@ class InertiaIdNode(Node):
         the node's name (two nodes of one name: rosout warns, then drops the node's logs)."""
         self._last_warning: dict[str, float] = {}
         self._last_markers = -np.inf
+        self._markers_topic = self.resolve_topic_name(NODE_MARKERS_TOPIC)
         try:
             io_class = import_object(self.mode.wiring)
         except ConfigError as error:
@@ -218,7 +221,11 @@ class InertiaIdNode(Node):
                 f"waiting for data: {update.message}", throttle_duration_sec=10.0
             )
         now = time.monotonic()
-        markers = update.ok and now - self._last_markers >= MARKERS_PERIOD_SEC
+        markers = (
+            update.ok
+            and now - self._last_markers >= MARKERS_PERIOD_SEC
+            and self.count_subscribers(self._markers_topic) > 0
+        )
         if markers:
             self._last_markers = now
         self._io.publish(update, markers)

@@ -15,7 +15,7 @@ from inertia_id_ros.msg import InertialParametersArray
 from inertia_id_ros.online.link_session import LinkSession
 from inertia_id_ros.online.session import Update
 from inertia_id_ros.ros.conversions import link_estimate_to_msg
-from inertia_id_ros.ros.markers import estimate_markers
+from inertia_id_ros.ros.markers import NODE_MARKERS_TOPIC, estimate_markers
 from inertia_id_ros.ros.qos import LATCHED
 from inertia_id_ros.ros.wiring.base import ModeWiring
 from inertia_id_ros.srv import Identify
@@ -31,7 +31,7 @@ class LinksOut:
     def __init__(self, node: Any, to_msg: Callable[[Any], InertialParametersArray]) -> None:
         self._to_msg = to_msg
         self._links = node.create_publisher(InertialParametersArray, "~/links", LATCHED)
-        self._markers = node.create_publisher(MarkerArray, "~/markers", LATCHED)
+        self._markers = node.create_publisher(MarkerArray, NODE_MARKERS_TOPIC, LATCHED)
 
     def publish(self, update: Update, markers: bool = True) -> None:
         """The update's links (and their markers, when ``markers``)."""

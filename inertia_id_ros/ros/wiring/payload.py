@@ -26,7 +26,7 @@ from inertia_id_ros.ros.conversions import (
     seconds_to_stamp,
     wrench_batch,
 )
-from inertia_id_ros.ros.markers import estimate_markers
+from inertia_id_ros.ros.markers import NODE_MARKERS_TOPIC, estimate_markers
 from inertia_id_ros.ros.qos import LATCHED
 from inertia_id_ros.ros.wiring.base import ModeWiring
 from inertia_id_ros.srv import Identify, Tare
@@ -58,7 +58,7 @@ class PayloadOut:
         self._node, self._session, self._drain = node, session, drain
         self._frame, self._body_name, self._estimate_msg = frame, body_name, estimate_msg
         self._estimates = node.create_publisher(InertialParameters, "~/estimate", LATCHED)
-        self._markers = node.create_publisher(MarkerArray, "~/markers", LATCHED)
+        self._markers = node.create_publisher(MarkerArray, NODE_MARKERS_TOPIC, LATCHED)
         self._changes = node.create_publisher(PayloadChange, "~/payload_change", 10)
         node.create_service(Tare, "~/tare", self._on_tare)
 

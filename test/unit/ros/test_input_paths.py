@@ -66,19 +66,25 @@ def _messages(sim: PayloadSimulator) -> tuple[list, list]:
 
 
 @pytest.mark.rate_insensitive  # nothing goes over DDS: beside the DDS group
-def test_raw_and_typed_inputs_give_the_session_the_same_samples(nodes):
+def _feed(node, path: str, joints: list, wrenches: list) -> None:
+    """The messages to ``node``'s subscription callbacks as rclpy gives them on ``path``,
+    drained and processed in batches, as the worker does."""
     from rclpy.serialization import serialize_message
 
+    callbacks = {s.topic_name: s.callback for s in node._io._subscriptions}
+    topics = (node.settings.joint_states_topic, node.settings.mode_settings.wrench_topic)
+    for start in range(0, SAMPLES, 250):
+        for topic, messages in zip(topics, (joints, wrenches)):
+            for msg in messages[start : start + 250]:
+                callbacks[topic](serialize_message(msg) if path == "raw" else msg)
+        node._io.drain()
+        node.session.estimator.process()
+
+
+def test_raw_and_typed_inputs_give_the_session_the_same_samples(nodes):
     joints, wrenches = _messages(PayloadSimulator.panda(seed=3))
     for path, node in nodes.items():
-        callbacks = {s.topic_name: s.callback for s in node._io._subscriptions}
-        topics = (node.settings.joint_states_topic, node.settings.mode_settings.wrench_topic)
-        for start in range(0, SAMPLES, 250):  # drained in batches, as the worker does
-            for topic, messages in zip(topics, (joints, wrenches)):
-                for msg in messages[start : start + 250]:
-                    callbacks[topic](serialize_message(msg) if path == "raw" else msg)
-            node._io.drain()
-            node.session.estimator.process()
+        _feed(node, path, joints, wrenches)
     raw, typed = (nodes[path].session.estimator for path in ("raw", "typed"))
     assert raw.received == typed.received and raw.dropped == typed.dropped
     assert {"non_finite", "duplicate_stamp", "wrong_frame"} <= set(raw.dropped)
@@ -100,3 +106,29 @@ def test_an_idle_wizard_does_not_tick(nodes):
     assert not wizard._ticks.is_canceled()
     wizard._tick()  # nothing moves: the tick cancels the ticks
     assert wizard._ticks.is_canceled()
+
+
+@pytest.mark.rate_insensitive
+def test_markers_are_built_only_while_something_subscribes(nodes):
+    """``~/markers`` cost more than the estimate (39 links' in whole-body mode): an update
+    builds them only while something (rviz) subscribes."""
+    from visualization_msgs.msg import MarkerArray
+
+    from inertia_id_ros.ros.qos import LATCHED
+
+    node = nodes["raw"]
+    _feed(node, "raw", *_messages(PayloadSimulator.panda(seed=3)))
+    published = []
+    publish = node._io.publish
+    node._io.publish = lambda update, markers: published.append((update.ok, markers)) or publish(
+        update, markers
+    )
+    node._update()
+    listener = node.create_subscription(MarkerArray, "/raw/inertia_id/markers", list, LATCHED)
+    node._update()
+    node._last_markers = -np.inf  # the markers' period is over
+    node._update()
+    node.destroy_subscription(listener)
+    node._last_markers = -np.inf
+    node._update()
+    assert published == [(True, False), (True, True), (True, True), (True, False)]
