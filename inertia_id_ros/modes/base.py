@@ -143,7 +143,11 @@ class Mode(abc.ABC, Generic[SessionT, ReplayT]):
     - ``commands``: its ``inertia-id`` subcommand modules (``add_parser``, ``run``);
       ``replay_options``: the options of ``inertia-id replay`` that apply to its replays;
     - ``example``: its example parameter file, relative to the repository (``config/...``),
-      which :meth:`example_log`'s simulated logs replay.
+      which :meth:`example_log`'s simulated logs replay;
+    - ``fixed_mmap_threshold``: whether the node fixes glibc's mmap threshold for it
+      (:func:`inertia_id_ros.ros.memory.fix_mmap_threshold`: flat memory at the price of a page
+      fault per page of every multi-megabyte temporary); ``False`` for a mode whose updates
+      make many such arrays (a whole body's: its updates then took twice the CPU).
 
     Its results (result JSON files) say whose they are: ``"mode"``, its name (a mode from
     outside the package: its ``package.module:Attr``, so that ``inertia-id validate`` finds it in
@@ -164,6 +168,7 @@ class Mode(abc.ABC, Generic[SessionT, ReplayT]):
     commands: tuple[str, ...] = ()
     replay_options: tuple[str, ...] = ()
     example: str = ""
+    fixed_mmap_threshold: bool = True
 
     @abc.abstractmethod
     def read_settings(self, values: Mapping[str, Any]) -> Any:

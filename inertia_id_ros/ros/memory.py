@@ -1,4 +1,4 @@
-"""Process-wide memory settings the node makes before ROS starts, so that its resident memory stays
+"""Process-wide memory settings the node makes as it starts, so that its resident memory stays
 flat over hours of 1 kHz input (README, "Performance over DDS").
 
 Besides a leak in pinocchio's bindings (``pin.Quaternion`` of a C-ordered matrix, no longer
@@ -6,7 +6,9 @@ called: :attr:`~inertia_id_ros.core.covariance.Ellipsoid.quaternion_xyzw`), two 
 the node's memory creep:
 
 - glibc, which raises its mmap threshold to the largest block freed, after which multi-megabyte
-  numpy temporaries fragment the threads' heap arenas (:func:`fix_mmap_threshold`);
+  numpy temporaries fragment the threads' heap arenas (:func:`fix_mmap_threshold`, for the modes
+  whose :attr:`~inertia_id_ros.modes.Mode.fixed_mmap_threshold` asks for it: fixed, every such
+  temporary is mapped and faulted in afresh, which doubled a whole body's update);
 - Fast DDS, whose readers keep a pool of received samples that only grows: by a tenth (plus ten)
   each time more samples wait to be taken than ever before, up to the subscription's depth
   (:func:`use_dynamic_reader_memory`).

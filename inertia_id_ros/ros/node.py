@@ -50,7 +50,11 @@ from inertia_id_ros.online.session import Session, Update
 from inertia_id_ros.ros.conversions import ft_calibration_to_msg
 from inertia_id_ros.ros.diagnostics import diagnostics_msg
 from inertia_id_ros.ros.markers import NODE_MARKERS_TOPIC
-from inertia_id_ros.ros.memory import fix_mmap_threshold, use_dynamic_reader_memory
+from inertia_id_ros.ros.memory import (
+    MMAP_THRESHOLD_BYTES,
+    fix_mmap_threshold,
+    use_dynamic_reader_memory,
+)
 from inertia_id_ros.ros.qos import sensor_data
 from inertia_id_ros.ros.shutdown import (
     create_node_or_exit,
@@ -362,7 +366,6 @@ def main(args: list[str] | None = None) -> None:
     except InputError as error:
         print(f"inertia_id: {error}", file=sys.stderr)
         sys.exit(2)
-    fix_mmap_threshold()
     middleware_memory = use_dynamic_reader_memory()
     # Two Python threads share the GIL: input callbacks and the solver. A short switch interval
     # (default 5 ms) keeps either from stalling the other for long, so solves stay within a few ms.
@@ -370,7 +373,12 @@ def main(args: list[str] | None = None) -> None:
     stop = stop_on_signals()  # before anything of rclpy: a Ctrl-C while starting ends it then
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = create_node_or_exit(InertiaIdNode, "inertia_id", StartupError)
-    node.get_logger().info(f"memory: {middleware_memory}")
+    malloc = (
+        f"glibc's mmap threshold fixed at {MMAP_THRESHOLD_BYTES // 1024} kB"
+        if node.mode.fixed_mmap_threshold and fix_mmap_threshold()
+        else "the allocator's own mmap threshold"
+    )
+    node.get_logger().info(f"memory: {middleware_memory}; {malloc}")
     # Three threads: the input callbacks only queue messages (their own node and executor), the
     # worker takes them in batches and solves, this one serves the services and parameters.
     inputs = _input_executor()

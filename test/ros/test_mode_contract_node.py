@@ -1,8 +1,9 @@
 """The node part of the modes' contract (``test/unit/modes/test_mode_contract.py``), parametrised
 over the registry and the test-only mode from outside the package: the node (a process, over DDS)
-started from a mode's example parameter file runs that mode (its ``/diagnostics`` say so) and,
-fed the messages of the mode's simulated example log (``Mode.example_log``) with their own
-stamps, answers ``~/identify`` with an estimate, through the mode's ROS wiring."""
+started from a mode's example parameter file runs that mode (its ``/diagnostics`` say so; its
+start-up log gives the mode's memory policy) and, fed the messages of the mode's simulated example
+log (``Mode.example_log``) with their own stamps, answers ``~/identify`` with an estimate, through
+the mode's ROS wiring."""
 
 from __future__ import annotations
 
@@ -95,3 +96,7 @@ def test_the_node_runs_a_mode_from_its_example(
     finally:
         peer.destroy_node()
     assert response.success, (response.message, process.output()[-3000:])
+    # the allocator's policy is the mode's: a whole body's multi-megabyte temporaries would be
+    # mapped and faulted in afresh at every update under a fixed mmap threshold
+    fixed = "glibc's mmap threshold fixed at 128 kB"
+    assert (fixed in process.output()) == mode.fixed_mmap_threshold, process.output()[:3000]
