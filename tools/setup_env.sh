@@ -23,10 +23,12 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 pip_install() { .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@"; }
 echo "setup_env: installing dependencies into .venv (first time: about a minute)"
-# uv resolves and installs the pinned requirements from PyPI several times faster than pip
+# uv installs the pinned requirements from PyPI several times faster than pip; pip if it fails
+# (e.g. behind an index that only pip's configuration names)
+requirements=(-r requirements-build.txt -r requirements.txt -r requirements-test.txt)
 pip_install --upgrade "pip>=24" "uv==0.9.30"
-.venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python \
-  -r requirements-build.txt -r requirements.txt -r requirements-test.txt
+.venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python "${requirements[@]}" \
+  || pip_install "${requirements[@]}"
 echo "setup_env: building the interfaces (rosidl) and installing inertia_id_ros"
 pip_install --no-build-isolation --no-deps -e .
 .venv/bin/python -c "from inertia_id_ros.msg import InertialParameters; from inertia_id_ros.srv import Identify"

@@ -147,7 +147,8 @@ class Mode(abc.ABC, Generic[SessionT, ReplayT]):
     - ``fixed_mmap_threshold``: whether the node fixes glibc's mmap threshold for it
       (:func:`inertia_id_ros.ros.memory.fix_mmap_threshold`: flat memory at the price of a page
       fault per page of every multi-megabyte temporary); ``False`` for a mode whose updates
-      make many such arrays (a whole body's: its updates then took twice the CPU).
+      make many such arrays (a whole body's took twice the CPU; the payload from joint
+      torques' memory grew faster with it than without).
 
     Its results (result JSON files) say whose they are: ``"mode"``, its name (a mode from
     outside the package: its ``package.module:Attr``, so that ``inertia-id validate`` finds it in

@@ -87,6 +87,7 @@ class PayloadTorquesMode(Mode["PayloadTorqueSession", "PayloadReplay"]):
     methods = tuple(m for m in METHOD_NAMES if m != "cad_prior")
     """No parameter gives the payload's CAD values: every method but ``cad_prior``."""
     wiring = "inertia_id_ros.ros.wiring.payload_torques:PayloadTorquesWiring"
+    fixed_mmap_threshold = False  # less CPU and less memory growth without (docs/measurements.md)
     commands = ("inertia_id_ros.cli.fit_payload_torques",)
     replay_options = ("png", "truth")
     example = "config/panda_payload_torques.yaml"

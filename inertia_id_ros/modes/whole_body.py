@@ -65,7 +65,7 @@ class WholeBodyMode(Mode["WholeBodySession", "ReplayUpdates[WholeBodyEstimate]"]
     default_weighting = WHOLE_BODY_DEFAULT_WEIGHTING
     methods = WHOLE_BODY_METHODS
     wiring = "inertia_id_ros.ros.wiring.whole_body:WholeBodyWiring"
-    fixed_mmap_threshold = False  # 4 MB rows and 1.4 MB matrices at every update
+    fixed_mmap_threshold = False  # 4 MB rows and 1.4 MB matrices at every update (measurements)
     commands = ("inertia_id_ros.cli.fit_whole_body",)
     example = "config/go1_whole_body.yaml"
 
