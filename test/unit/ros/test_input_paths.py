@@ -65,7 +65,6 @@ def _messages(sim: PayloadSimulator) -> tuple[list, list]:
     return joints, wrenches
 
 
-@pytest.mark.rate_insensitive  # nothing goes over DDS: beside the DDS group
 def _feed(node, path: str, joints: list, wrenches: list) -> None:
     """The messages to ``node``'s subscription callbacks as rclpy gives them on ``path``,
     drained and processed in batches, as the worker does."""
@@ -81,6 +80,7 @@ def _feed(node, path: str, joints: list, wrenches: list) -> None:
         node.session.estimator.process()
 
 
+@pytest.mark.rate_insensitive  # nothing goes over DDS: beside the DDS group
 def test_raw_and_typed_inputs_give_the_session_the_same_samples(nodes):
     joints, wrenches = _messages(PayloadSimulator.panda(seed=3))
     for path, node in nodes.items():
