@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from inertia_id_ros.core.inertia import N_BODY_PARAMS
-from inertia_id_ros.core.spatial import cross_matrices
+from inertia_id_ros.core.spatial import cross, cross_matrices
 
 WRENCH_CHANNEL_NAMES = ("fx", "fy", "fz", "tx", "ty", "tz")
 """Names of a wrench's channels, in the order of its 6-vector (N, N m); an F/T offset has one
@@ -51,7 +51,7 @@ def body_regressor_batch(v: np.ndarray, a: np.ndarray) -> np.ndarray:
     v, a = _check_batch(v, a)
     lin, w = v[:, :3], v[:, 3:]
     alpha = a[:, 3:]
-    a_c = a[:, :3] + np.cross(w, lin)
+    a_c = a[:, :3] + cross(w, lin)
     w_cross = cross_matrices(w)
     out = np.zeros((v.shape[0], 6, N_BODY_PARAMS))
     out[:, :3, 0] = a_c

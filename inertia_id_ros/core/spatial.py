@@ -6,6 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
+_NEXT = np.array([1, 2, 0])
+_PREVIOUS = np.array([2, 0, 1])
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(..., 3) ``a × b`` of (..., 3) vectors (broadcast), equal to ``np.cross`` bit for bit
+    without its per-call overhead (a third of its time on a few dozen samples: the hot path
+    calls it per joint)."""
+    return a[..., _NEXT] * b[..., _PREVIOUS] - a[..., _PREVIOUS] * b[..., _NEXT]
+
 
 def cross_matrices(x: np.ndarray) -> np.ndarray:
     """(..., 3, 3) ``[x]x`` with ``[x]x y == x cross y`` for ``x`` (..., 3)."""
@@ -30,7 +40,7 @@ def axis_rotations(axis: np.ndarray, angles: np.ndarray) -> np.ndarray:
 def motion_inverse_action(rt: np.ndarray, pos: np.ndarray, motion: np.ndarray) -> np.ndarray:
     """(N, 6) motion vectors of the parent frame expressed in the child frame ``(R, p)``
     (``rt`` = Rᵀ (N, 3, 3), ``p`` (N, 3)): ``[Rᵀ (v + ω × p), Rᵀ ω]``."""
-    lin = motion[:, :3] + np.cross(motion[:, 3:], pos)
+    lin = motion[:, :3] + cross(motion[:, 3:], pos)
     return np.concatenate(
         [(rt @ lin[..., None])[..., 0], (rt @ motion[:, 3:, None])[..., 0]], axis=1
     )
@@ -39,7 +49,7 @@ def motion_inverse_action(rt: np.ndarray, pos: np.ndarray, motion: np.ndarray) -
 def motion_cross(v: np.ndarray, u: np.ndarray) -> np.ndarray:
     """(N, 6) ``v × u`` of motion vectors ``[linear, angular]``."""
     return np.concatenate(
-        [np.cross(v[:, 3:], u[:, :3]) + np.cross(v[:, :3], u[:, 3:]), np.cross(v[:, 3:], u[:, 3:])],
+        [cross(v[:, 3:], u[:, :3]) + cross(v[:, :3], u[:, 3:]), cross(v[:, 3:], u[:, 3:])],
         axis=1,
     )
 

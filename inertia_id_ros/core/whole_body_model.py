@@ -57,7 +57,7 @@ from inertia_id_ros.core.robots import (
     selected_names,
     urdf_links,
 )
-from inertia_id_ros.core.spatial import dual_action, dual_matrix, dual_matrix_inverse
+from inertia_id_ros.core.spatial import cross, dual_action, dual_matrix, dual_matrix_inverse
 from inertia_id_ros.core.whole_body_kinematics import WholeBodyKinematics
 from inertia_id_ros.errors import ConfigError, DataError
 from inertia_id_ros.options import BASE_KINDS, SENSOR_KINDS
@@ -360,7 +360,7 @@ class WholeBodyModel:
         omega = twist[:, 3:]
         linear = (
             acceleration[:, :3]
-            + np.cross(omega, twist[:, :3])
+            + cross(omega, twist[:, :3])
             + (rotation @ proper[..., None])[..., 0]
         )
         return BaseMotion(omega.copy(), acceleration[:, 3:].copy(), linear)

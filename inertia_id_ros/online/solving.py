@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from inertia_id_ros.core.covariance import ChannelNormalEquations
-from inertia_id_ros.core.inertia import ConsistencyReport, check_consistency
+from inertia_id_ros.core.inertia import ConsistencyReport, check_consistencies
 from inertia_id_ros.core.weighting import iterate_channel_weights
 from inertia_id_ros.errors import EstimateUnavailable, ProblemError, SolverError
 from inertia_id_ros.solvers import Problem, Solution, ellipsoids_for
@@ -86,7 +86,7 @@ def check_bodies(bodies: Mapping[str, np.ndarray], method: str) -> list[Consiste
     theta (10,)); raises :class:`EstimateUnavailable` (``inconsistent``) naming every body that
     is not fully physically consistent. The one check between a solver and a published
     estimate."""
-    reports = [check_consistency(theta) for theta in bodies.values()]
+    reports = check_consistencies(np.array(list(bodies.values())))
     problems = [
         f"{name}: {'; '.join(report.problems)}"
         for name, report in zip(bodies, reports)

@@ -378,6 +378,11 @@ class BlockWindow:
     covering every row once), e.g. a sensor's force rows; each block then keeps one product per
     channel, on its row group's columns, for :meth:`channel_normal_equations` (memory: the sum
     of their sizes instead of one ``(p + 1)^2``). Not thread-safe.
+
+    The window's sums cost a few additions a call, not one per block, and subtract nothing: the
+    closed blocks (all but the newest) not yet summed keep a running sum; when the oldest of them
+    must leave, they are turned in place into their suffix sums (each block holding its sum with
+    every newer closed one), which then leave one by one. One extra sum in memory.
     """
 
     def __init__(
@@ -400,6 +405,11 @@ class BlockWindow:
         self.capacity = 0
         """No per-sample storage (:attr:`Window.capacity`)."""
         self._blocks: list[dict[str, Any]] = []
+        """Oldest first: ``t`` (n,) and ``products``, a block's products (one, or per channel);
+        the first :attr:`_summed` hold suffix sums instead (see the class docstring)."""
+        self._summed = 0
+        self._running: list[np.ndarray] | None = None
+        """The sum of the closed blocks after the first :attr:`_summed` (``None``: none)."""
         every = (np.arange(rows_per_sample), np.arange(n_params))
         self._groups = [
             (
@@ -430,10 +440,28 @@ class BlockWindow:
     def clear(self) -> None:
         """Drop all samples."""
         self._blocks.clear()
+        self._summed, self._running = 0, None
 
     def drop_before(self, t: float) -> None:
         """Drop the blocks with a sample stamped before ``t`` (s)."""
-        self._blocks = [block for block in self._blocks if block["t"][0] >= t]
+        self._drop_oldest(sum(1 for block in self._blocks if block["t"][0] < t))
+
+    def _drop_oldest(self, count: int) -> None:
+        """Drop the ``count`` oldest blocks, turning the closed ones into suffix sums first if
+        the running sum holds some of them."""
+        if count >= len(self._blocks):
+            self.clear()
+            return
+        if count > self._summed:
+            del self._blocks[: self._summed]
+            count -= self._summed
+            closed = self._blocks[:-1]
+            for older, newer in zip(closed[-2::-1], closed[:0:-1]):
+                for total, product in zip(older["products"], newer["products"]):
+                    total += product
+            self._summed, self._running = len(closed), None
+        del self._blocks[:count]
+        self._summed -= count
 
     def resize(self, window_sec: float, capacity: int | None = None) -> None:
         """A new window length (s); ``capacity`` is ignored."""
@@ -456,14 +484,14 @@ class BlockWindow:
         while start < t.size:
             block = self._blocks[-1] if self._blocks else None
             if block is None or t[start] >= block["t"][0] + self.block_sec:
-                block = (
-                    {"t": np.zeros(0), "product": np.zeros((p + 1, p + 1))}
-                    if self._channels is None
-                    else {
-                        "t": np.zeros(0),
-                        "products": [np.zeros((c.size, c.size)) for _, c in self._channels],
-                    }
-                )
+                if block is not None:  # closed: into the running sum
+                    if self._running is None:
+                        self._running = [product.copy() for product in block["products"]]
+                    else:
+                        for total, product in zip(self._running, block["products"]):
+                            total += product
+                sizes = [p + 1] if self._channels is None else [c.size for _, c in self._channels]
+                block = {"t": np.zeros(0), "products": [np.zeros((k, k)) for k in sizes]}
                 self._blocks.append(block)
             stop = start + int(
                 np.searchsorted(
@@ -477,7 +505,7 @@ class BlockWindow:
             if self._channels is None:
                 for rows, columns in self._groups:
                     part = augmented[:, rows][:, :, columns].reshape(-1, columns.size)
-                    block["product"][np.ix_(columns, columns)] += part.T @ part
+                    block["products"][0][np.ix_(columns, columns)] += part.T @ part
             else:
                 for (rows, columns), product in zip(self._channels, block["products"]):
                     part = augmented[:, rows][:, :, columns].reshape(-1, columns.size)
@@ -489,18 +517,42 @@ class BlockWindow:
 
     def _expire(self) -> None:
         if self._blocks:
-            newest = self._blocks[-1]["t"][-1]
-            self._blocks = [b for b in self._blocks if b["t"][-1] >= newest - self.window_sec]
+            oldest_kept = self._blocks[-1]["t"][-1] - self.window_sec
+            self._drop_oldest(sum(1 for b in self._blocks if b["t"][-1] < oldest_kept))
 
     def _selected(self, duration: float, until: float | None = None) -> list[dict[str, Any]]:
+        return self._blocks[self._first_selected(duration, until) :]
+
+    def _first_selected(self, duration: float, until: float | None = None) -> int:
+        """Index of the oldest block with a sample in the newest ``duration`` s (0: all)."""
         if until is not None:
             raise ValueError("a window of blocks solves on its newest blocks only (no until=)")
         if duration < 0:
             raise ValueError(f"duration must be >= 0 (s; 0 = the whole window), got {duration}")
         if duration == 0 or not self._blocks:
-            return self._blocks
-        newest = self._blocks[-1]["t"][-1]
-        return [b for b in self._blocks if b["t"][-1] >= newest - duration]
+            return 0
+        oldest_kept = self._blocks[-1]["t"][-1] - duration
+        return sum(1 for b in self._blocks if b["t"][-1] < oldest_kept)
+
+    def _sums(self, duration: float) -> list[np.ndarray]:
+        """The products of the blocks of the newest ``duration`` s (0: all), summed (new
+        arrays); from the suffix and running sums, so a few additions whatever the blocks."""
+        first = self._first_selected(duration)
+        if not self._blocks:
+            return []
+        newest = self._blocks[-1]["products"]
+        if first < self._summed:
+            parts = [self._blocks[first]["products"], self._running, newest]
+        elif first == self._summed:
+            parts = [self._running, newest]
+        else:
+            parts = [b["products"] for b in self._blocks[first:]]
+        summed = [part for part in parts if part is not None]
+        totals = [product.copy() for product in summed[0]]
+        for part in summed[1:]:
+            for total, product in zip(totals, part):
+                total += product
+        return totals
 
     def count(self, duration: float = 0.0, until: float | None = None) -> int:
         """Samples in the blocks of the newest ``duration`` seconds (0: the whole window;
@@ -516,12 +568,13 @@ class BlockWindow:
     def normal_equations(self, duration: float = 0.0) -> tuple[np.ndarray, np.ndarray, float, int]:
         """``(Y^T Y (p, p), Y^T y (p,), y^T y, rows)`` of the selected blocks."""
         p = self.n_params
-        blocks = self._selected(duration)
+        rows = self.rows_per_sample * self.count(duration)
+        if not self._blocks:
+            return np.zeros((p, p)), np.zeros(p), 0.0, rows
         if self._channels is None:
-            product = sum((b["product"] for b in blocks), np.zeros((p + 1, p + 1)))
+            product = self._sums(duration)[0]
         else:
-            product = self._channel_products(self._channels, blocks).sum(axis=0)
-        rows = self.rows_per_sample * sum(b["t"].size for b in blocks)
+            product = self._channel_products(self._channels, self._sums(duration)).sum(axis=0)
         return product[:p, :p].copy(), product[:p, p].copy(), float(product[p, p]), rows
 
     def channel_normal_equations(self, duration: float = 0.0) -> ChannelNormalEquations:
@@ -529,26 +582,19 @@ class BlockWindow:
         ``ValueError`` without)."""
         if self._channels is None:
             raise ValueError("this window keeps no per-channel products (channels=None)")
-        blocks = self._selected(duration)
         p = self.n_params
-        products = self._channel_products(self._channels, blocks)
+        products = self._channel_products(self._channels, self._sums(duration))
         return ChannelNormalEquations(
             gram=products[:, :p, :p],
             moment=products[:, :p, p],
             yty=products[:, p, p].copy(),
-            n_samples=sum(b["t"].size for b in blocks),
+            n_samples=self.count(duration),
             rows_per_channel=np.array([rows.size for rows, _ in self._channels]),
         )
 
-    def _channel_products(
-        self, channels: list[tuple[np.ndarray, np.ndarray]], blocks: list[dict[str, Any]]
-    ) -> np.ndarray:
-        """(channels, p + 1, p + 1): each of the window's ``channels``' ``[Y f]^T [Y f]`` summed
-        over ``blocks``."""
-        p = self.n_params
-        out = np.zeros((len(channels), p + 1, p + 1))
-        for k, (_, columns) in enumerate(channels):
-            out[k][np.ix_(columns, columns)] = sum(
-                (b["products"][k] for b in blocks), np.zeros((columns.size, columns.size))
-            )
+    def _channel_products(self, channels: list[Any], sums: list[np.ndarray]) -> np.ndarray:
+        """(channels, p + 1, p + 1): each channel's ``[Y f]^T [Y f]``, its sum on its columns."""
+        out = np.zeros((len(channels), self.n_params + 1, self.n_params + 1))
+        for k, ((_, columns), total) in enumerate(zip(channels, sums)):
+            out[k][np.ix_(columns, columns)] = total
         return out

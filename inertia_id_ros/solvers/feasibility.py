@@ -11,7 +11,7 @@ from inertia_id_ros.core.inertia import (
     CONSISTENCY_TOLERANCE,
     N_BODY_PARAMS,
     ConsistencyReport,
-    check_consistency,
+    check_consistencies,
 )
 from inertia_id_ros.errors import ProblemError
 from inertia_id_ros.solvers.lmi import solve_lmi
@@ -27,10 +27,7 @@ def check(
         raise ProblemError(
             f"x has {x.size} entries, {n_bodies} bodies need {N_BODY_PARAMS * n_bodies}"
         )
-    return [
-        check_consistency(x[N_BODY_PARAMS * k : N_BODY_PARAMS * (k + 1)], tol)
-        for k in range(n_bodies)
-    ]
+    return check_consistencies(x[: N_BODY_PARAMS * n_bodies], tol)
 
 
 def metric_matrix(metric: float | np.ndarray | None, n_params: int) -> np.ndarray:

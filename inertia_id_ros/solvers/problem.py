@@ -25,7 +25,7 @@ from inertia_id_ros.core.inertia import (
     N_BODY_PARAMS,
     PSEUDO_INERTIA_BASIS,
     ConsistencyReport,
-    check_consistency,
+    check_consistencies,
     theta_from_pseudo_inertia,
 )
 from inertia_id_ros.errors import ProblemError
@@ -431,7 +431,7 @@ class Solution:
     @property
     def consistency(self) -> list[ConsistencyReport]:
         """:func:`~inertia_id_ros.core.inertia.check_consistency` of each body."""
-        return [check_consistency(theta) for theta in self.bodies]
+        return check_consistencies(self.bodies)
 
     @property
     def fully_consistent(self) -> bool:

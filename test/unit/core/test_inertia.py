@@ -11,6 +11,7 @@ import pytest
 
 from inertia_id_ros.core.inertia import (
     PSEUDO_INERTIA_BASIS,
+    check_consistencies,
     check_consistency,
     inertia_from_msg_order,
     inertia_from_theta,
@@ -108,6 +109,31 @@ def test_non_finite_theta_is_inconsistent():
     theta = theta_from_inertia(1.0, np.zeros(3), np.eye(3) * 0.01)
     theta[4] = np.nan
     assert not check_consistency(theta).fully_consistent
+
+
+def test_bodies_checked_at_once_as_one_at_a_time():
+    rng = np.random.default_rng(8)
+    bodies = [theta_from_inertia(*random_body(rng)) for _ in range(5)]
+    bodies += [
+        theta_from_inertia(-1.0, np.zeros(3), np.eye(3) * 0.01),
+        theta_from_inertia(1.0, np.array([0.1, 0, 0]), np.diag([0.01, 0.01, -0.002])),
+        theta_from_inertia(2.0, np.array([0.0, 0.05, 0.1]), np.diag([0.01, 0.01, 0.03])),
+        np.full(10, np.nan),
+    ]
+    reports = check_consistencies(np.array(bodies))
+    assert [r.fully_consistent for r in reports] == [True] * 5 + [False] * 4
+    for theta, report in zip(bodies, reports):
+        single = check_consistency(theta)
+        assert (report.positive_mass, report.inertia_positive_definite) == (
+            single.positive_mass,
+            single.inertia_positive_definite,
+        )
+        assert report.triangle_inequalities == single.triangle_inequalities
+        assert report.problems == single.problems
+        if np.isfinite(theta).all():
+            expected = np.linalg.eigvalsh(pseudo_inertia(theta))[0]
+            assert report.min_pseudo_inertia_eig == pytest.approx(expected, abs=1e-14)
+    assert check_consistencies(np.zeros((0, 10))) == []
 
 
 def test_pure_library_does_not_import_rclpy():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from inertia_id_ros.core.covariance import ChannelNormalEquations
-from inertia_id_ros.online.window import SampleBuffer, SlidingWindow
+from inertia_id_ros.online.window import BlockWindow, SampleBuffer, SlidingWindow
 from inertia_id_ros.online.window_products import FINE_BLOCK, PRODUCT_BLOCK
 
 
@@ -214,3 +214,45 @@ def test_fine_products_are_kept_for_the_selections_two_ends_only():
         assert len(kept.coarse) <= len(window) // PRODUCT_BLOCK + 1
         most = max(most, len(kept.fine))
     assert len(window) > 29000 and most == 2
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_a_window_of_blocks_sums_the_products_of_the_samples_it_keeps(per_channel):
+    """Over a long stream fed in uneven batches, with blocks leaving (the window's length, a
+    resize, ``drop_before``), every sum equals that of the kept samples' rows recomputed."""
+    rng = np.random.default_rng(5)
+    t = 100.0 + np.arange(600) * 0.1  # 60 s at 10 Hz, 1 s blocks, a 5 s window
+    rows, f = rng.normal(size=(600, 3, 5)), rng.normal(size=(600, 3))
+    rows[:, 1:, :3] = 0.0
+    groups = [(np.array([0]), np.arange(5)), (np.array([1, 2]), np.array([3, 4]))]
+    channels = [np.array([0]), np.array([1, 2])] if per_channel else None
+    window = BlockWindow(5.0, 5, 3, row_groups=groups, channels=channels)
+
+    def check(duration: float) -> None:
+        kept = np.isin(t, window.stamps(duration))
+        Y, y = rows[kept].reshape(-1, 5), f[kept].reshape(-1)
+        gram, moment, yty, n_rows = window.normal_equations(duration)
+        np.testing.assert_allclose(gram, Y.T @ Y, rtol=1e-12, atol=1e-10)
+        np.testing.assert_allclose(moment, Y.T @ y, rtol=1e-12, atol=1e-10)
+        assert yty == pytest.approx(y @ y, rel=1e-12) and n_rows == Y.shape[0]
+        if per_channel:
+            products = window.channel_normal_equations(duration)
+            np.testing.assert_allclose(products.gram.sum(axis=0), gram, rtol=1e-12, atol=1e-10)
+
+    start, calls = 0, 0
+    while start < t.size:
+        stop = min(t.size, start + int(rng.integers(1, 25)))
+        window.extend(t[start:stop], rows[start:stop], f[start:stop])
+        start, calls = stop, calls + 1
+        for duration in (0.0, 2.5, 4.5):
+            check(duration)
+        if calls == 10:
+            window.resize(3.0)
+        elif calls == 25:
+            window.drop_before(float(window.stamps()[0]) + 1.5)
+        elif calls == 30:
+            window.resize(8.0)
+        check(0.0)
+    assert 50 <= window.count() <= 90  # an 8 s window of 1 s blocks at 10 Hz
+    window.clear()
+    assert window.count() == 0 and window.normal_equations()[3] == 0
