@@ -16,6 +16,10 @@ from inertia_id_ros.core.base_motion import BaseMotion
 from inertia_id_ros.core.robots import UrdfLink, frame_id
 from inertia_id_ros.core.spatial import axis_rotations, motion_cross, motion_inverse_action
 
+RootedMotion = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""A base's twist (N, 6), spatial acceleration (N, 6) and its fixed frame's rotation (N, 3, 3)
+(:meth:`WholeBodyKinematics.rooted_base_motion`)."""
+
 
 class WholeBodyKinematics:
     """The kinematics of ``model`` (its root a free flyer when ``free_flyer``: the base moves)
@@ -46,6 +50,9 @@ class WholeBodyKinematics:
         self._link_motion = np.array([link.placement.inverse().action for link in links])
         self._link_rot = np.array([link.placement.rotation for link in links])
         self._link_pos = np.array([link.placement.translation for link in links])
+        self._rooted: tuple[str, np.ndarray, np.ndarray, np.ndarray, RootedMotion] | None = None
+        """The last :meth:`rooted_base_motion`'s arguments and result: a batch's base motion
+        and its IMU's tilt both need it."""
 
     def configuration(self, q: np.ndarray) -> np.ndarray:
         """(model.nq,) configuration with the base at the origin (joint angles ``q`` (n,))."""
@@ -133,10 +140,15 @@ class WholeBodyKinematics:
 
     def rooted_base_motion(
         self, fixed_frame: str, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> RootedMotion:
         """Base twist (N, 6) and spatial acceleration (N, 6) (base frame, LOCAL) that keep the frame
         ``fixed_frame`` still without gravity, and the fixed frame's rotation in the base frame (N,
-        3, 3), from the joints (N, n) (the free-flyer model)."""
+        3, 3), from the joints (N, n) (the free-flyer model). The arrays are read-only: the last
+        result is kept for the same arguments."""
+        kept = self._rooted
+        if kept is not None and kept[0] == fixed_frame:
+            if all(np.array_equal(a, b) for a, b in zip(kept[1:4], (q, dq, ddq))):
+                return kept[4]
         model, data = self.model, self.data
         fid = frame_id(model, fixed_frame)
         local = pin.ReferenceFrame.LOCAL
@@ -155,7 +167,16 @@ class WholeBodyKinematics:
             )
             acceleration[i] = -to_base @ pin.getFrameAcceleration(model, data, fid, local).vector
             rotation[i] = placement.rotation
-        return twist, acceleration, rotation
+        for array in (twist, acceleration, rotation):
+            array.setflags(write=False)
+        self._rooted = (
+            fixed_frame,
+            q.copy(),
+            dq.copy(),
+            ddq.copy(),
+            (twist, acceleration, rotation),
+        )
+        return self._rooted[4]
 
     def link_kinematics(
         self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, base: BaseMotion
