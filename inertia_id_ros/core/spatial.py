@@ -11,9 +11,9 @@ _PREVIOUS = np.array([2, 0, 1])
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(..., 3) ``a × b`` of (..., 3) vectors (broadcast), equal to ``np.cross`` bit for bit
-    without its per-call overhead (a third of its time on a few dozen samples: the hot path
-    calls it per joint)."""
+    """(..., 3) ``a × b`` of (..., 3) vectors (broadcast), equal to ``np.cross`` bit for bit in
+    about a third of its time on a few dozen samples (its per-call overhead; the whole body's
+    kinematics call it per joint)."""
     return a[..., _NEXT] * b[..., _PREVIOUS] - a[..., _PREVIOUS] * b[..., _NEXT]
 
 
