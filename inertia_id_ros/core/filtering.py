@@ -3,14 +3,16 @@
 Online, joint states and wrenches come with their own stamps: :func:`joint_states_at` fits a local
 polynomial (least squares over the samples within ``half_width`` seconds of each query time; the
 Savitzky–Golay filter generalised to non-uniform stamps) and evaluates it and its derivatives at
-the wrench stamps: interpolation and differentiation in one step. :func:`check_coverage` tells
-which query times the joint states cover without a gap. Offline, on uniformly sampled data,
-:func:`savgol_derivatives` wraps ``scipy.signal.savgol_filter``.
+the wrench stamps: interpolation and differentiation in one step. The fits' normal equations
+come from running sums over the samples, shifted to each query: no window is gathered.
+:func:`check_coverage` tells which query times the joint states cover without a gap. Offline, on
+uniformly sampled data, :func:`savgol_derivatives` wraps ``scipy.signal.savgol_filter``.
 """
 
 from __future__ import annotations
 
-from math import factorial
+from functools import lru_cache
+from math import comb, factorial
 
 import numpy as np
 
@@ -18,11 +20,13 @@ _EDGE_TOLERANCE = 1e-9
 """Relative widening of the fit window so samples exactly at ``t +- half_width`` are included."""
 
 _CHUNK_ELEMENTS = 65536
-"""Gathered samples (queries x samples per window x columns) fitted together: 512 kB, small
-enough to stay in the CPU's cache (faster than larger chunks: 256 kB costs more Python
-overhead per sample, 2 MB and more miss the cache; 7-18 % faster than 256 kB for windows of
-11-401 samples of 7-14 columns, results bit for bit the same), and a long-running node's
-temporaries stay small."""
+"""Gathered samples (queries x samples per window x columns) fitted together where the samples
+are not all finite (:func:`_gathered_fit`): 512 kB, small enough to stay in the CPU's cache."""
+
+_SPAN_HALF_WIDTHS = 4.0
+"""Query times fitted from one set of running sums (:func:`_moment_fit`) span at most this many
+half-widths: the sums' powers of ``(t - centre) / half_width`` stay below ``3^(2 order)``, so
+shifting them to each query costs a few of float64's digits (about 1e-12 relative)."""
 
 RECORDED_GAP_STEPS = 10.0
 """A step of recorded (not fitted) signals longer than this many median steps is a gap between
@@ -88,7 +92,95 @@ def local_polynomial_derivatives(
             f"{order + 1} samples within {half_width} s for a degree-{order} fit"
         )
     scale = np.array([factorial(k) / half_width**k for k in range(n_derivatives + 1)])
+    order_queries = None if np.all(np.diff(t_query) >= 0) else np.argsort(t_query, kind="stable")
+    if order_queries is not None:
+        t_query, lo, hi = t_query[order_queries], lo[order_queries], hi[order_queries]
     out = np.empty((t_query.size, n_derivatives + 1, x.shape[1]))
+    start = 0
+    while start < t_query.size:
+        end = max(
+            start + 1,
+            int(np.searchsorted(t_query, t_query[start] + _SPAN_HALF_WIDTHS * half_width, "right")),
+        )
+        part = slice(start, end)
+        a, b = int(lo[part].min()), int(hi[part].max())
+        fit = _moment_fit if np.isfinite(x[a:b]).all() else _gathered_fit
+        coefficients = fit(t, x, t_query[part], lo[part], hi[part], half_width, order)
+        out[part] = coefficients[:, : n_derivatives + 1] * scale[:, None]  # tau = (t - tq) / h
+        start = end
+    if order_queries is not None:
+        out[order_queries] = out.copy()
+    return out
+
+
+def _moment_fit(
+    t: np.ndarray,
+    x: np.ndarray,
+    t_query: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    half_width: float,
+    order: int,
+) -> np.ndarray:
+    """(M, order + 1, n) coefficients of the local fits at ``t_query`` (M,) (s, increasing, within
+    :data:`_SPAN_HALF_WIDTHS` half-widths), in ``tau = (t - tq) / half_width``, over the samples
+    ``t[lo:hi]`` of each: the normal equations from running sums of ``u^j`` and ``u^j x`` in
+    ``u = (t - centre) / half_width``, shifted to each query by the binomial theorem. O(samples +
+    queries) instead of gathering every window; ``x`` finite (a NaN would spoil the sums after
+    it)."""
+    a, b = int(lo.min()), int(hi.max())
+    centre = 0.5 * (t_query[0] + t_query[-1])
+    n_powers = 2 * order + 1
+    powers = _powers((t[a:b] - centre) / half_width, n_powers)  # (K, 2 order + 1)
+    origin = x[a]  # the fits are affine-equivariant: fitting x - x[a] keeps the sums small
+    weighted = powers[:, : order + 1, None] * (x[a:b] - origin)[:, None, :]  # (K, order + 1, n)
+    sums = np.zeros((b - a + 1, n_powers))
+    np.cumsum(powers, axis=0, out=sums[1:])
+    weighted_sums = np.zeros((b - a + 1, order + 1, x.shape[1]))
+    np.cumsum(weighted, axis=0, out=weighted_sums[1:])
+    first, last = lo - a, hi - a
+    # sum of (u - d)^p = sum_j C(p, j) (-d)^(p - j) sum of u^j, with d = (tq - centre) / h
+    binomial, exponent = _binomial_shift(n_powers)
+    shift = _powers((centre - t_query) / half_width, n_powers)[:, exponent] * binomial
+    moments = (shift @ (sums[last] - sums[first])[:, :, None])[:, :, 0]  # (M, 2 order + 1)
+    rhs = shift[:, : order + 1, : order + 1] @ (weighted_sums[last] - weighted_sums[first])
+    index = np.add.outer(np.arange(order + 1), np.arange(order + 1))
+    coefficients = np.linalg.solve(moments[:, index], rhs)
+    coefficients[:, 0] += origin
+    return coefficients
+
+
+def _powers(values: np.ndarray, count: int) -> np.ndarray:
+    """(M, count) ``values`` (M,) to the powers 0 .. count - 1."""
+    out = np.empty((values.size, count))
+    out[:, 0] = 1.0
+    for k in range(1, count):
+        np.multiply(out[:, k - 1], values, out=out[:, k])
+    return out
+
+
+@lru_cache(maxsize=None)
+def _binomial_shift(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(C, e)`` (count, count): ``C[p, j] = binomial(p, j)`` (0 above the diagonal) and
+    ``e[p, j] = max(p - j, 0)``, so ``sum (u - d)^p = sum_j C[p, j] (-d)^e[p, j] sum u^j``."""
+    p = np.arange(count)
+    binomial = np.array([[comb(int(i), int(j)) for j in p] for i in p], dtype=float)
+    return binomial, np.maximum(p[:, None] - p[None, :], 0)
+
+
+def _gathered_fit(
+    t: np.ndarray,
+    x: np.ndarray,
+    t_query: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    half_width: float,
+    order: int,
+) -> np.ndarray:
+    """:func:`_moment_fit` by gathering each query's window of samples and solving its least
+    squares apart: a non-finite sample spoils only the fits whose windows hold it."""
+    counts = hi - lo
+    out = np.empty((t_query.size, order + 1, x.shape[1]))
     step = max(1, _CHUNK_ELEMENTS // (int(counts.max()) * max(x.shape[1], 1)))
     for chunk in range(0, t_query.size, step):  # bounds the (M, K, n) gathered samples
         part = slice(chunk, chunk + step)
@@ -101,8 +193,7 @@ def local_polynomial_derivatives(
             powers.append(powers[-1] * tau)
         basis = np.stack(powers, axis=-1)  # (M, K, order + 1), zero rows outside the window
         basis_t = basis.transpose(0, 2, 1)
-        coefficients = np.linalg.solve(basis_t @ basis, basis_t @ np.take(x, index, axis=0))
-        out[part] = coefficients[:, : n_derivatives + 1] * scale[:, None]  # tau = (t - tq) / h
+        out[part] = np.linalg.solve(basis_t @ basis, basis_t @ np.take(x, index, axis=0))
     return out
 
 

@@ -64,6 +64,43 @@ def test_noisy_joint_states_are_interpolated_and_differentiated_at_query_times()
         assert np.sqrt(np.mean((ddq_fit - ddq_true) ** 2)) < 0.03
 
 
+def test_the_running_sums_fit_as_each_window_solved_apart():
+    """The fits from running sums (queries in any order, long logs, large offsets) are those of
+    each window's own least squares (of the offset-free signal, to 1e-9 of each derivative's
+    range); a NaN sample spoils only the fits whose windows hold it."""
+    rng = np.random.default_rng(11)
+    for _ in range(12):
+        t = 500.0 * rng.random() + np.cumsum(rng.uniform(0.2e-3, 1.8e-3, rng.integers(400, 6000)))
+        n, h = int(rng.integers(1, 15)), float(rng.choice([0.01, 0.05, 0.2]))
+        order = int(rng.integers(1, 4))
+        offset = rng.uniform(-300.0, 300.0, n)
+        x = rng.standard_normal((t.size, n)) * 10 ** rng.uniform(-3, 3)
+        t_query = rng.uniform(t[0] + h, t[-1] - h, 200)
+        fit = local_polynomial_derivatives(t, x + offset, t_query, h, order, order)
+        reference = np.empty_like(fit)
+        for m, tq in enumerate(t_query):
+            inside = np.abs(t - tq) <= h * (1 + 1e-9)
+            basis = np.vander((t[inside] - tq) / h, order + 1, increasing=True)
+            solution = np.linalg.lstsq(basis, x[inside], rcond=None)[0]
+            reference[m] = solution * (factorial_scale(order, h))[:, None]
+        reference[:, 0] += offset
+        scale = np.abs(reference).max(axis=0)
+        assert np.all(np.abs(fit - reference) <= 1e-9 * scale)
+    t = np.arange(0.0, 2.0, 1e-3)
+    x = np.column_stack([np.sin(t), np.cos(t)])
+    x[1000, 0] = np.nan
+    t_query = np.arange(0.1, 1.9, 0.013)
+    fit = local_polynomial_derivatives(t, x, t_query, 0.05)
+    near = np.abs(t_query - t[1000]) <= 0.05
+    assert np.isnan(fit[near, :, 0]).all() and np.isfinite(fit[~near]).all()
+    assert np.allclose(fit[~near, 0, 0], np.sin(t_query[~near]), atol=1e-6)
+
+
+def factorial_scale(order: int, h: float) -> np.ndarray:
+    """(order + 1,) ``k! / h^k``: polynomial coefficients in ``(t - tq) / h`` to derivatives."""
+    return np.array([np.prod(np.arange(1, k + 1)) / h**k for k in range(order + 1)])
+
+
 def test_too_few_samples_in_a_window_is_an_error():
     t = np.array([0.0, 0.1, 0.2, 0.3])
     with pytest.raises(ValueError, match="fewer than 3 samples"):
@@ -101,10 +138,10 @@ def test_uniform_savgol_helper_differentiates_offline_data():
         savgol_derivatives(x, dt, 20)
 
 
-def test_mixed_velocities_fit_exactly_as_each_kind_alone_on_a_long_history():
+def test_mixed_velocities_fit_as_each_kind_alone_on_a_long_history():
     """Queries at the end of a long history (an online batch): where the whole fit window has
-    measured velocities, exactly the fit of positions and velocities; elsewhere exactly the
-    positions differentiated twice; read from the samples the windows reach only."""
+    measured velocities, the fit of positions and velocities; elsewhere the positions
+    differentiated twice (both to rounding); read from the samples the windows reach only."""
     rng = np.random.default_rng(5)
     t = np.cumsum(rng.uniform(0.8e-3, 1.2e-3, 20000))
     q = np.column_stack([np.sin(3 * t), np.cos(2 * t)]) + 1e-4 * rng.normal(size=(t.size, 2))
@@ -118,5 +155,6 @@ def test_mixed_velocities_fit_exactly_as_each_kind_alone_on_a_long_history():
     reached = np.abs(t_query - t[-60]) <= 0.02
     assert 0 < reached.sum() < t_query.size
     for got, velocity_fit, position_fit in zip(mixed, with_dq, from_q):
-        assert np.array_equal(got[~reached], velocity_fit[~reached])
-        assert np.array_equal(got[reached], position_fit[reached])
+        assert np.allclose(got[~reached], velocity_fit[~reached], rtol=1e-12, atol=1e-12)
+        assert np.allclose(got[reached], position_fit[reached], rtol=1e-12, atol=1e-9)
+    assert not np.allclose(mixed[2][reached], with_dq[2][reached], rtol=1e-3)  # two kinds
