@@ -30,10 +30,10 @@ from inertia_id_ros import modes as registry
 from inertia_id_ros.errors import ConfigError, ProblemError, StartupError
 from inertia_id_ros.modes import Mode, NodeSettings, ParameterSpec
 from inertia_id_ros.modes.base import positive
-from inertia_id_ros.motion.design import DEFAULT_MAX_ACCELERATION
 from inertia_id_ros.motion.run import RunConfig
 from inertia_id_ros.online.session import Session
 from inertia_id_ros.options import (
+    DEFAULT_MAX_ACCELERATION,
     DESIGN_TIME_LIMITS,
     INPUT_PATHS,
     LINK_VOLUME_MARGIN,
