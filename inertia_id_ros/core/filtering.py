@@ -4,7 +4,8 @@ Online, joint states and wrenches come with their own stamps: :func:`joint_state
 polynomial (least squares over the samples within ``half_width`` seconds of each query time; the
 Savitzky–Golay filter generalised to non-uniform stamps) and evaluates it and its derivatives at
 the wrench stamps: interpolation and differentiation in one step. The fits' normal equations
-come from running sums over the samples, shifted to each query: no window is gathered.
+come from running sums over the samples, shifted to each query (windows are gathered only where
+they are short, the queries sparse or a sample not finite).
 :func:`check_coverage` tells which query times the joint states cover without a gap. Offline, on
 uniformly sampled data, :func:`savgol_derivatives` wraps ``scipy.signal.savgol_filter``.
 """
@@ -23,10 +24,19 @@ _CHUNK_ELEMENTS = 65536
 """Gathered samples (queries x samples per window x columns) fitted together where the samples
 are not all finite (:func:`_gathered_fit`): 512 kB, small enough to stay in the CPU's cache."""
 
-_SPAN_HALF_WIDTHS = 4.0
-"""Query times fitted from one set of running sums (:func:`_moment_fit`) span at most this many
-half-widths: the sums' powers of ``(t - centre) / half_width`` stay below ``3^(2 order)``, so
-shifting them to each query costs a few of float64's digits (about 1e-12 relative)."""
+_SHIFT_GROWTH = 1e3
+"""Bound on the factor by which shifting running sums to a query multiplies their rounding,
+``(span / half_width + 1)^(2 order)`` for queries spanning ``span`` (:func:`_moment_span`): the
+fits from running sums stay within about 1e-10 of each window's own least squares."""
+
+_MIN_WINDOWED = 3000
+"""Running sums pay for a chunk of queries whose windows hold at least this many samples in all
+(their fixed cost is some 0.2 ms)..."""
+
+_MIN_OVERLAP = 8.0
+"""... and at least this many times the samples they span (dense queries); other chunks (short
+windows, sparse queries) are gathered (:func:`_gathered_fit`). Both measured with
+``benchmarks/bench_filtering.py``'s shapes: 1 kHz joint states, half-widths 0.0125-0.2 s."""
 
 RECORDED_GAP_STEPS = 10.0
 """A step of recorded (not fitted) signals longer than this many median steps is a gap between
@@ -96,21 +106,42 @@ def local_polynomial_derivatives(
     if order_queries is not None:
         t_query, lo, hi = t_query[order_queries], lo[order_queries], hi[order_queries]
     out = np.empty((t_query.size, n_derivatives + 1, x.shape[1]))
-    start = 0
-    while start < t_query.size:
-        end = max(
-            start + 1,
-            int(np.searchsorted(t_query, t_query[start] + _SPAN_HALF_WIDTHS * half_width, "right")),
-        )
+    gathered = np.ones(t_query.size, dtype=bool)
+    for start, end in _dense_chunks(t_query, lo, hi, half_width, order):
         part = slice(start, end)
-        a, b = int(lo[part].min()), int(hi[part].max())
-        fit = _moment_fit if np.isfinite(x[a:b]).all() else _gathered_fit
-        coefficients = fit(t, x, t_query[part], lo[part], hi[part], half_width, order)
-        out[part] = coefficients[:, : n_derivatives + 1] * scale[:, None]  # tau = (t - tq) / h
-        start = end
+        if np.isfinite(x[lo[start] : hi[end - 1]]).all():
+            fit = _moment_fit(t, x, t_query[part], lo[part], hi[part], half_width, order)
+            out[part] = fit[:, : n_derivatives + 1] * scale[:, None]  # tau = (t - tq) / h
+            gathered[part] = False
+    if gathered.any():
+        rest = slice(None) if gathered.all() else gathered
+        fit = _gathered_fit(t, x, t_query[rest], lo[rest], hi[rest], half_width, order)
+        out[rest] = fit[:, : n_derivatives + 1] * scale[:, None]
     if order_queries is not None:
         out[order_queries] = out.copy()
     return out
+
+
+def _dense_chunks(
+    t_query: np.ndarray, lo: np.ndarray, hi: np.ndarray, half_width: float, order: int
+) -> list[tuple[int, int]]:
+    """``[(start, end)]``: the chunks of the queries ``t_query`` (M,) (s, increasing; their
+    windows ``t[lo:hi]``) worth fitting from running sums (:data:`_MIN_WINDOWED`,
+    :data:`_MIN_OVERLAP`), each spanning at most :func:`_moment_span` half-widths."""
+    cell = (t_query - t_query[0]) // (_moment_span(order) * half_width)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(cell)) + 1])
+    ends = np.append(starts[1:], t_query.size)
+    windowed = np.add.reduceat(hi - lo, starts)  # samples in the windows of each chunk
+    spanned = hi[ends - 1] - lo[starts]  # samples the chunk's windows reach
+    dense = (windowed >= _MIN_WINDOWED) & (windowed >= _MIN_OVERLAP * spanned)
+    return list(zip(starts[dense].tolist(), ends[dense].tolist()))
+
+
+def _moment_span(order: int) -> float:
+    """Query times fitted from one set of running sums span at most this many half-widths: the
+    shift's growth ``(span + 1)^(2 order)`` stays below :data:`_SHIFT_GROWTH` (4.6 for order 2,
+    1.4 for order 4)."""
+    return min(8.0, _SHIFT_GROWTH ** (1.0 / (2 * order)) - 1.0)
 
 
 def _moment_fit(
@@ -123,11 +154,12 @@ def _moment_fit(
     order: int,
 ) -> np.ndarray:
     """(M, order + 1, n) coefficients of the local fits at ``t_query`` (M,) (s, increasing, within
-    :data:`_SPAN_HALF_WIDTHS` half-widths), in ``tau = (t - tq) / half_width``, over the samples
+    :func:`_moment_span` half-widths), in ``tau = (t - tq) / half_width``, over the samples
     ``t[lo:hi]`` of each: the normal equations from running sums of ``u^j`` and ``u^j x`` in
     ``u = (t - centre) / half_width``, shifted to each query by the binomial theorem. O(samples +
     queries) instead of gathering every window; ``x`` finite (a NaN would spoil the sums after
-    it)."""
+    it; a huge finite spike, say 1e5 times the signal, costs every fit of the chunk a few
+    digits, not only those whose windows hold it)."""
     a, b = int(lo.min()), int(hi.max())
     centre = 0.5 * (t_query[0] + t_query[-1])
     n_powers = 2 * order + 1
