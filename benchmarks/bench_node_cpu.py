@@ -7,7 +7,8 @@ only count messages (``bare_subscriber.py``), both spun as the node spins its in
 executor's ``spin_once`` loop): one taking serialized messages (``raw``: rclpy's floor) and one
 typed messages. Prints, per mode, each process's CPU (% of one core, ``/proc/<pid>/stat`` utime
 + stime over the same wall interval, ``--warm`` s into the motion to its end) and the node's
-ratio to each floor; the messages sent, received by each node (``/diagnostics``) and by each
+ratio to each floor; the messages sent, received by each node (its ``/diagnostics`` after the
+motion, once they count every message or stop changing for 5 s, at most 30 s) and by each
 floor; and the resident memory (each second's minimum of about 20 reads, as ``soak_node.py``):
 growth from ``--warm`` s to the end and the trend over the second half (MB/min), the node's
 beside the floors'.
@@ -125,6 +126,11 @@ class Diagnostics:
                 values = {kv.key: kv.value for kv in status.values}
                 self.values[values.get("input_path", "?")] = values
 
+    def received(self, path: str) -> int:
+        """The messages the node on ``path`` counted as received, all inputs."""
+        values = self.values.get(path, {})
+        return sum(int(v) for k, v in values.items() if k.startswith("received."))
+
 
 def trend(t: np.ndarray, mb: np.ndarray) -> float:
     """The slope of ``mb`` over the second half of ``t`` (MB/min)."""
@@ -206,9 +212,15 @@ def run_mode(name: str, setup: Setup, args, env: dict[str, str]) -> dict:
                     raise RuntimeError(f"{key} exited with {process.returncode}; logs: {logs}")
         cpu_end = {key: cpu_seconds(pid) for key, pid in pids.items()}
         wall_end = time.monotonic()
-        end = time.monotonic() + 3.0
-        while time.monotonic() < end:  # the last diagnostics
+        sent = int(round(args.duration * setup.rate_hz)) * len(setup.topics)
+        end, last, counts = time.monotonic() + 30.0, time.monotonic(), None
+        while time.monotonic() < min(end, last + 5.0):  # until the nodes' counts settle
             rclpy.spin_once(peer, timeout_sec=0.05)
+            now_counts = [diagnostics.received(path) for path in args.paths]
+            if now_counts != counts:
+                counts, last = now_counts, time.monotonic()
+            if all(count >= sent for count in now_counts):
+                break
     finally:
         shut_down((sim, *processes.values()), peer)
     if not cpu_warm:
@@ -224,16 +236,9 @@ def run_mode(name: str, setup: Setup, args, env: dict[str, str]) -> dict:
         "cpu": {key: 100 * (cpu_end[key] - cpu_warm[key]) / (wall_end - wall_warm) for key in pids},
         "growth": {key: rss[-1, i] - rss[warm, i][0] for i, key in enumerate(pids)},
         "trend": {key: trend(t, rss[:, i]) for i, key in enumerate(pids)},
-        "sent": int(round(args.duration * setup.rate_hz)) * len(setup.topics),
+        "sent": sent,
         "received": {
-            **{
-                f"node {path}": sum(
-                    int(v)
-                    for k, v in diagnostics.values.get(path, {}).items()
-                    if k.startswith("received.")
-                )
-                for path in args.paths
-            },
+            **{f"node {path}": diagnostics.received(path) for path in args.paths},
             **floors,
         },
         "dropped": {
