@@ -21,8 +21,8 @@ _EDGE_TOLERANCE = 1e-9
 """Relative widening of the fit window so samples exactly at ``t +- half_width`` are included."""
 
 _CHUNK_ELEMENTS = 65536
-"""Gathered samples (queries x samples per window x columns) fitted together where the samples
-are not all finite (:func:`_gathered_fit`): 512 kB, small enough to stay in the CPU's cache."""
+"""Gathered samples (queries x samples per window x columns) fitted together by
+:func:`_gathered_fit`: 512 kB, small enough to stay in the CPU's cache."""
 
 _SHIFT_GROWTH = 1e3
 """Bound on the factor by which shifting running sums to a query multiplies their rounding,
@@ -30,13 +30,13 @@ _SHIFT_GROWTH = 1e3
 fits from running sums stay within about 1e-10 of each window's own least squares."""
 
 _MIN_WINDOWED = 3000
-"""Running sums pay for a chunk of queries whose windows hold at least this many samples in all
-(their fixed cost is some 0.2 ms)..."""
+"""A chunk of queries is fitted from running sums only if their windows hold this many samples
+in all (the sums' fixed cost is some 0.2 ms) and :data:`_MIN_OVERLAP` times the samples they
+span; other chunks (short windows, sparse queries) are gathered (:func:`_gathered_fit`). Both
+thresholds measured on 1 kHz joint states, half-widths 0.0125-0.2 s, orders 2 and 4."""
 
 _MIN_OVERLAP = 8.0
-"""... and at least this many times the samples they span (dense queries); other chunks (short
-windows, sparse queries) are gathered (:func:`_gathered_fit`). Both measured with
-``benchmarks/bench_filtering.py``'s shapes: 1 kHz joint states, half-widths 0.0125-0.2 s."""
+"""See :data:`_MIN_WINDOWED`: dense queries, whose windows overlap this many times."""
 
 RECORDED_GAP_STEPS = 10.0
 """A step of recorded (not fitted) signals longer than this many median steps is a gap between
@@ -140,7 +140,7 @@ def _dense_chunks(
 def _moment_span(order: int) -> float:
     """Query times fitted from one set of running sums span at most this many half-widths: the
     shift's growth ``(span + 1)^(2 order)`` stays below :data:`_SHIFT_GROWTH` (4.6 for order 2,
-    1.4 for order 4)."""
+    1.4 for order 4; at most 8, for order 1)."""
     return min(8.0, _SHIFT_GROWTH ** (1.0 / (2 * order)) - 1.0)
 
 
