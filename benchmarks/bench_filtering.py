@@ -38,9 +38,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     t = 100.0 + np.cumsum(rng.uniform(0.9e-3, 1.1e-3, 8000))  # 1 kHz with jitter
     x = np.cumsum(rng.standard_normal((t.size, 14)), axis=0) * 1e-3 + 0.5
-    print(
-        f"{'case':40s} {'fit ms':>16s} {'gathered ms':>12s} {'ratio':>6s} {'max diff':>9s}"
-    )
+    print(f"{'case':40s} {'fit ms':>16s} {'gathered ms':>12s} {'ratio':>6s} {'max diff':>9s}")
     for label, queries, columns, derivatives, half_width in CASES:
         t_query = t[1000 : 1000 + queries] + 3e-4
         lo, hi = filtering.fit_window(t, t_query, half_width)
