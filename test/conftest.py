@@ -19,21 +19,38 @@ from helpers.processes import Process, console_script  # noqa: E402 (after the B
 
 ROS_TESTS = Path(__file__).resolve().parent / "ros"
 
+SECOND_DDS_LANE = frozenset(
+    {"test_excite.py", "test_whole_body_node.py", "test_runtime.py", "test_node.py"}
+)
+"""The modules whose DDS scenarios form the second pytest-xdist group ("dds-2"); the other DDS
+scenarios form the first ("dds"). The two take about as long."""
 
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per core and one more. A DDS scenario's worker mostly waits (the
+    simulator plays its motion at real time), so the numerical tests keep the cores busy."""
+    return (os.cpu_count() or 1) + 1
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test under ``test/ros/`` ``ros``: ``-m "not ros"`` runs the numerical suite
-    alone. The tests that run ROS processes (those using ``ros_env``) form one pytest-xdist
-    group: they run one after another on one worker (two high-rate DDS scenarios at once on a
-    2-core machine lose samples), beside the numerical tests on the others. Those marked
-    ``rate_insensitive`` (start-up, shutdown, refusals: no sample counted) run beside them, like
-    a numerical test (each worker has a DDS domain of its own)."""
+    alone. The tests that run ROS processes (those using ``ros_env``) form two pytest-xdist
+    groups (:data:`SECOND_DDS_LANE`): each group's tests run one after another on one worker, so
+    that at most two DDS scenarios share the cores, beside the numerical tests. Those marked
+    ``rate_insensitive`` (start-up, shutdown, refusals: no sample counted) run anywhere, like a
+    numerical test (each worker has a DDS domain of its own). The tests marked ``long_running``
+    come first, so that none is left to end the run alone. Runs before pytest-xdist's own hook,
+    which reads the groups."""
     for item in items:
         if ROS_TESTS in Path(item.fspath).resolve().parents:
             item.add_marker(pytest.mark.ros)
         if "ros_env" in getattr(item, "fixturenames", ()) and not item.get_closest_marker(
             "rate_insensitive"
         ):
-            item.add_marker(pytest.mark.xdist_group("dds"))
+            lane = "dds-2" if Path(item.fspath).name in SECOND_DDS_LANE else "dds"
+            item.add_marker(pytest.mark.xdist_group(lane))
+    items.sort(key=lambda item: item.get_closest_marker("long_running") is None)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ import pytest
 from helpers.paths import REPO
 
 
+@pytest.mark.long_running
 def test_colcon_build_installs_messages_library_and_executables(tmp_path):
     bin_dir = Path(sys.executable).parent
     if not (bin_dir / "colcon").exists():

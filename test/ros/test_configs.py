@@ -10,7 +10,7 @@ from helpers.dds import wait_until_serving
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 
-pytestmark = pytest.mark.rate_insensitive  # no sample counted: beside the DDS group
+pytestmark = pytest.mark.rate_insensitive  # no sample counted: outside the DDS groups
 
 
 def _urdf(robot: str) -> str:

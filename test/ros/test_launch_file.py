@@ -64,7 +64,7 @@ from helpers.paths import REPO
 from helpers.processes import Process
 from inertia_id_ros.core.robots import example_robot_urdf
 
-pytestmark = pytest.mark.rate_insensitive  # no sample counted: beside the DDS group
+pytestmark = pytest.mark.rate_insensitive  # no sample counted: outside the DDS groups
 
 LAUNCH_FILE = REPO / "launch" / "identify.launch.py"
 STAND_INS = ("launch", "launch.actions", "launch.substitutions", "launch_ros", "launch_ros.actions")

@@ -30,7 +30,7 @@ from inertia_id_ros.ros.keystore import (
 )
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
 
-pytestmark = pytest.mark.rate_insensitive  # no sample counted: beside the DDS group
+pytestmark = pytest.mark.rate_insensitive  # no sample counted: outside the DDS groups
 
 CALLER = Path(__file__).with_name("excite_caller.py")
 

@@ -15,7 +15,7 @@ from helpers.dds import wait_until_serving
 from helpers.paths import REPO
 from inertia_id_ros.core.robots import example_robot_urdf
 
-pytestmark = pytest.mark.rate_insensitive  # no sample counted: beside the DDS group
+pytestmark = pytest.mark.rate_insensitive  # no sample counted: outside the DDS groups
 
 NODE = ("inertia-id-node", "inertia_id_ros.ros.node")
 SIM = ("inertia-id-sim", "inertia_id_ros.ros.sim_node")

@@ -30,6 +30,7 @@ def own_domain(monkeypatch):
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
 
+@pytest.mark.long_running
 @pytest.mark.parametrize("page", PAGES, ids=page_name)
 def test_a_page_runs_as_written(page, tmp_path, own_domain):
     run = run_page(page, tmp_path)

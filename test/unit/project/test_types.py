@@ -12,6 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.long_running
 def test_mypy_passes_on_the_package():
     mypy = Path(sys.executable).parent / "mypy"
     if not mypy.is_file():

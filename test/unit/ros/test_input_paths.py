@@ -80,7 +80,7 @@ def _feed(node, path: str, joints: list, wrenches: list) -> None:
         node.session.estimator.process()
 
 
-@pytest.mark.rate_insensitive  # nothing goes over DDS: beside the DDS group
+@pytest.mark.rate_insensitive  # nothing goes over DDS: outside the DDS groups
 def test_raw_and_typed_inputs_give_the_session_the_same_samples(nodes):
     joints, wrenches = _messages(PayloadSimulator.panda(seed=3))
     for path, node in nodes.items():
