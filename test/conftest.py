@@ -26,6 +26,7 @@ SECOND_DDS_LANE = frozenset(
 scenarios form the first ("dds"). The two take about as long."""
 
 
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker per core and one more. A DDS scenario's worker mostly waits (the
     simulator plays its motion at real time), so the numerical tests keep the cores busy."""

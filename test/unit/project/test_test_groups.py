@@ -1,6 +1,6 @@
 """The suite's scheduling holds: the installed pytest and pytest-xdist run a group's tests on one
-worker (pytest 9.2 with pytest-xdist 3.8 silently does not), and ``test/conftest.py`` puts the DDS
-scenarios into its two groups, the long tests first."""
+worker (pytest 9.2 with pytest-xdist 3.8 silently does not), the modules ``test/conftest.py``
+names for the second DDS group exist, and the long tests come first."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_free(k):
 """
 
 
-def test_a_groups_tests_run_on_one_worker(tmp_path):
+def test_a_groups_tests_run_on_one_worker_under_xdist(tmp_path):
     pytest.importorskip("xdist")
     (tmp_path / "test_grouped.py").write_text(GROUPED)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
