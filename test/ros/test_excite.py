@@ -4,6 +4,7 @@ with allow_motion, workspace limits before and during the motion."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from helpers.dds import node_args, spin_until, wait_until_serving
 from inertia_id_ros.motion.trajectory import ExcitationTrajectory, concatenate, rest_to_rest
+from inertia_id_ros.ros.shutdown import spin_until as spin_executor_until
 from inertia_id_ros.sim.payload import PANDA_ARM_JOINTS, PANDA_HOME
 
 AWAY = np.array([0.6, -0.4, 0.5, 0.4, -0.6, 0.5, 0.8])
@@ -32,13 +34,83 @@ def out_and_back(tmp_path, seconds: float = 3.0) -> tuple[str, ExcitationTraject
     return str(path), trajectory
 
 
+class JointStateLog:
+    """The simulator's /joint_states as a peer receives them.
+
+    A node of its own, spun by rclpy's events executor in a thread, keeps the messages serialized
+    until they are read, then decodes them in batches. (1 kHz of messages through ``spin_once``
+    would take the test process a third of a core: every call builds a wait set.)"""
+
+    def __init__(self, name: str) -> None:
+        import rclpy
+        from rclpy.experimental import EventsExecutor
+        from rclpy.qos import qos_profile_sensor_data
+        from sensor_msgs.msg import JointState
+
+        self._lock = threading.Lock()
+        self._pending: list[bytes] = []
+        self._decoded: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        """Stamps (N,) (s), positions and velocities (N, joints): one tuple once read."""
+        self.node = rclpy.create_node(name)
+        self.node.create_subscription(
+            JointState, "/joint_states", self._append, qos_profile_sensor_data, raw=True
+        )
+        self._executor = EventsExecutor()
+        self._executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=spin_executor_until, args=(self._executor, self._stop), daemon=True
+        )
+        self._thread.start()
+
+    def destroy(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self._executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+
+    def _append(self, buffer: bytes) -> None:
+        with self._lock:
+            self._pending.append(buffer)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pending, self._decoded = [], []
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(stamps.size for stamps, _, _ in self._decoded) + len(self._pending)
+
+    def _read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        from inertia_id_ros.formats.cdr import decode
+
+        with self._lock:
+            pending, self._pending = self._pending, []
+        if pending:
+            batch = decode("sensor_msgs/msg/JointState", pending)
+            assert not batch.refused, batch.refused
+            self._decoded += [(r.t, r.arrays["position"], r.arrays["velocity"]) for r in batch.runs]
+            self._decoded = [tuple(np.concatenate(column) for column in zip(*self._decoded))]
+        return self._decoded[0]
+
+    def latest_stamp(self) -> float:
+        return float(self._read()[0][-1])
+
+    def latest_position(self) -> np.ndarray:
+        return self._read()[1][-1]
+
+    def between(self, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Stamps, positions and velocities of the joint states stamped in [t0, t1]."""
+        stamps, positions, velocities = self._read()
+        inside = (stamps >= t0) & (stamps <= t1)
+        return stamps[inside], positions[inside], velocities[inside]
+
+
 class Wizard:
     """A peer calling ~/excite and ~/stop and following ~/excitation and /joint_states."""
 
     def __init__(self, peer) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.qos import qos_profile_sensor_data
-        from sensor_msgs.msg import JointState
         from std_srvs.srv import Trigger
         from trajectory_msgs.msg import JointTrajectory
 
@@ -49,15 +121,12 @@ class Wizard:
         self.peer = peer
         self.status: list = []
         self.truth: list = []
-        self.joints: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self.joints = JointStateLog(f"{peer.get_name()}_joint_states")
         peer.create_subscription(
             ExcitationStatus, "/inertia_id/excitation", self.status.append, LATCHED
         )
         peer.create_subscription(
             InertialParameters, "/inertia_id_sim/ground_truth", self.truth.append, LATCHED
-        )
-        peer.create_subscription(
-            JointState, "/joint_states", self._on_joint_state, qos_profile_sensor_data
         )
         self.diagnostics: list[dict[str, str]] = []
         """The node's /diagnostics values, one dict per message."""
@@ -78,21 +147,16 @@ class Wizard:
         # endpoints, the service clients above first: their responses then reach the peer
         wait_until_serving(peer)
 
-    def _on_joint_state(self, msg) -> None:
-        self.joints.append(
-            (
-                msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
-                np.array(msg.position),
-                np.array(msg.velocity),
-            )
-        )
-
     def _on_diagnostics(self, msg) -> None:
         self.diagnostics.extend(
             {kv.key: kv.value for kv in s.values}
             for s in msg.status
             if s.name.startswith("inertia_id:")
         )
+
+    def destroy(self) -> None:
+        self.joints.destroy()
+        self.peer.destroy_node()
 
     def wait_until_the_node_receives_joint_states(self, timeout: float = 30.0) -> None:
         """Spin until this peer holds over 100 joint states and the node under test receives
@@ -151,8 +215,7 @@ class Wizard:
         return next(m for m in self.status[seen:] if m.state in states)
 
     def joint_states_between(self, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
-        rows = [(q, dq) for t, q, dq in self.joints if t0 <= t <= t1]
-        return np.array([q for q, _ in rows]), np.array([dq for _, dq in rows])
+        return self.joints.between(t0, t1)[1:]
 
 
 def start(launch, **parameters):
@@ -200,10 +263,12 @@ def test_excite_designs_runs_and_identifies_the_payload_from_one_15_s_motion(lau
         # the robot followed the command: it moved, and came back to where it started
         q, _ = wizard.joint_states_between(done.motion_start, done.motion_end)
         assert np.ptp(q, axis=0).min() > 0.1
-        assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > done.motion_end + 2.0, 10.0)
-        assert np.allclose(wizard.joints[-1][1], PANDA_HOME, atol=1e-3)
+        assert spin_until(
+            wizard.peer, lambda: wizard.joints.latest_stamp() > done.motion_end + 2.0, 10.0
+        )
+        assert np.allclose(wizard.joints.latest_position(), PANDA_HOME, atol=1e-3)
     finally:
-        wizard.peer.destroy_node()
+        wizard.destroy()
 
 
 def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_context, tmp_path):
@@ -238,10 +303,7 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
         )
         assert t_start == pytest.approx(done.motion_start - 1.0, abs=1e-6)  # a 1 s ramp-in
         command = ExcitationTrajectory(times, names, q, dq, ddq)
-        stamps = np.array(
-            [t for t, _, _ in wizard.joints if done.motion_start <= t <= done.motion_end]
-        )
-        measured, _ = wizard.joint_states_between(done.motion_start, done.motion_end)
+        stamps, measured, _ = wizard.joints.between(done.motion_start, done.motion_end)
         late = np.abs(measured - command.sample(stamps - t_start - 0.02)[0]).max()
         on_time = np.abs(measured - command.sample(stamps - t_start)[0]).max()
         print(f"measured vs. command: {late:.1e} rad 20 ms late, {on_time:.1e} rad on time")
@@ -251,14 +313,14 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
         assert full.accepted and not full.dry_run and "speed_scale" not in full.reason
         running = wizard.wait_for(("running",), 10.0)
         assert spin_until(
-            wizard.peer, lambda: wizard.joints[-1][0] > running.motion_start + 2.0, 10.0
+            wizard.peer, lambda: wizard.joints.latest_stamp() > running.motion_start + 2.0, 10.0
         )
         stop = wizard.stop()
         assert stop.success and "holding the current pose" in stop.message, stop.message
         stopped = wizard.wait_for(("stopped",), 15.0)  # latched; 15 s beside a loaded suite
         assert "requested by ~/stop" in stopped.message and not stopped.identified
-        t_stop = wizard.joints[-1][0]
-        assert spin_until(wizard.peer, lambda: wizard.joints[-1][0] > t_stop + 2.0, 10.0)
+        t_stop = wizard.joints.latest_stamp()
+        assert spin_until(wizard.peer, lambda: wizard.joints.latest_stamp() > t_stop + 2.0, 10.0)
         q, dq = wizard.joint_states_between(t_stop + 1.0, np.inf)
         print(
             f"after the stop: joints moved {np.ptp(q, axis=0).max():.2e} rad, speeds "
@@ -271,7 +333,7 @@ def test_a_dry_run_moves_at_speed_scale_and_a_stop_mid_run_holds(launch, rclpy_c
         hold = joint_trajectory_arrays(wizard.commands[-1])
         assert hold[0] == 0.0 and hold[2].size == 1 and not hold[4].any()  # one point, at rest
     finally:
-        wizard.peer.destroy_node()
+        wizard.destroy()
 
 
 def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, tmp_path):
@@ -327,7 +389,7 @@ def test_refusals_and_a_stop_when_the_joint_states_stop(launch, rclpy_context, t
         assert "joint states stopped" in stopped.message and "holding" in stopped.message
         assert node.alive()
     finally:
-        wizard.peer.destroy_node()
+        wizard.destroy()
 
 
 def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_context, tmp_path):
@@ -384,7 +446,7 @@ def test_links_mode_excites_the_go1_leg_and_identifies_its_links(launch, rclpy_c
         for theta in msg_to_thetas(done.links).values():
             assert check_consistency(theta).fully_consistent
     finally:
-        wizard.peer.destroy_node()
+        wizard.destroy()
 
 
 def test_payload_torques_mode_excites_the_panda_and_identifies_the_payload(
@@ -435,7 +497,7 @@ def test_payload_torques_mode_excites_the_panda_and_identifies_the_payload(
         assert check_consistency(np.array(estimate.theta)).fully_consistent
         assert estimate.inertia.m > 0.0 and len(wizard.commands) >= 1
     finally:
-        wizard.peer.destroy_node()
+        wizard.destroy()
 
 
 def test_a_trajectory_message_carries_every_point_exactly(tmp_path):
@@ -486,7 +548,7 @@ def test_a_window_change_during_an_excitation_applies_at_its_end(launch, rclpy_c
             wizard.peer, lambda: any(d.get("window_sec") == "1" for d in diagnostics[seen:]), 10.0
         ), [d.get("window_sec") for d in diagnostics[seen:]]
     finally:
-        wizard.peer.destroy_node()
+        wizard.destroy()
 
 
 TOOL = "panda_hand_tcp"
@@ -512,7 +574,7 @@ def refused_before_motion(launch, path: str, reason: str, **parameters):
         assert not wizard.commands  # nothing moved
         assert all(m.state not in ("ramp_in", "running") for m in wizard.status)
     finally:
-        wizard.peer.destroy_node()
+        wizard.destroy()
     return refused
 
 
@@ -579,7 +641,7 @@ def test_without_allow_motion_excite_refuses_and_the_parameter_is_read_only(
         assert not result.successful and "read-only" in result.reason
         assert not wizard.excite(path).accepted and not wizard.commands
     finally:
-        wizard.peer.destroy_node()
+        wizard.destroy()
 
 
 @pytest.mark.rate_insensitive
@@ -677,7 +739,7 @@ def test_a_measured_excursion_beyond_a_box_stops_and_holds_at_that_joint_state(
         assert np.allclose(hold[3][0], q_out, atol=1e-9)  # holding where it was measured
         assert latency < 0.5  # before joint_state_timeout: that joint state stopped it
     finally:
-        wizard.peer.destroy_node()
+        wizard.destroy()
 
 
 @pytest.mark.rate_insensitive
