@@ -31,5 +31,8 @@ pip_install --upgrade "pip>=24" "uv==0.9.30"
   || pip_install "${requirements[@]}"
 echo "setup_env: building the interfaces (rosidl) and installing inertia_id_ros"
 pip_install --no-build-isolation --no-deps -e .
+# bytecode for the package, as a non-editable install has it: where PYTHONDONTWRITEBYTECODE is
+# set (CI images often do), every node, simulator and command would compile it at each start
+.venv/bin/python -m compileall -q inertia_id_ros >/dev/null
 .venv/bin/python -c "from inertia_id_ros.msg import InertialParameters; from inertia_id_ros.srv import Identify"
 echo "setup_env: ready (.venv/bin/inertia-id, .venv/bin/inertia-id-node, .venv/bin/inertia-id-sim)"
