@@ -11,15 +11,12 @@ lengths): a batch is cut into runs of consecutive messages whose layout bytes (l
 names) equal the first's, and each run is read as one ``(K, L)`` byte array. A message that does
 not parse (truncated, a count beyond its length, a string without its NUL) is refused with the
 reason, never raised.
-
-:func:`encode` goes the other way for a publisher: a batch of messages made like one template,
-their stamps and arrays written into the template's bytes at once.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -228,30 +225,3 @@ def _column(block: np.ndarray, offset: int, count: int, dtype: str) -> np.ndarra
     width = np.dtype(dtype).itemsize
     raw = np.ascontiguousarray(block[:, offset : offset + width * count])
     return raw.view(dtype).reshape(block.shape[0], count).astype(np.dtype(dtype).newbyteorder("="))
-
-
-def encode(
-    template: bytes, msgtype: str, stamps: np.ndarray, arrays: Mapping[str, np.ndarray]
-) -> list[bytes]:
-    """Serialized messages like ``template`` (one message of ``msgtype``, a key of
-    :data:`LAYOUTS`, e.g. from rclpy's ``serialize_message``), with the header stamps ``stamps``
-    (N,) (s, >= 0) and the float64 fields ``arrays`` (name -> (N, count), the template's counts);
-    every other field as in the template."""
-    layout = layout_of(msgtype, template)
-    block = np.tile(np.frombuffer(template, dtype=np.uint8), (len(stamps), 1))
-    sec = np.floor(stamps)
-    nanosec = np.minimum(np.round((stamps - sec) * 1e9), 999_999_999)
-    _put(block, layout.stamp, sec[:, None], layout.order + "i4")
-    _put(block, layout.stamp + 4, nanosec[:, None], layout.order + "u4")
-    for key, values in arrays.items():
-        offset, count = layout.arrays[key]
-        if values.shape != (len(stamps), count):
-            raise ValueError(f"{key}: {values.shape} values for {len(stamps)} x {count}")
-        _put(block, offset, values, layout.order + "f8")
-    return [row.tobytes() for row in block]
-
-
-def _put(block: np.ndarray, offset: int, values: np.ndarray, dtype: str) -> None:
-    """Write ``values`` (K, count) as ``dtype`` at byte ``offset`` of each row of ``block``."""
-    raw = np.ascontiguousarray(values, dtype=dtype).view(np.uint8)
-    block[:, offset : offset + raw.shape[1]] = raw

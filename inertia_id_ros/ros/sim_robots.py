@@ -14,7 +14,6 @@ import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from rclpy.serialization import serialize_message
 from sensor_msgs.msg import Imu, JointState
 from trajectory_msgs.msg import JointTrajectory
 
@@ -23,8 +22,6 @@ from inertia_id_ros.core.inertia import (
     inertia_from_msg_order,
     theta_from_inertia,
 )
-from inertia_id_ros.formats.cdr import encode
-from inertia_id_ros.formats.data import IMU_TYPE, JOINT_STATE_TYPE, WRENCH_TYPE
 from inertia_id_ros.msg import InertialParameters, InertialParametersArray
 from inertia_id_ros.ros.conversions import (
     array_to_wrench,
@@ -53,34 +50,6 @@ if TYPE_CHECKING:
     from inertia_id_ros.ros.sim_node import SimulatorNode
 
 DATA_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-_MSGTYPES = {JointState: JOINT_STATE_TYPE, WrenchStamped: WRENCH_TYPE, Imu: IMU_TYPE}
-
-
-class SerializedTopic:
-    """A data topic published as serialized messages made like ``template`` (a message with the
-    topic's names, frame and array sizes): a burst's stamps and arrays are written into the
-    template's bytes at once (:func:`~inertia_id_ros.formats.cdr.encode`). Subscribers receive
-    what rclpy serializes from typed messages; a typed message costs rclpy about 50 µs of
-    Python, a serialized one a few."""
-
-    def __init__(self, node: Node, template: Any, topic: str) -> None:
-        self.publisher = node.create_publisher(type(template), topic, DATA_QOS)
-        self._template = bytes(serialize_message(template))
-        self._msgtype = _MSGTYPES[type(template)]
-
-    def encode(self, stamps: np.ndarray, **arrays: np.ndarray) -> list[bytes]:
-        """The messages stamped ``stamps`` (N,) (s) with ``arrays`` (field -> (N, count))."""
-        return encode(self._template, self._msgtype, stamps, arrays)
-
-    def subscribed(self) -> bool:
-        """Whether the topic has a subscriber."""
-        return bool(self.publisher.get_subscription_count())
-
-
-def _joint_template(names: list[str], velocity: bool, effort: bool) -> JointState:
-    """A JointState of ``names`` with positions, and velocities and efforts if asked."""
-    zeros = np.zeros(len(names))
-    return joint_state(0.0, names, zeros, zeros if velocity else None, zeros if effort else None)
 
 
 class PandaPayloadRobot:
@@ -105,14 +74,8 @@ class PandaPayloadRobot:
             node, p, self.sim.trajectory, self.sim.joint_names, PANDA_HOME
         ).follower
         self._publish_velocity = bool(p["publish_velocity"])
-        self._joints = SerializedTopic(
-            node,
-            _joint_template(list(self.sim.joint_names), self._publish_velocity, False),
-            p["joint_states_topic"],
-        )
-        self._wrenches = SerializedTopic(
-            node, wrench_stamped(0.0, self.sim.sensor_frame, np.zeros(6)), p["wrench_topic"]
-        )
+        self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], DATA_QOS)
+        self._wrench_pub = node.create_publisher(WrenchStamped, p["wrench_topic"], DATA_QOS)
         truth_msg = theta_to_msg(self.sim.true_theta, self.sim.sensor_frame, "payload")
         truth_msg.sensor_offset = array_to_wrench(self.sim.true_offset)
         node.create_publisher(InertialParameters, "~/ground_truth", LATCHED).publish(truth_msg)
@@ -125,16 +88,23 @@ class PandaPayloadRobot:
 
     def subscribed(self) -> bool:
         """Both topics have a subscriber."""
-        return self._joints.subscribed() and self._wrenches.subscribed()
+        return bool(
+            self._joint_pub.get_subscription_count() and self._wrench_pub.get_subscription_count()
+        )
 
     def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
         """The samples at trajectory times ``t`` (N,) (s), stamped ``stamps`` (N,) (s)."""
         q, dq, wrench = self.sim.measure(t, rng)
-        velocity = {"velocity": dq} if self._publish_velocity else {}
-        joints = self._joints.encode(stamps, position=q, **velocity)
-        for joint, measured in zip(joints, self._wrenches.encode(stamps, wrench=wrench)):
-            self._joints.publisher.publish(joint)
-            self._wrenches.publisher.publish(measured)
+        for i, stamp in enumerate(stamps):
+            self._joint_pub.publish(
+                joint_state(
+                    stamp,
+                    list(self.sim.joint_names),
+                    q[i],
+                    dq[i] if self._publish_velocity else None,
+                )
+            )
+            self._wrench_pub.publish(wrench_stamped(stamp, self.sim.sensor_frame, wrench[i]))
         self.sent["joint states"] += len(t)
         self.sent["wrenches"] += len(t)
 
@@ -151,23 +121,28 @@ class JointTorqueRobot:
         self._names = names
         self._columns = columns
         self._publish_velocity = bool(p["publish_velocity"])
-        self._joints = SerializedTopic(
-            node, _joint_template(names, self._publish_velocity, True), p["joint_states_topic"]
-        )
+        self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], DATA_QOS)
         self.sent = {"joint states": 0}
 
     def subscribed(self) -> bool:
         """Whether a data topic has a subscriber."""
-        return self._joints.subscribed()
+        return bool(self._joint_pub.get_subscription_count())
 
     def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
         """Publish the samples at motion times ``t`` (s), stamped ``stamps`` (s)."""
         data = self.sim.measure(t, rng)
-        values = np.zeros((3, len(t), len(self._names)))
-        values[:, :, self._columns] = data.positions, data.velocities, data.efforts
-        velocity = {"velocity": values[1]} if self._publish_velocity else {}
-        for joint in self._joints.encode(stamps, position=values[0], effort=values[2], **velocity):
-            self._joints.publisher.publish(joint)
+        values = np.zeros((3, len(self._names)))
+        for i, stamp in enumerate(stamps):
+            values[:, self._columns] = data.positions[i], data.velocities[i], data.efforts[i]
+            self._joint_pub.publish(
+                joint_state(
+                    stamp,
+                    self._names,
+                    values[0],
+                    values[1] if self._publish_velocity else None,
+                    values[2],
+                )
+            )
         self.sent["joint states"] += len(t)
 
 
@@ -308,17 +283,10 @@ class WholeBodyRobot:
         noise = None if p["noise"] else whole_body_simulator.NoiseModel.none()
         self.sim = whole_body_robots.ROBOTS[robot](seed=int(p["seed"]), noise=noise)
         self._publish_velocity = bool(p["publish_velocity"])
-        self._joints = SerializedTopic(
-            node,
-            _joint_template(list(self.sim.joint_names), self._publish_velocity, False),
-            p["joint_states_topic"],
-        )
-        still = np.zeros(3)
-        self._imu = SerializedTopic(
-            node, imu_msg(0.0, self.sim.imu_frame, np.eye(4)[3], still, still), p["imu_topic"]
-        )
-        self._wrenches = [
-            SerializedTopic(node, wrench_stamped(0.0, frame, np.zeros(6)), f"/{frame}/wrench")
+        self._joint_pub = node.create_publisher(JointState, p["joint_states_topic"], DATA_QOS)
+        self._imu_pub = node.create_publisher(Imu, p["imu_topic"], DATA_QOS)
+        self._wrench_pubs = [
+            node.create_publisher(WrenchStamped, f"/{frame}/wrench", DATA_QOS)
             for frame, _ in self.sim.ft_sensors
         ]
         names, thetas = self.sim.true_theta
@@ -343,34 +311,36 @@ class WholeBodyRobot:
     def subscribed(self) -> bool:
         """Every topic has a subscriber (the IMU's: with contact sensors, a floating base; on a
         stand or rooted at a still sole it may go unread)."""
-        imu = (self._imu,) if self.sim.contact_frames else ()
-        return all(topic.subscribed() for topic in (self._joints, *imu, *self._wrenches))
+        imu = (self._imu_pub,) if self.sim.contact_frames else ()
+        return all(
+            pub.get_subscription_count() for pub in (self._joint_pub, *imu, *self._wrench_pubs)
+        )
 
     def publish(self, t: np.ndarray, stamps: np.ndarray, rng: np.random.Generator) -> None:
         """Publish the samples at motion times ``t`` (s), stamped ``stamps`` (s)."""
         sim = self.sim
         data = sim.measure(sim.simulate(t), with_ddq=False, with_effort=False, rng=rng)
-        velocity = {"velocity": data["dq"]} if self._publish_velocity else {}
-        topics = (self._joints, self._imu, *self._wrenches)
-        messages = zip(
-            self._joints.encode(stamps, position=data["q"], **velocity),
-            self._imu.encode(
-                stamps,
-                orientation=data["imu_orientation"],
-                angular_velocity=data["imu_angular_velocity"],
-                linear_acceleration=data["imu_linear_acceleration"],
-            ),
-            *(
-                topic.encode(stamps, wrench=data["ft_wrench"][:, k])
-                for k, topic in enumerate(self._wrenches)
-            ),
-        )
-        for sample in messages:  # in stamp order, each sample's topics together
-            for topic, message in zip(topics, sample):
-                topic.publisher.publish(message)
+        names = list(sim.joint_names)
+        for i, stamp in enumerate(stamps):
+            self._joint_pub.publish(
+                joint_state(
+                    stamp, names, data["q"][i], data["dq"][i] if self._publish_velocity else None
+                )
+            )
+            self._imu_pub.publish(
+                imu_msg(
+                    stamp,
+                    sim.imu_frame,
+                    data["imu_orientation"][i],
+                    data["imu_angular_velocity"][i],
+                    data["imu_linear_acceleration"][i],
+                )
+            )
+            for k, (pub, (frame, _)) in enumerate(zip(self._wrench_pubs, sim.ft_sensors)):
+                pub.publish(wrench_stamped(stamp, frame, data["ft_wrench"][i, k]))
         self.sent["joint states"] += len(t)
         self.sent["IMU readings"] += len(t)
-        self.sent["wrenches"] += len(t) * len(self._wrenches)
+        self.sent["wrenches"] += len(t) * len(self._wrench_pubs)
 
 
 def _whole_body_robot(name: str) -> Callable[[SimulatorNode, dict[str, Any]], WholeBodyRobot]:
