@@ -264,6 +264,8 @@ def test_icub_rooted_at_its_sole_over_dds_predicts_better_than_the_urdf(
 
 @pytest.mark.rate_insensitive
 def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
+    """The node process exits 2 with the message, for a rule on the parameters and for a frame
+    not in the URDF (every rule: ``test/unit/modes/test_whole_body_parameters.py``)."""
     urdf = f"urdf_path:={example_robot_urdf('icub')}"
     cases = [
         (
@@ -271,15 +273,6 @@ def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
             "sensor 'l_sole' has type 'wrist'",
         ),
         ("imu_frame:=no_imu_here", "parameter 'imu_frame': frame 'no_imu_here'"),
-        (
-            "ft_frames:=[l_arm_ft_sensor, r_arm_ft_sensor, l_leg_ft_sensor, r_leg_ft_sensor, "
-            "l_foot_ft_sensor, r_foot_ft_sensor, l_toe]",
-            "parameter 'ft_frames': frame 'l_toe'",
-        ),
-        ("ft_topics:=[/a, /b]", "parameter 'ft_topics' has 2 entries"),
-        ("fixed_frame:=l_sole", "parameter 'fixed_frame' applies to base 'fixed'"),
-        ("fixed_tilt:=[0.1]", "parameter 'fixed_tilt' must be two finite angles"),
-        ("ft_estimate_offset:=[l_toe]", "parameter 'ft_estimate_offset': 'l_toe'"),
     ]
     nodes = [
         (
@@ -297,7 +290,7 @@ def test_bad_whole_body_parameters_exit_2_naming_the_item(launch):
         )
         for override, expected in cases
     ]
-    for node, expected in nodes:  # seven start at once beside the suite: allow a slow start
+    for node, expected in nodes:  # they start beside the suite: allow a slow start
         assert node.exit_code(120.0) == 2, node.output()[-3000:]
         assert expected in node.output(), node.output()
     assert np.all([not node.alive() for node, _ in nodes])
