@@ -8,9 +8,10 @@ import numpy as np
 from scipy.linalg import lapack
 
 DEFAULT_REGULARIZATION = 1e-8
-"""Rank-deficient data: ``regularization * lambda_max(H)`` times the squared distance to a
+"""Rank-deficient data: ``regularization * lambda_max`` times the squared distance to a
 reference (the prior, else 0) along the numerical null space of ``H`` (eigenvalues below
-:data:`NULL_SPACE_RCOND` ``* lambda_max``) is added to the objective, so the optimum is unique
+:data:`NULL_SPACE_RCOND` ``* lambda_max``; both of ``H`` scaled to a unit diagonal, see
+:func:`regularize_null_space`) is added to the objective, so the optimum is unique
 (the optimal fit closest to the reference) and iterative methods do not drift. Directions the data
 determine are not biased."""
 NULL_SPACE_RCOND = 1e-10
@@ -76,25 +77,36 @@ class Regularized(NamedTuple):
 def regularize_null_space(
     hessian: np.ndarray, rhs: np.ndarray, reference: np.ndarray, regularization: float
 ) -> Regularized:
-    """Add ``eps |V^T (x - reference)|^2`` (``V``: null space of ``H``, ``eps = regularization *
-    lambda_max``; see :data:`DEFAULT_REGULARIZATION`) and return the unconstrained minimiser.
+    """Add ``eps |V^T D^1/2 (x - reference)|^2`` and return the unconstrained minimiser: ``D`` the
+    diagonal of ``H``, ``V`` the null space of the scaled ``S = D^-1/2 H D^-1/2`` (eigenvalues below
+    :data:`NULL_SPACE_RCOND` ``* lambda_max(S)``), ``eps = regularization * lambda_max(S)`` (see
+    :data:`DEFAULT_REGULARIZATION`). Scaled, the rank does not depend on the parameters' units:
+    one heavily weighted parameter (a prior that holds it) does not make the others' small but
+    genuine curvature look like a null space.
 
-    A Cholesky factor with well-balanced pivots (``min L_ii^2 >= NULL_SPACE_RCOND max L_ii^2``)
-    means no null space (the common, fast case); otherwise the eigendecomposition decides."""
-    factor = cholesky(hessian)
+    A Cholesky factor of ``S`` with well-balanced pivots (``min L_ii^2 >= NULL_SPACE_RCOND max
+    L_ii^2``) means no null space (the common, fast case); otherwise the eigendecomposition
+    decides."""
+    diagonal = np.diag(hessian)
+    root = np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
+    scaled = hessian / np.outer(root, root)
+    scaled_rhs = rhs / root
+    factor = cholesky(scaled)
     if factor is not None:
         pivots = np.diag(factor) ** 2
         if pivots.min() >= NULL_SPACE_RCOND * pivots.max():
-            return Regularized(hessian, rhs, 0.0, cholesky_solve(factor, rhs), 0)
-    eigvals, eigvecs = np.linalg.eigh(hessian)
+            return Regularized(hessian, rhs, 0.0, cholesky_solve(factor, scaled_rhs) / root, 0)
+    eigvals, eigvecs = np.linalg.eigh(scaled)
     null = eigvals <= NULL_SPACE_RCOND * max(eigvals[-1], 0.0)
     epsilon = regularization * max(eigvals[-1], 1e-300)
     v = eigvecs[:, null]
-    projected_reference = v.T @ reference
-    hessian = hessian + epsilon * (v @ v.T)
-    rhs = rhs + epsilon * (v @ projected_reference)
+    projected_reference = v.T @ (root * reference)
+    weighted = root[:, None] * v  # D^1/2 V: the null space in the parameters' units
+    hessian = hessian + epsilon * (weighted @ weighted.T)
+    rhs = rhs + epsilon * (weighted @ projected_reference)
+    scaled_rhs = scaled_rhs + epsilon * (v @ projected_reference)
     eigvals = np.where(null, eigvals + epsilon, eigvals)
-    x = eigvecs @ ((eigvecs.T @ rhs) / np.maximum(eigvals, epsilon))
+    x = eigvecs @ ((eigvecs.T @ scaled_rhs) / np.maximum(eigvals, epsilon)) / root
     return Regularized(
         hessian, rhs, float(epsilon * projected_reference @ projected_reference), x, int(null.sum())
     )

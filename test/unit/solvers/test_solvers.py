@@ -690,3 +690,34 @@ def test_every_method_refuses_an_unknown_option_before_solving(method):
     problem, _ = payload_problem(n=10, prior=PRIOR)
     with pytest.raises(ProblemError, match="no_such_option"):
         solve(problem, method, no_such_option=1)
+
+
+def test_a_parameter_held_by_a_heavy_prior_leaves_the_others_to_the_data():
+    """A prior weight 10^4 times the gram's largest diagonal entry on the mass (a reference held,
+    e.g. a weighed mass) once made the data's small but genuine curvature look like a null space:
+    the fast back end pulled four directions toward the prior and returned a wrong optimum (here
+    2.1 off in x) as "solved". The rank is now decided on the Hessian scaled to a unit diagonal."""
+    rng = np.random.default_rng(0)
+    theta = pin.Inertia.Random().toDynamicParameters()
+    Y = rng.normal(size=(400, 16)) * np.logspace(0, -4, 16)  # gram condition about 1e8
+    x_true = np.concatenate([theta, rng.normal(size=6)])
+    y = Y @ x_true + rng.normal(0.0, 1e-8, 400)
+    gram = Y.T @ Y
+    prior, weight = np.zeros(16), np.zeros(16)
+    prior[0], weight[0] = theta[0], 1e4 * gram.diagonal().max()
+    problem = Problem(
+        gram=gram,
+        moment=Y.T @ y,
+        yty=float(y @ y),
+        n_rows=400,
+        n_bodies=1,
+        prior=prior,
+        prior_weight=weight,
+    )
+    # the optimum by QR of the stacked rows (the body near the true, consistent one: unconstrained)
+    rows = np.vstack([Y, np.sqrt(weight[0]) * np.eye(16)[:1]])
+    exact = np.linalg.lstsq(rows, np.concatenate([y, [np.sqrt(weight[0]) * theta[0]]]))[0]
+    assert np.abs(exact - x_true).max() < 1e-4
+    fast = lmi.solve_lmi(problem)
+    assert fast.info["null_space_dim"] == 0
+    assert np.abs(fast.x - exact).max() < 1e-8
