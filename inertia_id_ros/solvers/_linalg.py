@@ -8,9 +8,9 @@ import numpy as np
 from scipy.linalg import lapack
 
 DEFAULT_REGULARIZATION = 1e-8
-"""Rank-deficient data: ``regularization * lambda_max`` times the squared distance to a
+"""Rank-deficient data: ``regularization * max_i H_ii`` times the squared distance to a
 reference (the prior, else 0) along the numerical null space of ``H`` (eigenvalues below
-:data:`NULL_SPACE_RCOND` ``* lambda_max``; both of ``H`` scaled to a unit diagonal, see
+:data:`NULL_SPACE_RCOND` ``* lambda_max`` of ``H`` scaled to a unit diagonal, see
 :func:`regularize_null_space`) is added to the objective, so the optimum is unique
 (the optimal fit closest to the reference) and iterative methods do not drift. Directions the data
 determine are not biased."""
@@ -77,36 +77,33 @@ class Regularized(NamedTuple):
 def regularize_null_space(
     hessian: np.ndarray, rhs: np.ndarray, reference: np.ndarray, regularization: float
 ) -> Regularized:
-    """Add ``eps |V^T D^1/2 (x - reference)|^2`` and return the unconstrained minimiser: ``D`` the
-    diagonal of ``H``, ``V`` the null space of the scaled ``S = D^-1/2 H D^-1/2`` (eigenvalues below
-    :data:`NULL_SPACE_RCOND` ``* lambda_max(S)``), ``eps = regularization * lambda_max(S)`` (see
-    :data:`DEFAULT_REGULARIZATION`). Scaled, the rank does not depend on the parameters' units:
-    one heavily weighted parameter (a prior that holds it) does not make the others' small but
-    genuine curvature look like a null space.
+    """Add ``eps |V^T (x - reference)|^2`` (``V``: an orthonormal basis of the null space of
+    ``H``, ``eps = regularization * max_i H_ii``; see :data:`DEFAULT_REGULARIZATION`) and return
+    the unconstrained minimiser.
 
-    A Cholesky factor of ``S`` with well-balanced pivots (``min L_ii^2 >= NULL_SPACE_RCOND max
-    L_ii^2``) means no null space (the common, fast case); otherwise the eigendecomposition
-    decides."""
+    The null space is decided on ``S = D^-1/2 H D^-1/2`` (``D`` the diagonal of ``H``; its
+    eigenvalues below :data:`NULL_SPACE_RCOND` ``* lambda_max(S)``), so that the rank does not
+    depend on the parameters' units: one heavily weighted parameter (a prior that holds it) does
+    not make the others' small but genuine curvature look null. A Cholesky factor of ``S`` with
+    well-balanced pivots (``min L_ii^2 >= NULL_SPACE_RCOND max L_ii^2``) means no null space (the
+    common, fast case); otherwise the eigendecomposition decides."""
     diagonal = np.diag(hessian)
     root = np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
     scaled = hessian / np.outer(root, root)
-    scaled_rhs = rhs / root
     factor = cholesky(scaled)
     if factor is not None:
         pivots = np.diag(factor) ** 2
         if pivots.min() >= NULL_SPACE_RCOND * pivots.max():
-            return Regularized(hessian, rhs, 0.0, cholesky_solve(factor, scaled_rhs) / root, 0)
+            return Regularized(hessian, rhs, 0.0, cholesky_solve(factor, rhs / root) / root, 0)
     eigvals, eigvecs = np.linalg.eigh(scaled)
     null = eigvals <= NULL_SPACE_RCOND * max(eigvals[-1], 0.0)
-    epsilon = regularization * max(eigvals[-1], 1e-300)
-    v = eigvecs[:, null]
-    projected_reference = v.T @ (root * reference)
-    weighted = root[:, None] * v  # D^1/2 V: the null space in the parameters' units
-    hessian = hessian + epsilon * (weighted @ weighted.T)
-    rhs = rhs + epsilon * (weighted @ projected_reference)
-    scaled_rhs = scaled_rhs + epsilon * (v @ projected_reference)
-    eigvals = np.where(null, eigvals + epsilon, eigvals)
-    x = eigvecs @ ((eigvecs.T @ scaled_rhs) / np.maximum(eigvals, epsilon)) / root
+    v = np.linalg.qr(eigvecs[:, null] / root[:, None])[0]  # S's null space in x's units
+    epsilon = regularization * max(float(diagonal.max(initial=0.0)), 1e-300)
+    projected_reference = v.T @ reference
+    hessian = hessian + epsilon * (v @ v.T)
+    rhs = rhs + epsilon * (v @ projected_reference)
+    factor = cholesky(hessian)
+    x = cholesky_solve(factor, rhs) if factor is not None else psd_solve(hessian, rhs, 0.0)[0]
     return Regularized(
         hessian, rhs, float(epsilon * projected_reference @ projected_reference), x, int(null.sum())
     )
